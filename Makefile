@@ -1,0 +1,70 @@
+# svc: chat-session service. `make` builds build/svc and build/svc-fcgi.
+CC      ?= cc
+PKGS    := fcgi json-c yaml-0.1 zlib libcurl libcrypto
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -ljson-c -lyaml -lz -lcurl -lcrypto)
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
+LDLIBS  += $(PKG_LIBS)
+B       ?= build
+
+CORE_SRC := $(wildcard core/*.c)
+CGI_SRC  := $(wildcard cgi/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+UNIT_SRC := $(wildcard t/unit/*.c)
+CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
+CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
+UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
+
+.PHONY: all deps test unit asan run bench clean format
+all: $(B)/svc $(B)/svc-fcgi
+
+deps:
+	@scripts/install-deps
+
+$(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(B)/libsvccore.a: $(CORE_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/svc: $(CLI_OBJ) $(B)/libsvccore.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libsvccore.a $(LDLIBS)
+
+$(B)/svc-fcgi: $(CGI_OBJ) $(B)/libsvccore.a
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CGI_OBJ) $(B)/libsvccore.a $(LDLIBS)
+
+$(B)/t/%.t: t/unit/%.c t/unit/tap.h $(B)/libsvccore.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -It/unit -o $@ $< $(B)/libsvccore.a $(LDLIBS)
+
+unit: $(UNIT_BIN)
+
+# The whole suite: C unit tests, then integration tests through nginx.
+test: deps
+	@$(MAKE) --no-print-directory all unit
+	SVC_BUILD=$(abspath $(B)) prove -j2 $(B)/t/ t/
+
+# The whole suite under AddressSanitizer and UBSan, in its own build dir.
+asan: deps
+	@$(MAKE) --no-print-directory B=build-asan CC=clang \
+	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	  LDFLAGS="-fsanitize=address,undefined" all unit
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  SVC_BUILD=$(abspath build-asan) prove -j2 build-asan/t/ t/
+
+run: deps all
+	scripts/serve --port 8080
+
+bench: deps all
+	scripts/bench
+
+format:
+	clang-format -i core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch]
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,113 @@
+/* config: agents.yaml, read with libyaml into struct svc_config.
+ * Every setting is one row of a table (name, type, bounds, default, secret): the loader,
+ * the validation messages, svc_config_to_json (the effective dump) and redaction all read
+ * that table. Errors name file, line, column and key; unknown keys are warnings kept in
+ * cfg->warnings. A missing or empty file gives the defaults. Paths have `~` expanded and
+ * follow $SVC_HOME where SPEC 1 says so. svc_config_free releases everything the config owns. */
+#ifndef SVC_CONFIG_H
+#define SVC_CONFIG_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+enum svc_session_provider { SVC_PROVIDER_SVC_REPOSITORY, SVC_PROVIDER_NATIVE_FILE };
+enum svc_model_provider { SVC_MODEL_ECHO, SVC_MODEL_OPENAI };
+
+struct svc_job {
+    char *id;
+    char *schedule;   /* 5-field cron */
+    char *session_id;
+    char *input;
+    bool enabled;
+};
+
+struct svc_extension {
+    char *name;
+    char *kind;               /* "tool" */
+    char *description;
+    json_object *parameters;  /* JSON Schema, owned */
+    char **command;           /* argv, NULL-terminated, owned */
+    int timeout_s;
+    bool enabled;
+};
+
+struct svc_config {
+    struct {
+        char *listen;         /* "unix:/run/svc/svc.sock" or "tcp:127.0.0.1:9000" */
+        int workers;          /* 1..256, default 4 */
+        int64_t max_requests; /* 1.., default 10000 */
+        int64_t max_body_bytes; /* 1024..1073741824, default 1048576 */
+        char *api_token_env;  /* default "SVC_API_TOKEN" */
+        char *api_token;      /* secret, default "" */
+        int run_timeout_s;    /* 1..86400, default 300 */
+    } server;
+    struct {
+        bool enabled;
+        enum svc_session_provider provider;
+        char *root;           /* expanded; default $SVC_HOME/agents/native_sessions */
+        char *agent_id;       /* default "svc-agent"; validated like a session id */
+        bool persist_openai_history;
+        bool sync_memory;
+        char *export_default_dir; /* expanded; default ~/Desktop/svc-chat-export */
+        char **export_allowed_dirs; /* expanded, NULL-terminated (never NULL itself) */
+        bool fsync;
+    } sessions;
+    struct {
+        enum svc_model_provider provider;
+        char *name;           /* default "echo-1" */
+        char *base_url;
+        char *api_key_env;    /* default "OPENAI_API_KEY" */
+        char *api_key;        /* secret */
+        int timeout_s;        /* 1..3600, default 120 */
+        int max_retries;      /* 0..10, default 2 */
+        bool has_temperature; /* temperature: null unless set */
+        double temperature;   /* 0..2 */
+        bool has_max_tokens;
+        int64_t max_tokens;   /* 1.. */
+        int64_t context_window; /* 1.., default 128000 */
+        char *system_prompt;
+    } model;
+    struct {
+        int window_size;      /* 2..10000, default 40 */
+        int max_tool_iterations; /* 1..100, default 8 */
+    } agent;
+    struct {
+        char *root;           /* expanded; default $SVC_HOME/memory */
+        int recall;           /* 0..100, default 0 */
+    } memory;
+    struct svc_job *jobs;
+    size_t njobs;
+    struct svc_extension *extensions;
+    size_t nextensions;
+
+    char *home;               /* $SVC_HOME or ~/.svc, expanded */
+    char *source;             /* path of the file read, or NULL when none existed */
+    char **warnings;          /* "file:line:col: unknown key 'x'" ..., NULL-terminated */
+    size_t nwarnings;
+};
+
+/* Defaults only (no file). */
+int svc_config_defaults(struct svc_config *cfg, struct svc_err *err);
+/* $SVC_CONFIG, else $SVC_HOME/agents.yaml (SVC_HOME defaults to ~/.svc). A missing file
+ * gives the defaults with source NULL; an unreadable or invalid one is SVC_E_CONFIG. */
+int svc_config_load(struct svc_config *cfg, struct svc_err *err);
+/* A named file (missing is SVC_E_CONFIG here: it was asked for). */
+int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_err *err);
+/* From memory; name is used in messages ("<buffer>" when NULL). */
+int svc_config_load_buffer(struct svc_config *cfg, const char *buf, size_t len, const char *name,
+                           struct svc_err *err);
+void svc_config_free(struct svc_config *cfg);
+
+/* Effective configuration as SPEC 4.4 /api/config shows it: every key with defaults applied,
+ * secrets as "***" when set and "" when unset, plus "source". New reference. */
+json_object *svc_config_to_json(const struct svc_config *cfg);
+/* The bearer token in force: server.api_token, else the env var named by api_token_env;
+ * NULL when neither is set (auth off). Borrowed. */
+const char *svc_config_api_token(const struct svc_config *cfg);
+/* The model API key in force (model.api_key, else env api_key_env); NULL when unset. */
+const char *svc_config_model_api_key(const struct svc_config *cfg);
+
+#endif

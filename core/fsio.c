@@ -1,0 +1,171 @@
+#include "fsio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int fsync_dir_of(const char *path)
+{
+    char *copy = strdup(path);
+    if (!copy)
+        return -1;
+    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(copy);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
+    return rc;
+}
+
+int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
+                          struct svc_err *err)
+{
+    char hex[9];
+    svc_random_hex(hex, 8);
+    size_t tl = strlen(path) + 48;
+    char *tmp = malloc(tl);
+    if (!tmp)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    snprintf(tmp, tl, "%s.tmp-%ld-%s", path, (long)getpid(), hex);
+    int rc = -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        svc_err_errno(err, "create temp file");
+        goto out;
+    }
+    if (write_all(fd, data, len) != 0) {
+        svc_err_errno(err, "write");
+        goto out_unlink;
+    }
+    if (durable && fsync(fd) != 0) {
+        svc_err_errno(err, "fsync");
+        goto out_unlink;
+    }
+    if (close(fd) != 0) {
+        fd = -1;
+        svc_err_errno(err, "close");
+        goto out_unlink;
+    }
+    fd = -1;
+    const char *crash = getenv("SVC_TEST_CRASH_BEFORE_RENAME");
+    if (crash && *crash && strstr(path, crash))
+        _exit(77);
+    if (rename(tmp, path) != 0) {
+        svc_err_errno(err, "rename");
+        goto out_unlink;
+    }
+    if (durable && fsync_dir_of(path) != 0) {
+        svc_err_errno(err, "fsync directory");
+        goto out;
+    }
+    rc = 0;
+    goto out;
+out_unlink:
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+    unlink(tmp);
+out:
+    if (fd >= 0)
+        close(fd);
+    free(tmp);
+    return rc;
+}
+
+int svc_file_append(const char *path, const void *data, size_t len, bool durable,
+                    struct svc_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return svc_err_errno(err, "open for append");
+    int rc = 0;
+    ssize_t n = write(fd, data, len); /* one write: a line is whole or absent */
+    if (n < 0 || (size_t)n != len)
+        rc = svc_err_errno(err, "append");
+    else if (durable && fsync(fd) != 0)
+        rc = svc_err_errno(err, "fsync");
+    close(fd);
+    return rc;
+}
+
+int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err)
+{
+    *out = NULL;
+    if (len)
+        *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: %s", path);
+        return svc_err_errno(err, "open");
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+    }
+    size_t cap = (size_t)st.st_size + 1, used = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    for (;;) {
+        if (used + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t n = read(fd, buf + used, cap - used - 1);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            free(buf);
+            close(fd);
+            return svc_err_errno(err, "read");
+        }
+        if (n == 0)
+            break;
+        used += (size_t)n;
+    }
+    close(fd);
+    buf[used] = '\0';
+    *out = buf;
+    if (len)
+        *len = used;
+    return 0;
+}
+
+bool svc_file_is_internal(const char *name)
+{
+    return strstr(name, ".tmp-") != NULL || strcmp(name, ".svc.lock") == 0 ||
+           strcmp(name, ".svc.run.lock") == 0;
+}

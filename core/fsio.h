@@ -1,0 +1,28 @@
+/* fsio: durable file primitives used by every writer in core/.
+ * svc_file_write_atomic writes a unique temp file in the same directory, fsyncs it,
+ * renames it over the target and fsyncs the directory, so a reader sees the old file
+ * or the new one and never a torn one; with durable=false the two fsyncs are skipped.
+ * Temp names are "<name>.tmp-<pid>-<hex>" and never listed or exported.
+ * svc_file_append writes one line with a single write(2) (O_APPEND), then fsyncs. */
+#ifndef SVC_FSIO_H
+#define SVC_FSIO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "err.h"
+
+int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
+                          struct svc_err *err);
+int svc_file_append(const char *path, const void *data, size_t len, bool durable,
+                    struct svc_err *err);
+/* Read a whole file into a heap buffer (NUL-terminated; *len excludes the NUL).
+ * A missing file is SVC_E_NOT_FOUND; other failures SVC_E_IO. */
+int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err);
+/* Whether a directory entry name is one of our temp files or lock files. */
+bool svc_file_is_internal(const char *name);
+/* Test hook: when the environment variable SVC_TEST_CRASH_BEFORE_RENAME is set to a
+ * substring of the target path, the process _exit(77)s after the temp write, before the
+ * rename. Used by t/ to prove that a crash leaves the previous file whole. */
+
+#endif

@@ -1,0 +1,282 @@
+#include "jsonx.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "fsio.h"
+#include "util.h"
+
+static void dump_string(struct svc_buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    svc_buf_add(b, "\"", 1);
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        const char *esc = NULL;
+        char u[7];
+        switch (c) {
+        case '"': esc = "\\\""; break;
+        case '\\': esc = "\\\\"; break;
+        case '\n': esc = "\\n"; break;
+        case '\r': esc = "\\r"; break;
+        case '\t': esc = "\\t"; break;
+        case '\b': esc = "\\b"; break;
+        case '\f': esc = "\\f"; break;
+        default:
+            if (c < 0x20 || c == 0x7f) {
+                u[0] = '\\'; u[1] = 'u'; u[2] = '0'; u[3] = '0';
+                u[4] = hex[c >> 4]; u[5] = hex[c & 0xf]; u[6] = '\0';
+                esc = u;
+            }
+        }
+        if (esc) {
+            svc_buf_add(b, s + start, i - start);
+            svc_buf_adds(b, esc);
+            start = i + 1;
+        }
+    }
+    svc_buf_add(b, s + start, n - start);
+    svc_buf_add(b, "\"", 1);
+}
+
+static void dump_indent(struct svc_buf *b, int level)
+{
+    static const char spaces[] = "                                                                ";
+    int n = level * 2;
+    svc_buf_add(b, "\n", 1);
+    while (n > 0) {
+        int k = n > 64 ? 64 : n;
+        svc_buf_add(b, spaces, (size_t)k);
+        n -= k;
+    }
+}
+
+static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty)
+{
+    switch (json_object_get_type(o)) {
+    case json_type_null:
+        svc_buf_adds(b, "null");
+        break;
+    case json_type_boolean:
+        svc_buf_adds(b, json_object_get_boolean(o) ? "true" : "false");
+        break;
+    case json_type_int:
+        svc_buf_adds(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        break;
+    case json_type_double: {
+        double d = json_object_get_double(o);
+        if (!isfinite(d))
+            svc_buf_adds(b, "null"); /* never NaN/Infinity on disk */
+        else
+            svc_buf_adds(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        break;
+    }
+    case json_type_string:
+        dump_string(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
+        break;
+    case json_type_array: {
+        size_t n = json_object_array_length(o);
+        if (n == 0) {
+            svc_buf_adds(b, "[]");
+            break;
+        }
+        svc_buf_add(b, "[", 1);
+        for (size_t i = 0; i < n; i++) {
+            if (i)
+                svc_buf_add(b, ",", 1);
+            if (pretty)
+                dump_indent(b, level + 1);
+            dump_value(b, json_object_array_get_idx(o, i), level + 1, pretty);
+        }
+        if (pretty)
+            dump_indent(b, level);
+        svc_buf_add(b, "]", 1);
+        break;
+    }
+    case json_type_object: {
+        if (json_object_object_length(o) == 0) {
+            svc_buf_adds(b, "{}");
+            break;
+        }
+        svc_buf_add(b, "{", 1);
+        bool first = true;
+        json_object_object_foreach(o, key, val)
+        {
+            if (!first)
+                svc_buf_add(b, ",", 1);
+            first = false;
+            if (pretty)
+                dump_indent(b, level + 1);
+            dump_string(b, key, strlen(key));
+            svc_buf_adds(b, pretty ? ": " : ":");
+            dump_value(b, val, level + 1, pretty);
+        }
+        if (pretty)
+            dump_indent(b, level);
+        svc_buf_add(b, "}", 1);
+        break;
+    }
+    }
+}
+
+char *svc_json_dump_native(json_object *o)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    dump_value(&b, o, 0, true);
+    return svc_buf_steal(&b);
+}
+
+char *svc_json_dump_compact(json_object *o)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    dump_value(&b, o, 0, false);
+    return svc_buf_steal(&b);
+}
+
+int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    json_tokener *tok = json_tokener_new_ex(64);
+    if (!tok)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t used = tok->char_offset;
+    if (jerr == json_tokener_continue || (jerr == json_tokener_success && !o && len == 0)) {
+        json_tokener_free(tok);
+        json_object_put(o);
+        return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: unexpected end of input");
+    }
+    json_tokener_free(tok);
+    if (jerr != json_tokener_success) {
+        json_object_put(o);
+        return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON at byte %zu: %s", used,
+                           json_tokener_error_desc(jerr));
+    }
+    for (size_t i = used; i < len; i++) {
+        char c = buf[i];
+        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+            json_object_put(o);
+            return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: trailing data at byte %zu",
+                               i);
+        }
+    }
+    *out = o;
+    return 0;
+}
+
+int svc_json_read_file(const char *path, json_object **out, struct svc_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    *out = NULL;
+    if (svc_file_read(path, &buf, &len, err) != 0)
+        return -1;
+    struct svc_err perr;
+    int rc = svc_json_parse(buf, len, out, &perr);
+    free(buf);
+    if (rc != 0)
+        return svc_err_set(err, SVC_E_IO, "damaged file %s: %s", path, perr.message);
+    return 0;
+}
+
+static int write_dump(const char *path, json_object *o, bool durable, bool newline,
+                      struct svc_err *err)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    dump_value(&b, o, 0, true);
+    if (newline)
+        svc_buf_add(&b, "\n", 1);
+    if (b.oom) {
+        svc_buf_free(&b);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    int rc = svc_file_write_atomic(path, b.data, b.len, durable, err);
+    svc_buf_free(&b);
+    return rc;
+}
+
+int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err)
+{
+    return write_dump(path, o, durable, false, err);
+}
+
+int svc_json_write_pretty(const char *path, json_object *o, bool durable, struct svc_err *err)
+{
+    return write_dump(path, o, durable, true, err);
+}
+
+const char *svc_json_str(json_object *o, const char *key, const char *def)
+{
+    json_object *v;
+    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+        return json_object_get_string(v);
+    return def;
+}
+
+int64_t svc_json_int(json_object *o, const char *key, int64_t def)
+{
+    json_object *v;
+    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_int))
+        return json_object_get_int64(v);
+    return def;
+}
+
+bool svc_json_bool(json_object *o, const char *key, bool def)
+{
+    json_object *v;
+    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean))
+        return json_object_get_boolean(v);
+    return def;
+}
+
+json_object *svc_json_obj(json_object *o, const char *key)
+{
+    json_object *v;
+    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_object))
+        return v;
+    return NULL;
+}
+
+json_object *svc_json_arr(json_object *o, const char *key)
+{
+    json_object *v;
+    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_array))
+        return v;
+    return NULL;
+}
+
+void svc_json_set_str(json_object *o, const char *key, const char *val)
+{
+    json_object_object_add(o, key, val ? json_object_new_string(val) : NULL);
+}
+
+void svc_json_set_int(json_object *o, const char *key, int64_t val)
+{
+    json_object_object_add(o, key, json_object_new_int64(val));
+}
+
+void svc_json_set_bool(json_object *o, const char *key, bool val)
+{
+    json_object_object_add(o, key, json_object_new_boolean(val));
+}
+
+void svc_json_set(json_object *o, const char *key, json_object *val)
+{
+    json_object_object_add(o, key, val);
+}
+
+json_object *svc_json_copy(json_object *o)
+{
+    json_object *c = NULL;
+    if (!o)
+        return NULL;
+    if (json_object_deep_copy(o, &c, NULL) != 0)
+        return NULL;
+    return c;
+}

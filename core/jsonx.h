@@ -1,0 +1,44 @@
+/* jsonx: JSON in the exact shapes svc stores, on top of json-c.
+ * svc_json_dump_native renders like Python's json.dumps(obj, indent=2, ensure_ascii=False)
+ * (what Strands writes): 2-space indent, ", " never at line ends, ": " after keys, "{}"/"[]"
+ * for empty containers, non-ASCII unescaped, "/" unescaped, no trailing newline.
+ * svc_json_dump_compact is one line with no spaces (svc_turns.jsonl, API bodies).
+ * Dump functions return heap strings the caller frees (NULL on ENOMEM).
+ * Getters borrow: they return pointers into the object, valid while it lives. */
+#ifndef SVC_JSONX_H
+#define SVC_JSONX_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "err.h"
+
+char *svc_json_dump_native(json_object *o);
+char *svc_json_dump_compact(json_object *o);
+
+/* Parse a buffer; SVC_E_INVALID_JSON with the tokener's message on failure.
+ * Rejects NaN/Infinity and trailing garbage. *out is a new reference. */
+int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
+/* Read and parse a file (SVC_E_NOT_FOUND when missing, SVC_E_IO when not JSON). */
+int svc_json_read_file(const char *path, json_object **out, struct svc_err *err);
+/* Native file: dump_native, atomic write, no trailing newline. */
+int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err);
+/* Sidecar: dump_native plus a trailing newline. */
+int svc_json_write_pretty(const char *path, json_object *o, bool durable, struct svc_err *err);
+
+/* Borrowed getters; fall back to def when the key is absent or of another type. */
+const char *svc_json_str(json_object *o, const char *key, const char *def);
+int64_t svc_json_int(json_object *o, const char *key, int64_t def);
+bool svc_json_bool(json_object *o, const char *key, bool def);
+json_object *svc_json_obj(json_object *o, const char *key);   /* object or NULL */
+json_object *svc_json_arr(json_object *o, const char *key);   /* array or NULL */
+/* Setters take ownership of the value (json-c semantics); string versions copy. */
+void svc_json_set_str(json_object *o, const char *key, const char *val); /* NULL -> null */
+void svc_json_set_int(json_object *o, const char *key, int64_t val);
+void svc_json_set_bool(json_object *o, const char *key, bool val);
+void svc_json_set(json_object *o, const char *key, json_object *val);
+/* Deep copy (new reference). */
+json_object *svc_json_copy(json_object *o);
+
+#endif

@@ -1,0 +1,322 @@
+#include "util.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+double svc_time_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double svc_time_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static char *time_format(time_t sec, long usec, char *buf)
+{
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    snprintf(buf, SVC_TIME_LEN, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld+00:00", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
+    return buf;
+}
+
+char *svc_time_now_iso(char *buf)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return time_format(ts.tv_sec, ts.tv_nsec / 1000, buf);
+}
+
+char *svc_time_format_iso(double epoch, char *buf)
+{
+    time_t sec = (time_t)epoch;
+    long usec = (long)((epoch - (double)sec) * 1e6 + 0.5);
+    if (usec >= 1000000) {
+        sec++;
+        usec -= 1000000;
+    }
+    return time_format(sec, usec, buf);
+}
+
+int svc_time_parse_iso(const char *s, double *epoch)
+{
+    int y, mo, d, h, mi, se, n = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || n != 19)
+        return -1;
+    const char *p = s + n;
+    double frac = 0;
+    if (*p == '.') {
+        double scale = 0.1;
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        while (*p >= '0' && *p <= '9') {
+            frac += (*p - '0') * scale;
+            scale /= 10;
+            p++;
+        }
+    }
+    long off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om, m = 0;
+        if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5)
+            return -1;
+        off = (oh * 3600L + om * 60L) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else if (*p != '\0') {
+        return -1;
+    }
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+        return -1;
+    struct tm tm = {0};
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = se;
+    *epoch = (double)timegm(&tm) - (double)off + frac;
+    return 0;
+}
+
+void svc_random_hex(char *out, size_t nhex)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[64];
+    size_t nbytes = (nhex + 1) / 2;
+    if (nbytes > sizeof raw)
+        nbytes = sizeof raw;
+    if (RAND_bytes(raw, (int)nbytes) != 1) {
+        /* fall back to the kernel directly; never to a predictable source */
+        FILE *f = fopen("/dev/urandom", "rb");
+        if (!f || fread(raw, 1, nbytes, f) != nbytes)
+            abort();
+        fclose(f);
+    }
+    for (size_t i = 0; i < nhex && i / 2 < nbytes; i++)
+        out[i] = hex[(raw[i / 2] >> ((i % 2) ? 0 : 4)) & 0xf];
+    out[nhex] = '\0';
+}
+
+void svc_random_id(const char *prefix, char *out, size_t outsz)
+{
+    char hex[17];
+    svc_random_hex(hex, 16);
+    snprintf(out, outsz, "%s-%s", prefix, hex);
+}
+
+char *svc_path_expand(const char *path)
+{
+    if (!path)
+        return NULL;
+    if (path[0] == '~' && (path[1] == '/' || path[1] == '\0')) {
+        const char *home = getenv("HOME");
+        if (!home || !*home)
+            home = "/";
+        size_t hl = strlen(home);
+        while (hl > 1 && home[hl - 1] == '/')
+            hl--;
+        size_t n = hl + strlen(path + 1) + 1;
+        char *out = malloc(n);
+        if (!out)
+            return NULL;
+        memcpy(out, home, hl);
+        strcpy(out + hl, path + 1);
+        return out;
+    }
+    return strdup(path);
+}
+
+char *svc_path_join(const char *a, const char *b)
+{
+    size_t al = strlen(a), bl = strlen(b);
+    char *out = malloc(al + bl + 2);
+    if (!out)
+        return NULL;
+    memcpy(out, a, al);
+    size_t o = al;
+    if (al == 0 || a[al - 1] != '/')
+        out[o++] = '/';
+    memcpy(out + o, b, bl + 1);
+    return out;
+}
+
+int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
+{
+    char *tmp = strdup(path);
+    if (!tmp)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = 0;
+    for (char *p = tmp + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(tmp, mode) != 0 && errno != EEXIST) {
+                rc = svc_err_errno(err, "mkdir");
+                break;
+            }
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    if (rc == 0 && !svc_is_dir(path))
+        rc = svc_err_set(err, SVC_E_IO, "not a directory: %s", path);
+    free(tmp);
+    return rc;
+}
+
+bool svc_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+void svc_buf_init(struct svc_buf *b)
+{
+    memset(b, 0, sizeof *b);
+}
+
+void svc_buf_add(struct svc_buf *b, const char *s, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d) {
+            b->oom = true;
+            return;
+        }
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, s, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+void svc_buf_adds(struct svc_buf *b, const char *s)
+{
+    svc_buf_add(b, s, strlen(s));
+}
+
+void svc_buf_printf(struct svc_buf *b, const char *fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof small) {
+        svc_buf_add(b, small, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    svc_buf_add(b, big, (size_t)n);
+    free(big);
+}
+
+char *svc_buf_steal(struct svc_buf *b)
+{
+    if (b->oom) {
+        svc_buf_free(b);
+        return NULL;
+    }
+    char *d = b->data ? b->data : strdup("");
+    svc_buf_init(b);
+    return d;
+}
+
+void svc_buf_free(struct svc_buf *b)
+{
+    free(b->data);
+    svc_buf_init(b);
+}
+
+size_t svc_utf8_len(const char *s)
+{
+    size_t n = 0;
+    for (; *s; s++)
+        if (((unsigned char)*s & 0xC0) != 0x80)
+            n++;
+    return n;
+}
+
+char *svc_utf8_prefix(const char *s, size_t max_cp)
+{
+    size_t i = 0, cp = 0;
+    while (s[i]) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80) {
+            if (cp == max_cp)
+                break;
+            cp++;
+        }
+        i++;
+    }
+    return strndup(s, i);
+}
+
+bool svc_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        unsigned char c = p[i];
+        size_t n;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0 && c >= 0xC2) {
+            n = 1;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 2;
+        } else if ((c & 0xF8) == 0xF0 && c <= 0xF4) {
+            n = 3;
+        } else {
+            return false;
+        }
+        for (size_t k = 1; k <= n; k++)
+            if (i + k >= len || (p[i + k] & 0xC0) != 0x80)
+                return false;
+        i += n + 1;
+    }
+    return true;
+}
+
+bool svc_secret_equal(const char *a, const char *b)
+{
+    size_t al = strlen(a), bl = strlen(b);
+    /* compare the whole of a against b padded; length mismatch still takes the same time */
+    unsigned char diff = (unsigned char)(al != bl);
+    for (size_t i = 0; i < al; i++)
+        diff |= (unsigned char)(a[i] ^ (i < bl ? b[i] : 0));
+    return diff == 0 && CRYPTO_memcmp(&al, &bl, sizeof al) == 0;
+}

@@ -1,0 +1,65 @@
+/* util: small helpers shared by every module: time stamps in the Strands format,
+ * random ids, `~` expansion, directory creation, and a growable string buffer.
+ * Functions named *_new / *_dup / *_expand return heap memory the caller frees. */
+#ifndef SVC_UTIL_H
+#define SVC_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "err.h"
+
+#define SVC_VERSION "0.1.0"
+#define SVC_TIME_LEN 40
+
+/* Now as "2026-05-16T08:15:30.123456+00:00" into buf (SVC_TIME_LEN bytes); returns buf. */
+char *svc_time_now_iso(char *buf);
+/* Format an epoch (seconds, with fraction) the same way. */
+char *svc_time_format_iso(double epoch, char *buf);
+/* Parse ISO 8601 UTC with or without fraction, "+00:00" or "Z" (other offsets applied).
+ * Returns 0 and sets *epoch, or -1 when unparseable. */
+int svc_time_parse_iso(const char *s, double *epoch);
+double svc_time_now(void);      /* wall clock, seconds since the epoch */
+double svc_time_monotonic(void);/* monotonic seconds */
+
+/* Fill out with nhex random lowercase hex digits and a NUL (out holds nhex + 1). */
+void svc_random_hex(char *out, size_t nhex);
+/* "<prefix>-<16 hex>" into out (at least strlen(prefix) + 18 bytes). */
+void svc_random_id(const char *prefix, char *out, size_t outsz);
+
+/* Expand a leading "~" or "~/" with $HOME. Heap result, NULL on ENOMEM. */
+char *svc_path_expand(const char *path);
+/* "a" + "/" + "b"; heap result. */
+char *svc_path_join(const char *a, const char *b);
+/* mkdir -p with mode; 0 or -1 with err. */
+int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err);
+/* Whether the path is an existing directory. */
+bool svc_is_dir(const char *path);
+
+/* Growable NUL-terminated buffer. Aborts never; on ENOMEM sets oom and keeps going. */
+struct svc_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool oom;
+};
+void svc_buf_init(struct svc_buf *b);
+void svc_buf_add(struct svc_buf *b, const char *s, size_t n);
+void svc_buf_adds(struct svc_buf *b, const char *s);
+void svc_buf_printf(struct svc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hand the data to the caller (heap, NUL-terminated) and reset b. NULL if oom. */
+char *svc_buf_steal(struct svc_buf *b);
+void svc_buf_free(struct svc_buf *b);
+
+/* Count UTF-8 code points; copy at most max code points of s into a heap string. */
+size_t svc_utf8_len(const char *s);
+char *svc_utf8_prefix(const char *s, size_t max_cp);
+/* Whether s is valid UTF-8 (len bytes). */
+bool svc_utf8_valid(const char *s, size_t len);
+
+/* Constant-time comparison of two NUL-terminated secrets. */
+bool svc_secret_equal(const char *a, const char *b);
+
+#endif
