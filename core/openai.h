@@ -1,0 +1,25 @@
+/* openai: conversions between native (Bedrock Converse) messages and OpenAI chat messages.
+ * svc_openai_project turns one native message into the OpenAI messages it stands for:
+ * text -> content, toolUse -> assistant tool_calls with JSON-string arguments, toolResult ->
+ * one role "tool" message per result with tool_call_id. svc_openai_to_native turns an OpenAI
+ * message (user/assistant/tool/system) into a native message; system messages give NULL.
+ * All results are new references. */
+#ifndef SVC_OPENAI_H
+#define SVC_OPENAI_H
+
+#include <json-c/json.h>
+
+#include "err.h"
+
+json_object *svc_openai_project(json_object *native_msg);
+/* The API role of a native message: "user", "assistant", or "tool" when it carries results. */
+const char *svc_openai_role(json_object *native_msg);
+/* Concatenated text blocks of a native message (heap string, "" when none). */
+char *svc_native_text(json_object *native_msg);
+/* Text of an OpenAI content value: a string, or the text parts of an array (heap, NULL when
+ * it is neither). */
+char *svc_openai_content_text(json_object *content);
+/* OpenAI message -> native message; NULL for system messages or unusable ones. */
+json_object *svc_openai_to_native(json_object *openai_msg);
+
+#endif

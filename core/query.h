@@ -1,0 +1,53 @@
+/* query: the dashboard reads and small writes the HTTP layer and `svc sessions` call
+ * (SPEC 4.3). Every function validates the session id first, answers
+ * SVC_E_SESSIONS_DISABLED when sessions are off and SVC_E_SESSION_NOT_FOUND for a missing
+ * session, takes the session lock (shared to read, exclusive to write), repairs a stale
+ * `running`, and returns a new json-c reference in *out shaped as the API answers it.
+ * Listing reads summaries only (sidecars, or a root-level index), never transcripts. */
+#ifndef SVC_QUERY_H
+#define SVC_QUERY_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+
+struct svc_list_query {
+    int limit;                 /* 1..500, default 50 */
+    const char *cursor;        /* opaque, from next_cursor; NULL for the first page */
+    bool include_archived;
+    bool archived_only;
+    const char *status;        /* NULL or running|idle|error|cancelled */
+    const char *q;             /* NULL or a case-insensitive title substring */
+};
+
+struct svc_messages_query {
+    int limit;                 /* 1..1000, default 200 */
+    int64_t offset;            /* >= 0 */
+    bool desc;                 /* order=desc: newest first */
+    bool include_turns;        /* with offset 0: add "turns" */
+};
+
+/* {"sessions": [summary...], "next_cursor": "..."|null} */
+int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
+                      json_object **out, struct svc_err *err);
+/* The summary (sidecar without schema_version, message_count true to the files). */
+int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
+                    struct svc_err *err);
+/* {"session_id","agent_id","messages":[...],"next_offset","total"[, "turns"]} */
+int svc_session_messages(const struct svc_config *cfg, const char *sid,
+                         const struct svc_messages_query *q, json_object **out,
+                         struct svc_err *err);
+/* {"archived": bool, "session_id"}; idempotent. */
+int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool archived,
+                             json_object **out, struct svc_err *err);
+/* Title 1..200 characters; returns the summary. */
+int svc_session_rename(const struct svc_config *cfg, const char *sid, const char *title,
+                       json_object **out, struct svc_err *err);
+/* {"session_id", ...token_state} */
+int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_object **out,
+                       struct svc_err *err);
+
+#endif

@@ -1,0 +1,74 @@
+/* session: the run lifecycle of SPEC 3, shared by /api/chat, /api/chat/runs, jobs and
+ * `svc chat`.
+ *   svc_run_begin   validates, takes the run lock (SVC_E_SESSION_BUSY), repairs a stale
+ *                   `running`, refuses archived sessions (SVC_E_SESSION_ARCHIVED), creates or
+ *                   updates the sidecar (status running, current_run, run_count + 1), creates
+ *                   session.json/agent.json when missing, imports OpenAI history on the first
+ *                   run when persist_openai_history is on, and stores the user message.
+ *   svc_run_execute restores the window, runs the agent loop (model, tools), stores each
+ *                   message as produced, emits events to the sink, then ends the run:
+ *                   finish (idle), fail (error) or cancel (cancelled) with the turn line.
+ *                   Returns 0 when the run finished, -1 with err otherwise.
+ *   svc_run_free    releases everything; a run begun but never executed is ended as
+ *                   failed (internal_error) first, so the session never stays `running`.
+ * With sessions.enabled false a run is stateless: the request's history is the context and
+ * nothing is stored. Nothing on disk changes when svc_run_begin fails. */
+#ifndef SVC_SESSION_H
+#define SVC_SESSION_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+
+struct svc_run_request {
+    const char *session_id; /* NULL: a new random id ("sess-<16 hex>") */
+    const char *input;      /* the latest user input; required, non-empty */
+    json_object *history;   /* borrowed OpenAI messages before the input, or NULL */
+    const char *user_id;    /* NULL: "anonymous" */
+    const char *channel;    /* NULL: "api" */
+    const char *locale;     /* NULL: "en" */
+    const char *run_id;     /* NULL: generated "run-<16 hex>" */
+};
+
+/* Receives every event as it happens (borrowed; copy to keep). Return nonzero to cancel
+ * the run (client gone). should_cancel is polled between model chunks and tool calls;
+ * on_idle is called about once a second while the model is silent (for `: ping`).
+ * Any member may be NULL. */
+struct svc_run_sink {
+    int (*on_event)(void *ctx, json_object *event);
+    int (*should_cancel)(void *ctx);
+    int (*on_idle)(void *ctx);
+    void *ctx;
+};
+
+struct svc_run;
+
+int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *req,
+                  struct svc_run **out, struct svc_err *err);
+int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct svc_err *err);
+/* Cancel a run from outside its loop (signal-safe flag); the loop stops at the next safe
+ * point with SVC_E_CANCELLED (or SVC_E_RUN_TIMEOUT when timeout is true). */
+void svc_run_request_cancel(struct svc_run *run, bool timeout);
+void svc_run_free(struct svc_run *run);
+
+/* Accessors, borrowed, valid until svc_run_free. */
+const char *svc_run_get_id(const struct svc_run *run);
+const char *svc_run_get_session_id(const struct svc_run *run);
+const char *svc_run_get_model(const struct svc_run *run);
+const char *svc_run_get_content(const struct svc_run *run); /* final answer text, "" before */
+const char *svc_run_get_finish_reason(const struct svc_run *run); /* "stop", "length", ... */
+void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion,
+                       int64_t *total);
+json_object *svc_run_get_events(const struct svc_run *run); /* array of svc.v2 events */
+/* OpenAI tool_calls made during the run (array, possibly empty). */
+json_object *svc_run_get_tool_calls(const struct svc_run *run);
+
+/* Repair a stale `running` session (run lock free): status error, last_error interrupted,
+ * message_count recounted, a turn line with error.code interrupted. No-op otherwise.
+ * Takes the session lock itself. Returns 1 when it repaired, 0 when nothing to do. */
+int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, struct svc_err *err);
+
+#endif

@@ -1,0 +1,37 @@
+/* sidecar: svc_session.json and svc_turns.jsonl (SPEC 2.2).
+ * The sidecar is kept as a json-c object so that keys we do not know survive rewrites.
+ * svc_sidecar_derive builds the same shape from native files alone (sessions written by
+ * Strands), with a title from the first user text and status idle; it writes nothing.
+ * svc_turns_read skips torn or undecodable lines and counts them in *skipped. */
+#ifndef SVC_SIDECAR_H
+#define SVC_SIDECAR_H
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "store.h"
+
+#define SVC_TITLE_MAX_CP 48
+
+/* A new sidecar object (new reference) with every field of SPEC 2.2 at its initial value. */
+json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *model);
+int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **out,
+                     struct svc_err *err);
+int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *sc,
+                      struct svc_err *err);
+/* Build a sidecar-shaped object from session.json, agent.json and message files. */
+int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object **out,
+                       struct svc_err *err);
+/* Title from a user input: newlines folded to spaces, first 48 code points (heap). */
+char *svc_title_from_input(const char *input);
+/* The API summary: a copy of the sidecar without schema_version (new reference). */
+json_object *svc_sidecar_summary(json_object *sc);
+
+int svc_turns_append(const struct svc_store *st, const char *sid, json_object *line,
+                     struct svc_err *err);
+/* All decodable lines as an array (new reference); *skipped counts torn lines. A missing
+ * file is an empty array. */
+int svc_turns_read(const struct svc_store *st, const char *sid, json_object **out, int *skipped,
+                   struct svc_err *err);
+
+#endif
