@@ -29,8 +29,11 @@ static char *time_format(time_t sec, long usec, char *buf)
 {
     struct tm tm;
     gmtime_r(&sec, &tm);
-    snprintf(buf, SVC_TIME_LEN, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld+00:00", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec);
+    char tmp[128];
+    snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld+00:00", tm.tm_year + 1900,
+             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, usec % 1000000);
+    memcpy(buf, tmp, SVC_TIME_LEN - 1);
+    buf[SVC_TIME_LEN - 1] = '\0';
     return buf;
 }
 

@@ -1,0 +1,220 @@
+#include "model.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "jsonx.h"
+#include "openai.h"
+#include "util.h"
+
+static int64_t tokens_of(size_t chars)
+{
+    return (int64_t)((chars + 3) / 4);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* The text of the newest toolResult in msg, and its toolUseId; NULL when none. */
+static json_object *last_tool_result(json_object *msg)
+{
+    json_object *content = svc_json_arr(msg, "content");
+    size_t n = content ? json_object_array_length(content) : 0;
+    for (size_t i = n; i > 0; i--) {
+        json_object *tr = svc_json_obj(json_object_array_get_idx(content, i - 1), "toolResult");
+        if (tr)
+            return tr;
+    }
+    return NULL;
+}
+
+static const char *tool_name_for(json_object *messages, const char *tool_use_id)
+{
+    size_t n = json_object_array_length(messages);
+    for (size_t i = n; i > 0; i--) {
+        json_object *content = svc_json_arr(json_object_array_get_idx(messages, i - 1), "content");
+        size_t m = content ? json_object_array_length(content) : 0;
+        for (size_t k = 0; k < m; k++) {
+            json_object *tu = svc_json_obj(json_object_array_get_idx(content, k), "toolUse");
+            if (tu && strcmp(svc_json_str(tu, "toolUseId", ""), tool_use_id) == 0)
+                return svc_json_str(tu, "name", "tool");
+        }
+    }
+    return "tool";
+}
+
+/* Stream text word by word (each word with its following spaces). */
+static int echo_stream(const struct svc_model_call *call, const char *text, long delay_ms,
+                       struct svc_err *err)
+{
+    const char *p = text;
+    while (*p) {
+        const char *e = p;
+        while (*e && *e != ' ')
+            e++;
+        while (*e == ' ')
+            e++;
+        if (delay_ms > 0) {
+            for (long waited = 0; waited < delay_ms; waited += 50) {
+                if (call->should_cancel && call->should_cancel(call->ctx))
+                    return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
+                if (call->on_idle && waited % 1000 == 0 && waited > 0 && call->on_idle(call->ctx))
+                    return svc_err_set(err, SVC_E_CANCELLED, "client went away");
+                sleep_ms(delay_ms - waited < 50 ? delay_ms - waited : 50);
+            }
+        }
+        if (call->should_cancel && call->should_cancel(call->ctx))
+            return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
+        char *word = strndup(p, (size_t)(e - p));
+        if (!word)
+            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        int stop = call->on_delta ? call->on_delta(call->ctx, word) : 0;
+        free(word);
+        if (stop)
+            return svc_err_set(err, SVC_E_CANCELLED, "client went away");
+        p = e;
+    }
+    return 0;
+}
+
+static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
+                       struct svc_err *err)
+{
+    json_object *msgs = call->messages;
+    size_t n = json_object_array_length(msgs);
+    size_t chars = call->system_prompt ? strlen(call->system_prompt) : 0;
+    for (size_t i = 0; i < n; i++) {
+        char *t = svc_native_text(json_object_array_get_idx(msgs, i));
+        chars += t ? strlen(t) : 0;
+        free(t);
+    }
+    json_object *last = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
+    json_object *tr = last ? last_tool_result(last) : NULL;
+    char *input = last ? svc_native_text(last) : strdup("");
+    char *answer = NULL;
+    long delay = 0;
+    int rc = -1;
+    out->tool_uses = json_object_new_array();
+    if (!input)
+        goto oom;
+    const char *text = input;
+    if (strncmp(text, "/slow ", 6) == 0) {
+        char *end;
+        delay = strtol(text + 6, &end, 10);
+        if (delay < 0)
+            delay = 0;
+        if (delay > 10000)
+            delay = 10000;
+        text = *end == ' ' ? end + 1 : end;
+    }
+    if (tr) {
+        struct svc_buf b;
+        svc_buf_init(&b);
+        json_object *items = svc_json_arr(tr, "content");
+        for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+            const char *t = svc_json_str(json_object_array_get_idx(items, i), "text", NULL);
+            if (t)
+                svc_buf_adds(&b, t);
+        }
+        char *res = svc_buf_steal(&b);
+        const char *status = svc_json_str(tr, "status", "success");
+        if (asprintf(&answer, "Tool %s %s: %s",
+                     tool_name_for(msgs, svc_json_str(tr, "toolUseId", "")),
+                     strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "") < 0)
+            answer = NULL;
+        free(res);
+        if (!answer)
+            goto oom;
+    } else if (strncmp(text, "/tool ", 6) == 0) {
+        const char *name = text + 6;
+        while (*name == ' ')
+            name++;
+        const char *ne = name;
+        while (*ne && *ne != ' ')
+            ne++;
+        char *tname = strndup(name, (size_t)(ne - name));
+        json_object *input_obj = NULL;
+        while (*ne == ' ')
+            ne++;
+        if (*ne && (svc_json_parse(ne, strlen(ne), &input_obj, NULL) != 0 ||
+                    !json_object_is_type(input_obj, json_type_object))) {
+            json_object_put(input_obj);
+            input_obj = NULL;
+        }
+        if (!input_obj)
+            input_obj = json_object_new_object();
+        char id[32];
+        char hex[13];
+        svc_random_hex(hex, 12);
+        snprintf(id, sizeof id, "call_%s", hex);
+        json_object *tu = json_object_new_object();
+        svc_json_set_str(tu, "toolUseId", id);
+        svc_json_set_str(tu, "name", tname ? tname : "");
+        svc_json_set(tu, "input", input_obj);
+        json_object_array_add(out->tool_uses, tu);
+        free(tname);
+        out->text = strdup("");
+        snprintf(out->finish_reason, sizeof out->finish_reason, "tool_calls");
+        out->prompt_tokens = tokens_of(chars);
+        out->completion_tokens = 1;
+        rc = out->text ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto done;
+    } else {
+        if (asprintf(&answer, "Echo: %s (I was given %zu earlier messages.)", text,
+                     n > 0 ? n - 1 : 0) < 0)
+            answer = NULL;
+        if (!answer)
+            goto oom;
+    }
+    if (echo_stream(call, answer, delay, err) != 0)
+        goto done;
+    out->text = answer;
+    answer = NULL;
+    snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
+    out->prompt_tokens = tokens_of(chars);
+    out->completion_tokens = tokens_of(strlen(out->text));
+    rc = 0;
+    goto done;
+oom:
+    svc_err_set(err, SVC_E_NOMEM, "out of memory");
+done:
+    free(answer);
+    free(input);
+    return rc;
+}
+
+int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
+                     struct svc_err *err)
+{
+    memset(out, 0, sizeof *out);
+    double t0 = svc_time_monotonic();
+    int rc;
+    switch (call->cfg->model.provider) {
+    case SVC_MODEL_ECHO:
+        rc = echo_invoke(call, out, err);
+        break;
+    default:
+        rc = svc_err_set(err, SVC_E_UPSTREAM,
+                         "model provider 'openai' is not available in this build yet");
+        break;
+    }
+    out->latency_ms = (int64_t)((svc_time_monotonic() - t0) * 1000);
+    if (rc != 0)
+        svc_model_reply_free(out);
+    return rc;
+}
+
+void svc_model_reply_free(struct svc_model_reply *r)
+{
+    free(r->text);
+    r->text = NULL;
+    json_object_put(r->tool_uses);
+    r->tool_uses = NULL;
+}

@@ -1,0 +1,42 @@
+/* model: one model call over a window of native messages.
+ * The `echo` provider (SPEC 9) is built in and offline: it quotes the latest user input and
+ * says how many earlier messages it was given, streams word by word, counts 4 characters a
+ * token, and on "/tool <name> <json>" asks for that tool, then answers with its result.
+ * Testing aid: an input starting with "/slow <ms> " makes echo pause <ms> milliseconds
+ * (at most 10000) before each word, so tests can catch a run in flight.
+ * Deltas go to on_delta as they are produced; a nonzero return cancels the call with
+ * SVC_E_CANCELLED. svc_model_reply_free releases what the reply owns. */
+#ifndef SVC_MODEL_H
+#define SVC_MODEL_H
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+
+struct svc_model_call {
+    const struct svc_config *cfg;
+    const char *system_prompt; /* may be NULL */
+    json_object *messages;     /* borrowed array of native messages (the window) */
+    json_object *tools;        /* borrowed array of {name, description, parameters} */
+    int (*on_delta)(void *ctx, const char *text); /* may be NULL */
+    int (*should_cancel)(void *ctx);             /* may be NULL; polled between chunks */
+    int (*on_idle)(void *ctx);                   /* may be NULL; while waiting */
+    void *ctx;
+};
+
+struct svc_model_reply {
+    char *text;              /* heap, "" when the reply is only tool calls */
+    json_object *tool_uses;  /* array of {toolUseId, name, input}; new reference, maybe empty */
+    int64_t prompt_tokens;
+    int64_t completion_tokens;
+    char finish_reason[16];  /* "stop", "tool_calls", "length" */
+    int64_t latency_ms;
+};
+
+int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
+                     struct svc_err *err);
+void svc_model_reply_free(struct svc_model_reply *r);
+
+#endif

@@ -1,0 +1,218 @@
+#include "openai.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonx.h"
+#include "util.h"
+
+char *svc_native_text(json_object *msg)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    json_object *content = svc_json_arr(msg, "content");
+    size_t n = content ? json_object_array_length(content) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *t = svc_json_str(json_object_array_get_idx(content, i), "text", NULL);
+        if (t)
+            svc_buf_adds(&b, t);
+    }
+    return svc_buf_steal(&b);
+}
+
+const char *svc_openai_role(json_object *msg)
+{
+    json_object *content = svc_json_arr(msg, "content");
+    size_t n = content ? json_object_array_length(content) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (svc_json_obj(json_object_array_get_idx(content, i), "toolResult"))
+            return "tool";
+    const char *role = svc_json_str(msg, "role", "user");
+    return strcmp(role, "assistant") == 0 ? "assistant" : "user";
+}
+
+/* Text of a toolResult's content list: text items joined, json items compacted. */
+static char *tool_result_text(json_object *tr)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    json_object *items = svc_json_arr(tr, "content");
+    size_t n = items ? json_object_array_length(items) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *it = json_object_array_get_idx(items, i);
+        const char *t = svc_json_str(it, "text", NULL);
+        json_object *j;
+        if (t) {
+            svc_buf_adds(&b, t);
+        } else if (json_object_object_get_ex(it, "json", &j)) {
+            char *s = svc_json_dump_compact(j);
+            if (s)
+                svc_buf_adds(&b, s);
+            free(s);
+        }
+    }
+    return svc_buf_steal(&b);
+}
+
+json_object *svc_openai_project(json_object *msg)
+{
+    json_object *out = json_object_new_array();
+    json_object *content = svc_json_arr(msg, "content");
+    size_t n = content ? json_object_array_length(content) : 0;
+    const char *role = svc_json_str(msg, "role", "user");
+    bool assistant = strcmp(role, "assistant") == 0;
+    struct svc_buf text;
+    svc_buf_init(&text);
+    json_object *tool_calls = NULL;
+    json_object *results = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        json_object *blk = json_object_array_get_idx(content, i);
+        const char *t = svc_json_str(blk, "text", NULL);
+        json_object *tu = svc_json_obj(blk, "toolUse");
+        json_object *tr = svc_json_obj(blk, "toolResult");
+        if (t) {
+            svc_buf_adds(&text, t);
+        } else if (tu) {
+            if (!tool_calls)
+                tool_calls = json_object_new_array();
+            json_object *tc = json_object_new_object();
+            svc_json_set_str(tc, "id", svc_json_str(tu, "toolUseId", ""));
+            svc_json_set_str(tc, "type", "function");
+            json_object *fn = json_object_new_object();
+            svc_json_set_str(fn, "name", svc_json_str(tu, "name", ""));
+            json_object *input = NULL;
+            json_object_object_get_ex(tu, "input", &input);
+            char *args = input ? svc_json_dump_compact(input) : strdup("{}");
+            svc_json_set_str(fn, "arguments", args ? args : "{}");
+            free(args);
+            svc_json_set(tc, "function", fn);
+            json_object_array_add(tool_calls, tc);
+        } else if (tr) {
+            json_object *m = json_object_new_object();
+            svc_json_set_str(m, "role", "tool");
+            svc_json_set_str(m, "tool_call_id", svc_json_str(tr, "toolUseId", ""));
+            char *rt = tool_result_text(tr);
+            svc_json_set_str(m, "content", rt ? rt : "");
+            free(rt);
+            json_object_array_add(results, m);
+        }
+    }
+    char *txt = svc_buf_steal(&text);
+    if (json_object_array_length(results) > 0) {
+        for (size_t i = 0; i < json_object_array_length(results); i++)
+            json_object_array_add(out, json_object_get(json_object_array_get_idx(results, i)));
+        if (txt && *txt) { /* user text alongside results */
+            json_object *m = json_object_new_object();
+            svc_json_set_str(m, "role", "user");
+            svc_json_set_str(m, "content", txt);
+            json_object_array_add(out, m);
+        }
+    } else {
+        json_object *m = json_object_new_object();
+        svc_json_set_str(m, "role", assistant ? "assistant" : "user");
+        if (assistant && tool_calls && !(txt && *txt))
+            svc_json_set(m, "content", NULL);
+        else
+            svc_json_set_str(m, "content", txt ? txt : "");
+        if (tool_calls)
+            svc_json_set(m, "tool_calls", tool_calls);
+        tool_calls = NULL;
+        json_object_array_add(out, m);
+    }
+    json_object_put(tool_calls);
+    json_object_put(results);
+    free(txt);
+    return out;
+}
+
+char *svc_openai_content_text(json_object *content)
+{
+    if (json_object_is_type(content, json_type_string))
+        return strdup(json_object_get_string(content));
+    if (!json_object_is_type(content, json_type_array))
+        return NULL;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    size_t n = json_object_array_length(content);
+    for (size_t i = 0; i < n; i++) {
+        json_object *part = json_object_array_get_idx(content, i);
+        const char *type = svc_json_str(part, "type", "text");
+        const char *t = svc_json_str(part, "text", NULL);
+        if (strcmp(type, "text") == 0 && t) {
+            if (b.len)
+                svc_buf_adds(&b, "\n");
+            svc_buf_adds(&b, t);
+        }
+    }
+    return svc_buf_steal(&b);
+}
+
+static json_object *text_block(const char *t)
+{
+    json_object *blk = json_object_new_object();
+    svc_json_set_str(blk, "text", t);
+    return blk;
+}
+
+json_object *svc_openai_to_native(json_object *om)
+{
+    const char *role = svc_json_str(om, "role", NULL);
+    if (!role)
+        return NULL;
+    json_object *content_v = NULL;
+    json_object_object_get_ex(om, "content", &content_v);
+    char *text = content_v ? svc_openai_content_text(content_v) : NULL;
+    json_object *msg = NULL;
+    json_object *blocks = json_object_new_array();
+    if (strcmp(role, "user") == 0) {
+        if (text && *text)
+            json_object_array_add(blocks, text_block(text));
+        msg = json_object_new_object();
+        svc_json_set_str(msg, "role", "user");
+    } else if (strcmp(role, "assistant") == 0) {
+        if (text && *text)
+            json_object_array_add(blocks, text_block(text));
+        json_object *tcs = svc_json_arr(om, "tool_calls");
+        size_t n = tcs ? json_object_array_length(tcs) : 0;
+        for (size_t i = 0; i < n; i++) {
+            json_object *tc = json_object_array_get_idx(tcs, i);
+            json_object *fn = svc_json_obj(tc, "function");
+            json_object *tu = json_object_new_object();
+            svc_json_set_str(tu, "toolUseId", svc_json_str(tc, "id", ""));
+            svc_json_set_str(tu, "name", svc_json_str(fn, "name", ""));
+            const char *args = svc_json_str(fn, "arguments", "{}");
+            json_object *input = NULL;
+            if (svc_json_parse(args, strlen(args), &input, NULL) != 0 ||
+                !json_object_is_type(input, json_type_object)) {
+                json_object_put(input);
+                input = json_object_new_object();
+            }
+            svc_json_set(tu, "input", input);
+            json_object *blk = json_object_new_object();
+            svc_json_set(blk, "toolUse", tu);
+            json_object_array_add(blocks, blk);
+        }
+        msg = json_object_new_object();
+        svc_json_set_str(msg, "role", "assistant");
+    } else if (strcmp(role, "tool") == 0) {
+        json_object *tr = json_object_new_object();
+        svc_json_set_str(tr, "toolUseId", svc_json_str(om, "tool_call_id", ""));
+        svc_json_set_str(tr, "status", "success");
+        json_object *items = json_object_new_array();
+        json_object_array_add(items, text_block(text ? text : ""));
+        svc_json_set(tr, "content", items);
+        json_object *blk = json_object_new_object();
+        svc_json_set(blk, "toolResult", tr);
+        json_object_array_add(blocks, blk);
+        msg = json_object_new_object();
+        svc_json_set_str(msg, "role", "user");
+    }
+    free(text);
+    if (!msg || json_object_array_length(blocks) == 0) {
+        json_object_put(msg);
+        json_object_put(blocks);
+        return NULL;
+    }
+    svc_json_set(msg, "content", blocks);
+    return msg;
+}

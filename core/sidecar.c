@@ -1,0 +1,247 @@
+#include "sidecar.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsio.h"
+#include "jsonx.h"
+#include "openai.h"
+#include "util.h"
+
+static json_object *empty_token_state(void)
+{
+    return json_object_new_object();
+}
+
+json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *model)
+{
+    char now[SVC_TIME_LEN];
+    svc_time_now_iso(now);
+    json_object *sc = json_object_new_object();
+    svc_json_set_int(sc, "schema_version", 1);
+    svc_json_set_str(sc, "session_id", sid);
+    svc_json_set_str(sc, "agent_id", agent_id);
+    svc_json_set_str(sc, "title", "");
+    svc_json_set_str(sc, "user_id", "anonymous");
+    svc_json_set_str(sc, "channel", "api");
+    svc_json_set_str(sc, "model", model ? model : "");
+    svc_json_set_str(sc, "locale", "en");
+    svc_json_set_str(sc, "created_at", now);
+    svc_json_set_str(sc, "updated_at", now);
+    svc_json_set_int(sc, "message_count", 0);
+    svc_json_set_int(sc, "turn_count", 0);
+    svc_json_set_int(sc, "run_count", 0);
+    svc_json_set(sc, "last_run_id", NULL);
+    svc_json_set_str(sc, "status", "idle");
+    svc_json_set_bool(sc, "archived", false);
+    svc_json_set(sc, "archived_at", NULL);
+    svc_json_set(sc, "current_run", NULL);
+    svc_json_set(sc, "last_error", NULL);
+    svc_json_set(sc, "token_state", empty_token_state());
+    svc_json_set(sc, "memory_state", json_object_new_object());
+    return sc;
+}
+
+int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **out,
+                     struct svc_err *err)
+{
+    char *path = svc_store_session_file(st, sid, "svc_session.json");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_json_read_file(path, out, err);
+    free(path);
+    if (rc == 0 && !json_object_is_type(*out, json_type_object)) {
+        json_object_put(*out);
+        *out = NULL;
+        return svc_err_set(err, SVC_E_IO, "damaged svc_session.json: not an object");
+    }
+    return rc;
+}
+
+int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *sc,
+                      struct svc_err *err)
+{
+    char *path = svc_store_session_file(st, sid, "svc_session.json");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_json_write_pretty(path, sc, st->durable, err);
+    free(path);
+    return rc;
+}
+
+char *svc_title_from_input(const char *input)
+{
+    char *t = svc_utf8_prefix(input ? input : "", SVC_TITLE_MAX_CP * 4);
+    if (!t)
+        return NULL;
+    /* fold newlines (and runs of them) to single spaces, trim the ends */
+    char *w = t;
+    bool space = false;
+    for (char *r = t; *r; r++) {
+        char c = *r;
+        if (c == '\n' || c == '\r' || c == '\t')
+            c = ' ';
+        if (c == ' ') {
+            if (w == t || space)
+                continue;
+            space = true;
+        } else {
+            space = false;
+        }
+        *w++ = c;
+    }
+    while (w > t && w[-1] == ' ')
+        w--;
+    *w = '\0';
+    char *out = svc_utf8_prefix(t, SVC_TITLE_MAX_CP);
+    free(t);
+    return out;
+}
+
+int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object **out,
+                       struct svc_err *err)
+{
+    *out = NULL;
+    int64_t *ids = NULL;
+    size_t n = 0;
+    if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
+        return -1;
+    json_object *sc = svc_sidecar_new(sid, st->agent_id, "");
+    svc_json_set(sc, "model", NULL);
+    svc_json_set_str(sc, "channel", "native");
+    /* times from session.json when it is readable */
+    char *sfile = svc_store_session_file(st, sid, "session.json");
+    json_object *sess = NULL;
+    if (sfile && svc_json_read_file(sfile, &sess, NULL) == 0) {
+        const char *c = svc_json_str(sess, "created_at", NULL);
+        const char *u = svc_json_str(sess, "updated_at", NULL);
+        if (c)
+            svc_json_set_str(sc, "created_at", c);
+        if (u)
+            svc_json_set_str(sc, "updated_at", u);
+    }
+    json_object_put(sess);
+    free(sfile);
+    /* title: the first user message with text */
+    for (size_t i = 0; i < n && i < 8; i++) {
+        json_object *rec = NULL;
+        if (svc_store_read_message(st, sid, ids[i], &rec, NULL) != 0)
+            continue;
+        json_object *m = svc_store_effective_message(rec);
+        char *txt = NULL;
+        if (strcmp(svc_openai_role(m), "user") == 0 && (txt = svc_native_text(m)) && *txt) {
+            char *title = svc_title_from_input(txt);
+            svc_json_set_str(sc, "title", title ? title : "");
+            free(title);
+            free(txt);
+            json_object_put(rec);
+            break;
+        }
+        free(txt);
+        json_object_put(rec);
+    }
+    /* newest message time is a better updated_at than session.json's */
+    if (n > 0) {
+        json_object *rec = NULL;
+        if (svc_store_read_message(st, sid, ids[n - 1], &rec, NULL) == 0) {
+            const char *u = svc_json_str(rec, "updated_at", NULL);
+            double a, b;
+            const char *cur = svc_json_str(sc, "updated_at", "");
+            if (u && svc_time_parse_iso(u, &a) == 0 &&
+                (svc_time_parse_iso(cur, &b) != 0 || a > b))
+                svc_json_set_str(sc, "updated_at", u);
+        }
+        json_object_put(rec);
+    }
+    svc_json_set_int(sc, "message_count", (int64_t)n);
+    json_object *agent = NULL;
+    if (svc_store_read_agent(st, sid, &agent, NULL) == 0) {
+        json_object *ts = svc_json_obj(sc, "token_state");
+        svc_json_set_int(ts, "removed_message_count", svc_agent_removed_count(agent));
+    }
+    json_object_put(agent);
+    free(ids);
+    *out = sc;
+    return 0;
+}
+
+json_object *svc_sidecar_summary(json_object *sc)
+{
+    json_object *s = svc_json_copy(sc);
+    if (s)
+        json_object_object_del(s, "schema_version");
+    return s;
+}
+
+int svc_turns_append(const struct svc_store *st, const char *sid, json_object *line,
+                     struct svc_err *err)
+{
+    char *s = svc_json_dump_compact(line);
+    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
+    int rc;
+    if (!s || !path) {
+        rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    } else {
+        size_t len = strlen(s);
+        char *withnl = realloc(s, len + 2);
+        if (!withnl) {
+            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        } else {
+            s = withnl;
+            s[len] = '\n';
+            s[len + 1] = '\0';
+            rc = svc_file_append(path, s, len + 1, st->durable, err);
+        }
+    }
+    free(s);
+    free(path);
+    return rc;
+}
+
+int svc_turns_read(const struct svc_store *st, const char *sid, json_object **out, int *skipped,
+                   struct svc_err *err)
+{
+    *out = NULL;
+    if (skipped)
+        *skipped = 0;
+    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    char *buf = NULL;
+    size_t len = 0;
+    struct svc_err rerr;
+    int rc = svc_file_read(path, &buf, &len, &rerr);
+    free(path);
+    json_object *arr = json_object_new_array();
+    if (rc != 0) {
+        if (rerr.code != SVC_E_NOT_FOUND) {
+            json_object_put(arr);
+            if (err)
+                *err = rerr;
+            return -1;
+        }
+        *out = arr;
+        return 0;
+    }
+    char *line = buf;
+    while (line < buf + len) {
+        char *nl = memchr(line, '\n', (size_t)(buf + len - line));
+        size_t ll = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
+        if (ll > 0) {
+            json_object *o = NULL;
+            /* a line without its newline is torn (the writer appends line + "\n" at once) */
+            if (nl && svc_json_parse(line, ll, &o, NULL) == 0 &&
+                json_object_is_type(o, json_type_object))
+                json_object_array_add(arr, o);
+            else {
+                json_object_put(o);
+                if (skipped)
+                    (*skipped)++;
+            }
+        }
+        line += ll + 1;
+    }
+    free(buf);
+    *out = arr;
+    return 0;
+}

@@ -1,0 +1,343 @@
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "jsonx.h"
+#include "util.h"
+
+bool svc_id_valid(const char *id)
+{
+    if (!id || !*id || id[0] == '.')
+        return false;
+    size_t n = 0;
+    for (const char *p = id; *p; p++, n++) {
+        char c = *p;
+        if (n >= 128)
+            return false;
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '_' || c == '-'))
+            return false;
+    }
+    return true;
+}
+
+int svc_id_check(const char *id, struct svc_err *err)
+{
+    if (!id || !*id)
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id", "session id is empty");
+    if (strlen(id) > 128)
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
+                            "session id is longer than 128 characters");
+    if (id[0] == '.')
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
+                            "session id must not start with '.'");
+    if (!svc_id_valid(id))
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
+                            "session id may contain only A-Z a-z 0-9 . _ -");
+    return 0;
+}
+
+static char *path_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *path_printf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *out = NULL;
+    if (vasprintf(&out, fmt, ap) < 0)
+        out = NULL;
+    va_end(ap);
+    return out;
+}
+
+char *svc_store_session_dir(const struct svc_store *st, const char *sid)
+{
+    return path_printf("%s/session_%s", st->root, sid);
+}
+
+char *svc_store_session_file(const struct svc_store *st, const char *sid, const char *name)
+{
+    return path_printf("%s/session_%s/%s", st->root, sid, name);
+}
+
+char *svc_store_agent_dir(const struct svc_store *st, const char *sid)
+{
+    return path_printf("%s/session_%s/agents/agent_%s", st->root, sid, st->agent_id);
+}
+
+char *svc_store_messages_dir(const struct svc_store *st, const char *sid)
+{
+    return path_printf("%s/session_%s/agents/agent_%s/messages", st->root, sid, st->agent_id);
+}
+
+char *svc_store_message_path(const struct svc_store *st, const char *sid, int64_t id)
+{
+    return path_printf("%s/session_%s/agents/agent_%s/messages/message_%lld.json", st->root, sid,
+                       st->agent_id, (long long)id);
+}
+
+bool svc_store_session_exists(const struct svc_store *st, const char *sid)
+{
+    if (!svc_id_valid(sid))
+        return false;
+    char *dir = svc_store_session_dir(st, sid);
+    if (!dir)
+        return false;
+    struct stat lst;
+    bool ok = lstat(dir, &lst) == 0 && S_ISDIR(lst.st_mode); /* a symlink is refused */
+    free(dir);
+    return ok;
+}
+
+static int write_session_json(const char *path, const char *sid, bool durable,
+                              json_object *existing, struct svc_err *err)
+{
+    char now[SVC_TIME_LEN];
+    svc_time_now_iso(now);
+    json_object *o = existing ? json_object_get(existing) : json_object_new_object();
+    if (!existing) {
+        svc_json_set_str(o, "session_id", sid);
+        svc_json_set_str(o, "session_type", "AGENT");
+        svc_json_set_str(o, "created_at", now);
+    }
+    svc_json_set_str(o, "updated_at", now);
+    int rc = svc_json_write_native(path, o, durable, err);
+    json_object_put(o);
+    return rc;
+}
+
+int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err)
+{
+    if (svc_id_check(sid, err) != 0)
+        return -1;
+    int rc = -1;
+    char *mdir = svc_store_messages_dir(st, sid);
+    char *sdir = svc_store_session_dir(st, sid);
+    char *sfile = svc_store_session_file(st, sid, "session.json");
+    if (!mdir || !sdir || !sfile) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    struct stat lst;
+    if (lstat(sdir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
+        svc_err_set(err, SVC_E_IO, "session path is not a directory");
+        goto out;
+    }
+    if (svc_mkdirs(mdir, 0755, err) != 0)
+        goto out;
+    if (access(sfile, F_OK) != 0 && write_session_json(sfile, sid, st->durable, NULL, err) != 0)
+        goto out;
+    rc = 0;
+out:
+    free(mdir);
+    free(sdir);
+    free(sfile);
+    return rc;
+}
+
+int svc_store_touch_session(const struct svc_store *st, const char *sid, struct svc_err *err)
+{
+    char *sfile = svc_store_session_file(st, sid, "session.json");
+    if (!sfile)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    json_object *o = NULL;
+    struct svc_err rerr;
+    int rc;
+    if (svc_json_read_file(sfile, &o, &rerr) != 0 || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL; /* missing or damaged: write it anew */
+    }
+    rc = write_session_json(sfile, sid, st->durable, o, err);
+    json_object_put(o);
+    free(sfile);
+    return rc;
+}
+
+json_object *svc_store_new_agent(const char *agent_id)
+{
+    char now[SVC_TIME_LEN];
+    svc_time_now_iso(now);
+    json_object *a = json_object_new_object();
+    svc_json_set_str(a, "agent_id", agent_id);
+    svc_json_set(a, "state", json_object_new_object());
+    json_object *cm = json_object_new_object();
+    svc_json_set_str(cm, "__name__", "SlidingWindowConversationManager");
+    svc_json_set_int(cm, "removed_message_count", 0);
+    svc_json_set_int(cm, "model_call_count", 0);
+    svc_json_set(a, "conversation_manager_state", cm);
+    json_object *is = json_object_new_object();
+    json_object *intr = json_object_new_object();
+    svc_json_set(intr, "interrupts", json_object_new_object());
+    svc_json_set(intr, "context", json_object_new_object());
+    svc_json_set_bool(intr, "activated", false);
+    svc_json_set(is, "interrupt_state", intr);
+    svc_json_set(is, "model_state", json_object_new_object());
+    svc_json_set(a, "_internal_state", is);
+    svc_json_set_str(a, "created_at", now);
+    svc_json_set_str(a, "updated_at", now);
+    return a;
+}
+
+int svc_store_read_agent(const struct svc_store *st, const char *sid, json_object **out,
+                         struct svc_err *err)
+{
+    char *dir = svc_store_agent_dir(st, sid);
+    char *path = dir ? svc_path_join(dir, "agent.json") : NULL;
+    free(dir);
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_json_read_file(path, out, err);
+    free(path);
+    if (rc == 0 && !json_object_is_type(*out, json_type_object)) {
+        json_object_put(*out);
+        *out = NULL;
+        return svc_err_set(err, SVC_E_IO, "damaged agent.json: not an object");
+    }
+    return rc;
+}
+
+int svc_store_write_agent(const struct svc_store *st, const char *sid, json_object *agent,
+                          struct svc_err *err)
+{
+    char now[SVC_TIME_LEN];
+    svc_time_now_iso(now);
+    if (!svc_json_str(agent, "created_at", NULL))
+        svc_json_set_str(agent, "created_at", now);
+    svc_json_set_str(agent, "updated_at", now);
+    char *dir = svc_store_agent_dir(st, sid);
+    char *path = dir ? svc_path_join(dir, "agent.json") : NULL;
+    free(dir);
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_json_write_native(path, agent, st->durable, err);
+    free(path);
+    return rc;
+}
+
+int64_t svc_agent_removed_count(json_object *agent)
+{
+    int64_t n = svc_json_int(svc_json_obj(agent, "conversation_manager_state"),
+                             "removed_message_count", 0);
+    return n < 0 ? 0 : n;
+}
+
+int64_t svc_agent_model_calls(json_object *agent)
+{
+    return svc_json_int(svc_json_obj(agent, "conversation_manager_state"), "model_call_count", 0);
+}
+
+void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_calls)
+{
+    json_object *cm = svc_json_obj(agent, "conversation_manager_state");
+    if (!cm) {
+        cm = json_object_new_object();
+        svc_json_set_str(cm, "__name__", "SlidingWindowConversationManager");
+        svc_json_set(agent, "conversation_manager_state", cm);
+    }
+    svc_json_set_int(cm, "removed_message_count", removed);
+    svc_json_set_int(cm, "model_call_count", model_calls);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t **ids, size_t *n,
+                          struct svc_err *err)
+{
+    *ids = NULL;
+    *n = 0;
+    char *dir = svc_store_messages_dir(st, sid);
+    if (!dir)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    DIR *d = opendir(dir);
+    free(dir);
+    if (!d) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return 0;
+        return svc_err_errno(err, "opendir messages");
+    }
+    size_t cap = 0, cnt = 0;
+    int64_t *arr = NULL;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        if (strncmp(name, "message_", 8) != 0)
+            continue;
+        const char *num = name + 8;
+        char *end;
+        if (*num < '0' || *num > '9')
+            continue;
+        errno = 0;
+        long long v = strtoll(num, &end, 10);
+        if (errno || strcmp(end, ".json") != 0)
+            continue;
+        if (cnt == cap) {
+            cap = cap ? cap * 2 : 64;
+            int64_t *na = realloc(arr, cap * sizeof *na);
+            if (!na) {
+                free(arr);
+                closedir(d);
+                return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            }
+            arr = na;
+        }
+        arr[cnt++] = v;
+    }
+    closedir(d);
+    qsort(arr, cnt, sizeof *arr, cmp_i64);
+    *ids = arr;
+    *n = cnt;
+    return 0;
+}
+
+int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
+                           json_object **out, struct svc_err *err)
+{
+    char *path = svc_store_message_path(st, sid, id);
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_json_read_file(path, out, err);
+    free(path);
+    if (rc == 0 && !svc_json_obj(*out, "message")) {
+        json_object_put(*out);
+        *out = NULL;
+        return svc_err_set(err, SVC_E_IO, "damaged message_%lld.json: no message object",
+                           (long long)id);
+    }
+    return rc;
+}
+
+int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
+                            json_object *message, struct svc_err *err)
+{
+    char now[SVC_TIME_LEN];
+    svc_time_now_iso(now);
+    json_object *rec = json_object_new_object();
+    svc_json_set(rec, "message", svc_json_copy(message));
+    svc_json_set_int(rec, "message_id", id);
+    svc_json_set(rec, "redact_message", NULL);
+    svc_json_set_str(rec, "created_at", now);
+    svc_json_set_str(rec, "updated_at", now);
+    char *path = svc_store_message_path(st, sid, id);
+    int rc = path ? svc_json_write_native(path, rec, st->durable, err)
+                  : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    free(path);
+    json_object_put(rec);
+    return rc;
+}
+
+json_object *svc_store_effective_message(json_object *rec)
+{
+    json_object *r = svc_json_obj(rec, "redact_message");
+    return r ? r : svc_json_obj(rec, "message");
+}

@@ -1,0 +1,25 @@
+/* tools: the tools the model can call. Built in: `clock` (current UTC time).
+ * Configured extensions (SPEC 9) are listed here too; running them is the job of a later
+ * module, so an extension call answers an error result saying so.
+ * svc_tools_spec returns the array the model sees: [{name, description, parameters}]. */
+#ifndef SVC_TOOLS_H
+#define SVC_TOOLS_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "config.h"
+
+struct svc_tool_result {
+    bool ok;
+    char *content; /* heap: the tool's output text (error text when !ok) */
+    bool truncated;
+    long latency_ms;
+};
+
+json_object *svc_tools_spec(const struct svc_config *cfg); /* new reference */
+void svc_tools_call(const struct svc_config *cfg, const char *name, json_object *input,
+                    struct svc_tool_result *out);
+void svc_tool_result_free(struct svc_tool_result *r);
+
+#endif
