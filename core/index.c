@@ -1,0 +1,549 @@
+#include "index.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsio.h"
+#include "jsonx.h"
+#include "sidecar.h"
+#include "util.h"
+
+#define INDEX_FILE ".svc_index.jsonl"
+#define INDEX_LOCK ".svc_index.lock"
+
+struct entry {
+    char *sid;
+    char *summary;  /* compact JSON (heap) */
+    char *title_lc; /* lowercase title for q */
+    double updated; /* epoch */
+    char status[12];
+    bool archived;
+    bool seen;      /* present in the latest directory scan */
+};
+
+static struct {
+    char *root;
+    struct entry *v;
+    size_t n, cap;
+    bool sorted;
+    ino_t ino;
+    off_t offset;
+    struct timespec root_mtime;
+    bool loaded;
+} ix;
+
+static void entry_free(struct entry *e)
+{
+    free(e->sid);
+    free(e->summary);
+    free(e->title_lc);
+}
+
+void svc_index_reset(void)
+{
+    for (size_t i = 0; i < ix.n; i++)
+        entry_free(&ix.v[i]);
+    free(ix.v);
+    free(ix.root);
+    memset(&ix, 0, sizeof ix);
+}
+
+static struct entry *find(const char *sid)
+{
+    for (size_t i = 0; i < ix.n; i++) /* linear: callers batch; n is small per call site */
+        if (strcmp(ix.v[i].sid, sid) == 0)
+            return &ix.v[i];
+    return NULL;
+}
+
+/* A hash from sid to position keeps applying lines O(1). */
+struct slot {
+    const char *sid;
+    size_t pos;
+};
+static struct slot *hs;
+static size_t hcap;
+
+static size_t hash_str(const char *s)
+{
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+static void hash_rebuild(void)
+{
+    free(hs);
+    hcap = 1024;
+    while (hcap < ix.n * 2 + 16)
+        hcap *= 2;
+    hs = calloc(hcap, sizeof *hs);
+    if (!hs) {
+        hcap = 0;
+        return;
+    }
+    for (size_t i = 0; i < ix.n; i++) {
+        size_t h = hash_str(ix.v[i].sid) & (hcap - 1);
+        while (hs[h].sid)
+            h = (h + 1) & (hcap - 1);
+        hs[h].sid = ix.v[i].sid;
+        hs[h].pos = i;
+    }
+}
+
+static struct entry *lookup(const char *sid)
+{
+    if (!hs)
+        return find(sid);
+    size_t h = hash_str(sid) & (hcap - 1);
+    while (hs[h].sid) {
+        if (strcmp(hs[h].sid, sid) == 0)
+            return &ix.v[hs[h].pos];
+        h = (h + 1) & (hcap - 1);
+    }
+    return NULL;
+}
+
+static void entry_fill(struct entry *e, json_object *summary)
+{
+    free(e->summary);
+    free(e->title_lc);
+    e->summary = svc_json_dump_compact(summary);
+    const char *title = svc_json_str(summary, "title", "");
+    e->title_lc = strdup(title ? title : "");
+    for (char *p = e->title_lc; p && *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    double t = 0;
+    svc_time_parse_iso(svc_json_str(summary, "updated_at", ""), &t);
+    e->updated = t;
+    snprintf(e->status, sizeof e->status, "%s", svc_json_str(summary, "status", "idle"));
+    e->archived = svc_json_bool(summary, "archived", false);
+}
+
+static void apply(const char *sid, json_object *summary)
+{
+    struct entry *e = lookup(sid);
+    if (!summary) {
+        if (e) {
+            size_t pos = (size_t)(e - ix.v);
+            entry_free(e);
+            ix.v[pos] = ix.v[--ix.n];
+            hash_rebuild();
+            ix.sorted = false;
+        }
+        return;
+    }
+    if (!e) {
+        if (ix.n == ix.cap) {
+            size_t cap = ix.cap ? ix.cap * 2 : 256;
+            struct entry *nv = realloc(ix.v, cap * sizeof *nv);
+            if (!nv)
+                return;
+            ix.v = nv;
+            ix.cap = cap;
+        }
+        e = &ix.v[ix.n++];
+        memset(e, 0, sizeof *e);
+        e->sid = strdup(sid);
+        if (!e->sid) {
+            ix.n--;
+            return;
+        }
+        if (!hs || ix.n * 2 > hcap)
+            hash_rebuild();
+        else {
+            size_t h = hash_str(e->sid) & (hcap - 1);
+            while (hs[h].sid)
+                h = (h + 1) & (hcap - 1);
+            hs[h].sid = e->sid;
+            hs[h].pos = ix.n - 1;
+        }
+    }
+    entry_fill(e, summary);
+    e->seen = true;
+    ix.sorted = false;
+}
+
+static char *root_file(const struct svc_store *st, const char *name)
+{
+    return svc_path_join(st->root, name);
+}
+
+static int lock_root(const struct svc_store *st)
+{
+    char *p = root_file(st, INDEX_LOCK);
+    if (!p)
+        return -1;
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    free(p);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
+    return fd;
+}
+
+static int append_line(const struct svc_store *st, const char *sid, json_object *summary)
+{
+    json_object *line = json_object_new_object();
+    svc_json_set_str(line, "session_id", sid);
+    svc_json_set(line, "summary", summary ? json_object_get(summary) : NULL);
+    char *s = svc_json_dump_compact(line);
+    json_object_put(line);
+    if (!s)
+        return -1;
+    size_t len = strlen(s);
+    char *t = realloc(s, len + 2);
+    if (!t) {
+        free(s);
+        return -1;
+    }
+    t[len] = '\n';
+    t[len + 1] = '\0';
+    char *path = root_file(st, INDEX_FILE);
+    int fd = lock_root(st);
+    int rc = -1;
+    if (path && fd >= 0)
+        rc = svc_file_append(path, t, len + 1, false, NULL);
+    if (fd >= 0)
+        close(fd);
+    free(path);
+    free(t);
+    return rc;
+}
+
+void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary)
+{
+    if (append_line(st, sid, summary) != 0)
+        fprintf(stderr, "svc: index: could not record session %s (listing will rescan)\n", sid);
+}
+
+/* Read lines from ix.offset on; returns 0, or -1 when the file is missing or damaged. */
+static int read_new_lines(const struct svc_store *st, bool *damaged)
+{
+    char *path = root_file(st, INDEX_FILE);
+    if (!path)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
+    if (fd < 0)
+        return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        close(fd);
+        return -1;
+    }
+    if (sb.st_ino != ix.ino || sb.st_size < ix.offset) {
+        /* replaced (compaction) or truncated: start over */
+        for (size_t i = 0; i < ix.n; i++)
+            entry_free(&ix.v[i]);
+        ix.n = 0;
+        hash_rebuild();
+        ix.offset = 0;
+        ix.ino = sb.st_ino;
+        ix.sorted = false;
+    }
+    if (sb.st_size == ix.offset) {
+        close(fd);
+        return 0;
+    }
+    size_t want = (size_t)(sb.st_size - ix.offset);
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        return -1;
+    }
+    ssize_t got = pread(fd, buf, want, ix.offset);
+    close(fd);
+    if (got < 0) {
+        free(buf);
+        return -1;
+    }
+    size_t used = 0;
+    char *p = buf, *end = buf + got;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl)
+            break; /* a line still being written */
+        json_object *o = NULL;
+        if (svc_json_parse(p, (size_t)(nl - p), &o, NULL) == 0) {
+            const char *sid = svc_json_str(o, "session_id", NULL);
+            json_object *sum = svc_json_obj(o, "summary");
+            if (sid && svc_id_valid(sid))
+                apply(sid, sum);
+            else
+                *damaged = true;
+        } else {
+            *damaged = true;
+        }
+        json_object_put(o);
+        used += (size_t)(nl - p) + 1;
+        p = nl + 1;
+    }
+    ix.offset += (off_t)used;
+    free(buf);
+    return 0;
+}
+
+/* Summary of one session from its sidecar or, failing that, its native files. */
+static json_object *summary_of(const struct svc_store *st, const char *sid)
+{
+    json_object *sc = NULL;
+    if (svc_sidecar_read(st, sid, &sc, NULL) != 0 && svc_sidecar_derive(st, sid, &sc, NULL) != 0)
+        return NULL;
+    json_object *sum = svc_sidecar_summary(sc);
+    json_object_put(sc);
+    return sum;
+}
+
+/* Write a fresh index from what is in memory (compaction/rebuild). */
+static void write_compacted(const struct svc_store *st)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    for (size_t i = 0; i < ix.n; i++) {
+        svc_buf_adds(&b, "{\"session_id\":");
+        json_object *s = json_object_new_string(ix.v[i].sid);
+        char *q = svc_json_dump_compact(s);
+        json_object_put(s);
+        svc_buf_adds(&b, q ? q : "\"\"");
+        free(q);
+        svc_buf_adds(&b, ",\"summary\":");
+        svc_buf_adds(&b, ix.v[i].summary ? ix.v[i].summary : "null");
+        svc_buf_adds(&b, "}\n");
+    }
+    char *path = root_file(st, INDEX_FILE);
+    int fd = lock_root(st);
+    if (!b.oom && path && fd >= 0 &&
+        svc_file_write_atomic(path, b.data ? b.data : "", b.len, false, NULL) == 0) {
+        struct stat sb;
+        if (stat(path, &sb) == 0) {
+            ix.ino = sb.st_ino;
+            ix.offset = sb.st_size;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    free(path);
+    svc_buf_free(&b);
+}
+
+/* Rescan directory names; derive summaries for sessions the index does not know. */
+static int rescan(const struct svc_store *st, bool *changed)
+{
+    DIR *d = opendir(st->root);
+    if (!d)
+        return errno == ENOENT ? 0 : -1;
+    for (size_t i = 0; i < ix.n; i++)
+        ix.v[i].seen = false;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "session_", 8) != 0)
+            continue;
+        const char *sid = de->d_name + 8;
+        if (!svc_id_valid(sid))
+            continue;
+        struct entry *e = lookup(sid);
+        if (e) {
+            e->seen = true;
+            continue;
+        }
+        if (!svc_store_session_exists(st, sid))
+            continue;
+        json_object *sum = summary_of(st, sid);
+        if (sum) {
+            apply(sid, sum);
+            append_line(st, sid, sum);
+            *changed = true;
+        }
+        json_object_put(sum);
+    }
+    closedir(d);
+    for (size_t i = 0; i < ix.n;) {
+        if (!ix.v[i].seen) {
+            append_line(st, ix.v[i].sid, NULL);
+            apply(ix.v[i].sid, NULL); /* moves the last entry here */
+            *changed = true;
+        } else {
+            i++;
+        }
+    }
+    return 0;
+}
+
+static int refresh(const struct svc_store *st)
+{
+    if (!ix.root || strcmp(ix.root, st->root) != 0) {
+        svc_index_reset();
+        ix.root = strdup(st->root);
+        if (!ix.root)
+            return -1;
+    }
+    bool damaged = false;
+    bool missing = read_new_lines(st, &damaged) != 0;
+    struct stat rs;
+    if (stat(st->root, &rs) != 0)
+        return 0; /* no root yet: no sessions */
+    bool changed = false;
+    if (missing || !ix.loaded || rs.st_mtim.tv_sec != ix.root_mtime.tv_sec ||
+        rs.st_mtim.tv_nsec != ix.root_mtime.tv_nsec) {
+        if (rescan(st, &changed) != 0)
+            return -1;
+        ix.root_mtime = rs.st_mtim;
+        ix.loaded = true;
+    }
+    if (missing || damaged)
+        write_compacted(st);
+    else {
+        /* compact when most of the log is superseded lines */
+        size_t live = 0;
+        for (size_t i = 0; i < ix.n; i++)
+            live += strlen(ix.v[i].summary ? ix.v[i].summary : "") + strlen(ix.v[i].sid) + 32;
+        if ((size_t)ix.offset > 2 * live + 65536)
+            write_compacted(st);
+    }
+    return 0;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+    const struct entry *x = a, *y = b;
+    if (x->updated != y->updated)
+        return x->updated < y->updated ? 1 : -1;
+    return strcmp(x->sid, y->sid);
+}
+
+static char *cursor_encode(const struct entry *e)
+{
+    char *raw = NULL;
+    if (asprintf(&raw, "%.6f|%s", e->updated, e->sid) < 0)
+        return NULL;
+    size_t n = strlen(raw);
+    unsigned char *out = malloc(4 * ((n + 2) / 3) + 1);
+    if (out) {
+        int len = EVP_EncodeBlock(out, (unsigned char *)raw, (int)n);
+        for (int i = 0; i < len; i++) /* url-safe, no padding */
+            out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+        while (len > 0 && out[len - 1] == '=')
+            out[--len] = '\0';
+    }
+    free(raw);
+    return (char *)out;
+}
+
+static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz)
+{
+    size_t n = strlen(c);
+    if (n == 0 || n > 400)
+        return -1;
+    char *tmp = malloc(n + 4);
+    if (!tmp)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        tmp[i] = c[i] == '-' ? '+' : c[i] == '_' ? '/' : c[i];
+    while (n % 4)
+        tmp[n++] = '=';
+    tmp[n] = '\0';
+    unsigned char raw[400];
+    int len = EVP_DecodeBlock(raw, (unsigned char *)tmp, (int)n);
+    free(tmp);
+    if (len <= 0)
+        return -1;
+    raw[len < (int)sizeof raw ? len : (int)sizeof raw - 1] = '\0';
+    char *bar = strchr((char *)raw, '|');
+    if (!bar)
+        return -1;
+    *bar = '\0';
+    char *end;
+    *updated = strtod((char *)raw, &end);
+    if (*end)
+        return -1;
+    /* strip decode padding zeros */
+    snprintf(sid, sidsz, "%s", bar + 1);
+    if (!svc_id_valid(sid))
+        return -1;
+    return 0;
+}
+
+int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
+                   struct svc_err *err)
+{
+    *out = NULL;
+    if (refresh(st) != 0)
+        return svc_err_errno(err, "list sessions");
+    if (!ix.sorted) {
+        qsort(ix.v, ix.n, sizeof *ix.v, cmp_entry);
+        hash_rebuild();
+        ix.sorted = true;
+    }
+    double cu = 0;
+    char csid[130] = "";
+    size_t start = 0;
+    if (q->cursor && *q->cursor) {
+        if (cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
+            return svc_err_setp(err, SVC_E_INVALID_QUERY, "cursor", "cursor is not valid");
+        struct entry key = {.sid = csid, .updated = cu};
+        /* binary search for the first entry after the cursor's key */
+        size_t lo = 0, hi = ix.n;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cmp_entry(&ix.v[mid], &key) <= 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        start = lo;
+    }
+    char *qlc = NULL;
+    if (q->q && *q->q) {
+        qlc = strdup(q->q);
+        for (char *p = qlc; p && *p; p++)
+            if (*p >= 'A' && *p <= 'Z')
+                *p = (char)(*p - 'A' + 'a');
+    }
+    json_object *list = json_object_new_array();
+    int limit = q->limit > 0 ? q->limit : 50;
+    size_t i = start;
+    const struct entry *last = NULL;
+    bool more = false;
+    for (; i < ix.n; i++) {
+        const struct entry *e = &ix.v[i];
+        if (q->archived_only ? !e->archived : (e->archived && !q->include_archived))
+            continue;
+        if (q->status && *q->status && strcmp(q->status, e->status) != 0)
+            continue;
+        if (qlc && !strstr(e->title_lc, qlc))
+            continue;
+        if ((int)json_object_array_length(list) == limit) {
+            more = true;
+            break;
+        }
+        json_object *o = NULL;
+        if (svc_json_parse(e->summary, strlen(e->summary), &o, NULL) == 0) {
+            json_object_array_add(list, o);
+            last = e;
+        }
+    }
+    free(qlc);
+    json_object *res = json_object_new_object();
+    svc_json_set(res, "sessions", list);
+    char *cur = more && last ? cursor_encode(last) : NULL;
+    svc_json_set_str(res, "next_cursor", cur);
+    free(cur);
+    *out = res;
+    return 0;
+}

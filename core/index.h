@@ -1,0 +1,27 @@
+/* index: the root-level summary index that makes listing cost the same with 100 or 100,000
+ * sessions (SPEC 4.3).
+ *   <root>/.svc_index.jsonl  one compact line per summary change: {"session_id", "summary"}
+ *                            (the newest line for a session wins); appended with one write
+ *                            under <root>/.svc_index.lock, compacted when it grows to twice
+ *                            the live sessions, rebuilt from the sidecars when missing/damaged.
+ * Each process keeps the index in memory and reads only the bytes appended since its last
+ * look; when the root directory's mtime changes it rescans the directory names to notice
+ * sessions added or removed by another program (Strands), deriving their summaries.
+ * svc_index_update is best effort: a failure is logged and never fails the caller. */
+#ifndef SVC_INDEX_H
+#define SVC_INDEX_H
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "query.h"
+#include "store.h"
+
+void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary);
+/* A page of summaries per q: {"sessions": [...], "next_cursor"}. */
+int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
+                   struct svc_err *err);
+/* Drop the in-process cache (tests, SIGHUP). */
+void svc_index_reset(void);
+
+#endif

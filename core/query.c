@@ -1,0 +1,309 @@
+#include "query.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "index.h"
+#include "jsonx.h"
+#include "lock.h"
+#include "openai.h"
+#include "session.h"
+#include "sidecar.h"
+#include "store.h"
+#include "util.h"
+
+static void store_of(const struct svc_config *cfg, struct svc_store *st)
+{
+    st->root = cfg->sessions.root;
+    st->agent_id = cfg->sessions.agent_id;
+    st->durable = cfg->sessions.fsync;
+}
+
+/* Common entry: sessions on, id valid, session present, stale run repaired. */
+static int open_session(const struct svc_config *cfg, const char *sid, struct svc_store *st,
+                        struct svc_err *err)
+{
+    if (!cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    if (svc_id_check(sid, err) != 0)
+        return -1;
+    store_of(cfg, st);
+    if (!svc_store_session_exists(st, sid))
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+    if (svc_session_repair_stale(cfg, sid, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* Sidecar, or one derived from native files; message_count recounted from the files.
+ * Caller holds the session lock (shared is enough). */
+static int load_summary_locked(const struct svc_store *st, const char *sid, json_object **sc_out,
+                               bool *has_sidecar, struct svc_err *err)
+{
+    struct svc_err rerr;
+    json_object *sc = NULL;
+    *has_sidecar = true;
+    if (svc_sidecar_read(st, sid, &sc, &rerr) != 0) {
+        *has_sidecar = false;
+        if (svc_sidecar_derive(st, sid, &sc, err) != 0)
+            return -1;
+    } else {
+        int64_t *ids = NULL;
+        size_t n = 0;
+        if (svc_store_message_ids(st, sid, &ids, &n, NULL) == 0)
+            svc_json_set_int(sc, "message_count", (int64_t)n);
+        free(ids);
+    }
+    *sc_out = sc;
+    return 0;
+}
+
+int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
+                      json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (!cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    if (q->limit < 1 || q->limit > 500)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit", "limit must be 1..500");
+    static const char *statuses[] = {"running", "idle", "error", "cancelled", NULL};
+    if (q->status && *q->status) {
+        bool ok = false;
+        for (int i = 0; statuses[i]; i++)
+            ok = ok || strcmp(q->status, statuses[i]) == 0;
+        if (!ok)
+            return svc_err_setp(err, SVC_E_INVALID_QUERY, "status",
+                                "status must be running, idle, error or cancelled");
+    }
+    struct svc_store st;
+    store_of(cfg, &st);
+    return svc_index_list(&st, q, out, err);
+}
+
+int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
+                    struct svc_err *err)
+{
+    *out = NULL;
+    struct svc_store st;
+    if (open_session(cfg, sid, &st, err) != 0)
+        return -1;
+    char *dir = svc_store_session_dir(&st, sid);
+    struct svc_lock l = SVC_LOCK_INIT;
+    json_object *sc = NULL;
+    bool has;
+    int rc = -1;
+    if (!dir || svc_lock_session(dir, false, &l, err) != 0)
+        goto out;
+    if (load_summary_locked(&st, sid, &sc, &has, err) != 0)
+        goto out;
+    *out = svc_sidecar_summary(sc);
+    rc = 0;
+out:
+    svc_lock_release(&l);
+    json_object_put(sc);
+    free(dir);
+    return rc;
+}
+
+static json_object *message_row(json_object *rec, int64_t id)
+{
+    json_object *m = svc_store_effective_message(rec);
+    json_object *row = json_object_new_object();
+    svc_json_set_int(row, "message_id", id);
+    svc_json_set_str(row, "role", svc_openai_role(m));
+    char *text = svc_native_text(m);
+    if (!text || !*text) {
+        /* a tool-result message: its text is the results' text */
+        json_object *proj = svc_openai_project(m);
+        json_object *first = json_object_array_length(proj) ? json_object_array_get_idx(proj, 0)
+                                                              : NULL;
+        const char *c = svc_json_str(first, "content", NULL);
+        if (c && strcmp(svc_openai_role(m), "tool") == 0) {
+            free(text);
+            text = strdup(c);
+        }
+        json_object_put(proj);
+    }
+    svc_json_set_str(row, "content", text ? text : "");
+    free(text);
+    svc_json_set_str(row, "created_at", svc_json_str(rec, "created_at", NULL));
+    svc_json_set_str(row, "updated_at", svc_json_str(rec, "updated_at", NULL));
+    svc_json_set(row, "raw_native", svc_json_copy(m));
+    svc_json_set(row, "openai_messages", svc_openai_project(m));
+    return row;
+}
+
+int svc_session_messages(const struct svc_config *cfg, const char *sid,
+                         const struct svc_messages_query *q, json_object **out,
+                         struct svc_err *err)
+{
+    *out = NULL;
+    if (q->limit < 1 || q->limit > 1000)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit", "limit must be 1..1000");
+    if (q->offset < 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "offset", "offset must be >= 0");
+    struct svc_store st;
+    if (open_session(cfg, sid, &st, err) != 0)
+        return -1;
+    char *dir = svc_store_session_dir(&st, sid);
+    struct svc_lock l = SVC_LOCK_INIT;
+    int64_t *ids = NULL;
+    size_t n = 0;
+    int rc = -1;
+    json_object *res = NULL;
+    if (!dir || svc_lock_session(dir, false, &l, err) != 0)
+        goto out;
+    if (svc_store_message_ids(&st, sid, &ids, &n, err) != 0)
+        goto out;
+    res = json_object_new_object();
+    svc_json_set_str(res, "session_id", sid);
+    svc_json_set_str(res, "agent_id", st.agent_id);
+    json_object *list = json_object_new_array();
+    svc_json_set(res, "messages", list);
+    size_t off = (size_t)q->offset;
+    size_t count = 0;
+    for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
+        size_t pos = q->desc ? n - 1 - k : k;
+        json_object *rec = NULL;
+        struct svc_err merr;
+        if (svc_store_read_message(&st, sid, ids[pos], &rec, &merr) != 0) {
+            /* a damaged message file: say so in its row, never fail the page */
+            json_object *row = json_object_new_object();
+            svc_json_set_int(row, "message_id", ids[pos]);
+            svc_json_set_str(row, "role", "unknown");
+            svc_json_set_str(row, "content", "");
+            svc_json_set_str(row, "error", merr.message);
+            json_object_array_add(list, row);
+            continue;
+        }
+        json_object_array_add(list, message_row(rec, ids[pos]));
+        json_object_put(rec);
+    }
+    if (off + count < n)
+        svc_json_set_int(res, "next_offset", (int64_t)(off + count));
+    else
+        svc_json_set(res, "next_offset", NULL);
+    svc_json_set_int(res, "total", (int64_t)n);
+    if (q->include_turns && q->offset == 0) {
+        json_object *turns = NULL;
+        int skipped = 0;
+        if (svc_turns_read(&st, sid, &turns, &skipped, NULL) == 0) {
+            svc_json_set(res, "turns", turns);
+            if (skipped)
+                svc_json_set_int(res, "turns_skipped", skipped);
+        }
+    }
+    *out = res;
+    res = NULL;
+    rc = 0;
+out:
+    json_object_put(res);
+    svc_lock_release(&l);
+    free(ids);
+    free(dir);
+    return rc;
+}
+
+/* Read-modify-write of the sidecar under the exclusive lock. A session without a sidecar
+ * (written by Strands) gets one derived from its native files. */
+static int update_sidecar(const struct svc_config *cfg, const char *sid,
+                          void (*mutate)(json_object *sc, const void *arg), const void *arg,
+                          json_object **summary, struct svc_err *err)
+{
+    struct svc_store st;
+    if (open_session(cfg, sid, &st, err) != 0)
+        return -1;
+    char *dir = svc_store_session_dir(&st, sid);
+    struct svc_lock l = SVC_LOCK_INIT;
+    json_object *sc = NULL;
+    bool has;
+    int rc = -1;
+    if (!dir || svc_lock_session(dir, true, &l, err) != 0)
+        goto out;
+    if (load_summary_locked(&st, sid, &sc, &has, err) != 0)
+        goto out;
+    if (!has)
+        svc_json_set_int(sc, "schema_version", 1);
+    mutate(sc, arg);
+    if (svc_sidecar_write(&st, sid, sc, err) != 0)
+        goto out;
+    json_object *sum = svc_sidecar_summary(sc);
+    svc_index_update(&st, sid, sum);
+    if (summary)
+        *summary = sum;
+    else
+        json_object_put(sum);
+    rc = 0;
+out:
+    svc_lock_release(&l);
+    json_object_put(sc);
+    free(dir);
+    return rc;
+}
+
+static void mutate_archived(json_object *sc, const void *arg)
+{
+    bool archived = *(const bool *)arg;
+    if (svc_json_bool(sc, "archived", false) == archived)
+        return; /* idempotent: keep archived_at */
+    char now[SVC_TIME_LEN];
+    svc_time_now_iso(now);
+    svc_json_set_bool(sc, "archived", archived);
+    svc_json_set_str(sc, "archived_at", archived ? now : NULL);
+    svc_json_set_str(sc, "updated_at", now);
+}
+
+int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool archived,
+                             json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (update_sidecar(cfg, sid, mutate_archived, &archived, NULL, err) != 0)
+        return -1;
+    json_object *res = json_object_new_object();
+    svc_json_set_bool(res, "archived", archived);
+    svc_json_set_str(res, "session_id", sid);
+    *out = res;
+    return 0;
+}
+
+static void mutate_title(json_object *sc, const void *arg)
+{
+    char now[SVC_TIME_LEN];
+    svc_json_set_str(sc, "title", (const char *)arg);
+    svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
+}
+
+int svc_session_rename(const struct svc_config *cfg, const char *sid, const char *title,
+                       json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (!title)
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, "title", "title is required");
+    size_t cp = svc_utf8_len(title);
+    if (cp < 1 || cp > 200)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "title", "title must be 1..200 characters");
+    for (const char *p = title; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, "title",
+                                "title must not contain control characters");
+    return update_sidecar(cfg, sid, mutate_title, title, out, err);
+}
+
+int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_object **out,
+                       struct svc_err *err)
+{
+    *out = NULL;
+    json_object *sum = NULL;
+    if (svc_session_get(cfg, sid, &sum, err) != 0)
+        return -1;
+    json_object *res = json_object_new_object();
+    svc_json_set_str(res, "session_id", sid);
+    json_object *ts = svc_json_obj(sum, "token_state");
+    if (ts) {
+        json_object_object_foreach(ts, k, v) svc_json_set(res, k, json_object_get(v));
+    }
+    json_object_put(sum);
+    *out = res;
+    return 0;
+}
