@@ -247,8 +247,10 @@ static json_object *token_state(struct svc_run *run, json_object *prev)
                      svc_json_int(prev, "cumulative_total_tokens", 0) + total);
     int64_t cw = run->cfg->model.context_window;
     svc_json_set_int(ts, "model_context_window", cw);
-    svc_json_set(ts, "utilization_ratio",
-                 json_object_new_double(cw > 0 ? (double)run->prompt_tokens / (double)cw : 0.0));
+    double ratio = cw > 0 ? (double)run->prompt_tokens / (double)cw : 0.0;
+    char rs[32];
+    snprintf(rs, sizeof rs, "%.6g", ratio); /* short and stable, as Python would print it */
+    svc_json_set(ts, "utilization_ratio", json_object_new_double_s(ratio, rs));
     svc_json_set_int(ts, "loop_count", run->loop_count);
     svc_json_set_int(ts, "removed_message_count", run->removed);
     return ts;

@@ -1,0 +1,197 @@
+/* svc: the command-line tool (SPEC 7). Parses arguments, calls core/, prints.
+ * Exit codes: 0 ok, 1 failure, 2 usage. Errors go to stderr as one line:
+ *   svc: <code>: <message>                                                        */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "jsonx.h"
+#include "query.h"
+#include "session.h"
+#include "util.h"
+
+static const char usage_text[] =
+    "usage: svc [--config FILE] COMMAND ...\n"
+    "  svc config check|show\n"
+    "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
+    "  svc sessions show|archive|unarchive SESSION\n"
+    "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n"
+    "  svc chat SESSION TEXT\n";
+
+static int usage(const char *why)
+{
+    if (why)
+        fprintf(stderr, "svc: %s\n", why);
+    fputs(usage_text, stderr);
+    return 2;
+}
+
+static int fail(const struct svc_err *err)
+{
+    fprintf(stderr, "svc: %s: %s\n", svc_err_name(err->code), err->message);
+    return 1;
+}
+
+static void print_json(json_object *o)
+{
+    char *s = svc_json_dump_native(o);
+    if (s)
+        printf("%s\n", s);
+    free(s);
+}
+
+static int parse_int(const char *s, long min, long max, long *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int cmd_config(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc != 1)
+        return usage("config needs check or show");
+    if (strcmp(argv[0], "check") == 0) {
+        for (size_t i = 0; i < cfg->nwarnings; i++)
+            fprintf(stderr, "svc: warning: %s\n", cfg->warnings[i]);
+        printf("%s: ok\n", cfg->source ? cfg->source : "(defaults: no agents.yaml)");
+        return 0;
+    }
+    if (strcmp(argv[0], "show") == 0) {
+        json_object *o = svc_config_to_json(cfg);
+        print_json(o);
+        json_object_put(o);
+        return 0;
+    }
+    return usage("config needs check or show");
+}
+
+static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
+{
+    struct svc_err err;
+    json_object *out = NULL;
+    int rc;
+    if (argc < 1)
+        return usage("sessions needs a subcommand");
+    const char *sub = argv[0];
+    if (strcmp(sub, "list") == 0) {
+        struct svc_list_query q = {.limit = 50};
+        for (int i = 1; i < argc; i++) {
+            long v;
+            if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
+                if (parse_int(argv[++i], 1, 500, &v) != 0)
+                    return usage("--limit must be 1..500");
+                q.limit = (int)v;
+            } else if (strcmp(argv[i], "--cursor") == 0 && i + 1 < argc) {
+                q.cursor = argv[++i];
+            } else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc) {
+                q.status = argv[++i];
+            } else if (strcmp(argv[i], "--q") == 0 && i + 1 < argc) {
+                q.q = argv[++i];
+            } else if (strcmp(argv[i], "--all") == 0) {
+                q.include_archived = true;
+            } else if (strcmp(argv[i], "--archived") == 0) {
+                q.archived_only = true;
+            } else {
+                return usage("unknown option for sessions list");
+            }
+        }
+        rc = svc_sessions_list(cfg, &q, &out, &err);
+    } else if (strcmp(sub, "messages") == 0) {
+        if (argc < 2)
+            return usage("sessions messages needs SESSION");
+        struct svc_messages_query q = {.limit = 200};
+        for (int i = 2; i < argc; i++) {
+            long v;
+            if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
+                if (parse_int(argv[++i], 1, 1000, &v) != 0)
+                    return usage("--limit must be 1..1000");
+                q.limit = (int)v;
+            } else if (strcmp(argv[i], "--offset") == 0 && i + 1 < argc) {
+                if (parse_int(argv[++i], 0, 1L << 40, &v) != 0)
+                    return usage("--offset must be >= 0");
+                q.offset = v;
+            } else if (strcmp(argv[i], "--desc") == 0) {
+                q.desc = true;
+            } else if (strcmp(argv[i], "--turns") == 0) {
+                q.include_turns = true;
+            } else {
+                return usage("unknown option for sessions messages");
+            }
+        }
+        rc = svc_session_messages(cfg, argv[1], &q, &out, &err);
+    } else if (strcmp(sub, "show") == 0 || strcmp(sub, "archive") == 0 ||
+               strcmp(sub, "unarchive") == 0) {
+        if (argc != 2)
+            return usage("this subcommand needs exactly one SESSION");
+        if (strcmp(sub, "show") == 0)
+            rc = svc_session_get(cfg, argv[1], &out, &err);
+        else
+            rc = svc_session_set_archived(cfg, argv[1], strcmp(sub, "archive") == 0, &out, &err);
+    } else {
+        return usage("unknown sessions subcommand");
+    }
+    if (rc != 0)
+        return fail(&err);
+    print_json(out);
+    json_object_put(out);
+    return 0;
+}
+
+static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc != 2)
+        return usage("chat needs SESSION and TEXT");
+    struct svc_err err;
+    struct svc_run_request req = {.session_id = argv[0], .input = argv[1], .channel = "cli"};
+    struct svc_run *run = NULL;
+    if (svc_run_begin(cfg, &req, &run, &err) != 0)
+        return fail(&err);
+    int rc = svc_run_execute(run, NULL, &err);
+    if (rc == 0)
+        printf("%s\n", svc_run_get_content(run));
+    svc_run_free(run);
+    return rc == 0 ? 0 : fail(&err);
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_path = NULL;
+    int i = 1;
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+            config_path = argv[++i];
+        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("svc %s\n", SVC_VERSION);
+            return 0;
+        } else
+            return usage("unknown option");
+    }
+    if (i >= argc)
+        return usage(NULL);
+    struct svc_config cfg;
+    struct svc_err err;
+    memset(&cfg, 0, sizeof cfg);
+    int rc = config_path ? svc_config_load_file(&cfg, config_path, &err)
+                         : svc_config_load(&cfg, &err);
+    if (rc != 0)
+        return fail(&err);
+    const char *cmd = argv[i++];
+    if (strcmp(cmd, "config") == 0)
+        rc = cmd_config(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "sessions") == 0)
+        rc = cmd_sessions(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "chat") == 0)
+        rc = cmd_chat(&cfg, argc - i, argv + i);
+    else
+        rc = usage("unknown command");
+    svc_config_free(&cfg);
+    return rc;
+}
