@@ -1,0 +1,208 @@
+/* h_base: the base endpoints of SPEC 4.4: health, config, jobs, extensions. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "handlers.h"
+#include "jsonx.h"
+
+double h_base_started_at;
+int h_base_master_pid;
+
+/* Whether the session root is writable, or can be created: the nearest existing ancestor
+ * is a writable directory. reason gets a short text when not. */
+static bool root_writable(const char *root, const char **reason)
+{
+    struct stat st;
+    if (!root || !*root) {
+        *reason = "session root is not configured";
+        return false;
+    }
+    if (stat(root, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            *reason = "session root is not a directory";
+            return false;
+        }
+        if (access(root, W_OK | X_OK) != 0) {
+            *reason = "session root is not writable";
+            return false;
+        }
+        return true;
+    }
+    char *p = strdup(root);
+    if (!p) {
+        *reason = "out of memory";
+        return false;
+    }
+    bool ok = false;
+    *reason = "session root cannot be created";
+    for (;;) {
+        char *slash = strrchr(p, '/');
+        if (!slash)
+            break;
+        if (slash == p)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+        if (stat(p, &st) == 0) {
+            ok = S_ISDIR(st.st_mode) && access(p, W_OK | X_OK) == 0;
+            break;
+        }
+        if (errno != ENOENT || strcmp(p, "/") == 0)
+            break; /* ENOTDIR: a file is in the way */
+    }
+    free(p);
+    return ok;
+}
+
+int h_health(struct http_req *r, struct svc_err *err)
+{
+    const struct svc_config *cfg = r->cfg;
+    const char *reason = NULL;
+    bool writable = root_writable(cfg->sessions.root, &reason);
+    bool degraded = cfg->sessions.enabled && !writable;
+
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "status", degraded ? "degraded" : "ok");
+    if (degraded)
+        svc_json_set_str(o, "reason", reason);
+    svc_json_set_str(o, "version", SVC_VERSION);
+    svc_json_set_int(o, "pid", h_base_master_pid);
+    svc_json_set_int(o, "worker_pid", (int64_t)getpid());
+    svc_json_set_int(o, "uptime_s", (int64_t)(svc_time_now() - h_base_started_at));
+    json_object *s = json_object_new_object();
+    svc_json_set_bool(s, "enabled", cfg->sessions.enabled);
+    svc_json_set_str(s, "provider", cfg->sessions.provider == SVC_PROVIDER_NATIVE_FILE
+                                        ? "native_file"
+                                        : "svc_repository");
+    svc_json_set_bool(s, "root_writable", writable);
+    svc_json_set(o, "sessions", s);
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "provider", cfg->model.provider == SVC_MODEL_OPENAI ? "openai" : "echo");
+    svc_json_set_str(m, "name", cfg->model.name);
+    svc_json_set(o, "model", m);
+    int rc = http_send_json(r, degraded ? 503 : 200, o);
+    json_object_put(o);
+    (void)err;
+    (void)rc;
+    return 0;
+}
+
+int h_config(struct http_req *r, struct svc_err *err)
+{
+    json_object *o = svc_config_to_json(r->cfg);
+    if (!o)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+/* $SVC_HOME/jobs/state.json, when present and readable: {"<job id>": {...}} (or the same
+ * under "jobs"). NULL otherwise; never an error for the request. */
+static json_object *jobs_state(const struct svc_config *cfg)
+{
+    if (!cfg->home)
+        return NULL;
+    char *dir = svc_path_join(cfg->home, "jobs");
+    char *path = dir ? svc_path_join(dir, "state.json") : NULL;
+    free(dir);
+    json_object *o = NULL;
+    struct svc_err e;
+    if (path && svc_json_read_file(path, &o, &e) < 0)
+        o = NULL;
+    free(path);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    return o;
+}
+
+static void copy_state(json_object *job, json_object *st, const char *key)
+{
+    json_object *v = NULL;
+    if (st && json_object_object_get_ex(st, key, &v) && v &&
+        (json_object_is_type(v, json_type_string) || json_object_is_type(v, json_type_null)))
+        svc_json_set(job, key, json_object_get(v));
+    else
+        svc_json_set(job, key, NULL);
+}
+
+int h_jobs(struct http_req *r, struct svc_err *err)
+{
+    const struct svc_config *cfg = r->cfg;
+    json_object *state = jobs_state(cfg);
+    json_object *by_id = state;
+    json_object *inner = svc_json_obj(state, "jobs");
+    if (inner)
+        by_id = inner;
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < cfg->njobs; i++) {
+        const struct svc_job *j = &cfg->jobs[i];
+        json_object *o = json_object_new_object();
+        svc_json_set_str(o, "id", j->id);
+        svc_json_set_str(o, "schedule", j->schedule);
+        svc_json_set_str(o, "session_id", j->session_id);
+        svc_json_set_bool(o, "enabled", j->enabled);
+        json_object *st = j->id ? svc_json_obj(by_id, j->id) : NULL;
+        copy_state(o, st, "next_run_at");
+        copy_state(o, st, "last_run_at");
+        copy_state(o, st, "last_status");
+        copy_state(o, st, "last_run_id");
+        json_object_array_add(arr, o);
+    }
+    json_object *out = json_object_new_object();
+    svc_json_set(out, "jobs", arr);
+    http_send_json(r, 200, out);
+    json_object_put(out);
+    if (state)
+        json_object_put(state);
+    (void)err;
+    return 0;
+}
+
+int h_extensions(struct http_req *r, struct svc_err *err)
+{
+    const struct svc_config *cfg = r->cfg;
+    json_object *arr = json_object_new_array();
+
+    json_object *clock = json_object_new_object();
+    svc_json_set_str(clock, "name", "clock");
+    svc_json_set_str(clock, "kind", "tool");
+    svc_json_set_str(clock, "description", "Current UTC time");
+    json_object *params = json_object_new_object();
+    svc_json_set_str(params, "type", "object");
+    svc_json_set(params, "properties", json_object_new_object());
+    svc_json_set(clock, "parameters", params);
+    svc_json_set_bool(clock, "enabled", true);
+    svc_json_set_bool(clock, "builtin", true);
+    json_object_array_add(arr, clock);
+
+    for (size_t i = 0; i < cfg->nextensions; i++) {
+        const struct svc_extension *x = &cfg->extensions[i];
+        json_object *o = json_object_new_object();
+        svc_json_set_str(o, "name", x->name);
+        svc_json_set_str(o, "kind", x->kind ? x->kind : "tool");
+        svc_json_set_str(o, "description", x->description ? x->description : "");
+        if (x->parameters) {
+            svc_json_set(o, "parameters", svc_json_copy(x->parameters));
+        } else {
+            json_object *p = json_object_new_object();
+            svc_json_set_str(p, "type", "object");
+            svc_json_set(p, "properties", json_object_new_object());
+            svc_json_set(o, "parameters", p);
+        }
+        svc_json_set_bool(o, "enabled", x->enabled);
+        svc_json_set_bool(o, "builtin", false);
+        json_object_array_add(arr, o);
+    }
+    json_object *out = json_object_new_object();
+    svc_json_set(out, "extensions", arr);
+    http_send_json(r, 200, out);
+    json_object_put(out);
+    (void)err;
+    return 0;
+}

@@ -1,0 +1,363 @@
+/* h_chat: POST /api/chat and its alias /api/v1/chat/completions (SPEC 4.1), the tokens
+ * compatibility route, and (not wired yet) the asynchronous runs of SPEC 4.2.
+ * The handler parses the OpenAI body, hands the run to core/session.h, and renders the
+ * chat.completion object or the chat.completion.chunk stream. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "jsonx.h"
+#include "openai.h"
+#include "query.h"
+#include "session.h"
+
+/* Pings go out when the stream was silent this long (SPEC: at least every 15 s). */
+#define PING_AFTER_S 10.0
+
+struct chat_in {
+    json_object *body;    /* owned */
+    json_object *history; /* owned array (entries shared with body), or NULL */
+    char *input;          /* heap */
+    const char *sid;      /* borrowed (body or request) */
+    const char *user, *locale, *channel;
+    bool stream, include_usage, svc_v2;
+};
+
+static void chat_in_free(struct chat_in *in)
+{
+    json_object_put(in->body);
+    json_object_put(in->history);
+    free(in->input);
+}
+
+/* The input: the last user message with non-empty text; the messages before it are
+ * history. Returns 0, or -1 with 422. */
+static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err *err)
+{
+    size_t n = json_object_array_length(msgs);
+    long last = -1;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        char pname[64];
+        snprintf(pname, sizeof pname, "messages[%zu]", i);
+        if (!json_object_is_type(m, json_type_object))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, pname, "'%s' must be an object", pname);
+        const char *role = NULL;
+        snprintf(pname, sizeof pname, "messages[%zu].role", i);
+        if (http_field_str(m, "role", pname, true, &role, err) < 0)
+            return -1;
+        json_object *content = NULL;
+        json_object_object_get_ex(m, "content", &content);
+        if (strcmp(role, "user") != 0 || !content)
+            continue;
+        char *text = svc_openai_content_text(content);
+        if (!text) {
+            snprintf(pname, sizeof pname, "messages[%zu].content", i);
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, pname,
+                                "'%s' must be a string or an array of content parts", pname);
+        }
+        if (*text) {
+            free(in->input);
+            in->input = text;
+            last = (long)i;
+        } else {
+            free(text);
+        }
+    }
+    if (last < 0)
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
+                            "no user message with non-empty content");
+    if (last > 0) {
+        in->history = json_object_new_array();
+        for (long i = 0; i < last; i++)
+            json_object_array_add(in->history,
+                                  json_object_get(json_object_array_get_idx(msgs, (size_t)i)));
+    }
+    return 0;
+}
+
+static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *err)
+{
+    memset(in, 0, sizeof *in);
+    if (http_body_json(r, false, &in->body, err) < 0)
+        return -1;
+    json_object *b = in->body, *meta = NULL, *sopts = NULL, *msgs = NULL;
+    const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL;
+    if (http_field_str(b, "session_id", NULL, false, &in->sid, err) < 0 ||
+        http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
+        http_field_str(meta, "session_id", "metadata.session_id", false, &msid, err) < 0 ||
+        http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
+        http_field_str(meta, "locale", "metadata.locale", false, &in->locale, err) < 0 ||
+        http_field_str(meta, "channel", "metadata.channel", false, &in->channel, err) < 0 ||
+        http_field_str(b, "model", NULL, false, &model, err) < 0 ||
+        http_field_str(b, "user", NULL, false, &in->user, err) < 0 ||
+        http_field_bool(b, "stream", NULL, false, &in->stream, err) < 0 ||
+        http_field_obj(b, "stream_options", NULL, false, &sopts, err) < 0 ||
+        http_field_bool(sopts, "include_usage", "stream_options.include_usage", false,
+                        &in->include_usage, err) < 0 ||
+        http_field_arr(b, "messages", NULL, false, &msgs, err) < 0 ||
+        http_field_str(b, "message", NULL, false, &legacy, err) < 0)
+        return -1;
+    if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
+                            "'metadata.event_format' must be openai.v1 or svc.v2");
+    in->svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
+    if (!in->sid)
+        in->sid = msid;
+    if (!in->sid)
+        in->sid = r->x_session_id;
+    if (msgs)
+        return parse_messages(in, msgs, err);
+    if (legacy && *legacy) {
+        in->input = strdup(legacy);
+        return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    if (legacy)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "message", "'message' must not be empty");
+    return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages", "'messages' is required");
+}
+
+/* The fields every completion object and chunk carries. */
+static json_object *completion_base(struct svc_run *run, const char *object, int64_t created)
+{
+    char id[160];
+    snprintf(id, sizeof id, "chatcmpl-%s", svc_run_get_id(run));
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "object", object);
+    svc_json_set_int(o, "created", created);
+    svc_json_set_str(o, "model", svc_run_get_model(run));
+    svc_json_set_str(o, "session_id", svc_run_get_session_id(run));
+    svc_json_set_str(o, "run_id", svc_run_get_id(run));
+    return o;
+}
+
+static json_object *usage_object(struct svc_run *run)
+{
+    int64_t p = 0, c = 0, t = 0;
+    svc_run_get_usage(run, &p, &c, &t);
+    json_object *u = json_object_new_object();
+    svc_json_set_int(u, "prompt_tokens", p);
+    svc_json_set_int(u, "completion_tokens", c);
+    svc_json_set_int(u, "total_tokens", t);
+    return u;
+}
+
+static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *run,
+                      struct svc_err *err)
+{
+    int64_t created = (int64_t)svc_time_now();
+    if (svc_run_execute(run, NULL, err) < 0)
+        return -1;
+    json_object *o = completion_base(run, "chat.completion", created);
+    json_object *choices = json_object_new_array();
+    json_object *choice = json_object_new_object();
+    svc_json_set_int(choice, "index", 0);
+    json_object *msg = json_object_new_object();
+    svc_json_set_str(msg, "role", "assistant");
+    svc_json_set_str(msg, "content", svc_run_get_content(run));
+    svc_json_set(choice, "message", msg);
+    svc_json_set_str(choice, "finish_reason", svc_run_get_finish_reason(run));
+    json_object_array_add(choices, choice);
+    svc_json_set(o, "choices", choices);
+    svc_json_set(o, "usage", usage_object(run));
+    svc_json_set_str(o, "content", svc_run_get_content(run));
+    if (in->svc_v2) {
+        json_object *svc = json_object_new_object();
+        svc_json_set_str(svc, "schema_version", "2.0");
+        svc_json_set_str(svc, "run_id", svc_run_get_id(run));
+        json_object *ev = svc_run_get_events(run);
+        svc_json_set(svc, "events", ev ? svc_json_copy(ev) : json_object_new_array());
+        svc_json_set(o, "svc", svc);
+    }
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+/* ---- streaming ---- */
+
+struct stream_ctx {
+    struct http_req *r;
+    struct svc_run *run;
+    struct chat_in *in;
+    int64_t created;
+    int tool_index;
+};
+
+static json_object *chunk_new(struct stream_ctx *s, json_object *delta, const char *finish)
+{
+    json_object *o = completion_base(s->run, "chat.completion.chunk", s->created);
+    json_object *choices = json_object_new_array();
+    json_object *choice = json_object_new_object();
+    svc_json_set_int(choice, "index", 0);
+    svc_json_set(choice, "delta", delta ? delta : json_object_new_object());
+    svc_json_set_str(choice, "finish_reason", finish);
+    json_object_array_add(choices, choice);
+    svc_json_set(o, "choices", choices);
+    return o;
+}
+
+static int send_chunk(struct stream_ctx *s, json_object *chunk)
+{
+    int rc = http_sse_json(s->r, chunk);
+    json_object_put(chunk);
+    return rc;
+}
+
+static int on_event(void *ctx, json_object *ev)
+{
+    struct stream_ctx *s = ctx;
+    if (s->r->client_gone)
+        return 1;
+    const char *type = svc_json_str(ev, "type", "");
+    json_object *delta = NULL;
+    if (strcmp(type, "delta") == 0) {
+        delta = json_object_new_object();
+        svc_json_set_str(delta, "content", svc_json_str(ev, "text", ""));
+    } else if (strcmp(type, "tool_start") == 0) {
+        json_object *args = NULL;
+        json_object_object_get_ex(ev, "arguments", &args);
+        char *argstr = args ? svc_json_dump_compact(args) : strdup("{}");
+        json_object *fn = json_object_new_object();
+        svc_json_set_str(fn, "name", svc_json_str(ev, "tool", ""));
+        svc_json_set_str(fn, "arguments", argstr ? argstr : "{}");
+        free(argstr);
+        json_object *call = json_object_new_object();
+        svc_json_set_int(call, "index", s->tool_index++);
+        svc_json_set_str(call, "id", svc_json_str(ev, "call_id", ""));
+        svc_json_set_str(call, "type", "function");
+        svc_json_set(call, "function", fn);
+        json_object *calls = json_object_new_array();
+        json_object_array_add(calls, call);
+        delta = json_object_new_object();
+        svc_json_set(delta, "tool_calls", calls);
+    } else if (!s->in->svc_v2 || strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
+        /* openai.v1 shows content and tool calls only; the end is rendered after the run */
+        return 0;
+    }
+    json_object *chunk = chunk_new(s, delta, NULL);
+    if (s->in->svc_v2)
+        svc_json_set(chunk, "svc_event", json_object_get(ev));
+    return send_chunk(s, chunk) < 0 ? 1 : 0;
+}
+
+static int should_cancel(void *ctx)
+{
+    struct stream_ctx *s = ctx;
+    return s->r->client_gone ? 1 : 0;
+}
+
+static int on_idle(void *ctx)
+{
+    struct stream_ctx *s = ctx;
+    if (s->r->client_gone)
+        return 1;
+    if (svc_time_monotonic() - s->r->last_write >= PING_AFTER_S)
+        return http_sse_ping(s->r) < 0 ? 1 : 0;
+    return 0;
+}
+
+static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *run,
+                       struct svc_err *err)
+{
+    struct stream_ctx s = {r, run, in, (int64_t)svc_time_now(), 0};
+    if (http_sse_begin(r) < 0)
+        return 0; /* client gone: svc_run_free ends the run */
+    json_object *delta = json_object_new_object();
+    svc_json_set_str(delta, "role", "assistant");
+    svc_json_set_str(delta, "content", "");
+    send_chunk(&s, chunk_new(&s, delta, NULL));
+
+    struct svc_run_sink sink = {on_event, should_cancel, on_idle, &s};
+    if (svc_run_execute(run, &sink, err) < 0) {
+        if (!r->client_gone)
+            http_sse_error(r, err);
+        return 0;
+    }
+    json_object *last = chunk_new(&s, NULL, svc_run_get_finish_reason(run));
+    if (send_chunk(&s, last) < 0)
+        return 0;
+    if (in->include_usage) {
+        json_object *u = completion_base(run, "chat.completion.chunk", s.created);
+        svc_json_set(u, "choices", json_object_new_array());
+        svc_json_set(u, "usage", usage_object(run));
+        if (send_chunk(&s, u) < 0)
+            return 0;
+    }
+    http_sse_data(r, "[DONE]");
+    return 0;
+}
+
+int h_chat(struct http_req *r, struct svc_err *err)
+{
+    struct chat_in in;
+    struct svc_run *run = NULL;
+    int rc = -1;
+    if (parse_chat(r, &in, err) < 0)
+        goto out;
+    http_set_session(r, in.sid, false);
+    struct svc_run_request req = {
+        .session_id = in.sid,
+        .input = in.input,
+        .history = in.history,
+        .user_id = in.user,
+        .channel = in.channel,
+        .locale = in.locale,
+        .run_id = NULL,
+    };
+    if (svc_run_begin(r->cfg, &req, &run, err) < 0)
+        goto out;
+    http_mark_run_began(r);
+    http_set_session(r, svc_run_get_session_id(run), true);
+    rc = in.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
+out:
+    svc_run_free(run);
+    chat_in_free(&in);
+    return rc;
+}
+
+int h_session_tokens(struct http_req *r, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    json_object *o = NULL;
+    http_set_session(r, sid, false);
+    if (svc_session_tokens(r->cfg, sid, &o, err) < 0)
+        return -1;
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+/* ---- asynchronous runs (SPEC 4.2): not wired yet ---- */
+
+static int not_yet(struct http_req *r)
+{
+    return http_send_error_raw(r, 501, "not_implemented", "server_error", NULL,
+                               "asynchronous runs are not available yet");
+}
+
+int h_runs_create(struct http_req *r, struct svc_err *err)
+{
+    (void)err;
+    return not_yet(r);
+}
+
+int h_run_get(struct http_req *r, struct svc_err *err)
+{
+    (void)err;
+    return not_yet(r);
+}
+
+int h_run_events(struct http_req *r, struct svc_err *err)
+{
+    (void)err;
+    return not_yet(r);
+}
+
+int h_run_cancel(struct http_req *r, struct svc_err *err)
+{
+    (void)err;
+    return not_yet(r);
+}

@@ -1,0 +1,126 @@
+/* h_sessions: the dashboard session API (SPEC 4.3): parse the query or body, call
+ * core/query.h, render. Export (SPEC 5) is not wired yet. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "jsonx.h"
+#include "query.h"
+
+/* Send *o (consumed) with status 200, recording the session id for the log. */
+static int send_result(struct http_req *r, const char *sid, json_object *o)
+{
+    http_set_session(r, sid, false);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+int h_sessions_list(struct http_req *r, struct svc_err *err)
+{
+    struct svc_list_query q;
+    int64_t limit;
+    memset(&q, 0, sizeof q);
+    if (http_query_int(r, "limit", 50, 1, 500, &limit, err) < 0 ||
+        http_query_str(r, "cursor", &q.cursor, err) < 0 ||
+        http_query_bool(r, "include_archived", false, &q.include_archived, err) < 0 ||
+        http_query_bool(r, "archived_only", false, &q.archived_only, err) < 0 ||
+        http_query_str(r, "status", &q.status, err) < 0 ||
+        http_query_str(r, "q", &q.q, err) < 0)
+        return -1;
+    if (q.status && strcmp(q.status, "running") != 0 && strcmp(q.status, "idle") != 0 &&
+        strcmp(q.status, "error") != 0 && strcmp(q.status, "cancelled") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "status",
+                            "status must be running, idle, error or cancelled");
+    q.limit = (int)limit;
+    json_object *o = NULL;
+    if (svc_sessions_list(r->cfg, &q, &o, err) < 0)
+        return -1;
+    return send_result(r, NULL, o);
+}
+
+int h_session_get(struct http_req *r, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    json_object *o = NULL;
+    http_set_session(r, sid, false);
+    if (svc_session_get(r->cfg, sid, &o, err) < 0)
+        return -1;
+    return send_result(r, sid, o);
+}
+
+int h_session_messages(struct http_req *r, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    struct svc_messages_query q;
+    int64_t limit, offset;
+    const char *order = NULL;
+    memset(&q, 0, sizeof q);
+    http_set_session(r, sid, false);
+    if (http_query_int(r, "limit", 200, 1, 1000, &limit, err) < 0 ||
+        http_query_int(r, "offset", 0, 0, INT64_MAX, &offset, err) < 0 ||
+        http_query_str(r, "order", &order, err) < 0 ||
+        http_query_bool(r, "include_turns", false, &q.include_turns, err) < 0)
+        return -1;
+    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "order must be asc or desc");
+    q.limit = (int)limit;
+    q.offset = offset;
+    q.desc = order && strcmp(order, "desc") == 0;
+    json_object *o = NULL;
+    if (svc_session_messages(r->cfg, sid, &q, &o, err) < 0)
+        return -1;
+    return send_result(r, sid, o);
+}
+
+static int set_archived(struct http_req *r, bool archived, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    json_object *o = NULL;
+    http_set_session(r, sid, false);
+    if (svc_session_set_archived(r->cfg, sid, archived, &o, err) < 0)
+        return -1;
+    return send_result(r, sid, o);
+}
+
+int h_session_archive(struct http_req *r, struct svc_err *err)
+{
+    return set_archived(r, true, err);
+}
+
+int h_session_unarchive(struct http_req *r, struct svc_err *err)
+{
+    return set_archived(r, false, err);
+}
+
+int h_session_patch(struct http_req *r, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    json_object *body = NULL, *o = NULL;
+    const char *title = NULL;
+    http_set_session(r, sid, false);
+    if (http_body_json(r, false, &body, err) < 0)
+        return -1;
+    int rc = http_field_str(body, "title", NULL, true, &title, err);
+    if (rc == 0) {
+        size_t n = svc_utf8_len(title);
+        if (n < 1 || n > 200)
+            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "title",
+                              "title must be 1..200 characters");
+    }
+    if (rc == 0)
+        rc = svc_session_rename(r->cfg, sid, title, &o, err);
+    json_object_put(body);
+    if (rc < 0)
+        return -1;
+    return send_result(r, sid, o);
+}
+
+int h_sessions_export(struct http_req *r, struct svc_err *err)
+{
+    (void)err;
+    if (!r->cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    return http_send_error_raw(r, 501, "not_implemented", "server_error", NULL,
+                               "session export is not available yet");
+}

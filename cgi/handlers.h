@@ -1,0 +1,38 @@
+/* handlers: every HTTP endpoint of svc-fcgi, one function each, listed in the route table
+ * of routes.c. Signature and contract: see http_handler in http.h (return 0 after sending a
+ * response, or -1 with err filled and nothing sent).
+ *   h_base.c      base endpoints (SPEC 4.4)
+ *   h_chat.c      /api/chat, /api/v1/chat/completions, tokens, /api/chat/runs (SPEC 4.1, 4.2)
+ *   h_sessions.c  the dashboard session API (SPEC 4.3, 5) */
+#ifndef SVC_HANDLERS_H
+#define SVC_HANDLERS_H
+
+#include "http.h"
+
+/* h_base.c */
+int h_health(struct http_req *r, struct svc_err *err);
+int h_config(struct http_req *r, struct svc_err *err);
+int h_jobs(struct http_req *r, struct svc_err *err);
+int h_extensions(struct http_req *r, struct svc_err *err);
+/* Process start (master) for uptime_s and pid; set once by main.c before forking. */
+extern double h_base_started_at;
+extern int h_base_master_pid;
+
+/* h_chat.c */
+int h_chat(struct http_req *r, struct svc_err *err);
+int h_session_tokens(struct http_req *r, struct svc_err *err);
+int h_runs_create(struct http_req *r, struct svc_err *err);
+int h_run_get(struct http_req *r, struct svc_err *err);
+int h_run_events(struct http_req *r, struct svc_err *err);
+int h_run_cancel(struct http_req *r, struct svc_err *err);
+
+/* h_sessions.c */
+int h_sessions_list(struct http_req *r, struct svc_err *err);
+int h_sessions_export(struct http_req *r, struct svc_err *err);
+int h_session_get(struct http_req *r, struct svc_err *err);
+int h_session_patch(struct http_req *r, struct svc_err *err);
+int h_session_messages(struct http_req *r, struct svc_err *err);
+int h_session_archive(struct http_req *r, struct svc_err *err);
+int h_session_unarchive(struct http_req *r, struct svc_err *err);
+
+#endif

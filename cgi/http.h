@@ -1,0 +1,165 @@
+/* http: the per-request HTTP layer of svc-fcgi (SPEC 4.0).
+ *
+ * Contract:
+ * - main.c fills one struct http_req per request (http_req_init_fcgi / http_req_init_cgi),
+ *   calls http_dispatch() (routes.c), then http_log() and http_req_free(). Everything the
+ *   request allocated is freed by http_req_free: handlers never free request memory.
+ * - Request values (method, path, headers, params, query values) are copies: libfcgi frees
+ *   its params at the next accept. They stay valid until http_req_free.
+ * - A handler has the signature of http_handler. It returns 0 after it sent a response with
+ *   http_send_json / http_send_error / the SSE helpers, or -1 with err filled and nothing
+ *   sent; the router then renders err as the JSON error object (or, when an SSE stream was
+ *   already started, as a `data: {"error":...}` event that ends the stream).
+ * - Input helpers return 0, or -1 with err set to the API error (400 invalid_query,
+ *   413 body_too_large, 400 invalid_json, 422 invalid_field / missing_field with param).
+ * - Output: every response carries X-Request-Id; JSON is application/json; charset=utf-8;
+ *   session_busy adds Retry-After: 1; a 5xx after http_mark_run_began() adds
+ *   x-should-retry: false. Bodies and tokens are never logged.
+ * - Write errors mean the client is gone: r->client_gone turns true and later writes are
+ *   no-ops returning -1. */
+#ifndef SVC_HTTP_H
+#define SVC_HTTP_H
+
+#include <fcgiapp.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+#include "util.h"
+
+#define HTTP_MAX_PARAMS 4
+#define HTTP_ID_MAX 128
+
+struct http_qpair {
+    char *name;
+    char *value;
+};
+
+struct http_req {
+    const struct svc_config *cfg;
+    FCGX_Request *fcgx;        /* NULL in plain CGI mode (stdin/stdout/getenv) */
+
+    /* Input, copied at init. */
+    char *method;              /* "GET" */
+    char *path;                /* raw path from REQUEST_URI, no query: "/api/v1/chat/..." */
+    char *query;               /* raw QUERY_STRING, "" when none */
+    char *authorization;       /* HTTP_AUTHORIZATION or NULL */
+    char *content_type;        /* or NULL */
+    char *x_session_id;        /* HTTP_X_SESSION_ID or NULL */
+    char *idempotency_key;     /* HTTP_IDEMPOTENCY_KEY or NULL */
+    char *last_event_id;       /* HTTP_LAST_EVENT_ID or NULL */
+    int64_t content_length;    /* -1 when absent or empty */
+    char request_id[HTTP_ID_MAX + 1];
+
+    /* Route parameters, percent-decoded ("%00" and bad escapes stay literal). */
+    int nparams;
+    char *param_names[HTTP_MAX_PARAMS];
+    char *param_values[HTTP_MAX_PARAMS];
+
+    /* Query string, parsed on first use. */
+    bool query_parsed;
+    size_t nq;
+    struct http_qpair *q;
+
+    /* Body. */
+    bool body_read;
+    char *body;
+    size_t body_len;
+
+    /* Output state. */
+    int status;
+    bool headers_sent;
+    bool sse;
+    bool client_gone;
+    bool run_began;
+    size_t bytes_out;
+    struct svc_buf headers;    /* extra response headers, "Name: value\r\n" each */
+    char session_id[HTTP_ID_MAX + 1]; /* for the log line; "" when none */
+    double t0;                 /* monotonic start */
+    double last_write;         /* monotonic time of the last write (for pings) */
+};
+
+typedef int (*http_handler)(struct http_req *r, struct svc_err *err);
+
+/* Set up a request from an accepted FastCGI request / from the CGI environment. */
+void http_req_init_fcgi(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg);
+void http_req_init_cgi(struct http_req *r, const struct svc_config *cfg);
+void http_req_free(struct http_req *r);
+
+/* Route, authenticate and run the handler (routes.c). Always sends a response. */
+void http_dispatch(struct http_req *r);
+/* One line on stderr: method, path, status, bytes, duration, request id, session id. */
+void http_log(const struct http_req *r);
+
+/* ---- input ---- */
+/* A route parameter by name ("session_id"), NULL when the route has none. */
+const char *http_param(const struct http_req *r, const char *name);
+/* Decoded query value; *out NULL when absent or empty. */
+int http_query_str(struct http_req *r, const char *name, const char **out, struct svc_err *err);
+/* Integer in [min, max]; def when absent or empty; else 400 invalid_query (param = name). */
+int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t min, int64_t max,
+                   int64_t *out, struct svc_err *err);
+/* true/false/1/0; def when absent or empty; else 400 invalid_query. */
+int http_query_bool(struct http_req *r, const char *name, bool def, bool *out,
+                    struct svc_err *err);
+/* Read the body once, at most server.max_body_bytes (else 413 body_too_large, the rest is
+ * drained without being kept). r->body is NUL-terminated; r->body_len excludes the NUL. */
+int http_read_body(struct http_req *r, struct svc_err *err);
+/* Read the body and parse it as a JSON object (400 invalid_json). *out is a new reference.
+ * An empty body is an empty object when empty_ok, else invalid_json. */
+int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct svc_err *err);
+
+/* Typed fields of a JSON object (borrowed results). Absent or null: *out is the default
+ * (NULL for str/obj/arr) and, when required, 422 missing_field. Wrong type: 422
+ * invalid_field. param is the name reported ("metadata.session_id"); NULL means key. */
+int http_field_str(json_object *o, const char *key, const char *param, bool required,
+                   const char **out, struct svc_err *err);
+int http_field_bool(json_object *o, const char *key, const char *param, bool def, bool *out,
+                    struct svc_err *err);
+int http_field_int(json_object *o, const char *key, const char *param, int64_t def,
+                   int64_t min, int64_t max, int64_t *out, struct svc_err *err);
+int http_field_obj(json_object *o, const char *key, const char *param, bool required,
+                   json_object **out, struct svc_err *err);
+int http_field_arr(json_object *o, const char *key, const char *param, bool required,
+                   json_object **out, struct svc_err *err);
+
+/* ---- output ---- */
+/* Add a response header (before anything is sent). Values must not contain CR/LF. */
+void http_set_header(struct http_req *r, const char *name, const char *value);
+/* Remember the session id for the log line and (when hdr) send X-Session-Id. */
+void http_set_session(struct http_req *r, const char *sid, bool hdr);
+/* From now on a 5xx carries x-should-retry: false. */
+void http_mark_run_began(struct http_req *r);
+/* Send a complete JSON response (body borrowed). Returns 0, -1 when the client is gone. */
+int http_send_json(struct http_req *r, int status, json_object *body);
+/* {"error":{"message","type","param","code"}} with the code's HTTP status. */
+int http_send_error(struct http_req *r, const struct svc_err *err);
+/* Same for a status/code pair core/err.h has no row for (501 not_implemented). */
+int http_send_error_raw(struct http_req *r, int status, const char *code, const char *type,
+                        const char *param, const char *message);
+/* New reference: the error object for err. */
+json_object *http_error_object(const struct svc_err *err);
+
+/* ---- server-sent events ---- */
+/* Status 200, text/event-stream, no-cache, X-Accel-Buffering: no; headers flushed. */
+int http_sse_begin(struct http_req *r);
+/* `data: <compact json>\n\n` + flush. -1 when the client is gone. */
+int http_sse_json(struct http_req *r, json_object *o);
+/* `data: <text>\n\n` + flush (for "[DONE]"). */
+int http_sse_data(struct http_req *r, const char *text);
+/* `: ping\n\n` + flush. */
+int http_sse_ping(struct http_req *r);
+/* `data: {"error":...}\n\n`: the stream should end after it. */
+int http_sse_error(struct http_req *r, const struct svc_err *err);
+
+/* Percent-decode n bytes of s into a heap string (NULL on ENOMEM); plus_space turns '+'
+ * into ' '. "%00" and malformed escapes stay literal, so no NUL ever enters a value. */
+char *http_pct_decode(const char *s, size_t n, bool plus_space);
+
+/* Whether s is a sane id for X-Request-Id echoing: 1..128 of [A-Za-z0-9._-]. */
+bool http_id_ok(const char *s);
+
+#endif

@@ -1,0 +1,185 @@
+/* routes: the route table (method + path pattern -> handler), matching, auth and the
+ * 404 / 405 answers. Patterns are literal segments and {name} segments; a {name} segment
+ * matches one non-empty raw segment, percent-decoded per segment (so "a%2Fb" stays one
+ * segment and is refused by the id check of core/). Literal routes come before
+ * parameter routes that could match the same path. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "handlers.h"
+#include "http.h"
+
+struct route {
+    const char *method;
+    const char *pattern;
+    http_handler fn;
+    bool public; /* no bearer token needed */
+};
+
+static const struct route routes[] = {
+    {"GET", "/api/health", h_health, true},
+    {"GET", "/api/config", h_config, false},
+    {"GET", "/api/jobs", h_jobs, false},
+    {"GET", "/api/extensions", h_extensions, false},
+
+    {"POST", "/api/chat", h_chat, false},
+    {"POST", "/api/v1/chat/completions", h_chat, false},
+    {"GET", "/api/chat/sessions/{session_id}/tokens", h_session_tokens, false},
+    {"POST", "/api/chat/runs", h_runs_create, false},
+    {"GET", "/api/chat/runs/{run_id}", h_run_get, false},
+    {"GET", "/api/chat/runs/{run_id}/events", h_run_events, false},
+    {"POST", "/api/chat/runs/{run_id}/cancel", h_run_cancel, false},
+
+    {"GET", "/api/v1/chat/sessions", h_sessions_list, false},
+    {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false},
+    {"GET", "/api/v1/chat/sessions/{session_id}", h_session_get, false},
+    {"PATCH", "/api/v1/chat/sessions/{session_id}", h_session_patch, false},
+    {"GET", "/api/v1/chat/sessions/{session_id}/messages", h_session_messages, false},
+    {"POST", "/api/v1/chat/sessions/{session_id}/archive", h_session_archive, false},
+    {"POST", "/api/v1/chat/sessions/{session_id}/unarchive", h_session_unarchive, false},
+};
+#define NROUTES (sizeof routes / sizeof routes[0])
+
+#define MAX_SEGS 16
+
+struct seg {
+    const char *p;
+    size_t n;
+};
+
+/* Split "/a/b/c" into raw segments; -1 when the path does not start with '/' or is too deep. */
+static int split(const char *path, struct seg *segs, int max)
+{
+    if (!path || path[0] != '/')
+        return -1;
+    int n = 0;
+    const char *p = path + 1;
+    for (;;) {
+        const char *slash = strchr(p, '/');
+        size_t len = slash ? (size_t)(slash - p) : strlen(p);
+        if (n == max)
+            return -1;
+        segs[n].p = p;
+        segs[n].n = len;
+        n++;
+        if (!slash)
+            break;
+        p = slash + 1;
+    }
+    return n;
+}
+
+/* Whether segs match the pattern; fills r's params when r is not NULL. */
+static bool match(const char *pattern, const struct seg *segs, int nsegs, struct http_req *r)
+{
+    struct seg pat[MAX_SEGS];
+    int np = split(pattern, pat, MAX_SEGS);
+    if (np != nsegs)
+        return false;
+    for (int i = 0; i < np; i++) {
+        bool param = pat[i].n > 2 && pat[i].p[0] == '{' && pat[i].p[pat[i].n - 1] == '}';
+        if (param) {
+            if (segs[i].n == 0)
+                return false;
+        } else if (pat[i].n != segs[i].n || memcmp(pat[i].p, segs[i].p, segs[i].n) != 0) {
+            return false;
+        }
+    }
+    if (!r)
+        return true;
+    for (int i = 0; i < np && r->nparams < HTTP_MAX_PARAMS; i++) {
+        if (!(pat[i].n > 2 && pat[i].p[0] == '{'))
+            continue;
+        char *name = strndup(pat[i].p + 1, pat[i].n - 2);
+        char *val = http_pct_decode(segs[i].p, segs[i].n, false);
+        if (!name || !val) {
+            free(name);
+            free(val);
+            continue;
+        }
+        r->param_names[r->nparams] = name;
+        r->param_values[r->nparams] = val;
+        r->nparams++;
+    }
+    return true;
+}
+
+/* 0 when authorized (or auth is off), else -1 with 401 missing_token / invalid_token. */
+static int check_auth(struct http_req *r, struct svc_err *err)
+{
+    const char *token = r->cfg ? svc_config_api_token(r->cfg) : NULL;
+    if (!token || !*token)
+        return 0;
+    const char *h = r->authorization;
+    if (!h || !*h)
+        return svc_err_set(err, SVC_E_MISSING_TOKEN,
+                           "an Authorization: Bearer token is required");
+    if (strncasecmp(h, "Bearer ", 7) != 0)
+        return svc_err_set(err, SVC_E_INVALID_TOKEN, "the Authorization header must be Bearer");
+    const char *given = h + 7;
+    while (*given == ' ')
+        given++;
+    if (!*given)
+        return svc_err_set(err, SVC_E_MISSING_TOKEN,
+                           "an Authorization: Bearer token is required");
+    if (!svc_secret_equal(given, token))
+        return svc_err_set(err, SVC_E_INVALID_TOKEN, "invalid bearer token");
+    return 0;
+}
+
+void http_dispatch(struct http_req *r)
+{
+    struct svc_err err;
+    svc_err_clear(&err);
+    struct seg segs[MAX_SEGS];
+    int nsegs = split(r->path, segs, MAX_SEGS);
+
+    const struct route *hit = NULL;
+    bool path_known = false;
+    char allow[128] = "";
+    for (size_t i = 0; nsegs > 0 && i < NROUTES; i++) {
+        if (!match(routes[i].pattern, segs, nsegs, NULL))
+            continue;
+        path_known = true;
+        if (strcmp(routes[i].method, r->method) == 0) {
+            hit = &routes[i];
+            break;
+        }
+        if (!strstr(allow, routes[i].method)) {
+            size_t l = strlen(allow);
+            snprintf(allow + l, sizeof allow - l, "%s%s", l ? ", " : "", routes[i].method);
+        }
+    }
+
+    if (!(hit && hit->public) && check_auth(r, &err) < 0) {
+        http_send_error(r, &err);
+        return;
+    }
+    if (!hit) {
+        if (path_known) {
+            http_set_header(r, "Allow", allow);
+            svc_err_set(&err, SVC_E_METHOD_NOT_ALLOWED, "method %s is not allowed here; allowed: %s",
+                        r->method, allow);
+        } else {
+            svc_err_set(&err, SVC_E_NOT_FOUND, "no such endpoint");
+        }
+        http_send_error(r, &err);
+        return;
+    }
+
+    match(hit->pattern, segs, nsegs, r);
+    int rc = hit->fn(r, &err);
+    if (rc < 0) {
+        if (err.code == SVC_OK)
+            svc_err_set(&err, SVC_E_INTERNAL, "internal error");
+        if (!r->headers_sent)
+            http_send_error(r, &err);
+        else if (r->sse)
+            http_sse_error(r, &err);
+    } else if (!r->headers_sent) {
+        svc_err_set(&err, SVC_E_INTERNAL, "handler sent no response");
+        http_send_error(r, &err);
+    }
+}
