@@ -886,6 +886,19 @@ void svc_run_free(struct svc_run *run)
     free(run);
 }
 
+void svc_run_abandon(struct svc_run *run)
+{
+    if (!run)
+        return;
+    run->ended = true; /* the child ends it */
+    svc_run_free(run);
+}
+
+int svc_run_lock_fd(const struct svc_run *run)
+{
+    return run->run_lock.fd;
+}
+
 const char *svc_run_get_id(const struct svc_run *run)
 {
     return run->run_id;

@@ -53,6 +53,11 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
  * point with SVC_E_CANCELLED (or SVC_E_RUN_TIMEOUT when timeout is true). */
 void svc_run_request_cancel(struct svc_run *run, bool timeout);
 void svc_run_free(struct svc_run *run);
+/* In a parent that forked a runner for this run: free the memory without ending the run.
+ * The run lock stays held through the child's copy of the descriptor. */
+void svc_run_abandon(struct svc_run *run);
+/* The run lock's descriptor (-1 when stateless), for a runner that closes all others. */
+int svc_run_lock_fd(const struct svc_run *run);
 
 /* Accessors, borrowed, valid until svc_run_free. */
 const char *svc_run_get_id(const struct svc_run *run);

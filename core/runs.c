@@ -1,0 +1,655 @@
+#include "runs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fsio.h"
+#include "jsonx.h"
+#include "store.h"
+#include "util.h"
+
+#define RUNS_DIR ".svc_runs"
+
+bool svc_run_id_valid(const char *id)
+{
+    return id && strlen(id) <= 64 && svc_id_valid(id);
+}
+
+static char *runs_dir(const struct svc_config *cfg)
+{
+    return svc_path_join(cfg->sessions.root, RUNS_DIR);
+}
+
+static char *run_file(const struct svc_config *cfg, const char *run_id, const char *suffix)
+{
+    char *out = NULL;
+    if (asprintf(&out, "%s/" RUNS_DIR "/%s%s", cfg->sessions.root, run_id, suffix) < 0)
+        return NULL;
+    return out;
+}
+
+static int write_record(const struct svc_config *cfg, json_object *rec, struct svc_err *err)
+{
+    char *path = run_file(cfg, svc_json_str(rec, "run_id", ""), ".json");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_json_write_pretty(path, rec, cfg->sessions.fsync, err);
+    free(path);
+    return rc;
+}
+
+static int read_record(const struct svc_config *cfg, const char *run_id, json_object **out,
+                       struct svc_err *err)
+{
+    *out = NULL;
+    if (!svc_run_id_valid(run_id))
+        return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run not found");
+    char *path = run_file(cfg, run_id, ".json");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    struct svc_err rerr;
+    int rc = svc_json_read_file(path, out, &rerr);
+    free(path);
+    if (rc != 0) {
+        if (rerr.code == SVC_E_NOT_FOUND)
+            return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run %s not found", run_id);
+        if (err)
+            *err = rerr;
+        return -1;
+    }
+    return 0;
+}
+
+static json_object *record_new(const char *run_id, const char *sid, const char *model)
+{
+    char now[SVC_TIME_LEN];
+    json_object *rec = json_object_new_object();
+    svc_json_set_str(rec, "run_id", run_id);
+    svc_json_set_str(rec, "session_id", sid);
+    svc_json_set_str(rec, "status", "running");
+    svc_json_set_int(rec, "event_count", 0);
+    svc_json_set_str(rec, "model", model);
+    svc_json_set_str(rec, "content", "");
+    svc_json_set(rec, "usage", NULL);
+    svc_json_set(rec, "error", NULL);
+    svc_json_set_str(rec, "created_at", svc_time_now_iso(now));
+    svc_json_set(rec, "finished_at", NULL);
+    return rec;
+}
+
+/* Fill the record's final fields from an ended run. */
+static void record_finish(json_object *rec, struct svc_run *run, const char *status,
+                          const struct svc_err *failure)
+{
+    char now[SVC_TIME_LEN];
+    int64_t p, c, t;
+    svc_run_get_usage(run, &p, &c, &t);
+    svc_json_set_str(rec, "status", status);
+    svc_json_set_int(rec, "event_count", (int64_t)json_object_array_length(svc_run_get_events(run)));
+    svc_json_set_str(rec, "content", svc_run_get_content(run));
+    svc_json_set_str(rec, "finish_reason", svc_run_get_finish_reason(run));
+    json_object *u = json_object_new_object();
+    svc_json_set_int(u, "prompt_tokens", p);
+    svc_json_set_int(u, "completion_tokens", c);
+    svc_json_set_int(u, "total_tokens", t);
+    svc_json_set(rec, "usage", u);
+    if (failure) {
+        json_object *e = json_object_new_object();
+        svc_json_set_str(e, "code", svc_err_name(failure->code));
+        svc_json_set_str(e, "message", failure->message);
+        svc_json_set(rec, "error", e);
+    } else {
+        svc_json_set(rec, "error", NULL);
+    }
+    svc_json_set(rec, "tool_calls", svc_json_copy(svc_run_get_tool_calls(run)));
+    svc_json_set_str(rec, "finished_at", svc_time_now_iso(now));
+}
+
+static const char *status_of(const struct svc_err *failure)
+{
+    if (!failure)
+        return "done";
+    if (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
+        return "cancelled";
+    return "error";
+}
+
+static void idem_hash(const char *sid, const char *key, char *hex /* 65 */)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    EVP_DigestUpdate(ctx, sid, strlen(sid));
+    EVP_DigestUpdate(ctx, "\n", 1);
+    EVP_DigestUpdate(ctx, key, strlen(key));
+    EVP_DigestFinal_ex(ctx, md, &mdlen);
+    EVP_MD_CTX_free(ctx);
+    for (unsigned int i = 0; i < mdlen && i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    hex[64] = '\0';
+}
+
+static char *idem_file(const struct svc_config *cfg, const char *sid, const char *key)
+{
+    char hex[65], name[80];
+    idem_hash(sid, key, hex);
+    snprintf(name, sizeof name, "idem-%s", hex);
+    return run_file(cfg, name, ".json");
+}
+
+static int idem_lookup(const struct svc_config *cfg, const char *sid, const char *key,
+                       char *run_id, size_t run_id_sz)
+{
+    char *path = idem_file(cfg, sid, key);
+    json_object *o = NULL;
+    int rc = -1;
+    if (path && svc_json_read_file(path, &o, NULL) == 0) {
+        const char *id = svc_json_str(o, "run_id", NULL);
+        if (id && svc_run_id_valid(id)) {
+            snprintf(run_id, run_id_sz, "%s", id);
+            rc = 0;
+        }
+    }
+    json_object_put(o);
+    free(path);
+    return rc;
+}
+
+static int idem_store(const struct svc_config *cfg, const char *sid, const char *key,
+                      const char *run_id, struct svc_err *err)
+{
+    char *path = idem_file(cfg, sid, key);
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "session_id", sid);
+    svc_json_set_str(o, "run_id", run_id);
+    int rc = svc_json_write_pretty(path, o, cfg->sessions.fsync, err);
+    json_object_put(o);
+    free(path);
+    return rc;
+}
+
+/* ---- the detached runner ---- */
+
+struct runner {
+    const struct svc_config *cfg;
+    char *events_path;
+    char *cancel_path;
+    double last_cancel_check;
+    bool cancelled;
+};
+
+static int runner_on_event(void *ctx, json_object *ev)
+{
+    struct runner *rn = ctx;
+    char *s = svc_json_dump_compact(ev);
+    if (s) {
+        size_t len = strlen(s);
+        char *line = realloc(s, len + 2);
+        if (line) {
+            line[len] = '\n';
+            line[len + 1] = '\0';
+            svc_file_append(rn->events_path, line, len + 1, false, NULL);
+            s = line;
+        }
+    }
+    free(s);
+    return 0;
+}
+
+static int runner_should_cancel(void *ctx)
+{
+    struct runner *rn = ctx;
+    double now = svc_time_monotonic();
+    if (!rn->cancelled && now - rn->last_cancel_check >= 0.05) {
+        rn->last_cancel_check = now;
+        rn->cancelled = access(rn->cancel_path, F_OK) == 0;
+    }
+    return rn->cancelled;
+}
+
+static void close_other_fds(int keep1, int keep2)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) {
+        for (int fd = 3; fd < 1024; fd++)
+            if (fd != keep1 && fd != keep2)
+                close(fd);
+        return;
+    }
+    int dfd = dirfd(d);
+    int fds[1024], n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 1024) {
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] >= '0' && de->d_name[0] <= '9' && fd > 2 && fd != dfd && fd != keep1 &&
+            fd != keep2)
+            fds[n++] = fd;
+    }
+    closedir(d);
+    for (int i = 0; i < n; i++)
+        close(fds[i]);
+}
+
+static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_object *rec,
+                        int rlock_fd)
+{
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, 0);
+        dup2(devnull, 1);
+        if (devnull > 2)
+            close(devnull);
+    }
+    close_other_fds(svc_run_lock_fd(run), rlock_fd);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGCHLD, SIG_DFL);
+    struct runner rn = {.cfg = cfg};
+    rn.events_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
+    rn.cancel_path = run_file(cfg, svc_run_get_id(run), ".cancel");
+    struct svc_run_sink sink = {
+        .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = &rn};
+    struct svc_err err;
+    svc_err_clear(&err);
+    int rc = svc_run_execute(run, &sink, &err);
+    record_finish(rec, run, status_of(rc == 0 ? NULL : &err), rc == 0 ? NULL : &err);
+    write_record(cfg, rec, NULL);
+    svc_run_free(run);
+    free(rn.events_path);
+    free(rn.cancel_path);
+    _exit(0);
+}
+
+static json_object *spawn_answer(json_object *rec)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "run_id", svc_json_str(rec, "run_id", ""));
+    svc_json_set_str(o, "session_id", svc_json_str(rec, "session_id", ""));
+    svc_json_set_str(o, "status", svc_json_str(rec, "status", "running"));
+    svc_json_set_str(o, "model", svc_json_str(rec, "model", ""));
+    return o;
+}
+
+int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *req,
+                   const char *idem_key, json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (!cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
+                           "asynchronous runs need sessions.enabled: true");
+    char existing[80];
+    if (idem_key && req->session_id &&
+        idem_lookup(cfg, req->session_id, idem_key, existing, sizeof existing) == 0) {
+        json_object *rec = NULL;
+        if (svc_runs_get(cfg, existing, &rec, NULL) == 0) {
+            *out = spawn_answer(rec);
+            json_object_put(rec);
+            return 0;
+        }
+    }
+    struct svc_run *run = NULL;
+    if (svc_run_begin(cfg, req, &run, err) != 0)
+        return -1;
+    int rc = -1, rlock = -1;
+    char *dir = runs_dir(cfg);
+    char *lock_path = run_file(cfg, svc_run_get_id(run), ".lock");
+    json_object *rec = record_new(svc_run_get_id(run), svc_run_get_session_id(run),
+                                  svc_run_get_model(run));
+    if (!dir || !lock_path) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    if (svc_mkdirs(dir, 0755, err) != 0)
+        goto fail;
+    rlock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (rlock < 0 || flock(rlock, LOCK_EX) != 0) {
+        svc_err_errno(err, "run lock");
+        goto fail;
+    }
+    if (write_record(cfg, rec, err) != 0)
+        goto fail;
+    if (idem_key && idem_store(cfg, svc_run_get_session_id(run), idem_key,
+                               svc_run_get_id(run), err) != 0)
+        goto fail;
+    pid_t pid = fork();
+    if (pid < 0) {
+        svc_err_errno(err, "fork");
+        goto fail;
+    }
+    if (pid == 0) {
+        setsid();
+        pid_t gc = fork();
+        if (gc != 0)
+            _exit(gc < 0 ? 1 : 0);
+        runner_main(cfg, run, rec, rlock); /* never returns */
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
+        goto fail;
+    }
+    *out = spawn_answer(rec);
+    svc_run_abandon(run); /* the runner owns the run and its lock now */
+    run = NULL;
+    rc = 0;
+    goto out;
+fail:
+    svc_run_free(run); /* ends the begun run as failed: the session stays usable */
+out:
+    if (rlock >= 0)
+        close(rlock);
+    json_object_put(rec);
+    free(dir);
+    free(lock_path);
+    return rc;
+}
+
+/* A record still `running` whose runner holds no lock: the runner died. Finish it as
+ * error/interrupted with a final event, under the run's own lock. */
+static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
+{
+    const char *run_id = svc_json_str(rec, "run_id", "");
+    char *lock_path = run_file(cfg, run_id, ".lock");
+    int fd = lock_path ? open(lock_path, O_RDWR | O_CLOEXEC) : -1;
+    free(lock_path);
+    if (fd < 0)
+        return;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd); /* alive */
+        return;
+    }
+    json_object *fresh = NULL;
+    if (read_record(cfg, run_id, &fresh, NULL) == 0 &&
+        strcmp(svc_json_str(fresh, "status", ""), "running") == 0) {
+        char *ev_path = run_file(cfg, run_id, ".events.jsonl");
+        char *buf = NULL;
+        size_t len = 0;
+        int64_t count = 0;
+        if (ev_path && svc_file_read(ev_path, &buf, &len, NULL) == 0)
+            for (size_t i = 0; i < len; i++)
+                count += buf[i] == '\n';
+        free(buf);
+        char now[SVC_TIME_LEN];
+        json_object *ev = json_object_new_object();
+        svc_json_set_str(ev, "type", "error");
+        svc_json_set_str(ev, "run_id", run_id);
+        svc_json_set_int(ev, "seq", count + 1);
+        svc_json_set_str(ev, "session_id", svc_json_str(fresh, "session_id", ""));
+        svc_json_set_str(ev, "schema_version", "2.0");
+        svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
+        svc_json_set_str(ev, "message", "the run's process ended before the run finished");
+        svc_json_set_str(ev, "code", "interrupted");
+        char *line = svc_json_dump_compact(ev);
+        if (line && ev_path) {
+            size_t l = strlen(line);
+            char *nl = realloc(line, l + 2);
+            if (nl) {
+                line = nl;
+                line[l] = '\n';
+                line[l + 1] = '\0';
+                svc_file_append(ev_path, line, l + 1, false, NULL);
+            }
+        }
+        free(line);
+        json_object_put(ev);
+        free(ev_path);
+        svc_json_set_str(fresh, "status", "error");
+        svc_json_set_int(fresh, "event_count", count + 1);
+        json_object *e = json_object_new_object();
+        svc_json_set_str(e, "code", "interrupted");
+        svc_json_set_str(e, "message", "the run's process ended before the run finished");
+        svc_json_set(fresh, "error", e);
+        svc_json_set_str(fresh, "finished_at", now);
+        write_record(cfg, fresh, NULL);
+        /* copy the final fields into the caller's record */
+        json_object_object_foreach(fresh, k, v) svc_json_set(rec, k, json_object_get(v));
+    }
+    json_object_put(fresh);
+    close(fd);
+}
+
+static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
+{
+    char *path = run_file(cfg, run_id, ".events.jsonl");
+    char *buf = NULL;
+    size_t len = 0;
+    int64_t n = 0;
+    if (path && svc_file_read(path, &buf, &len, NULL) == 0)
+        for (size_t i = 0; i < len; i++)
+            n += buf[i] == '\n';
+    free(buf);
+    free(path);
+    return n;
+}
+
+int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object **out,
+                 struct svc_err *err)
+{
+    if (read_record(cfg, run_id, out, err) != 0)
+        return -1;
+    if (strcmp(svc_json_str(*out, "status", ""), "running") == 0) {
+        reap_dead_runner(cfg, *out);
+        if (strcmp(svc_json_str(*out, "status", ""), "running") == 0)
+            svc_json_set_int(*out, "event_count", count_lines(cfg, run_id));
+    }
+    return 0;
+}
+
+int svc_runs_events(const struct svc_config *cfg, const char *run_id, long cursor,
+                    json_object **out, bool *finished, struct svc_err *err)
+{
+    *out = NULL;
+    *finished = false;
+    json_object *rec = NULL;
+    if (svc_runs_get(cfg, run_id, &rec, err) != 0)
+        return -1;
+    *finished = strcmp(svc_json_str(rec, "status", ""), "running") != 0;
+    json_object_put(rec);
+    char *path = run_file(cfg, run_id, ".events.jsonl");
+    char *buf = NULL;
+    size_t len = 0;
+    struct svc_err rerr;
+    json_object *arr = json_object_new_array();
+    if (path && svc_file_read(path, &buf, &len, &rerr) == 0) {
+        long idx = 0;
+        char *p = buf, *end = buf + len;
+        while (p < end) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            if (!nl)
+                break; /* partial line: not yet an event */
+            if (idx >= cursor) {
+                json_object *ev = NULL;
+                if (svc_json_parse(p, (size_t)(nl - p), &ev, NULL) == 0)
+                    json_object_array_add(arr, ev);
+            }
+            idx++;
+            p = nl + 1;
+        }
+    }
+    free(buf);
+    free(path);
+    *out = arr;
+    return 0;
+}
+
+int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms)
+{
+    char *dir = runs_dir(cfg);
+    if (!dir)
+        return -1;
+    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    int rc = -1;
+    if (fd < 0 || inotify_add_watch(fd, dir, IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
+        goto out;
+    size_t idlen = strlen(run_id);
+    double deadline = svc_time_monotonic() + timeout_ms / 1000.0;
+    for (;;) {
+        int left = (int)((deadline - svc_time_monotonic()) * 1000);
+        if (left <= 0) {
+            rc = 0;
+            break;
+        }
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int n = poll(&pfd, 1, left);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = n == 0 ? 0 : -1;
+            break;
+        }
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        ssize_t got = read(fd, buf, sizeof buf);
+        bool mine = false;
+        for (char *p = buf; got > 0 && p < buf + got;) {
+            struct inotify_event *ie = (struct inotify_event *)p;
+            if (ie->len && strncmp(ie->name, run_id, idlen) == 0 &&
+                (ie->name[idlen] == '.' || ie->name[idlen] == '\0'))
+                mine = true;
+            p += sizeof *ie + ie->len;
+        }
+        if (mine) {
+            rc = 1;
+            break;
+        }
+    }
+out:
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    return rc;
+}
+
+int svc_runs_cancel(const struct svc_config *cfg, const char *run_id, json_object **out,
+                    struct svc_err *err)
+{
+    *out = NULL;
+    json_object *rec = NULL;
+    if (svc_runs_get(cfg, run_id, &rec, err) != 0)
+        return -1;
+    bool running = strcmp(svc_json_str(rec, "status", ""), "running") == 0;
+    json_object_put(rec);
+    if (!running)
+        return svc_err_set(err, SVC_E_RUN_NOT_ACTIVE, "run %s has already ended", run_id);
+    char *path = run_file(cfg, run_id, ".cancel");
+    int rc = path ? svc_file_write_atomic(path, "cancel\n", 7, false, err)
+                  : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    free(path);
+    if (rc != 0)
+        return -1;
+    json_object *o = json_object_new_object();
+    svc_json_set_bool(o, "cancelled", true);
+    svc_json_set_str(o, "run_id", run_id);
+    *out = o;
+    return 0;
+}
+
+int svc_runs_find_idem(const struct svc_config *cfg, const char *sid, const char *key,
+                       json_object **record, struct svc_err *err)
+{
+    *record = NULL;
+    char id[80];
+    if (!cfg->sessions.enabled || !sid || idem_lookup(cfg, sid, key, id, sizeof id) != 0)
+        return svc_err_set(err, SVC_E_NOT_FOUND, "no run for this idempotency key");
+    return svc_runs_get(cfg, id, record, err);
+}
+
+int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, const char *key,
+                         const char *status, const struct svc_err *failure, struct svc_err *err)
+{
+    char *dir = runs_dir(cfg);
+    if (!dir)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_mkdirs(dir, 0755, err);
+    free(dir);
+    if (rc != 0)
+        return -1;
+    json_object *rec = record_new(svc_run_get_id(run), svc_run_get_session_id(run),
+                                  svc_run_get_model(run));
+    record_finish(rec, run, status, failure);
+    /* the events file, so /api/chat/runs/{id}/events can replay a synchronous run too */
+    char *ev_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
+    json_object *events = svc_run_get_events(run);
+    struct svc_buf b;
+    svc_buf_init(&b);
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        char *s = svc_json_dump_compact(json_object_array_get_idx(events, i));
+        if (s) {
+            svc_buf_adds(&b, s);
+            svc_buf_adds(&b, "\n");
+        }
+        free(s);
+    }
+    rc = ev_path && !b.oom ? svc_file_write_atomic(ev_path, b.data ? b.data : "", b.len,
+                                                   cfg->sessions.fsync, err)
+                           : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    svc_buf_free(&b);
+    free(ev_path);
+    if (rc == 0)
+        rc = write_record(cfg, rec, err);
+    if (rc == 0 && key)
+        rc = idem_store(cfg, svc_run_get_session_id(run), key, svc_run_get_id(run), err);
+    json_object_put(rec);
+    return rc;
+}
+
+int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
+{
+    char *dir = runs_dir(cfg);
+    DIR *d = dir ? opendir(dir) : NULL;
+    int removed = 0;
+    if (!d) {
+        free(dir);
+        return 0;
+    }
+    double now = svc_time_now();
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 ||
+            strncmp(de->d_name, "idem-", 5) == 0)
+            continue;
+        char id[80];
+        if (n - 5 >= sizeof id)
+            continue;
+        memcpy(id, de->d_name, n - 5);
+        id[n - 5] = '\0';
+        json_object *rec = NULL;
+        double fin;
+        if (read_record(cfg, id, &rec, NULL) == 0 &&
+            strcmp(svc_json_str(rec, "status", "running"), "running") != 0 &&
+            svc_time_parse_iso(svc_json_str(rec, "finished_at", ""), &fin) == 0 &&
+            now - fin > max_age_s) {
+            static const char *suffixes[] = {".json", ".events.jsonl", ".cancel", ".lock"};
+            for (int i = 0; i < 4; i++) {
+                char *p = run_file(cfg, id, suffixes[i]);
+                if (p)
+                    unlink(p);
+                free(p);
+            }
+            removed++;
+        }
+        json_object_put(rec);
+    }
+    closedir(d);
+    free(dir);
+    return removed;
+}
