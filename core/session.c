@@ -466,14 +466,16 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (svc_lock_session(dir, true, &l, err) != 0)
         goto out;
     struct svc_err rerr;
-    if (run->sidecars && svc_sidecar_read(st, run->sid, &sc, &rerr) != 0) {
+    /* read even under native_file: an archived session (sidecar written by archive) must
+     * refuse runs there too */
+    if (svc_sidecar_read(st, run->sid, &sc, &rerr) != 0) {
         if (rerr.code != SVC_E_NOT_FOUND) {
             *err = rerr;
             goto out;
         }
         sc = NULL;
     }
-    if (sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
+    if (sc && run->sidecars && strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
         repair_locked(st, run->sid, sc, err) != 0)
         goto out; /* we hold the run lock: a `running` on disk is stale */
     if (sc && svc_json_bool(sc, "archived", false)) {
