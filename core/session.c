@@ -376,8 +376,12 @@ int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, stru
     int rc = 0;
     struct svc_lock l = SVC_LOCK_INIT;
     json_object *sc = NULL;
-    if (svc_lock_run_held(dir))
+    /* cheap path first: sidecars are replaced atomically, so an unlocked read is whole */
+    if (svc_sidecar_read(&st, sid, &sc, NULL) != 0 ||
+        strcmp(svc_json_str(sc, "status", ""), "running") != 0 || svc_lock_run_held(dir))
         goto out;
+    json_object_put(sc);
+    sc = NULL;
     if (svc_lock_session(dir, true, &l, err) != 0) {
         rc = -1;
         goto out;
