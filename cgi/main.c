@@ -451,6 +451,10 @@ int main(int argc, char **argv)
     }
 
     signal(SIGPIPE, SIG_IGN);
+    if (FCGX_Init() != 0) {
+        logmsg("FCGX_Init failed");
+        return 1;
+    }
     h_base_started_at = svc_time_now();
     h_base_master_pid = (int)getpid();
 
