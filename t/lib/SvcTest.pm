@@ -1,0 +1,239 @@
+package SvcTest;
+# Integration-test harness: a throwaway SVC_HOME, scripts/serve on a free loopback port
+# (svc-fcgi behind a private nginx), and small HTTP helpers. Perl core modules only.
+#
+#   my $s = SvcTest->start(config => "server:\n  workers: 2\n", workers => 2, env => {...});
+#   my $res = $s->req(GET => '/api/health');          # {status, headers, body, json}
+#   my $res = $s->req(POST => '/api/chat', body => {...}, headers => {...});
+#   my $sse = $s->sse('/api/chat', body => {...});     # {status, headers, events, comments}
+#   $s->home; $s->root; $s->log; $s->master_pid; $s->stop;
+#
+# agents.yaml gets `sessions: fsync: false` unless the config sets fsync itself.
+# The server runs in its own process group and is stopped in stop(), DESTROY and END.
+use strict;
+use warnings;
+
+use Cwd qw(abs_path);
+use File::Basename qw(dirname);
+use File::Temp qw(tempdir);
+use HTTP::Tiny;
+use IO::Select;
+use IO::Socket::INET;
+use JSON::PP;
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(time sleep);
+
+our $REPO = abs_path(dirname(__FILE__) . '/../..');
+our $JSON = JSON::PP->new->utf8->canonical->allow_nonref;
+my %LIVE;
+
+sub repo  { $REPO }
+sub build { $ENV{SVC_BUILD} || "$REPO/build" }
+sub fcgi_bin { build() . '/svc-fcgi' }
+
+# A loopback port nobody listens on right now.
+sub free_port {
+    my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1,
+                                  ReuseAddr => 1) or die "free_port: $!";
+    my $p = $s->sockport;
+    close $s;
+    return $p;
+}
+
+# A fresh SVC_HOME (removed at exit) with agents.yaml written from $yaml.
+sub make_home {
+    my ($class, $yaml) = @_;
+    my $home = tempdir('svc-test-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    write_file("$home/agents.yaml", with_defaults($yaml // ''));
+    return $home;
+}
+
+sub with_defaults {
+    my ($y) = @_;
+    return $y if $y =~ /^[ \t]+fsync[ \t]*:/m;
+    if ($y =~ /^sessions:[ \t]*\n([ \t]+)/m) {
+        my $ind = $1;
+        $y =~ s/^sessions:[ \t]*\n/sessions:\n${ind}fsync: false\n/m;
+    } elsif ($y !~ /^sessions:/m) {
+        $y .= "\n" if length $y && $y !~ /\n\z/;
+        $y .= "sessions:\n  fsync: false\n";
+    }
+    return $y;
+}
+
+sub write_file {
+    my ($path, $text) = @_;
+    open my $fh, '>', $path or die "write $path: $!";
+    print $fh $text;
+    close $fh or die "close $path: $!";
+}
+
+sub read_file {
+    my ($path) = @_;
+    open my $fh, '<', $path or return undef;
+    local $/;
+    my $t = <$fh>;
+    close $fh;
+    return $t;
+}
+
+sub start {
+    my ($class, %o) = @_;
+    my $home = $o{home} || $class->make_home($o{config});
+    my $port = free_port();
+    my $log = "$home/serve.log";
+    my @cmd = ("$REPO/scripts/serve", '--port', $port, '--home', $home,
+               '--config', "$home/agents.yaml");
+    push @cmd, '--workers', $o{workers} if $o{workers};
+
+    pipe(my $rd, my $wr) or die "pipe: $!";
+    my $pid = fork // die "fork: $!";
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        close $rd;
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>&', $wr or POSIX::_exit(127);
+        open STDERR, '>>', $log or POSIX::_exit(127);
+        delete @ENV{qw(SVC_API_TOKEN SVC_CONFIG OPENAI_API_KEY)};
+        $ENV{SVC_HOME} = $home;
+        $ENV{SVC_BUILD} = build();
+        my $env = $o{env} || {};
+        $ENV{$_} = $env->{$_} for keys %$env;
+        exec @cmd or POSIX::_exit(127);
+    }
+    close $wr;
+    my $self = bless { pid => $pid, port => $port, home => $home, log => $log, out => $rd,
+                       http => HTTP::Tiny->new(timeout => 30, keep_alive => 0) }, $class;
+    $LIVE{$pid} = $self;
+
+    my $sel = IO::Select->new($rd);
+    my $buf = '';
+    my $deadline = time + 20;
+    while (time < $deadline) {
+        last if $buf =~ /svc: listening on http:\/\/127\.0\.0\.1:(\d+)/;
+        if ($sel->can_read(0.1)) {
+            my $n = sysread($rd, $buf, 4096, length $buf);
+            last if !$n;
+        }
+        last if waitpid($pid, WNOHANG) == $pid && do { delete $self->{pid}; 1 };
+    }
+    unless ($buf =~ /svc: listening on http:\/\/127\.0\.0\.1:$port\b/) {
+        $self->stop;
+        die "SvcTest: serve did not start (stdout: '$buf')\n--- serve stderr ---\n"
+            . (read_file($log) // '') . "\n";
+    }
+    return $self;
+}
+
+sub home { $_[0]{home} }
+sub port { $_[0]{port} }
+sub url  { my ($s, $p) = @_; "http://127.0.0.1:$s->{port}" . ($p // '') }
+sub log  { read_file($_[0]{log}) // '' }
+
+# The session root: sessions.root from agents.yaml when set, else the default under home.
+sub root {
+    my ($s) = @_;
+    my $y = read_file("$s->{home}/agents.yaml") // '';
+    if ($y =~ /^sessions:[ \t]*\n((?:[ \t]+.*\n?|\s*\n)*)/m) {
+        my $blk = $1;
+        if ($blk =~ /^[ \t]+root:[ \t]*["']?([^"'\n]+?)["']?[ \t]*$/m) {
+            my $r = $1;
+            $r =~ s/^~/$ENV{HOME}/;
+            return $r;
+        }
+    }
+    return "$s->{home}/agents/native_sessions";
+}
+
+# {status, headers, body, json}. body: a ref is sent as JSON, a string as it is.
+sub req {
+    my ($s, $method, $path, %o) = @_;
+    my %h = %{ $o{headers} || {} };
+    my %args = (headers => \%h);
+    if (exists $o{body}) {
+        my $b = $o{body};
+        if (ref $b) {
+            $b = $JSON->encode($b);
+            $h{'content-type'} //= 'application/json';
+        }
+        $args{content} = $b;
+    }
+    my $r = $s->{http}->request($method, $s->url($path), \%args);
+    my $json;
+    $json = eval { $JSON->decode($r->{content}) } if defined $r->{content} && length $r->{content};
+    return { status => $r->{status}, headers => $r->{headers}, body => $r->{content},
+             json => $json };
+}
+
+# Read an SSE response to the end. events: decoded JSON payloads, or the string "[DONE]"
+# (or the raw text when not JSON); comments: the comment lines (": ping" -> "ping").
+# abort_after => N closes the connection after N data events (a client going away).
+sub sse {
+    my ($s, $path, %o) = @_;
+    my %h = (%{ $o{headers} || {} }, 'content-type' => 'application/json',
+             accept => 'text/event-stream');
+    my (@events, @comments);
+    my $buf = '';
+    my $cb = sub {
+        $buf .= $_[0];
+        while ($buf =~ s/\A(.*?)\r?\n\r?\n//s) {
+            for my $line (split /\r?\n/, $1) {
+                if ($line =~ /^data: ?(.*)$/) {
+                    my $d = $1;
+                    my $v = $d eq '[DONE]' ? $d : (eval { $JSON->decode($d) } // $d);
+                    push @events, $v;
+                } elsif ($line =~ /^: ?(.*)$/) {
+                    push @comments, $1;
+                }
+            }
+            die "abort\n" if $o{abort_after} && @events >= $o{abort_after};
+        }
+    };
+    my $body = ref $o{body} ? $JSON->encode($o{body}) : ($o{body} // '{}');
+    my $http = HTTP::Tiny->new(timeout => $o{timeout} || 60, keep_alive => 0);
+    my $r = $http->request($o{method} || 'POST', $s->url($path),
+                           { headers => \%h, content => $body, data_callback => $cb });
+    return { status => $r->{status}, headers => $r->{headers}, events => \@events,
+             comments => \@comments, body => $r->{content} };
+}
+
+# The svc-fcgi master pid (health reports it).
+sub master_pid {
+    my ($s) = @_;
+    my $r = $s->req(GET => '/api/health');
+    return $r->{json} ? $r->{json}{pid} : undef;
+}
+
+# Poll until $code returns true (or $timeout seconds pass); returns the last result.
+sub wait_for {
+    my ($timeout, $code) = @_;
+    my $deadline = time + $timeout;
+    my $v;
+    while (1) {
+        $v = $code->();
+        return $v if $v || time >= $deadline;
+        sleep 0.05;
+    }
+}
+
+sub stop {
+    my ($s) = @_;
+    my $pid = delete $s->{pid} or return;
+    delete $LIVE{$pid};
+    kill 'TERM', $pid;
+    my $deadline = time + 20;
+    my $gone = 0;
+    while (time < $deadline) {
+        my $w = waitpid($pid, WNOHANG);
+        if ($w == $pid || $w == -1) { $gone = 1; last }
+        sleep 0.05;
+    }
+    kill 'KILL', -$pid;    # leftovers of the group, if any
+    waitpid($pid, 0) unless $gone;
+    close $s->{out} if $s->{out};
+}
+
+sub DESTROY { $_[0]->stop }
+END { $_->stop for values %LIVE }
+
+1;
