@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "jsonx.h"
+#include "model_openai.h"
 #include "openai.h"
 #include "util.h"
 
@@ -200,9 +201,11 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
     case SVC_MODEL_ECHO:
         rc = echo_invoke(call, out, err);
         break;
+    case SVC_MODEL_OPENAI:
+        rc = svc_model_openai_invoke(call, out, err);
+        break;
     default:
-        rc = svc_err_set(err, SVC_E_UPSTREAM,
-                         "model provider 'openai' is not available in this build yet");
+        rc = svc_err_set(err, SVC_E_CONFIG, "unknown model provider");
         break;
     }
     out->latency_ms = (int64_t)((svc_time_monotonic() - t0) * 1000);

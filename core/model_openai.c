@@ -1,0 +1,991 @@
+#include "model_openai.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "jsonx.h"
+#include "openai.h"
+#include "util.h"
+
+#define OA_MAX_TOOL_CALLS 128
+#define OA_MAX_ERR_BODY (64 * 1024)          /* error bodies: enough for a message */
+#define OA_MAX_BODY (64L * 1024 * 1024)      /* plain JSON answers */
+#define OA_MAX_LINE (16L * 1024 * 1024)      /* one SSE line / event */
+#define OA_BACKOFF_CAP_S 8.0
+#define OA_RETRY_AFTER_CAP_S 30.0
+#define OA_CONNECT_TIMEOUT_S 10L
+#define OA_POLL_S 0.05 /* how often should_cancel is polled during a transfer */
+
+enum oa_mode { OA_UNKNOWN, OA_SSE, OA_JSON, OA_ERRBODY };
+
+enum oa_abort {
+    OA_NONE,
+    OA_CANCEL,    /* should_cancel said so */
+    OA_GONE,      /* on_delta / on_idle said so */
+    OA_STREAMERR, /* an {"error": ...} event in the stream */
+    OA_NOMEM,
+    OA_TOOBIG,
+};
+
+enum oa_result { OA_OK, OA_RETRY, OA_FAIL };
+
+struct oa_tool {
+    char *id;
+    char *name;
+    struct svc_buf args;
+};
+
+struct oa {
+    const struct svc_model_call *call;
+    CURL *h;
+    const char *key;
+    bool delivered; /* a delta reached on_delta: no more retries */
+    double last_data, last_idle, last_poll;
+    /* per attempt */
+    enum oa_mode mode;
+    enum oa_abort abort;
+    char stream_error[400];
+    struct svc_buf line;  /* partial SSE line */
+    struct svc_buf event; /* data: lines of the pending SSE event */
+    struct svc_buf body;  /* plain JSON answer, or error body */
+    struct svc_buf text;
+    struct oa_tool *tools;
+    size_t ntools;
+    char finish[16];
+    bool have_usage;
+    int64_t prompt_tokens, completion_tokens;
+    bool got_event; /* at least one chunk was handled */
+    bool done;      /* data: [DONE] */
+    double retry_after; /* seconds, < 0 when the server sent none */
+    double retry_after_ms;
+};
+
+/* ---- small helpers ---- */
+
+static void oa_sleep(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+char *svc_openai_redact(const char *src, const char *secret)
+{
+    if (!src)
+        return NULL;
+    if (!secret || !*secret)
+        return strdup(src);
+    struct svc_buf b;
+    svc_buf_init(&b);
+    size_t kl = strlen(secret);
+    const char *p = src;
+    for (;;) {
+        const char *hit = strstr(p, secret);
+        if (!hit) {
+            svc_buf_adds(&b, p);
+            break;
+        }
+        svc_buf_add(&b, p, (size_t)(hit - p));
+        svc_buf_adds(&b, "***");
+        p = hit + kl;
+    }
+    if (!b.data && !b.oom)
+        return strdup("");
+    return svc_buf_steal(&b);
+}
+
+/* Set err with a message that never carries the key. */
+static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20)
+            *c = ' ';
+    char *red = svc_openai_redact(msg, st->key);
+    svc_err_set(err, code, "%s", red ? red : "model server error");
+    free(red);
+    return -1;
+}
+
+static void oa_reset_attempt(struct oa *st)
+{
+    st->mode = OA_UNKNOWN;
+    st->abort = OA_NONE;
+    st->stream_error[0] = '\0';
+    svc_buf_free(&st->line);
+    svc_buf_free(&st->event);
+    svc_buf_free(&st->body);
+    svc_buf_free(&st->text);
+    for (size_t i = 0; i < st->ntools; i++) {
+        free(st->tools[i].id);
+        free(st->tools[i].name);
+        svc_buf_free(&st->tools[i].args);
+    }
+    free(st->tools);
+    st->tools = NULL;
+    st->ntools = 0;
+    st->finish[0] = '\0';
+    st->have_usage = false;
+    st->prompt_tokens = st->completion_tokens = 0;
+    st->got_event = false;
+    st->done = false;
+    st->retry_after = -1;
+    st->retry_after_ms = -1;
+}
+
+/* ---- the request ---- */
+
+static json_object *oa_tools_json(json_object *tools)
+{
+    size_t n = tools && json_object_is_type(tools, json_type_array)
+                   ? json_object_array_length(tools)
+                   : 0;
+    if (n == 0)
+        return NULL;
+    json_object *out = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(tools, i);
+        const char *name = svc_json_str(t, "name", NULL);
+        if (!name || !*name)
+            continue;
+        json_object *fn = json_object_new_object();
+        svc_json_set_str(fn, "name", name);
+        const char *desc = svc_json_str(t, "description", NULL);
+        if (desc)
+            svc_json_set_str(fn, "description", desc);
+        json_object *params = svc_json_obj(t, "parameters");
+        if (params) {
+            svc_json_set(fn, "parameters", svc_json_copy(params));
+        } else {
+            json_object *p = json_object_new_object();
+            svc_json_set_str(p, "type", "object");
+            svc_json_set(p, "properties", json_object_new_object());
+            svc_json_set(fn, "parameters", p);
+        }
+        json_object *tool = json_object_new_object();
+        svc_json_set_str(tool, "type", "function");
+        svc_json_set(tool, "function", fn);
+        json_object_array_add(out, tool);
+    }
+    if (json_object_array_length(out) == 0) {
+        json_object_put(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Characters of the prompt, for the 4-characters-a-token estimate. */
+static size_t oa_prompt_chars(json_object *messages)
+{
+    size_t chars = 0;
+    size_t n = json_object_array_length(messages);
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(messages, i);
+        const char *c = svc_json_str(m, "content", NULL);
+        chars += c ? strlen(c) : 0;
+        json_object *tcs = svc_json_arr(m, "tool_calls");
+        for (size_t k = 0; tcs && k < json_object_array_length(tcs); k++) {
+            json_object *fn = svc_json_obj(json_object_array_get_idx(tcs, k), "function");
+            chars += strlen(svc_json_str(fn, "name", "")) + strlen(svc_json_str(fn, "arguments", ""));
+        }
+    }
+    return chars;
+}
+
+static json_object *oa_request_json(const struct svc_model_call *call, size_t *prompt_chars)
+{
+    const struct svc_config *cfg = call->cfg;
+    json_object *req = json_object_new_object();
+    svc_json_set_str(req, "model", cfg->model.name ? cfg->model.name : "");
+    json_object *msgs = json_object_new_array();
+    const char *sys = call->system_prompt ? call->system_prompt : cfg->model.system_prompt;
+    if (sys && *sys) {
+        json_object *m = json_object_new_object();
+        svc_json_set_str(m, "role", "system");
+        svc_json_set_str(m, "content", sys);
+        json_object_array_add(msgs, m);
+    }
+    size_t n = call->messages ? json_object_array_length(call->messages) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *proj = svc_openai_project(json_object_array_get_idx(call->messages, i));
+        size_t k = proj ? json_object_array_length(proj) : 0;
+        for (size_t j = 0; j < k; j++)
+            json_object_array_add(msgs, json_object_get(json_object_array_get_idx(proj, j)));
+        json_object_put(proj);
+    }
+    *prompt_chars = oa_prompt_chars(msgs);
+    svc_json_set(req, "messages", msgs);
+    svc_json_set_bool(req, "stream", true);
+    json_object *so = json_object_new_object();
+    svc_json_set_bool(so, "include_usage", true);
+    svc_json_set(req, "stream_options", so);
+    json_object *tools = oa_tools_json(call->tools);
+    if (tools)
+        svc_json_set(req, "tools", tools);
+    if (cfg->model.has_temperature)
+        svc_json_set(req, "temperature", json_object_new_double(cfg->model.temperature));
+    if (cfg->model.has_max_tokens)
+        svc_json_set_int(req, "max_tokens", cfg->model.max_tokens);
+    return req;
+}
+
+/* ---- the answer ---- */
+
+static int oa_deliver(struct oa *st, const char *text)
+{
+    if (!*text)
+        return 0;
+    svc_buf_adds(&st->text, text);
+    if (st->text.oom) {
+        st->abort = OA_NOMEM;
+        return -1;
+    }
+    const struct svc_model_call *call = st->call;
+    if (call->on_delta) {
+        st->delivered = true;
+        if (call->on_delta(call->ctx, text)) {
+            st->abort = OA_GONE;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static struct oa_tool *oa_tool_slot(struct oa *st, int64_t index)
+{
+    if (index < 0 || index >= OA_MAX_TOOL_CALLS)
+        return NULL;
+    if ((size_t)index >= st->ntools) {
+        struct oa_tool *t = realloc(st->tools, ((size_t)index + 1) * sizeof *t);
+        if (!t)
+            return NULL;
+        memset(t + st->ntools, 0, ((size_t)index + 1 - st->ntools) * sizeof *t);
+        for (size_t i = st->ntools; i <= (size_t)index; i++)
+            svc_buf_init(&t[i].args);
+        st->tools = t;
+        st->ntools = (size_t)index + 1;
+    }
+    return &st->tools[index];
+}
+
+/* A name or id piece: set when empty, ignore a repetition, else append. */
+static void oa_piece(char **dst, const char *piece)
+{
+    if (!piece || !*piece)
+        return;
+    if (!*dst) {
+        *dst = strdup(piece);
+        return;
+    }
+    if (strcmp(*dst, piece) == 0)
+        return;
+    size_t a = strlen(*dst), b = strlen(piece);
+    char *s = realloc(*dst, a + b + 1);
+    if (!s)
+        return;
+    memcpy(s + a, piece, b + 1);
+    *dst = s;
+}
+
+static void oa_tool_calls(struct oa *st, json_object *tcs, bool whole_message)
+{
+    size_t n = json_object_array_length(tcs);
+    for (size_t i = 0; i < n; i++) {
+        json_object *tc = json_object_array_get_idx(tcs, i);
+        const char *id = svc_json_str(tc, "id", NULL);
+        int64_t index;
+        if (whole_message) {
+            index = (int64_t)i;
+        } else {
+            index = svc_json_int(tc, "index", -1);
+            if (index < 0) { /* servers that leave out index: a new id opens a new call */
+                bool fresh = id && *id &&
+                             (st->ntools == 0 || !st->tools[st->ntools - 1].id ||
+                              strcmp(st->tools[st->ntools - 1].id, id) != 0);
+                index = fresh || st->ntools == 0 ? (int64_t)st->ntools : (int64_t)st->ntools - 1;
+            }
+        }
+        struct oa_tool *t = oa_tool_slot(st, index);
+        if (!t)
+            continue;
+        if (id && *id && !t->id)
+            t->id = strdup(id);
+        json_object *fn = svc_json_obj(tc, "function");
+        if (!fn)
+            continue;
+        oa_piece(&t->name, svc_json_str(fn, "name", NULL));
+        json_object *args = NULL;
+        if (json_object_object_get_ex(fn, "arguments", &args)) {
+            if (json_object_is_type(args, json_type_string)) {
+                svc_buf_adds(&t->args, json_object_get_string(args));
+            } else if (json_object_is_type(args, json_type_object)) { /* lenient servers */
+                char *s = svc_json_dump_compact(args);
+                if (s)
+                    svc_buf_adds(&t->args, s);
+                free(s);
+            }
+        }
+    }
+}
+
+/* One chunk (or a whole chat.completion when whole_message). 0, or -1 to abort. */
+static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
+{
+    st->got_event = true;
+    json_object *e = NULL;
+    if (json_object_object_get_ex(chunk, "error", &e) && e &&
+        !json_object_is_type(e, json_type_null)) {
+        const char *m = json_object_is_type(e, json_type_string) ? json_object_get_string(e)
+                                                                 : svc_json_str(e, "message", NULL);
+        snprintf(st->stream_error, sizeof st->stream_error, "%s",
+                 m && *m ? m : "the model server reported an error");
+        st->abort = OA_STREAMERR;
+        return -1;
+    }
+    json_object *usage = svc_json_obj(chunk, "usage");
+    if (usage) {
+        st->have_usage = true;
+        st->prompt_tokens = svc_json_int(usage, "prompt_tokens", 0);
+        st->completion_tokens = svc_json_int(usage, "completion_tokens", 0);
+    }
+    json_object *choices = svc_json_arr(chunk, "choices");
+    size_t n = choices ? json_object_array_length(choices) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *ch = json_object_array_get_idx(choices, i);
+        if (svc_json_int(ch, "index", 0) != 0)
+            continue; /* we ask for one choice */
+        json_object *d = svc_json_obj(ch, whole_message ? "message" : "delta");
+        if (!d && !whole_message)
+            d = svc_json_obj(ch, "message");
+        if (d) {
+            const char *c = svc_json_str(d, "content", NULL);
+            if (!c) {
+                json_object *co = NULL;
+                if (json_object_object_get_ex(d, "content", &co) &&
+                    json_object_is_type(co, json_type_array)) {
+                    char *t = svc_openai_content_text(co);
+                    int rc = t ? oa_deliver(st, t) : 0;
+                    free(t);
+                    if (rc)
+                        return -1;
+                }
+            } else if (oa_deliver(st, c)) {
+                return -1;
+            }
+            json_object *tcs = svc_json_arr(d, "tool_calls");
+            if (tcs)
+                oa_tool_calls(st, tcs, whole_message);
+        }
+        const char *fr = svc_json_str(ch, "finish_reason", NULL);
+        if (fr && *fr)
+            snprintf(st->finish, sizeof st->finish, "%s", fr);
+    }
+    return 0;
+}
+
+static int oa_dispatch_event(struct oa *st)
+{
+    if (st->event.len == 0 || st->done)
+        return 0;
+    int rc = 0;
+    if (strcmp(st->event.data, "[DONE]") == 0) {
+        st->done = true;
+    } else {
+        json_object *chunk = NULL;
+        if (svc_json_parse(st->event.data, st->event.len, &chunk, NULL) == 0) {
+            if (json_object_is_type(chunk, json_type_object))
+                rc = oa_chunk(st, chunk, false);
+            json_object_put(chunk);
+        }
+        /* an unparsable event is skipped */
+    }
+    svc_buf_free(&st->event);
+    return rc;
+}
+
+static int oa_line(struct oa *st, const char *s, size_t n)
+{
+    if (n > 0 && s[n - 1] == '\r')
+        n--;
+    if (n == 0)
+        return oa_dispatch_event(st);
+    if (s[0] == ':' || st->done)
+        return 0;
+    if (n < 5 || strncmp(s, "data:", 5) != 0)
+        return 0; /* event:, id:, retry: */
+    s += 5;
+    n -= 5;
+    if (n > 0 && *s == ' ') {
+        s++;
+        n--;
+    }
+    if (st->event.len > 0)
+        svc_buf_add(&st->event, "\n", 1);
+    svc_buf_add(&st->event, s, n);
+    if (st->event.oom) {
+        st->abort = OA_NOMEM;
+        return -1;
+    }
+    if ((long)st->event.len > OA_MAX_LINE) {
+        st->abort = OA_TOOBIG;
+        return -1;
+    }
+    /* Servers that do not put a blank line between events: a complete JSON value (or
+     * [DONE]) is an event on its own. */
+    if (st->event.data && strcmp(st->event.data, "[DONE]") == 0)
+        return oa_dispatch_event(st);
+    json_object *probe = NULL;
+    if (st->event.data && st->event.data[0] == '{' &&
+        svc_json_parse(st->event.data, st->event.len, &probe, NULL) == 0) {
+        json_object_put(probe);
+        return oa_dispatch_event(st);
+    }
+    return 0;
+}
+
+static int oa_sse(struct oa *st, const char *p, size_t n)
+{
+    while (n > 0) {
+        const char *nl = memchr(p, '\n', n);
+        size_t seg = nl ? (size_t)(nl - p) : n;
+        if (!nl) {
+            svc_buf_add(&st->line, p, seg);
+            if (st->line.oom) {
+                st->abort = OA_NOMEM;
+                return -1;
+            }
+            if ((long)st->line.len > OA_MAX_LINE) {
+                st->abort = OA_TOOBIG;
+                return -1;
+            }
+            return 0;
+        }
+        int rc;
+        if (st->line.len > 0) {
+            svc_buf_add(&st->line, p, seg);
+            if (st->line.oom) {
+                st->abort = OA_NOMEM;
+                return -1;
+            }
+            rc = oa_line(st, st->line.data, st->line.len);
+            st->line.len = 0;
+            if (st->line.data)
+                st->line.data[0] = '\0';
+        } else {
+            rc = oa_line(st, p, seg);
+        }
+        if (rc)
+            return -1;
+        p += seg + 1;
+        n -= seg + 1;
+    }
+    return 0;
+}
+
+static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct oa *st = ud;
+    size_t n = size * nmemb;
+    st->last_data = svc_time_monotonic();
+    if (st->mode == OA_UNKNOWN) {
+        long status = 0;
+        char *ct = NULL;
+        curl_easy_getinfo(st->h, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(st->h, CURLINFO_CONTENT_TYPE, &ct);
+        if (status >= 300) {
+            st->mode = OA_ERRBODY;
+        } else if (ct && strcasestr(ct, "event-stream")) {
+            st->mode = OA_SSE;
+        } else if (ct && strcasestr(ct, "json")) {
+            st->mode = OA_JSON;
+        } else {
+            size_t i = 0;
+            while (i < n && (ptr[i] == ' ' || ptr[i] == '\t' || ptr[i] == '\r' || ptr[i] == '\n'))
+                i++;
+            if (i == n)
+                return n; /* nothing to sniff yet */
+            st->mode = ptr[i] == '{' ? OA_JSON : OA_SSE;
+        }
+    }
+    switch (st->mode) {
+    case OA_SSE:
+        return oa_sse(st, ptr, n) == 0 ? n : 0;
+    case OA_JSON:
+        if ((long)(st->body.len + n) > OA_MAX_BODY) {
+            st->abort = OA_TOOBIG;
+            return 0;
+        }
+        svc_buf_add(&st->body, ptr, n);
+        if (st->body.oom) {
+            st->abort = OA_NOMEM;
+            return 0;
+        }
+        return n;
+    default:
+        if (st->body.len < OA_MAX_ERR_BODY) {
+            size_t room = OA_MAX_ERR_BODY - st->body.len;
+            svc_buf_add(&st->body, ptr, n < room ? n : room);
+        }
+        return n;
+    }
+}
+
+static double oa_header_seconds(const char *v, size_t n)
+{
+    char tmp[64];
+    while (n > 0 && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
+    if (n == 0 || n >= sizeof tmp)
+        return -1;
+    memcpy(tmp, v, n);
+    tmp[n] = '\0';
+    char *end;
+    double s = strtod(tmp, &end);
+    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+        end++;
+    if (end == tmp || *end || !(s >= 0))
+        return -1; /* HTTP dates are not honoured */
+    return s;
+}
+
+static size_t oa_header(char *buf, size_t size, size_t nmemb, void *ud)
+{
+    struct oa *st = ud;
+    size_t n = size * nmemb;
+    if (n >= 5 && strncmp(buf, "HTTP/", 5) == 0) {
+        st->retry_after = -1; /* a new response (after 100 Continue, say) */
+        st->retry_after_ms = -1;
+    } else if (n > 15 && strncasecmp(buf, "retry-after-ms:", 15) == 0) {
+        st->retry_after_ms = oa_header_seconds(buf + 15, n - 15);
+    } else if (n > 12 && strncasecmp(buf, "retry-after:", 12) == 0) {
+        st->retry_after = oa_header_seconds(buf + 12, n - 12);
+    }
+    st->last_data = svc_time_monotonic();
+    return n;
+}
+
+/* Cancel polling and idle pings while the transfer runs. */
+static int oa_poll(struct oa *st)
+{
+    const struct svc_model_call *call = st->call;
+    double now = svc_time_monotonic();
+    if (now - st->last_poll >= OA_POLL_S) {
+        st->last_poll = now;
+        if (call->should_cancel && call->should_cancel(call->ctx)) {
+            st->abort = OA_CANCEL;
+            return 1;
+        }
+    }
+    if (call->on_idle && now - st->last_data >= 1.0 && now - st->last_idle >= 1.0) {
+        st->last_idle = now;
+        if (call->on_idle(call->ctx)) {
+            st->abort = OA_GONE;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int oa_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                       curl_off_t ulnow)
+{
+    return oa_poll(ud);
+}
+
+/* The server's message from an error body (heap), or NULL. */
+static char *oa_error_message(const char *body, size_t len)
+{
+    json_object *o = NULL;
+    char *msg = NULL;
+    if (len > 0 && svc_json_parse(body, len, &o, NULL) == 0) {
+        json_object *e = NULL;
+        const char *m = NULL;
+        if (json_object_object_get_ex(o, "error", &e)) {
+            if (json_object_is_type(e, json_type_string))
+                m = json_object_get_string(e);
+            else
+                m = svc_json_str(e, "message", NULL);
+        }
+        if (!m)
+            m = svc_json_str(o, "message", NULL);
+        if (!m)
+            m = svc_json_str(o, "detail", NULL);
+        if (m && *m)
+            msg = strdup(m);
+        json_object_put(o);
+        if (msg)
+            return msg;
+    }
+    if (len == 0)
+        return NULL;
+    /* Not an error object: a short, one-line excerpt of the body. */
+    size_t cut = len < 200 ? len : 200;
+    msg = strndup(body, cut);
+    if (!msg)
+        return NULL;
+    for (char *c = msg; *c; c++)
+        if ((unsigned char)*c < 0x20)
+            *c = ' ';
+    char *s = msg;
+    while (*s == ' ')
+        s++;
+    size_t l = strlen(s);
+    while (l > 0 && s[l - 1] == ' ')
+        s[--l] = '\0';
+    if (!*s) {
+        free(msg);
+        return NULL;
+    }
+    memmove(msg, s, l + 1);
+    if (cut < len && l + 4 < 204) {
+        char *m2 = realloc(msg, l + 4);
+        if (m2) {
+            memcpy(m2 + l, "...", 4);
+            msg = m2;
+        }
+    }
+    return msg;
+}
+
+static bool oa_connect_error(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_SEND_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* One HTTP attempt. */
+static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
+{
+    const struct svc_model_call *call = st->call;
+    char errbuf[CURL_ERROR_SIZE];
+    errbuf[0] = '\0';
+    curl_easy_setopt(st->h, CURLOPT_ERRORBUFFER, errbuf);
+    st->last_data = st->last_idle = st->last_poll = svc_time_monotonic();
+    CURLcode cc = curl_easy_perform(st->h);
+    long status = 0;
+    curl_easy_getinfo(st->h, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(st->h, CURLOPT_ERRORBUFFER, NULL);
+    int timeout = call->cfg->model.timeout_s;
+
+    switch (st->abort) {
+    case OA_CANCEL:
+        svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
+        return OA_FAIL;
+    case OA_GONE:
+        svc_err_set(err, SVC_E_CANCELLED, "client went away");
+        return OA_FAIL;
+    case OA_NOMEM:
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        return OA_FAIL;
+    case OA_TOOBIG:
+        oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is too large");
+        return OA_FAIL;
+    case OA_STREAMERR:
+        oa_fail(st, err, SVC_E_UPSTREAM, "model server error: %s", st->stream_error);
+        return st->delivered ? OA_FAIL : OA_RETRY;
+    case OA_NONE:
+        break;
+    }
+    if (cc == CURLE_OPERATION_TIMEDOUT) {
+        if (status == 0 && st->mode == OA_UNKNOWN && errbuf[0] &&
+            strstr(errbuf, "onnect")) /* "Connection timed out", "connect timeout" */
+            oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
+                    "could not connect to the model server in time: %s", errbuf);
+        else
+            oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
+                    "the model server did not answer within %d s", timeout);
+        return OA_FAIL;
+    }
+    if (status >= 300) {
+        char *m = oa_error_message(st->body.data ? st->body.data : "", st->body.len);
+        oa_fail(st, err, SVC_E_UPSTREAM, "model server answered HTTP %ld%s%s", status,
+                m ? ": " : "", m ? m : "");
+        free(m);
+        return status == 429 || status >= 500 ? OA_RETRY : OA_FAIL;
+    }
+    if (cc != CURLE_OK) {
+        const char *what = errbuf[0] ? errbuf : curl_easy_strerror(cc);
+        if (status == 0)
+            oa_fail(st, err, SVC_E_UPSTREAM, "cannot reach the model server: %s", what);
+        else
+            oa_fail(st, err, SVC_E_UPSTREAM, "the connection to the model server failed: %s",
+                    what);
+        return oa_connect_error(cc) && !st->delivered ? OA_RETRY : OA_FAIL;
+    }
+    if (st->mode == OA_JSON) {
+        json_object *o = NULL;
+        struct svc_err perr;
+        if (svc_json_parse(st->body.data ? st->body.data : "", st->body.len, &o, &perr) != 0 ||
+            !json_object_is_type(o, json_type_object)) {
+            json_object_put(o);
+            oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is not valid JSON");
+            return OA_FAIL;
+        }
+        int rc = oa_chunk(st, o, true);
+        json_object_put(o);
+        if (rc) {
+            if (st->abort == OA_GONE) {
+                svc_err_set(err, SVC_E_CANCELLED, "client went away");
+                return OA_FAIL;
+            }
+            if (st->abort == OA_NOMEM) {
+                svc_err_set(err, SVC_E_NOMEM, "out of memory");
+                return OA_FAIL;
+            }
+            oa_fail(st, err, SVC_E_UPSTREAM, "model server error: %s", st->stream_error);
+            return st->delivered ? OA_FAIL : OA_RETRY;
+        }
+    } else if (st->mode == OA_SSE) {
+        /* a last line without its newline, a last event without its blank line */
+        int rc = 0;
+        if (st->line.len > 0)
+            rc = oa_line(st, st->line.data, st->line.len);
+        if (rc == 0)
+            rc = oa_dispatch_event(st);
+        if (rc) {
+            if (st->abort == OA_GONE) {
+                svc_err_set(err, SVC_E_CANCELLED, "client went away");
+                return OA_FAIL;
+            }
+            if (st->abort == OA_NOMEM) {
+                svc_err_set(err, SVC_E_NOMEM, "out of memory");
+                return OA_FAIL;
+            }
+            oa_fail(st, err, SVC_E_UPSTREAM, "model server error: %s", st->stream_error);
+            return st->delivered ? OA_FAIL : OA_RETRY;
+        }
+    }
+    if (!st->got_event) {
+        oa_fail(st, err, SVC_E_UPSTREAM, "the model server sent an empty answer (HTTP %ld)",
+                status);
+        return OA_FAIL;
+    }
+    return OA_OK;
+}
+
+/* Wait before a retry, still polling for cancellation. 0, or -1 with err when cancelled. */
+static int oa_backoff(struct oa *st, int attempt, struct svc_err *err)
+{
+    double delay = 0.5;
+    for (int i = 0; i < attempt && delay < OA_BACKOFF_CAP_S; i++)
+        delay *= 2;
+    if (delay > OA_BACKOFF_CAP_S)
+        delay = OA_BACKOFF_CAP_S;
+    if (st->retry_after_ms >= 0)
+        delay = st->retry_after_ms / 1000.0;
+    else if (st->retry_after >= 0)
+        delay = st->retry_after;
+    if (delay > OA_RETRY_AFTER_CAP_S)
+        delay = OA_RETRY_AFTER_CAP_S;
+    double until = svc_time_monotonic() + delay;
+    st->last_data = st->last_idle = svc_time_monotonic();
+    st->last_poll = 0;
+    for (;;) {
+        st->abort = OA_NONE;
+        if (oa_poll(st)) {
+            svc_err_set(err, SVC_E_CANCELLED,
+                        st->abort == OA_CANCEL ? "run cancelled" : "client went away");
+            return -1;
+        }
+        double left = until - svc_time_monotonic();
+        if (left <= 0)
+            return 0;
+        oa_sleep(left < OA_POLL_S ? left : OA_POLL_S);
+    }
+}
+
+static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
+{
+    json_object *out = json_object_new_array();
+    for (size_t i = 0; i < st->ntools; i++) {
+        struct oa_tool *t = &st->tools[i];
+        if (!t->name || !*t->name)
+            continue;
+        json_object *input = NULL;
+        const char *args = t->args.data ? t->args.data : "";
+        *arg_chars += strlen(t->name) + t->args.len;
+        if (!*args || svc_json_parse(args, strlen(args), &input, NULL) != 0 ||
+            !json_object_is_type(input, json_type_object)) {
+            json_object_put(input);
+            input = json_object_new_object();
+        }
+        char idbuf[40];
+        const char *id = t->id;
+        if (!id || !*id) {
+            char hex[25];
+            svc_random_hex(hex, 24);
+            snprintf(idbuf, sizeof idbuf, "call_%s", hex);
+            id = idbuf;
+        }
+        json_object *tu = json_object_new_object();
+        svc_json_set_str(tu, "toolUseId", id);
+        svc_json_set_str(tu, "name", t->name);
+        svc_json_set(tu, "input", input);
+        json_object_array_add(out, tu);
+    }
+    return out;
+}
+
+static int oa_global_init(struct svc_err *err)
+{
+    static int done;
+    if (done)
+        return 0;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return svc_err_set(err, SVC_E_INTERNAL, "libcurl could not be initialised");
+    done = 1;
+    return 0;
+}
+
+int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
+                            struct svc_err *err)
+{
+    const struct svc_config *cfg = call->cfg;
+    const char *base = cfg->model.base_url;
+    if (!base || !*base)
+        return svc_err_set(err, SVC_E_CONFIG, "model.base_url is not set");
+    if (oa_global_init(err) != 0)
+        return -1;
+
+    struct oa st;
+    memset(&st, 0, sizeof st);
+    st.call = call;
+    st.key = svc_config_model_api_key(cfg);
+    if (st.key && !*st.key)
+        st.key = NULL;
+    svc_buf_init(&st.line);
+    svc_buf_init(&st.event);
+    svc_buf_init(&st.body);
+    svc_buf_init(&st.text);
+
+    int rc = -1;
+    char *url = NULL, *auth = NULL, *body = NULL;
+    struct curl_slist *hdrs = NULL;
+    size_t prompt_chars = 0;
+    json_object *req = oa_request_json(call, &prompt_chars);
+    body = svc_json_dump_compact(req);
+    json_object_put(req);
+    size_t bl = strlen(base);
+    while (bl > 0 && base[bl - 1] == '/')
+        bl--;
+    if (!body || asprintf(&url, "%.*s/chat/completions", (int)bl, base) < 0) {
+        url = NULL;
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto done;
+    }
+    st.h = curl_easy_init();
+    if (!st.h) {
+        svc_err_set(err, SVC_E_INTERNAL, "libcurl could not create a handle");
+        goto done;
+    }
+    hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+    hdrs = curl_slist_append(hdrs, "Accept: text/event-stream, application/json");
+    hdrs = curl_slist_append(hdrs, "Expect:");
+    if (st.key) {
+        if (asprintf(&auth, "Authorization: Bearer %s", st.key) < 0) {
+            auth = NULL;
+            svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            goto done;
+        }
+        hdrs = curl_slist_append(hdrs, auth);
+    }
+    if (!hdrs) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto done;
+    }
+    long timeout = cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120;
+    curl_easy_setopt(st.h, CURLOPT_URL, url);
+    curl_easy_setopt(st.h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(st.h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(st.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    curl_easy_setopt(st.h, CURLOPT_USERAGENT, "svc/" SVC_VERSION);
+    curl_easy_setopt(st.h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(st.h, CURLOPT_TIMEOUT, timeout);
+    curl_easy_setopt(st.h, CURLOPT_CONNECTTIMEOUT,
+                     timeout < OA_CONNECT_TIMEOUT_S ? timeout : OA_CONNECT_TIMEOUT_S);
+    curl_easy_setopt(st.h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(st.h, CURLOPT_WRITEFUNCTION, oa_write);
+    curl_easy_setopt(st.h, CURLOPT_WRITEDATA, &st);
+    curl_easy_setopt(st.h, CURLOPT_HEADERFUNCTION, oa_header);
+    curl_easy_setopt(st.h, CURLOPT_HEADERDATA, &st);
+    curl_easy_setopt(st.h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(st.h, CURLOPT_XFERINFOFUNCTION, oa_progress);
+    curl_easy_setopt(st.h, CURLOPT_XFERINFODATA, &st);
+
+    int max_retries = cfg->model.max_retries > 0 ? cfg->model.max_retries : 0;
+    for (int attempt = 0;; attempt++) {
+        oa_reset_attempt(&st);
+        enum oa_result r = oa_attempt(&st, err);
+        if (r == OA_OK)
+            break;
+        if (r == OA_RETRY && attempt < max_retries && !st.delivered) {
+            if (oa_backoff(&st, attempt, err) != 0)
+                goto done;
+            continue;
+        }
+        goto done;
+    }
+
+    size_t arg_chars = 0;
+    out->tool_uses = oa_tool_uses(&st, &arg_chars);
+    out->text = svc_buf_steal(&st.text);
+    if (!out->text) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto done;
+    }
+    size_t ntu = json_object_array_length(out->tool_uses);
+    const char *fr = st.finish;
+    if (ntu > 0 && (!*fr || strcmp(fr, "stop") == 0 || strcmp(fr, "function_call") == 0))
+        fr = "tool_calls";
+    else if (ntu == 0 && (!*fr || strcmp(fr, "tool_calls") == 0 || strcmp(fr, "function_call") == 0))
+        fr = "stop";
+    snprintf(out->finish_reason, sizeof out->finish_reason, "%s", fr);
+    if (st.have_usage) {
+        out->prompt_tokens = st.prompt_tokens;
+        out->completion_tokens = st.completion_tokens;
+    } else {
+        out->prompt_tokens = (int64_t)((prompt_chars + 3) / 4);
+        out->completion_tokens = (int64_t)((strlen(out->text) + arg_chars + 3) / 4);
+    }
+    rc = 0;
+done:
+    oa_reset_attempt(&st);
+    if (st.h)
+        curl_easy_cleanup(st.h);
+    curl_slist_free_all(hdrs);
+    if (auth) {
+        memset(auth, 0, strlen(auth));
+        free(auth);
+    }
+    free(url);
+    free(body);
+    return rc;
+}
