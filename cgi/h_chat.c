@@ -77,6 +77,19 @@ static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err 
     return 0;
 }
 
+/* A session id field: a string, and one with a NUL inside is an invalid session id. */
+static int sid_field(json_object *o, const char *key, const char *param, const char **out,
+                     struct svc_err *err)
+{
+    json_object *v = NULL;
+    if (http_field_str(o, key, param, false, out, err) == 0)
+        return 0;
+    if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, param ? param : key,
+                            "invalid session id");
+    return -1;
+}
+
 static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
@@ -84,9 +97,9 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         return -1;
     json_object *b = in->body, *meta = NULL, *sopts = NULL, *msgs = NULL;
     const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL;
-    if (http_field_str(b, "session_id", NULL, false, &in->sid, err) < 0 ||
+    if (sid_field(b, "session_id", NULL, &in->sid, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
-        http_field_str(meta, "session_id", "metadata.session_id", false, &msid, err) < 0 ||
+        sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
         http_field_str(meta, "locale", "metadata.locale", false, &in->locale, err) < 0 ||
         http_field_str(meta, "channel", "metadata.channel", false, &in->channel, err) < 0 ||
