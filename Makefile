@@ -5,7 +5,9 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -ljson-c -lyaml -lz -lcurl -lcrypto)
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
+# SAN is the sanitizer flags of `make asan`; kept apart so CFLAGS on the command line works.
+SAN     ?=
+ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
 LDLIBS  += $(PKG_LIBS)
 B       ?= build
 
@@ -26,21 +28,21 @@ deps:
 
 $(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(B)/libsvccore.a: $(CORE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
 $(B)/svc: $(CLI_OBJ) $(B)/libsvccore.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libsvccore.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libsvccore.a $(LDLIBS)
 
 $(B)/svc-fcgi: $(CGI_OBJ) $(B)/libsvccore.a
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $(CGI_OBJ) $(B)/libsvccore.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CGI_OBJ) $(B)/libsvccore.a $(LDLIBS)
 
 $(B)/t/%.t: t/unit/%.c t/unit/tap.h $(B)/libsvccore.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -It/unit -o $@ $< $(B)/libsvccore.a $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -It/unit -o $@ $< $(B)/libsvccore.a $(LDLIBS)
 
 unit: $(UNIT_BIN)
 
@@ -51,8 +53,8 @@ test: deps
 
 # The whole suite under AddressSanitizer and UBSan, in its own build dir.
 asan: deps
-	@$(MAKE) --no-print-directory B=build-asan CC=clang \
-	  CFLAGS="-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+	@$(MAKE) --no-print-directory B=build-asan CC=clang CFLAGS="-O1 -g" \
+	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all unit
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  SVC_BUILD=$(abspath build-asan) prove -j2 build-asan/t/ t/

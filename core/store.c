@@ -294,7 +294,8 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
         arr[cnt++] = v;
     }
     closedir(d);
-    qsort(arr, cnt, sizeof *arr, cmp_i64);
+    if (cnt > 1)
+        qsort(arr, cnt, sizeof *arr, cmp_i64);
     *ids = arr;
     *n = cnt;
     return 0;
