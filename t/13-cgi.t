@@ -1,0 +1,169 @@
+#!/usr/bin/perl
+# svc-fcgi without scripts/serve: plain CGI (one request from the environment and stdin),
+# and FastCGI on a socket handed over on fd 0 (spawn-fcgi), driven with cgi-fcgi.
+use strict;
+use warnings;
+use lib 't/lib';
+use Test::More;
+use File::Temp qw(tempdir);
+use POSIX qw(WNOHANG);
+use Time::HiRes qw(sleep time);
+use SvcTest;
+
+my $bin = SvcTest::fcgi_bin();
+plan skip_all => "$bin not built" unless -x $bin;
+my $J = $SvcTest::JSON;
+
+# Run a command with extra env and stdin; returns (stdout, stderr).
+sub run_with {
+    my ($env, $stdin, @cmd) = @_;
+    my $dir = tempdir(CLEANUP => 1);
+    SvcTest::write_file("$dir/in", $stdin // '');
+    my $pid = fork // die;
+    if ($pid == 0) {
+        delete @ENV{grep { /^(REQUEST_|CONTENT_|QUERY_|PATH_INFO|SCRIPT_NAME|HTTP_|GATEWAY_|LISTEN_|SVC_)/ } keys %ENV};
+        $ENV{$_} = $env->{$_} for keys %$env;
+        open STDIN, '<', "$dir/in";
+        open STDOUT, '>', "$dir/out";
+        open STDERR, '>', "$dir/err";
+        exec @cmd or POSIX::_exit(127);
+    }
+    waitpid($pid, 0);
+    return (SvcTest::read_file("$dir/out"), SvcTest::read_file("$dir/err"), $? >> 8);
+}
+
+# Split a CGI response into (status, {headers}, body).
+sub parse_cgi {
+    my ($out) = @_;
+    my ($head, $body) = split /\r?\n\r?\n/, $out, 2;
+    my %h;
+    for (split /\r?\n/, $head // '') {
+        $h{lc $1} = $2 if /^([^:]+):\s*(.*)$/;
+    }
+    my ($status) = ($h{status} // '') =~ /^(\d+)/;
+    return ($status, \%h, $body);
+}
+
+my $home = SvcTest->make_home('');
+my %base = (SVC_HOME => $home, GATEWAY_INTERFACE => 'CGI/1.1');
+
+# --- plain CGI ---
+my ($out, $err, $rc) = run_with({ %base, REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health?x=1',
+                                  QUERY_STRING => 'x=1', HTTP_X_REQUEST_ID => 'cgi-1' }, '', $bin);
+is $rc, 0, 'CGI: exits 0 after one request';
+my ($st, $h, $body) = parse_cgi($out);
+is $st, 200, 'CGI: Status: 200';
+like $h->{'content-type'}, qr{^application/json}, 'CGI: content type';
+is $h->{'x-request-id'}, 'cgi-1', 'CGI: X-Request-Id echoed';
+is $J->decode($body)->{status}, 'ok', 'CGI: health body';
+like $err, qr{GET /api/health 200 .*rid=cgi-1}, 'CGI: log line on stderr, path without query';
+
+# SCRIPT_NAME + PATH_INFO instead of REQUEST_URI
+($out) = run_with({ %base, REQUEST_METHOD => 'GET', SCRIPT_NAME => '/cgi-bin/svc.fcgi',
+                    PATH_INFO => '/api/extensions' }, '', $bin);
+($st, $h, $body) = parse_cgi($out);
+is $st, 200, 'CGI: PATH_INFO routing';
+is $J->decode($body)->{extensions}[0]{name}, 'clock', 'CGI: extensions body';
+
+# POST with a body on stdin
+my $req = $J->encode({ session_id => 'cgi-sess', messages => [{ role => 'user', content => 'hello cgi' }] });
+($out, $err) = run_with({ %base, REQUEST_METHOD => 'POST', REQUEST_URI => '/api/chat',
+                          CONTENT_TYPE => 'application/json', CONTENT_LENGTH => length $req }, $req, $bin);
+($st, $h, $body) = parse_cgi($out);
+is $st, 200, 'CGI: POST /api/chat 200' or diag $out, $err;
+is $h->{'x-session-id'}, 'cgi-sess', 'CGI: X-Session-Id';
+my $j = $J->decode($body);
+like $j->{content}, qr/hello cgi/, 'CGI: echo answer';
+ok -d "$home/agents/native_sessions/session_cgi-sess", 'CGI: session stored';
+
+# errors in CGI mode: 404 and a wrong method
+($out) = run_with({ %base, REQUEST_METHOD => 'GET', REQUEST_URI => '/api/nope' }, '', $bin);
+($st) = parse_cgi($out);
+is $st, 404, 'CGI: 404';
+($out) = run_with({ %base, REQUEST_METHOD => 'DELETE', REQUEST_URI => '/api/health' }, '', $bin);
+($st, $h) = parse_cgi($out);
+is $st, 405, 'CGI: 405';
+is $h->{allow}, 'GET', 'CGI: Allow';
+
+# a broken config in CGI mode: a JSON 500, not a crash
+my $bad = SvcTest->make_home('');
+SvcTest::write_file("$bad/agents.yaml", "server:\n  workers: lots\n");
+($out, $err, $rc) = run_with({ %base, SVC_HOME => $bad, REQUEST_METHOD => 'GET',
+                               REQUEST_URI => '/api/health' }, '', $bin);
+($st, $h, $body) = parse_cgi($out);
+is $st, 500, 'CGI: broken config answers 500';
+is eval { $J->decode($body)->{error}{code} }, 'config_error', 'CGI: config_error';
+
+# --- FastCGI on fd 0 (spawn-fcgi -n: exec with the socket as stdin) ---
+SKIP: {
+    skip 'spawn-fcgi or cgi-fcgi missing', 8
+        unless grep { -x "$_/spawn-fcgi" } split /:/, $ENV{PATH}
+        and grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
+    my $dir = tempdir(CLEANUP => 1);
+    my $sock = "$dir/fcgi.sock";
+    my $pid = fork // die;
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        $ENV{SVC_HOME} = $home;
+        delete $ENV{$_} for grep { /^(REQUEST_|GATEWAY_)/ } keys %ENV;
+        open STDERR, '>', "$dir/fcgi.log";
+        exec 'spawn-fcgi', '-n', '-s', $sock, '-M', '0600', '--', $bin, '--workers', '2'
+            or POSIX::_exit(127);
+    }
+    my $up = SvcTest::wait_for(10, sub { -S $sock && (SvcTest::read_file("$dir/fcgi.log") // '') =~ /master started/ });
+    ok $up, 'spawn-fcgi: svc-fcgi started on the fd-0 socket';
+    like SvcTest::read_file("$dir/fcgi.log"), qr/serving the socket on fd 0/, 'took the socket from fd 0';
+
+    ($out) = run_with({ REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health', SCRIPT_NAME => '',
+                        HTTP_X_REQUEST_ID => 'fd0-1' }, '', 'cgi-fcgi', '-bind', '-connect', $sock);
+    ($st, $h, $body) = parse_cgi($out);
+    is $st, 200, 'fd 0: health 200';
+    is $h->{'x-request-id'}, 'fd0-1', 'fd 0: request id';
+    is eval { $J->decode($body)->{status} }, 'ok', 'fd 0: health body';
+
+    ($out) = run_with({ REQUEST_METHOD => 'POST', REQUEST_URI => '/api/chat',
+                        CONTENT_LENGTH => length $req, CONTENT_TYPE => 'application/json' },
+                      $req, 'cgi-fcgi', '-bind', '-connect', $sock);
+    ($st, $h, $body) = parse_cgi($out);
+    is $st, 200, 'fd 0: chat 200';
+    like eval { $J->decode($body)->{content} }, qr/given 2 earlier messages/, 'fd 0: second turn restored';
+
+    kill 'TERM', $pid;
+    my $gone = SvcTest::wait_for(10, sub { waitpid($pid, WNOHANG) == $pid });
+    ok $gone, 'fd 0: SIGTERM stops it';
+    kill 'KILL', -$pid;
+    waitpid($pid, 0) unless $gone;
+}
+
+# --- LISTEN_FDS (systemd socket activation: the socket on fd 3) ---
+SKIP: {
+    skip 'systemd-socket-activate or cgi-fcgi missing', 3
+        unless grep { -x "$_/systemd-socket-activate" } split /:/, $ENV{PATH}
+        and grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
+    my $dir = tempdir(CLEANUP => 1);
+    my $sock = "$dir/act.sock";
+    my $pid = fork // die;
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        $ENV{SVC_HOME} = $home;
+        delete $ENV{$_} for grep { /^(REQUEST_|GATEWAY_)/ } keys %ENV;
+        open STDERR, '>', "$dir/fcgi.log";
+        open STDIN, '<', '/dev/null';
+        exec 'systemd-socket-activate', '-l', $sock, $bin, '--workers', '1'
+            or POSIX::_exit(127);
+    }
+    SvcTest::wait_for(10, sub { -S $sock });
+    # the first connection starts svc-fcgi, which then serves it from fd 3
+    ($out) = run_with({ REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health' }, '',
+                      'cgi-fcgi', '-bind', '-connect', $sock);
+    ($st) = parse_cgi($out // '');
+    is $st, 200, 'LISTEN_FDS: health 200';
+    like SvcTest::read_file("$dir/fcgi.log") // '', qr/serving the socket on fd 3/, 'took fd 3';
+    kill 'TERM', $pid;
+    my $gone = SvcTest::wait_for(10, sub { waitpid($pid, WNOHANG) == $pid });
+    ok $gone, 'LISTEN_FDS: SIGTERM stops it';
+    kill 'KILL', -$pid;
+    waitpid($pid, 0) unless $gone;
+}
+
+done_testing;
