@@ -167,7 +167,8 @@ sub req {
 
 # Read an SSE response to the end. events: decoded JSON payloads, or the string "[DONE]"
 # (or the raw text when not JSON); comments: the comment lines (": ping" -> "ping").
-# abort_after => N closes the connection after N data events (a client going away).
+# abort_after => N closes the connection after N data events (a client going away);
+# stop_if => sub { my ($events, $comments) = @_; ... } closes it when the sub returns true.
 sub sse {
     my ($s, $path, %o) = @_;
     my %h = (%{ $o{headers} || {} }, 'content-type' => 'application/json',
@@ -187,6 +188,7 @@ sub sse {
                 }
             }
             die "abort\n" if $o{abort_after} && @events >= $o{abort_after};
+            die "abort\n" if $o{stop_if} && $o{stop_if}->(\@events, \@comments);
         }
     };
     my $body = ref $o{body} ? $JSON->encode($o{body}) : ($o{body} // '{}');
