@@ -278,8 +278,8 @@ static pid_t spawn_worker(int listen_fd, const struct svc_config *cfg, unsigned 
     if (pid == 0) {
         (void)orig_mask;
         int rc = worker_main(listen_fd, cfg, master);
-        fflush(stderr);
-        _exit(rc);
+        svc_config_free((struct svc_config *)cfg);
+        exit(rc); /* exit, not _exit: LeakSanitizer runs at exit in asan builds */
     }
     children[nchildren].pid = pid;
     children[nchildren].gen = gen;

@@ -233,6 +233,12 @@ sub stop {
     kill 'KILL', -$pid;    # leftovers of the group, if any
     waitpid($pid, 0) unless $gone;
     close $s->{out} if $s->{out};
+    # sanitizer builds (make asan): a report in the server log fails the test
+    my $log = $s->log;
+    if ($log =~ /(AddressSanitizer|LeakSanitizer|runtime error:)/ && Test::More->can('builder')) {
+        Test::More->builder->ok(0, 'no sanitizer report in the server log');
+        Test::More->builder->diag(substr($log, $-[0] > 2000 ? $-[0] - 2000 : 0, 6000));
+    }
 }
 
 sub DESTROY { $_[0]->stop }
