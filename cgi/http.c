@@ -357,6 +357,11 @@ int http_read_body(struct http_req *r, struct svc_err *err)
         return svc_err_set(err, SVC_E_BODY_TOO_LARGE,
                            "request body is larger than %lld bytes", (long long)max);
     }
+    /* Plain CGI: without CONTENT_LENGTH there is no body (stdin may never reach EOF). */
+    if (!r->fcgx && r->content_length < 0) {
+        r->body = strdup("");
+        return r->body ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
     /* Read until EOF (FastCGI stdin ends with the record; CGI stdin with CONTENT_LENGTH). */
     int64_t want = r->content_length >= 0 ? r->content_length : max + 1;
     size_t cap = (size_t)(want < 65536 ? want : 65536) + 1;

@@ -135,6 +135,55 @@ SKIP: {
     waitpid($pid, 0) unless $gone;
 }
 
+# --- --listen tcp:PORT binds loopback; a live unix socket is never stolen ---
+SKIP: {
+    skip 'cgi-fcgi missing', 5 unless grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
+    my $dir = tempdir(CLEANUP => 1);
+    my $port = SvcTest::free_port();
+    my $pid = fork // die;
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        $ENV{SVC_HOME} = $home;
+        delete $ENV{$_} for grep { /^(REQUEST_|GATEWAY_)/ } keys %ENV;
+        open STDERR, '>', "$dir/tcp.log";
+        open STDIN, '<', '/dev/null';
+        exec $bin, '--listen', "tcp:$port", '--workers', '1' or POSIX::_exit(127);
+    }
+    SvcTest::wait_for(10, sub { (SvcTest::read_file("$dir/tcp.log") // '') =~ /master started/ });
+    my $ss = `ss -ltnH 2>/dev/null`;
+    like $ss, qr/127\.0\.0\.1:$port\b/, 'tcp:PORT listens on 127.0.0.1';
+    unlike $ss, qr/(?:0\.0\.0\.0|\*):$port\b/, 'not on every interface';
+    ($out) = run_with({ REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health' }, '',
+                      'cgi-fcgi', '-bind', '-connect', "127.0.0.1:$port");
+    ($st) = parse_cgi($out // '');
+    is $st, 200, 'tcp: health 200';
+    kill 'TERM', $pid;
+    ok SvcTest::wait_for(10, sub { waitpid($pid, WNOHANG) == $pid }), 'tcp: stopped';
+
+    # a second instance on a live unix socket refuses to start
+    my $sock = "$dir/live.sock";
+    $pid = fork // die;
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        $ENV{SVC_HOME} = $home;
+        open STDERR, '>', "$dir/a.log";
+        open STDIN, '<', '/dev/null';
+        exec $bin, '--listen', "unix:$sock", '--workers', '1' or POSIX::_exit(127);
+    }
+    SvcTest::wait_for(10, sub { (SvcTest::read_file("$dir/a.log") // '') =~ /master started/ });
+    is +(stat $sock)[2] & 07777, 0666, 'unix socket is mode 0666';
+    my (undef, $e2, $rc2) = run_with({ SVC_HOME => $home }, '', $bin, '--listen', "unix:$sock");
+    isnt $rc2, 0, 'second instance on a live socket exits non-zero';
+    like $e2, qr/in use/, 'and says the socket is in use';
+    ($out) = run_with({ REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health' }, '',
+                      'cgi-fcgi', '-bind', '-connect', $sock);
+    ($st) = parse_cgi($out // '');
+    is $st, 200, 'the first instance still serves';
+    kill 'TERM', $pid;
+    ok SvcTest::wait_for(10, sub { waitpid($pid, WNOHANG) == $pid }), 'stopped';
+    ok !-e $sock, 'socket removed on exit';
+}
+
 # --- LISTEN_FDS (systemd socket activation: the socket on fd 3) ---
 SKIP: {
     skip 'systemd-socket-activate or cgi-fcgi missing', 3
