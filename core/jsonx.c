@@ -1,6 +1,8 @@
 #include "jsonx.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fsio.h"
@@ -24,7 +26,7 @@ static void dump_string(struct svc_buf *b, const char *s, size_t n)
         case '\b': esc = "\\b"; break;
         case '\f': esc = "\\f"; break;
         default:
-            if (c < 0x20 || c == 0x7f) {
+            if (c < 0x20) { /* as Python: only control characters below 0x20 */
                 u[0] = '\\'; u[1] = 'u'; u[2] = '0'; u[3] = '0';
                 u[4] = hex[c >> 4]; u[5] = hex[c & 0xf]; u[6] = '\0';
                 esc = u;
@@ -38,6 +40,18 @@ static void dump_string(struct svc_buf *b, const char *s, size_t n)
     }
     svc_buf_add(b, s + start, n - start);
     svc_buf_add(b, "\"", 1);
+}
+
+void svc_json_format_double(double d, char *out, size_t outsz)
+{
+    /* the shortest form that reads back as the same double, as Python's repr */
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(out, outsz, "%.*g", prec, d);
+        if (strtod(out, NULL) == d)
+            break;
+    }
+    if (!strpbrk(out, ".eEn")) /* 1 -> 1.0, as Python writes floats */
+        snprintf(out + strlen(out), outsz - strlen(out), ".0");
 }
 
 static void dump_indent(struct svc_buf *b, int level)
@@ -66,10 +80,13 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
         break;
     case json_type_double: {
         double d = json_object_get_double(o);
-        if (!isfinite(d))
+        if (!isfinite(d)) {
             svc_buf_adds(b, "null"); /* never NaN/Infinity on disk */
-        else
-            svc_buf_adds(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+            break;
+        }
+        char num[40];
+        svc_json_format_double(d, num, sizeof num);
+        svc_buf_adds(b, num);
         break;
     }
     case json_type_string:
@@ -136,9 +153,39 @@ char *svc_json_dump_compact(json_object *o)
     return svc_buf_steal(&b);
 }
 
+/* json-c's strict mode still takes single quotes, NaN, Infinity and lax UTF-8: refuse them
+ * before parsing. Outside strings only JSON's own characters may appear. */
+static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
+{
+    if (!svc_utf8_valid(buf, len))
+        return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: not valid UTF-8");
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)buf[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            continue;
+        }
+        if (c != 0 && (strchr(" \t\r\n{}[],:0123456789+-.eE", c) || strchr("truefalsn", c)))
+            continue;
+        return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: unexpected '%c' at byte %zu",
+                           c >= 0x20 && c < 0x7f ? c : '?', i);
+    }
+    return 0;
+}
+
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
 {
     *out = NULL;
+    if (strict_prescan(buf, len, err) != 0)
+        return -1;
     json_tokener *tok = json_tokener_new_ex(64);
     if (!tok)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");

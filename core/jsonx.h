@@ -10,6 +10,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "err.h"
@@ -38,6 +39,8 @@ void svc_json_set_str(json_object *o, const char *key, const char *val); /* NULL
 void svc_json_set_int(json_object *o, const char *key, int64_t val);
 void svc_json_set_bool(json_object *o, const char *key, bool val);
 void svc_json_set(json_object *o, const char *key, json_object *val);
+/* A double in the shortest form that round-trips (Python's repr): 0.1, 1.0, 1e+20. */
+void svc_json_format_double(double d, char *out, size_t outsz);
 /* Deep copy (new reference). */
 json_object *svc_json_copy(json_object *o);
 

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "index.h"
@@ -165,6 +166,13 @@ static int run_store_message(struct svc_run *run, json_object *msg, bool is_outp
     return 0;
 }
 
+/* A window may start at a user message that is not a tool result. */
+static bool window_start_ok(json_object *msgs, size_t i)
+{
+    json_object *m = json_object_array_get_idx(msgs, i);
+    return strcmp(svc_json_str(m, "role", ""), "assistant") != 0 && !msg_has_block(m, "toolResult");
+}
+
 /* Slide the window so that at most window_size messages stay, starting at a user message
  * that is not a tool result. Emits context_compacted when it moved. */
 static void run_apply_window(struct svc_run *run)
@@ -173,13 +181,18 @@ static void run_apply_window(struct svc_run *run)
     size_t win = (size_t)run->cfg->agent.window_size;
     if (count <= win)
         return;
+    /* the first valid start at or after count - win; failing that, the nearest one before
+     * it (a window a little larger than asked beats one that starts mid tool exchange) */
     size_t trim = count - win;
-    while (trim < count - 1) {
-        json_object *m = json_object_array_get_idx(run->msgs, trim);
-        if (strcmp(svc_json_str(m, "role", ""), "assistant") != 0 && !msg_has_block(m, "toolResult"))
-            break;
+    while (trim < count && !window_start_ok(run->msgs, trim))
         trim++;
+    if (trim == count) {
+        trim = count - win;
+        while (trim > 0 && !window_start_ok(run->msgs, trim))
+            trim--;
     }
+    if (trim == 0)
+        return;
     json_object_array_del_idx(run->msgs, 0, trim);
     run->removed += (int64_t)trim;
     json_object *ev = event_new(run, "context_compacted");
@@ -248,9 +261,7 @@ static json_object *token_state(struct svc_run *run, json_object *prev)
     int64_t cw = run->cfg->model.context_window;
     svc_json_set_int(ts, "model_context_window", cw);
     double ratio = cw > 0 ? (double)run->prompt_tokens / (double)cw : 0.0;
-    char rs[32];
-    snprintf(rs, sizeof rs, "%.6g", ratio); /* short and stable, as Python would print it */
-    svc_json_set(ts, "utilization_ratio", json_object_new_double_s(ratio, rs));
+    svc_json_set(ts, "utilization_ratio", json_object_new_double(ratio));
     svc_json_set_int(ts, "loop_count", run->loop_count);
     svc_json_set_int(ts, "removed_message_count", run->removed);
     return ts;
@@ -460,8 +471,13 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
         goto out;
     }
-    bool existed = svc_store_session_exists(st, run->sid);
-    if (!existed) {
+    struct stat lst;
+    if (lstat(dir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
+        /* a symlink (or a file) where the session directory should be: never follow it */
+        svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", run->sid);
+        goto out;
+    }
+    if (!svc_store_session_exists(st, run->sid)) {
         if (svc_mkdirs(st->root, 0755, err) != 0 || svc_mkdirs(dir, 0755, err) != 0)
             goto out;
     }
