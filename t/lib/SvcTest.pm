@@ -79,9 +79,21 @@ sub read_file {
 
 sub start {
     my ($class, %o) = @_;
-    my $home = $o{home} || $class->make_home($o{config});
+    $o{home} ||= $class->make_home($o{config});
+    # free_port() can race with another test grabbing the same port: retry on EADDRINUSE
+    for my $try (1 .. 3) {
+        my $s = eval { $class->_start_once(%o) };
+        return $s if $s;
+        die $@ unless $try < 3 && $@ =~ /Address already in use/;
+    }
+}
+
+sub _start_once {
+    my ($class, %o) = @_;
+    my $home = $o{home};
     my $port = free_port();
     my $log = "$home/serve.log";
+    unlink $log;
     my @cmd = ("$REPO/scripts/serve", '--port', $port, '--home', $home,
                '--config', "$home/agents.yaml");
     push @cmd, '--workers', $o{workers} if $o{workers};
