@@ -1,0 +1,45 @@
+-- bench/chat.lua: wrk script for scripts/bench. POSTs an echo chat turn
+--   {"session_id": "<tag>-t<thread>-<n>", "messages": [{"role": "user", "content": "hi"}]}
+-- with a new session id per request, so concurrent turns never hit 409 session_busy.
+-- Args (after --): TAG [PATH]. PATH defaults to /api/chat.
+-- Prints the first non-2xx answer of each thread ("first error: ...") at the end.
+local threads = {}
+
+function setup(thread)
+  table.insert(threads, thread)
+  thread:set("tid", #threads)
+end
+
+function init(args)
+  tag = args[1] or "bench"
+  path = args[2] or "/api/chat"
+  counter = 0
+  errors = 0
+  errbody = nil
+  headers = { ["Content-Type"] = "application/json" }
+end
+
+function request()
+  counter = counter + 1
+  local sid = string.format("%s-t%d-%d", tag, tid, counter)
+  local body = '{"session_id":"' .. sid .. '","messages":[{"role":"user","content":"hi"}]}'
+  return wrk.format("POST", path, headers, body)
+end
+
+function response(status, hdrs, body)
+  if status < 200 or status > 299 then
+    errors = errors + 1
+    if errbody == nil then
+      errbody = tostring(status) .. " " .. string.sub(body or "", 1, 300)
+    end
+  end
+end
+
+function done(summary, latency, requests)
+  for i, t in ipairs(threads) do
+    local e = t:get("errbody")
+    if e then
+      io.write(string.format("first error (thread %d, %d errors): %s\n", i, t:get("errors") or 0, e))
+    end
+  end
+end
