@@ -5,11 +5,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "handlers.h"
 #include "jsonx.h"
 #include "openai.h"
 #include "query.h"
+#include "runs.h"
 #include "session.h"
 
 /* Pings go out when the stream was silent this long (SPEC: at least every 15 s).
@@ -140,18 +142,99 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
 }
 
 /* The fields every completion object and chunk carries. */
-static json_object *completion_base(struct svc_run *run, const char *object, int64_t created)
+static json_object *completion_base_ids(const char *run_id, const char *sid, const char *model,
+                                        const char *object, int64_t created)
 {
     char id[160];
-    snprintf(id, sizeof id, "chatcmpl-%s", svc_run_get_id(run));
+    snprintf(id, sizeof id, "chatcmpl-%s", run_id);
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "id", id);
     svc_json_set_str(o, "object", object);
     svc_json_set_int(o, "created", created);
-    svc_json_set_str(o, "model", svc_run_get_model(run));
-    svc_json_set_str(o, "session_id", svc_run_get_session_id(run));
-    svc_json_set_str(o, "run_id", svc_run_get_id(run));
+    svc_json_set_str(o, "model", model);
+    svc_json_set_str(o, "session_id", sid);
+    svc_json_set_str(o, "run_id", run_id);
     return o;
+}
+
+static json_object *completion_base(struct svc_run *run, const char *object, int64_t created)
+{
+    return completion_base_ids(svc_run_get_id(run), svc_run_get_session_id(run),
+                               svc_run_get_model(run), object, created);
+}
+
+/* Remember a completed run under its Idempotency-Key; a failure is logged, never fatal. */
+static void idem_record(struct http_req *r, struct svc_run *run)
+{
+    struct svc_err e;
+    if (!r->idempotency_key || !r->cfg->sessions.enabled)
+        return;
+    if (svc_runs_record_sync(r->cfg, run, r->idempotency_key, "done", NULL, &e) < 0)
+        fprintf(stderr, "svc-fcgi[%d]: idempotency record for %s failed: %s\n", (int)getpid(),
+                svc_run_get_id(run), e.message);
+}
+
+/* Answer again from a stored, completed run (Idempotency-Key seen before). */
+static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
+{
+    const char *run_id = svc_json_str(rec, "run_id", "");
+    const char *sid = svc_json_str(rec, "session_id", "");
+    const char *model = svc_json_str(rec, "model", "");
+    const char *content = svc_json_str(rec, "content", "");
+    const char *finish = svc_json_str(rec, "finish_reason", "stop");
+    json_object *usage = svc_json_obj(rec, "usage");
+    int64_t created = (int64_t)svc_time_now();
+    http_set_session(r, sid, true);
+    http_set_header(r, "Idempotent-Replayed", "true");
+    if (!in->stream) {
+        json_object *o = completion_base_ids(run_id, sid, model, "chat.completion", created);
+        json_object *choices = json_object_new_array();
+        json_object *choice = json_object_new_object();
+        json_object *msg = json_object_new_object();
+        svc_json_set_int(choice, "index", 0);
+        svc_json_set_str(msg, "role", "assistant");
+        svc_json_set_str(msg, "content", content);
+        svc_json_set(choice, "message", msg);
+        svc_json_set_str(choice, "finish_reason", finish);
+        json_object_array_add(choices, choice);
+        svc_json_set(o, "choices", choices);
+        svc_json_set(o, "usage", usage ? svc_json_copy(usage) : json_object_new_object());
+        svc_json_set_str(o, "content", content);
+        http_send_json(r, 200, o);
+        json_object_put(o);
+        return 0;
+    }
+    if (http_sse_begin(r) < 0)
+        return 0;
+    const char *deltas[2][2] = {{"role", "assistant"}, {"content", content}};
+    for (int i = 0; i < 3; i++) {
+        json_object *c = completion_base_ids(run_id, sid, model, "chat.completion.chunk", created);
+        json_object *choices = json_object_new_array();
+        json_object *choice = json_object_new_object();
+        json_object *delta = json_object_new_object();
+        svc_json_set_int(choice, "index", 0);
+        if (i < 2)
+            svc_json_set_str(delta, deltas[i][0], deltas[i][1]);
+        svc_json_set(choice, "delta", delta);
+        svc_json_set_str(choice, "finish_reason", i == 2 ? finish : NULL);
+        json_object_array_add(choices, choice);
+        svc_json_set(c, "choices", choices);
+        int rc = http_sse_json(r, c);
+        json_object_put(c);
+        if (rc < 0)
+            return 0;
+    }
+    if (in->include_usage) {
+        json_object *u = completion_base_ids(run_id, sid, model, "chat.completion.chunk", created);
+        svc_json_set(u, "choices", json_object_new_array());
+        svc_json_set(u, "usage", usage ? svc_json_copy(usage) : json_object_new_object());
+        int rc = http_sse_json(r, u);
+        json_object_put(u);
+        if (rc < 0)
+            return 0;
+    }
+    http_sse_data(r, "[DONE]");
+    return 0;
 }
 
 static json_object *usage_object(struct svc_run *run)
@@ -171,6 +254,7 @@ static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *ru
     int64_t created = (int64_t)svc_time_now();
     if (svc_run_execute(run, NULL, err) < 0)
         return -1;
+    idem_record(r, run);
     json_object *o = completion_base(run, "chat.completion", created);
     json_object *choices = json_object_new_array();
     json_object *choice = json_object_new_object();
@@ -298,6 +382,7 @@ static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *r
             http_sse_error(r, err);
         return 0;
     }
+    idem_record(r, run);
     json_object *last = chunk_new(&s, NULL, svc_run_get_finish_reason(run));
     if (send_chunk(&s, last) < 0)
         return 0;
@@ -320,6 +405,17 @@ int h_chat(struct http_req *r, struct svc_err *err)
     if (parse_chat(r, &in, err) < 0)
         goto out;
     http_set_session(r, in.sid, false);
+    if (r->idempotency_key && in.sid && r->cfg->sessions.enabled) {
+        json_object *rec = NULL;
+        struct svc_err ierr;
+        if (svc_runs_find_idem(r->cfg, in.sid, r->idempotency_key, &rec, &ierr) == 0 &&
+            strcmp(svc_json_str(rec, "status", ""), "done") == 0) {
+            rc = idem_replay(r, &in, rec);
+            json_object_put(rec);
+            goto out;
+        }
+        json_object_put(rec);
+    }
     struct svc_run_request req = {
         .session_id = in.sid,
         .input = in.input,

@@ -180,6 +180,23 @@ is $s->req(GET => '/api/v1/chat/sessions/s-one/messages')->{status}, 200, 'reads
 close $lk;
 is chat('s-one', 'after busy')->{status}, 200, 'free again';
 
+# Idempotency-Key: a completed request on the same session answers again, no second turn
+my $k1 = chat('s-idem', 'pay once', headers => { 'idempotency-key' => 'key-1' });
+is $k1->{status}, 200, 'idempotent request 200';
+my $k2 = chat('s-idem', 'pay once', headers => { 'idempotency-key' => 'key-1' });
+is $k2->{status}, 200, 'repeat 200';
+is $k2->{json}{run_id}, $k1->{json}{run_id}, 'same run answered again';
+is $k2->{json}{content}, $k1->{json}{content}, 'same content';
+is $s->req(GET => '/api/v1/chat/sessions/s-idem')->{json}{turn_count}, 1, 'no second turn';
+my $k3 = chat('s-idem', 'pay twice', headers => { 'idempotency-key' => 'key-2' });
+isnt $k3->{json}{run_id}, $k1->{json}{run_id}, 'another key runs again';
+my $ks = $s->sse('/api/chat', headers => { 'idempotency-key' => 'key-1' }, body => {
+    stream => $T, session_id => 's-idem', messages => [{ role => 'user', content => 'pay once' }] });
+is $ks->{events}[-1], '[DONE]', 'replay as a stream';
+is join('', map { $_->{choices}[0]{delta}{content} // '' } grep { ref } @{ $ks->{events} }),
+   $k1->{json}{content}, 'streamed replay has the stored answer';
+is $s->req(GET => '/api/v1/chat/sessions/s-idem')->{json}{turn_count}, 2, 'still two turns';
+
 # status filter
 @ids = map { $_->{session_id} } @{ $s->req(GET => '/api/v1/chat/sessions?status=idle&limit=500')->{json}{sessions} };
 ok((grep { $_ eq $random } @ids), 'status=idle lists idle sessions');
