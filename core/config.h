@@ -89,6 +89,13 @@ struct svc_config {
     size_t nwarnings;
 };
 
+/* Every loader below overwrites *cfg without freeing it (it need not be initialised) and,
+ * on failure, leaves it zeroed with nothing allocated. Errors are SVC_E_CONFIG with the
+ * message "<file>:<line>:<col>: <key>: <what is wrong>" (line and column 1-based, key as
+ * "server.workers" or "jobs[1].schedule", also in err->param); a YAML syntax error is
+ * "<file>:<line>:<col>: syntax error: <libyaml's problem>". cfg->warnings is never NULL
+ * after a successful load. */
+
 /* Defaults only (no file). */
 int svc_config_defaults(struct svc_config *cfg, struct svc_err *err);
 /* $SVC_CONFIG, else $SVC_HOME/agents.yaml (SVC_HOME defaults to ~/.svc). A missing file

@@ -1,0 +1,1387 @@
+/* config: agents.yaml into struct svc_config.
+ *
+ * Two layers, in cgit's manner:
+ *  - the walker (cfgy_*) knows YAML syntax only. It composes the document with libyaml,
+ *    walks mappings and sequences, and calls back with the key path ("server.workers",
+ *    "jobs[1].schedule"), the node's kind, its scalar text and its 1-based line and column.
+ *    The callback answers SKIP or DESCEND, and is called again when a descended node is left.
+ *  - the settings layer (cfg_*) knows meaning only: one table row per setting (name, type,
+ *    bounds, default as YAML text, secret flag, offset into the struct). Loading, defaults,
+ *    validation messages, svc_config_to_json, redaction and svc_config_free all read the
+ *    tables. jobs[] and extensions[] items have tables of their own, read by the same code.
+ *
+ * Errors: "<file>:<line>:<col>: <key>: <what is wrong>" (SVC_E_CONFIG, param = key).
+ * Warnings (cfg->warnings): "<file>:<line>:<col>: unknown key '<key>'". */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "fsio.h"
+#include "jsonx.h"
+#include "util.h"
+
+/* ------------------------------------------------------------------------------------ */
+/* The walker: YAML syntax only.                                                          */
+
+enum cfgy_kind { CFGY_NULL, CFGY_SCALAR, CFGY_SEQ, CFGY_MAP };
+
+#define CFGY_SKIP 0
+#define CFGY_DESCEND 1
+
+/* Caps for converting a free-form YAML subtree (extension parameters) into JSON: aliases
+ * can make a small document describe a huge or cyclic tree. */
+#define CFGY_JSON_DEPTH 64
+#define CFGY_JSON_NODES 100000
+
+struct cfgy_node {
+    const char *file; /* name used in messages */
+    const char *path; /* "server.workers", "jobs[1].schedule", "sessions.export_allowed_dirs[0]" */
+    const char *key;  /* the last mapping key; NULL for a sequence item */
+    size_t index;     /* position in the parent sequence (items only) */
+    int depth;        /* 1 for top-level keys */
+    enum cfgy_kind kind;
+    const char *text; /* scalars (and null): the value, NUL-terminated */
+    size_t len;
+    bool plain;            /* unquoted scalar */
+    size_t count;          /* items of a sequence, pairs of a mapping */
+    int line, col;         /* of the value, 1-based */
+    int key_line, key_col; /* of the key (the value's own position for sequence items) */
+    bool leaving;          /* second call, after the children of a descended node */
+    yaml_document_t *doc;  /* for cfgy_to_json */
+    yaml_node_t *node;
+};
+
+/* Return CFGY_SKIP, CFGY_DESCEND (entering only), or -1 after filling err. */
+typedef int (*cfgy_fn)(void *ctx, const struct cfgy_node *n, struct svc_err *err);
+
+struct cfgy {
+    const char *file;
+    yaml_document_t *doc;
+    struct svc_buf path;
+    cfgy_fn fn;
+    void *ctx;
+    struct svc_err *err;
+};
+
+/* The one error format of this module. Returns -1. */
+static int __attribute__((format(printf, 6, 7)))
+cfg_fail(struct svc_err *err, const char *file, int line, int col, const char *key, const char *fmt,
+         ...)
+{
+    char what[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (key && *key)
+        return svc_err_setp(err, SVC_E_CONFIG, key, "%s:%d:%d: %s: %s", file, line, col, key, what);
+    return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: %s", file, line, col, what);
+}
+
+static int cfgy_line(yaml_mark_t m)
+{
+    return m.line >= (size_t)INT32_MAX ? INT32_MAX : (int)m.line + 1;
+}
+
+static int cfgy_col(yaml_mark_t m)
+{
+    return m.column >= (size_t)INT32_MAX ? INT32_MAX : (int)m.column + 1;
+}
+
+static bool cfgy_is_null(const char *s, size_t len)
+{
+    return len == 0 || (len == 1 && s[0] == '~') || (len == 4 && strncasecmp(s, "null", 4) == 0);
+}
+
+static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth);
+
+static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t index, int depth)
+{
+    size_t saved = y->path.len;
+    int rc;
+    if (key) {
+        if (saved)
+            svc_buf_add(&y->path, ".", 1);
+        svc_buf_add(&y->path, (const char *)key->data.scalar.value, key->data.scalar.length);
+    } else {
+        svc_buf_printf(&y->path, "[%zu]", index);
+    }
+    if (y->path.oom)
+        return svc_err_set(y->err, SVC_E_NOMEM, "config: out of memory");
+
+    struct cfgy_node n = {
+        .file = y->file,
+        .path = y->path.data,
+        .key = key ? (const char *)key->data.scalar.value : NULL,
+        .index = index,
+        .depth = depth,
+        .line = cfgy_line(val->start_mark),
+        .col = cfgy_col(val->start_mark),
+        .doc = y->doc,
+        .node = val,
+    };
+    n.key_line = key ? cfgy_line(key->start_mark) : n.line;
+    n.key_col = key ? cfgy_col(key->start_mark) : n.col;
+    switch (val->type) {
+    case YAML_SCALAR_NODE:
+        n.text = (const char *)val->data.scalar.value;
+        n.len = val->data.scalar.length;
+        n.plain = val->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        n.kind = n.plain && cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
+        break;
+    case YAML_SEQUENCE_NODE:
+        n.kind = CFGY_SEQ;
+        n.count = (size_t)(val->data.sequence.items.top - val->data.sequence.items.start);
+        break;
+    case YAML_MAPPING_NODE:
+        n.kind = CFGY_MAP;
+        n.count = (size_t)(val->data.mapping.pairs.top - val->data.mapping.pairs.start);
+        break;
+    default:
+        n.kind = CFGY_NULL;
+        n.text = "";
+        break;
+    }
+
+    rc = y->fn(y->ctx, &n, y->err);
+    if (rc == CFGY_DESCEND) {
+        rc = cfgy_children(y, val, depth);
+        if (rc == 0) {
+            n.leaving = true;
+            n.path = y->path.data; /* the children may have moved the buffer */
+            rc = y->fn(y->ctx, &n, y->err);
+        }
+    }
+    y->path.len = saved;
+    y->path.data[saved] = '\0';
+    return rc < 0 ? -1 : 0;
+}
+
+static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth)
+{
+    if (node->type == YAML_MAPPING_NODE) {
+        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *k = yaml_document_get_node(y->doc, p->key);
+            yaml_node_t *v = yaml_document_get_node(y->doc, p->value);
+            if (!k || !v)
+                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
+            if (k->type != YAML_SCALAR_NODE)
+                return cfg_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
+                                y->path.data, "keys must be scalars");
+            if (strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
+                return cfg_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
+                                y->path.data, "a key contains a NUL character");
+            if (cfgy_visit(y, v, k, 0, depth + 1) < 0)
+                return -1;
+        }
+    } else if (node->type == YAML_SEQUENCE_NODE) {
+        size_t i = 0;
+        for (yaml_node_item_t *it = node->data.sequence.items.start;
+             it < node->data.sequence.items.top; it++, i++) {
+            yaml_node_t *v = yaml_document_get_node(y->doc, *it);
+            if (!v)
+                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
+            if (cfgy_visit(y, v, NULL, i, depth + 1) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* 1-based line and column of a byte offset (libyaml's reader errors carry only that). */
+static void cfgy_offset_mark(const char *buf, size_t len, size_t off, int *line, int *col)
+{
+    int l = 1, c = 1;
+    for (size_t i = 0; i < off && i < len; i++) {
+        if (buf[i] == '\n') {
+            l++;
+            c = 1;
+        } else if (((unsigned char)buf[i] & 0xC0) != 0x80) {
+            c++;
+        }
+    }
+    *line = l;
+    *col = c;
+}
+
+static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf, size_t len,
+                             struct svc_err *err)
+{
+    int line, col;
+    if (p->error == YAML_MEMORY_ERROR)
+        return svc_err_set(err, SVC_E_NOMEM, "%s: out of memory while parsing", file);
+    if (p->error == YAML_READER_ERROR) {
+        cfgy_offset_mark(buf, len, p->problem_offset, &line, &col);
+    } else {
+        line = cfgy_line(p->problem_mark);
+        col = cfgy_col(p->problem_mark);
+    }
+    const char *problem = p->problem ? p->problem : "unknown error";
+    if (p->context)
+        return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s (%s)", file, line, col,
+                           problem, p->context);
+    return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s", file, line, col, problem);
+}
+
+/* Parse buf and walk its top-level mapping with fn. An empty stream, or one whose only
+ * document is null, walks nothing. Returns 0 or -1 with err. */
+static int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *ctx,
+                     struct svc_err *err)
+{
+    yaml_parser_t parser;
+    yaml_document_t doc, extra;
+    bool have_doc = false, have_extra = false;
+    struct cfgy y = {.file = file, .doc = &doc, .fn = fn, .ctx = ctx, .err = err};
+    int rc = -1;
+
+    svc_buf_init(&y.path);
+    if (!yaml_parser_initialize(&parser))
+        return svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", file);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+
+    if (!yaml_parser_load(&parser, &doc)) {
+        cfgy_syntax_error(&parser, file, buf, len, err);
+        goto out;
+    }
+    have_doc = true;
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (root) {
+        /* A second document is refused rather than silently ignored. */
+        if (!yaml_parser_load(&parser, &extra)) {
+            cfgy_syntax_error(&parser, file, buf, len, err);
+            goto out;
+        }
+        have_extra = true;
+        yaml_node_t *root2 = yaml_document_get_root_node(&extra);
+        if (root2) {
+            cfg_fail(err, file, cfgy_line(extra.start_mark), cfgy_col(extra.start_mark), NULL,
+                     "a second YAML document is not supported");
+            goto out;
+        }
+    }
+    if (!root ||
+        (root->type == YAML_SCALAR_NODE && root->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+         cfgy_is_null((const char *)root->data.scalar.value, root->data.scalar.length))) {
+        rc = 0;
+        goto out;
+    }
+    if (root->type != YAML_MAPPING_NODE) {
+        cfg_fail(err, file, cfgy_line(root->start_mark), cfgy_col(root->start_mark), NULL,
+                 "the top level must be a mapping");
+        goto out;
+    }
+    svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
+    if (y.path.oom) {
+        svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", file);
+        goto out;
+    }
+    y.path.data[0] = '\0';
+    rc = cfgy_children(&y, root, 0);
+out:
+    if (have_extra)
+        yaml_document_delete(&extra);
+    if (have_doc)
+        yaml_document_delete(&doc);
+    yaml_parser_delete(&parser);
+    svc_buf_free(&y.path);
+    return rc;
+}
+
+/* YAML 1.2 core-schema scalar into JSON: null, true/false, integers, floats; else a string.
+ * Quoted scalars are always strings. */
+static json_object *cfgy_json_scalar(const yaml_node_t *node)
+{
+    const char *s = (const char *)node->data.scalar.value;
+    size_t len = node->data.scalar.length;
+    if (node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+        return json_object_new_string_len(s, (int)len);
+    if (cfgy_is_null(s, len))
+        return NULL; /* JSON null */
+    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0)
+        return json_object_new_boolean(1);
+    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0)
+        return json_object_new_boolean(0);
+    if (len > 0 && len == strlen(s) && strspn(s, "0123456789+-.eE") == len &&
+        strpbrk(s, "0123456789")) {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s, &end, 10);
+        if (*end == '\0' && errno == 0)
+            return json_object_new_int64(v);
+        errno = 0;
+        double d = strtod(s, &end);
+        if (*end == '\0' && isfinite(d))
+            return json_object_new_double(d);
+    }
+    return json_object_new_string_len(s, (int)len);
+}
+
+static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int depth, size_t *budget,
+                          json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (depth > CFGY_JSON_DEPTH || ++*budget > CFGY_JSON_NODES)
+        return cfg_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
+                        at->path, "nested too deeply or too large");
+    switch (node->type) {
+    case YAML_SCALAR_NODE:
+        if (node->data.scalar.length > (size_t)INT32_MAX)
+            return cfg_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
+                            at->path, "value too long");
+        *out = cfgy_json_scalar(node);
+        if (!*out &&
+            !(node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+              cfgy_is_null((const char *)node->data.scalar.value, node->data.scalar.length)))
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        return 0;
+    case YAML_SEQUENCE_NODE: {
+        json_object *arr = json_object_new_array();
+        if (!arr)
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        for (yaml_node_item_t *it = node->data.sequence.items.start;
+             it < node->data.sequence.items.top; it++) {
+            yaml_node_t *v = yaml_document_get_node(at->doc, *it);
+            json_object *jv;
+            if (!v) {
+                json_object_put(arr);
+                return svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
+            }
+            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0) {
+                json_object_put(arr);
+                return -1;
+            }
+            if (json_object_array_add(arr, jv) != 0) {
+                json_object_put(jv);
+                json_object_put(arr);
+                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+            }
+        }
+        *out = arr;
+        return 0;
+    }
+    case YAML_MAPPING_NODE: {
+        json_object *obj = json_object_new_object();
+        if (!obj)
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
+             p++) {
+            yaml_node_t *k = yaml_document_get_node(at->doc, p->key);
+            yaml_node_t *v = yaml_document_get_node(at->doc, p->value);
+            json_object *jv;
+            if (!k || !v) {
+                json_object_put(obj);
+                return svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
+            }
+            if (k->type != YAML_SCALAR_NODE ||
+                strlen((const char *)k->data.scalar.value) != k->data.scalar.length) {
+                json_object_put(obj);
+                return cfg_fail(err, at->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
+                                at->path, "keys must be scalars");
+            }
+            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0) {
+                json_object_put(obj);
+                return -1;
+            }
+            if (json_object_object_add(obj, (const char *)k->data.scalar.value, jv) != 0) {
+                json_object_put(jv);
+                json_object_put(obj);
+                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+            }
+        }
+        *out = obj;
+        return 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* The subtree under n as JSON (new reference; NULL for a null node). */
+static int cfgy_to_json(const struct cfgy_node *n, json_object **out, struct svc_err *err)
+{
+    size_t budget = 0;
+    return cfgy_json_node(n, n->node, 0, &budget, out, err);
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The settings: one row each.                                                            */
+
+enum cfg_type {
+    CT_STR,         /* char *, any scalar; null is "" */
+    CT_PATH,        /* char *, non-empty, `~` expanded */
+    CT_INT,         /* int, plain decimal integer within [min, max] */
+    CT_INT64,       /* int64_t, same */
+    CT_BOOL,        /* bool: true/false/yes/no/on/off, any case */
+    CT_DOUBLE_NULL, /* double + bool has_: a number in [dmin, dmax], or null */
+    CT_INT64_NULL,  /* int64_t + bool has_: an integer in [min, max], or null */
+    CT_ENUM,        /* int-sized enum: one of names[] */
+    CT_PATHS,       /* char **, NULL-terminated, each `~` expanded */
+    CT_STRS,        /* char **, NULL-terminated, each a non-empty string; min = least count */
+    CT_JSON,        /* json_object *, from a YAML mapping */
+};
+
+#define F_SECRET 1u   /* shown as "***" / "" and never echoed in messages */
+#define F_HOMEREL 2u  /* CT_PATH: the default is relative to cfg->home */
+#define F_REQUIRED 4u /* items: the key must be given (no default) */
+#define F_HIDDEN 8u   /* left out of svc_config_to_json */
+
+struct cfg_row {
+    const char *name; /* "server.workers"; item rows: "schedule" */
+    enum cfg_type type;
+    size_t off;                          /* of the value in the struct the table describes */
+    size_t has_off;                      /* CT_*_NULL: of the bool has_ flag */
+    int64_t min, max;                    /* integers: bounds; CT_STR: length bounds (max 0: none) */
+    double dmin, dmax;                   /* CT_DOUBLE_NULL */
+    const char *def;                     /* default, as YAML text; NULL for required item keys */
+    const char *const *names;            /* CT_ENUM, in enum order, NULL-terminated */
+    const char *(*check)(const char *s); /* strings: NULL when fine, else what is wrong */
+    unsigned flags;
+};
+
+static const char *check_listen(const char *s)
+{
+    if ((strncmp(s, "unix:", 5) == 0 && s[5]) || (strncmp(s, "tcp:", 4) == 0 && s[4]))
+        return NULL;
+    return "must start with unix: or tcp: followed by an address";
+}
+
+static const char *check_id(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 128 || s[0] == '.' ||
+        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
+        return "not a valid id (1 to 128 characters of A-Za-z0-9._-, not starting with '.')";
+    return NULL;
+}
+
+static const char *check_env_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0)
+        return NULL; /* no variable */
+    if (isdigit((unsigned char)s[0]) ||
+        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != n)
+        return "not a valid environment variable name";
+    return NULL;
+}
+
+static const char *check_url(const char *s)
+{
+    if ((strncmp(s, "http://", 7) == 0 && s[7]) || (strncmp(s, "https://", 8) == 0 && s[8]))
+        return NULL;
+    return "must start with http:// or https://";
+}
+
+static const char *check_cron(const char *s)
+{
+    int fields = 0;
+    for (const char *p = s; *p;) {
+        p += strspn(p, " \t");
+        if (!*p)
+            break;
+        size_t n = strcspn(p, " \t");
+        if (strspn(p, "0123456789*/,-") < n)
+            return "not a 5-field cron schedule (fields use only 0-9 * / , -)";
+        fields++;
+        p += n;
+    }
+    if (fields != 5)
+        return "not a 5-field cron schedule (minute hour day month weekday)";
+    return NULL;
+}
+
+static const char *check_ext_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 64 ||
+        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != n)
+        return "not a valid tool name (1 to 64 characters of A-Za-z0-9_-)";
+    return NULL;
+}
+
+static const char *check_kind(const char *s)
+{
+    return strcmp(s, "tool") == 0 ? NULL : "unknown value (expected tool)";
+}
+
+static const char *const session_providers[] = {"svc_repository", "native_file", NULL};
+static const char *const model_providers[] = {"echo", "openai", NULL};
+
+_Static_assert(sizeof(enum svc_session_provider) == sizeof(int), "enum is int-sized");
+_Static_assert(sizeof(enum svc_model_provider) == sizeof(int), "enum is int-sized");
+
+#define C(f) offsetof(struct svc_config, f)
+
+/* agents.yaml, in the order svc_config_to_json shows it. conf/agents.yaml documents it. */
+static const struct cfg_row cfg_rows[] = {
+    {"server.listen", CT_STR, C(server.listen), .min = 1, .def = "unix:/run/svc/svc.sock",
+     .check = check_listen},
+    {"server.workers", CT_INT, C(server.workers), .min = 1, .max = 256, .def = "4"},
+    {"server.max_requests", CT_INT64, C(server.max_requests), .min = 1, .max = INT64_MAX,
+     .def = "10000"},
+    {"server.max_body_bytes", CT_INT64, C(server.max_body_bytes), .min = 1024, .max = 1073741824,
+     .def = "1048576"},
+    {"server.api_token_env", CT_STR, C(server.api_token_env), .def = "SVC_API_TOKEN",
+     .check = check_env_name},
+    {"server.api_token", CT_STR, C(server.api_token), .def = "", .flags = F_SECRET},
+    {"server.run_timeout_s", CT_INT, C(server.run_timeout_s), .min = 1, .max = 86400, .def = "300"},
+
+    {"sessions.enabled", CT_BOOL, C(sessions.enabled), .def = "true"},
+    {"sessions.provider", CT_ENUM, C(sessions.provider), .def = "svc_repository",
+     .names = session_providers},
+    {"sessions.root", CT_PATH, C(sessions.root), .def = "agents/native_sessions",
+     .flags = F_HOMEREL},
+    {"sessions.agent_id", CT_STR, C(sessions.agent_id), .def = "svc-agent", .check = check_id},
+    {"sessions.persist_openai_history", CT_BOOL, C(sessions.persist_openai_history), .def = "true"},
+    {"sessions.sync_memory", CT_BOOL, C(sessions.sync_memory), .def = "true"},
+    {"sessions.export_default_dir", CT_PATH, C(sessions.export_default_dir),
+     .def = "~/Desktop/svc-chat-export"},
+    {"sessions.export_allowed_dirs", CT_PATHS, C(sessions.export_allowed_dirs), .def = "[]"},
+    {"sessions.fsync", CT_BOOL, C(sessions.fsync), .def = "true"},
+
+    {"model.provider", CT_ENUM, C(model.provider), .def = "echo", .names = model_providers},
+    {"model.name", CT_STR, C(model.name), .min = 1, .def = "echo-1"},
+    {"model.base_url", CT_STR, C(model.base_url), .def = "https://api.openai.com/v1",
+     .check = check_url},
+    {"model.api_key_env", CT_STR, C(model.api_key_env), .def = "OPENAI_API_KEY",
+     .check = check_env_name},
+    {"model.api_key", CT_STR, C(model.api_key), .def = "", .flags = F_SECRET},
+    {"model.timeout_s", CT_INT, C(model.timeout_s), .min = 1, .max = 3600, .def = "120"},
+    {"model.max_retries", CT_INT, C(model.max_retries), .min = 0, .max = 10, .def = "2"},
+    {"model.temperature", CT_DOUBLE_NULL, C(model.temperature), .has_off = C(model.has_temperature),
+     .dmin = 0, .dmax = 2, .def = "null"},
+    {"model.max_tokens", CT_INT64_NULL, C(model.max_tokens), .has_off = C(model.has_max_tokens),
+     .min = 1, .max = INT64_MAX, .def = "null"},
+    {"model.context_window", CT_INT64, C(model.context_window), .min = 1, .max = INT64_MAX,
+     .def = "128000"},
+    {"model.system_prompt", CT_STR, C(model.system_prompt), .def = "You are a helpful assistant."},
+
+    {"agent.window_size", CT_INT, C(agent.window_size), .min = 2, .max = 10000, .def = "40"},
+    {"agent.max_tool_iterations", CT_INT, C(agent.max_tool_iterations), .min = 1, .max = 100,
+     .def = "8"},
+
+    {"memory.root", CT_PATH, C(memory.root), .def = "memory", .flags = F_HOMEREL},
+    {"memory.recall", CT_INT, C(memory.recall), .min = 0, .max = 100, .def = "0"},
+};
+#undef C
+
+#define NROWS (sizeof cfg_rows / sizeof cfg_rows[0])
+_Static_assert(sizeof cfg_rows / sizeof cfg_rows[0] <= 62, "seen bits fit a uint64_t");
+
+#define J(f) offsetof(struct svc_job, f)
+static const struct cfg_row job_rows[] = {
+    {"id", CT_STR, J(id), .min = 1, .max = 128, .flags = F_REQUIRED},
+    {"schedule", CT_STR, J(schedule), .check = check_cron, .flags = F_REQUIRED},
+    {"session_id", CT_STR, J(session_id), .check = check_id, .flags = F_REQUIRED},
+    {"input", CT_STR, J(input), .min = 1, .flags = F_REQUIRED},
+    {"enabled", CT_BOOL, J(enabled), .def = "true"},
+};
+#undef J
+
+#define X(f) offsetof(struct svc_extension, f)
+static const struct cfg_row ext_rows[] = {
+    {"name", CT_STR, X(name), .check = check_ext_name, .flags = F_REQUIRED},
+    {"kind", CT_STR, X(kind), .def = "tool", .check = check_kind},
+    {"description", CT_STR, X(description), .def = ""},
+    {"parameters", CT_JSON, X(parameters), .def = "{\"type\":\"object\",\"properties\":{}}"},
+    {"command", CT_STRS, X(command), .min = 1, .flags = F_REQUIRED | F_HIDDEN},
+    {"timeout_s", CT_INT, X(timeout_s), .min = 1, .max = 600, .def = "10"},
+    {"enabled", CT_BOOL, X(enabled), .def = "true"},
+};
+#undef X
+
+/* A top-level sequence of items, each described by a table. */
+struct cfg_list {
+    const char *name; /* "jobs" */
+    const struct cfg_row *rows;
+    size_t nrows;
+    size_t size;           /* of one item */
+    size_t arr_off, n_off; /* of the array pointer and its count in svc_config */
+    const char *unique;    /* the row that must differ between items */
+};
+
+static const struct cfg_list cfg_lists[] = {
+    {"jobs", job_rows, sizeof job_rows / sizeof job_rows[0], sizeof(struct svc_job),
+     offsetof(struct svc_config, jobs), offsetof(struct svc_config, njobs), "id"},
+    {"extensions", ext_rows, sizeof ext_rows / sizeof ext_rows[0], sizeof(struct svc_extension),
+     offsetof(struct svc_config, extensions), offsetof(struct svc_config, nextensions), "name"},
+};
+#define NLISTS (sizeof cfg_lists / sizeof cfg_lists[0])
+
+#define FIELD(base, off, type) ((type *)(void *)((char *)(base) + (off)))
+#define CFIELD(base, off, type) ((type const *)(const void *)((const char *)(base) + (off)))
+
+static void *list_array(const struct svc_config *cfg, const struct cfg_list *l)
+{
+    void *p;
+    memcpy(&p, (const char *)cfg + l->arr_off, sizeof p);
+    return p;
+}
+
+static size_t list_count(const struct svc_config *cfg, const struct cfg_list *l)
+{
+    return *CFIELD(cfg, l->n_off, size_t);
+}
+
+static void strv_free(char **v)
+{
+    if (v)
+        for (char **p = v; *p; p++)
+            free(*p);
+    free(v);
+}
+
+/* Release the value of one row (the struct itself is the caller's). */
+static void row_free(const struct cfg_row *r, void *base)
+{
+    switch (r->type) {
+    case CT_STR:
+    case CT_PATH:
+        free(*FIELD(base, r->off, char *));
+        *FIELD(base, r->off, char *) = NULL;
+        break;
+    case CT_PATHS:
+    case CT_STRS:
+        strv_free(*FIELD(base, r->off, char **));
+        *FIELD(base, r->off, char **) = NULL;
+        break;
+    case CT_JSON:
+        json_object_put(*FIELD(base, r->off, json_object *));
+        *FIELD(base, r->off, json_object *) = NULL;
+        break;
+    default:
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Storing values.                                                                        */
+
+struct cfg_load {
+    struct svc_config *cfg;
+    uint64_t seen;          /* cfg_rows given */
+    uint64_t sections_seen; /* by index of the section's first row; lists at 62 + i */
+    struct cfg_frame {
+        enum { FR_ROOT, FR_SECTION, FR_ITEMS, FR_ITEM, FR_LIST } kind;
+        const struct cfg_row *rows; /* FR_SECTION: cfg_rows; FR_ITEM: the item table */
+        size_t nrows;
+        const char *section; /* FR_SECTION: "server" */
+        size_t seclen;
+        const struct cfg_list *list; /* FR_ITEMS, FR_ITEM */
+        void *base;                  /* FR_ITEM, FR_LIST: the struct the row points into */
+        uint64_t seen;               /* FR_ITEM: rows given */
+        int line[16], col[16];       /* FR_ITEM: where each row was given */
+        const struct cfg_row *row;   /* FR_LIST: the list's row */
+        size_t n;                    /* FR_LIST: items stored */
+    } fr[6];
+};
+
+static bool parse_int64(const char *s, int64_t *out)
+{
+    const char *p = s;
+    if (*p == '+' || *p == '-')
+        p++;
+    if (!isdigit((unsigned char)*p) || strspn(p, "0123456789") != strlen(p))
+        return false;
+    errno = 0;
+    long long v = strtoll(s, NULL, 10);
+    if (errno == ERANGE)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_double(const char *s, double *out)
+{
+    size_t n = strlen(s);
+    if (n == 0 || strspn(s, "0123456789+-.eE") != n || !strpbrk(s, "0123456789"))
+        return false;
+    char *end;
+    errno = 0;
+    double d = strtod(s, &end);
+    if (*end || errno == ERANGE || !isfinite(d))
+        return false;
+    *out = d;
+    return true;
+}
+
+static int parse_bool(const char *s)
+{
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    for (size_t i = 0; i < 3; i++) {
+        if (strcasecmp(s, yes[i]) == 0)
+            return 1;
+        if (strcasecmp(s, no[i]) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* What a value is, for "expected X, got Y": the text itself unless secret. */
+static void describe(const struct cfg_row *r, const struct cfgy_node *n, char *buf, size_t sz)
+{
+    switch (n->kind) {
+    case CFGY_NULL:
+        snprintf(buf, sz, "null");
+        break;
+    case CFGY_SEQ:
+        snprintf(buf, sz, "a sequence");
+        break;
+    case CFGY_MAP:
+        snprintf(buf, sz, "a mapping");
+        break;
+    default:
+        if (r->flags & F_SECRET)
+            snprintf(buf, sz, "a string");
+        else if (n->len > 60)
+            snprintf(buf, sz, "'%.57s...'", n->text);
+        else
+            snprintf(buf, sz, "'%s'", n->text);
+        break;
+    }
+}
+
+static void range_text(const struct cfg_row *r, char *buf, size_t sz)
+{
+    if (r->max == INT64_MAX || (r->type == CT_INT && r->max == INT32_MAX))
+        snprintf(buf, sz, "at least %lld", (long long)r->min);
+    else
+        snprintf(buf, sz, "%lld..%lld", (long long)r->min, (long long)r->max);
+}
+
+static char *dup_checked(const struct cfgy_node *n)
+{
+    char *s = malloc(n->len + 1);
+    if (s) {
+        memcpy(s, n->text, n->len);
+        s[n->len] = '\0';
+    }
+    return s;
+}
+
+/* Store a scalar (or null) node into row r of base; messages name n->path.
+ * Return 0, or -1 with err. */
+static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+                     struct svc_err *err)
+{
+    char got[96];
+    describe(r, n, got, sizeof got);
+#define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
+    bool scalar = n->kind == CFGY_SCALAR || n->kind == CFGY_NULL;
+    if (scalar && n->kind == CFGY_SCALAR && strlen(n->text) != n->len)
+        return FAIL("contains a NUL character");
+
+    switch (r->type) {
+    case CT_STR:
+    case CT_PATH: {
+        if (!scalar || (r->type == CT_PATH && n->kind == CFGY_NULL))
+            return FAIL("expected %s, got %s", r->type == CT_PATH ? "a path" : "a string", got);
+        size_t len = n->kind == CFGY_NULL ? 0 : n->len;
+        if (r->type == CT_PATH && len == 0)
+            return FAIL("expected a path, got an empty string");
+        if ((int64_t)len < r->min)
+            return FAIL("must not be empty");
+        if (r->max > 0 && (int64_t)svc_utf8_len(n->kind == CFGY_NULL ? "" : n->text) > r->max)
+            return FAIL("longer than %lld characters", (long long)r->max);
+        const char *text = n->kind == CFGY_NULL ? "" : n->text;
+        const char *why = r->check ? r->check(text) : NULL;
+        if (why)
+            return FAIL("%s", why);
+        char *v = r->type == CT_PATH ? svc_path_expand(text) : strdup(text);
+        if (!v)
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        row_free(r, base);
+        *FIELD(base, r->off, char *) = v;
+        return 0;
+    }
+    case CT_INT:
+    case CT_INT64:
+    case CT_INT64_NULL: {
+        int64_t v;
+        char range[64];
+        range_text(r, range, sizeof range);
+        if (r->type == CT_INT64_NULL && n->kind == CFGY_NULL) {
+            *FIELD(base, r->has_off, bool) = false;
+            *FIELD(base, r->off, int64_t) = 0;
+            return 0;
+        }
+        if (n->kind != CFGY_SCALAR || !n->plain || !parse_int64(n->text, &v))
+            return FAIL("expected an integer%s, got %s", r->type == CT_INT64_NULL ? " or null" : "",
+                        got);
+        if (v < r->min || v > r->max)
+            return FAIL("%lld is out of range (%s)", (long long)v, range);
+        if (r->type == CT_INT) {
+            *FIELD(base, r->off, int) = (int)v;
+        } else {
+            *FIELD(base, r->off, int64_t) = v;
+            if (r->type == CT_INT64_NULL)
+                *FIELD(base, r->has_off, bool) = true;
+        }
+        return 0;
+    }
+    case CT_DOUBLE_NULL: {
+        double d;
+        if (n->kind == CFGY_NULL) {
+            *FIELD(base, r->has_off, bool) = false;
+            *FIELD(base, r->off, double) = 0;
+            return 0;
+        }
+        if (n->kind != CFGY_SCALAR || !n->plain || !parse_double(n->text, &d))
+            return FAIL("expected a number or null, got %s", got);
+        if (d < r->dmin || d > r->dmax)
+            return FAIL("%g is out of range (%g..%g)", d, r->dmin, r->dmax);
+        *FIELD(base, r->off, double) = d;
+        *FIELD(base, r->has_off, bool) = true;
+        return 0;
+    }
+    case CT_BOOL: {
+        int b = n->kind == CFGY_SCALAR && n->plain ? parse_bool(n->text) : -1;
+        if (b < 0)
+            return FAIL("expected true or false, got %s", got);
+        *FIELD(base, r->off, bool) = b;
+        return 0;
+    }
+    case CT_ENUM: {
+        if (n->kind == CFGY_SCALAR)
+            for (int i = 0; r->names[i]; i++)
+                if (strcmp(r->names[i], n->text) == 0) {
+                    *FIELD(base, r->off, int) = i;
+                    return 0;
+                }
+        char expected[128] = "";
+        for (int i = 0; r->names[i]; i++)
+            snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s%s",
+                     i == 0            ? ""
+                     : r->names[i + 1] ? ", "
+                                       : " or ",
+                     r->names[i]);
+        if (n->kind == CFGY_SCALAR)
+            return FAIL("unknown value %s (expected %s)", got, expected);
+        return FAIL("expected %s, got %s", expected, got);
+    }
+    case CT_PATHS:
+    case CT_STRS:
+        if (n->kind == CFGY_NULL && r->min == 0) {
+            char **v = calloc(1, sizeof *v);
+            if (!v)
+                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+            row_free(r, base);
+            *FIELD(base, r->off, char **) = v;
+            return 0;
+        }
+        return FAIL("expected a sequence of %s, got %s", r->type == CT_PATHS ? "paths" : "strings",
+                    got);
+    case CT_JSON:
+        return FAIL("expected a mapping, got %s", got);
+    }
+#undef FAIL
+    return svc_err_set(err, SVC_E_INTERNAL, "config: bad table row %s", r->name);
+}
+
+/* Put row r's default into base. */
+static int row_default(const struct cfg_row *r, void *base, const char *home, struct svc_err *err)
+{
+    if (!r->def)
+        return 0;
+    if (r->type == CT_PATH && (r->flags & F_HOMEREL)) {
+        char *v = svc_path_join(home, r->def);
+        if (!v)
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        row_free(r, base);
+        *FIELD(base, r->off, char *) = v;
+        return 0;
+    }
+    if (r->type == CT_JSON) {
+        json_object *j = json_tokener_parse(r->def);
+        if (!j)
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        row_free(r, base);
+        *FIELD(base, r->off, json_object *) = j;
+        return 0;
+    }
+    struct cfgy_node n = {.file = "<defaults>",
+                          .path = r->name,
+                          .text = r->def,
+                          .len = strlen(r->def),
+                          .plain = true,
+                          .line = 1,
+                          .col = 1};
+    if (strcmp(r->def, "[]") == 0)
+        n.kind = CFGY_NULL; /* an empty list */
+    else
+        n.kind = cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
+    if (row_store(r, base, &n, err) < 0) {
+        if (err && err->code == SVC_E_CONFIG)
+            err->code = SVC_E_INTERNAL; /* a bad default is a bug in the table */
+        return -1;
+    }
+    return 0;
+}
+
+static int rows_default(const struct cfg_row *rows, size_t nrows, void *base, const char *home,
+                        struct svc_err *err)
+{
+    for (size_t i = 0; i < nrows; i++)
+        if (row_default(&rows[i], base, home, err) < 0)
+            return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* The walker's callback: meaning.                                                        */
+
+static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
+{
+    struct svc_config *cfg = c->cfg;
+    char **w = realloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
+    if (!w)
+        return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+    cfg->warnings = w;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    svc_buf_printf(&b, "%s:%d:%d: unknown key '%s'", n->file, n->key_line, n->key_col, n->path);
+    char *s = svc_buf_steal(&b);
+    if (!s)
+        return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+    w[cfg->nwarnings++] = s;
+    w[cfg->nwarnings] = NULL;
+    return CFGY_SKIP;
+}
+
+/* Apply node n to row r of base; lists descend into a FR_LIST frame at fr. */
+static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
+                     const struct cfgy_node *n, struct cfg_frame *fr, struct svc_err *err)
+{
+    if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
+        char **v = calloc(n->count + 1, sizeof *v);
+        if (!v)
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        row_free(r, base);
+        *FIELD(base, r->off, char **) = v;
+        memset(fr, 0, sizeof *fr);
+        fr->kind = FR_LIST;
+        fr->row = r;
+        fr->base = base;
+        return CFGY_DESCEND;
+    }
+    if (r->type == CT_JSON && n->kind == CFGY_MAP) {
+        json_object *j;
+        if (cfgy_to_json(n, &j, err) < 0)
+            return -1;
+        row_free(r, base);
+        *FIELD(base, r->off, json_object *) = j;
+        return CFGY_SKIP;
+    }
+    return row_store(r, base, n, err) < 0 ? -1 : CFGY_SKIP;
+}
+
+static int cfg_dup(const struct cfgy_node *n, struct svc_err *err)
+{
+    return cfg_fail(err, n->file, n->key_line, n->key_col, n->path, "duplicate key");
+}
+
+static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
+{
+    struct cfg_frame *fr = &c->fr[1];
+    for (size_t i = 0; i < NLISTS; i++) {
+        const struct cfg_list *l = &cfg_lists[i];
+        if (strcmp(n->key, l->name) != 0)
+            continue;
+        if (c->sections_seen & (1ull << (62 + i)))
+            return cfg_dup(n, err);
+        c->sections_seen |= 1ull << (62 + i);
+        if (n->kind == CFGY_NULL)
+            return CFGY_SKIP;
+        if (n->kind != CFGY_SEQ)
+            return cfg_fail(err, n->file, n->line, n->col, n->path,
+                            "expected a sequence of mappings");
+        if (n->count > 0) {
+            void *arr = calloc(n->count, l->size);
+            if (!arr)
+                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+            memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
+            *FIELD(c->cfg, l->n_off, size_t) = n->count;
+        }
+        memset(fr, 0, sizeof *fr);
+        fr->kind = FR_ITEMS;
+        fr->list = l;
+        return CFGY_DESCEND;
+    }
+    size_t klen = strlen(n->key);
+    for (size_t i = 0; i < NROWS; i++) {
+        if (strncmp(cfg_rows[i].name, n->key, klen) != 0 || cfg_rows[i].name[klen] != '.')
+            continue;
+        if (c->sections_seen & (1ull << i))
+            return cfg_dup(n, err);
+        c->sections_seen |= 1ull << i;
+        if (n->kind == CFGY_NULL)
+            return CFGY_SKIP;
+        if (n->kind != CFGY_MAP)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
+        memset(fr, 0, sizeof *fr);
+        fr->kind = FR_SECTION;
+        fr->rows = cfg_rows;
+        fr->nrows = NROWS;
+        fr->section = cfg_rows[i].name;
+        fr->seclen = klen;
+        return CFGY_DESCEND;
+    }
+    return cfg_warn_unknown(c, n, err);
+}
+
+/* Leaving a jobs[i] / extensions[i] mapping: required keys, unique key. */
+static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct cfgy_node *n,
+                          struct svc_err *err)
+{
+    const struct cfg_list *l = fr->list;
+    for (size_t i = 0; i < l->nrows; i++) {
+        const struct cfg_row *r = &l->rows[i];
+        char key[256];
+        snprintf(key, sizeof key, "%s.%s", n->path, r->name);
+        if ((r->flags & F_REQUIRED) && !(fr->seen & (1ull << i)))
+            return cfg_fail(err, n->file, n->line, n->col, key, "missing required key");
+        if (strcmp(r->name, l->unique) != 0)
+            continue;
+        const char *mine = *FIELD(fr->base, r->off, char *);
+        char *arr = list_array(c->cfg, l);
+        for (size_t k = 0; k < n->index; k++) {
+            const char *other = *FIELD(arr + k * l->size, r->off, char *);
+            if (other && mine && strcmp(other, mine) == 0)
+                return cfg_fail(err, n->file, fr->line[i], fr->col[i], key,
+                                "'%s' is already used by %s[%zu]", mine, l->name, k);
+        }
+    }
+    return CFGY_SKIP;
+}
+
+static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
+{
+    struct cfg_load *c = vctx;
+    if (n->depth < 1 || n->depth >= (int)(sizeof c->fr / sizeof c->fr[0]))
+        return svc_err_set(err, SVC_E_INTERNAL, "config: walked too deep");
+    struct cfg_frame *parent = &c->fr[n->depth - 1];
+    struct cfg_frame *self = &c->fr[n->depth];
+
+    if (n->leaving) {
+        if (self->kind == FR_ITEM)
+            return cfg_leave_item(c, self, n, err);
+        if (self->kind == FR_LIST && (int64_t)self->n < self->row->min)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+        return CFGY_SKIP;
+    }
+
+    switch (parent->kind) {
+    case FR_ROOT:
+        return cfg_enter_root(c, n, err);
+    case FR_SECTION:
+        for (size_t i = 0; i < NROWS; i++) {
+            const char *name = cfg_rows[i].name;
+            if (strncmp(name, parent->section, parent->seclen) != 0 ||
+                name[parent->seclen] != '.' || strcmp(name + parent->seclen + 1, n->key) != 0)
+                continue;
+            if (c->seen & (1ull << i))
+                return cfg_dup(n, err);
+            c->seen |= 1ull << i;
+            return cfg_apply(c, &cfg_rows[i], c->cfg, n, self, err);
+        }
+        return cfg_warn_unknown(c, n, err);
+    case FR_ITEMS: {
+        const struct cfg_list *l = parent->list;
+        if (n->kind != CFGY_MAP)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
+        memset(self, 0, sizeof *self);
+        self->kind = FR_ITEM;
+        self->list = l;
+        self->rows = l->rows;
+        self->nrows = l->nrows;
+        self->base = (char *)list_array(c->cfg, l) + n->index * l->size;
+        if (rows_default(l->rows, l->nrows, self->base, c->cfg->home, err) < 0)
+            return -1;
+        return CFGY_DESCEND;
+    }
+    case FR_ITEM:
+        for (size_t i = 0; i < parent->nrows; i++) {
+            if (strcmp(parent->rows[i].name, n->key) != 0)
+                continue;
+            if (parent->seen & (1ull << i))
+                return cfg_dup(n, err);
+            parent->seen |= 1ull << i;
+            parent->line[i] = n->line;
+            parent->col[i] = n->col;
+            return cfg_apply(c, &parent->rows[i], parent->base, n, self, err);
+        }
+        return cfg_warn_unknown(c, n, err);
+    case FR_LIST: {
+        const struct cfg_row *r = parent->row;
+        char got[96];
+        describe(r, n, got, sizeof got);
+        if (n->kind != CFGY_SCALAR)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected %s, got %s",
+                            r->type == CT_PATHS ? "a path" : "a string", got);
+        if (strlen(n->text) != n->len)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "contains a NUL character");
+        if (n->len == 0)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+        char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : dup_checked(n);
+        if (!v)
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
+        return CFGY_SKIP;
+    }
+    }
+    return svc_err_set(err, SVC_E_INTERNAL, "config: bad walker state");
+}
+
+/* ------------------------------------------------------------------------------------ */
+/* Public API.                                                                            */
+
+void svc_config_free(struct svc_config *cfg)
+{
+    if (!cfg)
+        return;
+    for (size_t i = 0; i < NROWS; i++)
+        row_free(&cfg_rows[i], cfg);
+    for (size_t li = 0; li < NLISTS; li++) {
+        const struct cfg_list *l = &cfg_lists[li];
+        char *arr = list_array(cfg, l);
+        if (arr)
+            for (size_t k = 0; k < list_count(cfg, l); k++)
+                for (size_t i = 0; i < l->nrows; i++)
+                    row_free(&l->rows[i], arr + k * l->size);
+        free(arr);
+    }
+    strv_free(cfg->warnings);
+    free(cfg->home);
+    free(cfg->source);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+/* $SVC_HOME or ~/.svc, expanded; heap, NULL on ENOMEM. */
+static char *config_home(void)
+{
+    const char *h = getenv("SVC_HOME");
+    return svc_path_expand(h && *h ? h : "~/.svc");
+}
+
+int svc_config_defaults(struct svc_config *cfg, struct svc_err *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->home = config_home();
+    cfg->warnings = calloc(1, sizeof *cfg->warnings);
+    if (!cfg->home || !cfg->warnings) {
+        svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        goto fail;
+    }
+    if (rows_default(cfg_rows, NROWS, cfg, cfg->home, err) < 0)
+        goto fail;
+    return 0;
+fail:
+    svc_config_free(cfg);
+    return -1;
+}
+
+/* Defaults, then buf on top; source (may be NULL) is recorded. */
+static int config_load(struct svc_config *cfg, const char *buf, size_t len, const char *file,
+                       const char *source, struct svc_err *err)
+{
+    struct cfg_load c;
+    if (svc_config_defaults(cfg, err) < 0)
+        return -1;
+    if (source && !(cfg->source = strdup(source))) {
+        svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        goto fail;
+    }
+    memset(&c, 0, sizeof c);
+    c.cfg = cfg;
+    c.fr[0].kind = FR_ROOT;
+    if (cfgy_walk(file, buf ? buf : "", buf ? len : 0, cfg_visit, &c, err) < 0)
+        goto fail;
+    return 0;
+fail:
+    svc_config_free(cfg);
+    return -1;
+}
+
+int svc_config_load_buffer(struct svc_config *cfg, const char *buf, size_t len, const char *name,
+                           struct svc_err *err)
+{
+    return config_load(cfg, buf, len, name ? name : "<buffer>", name, err);
+}
+
+int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct svc_err e = {0};
+    memset(cfg, 0, sizeof *cfg);
+    if (svc_file_read(path, &buf, &len, &e) < 0) {
+        if (e.code == SVC_E_NOMEM)
+            return svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", path);
+        if (e.code == SVC_E_NOT_FOUND)
+            return svc_err_set(err, SVC_E_CONFIG, "%s: no such file", path);
+        return svc_err_set(err, SVC_E_CONFIG, "%s: cannot read: %s", path, e.message);
+    }
+    int rc = config_load(cfg, buf, len, path, path, err);
+    free(buf);
+    return rc;
+}
+
+int svc_config_load(struct svc_config *cfg, struct svc_err *err)
+{
+    const char *env = getenv("SVC_CONFIG");
+    if (env && *env) {
+        char *path = svc_path_expand(env);
+        if (!path)
+            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        int rc = svc_config_load_file(cfg, path, err);
+        free(path);
+        return rc;
+    }
+    memset(cfg, 0, sizeof *cfg);
+    char *home = config_home();
+    char *path = home ? svc_path_join(home, "agents.yaml") : NULL;
+    free(home);
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+    char *buf = NULL;
+    size_t len = 0;
+    struct svc_err e = {0};
+    int rc;
+    if (svc_file_read(path, &buf, &len, &e) < 0) {
+        if (e.code == SVC_E_NOT_FOUND)
+            rc = svc_config_defaults(cfg, err);
+        else if (e.code == SVC_E_NOMEM)
+            rc = svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", path);
+        else
+            rc = svc_err_set(err, SVC_E_CONFIG, "%s: cannot read: %s", path, e.message);
+        goto out;
+    }
+    rc = config_load(cfg, buf, len, path, path, err);
+out:
+    free(buf);
+    free(path);
+    return rc;
+}
+
+static json_object *strv_to_json(char *const *v)
+{
+    json_object *a = json_object_new_array();
+    if (a && v)
+        for (char *const *p = v; *p; p++)
+            json_object_array_add(a, json_object_new_string(*p));
+    return a;
+}
+
+static json_object *row_to_json(const struct cfg_row *r, const void *base)
+{
+    switch (r->type) {
+    case CT_STR:
+    case CT_PATH: {
+        const char *s = *CFIELD(base, r->off, char *);
+        if (r->flags & F_SECRET)
+            return json_object_new_string(s && *s ? "***" : "");
+        return s ? json_object_new_string(s) : NULL;
+    }
+    case CT_INT:
+        return json_object_new_int(*CFIELD(base, r->off, int));
+    case CT_INT64:
+        return json_object_new_int64(*CFIELD(base, r->off, int64_t));
+    case CT_BOOL:
+        return json_object_new_boolean(*CFIELD(base, r->off, bool));
+    case CT_DOUBLE_NULL:
+        return *CFIELD(base, r->has_off, bool)
+                   ? json_object_new_double(*CFIELD(base, r->off, double))
+                   : NULL;
+    case CT_INT64_NULL:
+        return *CFIELD(base, r->has_off, bool)
+                   ? json_object_new_int64(*CFIELD(base, r->off, int64_t))
+                   : NULL;
+    case CT_ENUM: {
+        int v = *CFIELD(base, r->off, int);
+        int n = 0;
+        while (r->names[n])
+            n++;
+        return v >= 0 && v < n ? json_object_new_string(r->names[v]) : NULL;
+    }
+    case CT_PATHS:
+    case CT_STRS:
+        return strv_to_json(*CFIELD(base, r->off, char **));
+    case CT_JSON: {
+        json_object *j = *CFIELD(base, r->off, json_object *);
+        return j ? svc_json_copy(j) : NULL;
+    }
+    }
+    return NULL;
+}
+
+json_object *svc_config_to_json(const struct svc_config *cfg)
+{
+    json_object *root = json_object_new_object();
+    if (!root)
+        return NULL;
+    json_object *sec = NULL;
+    const char *secname = NULL;
+    size_t seclen = 0;
+    for (size_t i = 0; i < NROWS; i++) {
+        const struct cfg_row *r = &cfg_rows[i];
+        const char *dot = strchr(r->name, '.');
+        size_t len = (size_t)(dot - r->name);
+        if (!secname || len != seclen || strncmp(secname, r->name, len) != 0) {
+            char name[32];
+            snprintf(name, sizeof name, "%.*s", (int)len, r->name);
+            sec = json_object_new_object();
+            json_object_object_add(root, name, sec);
+            secname = r->name;
+            seclen = len;
+        }
+        json_object_object_add(sec, dot + 1, row_to_json(r, cfg));
+    }
+    for (size_t li = 0; li < NLISTS; li++) {
+        const struct cfg_list *l = &cfg_lists[li];
+        json_object *arr = json_object_new_array();
+        const char *items = list_array(cfg, l);
+        for (size_t k = 0; items && k < list_count(cfg, l); k++) {
+            json_object *o = json_object_new_object();
+            for (size_t i = 0; i < l->nrows; i++)
+                if (!(l->rows[i].flags & F_HIDDEN))
+                    json_object_object_add(o, l->rows[i].name,
+                                           row_to_json(&l->rows[i], items + k * l->size));
+            json_object_array_add(arr, o);
+        }
+        json_object_object_add(root, l->name, arr);
+    }
+    json_object_object_add(root, "source",
+                           cfg->source ? json_object_new_string(cfg->source) : NULL);
+    return root;
+}
+
+static const char *secret_in_force(const char *value, const char *env_name)
+{
+    if (value && *value)
+        return value;
+    if (env_name && *env_name) {
+        const char *e = getenv(env_name);
+        if (e && *e)
+            return e;
+    }
+    return NULL;
+}
+
+const char *svc_config_api_token(const struct svc_config *cfg)
+{
+    return secret_in_force(cfg->server.api_token, cfg->server.api_token_env);
+}
+
+const char *svc_config_model_api_key(const struct svc_config *cfg)
+{
+    return secret_in_force(cfg->model.api_key, cfg->model.api_key_env);
+}
