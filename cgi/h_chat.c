@@ -448,34 +448,110 @@ int h_session_tokens(struct http_req *r, struct svc_err *err)
     return 0;
 }
 
-/* ---- asynchronous runs (SPEC 4.2): not wired yet ---- */
-
-static int not_yet(struct http_req *r)
-{
-    return http_send_error_raw(r, 501, "not_implemented", "server_error", NULL,
-                               "asynchronous runs are not available yet");
-}
+/* ---- asynchronous runs (SPEC 4.2) ---- */
 
 int h_runs_create(struct http_req *r, struct svc_err *err)
 {
-    (void)err;
-    return not_yet(r);
+    struct chat_in in;
+    json_object *out = NULL;
+    int rc = -1;
+    if (parse_chat(r, &in, err) < 0)
+        goto done;
+    http_set_session(r, in.sid, false);
+    struct svc_run_request req = {
+        .session_id = in.sid,
+        .input = in.input,
+        .history = in.history,
+        .user_id = in.user,
+        .channel = in.channel,
+        .locale = in.locale,
+    };
+    if (svc_runs_spawn(r->cfg, &req, r->idempotency_key, &out, err) < 0)
+        goto done;
+    http_mark_run_began(r);
+    http_set_session(r, svc_json_str(out, "session_id", ""), true);
+    http_send_json(r, 202, out);
+    rc = 0;
+done:
+    json_object_put(out);
+    chat_in_free(&in);
+    return rc;
 }
 
 int h_run_get(struct http_req *r, struct svc_err *err)
 {
-    (void)err;
-    return not_yet(r);
+    static const char *fields[] = {"run_id",  "session_id", "status",     "event_count",
+                                   "model",   "content",    "usage",      "error",
+                                   "created_at", "finished_at", NULL};
+    json_object *rec = NULL;
+    if (svc_runs_get(r->cfg, http_param(r, "run_id"), &rec, err) < 0)
+        return -1;
+    http_set_session(r, svc_json_str(rec, "session_id", ""), false);
+    json_object *o = json_object_new_object();
+    for (int i = 0; fields[i]; i++) {
+        json_object *v = NULL;
+        json_object_object_get_ex(rec, fields[i], &v);
+        svc_json_set(o, fields[i], json_object_get(v));
+    }
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    json_object_put(rec);
+    return 0;
 }
 
 int h_run_events(struct http_req *r, struct svc_err *err)
 {
-    (void)err;
-    return not_yet(r);
+    const char *run_id = http_param(r, "run_id");
+    int64_t cursor = 0;
+    json_object *rec = NULL;
+    if (http_query_int(r, "cursor", 0, 0, INT32_MAX, &cursor, err) < 0)
+        return -1;
+    if (svc_runs_get(r->cfg, run_id, &rec, err) < 0) /* 404 before the stream starts */
+        return -1;
+    http_set_session(r, svc_json_str(rec, "session_id", ""), false);
+    json_object_put(rec);
+    if (http_sse_begin(r) < 0)
+        return 0;
+    double ping_every = ping_after();
+    for (;;) {
+        json_object *events = NULL;
+        bool finished = false;
+        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &finished, err) < 0) {
+            http_sse_error(r, err);
+            return 0;
+        }
+        size_t n = json_object_array_length(events);
+        bool ended = false;
+        for (size_t i = 0; i < n && !ended; i++) {
+            json_object *ev = json_object_array_get_idx(events, i);
+            const char *type = svc_json_str(ev, "type", "");
+            if (http_sse_json(r, ev) < 0) {
+                json_object_put(events);
+                return 0; /* the client left; the run goes on */
+            }
+            cursor++;
+            ended = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
+        }
+        json_object_put(events);
+        if (ended || (finished && n == 0))
+            return 0;
+        if (finished)
+            continue; /* read what was appended before the end was recorded */
+        /* wait for the runner to append (inotify), pinging while it is quiet */
+        int w = svc_runs_wait(r->cfg, run_id, 1000);
+        if (w < 0)
+            usleep(200 * 1000);
+        if (svc_time_monotonic() - r->last_write >= ping_every && http_sse_ping(r) < 0)
+            return 0;
+    }
 }
 
 int h_run_cancel(struct http_req *r, struct svc_err *err)
 {
-    (void)err;
-    return not_yet(r);
+    json_object *o = NULL;
+    if (svc_runs_cancel(r->cfg, http_param(r, "run_id"), &o, err) < 0)
+        return -1;
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
 }

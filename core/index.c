@@ -486,7 +486,8 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     if (refresh(st) != 0)
         return svc_err_errno(err, "list sessions");
     if (!ix.sorted) {
-        qsort(ix.v, ix.n, sizeof *ix.v, cmp_entry);
+        if (ix.n > 1)
+            qsort(ix.v, ix.n, sizeof *ix.v, cmp_entry);
         hash_rebuild();
         ix.sorted = true;
     }

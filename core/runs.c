@@ -256,6 +256,9 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
             close(devnull);
     }
     close_other_fds(svc_run_lock_fd(run), rlock_fd);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL); /* the worker blocks some while it serves */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGTERM, SIG_DFL);
