@@ -23,6 +23,8 @@ struct svc_model_call {
     int (*on_delta)(void *ctx, const char *text); /* may be NULL */
     int (*should_cancel)(void *ctx);             /* may be NULL; polled between chunks */
     int (*on_idle)(void *ctx);                   /* may be NULL; while waiting */
+    /* may be NULL; told before a retry (attempt from 1, of max_attempts, and why) */
+    void (*on_retry)(void *ctx, int attempt, int max_attempts, const char *text);
     void *ctx;
 };
 

@@ -947,6 +947,8 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
         if (r == OA_OK)
             break;
         if (r == OA_RETRY && attempt < max_retries && !st.delivered) {
+            if (call->on_retry)
+                call->on_retry(call->ctx, attempt + 1, max_retries + 1, err ? err->message : "");
             if (oa_backoff(&st, attempt, err) != 0)
                 goto done;
             continue;

@@ -112,6 +112,16 @@ static int run_on_delta(void *ctx, const char *text)
     return run_should_cancel(run);
 }
 
+static void run_on_retry(void *ctx, int attempt, int max_attempts, const char *text)
+{
+    struct svc_run *run = ctx;
+    json_object *ev = event_new(run, "retry");
+    svc_json_set_int(ev, "attempt", attempt);
+    svc_json_set_int(ev, "max_attempts", max_attempts);
+    svc_json_set_str(ev, "text", text);
+    event_emit(run, ev);
+}
+
 void svc_run_request_cancel(struct svc_run *run, bool timeout)
 {
     if (run && !run->cancel)
@@ -665,6 +675,11 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
             goto out;
     }
     if (!run->sidecars) {
+        /* native_file writes no sidecar; the listing index still learns of the turn */
+        json_object *derived = NULL;
+        if (svc_sidecar_derive(&run->st, run->sid, &derived, NULL) == 0)
+            index_note(&run->st, run->sid, derived);
+        json_object_put(derived);
         rc = 0;
         goto out;
     }
@@ -789,6 +804,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
             .on_delta = run_on_delta,
             .should_cancel = run_should_cancel,
             .on_idle = run_on_idle,
+            .on_retry = run_on_retry,
             .ctx = run,
         };
         struct svc_model_reply reply;

@@ -165,6 +165,16 @@ my $h = home_for($fake->base_url);
     is($r->{rc}, 0, 'a passing 503 is retried and the run succeeds') or diag($r->{err});
     like($r->{out}, qr/^You said: fail 503 once/, 'answer after the retry');
     is(scalar @{ $fake->requests }, 2, 'two requests');
+    # the retry is an event of the run, in svc_turns.jsonl
+    my $tp = native_dir($h, 'err500once') . '/svc_turns.jsonl';
+    open my $tf, '<', $tp or die "$tp: $!";
+    my @turns = map { JSON::PP->new->decode($_) } grep { /\S/ } <$tf>;
+    close $tf;
+    my @retries = grep { $_->{type} eq 'retry' } @{ $turns[-1]{events} };
+    is(scalar @retries, 1, 'one retry event recorded');
+    is($retries[0]{attempt}, 1, 'retry event: attempt 1');
+    is($retries[0]{max_attempts}, 2, 'retry event: of max_retries + 1 attempts');
+    like($retries[0]{text}, qr/503|upstream|server/i, 'retry event says why');
 }
 
 # ---- 429 with Retry-After ----
