@@ -7,6 +7,7 @@
 
 #include "handlers.h"
 #include "jsonx.h"
+#include "tools.h"
 
 double h_base_started_at;
 int h_base_master_pid;
@@ -166,41 +167,8 @@ int h_jobs(struct http_req *r, struct svc_err *err)
 
 int h_extensions(struct http_req *r, struct svc_err *err)
 {
-    const struct svc_config *cfg = r->cfg;
-    json_object *arr = json_object_new_array();
-
-    json_object *clock = json_object_new_object();
-    svc_json_set_str(clock, "name", "clock");
-    svc_json_set_str(clock, "kind", "tool");
-    svc_json_set_str(clock, "description", "Current UTC time");
-    json_object *params = json_object_new_object();
-    svc_json_set_str(params, "type", "object");
-    svc_json_set(params, "properties", json_object_new_object());
-    svc_json_set(clock, "parameters", params);
-    svc_json_set_bool(clock, "enabled", true);
-    svc_json_set_bool(clock, "builtin", true);
-    json_object_array_add(arr, clock);
-
-    for (size_t i = 0; i < cfg->nextensions; i++) {
-        const struct svc_extension *x = &cfg->extensions[i];
-        json_object *o = json_object_new_object();
-        svc_json_set_str(o, "name", x->name);
-        svc_json_set_str(o, "kind", x->kind ? x->kind : "tool");
-        svc_json_set_str(o, "description", x->description ? x->description : "");
-        if (x->parameters) {
-            svc_json_set(o, "parameters", svc_json_copy(x->parameters));
-        } else {
-            json_object *p = json_object_new_object();
-            svc_json_set_str(p, "type", "object");
-            svc_json_set(p, "properties", json_object_new_object());
-            svc_json_set(o, "parameters", p);
-        }
-        svc_json_set_bool(o, "enabled", x->enabled);
-        svc_json_set_bool(o, "builtin", false);
-        json_object_array_add(arr, o);
-    }
     json_object *out = json_object_new_object();
-    svc_json_set(out, "extensions", arr);
+    svc_json_set(out, "extensions", svc_tools_list(r->cfg));
     http_send_json(r, 200, out);
     json_object_put(out);
     (void)err;

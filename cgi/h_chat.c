@@ -141,6 +141,20 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages", "'messages' is required");
 }
 
+/* What core needs to begin a run, borrowed from the parsed body. */
+static struct svc_run_request run_request_of(const struct chat_in *in)
+{
+    struct svc_run_request req = {
+        .session_id = in->sid,
+        .input = in->input,
+        .history = in->history,
+        .user_id = in->user,
+        .channel = in->channel,
+        .locale = in->locale,
+    };
+    return req;
+}
+
 /* The fields every completion object and chunk carries. */
 static json_object *completion_base_ids(const char *run_id, const char *sid, const char *model,
                                         const char *object, int64_t created)
@@ -416,15 +430,7 @@ int h_chat(struct http_req *r, struct svc_err *err)
         }
         json_object_put(rec);
     }
-    struct svc_run_request req = {
-        .session_id = in.sid,
-        .input = in.input,
-        .history = in.history,
-        .user_id = in.user,
-        .channel = in.channel,
-        .locale = in.locale,
-        .run_id = NULL,
-    };
+    struct svc_run_request req = run_request_of(&in);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
@@ -458,14 +464,7 @@ int h_runs_create(struct http_req *r, struct svc_err *err)
     if (parse_chat(r, &in, err) < 0)
         goto done;
     http_set_session(r, in.sid, false);
-    struct svc_run_request req = {
-        .session_id = in.sid,
-        .input = in.input,
-        .history = in.history,
-        .user_id = in.user,
-        .channel = in.channel,
-        .locale = in.locale,
-    };
+    struct svc_run_request req = run_request_of(&in);
     if (svc_runs_spawn(r->cfg, &req, r->idempotency_key, &out, err) < 0)
         goto done;
     http_mark_run_began(r);

@@ -18,6 +18,9 @@ struct svc_tool_result {
 };
 
 json_object *svc_tools_spec(const struct svc_config *cfg); /* new reference */
+/* Every tool as GET /api/extensions lists it: [{name, kind, description, parameters, enabled,
+ * builtin}], built-ins first; commands and environment are never included. New reference. */
+json_object *svc_tools_list(const struct svc_config *cfg);
 void svc_tools_call(const struct svc_config *cfg, const char *name, json_object *input,
                     struct svc_tool_result *out);
 void svc_tool_result_free(struct svc_tool_result *r);
