@@ -28,21 +28,25 @@ deps:
 
 $(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(B)/libsvccore.a: $(CORE_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(B)/svc: $(CLI_OBJ) $(B)/libsvccore.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libsvccore.a $(LDLIBS)
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CLI_OBJ) $(B)/libsvccore.a $(LDLIBS)
 
 $(B)/svc-fcgi: $(CGI_OBJ) $(B)/libsvccore.a
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CGI_OBJ) $(B)/libsvccore.a $(LDLIBS)
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $(CGI_OBJ) $(B)/libsvccore.a $(LDLIBS)
 
 $(B)/t/%.t: t/unit/%.c t/unit/tap.h $(B)/libsvccore.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -It/unit -o $@ $< $(B)/libsvccore.a $(LDLIBS)
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_CFLAGS) $(LDFLAGS) -It/unit -o $@ $< $(B)/libsvccore.a $(LDLIBS)
 
 unit: $(UNIT_BIN)
 

@@ -231,6 +231,21 @@ int svc_json_read_file(const char *path, json_object **out, struct svc_err *err)
     return 0;
 }
 
+int svc_json_read_object_file(const char *path, json_object **out, struct svc_err *err)
+{
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    if (svc_json_read_file(path, out, err) != 0)
+        return -1;
+    if (!json_object_is_type(*out, json_type_object)) {
+        json_object_put(*out);
+        *out = NULL;
+        const char *base = strrchr(path, '/');
+        return svc_err_set(err, SVC_E_IO, "damaged %s: not an object", base ? base + 1 : path);
+    }
+    return 0;
+}
+
 static int write_dump(const char *path, json_object *o, bool durable, bool newline,
                       struct svc_err *err)
 {

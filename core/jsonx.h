@@ -23,6 +23,9 @@ char *svc_json_dump_compact(json_object *o);
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
 /* Read and parse a file (SVC_E_NOT_FOUND when missing, SVC_E_IO when not JSON). */
 int svc_json_read_file(const char *path, json_object **out, struct svc_err *err);
+/* Same, and the document must be an object (SVC_E_IO "damaged <name>" otherwise).
+ * path may be NULL (an allocation that failed upstream): SVC_E_NOMEM. */
+int svc_json_read_object_file(const char *path, json_object **out, struct svc_err *err);
 /* Native file: dump_native, atomic write, no trailing newline. */
 int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err);
 /* Sidecar: dump_native plus a trailing newline. */

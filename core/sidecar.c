@@ -49,15 +49,8 @@ int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **
                      struct svc_err *err)
 {
     char *path = svc_store_session_file(st, sid, "svc_session.json");
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_json_read_file(path, out, err);
+    int rc = svc_json_read_object_file(path, out, err);
     free(path);
-    if (rc == 0 && !json_object_is_type(*out, json_type_object)) {
-        json_object_put(*out);
-        *out = NULL;
-        return svc_err_set(err, SVC_E_IO, "damaged svc_session.json: not an object");
-    }
     return rc;
 }
 

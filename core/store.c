@@ -191,15 +191,8 @@ int svc_store_read_agent(const struct svc_store *st, const char *sid, json_objec
     char *dir = svc_store_agent_dir(st, sid);
     char *path = dir ? svc_path_join(dir, "agent.json") : NULL;
     free(dir);
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_json_read_file(path, out, err);
+    int rc = svc_json_read_object_file(path, out, err);
     free(path);
-    if (rc == 0 && !json_object_is_type(*out, json_type_object)) {
-        json_object_put(*out);
-        *out = NULL;
-        return svc_err_set(err, SVC_E_IO, "damaged agent.json: not an object");
-    }
     return rc;
 }
 
