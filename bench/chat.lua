@@ -1,7 +1,9 @@
 -- bench/chat.lua: wrk script for scripts/bench. POSTs an echo chat turn
 --   {"session_id": "<tag>-t<thread>-<n>", "messages": [{"role": "user", "content": "hi"}]}
 -- with a new session id per request, so concurrent turns never hit 409 session_busy.
--- Args (after --): TAG [PATH]. PATH defaults to /api/chat.
+-- Args (after --): TAG [PATH] [POOL]. PATH defaults to /api/chat. With POOL > 0 each thread
+-- cycles through POOL session ids instead ("<tag>-t<thread>-p<k>"): turns that continue
+-- existing sessions. POOL well above the connections per thread keeps 409 session_busy rare.
 -- Prints the first non-2xx answer of each thread ("first error: ...") at the end.
 local threads = {}
 
@@ -13,6 +15,7 @@ end
 function init(args)
   tag = args[1] or "bench"
   path = args[2] or "/api/chat"
+  pool = tonumber(args[3] or "0") or 0
   counter = 0
   errors = 0
   errbody = nil
@@ -21,7 +24,12 @@ end
 
 function request()
   counter = counter + 1
-  local sid = string.format("%s-t%d-%d", tag, tid, counter)
+  local sid
+  if pool > 0 then
+    sid = string.format("%s-t%d-p%d", tag, tid, counter % pool)
+  else
+    sid = string.format("%s-t%d-%d", tag, tid, counter)
+  end
   local body = '{"session_id":"' .. sid .. '","messages":[{"role":"user","content":"hi"}]}'
   return wrk.format("POST", path, headers, body)
 end

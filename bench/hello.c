@@ -1,6 +1,8 @@
 /* bench/hello.c: the baseline of `make bench`. A bare libfcgi hello world: preforks
  * N workers that loop on FCGX_Accept_r over one unix socket and answer a tiny JSON.
  *   hello SOCKET_PATH [WORKERS]
+ * `?bytes=N` (N up to 1 MiB) pads the JSON answer to N bytes: a transport baseline for
+ * endpoints with large bodies.
  * The master waits for its workers and stops them on SIGTERM/SIGINT. Built by
  * scripts/bench with `cc` into a temp dir; not part of svc. */
 #define _GNU_SOURCE
@@ -18,13 +20,15 @@
 static volatile sig_atomic_t stop;
 static void on_term(int sig) { (void)sig; stop = 1; }
 
+#define MAX_PAD (1 << 20)
+static char big[MAX_PAD + 64];
+
 static void worker(int fd) {
     static const char body[] = "{\"status\":\"ok\"}\n";
-    char head[128];
-    int hl = snprintf(head, sizeof head,
-                      "Status: 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
-                      "Content-Length: %d\r\n\r\n",
-                      (int)(sizeof body - 1));
+    /* {"status":"ok","pad":"xxx...x"}\n */
+    static const char pre[] = "{\"status\":\"ok\",\"pad\":\"";
+    memcpy(big, pre, sizeof pre - 1);
+    memset(big + sizeof pre - 1, 'x', MAX_PAD);
     FCGX_Request req;
     FCGX_InitRequest(&req, fd, 0);
     while (FCGX_Accept_r(&req) >= 0) {
@@ -32,8 +36,26 @@ static void worker(int fd) {
         char buf[4096];
         while (FCGX_GetStr(buf, sizeof buf, req.in) > 0) {
         }
+        const char *out = body;
+        int n = (int)(sizeof body - 1);
+        const char *qs = FCGX_GetParam("QUERY_STRING", req.envp);
+        const char *b = qs ? strstr(qs, "bytes=") : NULL;
+        if (b) {
+            long want = strtol(b + 6, NULL, 10);
+            if (want > 30 && want <= MAX_PAD) {
+                n = (int)want;
+                memcpy(big + n - 3, "\"}\n", 3);
+                out = big;
+            }
+        }
+        char head[128];
+        int hl = snprintf(head, sizeof head,
+                          "Status: 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
+                          "Content-Length: %d\r\n\r\n",
+                          n);
         FCGX_PutStr(head, hl, req.out);
-        FCGX_PutStr(body, (int)(sizeof body - 1), req.out);
+        FCGX_PutStr(out, n, req.out);
+        if (out == big) memset(big + n - 3, 'x', 3);
         FCGX_Finish_r(&req);
     }
     _exit(0);
