@@ -20,7 +20,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test unit asan run bench clean format
+.PHONY: all deps test unit asan fuzz run bench clean format
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -62,6 +62,15 @@ asan: deps
 	  LDFLAGS="-fsanitize=address,undefined" all unit
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  SVC_BUILD=$(abspath build-asan) prove -j2 build-asan/t/ t/
+
+# libFuzzer harnesses (not run by CI): the config loader, the JSON parser, the session readers.
+FUZZ := config json session
+fuzz:
+	@mkdir -p build-fuzz
+	@for f in $(FUZZ); do echo "  FUZZ    build-fuzz/$${f}_fuzz"; \
+	  clang -O1 -g -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Icore \
+	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(PKG_LIBS) -o build-fuzz/$${f}_fuzz || exit 1; \
+	done
 
 run: deps all
 	scripts/serve --port 8080

@@ -48,6 +48,14 @@ static void entry_free(struct entry *e)
     free(e->title_lc);
 }
 
+/* A hash from sid to position keeps applying lines O(1). */
+struct slot {
+    const char *sid;
+    size_t pos;
+};
+static struct slot *hs;
+static size_t hcap;
+
 void svc_index_reset(void)
 {
     for (size_t i = 0; i < ix.n; i++)
@@ -55,6 +63,9 @@ void svc_index_reset(void)
     free(ix.v);
     free(ix.root);
     memset(&ix, 0, sizeof ix);
+    free(hs); /* it points into the entries just freed */
+    hs = NULL;
+    hcap = 0;
 }
 
 static struct entry *find(const char *sid)
@@ -64,14 +75,6 @@ static struct entry *find(const char *sid)
             return &ix.v[i];
     return NULL;
 }
-
-/* A hash from sid to position keeps applying lines O(1). */
-struct slot {
-    const char *sid;
-    size_t pos;
-};
-static struct slot *hs;
-static size_t hcap;
 
 static size_t hash_str(const char *s)
 {

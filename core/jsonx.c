@@ -193,7 +193,16 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
     json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     size_t used = tok->char_offset;
-    if (jerr == json_tokener_continue || (jerr == json_tokener_success && !o && len == 0)) {
+    if (jerr == json_tokener_continue && len > 0) {
+        /* all input was consumed; a bare number ("42") is complete only at its end: say so */
+        o = json_tokener_parse_ex(tok, "", 1);
+        jerr = json_tokener_get_error(tok);
+        used = len;
+    }
+    bool blank = true; /* only whitespace: no document at all */
+    for (size_t i = 0; i < len && blank; i++)
+        blank = buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t';
+    if (jerr == json_tokener_continue || blank) {
         json_tokener_free(tok);
         json_object_put(o);
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: unexpected end of input");
