@@ -41,8 +41,16 @@ static struct {
     bool loaded;
 } ix;
 
+static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
+
+static size_t entry_bytes(const struct entry *e)
+{
+    return (e->summary ? strlen(e->summary) : 0) + (e->sid ? strlen(e->sid) : 0) + 32;
+}
+
 static void entry_free(struct entry *e)
 {
+    live_bytes -= entry_bytes(e);
     free(e->sid);
     free(e->summary);
     free(e->title_lc);
@@ -63,6 +71,7 @@ void svc_index_reset(void)
     free(ix.v);
     free(ix.root);
     memset(&ix, 0, sizeof ix);
+    live_bytes = 0;
     free(hs); /* it points into the entries just freed */
     hs = NULL;
     hcap = 0;
@@ -119,9 +128,11 @@ static struct entry *lookup(const char *sid)
 
 static void entry_fill(struct entry *e, json_object *summary)
 {
+    live_bytes -= e->summary ? strlen(e->summary) : 0;
     free(e->summary);
     free(e->title_lc);
     e->summary = svc_json_dump_compact(summary);
+    live_bytes += e->summary ? strlen(e->summary) : 0;
     const char *title = svc_json_str(summary, "title", "");
     e->title_lc = strdup(title ? title : "");
     for (char *p = e->title_lc; p && *p; p++)
@@ -163,6 +174,7 @@ static void apply(const char *sid, json_object *summary)
             ix.n--;
             return;
         }
+        live_bytes += strlen(e->sid) + 32;
         if (!hs || ix.n * 2 > hcap)
             hash_rebuild();
         else {
@@ -413,10 +425,7 @@ static int refresh(const struct svc_store *st)
         write_compacted(st);
     else {
         /* compact when most of the log is superseded lines */
-        size_t live = 0;
-        for (size_t i = 0; i < ix.n; i++)
-            live += strlen(ix.v[i].summary ? ix.v[i].summary : "") + strlen(ix.v[i].sid) + 32;
-        if ((size_t)ix.offset > 2 * live + 65536)
+        if ((size_t)ix.offset > 2 * live_bytes + 65536)
             write_compacted(st);
     }
     return 0;
@@ -536,11 +545,8 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
             more = true;
             break;
         }
-        json_object *o = NULL;
-        if (svc_json_parse(e->summary, strlen(e->summary), &o, NULL) == 0) {
-            json_object_array_add(list, o);
-            last = e;
-        }
+        json_object_array_add(list, svc_json_new_raw(e->summary));
+        last = e;
     }
     free(qlc);
     json_object *res = json_object_new_object();

@@ -66,6 +66,18 @@ static void dump_indent(struct svc_buf *b, int level)
     }
 }
 
+static char raw_marker; /* userdata of string nodes that hold JSON text to write verbatim */
+
+json_object *svc_json_new_raw(const char *json)
+{
+    json_object *o = json_object_new_string(json);
+    if (o)
+        json_object_set_userdata(o, &raw_marker, NULL);
+    return o;
+}
+
+int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
+
 static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty)
 {
     switch (json_object_get_type(o)) {
@@ -90,6 +102,19 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
         break;
     }
     case json_type_string:
+        if (json_object_get_userdata(o) == &raw_marker) {
+            if (!pretty) {
+                svc_buf_add(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
+                break;
+            }
+            json_object *parsed = NULL; /* pretty output (CLI): indent it like the rest */
+            if (svc_json_parse(json_object_get_string(o), (size_t)json_object_get_string_len(o),
+                               &parsed, NULL) == 0) {
+                dump_value(b, parsed, level, pretty);
+                json_object_put(parsed);
+                break;
+            }
+        }
         dump_string(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
         break;
     case json_type_array: {

@@ -18,6 +18,11 @@
 char *svc_json_dump_native(json_object *o);
 char *svc_json_dump_compact(json_object *o);
 
+/* A node that the dumpers write verbatim (json must be one valid compact JSON value, as
+ * svc_json_dump_compact made it): lets a list page reuse stored JSON without parsing it.
+ * It reads as a string to json-c itself, so use it only in objects headed for output. */
+json_object *svc_json_new_raw(const char *json);
+
 /* Parse a buffer; SVC_E_INVALID_JSON with the tokener's message on failure.
  * Rejects NaN/Infinity and trailing garbage. *out is a new reference. */
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);

@@ -85,20 +85,41 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
                     struct svc_err *err)
 {
     *out = NULL;
-    struct svc_store st;
-    if (open_session(cfg, sid, &st, err) != 0)
+    if (!cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    if (svc_id_check(sid, err) != 0)
         return -1;
+    struct svc_store st;
+    store_of(cfg, &st);
+    if (!svc_store_session_exists(&st, sid))
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
     char *dir = svc_store_session_dir(&st, sid);
     struct svc_lock l = SVC_LOCK_INIT;
     json_object *sc = NULL;
     bool has;
     int rc = -1;
-    if (!dir || svc_lock_session(dir, false, &l, err) != 0)
-        goto out;
-    if (load_summary_locked(&st, sid, &sc, &has, err) != 0)
-        goto out;
+    if (!dir)
+        goto nomem;
+    /* one read in the common case; a stale `running` is repaired, then read again */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (svc_lock_session(dir, false, &l, err) != 0)
+            goto out;
+        if (load_summary_locked(&st, sid, &sc, &has, err) != 0)
+            goto out;
+        svc_lock_release(&l);
+        if (attempt > 0 || !has || strcmp(svc_json_str(sc, "status", ""), "running") != 0 ||
+            svc_lock_run_held(dir))
+            break;
+        json_object_put(sc);
+        sc = NULL;
+        if (svc_session_repair_stale(cfg, sid, err) < 0)
+            goto out;
+    }
     *out = svc_sidecar_summary(sc);
     rc = 0;
+    goto out;
+nomem:
+    svc_err_set(err, SVC_E_NOMEM, "out of memory");
 out:
     svc_lock_release(&l);
     json_object_put(sc);
