@@ -155,26 +155,51 @@ static struct svc_run_request run_request_of(const struct chat_in *in)
     return req;
 }
 
+/* What a completed run answers with: from a live run, or from a stored run record when an
+ * Idempotency-Key replays it. Strings and objects are borrowed. */
+struct answer {
+    const char *run_id, *sid, *model, *content, *finish;
+    json_object *usage;  /* {prompt_tokens, completion_tokens, total_tokens} */
+    json_object *events; /* the run's svc.v2 events */
+};
+
+static json_object *usage_object(struct svc_run *run)
+{
+    int64_t p = 0, c = 0, t = 0;
+    svc_run_get_usage(run, &p, &c, &t);
+    json_object *u = json_object_new_object();
+    svc_json_set_int(u, "prompt_tokens", p);
+    svc_json_set_int(u, "completion_tokens", c);
+    svc_json_set_int(u, "total_tokens", t);
+    return u;
+}
+
+/* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
+static void answer_of_run(struct answer *a, struct svc_run *run, json_object **usage_owned)
+{
+    *usage_owned = usage_object(run);
+    a->run_id = svc_run_get_id(run);
+    a->sid = svc_run_get_session_id(run);
+    a->model = svc_run_get_model(run);
+    a->content = svc_run_get_content(run);
+    a->finish = svc_run_get_finish_reason(run);
+    a->usage = *usage_owned;
+    a->events = svc_run_get_events(run);
+}
+
 /* The fields every completion object and chunk carries. */
-static json_object *completion_base_ids(const char *run_id, const char *sid, const char *model,
-                                        const char *object, int64_t created)
+static json_object *completion_base(const struct answer *a, const char *object, int64_t created)
 {
     char id[160];
-    snprintf(id, sizeof id, "chatcmpl-%s", run_id);
+    snprintf(id, sizeof id, "chatcmpl-%s", a->run_id);
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "id", id);
     svc_json_set_str(o, "object", object);
     svc_json_set_int(o, "created", created);
-    svc_json_set_str(o, "model", model);
-    svc_json_set_str(o, "session_id", sid);
-    svc_json_set_str(o, "run_id", run_id);
+    svc_json_set_str(o, "model", a->model);
+    svc_json_set_str(o, "session_id", a->sid);
+    svc_json_set_str(o, "run_id", a->run_id);
     return o;
-}
-
-static json_object *completion_base(struct svc_run *run, const char *object, int64_t created)
-{
-    return completion_base_ids(svc_run_get_id(run), svc_run_get_session_id(run),
-                               svc_run_get_model(run), object, created);
 }
 
 /* Remember a completed run under its Idempotency-Key; a failure is logged, never fatal. */
@@ -188,110 +213,45 @@ static void idem_record(struct http_req *r, struct svc_run *run)
                 svc_run_get_id(run), e.message);
 }
 
-/* Answer again from a stored, completed run (Idempotency-Key seen before). */
-static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
+/* The non-streaming chat.completion object. */
+static int send_completion(struct http_req *r, const struct chat_in *in, const struct answer *a)
 {
-    const char *run_id = svc_json_str(rec, "run_id", "");
-    const char *sid = svc_json_str(rec, "session_id", "");
-    const char *model = svc_json_str(rec, "model", "");
-    const char *content = svc_json_str(rec, "content", "");
-    const char *finish = svc_json_str(rec, "finish_reason", "stop");
-    json_object *usage = svc_json_obj(rec, "usage");
-    int64_t created = (int64_t)svc_time_now();
-    http_set_session(r, sid, true);
-    http_set_header(r, "Idempotent-Replayed", "true");
-    if (!in->stream) {
-        json_object *o = completion_base_ids(run_id, sid, model, "chat.completion", created);
-        json_object *choices = json_object_new_array();
-        json_object *choice = json_object_new_object();
-        json_object *msg = json_object_new_object();
-        svc_json_set_int(choice, "index", 0);
-        svc_json_set_str(msg, "role", "assistant");
-        svc_json_set_str(msg, "content", content);
-        svc_json_set(choice, "message", msg);
-        svc_json_set_str(choice, "finish_reason", finish);
-        json_object_array_add(choices, choice);
-        svc_json_set(o, "choices", choices);
-        svc_json_set(o, "usage", usage ? svc_json_copy(usage) : json_object_new_object());
-        svc_json_set_str(o, "content", content);
-        http_send_json(r, 200, o);
-        json_object_put(o);
-        return 0;
-    }
-    if (http_sse_begin(r) < 0)
-        return 0;
-    const char *deltas[2][2] = {{"role", "assistant"}, {"content", content}};
-    for (int i = 0; i < 3; i++) {
-        json_object *c = completion_base_ids(run_id, sid, model, "chat.completion.chunk", created);
-        json_object *choices = json_object_new_array();
-        json_object *choice = json_object_new_object();
-        json_object *delta = json_object_new_object();
-        svc_json_set_int(choice, "index", 0);
-        if (i < 2)
-            svc_json_set_str(delta, deltas[i][0], deltas[i][1]);
-        svc_json_set(choice, "delta", delta);
-        svc_json_set_str(choice, "finish_reason", i == 2 ? finish : NULL);
-        json_object_array_add(choices, choice);
-        svc_json_set(c, "choices", choices);
-        int rc = http_sse_json(r, c);
-        json_object_put(c);
-        if (rc < 0)
-            return 0;
-    }
-    if (in->include_usage) {
-        json_object *u = completion_base_ids(run_id, sid, model, "chat.completion.chunk", created);
-        svc_json_set(u, "choices", json_object_new_array());
-        svc_json_set(u, "usage", usage ? svc_json_copy(usage) : json_object_new_object());
-        int rc = http_sse_json(r, u);
-        json_object_put(u);
-        if (rc < 0)
-            return 0;
-    }
-    http_sse_data(r, "[DONE]");
-    return 0;
-}
-
-static json_object *usage_object(struct svc_run *run)
-{
-    int64_t p = 0, c = 0, t = 0;
-    svc_run_get_usage(run, &p, &c, &t);
-    json_object *u = json_object_new_object();
-    svc_json_set_int(u, "prompt_tokens", p);
-    svc_json_set_int(u, "completion_tokens", c);
-    svc_json_set_int(u, "total_tokens", t);
-    return u;
-}
-
-static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *run,
-                      struct svc_err *err)
-{
-    int64_t created = (int64_t)svc_time_now();
-    if (svc_run_execute(run, NULL, err) < 0)
-        return -1;
-    idem_record(r, run);
-    json_object *o = completion_base(run, "chat.completion", created);
+    json_object *o = completion_base(a, "chat.completion", (int64_t)svc_time_now());
     json_object *choices = json_object_new_array();
     json_object *choice = json_object_new_object();
     svc_json_set_int(choice, "index", 0);
     json_object *msg = json_object_new_object();
     svc_json_set_str(msg, "role", "assistant");
-    svc_json_set_str(msg, "content", svc_run_get_content(run));
+    svc_json_set_str(msg, "content", a->content);
     svc_json_set(choice, "message", msg);
-    svc_json_set_str(choice, "finish_reason", svc_run_get_finish_reason(run));
+    svc_json_set_str(choice, "finish_reason", a->finish);
     json_object_array_add(choices, choice);
     svc_json_set(o, "choices", choices);
-    svc_json_set(o, "usage", usage_object(run));
-    svc_json_set_str(o, "content", svc_run_get_content(run));
+    svc_json_set(o, "usage", a->usage ? svc_json_copy(a->usage) : json_object_new_object());
+    svc_json_set_str(o, "content", a->content);
     if (in->svc_v2) {
         json_object *svc = json_object_new_object();
         svc_json_set_str(svc, "schema_version", "2.0");
-        svc_json_set_str(svc, "run_id", svc_run_get_id(run));
-        json_object *ev = svc_run_get_events(run);
-        svc_json_set(svc, "events", ev ? svc_json_copy(ev) : json_object_new_array());
+        svc_json_set_str(svc, "run_id", a->run_id);
+        svc_json_set(svc, "events", a->events ? svc_json_copy(a->events) : json_object_new_array());
         svc_json_set(o, "svc", svc);
     }
-    http_send_json(r, 200, o);
+    int rc = http_send_json(r, 200, o);
     json_object_put(o);
+    return rc;
+}
+
+static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *run,
+                      struct svc_err *err)
+{
+    if (svc_run_execute(run, NULL, err) < 0)
+        return -1;
+    idem_record(r, run);
+    struct answer a;
+    json_object *usage;
+    answer_of_run(&a, run, &usage);
+    send_completion(r, in, &a);
+    json_object_put(usage);
     return 0;
 }
 
@@ -299,8 +259,8 @@ static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *ru
 
 struct stream_ctx {
     struct http_req *r;
-    struct svc_run *run;
-    struct chat_in *in;
+    const struct chat_in *in;
+    struct answer ids; /* run_id, sid, model: known from the start */
     int64_t created;
     int tool_index;
     double ping_after;
@@ -308,7 +268,7 @@ struct stream_ctx {
 
 static json_object *chunk_new(struct stream_ctx *s, json_object *delta, const char *finish)
 {
-    json_object *o = completion_base(s->run, "chat.completion.chunk", s->created);
+    json_object *o = completion_base(&s->ids, "chat.completion.chunk", s->created);
     json_object *choices = json_object_new_array();
     json_object *choice = json_object_new_object();
     svc_json_set_int(choice, "index", 0);
@@ -326,6 +286,18 @@ static int send_chunk(struct stream_ctx *s, json_object *chunk)
     return rc;
 }
 
+/* Headers and the role chunk. -1 when the client is already gone. */
+static int stream_begin(struct stream_ctx *s)
+{
+    if (http_sse_begin(s->r) < 0)
+        return -1;
+    json_object *delta = json_object_new_object();
+    svc_json_set_str(delta, "role", "assistant");
+    svc_json_set_str(delta, "content", "");
+    return send_chunk(s, chunk_new(s, delta, NULL));
+}
+
+/* One run event as a chunk: content and tool calls always, everything else in svc.v2. */
 static int on_event(void *ctx, json_object *ev)
 {
     struct stream_ctx *s = ctx;
@@ -363,6 +335,21 @@ static int on_event(void *ctx, json_object *ev)
     return send_chunk(s, chunk) < 0 ? 1 : 0;
 }
 
+/* The finish chunk, the usage chunk when asked for, then [DONE]. */
+static void stream_finish(struct stream_ctx *s, const struct answer *a)
+{
+    if (send_chunk(s, chunk_new(s, NULL, a->finish)) < 0)
+        return;
+    if (s->in->include_usage) {
+        json_object *u = completion_base(a, "chat.completion.chunk", s->created);
+        svc_json_set(u, "choices", json_object_new_array());
+        svc_json_set(u, "usage", a->usage ? svc_json_copy(a->usage) : json_object_new_object());
+        if (send_chunk(s, u) < 0)
+            return;
+    }
+    http_sse_data(s->r, "[DONE]");
+}
+
 static int should_cancel(void *ctx)
 {
     struct stream_ctx *s = ctx;
@@ -379,17 +366,27 @@ static int on_idle(void *ctx)
     return 0;
 }
 
+static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const struct chat_in *in,
+                            const char *run_id, const char *sid, const char *model)
+{
+    memset(s, 0, sizeof *s);
+    s->r = r;
+    s->in = in;
+    s->ids.run_id = run_id;
+    s->ids.sid = sid;
+    s->ids.model = model;
+    s->created = (int64_t)svc_time_now();
+    s->ping_after = ping_after();
+}
+
 static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *run,
                        struct svc_err *err)
 {
-    struct stream_ctx s = {r, run, in, (int64_t)svc_time_now(), 0, ping_after()};
-    if (http_sse_begin(r) < 0)
+    struct stream_ctx s;
+    stream_ctx_init(&s, r, in, svc_run_get_id(run), svc_run_get_session_id(run),
+                    svc_run_get_model(run));
+    if (stream_begin(&s) < 0)
         return 0; /* client gone: svc_run_free ends the run */
-    json_object *delta = json_object_new_object();
-    svc_json_set_str(delta, "role", "assistant");
-    svc_json_set_str(delta, "content", "");
-    send_chunk(&s, chunk_new(&s, delta, NULL));
-
     struct svc_run_sink sink = {on_event, should_cancel, on_idle, &s};
     if (svc_run_execute(run, &sink, err) < 0) {
         if (!r->client_gone)
@@ -397,17 +394,48 @@ static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *r
         return 0;
     }
     idem_record(r, run);
-    json_object *last = chunk_new(&s, NULL, svc_run_get_finish_reason(run));
-    if (send_chunk(&s, last) < 0)
-        return 0;
-    if (in->include_usage) {
-        json_object *u = completion_base(run, "chat.completion.chunk", s.created);
-        svc_json_set(u, "choices", json_object_new_array());
-        svc_json_set(u, "usage", usage_object(run));
-        if (send_chunk(&s, u) < 0)
-            return 0;
+    struct answer a;
+    json_object *usage;
+    answer_of_run(&a, run, &usage);
+    stream_finish(&s, &a);
+    json_object_put(usage);
+    return 0;
+}
+
+/* Answer again from a stored, completed run (Idempotency-Key seen before): the same
+ * completion, or the same stream replayed from the stored events. */
+static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
+{
+    struct answer a = {
+        .run_id = svc_json_str(rec, "run_id", ""),
+        .sid = svc_json_str(rec, "session_id", ""),
+        .model = svc_json_str(rec, "model", ""),
+        .content = svc_json_str(rec, "content", ""),
+        .finish = svc_json_str(rec, "finish_reason", "stop"),
+        .usage = svc_json_obj(rec, "usage"),
+    };
+    bool finished;
+    json_object *events = NULL;
+    if (svc_runs_events(r->cfg, a.run_id, 0, &events, &finished, NULL) < 0)
+        events = json_object_new_array();
+    a.events = events;
+    http_set_session(r, a.sid, true);
+    http_set_header(r, "Idempotent-Replayed", "true");
+    if (!in->stream) {
+        send_completion(r, in, &a);
+    } else {
+        struct stream_ctx s;
+        stream_ctx_init(&s, r, in, a.run_id, a.sid, a.model);
+        if (stream_begin(&s) == 0) {
+            size_t n = json_object_array_length(events);
+            bool gone = false;
+            for (size_t i = 0; i < n && !gone; i++)
+                gone = on_event(&s, json_object_array_get_idx(events, i)) != 0;
+            if (!gone)
+                stream_finish(&s, &a);
+        }
     }
-    http_sse_data(r, "[DONE]");
+    json_object_put(events);
     return 0;
 }
 
@@ -465,8 +493,11 @@ int h_runs_create(struct http_req *r, struct svc_err *err)
         goto done;
     http_set_session(r, in.sid, false);
     struct svc_run_request req = run_request_of(&in);
-    if (svc_runs_spawn(r->cfg, &req, r->idempotency_key, &out, err) < 0)
+    bool replayed = false;
+    if (svc_runs_spawn(r->cfg, &req, r->idempotency_key, &out, &replayed, err) < 0)
         goto done;
+    if (replayed)
+        http_set_header(r, "Idempotent-Replayed", "true");
     http_mark_run_began(r);
     http_set_session(r, svc_json_str(out, "session_id", ""), true);
     http_send_json(r, 202, out);

@@ -264,6 +264,7 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_IGN);
     signal(SIGCHLD, SIG_DFL);
+    svc_run_note_runner(run, NULL);
     struct runner rn = {.cfg = cfg};
     rn.events_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
     rn.cancel_path = run_file(cfg, svc_run_get_id(run), ".cancel");
@@ -275,6 +276,7 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     record_finish(rec, run, status_of(rc == 0 ? NULL : &err), rc == 0 ? NULL : &err);
     write_record(cfg, rec, NULL);
     svc_run_free(run);
+    svc_runs_prune(cfg, SVC_RUNS_KEEP_S); /* the finished records of long ago */
     free(rn.events_path);
     free(rn.cancel_path);
     _exit(0);
@@ -291,9 +293,10 @@ static json_object *spawn_answer(json_object *rec)
 }
 
 int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *req,
-                   const char *idem_key, json_object **out, struct svc_err *err)
+                   const char *idem_key, json_object **out, bool *replayed, struct svc_err *err)
 {
     *out = NULL;
+    *replayed = false;
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "asynchronous runs need sessions.enabled: true");
@@ -303,6 +306,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         json_object *rec = NULL;
         if (svc_runs_get(cfg, existing, &rec, NULL) == 0) {
             *out = spawn_answer(rec);
+            *replayed = true;
             json_object_put(rec);
             return 0;
         }

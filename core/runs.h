@@ -23,11 +23,14 @@
 /* Valid run id: 1..64 of [A-Za-z0-9._-], not starting with '.'. */
 bool svc_run_id_valid(const char *id);
 
+/* Finished records are kept this long (SPEC: at least 24 hours); runners prune older ones. */
+#define SVC_RUNS_KEEP_S (7 * 24 * 3600.0)
+
 /* Start a detached run. *out: {"run_id","session_id","status":"running","model"} (new ref).
- * With idem_key set and a run already recorded for (session, key), *out describes that run
- * and no new run starts. */
+ * With idem_key set and a run already recorded for (session, key), *out describes that run,
+ * *replayed is true and no new run starts. */
 int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *req,
-                   const char *idem_key, json_object **out, struct svc_err *err);
+                   const char *idem_key, json_object **out, bool *replayed, struct svc_err *err);
 
 /* The record: {"run_id","session_id","status","event_count","model","content","usage",
  * "error","created_at","finished_at"}. A record left `running` whose runner is gone is

@@ -932,6 +932,31 @@ void svc_run_abandon(struct svc_run *run)
     svc_run_free(run);
 }
 
+int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
+{
+    if (!run->stateful || !run->sidecars)
+        return 0;
+    char *dir = svc_store_session_dir(&run->st, run->sid);
+    struct svc_lock l = SVC_LOCK_INIT;
+    json_object *sc = NULL;
+    int rc = -1;
+    if (!dir || svc_lock_session(dir, true, &l, err) != 0 ||
+        svc_sidecar_read(&run->st, run->sid, &sc, err) != 0)
+        goto out;
+    json_object *cur = svc_json_obj(sc, "current_run");
+    if (!cur || strcmp(svc_json_str(cur, "run_id", ""), run->run_id) != 0) {
+        rc = 0; /* not ours any more: leave it */
+        goto out;
+    }
+    svc_json_set_int(cur, "pid", (int64_t)getpid());
+    rc = svc_sidecar_write(&run->st, run->sid, sc, err);
+out:
+    json_object_put(sc);
+    svc_lock_release(&l);
+    free(dir);
+    return rc;
+}
+
 int svc_run_lock_fd(const struct svc_run *run)
 {
     return run->run_lock.fd;

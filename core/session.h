@@ -56,6 +56,9 @@ void svc_run_free(struct svc_run *run);
 /* In a parent that forked a runner for this run: free the memory without ending the run.
  * The run lock stays held through the child's copy of the descriptor. */
 void svc_run_abandon(struct svc_run *run);
+/* In a forked runner: record this process as current_run.pid (the process that holds the
+ * run lock and executes the run). */
+int svc_run_note_runner(struct svc_run *run, struct svc_err *err);
 /* The run lock's descriptor (-1 when stateless), for a runner that closes all others. */
 int svc_run_lock_fd(const struct svc_run *run);
 

@@ -175,9 +175,7 @@ ok $runner, 'a process holds the run lock';
 my @w2 = worker_pids($s2->master_pid);
 ok $runner && !grep({ $_ == $runner } @w2, $s2->master_pid), 'the runner is neither a worker nor the master';
 {
-    local $TODO = 'core/session.c svc_run_begin: current_run.pid is the worker that accepted '
-                . 'the run, not the detached runner that executes it';
-    is $s2->req(GET => '/api/v1/chat/sessions/k-runner')->{json}{current_run}{pid}, $runner,
+        is $s2->req(GET => '/api/v1/chat/sessions/k-runner')->{json}{current_run}{pid}, $runner,
         'current_run.pid names the runner';
 }
 if ($runner) {

@@ -109,9 +109,7 @@ my $v2 = chat('i-v2', 'with events', 'kv2', metadata => { event_format => 'svc.v
 is $v2->{headers}{'idempotent-replayed'}, 'true', 'svc.v2: replayed';
 is $v2->{json}{run_id}, $v1->{json}{run_id}, 'svc.v2: same run_id';
 {
-    local $TODO = 'cgi/h_chat.c idem_replay: the replay ignores metadata.event_format svc.v2 '
-                . '(no "svc" block, no svc_event on stream chunks) although the run\'s events are stored';
-    is_deeply $v2->{json}{svc}, $v1->{json}{svc}, 'svc.v2 replay: same svc block (schema_version, run_id, events)';
+        is_deeply $v2->{json}{svc}, $v1->{json}{svc}, 'svc.v2 replay: same svc block (schema_version, run_id, events)';
     my $sv = $s->sse('/api/chat', headers => { 'idempotency-key' => 'kv2' }, body => {
         stream => $T, session_id => 'i-v2', metadata => { event_format => 'svc.v2' },
         messages => [{ role => 'user', content => 'with events' }] });
@@ -128,6 +126,8 @@ my $run_id = $r1->{json}{run_id};
 my $r2 = post_run('i-runs', '/slow 100 only once please', 'rk-1');
 is $r2->{status}, 202, 'runs: repeated while running: 202 (not session_busy)';
 is $r2->{json}{run_id}, $run_id, 'runs: same run_id while running';
+is $r2->{headers}{'idempotent-replayed'}, 'true', 'runs: the repeat says it was replayed';
+ok !defined $r1->{headers}{'idempotent-replayed'}, 'runs: the first one does not';
 is $r2->{json}{session_id}, 'i-runs', 'runs: session_id';
 my $done = wait_run($run_id);
 is $done->{json}{status}, 'done', 'runs: done';
