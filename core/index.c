@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,7 @@ static struct {
     off_t offset;
     struct timespec root_mtime;
     bool loaded;
+    char gen[17]; /* generation of the index file read, "" before its first compaction */
 } ix;
 
 static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
@@ -262,8 +264,19 @@ static int read_new_lines(const struct svc_store *st, bool *damaged)
         close(fd);
         return -1;
     }
-    if (sb.st_ino != ix.ino || sb.st_size < ix.offset) {
+    /* Which file is this? Inode numbers are reused across compactions, so every compacted
+     * file starts with a line naming its random generation; appends never touch line 1. */
+    char head[80] = "", gen[17] = "";
+    ssize_t hn = pread(fd, head, sizeof head - 1, 0);
+    if (hn > 0) {
+        head[hn] = '\0';
+        static const char key[] = "{\"svc_index_generation\":\"";
+        if (strncmp(head, key, sizeof key - 1) == 0)
+            snprintf(gen, sizeof gen, "%.16s", head + sizeof key - 1);
+    }
+    if (sb.st_ino != ix.ino || sb.st_size < ix.offset || strcmp(gen, ix.gen) != 0) {
         /* replaced (compaction) or truncated: start over */
+        snprintf(ix.gen, sizeof ix.gen, "%s", gen);
         for (size_t i = 0; i < ix.n; i++)
             entry_free(&ix.v[i]);
         ix.n = 0;
@@ -300,7 +313,7 @@ static int read_new_lines(const struct svc_store *st, bool *damaged)
             json_object *sum = svc_json_obj(o, "summary");
             if (sid && svc_id_valid(sid))
                 apply(sid, sum);
-            else
+            else if (!svc_json_str(o, "svc_index_generation", NULL))
                 *damaged = true;
         } else {
             *damaged = true;
@@ -325,11 +338,20 @@ static json_object *summary_of(const struct svc_store *st, const char *sid)
     return sum;
 }
 
-/* Write a fresh index from what is in memory (compaction/rebuild). */
+/* Write a fresh index (compaction/rebuild). Under the root lock, first catch up with what
+ * other processes appended, so that nothing they wrote is dropped. */
 static void write_compacted(const struct svc_store *st)
 {
+    int fd = lock_root(st);
+    if (fd < 0)
+        return;
+    bool damaged = false;
+    read_new_lines(st, &damaged);
+    char gen[17];
+    svc_random_hex(gen, 16);
     struct svc_buf b;
     svc_buf_init(&b);
+    svc_buf_printf(&b, "{\"svc_index_generation\":\"%s\"}\n", gen);
     for (size_t i = 0; i < ix.n; i++) {
         svc_buf_adds(&b, "{\"session_id\":");
         json_object *s = json_object_new_string(ix.v[i].sid);
@@ -342,17 +364,15 @@ static void write_compacted(const struct svc_store *st)
         svc_buf_adds(&b, "}\n");
     }
     char *path = root_file(st, INDEX_FILE);
-    int fd = lock_root(st);
-    if (!b.oom && path && fd >= 0 &&
-        svc_file_write_atomic(path, b.data ? b.data : "", b.len, false, NULL) == 0) {
+    if (!b.oom && path && svc_file_write_atomic(path, b.data, b.len, false, NULL) == 0) {
         struct stat sb;
         if (stat(path, &sb) == 0) {
             ix.ino = sb.st_ino;
             ix.offset = sb.st_size;
+            snprintf(ix.gen, sizeof ix.gen, "%s", gen);
         }
     }
-    if (fd >= 0)
-        close(fd);
+    close(fd);
     free(path);
     svc_buf_free(&b);
 }
@@ -482,7 +502,7 @@ static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
     *bar = '\0';
     char *end;
     *updated = strtod((char *)raw, &end);
-    if (*end)
+    if (*end || !isfinite(*updated))
         return -1;
     /* strip decode padding zeros */
     snprintf(sid, sidsz, "%s", bar + 1);
