@@ -1223,7 +1223,7 @@ int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_er
     size_t len = 0;
     struct svc_err e = {0};
     memset(cfg, 0, sizeof *cfg);
-    if (svc_file_read(path, &buf, &len, &e) < 0) {
+    if (svc_file_read_follow(path, &buf, &len, &e) < 0) {
         if (e.code == SVC_E_NOMEM)
             return svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", path);
         if (e.code == SVC_E_NOT_FOUND)
@@ -1256,7 +1256,7 @@ int svc_config_load(struct svc_config *cfg, struct svc_err *err)
     size_t len = 0;
     struct svc_err e = {0};
     int rc;
-    if (svc_file_read(path, &buf, &len, &e) < 0) {
+    if (svc_file_read_follow(path, &buf, &len, &e) < 0) {
         if (e.code == SVC_E_NOT_FOUND)
             rc = svc_config_defaults(cfg, err);
         else if (e.code == SVC_E_NOMEM)

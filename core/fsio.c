@@ -98,7 +98,7 @@ out:
 int svc_file_append(const char *path, const void *data, size_t len, bool durable,
                     struct svc_err *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return svc_err_errno(err, "open for append");
     int rc = 0;
@@ -111,15 +111,17 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
     return rc;
 }
 
-int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err)
+static int file_read(const char *path, int flags, char **out, size_t *len, struct svc_err *err)
 {
     *out = NULL;
     if (len)
         *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: %s", path);
+        if (errno == ELOOP)
+            return svc_err_set(err, SVC_E_IO, "refused: %s is a symbolic link", path);
         return svc_err_errno(err, "open");
     }
     struct stat st;
@@ -162,6 +164,16 @@ int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err
     if (len)
         *len = used;
     return 0;
+}
+
+int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err)
+{
+    return file_read(path, O_NOFOLLOW, out, len, err);
+}
+
+int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_err *err)
+{
+    return file_read(path, 0, out, len, err);
 }
 
 bool svc_file_is_internal(const char *name)

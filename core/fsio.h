@@ -3,7 +3,8 @@
  * renames it over the target and fsyncs the directory, so a reader sees the old file
  * or the new one and never a torn one; with durable=false the two fsyncs are skipped.
  * Temp names are "<name>.tmp-<pid>-<hex>" and never listed or exported.
- * svc_file_append writes one line with a single write(2) (O_APPEND), then fsyncs. */
+ * svc_file_append writes one line with a single write(2) (O_APPEND), then fsyncs; it never
+ * follows a symbolic link. */
 #ifndef SVC_FSIO_H
 #define SVC_FSIO_H
 
@@ -17,8 +18,11 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
 int svc_file_append(const char *path, const void *data, size_t len, bool durable,
                     struct svc_err *err);
 /* Read a whole file into a heap buffer (NUL-terminated; *len excludes the NUL).
- * A missing file is SVC_E_NOT_FOUND; other failures SVC_E_IO. */
+ * A missing file is SVC_E_NOT_FOUND; other failures SVC_E_IO. Data files are never read
+ * through a symbolic link (it could point out of the root): that is SVC_E_IO too. */
 int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err);
+/* The same, following a symbolic link: for configuration files, which ops often link. */
+int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_err *err);
 /* Whether a directory entry name is one of our temp files or lock files. */
 bool svc_file_is_internal(const char *name);
 /* Test hook: when the environment variable SVC_TEST_CRASH_BEFORE_RENAME is set to a

@@ -31,6 +31,8 @@ static int open_session(const struct svc_config *cfg, const char *sid, struct sv
     store_of(cfg, st);
     if (!svc_store_session_exists(st, sid))
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+    if (svc_store_check_layout(st, sid, err) != 0)
+        return -1;
     if (svc_session_repair_stale(cfg, sid, err) < 0)
         return -1;
     return 0;
@@ -93,6 +95,8 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     store_of(cfg, &st);
     if (!svc_store_session_exists(&st, sid))
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+    if (svc_store_check_layout(&st, sid, err) != 0)
+        return -1;
     char *dir = svc_store_session_dir(&st, sid);
     struct svc_lock l = SVC_LOCK_INIT;
     json_object *sc = NULL;

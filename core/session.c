@@ -491,6 +491,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         if (svc_mkdirs(st->root, 0755, err) != 0 || svc_mkdirs(dir, 0755, err) != 0)
             goto out;
     }
+    if (svc_store_check_layout(st, run->sid, err) != 0)
+        goto out;
     if (svc_lock_run_try(dir, &run->run_lock, err) != 0)
         goto out;
     if (svc_lock_session(dir, true, &l, err) != 0)

@@ -96,6 +96,34 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid)
     return ok;
 }
 
+int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err)
+{
+    char *paths[3] = {svc_store_session_file(st, sid, "agents"), svc_store_agent_dir(st, sid),
+                      svc_store_messages_dir(st, sid)};
+    static const char *names[3] = {"agents", "agents/agent_<id>", "messages"};
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++) {
+        struct stat lst;
+        if (!paths[i])
+            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        else if (lstat(paths[i], &lst) == 0 && !S_ISDIR(lst.st_mode))
+            rc = svc_err_set(err, SVC_E_IO,
+                             "session %s: %s is a symbolic link or not a directory; refused", sid,
+                             names[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        free(paths[i]);
+    /* the one file we append to (atomic rewrites replace a link instead of following it) */
+    char *turns = rc == 0 ? svc_store_session_file(st, sid, "svc_turns.jsonl") : NULL;
+    struct stat lst;
+    if (turns && lstat(turns, &lst) == 0 && !S_ISREG(lst.st_mode))
+        rc = svc_err_set(err, SVC_E_IO,
+                         "session %s: svc_turns.jsonl is a symbolic link or not a file; refused",
+                         sid);
+    free(turns);
+    return rc;
+}
+
 static int write_session_json(const char *path, const char *sid, bool durable,
                               json_object *existing, struct svc_err *err)
 {

@@ -35,6 +35,11 @@ char *svc_store_message_path(const struct svc_store *st, const char *sid, int64_
 
 /* Whether session_<sid> exists as a real directory inside the root (no symlink escape). */
 bool svc_store_session_exists(const struct svc_store *st, const char *sid);
+/* The directories under session_<sid> that we write into (agents/, agents/agent_<aid>/,
+ * messages/) must be real directories when present, and svc_turns.jsonl a regular file:
+ * a symbolic link there could lead out
+ * of the root. SVC_E_IO when one is not. */
+int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err);
 /* Create the root, the session directory, agents/agent_<aid>/messages and session.json
  * (when missing, even if the directory exists). Does not create agent.json. */
 int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err);
