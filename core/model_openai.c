@@ -98,7 +98,21 @@ char *svc_openai_redact(const char *src, const char *secret)
     }
     if (!b.data && !b.oom)
         return strdup("");
-    return svc_buf_steal(&b);
+    char *out = svc_buf_steal(&b);
+    /* backstop: a text cut short may end in the start of the key; mask such a tail */
+    size_t ol = out ? strlen(out) : 0;
+    for (size_t n = kl - 1 < ol ? kl - 1 : ol; out && n >= 4; n--) {
+        if (memcmp(out + ol - n, secret, n) == 0) {
+            out[ol - n] = '\0';
+            char *masked = NULL;
+            if (asprintf(&masked, "%s***", out) >= 0) {
+                free(out);
+                out = masked;
+            }
+            break;
+        }
+    }
+    return out;
 }
 
 /* Set err with a message that never carries the key. */
@@ -350,8 +364,11 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
         !json_object_is_type(e, json_type_null)) {
         const char *m = json_object_is_type(e, json_type_string) ? json_object_get_string(e)
                                                                  : svc_json_str(e, "message", NULL);
+        /* redact before the copy can cut the key in two */
+        char *red = svc_openai_redact(m && *m ? m : "the model server reported an error", st->key);
         snprintf(st->stream_error, sizeof st->stream_error, "%s",
-                 m && *m ? m : "the model server reported an error");
+                 red ? red : "the model server reported an error");
+        free(red);
         st->abort = OA_STREAMERR;
         return -1;
     }
@@ -725,7 +742,10 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         return OA_FAIL;
     }
     if (status >= 300) {
-        char *m = oa_error_message(st->body.data ? st->body.data : "", st->body.len);
+        /* redact the whole body before any excerpt is cut from it */
+        char *body = svc_openai_redact(st->body.data ? st->body.data : "", st->key);
+        char *m = oa_error_message(body ? body : "", body ? strlen(body) : 0);
+        free(body);
         oa_fail(st, err, SVC_E_UPSTREAM, "model server answered HTTP %ld%s%s", status,
                 m ? ": " : "", m ? m : "");
         free(m);

@@ -135,6 +135,13 @@ int main(void)
     s = svc_openai_redact("", "k");
     is_str(s, "", "redact empty");
     free(s);
+    /* a text cut short that ends in the start of the key: the tail is masked too */
+    s = svc_openai_redact("error: bad key sk-SUPERSE", "sk-SUPERSECRET-123");
+    is_str(s, "error: bad key ***", "a key cut in two is still masked");
+    free(s);
+    s = svc_openai_redact("ends in sk-", "sk-SUPERSECRET-123");
+    is_str(s, "ends in sk-", "a tail shorter than 4 characters is left (too common to mean a key)");
+    free(s);
 
     unsetenv("http_proxy");
     unsetenv("HTTP_PROXY");
