@@ -15,6 +15,7 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "lock.h"
 #include "sidecar.h"
 #include "util.h"
 
@@ -511,10 +512,21 @@ static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
     return 0;
 }
 
+/* Whether a session listed as running has a live run (its run lock is held). */
+static bool run_alive(const struct svc_store *st, const char *sid)
+{
+    char *dir = svc_store_session_dir(st, sid);
+    bool alive = dir ? svc_lock_run_held(dir) : true;
+    free(dir);
+    return alive;
+}
+
 int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
-                   struct svc_err *err)
+                   json_object **stale, struct svc_err *err)
 {
     *out = NULL;
+    if (stale)
+        *stale = NULL;
     if (refresh(st) != 0)
         return svc_err_errno(err, "list sessions");
     if (!ix.sorted) {
@@ -567,6 +579,11 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
         }
         json_object_array_add(list, svc_json_new_raw(e->summary));
         last = e;
+        if (stale && strcmp(e->status, "running") == 0 && !run_alive(st, e->sid)) {
+            if (!*stale)
+                *stale = json_object_new_array();
+            json_object_array_add(*stale, json_object_new_string(e->sid));
+        }
     }
     free(qlc);
     json_object *res = json_object_new_object();

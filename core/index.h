@@ -18,9 +18,11 @@
 #include "store.h"
 
 void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary);
-/* A page of summaries per q: {"sessions": [...], "next_cursor"}. */
+/* A page of summaries per q: {"sessions": [...], "next_cursor"}. When stale is not NULL,
+ * *stale gets the ids on the page listed as running whose run lock nobody holds (an array,
+ * new reference), or NULL when there are none: the caller repairs them and lists again. */
 int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
-                   struct svc_err *err);
+                   json_object **stale, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */
 void svc_index_reset(void);
 

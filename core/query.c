@@ -80,7 +80,18 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
     }
     struct svc_store st;
     store_of(cfg, &st);
-    return svc_index_list(&st, q, out, err);
+    json_object *stale = NULL;
+    if (svc_index_list(&st, q, out, &stale, err) != 0)
+        return -1;
+    if (!stale)
+        return 0;
+    /* a run died on this page: repair it (SPEC 2.3: the next reader does), then list again */
+    for (size_t i = 0; i < json_object_array_length(stale); i++)
+        svc_session_repair_stale(cfg, json_object_get_string(json_object_array_get_idx(stale, i)),
+                                 NULL);
+    json_object_put(stale);
+    json_object_put(*out);
+    return svc_index_list(&st, q, out, NULL, err);
 }
 
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,

@@ -32,7 +32,7 @@ static char *title_of(const char *sid)
     struct svc_list_query q = {.limit = 100};
     json_object *o = NULL;
     char *out = strdup("");
-    if (svc_index_list(&st, &q, &o, NULL) != 0)
+    if (svc_index_list(&st, &q, &o, NULL, NULL) != 0)
         return out;
     json_object *arr = svc_json_arr(o, "sessions");
     for (size_t i = 0; i < json_object_array_length(arr); i++) {
@@ -157,7 +157,7 @@ static void cursor_refuses_non_finite(void)
         json_object *o = NULL;
         struct svc_err e;
         svc_err_clear(&e);
-        int rc = svc_index_list(&st, &q, &o, &e);
+        int rc = svc_index_list(&st, &q, &o, NULL, &e);
         ok(rc == -1 && e.code == SVC_E_INVALID_QUERY, "cursor %s refused", bad[i]);
         json_object_put(o);
     }
