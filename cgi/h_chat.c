@@ -416,7 +416,7 @@ static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
     };
     bool finished;
     json_object *events = NULL;
-    if (svc_runs_events(r->cfg, a.run_id, 0, &events, &finished, NULL) < 0)
+    if (svc_runs_events(r->cfg, a.run_id, 0, &events, NULL, &finished, NULL) < 0)
         events = json_object_new_array();
     a.events = events;
     http_set_session(r, a.sid, true);
@@ -546,7 +546,8 @@ int h_run_events(struct http_req *r, struct svc_err *err)
     for (;;) {
         json_object *events = NULL;
         bool finished = false;
-        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &finished, err) < 0) {
+        long next = (long)cursor;
+        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &next, &finished, err) < 0) {
             http_sse_error(r, err);
             return 0;
         }
@@ -559,10 +560,10 @@ int h_run_events(struct http_req *r, struct svc_err *err)
                 json_object_put(events);
                 return 0; /* the client left; the run goes on */
             }
-            cursor++;
             ended = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
         }
         json_object_put(events);
+        cursor = next;
         if (ended || (finished && n == 0))
             return 0;
         if (finished)

@@ -1359,6 +1359,12 @@ json_object *svc_config_to_json(const struct svc_config *cfg)
         }
         json_object_object_add(root, l->name, arr);
     }
+    /* a secret in force through its environment variable is set too: say so */
+    json_object *server = NULL, *model = NULL;
+    if (json_object_object_get_ex(root, "server", &server) && svc_config_api_token(cfg))
+        json_object_object_add(server, "api_token", json_object_new_string("***"));
+    if (json_object_object_get_ex(root, "model", &model) && svc_config_model_api_key(cfg))
+        json_object_object_add(model, "api_key", json_object_new_string("***"));
     json_object_object_add(root, "source",
                            cfg->source ? json_object_new_string(cfg->source) : NULL);
     return root;

@@ -222,27 +222,17 @@ static int runner_should_cancel(void *ctx)
     return rn->cancelled;
 }
 
-static void close_other_fds(int keep1, int keep2)
+/* Keep only stdin/stdout/stderr and the two lock descriptors (moved to 3 and 4). */
+static void close_other_fds(int *lock1, int *lock2)
 {
-    DIR *d = opendir("/proc/self/fd");
-    if (!d) {
-        for (int fd = 3; fd < 1024; fd++)
-            if (fd != keep1 && fd != keep2)
-                close(fd);
-        return;
-    }
-    int dfd = dirfd(d);
-    int fds[1024], n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)) && n < 1024) {
-        int fd = atoi(de->d_name);
-        if (de->d_name[0] >= '0' && de->d_name[0] <= '9' && fd > 2 && fd != dfd && fd != keep1 &&
-            fd != keep2)
-            fds[n++] = fd;
-    }
-    closedir(d);
-    for (int i = 0; i < n; i++)
-        close(fds[i]);
+    int a = fcntl(*lock1, F_DUPFD_CLOEXEC, 10), b = fcntl(*lock2, F_DUPFD_CLOEXEC, 10);
+    if (a < 0 || b < 0)
+        return; /* keep everything rather than lose a lock */
+    dup2(a, 3); /* dup2 clears FD_CLOEXEC: the locks are ours alone anyway */
+    dup2(b, 4);
+    close_range(5, ~0U, 0);
+    *lock1 = 3;
+    *lock2 = 4;
 }
 
 static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_object *rec,
@@ -255,7 +245,9 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
         if (devnull > 2)
             close(devnull);
     }
-    close_other_fds(svc_run_lock_fd(run), rlock_fd);
+    int run_lock = svc_run_lock_fd(run);
+    close_other_fds(&run_lock, &rlock_fd);
+    svc_run_set_lock_fd(run, run_lock);
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL); /* the worker blocks some while it serves */
@@ -264,6 +256,7 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_IGN);
     signal(SIGCHLD, SIG_DFL);
+    signal(SIGUSR1, SIG_DFL); /* libfcgi's handler belongs to the worker */
     svc_run_note_runner(run, NULL);
     struct runner rn = {.cfg = cfg};
     rn.events_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
@@ -462,10 +455,12 @@ int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object *
 }
 
 int svc_runs_events(const struct svc_config *cfg, const char *run_id, long cursor,
-                    json_object **out, bool *finished, struct svc_err *err)
+                    json_object **out, long *next, bool *finished, struct svc_err *err)
 {
     *out = NULL;
     *finished = false;
+    if (next)
+        *next = cursor;
     json_object *rec = NULL;
     if (svc_runs_get(cfg, run_id, &rec, err) != 0)
         return -1;
@@ -491,6 +486,8 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
             idx++;
             p = nl + 1;
         }
+        if (next && idx > cursor)
+            *next = idx; /* past undecodable lines too, so a reader never re-reads */
     }
     free(buf);
     free(path);
@@ -618,45 +615,64 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     return rc;
 }
 
+/* Remove the files of one run. */
+static void remove_run_files(const struct svc_config *cfg, const char *id)
+{
+    static const char *suffixes[] = {".json", ".events.jsonl", ".cancel", ".lock"};
+    for (int i = 0; i < 4; i++) {
+        char *p = run_file(cfg, id, suffixes[i]);
+        if (p)
+            unlink(p);
+        free(p);
+    }
+}
+
 int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
 {
     char *dir = runs_dir(cfg);
-    DIR *d = dir ? opendir(dir) : NULL;
+    char *stamp = run_file(cfg, ".pruned", "");
+    DIR *d = NULL;
     int removed = 0;
-    if (!d) {
-        free(dir);
-        return 0;
-    }
     double now = svc_time_now();
+    struct stat sb;
+    /* at most once an hour, whoever asks: the stamp's mtime says when it last ran */
+    if (!dir || !stamp || (stat(stamp, &sb) == 0 && now - (double)sb.st_mtime < 3600))
+        goto out;
+    svc_file_write_atomic(stamp, "", 0, false, NULL);
+    if (!(d = opendir(dir)))
+        goto out;
     struct dirent *de;
     while ((de = readdir(d))) {
         size_t n = strlen(de->d_name);
-        if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 ||
-            strncmp(de->d_name, "idem-", 5) == 0)
-            continue;
-        char id[80];
-        if (n - 5 >= sizeof id)
+        char id[96];
+        if (n < 6 || n - 5 >= sizeof id || strcmp(de->d_name + n - 5, ".json") != 0)
             continue;
         memcpy(id, de->d_name, n - 5);
         id[n - 5] = '\0';
+        char *path = run_file(cfg, id, ".json");
+        bool old = path && stat(path, &sb) == 0 && now - (double)sb.st_mtime > max_age_s;
+        free(path);
+        if (!old)
+            continue; /* by mtime first: recent records are not even opened */
+        if (strncmp(id, "idem-", 5) == 0) {
+            char *p = run_file(cfg, id, ".json");
+            if (p && unlink(p) == 0)
+                removed++;
+            free(p);
+            continue;
+        }
         json_object *rec = NULL;
-        double fin;
-        if (read_record(cfg, id, &rec, NULL) == 0 &&
-            strcmp(svc_json_str(rec, "status", "running"), "running") != 0 &&
-            svc_time_parse_iso(svc_json_str(rec, "finished_at", ""), &fin) == 0 &&
-            now - fin > max_age_s) {
-            static const char *suffixes[] = {".json", ".events.jsonl", ".cancel", ".lock"};
-            for (int i = 0; i < 4; i++) {
-                char *p = run_file(cfg, id, suffixes[i]);
-                if (p)
-                    unlink(p);
-                free(p);
-            }
+        bool running = read_record(cfg, id, &rec, NULL) == 0 &&
+                       strcmp(svc_json_str(rec, "status", ""), "running") == 0;
+        json_object_put(rec);
+        if (!running) {
+            remove_run_files(cfg, id);
             removed++;
         }
-        json_object_put(rec);
     }
     closedir(d);
+out:
     free(dir);
+    free(stamp);
     return removed;
 }

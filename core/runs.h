@@ -37,10 +37,11 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
  * reported (and rewritten) as error/interrupted. SVC_E_RUN_NOT_FOUND when unknown. */
 int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object **out,
                  struct svc_err *err);
-/* Events from index cursor on (array, new ref); *finished true when the run has ended and
- * every event up to its end is in the array. */
+/* Events from index cursor on (array, new ref); *next (may be NULL) is the index to ask
+ * for next time; *finished true when the run has ended and every event up to its end is in
+ * the array. */
 int svc_runs_events(const struct svc_config *cfg, const char *run_id, long cursor,
-                    json_object **out, bool *finished, struct svc_err *err);
+                    json_object **out, long *next, bool *finished, struct svc_err *err);
 /* Block until the events file grows or timeout_ms passes (inotify; no busy loop).
  * Returns 1 when something changed, 0 on timeout, -1 on error. */
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms);
@@ -56,7 +57,8 @@ int svc_runs_find_idem(const struct svc_config *cfg, const char *sid, const char
 int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, const char *key,
                          const char *status, const struct svc_err *failure, struct svc_err *err);
 
-/* Remove finished records older than max_age_s. Returns how many were removed. */
+/* Remove finished records (and idempotency keys) not touched for max_age_s. Runs at most
+ * once an hour per root (a stamp file says when); returns how many were removed. */
 int svc_runs_prune(const struct svc_config *cfg, double max_age_s);
 
 #endif

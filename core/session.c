@@ -964,6 +964,11 @@ int svc_run_lock_fd(const struct svc_run *run)
     return run->run_lock.fd;
 }
 
+void svc_run_set_lock_fd(struct svc_run *run, int fd)
+{
+    run->run_lock.fd = fd;
+}
+
 const char *svc_run_get_id(const struct svc_run *run)
 {
     return run->run_id;

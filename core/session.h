@@ -61,6 +61,8 @@ void svc_run_abandon(struct svc_run *run);
 int svc_run_note_runner(struct svc_run *run, struct svc_err *err);
 /* The run lock's descriptor (-1 when stateless), for a runner that closes all others. */
 int svc_run_lock_fd(const struct svc_run *run);
+/* After the runner moved the descriptor (dup2), tell the run where it is now. */
+void svc_run_set_lock_fd(struct svc_run *run, int fd);
 
 /* Accessors, borrowed, valid until svc_run_free. */
 const char *svc_run_get_id(const struct svc_run *run);
