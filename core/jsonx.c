@@ -367,6 +367,13 @@ void svc_json_set(json_object *o, const char *key, json_object *val)
     json_object_object_add(o, key, val);
 }
 
+void svc_json_merge(json_object *dst, json_object *src)
+{
+    if (!json_object_is_type(src, json_type_object))
+        return;
+    json_object_object_foreach(src, key, val) json_object_object_add(dst, key, json_object_get(val));
+}
+
 json_object *svc_json_copy(json_object *o)
 {
     json_object *c = NULL;

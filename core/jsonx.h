@@ -49,6 +49,8 @@ void svc_json_set_bool(json_object *o, const char *key, bool val);
 void svc_json_set(json_object *o, const char *key, json_object *val);
 /* A double in the shortest form that round-trips (Python's repr): 0.1, 1.0, 1e+20. */
 void svc_json_format_double(double d, char *out, size_t outsz);
+/* Add every key of src to dst (values shared, references taken). */
+void svc_json_merge(json_object *dst, json_object *src);
 /* Deep copy (new reference). */
 json_object *svc_json_copy(json_object *o);
 

@@ -335,10 +335,7 @@ int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_objec
         return -1;
     json_object *res = json_object_new_object();
     svc_json_set_str(res, "session_id", sid);
-    json_object *ts = svc_json_obj(sum, "token_state");
-    if (ts) {
-        json_object_object_foreach(ts, k, v) svc_json_set(res, k, json_object_get(v));
-    }
+    svc_json_merge(res, svc_json_obj(sum, "token_state"));
     json_object_put(sum);
     *out = res;
     return 0;

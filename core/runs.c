@@ -421,7 +421,7 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
         svc_json_set_str(fresh, "finished_at", now);
         write_record(cfg, fresh, NULL);
         /* copy the final fields into the caller's record */
-        json_object_object_foreach(fresh, k, v) svc_json_set(rec, k, json_object_get(v));
+        svc_json_merge(rec, fresh);
     }
     json_object_put(fresh);
     close(fd);

@@ -863,7 +863,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
         }
         ev = event_new(run, "token_usage");
         json_object *ts = token_state(run, NULL);
-        json_object_object_foreach(ts, k, v) svc_json_set(ev, k, json_object_get(v));
+        svc_json_merge(ev, ts);
         json_object_put(ts);
         event_emit(run, ev);
         if (ntu == 0) {
