@@ -316,7 +316,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
         goto fail;
     }
-    if (svc_mkdirs(dir, 0755, err) != 0)
+    if (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0)
         goto fail;
     rlock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (rlock < 0 || flock(rlock, LOCK_EX) != 0) {

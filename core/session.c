@@ -488,7 +488,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         goto out;
     }
     if (!svc_store_session_exists(st, run->sid)) {
-        if (svc_mkdirs(st->root, 0755, err) != 0 || svc_mkdirs(dir, 0755, err) != 0)
+        if (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||
+            svc_mkdirs_durable(dir, 0755, st->durable, err) != 0)
             goto out;
     }
     if (svc_store_check_layout(st, run->sid, err) != 0)
@@ -515,7 +516,11 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
                     run->sid);
         goto out;
     }
-    if (svc_store_ensure_session(st, run->sid, err) != 0)
+    char *mdir = svc_store_messages_dir(st, run->sid);
+    int mrc = mdir ? svc_mkdirs_durable(mdir, 0755, st->durable, err)
+                   : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    free(mdir);
+    if (mrc != 0 || svc_store_ensure_session(st, run->sid, err) != 0)
         goto out;
     if (svc_store_read_agent(st, run->sid, &run->agent, &rerr) != 0) {
         if (rerr.code != SVC_E_NOT_FOUND) {

@@ -1,6 +1,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <stdarg.h>
@@ -160,7 +161,34 @@ char *svc_path_join(const char *a, const char *b)
     return out;
 }
 
+/* fsync the directory that holds path (its parent), so a new entry in it survives a crash */
+static int fsync_parent(char *path)
+{
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        return 0;
+    char keep = slash == path ? slash[1] : *slash;
+    if (slash == path)
+        slash[1] = '\0';
+    else
+        *slash = '\0';
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = fd >= 0 ? fsync(fd) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (slash == path)
+        slash[1] = keep;
+    else
+        *slash = keep;
+    return rc;
+}
+
 int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
+{
+    return svc_mkdirs_durable(path, mode, false, err);
+}
+
+int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err)
 {
     char *tmp = strdup(path);
     if (!tmp)
@@ -170,7 +198,12 @@ int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
         if (*p == '/' || *p == '\0') {
             char c = *p;
             *p = '\0';
-            if (mkdir(tmp, mode) != 0 && errno != EEXIST) {
+            if (mkdir(tmp, mode) == 0) {
+                if (durable && fsync_parent(tmp) != 0) {
+                    rc = svc_err_errno(err, "fsync directory");
+                    break;
+                }
+            } else if (errno != EEXIST) {
                 rc = svc_err_errno(err, "mkdir");
                 break;
             }

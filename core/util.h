@@ -35,6 +35,9 @@ char *svc_path_expand(const char *path);
 char *svc_path_join(const char *a, const char *b);
 /* mkdir -p with mode; 0 or -1 with err. */
 int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err);
+/* The same; with durable, the parent of every directory it creates is fsynced, so the new
+ * entries survive a crash (a session created by a completed run must not vanish). */
+int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err);
 /* Whether the path is an existing directory. */
 bool svc_is_dir(const char *path);
 
