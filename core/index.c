@@ -15,6 +15,7 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "log.h"
 #include "lock.h"
 #include "sidecar.h"
 #include "util.h"
@@ -247,7 +248,7 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
 void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary)
 {
     if (append_line(st, sid, summary) != 0)
-        fprintf(stderr, "svc: index: could not record session %s (listing will rescan)\n", sid);
+        svc_logf("index: could not record session %s (listing will rescan)", sid);
 }
 
 /* Read lines from ix.offset on; returns 0, or -1 when the file is missing or damaged. */

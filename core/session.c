@@ -10,6 +10,7 @@
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
+#include "log.h"
 #include "model.h"
 #include "openai.h"
 #include "sidecar.h"
@@ -371,7 +372,7 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
     int rc = write_run_end(st, sid, sc, turn, err);
     json_object_put(turn);
     if (rc == 0)
-        fprintf(stderr, "svc: repaired stale run %s of session %s: status error (interrupted)\n",
+        svc_logf("repaired stale run %s of session %s: status error (interrupted)",
                 run_id_copy, sid);
     free(run_id_copy);
     free(started_copy);
@@ -714,7 +715,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     json_object_put(turn);
 out:
     if (rc != 0)
-        fprintf(stderr, "svc: session %s run %s: could not record the run's end: %s\n", run->sid,
+        svc_logf("session %s run %s: could not record the run's end: %s", run->sid,
                 run->run_id, err.message);
     json_object_put(sc);
     svc_lock_release(&l);

@@ -1,0 +1,32 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static void default_sink(const char *line, void *ctx)
+{
+    (void)ctx;
+    fprintf(stderr, "svc: %s\n", line);
+}
+
+static svc_log_sink sink = default_sink;
+static void *sink_ctx;
+
+void svc_log_set_sink(svc_log_sink fn, void *ctx)
+{
+    sink = fn ? fn : default_sink;
+    sink_ctx = fn ? ctx : NULL;
+}
+
+void svc_logf(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    for (char *p = line; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    sink(line, sink_ctx);
+}
