@@ -21,6 +21,17 @@ static bool root_writable(const char *root, const char **reason)
         *reason = "session root is not configured";
         return false;
     }
+    /* Common case in one system call: "<root>/." resolves only when root is a directory
+     * (or a link to one), and access() then checks root itself. Anything else takes the
+     * slow path below, which finds the reason. */
+    size_t rl = strlen(root);
+    char dot[4096];
+    if (rl + 3 <= sizeof dot) {
+        memcpy(dot, root, rl);
+        memcpy(dot + rl, "/.", 3);
+        if (access(dot, W_OK | X_OK) == 0)
+            return true;
+    }
     if (stat(root, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
             *reason = "session root is not a directory";
@@ -71,7 +82,7 @@ int h_health(struct http_req *r, struct svc_err *err)
         svc_json_set_str(o, "reason", reason);
     svc_json_set_str(o, "version", SVC_VERSION);
     svc_json_set_int(o, "pid", h_base_master_pid);
-    svc_json_set_int(o, "worker_pid", (int64_t)getpid());
+    svc_json_set_int(o, "worker_pid", (int64_t)http_pid());
     svc_json_set_int(o, "uptime_s", (int64_t)(svc_time_now() - h_base_started_at));
     json_object *s = json_object_new_object();
     svc_json_set_bool(s, "enabled", cfg->sessions.enabled);

@@ -4,10 +4,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jsonx.h"
@@ -17,11 +19,6 @@
 #define HTTP_DRAIN_MAX (64LL * 1024 * 1024)
 
 /* ---- io: FastCGI streams, or stdio in plain CGI mode ---- */
-
-static const char *io_getenv(const struct http_req *r, const char *name)
-{
-    return r->fcgx ? FCGX_GetParam(name, r->fcgx->envp) : getenv(name);
-}
 
 static long io_read(struct http_req *r, char *buf, size_t n)
 {
@@ -66,6 +63,32 @@ static int io_flush(struct http_req *r)
     return 0;
 }
 
+/* ---- process id ---- */
+
+/* getpid() is a system call on every use (glibc no longer caches it); the log line and
+ * /api/health want it per request. Cached per process, reset in the child of any fork. */
+static int cached_pid;
+static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
+
+static void pid_forget(void)
+{
+    cached_pid = 0;
+}
+
+static void pid_register(void)
+{
+    pthread_atfork(NULL, NULL, pid_forget);
+}
+
+int http_pid(void)
+{
+    if (cached_pid == 0) {
+        pthread_once(&pid_once, pid_register);
+        cached_pid = (int)getpid();
+    }
+    return cached_pid;
+}
+
 /* ---- init / free ---- */
 
 static char *dup_or_null(const char *s)
@@ -88,6 +111,53 @@ bool http_id_ok(const char *s)
     return n > 0;
 }
 
+/* The request parameters req_init reads, found in one pass over the environment (first
+ * occurrence wins, as FCGX_GetParam and getenv do). */
+enum {
+    P_REQUEST_METHOD, P_REQUEST_URI, P_SCRIPT_NAME, P_PATH_INFO, P_QUERY_STRING,
+    P_AUTHORIZATION, P_CONTENT_TYPE, P_X_SESSION_ID, P_IDEMPOTENCY_KEY, P_LAST_EVENT_ID,
+    P_CONTENT_LENGTH, P_X_REQUEST_ID, P_COUNT
+};
+
+static const struct {
+    const char *name;
+    size_t len;
+} param_names[P_COUNT] = {
+#define PN(s) {s, sizeof s - 1}
+    PN("REQUEST_METHOD"),     PN("REQUEST_URI"),          PN("SCRIPT_NAME"),
+    PN("PATH_INFO"),          PN("QUERY_STRING"),         PN("HTTP_AUTHORIZATION"),
+    PN("CONTENT_TYPE"),       PN("HTTP_X_SESSION_ID"),    PN("HTTP_IDEMPOTENCY_KEY"),
+    PN("HTTP_LAST_EVENT_ID"), PN("CONTENT_LENGTH"),       PN("HTTP_X_REQUEST_ID"),
+#undef PN
+};
+
+extern char **environ;
+
+static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
+{
+    for (int i = 0; i < P_COUNT; i++)
+        vals[i] = NULL;
+    char **envp = r->fcgx ? r->fcgx->envp : environ;
+    for (; envp && *envp; envp++) {
+        const char *e = *envp;
+        /* every name we want starts with C, H, P, Q, R or S */
+        switch (e[0]) {
+        case 'C': case 'H': case 'P': case 'Q': case 'R': case 'S': break;
+        default: continue;
+        }
+        const char *eq = strchr(e, '=');
+        if (!eq)
+            continue;
+        size_t n = (size_t)(eq - e);
+        for (int i = 0; i < P_COUNT; i++) {
+            if (param_names[i].len == n && !vals[i] && memcmp(param_names[i].name, e, n) == 0) {
+                vals[i] = eq + 1;
+                break;
+            }
+        }
+    }
+}
+
 static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg)
 {
     memset(r, 0, sizeof *r);
@@ -98,18 +168,21 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
     r->content_length = -1;
     svc_buf_init(&r->headers);
 
-    const char *m = io_getenv(r, "REQUEST_METHOD");
+    const char *v[P_COUNT];
+    params_scan(r, v);
+
+    const char *m = v[P_REQUEST_METHOD];
     r->method = strdup(m && *m ? m : "GET");
 
     /* The raw path: REQUEST_URI up to '?', else SCRIPT_NAME + PATH_INFO (CGI). Raw, so
      * that "%2F" inside a segment stays one segment and is decoded per segment later. */
-    const char *uri = io_getenv(r, "REQUEST_URI");
+    const char *uri = v[P_REQUEST_URI];
     if (uri && *uri) {
         const char *qm = strchr(uri, '?');
         r->path = qm ? strndup(uri, (size_t)(qm - uri)) : strdup(uri);
     } else {
-        const char *sn = io_getenv(r, "SCRIPT_NAME");
-        const char *pi = io_getenv(r, "PATH_INFO");
+        const char *sn = v[P_SCRIPT_NAME];
+        const char *pi = v[P_PATH_INFO];
         struct svc_buf b;
         svc_buf_init(&b);
         /* With mod_fcgid/CGI behind a ScriptAlias the API path is PATH_INFO alone. */
@@ -121,24 +194,24 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
             svc_buf_adds(&b, "/");
         r->path = svc_buf_steal(&b);
     }
-    const char *qs = io_getenv(r, "QUERY_STRING");
+    const char *qs = v[P_QUERY_STRING];
     r->query = strdup(qs ? qs : "");
-    r->authorization = dup_or_null(io_getenv(r, "HTTP_AUTHORIZATION"));
-    r->content_type = dup_or_null(io_getenv(r, "CONTENT_TYPE"));
-    r->x_session_id = dup_or_null(io_getenv(r, "HTTP_X_SESSION_ID"));
-    r->idempotency_key = dup_or_null(io_getenv(r, "HTTP_IDEMPOTENCY_KEY"));
-    r->last_event_id = dup_or_null(io_getenv(r, "HTTP_LAST_EVENT_ID"));
+    r->authorization = dup_or_null(v[P_AUTHORIZATION]);
+    r->content_type = dup_or_null(v[P_CONTENT_TYPE]);
+    r->x_session_id = dup_or_null(v[P_X_SESSION_ID]);
+    r->idempotency_key = dup_or_null(v[P_IDEMPOTENCY_KEY]);
+    r->last_event_id = dup_or_null(v[P_LAST_EVENT_ID]);
 
-    const char *cl = io_getenv(r, "CONTENT_LENGTH");
+    const char *cl = v[P_CONTENT_LENGTH];
     if (cl && *cl) {
         char *end;
         errno = 0;
-        long long v = strtoll(cl, &end, 10);
-        if (errno == 0 && *end == '\0' && v >= 0)
-            r->content_length = v;
+        long long x = strtoll(cl, &end, 10);
+        if (errno == 0 && *end == '\0' && x >= 0)
+            r->content_length = x;
     }
 
-    const char *rid = io_getenv(r, "HTTP_X_REQUEST_ID");
+    const char *rid = v[P_X_REQUEST_ID];
     if (http_id_ok(rid))
         snprintf(r->request_id, sizeof r->request_id, "%s", rid);
     else
@@ -191,17 +264,118 @@ static void log_clean(char *dst, size_t dstsz, const char *src)
     dst[j] = '\0';
 }
 
+/* Append text to a log line, like log_clean: bytes outside 0x21..0x7e become '?'. */
+static char *log_put_clean(char *p, char *end, const char *src)
+{
+    for (; src && *src && p < end; src++) {
+        unsigned char c = (unsigned char)*src;
+        *p++ = (c < 0x21 || c >= 0x7f) ? '?' : (char)c;
+    }
+    return p;
+}
+
+static char *log_put(char *p, char *end, const char *src, size_t n)
+{
+    if (n > (size_t)(end - p))
+        n = (size_t)(end - p);
+    memcpy(p, src, n);
+    return p + n;
+}
+
+/* Decimal digits of v, at least min_digits (zero-padded). */
+static char *log_put_uint(char *p, char *end, unsigned long long v, int min_digits)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n < min_digits && n < (int)sizeof tmp)
+        tmp[n++] = '0';
+    while (n > 0 && p < end)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* The timestamp of svc_time_now_iso ("2026-05-16T08:15:30.123456+00:00"); the date and
+ * time of day are formatted once a second. */
+static char *log_put_time(char *p, char *end)
+{
+    static time_t last_sec = (time_t)-1;
+    static char day[20]; /* "YYYY-MM-DDTHH:MM:SS" */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    if (ts.tv_sec != last_sec) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        memcpy(day, tmp, sizeof day - 1);
+        day[sizeof day - 1] = '\0';
+        last_sec = ts.tv_sec;
+    }
+    p = log_put(p, end, day, sizeof day - 1);
+    p = log_put(p, end, ".", 1);
+    p = log_put_uint(p, end, (unsigned long long)(ts.tv_nsec / 1000) % 1000000, 6);
+    return log_put(p, end, "+00:00", 6);
+}
+
+/* One line, one write(2): "<time> svc-fcgi[<pid>]: <method> <path> <status> <bytes>
+ * <ms>ms rid=<request id> sid=<session id or ->[ client_gone]". */
 void http_log(const struct http_req *r)
 {
-    char method[16], path[300], ts[SVC_TIME_LEN], bytes[32];
-    log_clean(method, sizeof method, r->method);
-    log_clean(path, sizeof path, r->path);
-    snprintf(bytes, sizeof bytes, "%zu", r->bytes_out);
+    char line[1024];
+    char *p = line, *end = line + sizeof line - 1; /* room for the newline */
     double ms = (svc_time_monotonic() - r->t0) * 1000.0;
-    fprintf(stderr, "%s svc-fcgi[%d]: %s %s %d %s %.1fms rid=%s sid=%s%s\n",
-            svc_time_now_iso(ts), (int)getpid(), method, path, r->status ? r->status : 500,
-            bytes, ms, r->request_id, r->session_id[0] ? r->session_id : "-",
-            r->client_gone ? " client_gone" : "");
+    p = log_put_time(p, end);
+    p = log_put(p, end, " svc-fcgi[", 10);
+    p = log_put_uint(p, end, (unsigned long long)http_pid(), 1);
+    p = log_put(p, end, "]: ", 3);
+    char *lim = p + 15 < end ? p + 15 : end; /* method: at most 15 bytes, as before */
+    p = log_put_clean(p, lim, r->method);
+    p = log_put(p, end, " ", 1);
+    lim = p + 299 < end ? p + 299 : end; /* path: at most 299 bytes */
+    p = log_put_clean(p, lim, r->path);
+    p = log_put(p, end, " ", 1);
+    int status = r->status ? r->status : 500;
+    if (status < 0) {
+        p = log_put(p, end, "-", 1);
+        status = -status;
+    }
+    p = log_put_uint(p, end, (unsigned)status, 1);
+    p = log_put(p, end, " ", 1);
+    p = log_put_uint(p, end, (unsigned long long)r->bytes_out, 1);
+    p = log_put(p, end, " ", 1);
+    /* %.1f of a non-negative duration */
+    if (!(ms >= 0) || ms > 1e15)
+        ms = 0;
+    unsigned long long tenths = (unsigned long long)(ms * 10.0 + 0.5);
+    p = log_put_uint(p, end, tenths / 10, 1);
+    p = log_put(p, end, ".", 1);
+    p = log_put_uint(p, end, tenths % 10, 1);
+    p = log_put(p, end, "ms rid=", 7);
+    p = log_put(p, end, r->request_id, strlen(r->request_id));
+    p = log_put(p, end, " sid=", 5);
+    if (r->session_id[0])
+        p = log_put(p, end, r->session_id, strlen(r->session_id));
+    else
+        p = log_put(p, end, "-", 1);
+    if (r->client_gone)
+        p = log_put(p, end, " client_gone", 12);
+    *p++ = '\n';
+    size_t n = (size_t)(p - line);
+    const char *w = line;
+    while (n > 0) {
+        ssize_t k = write(STDERR_FILENO, w, n);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            break;
+        w += k;
+        n -= (size_t)k;
+    }
 }
 
 /* ---- route params and query ---- */
@@ -570,28 +744,57 @@ void http_mark_run_began(struct http_req *r)
     r->run_began = true;
 }
 
-/* Write the status line and headers; content_length < 0 means none. */
+/* Decimal text of v into buf (at least 21 bytes), not terminated; returns the length. */
+static size_t fmt_ll(char *buf, long long v)
+{
+    char tmp[24];
+    size_t n = 0, k = 0;
+    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        buf[k++] = '-';
+    while (n > 0)
+        buf[k++] = tmp[--n];
+    return k;
+}
+
+static int io_puts(struct http_req *r, const char *s)
+{
+    return io_write(r, s, strlen(s));
+}
+
+/* Write the status line and headers; content_length < 0 means none. Straight into the
+ * output stream (buffered by libfcgi / stdio): no formatting, no allocation. */
 static int send_headers(struct http_req *r, int status, const char *ctype, long long clen)
 {
     if (r->headers_sent)
         return -1;
     r->status = status;
     r->headers_sent = true;
-    struct svc_buf b;
-    svc_buf_init(&b);
-    svc_buf_printf(&b, "Status: %d %s\r\n", status, status_text(status));
-    svc_buf_printf(&b, "Content-Type: %s\r\n", ctype);
-    if (clen >= 0)
-        svc_buf_printf(&b, "Content-Length: %lld\r\n", clen);
-    svc_buf_printf(&b, "X-Request-Id: %s\r\n", r->request_id);
+    char num[24];
+    int rc = 0;
+    rc |= io_write(r, "Status: ", 8);
+    rc |= io_write(r, num, fmt_ll(num, status));
+    rc |= io_write(r, " ", 1);
+    rc |= io_puts(r, status_text(status));
+    rc |= io_write(r, "\r\nContent-Type: ", 16);
+    rc |= io_puts(r, ctype);
+    if (clen >= 0) {
+        rc |= io_write(r, "\r\nContent-Length: ", 18);
+        rc |= io_write(r, num, fmt_ll(num, clen));
+    }
+    rc |= io_write(r, "\r\nX-Request-Id: ", 16);
+    rc |= io_puts(r, r->request_id);
+    rc |= io_write(r, "\r\n", 2);
     if (status >= 500 && r->run_began)
-        svc_buf_adds(&b, "x-should-retry: false\r\n");
+        rc |= io_write(r, "x-should-retry: false\r\n", 23);
     if (r->headers.len)
-        svc_buf_add(&b, r->headers.data, r->headers.len);
-    svc_buf_adds(&b, "\r\n");
-    int rc = b.oom ? -1 : io_write(r, b.data, b.len);
-    svc_buf_free(&b);
-    return rc;
+        rc |= io_write(r, r->headers.data, r->headers.len);
+    rc |= io_write(r, "\r\n", 2);
+    return rc ? -1 : 0;
 }
 
 static int send_body(struct http_req *r, const char *p, size_t n)
@@ -621,9 +824,22 @@ int http_send_json(struct http_req *r, int status, json_object *body)
     if (rc == 0)
         rc = send_body(r, "\n", 1);
     free(s);
-    if (rc == 0)
-        io_flush(r);
+    /* no flush: http_finish sends the response with the end of the request in one write */
     return rc;
+}
+
+void http_finish(struct http_req *r)
+{
+    if (!r->fcgx) {
+        if (fflush(stdout) != 0)
+            r->client_gone = true;
+        return;
+    }
+    /* FCGX_Finish_r's order: stderr first, so the end-request record goes out with the
+     * last stdout data. Closing twice is a no-op, so FCGX_Finish_r stays correct. */
+    FCGX_FClose(r->fcgx->err);
+    if (FCGX_FClose(r->fcgx->out) != 0 && r->headers_sent)
+        r->client_gone = true;
 }
 
 static json_object *error_object(const char *message, const char *type, const char *param,

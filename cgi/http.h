@@ -2,7 +2,7 @@
  *
  * Contract:
  * - main.c fills one struct http_req per request (http_req_init_fcgi / http_req_init_cgi),
- *   calls http_dispatch() (routes.c), then http_log() and http_req_free(). Everything the
+ *   calls http_dispatch() (routes.c), then http_finish(), http_log() and http_req_free(). Everything the
  *   request allocated is freed by http_req_free: handlers never free request memory.
  * - Request values (method, path, headers, params, query values) are copies: libfcgi frees
  *   its params at the next accept. They stay valid until http_req_free.
@@ -91,8 +91,14 @@ void http_req_free(struct http_req *r);
 
 /* Route, authenticate and run the handler (routes.c). Always sends a response. */
 void http_dispatch(struct http_req *r);
+/* Send what is buffered and end the response (FastCGI: close stdout/stderr, so the data
+ * and the end-request record leave in one write; CGI: flush stdout). A failed write marks
+ * the client gone. Called once after http_dispatch, before http_log. */
+void http_finish(struct http_req *r);
 /* One line on stderr: method, path, status, bytes, duration, request id, session id. */
 void http_log(const struct http_req *r);
+/* getpid(), cached per process (reset in a forked child). */
+int http_pid(void);
 
 /* ---- input ---- */
 /* A route parameter by name ("session_id"), NULL when the route has none. */
@@ -133,7 +139,8 @@ void http_set_header(struct http_req *r, const char *name, const char *value);
 void http_set_session(struct http_req *r, const char *sid, bool hdr);
 /* From now on a 5xx carries x-should-retry: false. */
 void http_mark_run_began(struct http_req *r);
-/* Send a complete JSON response (body borrowed). Returns 0, -1 when the client is gone. */
+/* Send a complete JSON response (body borrowed). Returns 0, -1 when the client is gone.
+ * Buffered: it leaves with http_finish (SSE helpers flush at once). */
 int http_send_json(struct http_req *r, int status, json_object *body);
 /* {"error":{"message","type","param","code"}} with the code's HTTP status. */
 int http_send_error(struct http_req *r, const struct svc_err *err);

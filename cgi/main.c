@@ -177,6 +177,7 @@ static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
     struct http_req r;
     http_req_init_fcgi(&r, fr, cfg);
     http_dispatch(&r);
+    http_finish(&r);
     http_log(&r);
     http_req_free(&r);
 }
@@ -402,7 +403,7 @@ static int serve_cgi(const struct svc_config *cfg, const struct svc_err *cfg_err
         http_send_error(&r, cfg_err);
     else
         http_dispatch(&r);
-    fflush(stdout);
+    http_finish(&r);
     http_log(&r);
     http_req_free(&r);
     return 0;
