@@ -1,6 +1,7 @@
 #include "jsonx.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +88,27 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
     case json_type_boolean:
         svc_buf_adds(b, json_object_get_boolean(o) ? "true" : "false");
         break;
-    case json_type_int:
-        svc_buf_adds(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    case json_type_int: {
+        /* json-c prints an int64 with "%" PRId64, but through a printbuf it allocates and
+         * keeps on the object; format it here. INT64_MAX may stand for a larger uint64:
+         * json-c's own text then. */
+        int64_t v = json_object_get_int64(o);
+        if (v == INT64_MAX) {
+            svc_buf_adds(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+            break;
+        }
+        char tmp[24];
+        int n = 0;
+        uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+        do {
+            tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u);
+        if (v < 0)
+            tmp[sizeof tmp - 1 - n++] = '-';
+        svc_buf_add(b, tmp + sizeof tmp - n, (size_t)n);
         break;
+    }
     case json_type_double: {
         double d = json_object_get_double(o);
         if (!isfinite(d)) {
@@ -180,6 +199,15 @@ char *svc_json_dump_compact(json_object *o)
 
 /* json-c's strict mode still takes single quotes, NaN, Infinity and lax UTF-8: refuse them
  * before parsing. Outside strings only JSON's own characters may appear. */
+static const bool json_outside[256] = {
+    [' '] = true, ['\t'] = true, ['\r'] = true, ['\n'] = true, ['{'] = true, ['}'] = true,
+    ['['] = true, [']'] = true, [','] = true, [':'] = true, ['0'] = true, ['1'] = true,
+    ['2'] = true, ['3'] = true, ['4'] = true, ['5'] = true, ['6'] = true, ['7'] = true,
+    ['8'] = true, ['9'] = true, ['+'] = true, ['-'] = true, ['.'] = true, ['e'] = true,
+    ['E'] = true, ['t'] = true, ['r'] = true, ['u'] = true, ['f'] = true, ['a'] = true,
+    ['l'] = true, ['s'] = true, ['n'] = true,
+};
+
 static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
 {
     if (!svc_utf8_valid(buf, len))
@@ -198,7 +226,7 @@ static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
             in_str = true;
             continue;
         }
-        if (c != 0 && (strchr(" \t\r\n{}[],:0123456789+-.eE", c) || strchr("truefalsn", c)))
+        if (json_outside[c])
             continue;
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: unexpected '%c' at byte %zu",
                            c >= 0x20 && c < 0x7f ? c : '?', i);
