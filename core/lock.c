@@ -11,14 +11,16 @@
 
 static int open_lock_file(const char *session_dir, const char *name, struct svc_err *err)
 {
-    if (!svc_is_dir(session_dir))
-        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session not found"), -1;
     char *path = svc_path_join(session_dir, name);
     if (!path)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory"), -1;
+    /* No stat of the directory first: O_CREAT never creates it, and a missing directory
+     * (or a file or dangling link in its place) is ENOENT or ENOTDIR here. */
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     free(path);
     if (fd < 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session not found"), -1;
         svc_err_errno(err, "open lock file");
         return -1;
     }

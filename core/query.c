@@ -130,7 +130,10 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
         if (svc_session_repair_stale(cfg, sid, err) < 0)
             goto out;
     }
-    *out = svc_sidecar_summary(sc);
+    /* the summary is the sidecar without schema_version: sc is ours, no copy needed */
+    json_object_object_del(sc, "schema_version");
+    *out = sc;
+    sc = NULL;
     rc = 0;
     goto out;
 nomem:

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <unistd.h>
@@ -280,41 +281,58 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
     char *dir = svc_store_messages_dir(st, sid);
     if (!dir)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    DIR *d = opendir(dir);
+    /* getdents64 into a stack buffer: opendir would fstat and malloc 32 KiB each time */
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
-    if (!d) {
+    if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return 0;
         return svc_err_errno(err, "opendir messages");
     }
     size_t cap = 0, cnt = 0;
     int64_t *arr = NULL;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *name = de->d_name;
-        if (strncmp(name, "message_", 8) != 0)
+    char buf[16384] __attribute__((aligned(8)));
+    for (;;) {
+        ssize_t got = getdents64(fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
             continue;
-        const char *num = name + 8;
-        char *end;
-        if (*num < '0' || *num > '9')
-            continue;
-        errno = 0;
-        long long v = strtoll(num, &end, 10);
-        if (errno || strcmp(end, ".json") != 0)
-            continue;
-        if (cnt == cap) {
-            cap = cap ? cap * 2 : 64;
-            int64_t *na = realloc(arr, cap * sizeof *na);
-            if (!na) {
-                free(arr);
-                closedir(d);
-                return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            }
-            arr = na;
+        if (got < 0) {
+            int e = errno;
+            free(arr);
+            close(fd);
+            errno = e;
+            return svc_err_errno(err, "readdir messages");
         }
-        arr[cnt++] = v;
+        if (got == 0)
+            break;
+        for (ssize_t off = 0; off < got;) {
+            const struct dirent64 *de = (const struct dirent64 *)(buf + off);
+            off += de->d_reclen;
+            const char *name = de->d_name;
+            if (strncmp(name, "message_", 8) != 0)
+                continue;
+            const char *num = name + 8;
+            char *end;
+            if (*num < '0' || *num > '9')
+                continue;
+            errno = 0;
+            long long v = strtoll(num, &end, 10);
+            if (errno || strcmp(end, ".json") != 0)
+                continue;
+            if (cnt == cap) {
+                cap = cap ? cap * 2 : 64;
+                int64_t *na = realloc(arr, cap * sizeof *na);
+                if (!na) {
+                    free(arr);
+                    close(fd);
+                    return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+                }
+                arr = na;
+            }
+            arr[cnt++] = v;
+        }
     }
-    closedir(d);
+    close(fd);
     if (cnt > 1)
         qsort(arr, cnt, sizeof *arr, cmp_i64);
     *ids = arr;
