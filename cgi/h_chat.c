@@ -43,30 +43,138 @@ static void chat_in_free(struct chat_in *in)
 
 /* The input: the last user message with non-empty text; the messages before it are
  * history. Returns 0, or -1 with 422. */
+/* A string field without NUL bytes (a C string would cut it short): 0, or -1 with 422. */
+static int check_text(json_object *v, const char *param, bool nullable, struct svc_err *err)
+{
+    if (!v && nullable)
+        return 0;
+    if (!json_object_is_type(v, json_type_string))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a string", param);
+    if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must not contain NUL", param);
+    return 0;
+}
+
+/* OpenAI message content: a string, null, or an array of parts ({type, text} for text). */
+static int check_content(json_object *content, const char *param, struct svc_err *err)
+{
+    if (!content)
+        return 0;
+    if (json_object_is_type(content, json_type_string))
+        return check_text(content, param, false, err);
+    if (!json_object_is_type(content, json_type_array))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                            "'%s' must be a string or an array of content parts", param);
+    for (size_t k = 0; k < json_object_array_length(content); k++) {
+        json_object *part = json_object_array_get_idx(content, k);
+        char pp[160];
+        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
+        if (!json_object_is_type(part, json_type_object))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
+        json_object *type = NULL, *text = NULL;
+        json_object_object_get_ex(part, "type", &type);
+        json_object_object_get_ex(part, "text", &text);
+        char tp[176];
+        snprintf(tp, sizeof tp, "%s.type", pp);
+        if (type && !json_object_is_type(type, json_type_string))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, tp, "'%s' must be a string", tp);
+        if (!type || strcmp(json_object_get_string(type), "text") == 0) {
+            snprintf(tp, sizeof tp, "%s.text", pp);
+            if (check_text(text, tp, false, err) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* One message of the request, whatever its place: role and the fields of that role are
+ * checked, so that history imported into the session is never stored half-understood. */
+static int check_message(json_object *m, size_t i, struct svc_err *err)
+{
+    char p[96];
+    snprintf(p, sizeof p, "messages[%zu]", i);
+    if (!json_object_is_type(m, json_type_object))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    const char *role = NULL;
+    snprintf(p, sizeof p, "messages[%zu].role", i);
+    if (http_field_str(m, "role", p, true, &role, err) < 0)
+        return -1;
+    static const char *roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
+    bool known = false;
+    for (int k = 0; roles[k]; k++)
+        known = known || strcmp(role, roles[k]) == 0;
+    if (!known)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s' must be system, developer, user, assistant or tool", p);
+    json_object *content = NULL;
+    json_object_object_get_ex(m, "content", &content);
+    snprintf(p, sizeof p, "messages[%zu].content", i);
+    if (check_content(content, p, err) < 0)
+        return -1;
+    if (strcmp(role, "tool") == 0) {
+        json_object *id = NULL;
+        json_object_object_get_ex(m, "tool_call_id", &id);
+        snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
+        if (!id)
+            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
+        return check_text(id, p, false, err);
+    }
+    json_object *calls = NULL;
+    json_object_object_get_ex(m, "tool_calls", &calls);
+    if (!calls || strcmp(role, "assistant") != 0)
+        return 0;
+    snprintf(p, sizeof p, "messages[%zu].tool_calls", i);
+    if (!json_object_is_type(calls, json_type_array))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an array", p);
+    for (size_t k = 0; k < json_object_array_length(calls); k++) {
+        json_object *c = json_object_array_get_idx(calls, k), *fn = NULL, *v = NULL;
+        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu]", i, k);
+        if (!json_object_is_type(c, json_type_object))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].id", i, k);
+        json_object_object_get_ex(c, "id", &v);
+        if (!v)
+            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
+        if (check_text(v, p, false, err) < 0)
+            return -1;
+        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function", i, k);
+        json_object_object_get_ex(c, "function", &fn);
+        if (!json_object_is_type(fn, json_type_object))
+            return svc_err_setp(err, fn ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
+                                "'%s' must be an object with name and arguments", p);
+        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.name", i, k);
+        v = NULL;
+        json_object_object_get_ex(fn, "name", &v);
+        if (!v)
+            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
+        if (check_text(v, p, false, err) < 0)
+            return -1;
+        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.arguments", i, k);
+        v = NULL;
+        json_object_object_get_ex(fn, "arguments", &v);
+        if (check_text(v, p, true, err) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The input: the last user message with non-empty text; the messages before it are
+ * history. Every message is checked first. Returns 0, or -1 with 422. */
 static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err *err)
 {
     size_t n = json_object_array_length(msgs);
     long last = -1;
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(msgs, i);
-        char pname[64];
-        snprintf(pname, sizeof pname, "messages[%zu]", i);
-        if (!json_object_is_type(m, json_type_object))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, pname, "'%s' must be an object", pname);
-        const char *role = NULL;
-        snprintf(pname, sizeof pname, "messages[%zu].role", i);
-        if (http_field_str(m, "role", pname, true, &role, err) < 0)
+        if (check_message(m, i, err) < 0)
             return -1;
         json_object *content = NULL;
         json_object_object_get_ex(m, "content", &content);
-        if (strcmp(role, "user") != 0 || !content)
+        if (strcmp(svc_json_str(m, "role", ""), "user") != 0 || !content)
             continue;
         char *text = svc_openai_content_text(content);
-        if (!text) {
-            snprintf(pname, sizeof pname, "messages[%zu].content", i);
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, pname,
-                                "'%s' must be a string or an array of content parts", pname);
-        }
+        if (!text)
+            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
         if (*text) {
             free(in->input);
             in->input = text;
@@ -106,13 +214,14 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     if (http_body_json(r, false, &in->body, err) < 0)
         return -1;
     json_object *b = in->body, *meta = NULL, *sopts = NULL, *msgs = NULL;
-    const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL;
+    const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL, *turn_id = NULL;
     if (sid_field(b, "session_id", NULL, &in->sid, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
         http_field_str(meta, "locale", "metadata.locale", false, &in->locale, err) < 0 ||
         http_field_str(meta, "channel", "metadata.channel", false, &in->channel, err) < 0 ||
+        http_field_str(meta, "turn_id", "metadata.turn_id", false, &turn_id, err) < 0 ||
         http_field_str(b, "model", NULL, false, &model, err) < 0 ||
         http_field_str(b, "user", NULL, false, &in->user, err) < 0 ||
         http_field_bool(b, "stream", NULL, false, &in->stream, err) < 0 ||
@@ -132,6 +241,10 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         in->sid = r->x_session_id;
     if (msgs)
         return parse_messages(in, msgs, err);
+    json_object *legacy_v = NULL;
+    json_object_object_get_ex(b, "message", &legacy_v);
+    if (legacy && check_text(legacy_v, "message", false, err) < 0)
+        return -1;
     if (legacy && *legacy) {
         in->input = strdup(legacy);
         return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");

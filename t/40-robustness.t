@@ -199,10 +199,7 @@ for my $id ('../x', '', 'a' x 129, '.hidden') {
     err_ok($r, 422, 'invalid_field', 'duplicate messages key, last one wrong', param => 'messages');
 }
 
-TODO: {
-    local $TODO = 'BUG: a content part of the wrong type is reported as missing_field "messages" '
-                . 'instead of invalid_field (cgi/h_chat.c parse_messages, '
-                . 'core/openai.c svc_openai_content_text skips bad parts)';
+{
     for my $c ([[5], 'part not an object'], [[{ type => 'text', text => 5 }], 'text part text 5']) {
         my $r = chat({ messages => [{ role => 'user', content => $c->[0] }] });
         is $r->{json} && $r->{json}{error}{code}, 'invalid_field', "$c->[1]: invalid_field";
@@ -211,19 +208,14 @@ TODO: {
     }
 }
 
-TODO: {
-    local $TODO = 'BUG: metadata.turn_id of the wrong type is accepted (not validated, '
-                . 'and ignored: cgi/h_chat.c parse_chat)';
+{
     my $r = no_change('metadata.turn_id {}',
                       sub { chat({ session_id => 'tid', messages => $U, metadata => { turn_id => {} } }) });
     is $r->{status}, 422, 'metadata.turn_id {}: 422';
     is $r->{json} && $r->{json}{error}{param}, 'metadata.turn_id', 'param metadata.turn_id';
 }
 
-TODO: {
-    local $TODO = 'BUG: history messages (before the input) are not type-checked: a wrong '
-                . 'type is silently dropped or stored as an empty toolUseId/name '
-                . '(cgi/h_chat.c parse_messages, core/openai.c svc_openai_to_native)';
+{
     my @hist = (
         [[{ role => 'assistant', content => 5 }], 'messages[0].content', 'assistant content 5'],
         [[{ role => 'assistant', content => undef, tool_calls => 'zz' }],
@@ -252,10 +244,7 @@ TODO: {
     my $m = read_json(sess_dir('lone') . '/agents/agent_svc-agent/messages/message_0.json');
     ok $m, 'lone surrogate: the message file is valid JSON';
 }
-TODO: {
-    local $TODO = 'BUG: "\u0000" inside user content silently truncates the stored message, '
-                . 'the title and the answer at the NUL (cgi/h_chat.c parse_messages: '
-                . 'svc_openai_content_text returns a C string)';
+{
     my $r = raw_chat('{"session_id":"nulc","messages":[{"role":"user","content":"a\u0000b"}]}');
     if ($r->{status} == 200) {
         my $m = read_json(sess_dir('nulc') . '/agents/agent_svc-agent/messages/message_0.json');
