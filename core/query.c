@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
@@ -94,6 +95,77 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
     return svc_index_list(&st, q, out, NULL, err);
 }
 
+/* The summary is a pure function of the sidecar's bytes and the number of message files:
+ * parse, set message_count, drop schema_version. The detail endpoint is polled, so each
+ * process keeps the last (bytes, count) -> summary it computed and reuses it when both are
+ * equal. Every request still reads the sidecar and counts the files under the shared lock;
+ * only the parse is skipped, so the answer stays true to the files. */
+static struct {
+    char *raw;
+    size_t len;
+    size_t count;
+    json_object *summary;
+} memo;
+
+static void memo_set(char *raw, size_t len, size_t count, json_object *summary)
+{
+    free(memo.raw);
+    json_object_put(memo.summary);
+    memo.raw = raw;
+    memo.len = len;
+    memo.count = count;
+    memo.summary = summary;
+}
+
+/* load_summary_locked for svc_session_get, through the memo; the result has no
+ * schema_version and may be shared with the memo: the caller only reads it. */
+static int get_summary_locked(const struct svc_store *st, const char *sid, json_object **sc_out,
+                              bool *has_sidecar, struct svc_err *err)
+{
+    *sc_out = NULL;
+    *has_sidecar = true;
+    char *path = svc_store_session_file(st, sid, "svc_session.json");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    char *raw = NULL;
+    size_t len = 0;
+    struct svc_err rerr;
+    int rc = svc_file_read(path, &raw, &len, &rerr);
+    free(path);
+    int64_t *ids = NULL;
+    size_t n = 0;
+    bool counted = rc == 0 && svc_store_message_ids(st, sid, &ids, &n, NULL) == 0;
+    free(ids);
+    if (counted && memo.summary && memo.count == n && memo.len == len &&
+        memcmp(memo.raw, raw, len) == 0) {
+        free(raw);
+        *sc_out = json_object_get(memo.summary);
+        return 0;
+    }
+    json_object *sc = NULL;
+    if (rc != 0 || svc_json_parse(raw, len, &sc, NULL) != 0 ||
+        !json_object_is_type(sc, json_type_object)) {
+        /* no sidecar, or a damaged one: derive it from the native files */
+        json_object_put(sc);
+        free(raw);
+        *has_sidecar = false;
+        if (svc_sidecar_derive(st, sid, &sc, err) != 0)
+            return -1;
+        json_object_object_del(sc, "schema_version");
+        *sc_out = sc;
+        return 0;
+    }
+    if (counted)
+        svc_json_set_int(sc, "message_count", (int64_t)n);
+    json_object_object_del(sc, "schema_version");
+    if (counted)
+        memo_set(raw, len, n, json_object_get(sc));
+    else
+        free(raw);
+    *sc_out = sc;
+    return 0;
+}
+
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
                     struct svc_err *err)
 {
@@ -119,7 +191,7 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     for (int attempt = 0; attempt < 2; attempt++) {
         if (svc_lock_session(dir, false, &l, err) != 0)
             goto out;
-        if (load_summary_locked(&st, sid, &sc, &has, err) != 0)
+        if (get_summary_locked(&st, sid, &sc, &has, err) != 0)
             goto out;
         svc_lock_release(&l);
         if (attempt > 0 || !has || strcmp(svc_json_str(sc, "status", ""), "running") != 0 ||
@@ -130,9 +202,7 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
         if (svc_session_repair_stale(cfg, sid, err) < 0)
             goto out;
     }
-    /* the summary is the sidecar without schema_version: sc is ours, no copy needed */
-    json_object_object_del(sc, "schema_version");
-    *out = sc;
+    *out = sc; /* already the summary (read-only: it may be the memo's) */
     sc = NULL;
     rc = 0;
     goto out;

@@ -46,42 +46,58 @@ int svc_id_check(const char *id, struct svc_err *err)
     return 0;
 }
 
-static char *path_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *path_printf(const char *fmt, ...)
+/* Concatenate up to 8 strings into a new heap string (NULL prints as "(null)", as %s did).
+ * Paths are built on every request: plain copies, no printf. */
+static char *path_cat(int n, const char *const *parts)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    char *out = NULL;
-    if (vasprintf(&out, fmt, ap) < 0)
-        out = NULL;
-    va_end(ap);
+    const char *part[8];
+    size_t lens[8], total = 1;
+    for (int i = 0; i < n && i < 8; i++) {
+        part[i] = parts[i] ? parts[i] : "(null)";
+        lens[i] = strlen(part[i]);
+        total += lens[i];
+    }
+    char *out = malloc(total), *p = out;
+    if (!out)
+        return NULL;
+    for (int i = 0; i < n && i < 8; i++) {
+        memcpy(p, part[i], lens[i]);
+        p += lens[i];
+    }
+    *p = '\0';
     return out;
 }
 
+#define PATH_CAT(...)                                                                      \
+    path_cat((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)),          \
+             (const char *const[]){__VA_ARGS__})
+
 char *svc_store_session_dir(const struct svc_store *st, const char *sid)
 {
-    return path_printf("%s/session_%s", st->root, sid);
+    return PATH_CAT(st->root, "/session_", sid);
 }
 
 char *svc_store_session_file(const struct svc_store *st, const char *sid, const char *name)
 {
-    return path_printf("%s/session_%s/%s", st->root, sid, name);
+    return PATH_CAT(st->root, "/session_", sid, "/", name);
 }
 
 char *svc_store_agent_dir(const struct svc_store *st, const char *sid)
 {
-    return path_printf("%s/session_%s/agents/agent_%s", st->root, sid, st->agent_id);
+    return PATH_CAT(st->root, "/session_", sid, "/agents/agent_", st->agent_id);
 }
 
 char *svc_store_messages_dir(const struct svc_store *st, const char *sid)
 {
-    return path_printf("%s/session_%s/agents/agent_%s/messages", st->root, sid, st->agent_id);
+    return PATH_CAT(st->root, "/session_", sid, "/agents/agent_", st->agent_id, "/messages");
 }
 
 char *svc_store_message_path(const struct svc_store *st, const char *sid, int64_t id)
 {
-    return path_printf("%s/session_%s/agents/agent_%s/messages/message_%lld.json", st->root, sid,
-                       st->agent_id, (long long)id);
+    char num[24];
+    snprintf(num, sizeof num, "%lld", (long long)id);
+    return PATH_CAT(st->root, "/session_", sid, "/agents/agent_", st->agent_id,
+                    "/messages/message_", num, ".json");
 }
 
 bool svc_store_session_exists(const struct svc_store *st, const char *sid)
