@@ -158,6 +158,22 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
     }
 }
 
+/* "req-<16 hex>", as svc_random_id("req", ...) writes it; the random hex is drawn 8 ids
+ * at a time (one RAND_bytes call instead of 8), per process: a forked child draws anew. */
+static void new_request_id(char *out, size_t outsz)
+{
+    static char pool[8 * 16 + 1];
+    static int next = 8, pool_pid;
+    if (next >= 8 || pool_pid != http_pid()) {
+        svc_random_hex(pool, sizeof pool - 1);
+        next = 0;
+        pool_pid = http_pid();
+    }
+    snprintf(out, outsz, "req-%.16s", pool + 16 * next);
+    memset(pool + 16 * next, 0, 16);
+    next++;
+}
+
 static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg)
 {
     memset(r, 0, sizeof *r);
@@ -215,7 +231,7 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
     if (http_id_ok(rid))
         snprintf(r->request_id, sizeof r->request_id, "%s", rid);
     else
-        svc_random_id("req", r->request_id, sizeof r->request_id);
+        new_request_id(r->request_id, sizeof r->request_id);
 }
 
 void http_req_init_fcgi(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg)
