@@ -9,10 +9,28 @@
 #include "fsio.h"
 #include "util.h"
 
+/* svc_buf_add with the common case (room left) inline: the dumper appends many small
+ * pieces. */
+static inline void put(struct svc_buf *b, const char *s, size_t n)
+{
+    if (!b->oom && b->len + n < b->cap) {
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+        b->data[b->len] = '\0';
+    } else {
+        svc_buf_add(b, s, n);
+    }
+}
+
+static inline void puts_(struct svc_buf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
 static void dump_string(struct svc_buf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
-    svc_buf_add(b, "\"", 1);
+    put(b, "\"", 1);
     size_t start = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -34,13 +52,13 @@ static void dump_string(struct svc_buf *b, const char *s, size_t n)
             }
         }
         if (esc) {
-            svc_buf_add(b, s + start, i - start);
-            svc_buf_adds(b, esc);
+            put(b, s + start, i - start);
+            puts_(b, esc);
             start = i + 1;
         }
     }
-    svc_buf_add(b, s + start, n - start);
-    svc_buf_add(b, "\"", 1);
+    put(b, s + start, n - start);
+    put(b, "\"", 1);
 }
 
 void svc_json_format_double(double d, char *out, size_t outsz)
@@ -59,10 +77,10 @@ static void dump_indent(struct svc_buf *b, int level)
 {
     static const char spaces[] = "                                                                ";
     int n = level * 2;
-    svc_buf_add(b, "\n", 1);
+    put(b, "\n", 1);
     while (n > 0) {
         int k = n > 64 ? 64 : n;
-        svc_buf_add(b, spaces, (size_t)k);
+        put(b, spaces, (size_t)k);
         n -= k;
     }
 }
@@ -83,10 +101,10 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
 {
     switch (json_object_get_type(o)) {
     case json_type_null:
-        svc_buf_adds(b, "null");
+        puts_(b, "null");
         break;
     case json_type_boolean:
-        svc_buf_adds(b, json_object_get_boolean(o) ? "true" : "false");
+        puts_(b, json_object_get_boolean(o) ? "true" : "false");
         break;
     case json_type_int: {
         /* json-c prints an int64 with "%" PRId64, but through a printbuf it allocates and
@@ -94,7 +112,7 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
          * json-c's own text then. */
         int64_t v = json_object_get_int64(o);
         if (v == INT64_MAX) {
-            svc_buf_adds(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+            puts_(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
             break;
         }
         char tmp[24];
@@ -106,24 +124,30 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
         } while (u);
         if (v < 0)
             tmp[sizeof tmp - 1 - n++] = '-';
-        svc_buf_add(b, tmp + sizeof tmp - n, (size_t)n);
+        put(b, tmp + sizeof tmp - n, (size_t)n);
         break;
     }
     case json_type_double: {
         double d = json_object_get_double(o);
         if (!isfinite(d)) {
-            svc_buf_adds(b, "null"); /* never NaN/Infinity on disk */
+            puts_(b, "null"); /* never NaN/Infinity on disk */
             break;
         }
-        char num[40];
-        svc_json_format_double(d, num, sizeof num);
-        svc_buf_adds(b, num);
+        /* the shortest round-trip text takes up to 17 snprintf/strtod pairs; a polled
+         * answer repeats its doubles, so the last one is remembered (a pure function) */
+        static double last_d;
+        static char last_num[40];
+        if (!last_num[0] || memcmp(&d, &last_d, sizeof d) != 0) {
+            svc_json_format_double(d, last_num, sizeof last_num);
+            last_d = d;
+        }
+        puts_(b, last_num);
         break;
     }
     case json_type_string:
         if (json_object_get_userdata(o) == &raw_marker) {
             if (!pretty) {
-                svc_buf_add(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
+                put(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
                 break;
             }
             json_object *parsed = NULL; /* pretty output (CLI): indent it like the rest */
@@ -139,43 +163,43 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
     case json_type_array: {
         size_t n = json_object_array_length(o);
         if (n == 0) {
-            svc_buf_adds(b, "[]");
+            puts_(b, "[]");
             break;
         }
-        svc_buf_add(b, "[", 1);
+        put(b, "[", 1);
         for (size_t i = 0; i < n; i++) {
             if (i)
-                svc_buf_add(b, ",", 1);
+                put(b, ",", 1);
             if (pretty)
                 dump_indent(b, level + 1);
             dump_value(b, json_object_array_get_idx(o, i), level + 1, pretty);
         }
         if (pretty)
             dump_indent(b, level);
-        svc_buf_add(b, "]", 1);
+        put(b, "]", 1);
         break;
     }
     case json_type_object: {
         if (json_object_object_length(o) == 0) {
-            svc_buf_adds(b, "{}");
+            puts_(b, "{}");
             break;
         }
-        svc_buf_add(b, "{", 1);
+        put(b, "{", 1);
         bool first = true;
         json_object_object_foreach(o, key, val)
         {
             if (!first)
-                svc_buf_add(b, ",", 1);
+                put(b, ",", 1);
             first = false;
             if (pretty)
                 dump_indent(b, level + 1);
             dump_string(b, key, strlen(key));
-            svc_buf_adds(b, pretty ? ": " : ":");
+            puts_(b, pretty ? ": " : ":");
             dump_value(b, val, level + 1, pretty);
         }
         if (pretty)
             dump_indent(b, level);
-        svc_buf_add(b, "}", 1);
+        put(b, "}", 1);
         break;
     }
     }
