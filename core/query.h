@@ -33,7 +33,9 @@ struct svc_messages_query {
 /* {"sessions": [summary...], "next_cursor": "..."|null} */
 int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
                       json_object **out, struct svc_err *err);
-/* The summary (sidecar without schema_version, message_count true to the files). */
+/* The summary (sidecar without schema_version, message_count true to the files).
+ * *out may be shared with a per-process memo of the last summary computed: the caller
+ * reads it and releases its reference (json_object_put), and never modifies it. */
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
                     struct svc_err *err);
 /* {"session_id","agent_id","messages":[...],"next_offset","total"[, "turns"]} */
