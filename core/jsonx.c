@@ -63,14 +63,65 @@ static void dump_string(struct svc_buf *b, const char *s, size_t n)
 
 void svc_json_format_double(double d, char *out, size_t outsz)
 {
-    /* the shortest form that reads back as the same double, as Python's repr */
+    /* Python's repr: the shortest digits that read back as the same double, written in
+     * fixed notation when the decimal exponent is in [-4, 16), else as d.ddde+XX */
+    char e[40];
     for (int prec = 1; prec <= 17; prec++) {
-        snprintf(out, outsz, "%.*g", prec, d);
-        if (strtod(out, NULL) == d)
+        snprintf(e, sizeof e, "%.*e", prec - 1, d);
+        if (strtod(e, NULL) == d)
             break;
     }
-    if (!strpbrk(out, ".eEn")) /* 1 -> 1.0, as Python writes floats */
-        snprintf(out + strlen(out), outsz - strlen(out), ".0");
+    const char *p = e;
+    bool neg = *p == '-';
+    if (neg)
+        p++;
+    char digits[24];
+    size_t nd = 0;
+    for (; *p && *p != 'e' && nd < sizeof digits - 1; p++)
+        if (*p >= '0' && *p <= '9')
+            digits[nd++] = *p;
+    digits[nd] = '\0';
+    int exp = *p == 'e' ? atoi(p + 1) : 0;
+    while (nd > 1 && digits[nd - 1] == '0') /* %.*e may pad: keep the significant digits */
+        digits[--nd] = '\0';
+    char tmp[64];
+    size_t o = 0;
+#define OUT(c) (o < sizeof tmp - 1 ? (void)(tmp[o++] = (c)) : (void)0)
+    if (neg)
+        OUT('-');
+    if (exp >= -4 && exp < 16) {
+        if (exp < 0) {
+            OUT('0');
+            OUT('.');
+            for (int z = -1; z > exp; z--)
+                OUT('0');
+            for (size_t i = 0; i < nd; i++)
+                OUT(digits[i]);
+        } else {
+            for (int i = 0; i <= exp; i++)
+                OUT((size_t)i < nd ? digits[i] : '0');
+            OUT('.');
+            if ((size_t)exp + 1 < nd)
+                for (size_t i = (size_t)exp + 1; i < nd; i++)
+                    OUT(digits[i]);
+            else
+                OUT('0');
+        }
+    } else {
+        OUT(digits[0]);
+        if (nd > 1) {
+            OUT('.');
+            for (size_t i = 1; i < nd; i++)
+                OUT(digits[i]);
+        }
+        char ex[16];
+        snprintf(ex, sizeof ex, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+        for (char *c = ex; *c; c++)
+            OUT(*c);
+    }
+#undef OUT
+    tmp[o] = '\0';
+    snprintf(out, outsz, "%s", tmp);
 }
 
 static void dump_indent(struct svc_buf *b, int level)
@@ -300,6 +351,55 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
     }
     *out = o;
     return 0;
+}
+
+bool svc_json_has_big_int(const char *buf, size_t len, size_t *at)
+{
+    bool in_str = false;
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            continue;
+        }
+        if (c != '-' && (c < '0' || c > '9'))
+            continue;
+        size_t j = i;
+        bool neg = buf[j] == '-', integral = true;
+        if (neg)
+            j++;
+        size_t d0 = j;
+        while (j < len && ((buf[j] >= '0' && buf[j] <= '9') || strchr(".eE+-", buf[j]))) {
+            if (buf[j] == '.' || buf[j] == 'e' || buf[j] == 'E')
+                integral = false;
+            j++;
+        }
+        size_t nd = j - d0;
+        const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
+        if (integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0))) {
+            *at = i;
+            return true;
+        }
+        i = j - 1;
+    }
+    return false;
+}
+
+int svc_json_parse_request(const char *buf, size_t len, json_object **out, struct svc_err *err)
+{
+    size_t at = 0;
+    *out = NULL;
+    if (svc_json_has_big_int(buf, len, &at))
+        return svc_err_set(err, SVC_E_INVALID_JSON,
+                           "invalid JSON: integer at byte %zu does not fit in 64 bits", at);
+    return svc_json_parse(buf, len, out, err);
 }
 
 int svc_json_read_file(const char *path, json_object **out, struct svc_err *err)

@@ -256,8 +256,7 @@ for my $id ('../x', '', 'a' x 129, '.hidden') {
 
 # --- JSON numbers in stored native files (Python json.dumps compatible) --------------------
 {
-    my $args = '{"big":123456789012345678901234567890,"neg":-9223372036854775809,'
-             . '"hundred":1E+2,"e15":1e15,"f":1.0,"small":0.0025}';
+    my $args = '{"hundred":1E+2,"e15":1e15,"e16":1e16,"f":1.0,"small":0.0025,"tiny":1e-05}';
     my $r = chat({ session_id => 'nums', messages => [
         { role => 'assistant', content => undef, tool_calls => [
             { id => 'c1', type => 'function', function => { name => 'clock', arguments => $args } }] },
@@ -267,18 +266,34 @@ for my $id ('../x', '', 'a' x 129, '.hidden') {
     my $t = SvcTest::read_file(sess_dir('nums') . '/agents/agent_svc-agent/messages/message_0.json') // '';
     like $t, qr/"f": 1\.0\b/, '1.0 stays 1.0';
     like $t, qr/"small": 0\.0025\b/, '0.0025 stays 0.0025';
-    TODO: {
-        local $TODO = 'BUG: integers beyond int64/uint64 are stored saturated '
-                    . '(18446744073709551615, -9223372036854775808): json-c parse in core/jsonx.c';
-        like $t, qr/"big": 123456789012345678901234567890\b/, 'a big integer is kept exactly';
-        like $t, qr/"neg": -9223372036854775809\b/, 'a big negative integer is kept exactly';
+    like $t, qr/"hundred": 100\.0\b/, '1E+2 written as 100.0, as Python does';
+    like $t, qr/"e15": 1000000000000000\.0\b/, '1e15 written as 1000000000000000.0';
+    like $t, qr/"e16": 1e\+16\b/, '1e16 written as 1e+16';
+    like $t, qr/"tiny": 1e-05\b/, '1e-05 written as 1e-05';
+
+    # integers beyond 64 bits would be stored changed: refused, nothing stored
+    for my $big ('123456789012345678901234567890', '-9223372036854775809', '9223372036854775808') {
+        $r = no_change("big integer $big in arguments", sub { chat({ session_id => 'bigint',
+            messages => [
+                { role => 'assistant', content => undef, tool_calls => [{ id => 'c1', type => 'function',
+                    function => { name => 'clock', arguments => "{\"n\":$big}" } }] },
+                { role => 'tool', tool_call_id => 'c1', content => 'r' },
+                { role => 'user', content => 'x' }] }) });
+        err_ok($r, 422, 'invalid_field', "arguments with $big",
+            param => 'messages[0].tool_calls[0].function.arguments');
+        $r = no_change("big integer $big in the body", sub {
+            raw_chat("{\"session_id\":\"bigint\",\"n\":$big,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}") });
+        err_ok($r, 400, 'invalid_json', "body with $big");
     }
-    TODO: {
-        local $TODO = 'BUG: floats are not written like Python json.dumps (1E+2 -> 1e+02, '
-                    . 'not 100.0; 1e15 -> 1e+15, not 1000000000000000.0): core/jsonx.c';
-        like $t, qr/"hundred": 100\.0\b/, '1E+2 written as 100.0';
-        like $t, qr/"e15": 1000000000000000\.0\b/, '1e15 written as 1000000000000000.0';
-    }
+    $r = chat({ session_id => 'bigok', messages => [
+        { role => 'assistant', content => undef, tool_calls => [{ id => 'c1', type => 'function',
+            function => { name => 'clock', arguments => '{"max":9223372036854775807,"min":-9223372036854775808}' } }] },
+        { role => 'tool', tool_call_id => 'c1', content => 'r' },
+        { role => 'user', content => 'x' }] });
+    is $r->{status}, 200, 'the int64 limits themselves are fine';
+    $t = SvcTest::read_file(sess_dir('bigok') . '/agents/agent_svc-agent/messages/message_0.json') // '';
+    like $t, qr/"max": 9223372036854775807\b/, 'int64 max kept exactly';
+    like $t, qr/"min": -9223372036854775808\b/, 'int64 min kept exactly';
 }
 
 # --- PATCH titles ------------------------------------------------------------------------------

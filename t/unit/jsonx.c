@@ -63,8 +63,29 @@ static void accepts(const char *name, const char *buf, size_t len)
     json_object_put(o);
 }
 
+/* Doubles as Python's repr writes them (values checked against python3's repr). */
+static void python_float_repr(void)
+{
+    static const struct {
+        double d;
+        const char *want;
+    } cases[] = {
+        {100.0, "100.0"}, {1e15, "1000000000000000.0"}, {1e16, "1e+16"},
+        {12345678901234567.0, "1.2345678901234568e+16"}, {0.1, "0.1"}, {1.0, "1.0"},
+        {-2.25, "-2.25"}, {0.0025, "0.0025"}, {1e-5, "1e-05"}, {1.5e-7, "1.5e-07"},
+        {0.0001, "0.0001"}, {123456.789, "123456.789"}, {1e22, "1e+22"}, {-0.0, "-0.0"},
+        {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[64];
+        svc_json_format_double(cases[i].d, out, sizeof out);
+        is_str(out, cases[i].want, "double written as Python's repr: %s", cases[i].want);
+    }
+}
+
 int main(void)
 {
+    python_float_repr();
     /* ---- byte-for-byte Python ---- */
     roundtrip("nested/empty",
               "{\n  \"a\": [\n    1,\n    {\n      \"b\": null,\n      \"c\": true,\n      \"d\": "
