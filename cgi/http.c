@@ -815,6 +815,8 @@ static int send_headers(struct http_req *r, int status, const char *ctype, long 
 
 static int send_body(struct http_req *r, const char *p, size_t n)
 {
+    if (r->head_only)
+        return 0; /* HEAD: the headers (Content-Length included) and no body */
     if (io_write(r, p, n) < 0)
         return -1;
     r->bytes_out += n;
@@ -914,7 +916,9 @@ int http_sse_begin(struct http_req *r)
     if (send_headers(r, 200, "text/event-stream; charset=utf-8", -1) < 0)
         return -1;
     r->last_write = svc_time_monotonic();
-    return io_flush(r);
+    if (io_flush(r) < 0)
+        return -1;
+    return r->head_only ? -1 : 0; /* HEAD: the headers are the whole answer; stop here */
 }
 
 int http_sse_data(struct http_req *r, const char *text)

@@ -75,6 +75,7 @@ struct http_req {
     bool sse;
     bool client_gone;
     bool run_began;
+    bool head_only;            /* a HEAD request served by its GET route: no body goes out */
     size_t bytes_out;
     struct svc_buf headers;    /* extra response headers, "Name: value\r\n" each */
     char session_id[HTTP_ID_MAX + 1]; /* for the log line; "" when none */

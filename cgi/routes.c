@@ -139,11 +139,14 @@ void http_dispatch(struct http_req *r)
     const struct route *hit = NULL;
     bool path_known = false;
     char allow[128] = "";
+    /* HEAD is GET without the body (RFC 9110), on every GET route */
+    r->head_only = strcmp(r->method, "HEAD") == 0;
+    const char *method = r->head_only ? "GET" : r->method;
     for (size_t i = 0; nsegs > 0 && i < NROUTES; i++) {
         if (!match(routes[i].pattern, segs, nsegs, NULL))
             continue;
         path_known = true;
-        if (strcmp(routes[i].method, r->method) == 0) {
+        if (strcmp(routes[i].method, method) == 0) {
             hit = &routes[i];
             break;
         }
@@ -151,6 +154,10 @@ void http_dispatch(struct http_req *r)
             size_t l = strlen(allow);
             snprintf(allow + l, sizeof allow - l, "%s%s", l ? ", " : "", routes[i].method);
         }
+    }
+    if (strstr(allow, "GET")) {
+        size_t l = strlen(allow);
+        snprintf(allow + l, sizeof allow - l, ", HEAD");
     }
 
     if (!(hit && hit->public) && check_auth(r, &err) < 0) {
@@ -169,6 +176,12 @@ void http_dispatch(struct http_req *r)
         return;
     }
 
+    /* every route, even one that ignores its body, refuses a body over max_body_bytes
+     * before it acts (413, nothing changed) */
+    if (r->content_length > 0 && http_read_body(r, &err) < 0) {
+        http_send_error(r, &err);
+        return;
+    }
     match(hit->pattern, segs, nsegs, r);
     int rc = hit->fn(r, &err);
     if (rc < 0) {

@@ -70,13 +70,19 @@ char *svc_title_from_input(const char *input)
     char *t = svc_utf8_prefix(input ? input : "", SVC_TITLE_MAX_CP * 4);
     if (!t)
         return NULL;
-    /* fold newlines (and runs of them) to single spaces, trim the ends */
+    /* fold newlines and every other control character (C0, DEL, C1) to single spaces, as
+     * PATCH refuses them in titles; trim the ends */
     char *w = t;
     bool space = false;
     for (char *r = t; *r; r++) {
         char c = *r;
-        if (c == '\n' || c == '\r' || c == '\t')
+        unsigned char u = (unsigned char)c;
+        if (u == 0xC2 && (unsigned char)r[1] >= 0x80 && (unsigned char)r[1] <= 0x9F) {
+            r++; /* a C1 control, two bytes in UTF-8 */
             c = ' ';
+        } else if (u < 0x20 || u == 0x7F) {
+            c = ' ';
+        }
         if (c == ' ') {
             if (w == t || space)
                 continue;

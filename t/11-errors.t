@@ -35,7 +35,7 @@ is $s->req(GET => '/api/nope')->{json}{error}{type}, 'not_found_error', '404 typ
 
 my $r = $s->req(DELETE => '/api/health');
 err_ok($r, 405, 'method_not_allowed', 'wrong method');
-is $r->{headers}{allow}, 'GET', 'Allow: GET';
+is $r->{headers}{allow}, 'GET, HEAD', 'Allow: GET, HEAD';
 $r = $s->req(PUT => '/api/v1/chat/sessions/abc');
 is $r->{status}, 405, 'PUT on a session: 405';
 like $r->{headers}{allow}, qr/GET/, 'Allow lists GET';

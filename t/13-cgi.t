@@ -83,7 +83,7 @@ is $st, 404, 'CGI: 404';
 ($out) = run_with({ %base, REQUEST_METHOD => 'DELETE', REQUEST_URI => '/api/health' }, '', $bin);
 ($st, $h) = parse_cgi($out);
 is $st, 405, 'CGI: 405';
-is $h->{allow}, 'GET', 'CGI: Allow';
+is $h->{allow}, 'GET, HEAD', 'CGI: Allow';
 
 # a broken config in CGI mode: a JSON 500, not a crash
 my $bad = SvcTest->make_home('');

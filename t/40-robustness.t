@@ -322,12 +322,11 @@ for my $id ('../x', '', 'a' x 129, '.hidden') {
     err_ok($r, 405, 'method_not_allowed', 'DELETE a session');
     like $r->{headers}{allow} // '', qr/PATCH/, 'Allow lists PATCH';
 }
-TODO: {
-    local $TODO = 'BUG: a title derived from the first input keeps control characters that '
-                . 'PATCH refuses (core/sidecar.c or core/session.c title derivation)';
+{
     chat({ session_id => 'ctl', messages => [{ role => 'user', content => "a\x01b\x{85}c" }] });
     my $t = (read_json(sess_dir('ctl') . '/svc_session.json') // {})->{title} // '';
     unlike $t, qr/[\x00-\x1f\x7f-\x9f]/, 'derived title has no control characters';
+    is $t, 'a b c', 'control characters become spaces in the derived title';
 }
 
 # --- query parameters --------------------------------------------------------------------------
@@ -395,19 +394,24 @@ err_ok($s->req(GET => '/api/' . 'a' x 4000), 404, 'not_found', 'a 4000-byte path
     my $r2 = chat({ session_id => 'idem7k', messages => $U }, headers => { 'idempotency-key' => 'k' x 7000 });
     is $r2->{json}{run_id}, $r->{json}{run_id}, 'Idempotency-Key of 7 KB: replayed';
 }
-TODO: {
-    local $TODO = 'BUG: a body over max_body_bytes on a route that ignores its body (archive) '
-                . 'is served and changes the session instead of 413 (cgi/http.c: the size is '
-                . 'checked only when a handler reads the body)';
+{
     my $r = no_change('archive with an oversize body', sub {
         $s->req(POST => '/api/v1/chat/sessions/seed/archive', body => 'x' x ($MAX + 1)) });
-    is $r->{status}, 413, 'archive with an oversize body: 413';
-    $s->req(POST => '/api/v1/chat/sessions/seed/unarchive');
+    err_ok($r, 413, 'body_too_large', 'archive with an oversize body');
+    $r = $s->req(GET => '/api/health', body => 'x' x ($MAX + 1));
+    is $r->{status}, 413, 'even health refuses an oversize body';
 }
-TODO: {
-    local $TODO = 'BUG: HEAD on a GET route is 405 (Allow: GET); HTTP servers must support HEAD '
-                . '(cgi/routes.c)';
-    is $s->req(HEAD => '/api/health')->{status}, 200, 'HEAD /api/health: 200';
+{
+    my $r = $s->req(HEAD => '/api/health');
+    is $r->{status}, 200, 'HEAD /api/health: 200';
+    is $r->{body} // '', '', 'HEAD: no body';
+    ok $r->{headers}{'content-length'} > 0, 'HEAD: the GET answer\'s Content-Length';
+    ok $r->{headers}{'x-request-id'}, 'HEAD: X-Request-Id';
+    $r = $s->req(HEAD => '/api/v1/chat/sessions/seed');
+    is $r->{status}, 200, 'HEAD on the session detail: 200';
+    $r = $s->req(HEAD => '/api/chat');
+    is $r->{status}, 405, 'HEAD on a POST route: 405';
+    is $r->{headers}{allow}, 'POST', 'Allow: POST';
 }
 
 # --- run event cursors -------------------------------------------------------------------------
