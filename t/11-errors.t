@@ -108,8 +108,9 @@ for my $id (@bad) {
     for my $p ("/api/v1/chat/sessions/$id", "/api/v1/chat/sessions/$id/messages",
                "/api/chat/sessions/$id/tokens") {
         my $r = $s->req(GET => $p);
-        ok(($r->{status} == 400 && ($r->{json} ? $r->{json}{error}{code} eq 'invalid_session_id'
-                                               : $id =~ /%00/))    # nginx refuses %00 itself
+        # nginx refuses %00 itself (bad_request, through nginx/svc-errors.conf)
+        my $want = $id =~ /%00/ ? 'bad_request' : 'invalid_session_id';
+        ok(($r->{status} == 400 && $r->{json} && $r->{json}{error}{code} eq $want)
                || ($r->{status} == 404 && $r->{json}),
            "GET $p: 400 invalid_session_id or 404")
             or diag "$r->{status} $r->{body}";
