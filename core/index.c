@@ -221,27 +221,15 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
     json_object *line = json_object_new_object();
     svc_json_set_str(line, "session_id", sid);
     svc_json_set(line, "summary", summary ? json_object_get(summary) : NULL);
-    char *s = svc_json_dump_compact(line);
-    json_object_put(line);
-    if (!s)
-        return -1;
-    size_t len = strlen(s);
-    char *t = realloc(s, len + 2);
-    if (!t) {
-        free(s);
-        return -1;
-    }
-    t[len] = '\n';
-    t[len + 1] = '\0';
     char *path = root_file(st, INDEX_FILE);
     int fd = lock_root(st);
     int rc = -1;
     if (path && fd >= 0)
-        rc = svc_file_append(path, t, len + 1, false, NULL);
+        rc = svc_json_append_line(path, line, false, NULL);
     if (fd >= 0)
         close(fd);
     free(path);
-    free(t);
+    json_object_put(line);
     return rc;
 }
 

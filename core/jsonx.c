@@ -1,10 +1,13 @@
 #include "jsonx.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "fsio.h"
 #include "util.h"
@@ -430,6 +433,37 @@ int svc_json_read_object_file(const char *path, json_object **out, struct svc_er
         return svc_err_set(err, SVC_E_IO, "damaged %s: not an object", base ? base + 1 : path);
     }
     return 0;
+}
+
+/* Whether the file exists, is not empty and does not end with a newline (a torn line). */
+static bool file_ends_torn(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return false;
+    struct stat sb;
+    char c = '\n';
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &c, 1, sb.st_size - 1) != 1)
+        c = '\n';
+    close(fd);
+    return c != '\n';
+}
+
+int svc_json_append_line(const char *path, json_object *o, bool durable, struct svc_err *err)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    if (file_ends_torn(path)) /* start on a fresh line: the torn one stays apart, skippable */
+        put(&b, "\n", 1);
+    dump_value(&b, o, 0, false);
+    put(&b, "\n", 1);
+    if (b.oom) {
+        svc_buf_free(&b);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    int rc = svc_file_append(path, b.data, b.len, durable, err); /* one write: whole or absent */
+    svc_buf_free(&b);
+    return rc;
 }
 
 static int write_dump(const char *path, json_object *o, bool durable, bool newline,

@@ -37,6 +37,9 @@ int svc_json_read_file(const char *path, json_object **out, struct svc_err *err)
 /* Same, and the document must be an object (SVC_E_IO "damaged <name>" otherwise).
  * path may be NULL (an allocation that failed upstream): SVC_E_NOMEM. */
 int svc_json_read_object_file(const char *path, json_object **out, struct svc_err *err);
+/* Append o as one compact line (JSONL) with a single write; after a torn last line (no
+ * newline) the new line starts on a fresh line, so the torn one stays apart. */
+int svc_json_append_line(const char *path, json_object *o, bool durable, struct svc_err *err);
 /* Native file: dump_native, atomic write, no trailing newline. */
 int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err);
 /* Sidecar: dump_native plus a trailing newline. */

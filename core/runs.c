@@ -196,18 +196,7 @@ struct runner {
 static int runner_on_event(void *ctx, json_object *ev)
 {
     struct runner *rn = ctx;
-    char *s = svc_json_dump_compact(ev);
-    if (s) {
-        size_t len = strlen(s);
-        char *line = realloc(s, len + 2);
-        if (line) {
-            line[len] = '\n';
-            line[len + 1] = '\0';
-            svc_file_append(rn->events_path, line, len + 1, false, NULL);
-            s = line;
-        }
-    }
-    free(s);
+    svc_json_append_line(rn->events_path, ev, false, NULL);
     return 0;
 }
 
@@ -363,6 +352,20 @@ out:
     return rc;
 }
 
+static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
+{
+    char *path = run_file(cfg, run_id, ".events.jsonl");
+    char *buf = NULL;
+    size_t len = 0;
+    int64_t n = 0;
+    if (path && svc_file_read(path, &buf, &len, NULL) == 0)
+        for (size_t i = 0; i < len; i++)
+            n += buf[i] == '\n';
+    free(buf);
+    free(path);
+    return n;
+}
+
 /* A record still `running` whose runner holds no lock: the runner died. Finish it as
  * error/interrupted with a final event, under the run's own lock. */
 static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
@@ -381,13 +384,7 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
     if (read_record(cfg, run_id, &fresh, NULL) == 0 &&
         strcmp(svc_json_str(fresh, "status", ""), "running") == 0) {
         char *ev_path = run_file(cfg, run_id, ".events.jsonl");
-        char *buf = NULL;
-        size_t len = 0;
-        int64_t count = 0;
-        if (ev_path && svc_file_read(ev_path, &buf, &len, NULL) == 0)
-            for (size_t i = 0; i < len; i++)
-                count += buf[i] == '\n';
-        free(buf);
+        int64_t count = count_lines(cfg, run_id);
         char now[SVC_TIME_LEN];
         json_object *ev = json_object_new_object();
         svc_json_set_str(ev, "type", "error");
@@ -398,18 +395,8 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
         svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
         svc_json_set_str(ev, "message", "the run's process ended before the run finished");
         svc_json_set_str(ev, "code", "interrupted");
-        char *line = svc_json_dump_compact(ev);
-        if (line && ev_path) {
-            size_t l = strlen(line);
-            char *nl = realloc(line, l + 2);
-            if (nl) {
-                line = nl;
-                line[l] = '\n';
-                line[l + 1] = '\0';
-                svc_file_append(ev_path, line, l + 1, false, NULL);
-            }
-        }
-        free(line);
+        if (ev_path)
+            svc_json_append_line(ev_path, ev, false, NULL);
         json_object_put(ev);
         free(ev_path);
         svc_json_set_str(fresh, "status", "error");
@@ -425,20 +412,6 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
     }
     json_object_put(fresh);
     close(fd);
-}
-
-static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
-{
-    char *path = run_file(cfg, run_id, ".events.jsonl");
-    char *buf = NULL;
-    size_t len = 0;
-    int64_t n = 0;
-    if (path && svc_file_read(path, &buf, &len, NULL) == 0)
-        for (size_t i = 0; i < len; i++)
-            n += buf[i] == '\n';
-    free(buf);
-    free(path);
-    return n;
 }
 
 int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object **out,

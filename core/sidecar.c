@@ -175,47 +175,12 @@ json_object *svc_sidecar_summary(json_object *sc)
     return s;
 }
 
-/* Whether the file exists, is not empty and does not end with a newline. */
-static bool file_ends_torn(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    struct stat sb;
-    char c = '\n';
-    if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &c, 1, sb.st_size - 1) != 1)
-        c = '\n';
-    close(fd);
-    return c != '\n';
-}
-
 int svc_turns_append(const struct svc_store *st, const char *sid, json_object *line,
                      struct svc_err *err)
 {
-    char *s = svc_json_dump_compact(line);
     char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
-    int rc;
-    if (!s || !path) {
-        rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    } else {
-        size_t len = strlen(s);
-        char *withnl = realloc(s, len + 3);
-        if (!withnl) {
-            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        } else {
-            s = withnl;
-            s[len] = '\n';
-            s[len + 1] = '\0';
-            /* after a torn last line (no newline), start on a fresh line: same single write */
-            if (file_ends_torn(path)) {
-                memmove(s + 1, s, len + 2);
-                s[0] = '\n';
-                len++;
-            }
-            rc = svc_file_append(path, s, len + 1, st->durable, err);
-        }
-    }
-    free(s);
+    int rc = path ? svc_json_append_line(path, line, st->durable, err)
+                  : svc_err_set(err, SVC_E_NOMEM, "out of memory");
     free(path);
     return rc;
 }
