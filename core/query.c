@@ -23,7 +23,7 @@ static void store_of(const struct svc_config *cfg, struct svc_store *st)
 
 /* Common entry: sessions on, id valid, session present, stale run repaired. */
 static int open_session(const struct svc_config *cfg, const char *sid, struct svc_store *st,
-                        struct svc_err *err)
+                        bool repair, struct svc_err *err)
 {
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
@@ -34,7 +34,7 @@ static int open_session(const struct svc_config *cfg, const char *sid, struct sv
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
     if (svc_store_check_layout(st, sid, err) != 0)
         return -1;
-    if (svc_session_repair_stale(cfg, sid, err) < 0)
+    if (repair && svc_session_repair_stale(cfg, sid, err) < 0)
         return -1;
     return 0;
 }
@@ -170,15 +170,8 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
                     struct svc_err *err)
 {
     *out = NULL;
-    if (!cfg->sessions.enabled)
-        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    if (svc_id_check(sid, err) != 0)
-        return -1;
     struct svc_store st;
-    store_of(cfg, &st);
-    if (!svc_store_session_exists(&st, sid))
-        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
-    if (svc_store_check_layout(&st, sid, err) != 0)
+    if (open_session(cfg, sid, &st, false, err) != 0) /* repaired below, only when needed */
         return -1;
     char *dir = svc_store_session_dir(&st, sid);
     struct svc_lock l = SVC_LOCK_INIT;
@@ -253,7 +246,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     if (q->offset < 0)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "offset", "offset must be >= 0");
     struct svc_store st;
-    if (open_session(cfg, sid, &st, err) != 0)
+    if (open_session(cfg, sid, &st, true, err) != 0)
         return -1;
     char *dir = svc_store_session_dir(&st, sid);
     struct svc_lock l = SVC_LOCK_INIT;
@@ -321,7 +314,7 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
                           json_object **summary, struct svc_err *err)
 {
     struct svc_store st;
-    if (open_session(cfg, sid, &st, err) != 0)
+    if (open_session(cfg, sid, &st, true, err) != 0)
         return -1;
     char *dir = svc_store_session_dir(&st, sid);
     struct svc_lock l = SVC_LOCK_INIT;
