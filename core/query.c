@@ -21,7 +21,8 @@ static void store_of(const struct svc_config *cfg, struct svc_store *st)
     st->durable = cfg->sessions.fsync;
 }
 
-/* Common entry: sessions on, id valid, session present, stale run repaired. */
+/* Common entry: sessions on, id valid, session present with a safe layout, and (with
+ * repair) a stale `running` repaired. */
 static int open_session(const struct svc_config *cfg, const char *sid, struct svc_store *st,
                         bool repair, struct svc_err *err)
 {
