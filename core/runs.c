@@ -17,6 +17,7 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "log.h"
 #include "store.h"
 #include "util.h"
 
@@ -39,6 +40,8 @@ static char *run_file(const struct svc_config *cfg, const char *run_id, const ch
         return NULL;
     return out;
 }
+
+static void remove_run_files(const struct svc_config *cfg, const char *id);
 
 static int write_record(const struct svc_config *cfg, json_object *rec, struct svc_err *err)
 {
@@ -237,15 +240,16 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     int run_lock = svc_run_lock_fd(run);
     close_other_fds(&run_lock, &rlock_fd);
     svc_run_set_lock_fd(run, run_lock);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL); /* the worker blocks some while it serves */
+    /* the worker's handlers first, then the mask the worker held during the request */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
     signal(SIGTERM, SIG_DFL);
     signal(SIGINT, SIG_IGN);
     signal(SIGCHLD, SIG_DFL);
     signal(SIGUSR1, SIG_DFL); /* libfcgi's handler belongs to the worker */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     svc_run_note_runner(run, NULL);
     struct runner rn = {.cfg = cfg};
     rn.events_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
@@ -293,29 +297,33 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
             return 0;
         }
     }
+    /* the runs directory first: if it cannot be made, nothing else happens */
+    char *dir = runs_dir(cfg);
+    if (!dir)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int mrc = svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err);
+    free(dir);
+    if (mrc != 0)
+        return -1;
     struct svc_run *run = NULL;
     if (svc_run_begin(cfg, req, &run, err) != 0)
         return -1;
     int rc = -1, rlock = -1;
-    char *dir = runs_dir(cfg);
+    bool recorded = false;
     char *lock_path = run_file(cfg, svc_run_get_id(run), ".lock");
     json_object *rec = record_new(svc_run_get_id(run), svc_run_get_session_id(run),
                                   svc_run_get_model(run));
-    if (!dir || !lock_path) {
+    if (!lock_path) {
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
         goto fail;
     }
-    if (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0)
-        goto fail;
+    recorded = true; /* from here on, files of this run may exist */
     rlock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (rlock < 0 || flock(rlock, LOCK_EX) != 0) {
         svc_err_errno(err, "run lock");
         goto fail;
     }
     if (write_record(cfg, rec, err) != 0)
-        goto fail;
-    if (idem_key && idem_store(cfg, svc_run_get_session_id(run), idem_key,
-                               svc_run_get_id(run), err) != 0)
         goto fail;
     pid_t pid = fork();
     if (pid < 0) {
@@ -336,18 +344,25 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
         goto fail;
     }
+    /* the key names the run only once the run really runs */
+    struct svc_err ierr;
+    if (idem_key &&
+        idem_store(cfg, svc_run_get_session_id(run), idem_key, svc_run_get_id(run), &ierr) != 0)
+        svc_logf("run %s: its Idempotency-Key could not be recorded: %s", svc_run_get_id(run),
+                 ierr.message);
     *out = spawn_answer(rec);
     svc_run_abandon(run); /* the runner owns the run and its lock now */
     run = NULL;
     rc = 0;
     goto out;
 fail:
+    if (recorded)
+        remove_run_files(cfg, svc_run_get_id(run)); /* no run was started: no record of one */
     svc_run_free(run); /* ends the begun run as failed: the session stays usable */
 out:
     if (rlock >= 0)
         close(rlock);
     json_object_put(rec);
-    free(dir);
     free(lock_path);
     return rc;
 }
@@ -358,9 +373,12 @@ static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
     char *buf = NULL;
     size_t len = 0;
     int64_t n = 0;
-    if (path && svc_file_read(path, &buf, &len, NULL) == 0)
+    if (path && svc_file_read(path, &buf, &len, NULL) == 0) {
         for (size_t i = 0; i < len; i++)
             n += buf[i] == '\n';
+        if (len > 0 && buf[len - 1] != '\n')
+            n++; /* a torn tail: the next append puts it on a line of its own */
+    }
     free(buf);
     free(path);
     return n;
@@ -628,8 +646,12 @@ int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
         if (!old)
             continue; /* by mtime first: recent records are not even opened */
         if (strncmp(id, "idem-", 5) == 0) {
+            /* the name is fixed by (session, key): remove it only if it is still the old
+             * file, not one stored again since the stat above */
             char *p = run_file(cfg, id, ".json");
-            if (p && unlink(p) == 0)
+            struct stat again;
+            if (p && lstat(p, &again) == 0 && again.st_ino == sb.st_ino &&
+                again.st_mtime == sb.st_mtime && unlink(p) == 0)
                 removed++;
             free(p);
             continue;
