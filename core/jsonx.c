@@ -286,22 +286,97 @@ static const bool json_outside[256] = {
     ['l'] = true, ['s'] = true, ['n'] = true,
 };
 
+/* The end of a JSON number starting at buf[i], or 0 when it breaks the grammar
+ * -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; *plain is false when it has a fraction
+ * or an exponent. */
+static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
+{
+    size_t j = i;
+    *plain = true;
+#define DIGIT(k) ((k) < len && buf[k] >= '0' && buf[k] <= '9')
+    if (j < len && buf[j] == '-')
+        j++;
+    if (!DIGIT(j))
+        return 0;
+    if (buf[j] == '0') {
+        j++;
+        if (DIGIT(j))
+            return 0; /* no leading zeros */
+    } else {
+        while (DIGIT(j))
+            j++;
+    }
+    if (j < len && buf[j] == '.') {
+        *plain = false;
+        j++;
+        if (!DIGIT(j))
+            return 0;
+        while (DIGIT(j))
+            j++;
+    }
+    if (j < len && (buf[j] == 'e' || buf[j] == 'E')) {
+        *plain = false;
+        j++;
+        if (j < len && (buf[j] == '+' || buf[j] == '-'))
+            j++;
+        if (!DIGIT(j))
+            return 0;
+        while (DIGIT(j))
+            j++;
+    }
+#undef DIGIT
+    return j;
+}
+
 static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
 {
     if (!svc_utf8_valid(buf, len))
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: not valid UTF-8");
-    bool in_str = false;
+    bool in_str = false, nul_in_str = false;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)buf[i];
         if (in_str) {
-            if (c == '\\')
+            if (c < 0x20)
+                return svc_err_set(err, SVC_E_INVALID_JSON,
+                                   "invalid JSON: control character in a string at byte %zu", i);
+            if (c == '\\') {
+                if (i + 5 < len && memcmp(buf + i + 1, "u0000", 5) == 0)
+                    nul_in_str = true;
                 i++;
-            else if (c == '"')
+            } else if (c == '"') {
                 in_str = false;
+                if (nul_in_str) { /* json-c cuts keys at NUL: "a\u0000b" would become "a" */
+                    size_t k = i + 1;
+                    while (k < len && strchr(" \t\r\n", buf[k]))
+                        k++;
+                    if (k < len && buf[k] == ':')
+                        return svc_err_set(err, SVC_E_INVALID_JSON,
+                                           "invalid JSON: a key holds \\u0000 at byte %zu", i);
+                }
+            }
             continue;
         }
         if (c == '"') {
             in_str = true;
+            nul_in_str = false;
+            continue;
+        }
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            bool plain;
+            size_t end = number_end(buf, len, i, &plain);
+            if (end == 0)
+                return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: bad number at byte %zu",
+                                   i);
+            if (!plain) { /* 1e400 would read as infinity, which JSON cannot carry */
+                char num[512];
+                size_t n = end - i < sizeof num - 1 ? end - i : sizeof num - 1;
+                memcpy(num, buf + i, n);
+                num[n] = '\0';
+                if (!isfinite(strtod(num, NULL)))
+                    return svc_err_set(err, SVC_E_INVALID_JSON,
+                                       "invalid JSON: number out of range at byte %zu", i);
+            }
+            i = end - 1;
             continue;
         }
         if (json_outside[c])

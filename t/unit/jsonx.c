@@ -246,9 +246,19 @@ int main(void)
     rejects("UTF-8 above U+10FFFF", "\"\xf4\x90\x80\x80\"", 6);
     rejects("invalid UTF-8 in a key", "{\"\xfe\": 1}", 8);
     rejects("UTF-8-encoded surrogate U+D800", "\"\xed\xa0\x80\"", 5);
+    rejects("a number ending in a dot", "1.", 2);
+    rejects("a leading zero", "-01", 3);
+    rejects("two zeros", "[00]", 4);
+    rejects("a lone minus", "[-]", 3);
+    rejects("a raw control byte in a string", "\"\x01\"", 3);
+    rejects("a number beyond double range (1E400)", "1E400", 5);
+    rejects("a key holding \\u0000 (json-c would cut it)", "{\"model\\u0000x\":1}", 17);
 
     /* ---- parse: what must be accepted ---- */
     accepts("surrounding whitespace", " \n\t{}\r\n ", 8);
+    accepts("a value holding \\u0000", "{\"a\":\"x\\u0000y\"}", 16);
+    accepts("numbers of every shape", "[0,1.5,-0.0,1e5,2E-3,10,1e308]", 30);
+    accepts("an escaped backslash before u0000", "\"a\\\\u0000\"", 10);
     accepts("UTF-8 text", "\"\xc3\xa9\xe6\x97\xa5\xf0\x9f\x8e\x89\"", 11);
     accepts("escaped surrogate pair", "\"\\ud83c\\udf89\"", 14);
     accepts("length excludes a following byte", "{}x", 2);
