@@ -349,10 +349,10 @@ void http_log(const struct http_req *r)
     p = log_put(p, end, " svc-fcgi[", 10);
     p = log_put_uint(p, end, (unsigned long long)http_pid(), 1);
     p = log_put(p, end, "]: ", 3);
-    char *lim = p + 15 < end ? p + 15 : end; /* method: at most 15 bytes, as before */
+    char *lim = end - p > 15 ? p + 15 : end; /* method: at most 15 bytes, as before */
     p = log_put_clean(p, lim, r->method);
     p = log_put(p, end, " ", 1);
-    lim = p + 299 < end ? p + 299 : end; /* path: at most 299 bytes */
+    lim = end - p > 299 ? p + 299 : end; /* path: at most 299 bytes */
     p = log_put_clean(p, lim, r->path);
     p = log_put(p, end, " ", 1);
     int status = r->status ? r->status : 500;
@@ -916,9 +916,9 @@ int http_sse_begin(struct http_req *r)
     if (send_headers(r, 200, "text/event-stream; charset=utf-8", -1) < 0)
         return -1;
     r->last_write = svc_time_monotonic();
-    if (io_flush(r) < 0)
-        return -1;
-    return r->head_only ? -1 : 0; /* HEAD: the headers are the whole answer; stop here */
+    if (r->head_only)
+        return -1; /* HEAD: the headers are the whole answer; http_finish sends them */
+    return io_flush(r);
 }
 
 int http_sse_data(struct http_req *r, const char *text)

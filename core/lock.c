@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -51,9 +52,16 @@ int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_
     int fd = open_lock_file(session_dir, ".svc.run.lock", err);
     if (fd < 0)
         return -1;
+    int tries = 0;
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EINTR)
             continue;
+        if (errno == EWOULDBLOCK && ++tries < 3) {
+            /* a reader's probe (svc_lock_run_held) holds it for microseconds: look again */
+            struct timespec ts = {0, 2 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
         int e = errno;
         close(fd);
         if (e == EWOULDBLOCK)
