@@ -123,12 +123,6 @@ static void run_on_retry(void *ctx, int attempt, int max_attempts, const char *t
     event_emit(run, ev);
 }
 
-void svc_run_request_cancel(struct svc_run *run, bool timeout)
-{
-    if (run && !run->cancel)
-        run->cancel = timeout ? 2 : 1;
-}
-
 /* ---- helpers ---- */
 
 static bool msg_has_block(json_object *msg, const char *key)

@@ -49,9 +49,6 @@ struct svc_run;
 int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *req,
                   struct svc_run **out, struct svc_err *err);
 int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct svc_err *err);
-/* Cancel a run from outside its loop (signal-safe flag); the loop stops at the next safe
- * point with SVC_E_CANCELLED (or SVC_E_RUN_TIMEOUT when timeout is true). */
-void svc_run_request_cancel(struct svc_run *run, bool timeout);
 void svc_run_free(struct svc_run *run);
 /* In a parent that forked a runner for this run: free the memory without ending the run.
  * The run lock stays held through the child's copy of the descriptor. */
