@@ -4,9 +4,13 @@
  *                            (the newest line for a session wins); appended with one write
  *                            under <root>/.svc_index.lock, compacted when it grows to twice
  *                            the live sessions, rebuilt from the sidecars when missing/damaged.
+ *                            A compacted file starts with {"svc_index_generation": "<hex>"}.
  * Each process keeps the index in memory and reads only the bytes appended since its last
- * look; when the root directory's mtime changes it rescans the directory names to notice
- * sessions added or removed by another program (Strands), deriving their summaries.
+ * look; a new generation (inode numbers are reused) or a shorter file means reading it anew.
+ * Compaction happens under the root lock after catching up with every appended line. When
+ * the root directory's mtime changes it rescans the directory names to notice sessions
+ * added or removed by another program (Strands), deriving their summaries. Memory: every
+ * summary of the root, compact, in each process that lists.
  * svc_index_update is best effort: a failure is logged and never fails the caller. */
 #ifndef SVC_INDEX_H
 #define SVC_INDEX_H
