@@ -9,6 +9,7 @@
 
 #include "handlers.h"
 #include "jsonx.h"
+#include "log.h"
 #include "openai.h"
 #include "query.h"
 #include "runs.h"
@@ -327,8 +328,7 @@ static void idem_record(struct http_req *r, struct svc_run *run)
     if (!r->idempotency_key || !r->cfg->sessions.enabled)
         return;
     if (svc_runs_record_sync(r->cfg, run, r->idempotency_key, "done", NULL, &e) < 0)
-        fprintf(stderr, "svc-fcgi[%d]: idempotency record for %s failed: %s\n", (int)getpid(),
-                svc_run_get_id(run), e.message);
+        svc_logf("idempotency record for %s failed: %s", svc_run_get_id(run), e.message);
 }
 
 /* The non-streaming chat.completion object. */

@@ -37,6 +37,7 @@
 #include "config.h"
 #include "handlers.h"
 #include "http.h"
+#include "log.h"
 #include "util.h"
 
 #define BACKLOG 256
@@ -57,6 +58,13 @@ static void logmsg(const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     fprintf(stderr, "%s svc-fcgi[%d]: %s\n", svc_time_now_iso(ts), (int)getpid(), line);
+}
+
+/* core/ speaks through svc_logf: give its lines the same prefix as ours. */
+static void core_log_sink(const char *line, void *ctx)
+{
+    (void)ctx;
+    logmsg("%s", line);
 }
 
 static int load_config(struct svc_config *cfg, const char *path, struct svc_err *err)
@@ -422,6 +430,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     struct opts o = {0};
+    svc_log_set_sink(core_log_sink, NULL);
     static const struct option lopts[] = {
         {"listen", required_argument, NULL, 'l'}, {"workers", required_argument, NULL, 'w'},
         {"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
