@@ -38,6 +38,7 @@
 #include "handlers.h"
 #include "http.h"
 #include "log.h"
+#include "query.h"
 #include "util.h"
 
 #define BACKLOG 256
@@ -343,6 +344,8 @@ static int master_main(int listen_fd, struct svc_config *cfg, const struct opts 
     for (;;) {
         double now = svc_time_monotonic();
         if (!stopping && now >= next_spawn) {
+            if (count_gen(gen) < nworkers)
+                svc_sessions_warm(cfg); /* new workers inherit the listing index, loaded */
             while (count_gen(gen) < nworkers && spawn_worker(listen_fd, cfg, gen, &orig) > 0)
                 ;
         }

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <openssl/evp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +24,13 @@
 #define INDEX_FILE ".svc_index.jsonl"
 #define INDEX_LOCK ".svc_index.lock"
 
+/* An entry keeps what sorting and filtering need; its summary stays in the index file
+ * (off, len within the file open as ix.fd), or on the heap until a line of it is read back. */
 struct entry {
     char *sid;
-    char *summary;  /* compact JSON (heap) */
+    char *heap;     /* compact JSON summary, when not (yet) at off in the file */
+    off_t off;      /* where the summary's JSON starts in the index file, or -1 */
+    uint32_t len;   /* its length in bytes */
     char *title_lc; /* lowercase title for q */
     double updated; /* epoch */
     char status[12];
@@ -43,21 +48,55 @@ static struct {
     struct timespec root_mtime;
     bool loaded;
     char gen[17]; /* generation of the index file read, "" before its first compaction */
+    int fd;       /* that file, kept open: entries point into it (valid when fd_open) */
+    bool fd_open;
 } ix;
 
 static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
 
+static size_t summary_bytes(const struct entry *e)
+{
+    return e->heap ? strlen(e->heap) : e->len;
+}
+
 static size_t entry_bytes(const struct entry *e)
 {
-    return (e->summary ? strlen(e->summary) : 0) + (e->sid ? strlen(e->sid) : 0) + 32;
+    return summary_bytes(e) + (e->sid ? strlen(e->sid) : 0) + 32;
 }
 
 static void entry_free(struct entry *e)
 {
     live_bytes -= entry_bytes(e);
     free(e->sid);
-    free(e->summary);
+    free(e->heap);
     free(e->title_lc);
+}
+
+/* The summary's JSON text (heap, caller frees), or NULL when it cannot be read. */
+static char *entry_summary(const struct entry *e)
+{
+    if (e->heap)
+        return strdup(e->heap);
+    if (!ix.fd_open || e->off < 0)
+        return NULL;
+    char *buf = malloc((size_t)e->len + 1);
+    if (!buf)
+        return NULL;
+    ssize_t got = pread(ix.fd, buf, e->len, e->off);
+    if (got != (ssize_t)e->len) {
+        free(buf);
+        return NULL;
+    }
+    buf[e->len] = '\0';
+    return buf;
+}
+
+static void close_index_fd(void)
+{
+    if (ix.fd_open)
+        close(ix.fd);
+    ix.fd_open = false;
+    ix.fd = -1;
 }
 
 /* A hash from sid to position keeps applying lines O(1). */
@@ -74,6 +113,7 @@ void svc_index_reset(void)
         entry_free(&ix.v[i]);
     free(ix.v);
     free(ix.root);
+    close_index_fd();
     memset(&ix, 0, sizeof ix);
     live_bytes = 0;
     free(hs); /* it points into the entries just freed */
@@ -130,13 +170,23 @@ static struct entry *lookup(const char *sid)
     return NULL;
 }
 
-static void entry_fill(struct entry *e, json_object *summary)
+/* Fill e from a summary; its JSON is at (off, len) of the index file when off >= 0, else
+ * it is kept on the heap. */
+static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t len)
 {
-    live_bytes -= e->summary ? strlen(e->summary) : 0;
-    free(e->summary);
+    live_bytes -= summary_bytes(e);
+    free(e->heap);
+    e->heap = NULL;
     free(e->title_lc);
-    e->summary = svc_json_dump_compact(summary);
-    live_bytes += e->summary ? strlen(e->summary) : 0;
+    if (off >= 0 && len <= UINT32_MAX) {
+        e->off = off;
+        e->len = (uint32_t)len;
+    } else {
+        e->off = -1;
+        e->len = 0;
+        e->heap = svc_json_dump_compact(summary);
+    }
+    live_bytes += summary_bytes(e);
     const char *title = svc_json_str(summary, "title", "");
     e->title_lc = strdup(title ? title : "");
     for (char *p = e->title_lc; p && *p; p++)
@@ -149,7 +199,7 @@ static void entry_fill(struct entry *e, json_object *summary)
     e->archived = svc_json_bool(summary, "archived", false);
 }
 
-static void apply(const char *sid, json_object *summary)
+static void apply(const char *sid, json_object *summary, off_t off, size_t len)
 {
     struct entry *e = lookup(sid);
     if (!summary) {
@@ -189,7 +239,7 @@ static void apply(const char *sid, json_object *summary)
             hs[h].pos = ix.n - 1;
         }
     }
-    entry_fill(e, summary);
+    entry_fill(e, summary, off, len);
     e->seen = true;
     ix.sorted = false;
 }
@@ -239,7 +289,32 @@ void svc_index_update(const struct svc_store *st, const char *sid, json_object *
         svc_logf("index: could not record session %s (listing will rescan)", sid);
 }
 
-/* Read lines from ix.offset on; returns 0, or -1 when the file is missing or damaged. */
+/* Apply one index line found at file offset at; *damaged when it is not one of ours. */
+static void apply_line(const char *line, size_t n, off_t at, bool *damaged)
+{
+    json_object *o = NULL;
+    if (svc_json_parse(line, n, &o, NULL) != 0) {
+        *damaged = true;
+        return;
+    }
+    const char *sid = svc_json_str(o, "session_id", NULL);
+    json_object *sum = svc_json_obj(o, "summary");
+    if (sid && svc_id_valid(sid)) {
+        /* our lines are {"session_id":"<sid>","summary":<S>}: point at S in the file */
+        static const char key[] = ",\"summary\":";
+        const char *k = memmem(line, n, key, sizeof key - 1);
+        const char *sj = k ? k + sizeof key - 1 : NULL;
+        if (sum && sj && sj < line + n - 1 && *sj == '{' && line[n - 1] == '}')
+            apply(sid, sum, at + (sj - line), (size_t)(line + n - 1 - sj));
+        else
+            apply(sid, sum, -1, 0);
+    } else if (!svc_json_str(o, "svc_index_generation", NULL)) {
+        *damaged = true;
+    }
+    json_object_put(o);
+}
+
+/* Read lines from ix.offset on, in chunks; returns 0, or -1 when the file is missing. */
 static int read_new_lines(const struct svc_store *st, bool *damaged)
 {
     char *path = root_file(st, INDEX_FILE);
@@ -264,8 +339,8 @@ static int read_new_lines(const struct svc_store *st, bool *damaged)
         if (strncmp(head, key, sizeof key - 1) == 0)
             snprintf(gen, sizeof gen, "%.16s", head + sizeof key - 1);
     }
-    if (sb.st_ino != ix.ino || sb.st_size < ix.offset || strcmp(gen, ix.gen) != 0) {
-        /* replaced (compaction) or truncated: start over */
+    if (!ix.fd_open || sb.st_ino != ix.ino || sb.st_size < ix.offset || strcmp(gen, ix.gen) != 0) {
+        /* another file (compaction) or truncated: start over, reading this one */
         snprintf(ix.gen, sizeof ix.gen, "%s", gen);
         for (size_t i = 0; i < ix.n; i++)
             entry_free(&ix.v[i]);
@@ -274,45 +349,44 @@ static int read_new_lines(const struct svc_store *st, bool *damaged)
         ix.offset = 0;
         ix.ino = sb.st_ino;
         ix.sorted = false;
+        close_index_fd();
+        ix.fd = fd;
+        ix.fd_open = true;
+    } else {
+        close(fd); /* the same file as ix.fd */
     }
-    if (sb.st_size == ix.offset) {
-        close(fd);
-        return 0;
-    }
-    size_t want = (size_t)(sb.st_size - ix.offset);
-    char *buf = malloc(want + 1);
-    if (!buf) {
-        close(fd);
+    size_t cap = 1 << 20, have = 0;
+    char *buf = malloc(cap);
+    if (!buf)
         return -1;
-    }
-    ssize_t got = pread(fd, buf, want, ix.offset);
-    close(fd);
-    if (got < 0) {
-        free(buf);
-        return -1;
-    }
-    size_t used = 0;
-    char *p = buf, *end = buf + got;
-    while (p < end) {
-        char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl)
-            break; /* a line still being written */
-        json_object *o = NULL;
-        if (svc_json_parse(p, (size_t)(nl - p), &o, NULL) == 0) {
-            const char *sid = svc_json_str(o, "session_id", NULL);
-            json_object *sum = svc_json_obj(o, "summary");
-            if (sid && svc_id_valid(sid))
-                apply(sid, sum);
-            else if (!svc_json_str(o, "svc_index_generation", NULL))
-                *damaged = true;
-        } else {
-            *damaged = true;
+    off_t pos = ix.offset; /* file offset of buf[0] */
+    for (;;) {
+        if (have == cap) { /* one line longer than the buffer */
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                break;
+            buf = nb;
+            cap *= 2;
         }
-        json_object_put(o);
-        used += (size_t)(nl - p) + 1;
-        p = nl + 1;
+        ssize_t got = pread(ix.fd, buf + have, cap - have, pos + (off_t)have);
+        if (got <= 0)
+            break;
+        have += (size_t)got;
+        size_t done = 0;
+        for (;;) {
+            char *nl = memchr(buf + done, '\n', have - done);
+            if (!nl)
+                break; /* a line still being written, or the rest of it in the next chunk */
+            size_t n = (size_t)(nl - (buf + done));
+            if (n > 0)
+                apply_line(buf + done, n, pos + (off_t)done, damaged);
+            done += n + 1;
+        }
+        memmove(buf, buf + done, have - done);
+        have -= done;
+        pos += (off_t)done;
     }
-    ix.offset += (off_t)used;
+    ix.offset = pos;
     free(buf);
     return 0;
 }
@@ -329,11 +403,12 @@ static json_object *summary_of(const struct svc_store *st, const char *sid)
 }
 
 /* Write a fresh index (compaction/rebuild). Under the root lock, first catch up with what
- * other processes appended, so that nothing they wrote is dropped. */
+ * other processes appended, so that nothing they wrote is dropped; then the entries point
+ * into the new file. */
 static void write_compacted(const struct svc_store *st)
 {
-    int fd = lock_root(st);
-    if (fd < 0)
+    int lock = lock_root(st);
+    if (lock < 0)
         return;
     bool damaged = false;
     read_new_lines(st, &damaged);
@@ -342,28 +417,51 @@ static void write_compacted(const struct svc_store *st)
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_printf(&b, "{\"svc_index_generation\":\"%s\"}\n", gen);
-    for (size_t i = 0; i < ix.n; i++) {
-        svc_buf_adds(&b, "{\"session_id\":");
-        json_object *s = json_object_new_string(ix.v[i].sid);
-        char *q = svc_json_dump_compact(s);
-        json_object_put(s);
-        svc_buf_adds(&b, q ? q : "\"\"");
-        free(q);
-        svc_buf_adds(&b, ",\"summary\":");
-        svc_buf_adds(&b, ix.v[i].summary ? ix.v[i].summary : "null");
+    off_t *at = calloc(ix.n ? ix.n : 1, sizeof *at);
+    uint32_t *len = calloc(ix.n ? ix.n : 1, sizeof *len);
+    bool ok = at && len;
+    for (size_t i = 0; ok && i < ix.n; i++) {
+        char *sum = entry_summary(&ix.v[i]);
+        if (!sum) {
+            ok = false; /* never write an index that lost a session */
+            break;
+        }
+        svc_buf_adds(&b, "{\"session_id\":\"");
+        svc_buf_adds(&b, ix.v[i].sid); /* ids need no escaping */
+        svc_buf_adds(&b, "\",\"summary\":");
+        at[i] = (off_t)b.len;
+        len[i] = (uint32_t)strlen(sum);
+        svc_buf_adds(&b, sum);
         svc_buf_adds(&b, "}\n");
+        free(sum);
     }
     char *path = root_file(st, INDEX_FILE);
-    if (!b.oom && path && svc_file_write_atomic(path, b.data, b.len, false, NULL) == 0) {
+    if (ok && !b.oom && path && svc_file_write_atomic(path, b.data, b.len, false, NULL) == 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
         struct stat sb;
-        if (stat(path, &sb) == 0) {
+        if (fd >= 0 && fstat(fd, &sb) == 0) {
+            close_index_fd();
+            ix.fd = fd;
+            ix.fd_open = true;
             ix.ino = sb.st_ino;
             ix.offset = sb.st_size;
             snprintf(ix.gen, sizeof ix.gen, "%s", gen);
+            for (size_t i = 0; i < ix.n; i++) {
+                live_bytes -= summary_bytes(&ix.v[i]);
+                free(ix.v[i].heap);
+                ix.v[i].heap = NULL;
+                ix.v[i].off = at[i];
+                ix.v[i].len = len[i];
+                live_bytes += summary_bytes(&ix.v[i]);
+            }
+        } else if (fd >= 0) {
+            close(fd);
         }
     }
-    close(fd);
+    close(lock);
     free(path);
+    free(at);
+    free(len);
     svc_buf_free(&b);
 }
 
@@ -391,7 +489,7 @@ static int rescan(const struct svc_store *st, bool *changed)
             continue;
         json_object *sum = summary_of(st, sid);
         if (sum) {
-            apply(sid, sum);
+            apply(sid, sum, -1, 0);
             append_line(st, sid, sum);
             *changed = true;
         }
@@ -401,7 +499,7 @@ static int rescan(const struct svc_store *st, bool *changed)
     for (size_t i = 0; i < ix.n;) {
         if (!ix.v[i].seen) {
             append_line(st, ix.v[i].sid, NULL);
-            apply(ix.v[i].sid, NULL); /* moves the last entry here */
+            apply(ix.v[i].sid, NULL, -1, 0); /* moves the last entry here */
             *changed = true;
         } else {
             i++;
@@ -510,6 +608,22 @@ static bool run_alive(const struct svc_store *st, const char *sid)
     return alive;
 }
 
+static void sort_entries(void)
+{
+    if (ix.sorted)
+        return;
+    if (ix.n > 1)
+        qsort(ix.v, ix.n, sizeof *ix.v, cmp_entry);
+    hash_rebuild();
+    ix.sorted = true;
+}
+
+void svc_index_warm(const struct svc_store *st)
+{
+    if (refresh(st) == 0)
+        sort_entries();
+}
+
 int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
                    json_object **stale, struct svc_err *err)
 {
@@ -518,12 +632,7 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
         *stale = NULL;
     if (refresh(st) != 0)
         return svc_err_errno(err, "list sessions");
-    if (!ix.sorted) {
-        if (ix.n > 1)
-            qsort(ix.v, ix.n, sizeof *ix.v, cmp_entry);
-        hash_rebuild();
-        ix.sorted = true;
-    }
+    sort_entries();
     double cu = 0;
     char csid[130] = "";
     size_t start = 0;
@@ -566,7 +675,13 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
             more = true;
             break;
         }
-        json_object_array_add(list, svc_json_new_raw(e->summary));
+        char *sum = entry_summary(e);
+        if (!sum) {
+            svc_logf("index: the summary of session %s could not be read", e->sid);
+            continue;
+        }
+        json_object_array_add(list, svc_json_new_raw(sum));
+        free(sum);
         last = e;
         if (stale && strcmp(e->status, "running") == 0 && !run_alive(st, e->sid)) {
             if (!*stale)

@@ -27,6 +27,9 @@ void svc_index_update(const struct svc_store *st, const char *sid, json_object *
  * new reference), or NULL when there are none: the caller repairs them and lists again. */
 int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
                    json_object **stale, struct svc_err *err);
+/* Bring this process's copy of the index up to date and sorted: a pool master calls it
+ * before forking workers, so that each new worker starts with the index loaded. */
+void svc_index_warm(const struct svc_store *st);
 /* Drop the in-process cache (tests, SIGHUP). */
 void svc_index_reset(void);
 

@@ -167,6 +167,15 @@ static int get_summary_locked(const struct svc_store *st, const char *sid, json_
     return 0;
 }
 
+void svc_sessions_warm(const struct svc_config *cfg)
+{
+    if (!cfg->sessions.enabled)
+        return;
+    struct svc_store st;
+    store_of(cfg, &st);
+    svc_index_warm(&st);
+}
+
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
                     struct svc_err *err)
 {

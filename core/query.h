@@ -33,6 +33,9 @@ struct svc_messages_query {
 /* {"sessions": [summary...], "next_cursor": "..."|null} */
 int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
                       json_object **out, struct svc_err *err);
+/* Load the listing index in this process (a pool master does, before forking workers, so
+ * they inherit it instead of each reading it at its first list). */
+void svc_sessions_warm(const struct svc_config *cfg);
 /* The summary (sidecar without schema_version, message_count true to the files).
  * *out may be shared with a per-process memo of the last summary computed: the caller
  * reads it and releases its reference (json_object_put), and never modifies it. */
