@@ -658,12 +658,17 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
             if (*p >= 'A' && *p <= 'Z')
                 *p = (char)(*p - 'A' + 'a');
     }
-    json_object *list = json_object_new_array();
+    /* the page: which entries */
     int limit = q->limit > 0 ? q->limit : 50;
-    size_t i = start;
-    const struct entry *last = NULL;
+    const struct entry **page = calloc((size_t)limit, sizeof *page);
+    if (!page) {
+        free(qlc);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    int np = 0;
     bool more = false;
-    for (; i < ix.n; i++) {
+    off_t lo_off = -1, hi_off = -1;
+    for (size_t i = start; i < ix.n; i++) {
         const struct entry *e = &ix.v[i];
         if (q->archived_only ? !e->archived : (e->archived && !q->include_archived))
             continue;
@@ -671,17 +676,45 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
             continue;
         if (qlc && !strstr(e->title_lc, qlc))
             continue;
-        if ((int)json_object_array_length(list) == limit) {
+        if (np == limit) {
             more = true;
             break;
         }
-        char *sum = entry_summary(e);
-        if (!sum) {
+        page[np++] = e;
+        if (!e->heap && e->off >= 0) {
+            lo_off = lo_off < 0 || e->off < lo_off ? e->off : lo_off;
+            hi_off = e->off + (off_t)e->len > hi_off ? e->off + (off_t)e->len : hi_off;
+        }
+    }
+    free(qlc);
+    /* their summaries: the newest sessions' lines sit together near the end of the index
+     * file, so one read usually fetches the whole page */
+    char *span = NULL;
+    if (ix.fd_open && lo_off >= 0 && hi_off - lo_off <= (4 << 20)) {
+        size_t n = (size_t)(hi_off - lo_off);
+        span = malloc(n ? n : 1);
+        if (span && pread(ix.fd, span, n, lo_off) != (ssize_t)n) {
+            free(span);
+            span = NULL;
+        }
+    }
+    json_object *list = json_object_new_array();
+    const struct entry *last = NULL;
+    for (int k = 0; k < np; k++) {
+        const struct entry *e = page[k];
+        json_object *raw = NULL;
+        if (span && !e->heap && e->off >= 0) {
+            raw = svc_json_new_raw_len(span + (e->off - lo_off), e->len);
+        } else {
+            char *sum = entry_summary(e);
+            raw = sum ? svc_json_new_raw(sum) : NULL;
+            free(sum);
+        }
+        if (!raw) {
             svc_logf("index: the summary of session %s could not be read", e->sid);
             continue;
         }
-        json_object_array_add(list, svc_json_new_raw(sum));
-        free(sum);
+        json_object_array_add(list, raw);
         last = e;
         if (stale && strcmp(e->status, "running") == 0 && !run_alive(st, e->sid)) {
             if (!*stale)
@@ -689,7 +722,8 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
             json_object_array_add(*stale, json_object_new_string(e->sid));
         }
     }
-    free(qlc);
+    free(span);
+    free(page);
     json_object *res = json_object_new_object();
     svc_json_set(res, "sessions", list);
     char *cur = more && last ? cursor_encode(last) : NULL;

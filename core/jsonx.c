@@ -141,6 +141,14 @@ static void dump_indent(struct svc_buf *b, int level)
 
 static char raw_marker; /* userdata of string nodes that hold JSON text to write verbatim */
 
+json_object *svc_json_new_raw_len(const char *json, size_t len)
+{
+    json_object *o = json_object_new_string_len(json, (int)len);
+    if (o)
+        json_object_set_userdata(o, &raw_marker, NULL);
+    return o;
+}
+
 json_object *svc_json_new_raw(const char *json)
 {
     json_object *o = json_object_new_string(json);

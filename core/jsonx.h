@@ -22,6 +22,8 @@ char *svc_json_dump_compact(json_object *o);
  * svc_json_dump_compact made it): lets a list page reuse stored JSON without parsing it.
  * It reads as a string to json-c itself, so use it only in objects headed for output. */
 json_object *svc_json_new_raw(const char *json);
+/* The same from len bytes (no NUL needed). */
+json_object *svc_json_new_raw_len(const char *json, size_t len);
 
 /* Parse a buffer; SVC_E_INVALID_JSON with the tokener's message on failure.
  * Rejects NaN/Infinity and trailing garbage. *out is a new reference. */
