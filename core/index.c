@@ -668,6 +668,7 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     int np = 0;
     bool more = false;
     off_t lo_off = -1, hi_off = -1;
+    size_t page_bytes = 0;
     for (size_t i = start; i < ix.n; i++) {
         const struct entry *e = &ix.v[i];
         if (q->archived_only ? !e->archived : (e->archived && !q->include_archived))
@@ -682,15 +683,18 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
         }
         page[np++] = e;
         if (!e->heap && e->off >= 0) {
+            page_bytes += e->len;
             lo_off = lo_off < 0 || e->off < lo_off ? e->off : lo_off;
             hi_off = e->off + (off_t)e->len > hi_off ? e->off + (off_t)e->len : hi_off;
         }
     }
     free(qlc);
-    /* their summaries: the newest sessions' lines sit together near the end of the index
-     * file, so one read usually fetches the whole page */
+    /* their summaries: the newest sessions' lines usually sit together near the end of the
+     * index file, so one read fetches the whole page; when they are scattered (the span is
+     * mostly other lines) each is read on its own */
     char *span = NULL;
-    if (ix.fd_open && lo_off >= 0 && hi_off - lo_off <= (4 << 20)) {
+    size_t span_max = page_bytes * 4 > 65536 ? page_bytes * 4 : 65536;
+    if (ix.fd_open && lo_off >= 0 && (size_t)(hi_off - lo_off) <= span_max) {
         size_t n = (size_t)(hi_off - lo_off);
         span = malloc(n ? n : 1);
         if (span && pread(ix.fd, span, n, lo_off) != (ssize_t)n) {
