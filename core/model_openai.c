@@ -698,6 +698,23 @@ static bool oa_connect_error(CURLcode cc)
     }
 }
 
+/* The verdict of an attempt whose answer could not be taken (st->abort says why): the
+ * client left, memory ran out, or the server reported an error (retried while nothing has
+ * reached the client yet). */
+static enum oa_result oa_chunk_failed(struct oa *st, struct svc_err *err)
+{
+    if (st->abort == OA_GONE) {
+        svc_err_set(err, SVC_E_CANCELLED, "client went away");
+        return OA_FAIL;
+    }
+    if (st->abort == OA_NOMEM) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        return OA_FAIL;
+    }
+    oa_fail(st, err, SVC_E_UPSTREAM, "model server error: %s", st->stream_error);
+    return st->delivered ? OA_FAIL : OA_RETRY;
+}
+
 /* One HTTP attempt. */
 static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
 {
@@ -771,18 +788,8 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         }
         int rc = oa_chunk(st, o, true);
         json_object_put(o);
-        if (rc) {
-            if (st->abort == OA_GONE) {
-                svc_err_set(err, SVC_E_CANCELLED, "client went away");
-                return OA_FAIL;
-            }
-            if (st->abort == OA_NOMEM) {
-                svc_err_set(err, SVC_E_NOMEM, "out of memory");
-                return OA_FAIL;
-            }
-            oa_fail(st, err, SVC_E_UPSTREAM, "model server error: %s", st->stream_error);
-            return st->delivered ? OA_FAIL : OA_RETRY;
-        }
+        if (rc)
+            return oa_chunk_failed(st, err);
     } else if (st->mode == OA_SSE) {
         /* a last line without its newline, a last event without its blank line */
         int rc = 0;
@@ -790,18 +797,8 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
             rc = oa_line(st, st->line.data, st->line.len);
         if (rc == 0)
             rc = oa_dispatch_event(st);
-        if (rc) {
-            if (st->abort == OA_GONE) {
-                svc_err_set(err, SVC_E_CANCELLED, "client went away");
-                return OA_FAIL;
-            }
-            if (st->abort == OA_NOMEM) {
-                svc_err_set(err, SVC_E_NOMEM, "out of memory");
-                return OA_FAIL;
-            }
-            oa_fail(st, err, SVC_E_UPSTREAM, "model server error: %s", st->stream_error);
-            return st->delivered ? OA_FAIL : OA_RETRY;
-        }
+        if (rc)
+            return oa_chunk_failed(st, err);
     }
     if (!st->got_event) {
         oa_fail(st, err, SVC_E_UPSTREAM, "the model server sent an empty answer (HTTP %ld)",
