@@ -22,17 +22,7 @@ sub post_run {
 }
 sub get_run { $s->req(GET => "/api/chat/runs/$_[0]") }
 # Poll until the run is no longer `running` (bounded); returns the last response.
-sub wait_run {
-    my ($id, $timeout) = @_;
-    my $deadline = time + ($timeout // 15);
-    my $r;
-    while (1) {
-        $r = get_run($id);
-        return $r if $r->{json} && ($r->{json}{status} // 'running') ne 'running';
-        return $r if time >= $deadline;
-        sleep 0.1;
-    }
-}
+sub wait_run { $s->wait_run(@_) }
 sub events {
     my ($id, $cursor, %o) = @_;
     return $s->sse("/api/chat/runs/$id/events?cursor=" . ($cursor // 0), method => 'GET',
@@ -45,11 +35,7 @@ sub wait_session_status {
 }
 sub echo_of { my ($words) = @_; "Echo: $words (I was given $_[1] earlier messages.)" }
 sub read_json_file { my $t = SvcTest::read_file($_[0]); defined $t ? eval { $J->decode($t) } : undef }
-sub turn_lines {
-    my ($sid) = @_;
-    my $t = SvcTest::read_file($s->root . "/session_$sid/svc_turns.jsonl") // '';
-    return map { eval { $J->decode($_) } // { torn => $_ } } grep { length } split /\n/, $t;
-}
+sub turn_lines { $s->turn_lines(@_) }
 sub message_files {
     my ($sid) = @_;
     my $dir = $s->root . "/session_$sid/agents/agent_svc-agent/messages";

@@ -20,17 +20,7 @@ sub post_run {
     return $srv->req(POST => '/api/chat/runs',
                      body => { session_id => $sid, messages => [{ role => 'user', content => $text }] });
 }
-sub wait_run {
-    my ($srv, $id, $timeout) = @_;
-    my $deadline = time + ($timeout // 15);
-    my $r;
-    while (1) {
-        $r = $srv->req(GET => "/api/chat/runs/$id");
-        return $r if $r->{json} && ($r->{json}{status} // 'running') ne 'running';
-        return $r if time >= $deadline;
-        sleep 0.1;
-    }
-}
+sub wait_run { my ($srv, @a) = @_; $srv->wait_run(@a) }
 sub events {
     my ($srv, $id, $cursor) = @_;
     return $srv->sse("/api/chat/runs/$id/events?cursor=" . ($cursor // 0), method => 'GET',

@@ -25,23 +25,9 @@ sub post_run {
     return $s->req(POST => '/api/chat/runs', headers => { ($key ? ('idempotency-key' => $key) : ()) },
                    body => { session_id => $sid, messages => [{ role => 'user', content => $text }] });
 }
-sub wait_run {
-    my ($id, $timeout) = @_;
-    my $deadline = time + ($timeout // 15);
-    my $r;
-    while (1) {
-        $r = $s->req(GET => "/api/chat/runs/$id");
-        return $r if $r->{json} && ($r->{json}{status} // 'running') ne 'running';
-        return $r if time >= $deadline;
-        sleep 0.1;
-    }
-}
+sub wait_run { $s->wait_run(@_) }
 sub session { $s->req(GET => "/api/v1/chat/sessions/$_[0]")->{json} }
-sub turn_lines {
-    my ($sid) = @_;
-    my $t = SvcTest::read_file($s->root . "/session_$sid/svc_turns.jsonl") // '';
-    return map { eval { $J->decode($_) } // { torn => $_ } } grep { length } split /\n/, $t;
-}
+sub turn_lines { $s->turn_lines(@_) }
 sub message_files {
     my ($sid) = @_;
     my $dir = $s->root . "/session_$sid/agents/agent_svc-agent/messages";

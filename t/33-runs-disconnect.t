@@ -17,11 +17,7 @@ my $T = JSON::PP::true;
 
 # ---- local helpers ----
 sub session { $s->req(GET => "/api/v1/chat/sessions/$_[0]")->{json} || {} }
-sub turn_lines {
-    my ($sid) = @_;
-    my $t = SvcTest::read_file($s->root . "/session_$sid/svc_turns.jsonl") // '';
-    return map { eval { $J->decode($_) } // { torn => $_ } } grep { length } split /\n/, $t;
-}
+sub turn_lines { $s->turn_lines(@_) }
 sub messages_on_disk {
     my ($sid) = @_;
     my $dir = $s->root . "/session_$sid/agents/agent_svc-agent/messages";

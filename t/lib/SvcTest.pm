@@ -219,6 +219,25 @@ sub master_pid {
 }
 
 # Poll until $code returns true (or $timeout seconds pass); returns the last result.
+# Poll GET /api/chat/runs/{id} until the run leaves `running` (or timeout seconds, 15).
+sub wait_run {
+    my ($s, $id, $timeout) = @_;
+    my $deadline = time + ($timeout // 15);
+    while (1) {
+        my $r = $s->req(GET => "/api/chat/runs/$id");
+        return $r if $r->{json} && ($r->{json}{status} // 'running') ne 'running';
+        return $r if time >= $deadline;
+        sleep 0.1;
+    }
+}
+
+# The session's svc_turns.jsonl, decoded line by line ({torn => text} for a bad line).
+sub turn_lines {
+    my ($s, $sid) = @_;
+    my $t = read_file($s->root . "/session_$sid/svc_turns.jsonl") // '';
+    return map { my $l = $_; eval { $JSON->decode($l) } // { torn => $l } } grep { length } split /\n/, $t;
+}
+
 sub wait_for {
     my ($timeout, $code) = @_;
     my $deadline = time + $timeout;
