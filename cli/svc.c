@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmds.h"
 #include "config.h"
 #include "jsonx.h"
 #include "query.h"
@@ -17,7 +18,10 @@ static const char usage_text[] =
     "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
     "  svc sessions show|archive|unarchive SESSION\n"
     "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n"
-    "  svc chat SESSION TEXT\n";
+    "  svc chat SESSION TEXT\n"
+    "  svc export [--session ID]... [--include-archived] [--status S]... [--since TIME]\n"
+    "             [--out DIR] [--tar]\n"
+    "  svc import BUNDLE [--overwrite] [--dry-run]\n";
 
 static int usage(const char *why)
 {
@@ -190,6 +194,10 @@ int main(int argc, char **argv)
         rc = cmd_sessions(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "chat") == 0)
         rc = cmd_chat(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "export") == 0)
+        rc = cmd_export(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "import") == 0)
+        rc = cmd_import(&cfg, argc - i, argv + i);
     else
         rc = usage("unknown command");
     svc_config_free(&cfg);
