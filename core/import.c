@@ -807,7 +807,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     size_t todo = 0;
     for (size_t i = 0; i < j.ns; i++)
         todo += j.s[i].state == S_IMPORT;
-    if (opt->dry_run || todo == 0) {
+    if (opt->dry_run) {
         *out = report(&j);
         rc = 0;
         goto out;
@@ -827,6 +827,11 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
             goto out;
         }
     clean_stale(j.st.root);
+    if (todo == 0) {
+        *out = report(&j);
+        rc = 0;
+        goto out;
+    }
     char hex[17];
     svc_random_hex(hex, 16);
     if (asprintf(&j.staging, "%s/.svc_import-%s", j.st.root, hex) < 0) {
