@@ -80,6 +80,16 @@ is $r->{rc}, 2, 'unknown option: exit 2';
 $r = svc($src, 'export', '--out', "$tmp/out", '--status', 'idle', '--since', '2999-01-01T00:00:00Z');
 like $r->{out}, qr/exported 0 sessions/, '--since in the future: nothing selected';
 
+# ---- a progress bar on a terminal (script(1) gives svc one) ----
+SKIP: {
+    skip 'script(1) not installed', 2 unless system('script -V >/dev/null 2>&1') == 0;
+    local $ENV{SVC_HOME} = $src->{home};
+    my $cmd = svc_bin() . " export --include-archived --out $tmp/tty";
+    my $tty = `script -qec '$cmd' /dev/null`;
+    like $tty, qr{\rexport \[#+\.*\] \d+/3 sessions, [\d.]+ [KM]?B}, 'a terminal gets the progress bar';
+    like $tty, qr/exported 3 sessions/, 'and the counts at the end';
+}
+
 # ---- import into an empty root ----
 my $dst = new_home();
 $r = svc($dst, 'import', $bundle);
