@@ -630,6 +630,8 @@ struct agg {
     int fd;
     EVP_MD_CTX *md; /* directory output: the digest as it is written */
     uint64_t n;
+    char buf[65536]; /* rows gather here: one write(2) per 64 KiB, not per row */
+    size_t blen;
 };
 
 struct out {
@@ -820,14 +822,26 @@ static int spool_open(const char *dir, struct svc_err *err)
     return fd >= 0 ? fd : svc_err_errno(err, "temporary file");
 }
 
+static int agg_flush(struct agg *a, struct svc_err *err)
+{
+    if (a->blen && write_all(a->fd, a->buf, a->blen) != 0)
+        return svc_err_errno(err, a->name);
+    a->blen = 0;
+    return 0;
+}
+
 static int agg_write(struct out *o, int i, const char *data, size_t len, struct svc_err *err)
 {
     struct agg *a = &o->agg[i];
-    if (write_all(a->fd, data, len) != 0)
-        return svc_err_errno(err, a->name);
     if (a->md)
         EVP_DigestUpdate(a->md, data, len);
     a->n += len;
+    if (a->blen + len > sizeof a->buf && agg_flush(a, err) != 0)
+        return -1;
+    if (len > sizeof a->buf)
+        return write_all(a->fd, data, len) == 0 ? 0 : svc_err_errno(err, a->name);
+    memcpy(a->buf + a->blen, data, len);
+    a->blen += len;
     return 0;
 }
 
@@ -863,6 +877,8 @@ static int agg_close(struct out *o, struct svc_err *err)
         return -1;
     for (int i = 0; i < 3; i++) {
         struct agg *a = &o->agg[i];
+        if (agg_flush(a, err) != 0)
+            return -1;
         if (o->tar) {
             if (out_file_fd(o, a->name, a->fd, err) != 0)
                 return -1;

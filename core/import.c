@@ -262,6 +262,7 @@ struct job {
     char agent_id[130];
     char *staging;
     struct svc_store st;
+    char last_parent[4096]; /* the staging directory made last */
 };
 
 static int cmp_sess(const void *a, const void *b)
@@ -528,6 +529,15 @@ static struct sess *find_sess(struct job *j, const char *sid)
     return j->ns ? bsearch(&key, j->s, j->ns, sizeof key, cmp_sess) : NULL;
 }
 
+/* mkdir, and mkdir -p only when the parent is missing (staging is ours: an existing entry
+ * there is a directory we made). */
+static int mkdir_fast(const char *path, struct svc_err *err)
+{
+    if (mkdir(path, 0755) == 0 || errno == EEXIST)
+        return 0;
+    return errno == ENOENT ? svc_mkdirs(path, 0755, err) : svc_err_errno(err, "mkdir staging");
+}
+
 /* Write one member of a session into staging, checking it against the manifest. */
 static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_dir,
                         uint64_t *bytes, struct svc_err *err)
@@ -538,13 +548,17 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int rc = 0;
     if (is_dir) {
-        rc = svc_mkdirs(dst, 0755, err);
+        rc = mkdir_fast(dst, err);
         free(dst);
         return rc;
     }
     char *slash = strrchr(dst, '/');
     *slash = '\0';
-    rc = svc_mkdirs(dst, 0755, err);
+    if (strcmp(dst, j->last_parent) != 0) { /* files of one directory come together */
+        rc = mkdir_fast(dst, err);
+        if (rc == 0)
+            snprintf(j->last_parent, sizeof j->last_parent, "%s", dst);
+    }
     *slash = '/';
     int fd = rc == 0 ? open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644) : -1;
     free(dst);
