@@ -1,7 +1,7 @@
-/* bundle: export (SPEC 5). See bundle.h; the transcript renderer is transcript.c. */
+/* bundle: export (SPEC 5). See bundle.h; a session is read by snapshot.c and rendered as
+ * Markdown by transcript.c. */
 #include "bundle.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -15,10 +15,8 @@
 
 #include "fsio.h"
 #include "jsonx.h"
-#include "lock.h"
 #include "query.h"
-#include "session.h"
-#include "sidecar.h"
+#include "snapshot.h"
 #include "store.h"
 #include "transcript.h"
 #include "util.h"
@@ -350,279 +348,6 @@ fail:
     return -1;
 }
 
-/* ---- one session, read under its shared lock ---- */
-
-struct sfile {
-    char *rel;  /* relative to the session directory */
-    char *data; /* NULL for a directory */
-    size_t len;
-    time_t mtime;
-};
-
-struct snap {
-    const char *sid;
-    struct sfile *f;
-    size_t n, cap;
-    int64_t *skip; /* message ids left out (a run in flight), sorted */
-    size_t nskip;
-    char *msgdir;          /* "agents/agent_<aid>/messages" */
-    json_object *summary;  /* sidecar or derived, without schema_version */
-    json_object *warnings; /* borrowed: the export's array */
-};
-
-static void snap_free(struct snap *s)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        free(s->f[i].rel);
-        free(s->f[i].data);
-    }
-    free(s->f);
-    free(s->skip);
-    free(s->msgdir);
-    json_object_put(s->summary);
-}
-
-static void warn(json_object *warnings, const char *sid, const char *file, const char *msg)
-{
-    json_object *w = json_object_new_object();
-    svc_json_set_str(w, "session_id", sid);
-    svc_json_set_str(w, "file", file);
-    svc_json_set_str(w, "message", msg);
-    json_object_array_add(warnings, w);
-}
-
-static void warn_native(struct snap *s, const char *rel, const char *msg)
-{
-    char *file = NULL;
-    if (asprintf(&file, "native/session_%s/%s", s->sid, rel) < 0)
-        file = NULL;
-    warn(s->warnings, s->sid, file ? file : rel, msg);
-    free(file);
-}
-
-static struct sfile *snap_add(struct snap *s, const char *rel)
-{
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 32;
-        struct sfile *nf = realloc(s->f, nc * sizeof *nf);
-        if (!nf)
-            return NULL;
-        s->f = nf;
-        s->cap = nc;
-    }
-    struct sfile *f = &s->f[s->n];
-    memset(f, 0, sizeof *f);
-    f->rel = strdup(rel);
-    if (!f->rel)
-        return NULL;
-    s->n++;
-    return f;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static bool skipped_message(const struct snap *s, const char *parent, const char *name)
-{
-    if (!s->nskip || strcmp(parent, s->msgdir) != 0 || strncmp(name, "message_", 8) != 0)
-        return false;
-    char *end;
-    long long id = strtoll(name + 8, &end, 10);
-    if (strcmp(end, ".json") != 0)
-        return false;
-    int64_t key = id;
-    return bsearch(&key, s->skip, s->nskip, sizeof key, cmp_i64) != NULL;
-}
-
-/* Read a file into memory without following a link. */
-static int read_whole(int dirfd, const char *name, char **data, size_t *len, time_t *mtime)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return -1;
-    }
-    size_t cap = (size_t)sb.st_size + 1, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        return -1;
-    }
-    for (;;) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                return -1;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t got = read(fd, buf + n, cap - 1 - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            free(buf);
-            close(fd);
-            return -1;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    close(fd);
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    *mtime = sb.st_mtime;
-    return 0;
-}
-
-/* Copy the directory dirfd (relative path rel, "" at the top) into s, recursively. */
-static int walk(struct snap *s, int dirfd, const char *rel)
-{
-    DIR *d = fdopendir(dirfd);
-    if (!d) {
-        close(dirfd);
-        return -1;
-    }
-    struct dirent *de;
-    int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
-        const char *name = de->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || svc_file_is_internal(name))
-            continue;
-        char *child = NULL;
-        if (asprintf(&child, "%s%s%s", rel, *rel ? "/" : "", name) < 0)
-            return closedir(d), -1;
-        struct stat sb;
-        if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
-            free(child);
-            continue; /* gone meanwhile */
-        }
-        if (S_ISDIR(sb.st_mode)) {
-            struct sfile *f = snap_add(s, child);
-            if (!f)
-                rc = -1;
-            else {
-                f->mtime = sb.st_mtime;
-                int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sub >= 0)
-                    rc = walk(s, sub, child);
-            }
-        } else if (S_ISREG(sb.st_mode)) {
-            if (!skipped_message(s, rel, name)) {
-                struct sfile *f = snap_add(s, child);
-                if (!f)
-                    rc = -1;
-                else if (read_whole(dirfd, name, &f->data, &f->len, &f->mtime) != 0) {
-                    warn_native(s, child, "could not be read; left out");
-                    free(f->rel);
-                    s->n--;
-                }
-            }
-        } else {
-            warn_native(s, child, "is a symbolic link or a special file; left out");
-        }
-        free(child);
-    }
-    closedir(d);
-    return rc;
-}
-
-static int cmp_sfile(const void *a, const void *b)
-{
-    return strcmp(((const struct sfile *)a)->rel, ((const struct sfile *)b)->rel);
-}
-
-static const struct sfile *snap_find(const struct snap *s, const char *rel)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (s->f[i].data && strcmp(s->f[i].rel, rel) == 0)
-            return &s->f[i];
-    return NULL;
-}
-
-/* Take the snapshot: shared lock, run-in-flight boundary, summary, every file. */
-static int snap_take(struct svc_export *ex, struct snap *s, struct svc_err *err)
-{
-    const struct svc_store *st = &ex->st;
-    if (asprintf(&s->msgdir, "agents/agent_%s/messages", st->agent_id) < 0) {
-        s->msgdir = NULL;
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
-    /* a `running` left by a dead run is repaired first, as every reader does (SPEC 2.3) */
-    svc_session_repair_stale(ex->cfg, s->sid, NULL);
-    if (!svc_store_session_exists(st, s->sid))
-        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s no longer exists", s->sid);
-    char *dir = svc_store_session_dir(st, s->sid);
-    if (!dir)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    struct svc_lock l = SVC_LOCK_INIT;
-    int64_t *ids = NULL;
-    size_t nids = 0;
-    int rc = -1;
-    if (svc_lock_session(dir, false, &l, err) != 0)
-        goto out;
-    bool in_flight = svc_lock_run_held(dir);
-    json_object *sc = NULL;
-    struct svc_err rerr;
-    int src = svc_sidecar_read(st, s->sid, &sc, &rerr);
-    if (src != 0 && rerr.code != SVC_E_NOT_FOUND)
-        warn_native(s, "svc_session.json", rerr.message);
-    if (svc_store_message_ids(st, s->sid, &ids, &nids, NULL) != 0)
-        nids = 0;
-    if (in_flight && sc) {
-        /* messages a run stored after the last turn boundary: the sidecar's count was set
-         * when it began (input included while it says running) */
-        int64_t limit = svc_json_int(sc, "message_count", (int64_t)nids);
-        if (strcmp(svc_json_str(sc, "status", ""), "running") == 0)
-            limit--;
-        if (limit < 0)
-            limit = 0;
-        if ((size_t)limit < nids) {
-            s->nskip = nids - (size_t)limit;
-            s->skip = malloc(s->nskip * sizeof *s->skip);
-            if (!s->skip) {
-                json_object_put(sc);
-                svc_err_set(err, SVC_E_NOMEM, "out of memory");
-                goto out;
-            }
-            memcpy(s->skip, ids + limit, s->nskip * sizeof *s->skip);
-        }
-    }
-    if (!sc && svc_sidecar_derive(st, s->sid, &sc, &rerr) != 0) {
-        warn_native(s, "session.json", rerr.message);
-        sc = svc_sidecar_new(s->sid, st->agent_id, NULL);
-    }
-    s->summary = svc_sidecar_summary(sc);
-    json_object_put(sc);
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
-        svc_err_errno(err, "open session directory");
-        goto out;
-    }
-    if (walk(s, dfd, "") != 0) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory reading session %s", s->sid);
-        goto out;
-    }
-    if (s->n > 1) /* bundles list files in one order whatever the directory's */
-        qsort(s->f, s->n, sizeof *s->f, cmp_sfile);
-    rc = 0;
-out:
-    svc_lock_release(&l);
-    free(ids);
-    free(dir);
-    return rc;
-}
-
 /* ---- output: a directory, or a tar stream ---- */
 
 struct agg {
@@ -911,7 +636,7 @@ static void out_free(struct out *o)
 
 /* ---- the per-session parts ---- */
 
-static int emit_session(struct svc_export *ex, struct out *o, struct snap *s, int64_t *msgs,
+static int emit_session(struct svc_export *ex, struct out *o, struct svc_snap *s, int64_t *msgs,
                         struct svc_err *err)
 {
     char base[160];
@@ -922,14 +647,14 @@ static int emit_session(struct svc_export *ex, struct out *o, struct snap *s, in
     size_t nm = 0;
     struct msg {
         int64_t id;
-        const struct sfile *f;
+        const struct svc_snap_file *f;
     } *mv = calloc(s->n ? s->n : 1, sizeof *mv);
     if (!mv)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     size_t ml = strlen(s->msgdir);
     int rc = -1;
     for (size_t i = 0; i < s->n; i++) {
-        const struct sfile *f = &s->f[i];
+        const struct svc_snap_file *f = &s->f[i];
         char *rel = NULL;
         if (asprintf(&rel, "%s/%s", base, f->rel) < 0) {
             svc_err_set(err, SVC_E_NOMEM, "out of memory");
@@ -960,20 +685,20 @@ static int emit_session(struct svc_export *ex, struct out *o, struct snap *s, in
     /* check the other native JSON files, so that damage is named */
     static const char *json_files[] = {"session.json", "svc_session.json", "svc_memory.json"};
     for (size_t k = 0; k < 3; k++) {
-        const struct sfile *f = snap_find(s, json_files[k]);
+        const struct svc_snap_file *f = svc_snap_find(s, json_files[k]);
         json_object *o2 = NULL;
         if (f && svc_json_parse(f->data, f->len, &o2, NULL) != 0)
-            warn_native(s, json_files[k], "damaged: not valid JSON");
+            svc_snap_warn_native(s, json_files[k], "damaged: not valid JSON");
         json_object_put(o2);
     }
     char agent_rel[200];
     snprintf(agent_rel, sizeof agent_rel, "agents/agent_%s/agent.json", ex->st.agent_id);
-    const struct sfile *af = snap_find(s, agent_rel);
+    const struct svc_snap_file *af = svc_snap_find(s, agent_rel);
     json_object *ao = NULL;
     if (af && svc_json_parse(af->data, af->len, &ao, NULL) != 0)
-        warn_native(s, agent_rel, "damaged: not valid JSON");
+        svc_snap_warn_native(s, agent_rel, "damaged: not valid JSON");
     json_object_put(ao);
-    const struct sfile *tf = snap_find(s, "svc_turns.jsonl");
+    const struct svc_snap_file *tf = svc_snap_find(s, "svc_turns.jsonl");
     if (tf) {
         int torn = 0;
         for (const char *p = tf->data; p < tf->data + tf->len;) {
@@ -989,7 +714,7 @@ static int emit_session(struct svc_export *ex, struct out *o, struct snap *s, in
             char m[80];
             snprintf(m, sizeof m, "%d torn or undecodable line%s skipped by readers", torn,
                      torn > 1 ? "s" : "");
-            warn_native(s, "svc_turns.jsonl", m);
+            svc_snap_warn_native(s, "svc_turns.jsonl", m);
         }
     }
     /* messages.jsonl rows, the dataset row, the transcript */
@@ -1000,7 +725,8 @@ static int emit_session(struct svc_export *ex, struct out *o, struct snap *s, in
         if (svc_json_parse(mv[i].f->data, mv[i].f->len, &rec, NULL) != 0 ||
             !svc_json_obj(rec, "message")) {
             json_object_put(rec);
-            warn_native(s, mv[i].f->rel, "damaged message file: not exported to messages.jsonl");
+            svc_snap_warn_native(s, mv[i].f->rel,
+                                 "damaged message file: not exported to messages.jsonl");
             continue;
         }
         json_object *row = svc_message_row(rec, mv[i].id);
@@ -1205,22 +931,22 @@ static int produce(struct svc_export *ex, struct out *o, const struct svc_export
         out_dir(o, "native", o->now, err) != 0)
         return -1;
     for (size_t i = 0; i < ex->nsids; i++) {
-        struct snap s;
+        struct svc_snap s;
         memset(&s, 0, sizeof s);
         s.sid = ex->sids[i];
         s.warnings = warnings;
         struct svc_err serr;
         int64_t m = 0;
-        if (snap_take(ex, &s, &serr) != 0) {
+        if (svc_snap_take(ex->cfg, &s, &serr) != 0) {
             /* gone or unreadable since the selection: named, the export goes on */
             char file[160];
             snprintf(file, sizeof file, "native/session_%s", s.sid);
-            warn(warnings, s.sid, file, serr.message);
-            snap_free(&s);
+            svc_snap_warn(warnings, s.sid, file, serr.message);
+            svc_snap_free(&s);
             continue;
         }
         int rc = emit_session(ex, o, &s, &m, err);
-        snap_free(&s);
+        svc_snap_free(&s);
         if (rc != 0)
             return -1;
         msgs += m;
@@ -1287,7 +1013,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     int fd = -1, rc = -1;
     int64_t msgs = 0;
     struct fd_out fo;
-    if (svc_mkdirs(ex->dest, 0755, err) != 0)
+    if (svc_mkdirs_durable(ex->dest, 0755, ex->st.durable, err) != 0)
         goto out;
     /* the directory may have been created just now: check where it really is again */
     char *real = realpath(ex->dest, NULL);
@@ -1350,6 +1076,13 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) != 0) {
         svc_err_errno(err, "rename export into place");
         goto out;
+    }
+    if (ex->st.durable) { /* the new name reaches the disk too */
+        int dfd = open(ex->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
     }
     json_object *res = json_object_new_object();
     svc_json_set_bool(res, "ok", true);
