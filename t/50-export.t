@@ -144,6 +144,35 @@ ok !-e "$d/native/session_alpha/.svc.lock" && !-e "$d/native/session_alpha/.svc.
     'no lock files in the native copy';
 is listing("$home/exp") =~ /\.tmp-/ ? 1 : 0, 0, 'no temporary name left';
 
+# ---- a transcript with media, reasoning and a block it does not know ----
+chat('media', 'look at this');
+my $mpath = "$root/session_media/agents/agent_svc-agent/messages/message_2.json";
+SvcTest::write_file($mpath, $J->encode({
+    message => { role => 'user', content => [
+        { text => 'Here are ```three``` files' },
+        { image => { format => 'png', source => { bytes => { __bytes_encoded__ => JSON::PP::true, data => 'iVBORw0KGgo=' } } } },
+        { document => { format => 'pdf', name => 'report', source => { bytes => { __bytes_encoded__ => JSON::PP::true, data => 'JVBERi0xLjQK' } } } },
+        { cachePoint => { type => 'default' } } ] },
+    message_id => 2, redact_message => undef,
+    created_at => '2026-05-16T08:15:30.123456+00:00', updated_at => '2026-05-16T08:15:30.123456+00:00' }));
+SvcTest::write_file("$root/session_media/agents/agent_svc-agent/messages/message_3.json", $J->encode({
+    message => { role => 'assistant', content => [
+        { reasoningContent => { reasoningText => { text => "first thought\nsecond thought", signature => 'sig' } } },
+        { text => 'Seen.' } ] },
+    message_id => 3, redact_message => undef,
+    created_at => '2026-05-16T08:15:31.123456+00:00', updated_at => '2026-05-16T08:15:31.123456+00:00' }));
+$r = export(session_ids => ['media']);
+is $r->{status}, 200, 'media export: 200';
+$md = Encode::decode('UTF-8', slurp("$r->{json}{export_dir}/transcripts/media.md"));
+like $md, qr/^## user · 2026-05-16 08:15:30 UTC$/m, 'media: the message time, readable';
+like $md, qr/\*\[image: png, 8 bytes\]\*/, 'media: the image named with format and size';
+like $md, qr/\*\[document "report": pdf, 9 bytes\]\*/, 'media: the document with name, format and size';
+unlike $md, qr/iVBORw0KGgo|JVBERi0xLjQK/, 'media: no base64 in the transcript';
+like $md, qr/```json\n\{\n  "cachePoint": \{/, 'media: an unknown block as fenced json';
+like $md, qr/> \*Reasoning:\*\n>\n> first thought\n> second thought/, 'media: reasoning quoted';
+like $md, qr/Here are ```three``` files/, 'media: text kept as it is';
+like $md, qr/· 4 messages ·/, 'media: message count';
+
 # ---- tar.gz on the server ----
 $r = export(format => 'tar.gz');
 is $r->{status}, 200, 'tar.gz export: 200';
@@ -155,7 +184,7 @@ check_bundle("$tmp/y/" . listing("$tmp/y"), 'tar.gz');
 
 # ---- selection ----
 $r = export(include_archived => JSON::PP::true, download => JSON::PP::false);
-is $r->{json}{session_count}, 3, 'include_archived: 3 sessions';
+is $r->{json}{session_count}, 4, 'include_archived: 4 sessions';
 $r = export(session_ids => ['gamma']);
 is $r->{json}{session_count}, 1, 'named: an archived session by name';
 $r = export(session_id => 'beta', session_ids => ['alpha']);
@@ -165,7 +194,7 @@ is $r->{json}{session_count}, 0, 'status filter: none in error';
 $r = export(status => ['idle'], updated_after => '2999-01-01T00:00:00Z');
 is $r->{json}{session_count}, 0, 'updated_after in the future: none';
 $r = export(updated_before => '2999-01-01T00:00:00Z');
-is $r->{json}{session_count}, 2, 'updated_before in the future: all unarchived';
+is $r->{json}{session_count}, 3, 'updated_before in the future: all unarchived';
 my $before = listing("$home/exp");
 $r = export(session_ids => ['alpha', 'nope-1', 'nope-2']);
 is $r->{status}, 404, 'unknown named session: 404';
