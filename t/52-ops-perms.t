@@ -58,6 +58,14 @@ my $dir = SvcOps::tmpdir();
     SvcOps::stop_pid($n->{pid});
     SvcOps::stop_pid($p->{pid});
 
+    # the svc tool writes as svc-fcgi does, whatever the shell's umask
+    my $old = umask 022;
+    local $ENV{SVC_HOME} = $home;
+    my $o = `${\ SvcTest::build()}/svc chat cli-perm hello 2>&1`;
+    umask $old;
+    is $?, 0, 'svc chat' or diag $o;
+    check_modes("$home/agents/native_sessions/session_cli-perm", 'svc chat under umask 022');
+
     # another mode and umask
     my $h2 = SvcTest->make_home("server:\n  socket_mode: \"0600\"\n  umask: \"077\"\n");
     $p = SvcOps::pool(home => $h2, sock => "$dir/b.sock", workers => 1);
