@@ -233,14 +233,19 @@ static bool is_listening_socket(int fd)
 
 /* ---- worker ---- */
 
-static volatile sig_atomic_t worker_stop, worker_reopen;
+static volatile sig_atomic_t worker_stop, worker_reopen, worker_nodrain;
 
+/* SIGTERM/SIGINT: stop (after the queued connections when draining); SIGHUP: stop at once
+ * (a reload: the new workers take the queue); SIGUSR1: reopen the log. */
 static void worker_signal(int sig)
 {
-    if (sig == SIGUSR1)
+    if (sig == SIGUSR1) {
         worker_reopen = 1;
-    else
-        worker_stop = 1;
+        return;
+    }
+    if (sig == SIGHUP)
+        worker_nodrain = 1;
+    worker_stop = 1;
 }
 
 /* Whether a connection waits in the listen queue (a drain serves those before exiting). */
@@ -308,14 +313,17 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
             if (log_path && log_reopen(log_path) < 0)
                 logmsg("log: cannot reopen %s: %s", log_path, strerror(errno));
         }
-        if (worker_stop && !(drain && backlog_pending(listen_fd)))
+        if (worker_stop && (worker_nodrain || !drain || !backlog_pending(listen_fd)))
             break;
         sigprocmask(SIG_UNBLOCK, &stopset, NULL);
         /* a signal pending until the unblock has run its handler by now */
-        int rc = worker_stop && !(drain && backlog_pending(listen_fd)) ? -EINTR
-                                                                      : FCGX_Accept_r(&fr);
+        int rc = worker_stop && (worker_nodrain || !drain || !backlog_pending(listen_fd))
+                     ? -EINTR
+                     : FCGX_Accept_r(&fr);
         sigprocmask(SIG_BLOCK, &stopset, NULL);
         if (rc < 0) {
+            if (worker_stop && rc != -EINTR && rc != -ECONNABORTED)
+                break; /* draining, and the queue cannot be read: leave it */
             if (worker_stop || worker_reopen || rc == -EINTR || rc == -ECONNABORTED)
                 continue;
             logmsg("worker: accept failed: %s", strerror(-rc));
@@ -376,7 +384,8 @@ static pid_t spawn_worker(const struct pool *pl, const struct svc_config *cfg, u
         return -1;
     }
     if (pid == 0) {
-        int rc = worker_main(pl->listen_fd, cfg, master, pl->own, pl->log_path);
+        /* only a unix socket we unlink has a queue that stops growing: drain it */
+        int rc = worker_main(pl->listen_fd, cfg, master, pl->own && pl->unix_path, pl->log_path);
         svc_config_free((struct svc_config *)cfg);
         exit(rc); /* exit, not _exit: LeakSanitizer runs at exit in asan builds */
     }
@@ -427,10 +436,12 @@ static void drain_socket(struct pool *pl)
     if (!pl->own || pl->listen_fd < 0)
         return;
     if (pl->unix_path) {
-        if (unlink(pl->unix_path) < 0 && errno != ENOENT)
-            logmsg("drain: cannot unlink %s: %s (connections to it are refused once the "
-                   "workers exit)",
-                   pl->unix_path, strerror(errno));
+        if (unlink(pl->unix_path) < 0 && errno != ENOENT) {
+            /* the path stays: refuse new connections on it instead */
+            logmsg("drain: cannot unlink %s: %s; shutting the listener down", pl->unix_path,
+                   strerror(errno));
+            shutdown(pl->listen_fd, SHUT_RD);
+        }
     } else {
         shutdown(pl->listen_fd, SHUT_RD);
     }
@@ -522,7 +533,7 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
                 svc_config_free(cfg);
                 *cfg = ncfg;
                 umask((mode_t)svc_config_octal(cfg->server.umask));
-                signal_gen(gen, false, SIGTERM); /* old workers finish and exit */
+                signal_gen(gen, false, SIGHUP); /* old workers finish and exit */
                 gen++;
                 quick_streak = 0;
                 backoff = 0;

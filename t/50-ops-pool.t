@@ -8,6 +8,7 @@ use strict;
 use warnings;
 use lib 't/lib';
 use Test::More;
+use IO::Socket::INET;
 use IO::Socket::UNIX;
 use POSIX qw(WNOHANG);
 use Socket qw(SOCK_STREAM);
@@ -106,6 +107,35 @@ my $home = SvcTest->make_home("server:\n  workers: 2\n");
     SvcOps::stop_pid($n->{pid});
 }
 
+# ==== drain of an own TCP listener: shut down at once, the in-flight request finishes ====
+{
+    my $port = SvcTest::free_port();
+    my $p = SvcOps::pool(home => $home, listen => "tcp:127.0.0.1:$port", sock => "$dir/tcp",
+                         workers => 1);
+    my $n = SvcOps::nginx(dir => "$dir/ngx-t", upstream => "server 127.0.0.1:$port;");
+    my $out = "$dir/tcp-slow.json";
+    my $kid = fork // die;
+    if ($kid == 0) {
+        my $r = SvcOps::http(POST => "http://127.0.0.1:$n->{port}/api/chat", timeout => 60,
+                             body => chat_body('tcp-slow', '/slow 300 a b c d e f g h'));
+        SvcTest::write_file($out, $JSON->encode({ status => $r->{status}, json => $r->{json} }));
+        POSIX::_exit(0);
+    }
+    my $sc = "$home/agents/native_sessions/session_tcp-slow/svc_session.json";
+    ok SvcTest::wait_for(20, sub { (SvcTest::read_file($sc) // '') =~ /"status": "running"/ }),
+        'tcp: a slow request in flight';
+    kill 'TERM', $p->{pid};
+    ok SvcTest::wait_for(10, sub { !IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 2) }),
+        'tcp: new connections refused while it drains';
+    ok kill(0, $p->{pid}), 'tcp: the pool is still finishing';
+    waitpid $kid, 0;
+    my $res = eval { $JSON->decode(SvcTest::read_file($out)) } // {};
+    is $res->{status}, 200, 'tcp: the in-flight request finished';
+    like $res->{json}{content} // '', qr/a b c d e f g h/, 'tcp: whole';
+    ok SvcTest::wait_for(20, sub { waitpid($p->{pid}, WNOHANG) == $p->{pid} }), 'tcp: pool exited';
+    SvcOps::stop_pid($n->{pid});
+}
+
 # ==== an inherited socket (fd 0) is left to its owner ====
 {
     my $path = "$dir/inh.sock";
@@ -161,15 +191,19 @@ my $home = SvcTest->make_home("server:\n  workers: 2\n");
     rename $lf, "$lf.1" or die;
     kill 'USR1', $p->{pid};
     ok SvcTest::wait_for(10, sub { SvcOps::slurp($lf) =~ /log: reopened/ }), 'SIGUSR1: reopened';
-    # every worker has reopened once each answers into the new file
+    # the workers reopen as the signal reaches them: wait until both answer into the new file
     ok SvcTest::wait_for(20, sub {
-        my $id = 'after-' . int(rand 1e9);
+        my $id = 'probe-' . int(rand 1e9);
         SvcOps::http(GET => "$url/api/health", headers => { 'x-request-id' => $id });
         SvcOps::http(GET => "$url/api/health", headers => { 'x-request-id' => "$id-b" });
         my $t = SvcOps::slurp($lf);
         $t =~ /rid=$id\b/ && $t =~ /rid=$id-b\b/;
     }), 'requests after the rotation go to the new file';
+    SvcOps::http(GET => "$url/api/health", headers => { 'x-request-id' => "after-$_" }) for 1 .. 4;
+    ok SvcTest::wait_for(10, sub { my $t = SvcOps::slurp($lf); !grep { $t !~ /rid=after-$_\b/ } 1 .. 4 }),
+        'all of them';
     unlike SvcOps::slurp("$lf.1"), qr/rid=after-/, 'none to the rotated one';
+    like SvcOps::slurp("$lf.1"), qr/rid=before-rotate/, 'which kept the earlier lines';
     SvcOps::stop_pid($p->{pid});
     SvcOps::stop_pid($n->{pid});
 
