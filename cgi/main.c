@@ -22,8 +22,8 @@
  * naming the setting, with the exit codes below (README, "Ops guide").
  *
  * Worker: SIGTERM/SIGINT/SIGHUP/SIGUSR1 are blocked while a request runs and unblocked only
- * around FCGX_Accept_r (FCGI_FAIL_ACCEPT_ON_INTR), so a signal never interrupts a request's reads or
- * writes (libfcgi does not retry on EINTR); the handler only sets a flag. The master repeats
+ * around FCGX_Accept_r (FCGI_FAIL_ACCEPT_ON_INTR), so a signal never interrupts a request's reads
+ * or writes (libfcgi does not retry on EINTR); the handler only sets a flag. The master repeats
  * SIGTERM every second while stopping, which closes the small window where a signal lands
  * between the flag check and accept(2). A worker exits after max_requests. Children that
  * workers start inherit the blocked mask: they must reset it before exec. */
@@ -59,9 +59,10 @@
 #define MAX_CHILDREN 1024
 
 /* Exit codes (README, "Ops guide"). */
-#define EXIT_FAIL 1   /* a runtime failure */
-#define EXIT_USAGE 2  /* bad command line */
-#define EXIT_CONFIG 3 /* a setting refused: agents.yaml invalid, unknown user or group,
+#define EXIT_FAIL 1  /* a runtime failure */
+#define EXIT_USAGE 2 /* bad command line */
+#define EXIT_CONFIG                                                                                \
+    3                 /* a setting refused: agents.yaml invalid, unknown user or group,            \
                        * socket directory missing, bad --listen */
 #define EXIT_SOCKET 4 /* the socket could not be created (in use, permission denied) */
 
@@ -367,7 +368,7 @@ static void signal_gen(unsigned gen, bool all, int sig)
 
 struct pool {
     int listen_fd;
-    bool own;             /* we created the socket (unix_path or TCP): drain it on stop */
+    bool own; /* we created the socket (unix_path or TCP): drain it on stop */
     const char *unix_path;
     const char *log_path; /* --log FILE or NULL */
 };
@@ -666,20 +667,33 @@ int main(int argc, char **argv)
 {
     struct opts o = {0};
     svc_log_set_sink(core_log_sink, NULL);
-    static const struct option lopts[] = {
-        {"listen", required_argument, NULL, 'l'}, {"workers", required_argument, NULL, 'w'},
-        {"config", required_argument, NULL, 'c'}, {"user", required_argument, NULL, 'u'},
-        {"group", required_argument, NULL, 'g'},  {"log", required_argument, NULL, 'L'},
-        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0}};
+    static const struct option lopts[] = {{"listen", required_argument, NULL, 'l'},
+                                          {"workers", required_argument, NULL, 'w'},
+                                          {"config", required_argument, NULL, 'c'},
+                                          {"user", required_argument, NULL, 'u'},
+                                          {"group", required_argument, NULL, 'g'},
+                                          {"log", required_argument, NULL, 'L'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {"version", no_argument, NULL, 'V'},
+                                          {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "l:w:c:u:g:L:hV", lopts, NULL)) != -1) {
         switch (c) {
-        case 'l': o.listen = optarg; break;
-        case 'c': o.config = optarg; break;
-        case 'u': o.user = optarg; break;
-        case 'g': o.group = optarg; break;
-        case 'L': o.log = optarg; break;
+        case 'l':
+            o.listen = optarg;
+            break;
+        case 'c':
+            o.config = optarg;
+            break;
+        case 'u':
+            o.user = optarg;
+            break;
+        case 'g':
+            o.group = optarg;
+            break;
+        case 'L':
+            o.log = optarg;
+            break;
         case 'w': {
             char *end;
             long n = strtol(optarg, &end, 10);
@@ -690,9 +704,15 @@ int main(int argc, char **argv)
             o.workers = (int)n;
             break;
         }
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("svc-fcgi %s\n", SVC_VERSION); return 0;
-        default: usage(stderr); return EXIT_USAGE;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("svc-fcgi %s\n", SVC_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
         }
     }
     if (optind < argc) {
