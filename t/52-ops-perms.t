@@ -105,8 +105,8 @@ SKIP: {
     my @st = stat "$dir/run/r.sock";
     is $st[5], $sgid, 'socket group is server.socket_group';
     is $st[2] & 07777, 0660, 'socket 0660';
-    my @uids = map { (SvcOps::slurp("/proc/$_/status") =~ /^Uid:\s+(\d+)\s+(\d+)/m)[1] }
-               ($p->{pid}, grep { (SvcOps::slurp("/proc/$_/stat") =~ /^\d+ \(.*\) \S (\d+)/)[0] == $p->{pid} }
+    my @uids = grep { defined } map { (SvcOps::slurp("/proc/$_/status") =~ /^Uid:\s+(\d+)\s+(\d+)/m)[1] }
+               ($p->{pid}, grep { ((SvcOps::slurp("/proc/$_/stat") =~ /^\d+ \(.*\) \S (\d+)/)[0] // -1) == $p->{pid} }
                                map { m{/proc/(\d+)/} ? $1 : () } glob '/proc/[0-9]*/stat');
     ok @uids >= 3 && !grep({ $_ != $suid } @uids), "master and workers run as $svc (--user)"
         or diag "uids: @uids";
