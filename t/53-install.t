@@ -73,6 +73,23 @@ SKIP: {
         or diag $so;
 }
 
+SKIP: {
+    skip 'systemd-sysusers/systemd-tmpfiles missing', 4
+        unless -x '/usr/bin/systemd-sysusers' && -x '/usr/bin/systemd-tmpfiles';
+    skip 'applying tmpfiles.d ownership needs root', 4 if $> != 0;
+    # both files applied to the staged tree as to a real root
+    my $so = `systemd-sysusers --root=$dest $dest$prefix/lib/sysusers.d/svc.conf 2>&1`;
+    is $?, 0, 'systemd-sysusers accepts sysusers.d/svc.conf' or diag $so;
+    my ($uid, $gid) = (SvcTest::read_file("$dest/etc/passwd") // '') =~ /^svc:x:(\d+):(\d+):/m;
+    ok defined $uid, 'it creates the svc user';
+    my $to = `systemd-tmpfiles --create --root=$dest $dest$prefix/lib/tmpfiles.d/svc.conf 2>&1`;
+    is $?, 0, 'systemd-tmpfiles accepts tmpfiles.d/svc.conf' or diag $to;
+    my @st = stat "$dest/var/lib/svc";
+    my @cf = stat "$dest/etc/svc/agents.yaml";
+    ok @st && ($st[2] & 07777) == 0750 && $st[4] == $uid && @cf && $cf[5] == $gid
+        && ($cf[2] & 07777) == 0640, '/var/lib/svc svc 0750, agents.yaml group svc 0640';
+}
+
 # the installed nginx files load in a real nginx
 {
     my $p = SvcOps::tmpdir();
