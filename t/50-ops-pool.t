@@ -168,6 +168,10 @@ my $home = SvcTest->make_home("server:\n  workers: 2\n");
     my @w;
     ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 2 }), 'two workers';
     kill 'KILL', @w;
+    # dead for sure (a worker may still accept a connection while its SIGKILL is pending)
+    ok SvcTest::wait_for(10, sub {
+        !grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /^\d+ \(.*\) [^Z]/ } @w }),
+        'both workers dead';
     my $r = SvcOps::http(POST => "$url/api/chat", body => chat_body('after-kill', 'still here'));
     is $r->{status}, 200, 'a request right after both workers were killed is served';
     my %new = map { $_ => 1 } children_of($p->{pid});
