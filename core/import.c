@@ -263,6 +263,7 @@ struct job {
     char *staging;
     struct svc_store st;
     char last_parent[4096]; /* the staging directory made last */
+    uint64_t staged_bytes;
 };
 
 static int cmp_sess(const void *a, const void *b)
@@ -627,6 +628,7 @@ static int pass_stage(struct job *j, struct svc_err *err)
         }
     }
     src_close(&j->src);
+    j->staged_bytes = bytes;
     return r < 0 ? -1 : 0;
 }
 
@@ -876,7 +878,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
         place(&j, &j.s[i]);
         done++;
         if (opt->progress.fn)
-            opt->progress.fn(opt->progress.ctx, done, todo, 0);
+            opt->progress.fn(opt->progress.ctx, done, todo, j.staged_bytes);
     }
     *out = report(&j);
     rc = 0;
