@@ -133,7 +133,7 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
     char *cursor = NULL;
     int rc = -1;
     for (;;) {
-        struct svc_list_query q = {.limit = 500, .cursor = cursor, .include_archived = true};
+        struct svc_list_query q = {.limit = 100, .cursor = cursor, .include_archived = true};
         json_object *page = NULL;
         if (svc_sessions_list(ex->cfg, &q, &page, err) != 0)
             goto out;
