@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extension.h"
 #include "jsonx.h"
 #include "util.h"
 
@@ -72,14 +73,13 @@ void svc_tools_call(const struct svc_config *cfg, const char *name, json_object 
         out->ok = true;
         out->content = strdup(now);
     } else {
-        bool known = false;
         for (size_t i = 0; i < cfg->nextensions; i++)
-            if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0)
-                known = true;
+            if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0) {
+                svc_ext_run(&cfg->extensions[i], input, out); /* core/extension.h */
+                return;
+            }
         out->ok = false;
-        if (known)
-            out->content = strdup("extension tools are not runnable in this version");
-        else if (asprintf(&out->content, "unknown tool: %s", name) < 0)
+        if (asprintf(&out->content, "unknown tool: %s", name) < 0)
             out->content = NULL;
     }
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);

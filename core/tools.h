@@ -1,6 +1,6 @@
 /* tools: the tools the model can call. Built in: `clock` (current UTC time).
- * Configured extensions (SPEC 9) are listed here too; running them is the job of a later
- * module, so an extension call answers an error result saying so.
+ * Each enabled configured extension (SPEC 9) is a tool too; a call runs its command through
+ * core/extension.h (timeout, output cap, clean environment). An unknown name is an error result.
  * svc_tools_spec returns the array the model sees: [{name, description, parameters}]. */
 #ifndef SVC_TOOLS_H
 #define SVC_TOOLS_H
