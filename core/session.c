@@ -11,6 +11,7 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "memory.h"
 #include "model.h"
 #include "openai.h"
 #include "sidecar.h"
@@ -780,6 +781,7 @@ static int run_tools(struct svc_run *run, json_object *tool_uses, struct svc_err
 static int run_loop(struct svc_run *run, struct svc_err *err)
 {
     json_object *tools = svc_tools_spec(run->cfg);
+    char *recall_prompt = svc_memory_system_prompt(run->cfg, run->sid); /* memory.recall */
     int rc = -1;
     for (int iter = 0;; iter++) {
         if (iter > run->cfg->agent.max_tool_iterations) {
@@ -800,7 +802,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
         json_object *req = run_model_request(run);
         struct svc_model_call call = {
             .cfg = run->cfg,
-            .system_prompt = run->cfg->model.system_prompt,
+            .system_prompt = recall_prompt ? recall_prompt : run->cfg->model.system_prompt,
             .messages = req,
             .tools = tools,
             .on_delta = run_on_delta,
@@ -877,6 +879,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
             break;
     }
     json_object_put(tools);
+    free(recall_prompt);
     return rc;
 }
 
@@ -895,6 +898,9 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
         svc_err_set(&lerr, SVC_E_INTERNAL, "run failed");
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
     run->sink = NULL;
+    /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
+    if (rc == 0 && erc == 0 && run->stateful && run->sidecars && run->cfg->sessions.sync_memory)
+        svc_memory_sync(run->cfg, run->sid, NULL);
     if (rc != 0) {
         if (err)
             *err = lerr;
