@@ -7,8 +7,10 @@
 
 #include "config.h"
 #include "jsonx.h"
+#include "memory.h"
 #include "query.h"
 #include "session.h"
+#include "store.h"
 #include "util.h"
 
 static const char usage_text[] =
@@ -17,7 +19,8 @@ static const char usage_text[] =
     "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
     "  svc sessions show|archive|unarchive SESSION\n"
     "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n"
-    "  svc chat SESSION TEXT\n";
+    "  svc chat SESSION TEXT\n"
+    "  svc memory sync SESSION\n";
 
 static int usage(const char *why)
 {
@@ -158,6 +161,26 @@ static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
     return rc == 0 ? 0 : fail(&err);
 }
 
+/* Sync a session's newest pair now (after a failure was fixed); prints svc_memory.json. */
+static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc != 2 || strcmp(argv[0], "sync") != 0)
+        return usage("memory needs: sync SESSION");
+    struct svc_err err;
+    if (svc_memory_sync(cfg, argv[1], &err) != 0)
+        return fail(&err);
+    struct svc_store st = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
+    char *path = svc_store_session_file(&st, argv[1], "svc_memory.json");
+    json_object *o = NULL;
+    if (path && svc_json_read_file(path, &o, NULL) == 0)
+        print_json(o);
+    else
+        printf("{}\n"); /* no pair to sync yet */
+    json_object_put(o);
+    free(path);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
@@ -190,6 +213,8 @@ int main(int argc, char **argv)
         rc = cmd_sessions(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "chat") == 0)
         rc = cmd_chat(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "memory") == 0)
+        rc = cmd_memory(&cfg, argc - i, argv + i);
     else
         rc = usage("unknown command");
     svc_config_free(&cfg);

@@ -328,9 +328,17 @@ int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_er
     char *mpath = svc_store_session_file(&st, sid, "svc_memory.json");
     int rc = -1;
     bool locked = false;
+    if (svc_id_check(sid, err) != 0) {
+        rc = -1;
+        goto done; /* a bad id is the caller's error, not a sync failure */
+    }
     if (!sdir || !mpath) {
         svc_err_set(&e, SVC_E_NOMEM, "out of memory");
         goto out;
+    }
+    if (!svc_store_session_exists(&st, sid)) {
+        rc = svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+        goto done;
     }
     if (svc_lock_session(sdir, true, &l, &e) != 0)
         goto out;
@@ -396,6 +404,7 @@ out:
     }
     if (locked && mem && (rc != 0 || line))
         record_state(&st, sid, mem, rc != 0 ? &e : NULL);
+done:
     svc_lock_release(&l);
     json_object_put(mem);
     json_object_put(msgs);
