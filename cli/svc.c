@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "jobs.h"
 #include "jsonx.h"
 #include "memory.h"
 #include "query.h"
@@ -20,7 +21,8 @@ static const char usage_text[] =
     "  svc sessions show|archive|unarchive SESSION\n"
     "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n"
     "  svc chat SESSION TEXT\n"
-    "  svc memory sync SESSION\n";
+    "  svc memory sync SESSION\n"
+    "  svc jobs list|run-due\n";
 
 static int usage(const char *why)
 {
@@ -181,6 +183,35 @@ static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
     return 0;
 }
 
+/* `jobs list` prints every job with its state; `jobs run-due` (cron, a systemd timer)
+ * runs the due ones and prints what it did. Exit 1 when a job's run failed. */
+static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc != 1)
+        return usage("jobs needs list or run-due");
+    struct svc_err err;
+    json_object *out = NULL;
+    int rc = 0;
+    if (strcmp(argv[0], "list") == 0) {
+        out = json_object_new_object();
+        json_object_object_add(out, "jobs", svc_jobs_list(cfg, svc_jobs_now()));
+    } else if (strcmp(argv[0], "run-due") == 0) {
+        if (svc_jobs_run_due(cfg, svc_jobs_now(), &out, &err) != 0)
+            return fail(&err);
+        json_object *arr = NULL;
+        json_object_object_get_ex(out, "jobs", &arr);
+        for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
+            if (strcmp(svc_json_str(json_object_array_get_idx(arr, i), "result", ""), "error") ==
+                0)
+                rc = 1;
+    } else {
+        return usage("jobs needs list or run-due");
+    }
+    print_json(out);
+    json_object_put(out);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
@@ -213,6 +244,8 @@ int main(int argc, char **argv)
         rc = cmd_sessions(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "chat") == 0)
         rc = cmd_chat(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "jobs") == 0)
+        rc = cmd_jobs(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "memory") == 0)
         rc = cmd_memory(&cfg, argc - i, argv + i);
     else
