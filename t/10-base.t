@@ -6,8 +6,8 @@ use lib 't/lib';
 use Test::More;
 use SvcTest;
 
-my $s = SvcTest->start(config => <<'YAML', workers => 2,
-                       env => { SVC_TEST_JOBS_NOW => '2026-01-01T12:00:30Z' });
+my %jobs_clock = (SVC_TEST_JOBS_NOW => '2026-01-01T12:00:30Z');
+my $s = SvcTest->start(env => \%jobs_clock, workers => 2, config => <<'YAML');
 server:
   api_token: ""
 model:
