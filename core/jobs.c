@@ -174,7 +174,7 @@ out:
 
 /* Run job j now (the job lock is held). Fills res and upd. */
 static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_t now_min,
-                    const struct svc_cron *c, json_object *res, json_object *upd)
+                    time_t base, const struct svc_cron *c, json_object *res, json_object *upd)
 {
     char buf[SVC_TIME_LEN];
     struct svc_err err;
@@ -216,12 +216,10 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
     } else {
         svc_json_set(upd, "last_error", NULL);
     }
-    time_t base = now_min - 60;
-    if (advance) {
-        fmt_time(now_min, buf);
-        svc_json_set_str(upd, "last_due_at", buf);
-        base = now_min;
-    }
+    if (advance)
+        base = now_min; /* every minute up to now is handled: missed ones are not run again */
+    fmt_time(base, buf);
+    svc_json_set_str(upd, "last_due_at", buf); /* skipped: unchanged, so still due */
     time_t next = svc_cron_next(c, base);
     if (next >= 0) {
         fmt_time(next, buf);
@@ -269,7 +267,8 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
         /* read the state only now: whoever held the lock before us has recorded its run */
         json_object *state = NULL;
         json_object *st = svc_json_obj(read_state(cfg, &state), j->id);
-        time_t next = svc_cron_next(&c, job_base(st, now_min));
+        time_t base = job_base(st, now_min);
+        time_t next = svc_cron_next(&c, base);
         json_object_put(state);
         if (next < 0 || next > now_min) {
             svc_json_set_str(res, "result", "not_due");
@@ -277,7 +276,7 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
             continue;
         }
         json_object *upd = json_object_new_object();
-        run_job(cfg, j, now_min, &c, res, upd);
+        run_job(cfg, j, now_min, base, &c, res, upd);
         int src = save_entry(cfg, j->id, upd, err);
         json_object_put(upd);
         close(fd);
