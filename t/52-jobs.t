@@ -8,6 +8,7 @@ use strict;
 use warnings;
 use lib 't/lib';
 use Test::More;
+use File::Temp ();
 use SvcTest;
 use SvcCliTest qw(svc svc_bg svc_wait);
 
@@ -153,4 +154,19 @@ $r = run_due('2026-11-23T12:05:10Z');
 is $r->{rc}, 0, 'run-due with a damaged state: exit 0' or diag $r->{err};
 ok eval { state()->{jobs}{tick} }, 'state.json rewritten whole';
 $s->stop;
+
+# ---- the shipped systemd units are valid (ExecStart pointed at this build) ----
+SKIP: {
+    skip 'systemd-analyze not installed', 2 unless -x '/usr/bin/systemd-analyze';
+    my $dir = File::Temp::tempdir('svc-units-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    for my $u ('svc-jobs.service', 'svc-jobs.timer') {
+        my $t = SvcTest::read_file(SvcTest::repo() . "/nginx/$u");
+        $t =~ s{/usr/local/bin/svc\b}{SvcCliTest::svc_bin()}ge;
+        SvcTest::write_file("$dir/$u", $t);
+    }
+    like SvcTest::read_file(SvcTest::repo() . '/nginx/svc-jobs.service'), qr{^ExecStart=\S+/svc jobs run-due$}m,
+        'svc-jobs.service runs svc jobs run-due';
+    my $out = `systemd-analyze verify $dir/svc-jobs.timer $dir/svc-jobs.service 2>&1`;
+    is $?, 0, 'systemd-analyze verify accepts svc-jobs.timer and svc-jobs.service' or diag $out;
+}
 done_testing;
