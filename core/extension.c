@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "jsonx.h"
@@ -205,6 +206,26 @@ static void drain(int *fd, struct svc_buf *buf, size_t keep, bool *over)
     }
 }
 
+/* write(2) that cannot raise SIGPIPE in a program that did not ignore it (the svc tool): a
+ * child that exits without reading its stdin is EPIPE here, nothing more. */
+static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
+{
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_set, &old);
+    ssize_t w = write(fd, buf, len);
+    int e = errno;
+    if (w < 0 && e == EPIPE) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&pipe_set, NULL, &zero) < 0 && errno == EINTR)
+            ;
+    }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
+}
+
 void svc_ext_run(const struct svc_extension *x, json_object *args, struct svc_tool_result *out)
 {
     double t0 = svc_time_monotonic();
@@ -321,7 +342,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, struct svc_to
         if (pr <= 0)
             continue;
         if (iin >= 0 && pf[iin].revents) {
-            ssize_t w = write(in[1], input + in_off, in_len - in_off);
+            ssize_t w = write_nosigpipe(in[1], input + in_off, in_len - in_off);
             if (w > 0)
                 in_off += (size_t)w;
             if ((w < 0 && errno != EAGAIN && errno != EINTR) || in_off == in_len)

@@ -12,6 +12,7 @@ use lib 't/lib';
 use Test::More;
 use SvcTest;
 use FakeOpenAI;
+use SvcCliTest qw(svc);
 
 delete @ENV{qw(http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY)};
 $ENV{no_proxy} = $ENV{NO_PROXY} = '127.0.0.1,localhost';
@@ -35,6 +36,8 @@ extensions:
     timeout_s: 1
   - name: silent
     command: ["$TOOL", "silent"]
+  - name: closed
+    command: ["$TOOL", "closed"]
   - name: missing
     command: ["/nonexistent/svc-tool"]
   - name: off
@@ -171,6 +174,15 @@ is $turn->{tool_trace}[0]{truncated}, $T, 'huge: tool_trace truncated true';
 $r = chat($s, 'tx-silent', '/tool silent {"a":1}');
 $tr = tool_result_of(stored($s, 'tx-silent'));
 is $tr && $tr->{status}, 'success', 'a tool that ignores stdin succeeds';
+
+# the svc tool (SIGPIPE not ignored): a tool that closes its stdin unread while 100 KB of
+# arguments are still being written is EPIPE for svc, not a signal that kills it
+my $pad = "p" x 100_000;
+my $c = svc({ home => $s->home }, { SVC_HOME => $s->home }, 'chat', 'cx-closed',
+            qq(/tool closed {"pad":"$pad"}));
+is $c->{sig}, 0, 'svc chat: not killed by SIGPIPE';
+is $c->{rc}, 0, 'svc chat: exit 0' or diag $c->{err};
+is $c->{out}, "Tool closed returned: closed early\n", 'svc chat: the tool answer after it closed stdin';
 
 # ---- the openai provider drives the same path; a looping model is stopped ----
 my $fake = FakeOpenAI->start;
