@@ -230,8 +230,17 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     struct dup_ctx dc = {.sid = sid, .id = id};
     int rc = scan_back(file, dup_line, &dc, err);
     if (rc == 0 && !dc.found) {
+        bool fresh = access(file, F_OK) != 0;
         rc = svc_json_append_line(file, line, cfg->sessions.fsync, err);
         *appended = rc == 0;
+        if (rc == 0 && fresh && cfg->sessions.fsync) {
+            /* a new file's directory entry must survive a crash too */
+            int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd < 0 || fsync(dfd) != 0)
+                rc = svc_err_errno(err, "fsync memory directory");
+            if (dfd >= 0)
+                close(dfd);
+        }
     }
     close(fd);
     return rc;
