@@ -226,7 +226,8 @@ static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
     return w;
 }
 
-void svc_ext_run(const struct svc_extension *x, json_object *args, struct svc_tool_result *out)
+void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_cancel)(void *ctx),
+                 void *ctx, struct svc_tool_result *out)
 {
     double t0 = svc_time_monotonic();
     memset(out, 0, sizeof *out);
@@ -238,7 +239,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, struct svc_to
     struct svc_buf obuf, ebuf;
     svc_buf_init(&obuf);
     svc_buf_init(&ebuf);
-    bool truncated = false, timed_out = false;
+    bool truncated = false, timed_out = false, cancelled = false;
     int status = 0;
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
@@ -313,6 +314,10 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, struct svc_to
         }
         if (exited && op[0] < 0 && ep[0] < 0)
             break;
+        if (!exited && should_cancel && should_cancel(ctx)) {
+            cancelled = true;
+            break;
+        }
         double left = deadline - svc_time_monotonic();
         if (left <= 0) {
             if (!exited)
@@ -373,7 +378,9 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, struct svc_to
         if (nl)
             *nl = '\0'; /* one line */
     }
-    if (timed_out) {
+    if (cancelled) {
+        set_error(out, NULL, "%s was stopped: the run was cancelled", x->name);
+    } else if (timed_out) {
         set_error(out, errtext, "%s timed out after %d s and was stopped", x->name, x->timeout_s);
     } else if (WIFSIGNALED(status)) {
         set_error(out, errtext, "%s was killed by signal %d", x->name, WTERMSIG(status));

@@ -20,7 +20,10 @@
 
 #define SVC_EXT_OUTPUT_MAX (64 * 1024)
 
-/* Run x with args (borrowed; NULL means {}); fills *out (svc_tool_result_free releases it). */
-void svc_ext_run(const struct svc_extension *x, json_object *args, struct svc_tool_result *out);
+/* Run x with args (borrowed; NULL means {}); fills *out (svc_tool_result_free releases it).
+ * should_cancel (may be NULL) is polled about every 50 ms: nonzero stops the tool like a
+ * timeout (the result says it was cancelled). */
+void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_cancel)(void *ctx),
+                 void *ctx, struct svc_tool_result *out);
 
 #endif

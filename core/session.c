@@ -737,7 +737,7 @@ static int run_tools(struct svc_run *run, json_object *tool_uses, struct svc_err
         svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
         event_emit(run, ev);
         struct svc_tool_result res;
-        svc_tools_call(run->cfg, name, input, &res);
+        svc_tools_call_cancel(run->cfg, name, input, run_should_cancel, run, &res);
         run->tool_steps++;
         ev = event_new(run, "tool_result");
         svc_json_set_str(ev, "call_id", id);

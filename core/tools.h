@@ -23,6 +23,10 @@ json_object *svc_tools_spec(const struct svc_config *cfg); /* new reference */
 json_object *svc_tools_list(const struct svc_config *cfg);
 void svc_tools_call(const struct svc_config *cfg, const char *name, json_object *input,
                     struct svc_tool_result *out);
+/* The same; a running extension is stopped when should_cancel (polled) returns nonzero. */
+void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_object *input,
+                           int (*should_cancel)(void *ctx), void *ctx,
+                           struct svc_tool_result *out);
 void svc_tool_result_free(struct svc_tool_result *r);
 
 #endif

@@ -34,6 +34,10 @@ extensions:
     description: "Sleeps"
     command: ["$TOOL"]
     timeout_s: 1
+  - name: longext
+    description: "Sleeps for long"
+    command: ["$TOOL"]
+    timeout_s: 300
   - name: silent
     command: ["$TOOL", "silent"]
   - name: closed
@@ -159,6 +163,21 @@ failing('tx-fail', '/tool ext {"mode":"fail"}',
 failing('tx-missing', '/tool missing {}',
         qr{^missing: cannot run /nonexistent/svc-tool: No such file or directory$}, 'missing executable');
 failing('tx-off', '/tool off {}', qr/^unknown tool: off$/, 'disabled extension');
+
+# cancelling a run stops its running tool (long before the tool's own 300 s timeout)
+my $pf2 = $s->home . '/long.pids';
+my $run = $s->req(POST => '/api/chat/runs', body => { session_id => 'tx-cancel',
+    messages => [{ role => 'user', content => qq(/tool longext {"mode":"sleep","pidfile":"$pf2"}) }] });
+is $run->{status}, 202, 'cancel: async run with a long tool started';
+ok SvcTest::wait_for(15, sub { -s $pf2 }), 'cancel: the tool is running';
+my ($q1, $q2) = split ' ', (SvcTest::read_file($pf2) // '');
+is $s->req(POST => "/api/chat/runs/$run->{json}{run_id}/cancel")->{status}, 200, 'cancel accepted'
+    or diag explain $s->req(GET => "/api/chat/runs/$run->{json}{run_id}");
+is $s->wait_run($run->{json}{run_id}, 30)->{json}{status}, 'cancelled', 'cancel: the run ends cancelled';
+ok SvcTest::wait_for(10, sub { !alive($q1) && !alive($q2) }), 'cancel: the tool and its grandchild are gone';
+$tr = tool_result_of(stored($s, 'tx-cancel'));
+is $tr && $tr->{status}, 'error', 'cancel: toolResult status error';
+is $tr && $tr->{content}[0]{text}, 'longext was stopped: the run was cancelled', 'cancel: says why';
 
 # huge output: truncated, still a success
 $r = chat($s, 'tx-huge', '/tool ext {"mode":"huge","bytes":2000000}');
