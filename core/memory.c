@@ -341,6 +341,13 @@ int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_er
         rc = -1;
         goto done; /* a bad id is the caller's error, not a sync failure */
     }
+    if (!cfg->sessions.enabled || cfg->sessions.provider != SVC_PROVIDER_SVC_REPOSITORY ||
+        !cfg->sessions.sync_memory) {
+        rc = svc_err_set(err, SVC_E_CONFIG,
+                         "memory sync needs sessions.enabled, provider svc_repository and "
+                         "sync_memory on");
+        goto done;
+    }
     if (!sdir || !mpath) {
         svc_err_set(&e, SVC_E_NOMEM, "out of memory");
         goto out;

@@ -38,7 +38,9 @@ char *svc_memory_fold(const char *text, size_t max_cp);
 int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **assistant,
                     int64_t *message_id);
 /* Sync session sid (see above). Returns 0 when synced or nothing to do, -1 with err when it
- * failed (already logged and recorded). */
+ * failed (already logged and recorded). A bad id, an unknown session, or a configuration
+ * without memory sync (sessions disabled, native_file, sync_memory off) is -1 with err and
+ * touches nothing. */
 int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err);
 /* The system prompt with recall for a run on sid: NULL when memory.recall is 0 or there is
  * nothing to recall (use cfg->model.system_prompt), else a heap string. */

@@ -92,6 +92,13 @@ is $c->{rc}, 1, 'svc memory sync: bad id exits 1';
 like $c->{err}, qr/invalid_session_id/, 'bad id named';
 $c = svc({ home => $s->home }, $cli_env, 'memory', 'sync', 'nope');
 like $c->{err}, qr/session_not_found/, 'unknown session named';
+my $off = SvcTest->make_home("sessions:\n  fsync: false\n  sync_memory: false\n");
+$c = svc({ home => $off }, { SVC_HOME => $off }, 'chat', 'off-1', 'hello');
+is $c->{rc}, 0, 'sync_memory off: the run works';
+ok !-e "$off/agents/native_sessions/session_off-1/svc_memory.json", 'sync_memory off: no svc_memory.json';
+ok !-e "$off/memory", 'sync_memory off: no memory file';
+$c = svc({ home => $off }, { SVC_HOME => $off }, 'memory', 'sync', 'off-1');
+like $c->{err}, qr/config_error: memory sync needs/, 'sync_memory off: svc memory sync refuses';
 
 # a cancelled run is not synced
 $r = $s->req(POST => '/api/chat/runs', body => {
