@@ -99,6 +99,11 @@ ok !-e "$off/agents/native_sessions/session_off-1/svc_memory.json", 'sync_memory
 ok !-e "$off/memory", 'sync_memory off: no memory file';
 $c = svc({ home => $off }, { SVC_HOME => $off }, 'memory', 'sync', 'off-1');
 like $c->{err}, qr/config_error: memory sync needs/, 'sync_memory off: svc memory sync refuses';
+my $nf = SvcTest->make_home("sessions:\n  fsync: false\n  provider: native_file\n");
+$c = svc({ home => $nf }, { SVC_HOME => $nf }, 'chat', 'nf-1', 'hello');
+is $c->{rc}, 0, 'native_file: the run works';
+ok !-e "$nf/agents/native_sessions/session_nf-1/svc_memory.json", 'native_file: no svc_memory.json';
+ok -d "$nf/agents/native_sessions/session_nf-1/multi_agents", 'native_file: multi_agents/ too';
 
 # a cancelled run is not synced
 $r = $s->req(POST => '/api/chat/runs', body => {
