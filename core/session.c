@@ -47,6 +47,8 @@ struct svc_run {
     volatile sig_atomic_t cancel; /* 1 cancel, 2 timeout */
     const struct svc_run_sink *sink;
     bool begun, ended;
+    bool memory_due;   /* finished well: memory sync still to do (svc_run_sync_memory) */
+    bool memory_defer; /* the caller syncs memory itself, after publishing the run's end */
 };
 
 static const char *model_name(const struct svc_config *cfg)
@@ -899,8 +901,10 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
     run->sink = NULL;
     /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
-    if (rc == 0 && erc == 0 && run->stateful && run->sidecars && run->cfg->sessions.sync_memory)
-        svc_memory_sync(run->cfg, run->sid, NULL);
+    run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
+                      run->cfg->sessions.sync_memory;
+    if (!run->memory_defer)
+        svc_run_sync_memory(run);
     if (rc != 0) {
         if (err)
             *err = lerr;
@@ -909,6 +913,18 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
     if (erc != 0)
         return svc_err_set(err, SVC_E_IO, "the answer was produced but could not be recorded");
     return 0;
+}
+
+void svc_run_defer_memory(struct svc_run *run)
+{
+    run->memory_defer = true;
+}
+
+void svc_run_sync_memory(struct svc_run *run)
+{
+    if (run->memory_due)
+        svc_memory_sync(run->cfg, run->sid, NULL); /* core/memory.h */
+    run->memory_due = false;
 }
 
 void svc_run_free(struct svc_run *run)

@@ -81,6 +81,11 @@ for (1 .. 2) {
         session_id => 'mem-async', messages => [{ role => 'user', content => 'async once' }] });
     $s->wait_run($r->{json}{run_id});
 }
+# the runner records the run as done first, then syncs memory: wait for its line
+ok SvcTest::wait_for(10, sub { grep { $_->{session_id} eq 'mem-async' } mem_lines($MEM) }),
+    'async run: its digest arrives after the run is done';
+ok SvcTest::wait_for(10, sub { -e $s->root . '/session_mem-async/svc_memory.json' }),
+    'async run: svc_memory.json written';
 is scalar(grep { $_->{session_id} eq 'mem-async' } mem_lines($MEM)), 1, 'async retry with the same key: one digest';
 my $cli_env = { SVC_HOME => $s->home };
 my $c = svc({ home => $s->home }, $cli_env, 'memory', 'sync', 'mem-async');
