@@ -291,11 +291,13 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
         .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = &rn};
     struct svc_err err;
     svc_err_clear(&err);
+    svc_run_defer_memory(run); /* the record says done first; memory sync follows */
     int rc = svc_run_execute(run, &sink, &err);
     if (!rn.recorded) {
         record_finish(rec, run, status_of(rc == 0 ? NULL : &err), rc == 0 ? NULL : &err);
         write_record(cfg, rec, NULL);
     }
+    svc_run_sync_memory(run);
     svc_run_free(run);
     svc_runs_prune(cfg, SVC_RUNS_KEEP_S); /* the finished records of long ago */
     free(rn.events_path);

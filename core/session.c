@@ -11,6 +11,7 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "memory.h"
 #include "model.h"
 #include "openai.h"
 #include "runs.h"
@@ -48,6 +49,8 @@ struct svc_run {
     volatile sig_atomic_t cancel; /* 1 cancel, 2 timeout */
     const struct svc_run_sink *sink;
     bool begun, ended;
+    bool memory_due;   /* finished well: memory sync still to do (svc_run_sync_memory) */
+    bool memory_defer; /* the caller syncs memory itself, after publishing the run's end */
 };
 
 static const char *model_name(const struct svc_config *cfg)
@@ -766,7 +769,7 @@ static int run_tools(struct svc_run *run, json_object *tool_uses, struct svc_err
         svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
         event_emit(run, ev);
         struct svc_tool_result res;
-        svc_tools_call(run->cfg, name, input, &res);
+        svc_tools_call_cancel(run->cfg, name, input, run_should_cancel, run, &res);
         run->tool_steps++;
         ev = event_new(run, "tool_result");
         svc_json_set_str(ev, "call_id", id);
@@ -810,6 +813,7 @@ static int run_tools(struct svc_run *run, json_object *tool_uses, struct svc_err
 static int run_loop(struct svc_run *run, struct svc_err *err)
 {
     json_object *tools = svc_tools_spec(run->cfg);
+    char *recall_prompt = svc_memory_system_prompt(run->cfg, run->sid); /* memory.recall */
     int rc = -1;
     for (int iter = 0;; iter++) {
         if (iter > run->cfg->agent.max_tool_iterations) {
@@ -830,7 +834,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
         json_object *req = run_model_request(run);
         struct svc_model_call call = {
             .cfg = run->cfg,
-            .system_prompt = run->cfg->model.system_prompt,
+            .system_prompt = recall_prompt ? recall_prompt : run->cfg->model.system_prompt,
             .messages = req,
             .tools = tools,
             .on_delta = run_on_delta,
@@ -909,6 +913,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
             break;
     }
     json_object_put(tools);
+    free(recall_prompt);
     return rc;
 }
 
@@ -927,6 +932,11 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
         svc_err_set(&lerr, SVC_E_INTERNAL, "run failed");
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
     run->sink = NULL;
+    /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
+    run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
+                      run->cfg->sessions.sync_memory;
+    if (!run->memory_defer)
+        svc_run_sync_memory(run);
     if (rc != 0) {
         if (err)
             *err = lerr;
@@ -935,6 +945,18 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
     if (erc != 0)
         return svc_err_set(err, SVC_E_IO, "the answer was produced but could not be recorded");
     return 0;
+}
+
+void svc_run_defer_memory(struct svc_run *run)
+{
+    run->memory_defer = true;
+}
+
+void svc_run_sync_memory(struct svc_run *run)
+{
+    if (run->memory_due)
+        svc_memory_sync(run->cfg, run->sid, NULL); /* core/memory.h */
+    run->memory_due = false;
 }
 
 void svc_run_free(struct svc_run *run)
