@@ -99,11 +99,14 @@ is_deeply [sessions_in($dst->{root})], [qw(one three two)], 'three sessions rest
 ok same_tree(native_dir($src, $_), native_dir($dst, $_)), "$_: byte-equal" for qw(one two three);
 my @stale = grep { /\.svc_import-/ } map { $_ } do { opendir(my $d, $dst->{root}); readdir $d };
 is scalar(@stale), 0, 'no staging left in the root';
+my $one;
 $r = svc($dst, 'sessions', 'list', '--all');
 my $list = jdecode($r->{out});
 is_deeply [sort map { $_->{session_id} } @{ $list->{sessions} }], [qw(one three two)],
     'the listing knows them at once';
 $r = svc($dst, 'chat', 'one', 'continued');
+($one) = grep { $_->{session_id} eq 'one' } @{ jdecode(svc($dst, 'sessions', 'list', '--all')->{out})->{sessions} };
+is $one->{message_count}, 6, 'listed with 6 messages after the run';
 like $r->{out}, qr/given 4 earlier messages/, 'an imported session continues';
 is_deeply [msg_ids($dst, 'one')], [0 .. 5], 'ids continue';
 
@@ -123,6 +126,9 @@ ok same_tree(native_dir($src, 'one'), native_dir($dst, 'one')), '--overwrite rep
 is_deeply [msg_ids($dst, 'one')], [0 .. 3], 'the later messages are gone';
 $r = svc($dst, 'sessions', 'show', 'one');
 is jdecode($r->{out})->{message_count}, 4, 'the summary follows';
+$r = svc($dst, 'sessions', 'list', '--all');
+($one) = grep { $_->{session_id} eq 'one' } @{ jdecode($r->{out})->{sessions} };
+is $one->{message_count}, 4, 'the listing index has the replaced summary at once';
 
 # ---- a tarball ----
 my $dst2 = new_home();
