@@ -1,10 +1,10 @@
-/* bundle: export (SPEC 5). See bundle.h; a session is read by snapshot.c and rendered as
- * Markdown by transcript.c. */
+/* bundle: export (SPEC 5). See bundle.h. Here: the selection, the destination, and the parts
+ * made of each session; a session is read by snapshot.c, rendered as Markdown by
+ * transcript.c, and the files go out through bundle_out.c. */
 #include "bundle.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bundle_out.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "query.h"
@@ -348,300 +349,14 @@ fail:
     return -1;
 }
 
-/* ---- output: a directory, or a tar stream ---- */
-
-struct agg {
-    const char *name;
-    int fd;
-    EVP_MD_CTX *md; /* directory output: the digest as it is written */
-    uint64_t n;
-    char buf[65536]; /* rows gather here: one write(2) per 64 KiB, not per row */
-    size_t blen;
-};
-
-struct out {
-    bool tar;
-    struct svc_tarw *tw;
-    char prefix[80]; /* "chat-export-.../" inside the archive */
-    char *tmpdir;    /* directory output: the bundle under its temporary name */
-    char *spooldir;  /* where unnamed temporary files go */
-    FILE *list;      /* manifest "files" entries, one compact JSON line each */
-    uint64_t bytes;  /* sum of file sizes */
-    size_t sessions; /* sessions written */
-    size_t nfiles;
-    time_t now;
-    struct agg agg[3];
-    json_object *top; /* the top-level files' entries, for the answer */
-    char last_parent[PATH_MAX];
-};
-
-static void hex32(const unsigned char *md, char *out)
-{
-    static const char h[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = h[md[i] >> 4];
-        out[2 * i + 1] = h[md[i] & 15];
-    }
-    out[64] = '\0';
-}
-
-static int record(struct out *o, const char *rel, uint64_t bytes, const char *sha,
-                  struct svc_err *err)
-{
-    json_object *e = json_object_new_object();
-    svc_json_set_str(e, "path", rel);
-    svc_json_set_int(e, "bytes", (int64_t)bytes);
-    svc_json_set_str(e, "sha256", sha);
-    const char *txt =
-        json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-    int rc = fprintf(o->list, "%s\n", txt) < 0 ? svc_err_errno(err, "spool manifest") : 0;
-    if (rc == 0 && !strchr(rel, '/'))
-        json_object_array_add(o->top, json_object_get(e));
-    json_object_put(e);
-    o->bytes += bytes;
-    o->nfiles++;
-    return rc;
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-static int mkparent(struct out *o, const char *rel, struct svc_err *err)
-{
-    const char *slash = strrchr(rel, '/');
-    if (!slash)
-        return 0;
-    size_t n = (size_t)(slash - rel);
-    if (n < sizeof o->last_parent && strncmp(o->last_parent, rel, n) == 0 &&
-        o->last_parent[n] == '\0')
-        return 0;
-    char *path = NULL;
-    if (asprintf(&path, "%s/%.*s", o->tmpdir, (int)n, rel) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_mkdirs(path, 0755, err);
-    free(path);
-    if (rc == 0 && n < sizeof o->last_parent)
-        snprintf(o->last_parent, sizeof o->last_parent, "%.*s", (int)n, rel);
-    return rc;
-}
-
-static int out_dir(struct out *o, const char *rel, time_t mtime, struct svc_err *err)
-{
-    if (o->tar) {
-        char *p = NULL;
-        if (asprintf(&p, "%s%s", o->prefix, rel) < 0)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        int rc = svc_tarw_dir(o->tw, p, mtime, err);
-        free(p);
-        return rc;
-    }
-    char *path = NULL;
-    if (asprintf(&path, "%s/%s", o->tmpdir, rel) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_mkdirs(path, 0755, err);
-    free(path);
-    return rc;
-}
-
-static int out_file(struct out *o, const char *rel, const void *data, size_t len, time_t mtime,
-                    struct svc_err *err)
-{
-    unsigned char md[32];
-    char sha[65];
-    if (EVP_Digest(data, len, md, NULL, EVP_sha256(), NULL) != 1)
-        return svc_err_set(err, SVC_E_INTERNAL, "sha256 failed");
-    hex32(md, sha);
-    if (o->tar) {
-        char *p = NULL;
-        if (asprintf(&p, "%s%s", o->prefix, rel) < 0)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        int rc = svc_tarw_file_begin(o->tw, p, len, mtime, err);
-        free(p);
-        if (rc != 0 || svc_tarw_data(o->tw, data, len, err) != 0 ||
-            svc_tarw_file_end(o->tw, err) != 0)
-            return -1;
-    } else {
-        if (mkparent(o, rel, err) != 0)
-            return -1;
-        char *path = NULL;
-        if (asprintf(&path, "%s/%s", o->tmpdir, rel) < 0)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        free(path);
-        if (fd < 0)
-            return svc_err_errno(err, "write bundle file");
-        int wr = write_all(fd, data, len);
-        if (close(fd) != 0 || wr != 0)
-            return svc_err_errno(err, "write bundle file");
-    }
-    return record(o, rel, len, sha, err);
-}
-
-/* Copy a spooled file (fd, from its start) into the archive as rel. */
-static int out_file_fd(struct out *o, const char *rel, int fd, struct svc_err *err)
-{
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || lseek(fd, 0, SEEK_SET) != 0)
-        return svc_err_errno(err, "spool");
-    char *p = NULL;
-    if (asprintf(&p, "%s%s", o->prefix, rel) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_tarw_file_begin(o->tw, p, (uint64_t)sb.st_size, o->now, err);
-    free(p);
-    if (rc != 0)
-        return -1;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        EVP_MD_CTX_free(md);
-        return svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
-    }
-    char buf[65536];
-    uint64_t left = (uint64_t)sb.st_size;
-    while (rc == 0 && left > 0) {
-        ssize_t got = read(fd, buf, left < sizeof buf ? (size_t)left : sizeof buf);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0) {
-            rc = svc_err_errno(err, "read spool");
-            break;
-        }
-        EVP_DigestUpdate(md, buf, (size_t)got);
-        rc = svc_tarw_data(o->tw, buf, (size_t)got, err);
-        left -= (uint64_t)got;
-    }
-    unsigned char d[32];
-    char sha[65];
-    EVP_DigestFinal_ex(md, d, NULL);
-    EVP_MD_CTX_free(md);
-    hex32(d, sha);
-    if (rc != 0 || svc_tarw_file_end(o->tw, err) != 0)
-        return -1;
-    return record(o, rel, (uint64_t)sb.st_size, sha, err);
-}
-
-/* An unnamed temporary file in dir (gone when closed, even after a crash). */
-static int spool_open(const char *dir, struct svc_err *err)
-{
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd >= 0)
-        return fd;
-    char *tmpl = NULL;
-    if (asprintf(&tmpl, "%s/.svc-spool-XXXXXX", dir) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    fd = mkostemp(tmpl, O_CLOEXEC);
-    if (fd >= 0)
-        unlink(tmpl);
-    free(tmpl);
-    return fd >= 0 ? fd : svc_err_errno(err, "temporary file");
-}
-
-static int agg_flush(struct agg *a, struct svc_err *err)
-{
-    if (a->blen && write_all(a->fd, a->buf, a->blen) != 0)
-        return svc_err_errno(err, a->name);
-    a->blen = 0;
-    return 0;
-}
-
-static int agg_write(struct out *o, int i, const char *data, size_t len, struct svc_err *err)
-{
-    struct agg *a = &o->agg[i];
-    if (a->md)
-        EVP_DigestUpdate(a->md, data, len);
-    a->n += len;
-    if (a->blen + len > sizeof a->buf && agg_flush(a, err) != 0)
-        return -1;
-    if (len > sizeof a->buf)
-        return write_all(a->fd, data, len) == 0 ? 0 : svc_err_errno(err, a->name);
-    memcpy(a->buf + a->blen, data, len);
-    a->blen += len;
-    return 0;
-}
-
-static int agg_open(struct out *o, struct svc_err *err)
-{
-    static const char *names[3] = {"sessions.json", "messages.jsonl", "openai_dataset.jsonl"};
-    for (int i = 0; i < 3; i++) {
-        struct agg *a = &o->agg[i];
-        a->name = names[i];
-        if (o->tar) {
-            a->fd = spool_open(o->spooldir, err);
-        } else {
-            char *path = NULL;
-            if (asprintf(&path, "%s/%s", o->tmpdir, names[i]) < 0)
-                return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            a->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-            free(path);
-            if (a->fd < 0)
-                return svc_err_errno(err, "write bundle file");
-            a->md = EVP_MD_CTX_new();
-            if (!a->md || EVP_DigestInit_ex(a->md, EVP_sha256(), NULL) != 1)
-                return svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
-        }
-        if (a->fd < 0)
-            return -1;
-    }
-    return agg_write(o, 0, "[", 1, err);
-}
-
-static int agg_close(struct out *o, struct svc_err *err)
-{
-    if (agg_write(o, 0, o->agg[0].n > 1 ? "\n]\n" : "]\n", o->agg[0].n > 1 ? 3 : 2, err) != 0)
-        return -1;
-    for (int i = 0; i < 3; i++) {
-        struct agg *a = &o->agg[i];
-        if (agg_flush(a, err) != 0)
-            return -1;
-        if (o->tar) {
-            if (out_file_fd(o, a->name, a->fd, err) != 0)
-                return -1;
-        } else {
-            unsigned char d[32];
-            char sha[65];
-            EVP_DigestFinal_ex(a->md, d, NULL);
-            hex32(d, sha);
-            if (record(o, a->name, a->n, sha, err) != 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-static void out_free(struct out *o)
-{
-    for (int i = 0; i < 3; i++) {
-        if (o->agg[i].fd > 0)
-            close(o->agg[i].fd);
-        EVP_MD_CTX_free(o->agg[i].md);
-    }
-    if (o->list)
-        fclose(o->list);
-    svc_tarw_free(o->tw);
-    free(o->tmpdir);
-    free(o->spooldir);
-    json_object_put(o->top);
-}
-
 /* ---- the per-session parts ---- */
 
-static int emit_session(struct svc_export *ex, struct out *o, struct svc_snap *s, int64_t *msgs,
-                        struct svc_err *err)
+static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
+                        int64_t *msgs, struct svc_err *err)
 {
     char base[160];
     snprintf(base, sizeof base, "native/session_%s", s->sid);
-    if (out_dir(o, base, o->now, err) != 0)
+    if (svc_bout_dir(o, base, o->now, err) != 0)
         return -1;
     /* native copy; messages of our agent in id order for the other files */
     size_t nm = 0;
@@ -660,8 +375,8 @@ static int emit_session(struct svc_export *ex, struct out *o, struct svc_snap *s
             svc_err_set(err, SVC_E_NOMEM, "out of memory");
             goto out;
         }
-        int r = f->data ? out_file(o, rel, f->data, f->len, f->mtime, err)
-                        : out_dir(o, rel, f->mtime, err);
+        int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
+                        : svc_bout_dir(o, rel, f->mtime, err);
         free(rel);
         if (r != 0)
             goto out;
@@ -737,9 +452,10 @@ static int emit_session(struct svc_export *ex, struct out *o, struct svc_snap *s
         svc_json_merge(line, row);
         char *txt = svc_json_dump_compact(line);
         json_object_put(line);
-        int w = txt ? agg_write(o, 1, txt, strlen(txt), err) : svc_err_set(err, SVC_E_NOMEM, "oom");
+        int w = txt ? svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err)
+                    : svc_err_set(err, SVC_E_NOMEM, "oom");
         free(txt);
-        if (w != 0 || agg_write(o, 1, "\n", 1, err) != 0) {
+        if (w != 0 || svc_bout_agg_write(o, SVC_BOUT_MESSAGES, "\n", 1, err) != 0) {
             json_object_put(row);
             json_object_put(dataset);
             json_object_put(rows);
@@ -758,18 +474,20 @@ static int emit_session(struct svc_export *ex, struct out *o, struct svc_snap *s
         svc_json_set(d, "messages", dataset);
         char *txt = svc_json_dump_compact(d);
         json_object_put(d);
-        w = txt ? agg_write(o, 2, txt, strlen(txt), err) : svc_err_set(err, SVC_E_NOMEM, "oom");
+        w = txt ? svc_bout_agg_write(o, SVC_BOUT_DATASET, txt, strlen(txt), err)
+                : svc_err_set(err, SVC_E_NOMEM, "oom");
         free(txt);
         if (w == 0)
-            w = agg_write(o, 2, "\n", 1, err);
+            w = svc_bout_agg_write(o, SVC_BOUT_DATASET, "\n", 1, err);
     } else {
         json_object_put(dataset);
     }
     char *sum = w == 0 ? svc_json_dump_compact(s->summary) : NULL;
     if (w == 0 && sum) {
-        w = agg_write(o, 0, o->agg[0].n > 1 ? ",\n" : "\n", o->agg[0].n > 1 ? 2 : 1, err);
+        w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, o->agg[SVC_BOUT_SESSIONS].n > 1 ? ",\n" : "\n",
+                               o->agg[SVC_BOUT_SESSIONS].n > 1 ? 2 : 1, err);
         if (w == 0)
-            w = agg_write(o, 0, sum, strlen(sum), err);
+            w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, sum, strlen(sum), err);
     } else if (w == 0) {
         w = svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
@@ -784,7 +502,7 @@ static int emit_session(struct svc_export *ex, struct out *o, struct svc_snap *s
     }
     char trel[160];
     snprintf(trel, sizeof trel, "transcripts/%s.md", s->sid);
-    w = out_file(o, trel, md, strlen(md), o->now, err);
+    w = svc_bout_file(o, trel, md, strlen(md), o->now, err);
     free(md);
     if (w != 0)
         goto out;
@@ -795,10 +513,10 @@ out:
 }
 
 /* manifest.json into a spool, returns its fd (the caller closes). */
-static int manifest_build(const struct svc_export *ex, struct out *o, int64_t msgs,
+static int manifest_build(const struct svc_export *ex, struct svc_bout *o, int64_t msgs,
                           json_object *warnings, struct svc_err *err)
 {
-    int fd = spool_open(o->spooldir, err);
+    int fd = svc_bout_spool(o->spooldir, err);
     if (fd < 0)
         return -1;
     FILE *f = fdopen(fd, "w+");
@@ -874,7 +592,7 @@ static int copy_fd_to_file(int fd, const char *path, struct svc_err *err)
             rc = got < 0 ? -1 : 0;
             break;
         }
-        rc = write_all(out, buf, (size_t)got);
+        rc = svc_bout_write_all(out, buf, (size_t)got);
     }
     if (close(out) != 0)
         rc = -1;
@@ -902,18 +620,18 @@ static int manifest_sha(int fd, char *sha, uint64_t *bytes)
     unsigned char d[32];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
-    hex32(d, sha);
+    svc_bout_hex(d, sha);
     return 0;
 }
 
 /* Write every part of the bundle into o; *msgs, *warnings for the answer. */
-static int produce(struct svc_export *ex, struct out *o, const struct svc_export_progress *pg,
+static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_export_progress *pg,
                    int64_t *msgs_out, json_object *warnings, struct svc_err *err)
 {
     int64_t msgs = 0;
     o->now = time(NULL);
     o->top = json_object_new_array();
-    int lfd = spool_open(o->spooldir, err);
+    int lfd = svc_bout_spool(o->spooldir, err);
     if (lfd < 0)
         return -1;
     o->list = fdopen(lfd, "w+");
@@ -927,8 +645,8 @@ static int produce(struct svc_export *ex, struct out *o, const struct svc_export
         if (svc_tarw_dir(o->tw, top, o->now, err) != 0)
             return -1;
     }
-    if (agg_open(o, err) != 0 || out_dir(o, "transcripts", o->now, err) != 0 ||
-        out_dir(o, "native", o->now, err) != 0)
+    if (svc_bout_agg_open(o, err) != 0 || svc_bout_dir(o, "transcripts", o->now, err) != 0 ||
+        svc_bout_dir(o, "native", o->now, err) != 0)
         return -1;
     for (size_t i = 0; i < ex->nsids; i++) {
         struct svc_snap s;
@@ -954,14 +672,14 @@ static int produce(struct svc_export *ex, struct out *o, const struct svc_export
         if (pg && pg->fn)
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
-    if (agg_close(o, err) != 0)
+    if (svc_bout_agg_close(o, err) != 0)
         return -1;
     int mfd = manifest_build(ex, o, msgs, warnings, err);
     if (mfd < 0)
         return -1;
     int rc;
     if (o->tar) {
-        rc = out_file_fd(o, "manifest.json", mfd, err);
+        rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
     } else {
         char *path = NULL;
         rc = asprintf(&path, "%s/manifest.json", o->tmpdir) < 0
@@ -998,14 +716,14 @@ struct fd_out {
 
 static int fd_write(void *ctx, const void *data, size_t len)
 {
-    return write_all(((struct fd_out *)ctx)->fd, data, len);
+    return svc_bout_write_all(((struct fd_out *)ctx)->fd, data, len);
 }
 
 int svc_export_write(struct svc_export *ex, const struct svc_export_progress *progress,
                      json_object **result, struct svc_err *err)
 {
     *result = NULL;
-    struct out o;
+    struct svc_bout o;
     memset(&o, 0, sizeof o);
     o.tar = ex->tar;
     json_object *warnings = json_object_new_array();
@@ -1101,7 +819,7 @@ out:
         close(fd);
     if (rc != 0 && tmp)
         svc_file_remove_tree(tmp);
-    out_free(&o);
+    svc_bout_free(&o);
     json_object_put(warnings);
     free(tmp);
     free(final);
@@ -1111,7 +829,7 @@ out:
 int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
                       const struct svc_export_progress *progress, struct svc_err *err)
 {
-    struct out o;
+    struct svc_bout o;
     memset(&o, 0, sizeof o);
     o.tar = true;
     const char *t = getenv("TMPDIR");
@@ -1124,7 +842,7 @@ int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
     else if (svc_tarw_new(outfn, ctx, &o.tw, err) == 0)
         rc = produce(ex, &o, progress, &msgs, warnings, err);
-    out_free(&o);
+    svc_bout_free(&o);
     json_object_put(warnings);
     return rc;
 }
