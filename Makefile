@@ -7,7 +7,10 @@ WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 # SAN is the sanitizer flags of `make asan`; kept apart so CFLAGS on the command line works.
 SAN     ?=
-ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
+# TEST_HOOKS=1 compiles in the crash hook of core/fsio.h. `make test` and `make asan` set it
+# and build into their own directories, so build/ (what is installed) never carries it.
+TEST_HOOKS ?=
+ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
 LDLIBS  += $(PKG_LIBS)
 B       ?= build
 
@@ -51,13 +54,14 @@ $(B)/t/%.t: t/unit/%.c t/unit/tap.h $(B)/libsvccore.a
 unit: $(UNIT_BIN)
 
 # The whole suite: C unit tests, then integration tests through nginx.
+# Built with the test hooks into build-test/ (SVC_BUILD=$PWD/build-test for one test file).
 test: deps
-	@$(MAKE) --no-print-directory all unit
-	SVC_BUILD=$(abspath $(B)) prove -j2 $(B)/t/ t/
+	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
+	SVC_BUILD=$(abspath build-test) prove -j2 build-test/t/ t/
 
 # The whole suite under AddressSanitizer and UBSan, in its own build dir.
 asan: deps
-	@$(MAKE) --no-print-directory B=build-asan CC=clang CFLAGS="-O1 -g" \
+	@$(MAKE) --no-print-directory B=build-asan TEST_HOOKS=1 CC=clang CFLAGS="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all unit
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
@@ -82,4 +86,4 @@ format:
 	clang-format -i core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch]
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-test build-fuzz

@@ -44,6 +44,9 @@ int svc_json_read_object_file(const char *path, json_object **out, struct svc_er
 int svc_json_append_line(const char *path, json_object *o, bool durable, struct svc_err *err);
 /* Native file: dump_native, atomic write, no trailing newline. */
 int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err);
+/* The same with an explicit SVC_SYNC_* mask (fsio.h). */
+int svc_json_write_native_sync(const char *path, json_object *o, int sync, struct svc_err *err);
+int svc_json_write_pretty_sync(const char *path, json_object *o, int sync, struct svc_err *err);
 /* Sidecar: dump_native plus a trailing newline. */
 int svc_json_write_pretty(const char *path, json_object *o, bool durable, struct svc_err *err);
 

@@ -50,6 +50,8 @@ int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **
 {
     char *path = svc_store_session_file(st, sid, "svc_session.json");
     int rc = svc_json_read_object_file(path, out, err);
+    if (rc != 0 && svc_file_is_empty(path))
+        rc = svc_err_set(err, SVC_E_NOT_FOUND, "svc_session.json is empty");
     free(path);
     return rc;
 }
@@ -57,10 +59,16 @@ int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **
 int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *sc,
                       struct svc_err *err)
 {
+    return svc_sidecar_write_sync(st, sid, sc, st->durable ? SVC_SYNC_FULL : 0, err);
+}
+
+int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc,
+                           int sync, struct svc_err *err)
+{
     char *path = svc_store_session_file(st, sid, "svc_session.json");
     if (!path)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_json_write_pretty(path, sc, st->durable, err);
+    int rc = svc_json_write_pretty_sync(path, sc, sync, err);
     free(path);
     return rc;
 }
@@ -231,4 +239,61 @@ int svc_turns_read(const struct svc_store *st, const char *sid, json_object **ou
     free(buf);
     *out = arr;
     return 0;
+}
+
+int svc_turns_last(const struct svc_store *st, const char *sid, json_object **out,
+                   struct svc_err *err)
+{
+    *out = NULL;
+    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    free(path);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    char *buf = NULL;
+    int rc = 0;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        goto out;
+    /* read a growing tail until it holds a whole last line (lines end with '\n') */
+    for (size_t want = 16384;; want *= 4) {
+        size_t size = (size_t)sb.st_size;
+        size_t take = want < size ? want : size;
+        free(buf);
+        buf = malloc(take + 1);
+        if (!buf) {
+            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            goto out;
+        }
+        ssize_t got = pread(fd, buf, take, (off_t)(size - take));
+        if (got != (ssize_t)take) {
+            rc = svc_err_errno(err, "read svc_turns.jsonl");
+            goto out;
+        }
+        size_t end = take;
+        while (end > 0 && buf[end - 1] != '\n')
+            end--; /* a torn last line (no newline) is not a line */
+        if (end == 0 && take < size)
+            continue;
+        if (end == 0)
+            goto out;
+        size_t start = end - 1;
+        while (start > 0 && buf[start - 1] != '\n')
+            start--;
+        if (start == 0 && take < size)
+            continue; /* the line may begin before this tail */
+        json_object *o = NULL;
+        if (svc_json_parse(buf + start, end - 1 - start, &o, NULL) == 0 &&
+            json_object_is_type(o, json_type_object))
+            *out = o;
+        else
+            json_object_put(o);
+        goto out;
+    }
+out:
+    free(buf);
+    close(fd);
+    return rc;
 }
