@@ -116,13 +116,25 @@ int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object 
     size_t n = 0;
     if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
         return -1;
+    char *sfile = svc_store_session_file(st, sid, "session.json");
+    if (!sfile) {
+        free(ids);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    struct stat sb;
+    if (n == 0 && lstat(sfile, &sb) != 0) {
+        /* no session.json, no message: not a session (yet). A run creating it has not
+         * written its first file, or died before it did. */
+        free(sfile);
+        free(ids);
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+    }
     json_object *sc = svc_sidecar_new(sid, st->agent_id, "");
     svc_json_set(sc, "model", NULL);
     svc_json_set_str(sc, "channel", "native");
     /* times from session.json when it is readable */
-    char *sfile = svc_store_session_file(st, sid, "session.json");
     json_object *sess = NULL;
-    if (sfile && svc_json_read_file(sfile, &sess, NULL) == 0) {
+    if (svc_json_read_file(sfile, &sess, NULL) == 0) {
         const char *c = svc_json_str(sess, "created_at", NULL);
         const char *u = svc_json_str(sess, "updated_at", NULL);
         if (c)

@@ -24,7 +24,8 @@ int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *
 /* The same with an explicit SVC_SYNC_* mask (fsio.h) instead of st->durable. */
 int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc,
                            int sync, struct svc_err *err);
-/* Build a sidecar-shaped object from session.json, agent.json and message files. */
+/* Build a sidecar-shaped object from session.json, agent.json and message files.
+ * SVC_E_SESSION_NOT_FOUND when the directory holds neither session.json nor a message. */
 int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object **out,
                        struct svc_err *err);
 /* Title from a user input: newlines folded to spaces, first 48 code points (heap). */
