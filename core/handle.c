@@ -75,40 +75,10 @@ void svc_sess_forget_sidecar(struct svc_sess *s)
     s->sidecar_read = false;
 }
 
-static bool message_exists(const struct svc_sess *s, int64_t id)
-{
-    char name[48];
-    snprintf(name, sizeof name, "/message_%lld.json", (long long)id);
-    size_t dl = strlen(s->msg_dir), nl = strlen(name);
-    char path[dl + nl + 1];
-    memcpy(path, s->msg_dir, dl);
-    memcpy(path + dl, name, nl + 1);
-    struct stat sb;
-    return lstat(path, &sb) == 0;
-}
-
 int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, int64_t *next,
                            int64_t **ids, struct svc_err *err)
 {
-    *ids = NULL;
-    /* ids are contiguous when we wrote them all: two stats confirm the count */
-    if (trusted >= 0 && !message_exists(s, trusted) &&
-        (trusted == 0 || message_exists(s, trusted - 1))) {
-        *count = *next = trusted;
-        return 0;
-    }
-    int64_t *arr = NULL;
-    size_t n = 0;
-    if (svc_store_message_ids(&s->st, s->sid, &arr, &n, err) != 0)
-        return -1;
-    *count = (int64_t)n;
-    *next = n ? arr[n - 1] + 1 : 0;
-    if (n > 0 && arr[n - 1] == (int64_t)n - 1) {
-        free(arr); /* contiguous after all */
-        arr = NULL;
-    }
-    *ids = arr;
-    return 0;
+    return svc_store_message_count(&s->st, s->sid, trusted, count, next, ids, err);
 }
 
 void svc_sess_close(struct svc_sess *s)

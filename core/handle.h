@@ -4,9 +4,7 @@
  * lock (.svc.lock, lock.h) in the mode asked; asking again in the mode held is a no-op.
  * svc_sess_sidecar reads svc_session.json once (the caller holds the lock) and keeps it;
  * *out is borrowed from the handle (NULL when the session has none).
- * svc_sess_message_count counts the message files in O(1): it trusts n (a count read
- * under the lock, -1 when unknown) when message_<n-1>.json exists and message_<n>.json
- * does not, and scans the directory otherwise (a file written by another program).
+ * svc_sess_message_count is svc_store_message_count (store.h) of this session.
  * svc_sess_close releases the lock and frees everything; a handle zeroed with
  * SVC_SESS_INIT may be closed. */
 #ifndef SVC_HANDLE_H

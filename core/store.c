@@ -365,6 +365,39 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
     return 0;
 }
 
+static bool message_exists(const struct svc_store *st, const char *sid, int64_t id)
+{
+    char *path = svc_store_message_path(st, sid, id);
+    struct stat sb;
+    bool ok = path && lstat(path, &sb) == 0;
+    free(path);
+    return ok;
+}
+
+int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t trusted,
+                            int64_t *count, int64_t *next, int64_t **ids, struct svc_err *err)
+{
+    *ids = NULL;
+    /* ids are contiguous when we wrote them all: two stats confirm the count */
+    if (trusted >= 0 && !message_exists(st, sid, trusted) &&
+        (trusted == 0 || message_exists(st, sid, trusted - 1))) {
+        *count = *next = trusted;
+        return 0;
+    }
+    int64_t *arr = NULL;
+    size_t n = 0;
+    if (svc_store_message_ids(st, sid, &arr, &n, err) != 0)
+        return -1;
+    *count = (int64_t)n;
+    *next = n ? arr[n - 1] + 1 : 0;
+    if (n > 0 && arr[n - 1] == (int64_t)n - 1) {
+        free(arr); /* contiguous after all */
+        arr = NULL;
+    }
+    *ids = arr;
+    return 0;
+}
+
 int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
                            json_object **out, struct svc_err *err)
 {

@@ -67,6 +67,13 @@ int64_t svc_agent_model_calls(json_object *agent);
  * directory is 0 ids, not an error). */
 int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t **ids, size_t *n,
                           struct svc_err *err);
+/* The message files in O(1): trusts `trusted` (a count read under the session lock, -1
+ * when unknown) when message_<trusted-1>.json exists and message_<trusted>.json does not,
+ * and scans the directory otherwise (a file written by another program). *count files,
+ * *next the largest id + 1; *ids NULL when the ids are 0..count-1, else the sorted ids
+ * (heap, caller frees). */
+int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t trusted,
+                            int64_t *count, int64_t *next, int64_t **ids, struct svc_err *err);
 /* Read one message record (new reference). */
 int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
                            json_object **out, struct svc_err *err);
