@@ -256,15 +256,8 @@ static int lock_root(const struct svc_store *st)
     char *p = root_file(st, INDEX_LOCK);
     if (!p)
         return -1;
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = svc_lock_file(p, LOCK_EX, true);
     free(p);
-    if (fd < 0)
-        return -1;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            close(fd);
-            return -1;
-        }
     return fd;
 }
 
@@ -314,6 +307,17 @@ static void apply_line(const char *line, size_t n, off_t at, bool *damaged)
         *damaged = true;
     }
     json_object_put(o);
+}
+
+struct lines_ctx {
+    off_t pos; /* file offset of the buffer */
+    bool *damaged;
+};
+
+static void index_line(void *ctx, const char *line, size_t n, size_t off)
+{
+    struct lines_ctx *c = ctx;
+    apply_line(line, n, c->pos + (off_t)off, c->damaged);
 }
 
 /* Read lines from ix.offset on, in chunks; returns 0, or -1 when the file is missing. */
@@ -374,16 +378,9 @@ static int read_new_lines(const struct svc_store *st, bool *damaged)
         if (got <= 0)
             break;
         have += (size_t)got;
-        size_t done = 0;
-        for (;;) {
-            char *nl = memchr(buf + done, '\n', have - done);
-            if (!nl)
-                break; /* a line still being written, or the rest of it in the next chunk */
-            size_t n = (size_t)(nl - (buf + done));
-            if (n > 0)
-                apply_line(buf + done, n, pos + (off_t)done, damaged);
-            done += n + 1;
-        }
+        /* a line still being written, or the rest of it in the next chunk, waits */
+        struct lines_ctx c = {pos, damaged};
+        size_t done = svc_jsonl_lines(buf, have, index_line, &c);
         memmove(buf, buf + done, have - done);
         have -= done;
         pos += (off_t)done;

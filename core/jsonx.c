@@ -532,6 +532,32 @@ static bool file_ends_torn(const char *path)
     return c != '\n';
 }
 
+size_t svc_jsonl_lines(const char *buf, size_t len,
+                       void (*each)(void *ctx, const char *line, size_t n, size_t off),
+                       void *ctx)
+{
+    size_t done = 0;
+    for (;;) {
+        const char *nl = memchr(buf + done, '\n', len - done);
+        if (!nl)
+            return done;
+        size_t n = (size_t)(nl - (buf + done));
+        if (n > 0)
+            each(ctx, buf + done, n, done);
+        done += n + 1;
+    }
+}
+
+json_object *svc_jsonl_object(const char *line, size_t n)
+{
+    json_object *o = NULL;
+    if (svc_json_parse(line, n, &o, NULL) != 0 || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
 int svc_json_append_line(const char *path, json_object *o, bool durable, struct svc_err *err)
 {
     struct svc_buf b;

@@ -205,6 +205,22 @@ int svc_turns_append(const struct svc_store *st, const char *sid, json_object *l
     return rc;
 }
 
+struct turns_ctx {
+    json_object *arr;
+    int skipped;
+};
+
+static void turn_line_add(void *ctx, const char *line, size_t n, size_t off)
+{
+    struct turns_ctx *c = ctx;
+    (void)off;
+    json_object *o = svc_jsonl_object(line, n);
+    if (o)
+        json_object_array_add(c->arr, o);
+    else
+        c->skipped++;
+}
+
 int svc_turns_read(const struct svc_store *st, const char *sid, json_object **out, int *skipped,
                    struct svc_err *err)
 {
@@ -230,24 +246,12 @@ int svc_turns_read(const struct svc_store *st, const char *sid, json_object **ou
         *out = arr;
         return 0;
     }
-    char *line = buf;
-    while (line < buf + len) {
-        char *nl = memchr(line, '\n', (size_t)(buf + len - line));
-        size_t ll = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
-        if (ll > 0) {
-            json_object *o = NULL;
-            /* a line without its newline is torn (the writer appends line + "\n" at once) */
-            if (nl && svc_json_parse(line, ll, &o, NULL) == 0 &&
-                json_object_is_type(o, json_type_object))
-                json_object_array_add(arr, o);
-            else {
-                json_object_put(o);
-                if (skipped)
-                    (*skipped)++;
-            }
-        }
-        line += ll + 1;
-    }
+    struct turns_ctx c = {arr, 0};
+    size_t used = svc_jsonl_lines(buf, len, turn_line_add, &c);
+    if (used < len)
+        c.skipped++; /* a line without its newline is torn (lines are appended whole) */
+    if (skipped)
+        *skipped = c.skipped;
     free(buf);
     *out = arr;
     return 0;
@@ -296,12 +300,7 @@ int svc_turns_last(const struct svc_store *st, const char *sid, json_object **ou
             start--;
         if (start == 0 && take < size)
             continue; /* the line may begin before this tail */
-        json_object *o = NULL;
-        if (svc_json_parse(buf + start, end - 1 - start, &o, NULL) == 0 &&
-            json_object_is_type(o, json_type_object))
-            *out = o;
-        else
-            json_object_put(o);
+        *out = svc_jsonl_object(buf + start, end - 1 - start);
         goto out;
     }
 out:
