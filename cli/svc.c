@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "config.h"
 #include "jsonx.h"
@@ -199,6 +200,7 @@ int main(int argc, char **argv)
                          : svc_config_load(&cfg, &err);
     if (rc != 0)
         return fail(&err);
+    umask((mode_t)svc_config_octal(cfg.server.umask)); /* files as svc-fcgi makes them */
     const char *cmd = argv[i++];
     const struct command *c = NULL;
     for (size_t k = 0; k < sizeof commands / sizeof commands[0] && !c; k++)
