@@ -408,8 +408,16 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
             goto out;
     }
     run->removed = svc_agent_removed_count(run->agent);
-    if (restore_window(run, ids, err) != 0)
-        goto out;
+    if (restore_window(run, ids, err) != 0) {
+        if (ids)
+            goto out;
+        /* a file of the trusted range is missing (removed by another program): count
+         * by scanning and restore again */
+        json_object_array_del_idx(run->msgs, 0, json_object_array_length(run->msgs));
+        if (svc_sess_message_count(s, -1, &run->stored, &run->next_id, &ids, err) != 0 ||
+            restore_window(run, ids, err) != 0)
+            goto out;
+    }
     for (int64_t i = 0; i < nimport; i++) {
         json_object *nm = json_object_array_get_idx(import, (size_t)i);
         if (store_message_locked(run, nm, false, err) != 0)

@@ -78,4 +78,16 @@ is($r->{rc}, 0, 'a turn after it') or diag $r->{err};
 is_deeply([msg_ids($h, $sid)], [0 .. 34], 'ids continue after the added file');
 is(json_file(sidecar_path($h, $sid))->{message_count}, 35, 'the sidecar counts it');
 
+# another program removes a message file inside the window: the count no longer holds,
+# the run scans instead, restores what is there and the counts stay true
+unlink("$md/message_33.json") or die;
+$r = svc($h, 'chat', $sid, 'after a removed file');
+is($r->{rc}, 0, 'a turn after a file was removed') or diag $r->{err};
+my @left = msg_ids($h, $sid);
+is(scalar @left, 36, '36 files (35 - 1 + 2)');
+is($left[-1], 36, 'ids continue after the largest');
+is(jdecode(svc($h, 'sessions', 'show', $sid)->{out})->{message_count}, 36, 'detail counts the files');
+is(jdecode(svc($h, 'sessions', 'messages', $sid, '--limit', '1')->{out})->{total}, 36,
+    'messages total counts the files');
+
 done_testing();
