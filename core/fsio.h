@@ -1,10 +1,11 @@
 /* fsio: durable file primitives used by every writer in core/.
- * svc_file_write_atomic writes a unique temp file in the same directory, fsyncs it,
+ * svc_file_write_atomic writes a unique temp file in the same directory, fdatasyncs it,
  * renames it over the target and fsyncs the directory, so a reader sees the old file
- * or the new one and never a torn one; with durable=false the two fsyncs are skipped.
+ * or the new one and never a torn one; with durable=false the two syncs are skipped
+ * (svc_file_write_synced chooses them one by one).
  * Temp names are "<name>.tmp-<pid>-<hex>" and never listed or exported.
- * svc_file_append writes one line with a single write(2) (O_APPEND), then fsyncs; it never
- * follows a symbolic link. */
+ * svc_file_append writes one line with a single write(2) (O_APPEND), then fdatasyncs; it
+ * never follows a symbolic link. */
 #ifndef SVC_FSIO_H
 #define SVC_FSIO_H
 

@@ -2,11 +2,8 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
 
 #include "sidecar.h"
-#include "util.h"
 
 void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
 {
