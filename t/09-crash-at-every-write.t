@@ -120,7 +120,10 @@ SKIP: {
         {
             local $ENV{SVC_HOME} = $h->{home};
             local $ENV{SVC_TEST_CRASH_BEFORE_RENAME};
-            delete $ENV{SVC_CONFIG};
+            delete local $ENV{SVC_CONFIG};
+            # LeakSanitizer cannot run under ptrace (make asan)
+            local $ENV{ASAN_OPTIONS} = join ':', grep { length } $ENV{ASAN_OPTIONS} // '',
+                'detect_leaks=0';
             $st = system('strace', '-f', '-o', '/dev/null', '-e',
                 'trace=rename,renameat,renameat2', '-e',
                 "inject=rename,renameat,renameat2:signal=KILL:when=$when", svc_bin(), 'chat', $sid,

@@ -21,6 +21,8 @@ sub traced {
     {
         local $ENV{SVC_HOME} = $h->{home};
         delete local $ENV{SVC_CONFIG};
+        # LeakSanitizer cannot run under ptrace (make asan)
+        local $ENV{ASAN_OPTIONS} = join ':', grep { length } $ENV{ASAN_OPTIONS} // '', 'detect_leaks=0';
         open(my $save, '>&', \*STDOUT) or die;
         open(STDOUT, '>', '/dev/null') or die;
         my $st = system('strace', '-f', '-qq', '-o', $log, '-e', 'trace=openat,getdents64',
