@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "memory.h"
 #include "model.h"
 #include "openai.h"
 #include "runstate.h"
@@ -224,7 +225,7 @@ static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_er
         svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
         svc_loop_event_emit(run, ev);
         struct svc_tool_result res;
-        svc_tools_call(run->cfg, name, input, &res);
+        svc_tools_call_cancel(run->cfg, name, input, loop_should_cancel, run, &res);
         run->tool_steps++;
         ev = svc_loop_event_new(run, "tool_result");
         svc_json_set_str(ev, "call_id", id);
@@ -268,6 +269,7 @@ static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_er
 int svc_loop_run(struct svc_run *run, struct svc_err *err)
 {
     json_object *tools = svc_tools_spec(run->cfg);
+    char *recall_prompt = svc_memory_system_prompt(run->cfg, run->sess.sid); /* memory.recall */
     int rc = -1;
     for (int iter = 0;; iter++) {
         if (iter > run->cfg->agent.max_tool_iterations) {
@@ -288,7 +290,7 @@ int svc_loop_run(struct svc_run *run, struct svc_err *err)
         json_object *req = loop_model_request(run);
         struct svc_model_call call = {
             .cfg = run->cfg,
-            .system_prompt = run->cfg->model.system_prompt,
+            .system_prompt = recall_prompt ? recall_prompt : run->cfg->model.system_prompt,
             .messages = req,
             .tools = tools,
             .on_delta = loop_on_delta,
@@ -301,6 +303,8 @@ int svc_loop_run(struct svc_run *run, struct svc_err *err)
         int mrc = svc_model_invoke(&call, &reply, err);
         json_object_put(req);
         if (mrc != 0) {
+            run->prompt_tokens += reply.prompt_tokens; /* a cancelled call's estimate, else 0 */
+            run->completion_tokens += reply.completion_tokens;
             if (err && err->code == SVC_E_CANCELLED && run->cancel == 2)
                 svc_err_set(err, SVC_E_RUN_TIMEOUT, "the run took longer than run_timeout_s");
             break;
@@ -351,7 +355,7 @@ int svc_loop_run(struct svc_run *run, struct svc_err *err)
             break;
         }
         ev = svc_loop_event_new(run, "token_usage");
-        json_object *ts = svc_loop_token_state(run, NULL);
+        json_object *ts = svc_loop_token_state(run, run->prev_tokens); /* the session's */
         svc_json_merge(ev, ts);
         json_object_put(ts);
         svc_loop_event_emit(run, ev);
@@ -366,5 +370,6 @@ int svc_loop_run(struct svc_run *run, struct svc_err *err)
             break;
     }
     json_object_put(tools);
+    free(recall_prompt);
     return rc;
 }

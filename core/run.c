@@ -37,7 +37,9 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "memory.h"
 #include "openai.h"
+#include "runs.h"
 #include "runstate.h"
 #include "sidecar.h"
 #include "store.h"
@@ -157,6 +159,15 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
     size_t n = 0;
     if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
         return -1;
+    /* begin_run counted the input in message_count before it stored it: the input is the
+     * message at that position (when it was stored), the run's outputs the ones after */
+    int64_t input_id = -1, mc = svc_json_int(sc, "message_count", 0);
+    json_object *outputs = json_object_new_array();
+    if (mc >= 1 && (size_t)mc <= n) {
+        input_id = ids[mc - 1];
+        for (size_t i = (size_t)mc; i < n; i++)
+            json_object_array_add(outputs, json_object_new_int64(ids[i]));
+    }
     free(ids);
     json_object *last = NULL;
     svc_turns_last(st, sid, &last, NULL);
@@ -192,8 +203,27 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
         svc_err_set(&ie, SVC_E_INTERRUPTED, "the run's process ended before the run finished");
         svc_json_set_str(sc, "status", "error");
         svc_json_set(sc, "last_error", error_object(&ie, run_id));
-        json_object *turn = turn_line(run_id, "error", -1, NULL, NULL, NULL, 0, 0,
-                                      error_object(&ie, run_id), *started ? started : NULL);
+        /* the events the run recorded (asynchronous runs), ended by the one error event */
+        json_object *events = svc_runs_events_at(st->root, run_id);
+        size_t nev = json_object_array_length(events);
+        const char *last_type =
+            nev ? svc_json_str(json_object_array_get_idx(events, nev - 1), "type", "") : "";
+        if (strcmp(last_type, "error") != 0 && strcmp(last_type, "done") != 0) {
+            char ts[SVC_TIME_LEN];
+            json_object *ev = json_object_new_object();
+            svc_json_set_str(ev, "type", "error");
+            svc_json_set_str(ev, "run_id", run_id);
+            svc_json_set_int(ev, "seq", (int64_t)nev + 1);
+            svc_json_set_str(ev, "session_id", sid);
+            svc_json_set_str(ev, "schema_version", "2.0");
+            svc_json_set_str(ev, "timestamp", svc_time_now_iso(ts));
+            svc_json_set_str(ev, "message", ie.message);
+            svc_json_set_str(ev, "code", svc_err_name(ie.code));
+            json_object_array_add(events, ev);
+        }
+        json_object *turn = turn_line(run_id, "error", input_id, json_object_get(outputs),
+                                      events, NULL, 0, 0, error_object(&ie, run_id),
+                                      *started ? started : NULL);
         rc = svc_turns_append(st, sid, turn, err);
         json_object_put(turn);
         if (rc == 0)
@@ -205,6 +235,7 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
         }
     }
     json_object_put(last);
+    json_object_put(outputs);
     return rc;
 }
 
@@ -370,6 +401,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
                     s->sid);
         goto out;
     }
+    run->prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     if (svc_sess_message_count(s, sc ? svc_json_int(sc, "message_count", -1) : -1, &run->stored,
                                &run->next_id, &ids, err) != 0)
         goto out;
@@ -599,6 +631,11 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
         svc_err_set(&lerr, SVC_E_INTERNAL, "run failed");
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
     run->sink = NULL;
+    /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
+    run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
+                      run->cfg->sessions.sync_memory;
+    if (!run->memory_defer)
+        svc_run_sync_memory(run);
     if (rc != 0) {
         if (err)
             *err = lerr;
@@ -607,6 +644,18 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
     if (erc != 0)
         return svc_err_set(err, SVC_E_IO, "the answer was produced but could not be recorded");
     return 0;
+}
+
+void svc_run_defer_memory(struct svc_run *run)
+{
+    run->memory_defer = true;
+}
+
+void svc_run_sync_memory(struct svc_run *run)
+{
+    if (run->memory_due)
+        svc_memory_sync(run->cfg, run->sess.sid, NULL); /* core/memory.h */
+    run->memory_due = false;
 }
 
 void svc_run_free(struct svc_run *run)
@@ -621,6 +670,7 @@ void svc_run_free(struct svc_run *run)
     svc_lock_release(&run->run_lock);
     svc_sess_close(&run->sess);
     json_object_put(run->agent);
+    json_object_put(run->prev_tokens);
     json_object_put(run->msgs);
     json_object_put(run->output_ids);
     json_object_put(run->events);

@@ -38,6 +38,7 @@ struct svc_run {
     bool msgs_unsynced; /* message files renamed whose directory is not synced yet */
     json_object *output_ids;
     json_object *events;
+    json_object *prev_tokens; /* the session's token_state before this run, or NULL */
     int64_t seq;
     json_object *tool_trace;
     json_object *tool_calls; /* OpenAI-shaped tool_calls of the run */
@@ -48,6 +49,8 @@ struct svc_run {
     volatile sig_atomic_t cancel; /* 1 cancel, 2 timeout */
     const struct svc_run_sink *sink;
     bool begun, ended;
+    bool memory_due;   /* finished well: memory sync still to do (svc_run_sync_memory) */
+    bool memory_defer; /* the caller syncs memory itself, after publishing the run's end */
 };
 
 int svc_loop_run(struct svc_run *run, struct svc_err *err);
