@@ -25,7 +25,8 @@
  * restore slide it again). A replaced file that was never synced can come back empty
  * after a power cut on some filesystems: readers take an empty sidecar or agent.json as
  * missing (rebuilt from the native files). A first turn also syncs the directories and
- * files it creates. */
+ * files it creates. Memory sync (memory.c, after the run's end) writes without a sync:
+ * digests are derived from the synced messages; a power cut can lose one, never a turn. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
