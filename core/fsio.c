@@ -251,3 +251,34 @@ int svc_file_remove_tree(const char *path)
     }
     return rmdir(path) == 0 ? rc : -1;
 }
+
+int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s,
+                            int (*remove_one)(void *ctx, const char *id, const struct stat *sb),
+                            void *ctx)
+{
+    double now = svc_time_now();
+    struct stat sb;
+    if (stat(stamp, &sb) == 0 && now - (double)sb.st_mtime < 3600)
+        return 0;
+    svc_file_write_atomic(stamp, "", 0, false, NULL);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int removed = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        char id[128];
+        size_t n = strlen(de->d_name);
+        if (n < 6 || n - 5 >= sizeof id || strcmp(de->d_name + n - 5, ".json") != 0)
+            continue;
+        memcpy(id, de->d_name, n - 5);
+        id[n - 5] = '\0';
+        /* by mtime first: recent files are not even opened */
+        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(sb.st_mode) || now - (double)sb.st_mtime <= max_age_s)
+            continue;
+        removed += remove_one(ctx, id, &sb);
+    }
+    closedir(d);
+    return removed;
+}

@@ -36,6 +36,14 @@ int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_e
 bool svc_file_is_empty(const char *path);
 /* Whether a directory entry name is one of our temp files or lock files. */
 bool svc_file_is_internal(const char *name);
+/* Prunes "<id>.json" files of dir older than max_age_s, at most once an hour whoever asks
+ * (the mtime of the file stamp says when it last ran): for each such regular file (not
+ * followed if a link) remove_one(ctx, id, its lstat) decides and removes; it returns how
+ * many files it removed. Returns the sum; errors only make it remove less. */
+struct stat;
+int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s,
+                            int (*remove_one)(void *ctx, const char *id, const struct stat *sb),
+                            void *ctx);
 /* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno
  * of the last failure. A missing path is 0. */
 int svc_file_remove_tree(const char *path);

@@ -122,40 +122,22 @@ out:
     return rc;
 }
 
+static int remove_old_response(void *ctx, const char *id, const struct stat *sb)
+{
+    if (!svc_responses_id_valid(id))
+        return 0;
+    char *path = response_file(ctx, id);
+    int removed = path && unlink(path) == 0;
+    free(path);
+    return removed;
+}
+
 int svc_responses_prune(const struct svc_config *cfg, double max_age_s)
 {
     char *dir = NULL, *stamp = NULL;
-    DIR *d = NULL;
     int removed = 0;
-    double now = svc_time_now();
-    struct stat sb;
-    if (responses_dir(cfg, false, &dir, NULL) != 0 || !(stamp = response_file(dir, ".pruned")))
-        goto out;
-    /* at most once an hour, whoever asks */
-    if (stat(stamp, &sb) == 0 && now - (double)sb.st_mtime < 3600)
-        goto out;
-    svc_file_write_atomic(stamp, "", 0, false, NULL);
-    if (!(d = opendir(dir)))
-        goto out;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        char id[SVC_RESPONSE_ID_LEN + 8];
-        size_t n = strlen(de->d_name);
-        if (n < 6 || n - 5 >= sizeof id || strcmp(de->d_name + n - 5, ".json") != 0)
-            continue;
-        memcpy(id, de->d_name, n - 5);
-        id[n - 5] = '\0';
-        if (!svc_responses_id_valid(id))
-            continue;
-        char *path = response_file(dir, id);
-        if (path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
-            now - (double)sb.st_mtime > max_age_s && unlink(path) == 0)
-            removed++;
-        free(path);
-    }
-out:
-    if (d)
-        closedir(d);
+    if (responses_dir(cfg, false, &dir, NULL) == 0 && (stamp = response_file(dir, ".pruned")))
+        removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_response, dir);
     free(stamp);
     free(dir);
     return removed;

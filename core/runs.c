@@ -694,55 +694,36 @@ static void remove_run_files(const struct svc_config *cfg, const char *id)
     }
 }
 
+static int remove_old_run(void *ctx, const char *id, const struct stat *sb)
+{
+    const struct svc_config *cfg = ctx;
+    if (strncmp(id, "idem-", 5) == 0) {
+        /* the name is fixed by (session, key): remove it only if it is still the old file,
+         * not one stored again since the caller's lstat */
+        char *p = run_file(cfg, id, ".json");
+        struct stat again;
+        int removed = p && lstat(p, &again) == 0 && again.st_ino == sb->st_ino &&
+                      again.st_mtime == sb->st_mtime && unlink(p) == 0;
+        free(p);
+        return removed;
+    }
+    json_object *rec = NULL;
+    bool running = read_record(cfg, id, &rec, NULL) == 0 &&
+                   strcmp(svc_json_str(rec, "status", ""), "running") == 0;
+    json_object_put(rec);
+    if (running)
+        return 0;
+    remove_run_files(cfg, id);
+    return 1;
+}
+
 int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
 {
     char *dir = runs_dir(cfg);
     char *stamp = run_file(cfg, ".pruned", "");
-    DIR *d = NULL;
     int removed = 0;
-    double now = svc_time_now();
-    struct stat sb;
-    /* at most once an hour, whoever asks: the stamp's mtime says when it last ran */
-    if (!dir || !stamp || (stat(stamp, &sb) == 0 && now - (double)sb.st_mtime < 3600))
-        goto out;
-    svc_file_write_atomic(stamp, "", 0, false, NULL);
-    if (!(d = opendir(dir)))
-        goto out;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        size_t n = strlen(de->d_name);
-        char id[96];
-        if (n < 6 || n - 5 >= sizeof id || strcmp(de->d_name + n - 5, ".json") != 0)
-            continue;
-        memcpy(id, de->d_name, n - 5);
-        id[n - 5] = '\0';
-        char *path = run_file(cfg, id, ".json");
-        bool old = path && stat(path, &sb) == 0 && now - (double)sb.st_mtime > max_age_s;
-        free(path);
-        if (!old)
-            continue; /* by mtime first: recent records are not even opened */
-        if (strncmp(id, "idem-", 5) == 0) {
-            /* the name is fixed by (session, key): remove it only if it is still the old
-             * file, not one stored again since the stat above */
-            char *p = run_file(cfg, id, ".json");
-            struct stat again;
-            if (p && lstat(p, &again) == 0 && again.st_ino == sb.st_ino &&
-                again.st_mtime == sb.st_mtime && unlink(p) == 0)
-                removed++;
-            free(p);
-            continue;
-        }
-        json_object *rec = NULL;
-        bool running = read_record(cfg, id, &rec, NULL) == 0 &&
-                       strcmp(svc_json_str(rec, "status", ""), "running") == 0;
-        json_object_put(rec);
-        if (!running) {
-            remove_run_files(cfg, id);
-            removed++;
-        }
-    }
-    closedir(d);
-out:
+    if (dir && stamp)
+        removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_run, (void *)cfg);
     free(dir);
     free(stamp);
     return removed;
