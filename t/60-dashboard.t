@@ -22,7 +22,12 @@ plan skip_all => 'node not installed (scripts/install-deps installs it)' unless 
 # playwright-core, pinned in package.json/package-lock.json, into a git-ignored folder.
 unless (-f "$dir/node_modules/playwright-core/package.json") {
     my $out = `cd '$dir' && npm install --no-audit --no-fund 2>&1`;
-    BAIL_OUT("npm install in $dir failed:\n$out") if $? != 0;
+    if ($? != 0) {
+        fail "npm install --no-audit --no-fund in $dir";
+        diag $out;
+        done_testing;
+        exit 1;
+    }
 }
 
 my $shots = SvcTest->build . '/dashboard';
@@ -67,7 +72,7 @@ sub browse {
 
     my $n = browse($s);
     cmp_ok $n, '>=', 60, "the browser made its checks ($n)";
-    ok -s "$shots/$_.png", "screenshot build/dashboard/$_.png" for qw(dashboard-list dashboard-transcript dashboard-chat);
+    ok -s "$shots/$_.png", "screenshot build/dashboard/$_.png" for qw(dashboard-list dashboard-transcript dashboard-chat dashboard-markdown);
 
     # What the browser did is on disk.
     $r = $s->req(GET => '/api/v1/chat/sessions?include_archived=true&limit=50');

@@ -620,6 +620,7 @@ async function sendChat(text) {
     };
     if (current.sid) body.session_id = current.sid;
     let failure = null;
+    let listed = false;
     try {
         await stream('POST', 'api/chat', body, (d) => {
             if (d === '[DONE]' || typeof d !== 'object') return;
@@ -631,6 +632,15 @@ async function sendChat(text) {
                 current.sid = d.session_id;
                 history.replaceState(null, '', '#/s/' + encodeURIComponent(d.session_id));
                 $('s-title').textContent = text.slice(0, 80);
+            }
+            if (!listed && d.session_id) {
+                // the list shows the run as it goes (and polls it until it ends)
+                listed = true;
+                api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(d.session_id)).then((s) => {
+                    if (list.rows.has(s.session_id)) updateRow(s);
+                    else loadList();
+                    scheduleListPoll();
+                }).catch(() => {});
             }
             if (d.svc_event) applyEvent(bubble, d.svc_event);
             else {

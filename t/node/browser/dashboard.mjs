@@ -259,6 +259,23 @@ try {
     await page.click('#new-session');
     answer = await chat(page, 'Other topic entirely');
     const sid2 = sidFrom(page.url());
+    answer = await chat(page, 'Here is **Markdown**, rendered by the page:\n\n1. a list item with `inline code`\n' +
+        '2. a [link](https://example.com/docs) and <https://example.org>\n\n> a quote\n\n' +
+        '```c\nint main(void) { return 0; }\n```\n\nThat is all.');
+    const md = await page.evaluate(() => {
+        const last = [...document.querySelectorAll('#transcript > li.role-assistant')].pop();
+        return {
+            code: !!last.querySelector('pre.code > code[data-lang="c"]'),
+            inline: last.querySelector('ol > li > code')?.textContent,
+            links: [...last.querySelectorAll('a')].map((a) => a.getAttribute('href')),
+            quote: !!last.querySelector('blockquote'),
+        };
+    });
+    check('markdown: fenced code block with its language', md.code);
+    check('markdown: ordered list with inline code', md.inline === 'inline code', String(md.inline));
+    check('markdown: links and autolinks', md.links.includes('https://example.com/docs') && md.links.includes('https://example.org/'), md.links.join(' '));
+    check('markdown: block quote', md.quote);
+    await page.screenshot({ path: SHOTS + '/dashboard-markdown.png' });
     await page.goto(BASE + '/#/');
     await page.locator(`#sessions li[data-sid="${sid}"]`).waitFor();
     await page.fill('#q', 'FROM THE **browser');
