@@ -65,8 +65,10 @@ sub browse {
     like $r->{headers}{'content-security-policy'} // '', qr/script-src 'self'/, 'with a Content-Security-Policy';
     $r = $s->req(GET => '/app.js');
     like $r->{headers}{'content-type'} // '', qr{^text/javascript}, 'modules served as text/javascript';
-    $r = $s->req(GET => '/../agents.yaml');
-    isnt $r->{status}, 200, 'no way out of the dashboard directory';
+    for my $p ('/svc.conf', '/%2e%2e/svc.conf', '/..%2fsvc.conf', '/dashboard/index.html') {
+        $r = $s->req(GET => $p);
+        ok $r->{status} == 404 || $r->{status} == 400, "GET $p: nothing outside the dashboard directory ($r->{status})";
+    }
     $r = $s->req(GET => '/api/nope');
     is $r->{json}{error}{code}, 'not_found', '/api/ still answered by svc';
 

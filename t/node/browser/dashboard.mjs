@@ -399,6 +399,62 @@ try {
     check('phone width: the list pane gives way to the session', !(await phone.isVisible('#list-pane')));
     await phone.screenshot({ path: SHOTS + '/dashboard-phone-transcript-dark.png' });
 
+    // ---- a background run started from the page, followed at #/run/<id> ----
+    await page.goto(BASE + '/#/s/' + sid2);
+    await page.locator('#transcript > li.role-assistant').first().waitFor();
+    await page.check('#chat-bg');
+    await page.fill('#chat-input', '/slow 100 in the background please');
+    await page.press('#chat-input', 'Enter');
+    await page.waitForURL(/#\/run\/run-[0-9a-f]{16}$/);
+    await page.locator('#transcript > li.role-assistant:not(.streaming)', { hasText: 'in the background please (I was given' }).waitFor();
+    check('background run from the page: followed to its answer', true);
+    await page.uncheck('#chat-bg');
+
+    // ---- errors in words: a busy session ----
+    const busyRun = await apiPost('/api/chat/runs', { session_id: sid2, messages: [{ role: 'user', content: '/slow 1500 keep the session busy for a while' }] });
+    check('a run keeps the session busy', busyRun.status === 202, JSON.stringify(busyRun));
+    await page.evaluate(() => { location.hash = '#/'; });
+    await page.goto(BASE + '/#/s/' + sid2);
+    await page.locator('#live-run').waitFor();
+    await page.fill('#chat-input', 'are you there?');
+    await page.press('#chat-input', 'Enter');
+    await page.locator('#chat-error', { hasText: 'busy' }).waitFor();
+    const busyText = await page.textContent('#chat-error');
+    check('busy session: said in words', /This session is busy with another run/.test(busyText) && !/session_busy/.test(busyText), busyText);
+    await page.locator('#transcript > li.role-assistant:not(.streaming)', { hasText: 'busy for a while (I was given' }).waitFor({ timeout: 60000 });
+    check('the busy run is followed to its end', true);
+
+    // ---- paging: list (cursor, "Load more") and transcript ("Load earlier messages") ----
+    for (let i = 0; i < 32; i++) {
+        const r = await apiPost('/api/chat', { session_id: 'bulk-' + i, messages: [{ role: 'user', content: 'bulk session ' + i }] });
+        if (r.status !== 200) check('bulk session ' + i, false, JSON.stringify(r));
+    }
+    for (let i = 0; i < 26; i++) {
+        const r = await apiPost('/api/chat', { session_id: 'long-1', messages: [{ role: 'user', content: 'long turn ' + i }] });
+        if (r.status !== 200) check('long turn ' + i, false, JSON.stringify(r));
+    }
+    await page.goto(BASE + '/#/');
+    await page.reload();
+    await page.locator('#load-more').waitFor();
+    const firstPage = await page.locator('#sessions > li').count();
+    check('list: one page of 30, newest first', firstPage === 30 &&
+        await page.locator('#sessions > li').first().getAttribute('data-sid') === 'long-1', String(firstPage));
+    await page.click('#load-more');
+    await page.waitForFunction(() => document.querySelectorAll('#sessions > li').length > 30);
+    await page.locator('#load-more').waitFor({ state: 'hidden' });
+    const all = await page.locator('#sessions > li').count();
+    const listed = (await apiGet('/api/v1/chat/sessions?limit=500')).json.sessions.length;
+    check('list: "Load more" brings the rest, no duplicates', all === listed, all + ' vs ' + listed);
+    await page.goto(BASE + '/#/s/long-1');
+    await page.locator('#load-earlier').waitFor();
+    check('transcript: the newest 50 of 52 messages first', await page.locator('#transcript > li').count() === 50);
+    const lastText = await page.locator('#transcript > li').last().textContent();
+    check('transcript: ends with the newest answer', /Echo: long turn 25 \(I was given \d+ earlier/.test(lastText), lastText);
+    await page.click('#load-earlier');
+    await page.locator('#load-earlier').waitFor({ state: 'hidden' });
+    const first = await page.locator('#transcript > li').first().textContent();
+    check('transcript: "Load earlier messages" brings the oldest', await page.locator('#transcript > li').count() === 52 && /long turn 0/.test(first), first);
+
     check('no page errors', pageErrors.length === 0, pageErrors.join(' | '));
     check('nothing fetched from outside', external.length === 0, external.join(' '));
     out({ done: true });
