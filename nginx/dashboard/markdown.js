@@ -54,7 +54,10 @@ function link(text, url) {
 // ---- inline ---------------------------------------------------------------------------
 
 // Find the closing delimiter `d` in s from index i, not directly after an opening one.
-function findClose(s, d, i) {
+// `miss` remembers, per delimiter, a start from which no closer exists (a later start
+// finds none either), so a text full of unmatched delimiters stays linear.
+function findClose(s, d, i, miss) {
+    if (miss.has(d) && i >= miss.get(d)) return -1;
     for (let j = i; j <= s.length - d.length; j++) {
         if (s[j] === '\\') {
             j++;
@@ -62,14 +65,28 @@ function findClose(s, d, i) {
         }
         if (s.startsWith(d, j) && j > i) return j;
     }
+    miss.set(d, i);
     return -1;
 }
 
+// s.indexOf(needle, from) with the same memory of misses.
+function indexOfCached(s, needle, from, miss) {
+    const key = 'idx:' + needle;
+    if (miss.has(key) && from >= miss.get(key)) return -1;
+    const k = s.indexOf(needle, from);
+    if (k < 0) miss.set(key, from);
+    return k;
+}
+
+const MAX_LINK_TEXT = 500;   // a link's text is looked for this far at most
+const MAX_INLINE_DEPTH = 12; // nesting of emphasis/links beyond this renders as text
+
 // Match "[text](url)" at s[i] === '['; returns {text, url, end} or null.
-function matchLink(s, i) {
+function matchLink(s, i, miss) {
     let depth = 0;
     let j = i;
-    for (; j < s.length; j++) {
+    const stop = Math.min(s.length, i + MAX_LINK_TEXT);
+    for (; j < stop; j++) {
         const c = s[j];
         if (c === '\\') {
             j++;
@@ -78,8 +95,8 @@ function matchLink(s, i) {
         if (c === '[') depth++;
         else if (c === ']' && --depth === 0) break;
     }
-    if (j >= s.length || s[j + 1] !== '(') return null;
-    const close = s.indexOf(')', j + 2);
+    if (j >= stop || s[j + 1] !== '(') return null;
+    const close = indexOfCached(s, ')', j + 2, miss);
     if (close < 0) return null;
     let url = s.slice(j + 2, close).trim();
     // optional title: [t](url "title") -> drop the title
@@ -89,10 +106,15 @@ function matchLink(s, i) {
     return { text: s.slice(i + 1, j), url, end: close + 1 };
 }
 
-const BARE_URL = /^(https?:\/\/[^\s<>"'`]+[^\s<>"'`.,;:!?)\]}])/i;
+const BARE_URL = /(https?:\/\/[^\s<>"'`]+[^\s<>"'`.,;:!?)\]}])/iy;
 
 // Append inline content of `s` to `parent`.
-export function renderInline(s, parent) {
+export function renderInline(s, parent, depth = 0) {
+    if (depth > MAX_INLINE_DEPTH) {
+        parent.appendChild(document.createTextNode(s));
+        return;
+    }
+    const miss = new Map();
     let buf = '';
     const flush = () => {
         if (buf) parent.appendChild(document.createTextNode(buf));
@@ -110,7 +132,7 @@ export function renderInline(s, parent) {
             let n = 1;
             while (s[i + n] === '`') n++;
             const fence = '`'.repeat(n);
-            const end = s.indexOf(fence, i + n);
+            const end = indexOfCached(s, fence, i + n, miss);
             if (end > 0) {
                 flush();
                 const code = el('code');
@@ -125,11 +147,11 @@ export function renderInline(s, parent) {
         }
         if ((c === '*' || c === '_' || c === '~') && s[i + 1] === c) {
             const d = c + c;
-            const end = findClose(s, d, i + 2);
+            const end = findClose(s, d, i + 2, miss);
             if (end > 0 && !/\s/.test(s[i + 2])) {
                 flush();
                 const node = el(c === '~' ? 's' : 'strong');
-                renderInline(s.slice(i + 2, end), node);
+                renderInline(s.slice(i + 2, end), node, depth + 1);
                 parent.appendChild(node);
                 i = end + 2;
                 continue;
@@ -138,12 +160,12 @@ export function renderInline(s, parent) {
             // `_` only at a word boundary (snake_case stays as it is)
             const before = i > 0 ? s[i - 1] : ' ';
             if (c === '*' || !/[A-Za-z0-9]/.test(before)) {
-                const end = findClose(s, c, i + 1);
+                const end = findClose(s, c, i + 1, miss);
                 const after = end > 0 ? s[end + 1] || ' ' : ' ';
                 if (end > 0 && !/\s/.test(s[end - 1]) && (c === '*' || !/[A-Za-z0-9]/.test(after))) {
                     flush();
                     const em = el('em');
-                    renderInline(s.slice(i + 1, end), em);
+                    renderInline(s.slice(i + 1, end), em, depth + 1);
                     parent.appendChild(em);
                     i = end + 1;
                     continue;
@@ -151,7 +173,7 @@ export function renderInline(s, parent) {
             }
         }
         if (c === '!' && s[i + 1] === '[') {
-            const m = matchLink(s, i + 1);
+            const m = matchLink(s, i + 1, miss);
             if (m) {
                 flush();
                 // Images are not loaded (nothing is fetched from outside): name them.
@@ -163,23 +185,23 @@ export function renderInline(s, parent) {
             }
         }
         if (c === '[') {
-            const m = matchLink(s, i);
+            const m = matchLink(s, i, miss);
             if (m) {
                 flush();
                 const a = link('', m.url);
                 if (a) {
-                    renderInline(m.text, a);
+                    renderInline(m.text, a, depth + 1);
                     parent.appendChild(a);
                 } else {
                     // A refused URL: keep the words, drop the link.
-                    renderInline(m.text, parent);
+                    renderInline(m.text, parent, depth + 1);
                 }
                 i = m.end;
                 continue;
             }
         }
         if (c === '<') {
-            const end = s.indexOf('>', i + 1);
+            const end = indexOfCached(s, '>', i + 1, miss);
             if (end > 0) {
                 const inner = s.slice(i + 1, end);
                 const a = /^(https?:\/\/|mailto:)\S+$/i.test(inner) ? link(inner, inner) : null;
@@ -192,7 +214,8 @@ export function renderInline(s, parent) {
             }
         }
         if ((c === 'h' || c === 'H') && (i === 0 || /[\s(]/.test(s[i - 1]))) {
-            const m = BARE_URL.exec(s.slice(i));
+            BARE_URL.lastIndex = i;
+            const m = BARE_URL.exec(s);
             if (m) {
                 const a = link(m[1], m[1]);
                 if (a) {
