@@ -125,6 +125,12 @@ async function newPage(opts) {
     const page = await ctx.newPage();
     page.setDefaultTimeout(TIMEOUT);
     page.on('pageerror', (e) => pageErrors.push(e.message));
+    // console errors (a CSP violation, say); an HTTP error status the page handles is not one
+    page.on('console', (m) => {
+        if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of/.test(m.text())) {
+            pageErrors.push('console: ' + m.text());
+        }
+    });
     page.on('dialog', (d) => {
         pageErrors.push('a dialog opened: ' + d.message());
         d.dismiss().catch(() => {});
@@ -213,7 +219,7 @@ try {
     check('a tool block opens with the keyboard', await toolCall.evaluate((d) => d.open));
 
     // ---- chat in progress, then stop (disconnect cancels the run) ----
-    await page.fill('#chat-input', '/slow 300 one two three four five six seven eight nine ten');
+    await page.fill('#chat-input', '/slow 300 one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty');
     await page.press('#chat-input', 'Enter');
     await page.locator('#transcript > li.streaming', { hasText: 'one two' }).waitFor();
     check('stop button shown while streaming', await page.isVisible('#stop-btn'));
@@ -240,7 +246,7 @@ try {
     await page.screenshot({ path: SHOTS + '/dashboard-transcript.png' });
 
     // ---- a background run followed from another tab through the events stream ----
-    const run = await apiPost('/api/chat/runs', { session_id: sid, messages: [{ role: 'user', content: '/slow 400 followed from afar by another tab of the browser' }] });
+    const run = await apiPost('/api/chat/runs', { session_id: sid, messages: [{ role: 'user', content: '/slow 700 followed from afar by another tab of the browser' }] });
     check('background run started', run.status === 202, JSON.stringify(run));
     const { page: tab2 } = await newPage({ viewport: { width: 1000, height: 700 } });
     await tab2.goto(BASE + '/#/run/' + run.json.run_id);
@@ -411,7 +417,7 @@ try {
     await page.uncheck('#chat-bg');
 
     // ---- errors in words: a busy session ----
-    const busyRun = await apiPost('/api/chat/runs', { session_id: sid2, messages: [{ role: 'user', content: '/slow 1500 keep the session busy for a while' }] });
+    const busyRun = await apiPost('/api/chat/runs', { session_id: sid2, messages: [{ role: 'user', content: '/slow 2000 keep the session busy for a while' }] });
     check('a run keeps the session busy', busyRun.status === 202, JSON.stringify(busyRun));
     await page.evaluate(() => { location.hash = '#/'; });
     await page.goto(BASE + '/#/s/' + sid2);
