@@ -73,17 +73,18 @@ function toast(text) {
 let tokenWaiters = [];
 function askToken(reason) {
     const dlg = $('token-dialog');
-    $('token-error').textContent = reason || '';
     if (!dlg.open) {
+        $('token-error').textContent = '';
         $('token-input').value = '';
         dlg.showModal();
         $('token-input').focus();
     }
+    if (reason) $('token-error').textContent = reason;
     return new Promise((resolve) => tokenWaiters.push(resolve));
 }
 onAuthRequired((e) => {
     setToken('');
-    askToken(e.code === 'invalid_token' && tokenWaiters.length === 0 ? 'That token was not accepted.' : '');
+    askToken(e.code === 'invalid_token' ? 'That token was not accepted.' : '');
 });
 $('token-form').addEventListener('submit', (ev) => {
     const v = $('token-input').value.trim();
