@@ -72,7 +72,7 @@ sub browse {
     $r = $s->req(GET => '/api/nope');
     is $r->{json}{error}{code}, 'not_found', '/api/ still answered by svc';
 
-    my $n = browse($s);
+    my $n = browse($s, '--root', $s->root);
     cmp_ok $n, '>=', 60, "the browser made its checks ($n)";
     ok -s "$shots/$_.png", "screenshot build/dashboard/$_.png" for qw(dashboard-list dashboard-transcript dashboard-chat dashboard-markdown);
 

@@ -2,7 +2,7 @@
 // t/60-dashboard.t). Prints one JSON line per check ({"ok", "name", "diag"} or
 // {"skip", "name"}), and {"done": true} at the end; the .t turns them into TAP.
 //
-//   node dashboard.mjs --base http://127.0.0.1:PORT --shots DIR [--token TOKEN]
+//   node dashboard.mjs --base http://127.0.0.1:PORT --shots DIR [--root SESSION_ROOT] [--token TOKEN]
 import { chromium } from 'playwright-core';
 import { gunzipSync } from 'node:zlib';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -14,6 +14,7 @@ const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) =>
 const BASE = args.base;
 const SHOTS = args.shots;
 const TOKEN = args.token || '';
+const ROOT = args.root || '';   // the session root, to lay out a session as Strands writes it
 const TIMEOUT = 30000;
 
 function out(o) {
@@ -460,6 +461,33 @@ try {
     await page.locator('#load-earlier').waitFor({ state: 'hidden' });
     const first = await page.locator('#transcript > li').first().textContent();
     check('transcript: "Load earlier messages" brings the oldest', await page.locator('#transcript > li').count() === 52 && /long turn 0/.test(first), first);
+
+    // ---- images and documents are named (a session written as Strands writes it) ----
+    if (ROOT) {
+        const ts = '2026-01-02T03:04:05.000000+00:00';
+        const adir = ROOT + '/session_attach-1/agents/agent_svc-agent';
+        mkdirSync(adir + '/messages', { recursive: true });
+        const dump = (f, o) => writeFileSync(f, JSON.stringify(o, null, 2));
+        dump(ROOT + '/session_attach-1/session.json', { session_id: 'attach-1', session_type: 'AGENT', created_at: ts, updated_at: ts });
+        dump(adir + '/agent.json', { agent_id: 'svc-agent', state: {}, conversation_manager_state: { __name__: 'SlidingWindowConversationManager', removed_message_count: 0, model_call_count: 1 }, _internal_state: {}, created_at: ts, updated_at: ts });
+        const b64 = (n) => ({ __bytes_encoded__: true, data: Buffer.alloc(n, 7).toString('base64') });
+        dump(adir + '/messages/message_0.json', { message: { role: 'user', content: [
+            { text: 'Two attachments <img src=x onerror="window.pwnedBy=9">' },
+            { image: { format: 'png', source: { bytes: b64(2048) } } },
+            { document: { format: 'pdf', name: 'report<script>', source: { bytes: b64(5) } } }] },
+            message_id: 0, redact_message: null, created_at: ts, updated_at: ts });
+        dump(adir + '/messages/message_1.json', { message: { role: 'assistant', content: [{ text: 'Seen.' }] },
+            message_id: 1, redact_message: null, created_at: ts, updated_at: ts });
+        await page.goto(BASE + '/#/s/attach-1');
+        await page.locator('#transcript .attachment').first().waitFor();
+        const att = await page.locator('#transcript .attachment').allTextContents();
+        check('an image is named with its format and size', att.some((t) => /Image png, 2\.0 KB/.test(t)), att.join(' | '));
+        check('a document is named with its name, format and size', att.some((t) => /Document report<script> — pdf, 5 B/.test(t)), att.join(' | '));
+        check('attachments: no element from their names, nothing loaded', await page.evaluate(() =>
+            document.querySelectorAll('#transcript img, #transcript script').length === 0 && window.pwnedBy === undefined));
+    } else {
+        skip('images and documents are named', 'no --root given');
+    }
 
     check('no page errors', pageErrors.length === 0, pageErrors.join(' | '));
     check('nothing fetched from outside', external.length === 0, external.join(' '));
