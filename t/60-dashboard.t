@@ -10,6 +10,7 @@ use lib 't/lib';
 use Test::More;
 use JSON::PP;
 use SvcTest;
+use FakeOpenAI;
 
 my $REPO = SvcTest->repo;
 my $dir = "$REPO/t/node/browser";
@@ -25,7 +26,16 @@ unless (-f "$dir/node_modules/playwright-core/package.json") {
     if ($? != 0) {
         fail "npm install --no-audit --no-fund in $dir";
         diag $out;
-        done_testing;
+        {
+    my $fake = FakeOpenAI->start;
+    my $s = SvcTest->start(config => "model:\n  provider: openai\n  name: fake-1\n  base_url: "
+                           . $fake->base_url . "\n  api_key: sk-dash-SECRET\n  max_retries: 0\n  timeout_s: 10\n");
+    browse($s, '--mode', 'upstream');
+    $s->stop;
+    $fake->stop;
+}
+
+done_testing;
         exit 1;
     }
 }
@@ -89,6 +99,15 @@ sub browse {
     browse($s, '--token', $token);
     $s->stop;
     unlike $s->log, qr/\Q$token\E/, 'token never in the logs';
+}
+
+{
+    my $fake = FakeOpenAI->start;
+    my $s = SvcTest->start(config => "model:\n  provider: openai\n  name: fake-1\n  base_url: "
+                           . $fake->base_url . "\n  api_key: sk-dash-SECRET\n  max_retries: 0\n  timeout_s: 10\n");
+    browse($s, '--mode', 'upstream');
+    $s->stop;
+    $fake->stop;
 }
 
 done_testing;

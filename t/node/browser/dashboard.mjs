@@ -3,6 +3,7 @@
 // {"skip", "name"}), and {"done": true} at the end; the .t turns them into TAP.
 //
 //   node dashboard.mjs --base http://127.0.0.1:PORT --shots DIR [--root SESSION_ROOT] [--token TOKEN]
+//                      [--mode upstream]   (the model is t/lib/FakeOpenAI.pm)
 import { chromium } from 'playwright-core';
 import { gunzipSync } from 'node:zlib';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -185,6 +186,26 @@ try {
         await page.locator('#transcript > li.role-assistant').first().waitFor();
         check('token: not asked again after a reload', !(await page.isVisible('#token-dialog[open]')));
         check('token: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
+        out({ done: true });
+        await browser.close();
+        process.exit(0);
+    }
+
+    if (args.mode === 'upstream') {
+        // ---- a model server that fails: the error is said in words, the session goes on ----
+        const { page } = await newPage({ viewport: { width: 1280, height: 800 } });
+        await page.goto(BASE + '/#/new');
+        await page.fill('#chat-input', 'fail 500');
+        await page.press('#chat-input', 'Enter');
+        await page.locator('#chat-error', { hasText: 'model server' }).waitFor();
+        const text = await page.textContent('#chat-error');
+        check('upstream failure: said in words', /^The model server failed: /.test(text) && !/upstream_error/.test(text), text);
+        await page.waitForFunction(() => document.getElementById('stop-btn').hidden);
+        await page.locator('#s-meta .badge', { hasText: 'error' }).waitFor();
+        check('upstream failure: the session shows its error status', true);
+        const answer = await chat(page, 'hello after the failure');
+        check('upstream failure: the next message is answered', /You said: hello after the failure/.test(answer), answer);
+        check('upstream: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
         out({ done: true });
         await browser.close();
         process.exit(0);
