@@ -872,6 +872,13 @@ function route() {
     }
 }
 window.addEventListener('hashchange', route);
+// "3 minutes ago" stays true while the page is open
+setInterval(() => {
+    for (const t of document.querySelectorAll('time[datetime]')) {
+        const v = t.getAttribute('datetime');
+        if (v) t.textContent = timeAgo(v);
+    }
+}, 30000);
 onAuthRequired(() => {
     listLoaded = false;
 });
