@@ -226,7 +226,17 @@ try {
     const sid = sidFrom(page.url());
     check('the new session id is in the address', sid && /^sess-[0-9a-f]{16}$/.test(sid), page.url());
     check('markdown bold rendered as <strong>', await page.locator('#transcript li.role-user strong', { hasText: 'browser' }).count() > 0);
+    const chatBodies = [];
+    const onReq = (r) => {
+        if (r.method() === 'POST' && r.url() === BASE + '/api/chat') chatBodies.push(JSON.parse(r.postData() || 'null'));
+    };
+    page.on('request', onReq);
     answer = await chat(page, 'And a second question');
+    page.off('request', onReq);
+    const cb = chatBodies[0] || {};
+    check('the page sends only the newest input, with the session id',
+        chatBodies.length === 1 && cb.session_id === sid && cb.stream === true && Array.isArray(cb.messages) &&
+        cb.messages.length === 1 && cb.messages[0].content === 'And a second question', JSON.stringify(chatBodies));
     check('second answer mentions the restored context (2 earlier messages)', /I was given 2 earlier messages/.test(answer), answer);
 
     // ---- a tool call shows as a collapsible block ----
