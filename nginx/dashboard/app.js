@@ -248,7 +248,16 @@ $('export-btn').addEventListener('click', () => current.sid && exportSessions([c
 
 // ---- one session -----------------------------------------------------------------------
 
-const current = { sid: null, summary: null, nextOffset: null, chat: null, follow: null, pollTimer: 0, gen: 0 };
+// gen: bumped when another session (or view) opens; tgen: bumped by each transcript load
+// and each chat, so that a load answered late never replaces newer content.
+const current = { sid: null, summary: null, nextOffset: null, chat: null, follow: null, pollTimer: 0, gen: 0, tgen: 0 };
+
+// aria-busy on the transcript while it loads or a chat streams (also what tests wait for).
+let pending = 0;
+function busy(delta) {
+    pending += delta;
+    $('transcript').setAttribute('aria-busy', pending > 0 ? 'true' : 'false');
+}
 
 function showView(name) {
     $('empty-view').hidden = name !== 'empty';
@@ -407,10 +416,17 @@ function messageItem(role, created, body, id) {
 
 async function loadTranscript(sid, earlier = false) {
     const gen = current.gen;
+    const tgen = ++current.tgen;
     const offset = earlier ? current.nextOffset : 0;
-    const r = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(sid) +
-        '/messages?order=desc&limit=' + MSG_PAGE + '&offset=' + offset);
-    if (gen !== current.gen) return;
+    let r;
+    busy(1);
+    try {
+        r = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(sid) +
+            '/messages?order=desc&limit=' + MSG_PAGE + '&offset=' + offset);
+    } finally {
+        busy(-1);
+    }
+    if (gen !== current.gen || tgen !== current.tgen) return;
     const ol = $('transcript');
     if (!earlier) ol.replaceChildren();
     // The page is newest first; the transcript reads oldest first.
@@ -603,9 +619,19 @@ function setBusy(busy) {
 }
 
 async function sendChat(text) {
+    busy(1);
+    try {
+        await sendChatInner(text);
+    } finally {
+        busy(-1);
+    }
+}
+
+async function sendChatInner(text) {
     const ctl = new AbortController();
     current.chat = ctl;
     const gen = current.gen;
+    current.tgen++; // a transcript load still in flight must not remove this turn
     setBusy(true);
     $('chat-error').textContent = '';
     $('transcript').querySelector('.msg.empty')?.remove();

@@ -151,7 +151,8 @@ async function chat(page, text) {
     await page.waitForFunction((n) => {
         const items = document.querySelectorAll('#transcript > li.role-assistant');
         return items.length > n && !document.querySelector('#transcript > li.streaming') &&
-            document.getElementById('stop-btn').hidden;
+            document.getElementById('stop-btn').hidden &&
+            document.getElementById('transcript').getAttribute('aria-busy') === 'false';
     }, before, { timeout: TIMEOUT });
     return (await page.locator('#transcript > li.role-assistant').last().textContent()) || '';
 }
