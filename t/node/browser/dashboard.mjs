@@ -374,7 +374,7 @@ try {
     check('server refuses a run on the archived session', arch.json && arch.json.error && arch.json.error.code === 'session_archived',
         JSON.stringify(arch));
     await page.click('#archive-btn');
-    await page.locator('#archive-btn', { hasText: 'Archive' }).waitFor();
+    await page.locator('#archive-btn', { hasText: /^Archive$/ }).waitFor();
     check('unarchive enables the chat box again', !(await page.isDisabled('#chat-input')));
     await page.selectOption('#f-archived', 'active');
 
