@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cmds.h"
 #include "config.h"
 #include "jobs.h"
 #include "jsonx.h"
@@ -22,6 +23,9 @@ static const char usage_text[] =
     "  svc sessions show|archive|unarchive SESSION\n"
     "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n"
     "  svc chat SESSION TEXT\n"
+    "  svc export [--session ID]... [--include-archived] [--status S]... [--since TIME]\n"
+    "             [--out DIR] [--tar]\n"
+    "  svc import BUNDLE [--overwrite] [--dry-run]\n"
     "  svc memory sync SESSION\n"
     "  svc jobs list|run-due\n";
 
@@ -246,6 +250,10 @@ int main(int argc, char **argv)
         rc = cmd_sessions(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "chat") == 0)
         rc = cmd_chat(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "export") == 0)
+        rc = cmd_export(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "import") == 0)
+        rc = cmd_import(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "jobs") == 0)
         rc = cmd_jobs(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "memory") == 0)

@@ -1,5 +1,6 @@
 #include "fsio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -180,4 +181,28 @@ bool svc_file_is_internal(const char *name)
 {
     return strstr(name, ".tmp-") != NULL || strcmp(name, ".svc.lock") == 0 ||
            strcmp(name, ".svc.run.lock") == 0;
+}
+
+int svc_file_remove_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(sb.st_mode))
+        return unlink(path);
+    DIR *d = opendir(path);
+    int rc = 0;
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            char *child = svc_path_join(path, de->d_name);
+            if (!child || svc_file_remove_tree(child) != 0)
+                rc = -1;
+            free(child);
+        }
+        closedir(d);
+    }
+    return rmdir(path) == 0 ? rc : -1;
 }

@@ -25,6 +25,9 @@ int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err
 int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_err *err);
 /* Whether a directory entry name is one of our temp files or lock files. */
 bool svc_file_is_internal(const char *name);
+/* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno
+ * of the last failure. A missing path is 0. */
+int svc_file_remove_tree(const char *path);
 /* Test hook: when the environment variable SVC_TEST_CRASH_BEFORE_RENAME is set to a
  * substring of the target path, the process _exit(77)s after the temp write, before the
  * rename. Used by t/ to prove that a crash leaves the previous file whole. */

@@ -218,7 +218,7 @@ out:
     return rc;
 }
 
-static json_object *message_row(json_object *rec, int64_t id)
+json_object *svc_message_row(json_object *rec, int64_t id)
 {
     json_object *m = svc_store_effective_message(rec);
     json_object *row = json_object_new_object();
@@ -289,7 +289,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
             json_object_array_add(list, row);
             continue;
         }
-        json_object_array_add(list, message_row(rec, ids[pos]));
+        json_object_array_add(list, svc_message_row(rec, ids[pos]));
         json_object_put(rec);
     }
     if (off + count < n)

@@ -45,6 +45,9 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
 int svc_session_messages(const struct svc_config *cfg, const char *sid,
                          const struct svc_messages_query *q, json_object **out,
                          struct svc_err *err);
+/* One row of "messages" for a message record (borrowed): {"message_id", "role", "content",
+ * "created_at", "updated_at", "raw_native", "openai_messages"} (new reference). */
+json_object *svc_message_row(json_object *rec, int64_t id);
 /* {"archived": bool, "session_id"}; idempotent. */
 int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool archived,
                              json_object **out, struct svc_err *err);
