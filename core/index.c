@@ -34,6 +34,7 @@ struct entry {
     char *title_lc; /* lowercase title for q */
     double updated; /* epoch */
     char status[12];
+    int64_t msgs;   /* message_count of the summary */
     bool archived;
     bool seen;      /* present in the latest directory scan */
 };
@@ -197,6 +198,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     e->updated = t;
     snprintf(e->status, sizeof e->status, "%s", svc_json_str(summary, "status", "idle"));
     e->archived = svc_json_bool(summary, "archived", false);
+    e->msgs = svc_json_int(summary, "message_count", -1);
 }
 
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
@@ -254,15 +256,8 @@ static int lock_root(const struct svc_store *st)
     char *p = root_file(st, INDEX_LOCK);
     if (!p)
         return -1;
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = svc_lock_file(p, LOCK_EX, true);
     free(p);
-    if (fd < 0)
-        return -1;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            close(fd);
-            return -1;
-        }
     return fd;
 }
 
@@ -312,6 +307,17 @@ static void apply_line(const char *line, size_t n, off_t at, bool *damaged)
         *damaged = true;
     }
     json_object_put(o);
+}
+
+struct lines_ctx {
+    off_t pos; /* file offset of the buffer */
+    bool *damaged;
+};
+
+static void index_line(void *ctx, const char *line, size_t n, size_t off)
+{
+    struct lines_ctx *c = ctx;
+    apply_line(line, n, c->pos + (off_t)off, c->damaged);
 }
 
 /* Read lines from ix.offset on, in chunks; returns 0, or -1 when the file is missing. */
@@ -372,16 +378,9 @@ static int read_new_lines(const struct svc_store *st, bool *damaged)
         if (got <= 0)
             break;
         have += (size_t)got;
-        size_t done = 0;
-        for (;;) {
-            char *nl = memchr(buf + done, '\n', have - done);
-            if (!nl)
-                break; /* a line still being written, or the rest of it in the next chunk */
-            size_t n = (size_t)(nl - (buf + done));
-            if (n > 0)
-                apply_line(buf + done, n, pos + (off_t)done, damaged);
-            done += n + 1;
-        }
+        /* a line still being written, or the rest of it in the next chunk, waits */
+        struct lines_ctx c = {pos, damaged};
+        size_t done = svc_jsonl_lines(buf, have, index_line, &c);
         memmove(buf, buf + done, have - done);
         have -= done;
         pos += (off_t)done;
@@ -608,6 +607,31 @@ static bool run_alive(const struct svc_store *st, const char *sid)
     return alive;
 }
 
+/* The summary of e with message_count recounted, when a message file beyond its count
+ * exists (written by another program, e.g. a Strands agent); NULL when the count holds.
+ * One stat per listed session; the index learns the new summary. */
+static json_object *recounted(const struct svc_store *st, const struct entry *e)
+{
+    if (e->msgs < 0 || strcmp(e->status, "running") == 0)
+        return NULL;
+    char *path = svc_store_message_path(st, e->sid, e->msgs);
+    struct stat sb;
+    bool beyond = path && lstat(path, &sb) == 0;
+    free(path);
+    if (!beyond)
+        return NULL;
+    json_object *sum = summary_of(st, e->sid);
+    int64_t *ids = NULL, cnt = 0, next = 0;
+    if (!sum || svc_store_message_count(st, e->sid, -1, &cnt, &next, &ids, NULL) != 0) {
+        json_object_put(sum);
+        return NULL;
+    }
+    free(ids);
+    svc_json_set_int(sum, "message_count", cnt);
+    svc_index_update(st, e->sid, sum);
+    return sum;
+}
+
 static void sort_entries(void)
 {
     if (ix.sorted)
@@ -707,7 +731,10 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     for (int k = 0; k < np; k++) {
         const struct entry *e = page[k];
         json_object *raw = NULL;
-        if (span && !e->heap && e->off >= 0) {
+        json_object *fresh = recounted(st, e);
+        if (fresh) {
+            raw = fresh; /* another program added a message file since the summary */
+        } else if (span && !e->heap && e->off >= 0) {
             raw = svc_json_new_raw_len(span + (e->off - lo_off), e->len);
         } else {
             char *sum = entry_summary(e);

@@ -13,15 +13,7 @@
 
 #include "config.h"
 #include "err.h"
-
-struct svc_list_query {
-    int limit;                 /* 1..500, default 50 */
-    const char *cursor;        /* opaque, from next_cursor; NULL for the first page */
-    bool include_archived;
-    bool archived_only;
-    const char *status;        /* NULL or running|idle|error|cancelled */
-    const char *q;             /* NULL or a case-insensitive title substring */
-};
+#include "index.h" /* struct svc_list_query */
 
 struct svc_messages_query {
     int limit;                 /* 1..1000, default 200 */
