@@ -128,6 +128,8 @@ install: all
 	install -m 0644 nginx/svc.tmpfiles $(DESTDIR)$(TMPFILESDIR)/svc.conf
 	for f in $(NGINX_FILES); do install -m 0644 nginx/$$f $(DESTDIR)$(SYSCONFDIR)/nginx/svc/ || exit 1; done
 	install -m 0644 nginx/model.d/README $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d/
+	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard
+	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/
 	install -m 0644 nginx/apache-*.conf $(DESTDIR)$(PREFIX)/share/svc/apache/
 	install -m 0644 README $(DESTDIR)$(PREFIX)/share/doc/svc/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \

@@ -47,6 +47,7 @@ for my $f (qw(svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.co
     ok -f "$dest/etc/nginx/svc/$f", "nginx/$f in /etc/nginx/svc";
 }
 ok -d "$dest/etc/nginx/svc/model.d", 'the model.d directory for ops';
+ok -f "$dest/etc/nginx/svc/dashboard/$_", "dashboard/$_ in /etc/nginx/svc/dashboard" for qw(index.html app.js api.js markdown.js style.css);
 ok -f "$dest$prefix/share/svc/apache/apache-proxy-fcgi.conf", 'Apache files';
 
 my $conf = "$dest/etc/svc/agents.yaml";

@@ -1,0 +1,911 @@
+// The svc dashboard: session list, transcript, chat, status. Plain ES module, no framework.
+// Message content is rendered only through markdown.js (DOM nodes + textContent).
+import { api, stream, download, describeError, setToken, getToken, onAuthRequired, ApiError } from './api.js';
+import { renderMarkdown } from './markdown.js';
+
+const $ = (id) => document.getElementById(id);
+const PAGE = 30;          // sessions per list page
+const MSG_PAGE = 50;      // messages per transcript page (newest first)
+
+function h(tag, attrs = {}, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs)) {
+        if (v === undefined || v === null || v === false) continue;
+        if (k === 'class') e.className = v;
+        else if (k === 'text') e.textContent = v;
+        else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+        else e.setAttribute(k, v === true ? '' : v);
+    }
+    for (const c of children) {
+        if (c === null || c === undefined || c === false) continue;
+        e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+    }
+    return e;
+}
+
+// ---- formatting ------------------------------------------------------------------------
+
+const rtf = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
+function timeAgo(iso) {
+    const t = Date.parse(iso);
+    if (!Number.isFinite(t)) return '';
+    const s = Math.round((t - Date.now()) / 1000);
+    const a = Math.abs(s);
+    if (a < 45) return 'just now';
+    if (a < 3600) return rtf.format(Math.round(s / 60), 'minute');
+    if (a < 86400) return rtf.format(Math.round(s / 3600), 'hour');
+    if (a < 86400 * 30) return rtf.format(Math.round(s / 86400), 'day');
+    if (a < 86400 * 365) return rtf.format(Math.round(s / (86400 * 30)), 'month');
+    return rtf.format(Math.round(s / (86400 * 365)), 'year');
+}
+function timeEl(iso) {
+    const full = iso ? new Date(iso).toLocaleString() : '';
+    return h('time', { datetime: iso || '', title: full, text: timeAgo(iso) });
+}
+function fmtBytes(n) {
+    if (!Number.isFinite(n)) return 'unknown size';
+    if (n < 1024) return n + ' B';
+    if (n < 1024 * 1024) return (n / 1024).toFixed(1) + ' KB';
+    return (n / 1024 / 1024).toFixed(1) + ' MB';
+}
+function plural(n, word) {
+    return n + ' ' + word + (n === 1 ? '' : 's');
+}
+function badge(status, archived) {
+    const frag = document.createDocumentFragment();
+    const st = status || 'idle';
+    frag.appendChild(h('span', { class: 'badge st-' + st.replace(/[^a-z]/g, ''), text: st }));
+    if (archived) frag.appendChild(h('span', { class: 'badge st-archived', text: 'archived' }));
+    return frag;
+}
+
+let toastTimer = 0;
+function toast(text) {
+    const t = $('toast');
+    t.textContent = text;
+    t.classList.add('show');
+    clearTimeout(toastTimer);
+    toastTimer = setTimeout(() => t.classList.remove('show'), 5000);
+}
+
+// ---- auth ------------------------------------------------------------------------------
+
+let tokenWaiters = [];
+function askToken(reason) {
+    const dlg = $('token-dialog');
+    if (!dlg.open) {
+        $('token-error').textContent = '';
+        $('token-input').value = '';
+        dlg.showModal();
+        $('token-input').focus();
+    }
+    if (reason) $('token-error').textContent = reason;
+    return new Promise((resolve) => tokenWaiters.push(resolve));
+}
+onAuthRequired((e) => {
+    setToken('');
+    askToken(e.code === 'invalid_token' ? 'That token was not accepted.' : '');
+});
+$('token-form').addEventListener('submit', (ev) => {
+    const v = $('token-input').value.trim();
+    if (!v) {
+        ev.preventDefault();
+        return;
+    }
+    setToken(v);
+    const w = tokenWaiters;
+    tokenWaiters = [];
+    w.forEach((fn) => fn());
+    route(); // redo what the 401 interrupted
+});
+$('token-dialog').addEventListener('cancel', (ev) => ev.preventDefault());
+
+// ---- session list ----------------------------------------------------------------------
+
+const list = { cursor: null, loading: false, gen: 0, selected: new Set(), rows: new Map(), pollTimer: 0 };
+
+function listQuery(cursor) {
+    const p = new URLSearchParams({ limit: String(PAGE) });
+    const q = $('q').value.trim();
+    if (q) p.set('q', q);
+    const st = $('f-status').value;
+    if (st) p.set('status', st);
+    const ar = $('f-archived').value;
+    if (ar === 'all') p.set('include_archived', 'true');
+    if (ar === 'archived') p.set('archived_only', 'true');
+    if (cursor) p.set('cursor', cursor);
+    return 'api/v1/chat/sessions?' + p.toString();
+}
+
+function sessionRow(s) {
+    const sid = s.session_id;
+    const title = s.title || sid;
+    const cb = h('input', { type: 'checkbox', class: 'sel', 'aria-label': 'Select ' + title });
+    cb.checked = list.selected.has(sid);
+    cb.addEventListener('change', () => {
+        if (cb.checked) list.selected.add(sid);
+        else list.selected.delete(sid);
+        updateSelection();
+    });
+    const link = h('a', { class: 'row-link', href: '#/s/' + encodeURIComponent(sid), 'data-sid': sid },
+        h('span', { class: 'row-title', text: title }),
+        h('span', { class: 'row-meta' }, timeEl(s.updated_at), ' · ', plural(s.message_count || 0, 'message'), ' ',
+            badge(s.status, s.archived)));
+    const li = h('li', { class: 'row', 'data-sid': sid }, cb, link);
+    if (current.sid === sid) li.classList.add('current');
+    return li;
+}
+
+function updateSelection() {
+    const n = list.selected.size;
+    $('export-selected').disabled = n === 0;
+    $('selected-count').textContent = n ? plural(n, 'session') + ' selected' : '';
+}
+
+async function loadList(more = false) {
+    const gen = more ? list.gen : ++list.gen;
+    if (!more) {
+        list.cursor = null;
+        list.rows.clear();
+    }
+    list.loading = true;
+    $('list-status').textContent = 'Loading…';
+    try {
+        const r = await api('GET', listQuery(more ? list.cursor : null));
+        if (gen !== list.gen) return; // filters changed meanwhile
+        const ul = $('sessions');
+        if (!more) ul.replaceChildren();
+        for (const s of r.sessions) {
+            if (list.rows.has(s.session_id)) continue;
+            const li = sessionRow(s);
+            list.rows.set(s.session_id, { li, s });
+            ul.appendChild(li);
+        }
+        list.cursor = r.next_cursor;
+        $('load-more').hidden = !r.next_cursor;
+        $('list-status').textContent = list.rows.size === 0 ? 'No sessions match.' : '';
+        scheduleListPoll();
+    } catch (e) {
+        if (gen === list.gen) $('list-status').textContent = describeError(e);
+    } finally {
+        list.loading = false;
+    }
+}
+
+// Live status: while a listed session is running, refresh its row every 2 s.
+function scheduleListPoll() {
+    clearTimeout(list.pollTimer);
+    const running = [...list.rows.values()].filter((r) => r.s.status === 'running');
+    if (running.length === 0) return;
+    list.pollTimer = setTimeout(async () => {
+        for (const r of running) {
+            try {
+                const s = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(r.s.session_id));
+                updateRow(s);
+            } catch {
+                /* the next full load shows it */
+            }
+        }
+        scheduleListPoll();
+    }, 2000);
+}
+
+function updateRow(s) {
+    const r = list.rows.get(s.session_id);
+    if (!r) return;
+    const li = sessionRow(s);
+    r.li.replaceWith(li);
+    list.rows.set(s.session_id, { li, s });
+}
+
+let searchTimer = 0;
+$('q').addEventListener('input', () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => loadList(), 250);
+});
+$('filters').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    loadList();
+});
+$('f-status').addEventListener('change', () => loadList());
+$('f-archived').addEventListener('change', () => loadList());
+$('load-more').addEventListener('click', () => loadList(true));
+// Arrow keys move between rows.
+$('sessions').addEventListener('keydown', (ev) => {
+    if (ev.key !== 'ArrowDown' && ev.key !== 'ArrowUp') return;
+    const links = [...$('sessions').querySelectorAll('.row-link')];
+    const i = links.indexOf(document.activeElement);
+    if (i < 0) return;
+    const j = ev.key === 'ArrowDown' ? Math.min(links.length - 1, i + 1) : Math.max(0, i - 1);
+    links[j].focus();
+    ev.preventDefault();
+});
+
+// ---- export ----------------------------------------------------------------------------
+
+async function exportSessions(ids) {
+    toast('Preparing the export…');
+    try {
+        const r = await download('POST', 'api/v1/chat/sessions/export',
+            { session_ids: ids, include_archived: true, download: true });
+        if (r.json) {
+            toast('Exported ' + plural(r.json.session_count, 'session') + ' on the server.');
+            return;
+        }
+        const url = URL.createObjectURL(r.blob);
+        const a = h('a', { href: url, download: r.filename, hidden: true });
+        document.body.appendChild(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 60000);
+        toast('Downloaded ' + r.filename + ' (' + fmtBytes(r.blob.size) + ').');
+    } catch (e) {
+        toast('Export failed: ' + describeError(e));
+    }
+}
+$('export-selected').addEventListener('click', () => exportSessions([...list.selected]));
+$('export-btn').addEventListener('click', () => current.sid && exportSessions([current.sid]));
+
+// ---- one session -----------------------------------------------------------------------
+
+// gen: bumped when another session (or view) opens; tgen: bumped by each transcript load
+// and each chat, so that a load answered late never replaces newer content.
+const current = { sid: null, summary: null, nextOffset: null, chat: null, follow: null, pollTimer: 0, gen: 0, tgen: 0 };
+
+// aria-busy on the transcript while it loads or a chat streams (also what tests wait for).
+let pending = 0;
+function busy(delta) {
+    pending += delta;
+    $('transcript').setAttribute('aria-busy', pending > 0 ? 'true' : 'false');
+}
+
+function showView(name) {
+    $('empty-view').hidden = name !== 'empty';
+    $('session-view').hidden = name !== 'session';
+    $('status-view').hidden = name !== 'status';
+    document.body.dataset.view = name;
+    for (const [id, v] of [['nav-sessions', 'sessions'], ['nav-status', 'status']]) {
+        if ((name === 'status') === (v === 'status')) $(id).setAttribute('aria-current', 'page');
+        else $(id).removeAttribute('aria-current');
+    }
+}
+
+function renderSummary(s) {
+    current.summary = s;
+    $('s-title').textContent = s ? s.title || s.session_id : 'New session';
+    document.title = (s ? s.title || s.session_id : 'New session') + ' · svc';
+    const meta = $('s-meta');
+    meta.replaceChildren();
+    $('s-actions').hidden = !s;
+    $('rename-btn').hidden = !s;
+    $('s-usage').hidden = !s;
+    if (!s) {
+        meta.textContent = 'The session is created with your first message.';
+        return;
+    }
+    meta.append(badge(s.status, s.archived), ' ', h('code', { text: s.session_id }), ' · updated ',
+        timeEl(s.updated_at), ' · ', plural(s.message_count || 0, 'message'), ' · ',
+        plural(s.run_count || 0, 'run'), s.model ? ' · model ' + s.model : '');
+    if (s.last_error && s.status !== 'running') {
+        meta.append(h('span', { class: 'error', text: ' · last run: ' + describeError({ code: s.last_error.code, message: s.last_error.message }) }));
+    }
+    $('archive-btn').textContent = s.archived ? 'Unarchive' : 'Archive';
+    $('chat-input').disabled = !!s.archived;
+    $('send-btn').disabled = !!s.archived || !!current.chat;
+    $('chat-input').placeholder = s.archived ? 'This session is archived: unarchive it to continue.'
+        : 'Write a message (Enter sends, Shift+Enter for a new line)';
+    for (const li of $('sessions').children) li.classList.toggle('current', li.dataset.sid === s.session_id);
+}
+
+async function loadTokens(sid) {
+    const dl = $('s-tokens');
+    try {
+        const t = await api('GET', 'api/chat/sessions/' + encodeURIComponent(sid) + '/tokens');
+        dl.replaceChildren();
+        const rows = [['Last prompt', t.last_prompt_tokens], ['Last completion', t.last_completion_tokens],
+            ['Total (all runs)', t.cumulative_total_tokens], ['Prompt (all runs)', t.cumulative_prompt_tokens],
+            ['Completion (all runs)', t.cumulative_completion_tokens], ['Context window', t.model_context_window],
+            ['Window used', t.utilization_ratio !== undefined ? (100 * t.utilization_ratio).toFixed(2) + ' %' : undefined],
+            ['Messages out of window', t.removed_message_count]];
+        for (const [k, v] of rows) {
+            if (v === undefined || v === null) continue;
+            dl.append(h('dt', { text: k }), h('dd', { text: typeof v === 'number' ? v.toLocaleString('en') : String(v) }));
+        }
+        if (!dl.firstChild) dl.append(h('dd', { text: 'No runs yet.' }));
+    } catch (e) {
+        dl.replaceChildren(h('dd', { text: describeError(e) }));
+    }
+}
+
+// Size of a Strands bytes value ({"__bytes_encoded__": true, "data": base64}) or a string.
+function byteSize(src) {
+    const b = src && src.bytes;
+    if (!b) return NaN;
+    const data = typeof b === 'string' ? b : b.data;
+    if (typeof data !== 'string') return NaN;
+    const clean = data.replace(/\s/g, '');
+    const pad = clean.endsWith('==') ? 2 : clean.endsWith('=') ? 1 : 0;
+    return Math.floor(clean.length * 3 / 4) - pad;
+}
+
+function jsonPre(v) {
+    let text;
+    if (typeof v === 'string') {
+        try {
+            text = JSON.stringify(JSON.parse(v), null, 2);
+        } catch {
+            text = v;
+        }
+    } else {
+        text = JSON.stringify(v, null, 2);
+    }
+    return h('pre', { class: 'code' }, h('code', { text }));
+}
+
+function attachmentBlock(kind, b) {
+    const fmt = (b && b.format) || 'unknown format';
+    const name = b && b.name ? b.name + ' — ' : '';
+    return h('p', { class: 'attachment' }, h('span', { class: 'att-kind', text: kind }), ' ',
+        name + fmt + ', ' + fmtBytes(byteSize(b && b.source)));
+}
+
+function toolResultBody(parts) {
+    const body = h('div', { class: 'tool-body' });
+    for (const p of parts || []) {
+        if (typeof p.text === 'string') body.append(h('pre', { class: 'code' }, h('code', { text: p.text })));
+        else if (p.json !== undefined) body.append(jsonPre(p.json));
+        else if (p.image) body.append(attachmentBlock('Image', p.image));
+        else if (p.document) body.append(attachmentBlock('Document', p.document));
+    }
+    if (!body.firstChild) body.append(h('p', { class: 'muted', text: '(empty result)' }));
+    return body;
+}
+
+function toolCallBlock(name, id, input) {
+    return h('details', { class: 'tool tool-call' },
+        h('summary', {}, h('span', { class: 'tool-kind', text: 'Tool call' }), ' ', h('code', { text: name || '?' })),
+        id ? h('p', { class: 'muted', text: 'call id ' + id }) : null, jsonPre(input ?? {}));
+}
+
+function toolResultBlock(id, status, parts, name) {
+    const ok = status !== 'error';
+    return h('details', { class: 'tool tool-result' + (ok ? '' : ' failed') },
+        h('summary', {}, h('span', { class: 'tool-kind', text: ok ? 'Tool result' : 'Tool error' }),
+            name ? ' ' : '', name ? h('code', { text: name }) : null),
+        id ? h('p', { class: 'muted', text: 'call id ' + id }) : null, toolResultBody(parts));
+}
+
+// Tool names by call id, so that a result names the tool its call used.
+const toolNames = new Map();
+
+// The body of one stored message, from its native content blocks.
+function messageBody(m) {
+    const frag = h('div', { class: 'msg-body' });
+    const blocks = m.raw_native && Array.isArray(m.raw_native.content) ? m.raw_native.content : null;
+    if (!blocks) {
+        frag.append(renderMarkdown(m.content || ''));
+        return frag;
+    }
+    for (const b of blocks) {
+        if (typeof b.text === 'string') frag.append(renderMarkdown(b.text));
+        else if (b.toolUse) {
+            toolNames.set(b.toolUse.toolUseId, b.toolUse.name);
+            frag.append(toolCallBlock(b.toolUse.name, b.toolUse.toolUseId, b.toolUse.input));
+        } else if (b.toolResult) {
+            frag.append(toolResultBlock(b.toolResult.toolUseId, b.toolResult.status, b.toolResult.content,
+                toolNames.get(b.toolResult.toolUseId)));
+        } else if (b.image) frag.append(attachmentBlock('Image', b.image));
+        else if (b.document) frag.append(attachmentBlock('Document', b.document));
+        else if (b.reasoningContent) {
+            const rt = b.reasoningContent.reasoningText;
+            frag.append(h('details', { class: 'tool reasoning' }, h('summary', { text: 'Reasoning' }),
+                renderMarkdown(rt && typeof rt.text === 'string' ? rt.text : '')));
+        }
+    }
+    if (!frag.firstChild) frag.append(h('p', { class: 'muted', text: '(empty message)' }));
+    return frag;
+}
+
+const ROLE_LABEL = { user: 'You', assistant: 'Assistant', tool: 'Tool', system: 'System' };
+function messageItem(role, created, body, id) {
+    return h('li', { class: 'msg role-' + role, 'data-mid': id },
+        h('div', { class: 'msg-head' }, h('span', { class: 'role', text: ROLE_LABEL[role] || role }),
+            created ? timeEl(created) : null),
+        body);
+}
+
+async function loadTranscript(sid, earlier = false) {
+    const gen = current.gen;
+    const tgen = ++current.tgen;
+    const offset = earlier ? current.nextOffset : 0;
+    let r;
+    busy(1);
+    try {
+        r = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(sid) +
+            '/messages?order=desc&limit=' + MSG_PAGE + '&offset=' + offset);
+    } finally {
+        busy(-1);
+    }
+    if (gen !== current.gen || tgen !== current.tgen) return;
+    const ol = $('transcript');
+    if (!earlier) ol.replaceChildren();
+    // The page is newest first; the transcript reads oldest first.
+    const items = r.messages.slice().reverse().map((m) => messageItem(m.role, m.created_at, messageBody(m), m.message_id));
+    ol.prepend(...items);
+    current.nextOffset = r.next_offset;
+    const btn = $('load-earlier');
+    btn.hidden = r.next_offset === null || r.next_offset === undefined;
+    if (!btn.hidden) btn.textContent = 'Load earlier messages (' + (r.total - ol.children.length) + ' more)';
+    if (!earlier && ol.children.length === 0) {
+        ol.append(h('li', { class: 'msg empty muted', text: 'No messages yet.' }));
+    }
+}
+$('load-earlier').addEventListener('click', async () => {
+    try {
+        await loadTranscript(current.sid, true);
+    } catch (e) {
+        $('session-msg').textContent = describeError(e);
+    }
+});
+
+function stopFollowing() {
+    if (current.follow) current.follow.abort();
+    current.follow = null;
+    clearTimeout(current.pollTimer);
+    $('live-run').hidden = true;
+}
+
+async function openSession(sid, runId) {
+    stopFollowing();
+    if (current.chat && current.sid !== sid) current.chat.abort();
+    current.gen++;
+    const gen = current.gen;
+    current.sid = sid;
+    current.nextOffset = null;
+    showView('session');
+    $('session-msg').textContent = '';
+    $('chat-error').textContent = '';
+    $('rename-form').hidden = true;
+    $('transcript').replaceChildren();
+    if (!sid) {
+        renderSummary(null);
+        $('load-earlier').hidden = true;
+        $('chat-input').disabled = false;
+        $('send-btn').disabled = false;
+        $('chat-input').focus();
+        return;
+    }
+    try {
+        const s = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(sid));
+        if (gen !== current.gen) return;
+        renderSummary(s);
+        await loadTranscript(sid);
+        if (gen !== current.gen) return;
+        loadTokens(sid);
+        const live = runId || (s.status === 'running' && s.current_run && s.current_run.run_id);
+        if (live) followRun(live, gen);
+        $('s-title').focus({ preventScroll: true });
+        scrollTranscriptEnd();
+    } catch (e) {
+        if (gen !== current.gen) return;
+        renderSummary(null);
+        $('s-title').textContent = sid;
+        $('chat-form').hidden = false;
+        $('session-msg').textContent = describeError(e);
+    }
+}
+
+function scrollTranscriptEnd() {
+    const last = $('transcript').lastElementChild;
+    if (last) last.scrollIntoView({ block: 'end' });
+}
+
+// ---- following a run (events stream of /api/chat/runs, or polling) ---------------------
+
+function liveBubble() {
+    const body = h('div', { class: 'msg-body' });
+    const li = messageItem('assistant', new Date().toISOString(), body, '');
+    li.classList.add('streaming');
+    li.setAttribute('aria-busy', 'true');
+    const md = h('div', { class: 'md' });
+    body.append(md);
+    return { li, body, md, text: '', tools: new Map() };
+}
+
+// Apply an svc event (phase, delta, tool_start, tool_result, error...) to a live bubble.
+function applyEvent(b, ev) {
+    if (!ev || typeof ev !== 'object') return;
+    if (ev.type === 'delta' && typeof ev.text === 'string') {
+        b.text += ev.text;
+        const md = renderMarkdown(b.text);
+        b.md.replaceWith(md);
+        b.md = md;
+    } else if (ev.type === 'tool_start') {
+        const d = toolCallBlock(ev.tool, ev.call_id, ev.arguments);
+        b.body.insertBefore(d, b.md);
+    } else if (ev.type === 'tool_result') {
+        const parts = typeof ev.content === 'string' ? [{ text: ev.content }] : Array.isArray(ev.content) ? ev.content : [{ json: ev.content }];
+        const d = toolResultBlock(ev.call_id, ev.ok === false ? 'error' : 'success', ev.error ? [{ text: String(ev.error) }] : parts, ev.tool);
+        b.body.insertBefore(d, b.md);
+    }
+}
+
+async function followRun(runId, gen) {
+    const ctl = new AbortController();
+    current.follow = ctl;
+    const live = $('live-run');
+    live.hidden = false;
+    live.textContent = 'A run is in progress (' + runId + ')…';
+    const bubble = liveBubble();
+    let started = false;
+    let endEvent = null;
+    try {
+        await stream('GET', 'api/chat/runs/' + encodeURIComponent(runId) + '/events?cursor=0', undefined, (ev) => {
+            if (gen !== current.gen) return;
+            if (!started) {
+                $('transcript').querySelector('.msg.empty')?.remove();
+                $('transcript').append(bubble.li);
+                started = true;
+            }
+            if (ev.type === 'done' || ev.type === 'error') endEvent = ev;
+            applyEvent(bubble, ev);
+            scrollTranscriptEnd();
+        }, { signal: ctl.signal });
+    } catch (e) {
+        if (e.name === 'AbortError') return;
+        if (e.code === 'run_not_found') {
+            // a run of /api/chat (not a background run) has no event log: watch the status
+            bubble.li.remove();
+            pollUntilIdle(current.sid, gen);
+            return;
+        }
+        live.textContent = describeError(e);
+        return;
+    }
+    if (gen !== current.gen) return;
+    current.follow = null;
+    live.hidden = true;
+    if (endEvent && endEvent.type === 'error') $('chat-error').textContent = describeError(endEvent);
+    await refreshSession(gen);
+}
+
+function pollUntilIdle(sid, gen) {
+    const live = $('live-run');
+    live.hidden = false;
+    live.textContent = 'A run is in progress in this session…';
+    clearTimeout(current.pollTimer);
+    const tick = async () => {
+        if (gen !== current.gen) return;
+        try {
+            const s = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(sid));
+            if (gen !== current.gen) return;
+            if (s.status !== 'running') {
+                live.hidden = true;
+                await refreshSession(gen);
+                return;
+            }
+        } catch {
+            /* try again */
+        }
+        current.pollTimer = setTimeout(tick, 1000);
+    };
+    current.pollTimer = setTimeout(tick, 500);
+}
+
+async function refreshSession(gen) {
+    if (!current.sid || gen !== current.gen) return;
+    try {
+        const s = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(current.sid));
+        if (gen !== current.gen) return;
+        renderSummary(s);
+        await loadTranscript(current.sid);
+        loadTokens(current.sid);
+        scrollTranscriptEnd();
+        // e.g. a stopped run whose cancellation the server is still recording
+        if (s.status === 'running' && !current.follow && !current.chat) pollUntilIdle(current.sid, gen);
+        if (list.rows.has(s.session_id)) updateRow(s);
+        else loadList();
+    } catch (e) {
+        $('session-msg').textContent = describeError(e);
+    }
+}
+
+// ---- chat ------------------------------------------------------------------------------
+
+function setBusy(busy) {
+    $('send-btn').disabled = busy || !!(current.summary && current.summary.archived);
+    $('stop-btn').hidden = !busy;
+    $('chat-bg').disabled = busy;
+}
+
+async function sendChat(text) {
+    busy(1);
+    try {
+        await sendChatInner(text);
+    } finally {
+        busy(-1);
+    }
+}
+
+async function sendChatInner(text) {
+    const ctl = new AbortController();
+    current.chat = ctl;
+    const gen = current.gen;
+    current.tgen++; // a transcript load still in flight must not remove this turn
+    setBusy(true);
+    $('chat-error').textContent = '';
+    $('transcript').querySelector('.msg.empty')?.remove();
+    $('transcript').append(messageItem('user', new Date().toISOString(), h('div', { class: 'msg-body' }, renderMarkdown(text)), ''));
+    const bubble = liveBubble();
+    $('transcript').append(bubble.li);
+    scrollTranscriptEnd();
+    const body = {
+        messages: [{ role: 'user', content: text }],
+        stream: true,
+        stream_options: { include_usage: true },
+        metadata: { event_format: 'svc.v2', channel: 'dashboard', locale: navigator.language || 'en' },
+    };
+    if (current.sid) body.session_id = current.sid;
+    let failure = null;
+    let listed = false;
+    try {
+        await stream('POST', 'api/chat', body, (d) => {
+            if (d === '[DONE]' || typeof d !== 'object') return;
+            if (d.error) {
+                failure = new ApiError(0, d.error.code, d.error.message);
+                return;
+            }
+            if (d.session_id && !current.sid && gen === current.gen) {
+                current.sid = d.session_id;
+                history.replaceState(null, '', '#/s/' + encodeURIComponent(d.session_id));
+                $('s-title').textContent = text.slice(0, 80);
+            }
+            if (!listed && d.session_id) {
+                // the list shows the run as it goes (and polls it until it ends)
+                listed = true;
+                api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(d.session_id)).then((s) => {
+                    if (list.rows.has(s.session_id)) updateRow(s);
+                    else loadList();
+                    scheduleListPoll();
+                }).catch(() => {});
+            }
+            if (d.svc_event) applyEvent(bubble, d.svc_event);
+            else {
+                const delta = d.choices && d.choices[0] && d.choices[0].delta;
+                if (delta && typeof delta.content === 'string' && delta.content) {
+                    applyEvent(bubble, { type: 'delta', text: delta.content });
+                }
+            }
+            scrollTranscriptEnd();
+        }, { signal: ctl.signal });
+    } catch (e) {
+        failure = e;
+    }
+    current.chat = null;
+    setBusy(false);
+    bubble.li.classList.remove('streaming');
+    bubble.li.removeAttribute('aria-busy');
+    if (failure) {
+        if (failure.name === 'AbortError') bubble.li.append(h('p', { class: 'notice', text: 'Stopped: the run was cancelled.' }));
+        else $('chat-error').textContent = describeError(failure);
+        if (!bubble.text && !bubble.body.querySelector('details')) bubble.li.remove();
+    }
+    if (gen === current.gen && current.sid) {
+        // The server stored the turn (or the cancellation): show the stored transcript.
+        await refreshSession(gen);
+    }
+    if (gen === current.gen) $('chat-input').focus();
+}
+
+async function startBackgroundRun(text) {
+    const gen = current.gen;
+    $('chat-error').textContent = '';
+    const body = { messages: [{ role: 'user', content: text }], metadata: { channel: 'dashboard' } };
+    if (current.sid) body.session_id = current.sid;
+    try {
+        const r = await api('POST', 'api/chat/runs', body);
+        if (gen !== current.gen) return;
+        toast('Run ' + r.run_id + ' started; it can be followed at #/run/' + r.run_id);
+        location.hash = '#/run/' + encodeURIComponent(r.run_id);
+    } catch (e) {
+        $('chat-error').textContent = describeError(e);
+    }
+}
+
+$('chat-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const input = $('chat-input');
+    const text = input.value.trim();
+    if (!text || current.chat) return;
+    input.value = '';
+    if ($('chat-bg').checked) startBackgroundRun(text);
+    else sendChat(text);
+});
+$('chat-input').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        $('chat-form').requestSubmit();
+    }
+});
+$('stop-btn').addEventListener('click', () => {
+    if (current.chat) current.chat.abort(); // closing the stream cancels the run
+});
+$('new-session').addEventListener('click', () => {
+    location.hash = '#/new';
+});
+
+// ---- rename, archive -------------------------------------------------------------------
+
+$('rename-btn').addEventListener('click', () => {
+    $('rename-form').hidden = false;
+    $('rename-input').value = current.summary ? current.summary.title || '' : '';
+    $('rename-input').focus();
+    $('rename-input').select();
+});
+$('rename-cancel').addEventListener('click', () => {
+    $('rename-form').hidden = true;
+    $('rename-btn').focus();
+});
+$('rename-form').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Escape') $('rename-cancel').click();
+});
+$('rename-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const title = $('rename-input').value.trim();
+    if (!title || !current.sid) return;
+    try {
+        const s = await api('PATCH', 'api/v1/chat/sessions/' + encodeURIComponent(current.sid), { title });
+        renderSummary(s);
+        updateRow(s);
+        $('rename-form').hidden = true;
+        $('rename-btn').focus();
+        toast('Renamed.');
+    } catch (e) {
+        $('session-msg').textContent = describeError(e);
+    }
+});
+$('archive-btn').addEventListener('click', async () => {
+    const s = current.summary;
+    if (!s) return;
+    const action = s.archived ? 'unarchive' : 'archive';
+    try {
+        await api('POST', 'api/v1/chat/sessions/' + encodeURIComponent(s.session_id) + '/' + action);
+        const fresh = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(s.session_id));
+        renderSummary(fresh);
+        toast(action === 'archive' ? 'Archived: hidden from the default list.' : 'Unarchived.');
+        loadList();
+    } catch (e) {
+        $('session-msg').textContent = describeError(e);
+    }
+});
+
+// ---- status view -----------------------------------------------------------------------
+
+function kv(rows) {
+    const dl = h('dl', { class: 'kv' });
+    for (const [k, v] of rows) dl.append(h('dt', { text: k }), h('dd', { text: String(v ?? '—') }));
+    return dl;
+}
+
+async function loadStatus() {
+    showView('status');
+    document.title = 'Status · svc';
+    $('forget-token').hidden = !getToken();
+    $('status-title').focus({ preventScroll: true });
+    const fill = async (id, path, render) => {
+        const box = $(id);
+        box.replaceChildren(h('p', { class: 'muted', text: 'Loading…' }));
+        try {
+            const r = await api('GET', path).catch((e) => {
+                // health answers 503 with its body when degraded
+                if (e instanceof ApiError && e.status === 503) return { status: 'degraded', reason: e.message };
+                throw e;
+            });
+            box.replaceChildren(render(r));
+        } catch (e) {
+            box.replaceChildren(h('p', { class: 'error', text: describeError(e) }));
+        }
+    };
+    fill('st-health', 'api/health', (r) => kv([
+        ['Status', r.status], ['Version', r.version], ['Uptime', r.uptime_s !== undefined ? r.uptime_s + ' s' : undefined],
+        ['Master pid', r.pid], ['Sessions', r.sessions ? (r.sessions.enabled ? 'enabled, ' + r.sessions.provider : 'disabled') : undefined],
+        ['Root writable', r.sessions ? (r.sessions.root_writable ? 'yes' : 'no') : undefined],
+        ['Model', r.model ? r.model.provider + ' / ' + r.model.name : undefined],
+        ...(r.reason ? [['Reason', r.reason]] : [])]));
+    fill('st-jobs', 'api/jobs', (r) => {
+        if (!r.jobs.length) return h('p', { class: 'muted', text: 'No jobs configured.' });
+        const t = h('table', {}, h('thead', {}, h('tr', {}, ...['Job', 'Schedule', 'Session', 'Next run', 'Last run'].map((x) => h('th', { scope: 'col', text: x })))));
+        const tb = h('tbody');
+        for (const j of r.jobs) {
+            tb.append(h('tr', {}, h('td', { text: j.id + (j.enabled ? '' : ' (disabled)') }), h('td', {}, h('code', { text: j.schedule })),
+                h('td', {}, h('a', { href: '#/s/' + encodeURIComponent(j.session_id), text: j.session_id })),
+                h('td', { text: j.next_run_at ? new Date(j.next_run_at).toLocaleString() : '—' }),
+                h('td', { text: j.last_run_at ? timeAgo(j.last_run_at) + ' (' + (j.last_status || '?') + ')' : 'never' })));
+        }
+        t.append(tb);
+        return t;
+    });
+    fill('st-ext', 'api/extensions', (r) => {
+        if (!r.extensions.length) return h('p', { class: 'muted', text: 'No tools.' });
+        const ul = h('ul', { class: 'ext' });
+        for (const x of r.extensions) {
+            ul.append(h('li', {}, h('code', { text: x.name }), ' ', h('span', { class: 'badge', text: x.builtin ? 'built in' : x.kind }),
+                x.enabled ? '' : h('span', { class: 'badge st-error', text: 'disabled' }), ' ', x.description || ''));
+        }
+        return ul;
+    });
+    const cfg = $('st-config');
+    try {
+        const c = await api('GET', 'api/config');
+        cfg.textContent = JSON.stringify(c, null, 2);
+    } catch (e) {
+        cfg.textContent = describeError(e);
+    }
+}
+$('follow-form').addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const id = $('follow-input').value.trim();
+    if (id) location.hash = '#/run/' + encodeURIComponent(id);
+});
+$('forget-token').addEventListener('click', () => {
+    setToken('');
+    toast('The access token was forgotten.');
+    $('forget-token').hidden = true;
+});
+
+// ---- routing ---------------------------------------------------------------------------
+
+async function openRun(runId) {
+    showView('session');
+    try {
+        const r = await api('GET', 'api/chat/runs/' + encodeURIComponent(runId));
+        await openSession(r.session_id, r.status === 'running' ? runId : null);
+        if (r.status !== 'running') {
+            $('session-msg').textContent = 'Run ' + runId + ' has finished (' + r.status + ').' +
+                (r.error ? ' ' + describeError(r.error) : '');
+        }
+    } catch (e) {
+        $('s-title').textContent = 'Run ' + runId;
+        $('transcript').replaceChildren();
+        $('session-msg').textContent = describeError(e);
+    }
+}
+
+let listLoaded = false;
+function route() {
+    const hash = location.hash || '#/';
+    let m;
+    if (!listLoaded) {
+        listLoaded = true;
+        loadList();
+    }
+    if ((m = /^#\/s\/(.+)$/.exec(hash))) {
+        const sid = decodeURIComponent(m[1]);
+        openSession(sid);
+    } else if ((m = /^#\/run\/(.+)$/.exec(hash))) {
+        openRun(decodeURIComponent(m[1]));
+    } else if (hash === '#/new') {
+        openSession(null);
+    } else if (hash === '#/status') {
+        stopFollowing();
+        loadStatus();
+    } else {
+        stopFollowing();
+        current.sid = null;
+        current.gen++;
+        showView('empty');
+        document.title = 'svc dashboard';
+    }
+}
+window.addEventListener('hashchange', route);
+// "3 minutes ago" stays true while the page is open
+setInterval(() => {
+    for (const t of document.querySelectorAll('time[datetime]')) {
+        const v = t.getAttribute('datetime');
+        if (v) t.textContent = timeAgo(v);
+    }
+}, 30000);
+onAuthRequired(() => {
+    listLoaded = false;
+});
+route();

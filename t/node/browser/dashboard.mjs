@@ -1,0 +1,530 @@
+// Drives Debian's chromium through the dashboard served by nginx (started by
+// t/60-dashboard.t). Prints one JSON line per check ({"ok", "name", "diag"} or
+// {"skip", "name"}), and {"done": true} at the end; the .t turns them into TAP.
+//
+//   node dashboard.mjs --base http://127.0.0.1:PORT --shots DIR [--root SESSION_ROOT] [--token TOKEN]
+//                      [--mode upstream]   (the model is t/lib/FakeOpenAI.pm)
+import { chromium } from 'playwright-core';
+import { gunzipSync } from 'node:zlib';
+import { mkdirSync, writeFileSync } from 'node:fs';
+
+const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
+    if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
+    return acc;
+}, []));
+const BASE = args.base;
+const SHOTS = args.shots;
+const TOKEN = args.token || '';
+const ROOT = args.root || '';   // the session root, to lay out a session as Strands writes it
+const TIMEOUT = 30000;
+
+function out(o) {
+    process.stdout.write(JSON.stringify(o) + '\n');
+}
+function check(name, cond, diag) {
+    if (!cond) process.exitCode = 1;
+    out({ ok: !!cond, name, diag: cond ? undefined : diag });
+    return !!cond;
+}
+function skip(name, reason) {
+    out({ skip: reason, name });
+}
+
+async function apiGet(path) {
+    const headers = TOKEN ? { Authorization: 'Bearer ' + TOKEN } : {};
+    const r = await fetch(BASE + path, { headers });
+    return { status: r.status, json: await r.json().catch(() => null) };
+}
+async function apiPost(path, body) {
+    const headers = { 'Content-Type': 'application/json' };
+    if (TOKEN) headers.Authorization = 'Bearer ' + TOKEN;
+    const r = await fetch(BASE + path, { method: 'POST', headers, body: JSON.stringify(body) });
+    return { status: r.status, json: await r.json().catch(() => null) };
+}
+
+// Files of a .tar (ustar, pax headers skipped): Map name -> Buffer.
+function untar(buf) {
+    const files = new Map();
+    let off = 0;
+    let paxName = null;
+    while (off + 512 <= buf.length) {
+        const hdr = buf.subarray(off, off + 512);
+        if (hdr.every((b) => b === 0)) break;
+        const str = (a, b) => hdr.subarray(a, b).toString('utf8').replace(/\0.*$/s, '');
+        let name = str(0, 100);
+        const prefix = str(345, 500);
+        if (prefix) name = prefix + '/' + name;
+        const size = parseInt(str(124, 136).trim() || '0', 8);
+        const type = String.fromCharCode(hdr[156] || 48);
+        const data = buf.subarray(off + 512, off + 512 + size);
+        if (type === 'x') {
+            const m = /\d+ path=([^\n]*)\n/.exec(data.toString('utf8'));
+            if (m) paxName = m[1];
+        } else {
+            if (paxName) name = paxName;
+            paxName = null;
+            if (type === '0' || type === '\0') files.set(name.replace(/^\.\//, ''), Buffer.from(data));
+        }
+        off += 512 + Math.ceil(size / 512) * 512;
+    }
+    return files;
+}
+
+// Click an export control; check the .tar.gz's manifest lists every session of `sids`.
+async function checkExport(page, what, click, sids) {
+    const respP = page.waitForResponse((r) => r.url().endsWith('/api/v1/chat/sessions/export'), { timeout: TIMEOUT });
+    const dlP = page.waitForEvent('download', { timeout: TIMEOUT }).catch((e) => e);
+    await click();
+    const resp = await respP;
+    if (resp.status() === 501) {
+        skip(what + ': download has a manifest listing the session', 'export endpoint not built yet (501)');
+        await page.locator('#toast', { hasText: 'Export failed' }).waitFor({ timeout: TIMEOUT });
+        check(what + ': the 501 is shown in words', /cannot do that yet/.test(await page.textContent('#toast')),
+            await page.textContent('#toast'));
+        return;
+    }
+    check(what + ': export answered 200', resp.status() === 200, 'status ' + resp.status());
+    const dl = await dlP;
+    if (!check(what + ': a download started', dl && typeof dl.path === 'function', String(dl))) return;
+    const name = dl.suggestedFilename();
+    check(what + ': the file is a .tar.gz', /\.tar\.gz$/.test(name), name);
+    const file = SHOTS + '/' + name;
+    await dl.saveAs(file);
+    let files;
+    try {
+        files = untar(gunzipSync(await import('node:fs').then((fs) => fs.readFileSync(file))));
+    } catch (e) {
+        check(what + ': the download is a gzipped tar', false, String(e));
+        return;
+    }
+    const mpath = [...files.keys()].find((n) => /(^|\/)manifest\.json$/.test(n));
+    if (!check(what + ': the bundle has manifest.json', mpath, [...files.keys()].join(', '))) return;
+    let manifest;
+    try {
+        manifest = JSON.parse(files.get(mpath).toString('utf8'));
+    } catch (e) {
+        check(what + ': manifest.json is JSON', false, String(e));
+        return;
+    }
+    check(what + ': manifest format svc-chat-export', manifest.format === 'svc-chat-export', JSON.stringify(manifest).slice(0, 300));
+    const paths = (manifest.files || []).map((f) => f.path);
+    for (const sid of sids) {
+        check(what + ': manifest lists session ' + sid, paths.some((p) => p.includes(sid)), paths.join(', '));
+    }
+    check(what + ': session_count matches the selection', manifest.session_count === sids.length,
+        'session_count ' + manifest.session_count);
+}
+
+const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--headless', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const pageErrors = [];
+const external = [];
+async function newPage(opts) {
+    const ctx = await browser.newContext({ acceptDownloads: true, ...opts });
+    const page = await ctx.newPage();
+    page.setDefaultTimeout(TIMEOUT);
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    // console errors (a CSP violation, say); an HTTP error status the page handles is not one
+    page.on('console', (m) => {
+        if (m.type() === 'error' && !/Failed to load resource: the server responded with a status of/.test(m.text())) {
+            pageErrors.push('console: ' + m.text());
+        }
+    });
+    page.on('dialog', (d) => {
+        pageErrors.push('a dialog opened: ' + d.message());
+        d.dismiss().catch(() => {});
+    });
+    page.on('request', (r) => {
+        if (!r.url().startsWith(BASE) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) external.push(r.url());
+    });
+    return { ctx, page };
+}
+
+// Wait for the assistant's answer after sending `text` in the open session view.
+async function chat(page, text) {
+    const before = await page.locator('#transcript > li.role-assistant').count();
+    await page.fill('#chat-input', text);
+    await page.press('#chat-input', 'Enter');
+    await page.waitForFunction((n) => {
+        const items = document.querySelectorAll('#transcript > li.role-assistant');
+        return items.length > n && !document.querySelector('#transcript > li.streaming') &&
+            document.getElementById('stop-btn').hidden &&
+            document.getElementById('transcript').getAttribute('aria-busy') === 'false';
+    }, before, { timeout: TIMEOUT });
+    return (await page.locator('#transcript > li.role-assistant').last().textContent()) || '';
+}
+
+function sidFrom(url) {
+    const m = /#\/s\/([^/?#]+)$/.exec(url);
+    return m ? decodeURIComponent(m[1]) : null;
+}
+
+try {
+    if (TOKEN) {
+        // ---- with server.api_token: the page asks once, keeps it in session storage ----
+        const { page } = await newPage({ viewport: { width: 1280, height: 800 } });
+        await page.goto(BASE + '/');
+        await page.locator('#token-dialog[open]').waitFor();
+        check('token: the page asks for the token', await page.isVisible('#token-input'));
+        await page.fill('#token-input', 'wrong-' + TOKEN);
+        await page.press('#token-input', 'Enter');
+        await page.locator('#token-error', { hasText: 'not accepted' }).waitFor();
+        check('token: a wrong token is refused in words', await page.isVisible('#token-dialog[open]'));
+        await page.fill('#token-input', TOKEN);
+        await page.press('#token-input', 'Enter');
+        await page.locator('#list-status', { hasText: 'No sessions match.' }).waitFor();
+        check('token: the list loads with the token', !(await page.isVisible('#token-dialog[open]')));
+        await page.click('#new-session');
+        const answer = await chat(page, 'hello with a token');
+        check('token: chat works', /Echo: hello with a token/.test(answer), answer);
+        const stored = await page.evaluate(() => sessionStorage.getItem('svc.token'));
+        check('token: kept in session storage', stored === TOKEN);
+        check('token: never in the address', !page.url().includes(TOKEN), page.url());
+        await page.reload();
+        await page.locator('#transcript > li.role-assistant').first().waitFor();
+        check('token: not asked again after a reload', !(await page.isVisible('#token-dialog[open]')));
+        check('token: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
+        out({ done: true });
+        await browser.close();
+        process.exit(0);
+    }
+
+    if (args.mode === 'upstream') {
+        // ---- a model server that fails: the error is said in words, the session goes on ----
+        const { page } = await newPage({ viewport: { width: 1280, height: 800 } });
+        await page.goto(BASE + '/#/new');
+        await page.fill('#chat-input', 'fail 500');
+        await page.press('#chat-input', 'Enter');
+        await page.locator('#chat-error', { hasText: 'model server' }).waitFor();
+        const text = await page.textContent('#chat-error');
+        check('upstream failure: said in words', /^The model server failed: /.test(text) && !/upstream_error/.test(text), text);
+        await page.waitForFunction(() => document.getElementById('stop-btn').hidden);
+        await page.locator('#s-meta .badge', { hasText: 'error' }).waitFor();
+        check('upstream failure: the session shows its error status', true);
+        const answer = await chat(page, 'hello after the failure');
+        check('upstream failure: the next message is answered', /You said: hello after the failure/.test(answer), answer);
+        check('upstream: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
+        out({ done: true });
+        await browser.close();
+        process.exit(0);
+    }
+
+    mkdirSync(SHOTS, { recursive: true });
+    const { page } = await newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+    await page.goto(BASE + '/');
+    await page.locator('#list-status', { hasText: 'No sessions match.' }).waitFor();
+    check('empty root: the list says so', true);
+
+    // ---- chat twice in a new session: the second answer mentions the restored context ----
+    await page.click('#new-session');
+    await page.waitForURL(/#\/new$/);
+    let answer = await chat(page, 'Hello from the **browser** test');
+    check('first answer streamed into the page', /Echo: Hello from the browser test \(I was given 0 earlier messages\.\)/.test(answer), answer);
+    await page.waitForURL(/#\/s\//);
+    const sid = sidFrom(page.url());
+    check('the new session id is in the address', sid && /^sess-[0-9a-f]{16}$/.test(sid), page.url());
+    check('markdown bold rendered as <strong>', await page.locator('#transcript li.role-user strong', { hasText: 'browser' }).count() > 0);
+    const chatBodies = [];
+    const onReq = (r) => {
+        if (r.method() === 'POST' && r.url() === BASE + '/api/chat') chatBodies.push(JSON.parse(r.postData() || 'null'));
+    };
+    page.on('request', onReq);
+    answer = await chat(page, 'And a second question');
+    page.off('request', onReq);
+    const cb = chatBodies[0] || {};
+    check('the page sends only the newest input, with the session id',
+        chatBodies.length === 1 && cb.session_id === sid && cb.stream === true && Array.isArray(cb.messages) &&
+        cb.messages.length === 1 && cb.messages[0].content === 'And a second question', JSON.stringify(chatBodies));
+    check('second answer mentions the restored context (2 earlier messages)', /I was given 2 earlier messages/.test(answer), answer);
+
+    // ---- a tool call shows as a collapsible block ----
+    answer = await chat(page, '/tool clock {}');
+    check('tool answer shown', /Tool clock returned: \d{4}-/.test(answer), answer);
+    const toolCall = page.locator('#transcript details.tool-call', { hasText: 'clock' }).last();
+    check('tool call is a <details> block', await toolCall.count() === 1);
+    check('tool result is a <details> block', await page.locator('#transcript details.tool-result').count() >= 1);
+    check('tool blocks start collapsed', !(await toolCall.evaluate((d) => d.open)));
+    await toolCall.locator('summary').focus();
+    await page.keyboard.press('Enter');
+    check('a tool block opens with the keyboard', await toolCall.evaluate((d) => d.open));
+
+    // ---- chat in progress, then stop (disconnect cancels the run) ----
+    await page.fill('#chat-input', '/slow 300 one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty');
+    await page.press('#chat-input', 'Enter');
+    await page.locator('#transcript > li.streaming', { hasText: 'one two' }).waitFor();
+    check('stop button shown while streaming', await page.isVisible('#stop-btn'));
+    await page.screenshot({ path: SHOTS + '/dashboard-chat.png' });
+    await page.click('#stop-btn');
+    await page.waitForFunction(() => document.getElementById('stop-btn').hidden);
+    let s = null;
+    for (let i = 0; i < 100; i++) {
+        s = (await apiGet('/api/v1/chat/sessions/' + sid)).json;
+        if (s && s.status !== 'running') break;
+        await new Promise((r) => setTimeout(r, 100));
+    }
+    check('stop cancelled the run on the server', s && s.status === 'cancelled', JSON.stringify(s && s.status));
+    await page.locator('#s-meta .badge', { hasText: 'cancelled' }).waitFor();
+    check('the page shows the session as cancelled', true);
+
+    // ---- reload: the transcript comes back from the messages endpoint ----
+    await page.reload();
+    await page.locator('#transcript > li.role-assistant', { hasText: 'I was given 2 earlier messages' }).waitFor();
+    const userTexts = await page.locator('#transcript > li.role-user').allTextContents();
+    check('after reload: both questions in the transcript', userTexts.some((t) => t.includes('Hello from the browser test')) &&
+        userTexts.some((t) => t.includes('And a second question')), userTexts.join(' | '));
+    check('after reload: token usage shown', /Total \(all runs\)/.test(await page.textContent('#s-tokens')));
+    await page.screenshot({ path: SHOTS + '/dashboard-transcript.png' });
+
+    // ---- a background run followed from another tab through the events stream ----
+    const run = await apiPost('/api/chat/runs', { session_id: sid, messages: [{ role: 'user', content: '/slow 700 followed from afar by another tab of the browser' }] });
+    check('background run started', run.status === 202, JSON.stringify(run));
+    const { page: tab2 } = await newPage({ viewport: { width: 1000, height: 700 } });
+    await tab2.goto(BASE + '/#/run/' + run.json.run_id);
+    await tab2.locator('#transcript > li.streaming', { hasText: 'Echo:' }).waitFor();
+    check('other tab: the run streams live', await tab2.isVisible('#live-run'));
+    await tab2.locator(`#sessions li[data-sid="${sid}"] .badge.st-running`).waitFor();
+    check('the list shows the session running', true);
+    await tab2.locator('#transcript > li.role-assistant:not(.streaming)', { hasText: 'of the browser (I was given' }).waitFor();
+    check('other tab: the finished answer is in the transcript', true);
+    await tab2.locator(`#sessions li[data-sid="${sid}"] .badge.st-idle`).waitFor();
+    check('the list row turns idle when the run ends', true);
+    await tab2.close();
+
+    // ---- search, list screenshot ----
+    await page.goto(BASE + '/#/');
+    await page.click('#new-session');
+    answer = await chat(page, 'Other topic entirely');
+    const sid2 = sidFrom(page.url());
+    answer = await chat(page, 'Here is **Markdown**, rendered by the page:\n\n1. a list item with `inline code`\n' +
+        '2. a [link](https://example.com/docs) and <https://example.org>\n\n> a quote\n\n' +
+        '```c\nint main(void) { return 0; }\n```\n\nThat is all.');
+    const md = await page.evaluate(() => {
+        const last = [...document.querySelectorAll('#transcript > li.role-assistant')].pop();
+        return {
+            code: !!last.querySelector('pre.code > code[data-lang="c"]'),
+            inline: last.querySelector('ol > li > code')?.textContent,
+            links: [...last.querySelectorAll('a')].map((a) => a.getAttribute('href')),
+            quote: !!last.querySelector('blockquote'),
+        };
+    });
+    check('markdown: fenced code block with its language', md.code);
+    check('markdown: ordered list with inline code', md.inline === 'inline code', String(md.inline));
+    check('markdown: links and autolinks', md.links.includes('https://example.com/docs') && md.links.includes('https://example.org/'), md.links.join(' '));
+    check('markdown: block quote', md.quote);
+    await page.screenshot({ path: SHOTS + '/dashboard-markdown.png' });
+    await page.goto(BASE + '/#/');
+    await page.locator(`#sessions li[data-sid="${sid}"]`).waitFor();
+    await page.fill('#q', 'FROM THE **browser');
+    await page.locator(`#sessions li[data-sid="${sid2}"]`).waitFor({ state: 'detached' });
+    check('search finds the session by title (case-insensitive)', await page.locator(`#sessions li[data-sid="${sid}"]`).count() === 1);
+    check('search hides the others', await page.locator('#sessions li').count() === 1);
+    await page.fill('#q', 'no such title zzz');
+    await page.locator('#list-status', { hasText: 'No sessions match.' }).waitFor();
+    check('search with no match says so', await page.locator('#sessions li').count() === 0);
+    await page.fill('#q', '');
+    await page.locator(`#sessions li[data-sid="${sid2}"]`).waitFor();
+    // keyboard: arrow keys move between rows, Enter opens one
+    await page.locator('#sessions .row-link').first().focus();
+    await page.keyboard.press('ArrowDown');
+    const focused = await page.evaluate(() => document.activeElement && document.activeElement.dataset.sid);
+    check('arrow key moves to the next row', focused === sid, String(focused));
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+    check('keyboard focus is visible', outline && outline !== 'none', outline);
+    await page.screenshot({ path: SHOTS + '/dashboard-list.png' });
+    await page.keyboard.press('Enter');
+    await page.waitForURL(new RegExp('#/s/' + sid + '$'));
+    check('Enter opens the focused session', true);
+
+    // ---- rename in place ----
+    await page.locator('#s-title', { hasText: 'Hello from the' }).waitFor();
+    await page.click('#rename-btn');
+    await page.fill('#rename-input', 'Renamed by the browser');
+    await page.press('#rename-input', 'Enter');
+    await page.locator('#s-title', { hasText: 'Renamed by the browser' }).waitFor();
+    s = (await apiGet('/api/v1/chat/sessions/' + sid)).json;
+    check('rename stored on the server', s && s.title === 'Renamed by the browser', JSON.stringify(s && s.title));
+    await page.locator(`#sessions li[data-sid="${sid}"] .row-title`, { hasText: 'Renamed by the browser' }).waitFor();
+    check('the list row shows the new title', true);
+
+    // ---- export: this session, then a selection from the list ----
+    await checkExport(page, 'export of this session', () => page.click('#export-btn'), [sid]);
+    await page.locator(`#sessions li[data-sid="${sid}"] input.sel`).check();
+    await page.locator(`#sessions li[data-sid="${sid2}"] input.sel`).check();
+    check('selection count shown', /2 sessions selected/.test(await page.textContent('#selected-count')));
+    await checkExport(page, 'export of a selection', () => page.click('#export-selected'), [sid, sid2]);
+
+    // ---- archive hides it from the default list; the archived filter shows it ----
+    await page.click('#archive-btn');
+    await page.locator('#archive-btn', { hasText: 'Unarchive' }).waitFor();
+    s = (await apiGet('/api/v1/chat/sessions/' + sid)).json;
+    check('archive stored on the server', s && s.archived === true);
+    await page.locator(`#sessions li[data-sid="${sid}"]`).waitFor({ state: 'detached' });
+    check('archived session gone from the default list', await page.locator(`#sessions li[data-sid="${sid2}"]`).count() === 1);
+    await page.fill('#chat-input', 'x').catch(() => {});
+    check('chat box disabled on an archived session', await page.isDisabled('#chat-input'));
+    await page.selectOption('#f-archived', 'archived');
+    await page.locator(`#sessions li[data-sid="${sid}"]`).waitFor();
+    check('archived filter shows it', await page.locator(`#sessions li[data-sid="${sid2}"]`).count() === 0);
+    check('with an archived badge', await page.locator(`#sessions li[data-sid="${sid}"] .badge`, { hasText: 'archived' }).count() === 1);
+    // a run on the archived session: the error is shown in words
+    const arch = await apiPost('/api/chat', { session_id: sid, messages: [{ role: 'user', content: 'x' }] });
+    check('server refuses a run on the archived session', arch.json && arch.json.error && arch.json.error.code === 'session_archived',
+        JSON.stringify(arch));
+    await page.click('#archive-btn');
+    await page.locator('#archive-btn', { hasText: /^Archive$/ }).waitFor();
+    check('unarchive enables the chat box again', !(await page.isDisabled('#chat-input')));
+    await page.selectOption('#f-archived', 'active');
+
+    // ---- hostile content renders inert ----
+    await page.click('#new-session');
+    const hostile = 'Look <img src=x onerror="window.pwnedBy=1"> and [click me](javascript:window.pwnedBy=2) ' +
+        'and [x](JaVaScRiPt:window.pwnedBy=3) <script>window.pwnedBy=4</script> ' +
+        '<a href="javascript:window.pwnedBy=5">raw</a> ![pic](javascript:window.pwnedBy=6) ' +
+        '[tab](java\tscript:window.pwnedBy=7) and [fine](https://example.com/ok)\n\n```html\n<img src=y onerror="window.pwnedBy=8">\n```';
+    answer = await chat(page, hostile);
+    const hsid = sidFrom(page.url());
+    const inspect = () => page.evaluate(() => ({
+        pwned: window.pwnedBy,
+        imgs: document.querySelectorAll('img').length,
+        scripts: [...document.querySelectorAll('#transcript script')].length,
+        js: [...document.querySelectorAll('a[href]')].filter((a) => !/^(https?:|mailto:|#|blob:)/i.test(a.getAttribute('href')) && a.getAttribute('href') !== '').map((a) => a.getAttribute('href')),
+        onattrs: [...document.querySelectorAll('#transcript *')].filter((e) => [...e.attributes].some((at) => /^on/i.test(at.name))).length,
+        fine: [...document.querySelectorAll('#transcript a')].filter((a) => a.getAttribute('href') === 'https://example.com/ok').length,
+        text: document.getElementById('transcript').textContent,
+    }));
+    for (const when of ['live', 'after reload']) {
+        if (when === 'after reload') {
+            await page.reload();
+            await page.locator('#transcript > li.role-assistant').first().waitFor();
+        }
+        await page.waitForTimeout(300); // give any injected handler its chance to run
+        const r = await inspect();
+        check(`hostile (${when}): no script ran`, r.pwned === undefined, String(r.pwned));
+        check(`hostile (${when}): no <img> element`, r.imgs === 0, String(r.imgs));
+        check(`hostile (${when}): no <script> element`, r.scripts === 0);
+        check(`hostile (${when}): no javascript: (or other scheme) href`, r.js.length === 0, r.js.join(' '));
+        check(`hostile (${when}): no on* attribute`, r.onattrs === 0);
+        check(`hostile (${when}): the HTML shows as text`, r.text.includes('<img src=x onerror="window.pwnedBy=1">'), r.text.slice(0, 200));
+        check(`hostile (${when}): an https link still works`, r.fine >= 1, String(r.fine));
+    }
+    check('hostile session stored', !!hsid);
+
+    // ---- status view ----
+    await page.goto(BASE + '/#/status');
+    await page.locator('#st-health dd', { hasText: 'ok' }).first().waitFor();
+    check('status: health shown', /echo \/ echo-1/.test(await page.textContent('#st-health')));
+    await page.locator('#st-config', { hasText: '"api_token"' }).waitFor();
+    check('status: configuration shown', /"provider": "echo"/.test(await page.textContent('#st-config')));
+    await page.locator('#st-ext', { hasText: 'clock' }).waitFor();
+    check('status: extensions shown', true);
+    check('status: jobs shown', /No jobs configured|Schedule/.test(await page.textContent('#st-jobs')));
+
+    // ---- phone width, dark ----
+    const { page: phone } = await newPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true, hasTouch: true });
+    await phone.goto(BASE + '/#/');
+    await phone.locator(`#sessions li[data-sid="${sid}"]`).waitFor();
+    const bg = await phone.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    check('dark scheme followed', bg === 'rgb(17, 20, 24)', bg);
+    const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check('phone width: no horizontal scrolling (list)', overflow <= 0, String(overflow));
+    await phone.screenshot({ path: SHOTS + '/dashboard-phone-list-dark.png' });
+    await phone.click(`#sessions li[data-sid="${sid}"] .row-link`);
+    await phone.locator('#transcript > li.role-assistant').first().waitFor();
+    const overflow2 = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    check('phone width: no horizontal scrolling (transcript)', overflow2 <= 0, String(overflow2));
+    check('phone width: the list pane gives way to the session', !(await phone.isVisible('#list-pane')));
+    await phone.screenshot({ path: SHOTS + '/dashboard-phone-transcript-dark.png' });
+
+    // ---- a background run started from the page, followed at #/run/<id> ----
+    await page.goto(BASE + '/#/s/' + sid2);
+    await page.locator('#transcript > li.role-assistant').first().waitFor();
+    await page.check('#chat-bg');
+    await page.fill('#chat-input', '/slow 100 in the background please');
+    await page.press('#chat-input', 'Enter');
+    await page.waitForURL(/#\/run\/run-[0-9a-f]{16}$/);
+    await page.locator('#transcript > li.role-assistant:not(.streaming)', { hasText: 'in the background please (I was given' }).waitFor();
+    check('background run from the page: followed to its answer', true);
+    await page.uncheck('#chat-bg');
+
+    // ---- errors in words: a busy session ----
+    const busyRun = await apiPost('/api/chat/runs', { session_id: sid2, messages: [{ role: 'user', content: '/slow 2000 keep the session busy for a while' }] });
+    check('a run keeps the session busy', busyRun.status === 202, JSON.stringify(busyRun));
+    await page.evaluate(() => { location.hash = '#/'; });
+    await page.goto(BASE + '/#/s/' + sid2);
+    await page.locator('#live-run').waitFor();
+    await page.fill('#chat-input', 'are you there?');
+    await page.press('#chat-input', 'Enter');
+    await page.locator('#chat-error', { hasText: 'busy' }).waitFor();
+    const busyText = await page.textContent('#chat-error');
+    check('busy session: said in words', /This session is busy with another run/.test(busyText) && !/session_busy/.test(busyText), busyText);
+    await page.locator('#transcript > li.role-assistant:not(.streaming)', { hasText: 'busy for a while (I was given' }).waitFor({ timeout: 60000 });
+    check('the busy run is followed to its end', true);
+
+    // ---- paging: list (cursor, "Load more") and transcript ("Load earlier messages") ----
+    for (let i = 0; i < 32; i++) {
+        const r = await apiPost('/api/chat', { session_id: 'bulk-' + i, messages: [{ role: 'user', content: 'bulk session ' + i }] });
+        if (r.status !== 200) check('bulk session ' + i, false, JSON.stringify(r));
+    }
+    for (let i = 0; i < 26; i++) {
+        const r = await apiPost('/api/chat', { session_id: 'long-1', messages: [{ role: 'user', content: 'long turn ' + i }] });
+        if (r.status !== 200) check('long turn ' + i, false, JSON.stringify(r));
+    }
+    await page.goto(BASE + '/#/');
+    await page.reload();
+    await page.locator('#load-more').waitFor();
+    const firstPage = await page.locator('#sessions > li').count();
+    check('list: one page of 30, newest first', firstPage === 30 &&
+        await page.locator('#sessions > li').first().getAttribute('data-sid') === 'long-1', String(firstPage));
+    await page.click('#load-more');
+    await page.waitForFunction(() => document.querySelectorAll('#sessions > li').length > 30);
+    await page.locator('#load-more').waitFor({ state: 'hidden' });
+    const all = await page.locator('#sessions > li').count();
+    const listed = (await apiGet('/api/v1/chat/sessions?limit=500')).json.sessions.length;
+    check('list: "Load more" brings the rest, no duplicates', all === listed, all + ' vs ' + listed);
+    await page.goto(BASE + '/#/s/long-1');
+    await page.locator('#load-earlier').waitFor();
+    check('transcript: the newest 50 of 52 messages first', await page.locator('#transcript > li').count() === 50);
+    const lastText = await page.locator('#transcript > li').last().textContent();
+    check('transcript: ends with the newest answer', /Echo: long turn 25 \(I was given \d+ earlier/.test(lastText), lastText);
+    await page.click('#load-earlier');
+    await page.locator('#load-earlier').waitFor({ state: 'hidden' });
+    const first = await page.locator('#transcript > li').first().textContent();
+    check('transcript: "Load earlier messages" brings the oldest', await page.locator('#transcript > li').count() === 52 && /long turn 0/.test(first), first);
+
+    // ---- images and documents are named (a session written as Strands writes it) ----
+    if (ROOT) {
+        const ts = '2026-01-02T03:04:05.000000+00:00';
+        const adir = ROOT + '/session_attach-1/agents/agent_svc-agent';
+        mkdirSync(adir + '/messages', { recursive: true });
+        const dump = (f, o) => writeFileSync(f, JSON.stringify(o, null, 2));
+        dump(ROOT + '/session_attach-1/session.json', { session_id: 'attach-1', session_type: 'AGENT', created_at: ts, updated_at: ts });
+        dump(adir + '/agent.json', { agent_id: 'svc-agent', state: {}, conversation_manager_state: { __name__: 'SlidingWindowConversationManager', removed_message_count: 0, model_call_count: 1 }, _internal_state: {}, created_at: ts, updated_at: ts });
+        const b64 = (n) => ({ __bytes_encoded__: true, data: Buffer.alloc(n, 7).toString('base64') });
+        dump(adir + '/messages/message_0.json', { message: { role: 'user', content: [
+            { text: 'Two attachments <img src=x onerror="window.pwnedBy=9">' },
+            { image: { format: 'png', source: { bytes: b64(2048) } } },
+            { document: { format: 'pdf', name: 'report<script>', source: { bytes: b64(5) } } }] },
+            message_id: 0, redact_message: null, created_at: ts, updated_at: ts });
+        dump(adir + '/messages/message_1.json', { message: { role: 'assistant', content: [{ text: 'Seen.' }] },
+            message_id: 1, redact_message: null, created_at: ts, updated_at: ts });
+        await page.goto(BASE + '/#/s/attach-1');
+        await page.locator('#transcript .attachment').first().waitFor();
+        const att = await page.locator('#transcript .attachment').allTextContents();
+        check('an image is named with its format and size', att.some((t) => /Image png, 2\.0 KB/.test(t)), att.join(' | '));
+        check('a document is named with its name, format and size', att.some((t) => /Document report<script> — pdf, 5 B/.test(t)), att.join(' | '));
+        check('attachments: no element from their names, nothing loaded', await page.evaluate(() =>
+            document.querySelectorAll('#transcript img, #transcript script').length === 0 && window.pwnedBy === undefined));
+    } else {
+        skip('images and documents are named', 'no --root given');
+    }
+
+    check('no page errors', pageErrors.length === 0, pageErrors.join(' | '));
+    check('nothing fetched from outside', external.length === 0, external.join(' '));
+    out({ done: true });
+} catch (e) {
+    check('browser script ran to the end', false, String(e && e.stack || e));
+}
+await browser.close();
