@@ -9,6 +9,8 @@ CFLAGS  ?= -O2 -g
 SAN     ?=
 ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
 LDLIBS  += $(PKG_LIBS)
+# libunistring (case folding and normalisation for search) has no pkg-config file on Debian
+LDLIBS  += -lunistring
 B       ?= build
 
 CORE_SRC := $(wildcard core/*.c)
@@ -69,7 +71,7 @@ fuzz:
 	@mkdir -p build-fuzz
 	@for f in $(FUZZ); do echo "  FUZZ    build-fuzz/$${f}_fuzz"; \
 	  clang -O1 -g -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Icore \
-	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(PKG_LIBS) -o build-fuzz/$${f}_fuzz || exit 1; \
+	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(PKG_LIBS) -lunistring -o build-fuzz/$${f}_fuzz || exit 1; \
 	done
 
 run: deps all

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fold.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "lock.h"
@@ -31,7 +32,7 @@ struct entry {
     char *heap;     /* compact JSON summary, when not (yet) at off in the file */
     off_t off;      /* where the summary's JSON starts in the index file, or -1 */
     uint32_t len;   /* its length in bytes */
-    char *title_lc; /* lowercase title for q */
+    char *title_lc; /* title folded for q (svc_fold) */
     double updated; /* epoch */
     char status[12];
     bool archived;
@@ -188,10 +189,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     }
     live_bytes += summary_bytes(e);
     const char *title = svc_json_str(summary, "title", "");
-    e->title_lc = strdup(title ? title : "");
-    for (char *p = e->title_lc; p && *p; p++)
-        if (*p >= 'A' && *p <= 'Z')
-            *p = (char)(*p - 'A' + 'a');
+    e->title_lc = svc_fold(title ? title : "");
     double t = 0;
     svc_time_parse_iso(svc_json_str(summary, "updated_at", ""), &t);
     e->updated = t;
@@ -402,7 +400,13 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
         goto out;
     struct stamp s;
     stamp_parse(lock, &s);
-    if (index_open(st, &f) != 0 || !stamp_matches(&s, &f, true)) {
+    if (index_open(st, &f) != 0) {
+        if (s.ok)
+            stamp_write(lock, NULL, NULL);
+        rc = 0; /* no index yet (or deleted): the first listing builds it from the sidecars */
+        goto out;
+    }
+    if (!stamp_matches(&s, &f, true)) {
         if (s.ok)
             stamp_write(lock, NULL, NULL);
         goto out;
@@ -908,10 +912,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     }
     char *qlc = NULL;
     if (q->q && *q->q) {
-        qlc = strdup(q->q);
-        for (char *p = qlc; p && *p; p++)
-            if (*p >= 'A' && *p <= 'Z')
-                *p = (char)(*p - 'A' + 'a');
+        qlc = svc_fold(q->q);
     }
     /* the page: which entries */
     int limit = q->limit > 0 ? q->limit : 50;
