@@ -4,8 +4,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "fsck.h"
 #include "jsonx.h"
 #include "query.h"
 #include "session.h"
@@ -17,7 +19,8 @@ static const char usage_text[] =
     "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
     "  svc sessions show|archive|unarchive SESSION\n"
     "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n"
-    "  svc chat SESSION TEXT\n";
+    "  svc chat SESSION TEXT\n"
+    "  svc fsck [--repair] [--session ID]... [--json]\n";
 
 static int usage(const char *why)
 {
@@ -158,6 +161,77 @@ static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
     return rc == 0 ? 0 : fail(&err);
 }
 
+/* A progress bar on stderr when it is a terminal. */
+static void fsck_progress(void *ctx, size_t done, size_t total)
+{
+    (void)ctx;
+    int width = 30, fill = total ? (int)(done * (size_t)width / total) : width;
+    fprintf(stderr, "\rfsck: [%.*s%*s] %zu/%zu sessions", fill, "##############################",
+            width - fill, "", done, total);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
+{
+    struct svc_fsck_opts o = {0};
+    bool json = false;
+    const char **ids = calloc((size_t)argc + 1, sizeof *ids);
+    if (!ids)
+        return 1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--repair") == 0) {
+            o.repair = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
+            ids[o.nsessions++] = argv[++i];
+        } else {
+            free(ids);
+            return usage("unknown option for fsck");
+        }
+    }
+    o.sessions = ids;
+    if (isatty(STDERR_FILENO))
+        o.progress = fsck_progress;
+    struct svc_err err;
+    json_object *rep = NULL;
+    int rc = svc_fsck(cfg, &o, &rep, &err);
+    free(ids);
+    if (rc != 0)
+        return err.code == SVC_E_INVALID_SESSION_ID ? (fail(&err), 2) : fail(&err);
+    json_object *counts = svc_json_obj(rep, "counts");
+    int64_t left = svc_json_int(counts, "left", 0);
+    if (json) {
+        print_json(rep);
+    } else {
+        json_object *probs = NULL, *busy = NULL;
+        json_object_object_get_ex(rep, "problems", &probs);
+        json_object_object_get_ex(rep, "busy", &busy);
+        for (size_t i = 0; probs && i < json_object_array_length(probs); i++) {
+            json_object *p = json_object_array_get_idx(probs, i);
+            json_object *off = NULL;
+            json_object_object_get_ex(p, "offset", &off);
+            printf("%s", svc_json_str(p, "file", ""));
+            if (json_object_is_type(off, json_type_int))
+                printf(" @%lld", (long long)json_object_get_int64(off));
+            printf(": %s: %s%s\n", svc_json_str(p, "kind", ""), svc_json_str(p, "message", ""),
+                   svc_json_bool(p, "repaired", false) ? " [repaired]" : "");
+        }
+        size_t nbusy = busy ? json_object_array_length(busy) : 0;
+        printf("fsck: %lld sessions checked, %lld problems, %lld repaired, %lld left "
+               "(%lld stale runs repaired)%s\n",
+               (long long)svc_json_int(rep, "sessions_checked", 0),
+               (long long)svc_json_int(counts, "problems", 0),
+               (long long)svc_json_int(counts, "repaired", 0), (long long)left,
+               (long long)svc_json_int(counts, "stale_runs_repaired", 0),
+               nbusy ? "; sessions with a live run were checked in part" : "");
+    }
+    json_object_put(rep);
+    return left > 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
@@ -190,6 +264,8 @@ int main(int argc, char **argv)
         rc = cmd_sessions(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "chat") == 0)
         rc = cmd_chat(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "fsck") == 0)
+        rc = cmd_fsck(&cfg, argc - i, argv + i);
     else
         rc = usage("unknown command");
     svc_config_free(&cfg);

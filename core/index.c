@@ -1025,3 +1025,123 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
         return svc_err_set(err, SVC_E_IO, "the session index could not be read");
     return rc;
 }
+
+int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
+{
+    if (!ix.root || strcmp(ix.root, st->root) != 0) {
+        svc_index_reset();
+        ix.root = strdup(st->root);
+        if (!ix.root)
+            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    if (refresh_locked(st, true) != 0)
+        return svc_err_errno(err, "rebuild the index");
+    return 0;
+}
+
+static int verify_once(const struct svc_store *st, char *why, size_t whysz)
+{
+    bool writable = false;
+    int lock = lock_root(st, &writable);
+    struct stamp s;
+    stamp_parse(lock, &s);
+    struct idxfile f = {.fd = -1};
+    int rc = 1;
+    json_object *map = NULL;
+    char *buf = NULL;
+    DIR *d = NULL;
+    if (index_open(st, &f) != 0) {
+        snprintf(why, whysz, "there is no index file (the next listing builds it)");
+        rc = 2;
+        goto out;
+    }
+    if (!stamp_matches(&s, &f, true)) {
+        snprintf(why, whysz, "the index file is not the one its last writer left (stamp)");
+        goto out;
+    }
+    size_t len = (size_t)f.sb.st_size;
+    buf = malloc(len + 1);
+    if (!buf || pread(f.fd, buf, len, 0) != (ssize_t)len) {
+        rc = -1;
+        goto out;
+    }
+    map = json_object_new_object();
+    for (size_t at = 0; at < len;) {
+        char *nl = memchr(buf + at, '\n', len - at);
+        if (!nl) {
+            snprintf(why, whysz, "the index file ends inside a line (byte %zu)", at);
+            goto out;
+        }
+        size_t n = (size_t)(nl - (buf + at));
+        json_object *o = NULL;
+        if (n > 0 && svc_json_parse(buf + at, n, &o, NULL) != 0) {
+            snprintf(why, whysz, "line at byte %zu of the index is not JSON", at);
+            goto out;
+        }
+        const char *sid = svc_json_str(o, "session_id", NULL);
+        if (sid) {
+            json_object *sum = svc_json_obj(o, "summary");
+            if (sum)
+                json_object_object_add(map, sid, json_object_get(sum));
+            else
+                json_object_object_del(map, sid);
+        }
+        json_object_put(o);
+        at += n + 1;
+    }
+    d = opendir(st->root);
+    if (!d) {
+        rc = -1;
+        goto out;
+    }
+    struct dirent *de;
+    size_t found = 0;
+    while ((de = readdir(d))) {
+        const char *sid = de->d_name + 8;
+        if (strncmp(de->d_name, "session_", 8) != 0 || !svc_id_valid(sid) ||
+            !svc_store_session_exists(st, sid))
+            continue;
+        json_object *have = svc_json_obj(map, sid);
+        json_object *want = summary_of(st, sid);
+        bool same = have && want && json_object_equal(have, want);
+        json_object_put(want);
+        if (!want)
+            continue;
+        if (!have) {
+            snprintf(why, whysz, "session %s is missing from the index", sid);
+            goto out;
+        }
+        if (!same) {
+            snprintf(why, whysz, "the index holds an outdated summary of session %s", sid);
+            goto out;
+        }
+        found++;
+    }
+    if ((size_t)json_object_object_length(map) != found) {
+        snprintf(why, whysz, "the index lists %d sessions, the root holds %zu",
+                 json_object_object_length(map), found);
+        goto out;
+    }
+    rc = 0;
+out:
+    if (d)
+        closedir(d);
+    free(buf);
+    json_object_put(map);
+    index_close(&f);
+    if (lock >= 0)
+        close(lock);
+    return rc;
+}
+
+int svc_index_verify(const struct svc_store *st, char *why, size_t whysz)
+{
+    /* a writer may sit between its sidecar write and its index line: look again */
+    int rc = 1;
+    for (int i = 0; i < 3 && rc == 1; i++) {
+        if (i > 0)
+            usleep(50000);
+        rc = verify_once(st, why, whysz);
+    }
+    return rc;
+}
