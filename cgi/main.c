@@ -36,9 +36,11 @@
 
 #include "config.h"
 #include "handlers.h"
+#include "held.h"
 #include "http.h"
 #include "log.h"
 #include "query.h"
+#include "session.h"
 #include "util.h"
 
 #define BACKLOG 256
@@ -186,6 +188,7 @@ static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
     struct http_req r;
     http_req_init_fcgi(&r, fr, cfg);
     http_dispatch(&r);
+    held_clear();
     http_finish(&r);
     http_log(&r);
     http_req_free(&r);
@@ -252,6 +255,7 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
 struct child {
     pid_t pid;
     unsigned gen;
+    int slot; /* held.h */
 };
 
 static struct child children[MAX_CHILDREN];
@@ -279,26 +283,48 @@ static pid_t spawn_worker(int listen_fd, const struct svc_config *cfg, unsigned 
     if (nchildren >= MAX_CHILDREN)
         return -1;
     pid_t master = getpid();
+    int slot = held_take();
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
         logmsg("fork: %s", strerror(errno));
+        held_release(slot);
         return -1;
     }
     if (pid == 0) {
         (void)orig_mask;
+        held_attach(slot);
         int rc = worker_main(listen_fd, cfg, master);
         svc_config_free((struct svc_config *)cfg);
         exit(rc); /* exit, not _exit: LeakSanitizer runs at exit in asan builds */
     }
     children[nchildren].pid = pid;
     children[nchildren].gen = gen;
+    children[nchildren].slot = slot;
     nchildren++;
     return pid;
 }
 
+/* A worker that died in the middle of a run left its session `running` with the run lock
+ * free: repair it now (SPEC 2.3) rather than at the next reader. */
+static void repair_held(const struct svc_config *cfg, int slot, pid_t pid)
+{
+    char sid[132];
+    if (held_get(slot, sid, sizeof sid)) {
+        struct svc_err err;
+        svc_err_clear(&err);
+        int rc = svc_session_repair_stale(cfg, sid, &err);
+        if (rc == 1)
+            logmsg("worker %d died during a run on session %s: repaired it", (int)pid, sid);
+        else if (rc < 0)
+            logmsg("worker %d died during a run on session %s: repair failed: %s", (int)pid,
+                   sid, err.message);
+    }
+    held_release(slot);
+}
+
 /* Reap exited children; returns how many of generation gen died abnormally. */
-static int reap(unsigned gen, bool stopping)
+static int reap(const struct svc_config *cfg, unsigned gen, bool stopping)
 {
     int crashed = 0;
     int status;
@@ -316,6 +342,7 @@ static int reap(unsigned gen, bool stopping)
             }
             if (bad && children[i].gen == gen)
                 crashed++;
+            repair_held(cfg, children[i].slot, pid);
             children[i] = children[--nchildren];
             break;
         }
@@ -338,6 +365,8 @@ static int master_main(int listen_fd, struct svc_config *cfg, const struct opts 
     bool stopping = false;
     double stop_at = 0, last_term = 0, next_spawn = 0;
     int nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
+    if (held_init(MAX_CHILDREN) != 0)
+        logmsg("no shared memory for run slots: stale runs wait for their next reader");
     logmsg("master started: %d workers, max_requests %lld, config %s", nworkers,
            (long long)cfg->server.max_requests, cfg->source ? cfg->source : "(defaults)");
 
@@ -396,7 +425,7 @@ static int master_main(int listen_fd, struct svc_config *cfg, const struct opts 
                 logmsg("reloaded configuration: %d workers", nworkers);
             }
         }
-        int crashed = reap(gen, stopping);
+        int crashed = reap(cfg, gen, stopping);
         if (crashed > 0)
             next_spawn = svc_time_monotonic() + 1.0; /* slow down a crash loop */
     }
