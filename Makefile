@@ -22,7 +22,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test unit asan fuzz run bench clean format
+.PHONY: all deps test unit asan fuzz run bench clean format torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -73,6 +73,10 @@ fuzz:
 	  clang -O1 -g -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Icore \
 	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(PKG_LIBS) -lunistring -o build-fuzz/$${f}_fuzz || exit 1; \
 	done
+
+# Two pools on one root under SIGKILL for 10,000 turns (not in CI; t/45-torture.t is short).
+torture: deps all
+	SVC_BUILD=$(abspath $(B)) scripts/torture --turns 10000
 
 run: deps all
 	scripts/serve --port 8080
