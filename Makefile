@@ -74,6 +74,19 @@ fuzz:
 	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(PKG_LIBS) -lunistring -o build-fuzz/$${f}_fuzz || exit 1; \
 	done
 
+# The C unit tests and the CLI tests (every t/*.t that drives build/svc) under memcheck:
+# any error or definite leak fails (exit 99 from valgrind; the reports stay in build/vg/).
+VG_CLI := $(shell grep -l SvcCliTest t/*.t 2>/dev/null)
+valgrind: deps all unit
+	@rm -rf $(B)/vg && mkdir -p $(B)/vg
+	@fail=0; for t in $(UNIT_BIN); do \
+	  valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	    --log-file=$(B)/vg/unit.%p.log $$t >/dev/null || { echo "valgrind: $$t failed"; fail=1; }; \
+	done; \
+	SVC_VALGRIND=$(abspath $(B)/vg) SVC_BUILD=$(abspath $(B)) prove $(VG_CLI) || fail=1; \
+	if grep -l "ERROR SUMMARY: [1-9]\|definitely lost: [1-9]" $(B)/vg/*.log 2>/dev/null; then fail=1; fi; \
+	test $$fail = 0 && echo "valgrind: clean"
+
 # Two pools on one root under SIGKILL for 10,000 turns (not in CI; t/45-torture.t is short).
 torture: deps all
 	SVC_BUILD=$(abspath $(B)) scripts/torture --turns 10000
