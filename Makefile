@@ -65,13 +65,15 @@ asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  SVC_BUILD=$(abspath build-asan) prove -j2 build-asan/t/ t/
 
-# libFuzzer harnesses (not run by CI): the config loader, the JSON parser, the session readers.
-FUZZ := config json session
+# libFuzzer harnesses (not run by CI): the config loader, the JSON parser, the session readers,
+# the index file, line/run files with fsck, and the HTTP request layer (corpora in t/fuzz/corpus/).
+FUZZ := config json session index files http
 fuzz:
 	@mkdir -p build-fuzz
 	@for f in $(FUZZ); do echo "  FUZZ    build-fuzz/$${f}_fuzz"; \
-	  clang -O1 -g -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Icore \
-	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(PKG_LIBS) -lunistring -o build-fuzz/$${f}_fuzz || exit 1; \
+	  clang -O1 -g -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi \
+	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)) \
+	    $(PKG_LIBS) -lunistring -o build-fuzz/$${f}_fuzz || exit 1; \
 	done
 
 # The C unit tests and the CLI tests (every t/*.t that drives build/svc) under memcheck:

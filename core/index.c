@@ -1109,10 +1109,12 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
             continue;
         if (!have) {
             snprintf(why, whysz, "session %s is missing from the index", sid);
+            rc = 3; /* may be a writer between its sidecar and its line */
             goto out;
         }
         if (!same) {
             snprintf(why, whysz, "the index holds an outdated summary of session %s", sid);
+            rc = 3; /* may be a writer between its sidecar and its line */
             goto out;
         }
         found++;
@@ -1120,7 +1122,8 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
     if ((size_t)json_object_object_length(map) != found) {
         snprintf(why, whysz, "the index lists %d sessions, the root holds %zu",
                  json_object_object_length(map), found);
-        goto out;
+        rc = 3; /* may be a writer between its sidecar and its line */
+            goto out;
     }
     rc = 0;
 out:
@@ -1137,11 +1140,10 @@ out:
 int svc_index_verify(const struct svc_store *st, char *why, size_t whysz)
 {
     /* a writer may sit between its sidecar write and its index line: look again */
-    int rc = 1;
-    for (int i = 0; i < 3 && rc == 1; i++) {
-        if (i > 0)
-            usleep(50000);
+    int rc = verify_once(st, why, whysz);
+    for (int i = 0; i < 3 && rc == 3; i++) {
+        usleep(20000);
         rc = verify_once(st, why, whysz);
     }
-    return rc;
+    return rc == 3 ? 1 : rc;
 }
