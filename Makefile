@@ -22,7 +22,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test unit asan fuzz run bench clean format torture valgrind
+.PHONY: all deps test unit asan fuzz run bench clean format install torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -101,6 +101,37 @@ bench: deps all
 
 format:
 	clang-format -i core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch]
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]: programs, units, sysusers.d, tmpfiles.d,
+# the nginx and Apache files, and /etc/svc/agents.yaml (never over an existing one).
+# svc-jobs.service/.timer are installed when nginx/ has them.
+PREFIX     ?= /usr/local
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+UNITS      := nginx/svc.service nginx/svc.socket $(wildcard nginx/svc-jobs.service nginx/svc-jobs.timer)
+NGINX_FILES := svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.conf \
+               fastcgi_params.conf svc-upstream.conf
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d \
+	  $(DESTDIR)$(PREFIX)/share/svc/apache $(DESTDIR)$(PREFIX)/share/doc/svc
+	install -d -m 0750 $(DESTDIR)$(SYSCONFDIR)/svc
+	install -m 0755 $(B)/svc $(B)/svc-fcgi $(DESTDIR)$(PREFIX)/bin/
+	for u in $(UNITS); do \
+	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' $$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
+	install -m 0644 nginx/svc.sysusers $(DESTDIR)$(SYSUSERSDIR)/svc.conf
+	install -m 0644 nginx/svc.tmpfiles $(DESTDIR)$(TMPFILESDIR)/svc.conf
+	for f in $(NGINX_FILES); do install -m 0644 nginx/$$f $(DESTDIR)$(SYSCONFDIR)/nginx/svc/ || exit 1; done
+	install -m 0644 nginx/model.d/README $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d/
+	install -m 0644 nginx/apache-*.conf $(DESTDIR)$(PREFIX)/share/svc/apache/
+	install -m 0644 README $(DESTDIR)$(PREFIX)/share/doc/svc/
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \
+	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(PREFIX)/share/svc/agents.yaml)"; \
+	else install -m 0640 conf/agents.yaml $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi
+	install -m 0644 conf/agents.yaml $(DESTDIR)$(PREFIX)/share/svc/agents.yaml
 
 clean:
 	rm -rf build build-asan

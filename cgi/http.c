@@ -116,7 +116,7 @@ bool http_id_ok(const char *s)
 enum {
     P_REQUEST_METHOD, P_REQUEST_URI, P_SCRIPT_NAME, P_PATH_INFO, P_QUERY_STRING,
     P_AUTHORIZATION, P_CONTENT_TYPE, P_X_SESSION_ID, P_IDEMPOTENCY_KEY, P_LAST_EVENT_ID,
-    P_CONTENT_LENGTH, P_X_REQUEST_ID, P_COUNT
+    P_CONTENT_LENGTH, P_X_REQUEST_ID, P_REQUEST_ID, P_SVC_BASE_PATH, P_COUNT
 };
 
 static const struct {
@@ -128,6 +128,7 @@ static const struct {
     PN("PATH_INFO"),          PN("QUERY_STRING"),         PN("HTTP_AUTHORIZATION"),
     PN("CONTENT_TYPE"),       PN("HTTP_X_SESSION_ID"),    PN("HTTP_IDEMPOTENCY_KEY"),
     PN("HTTP_LAST_EVENT_ID"), PN("CONTENT_LENGTH"),       PN("HTTP_X_REQUEST_ID"),
+    PN("REQUEST_ID"),         PN("SVC_BASE_PATH"),
 #undef PN
 };
 
@@ -140,7 +141,7 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
     char **envp = r->fcgx ? r->fcgx->envp : environ;
     for (; envp && *envp; envp++) {
         const char *e = *envp;
-        /* every name we want starts with C, H, P, Q, R or S */
+        /* every name we want starts with C, H, P, Q, R or S (SVC_BASE_PATH too) */
         switch (e[0]) {
         case 'C': case 'H': case 'P': case 'Q': case 'R': case 'S': break;
         default: continue;
@@ -172,6 +173,23 @@ static void new_request_id(char *out, size_t outsz)
     snprintf(out, outsz, "req-%.16s", pool + 16 * next);
     memset(pool + 16 * next, 0, 16);
     next++;
+}
+
+/* The routed part of path under base ("" or NULL: none, path itself): path without the
+ * prefix when path is base or starts with base + "/", else NULL. A base that is not a sane
+ * absolute path (from the web server) routes nothing. Borrowed from path. */
+static const char *route_of(const char *path, const char *base)
+{
+    if (!path)
+        return NULL;
+    if (!base || !*base)
+        return path;
+    size_t n = strlen(base);
+    if (base[0] != '/' || base[n - 1] == '/' || strncmp(path, base, n) != 0)
+        return NULL;
+    if (path[n] == '\0')
+        return "/";
+    return path[n] == '/' ? path + n : NULL;
 }
 
 static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg)
@@ -210,6 +228,8 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
             svc_buf_adds(&b, "/");
         r->path = svc_buf_steal(&b);
     }
+    r->route = route_of(r->path, cfg && cfg->server.base_path[0] ? cfg->server.base_path
+                                                                 : v[P_SVC_BASE_PATH]);
     const char *qs = v[P_QUERY_STRING];
     r->query = strdup(qs ? qs : "");
     r->authorization = dup_or_null(v[P_AUTHORIZATION]);
@@ -227,7 +247,11 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
             r->content_length = x;
     }
 
+    /* The client's own X-Request-Id when sane, else the web server's ($request_id passed
+     * as REQUEST_ID, so nginx's access line and ours share it), else a new one. */
     const char *rid = v[P_X_REQUEST_ID];
+    if (!http_id_ok(rid))
+        rid = v[P_REQUEST_ID];
     if (http_id_ok(rid))
         snprintf(r->request_id, sizeof r->request_id, "%s", rid);
     else

@@ -45,6 +45,9 @@ struct http_req {
     /* Input, copied at init. */
     char *method;              /* "GET" */
     char *path;                /* raw path from REQUEST_URI, no query: "/api/v1/chat/..." */
+    const char *route;         /* the part of path routes match: path after the base path
+                                * (server.base_path, else the SVC_BASE_PATH param); NULL when
+                                * path lies outside the base path (every route is 404) */
     char *query;               /* raw QUERY_STRING, "" when none */
     char *authorization;       /* HTTP_AUTHORIZATION or NULL */
     char *content_type;        /* or NULL */

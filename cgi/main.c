@@ -6,21 +6,35 @@
  * environment and stdin, then exit); else server.listen from the configuration.
  *
  * Master: forks `workers` workers sharing the socket (libfcgi serializes accept with an
- * fcntl lock), respawns dead ones (a crash loop is slowed to one spawn a second), reloads
- * on SIGHUP (a config that fails validation is refused, old workers go on; a valid one
- * replaces the workers gracefully), and on SIGTERM/SIGINT stops them and waits for their
- * in-flight requests. Signals are handled synchronously with sigtimedwait.
+ * fcntl lock), respawns dead ones at once (only a crash loop, workers dying within a second
+ * of their start, is slowed down, with a growing delay, and logged), reloads on SIGHUP (a
+ * config that fails validation is refused, old workers go on; a valid one replaces the
+ * workers gracefully), reopens --log FILE on SIGUSR1 (and has the workers do the same), and
+ * on SIGTERM/SIGINT drains: a socket it created is unlinked and its listener closed at once
+ * (new connections are refused, so the web server tries its next upstream; for TCP the
+ * listener is shut down), the workers finish in-flight requests and the connections already
+ * queued, then exit. An inherited socket (fd 0, LISTEN_FDS) is left to its owner: the
+ * workers only stop accepting. Signals are handled synchronously with sigtimedwait.
  *
- * Worker: SIGTERM/SIGINT/SIGHUP are blocked while a request runs and unblocked only around
- * FCGX_Accept_r, so a signal never interrupts a request's reads or writes (libfcgi does not
- * retry on EINTR); the handler sets a flag and calls FCGX_ShutdownPending(). The master
- * repeats SIGTERM every second while stopping, which closes the small window where a signal
- * lands between libfcgi's shutdown check and accept(2). A worker exits after max_requests.
- * Children that workers start inherit the blocked mask: they must reset it before exec. */
+ * Permissions (SPEC 6): the process umask is server.umask; a unix socket it creates gets
+ * server.socket_mode and server.socket_group; started as root with --user/--group it drops
+ * privileges after binding (and before reading any session). Refusals at start are one line
+ * naming the setting, with the exit codes below (README, "Ops guide").
+ *
+ * Worker: SIGTERM/SIGINT/SIGHUP/SIGUSR1 are blocked while a request runs and unblocked only
+ * around FCGX_Accept_r (FCGI_FAIL_ACCEPT_ON_INTR), so a signal never interrupts a request's reads
+ * or writes (libfcgi does not retry on EINTR); the handler only sets a flag. The master repeats
+ * SIGTERM every second while stopping, which closes the small window where a signal lands
+ * between the flag check and accept(2). A worker exits after max_requests. Children that
+ * workers start inherit the blocked mask: they must reset it before exec. */
 #include <errno.h>
 #include <fcgiapp.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
+#include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,11 +60,45 @@
 #define BACKLOG 256
 #define MAX_CHILDREN 1024
 
+/* Exit codes (README, "Ops guide"). */
+#define EXIT_FAIL 1  /* a runtime failure */
+#define EXIT_USAGE 2 /* bad command line */
+#define EXIT_CONFIG                                                                                \
+    3                 /* a setting refused: agents.yaml invalid, unknown user or group,            \
+                       * socket directory missing, bad --listen */
+#define EXIT_SOCKET 4 /* the socket could not be created (in use, permission denied) */
+
+/* A worker that dies sooner than this after its start counts toward a crash loop. */
+#define QUICK_DEATH_S 1.0
+#define CRASH_LOOP_DEATHS 3
+#define CRASH_BACKOFF_MAX_S 30.0
+
 struct opts {
     const char *listen;
     const char *config;
-    int workers; /* 0: from config */
+    const char *user;  /* --user: drop to this user after binding */
+    const char *group; /* --group: and this group (default: the user's) */
+    const char *log;   /* --log FILE: stderr goes there, reopened on SIGUSR1 */
+    int workers;       /* 0: from config */
 };
+
+/* Reopen --log FILE onto stderr. Return 0, or -1 with errno. */
+static int log_reopen(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+    if (fd < 0)
+        return -1;
+    if (fd != STDERR_FILENO) {
+        if (dup2(fd, STDERR_FILENO) < 0) {
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        close(fd);
+    }
+    return 0;
+}
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
@@ -83,21 +131,38 @@ static void log_warnings(const struct svc_config *cfg)
 
 /* ---- listening socket ---- */
 
-/* Open "unix:PATH" or "tcp:[HOST:]PORT". Returns the fd, or -1 after logging. */
-static int open_listen(const char *spec, char **unix_path)
+/* Open "unix:PATH" or "tcp:[HOST:]PORT" (what names the setting in messages: "server.listen"
+ * or "--listen"). A unix socket gets mode `mode` and, when gid is not -1, group gid.
+ * Returns the fd, or -1 after logging one line with *exit_code set (EXIT_CONFIG, EXIT_SOCKET). */
+static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gid, char **unix_path,
+                       int *exit_code)
 {
     *unix_path = NULL;
+    *exit_code = EXIT_CONFIG;
     if (strncmp(spec, "unix:", 5) == 0) {
         const char *path = spec + 5;
         struct sockaddr_un sun;
         if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':')) {
-            logmsg("listen: bad unix socket path '%s' (empty, too long or with ':')", path);
+            logmsg("%s: bad unix socket path '%s' (empty, too long or with ':')", what, path);
             return -1;
         }
+        char *dir = strdup(path);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        if (slash)
+            *(slash == dir ? slash + 1 : slash) = '\0';
+        bool dir_ok = !dir || !slash || svc_is_dir(dir);
+        if (!dir_ok)
+            logmsg("%s: the directory %s of socket %s does not exist (create it, e.g. with "
+                   "systemd RuntimeDirectory=, or choose another path)",
+                   what, dir, path);
+        free(dir);
+        if (!dir_ok)
+            return -1;
+        *exit_code = EXIT_SOCKET;
         struct stat st;
         if (lstat(path, &st) == 0) {
             if (!S_ISSOCK(st.st_mode)) {
-                logmsg("listen: %s exists and is not a socket", path);
+                logmsg("%s: %s exists and is not a socket", what, path);
                 return -1;
             }
             /* Refuse to steal the socket of a live instance. */
@@ -107,29 +172,25 @@ static int open_listen(const char *spec, char **unix_path)
             memcpy(sun.sun_path, path, strlen(path));
             if (s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof sun) == 0) {
                 close(s);
-                logmsg("listen: %s is in use by another process", path);
+                logmsg("%s: %s is in use by another process", what, path);
                 return -1;
             }
             if (s >= 0)
                 close(s);
         }
-        char *dir = strdup(path);
-        char *slash = dir ? strrchr(dir, '/') : NULL;
-        if (slash && slash != dir) {
-            *slash = '\0';
-            struct svc_err e;
-            if (!svc_is_dir(dir) && svc_mkdirs(dir, 0755, &e) < 0)
-                logmsg("listen: cannot create %s: %s", dir, e.message);
-        }
-        free(dir);
         int fd = FCGX_OpenSocket(path, BACKLOG);
         if (fd < 0) {
-            logmsg("listen: cannot listen on %s: %s", path, strerror(errno));
+            logmsg("%s: cannot listen on %s: %s", what, path, strerror(errno));
             return -1;
         }
-        /* nginx may run as another user (nobody, www-data): let it connect. */
-        if (chmod(path, 0666) < 0)
-            logmsg("listen: chmod %s: %s", path, strerror(errno));
+        /* The web server (www-data, nobody) connects through server.socket_group or the
+         * mode; nobody else should (they would bypass its deny and limit_req). */
+        if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0) {
+            logmsg("%s: cannot set the owner or mode of %s: %s", what, path, strerror(errno));
+            close(fd);
+            unlink(path);
+            return -1;
+        }
         *unix_path = strdup(path);
         return fd;
     }
@@ -140,7 +201,7 @@ static int open_listen(const char *spec, char **unix_path)
         char host[256] = "127.0.0.1";
         if (colon) {
             if ((size_t)(colon - hp) >= sizeof host || colon == hp) {
-                logmsg("listen: bad host in '%s'", spec);
+                logmsg("%s: bad host in '%s'", what, spec);
                 return -1;
             }
             snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
@@ -148,19 +209,20 @@ static int open_listen(const char *spec, char **unix_path)
         char *end;
         long p = strtol(port, &end, 10);
         if (!*port || *end || p < 1 || p > 65535) {
-            logmsg("listen: bad port in '%s'", spec);
+            logmsg("%s: bad port in '%s'", what, spec);
             return -1;
         }
         char bind_to[300];
         snprintf(bind_to, sizeof bind_to, "%s:%ld", host, p);
+        *exit_code = EXIT_SOCKET;
         int fd = FCGX_OpenSocket(bind_to, BACKLOG);
         if (fd < 0) {
-            logmsg("listen: cannot listen on %s: %s", bind_to, strerror(errno));
+            logmsg("%s: cannot listen on %s: %s", what, bind_to, strerror(errno));
             return -1;
         }
         return fd;
     }
-    logmsg("listen: '%s' must be unix:PATH or tcp:[HOST:]PORT", spec);
+    logmsg("%s: '%s' must be unix:PATH or tcp:[HOST:]PORT", what, spec);
     return -1;
 }
 
@@ -174,13 +236,26 @@ static bool is_listening_socket(int fd)
 
 /* ---- worker ---- */
 
-static volatile sig_atomic_t worker_stop;
+static volatile sig_atomic_t worker_stop, worker_reopen, worker_nodrain;
 
+/* SIGTERM/SIGINT: stop (after the queued connections when draining); SIGHUP: stop at once
+ * (a reload: the new workers take the queue); SIGUSR1: reopen the log. */
 static void worker_signal(int sig)
 {
-    (void)sig;
+    if (sig == SIGUSR1) {
+        worker_reopen = 1;
+        return;
+    }
+    if (sig == SIGHUP)
+        worker_nodrain = 1;
     worker_stop = 1;
-    FCGX_ShutdownPending();
+}
+
+/* Whether a connection waits in the listen queue (a drain serves those before exiting). */
+static bool backlog_pending(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
 }
 
 static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
@@ -194,13 +269,17 @@ static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
     http_req_free(&r);
 }
 
-static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master)
+/* drain: on stop, first serve the connections already queued (the master unlinked our own
+ * socket, so no new ones arrive); false for an inherited socket, left to its owner. */
+static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master, bool drain,
+                       const char *log_path)
 {
     sigset_t stopset;
     sigemptyset(&stopset);
     sigaddset(&stopset, SIGTERM);
     sigaddset(&stopset, SIGINT);
     sigaddset(&stopset, SIGHUP);
+    sigaddset(&stopset, SIGUSR1);
     sigprocmask(SIG_BLOCK, &stopset, NULL);
 
     struct sigaction sa;
@@ -211,6 +290,7 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
     sa.sa_handler = SIG_DFL;
     sigaction(SIGCHLD, &sa, NULL);
     sigset_t chld;
@@ -222,21 +302,33 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != master)
         return 0;
+    if (getenv("SVC_TEST_WORKER_CRASH")) /* test hook: a crash loop (t/50-ops-pool.t) */
+        return 3;
 
     FCGX_Request fr;
-    if (FCGX_InitRequest(&fr, listen_fd, 0) != 0) {
+    if (FCGX_InitRequest(&fr, listen_fd, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
         logmsg("worker: FCGX_InitRequest failed");
         return 1;
     }
     int64_t served = 0;
-    while (!worker_stop && served < cfg->server.max_requests) {
+    while (served < cfg->server.max_requests) {
+        if (worker_reopen) {
+            worker_reopen = 0;
+            if (log_path && log_reopen(log_path) < 0)
+                logmsg("log: cannot reopen %s: %s", log_path, strerror(errno));
+        }
+        if (worker_stop && (worker_nodrain || !drain || !backlog_pending(listen_fd)))
+            break;
         sigprocmask(SIG_UNBLOCK, &stopset, NULL);
-        int rc = worker_stop ? -1 : FCGX_Accept_r(&fr);
+        /* a signal pending until the unblock has run its handler by now */
+        int rc = worker_stop && (worker_nodrain || !drain || !backlog_pending(listen_fd))
+                     ? -EINTR
+                     : FCGX_Accept_r(&fr);
         sigprocmask(SIG_BLOCK, &stopset, NULL);
         if (rc < 0) {
-            if (worker_stop)
-                break;
-            if (rc == -EINTR || rc == -ECONNABORTED)
+            if (worker_stop && rc != -EINTR && rc != -ECONNABORTED)
+                break; /* draining, and the queue cannot be read: leave it */
+            if (worker_stop || worker_reopen || rc == -EINTR || rc == -ECONNABORTED)
                 continue;
             logmsg("worker: accept failed: %s", strerror(-rc));
             FCGX_Free(&fr, 0);
@@ -255,7 +347,8 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
 struct child {
     pid_t pid;
     unsigned gen;
-    int slot; /* held.h */
+    int slot;       /* held.h */
+    double started; /* monotonic */
 };
 
 static struct child children[MAX_CHILDREN];
@@ -277,8 +370,14 @@ static void signal_gen(unsigned gen, bool all, int sig)
             kill(children[i].pid, sig);
 }
 
-static pid_t spawn_worker(int listen_fd, const struct svc_config *cfg, unsigned gen,
-                          const sigset_t *orig_mask)
+struct pool {
+    int listen_fd;
+    bool own; /* we created the socket (unix_path or TCP): drain it on stop */
+    const char *unix_path;
+    const char *log_path; /* --log FILE or NULL */
+};
+
+static pid_t spawn_worker(const struct pool *pl, const struct svc_config *cfg, unsigned gen)
 {
     if (nchildren >= MAX_CHILDREN)
         return -1;
@@ -292,15 +391,16 @@ static pid_t spawn_worker(int listen_fd, const struct svc_config *cfg, unsigned 
         return -1;
     }
     if (pid == 0) {
-        (void)orig_mask;
         held_attach(slot);
-        int rc = worker_main(listen_fd, cfg, master);
+        /* only a unix socket we unlink has a queue that stops growing: drain it */
+        int rc = worker_main(pl->listen_fd, cfg, master, pl->own && pl->unix_path, pl->log_path);
         svc_config_free((struct svc_config *)cfg);
         exit(rc); /* exit, not _exit: LeakSanitizer runs at exit in asan builds */
     }
     children[nchildren].pid = pid;
     children[nchildren].gen = gen;
     children[nchildren].slot = slot;
+    children[nchildren].started = svc_time_monotonic();
     nchildren++;
     return pid;
 }
@@ -323,12 +423,14 @@ static void repair_held(const struct svc_config *cfg, int slot, pid_t pid)
     held_release(slot);
 }
 
-/* Reap exited children; returns how many of generation gen died abnormally. */
-static int reap(const struct svc_config *cfg, unsigned gen, bool stopping)
+/* Reap exited children; returns how many of generation gen died abnormally within
+ * QUICK_DEATH_S of their start (a crash loop in the making); *slow_deaths counts the others. */
+static int reap(const struct svc_config *cfg, unsigned gen, bool stopping, int *slow_deaths)
 {
-    int crashed = 0;
+    int quick = 0;
     int status;
     pid_t pid;
+    double now = svc_time_monotonic();
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         for (int i = 0; i < nchildren; i++) {
             if (children[i].pid != pid)
@@ -340,18 +442,42 @@ static int reap(const struct svc_config *cfg, unsigned gen, bool stopping)
                 else
                     logmsg("worker %d exited with status %d", (int)pid, WEXITSTATUS(status));
             }
-            if (bad && children[i].gen == gen)
-                crashed++;
+            if (bad && children[i].gen == gen) {
+                if (now - children[i].started < QUICK_DEATH_S)
+                    quick++;
+                else
+                    (*slow_deaths)++;
+            }
             repair_held(cfg, children[i].slot, pid);
             children[i] = children[--nchildren];
             break;
         }
     }
-    return crashed;
+    return quick;
 }
 
-static int master_main(int listen_fd, struct svc_config *cfg, const struct opts *o,
-                       const char *unix_path)
+/* Stop taking new connections at once: a socket we created is unlinked (a new connect fails,
+ * so the web server moves to its next upstream) and our copy of the listener closed; a TCP
+ * listener is shut down for every process that shares it. The workers serve what is queued. */
+static void drain_socket(struct pool *pl)
+{
+    if (!pl->own || pl->listen_fd < 0)
+        return;
+    if (pl->unix_path) {
+        if (unlink(pl->unix_path) < 0 && errno != ENOENT) {
+            /* the path stays: refuse new connections on it instead */
+            logmsg("drain: cannot unlink %s: %s; shutting the listener down", pl->unix_path,
+                   strerror(errno));
+            shutdown(pl->listen_fd, SHUT_RD);
+        }
+    } else {
+        shutdown(pl->listen_fd, SHUT_RD);
+    }
+    close(pl->listen_fd);
+    pl->listen_fd = -1;
+}
+
+static int master_main(struct pool *pl, struct svc_config *cfg, const struct opts *o)
 {
     sigset_t set, orig;
     sigemptyset(&set);
@@ -359,11 +485,15 @@ static int master_main(int listen_fd, struct svc_config *cfg, const struct opts 
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
     sigprocmask(SIG_BLOCK, &set, &orig);
 
     unsigned gen = 1;
     bool stopping = false;
     double stop_at = 0, last_term = 0, next_spawn = 0;
+    int quick_streak = 0;  /* workers of this generation that died right after start, in a row */
+    double backoff = 0;    /* current crash-loop delay, 0 when not in one */
+    double last_quick = 0; /* when the last quick death was seen */
     int nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
     if (held_init(MAX_CHILDREN) != 0)
         logmsg("no shared memory for run slots: stale runs wait for their next reader");
@@ -375,7 +505,7 @@ static int master_main(int listen_fd, struct svc_config *cfg, const struct opts 
         if (!stopping && now >= next_spawn) {
             if (count_gen(gen) < nworkers)
                 svc_sessions_warm(cfg); /* new workers inherit the listing index, loaded */
-            while (count_gen(gen) < nworkers && spawn_worker(listen_fd, cfg, gen, &orig) > 0)
+            while (count_gen(gen) < nworkers && spawn_worker(pl, cfg, gen) > 0)
                 ;
         }
         if (stopping) {
@@ -394,15 +524,29 @@ static int master_main(int listen_fd, struct svc_config *cfg, const struct opts 
         }
 
         struct timespec ts = {0, 250 * 1000 * 1000};
+        if (!stopping && next_spawn > now && next_spawn - now < 0.25)
+            ts.tv_nsec = (long)((next_spawn - now) * 1e9);
         siginfo_t si;
         int sig = sigtimedwait(&set, &si, &ts);
         if (sig == SIGTERM || sig == SIGINT) {
             if (!stopping) {
-                logmsg("stop: signal %d, waiting for %d workers", sig, nchildren);
+                drain_socket(pl);
+                logmsg("stop: signal %d, %s; waiting for %d workers", sig,
+                       pl->own ? "socket closed to new connections"
+                               : "inherited socket left to its owner",
+                       nchildren);
                 stopping = true;
                 stop_at = svc_time_monotonic();
                 last_term = stop_at;
                 signal_gen(0, true, SIGTERM);
+            }
+        } else if (sig == SIGUSR1) {
+            if (pl->log_path) {
+                if (log_reopen(pl->log_path) < 0)
+                    logmsg("log: cannot reopen %s: %s", pl->log_path, strerror(errno));
+                else
+                    logmsg("log: reopened %s", pl->log_path);
+                signal_gen(0, true, SIGUSR1);
             }
         } else if (sig == SIGHUP && !stopping) {
             struct svc_config ncfg;
@@ -413,21 +557,44 @@ static int master_main(int listen_fd, struct svc_config *cfg, const struct opts 
                 logmsg("reload refused, keeping the running configuration: %s", err.message);
             } else {
                 log_warnings(&ncfg);
-                if (!o->listen && unix_path && ncfg.server.listen && cfg->server.listen &&
+                if (!o->listen && pl->unix_path && ncfg.server.listen && cfg->server.listen &&
                     strcmp(ncfg.server.listen, cfg->server.listen) != 0)
                     logmsg("reload: server.listen changed; it takes effect on restart");
                 svc_config_free(cfg);
                 *cfg = ncfg;
-                signal_gen(gen, false, SIGTERM); /* old workers finish and exit */
+                umask((mode_t)svc_config_octal(cfg->server.umask));
+                signal_gen(gen, false, SIGHUP); /* old workers finish and exit */
                 gen++;
+                quick_streak = 0;
+                backoff = 0;
                 nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
                 next_spawn = 0;
                 logmsg("reloaded configuration: %d workers", nworkers);
             }
         }
-        int crashed = reap(cfg, gen, stopping);
-        if (crashed > 0)
-            next_spawn = svc_time_monotonic() + 1.0; /* slow down a crash loop */
+        int slow = 0;
+        int quick = reap(cfg, gen, stopping, &slow);
+        if (slow > 0 && quick == 0) {
+            quick_streak = 0; /* it ran for a while: not a crash loop, respawn at once */
+            backoff = 0;
+        }
+        if (quick > 0) {
+            double t = svc_time_monotonic();
+            if (t - last_quick > 10.0) { /* calm for a while: a new streak */
+                quick_streak = 0;
+                backoff = 0;
+            }
+            last_quick = t;
+        }
+        quick_streak += quick;
+        if (quick > 0 && quick_streak >= CRASH_LOOP_DEATHS && !stopping) {
+            backoff = backoff > 0 ? backoff * 2 : 1.0;
+            if (backoff > CRASH_BACKOFF_MAX_S)
+                backoff = CRASH_BACKOFF_MAX_S;
+            next_spawn = svc_time_monotonic() + backoff;
+            logmsg("crash loop: %d workers died within %.0fs of starting; next spawn in %.0fs",
+                   quick_streak, QUICK_DEATH_S, backoff);
+        }
     }
     logmsg("stopped");
     return 0;
@@ -454,48 +621,142 @@ static int serve_cgi(const struct svc_config *cfg, const struct svc_err *cfg_err
 static void usage(FILE *f)
 {
     fprintf(f, "usage: svc-fcgi [--listen unix:PATH|tcp:[HOST:]PORT] [--workers N] "
-               "[--config FILE]\n"
+               "[--config FILE] [--user USER] [--group GROUP] [--log FILE]\n"
                "Without --listen: the socket on fd 0 or LISTEN_FDS, plain CGI when "
-               "REQUEST_METHOD is set, else server.listen.\n");
+               "REQUEST_METHOD is set, else server.listen.\n"
+               "Exit codes: 0 stopped, 1 failure, 2 usage, 3 configuration refused, "
+               "4 socket could not be created.\n");
+}
+
+/* The ids --user/--group name; *uid -1 when no --user. Return 0, or -1 after logging. */
+static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid, char **home)
+{
+    *uid = (uid_t)-1;
+    *gid = (gid_t)-1;
+    *home = NULL;
+    if (o->user) {
+        struct passwd *pw = getpwnam(o->user);
+        if (!pw) {
+            logmsg("--user: no such user '%s'", o->user);
+            return -1;
+        }
+        *uid = pw->pw_uid;
+        *gid = pw->pw_gid;
+        *home = strdup(pw->pw_dir ? pw->pw_dir : "/");
+    }
+    if (o->group) {
+        struct group *gr = getgrnam(o->group);
+        if (!gr) {
+            logmsg("--group: no such group '%s'", o->group);
+            free(*home);
+            *home = NULL;
+            return -1;
+        }
+        *gid = gr->gr_gid;
+    }
+    if ((o->user || o->group) && geteuid() != 0 &&
+        ((*uid != (uid_t)-1 && *uid != geteuid()) || (*gid != (gid_t)-1 && *gid != getegid()))) {
+        logmsg("--user/--group: changing identity needs root (running as uid %d)", (int)geteuid());
+        free(*home);
+        *home = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Become uid/gid for good (root only; a no-op when they are already ours). Return 0 or -1. */
+static int drop_privileges(const struct opts *o, uid_t uid, gid_t gid)
+{
+    if (geteuid() != 0)
+        return 0;
+    if (gid != (gid_t)-1) {
+        if (o->user ? initgroups(o->user, gid) < 0 : setgroups(0, NULL) < 0) {
+            logmsg("--user: cannot set supplementary groups: %s", strerror(errno));
+            return -1;
+        }
+        if (setgid(gid) < 0) {
+            logmsg("--group: setgid(%d): %s", (int)gid, strerror(errno));
+            return -1;
+        }
+    }
+    if (uid != (uid_t)-1) {
+        if (setuid(uid) < 0) {
+            logmsg("--user: setuid(%d): %s", (int)uid, strerror(errno));
+            return -1;
+        }
+        if (uid != 0 && setuid(0) == 0) {
+            logmsg("--user: root could be regained after dropping it; refusing to run");
+            return -1;
+        }
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
     struct opts o = {0};
     svc_log_set_sink(core_log_sink, NULL);
-    static const struct option lopts[] = {
-        {"listen", required_argument, NULL, 'l'}, {"workers", required_argument, NULL, 'w'},
-        {"config", required_argument, NULL, 'c'}, {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0}};
+    static const struct option lopts[] = {{"listen", required_argument, NULL, 'l'},
+                                          {"workers", required_argument, NULL, 'w'},
+                                          {"config", required_argument, NULL, 'c'},
+                                          {"user", required_argument, NULL, 'u'},
+                                          {"group", required_argument, NULL, 'g'},
+                                          {"log", required_argument, NULL, 'L'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {"version", no_argument, NULL, 'V'},
+                                          {NULL, 0, NULL, 0}};
     int c;
-    while ((c = getopt_long(argc, argv, "l:w:c:hV", lopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "l:w:c:u:g:L:hV", lopts, NULL)) != -1) {
         switch (c) {
-        case 'l': o.listen = optarg; break;
-        case 'c': o.config = optarg; break;
+        case 'l':
+            o.listen = optarg;
+            break;
+        case 'c':
+            o.config = optarg;
+            break;
+        case 'u':
+            o.user = optarg;
+            break;
+        case 'g':
+            o.group = optarg;
+            break;
+        case 'L':
+            o.log = optarg;
+            break;
         case 'w': {
             char *end;
             long n = strtol(optarg, &end, 10);
             if (*end || n < 1 || n > 256) {
                 fprintf(stderr, "svc-fcgi: --workers must be 1..256\n");
-                return 2;
+                return EXIT_USAGE;
             }
             o.workers = (int)n;
             break;
         }
-        case 'h': usage(stdout); return 0;
-        case 'V': printf("svc-fcgi %s\n", SVC_VERSION); return 0;
-        default: usage(stderr); return 2;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("svc-fcgi %s\n", SVC_VERSION);
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
         }
     }
     if (optind < argc) {
         usage(stderr);
-        return 2;
+        return EXIT_USAGE;
+    }
+    if (o.log && log_reopen(o.log) < 0) {
+        logmsg("--log: cannot open %s: %s", o.log, strerror(errno));
+        return EXIT_CONFIG;
     }
 
     signal(SIGPIPE, SIG_IGN);
     if (FCGX_Init() != 0) {
         logmsg("FCGX_Init failed");
-        return 1;
+        return EXIT_FAIL;
     }
     h_base_started_at = svc_time_now();
     h_base_master_pid = (int)getpid();
@@ -518,6 +779,17 @@ int main(int argc, char **argv)
     unsetenv("LISTEN_PID");
     unsetenv("LISTEN_FDNAMES");
 
+    uid_t uid = (uid_t)-1;
+    gid_t gid = (gid_t)-1;
+    char *user_home = NULL;
+    if (!cgi && resolve_identity(&o, &uid, &gid, &user_home) < 0)
+        return EXIT_CONFIG;
+    /* Paths that default to ~ are the user's we become, as if started by that user. */
+    if (user_home) {
+        setenv("HOME", user_home, 1);
+        free(user_home);
+    }
+
     struct svc_config cfg;
     struct svc_err err;
     memset(&cfg, 0, sizeof cfg);
@@ -526,34 +798,63 @@ int main(int argc, char **argv)
         if (cgi)
             return serve_cgi(NULL, &err);
         logmsg("config: %s", err.message);
-        return 1;
+        return EXIT_CONFIG;
     }
     log_warnings(&cfg);
+    umask((mode_t)svc_config_octal(cfg.server.umask));
     if (cgi) {
         int rc = serve_cgi(&cfg, NULL);
         svc_config_free(&cfg);
         return rc;
     }
 
+    gid_t sock_gid = (gid_t)-1;
+    if (cfg.server.socket_group[0]) {
+        struct group *gr = getgrnam(cfg.server.socket_group);
+        if (!gr) {
+            logmsg("config: server.socket_group: no such group '%s'", cfg.server.socket_group);
+            svc_config_free(&cfg);
+            return EXIT_CONFIG;
+        }
+        sock_gid = gr->gr_gid;
+    }
+
+    struct pool pl = {.listen_fd = listen_fd, .log_path = o.log};
     char *unix_path = NULL;
     if (listen_fd < 0) {
         const char *spec = o.listen ? o.listen : cfg.server.listen;
-        listen_fd = open_listen(spec ? spec : "", &unix_path);
+        int code;
+        listen_fd = open_listen(spec ? spec : "", o.listen ? "--listen" : "server.listen",
+                                (mode_t)svc_config_octal(cfg.server.socket_mode), sock_gid,
+                                &unix_path, &code);
         if (listen_fd < 0) {
             svc_config_free(&cfg);
-            return 1;
+            return code;
         }
+        pl.listen_fd = listen_fd;
+        pl.own = true;
+        pl.unix_path = unix_path;
         logmsg("listening on %s", spec);
     } else {
         logmsg("serving the socket on fd %d", listen_fd);
     }
-
-    int rc = master_main(listen_fd, &cfg, &o, unix_path);
-    if (unix_path) {
-        unlink(unix_path);
+    if (o.log && uid != (uid_t)-1 && geteuid() == 0 && chown(o.log, uid, gid) < 0)
+        logmsg("--log: cannot hand %s to --user: %s", o.log, strerror(errno));
+    if (drop_privileges(&o, uid, gid) < 0) {
+        if (unix_path)
+            unlink(unix_path);
         free(unix_path);
+        close(listen_fd);
+        svc_config_free(&cfg);
+        return EXIT_CONFIG;
     }
-    close(listen_fd);
+
+    int rc = master_main(&pl, &cfg, &o);
+    if (unix_path && pl.listen_fd >= 0)
+        unlink(unix_path); /* not drained (cannot happen today): still ours to remove */
+    free(unix_path);
+    if (pl.listen_fd >= 0)
+        close(pl.listen_fd);
     svc_config_free(&cfg);
     return rc;
 }

@@ -134,7 +134,7 @@ void http_dispatch(struct http_req *r)
     struct svc_err err;
     svc_err_clear(&err);
     struct seg segs[MAX_SEGS];
-    int nsegs = split(r->path, segs, MAX_SEGS);
+    int nsegs = r->route ? split(r->route, segs, MAX_SEGS) : 0; /* outside base_path: 404 */
 
     const struct route *hit = NULL;
     bool path_known = false;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -257,6 +258,7 @@ int main(int argc, char **argv)
                          : svc_config_load(&cfg, &err);
     if (rc != 0)
         return fail(&err);
+    umask((mode_t)svc_config_octal(cfg.server.umask)); /* files as svc-fcgi makes them */
     const char *cmd = argv[i++];
     if (strcmp(cmd, "config") == 0)
         rc = cmd_config(&cfg, argc - i, argv + i);

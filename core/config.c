@@ -513,6 +513,45 @@ static const char *check_kind(const char *s)
     return strcmp(s, "tool") == 0 ? NULL : "unknown value (expected tool)";
 }
 
+static const char *check_octal(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 4 || strspn(s, "01234567") != n || (n == 4 && s[0] != '0'))
+        return "not an octal mode (up to 4 octal digits, e.g. \"0660\")";
+    return NULL;
+}
+
+static const char *check_group(const char *s)
+{
+    size_t n = strlen(s);
+    if (n > 32 || (n > 0 && s[0] == '-') ||
+        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
+        return "not a group name (up to 32 characters of A-Za-z0-9._-)";
+    return NULL;
+}
+
+static const char *check_base_path(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0)
+        return NULL;
+    if (s[0] != '/')
+        return "must start with '/' (e.g. /svc), or be \"\" for none";
+    if (n == 1 || s[n - 1] == '/')
+        return "must not end with '/' (e.g. /svc)";
+    if (strstr(s, "//") || strstr(s, "/./") || strstr(s, "/../") ||
+        (n >= 2 && strcmp(s + n - 2, "/.") == 0) || (n >= 3 && strcmp(s + n - 3, "/..") == 0))
+        return "must not contain empty, '.' or '..' segments";
+    if (strspn(s, "/ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-") != n)
+        return "may only contain / and A-Za-z0-9._~-";
+    return NULL;
+}
+
+unsigned svc_config_octal(const char *text)
+{
+    return text ? (unsigned)strtoul(text, NULL, 8) & 07777u : 0;
+}
+
 static const char *const session_providers[] = {"svc_repository", "native_file", NULL};
 static const char *const model_providers[] = {"echo", "openai", NULL};
 
@@ -534,6 +573,10 @@ static const struct cfg_row cfg_rows[] = {
      .check = check_env_name},
     {"server.api_token", CT_STR, C(server.api_token), .def = "", .flags = F_SECRET},
     {"server.run_timeout_s", CT_INT, C(server.run_timeout_s), .min = 1, .max = 86400, .def = "300"},
+    {"server.socket_mode", CT_STR, C(server.socket_mode), .def = "0660", .check = check_octal},
+    {"server.socket_group", CT_STR, C(server.socket_group), .def = "", .check = check_group},
+    {"server.umask", CT_STR, C(server.umask), .def = "027", .check = check_octal},
+    {"server.base_path", CT_STR, C(server.base_path), .def = "", .check = check_base_path},
 
     {"sessions.enabled", CT_BOOL, C(sessions.enabled), .def = "true"},
     {"sessions.provider", CT_ENUM, C(sessions.provider), .def = "svc_repository",

@@ -43,6 +43,10 @@ struct svc_config {
         char *api_token_env;  /* default "SVC_API_TOKEN" */
         char *api_token;      /* secret, default "" */
         int run_timeout_s;    /* 1..86400, default 300 */
+        char *socket_mode;    /* octal text, default "0660" (svc_config_octal reads it) */
+        char *socket_group;   /* group name of a created socket, "" keeps the process group */
+        char *umask;          /* octal text, default "027" */
+        char *base_path;      /* "" or "/prefix" (no trailing '/'): routes mounted under it */
     } server;
     struct {
         bool enabled;
@@ -114,6 +118,9 @@ json_object *svc_config_to_json(const struct svc_config *cfg);
 /* The bearer token in force: server.api_token, else the env var named by api_token_env;
  * NULL when neither is set (auth off). Borrowed. */
 const char *svc_config_api_token(const struct svc_config *cfg);
+/* An octal setting (server.socket_mode, server.umask) as a number; the loader has checked
+ * it, so this cannot fail for a loaded config. */
+unsigned svc_config_octal(const char *text);
 /* The model API key in force (model.api_key, else env api_key_env); NULL when unset. */
 const char *svc_config_model_api_key(const struct svc_config *cfg);
 

@@ -143,10 +143,10 @@ $r = $s->req(GET => '/api/nope', headers => { 'x-request-id' => 'abc-404' });
 is $r->{headers}{'x-request-id'}, 'abc-404', 'echoed on errors too';
 for my $bad ('has space', 'x' x 129, 'semi;colon', '<script>') {
     $r = $s->req(GET => '/api/health', headers => { 'x-request-id' => $bad });
-    like $r->{headers}{'x-request-id'}, qr/^req-[0-9a-f]{16}$/, 'insane X-Request-Id replaced';
+    like $r->{headers}{'x-request-id'}, qr/^[0-9a-f]{32}$/, q{insane X-Request-Id replaced by nginx's $request_id};
 }
 $r = $s->req(GET => '/api/health');
-like $r->{headers}{'x-request-id'}, qr/^req-[0-9a-f]{16}$/, 'generated when absent';
+like $r->{headers}{'x-request-id'}, qr/^[0-9a-f]{32}$/, q{nginx's $request_id when absent (REQUEST_ID param)};
 isnt $s->req(GET => '/api/health')->{headers}{'x-request-id'}, $r->{headers}{'x-request-id'},
     'generated ids differ';
 

@@ -171,7 +171,7 @@ SKIP: {
         exec $bin, '--listen', "unix:$sock", '--workers', '1' or POSIX::_exit(127);
     }
     SvcTest::wait_for(10, sub { (SvcTest::read_file("$dir/a.log") // '') =~ /master started/ });
-    is +(stat $sock)[2] & 07777, 0666, 'unix socket is mode 0666';
+    is +(stat $sock)[2] & 07777, 0660, 'unix socket has server.socket_mode (default 0660)';
     my (undef, $e2, $rc2) = run_with({ SVC_HOME => $home }, '', $bin, '--listen', "unix:$sock");
     isnt $rc2, 0, 'second instance on a live socket exits non-zero';
     like $e2, qr/in use/, 'and says the socket is in use';

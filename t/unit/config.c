@@ -285,7 +285,8 @@ static void test_to_json_defaults(void)
     is_str(dump,
            "{\"server\":{\"listen\":\"unix:/run/svc/svc.sock\",\"workers\":4,\"max_requests\":"
            "10000,\"max_body_bytes\":1048576,\"api_token_env\":\"SVC_API_TOKEN\",\"api_token\":"
-           "\"\",\"run_timeout_s\":300},\"sessions\":{\"enabled\":true,\"provider\":"
+           "\"\",\"run_timeout_s\":300,\"socket_mode\":\"0660\",\"socket_group\":\"\","
+           "\"umask\":\"027\",\"base_path\":\"\"},\"sessions\":{\"enabled\":true,\"provider\":"
            "\"svc_repository\",\"root\":\"/home/tester/.svc/agents/native_sessions\","
            "\"agent_id\":\"svc-agent\",\"persist_openai_history\":true,\"sync_memory\":true,"
            "\"export_default_dir\":\"/home/tester/Desktop/svc-chat-export\","
@@ -669,6 +670,49 @@ static void test_extensions(void)
     svc_config_free(&cfg);
 }
 
+/* server.socket_mode, socket_group, umask, base_path (SPEC 1, issue 12). */
+static void test_ops_settings(void)
+{
+    ok(load("") == 0, "defaults");
+    is_str(cfg.server.socket_mode, "0660", "socket_mode default");
+    ok(svc_config_octal(cfg.server.socket_mode) == 0660, "socket_mode 0660 as a number");
+    is_str(cfg.server.socket_group, "", "socket_group default");
+    ok(svc_config_octal(cfg.server.umask) == 027, "umask default 027");
+    is_str(cfg.server.base_path, "", "base_path default");
+    svc_config_free(&cfg);
+    ok(load("server:\n  socket_mode: 0600\n  umask: \"077\"\n  socket_group: www-data\n"
+            "  base_path: /svc/v2\n") == 0,
+       "ops settings load: %s", err.message);
+    ok(svc_config_octal(cfg.server.socket_mode) == 0600, "plain 0600 is octal");
+    ok(svc_config_octal(cfg.server.umask) == 077, "quoted 077 is octal");
+    is_str(cfg.server.socket_group, "www-data", "socket_group");
+    is_str(cfg.server.base_path, "/svc/v2", "base_path");
+    svc_config_free(&cfg);
+    refuses("server:\n  socket_mode: \"0966\"\n",
+            "t.yaml:2:16: server.socket_mode: not an octal mode (up to 4 octal digits, e.g. "
+            "\"0660\")",
+            "socket_mode with a 9");
+    refuses("server:\n  umask: 17777\n",
+            "t.yaml:2:10: server.umask: not an octal mode (up to 4 octal digits, e.g. \"0660\")",
+            "umask too long");
+    refuses("server:\n  socket_group: \"www data\"\n",
+            "t.yaml:2:17: server.socket_group: not a group name (up to 32 characters of "
+            "A-Za-z0-9._-)",
+            "group with a space");
+    refuses("server:\n  base_path: svc\n",
+            "t.yaml:2:14: server.base_path: must start with '/' (e.g. /svc), or be \"\" for none",
+            "base path without a leading slash");
+    refuses("server:\n  base_path: /svc/\n",
+            "t.yaml:2:14: server.base_path: must not end with '/' (e.g. /svc)",
+            "base path with a trailing slash");
+    refuses("server:\n  base_path: /a/../b\n",
+            "t.yaml:2:14: server.base_path: must not contain empty, '.' or '..' segments",
+            "base path with ..");
+    refuses("server:\n  base_path: \"/a b\"\n",
+            "t.yaml:2:14: server.base_path: may only contain / and A-Za-z0-9._~-",
+            "base path with a space");
+}
+
 static void test_reference_file(void)
 {
     int rc = svc_config_load_file(&cfg, "conf/agents.yaml", &err);
@@ -714,6 +758,7 @@ int main(void)
     test_home(tmp);
     test_jobs();
     test_extensions();
+    test_ops_settings();
     test_reference_file();
 
     rmdir(tmp);

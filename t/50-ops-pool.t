@@ -1,0 +1,275 @@
+#!/usr/bin/perl
+# Ops (issue 12): a pool that drains on SIGTERM (two pools behind one nginx upstream: every
+# request sent during the drain succeeds, none waits for the drain), an inherited socket
+# left to its owner, respawn at once and crash-loop backoff, SIGUSR1 reopening --log FILE,
+# nginx's $request_id in svc's log line, and bad configuration refused with one line and
+# exit code 3.
+use strict;
+use warnings;
+use lib 't/lib';
+use Test::More;
+use IO::Socket::INET;
+use IO::Socket::UNIX;
+use POSIX qw(WNOHANG);
+use Socket qw(SOCK_STREAM);
+use Time::HiRes qw(sleep time);
+use SvcTest;
+use SvcOps;
+
+my $JSON = $SvcTest::JSON;
+
+# The workers of a master (children whose parent is $master).
+sub children_of {
+    my ($master) = @_;
+    my @kids;
+    for my $st (glob '/proc/[0-9]*/stat') {
+        my $t = SvcTest::read_file($st) // next;
+        push @kids, $1 if $t =~ /^(\d+) \(.*\) \S (\d+)/ && $2 == $master;
+    }
+    return @kids;
+}
+
+sub chat_body {
+    my ($sid, $text) = @_;
+    return { session_id => $sid, messages => [{ role => 'user', content => $text }] };
+}
+
+my $dir = SvcOps::tmpdir();
+my $home = SvcTest->make_home("server:\n  workers: 2\n");
+
+# ==== drain: two pools on one root behind one upstream ====
+{
+    my $a = SvcOps::pool(home => $home, sock => "$dir/a.sock", workers => 2);
+    my $b = SvcOps::pool(home => $home, sock => "$dir/b.sock", workers => 2);
+    my $n = SvcOps::nginx(dir => "$dir/ngx",
+        upstream => "server unix:$dir/a.sock;\nserver unix:$dir/b.sock;");
+    my $url = "http://127.0.0.1:$n->{port}";
+    is SvcOps::http(GET => "$url/api/health")->{status}, 200, 'two pools behind nginx';
+    is +(stat "$dir/a.sock")[2] & 07777, 0660, 'socket mode 0660 (server.socket_mode default)';
+
+    # two slow runs, so that each pool very likely holds one; find one pool that does
+    my @slow;
+    for my $i (1, 2) {
+        my $out = "$dir/slow$i.json";
+        my $pid = fork // die;
+        if ($pid == 0) {
+            my $r = SvcOps::http(POST => "$url/api/chat", timeout => 120,
+                body => chat_body("slow-$i", '/slow 400 ' . join(' ', map { "w$_" } 1 .. 25)));
+            SvcTest::write_file($out, $JSON->encode({ status => $r->{status}, json => $r->{json} }));
+            POSIX::_exit(0);
+        }
+        push @slow, { pid => $pid, out => $out, sid => "slow-$i" };
+    }
+    my $root = "$home/agents/native_sessions";
+    my %runner;   # session -> worker pid
+    ok SvcTest::wait_for(30, sub {
+        for my $s (@slow) {
+            my $j = eval { $JSON->decode(SvcTest::read_file("$root/session_$s->{sid}/svc_session.json") // '') };
+            $runner{ $s->{sid} } = $j->{current_run}{pid} if $j && $j->{current_run};
+        }
+        keys %runner == 2;
+    }), 'two slow runs in flight';
+    my %in_a = map { $_ => 1 } children_of($a->{pid});
+    my %in_b = map { $_ => 1 } children_of($b->{pid});
+    my ($drain, $other) = (grep { $in_a{$_} } values %runner) ? ($a, $b) : ($b, $a);
+    my ($busy) = grep { my $w = $runner{$_}; $drain == $a ? $in_a{$w} : $in_b{$w} } keys %runner;
+    ok $busy, "the draining pool serves $busy" or diag explain \%runner;
+
+    kill 'TERM', $drain->{pid};
+    ok SvcTest::wait_for(10, sub { !-e $drain->{sock} }), 'SIGTERM: its socket is unlinked at once';
+    my $c = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $drain->{sock});
+    ok !$c, 'a new connection to it is refused';
+    like SvcOps::slurp($drain->{log}), qr/stop: signal 15, socket closed to new connections/,
+        'drain logged';
+
+    # requests during the drain: all succeed, and all before the busy run ends
+    my $okc = 0;
+    for my $i (1 .. 12) {
+        my $r = SvcOps::http(POST => "$url/api/chat", body => chat_body("during-$i", "hello $i"));
+        $okc++ if $r->{status} == 200 && ($r->{json}{content} // '') =~ /hello $i/;
+    }
+    is $okc, 12, '12 POSTs during the drain all answered 200';
+    is SvcOps::http(GET => "$url/api/health")->{status}, 200, 'GET too';
+    my $st = eval { $JSON->decode(SvcTest::read_file("$root/session_$busy/svc_session.json")) };
+    is $st->{status}, 'running', 'none of them waited for the in-flight run of the draining pool';
+    ok kill(0, $drain->{pid}), 'the draining pool is still finishing it';
+
+    for my $s (@slow) { waitpid($s->{pid}, 0) }
+    for my $s (@slow) {
+        my $res = eval { $JSON->decode(SvcTest::read_file($s->{out})) } // {};
+        is $res->{status}, 200, "in-flight $s->{sid} finished";
+        like $res->{json}{content} // '', qr/w1 w2 .* w25/, 'with its whole answer';
+    }
+    ok SvcTest::wait_for(30, sub { waitpid($drain->{pid}, WNOHANG) == $drain->{pid} }),
+        'the draining pool exited';
+    is $? >> 8, 0, 'with status 0';
+    SvcOps::stop_pid($other->{pid});
+    SvcOps::stop_pid($n->{pid});
+}
+
+# ==== drain of an own TCP listener: shut down at once, the in-flight request finishes ====
+{
+    my $port = SvcTest::free_port();
+    my $p = SvcOps::pool(home => $home, listen => "tcp:127.0.0.1:$port", sock => "$dir/tcp",
+                         workers => 1);
+    my $n = SvcOps::nginx(dir => "$dir/ngx-t", upstream => "server 127.0.0.1:$port;");
+    my $out = "$dir/tcp-slow.json";
+    my $kid = fork // die;
+    if ($kid == 0) {
+        my $r = SvcOps::http(POST => "http://127.0.0.1:$n->{port}/api/chat", timeout => 60,
+                             body => chat_body('tcp-slow', '/slow 300 a b c d e f g h'));
+        SvcTest::write_file($out, $JSON->encode({ status => $r->{status}, json => $r->{json} }));
+        POSIX::_exit(0);
+    }
+    my $sc = "$home/agents/native_sessions/session_tcp-slow/svc_session.json";
+    ok SvcTest::wait_for(20, sub { (SvcTest::read_file($sc) // '') =~ /"status": "running"/ }),
+        'tcp: a slow request in flight';
+    kill 'TERM', $p->{pid};
+    ok SvcTest::wait_for(10, sub { !IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 2) }),
+        'tcp: new connections refused while it drains';
+    ok kill(0, $p->{pid}), 'tcp: the pool is still finishing';
+    waitpid $kid, 0;
+    my $res = eval { $JSON->decode(SvcTest::read_file($out)) } // {};
+    is $res->{status}, 200, 'tcp: the in-flight request finished';
+    like $res->{json}{content} // '', qr/a b c d e f g h/, 'tcp: whole';
+    ok SvcTest::wait_for(20, sub { waitpid($p->{pid}, WNOHANG) == $p->{pid} }), 'tcp: pool exited';
+    SvcOps::stop_pid($n->{pid});
+}
+
+# ==== an inherited socket (fd 0) is left to its owner ====
+{
+    my $path = "$dir/inh.sock";
+    my $l = IO::Socket::UNIX->new(Type => SOCK_STREAM, Local => $path, Listen => 16) or die $!;
+    my $log = "$dir/inh.log";
+    my $pid = fork // die;
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        open STDIN, '<&', $l or POSIX::_exit(127);
+        open STDERR, '>', $log;
+        $ENV{SVC_HOME} = $home;
+        delete $ENV{$_} for grep { /^(REQUEST_|GATEWAY_|LISTEN_)/ } keys %ENV;
+        exec SvcTest::fcgi_bin(), '--workers', '1' or POSIX::_exit(127);
+    }
+    ok SvcTest::wait_for(10, sub { SvcOps::slurp($log) =~ /master started/ }), 'fd 0 pool started';
+    kill 'TERM', $pid;
+    ok SvcTest::wait_for(20, sub { waitpid($pid, WNOHANG) == $pid }), 'fd 0 pool stopped';
+    like SvcOps::slurp($log), qr/inherited socket left to its owner/, 'drain says so';
+    ok -S $path, 'the inherited socket file is still there';
+    ok +(IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $path) ? 1 : 0),
+        'and its owner still takes connections';
+    close $l;
+}
+
+# ==== respawn at once; a crash loop backs off ====
+{
+    my $p = SvcOps::pool(home => $home, sock => "$dir/r.sock", workers => 2);
+    my $n = SvcOps::nginx(dir => "$dir/ngx-r", upstream => "server unix:$dir/r.sock;");
+    my $url = "http://127.0.0.1:$n->{port}";
+    my @w;
+    ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 2 }), 'two workers';
+    kill 'KILL', @w;
+    # dead for sure (a worker may still accept a connection while its SIGKILL is pending)
+    ok SvcTest::wait_for(10, sub {
+        !grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /^\d+ \(.*\) [^Z]/ } @w }),
+        'both workers dead';
+    my $r = SvcOps::http(POST => "$url/api/chat", body => chat_body('after-kill', 'still here'));
+    is $r->{status}, 200, 'a request right after both workers were killed is served';
+    my %new = map { $_ => 1 } children_of($p->{pid});
+    ok !grep({ $new{$_} } @w), 'by new workers';
+    my $log = SvcOps::slurp($p->{log});
+    is scalar(() = $log =~ /killed by signal 9/g), 2, 'both deaths logged';
+    unlike $log, qr/crash loop/, 'two deaths of workers that ran a while are no crash loop';
+
+    # SIGUSR1 reopens --log FILE (here the pool's log is stderr: use a second pool)
+    SvcOps::stop_pid($p->{pid});
+    SvcOps::stop_pid($n->{pid});
+    my $lf = "$dir/svc.log";
+    $p = SvcOps::pool(home => $home, sock => "$dir/l.sock", workers => 2, log => "$dir/l.stderr",
+                      args => ['--log', $lf], watch => $lf);
+    $n = SvcOps::nginx(dir => "$dir/ngx-l", upstream => "server unix:$dir/l.sock;");
+    $url = "http://127.0.0.1:$n->{port}";
+    like SvcOps::slurp($lf), qr/master started/, '--log FILE receives the log';
+    is SvcOps::slurp("$dir/l.stderr"), '', 'stderr stays empty';
+    SvcOps::http(GET => "$url/api/health", headers => { 'x-request-id' => 'before-rotate' });
+    ok SvcTest::wait_for(10, sub { SvcOps::slurp($lf) =~ /rid=before-rotate/ }), 'request logged';
+    rename $lf, "$lf.1" or die;
+    kill 'USR1', $p->{pid};
+    ok SvcTest::wait_for(10, sub { SvcOps::slurp($lf) =~ /log: reopened/ }), 'SIGUSR1: reopened';
+    # the workers reopen as the signal reaches them: wait until both answer into the new file
+    ok SvcTest::wait_for(20, sub {
+        my $id = 'probe-' . int(rand 1e9);
+        SvcOps::http(GET => "$url/api/health", headers => { 'x-request-id' => $id });
+        SvcOps::http(GET => "$url/api/health", headers => { 'x-request-id' => "$id-b" });
+        my $t = SvcOps::slurp($lf);
+        $t =~ /rid=$id\b/ && $t =~ /rid=$id-b\b/;
+    }), 'requests after the rotation go to the new file';
+    SvcOps::http(GET => "$url/api/health", headers => { 'x-request-id' => "after-$_" }) for 1 .. 4;
+    ok SvcTest::wait_for(10, sub { my $t = SvcOps::slurp($lf); !grep { $t !~ /rid=after-$_\b/ } 1 .. 4 }),
+        'all of them';
+    unlike SvcOps::slurp("$lf.1"), qr/rid=after-/, 'none to the rotated one';
+    like SvcOps::slurp("$lf.1"), qr/rid=before-rotate/, 'which kept the earlier lines';
+    SvcOps::stop_pid($p->{pid});
+    SvcOps::stop_pid($n->{pid});
+
+    $p = SvcOps::pool(home => $home, sock => "$dir/c.sock", workers => 2,
+                      env => { SVC_TEST_WORKER_CRASH => 1 });
+    ok SvcTest::wait_for(20, sub { SvcOps::slurp($p->{log}) =~ /crash loop: \d+ workers died within 1s of starting; next spawn in 1s/ }),
+        'workers dying right after start: crash loop logged with a delay';
+    ok SvcTest::wait_for(30, sub { SvcOps::slurp($p->{log}) =~ /next spawn in 2s/ }),
+        'the delay grows while it goes on';
+    ok kill(0, $p->{pid}), 'the master stays up';
+    SvcOps::stop_pid($p->{pid});
+    is $? >> 8, 0, 'and stops cleanly';
+}
+
+# ==== nginx's $request_id ties nginx's access line to svc's line ====
+{
+    my $p = SvcOps::pool(home => $home, sock => "$dir/q.sock", workers => 1);
+    my $n = SvcOps::nginx(dir => "$dir/ngx-q", upstream => "server unix:$dir/q.sock;",
+        http => "log_format svc '\$request_id \$upstream_http_x_request_id \$status \$request_uri';\n");
+    SvcOps::stop_pid($n->{pid});
+    # the same prefix again, with an access log in the server block
+    $n = SvcOps::nginx(dir => "$dir/ngx-q", upstream => "server unix:$dir/q.sock;",
+        http => "log_format svc '\$request_id \$upstream_http_x_request_id \$status \$request_uri';\n",
+        server => "access_log $dir/ngx-q/logs/access.log svc;\ninclude svc/svc.conf;\n");
+    my $url = "http://127.0.0.1:$n->{port}";
+    my $r = SvcOps::http(GET => "$url/api/health");
+    my $rid = $r->{headers}{'x-request-id'} // '';
+    like $rid, qr/^[0-9a-f]{32}$/, "X-Request-Id is nginx's \$request_id";
+    SvcOps::http(GET => "$url/api/health", headers => { 'x-request-id' => 'client-id-7' });
+    SvcOps::stop_pid($n->{pid});    # flushes the access log
+    my $acc = SvcOps::slurp("$dir/ngx-q/logs/access.log");
+    like $acc, qr/^$rid $rid 200 \/api\/health$/m, 'access line: $request_id = $upstream_http_x_request_id';
+    like $acc, qr/^[0-9a-f]{32} client-id-7 200 /m, "a client's sane id is echoed, and logged upstream";
+    like SvcOps::slurp($p->{log}), qr/GET \/api\/health 200 .* rid=$rid /, "svc's line has the same id";
+    SvcOps::stop_pid($p->{pid});
+}
+
+# ==== bad configuration: one line naming the setting, exit code 3 ====
+{
+    my $bad = sub {
+        my ($yaml, $args, $want, $what) = @_;
+        my $h = SvcTest->make_home($yaml);
+        my ($rc, $err) = SvcOps::run_fcgi({ SVC_HOME => $h }, @$args);
+        is $rc, 3, "$what: exit code 3";
+        my @lines = grep { length } split /\n/, $err;
+        is scalar(@lines), 1, "$what: one line" or diag $err;
+        like $err, $want, "$what: names the setting and the reason";
+    };
+    $bad->("server:\n  socket_group: no-such-group-x\n", ['--listen', "unix:$dir/g.sock"],
+           qr/server\.socket_group: no such group 'no-such-group-x'/, 'unknown group');
+    $bad->("server:\n  listen: unix:$dir/missing/dir/s.sock\n", [],
+           qr/server\.listen: the directory \Q$dir\E\/missing\/dir of socket .* does not exist/,
+           'socket in a missing directory');
+    $bad->('', ['--listen', "unix:$dir/nope/s.sock"], qr/--listen: the directory .* does not exist/,
+           '--listen in a missing directory');
+    $bad->("server:\n  base_path: svc\n", ['--listen', "unix:$dir/bp.sock"],
+           qr/server\.base_path: must start with '\/'/, 'base path without a leading slash');
+    $bad->("server:\n  socket_mode: \"999\"\n", ['--listen', "unix:$dir/m.sock"],
+           qr/server\.socket_mode: not an octal mode/, 'socket mode not octal');
+    $bad->('', ['--listen', "unix:$dir/u.sock", '--user', 'no-such-user-x'],
+           qr/--user: no such user 'no-such-user-x'/, 'unknown --user');
+    ok !-e "$dir/g.sock" && !-e "$dir/bp.sock", 'no socket left behind by a refusal';
+}
+
+done_testing;

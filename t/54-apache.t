@@ -1,0 +1,174 @@
+#!/usr/bin/perl
+# Ops (issue 12): the shipped Apache files, each included unchanged in a private Apache
+# (own ServerRoot, loopback port) and driven by the same black-box checks: health, auth
+# (401 JSON without the token), a chat, an SSE stream that arrives while the run is still
+# going, the session listed, and 413 as JSON. nginx/apache-proxy-fcgi.conf in front of a
+# running pool; nginx/apache-fcgid.conf and nginx/apache-cgi.conf running svc-fcgi
+# themselves.
+use strict;
+use warnings;
+use lib 't/lib';
+use Test::More;
+use File::Path qw(make_path);
+use HTTP::Tiny;
+use POSIX qw(WNOHANG);
+use SvcTest;
+use SvcOps;
+
+my $apache = '/usr/sbin/apache2';
+plan skip_all => 'apache2 missing (scripts/install-deps installs it)' unless -x $apache;
+my $mods = '/usr/lib/apache2/modules';
+my $repo = $SvcTest::REPO;
+my $token = 'apache-test-token-1';
+my $root_user = $> == 0;
+my ($wuid, $wgid) = $root_user ? (getpwnam('www-data'))[2, 3] : ($>, $) + 0);
+plan skip_all => 'no www-data user to run Apache as' if $root_user && !defined $wuid;
+
+# A home the program (or pool) can write, with a token and a short ping.
+sub make_home {
+    my $h = SvcTest->make_home("server:\n  api_token: $token\n");
+    chmod 0755, $h;
+    system('chown', '-R', "$wuid:$wgid", $h) if $root_user;
+    return $h;
+}
+
+# Start Apache with these modules and this extra text (Defines, then Include of the shipped
+# file). Returns {pid, port, dir}.
+sub apache {
+    my ($name, $modules, $extra) = @_;
+    my $dir = SvcOps::tmpdir();
+    make_path("$dir/logs", "$dir/run", "$dir/htdocs");
+    chown $wuid, $wgid, "$dir/run" if $root_user;
+    my $port = SvcTest::free_port();
+    $extra =~ s/RUNDIR/$dir\/run/g;
+    my $load = join '', map { "LoadModule ${_}_module $mods/mod_$_.so\n" } @$modules;
+    my $user = $root_user ? "User www-data\nGroup www-data\n" : '';
+    SvcTest::write_file("$dir/apache2.conf", <<"EOF");
+ServerRoot $dir
+ServerName localhost
+Listen 127.0.0.1:$port
+PidFile $dir/run/httpd.pid
+DefaultRuntimeDir $dir/run
+Mutex file:$dir/run default
+ErrorLog $dir/logs/error.log
+LogLevel warn
+$user
+LoadModule mpm_event_module $mods/mod_mpm_event.so
+LoadModule authz_core_module $mods/mod_authz_core.so
+$load
+DocumentRoot $dir/htdocs
+<Directory />
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory $dir/htdocs>
+    Require all granted
+</Directory>
+$extra
+EOF
+    my $pid = fork // die;
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>>', "$dir/logs/stdout.log";
+        open STDERR, '>>', "$dir/logs/stdout.log";
+        $ENV{APACHE_CONFDIR} = $dir;
+        exec $apache, '-d', $dir, '-f', "$dir/apache2.conf", '-DFOREGROUND' or POSIX::_exit(127);
+    }
+    my $up = SvcTest::wait_for(20, sub {
+        die "$name: apache exited:\n" . SvcOps::slurp("$dir/logs/stdout.log")
+            . SvcOps::slurp("$dir/logs/error.log") if waitpid($pid, WNOHANG) == $pid;
+        IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 1) ? 1 : 0;
+    });
+    die "$name: apache did not start:\n" . SvcOps::slurp("$dir/logs/error.log") unless $up;
+    return { pid => $pid, port => $port, dir => $dir };
+}
+
+# The black-box checks, as for nginx.
+sub checks {
+    my ($name, $ap, $home) = @_;
+    my $cli = bless { port => $ap->{port}, http => HTTP::Tiny->new(timeout => 60, keep_alive => 0) },
+                    'SvcTest';
+    my $auth = { authorization => "Bearer $token" };
+    my $r = $cli->req(GET => '/api/health');
+    is $r->{status}, 200, "$name: health (no token needed)"
+        or diag $r->{body}, SvcOps::slurp("$ap->{dir}/logs/error.log");
+    $r = $cli->req(GET => '/api/v1/chat/sessions');
+    is $r->{status}, 401, "$name: no token: 401";
+    is $r->{json} && $r->{json}{error}{code}, 'missing_token', "$name: as JSON";
+    $r = $cli->req(GET => '/api/v1/chat/sessions', headers => { authorization => 'Bearer wrong' });
+    is $r->{json} && $r->{json}{error}{code}, 'invalid_token', "$name: the Authorization header reaches svc";
+    $r = $cli->req(POST => '/api/chat', headers => $auth,
+                   body => { session_id => "ap-$name", messages => [{ role => 'user', content => 'hello apache' }] });
+    is $r->{status}, 200, "$name: chat";
+    like $r->{json}{content} // '', qr/hello apache/, "$name: answered";
+
+    # SSE: the first delta arrives while the run is still going (read the session's status
+    # at that moment), then the stream runs to [DONE]
+    my $sc = "$home/agents/native_sessions/session_ap-$name-s/svc_session.json";
+    my $during;
+    my $sse = $cli->sse('/api/chat', headers => $auth, body => {
+        session_id => "ap-$name-s", stream => JSON::PP::true,
+        messages => [{ role => 'user', content => '/slow 300 one two three four five six' }] },
+        stop_if => sub {
+            my ($ev) = @_;
+            if (!defined $during && grep { ref $_ && ($_->{choices}[0]{delta}{content} // '') =~ /\S/ } @$ev) {
+                $during = (SvcTest::read_file($sc) // '') =~ /"status": "running"/ ? 1 : 0;
+            }
+            return 0;
+        });
+    is $sse->{status}, 200, "$name: stream 200";
+    like $sse->{headers}{'content-type'} // '', qr/text\/event-stream/, "$name: text/event-stream";
+    is $during, 1, "$name: the first delta arrived while the run was still running (incremental)";
+    is $sse->{events}[-1], '[DONE]', "$name: to [DONE]";
+    my $text = join '', map { ref $_ ? $_->{choices}[0]{delta}{content} // '' : '' } @{ $sse->{events} };
+    like $text, qr/one two three four five six/, "$name: the whole answer streamed";
+
+    $r = $cli->req(GET => '/api/v1/chat/sessions', headers => $auth);
+    my %ids = map { $_->{session_id} => 1 } @{ $r->{json}{sessions} || [] };
+    ok $ids{"ap-$name"} && $ids{"ap-$name-s"}, "$name: both sessions listed";
+
+    $r = $cli->req(POST => '/api/chat', headers => $auth, body => 'x' x (1024 * 1024 + 100));
+    is $r->{status}, 413, "$name: a body over max_body_bytes: 413";
+    is $r->{json} && $r->{json}{error}{code}, 'body_too_large', "$name: as svc's JSON";
+}
+
+# ==== mod_proxy_fcgi in front of a pool ====
+SKIP: {
+    my $sdir = SvcOps::tmpdir();
+    my $grp = $root_user ? 'www-data' : (getgrgid($) + 0))[0];
+    my $h2 = SvcTest->make_home("server:\n  api_token: $token\n  socket_group: $grp\n");
+    chmod 0755, $h2;
+    my $pool = SvcOps::pool(home => $h2, sock => "$sdir/p.sock", workers => 2);
+    my $ap = apache('proxy_fcgi', [qw(proxy proxy_fcgi setenvif headers)],
+                    "Define SVC_SOCKET $sdir/p.sock\nInclude $repo/nginx/apache-proxy-fcgi.conf\n");
+    checks('proxy_fcgi', $ap, $h2);
+    SvcOps::stop_pid($ap->{pid});
+    SvcOps::stop_pid($pool->{pid});
+}
+
+# ==== mod_fcgid: Apache runs svc-fcgi ====
+SKIP: {
+    skip 'mod_fcgid missing (libapache2-mod-fcgid)', 1 unless -f "$mods/mod_fcgid.so";
+    my $home = make_home();
+    my $bindir = SvcTest::build();
+    my $ap = apache('fcgid', [qw(fcgid alias)],
+        "FcgidIPCDir RUNDIR/fcgid\nFcgidProcessTableFile RUNDIR/fcgid_shm\n"
+        . "Define SVC_BIN_DIR $bindir\nDefine SVC_HOME_DIR $home\n"
+        . "Include $repo/nginx/apache-fcgid.conf\n");
+    checks('fcgid', $ap, $home);
+    SvcOps::stop_pid($ap->{pid});
+}
+
+# ==== plain CGI (mod_cgid) ====
+SKIP: {
+    my $home = make_home();
+    my $bindir = SvcTest::build();
+    my $ap = apache('cgi', [qw(cgid alias env)],
+        "ScriptSock RUNDIR/cgid.sock\nDefine SVC_BIN_DIR $bindir\nDefine SVC_HOME_DIR $home\n"
+        . "Include $repo/nginx/apache-cgi.conf\n");
+    checks('cgi', $ap, $home);
+    SvcOps::stop_pid($ap->{pid});
+}
+
+done_testing;
