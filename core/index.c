@@ -1147,3 +1147,10 @@ int svc_index_verify(const struct svc_store *st, char *why, size_t whysz)
     }
     return rc == 3 ? 1 : rc;
 }
+
+void svc_index_resync(const struct svc_store *st, const char *sid)
+{
+    json_object *sum = svc_store_session_exists(st, sid) ? summary_of(st, sid) : NULL;
+    svc_index_update(st, sid, sum);
+    json_object_put(sum);
+}

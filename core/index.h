@@ -39,6 +39,10 @@ void svc_index_warm(const struct svc_store *st);
  * 0 when it does, 1 when not (why gets one line saying what differs), 2 when there is no
  * index file yet (nothing to distrust: the next listing builds it), -1 on error. */
 int svc_index_verify(const struct svc_store *st, char *why, size_t whysz);
+/* Record the session's summary as its sidecar (or native files) give it now: for a caller
+ * that found the index behind the files (a process killed between its sidecar write and
+ * its index line). Best effort, like svc_index_update. */
+void svc_index_resync(const struct svc_store *st, const char *sid);
 /* Rebuild the index from the directories now, under the root lock. */
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */

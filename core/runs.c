@@ -335,22 +335,41 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
                  ierr.message); /* the run goes on; the key is simply not remembered */
     else if (idem_key)
         idem_stored = true;
+    /* The runner says it exists through a pipe: a byte from it means it runs, whatever
+     * became of the intermediate process (it may be killed after the second fork). */
+    int started[2];
+    if (pipe2(started, O_CLOEXEC) != 0) {
+        svc_err_errno(err, "pipe");
+        goto fail;
+    }
     pid_t pid = fork();
     if (pid < 0) {
+        close(started[0]);
+        close(started[1]);
         svc_err_errno(err, "fork");
         goto fail;
     }
     if (pid == 0) {
+        close(started[0]);
         setsid();
         pid_t gc = fork();
         if (gc != 0)
             _exit(gc < 0 ? 1 : 0);
+        if (write(started[1], "r", 1) != 1)
+            _exit(1);
+        close(started[1]);
         runner_main(cfg, run, rec, rlock); /* never returns */
     }
+    close(started[1]);
+    char byte = 0;
+    ssize_t got;
+    while ((got = read(started[0], &byte, 1)) < 0 && errno == EINTR)
+        ;
+    close(started[0]);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (got != 1) {
         svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
         goto fail;
     }
