@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "handlers.h"
+#include "jobs.h"
 #include "jsonx.h"
 #include "tools.h"
 
@@ -112,66 +113,12 @@ int h_config(struct http_req *r, struct svc_err *err)
     return 0;
 }
 
-/* $SVC_HOME/jobs/state.json, when present and readable: {"<job id>": {...}} (or the same
- * under "jobs"). NULL otherwise; never an error for the request. */
-static json_object *jobs_state(const struct svc_config *cfg)
-{
-    if (!cfg->home)
-        return NULL;
-    char *dir = svc_path_join(cfg->home, "jobs");
-    char *path = dir ? svc_path_join(dir, "state.json") : NULL;
-    free(dir);
-    json_object *o = NULL;
-    struct svc_err e;
-    if (path && svc_json_read_file(path, &o, &e) < 0)
-        o = NULL;
-    free(path);
-    if (o && !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        o = NULL;
-    }
-    return o;
-}
-
-static void copy_state(json_object *job, json_object *st, const char *key)
-{
-    json_object *v = NULL;
-    if (st && json_object_object_get_ex(st, key, &v) && v &&
-        (json_object_is_type(v, json_type_string) || json_object_is_type(v, json_type_null)))
-        svc_json_set(job, key, json_object_get(v));
-    else
-        svc_json_set(job, key, NULL);
-}
-
 int h_jobs(struct http_req *r, struct svc_err *err)
 {
-    const struct svc_config *cfg = r->cfg;
-    json_object *state = jobs_state(cfg);
-    json_object *by_id = state;
-    json_object *inner = svc_json_obj(state, "jobs");
-    if (inner)
-        by_id = inner;
-    json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < cfg->njobs; i++) {
-        const struct svc_job *j = &cfg->jobs[i];
-        json_object *o = json_object_new_object();
-        svc_json_set_str(o, "id", j->id);
-        svc_json_set_str(o, "schedule", j->schedule);
-        svc_json_set_str(o, "session_id", j->session_id);
-        svc_json_set_bool(o, "enabled", j->enabled);
-        json_object *st = j->id ? svc_json_obj(by_id, j->id) : NULL;
-        copy_state(o, st, "next_run_at");
-        copy_state(o, st, "last_run_at");
-        copy_state(o, st, "last_status");
-        copy_state(o, st, "last_run_id");
-        json_object_array_add(arr, o);
-    }
     json_object *out = json_object_new_object();
-    svc_json_set(out, "jobs", arr);
+    svc_json_set(out, "jobs", svc_jobs_list(r->cfg, svc_jobs_now())); /* core/jobs.h */
     http_send_json(r, 200, out);
     json_object_put(out);
-    if (state)
-        json_object_put(state);
     (void)err;
     return 0;
 }

@@ -322,14 +322,21 @@ static json_object *completion_base(const struct answer *a, const char *object, 
     return o;
 }
 
-/* Remember a completed run under its Idempotency-Key; a failure is logged, never fatal. */
-static void idem_record(struct http_req *r, struct svc_run *run)
+/* Record an ended run under .svc_runs/, so GET /api/chat/runs/{id} (and .../events) answer
+ * for it as for an asynchronous run, and a completed one under its Idempotency-Key.
+ * failure NULL: the run is done. A failure to record is logged, never fatal. */
+static void run_record(struct http_req *r, struct svc_run *run, const struct svc_err *failure)
 {
     struct svc_err e;
-    if (!r->idempotency_key || !r->cfg->sessions.enabled)
+    if (!r->cfg->sessions.enabled)
         return;
-    if (svc_runs_record_sync(r->cfg, run, r->idempotency_key, "done", NULL, &e) < 0)
-        svc_logf("idempotency record for %s failed: %s", svc_run_get_id(run), e.message);
+    const char *status = !failure ? "done"
+                         : (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
+                             ? "cancelled"
+                             : "error";
+    if (svc_runs_record_sync(r->cfg, run, failure ? NULL : r->idempotency_key, status, failure,
+                             &e) < 0)
+        svc_logf("run record for %s failed: %s", svc_run_get_id(run), e.message);
 }
 
 /* The non-streaming chat.completion object. */
@@ -363,9 +370,11 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
 static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *run,
                       struct svc_err *err)
 {
-    if (svc_run_execute(run, NULL, err) < 0)
+    if (svc_run_execute(run, NULL, err) < 0) {
+        run_record(r, run, err);
         return -1;
-    idem_record(r, run);
+    }
+    run_record(r, run, NULL);
     struct answer a;
     json_object *usage;
     answer_of_run(&a, run, &usage);
@@ -381,7 +390,6 @@ struct stream_ctx {
     const struct chat_in *in;
     struct answer ids; /* run_id, sid, model: known from the start */
     int64_t created;
-    int tool_index;
     double ping_after;
 };
 
@@ -416,7 +424,7 @@ static int stream_begin(struct stream_ctx *s)
     return send_chunk(s, chunk_new(s, delta, NULL));
 }
 
-/* One run event as a chunk: content and tool calls always, everything else in svc.v2. */
+/* One run event as a chunk: content and tool reports always, everything else in svc.v2. */
 static int on_event(void *ctx, json_object *ev)
 {
     struct stream_ctx *s = ctx;
@@ -427,25 +435,14 @@ static int on_event(void *ctx, json_object *ev)
     if (strcmp(type, "delta") == 0) {
         delta = json_object_new_object();
         svc_json_set_str(delta, "content", svc_json_str(ev, "text", ""));
-    } else if (strcmp(type, "tool_start") == 0) {
-        json_object *args = NULL;
-        json_object_object_get_ex(ev, "arguments", &args);
-        char *argstr = args ? svc_json_dump_compact(args) : strdup("{}");
-        json_object *fn = json_object_new_object();
-        svc_json_set_str(fn, "name", svc_json_str(ev, "tool", ""));
-        svc_json_set_str(fn, "arguments", argstr ? argstr : "{}");
-        free(argstr);
-        json_object *call = json_object_new_object();
-        svc_json_set_int(call, "index", s->tool_index++);
-        svc_json_set_str(call, "id", svc_json_str(ev, "call_id", ""));
-        svc_json_set_str(call, "type", "function");
-        svc_json_set(call, "function", fn);
-        json_object *calls = json_object_new_array();
-        json_object_array_add(calls, call);
-        delta = json_object_new_object();
-        svc_json_set(delta, "tool_calls", calls);
+    } else if (strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0) {
+        /* svc runs its tools itself: never delta.tool_calls (a client would take them as
+         * calls it must answer); an empty delta carrying the svc_event reports them */
+        json_object *chunk = chunk_new(s, NULL, NULL);
+        svc_json_set(chunk, "svc_event", json_object_get(ev));
+        return send_chunk(s, chunk) < 0 ? 1 : 0;
     } else if (!s->in->svc_v2 || strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
-        /* openai.v1 shows content and tool calls only; the end is rendered after the run */
+        /* openai.v1 shows content and tool reports only; the end is rendered after the run */
         return 0;
     }
     json_object *chunk = chunk_new(s, delta, NULL);
@@ -508,11 +505,12 @@ static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *r
         return 0; /* client gone: svc_run_free ends the run */
     struct svc_run_sink sink = {on_event, should_cancel, on_idle, &s};
     if (svc_run_execute(run, &sink, err) < 0) {
+        run_record(r, run, err);
         if (!r->client_gone)
             http_sse_error(r, err);
         return 0;
     }
-    idem_record(r, run);
+    run_record(r, run, NULL);
     struct answer a;
     json_object *usage;
     answer_of_run(&a, run, &usage);

@@ -3,7 +3,9 @@
  * response, or -1 with err filled and nothing sent).
  *   h_base.c      base endpoints (SPEC 4.4)
  *   h_chat.c      /api/chat, /api/v1/chat/completions, tokens, /api/chat/runs (SPEC 4.1, 4.2)
- *   h_sessions.c  the dashboard session API (SPEC 4.3, 5) */
+ *   h_sessions.c  the dashboard session API (SPEC 4.3, 5)
+ *   h_models.c    /api/v1/models (SPEC 4.1)
+ *   h_responses.c the Responses API (SPEC 4.1) */
 #ifndef SVC_HANDLERS_H
 #define SVC_HANDLERS_H
 
@@ -34,5 +36,13 @@ int h_session_patch(struct http_req *r, struct svc_err *err);
 int h_session_messages(struct http_req *r, struct svc_err *err);
 int h_session_archive(struct http_req *r, struct svc_err *err);
 int h_session_unarchive(struct http_req *r, struct svc_err *err);
+
+/* h_models.c */
+int h_models_list(struct http_req *r, struct svc_err *err);
+int h_model_get(struct http_req *r, struct svc_err *err);
+
+/* h_responses.c */
+int h_responses_create(struct http_req *r, struct svc_err *err);
+int h_response_get(struct http_req *r, struct svc_err *err);
 
 #endif

@@ -829,7 +829,10 @@ static int send_headers(struct http_req *r, int status, const char *ctype, long 
     rc |= io_write(r, "\r\nX-Request-Id: ", 16);
     rc |= io_puts(r, r->request_id);
     rc |= io_write(r, "\r\n", 2);
-    if (status >= 500 && r->run_began)
+    /* a retry cannot succeed: stock clients retry 408, 409, 429 and 5xx by default */
+    bool final4xx = status >= 400 && status < 500 && status != 408 && status != 429 &&
+                    !r->retry_ok;
+    if (final4xx || (status >= 500 && r->run_began))
         rc |= io_write(r, "x-should-retry: false\r\n", 23);
     if (r->headers.len)
         rc |= io_write(r, r->headers.data, r->headers.len);
@@ -922,8 +925,13 @@ int http_send_error(struct http_req *r, const struct svc_err *err)
         code = SVC_E_INTERNAL;
     if (r->sse && r->headers_sent)
         return http_sse_error(r, err);
-    if (code == SVC_E_SESSION_BUSY)
+    if (code == SVC_E_SESSION_BUSY) {
         http_set_header(r, "Retry-After", "1");
+        http_set_header(r, "x-should-retry", "true");
+        r->retry_ok = true;
+    }
+    if (code == SVC_E_MISSING_TOKEN || code == SVC_E_INVALID_TOKEN)
+        http_set_header(r, "WWW-Authenticate", "Bearer");
     json_object *e = http_error_object(err);
     int rc = http_send_json(r, svc_err_http_status(code), e);
     json_object_put(e);
@@ -961,6 +969,16 @@ int http_sse_json(struct http_req *r, json_object *o)
     int rc = http_sse_data(r, s);
     free(s);
     return rc;
+}
+
+int http_sse_event(struct http_req *r, const char *name, json_object *o)
+{
+    if (strpbrk(name, "\r\n"))
+        return -1;
+    if (send_body(r, "event: ", 7) < 0 || send_body(r, name, strlen(name)) < 0 ||
+        send_body(r, "\n", 1) < 0)
+        return -1;
+    return http_sse_json(r, o);
 }
 
 int http_sse_ping(struct http_req *r)

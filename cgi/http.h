@@ -13,8 +13,10 @@
  * - Input helpers return 0, or -1 with err set to the API error (400 invalid_query,
  *   413 body_too_large, 400 invalid_json, 422 invalid_field / missing_field with param).
  * - Output: every response carries X-Request-Id; JSON is application/json; charset=utf-8;
- *   session_busy adds Retry-After: 1; a 5xx after http_mark_run_began() adds
- *   x-should-retry: false. Bodies and tokens are never logged.
+ *   retry hints for stock OpenAI clients (SPEC 4.1): session_busy adds Retry-After: 1 and
+ *   x-should-retry: true; every other 4xx but 408 and 429 adds x-should-retry: false, and
+ *   so does a 5xx after http_mark_run_began(); a 401 adds WWW-Authenticate: Bearer.
+ *   Bodies and tokens are never logged.
  * - Write errors mean the client is gone: r->client_gone turns true and later writes are
  *   no-ops returning -1. */
 #ifndef SVC_HTTP_H
@@ -78,6 +80,7 @@ struct http_req {
     bool sse;
     bool client_gone;
     bool run_began;
+    bool retry_ok;             /* a 4xx a client may retry (session_busy) */
     bool head_only;            /* a HEAD request served by its GET route: no body goes out */
     size_t bytes_out;
     struct svc_buf headers;    /* extra response headers, "Name: value\r\n" each */
@@ -161,6 +164,8 @@ int http_sse_begin(struct http_req *r);
 int http_sse_json(struct http_req *r, json_object *o);
 /* `data: <text>\n\n` + flush (for "[DONE]"). */
 int http_sse_data(struct http_req *r, const char *text);
+/* `event: <name>\ndata: <compact json>\n\n` + flush (the Responses API names its events). */
+int http_sse_event(struct http_req *r, const char *name, json_object *o);
 /* `: ping\n\n` + flush. */
 int http_sse_ping(struct http_req *r);
 /* `data: {"error":...}\n\n`: the stream should end after it. */

@@ -80,6 +80,7 @@ struct opts {
     const char *group; /* --group: and this group (default: the user's) */
     const char *log;   /* --log FILE: stderr goes there, reopened on SIGUSR1 */
     int workers;       /* 0: from config */
+    const char *inherited; /* "fd:0" / "fd:3" when the socket was handed to us, else NULL */
 };
 
 /* Reopen --log FILE onto stderr. Return 0, or -1 with errno. */
@@ -121,6 +122,20 @@ static void core_log_sink(const char *line, void *ctx)
 static int load_config(struct svc_config *cfg, const char *path, struct svc_err *err)
 {
     return path ? svc_config_load_file(cfg, path, err) : svc_config_load(cfg, err);
+}
+
+/* The command line wins over agents.yaml: put the values the pool really runs with into
+ * the configuration, so GET /api/config shows them. */
+static void apply_overrides(struct svc_config *cfg, const struct opts *o)
+{
+    if (o->workers > 0)
+        cfg->server.workers = o->workers;
+    const char *listen = o->listen ? o->listen : o->inherited;
+    char *copy = listen ? strdup(listen) : NULL;
+    if (copy) {
+        free(cfg->server.listen);
+        cfg->server.listen = copy;
+    }
 }
 
 static void log_warnings(const struct svc_config *cfg)
@@ -557,6 +572,7 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
                 logmsg("reload refused, keeping the running configuration: %s", err.message);
             } else {
                 log_warnings(&ncfg);
+                apply_overrides(&ncfg, o);
                 if (!o->listen && pl->unix_path && ncfg.server.listen && cfg->server.listen &&
                     strcmp(ncfg.server.listen, cfg->server.listen) != 0)
                     logmsg("reload: server.listen changed; it takes effect on restart");
@@ -775,6 +791,10 @@ int main(int argc, char **argv)
     } else if (getenv("REQUEST_METHOD") || getenv("GATEWAY_INTERFACE")) {
         cgi = true;
     }
+    if (listen_fd == 0)
+        o.inherited = "fd:0";
+    else if (listen_fd == 3)
+        o.inherited = "fd:3";
     unsetenv("LISTEN_FDS");
     unsetenv("LISTEN_PID");
     unsetenv("LISTEN_FDNAMES");
@@ -849,6 +869,7 @@ int main(int argc, char **argv)
         return EXIT_CONFIG;
     }
 
+    apply_overrides(&cfg, &o);
     int rc = master_main(&pl, &cfg, &o);
     if (unix_path && pl.listen_fd >= 0)
         unlink(unix_path); /* not drained (cannot happen today): still ours to remove */

@@ -32,6 +32,13 @@ static const struct route routes[] = {
     {"GET", "/api/chat/runs/{run_id}/events", h_run_events, false},
     {"POST", "/api/chat/runs/{run_id}/cancel", h_run_cancel, false},
 
+    {"GET", "/api/v1/models", h_models_list, false},
+    {"GET", "/api/v1/models/{model_id}", h_model_get, false},
+    {"POST", "/api/v1/responses", h_responses_create, false},
+    {"POST", "/api/responses", h_responses_create, false},
+    {"GET", "/api/v1/responses/{response_id}", h_response_get, false},
+    {"GET", "/api/responses/{response_id}", h_response_get, false},
+
     {"GET", "/api/v1/chat/sessions", h_sessions_list, false},
     {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false},
     {"GET", "/api/v1/chat/sessions/{session_id}", h_session_get, false},

@@ -9,9 +9,12 @@
 
 #include "config.h"
 #include "fsck.h"
+#include "jobs.h"
 #include "jsonx.h"
+#include "memory.h"
 #include "query.h"
 #include "session.h"
+#include "store.h"
 #include "util.h"
 
 static const char usage_text[] =
@@ -21,7 +24,9 @@ static const char usage_text[] =
     "  svc sessions show|archive|unarchive SESSION\n"
     "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n"
     "  svc chat SESSION TEXT\n"
-    "  svc fsck [--repair] [--session ID]... [--json]\n";
+    "  svc fsck [--repair] [--session ID]... [--json]\n"
+    "  svc memory sync SESSION\n"
+    "  svc jobs list|run-due\n";
 
 static int usage(const char *why)
 {
@@ -233,6 +238,55 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
     return left > 0 ? 1 : 0;
 }
 
+/* Sync a session's newest pair now (after a failure was fixed); prints svc_memory.json. */
+static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc != 2 || strcmp(argv[0], "sync") != 0)
+        return usage("memory needs: sync SESSION");
+    struct svc_err err;
+    if (svc_memory_sync(cfg, argv[1], &err) != 0)
+        return fail(&err);
+    struct svc_store st = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
+    char *path = svc_store_session_file(&st, argv[1], "svc_memory.json");
+    json_object *o = NULL;
+    if (path && svc_json_read_file(path, &o, NULL) == 0)
+        print_json(o);
+    else
+        printf("{}\n"); /* no pair to sync yet */
+    json_object_put(o);
+    free(path);
+    return 0;
+}
+
+/* `jobs list` prints every job with its state; `jobs run-due` (cron, a systemd timer)
+ * runs the due ones and prints what it did. Exit 1 when a job's run failed. */
+static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc != 1)
+        return usage("jobs needs list or run-due");
+    struct svc_err err;
+    json_object *out = NULL;
+    int rc = 0;
+    if (strcmp(argv[0], "list") == 0) {
+        out = json_object_new_object();
+        json_object_object_add(out, "jobs", svc_jobs_list(cfg, svc_jobs_now()));
+    } else if (strcmp(argv[0], "run-due") == 0) {
+        if (svc_jobs_run_due(cfg, svc_jobs_now(), &out, &err) != 0)
+            return fail(&err);
+        json_object *arr = NULL;
+        json_object_object_get_ex(out, "jobs", &arr);
+        for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
+            if (strcmp(svc_json_str(json_object_array_get_idx(arr, i), "result", ""), "error") ==
+                0)
+                rc = 1;
+    } else {
+        return usage("jobs needs list or run-due");
+    }
+    print_json(out);
+    json_object_put(out);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
@@ -268,6 +322,10 @@ int main(int argc, char **argv)
         rc = cmd_chat(&cfg, argc - i, argv + i);
     else if (strcmp(cmd, "fsck") == 0)
         rc = cmd_fsck(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "jobs") == 0)
+        rc = cmd_jobs(&cfg, argc - i, argv + i);
+    else if (strcmp(cmd, "memory") == 0)
+        rc = cmd_memory(&cfg, argc - i, argv + i);
     else
         rc = usage("unknown command");
     svc_config_free(&cfg);

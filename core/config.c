@@ -24,6 +24,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "cron.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "util.h"
@@ -483,20 +484,7 @@ static const char *check_url(const char *s)
 
 static const char *check_cron(const char *s)
 {
-    int fields = 0;
-    for (const char *p = s; *p;) {
-        p += strspn(p, " \t");
-        if (!*p)
-            break;
-        size_t n = strcspn(p, " \t");
-        if (strspn(p, "0123456789*/,-") < n)
-            return "not a 5-field cron schedule (fields use only 0-9 * / , -)";
-        fields++;
-        p += n;
-    }
-    if (fields != 5)
-        return "not a 5-field cron schedule (minute hour day month weekday)";
-    return NULL;
+    return svc_cron_check(s); /* names, steps, ranges: core/cron.h */
 }
 
 static const char *check_ext_name(const char *s)
@@ -622,7 +610,7 @@ _Static_assert(sizeof cfg_rows / sizeof cfg_rows[0] <= 62, "seen bits fit a uint
 
 #define J(f) offsetof(struct svc_job, f)
 static const struct cfg_row job_rows[] = {
-    {"id", CT_STR, J(id), .min = 1, .max = 128, .flags = F_REQUIRED},
+    {"id", CT_STR, J(id), .min = 1, .max = 128, .check = check_id, .flags = F_REQUIRED},
     {"schedule", CT_STR, J(schedule), .check = check_cron, .flags = F_REQUIRED},
     {"session_id", CT_STR, J(session_id), .check = check_id, .flags = F_REQUIRED},
     {"input", CT_STR, J(input), .min = 1, .flags = F_REQUIRED},
@@ -638,6 +626,7 @@ static const struct cfg_row ext_rows[] = {
     {"parameters", CT_JSON, X(parameters), .def = "{\"type\":\"object\",\"properties\":{}}"},
     {"command", CT_STRS, X(command), .min = 1, .flags = F_REQUIRED | F_HIDDEN},
     {"timeout_s", CT_INT, X(timeout_s), .min = 1, .max = 600, .def = "10"},
+    {"env", CT_STRS, X(env), .def = "[]", .flags = F_HIDDEN},
     {"enabled", CT_BOOL, X(enabled), .def = "true"},
 };
 #undef X

@@ -31,6 +31,7 @@ struct svc_extension {
     json_object *parameters;  /* JSON Schema, owned */
     char **command;           /* argv, NULL-terminated, owned */
     int timeout_s;
+    char **env;               /* "NAME=value" or "NAME" (copied from ours), NULL-terminated */
     bool enabled;
 };
 

@@ -28,7 +28,7 @@ static const struct {
     [SVC_E_SESSION_NOT_FOUND] = {"session_not_found", "not_found_error", 404},
     [SVC_E_SESSIONS_DISABLED] = {"sessions_disabled", "not_found_error", 404},
     [SVC_E_SESSION_BUSY] = {"session_busy", "conflict_error", 409},
-    [SVC_E_SESSION_ARCHIVED] = {"session_archived", "conflict_error", 409},
+    [SVC_E_SESSION_ARCHIVED] = {"session_archived", "permission_error", 403},
     [SVC_E_RUN_NOT_FOUND] = {"run_not_found", "not_found_error", 404},
     [SVC_E_RUN_NOT_ACTIVE] = {"run_not_active", "conflict_error", 409},
     [SVC_E_EXPORT_DIR_FORBIDDEN] = {"export_dir_forbidden", "permission_error", 403},
@@ -38,6 +38,8 @@ static const struct {
     [SVC_E_RUN_TIMEOUT] = {"run_timeout", "server_error", 504},
     [SVC_E_TOOL_LOOP] = {"tool_loop_limit", "server_error", 500},
     [SVC_E_INTERRUPTED] = {"interrupted", "server_error", 500},
+    [SVC_E_RESPONSE_NOT_FOUND] = {"response_not_found", "not_found_error", 404},
+    [SVC_E_MODEL_NOT_FOUND] = {"model_not_found", "not_found_error", 404},
 };
 
 static int err_vset(struct svc_err *err, enum svc_errcode code, const char *param,

@@ -25,7 +25,7 @@ enum svc_errcode {
     SVC_E_SESSION_NOT_FOUND, /* session_not_found, 404 */
     SVC_E_SESSIONS_DISABLED, /* sessions_disabled, 404 */
     SVC_E_SESSION_BUSY,      /* session_busy, 409 */
-    SVC_E_SESSION_ARCHIVED,  /* session_archived, 409 */
+    SVC_E_SESSION_ARCHIVED,  /* session_archived, 403 */
     SVC_E_RUN_NOT_FOUND,     /* run_not_found, 404 */
     SVC_E_RUN_NOT_ACTIVE,    /* run_not_active, 409 */
     SVC_E_EXPORT_DIR_FORBIDDEN, /* export_dir_forbidden, 403 */
@@ -35,6 +35,8 @@ enum svc_errcode {
     SVC_E_RUN_TIMEOUT,       /* run_timeout, 504 */
     SVC_E_TOOL_LOOP,         /* tool_loop_limit, 500 */
     SVC_E_INTERRUPTED,       /* interrupted: a run whose process died */
+    SVC_E_RESPONSE_NOT_FOUND,/* response_not_found, 404: Responses API id */
+    SVC_E_MODEL_NOT_FOUND,   /* model_not_found, 404: GET /api/v1/models/{id} */
     SVC_E__MAX
 };
 

@@ -521,6 +521,39 @@ static void check_runs(struct fsck *f)
     free(dir);
 }
 
+/* <memory.root>/<agent>/memory.jsonl: lines as in svc_turns.jsonl; repaired under the
+ * memory lock (<memory.root>/<agent>/.memory.lock) that memory sync appends under. */
+static void check_memory(struct fsck *f)
+{
+    const char *mroot = f->cfg->memory.root;
+    DIR *d = mroot ? opendir(mroot) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || !svc_id_valid(de->d_name))
+            continue;
+        char *fa = joinf("%s/%s/memory.jsonl", mroot, de->d_name);
+        char *fr = joinf("memory/%s/memory.jsonl", de->d_name);
+        char *lp = joinf("%s/%s/.memory.lock", mroot, de->d_name);
+        int fd = -1;
+        if (f->repair && lp) {
+            fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+            if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+        if (fa && fr)
+            check_lines(f, NULL, fa, fr, false, fd >= 0);
+        if (fd >= 0)
+            close(fd);
+        free(fa);
+        free(fr);
+        free(lp);
+    }
+    if (d)
+        closedir(d);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -584,6 +617,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
     }
     if (o->nsessions == 0) {
         check_runs(&f);
+        check_memory(&f);
         DIR *d = opendir(f.st.root);
         struct dirent *de;
         while (d && (de = readdir(d))) {

@@ -2,8 +2,9 @@
  * `svc fsck`). Every file of every session (or of the sessions named) is parsed; checked:
  * message numbering (contiguous from 0, the id inside each file equal to its name),
  * removed_message_count within range, sidecar message_count against the files, stale
- * `running` states (run lock free), torn or undecodable lines in svc_turns.jsonl and in the
- * run event files, run records left `running` by a dead runner, orphan temp files, lock
+ * `running` states (run lock free), torn or undecodable lines in svc_turns.jsonl, in the
+ * memory files (<memory.root>/<agent>/memory.jsonl, reported as "memory/<agent>/...") and in
+ * the run event files, run records left `running` by a dead runner, orphan temp files, lock
  * files and stray files, and the root index against the directories. Each problem carries
  * its file (relative to the root) and, for a line, its byte offset.
  * With repair: stale runs are repaired (as a reader would), sidecar counts recounted, bad

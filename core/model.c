@@ -191,26 +191,86 @@ done:
     return rc;
 }
 
+/* Counts what the model streamed, so a cancelled call can still report what it used. */
+struct counting {
+    const struct svc_model_call *call;
+    size_t chars;
+};
+
+static int count_delta(void *ctx, const char *text)
+{
+    struct counting *c = ctx;
+    c->chars += strlen(text);
+    return c->call->on_delta ? c->call->on_delta(c->call->ctx, text) : 0;
+}
+
+static int count_should_cancel(void *ctx)
+{
+    struct counting *c = ctx;
+    return c->call->should_cancel ? c->call->should_cancel(c->call->ctx) : 0;
+}
+
+static int count_on_idle(void *ctx)
+{
+    struct counting *c = ctx;
+    return c->call->on_idle ? c->call->on_idle(c->call->ctx) : 0;
+}
+
+static void count_on_retry(void *ctx, int attempt, int max_attempts, const char *text)
+{
+    struct counting *c = ctx;
+    if (c->call->on_retry)
+        c->call->on_retry(c->call->ctx, attempt, max_attempts, text);
+}
+
+/* The prompt's size in tokens by the 4-characters rule (system prompt and window). */
+static int64_t prompt_estimate(const struct svc_model_call *call)
+{
+    size_t chars = call->system_prompt ? strlen(call->system_prompt) : 0;
+    size_t n = call->messages ? json_object_array_length(call->messages) : 0;
+    for (size_t i = 0; i < n; i++) {
+        char *t = svc_native_text(json_object_array_get_idx(call->messages, i));
+        chars += t ? strlen(t) : 0;
+        free(t);
+    }
+    return tokens_of(chars);
+}
+
 int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
                      struct svc_err *err)
 {
     memset(out, 0, sizeof *out);
     double t0 = svc_time_monotonic();
+    struct counting cnt = {call, 0};
+    struct svc_model_call c = *call;
+    c.on_delta = count_delta;
+    c.should_cancel = count_should_cancel;
+    c.on_idle = count_on_idle;
+    c.on_retry = count_on_retry;
+    c.ctx = &cnt;
     int rc;
     switch (call->cfg->model.provider) {
     case SVC_MODEL_ECHO:
-        rc = echo_invoke(call, out, err);
+        rc = echo_invoke(&c, out, err);
         break;
     case SVC_MODEL_OPENAI:
-        rc = svc_model_openai_invoke(call, out, err);
+        rc = svc_model_openai_invoke(&c, out, err);
         break;
     default:
         rc = svc_err_set(err, SVC_E_CONFIG, "unknown model provider");
         break;
     }
     out->latency_ms = (int64_t)((svc_time_monotonic() - t0) * 1000);
-    if (rc != 0)
+    if (rc != 0) {
         svc_model_reply_free(out);
+        out->prompt_tokens = out->completion_tokens = 0;
+        if (err && (err->code == SVC_E_CANCELLED || err->code == SVC_E_RUN_TIMEOUT) &&
+            cnt.chars > 0) {
+            /* cut short after producing text: what it used, by the 4-characters rule */
+            out->prompt_tokens = prompt_estimate(call);
+            out->completion_tokens = tokens_of(cnt.chars);
+        }
+    }
     return rc;
 }
 

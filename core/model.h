@@ -5,7 +5,9 @@
  * Testing aid: an input starting with "/slow <ms> " makes echo pause <ms> milliseconds
  * (at most 10000) before each word, so tests can catch a run in flight.
  * Deltas go to on_delta as they are produced; a nonzero return cancels the call with
- * SVC_E_CANCELLED. svc_model_reply_free releases what the reply owns. */
+ * SVC_E_CANCELLED. svc_model_reply_free releases what the reply owns.
+ * A call cancelled after it streamed text still reports usage in *out (estimated by the
+ * 4-characters rule: the provider's own count never arrived); other failures report 0. */
 #ifndef SVC_MODEL_H
 #define SVC_MODEL_H
 

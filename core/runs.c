@@ -43,14 +43,20 @@ static char *run_file(const struct svc_config *cfg, const char *run_id, const ch
 
 static void remove_run_files(const struct svc_config *cfg, const char *id);
 
-static int write_record(const struct svc_config *cfg, json_object *rec, struct svc_err *err)
+static int write_record_as(const struct svc_config *cfg, json_object *rec, bool durable,
+                           struct svc_err *err)
 {
     char *path = run_file(cfg, svc_json_str(rec, "run_id", ""), ".json");
     if (!path)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_json_write_pretty(path, rec, cfg->sessions.fsync, err);
+    int rc = svc_json_write_pretty(path, rec, durable, err);
     free(path);
     return rc;
+}
+
+static int write_record(const struct svc_config *cfg, json_object *rec, struct svc_err *err)
+{
+    return write_record_as(cfg, rec, cfg->sessions.fsync, err);
 }
 
 static int read_record(const struct svc_config *cfg, const char *run_id, json_object **out,
@@ -92,9 +98,20 @@ static json_object *record_new(const char *run_id, const char *sid, const char *
     return rec;
 }
 
+static void record_finish_code(json_object *rec, struct svc_run *run, const char *status,
+                               const char *code, const char *message);
+
 /* Fill the record's final fields from an ended run. */
 static void record_finish(json_object *rec, struct svc_run *run, const char *status,
                           const struct svc_err *failure)
+{
+    record_finish_code(rec, run, status, failure ? svc_err_name(failure->code) : NULL,
+                       failure ? failure->message : NULL);
+}
+
+/* The same with the failure as its API code and message (code NULL: no failure). */
+static void record_finish_code(json_object *rec, struct svc_run *run, const char *status,
+                               const char *code, const char *message)
 {
     char now[SVC_TIME_LEN];
     int64_t p, c, t;
@@ -108,10 +125,10 @@ static void record_finish(json_object *rec, struct svc_run *run, const char *sta
     svc_json_set_int(u, "completion_tokens", c);
     svc_json_set_int(u, "total_tokens", t);
     svc_json_set(rec, "usage", u);
-    if (failure) {
+    if (code) {
         json_object *e = json_object_new_object();
-        svc_json_set_str(e, "code", svc_err_name(failure->code));
-        svc_json_set_str(e, "message", failure->message);
+        svc_json_set_str(e, "code", code);
+        svc_json_set_str(e, "message", message ? message : "");
         svc_json_set(rec, "error", e);
     } else {
         svc_json_set(rec, "error", NULL);
@@ -190,6 +207,9 @@ static int idem_store(const struct svc_config *cfg, const char *sid, const char 
 
 struct runner {
     const struct svc_config *cfg;
+    struct svc_run *run;
+    json_object *rec;  /* the run record, borrowed */
+    bool recorded;     /* its final fields are written */
     char *events_path;
     char *cancel_path;
     double last_cancel_check;
@@ -199,6 +219,19 @@ struct runner {
 static int runner_on_event(void *ctx, json_object *ev)
 {
     struct runner *rn = ctx;
+    const char *type = svc_json_str(ev, "type", "");
+    bool done = strcmp(type, "done") == 0;
+    if (!rn->recorded && (done || strcmp(type, "error") == 0)) {
+        /* the final record goes out before the final event: whoever has read the run's
+         * last event finds the run ended (content and usage are final by now) */
+        const char *code = done ? NULL : svc_json_str(ev, "code", "internal_error");
+        const char *status = done ? "done"
+                             : (strcmp(code, "cancelled") == 0 || strcmp(code, "run_timeout") == 0)
+                                 ? "cancelled"
+                                 : "error";
+        record_finish_code(rn->rec, rn->run, status, code, svc_json_str(ev, "message", NULL));
+        rn->recorded = write_record(rn->cfg, rn->rec, NULL) == 0;
+    }
     svc_json_append_line(rn->events_path, ev, false, NULL);
     return 0;
 }
@@ -251,16 +284,20 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     svc_run_note_runner(run, NULL);
-    struct runner rn = {.cfg = cfg};
+    struct runner rn = {.cfg = cfg, .run = run, .rec = rec};
     rn.events_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
     rn.cancel_path = run_file(cfg, svc_run_get_id(run), ".cancel");
     struct svc_run_sink sink = {
         .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = &rn};
     struct svc_err err;
     svc_err_clear(&err);
+    svc_run_defer_memory(run); /* the record says done first; memory sync follows */
     int rc = svc_run_execute(run, &sink, &err);
-    record_finish(rec, run, status_of(rc == 0 ? NULL : &err), rc == 0 ? NULL : &err);
-    write_record(cfg, rec, NULL);
+    if (!rn.recorded) {
+        record_finish(rec, run, status_of(rc == 0 ? NULL : &err), rc == 0 ? NULL : &err);
+        write_record(cfg, rec, NULL);
+    }
+    svc_run_sync_memory(run);
     svc_run_free(run);
     svc_runs_prune(cfg, SVC_RUNS_KEEP_S); /* the finished records of long ago */
     free(rn.events_path);
@@ -488,7 +525,12 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     json_object *rec = NULL;
     if (svc_runs_get(cfg, run_id, &rec, err) != 0)
         return -1;
-    *finished = strcmp(svc_json_str(rec, "status", ""), "running") != 0;
+    bool ended = strcmp(svc_json_str(rec, "status", ""), "running") != 0;
+    double fin = 0;
+    /* a runner writes its final record just before its final event: until that event is
+     * readable (or, if its write failed, for a few seconds) the run is not finished here */
+    bool settled = ended && (svc_time_parse_iso(svc_json_str(rec, "finished_at", ""), &fin) != 0 ||
+                             svc_time_now() - fin > 5.0);
     json_object_put(rec);
     char *path = run_file(cfg, run_id, ".events.jsonl");
     char *buf = NULL;
@@ -497,7 +539,7 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     json_object *arr = json_object_new_array();
     if (path && svc_file_read(path, &buf, &len, &rerr) == 0) {
         long idx = 0;
-        char *p = buf, *end = buf + len;
+        char *p = buf, *end = buf + len, *last = NULL;
         while (p < end) {
             char *nl = memchr(p, '\n', (size_t)(end - p));
             if (!nl)
@@ -507,16 +549,48 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
                 if (svc_json_parse(p, (size_t)(nl - p), &ev, NULL) == 0)
                     json_object_array_add(arr, ev);
             }
+            last = p;
             idx++;
             p = nl + 1;
         }
+        json_object *lev = NULL;
+        if (ended && last && svc_json_parse(last, (size_t)(p - last - 1), &lev, NULL) == 0) {
+            const char *t = svc_json_str(lev, "type", "");
+            settled = settled || strcmp(t, "done") == 0 || strcmp(t, "error") == 0;
+        }
+        json_object_put(lev);
         if (next && idx > cursor)
             *next = idx; /* past undecodable lines too, so a reader never re-reads */
     }
     free(buf);
     free(path);
+    *finished = settled;
     *out = arr;
     return 0;
+}
+
+json_object *svc_runs_events_at(const char *root, const char *run_id)
+{
+    json_object *arr = json_object_new_array();
+    char *path = NULL, *buf = NULL;
+    size_t len = 0;
+    if (!svc_run_id_valid(run_id) ||
+        asprintf(&path, "%s/" RUNS_DIR "/%s.events.jsonl", root, run_id) < 0)
+        return arr;
+    if (svc_file_read(path, &buf, &len, NULL) == 0) {
+        for (char *p = buf, *end = buf + len; p < end;) {
+            char *nl = memchr(p, '\n', (size_t)(end - p));
+            json_object *ev = NULL;
+            if (!nl)
+                break; /* a torn tail is not an event */
+            if (svc_json_parse(p, (size_t)(nl - p), &ev, NULL) == 0)
+                json_object_array_add(arr, ev);
+            p = nl + 1;
+        }
+    }
+    free(buf);
+    free(path);
+    return arr;
 }
 
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms)
@@ -626,13 +700,16 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
         }
         free(s);
     }
-    rc = ev_path && !b.oom ? svc_file_write_atomic(ev_path, b.data ? b.data : "", b.len,
-                                                   cfg->sessions.fsync, err)
+    /* durable only when an Idempotency-Key relies on it: otherwise the record is a way to
+     * look the run up, and the session's turn line is what survives a crash */
+    bool durable = cfg->sessions.fsync && key;
+    rc = ev_path && !b.oom ? svc_file_write_atomic(ev_path, b.data ? b.data : "", b.len, durable,
+                                                   err)
                            : svc_err_set(err, SVC_E_NOMEM, "out of memory");
     svc_buf_free(&b);
     free(ev_path);
     if (rc == 0)
-        rc = write_record(cfg, rec, err);
+        rc = write_record_as(cfg, rec, durable, err);
     if (rc == 0 && key)
         rc = idem_store(cfg, svc_run_get_session_id(run), key, svc_run_get_id(run), err);
     json_object_put(rec);

@@ -42,6 +42,10 @@ int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object *
  * the array. */
 int svc_runs_events(const struct svc_config *cfg, const char *run_id, long cursor,
                     json_object **out, long *next, bool *finished, struct svc_err *err);
+/* The events recorded for run_id under root (<root>/.svc_runs/<run_id>.events.jsonl), in
+ * order, undecodable lines skipped: a new array, empty when there are none. For the
+ * repair of a run whose process died (session.c), which knows the root, not the config. */
+json_object *svc_runs_events_at(const char *root, const char *run_id);
 /* Block until the events file grows or timeout_ms passes (inotify; no busy loop).
  * Returns 1 when something changed, 0 on timeout, -1 on error. */
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms);
@@ -53,7 +57,10 @@ int svc_runs_cancel(const struct svc_config *cfg, const char *run_id, json_objec
  * SVC_E_NOT_FOUND. */
 int svc_runs_find_idem(const struct svc_config *cfg, const char *sid, const char *key,
                        json_object **record, struct svc_err *err);
-/* Record a synchronous run under (session, key) with its final record. */
+/* Record an ended synchronous run (/api/chat, the Responses API): its record and events,
+ * so svc_runs_get and svc_runs_events answer for it; with key, also under (session, key).
+ * Written durably (sessions.fsync) only with a key: otherwise the turn line is the durable
+ * record of the run and this one is for looking it up. */
 int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, const char *key,
                          const char *status, const struct svc_err *failure, struct svc_err *err);
 

@@ -11,8 +11,10 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "memory.h"
 #include "model.h"
 #include "openai.h"
+#include "runs.h"
 #include "sidecar.h"
 #include "store.h"
 #include "tools.h"
@@ -36,6 +38,7 @@ struct svc_run {
     int64_t input_id;
     json_object *output_ids;
     json_object *events;
+    json_object *prev_tokens; /* the session's token_state before this run, or NULL */
     int64_t seq;
     json_object *tool_trace;
     json_object *tool_calls; /* OpenAI-shaped tool_calls of the run */
@@ -46,6 +49,8 @@ struct svc_run {
     volatile sig_atomic_t cancel; /* 1 cancel, 2 timeout */
     const struct svc_run_sink *sink;
     bool begun, ended;
+    bool memory_due;   /* finished well: memory sync still to do (svc_run_sync_memory) */
+    bool memory_defer; /* the caller syncs memory itself, after publishing the run's end */
 };
 
 static const char *model_name(const struct svc_config *cfg)
@@ -354,14 +359,41 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
         free(started_copy);
         return -1;
     }
+    /* begin_run stored the input last before it wrote message_count: the input is the
+     * message at that position, the run's outputs are the ones after it */
+    int64_t input_id = -1, mc = svc_json_int(sc, "message_count", 0);
+    json_object *outputs = json_object_new_array();
+    if (mc >= 1 && (size_t)mc <= n) {
+        input_id = ids[mc - 1];
+        for (size_t i = (size_t)mc; i < n; i++)
+            json_object_array_add(outputs, json_object_new_int64(ids[i]));
+    }
     free(ids);
+    /* the events the run recorded (asynchronous runs), ended by the one error event */
+    json_object *events = svc_runs_events_at(st->root, run_id_copy);
+    size_t nev = json_object_array_length(events);
+    const char *last_type =
+        nev ? svc_json_str(json_object_array_get_idx(events, nev - 1), "type", "") : "";
+    if (strcmp(last_type, "error") != 0 && strcmp(last_type, "done") != 0) {
+        char ts[SVC_TIME_LEN];
+        json_object *ev = json_object_new_object();
+        svc_json_set_str(ev, "type", "error");
+        svc_json_set_str(ev, "run_id", run_id_copy);
+        svc_json_set_int(ev, "seq", (int64_t)nev + 1);
+        svc_json_set_str(ev, "session_id", sid);
+        svc_json_set_str(ev, "schema_version", "2.0");
+        svc_json_set_str(ev, "timestamp", svc_time_now_iso(ts));
+        svc_json_set_str(ev, "message", ie.message);
+        svc_json_set_str(ev, "code", svc_err_name(ie.code));
+        json_object_array_add(events, ev);
+    }
     char now[SVC_TIME_LEN];
     svc_json_set_str(sc, "status", "error");
     svc_json_set(sc, "current_run", NULL);
     svc_json_set(sc, "last_error", error_object(&ie, run_id_copy));
     svc_json_set_int(sc, "message_count", (int64_t)n);
     svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
-    json_object *turn = turn_line(run_id_copy, "error", -1, NULL, NULL, NULL, 0, 0,
+    json_object *turn = turn_line(run_id_copy, "error", input_id, outputs, events, NULL, 0, 0,
                                   error_object(&ie, run_id_copy), started_copy);
     int rc = write_run_end(st, sid, sc, turn, err);
     json_object_put(turn);
@@ -511,6 +543,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
                     run->sid);
         goto out;
     }
+    run->prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     char *mdir = svc_store_messages_dir(st, run->sid);
     int mrc = mdir ? svc_mkdirs_durable(mdir, 0755, st->durable, err)
                    : svc_err_set(err, SVC_E_NOMEM, "out of memory");
@@ -736,7 +769,7 @@ static int run_tools(struct svc_run *run, json_object *tool_uses, struct svc_err
         svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
         event_emit(run, ev);
         struct svc_tool_result res;
-        svc_tools_call(run->cfg, name, input, &res);
+        svc_tools_call_cancel(run->cfg, name, input, run_should_cancel, run, &res);
         run->tool_steps++;
         ev = event_new(run, "tool_result");
         svc_json_set_str(ev, "call_id", id);
@@ -780,6 +813,7 @@ static int run_tools(struct svc_run *run, json_object *tool_uses, struct svc_err
 static int run_loop(struct svc_run *run, struct svc_err *err)
 {
     json_object *tools = svc_tools_spec(run->cfg);
+    char *recall_prompt = svc_memory_system_prompt(run->cfg, run->sid); /* memory.recall */
     int rc = -1;
     for (int iter = 0;; iter++) {
         if (iter > run->cfg->agent.max_tool_iterations) {
@@ -800,7 +834,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
         json_object *req = run_model_request(run);
         struct svc_model_call call = {
             .cfg = run->cfg,
-            .system_prompt = run->cfg->model.system_prompt,
+            .system_prompt = recall_prompt ? recall_prompt : run->cfg->model.system_prompt,
             .messages = req,
             .tools = tools,
             .on_delta = run_on_delta,
@@ -813,6 +847,8 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
         int mrc = svc_model_invoke(&call, &reply, err);
         json_object_put(req);
         if (mrc != 0) {
+            run->prompt_tokens += reply.prompt_tokens; /* a cancelled call's estimate, else 0 */
+            run->completion_tokens += reply.completion_tokens;
             if (err && err->code == SVC_E_CANCELLED && run->cancel == 2)
                 svc_err_set(err, SVC_E_RUN_TIMEOUT, "the run took longer than run_timeout_s");
             break;
@@ -862,7 +898,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
             break;
         }
         ev = event_new(run, "token_usage");
-        json_object *ts = token_state(run, NULL);
+        json_object *ts = token_state(run, run->prev_tokens); /* the session's, like the sidecar */
         svc_json_merge(ev, ts);
         json_object_put(ts);
         event_emit(run, ev);
@@ -877,6 +913,7 @@ static int run_loop(struct svc_run *run, struct svc_err *err)
             break;
     }
     json_object_put(tools);
+    free(recall_prompt);
     return rc;
 }
 
@@ -895,6 +932,11 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
         svc_err_set(&lerr, SVC_E_INTERNAL, "run failed");
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
     run->sink = NULL;
+    /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
+    run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
+                      run->cfg->sessions.sync_memory;
+    if (!run->memory_defer)
+        svc_run_sync_memory(run);
     if (rc != 0) {
         if (err)
             *err = lerr;
@@ -903,6 +945,18 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
     if (erc != 0)
         return svc_err_set(err, SVC_E_IO, "the answer was produced but could not be recorded");
     return 0;
+}
+
+void svc_run_defer_memory(struct svc_run *run)
+{
+    run->memory_defer = true;
+}
+
+void svc_run_sync_memory(struct svc_run *run)
+{
+    if (run->memory_due)
+        svc_memory_sync(run->cfg, run->sid, NULL); /* core/memory.h */
+    run->memory_due = false;
 }
 
 void svc_run_free(struct svc_run *run)
@@ -916,6 +970,7 @@ void svc_run_free(struct svc_run *run)
     }
     svc_lock_release(&run->run_lock);
     json_object_put(run->agent);
+    json_object_put(run->prev_tokens);
     json_object_put(run->msgs);
     json_object_put(run->output_ids);
     json_object_put(run->events);

@@ -50,6 +50,12 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
                   struct svc_run **out, struct svc_err *err);
 int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct svc_err *err);
 void svc_run_free(struct svc_run *run);
+/* Memory sync (SPEC 8) runs at the end of svc_run_execute after a successful run. A caller
+ * that publishes the run's end elsewhere first (the detached runner's record) calls
+ * svc_run_defer_memory before executing and svc_run_sync_memory once it has published;
+ * svc_run_sync_memory does nothing when there is nothing to sync or it already ran. */
+void svc_run_defer_memory(struct svc_run *run);
+void svc_run_sync_memory(struct svc_run *run);
 /* In a parent that forked a runner for this run: free the memory without ending the run.
  * The run lock stays held through the child's copy of the descriptor. */
 void svc_run_abandon(struct svc_run *run);

@@ -177,8 +177,14 @@ int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct
     }
     if (svc_mkdirs(mdir, 0755, err) != 0)
         goto out;
-    if (access(sfile, F_OK) != 0 && write_session_json(sfile, sid, st->durable, NULL, err) != 0)
-        goto out;
+    if (access(sfile, F_OK) != 0) {
+        /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
+        char *ma = svc_path_join(sdir, "multi_agents");
+        int mrc = ma ? svc_mkdirs(ma, 0755, err) : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        free(ma);
+        if (mrc != 0 || write_session_json(sfile, sid, st->durable, NULL, err) != 0)
+            goto out;
+    }
     rc = 0;
 out:
     free(mdir);

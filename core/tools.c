@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extension.h"
 #include "jsonx.h"
 #include "util.h"
 
@@ -34,8 +35,8 @@ json_object *svc_tools_list(const struct svc_config *cfg)
     json_object_array_add(arr, tool_row("clock", "tool", "Current UTC time", NULL, true, true));
     for (size_t i = 0; i < cfg->nextensions; i++) {
         const struct svc_extension *x = &cfg->extensions[i];
-        json_object_array_add(arr, tool_row(x->name, x->kind, x->description, x->parameters,
-                                            x->enabled, false));
+        json_object_array_add(
+            arr, tool_row(x->name, x->kind, x->description, x->parameters, x->enabled, false));
     }
     return arr;
 }
@@ -64,6 +65,12 @@ json_object *svc_tools_spec(const struct svc_config *cfg)
 void svc_tools_call(const struct svc_config *cfg, const char *name, json_object *input,
                     struct svc_tool_result *out)
 {
+    svc_tools_call_cancel(cfg, name, input, NULL, NULL, out);
+}
+
+void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_object *input,
+                           int (*should_cancel)(void *ctx), void *ctx, struct svc_tool_result *out)
+{
     double t0 = svc_time_monotonic();
     memset(out, 0, sizeof *out);
     if (strcmp(name, "clock") == 0) {
@@ -72,14 +79,14 @@ void svc_tools_call(const struct svc_config *cfg, const char *name, json_object 
         out->ok = true;
         out->content = strdup(now);
     } else {
-        bool known = false;
         for (size_t i = 0; i < cfg->nextensions; i++)
-            if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0)
-                known = true;
+            if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0) {
+                svc_ext_run(&cfg->extensions[i], input, should_cancel, ctx,
+                            out); /* core/extension.h */
+                return;
+            }
         out->ok = false;
-        if (known)
-            out->content = strdup("extension tools are not runnable in this version");
-        else if (asprintf(&out->content, "unknown tool: %s", name) < 0)
+        if (asprintf(&out->content, "unknown tool: %s", name) < 0)
             out->content = NULL;
     }
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);

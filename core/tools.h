@@ -1,6 +1,6 @@
 /* tools: the tools the model can call. Built in: `clock` (current UTC time).
- * Configured extensions (SPEC 9) are listed here too; running them is the job of a later
- * module, so an extension call answers an error result saying so.
+ * Each enabled configured extension (SPEC 9) is a tool too; a call runs its command through
+ * core/extension.h (timeout, output cap, clean environment). An unknown name is an error result.
  * svc_tools_spec returns the array the model sees: [{name, description, parameters}]. */
 #ifndef SVC_TOOLS_H
 #define SVC_TOOLS_H
@@ -23,6 +23,10 @@ json_object *svc_tools_spec(const struct svc_config *cfg); /* new reference */
 json_object *svc_tools_list(const struct svc_config *cfg);
 void svc_tools_call(const struct svc_config *cfg, const char *name, json_object *input,
                     struct svc_tool_result *out);
+/* The same; a running extension is stopped when should_cancel (polled) returns nonzero. */
+void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_object *input,
+                           int (*should_cancel)(void *ctx), void *ctx,
+                           struct svc_tool_result *out);
 void svc_tool_result_free(struct svc_tool_result *r);
 
 #endif

@@ -6,7 +6,8 @@ use lib 't/lib';
 use Test::More;
 use SvcTest;
 
-my $s = SvcTest->start(config => <<'YAML', workers => 2);
+my %jobs_clock = (SVC_TEST_JOBS_NOW => '2026-01-01T12:00:30Z');
+my $s = SvcTest->start(env => \%jobs_clock, workers => 2, config => <<'YAML');
 server:
   api_token: ""
 model:
@@ -61,7 +62,7 @@ $r = $s->req(GET => '/api/jobs');
 is $r->{status}, 200, 'jobs 200';
 is_deeply $r->{json}, { jobs => [
     { id => 'nightly', schedule => '0 3 * * *', session_id => 'job-nightly',
-      enabled => JSON::PP::true, next_run_at => undef, last_run_at => undef,
+      enabled => JSON::PP::true, next_run_at => '2026-01-02T03:00:00.000000+00:00', last_run_at => undef,
       last_status => undef, last_run_id => undef },
     { id => 'paused', schedule => '*/5 * * * *', session_id => 'job-paused',
       enabled => JSON::PP::false, next_run_at => undef, last_run_at => undef,
@@ -75,6 +76,8 @@ $r = $s->req(GET => '/api/jobs');
 is $r->{json}{jobs}[0]{last_status}, 'done', 'state file read';
 is $r->{json}{jobs}[0]{last_run_id}, 'run-1', 'state: last_run_id';
 is $r->{json}{jobs}[1]{last_status}, undef, 'other job without state';
+is $r->{json}{jobs}[0]{next_run_at}, '2026-01-02T03:00:00.000000+00:00',
+    'next_run_at: the next 03:00 UTC after the (test) clock';
 
 # extensions
 $r = $s->req(GET => '/api/extensions');

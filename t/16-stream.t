@@ -64,12 +64,18 @@ ok((grep { $_ eq 'delta' } @svc), 'svc.v2: delta events');
 ok((grep { $_ eq 'phase' } @svc), 'svc.v2: phase event');
 is $r->{events}[-1], '[DONE]', 'svc.v2 ends with [DONE]';
 
-# tool calls as delta.tool_calls
+# server-side tool calls are reported (svc_event), never delegated as delta.tool_calls
 $r = stream('st-tool', '/tool clock {}');
-my @tc = grep { ref && $_->{choices} && @{ $_->{choices} } && $_->{choices}[0]{delta}{tool_calls} } @{ $r->{events} };
-is scalar @tc, 1, 'one tool call chunk';
-is $tc[0]{choices}[0]{delta}{tool_calls}[0]{function}{name}, 'clock', 'tool name';
-is $tc[0]{choices}[0]{delta}{tool_calls}[0]{function}{arguments}, '{}', 'arguments as a JSON string';
+my @tc = grep { ref && $_->{choices} && @{ $_->{choices} } && exists $_->{choices}[0]{delta}{tool_calls} } @{ $r->{events} };
+is scalar @tc, 0, 'no delta.tool_calls chunk';
+my @tev = map { $_->{svc_event} } grep { ref && $_->{svc_event} } @{ $r->{events} };
+is_deeply [map { $_->{type} } @tev], ['tool_start', 'tool_result'], 'tool_start and tool_result as svc_event';
+is $tev[0]{tool}, 'clock', 'tool name';
+ok $tev[1]{ok}, 'tool result ok';
+ok !(grep { ref && $_->{choices} && @{ $_->{choices} } && ($_->{choices}[0]{finish_reason} // '') eq 'tool_calls' } @{ $r->{events} }),
+    'no finish_reason tool_calls';
+my $text = join '', map { $_->{choices}[0]{delta}{content} // '' } grep { ref && $_->{choices} && @{ $_->{choices} } } @{ $r->{events} };
+like $text, qr/\S/, 'the answer is plain text';
 is $r->{events}[-1], '[DONE]', 'tool stream ends with [DONE]';
 
 # pings while the model is silent (interval shortened to 1 s for the test)

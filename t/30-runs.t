@@ -299,7 +299,7 @@ opendir my $rdh, $s->root . '/.svc_runs' or die;
 my $nrec = grep { /^run-.*\.json$/ } readdir $rdh;
 closedir $rdh;
 $r = post_run('r-one', 'while archived');
-is $r->{status}, 409, 'run on an archived session: 409';
+is $r->{status}, 403, 'run on an archived session: 403';
 is $r->{json}{error}{code}, 'session_archived', 'session_archived';
 opendir $rdh, $s->root . '/.svc_runs' or die;
 is scalar(grep { /^run-.*\.json$/ } readdir $rdh), $nrec, 'no run record for the refused run';

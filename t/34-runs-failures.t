@@ -108,10 +108,10 @@ is scalar @t, 1, 'one turn line';
 is $t[0]{status}, 'error', 'turn line status error';
 is_deeply [roles_on_disk('f-up')], ['user'], 'only the user message';
 
-# a 5xx before any run began does not say x-should-retry (nothing to protect)
+# a 4xx before any run began says x-should-retry: false (SPEC 4.1: every 4xx but 408, 409 busy, 429)
 $r = $s->req(POST => '/api/chat', body => '{"messages": 5}');
 is $r->{status}, 422, 'bad body: 422';
-ok !defined $r->{headers}{'x-should-retry'}, 'no x-should-retry on a 4xx';
+is $r->{headers}{'x-should-retry'}, 'false', 'a 4xx: x-should-retry false (a retry cannot succeed)';
 
 # a failed run is not replayed by its Idempotency-Key: the retry runs again
 $r = chat('f-up-idem', 'once', headers => { 'idempotency-key' => 'k1' });

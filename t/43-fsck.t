@@ -82,6 +82,14 @@ spit("$root/.svc_runs/run-dead.json", jencode({ run_id => 'run-dead', session_id
 spit("$root/.svc_runs/run-dead.lock", '');
 spit("$root/.svc_runs/run-dead.events.jsonl", qq({"type":"run.started","seq":1}\n{"type":"tok));
 
+# the memory file: a torn last line
+my $memf = "$h->{home}/memory/svc-agent/memory.jsonl";
+ok(-s $memf, 'memory sync wrote the memory file');
+my $mem_at = -s $memf;
+open my $mf, '>>', $memf or die;
+print $mf '{"session_id":"dmg","mess';
+close $mf;
+
 # a live run on 'live': its run lock held, its sidecar says running and its count lags
 my $l = json_file(sidecar_path($h, 'live'));
 $l->{status} = 'running';
@@ -102,6 +110,7 @@ is_deeply(kinds($rep), [sort
     'index .svc_index.jsonl',
     'message_gap session_gap/agents/agent_svc-agent/messages',
     'orphan_temp session_dmg/svc_session.json.tmp-123-deadbeef',
+    'torn_line memory/svc-agent/memory.jsonl',
     'removed_count_range session_range/agents/agent_svc-agent/agent.json',
     'sidecar_count session_dmg/svc_session.json',
     'sidecar_count session_gap/svc_session.json',
@@ -114,6 +123,7 @@ is_deeply(kinds($rep), [sort
 ], 'every seeded problem reported, and nothing else (the live session is left to its run)');
 is(find_p($rep, 'bad_line', 'session_dmg/svc_turns.jsonl')->{offset}, $bad_at, 'bad line: byte offset');
 is(find_p($rep, 'torn_line', 'session_dmg/svc_turns.jsonl')->{offset}, $torn_at, 'torn line: byte offset');
+is(find_p($rep, 'torn_line', 'memory/svc-agent/memory.jsonl')->{offset}, $mem_at, 'memory file: torn line at its offset');
 ok(defined find_p($rep, 'unreadable', 'session_bad/agents/agent_svc-agent/messages/message_2.json')->{offset},
    'unreadable file: offset where parsing stops');
 is_deeply($rep->{busy}, ['live'], 'the session with a live run is reported busy');
@@ -124,7 +134,7 @@ ok(-e "$d/svc_session.json.tmp-123-deadbeef", 'check only: the temp file is stil
 # the human report: file @offset: kind: message
 $r = fsck();
 like($r->{out}, qr{^session_dmg/svc_turns\.jsonl \@$torn_at: torn_line: }m, 'text report: file @offset: kind');
-like($r->{out}, qr/14 problems, 0 repaired, 14 left/, 'text report: counts');
+like($r->{out}, qr/15 problems, 0 repaired, 15 left/, 'text report: counts');
 
 # ---- --session ----
 $r = fsck('--json', '--session', 'ids');
@@ -148,6 +158,7 @@ is_deeply(\%fixed, {
     'stale_run_record .svc_runs/run-dead.json' => 1,
     'stray_file session_dmg/notes.txt' => 0,
     'torn_line .svc_runs/run-dead.events.jsonl' => 1,
+    'torn_line memory/svc-agent/memory.jsonl' => 1,
     'unreadable session_bad/agents/agent_svc-agent/messages/message_2.json' => 0,
 }, 'what can be repaired without losing data is, the rest is left');
 # (the stale-run repair comes first: it recounts dmg and its turn line puts the torn one on a
@@ -167,6 +178,8 @@ is(scalar(grep { !eval { jdecode($_); 1 } } split /\n/, $t), 0, 'turns: every li
 is(slurp("$d/svc_turns.jsonl.corrupt"), "garbage line\n{\"schema_version\":1,\"tur\n",
    'the bad lines kept in svc_turns.jsonl.corrupt');
 ok(!-e "$d/svc_session.json.tmp-123-deadbeef", 'the old temp file removed');
+like(slurp("$memf.corrupt"), qr/\A\{"session_id":"dmg","mess\n\z/, 'the torn memory line kept in memory.jsonl.corrupt');
+like(slurp($memf), qr/\n\z/, 'the memory file ends with a whole line');
 ok(-e "$d/session.json.tmp-124-cafe", 'a young temp file left alone (a writer may own it)');
 ok(-e "$d/notes.txt", 'the stray file left alone');
 is(json_file("$root/.svc_runs/run-dead.json")->{status}, 'error', 'the dead run record finished');

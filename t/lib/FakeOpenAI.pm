@@ -16,6 +16,7 @@ package FakeOpenAI;
 #   "fail NNN once": that error only for the first request carrying this message.
 #   "slow N ...": N seconds (fractions allowed) before the first byte, then a normal answer.
 #   "call tool NAME [JSON]": a streamed tool call (id, name, arguments in small pieces).
+#   "loop tool NAME [JSON]": that tool call again after every tool result (a looping model).
 #   "nousage ...": no usage chunk.   "nostream ...": a plain chat.completion JSON answer.
 #   "garbage ...": a mid-stream {"error": ...} event after one content word.
 #   anything else: "You said: <text> (<n> messages)" streamed word by word.
@@ -265,7 +266,12 @@ sub _serve {
     }
 
     my ($answer, @tool_calls);
-    if (($last->{role} // '') eq 'tool') {
+    if ($text =~ /^loop tool (\S+)\s*(.*)$/s) {
+        # a model that never stops calling tools, even after their results
+        my ($name, $args) = ($1, $2);
+        $args = '{}' unless length $args;
+        @tool_calls = ({ id => 'call_' . int(rand(1e9)), name => $name, arguments => $args });
+    } elsif (($last->{role} // '') eq 'tool') {
         my %names;
         for my $m (@$msgs) {
             for my $tc (@{ $m->{tool_calls} // [] }) { $names{ $tc->{id} } = $tc->{function}{name} }

@@ -1,0 +1,53 @@
+/* h_models: GET /api/v1/models and GET /api/v1/models/{model_id} (SPEC 4.1), in OpenAI's
+ * shapes, for clients that list models to check a key or pick one. svc serves one model,
+ * the configured one; any request naming another model is answered by it, and the answer's
+ * `model` says so. */
+#include <stdio.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "jsonx.h"
+
+static const char *configured_model(const struct svc_config *cfg)
+{
+    return cfg->model.name && *cfg->model.name ? cfg->model.name : "echo-1";
+}
+
+/* {"id", "object": "model", "created": <pool start>, "owned_by": "svc"} */
+static json_object *model_object(const struct svc_config *cfg)
+{
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "id", configured_model(cfg));
+    svc_json_set_str(m, "object", "model");
+    svc_json_set_int(m, "created", (int64_t)h_base_started_at);
+    svc_json_set_str(m, "owned_by", "svc");
+    return m;
+}
+
+int h_models_list(struct http_req *r, struct svc_err *err)
+{
+    (void)err;
+    json_object *o = json_object_new_object();
+    json_object *data = json_object_new_array();
+    json_object_array_add(data, model_object(r->cfg));
+    svc_json_set_str(o, "object", "list");
+    svc_json_set(o, "data", data);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+int h_model_get(struct http_req *r, struct svc_err *err)
+{
+    const char *id = http_param(r, "model_id");
+    const char *name = configured_model(r->cfg);
+    if (!id || strcmp(id, name) != 0)
+        return svc_err_setp(err, SVC_E_MODEL_NOT_FOUND, "model",
+                            "this server serves one model, %s; requests naming another model "
+                            "are answered by it",
+                            name);
+    json_object *m = model_object(r->cfg);
+    http_send_json(r, 200, m);
+    json_object_put(m);
+    return 0;
+}

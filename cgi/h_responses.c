@@ -1,0 +1,626 @@
+/* h_responses: the subset of OpenAI's Responses API that stock clients use (SPEC 4.1):
+ * POST /api/v1/responses (also /api/responses) and GET /api/v1/responses/{id}.
+ * The body becomes a core run request and goes through the run lifecycle /api/chat uses
+ * (core/session.h: begin, execute with a sink, free), so locks, events, sidecars and the
+ * turn line are the same; the answer is rendered as a response object or its event
+ * stream, and stored through core/responses.h so that previous_response_id and GET find it
+ * from any worker.
+ * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`,
+ * else metadata.session_id, session_id, the X-Session-Id header, else a new one. The
+ * client sends only the new input: the session holds the history.
+ * Tool calls svc executes itself are reported as `svc.event` stream events and stored in
+ * the transcript, never returned as function_call items awaiting output. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handlers.h"
+#include "jsonx.h"
+#include "log.h"
+#include "responses.h"
+#include "runs.h"
+#include "session.h"
+
+#define PING_AFTER_S 10.0
+
+struct resp_in {
+    json_object *body;    /* owned */
+    json_object *history; /* owned array of chat messages before the input, or NULL */
+    char *input;          /* heap */
+    const char *sid;      /* borrowed from the body or the request */
+    json_object *prev;    /* owned: the stored response previous_response_id names */
+    const char *prev_id;  /* borrowed */
+    const char *instructions, *user, *locale, *channel; /* borrowed */
+    json_object *metadata;                              /* borrowed */
+    bool stream, store, svc_v2;
+};
+
+static void resp_in_free(struct resp_in *in)
+{
+    json_object_put(in->body);
+    json_object_put(in->history);
+    json_object_put(in->prev);
+    free(in->input);
+}
+
+/* A string without NUL bytes: 0, or -1 with 422 invalid_field. */
+static int text_ok(json_object *v, const char *param, struct svc_err *err)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a string", param);
+    if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must not contain NUL", param);
+    return 0;
+}
+
+/* The text of an input item's content: a string, or the text parts (input_text,
+ * output_text, text) of a list, joined by newlines; other parts (images, files) carry no
+ * text and are left out. *out is heap. */
+static int content_text(json_object *content, const char *param, char **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (json_object_is_type(content, json_type_string)) {
+        if (text_ok(content, param, err) < 0)
+            return -1;
+        *out = strdup(json_object_get_string(content));
+        return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    if (!json_object_is_type(content, json_type_array))
+        return svc_err_setp(err, content ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, param,
+                            "'%s' must be a string or a list of content parts", param);
+    struct svc_buf b;
+    svc_buf_init(&b);
+    for (size_t k = 0; k < json_object_array_length(content); k++) {
+        json_object *part = json_object_array_get_idx(content, k), *text = NULL;
+        char pp[160];
+        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
+        const char *type = NULL;
+        if (!json_object_is_type(part, json_type_object)) {
+            svc_buf_free(&b);
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
+        }
+        char tp[176];
+        snprintf(tp, sizeof tp, "%s.type", pp);
+        if (http_field_str(part, "type", tp, true, &type, err) < 0) {
+            svc_buf_free(&b);
+            return -1;
+        }
+        if (strcmp(type, "input_text") != 0 && strcmp(type, "output_text") != 0 &&
+            strcmp(type, "text") != 0)
+            continue;
+        snprintf(tp, sizeof tp, "%s.text", pp);
+        json_object_object_get_ex(part, "text", &text);
+        if (text_ok(text, tp, err) < 0) {
+            svc_buf_free(&b);
+            return -1;
+        }
+        if (b.len)
+            svc_buf_adds(&b, "\n");
+        svc_buf_adds(&b, json_object_get_string(text));
+    }
+    if (b.oom) {
+        svc_buf_free(&b);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    *out = b.data ? svc_buf_steal(&b) : strdup("");
+    return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+}
+
+/* `input`: a string, or a list of message items ({"role", "content"}, "type": "message"
+ * optional). The last user message with text is the input; the messages before it are
+ * history (imported on a session's first run, as for /api/chat). item_reference items
+ * point at what the session already holds and are skipped; other item types are refused:
+ * svc runs its own tools and awaits no function_call_output. */
+static int parse_input(struct resp_in *in, json_object *input, struct svc_err *err)
+{
+    if (!input)
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "'input' is required");
+    if (json_object_is_type(input, json_type_string)) {
+        if (text_ok(input, "input", err) < 0)
+            return -1;
+        if (!*json_object_get_string(input))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, "input", "'input' must not be empty");
+        in->input = strdup(json_object_get_string(input));
+        return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    if (!json_object_is_type(input, json_type_array))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "input",
+                            "'input' must be a string or a list of messages");
+    static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
+    json_object *msgs = json_object_new_array();
+    long last = -1;
+    int rc = -1;
+    for (size_t i = 0; i < json_object_array_length(input); i++) {
+        json_object *item = json_object_array_get_idx(input, i), *content = NULL;
+        char p[96];
+        const char *type = NULL, *role = NULL;
+        snprintf(p, sizeof p, "input[%zu]", i);
+        if (!json_object_is_type(item, json_type_object)) {
+            svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+            goto out;
+        }
+        snprintf(p, sizeof p, "input[%zu].type", i);
+        if (http_field_str(item, "type", p, false, &type, err) < 0)
+            goto out;
+        if (type && strcmp(type, "item_reference") == 0)
+            continue;
+        if (type && strcmp(type, "message") != 0) {
+            svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                         "'%s' must be message: svc runs its own tools and takes no %.64s items", p,
+                         type);
+            goto out;
+        }
+        snprintf(p, sizeof p, "input[%zu].role", i);
+        if (http_field_str(item, "role", p, true, &role, err) < 0)
+            goto out;
+        bool known = false;
+        for (int k = 0; roles[k]; k++)
+            known = known || strcmp(role, roles[k]) == 0;
+        if (!known) {
+            svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                         "'%s' must be user, assistant, system or developer", p);
+            goto out;
+        }
+        snprintf(p, sizeof p, "input[%zu].content", i);
+        json_object_object_get_ex(item, "content", &content);
+        char *text = NULL;
+        if (content_text(content, p, &text, err) < 0)
+            goto out;
+        json_object *m = json_object_new_object();
+        svc_json_set_str(m, "role", role);
+        svc_json_set_str(m, "content", text);
+        json_object_array_add(msgs, m);
+        if (strcmp(role, "user") == 0 && *text) {
+            free(in->input);
+            in->input = text;
+            last = (long)json_object_array_length(msgs) - 1;
+        } else {
+            free(text);
+        }
+    }
+    if (last < 0) {
+        svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "no user message with text in 'input'");
+        goto out;
+    }
+    if (last > 0) {
+        in->history = json_object_new_array();
+        for (long i = 0; i < last; i++)
+            json_object_array_add(in->history,
+                                  json_object_get(json_object_array_get_idx(msgs, (size_t)i)));
+    }
+    rc = 0;
+out:
+    json_object_put(msgs);
+    return rc;
+}
+
+/* metadata: an object of strings (OpenAI's rule); event_format, locale, channel and
+ * session_id are read from it. */
+static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err *err)
+{
+    json_object *meta = NULL;
+    const char *fmt = NULL;
+    if (http_field_obj(in->body, "metadata", NULL, false, &meta, err) < 0)
+        return -1;
+    in->metadata = meta;
+    if (!meta)
+        return 0;
+    json_object_object_foreach(meta, key, val)
+    {
+        char p[96];
+        snprintf(p, sizeof p, "metadata.%.64s", key);
+        if (text_ok(val, p, err) < 0)
+            return -1;
+    }
+    if (http_field_str(meta, "session_id", "metadata.session_id", false, msid, err) < 0 ||
+        http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
+        http_field_str(meta, "locale", "metadata.locale", false, &in->locale, err) < 0 ||
+        http_field_str(meta, "channel", "metadata.channel", false, &in->channel, err) < 0)
+        return -1;
+    if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
+                            "'metadata.event_format' must be openai.v1 or svc.v2");
+    in->svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
+    return 0;
+}
+
+/* `conversation`: a session id, or an object with one ("id"). */
+static int parse_conversation(json_object *b, const char **out, struct svc_err *err)
+{
+    json_object *v = NULL;
+    *out = NULL;
+    if (!json_object_object_get_ex(b, "conversation", &v) || !v)
+        return 0;
+    if (json_object_is_type(v, json_type_object))
+        return http_field_str(v, "id", "conversation.id", true, out, err);
+    if (text_ok(v, "conversation", err) < 0)
+        return -1;
+    *out = json_object_get_string(v);
+    return 0;
+}
+
+static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_err *err)
+{
+    memset(in, 0, sizeof *in);
+    if (http_body_json(r, false, &in->body, err) < 0)
+        return -1;
+    json_object *b = in->body, *input = NULL;
+    const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL;
+    if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||
+        http_field_str(b, "instructions", NULL, false, &in->instructions, err) < 0 ||
+        http_field_str(b, "user", NULL, false, &in->user, err) < 0 ||
+        http_field_bool(b, "stream", NULL, false, &in->stream, err) < 0 ||
+        http_field_bool(b, "store", NULL, true, &in->store, err) < 0 ||
+        http_field_str(b, "previous_response_id", NULL, false, &in->prev_id, err) < 0 ||
+        http_field_str(b, "session_id", NULL, false, &bsid, err) < 0 ||
+        parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0)
+        return -1;
+    json_object_object_get_ex(b, "input", &input);
+    if (parse_input(in, input, err) < 0)
+        return -1;
+    if (conv && in->prev_id)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "conversation",
+                            "give either 'conversation' or 'previous_response_id', not both");
+    if ((conv || in->prev_id) && !r->cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
+                           "conversations need sessions.enabled: true");
+    if (in->prev_id) {
+        if (svc_responses_get(r->cfg, in->prev_id, &in->prev, err) < 0) {
+            if (err->code == SVC_E_RESPONSE_NOT_FOUND)
+                svc_err_setp(err, SVC_E_RESPONSE_NOT_FOUND, "previous_response_id",
+                             "previous response %.64s not found", in->prev_id);
+            return -1;
+        }
+        in->sid = svc_json_str(in->prev, "session_id", NULL);
+    }
+    if (!in->sid)
+        in->sid = conv;
+    if (!in->sid)
+        in->sid = msid;
+    if (!in->sid)
+        in->sid = bsid;
+    if (!in->sid)
+        in->sid = r->x_session_id;
+    if (!r->cfg->sessions.enabled)
+        in->store = false; /* nothing is kept: nothing to find again */
+    return 0;
+}
+
+/* ---- rendering ---- */
+
+struct resp_ctx {
+    struct http_req *r;
+    const struct resp_in *in;
+    struct svc_run *run;
+    char id[SVC_RESPONSE_ID_LEN];
+    char msg_id[48];
+    int64_t created_at;
+    int64_t seq;
+    double ping_after;
+};
+
+static json_object *usage_object(struct svc_run *run)
+{
+    int64_t p = 0, c = 0, t = 0;
+    svc_run_get_usage(run, &p, &c, &t);
+    json_object *u = json_object_new_object();
+    svc_json_set_int(u, "input_tokens", p);
+    json_object *idet = json_object_new_object();
+    svc_json_set_int(idet, "cached_tokens", 0);
+    svc_json_set(u, "input_tokens_details", idet);
+    svc_json_set_int(u, "output_tokens", c);
+    json_object *odet = json_object_new_object();
+    svc_json_set_int(odet, "reasoning_tokens", 0);
+    svc_json_set(u, "output_tokens_details", odet);
+    svc_json_set_int(u, "total_tokens", t);
+    return u;
+}
+
+static json_object *text_part(const char *text)
+{
+    json_object *p = json_object_new_object();
+    svc_json_set_str(p, "type", "output_text");
+    svc_json_set_str(p, "text", text);
+    svc_json_set(p, "annotations", json_object_new_array());
+    return p;
+}
+
+/* The assistant message item; text NULL: in progress, no content yet. status: in_progress,
+ * completed, or incomplete (a failed run's partial text). */
+static json_object *message_item(const struct resp_ctx *c, const char *text, const char *status)
+{
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "id", c->msg_id);
+    svc_json_set_str(m, "type", "message");
+    svc_json_set_str(m, "status", status);
+    svc_json_set_str(m, "role", "assistant");
+    json_object *content = json_object_new_array();
+    if (text)
+        json_object_array_add(content, text_part(text));
+    svc_json_set(m, "content", content);
+    return m;
+}
+
+/* The response object. status: in_progress (no output, no usage yet), completed (the
+ * answer), failed (failure set; output holds what was produced, if anything). */
+static json_object *response_object(const struct resp_ctx *c, const char *status,
+                                    const struct svc_err *failure)
+{
+    const struct resp_in *in = c->in;
+    bool ended = strcmp(status, "in_progress") != 0;
+    const char *text = ended ? svc_run_get_content(c->run) : NULL;
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "id", c->id);
+    svc_json_set_str(o, "object", "response");
+    svc_json_set_int(o, "created_at", c->created_at);
+    svc_json_set_str(o, "status", status);
+    if (failure) {
+        json_object *e = json_object_new_object();
+        svc_json_set_str(e, "code", svc_err_name(failure->code));
+        svc_json_set_str(e, "message", failure->message);
+        svc_json_set(o, "error", e);
+    } else {
+        svc_json_set(o, "error", NULL);
+    }
+    svc_json_set(o, "incomplete_details", NULL);
+    svc_json_set_str(o, "instructions", in->instructions);
+    svc_json_set(o, "max_output_tokens", NULL);
+    svc_json_set_str(o, "model", svc_run_get_model(c->run));
+    json_object *output = json_object_new_array();
+    if (ended && (!failure || (text && *text)))
+        json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
+    svc_json_set(o, "output", output);
+    svc_json_set_bool(o, "parallel_tool_calls", false);
+    svc_json_set_str(o, "previous_response_id", in->prev_id);
+    svc_json_set_bool(o, "store", in->store);
+    svc_json_set(o, "temperature", NULL);
+    json_object *fmt = json_object_new_object();
+    svc_json_set_str(fmt, "type", "text");
+    json_object *textcfg = json_object_new_object();
+    svc_json_set(textcfg, "format", fmt);
+    svc_json_set(o, "text", textcfg);
+    svc_json_set_str(o, "tool_choice", "auto");
+    svc_json_set(o, "tools", json_object_new_array());
+    svc_json_set(o, "top_p", NULL);
+    svc_json_set_str(o, "truncation", "disabled");
+    svc_json_set(o, "usage", ended ? usage_object(c->run) : NULL);
+    svc_json_set_str(o, "user", in->user);
+    svc_json_set(o, "metadata",
+                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
+    if (c->r->cfg->sessions.enabled) {
+        json_object *conv = json_object_new_object();
+        svc_json_set_str(conv, "id", svc_run_get_session_id(c->run));
+        svc_json_set(o, "conversation", conv);
+    } else {
+        svc_json_set(o, "conversation", NULL);
+    }
+    svc_json_set_str(o, "session_id", svc_run_get_session_id(c->run));
+    svc_json_set_str(o, "run_id", svc_run_get_id(c->run));
+    if (in->svc_v2 && ended) {
+        json_object *svc = json_object_new_object();
+        svc_json_set_str(svc, "schema_version", "2.0");
+        svc_json_set_str(svc, "run_id", svc_run_get_id(c->run));
+        svc_json_set(svc, "events", svc_json_copy(svc_run_get_events(c->run)));
+        svc_json_set(o, "svc", svc);
+    }
+    return o;
+}
+
+/* After the run ended: the response object stored (store true) and the run recorded for
+ * GET /api/chat/runs/{id}. A store that fails turns `store` false in the answer (it could
+ * not be continued); both failures are logged, never fatal: the turn is in the session. */
+static void keep_response(struct resp_ctx *c, json_object *resp, const struct svc_err *failure)
+{
+    struct svc_err e;
+    const struct svc_config *cfg = c->r->cfg;
+    if (c->in->store && svc_responses_put(cfg, resp, &e) < 0) {
+        svc_logf("response %s could not be stored: %s", c->id, e.message);
+        svc_json_set_bool(resp, "store", false);
+    }
+    if (!cfg->sessions.enabled)
+        return;
+    const char *status = !failure ? "done"
+                         : (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
+                             ? "cancelled"
+                             : "error";
+    if (svc_runs_record_sync(cfg, c->run, NULL, status, failure, &e) < 0)
+        svc_logf("run record for %s failed: %s", svc_run_get_id(c->run), e.message);
+}
+
+static int resp_plain(struct resp_ctx *c, struct svc_err *err)
+{
+    int rc = svc_run_execute(c->run, NULL, err);
+    json_object *resp = response_object(c, rc == 0 ? "completed" : "failed", rc == 0 ? NULL : err);
+    keep_response(c, resp, rc == 0 ? NULL : err);
+    if (rc == 0)
+        http_send_json(c->r, 200, resp);
+    json_object_put(resp);
+    return rc; /* a failure is answered as the error object, with its status */
+}
+
+/* One stream event: "type" and "sequence_number" first, then the fields of o (consumed). */
+static int emit(struct resp_ctx *c, const char *type, json_object *o)
+{
+    json_object *ev = json_object_new_object();
+    svc_json_set_str(ev, "type", type);
+    svc_json_set_int(ev, "sequence_number", c->seq++);
+    if (o) {
+        json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
+        json_object_put(o);
+    }
+    int rc = http_sse_event(c->r, type, ev);
+    json_object_put(ev);
+    return rc;
+}
+
+/* Emit n events in order; on the first failure the objects not yet sent are released.
+ * Returns 0, or -1 when the client is gone. */
+static int emit_seq(struct resp_ctx *c, size_t n, const char *const *types, json_object **objs)
+{
+    size_t i = 0;
+    while (i < n && emit(c, types[i], objs[i]) == 0)
+        i++;
+    if (i == n)
+        return 0;
+    for (i++; i < n; i++)
+        json_object_put(objs[i]);
+    return -1;
+}
+
+static json_object *with_response(json_object *resp)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set(o, "response", resp);
+    return o;
+}
+
+/* The position fields of the text part: item_id, output_index, content_index. */
+static json_object *at_part(const struct resp_ctx *c)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "item_id", c->msg_id);
+    svc_json_set_int(o, "output_index", 0);
+    svc_json_set_int(o, "content_index", 0);
+    return o;
+}
+
+static int on_event(void *ctx, json_object *ev)
+{
+    struct resp_ctx *c = ctx;
+    if (c->r->client_gone)
+        return 1;
+    const char *type = svc_json_str(ev, "type", "");
+    if (strcmp(type, "delta") == 0) {
+        json_object *o = at_part(c);
+        svc_json_set_str(o, "delta", svc_json_str(ev, "text", ""));
+        svc_json_set(o, "logprobs", json_object_new_array());
+        return emit(c, "response.output_text.delta", o) < 0 ? 1 : 0;
+    }
+    bool tool = strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0;
+    bool end = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
+    if (!tool && (!c->in->svc_v2 || end))
+        return 0; /* the end is rendered after the run */
+    /* svc's own event (tools always, the rest in svc.v2): a type clients skip */
+    json_object *o = json_object_new_object();
+    svc_json_set(o, "svc_event", json_object_get(ev));
+    return emit(c, "svc.event", o) < 0 ? 1 : 0;
+}
+
+static int should_cancel(void *ctx)
+{
+    struct resp_ctx *c = ctx;
+    return c->r->client_gone ? 1 : 0;
+}
+
+static int on_idle(void *ctx)
+{
+    struct resp_ctx *c = ctx;
+    if (c->r->client_gone)
+        return 1;
+    if (svc_time_monotonic() - c->r->last_write >= c->ping_after)
+        return http_sse_ping(c->r) < 0 ? 1 : 0;
+    return 0;
+}
+
+static int resp_stream(struct resp_ctx *c, struct svc_err *err)
+{
+    struct http_req *r = c->r;
+    if (http_sse_begin(r) < 0)
+        return 0; /* client gone: svc_run_free ends the run */
+    json_object *item = json_object_new_object();
+    svc_json_set_int(item, "output_index", 0);
+    svc_json_set(item, "item", message_item(c, NULL, "in_progress"));
+    json_object *part = at_part(c);
+    svc_json_set(part, "part", text_part(""));
+    static const char *const opening[] = {"response.created", "response.in_progress",
+                                          "response.output_item.added",
+                                          "response.content_part.added"};
+    json_object *objs[] = {with_response(response_object(c, "in_progress", NULL)),
+                           with_response(response_object(c, "in_progress", NULL)), item, part};
+    if (emit_seq(c, 4, opening, objs) < 0)
+        return 0;
+    struct svc_run_sink sink = {on_event, should_cancel, on_idle, c};
+    struct svc_err ferr;
+    svc_err_clear(&ferr);
+    int rc = svc_run_execute(c->run, &sink, &ferr);
+    json_object *resp =
+        response_object(c, rc == 0 ? "completed" : "failed", rc == 0 ? NULL : &ferr);
+    keep_response(c, resp, rc == 0 ? NULL : &ferr);
+    if (r->client_gone) {
+        json_object_put(resp);
+        return 0;
+    }
+    if (rc != 0) {
+        /* response.failed, then the error event (which ends the stream for every client) */
+        emit(c, "response.failed", with_response(resp));
+        json_object *e = http_error_object(&ferr);
+        json_object *o = json_object_new_object();
+        json_object *inner = svc_json_obj(e, "error");
+        svc_json_set_str(o, "code", svc_err_name(ferr.code));
+        svc_json_set_str(o, "message", ferr.message);
+        svc_json_set(o, "param", NULL);
+        svc_json_set(o, "error", json_object_get(inner));
+        json_object_put(e);
+        emit(c, "error", o);
+        (void)err;
+        return 0;
+    }
+    const char *text = svc_run_get_content(c->run);
+    json_object *done = at_part(c);
+    svc_json_set_str(done, "text", text);
+    svc_json_set(done, "logprobs", json_object_new_array());
+    part = at_part(c);
+    svc_json_set(part, "part", text_part(text));
+    item = json_object_new_object();
+    svc_json_set_int(item, "output_index", 0);
+    svc_json_set(item, "item", message_item(c, text, "completed"));
+    static const char *const closing[] = {"response.output_text.done", "response.content_part.done",
+                                          "response.output_item.done", "response.completed"};
+    json_object *last[] = {done, part, item, with_response(resp)};
+    emit_seq(c, 4, closing, last);
+    return 0;
+}
+
+int h_responses_create(struct http_req *r, struct svc_err *err)
+{
+    struct resp_in in;
+    struct svc_run *run = NULL;
+    int rc = -1;
+    if (parse_responses(r, &in, err) < 0)
+        goto out;
+    http_set_session(r, in.sid, false);
+    struct svc_run_request req = {
+        .session_id = in.sid,
+        .input = in.input,
+        .history = in.history,
+        .user_id = in.user,
+        .channel = in.channel,
+        .locale = in.locale,
+    };
+    if (svc_run_begin(r->cfg, &req, &run, err) < 0)
+        goto out;
+    http_mark_run_began(r);
+    http_set_session(r, svc_run_get_session_id(run), true);
+    struct resp_ctx c = {.r = r, .in = &in, .run = run, .created_at = (int64_t)svc_time_now()};
+    svc_responses_new_id("resp_", c.id, sizeof c.id);
+    svc_responses_new_id("msg_", c.msg_id, sizeof c.msg_id);
+    const char *e = getenv("SVC_PING_INTERVAL_S");
+    double v = e ? strtod(e, NULL) : 0;
+    c.ping_after = (v >= 1 && v <= 15) ? v : PING_AFTER_S;
+    rc = in.stream ? resp_stream(&c, err) : resp_plain(&c, err);
+out:
+    svc_run_free(run);
+    resp_in_free(&in);
+    return rc;
+}
+
+int h_response_get(struct http_req *r, struct svc_err *err)
+{
+    json_object *o = NULL;
+    if (svc_responses_get(r->cfg, http_param(r, "response_id"), &o, err) < 0)
+        return -1;
+    http_set_session(r, svc_json_str(o, "session_id", NULL), false);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}

@@ -1,0 +1,29 @@
+/* extension: runs one configured extension tool (SPEC 9) as a child process.
+ * The command's argv runs without a shell (posix_spawn; a bare name is looked up in the
+ * entry's PATH, else /usr/local/bin:/usr/bin:/bin), in its own process group, with every
+ * descriptor but stdin/stdout/stderr closed, default signal dispositions, an empty signal
+ * mask, and an environment holding only the entry's `env` items ("NAME=value", or "NAME"
+ * copied from ours when set). The arguments go to stdin as one line of compact JSON.
+ * The result is stdout (valid UTF-8, invalid bytes replaced, a trailing newline dropped), at
+ * most SVC_EXT_OUTPUT_MAX bytes: past that the rest is read and dropped and the result is
+ * marked truncated. A non-zero exit, a signal, a timeout (timeout_s, then SIGKILL to the
+ * whole group) or a spawn failure is a result with ok false and a one-line reason (with the
+ * start of stderr when there is one). The child is always reaped and its group killed
+ * before this returns: no zombie and no leftover process in its group. */
+#ifndef SVC_EXTENSION_H
+#define SVC_EXTENSION_H
+
+#include <json-c/json.h>
+
+#include "config.h"
+#include "tools.h"
+
+#define SVC_EXT_OUTPUT_MAX (64 * 1024)
+
+/* Run x with args (borrowed; NULL means {}); fills *out (svc_tool_result_free releases it).
+ * should_cancel (may be NULL) is polled about every 50 ms: nonzero stops the tool like a
+ * timeout (the result says it was cancelled). */
+void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_cancel)(void *ctx),
+                 void *ctx, struct svc_tool_result *out);
+
+#endif

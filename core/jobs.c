@@ -1,0 +1,295 @@
+#include "jobs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "cron.h"
+#include "jsonx.h"
+#include "log.h"
+#include "session.h"
+#include "util.h"
+
+time_t svc_jobs_now(void)
+{
+    const char *knob = getenv("SVC_TEST_JOBS_NOW");
+    double t;
+    if (knob && *knob && svc_time_parse_iso(knob, &t) == 0)
+        return (time_t)t;
+    return (time_t)svc_time_now();
+}
+
+static char *jobs_path(const struct svc_config *cfg, const char *name)
+{
+    if (!cfg->home)
+        return NULL;
+    char *dir = svc_path_join(cfg->home, "jobs");
+    char *p = dir && name ? svc_path_join(dir, name) : dir;
+    if (p != dir)
+        free(dir);
+    return p;
+}
+
+/* The state's per-job map (borrowed from *state, which is a new reference, never NULL).
+ * Accepts the map at the top level too (hand-written files). */
+static json_object *read_state(const struct svc_config *cfg, json_object **state)
+{
+    char *path = jobs_path(cfg, "state.json");
+    json_object *o = NULL;
+    if (!path || svc_json_read_file(path, &o, NULL) != 0 ||
+        !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = json_object_new_object();
+    }
+    free(path);
+    *state = o;
+    json_object *jobs = svc_json_obj(o, "jobs");
+    return jobs ? jobs : o;
+}
+
+static void fmt_time(time_t t, char *buf)
+{
+    svc_time_format_iso((double)t, buf);
+}
+
+/* The minute after which the job's next run is looked for. */
+static time_t job_base(json_object *st, time_t now_min)
+{
+    double t;
+    const char *last = svc_json_str(st, "last_due_at", NULL);
+    if (last && svc_time_parse_iso(last, &t) == 0)
+        return (time_t)t;
+    return now_min - 60;
+}
+
+static json_object *str_or_null(json_object *st, const char *key)
+{
+    const char *v = svc_json_str(st, key, NULL);
+    return v ? json_object_new_string(v) : NULL;
+}
+
+json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
+{
+    json_object *state = NULL;
+    json_object *by_id = read_state(cfg, &state);
+    time_t now_min = now - ((now % 60) + 60) % 60;
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < cfg->njobs; i++) {
+        const struct svc_job *j = &cfg->jobs[i];
+        json_object *st = svc_json_obj(by_id, j->id);
+        json_object *o = json_object_new_object();
+        svc_json_set_str(o, "id", j->id);
+        svc_json_set_str(o, "schedule", j->schedule);
+        svc_json_set_str(o, "session_id", j->session_id);
+        svc_json_set_bool(o, "enabled", j->enabled);
+        struct svc_cron c;
+        time_t next = -1;
+        if (j->enabled && svc_cron_parse(j->schedule, &c, NULL) == 0)
+            next = svc_cron_next(&c, job_base(st, now_min));
+        char buf[SVC_TIME_LEN];
+        if (next >= 0) {
+            fmt_time(next, buf);
+            svc_json_set_str(o, "next_run_at", buf);
+        } else {
+            svc_json_set(o, "next_run_at", NULL);
+        }
+        svc_json_set(o, "last_run_at", str_or_null(st, "last_run_at"));
+        svc_json_set(o, "last_status", str_or_null(st, "last_status"));
+        svc_json_set(o, "last_run_id", str_or_null(st, "last_run_id"));
+        json_object_array_add(arr, o);
+    }
+    json_object_put(state);
+    return arr;
+}
+
+/* flock on path; nonblocking when try. Returns the descriptor, -2 when held elsewhere (try),
+ * -1 with err on failure. */
+static int lock_file(const char *path, bool try, struct svc_err *err)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return svc_err_errno(err, "job lock");
+    while (flock(fd, LOCK_EX | (try ? LOCK_NB : 0)) != 0) {
+        if (errno == EINTR)
+            continue;
+        int e = errno;
+        close(fd);
+        if (e == EWOULDBLOCK)
+            return -2;
+        errno = e;
+        return svc_err_errno(err, "job lock");
+    }
+    return fd;
+}
+
+/* Merge upd into the state entry of id under the state lock (fresh read, atomic write). */
+static int save_entry(const struct svc_config *cfg, const char *id, json_object *upd,
+                      struct svc_err *err)
+{
+    char *lpath = jobs_path(cfg, ".state.lock");
+    char *spath = jobs_path(cfg, "state.json");
+    int rc = -1, fd = -1;
+    json_object *state = NULL;
+    if (!lpath || !spath) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((fd = lock_file(lpath, false, err)) < 0)
+        goto out;
+    read_state(cfg, &state);
+    json_object *jobs = svc_json_obj(state, "jobs");
+    if (!jobs) {
+        /* a hand-written top-level map becomes the "jobs" map */
+        json_object *fresh = json_object_new_object();
+        svc_json_set_int(fresh, "schema_version", 1);
+        jobs = json_object_new_object();
+        json_object_object_foreach(state, k, v)
+        {
+            if (json_object_is_type(v, json_type_object))
+                svc_json_set(jobs, k, json_object_get(v));
+        }
+        svc_json_set(fresh, "jobs", jobs);
+        json_object_put(state);
+        state = fresh;
+    }
+    json_object *entry = svc_json_obj(jobs, id);
+    if (!entry) {
+        entry = json_object_new_object();
+        svc_json_set(jobs, id, entry);
+    }
+    svc_json_merge(entry, upd);
+    rc = svc_json_write_pretty(spath, state, cfg->sessions.fsync, err);
+out:
+    if (fd >= 0)
+        close(fd);
+    json_object_put(state);
+    free(lpath);
+    free(spath);
+    return rc;
+}
+
+/* Run job j now (the job lock is held). Fills res and upd. */
+static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_t now_min,
+                    time_t base, const struct svc_cron *c, json_object *res, json_object *upd)
+{
+    char buf[SVC_TIME_LEN];
+    struct svc_err err;
+    svc_err_clear(&err);
+    struct svc_run_request req = {
+        .session_id = j->session_id, .input = j->input, .channel = "job", .user_id = "job"};
+    struct svc_run *run = NULL;
+    const char *status;
+    bool advance = true;
+    if (svc_run_begin(cfg, &req, &run, &err) != 0) {
+        if (err.code == SVC_E_SESSION_BUSY) {
+            status = "skipped";
+            advance = false; /* tried again next minute */
+        } else {
+            status = "error";
+        }
+    } else {
+        svc_json_set_str(res, "run_id", svc_run_get_id(run));
+        svc_json_set_str(upd, "last_run_id", svc_run_get_id(run));
+        svc_json_set_str(upd, "last_run_at", svc_time_now_iso(buf));
+        if (svc_run_execute(run, NULL, &err) == 0)
+            status = "done";
+        else if (err.code == SVC_E_CANCELLED || err.code == SVC_E_RUN_TIMEOUT)
+            status = "cancelled";
+        else
+            status = "error";
+        svc_run_free(run);
+    }
+    svc_json_set_str(res, "result", status);
+    svc_json_set_str(upd, "last_status", status);
+    if (strcmp(status, "done") != 0) {
+        json_object *eo = json_object_new_object();
+        svc_json_set_str(eo, "code", svc_err_name(err.code));
+        svc_json_set_str(eo, "message", err.message);
+        svc_json_set_str(eo, "at", svc_time_now_iso(buf));
+        svc_json_set(res, "error", json_object_get(eo));
+        svc_json_set(upd, "last_error", eo);
+        svc_logf("job %s on session %s: %s: %s", j->id, j->session_id, status, err.message);
+    } else {
+        svc_json_set(upd, "last_error", NULL);
+    }
+    if (advance)
+        base = now_min; /* every minute up to now is handled: missed ones are not run again */
+    fmt_time(base, buf);
+    svc_json_set_str(upd, "last_due_at", buf); /* skipped: unchanged, so still due */
+    time_t next = svc_cron_next(c, base);
+    if (next >= 0) {
+        fmt_time(next, buf);
+        svc_json_set_str(upd, "next_run_at", buf);
+    }
+}
+
+int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **report,
+                     struct svc_err *err)
+{
+    *report = NULL;
+    char *dir = jobs_path(cfg, NULL);
+    if (!dir)
+        return svc_err_set(err, SVC_E_CONFIG, "no SVC_HOME for the jobs state");
+    int drc = svc_mkdirs(dir, 0755, err);
+    free(dir);
+    if (drc != 0)
+        return -1;
+    time_t now_min = now - ((now % 60) + 60) % 60;
+    json_object *out = json_object_new_array();
+    int rc = 0;
+    for (size_t i = 0; i < cfg->njobs; i++) {
+        const struct svc_job *j = &cfg->jobs[i];
+        json_object *res = json_object_new_object();
+        svc_json_set_str(res, "id", j->id);
+        json_object_array_add(out, res);
+        struct svc_cron c;
+        if (!j->enabled || svc_cron_parse(j->schedule, &c, NULL) != 0) {
+            svc_json_set_str(res, "result", "disabled");
+            continue;
+        }
+        char name[160];
+        snprintf(name, sizeof name, "%s.lock", j->id);
+        char *lpath = jobs_path(cfg, name);
+        int fd = lpath ? lock_file(lpath, true, err) : svc_err_set(err, SVC_E_NOMEM, "oom");
+        free(lpath);
+        if (fd == -2) {
+            svc_json_set_str(res, "result", "locked"); /* another invocation has it */
+            continue;
+        }
+        if (fd < 0) {
+            rc = -1;
+            break;
+        }
+        /* read the state only now: whoever held the lock before us has recorded its run */
+        json_object *state = NULL;
+        json_object *st = svc_json_obj(read_state(cfg, &state), j->id);
+        time_t base = job_base(st, now_min);
+        time_t next = svc_cron_next(&c, base);
+        json_object_put(state);
+        if (next < 0 || next > now_min) {
+            svc_json_set_str(res, "result", "not_due");
+            close(fd);
+            continue;
+        }
+        json_object *upd = json_object_new_object();
+        run_job(cfg, j, now_min, base, &c, res, upd);
+        int src = save_entry(cfg, j->id, upd, err);
+        json_object_put(upd);
+        close(fd);
+        if (src != 0) {
+            rc = -1;
+            break;
+        }
+    }
+    if (rc != 0) {
+        json_object_put(out);
+        return -1;
+    }
+    *report = json_object_new_object();
+    svc_json_set(*report, "jobs", out);
+    return 0;
+}

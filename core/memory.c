@@ -1,0 +1,497 @@
+#include "memory.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "index.h"
+#include "jsonx.h"
+#include "lock.h"
+#include "log.h"
+#include "openai.h"
+#include "sidecar.h"
+#include "store.h"
+#include "util.h"
+
+/* How far back the pair is looked for (messages read from the newest). */
+#define PAIR_SCAN_MAX 64
+
+char *svc_memory_fold(const char *text, size_t max_cp)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    size_t cp = 0, cut_at = 0; /* byte length after max_cp - 1 code points */
+    bool space = false;
+    for (const char *p = text ? text : ""; *p;) {
+        if (strchr(" \t\n\r\f\v", *p)) {
+            space = b.len > 0; /* folded, and only ever between two words */
+            p++;
+            continue;
+        }
+        if (space) {
+            svc_buf_add(&b, " ", 1);
+            if (++cp == max_cp - 1)
+                cut_at = b.len;
+            space = false;
+        }
+        size_t n = 1;
+        while (n < 4 && ((unsigned char)p[n] & 0xC0) == 0x80)
+            n++;
+        svc_buf_add(&b, p, n);
+        if (++cp == max_cp - 1)
+            cut_at = b.len;
+        p += n;
+    }
+    if (max_cp > 0 && cp > max_cp && !b.oom) {
+        b.len = cut_at;
+        b.data[b.len] = '\0';
+        svc_buf_adds(&b, "\xE2\x80\xA6"); /* the last code point: … */
+    }
+    if (!b.data && !b.oom)
+        svc_buf_adds(&b, "");
+    return svc_buf_steal(&b);
+}
+
+static bool has_block(json_object *msg, const char *key)
+{
+    json_object *c = svc_json_arr(msg, "content");
+    for (size_t i = 0; c && i < json_object_array_length(c); i++)
+        if (svc_json_obj(json_object_array_get_idx(c, i), key))
+            return true;
+    return false;
+}
+
+/* The message's text when it is a text message of role (no toolResult); NULL otherwise. */
+static char *text_of(json_object *msg, const char *role)
+{
+    if (strcmp(svc_json_str(msg, "role", ""), role) != 0 || has_block(msg, "toolResult"))
+        return NULL;
+    char *t = svc_native_text(msg);
+    if (t && !*t) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **assistant,
+                    int64_t *message_id)
+{
+    *user = *assistant = NULL;
+    size_t n = json_object_array_length(msgs);
+    char *a = NULL;
+    size_t ai = 0;
+    for (size_t i = n; i > 0 && !a; i--)
+        if ((a = text_of(json_object_array_get_idx(msgs, i - 1), "assistant")))
+            ai = i - 1;
+    if (!a)
+        return 0;
+    char *u = NULL;
+    for (size_t i = ai; i > 0 && !u; i--)
+        u = text_of(json_object_array_get_idx(msgs, i - 1), "user");
+    if (!u) {
+        free(a);
+        return 0;
+    }
+    *user = svc_memory_fold(u, SVC_MEMORY_SIDE_MAX);
+    *assistant = svc_memory_fold(a, SVC_MEMORY_SIDE_MAX);
+    *message_id = ids[ai];
+    free(u);
+    free(a);
+    if (!*user || !*assistant) {
+        free(*user);
+        free(*assistant);
+        *user = *assistant = NULL;
+        return -1;
+    }
+    return 1;
+}
+
+/* ---- the memory file ---- */
+
+static char *agent_dir(const struct svc_config *cfg)
+{
+    return svc_path_join(cfg->memory.root, cfg->sessions.agent_id);
+}
+
+/* flock on <dir>/.memory.lock; returns the descriptor or -1 with err. */
+static int memory_lock(const char *dir, int how, struct svc_err *err)
+{
+    char *path = svc_path_join(dir, ".memory.lock");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    free(path);
+    if (fd < 0)
+        return svc_err_errno(err, "memory lock");
+    while (flock(fd, how) != 0) {
+        if (errno == EINTR)
+            continue;
+        svc_err_errno(err, "memory lock");
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Call fn on the decodable lines of the last SVC_MEMORY_TAIL bytes of path, newest first,
+ * until it returns nonzero. A missing file has no lines. */
+static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), void *ctx,
+                     struct svc_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return svc_err_errno(err, "memory file");
+    }
+    off_t size = st.st_size;
+    size_t want = size > SVC_MEMORY_TAIL ? SVC_MEMORY_TAIL : (size_t)size;
+    char *buf = malloc(want + 1);
+    if (!buf) {
+        close(fd);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    size_t got = 0;
+    while (got < want) {
+        ssize_t r = pread(fd, buf + got, want - got, size - (off_t)want + (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = '\0';
+    /* a tail that does not start at the file's start starts inside a line: skip it */
+    size_t first = 0;
+    if ((off_t)want < size) {
+        char *nl = memchr(buf, '\n', got);
+        first = nl ? (size_t)(nl - buf) + 1 : got;
+    }
+    size_t end = got;
+    while (end > first) {
+        size_t start = end;
+        while (start > first && buf[start - 1] != '\n')
+            start--;
+        if (end > start) {
+            json_object *o = NULL;
+            if (svc_json_parse(buf + start, end - start, &o, NULL) == 0 &&
+                json_object_is_type(o, json_type_object)) {
+                int stop = fn(o, ctx);
+                json_object_put(o);
+                if (stop)
+                    break;
+            } else {
+                json_object_put(o);
+            }
+        }
+        end = start > first ? start - 1 : first; /* drop the '\n' */
+    }
+    free(buf);
+    return 0;
+}
+
+struct dup_ctx {
+    const char *sid;
+    int64_t id;
+    bool found;
+};
+
+/* Stops at the newest line of this session: is it this pair (or a newer one)? */
+static int dup_line(json_object *line, void *vctx)
+{
+    struct dup_ctx *c = vctx;
+    if (strcmp(svc_json_str(line, "session_id", ""), c->sid) != 0)
+        return 0;
+    c->found = svc_json_int(line, "message_id", -1) >= c->id;
+    return 1;
+}
+
+/* Append the digest line under the memory lock unless it is there already.
+ * *appended tells which. */
+static int append_digest(const struct svc_config *cfg, const char *dir, const char *file,
+                         json_object *line, const char *sid, int64_t id, bool *appended,
+                         struct svc_err *err)
+{
+    *appended = false;
+    if (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0)
+        return -1;
+    int fd = memory_lock(dir, LOCK_EX, err);
+    if (fd < 0)
+        return -1;
+    struct dup_ctx dc = {.sid = sid, .id = id};
+    int rc = scan_back(file, dup_line, &dc, err);
+    if (rc == 0 && !dc.found) {
+        bool fresh = access(file, F_OK) != 0;
+        rc = svc_json_append_line(file, line, cfg->sessions.fsync, err);
+        *appended = rc == 0;
+        if (rc == 0 && fresh && cfg->sessions.fsync) {
+            /* a new file's directory entry must survive a crash too */
+            int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (dfd < 0 || fsync(dfd) != 0)
+                rc = svc_err_errno(err, "fsync memory directory");
+            if (dfd >= 0)
+                close(dfd);
+        }
+    }
+    close(fd);
+    return rc;
+}
+
+/* ---- sync ---- */
+
+static void store_of(const struct svc_config *cfg, struct svc_store *st)
+{
+    st->root = cfg->sessions.root;
+    st->agent_id = cfg->sessions.agent_id;
+    st->durable = cfg->sessions.fsync;
+}
+
+/* The newest messages (at most PAIR_SCAN_MAX) as an array with their ids. */
+static int read_tail(const struct svc_store *st, const char *sid, json_object **msgs,
+                     int64_t **ids_out, struct svc_err *err)
+{
+    int64_t *ids = NULL;
+    size_t n = 0;
+    *msgs = NULL;
+    *ids_out = NULL;
+    if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
+        return -1;
+    size_t from = n > PAIR_SCAN_MAX ? n - PAIR_SCAN_MAX : 0;
+    json_object *arr = json_object_new_array();
+    for (size_t i = from; i < n; i++) {
+        json_object *rec = NULL;
+        if (svc_store_read_message(st, sid, ids[i], &rec, err) != 0) {
+            json_object_put(arr);
+            free(ids);
+            return -1;
+        }
+        json_object_array_add(arr, json_object_get(svc_store_effective_message(rec)));
+        json_object_put(rec);
+    }
+    memmove(ids, ids + from, (n - from) * sizeof *ids);
+    *msgs = arr;
+    *ids_out = ids;
+    return 0;
+}
+
+/* memory_state in the sidecar; error may be NULL. Caller holds the session lock. */
+static void record_state(const struct svc_store *st, const char *sid, json_object *mem,
+                         const struct svc_err *error)
+{
+    json_object *sc = NULL;
+    struct svc_err e;
+    if (svc_sidecar_read(st, sid, &sc, &e) != 0) {
+        svc_logf("session %s: memory state not recorded: %s", sid, e.message);
+        return;
+    }
+    char now[SVC_TIME_LEN];
+    json_object *ms = json_object_new_object();
+    svc_json_set_bool(ms, "enabled", true);
+    json_object *last = NULL;
+    json_object_object_get_ex(mem, "last_synced_message_id", &last);
+    svc_json_set(ms, "last_synced_message_id", json_object_get(last));
+    svc_json_set_str(ms, "last_synced_at", svc_json_str(mem, "updated_at", NULL));
+    svc_json_set_int(ms, "digests", svc_json_int(mem, "digests", 0));
+    svc_json_set_str(ms, "memory_file", svc_json_str(mem, "memory_file", NULL));
+    if (error) {
+        json_object *eo = json_object_new_object();
+        svc_json_set_str(eo, "code", svc_err_name(error->code));
+        svc_json_set_str(eo, "message", error->message);
+        svc_json_set_str(eo, "at", svc_time_now_iso(now));
+        svc_json_set(ms, "error", eo);
+    } else {
+        svc_json_set(ms, "error", NULL);
+    }
+    svc_json_set(sc, "memory_state", ms);
+    if (svc_sidecar_write(st, sid, sc, &e) != 0) {
+        svc_logf("session %s: memory state not recorded: %s", sid, e.message);
+    } else {
+        json_object *sum = svc_sidecar_summary(sc);
+        if (sum)
+            svc_index_update(st, sid, sum);
+        json_object_put(sum);
+    }
+    json_object_put(sc);
+}
+
+int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err)
+{
+    struct svc_store st;
+    store_of(cfg, &st);
+    struct svc_err e;
+    svc_err_clear(&e);
+    struct svc_lock l = SVC_LOCK_INIT;
+    json_object *mem = NULL, *msgs = NULL, *line = NULL;
+    int64_t *ids = NULL;
+    char *user = NULL, *assistant = NULL, *dir = NULL, *file = NULL;
+    char *sdir = svc_store_session_dir(&st, sid);
+    char *mpath = svc_store_session_file(&st, sid, "svc_memory.json");
+    int rc = -1;
+    bool locked = false;
+    if (svc_id_check(sid, err) != 0) {
+        rc = -1;
+        goto done; /* a bad id is the caller's error, not a sync failure */
+    }
+    if (!cfg->sessions.enabled || cfg->sessions.provider != SVC_PROVIDER_SVC_REPOSITORY ||
+        !cfg->sessions.sync_memory) {
+        rc = svc_err_set(err, SVC_E_CONFIG,
+                         "memory sync needs sessions.enabled, provider svc_repository and "
+                         "sync_memory on");
+        goto done;
+    }
+    if (!sdir || !mpath) {
+        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if (!svc_store_session_exists(&st, sid)) {
+        rc = svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+        goto done;
+    }
+    if (svc_lock_session(sdir, true, &l, &e) != 0)
+        goto out;
+    locked = true;
+    struct svc_err re;
+    if (svc_json_read_object_file(mpath, &mem, &re) != 0) {
+        if (re.code != SVC_E_NOT_FOUND)
+            svc_logf("session %s: %s unreadable, starting it anew: %s", sid, "svc_memory.json",
+                     re.message);
+        mem = json_object_new_object();
+        svc_json_set_int(mem, "schema_version", 1);
+        svc_json_set_str(mem, "session_id", sid);
+        svc_json_set(mem, "last_synced_message_id", NULL);
+        svc_json_set(mem, "memory_file", NULL);
+        svc_json_set_int(mem, "digests", 0);
+        svc_json_set(mem, "updated_at", NULL);
+    }
+    if (read_tail(&st, sid, &msgs, &ids, &e) != 0)
+        goto out;
+    int64_t mid = -1;
+    int pr = svc_memory_pair(msgs, ids, &user, &assistant, &mid);
+    if (pr < 0) {
+        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if (pr == 0 || svc_json_int(mem, "last_synced_message_id", -1) >= mid) {
+        rc = 0; /* no pair, or this pair is synced already */
+        goto out;
+    }
+    dir = agent_dir(cfg);
+    file = dir ? svc_path_join(dir, "memory.jsonl") : NULL;
+    if (!file) {
+        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    char now[SVC_TIME_LEN];
+    svc_time_now_iso(now);
+    line = json_object_new_object();
+    svc_json_set_str(line, "session_id", sid);
+    svc_json_set_int(line, "message_id", mid);
+    svc_json_set_str(line, "at", now);
+    svc_json_set_str(line, "user", user);
+    svc_json_set_str(line, "assistant", assistant);
+    bool appended;
+    if (append_digest(cfg, dir, file, line, sid, mid, &appended, &e) != 0) {
+        char what[sizeof e.message];
+        snprintf(what, sizeof what, "%s", e.message);
+        svc_err_set(&e, e.code, "memory file %s: %s", file, what);
+        goto out;
+    }
+    svc_json_set_int(mem, "last_synced_message_id", mid);
+    svc_json_set_str(mem, "memory_file", file);
+    svc_json_set_int(mem, "digests", svc_json_int(mem, "digests", 0) + 1);
+    svc_json_set_str(mem, "updated_at", now);
+    if (svc_json_write_pretty(mpath, mem, st.durable, &e) != 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc != 0) {
+        svc_logf("session %s: memory sync failed: %s", sid, e.message);
+        if (err)
+            *err = e;
+    }
+    if (locked && mem && (rc != 0 || line))
+        record_state(&st, sid, mem, rc != 0 ? &e : NULL);
+done:
+    svc_lock_release(&l);
+    json_object_put(mem);
+    json_object_put(msgs);
+    json_object_put(line);
+    free(ids);
+    free(user);
+    free(assistant);
+    free(dir);
+    free(file);
+    free(sdir);
+    free(mpath);
+    return rc;
+}
+
+/* ---- recall ---- */
+
+struct recall_ctx {
+    const char *sid;
+    int want;
+    json_object *found; /* newest first */
+};
+
+static int recall_line(json_object *line, void *vctx)
+{
+    struct recall_ctx *c = vctx;
+    if (strcmp(svc_json_str(line, "session_id", ""), c->sid) == 0)
+        return 0;
+    if (!svc_json_str(line, "user", NULL) || !svc_json_str(line, "assistant", NULL))
+        return 0;
+    json_object_array_add(c->found, json_object_get(line));
+    return (int)json_object_array_length(c->found) >= c->want;
+}
+
+char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid)
+{
+    if (cfg->memory.recall <= 0)
+        return NULL;
+    char *dir = agent_dir(cfg);
+    char *file = dir ? svc_path_join(dir, "memory.jsonl") : NULL;
+    struct recall_ctx c = {
+        .sid = sid ? sid : "", .want = cfg->memory.recall, .found = json_object_new_array()};
+    char *out = NULL;
+    struct svc_err e;
+    int fd = -1;
+    if (!file)
+        goto done;
+    if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_SH, &e)) < 0)
+        svc_logf("memory recall: %s", e.message);
+    if (scan_back(file, recall_line, &c, &e) != 0)
+        svc_logf("memory recall: %s", e.message);
+    if (fd >= 0)
+        close(fd);
+    size_t n = json_object_array_length(c.found);
+    if (n == 0)
+        goto done;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    const char *base = cfg->model.system_prompt ? cfg->model.system_prompt : "";
+    svc_buf_adds(&b, base);
+    if (*base)
+        svc_buf_adds(&b, "\n\n");
+    svc_buf_adds(&b, "Notes from earlier conversations (newest first):");
+    for (size_t i = 0; i < n; i++) {
+        json_object *d = json_object_array_get_idx(c.found, i);
+        svc_buf_printf(&b, "\n- [%s] User: %s | Assistant: %s", svc_json_str(d, "at", ""),
+                       svc_json_str(d, "user", ""), svc_json_str(d, "assistant", ""));
+    }
+    out = svc_buf_steal(&b);
+done:
+    json_object_put(c.found);
+    free(dir);
+    free(file);
+    return out;
+}

@@ -1,0 +1,49 @@
+/* memory: memory sync and recall (SPEC 8).
+ *   <memory.root>/<agent_id>/memory.jsonl   one compact line per digest, for every session
+ *                                            of the agent: {"session_id", "message_id", "at",
+ *                                            "user", "assistant"}; appended with one write
+ *                                            under <memory.root>/<agent_id>/.memory.lock
+ *   <session dir>/svc_memory.json            {"schema_version": 1, "session_id",
+ *                                            "last_synced_message_id", "memory_file",
+ *                                            "digests", "updated_at"} (atomic rewrite)
+ *   svc_session.json memory_state            {enabled, last_synced_message_id,
+ *                                            last_synced_at, digests, error}
+ * svc_memory_sync (after a successful run, provider svc_repository, sync_memory on) finds
+ * the newest user/assistant text pair by scanning back from the newest message (tool
+ * traffic skipped), and appends its digest unless that pair (assistant message id) is the
+ * one already synced; a line for it already in the file (a sync that died before it could
+ * record itself) is not written twice. It holds the session lock throughout. A failure is
+ * logged and recorded in memory_state.error and returned, but a run never fails for it.
+ * svc_memory_system_prompt adds the memory.recall newest digests of the agent from other
+ * sessions to the configured system prompt. Both read at most the last SVC_MEMORY_TAIL
+ * bytes of the memory file. */
+#ifndef SVC_MEMORY_H
+#define SVC_MEMORY_H
+
+#include <json-c/json.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+
+#define SVC_MEMORY_SIDE_MAX 280 /* code points of each side of a digest */
+#define SVC_MEMORY_TAIL (1024 * 1024)
+
+/* The digest form of one side: whitespace runs folded to one space, ends trimmed, cut to at
+ * most max_cp code points (the last one "…" when cut). Heap string, NULL on ENOMEM. */
+char *svc_memory_fold(const char *text, size_t max_cp);
+/* The newest user/assistant text pair of a list of native messages (json array, oldest
+ * first; ids[i] is the id of element i). *user and *assistant are heap digests, *message_id
+ * the assistant message's id. Returns 1 when found, 0 when there is no pair, -1 on ENOMEM. */
+int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **assistant,
+                    int64_t *message_id);
+/* Sync session sid (see above). Returns 0 when synced or nothing to do, -1 with err when it
+ * failed (already logged and recorded). A bad id, an unknown session, or a configuration
+ * without memory sync (sessions disabled, native_file, sync_memory off) is -1 with err and
+ * touches nothing. */
+int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err);
+/* The system prompt with recall for a run on sid: NULL when memory.recall is 0 or there is
+ * nothing to recall (use cfg->model.system_prompt), else a heap string. */
+char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid);
+
+#endif

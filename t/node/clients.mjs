@@ -1,0 +1,354 @@
+// Stock OpenAI client libraries against svc, used the way their READMEs show: the official
+// `openai` client, the Vercel AI SDK (default openai(...) = Responses API, and
+// openai.chat(...)), and LangChain's ChatOpenAI. Run by t/60-clients.t with SVC_BASE set to
+// http://127.0.0.1:PORT/api/v1. Prints one JSON line per check:
+//   {"ok": true|false, "name": "...", "diag": "..."}
+// and {"archived": "<client>", "session_id": "<id>"} for each archived-session attempt (the
+// .t counts that session's requests in the server log: one, not three), then {"end": true}.
+import OpenAI from "openai";
+import { createOpenAI } from "@ai-sdk/openai";
+import { generateText, streamText } from "ai";
+import { ChatOpenAI } from "@langchain/openai";
+
+const BASE = process.env.SVC_BASE;
+const KEY = "sk-not-checked";
+const run = Math.random().toString(16).slice(2, 10);
+
+function out(o) {
+  process.stdout.write(JSON.stringify(o) + "\n");
+}
+function ok(cond, name, diag) {
+  out({ ok: !!cond, name, diag: cond ? undefined : String(diag ?? "") });
+}
+function is(got, want, name) {
+  ok(got === want, name, `got ${JSON.stringify(got)}, want ${JSON.stringify(want)}`);
+}
+function like(got, re, name) {
+  ok(typeof got === "string" && re.test(got), name, `got ${JSON.stringify(got)}, want ${re}`);
+}
+// The echo model says how many earlier messages it was given: the second turn of a
+// session sees the first (user + assistant = 2).
+const EARLIER2 = /I was given 2 earlier messages/;
+const EARLIER0 = /I was given 0 earlier messages/;
+
+async function step(name, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    ok(false, `${name}: no exception`, e && e.stack ? e.stack : e);
+  }
+}
+
+async function archive(sid) {
+  // the session API lives next to the OpenAI routes: /api/v1/chat/sessions/...
+  const r = await fetch(`${BASE}/chat/sessions/${sid}/archive`, { method: "POST" });
+  return r.status;
+}
+
+// ---------------- openai ----------------
+async function openaiClient() {
+  const client = new OpenAI({ baseURL: BASE, apiKey: KEY });
+
+  await step("openai models", async () => {
+    const list = await client.models.list();
+    const ids = list.data.map((m) => m.id);
+    ok(ids.includes("echo-1"), "openai: models.list has the configured model", ids.join(","));
+    is(list.data[0].object, "model", "openai: model object");
+    const m = await client.models.retrieve("echo-1");
+    is(m.id, "echo-1", "openai: models.retrieve");
+  });
+
+  await step("openai chat, session_id in the body", async () => {
+    const sid = `oa-body-${run}`;
+    const a = await client.chat.completions.create({
+      model: "gpt-4o-mini",
+      messages: [{ role: "user", content: "first" }],
+      session_id: sid,
+    });
+    like(a.choices[0].message.content, EARLIER0, "openai: first turn");
+    is(a.model, "echo-1", "openai: model says which model answered");
+    const b = await client.chat.completions.create({
+      model: "echo-1",
+      messages: [{ role: "user", content: "second" }],
+      session_id: sid,
+    });
+    like(b.choices[0].message.content, EARLIER2, "openai: session_id: second turn sees the first");
+    ok(b.usage && b.usage.total_tokens > 0, "openai: usage", JSON.stringify(b.usage));
+  });
+
+  await step("openai chat streaming, metadata.session_id", async () => {
+    const sid = `oa-meta-${run}`;
+    for (const [i, want] of [[1, EARLIER0], [2, EARLIER2]]) {
+      const stream = await client.chat.completions.create({
+        model: "echo-1",
+        messages: [{ role: "user", content: `turn ${i}` }],
+        metadata: { session_id: sid },
+        stream: true,
+        stream_options: { include_usage: true },
+      });
+      let text = "", usage = null, toolCalls = 0;
+      for await (const chunk of stream) {
+        const d = chunk.choices[0]?.delta;
+        if (d?.content) text += d.content;
+        if (d?.tool_calls) toolCalls++;
+        if (chunk.usage) usage = chunk.usage;
+      }
+      like(text, want, `openai: stream, metadata.session_id, turn ${i}`);
+      ok(usage && usage.total_tokens > 0, `openai: stream usage, turn ${i}`, JSON.stringify(usage));
+    }
+  });
+
+  await step("openai chat, X-Session-Id header", async () => {
+    const sid = `oa-hdr-${run}`;
+    const opts = { headers: { "X-Session-Id": sid } };
+    await client.chat.completions.create({ model: "echo-1", messages: [{ role: "user", content: "one" }] }, opts);
+    const b = await client.chat.completions.create({ model: "echo-1", messages: [{ role: "user", content: "two" }] }, opts);
+    like(b.choices[0].message.content, EARLIER2, "openai: X-Session-Id: second turn sees the first");
+    is(b.session_id, sid, "openai: the answer names the session");
+  });
+
+  await step("openai responses: conversation and previous_response_id", async () => {
+    const sid = `oa-conv-${run}`;
+    const a = await client.responses.create({ model: "echo-1", input: "hello", conversation: sid });
+    like(a.output_text, EARLIER0, "openai: responses first turn");
+    is(a.status, "completed", "openai: responses status");
+    ok(a.usage && a.usage.total_tokens > 0, "openai: responses usage", JSON.stringify(a.usage));
+    const b = await client.responses.create({ model: "echo-1", input: "again", conversation: { id: sid } });
+    like(b.output_text, EARLIER2, "openai: conversation: second turn sees the first");
+    const c = await client.responses.create({ model: "echo-1", input: "third", previous_response_id: b.id });
+    like(c.output_text, /I was given 4 earlier messages/, "openai: previous_response_id continues the session");
+    is(c.previous_response_id, b.id, "openai: previous_response_id echoed");
+    const got = await client.responses.retrieve(b.id);
+    is(got.id, b.id, "openai: responses.retrieve");
+    like(got.output_text ?? got.output[0].content[0].text, EARLIER2, "openai: retrieved text");
+  });
+
+  await step("openai responses streaming", async () => {
+    const sid = `oa-rstream-${run}`;
+    const first = await client.responses.create({ model: "echo-1", input: "one", conversation: sid });
+    const stream = await client.responses.create({
+      model: "echo-1",
+      input: [{ role: "user", content: [{ type: "input_text", text: "two" }] }],
+      previous_response_id: first.id,
+      stream: true,
+    });
+    const types = [];
+    let text = "", done = null;
+    for await (const ev of stream) {
+      types.push(ev.type);
+      if (ev.type === "response.output_text.delta") text += ev.delta;
+      if (ev.type === "response.completed") done = ev.response;
+    }
+    like(text, EARLIER2, "openai: responses stream text (second turn sees the first)");
+    is(types[0], "response.created", "openai: stream starts with response.created");
+    is(types[types.length - 1], "response.completed", "openai: stream ends with response.completed");
+    ok(done && done.usage && done.usage.output_tokens > 0, "openai: response.completed carries usage", JSON.stringify(done?.usage));
+  });
+
+  await step("openai tool-using echo turn is plain text", async () => {
+    const sid = `oa-tool-${run}`;
+    const a = await client.chat.completions.create({
+      model: "echo-1",
+      messages: [{ role: "user", content: "/tool clock {}" }],
+      session_id: sid,
+    });
+    const m = a.choices[0].message;
+    ok(!m.tool_calls || m.tool_calls.length === 0, "openai: no tool_calls to answer", JSON.stringify(m.tool_calls));
+    is(a.choices[0].finish_reason, "stop", "openai: finish_reason stop");
+    like(m.content, /Tool clock returned/, "openai: the tool's result in the text");
+    const stream = await client.chat.completions.create({
+      model: "echo-1",
+      messages: [{ role: "user", content: "/tool clock {}" }],
+      session_id: sid,
+      stream: true,
+    });
+    let text = "", toolCalls = 0;
+    for await (const chunk of stream) {
+      const d = chunk.choices[0]?.delta;
+      if (d?.content) text += d.content;
+      if (d?.tool_calls) toolCalls++;
+    }
+    is(toolCalls, 0, "openai: stream: no delta.tool_calls");
+    like(text, /Tool clock returned/, "openai: stream: tool result as text");
+    const r = await client.responses.create({ model: "echo-1", input: "/tool clock {}", conversation: sid });
+    ok(r.output.every((o) => o.type === "message"), "openai: responses: no function_call items",
+      JSON.stringify(r.output.map((o) => o.type)));
+    like(r.output_text, /Tool clock returned/, "openai: responses: tool result as text");
+  });
+
+  await step("openai archived fails at once", async () => {
+    const sid = `oa-arch-${run}`;
+    await client.chat.completions.create({ model: "echo-1", messages: [{ role: "user", content: "x" }], session_id: sid });
+    is(await archive(sid), 200, "openai: archived");
+    let err = null;
+    try {
+      await client.chat.completions.create({ model: "echo-1", messages: [{ role: "user", content: "y" }], session_id: sid });
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 403, "openai: archived session: 403");
+    is(err?.code, "session_archived", "openai: code session_archived");
+    out({ archived: "openai", session_id: sid });
+  });
+}
+
+// ---------------- AI SDK ----------------
+async function aiSdk() {
+  const openai = createOpenAI({ baseURL: BASE, apiKey: KEY });
+
+  await step("ai sdk responses (default openai())", async () => {
+    const sid = `ai-conv-${run}`;
+    const a = await generateText({
+      model: openai("gpt-4o-mini"),
+      prompt: "hello",
+      providerOptions: { openai: { conversation: sid } },
+    });
+    like(a.text, EARLIER0, "ai: openai() first turn");
+    is(a.response.modelId, "echo-1", "ai: response names the model that answered");
+    ok(a.usage.totalTokens > 0, "ai: usage", JSON.stringify(a.usage));
+    const b = await generateText({
+      model: openai("echo-1"),
+      prompt: "again",
+      providerOptions: { openai: { conversation: sid } },
+    });
+    like(b.text, EARLIER2, "ai: conversation: second turn sees the first");
+    const rid = b.providerMetadata?.openai?.responseId ?? b.response.id;
+    const c = await generateText({
+      model: openai("echo-1"),
+      prompt: "third",
+      providerOptions: { openai: { previousResponseId: rid } },
+    });
+    like(c.text, /I was given 4 earlier messages/, "ai: previousResponseId continues the session");
+  });
+
+  await step("ai sdk responses streaming", async () => {
+    const sid = `ai-rstream-${run}`;
+    await generateText({ model: openai("echo-1"), prompt: "one", providerOptions: { openai: { conversation: sid } } });
+    const s = streamText({
+      model: openai("echo-1"),
+      prompt: "two",
+      providerOptions: { openai: { conversation: sid } },
+      onError: () => {},
+    });
+    let text = "";
+    for await (const t of s.textStream) text += t;
+    like(text, EARLIER2, "ai: streamText via responses, second turn sees the first");
+    const u = await s.usage;
+    ok(u.totalTokens > 0, "ai: stream usage", JSON.stringify(u));
+  });
+
+  await step("ai sdk chat (openai.chat), X-Session-Id", async () => {
+    const sid = `ai-chat-${run}`;
+    const headers = { "X-Session-Id": sid };
+    const a = await generateText({ model: openai.chat("echo-1"), prompt: "one", headers });
+    like(a.text, EARLIER0, "ai: openai.chat first turn");
+    const s = streamText({ model: openai.chat("echo-1"), prompt: "two", headers, onError: () => {} });
+    let text = "";
+    for await (const t of s.textStream) text += t;
+    like(text, EARLIER2, "ai: openai.chat stream: second turn sees the first");
+  });
+
+  await step("ai sdk tool-using echo turn is plain text", async () => {
+    const sid = `ai-tool-${run}`;
+    const a = await generateText({ model: openai.chat("echo-1"), prompt: "/tool clock {}", headers: { "X-Session-Id": sid } });
+    is(a.toolCalls.length, 0, "ai: chat: no tool calls to run");
+    like(a.text, /Tool clock returned/, "ai: chat: tool result as text");
+    const s = streamText({ model: openai.chat("echo-1"), prompt: "/tool clock {}", headers: { "X-Session-Id": sid }, onError: () => {} });
+    let text = "";
+    for await (const t of s.textStream) text += t;
+    is((await s.toolCalls).length, 0, "ai: chat stream: no tool calls");
+    like(text, /Tool clock returned/, "ai: chat stream: tool result as text");
+    const r = await generateText({ model: openai("echo-1"), prompt: "/tool clock {}", providerOptions: { openai: { conversation: sid } } });
+    is(r.toolCalls.length, 0, "ai: responses: no tool calls");
+    like(r.text, /Tool clock returned/, "ai: responses: tool result as text");
+  });
+
+  await step("ai sdk archived fails at once", async () => {
+    for (const [kind, model] of [["ai-chat", openai.chat("echo-1")], ["ai-responses", openai("echo-1")]]) {
+      const sid = `${kind}-arch-${run}`;
+      await generateText({ model: openai.chat("echo-1"), prompt: "x", headers: { "X-Session-Id": sid } });
+      is(await archive(sid), 200, `${kind}: archived`);
+      let err = null;
+      try {
+        await generateText({
+          model,
+          prompt: "y",
+          headers: { "X-Session-Id": sid },
+          providerOptions: { openai: { conversation: sid } },
+        });
+      } catch (e) {
+        err = e;
+      }
+      // generateText wraps the last error; RetryError carries lastError
+      const last = err?.lastError ?? err;
+      is(last?.statusCode, 403, `${kind}: archived session: 403`);
+      is(last?.isRetryable, false, `${kind}: not retryable`);
+      out({ archived: kind, session_id: sid });
+    }
+  });
+}
+
+// ---------------- LangChain ----------------
+async function langchain() {
+  const mk = (sid, extra = {}) =>
+    new ChatOpenAI({
+      model: "echo-1",
+      apiKey: KEY,
+      configuration: { baseURL: BASE },
+      modelKwargs: { session_id: sid },
+      ...extra,
+    });
+
+  await step("langchain invoke, session_id through modelKwargs", async () => {
+    const sid = `lc-${run}`;
+    const m = mk(sid);
+    const a = await m.invoke("hello");
+    like(a.content, EARLIER0, "langchain: first turn");
+    const b = await m.invoke("again");
+    like(b.content, EARLIER2, "langchain: second turn sees the first");
+    ok(b.usage_metadata && b.usage_metadata.total_tokens > 0, "langchain: usage", JSON.stringify(b.usage_metadata));
+  });
+
+  await step("langchain stream", async () => {
+    const sid = `lc-stream-${run}`;
+    const m = mk(sid);
+    await m.invoke("one");
+    let text = "";
+    for await (const chunk of await m.stream("two")) text += chunk.content;
+    like(text, EARLIER2, "langchain: stream: second turn sees the first");
+  });
+
+  await step("langchain tool-using echo turn is plain text", async () => {
+    const m = mk(`lc-tool-${run}`);
+    const a = await m.invoke("/tool clock {}");
+    is((a.tool_calls ?? []).length, 0, "langchain: no tool calls to run");
+    like(a.content, /Tool clock returned/, "langchain: tool result as text");
+    let text = "", calls = 0;
+    for await (const chunk of await m.stream("/tool clock {}")) {
+      text += chunk.content;
+      calls += (chunk.tool_call_chunks ?? []).length;
+    }
+    is(calls, 0, "langchain: stream: no tool call chunks");
+    like(text, /Tool clock returned/, "langchain: stream: tool result as text");
+  });
+
+  await step("langchain archived fails at once", async () => {
+    const sid = `lc-arch-${run}`;
+    const m = mk(sid);
+    await m.invoke("x");
+    is(await archive(sid), 200, "langchain: archived");
+    let err = null;
+    try {
+      await m.invoke("y");
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 403, "langchain: archived session: 403");
+    out({ archived: "langchain", session_id: sid });
+  });
+}
+
+await openaiClient();
+await aiSdk();
+await langchain();
+out({ end: true });
