@@ -82,4 +82,28 @@ system("mount -o remount,rw $mnt") == 0 or die 'remount rw';
 is_deeply(listed()->{rows}, scan(), 'writable again: correct');
 is(svc($h, 'fsck')->{rc}, 0, 'writable again: fsck finds nothing');
 is(svc($h, 'chat', 'f4', 'writable')->{rc}, 0, 'turns work again');
+# ---- memory sync on a full disk (the memory root on its own small tmpfs, full before the
+# agent's memory file exists: tmpfs appends inside a page that is already there succeed) ----
+my $mmnt = File::Temp::tempdir('svc-memfull-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+if (system("mount -t tmpfs -o size=256k tmpfs $mmnt 2>/dev/null") == 0) {
+    my $hm = new_home(yaml_extra => "memory:\n  root: $mmnt/mem\n");
+    system("dd if=/dev/zero of=$mmnt/filler bs=4k 2>/dev/null; sync");
+    my $r = svc($hm, 'chat', 'm1', 'remember this');
+    is($r->{rc}, 0, 'memory disk full: the run still succeeds');
+    my @lines = grep { /memory/i } split /\n/, $r->{err};
+    is(scalar @lines, 1, 'one log line about the memory sync') or diag $r->{err};
+    like($lines[0] // '', qr/(No space|space)/, '... naming the cause');
+    is(slurp("$mmnt/mem/svc-agent/memory.jsonl") // '', '', 'no digest written, torn or not');
+    my $ms = json_file(sidecar_path($hm, 'm1'))->{memory_state};
+    like($ms->{error}{message} // '', qr/space/i, 'memory_state records the error');
+    is(scalar(msg_ids($hm, 'm1')), 2, 'the turn itself is stored');
+    unlink "$mmnt/filler";
+    is(svc($hm, 'chat', 'm1', 'room again')->{rc}, 0, 'room again: a turn');
+    my @d = grep { length } split /\n/, (slurp("$mmnt/mem/svc-agent/memory.jsonl") // '');
+    is(scalar @d, 1, 'the memory file holds the newest digest');
+    like($d[0] // '', qr/room again/, '... of the newest pair');
+    ok(!json_file(sidecar_path($hm, 'm1'))->{memory_state}{error}, 'the error is cleared');
+    is(svc($hm, 'fsck')->{rc}, 0, 'fsck: clean');
+    system("umount $mmnt");
+}
 done_testing();
