@@ -7,7 +7,10 @@ WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 # SAN is the sanitizer flags of `make asan`; kept apart so CFLAGS on the command line works.
 SAN     ?=
-ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore
+# TEST_HOOKS=1 compiles in the crash hook of core/fsio.h. `make test` and `make asan` set it
+# and build into their own directories, so build/ (what is installed) never carries it.
+TEST_HOOKS ?=
+ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
 LDLIBS  += $(PKG_LIBS)
 # libunistring (case folding and normalisation for search) has no pkg-config file on Debian
 LDLIBS  += -lunistring
@@ -53,20 +56,21 @@ $(B)/t/%.t: t/unit/%.c t/unit/tap.h $(B)/libsvccore.a
 unit: $(UNIT_BIN)
 
 # The whole suite: C unit tests, then integration tests through nginx.
+# Built with the test hooks into build-test/ (SVC_BUILD=$PWD/build-test for one test file).
 test: deps
-	@$(MAKE) --no-print-directory all unit
-	SVC_BUILD=$(abspath $(B)) prove -j2 $(B)/t/ t/
+	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
+	SVC_BUILD=$(abspath build-test) prove -j2 build-test/t/ t/
 
 # The whole suite under AddressSanitizer and UBSan, in its own build dir.
 asan: deps
-	@$(MAKE) --no-print-directory B=build-asan CC=clang CFLAGS="-O1 -g" \
+	@$(MAKE) --no-print-directory B=build-asan TEST_HOOKS=1 CC=clang CFLAGS="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all unit
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  SVC_BUILD=$(abspath build-asan) prove -j2 build-asan/t/ t/
 
-# libFuzzer harnesses (not run by CI): the config loader, the JSON parser, the session readers,
-# the index file, line/run files with fsck, and the HTTP request layer (corpora in t/fuzz/corpus/).
+# libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
+# readers, the index file, line/run files with fsck, and the HTTP request layer.
 FUZZ := config json session index files http
 fuzz:
 	@mkdir -p build-fuzz
@@ -94,6 +98,25 @@ valgrind: deps all unit
 # Two pools on one root under SIGKILL for 10,000 turns (not in CI; t/45-torture.t is short).
 torture: deps all
 	SVC_BUILD=$(abspath $(B)) scripts/torture --turns 10000
+
+# `make check`: every C file formatted as .clang-format says (a dry run, nothing is
+# rewritten), then each libFuzzer harness for FUZZ_SECONDS on its corpus, t/fuzz/corpus/<name>/
+# (new inputs go to build-fuzz/corpus-<name>/, the committed corpus is only read).
+C_FILES := $(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch] t/fuzz/*.c bench/*.c)
+FUZZ_SECONDS ?= 30
+.PHONY: check check-format check-fuzz
+check: check-format check-fuzz
+check-format:
+	@echo "  FORMAT  $(words $(C_FILES)) C files"
+	@clang-format --dry-run -Werror $(C_FILES)
+check-fuzz: fuzz
+	@for f in $(FUZZ); do echo "  FUZZ    $$f for $(FUZZ_SECONDS) s on t/fuzz/corpus/$$f"; \
+	  mkdir -p build-fuzz/corpus-$$f && \
+	  build-fuzz/$${f}_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+	    build-fuzz/corpus-$$f t/fuzz/corpus/$$f >build-fuzz/$$f.log 2>&1 || \
+	  { tail -n 40 build-fuzz/$$f.log; echo "  FUZZ    $$f FAILED (build-fuzz/$$f.log)"; exit 1; }; \
+	  grep -h '^stat::number_of_executed_units' build-fuzz/$$f.log | sed "s/^/  FUZZ    $$f: /"; \
+	done
 
 run: deps all
 	scripts/serve --port 8080
@@ -136,4 +159,4 @@ install: all
 	install -m 0644 conf/agents.yaml $(DESTDIR)$(PREFIX)/share/svc/agents.yaml
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-test build-fuzz

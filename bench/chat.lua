@@ -4,6 +4,8 @@
 -- Args (after --): TAG [PATH] [POOL]. PATH defaults to /api/chat. With POOL > 0 each thread
 -- cycles through POOL session ids instead ("<tag>-t<thread>-p<k>"): turns that continue
 -- existing sessions. POOL well above the connections per thread keeps 409 session_busy rare.
+-- With a 4th arg "gen" the pool's ids are "<tag><k>" with k zero-padded to 6 digits, the
+-- names bench/gen_sessions.c gives (turns on pre-generated sessions of a known length).
 -- Prints the first non-2xx answer of each thread ("first error: ...") at the end.
 local threads = {}
 
@@ -16,6 +18,7 @@ function init(args)
   tag = args[1] or "bench"
   path = args[2] or "/api/chat"
   pool = tonumber(args[3] or "0") or 0
+  gen = args[4] == "gen"
   counter = 0
   errors = 0
   errbody = nil
@@ -25,7 +28,9 @@ end
 function request()
   counter = counter + 1
   local sid
-  if pool > 0 then
+  if pool > 0 and gen then
+    sid = string.format("%s%06d", tag, (counter + 7 * tid) % pool)
+  elseif pool > 0 then
     sid = string.format("%s-t%d-p%d", tag, tid, counter % pool)
   else
     sid = string.format("%s-t%d-%d", tag, tid, counter)

@@ -648,6 +648,23 @@ int h_run_get(struct http_req *r, struct svc_err *err)
     return 0;
 }
 
+/* The final event is appended a moment before the run's record says it ended: a stream
+ * ends when both are true, so a client that reads the run right after sees it ended. */
+static void wait_recorded(const struct svc_config *cfg, const char *run_id)
+{
+    double until = svc_time_monotonic() + 5.0;
+    while (svc_time_monotonic() < until) {
+        json_object *rec = NULL;
+        bool running = svc_runs_get(cfg, run_id, &rec, NULL) == 0 &&
+                       strcmp(svc_json_str(rec, "status", ""), "running") == 0;
+        json_object_put(rec);
+        if (!running)
+            return;
+        if (svc_runs_wait(cfg, run_id, 100) < 0)
+            usleep(20 * 1000);
+    }
+}
+
 int h_run_events(struct http_req *r, struct svc_err *err)
 {
     const char *run_id = http_param(r, "run_id");
@@ -683,6 +700,8 @@ int h_run_events(struct http_req *r, struct svc_err *err)
         }
         json_object_put(events);
         cursor = next;
+        if (ended && !finished)
+            wait_recorded(r->cfg, run_id);
         if (ended || (finished && n == 0))
             return 0;
         if (finished)

@@ -1,5 +1,5 @@
 /* h_sessions: the dashboard session API (SPEC 4.3): parse the query or body, call
- * core/query.h, render. Export (SPEC 5) is not wired yet. */
+ * core/query.h, render. Export (SPEC 5) is h_export.c. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,13 +114,4 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
     if (rc < 0)
         return -1;
     return send_result(r, sid, o);
-}
-
-int h_sessions_export(struct http_req *r, struct svc_err *err)
-{
-    (void)err;
-    if (!r->cfg->sessions.enabled)
-        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    return http_send_error_raw(r, 501, "not_implemented", "server_error", NULL,
-                               "session export is not available yet");
 }

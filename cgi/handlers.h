@@ -3,7 +3,8 @@
  * response, or -1 with err filled and nothing sent).
  *   h_base.c      base endpoints (SPEC 4.4)
  *   h_chat.c      /api/chat, /api/v1/chat/completions, tokens, /api/chat/runs (SPEC 4.1, 4.2)
- *   h_sessions.c  the dashboard session API (SPEC 4.3, 5)
+ *   h_sessions.c  the dashboard session API (SPEC 4.3)
+ *   h_export.c    POST /api/v1/chat/sessions/export (SPEC 5)
  *   h_models.c    /api/v1/models (SPEC 4.1)
  *   h_responses.c the Responses API (SPEC 4.1) */
 #ifndef SVC_HANDLERS_H
@@ -30,12 +31,14 @@ int h_run_cancel(struct http_req *r, struct svc_err *err);
 
 /* h_sessions.c */
 int h_sessions_list(struct http_req *r, struct svc_err *err);
-int h_sessions_export(struct http_req *r, struct svc_err *err);
 int h_session_get(struct http_req *r, struct svc_err *err);
 int h_session_patch(struct http_req *r, struct svc_err *err);
 int h_session_messages(struct http_req *r, struct svc_err *err);
 int h_session_archive(struct http_req *r, struct svc_err *err);
 int h_session_unarchive(struct http_req *r, struct svc_err *err);
+
+/* h_export.c */
+int h_sessions_export(struct http_req *r, struct svc_err *err);
 
 /* h_models.c */
 int h_models_list(struct http_req *r, struct svc_err *err);

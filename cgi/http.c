@@ -995,3 +995,19 @@ int http_sse_error(struct http_req *r, const struct svc_err *err)
     json_object_put(e);
     return rc;
 }
+
+/* ---- binary downloads ---- */
+
+int http_stream_begin(struct http_req *r, const char *ctype)
+{
+    http_set_header(r, "X-Accel-Buffering", "no");
+    if (send_headers(r, 200, ctype, -1) < 0)
+        return -1;
+    r->last_write = svc_time_monotonic();
+    return io_flush(r);
+}
+
+int http_stream_write(struct http_req *r, const void *p, size_t n)
+{
+    return send_body(r, p, n);
+}

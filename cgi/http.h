@@ -171,6 +171,14 @@ int http_sse_ping(struct http_req *r);
 /* `data: {"error":...}\n\n`: the stream should end after it. */
 int http_sse_error(struct http_req *r, const struct svc_err *err);
 
+/* ---- binary downloads ---- */
+/* Status 200 with ctype, no Content-Length, X-Accel-Buffering: no (nginx passes the body on
+ * as it comes instead of spooling it); the headers are flushed. */
+int http_stream_begin(struct http_req *r, const char *ctype);
+/* Body bytes as they are produced (libfcgi packs them in records of up to 8 KB); -1 when
+ * the client is gone. */
+int http_stream_write(struct http_req *r, const void *p, size_t n);
+
 /* Percent-decode n bytes of s into a heap string (NULL on ENOMEM); plus_space turns '+'
  * into ' '. "%00" and malformed escapes stay literal, so no NUL ever enters a value. */
 char *http_pct_decode(const char *s, size_t n, bool plus_space);

@@ -317,8 +317,10 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != master)
         return 0;
+#ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
     if (getenv("SVC_TEST_WORKER_CRASH")) /* test hook: a crash loop (t/50-ops-pool.t) */
         return 3;
+#endif
 
     FCGX_Request fr;
     if (FCGX_InitRequest(&fr, listen_fd, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cmds.h"
 #include "config.h"
 #include "fsck.h"
 #include "jobs.h"
@@ -17,22 +18,13 @@
 #include "store.h"
 #include "util.h"
 
-static const char usage_text[] =
-    "usage: svc [--config FILE] COMMAND ...\n"
-    "  svc config check|show\n"
-    "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
-    "  svc sessions show|archive|unarchive SESSION\n"
-    "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n"
-    "  svc chat SESSION TEXT\n"
-    "  svc fsck [--repair] [--session ID]... [--json]\n"
-    "  svc memory sync SESSION\n"
-    "  svc jobs list|run-due\n";
+static void print_usage(FILE *f);
 
 static int usage(const char *why)
 {
     if (why)
         fprintf(stderr, "svc: %s\n", why);
-    fputs(usage_text, stderr);
+    print_usage(stderr);
     return 2;
 }
 
@@ -287,6 +279,36 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
     return rc;
 }
 
+/* The commands: a new one is a row here (its usage lines and its handler). */
+static const struct command {
+    const char *name;
+    const char *usage; /* one or more "  svc ...\n" lines */
+    int (*run)(struct svc_config *cfg, int argc, char **argv);
+} commands[] = {
+    {"config", "  svc config check|show\n", cmd_config},
+    {"sessions",
+     "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
+     "  svc sessions show|archive|unarchive SESSION\n"
+     "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n",
+     cmd_sessions},
+    {"chat", "  svc chat SESSION TEXT\n", cmd_chat},
+    {"export",
+     "  svc export [--session ID]... [--include-archived] [--status S]... [--since TIME]\n"
+     "             [--out DIR] [--tar]\n",
+     cmd_export},
+    {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
+    {"memory", "  svc memory sync SESSION\n", cmd_memory},
+    {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
+    {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},
+};
+
+static void print_usage(FILE *f)
+{
+    fputs("usage: svc [--config FILE] COMMAND ...\n", f);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fputs(commands[i].usage, f);
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
@@ -295,7 +317,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             config_path = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(usage_text, stdout);
+            print_usage(stdout);
             return 0;
         } else if (strcmp(argv[i], "--version") == 0) {
             printf("svc %s\n", SVC_VERSION);
@@ -314,20 +336,11 @@ int main(int argc, char **argv)
         return fail(&err);
     umask((mode_t)svc_config_octal(cfg.server.umask)); /* files as svc-fcgi makes them */
     const char *cmd = argv[i++];
-    if (strcmp(cmd, "config") == 0)
-        rc = cmd_config(&cfg, argc - i, argv + i);
-    else if (strcmp(cmd, "sessions") == 0)
-        rc = cmd_sessions(&cfg, argc - i, argv + i);
-    else if (strcmp(cmd, "chat") == 0)
-        rc = cmd_chat(&cfg, argc - i, argv + i);
-    else if (strcmp(cmd, "fsck") == 0)
-        rc = cmd_fsck(&cfg, argc - i, argv + i);
-    else if (strcmp(cmd, "jobs") == 0)
-        rc = cmd_jobs(&cfg, argc - i, argv + i);
-    else if (strcmp(cmd, "memory") == 0)
-        rc = cmd_memory(&cfg, argc - i, argv + i);
-    else
-        rc = usage("unknown command");
+    const struct command *c = NULL;
+    for (size_t k = 0; k < sizeof commands / sizeof commands[0] && !c; k++)
+        if (strcmp(cmd, commands[k].name) == 0)
+            c = &commands[k];
+    rc = c ? c->run(&cfg, argc - i, argv + i) : usage("unknown command");
     svc_config_free(&cfg);
     return rc;
 }

@@ -1,5 +1,6 @@
 #include "fsio.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -40,7 +41,47 @@ static int fsync_dir_of(const char *path)
     return rc;
 }
 
+#ifdef SVC_TEST_HOOKS
+/* SVC_TEST_CRASH_BEFORE_RENAME="<substring>[#<n>]": the n-th (default first) write of this
+ * process to a path containing substring _exit(77)s just before it becomes visible. */
+void svc_test_crash_point(const char *path)
+{
+    static int seen;
+    const char *spec = getenv("SVC_TEST_CRASH_BEFORE_RENAME");
+    if (!spec || !*spec)
+        return;
+    char sub[256];
+    int nth = 1;
+    const char *hash = strrchr(spec, '#');
+    size_t sl = hash ? (size_t)(hash - spec) : strlen(spec);
+    if (sl == 0 || sl >= sizeof sub)
+        return;
+    memcpy(sub, spec, sl);
+    sub[sl] = '\0';
+    if (hash)
+        nth = atoi(hash + 1);
+    if (strstr(path, sub) && ++seen == nth)
+        _exit(77);
+}
+#endif
+
+int svc_fsync_dir(const char *dir, struct svc_err *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return svc_err_errno(err, "open directory");
+    int rc = fsync(fd);
+    close(fd);
+    return rc == 0 ? 0 : svc_err_errno(err, "fsync directory");
+}
+
 int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
+                          struct svc_err *err)
+{
+    return svc_file_write_synced(path, data, len, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, err);
+}
+
+int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err)
 {
     char hex[9];
@@ -60,8 +101,8 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
         svc_err_errno(err, "write");
         goto out_unlink;
     }
-    if (durable && fsync(fd) != 0) {
-        svc_err_errno(err, "fsync");
+    if ((sync & SVC_SYNC_FILE) && fdatasync(fd) != 0) {
+        svc_err_errno(err, "fdatasync");
         goto out_unlink;
     }
     if (close(fd) != 0) {
@@ -70,14 +111,12 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
         goto out_unlink;
     }
     fd = -1;
-    const char *crash = getenv("SVC_TEST_CRASH_BEFORE_RENAME");
-    if (crash && *crash && strstr(path, crash))
-        _exit(77);
+    svc_test_crash_point(path);
     if (rename(tmp, path) != 0) {
         svc_err_errno(err, "rename");
         goto out_unlink;
     }
-    if (durable && fsync_dir_of(path) != 0) {
+    if ((sync & SVC_SYNC_DIR) && fsync_dir_of(path) != 0) {
         svc_err_errno(err, "fsync directory");
         goto out;
     }
@@ -102,11 +141,12 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
     if (fd < 0)
         return svc_err_errno(err, "open for append");
     int rc = 0;
+    svc_test_crash_point(path);
     ssize_t n = write(fd, data, len); /* one write: a line is whole or absent */
     if (n < 0 || (size_t)n != len)
         rc = svc_err_errno(err, "append");
-    else if (durable && fsync(fd) != 0)
-        rc = svc_err_errno(err, "fsync");
+    else if (durable && fdatasync(fd) != 0) /* data and size: all a reader needs */
+        rc = svc_err_errno(err, "fdatasync");
     close(fd);
     return rc;
 }
@@ -176,8 +216,38 @@ int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_e
     return file_read(path, 0, out, len, err);
 }
 
+bool svc_file_is_empty(const char *path)
+{
+    struct stat sb;
+    return path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0;
+}
+
 bool svc_file_is_internal(const char *name)
 {
     return strstr(name, ".tmp-") != NULL || strcmp(name, ".svc.lock") == 0 ||
            strcmp(name, ".svc.run.lock") == 0;
+}
+
+int svc_file_remove_tree(const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0)
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(sb.st_mode))
+        return unlink(path);
+    DIR *d = opendir(path);
+    int rc = 0;
+    if (d) {
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+                continue;
+            char *child = svc_path_join(path, de->d_name);
+            if (!child || svc_file_remove_tree(child) != 0)
+                rc = -1;
+            free(child);
+        }
+        closedir(d);
+    }
+    return rmdir(path) == 0 ? rc : -1;
 }

@@ -1,10 +1,11 @@
 /* fsio: durable file primitives used by every writer in core/.
- * svc_file_write_atomic writes a unique temp file in the same directory, fsyncs it,
+ * svc_file_write_atomic writes a unique temp file in the same directory, fdatasyncs it,
  * renames it over the target and fsyncs the directory, so a reader sees the old file
- * or the new one and never a torn one; with durable=false the two fsyncs are skipped.
+ * or the new one and never a torn one; with durable=false the two syncs are skipped
+ * (svc_file_write_synced chooses them one by one).
  * Temp names are "<name>.tmp-<pid>-<hex>" and never listed or exported.
- * svc_file_append writes one line with a single write(2) (O_APPEND), then fsyncs; it never
- * follows a symbolic link. */
+ * svc_file_append writes one line with a single write(2) (O_APPEND), then fdatasyncs; it
+ * never follows a symbolic link. */
 #ifndef SVC_FSIO_H
 #define SVC_FSIO_H
 
@@ -15,6 +16,14 @@
 
 int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
                           struct svc_err *err);
+/* What a write syncs: SVC_SYNC_FILE fdatasyncs the temp file before the rename (the new
+ * file is whole if its name survives a power cut), SVC_SYNC_DIR fsyncs the directory after
+ * it (the name survives). A caller that writes several files into one directory passes
+ * SVC_SYNC_FILE for each and calls svc_fsync_dir once (see core/run.c's budget). */
+enum { SVC_SYNC_NONE = 0, SVC_SYNC_FILE = 1, SVC_SYNC_DIR = 2, SVC_SYNC_FULL = 3 };
+int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
+                          struct svc_err *err);
+int svc_fsync_dir(const char *dir, struct svc_err *err);
 int svc_file_append(const char *path, const void *data, size_t len, bool durable,
                     struct svc_err *err);
 /* Read a whole file into a heap buffer (NUL-terminated; *len excludes the NUL).
@@ -23,10 +32,25 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
 int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err);
 /* The same, following a symbolic link: for configuration files, which ops often link. */
 int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_err *err);
+/* Whether path is an existing, empty regular file. */
+bool svc_file_is_empty(const char *path);
 /* Whether a directory entry name is one of our temp files or lock files. */
 bool svc_file_is_internal(const char *name);
-/* Test hook: when the environment variable SVC_TEST_CRASH_BEFORE_RENAME is set to a
- * substring of the target path, the process _exit(77)s after the temp write, before the
- * rename. Used by t/ to prove that a crash leaves the previous file whole. */
+/* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno
+ * of the last failure. A missing path is 0. */
+int svc_file_remove_tree(const char *path);
+/* Test hook, compiled only into test builds (make TEST_HOOKS=1, which `make test` and
+ * `make asan` use): when SVC_TEST_CRASH_BEFORE_RENAME is "<substring>" or
+ * "<substring>#<n>", the n-th write (default the first) of the process to a path containing
+ * substring _exit(77)s after the temp write, before the rename (before the write of an
+ * append). Used by t/ to prove that a crash at any write leaves a session that says so. */
+#ifdef SVC_TEST_HOOKS
+void svc_test_crash_point(const char *path);
+#else
+static inline void svc_test_crash_point(const char *path)
+{
+    (void)path;
+}
+#endif
 
 #endif

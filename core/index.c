@@ -35,6 +35,7 @@ struct entry {
     char *title_lc; /* title folded for q (svc_fold) */
     double updated; /* epoch */
     char status[12];
+    int64_t msgs; /* message_count of the summary */
     bool archived;
     bool seen; /* present in the latest directory scan */
 };
@@ -195,6 +196,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     e->updated = t;
     snprintf(e->status, sizeof e->status, "%s", svc_json_str(summary, "status", "idle"));
     e->archived = svc_json_bool(summary, "archived", false);
+    e->msgs = svc_json_int(summary, "message_count", -1);
 }
 
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
@@ -870,6 +872,31 @@ static bool run_alive(const struct svc_store *st, const char *sid)
     return alive;
 }
 
+/* The summary of e with message_count recounted, when a message file beyond its count
+ * exists (written by another program, e.g. a Strands agent); NULL when the count holds.
+ * One stat per listed session; the index learns the new summary. */
+static json_object *recounted(const struct svc_store *st, const struct entry *e)
+{
+    if (e->msgs < 0 || strcmp(e->status, "running") == 0)
+        return NULL;
+    char *path = svc_store_message_path(st, e->sid, e->msgs);
+    struct stat sb;
+    bool beyond = path && lstat(path, &sb) == 0;
+    free(path);
+    if (!beyond)
+        return NULL;
+    json_object *sum = summary_of(st, e->sid);
+    int64_t *ids = NULL, cnt = 0, next = 0;
+    if (!sum || svc_store_message_count(st, e->sid, -1, &cnt, &next, &ids, NULL) != 0) {
+        json_object_put(sum);
+        return NULL;
+    }
+    free(ids);
+    svc_json_set_int(sum, "message_count", cnt);
+    svc_index_update(st, e->sid, sum);
+    return sum;
+}
+
 static void sort_entries(void)
 {
     if (ix.sorted)
@@ -963,8 +990,10 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     bool unreadable = false;
     for (int k = 0; k < np; k++) {
         const struct entry *e = page[k];
-        json_object *raw = NULL;
-        if (span && !e->heap && e->off >= 0) {
+        json_object *raw = recounted(st, e);
+        if (raw) {
+            /* another program added a message file since the summary */
+        } else if (span && !e->heap && e->off >= 0) {
             const char *t = span + (e->off - lo_off);
             if (e->len >= 2 && t[0] == '{' && t[e->len - 1] == '}')
                 raw = svc_json_new_raw_len(t, e->len);

@@ -532,6 +532,32 @@ static bool file_ends_torn(const char *path)
     return c != '\n';
 }
 
+size_t svc_jsonl_lines(const char *buf, size_t len,
+                       void (*each)(void *ctx, const char *line, size_t n, size_t off),
+                       void *ctx)
+{
+    size_t done = 0;
+    for (;;) {
+        const char *nl = memchr(buf + done, '\n', len - done);
+        if (!nl)
+            return done;
+        size_t n = (size_t)(nl - (buf + done));
+        if (n > 0)
+            each(ctx, buf + done, n, done);
+        done += n + 1;
+    }
+}
+
+json_object *svc_jsonl_object(const char *line, size_t n)
+{
+    json_object *o = NULL;
+    if (svc_json_parse(line, n, &o, NULL) != 0 || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
 int svc_json_append_line(const char *path, json_object *o, bool durable, struct svc_err *err)
 {
     struct svc_buf b;
@@ -549,7 +575,7 @@ int svc_json_append_line(const char *path, json_object *o, bool durable, struct 
     return rc;
 }
 
-static int write_dump(const char *path, json_object *o, bool durable, bool newline,
+static int write_dump(const char *path, json_object *o, int sync, bool newline,
                       struct svc_err *err)
 {
     struct svc_buf b;
@@ -561,19 +587,29 @@ static int write_dump(const char *path, json_object *o, bool durable, bool newli
         svc_buf_free(&b);
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
-    int rc = svc_file_write_atomic(path, b.data, b.len, durable, err);
+    int rc = svc_file_write_synced(path, b.data, b.len, sync, err);
     svc_buf_free(&b);
     return rc;
 }
 
 int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err)
 {
-    return write_dump(path, o, durable, false, err);
+    return write_dump(path, o, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, false, err);
 }
 
 int svc_json_write_pretty(const char *path, json_object *o, bool durable, struct svc_err *err)
 {
-    return write_dump(path, o, durable, true, err);
+    return write_dump(path, o, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, true, err);
+}
+
+int svc_json_write_native_sync(const char *path, json_object *o, int sync, struct svc_err *err)
+{
+    return write_dump(path, o, sync, false, err);
+}
+
+int svc_json_write_pretty_sync(const char *path, json_object *o, int sync, struct svc_err *err)
+{
+    return write_dump(path, o, sync, true, err);
 }
 
 const char *svc_json_str(json_object *o, const char *key, const char *def)

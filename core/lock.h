@@ -16,6 +16,11 @@ struct svc_lock {
 };
 #define SVC_LOCK_INIT {-1}
 
+/* The one helper that opens and flocks a lock file (sessions, the listing index, runs):
+ * open path (created when create, never through a symbolic link), flock(how) with how
+ * LOCK_SH or LOCK_EX, | LOCK_NB to not wait; EINTR retried. Returns the descriptor (close
+ * it to unlock), or -1 with errno (EWOULDBLOCK: held; ENOENT: missing and !create). */
+int svc_lock_file(const char *path, int how, bool create);
 /* Blocking short lock. SVC_E_SESSION_NOT_FOUND when the directory does not exist. */
 int svc_lock_session(const char *session_dir, bool exclusive, struct svc_lock *lock,
                      struct svc_err *err);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "index.h"
+#include "fsio.h"
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
@@ -231,7 +232,9 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     int rc = scan_back(file, dup_line, &dc, err);
     if (rc == 0 && !dc.found) {
         bool fresh = access(file, F_OK) != 0;
-        rc = svc_json_append_line(file, line, cfg->sessions.fsync, err);
+        /* not synced: memory is derived from the (synced) messages after the run's end;
+         * see core/run.c's fsync budget. A power cut can lose this digest, never a turn. */
+        rc = svc_json_append_line(file, line, false, err);
         *appended = rc == 0;
         if (rc == 0 && fresh && cfg->sessions.fsync) {
             /* a new file's directory entry must survive a crash too */
@@ -312,7 +315,7 @@ static void record_state(const struct svc_store *st, const char *sid, json_objec
         svc_json_set(ms, "error", NULL);
     }
     svc_json_set(sc, "memory_state", ms);
-    if (svc_sidecar_write(st, sid, sc, &e) != 0) {
+    if (svc_sidecar_write_sync(st, sid, sc, SVC_SYNC_NONE, &e) != 0) { /* as run.c's end */
         svc_logf("session %s: memory state not recorded: %s", sid, e.message);
     } else {
         json_object *sum = svc_sidecar_summary(sc);
@@ -409,7 +412,7 @@ int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_er
     svc_json_set_str(mem, "memory_file", file);
     svc_json_set_int(mem, "digests", svc_json_int(mem, "digests", 0) + 1);
     svc_json_set_str(mem, "updated_at", now);
-    if (svc_json_write_pretty(mpath, mem, st.durable, &e) != 0)
+    if (svc_json_write_pretty(mpath, mem, false, &e) != 0) /* rebuilt when unreadable */
         goto out;
     rc = 0;
 out:

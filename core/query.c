@@ -137,19 +137,29 @@ static int get_summary_locked(const struct svc_store *st, const char *sid, json_
     struct svc_err rerr;
     int rc = svc_file_read(path, &raw, &len, &rerr);
     free(path);
+    /* the count from the files in O(1): the memo's (same bytes) or the sidecar's own,
+     * checked by a stat or two; a scan only when another program added a file */
+    bool same = rc == 0 && memo.summary && memo.len == len && memcmp(memo.raw, raw, len) == 0;
+    json_object *parsed = NULL;
+    int64_t trusted = -1, cnt = 0, next = 0;
+    if (same)
+        trusted = (int64_t)memo.count;
+    else if (rc == 0 && svc_json_parse(raw, len, &parsed, NULL) == 0)
+        trusted = svc_json_int(parsed, "message_count", -1);
     int64_t *ids = NULL;
-    size_t n = 0;
-    bool counted = rc == 0 && svc_store_message_ids(st, sid, &ids, &n, NULL) == 0;
+    bool counted =
+        rc == 0 && svc_store_message_count(st, sid, trusted, &cnt, &next, &ids, NULL) == 0;
     free(ids);
-    if (counted && memo.summary && memo.count == n && memo.len == len &&
-        memcmp(memo.raw, raw, len) == 0) {
+    size_t n = (size_t)cnt;
+    if (counted && same && memo.count == n) {
         free(raw);
         *sc_out = json_object_get(memo.summary);
         return 0;
     }
-    json_object *sc = NULL;
-    if (rc != 0 || svc_json_parse(raw, len, &sc, NULL) != 0 ||
-        !json_object_is_type(sc, json_type_object)) {
+    json_object *sc = parsed;
+    if (!sc && rc == 0)
+        svc_json_parse(raw, len, &sc, NULL);
+    if (rc != 0 || !sc || !json_object_is_type(sc, json_type_object)) {
         /* no sidecar, or a damaged one: derive it from the native files */
         json_object_put(sc);
         free(raw);
@@ -222,7 +232,7 @@ out:
     return rc;
 }
 
-static json_object *message_row(json_object *rec, int64_t id)
+json_object *svc_message_row(json_object *rec, int64_t id)
 {
     json_object *m = svc_store_effective_message(rec);
     json_object *row = json_object_new_object();
@@ -264,14 +274,22 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         return -1;
     char *dir = svc_store_session_dir(&st, sid);
     struct svc_lock l = SVC_LOCK_INIT;
-    int64_t *ids = NULL;
+    int64_t *ids = NULL; /* NULL: ids are 0..n-1 */
     size_t n = 0;
     int rc = -1;
     json_object *res = NULL;
     if (!dir || svc_lock_session(dir, false, &l, err) != 0)
         goto out;
-    if (svc_store_message_ids(&st, sid, &ids, &n, err) != 0)
+    /* a page reads its own files and O(1) metadata: the sidecar's count, checked by a
+     * stat or two; a directory scan only when another program added a file */
+    json_object *sc = NULL;
+    int64_t trusted = -1, cnt = 0, next = 0;
+    if (svc_sidecar_read(&st, sid, &sc, NULL) == 0)
+        trusted = svc_json_int(sc, "message_count", -1);
+    json_object_put(sc);
+    if (svc_store_message_count(&st, sid, trusted, &cnt, &next, &ids, err) != 0)
         goto out;
+    n = (size_t)cnt;
     res = json_object_new_object();
     svc_json_set_str(res, "session_id", sid);
     svc_json_set_str(res, "agent_id", st.agent_id);
@@ -281,19 +299,20 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     size_t count = 0;
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
         size_t pos = q->desc ? n - 1 - k : k;
+        int64_t id = ids ? ids[pos] : (int64_t)pos;
         json_object *rec = NULL;
         struct svc_err merr;
-        if (svc_store_read_message(&st, sid, ids[pos], &rec, &merr) != 0) {
+        if (svc_store_read_message(&st, sid, id, &rec, &merr) != 0) {
             /* a damaged message file: say so in its row, never fail the page */
             json_object *row = json_object_new_object();
-            svc_json_set_int(row, "message_id", ids[pos]);
+            svc_json_set_int(row, "message_id", id);
             svc_json_set_str(row, "role", "unknown");
             svc_json_set_str(row, "content", "");
             svc_json_set_str(row, "error", merr.message);
             json_object_array_add(list, row);
             continue;
         }
-        json_object_array_add(list, message_row(rec, ids[pos]));
+        json_object_array_add(list, svc_message_row(rec, id));
         json_object_put(rec);
     }
     if (off + count < n)

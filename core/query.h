@@ -13,15 +13,7 @@
 
 #include "config.h"
 #include "err.h"
-
-struct svc_list_query {
-    int limit;                 /* 1..500, default 50 */
-    const char *cursor;        /* opaque, from next_cursor; NULL for the first page */
-    bool include_archived;
-    bool archived_only;
-    const char *status;        /* NULL or running|idle|error|cancelled */
-    const char *q;             /* NULL or a case-insensitive title substring */
-};
+#include "index.h" /* struct svc_list_query */
 
 struct svc_messages_query {
     int limit;                 /* 1..1000, default 200 */
@@ -45,6 +37,9 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
 int svc_session_messages(const struct svc_config *cfg, const char *sid,
                          const struct svc_messages_query *q, json_object **out,
                          struct svc_err *err);
+/* One row of "messages" for a message record (borrowed): {"message_id", "role", "content",
+ * "created_at", "updated_at", "raw_native", "openai_messages"} (new reference). */
+json_object *svc_message_row(json_object *rec, int64_t id);
 /* {"archived": bool, "session_id"}; idempotent. */
 int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool archived,
                              json_object **out, struct svc_err *err);

@@ -17,6 +17,7 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "lock.h"
 #include "log.h"
 #include "store.h"
 #include "util.h"
@@ -355,8 +356,8 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         goto fail;
     }
     recorded = true; /* from here on, files of this run may exist */
-    rlock = open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (rlock < 0 || flock(rlock, LOCK_EX) != 0) {
+    rlock = svc_lock_file(lock_path, LOCK_EX, true);
+    if (rlock < 0) {
         svc_err_errno(err, "run lock");
         goto fail;
     }
@@ -460,14 +461,11 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
 {
     const char *run_id = svc_json_str(rec, "run_id", "");
     char *lock_path = run_file(cfg, run_id, ".lock");
-    int fd = lock_path ? open(lock_path, O_RDWR | O_CLOEXEC) : -1;
+    /* held: the runner is alive; missing: nothing to reap */
+    int fd = lock_path ? svc_lock_file(lock_path, LOCK_EX | LOCK_NB, false) : -1;
     free(lock_path);
     if (fd < 0)
         return;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        close(fd); /* alive */
-        return;
-    }
     json_object *fresh = NULL;
     if (read_record(cfg, run_id, &fresh, NULL) == 0 &&
         strcmp(svc_json_str(fresh, "status", ""), "running") == 0) {
@@ -515,6 +513,26 @@ int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object *
     return 0;
 }
 
+struct events_ctx {
+    json_object *arr;    /* events from cursor on (NULL: all, svc_runs_events_at) */
+    long cursor, idx;
+    const char *last;    /* the last whole line */
+    size_t last_n;
+};
+
+static void event_line_add(void *ctx, const char *line, size_t n, size_t off)
+{
+    struct events_ctx *c = ctx;
+    (void)off;
+    c->last = line;
+    c->last_n = n;
+    if (c->idx++ < c->cursor)
+        return;
+    json_object *ev = svc_jsonl_object(line, n);
+    if (ev)
+        json_object_array_add(c->arr, ev);
+}
+
 int svc_runs_events(const struct svc_config *cfg, const char *run_id, long cursor,
                     json_object **out, long *next, bool *finished, struct svc_err *err)
 {
@@ -538,29 +556,17 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     struct svc_err rerr;
     json_object *arr = json_object_new_array();
     if (path && svc_file_read(path, &buf, &len, &rerr) == 0) {
-        long idx = 0;
-        char *p = buf, *end = buf + len, *last = NULL;
-        while (p < end) {
-            char *nl = memchr(p, '\n', (size_t)(end - p));
-            if (!nl)
-                break; /* partial line: not yet an event */
-            if (idx >= cursor) {
-                json_object *ev = NULL;
-                if (svc_json_parse(p, (size_t)(nl - p), &ev, NULL) == 0)
-                    json_object_array_add(arr, ev);
-            }
-            last = p;
-            idx++;
-            p = nl + 1;
-        }
-        json_object *lev = NULL;
-        if (ended && last && svc_json_parse(last, (size_t)(p - last - 1), &lev, NULL) == 0) {
+        /* a partial last line is not yet an event */
+        struct events_ctx c = {arr, cursor, 0, NULL, 0};
+        svc_jsonl_lines(buf, len, event_line_add, &c);
+        json_object *lev = ended && c.last ? svc_jsonl_object(c.last, c.last_n) : NULL;
+        if (lev) {
             const char *t = svc_json_str(lev, "type", "");
             settled = settled || strcmp(t, "done") == 0 || strcmp(t, "error") == 0;
         }
         json_object_put(lev);
-        if (next && idx > cursor)
-            *next = idx; /* past undecodable lines too, so a reader never re-reads */
+        if (next && c.idx > cursor)
+            *next = c.idx; /* past undecodable lines too, so a reader never re-reads */
     }
     free(buf);
     free(path);
@@ -578,15 +584,8 @@ json_object *svc_runs_events_at(const char *root, const char *run_id)
         asprintf(&path, "%s/" RUNS_DIR "/%s.events.jsonl", root, run_id) < 0)
         return arr;
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
-        for (char *p = buf, *end = buf + len; p < end;) {
-            char *nl = memchr(p, '\n', (size_t)(end - p));
-            json_object *ev = NULL;
-            if (!nl)
-                break; /* a torn tail is not an event */
-            if (svc_json_parse(p, (size_t)(nl - p), &ev, NULL) == 0)
-                json_object_array_add(arr, ev);
-            p = nl + 1;
-        }
+        struct events_ctx c = {arr, 0, 0, NULL, 0}; /* a torn tail is not an event */
+        svc_jsonl_lines(buf, len, event_line_add, &c);
     }
     free(buf);
     free(path);

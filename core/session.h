@@ -1,8 +1,9 @@
 /* session: the run lifecycle of SPEC 3, shared by /api/chat, /api/chat/runs, jobs and
- * `svc chat`.
+ * `svc chat`. Implemented by run.c (begin, finish, fail, cancel, repair) and agent_loop.c
+ * (window, model and tool calls, events); one session handle (handle.h) per run.
  *   svc_run_begin   validates, takes the run lock (SVC_E_SESSION_BUSY), repairs a stale
- *                   `running`, refuses archived sessions (SVC_E_SESSION_ARCHIVED), creates or
- *                   updates the sidecar (status running, current_run, run_count + 1), creates
+ *                   `running`, refuses archived sessions (SVC_E_SESSION_ARCHIVED), writes the
+ *                   sidecar first (status running, current_run, run_count + 1), then creates
  *                   session.json/agent.json when missing, imports OpenAI history on the first
  *                   run when persist_openai_history is on, and stores the user message.
  *   svc_run_execute restores the window, runs the agent loop (model, tools), stores each
@@ -12,7 +13,8 @@
  *   svc_run_free    releases everything; a run begun but never executed is ended as
  *                   failed (internal_error) first, so the session never stays `running`.
  * With sessions.enabled false a run is stateless: the request's history is the context and
- * nothing is stored. Nothing on disk changes when svc_run_begin fails. */
+ * nothing is stored. When svc_run_begin fails the session is left as it was (a sidecar
+ * it wrote is put back; a new session's directory may remain, which is not a session). */
 #ifndef SVC_SESSION_H
 #define SVC_SESSION_H
 

@@ -50,6 +50,8 @@ int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **
 {
     char *path = svc_store_session_file(st, sid, "svc_session.json");
     int rc = svc_json_read_object_file(path, out, err);
+    if (rc != 0 && svc_file_is_empty(path))
+        rc = svc_err_set(err, SVC_E_NOT_FOUND, "svc_session.json is empty");
     free(path);
     return rc;
 }
@@ -57,10 +59,16 @@ int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **
 int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *sc,
                       struct svc_err *err)
 {
+    return svc_sidecar_write_sync(st, sid, sc, st->durable ? SVC_SYNC_FULL : 0, err);
+}
+
+int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc,
+                           int sync, struct svc_err *err)
+{
     char *path = svc_store_session_file(st, sid, "svc_session.json");
     if (!path)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_json_write_pretty(path, sc, st->durable, err);
+    int rc = svc_json_write_pretty_sync(path, sc, sync, err);
     free(path);
     return rc;
 }
@@ -108,13 +116,25 @@ int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object 
     size_t n = 0;
     if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
         return -1;
+    char *sfile = svc_store_session_file(st, sid, "session.json");
+    if (!sfile) {
+        free(ids);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    struct stat sb;
+    if (n == 0 && lstat(sfile, &sb) != 0) {
+        /* no session.json, no message: not a session (yet). A run creating it has not
+         * written its first file, or died before it did. */
+        free(sfile);
+        free(ids);
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+    }
     json_object *sc = svc_sidecar_new(sid, st->agent_id, "");
     svc_json_set(sc, "model", NULL);
     svc_json_set_str(sc, "channel", "native");
     /* times from session.json when it is readable */
-    char *sfile = svc_store_session_file(st, sid, "session.json");
     json_object *sess = NULL;
-    if (sfile && svc_json_read_file(sfile, &sess, NULL) == 0) {
+    if (svc_json_read_file(sfile, &sess, NULL) == 0) {
         const char *c = svc_json_str(sess, "created_at", NULL);
         const char *u = svc_json_str(sess, "updated_at", NULL);
         if (c)
@@ -185,6 +205,22 @@ int svc_turns_append(const struct svc_store *st, const char *sid, json_object *l
     return rc;
 }
 
+struct turns_ctx {
+    json_object *arr;
+    int skipped;
+};
+
+static void turn_line_add(void *ctx, const char *line, size_t n, size_t off)
+{
+    struct turns_ctx *c = ctx;
+    (void)off;
+    json_object *o = svc_jsonl_object(line, n);
+    if (o)
+        json_object_array_add(c->arr, o);
+    else
+        c->skipped++;
+}
+
 int svc_turns_read(const struct svc_store *st, const char *sid, json_object **out, int *skipped,
                    struct svc_err *err)
 {
@@ -210,25 +246,65 @@ int svc_turns_read(const struct svc_store *st, const char *sid, json_object **ou
         *out = arr;
         return 0;
     }
-    char *line = buf;
-    while (line < buf + len) {
-        char *nl = memchr(line, '\n', (size_t)(buf + len - line));
-        size_t ll = nl ? (size_t)(nl - line) : (size_t)(buf + len - line);
-        if (ll > 0) {
-            json_object *o = NULL;
-            /* a line without its newline is torn (the writer appends line + "\n" at once) */
-            if (nl && svc_json_parse(line, ll, &o, NULL) == 0 &&
-                json_object_is_type(o, json_type_object))
-                json_object_array_add(arr, o);
-            else {
-                json_object_put(o);
-                if (skipped)
-                    (*skipped)++;
-            }
-        }
-        line += ll + 1;
-    }
+    struct turns_ctx c = {arr, 0};
+    size_t used = svc_jsonl_lines(buf, len, turn_line_add, &c);
+    if (used < len)
+        c.skipped++; /* a line without its newline is torn (lines are appended whole) */
+    if (skipped)
+        *skipped = c.skipped;
     free(buf);
     *out = arr;
     return 0;
+}
+
+int svc_turns_last(const struct svc_store *st, const char *sid, json_object **out,
+                   struct svc_err *err)
+{
+    *out = NULL;
+    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
+    if (!path)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    free(path);
+    if (fd < 0)
+        return 0;
+    struct stat sb;
+    char *buf = NULL;
+    int rc = 0;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
+        goto out;
+    /* read a growing tail until it holds a whole last line (lines end with '\n') */
+    for (size_t want = 16384;; want *= 4) {
+        size_t size = (size_t)sb.st_size;
+        size_t take = want < size ? want : size;
+        free(buf);
+        buf = malloc(take + 1);
+        if (!buf) {
+            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            goto out;
+        }
+        ssize_t got = pread(fd, buf, take, (off_t)(size - take));
+        if (got != (ssize_t)take) {
+            rc = svc_err_errno(err, "read svc_turns.jsonl");
+            goto out;
+        }
+        size_t end = take;
+        while (end > 0 && buf[end - 1] != '\n')
+            end--; /* a torn last line (no newline) is not a line */
+        if (end == 0 && take < size)
+            continue;
+        if (end == 0)
+            goto out;
+        size_t start = end - 1;
+        while (start > 0 && buf[start - 1] != '\n')
+            start--;
+        if (start == 0 && take < size)
+            continue; /* the line may begin before this tail */
+        *out = svc_jsonl_object(buf + start, end - 1 - start);
+        goto out;
+    }
+out:
+    free(buf);
+    close(fd);
+    return rc;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fsio.h"
 #include "jsonx.h"
 #include "util.h"
 
@@ -175,7 +176,7 @@ int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct
         svc_err_set(err, SVC_E_IO, "session path is not a directory");
         goto out;
     }
-    if (svc_mkdirs(mdir, 0755, err) != 0)
+    if (lstat(mdir, &lst) != 0 && svc_mkdirs(mdir, 0755, err) != 0)
         goto out;
     if (access(sfile, F_OK) != 0) {
         /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
@@ -243,12 +244,20 @@ int svc_store_read_agent(const struct svc_store *st, const char *sid, json_objec
     char *path = dir ? svc_path_join(dir, "agent.json") : NULL;
     free(dir);
     int rc = svc_json_read_object_file(path, out, err);
+    if (rc != 0 && svc_file_is_empty(path))
+        rc = svc_err_set(err, SVC_E_NOT_FOUND, "agent.json is empty");
     free(path);
     return rc;
 }
 
 int svc_store_write_agent(const struct svc_store *st, const char *sid, json_object *agent,
                           struct svc_err *err)
+{
+    return svc_store_write_agent_sync(st, sid, agent, st->durable ? SVC_SYNC_FULL : 0, err);
+}
+
+int svc_store_write_agent_sync(const struct svc_store *st, const char *sid, json_object *agent,
+                               int sync, struct svc_err *err)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
@@ -260,7 +269,7 @@ int svc_store_write_agent(const struct svc_store *st, const char *sid, json_obje
     free(dir);
     if (!path)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    int rc = svc_json_write_native(path, agent, st->durable, err);
+    int rc = svc_json_write_native_sync(path, agent, sync, err);
     free(path);
     return rc;
 }
@@ -362,6 +371,39 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
     return 0;
 }
 
+static bool message_exists(const struct svc_store *st, const char *sid, int64_t id)
+{
+    char *path = svc_store_message_path(st, sid, id);
+    struct stat sb;
+    bool ok = path && lstat(path, &sb) == 0;
+    free(path);
+    return ok;
+}
+
+int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t trusted,
+                            int64_t *count, int64_t *next, int64_t **ids, struct svc_err *err)
+{
+    *ids = NULL;
+    /* ids are contiguous when we wrote them all: two stats confirm the count */
+    if (trusted >= 0 && !message_exists(st, sid, trusted) &&
+        (trusted == 0 || message_exists(st, sid, trusted - 1))) {
+        *count = *next = trusted;
+        return 0;
+    }
+    int64_t *arr = NULL;
+    size_t n = 0;
+    if (svc_store_message_ids(st, sid, &arr, &n, err) != 0)
+        return -1;
+    *count = (int64_t)n;
+    *next = n ? arr[n - 1] + 1 : 0;
+    if (n > 0 && arr[n - 1] == (int64_t)n - 1) {
+        free(arr); /* contiguous after all */
+        arr = NULL;
+    }
+    *ids = arr;
+    return 0;
+}
+
 int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
                            json_object **out, struct svc_err *err)
 {
@@ -382,6 +424,13 @@ int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t 
 int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
                             json_object *message, struct svc_err *err)
 {
+    return svc_store_write_message_sync(st, sid, id, message, st->durable ? SVC_SYNC_FULL : 0,
+                                        err);
+}
+
+int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
+                                 json_object *message, int sync, struct svc_err *err)
+{
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     json_object *rec = json_object_new_object();
@@ -391,7 +440,7 @@ int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t
     svc_json_set_str(rec, "created_at", now);
     svc_json_set_str(rec, "updated_at", now);
     char *path = svc_store_message_path(st, sid, id);
-    int rc = path ? svc_json_write_native(path, rec, st->durable, err)
+    int rc = path ? svc_json_write_native_sync(path, rec, sync, err)
                   : svc_err_set(err, SVC_E_NOMEM, "out of memory");
     free(path);
     json_object_put(rec);

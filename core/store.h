@@ -48,12 +48,16 @@ int svc_store_touch_session(const struct svc_store *st, const char *sid, struct 
 
 /* A fresh agent record (new reference) with removed_message_count 0, model_call_count 0. */
 json_object *svc_store_new_agent(const char *agent_id);
-/* Read agent.json (SVC_E_NOT_FOUND when missing). *out is a new reference. */
+/* Read agent.json (SVC_E_NOT_FOUND when missing, or empty: what a power cut can leave of
+ * a replacement that was not synced, see core/run.c). *out is a new reference. */
 int svc_store_read_agent(const struct svc_store *st, const char *sid, json_object **out,
                          struct svc_err *err);
 /* Write agent.json, setting updated_at and keeping created_at and unknown keys of *agent. */
 int svc_store_write_agent(const struct svc_store *st, const char *sid, json_object *agent,
                           struct svc_err *err);
+/* The same with an explicit SVC_SYNC_* mask (fsio.h) instead of st->durable. */
+int svc_store_write_agent_sync(const struct svc_store *st, const char *sid, json_object *agent,
+                               int sync, struct svc_err *err);
 /* conversation_manager_state.removed_message_count / model_call_count (0 when absent). */
 int64_t svc_agent_removed_count(json_object *agent);
 void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_calls);
@@ -63,6 +67,13 @@ int64_t svc_agent_model_calls(json_object *agent);
  * directory is 0 ids, not an error). */
 int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t **ids, size_t *n,
                           struct svc_err *err);
+/* The message files in O(1): trusts `trusted` (a count read under the session lock, -1
+ * when unknown) when message_<trusted-1>.json exists and message_<trusted>.json does not,
+ * and scans the directory otherwise (a file written by another program). *count files,
+ * *next the largest id + 1; *ids NULL when the ids are 0..count-1, else the sorted ids
+ * (heap, caller frees). */
+int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t trusted,
+                            int64_t *count, int64_t *next, int64_t **ids, struct svc_err *err);
 /* Read one message record (new reference). */
 int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
                            json_object **out, struct svc_err *err);
@@ -70,6 +81,8 @@ int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t 
  * "created_at", "updated_at"}. message is borrowed. */
 int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
                             json_object *message, struct svc_err *err);
+int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
+                                 json_object *message, int sync, struct svc_err *err);
 /* The message to use: redact_message when not null, else message (borrowed from rec). */
 json_object *svc_store_effective_message(json_object *rec);
 

@@ -110,15 +110,17 @@ sub turns_of {
     opendir(my $d, native_dir($h, $sid));
     my @tmp = grep { /^svc_session\.json\.tmp-/ } readdir $d;
     is(scalar @tmp, 1, 'the temp file was written (the hook fired after it)');
+    # SPEC 3: the `running` sidecar is the run's first write, so nothing of it was stored
+    is_deeply([msg_ids($h, $sid)], [0, 1], 'no native file written before the sidecar');
     $r = svc($h, 'chat', $sid, 'three');
     is($r->{rc}, 0, 'a following run works') or diag($r->{err});
-    is_deeply([msg_ids($h, $sid)], [0 .. 4], 'ids continue after the orphaned user message');
-    like($r->{out}, qr/I was given 3 earlier messages/, 'the orphaned input is part of the history');
+    is_deeply([msg_ids($h, $sid)], [0 .. 3], 'ids continue');
+    like($r->{out}, qr/I was given 2 earlier messages/, 'the cut run left no input behind');
     my $sc = json_file($p);
     is($sc->{status}, 'idle', 'status idle');
-    is($sc->{message_count}, 5, 'message_count recounted from the files');
+    is($sc->{message_count}, 4, 'message_count true to the files');
     $r = svc($h, 'sessions', 'messages', $sid);
-    is(jdecode($r->{out})->{total}, 5, 'the temp file is not counted as a message');
+    is(jdecode($r->{out})->{total}, 4, 'the temp file is not counted as a message');
 }
 {
     my $h = new_home();

@@ -13,13 +13,22 @@ use POSIX ();
 no warnings "exec";
 
 our @EXPORT = qw(new_home svc svc_bg svc_wait slurp spit jdecode jencode json_file py
-  python_redump native_dir msg_dir msg_ids tree_listing TS_RE svc_bin sidecar_path);
+  python_redump native_dir msg_dir msg_ids tree_listing TS_RE svc_bin sidecar_path
+  test_hooks_built);
 
 use constant TS_RE => qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$/;
 
 my $BUILD = $ENV{SVC_BUILD} // 'build';
 
 sub svc_bin { File::Spec->rel2abs("$BUILD/svc") }
+
+# Whether build/svc carries the crash hook (make TEST_HOOKS=1; `make test` builds so).
+sub test_hooks_built {
+    open my $fh, '<:raw', svc_bin() or return 0;
+    local $/;
+    my $bin = <$fh>;
+    return index($bin, 'SVC_TEST_CRASH_BEFORE_RENAME') >= 0;
+}
 
 # A fresh SVC_HOME with agents.yaml. extra: YAML text appended inside the sessions: map
 # (sessions_extra) or at the top level (yaml_extra).

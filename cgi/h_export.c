@@ -1,0 +1,126 @@
+/* h_export: POST /api/v1/chat/sessions/export (SPEC 5). Parses the body, calls
+ * core/bundle.h, renders the answer or streams the .tar.gz (download: true). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bundle.h"
+#include "handlers.h"
+#include "jsonx.h"
+
+/* An array of strings (or one string) at key into a heap array of borrowed strings. */
+static int str_list(json_object *body, const char *key, bool one_ok, const char ***out, size_t *n,
+                    struct svc_err *err)
+{
+    json_object *v = NULL;
+    *out = NULL;
+    *n = 0;
+    if (!json_object_object_get_ex(body, key, &v) || !v)
+        return 0;
+    if (one_ok && json_object_is_type(v, json_type_string)) {
+        *out = malloc(sizeof **out);
+        if (!*out)
+            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        (*out)[0] = json_object_get_string(v);
+        *n = 1;
+        return 0;
+    }
+    if (!json_object_is_type(v, json_type_array))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, key, "'%s' must be an array of strings", key);
+    size_t len = json_object_array_length(v);
+    *out = calloc(len ? len : 1, sizeof **out);
+    if (!*out)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < len; i++) {
+        json_object *e = json_object_array_get_idx(v, i);
+        if (!json_object_is_type(e, json_type_string) ||
+            (size_t)json_object_get_string_len(e) != strlen(json_object_get_string(e))) {
+            free(*out);
+            *out = NULL;
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, key, "'%s' must be an array of strings",
+                                key);
+        }
+        (*out)[i] = json_object_get_string(e);
+    }
+    *n = len;
+    return 0;
+}
+
+static int stream_out(void *ctx, const void *data, size_t len)
+{
+    return http_stream_write(ctx, data, len);
+}
+
+int h_sessions_export(struct http_req *r, struct svc_err *err)
+{
+    if (!r->cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    json_object *body = NULL, *res = NULL;
+    struct svc_export_request req;
+    struct svc_export *ex = NULL;
+    const char **ids = NULL, *one = NULL, *format = NULL;
+    size_t nids = 0;
+    int rc = -1;
+    memset(&req, 0, sizeof req);
+    if (http_body_json(r, true, &body, err) < 0)
+        return -1;
+    if (str_list(body, "session_ids", false, &ids, &nids, err) < 0 ||
+        http_field_str(body, "session_id", NULL, false, &one, err) < 0 ||
+        http_field_bool(body, "include_archived", NULL, false, &req.include_archived, err) < 0 ||
+        str_list(body, "status", true, &req.statuses, &req.n_statuses, err) < 0 ||
+        http_field_str(body, "updated_after", NULL, false, &req.updated_after, err) < 0 ||
+        http_field_str(body, "updated_before", NULL, false, &req.updated_before, err) < 0 ||
+        http_field_str(body, "output_dir", NULL, false, &req.output_dir, err) < 0 ||
+        http_field_str(body, "format", NULL, false, &format, err) < 0 ||
+        http_field_bool(body, "download", NULL, false, &req.download, err) < 0)
+        goto out;
+    if (format && strcmp(format, "dir") != 0 && strcmp(format, "tar.gz") != 0) {
+        svc_err_setp(err, SVC_E_INVALID_FIELD, "format", "format must be \"dir\" or \"tar.gz\"");
+        goto out;
+    }
+    req.tar = format && strcmp(format, "tar.gz") == 0;
+    if (one) { /* session_id and session_ids name one selection together */
+        const char **all = realloc(ids, (nids + 1) * sizeof *all);
+        if (!all) {
+            svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            goto out;
+        }
+        ids = all;
+        ids[nids++] = one;
+    }
+    req.session_ids = ids;
+    req.n_session_ids = nids;
+    if (nids == 0 && json_object_object_get_ex(body, "session_ids", NULL) &&
+        json_object_array_length(json_object_object_get(body, "session_ids")) == 0 && !one) {
+        svc_err_setp(err, SVC_E_INVALID_FIELD, "session_ids",
+                     "session_ids is empty; leave it out to export by filters");
+        goto out;
+    }
+    if (svc_export_prepare(r->cfg, &req, &ex, err) < 0)
+        goto out;
+    if (req.download) {
+        char disp[160];
+        snprintf(disp, sizeof disp, "attachment; filename=\"%s.tar.gz\"", svc_export_id(ex));
+        http_set_header(r, "Content-Disposition", disp);
+        http_set_header(r, "Cache-Control", "no-store");
+        if (http_stream_begin(r, "application/gzip") < 0) {
+            rc = 0; /* the client is gone: nothing more to say */
+            goto out;
+        }
+        /* a failure now can only cut the stream short: gzip's trailer is then missing,
+         * so the client sees a truncated archive, never a complete-looking one */
+        rc = svc_export_stream(ex, stream_out, r, NULL, err) == 0 ? 0 : -1;
+        goto out;
+    }
+    if (svc_export_write(ex, NULL, &res, err) < 0)
+        goto out;
+    http_send_json(r, 200, res);
+    rc = 0;
+out:
+    json_object_put(res);
+    svc_export_free(ex);
+    free(ids);
+    free(req.statuses);
+    json_object_put(body);
+    return rc;
+}

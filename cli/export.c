@@ -1,0 +1,196 @@
+/* export: `svc export` and `svc import` (SPEC 5, 7). A progress bar (sessions done / total,
+ * bytes) on stdout when it is a terminal, nothing of it otherwise; counts at the end; every
+ * warning, skipped or failed session on stderr. Exit codes: 0 ok, 1 failure (an import with
+ * any failed session included), 2 usage. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bundle.h"
+#include "cmds.h"
+#include "import.h"
+#include "jsonx.h"
+#include "util.h"
+
+static int usage(const char *why)
+{
+    fprintf(stderr, "svc: %s\n", why);
+    fputs("usage: svc export [--session ID]... [--include-archived] [--status S]... "
+          "[--since TIME] [--out DIR] [--tar]\n"
+          "       svc import BUNDLE [--overwrite] [--dry-run]\n",
+          stderr);
+    return 2;
+}
+
+static int fail(const struct svc_err *err)
+{
+    fprintf(stderr, "svc: %s: %s\n", svc_err_name(err->code), err->message);
+    return 1;
+}
+
+static void human(uint64_t n, char *out, size_t outsz)
+{
+    if (n < 1024)
+        snprintf(out, outsz, "%llu B", (unsigned long long)n);
+    else if (n < 1024 * 1024)
+        snprintf(out, outsz, "%.1f KB", n / 1024.0);
+    else if (n < 1024ULL * 1024 * 1024)
+        snprintf(out, outsz, "%.1f MB", n / 1048576.0);
+    else
+        snprintf(out, outsz, "%.2f GB", n / 1073741824.0);
+}
+
+struct bar {
+    const char *what;
+    double last;
+    bool shown;
+};
+
+/* At most ten redraws a second, and the last one. */
+static void bar_draw(void *ctx, size_t done, size_t total, uint64_t bytes)
+{
+    struct bar *b = ctx;
+    double now = svc_time_monotonic();
+    if (done < total && now - b->last < 0.1)
+        return;
+    b->last = now;
+    int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
+    char hb[32];
+    human(bytes, hb, sizeof hb);
+    printf("\r%s [", b->what);
+    for (int i = 0; i < width; i++)
+        putchar(i < fill ? '#' : '.');
+    printf("] %zu/%zu sessions, %s   ", done, total, hb);
+    fflush(stdout);
+    b->shown = true;
+}
+
+static void bar_end(struct bar *b)
+{
+    if (b->shown) {
+        printf("\r\033[K");
+        fflush(stdout);
+    }
+}
+
+int cmd_export(struct svc_config *cfg, int argc, char **argv)
+{
+    struct svc_export_request req;
+    memset(&req, 0, sizeof req);
+    const char **ids = calloc((size_t)argc + 1, sizeof *ids);
+    const char **sts = calloc((size_t)argc + 1, sizeof *sts);
+    if (!ids || !sts) {
+        free(ids);
+        free(sts);
+        fputs("svc: out of memory\n", stderr);
+        return 1;
+    }
+    req.session_ids = ids;
+    req.statuses = sts;
+    req.output_dir_trusted = true;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (strcmp(a, "--session") == 0 && has)
+            ids[req.n_session_ids++] = argv[++i];
+        else if (strcmp(a, "--status") == 0 && has)
+            sts[req.n_statuses++] = argv[++i];
+        else if (strcmp(a, "--since") == 0 && has)
+            req.updated_after = argv[++i];
+        else if (strcmp(a, "--out") == 0 && has)
+            req.output_dir = argv[++i];
+        else if (strcmp(a, "--include-archived") == 0)
+            req.include_archived = true;
+        else if (strcmp(a, "--tar") == 0)
+            req.tar = true;
+        else {
+            free(ids);
+            free(sts);
+            return usage("unknown option for export");
+        }
+    }
+    struct svc_err err;
+    struct svc_export *ex = NULL;
+    json_object *res = NULL;
+    int rc = svc_export_prepare(cfg, &req, &ex, &err);
+    free(ids);
+    free(sts);
+    if (rc != 0)
+        return fail(&err);
+    struct bar b = {.what = "export"};
+    struct svc_export_progress pg = {bar_draw, &b};
+    rc = svc_export_write(ex, isatty(STDOUT_FILENO) ? &pg : NULL, &res, &err);
+    bar_end(&b);
+    svc_export_free(ex);
+    if (rc != 0)
+        return fail(&err);
+    json_object *warnings = svc_json_arr(res, "warnings");
+    for (size_t i = 0; warnings && i < json_object_array_length(warnings); i++) {
+        json_object *w = json_object_array_get_idx(warnings, i);
+        fprintf(stderr, "svc: warning: session %s: %s: %s\n", svc_json_str(w, "session_id", "?"),
+                svc_json_str(w, "file", "?"), svc_json_str(w, "message", "?"));
+    }
+    const char *where = svc_json_str(res, "export_dir", NULL);
+    if (!where)
+        where = svc_json_str(res, "export_file", "?");
+    char hb[32];
+    human((uint64_t)svc_json_int(res, "bytes", 0), hb, sizeof hb);
+    printf("exported %lld sessions, %lld messages, %s, %zu warnings: %s\n",
+           (long long)svc_json_int(res, "session_count", 0),
+           (long long)svc_json_int(res, "message_count", 0), hb,
+           warnings ? json_object_array_length(warnings) : 0, where);
+    json_object_put(res);
+    return 0;
+}
+
+int cmd_import(struct svc_config *cfg, int argc, char **argv)
+{
+    struct svc_import_options opt;
+    memset(&opt, 0, sizeof opt);
+    const char *bundle = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--overwrite") == 0)
+            opt.overwrite = true;
+        else if (strcmp(argv[i], "--dry-run") == 0)
+            opt.dry_run = true;
+        else if (argv[i][0] == '-' || bundle)
+            return usage("import takes one BUNDLE and --overwrite, --dry-run");
+        else
+            bundle = argv[i];
+    }
+    if (!bundle)
+        return usage("import needs a BUNDLE (a directory or a .tar.gz)");
+    struct bar b = {.what = "import"};
+    if (isatty(STDOUT_FILENO)) {
+        opt.progress.fn = bar_draw;
+        opt.progress.ctx = &b;
+    }
+    struct svc_err err;
+    json_object *rep = NULL;
+    int rc = svc_import(cfg, bundle, &opt, &rep, &err);
+    bar_end(&b);
+    if (rc != 0)
+        return fail(&err);
+    const char *note = svc_json_str(rep, "note", NULL);
+    if (note)
+        fprintf(stderr, "svc: note: %s\n", note);
+    static const char *kinds[2] = {"skipped", "failed"};
+    for (int k = 0; k < 2; k++) {
+        json_object *a = svc_json_arr(rep, kinds[k]);
+        for (size_t i = 0; a && i < json_object_array_length(a); i++) {
+            json_object *e = json_object_array_get_idx(a, i);
+            fprintf(stderr, "svc: %s %s: %s\n", kinds[k], svc_json_str(e, "session_id", "?"),
+                    svc_json_str(e, "reason", "?"));
+        }
+    }
+    json_object *imp = svc_json_arr(rep, "imported");
+    json_object *sk = svc_json_arr(rep, "skipped");
+    json_object *fl = svc_json_arr(rep, "failed");
+    size_t nf = fl ? json_object_array_length(fl) : 0;
+    printf("%s %zu sessions, skipped %zu, failed %zu (bundle %s)\n",
+           opt.dry_run ? "would import" : "imported", imp ? json_object_array_length(imp) : 0,
+           sk ? json_object_array_length(sk) : 0, nf, svc_json_str(rep, "export_id", "?"));
+    json_object_put(rep);
+    return nf ? 1 : 0;
+}

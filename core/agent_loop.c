@@ -1,0 +1,375 @@
+/* agent_loop: the agent loop of a run (SPEC 3 step 3): the sliding window, the model
+ * request built from it, model calls, tool calls and the run's events. Its state and
+ * contract are in runstate.h; the lifecycle around it is run.c. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonx.h"
+#include "memory.h"
+#include "model.h"
+#include "openai.h"
+#include "runstate.h"
+#include "tools.h"
+#include "util.h"
+
+/* ---- events ---- */
+
+json_object *svc_loop_event_new(struct svc_run *run, const char *type)
+{
+    char now[SVC_TIME_LEN];
+    json_object *ev = json_object_new_object();
+    svc_json_set_str(ev, "type", type);
+    svc_json_set_str(ev, "run_id", run->run_id);
+    svc_json_set_int(ev, "seq", ++run->seq);
+    svc_json_set_str(ev, "session_id", run->sess.sid);
+    svc_json_set_str(ev, "schema_version", "2.0");
+    svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
+    return ev;
+}
+
+/* Record the event, hand it to the sink; returns nonzero when the sink wants to cancel. */
+int svc_loop_event_emit(struct svc_run *run, json_object *ev)
+{
+    json_object_array_add(run->events, ev);
+    if (run->sink && run->sink->on_event && run->sink->on_event(run->sink->ctx, ev)) {
+        run->cancel = run->cancel ? run->cancel : 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- cancellation ---- */
+
+static int loop_should_cancel(void *ctx)
+{
+    struct svc_run *run = ctx;
+    if (run->cancel)
+        return 1;
+    if (run->sink && run->sink->should_cancel && run->sink->should_cancel(run->sink->ctx))
+        run->cancel = 1;
+    else if (run->cfg->server.run_timeout_s > 0 &&
+             svc_time_monotonic() - run->started_mono > run->cfg->server.run_timeout_s)
+        run->cancel = 2;
+    return run->cancel != 0;
+}
+
+static int loop_on_idle(void *ctx)
+{
+    struct svc_run *run = ctx;
+    if (run->sink && run->sink->on_idle && run->sink->on_idle(run->sink->ctx))
+        run->cancel = run->cancel ? run->cancel : 1;
+    return loop_should_cancel(run);
+}
+
+static int loop_on_delta(void *ctx, const char *text)
+{
+    struct svc_run *run = ctx;
+    svc_buf_adds(&run->content, text);
+    json_object *ev = svc_loop_event_new(run, "delta");
+    svc_json_set_str(ev, "text", text);
+    if (svc_loop_event_emit(run, ev))
+        return 1;
+    return loop_should_cancel(run);
+}
+
+static void loop_on_retry(void *ctx, int attempt, int max_attempts, const char *text)
+{
+    struct svc_run *run = ctx;
+    json_object *ev = svc_loop_event_new(run, "retry");
+    svc_json_set_int(ev, "attempt", attempt);
+    svc_json_set_int(ev, "max_attempts", max_attempts);
+    svc_json_set_str(ev, "text", text);
+    svc_loop_event_emit(run, ev);
+}
+
+/* ---- helpers ---- */
+
+static bool msg_has_block(json_object *msg, const char *key)
+{
+    json_object *c = svc_json_arr(msg, "content");
+    size_t n = c ? json_object_array_length(c) : 0;
+    for (size_t i = 0; i < n; i++)
+        if (svc_json_obj(json_object_array_get_idx(c, i), key))
+            return true;
+    return false;
+}
+
+json_object *svc_loop_user_message(const char *text)
+{
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", "user");
+    json_object *c = json_object_new_array();
+    json_object *b = json_object_new_object();
+    svc_json_set_str(b, "text", text);
+    json_object_array_add(c, b);
+    svc_json_set(m, "content", c);
+    return m;
+}
+
+static bool window_start_ok(json_object *msgs, size_t i)
+{
+    json_object *m = json_object_array_get_idx(msgs, i);
+    return strcmp(svc_json_str(m, "role", ""), "assistant") != 0 && !msg_has_block(m, "toolResult");
+}
+
+/* Slide the window so that at most window_size messages stay, starting at a user message
+ * that is not a tool result. Emits context_compacted when it moved. */
+static void loop_apply_window(struct svc_run *run)
+{
+    size_t count = json_object_array_length(run->msgs);
+    size_t win = (size_t)run->cfg->agent.window_size;
+    if (count <= win)
+        return;
+    /* the first valid start at or after count - win; failing that, the nearest one before
+     * it (a window a little larger than asked beats one that starts mid tool exchange) */
+    size_t trim = count - win;
+    while (trim < count && !window_start_ok(run->msgs, trim))
+        trim++;
+    if (trim == count) {
+        trim = count - win;
+        while (trim > 0 && !window_start_ok(run->msgs, trim))
+            trim--;
+    }
+    if (trim == 0)
+        return;
+    json_object_array_del_idx(run->msgs, 0, trim);
+    run->removed += (int64_t)trim;
+    json_object *ev = svc_loop_event_new(run, "context_compacted");
+    svc_json_set_int(ev, "removed_message_count", run->removed);
+    svc_loop_event_emit(run, ev);
+}
+
+/* The messages the model is given: the window without a leading orphan toolResult, and with
+ * a synthetic error result after any toolUse that has none. New reference. */
+static json_object *loop_model_request(struct svc_run *run)
+{
+    json_object *req = json_object_new_array();
+    size_t n = json_object_array_length(run->msgs), start = 0;
+    while (start < n && msg_has_block(json_object_array_get_idx(run->msgs, start), "toolResult"))
+        start++;
+    for (size_t i = start; i < n; i++) {
+        json_object *m = json_object_array_get_idx(run->msgs, i);
+        json_object_array_add(req, json_object_get(m));
+        if (strcmp(svc_json_str(m, "role", ""), "assistant") != 0 || !msg_has_block(m, "toolUse"))
+            continue;
+        json_object *next = i + 1 < n ? json_object_array_get_idx(run->msgs, i + 1) : NULL;
+        if (next && msg_has_block(next, "toolResult"))
+            continue;
+        if (i + 1 == n)
+            continue; /* the tool calls of this very run are about to be answered */
+        json_object *res = json_object_new_object();
+        svc_json_set_str(res, "role", "user");
+        json_object *content = json_object_new_array();
+        json_object *c = svc_json_arr(m, "content");
+        for (size_t k = 0; k < json_object_array_length(c); k++) {
+            json_object *tu = svc_json_obj(json_object_array_get_idx(c, k), "toolUse");
+            if (!tu)
+                continue;
+            json_object *tr = json_object_new_object();
+            svc_json_set_str(tr, "toolUseId", svc_json_str(tu, "toolUseId", ""));
+            svc_json_set_str(tr, "status", "error");
+            json_object *items = json_object_new_array();
+            json_object *t = json_object_new_object();
+            svc_json_set_str(t, "text", "Tool call was interrupted; no result is available.");
+            json_object_array_add(items, t);
+            svc_json_set(tr, "content", items);
+            json_object *blk = json_object_new_object();
+            svc_json_set(blk, "toolResult", tr);
+            json_object_array_add(content, blk);
+        }
+        svc_json_set(res, "content", content);
+        json_object_array_add(req, res);
+    }
+    return req;
+}
+
+json_object *svc_loop_token_state(struct svc_run *run, json_object *prev)
+{
+    json_object *ts = json_object_new_object();
+    int64_t total = run->prompt_tokens + run->completion_tokens;
+    svc_json_set_int(ts, "last_prompt_tokens", run->prompt_tokens);
+    svc_json_set_int(ts, "last_completion_tokens", run->completion_tokens);
+    svc_json_set_int(ts, "last_total_tokens", total);
+    svc_json_set_int(ts, "cumulative_prompt_tokens",
+                     svc_json_int(prev, "cumulative_prompt_tokens", 0) + run->prompt_tokens);
+    svc_json_set_int(ts, "cumulative_completion_tokens",
+                     svc_json_int(prev, "cumulative_completion_tokens", 0) +
+                         run->completion_tokens);
+    svc_json_set_int(ts, "cumulative_total_tokens",
+                     svc_json_int(prev, "cumulative_total_tokens", 0) + total);
+    int64_t cw = run->cfg->model.context_window;
+    svc_json_set_int(ts, "model_context_window", cw);
+    double ratio = cw > 0 ? (double)run->prompt_tokens / (double)cw : 0.0;
+    svc_json_set(ts, "utilization_ratio", json_object_new_double(ratio));
+    svc_json_set_int(ts, "loop_count", run->loop_count);
+    svc_json_set_int(ts, "removed_message_count", run->removed);
+    return ts;
+}
+
+/* ---- the agent loop ---- */
+
+static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_err *err)
+{
+    json_object *content = json_object_new_array();
+    size_t n = json_object_array_length(tool_uses);
+    for (size_t i = 0; i < n; i++) {
+        json_object *tu = json_object_array_get_idx(tool_uses, i);
+        const char *id = svc_json_str(tu, "toolUseId", "");
+        const char *name = svc_json_str(tu, "name", "");
+        json_object *input = NULL;
+        json_object_object_get_ex(tu, "input", &input);
+        json_object *ev = svc_loop_event_new(run, "tool_start");
+        svc_json_set_str(ev, "call_id", id);
+        svc_json_set_str(ev, "tool", name);
+        svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
+        svc_loop_event_emit(run, ev);
+        struct svc_tool_result res;
+        svc_tools_call_cancel(run->cfg, name, input, loop_should_cancel, run, &res);
+        run->tool_steps++;
+        ev = svc_loop_event_new(run, "tool_result");
+        svc_json_set_str(ev, "call_id", id);
+        svc_json_set_str(ev, "tool", name);
+        svc_json_set_bool(ev, "ok", res.ok);
+        svc_json_set_str(ev, "content", res.ok ? res.content : NULL);
+        svc_json_set_str(ev, "error", res.ok ? NULL : res.content);
+        svc_json_set_int(ev, "latency_ms", res.latency_ms);
+        svc_json_set_bool(ev, "truncated", res.truncated);
+        svc_loop_event_emit(run, ev);
+        json_object *tr = json_object_new_object();
+        svc_json_set_str(tr, "call_id", id);
+        svc_json_set_str(tr, "tool", name);
+        svc_json_set(tr, "arguments", input ? svc_json_copy(input) : json_object_new_object());
+        svc_json_set_bool(tr, "ok", res.ok);
+        svc_json_set_int(tr, "latency_ms", res.latency_ms);
+        svc_json_set_bool(tr, "truncated", res.truncated);
+        svc_json_set_str(tr, "error", res.ok ? NULL : res.content);
+        json_object_array_add(run->tool_trace, tr);
+        json_object *trb = json_object_new_object();
+        svc_json_set_str(trb, "toolUseId", id);
+        svc_json_set_str(trb, "status", res.ok ? "success" : "error");
+        json_object *items = json_object_new_array();
+        json_object *t = json_object_new_object();
+        svc_json_set_str(t, "text", res.content ? res.content : "");
+        json_object_array_add(items, t);
+        svc_json_set(trb, "content", items);
+        json_object *blk = json_object_new_object();
+        svc_json_set(blk, "toolResult", trb);
+        json_object_array_add(content, blk);
+        svc_tool_result_free(&res);
+    }
+    json_object *msg = json_object_new_object();
+    svc_json_set_str(msg, "role", "user");
+    svc_json_set(msg, "content", content);
+    int rc = svc_run_store_message(run, msg, true, err);
+    json_object_put(msg);
+    return rc;
+}
+
+int svc_loop_run(struct svc_run *run, struct svc_err *err)
+{
+    json_object *tools = svc_tools_spec(run->cfg);
+    char *recall_prompt = svc_memory_system_prompt(run->cfg, run->sess.sid); /* memory.recall */
+    int rc = -1;
+    for (int iter = 0;; iter++) {
+        if (iter > run->cfg->agent.max_tool_iterations) {
+            svc_err_set(err, SVC_E_TOOL_LOOP, "the model kept calling tools past %d iterations",
+                        run->cfg->agent.max_tool_iterations);
+            break;
+        }
+        if (loop_should_cancel(run)) {
+            svc_err_set(err, run->cancel == 2 ? SVC_E_RUN_TIMEOUT : SVC_E_CANCELLED,
+                        run->cancel == 2 ? "the run took longer than run_timeout_s"
+                                         : "run cancelled");
+            break;
+        }
+        loop_apply_window(run);
+        json_object *ev = svc_loop_event_new(run, "phase");
+        svc_json_set_str(ev, "phase", "model");
+        svc_loop_event_emit(run, ev);
+        json_object *req = loop_model_request(run);
+        struct svc_model_call call = {
+            .cfg = run->cfg,
+            .system_prompt = recall_prompt ? recall_prompt : run->cfg->model.system_prompt,
+            .messages = req,
+            .tools = tools,
+            .on_delta = loop_on_delta,
+            .should_cancel = loop_should_cancel,
+            .on_idle = loop_on_idle,
+            .on_retry = loop_on_retry,
+            .ctx = run,
+        };
+        struct svc_model_reply reply;
+        int mrc = svc_model_invoke(&call, &reply, err);
+        json_object_put(req);
+        if (mrc != 0) {
+            run->prompt_tokens += reply.prompt_tokens; /* a cancelled call's estimate, else 0 */
+            run->completion_tokens += reply.completion_tokens;
+            if (err && err->code == SVC_E_CANCELLED && run->cancel == 2)
+                svc_err_set(err, SVC_E_RUN_TIMEOUT, "the run took longer than run_timeout_s");
+            break;
+        }
+        run->loop_count++;
+        run->prompt_tokens += reply.prompt_tokens;
+        run->completion_tokens += reply.completion_tokens;
+        snprintf(run->finish_reason, sizeof run->finish_reason, "%s", reply.finish_reason);
+        /* the assistant message, as produced */
+        json_object *msg = json_object_new_object();
+        svc_json_set_str(msg, "role", "assistant");
+        json_object *content = json_object_new_array();
+        if (reply.text && *reply.text) {
+            json_object *b = json_object_new_object();
+            svc_json_set_str(b, "text", reply.text);
+            json_object_array_add(content, b);
+        }
+        size_t ntu = json_object_array_length(reply.tool_uses);
+        for (size_t i = 0; i < ntu; i++) {
+            json_object *b = json_object_new_object();
+            svc_json_set(b, "toolUse",
+                         svc_json_copy(json_object_array_get_idx(reply.tool_uses, i)));
+            json_object_array_add(content, b);
+        }
+        svc_json_set(msg, "content", content);
+        json_object *meta = json_object_new_object();
+        json_object *usage = json_object_new_object();
+        svc_json_set_int(usage, "inputTokens", reply.prompt_tokens);
+        svc_json_set_int(usage, "outputTokens", reply.completion_tokens);
+        svc_json_set_int(usage, "totalTokens", reply.prompt_tokens + reply.completion_tokens);
+        svc_json_set(meta, "usage", usage);
+        json_object *metrics = json_object_new_object();
+        svc_json_set_int(metrics, "latencyMs", reply.latency_ms);
+        svc_json_set(meta, "metrics", metrics);
+        svc_json_set(msg, "metadata", meta);
+        int src = svc_run_store_message(run, msg, true, err);
+        if (src == 0 && ntu > 0) {
+            json_object *proj = svc_openai_project(msg);
+            json_object *tcs = svc_json_arr(json_object_array_get_idx(proj, 0), "tool_calls");
+            for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++)
+                json_object_array_add(run->tool_calls,
+                                      json_object_get(json_object_array_get_idx(tcs, i)));
+            json_object_put(proj);
+        }
+        json_object_put(msg);
+        if (src != 0) {
+            svc_model_reply_free(&reply);
+            break;
+        }
+        ev = svc_loop_event_new(run, "token_usage");
+        json_object *ts = svc_loop_token_state(run, run->prev_tokens); /* the session's */
+        svc_json_merge(ev, ts);
+        json_object_put(ts);
+        svc_loop_event_emit(run, ev);
+        if (ntu == 0) {
+            svc_model_reply_free(&reply);
+            rc = 0;
+            break;
+        }
+        int trc = loop_tools(run, reply.tool_uses, err);
+        svc_model_reply_free(&reply);
+        if (trc != 0)
+            break;
+    }
+    json_object_put(tools);
+    free(recall_prompt);
+    return rc;
+}

@@ -1,0 +1,848 @@
+/* bundle: export (SPEC 5). See bundle.h. Here: the selection, the destination, and the parts
+ * made of each session; a session is read by snapshot.c, rendered as Markdown by
+ * transcript.c, and the files go out through bundle_out.c. */
+#include "bundle.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bundle_out.h"
+#include "fsio.h"
+#include "jsonx.h"
+#include "query.h"
+#include "snapshot.h"
+#include "store.h"
+#include "transcript.h"
+#include "util.h"
+
+struct svc_export {
+    const struct svc_config *cfg;
+    struct svc_store st;
+    char **sids;
+    size_t nsids;
+    char *dest; /* resolved destination directory (NULL for a download) */
+    bool tar;
+    char id[64]; /* chat-export-YYYYMMDDTHHMMSSZ-xxxxxx */
+    char created_at[SVC_TIME_LEN];
+    json_object *selection;
+};
+
+const char *svc_export_id(const struct svc_export *ex)
+{
+    return ex->id;
+}
+
+size_t svc_export_session_total(const struct svc_export *ex)
+{
+    return ex->nsids;
+}
+
+void svc_export_free(struct svc_export *ex)
+{
+    if (!ex)
+        return;
+    for (size_t i = 0; i < ex->nsids; i++)
+        free(ex->sids[i]);
+    free(ex->sids);
+    free(ex->dest);
+    json_object_put(ex->selection);
+    free(ex);
+}
+
+/* ---- selection ---- */
+
+static int add_sid(struct svc_export *ex, const char *sid, size_t *cap)
+{
+    if (ex->nsids == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        char **nv = realloc(ex->sids, nc * sizeof *nv);
+        if (!nv)
+            return -1;
+        ex->sids = nv;
+        *cap = nc;
+    }
+    ex->sids[ex->nsids] = strdup(sid);
+    if (!ex->sids[ex->nsids])
+        return -1;
+    ex->nsids++;
+    return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool status_ok(const char *s)
+{
+    static const char *ok[] = {"running", "idle", "error", "cancelled"};
+    for (size_t i = 0; i < 4; i++)
+        if (strcmp(s, ok[i]) == 0)
+            return true;
+    return false;
+}
+
+static int select_named(struct svc_export *ex, const struct svc_export_request *req,
+                        struct svc_err *err)
+{
+    size_t cap = 0;
+    struct svc_buf missing;
+    svc_buf_init(&missing);
+    size_t nmissing = 0;
+    for (size_t i = 0; i < req->n_session_ids; i++) {
+        const char *sid = req->session_ids[i];
+        if (svc_id_check(sid, err) != 0) {
+            svc_buf_free(&missing);
+            return -1;
+        }
+        bool dup = false;
+        for (size_t k = 0; k < ex->nsids && !dup; k++)
+            dup = strcmp(ex->sids[k], sid) == 0;
+        if (dup)
+            continue;
+        if (!svc_store_session_exists(&ex->st, sid)) {
+            svc_buf_printf(&missing, "%s%s", nmissing++ ? ", " : "", sid);
+            continue;
+        }
+        if (add_sid(ex, sid, &cap) != 0) {
+            svc_buf_free(&missing);
+            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        }
+    }
+    if (nmissing) {
+        svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session%s not found: %.400s",
+                    nmissing > 1 ? "s" : "", missing.data ? missing.data : "");
+        svc_buf_free(&missing);
+        return -1;
+    }
+    svc_buf_free(&missing);
+    return 0;
+}
+
+/* Every session of the listing index that matches the filters. */
+static int select_filtered(struct svc_export *ex, const struct svc_export_request *req,
+                           double after, double before, struct svc_err *err)
+{
+    size_t cap = 0;
+    char *cursor = NULL;
+    int rc = -1;
+    for (;;) {
+        struct svc_list_query q = {.limit = 100, .cursor = cursor, .include_archived = true};
+        json_object *page = NULL;
+        if (svc_sessions_list(ex->cfg, &q, &page, err) != 0)
+            goto out;
+        json_object *list = svc_json_arr(page, "sessions");
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+            /* the list's rows are raw JSON nodes: read them as JSON text */
+            const char *txt = json_object_get_string(json_object_array_get_idx(list, i));
+            json_object *s = NULL;
+            if (!txt || svc_json_parse(txt, strlen(txt), &s, NULL) != 0)
+                continue;
+            const char *sid = svc_json_str(s, "session_id", "");
+            bool keep = svc_id_valid(sid);
+            if (keep && !req->include_archived && svc_json_bool(s, "archived", false))
+                keep = false;
+            if (keep && req->n_statuses) {
+                bool hit = false;
+                for (size_t k = 0; k < req->n_statuses && !hit; k++)
+                    hit = strcmp(svc_json_str(s, "status", "idle"), req->statuses[k]) == 0;
+                keep = hit;
+            }
+            double t = 0;
+            if (keep && (req->updated_after || req->updated_before) &&
+                svc_time_parse_iso(svc_json_str(s, "updated_at", ""), &t) != 0)
+                keep = false;
+            if (keep && req->updated_after && !(t > after))
+                keep = false;
+            if (keep && req->updated_before && !(t < before))
+                keep = false;
+            if (keep && add_sid(ex, sid, &cap) != 0) {
+                json_object_put(s);
+                json_object_put(page);
+                svc_err_set(err, SVC_E_NOMEM, "out of memory");
+                goto out;
+            }
+            json_object_put(s);
+        }
+        const char *next = svc_json_str(page, "next_cursor", NULL);
+        free(cursor);
+        cursor = next ? strdup(next) : NULL;
+        json_object_put(page);
+        if (!cursor)
+            break;
+    }
+    rc = 0;
+out:
+    free(cursor);
+    return rc;
+}
+
+/* ---- destination ---- */
+
+/* Resolve a path that may not exist yet: the longest existing ancestor through realpath,
+ * then the missing components, which may not be "." or "..". Heap result or NULL. */
+static char *resolve_dest(const char *path)
+{
+    if (!path || path[0] != '/')
+        return NULL;
+    char *work = strdup(path);
+    if (!work)
+        return NULL;
+    size_t n = strlen(work);
+    while (n > 1 && work[n - 1] == '/')
+        work[--n] = '\0';
+    char *rest = NULL; /* points into work after the existing part */
+    char *real = NULL;
+    for (;;) {
+        real = realpath(work, NULL);
+        if (real)
+            break;
+        if (errno != ENOENT && errno != ENOTDIR)
+            goto fail;
+        char *slash = strrchr(work, '/');
+        if (!slash)
+            goto fail;
+        if (rest)
+            rest[-1] = '/';
+        rest = slash + 1;
+        if (slash == work) {
+            real = strdup("/");
+            *slash = '\0';
+            break;
+        }
+        *slash = '\0';
+    }
+    if (!rest) {
+        free(work);
+        return real;
+    }
+    /* work now holds the existing part, NUL, then the rest with its slashes */
+    for (char *c = rest; *c;) {
+        char *e = strchr(c, '/');
+        size_t len = e ? (size_t)(e - c) : strlen(c);
+        if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+            goto fail;
+        c += len;
+        if (*c == '/')
+            c++;
+    }
+    char *full = NULL;
+    if (asprintf(&full, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest) < 0)
+        full = NULL;
+    free(real);
+    free(work);
+    return full;
+fail:
+    free(real);
+    free(work);
+    return NULL;
+}
+
+static bool inside(const char *path, const char *dir)
+{
+    size_t n = strlen(dir);
+    if (strcmp(dir, "/") == 0)
+        return true;
+    return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static int check_dest(struct svc_export *ex, const struct svc_export_request *req,
+                      struct svc_err *err)
+{
+    const struct svc_config *cfg = ex->cfg;
+    char *want = svc_path_expand(
+        req->output_dir && *req->output_dir ? req->output_dir : cfg->sessions.export_default_dir);
+    if (!want)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    char *dest = resolve_dest(want);
+    bool ok = dest != NULL && req->output_dir_trusted;
+    for (size_t i = 0; dest && !ok; i++) {
+        const char *allowed =
+            i == 0 ? cfg->sessions.export_default_dir : cfg->sessions.export_allowed_dirs[i - 1];
+        if (!allowed)
+            break;
+        char *ra = resolve_dest(allowed);
+        ok = ra && inside(dest, ra);
+        free(ra);
+    }
+    if (!ok) {
+        free(dest);
+        svc_err_setp(err, SVC_E_EXPORT_DIR_FORBIDDEN, "output_dir",
+                     "output_dir must lie inside export_default_dir or one of "
+                     "export_allowed_dirs (after symbolic links)");
+        free(want);
+        return -1;
+    }
+    free(want);
+    ex->dest = dest;
+    return 0;
+}
+
+int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_request *req,
+                       struct svc_export **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (!cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    double after = 0, before = 0;
+    if (req->updated_after && svc_time_parse_iso(req->updated_after, &after) != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "updated_after",
+                            "updated_after must be an ISO 8601 time");
+    if (req->updated_before && svc_time_parse_iso(req->updated_before, &before) != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "updated_before",
+                            "updated_before must be an ISO 8601 time");
+    for (size_t i = 0; i < req->n_statuses; i++)
+        if (!status_ok(req->statuses[i]))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, "status",
+                                "status must hold running, idle, error or cancelled");
+    struct svc_export *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    ex->cfg = cfg;
+    ex->st.root = cfg->sessions.root;
+    ex->st.agent_id = cfg->sessions.agent_id;
+    ex->st.durable = cfg->sessions.fsync;
+    ex->tar = req->tar || req->download;
+    if (req->n_session_ids ? select_named(ex, req, err) != 0
+                           : select_filtered(ex, req, after, before, err) != 0)
+        goto fail;
+    if (!req->download && check_dest(ex, req, err) != 0)
+        goto fail;
+    if (ex->nsids > 1)
+        qsort(ex->sids, ex->nsids, sizeof *ex->sids, cmp_str);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    char stamp[32], hex[7];
+    strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+    svc_random_hex(hex, 6);
+    snprintf(ex->id, sizeof ex->id, "chat-export-%s-%s", stamp, hex);
+    svc_time_now_iso(ex->created_at);
+    /* the selection as the manifest records it */
+    json_object *sel = json_object_new_object();
+    if (req->n_session_ids) {
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; i < ex->nsids; i++)
+            json_object_array_add(a, json_object_new_string(ex->sids[i]));
+        svc_json_set(sel, "session_ids", a);
+    } else {
+        svc_json_set_bool(sel, "include_archived", req->include_archived);
+        json_object *a = json_object_new_array();
+        for (size_t i = 0; i < req->n_statuses; i++)
+            json_object_array_add(a, json_object_new_string(req->statuses[i]));
+        svc_json_set(sel, "status", a);
+        svc_json_set_str(sel, "updated_after", req->updated_after);
+        svc_json_set_str(sel, "updated_before", req->updated_before);
+    }
+    ex->selection = sel;
+    *out = ex;
+    return 0;
+fail:
+    svc_export_free(ex);
+    return -1;
+}
+
+/* ---- the per-session parts ---- */
+
+static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
+                        int64_t *msgs, struct svc_err *err)
+{
+    char base[160];
+    snprintf(base, sizeof base, "native/session_%s", s->sid);
+    if (svc_bout_dir(o, base, o->now, err) != 0)
+        return -1;
+    /* native copy; messages of our agent in id order for the other files */
+    size_t nm = 0;
+    struct msg {
+        int64_t id;
+        const struct svc_snap_file *f;
+    } *mv = calloc(s->n ? s->n : 1, sizeof *mv);
+    if (!mv)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    size_t ml = strlen(s->msgdir);
+    int rc = -1;
+    for (size_t i = 0; i < s->n; i++) {
+        const struct svc_snap_file *f = &s->f[i];
+        char *rel = NULL;
+        if (asprintf(&rel, "%s/%s", base, f->rel) < 0) {
+            svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            goto out;
+        }
+        int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
+                        : svc_bout_dir(o, rel, f->mtime, err);
+        free(rel);
+        if (r != 0)
+            goto out;
+        if (f->data && strncmp(f->rel, s->msgdir, ml) == 0 && f->rel[ml] == '/' &&
+            strncmp(f->rel + ml + 1, "message_", 8) == 0) {
+            char *end;
+            long long id = strtoll(f->rel + ml + 9, &end, 10);
+            if (strcmp(end, ".json") == 0 && f->rel[ml + 9] >= '0' && f->rel[ml + 9] <= '9') {
+                mv[nm].id = id;
+                mv[nm].f = f;
+                nm++;
+            }
+        }
+    }
+    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in directory order */
+        for (size_t k = i; k > 0 && mv[k - 1].id > mv[k].id; k--) {
+            struct msg t = mv[k];
+            mv[k] = mv[k - 1];
+            mv[k - 1] = t;
+        }
+    /* check the other native JSON files, so that damage is named */
+    static const char *json_files[] = {"session.json", "svc_session.json", "svc_memory.json"};
+    for (size_t k = 0; k < 3; k++) {
+        const struct svc_snap_file *f = svc_snap_find(s, json_files[k]);
+        json_object *o2 = NULL;
+        if (f && svc_json_parse(f->data, f->len, &o2, NULL) != 0)
+            svc_snap_warn_native(s, json_files[k], "damaged: not valid JSON");
+        json_object_put(o2);
+    }
+    char agent_rel[200];
+    snprintf(agent_rel, sizeof agent_rel, "agents/agent_%s/agent.json", ex->st.agent_id);
+    const struct svc_snap_file *af = svc_snap_find(s, agent_rel);
+    json_object *ao = NULL;
+    if (af && svc_json_parse(af->data, af->len, &ao, NULL) != 0)
+        svc_snap_warn_native(s, agent_rel, "damaged: not valid JSON");
+    json_object_put(ao);
+    const struct svc_snap_file *tf = svc_snap_find(s, "svc_turns.jsonl");
+    if (tf) {
+        int torn = 0;
+        for (const char *p = tf->data; p < tf->data + tf->len;) {
+            const char *nl = memchr(p, '\n', (size_t)(tf->data + tf->len - p));
+            size_t n = nl ? (size_t)(nl - p) : (size_t)(tf->data + tf->len - p);
+            json_object *t = NULL;
+            if (n && svc_json_parse(p, n, &t, NULL) != 0)
+                torn++;
+            json_object_put(t);
+            p += n + 1;
+        }
+        if (torn) {
+            char m[80];
+            snprintf(m, sizeof m, "%d torn or undecodable line%s skipped by readers", torn,
+                     torn > 1 ? "s" : "");
+            svc_snap_warn_native(s, "svc_turns.jsonl", m);
+        }
+    }
+    /* messages.jsonl rows, the dataset row, the transcript */
+    json_object *dataset = json_object_new_array();
+    json_object *rows = json_object_new_array(); /* for the transcript */
+    for (size_t i = 0; i < nm; i++) {
+        json_object *rec = NULL;
+        if (svc_json_parse(mv[i].f->data, mv[i].f->len, &rec, NULL) != 0 ||
+            !svc_json_obj(rec, "message")) {
+            json_object_put(rec);
+            svc_snap_warn_native(s, mv[i].f->rel,
+                                 "damaged message file: not exported to messages.jsonl");
+            continue;
+        }
+        json_object *row = svc_message_row(rec, mv[i].id);
+        json_object_put(rec);
+        json_object *line = json_object_new_object();
+        svc_json_set_str(line, "session_id", s->sid);
+        svc_json_set_str(line, "agent_id", ex->st.agent_id);
+        svc_json_merge(line, row);
+        char *txt = svc_json_dump_compact(line);
+        json_object_put(line);
+        int w = txt ? svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err)
+                    : svc_err_set(err, SVC_E_NOMEM, "oom");
+        free(txt);
+        if (w != 0 || svc_bout_agg_write(o, SVC_BOUT_MESSAGES, "\n", 1, err) != 0) {
+            json_object_put(row);
+            json_object_put(dataset);
+            json_object_put(rows);
+            goto out;
+        }
+        json_object *proj = svc_json_arr(row, "openai_messages");
+        for (size_t k = 0; proj && k < json_object_array_length(proj); k++)
+            json_object_array_add(dataset, json_object_get(json_object_array_get_idx(proj, k)));
+        json_object_array_add(rows, row);
+    }
+    *msgs = (int64_t)json_object_array_length(rows);
+    svc_json_set_int(s->summary, "message_count", *msgs);
+    int w = 0;
+    if (json_object_array_length(dataset)) {
+        json_object *d = json_object_new_object();
+        svc_json_set(d, "messages", dataset);
+        char *txt = svc_json_dump_compact(d);
+        json_object_put(d);
+        w = txt ? svc_bout_agg_write(o, SVC_BOUT_DATASET, txt, strlen(txt), err)
+                : svc_err_set(err, SVC_E_NOMEM, "oom");
+        free(txt);
+        if (w == 0)
+            w = svc_bout_agg_write(o, SVC_BOUT_DATASET, "\n", 1, err);
+    } else {
+        json_object_put(dataset);
+    }
+    char *sum = w == 0 ? svc_json_dump_compact(s->summary) : NULL;
+    if (w == 0 && sum) {
+        w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, o->agg[SVC_BOUT_SESSIONS].n > 1 ? ",\n" : "\n",
+                               o->agg[SVC_BOUT_SESSIONS].n > 1 ? 2 : 1, err);
+        if (w == 0)
+            w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, sum, strlen(sum), err);
+    } else if (w == 0) {
+        w = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    free(sum);
+    char *md = w == 0 ? svc_transcript_markdown(s->sid, ex->st.agent_id, s->summary, rows) : NULL;
+    json_object_put(rows);
+    if (w != 0)
+        goto out;
+    if (!md) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    char trel[160];
+    snprintf(trel, sizeof trel, "transcripts/%s.md", s->sid);
+    w = svc_bout_file(o, trel, md, strlen(md), o->now, err);
+    free(md);
+    if (w != 0)
+        goto out;
+    rc = 0;
+out:
+    free(mv);
+    return rc;
+}
+
+/* manifest.json into a spool, returns its fd (the caller closes). */
+static int manifest_build(const struct svc_export *ex, struct svc_bout *o, int64_t msgs,
+                          json_object *warnings, struct svc_err *err)
+{
+    int fd = svc_bout_spool(o->spooldir, err);
+    if (fd < 0)
+        return -1;
+    FILE *f = fdopen(fd, "w+");
+    if (!f) {
+        close(fd);
+        return svc_err_errno(err, "manifest");
+    }
+    char done[SVC_TIME_LEN];
+    svc_time_now_iso(done);
+    json_object *head = json_object_new_object();
+    svc_json_set_str(head, "format", SVC_EXPORT_FORMAT);
+    svc_json_set_int(head, "format_version", SVC_EXPORT_FORMAT_VERSION);
+    svc_json_set_str(head, "export_id", ex->id);
+    svc_json_set_str(head, "created_at", ex->created_at);
+    svc_json_set_str(head, "completed_at", done);
+    svc_json_set_str(head, "generator", "svc " SVC_VERSION);
+    svc_json_set_str(head, "agent_id", ex->st.agent_id);
+    svc_json_set_int(head, "session_count", (int64_t)o->sessions);
+    svc_json_set_int(head, "message_count", msgs);
+    svc_json_set(head, "selection", json_object_get(ex->selection));
+    svc_json_set(head, "warnings", json_object_get(warnings));
+    char *txt = svc_json_dump_native(head);
+    json_object_put(head);
+    if (!txt) {
+        fclose(f);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    /* head without its closing brace, then "files" streamed from the spooled list */
+    size_t n = strlen(txt);
+    while (n > 0 && txt[n - 1] != '}')
+        n--;
+    n = n ? n - 1 : 0;
+    while (n > 0 && (txt[n - 1] == '\n' || txt[n - 1] == ' '))
+        n--;
+    fwrite(txt, 1, n, f);
+    free(txt);
+    fputs(",\n  \"files\": [", f);
+    rewind(o->list);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
+    bool first = true;
+    while ((got = getline(&line, &cap, o->list)) > 0) {
+        if (line[got - 1] == '\n')
+            line[--got] = '\0';
+        fprintf(f, "%s\n    %s", first ? "" : ",", line);
+        first = false;
+    }
+    free(line);
+    fputs(first ? "]\n}\n" : "\n  ]\n}\n", f);
+    fseek(o->list, 0, SEEK_END);
+    if (fflush(f) != 0 || ferror(f)) {
+        fclose(f);
+        return svc_err_errno(err, "manifest");
+    }
+    int dup_fd = dup(fileno(f));
+    fclose(f);
+    return dup_fd >= 0 ? dup_fd : svc_err_errno(err, "manifest");
+}
+
+static int copy_fd_to_file(int fd, const char *path, struct svc_err *err)
+{
+    int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (out < 0)
+        return svc_err_errno(err, "write manifest");
+    char buf[65536];
+    int rc = lseek(fd, 0, SEEK_SET) == 0 ? 0 : -1;
+    while (rc == 0) {
+        ssize_t got = read(fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            rc = got < 0 ? -1 : 0;
+            break;
+        }
+        rc = svc_bout_write_all(out, buf, (size_t)got);
+    }
+    if (close(out) != 0)
+        rc = -1;
+    return rc == 0 ? 0 : svc_err_errno(err, "write manifest");
+}
+
+static int manifest_sha(int fd, char *sha, uint64_t *bytes)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 || lseek(fd, 0, SEEK_SET) != 0) {
+        EVP_MD_CTX_free(md);
+        return -1;
+    }
+    char buf[65536];
+    *bytes = 0;
+    for (;;) {
+        ssize_t got = read(fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        EVP_DigestUpdate(md, buf, (size_t)got);
+        *bytes += (uint64_t)got;
+    }
+    unsigned char d[32];
+    EVP_DigestFinal_ex(md, d, NULL);
+    EVP_MD_CTX_free(md);
+    svc_bout_hex(d, sha);
+    return 0;
+}
+
+/* Write every part of the bundle into o; *msgs, *warnings for the answer. */
+static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_export_progress *pg,
+                   int64_t *msgs_out, json_object *warnings, struct svc_err *err)
+{
+    int64_t msgs = 0;
+    o->now = time(NULL);
+    o->top = json_object_new_array();
+    int lfd = svc_bout_spool(o->spooldir, err);
+    if (lfd < 0)
+        return -1;
+    o->list = fdopen(lfd, "w+");
+    if (!o->list) {
+        close(lfd);
+        return svc_err_errno(err, "spool");
+    }
+    if (o->tar) {
+        char top[sizeof o->prefix];
+        snprintf(top, sizeof top, "%.*s", (int)strlen(o->prefix) - 1, o->prefix);
+        if (svc_tarw_dir(o->tw, top, o->now, err) != 0)
+            return -1;
+    }
+    if (svc_bout_agg_open(o, err) != 0 || svc_bout_dir(o, "transcripts", o->now, err) != 0 ||
+        svc_bout_dir(o, "native", o->now, err) != 0)
+        return -1;
+    for (size_t i = 0; i < ex->nsids; i++) {
+        struct svc_snap s;
+        memset(&s, 0, sizeof s);
+        s.sid = ex->sids[i];
+        s.warnings = warnings;
+        struct svc_err serr;
+        int64_t m = 0;
+        if (svc_snap_take(ex->cfg, &s, &serr) != 0) {
+            /* gone or unreadable since the selection: named, the export goes on */
+            char file[160];
+            snprintf(file, sizeof file, "native/session_%s", s.sid);
+            svc_snap_warn(warnings, s.sid, file, serr.message);
+            svc_snap_free(&s);
+            continue;
+        }
+        int rc = emit_session(ex, o, &s, &m, err);
+        svc_snap_free(&s);
+        if (rc != 0)
+            return -1;
+        msgs += m;
+        o->sessions++;
+        if (pg && pg->fn)
+            pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
+    }
+    if (svc_bout_agg_close(o, err) != 0)
+        return -1;
+    int mfd = manifest_build(ex, o, msgs, warnings, err);
+    if (mfd < 0)
+        return -1;
+    int rc;
+    if (o->tar) {
+        rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
+    } else {
+        char *path = NULL;
+        rc = asprintf(&path, "%s/manifest.json", o->tmpdir) < 0
+                 ? svc_err_set(err, SVC_E_NOMEM, "out of memory")
+                 : copy_fd_to_file(mfd, path, err);
+        free(path);
+        char sha[65];
+        uint64_t bytes = 0;
+        if (rc == 0 && manifest_sha(mfd, sha, &bytes) == 0) {
+            json_object *e = json_object_new_object();
+            svc_json_set_str(e, "path", "manifest.json");
+            svc_json_set_int(e, "bytes", (int64_t)bytes);
+            svc_json_set_str(e, "sha256", sha);
+            json_object_array_add(o->top, e);
+            o->bytes += bytes;
+        }
+    }
+    close(mfd);
+    if (rc != 0)
+        return -1;
+    if (o->tar && svc_tarw_finish(o->tw, err) != 0)
+        return -1;
+    if (pg && pg->fn)
+        pg->fn(pg->ctx, ex->nsids, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
+    *msgs_out = msgs;
+    return 0;
+}
+
+/* ---- entry points ---- */
+
+struct fd_out {
+    int fd;
+};
+
+static int fd_write(void *ctx, const void *data, size_t len)
+{
+    return svc_bout_write_all(((struct fd_out *)ctx)->fd, data, len);
+}
+
+int svc_export_write(struct svc_export *ex, const struct svc_export_progress *progress,
+                     json_object **result, struct svc_err *err)
+{
+    *result = NULL;
+    struct svc_bout o;
+    memset(&o, 0, sizeof o);
+    o.tar = ex->tar;
+    json_object *warnings = json_object_new_array();
+    char *tmp = NULL, *final = NULL;
+    int fd = -1, rc = -1;
+    int64_t msgs = 0;
+    struct fd_out fo;
+    if (svc_mkdirs_durable(ex->dest, 0755, ex->st.durable, err) != 0)
+        goto out;
+    /* the directory may have been created just now: check where it really is again */
+    char *real = realpath(ex->dest, NULL);
+    if (!real || strcmp(real, ex->dest) != 0) {
+        free(real);
+        svc_err_setp(err, SVC_E_EXPORT_DIR_FORBIDDEN, "output_dir",
+                     "output_dir changed while it was created");
+        goto out;
+    }
+    free(real);
+    o.spooldir = strdup(ex->dest);
+    if (asprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "", (int)getpid()) <
+            0 ||
+        asprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "") < 0 || !o.spooldir) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    if (o.tar) {
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            svc_err_errno(err, "create export file");
+            goto out;
+        }
+        fo.fd = fd;
+        snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
+        if (svc_tarw_new(fd_write, &fo, &o.tw, err) != 0)
+            goto out;
+    } else {
+        if (mkdir(tmp, 0755) != 0) {
+            svc_err_errno(err, "create export directory");
+            goto out;
+        }
+        o.tmpdir = strdup(tmp);
+        if (!o.tmpdir) {
+            svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            goto out;
+        }
+    }
+    if (produce(ex, &o, progress, &msgs, warnings, err) != 0)
+        goto out;
+    if (ex->st.durable) {
+        int dfd = o.tar ? -1 : open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        int sr = o.tar ? fsync(fd) : (dfd >= 0 ? syncfs(dfd) : -1);
+        if (dfd >= 0)
+            close(dfd);
+        if (sr != 0) {
+            svc_err_errno(err, "sync export");
+            goto out;
+        }
+    }
+    uint64_t bytes = o.tar ? svc_tarw_bytes(o.tw) : o.bytes;
+    if (fd >= 0 && close(fd) != 0) {
+        fd = -1;
+        svc_err_errno(err, "close export file");
+        goto out;
+    }
+    fd = -1;
+    /* into place, never over an existing bundle (two exports in one second differ by
+     * their random suffix; this makes a clash an error instead of a loss) */
+    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) != 0) {
+        svc_err_errno(err, "rename export into place");
+        goto out;
+    }
+    if (ex->st.durable) { /* the new name reaches the disk too */
+        int dfd = open(ex->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0) {
+            fsync(dfd);
+            close(dfd);
+        }
+    }
+    json_object *res = json_object_new_object();
+    svc_json_set_bool(res, "ok", true);
+    svc_json_set_str(res, "export_id", ex->id);
+    svc_json_set_str(res, o.tar ? "export_file" : "export_dir", final);
+    svc_json_set_str(res, "format", o.tar ? "tar.gz" : "dir");
+    svc_json_set_int(res, "session_count", (int64_t)o.sessions);
+    svc_json_set_int(res, "message_count", msgs);
+    svc_json_set_int(res, "bytes", (int64_t)bytes);
+    svc_json_set(res, "files", json_object_get(o.top));
+    svc_json_set(res, "warnings", json_object_get(warnings));
+    *result = res;
+    rc = 0;
+out:
+    if (fd >= 0)
+        close(fd);
+    if (rc != 0 && tmp)
+        svc_file_remove_tree(tmp);
+    svc_bout_free(&o);
+    json_object_put(warnings);
+    free(tmp);
+    free(final);
+    return rc;
+}
+
+int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
+                      const struct svc_export_progress *progress, struct svc_err *err)
+{
+    struct svc_bout o;
+    memset(&o, 0, sizeof o);
+    o.tar = true;
+    const char *t = getenv("TMPDIR");
+    o.spooldir = strdup(t && *t ? t : "/tmp");
+    json_object *warnings = json_object_new_array();
+    int64_t msgs = 0;
+    int rc = -1;
+    snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
+    if (!o.spooldir)
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    else if (svc_tarw_new(outfn, ctx, &o.tw, err) == 0)
+        rc = produce(ex, &o, progress, &msgs, warnings, err);
+    svc_bout_free(&o);
+    json_object_put(warnings);
+    return rc;
+}

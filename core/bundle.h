@@ -1,0 +1,69 @@
+/* bundle: export of sessions as a verifiable bundle (SPEC 5).
+ *   svc_export_prepare  validates the request and resolves the selection and the destination;
+ *                       it writes nothing. Named sessions that do not exist are
+ *                       SVC_E_SESSION_NOT_FOUND listing them; a destination that does not
+ *                       resolve (after symbolic links) inside export_default_dir or one of
+ *                       export_allowed_dirs is SVC_E_EXPORT_DIR_FORBIDDEN.
+ *   svc_export_write    writes chat-export-<YYYYMMDDTHHMMSSZ>-<6 hex> (a directory, or one
+ *                       .tar.gz) into the destination under a hidden temporary name and renames
+ *                       it into place when complete (never over an existing one).
+ *   svc_export_stream   writes the .tar.gz to a callback instead (a download); nothing is
+ *                       written under the destination. The three files that gather every
+ *                       session (sessions.json, messages.jsonl, openai_dataset.jsonl) and the
+ *                       manifest are spooled in unnamed temporary files (O_TMPFILE in TMPDIR),
+ *                       so memory stays flat whatever the selection's size.
+ * Each session is read whole into memory under its shared lock (never more than one at a
+ * time), so a bundle holds no half-written turn: while a run is in flight, the messages it
+ * has stored so far are left out. A damaged file is exported as it is and named under
+ * "warnings"; it never fails the export. *result (write) is the API answer: {"ok",
+ * "export_id", "export_dir"|"export_file", "format", "session_count", "message_count",
+ * "bytes", "files", "warnings"} as a new reference. */
+#ifndef SVC_BUNDLE_H
+#define SVC_BUNDLE_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+#include "tar.h"
+
+#define SVC_EXPORT_FORMAT "svc-chat-export"
+#define SVC_EXPORT_FORMAT_VERSION 1
+
+struct svc_export_request {
+    const char **session_ids; /* named sessions (n_session_ids), or none: the filters apply */
+    size_t n_session_ids;
+    bool include_archived;
+    const char **statuses; /* running|idle|error|cancelled (n_statuses); none: any */
+    size_t n_statuses;
+    const char *updated_after; /* ISO 8601 or NULL */
+    const char *updated_before;
+    const char *output_dir;  /* NULL: sessions.export_default_dir */
+    bool output_dir_trusted; /* the CLI: --out may name any directory */
+    bool tar;                /* format "tar.gz" (download is always tar.gz) */
+    bool download;           /* streamed: the destination is neither checked nor used */
+};
+
+/* Called after each session and at the end (done == total). */
+struct svc_export_progress {
+    void (*fn)(void *ctx, size_t done, size_t total, uint64_t bytes);
+    void *ctx;
+};
+
+struct svc_export;
+
+int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_request *req,
+                       struct svc_export **out, struct svc_err *err);
+/* "chat-export-20261122T210000Z-a1b2c3" (borrowed). */
+const char *svc_export_id(const struct svc_export *ex);
+size_t svc_export_session_total(const struct svc_export *ex);
+int svc_export_write(struct svc_export *ex, const struct svc_export_progress *progress,
+                     json_object **result, struct svc_err *err);
+int svc_export_stream(struct svc_export *ex, svc_tar_out_fn out, void *ctx,
+                      const struct svc_export_progress *progress, struct svc_err *err);
+void svc_export_free(struct svc_export *ex);
+
+#endif

@@ -1,0 +1,90 @@
+#include "handle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "sidecar.h"
+
+void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
+{
+    st->root = cfg->sessions.root;
+    st->agent_id = cfg->sessions.agent_id;
+    st->durable = cfg->sessions.fsync;
+}
+
+int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
+                  struct svc_err *err)
+{
+    *s = (struct svc_sess)SVC_SESS_INIT;
+    if (svc_id_check(sid, err) != 0)
+        return -1;
+    svc_store_from_config(cfg, &s->st);
+    snprintf(s->sid, sizeof s->sid, "%s", sid);
+    s->dir = svc_store_session_dir(&s->st, sid);
+    s->msg_dir = svc_store_messages_dir(&s->st, sid);
+    if (!s->dir || !s->msg_dir) {
+        svc_sess_close(s);
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    return 0;
+}
+
+int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err)
+{
+    if (s->lock.fd >= 0) {
+        if (s->exclusive == exclusive)
+            return 0;
+        svc_sess_unlock(s);
+    }
+    if (svc_lock_session(s->dir, exclusive, &s->lock, err) != 0)
+        return -1;
+    s->exclusive = exclusive;
+    return 0;
+}
+
+void svc_sess_unlock(struct svc_sess *s)
+{
+    svc_lock_release(&s->lock);
+}
+
+int svc_sess_sidecar(struct svc_sess *s, json_object **out, struct svc_err *err)
+{
+    if (!s->sidecar_read) {
+        struct svc_err rerr;
+        if (svc_sidecar_read(&s->st, s->sid, &s->sidecar, &rerr) != 0) {
+            s->sidecar = NULL;
+            if (rerr.code != SVC_E_NOT_FOUND) {
+                if (err)
+                    *err = rerr;
+                return -1;
+            }
+        }
+        s->sidecar_read = true;
+    }
+    *out = s->sidecar;
+    return 0;
+}
+
+void svc_sess_forget_sidecar(struct svc_sess *s)
+{
+    json_object_put(s->sidecar);
+    s->sidecar = NULL;
+    s->sidecar_read = false;
+}
+
+int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, int64_t *next,
+                           int64_t **ids, struct svc_err *err)
+{
+    return svc_store_message_count(&s->st, s->sid, trusted, count, next, ids, err);
+}
+
+void svc_sess_close(struct svc_sess *s)
+{
+    svc_sess_unlock(s);
+    json_object_put(s->sidecar);
+    s->sidecar = NULL;
+    s->sidecar_read = false;
+    free(s->dir);
+    free(s->msg_dir);
+    s->dir = s->msg_dir = NULL;
+}

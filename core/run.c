@@ -1,0 +1,764 @@
+/* run: the run lifecycle of SPEC 3 (contract in session.h): begin, finish, fail, cancel
+ * and the repair of a run whose process died. The agent loop is agent_loop.c.
+ *
+ * Crash order. begin writes svc_session.json with status `running` before any native file
+ * (session.json, agent.json, message files), so a process killed at any later write leaves
+ * a sidecar that says `running` with nobody holding the run lock: the next access repairs
+ * it to `error` (interrupted). The turn line is the run's commit record: once it is
+ * appended, a dead process's run is completed from it (status idle for `done`) instead of
+ * being reported interrupted.
+ *
+ * The fsync budget of a durable turn (sessions.fsync: true) on an existing session, echo
+ * model: 6 calls.
+ *   1 fdatasync  svc_session.json `running` (temp file)    begin
+ *   1 fsync      the session directory (its rename)         begin
+ *   1 fdatasync  per message file (temp file): user, answer as produced
+ *   1 fsync      the messages directory, once for all       end
+ *   1 fdatasync  the svc_turns.jsonl append                 end
+ * Why this set: a completed run must survive a power cut after its answer was sent (SPEC
+ * 2.3), and no native file may be durable before the `running` sidecar is. The messages
+ * and the turn line are the run; they are synced before the answer is sent. agent.json
+ * and the final svc_session.json are written after the turn line without a sync: if a
+ * power cut loses them, the sidecar on disk is the synced `running` one, and the repair
+ * completes the run from its turn line (status, counts recounted from the files);
+ * agent.json's counts only steer the window (a stale removed_message_count makes the next
+ * restore slide it again). A replaced file that was never synced can come back empty
+ * after a power cut on some filesystems: readers take an empty sidecar or agent.json as
+ * missing (rebuilt from the native files). A first turn also syncs the directories and
+ * files it creates. Memory sync (memory.c, after the run's end) writes without a sync:
+ * digests are derived from the synced messages; a power cut can lose one, never a turn. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsio.h"
+#include "index.h"
+#include "jsonx.h"
+#include "lock.h"
+#include "log.h"
+#include "memory.h"
+#include "openai.h"
+#include "runs.h"
+#include "runstate.h"
+#include "sidecar.h"
+#include "store.h"
+#include "util.h"
+
+static const char *model_name(const struct svc_config *cfg)
+{
+    return cfg->model.name ? cfg->model.name : "echo-1";
+}
+
+static int sync_file(const struct svc_store *st)
+{
+    return st->durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
+}
+
+static int sync_full(const struct svc_store *st)
+{
+    return st->durable ? SVC_SYNC_FULL : SVC_SYNC_NONE;
+}
+
+/* Caller holds the exclusive session lock. */
+static int store_message_locked(struct svc_run *run, json_object *msg, bool is_output,
+                                struct svc_err *err)
+{
+    struct svc_sess *s = &run->sess;
+    /* the file is synced now; its directory once at the end of the run */
+    if (svc_store_write_message_sync(&s->st, s->sid, run->next_id, msg, sync_file(&s->st), err) !=
+        0)
+        return -1;
+    run->msgs_unsynced = s->st.durable;
+    if (is_output)
+        json_object_array_add(run->output_ids, json_object_new_int64(run->next_id));
+    run->next_id++;
+    run->stored++;
+    return 0;
+}
+
+int svc_run_store_message(struct svc_run *run, json_object *msg, bool is_output,
+                          struct svc_err *err)
+{
+    if (run->stateful) {
+        int rc = svc_sess_lock(&run->sess, true, err);
+        if (rc == 0)
+            rc = store_message_locked(run, msg, is_output, err);
+        svc_sess_unlock(&run->sess);
+        if (rc != 0)
+            return -1;
+    }
+    json_object_array_add(run->msgs, json_object_get(msg));
+    return 0;
+}
+
+static json_object *error_object(const struct svc_err *e, const char *run_id)
+{
+    char now[SVC_TIME_LEN];
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "code", svc_err_name(e->code));
+    svc_json_set_str(o, "message", e->message);
+    svc_json_set_str(o, "run_id", run_id);
+    svc_json_set_str(o, "at", svc_time_now_iso(now));
+    return o;
+}
+
+static void index_note(const struct svc_store *st, const char *sid, json_object *sc)
+{
+    json_object *sum = svc_sidecar_summary(sc);
+    if (sum)
+        svc_index_update(st, sid, sum);
+    json_object_put(sum);
+}
+
+static json_object *turn_line(const char *run_id, const char *status, int64_t input_id,
+                              json_object *output_ids, json_object *events, json_object *trace,
+                              int64_t p, int64_t c, json_object *error, const char *created)
+{
+    char now[SVC_TIME_LEN], tid[40];
+    svc_random_id("turn", tid, sizeof tid);
+    json_object *t = json_object_new_object();
+    svc_json_set_int(t, "schema_version", 1);
+    svc_json_set_str(t, "turn_id", tid);
+    svc_json_set_str(t, "run_id", run_id);
+    svc_json_set_str(t, "status", status);
+    if (input_id >= 0)
+        svc_json_set_int(t, "input_message_id", input_id);
+    else
+        svc_json_set(t, "input_message_id", NULL);
+    svc_json_set(t, "output_message_ids", output_ids ? output_ids : json_object_new_array());
+    svc_json_set(t, "events", events ? events : json_object_new_array());
+    svc_json_set(t, "tool_trace", trace ? trace : json_object_new_array());
+    json_object *u = json_object_new_object();
+    svc_json_set_int(u, "prompt_tokens", p);
+    svc_json_set_int(u, "completion_tokens", c);
+    svc_json_set_int(u, "total_tokens", p + c);
+    svc_json_set(t, "usage", u);
+    svc_json_set(t, "error", error);
+    svc_json_set_str(t, "created_at", created ? created : svc_time_now_iso(now));
+    svc_json_set_str(t, "updated_at", svc_time_now_iso(now));
+    return t;
+}
+
+/* ---- stale repair ---- */
+
+/* Repair sc (status running, no live run) in place. Caller holds the exclusive session
+ * lock. A run whose turn line was appended had completed: it is finished from that line
+ * (its token_state is not recovered). Otherwise the run was cut: status error,
+ * last_error interrupted, and a turn line saying so. */
+static int repair_locked(const struct svc_store *st, const char *sid, json_object *sc,
+                         struct svc_err *err)
+{
+    json_object *cur = svc_json_obj(sc, "current_run");
+    bool had_run = cur != NULL;
+    char run_id[64], started[64];
+    snprintf(run_id, sizeof run_id, "%s",
+             svc_json_str(cur, "run_id", svc_json_str(sc, "last_run_id", "")));
+    snprintf(started, sizeof started, "%s", svc_json_str(cur, "started_at", ""));
+    int64_t *ids = NULL;
+    size_t n = 0;
+    if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
+        return -1;
+    /* begin_run counted the input in message_count before it stored it: the input is the
+     * message at that position (when it was stored), the run's outputs the ones after */
+    int64_t input_id = -1, mc = svc_json_int(sc, "message_count", 0);
+    json_object *outputs = json_object_new_array();
+    if (mc >= 1 && (size_t)mc <= n) {
+        input_id = ids[mc - 1];
+        for (size_t i = (size_t)mc; i < n; i++)
+            json_object_array_add(outputs, json_object_new_int64(ids[i]));
+    }
+    free(ids);
+    json_object *last = NULL;
+    svc_turns_last(st, sid, &last, NULL);
+    char now[SVC_TIME_LEN];
+    svc_json_set(sc, "current_run", NULL);
+    svc_json_set_int(sc, "message_count", (int64_t)n);
+    svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
+    int rc;
+    /* only a sidecar a run wrote (with current_run) can be completed from its line */
+    if (last && !had_run) {
+        json_object_put(last);
+        last = NULL;
+    }
+    if (last && *run_id && strcmp(svc_json_str(last, "run_id", ""), run_id) == 0) {
+        const char *status = svc_json_str(last, "status", "error");
+        bool done = strcmp(status, "done") == 0;
+        svc_json_set_str(sc, "status", done ? "idle" : status);
+        if (done) {
+            svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
+            svc_json_set(sc, "last_error", NULL);
+        } else {
+            json_object *e = svc_json_obj(last, "error");
+            svc_json_set(sc, "last_error", e ? svc_json_copy(e) : NULL);
+        }
+        rc = svc_sidecar_write(st, sid, sc, err);
+        if (rc == 0) {
+            index_note(st, sid, sc);
+            svc_logf("completed run %s of session %s from its turn line: status %s", run_id, sid,
+                     done ? "idle" : status);
+        }
+    } else {
+        struct svc_err ie;
+        svc_err_set(&ie, SVC_E_INTERRUPTED, "the run's process ended before the run finished");
+        svc_json_set_str(sc, "status", "error");
+        svc_json_set(sc, "last_error", error_object(&ie, run_id));
+        /* the events the run recorded (asynchronous runs), ended by the one error event */
+        json_object *events = svc_runs_events_at(st->root, run_id);
+        size_t nev = json_object_array_length(events);
+        const char *last_type =
+            nev ? svc_json_str(json_object_array_get_idx(events, nev - 1), "type", "") : "";
+        if (strcmp(last_type, "error") != 0 && strcmp(last_type, "done") != 0) {
+            char ts[SVC_TIME_LEN];
+            json_object *ev = json_object_new_object();
+            svc_json_set_str(ev, "type", "error");
+            svc_json_set_str(ev, "run_id", run_id);
+            svc_json_set_int(ev, "seq", (int64_t)nev + 1);
+            svc_json_set_str(ev, "session_id", sid);
+            svc_json_set_str(ev, "schema_version", "2.0");
+            svc_json_set_str(ev, "timestamp", svc_time_now_iso(ts));
+            svc_json_set_str(ev, "message", ie.message);
+            svc_json_set_str(ev, "code", svc_err_name(ie.code));
+            json_object_array_add(events, ev);
+        }
+        json_object *turn = turn_line(run_id, "error", input_id, json_object_get(outputs),
+                                      events, NULL, 0, 0, error_object(&ie, run_id),
+                                      *started ? started : NULL);
+        rc = svc_turns_append(st, sid, turn, err);
+        json_object_put(turn);
+        if (rc == 0)
+            rc = svc_sidecar_write(st, sid, sc, err);
+        if (rc == 0) {
+            index_note(st, sid, sc);
+            svc_logf("repaired stale run %s of session %s: status error (interrupted)", run_id,
+                     sid);
+        }
+    }
+    json_object_put(last);
+    json_object_put(outputs);
+    return rc;
+}
+
+int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, struct svc_err *err)
+{
+    if (cfg->sessions.provider != SVC_PROVIDER_SVC_REPOSITORY)
+        return 0;
+    struct svc_sess s;
+    if (svc_sess_open(cfg, sid, &s, err) != 0)
+        return -1;
+    int rc = 0;
+    json_object *sc = NULL;
+    /* cheap path first: sidecars are replaced atomically, so an unlocked read is whole */
+    bool stale = svc_sidecar_read(&s.st, sid, &sc, NULL) == 0 &&
+                 strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
+                 !svc_lock_run_held(s.dir);
+    json_object_put(sc);
+    sc = NULL;
+    if (!stale)
+        goto out;
+    if (svc_sess_lock(&s, true, err) != 0) {
+        rc = -1;
+        goto out;
+    }
+    if (svc_sess_sidecar(&s, &sc, NULL) != 0 || !sc)
+        goto out;
+    if (strcmp(svc_json_str(sc, "status", ""), "running") != 0 || svc_lock_run_held(s.dir))
+        goto out;
+    rc = repair_locked(&s.st, sid, sc, err) == 0 ? 1 : -1;
+out:
+    svc_sess_close(&s); /* sc belongs to the handle */
+    return rc;
+}
+
+/* ---- begin ---- */
+
+static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_run_request *req)
+{
+    struct svc_run *run = calloc(1, sizeof *run);
+    if (!run)
+        return NULL;
+    run->cfg = cfg;
+    run->sess = (struct svc_sess)SVC_SESS_INIT;
+    svc_store_from_config(cfg, &run->sess.st);
+    run->stateful = cfg->sessions.enabled;
+    run->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
+    run->run_lock.fd = -1;
+    run->msgs = json_object_new_array();
+    run->output_ids = json_object_new_array();
+    run->events = json_object_new_array();
+    run->tool_trace = json_object_new_array();
+    run->tool_calls = json_object_new_array();
+    run->input_id = -1;
+    svc_buf_init(&run->content);
+    if (req->run_id && *req->run_id)
+        snprintf(run->run_id, sizeof run->run_id, "%s", req->run_id);
+    else
+        svc_random_id("run", run->run_id, sizeof run->run_id);
+    if (req->session_id)
+        snprintf(run->sess.sid, sizeof run->sess.sid, "%s", req->session_id);
+    else
+        svc_random_id("sess", run->sess.sid, sizeof run->sess.sid);
+    svc_time_now_iso(run->started_at);
+    run->started_mono = svc_time_monotonic();
+    return run;
+}
+
+/* The sidecar of a run that begins: status running, current_run, counts. sc is the
+ * sidecar read (borrowed, may be NULL); returns a new reference. */
+static json_object *running_sidecar(struct svc_run *run, const struct svc_run_request *req,
+                                    json_object *sc, int64_t message_count)
+{
+    const struct svc_store *st = &run->sess.st;
+    json_object *out = NULL;
+    if (sc)
+        out = svc_json_copy(sc);
+    else if (run->stored > 0 && svc_sidecar_derive(st, run->sess.sid, &out, NULL) == 0)
+        svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
+    else
+        out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
+    if (!*svc_json_str(out, "title", "")) {
+        char *title = svc_title_from_input(req->input);
+        svc_json_set_str(out, "title", title ? title : "");
+        free(title);
+    }
+    if (req->user_id)
+        svc_json_set_str(out, "user_id", req->user_id);
+    if (req->channel)
+        svc_json_set_str(out, "channel", req->channel);
+    if (req->locale)
+        svc_json_set_str(out, "locale", req->locale);
+    svc_json_set_str(out, "model", model_name(run->cfg));
+    svc_json_set_str(out, "updated_at", run->started_at);
+    svc_json_set_int(out, "message_count", message_count);
+    svc_json_set_int(out, "run_count", svc_json_int(out, "run_count", 0) + 1);
+    svc_json_set_str(out, "last_run_id", run->run_id);
+    svc_json_set_str(out, "status", "running");
+    json_object *cur = json_object_new_object();
+    svc_json_set_str(cur, "run_id", run->run_id);
+    svc_json_set_int(cur, "pid", (int64_t)getpid());
+    svc_json_set_str(cur, "started_at", run->started_at);
+    svc_json_set(out, "current_run", cur);
+    return out;
+}
+
+/* Restore the window: the messages from position removed_message_count on. With
+ * contiguous ids (ids == NULL) position is id and only the window's files are read. */
+static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_err *err)
+{
+    struct svc_sess *s = &run->sess;
+    int64_t from = run->removed < run->stored ? run->removed : run->stored;
+    for (int64_t pos = from; pos < run->stored; pos++) {
+        json_object *rec = NULL;
+        if (svc_store_read_message(&s->st, s->sid, ids ? ids[pos] : pos, &rec, err) != 0)
+            return -1;
+        json_object_array_add(run->msgs, json_object_get(svc_store_effective_message(rec)));
+        json_object_put(rec);
+    }
+    return 0;
+}
+
+static int begin_stateful(struct svc_run *run, const struct svc_run_request *req,
+                          struct svc_err *err)
+{
+    struct svc_sess *s = &run->sess;
+    const struct svc_store *st = &s->st;
+    int rc = -1;
+    int64_t *ids = NULL;
+    json_object *import = NULL, *running = NULL;
+    json_object *sc = NULL; /* borrowed from the handle */
+    bool running_written = false;
+    s->dir = svc_store_session_dir(st, s->sid);
+    s->msg_dir = svc_store_messages_dir(st, s->sid);
+    if (!s->dir || !s->msg_dir) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        goto out;
+    }
+    struct stat lst;
+    bool exists = lstat(s->dir, &lst) == 0;
+    if (exists && !S_ISDIR(lst.st_mode)) {
+        /* a symlink (or a file) where the session directory should be: never follow it */
+        svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
+        goto out;
+    }
+    if (!exists && (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||
+                    svc_mkdirs_durable(s->dir, 0755, st->durable, err) != 0))
+        goto out;
+    if (exists && svc_store_check_layout(st, s->sid, err) != 0)
+        goto out;
+    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
+        goto out;
+    if (svc_sess_lock(s, true, err) != 0)
+        goto out;
+    /* read even under native_file: an archived session (sidecar written by archive) must
+     * refuse runs there too */
+    if (svc_sess_sidecar(s, &sc, err) != 0)
+        goto out;
+    if (sc && run->sidecars && strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
+        repair_locked(st, s->sid, sc, err) != 0)
+        goto out; /* we hold the run lock: a `running` on disk is stale */
+    if (sc && svc_json_bool(sc, "archived", false)) {
+        svc_err_set(err, SVC_E_SESSION_ARCHIVED, "session %s is archived; unarchive it first",
+                    s->sid);
+        goto out;
+    }
+    run->prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
+    if (svc_sess_message_count(s, sc ? svc_json_int(sc, "message_count", -1) : -1, &run->stored,
+                               &run->next_id, &ids, err) != 0)
+        goto out;
+    bool first_run = run->stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
+    import = json_object_new_array();
+    if (first_run && req->history && run->cfg->sessions.persist_openai_history) {
+        size_t n = json_object_array_length(req->history);
+        for (size_t i = 0; i < n; i++) {
+            json_object *nm = svc_openai_to_native(json_object_array_get_idx(req->history, i));
+            if (nm)
+                json_object_array_add(import, nm);
+        }
+    }
+    int64_t nimport = (int64_t)json_object_array_length(import);
+    /* SPEC 3: the sidecar says `running` before any native file is written */
+    if (run->sidecars) {
+        running = running_sidecar(run, req, sc, run->stored + nimport + 1);
+        if (svc_sidecar_write_sync(st, s->sid, running, sync_full(st), err) != 0)
+            goto out;
+        running_written = true;
+        index_note(st, s->sid, running);
+    }
+    struct stat mst;
+    if (lstat(s->msg_dir, &mst) != 0 && svc_mkdirs_durable(s->msg_dir, 0755, st->durable, err) != 0)
+        goto out;
+    if (svc_store_ensure_session(st, s->sid, err) != 0)
+        goto out;
+    struct svc_err rerr;
+    if (svc_store_read_agent(st, s->sid, &run->agent, &rerr) != 0) {
+        if (rerr.code != SVC_E_NOT_FOUND) {
+            *err = rerr;
+            goto out;
+        }
+        run->agent = svc_store_new_agent(st->agent_id);
+        if (svc_store_write_agent(st, s->sid, run->agent, err) != 0)
+            goto out;
+    }
+    run->removed = svc_agent_removed_count(run->agent);
+    if (restore_window(run, ids, err) != 0) {
+        if (ids)
+            goto out;
+        /* a file of the trusted range is missing (removed by another program): count
+         * by scanning and restore again */
+        json_object_array_del_idx(run->msgs, 0, json_object_array_length(run->msgs));
+        if (svc_sess_message_count(s, -1, &run->stored, &run->next_id, &ids, err) != 0 ||
+            restore_window(run, ids, err) != 0)
+            goto out;
+    }
+    for (int64_t i = 0; i < nimport; i++) {
+        json_object *nm = json_object_array_get_idx(import, (size_t)i);
+        if (store_message_locked(run, nm, false, err) != 0)
+            goto out;
+        json_object_array_add(run->msgs, json_object_get(nm));
+    }
+    json_object *um = svc_loop_user_message(req->input);
+    run->input_id = run->next_id;
+    int src = store_message_locked(run, um, false, err);
+    if (src == 0)
+        json_object_array_add(run->msgs, um);
+    else
+        json_object_put(um);
+    if (src != 0)
+        goto out;
+    rc = 0;
+out:
+    if (rc != 0 && running_written) {
+        /* begin failed (a disk error): the session goes back to what it was; if that
+         * cannot be written either, the `running` left is repaired as interrupted */
+        char *path = svc_store_session_file(st, s->sid, "svc_session.json");
+        if (sc && svc_sidecar_write(st, s->sid, sc, NULL) == 0)
+            index_note(st, s->sid, sc);
+        else if (!sc && path)
+            unlink(path);
+        free(path);
+    }
+    svc_sess_unlock(s); /* never held across a model call */
+    svc_sess_forget_sidecar(s);
+    if (rc != 0)
+        svc_lock_release(&run->run_lock);
+    json_object_put(import);
+    json_object_put(running);
+    free(ids);
+    return rc;
+}
+
+int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *req,
+                  struct svc_run **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (!req->input || !*req->input)
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
+                            "no user input: the last user message is empty");
+    if (req->session_id && svc_id_check(req->session_id, err) != 0)
+        return -1;
+    struct svc_run *run = run_alloc(cfg, req);
+    if (!run)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    if (run->stateful) {
+        if (begin_stateful(run, req, err) != 0) {
+            run->ended = true;
+            svc_run_free(run);
+            return -1;
+        }
+    } else {
+        size_t n = req->history ? json_object_array_length(req->history) : 0;
+        for (size_t i = 0; i < n; i++) {
+            json_object *nm = svc_openai_to_native(json_object_array_get_idx(req->history, i));
+            if (nm)
+                json_object_array_add(run->msgs, nm);
+        }
+        json_object_array_add(run->msgs, svc_loop_user_message(req->input));
+    }
+    run->begun = true;
+    *out = run;
+    return 0;
+}
+
+/* ---- end: finish, fail, cancel ---- */
+
+static int run_end(struct svc_run *run, const struct svc_err *failure)
+{
+    struct svc_err err;
+    struct svc_sess *s = &run->sess;
+    const struct svc_store *st = &s->st;
+    run->ended = true;
+    run->content_str = svc_buf_steal(&run->content);
+    const char *status = "done";
+    if (failure)
+        status = (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
+                     ? "cancelled"
+                     : "error";
+    /* the one final event */
+    json_object *ev;
+    if (!failure) {
+        ev = svc_loop_event_new(run, "done");
+        svc_json_set_str(ev, "model_id", model_name(run->cfg));
+        svc_json_set_int(ev, "tool_steps", run->tool_steps);
+    } else {
+        ev = svc_loop_event_new(run, "error");
+        svc_json_set_str(ev, "message", failure->message);
+        svc_json_set_str(ev, "code", svc_err_name(failure->code));
+    }
+    json_object_array_add(run->events, ev);
+    if (run->sink && run->sink->on_event)
+        run->sink->on_event(run->sink->ctx, ev);
+    if (!run->stateful)
+        return 0;
+    int rc = -1;
+    json_object *sc = NULL, *turn = NULL;
+    if (svc_sess_lock(s, true, &err) != 0)
+        goto out;
+    /* the messages are the run: their names are made durable before its commit record */
+    if (run->msgs_unsynced && svc_fsync_dir(s->msg_dir, &err) != 0)
+        goto out;
+    run->msgs_unsynced = false;
+    if (run->agent) {
+        svc_agent_set_counts(run->agent, run->removed,
+                             svc_agent_model_calls(run->agent) + run->loop_count);
+        /* with sidecars the turn line is the commit record and agent.json is not synced
+         * (see the budget at the top); native_file has no other record */
+        if (svc_store_write_agent_sync(st, s->sid, run->agent,
+                                       run->sidecars ? SVC_SYNC_NONE : sync_full(st), &err) != 0)
+            goto out;
+    }
+    if (!run->sidecars) {
+        /* native_file writes no sidecar; the listing index still learns of the turn */
+        json_object *derived = NULL;
+        if (svc_sidecar_derive(st, s->sid, &derived, NULL) == 0)
+            index_note(st, s->sid, derived);
+        json_object_put(derived);
+        rc = 0;
+        goto out;
+    }
+    json_object *cur = NULL;
+    if (svc_sess_sidecar(s, &cur, NULL) == 0 && cur)
+        sc = json_object_get(cur);
+    else
+        sc = svc_sidecar_new(s->sid, st->agent_id, model_name(run->cfg));
+    svc_sess_forget_sidecar(s);
+    char now[SVC_TIME_LEN];
+    svc_time_now_iso(now);
+    svc_json_set_str(sc, "status", strcmp(status, "done") == 0 ? "idle" : status);
+    svc_json_set(sc, "current_run", NULL);
+    svc_json_set_int(sc, "message_count", run->stored);
+    svc_json_set_str(sc, "updated_at", now);
+    if (!failure) {
+        svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
+        svc_json_set(sc, "last_error", NULL);
+    } else {
+        svc_json_set(sc, "last_error", error_object(failure, run->run_id));
+    }
+    svc_json_set(sc, "token_state", svc_loop_token_state(run, svc_json_obj(sc, "token_state")));
+    turn = turn_line(run->run_id, status, run->input_id, json_object_get(run->output_ids),
+                     json_object_get(run->events), json_object_get(run->tool_trace),
+                     run->prompt_tokens, run->completion_tokens,
+                     failure ? error_object(failure, run->run_id) : NULL, run->started_at);
+    /* the commit record, synced (fdatasync); then the sidecar, not synced */
+    if (svc_turns_append(st, s->sid, turn, &err) != 0)
+        goto out;
+    if (svc_sidecar_write_sync(st, s->sid, sc, SVC_SYNC_NONE, &err) != 0)
+        goto out;
+    index_note(st, s->sid, sc);
+    rc = 0;
+out:
+    if (rc != 0)
+        svc_logf("session %s run %s: could not record the run's end: %s", s->sid, run->run_id,
+                 err.message);
+    json_object_put(turn);
+    json_object_put(sc);
+    svc_sess_unlock(s);
+    svc_lock_release(&run->run_lock);
+    return rc;
+}
+
+int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct svc_err *err)
+{
+    if (!run->begun || run->ended)
+        return svc_err_set(err, SVC_E_INTERNAL, "run is not active");
+    run->sink = sink;
+    json_object *ev = svc_loop_event_new(run, "phase");
+    svc_json_set_str(ev, "phase", "start");
+    svc_loop_event_emit(run, ev);
+    struct svc_err lerr;
+    svc_err_clear(&lerr);
+    int rc = svc_loop_run(run, &lerr);
+    if (rc != 0 && lerr.code == SVC_OK)
+        svc_err_set(&lerr, SVC_E_INTERNAL, "run failed");
+    int erc = run_end(run, rc == 0 ? NULL : &lerr);
+    run->sink = NULL;
+    /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
+    run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
+                      run->cfg->sessions.sync_memory;
+    if (!run->memory_defer)
+        svc_run_sync_memory(run);
+    if (rc != 0) {
+        if (err)
+            *err = lerr;
+        return -1;
+    }
+    if (erc != 0)
+        return svc_err_set(err, SVC_E_IO, "the answer was produced but could not be recorded");
+    return 0;
+}
+
+void svc_run_defer_memory(struct svc_run *run)
+{
+    run->memory_defer = true;
+}
+
+void svc_run_sync_memory(struct svc_run *run)
+{
+    if (run->memory_due)
+        svc_memory_sync(run->cfg, run->sess.sid, NULL); /* core/memory.h */
+    run->memory_due = false;
+}
+
+void svc_run_free(struct svc_run *run)
+{
+    if (!run)
+        return;
+    if (run->begun && !run->ended) {
+        struct svc_err e;
+        svc_err_set(&e, SVC_E_INTERNAL, "the run was abandoned before it executed");
+        run_end(run, &e);
+    }
+    svc_lock_release(&run->run_lock);
+    svc_sess_close(&run->sess);
+    json_object_put(run->agent);
+    json_object_put(run->prev_tokens);
+    json_object_put(run->msgs);
+    json_object_put(run->output_ids);
+    json_object_put(run->events);
+    json_object_put(run->tool_trace);
+    json_object_put(run->tool_calls);
+    svc_buf_free(&run->content);
+    free(run->content_str);
+    free(run);
+}
+
+void svc_run_abandon(struct svc_run *run)
+{
+    if (!run)
+        return;
+    run->ended = true; /* the child ends it */
+    svc_run_free(run);
+}
+
+int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
+{
+    if (!run->stateful || !run->sidecars)
+        return 0;
+    struct svc_sess *s = &run->sess;
+    json_object *sc = NULL;
+    int rc = -1;
+    if (svc_sess_lock(s, true, err) != 0 || svc_sess_sidecar(s, &sc, err) != 0)
+        goto out;
+    json_object *cur = svc_json_obj(sc, "current_run");
+    if (!cur || strcmp(svc_json_str(cur, "run_id", ""), run->run_id) != 0) {
+        rc = 0; /* not ours any more: leave it */
+        goto out;
+    }
+    svc_json_set_int(cur, "pid", (int64_t)getpid());
+    rc = svc_sidecar_write(&s->st, s->sid, sc, err);
+out:
+    svc_sess_forget_sidecar(s);
+    svc_sess_unlock(s);
+    return rc;
+}
+
+int svc_run_lock_fd(const struct svc_run *run)
+{
+    return run->run_lock.fd;
+}
+
+void svc_run_set_lock_fd(struct svc_run *run, int fd)
+{
+    run->run_lock.fd = fd;
+}
+
+const char *svc_run_get_id(const struct svc_run *run)
+{
+    return run->run_id;
+}
+const char *svc_run_get_session_id(const struct svc_run *run)
+{
+    return run->sess.sid;
+}
+const char *svc_run_get_model(const struct svc_run *run)
+{
+    return model_name(run->cfg);
+}
+const char *svc_run_get_content(const struct svc_run *run)
+{
+    if (run->content_str)
+        return run->content_str;
+    return run->content.data ? run->content.data : "";
+}
+const char *svc_run_get_finish_reason(const struct svc_run *run)
+{
+    return run->finish_reason[0] ? run->finish_reason : "stop";
+}
+void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion,
+                       int64_t *total)
+{
+    if (prompt)
+        *prompt = run->prompt_tokens;
+    if (completion)
+        *completion = run->completion_tokens;
+    if (total)
+        *total = run->prompt_tokens + run->completion_tokens;
+}
+json_object *svc_run_get_events(const struct svc_run *run)
+{
+    return run->events;
+}
+json_object *svc_run_get_tool_calls(const struct svc_run *run)
+{
+    return run->tool_calls;
+}

@@ -1,0 +1,65 @@
+/* runstate: the state of one run, shared by the run lifecycle (run.c: begin, finish, fail,
+ * cancel, repair) and the agent loop (agent_loop.c: window, model calls, tool calls,
+ * events). Private to those two modules; everyone else goes through session.h.
+ *   svc_loop_run          the agent loop of a begun run: returns 0 when the model answered,
+ *                         -1 with err otherwise (the lifecycle then records the failure).
+ *   svc_loop_event_new/emit  a svc.v2 event of this run (new reference) / record it and
+ *                         hand it to the sink (nonzero: the sink cancelled the run).
+ *   svc_loop_token_state  the token_state object of the run (prev: the stored one or NULL).
+ *   svc_run_store_message stores a native message as the next id (run.c) and keeps it in
+ *                         the window; it takes the session lock itself. */
+#ifndef SVC_RUNSTATE_H
+#define SVC_RUNSTATE_H
+
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "handle.h"
+#include "session.h"
+#include "util.h"
+
+struct svc_run {
+    const struct svc_config *cfg;
+    struct svc_sess sess; /* the session handle: store, id, paths, session lock */
+    bool stateful;        /* sessions.enabled */
+    bool sidecars;        /* provider svc_repository */
+    char run_id[64];
+    char started_at[SVC_TIME_LEN];
+    double started_mono;
+    struct svc_lock run_lock;
+    json_object *agent; /* agent.json (stateful) */
+    json_object *msgs;  /* effective native messages from removed_message_count on */
+    int64_t removed;    /* removed_message_count */
+    int64_t stored;     /* number of message files */
+    int64_t next_id;    /* largest stored id + 1 */
+    int64_t input_id;
+    bool msgs_unsynced; /* message files renamed whose directory is not synced yet */
+    json_object *output_ids;
+    json_object *events;
+    json_object *prev_tokens; /* the session's token_state before this run, or NULL */
+    int64_t seq;
+    json_object *tool_trace;
+    json_object *tool_calls; /* OpenAI-shaped tool_calls of the run */
+    struct svc_buf content;
+    char *content_str;
+    char finish_reason[16];
+    int64_t prompt_tokens, completion_tokens, loop_count, tool_steps;
+    volatile sig_atomic_t cancel; /* 1 cancel, 2 timeout */
+    const struct svc_run_sink *sink;
+    bool begun, ended;
+    bool memory_due;   /* finished well: memory sync still to do (svc_run_sync_memory) */
+    bool memory_defer; /* the caller syncs memory itself, after publishing the run's end */
+};
+
+int svc_loop_run(struct svc_run *run, struct svc_err *err);
+json_object *svc_loop_event_new(struct svc_run *run, const char *type);
+int svc_loop_event_emit(struct svc_run *run, json_object *ev);
+json_object *svc_loop_token_state(struct svc_run *run, json_object *prev);
+json_object *svc_loop_user_message(const char *text);
+
+int svc_run_store_message(struct svc_run *run, json_object *msg, bool is_output,
+                          struct svc_err *err);
+
+#endif

@@ -1,0 +1,272 @@
+/* snapshot: one session read whole under its shared lock. See snapshot.h. */
+#include "snapshot.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fsio.h"
+#include "jsonx.h"
+#include "lock.h"
+#include "session.h"
+#include "sidecar.h"
+#include "store.h"
+
+void svc_snap_free(struct svc_snap *s)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->f[i].rel);
+        free(s->f[i].data);
+    }
+    free(s->f);
+    free(s->skip);
+    free(s->msgdir);
+    json_object_put(s->summary);
+}
+
+void svc_snap_warn(json_object *warnings, const char *sid, const char *file, const char *msg)
+{
+    json_object *w = json_object_new_object();
+    svc_json_set_str(w, "session_id", sid);
+    svc_json_set_str(w, "file", file);
+    svc_json_set_str(w, "message", msg);
+    json_object_array_add(warnings, w);
+}
+
+void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg)
+{
+    char *file = NULL;
+    if (asprintf(&file, "native/session_%s/%s", s->sid, rel) < 0)
+        file = NULL;
+    svc_snap_warn(s->warnings, s->sid, file ? file : rel, msg);
+    free(file);
+}
+
+static struct svc_snap_file *snap_add(struct svc_snap *s, const char *rel)
+{
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? s->cap * 2 : 32;
+        struct svc_snap_file *nf = realloc(s->f, nc * sizeof *nf);
+        if (!nf)
+            return NULL;
+        s->f = nf;
+        s->cap = nc;
+    }
+    struct svc_snap_file *f = &s->f[s->n];
+    memset(f, 0, sizeof *f);
+    f->rel = strdup(rel);
+    if (!f->rel)
+        return NULL;
+    s->n++;
+    return f;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static bool skipped_message(const struct svc_snap *s, const char *parent, const char *name)
+{
+    if (!s->nskip || strcmp(parent, s->msgdir) != 0 || strncmp(name, "message_", 8) != 0)
+        return false;
+    char *end;
+    long long id = strtoll(name + 8, &end, 10);
+    if (strcmp(end, ".json") != 0)
+        return false;
+    int64_t key = id;
+    return bsearch(&key, s->skip, s->nskip, sizeof key, cmp_i64) != NULL;
+}
+
+/* Read a file into memory without following a link. */
+static int read_whole(int dirfd, const char *name, char **data, size_t *len, time_t *mtime)
+{
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return -1;
+    }
+    size_t cap = (size_t)sb.st_size + 1, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        close(fd);
+        return -1;
+    }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                close(fd);
+                return -1;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        ssize_t got = read(fd, buf + n, cap - 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            free(buf);
+            close(fd);
+            return -1;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    *mtime = sb.st_mtime;
+    return 0;
+}
+
+/* Copy the directory dirfd (relative path rel, "" at the top) into s, recursively. */
+static int walk(struct svc_snap *s, int dirfd, const char *rel)
+{
+    DIR *d = fdopendir(dirfd);
+    if (!d) {
+        close(dirfd);
+        return -1;
+    }
+    struct dirent *de;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        const char *name = de->d_name;
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || svc_file_is_internal(name))
+            continue;
+        char *child = NULL;
+        if (asprintf(&child, "%s%s%s", rel, *rel ? "/" : "", name) < 0)
+            return closedir(d), -1;
+        struct stat sb;
+        if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
+            free(child);
+            continue; /* gone meanwhile */
+        }
+        if (S_ISDIR(sb.st_mode)) {
+            struct svc_snap_file *f = snap_add(s, child);
+            if (!f)
+                rc = -1;
+            else {
+                f->mtime = sb.st_mtime;
+                int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub >= 0)
+                    rc = walk(s, sub, child);
+            }
+        } else if (S_ISREG(sb.st_mode)) {
+            if (!skipped_message(s, rel, name)) {
+                struct svc_snap_file *f = snap_add(s, child);
+                if (!f)
+                    rc = -1;
+                else if (read_whole(dirfd, name, &f->data, &f->len, &f->mtime) != 0) {
+                    svc_snap_warn_native(s, child, "could not be read; left out");
+                    free(f->rel);
+                    s->n--;
+                }
+            }
+        } else {
+            svc_snap_warn_native(s, child, "is a symbolic link or a special file; left out");
+        }
+        free(child);
+    }
+    closedir(d);
+    return rc;
+}
+
+static int cmp_sfile(const void *a, const void *b)
+{
+    return strcmp(((const struct svc_snap_file *)a)->rel, ((const struct svc_snap_file *)b)->rel);
+}
+
+const struct svc_snap_file *svc_snap_find(const struct svc_snap *s, const char *rel)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->f[i].data && strcmp(s->f[i].rel, rel) == 0)
+            return &s->f[i];
+    return NULL;
+}
+
+/* Take the snapshot: shared lock, run-in-flight boundary, summary, every file. */
+int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_err *err)
+{
+    struct svc_store stv = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
+    const struct svc_store *st = &stv;
+    if (asprintf(&s->msgdir, "agents/agent_%s/messages", st->agent_id) < 0) {
+        s->msgdir = NULL;
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    /* a `running` left by a dead run is repaired first, as every reader does (SPEC 2.3) */
+    svc_session_repair_stale(cfg, s->sid, NULL);
+    if (!svc_store_session_exists(st, s->sid))
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s no longer exists", s->sid);
+    char *dir = svc_store_session_dir(st, s->sid);
+    if (!dir)
+        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    struct svc_lock l = SVC_LOCK_INIT;
+    int64_t *ids = NULL;
+    size_t nids = 0;
+    int rc = -1;
+    if (svc_lock_session(dir, false, &l, err) != 0)
+        goto out;
+    bool in_flight = svc_lock_run_held(dir);
+    json_object *sc = NULL;
+    struct svc_err rerr;
+    int src = svc_sidecar_read(st, s->sid, &sc, &rerr);
+    if (src != 0 && rerr.code != SVC_E_NOT_FOUND)
+        svc_snap_warn_native(s, "svc_session.json", rerr.message);
+    if (svc_store_message_ids(st, s->sid, &ids, &nids, NULL) != 0)
+        nids = 0;
+    if (in_flight && sc) {
+        /* messages a run stored after the last turn boundary: the sidecar's count was set
+         * when it began (input included while it says running) */
+        int64_t limit = svc_json_int(sc, "message_count", (int64_t)nids);
+        if (strcmp(svc_json_str(sc, "status", ""), "running") == 0)
+            limit--;
+        if (limit < 0)
+            limit = 0;
+        if ((size_t)limit < nids) {
+            s->nskip = nids - (size_t)limit;
+            s->skip = malloc(s->nskip * sizeof *s->skip);
+            if (!s->skip) {
+                json_object_put(sc);
+                svc_err_set(err, SVC_E_NOMEM, "out of memory");
+                goto out;
+            }
+            memcpy(s->skip, ids + limit, s->nskip * sizeof *s->skip);
+        }
+    }
+    if (!sc && svc_sidecar_derive(st, s->sid, &sc, &rerr) != 0) {
+        svc_snap_warn_native(s, "session.json", rerr.message);
+        sc = svc_sidecar_new(s->sid, st->agent_id, NULL);
+    }
+    s->summary = svc_sidecar_summary(sc);
+    json_object_put(sc);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        svc_err_errno(err, "open session directory");
+        goto out;
+    }
+    if (walk(s, dfd, "") != 0) {
+        svc_err_set(err, SVC_E_NOMEM, "out of memory reading session %s", s->sid);
+        goto out;
+    }
+    if (s->n > 1) /* bundles list files in one order whatever the directory's */
+        qsort(s->f, s->n, sizeof *s->f, cmp_sfile);
+    rc = 0;
+out:
+    svc_lock_release(&l);
+    free(ids);
+    free(dir);
+    return rc;
+}
