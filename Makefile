@@ -12,6 +12,8 @@ SAN     ?=
 TEST_HOOKS ?=
 ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
 LDLIBS  += $(PKG_LIBS)
+# libunistring (case folding and normalisation for search) has no pkg-config file on Debian
+LDLIBS  += -lunistring
 B       ?= build
 
 CORE_SRC := $(wildcard core/*.c)
@@ -23,7 +25,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test unit asan fuzz run bench clean format install
+.PHONY: all deps test unit asan fuzz run bench clean format install torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -67,14 +69,35 @@ asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  SVC_BUILD=$(abspath build-asan) prove -j2 build-asan/t/ t/
 
-# libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session readers.
-FUZZ := config json session
+# libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
+# readers, the index file, line/run files with fsck, and the HTTP request layer.
+FUZZ := config json session index files http
 fuzz:
 	@mkdir -p build-fuzz
 	@for f in $(FUZZ); do echo "  FUZZ    build-fuzz/$${f}_fuzz"; \
-	  clang -O1 -g -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Icore \
-	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(PKG_LIBS) -o build-fuzz/$${f}_fuzz || exit 1; \
+	  clang -O1 -g -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi \
+	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)) \
+	    $(PKG_LIBS) -lunistring -o build-fuzz/$${f}_fuzz || exit 1; \
 	done
+
+# The C unit tests and the CLI tests (every t/*.t that drives build/svc) under memcheck:
+# any memcheck error or definite leak fails (the reports stay in build/vg/); a CLI test that
+# fails only because valgrind is slow is reported, not counted.
+VG_CLI := $(shell grep -l SvcCliTest t/*.t 2>/dev/null)
+valgrind: deps all unit
+	@rm -rf $(B)/vg && mkdir -p $(B)/vg
+	@fail=0; for t in $(UNIT_BIN); do \
+	  valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
+	    --log-file=$(B)/vg/unit.%p.log $$t >/dev/null || { echo "valgrind: $$t failed"; fail=1; }; \
+	done; \
+	SVC_VALGRIND=$(abspath $(B)/vg) SVC_BUILD=$(abspath $(B)) prove $(VG_CLI) || \
+	  echo "valgrind: some CLI tests failed under valgrind (their timing assertions are not made for it); memcheck's verdict follows"; \
+	if grep -l "ERROR SUMMARY: [1-9]\|definitely lost: [1-9]" $(B)/vg/*.log 2>/dev/null; then fail=1; fi; \
+	test $$fail = 0 && echo "valgrind: clean"
+
+# Two pools on one root under SIGKILL for 10,000 turns (not in CI; t/45-torture.t is short).
+torture: deps all
+	SVC_BUILD=$(abspath $(B)) scripts/torture --turns 10000
 
 # `make check`: every C file formatted as .clang-format says (a dry run, nothing is
 # rewritten), then each libFuzzer harness for FUZZ_SECONDS on its corpus, t/fuzz/corpus/<name>/

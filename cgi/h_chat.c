@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "handlers.h"
+#include "held.h"
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
@@ -578,10 +579,12 @@ int h_chat(struct http_req *r, struct svc_err *err)
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
+    held_set(svc_run_get_session_id(run)); /* the master repairs it if this worker dies */
     http_set_session(r, svc_run_get_session_id(run), true);
     rc = in.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
 out:
     svc_run_free(run);
+    held_clear();
     chat_in_free(&in);
     return rc;
 }

@@ -50,9 +50,11 @@
 
 #include "config.h"
 #include "handlers.h"
+#include "held.h"
 #include "http.h"
 #include "log.h"
 #include "query.h"
+#include "session.h"
 #include "util.h"
 
 #define BACKLOG 256
@@ -276,6 +278,7 @@ static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
     struct http_req r;
     http_req_init_fcgi(&r, fr, cfg);
     http_dispatch(&r);
+    held_clear();
     http_finish(&r);
     http_log(&r);
     http_req_free(&r);
@@ -361,6 +364,7 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
 struct child {
     pid_t pid;
     unsigned gen;
+    int slot;       /* held.h */
     double started; /* monotonic */
 };
 
@@ -395,13 +399,16 @@ static pid_t spawn_worker(const struct pool *pl, const struct svc_config *cfg, u
     if (nchildren >= MAX_CHILDREN)
         return -1;
     pid_t master = getpid();
+    int slot = held_take();
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0) {
         logmsg("fork: %s", strerror(errno));
+        held_release(slot);
         return -1;
     }
     if (pid == 0) {
+        held_attach(slot);
         /* only a unix socket we unlink has a queue that stops growing: drain it */
         int rc = worker_main(pl->listen_fd, cfg, master, pl->own && pl->unix_path, pl->log_path);
         svc_config_free((struct svc_config *)cfg);
@@ -409,14 +416,33 @@ static pid_t spawn_worker(const struct pool *pl, const struct svc_config *cfg, u
     }
     children[nchildren].pid = pid;
     children[nchildren].gen = gen;
+    children[nchildren].slot = slot;
     children[nchildren].started = svc_time_monotonic();
     nchildren++;
     return pid;
 }
 
+/* A worker that died in the middle of a run left its session `running` with the run lock
+ * free: repair it now (SPEC 2.3) rather than at the next reader. */
+static void repair_held(const struct svc_config *cfg, int slot, pid_t pid)
+{
+    char sid[132];
+    if (held_get(slot, sid, sizeof sid)) {
+        struct svc_err err;
+        svc_err_clear(&err);
+        int rc = svc_session_repair_stale(cfg, sid, &err);
+        if (rc == 1)
+            logmsg("worker %d died during a run on session %s: repaired it", (int)pid, sid);
+        else if (rc < 0)
+            logmsg("worker %d died during a run on session %s: repair failed: %s", (int)pid,
+                   sid, err.message);
+    }
+    held_release(slot);
+}
+
 /* Reap exited children; returns how many of generation gen died abnormally within
  * QUICK_DEATH_S of their start (a crash loop in the making); *slow_deaths counts the others. */
-static int reap(unsigned gen, bool stopping, int *slow_deaths)
+static int reap(const struct svc_config *cfg, unsigned gen, bool stopping, int *slow_deaths)
 {
     int quick = 0;
     int status;
@@ -439,6 +465,7 @@ static int reap(unsigned gen, bool stopping, int *slow_deaths)
                 else
                     (*slow_deaths)++;
             }
+            repair_held(cfg, children[i].slot, pid);
             children[i] = children[--nchildren];
             break;
         }
@@ -485,6 +512,8 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
     double backoff = 0;    /* current crash-loop delay, 0 when not in one */
     double last_quick = 0; /* when the last quick death was seen */
     int nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
+    if (held_init(MAX_CHILDREN) != 0)
+        logmsg("no shared memory for run slots: stale runs wait for their next reader");
     logmsg("master started: %d workers, max_requests %lld, config %s", nworkers,
            (long long)cfg->server.max_requests, cfg->source ? cfg->source : "(defaults)");
 
@@ -562,7 +591,7 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
             }
         }
         int slow = 0;
-        int quick = reap(gen, stopping, &slow);
+        int quick = reap(cfg, gen, stopping, &slow);
         if (slow > 0 && quick == 0) {
             quick_streak = 0; /* it ran for a while: not a crash loop, respawn at once */
             backoff = 0;

@@ -5,9 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmds.h"
 #include "config.h"
+#include "fsck.h"
 #include "jobs.h"
 #include "jsonx.h"
 #include "memory.h"
@@ -157,6 +159,77 @@ static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
     return rc == 0 ? 0 : fail(&err);
 }
 
+/* A progress bar on stderr when it is a terminal. */
+static void fsck_progress(void *ctx, size_t done, size_t total)
+{
+    (void)ctx;
+    int width = 30, fill = total ? (int)(done * (size_t)width / total) : width;
+    fprintf(stderr, "\rfsck: [%.*s%*s] %zu/%zu sessions", fill, "##############################",
+            width - fill, "", done, total);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
+{
+    struct svc_fsck_opts o = {0};
+    bool json = false;
+    const char **ids = calloc((size_t)argc + 1, sizeof *ids);
+    if (!ids)
+        return 1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--repair") == 0) {
+            o.repair = true;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = true;
+        } else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
+            ids[o.nsessions++] = argv[++i];
+        } else {
+            free(ids);
+            return usage("unknown option for fsck");
+        }
+    }
+    o.sessions = ids;
+    if (isatty(STDERR_FILENO))
+        o.progress = fsck_progress;
+    struct svc_err err;
+    json_object *rep = NULL;
+    int rc = svc_fsck(cfg, &o, &rep, &err);
+    free(ids);
+    if (rc != 0)
+        return err.code == SVC_E_INVALID_SESSION_ID ? (fail(&err), 2) : fail(&err);
+    json_object *counts = svc_json_obj(rep, "counts");
+    int64_t left = svc_json_int(counts, "left", 0);
+    if (json) {
+        print_json(rep);
+    } else {
+        json_object *probs = NULL, *busy = NULL;
+        json_object_object_get_ex(rep, "problems", &probs);
+        json_object_object_get_ex(rep, "busy", &busy);
+        for (size_t i = 0; probs && i < json_object_array_length(probs); i++) {
+            json_object *p = json_object_array_get_idx(probs, i);
+            json_object *off = NULL;
+            json_object_object_get_ex(p, "offset", &off);
+            printf("%s", svc_json_str(p, "file", ""));
+            if (json_object_is_type(off, json_type_int))
+                printf(" @%lld", (long long)json_object_get_int64(off));
+            printf(": %s: %s%s\n", svc_json_str(p, "kind", ""), svc_json_str(p, "message", ""),
+                   svc_json_bool(p, "repaired", false) ? " [repaired]" : "");
+        }
+        size_t nbusy = busy ? json_object_array_length(busy) : 0;
+        printf("fsck: %lld sessions checked, %lld problems, %lld repaired, %lld left "
+               "(%lld stale runs repaired)%s\n",
+               (long long)svc_json_int(rep, "sessions_checked", 0),
+               (long long)svc_json_int(counts, "problems", 0),
+               (long long)svc_json_int(counts, "repaired", 0), (long long)left,
+               (long long)svc_json_int(counts, "stale_runs_repaired", 0),
+               nbusy ? "; sessions with a live run were checked in part" : "");
+    }
+    json_object_put(rep);
+    return left > 0 ? 1 : 0;
+}
+
 /* Sync a session's newest pair now (after a failure was fixed); prints svc_memory.json. */
 static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
 {
@@ -226,6 +299,7 @@ static const struct command {
     {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
     {"memory", "  svc memory sync SESSION\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
+    {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},
 };
 
 static void print_usage(FILE *f)

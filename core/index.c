@@ -14,10 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fold.h"
 #include "fsio.h"
 #include "jsonx.h"
-#include "log.h"
 #include "lock.h"
+#include "log.h"
 #include "sidecar.h"
 #include "util.h"
 
@@ -31,12 +32,12 @@ struct entry {
     char *heap;     /* compact JSON summary, when not (yet) at off in the file */
     off_t off;      /* where the summary's JSON starts in the index file, or -1 */
     uint32_t len;   /* its length in bytes */
-    char *title_lc; /* lowercase title for q */
+    char *title_lc; /* title folded for q (svc_fold) */
     double updated; /* epoch */
     char status[12];
-    int64_t msgs;   /* message_count of the summary */
+    int64_t msgs; /* message_count of the summary */
     bool archived;
-    bool seen;      /* present in the latest directory scan */
+    bool seen; /* present in the latest directory scan */
 };
 
 static struct {
@@ -189,10 +190,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     }
     live_bytes += summary_bytes(e);
     const char *title = svc_json_str(summary, "title", "");
-    e->title_lc = strdup(title ? title : "");
-    for (char *p = e->title_lc; p && *p; p++)
-        if (*p >= 'A' && *p <= 'Z')
-            *p = (char)(*p - 'A' + 'a');
+    e->title_lc = svc_fold(title ? title : "");
     double t = 0;
     svc_time_parse_iso(svc_json_str(summary, "updated_at", ""), &t);
     e->updated = t;
@@ -251,29 +249,203 @@ static char *root_file(const struct svc_store *st, const char *name)
     return svc_path_join(st->root, name);
 }
 
-static int lock_root(const struct svc_store *st)
+/* The root lock, exclusive. *writable tells whether the stamp can be written through it (a
+ * read-only root still gets a lock when the lock file exists). -1 when there is none. */
+static int lock_root(const struct svc_store *st, bool *writable)
 {
     char *p = root_file(st, INDEX_LOCK);
     if (!p)
         return -1;
-    int fd = svc_lock_file(p, LOCK_EX, true);
+    *writable = true;
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && (errno == EROFS || errno == EACCES || errno == ENOSPC)) {
+        *writable = false;
+        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    }
     free(p);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) != 0)
+        if (errno != EINTR) {
+            close(fd);
+            return -1;
+        }
     return fd;
 }
 
+/* The stamp: what the index file looked like when a writer last left it whole, kept in the
+ * first STAMP_LEN bytes of the lock file and written only under the root lock. A file that
+ * does not match it (deleted, truncated, torn, edited, an older copy put back) is rebuilt
+ * from the directories before anyone answers from it. */
+#define STAMP_LEN 128
+struct stamp {
+    char gen[17];
+    unsigned long long ino;
+    long long size, mtime;
+    bool ok;
+};
+
+static long long mtime_ns(const struct stat *sb)
+{
+    return (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
+}
+
+static void stamp_parse(int fd, struct stamp *s)
+{
+    memset(s, 0, sizeof *s);
+    char buf[STAMP_LEN + 1];
+    ssize_t n = fd >= 0 ? pread(fd, buf, STAMP_LEN, 0) : -1;
+    if (n <= 0)
+        return;
+    buf[n] = '\0';
+    s->ok = sscanf(buf, "svc-index-stamp 1 %16[0-9a-f] %llu %lld %lld", s->gen, &s->ino, &s->size,
+                   &s->mtime) == 4 &&
+            strlen(s->gen) == 16;
+}
+
+/* The stamp as it is now, read without the lock (a torn read only sends the reader to the
+ * locked path). */
+static void stamp_peek(const struct svc_store *st, struct stamp *s)
+{
+    char *p = root_file(st, INDEX_LOCK);
+    int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    free(p);
+    stamp_parse(fd, s);
+    if (fd >= 0)
+        close(fd);
+}
+
+/* Record (gen, sb) as the whole index, or (gen NULL) that there is none to trust. */
+static void stamp_write(int lockfd, const char *gen, const struct stat *sb)
+{
+    char buf[STAMP_LEN];
+    memset(buf, ' ', sizeof buf);
+    int n = gen ? snprintf(buf, sizeof buf, "svc-index-stamp 1 %s %llu %lld %lld", gen,
+                           (unsigned long long)sb->st_ino, (long long)sb->st_size, mtime_ns(sb))
+                : snprintf(buf, sizeof buf, "svc-index-stamp 1 none");
+    if (n > 0 && n < STAMP_LEN)
+        buf[n] = ' ';
+    buf[STAMP_LEN - 1] = '\n';
+    if (pwrite(lockfd, buf, sizeof buf, 0) != (ssize_t)sizeof buf)
+        svc_logf("index: could not write the index stamp: %s", strerror(errno));
+}
+
+/* The index file as found: descriptor, stat and generation ("" when it has no header). */
+struct idxfile {
+    int fd;
+    struct stat sb;
+    char gen[17];
+};
+
+static int index_open(const struct svc_store *st, struct idxfile *f)
+{
+    f->fd = -1;
+    f->gen[0] = '\0';
+    char *path = root_file(st, INDEX_FILE);
+    if (!path)
+        return -1;
+    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    free(path);
+    if (f->fd < 0)
+        return -1;
+    if (fstat(f->fd, &f->sb) != 0 || !S_ISREG(f->sb.st_mode)) {
+        close(f->fd);
+        f->fd = -1;
+        return -1;
+    }
+    /* Which file is this? Inode numbers are reused across compactions, so every compacted
+     * file starts with a line naming its random generation; appends never touch line 1. */
+    char head[80];
+    ssize_t hn = pread(f->fd, head, sizeof head - 1, 0);
+    static const char key[] = "{\"svc_index_generation\":\"";
+    if (hn > 0) {
+        head[hn] = '\0';
+        if (strncmp(head, key, sizeof key - 1) == 0)
+            snprintf(f->gen, sizeof f->gen, "%.16s", head + sizeof key - 1);
+    }
+    return 0;
+}
+
+static void index_close(struct idxfile *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+}
+
+/* Whether the file is the one the stamp describes. Without the lock (exact false) a file
+ * that grew since is accepted too: an appender writes its line before the stamp. */
+static bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact)
+{
+    if (!s->ok || strlen(f->gen) != 16 || strcmp(s->gen, f->gen) != 0 ||
+        s->ino != (unsigned long long)f->sb.st_ino)
+        return false;
+    if (f->sb.st_size == s->size && mtime_ns(&f->sb) == s->mtime)
+        return true;
+    return !exact && f->sb.st_size > s->size;
+}
+
+/* Append one line, under the root lock, to an index file that is whole. A missing or
+ * damaged file is never appended to (nor created): the stamp is withdrawn and the next
+ * reader rebuilds the index from the directories, which hold this change already. */
 static int append_line(const struct svc_store *st, const char *sid, json_object *summary)
 {
     json_object *line = json_object_new_object();
     svc_json_set_str(line, "session_id", sid);
     svc_json_set(line, "summary", summary ? json_object_get(summary) : NULL);
-    char *path = root_file(st, INDEX_FILE);
-    int fd = lock_root(st);
+    char *text = svc_json_dump_compact(line);
+    bool writable = false;
+    int lock = lock_root(st, &writable);
     int rc = -1;
-    if (path && fd >= 0)
-        rc = svc_json_append_line(path, line, false, NULL);
-    if (fd >= 0)
-        close(fd);
+    struct idxfile f = {.fd = -1};
+    if (!text || lock < 0 || !writable)
+        goto out;
+    struct stamp s;
+    stamp_parse(lock, &s);
+    if (index_open(st, &f) != 0) {
+        if (s.ok)
+            stamp_write(lock, NULL, NULL);
+        rc = 0; /* no index yet (or deleted): the first listing builds it from the sidecars */
+        goto out;
+    }
+    if (!stamp_matches(&s, &f, true)) {
+        if (s.ok)
+            stamp_write(lock, NULL, NULL);
+        goto out;
+    }
+    index_close(&f);
+    char *path = root_file(st, INDEX_FILE);
+    int fd = path ? open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW) : -1;
     free(path);
+    if (fd < 0) {
+        stamp_write(lock, NULL, NULL);
+        goto out;
+    }
+    size_t n = strlen(text);
+    char *buf = malloc(n + 1);
+    if (buf) {
+        memcpy(buf, text, n);
+        buf[n] = '\n';
+        ssize_t w = write(fd, buf, n + 1); /* one write: a line is whole or absent */
+        struct stat sb;
+        if (w == (ssize_t)(n + 1) && fstat(fd, &sb) == 0) {
+            stamp_write(lock, s.gen, &sb);
+            rc = 0;
+        } else if (w > 0 && ftruncate(fd, (off_t)s.size) == 0 && fstat(fd, &sb) == 0) {
+            stamp_write(lock, s.gen, &sb); /* a short write (disk full) taken back */
+        } else {
+            stamp_write(lock, NULL, NULL);
+        }
+        free(buf);
+    } else {
+        stamp_write(lock, NULL, NULL);
+    }
+    close(fd);
+out:
+    index_close(&f);
+    if (lock >= 0)
+        close(lock);
+    free(text);
     json_object_put(line);
     return rc;
 }
@@ -281,20 +453,22 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
 void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary)
 {
     if (append_line(st, sid, summary) != 0)
-        svc_logf("index: could not record session %s (listing will rescan)", sid);
+        svc_logf("index: could not record session %s (the next listing rebuilds the index)", sid);
 }
 
-/* Apply one index line found at file offset at; *damaged when it is not one of ours. */
-static void apply_line(const char *line, size_t n, off_t at, bool *damaged)
+/* Apply one index line found at file offset at; *garbage when it is not one of ours. */
+static void apply_line(const char *line, size_t n, off_t at, bool *garbage)
 {
     json_object *o = NULL;
     if (svc_json_parse(line, n, &o, NULL) != 0) {
-        *damaged = true;
+        *garbage = true;
         return;
     }
     const char *sid = svc_json_str(o, "session_id", NULL);
     json_object *sum = svc_json_obj(o, "summary");
-    if (sid && svc_id_valid(sid)) {
+    json_object *sumv = NULL;
+    bool has_sum = json_object_object_get_ex(o, "summary", &sumv);
+    if (sid && svc_id_valid(sid) && has_sum && (sum || !sumv)) {
         /* our lines are {"session_id":"<sid>","summary":<S>}: point at S in the file */
         static const char key[] = ",\"summary\":";
         const char *k = memmem(line, n, key, sizeof key - 1);
@@ -303,68 +477,45 @@ static void apply_line(const char *line, size_t n, off_t at, bool *damaged)
             apply(sid, sum, at + (sj - line), (size_t)(line + n - 1 - sj));
         else
             apply(sid, sum, -1, 0);
-    } else if (!svc_json_str(o, "svc_index_generation", NULL)) {
-        *damaged = true;
+    } else if (!svc_json_str(o, "svc_index_generation", NULL) || at != 0) {
+        *garbage = true;
     }
     json_object_put(o);
 }
 
-struct lines_ctx {
-    off_t pos; /* file offset of the buffer */
-    bool *damaged;
-};
-
-static void index_line(void *ctx, const char *line, size_t n, size_t off)
+static void entries_clear(void)
 {
-    struct lines_ctx *c = ctx;
-    apply_line(line, n, c->pos + (off_t)off, c->damaged);
+    for (size_t i = 0; i < ix.n; i++)
+        entry_free(&ix.v[i]);
+    ix.n = 0;
+    hash_rebuild();
+    ix.sorted = false;
 }
 
-/* Read lines from ix.offset on, in chunks; returns 0, or -1 when the file is missing. */
-static int read_new_lines(const struct svc_store *st, bool *damaged)
+/* Read the lines of f that this process has not read yet (all of them when f is another
+ * file than the one read before); f's descriptor is taken or closed. *garbage for a line
+ * that is not one of ours, *torn when the file ends inside a line. */
+static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
 {
-    char *path = root_file(st, INDEX_FILE);
-    if (!path)
-        return -1;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    free(path);
-    if (fd < 0)
-        return -1;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        close(fd);
-        return -1;
-    }
-    /* Which file is this? Inode numbers are reused across compactions, so every compacted
-     * file starts with a line naming its random generation; appends never touch line 1. */
-    char head[80] = "", gen[17] = "";
-    ssize_t hn = pread(fd, head, sizeof head - 1, 0);
-    if (hn > 0) {
-        head[hn] = '\0';
-        static const char key[] = "{\"svc_index_generation\":\"";
-        if (strncmp(head, key, sizeof key - 1) == 0)
-            snprintf(gen, sizeof gen, "%.16s", head + sizeof key - 1);
-    }
-    if (!ix.fd_open || sb.st_ino != ix.ino || sb.st_size < ix.offset || strcmp(gen, ix.gen) != 0) {
-        /* another file (compaction) or truncated: start over, reading this one */
-        snprintf(ix.gen, sizeof ix.gen, "%s", gen);
-        for (size_t i = 0; i < ix.n; i++)
-            entry_free(&ix.v[i]);
-        ix.n = 0;
-        hash_rebuild();
+    if (!ix.fd_open || f->sb.st_ino != ix.ino || f->sb.st_size < ix.offset ||
+        strcmp(f->gen, ix.gen) != 0) {
+        snprintf(ix.gen, sizeof ix.gen, "%s", f->gen);
+        entries_clear();
         ix.offset = 0;
-        ix.ino = sb.st_ino;
-        ix.sorted = false;
+        ix.ino = f->sb.st_ino;
         close_index_fd();
-        ix.fd = fd;
+        ix.fd = f->fd;
         ix.fd_open = true;
     } else {
-        close(fd); /* the same file as ix.fd */
+        close(f->fd); /* the same file as ix.fd */
     }
+    f->fd = -1;
     size_t cap = 1 << 20, have = 0;
     char *buf = malloc(cap);
-    if (!buf)
-        return -1;
+    if (!buf) {
+        *torn = true;
+        return;
+    }
     off_t pos = ix.offset; /* file offset of buf[0] */
     for (;;) {
         if (have == cap) { /* one line longer than the buffer */
@@ -378,16 +529,24 @@ static int read_new_lines(const struct svc_store *st, bool *damaged)
         if (got <= 0)
             break;
         have += (size_t)got;
-        /* a line still being written, or the rest of it in the next chunk, waits */
-        struct lines_ctx c = {pos, damaged};
-        size_t done = svc_jsonl_lines(buf, have, index_line, &c);
+        size_t done = 0;
+        for (;;) {
+            char *nl = memchr(buf + done, '\n', have - done);
+            if (!nl)
+                break; /* a line still being written, or the rest of it in the next chunk */
+            size_t n = (size_t)(nl - (buf + done));
+            if (n > 0)
+                apply_line(buf + done, n, pos + (off_t)done, garbage);
+            done += n + 1;
+        }
         memmove(buf, buf + done, have - done);
         have -= done;
         pos += (off_t)done;
     }
+    if (have > 0)
+        *torn = true;
     ix.offset = pos;
     free(buf);
-    return 0;
 }
 
 /* Summary of one session from its sidecar or, failing that, its native files. */
@@ -401,16 +560,12 @@ static json_object *summary_of(const struct svc_store *st, const char *sid)
     return sum;
 }
 
-/* Write a fresh index (compaction/rebuild). Under the root lock, first catch up with what
- * other processes appended, so that nothing they wrote is dropped; then the entries point
- * into the new file. */
-static void write_compacted(const struct svc_store *st)
+/* Write the entries as a fresh index file and stamp it; the entries then point into it.
+ * Under the root lock. When the file cannot be written (disk full, read-only root), the
+ * entries stay on the heap, complete, and the stamp is withdrawn so that nobody trusts an
+ * older file. */
+static void write_out(const struct svc_store *st, int lockfd, bool writable)
 {
-    int lock = lock_root(st);
-    if (lock < 0)
-        return;
-    bool damaged = false;
-    read_new_lines(st, &damaged);
     char gen[17];
     svc_random_hex(gen, 16);
     struct svc_buf b;
@@ -418,7 +573,7 @@ static void write_compacted(const struct svc_store *st)
     svc_buf_printf(&b, "{\"svc_index_generation\":\"%s\"}\n", gen);
     off_t *at = calloc(ix.n ? ix.n : 1, sizeof *at);
     uint32_t *len = calloc(ix.n ? ix.n : 1, sizeof *len);
-    bool ok = at && len;
+    bool ok = at && len && writable;
     for (size_t i = 0; ok && i < ix.n; i++) {
         char *sum = entry_summary(&ix.v[i]);
         if (!sum) {
@@ -435,10 +590,13 @@ static void write_compacted(const struct svc_store *st)
         free(sum);
     }
     char *path = root_file(st, INDEX_FILE);
-    if (ok && !b.oom && path && svc_file_write_atomic(path, b.data, b.len, false, NULL) == 0) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct svc_err err = {0};
+    bool written = false;
+    if (ok && !b.oom && path && svc_file_write_atomic(path, b.data, b.len, false, &err) == 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         struct stat sb;
-        if (fd >= 0 && fstat(fd, &sb) == 0) {
+        if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == b.len) {
+            stamp_write(lockfd, gen, &sb);
             close_index_fd();
             ix.fd = fd;
             ix.fd_open = true;
@@ -453,19 +611,88 @@ static void write_compacted(const struct svc_store *st)
                 ix.v[i].len = len[i];
                 live_bytes += summary_bytes(&ix.v[i]);
             }
+            written = true;
         } else if (fd >= 0) {
             close(fd);
         }
+    } else if (ok && err.message[0]) {
+        svc_logf("index: could not write the index (%s); listing from the directories",
+                 err.message);
     }
-    close(lock);
+    if (!written && writable)
+        stamp_write(lockfd, NULL, NULL);
     free(path);
     free(at);
     free(len);
     svc_buf_free(&b);
 }
 
+/* Rebuild the index from the directories, under the root lock (lockfd, or -1 when there is
+ * no lock to take: then nothing is written). Sidecar writers append their index line under
+ * the same lock after writing the sidecar, so no change made during the scan is lost. */
+static int rebuild(const struct svc_store *st, int lockfd, bool writable)
+{
+    struct stat rs;
+    entries_clear();
+    close_index_fd();
+    ix.offset = 0;
+    ix.ino = 0;
+    ix.gen[0] = '\0';
+    if (stat(st->root, &rs) != 0) {
+        ix.loaded = false;
+        return errno == ENOENT ? 0 : -1;
+    }
+    DIR *d = opendir(st->root);
+    if (!d)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "session_", 8) != 0)
+            continue;
+        const char *sid = de->d_name + 8;
+        if (!svc_id_valid(sid) || !svc_store_session_exists(st, sid))
+            continue;
+        json_object *sum = summary_of(st, sid);
+        if (sum)
+            apply(sid, sum, -1, 0);
+        json_object_put(sum);
+    }
+    closedir(d);
+    ix.root_mtime = rs.st_mtim;
+    ix.loaded = true;
+    if (lockfd >= 0)
+        write_out(st, lockfd, writable);
+    svc_logf("index: rebuilt from the directories (%zu sessions)", ix.n);
+    return 0;
+}
+
+/* The locked path: the index file is checked against its stamp once more, with writers
+ * excluded, and read on when whole, else rebuilt. Returns 0, or -1 when the root cannot be
+ * read. force rebuilds in any case. */
+static int refresh_locked(const struct svc_store *st, bool force)
+{
+    bool writable = false;
+    int lock = lock_root(st, &writable);
+    int rc = 0;
+    struct stamp s;
+    stamp_parse(lock, &s);
+    struct idxfile f = {.fd = -1};
+    bool whole = false;
+    if (!force && lock >= 0 && index_open(st, &f) == 0 && stamp_matches(&s, &f, true)) {
+        bool garbage = false, torn = false;
+        read_lines(&f, &garbage, &torn);
+        whole = !garbage && !torn && ix.offset == s.size;
+    }
+    index_close(&f);
+    if (!whole)
+        rc = rebuild(st, lock, writable);
+    if (lock >= 0)
+        close(lock);
+    return rc;
+}
+
 /* Rescan directory names; derive summaries for sessions the index does not know. */
-static int rescan(const struct svc_store *st, bool *changed)
+static int rescan(const struct svc_store *st)
 {
     DIR *d = opendir(st->root);
     if (!d)
@@ -490,7 +717,6 @@ static int rescan(const struct svc_store *st, bool *changed)
         if (sum) {
             apply(sid, sum, -1, 0);
             append_line(st, sid, sum);
-            *changed = true;
         }
         json_object_put(sum);
     }
@@ -499,12 +725,38 @@ static int rescan(const struct svc_store *st, bool *changed)
         if (!ix.v[i].seen) {
             append_line(st, ix.v[i].sid, NULL);
             apply(ix.v[i].sid, NULL, -1, 0); /* moves the last entry here */
-            *changed = true;
         } else {
             i++;
         }
     }
     return 0;
+}
+
+/* Compaction: under the root lock, after catching up with every appended line. */
+static void write_compacted(const struct svc_store *st)
+{
+    bool writable = false;
+    int lock = lock_root(st, &writable);
+    if (lock < 0 || !writable) {
+        if (lock >= 0)
+            close(lock);
+        return;
+    }
+    struct stamp s;
+    stamp_parse(lock, &s);
+    struct idxfile f = {.fd = -1};
+    bool whole = false;
+    if (index_open(st, &f) == 0 && stamp_matches(&s, &f, true)) {
+        bool garbage = false, torn = false;
+        read_lines(&f, &garbage, &torn);
+        whole = !garbage && !torn && ix.offset == s.size;
+    }
+    index_close(&f);
+    if (whole)
+        write_out(st, lock, writable);
+    else
+        rebuild(st, lock, writable);
+    close(lock);
 }
 
 static int refresh(const struct svc_store *st)
@@ -515,26 +767,39 @@ static int refresh(const struct svc_store *st)
         if (!ix.root)
             return -1;
     }
-    bool damaged = false;
-    bool missing = read_new_lines(st, &damaged) != 0;
     struct stat rs;
+    if (stat(st->root, &rs) != 0) {
+        if (errno != ENOENT)
+            return -1;
+        entries_clear(); /* no root yet: no sessions */
+        ix.loaded = false;
+        return 0;
+    }
+    /* the fast path: the file is the stamped one (or grew since): read what is new */
+    struct stamp s;
+    stamp_peek(st, &s);
+    struct idxfile f = {.fd = -1};
+    bool whole = false;
+    if (index_open(st, &f) == 0 && stamp_matches(&s, &f, false)) {
+        bool garbage = false, torn = false;
+        read_lines(&f, &garbage, &torn);
+        whole = !garbage && !torn && ix.offset >= s.size;
+    }
+    index_close(&f);
+    if (!whole && refresh_locked(st, false) != 0)
+        return -1;
     if (stat(st->root, &rs) != 0)
-        return 0; /* no root yet: no sessions */
-    bool changed = false;
-    if (missing || !ix.loaded || rs.st_mtim.tv_sec != ix.root_mtime.tv_sec ||
+        return 0;
+    if (!ix.loaded || rs.st_mtim.tv_sec != ix.root_mtime.tv_sec ||
         rs.st_mtim.tv_nsec != ix.root_mtime.tv_nsec) {
-        if (rescan(st, &changed) != 0)
+        if (rescan(st) != 0)
             return -1;
         ix.root_mtime = rs.st_mtim;
         ix.loaded = true;
     }
-    if (missing || damaged)
+    /* compact when most of the log is superseded lines */
+    if (ix.fd_open && (size_t)ix.offset > 2 * live_bytes + 65536)
         write_compacted(st);
-    else {
-        /* compact when most of the log is superseded lines */
-        if ((size_t)ix.offset > 2 * live_bytes + 65536)
-            write_compacted(st);
-    }
     return 0;
 }
 
@@ -648,14 +913,11 @@ void svc_index_warm(const struct svc_store *st)
         sort_entries();
 }
 
-int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
-                   json_object **stale, struct svc_err *err)
+/* One page from the entries. Returns 0, -1 with err, or 1 when a summary could not be read
+ * back from the index file (changed under this process): nothing is answered then. */
+static int list_page(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
+                     json_object **stale, struct svc_err *err)
 {
-    *out = NULL;
-    if (stale)
-        *stale = NULL;
-    if (refresh(st) != 0)
-        return svc_err_errno(err, "list sessions");
     sort_entries();
     double cu = 0;
     char csid[130] = "";
@@ -677,10 +939,7 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     }
     char *qlc = NULL;
     if (q->q && *q->q) {
-        qlc = strdup(q->q);
-        for (char *p = qlc; p && *p; p++)
-            if (*p >= 'A' && *p <= 'Z')
-                *p = (char)(*p - 'A' + 'a');
+        qlc = svc_fold(q->q);
     }
     /* the page: which entries */
     int limit = q->limit > 0 ? q->limit : 50;
@@ -728,22 +987,26 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     }
     json_object *list = json_object_new_array();
     const struct entry *last = NULL;
+    bool unreadable = false;
     for (int k = 0; k < np; k++) {
         const struct entry *e = page[k];
-        json_object *raw = NULL;
-        json_object *fresh = recounted(st, e);
-        if (fresh) {
-            raw = fresh; /* another program added a message file since the summary */
+        json_object *raw = recounted(st, e);
+        if (raw) {
+            /* another program added a message file since the summary */
         } else if (span && !e->heap && e->off >= 0) {
-            raw = svc_json_new_raw_len(span + (e->off - lo_off), e->len);
+            const char *t = span + (e->off - lo_off);
+            if (e->len >= 2 && t[0] == '{' && t[e->len - 1] == '}')
+                raw = svc_json_new_raw_len(t, e->len);
         } else {
             char *sum = entry_summary(e);
-            raw = sum ? svc_json_new_raw(sum) : NULL;
+            size_t n = sum ? strlen(sum) : 0;
+            raw = n >= 2 && sum[0] == '{' && sum[n - 1] == '}' ? svc_json_new_raw(sum) : NULL;
             free(sum);
         }
         if (!raw) {
             svc_logf("index: the summary of session %s could not be read", e->sid);
-            continue;
+            unreadable = true;
+            break;
         }
         json_object_array_add(list, raw);
         last = e;
@@ -755,6 +1018,14 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     }
     free(span);
     free(page);
+    if (unreadable) {
+        json_object_put(list);
+        if (stale && *stale) {
+            json_object_put(*stale);
+            *stale = NULL;
+        }
+        return 1;
+    }
     json_object *res = json_object_new_object();
     svc_json_set(res, "sessions", list);
     char *cur = more && last ? cursor_encode(last) : NULL;
@@ -762,4 +1033,153 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     free(cur);
     *out = res;
     return 0;
+}
+
+int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
+                   json_object **stale, struct svc_err *err)
+{
+    *out = NULL;
+    if (stale)
+        *stale = NULL;
+    if (refresh(st) != 0)
+        return svc_err_errno(err, "list sessions");
+    int rc = list_page(st, q, out, stale, err);
+    if (rc != 1)
+        return rc;
+    /* the file changed under this process after its check: rebuild, answer from that */
+    if (refresh_locked(st, true) != 0)
+        return svc_err_errno(err, "list sessions");
+    rc = list_page(st, q, out, stale, err);
+    if (rc == 1)
+        return svc_err_set(err, SVC_E_IO, "the session index could not be read");
+    return rc;
+}
+
+int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
+{
+    if (!ix.root || strcmp(ix.root, st->root) != 0) {
+        svc_index_reset();
+        ix.root = strdup(st->root);
+        if (!ix.root)
+            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    }
+    if (refresh_locked(st, true) != 0)
+        return svc_err_errno(err, "rebuild the index");
+    return 0;
+}
+
+static int verify_once(const struct svc_store *st, char *why, size_t whysz)
+{
+    bool writable = false;
+    int lock = lock_root(st, &writable);
+    struct stamp s;
+    stamp_parse(lock, &s);
+    struct idxfile f = {.fd = -1};
+    int rc = 1;
+    json_object *map = NULL;
+    char *buf = NULL;
+    DIR *d = NULL;
+    if (index_open(st, &f) != 0) {
+        snprintf(why, whysz, "there is no index file (the next listing builds it)");
+        rc = 2;
+        goto out;
+    }
+    if (!stamp_matches(&s, &f, true)) {
+        snprintf(why, whysz, "the index file is not the one its last writer left (stamp)");
+        goto out;
+    }
+    size_t len = (size_t)f.sb.st_size;
+    buf = malloc(len + 1);
+    if (!buf || pread(f.fd, buf, len, 0) != (ssize_t)len) {
+        rc = -1;
+        goto out;
+    }
+    map = json_object_new_object();
+    for (size_t at = 0; at < len;) {
+        char *nl = memchr(buf + at, '\n', len - at);
+        if (!nl) {
+            snprintf(why, whysz, "the index file ends inside a line (byte %zu)", at);
+            goto out;
+        }
+        size_t n = (size_t)(nl - (buf + at));
+        json_object *o = NULL;
+        if (n > 0 && svc_json_parse(buf + at, n, &o, NULL) != 0) {
+            snprintf(why, whysz, "line at byte %zu of the index is not JSON", at);
+            goto out;
+        }
+        const char *sid = svc_json_str(o, "session_id", NULL);
+        if (sid) {
+            json_object *sum = svc_json_obj(o, "summary");
+            if (sum)
+                json_object_object_add(map, sid, json_object_get(sum));
+            else
+                json_object_object_del(map, sid);
+        }
+        json_object_put(o);
+        at += n + 1;
+    }
+    d = opendir(st->root);
+    if (!d) {
+        rc = -1;
+        goto out;
+    }
+    struct dirent *de;
+    size_t found = 0;
+    while ((de = readdir(d))) {
+        const char *sid = de->d_name + 8;
+        if (strncmp(de->d_name, "session_", 8) != 0 || !svc_id_valid(sid) ||
+            !svc_store_session_exists(st, sid))
+            continue;
+        json_object *have = svc_json_obj(map, sid);
+        json_object *want = summary_of(st, sid);
+        bool same = have && want && json_object_equal(have, want);
+        json_object_put(want);
+        if (!want)
+            continue;
+        if (!have) {
+            snprintf(why, whysz, "session %s is missing from the index", sid);
+            rc = 3; /* may be a writer between its sidecar and its line */
+            goto out;
+        }
+        if (!same) {
+            snprintf(why, whysz, "the index holds an outdated summary of session %s", sid);
+            rc = 3; /* may be a writer between its sidecar and its line */
+            goto out;
+        }
+        found++;
+    }
+    if ((size_t)json_object_object_length(map) != found) {
+        snprintf(why, whysz, "the index lists %d sessions, the root holds %zu",
+                 json_object_object_length(map), found);
+        rc = 3; /* may be a writer between its sidecar and its line */
+            goto out;
+    }
+    rc = 0;
+out:
+    if (d)
+        closedir(d);
+    free(buf);
+    json_object_put(map);
+    index_close(&f);
+    if (lock >= 0)
+        close(lock);
+    return rc;
+}
+
+int svc_index_verify(const struct svc_store *st, char *why, size_t whysz)
+{
+    /* a writer may sit between its sidecar write and its index line: look again */
+    int rc = verify_once(st, why, whysz);
+    for (int i = 0; i < 3 && rc == 3; i++) {
+        usleep(20000);
+        rc = verify_once(st, why, whysz);
+    }
+    return rc == 3 ? 1 : rc;
+}
+
+void svc_index_resync(const struct svc_store *st, const char *sid)
+{
+    json_object *sum = svc_store_session_exists(st, sid) ? summary_of(st, sid) : NULL;
+    svc_index_update(st, sid, sum);
+    json_object_put(sum);
 }

@@ -11,6 +11,10 @@
  * the root directory's mtime changes it rescans the directory names to notice sessions
  * added or removed by another program (Strands), deriving their summaries. Memory: every
  * summary of the root, compact, in each process that lists.
+ * Trust: the root lock file starts with a stamp (generation, inode, size, mtime) that every
+ * writer of the index leaves under the lock. A file that does not match it (missing,
+ * truncated, torn, edited, an older copy) is never answered from: it is rebuilt from the
+ * directories under the root lock first, and appends never create the file.
  * svc_index_update is best effort: a failure is logged and never fails the caller. */
 #ifndef SVC_INDEX_H
 #define SVC_INDEX_H
@@ -40,6 +44,17 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
 /* Bring this process's copy of the index up to date and sorted: a pool master calls it
  * before forking workers, so that each new worker starts with the index loaded. */
 void svc_index_warm(const struct svc_store *st);
+/* svc fsck: whether the index file is whole (it matches the stamp its last writer left) and
+ * holds, for every session directory and no other, the summary its sidecar gives. Returns
+ * 0 when it does, 1 when not (why gets one line saying what differs), 2 when there is no
+ * index file yet (nothing to distrust: the next listing builds it), -1 on error. */
+int svc_index_verify(const struct svc_store *st, char *why, size_t whysz);
+/* Record the session's summary as its sidecar (or native files) give it now: for a caller
+ * that found the index behind the files (a process killed between its sidecar write and
+ * its index line). Best effort, like svc_index_update. */
+void svc_index_resync(const struct svc_store *st, const char *sid);
+/* Rebuild the index from the directories now, under the root lock. */
+int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */
 void svc_index_reset(void);
 

@@ -88,9 +88,13 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
     if (!stale)
         return 0;
     /* a run died on this page: repair it (SPEC 2.3: the next reader does), then list again */
-    for (size_t i = 0; i < json_object_array_length(stale); i++)
-        svc_session_repair_stale(cfg, json_object_get_string(json_object_array_get_idx(stale, i)),
-                                 NULL);
+    for (size_t i = 0; i < json_object_array_length(stale); i++) {
+        const char *sid = json_object_get_string(json_object_array_get_idx(stale, i));
+        /* nothing to repair: the sidecar has left `running` but the index line never came
+         * (its writer was killed in between): take the summary from the files */
+        if (svc_session_repair_stale(cfg, sid, NULL) == 0)
+            svc_index_resync(&st, sid);
+    }
     json_object_put(stale);
     json_object_put(*out);
     return svc_index_list(&st, q, out, NULL, err);

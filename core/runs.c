@@ -347,7 +347,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     if (svc_run_begin(cfg, req, &run, err) != 0)
         return -1;
     int rc = -1, rlock = -1;
-    bool recorded = false;
+    bool recorded = false, idem_stored = false;
     char *lock_path = run_file(cfg, svc_run_get_id(run), ".lock");
     json_object *rec = record_new(svc_run_get_id(run), svc_run_get_session_id(run),
                                   svc_run_get_model(run));
@@ -363,37 +363,70 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     }
     if (write_record(cfg, rec, err) != 0)
         goto fail;
+    /* The key names the run before the runner starts: a worker killed after that, before
+     * it answers (the client sees a 502), leaves a run that the client's retry with the
+     * same key finds, whatever became of it, instead of starting a second one. */
+    struct svc_err ierr;
+    if (idem_key && idem_store(cfg, svc_run_get_session_id(run), idem_key, svc_run_get_id(run),
+                               &ierr) != 0)
+        svc_logf("run %s: its Idempotency-Key could not be recorded: %s", svc_run_get_id(run),
+                 ierr.message); /* the run goes on; the key is simply not remembered */
+    else if (idem_key)
+        idem_stored = true;
+    /* The runner says it exists through a pipe: a byte from it means it runs, whatever
+     * became of the intermediate process (it may be killed after the second fork). */
+    int started[2];
+    if (pipe2(started, O_CLOEXEC) != 0) {
+        svc_err_errno(err, "pipe");
+        goto fail;
+    }
     pid_t pid = fork();
     if (pid < 0) {
+        close(started[0]);
+        close(started[1]);
         svc_err_errno(err, "fork");
         goto fail;
     }
     if (pid == 0) {
+        close(started[0]);
         setsid();
         pid_t gc = fork();
         if (gc != 0)
             _exit(gc < 0 ? 1 : 0);
+        if (write(started[1], "r", 1) != 1)
+            _exit(1);
+        close(started[1]);
         runner_main(cfg, run, rec, rlock); /* never returns */
     }
+    close(started[1]);
+    char byte = 0;
+    ssize_t got;
+    while ((got = read(started[0], &byte, 1)) < 0 && errno == EINTR)
+        ;
+    close(started[0]);
     int status;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (got != 1) {
         svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
         goto fail;
     }
-    /* the key names the run only once the run really runs */
-    struct svc_err ierr;
-    if (idem_key &&
-        idem_store(cfg, svc_run_get_session_id(run), idem_key, svc_run_get_id(run), &ierr) != 0)
-        svc_logf("run %s: its Idempotency-Key could not be recorded: %s", svc_run_get_id(run),
-                 ierr.message);
+    /* test hook: the worker dies here, after the run started and before it answers */
+    const char *die = getenv("SVC_TEST_KILL_AFTER_SPAWN");
+    if (die && *die && strstr(svc_run_get_session_id(run), die))
+        raise(SIGKILL);
     *out = spawn_answer(rec);
     svc_run_abandon(run); /* the runner owns the run and its lock now */
     run = NULL;
     rc = 0;
     goto out;
 fail:
+    if (idem_stored) {
+        char *ip = idem_file(cfg, svc_run_get_session_id(run), idem_key);
+        if (ip)
+            unlink(ip);
+        free(ip);
+    }
     if (recorded)
         remove_run_files(cfg, svc_run_get_id(run)); /* no run was started: no record of one */
     svc_run_free(run); /* ends the begun run as failed: the session stays usable */

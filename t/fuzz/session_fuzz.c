@@ -1,7 +1,7 @@
 // session_fuzz: libFuzzer harness for the session-file readers. The input becomes a message
 // file, agent.json and svc_session.json of a throwaway session (same bytes in each); then
 // the dashboard reads (detail, messages, list) and the derived summary must cope: they may
-// fail with an error, never crash or leak.
+// fail with an error, never crash or leak. The root is on /dev/shm when there is one.
 // Built by `make fuzz` (build-fuzz/session_fuzz); run: build-fuzz/session_fuzz -max_total_time=60
 #include <stdint.h>
 #include <stdio.h>
@@ -22,7 +22,9 @@ static char root[256];
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg.sessions.root) {
-        snprintf(root, sizeof root, "/tmp/svc-session-fuzz-%d", (int)getpid());
+        /* tmpfs when there is one: the harness is file-bound */
+        snprintf(root, sizeof root, "%s/svc-session-fuzz-%d",
+                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid());
         svc_config_defaults(&cfg, NULL);
         free(cfg.sessions.root);
         cfg.sessions.root = strdup(root);
@@ -45,6 +47,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (svc_session_messages(&cfg, "f", &mq, &out, NULL) == 0)
         json_object_put(out);
     struct svc_list_query lq = {.limit = 10};
+    /* a fresh index each time, so the listing derives this input's summary (hostile index
+     * lines are index_fuzz's) */
     svc_index_reset();
     snprintf(path, sizeof path, "%s/.svc_index.jsonl", root);
     unlink(path);

@@ -62,6 +62,10 @@ sub svc_bg {
         _child_env($h, $env);
         open STDOUT, '>', $out->filename or POSIX::_exit(126);
         open STDERR, '>', $err->filename or POSIX::_exit(126);
+        # make valgrind: each svc runs under memcheck, its report in SVC_VALGRIND (a dir)
+        exec 'valgrind', '--quiet', '--error-exitcode=99', '--leak-check=full',
+            '--errors-for-leak-kinds=definite', "--log-file=$ENV{SVC_VALGRIND}/vg.%p.log",
+            svc_bin(), @args if $ENV{SVC_VALGRIND};
         exec svc_bin(), @args;
         POSIX::_exit(127);
     }

@@ -3,6 +3,7 @@ package SvcTest;
 # (svc-fcgi behind a private nginx), and small HTTP helpers. Perl core modules only.
 #
 #   my $s = SvcTest->start(config => "server:\n  workers: 2\n", workers => 2, env => {...});
+#   (pools => 2: two svc-fcgi pools on one root behind one nginx upstream; $s->pool_pids)
 #   my $res = $s->req(GET => '/api/health');          # {status, headers, body, json}
 #   my $res = $s->req(POST => '/api/chat', body => {...}, headers => {...});
 #   my $sse = $s->sse('/api/chat', body => {...});     # {status, headers, events, comments}
@@ -97,6 +98,7 @@ sub _start_once {
     my @cmd = ("$REPO/scripts/serve", '--port', $port, '--home', $home,
                '--config', "$home/agents.yaml");
     push @cmd, '--workers', $o{workers} if $o{workers};
+    push @cmd, '--pools', $o{pools} if $o{pools};
 
     pipe(my $rd, my $wr) or die "pipe: $!";
     my $pid = fork // die "fork: $!";
@@ -216,6 +218,13 @@ sub master_pid {
     my ($s) = @_;
     my $r = $s->req(GET => '/api/health');
     return $r->{json} ? $r->{json}{pid} : undef;
+}
+
+# The svc-fcgi masters (pools) that scripts/serve started, from /proc.
+sub pool_pids {
+    my ($s) = @_;
+    my $c = read_file("/proc/$s->{pid}/task/$s->{pid}/children") // '';
+    return grep { (read_file("/proc/$_/comm") // '') =~ /^svc-fcgi/ } split ' ', $c;
 }
 
 # Poll until $code returns true (or $timeout seconds pass); returns the last result.

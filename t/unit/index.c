@@ -86,6 +86,8 @@ static void idle_reader_across_compactions(void)
         char *t0 = title_of("s0"), *t1 = title_of("s1");
         char msg[64];
         snprintf(msg, sizeof msg, "%s %s", t0, t1);
+        free(t0);
+        free(t1);
         if (write(res[1], msg, strlen(msg) + 1) < 0)
             _exit(2);
         _exit(0);

@@ -45,6 +45,7 @@ static void cleanup(void)
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", rm_cmd_dir);
         if (system(cmd) != 0)
             printf("# cleanup failed\n");
+        free(rm_cmd_dir);
     }
 }
 
@@ -92,7 +93,7 @@ int main(void)
     char tmpl[] = "/tmp/svc-store-XXXXXX";
     char *base = mkdtemp(tmpl);
     ok(base != NULL, "temp dir");
-    rm_cmd_dir = base;
+    rm_cmd_dir = base ? strdup(base) : NULL; /* base is on main's stack, gone at exit */
     atexit(cleanup);
     char *root = svc_path_join(base, "root");
     struct svc_store st = {.root = root, .agent_id = "svc-agent", .durable = false};

@@ -1,0 +1,32 @@
+#include "fold.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unicase.h>
+#include <uninorm.h>
+
+#include "util.h"
+
+char *svc_fold(const char *s)
+{
+    size_t n = strlen(s);
+    if (svc_utf8_valid(s, n)) {
+        size_t len = 0;
+        uint8_t *f = u8_casefold((const uint8_t *)s, n, NULL, UNINORM_NFC, NULL, &len);
+        if (f) {
+            char *out = realloc(f, len + 1);
+            if (!out) {
+                free(f);
+                return NULL;
+            }
+            out[len] = '\0';
+            return out;
+        }
+    }
+    char *out = strdup(s);
+    for (char *p = out; p && *p; p++)
+        if (*p >= 'A' && *p <= 'Z')
+            *p = (char)(*p - 'A' + 'a');
+    return out;
+}

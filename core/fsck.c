@@ -1,0 +1,666 @@
+#include "fsck.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fsio.h"
+#include "index.h"
+#include "jsonx.h"
+#include "lock.h"
+#include "runs.h"
+#include "session.h"
+#include "sidecar.h"
+#include "store.h"
+#include "util.h"
+
+#define TEMP_MIN_AGE_S 60
+
+struct fsck {
+    const struct svc_config *cfg;
+    struct svc_store st;
+    bool repair;
+    json_object *problems; /* array */
+    json_object *busy;     /* array of ids */
+    int64_t nproblems, nrepaired, nstale;
+};
+
+static void problem(struct fsck *f, const char *sid, const char *rel, long long off,
+                    const char *kind, bool repaired, const char *fmt, ...)
+    __attribute__((format(printf, 7, 8)));
+
+static void problem(struct fsck *f, const char *sid, const char *rel, long long off,
+                    const char *kind, bool repaired, const char *fmt, ...)
+{
+    char msg[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    json_object *p = json_object_new_object();
+    svc_json_set_str(p, "session_id", sid);
+    svc_json_set_str(p, "file", rel);
+    svc_json_set(p, "offset", off >= 0 ? json_object_new_int64(off) : NULL);
+    svc_json_set_str(p, "kind", kind);
+    svc_json_set_str(p, "message", msg);
+    svc_json_set(p, "repaired", json_object_new_boolean(repaired));
+    json_object_array_add(f->problems, p);
+    f->nproblems++;
+    if (repaired)
+        f->nrepaired++;
+}
+
+static char *joinf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *joinf(const char *fmt, ...)
+{
+    char *out = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    if (vasprintf(&out, fmt, ap) < 0)
+        out = NULL;
+    va_end(ap);
+    return out;
+}
+
+/* Where json-c stops parsing buf: the byte offset of the first error. */
+static long long parse_stop(const char *buf, size_t len)
+{
+    json_tokener *t = json_tokener_new();
+    if (!t)
+        return 0;
+    json_object *o = json_tokener_parse_ex(t, buf, (int)len);
+    long long end = (long long)json_tokener_get_parse_end(t);
+    json_object_put(o);
+    json_tokener_free(t);
+    return end;
+}
+
+/* Parse a JSON file. 0 with *out, 1 when absent, -1 when unreadable (reported). */
+static int parse_file(struct fsck *f, const char *sid, const char *abs, const char *rel,
+                      json_object **out)
+{
+    *out = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    struct svc_err err;
+    if (svc_file_read(abs, &buf, &len, &err) != 0) {
+        if (err.code == SVC_E_NOT_FOUND)
+            return 1;
+        problem(f, sid, rel, -1, "unreadable", false, "%s", err.message);
+        return -1;
+    }
+    int rc = 0;
+    if (svc_json_parse(buf, len, out, NULL) != 0 || !json_object_is_type(*out, json_type_object)) {
+        json_object_put(*out);
+        *out = NULL;
+        problem(f, sid, rel, parse_stop(buf, len), "unreadable", false,
+                "not a JSON object (parsing stops at this byte)");
+        rc = -1;
+    }
+    free(buf);
+    return rc;
+}
+
+static bool is_temp(const char *name)
+{
+    return strstr(name, ".tmp-") != NULL;
+}
+
+/* A temp file: an orphan when older than a minute (a live writer renames within ms). */
+static void check_temp(struct fsck *f, const char *sid, const char *abs, const char *rel)
+{
+    struct stat sb;
+    if (lstat(abs, &sb) != 0 || time(NULL) - sb.st_mtime < TEMP_MIN_AGE_S)
+        return;
+    bool fixed = f->repair && unlink(abs) == 0;
+    problem(f, sid, rel, -1, "orphan_temp", fixed, "temp file left by a writer that died%s",
+            fixed ? " (removed)" : "");
+}
+
+static void check_lock_file(struct fsck *f, const char *sid, const char *abs, const char *rel)
+{
+    struct stat sb;
+    if (lstat(abs, &sb) == 0 && !S_ISREG(sb.st_mode))
+        problem(f, sid, rel, -1, "bad_lock_file", false,
+                "a lock file that is not a regular file (locks cannot be taken)");
+}
+
+/* JSONL: every line must decode; a tail without newline is torn. With fix (the caller holds
+ * the lock that writers of this file take), bad lines are appended to <file>.corrupt and
+ * the file is rewritten without them. Returns how many bad lines were found. */
+static int check_lines(struct fsck *f, const char *sid, const char *abs, const char *rel,
+                       bool torn_ok, bool fix)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct svc_err err;
+    if (svc_file_read(abs, &buf, &len, &err) != 0) {
+        if (err.code != SVC_E_NOT_FOUND)
+            problem(f, sid, rel, -1, "unreadable", false, "%s", err.message);
+        return 0;
+    }
+    struct svc_buf good, bad;
+    svc_buf_init(&good);
+    svc_buf_init(&bad);
+    int nbad = 0;
+    size_t first = (size_t)f->nproblems;
+    for (size_t at = 0; at < len;) {
+        char *nl = memchr(buf + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (buf + at)) : len - at;
+        if (!nl && torn_ok)
+            break; /* a live writer's line in progress */
+        json_object *o = NULL;
+        bool ok = n == 0 || (nl && svc_json_parse(buf + at, n, &o, NULL) == 0 &&
+                             json_object_is_type(o, json_type_object));
+        json_object_put(o);
+        if (ok) {
+            svc_buf_add(&good, buf + at, n + (nl ? 1 : 0));
+        } else {
+            nbad++;
+            svc_buf_add(&bad, buf + at, n);
+            svc_buf_add(&bad, "\n", 1);
+            problem(f, sid, rel, (long long)at, nl ? "bad_line" : "torn_line", false,
+                    nl ? "a line that is not a JSON object (%zu bytes)"
+                       : "a torn trailing line (%zu bytes, no newline)",
+                    n);
+        }
+        at += n + (nl ? 1 : 0);
+    }
+    if (nbad > 0 && fix && !good.oom && !bad.oom) {
+        char *side = joinf("%s.corrupt", abs);
+        if (side && svc_file_append(side, bad.data, bad.len, f->st.durable, &err) == 0 &&
+            svc_file_write_atomic(abs, good.data ? good.data : "", good.len, f->st.durable, &err) ==
+                0) {
+            for (size_t i = first; i < json_object_array_length(f->problems); i++) {
+                json_object *p = json_object_array_get_idx(f->problems, i);
+                svc_json_set(p, "repaired", json_object_new_boolean(true));
+                f->nrepaired++;
+            }
+        }
+        free(side);
+    }
+    svc_buf_free(&good);
+    svc_buf_free(&bad);
+    free(buf);
+    return nbad;
+}
+
+/* Decimal id without padding, as in message_<n>.json; -1 when the name is not one. */
+static int64_t message_name_id(const char *name)
+{
+    if (strncmp(name, "message_", 8) != 0)
+        return -1;
+    const char *p = name + 8;
+    const char *dot = strstr(p, ".json");
+    if (!dot || strcmp(dot, ".json") != 0 || dot == p || (p[0] == '0' && dot - p > 1) ||
+        dot - p > 18)
+        return -1;
+    int64_t v = 0;
+    for (const char *q = p; q < dot; q++) {
+        if (*q < '0' || *q > '9')
+            return -1;
+        v = v * 10 + (*q - '0');
+    }
+    return v;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One agent directory: agent.json, message files. Returns the number of message files. */
+static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, const char *arel)
+{
+    char *abs = joinf("%s/agent.json", adir), *rel = joinf("%s/agent.json", arel);
+    json_object *agent = NULL;
+    if (abs && rel && parse_file(f, sid, abs, rel, &agent) == 1)
+        problem(f, sid, rel, -1, "missing_file", false, "agent.json is missing");
+    free(abs);
+    free(rel);
+    char *mdir = joinf("%s/messages", adir), *mrel = joinf("%s/messages", arel);
+    int64_t *ids = NULL;
+    size_t n = 0, cap = 0;
+    DIR *d = mdir ? opendir(mdir) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char *fa = joinf("%s/%s", mdir, de->d_name), *fr = joinf("%s/%s", mrel, de->d_name);
+        int64_t id = message_name_id(de->d_name);
+        if (!fa || !fr) {
+        } else if (is_temp(de->d_name)) {
+            check_temp(f, sid, fa, fr);
+        } else if (id < 0) {
+            problem(f, sid, fr, -1, "stray_file", false, "not a message file (left alone)");
+        } else {
+            if (n == cap) {
+                cap = cap ? cap * 2 : 64;
+                int64_t *nv = realloc(ids, cap * sizeof *nv);
+                if (!nv) {
+                    free(fa);
+                    free(fr);
+                    break;
+                }
+                ids = nv;
+            }
+            ids[n++] = id;
+            json_object *m = NULL;
+            if (parse_file(f, sid, fa, fr, &m) == 0) {
+                json_object *v;
+                if (!json_object_object_get_ex(m, "message_id", &v) ||
+                    !json_object_is_type(v, json_type_int) || json_object_get_int64(v) != id)
+                    problem(f, sid, fr, -1, "bad_message_id", false,
+                            "message_id inside the file is not %lld", (long long)id);
+                if (!svc_json_obj(m, "message"))
+                    problem(f, sid, fr, -1, "bad_message", false, "no \"message\" object");
+            }
+            json_object_put(m);
+        }
+        free(fa);
+        free(fr);
+    }
+    if (d)
+        closedir(d);
+    if (n > 1)
+        qsort(ids, n, sizeof *ids, cmp_i64);
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] != (int64_t)i) {
+            problem(f, sid, mrel, -1, "message_gap", false,
+                    "message ids are not contiguous from 0: message_%zu.json is missing", i);
+            break;
+        }
+    if (agent) {
+        int64_t removed = svc_agent_removed_count(agent);
+        if (removed < 0 || removed > (int64_t)n) {
+            char *r = joinf("%s/agent.json", arel);
+            problem(f, sid, r, -1, "removed_count_range", false,
+                    "removed_message_count %lld is outside 0..%zu", (long long)removed, n);
+            free(r);
+        }
+    }
+    json_object_put(agent);
+    free(ids);
+    free(mdir);
+    free(mrel);
+    return (int64_t)n;
+}
+
+static const char *const session_files[] = {
+    "session.json",    "svc_session.json", "svc_turns.jsonl", "svc_turns.jsonl.corrupt",
+    "svc_memory.json", "agents",           "multi_agents",    NULL};
+
+/* Recount message_count under the session lock (the caller holds the run lock). */
+static bool recount(struct fsck *f, const char *sid, int64_t files)
+{
+    json_object *sc = NULL;
+    struct svc_err err;
+    bool ok = false;
+    if (svc_sidecar_read(&f->st, sid, &sc, &err) == 0) {
+        svc_json_set_int(sc, "message_count", files);
+        if (svc_sidecar_write(&f->st, sid, sc, &err) == 0) {
+            json_object *sum = svc_sidecar_summary(sc);
+            if (sum)
+                svc_index_update(&f->st, sid, sum);
+            json_object_put(sum);
+            ok = true;
+        }
+    }
+    json_object_put(sc);
+    return ok;
+}
+
+static void check_session(struct fsck *f, const char *sid)
+{
+    char *dir = svc_store_session_dir(&f->st, sid);
+    char *rel = joinf("session_%s", sid);
+    if (!dir || !rel) {
+        free(dir);
+        free(rel);
+        return;
+    }
+    char *scp = joinf("%s/svc_session.json", dir), *scr = joinf("%s/svc_session.json", rel);
+    json_object *sc = NULL;
+    if (scp && scr)
+        parse_file(f, sid, scp, scr, &sc);
+    /* a stale run: repaired as the next reader would (it takes its own locks) */
+    if (sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 && !svc_lock_run_held(dir)) {
+        struct svc_err err;
+        bool fixed = f->repair && svc_session_repair_stale(f->cfg, sid, &err) == 1;
+        if (fixed)
+            f->nstale++;
+        problem(f, sid, scr, -1, "stale_run", fixed,
+                "status running while no process holds the run lock%s",
+                fixed ? " (repaired: error/interrupted)" : "");
+        if (fixed) {
+            json_object_put(sc);
+            sc = NULL;
+            parse_file(f, sid, scp, scr, &sc);
+        }
+    }
+    /* hold the run lock, then the session lock, as a run does */
+    struct svc_lock runl = SVC_LOCK_INIT, sl = SVC_LOCK_INIT;
+    bool live;
+    if (f->repair) {
+        struct svc_err err;
+        live = svc_lock_run_try(dir, &runl, &err) != 0;
+        if (!live && svc_lock_session(dir, true, &sl, &err) != 0)
+            live = true;
+    } else {
+        live = svc_lock_run_held(dir);
+    }
+    if (live)
+        json_object_array_add(f->busy, json_object_new_string(sid));
+    bool fix = f->repair && !live;
+
+    json_object *sj = NULL;
+    char *sjp = joinf("%s/session.json", dir), *sjr = joinf("%s/session.json", rel);
+    if (sjp && sjr && parse_file(f, sid, sjp, sjr, &sj) == 1 && sc)
+        problem(f, sid, sjr, -1, "missing_file", false, "session.json is missing");
+    json_object_put(sj);
+    free(sjp);
+    free(sjr);
+
+    /* entries of the session directory */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *nm = de->d_name;
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+            continue;
+        char *fa = joinf("%s/%s", dir, nm), *fr = joinf("%s/%s", rel, nm);
+        bool known = false;
+        for (int i = 0; session_files[i]; i++)
+            known = known || strcmp(nm, session_files[i]) == 0;
+        if (!fa || !fr) {
+        } else if (strcmp(nm, ".svc.lock") == 0 || strcmp(nm, ".svc.run.lock") == 0) {
+            check_lock_file(f, sid, fa, fr);
+        } else if (is_temp(nm)) {
+            check_temp(f, sid, fa, fr);
+        } else if (!known) {
+            problem(f, sid, fr, -1, "stray_file", false, "not a session file (left alone)");
+        }
+        free(fa);
+        free(fr);
+    }
+    if (d)
+        closedir(d);
+
+    /* agents and their messages */
+    const char *aid = sc ? svc_json_str(sc, "agent_id", f->st.agent_id) : f->st.agent_id;
+    int64_t count = -1;
+    char *agents = joinf("%s/agents", dir), *arel = joinf("%s/agents", rel);
+    d = agents ? opendir(agents) : NULL;
+    while (d && (de = readdir(d))) {
+        const char *nm = de->d_name;
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+            continue;
+        char *fa = joinf("%s/%s", agents, nm), *fr = joinf("%s/%s", arel, nm);
+        struct stat sb;
+        if (fa && fr && strncmp(nm, "agent_", 6) == 0 && svc_id_valid(nm + 6) &&
+            lstat(fa, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+            int64_t n = check_agent(f, sid, fa, fr);
+            if (aid && strcmp(nm + 6, aid) == 0)
+                count = n;
+        } else if (fa && fr && is_temp(nm)) {
+            check_temp(f, sid, fa, fr);
+        } else if (fa && fr) {
+            problem(f, sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
+        }
+        free(fa);
+        free(fr);
+    }
+    if (d)
+        closedir(d);
+    free(agents);
+    free(arel);
+
+    /* the sidecar's count against the files (a live run changes both) */
+    if (sc && !live) {
+        int64_t have = svc_json_int(sc, "message_count", -1);
+        int64_t files = count < 0 ? 0 : count;
+        if (have != files) {
+            bool fixed = fix && recount(f, sid, files);
+            problem(f, sid, scr, -1, "sidecar_count", fixed,
+                    "message_count is %lld, the files hold %lld%s", (long long)have,
+                    (long long)files, fixed ? " (recounted)" : "");
+        }
+    }
+    char *tp = joinf("%s/svc_turns.jsonl", dir), *tr = joinf("%s/svc_turns.jsonl", rel);
+    if (tp && tr)
+        check_lines(f, sid, tp, tr, live, fix);
+    free(tp);
+    free(tr);
+    json_object *mem = NULL;
+    char *mp = joinf("%s/svc_memory.json", dir), *mr = joinf("%s/svc_memory.json", rel);
+    if (mp && mr)
+        parse_file(f, sid, mp, mr, &mem);
+    json_object_put(mem);
+    free(mp);
+    free(mr);
+
+    svc_lock_release(&sl);
+    svc_lock_release(&runl);
+    json_object_put(sc);
+    free(scp);
+    free(scr);
+    free(dir);
+    free(rel);
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+    size_t n = strlen(s), m = strlen(suf);
+    return n >= m && strcmp(s + n - m, suf) == 0;
+}
+
+/* <root>/.svc_runs: records, event files, idempotency keys, temp files. */
+static void check_runs(struct fsck *f)
+{
+    char *dir = svc_path_join(f->st.root, ".svc_runs");
+    DIR *d = dir ? opendir(dir) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *nm = de->d_name;
+        char *fa = joinf("%s/%s", dir, nm), *fr = joinf(".svc_runs/%s", nm);
+        if (!fa || !fr || nm[0] == '.') {
+        } else if (is_temp(nm)) {
+            check_temp(f, NULL, fa, fr);
+        } else if (has_suffix(nm, ".events.jsonl")) {
+            /* the runner holds <run>.lock while it appends */
+            char *id = strndup(nm, strlen(nm) - strlen(".events.jsonl"));
+            char *lp = id ? joinf("%s/%s.lock", dir, id) : NULL;
+            int fd = lp ? open(lp, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
+            bool idle = fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0;
+            check_lines(f, NULL, fa, fr, !idle, f->repair && idle);
+            if (fd >= 0)
+                close(fd);
+            free(lp);
+            free(id);
+        } else if (has_suffix(nm, ".json")) {
+            json_object *rec = NULL;
+            if (parse_file(f, NULL, fa, fr, &rec) == 0 && strncmp(nm, "idem-", 5) != 0 &&
+                strcmp(svc_json_str(rec, "status", ""), "running") == 0) {
+                const char *id = svc_json_str(rec, "run_id", "");
+                char *lp = joinf("%s/%s.lock", dir, id);
+                int fd = lp && svc_run_id_valid(id) ? open(lp, O_RDWR | O_CLOEXEC) : -1;
+                bool dead = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+                if (fd >= 0)
+                    close(fd); /* svc_runs_get takes it again to finish the record */
+                if (dead) {
+                    json_object *fresh = NULL;
+                    struct svc_err err;
+                    bool fixed = f->repair && svc_runs_get(f->cfg, id, &fresh, &err) == 0 &&
+                                 strcmp(svc_json_str(fresh, "status", ""), "running") != 0;
+                    json_object_put(fresh);
+                    if (fixed)
+                        f->nstale++;
+                    problem(f, svc_json_str(rec, "session_id", NULL), fr, -1, "stale_run_record",
+                            fixed, "run %s is recorded as running but its runner is gone%s", id,
+                            fixed ? " (finished as error/interrupted)" : "");
+                }
+                free(lp);
+            }
+            json_object_put(rec);
+        }
+        free(fa);
+        free(fr);
+    }
+    if (d)
+        closedir(d);
+    free(dir);
+}
+
+/* <memory.root>/<agent>/memory.jsonl: lines as in svc_turns.jsonl; repaired under the
+ * memory lock (<memory.root>/<agent>/.memory.lock) that memory sync appends under. */
+static void check_memory(struct fsck *f)
+{
+    const char *mroot = f->cfg->memory.root;
+    DIR *d = mroot ? opendir(mroot) : NULL;
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.' || !svc_id_valid(de->d_name))
+            continue;
+        char *fa = joinf("%s/%s/memory.jsonl", mroot, de->d_name);
+        char *fr = joinf("memory/%s/memory.jsonl", de->d_name);
+        char *lp = joinf("%s/%s/.memory.lock", mroot, de->d_name);
+        int fd = -1;
+        if (f->repair && lp) {
+            fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+            if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+        if (fa && fr)
+            check_lines(f, NULL, fa, fr, false, fd >= 0);
+        if (fd >= 0)
+            close(fd);
+        free(fa);
+        free(fr);
+        free(lp);
+    }
+    if (d)
+        closedir(d);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_object **report,
+             struct svc_err *err)
+{
+    *report = NULL;
+    struct fsck f = {.cfg = cfg, .repair = o->repair};
+    f.st.root = cfg->sessions.root;
+    f.st.agent_id = cfg->sessions.agent_id;
+    f.st.durable = cfg->sessions.fsync;
+    char **ids = NULL;
+    size_t n = 0, cap = 0;
+    int rc = -1;
+    if (o->nsessions > 0) {
+        for (size_t i = 0; i < o->nsessions; i++) {
+            if (svc_id_check(o->sessions[i], err) != 0)
+                goto out;
+            if (!svc_store_session_exists(&f.st, o->sessions[i])) {
+                svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", o->sessions[i]);
+                goto out;
+            }
+        }
+        ids = calloc(o->nsessions, sizeof *ids);
+        for (size_t i = 0; ids && i < o->nsessions; i++)
+            ids[n++] = strdup(o->sessions[i]);
+    } else {
+        DIR *d = opendir(f.st.root);
+        if (!d && errno != ENOENT) {
+            svc_err_errno(err, "open the session root");
+            goto out;
+        }
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            if (strncmp(de->d_name, "session_", 8) != 0 || !svc_id_valid(de->d_name + 8) ||
+                !svc_store_session_exists(&f.st, de->d_name + 8))
+                continue;
+            if (n == cap) {
+                cap = cap ? cap * 2 : 256;
+                char **nv = realloc(ids, cap * sizeof *nv);
+                if (!nv)
+                    break;
+                ids = nv;
+            }
+            ids[n++] = strdup(de->d_name + 8);
+        }
+        if (d)
+            closedir(d);
+        if (n > 1)
+            qsort(ids, n, sizeof *ids, cmp_str);
+    }
+    f.problems = json_object_new_array();
+    f.busy = json_object_new_array();
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i])
+            check_session(&f, ids[i]);
+        if (o->progress)
+            o->progress(o->ctx, i + 1, n);
+    }
+    if (o->nsessions == 0) {
+        check_runs(&f);
+        check_memory(&f);
+        DIR *d = opendir(f.st.root);
+        struct dirent *de;
+        while (d && (de = readdir(d))) {
+            if (!is_temp(de->d_name))
+                continue;
+            char *fa = svc_path_join(f.st.root, de->d_name);
+            if (fa)
+                check_temp(&f, NULL, fa, de->d_name);
+            free(fa);
+        }
+        if (d)
+            closedir(d);
+        char *lp = svc_path_join(f.st.root, ".svc_index.lock");
+        if (lp)
+            check_lock_file(&f, NULL, lp, ".svc_index.lock");
+        free(lp);
+        char why[300] = "";
+        int v = svc_index_verify(&f.st, why, sizeof why);
+        if (v == 1) {
+            struct svc_err ierr;
+            bool fixed = f.repair && svc_index_rebuild(&f.st, &ierr) == 0 &&
+                         svc_index_verify(&f.st, why, sizeof why) != 1;
+            problem(&f, NULL, ".svc_index.jsonl", -1, "index", fixed, "%s%s", why,
+                    fixed ? " (rebuilt from the directories)" : "");
+        }
+    }
+    json_object *r = json_object_new_object();
+    svc_json_set_str(r, "root", f.st.root);
+    svc_json_set(r, "repair", json_object_new_boolean(f.repair));
+    svc_json_set_int(r, "sessions_checked", (int64_t)n);
+    svc_json_set(r, "busy", f.busy);
+    svc_json_set(r, "problems", f.problems);
+    json_object *c = json_object_new_object();
+    svc_json_set_int(c, "problems", f.nproblems);
+    svc_json_set_int(c, "repaired", f.nrepaired);
+    svc_json_set_int(c, "left", f.nproblems - f.nrepaired);
+    svc_json_set_int(c, "stale_runs_repaired", f.nstale);
+    svc_json_set(r, "counts", c);
+    *report = r;
+    rc = 0;
+out:
+    for (size_t i = 0; i < n; i++)
+        free(ids[i]);
+    free(ids);
+    return rc;
+}
