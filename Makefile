@@ -125,7 +125,7 @@ bench: deps all
 	scripts/bench
 
 format:
-	clang-format -i core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch]
+	clang-format -i $(C_FILES)
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: programs, units, sysusers.d, tmpfiles.d,
 # the nginx and Apache files, and /etc/svc/agents.yaml (never over an existing one).

@@ -15,16 +15,20 @@
 
 static const char *agent = "svc-agent";
 
-static void die(const char *what, const char *path) {
+static void die(const char *what, const char *path)
+{
     fprintf(stderr, "gen_sessions: %s %s: %s\n", what, path, strerror(errno));
     exit(1);
 }
 
-static void mkdir1(const char *p) {
-    if (mkdir(p, 0755) != 0 && errno != EEXIST) die("mkdir", p);
+static void mkdir1(const char *p)
+{
+    if (mkdir(p, 0755) != 0 && errno != EEXIST)
+        die("mkdir", p);
 }
 
-static void mkdirs(const char *path) {
+static void mkdirs(const char *path)
+{
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s", path);
     for (char *s = tmp + 1; *s; s++) {
@@ -38,7 +42,8 @@ static void mkdirs(const char *path) {
 }
 
 /* UTC ISO 8601 with microseconds and +00:00, from microseconds since the epoch. */
-static void ts(char out[64], long long us) {
+static void ts(char out[64], long long us)
+{
     time_t t = (time_t)(us / 1000000);
     struct tm tm;
     gmtime_r(&t, &tm);
@@ -47,17 +52,22 @@ static void ts(char out[64], long long us) {
     snprintf(out, 64, "%s.%06lld+00:00", b, us % 1000000);
 }
 
-static FILE *open_w(const char *path) {
+static FILE *open_w(const char *path)
+{
     FILE *f = fopen(path, "w");
-    if (!f) die("open", path);
+    if (!f)
+        die("open", path);
     return f;
 }
 
-static void close_w(FILE *f, const char *path) {
-    if (ferror(f) || fclose(f) != 0) die("write", path);
+static void close_w(FILE *f, const char *path)
+{
+    if (ferror(f) || fclose(f) != 0)
+        die("write", path);
 }
 
-static void gen_one(const char *root, const char *sid, long idx, int nmsg, long long t0) {
+static void gen_one(const char *root, const char *sid, long idx, int nmsg, long long t0)
+{
     char dir[4096], p[4200], c0[64], cN[64];
     snprintf(dir, sizeof dir, "%s/session_%s/agents/agent_%s/messages", root, sid, agent);
     mkdirs(dir);
@@ -70,23 +80,26 @@ static void gen_one(const char *root, const char *sid, long idx, int nmsg, long 
 
     snprintf(p, sizeof p, "%s/session.json", dir);
     FILE *f = open_w(p);
-    fprintf(f,
-            "{\n  \"session_id\": \"%s\",\n  \"session_type\": \"AGENT\",\n  \"created_at\": \"%s\",\n"
-            "  \"updated_at\": \"%s\"\n}",
-            sid, c0, c0);
+    fprintf(
+        f,
+        "{\n  \"session_id\": \"%s\",\n  \"session_type\": \"AGENT\",\n  \"created_at\": \"%s\",\n"
+        "  \"updated_at\": \"%s\"\n}",
+        sid, c0, c0);
     close_w(f, p);
 
     int turns = nmsg / 2;
     long removed = nmsg > 40 ? nmsg - 40 : 0;
     snprintf(p, sizeof p, "%s/agents/agent_%s/agent.json", dir, agent);
     f = open_w(p);
-    fprintf(f,
-            "{\n  \"agent_id\": \"%s\",\n  \"state\": {},\n  \"conversation_manager_state\": {\n"
-            "    \"__name__\": \"SlidingWindowConversationManager\",\n    \"removed_message_count\": %ld,\n"
-            "    \"model_call_count\": %d\n  },\n  \"_internal_state\": {\n    \"interrupt_state\": {\n"
-            "      \"interrupts\": {},\n      \"context\": {},\n      \"activated\": false\n    },\n"
-            "    \"model_state\": {}\n  },\n  \"created_at\": \"%s\",\n  \"updated_at\": \"%s\"\n}",
-            agent, removed, turns, c0, cN);
+    fprintf(
+        f,
+        "{\n  \"agent_id\": \"%s\",\n  \"state\": {},\n  \"conversation_manager_state\": {\n"
+        "    \"__name__\": \"SlidingWindowConversationManager\",\n    \"removed_message_count\": "
+        "%ld,\n"
+        "    \"model_call_count\": %d\n  },\n  \"_internal_state\": {\n    \"interrupt_state\": {\n"
+        "      \"interrupts\": {},\n      \"context\": {},\n      \"activated\": false\n    },\n"
+        "    \"model_state\": {}\n  },\n  \"created_at\": \"%s\",\n  \"updated_at\": \"%s\"\n}",
+        agent, removed, turns, c0, cN);
     close_w(f, p);
 
     long long cum_in = 0, cum_out = 0;
@@ -99,13 +112,14 @@ static void gen_one(const char *root, const char *sid, long idx, int nmsg, long 
         ts(at, t0 + step * m);
         int user = (m % 2) == 0;
         if (user)
-            snprintf(text, sizeof text, "Bench session %ld, question %d: how is the market today?", idx,
-                     m / 2 + 1);
+            snprintf(text, sizeof text, "Bench session %ld, question %d: how is the market today?",
+                     idx, m / 2 + 1);
         else
-            snprintf(text, sizeof text,
-                     "Echo: Bench session %ld, question %d: how is the market today? (I was given %d "
-                     "earlier messages.)",
-                     idx, m / 2 + 1, m - 1);
+            snprintf(
+                text, sizeof text,
+                "Echo: Bench session %ld, question %d: how is the market today? (I was given %d "
+                "earlier messages.)",
+                idx, m / 2 + 1, m - 1);
         snprintf(p, sizeof p, "%s/agents/agent_%s/messages/message_%d.json", dir, agent, m);
         f = open_w(p);
         fprintf(f,
@@ -124,33 +138,38 @@ static void gen_one(const char *root, const char *sid, long idx, int nmsg, long 
                     last_in, last_out, last_in + last_out);
         }
         fprintf(f,
-                "\n  },\n  \"message_id\": %d,\n  \"redact_message\": null,\n  \"created_at\": \"%s\",\n"
+                "\n  },\n  \"message_id\": %d,\n  \"redact_message\": null,\n  \"created_at\": "
+                "\"%s\",\n"
                 "  \"updated_at\": \"%s\"\n}",
                 m, at, at);
         close_w(f, p);
         if (!user) {
             char rs[64];
             ts(rs, t0 + step * (m - 1));
-            fprintf(tf,
-                    "{\"schema_version\":1,\"turn_id\":\"turn-%08lx%08x\",\"run_id\":\"run-%08lx%08x\","
-                    "\"status\":\"done\",\"input_message_id\":%d,\"output_message_ids\":[%d],\"events\":["
-                    "{\"type\":\"phase\",\"run_id\":\"run-%08lx%08x\",\"seq\":1,\"session_id\":\"%s\","
-                    "\"schema_version\":\"2.0\",\"timestamp\":\"%s\",\"phase\":\"start\"},"
-                    "{\"type\":\"delta\",\"run_id\":\"run-%08lx%08x\",\"seq\":2,\"session_id\":\"%s\","
-                    "\"schema_version\":\"2.0\",\"timestamp\":\"%s\",\"text\":\"%s\"},"
-                    "{\"type\":\"done\",\"run_id\":\"run-%08lx%08x\",\"seq\":3,\"session_id\":\"%s\","
-                    "\"schema_version\":\"2.0\",\"timestamp\":\"%s\",\"model_id\":\"echo-1\","
-                    "\"tool_steps\":0}],\"tool_trace\":[],\"usage\":{\"prompt_tokens\":%d,"
-                    "\"completion_tokens\":%d,\"total_tokens\":%d},\"error\":null,\"created_at\":\"%s\","
-                    "\"updated_at\":\"%s\"}\n",
-                    idx, m, idx, m, m - 1, m, idx, m, sid, rs, idx, m, sid, at, text, idx, m, sid, at,
-                    last_in, last_out, last_in + last_out, rs, at);
+            fprintf(
+                tf,
+                "{\"schema_version\":1,\"turn_id\":\"turn-%08lx%08x\",\"run_id\":\"run-%08lx%08x\","
+                "\"status\":\"done\",\"input_message_id\":%d,\"output_message_ids\":[%d],"
+                "\"events\":["
+                "{\"type\":\"phase\",\"run_id\":\"run-%08lx%08x\",\"seq\":1,\"session_id\":\"%s\","
+                "\"schema_version\":\"2.0\",\"timestamp\":\"%s\",\"phase\":\"start\"},"
+                "{\"type\":\"delta\",\"run_id\":\"run-%08lx%08x\",\"seq\":2,\"session_id\":\"%s\","
+                "\"schema_version\":\"2.0\",\"timestamp\":\"%s\",\"text\":\"%s\"},"
+                "{\"type\":\"done\",\"run_id\":\"run-%08lx%08x\",\"seq\":3,\"session_id\":\"%s\","
+                "\"schema_version\":\"2.0\",\"timestamp\":\"%s\",\"model_id\":\"echo-1\","
+                "\"tool_steps\":0}],\"tool_trace\":[],\"usage\":{\"prompt_tokens\":%d,"
+                "\"completion_tokens\":%d,\"total_tokens\":%d},\"error\":null,\"created_at\":\"%"
+                "s\","
+                "\"updated_at\":\"%s\"}\n",
+                idx, m, idx, m, m - 1, m, idx, m, sid, rs, idx, m, sid, at, text, idx, m, sid, at,
+                last_in, last_out, last_in + last_out, rs, at);
         }
     }
     close_w(tf, tp);
 
     char last_run[40] = "null";
-    if (turns > 0) snprintf(last_run, sizeof last_run, "\"run-%08lx%08x\"", idx, nmsg - 1);
+    if (turns > 0)
+        snprintf(last_run, sizeof last_run, "\"run-%08lx%08x\"", idx, nmsg - 1);
     snprintf(p, sizeof p, "%s/svc_session.json", dir);
     f = open_w(p);
     fprintf(f,
@@ -161,17 +180,21 @@ static void gen_one(const char *root, const char *sid, long idx, int nmsg, long 
             "  \"message_count\": %d,\n  \"turn_count\": %d,\n  \"run_count\": %d,\n"
             "  \"last_run_id\": %s,\n  \"status\": \"idle\",\n  \"archived\": false,\n"
             "  \"archived_at\": null,\n  \"current_run\": null,\n  \"last_error\": null,\n"
-            "  \"token_state\": {\n    \"last_prompt_tokens\": %d,\n    \"last_completion_tokens\": %d,\n"
+            "  \"token_state\": {\n    \"last_prompt_tokens\": %d,\n    "
+            "\"last_completion_tokens\": %d,\n"
             "    \"last_total_tokens\": %d,\n    \"cumulative_prompt_tokens\": %lld,\n"
             "    \"cumulative_completion_tokens\": %lld,\n    \"cumulative_total_tokens\": %lld,\n"
             "    \"model_context_window\": 128000,\n    \"utilization_ratio\": %.6g,\n"
-            "    \"loop_count\": 1,\n    \"removed_message_count\": %ld\n  },\n  \"memory_state\": {}\n}\n",
-            sid, agent, idx, c0, cN, nmsg, turns, turns, last_run, last_in, last_out, last_in + last_out,
-            cum_in, cum_out, cum_in + cum_out, (double)(last_in + last_out) / 128000.0, removed);
+            "    \"loop_count\": 1,\n    \"removed_message_count\": %ld\n  },\n  \"memory_state\": "
+            "{}\n}\n",
+            sid, agent, idx, c0, cN, nmsg, turns, turns, last_run, last_in, last_out,
+            last_in + last_out, cum_in, cum_out, cum_in + cum_out,
+            (double)(last_in + last_out) / 128000.0, removed);
     close_w(f, p);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (argc < 6) {
         fprintf(stderr, "usage: gen_sessions ROOT PREFIX FIRST COUNT MESSAGES [AGENT_ID]\n");
         return 2;
@@ -179,8 +202,10 @@ int main(int argc, char **argv) {
     const char *root = argv[1], *prefix = argv[2];
     long first = atol(argv[3]), count = atol(argv[4]);
     int nmsg = atoi(argv[5]);
-    if (argc > 6) agent = argv[6];
-    if (count < 0 || nmsg < 0 || strlen(prefix) > 100) return 2;
+    if (argc > 6)
+        agent = argv[6];
+    if (count < 0 || nmsg < 0 || strlen(prefix) > 100)
+        return 2;
     mkdirs(root);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);

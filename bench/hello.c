@@ -18,12 +18,17 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t stop;
-static void on_term(int sig) { (void)sig; stop = 1; }
+static void on_term(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
 
 #define MAX_PAD (1 << 20)
 static char big[MAX_PAD + 64];
 
-static void worker(int fd) {
+static void worker(int fd)
+{
     static const char body[] = "{\"status\":\"ok\"}\n";
     /* {"status":"ok","pad":"xxx...x"}\n */
     static const char pre[] = "{\"status\":\"ok\",\"pad\":\"";
@@ -55,21 +60,25 @@ static void worker(int fd) {
                           n);
         FCGX_PutStr(head, hl, req.out);
         FCGX_PutStr(out, n, req.out);
-        if (out == big) memset(big + n - 3, 'x', 3);
+        if (out == big)
+            memset(big + n - 3, 'x', 3);
         FCGX_Finish_r(&req);
     }
     _exit(0);
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     if (argc < 2) {
         fprintf(stderr, "usage: hello SOCKET_PATH [WORKERS]\n");
         return 2;
     }
     int n = argc > 2 ? atoi(argv[2]) : 2;
-    if (n < 1 || n > 64) n = 2;
+    if (n < 1 || n > 64)
+        n = 2;
     signal(SIGPIPE, SIG_IGN);
-    if (FCGX_Init() != 0) return 1;
+    if (FCGX_Init() != 0)
+        return 1;
     unlink(argv[1]);
     int fd = FCGX_OpenSocket(argv[1], 128);
     if (fd < 0) {
@@ -80,7 +89,8 @@ int main(int argc, char **argv) {
     pid_t kids[64];
     for (int i = 0; i < n; i++) {
         pid_t p = fork();
-        if (p < 0) return 1;
+        if (p < 0)
+            return 1;
         if (p == 0) {
             prctl(PR_SET_PDEATHSIG, SIGTERM);
             signal(SIGTERM, SIG_DFL);
@@ -95,10 +105,13 @@ int main(int argc, char **argv) {
     sigaction(SIGINT, &sa, NULL);
     int alive = n;
     while (!stop && alive > 0) {
-        if (wait(NULL) > 0) alive--;
-        else if (errno == ECHILD) break;
+        if (wait(NULL) > 0)
+            alive--;
+        else if (errno == ECHILD)
+            break;
     }
-    for (int i = 0; i < n; i++) kill(kids[i], SIGTERM);
+    for (int i = 0; i < n; i++)
+        kill(kids[i], SIGTERM);
     while (wait(NULL) > 0 || errno == EINTR) {
     }
     unlink(argv[1]);

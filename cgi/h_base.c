@@ -87,9 +87,9 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set_int(o, "uptime_s", (int64_t)(svc_time_now() - h_base_started_at));
     json_object *s = json_object_new_object();
     svc_json_set_bool(s, "enabled", cfg->sessions.enabled);
-    svc_json_set_str(s, "provider", cfg->sessions.provider == SVC_PROVIDER_NATIVE_FILE
-                                        ? "native_file"
-                                        : "svc_repository");
+    svc_json_set_str(s, "provider",
+                     cfg->sessions.provider == SVC_PROVIDER_NATIVE_FILE ? "native_file"
+                                                                        : "svc_repository");
     svc_json_set_bool(s, "root_writable", writable);
     svc_json_set(o, "sessions", s);
     json_object *m = json_object_new_object();

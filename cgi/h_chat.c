@@ -629,8 +629,8 @@ done:
 
 int h_run_get(struct http_req *r, struct svc_err *err)
 {
-    static const char *fields[] = {"run_id",  "session_id", "status",     "event_count",
-                                   "model",   "content",    "usage",      "error",
+    static const char *fields[] = {"run_id",     "session_id",  "status", "event_count",
+                                   "model",      "content",     "usage",  "error",
                                    "created_at", "finished_at", NULL};
     json_object *rec = NULL;
     if (svc_runs_get(r->cfg, http_param(r, "run_id"), &rec, err) < 0)

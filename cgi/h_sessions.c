@@ -25,8 +25,7 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
         http_query_str(r, "cursor", &q.cursor, err) < 0 ||
         http_query_bool(r, "include_archived", false, &q.include_archived, err) < 0 ||
         http_query_bool(r, "archived_only", false, &q.archived_only, err) < 0 ||
-        http_query_str(r, "status", &q.status, err) < 0 ||
-        http_query_str(r, "q", &q.q, err) < 0)
+        http_query_str(r, "status", &q.status, err) < 0 || http_query_str(r, "q", &q.q, err) < 0)
         return -1;
     if (q.status && strcmp(q.status, "running") != 0 && strcmp(q.status, "idle") != 0 &&
         strcmp(q.status, "error") != 0 && strcmp(q.status, "cancelled") != 0)
@@ -105,8 +104,7 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
     if (rc == 0) {
         size_t n = svc_utf8_len(title);
         if (n < 1 || n > 200)
-            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "title",
-                              "title must be 1..200 characters");
+            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "title", "title must be 1..200 characters");
     }
     if (rc == 0)
         rc = svc_session_rename(r->cfg, sid, title, &o, err);

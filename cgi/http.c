@@ -114,20 +114,35 @@ bool http_id_ok(const char *s)
 /* The request parameters req_init reads, found in one pass over the environment (first
  * occurrence wins, as FCGX_GetParam and getenv do). */
 enum {
-    P_REQUEST_METHOD, P_REQUEST_URI, P_SCRIPT_NAME, P_PATH_INFO, P_QUERY_STRING,
-    P_AUTHORIZATION, P_CONTENT_TYPE, P_X_SESSION_ID, P_IDEMPOTENCY_KEY, P_LAST_EVENT_ID,
-    P_CONTENT_LENGTH, P_X_REQUEST_ID, P_REQUEST_ID, P_SVC_BASE_PATH, P_COUNT
+    P_REQUEST_METHOD,
+    P_REQUEST_URI,
+    P_SCRIPT_NAME,
+    P_PATH_INFO,
+    P_QUERY_STRING,
+    P_AUTHORIZATION,
+    P_CONTENT_TYPE,
+    P_X_SESSION_ID,
+    P_IDEMPOTENCY_KEY,
+    P_LAST_EVENT_ID,
+    P_CONTENT_LENGTH,
+    P_X_REQUEST_ID,
+    P_REQUEST_ID,
+    P_SVC_BASE_PATH,
+    P_COUNT
 };
 
 static const struct {
     const char *name;
     size_t len;
 } param_names[P_COUNT] = {
-#define PN(s) {s, sizeof s - 1}
-    PN("REQUEST_METHOD"),     PN("REQUEST_URI"),          PN("SCRIPT_NAME"),
-    PN("PATH_INFO"),          PN("QUERY_STRING"),         PN("HTTP_AUTHORIZATION"),
-    PN("CONTENT_TYPE"),       PN("HTTP_X_SESSION_ID"),    PN("HTTP_IDEMPOTENCY_KEY"),
-    PN("HTTP_LAST_EVENT_ID"), PN("CONTENT_LENGTH"),       PN("HTTP_X_REQUEST_ID"),
+#define PN(s)                                                                                      \
+    {                                                                                              \
+        s, sizeof s - 1                                                                            \
+    }
+    PN("REQUEST_METHOD"),     PN("REQUEST_URI"),       PN("SCRIPT_NAME"),
+    PN("PATH_INFO"),          PN("QUERY_STRING"),      PN("HTTP_AUTHORIZATION"),
+    PN("CONTENT_TYPE"),       PN("HTTP_X_SESSION_ID"), PN("HTTP_IDEMPOTENCY_KEY"),
+    PN("HTTP_LAST_EVENT_ID"), PN("CONTENT_LENGTH"),    PN("HTTP_X_REQUEST_ID"),
     PN("REQUEST_ID"),         PN("SVC_BASE_PATH"),
 #undef PN
 };
@@ -143,8 +158,15 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
         const char *e = *envp;
         /* every name we want starts with C, H, P, Q, R or S (SVC_BASE_PATH too) */
         switch (e[0]) {
-        case 'C': case 'H': case 'P': case 'Q': case 'R': case 'S': break;
-        default: continue;
+        case 'C':
+        case 'H':
+        case 'P':
+        case 'Q':
+        case 'R':
+        case 'S':
+            break;
+        default:
+            continue;
         }
         const char *eq = strchr(e, '=');
         if (!eq)
@@ -350,8 +372,8 @@ static char *log_put_time(char *p, char *end)
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
         char tmp[64];
-        snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
-                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+        snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
         memcpy(day, tmp, sizeof day - 1);
         day[sizeof day - 1] = '\0';
         last_sec = ts.tv_sec;
@@ -478,8 +500,7 @@ static void query_parse(struct http_req *r)
                 return;
             r->q = nq;
             r->q[r->nq].name = http_pct_decode(p, nlen, true);
-            r->q[r->nq].value =
-                eq ? http_pct_decode(eq + 1, len - nlen - 1, true) : strdup("");
+            r->q[r->nq].value = eq ? http_pct_decode(eq + 1, len - nlen - 1, true) : strdup("");
             if (r->q[r->nq].name && r->q[r->nq].value)
                 r->nq++;
             else {
@@ -518,8 +539,8 @@ int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t mi
     errno = 0;
     long long x = strtoll(v, &end, 10);
     if (errno != 0 || *end != '\0' || end == v || !(isdigit((unsigned char)v[0]) || v[0] == '-'))
-        return svc_err_setp(err, SVC_E_INVALID_QUERY, name, "query parameter '%s' must be an integer",
-                            name);
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, name,
+                            "query parameter '%s' must be an integer", name);
     if (x < min || x > max)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, name,
                             "query parameter '%s' must be between %lld and %lld", name,
@@ -528,8 +549,7 @@ int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t mi
     return 0;
 }
 
-int http_query_bool(struct http_req *r, const char *name, bool def, bool *out,
-                    struct svc_err *err)
+int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, struct svc_err *err)
 {
     const char *v = query_get(r, name);
     *out = def;
@@ -568,8 +588,8 @@ int http_read_body(struct http_req *r, struct svc_err *err)
     if (r->content_length > max) {
         if (r->content_length <= HTTP_DRAIN_MAX)
             drain(r, r->content_length);
-        return svc_err_set(err, SVC_E_BODY_TOO_LARGE,
-                           "request body is larger than %lld bytes", (long long)max);
+        return svc_err_set(err, SVC_E_BODY_TOO_LARGE, "request body is larger than %lld bytes",
+                           (long long)max);
     }
     /* Plain CGI: without CONTENT_LENGTH there is no body (stdin may never reach EOF). */
     if (!r->fcgx && r->content_length < 0) {
@@ -637,7 +657,8 @@ int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct 
             *out = json_object_new_object();
             return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
         }
-        return svc_err_set(err, SVC_E_INVALID_JSON, "request body is empty; a JSON object is expected");
+        return svc_err_set(err, SVC_E_INVALID_JSON,
+                           "request body is empty; a JSON object is expected");
     }
     if (memchr(r->body, '\0', r->body_len))
         return svc_err_set(err, SVC_E_INVALID_JSON, "request body contains a NUL byte");
@@ -655,8 +676,7 @@ int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct 
 /* ---- typed fields ---- */
 
 static int field_get(json_object *o, const char *key, const char *param, bool required,
-                     json_type want, const char *want_name, json_object **out,
-                     struct svc_err *err)
+                     json_type want, const char *want_name, json_object **out, struct svc_err *err)
 {
     json_object *v = NULL;
     *out = NULL;
@@ -704,8 +724,8 @@ int http_field_bool(json_object *o, const char *key, const char *param, bool def
     return 0;
 }
 
-int http_field_int(json_object *o, const char *key, const char *param, int64_t def,
-                   int64_t min, int64_t max, int64_t *out, struct svc_err *err)
+int http_field_int(json_object *o, const char *key, const char *param, int64_t def, int64_t min,
+                   int64_t max, int64_t *out, struct svc_err *err)
 {
     json_object *v;
     const char *pname = param ? param : key;
@@ -740,26 +760,46 @@ int http_field_arr(json_object *o, const char *key, const char *param, bool requ
 static const char *status_text(int status)
 {
     switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 499: return "Client Closed Request";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "Unknown";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 413:
+        return "Payload Too Large";
+    case 422:
+        return "Unprocessable Entity";
+    case 429:
+        return "Too Many Requests";
+    case 499:
+        return "Client Closed Request";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    default:
+        return "Unknown";
     }
 }
 
@@ -830,8 +870,7 @@ static int send_headers(struct http_req *r, int status, const char *ctype, long 
     rc |= io_puts(r, r->request_id);
     rc |= io_write(r, "\r\n", 2);
     /* a retry cannot succeed: stock clients retry 408, 409, 429 and 5xx by default */
-    bool final4xx = status >= 400 && status < 500 && status != 408 && status != 429 &&
-                    !r->retry_ok;
+    bool final4xx = status >= 400 && status < 500 && status != 408 && status != 429 && !r->retry_ok;
     if (final4xx || (status >= 500 && r->run_began))
         rc |= io_write(r, "x-should-retry: false\r\n", 23);
     if (r->headers.len)

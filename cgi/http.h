@@ -2,8 +2,8 @@
  *
  * Contract:
  * - main.c fills one struct http_req per request (http_req_init_fcgi / http_req_init_cgi),
- *   calls http_dispatch() (routes.c), then http_finish(), http_log() and http_req_free(). Everything the
- *   request allocated is freed by http_req_free: handlers never free request memory.
+ *   calls http_dispatch() (routes.c), then http_finish(), http_log() and http_req_free().
+ * Everything the request allocated is freed by http_req_free: handlers never free request memory.
  * - Request values (method, path, headers, params, query values) are copies: libfcgi frees
  *   its params at the next accept. They stay valid until http_req_free.
  * - A handler has the signature of http_handler. It returns 0 after it sent a response with
@@ -42,21 +42,21 @@ struct http_qpair {
 
 struct http_req {
     const struct svc_config *cfg;
-    FCGX_Request *fcgx;        /* NULL in plain CGI mode (stdin/stdout/getenv) */
+    FCGX_Request *fcgx; /* NULL in plain CGI mode (stdin/stdout/getenv) */
 
     /* Input, copied at init. */
-    char *method;              /* "GET" */
-    char *path;                /* raw path from REQUEST_URI, no query: "/api/v1/chat/..." */
-    const char *route;         /* the part of path routes match: path after the base path
-                                * (server.base_path, else the SVC_BASE_PATH param); NULL when
-                                * path lies outside the base path (every route is 404) */
-    char *query;               /* raw QUERY_STRING, "" when none */
-    char *authorization;       /* HTTP_AUTHORIZATION or NULL */
-    char *content_type;        /* or NULL */
-    char *x_session_id;        /* HTTP_X_SESSION_ID or NULL */
-    char *idempotency_key;     /* HTTP_IDEMPOTENCY_KEY or NULL */
-    char *last_event_id;       /* HTTP_LAST_EVENT_ID or NULL */
-    int64_t content_length;    /* -1 when absent or empty */
+    char *method;           /* "GET" */
+    char *path;             /* raw path from REQUEST_URI, no query: "/api/v1/chat/..." */
+    const char *route;      /* the part of path routes match: path after the base path
+                             * (server.base_path, else the SVC_BASE_PATH param); NULL when
+                             * path lies outside the base path (every route is 404) */
+    char *query;            /* raw QUERY_STRING, "" when none */
+    char *authorization;    /* HTTP_AUTHORIZATION or NULL */
+    char *content_type;     /* or NULL */
+    char *x_session_id;     /* HTTP_X_SESSION_ID or NULL */
+    char *idempotency_key;  /* HTTP_IDEMPOTENCY_KEY or NULL */
+    char *last_event_id;    /* HTTP_LAST_EVENT_ID or NULL */
+    int64_t content_length; /* -1 when absent or empty */
     char request_id[HTTP_ID_MAX + 1];
 
     /* Route parameters, percent-decoded ("%00" and bad escapes stay literal). */
@@ -80,13 +80,13 @@ struct http_req {
     bool sse;
     bool client_gone;
     bool run_began;
-    bool retry_ok;             /* a 4xx a client may retry (session_busy) */
-    bool head_only;            /* a HEAD request served by its GET route: no body goes out */
+    bool retry_ok;  /* a 4xx a client may retry (session_busy) */
+    bool head_only; /* a HEAD request served by its GET route: no body goes out */
     size_t bytes_out;
-    struct svc_buf headers;    /* extra response headers, "Name: value\r\n" each */
+    struct svc_buf headers;           /* extra response headers, "Name: value\r\n" each */
     char session_id[HTTP_ID_MAX + 1]; /* for the log line; "" when none */
-    double t0;                 /* monotonic start */
-    double last_write;         /* monotonic time of the last write (for pings) */
+    double t0;                        /* monotonic start */
+    double last_write;                /* monotonic time of the last write (for pings) */
 };
 
 typedef int (*http_handler)(struct http_req *r, struct svc_err *err);
@@ -116,8 +116,7 @@ int http_query_str(struct http_req *r, const char *name, const char **out, struc
 int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t min, int64_t max,
                    int64_t *out, struct svc_err *err);
 /* true/false/1/0; def when absent or empty; else 400 invalid_query. */
-int http_query_bool(struct http_req *r, const char *name, bool def, bool *out,
-                    struct svc_err *err);
+int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, struct svc_err *err);
 /* Read the body once, at most server.max_body_bytes (else 413 body_too_large, the rest is
  * drained without being kept). r->body is NUL-terminated; r->body_len excludes the NUL. */
 int http_read_body(struct http_req *r, struct svc_err *err);
@@ -132,8 +131,8 @@ int http_field_str(json_object *o, const char *key, const char *param, bool requ
                    const char **out, struct svc_err *err);
 int http_field_bool(json_object *o, const char *key, const char *param, bool def, bool *out,
                     struct svc_err *err);
-int http_field_int(json_object *o, const char *key, const char *param, int64_t def,
-                   int64_t min, int64_t max, int64_t *out, struct svc_err *err);
+int http_field_int(json_object *o, const char *key, const char *param, int64_t def, int64_t min,
+                   int64_t max, int64_t *out, struct svc_err *err);
 int http_field_obj(json_object *o, const char *key, const char *param, bool required,
                    json_object **out, struct svc_err *err);
 int http_field_arr(json_object *o, const char *key, const char *param, bool required,

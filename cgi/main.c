@@ -76,10 +76,10 @@
 struct opts {
     const char *listen;
     const char *config;
-    const char *user;  /* --user: drop to this user after binding */
-    const char *group; /* --group: and this group (default: the user's) */
-    const char *log;   /* --log FILE: stderr goes there, reopened on SIGUSR1 */
-    int workers;       /* 0: from config */
+    const char *user;      /* --user: drop to this user after binding */
+    const char *group;     /* --group: and this group (default: the user's) */
+    const char *log;       /* --log FILE: stderr goes there, reopened on SIGUSR1 */
+    int workers;           /* 0: from config */
     const char *inherited; /* "fd:0" / "fd:3" when the socket was handed to us, else NULL */
 };
 
@@ -317,7 +317,7 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != master)
         return 0;
-#ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
+#ifdef SVC_TEST_HOOKS                    /* only in test builds (make TEST_HOOKS=1) */
     if (getenv("SVC_TEST_WORKER_CRASH")) /* test hook: a crash loop (t/50-ops-pool.t) */
         return 3;
 #endif
@@ -434,8 +434,8 @@ static void repair_held(const struct svc_config *cfg, int slot, pid_t pid)
         if (rc == 1)
             logmsg("worker %d died during a run on session %s: repaired it", (int)pid, sid);
         else if (rc < 0)
-            logmsg("worker %d died during a run on session %s: repair failed: %s", (int)pid,
-                   sid, err.message);
+            logmsg("worker %d died during a run on session %s: repair failed: %s", (int)pid, sid,
+                   err.message);
     }
     held_release(slot);
 }

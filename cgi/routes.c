@@ -121,16 +121,14 @@ static int check_auth(struct http_req *r, struct svc_err *err)
         return 0;
     const char *h = r->authorization;
     if (!h || !*h)
-        return svc_err_set(err, SVC_E_MISSING_TOKEN,
-                           "an Authorization: Bearer token is required");
+        return svc_err_set(err, SVC_E_MISSING_TOKEN, "an Authorization: Bearer token is required");
     if (strncasecmp(h, "Bearer ", 7) != 0)
         return svc_err_set(err, SVC_E_INVALID_TOKEN, "the Authorization header must be Bearer");
     const char *given = h + 7;
     while (*given == ' ')
         given++;
     if (!*given)
-        return svc_err_set(err, SVC_E_MISSING_TOKEN,
-                           "an Authorization: Bearer token is required");
+        return svc_err_set(err, SVC_E_MISSING_TOKEN, "an Authorization: Bearer token is required");
     if (!svc_secret_equal(given, token))
         return svc_err_set(err, SVC_E_INVALID_TOKEN, "invalid bearer token");
     return 0;
@@ -174,8 +172,8 @@ void http_dispatch(struct http_req *r)
     if (!hit) {
         if (path_known) {
             http_set_header(r, "Allow", allow);
-            svc_err_set(&err, SVC_E_METHOD_NOT_ALLOWED, "method %s is not allowed here; allowed: %s",
-                        r->method, allow);
+            svc_err_set(&err, SVC_E_METHOD_NOT_ALLOWED,
+                        "method %s is not allowed here; allowed: %s", r->method, allow);
         } else {
             svc_err_set(&err, SVC_E_NOT_FOUND, "no such endpoint");
         }

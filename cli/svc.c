@@ -268,8 +268,7 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
         json_object *arr = NULL;
         json_object_object_get_ex(out, "jobs", &arr);
         for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
-            if (strcmp(svc_json_str(json_object_array_get_idx(arr, i), "result", ""), "error") ==
-                0)
+            if (strcmp(svc_json_str(json_object_array_get_idx(arr, i), "result", ""), "error") == 0)
                 rc = 1;
     } else {
         return usage("jobs needs list or run-due");
@@ -330,8 +329,8 @@ int main(int argc, char **argv)
     struct svc_config cfg;
     struct svc_err err;
     memset(&cfg, 0, sizeof cfg);
-    int rc = config_path ? svc_config_load_file(&cfg, config_path, &err)
-                         : svc_config_load(&cfg, &err);
+    int rc =
+        config_path ? svc_config_load_file(&cfg, config_path, &err) : svc_config_load(&cfg, &err);
     if (rc != 0)
         return fail(&err);
     umask((mode_t)svc_config_octal(cfg.server.umask)); /* files as svc-fcgi makes them */

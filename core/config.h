@@ -18,7 +18,7 @@ enum svc_model_provider { SVC_MODEL_ECHO, SVC_MODEL_OPENAI };
 
 struct svc_job {
     char *id;
-    char *schedule;   /* 5-field cron */
+    char *schedule; /* 5-field cron */
     char *session_id;
     char *input;
     bool enabled;
@@ -26,43 +26,43 @@ struct svc_job {
 
 struct svc_extension {
     char *name;
-    char *kind;               /* "tool" */
+    char *kind; /* "tool" */
     char *description;
-    json_object *parameters;  /* JSON Schema, owned */
-    char **command;           /* argv, NULL-terminated, owned */
+    json_object *parameters; /* JSON Schema, owned */
+    char **command;          /* argv, NULL-terminated, owned */
     int timeout_s;
-    char **env;               /* "NAME=value" or "NAME" (copied from ours), NULL-terminated */
+    char **env; /* "NAME=value" or "NAME" (copied from ours), NULL-terminated */
     bool enabled;
 };
 
 struct svc_config {
     struct {
-        char *listen;         /* "unix:/run/svc/svc.sock" or "tcp:127.0.0.1:9000" */
-        int workers;          /* 1..256, default 4 */
-        int64_t max_requests; /* 1.., default 10000 */
+        char *listen;           /* "unix:/run/svc/svc.sock" or "tcp:127.0.0.1:9000" */
+        int workers;            /* 1..256, default 4 */
+        int64_t max_requests;   /* 1.., default 10000 */
         int64_t max_body_bytes; /* 1024..1073741824, default 1048576 */
-        char *api_token_env;  /* default "SVC_API_TOKEN" */
-        char *api_token;      /* secret, default "" */
-        int run_timeout_s;    /* 1..86400, default 300 */
-        char *socket_mode;    /* octal text, default "0660" (svc_config_octal reads it) */
-        char *socket_group;   /* group name of a created socket, "" keeps the process group */
-        char *umask;          /* octal text, default "027" */
-        char *base_path;      /* "" or "/prefix" (no trailing '/'): routes mounted under it */
+        char *api_token_env;    /* default "SVC_API_TOKEN" */
+        char *api_token;        /* secret, default "" */
+        int run_timeout_s;      /* 1..86400, default 300 */
+        char *socket_mode;      /* octal text, default "0660" (svc_config_octal reads it) */
+        char *socket_group;     /* group name of a created socket, "" keeps the process group */
+        char *umask;            /* octal text, default "027" */
+        char *base_path;        /* "" or "/prefix" (no trailing '/'): routes mounted under it */
     } server;
     struct {
         bool enabled;
         enum svc_session_provider provider;
-        char *root;           /* expanded; default $SVC_HOME/agents/native_sessions */
-        char *agent_id;       /* default "svc-agent"; validated like a session id */
+        char *root;     /* expanded; default $SVC_HOME/agents/native_sessions */
+        char *agent_id; /* default "svc-agent"; validated like a session id */
         bool persist_openai_history;
         bool sync_memory;
-        char *export_default_dir; /* expanded; default ~/Desktop/svc-chat-export */
+        char *export_default_dir;   /* expanded; default ~/Desktop/svc-chat-export */
         char **export_allowed_dirs; /* expanded, NULL-terminated (never NULL itself) */
         bool fsync;
     } sessions;
     struct {
         enum svc_model_provider provider;
-        char *name;           /* default "echo-1" */
+        char *name; /* default "echo-1" */
         char *base_url;
         char *api_key_env;    /* default "OPENAI_API_KEY" */
         char *api_key;        /* secret */
@@ -71,26 +71,26 @@ struct svc_config {
         bool has_temperature; /* temperature: null unless set */
         double temperature;   /* 0..2 */
         bool has_max_tokens;
-        int64_t max_tokens;   /* 1.. */
+        int64_t max_tokens;     /* 1.. */
         int64_t context_window; /* 1.., default 128000 */
         char *system_prompt;
     } model;
     struct {
-        int window_size;      /* 2..10000, default 40 */
+        int window_size;         /* 2..10000, default 40 */
         int max_tool_iterations; /* 1..100, default 8 */
     } agent;
     struct {
-        char *root;           /* expanded; default $SVC_HOME/memory */
-        int recall;           /* 0..100, default 0 */
+        char *root; /* expanded; default $SVC_HOME/memory */
+        int recall; /* 0..100, default 0 */
     } memory;
     struct svc_job *jobs;
     size_t njobs;
     struct svc_extension *extensions;
     size_t nextensions;
 
-    char *home;               /* $SVC_HOME or ~/.svc, expanded */
-    char *source;             /* path of the file read, or NULL when none existed */
-    char **warnings;          /* "file:line:col: unknown key 'x'" ..., NULL-terminated */
+    char *home;      /* $SVC_HOME or ~/.svc, expanded */
+    char *source;    /* path of the file read, or NULL when none existed */
+    char **warnings; /* "file:line:col: unknown key 'x'" ..., NULL-terminated */
     size_t nwarnings;
 };
 

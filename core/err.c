@@ -42,8 +42,8 @@ static const struct {
     [SVC_E_MODEL_NOT_FOUND] = {"model_not_found", "not_found_error", 404},
 };
 
-static int err_vset(struct svc_err *err, enum svc_errcode code, const char *param,
-                    const char *fmt, va_list ap)
+static int err_vset(struct svc_err *err, enum svc_errcode code, const char *param, const char *fmt,
+                    va_list ap)
 {
     if (!err)
         return -1;
@@ -95,17 +95,17 @@ void svc_err_clear(struct svc_err *err)
 const char *svc_err_name(enum svc_errcode code)
 {
     return (code >= 0 && code < SVC_E__MAX && err_table[code].name) ? err_table[code].name
-                                                                       : "internal_error";
+                                                                    : "internal_error";
 }
 
 const char *svc_err_type(enum svc_errcode code)
 {
     return (code >= 0 && code < SVC_E__MAX && err_table[code].type) ? err_table[code].type
-                                                                       : "server_error";
+                                                                    : "server_error";
 }
 
 int svc_err_http_status(enum svc_errcode code)
 {
     return (code >= 0 && code < SVC_E__MAX && err_table[code].status) ? err_table[code].status
-                                                                         : 500;
+                                                                      : 500;
 }

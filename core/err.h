@@ -8,35 +8,35 @@
 
 enum svc_errcode {
     SVC_OK = 0,
-    SVC_E_INTERNAL,          /* internal_error, 500 */
-    SVC_E_NOMEM,             /* internal_error, 500 */
-    SVC_E_IO,                /* io_error, 500: disk errors */
-    SVC_E_INVALID_JSON,      /* invalid_json, 400 */
-    SVC_E_INVALID_FIELD,     /* invalid_field, 422 (param names the field) */
-    SVC_E_MISSING_FIELD,     /* missing_field, 422 */
-    SVC_E_INVALID_SESSION_ID,/* invalid_session_id, 400 */
-    SVC_E_INVALID_QUERY,     /* invalid_query, 400: bad query-string parameter */
-    SVC_E_CONFIG,            /* config_error, 500 */
-    SVC_E_NOT_FOUND,         /* not_found, 404: unknown route or missing file */
-    SVC_E_METHOD_NOT_ALLOWED,/* method_not_allowed, 405 */
-    SVC_E_BODY_TOO_LARGE,    /* body_too_large, 413 */
-    SVC_E_MISSING_TOKEN,     /* missing_token, 401 */
-    SVC_E_INVALID_TOKEN,     /* invalid_token, 401 */
-    SVC_E_SESSION_NOT_FOUND, /* session_not_found, 404 */
-    SVC_E_SESSIONS_DISABLED, /* sessions_disabled, 404 */
-    SVC_E_SESSION_BUSY,      /* session_busy, 409 */
-    SVC_E_SESSION_ARCHIVED,  /* session_archived, 403 */
-    SVC_E_RUN_NOT_FOUND,     /* run_not_found, 404 */
-    SVC_E_RUN_NOT_ACTIVE,    /* run_not_active, 409 */
+    SVC_E_INTERNAL,             /* internal_error, 500 */
+    SVC_E_NOMEM,                /* internal_error, 500 */
+    SVC_E_IO,                   /* io_error, 500: disk errors */
+    SVC_E_INVALID_JSON,         /* invalid_json, 400 */
+    SVC_E_INVALID_FIELD,        /* invalid_field, 422 (param names the field) */
+    SVC_E_MISSING_FIELD,        /* missing_field, 422 */
+    SVC_E_INVALID_SESSION_ID,   /* invalid_session_id, 400 */
+    SVC_E_INVALID_QUERY,        /* invalid_query, 400: bad query-string parameter */
+    SVC_E_CONFIG,               /* config_error, 500 */
+    SVC_E_NOT_FOUND,            /* not_found, 404: unknown route or missing file */
+    SVC_E_METHOD_NOT_ALLOWED,   /* method_not_allowed, 405 */
+    SVC_E_BODY_TOO_LARGE,       /* body_too_large, 413 */
+    SVC_E_MISSING_TOKEN,        /* missing_token, 401 */
+    SVC_E_INVALID_TOKEN,        /* invalid_token, 401 */
+    SVC_E_SESSION_NOT_FOUND,    /* session_not_found, 404 */
+    SVC_E_SESSIONS_DISABLED,    /* sessions_disabled, 404 */
+    SVC_E_SESSION_BUSY,         /* session_busy, 409 */
+    SVC_E_SESSION_ARCHIVED,     /* session_archived, 403 */
+    SVC_E_RUN_NOT_FOUND,        /* run_not_found, 404 */
+    SVC_E_RUN_NOT_ACTIVE,       /* run_not_active, 409 */
     SVC_E_EXPORT_DIR_FORBIDDEN, /* export_dir_forbidden, 403 */
-    SVC_E_UPSTREAM,          /* upstream_error, 502 */
-    SVC_E_UPSTREAM_TIMEOUT,  /* upstream_timeout, 504 */
-    SVC_E_CANCELLED,         /* cancelled, 499-ish: run cancelled by client or API */
-    SVC_E_RUN_TIMEOUT,       /* run_timeout, 504 */
-    SVC_E_TOOL_LOOP,         /* tool_loop_limit, 500 */
-    SVC_E_INTERRUPTED,       /* interrupted: a run whose process died */
-    SVC_E_RESPONSE_NOT_FOUND,/* response_not_found, 404: Responses API id */
-    SVC_E_MODEL_NOT_FOUND,   /* model_not_found, 404: GET /api/v1/models/{id} */
+    SVC_E_UPSTREAM,             /* upstream_error, 502 */
+    SVC_E_UPSTREAM_TIMEOUT,     /* upstream_timeout, 504 */
+    SVC_E_CANCELLED,            /* cancelled, 499-ish: run cancelled by client or API */
+    SVC_E_RUN_TIMEOUT,          /* run_timeout, 504 */
+    SVC_E_TOOL_LOOP,            /* tool_loop_limit, 500 */
+    SVC_E_INTERRUPTED,          /* interrupted: a run whose process died */
+    SVC_E_RESPONSE_NOT_FOUND,   /* response_not_found, 404: Responses API id */
+    SVC_E_MODEL_NOT_FOUND,      /* model_not_found, 404: GET /api/v1/models/{id} */
     SVC_E__MAX
 };
 
@@ -56,8 +56,8 @@ int svc_err_setp(struct svc_err *err, enum svc_errcode code, const char *param, 
 int svc_err_errno(struct svc_err *err, const char *what);
 void svc_err_clear(struct svc_err *err);
 
-const char *svc_err_name(enum svc_errcode code);   /* "session_busy" */
-const char *svc_err_type(enum svc_errcode code);   /* "conflict_error" */
-int svc_err_http_status(enum svc_errcode code);    /* 409 */
+const char *svc_err_name(enum svc_errcode code); /* "session_busy" */
+const char *svc_err_type(enum svc_errcode code); /* "conflict_error" */
+int svc_err_http_status(enum svc_errcode code);  /* 409 */
 
 #endif

@@ -274,8 +274,8 @@ int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s
         memcpy(id, de->d_name, n - 5);
         id[n - 5] = '\0';
         /* by mtime first: recent files are not even opened */
-        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 ||
-            !S_ISREG(sb.st_mode) || now - (double)sb.st_mtime <= max_age_s)
+        if (fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode) ||
+            now - (double)sb.st_mtime <= max_age_s)
             continue;
         removed += remove_one(ctx, id, &sb);
     }

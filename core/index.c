@@ -1152,7 +1152,7 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
         snprintf(why, whysz, "the index lists %d sessions, the root holds %zu",
                  json_object_object_length(map), found);
         rc = 3; /* may be a writer between its sidecar and its line */
-            goto out;
+        goto out;
     }
     rc = 0;
 out:

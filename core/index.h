@@ -27,12 +27,12 @@
 
 /* A listing request (SPEC 4.3), parsed by the caller; query.h validates it. */
 struct svc_list_query {
-    int limit;                 /* 1..500, default 50 */
-    const char *cursor;        /* opaque, from next_cursor; NULL for the first page */
+    int limit;          /* 1..500, default 50 */
+    const char *cursor; /* opaque, from next_cursor; NULL for the first page */
     bool include_archived;
     bool archived_only;
-    const char *status;        /* NULL or running|idle|error|cancelled */
-    const char *q;             /* NULL or a case-insensitive title substring */
+    const char *status; /* NULL or running|idle|error|cancelled */
+    const char *q;      /* NULL or a case-insensitive title substring */
 };
 
 void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary);

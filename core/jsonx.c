@@ -40,17 +40,36 @@ static void dump_string(struct svc_buf *b, const char *s, size_t n)
         const char *esc = NULL;
         char u[7];
         switch (c) {
-        case '"': esc = "\\\""; break;
-        case '\\': esc = "\\\\"; break;
-        case '\n': esc = "\\n"; break;
-        case '\r': esc = "\\r"; break;
-        case '\t': esc = "\\t"; break;
-        case '\b': esc = "\\b"; break;
-        case '\f': esc = "\\f"; break;
+        case '"':
+            esc = "\\\"";
+            break;
+        case '\\':
+            esc = "\\\\";
+            break;
+        case '\n':
+            esc = "\\n";
+            break;
+        case '\r':
+            esc = "\\r";
+            break;
+        case '\t':
+            esc = "\\t";
+            break;
+        case '\b':
+            esc = "\\b";
+            break;
+        case '\f':
+            esc = "\\f";
+            break;
         default:
             if (c < 0x20) { /* as Python: only control characters below 0x20 */
-                u[0] = '\\'; u[1] = 'u'; u[2] = '0'; u[3] = '0';
-                u[4] = hex[c >> 4]; u[5] = hex[c & 0xf]; u[6] = '\0';
+                u[0] = '\\';
+                u[1] = 'u';
+                u[2] = '0';
+                u[3] = '0';
+                u[4] = hex[c >> 4];
+                u[5] = hex[c & 0xf];
+                u[6] = '\0';
                 esc = u;
             }
         }
@@ -287,11 +306,11 @@ char *svc_json_dump_compact(json_object *o)
  * before parsing. Outside strings only JSON's own characters may appear. */
 static const bool json_outside[256] = {
     [' '] = true, ['\t'] = true, ['\r'] = true, ['\n'] = true, ['{'] = true, ['}'] = true,
-    ['['] = true, [']'] = true, [','] = true, [':'] = true, ['0'] = true, ['1'] = true,
-    ['2'] = true, ['3'] = true, ['4'] = true, ['5'] = true, ['6'] = true, ['7'] = true,
-    ['8'] = true, ['9'] = true, ['+'] = true, ['-'] = true, ['.'] = true, ['e'] = true,
-    ['E'] = true, ['t'] = true, ['r'] = true, ['u'] = true, ['f'] = true, ['a'] = true,
-    ['l'] = true, ['s'] = true, ['n'] = true,
+    ['['] = true, [']'] = true,  [','] = true,  [':'] = true,  ['0'] = true, ['1'] = true,
+    ['2'] = true, ['3'] = true,  ['4'] = true,  ['5'] = true,  ['6'] = true, ['7'] = true,
+    ['8'] = true, ['9'] = true,  ['+'] = true,  ['-'] = true,  ['.'] = true, ['e'] = true,
+    ['E'] = true, ['t'] = true,  ['r'] = true,  ['u'] = true,  ['f'] = true, ['a'] = true,
+    ['l'] = true, ['s'] = true,  ['n'] = true,
 };
 
 /* The end of a JSON number starting at buf[i], or 0 when it breaks the grammar
@@ -533,8 +552,7 @@ static bool file_ends_torn(const char *path)
 }
 
 size_t svc_jsonl_lines(const char *buf, size_t len,
-                       void (*each)(void *ctx, const char *line, size_t n, size_t off),
-                       void *ctx)
+                       void (*each)(void *ctx, const char *line, size_t n, size_t off), void *ctx)
 {
     size_t done = 0;
     for (;;) {
@@ -575,8 +593,7 @@ int svc_json_append_line(const char *path, json_object *o, bool durable, struct 
     return rc;
 }
 
-static int write_dump(const char *path, json_object *o, int sync, bool newline,
-                      struct svc_err *err)
+static int write_dump(const char *path, json_object *o, int sync, bool newline, struct svc_err *err)
 {
     struct svc_buf b;
     svc_buf_init(&b);
@@ -676,7 +693,8 @@ void svc_json_merge(json_object *dst, json_object *src)
 {
     if (!json_object_is_type(src, json_type_object))
         return;
-    json_object_object_foreach(src, key, val) json_object_object_add(dst, key, json_object_get(val));
+    json_object_object_foreach(src, key, val)
+        json_object_object_add(dst, key, json_object_get(val));
 }
 
 json_object *svc_json_copy(json_object *o)

@@ -50,8 +50,7 @@ int svc_json_append_line(const char *path, json_object *o, bool durable, struct 
  * written, and is never a line. svc_jsonl_object decodes a line into an object (new
  * reference), NULL when it is not one. */
 size_t svc_jsonl_lines(const char *buf, size_t len,
-                       void (*each)(void *ctx, const char *line, size_t n, size_t off),
-                       void *ctx);
+                       void (*each)(void *ctx, const char *line, size_t n, size_t off), void *ctx);
 json_object *svc_jsonl_object(const char *line, size_t n);
 int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err);
 /* The same with an explicit SVC_SYNC_* mask (fsio.h). */
@@ -64,8 +63,8 @@ int svc_json_write_pretty(const char *path, json_object *o, bool durable, struct
 const char *svc_json_str(json_object *o, const char *key, const char *def);
 int64_t svc_json_int(json_object *o, const char *key, int64_t def);
 bool svc_json_bool(json_object *o, const char *key, bool def);
-json_object *svc_json_obj(json_object *o, const char *key);   /* object or NULL */
-json_object *svc_json_arr(json_object *o, const char *key);   /* array or NULL */
+json_object *svc_json_obj(json_object *o, const char *key); /* object or NULL */
+json_object *svc_json_arr(json_object *o, const char *key); /* array or NULL */
 /* Setters take ownership of the value (json-c semantics); string versions copy. */
 void svc_json_set_str(json_object *o, const char *key, const char *val); /* NULL -> null */
 void svc_json_set_int(json_object *o, const char *key, int64_t val);

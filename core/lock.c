@@ -29,8 +29,7 @@ int svc_lock_file(const char *path, int how, bool create)
 /* A session's lock file, taken with how. No stat of the directory first: O_CREAT never
  * creates it, and a missing directory (or a file or dangling link in its place) is ENOENT
  * or ENOTDIR here. */
-static int open_lock_file(const char *session_dir, const char *name, int how,
-                          struct svc_err *err)
+static int open_lock_file(const char *session_dir, const char *name, int how, struct svc_err *err)
 {
     char *path = svc_path_join(session_dir, name);
     if (!path)

@@ -14,7 +14,10 @@
 struct svc_lock {
     int fd;
 };
-#define SVC_LOCK_INIT {-1}
+#define SVC_LOCK_INIT                                                                              \
+    {                                                                                              \
+        -1                                                                                         \
+    }
 
 /* The one helper that opens and flocks a lock file (sessions, the listing index, runs):
  * open path (created when create, never through a symbolic link), flock(how) with how

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "index.h"
 #include "fsio.h"
+#include "index.h"
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"

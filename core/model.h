@@ -23,19 +23,19 @@ struct svc_model_call {
     json_object *messages;     /* borrowed array of native messages (the window) */
     json_object *tools;        /* borrowed array of {name, description, parameters} */
     int (*on_delta)(void *ctx, const char *text); /* may be NULL */
-    int (*should_cancel)(void *ctx);             /* may be NULL; polled between chunks */
-    int (*on_idle)(void *ctx);                   /* may be NULL; while waiting */
+    int (*should_cancel)(void *ctx);              /* may be NULL; polled between chunks */
+    int (*on_idle)(void *ctx);                    /* may be NULL; while waiting */
     /* may be NULL; told before a retry (attempt from 1, of max_attempts, and why) */
     void (*on_retry)(void *ctx, int attempt, int max_attempts, const char *text);
     void *ctx;
 };
 
 struct svc_model_reply {
-    char *text;              /* heap, "" when the reply is only tool calls */
-    json_object *tool_uses;  /* array of {toolUseId, name, input}; new reference, maybe empty */
+    char *text;             /* heap, "" when the reply is only tool calls */
+    json_object *tool_uses; /* array of {toolUseId, name, input}; new reference, maybe empty */
     int64_t prompt_tokens;
     int64_t completion_tokens;
-    char finish_reason[16];  /* "stop", "tool_calls", "length" */
+    char finish_reason[16]; /* "stop", "tool_calls", "length" */
     int64_t latency_ms;
 };
 

@@ -15,9 +15,9 @@
 #include "util.h"
 
 #define OA_MAX_TOOL_CALLS 128
-#define OA_MAX_ERR_BODY (64 * 1024)          /* error bodies: enough for a message */
-#define OA_MAX_BODY (64L * 1024 * 1024)      /* plain JSON answers */
-#define OA_MAX_LINE (16L * 1024 * 1024)      /* one SSE line / event */
+#define OA_MAX_ERR_BODY (64 * 1024)     /* error bodies: enough for a message */
+#define OA_MAX_BODY (64L * 1024 * 1024) /* plain JSON answers */
+#define OA_MAX_LINE (16L * 1024 * 1024) /* one SSE line / event */
 #define OA_BACKOFF_CAP_S 8.0
 #define OA_RETRY_AFTER_CAP_S 30.0
 #define OA_CONNECT_TIMEOUT_S 10L
@@ -61,8 +61,8 @@ struct oa {
     char finish[16];
     bool have_usage;
     int64_t prompt_tokens, completion_tokens;
-    bool got_event; /* at least one chunk was handled */
-    bool done;      /* data: [DONE] */
+    bool got_event;     /* at least one chunk was handled */
+    bool done;          /* data: [DONE] */
     double retry_after; /* seconds, < 0 when the server sent none */
     double retry_after_ms;
 };
@@ -164,9 +164,8 @@ static void oa_reset_attempt(struct oa *st)
 
 static json_object *oa_tools_json(json_object *tools)
 {
-    size_t n = tools && json_object_is_type(tools, json_type_array)
-                   ? json_object_array_length(tools)
-                   : 0;
+    size_t n =
+        tools && json_object_is_type(tools, json_type_array) ? json_object_array_length(tools) : 0;
     if (n == 0)
         return NULL;
     json_object *out = json_object_new_array();
@@ -213,7 +212,8 @@ static size_t oa_prompt_chars(json_object *messages)
         json_object *tcs = svc_json_arr(m, "tool_calls");
         for (size_t k = 0; tcs && k < json_object_array_length(tcs); k++) {
             json_object *fn = svc_json_obj(json_object_array_get_idx(tcs, k), "function");
-            chars += strlen(svc_json_str(fn, "name", "")) + strlen(svc_json_str(fn, "arguments", ""));
+            chars +=
+                strlen(svc_json_str(fn, "name", "")) + strlen(svc_json_str(fn, "arguments", ""));
         }
     }
     return chars;
@@ -754,8 +754,8 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
             oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
                     "could not connect to the model server in time: %s", errbuf);
         else
-            oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
-                    "the model server did not answer within %d s", timeout);
+            oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT, "the model server did not answer within %d s",
+                    timeout);
         return OA_FAIL;
     }
     if (status >= 300) {
@@ -773,8 +773,7 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         if (status == 0)
             oa_fail(st, err, SVC_E_UPSTREAM, "cannot reach the model server: %s", what);
         else
-            oa_fail(st, err, SVC_E_UPSTREAM, "the connection to the model server failed: %s",
-                    what);
+            oa_fail(st, err, SVC_E_UPSTREAM, "the connection to the model server failed: %s", what);
         return oa_connect_error(cc) && !st->delivered ? OA_RETRY : OA_FAIL;
     }
     if (st->mode == OA_JSON) {
@@ -984,7 +983,8 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     const char *fr = st.finish;
     if (ntu > 0 && (!*fr || strcmp(fr, "stop") == 0 || strcmp(fr, "function_call") == 0))
         fr = "tool_calls";
-    else if (ntu == 0 && (!*fr || strcmp(fr, "tool_calls") == 0 || strcmp(fr, "function_call") == 0))
+    else if (ntu == 0 &&
+             (!*fr || strcmp(fr, "tool_calls") == 0 || strcmp(fr, "function_call") == 0))
         fr = "stop";
     snprintf(out->finish_reason, sizeof out->finish_reason, "%s", fr);
     if (st.have_usage) {

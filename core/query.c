@@ -242,8 +242,8 @@ json_object *svc_message_row(json_object *rec, int64_t id)
     if (!text || !*text) {
         /* a tool-result message: its text is the results' text */
         json_object *proj = svc_openai_project(m);
-        json_object *first = json_object_array_length(proj) ? json_object_array_get_idx(proj, 0)
-                                                              : NULL;
+        json_object *first =
+            json_object_array_length(proj) ? json_object_array_get_idx(proj, 0) : NULL;
         const char *c = svc_json_str(first, "content", NULL);
         if (c && strcmp(svc_openai_role(m), "tool") == 0) {
             free(text);
@@ -261,8 +261,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
 }
 
 int svc_session_messages(const struct svc_config *cfg, const char *sid,
-                         const struct svc_messages_query *q, json_object **out,
-                         struct svc_err *err)
+                         const struct svc_messages_query *q, json_object **out, struct svc_err *err)
 {
     *out = NULL;
     if (q->limit < 1 || q->limit > 1000)

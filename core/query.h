@@ -16,10 +16,10 @@
 #include "index.h" /* struct svc_list_query */
 
 struct svc_messages_query {
-    int limit;                 /* 1..1000, default 200 */
-    int64_t offset;            /* >= 0 */
-    bool desc;                 /* order=desc: newest first */
-    bool include_turns;        /* with offset 0: add "turns" */
+    int limit;          /* 1..1000, default 200 */
+    int64_t offset;     /* >= 0 */
+    bool desc;          /* order=desc: newest first */
+    bool include_turns; /* with offset 0: add "turns" */
 };
 
 /* {"sessions": [summary...], "next_cursor": "..."|null} */

@@ -222,9 +222,9 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
             svc_json_set_str(ev, "code", svc_err_name(ie.code));
             json_object_array_add(events, ev);
         }
-        json_object *turn = turn_line(run_id, "error", input_id, json_object_get(outputs),
-                                      events, NULL, 0, 0, error_object(&ie, run_id),
-                                      *started ? started : NULL);
+        json_object *turn =
+            turn_line(run_id, "error", input_id, json_object_get(outputs), events, NULL, 0, 0,
+                      error_object(&ie, run_id), *started ? started : NULL);
         rc = svc_turns_append(st, sid, turn, err);
         json_object_put(turn);
         if (rc == 0)
@@ -633,8 +633,8 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
     run->sink = NULL;
     /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
-    run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
-                      run->cfg->sessions.sync_memory;
+    run->memory_due =
+        rc == 0 && erc == 0 && run->stateful && run->sidecars && run->cfg->sessions.sync_memory;
     if (!run->memory_defer)
         svc_run_sync_memory(run);
     if (rc != 0) {

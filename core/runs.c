@@ -118,7 +118,8 @@ static void record_finish_code(json_object *rec, struct svc_run *run, const char
     int64_t p, c, t;
     svc_run_get_usage(run, &p, &c, &t);
     svc_json_set_str(rec, "status", status);
-    svc_json_set_int(rec, "event_count", (int64_t)json_object_array_length(svc_run_get_events(run)));
+    svc_json_set_int(rec, "event_count",
+                     (int64_t)json_object_array_length(svc_run_get_events(run)));
     svc_json_set_str(rec, "content", svc_run_get_content(run));
     svc_json_set_str(rec, "finish_reason", svc_run_get_finish_reason(run));
     json_object *u = json_object_new_object();
@@ -171,8 +172,8 @@ static char *idem_file(const struct svc_config *cfg, const char *sid, const char
     return run_file(cfg, name, ".json");
 }
 
-static int idem_lookup(const struct svc_config *cfg, const char *sid, const char *key,
-                       char *run_id, size_t run_id_sz)
+static int idem_lookup(const struct svc_config *cfg, const char *sid, const char *key, char *run_id,
+                       size_t run_id_sz)
 {
     char *path = idem_file(cfg, sid, key);
     json_object *o = NULL;
@@ -209,8 +210,8 @@ static int idem_store(const struct svc_config *cfg, const char *sid, const char 
 struct runner {
     const struct svc_config *cfg;
     struct svc_run *run;
-    json_object *rec;  /* the run record, borrowed */
-    bool recorded;     /* its final fields are written */
+    json_object *rec; /* the run record, borrowed */
+    bool recorded;    /* its final fields are written */
     char *events_path;
     char *cancel_path;
     double last_cancel_check;
@@ -349,8 +350,8 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     int rc = -1, rlock = -1;
     bool recorded = false, idem_stored = false;
     char *lock_path = run_file(cfg, svc_run_get_id(run), ".lock");
-    json_object *rec = record_new(svc_run_get_id(run), svc_run_get_session_id(run),
-                                  svc_run_get_model(run));
+    json_object *rec =
+        record_new(svc_run_get_id(run), svc_run_get_session_id(run), svc_run_get_model(run));
     if (!lock_path) {
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
         goto fail;
@@ -367,8 +368,8 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
      * it answers (the client sees a 502), leaves a run that the client's retry with the
      * same key finds, whatever became of it, instead of starting a second one. */
     struct svc_err ierr;
-    if (idem_key && idem_store(cfg, svc_run_get_session_id(run), idem_key, svc_run_get_id(run),
-                               &ierr) != 0)
+    if (idem_key &&
+        idem_store(cfg, svc_run_get_session_id(run), idem_key, svc_run_get_id(run), &ierr) != 0)
         svc_logf("run %s: its Idempotency-Key could not be recorded: %s", svc_run_get_id(run),
                  ierr.message); /* the run goes on; the key is simply not remembered */
     else if (idem_key)
@@ -514,9 +515,9 @@ int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object *
 }
 
 struct events_ctx {
-    json_object *arr;    /* events from cursor on (NULL: all, svc_runs_events_at) */
+    json_object *arr; /* events from cursor on (NULL: all, svc_runs_events_at) */
     long cursor, idx;
-    const char *last;    /* the last whole line */
+    const char *last; /* the last whole line */
     size_t last_n;
 };
 
@@ -683,8 +684,8 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     free(dir);
     if (rc != 0)
         return -1;
-    json_object *rec = record_new(svc_run_get_id(run), svc_run_get_session_id(run),
-                                  svc_run_get_model(run));
+    json_object *rec =
+        record_new(svc_run_get_id(run), svc_run_get_session_id(run), svc_run_get_model(run));
     record_finish(rec, run, status, failure);
     /* the events file, so /api/chat/runs/{id}/events can replay a synchronous run too */
     char *ev_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
@@ -702,9 +703,9 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     /* durable only when an Idempotency-Key relies on it: otherwise the record is a way to
      * look the run up, and the session's turn line is what survives a crash */
     bool durable = cfg->sessions.fsync && key;
-    rc = ev_path && !b.oom ? svc_file_write_atomic(ev_path, b.data ? b.data : "", b.len, durable,
-                                                   err)
-                           : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    rc = ev_path && !b.oom
+             ? svc_file_write_atomic(ev_path, b.data ? b.data : "", b.len, durable, err)
+             : svc_err_set(err, SVC_E_NOMEM, "out of memory");
     svc_buf_free(&b);
     free(ev_path);
     if (rc == 0)

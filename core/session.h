@@ -73,7 +73,7 @@ void svc_run_set_lock_fd(struct svc_run *run, int fd);
 const char *svc_run_get_id(const struct svc_run *run);
 const char *svc_run_get_session_id(const struct svc_run *run);
 const char *svc_run_get_model(const struct svc_run *run);
-const char *svc_run_get_content(const struct svc_run *run); /* final answer text, "" before */
+const char *svc_run_get_content(const struct svc_run *run);       /* final answer text, "" before */
 const char *svc_run_get_finish_reason(const struct svc_run *run); /* "stop", "length", ... */
 void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion,
                        int64_t *total);

@@ -2,9 +2,9 @@
 
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <string.h>
 
 #include "fsio.h"
 #include "jsonx.h"
@@ -62,8 +62,8 @@ int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *
     return svc_sidecar_write_sync(st, sid, sc, st->durable ? SVC_SYNC_FULL : 0, err);
 }
 
-int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc,
-                           int sync, struct svc_err *err)
+int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc, int sync,
+                           struct svc_err *err)
 {
     char *path = svc_store_session_file(st, sid, "svc_session.json");
     if (!path)
@@ -169,8 +169,7 @@ int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object 
             const char *u = svc_json_str(rec, "updated_at", NULL);
             double a, b;
             const char *cur = svc_json_str(sc, "updated_at", "");
-            if (u && svc_time_parse_iso(u, &a) == 0 &&
-                (svc_time_parse_iso(cur, &b) != 0 || a > b))
+            if (u && svc_time_parse_iso(u, &a) == 0 && (svc_time_parse_iso(cur, &b) != 0 || a > b))
                 svc_json_set_str(sc, "updated_at", u);
         }
         json_object_put(rec);

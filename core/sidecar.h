@@ -22,8 +22,8 @@ int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **
 int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *sc,
                       struct svc_err *err);
 /* The same with an explicit SVC_SYNC_* mask (fsio.h) instead of st->durable. */
-int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc,
-                           int sync, struct svc_err *err);
+int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc, int sync,
+                           struct svc_err *err);
 /* Build a sidecar-shaped object from session.json, agent.json and message files.
  * SVC_E_SESSION_NOT_FOUND when the directory holds neither session.json nor a message. */
 int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object **out,

@@ -5,11 +5,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fsio.h"
 #include "jsonx.h"
@@ -69,8 +69,8 @@ static char *path_cat(int n, const char *const *parts)
     return out;
 }
 
-#define PATH_CAT(...)                                                                      \
-    path_cat((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)),          \
+#define PATH_CAT(...)                                                                              \
+    path_cat((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)),                  \
              (const char *const[]){__VA_ARGS__})
 
 char *svc_store_session_dir(const struct svc_store *st, const char *sid)
@@ -276,8 +276,8 @@ int svc_store_write_agent_sync(const struct svc_store *st, const char *sid, json
 
 int64_t svc_agent_removed_count(json_object *agent)
 {
-    int64_t n = svc_json_int(svc_json_obj(agent, "conversation_manager_state"),
-                             "removed_message_count", 0);
+    int64_t n =
+        svc_json_int(svc_json_obj(agent, "conversation_manager_state"), "removed_message_count", 0);
     return n < 0 ? 0 : n;
 }
 
@@ -424,8 +424,7 @@ int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t 
 int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
                             json_object *message, struct svc_err *err)
 {
-    return svc_store_write_message_sync(st, sid, id, message, st->durable ? SVC_SYNC_FULL : 0,
-                                        err);
+    return svc_store_write_message_sync(st, sid, id, message, st->durable ? SVC_SYNC_FULL : 0, err);
 }
 
 int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,

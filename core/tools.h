@@ -25,8 +25,7 @@ void svc_tools_call(const struct svc_config *cfg, const char *name, json_object 
                     struct svc_tool_result *out);
 /* The same; a running extension is stopped when should_cancel (polled) returns nonzero. */
 void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_object *input,
-                           int (*should_cancel)(void *ctx), void *ctx,
-                           struct svc_tool_result *out);
+                           int (*should_cancel)(void *ctx), void *ctx, struct svc_tool_result *out);
 void svc_tool_result_free(struct svc_tool_result *r);
 
 #endif

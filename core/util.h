@@ -21,8 +21,8 @@ char *svc_time_format_iso(double epoch, char *buf);
 /* Parse ISO 8601 UTC with or without fraction, "+00:00" or "Z" (other offsets applied).
  * Returns 0 and sets *epoch, or -1 when unparseable. */
 int svc_time_parse_iso(const char *s, double *epoch);
-double svc_time_now(void);      /* wall clock, seconds since the epoch */
-double svc_time_monotonic(void);/* monotonic seconds */
+double svc_time_now(void);       /* wall clock, seconds since the epoch */
+double svc_time_monotonic(void); /* monotonic seconds */
 
 /* Fill out with nhex random lowercase hex digits and a NUL (out holds nhex + 1). */
 void svc_random_hex(char *out, size_t nhex);

@@ -12,8 +12,6 @@
 #include "tap.h"
 #include "util.h"
 
-
-
 static json_object *parse(const char *s)
 {
     json_object *o = NULL;
@@ -70,10 +68,13 @@ static void python_float_repr(void)
         double d;
         const char *want;
     } cases[] = {
-        {100.0, "100.0"}, {1e15, "1000000000000000.0"}, {1e16, "1e+16"},
-        {12345678901234567.0, "1.2345678901234568e+16"}, {0.1, "0.1"}, {1.0, "1.0"},
-        {-2.25, "-2.25"}, {0.0025, "0.0025"}, {1e-5, "1e-05"}, {1.5e-7, "1.5e-07"},
-        {0.0001, "0.0001"}, {123456.789, "123456.789"}, {1e22, "1e+22"}, {-0.0, "-0.0"},
+        {100.0, "100.0"},   {1e15, "1000000000000000.0"},
+        {1e16, "1e+16"},    {12345678901234567.0, "1.2345678901234568e+16"},
+        {0.1, "0.1"},       {1.0, "1.0"},
+        {-2.25, "-2.25"},   {0.0025, "0.0025"},
+        {1e-5, "1e-05"},    {1.5e-7, "1.5e-07"},
+        {0.0001, "0.0001"}, {123456.789, "123456.789"},
+        {1e22, "1e+22"},    {-0.0, "-0.0"},
         {5e-324, "5e-324"}, {1.7976931348623157e308, "1.7976931348623157e+308"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -87,27 +88,31 @@ int main(void)
 {
     python_float_repr();
     /* ---- byte-for-byte Python ---- */
-    roundtrip("nested/empty",
-              "{\n  \"a\": [\n    1,\n    {\n      \"b\": null,\n      \"c\": true,\n      \"d\": "
-              "false\n    }\n  ],\n  \"e\": {},\n  \"f\": [],\n  \"g\": \"x\",\n  \"h\": [\n    []\n  "
-              "],\n  \"i\": {\n    \"j\": {}\n  },\n  \"k\": [\n    {}\n  ]\n}",
-              "{\"a\":[1,{\"b\":null,\"c\":true,\"d\":false}],\"e\":{},\"f\":[],\"g\":\"x\",\"h\":[[]"
-              "],\"i\":{\"j\":{}},\"k\":[{}]}");
-    roundtrip("unicode",
-              "{\n  \"t\": \"\xc3\xa9\xe6\x97\xa5\xe6\x9c\xac\xf0\x9f\x8e\x89\",\n  \"s\": \"a/b\",\n  "
-              "\"u2028\": \"\xe2\x80\xa8\",\n  \"key \xc3\xa9\": \"v\"\n}",
-              "{\"t\":\"\xc3\xa9\xe6\x97\xa5\xe6\x9c\xac\xf0\x9f\x8e\x89\",\"s\":\"a/b\",\"u2028\":"
-              "\"\xe2\x80\xa8\",\"key \xc3\xa9\":\"v\"}");
+    roundtrip(
+        "nested/empty",
+        "{\n  \"a\": [\n    1,\n    {\n      \"b\": null,\n      \"c\": true,\n      \"d\": "
+        "false\n    }\n  ],\n  \"e\": {},\n  \"f\": [],\n  \"g\": \"x\",\n  \"h\": [\n    []\n  "
+        "],\n  \"i\": {\n    \"j\": {}\n  },\n  \"k\": [\n    {}\n  ]\n}",
+        "{\"a\":[1,{\"b\":null,\"c\":true,\"d\":false}],\"e\":{},\"f\":[],\"g\":\"x\",\"h\":[[]"
+        "],\"i\":{\"j\":{}},\"k\":[{}]}");
+    roundtrip(
+        "unicode",
+        "{\n  \"t\": \"\xc3\xa9\xe6\x97\xa5\xe6\x9c\xac\xf0\x9f\x8e\x89\",\n  \"s\": \"a/b\",\n  "
+        "\"u2028\": \"\xe2\x80\xa8\",\n  \"key \xc3\xa9\": \"v\"\n}",
+        "{\"t\":\"\xc3\xa9\xe6\x97\xa5\xe6\x9c\xac\xf0\x9f\x8e\x89\",\"s\":\"a/b\",\"u2028\":"
+        "\"\xe2\x80\xa8\",\"key \xc3\xa9\":\"v\"}");
     roundtrip("doubles",
               "[\n  0.1,\n  3.0,\n  1e+100,\n  1e-07,\n  -0.0,\n  2.5,\n  123456.789,\n  1e+16,\n  "
               "0.0001953125\n]",
               "[0.1,3.0,1e+100,1e-07,-0.0,2.5,123456.789,1e+16,0.0001953125]");
-    roundtrip("ints",
-              "[\n  0,\n  -1,\n  9007199254740993,\n  -9223372036854775808,\n  9223372036854775807\n]",
-              "[0,-1,9007199254740993,-9223372036854775808,9223372036854775807]");
-    roundtrip("escapes without DEL",
-              "{\n  \"c\": \"\\u0000\\u0001\\u001f\\b\\f\\n\\r\\t\\\"\\\\ end\",\n  \"k\\\"\\\\\": 1\n}",
-              "{\"c\":\"\\u0000\\u0001\\u001f\\b\\f\\n\\r\\t\\\"\\\\ end\",\"k\\\"\\\\\":1}");
+    roundtrip(
+        "ints",
+        "[\n  0,\n  -1,\n  9007199254740993,\n  -9223372036854775808,\n  9223372036854775807\n]",
+        "[0,-1,9007199254740993,-9223372036854775808,9223372036854775807]");
+    roundtrip(
+        "escapes without DEL",
+        "{\n  \"c\": \"\\u0000\\u0001\\u001f\\b\\f\\n\\r\\t\\\"\\\\ end\",\n  \"k\\\"\\\\\": 1\n}",
+        "{\"c\":\"\\u0000\\u0001\\u001f\\b\\f\\n\\r\\t\\\"\\\\ end\",\"k\\\"\\\\\":1}");
     roundtrip("top-level empty object", "{}", "{}");
     roundtrip("top-level empty array", "[]", "[]");
     roundtrip("top-level string", "\"x\"", "\"x\"");
@@ -124,20 +129,25 @@ int main(void)
         /* Python: json.dumps({"nul": "a\0b", "ctl": "\x01\x1f\x7f", "e": {}, "l": [], "n": None},
          *                    indent=2, ensure_ascii=False) -- Python leaves DEL (0x7f) raw */
         const char *want_prefix = "{\n  \"nul\": \"a\\u0000b\",\n  \"ctl\": \"\\u0001\\u001f";
-        ok(s && strncmp(s, want_prefix, strlen(want_prefix)) == 0, "NUL and C0 controls as \\u00XX");
+        ok(s && strncmp(s, want_prefix, strlen(want_prefix)) == 0,
+           "NUL and C0 controls as \\u00XX");
         is_str(strstr(s ? s : "", "\"e\": {}"), "\"e\": {},\n  \"l\": [],\n  \"n\": null\n}",
                "empty {} and [] inline, null, no trailing newline");
-        is_str(s, "{\n  \"nul\": \"a\\u0000b\",\n  \"ctl\": \"\\u0001\\u001f\x7f\",\n  \"e\": {},\n  "
-                  "\"l\": [],\n  \"n\": null\n}",
+        is_str(s,
+               "{\n  \"nul\": \"a\\u0000b\",\n  \"ctl\": \"\\u0001\\u001f\x7f\",\n  \"e\": {},\n  "
+               "\"l\": [],\n  \"n\": null\n}",
                "DEL (0x7f) is written raw like Python");
         free(s);
         json_object_put(o);
     }
     {
         /* DEL inside a parsed Python file must survive a rewrite byte for byte */
-        json_object *o = parse("{\n  \"c\": \"a\x7f" "b\"\n}");
+        json_object *o = parse("{\n  \"c\": \"a\x7f"
+                               "b\"\n}");
         char *s = o ? svc_json_dump_native(o) : NULL;
-        is_str(s, "{\n  \"c\": \"a\x7f" "b\"\n}",
+        is_str(s,
+               "{\n  \"c\": \"a\x7f"
+               "b\"\n}",
                "a Python file with DEL round-trips");
         free(s);
         json_object_put(o);
@@ -184,7 +194,8 @@ int main(void)
         svc_json_set_int(o, "m", 3);
         svc_json_set_int(o, "a", 4);
         char *s = svc_json_dump_compact(o);
-        is_str(s, "{\"z\":1,\"a\":4,\"m\":3}", "keys keep insertion order; replacing keeps the place");
+        is_str(s, "{\"z\":1,\"a\":4,\"m\":3}",
+               "keys keep insertion order; replacing keeps the place");
         free(s);
         json_object_put(o);
     }
@@ -202,10 +213,13 @@ int main(void)
         size_t l1 = 0, l2 = 0;
         svc_file_read(p1, &b1, &l1, &e);
         svc_file_read(p2, &b2, &l2, &e);
-        is_str(b1, "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}", "native file: no trailing newline");
-        is_str(b2, "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}\n", "pretty file: one trailing newline");
+        is_str(b1, "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}",
+               "native file: no trailing newline");
+        is_str(b2, "{\n  \"a\": [\n    1\n  ],\n  \"b\": {}\n}\n",
+               "pretty file: one trailing newline");
         json_object *back = NULL;
-        ok(svc_json_read_file(p1, &back, &e) == 0 && json_object_equal(back, o), "read_file round-trips");
+        ok(svc_json_read_file(p1, &back, &e) == 0 && json_object_equal(back, o),
+           "read_file round-trips");
         json_object_put(back);
         is_int(svc_json_read_file("/nonexistent/x.json", &back, &e), -1, "missing file fails");
         is_int(e.code, SVC_E_NOT_FOUND, "missing file is SVC_E_NOT_FOUND");
@@ -263,7 +277,8 @@ int main(void)
     accepts("escaped surrogate pair", "\"\\ud83c\\udf89\"", 14);
     accepts("length excludes a following byte", "{}x", 2);
     {
-        json_object *o = parse("{\"a\": 1, \"b\": \"x\", \"c\": true, \"d\": {\"e\": []}, \"f\": null}");
+        json_object *o =
+            parse("{\"a\": 1, \"b\": \"x\", \"c\": true, \"d\": {\"e\": []}, \"f\": null}");
         is_int(svc_json_int(o, "a", -1), 1, "svc_json_int");
         is_int(svc_json_int(o, "b", -1), -1, "svc_json_int default for a string");
         is_str(svc_json_str(o, "b", NULL), "x", "svc_json_str");

@@ -25,7 +25,7 @@ struct ctx {
     int stop_after_deltas; /* on_delta returns 1 at this count (0: never) */
     double cancel_at;      /* should_cancel true after this monotonic time (0: never) */
     int nidle;
-    int idle_stop;         /* on_idle returns 1 */
+    int idle_stop; /* on_idle returns 1 */
 };
 
 static int on_delta(void *p, const char *t)

@@ -97,9 +97,21 @@ int main(void)
     char id129[130];
     memset(id129, 'x', 129);
     id129[129] = '\0';
-    const char *bad[] = {"",        ".",        "..",     "a/b", "a\x01" "b", "\xc3\xa9",
-                         ".x",      "\x01",     "a\x7f",  id129, "../etc",    "a b",
-                         "\xff\xfe", "tab\there"};
+    const char *bad[] = {"",
+                         ".",
+                         "..",
+                         "a/b",
+                         "a\x01"
+                         "b",
+                         "\xc3\xa9",
+                         ".x",
+                         "\x01",
+                         "a\x7f",
+                         id129,
+                         "../etc",
+                         "a b",
+                         "\xff\xfe",
+                         "tab\there"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct svc_run_request req = {.session_id = bad[i], .input = "hello"};
         struct svc_run *run = (struct svc_run *)1;
@@ -143,7 +155,8 @@ int main(void)
 
     /* ---- begin: state on disk while the run is open; the run lock ---- */
     {
-        struct svc_run_request req = {.session_id = "s1", .input = "first", .run_id = "run-0123456789abcdef"};
+        struct svc_run_request req = {
+            .session_id = "s1", .input = "first", .run_id = "run-0123456789abcdef"};
         struct svc_run *run = NULL;
         ok(svc_run_begin(&cfg, &req, &run, &e) == 0, "begin s1");
         json_object *sc = sidecar("s1");
@@ -173,8 +186,10 @@ int main(void)
         json_object *evs = svc_run_get_events(run);
         size_t ne = json_object_array_length(evs);
         ok(ne >= 3, "events recorded");
-        is_str(svc_json_str(json_object_array_get_idx(evs, 0), "type", ""), "phase", "first event phase");
-        is_str(svc_json_str(json_object_array_get_idx(evs, ne - 1), "type", ""), "done", "last event done");
+        is_str(svc_json_str(json_object_array_get_idx(evs, 0), "type", ""), "phase",
+               "first event phase");
+        is_str(svc_json_str(json_object_array_get_idx(evs, ne - 1), "type", ""), "done",
+               "last event done");
         int seq_ok = 1;
         for (size_t i = 0; i < ne; i++)
             seq_ok &= svc_json_int(json_object_array_get_idx(evs, i), "seq", 0) == (int64_t)i + 1;
@@ -234,7 +249,8 @@ int main(void)
         json_object_put(sc);
         json_object *t = turns("ab");
         is_int(json_object_array_length(t), 1, "a turn line");
-        is_str(svc_json_str(json_object_array_get_idx(t, 0), "status", ""), "error", "turn status error");
+        is_str(svc_json_str(json_object_array_get_idx(t, 0), "status", ""), "error",
+               "turn status error");
         json_object_put(t);
         char *ans = NULL;
         ok(chat("ab", "next", NULL, &ans, &e) == 0, "the session stays usable");
@@ -302,7 +318,8 @@ int main(void)
         json_object *last = json_object_array_get_idx(t, json_object_array_length(t) - 1);
         is_int(json_object_array_length(t), 2, "an interrupted turn line appended");
         is_str(svc_json_str(last, "status", ""), "error", "turn status error");
-        is_str(svc_json_str(svc_json_obj(last, "error"), "code", ""), "interrupted", "turn error.code");
+        is_str(svc_json_str(svc_json_obj(last, "error"), "code", ""), "interrupted",
+               "turn error.code");
         json_object_put(t);
         is_int(svc_session_repair_stale(&cfg, "st", &e), 0, "a second repair does nothing");
     }
@@ -313,13 +330,15 @@ int main(void)
         struct svc_run *run = NULL;
         ok(svc_run_begin(&cfg, &req, &run, &e) == 0, "begin tool run");
         ok(svc_run_execute(run, NULL, &e) == 0, "execute tool run");
-        ok(strncmp(svc_run_get_content(run), "Tool clock returned: ", 21) == 0, "answer quotes the tool");
+        ok(strncmp(svc_run_get_content(run), "Tool clock returned: ", 21) == 0,
+           "answer quotes the tool");
         is_int(json_object_array_length(svc_run_get_tool_calls(run)), 1, "one OpenAI tool call");
         svc_run_free(run);
         is_int(nmessages("tl"), 4, "user, assistant toolUse, user toolResult, assistant");
         json_object *rec = NULL;
         svc_store_read_message(&st, "tl", 2, &rec, NULL);
-        json_object *blk = json_object_array_get_idx(svc_json_arr(svc_json_obj(rec, "message"), "content"), 0);
+        json_object *blk =
+            json_object_array_get_idx(svc_json_arr(svc_json_obj(rec, "message"), "content"), 0);
         json_object *tr = svc_json_obj(blk, "toolResult");
         ok(tr != NULL, "message 2 carries a toolResult");
         is_str(svc_json_str(tr, "status", ""), "success", "toolResult status success");
@@ -327,8 +346,10 @@ int main(void)
         json_object_put(rec);
         json_object *t = turns("tl");
         json_object *t0 = json_object_array_get_idx(t, 0);
-        is_int(json_object_array_length(svc_json_arr(t0, "tool_trace")), 1, "tool_trace has the call");
-        is_int(json_object_array_length(svc_json_arr(t0, "output_message_ids")), 3, "output ids 1, 2, 3");
+        is_int(json_object_array_length(svc_json_arr(t0, "tool_trace")), 1,
+               "tool_trace has the call");
+        is_int(json_object_array_length(svc_json_arr(t0, "output_message_ids")), 3,
+               "output ids 1, 2, 3");
         json_object_put(t);
     }
 

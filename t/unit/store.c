@@ -56,9 +56,9 @@ int main(void)
         const char *id;
         int valid;
     } ids[] = {
-        {"a", 1}, {"sess-1", 1}, {"A.b_c-9", 1}, {"x.", 1}, {"a..b", 1}, {"", 0}, {".", 0},
-        {"..", 0}, {".x", 0}, {"a/b", 0}, {"a\\b", 0}, {"a b", 0}, {"\xc3\xa9", 0},
-        {"a\x01", 0}, {"a\n", 0}, {"a:b", 0}, {"*", 0}, {"a%2f", 0},
+        {"a", 1},        {"sess-1", 1}, {"A.b_c-9", 1}, {"x.", 1},  {"a..b", 1}, {"", 0},
+        {".", 0},        {"..", 0},     {".x", 0},      {"a/b", 0}, {"a\\b", 0}, {"a b", 0},
+        {"\xc3\xa9", 0}, {"a\x01", 0},  {"a\n", 0},     {"a:b", 0}, {"*", 0},    {"a%2f", 0},
     };
     for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
         struct svc_err e;
@@ -66,7 +66,8 @@ int main(void)
         char shown[64];
         size_t k = 0;
         for (const unsigned char *q = (const unsigned char *)ids[i].id; *q && k < 50; q++)
-            k += (size_t)snprintf(shown + k, sizeof shown - k, (*q < 0x21 || *q > 0x7e) ? "\\x%02x" : "%c", *q);
+            k += (size_t)snprintf(shown + k, sizeof shown - k,
+                                  (*q < 0x21 || *q > 0x7e) ? "\\x%02x" : "%c", *q);
         shown[k] = '\0';
         is_int(svc_id_valid(ids[i].id), ids[i].valid, "svc_id_valid('%s')", shown);
         int rc = svc_id_check(ids[i].id, &e);
@@ -103,7 +104,8 @@ int main(void)
     is_str(p, want, "session dir");
     free(p);
     p = svc_store_message_path(&st, "s1", 12);
-    snprintf(want, sizeof want, "%s/session_s1/agents/agent_svc-agent/messages/message_12.json", root);
+    snprintf(want, sizeof want, "%s/session_s1/agents/agent_svc-agent/messages/message_12.json",
+             root);
     is_str(p, want, "message path: decimal, no padding");
     free(p);
     p = svc_store_agent_dir(&st, "s1");
@@ -130,10 +132,11 @@ int main(void)
     const char *c = svc_json_str(so, "created_at", NULL), *u = svc_json_str(so, "updated_at", NULL);
     ok(is_ts(c) && is_ts(u), "session.json timestamps in the Strands format");
     char exp[2048];
-    snprintf(exp, sizeof exp,
-             "{\n  \"session_id\": \"s1\",\n  \"session_type\": \"AGENT\",\n  \"created_at\": \"%s\",\n"
-             "  \"updated_at\": \"%s\"\n}",
-             c ? c : "", u ? u : "");
+    snprintf(
+        exp, sizeof exp,
+        "{\n  \"session_id\": \"s1\",\n  \"session_type\": \"AGENT\",\n  \"created_at\": \"%s\",\n"
+        "  \"updated_at\": \"%s\"\n}",
+        c ? c : "", u ? u : "");
     is_str(bytes, exp, "session.json exact bytes (key order, indent, no trailing newline)");
     /* not overwritten when present */
     spit(sfile, "{\n  \"session_id\": \"s1\",\n  \"session_type\": \"AGENT\",\n  \"created_at\": "
@@ -147,7 +150,8 @@ int main(void)
     ok(svc_store_touch_session(&st, "s1", &e) == 0, "touch_session");
     json_object *t = NULL;
     svc_json_read_file(sfile, &t, NULL);
-    is_str(svc_json_str(t, "created_at", ""), "2020-01-01T00:00:00.000000+00:00", "touch keeps created_at");
+    is_str(svc_json_str(t, "created_at", ""), "2020-01-01T00:00:00.000000+00:00",
+           "touch keeps created_at");
     ok(strcmp(svc_json_str(t, "updated_at", ""), "2020-01-01T00:00:00.000000+00:00") != 0 &&
            is_ts(svc_json_str(t, "updated_at", NULL)),
        "touch sets updated_at");
@@ -163,7 +167,8 @@ int main(void)
     /* a session "directory" that is a symlink or a file */
     char *linkdir = svc_store_session_dir(&st, "lnk");
     ok(symlink(base, linkdir) == 0, "symlink session_lnk -> outside");
-    ok(!svc_store_session_exists(&st, "lnk"), "a symlinked session dir does not exist for the store");
+    ok(!svc_store_session_exists(&st, "lnk"),
+       "a symlinked session dir does not exist for the store");
     ok(svc_store_ensure_session(&st, "lnk", &e) == -1, "ensure_session refuses a symlinked dir");
     char *outside = svc_path_join(base, "agents");
     ok(access(outside, F_OK) != 0, "nothing created through the symlink");
@@ -181,14 +186,16 @@ int main(void)
     svc_json_set_str(a, "updated_at", "2025-01-01T00:00:00.000000+00:00");
     char *ad = svc_json_dump_native(a);
     /* Python: json.dumps(<Strands agent record>, indent=2, ensure_ascii=False) */
-    is_str(ad,
-           "{\n  \"agent_id\": \"svc-agent\",\n  \"state\": {},\n  \"conversation_manager_state\": {\n"
-           "    \"__name__\": \"SlidingWindowConversationManager\",\n    \"removed_message_count\": 0,\n"
-           "    \"model_call_count\": 0\n  },\n  \"_internal_state\": {\n    \"interrupt_state\": {\n"
-           "      \"interrupts\": {},\n      \"context\": {},\n      \"activated\": false\n    },\n"
-           "    \"model_state\": {}\n  },\n  \"created_at\": \"2025-01-01T00:00:00.000000+00:00\",\n"
-           "  \"updated_at\": \"2025-01-01T00:00:00.000000+00:00\"\n}",
-           "new agent record: exact Strands shape");
+    is_str(
+        ad,
+        "{\n  \"agent_id\": \"svc-agent\",\n  \"state\": {},\n  \"conversation_manager_state\": {\n"
+        "    \"__name__\": \"SlidingWindowConversationManager\",\n    \"removed_message_count\": "
+        "0,\n"
+        "    \"model_call_count\": 0\n  },\n  \"_internal_state\": {\n    \"interrupt_state\": {\n"
+        "      \"interrupts\": {},\n      \"context\": {},\n      \"activated\": false\n    },\n"
+        "    \"model_state\": {}\n  },\n  \"created_at\": \"2025-01-01T00:00:00.000000+00:00\",\n"
+        "  \"updated_at\": \"2025-01-01T00:00:00.000000+00:00\"\n}",
+        "new agent record: exact Strands shape");
     free(ad);
     json_object *rd = NULL;
     ok(svc_store_read_agent(&st, "s1", &rd, &e) == -1 && e.code == SVC_E_NOT_FOUND,
@@ -223,7 +230,8 @@ int main(void)
 
     /* ---- message files ---- */
     json_object *m = NULL;
-    const char *mtext = "{\"role\":\"user\",\"content\":[{\"text\":\"h\xc3\xa9llo \xe6\x97\xa5\"}]}";
+    const char *mtext =
+        "{\"role\":\"user\",\"content\":[{\"text\":\"h\xc3\xa9llo \xe6\x97\xa5\"}]}";
     svc_json_parse(mtext, strlen(mtext), &m, NULL);
     ok(m != NULL, "message object");
     ok(svc_store_write_message(&st, "s1", 0, m, &e) == 0, "write message 0");
@@ -235,8 +243,10 @@ int main(void)
     u = svc_json_str(rec, "updated_at", NULL);
     ok(is_ts(c) && is_ts(u), "message timestamps in the Strands format");
     snprintf(exp, sizeof exp,
-             "{\n  \"message\": {\n    \"role\": \"user\",\n    \"content\": [\n      {\n        \"text\": "
-             "\"h\xc3\xa9llo \xe6\x97\xa5\"\n      }\n    ]\n  },\n  \"message_id\": 0,\n  \"redact_message\": "
+             "{\n  \"message\": {\n    \"role\": \"user\",\n    \"content\": [\n      {\n        "
+             "\"text\": "
+             "\"h\xc3\xa9llo \xe6\x97\xa5\"\n      }\n    ]\n  },\n  \"message_id\": 0,\n  "
+             "\"redact_message\": "
              "null,\n  \"created_at\": \"%s\",\n  \"updated_at\": \"%s\"\n}",
              c ? c : "", u ? u : "");
     is_str(mb, exp, "message_0.json exact bytes (Python shape, raw UTF-8, no trailing newline)");
@@ -246,7 +256,8 @@ int main(void)
     /* the message is copied, not taken */
     svc_json_set_str(m, "role", "assistant");
     ok(svc_store_read_message(&st, "s1", 0, &rec, &e) == 0, "read message 0");
-    is_str(svc_json_str(svc_json_obj(rec, "message"), "role", ""), "user", "write_message stored a copy");
+    is_str(svc_json_str(svc_json_obj(rec, "message"), "role", ""), "user",
+           "write_message stored a copy");
     ok(svc_store_effective_message(rec) == svc_json_obj(rec, "message"),
        "effective message: message when redact_message is null");
     json_object *red = json_object_new_object();
@@ -273,9 +284,16 @@ int main(void)
     svc_store_write_message(&st, "s1", 9, um, NULL);
     json_object_put(um);
     char *md = svc_store_messages_dir(&st, "s1");
-    const char *junk[] = {"message_3.json.tmp-123-abcdef01", "message_x.json", "message_4.txt",
-                          "message_.json", "message_-1.json", "message_5.json.bak", "other.json",
-                          ".svc.lock", "message_+6.json", "message_7.jsonx"};
+    const char *junk[] = {"message_3.json.tmp-123-abcdef01",
+                          "message_x.json",
+                          "message_4.txt",
+                          "message_.json",
+                          "message_-1.json",
+                          "message_5.json.bak",
+                          "other.json",
+                          ".svc.lock",
+                          "message_+6.json",
+                          "message_7.jsonx"};
     for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
         char *jp = svc_path_join(md, junk[i]);
         spit(jp, "{}");

@@ -26,7 +26,7 @@ static int tap_ok(int cond, const char *fmt, ...)
     do {                                                                                           \
         long long g_ = (long long)(got), w_ = (long long)(want);                                   \
         if (!ok(g_ == w_, __VA_ARGS__))                                                            \
-            printf("#   got %lld, want %lld (%s:%d)\n", g_, w_, __FILE__, __LINE__);              \
+            printf("#   got %lld, want %lld (%s:%d)\n", g_, w_, __FILE__, __LINE__);               \
     } while (0)
 #define is_str(got, want, ...)                                                                     \
     do {                                                                                           \
