@@ -15,6 +15,7 @@
 #include "query.h"
 #include "runs.h"
 #include "session.h"
+#include "util.h"
 
 /* Pings go out when the stream was silent this long (SPEC: at least every 15 s).
  * SVC_PING_INTERVAL_S (1..15) shortens it, for tests. */
@@ -253,7 +254,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     if (legacy && check_text(legacy_v, "message", false, err) < 0)
         return -1;
     if (legacy && *legacy) {
-        in->input = strdup(legacy);
+        in->input = svc_xstrdup(legacy);
         return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
     if (legacy)

@@ -20,6 +20,7 @@
 #include "responses.h"
 #include "runs.h"
 #include "session.h"
+#include "util.h"
 
 #define PING_AFTER_S 10.0
 
@@ -62,7 +63,7 @@ static int content_text(json_object *content, const char *param, char **out, str
     if (json_object_is_type(content, json_type_string)) {
         if (text_ok(content, param, err) < 0)
             return -1;
-        *out = strdup(json_object_get_string(content));
+        *out = svc_xstrdup(json_object_get_string(content));
         return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
     if (!json_object_is_type(content, json_type_array))
@@ -102,7 +103,7 @@ static int content_text(json_object *content, const char *param, char **out, str
         svc_buf_free(&b);
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
-    *out = b.data ? svc_buf_steal(&b) : strdup("");
+    *out = b.data ? svc_buf_steal(&b) : svc_xstrdup("");
     return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
 }
 
@@ -120,7 +121,7 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
             return -1;
         if (!*json_object_get_string(input))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "input", "'input' must not be empty");
-        in->input = strdup(json_object_get_string(input));
+        in->input = svc_xstrdup(json_object_get_string(input));
         return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
     if (!json_object_is_type(input, json_type_array))

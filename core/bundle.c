@@ -62,13 +62,13 @@ static int add_sid(struct svc_export *ex, const char *sid, size_t *cap)
 {
     if (ex->nsids == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
-        char **nv = realloc(ex->sids, nc * sizeof *nv);
+        char **nv = svc_xrealloc(ex->sids, nc * sizeof *nv);
         if (!nv)
             return -1;
         ex->sids = nv;
         *cap = nc;
     }
-    ex->sids[ex->nsids] = strdup(sid);
+    ex->sids[ex->nsids] = svc_xstrdup(sid);
     if (!ex->sids[ex->nsids])
         return -1;
     ex->nsids++;
@@ -173,7 +173,7 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
         }
         const char *next = svc_json_str(page, "next_cursor", NULL);
         free(cursor);
-        cursor = next ? strdup(next) : NULL;
+        cursor = next ? svc_xstrdup(next) : NULL;
         json_object_put(page);
         if (!cursor)
             break;
@@ -192,7 +192,7 @@ static char *resolve_dest(const char *path)
 {
     if (!path || path[0] != '/')
         return NULL;
-    char *work = strdup(path);
+    char *work = svc_xstrdup(path);
     if (!work)
         return NULL;
     size_t n = strlen(work);
@@ -213,7 +213,7 @@ static char *resolve_dest(const char *path)
             rest[-1] = '/';
         rest = slash + 1;
         if (slash == work) {
-            real = strdup("/");
+            real = svc_xstrdup("/");
             *slash = '\0';
             break;
         }
@@ -234,7 +234,7 @@ static char *resolve_dest(const char *path)
             c++;
     }
     char *full = NULL;
-    if (asprintf(&full, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest) < 0)
+    if (svc_xasprintf(&full, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest) < 0)
         full = NULL;
     free(real);
     free(work);
@@ -302,7 +302,7 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
         if (!status_ok(req->statuses[i]))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "status",
                                 "status must hold running, idle, error or cancelled");
-    struct svc_export *ex = calloc(1, sizeof *ex);
+    struct svc_export *ex = svc_xcalloc(1, sizeof *ex);
     if (!ex)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     ex->cfg = cfg;
@@ -363,7 +363,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     struct msg {
         int64_t id;
         const struct svc_snap_file *f;
-    } *mv = calloc(s->n ? s->n : 1, sizeof *mv);
+    } *mv = svc_xcalloc(s->n ? s->n : 1, sizeof *mv);
     if (!mv)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     size_t ml = strlen(s->msgdir);
@@ -371,7 +371,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     for (size_t i = 0; i < s->n; i++) {
         const struct svc_snap_file *f = &s->f[i];
         char *rel = NULL;
-        if (asprintf(&rel, "%s/%s", base, f->rel) < 0) {
+        if (svc_xasprintf(&rel, "%s/%s", base, f->rel) < 0) {
             svc_err_set(err, SVC_E_NOMEM, "out of memory");
             goto out;
         }
@@ -682,7 +682,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
     } else {
         char *path = NULL;
-        rc = asprintf(&path, "%s/manifest.json", o->tmpdir) < 0
+        rc = svc_xasprintf(&path, "%s/manifest.json", o->tmpdir) < 0
                  ? svc_err_set(err, SVC_E_NOMEM, "out of memory")
                  : copy_fd_to_file(mfd, path, err);
         free(path);
@@ -742,10 +742,11 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
         goto out;
     }
     free(real);
-    o.spooldir = strdup(ex->dest);
-    if (asprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "", (int)getpid()) <
-            0 ||
-        asprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "") < 0 || !o.spooldir) {
+    o.spooldir = svc_xstrdup(ex->dest);
+    if (svc_xasprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "",
+                      (int)getpid()) < 0 ||
+        svc_xasprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "") < 0 ||
+        !o.spooldir) {
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
         goto out;
     }
@@ -764,7 +765,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
             svc_err_errno(err, "create export directory");
             goto out;
         }
-        o.tmpdir = strdup(tmp);
+        o.tmpdir = svc_xstrdup(tmp);
         if (!o.tmpdir) {
             svc_err_set(err, SVC_E_NOMEM, "out of memory");
             goto out;
@@ -833,7 +834,7 @@ int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
     memset(&o, 0, sizeof o);
     o.tar = true;
     const char *t = getenv("TMPDIR");
-    o.spooldir = strdup(t && *t ? t : "/tmp");
+    o.spooldir = svc_xstrdup(t && *t ? t : "/tmp");
     json_object *warnings = json_object_new_array();
     int64_t msgs = 0;
     int rc = -1;

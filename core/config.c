@@ -792,7 +792,7 @@ static void range_text(const struct cfg_row *r, char *buf, size_t sz)
 
 static char *dup_checked(const struct cfgy_node *n)
 {
-    char *s = malloc(n->len + 1);
+    char *s = svc_xmalloc(n->len + 1);
     if (s) {
         memcpy(s, n->text, n->len);
         s[n->len] = '\0';
@@ -828,7 +828,7 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
         const char *why = r->check ? r->check(text) : NULL;
         if (why)
             return FAIL("%s", why);
-        char *v = r->type == CT_PATH ? svc_path_expand(text) : strdup(text);
+        char *v = r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text);
         if (!v)
             return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         row_free(r, base);
@@ -903,7 +903,7 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
     case CT_PATHS:
     case CT_STRS:
         if (n->kind == CFGY_NULL && r->min == 0) {
-            char **v = calloc(1, sizeof *v);
+            char **v = svc_xcalloc(1, sizeof *v);
             if (!v)
                 return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
             row_free(r, base);
@@ -974,7 +974,7 @@ static int rows_default(const struct cfg_row *rows, size_t nrows, void *base, co
 static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
 {
     struct svc_config *cfg = c->cfg;
-    char **w = realloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
+    char **w = svc_xrealloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
     if (!w)
         return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
     cfg->warnings = w;
@@ -994,7 +994,7 @@ static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
                      const struct cfgy_node *n, struct cfg_frame *fr, struct svc_err *err)
 {
     if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
-        char **v = calloc(n->count + 1, sizeof *v);
+        char **v = svc_xcalloc(n->count + 1, sizeof *v);
         if (!v)
             return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         row_free(r, base);
@@ -1037,7 +1037,7 @@ static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct 
             return cfg_fail(err, n->file, n->line, n->col, n->path,
                             "expected a sequence of mappings");
         if (n->count > 0) {
-            void *arr = calloc(n->count, l->size);
+            void *arr = svc_xcalloc(n->count, l->size);
             if (!arr)
                 return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
             memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
@@ -1208,7 +1208,7 @@ int svc_config_defaults(struct svc_config *cfg, struct svc_err *err)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->home = config_home();
-    cfg->warnings = calloc(1, sizeof *cfg->warnings);
+    cfg->warnings = svc_xcalloc(1, sizeof *cfg->warnings);
     if (!cfg->home || !cfg->warnings) {
         svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         goto fail;
@@ -1228,7 +1228,7 @@ static int config_load(struct svc_config *cfg, const char *buf, size_t len, cons
     struct cfg_load c;
     if (svc_config_defaults(cfg, err) < 0)
         return -1;
-    if (source && !(cfg->source = strdup(source))) {
+    if (source && !(cfg->source = svc_xstrdup(source))) {
         svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         goto fail;
     }

@@ -63,7 +63,7 @@ static char **child_env(const struct svc_extension *x, const char **path)
     size_t n = 0;
     while (x->env && x->env[n])
         n++;
-    char **env = calloc(n + 1, sizeof *env);
+    char **env = svc_xcalloc(n + 1, sizeof *env);
     if (!env)
         return NULL;
     size_t k = 0;
@@ -72,12 +72,12 @@ static char **child_env(const struct svc_extension *x, const char **path)
         const char *e = x->env[i];
         char *item = NULL;
         if (strchr(e, '=')) {
-            item = strdup(e);
+            item = svc_xstrdup(e);
         } else {
             const char *v = getenv(e);
             if (!v)
                 continue;
-            if (asprintf(&item, "%s=%s", e, v) < 0)
+            if (svc_xasprintf(&item, "%s=%s", e, v) < 0)
                 item = NULL;
         }
         if (!item)
@@ -101,12 +101,12 @@ static void strv_free(char **v)
 static char *resolve(const char *argv0, const char *path)
 {
     if (strchr(argv0, '/'))
-        return strdup(argv0);
+        return svc_xstrdup(argv0);
     int last = ENOENT;
     for (const char *p = path; *p;) {
         size_t n = strcspn(p, ":");
         char *cand = NULL;
-        if (n > 0 && asprintf(&cand, "%.*s/%s", (int)n, p, argv0) >= 0) {
+        if (n > 0 && svc_xasprintf(&cand, "%.*s/%s", (int)n, p, argv0) >= 0) {
             struct stat st;
             if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
                 return cand;
@@ -165,7 +165,7 @@ static void set_error(struct svc_tool_result *out, const char *stderr_text, cons
     char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
+    if (svc_xvasprintf(&msg, fmt, ap) < 0)
         msg = NULL;
     va_end(ap);
     out->ok = false;
@@ -173,12 +173,12 @@ static void set_error(struct svc_tool_result *out, const char *stderr_text, cons
     out->content = NULL;
     if (msg && stderr_text && *stderr_text) {
         char *full = NULL;
-        if (asprintf(&full, "%s: %s", msg, stderr_text) >= 0) {
+        if (svc_xasprintf(&full, "%s: %s", msg, stderr_text) >= 0) {
             free(msg);
             msg = full;
         }
     }
-    out->content = msg ? msg : strdup("extension failed");
+    out->content = msg ? msg : svc_xstrdup("extension failed");
 }
 
 /* Read what is there from *fd into buf (keeping at most keep bytes in total); on EOF or
@@ -248,7 +248,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     json_object *empty = args ? NULL : json_object_new_object();
     char *json = svc_json_dump_compact(args ? args : empty);
     json_object_put(empty);
-    if (!env || !json || asprintf(&input, "%s\n", json) < 0) {
+    if (!env || !json || svc_xasprintf(&input, "%s\n", json) < 0) {
         input = NULL;
         set_error(out, NULL, "%s: out of memory", x->name);
         goto out;

@@ -65,7 +65,7 @@ static char *joinf(const char *fmt, ...)
     char *out = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&out, fmt, ap) < 0)
+    if (svc_xvasprintf(&out, fmt, ap) < 0)
         out = NULL;
     va_end(ap);
     return out;
@@ -246,7 +246,7 @@ static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, co
         } else {
             if (n == cap) {
                 cap = cap ? cap * 2 : 64;
-                int64_t *nv = realloc(ids, cap * sizeof *nv);
+                int64_t *nv = svc_xrealloc(ids, cap * sizeof *nv);
                 if (!nv) {
                     free(fa);
                     free(fr);
@@ -478,7 +478,7 @@ static void check_runs(struct fsck *f)
             check_temp(f, NULL, fa, fr);
         } else if (has_suffix(nm, ".events.jsonl")) {
             /* the runner holds <run>.lock while it appends */
-            char *id = strndup(nm, strlen(nm) - strlen(".events.jsonl"));
+            char *id = svc_xstrndup(nm, strlen(nm) - strlen(".events.jsonl"));
             char *lp = id ? joinf("%s/%s.lock", dir, id) : NULL;
             int fd = lp ? open(lp, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
             bool idle = fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0;
@@ -579,9 +579,9 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
                 goto out;
             }
         }
-        ids = calloc(o->nsessions, sizeof *ids);
+        ids = svc_xcalloc(o->nsessions, sizeof *ids);
         for (size_t i = 0; ids && i < o->nsessions; i++)
-            ids[n++] = strdup(o->sessions[i]);
+            ids[n++] = svc_xstrdup(o->sessions[i]);
     } else {
         DIR *d = opendir(f.st.root);
         if (!d && errno != ENOENT) {
@@ -595,12 +595,12 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
                 continue;
             if (n == cap) {
                 cap = cap ? cap * 2 : 256;
-                char **nv = realloc(ids, cap * sizeof *nv);
+                char **nv = svc_xrealloc(ids, cap * sizeof *nv);
                 if (!nv)
                     break;
                 ids = nv;
             }
-            ids[n++] = strdup(de->d_name + 8);
+            ids[n++] = svc_xstrdup(de->d_name + 8);
         }
         if (d)
             closedir(d);

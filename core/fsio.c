@@ -29,7 +29,7 @@ static int write_all(int fd, const char *p, size_t len)
 
 static int fsync_dir_of(const char *path)
 {
-    char *copy = strdup(path);
+    char *copy = svc_xstrdup(path);
     if (!copy)
         return -1;
     int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -87,7 +87,7 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
     char hex[9];
     svc_random_hex(hex, 8);
     size_t tl = strlen(path) + 48;
-    char *tmp = malloc(tl);
+    char *tmp = svc_xmalloc(tl);
     if (!tmp)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     snprintf(tmp, tl, "%s.tmp-%ld-%s", path, (long)getpid(), hex);
@@ -170,14 +170,14 @@ static int file_read(const char *path, int flags, char **out, size_t *len, struc
         return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
     }
     size_t cap = (size_t)st.st_size + 1, used = 0;
-    char *buf = malloc(cap);
+    char *buf = svc_xmalloc(cap);
     if (!buf) {
         close(fd);
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
     for (;;) {
         if (used + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
+            char *nb = svc_xrealloc(buf, cap * 2);
             if (!nb) {
                 free(buf);
                 close(fd);

@@ -155,7 +155,7 @@ static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), 
     }
     off_t size = st.st_size;
     size_t want = size > SVC_MEMORY_TAIL ? SVC_MEMORY_TAIL : (size_t)size;
-    char *buf = malloc(want + 1);
+    char *buf = svc_xmalloc(want + 1);
     if (!buf) {
         close(fd);
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");

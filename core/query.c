@@ -247,7 +247,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
         const char *c = svc_json_str(first, "content", NULL);
         if (c && strcmp(svc_openai_role(m), "tool") == 0) {
             free(text);
-            text = strdup(c);
+            text = svc_xstrdup(c);
         }
         json_object_put(proj);
     }

@@ -55,7 +55,7 @@ static int responses_dir(const struct svc_config *cfg, bool create, char **out, 
 static char *response_file(const char *dir, const char *id)
 {
     char *path = NULL;
-    if (asprintf(&path, "%s/%s.json", dir, id) < 0)
+    if (svc_xasprintf(&path, "%s/%s.json", dir, id) < 0)
         return NULL;
     return path;
 }

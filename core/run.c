@@ -275,7 +275,7 @@ out:
 
 static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_run_request *req)
 {
-    struct svc_run *run = calloc(1, sizeof *run);
+    struct svc_run *run = svc_xcalloc(1, sizeof *run);
     if (!run)
         return NULL;
     run->cfg = cfg;

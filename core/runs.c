@@ -37,7 +37,7 @@ static char *runs_dir(const struct svc_config *cfg)
 static char *run_file(const struct svc_config *cfg, const char *run_id, const char *suffix)
 {
     char *out = NULL;
-    if (asprintf(&out, "%s/" RUNS_DIR "/%s%s", cfg->sessions.root, run_id, suffix) < 0)
+    if (svc_xasprintf(&out, "%s/" RUNS_DIR "/%s%s", cfg->sessions.root, run_id, suffix) < 0)
         return NULL;
     return out;
 }
@@ -582,7 +582,7 @@ json_object *svc_runs_events_at(const char *root, const char *run_id)
     char *path = NULL, *buf = NULL;
     size_t len = 0;
     if (!svc_run_id_valid(run_id) ||
-        asprintf(&path, "%s/" RUNS_DIR "/%s.events.jsonl", root, run_id) < 0)
+        svc_xasprintf(&path, "%s/" RUNS_DIR "/%s.events.jsonl", root, run_id) < 0)
         return arr;
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
         struct events_ctx c = {arr, 0, 0, NULL, 0}; /* a torn tail is not an event */

@@ -277,7 +277,7 @@ int svc_turns_last(const struct svc_store *st, const char *sid, json_object **ou
         size_t size = (size_t)sb.st_size;
         size_t take = want < size ? want : size;
         free(buf);
-        buf = malloc(take + 1);
+        buf = svc_xmalloc(take + 1);
         if (!buf) {
             rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
             goto out;

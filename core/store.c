@@ -58,7 +58,7 @@ static char *path_cat(int n, const char *const *parts)
         lens[i] = strlen(part[i]);
         total += lens[i];
     }
-    char *out = malloc(total), *p = out;
+    char *out = svc_xmalloc(total), *p = out;
     if (!out)
         return NULL;
     for (int i = 0; i < n && i < 8; i++) {
@@ -352,7 +352,7 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
                 continue;
             if (cnt == cap) {
                 cap = cap ? cap * 2 : 64;
-                int64_t *na = realloc(arr, cap * sizeof *na);
+                int64_t *na = svc_xrealloc(arr, cap * sizeof *na);
                 if (!na) {
                     free(arr);
                     close(fd);
