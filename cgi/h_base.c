@@ -46,10 +46,6 @@ static bool root_writable(const char *root, const char **reason)
         return true;
     }
     char *p = svc_xstrdup(root);
-    if (!p) {
-        *reason = "out of memory";
-        return false;
-    }
     bool ok = false;
     *reason = "session root cannot be created";
     for (;;) {

@@ -255,7 +255,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         return -1;
     if (legacy && *legacy) {
         in->input = svc_xstrdup(legacy);
-        return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        return 0;
     }
     if (legacy)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "message", "'message' must not be empty");

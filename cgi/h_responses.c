@@ -64,7 +64,7 @@ static int content_text(json_object *content, const char *param, char **out, str
         if (text_ok(content, param, err) < 0)
             return -1;
         *out = svc_xstrdup(json_object_get_string(content));
-        return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        return 0;
     }
     if (!json_object_is_type(content, json_type_array))
         return svc_err_setp(err, content ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, param,
@@ -99,10 +99,6 @@ static int content_text(json_object *content, const char *param, char **out, str
             svc_buf_adds(&b, "\n");
         svc_buf_adds(&b, json_object_get_string(text));
     }
-    if (b.oom) {
-        svc_buf_free(&b);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     *out = b.data ? svc_buf_steal(&b) : svc_xstrdup("");
     return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
 }
@@ -122,7 +118,7 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
         if (!*json_object_get_string(input))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "input", "'input' must not be empty");
         in->input = svc_xstrdup(json_object_get_string(input));
-        return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        return 0;
     }
     if (!json_object_is_type(input, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "input",

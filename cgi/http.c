@@ -465,8 +465,6 @@ static int hexval(int c)
 char *http_pct_decode(const char *s, size_t n, bool plus_space)
 {
     char *out = svc_xmalloc(n + 1);
-    if (!out)
-        return NULL;
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '%' && i + 2 < n) {
@@ -497,8 +495,6 @@ static void query_parse(struct http_req *r)
             const char *eq = memchr(p, '=', len);
             size_t nlen = eq ? (size_t)(eq - p) : len;
             struct http_qpair *nq = svc_xrealloc(r->q, (r->nq + 1) * sizeof *r->q);
-            if (!nq)
-                return;
             r->q = nq;
             r->q[r->nq].name = http_pct_decode(p, nlen, true);
             r->q[r->nq].value =
@@ -596,15 +592,13 @@ int http_read_body(struct http_req *r, struct svc_err *err)
     /* Plain CGI: without CONTENT_LENGTH there is no body (stdin may never reach EOF). */
     if (!r->fcgx && r->content_length < 0) {
         r->body = svc_xstrdup("");
-        return r->body ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        return 0;
     }
     /* Read until EOF (FastCGI stdin ends with the record; CGI stdin with CONTENT_LENGTH). */
     int64_t want = r->content_length >= 0 ? r->content_length : max + 1;
     size_t cap = (size_t)(want < 65536 ? want : 65536) + 1;
     char *buf = svc_xmalloc(cap);
     size_t len = 0;
-    if (!buf)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     for (;;) {
         if (len + 1 >= cap) {
             size_t ncap = cap * 2;
@@ -617,10 +611,6 @@ int http_read_body(struct http_req *r, struct svc_err *err)
                                    "request body is larger than %lld bytes", (long long)max);
             }
             char *nb = svc_xrealloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            }
             buf = nb;
             cap = ncap;
         }

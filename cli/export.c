@@ -80,12 +80,6 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     memset(&req, 0, sizeof req);
     const char **ids = svc_xcalloc((size_t)argc + 1, sizeof *ids);
     const char **sts = svc_xcalloc((size_t)argc + 1, sizeof *sts);
-    if (!ids || !sts) {
-        free(ids);
-        free(sts);
-        fputs("svc: out of memory\n", stderr);
-        return 1;
-    }
     req.session_ids = ids;
     req.statuses = sts;
     req.output_dir_trusted = true;

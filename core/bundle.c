@@ -58,21 +58,16 @@ void svc_export_free(struct svc_export *ex)
 
 /* ---- selection ---- */
 
-static int add_sid(struct svc_export *ex, const char *sid, size_t *cap)
+static void add_sid(struct svc_export *ex, const char *sid, size_t *cap)
 {
     if (ex->nsids == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
         char **nv = svc_xrealloc(ex->sids, nc * sizeof *nv);
-        if (!nv)
-            return -1;
         ex->sids = nv;
         *cap = nc;
     }
     ex->sids[ex->nsids] = svc_xstrdup(sid);
-    if (!ex->sids[ex->nsids])
-        return -1;
     ex->nsids++;
-    return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -111,10 +106,7 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
             svc_buf_printf(&missing, "%s%s", nmissing++ ? ", " : "", sid);
             continue;
         }
-        if (add_sid(ex, sid, &cap) != 0) {
-            svc_buf_free(&missing);
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        }
+        add_sid(ex, sid, &cap);
     }
     if (nmissing) {
         svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session%s not found: %.400s",
@@ -163,12 +155,8 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
                 keep = false;
             if (keep && req->updated_before && !(t < before))
                 keep = false;
-            if (keep && add_sid(ex, sid, &cap) != 0) {
-                json_object_put(s);
-                json_object_put(page);
-                svc_err_set(err, SVC_E_NOMEM, "out of memory");
-                goto out;
-            }
+            if (keep)
+                add_sid(ex, sid, &cap);
             json_object_put(s);
         }
         const char *next = svc_json_str(page, "next_cursor", NULL);
@@ -193,8 +181,6 @@ static char *resolve_dest(const char *path)
     if (!path || path[0] != '/')
         return NULL;
     char *work = svc_xstrdup(path);
-    if (!work)
-        return NULL;
     size_t n = strlen(work);
     while (n > 1 && work[n - 1] == '/')
         work[--n] = '\0';
@@ -234,8 +220,7 @@ static char *resolve_dest(const char *path)
             c++;
     }
     char *full = NULL;
-    if (svc_xasprintf(&full, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest) < 0)
-        full = NULL;
+    svc_xasprintf(&full, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest);
     free(real);
     free(work);
     return full;
@@ -303,8 +288,6 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "status",
                                 "status must hold running, idle, error or cancelled");
     struct svc_export *ex = svc_xcalloc(1, sizeof *ex);
-    if (!ex)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     ex->cfg = cfg;
     ex->st.root = cfg->sessions.root;
     ex->st.agent_id = cfg->sessions.agent_id;
@@ -364,17 +347,12 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         int64_t id;
         const struct svc_snap_file *f;
     } *mv = svc_xcalloc(s->n ? s->n : 1, sizeof *mv);
-    if (!mv)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     size_t ml = strlen(s->msgdir);
     int rc = -1;
     for (size_t i = 0; i < s->n; i++) {
         const struct svc_snap_file *f = &s->f[i];
         char *rel = NULL;
-        if (svc_xasprintf(&rel, "%s/%s", base, f->rel) < 0) {
-            svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            goto out;
-        }
+        svc_xasprintf(&rel, "%s/%s", base, f->rel);
         int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
                         : svc_bout_dir(o, rel, f->mtime, err);
         free(rel);
@@ -682,9 +660,8 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
     } else {
         char *path = NULL;
-        rc = svc_xasprintf(&path, "%s/manifest.json", o->tmpdir) < 0
-                 ? svc_err_set(err, SVC_E_NOMEM, "out of memory")
-                 : copy_fd_to_file(mfd, path, err);
+        svc_xasprintf(&path, "%s/manifest.json", o->tmpdir);
+        rc = copy_fd_to_file(mfd, path, err);
         free(path);
         char sha[65];
         uint64_t bytes = 0;
@@ -743,13 +720,8 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     }
     free(real);
     o.spooldir = svc_xstrdup(ex->dest);
-    if (svc_xasprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "",
-                      (int)getpid()) < 0 ||
-        svc_xasprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "") < 0 ||
-        !o.spooldir) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
+    svc_xasprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "", (int)getpid());
+    svc_xasprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "");
     if (o.tar) {
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) {
@@ -766,10 +738,6 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
             goto out;
         }
         o.tmpdir = svc_xstrdup(tmp);
-        if (!o.tmpdir) {
-            svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            goto out;
-        }
     }
     if (produce(ex, &o, progress, &msgs, warnings, err) != 0)
         goto out;

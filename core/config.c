@@ -115,8 +115,6 @@ static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t
     } else {
         svc_buf_printf(&y->path, "[%zu]", index);
     }
-    if (y->path.oom)
-        return svc_err_set(y->err, SVC_E_NOMEM, "config: out of memory");
 
     struct cfgy_node n = {
         .file = y->file,
@@ -281,10 +279,6 @@ static int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, 
         goto out;
     }
     svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
-    if (y.path.oom) {
-        svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", file);
-        goto out;
-    }
     y.path.data[0] = '\0';
     rc = cfgy_children(&y, root, 0);
 out:
@@ -904,8 +898,6 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
     case CT_STRS:
         if (n->kind == CFGY_NULL && r->min == 0) {
             char **v = svc_xcalloc(1, sizeof *v);
-            if (!v)
-                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
             row_free(r, base);
             *FIELD(base, r->off, char **) = v;
             return 0;
@@ -926,8 +918,6 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
         return 0;
     if (r->type == CT_PATH && (r->flags & F_HOMEREL)) {
         char *v = svc_path_join(home, r->def);
-        if (!v)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         row_free(r, base);
         *FIELD(base, r->off, char *) = v;
         return 0;
@@ -975,15 +965,11 @@ static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struc
 {
     struct svc_config *cfg = c->cfg;
     char **w = svc_xrealloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
-    if (!w)
-        return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
     cfg->warnings = w;
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_printf(&b, "%s:%d:%d: unknown key '%s'", n->file, n->key_line, n->key_col, n->path);
     char *s = svc_buf_steal(&b);
-    if (!s)
-        return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
     w[cfg->nwarnings++] = s;
     w[cfg->nwarnings] = NULL;
     return CFGY_SKIP;
@@ -995,8 +981,6 @@ static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
 {
     if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
         char **v = svc_xcalloc(n->count + 1, sizeof *v);
-        if (!v)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         row_free(r, base);
         *FIELD(base, r->off, char **) = v;
         memset(fr, 0, sizeof *fr);
@@ -1038,8 +1022,6 @@ static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct 
                             "expected a sequence of mappings");
         if (n->count > 0) {
             void *arr = svc_xcalloc(n->count, l->size);
-            if (!arr)
-                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
             memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
             *FIELD(c->cfg, l->n_off, size_t) = n->count;
         }

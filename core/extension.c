@@ -64,8 +64,6 @@ static char **child_env(const struct svc_extension *x, const char **path)
     while (x->env && x->env[n])
         n++;
     char **env = svc_xcalloc(n + 1, sizeof *env);
-    if (!env)
-        return NULL;
     size_t k = 0;
     *path = DEFAULT_PATH;
     for (size_t i = 0; i < n; i++) {
@@ -77,8 +75,7 @@ static char **child_env(const struct svc_extension *x, const char **path)
             const char *v = getenv(e);
             if (!v)
                 continue;
-            if (svc_xasprintf(&item, "%s=%s", e, v) < 0)
-                item = NULL;
+            svc_xasprintf(&item, "%s=%s", e, v);
         }
         if (!item)
             continue;
@@ -141,7 +138,7 @@ static char *utf8_clean(const char *s, size_t len)
     }
     if (b.len > 0 && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
-    if (!b.data && !b.oom)
+    if (!b.data)
         svc_buf_adds(&b, "");
     return svc_buf_steal(&b);
 }
@@ -165,8 +162,7 @@ static void set_error(struct svc_tool_result *out, const char *stderr_text, cons
     char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (svc_xvasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    svc_xvasprintf(&msg, fmt, ap);
     va_end(ap);
     out->ok = false;
     free(out->content);

@@ -16,10 +16,6 @@ char *svc_fold(const char *s)
         uint8_t *f = u8_casefold((const uint8_t *)s, n, NULL, UNINORM_NFC, NULL, &len);
         if (f) {
             char *out = svc_xrealloc(f, len + 1);
-            if (!out) {
-                free(f);
-                return NULL;
-            }
             out[len] = '\0';
             return out;
         }

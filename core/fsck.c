@@ -65,8 +65,7 @@ static char *joinf(const char *fmt, ...)
     char *out = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (svc_xvasprintf(&out, fmt, ap) < 0)
-        out = NULL;
+    svc_xvasprintf(&out, fmt, ap);
     va_end(ap);
     return out;
 }
@@ -175,7 +174,7 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
         }
         at += n + (nl ? 1 : 0);
     }
-    if (nbad > 0 && fix && !good.oom && !bad.oom) {
+    if (nbad > 0 && fix) {
         char *side = joinf("%s.corrupt", abs);
         if (side && svc_file_append(side, bad.data, bad.len, f->st.durable, &err) == 0 &&
             svc_file_write_atomic(abs, good.data ? good.data : "", good.len, f->st.durable, &err) ==
@@ -247,11 +246,6 @@ static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, co
             if (n == cap) {
                 cap = cap ? cap * 2 : 64;
                 int64_t *nv = svc_xrealloc(ids, cap * sizeof *nv);
-                if (!nv) {
-                    free(fa);
-                    free(fr);
-                    break;
-                }
                 ids = nv;
             }
             ids[n++] = id;
@@ -596,8 +590,6 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
             if (n == cap) {
                 cap = cap ? cap * 2 : 256;
                 char **nv = svc_xrealloc(ids, cap * sizeof *nv);
-                if (!nv)
-                    break;
                 ids = nv;
             }
             ids[n++] = svc_xstrdup(de->d_name + 8);

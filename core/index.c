@@ -82,8 +82,6 @@ static char *entry_summary(const struct entry *e)
     if (!ix.fd_open || e->off < 0)
         return NULL;
     char *buf = svc_xmalloc((size_t)e->len + 1);
-    if (!buf)
-        return NULL;
     ssize_t got = pread(ix.fd, buf, e->len, e->off);
     if (got != (ssize_t)e->len) {
         free(buf);
@@ -146,10 +144,6 @@ static void hash_rebuild(void)
     while (hcap < ix.n * 2 + 16)
         hcap *= 2;
     hs = svc_xcalloc(hcap, sizeof *hs);
-    if (!hs) {
-        hcap = 0;
-        return;
-    }
     for (size_t i = 0; i < ix.n; i++) {
         size_t h = hash_str(ix.v[i].sid) & (hcap - 1);
         while (hs[h].sid)
@@ -216,18 +210,12 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
         if (ix.n == ix.cap) {
             size_t cap = ix.cap ? ix.cap * 2 : 256;
             struct entry *nv = svc_xrealloc(ix.v, cap * sizeof *nv);
-            if (!nv)
-                return;
             ix.v = nv;
             ix.cap = cap;
         }
         e = &ix.v[ix.n++];
         memset(e, 0, sizeof *e);
         e->sid = svc_xstrdup(sid);
-        if (!e->sid) {
-            ix.n--;
-            return;
-        }
         live_bytes += strlen(e->sid) + 32;
         if (!hs || ix.n * 2 > hcap)
             hash_rebuild();
@@ -512,16 +500,10 @@ static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
     f->fd = -1;
     size_t cap = 1 << 20, have = 0;
     char *buf = svc_xmalloc(cap);
-    if (!buf) {
-        *torn = true;
-        return;
-    }
     off_t pos = ix.offset; /* file offset of buf[0] */
     for (;;) {
         if (have == cap) { /* one line longer than the buffer */
             char *nb = svc_xrealloc(buf, cap * 2);
-            if (!nb)
-                break;
             buf = nb;
             cap *= 2;
         }
@@ -592,7 +574,7 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
     char *path = root_file(st, INDEX_FILE);
     struct svc_err err = {0};
     bool written = false;
-    if (ok && !b.oom && path && svc_file_write_atomic(path, b.data, b.len, false, &err) == 0) {
+    if (ok && path && svc_file_write_atomic(path, b.data, b.len, false, &err) == 0) {
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         struct stat sb;
         if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == b.len) {
@@ -764,8 +746,6 @@ static int refresh(const struct svc_store *st)
     if (!ix.root || strcmp(ix.root, st->root) != 0) {
         svc_index_reset();
         ix.root = svc_xstrdup(st->root);
-        if (!ix.root)
-            return -1;
     }
     struct stat rs;
     if (stat(st->root, &rs) != 0) {
@@ -814,8 +794,7 @@ static int cmp_entry(const void *a, const void *b)
 static char *cursor_encode(const struct entry *e)
 {
     char *raw = NULL;
-    if (svc_xasprintf(&raw, "%.6f|%s", e->updated, e->sid) < 0)
-        return NULL;
+    svc_xasprintf(&raw, "%.6f|%s", e->updated, e->sid);
     size_t n = strlen(raw);
     unsigned char *out = svc_xmalloc(4 * ((n + 2) / 3) + 1);
     if (out) {
@@ -835,8 +814,6 @@ static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
     if (n == 0 || n > 400)
         return -1;
     char *tmp = svc_xmalloc(n + 4);
-    if (!tmp)
-        return -1;
     for (size_t i = 0; i < n; i++)
         tmp[i] = c[i] == '-' ? '+' : c[i] == '_' ? '/' : c[i];
     while (n % 4)
@@ -944,10 +921,6 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     /* the page: which entries */
     int limit = q->limit > 0 ? q->limit : 50;
     const struct entry **page = svc_xcalloc((size_t)limit, sizeof *page);
-    if (!page) {
-        free(qlc);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     int np = 0;
     bool more = false;
     off_t lo_off = -1, hi_off = -1;
@@ -1060,8 +1033,6 @@ int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
     if (!ix.root || strcmp(ix.root, st->root) != 0) {
         svc_index_reset();
         ix.root = svc_xstrdup(st->root);
-        if (!ix.root)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
     if (refresh_locked(st, true) != 0)
         return svc_err_errno(err, "rebuild the index");

@@ -96,7 +96,7 @@ char *svc_openai_redact(const char *src, const char *secret)
         svc_buf_adds(&b, "***");
         p = hit + kl;
     }
-    if (!b.data && !b.oom)
+    if (!b.data)
         return svc_xstrdup("");
     char *out = svc_buf_steal(&b);
     /* backstop: a text cut short may end in the start of the key; mask such a tail */
@@ -263,10 +263,6 @@ static int oa_deliver(struct oa *st, const char *text)
     if (!*text)
         return 0;
     svc_buf_adds(&st->text, text);
-    if (st->text.oom) {
-        st->abort = OA_NOMEM;
-        return -1;
-    }
     const struct svc_model_call *call = st->call;
     if (call->on_delta) {
         st->delivered = true;
@@ -452,10 +448,6 @@ static int oa_line(struct oa *st, const char *s, size_t n)
     if (st->event.len > 0)
         svc_buf_add(&st->event, "\n", 1);
     svc_buf_add(&st->event, s, n);
-    if (st->event.oom) {
-        st->abort = OA_NOMEM;
-        return -1;
-    }
     if ((long)st->event.len > OA_MAX_LINE) {
         st->abort = OA_TOOBIG;
         return -1;
@@ -480,10 +472,6 @@ static int oa_sse(struct oa *st, const char *p, size_t n)
         size_t seg = nl ? (size_t)(nl - p) : n;
         if (!nl) {
             svc_buf_add(&st->line, p, seg);
-            if (st->line.oom) {
-                st->abort = OA_NOMEM;
-                return -1;
-            }
             if ((long)st->line.len > OA_MAX_LINE) {
                 st->abort = OA_TOOBIG;
                 return -1;
@@ -493,10 +481,6 @@ static int oa_sse(struct oa *st, const char *p, size_t n)
         int rc;
         if (st->line.len > 0) {
             svc_buf_add(&st->line, p, seg);
-            if (st->line.oom) {
-                st->abort = OA_NOMEM;
-                return -1;
-            }
             rc = oa_line(st, st->line.data, st->line.len);
             st->line.len = 0;
             if (st->line.data)
@@ -546,10 +530,6 @@ static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
             return 0;
         }
         svc_buf_add(&st->body, ptr, n);
-        if (st->body.oom) {
-            st->abort = OA_NOMEM;
-            return 0;
-        }
         return n;
     default:
         if (st->body.len < OA_MAX_ERR_BODY) {

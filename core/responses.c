@@ -35,8 +35,6 @@ bool svc_responses_id_valid(const char *id)
 static int responses_dir(const struct svc_config *cfg, bool create, char **out, struct svc_err *err)
 {
     *out = svc_path_join(cfg->sessions.root, RESPONSES_DIR);
-    if (!*out)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     struct stat st;
     if (lstat(*out, &st) == 0) {
         if (S_ISDIR(st.st_mode))
@@ -55,8 +53,7 @@ static int responses_dir(const struct svc_config *cfg, bool create, char **out, 
 static char *response_file(const char *dir, const char *id)
 {
     char *path = NULL;
-    if (svc_xasprintf(&path, "%s/%s.json", dir, id) < 0)
-        return NULL;
+    svc_xasprintf(&path, "%s/%s.json", dir, id);
     return path;
 }
 

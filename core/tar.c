@@ -65,8 +65,6 @@ int svc_tarw_new(svc_tar_out_fn out, void *ctx, struct svc_tarw **out_w, struct 
 {
     *out_w = NULL;
     struct svc_tarw *w = svc_xcalloc(1, sizeof *w);
-    if (!w)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     w->out = out;
     w->ctx = ctx;
     /* 15 + 16: the gzip wrapper; level 6 as gzip(1) and tar czf use */
@@ -169,8 +167,6 @@ int svc_tarw_dir(struct svc_tarw *w, const char *path, time_t mtime, struct svc_
 {
     size_t n = strlen(path);
     char *p = svc_xmalloc(n + 2);
-    if (!p)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     memcpy(p, path, n);
     p[n] = '/';
     p[n + 1] = '\0';
@@ -256,8 +252,6 @@ int svc_tarr_open(const char *path, struct svc_tarr **out, struct svc_err *err)
 {
     *out = NULL;
     struct svc_tarr *r = svc_xcalloc(1, sizeof *r);
-    if (!r)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r->fd < 0) {
         int e = errno;
@@ -371,10 +365,6 @@ static char *read_ext(struct svc_tarr *r, uint64_t size, struct svc_err *err)
         return NULL;
     }
     char *buf = svc_xmalloc((size_t)size + 1);
-    if (!buf) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        return NULL;
-    }
     uint64_t pad = (BLOCK - size % BLOCK) % BLOCK;
     if (raw_read(r, buf, (size_t)size, err) != 0 || raw_read(r, NULL, (size_t)pad, err) != 0) {
         free(buf);
@@ -469,8 +459,6 @@ int svc_tarr_next(struct svc_tarr *r, struct svc_tar_member *m, struct svc_err *
         } else {
             r->path = svc_xstrdup(name);
         }
-        if (!r->path)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
         if (r->has_size) {
             size = r->pax_size;
             r->has_size = false;

@@ -86,8 +86,7 @@ void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_
                 return;
             }
         out->ok = false;
-        if (svc_xasprintf(&out->content, "unknown tool: %s", name) < 0)
-            out->content = NULL;
+        svc_xasprintf(&out->content, "unknown tool: %s", name);
     }
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);
 }

@@ -53,13 +53,11 @@ int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_e
 /* Whether the path is an existing directory. */
 bool svc_is_dir(const char *path);
 
-/* Growable NUL-terminated buffer; allocation follows the abort policy, so oom stays false
- * (kept so callers written against the old contract still compile). */
+/* Growable NUL-terminated buffer; allocation follows the abort policy of err.h. */
 struct svc_buf {
     char *data;
     size_t len;
     size_t cap;
-    bool oom;
 };
 void svc_buf_init(struct svc_buf *b);
 void svc_buf_add(struct svc_buf *b, const char *s, size_t n);
