@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "idem.h"
 #include "jsonx.h"
 #include "log.h"
 #include "responses.h"
@@ -414,14 +415,7 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
         svc_logf("response %s could not be stored: %s", c->id, e.message);
         svc_json_set_bool(resp, "store", false);
     }
-    if (!cfg->sessions.enabled)
-        return;
-    const char *status = !failure ? "done"
-                         : (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
-                             ? "cancelled"
-                             : "error";
-    if (svc_runs_record_sync(cfg, c->run, NULL, status, failure, &e) < 0)
-        svc_logf("run record for %s failed: %s", svc_run_get_id(c->run), e.message);
+    svc_idem_record_sync(cfg, c->run, NULL, failure); /* no Idempotency-Key here (idem.h) */
 }
 
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
