@@ -101,7 +101,7 @@ static int content_text(json_object *content, const char *param, char **out, str
         svc_buf_adds(&b, json_object_get_string(text));
     }
     *out = b.data ? svc_buf_steal(&b) : svc_xstrdup("");
-    return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    return 0;
 }
 
 /* `input`: a string, or a list of message items ({"role", "content"}, "type": "message"

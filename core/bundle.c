@@ -430,8 +430,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         svc_json_merge(line, row);
         char *txt = svc_json_dump_compact(line);
         json_object_put(line);
-        int w = txt ? svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err)
-                    : svc_err_set(err, SVC_E_NOMEM, "oom");
+        int w = svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err);
         free(txt);
         if (w != 0 || svc_bout_agg_write(o, SVC_BOUT_MESSAGES, "\n", 1, err) != 0) {
             json_object_put(row);
@@ -452,8 +451,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         svc_json_set(d, "messages", dataset);
         char *txt = svc_json_dump_compact(d);
         json_object_put(d);
-        w = txt ? svc_bout_agg_write(o, SVC_BOUT_DATASET, txt, strlen(txt), err)
-                : svc_err_set(err, SVC_E_NOMEM, "oom");
+        w = svc_bout_agg_write(o, SVC_BOUT_DATASET, txt, strlen(txt), err);
         free(txt);
         if (w == 0)
             w = svc_bout_agg_write(o, SVC_BOUT_DATASET, "\n", 1, err);
@@ -518,10 +516,6 @@ static int manifest_build(const struct svc_export *ex, struct svc_bout *o, int64
     svc_json_set(head, "warnings", json_object_get(warnings));
     char *txt = svc_json_dump_native(head);
     json_object_put(head);
-    if (!txt) {
-        fclose(f);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     /* head without its closing brace, then "files" streamed from the spooled list */
     size_t n = strlen(txt);
     while (n > 0 && txt[n - 1] != '}')
@@ -807,9 +801,7 @@ int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
     int64_t msgs = 0;
     int rc = -1;
     snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
-    if (!o.spooldir)
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    else if (svc_tarw_new(outfn, ctx, &o.tw, err) == 0)
+    if (svc_tarw_new(outfn, ctx, &o.tw, err) == 0)
         rc = produce(ex, &o, progress, &msgs, warnings, err);
     svc_bout_free(&o);
     json_object_put(warnings);

@@ -1210,10 +1210,8 @@ static int config_load(struct svc_config *cfg, const char *buf, size_t len, cons
     struct cfg_load c;
     if (svc_config_defaults(cfg, err) < 0)
         return -1;
-    if (source && !(cfg->source = svc_xstrdup(source))) {
-        svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
-        goto fail;
-    }
+    if (source)
+        cfg->source = svc_xstrdup(source);
     memset(&c, 0, sizeof c);
     c.cfg = cfg;
     c.fr[0].kind = FR_ROOT;

@@ -524,8 +524,6 @@ int svc_json_read_file(const char *path, json_object **out, struct svc_err *err)
 
 int svc_json_read_object_file(const char *path, json_object **out, struct svc_err *err)
 {
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     if (svc_json_read_file(path, out, err) != 0)
         return -1;
     if (!json_object_is_type(*out, json_type_object)) {

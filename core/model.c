@@ -128,8 +128,6 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
                       tool_name_for(msgs, svc_json_str(tr, "toolUseId", "")),
                       strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
         free(res);
-        if (!answer)
-            goto oom;
     } else if (strncmp(text, "/tool ", 6) == 0) {
         const char *name = text + 6;
         while (*name == ' ')
@@ -167,8 +165,6 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     } else {
         svc_xasprintf(&answer, "Echo: %s (I was given %zu earlier messages.)", text,
                       n > 0 ? n - 1 : 0);
-        if (!answer)
-            goto oom;
     }
     if (echo_stream(call, answer, delay, err) != 0)
         goto done;

@@ -492,8 +492,6 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
     if (req->session_id && svc_id_check(req->session_id, err) != 0)
         return -1;
     struct svc_run *run = run_alloc(cfg, req);
-    if (!run)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     if (run->stateful) {
         if (begin_stateful(run, req, err) != 0) {
             run->ended = true;

@@ -118,9 +118,7 @@ int svc_store_check_layout(const struct svc_store *st, const char *sid, struct s
     int rc = 0;
     for (int i = 0; i < 3 && rc == 0; i++) {
         struct stat lst;
-        if (!paths[i])
-            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        else if (lstat(paths[i], &lst) == 0 && !S_ISDIR(lst.st_mode))
+        if (lstat(paths[i], &lst) == 0 && !S_ISDIR(lst.st_mode))
             rc = svc_err_set(err, SVC_E_IO,
                              "session %s: %s is a symbolic link or not a directory; refused", sid,
                              names[i]);
@@ -255,10 +253,8 @@ int svc_store_write_agent_sync(const struct svc_store *st, const char *sid, json
         svc_json_set_str(agent, "created_at", now);
     svc_json_set_str(agent, "updated_at", now);
     char *dir = svc_store_agent_dir(st, sid);
-    char *path = dir ? svc_path_join(dir, "agent.json") : NULL;
+    char *path = svc_path_join(dir, "agent.json");
     free(dir);
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int rc = svc_json_write_native_sync(path, agent, sync, err);
     free(path);
     return rc;
