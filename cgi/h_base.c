@@ -9,6 +9,7 @@
 #include "jobs.h"
 #include "jsonx.h"
 #include "tools.h"
+#include "util.h"
 
 double h_base_started_at;
 int h_base_master_pid;
@@ -44,11 +45,7 @@ static bool root_writable(const char *root, const char **reason)
         }
         return true;
     }
-    char *p = strdup(root);
-    if (!p) {
-        *reason = "out of memory";
-        return false;
-    }
+    char *p = svc_xstrdup(root);
     bool ok = false;
     *reason = "session root cannot be created";
     for (;;) {

@@ -9,12 +9,14 @@
 
 #include "handlers.h"
 #include "held.h"
+#include "idem.h"
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
 #include "query.h"
 #include "runs.h"
 #include "session.h"
+#include "util.h"
 
 /* Pings go out when the stream was silent this long (SPEC: at least every 15 s).
  * SVC_PING_INTERVAL_S (1..15) shortens it, for tests. */
@@ -253,8 +255,8 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     if (legacy && check_text(legacy_v, "message", false, err) < 0)
         return -1;
     if (legacy && *legacy) {
-        in->input = strdup(legacy);
-        return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        in->input = svc_xstrdup(legacy);
+        return 0;
     }
     if (legacy)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "message", "'message' must not be empty");
@@ -322,21 +324,10 @@ static json_object *completion_base(const struct answer *a, const char *object, 
     return o;
 }
 
-/* Record an ended run under .svc_runs/, so GET /api/chat/runs/{id} (and .../events) answer
- * for it as for an asynchronous run, and a completed one under its Idempotency-Key.
- * failure NULL: the run is done. A failure to record is logged, never fatal. */
+/* Record an ended run (core decides its status and whether its key is kept: idem.h). */
 static void run_record(struct http_req *r, struct svc_run *run, const struct svc_err *failure)
 {
-    struct svc_err e;
-    if (!r->cfg->sessions.enabled)
-        return;
-    const char *status = !failure ? "done"
-                         : (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
-                             ? "cancelled"
-                             : "error";
-    if (svc_runs_record_sync(r->cfg, run, failure ? NULL : r->idempotency_key, status, failure,
-                             &e) < 0)
-        svc_logf("run record for %s failed: %s", svc_run_get_id(run), e.message);
+    svc_idem_record_sync(r->cfg, run, r->idempotency_key, failure);
 }
 
 /* The non-streaming chat.completion object. */
@@ -564,16 +555,11 @@ int h_chat(struct http_req *r, struct svc_err *err)
     if (parse_chat(r, &in, err) < 0)
         goto out;
     http_set_session(r, in.sid, false);
-    if (r->idempotency_key && in.sid && r->cfg->sessions.enabled) {
-        json_object *rec = NULL;
-        struct svc_err ierr;
-        if (svc_runs_find_idem(r->cfg, in.sid, r->idempotency_key, &rec, &ierr) == 0 &&
-            strcmp(svc_json_str(rec, "status", ""), "done") == 0) {
-            rc = idem_replay(r, &in, rec);
-            json_object_put(rec);
-            goto out;
-        }
+    json_object *rec = NULL;
+    if (svc_idem_sync_decide(r->cfg, in.sid, r->idempotency_key, &rec) == SVC_IDEM_REPLAY) {
+        rc = idem_replay(r, &in, rec);
         json_object_put(rec);
+        goto out;
     }
     struct svc_run_request req = run_request_of(&in);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)

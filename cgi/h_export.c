@@ -7,6 +7,7 @@
 #include "bundle.h"
 #include "handlers.h"
 #include "jsonx.h"
+#include "util.h"
 
 /* An array of strings (or one string) at key into a heap array of borrowed strings. */
 static int str_list(json_object *body, const char *key, bool one_ok, const char ***out, size_t *n,
@@ -18,9 +19,7 @@ static int str_list(json_object *body, const char *key, bool one_ok, const char 
     if (!json_object_object_get_ex(body, key, &v) || !v)
         return 0;
     if (one_ok && json_object_is_type(v, json_type_string)) {
-        *out = malloc(sizeof **out);
-        if (!*out)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        *out = svc_xmalloc(sizeof **out);
         (*out)[0] = json_object_get_string(v);
         *n = 1;
         return 0;
@@ -28,9 +27,7 @@ static int str_list(json_object *body, const char *key, bool one_ok, const char 
     if (!json_object_is_type(v, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, key, "'%s' must be an array of strings", key);
     size_t len = json_object_array_length(v);
-    *out = calloc(len ? len : 1, sizeof **out);
-    if (!*out)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    *out = svc_xcalloc(len ? len : 1, sizeof **out);
     for (size_t i = 0; i < len; i++) {
         json_object *e = json_object_array_get_idx(v, i);
         if (!json_object_is_type(e, json_type_string) ||
@@ -80,11 +77,7 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
     }
     req.tar = format && strcmp(format, "tar.gz") == 0;
     if (one) { /* session_id and session_ids name one selection together */
-        const char **all = realloc(ids, (nids + 1) * sizeof *all);
-        if (!all) {
-            svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            goto out;
-        }
+        const char **all = svc_xrealloc(ids, (nids + 1) * sizeof *all);
         ids = all;
         ids[nids++] = one;
     }

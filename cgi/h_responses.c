@@ -15,11 +15,13 @@
 #include <string.h>
 
 #include "handlers.h"
+#include "idem.h"
 #include "jsonx.h"
 #include "log.h"
 #include "responses.h"
 #include "runs.h"
 #include "session.h"
+#include "util.h"
 
 #define PING_AFTER_S 10.0
 
@@ -62,8 +64,8 @@ static int content_text(json_object *content, const char *param, char **out, str
     if (json_object_is_type(content, json_type_string)) {
         if (text_ok(content, param, err) < 0)
             return -1;
-        *out = strdup(json_object_get_string(content));
-        return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        *out = svc_xstrdup(json_object_get_string(content));
+        return 0;
     }
     if (!json_object_is_type(content, json_type_array))
         return svc_err_setp(err, content ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, param,
@@ -98,12 +100,8 @@ static int content_text(json_object *content, const char *param, char **out, str
             svc_buf_adds(&b, "\n");
         svc_buf_adds(&b, json_object_get_string(text));
     }
-    if (b.oom) {
-        svc_buf_free(&b);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
-    *out = b.data ? svc_buf_steal(&b) : strdup("");
-    return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    *out = b.data ? svc_buf_steal(&b) : svc_xstrdup("");
+    return 0;
 }
 
 /* `input`: a string, or a list of message items ({"role", "content"}, "type": "message"
@@ -120,8 +118,8 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
             return -1;
         if (!*json_object_get_string(input))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "input", "'input' must not be empty");
-        in->input = strdup(json_object_get_string(input));
-        return in->input ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        in->input = svc_xstrdup(json_object_get_string(input));
+        return 0;
     }
     if (!json_object_is_type(input, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "input",
@@ -417,14 +415,7 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
         svc_logf("response %s could not be stored: %s", c->id, e.message);
         svc_json_set_bool(resp, "store", false);
     }
-    if (!cfg->sessions.enabled)
-        return;
-    const char *status = !failure ? "done"
-                         : (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
-                             ? "cancelled"
-                             : "error";
-    if (svc_runs_record_sync(cfg, c->run, NULL, status, failure, &e) < 0)
-        svc_logf("run record for %s failed: %s", svc_run_get_id(c->run), e.message);
+    svc_idem_record_sync(cfg, c->run, NULL, failure); /* no Idempotency-Key here (idem.h) */
 }
 
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "jsonx.h"
+#include "util.h"
 
 /* The most we read and throw away after a 413, so the web server sees an orderly close
  * instead of a reset; bodies declared larger than this are not drained. */
@@ -93,7 +94,7 @@ int http_pid(void)
 
 static char *dup_or_null(const char *s)
 {
-    return (s && *s) ? strdup(s) : NULL;
+    return (s && *s) ? svc_xstrdup(s) : NULL;
 }
 
 bool http_id_ok(const char *s)
@@ -228,14 +229,14 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
     params_scan(r, v);
 
     const char *m = v[P_REQUEST_METHOD];
-    r->method = strdup(m && *m ? m : "GET");
+    r->method = svc_xstrdup(m && *m ? m : "GET");
 
     /* The raw path: REQUEST_URI up to '?', else SCRIPT_NAME + PATH_INFO (CGI). Raw, so
      * that "%2F" inside a segment stays one segment and is decoded per segment later. */
     const char *uri = v[P_REQUEST_URI];
     if (uri && *uri) {
         const char *qm = strchr(uri, '?');
-        r->path = qm ? strndup(uri, (size_t)(qm - uri)) : strdup(uri);
+        r->path = qm ? svc_xstrndup(uri, (size_t)(qm - uri)) : svc_xstrdup(uri);
     } else {
         const char *sn = v[P_SCRIPT_NAME];
         const char *pi = v[P_PATH_INFO];
@@ -253,7 +254,7 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
     r->route = route_of(r->path, cfg && cfg->server.base_path[0] ? cfg->server.base_path
                                                                  : v[P_SVC_BASE_PATH]);
     const char *qs = v[P_QUERY_STRING];
-    r->query = strdup(qs ? qs : "");
+    r->query = svc_xstrdup(qs ? qs : "");
     r->authorization = dup_or_null(v[P_AUTHORIZATION]);
     r->content_type = dup_or_null(v[P_CONTENT_TYPE]);
     r->x_session_id = dup_or_null(v[P_X_SESSION_ID]);
@@ -463,9 +464,7 @@ static int hexval(int c)
 
 char *http_pct_decode(const char *s, size_t n, bool plus_space)
 {
-    char *out = malloc(n + 1);
-    if (!out)
-        return NULL;
+    char *out = svc_xmalloc(n + 1);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '%' && i + 2 < n) {
@@ -495,12 +494,11 @@ static void query_parse(struct http_req *r)
         if (len > 0) {
             const char *eq = memchr(p, '=', len);
             size_t nlen = eq ? (size_t)(eq - p) : len;
-            struct http_qpair *nq = realloc(r->q, (r->nq + 1) * sizeof *r->q);
-            if (!nq)
-                return;
+            struct http_qpair *nq = svc_xrealloc(r->q, (r->nq + 1) * sizeof *r->q);
             r->q = nq;
             r->q[r->nq].name = http_pct_decode(p, nlen, true);
-            r->q[r->nq].value = eq ? http_pct_decode(eq + 1, len - nlen - 1, true) : strdup("");
+            r->q[r->nq].value =
+                eq ? http_pct_decode(eq + 1, len - nlen - 1, true) : svc_xstrdup("");
             if (r->q[r->nq].name && r->q[r->nq].value)
                 r->nq++;
             else {
@@ -593,16 +591,14 @@ int http_read_body(struct http_req *r, struct svc_err *err)
     }
     /* Plain CGI: without CONTENT_LENGTH there is no body (stdin may never reach EOF). */
     if (!r->fcgx && r->content_length < 0) {
-        r->body = strdup("");
-        return r->body ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        r->body = svc_xstrdup("");
+        return 0;
     }
     /* Read until EOF (FastCGI stdin ends with the record; CGI stdin with CONTENT_LENGTH). */
     int64_t want = r->content_length >= 0 ? r->content_length : max + 1;
     size_t cap = (size_t)(want < 65536 ? want : 65536) + 1;
-    char *buf = malloc(cap);
+    char *buf = svc_xmalloc(cap);
     size_t len = 0;
-    if (!buf)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     for (;;) {
         if (len + 1 >= cap) {
             size_t ncap = cap * 2;
@@ -614,11 +610,7 @@ int http_read_body(struct http_req *r, struct svc_err *err)
                 return svc_err_set(err, SVC_E_BODY_TOO_LARGE,
                                    "request body is larger than %lld bytes", (long long)max);
             }
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                free(buf);
-                return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            }
+            char *nb = svc_xrealloc(buf, ncap);
             buf = nb;
             cap = ncap;
         }

@@ -131,7 +131,7 @@ static void apply_overrides(struct svc_config *cfg, const struct opts *o)
     if (o->workers > 0)
         cfg->server.workers = o->workers;
     const char *listen = o->listen ? o->listen : o->inherited;
-    char *copy = listen ? strdup(listen) : NULL;
+    char *copy = listen ? svc_xstrdup(listen) : NULL;
     if (copy) {
         free(cfg->server.listen);
         cfg->server.listen = copy;
@@ -161,7 +161,7 @@ static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gi
             logmsg("%s: bad unix socket path '%s' (empty, too long or with ':')", what, path);
             return -1;
         }
-        char *dir = strdup(path);
+        char *dir = svc_xstrdup(path);
         char *slash = dir ? strrchr(dir, '/') : NULL;
         if (slash)
             *(slash == dir ? slash + 1 : slash) = '\0';
@@ -206,7 +206,7 @@ static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gi
             unlink(path);
             return -1;
         }
-        *unix_path = strdup(path);
+        *unix_path = svc_xstrdup(path);
         return fd;
     }
     if (strncmp(spec, "tcp:", 4) == 0) {
@@ -660,7 +660,7 @@ static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid, char *
         }
         *uid = pw->pw_uid;
         *gid = pw->pw_gid;
-        *home = strdup(pw->pw_dir ? pw->pw_dir : "/");
+        *home = svc_xstrdup(pw->pw_dir ? pw->pw_dir : "/");
     }
     if (o->group) {
         struct group *gr = getgrnam(o->group);

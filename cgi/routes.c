@@ -10,6 +10,7 @@
 
 #include "handlers.h"
 #include "http.h"
+#include "util.h"
 
 struct route {
     const char *method;
@@ -99,7 +100,7 @@ static bool match(const char *pattern, const struct seg *segs, int nsegs, struct
     for (int i = 0; i < np && r->nparams < HTTP_MAX_PARAMS; i++) {
         if (!(pat[i].n > 2 && pat[i].p[0] == '{'))
             continue;
-        char *name = strndup(pat[i].p + 1, pat[i].n - 2);
+        char *name = svc_xstrndup(pat[i].p + 1, pat[i].n - 2);
         char *val = http_pct_decode(segs[i].p, segs[i].n, false);
         if (!name || !val) {
             free(name);

@@ -78,14 +78,8 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
 {
     struct svc_export_request req;
     memset(&req, 0, sizeof req);
-    const char **ids = calloc((size_t)argc + 1, sizeof *ids);
-    const char **sts = calloc((size_t)argc + 1, sizeof *sts);
-    if (!ids || !sts) {
-        free(ids);
-        free(sts);
-        fputs("svc: out of memory\n", stderr);
-        return 1;
-    }
+    const char **ids = svc_xcalloc((size_t)argc + 1, sizeof *ids);
+    const char **sts = svc_xcalloc((size_t)argc + 1, sizeof *sts);
     req.session_ids = ids;
     req.statuses = sts;
     req.output_dir_trusted = true;

@@ -175,9 +175,7 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
 {
     struct svc_fsck_opts o = {0};
     bool json = false;
-    const char **ids = calloc((size_t)argc + 1, sizeof *ids);
-    if (!ids)
-        return 1;
+    const char **ids = svc_xcalloc((size_t)argc + 1, sizeof *ids);
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--repair") == 0) {
             o.repair = true;

@@ -58,21 +58,16 @@ void svc_export_free(struct svc_export *ex)
 
 /* ---- selection ---- */
 
-static int add_sid(struct svc_export *ex, const char *sid, size_t *cap)
+static void add_sid(struct svc_export *ex, const char *sid, size_t *cap)
 {
     if (ex->nsids == *cap) {
         size_t nc = *cap ? *cap * 2 : 64;
-        char **nv = realloc(ex->sids, nc * sizeof *nv);
-        if (!nv)
-            return -1;
+        char **nv = svc_xrealloc(ex->sids, nc * sizeof *nv);
         ex->sids = nv;
         *cap = nc;
     }
-    ex->sids[ex->nsids] = strdup(sid);
-    if (!ex->sids[ex->nsids])
-        return -1;
+    ex->sids[ex->nsids] = svc_xstrdup(sid);
     ex->nsids++;
-    return 0;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -111,10 +106,7 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
             svc_buf_printf(&missing, "%s%s", nmissing++ ? ", " : "", sid);
             continue;
         }
-        if (add_sid(ex, sid, &cap) != 0) {
-            svc_buf_free(&missing);
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        }
+        add_sid(ex, sid, &cap);
     }
     if (nmissing) {
         svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session%s not found: %.400s",
@@ -163,17 +155,13 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
                 keep = false;
             if (keep && req->updated_before && !(t < before))
                 keep = false;
-            if (keep && add_sid(ex, sid, &cap) != 0) {
-                json_object_put(s);
-                json_object_put(page);
-                svc_err_set(err, SVC_E_NOMEM, "out of memory");
-                goto out;
-            }
+            if (keep)
+                add_sid(ex, sid, &cap);
             json_object_put(s);
         }
         const char *next = svc_json_str(page, "next_cursor", NULL);
         free(cursor);
-        cursor = next ? strdup(next) : NULL;
+        cursor = next ? svc_xstrdup(next) : NULL;
         json_object_put(page);
         if (!cursor)
             break;
@@ -192,9 +180,7 @@ static char *resolve_dest(const char *path)
 {
     if (!path || path[0] != '/')
         return NULL;
-    char *work = strdup(path);
-    if (!work)
-        return NULL;
+    char *work = svc_xstrdup(path);
     size_t n = strlen(work);
     while (n > 1 && work[n - 1] == '/')
         work[--n] = '\0';
@@ -213,7 +199,7 @@ static char *resolve_dest(const char *path)
             rest[-1] = '/';
         rest = slash + 1;
         if (slash == work) {
-            real = strdup("/");
+            real = svc_xstrdup("/");
             *slash = '\0';
             break;
         }
@@ -234,8 +220,7 @@ static char *resolve_dest(const char *path)
             c++;
     }
     char *full = NULL;
-    if (asprintf(&full, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest) < 0)
-        full = NULL;
+    svc_xasprintf(&full, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest);
     free(real);
     free(work);
     return full;
@@ -302,9 +287,7 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
         if (!status_ok(req->statuses[i]))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "status",
                                 "status must hold running, idle, error or cancelled");
-    struct svc_export *ex = calloc(1, sizeof *ex);
-    if (!ex)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    struct svc_export *ex = svc_xcalloc(1, sizeof *ex);
     ex->cfg = cfg;
     ex->st.root = cfg->sessions.root;
     ex->st.agent_id = cfg->sessions.agent_id;
@@ -363,18 +346,13 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     struct msg {
         int64_t id;
         const struct svc_snap_file *f;
-    } *mv = calloc(s->n ? s->n : 1, sizeof *mv);
-    if (!mv)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    } *mv = svc_xcalloc(s->n ? s->n : 1, sizeof *mv);
     size_t ml = strlen(s->msgdir);
     int rc = -1;
     for (size_t i = 0; i < s->n; i++) {
         const struct svc_snap_file *f = &s->f[i];
         char *rel = NULL;
-        if (asprintf(&rel, "%s/%s", base, f->rel) < 0) {
-            svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            goto out;
-        }
+        svc_xasprintf(&rel, "%s/%s", base, f->rel);
         int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
                         : svc_bout_dir(o, rel, f->mtime, err);
         free(rel);
@@ -452,8 +430,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         svc_json_merge(line, row);
         char *txt = svc_json_dump_compact(line);
         json_object_put(line);
-        int w = txt ? svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err)
-                    : svc_err_set(err, SVC_E_NOMEM, "oom");
+        int w = svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err);
         free(txt);
         if (w != 0 || svc_bout_agg_write(o, SVC_BOUT_MESSAGES, "\n", 1, err) != 0) {
             json_object_put(row);
@@ -474,8 +451,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         svc_json_set(d, "messages", dataset);
         char *txt = svc_json_dump_compact(d);
         json_object_put(d);
-        w = txt ? svc_bout_agg_write(o, SVC_BOUT_DATASET, txt, strlen(txt), err)
-                : svc_err_set(err, SVC_E_NOMEM, "oom");
+        w = svc_bout_agg_write(o, SVC_BOUT_DATASET, txt, strlen(txt), err);
         free(txt);
         if (w == 0)
             w = svc_bout_agg_write(o, SVC_BOUT_DATASET, "\n", 1, err);
@@ -540,10 +516,6 @@ static int manifest_build(const struct svc_export *ex, struct svc_bout *o, int64
     svc_json_set(head, "warnings", json_object_get(warnings));
     char *txt = svc_json_dump_native(head);
     json_object_put(head);
-    if (!txt) {
-        fclose(f);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     /* head without its closing brace, then "files" streamed from the spooled list */
     size_t n = strlen(txt);
     while (n > 0 && txt[n - 1] != '}')
@@ -682,9 +654,8 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
     } else {
         char *path = NULL;
-        rc = asprintf(&path, "%s/manifest.json", o->tmpdir) < 0
-                 ? svc_err_set(err, SVC_E_NOMEM, "out of memory")
-                 : copy_fd_to_file(mfd, path, err);
+        svc_xasprintf(&path, "%s/manifest.json", o->tmpdir);
+        rc = copy_fd_to_file(mfd, path, err);
         free(path);
         char sha[65];
         uint64_t bytes = 0;
@@ -742,13 +713,9 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
         goto out;
     }
     free(real);
-    o.spooldir = strdup(ex->dest);
-    if (asprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "", (int)getpid()) <
-            0 ||
-        asprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "") < 0 || !o.spooldir) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
+    o.spooldir = svc_xstrdup(ex->dest);
+    svc_xasprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "", (int)getpid());
+    svc_xasprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "");
     if (o.tar) {
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd < 0) {
@@ -764,11 +731,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
             svc_err_errno(err, "create export directory");
             goto out;
         }
-        o.tmpdir = strdup(tmp);
-        if (!o.tmpdir) {
-            svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            goto out;
-        }
+        o.tmpdir = svc_xstrdup(tmp);
     }
     if (produce(ex, &o, progress, &msgs, warnings, err) != 0)
         goto out;
@@ -833,14 +796,12 @@ int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
     memset(&o, 0, sizeof o);
     o.tar = true;
     const char *t = getenv("TMPDIR");
-    o.spooldir = strdup(t && *t ? t : "/tmp");
+    o.spooldir = svc_xstrdup(t && *t ? t : "/tmp");
     json_object *warnings = json_object_new_array();
     int64_t msgs = 0;
     int rc = -1;
     snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
-    if (!o.spooldir)
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    else if (svc_tarw_new(outfn, ctx, &o.tw, err) == 0)
+    if (svc_tarw_new(outfn, ctx, &o.tw, err) == 0)
         rc = produce(ex, &o, progress, &msgs, warnings, err);
     svc_bout_free(&o);
     json_object_put(warnings);

@@ -64,8 +64,7 @@ static int mkparent(struct svc_bout *o, const char *rel, struct svc_err *err)
         o->last_parent[n] == '\0')
         return 0;
     char *path = NULL;
-    if (asprintf(&path, "%s/%.*s", o->tmpdir, (int)n, rel) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    svc_xasprintf(&path, "%s/%.*s", o->tmpdir, (int)n, rel);
     int rc = svc_mkdirs(path, 0755, err);
     free(path);
     if (rc == 0 && n < sizeof o->last_parent)
@@ -77,15 +76,13 @@ int svc_bout_dir(struct svc_bout *o, const char *rel, time_t mtime, struct svc_e
 {
     if (o->tar) {
         char *p = NULL;
-        if (asprintf(&p, "%s%s", o->prefix, rel) < 0)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        svc_xasprintf(&p, "%s%s", o->prefix, rel);
         int rc = svc_tarw_dir(o->tw, p, mtime, err);
         free(p);
         return rc;
     }
     char *path = NULL;
-    if (asprintf(&path, "%s/%s", o->tmpdir, rel) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    svc_xasprintf(&path, "%s/%s", o->tmpdir, rel);
     int rc = svc_mkdirs(path, 0755, err);
     free(path);
     return rc;
@@ -101,8 +98,7 @@ int svc_bout_file(struct svc_bout *o, const char *rel, const void *data, size_t 
     svc_bout_hex(md, sha);
     if (o->tar) {
         char *p = NULL;
-        if (asprintf(&p, "%s%s", o->prefix, rel) < 0)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        svc_xasprintf(&p, "%s%s", o->prefix, rel);
         int rc = svc_tarw_file_begin(o->tw, p, len, mtime, err);
         free(p);
         if (rc != 0 || svc_tarw_data(o->tw, data, len, err) != 0 ||
@@ -112,8 +108,7 @@ int svc_bout_file(struct svc_bout *o, const char *rel, const void *data, size_t 
         if (mkparent(o, rel, err) != 0)
             return -1;
         char *path = NULL;
-        if (asprintf(&path, "%s/%s", o->tmpdir, rel) < 0)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        svc_xasprintf(&path, "%s/%s", o->tmpdir, rel);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         free(path);
         if (fd < 0)
@@ -132,8 +127,7 @@ int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err
     if (fstat(fd, &sb) != 0 || lseek(fd, 0, SEEK_SET) != 0)
         return svc_err_errno(err, "spool");
     char *p = NULL;
-    if (asprintf(&p, "%s%s", o->prefix, rel) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    svc_xasprintf(&p, "%s%s", o->prefix, rel);
     int rc = svc_tarw_file_begin(o->tw, p, (uint64_t)sb.st_size, o->now, err);
     free(p);
     if (rc != 0)
@@ -174,8 +168,7 @@ int svc_bout_spool(const char *dir, struct svc_err *err)
     if (fd >= 0)
         return fd;
     char *tmpl = NULL;
-    if (asprintf(&tmpl, "%s/.svc-spool-XXXXXX", dir) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    svc_xasprintf(&tmpl, "%s/.svc-spool-XXXXXX", dir);
     fd = mkostemp(tmpl, O_CLOEXEC);
     if (fd >= 0)
         unlink(tmpl);
@@ -216,8 +209,7 @@ int svc_bout_agg_open(struct svc_bout *o, struct svc_err *err)
             a->fd = svc_bout_spool(o->spooldir, err);
         } else {
             char *path = NULL;
-            if (asprintf(&path, "%s/%s", o->tmpdir, names[i]) < 0)
-                return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            svc_xasprintf(&path, "%s/%s", o->tmpdir, names[i]);
             a->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
             free(path);
             if (a->fd < 0)

@@ -115,8 +115,6 @@ static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t
     } else {
         svc_buf_printf(&y->path, "[%zu]", index);
     }
-    if (y->path.oom)
-        return svc_err_set(y->err, SVC_E_NOMEM, "config: out of memory");
 
     struct cfgy_node n = {
         .file = y->file,
@@ -281,10 +279,6 @@ static int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, 
         goto out;
     }
     svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
-    if (y.path.oom) {
-        svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", file);
-        goto out;
-    }
     y.path.data[0] = '\0';
     rc = cfgy_children(&y, root, 0);
 out:
@@ -792,7 +786,7 @@ static void range_text(const struct cfg_row *r, char *buf, size_t sz)
 
 static char *dup_checked(const struct cfgy_node *n)
 {
-    char *s = malloc(n->len + 1);
+    char *s = svc_xmalloc(n->len + 1);
     if (s) {
         memcpy(s, n->text, n->len);
         s[n->len] = '\0';
@@ -828,7 +822,7 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
         const char *why = r->check ? r->check(text) : NULL;
         if (why)
             return FAIL("%s", why);
-        char *v = r->type == CT_PATH ? svc_path_expand(text) : strdup(text);
+        char *v = r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text);
         if (!v)
             return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         row_free(r, base);
@@ -903,9 +897,7 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
     case CT_PATHS:
     case CT_STRS:
         if (n->kind == CFGY_NULL && r->min == 0) {
-            char **v = calloc(1, sizeof *v);
-            if (!v)
-                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+            char **v = svc_xcalloc(1, sizeof *v);
             row_free(r, base);
             *FIELD(base, r->off, char **) = v;
             return 0;
@@ -926,8 +918,6 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
         return 0;
     if (r->type == CT_PATH && (r->flags & F_HOMEREL)) {
         char *v = svc_path_join(home, r->def);
-        if (!v)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         row_free(r, base);
         *FIELD(base, r->off, char *) = v;
         return 0;
@@ -974,16 +964,12 @@ static int rows_default(const struct cfg_row *rows, size_t nrows, void *base, co
 static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
 {
     struct svc_config *cfg = c->cfg;
-    char **w = realloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
-    if (!w)
-        return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+    char **w = svc_xrealloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
     cfg->warnings = w;
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_printf(&b, "%s:%d:%d: unknown key '%s'", n->file, n->key_line, n->key_col, n->path);
     char *s = svc_buf_steal(&b);
-    if (!s)
-        return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
     w[cfg->nwarnings++] = s;
     w[cfg->nwarnings] = NULL;
     return CFGY_SKIP;
@@ -994,9 +980,7 @@ static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
                      const struct cfgy_node *n, struct cfg_frame *fr, struct svc_err *err)
 {
     if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
-        char **v = calloc(n->count + 1, sizeof *v);
-        if (!v)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        char **v = svc_xcalloc(n->count + 1, sizeof *v);
         row_free(r, base);
         *FIELD(base, r->off, char **) = v;
         memset(fr, 0, sizeof *fr);
@@ -1037,9 +1021,7 @@ static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct 
             return cfg_fail(err, n->file, n->line, n->col, n->path,
                             "expected a sequence of mappings");
         if (n->count > 0) {
-            void *arr = calloc(n->count, l->size);
-            if (!arr)
-                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+            void *arr = svc_xcalloc(n->count, l->size);
             memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
             *FIELD(c->cfg, l->n_off, size_t) = n->count;
         }
@@ -1208,7 +1190,7 @@ int svc_config_defaults(struct svc_config *cfg, struct svc_err *err)
 {
     memset(cfg, 0, sizeof *cfg);
     cfg->home = config_home();
-    cfg->warnings = calloc(1, sizeof *cfg->warnings);
+    cfg->warnings = svc_xcalloc(1, sizeof *cfg->warnings);
     if (!cfg->home || !cfg->warnings) {
         svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         goto fail;
@@ -1228,10 +1210,8 @@ static int config_load(struct svc_config *cfg, const char *buf, size_t len, cons
     struct cfg_load c;
     if (svc_config_defaults(cfg, err) < 0)
         return -1;
-    if (source && !(cfg->source = strdup(source))) {
-        svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
-        goto fail;
-    }
+    if (source)
+        cfg->source = svc_xstrdup(source);
     memset(&c, 0, sizeof c);
     c.cfg = cfg;
     c.fr[0].kind = FR_ROOT;

@@ -2,14 +2,22 @@
  * A function that can fail returns 0 on success and -1 on failure, after filling the
  * caller's struct svc_err with a code, an optional parameter name and a one-line message.
  * Each code has one row in a table: its API name ("session_busy"), its API error type
- * and its HTTP status, so the HTTP layer, the CLI and the logs all speak the same names. */
+ * and its HTTP status, so the HTTP layer, the CLI and the logs all speak the same names.
+ *
+ * Out of memory is not an error a caller handles: json-c aborts on a failed allocation, and
+ * so does svc. All heap memory in core/, cgi/ and cli/ comes from svc_xmalloc, svc_xcalloc,
+ * svc_xrealloc, svc_xstrdup, svc_xstrndup and svc_xasprintf (util.h), which log one line
+ * and abort(); nothing checks their results for NULL. A worker that aborts is restarted by
+ * the master, and the durable write order (FORMAT.md) makes a cut turn show as interrupted.
+ * SVC_E_NOMEM remains only for ENOMEM reported by the kernel or a library (zlib, OpenSSL)
+ * through a system call's errno or its own init call. */
 #ifndef SVC_ERR_H
 #define SVC_ERR_H
 
 enum svc_errcode {
     SVC_OK = 0,
     SVC_E_INTERNAL,             /* internal_error, 500 */
-    SVC_E_NOMEM,                /* internal_error, 500 */
+    SVC_E_NOMEM,                /* internal_error, 500: ENOMEM from the kernel or a library */
     SVC_E_IO,                   /* io_error, 500: disk errors */
     SVC_E_INVALID_JSON,         /* invalid_json, 400 */
     SVC_E_INVALID_FIELD,        /* invalid_field, 422 (param names the field) */

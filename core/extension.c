@@ -63,22 +63,19 @@ static char **child_env(const struct svc_extension *x, const char **path)
     size_t n = 0;
     while (x->env && x->env[n])
         n++;
-    char **env = calloc(n + 1, sizeof *env);
-    if (!env)
-        return NULL;
+    char **env = svc_xcalloc(n + 1, sizeof *env);
     size_t k = 0;
     *path = DEFAULT_PATH;
     for (size_t i = 0; i < n; i++) {
         const char *e = x->env[i];
         char *item = NULL;
         if (strchr(e, '=')) {
-            item = strdup(e);
+            item = svc_xstrdup(e);
         } else {
             const char *v = getenv(e);
             if (!v)
                 continue;
-            if (asprintf(&item, "%s=%s", e, v) < 0)
-                item = NULL;
+            svc_xasprintf(&item, "%s=%s", e, v);
         }
         if (!item)
             continue;
@@ -101,12 +98,12 @@ static void strv_free(char **v)
 static char *resolve(const char *argv0, const char *path)
 {
     if (strchr(argv0, '/'))
-        return strdup(argv0);
+        return svc_xstrdup(argv0);
     int last = ENOENT;
     for (const char *p = path; *p;) {
         size_t n = strcspn(p, ":");
         char *cand = NULL;
-        if (n > 0 && asprintf(&cand, "%.*s/%s", (int)n, p, argv0) >= 0) {
+        if (n > 0 && svc_xasprintf(&cand, "%.*s/%s", (int)n, p, argv0) >= 0) {
             struct stat st;
             if (stat(cand, &st) == 0 && S_ISREG(st.st_mode) && access(cand, X_OK) == 0)
                 return cand;
@@ -141,7 +138,7 @@ static char *utf8_clean(const char *s, size_t len)
     }
     if (b.len > 0 && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
-    if (!b.data && !b.oom)
+    if (!b.data)
         svc_buf_adds(&b, "");
     return svc_buf_steal(&b);
 }
@@ -165,20 +162,19 @@ static void set_error(struct svc_tool_result *out, const char *stderr_text, cons
     char *msg = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
+    svc_xvasprintf(&msg, fmt, ap);
     va_end(ap);
     out->ok = false;
     free(out->content);
     out->content = NULL;
     if (msg && stderr_text && *stderr_text) {
         char *full = NULL;
-        if (asprintf(&full, "%s: %s", msg, stderr_text) >= 0) {
+        if (svc_xasprintf(&full, "%s: %s", msg, stderr_text) >= 0) {
             free(msg);
             msg = full;
         }
     }
-    out->content = msg ? msg : strdup("extension failed");
+    out->content = msg ? msg : svc_xstrdup("extension failed");
 }
 
 /* Read what is there from *fd into buf (keeping at most keep bytes in total); on EOF or
@@ -248,7 +244,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     json_object *empty = args ? NULL : json_object_new_object();
     char *json = svc_json_dump_compact(args ? args : empty);
     json_object_put(empty);
-    if (!env || !json || asprintf(&input, "%s\n", json) < 0) {
+    if (!env || !json || svc_xasprintf(&input, "%s\n", json) < 0) {
         input = NULL;
         set_error(out, NULL, "%s: out of memory", x->name);
         goto out;

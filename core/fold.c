@@ -15,16 +15,12 @@ char *svc_fold(const char *s)
         size_t len = 0;
         uint8_t *f = u8_casefold((const uint8_t *)s, n, NULL, UNINORM_NFC, NULL, &len);
         if (f) {
-            char *out = realloc(f, len + 1);
-            if (!out) {
-                free(f);
-                return NULL;
-            }
+            char *out = svc_xrealloc(f, len + 1);
             out[len] = '\0';
             return out;
         }
     }
-    char *out = strdup(s);
+    char *out = svc_xstrdup(s);
     for (char *p = out; p && *p; p++)
         if (*p >= 'A' && *p <= 'Z')
             *p = (char)(*p - 'A' + 'a');

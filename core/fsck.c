@@ -65,8 +65,7 @@ static char *joinf(const char *fmt, ...)
     char *out = NULL;
     va_list ap;
     va_start(ap, fmt);
-    if (vasprintf(&out, fmt, ap) < 0)
-        out = NULL;
+    svc_xvasprintf(&out, fmt, ap);
     va_end(ap);
     return out;
 }
@@ -175,7 +174,7 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
         }
         at += n + (nl ? 1 : 0);
     }
-    if (nbad > 0 && fix && !good.oom && !bad.oom) {
+    if (nbad > 0 && fix) {
         char *side = joinf("%s.corrupt", abs);
         if (side && svc_file_append(side, bad.data, bad.len, f->st.durable, &err) == 0 &&
             svc_file_write_atomic(abs, good.data ? good.data : "", good.len, f->st.durable, &err) ==
@@ -246,12 +245,7 @@ static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, co
         } else {
             if (n == cap) {
                 cap = cap ? cap * 2 : 64;
-                int64_t *nv = realloc(ids, cap * sizeof *nv);
-                if (!nv) {
-                    free(fa);
-                    free(fr);
-                    break;
-                }
+                int64_t *nv = svc_xrealloc(ids, cap * sizeof *nv);
                 ids = nv;
             }
             ids[n++] = id;
@@ -478,7 +472,7 @@ static void check_runs(struct fsck *f)
             check_temp(f, NULL, fa, fr);
         } else if (has_suffix(nm, ".events.jsonl")) {
             /* the runner holds <run>.lock while it appends */
-            char *id = strndup(nm, strlen(nm) - strlen(".events.jsonl"));
+            char *id = svc_xstrndup(nm, strlen(nm) - strlen(".events.jsonl"));
             char *lp = id ? joinf("%s/%s.lock", dir, id) : NULL;
             int fd = lp ? open(lp, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
             bool idle = fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0;
@@ -579,9 +573,9 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
                 goto out;
             }
         }
-        ids = calloc(o->nsessions, sizeof *ids);
+        ids = svc_xcalloc(o->nsessions, sizeof *ids);
         for (size_t i = 0; ids && i < o->nsessions; i++)
-            ids[n++] = strdup(o->sessions[i]);
+            ids[n++] = svc_xstrdup(o->sessions[i]);
     } else {
         DIR *d = opendir(f.st.root);
         if (!d && errno != ENOENT) {
@@ -595,12 +589,10 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
                 continue;
             if (n == cap) {
                 cap = cap ? cap * 2 : 256;
-                char **nv = realloc(ids, cap * sizeof *nv);
-                if (!nv)
-                    break;
+                char **nv = svc_xrealloc(ids, cap * sizeof *nv);
                 ids = nv;
             }
-            ids[n++] = strdup(de->d_name + 8);
+            ids[n++] = svc_xstrdup(de->d_name + 8);
         }
         if (d)
             closedir(d);

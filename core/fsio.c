@@ -29,9 +29,7 @@ static int write_all(int fd, const char *p, size_t len)
 
 static int fsync_dir_of(const char *path)
 {
-    char *copy = strdup(path);
-    if (!copy)
-        return -1;
+    char *copy = svc_xstrdup(path);
     int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(copy);
     if (fd < 0)
@@ -87,9 +85,7 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
     char hex[9];
     svc_random_hex(hex, 8);
     size_t tl = strlen(path) + 48;
-    char *tmp = malloc(tl);
-    if (!tmp)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    char *tmp = svc_xmalloc(tl);
     snprintf(tmp, tl, "%s.tmp-%ld-%s", path, (long)getpid(), hex);
     int rc = -1;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -170,19 +166,10 @@ static int file_read(const char *path, int flags, char **out, size_t *len, struc
         return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
     }
     size_t cap = (size_t)st.st_size + 1, used = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
+    char *buf = svc_xmalloc(cap);
     for (;;) {
         if (used + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            }
+            char *nb = svc_xrealloc(buf, cap * 2);
             buf = nb;
             cap *= 2;
         }

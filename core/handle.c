@@ -22,10 +22,6 @@ int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess
     snprintf(s->sid, sizeof s->sid, "%s", sid);
     s->dir = svc_store_session_dir(&s->st, sid);
     s->msg_dir = svc_store_messages_dir(&s->st, sid);
-    if (!s->dir || !s->msg_dir) {
-        svc_sess_close(s);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     return 0;
 }
 

@@ -38,20 +38,20 @@ static int src_add(struct src *s, const char *rel)
 {
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 256;
-        char **nv = realloc(s->rel, nc * sizeof *nv);
+        char **nv = svc_xrealloc(s->rel, nc * sizeof *nv);
         if (!nv)
             return -1;
         s->rel = nv;
         s->cap = nc;
     }
-    s->rel[s->n] = strdup(rel);
+    s->rel[s->n] = svc_xstrdup(rel);
     return s->rel[s->n] ? (int)(s->n++, 0) : -1;
 }
 
 static int src_walk(struct src *s, const char *rel, struct svc_err *err)
 {
     char *abs = NULL;
-    if (asprintf(&abs, "%s%s%s", s->path, *rel ? "/" : "", rel) < 0)
+    if (svc_xasprintf(&abs, "%s%s%s", s->path, *rel ? "/" : "", rel) < 0)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     DIR *d = opendir(abs);
     free(abs);
@@ -64,7 +64,7 @@ static int src_walk(struct src *s, const char *rel, struct svc_err *err)
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         char *child = NULL;
-        if (asprintf(&child, "%s%s%s", rel, *rel ? "/" : "", de->d_name) < 0) {
+        if (svc_xasprintf(&child, "%s%s%s", rel, *rel ? "/" : "", de->d_name) < 0) {
             rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
             break;
         }
@@ -73,7 +73,7 @@ static int src_walk(struct src *s, const char *rel, struct svc_err *err)
             rc = svc_err_errno(err, "stat bundle member");
         else if (S_ISDIR(sb.st_mode)) {
             char *with = NULL;
-            if (asprintf(&with, "%s/", child) < 0 || src_add(s, with) != 0)
+            if (svc_xasprintf(&with, "%s/", child) < 0 || src_add(s, with) != 0)
                 rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
             free(with);
             if (rc == 0)
@@ -193,7 +193,7 @@ static struct fent *fset_add(struct fset *f, const char *path)
 {
     if (f->n == f->cap) {
         size_t nc = f->cap ? f->cap * 2 : 1024;
-        struct fent *nv = realloc(f->v, nc * sizeof *nv);
+        struct fent *nv = svc_xrealloc(f->v, nc * sizeof *nv);
         if (!nv)
             return NULL;
         f->v = nv;
@@ -201,7 +201,7 @@ static struct fent *fset_add(struct fset *f, const char *path)
     }
     struct fent *e = &f->v[f->n];
     memset(e, 0, sizeof *e);
-    e->path = strdup(path);
+    e->path = svc_xstrdup(path);
     if (!e->path)
         return NULL;
     f->n++;
@@ -284,7 +284,7 @@ static struct sess *sess_get(struct job *j, const char *sid, size_t n, bool add)
         return NULL;
     if (j->ns == j->scap) {
         size_t nc = j->scap ? j->scap * 2 : 64;
-        struct sess *nv = realloc(j->s, nc * sizeof *nv);
+        struct sess *nv = svc_xrealloc(j->s, nc * sizeof *nv);
         if (!nv)
             return NULL;
         j->s = nv;
@@ -339,7 +339,7 @@ static int pass_read(struct job *j, struct svc_err *err)
     uint64_t size;
     int r;
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    char *buf = malloc(65536);
+    char *buf = svc_xmalloc(65536);
     if (!md || !buf) {
         EVP_MD_CTX_free(md);
         free(buf);
@@ -358,7 +358,7 @@ static int pass_read(struct job *j, struct svc_err *err)
                 break;
             }
             snprintf(j->prefix, sizeof j->prefix, "%.*s", slash ? (int)(slash - rel + 1) : 0, rel);
-            j->manifest_text = malloc((size_t)size + 1);
+            j->manifest_text = svc_xmalloc((size_t)size + 1);
             if (!j->manifest_text) {
                 r = svc_err_set(err, SVC_E_NOMEM, "out of memory");
                 break;
@@ -465,7 +465,7 @@ static int verify(struct job *j, struct svc_err *err)
             return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json lists %.300s twice",
                                w->path);
         char *full = NULL;
-        if (asprintf(&full, "%s%s", j->prefix, w->path) < 0)
+        if (svc_xasprintf(&full, "%s%s", j->prefix, w->path) < 0)
             return svc_err_set(err, SVC_E_NOMEM, "out of memory");
         struct fent *h = fset_find(&j->have, full);
         free(full);
@@ -545,7 +545,7 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
 {
     char *dst = NULL;
     const char *inner = rel + 15 + strlen(s->sid); /* "" or "/..." */
-    if (asprintf(&dst, "%s/session_%s%s", j->staging, s->sid, inner) < 0)
+    if (svc_xasprintf(&dst, "%s/session_%s%s", j->staging, s->sid, inner) < 0)
         return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int rc = 0;
     if (is_dir) {
@@ -568,7 +568,7 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
     if (fd < 0)
         return svc_err_errno(err, "write staged file");
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    char *buf = malloc(65536);
+    char *buf = svc_xmalloc(65536);
     uint64_t n = 0;
     long got = 0;
     if (!md || !buf || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
@@ -671,7 +671,7 @@ static void place(struct job *j, struct sess *s)
     char *staged = NULL, *final = NULL;
     struct svc_lock sl = SVC_LOCK_INIT, ol = SVC_LOCK_INIT, orl = SVC_LOCK_INIT;
     struct svc_err e;
-    if (asprintf(&staged, "%s/session_%s", j->staging, s->sid) < 0)
+    if (svc_xasprintf(&staged, "%s/session_%s", j->staging, s->sid) < 0)
         staged = NULL;
     final = svc_store_session_dir(&j->st, s->sid);
     if (!staged || !final) {
@@ -799,7 +799,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
         goto out;
     }
     j.src.tar = !S_ISDIR(sb.st_mode);
-    j.src.path = strdup(bundle);
+    j.src.path = svc_xstrdup(bundle);
     if (!j.src.path) {
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
         goto out;
@@ -850,7 +850,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     }
     char hex[17];
     svc_random_hex(hex, 16);
-    if (asprintf(&j.staging, "%s/.svc_import-%s", j.st.root, hex) < 0) {
+    if (svc_xasprintf(&j.staging, "%s/.svc_import-%s", j.st.root, hex) < 0) {
         j.staging = NULL;
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
         goto out;

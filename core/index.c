@@ -78,12 +78,10 @@ static void entry_free(struct entry *e)
 static char *entry_summary(const struct entry *e)
 {
     if (e->heap)
-        return strdup(e->heap);
+        return svc_xstrdup(e->heap);
     if (!ix.fd_open || e->off < 0)
         return NULL;
-    char *buf = malloc((size_t)e->len + 1);
-    if (!buf)
-        return NULL;
+    char *buf = svc_xmalloc((size_t)e->len + 1);
     ssize_t got = pread(ix.fd, buf, e->len, e->off);
     if (got != (ssize_t)e->len) {
         free(buf);
@@ -145,11 +143,7 @@ static void hash_rebuild(void)
     hcap = 1024;
     while (hcap < ix.n * 2 + 16)
         hcap *= 2;
-    hs = calloc(hcap, sizeof *hs);
-    if (!hs) {
-        hcap = 0;
-        return;
-    }
+    hs = svc_xcalloc(hcap, sizeof *hs);
     for (size_t i = 0; i < ix.n; i++) {
         size_t h = hash_str(ix.v[i].sid) & (hcap - 1);
         while (hs[h].sid)
@@ -215,19 +209,13 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
     if (!e) {
         if (ix.n == ix.cap) {
             size_t cap = ix.cap ? ix.cap * 2 : 256;
-            struct entry *nv = realloc(ix.v, cap * sizeof *nv);
-            if (!nv)
-                return;
+            struct entry *nv = svc_xrealloc(ix.v, cap * sizeof *nv);
             ix.v = nv;
             ix.cap = cap;
         }
         e = &ix.v[ix.n++];
         memset(e, 0, sizeof *e);
-        e->sid = strdup(sid);
-        if (!e->sid) {
-            ix.n--;
-            return;
-        }
+        e->sid = svc_xstrdup(sid);
         live_bytes += strlen(e->sid) + 32;
         if (!hs || ix.n * 2 > hcap)
             hash_rebuild();
@@ -422,7 +410,7 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
         goto out;
     }
     size_t n = strlen(text);
-    char *buf = malloc(n + 1);
+    char *buf = svc_xmalloc(n + 1);
     if (buf) {
         memcpy(buf, text, n);
         buf[n] = '\n';
@@ -511,17 +499,11 @@ static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
     }
     f->fd = -1;
     size_t cap = 1 << 20, have = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        *torn = true;
-        return;
-    }
+    char *buf = svc_xmalloc(cap);
     off_t pos = ix.offset; /* file offset of buf[0] */
     for (;;) {
         if (have == cap) { /* one line longer than the buffer */
-            char *nb = realloc(buf, cap * 2);
-            if (!nb)
-                break;
+            char *nb = svc_xrealloc(buf, cap * 2);
             buf = nb;
             cap *= 2;
         }
@@ -571,8 +553,8 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_printf(&b, "{\"svc_index_generation\":\"%s\"}\n", gen);
-    off_t *at = calloc(ix.n ? ix.n : 1, sizeof *at);
-    uint32_t *len = calloc(ix.n ? ix.n : 1, sizeof *len);
+    off_t *at = svc_xcalloc(ix.n ? ix.n : 1, sizeof *at);
+    uint32_t *len = svc_xcalloc(ix.n ? ix.n : 1, sizeof *len);
     bool ok = at && len && writable;
     for (size_t i = 0; ok && i < ix.n; i++) {
         char *sum = entry_summary(&ix.v[i]);
@@ -592,7 +574,7 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
     char *path = root_file(st, INDEX_FILE);
     struct svc_err err = {0};
     bool written = false;
-    if (ok && !b.oom && path && svc_file_write_atomic(path, b.data, b.len, false, &err) == 0) {
+    if (ok && path && svc_file_write_atomic(path, b.data, b.len, false, &err) == 0) {
         int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         struct stat sb;
         if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == b.len) {
@@ -763,9 +745,7 @@ static int refresh(const struct svc_store *st)
 {
     if (!ix.root || strcmp(ix.root, st->root) != 0) {
         svc_index_reset();
-        ix.root = strdup(st->root);
-        if (!ix.root)
-            return -1;
+        ix.root = svc_xstrdup(st->root);
     }
     struct stat rs;
     if (stat(st->root, &rs) != 0) {
@@ -814,10 +794,9 @@ static int cmp_entry(const void *a, const void *b)
 static char *cursor_encode(const struct entry *e)
 {
     char *raw = NULL;
-    if (asprintf(&raw, "%.6f|%s", e->updated, e->sid) < 0)
-        return NULL;
+    svc_xasprintf(&raw, "%.6f|%s", e->updated, e->sid);
     size_t n = strlen(raw);
-    unsigned char *out = malloc(4 * ((n + 2) / 3) + 1);
+    unsigned char *out = svc_xmalloc(4 * ((n + 2) / 3) + 1);
     if (out) {
         int len = EVP_EncodeBlock(out, (unsigned char *)raw, (int)n);
         for (int i = 0; i < len; i++) /* url-safe, no padding */
@@ -834,9 +813,7 @@ static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
     size_t n = strlen(c);
     if (n == 0 || n > 400)
         return -1;
-    char *tmp = malloc(n + 4);
-    if (!tmp)
-        return -1;
+    char *tmp = svc_xmalloc(n + 4);
     for (size_t i = 0; i < n; i++)
         tmp[i] = c[i] == '-' ? '+' : c[i] == '_' ? '/' : c[i];
     while (n % 4)
@@ -943,11 +920,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     }
     /* the page: which entries */
     int limit = q->limit > 0 ? q->limit : 50;
-    const struct entry **page = calloc((size_t)limit, sizeof *page);
-    if (!page) {
-        free(qlc);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
+    const struct entry **page = svc_xcalloc((size_t)limit, sizeof *page);
     int np = 0;
     bool more = false;
     off_t lo_off = -1, hi_off = -1;
@@ -979,7 +952,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     size_t span_max = page_bytes * 4 > 65536 ? page_bytes * 4 : 65536;
     if (ix.fd_open && lo_off >= 0 && (size_t)(hi_off - lo_off) <= span_max) {
         size_t n = (size_t)(hi_off - lo_off);
-        span = malloc(n ? n : 1);
+        span = svc_xmalloc(n ? n : 1);
         if (span && pread(ix.fd, span, n, lo_off) != (ssize_t)n) {
             free(span);
             span = NULL;
@@ -1059,9 +1032,7 @@ int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
 {
     if (!ix.root || strcmp(ix.root, st->root) != 0) {
         svc_index_reset();
-        ix.root = strdup(st->root);
-        if (!ix.root)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        ix.root = svc_xstrdup(st->root);
     }
     if (refresh_locked(st, true) != 0)
         return svc_err_errno(err, "rebuild the index");
@@ -1089,7 +1060,7 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
         goto out;
     }
     size_t len = (size_t)f.sb.st_size;
-    buf = malloc(len + 1);
+    buf = svc_xmalloc(len + 1);
     if (!buf || pread(f.fd, buf, len, 0) != (ssize_t)len) {
         rc = -1;
         goto out;

@@ -16,7 +16,7 @@
  * pieces. */
 static inline void put(struct svc_buf *b, const char *s, size_t n)
 {
-    if (!b->oom && b->len + n < b->cap) {
+    if (b->len + n < b->cap) {
         memcpy(b->data + b->len, s, n);
         b->len += n;
         b->data[b->len] = '\0';
@@ -524,8 +524,6 @@ int svc_json_read_file(const char *path, json_object **out, struct svc_err *err)
 
 int svc_json_read_object_file(const char *path, json_object **out, struct svc_err *err)
 {
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     if (svc_json_read_file(path, out, err) != 0)
         return -1;
     if (!json_object_is_type(*out, json_type_object)) {
@@ -584,10 +582,6 @@ int svc_json_append_line(const char *path, json_object *o, bool durable, struct 
         put(&b, "\n", 1);
     dump_value(&b, o, 0, false);
     put(&b, "\n", 1);
-    if (b.oom) {
-        svc_buf_free(&b);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     int rc = svc_file_append(path, b.data, b.len, durable, err); /* one write: whole or absent */
     svc_buf_free(&b);
     return rc;
@@ -600,10 +594,6 @@ static int write_dump(const char *path, json_object *o, int sync, bool newline, 
     dump_value(&b, o, 0, true);
     if (newline)
         svc_buf_add(&b, "\n", 1);
-    if (b.oom) {
-        svc_buf_free(&b);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     int rc = svc_file_write_synced(path, b.data, b.len, sync, err);
     svc_buf_free(&b);
     return rc;

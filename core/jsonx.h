@@ -3,7 +3,7 @@
  * (what Strands writes): 2-space indent, ", " never at line ends, ": " after keys, "{}"/"[]"
  * for empty containers, non-ASCII unescaped, "/" unescaped, no trailing newline.
  * svc_json_dump_compact is one line with no spaces (svc_turns.jsonl, API bodies).
- * Dump functions return heap strings the caller frees (NULL on ENOMEM).
+ * Dump functions return heap strings the caller frees (never NULL: err.h aborts on OOM).
  * Getters borrow: they return pointers into the object, valid while it lives. */
 #ifndef SVC_JSONX_H
 #define SVC_JSONX_H
@@ -36,8 +36,7 @@ bool svc_json_has_big_int(const char *buf, size_t len, size_t *at);
 int svc_json_parse_request(const char *buf, size_t len, json_object **out, struct svc_err *err);
 /* Read and parse a file (SVC_E_NOT_FOUND when missing, SVC_E_IO when not JSON). */
 int svc_json_read_file(const char *path, json_object **out, struct svc_err *err);
-/* Same, and the document must be an object (SVC_E_IO "damaged <name>" otherwise).
- * path may be NULL (an allocation that failed upstream): SVC_E_NOMEM. */
+/* Same, and the document must be an object (SVC_E_IO "damaged <name>" otherwise). */
 int svc_json_read_object_file(const char *path, json_object **out, struct svc_err *err);
 /* Append o as one compact line (JSONL) with a single write; after a torn last line (no
  * newline) the new line starts on a fresh line, so the torn one stays apart. */

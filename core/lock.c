@@ -32,8 +32,6 @@ int svc_lock_file(const char *path, int how, bool create)
 static int open_lock_file(const char *session_dir, const char *name, int how, struct svc_err *err)
 {
     char *path = svc_path_join(session_dir, name);
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory"), -1;
     int fd = svc_lock_file(path, how, true);
     free(path);
     if (fd >= 0)
@@ -82,8 +80,6 @@ int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_
 bool svc_lock_run_held(const char *session_dir)
 {
     char *path = svc_path_join(session_dir, ".svc.run.lock");
-    if (!path)
-        return false;
     int fd = svc_lock_file(path, LOCK_SH | LOCK_NB, false);
     bool held = fd < 0 && errno == EWOULDBLOCK; /* ENOENT: nobody ever ran here */
     free(path);

@@ -48,12 +48,12 @@ char *svc_memory_fold(const char *text, size_t max_cp)
             cut_at = b.len;
         p += n;
     }
-    if (max_cp > 0 && cp > max_cp && !b.oom) {
+    if (max_cp > 0 && cp > max_cp) {
         b.len = cut_at;
         b.data[b.len] = '\0';
         svc_buf_adds(&b, "\xE2\x80\xA6"); /* the last code point: … */
     }
-    if (!b.data && !b.oom)
+    if (!b.data)
         svc_buf_adds(&b, "");
     return svc_buf_steal(&b);
 }
@@ -124,8 +124,6 @@ static char *agent_dir(const struct svc_config *cfg)
 static int memory_lock(const char *dir, int how, struct svc_err *err)
 {
     char *path = svc_path_join(dir, ".memory.lock");
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     free(path);
     if (fd < 0)
@@ -155,11 +153,7 @@ static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), 
     }
     off_t size = st.st_size;
     size_t want = size > SVC_MEMORY_TAIL ? SVC_MEMORY_TAIL : (size_t)size;
-    char *buf = malloc(want + 1);
-    if (!buf) {
-        close(fd);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
+    char *buf = svc_xmalloc(want + 1);
     size_t got = 0;
     while (got < want) {
         ssize_t r = pread(fd, buf + got, want - got, size - (off_t)want + (off_t)got);

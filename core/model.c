@@ -73,9 +73,7 @@ static int echo_stream(const struct svc_model_call *call, const char *text, long
         }
         if (call->should_cancel && call->should_cancel(call->ctx))
             return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
-        char *word = strndup(p, (size_t)(e - p));
-        if (!word)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        char *word = svc_xstrndup(p, (size_t)(e - p));
         int stop = call->on_delta ? call->on_delta(call->ctx, word) : 0;
         free(word);
         if (stop)
@@ -98,7 +96,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     }
     json_object *last = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
     json_object *tr = last ? last_tool_result(last) : NULL;
-    char *input = last ? svc_native_text(last) : strdup("");
+    char *input = last ? svc_native_text(last) : svc_xstrdup("");
     char *answer = NULL;
     long delay = 0;
     int rc = -1;
@@ -126,13 +124,10 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         }
         char *res = svc_buf_steal(&b);
         const char *status = svc_json_str(tr, "status", "success");
-        if (asprintf(&answer, "Tool %s %s: %s",
-                     tool_name_for(msgs, svc_json_str(tr, "toolUseId", "")),
-                     strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "") < 0)
-            answer = NULL;
+        svc_xasprintf(&answer, "Tool %s %s: %s",
+                      tool_name_for(msgs, svc_json_str(tr, "toolUseId", "")),
+                      strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
         free(res);
-        if (!answer)
-            goto oom;
     } else if (strncmp(text, "/tool ", 6) == 0) {
         const char *name = text + 6;
         while (*name == ' ')
@@ -140,7 +135,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         const char *ne = name;
         while (*ne && *ne != ' ')
             ne++;
-        char *tname = strndup(name, (size_t)(ne - name));
+        char *tname = svc_xstrndup(name, (size_t)(ne - name));
         json_object *input_obj = NULL;
         while (*ne == ' ')
             ne++;
@@ -161,18 +156,15 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         svc_json_set(tu, "input", input_obj);
         json_object_array_add(out->tool_uses, tu);
         free(tname);
-        out->text = strdup("");
+        out->text = svc_xstrdup("");
         snprintf(out->finish_reason, sizeof out->finish_reason, "tool_calls");
         out->prompt_tokens = tokens_of(chars);
         out->completion_tokens = 1;
-        rc = out->text ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        rc = 0;
         goto done;
     } else {
-        if (asprintf(&answer, "Echo: %s (I was given %zu earlier messages.)", text,
-                     n > 0 ? n - 1 : 0) < 0)
-            answer = NULL;
-        if (!answer)
-            goto oom;
+        svc_xasprintf(&answer, "Echo: %s (I was given %zu earlier messages.)", text,
+                      n > 0 ? n - 1 : 0);
     }
     if (echo_stream(call, answer, delay, err) != 0)
         goto done;

@@ -81,7 +81,7 @@ char *svc_openai_redact(const char *src, const char *secret)
     if (!src)
         return NULL;
     if (!secret || !*secret)
-        return strdup(src);
+        return svc_xstrdup(src);
     struct svc_buf b;
     svc_buf_init(&b);
     size_t kl = strlen(secret);
@@ -96,8 +96,8 @@ char *svc_openai_redact(const char *src, const char *secret)
         svc_buf_adds(&b, "***");
         p = hit + kl;
     }
-    if (!b.data && !b.oom)
-        return strdup("");
+    if (!b.data)
+        return svc_xstrdup("");
     char *out = svc_buf_steal(&b);
     /* backstop: a text cut short may end in the start of the key; mask such a tail */
     size_t ol = out ? strlen(out) : 0;
@@ -105,7 +105,7 @@ char *svc_openai_redact(const char *src, const char *secret)
         if (memcmp(out + ol - n, secret, n) == 0) {
             out[ol - n] = '\0';
             char *masked = NULL;
-            if (asprintf(&masked, "%s***", out) >= 0) {
+            if (svc_xasprintf(&masked, "%s***", out) >= 0) {
                 free(out);
                 out = masked;
             }
@@ -263,10 +263,6 @@ static int oa_deliver(struct oa *st, const char *text)
     if (!*text)
         return 0;
     svc_buf_adds(&st->text, text);
-    if (st->text.oom) {
-        st->abort = OA_NOMEM;
-        return -1;
-    }
     const struct svc_model_call *call = st->call;
     if (call->on_delta) {
         st->delivered = true;
@@ -283,7 +279,7 @@ static struct oa_tool *oa_tool_slot(struct oa *st, int64_t index)
     if (index < 0 || index >= OA_MAX_TOOL_CALLS)
         return NULL;
     if ((size_t)index >= st->ntools) {
-        struct oa_tool *t = realloc(st->tools, ((size_t)index + 1) * sizeof *t);
+        struct oa_tool *t = svc_xrealloc(st->tools, ((size_t)index + 1) * sizeof *t);
         if (!t)
             return NULL;
         memset(t + st->ntools, 0, ((size_t)index + 1 - st->ntools) * sizeof *t);
@@ -301,13 +297,13 @@ static void oa_piece(char **dst, const char *piece)
     if (!piece || !*piece)
         return;
     if (!*dst) {
-        *dst = strdup(piece);
+        *dst = svc_xstrdup(piece);
         return;
     }
     if (strcmp(*dst, piece) == 0)
         return;
     size_t a = strlen(*dst), b = strlen(piece);
-    char *s = realloc(*dst, a + b + 1);
+    char *s = svc_xrealloc(*dst, a + b + 1);
     if (!s)
         return;
     memcpy(s + a, piece, b + 1);
@@ -336,7 +332,7 @@ static void oa_tool_calls(struct oa *st, json_object *tcs, bool whole_message)
         if (!t)
             continue;
         if (id && *id && !t->id)
-            t->id = strdup(id);
+            t->id = svc_xstrdup(id);
         json_object *fn = svc_json_obj(tc, "function");
         if (!fn)
             continue;
@@ -452,10 +448,6 @@ static int oa_line(struct oa *st, const char *s, size_t n)
     if (st->event.len > 0)
         svc_buf_add(&st->event, "\n", 1);
     svc_buf_add(&st->event, s, n);
-    if (st->event.oom) {
-        st->abort = OA_NOMEM;
-        return -1;
-    }
     if ((long)st->event.len > OA_MAX_LINE) {
         st->abort = OA_TOOBIG;
         return -1;
@@ -480,10 +472,6 @@ static int oa_sse(struct oa *st, const char *p, size_t n)
         size_t seg = nl ? (size_t)(nl - p) : n;
         if (!nl) {
             svc_buf_add(&st->line, p, seg);
-            if (st->line.oom) {
-                st->abort = OA_NOMEM;
-                return -1;
-            }
             if ((long)st->line.len > OA_MAX_LINE) {
                 st->abort = OA_TOOBIG;
                 return -1;
@@ -493,10 +481,6 @@ static int oa_sse(struct oa *st, const char *p, size_t n)
         int rc;
         if (st->line.len > 0) {
             svc_buf_add(&st->line, p, seg);
-            if (st->line.oom) {
-                st->abort = OA_NOMEM;
-                return -1;
-            }
             rc = oa_line(st, st->line.data, st->line.len);
             st->line.len = 0;
             if (st->line.data)
@@ -546,10 +530,6 @@ static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
             return 0;
         }
         svc_buf_add(&st->body, ptr, n);
-        if (st->body.oom) {
-            st->abort = OA_NOMEM;
-            return 0;
-        }
         return n;
     default:
         if (st->body.len < OA_MAX_ERR_BODY) {
@@ -643,7 +623,7 @@ static char *oa_error_message(const char *body, size_t len)
         if (!m)
             m = svc_json_str(o, "detail", NULL);
         if (m && *m)
-            msg = strdup(m);
+            msg = svc_xstrdup(m);
         json_object_put(o);
         if (msg)
             return msg;
@@ -652,7 +632,7 @@ static char *oa_error_message(const char *body, size_t len)
         return NULL;
     /* Not an error object: a short, one-line excerpt of the body. */
     size_t cut = len < 200 ? len : 200;
-    msg = strndup(body, cut);
+    msg = svc_xstrndup(body, cut);
     if (!msg)
         return NULL;
     for (char *c = msg; *c; c++)
@@ -670,7 +650,7 @@ static char *oa_error_message(const char *body, size_t len)
     }
     memmove(msg, s, l + 1);
     if (cut < len && l + 4 < 204) {
-        char *m2 = realloc(msg, l + 4);
+        char *m2 = svc_xrealloc(msg, l + 4);
         if (m2) {
             memcpy(m2 + l, "...", 4);
             msg = m2;
@@ -912,7 +892,7 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     size_t bl = strlen(base);
     while (bl > 0 && base[bl - 1] == '/')
         bl--;
-    if (!body || asprintf(&url, "%.*s/chat/completions", (int)bl, base) < 0) {
+    if (!body || svc_xasprintf(&url, "%.*s/chat/completions", (int)bl, base) < 0) {
         url = NULL;
         svc_err_set(err, SVC_E_NOMEM, "out of memory");
         goto done;
@@ -926,7 +906,7 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream, application/json");
     hdrs = curl_slist_append(hdrs, "Expect:");
     if (st.key) {
-        if (asprintf(&auth, "Authorization: Bearer %s", st.key) < 0) {
+        if (svc_xasprintf(&auth, "Authorization: Bearer %s", st.key) < 0) {
             auth = NULL;
             svc_err_set(err, SVC_E_NOMEM, "out of memory");
             goto done;

@@ -82,7 +82,7 @@ json_object *svc_openai_project(json_object *msg)
             svc_json_set_str(fn, "name", svc_json_str(tu, "name", ""));
             json_object *input = NULL;
             json_object_object_get_ex(tu, "input", &input);
-            char *args = input ? svc_json_dump_compact(input) : strdup("{}");
+            char *args = input ? svc_json_dump_compact(input) : svc_xstrdup("{}");
             svc_json_set_str(fn, "arguments", args ? args : "{}");
             free(args);
             svc_json_set(tc, "function", fn);
@@ -128,7 +128,7 @@ json_object *svc_openai_project(json_object *msg)
 char *svc_openai_content_text(json_object *content)
 {
     if (json_object_is_type(content, json_type_string))
-        return strdup(json_object_get_string(content));
+        return svc_xstrdup(json_object_get_string(content));
     if (!json_object_is_type(content, json_type_array))
         return NULL;
     struct svc_buf b;

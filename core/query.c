@@ -130,8 +130,6 @@ static int get_summary_locked(const struct svc_store *st, const char *sid, json_
     *sc_out = NULL;
     *has_sidecar = true;
     char *path = svc_store_session_file(st, sid, "svc_session.json");
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     char *raw = NULL;
     size_t len = 0;
     struct svc_err rerr;
@@ -202,8 +200,6 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     json_object *sc = NULL;
     bool has;
     int rc = -1;
-    if (!dir)
-        goto nomem;
     /* one read in the common case; a stale `running` is repaired, then read again */
     for (int attempt = 0; attempt < 2; attempt++) {
         if (svc_lock_session(dir, false, &l, err) != 0)
@@ -222,9 +218,6 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     *out = sc; /* already the summary (read-only: it may be the memo's) */
     sc = NULL;
     rc = 0;
-    goto out;
-nomem:
-    svc_err_set(err, SVC_E_NOMEM, "out of memory");
 out:
     svc_lock_release(&l);
     json_object_put(sc);
@@ -247,7 +240,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
         const char *c = svc_json_str(first, "content", NULL);
         if (c && strcmp(svc_openai_role(m), "tool") == 0) {
             free(text);
-            text = strdup(c);
+            text = svc_xstrdup(c);
         }
         json_object_put(proj);
     }

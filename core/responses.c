@@ -35,8 +35,6 @@ bool svc_responses_id_valid(const char *id)
 static int responses_dir(const struct svc_config *cfg, bool create, char **out, struct svc_err *err)
 {
     *out = svc_path_join(cfg->sessions.root, RESPONSES_DIR);
-    if (!*out)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     struct stat st;
     if (lstat(*out, &st) == 0) {
         if (S_ISDIR(st.st_mode))
@@ -55,8 +53,7 @@ static int responses_dir(const struct svc_config *cfg, bool create, char **out, 
 static char *response_file(const char *dir, const char *id)
 {
     char *path = NULL;
-    if (asprintf(&path, "%s/%s.json", dir, id) < 0)
-        return NULL;
+    svc_xasprintf(&path, "%s/%s.json", dir, id);
     return path;
 }
 
@@ -69,10 +66,7 @@ int svc_responses_put(const struct svc_config *cfg, json_object *resp, struct sv
     int rc = -1;
     if (responses_dir(cfg, true, &dir, err) != 0)
         goto out;
-    if (!(path = response_file(dir, id))) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
+    path = response_file(dir, id);
     rc = svc_json_write_pretty(path, resp, cfg->sessions.fsync, err);
     if (rc == 0)
         svc_responses_prune(cfg, SVC_RESPONSES_KEEP_S); /* the old ones, hourly at most */
@@ -93,10 +87,7 @@ int svc_responses_get(const struct svc_config *cfg, const char *id, json_object 
     struct svc_err rerr;
     if (responses_dir(cfg, false, &dir, err) != 0)
         goto out;
-    if (!(path = response_file(dir, id))) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
+    path = response_file(dir, id);
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         svc_err_set(err, SVC_E_IO, "stored response %s is not a plain file", id);

@@ -275,9 +275,7 @@ out:
 
 static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_run_request *req)
 {
-    struct svc_run *run = calloc(1, sizeof *run);
-    if (!run)
-        return NULL;
+    struct svc_run *run = svc_xcalloc(1, sizeof *run);
     run->cfg = cfg;
     run->sess = (struct svc_sess)SVC_SESS_INIT;
     svc_store_from_config(cfg, &run->sess.st);
@@ -370,10 +368,6 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     bool running_written = false;
     s->dir = svc_store_session_dir(st, s->sid);
     s->msg_dir = svc_store_messages_dir(st, s->sid);
-    if (!s->dir || !s->msg_dir) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
     struct stat lst;
     bool exists = lstat(s->dir, &lst) == 0;
     if (exists && !S_ISDIR(lst.st_mode)) {
@@ -498,8 +492,6 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
     if (req->session_id && svc_id_check(req->session_id, err) != 0)
         return -1;
     struct svc_run *run = run_alloc(cfg, req);
-    if (!run)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     if (run->stateful) {
         if (begin_stateful(run, req, err) != 0) {
             run->ended = true;

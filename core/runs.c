@@ -37,8 +37,7 @@ static char *runs_dir(const struct svc_config *cfg)
 static char *run_file(const struct svc_config *cfg, const char *run_id, const char *suffix)
 {
     char *out = NULL;
-    if (asprintf(&out, "%s/" RUNS_DIR "/%s%s", cfg->sessions.root, run_id, suffix) < 0)
-        return NULL;
+    svc_xasprintf(&out, "%s/" RUNS_DIR "/%s%s", cfg->sessions.root, run_id, suffix);
     return out;
 }
 
@@ -48,8 +47,6 @@ static int write_record_as(const struct svc_config *cfg, json_object *rec, bool 
                            struct svc_err *err)
 {
     char *path = run_file(cfg, svc_json_str(rec, "run_id", ""), ".json");
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int rc = svc_json_write_pretty(path, rec, durable, err);
     free(path);
     return rc;
@@ -67,8 +64,6 @@ static int read_record(const struct svc_config *cfg, const char *run_id, json_ob
     if (!svc_run_id_valid(run_id))
         return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run not found");
     char *path = run_file(cfg, run_id, ".json");
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     struct svc_err rerr;
     int rc = svc_json_read_file(path, out, &rerr);
     free(path);
@@ -194,8 +189,6 @@ static int idem_store(const struct svc_config *cfg, const char *sid, const char 
                       const char *run_id, struct svc_err *err)
 {
     char *path = idem_file(cfg, sid, key);
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "session_id", sid);
     svc_json_set_str(o, "run_id", run_id);
@@ -338,8 +331,6 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     }
     /* the runs directory first: if it cannot be made, nothing else happens */
     char *dir = runs_dir(cfg);
-    if (!dir)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int mrc = svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err);
     free(dir);
     if (mrc != 0)
@@ -352,10 +343,6 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     char *lock_path = run_file(cfg, svc_run_get_id(run), ".lock");
     json_object *rec =
         record_new(svc_run_get_id(run), svc_run_get_session_id(run), svc_run_get_model(run));
-    if (!lock_path) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto fail;
-    }
     recorded = true; /* from here on, files of this run may exist */
     rlock = svc_lock_file(lock_path, LOCK_EX, true);
     if (rlock < 0) {
@@ -582,7 +569,7 @@ json_object *svc_runs_events_at(const char *root, const char *run_id)
     char *path = NULL, *buf = NULL;
     size_t len = 0;
     if (!svc_run_id_valid(run_id) ||
-        asprintf(&path, "%s/" RUNS_DIR "/%s.events.jsonl", root, run_id) < 0)
+        svc_xasprintf(&path, "%s/" RUNS_DIR "/%s.events.jsonl", root, run_id) < 0)
         return arr;
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
         struct events_ctx c = {arr, 0, 0, NULL, 0}; /* a torn tail is not an event */
@@ -596,8 +583,6 @@ json_object *svc_runs_events_at(const char *root, const char *run_id)
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms)
 {
     char *dir = runs_dir(cfg);
-    if (!dir)
-        return -1;
     int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     int rc = -1;
     if (fd < 0 || inotify_add_watch(fd, dir, IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
@@ -652,8 +637,7 @@ int svc_runs_cancel(const struct svc_config *cfg, const char *run_id, json_objec
     if (!running)
         return svc_err_set(err, SVC_E_RUN_NOT_ACTIVE, "run %s has already ended", run_id);
     char *path = run_file(cfg, run_id, ".cancel");
-    int rc = path ? svc_file_write_atomic(path, "cancel\n", 7, false, err)
-                  : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_file_write_atomic(path, "cancel\n", 7, false, err);
     free(path);
     if (rc != 0)
         return -1;
@@ -678,8 +662,6 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
                          const char *status, const struct svc_err *failure, struct svc_err *err)
 {
     char *dir = runs_dir(cfg);
-    if (!dir)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int rc = svc_mkdirs(dir, 0755, err);
     free(dir);
     if (rc != 0)
@@ -703,9 +685,7 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     /* durable only when an Idempotency-Key relies on it: otherwise the record is a way to
      * look the run up, and the session's turn line is what survives a crash */
     bool durable = cfg->sessions.fsync && key;
-    rc = ev_path && !b.oom
-             ? svc_file_write_atomic(ev_path, b.data ? b.data : "", b.len, durable, err)
-             : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    rc = svc_file_write_atomic(ev_path, b.data ? b.data : "", b.len, durable, err);
     svc_buf_free(&b);
     free(ev_path);
     if (rc == 0)

@@ -66,8 +66,6 @@ int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_obj
                            struct svc_err *err)
 {
     char *path = svc_store_session_file(st, sid, "svc_session.json");
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int rc = svc_json_write_pretty_sync(path, sc, sync, err);
     free(path);
     return rc;
@@ -76,8 +74,6 @@ int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_obj
 char *svc_title_from_input(const char *input)
 {
     char *t = svc_utf8_prefix(input ? input : "", SVC_TITLE_MAX_CP * 4);
-    if (!t)
-        return NULL;
     /* fold newlines and every other control character (C0, DEL, C1) to single spaces, as
      * PATCH refuses them in titles; trim the ends */
     char *w = t;
@@ -117,10 +113,6 @@ int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object 
     if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
         return -1;
     char *sfile = svc_store_session_file(st, sid, "session.json");
-    if (!sfile) {
-        free(ids);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     struct stat sb;
     if (n == 0 && lstat(sfile, &sb) != 0) {
         /* no session.json, no message: not a session (yet). A run creating it has not
@@ -198,8 +190,7 @@ int svc_turns_append(const struct svc_store *st, const char *sid, json_object *l
                      struct svc_err *err)
 {
     char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
-    int rc = path ? svc_json_append_line(path, line, st->durable, err)
-                  : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_json_append_line(path, line, st->durable, err);
     free(path);
     return rc;
 }
@@ -227,8 +218,6 @@ int svc_turns_read(const struct svc_store *st, const char *sid, json_object **ou
     if (skipped)
         *skipped = 0;
     char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     char *buf = NULL;
     size_t len = 0;
     struct svc_err rerr;
@@ -261,8 +250,6 @@ int svc_turns_last(const struct svc_store *st, const char *sid, json_object **ou
 {
     *out = NULL;
     char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     free(path);
     if (fd < 0)
@@ -277,11 +264,7 @@ int svc_turns_last(const struct svc_store *st, const char *sid, json_object **ou
         size_t size = (size_t)sb.st_size;
         size_t take = want < size ? want : size;
         free(buf);
-        buf = malloc(take + 1);
-        if (!buf) {
-            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            goto out;
-        }
+        buf = svc_xmalloc(take + 1);
         ssize_t got = pread(fd, buf, take, (off_t)(size - take));
         if (got != (ssize_t)take) {
             rc = svc_err_errno(err, "read svc_turns.jsonl");

@@ -16,6 +16,7 @@
 #include "session.h"
 #include "sidecar.h"
 #include "store.h"
+#include "util.h"
 
 void svc_snap_free(struct svc_snap *s)
 {
@@ -41,8 +42,7 @@ void svc_snap_warn(json_object *warnings, const char *sid, const char *file, con
 void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg)
 {
     char *file = NULL;
-    if (asprintf(&file, "native/session_%s/%s", s->sid, rel) < 0)
-        file = NULL;
+    svc_xasprintf(&file, "native/session_%s/%s", s->sid, rel);
     svc_snap_warn(s->warnings, s->sid, file ? file : rel, msg);
     free(file);
 }
@@ -51,17 +51,13 @@ static struct svc_snap_file *snap_add(struct svc_snap *s, const char *rel)
 {
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 32;
-        struct svc_snap_file *nf = realloc(s->f, nc * sizeof *nf);
-        if (!nf)
-            return NULL;
+        struct svc_snap_file *nf = svc_xrealloc(s->f, nc * sizeof *nf);
         s->f = nf;
         s->cap = nc;
     }
     struct svc_snap_file *f = &s->f[s->n];
     memset(f, 0, sizeof *f);
-    f->rel = strdup(rel);
-    if (!f->rel)
-        return NULL;
+    f->rel = svc_xstrdup(rel);
     s->n++;
     return f;
 }
@@ -96,19 +92,10 @@ static int read_whole(int dirfd, const char *name, char **data, size_t *len, tim
         return -1;
     }
     size_t cap = (size_t)sb.st_size + 1, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        return -1;
-    }
+    char *buf = svc_xmalloc(cap);
     for (;;) {
         if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                close(fd);
-                return -1;
-            }
+            char *nb = svc_xrealloc(buf, cap * 2);
             buf = nb;
             cap *= 2;
         }
@@ -147,8 +134,7 @@ static int walk(struct svc_snap *s, int dirfd, const char *rel)
         if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || svc_file_is_internal(name))
             continue;
         char *child = NULL;
-        if (asprintf(&child, "%s%s%s", rel, *rel ? "/" : "", name) < 0)
-            return closedir(d), -1;
+        svc_xasprintf(&child, "%s%s%s", rel, *rel ? "/" : "", name);
         struct stat sb;
         if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0) {
             free(child);
@@ -202,17 +188,12 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
 {
     struct svc_store stv = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
     const struct svc_store *st = &stv;
-    if (asprintf(&s->msgdir, "agents/agent_%s/messages", st->agent_id) < 0) {
-        s->msgdir = NULL;
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
+    svc_xasprintf(&s->msgdir, "agents/agent_%s/messages", st->agent_id);
     /* a `running` left by a dead run is repaired first, as every reader does (SPEC 2.3) */
     svc_session_repair_stale(cfg, s->sid, NULL);
     if (!svc_store_session_exists(st, s->sid))
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s no longer exists", s->sid);
     char *dir = svc_store_session_dir(st, s->sid);
-    if (!dir)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     struct svc_lock l = SVC_LOCK_INIT;
     int64_t *ids = NULL;
     size_t nids = 0;
@@ -237,12 +218,7 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
             limit = 0;
         if ((size_t)limit < nids) {
             s->nskip = nids - (size_t)limit;
-            s->skip = malloc(s->nskip * sizeof *s->skip);
-            if (!s->skip) {
-                json_object_put(sc);
-                svc_err_set(err, SVC_E_NOMEM, "out of memory");
-                goto out;
-            }
+            s->skip = svc_xmalloc(s->nskip * sizeof *s->skip);
             memcpy(s->skip, ids + limit, s->nskip * sizeof *s->skip);
         }
     }

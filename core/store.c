@@ -58,9 +58,7 @@ static char *path_cat(int n, const char *const *parts)
         lens[i] = strlen(part[i]);
         total += lens[i];
     }
-    char *out = malloc(total), *p = out;
-    if (!out)
-        return NULL;
+    char *out = svc_xmalloc(total), *p = out;
     for (int i = 0; i < n && i < 8; i++) {
         memcpy(p, part[i], lens[i]);
         p += lens[i];
@@ -106,8 +104,6 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid)
     if (!svc_id_valid(sid))
         return false;
     char *dir = svc_store_session_dir(st, sid);
-    if (!dir)
-        return false;
     struct stat lst;
     bool ok = lstat(dir, &lst) == 0 && S_ISDIR(lst.st_mode); /* a symlink is refused */
     free(dir);
@@ -122,9 +118,7 @@ int svc_store_check_layout(const struct svc_store *st, const char *sid, struct s
     int rc = 0;
     for (int i = 0; i < 3 && rc == 0; i++) {
         struct stat lst;
-        if (!paths[i])
-            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        else if (lstat(paths[i], &lst) == 0 && !S_ISDIR(lst.st_mode))
+        if (lstat(paths[i], &lst) == 0 && !S_ISDIR(lst.st_mode))
             rc = svc_err_set(err, SVC_E_IO,
                              "session %s: %s is a symbolic link or not a directory; refused", sid,
                              names[i]);
@@ -167,10 +161,6 @@ int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct
     char *mdir = svc_store_messages_dir(st, sid);
     char *sdir = svc_store_session_dir(st, sid);
     char *sfile = svc_store_session_file(st, sid, "session.json");
-    if (!mdir || !sdir || !sfile) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
     struct stat lst;
     if (lstat(sdir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
         svc_err_set(err, SVC_E_IO, "session path is not a directory");
@@ -181,7 +171,7 @@ int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct
     if (access(sfile, F_OK) != 0) {
         /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
         char *ma = svc_path_join(sdir, "multi_agents");
-        int mrc = ma ? svc_mkdirs(ma, 0755, err) : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        int mrc = svc_mkdirs(ma, 0755, err);
         free(ma);
         if (mrc != 0 || write_session_json(sfile, sid, st->durable, NULL, err) != 0)
             goto out;
@@ -197,8 +187,6 @@ out:
 int svc_store_touch_session(const struct svc_store *st, const char *sid, struct svc_err *err)
 {
     char *sfile = svc_store_session_file(st, sid, "session.json");
-    if (!sfile)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     json_object *o = NULL;
     struct svc_err rerr;
     int rc;
@@ -265,10 +253,8 @@ int svc_store_write_agent_sync(const struct svc_store *st, const char *sid, json
         svc_json_set_str(agent, "created_at", now);
     svc_json_set_str(agent, "updated_at", now);
     char *dir = svc_store_agent_dir(st, sid);
-    char *path = dir ? svc_path_join(dir, "agent.json") : NULL;
+    char *path = svc_path_join(dir, "agent.json");
     free(dir);
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int rc = svc_json_write_native_sync(path, agent, sync, err);
     free(path);
     return rc;
@@ -310,8 +296,6 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
     *ids = NULL;
     *n = 0;
     char *dir = svc_store_messages_dir(st, sid);
-    if (!dir)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     /* getdents64 into a stack buffer: opendir would fstat and malloc 32 KiB each time */
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     free(dir);
@@ -352,12 +336,7 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
                 continue;
             if (cnt == cap) {
                 cap = cap ? cap * 2 : 64;
-                int64_t *na = realloc(arr, cap * sizeof *na);
-                if (!na) {
-                    free(arr);
-                    close(fd);
-                    return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-                }
+                int64_t *na = svc_xrealloc(arr, cap * sizeof *na);
                 arr = na;
             }
             arr[cnt++] = v;
@@ -408,8 +387,6 @@ int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t 
                            json_object **out, struct svc_err *err)
 {
     char *path = svc_store_message_path(st, sid, id);
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     int rc = svc_json_read_file(path, out, err);
     free(path);
     if (rc == 0 && !svc_json_obj(*out, "message")) {
@@ -439,8 +416,7 @@ int svc_store_write_message_sync(const struct svc_store *st, const char *sid, in
     svc_json_set_str(rec, "created_at", now);
     svc_json_set_str(rec, "updated_at", now);
     char *path = svc_store_message_path(st, sid, id);
-    int rc = path ? svc_json_write_native_sync(path, rec, sync, err)
-                  : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    int rc = svc_json_write_native_sync(path, rec, sync, err);
     free(path);
     json_object_put(rec);
     return rc;

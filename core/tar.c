@@ -1,5 +1,6 @@
 /* tar: streaming ustar/pax writer over gzip, and a refusing reader. See tar.h. */
 #include "tar.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -63,9 +64,7 @@ static int put(struct svc_tarw *w, const void *data, size_t len, struct svc_err 
 int svc_tarw_new(svc_tar_out_fn out, void *ctx, struct svc_tarw **out_w, struct svc_err *err)
 {
     *out_w = NULL;
-    struct svc_tarw *w = calloc(1, sizeof *w);
-    if (!w)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    struct svc_tarw *w = svc_xcalloc(1, sizeof *w);
     w->out = out;
     w->ctx = ctx;
     /* 15 + 16: the gzip wrapper; level 6 as gzip(1) and tar czf use */
@@ -167,9 +166,7 @@ static int header(struct svc_tarw *w, const char *path, char type, uint64_t size
 int svc_tarw_dir(struct svc_tarw *w, const char *path, time_t mtime, struct svc_err *err)
 {
     size_t n = strlen(path);
-    char *p = malloc(n + 2);
-    if (!p)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    char *p = svc_xmalloc(n + 2);
     memcpy(p, path, n);
     p[n] = '/';
     p[n + 1] = '\0';
@@ -254,9 +251,7 @@ struct svc_tarr {
 int svc_tarr_open(const char *path, struct svc_tarr **out, struct svc_err *err)
 {
     *out = NULL;
-    struct svc_tarr *r = calloc(1, sizeof *r);
-    if (!r)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    struct svc_tarr *r = svc_xcalloc(1, sizeof *r);
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r->fd < 0) {
         int e = errno;
@@ -369,11 +364,7 @@ static char *read_ext(struct svc_tarr *r, uint64_t size, struct svc_err *err)
         svc_err_set(err, SVC_E_IO, "archive: extension header too large");
         return NULL;
     }
-    char *buf = malloc((size_t)size + 1);
-    if (!buf) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        return NULL;
-    }
+    char *buf = svc_xmalloc((size_t)size + 1);
     uint64_t pad = (BLOCK - size % BLOCK) % BLOCK;
     if (raw_read(r, buf, (size_t)size, err) != 0 || raw_read(r, NULL, (size_t)pad, err) != 0) {
         free(buf);
@@ -398,7 +389,7 @@ static int apply_pax(struct svc_tarr *r, char *rec, size_t len, struct svc_err *
             *eq = '\0';
             if (strcmp(kv, "path") == 0) {
                 free(r->long_name);
-                r->long_name = strdup(eq + 1);
+                r->long_name = svc_xstrdup(eq + 1);
             } else if (strcmp(kv, "size") == 0) {
                 r->pax_size = strtoull(eq + 1, NULL, 10);
                 r->has_size = true;
@@ -462,14 +453,12 @@ int svc_tarr_next(struct svc_tarr *r, struct svc_tar_member *m, struct svc_err *
             r->long_name = NULL;
         } else if (memcmp(h + 257, "ustar", 5) == 0 && prefix[0] && h[262] == '\0') {
             size_t pl = strlen(prefix), nl = strlen(name);
-            r->path = malloc(pl + nl + 2);
+            r->path = svc_xmalloc(pl + nl + 2);
             if (r->path)
                 snprintf(r->path, pl + nl + 2, "%s/%s", prefix, name);
         } else {
-            r->path = strdup(name);
+            r->path = svc_xstrdup(name);
         }
-        if (!r->path)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
         if (r->has_size) {
             size = r->pax_size;
             r->has_size = false;

@@ -77,7 +77,7 @@ void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_
         char now[SVC_TIME_LEN];
         svc_time_now_iso(now);
         out->ok = true;
-        out->content = strdup(now);
+        out->content = svc_xstrdup(now);
     } else {
         for (size_t i = 0; i < cfg->nextensions; i++)
             if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0) {
@@ -86,8 +86,7 @@ void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_
                 return;
             }
         out->ok = false;
-        if (asprintf(&out->content, "unknown tool: %s", name) < 0)
-            out->content = NULL;
+        svc_xasprintf(&out->content, "unknown tool: %s", name);
     }
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);
 }

@@ -12,6 +12,70 @@
 #include <time.h>
 #include <unistd.h>
 
+static _Noreturn void oom_abort(size_t n)
+{
+    /* One line, then abort: the policy of err.h (json-c does the same). */
+    fprintf(stderr, "svc: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
+void *svc_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom_abort(n);
+    return p;
+}
+
+void *svc_xcalloc(size_t nmemb, size_t size)
+{
+    void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+    if (!p)
+        oom_abort(nmemb * size);
+    return p;
+}
+
+void *svc_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        oom_abort(n);
+    return q;
+}
+
+char *svc_xstrdup(const char *s)
+{
+    char *p = strdup(s);
+    if (!p)
+        oom_abort(strlen(s) + 1);
+    return p;
+}
+
+char *svc_xstrndup(const char *s, size_t n)
+{
+    char *p = strndup(s, n);
+    if (!p)
+        oom_abort(n + 1);
+    return p;
+}
+
+int svc_xvasprintf(char **out, const char *fmt, va_list ap)
+{
+    int n = vasprintf(out, fmt, ap);
+    if (n < 0)
+        oom_abort(0);
+    return n;
+}
+
+int svc_xasprintf(char **out, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = svc_xvasprintf(out, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
 double svc_time_now(void)
 {
     struct timespec ts;
@@ -137,22 +201,18 @@ char *svc_path_expand(const char *path)
         while (hl > 1 && home[hl - 1] == '/')
             hl--;
         size_t n = hl + strlen(path + 1) + 1;
-        char *out = malloc(n);
-        if (!out)
-            return NULL;
+        char *out = svc_xmalloc(n);
         memcpy(out, home, hl);
         strcpy(out + hl, path + 1);
         return out;
     }
-    return strdup(path);
+    return svc_xstrdup(path);
 }
 
 char *svc_path_join(const char *a, const char *b)
 {
     size_t al = strlen(a), bl = strlen(b);
-    char *out = malloc(al + bl + 2);
-    if (!out)
-        return NULL;
+    char *out = svc_xmalloc(al + bl + 2);
     memcpy(out, a, al);
     size_t o = al;
     if (al == 0 || a[al - 1] != '/')
@@ -190,9 +250,7 @@ int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
 
 int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err)
 {
-    char *tmp = strdup(path);
-    if (!tmp)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    char *tmp = svc_xstrdup(path);
     int rc = 0;
     for (char *p = tmp + 1;; p++) {
         if (*p == '/' || *p == '\0') {
@@ -231,18 +289,11 @@ void svc_buf_init(struct svc_buf *b)
 
 void svc_buf_add(struct svc_buf *b, const char *s, size_t n)
 {
-    if (b->oom)
-        return;
     if (b->len + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (cap < b->len + n + 1)
             cap *= 2;
-        char *d = realloc(b->data, cap);
-        if (!d) {
-            b->oom = true;
-            return;
-        }
-        b->data = d;
+        b->data = svc_xrealloc(b->data, cap);
         b->cap = cap;
     }
     memcpy(b->data + b->len, s, n);
@@ -268,11 +319,7 @@ void svc_buf_printf(struct svc_buf *b, const char *fmt, ...)
         svc_buf_add(b, small, (size_t)n);
         return;
     }
-    char *big = malloc((size_t)n + 1);
-    if (!big) {
-        b->oom = true;
-        return;
-    }
+    char *big = svc_xmalloc((size_t)n + 1);
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -282,11 +329,7 @@ void svc_buf_printf(struct svc_buf *b, const char *fmt, ...)
 
 char *svc_buf_steal(struct svc_buf *b)
 {
-    if (b->oom) {
-        svc_buf_free(b);
-        return NULL;
-    }
-    char *d = b->data ? b->data : strdup("");
+    char *d = b->data ? b->data : svc_xstrdup("");
     svc_buf_init(b);
     return d;
 }
@@ -317,7 +360,7 @@ char *svc_utf8_prefix(const char *s, size_t max_cp)
         }
         i++;
     }
-    return strndup(s, i);
+    return svc_xstrndup(s, i);
 }
 
 bool svc_utf8_valid(const char *s, size_t len)

@@ -4,6 +4,7 @@
 #ifndef SVC_UTIL_H
 #define SVC_UTIL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,9 +30,20 @@ void svc_random_hex(char *out, size_t nhex);
 /* "<prefix>-<16 hex>" into out (at least strlen(prefix) + 18 bytes). */
 void svc_random_id(const char *prefix, char *out, size_t outsz);
 
-/* Expand a leading "~" or "~/" with $HOME. Heap result, NULL on ENOMEM. */
+/* Allocation that never fails (the out-of-memory policy in err.h): on failure each logs one
+ * line to stderr and calls abort(). Same contracts as malloc, calloc, realloc, strdup,
+ * strndup and asprintf otherwise; svc_xasprintf/svc_xvasprintf always return >= 0. */
+void *svc_xmalloc(size_t n);
+void *svc_xcalloc(size_t nmemb, size_t size);
+void *svc_xrealloc(void *p, size_t n);
+char *svc_xstrdup(const char *s);
+char *svc_xstrndup(const char *s, size_t n);
+int svc_xasprintf(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int svc_xvasprintf(char **out, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+/* Expand a leading "~" or "~/" with $HOME. Heap result, never NULL. */
 char *svc_path_expand(const char *path);
-/* "a" + "/" + "b"; heap result. */
+/* "a" + "/" + "b"; heap result, never NULL. */
 char *svc_path_join(const char *a, const char *b);
 /* mkdir -p with mode; 0 or -1 with err. */
 int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err);
@@ -41,18 +53,17 @@ int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_e
 /* Whether the path is an existing directory. */
 bool svc_is_dir(const char *path);
 
-/* Growable NUL-terminated buffer. Aborts never; on ENOMEM sets oom and keeps going. */
+/* Growable NUL-terminated buffer; allocation follows the abort policy of err.h. */
 struct svc_buf {
     char *data;
     size_t len;
     size_t cap;
-    bool oom;
 };
 void svc_buf_init(struct svc_buf *b);
 void svc_buf_add(struct svc_buf *b, const char *s, size_t n);
 void svc_buf_adds(struct svc_buf *b, const char *s);
 void svc_buf_printf(struct svc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Hand the data to the caller (heap, NUL-terminated) and reset b. NULL if oom. */
+/* Hand the data to the caller (heap, NUL-terminated, never NULL) and reset b. */
 char *svc_buf_steal(struct svc_buf *b);
 void svc_buf_free(struct svc_buf *b);
 

@@ -1,0 +1,38 @@
+#include "idem.h"
+
+#include <string.h>
+
+#include "jsonx.h"
+#include "log.h"
+#include "runs.h"
+
+enum svc_idem_sync svc_idem_sync_decide(const struct svc_config *cfg, const char *sid,
+                                        const char *key, json_object **record)
+{
+    *record = NULL;
+    if (!key || !sid || !cfg->sessions.enabled)
+        return SVC_IDEM_NEW_TURN;
+    json_object *rec = NULL;
+    struct svc_err e;
+    if (svc_runs_find_idem(cfg, sid, key, &rec, &e) == 0 &&
+        strcmp(svc_json_str(rec, "status", ""), "done") == 0) {
+        *record = rec;
+        return SVC_IDEM_REPLAY;
+    }
+    json_object_put(rec);
+    return SVC_IDEM_NEW_TURN;
+}
+
+void svc_idem_record_sync(const struct svc_config *cfg, struct svc_run *run, const char *key,
+                          const struct svc_err *failure)
+{
+    if (!cfg->sessions.enabled)
+        return;
+    const char *status = !failure ? "done"
+                         : (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
+                             ? "cancelled"
+                             : "error";
+    struct svc_err e;
+    if (svc_runs_record_sync(cfg, run, failure ? NULL : key, status, failure, &e) < 0)
+        svc_logf("run record for %s failed: %s", svc_run_get_id(run), e.message);
+}
