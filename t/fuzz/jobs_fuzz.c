@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         setup();
     if (svc_file_write_atomic(state, data, size, false, NULL) != 0)
         abort();
-    /* 2026-11-22T10:07:00Z plus a minute per run of the low bits of the input */
+    /* 2026-11-22T10:07:00Z plus 0..7 minutes chosen by the first byte */
     time_t now = 1795342020 + 60 * (time_t)(size ? data[0] % 8 : 0);
     json_object *list = svc_jobs_list(&cfg, now);
     if (!json_object_is_type(list, json_type_array))
