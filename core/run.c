@@ -522,6 +522,12 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 
 /* ---- end: finish, fail, cancel ---- */
 
+static void deliver_final_event(struct svc_run *run, json_object *ev)
+{
+    if (run->sink && run->sink->on_event)
+        run->sink->on_event(run->sink->ctx, ev);
+}
+
 static int run_end(struct svc_run *run, const struct svc_err *failure)
 {
     struct svc_err err;
@@ -545,11 +551,14 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
         svc_json_set_str(ev, "message", failure->message);
         svc_json_set_str(ev, "code", svc_err_name(failure->code));
     }
+    /* recorded in the turn line below; delivered to the sink only once the session is
+     * committed and the run lock released, so whoever sees the final event (a stream, a
+     * runner's record) can start the next run at once instead of meeting session_busy */
     json_object_array_add(run->events, ev);
-    if (run->sink && run->sink->on_event)
-        run->sink->on_event(run->sink->ctx, ev);
-    if (!run->stateful)
+    if (!run->stateful) {
+        deliver_final_event(run, ev);
         return 0;
+    }
     int rc = -1;
     json_object *sc = NULL, *turn = NULL;
     if (svc_sess_lock(s, true, &err) != 0)
@@ -614,6 +623,7 @@ out:
     json_object_put(sc);
     svc_sess_unlock(s);
     svc_lock_release(&run->run_lock);
+    deliver_final_event(run, ev);
     return rc;
 }
 
