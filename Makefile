@@ -70,8 +70,9 @@ asan: deps
 	  SVC_BUILD=$(abspath build-asan) prove -j2 build-asan/t/ t/
 
 # libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
-# readers, the index file, line/run files with fsck, and the HTTP request layer.
-FUZZ := config json session index files http
+# readers, the index file, line/run files with fsck, the HTTP request layer, the OpenAI SSE
+# reader, import bundles (run from the top directory) and the jobs state file.
+FUZZ := config json session index files http sse import jobs
 fuzz:
 	@mkdir -p build-fuzz
 	@for f in $(FUZZ); do echo "  FUZZ    build-fuzz/$${f}_fuzz"; \

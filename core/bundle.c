@@ -683,11 +683,16 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
 
 struct fd_out {
     int fd;
+    int werr; /* errno of a failed write: the archive writer only knows "output failed" */
 };
 
 static int fd_write(void *ctx, const void *data, size_t len)
 {
-    return svc_bout_write_all(((struct fd_out *)ctx)->fd, data, len);
+    struct fd_out *fo = ctx;
+    if (svc_bout_write_all(fo->fd, data, len) == 0)
+        return 0;
+    fo->werr = errno;
+    return -1;
 }
 
 int svc_export_write(struct svc_export *ex, const struct svc_export_progress *progress,
@@ -701,7 +706,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     char *tmp = NULL, *final = NULL;
     int fd = -1, rc = -1;
     int64_t msgs = 0;
-    struct fd_out fo;
+    struct fd_out fo = {.fd = -1};
     if (svc_mkdirs_durable(ex->dest, 0755, ex->st.durable, err) != 0)
         goto out;
     /* the directory may have been created just now: check where it really is again */
@@ -733,8 +738,11 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
         }
         o.tmpdir = svc_xstrdup(tmp);
     }
-    if (produce(ex, &o, progress, &msgs, warnings, err) != 0)
+    if (produce(ex, &o, progress, &msgs, warnings, err) != 0) {
+        if (fo.werr) /* a full disk: say so, not just "archive output failed" */
+            svc_err_set(err, SVC_E_IO, "write export file: %s", strerror(fo.werr));
         goto out;
+    }
     if (ex->st.durable) {
         int dfd = o.tar ? -1 : open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         int sr = o.tar ? fsync(fd) : (dfd >= 0 ? syncfs(dfd) : -1);

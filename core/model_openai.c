@@ -850,6 +850,44 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
     return out;
 }
 
+int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json_object **tool_uses)
+{
+    struct svc_model_call call = {0};
+    struct oa st;
+    memset(&st, 0, sizeof st);
+    st.call = &call;
+    svc_buf_init(&st.line);
+    svc_buf_init(&st.event);
+    svc_buf_init(&st.body);
+    svc_buf_init(&st.text);
+    oa_reset_attempt(&st);
+    st.mode = OA_SSE;
+    *text = NULL;
+    *tool_uses = NULL;
+    int rc = 0;
+    if (step == 0)
+        step = n;
+    for (size_t off = 0; off < n && rc == 0; off += step)
+        rc = oa_sse(&st, p + off, n - off < step ? n - off : step);
+    /* the end of the transfer: what is left of the last line, then the pending event */
+    if (rc == 0 && st.line.len > 0)
+        rc = oa_line(&st, st.line.data, st.line.len);
+    if (rc == 0)
+        rc = oa_dispatch_event(&st);
+    if (rc == 0) {
+        size_t arg_chars = 0;
+        *tool_uses = oa_tool_uses(&st, &arg_chars);
+        *text = svc_buf_steal(&st.text);
+        if (!*text) {
+            json_object_put(*tool_uses);
+            *tool_uses = NULL;
+            rc = -1;
+        }
+    }
+    oa_reset_attempt(&st);
+    return rc == 0 ? 0 : -1;
+}
+
 static int oa_global_init(struct svc_err *err)
 {
     static int done;

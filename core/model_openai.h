@@ -21,4 +21,11 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
  * replaced by "***" (secret NULL or "" copies). NULL on ENOMEM. */
 char *svc_openai_redact(const char *src, const char *secret);
 
+/* Exposed for the fuzz harness (t/fuzz/sse_fuzz.c): run the SSE reader over p[0..n) as if
+ * libcurl delivered it in pieces of at most step bytes (0: one piece), with no callbacks.
+ * On success *text (heap) and *tool_uses (new reference) hold what a reply would; -1 when
+ * the reader aborted (a stream error event, a line too long, ENOMEM), nothing to free. */
+int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text,
+                         json_object **tool_uses);
+
 #endif
