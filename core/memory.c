@@ -139,9 +139,10 @@ static int memory_lock(const char *dir, int how, struct svc_err *err)
 }
 
 /* Call fn on the decodable lines of the last SVC_MEMORY_TAIL bytes of path, newest first,
- * until it returns nonzero. A missing file has no lines. */
-static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), void *ctx,
-                     struct svc_err *err)
+ * until it returns nonzero; with needle, lines that do not contain it are skipped unparsed.
+ * A missing file has no lines. */
+static int scan_back(const char *path, const char *needle, int (*fn)(json_object *line, void *ctx),
+                     void *ctx, struct svc_err *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
@@ -152,44 +153,55 @@ static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), 
         return svc_err_errno(err, "memory file");
     }
     off_t size = st.st_size;
-    size_t want = size > SVC_MEMORY_TAIL ? SVC_MEMORY_TAIL : (size_t)size;
-    char *buf = svc_xmalloc(want + 1);
-    size_t got = 0;
-    while (got < want) {
-        ssize_t r = pread(fd, buf + got, want - got, size - (off_t)want + (off_t)got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    buf[got] = '\0';
-    /* a tail that does not start at the file's start starts inside a line: skip it */
-    size_t first = 0;
-    if ((off_t)want < size) {
-        char *nl = memchr(buf, '\n', got);
-        first = nl ? (size_t)(nl - buf) + 1 : got;
-    }
-    size_t end = got;
-    while (end > first) {
-        size_t start = end;
-        while (start > first && buf[start - 1] != '\n')
-            start--;
-        if (end > start) {
-            json_object *o = NULL;
-            if (svc_json_parse(buf + start, end - start, &o, NULL) == 0 &&
-                json_object_is_type(o, json_type_object)) {
-                int stop = fn(o, ctx);
-                json_object_put(o);
-                if (stop)
-                    break;
-            } else {
+    size_t limit = size > SVC_MEMORY_TAIL ? SVC_MEMORY_TAIL : (size_t)size;
+    /* two passes: the last 64 KiB, which usually holds what fn looks for, then the rest of
+     * the tail; done_from is the file offset of the oldest line already seen */
+    size_t want = limit < 65536 ? limit : 65536;
+    off_t done_from = size;
+    char *buf = svc_xmalloc(limit + 1);
+    int stop = 0;
+    for (;;) {
+        off_t base = size - (off_t)want;
+        size_t got = 0;
+        while (got < want) {
+            ssize_t r = pread(fd, buf + got, want - got, base + (off_t)got);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        buf[got] = '\0';
+        /* a tail that does not start at the file's start starts inside a line: skip it */
+        size_t first = 0;
+        if (base > 0) {
+            char *nl = memchr(buf, '\n', got);
+            first = nl ? (size_t)(nl - buf) + 1 : got;
+        }
+        size_t end = done_from == size ? got : (size_t)(done_from - base) - 1;
+        if (end > got)
+            end = got;
+        while (!stop && end > first) {
+            size_t start = end;
+            while (start > first && buf[start - 1] != '\n')
+                start--;
+            if (end > start &&
+                (!needle || memmem(buf + start, end - start, needle, strlen(needle)))) {
+                json_object *o = NULL;
+                if (svc_json_parse(buf + start, end - start, &o, NULL) == 0 &&
+                    json_object_is_type(o, json_type_object))
+                    stop = fn(o, ctx);
                 json_object_put(o);
             }
+            end = start > first ? start - 1 : first; /* drop the '\n' */
         }
-        end = start > first ? start - 1 : first; /* drop the '\n' */
+        if (stop || want >= limit)
+            break;
+        if (first < got) /* else no whole line was seen: the second pass reads all */
+            done_from = base + (off_t)first;
+        want = limit;
     }
+    close(fd);
     free(buf);
     return 0;
 }
@@ -223,7 +235,10 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     if (fd < 0)
         return -1;
     struct dup_ctx dc = {.sid = sid, .id = id};
-    int rc = scan_back(file, dup_line, &dc, err);
+    /* only lines naming the session (a checked id: no JSON escapes) are parsed */
+    char needle[131]; /* 128 id chars (core/store.h), two quotes, NUL */
+    snprintf(needle, sizeof needle, "\"%s\"", sid);
+    int rc = scan_back(file, needle, dup_line, &dc, err);
     if (rc == 0 && !dc.found) {
         bool fresh = access(file, F_OK) != 0;
         /* not synced: memory is derived from the (synced) messages after the run's end;
@@ -322,6 +337,12 @@ static void record_state(const struct svc_store *st, const char *sid, json_objec
 
 int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err)
 {
+    return svc_memory_sync_recent(cfg, sid, NULL, NULL, err);
+}
+
+int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_object *recent,
+                           const int64_t *recent_ids, struct svc_err *err)
+{
     struct svc_store st;
     store_of(cfg, &st);
     struct svc_err e;
@@ -369,10 +390,13 @@ int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_er
         svc_json_set_int(mem, "digests", 0);
         svc_json_set(mem, "updated_at", NULL);
     }
-    if (read_tail(&st, sid, &msgs, &ids, &e) != 0)
-        goto out;
     int64_t mid = -1;
-    int pr = svc_memory_pair(msgs, ids, &user, &assistant, &mid);
+    int pr = recent ? svc_memory_pair(recent, recent_ids, &user, &assistant, &mid) : 0;
+    if (pr == 0) { /* the caller's messages hold no pair (or none given): read the files */
+        if (read_tail(&st, sid, &msgs, &ids, &e) != 0)
+            goto out;
+        pr = svc_memory_pair(msgs, ids, &user, &assistant, &mid);
+    }
     if (pr < 0) {
         svc_err_set(&e, SVC_E_NOMEM, "out of memory");
         goto out;
@@ -466,7 +490,7 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid)
         goto done;
     if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_SH, &e)) < 0)
         svc_logf("memory recall: %s", e.message);
-    if (scan_back(file, recall_line, &c, &e) != 0)
+    if (scan_back(file, NULL, recall_line, &c, &e) != 0)
         svc_logf("memory recall: %s", e.message);
     if (fd >= 0)
         close(fd);

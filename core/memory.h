@@ -42,6 +42,13 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
  * without memory sync (sessions disabled, native_file, sync_memory off) is -1 with err and
  * touches nothing. */
 int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err);
+/* The same, for a caller that holds the session's newest messages already (a run that just
+ * stored them): recent is a json array of them, oldest first, recent_ids[i] the id of element
+ * i, and no message newer than the last one may exist. The pair is looked for there first,
+ * so a turn's sync reads no message file; only when recent holds no pair are the newest
+ * files read as svc_memory_sync does. recent NULL is svc_memory_sync. */
+int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_object *recent,
+                           const int64_t *recent_ids, struct svc_err *err);
 /* The system prompt with recall for a run on sid: NULL when memory.recall is 0 or there is
  * nothing to recall (use cfg->model.system_prompt), else a heap string. */
 char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid);

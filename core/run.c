@@ -656,9 +656,27 @@ void svc_run_defer_memory(struct svc_run *run)
 
 void svc_run_sync_memory(struct svc_run *run)
 {
-    if (run->memory_due)
-        svc_memory_sync(run->cfg, run->sess.sid, NULL); /* core/memory.h */
+    if (!run->memory_due)
+        return;
     run->memory_due = false;
+    /* the messages this run stored (its input and outputs) are the tail of run->msgs with
+     * ids input_id .. next_id - 1: the pair is found there without reading a file */
+    size_t n = json_object_array_length(run->msgs);
+    int64_t k = run->next_id - run->input_id;
+    if (k <= 0 || (size_t)k > n) {
+        svc_memory_sync(run->cfg, run->sess.sid, NULL); /* core/memory.h */
+        return;
+    }
+    json_object *recent = json_object_new_array_ext((int)k);
+    int64_t *ids = svc_xcalloc((size_t)k, sizeof *ids);
+    for (int64_t i = 0; i < k; i++) {
+        json_object_array_add(
+            recent, json_object_get(json_object_array_get_idx(run->msgs, n - (size_t)k + i)));
+        ids[i] = run->input_id + i;
+    }
+    svc_memory_sync_recent(run->cfg, run->sess.sid, recent, ids, NULL);
+    json_object_put(recent);
+    free(ids);
 }
 
 void svc_run_free(struct svc_run *run)

@@ -186,6 +186,42 @@ int main(void)
     ok(p && strstr(p, "question two") < strstr(p, "question one"), "newest first");
     free(p);
 
+    /* the duplicate check looks past 64 KiB of other sessions' lines (its second pass):
+     * m1's line, then 100 KiB of lines of other sessions, svc_memory.json lost again */
+    FILE *mf = fopen(mfile, "a");
+    for (int i = 0; mf && i < 1000; i++)
+        fprintf(mf,
+                "{\"session_id\":\"other%d\",\"message_id\":1,\"at\":\"x\",\"user\":\"%090d\","
+                "\"assistant\":\"a\"}\n",
+                i, i);
+    if (mf)
+        fclose(mf);
+    mj = svc_store_session_file(&st, "m1", "svc_memory.json");
+    unlink(mj);
+    free(mj);
+    ok(svc_memory_sync(&cfg, "m1", &err) == 0, "sync m1 with its line 100 KiB back");
+    is_int(count_lines(mfile), 1002, "found past the first 64 KiB: not written again");
+    /* the caller's own messages: the pair is taken from them (ids as given), no file read */
+    json_object *recent = json_object_new_array();
+    json_object_array_add(recent, msg("user", "held question"));
+    json_object_array_add(recent, msg("assistant", "held answer"));
+    int64_t rids[] = {2, 3};
+    ok(svc_memory_sync_recent(&cfg, "m1", recent, rids, &err) == 0, "sync m1 from held messages");
+    is_int(count_lines(mfile), 1003, "one line appended");
+    json_object_put(recent);
+    char *m2j = svc_store_session_file(&st, "m1", "svc_memory.json");
+    ok(svc_json_read_file(m2j, &mem, NULL) == 0, "m1's svc_memory.json");
+    is_int(svc_json_int(mem, "last_synced_message_id", -1), 3, "the held assistant message's id");
+    json_object_put(mem);
+    free(m2j);
+    /* held messages without a pair: the files are read (m1's newest pair on disk is id 1, older) */
+    recent = json_object_new_array();
+    json_object_array_add(recent, msg("user", "no answer yet"));
+    int64_t rid1[] = {4};
+    ok(svc_memory_sync_recent(&cfg, "m1", recent, rid1, &err) == 0, "no held pair: files read");
+    is_int(count_lines(mfile), 1003, "the older pair is not synced again");
+    json_object_put(recent);
+
     /* a memory root that cannot be made: recorded, returned, the session untouched */
     char *blocker = NULL;
     if (asprintf(&blocker, "%s/blocker", home) < 0)
