@@ -147,12 +147,13 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
     return rc;
 }
 
-static int file_read(const char *path, int flags, char **out, size_t *len, struct svc_err *err)
+static int file_read(int dirfd, const char *path, int flags, char **out, size_t *len,
+                     struct svc_err *err)
 {
     *out = NULL;
     if (len)
         *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | flags);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: %s", path);
@@ -165,7 +166,9 @@ static int file_read(const char *path, int flags, char **out, size_t *len, struc
         close(fd);
         return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
     }
-    size_t cap = (size_t)st.st_size + 1, used = 0;
+    /* room for the size fstat gave plus one byte: a read that stops short of filling the
+     * buffer after that size is the end of a regular file, so the usual read is one call */
+    size_t cap = (size_t)st.st_size + 2, used = 0;
     char *buf = svc_xmalloc(cap);
     for (;;) {
         if (used + 1 >= cap) {
@@ -184,6 +187,8 @@ static int file_read(const char *path, int flags, char **out, size_t *len, struc
         if (n == 0)
             break;
         used += (size_t)n;
+        if (used + 1 < cap && used >= (size_t)st.st_size)
+            break; /* short of the buffer, at or past the size: end of file */
     }
     close(fd);
     buf[used] = '\0';
@@ -193,14 +198,19 @@ static int file_read(const char *path, int flags, char **out, size_t *len, struc
     return 0;
 }
 
+int svc_file_read_at(int dirfd, const char *name, char **out, size_t *len, struct svc_err *err)
+{
+    return file_read(dirfd, name, O_NOFOLLOW, out, len, err);
+}
+
 int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err)
 {
-    return file_read(path, O_NOFOLLOW, out, len, err);
+    return file_read(AT_FDCWD, path, O_NOFOLLOW, out, len, err);
 }
 
 int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_err *err)
 {
-    return file_read(path, 0, out, len, err);
+    return file_read(AT_FDCWD, path, 0, out, len, err);
 }
 
 bool svc_file_is_empty(const char *path)

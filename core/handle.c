@@ -1,7 +1,10 @@
 #include "handle.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "sidecar.h"
 
@@ -74,8 +77,26 @@ int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, 
     return svc_store_message_count(&s->st, s->sid, trusted, count, next, ids, err);
 }
 
+int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (s->msg_fd < 0) {
+        s->msg_fd = open(s->msg_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (s->msg_fd < 0) {
+            if (errno == ENOENT)
+                return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: message_%lld.json",
+                                   (long long)id);
+            return svc_err_errno(err, "open messages directory");
+        }
+    }
+    return svc_store_read_message_at(s->msg_fd, id, out, err);
+}
+
 void svc_sess_close(struct svc_sess *s)
 {
+    if (s->msg_fd >= 0)
+        close(s->msg_fd);
+    s->msg_fd = -1;
     svc_sess_unlock(s);
     json_object_put(s->sidecar);
     s->sidecar = NULL;

@@ -4,7 +4,9 @@
  * lock (.svc.lock, lock.h) in the mode asked; asking again in the mode held is a no-op.
  * svc_sess_sidecar reads svc_session.json once (the caller holds the lock) and keeps it;
  * *out is borrowed from the handle (NULL when the session has none).
- * svc_sess_message_count is svc_store_message_count (store.h) of this session.
+ * svc_sess_message_count is svc_store_message_count (store.h) of this session;
+ * svc_sess_read_message reads message files through one descriptor of the messages
+ * directory (openat: no path walk per file).
  * svc_sess_close releases the lock and frees everything; a handle zeroed with
  * SVC_SESS_INIT may be closed. */
 #ifndef SVC_HANDLE_H
@@ -24,6 +26,7 @@ struct svc_sess {
     char sid[129];
     char *dir;     /* <root>/session_<sid> (heap) */
     char *msg_dir; /* <dir>/agents/agent_<aid>/messages (heap) */
+    int msg_fd;    /* msg_dir opened (O_DIRECTORY) on first message read, or -1 */
     struct svc_lock lock;
     bool exclusive; /* mode of lock when held */
     bool sidecar_read;
@@ -31,7 +34,7 @@ struct svc_sess {
 };
 #define SVC_SESS_INIT                                                                              \
     {                                                                                              \
-        .lock = SVC_LOCK_INIT                                                                      \
+        .lock = SVC_LOCK_INIT, .msg_fd = -1                                                        \
     }
 
 /* The store a configuration describes (root, agent id, sessions.fsync). */
@@ -49,6 +52,10 @@ void svc_sess_forget_sidecar(struct svc_sess *s);
  * (ids 0..count-1), else the sorted ids (heap, caller frees). */
 int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, int64_t *next,
                            int64_t **ids, struct svc_err *err);
+/* Read message id (new reference) through the messages directory's descriptor, opened
+ * once for the handle: a window or a page walks the path from the root once, not per file.
+ * A missing file is SVC_E_NOT_FOUND, a damaged one SVC_E_IO (as svc_store_read_message). */
+int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err);
 void svc_sess_close(struct svc_sess *s);
 
 #endif

@@ -419,10 +419,17 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
     *out = NULL;
     if (strict_prescan(buf, len, err) != 0)
         return -1;
-    json_tokener *tok = json_tokener_new_ex(64);
-    if (!tok)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    /* one tokener for the process, reset for each document (a page parses hundreds);
+     * parsing never nests, and the processes are single-threaded */
+    static json_tokener *tok;
+    if (!tok) {
+        tok = json_tokener_new_ex(64);
+        if (!tok)
+            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+    } else {
+        json_tokener_reset(tok);
+    }
     json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     size_t used = tok->char_offset;
@@ -436,11 +443,9 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
     for (size_t i = 0; i < len && blank; i++)
         blank = buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t';
     if (jerr == json_tokener_continue || blank) {
-        json_tokener_free(tok);
         json_object_put(o);
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: unexpected end of input");
     }
-    json_tokener_free(tok);
     if (jerr != json_tokener_success) {
         json_object_put(o);
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON at byte %zu: %s", used,

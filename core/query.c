@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "fsio.h"
+#include "handle.h"
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
@@ -14,29 +15,25 @@
 #include "store.h"
 #include "util.h"
 
-static void store_of(const struct svc_config *cfg, struct svc_store *st)
-{
-    st->root = cfg->sessions.root;
-    st->agent_id = cfg->sessions.agent_id;
-    st->durable = cfg->sessions.fsync;
-}
-
 /* Common entry: sessions on, id valid, session present with a safe layout, and (with
- * repair) a stale `running` repaired. */
-static int open_session(const struct svc_config *cfg, const char *sid, struct svc_store *st,
+ * repair) a stale `running` repaired. On success *s is an open handle the caller closes. */
+static int open_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
                         bool repair, struct svc_err *err)
 {
+    *s = (struct svc_sess)SVC_SESS_INIT;
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    if (svc_id_check(sid, err) != 0)
+    if (svc_sess_open(cfg, sid, s, err) != 0)
         return -1;
-    store_of(cfg, st);
-    if (!svc_store_session_exists(st, sid))
+    if (!svc_store_session_exists(&s->st, sid)) {
+        svc_sess_close(s);
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
-    if (svc_store_check_layout(st, sid, err) != 0)
+    }
+    if (svc_store_check_layout(&s->st, sid, err) != 0 ||
+        (repair && svc_session_repair_stale(cfg, sid, err) < 0)) {
+        svc_sess_close(s);
         return -1;
-    if (repair && svc_session_repair_stale(cfg, sid, err) < 0)
-        return -1;
+    }
     return 0;
 }
 
@@ -81,7 +78,7 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
                                 "status must be running, idle, error or cancelled");
     }
     struct svc_store st;
-    store_of(cfg, &st);
+    svc_store_from_config(cfg, &st);
     json_object *stale = NULL;
     if (svc_index_list(&st, q, out, &stale, err) != 0)
         return -1;
@@ -184,7 +181,7 @@ void svc_sessions_warm(const struct svc_config *cfg)
     if (!cfg->sessions.enabled)
         return;
     struct svc_store st;
-    store_of(cfg, &st);
+    svc_store_from_config(cfg, &st);
     svc_index_warm(&st);
 }
 
@@ -192,23 +189,21 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
                     struct svc_err *err)
 {
     *out = NULL;
-    struct svc_store st;
-    if (open_session(cfg, sid, &st, false, err) != 0) /* repaired below, only when needed */
+    struct svc_sess s;
+    if (open_session(cfg, sid, &s, false, err) != 0) /* repaired below, only when needed */
         return -1;
-    char *dir = svc_store_session_dir(&st, sid);
-    struct svc_lock l = SVC_LOCK_INIT;
     json_object *sc = NULL;
     bool has;
     int rc = -1;
     /* one read in the common case; a stale `running` is repaired, then read again */
     for (int attempt = 0; attempt < 2; attempt++) {
-        if (svc_lock_session(dir, false, &l, err) != 0)
+        if (svc_sess_lock(&s, false, err) != 0)
             goto out;
-        if (get_summary_locked(&st, sid, &sc, &has, err) != 0)
+        if (get_summary_locked(&s.st, sid, &sc, &has, err) != 0)
             goto out;
-        svc_lock_release(&l);
+        svc_sess_unlock(&s);
         if (attempt > 0 || !has || strcmp(svc_json_str(sc, "status", ""), "running") != 0 ||
-            svc_lock_run_held(dir))
+            svc_lock_run_held(s.dir))
             break;
         json_object_put(sc);
         sc = NULL;
@@ -219,9 +214,8 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     sc = NULL;
     rc = 0;
 out:
-    svc_lock_release(&l);
+    svc_sess_close(&s);
     json_object_put(sc);
-    free(dir);
     return rc;
 }
 
@@ -261,30 +255,28 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit", "limit must be 1..1000");
     if (q->offset < 0)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "offset", "offset must be >= 0");
-    struct svc_store st;
-    if (open_session(cfg, sid, &st, true, err) != 0)
+    struct svc_sess s;
+    if (open_session(cfg, sid, &s, true, err) != 0)
         return -1;
-    char *dir = svc_store_session_dir(&st, sid);
-    struct svc_lock l = SVC_LOCK_INIT;
+    const struct svc_store *st = &s.st;
     int64_t *ids = NULL; /* NULL: ids are 0..n-1 */
     size_t n = 0;
     int rc = -1;
     json_object *res = NULL;
-    if (!dir || svc_lock_session(dir, false, &l, err) != 0)
+    if (svc_sess_lock(&s, false, err) != 0)
         goto out;
     /* a page reads its own files and O(1) metadata: the sidecar's count, checked by a
      * stat or two; a directory scan only when another program added a file */
     json_object *sc = NULL;
     int64_t trusted = -1, cnt = 0, next = 0;
-    if (svc_sidecar_read(&st, sid, &sc, NULL) == 0)
+    if (svc_sess_sidecar(&s, &sc, NULL) == 0 && sc)
         trusted = svc_json_int(sc, "message_count", -1);
-    json_object_put(sc);
-    if (svc_store_message_count(&st, sid, trusted, &cnt, &next, &ids, err) != 0)
+    if (svc_sess_message_count(&s, trusted, &cnt, &next, &ids, err) != 0)
         goto out;
     n = (size_t)cnt;
     res = json_object_new_object();
     svc_json_set_str(res, "session_id", sid);
-    svc_json_set_str(res, "agent_id", st.agent_id);
+    svc_json_set_str(res, "agent_id", st->agent_id);
     json_object *list = json_object_new_array();
     svc_json_set(res, "messages", list);
     size_t off = (size_t)q->offset;
@@ -294,7 +286,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         int64_t id = ids ? ids[pos] : (int64_t)pos;
         json_object *rec = NULL;
         struct svc_err merr;
-        if (svc_store_read_message(&st, sid, id, &rec, &merr) != 0) {
+        if (svc_sess_read_message(&s, id, &rec, &merr) != 0) {
             /* a damaged message file: say so in its row, never fail the page */
             json_object *row = json_object_new_object();
             svc_json_set_int(row, "message_id", id);
@@ -315,7 +307,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     if (q->include_turns && q->offset == 0) {
         json_object *turns = NULL;
         int skipped = 0;
-        if (svc_turns_read(&st, sid, &turns, &skipped, NULL) == 0) {
+        if (svc_turns_read(st, sid, &turns, &skipped, NULL) == 0) {
             svc_json_set(res, "turns", turns);
             if (skipped)
                 svc_json_set_int(res, "turns_skipped", skipped);
@@ -326,9 +318,8 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     rc = 0;
 out:
     json_object_put(res);
-    svc_lock_release(&l);
+    svc_sess_close(&s);
     free(ids);
-    free(dir);
     return rc;
 }
 
@@ -338,34 +329,31 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
                           void (*mutate)(json_object *sc, const void *arg), const void *arg,
                           json_object **summary, struct svc_err *err)
 {
-    struct svc_store st;
-    if (open_session(cfg, sid, &st, true, err) != 0)
+    struct svc_sess s;
+    if (open_session(cfg, sid, &s, true, err) != 0)
         return -1;
-    char *dir = svc_store_session_dir(&st, sid);
-    struct svc_lock l = SVC_LOCK_INIT;
     json_object *sc = NULL;
     bool has;
     int rc = -1;
-    if (!dir || svc_lock_session(dir, true, &l, err) != 0)
+    if (svc_sess_lock(&s, true, err) != 0)
         goto out;
-    if (load_summary_locked(&st, sid, &sc, &has, err) != 0)
+    if (load_summary_locked(&s.st, sid, &sc, &has, err) != 0)
         goto out;
     if (!has)
         svc_json_set_int(sc, "schema_version", 1);
     mutate(sc, arg);
-    if (svc_sidecar_write(&st, sid, sc, err) != 0)
+    if (svc_sidecar_write(&s.st, sid, sc, err) != 0)
         goto out;
     json_object *sum = svc_sidecar_summary(sc);
-    svc_index_update(&st, sid, sum);
+    svc_index_update(&s.st, sid, sum);
     if (summary)
         *summary = sum;
     else
         json_object_put(sum);
     rc = 0;
 out:
-    svc_lock_release(&l);
+    svc_sess_close(&s);
     json_object_put(sc);
-    free(dir);
     return rc;
 }
 

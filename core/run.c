@@ -348,7 +348,7 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
     int64_t from = run->removed < run->stored ? run->removed : run->stored;
     for (int64_t pos = from; pos < run->stored; pos++) {
         json_object *rec = NULL;
-        if (svc_store_read_message(&s->st, s->sid, ids ? ids[pos] : pos, &rec, err) != 0)
+        if (svc_sess_read_message(s, ids ? ids[pos] : pos, &rec, err) != 0)
             return -1;
         json_object_array_add(run->msgs, json_object_get(svc_store_effective_message(rec)));
         json_object_put(rec);

@@ -383,12 +383,9 @@ int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t
     return 0;
 }
 
-int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
-                           json_object **out, struct svc_err *err)
+/* A message record read: rc of the read; a record without a message object is damaged. */
+static int message_record_checked(int rc, int64_t id, json_object **out, struct svc_err *err)
 {
-    char *path = svc_store_message_path(st, sid, id);
-    int rc = svc_json_read_file(path, out, err);
-    free(path);
     if (rc == 0 && !svc_json_obj(*out, "message")) {
         json_object_put(*out);
         *out = NULL;
@@ -396,6 +393,33 @@ int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t 
                            (long long)id);
     }
     return rc;
+}
+
+int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
+                           json_object **out, struct svc_err *err)
+{
+    char *path = svc_store_message_path(st, sid, id);
+    int rc = svc_json_read_file(path, out, err);
+    free(path);
+    return message_record_checked(rc, id, out, err);
+}
+
+int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct svc_err *err)
+{
+    char name[48];
+    snprintf(name, sizeof name, "message_%lld.json", (long long)id);
+    *out = NULL;
+    char *buf = NULL;
+    size_t len = 0;
+    int rc = svc_file_read_at(msg_dirfd, name, &buf, &len, err);
+    if (rc == 0) {
+        struct svc_err perr;
+        rc = svc_json_parse(buf, len, out, &perr);
+        if (rc != 0)
+            svc_err_set(err, SVC_E_IO, "damaged file %s: %s", name, perr.message);
+    }
+    free(buf);
+    return message_record_checked(rc, id, out, err);
 }
 
 int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
