@@ -52,6 +52,10 @@ static struct {
     char gen[17]; /* generation of the index file read, "" before its first compaction */
     int fd;       /* that file, kept open: entries point into it (valid when fd_open) */
     bool fd_open;
+    int root_fd; /* the root directory, for the per-row stat relative to it (root_fd_open) */
+    bool root_fd_open;
+    dev_t root_dev;
+    ino_t root_ino;
 } ix;
 
 static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
@@ -114,6 +118,8 @@ void svc_index_reset(void)
     free(ix.v);
     free(ix.root);
     close_index_fd();
+    if (ix.root_fd_open)
+        close(ix.root_fd);
     memset(&ix, 0, sizeof ix);
     live_bytes = 0;
     free(hs); /* it points into the entries just freed */
@@ -770,6 +776,19 @@ static int refresh(const struct svc_store *st)
         return -1;
     if (stat(st->root, &rs) != 0)
         return 0;
+    if (!ix.root_fd_open || rs.st_dev != ix.root_dev || rs.st_ino != ix.root_ino) {
+        /* (re)open the root: the per-row stat of a page walks from it, not from / */
+        if (ix.root_fd_open)
+            close(ix.root_fd);
+        ix.root_fd = open(st->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        struct stat fs;
+        ix.root_fd_open = ix.root_fd >= 0 && fstat(ix.root_fd, &fs) == 0 &&
+                          fs.st_dev == rs.st_dev && fs.st_ino == rs.st_ino;
+        if (!ix.root_fd_open && ix.root_fd >= 0)
+            close(ix.root_fd);
+        ix.root_dev = rs.st_dev;
+        ix.root_ino = rs.st_ino;
+    }
     if (!ix.loaded || rs.st_mtim.tv_sec != ix.root_mtime.tv_sec ||
         rs.st_mtim.tv_nsec != ix.root_mtime.tv_nsec) {
         if (rescan(st) != 0)
@@ -856,10 +875,18 @@ static json_object *recounted(const struct svc_store *st, const struct entry *e)
 {
     if (e->msgs < 0 || strcmp(e->status, "running") == 0)
         return NULL;
-    char *path = svc_store_message_path(st, e->sid, e->msgs);
     struct stat sb;
-    bool beyond = path && lstat(path, &sb) == 0;
-    free(path);
+    bool beyond;
+    if (ix.root_fd_open) {
+        char rel[512]; /* ids are at most 128 characters (store.h) */
+        snprintf(rel, sizeof rel, "session_%s/agents/agent_%s/messages/message_%lld.json", e->sid,
+                 st->agent_id, (long long)e->msgs);
+        beyond = fstatat(ix.root_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+    } else {
+        char *path = svc_store_message_path(st, e->sid, e->msgs);
+        beyond = lstat(path, &sb) == 0;
+        free(path);
+    }
     if (!beyond)
         return NULL;
     json_object *sum = summary_of(st, e->sid);
