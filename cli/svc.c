@@ -80,13 +80,13 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
         return usage("sessions needs a subcommand");
     const char *sub = argv[0];
     if (strcmp(sub, "list") == 0) {
-        struct svc_list_query q = {.limit = 50};
+        struct svc_list_query q = {.limit = SVC_LIST_LIMIT_DEFAULT};
         for (int i = 1; i < argc; i++) {
             long v;
             if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
                 if (parse_int(argv[++i], 1, 500, &v) != 0)
                     return usage("--limit must be 1..500");
-                q.limit = (int)v;
+                q.limit = v;
             } else if (strcmp(argv[i], "--cursor") == 0 && i + 1 < argc) {
                 q.cursor = argv[++i];
             } else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc) {
@@ -105,19 +105,19 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
     } else if (strcmp(sub, "messages") == 0) {
         if (argc < 2)
             return usage("sessions messages needs SESSION");
-        struct svc_messages_query q = {.limit = 200};
+        struct svc_messages_query q = {.limit = SVC_MESSAGES_LIMIT_DEFAULT};
         for (int i = 2; i < argc; i++) {
             long v;
             if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
                 if (parse_int(argv[++i], 1, 1000, &v) != 0)
                     return usage("--limit must be 1..1000");
-                q.limit = (int)v;
+                q.limit = v;
             } else if (strcmp(argv[i], "--offset") == 0 && i + 1 < argc) {
                 if (parse_int(argv[++i], 0, 1L << 40, &v) != 0)
                     return usage("--offset must be >= 0");
                 q.offset = v;
             } else if (strcmp(argv[i], "--desc") == 0) {
-                q.desc = true;
+                q.order = "desc";
             } else if (strcmp(argv[i], "--turns") == 0) {
                 q.include_turns = true;
             } else {

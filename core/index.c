@@ -946,7 +946,8 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
         qlc = svc_fold(q->q);
     }
     /* the page: which entries */
-    int limit = q->limit > 0 ? q->limit : 50;
+    int limit =
+        q->limit > 0 && q->limit <= SVC_LIST_LIMIT_MAX ? (int)q->limit : SVC_LIST_LIMIT_DEFAULT;
     const struct entry **page = svc_xcalloc((size_t)limit, sizeof *page);
     int np = 0;
     bool more = false;

@@ -26,8 +26,11 @@
 #include "store.h"
 
 /* A listing request (SPEC 4.3), parsed by the caller; query.h validates it. */
+#define SVC_LIST_LIMIT_DEFAULT 50
+#define SVC_LIST_LIMIT_MAX 500
+
 struct svc_list_query {
-    int limit;          /* 1..500, default 50 */
+    int64_t limit; /* 1..SVC_LIST_LIMIT_MAX (svc_sessions_list checks), SVC_LIST_LIMIT_DEFAULT */
     const char *cursor; /* opaque, from next_cursor; NULL for the first page */
     bool include_archived;
     bool archived_only;

@@ -66,8 +66,9 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
     *out = NULL;
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    if (q->limit < 1 || q->limit > 500)
-        return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit", "limit must be 1..500");
+    if (q->limit < 1 || q->limit > SVC_LIST_LIMIT_MAX)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit",
+                            "query parameter 'limit' must be between 1 and %d", SVC_LIST_LIMIT_MAX);
     static const char *statuses[] = {"running", "idle", "error", "cancelled", NULL};
     if (q->status && *q->status) {
         bool ok = false;
@@ -251,10 +252,16 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
                          const struct svc_messages_query *q, json_object **out, struct svc_err *err)
 {
     *out = NULL;
-    if (q->limit < 1 || q->limit > 1000)
-        return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit", "limit must be 1..1000");
+    if (q->limit < 1 || q->limit > SVC_MESSAGES_LIMIT_MAX)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit",
+                            "query parameter 'limit' must be between 1 and %d",
+                            SVC_MESSAGES_LIMIT_MAX);
     if (q->offset < 0)
-        return svc_err_setp(err, SVC_E_INVALID_QUERY, "offset", "offset must be >= 0");
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "offset",
+                            "query parameter 'offset' must be >= 0");
+    if (q->order && strcmp(q->order, "asc") != 0 && strcmp(q->order, "desc") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "order must be asc or desc");
+    bool desc = q->order && strcmp(q->order, "desc") == 0;
     struct svc_sess s;
     if (open_session(cfg, sid, &s, true, err) != 0)
         return -1;
@@ -282,7 +289,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     size_t off = (size_t)q->offset;
     size_t count = 0;
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
-        size_t pos = q->desc ? n - 1 - k : k;
+        size_t pos = desc ? n - 1 - k : k;
         int64_t id = ids ? ids[pos] : (int64_t)pos;
         json_object *rec = NULL;
         struct svc_err merr;

@@ -15,10 +15,15 @@
 #include "err.h"
 #include "index.h" /* struct svc_list_query */
 
+/* Queries arrive as the client typed them (cgi/ parses types only); the functions below
+ * decide what is allowed and answer SVC_E_INVALID_QUERY naming the parameter otherwise. */
+#define SVC_MESSAGES_LIMIT_DEFAULT 200
+#define SVC_MESSAGES_LIMIT_MAX 1000
+
 struct svc_messages_query {
-    int limit;          /* 1..1000, default 200 */
+    int64_t limit;      /* 1..SVC_MESSAGES_LIMIT_MAX, SVC_MESSAGES_LIMIT_DEFAULT */
     int64_t offset;     /* >= 0 */
-    bool desc;          /* order=desc: newest first */
+    const char *order;  /* NULL, "asc" or "desc" (newest first) */
     bool include_turns; /* with offset 0: add "turns" */
 };
 
