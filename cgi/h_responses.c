@@ -415,7 +415,11 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
         svc_logf("response %s could not be stored: %s", c->id, e.message);
         svc_json_set_bool(resp, "store", false);
     }
-    svc_idem_record_sync(cfg, c->run, NULL, failure); /* no Idempotency-Key here (idem.h) */
+    /* a completed, stored response is what a retry with the same key gets (responses.h) */
+    if (!failure && c->in->store && svc_json_bool(resp, "store", false) && c->r->idempotency_key &&
+        svc_responses_put_key(cfg, c->r->idempotency_key, c->id, &e) < 0)
+        svc_logf("response %s: idempotency key not recorded: %s", c->id, e.message);
+    svc_idem_record_sync(cfg, c->run, NULL, failure); /* keyed by response, not by run */
 }
 
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
@@ -572,6 +576,69 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     return 0;
 }
 
+/* The text and message id of a stored, completed response's first output item. */
+static const char *stored_text(json_object *resp, const char **msg_id)
+{
+    json_object *item = json_object_array_get_idx(svc_json_arr(resp, "output"), 0);
+    json_object *part = json_object_array_get_idx(svc_json_arr(item, "content"), 0);
+    *msg_id = svc_json_str(item, "id", "");
+    return svc_json_str(part, "text", "");
+}
+
+/* Answer again with a stored response (Idempotency-Key seen before): the object as it was,
+ * or, streamed, the event sequence of a run that produced its text in one delta. */
+static int resp_replay(struct http_req *r, const struct resp_in *in, json_object *stored)
+{
+    http_set_session(r, svc_json_str(stored, "session_id", NULL), false);
+    if (!in->stream) {
+        http_send_json(r, 200, stored);
+        json_object_put(stored);
+        return 0;
+    }
+    struct resp_ctx c = {.r = r, .in = in};
+    const char *msg_id = "";
+    const char *text = stored_text(stored, &msg_id);
+    snprintf(c.msg_id, sizeof c.msg_id, "%s", msg_id);
+    if (http_sse_begin(r) < 0)
+        return 0;
+    json_object *pending = svc_json_copy(stored);
+    svc_json_set_str(pending, "status", "in_progress");
+    svc_json_set(pending, "output", json_object_new_array());
+    svc_json_set(pending, "usage", NULL);
+    json_object *added = json_object_new_object();
+    svc_json_set_int(added, "output_index", 0);
+    svc_json_set(added, "item", message_item(&c, NULL, "in_progress"));
+    json_object *part = at_part(&c);
+    svc_json_set(part, "part", text_part(""));
+    json_object *delta = at_part(&c);
+    svc_json_set_str(delta, "delta", text);
+    svc_json_set(delta, "logprobs", json_object_new_array());
+    json_object *done = at_part(&c);
+    svc_json_set_str(done, "text", text);
+    svc_json_set(done, "logprobs", json_object_new_array());
+    json_object *part_done = at_part(&c);
+    svc_json_set(part_done, "part", text_part(text));
+    json_object *item_done = json_object_new_object();
+    svc_json_set_int(item_done, "output_index", 0);
+    svc_json_set(item_done, "item", message_item(&c, text, "completed"));
+    static const char *const seq[] = {"response.created",           "response.in_progress",
+                                      "response.output_item.added", "response.content_part.added",
+                                      "response.output_text.delta", "response.output_text.done",
+                                      "response.content_part.done", "response.output_item.done",
+                                      "response.completed"};
+    json_object *objs[] = {with_response(json_object_get(pending)),
+                           with_response(pending),
+                           added,
+                           part,
+                           delta,
+                           done,
+                           part_done,
+                           item_done,
+                           with_response(stored)};
+    emit_seq(&c, sizeof seq / sizeof *seq, seq, objs);
+    return 0;
+}
+
 int h_responses_create(struct http_req *r, struct svc_err *err)
 {
     struct resp_in in;
@@ -579,6 +646,15 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (parse_responses(r, &in, err) < 0)
         goto out;
+    json_object *stored = NULL;
+    if (r->idempotency_key &&
+        svc_responses_by_key(r->cfg, r->idempotency_key, &stored, NULL) == 0) {
+        if (strcmp(svc_json_str(stored, "status", ""), "completed") == 0) {
+            rc = resp_replay(r, &in, stored);
+            goto out;
+        }
+        json_object_put(stored);
+    }
     http_set_session(r, in.sid, false);
     struct svc_run_request req = {
         .session_id = in.sid,

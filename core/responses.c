@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "fsio.h"
 #include "jsonx.h"
 #include "util.h"
@@ -113,9 +115,78 @@ out:
     return rc;
 }
 
+/* "key_" + sha256 hex of the key: the name of its file (without .json) in name (69+). */
+static void key_name(const char *key, char *name, size_t namesz)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+    EVP_DigestUpdate(ctx, "responses\n", 10);
+    EVP_DigestUpdate(ctx, key, strlen(key));
+    EVP_DigestFinal_ex(ctx, md, &mdlen);
+    EVP_MD_CTX_free(ctx);
+    char hex[65] = "";
+    for (unsigned int i = 0; i < mdlen && i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    snprintf(name, namesz, "key_%s", hex);
+}
+
+static bool key_name_valid(const char *name)
+{
+    if (strncmp(name, "key_", 4) != 0 || strlen(name) != 68)
+        return false;
+    for (const char *p = name + 4; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return false;
+    return true;
+}
+
+int svc_responses_put_key(const struct svc_config *cfg, const char *key, const char *id,
+                          struct svc_err *err)
+{
+    char name[80], *dir = NULL, *path = NULL;
+    int rc = -1;
+    if (responses_dir(cfg, true, &dir, err) != 0)
+        goto out;
+    key_name(key, name, sizeof name);
+    path = response_file(dir, name);
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "response_id", id);
+    rc = svc_json_write_pretty(path, o, cfg->sessions.fsync, err);
+    json_object_put(o);
+out:
+    free(path);
+    free(dir);
+    return rc;
+}
+
+int svc_responses_by_key(const struct svc_config *cfg, const char *key, json_object **out,
+                         struct svc_err *err)
+{
+    *out = NULL;
+    char name[80], *dir = NULL, *path = NULL;
+    json_object *o = NULL;
+    int rc = -1;
+    if (responses_dir(cfg, false, &dir, err) != 0)
+        goto out;
+    key_name(key, name, sizeof name);
+    path = response_file(dir, name);
+    if (svc_json_read_object_file(path, &o, NULL) != 0) {
+        svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "no response for this idempotency key");
+        goto out;
+    }
+    rc = svc_responses_get(cfg, svc_json_str(o, "response_id", ""), out, err);
+out:
+    json_object_put(o);
+    free(path);
+    free(dir);
+    return rc;
+}
+
 static int remove_old_response(void *ctx, const char *id, const struct stat *sb)
 {
-    if (!svc_responses_id_valid(id))
+    if (!svc_responses_id_valid(id) && !key_name_valid(id))
         return 0;
     char *path = response_file(ctx, id);
     int removed = path && unlink(path) == 0;

@@ -31,6 +31,17 @@ int svc_responses_put(const struct svc_config *cfg, json_object *resp, struct sv
 /* Remove stored responses older than max_age_s; runs at most once an hour per root (the
  * mtime of .svc_responses/.pruned says when). Returns how many were removed. */
 int svc_responses_prune(const struct svc_config *cfg, double max_age_s);
+/* Idempotency-Key: a completed, stored response is recorded under the key the request
+ * carried, root-wide (a request may start a new conversation, so keys are not per session):
+ *   <root>/.svc_responses/key_<sha256 hex of the key>.json   {"response_id"}
+ * A retry with the key gets that response again and starts nothing; a key that names a
+ * failed or unstored response, or nothing, runs the request (as POST /api/chat, idem.h).
+ * Key files are pruned with the responses. svc_responses_by_key: the response (new
+ * reference) or SVC_E_RESPONSE_NOT_FOUND; svc_responses_put_key: 0 or -1 with err. */
+int svc_responses_by_key(const struct svc_config *cfg, const char *key, json_object **out,
+                         struct svc_err *err);
+int svc_responses_put_key(const struct svc_config *cfg, const char *key, const char *id,
+                          struct svc_err *err);
 /* The stored object (new reference), or SVC_E_RESPONSE_NOT_FOUND. */
 int svc_responses_get(const struct svc_config *cfg, const char *id, json_object **out,
                       struct svc_err *err);

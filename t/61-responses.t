@@ -194,6 +194,44 @@ is_deeply [map { $_->{item}{type} } @items], ['message'], 'stream tool turn: onl
 my @svc = map { $_->{svc_event}{type} } grep { ref && $_->{type} eq 'svc.event' } @{ $st->{events} };
 is_deeply \@svc, ['tool_start', 'tool_result'], 'stream tool turn: tool events as svc.event';
 
+# ---- Idempotency-Key: a retry (stock SDKs send a key with every POST) gets the same
+# response and runs nothing again; streamed, the same text and id as events ----
+my %key1 = ('Idempotency-Key' => 'stainless-node-retry-k1');
+my $k1 = resp({ input => 'keyed question', conversation => 'rs-key' }, \%key1);
+is $k1->{status}, 200, 'keyed: 200';
+my $count = session('rs-key')->{message_count};
+my $runs = session('rs-key')->{run_count};
+is $count, 2, 'keyed: one turn stored';
+my $k2 = resp({ input => 'keyed question', conversation => 'rs-key' }, \%key1);
+is $k2->{status}, 200, 'keyed retry: 200';
+is_deeply $k2->{json}, $k1->{json}, 'keyed retry: the same response object';
+is session('rs-key')->{message_count}, $count, 'keyed retry: no message stored';
+is session('rs-key')->{run_count}, $runs, 'keyed retry: no run';
+$st = $s->sse('/api/v1/responses', body => { input => 'keyed question', conversation => 'rs-key', stream => $T },
+              headers => \%key1);
+is $st->{status}, 200, 'keyed streamed retry: 200';
+is_deeply [map { $_->{type} } grep { ref } @{ $st->{events} }],
+    [qw(response.created response.in_progress response.output_item.added response.content_part.added
+        response.output_text.delta response.output_text.done response.content_part.done
+        response.output_item.done response.completed)], 'keyed streamed retry: the event sequence';
+($completed) = grep { ref && $_->{type} eq 'response.completed' } @{ $st->{events} };
+is_deeply $completed->{response}, $k1->{json}, 'keyed streamed retry: completed is the stored response';
+my ($kd) = grep { ref && $_->{type} eq 'response.output_text.delta' } @{ $st->{events} };
+is $kd->{delta}, $k1->{json}{output}[0]{content}[0]{text}, 'keyed streamed retry: the text in one delta';
+is $kd->{item_id}, $k1->{json}{output}[0]{id}, 'keyed streamed retry: the same item id';
+is session('rs-key')->{message_count}, $count, 'keyed streamed retry: no message stored';
+opendir my $kdir, $s->root . '/.svc_responses' or die;
+my @keyfiles = grep { /^key_[0-9a-f]{64}\.json$/ } readdir $kdir;
+is scalar @keyfiles, 1, 'one key file, named by the hash of the key';
+my $k3 = resp({ input => 'keyed question', conversation => 'rs-key' }, { 'Idempotency-Key' => 'another' });
+isnt $k3->{json}{id}, $k1->{json}{id}, 'another key: a new response';
+is session('rs-key')->{message_count}, $count + 2, 'another key: a new turn';
+# store false: nothing to replay, so the key is not recorded and a retry runs again
+my %key4 = ('Idempotency-Key' => 'unstored');
+resp({ input => 'not stored', conversation => 'rs-key', store => $F }, \%key4);
+resp({ input => 'not stored', conversation => 'rs-key', store => $F }, \%key4);
+is session('rs-key')->{message_count}, $count + 6, 'store false: a keyed retry runs again';
+
 # ---- errors: the right status, x-should-retry false, nothing on disk changes ----
 my $snap = snapshot();
 err_ok(resp('{"input": '), 400, 'invalid_json', 'bad JSON');
