@@ -663,6 +663,7 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         .user_id = in.user,
         .channel = in.channel,
         .locale = in.locale,
+        .instructions = in.instructions,
     };
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;

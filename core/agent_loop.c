@@ -270,6 +270,16 @@ int svc_loop_run(struct svc_run *run, struct svc_err *err)
 {
     json_object *tools = svc_tools_spec(run->cfg);
     char *recall_prompt = svc_memory_system_prompt(run->cfg, run->sess.sid); /* memory.recall */
+    if (run->request_system) { /* the request's own, after the operator's (session.h) */
+        const char *base = recall_prompt ? recall_prompt : run->cfg->model.system_prompt;
+        char *joined = NULL;
+        if (base && *base)
+            svc_xasprintf(&joined, "%s\n\n%s", base, run->request_system);
+        else
+            joined = svc_xstrdup(run->request_system);
+        free(recall_prompt);
+        recall_prompt = joined;
+    }
     int rc = -1;
     for (int iter = 0;; iter++) {
         if (iter > run->cfg->agent.max_tool_iterations) {

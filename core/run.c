@@ -273,6 +273,31 @@ out:
 
 /* ---- begin ---- */
 
+/* The request's system prompt (session.h): heap, or NULL when it has none. */
+static char *request_system_of(const struct svc_run_request *req)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    if (req->instructions && *req->instructions)
+        svc_buf_adds(&b, req->instructions);
+    size_t n = req->history ? json_object_array_length(req->history) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(req->history, i), *content = NULL;
+        const char *role = svc_json_str(m, "role", "");
+        if (strcmp(role, "system") != 0 && strcmp(role, "developer") != 0)
+            continue;
+        json_object_object_get_ex(m, "content", &content);
+        char *text = content ? svc_openai_content_text(content) : NULL;
+        if (text && *text) {
+            if (b.len)
+                svc_buf_adds(&b, "\n\n");
+            svc_buf_adds(&b, text);
+        }
+        free(text);
+    }
+    return b.len ? svc_buf_steal(&b) : (svc_buf_free(&b), NULL);
+}
+
 static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_run_request *req)
 {
     struct svc_run *run = svc_xcalloc(1, sizeof *run);
@@ -299,6 +324,7 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
         svc_random_id("sess", run->sess.sid, sizeof run->sess.sid);
     svc_time_now_iso(run->started_at);
     run->started_mono = svc_time_monotonic();
+    run->request_system = request_system_of(req);
     return run;
 }
 
@@ -696,6 +722,7 @@ void svc_run_free(struct svc_run *run)
     json_object_put(run->output_ids);
     json_object_put(run->events);
     json_object_put(run->tool_trace);
+    free(run->request_system);
     json_object_put(run->tool_calls);
     svc_buf_free(&run->content);
     free(run->content_str);

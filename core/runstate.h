@@ -41,6 +41,7 @@ struct svc_run {
     json_object *prev_tokens; /* the session's token_state before this run, or NULL */
     int64_t seq;
     json_object *tool_trace;
+    char *request_system;    /* the request's system prompt (session.h), heap, or NULL */
     json_object *tool_calls; /* OpenAI-shaped tool_calls of the run */
     struct svc_buf content;
     char *content_str;

@@ -26,14 +26,20 @@
 #include "err.h"
 
 struct svc_run_request {
-    const char *session_id; /* NULL: a new random id ("sess-<16 hex>") */
-    const char *input;      /* the latest user input; required, non-empty */
-    json_object *history;   /* borrowed OpenAI messages before the input, or NULL */
-    const char *user_id;    /* NULL: "anonymous" */
-    const char *channel;    /* NULL: "api" */
-    const char *locale;     /* NULL: "en" */
-    const char *run_id;     /* NULL: generated "run-<16 hex>" */
+    const char *session_id;   /* NULL: a new random id ("sess-<16 hex>") */
+    const char *input;        /* the latest user input; required, non-empty */
+    json_object *history;     /* borrowed OpenAI messages before the input, or NULL */
+    const char *user_id;      /* NULL: "anonymous" */
+    const char *channel;      /* NULL: "api" */
+    const char *locale;       /* NULL: "en" */
+    const char *run_id;       /* NULL: generated "run-<16 hex>" */
+    const char *instructions; /* NULL, or the Responses API's `instructions` */
 };
+/* The request's own system prompt: `instructions`, then the text of every system and
+ * developer message of history, joined by blank lines. It is added after the configured
+ * model.system_prompt (and memory recall) for this run only: the operator's prompt comes
+ * first, and nothing of it is stored in the session (it is sent again with each request,
+ * as OpenAI clients do). */
 
 /* Receives every event as it happens (borrowed; copy to keep). Return nonzero to cancel
  * the run (client gone). should_cancel is polled between model chunks and tool calls;
