@@ -171,16 +171,7 @@ my $o = SvcTest->start(config => "model:\n  provider: openai\n  name: fake-1\n  
 chat($o, 'rc-0', 'zebras have stripes');
 chat($o, 'rc-1', 'my favourite colour is teal');
 chat($o, 'rc-2', 'the   capital of Norway is Oslo');
-# the recorded request whose last message is $text
-sub request_for {
-    my ($text) = @_;
-    my $found;
-    SvcTest::wait_for(10, sub {
-        ($found) = grep { ref $_->{body} eq 'HASH' && ($_->{body}{messages}[-1]{content} // '') eq $text }
-            @{ $fake->requests };
-        $found });
-    return $found ? $found->{body} : {};
-}
+sub request_for { $fake->request_for($_[0]) }
 $r = chat($o, 'rc-3', 'what do you remember?');
 is $r->{status}, 200, 'recall turn 200';
 my $req = request_for('what do you remember?');

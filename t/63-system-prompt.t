@@ -18,16 +18,7 @@ my $s = SvcTest->start(config => "model:\n  provider: openai\n  name: fake-1\n  
     . $fake->base_url . "\n  api_key: sk-x\n", workers => 2);
 my $BASE = 'You are a helpful assistant.';
 
-# the recorded request whose last message is $text
-sub request_for {
-    my ($text) = @_;
-    my $found;
-    SvcTest::wait_for(10, sub {
-        ($found) = grep { ref $_->{body} eq 'HASH' && ($_->{body}{messages}[-1]{content} // '') eq $text }
-            @{ $fake->requests };
-        $found });
-    return $found ? $found->{body} : {};
-}
+sub request_for { $fake->request_for($_[0]) }
 sub systems { [ map { $_->{content} } grep { $_->{role} eq 'system' } @{ $_[0]{messages} || [] } ] }
 
 # chat: a system message, then a developer message, before the input

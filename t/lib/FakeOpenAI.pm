@@ -7,6 +7,7 @@ package FakeOpenAI;
 #   my $fake = FakeOpenAI->start(%opts);   # opts: log => path (default: a temp file)
 #   $fake->base_url;                       # "http://127.0.0.1:PORT/v1"
 #   $fake->requests;                       # [{method, path, headers => {lc name => value}, body => decoded JSON}, ...]
+#   $fake->request_for($text);             # the body of the request whose last message is $text
 #   $fake->stop;
 #
 # What it answers, from the last user message (after a trailing tool message it answers
@@ -82,6 +83,20 @@ sub requests {
         push @r, $J->decode($l);
     }
     return \@r;
+}
+
+# The body of the recorded request whose last message has content $text, waiting up to
+# $secs (default 10) for it; {} when none came.
+sub request_for {
+    my ($self, $text, $secs) = @_;
+    my $deadline = time + ($secs // 10);
+    while (1) {
+        my ($found) = grep { ref $_->{body} eq 'HASH' && ($_->{body}{messages}[-1]{content} // '') eq $text }
+            @{ $self->requests };
+        return $found->{body} if $found;
+        return {} if time > $deadline;
+        select(undef, undef, undef, 0.05);
+    }
 }
 
 sub clear {
