@@ -81,19 +81,21 @@ fuzz:
 	    $(PKG_LIBS) -lunistring -o build-fuzz/$${f}_fuzz || exit 1; \
 	done
 
-# The C unit tests and the CLI tests (every t/*.t that drives build/svc) under memcheck:
-# any memcheck error or definite leak fails (the reports stay in build/vg/); a CLI test that
-# fails only because valgrind is slow is reported, not counted.
+# The C unit tests and the CLI tests (every t/*.t that drives the svc tool) under memcheck,
+# against the test build (t/09 needs its crash hook): any memcheck error or definite leak
+# fails (the reports stay in build-test/vg/); a CLI test that fails only because valgrind
+# is slow is reported, not counted.
 VG_CLI := $(shell grep -l SvcCliTest t/*.t 2>/dev/null)
-valgrind: deps all unit
-	@rm -rf $(B)/vg && mkdir -p $(B)/vg
-	@fail=0; for t in $(UNIT_BIN); do \
+valgrind: deps
+	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
+	@rm -rf build-test/vg && mkdir -p build-test/vg
+	@fail=0; for t in build-test/t/*.t; do \
 	  valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite \
-	    --log-file=$(B)/vg/unit.%p.log $$t >/dev/null || { echo "valgrind: $$t failed"; fail=1; }; \
+	    --log-file=build-test/vg/unit.%p.log $$t >/dev/null || { echo "valgrind: $$t failed"; fail=1; }; \
 	done; \
-	SVC_VALGRIND=$(abspath $(B)/vg) SVC_BUILD=$(abspath $(B)) prove $(VG_CLI) || \
+	SVC_VALGRIND=$(abspath build-test/vg) SVC_BUILD=$(abspath build-test) prove $(VG_CLI) || \
 	  echo "valgrind: some CLI tests failed under valgrind (their timing assertions are not made for it); memcheck's verdict follows"; \
-	if grep -l "ERROR SUMMARY: [1-9]\|definitely lost: [1-9]" $(B)/vg/*.log 2>/dev/null; then fail=1; fi; \
+	if grep -l "ERROR SUMMARY: [1-9]\|definitely lost: [1-9]" build-test/vg/*.log 2>/dev/null; then fail=1; fi; \
 	test $$fail = 0 && echo "valgrind: clean"
 
 # Two pools on one root under SIGKILL for 10,000 turns (not in CI; t/45-torture.t is short).
