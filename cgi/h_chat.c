@@ -36,6 +36,10 @@ struct chat_in {
     const char *sid;      /* borrowed (body or request) */
     const char *user, *locale, *channel;
     bool stream, include_usage, svc_v2;
+    bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
+    double temperature;
+    int64_t max_tokens;
+    const char *max_tokens_param;
 };
 
 static void chat_in_free(struct chat_in *in)
@@ -238,8 +242,21 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         http_field_bool(sopts, "include_usage", "stream_options.include_usage", false,
                         &in->include_usage, err) < 0 ||
         http_field_arr(b, "messages", NULL, false, &msgs, err) < 0 ||
-        http_field_str(b, "message", NULL, false, &legacy, err) < 0)
+        http_field_str(b, "message", NULL, false, &legacy, err) < 0 ||
+        http_field_number_opt(b, "temperature", NULL, &in->has_temperature, &in->temperature, err) <
+            0 ||
+        http_field_int_opt(b, "max_tokens", NULL, &in->has_max_tokens, &in->max_tokens, err) < 0)
         return -1;
+    in->max_tokens_param = "max_tokens";
+    bool has_mct = false; /* OpenAI's newer name, which wins */
+    int64_t mct = 0;
+    if (http_field_int_opt(b, "max_completion_tokens", NULL, &has_mct, &mct, err) < 0)
+        return -1;
+    if (has_mct) {
+        in->has_max_tokens = true;
+        in->max_tokens = mct;
+        in->max_tokens_param = "max_completion_tokens";
+    }
     if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
                             "'metadata.event_format' must be openai.v1 or svc.v2");
@@ -273,6 +290,11 @@ static struct svc_run_request run_request_of(const struct chat_in *in)
         .user_id = in->user,
         .channel = in->channel,
         .locale = in->locale,
+        .has_temperature = in->has_temperature,
+        .temperature = in->temperature,
+        .has_max_tokens = in->has_max_tokens,
+        .max_tokens = in->max_tokens,
+        .max_tokens_param = in->max_tokens_param,
     };
     return req;
 }

@@ -35,6 +35,9 @@ struct resp_in {
     const char *instructions, *user, *locale, *channel; /* borrowed */
     json_object *metadata;                              /* borrowed */
     bool stream, store, svc_v2;
+    bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
+    double temperature;
+    int64_t max_tokens;
 };
 
 static void resp_in_free(struct resp_in *in)
@@ -251,6 +254,10 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         http_field_bool(b, "store", NULL, true, &in->store, err) < 0 ||
         http_field_str(b, "previous_response_id", NULL, false, &in->prev_id, err) < 0 ||
         http_field_str(b, "session_id", NULL, false, &bsid, err) < 0 ||
+        http_field_number_opt(b, "temperature", NULL, &in->has_temperature, &in->temperature, err) <
+            0 ||
+        http_field_int_opt(b, "max_output_tokens", NULL, &in->has_max_tokens, &in->max_tokens,
+                           err) < 0 ||
         parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0)
         return -1;
     json_object_object_get_ex(b, "input", &input);
@@ -362,7 +369,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     }
     svc_json_set(o, "incomplete_details", NULL);
     svc_json_set_str(o, "instructions", in->instructions);
-    svc_json_set(o, "max_output_tokens", NULL);
+    svc_json_set(o, "max_output_tokens",
+                 in->has_max_tokens ? json_object_new_int64(in->max_tokens) : NULL);
     svc_json_set_str(o, "model", svc_run_get_model(c->run));
     json_object *output = json_object_new_array();
     if (ended && (!failure || (text && *text)))
@@ -371,7 +379,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set_bool(o, "parallel_tool_calls", false);
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
-    svc_json_set(o, "temperature", NULL);
+    svc_json_set(o, "temperature",
+                 in->has_temperature ? json_object_new_double(in->temperature) : NULL);
     json_object *fmt = json_object_new_object();
     svc_json_set_str(fmt, "type", "text");
     json_object *textcfg = json_object_new_object();
@@ -664,6 +673,11 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         .channel = in.channel,
         .locale = in.locale,
         .instructions = in.instructions,
+        .has_temperature = in.has_temperature,
+        .temperature = in.temperature,
+        .has_max_tokens = in.has_max_tokens,
+        .max_tokens = in.max_tokens,
+        .max_tokens_param = "max_output_tokens",
     };
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;

@@ -735,6 +735,34 @@ int http_field_int(json_object *o, const char *key, const char *param, int64_t d
     return 0;
 }
 
+int http_field_number_opt(json_object *o, const char *key, const char *param, bool *set,
+                          double *out, struct svc_err *err)
+{
+    json_object *v;
+    *set = false;
+    if (field_get(o, key, param, false, json_type_double, "a number", &v, err) < 0)
+        return -1;
+    if (v) {
+        *set = true;
+        *out = json_object_get_double(v);
+    }
+    return 0;
+}
+
+int http_field_int_opt(json_object *o, const char *key, const char *param, bool *set, int64_t *out,
+                       struct svc_err *err)
+{
+    json_object *v;
+    *set = false;
+    if (field_get(o, key, param, false, json_type_int, "an integer", &v, err) < 0)
+        return -1;
+    if (v) {
+        *set = true;
+        *out = json_object_get_int64(v);
+    }
+    return 0;
+}
+
 int http_field_obj(json_object *o, const char *key, const char *param, bool required,
                    json_object **out, struct svc_err *err)
 {

@@ -133,6 +133,12 @@ int http_field_bool(json_object *o, const char *key, const char *param, bool def
                     struct svc_err *err);
 int http_field_int(json_object *o, const char *key, const char *param, int64_t def, int64_t min,
                    int64_t max, int64_t *out, struct svc_err *err);
+/* Optional number / integer: *set tells whether it was given (null counts as absent);
+ * its range is core's to judge. */
+int http_field_number_opt(json_object *o, const char *key, const char *param, bool *set,
+                          double *out, struct svc_err *err);
+int http_field_int_opt(json_object *o, const char *key, const char *param, bool *set, int64_t *out,
+                       struct svc_err *err);
 int http_field_obj(json_object *o, const char *key, const char *param, bool required,
                    json_object **out, struct svc_err *err);
 int http_field_arr(json_object *o, const char *key, const char *param, bool required,

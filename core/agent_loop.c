@@ -301,6 +301,10 @@ int svc_loop_run(struct svc_run *run, struct svc_err *err)
         struct svc_model_call call = {
             .cfg = run->cfg,
             .system_prompt = recall_prompt ? recall_prompt : run->cfg->model.system_prompt,
+            .has_temperature = run->has_temperature,
+            .temperature = run->temperature,
+            .has_max_tokens = run->has_max_tokens,
+            .max_tokens = run->max_tokens,
             .messages = req,
             .tools = tools,
             .on_delta = loop_on_delta,

@@ -20,8 +20,12 @@
 struct svc_model_call {
     const struct svc_config *cfg;
     const char *system_prompt; /* may be NULL */
-    json_object *messages;     /* borrowed array of native messages (the window) */
-    json_object *tools;        /* borrowed array of {name, description, parameters} */
+    /* the request's settings over model.temperature / model.max_tokens when has_ is set */
+    bool has_temperature, has_max_tokens;
+    double temperature;
+    int64_t max_tokens;
+    json_object *messages; /* borrowed array of native messages (the window) */
+    json_object *tools;    /* borrowed array of {name, description, parameters} */
     int (*on_delta)(void *ctx, const char *text); /* may be NULL */
     int (*should_cancel)(void *ctx);              /* may be NULL; polled between chunks */
     int (*on_idle)(void *ctx);                    /* may be NULL; while waiting */

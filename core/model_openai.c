@@ -249,9 +249,13 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
     json_object *tools = oa_tools_json(call->tools);
     if (tools)
         svc_json_set(req, "tools", tools);
-    if (cfg->model.has_temperature)
+    if (call->has_temperature)
+        svc_json_set(req, "temperature", json_object_new_double(call->temperature));
+    else if (cfg->model.has_temperature)
         svc_json_set(req, "temperature", json_object_new_double(cfg->model.temperature));
-    if (cfg->model.has_max_tokens)
+    if (call->has_max_tokens)
+        svc_json_set_int(req, "max_tokens", call->max_tokens);
+    else if (cfg->model.has_max_tokens)
         svc_json_set_int(req, "max_tokens", cfg->model.max_tokens);
     return req;
 }

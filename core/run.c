@@ -325,6 +325,10 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     svc_time_now_iso(run->started_at);
     run->started_mono = svc_time_monotonic();
     run->request_system = request_system_of(req);
+    run->has_temperature = req->has_temperature;
+    run->temperature = req->temperature;
+    run->has_max_tokens = req->has_max_tokens;
+    run->max_tokens = req->max_tokens;
     return run;
 }
 
@@ -517,6 +521,13 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
                             "no user input: the last user message is empty");
     if (req->session_id && svc_id_check(req->session_id, err) != 0)
         return -1;
+    if (req->has_temperature && !(req->temperature >= 0 && req->temperature <= 2))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "temperature",
+                            "'temperature' must be between 0 and 2");
+    const char *mtp = req->max_tokens_param ? req->max_tokens_param : "max_tokens";
+    if (req->has_max_tokens && (req->max_tokens < 1 || req->max_tokens > INT32_MAX))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, mtp, "'%s' must be between 1 and %d", mtp,
+                            INT32_MAX);
     struct svc_run *run = run_alloc(cfg, req);
     if (run->stateful) {
         if (begin_stateful(run, req, err) != 0) {

@@ -41,7 +41,10 @@ struct svc_run {
     json_object *prev_tokens; /* the session's token_state before this run, or NULL */
     int64_t seq;
     json_object *tool_trace;
-    char *request_system;    /* the request's system prompt (session.h), heap, or NULL */
+    char *request_system; /* the request's system prompt (session.h), heap, or NULL */
+    bool has_temperature, has_max_tokens; /* the request's generation settings (session.h) */
+    double temperature;
+    int64_t max_tokens;
     json_object *tool_calls; /* OpenAI-shaped tool_calls of the run */
     struct svc_buf content;
     char *content_str;

@@ -34,6 +34,14 @@ struct svc_run_request {
     const char *locale;       /* NULL: "en" */
     const char *run_id;       /* NULL: generated "run-<16 hex>" */
     const char *instructions; /* NULL, or the Responses API's `instructions` */
+    /* The request's own generation settings, over model.temperature and model.max_tokens
+     * for this run (the echo model ignores them). svc_run_begin checks them (temperature
+     * 0..2, max_tokens 1..2^31-1; invalid_field naming max_tokens_param, NULL "max_tokens"). */
+    bool has_temperature;
+    double temperature;
+    bool has_max_tokens;
+    int64_t max_tokens;
+    const char *max_tokens_param;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured

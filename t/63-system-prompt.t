@@ -1,8 +1,11 @@
 #!/usr/bin/perl
-# Per-request system prompts (session.h): chat `system`/`developer` messages and the
-# Responses API's `instructions` reach the model after the configured model.system_prompt,
-# for that request only, and are never stored in the session. Checked on the requests a
-# fake OpenAI server (t/lib/FakeOpenAI.pm) recorded, through nginx and real workers.
+# Per-request system prompts and generation settings (session.h): chat `system`/`developer`
+# messages and the Responses API's `instructions` reach the model after the configured
+# model.system_prompt, for that request only, and are never stored in the session;
+# `temperature` and `max_tokens` (`max_completion_tokens`, Responses' `max_output_tokens`)
+# override the configured ones for that request; bad values are refused before anything is
+# written. Checked on the requests a fake OpenAI server (t/lib/FakeOpenAI.pm) recorded,
+# through nginx and real workers.
 use strict;
 use warnings;
 use lib 't/lib';
@@ -57,6 +60,54 @@ $r = $s->req(POST => '/api/chat', body => { session_id => 'sp-3', messages => [
     { role => 'system', content => '' }, { role => 'user', content => 'plain' } ] });
 is $r->{status}, 200, 'empty system message: 200';
 is_deeply systems(request_for('plain')), [$BASE], 'empty system message: the configured prompt alone';
+
+# ---- generation settings ----
+$r = $s->req(POST => '/api/chat', body => { session_id => 'gs-1', temperature => 0.25, max_tokens => 50,
+    messages => [{ role => 'user', content => 'settings one' }] });
+is $r->{status}, 200, 'chat with temperature and max_tokens: 200';
+my $q = request_for('settings one');
+is $q->{temperature}, 0.25, 'temperature forwarded';
+is $q->{max_tokens}, 50, 'max_tokens forwarded';
+$r = $s->req(POST => '/api/chat', body => { session_id => 'gs-1', max_completion_tokens => 7,
+    messages => [{ role => 'user', content => 'settings two' }] });
+is request_for('settings two')->{max_tokens}, 7, 'max_completion_tokens forwarded as max_tokens';
+$r = $s->req(POST => '/api/chat', body => { session_id => 'gs-1', message => 'settings three' });
+$q = request_for('settings three');
+ok !exists $q->{temperature} && !exists $q->{max_tokens}, 'the next request: the configured ones (none)';
+$r = $s->req(POST => '/api/v1/responses', body => { input => 'settings four', temperature => 1, max_output_tokens => 9 });
+is $r->{status}, 200, 'responses with settings: 200';
+is $r->{json}{temperature}, 1, 'responses: temperature in the object';
+is $r->{json}{max_output_tokens}, 9, 'responses: max_output_tokens in the object';
+$q = request_for('settings four');
+is $q->{temperature}, 1, 'responses: temperature forwarded';
+is $q->{max_tokens}, 9, 'responses: max_output_tokens forwarded as max_tokens';
+
+# bad values: 422 naming the field, nothing written, the model never asked
+sub roots { opendir my $d, $s->root or return 0; scalar grep { /^session_/ } readdir $d }
+my ($n_sessions, $n_requests) = (roots(), scalar @{ $fake->requests });
+for my $case (
+    [{ temperature => 'hot' }, 'temperature'],    [{ temperature => 2.5 }, 'temperature'],
+    [{ temperature => -0.1 }, 'temperature'],     [{ max_tokens => 0 }, 'max_tokens'],
+    [{ max_tokens => 1.5 }, 'max_tokens'],        [{ max_tokens => '9' }, 'max_tokens'],
+    [{ max_completion_tokens => -1 }, 'max_completion_tokens'],
+    [{ max_tokens => 4294967296 }, 'max_tokens'],
+) {
+    my ($extra, $param) = @$case;
+    my $b = { session_id => 'gs-bad', messages => [{ role => 'user', content => 'never' }], %$extra };
+    $r = $s->req(POST => '/api/chat', body => $b);
+    my $what = join ',', %$extra;
+    is $r->{status}, 422, "chat $what: 422";
+    is $r->{json}{error}{code}, 'invalid_field', "chat $what: invalid_field";
+    is $r->{json}{error}{param}, $param, "chat $what: param $param";
+}
+$r = $s->req(POST => '/api/v1/responses', body => { input => 'never', max_output_tokens => 0 });
+is $r->{status}, 422, 'responses max_output_tokens 0: 422';
+is $r->{json}{error}{param}, 'max_output_tokens', 'responses: param max_output_tokens';
+$r = $s->req(POST => '/api/chat/runs', body => { session_id => 'gs-bad', temperature => 9,
+    messages => [{ role => 'user', content => 'never' }] });
+is $r->{status}, 422, 'detached run with temperature 9: 422';
+is roots(), $n_sessions, 'no session was made by a refused request';
+is scalar @{ $fake->requests }, $n_requests, 'the model was never asked';
 
 $s->stop;
 $fake->stop;
