@@ -284,8 +284,26 @@ static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
     http_req_free(&r);
 }
 
+/* A drain ends when the queue is empty or after this long: when the master was SIGKILLed
+ * its socket's name was never removed, so a web server keeps queueing new connections and
+ * the queue would never empty; once the workers are gone, connects are refused and the
+ * web server passes them to another pool, and a new master can bind the name again. */
+#define DRAIN_MAX_S 3.0
+
+/* Whether a stopping worker leaves now (see DRAIN_MAX_S); stop_at: when the stop was seen. */
+static bool drain_over(int listen_fd, bool drain, double *stop_at)
+{
+    if (!worker_stop)
+        return false;
+    if (*stop_at == 0)
+        *stop_at = svc_time_monotonic();
+    return worker_nodrain || !drain || !backlog_pending(listen_fd) ||
+           svc_time_monotonic() - *stop_at > DRAIN_MAX_S;
+}
+
 /* drain: on stop, first serve the connections already queued (the master unlinked our own
- * socket, so no new ones arrive); false for an inherited socket, left to its owner. */
+ * socket, so no new ones arrive), for DRAIN_MAX_S at most; false for an inherited socket,
+ * left to its owner. */
 static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master, bool drain,
                        const char *log_path)
 {
@@ -328,19 +346,18 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
         return 1;
     }
     int64_t served = 0;
+    double stop_at = 0;
     while (served < cfg->server.max_requests) {
         if (worker_reopen) {
             worker_reopen = 0;
             if (log_path && log_reopen(log_path) < 0)
                 logmsg("log: cannot reopen %s: %s", log_path, strerror(errno));
         }
-        if (worker_stop && (worker_nodrain || !drain || !backlog_pending(listen_fd)))
+        if (drain_over(listen_fd, drain, &stop_at))
             break;
         sigprocmask(SIG_UNBLOCK, &stopset, NULL);
         /* a signal pending until the unblock has run its handler by now */
-        int rc = worker_stop && (worker_nodrain || !drain || !backlog_pending(listen_fd))
-                     ? -EINTR
-                     : FCGX_Accept_r(&fr);
+        int rc = drain_over(listen_fd, drain, &stop_at) ? -EINTR : FCGX_Accept_r(&fr);
         sigprocmask(SIG_BLOCK, &stopset, NULL);
         if (rc < 0) {
             if (worker_stop && rc != -EINTR && rc != -ECONNABORTED)
