@@ -107,6 +107,39 @@ my $home = SvcTest->make_home("server:\n  workers: 2\n");
     SvcOps::stop_pid($n->{pid});
 }
 
+# ==== a SIGKILLed master under steady load: its workers drain for a bounded time and go,
+# and a new master binds the same socket name (the name was never removed, so without the
+# bound the queue never empties and the workers never leave; found by make torture) ====
+{
+    my $sock = "$dir/k.sock";
+    my $p = SvcOps::pool(home => $home, sock => $sock, workers => 2);
+    my @w;
+    ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 2 }), 'two workers';
+    my $n = SvcOps::nginx(dir => "$dir/ngx-k", upstream => "server unix:$sock;");
+    my @flood;
+    for my $c (1 .. 8) {    # slow turns through nginx, back to back: 2 workers, 8 clients,
+        my $f = fork // die;  # so the queue is never empty
+        if ($f == 0) {
+            my $end = time + 40;
+            SvcOps::http(POST => "http://127.0.0.1:$n->{port}/api/chat", timeout => 10,
+                         body => chat_body("flood-$c", '/slow 150 x')) while time < $end;
+            POSIX::_exit(0);
+        }
+        push @flood, $f;
+    }
+    select(undef, undef, undef, 0.3);
+    kill 'KILL', $p->{pid};
+    waitpid $p->{pid}, 0;
+    ok SvcTest::wait_for(20, sub { !grep { kill 0, $_ } @w }), "the master's workers leave under load"
+        or diag SvcOps::slurp($p->{log});
+    my $q = eval { SvcOps::pool(home => $home, sock => $sock, workers => 1, log => "$dir/k2.log") };
+    ok $q, 'a new master binds the same socket name' or diag $@;
+    kill 'KILL', @flood;
+    waitpid $_, 0 for @flood;
+    SvcOps::stop_pid($q->{pid}) if $q;
+    SvcOps::stop_pid($n->{pid});
+}
+
 # ==== drain of an own TCP listener: shut down at once, the in-flight request finishes ====
 {
     my $port = SvcTest::free_port();
