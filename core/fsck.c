@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -114,11 +115,26 @@ static bool is_temp(const char *name)
     return strstr(name, ".tmp-") != NULL;
 }
 
-/* A temp file: an orphan when older than a minute (a live writer renames within ms). */
+/* Whether the writer named in a temp file's name ("<name>.tmp-<pid>-<hex>", fsio.c) is no
+ * longer a process on this host. */
+static bool temp_writer_gone(const char *name)
+{
+    const char *t = strstr(name, ".tmp-");
+    char *end;
+    long pid = t ? strtol(t + 5, &end, 10) : 0;
+    if (!t || pid <= 0 || *end != '-')
+        return false;
+    return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+}
+
+/* A temp file: an orphan when its writer is gone from this host, or when older than a
+ * minute (a live writer renames within ms; this also covers a writer on another host). */
 static void check_temp(struct fsck *f, const char *sid, const char *abs, const char *rel)
 {
     struct stat sb;
-    if (lstat(abs, &sb) != 0 || time(NULL) - sb.st_mtime < TEMP_MIN_AGE_S)
+    const char *base = strrchr(abs, '/');
+    if (lstat(abs, &sb) != 0 ||
+        (time(NULL) - sb.st_mtime < TEMP_MIN_AGE_S && !temp_writer_gone(base ? base + 1 : abs)))
         return;
     bool fixed = f->repair && unlink(abs) == 0;
     problem(f, sid, rel, -1, "orphan_temp", fixed, "temp file left by a writer that died%s",

@@ -9,11 +9,11 @@
  * its file (relative to the root) and, for a line, its byte offset.
  * With repair: stale runs are repaired (as a reader would), sidecar counts recounted, bad
  * lines moved to "<file>.corrupt" (appended) and the file rewritten without them, orphan
- * temp files older than a minute removed, dead runners' records finished, the index
- * rebuilt. Message files are never removed or rewritten. A session is repaired holding its
- * run lock and then its session lock, as a run does, so repair is safe on a live root; a
- * session with a live run is checked without the checks a run makes untrue (counts, turns
- * tail) and reported in "busy". */
+ * temp files whose writer is gone (the pid in the name) or older than a minute removed, dead
+ * runners' records finished, the index rebuilt. Message files are never removed or rewritten. A
+ * session is repaired holding its run lock and then its session lock, as a run does, so repair is
+ * safe on a live root; a session with a live run is checked without the checks a run makes untrue
+ * (counts, turns tail) and reported in "busy". */
 #ifndef SVC_FSCK_H
 #define SVC_FSCK_H
 

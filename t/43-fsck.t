@@ -54,7 +54,11 @@ spit("$d/svc_turns.jsonl", $tl[0] . "garbage line\n" . join('', @tl[1 .. $#tl]) 
 my $torn_at = length($turns) + length("garbage line\n");
 spit("$d/svc_session.json.tmp-123-deadbeef", 'old temp');
 utime time - 600, time - 600, "$d/svc_session.json.tmp-123-deadbeef";
-spit("$d/session.json.tmp-124-cafe", 'a writer at work');
+spit("$d/session.json.tmp-$$-cafe", 'a writer at work');    # young, its writer (us) alive
+my $dead = fork // die;    # a pid that is gone: a young temp file of a killed writer
+if ($dead == 0) { POSIX::_exit(0) }
+waitpid $dead, 0;
+spit("$d/agent.json.tmp-$dead-f00d", 'a killed writer');
 spit("$d/notes.txt", 'somebody else');
 
 my $m1 = msg_dir($h, 'ids') . '/message_1.json';
@@ -110,6 +114,7 @@ is_deeply(kinds($rep), [sort
     'index .svc_index.jsonl',
     'message_gap session_gap/agents/agent_svc-agent/messages',
     'orphan_temp session_dmg/svc_session.json.tmp-123-deadbeef',
+    "orphan_temp session_dmg/agent.json.tmp-$dead-f00d",
     'torn_line memory/svc-agent/memory.jsonl',
     'removed_count_range session_range/agents/agent_svc-agent/agent.json',
     'sidecar_count session_dmg/svc_session.json',
@@ -134,7 +139,7 @@ ok(-e "$d/svc_session.json.tmp-123-deadbeef", 'check only: the temp file is stil
 # the human report: file @offset: kind: message
 $r = fsck();
 like($r->{out}, qr{^session_dmg/svc_turns\.jsonl \@$torn_at: torn_line: }m, 'text report: file @offset: kind');
-like($r->{out}, qr/15 problems, 0 repaired, 15 left/, 'text report: counts');
+like($r->{out}, qr/16 problems, 0 repaired, 16 left/, 'text report: counts');
 
 # ---- --session ----
 $r = fsck('--json', '--session', 'ids');
@@ -152,6 +157,7 @@ is_deeply(\%fixed, {
     'index .svc_index.jsonl' => 1,
     'message_gap session_gap/agents/agent_svc-agent/messages' => 0,
     'orphan_temp session_dmg/svc_session.json.tmp-123-deadbeef' => 1,
+    "orphan_temp session_dmg/agent.json.tmp-$dead-f00d" => 1,
     'removed_count_range session_range/agents/agent_svc-agent/agent.json' => 0,
     'sidecar_count session_gap/svc_session.json' => 1,
     'stale_run session_dmg/svc_session.json' => 1,
@@ -180,7 +186,8 @@ is(slurp("$d/svc_turns.jsonl.corrupt"), "garbage line\n{\"schema_version\":1,\"t
 ok(!-e "$d/svc_session.json.tmp-123-deadbeef", 'the old temp file removed');
 like(slurp("$memf.corrupt"), qr/\A\{"session_id":"dmg","mess\n\z/, 'the torn memory line kept in memory.jsonl.corrupt');
 like(slurp($memf), qr/\n\z/, 'the memory file ends with a whole line');
-ok(-e "$d/session.json.tmp-124-cafe", 'a young temp file left alone (a writer may own it)');
+ok(-e "$d/session.json.tmp-$$-cafe", 'a young temp file of a live writer left alone');
+ok(!-e "$d/agent.json.tmp-$dead-f00d", 'a young temp file of a writer that is gone removed');
 ok(-e "$d/notes.txt", 'the stray file left alone');
 is(json_file("$root/.svc_runs/run-dead.json")->{status}, 'error', 'the dead run record finished');
 is(json_file(sidecar_path($h, 'live'))->{status}, 'running', 'the live session is not touched');
@@ -202,7 +209,7 @@ is(scalar @{ $list->{sessions} }, 6, 'the rebuilt index lists every session');
 # fixed by hand: clean again (the live run ended)
 flock($lk, LOCK_UN);
 close $lk;
-unlink "$d/notes.txt", "$d/session.json.tmp-124-cafe";
+unlink "$d/notes.txt", "$d/session.json.tmp-$$-cafe";
 $m->{message_id} = 1;
 spit($m1, jencode($m));
 system('rm', '-rf', native_dir($h, 'gap'), native_dir($h, 'bad')) == 0 or die;
