@@ -244,11 +244,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     json_object *empty = args ? NULL : json_object_new_object();
     char *json = svc_json_dump_compact(args ? args : empty);
     json_object_put(empty);
-    if (!env || !json || svc_xasprintf(&input, "%s\n", json) < 0) {
-        input = NULL;
-        set_error(out, NULL, "%s: out of memory", x->name);
-        goto out;
-    }
+    svc_xasprintf(&input, "%s\n", json);
     prog = resolve(x->command[0], path);
     if (!prog) {
         set_error(out, NULL, "%s: cannot run %s: %s", x->name, x->command[0], strerror(errno));

@@ -74,8 +74,6 @@ static char *joinf(const char *fmt, ...)
 static long long parse_stop(const char *buf, size_t len)
 {
     json_tokener *t = json_tokener_new();
-    if (!t)
-        return 0;
     json_object *o = json_tokener_parse_ex(t, buf, (int)len);
     long long end = (long long)json_tokener_get_parse_end(t);
     json_object_put(o);
@@ -318,15 +316,9 @@ static void check_session(struct fsck *f, const char *sid)
 {
     char *dir = svc_store_session_dir(&f->st, sid);
     char *rel = joinf("session_%s", sid);
-    if (!dir || !rel) {
-        free(dir);
-        free(rel);
-        return;
-    }
     char *scp = joinf("%s/svc_session.json", dir), *scr = joinf("%s/svc_session.json", rel);
     json_object *sc = NULL;
-    if (scp && scr)
-        parse_file(f, sid, scp, scr, &sc);
+    parse_file(f, sid, scp, scr, &sc);
     /* a stale run: repaired as the next reader would (it takes its own locks) */
     if (sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 && !svc_lock_run_held(dir)) {
         struct svc_err err;

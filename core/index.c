@@ -1061,7 +1061,7 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
     }
     size_t len = (size_t)f.sb.st_size;
     buf = svc_xmalloc(len + 1);
-    if (!buf || pread(f.fd, buf, len, 0) != (ssize_t)len) {
+    if (pread(f.fd, buf, len, 0) != (ssize_t)len) {
         rc = -1;
         goto out;
     }

@@ -419,9 +419,7 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
     *out = NULL;
     if (strict_prescan(buf, len, err) != 0)
         return -1;
-    json_tokener *tok = json_tokener_new_ex(64);
-    if (!tok)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    json_tokener *tok = json_tokener_new_ex(64); /* NULL only for a depth below 1 */
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     json_object *o = json_tokener_parse_ex(tok, buf, (int)len);
     enum json_tokener_error jerr = json_tokener_get_error(tok);

@@ -104,12 +104,6 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
     *message_id = ids[ai];
     free(u);
     free(a);
-    if (!*user || !*assistant) {
-        free(*user);
-        free(*assistant);
-        *user = *assistant = NULL;
-        return -1;
-    }
     return 1;
 }
 
@@ -345,10 +339,6 @@ int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_er
                          "sync_memory on");
         goto done;
     }
-    if (!sdir || !mpath) {
-        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
     if (!svc_store_session_exists(&st, sid)) {
         rc = svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
         goto done;
@@ -373,20 +363,12 @@ int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_er
         goto out;
     int64_t mid = -1;
     int pr = svc_memory_pair(msgs, ids, &user, &assistant, &mid);
-    if (pr < 0) {
-        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
     if (pr == 0 || svc_json_int(mem, "last_synced_message_id", -1) >= mid) {
         rc = 0; /* no pair, or this pair is synced already */
         goto out;
     }
     dir = agent_dir(cfg);
-    file = dir ? svc_path_join(dir, "memory.jsonl") : NULL;
-    if (!file) {
-        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
+    file = svc_path_join(dir, "memory.jsonl");
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     line = json_object_new_object();
@@ -456,14 +438,12 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid)
     if (cfg->memory.recall <= 0)
         return NULL;
     char *dir = agent_dir(cfg);
-    char *file = dir ? svc_path_join(dir, "memory.jsonl") : NULL;
+    char *file = svc_path_join(dir, "memory.jsonl");
     struct recall_ctx c = {
         .sid = sid ? sid : "", .want = cfg->memory.recall, .found = json_object_new_array()};
     char *out = NULL;
     struct svc_err e;
     int fd = -1;
-    if (!file)
-        goto done;
     if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_SH, &e)) < 0)
         svc_logf("memory recall: %s", e.message);
     if (scan_back(file, recall_line, &c, &e) != 0)

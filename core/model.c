@@ -101,8 +101,6 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     long delay = 0;
     int rc = -1;
     out->tool_uses = json_object_new_array();
-    if (!input)
-        goto oom;
     const char *text = input;
     if (strncmp(text, "/slow ", 6) == 0) {
         char *end;
@@ -174,9 +172,6 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     out->prompt_tokens = tokens_of(chars);
     out->completion_tokens = tokens_of(strlen(out->text));
     rc = 0;
-    goto done;
-oom:
-    svc_err_set(err, SVC_E_NOMEM, "out of memory");
 done:
     free(answer);
     free(input);

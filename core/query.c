@@ -232,7 +232,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
     svc_json_set_int(row, "message_id", id);
     svc_json_set_str(row, "role", svc_openai_role(m));
     char *text = svc_native_text(m);
-    if (!text || !*text) {
+    if (!*text) {
         /* a tool-result message: its text is the results' text */
         json_object *proj = svc_openai_project(m);
         json_object *first =
