@@ -15,16 +15,18 @@
  * nor EVP_MD_CTX_new. NULL that means something else is still checked (json_tokener_parse:
  * a parse error; json_object_object_get: a missing key). A worker that aborts is restarted
  * by the master, and the durable write order (FORMAT.md) makes a cut turn show as
- * interrupted. SVC_E_NOMEM remains only where a library's init call fails, which can be
- * for a reason other than malloc: zlib's deflateInit2/inflateInit2 (core/tar.c) and
- * OpenSSL's EVP_DigestInit_ex (core/bundle_out.c, core/import.c). */
+ * interrupted. SVC_E_NOMEM remains for what is not a failed malloc: a system call that
+ * fails with ENOMEM (svc_err_errno maps it: fork, mmap, open under kernel memory pressure)
+ * and a library's init call, which can fail for other reasons too: zlib's
+ * deflateInit2/inflateInit2 (core/tar.c), OpenSSL's EVP_DigestInit_ex (core/bundle_out.c,
+ * core/import.c). */
 #ifndef SVC_ERR_H
 #define SVC_ERR_H
 
 enum svc_errcode {
     SVC_OK = 0,
     SVC_E_INTERNAL,             /* internal_error, 500 */
-    SVC_E_NOMEM,                /* internal_error, 500: zlib or OpenSSL init failed */
+    SVC_E_NOMEM,                /* internal_error, 500: ENOMEM, zlib/OpenSSL init */
     SVC_E_IO,                   /* io_error, 500: disk errors */
     SVC_E_INVALID_JSON,         /* invalid_json, 400 */
     SVC_E_INVALID_FIELD,        /* invalid_field, 422 (param names the field) */
@@ -67,7 +69,8 @@ int svc_err_set(struct svc_err *err, enum svc_errcode code, const char *fmt, ...
 /* Same with the parameter name set. */
 int svc_err_setp(struct svc_err *err, enum svc_errcode code, const char *param, const char *fmt,
                  ...) __attribute__((format(printf, 4, 5)));
-/* Set from errno: code SVC_E_IO with "<what>: <strerror>". Returns -1. */
+/* Set from errno: code SVC_E_IO with "<what>: <strerror>" (SVC_E_NOMEM for ENOMEM).
+ * Returns -1. */
 int svc_err_errno(struct svc_err *err, const char *what);
 void svc_err_clear(struct svc_err *err);
 

@@ -381,8 +381,6 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     } else {
         out->ok = true;
         out->content = utf8_clean(obuf.data ? obuf.data : "", obuf.len);
-        if (!out->content)
-            set_error(out, NULL, "%s: out of memory", x->name);
     }
     out->truncated = truncated;
 out:
