@@ -33,6 +33,7 @@
 
 /* volatile, so the compiler cannot fold or drop the calls below */
 static volatile size_t impossible_size = SIZE_MAX / 2; /* more than any address space holds */
+static volatile size_t zero_size = 0;
 static void *volatile sink;
 
 /* How a child exited, and the first bytes of its stderr. */
@@ -154,9 +155,9 @@ static void not_oom(void)
     char *p = malloc(32);
     if (!p)
         _exit(7);
-    if (realloc(p, 0) != NULL)
+    if ((sink = realloc(p, zero_size)) != NULL)
         _exit(8);
-    sink = malloc(0);
+    sink = malloc(zero_size);
     free(sink);
     void *a = NULL;
     if (posix_memalign(&a, 3, 16) != EINVAL)
