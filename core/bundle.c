@@ -566,7 +566,7 @@ static int copy_fd_to_file(int fd, const char *path, struct svc_err *err)
 static int manifest_sha(int fd, char *sha, uint64_t *bytes)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 || lseek(fd, 0, SEEK_SET) != 0) {
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 || lseek(fd, 0, SEEK_SET) != 0) {
         EVP_MD_CTX_free(md);
         return -1;
     }

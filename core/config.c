@@ -1253,7 +1253,7 @@ out:
 static json_object *strv_to_json(char *const *v)
 {
     json_object *a = json_object_new_array();
-    if (a && v)
+    if (v)
         for (char *const *p = v; *p; p++)
             json_object_array_add(a, json_object_new_string(*p));
     return a;

@@ -77,8 +77,6 @@ static char **child_env(const struct svc_extension *x, const char **path)
                 continue;
             svc_xasprintf(&item, "%s=%s", e, v);
         }
-        if (!item)
-            continue;
         if (strncmp(item, "PATH=", 5) == 0)
             *path = item + 5; /* lives as long as env */
         env[k++] = item;

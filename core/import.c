@@ -144,7 +144,7 @@ static int src_next(struct src *s, const char **rel, bool *is_dir, uint64_t *siz
     if (*is_dir)
         return 1;
     char *abs = svc_path_join(s->path, buf);
-    s->fd = abs ? open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    s->fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     free(abs);
     struct stat sb;
     if (s->fd < 0 || fstat(s->fd, &sb) != 0)
@@ -771,7 +771,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
             continue;
         struct stat lst;
         char *final = svc_store_session_dir(&j.st, s->sid);
-        s->exists = final && lstat(final, &lst) == 0;
+        s->exists = lstat(final, &lst) == 0;
         free(final);
         if (s->exists && !opt->overwrite) {
             s->state = S_SKIP;
@@ -789,7 +789,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     if (svc_mkdirs_durable(j.st.root, 0755, j.st.durable, err) != 0)
         goto out;
     char *lp = svc_path_join(j.st.root, ".svc_import.lock");
-    lockfd = lp ? open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
+    lockfd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     free(lp);
     if (lockfd < 0) {
         svc_err_errno(err, "import lock");

@@ -73,7 +73,7 @@ static char *text_of(json_object *msg, const char *role)
     if (strcmp(svc_json_str(msg, "role", ""), role) != 0 || has_block(msg, "toolResult"))
         return NULL;
     char *t = svc_native_text(msg);
-    if (t && !*t) {
+    if (!*t) {
         free(t);
         return NULL;
     }

@@ -100,7 +100,7 @@ char *svc_openai_redact(const char *src, const char *secret)
     char *out = svc_buf_steal(&b);
     /* backstop: a text cut short may end in the start of the key; mask such a tail */
     size_t ol = strlen(out);
-    for (size_t n = kl - 1 < ol ? kl - 1 : ol; out && n >= 4; n--) {
+    for (size_t n = kl - 1 < ol ? kl - 1 : ol; n >= 4; n--) {
         if (memcmp(out + ol - n, secret, n) == 0) {
             out[ol - n] = '\0';
             char *masked = NULL;

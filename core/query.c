@@ -244,7 +244,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
         }
         json_object_put(proj);
     }
-    svc_json_set_str(row, "content", text ? text : "");
+    svc_json_set_str(row, "content", text);
     free(text);
     svc_json_set_str(row, "created_at", svc_json_str(rec, "created_at", NULL));
     svc_json_set_str(row, "updated_at", svc_json_str(rec, "updated_at", NULL));
@@ -270,7 +270,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     size_t n = 0;
     int rc = -1;
     json_object *res = NULL;
-    if (!dir || svc_lock_session(dir, false, &l, err) != 0)
+    if (svc_lock_session(dir, false, &l, err) != 0)
         goto out;
     /* a page reads its own files and O(1) metadata: the sidecar's count, checked by a
      * stat or two; a directory scan only when another program added a file */
@@ -346,7 +346,7 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
     json_object *sc = NULL;
     bool has;
     int rc = -1;
-    if (!dir || svc_lock_session(dir, true, &l, err) != 0)
+    if (svc_lock_session(dir, true, &l, err) != 0)
         goto out;
     if (load_summary_locked(&st, sid, &sc, &has, err) != 0)
         goto out;
