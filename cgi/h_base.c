@@ -103,8 +103,6 @@ int h_health(struct http_req *r, struct svc_err *err)
 int h_config(struct http_req *r, struct svc_err *err)
 {
     json_object *o = svc_config_to_json(r->cfg);
-    if (!o)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     http_send_json(r, 200, o);
     json_object_put(o);
     return 0;

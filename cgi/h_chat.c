@@ -185,9 +185,7 @@ static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err 
         json_object_object_get_ex(m, "content", &content);
         if (strcmp(svc_json_str(m, "role", ""), "user") != 0 || !content)
             continue;
-        char *text = svc_openai_content_text(content);
-        if (!text)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        char *text = svc_openai_content_text(content); /* a string or an array: checked */
         if (*text) {
             free(in->input);
             in->input = text;

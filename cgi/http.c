@@ -499,12 +499,7 @@ static void query_parse(struct http_req *r)
             r->q[r->nq].name = http_pct_decode(p, nlen, true);
             r->q[r->nq].value =
                 eq ? http_pct_decode(eq + 1, len - nlen - 1, true) : svc_xstrdup("");
-            if (r->q[r->nq].name && r->q[r->nq].value)
-                r->nq++;
-            else {
-                free(r->q[r->nq].name);
-                free(r->q[r->nq].value);
-            }
+            r->nq++;
         }
         p = amp ? amp + 1 : NULL;
     }
@@ -647,7 +642,7 @@ int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct 
     if (i == r->body_len) {
         if (empty_ok) {
             *out = json_object_new_object();
-            return *out ? 0 : svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            return 0;
         }
         return svc_err_set(err, SVC_E_INVALID_JSON,
                            "request body is empty; a JSON object is expected");
@@ -913,14 +908,6 @@ static int send_body(struct http_req *r, const char *p, size_t n)
 int http_send_json(struct http_req *r, int status, json_object *body)
 {
     char *s = svc_json_dump_compact(body);
-    if (!s) {
-        static const char oom[] =
-            "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"param\":null,"
-            "\"code\":\"internal_error\"}}\n";
-        if (send_headers(r, 500, "application/json; charset=utf-8", (long long)strlen(oom)) < 0)
-            return -1;
-        return send_body(r, oom, strlen(oom));
-    }
     size_t n = strlen(s);
     int rc = send_headers(r, status, "application/json; charset=utf-8", (long long)n + 1);
     if (rc == 0)
@@ -1023,8 +1010,6 @@ int http_sse_data(struct http_req *r, const char *text)
 int http_sse_json(struct http_req *r, json_object *o)
 {
     char *s = svc_json_dump_compact(o);
-    if (!s)
-        return -1;
     int rc = http_sse_data(r, s);
     free(s);
     return rc;

@@ -184,7 +184,7 @@ int http_stream_begin(struct http_req *r, const char *ctype);
  * the client is gone. */
 int http_stream_write(struct http_req *r, const void *p, size_t n);
 
-/* Percent-decode n bytes of s into a heap string (NULL on ENOMEM); plus_space turns '+'
+/* Percent-decode n bytes of s into a heap string (never NULL); plus_space turns '+'
  * into ' '. "%00" and malformed escapes stay literal, so no NUL ever enters a value. */
 char *http_pct_decode(const char *s, size_t n, bool plus_space);
 

@@ -162,7 +162,7 @@ static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gi
             return -1;
         }
         char *dir = svc_xstrdup(path);
-        char *slash = dir ? strrchr(dir, '/') : NULL;
+        char *slash = strrchr(dir, '/');
         if (slash)
             *(slash == dir ? slash + 1 : slash) = '\0';
         bool dir_ok = !dir || !slash || svc_is_dir(dir);

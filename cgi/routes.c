@@ -102,11 +102,6 @@ static bool match(const char *pattern, const struct seg *segs, int nsegs, struct
             continue;
         char *name = svc_xstrndup(pat[i].p + 1, pat[i].n - 2);
         char *val = http_pct_decode(segs[i].p, segs[i].n, false);
-        if (!name || !val) {
-            free(name);
-            free(val);
-            continue;
-        }
         r->param_names[r->nparams] = name;
         r->param_values[r->nparams] = val;
         r->nparams++;

@@ -239,7 +239,7 @@ static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
     struct svc_store st = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
     char *path = svc_store_session_file(&st, argv[1], "svc_memory.json");
     json_object *o = NULL;
-    if (path && svc_json_read_file(path, &o, NULL) == 0)
+    if (svc_json_read_file(path, &o, NULL) == 0)
         print_json(o);
     else
         printf("{}\n"); /* no pair to sync yet */

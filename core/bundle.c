@@ -244,8 +244,6 @@ static int check_dest(struct svc_export *ex, const struct svc_export_request *re
     const struct svc_config *cfg = ex->cfg;
     char *want = svc_path_expand(
         req->output_dir && *req->output_dir ? req->output_dir : cfg->sessions.export_default_dir);
-    if (!want)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
     char *dest = resolve_dest(want);
     bool ok = dest != NULL && req->output_dir_trusted;
     for (size_t i = 0; dest && !ok; i++) {
@@ -459,23 +457,17 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         json_object_put(dataset);
     }
     char *sum = w == 0 ? svc_json_dump_compact(s->summary) : NULL;
-    if (w == 0 && sum) {
+    if (w == 0) {
         w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, o->agg[SVC_BOUT_SESSIONS].n > 1 ? ",\n" : "\n",
                                o->agg[SVC_BOUT_SESSIONS].n > 1 ? 2 : 1, err);
         if (w == 0)
             w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, sum, strlen(sum), err);
-    } else if (w == 0) {
-        w = svc_err_set(err, SVC_E_NOMEM, "out of memory");
     }
     free(sum);
     char *md = w == 0 ? svc_transcript_markdown(s->sid, ex->st.agent_id, s->summary, rows) : NULL;
     json_object_put(rows);
     if (w != 0)
         goto out;
-    if (!md) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
     char trel[160];
     snprintf(trel, sizeof trel, "transcripts/%s.md", s->sid);
     w = svc_bout_file(o, trel, md, strlen(md), o->now, err);
@@ -574,7 +566,7 @@ static int copy_fd_to_file(int fd, const char *path, struct svc_err *err)
 static int manifest_sha(int fd, char *sha, uint64_t *bytes)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 || lseek(fd, 0, SEEK_SET) != 0) {
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 || lseek(fd, 0, SEEK_SET) != 0) {
         EVP_MD_CTX_free(md);
         return -1;
     }

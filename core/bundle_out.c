@@ -133,7 +133,7 @@ int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err
     if (rc != 0)
         return -1;
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
         EVP_MD_CTX_free(md);
         return svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
     }
@@ -215,7 +215,7 @@ int svc_bout_agg_open(struct svc_bout *o, struct svc_err *err)
             if (a->fd < 0)
                 return svc_err_errno(err, "write bundle file");
             a->md = EVP_MD_CTX_new();
-            if (!a->md || EVP_DigestInit_ex(a->md, EVP_sha256(), NULL) != 1)
+            if (EVP_DigestInit_ex(a->md, EVP_sha256(), NULL) != 1)
                 return svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
         }
         if (a->fd < 0)

@@ -216,8 +216,9 @@ static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf
                              struct svc_err *err)
 {
     int line, col;
+    /* malloc aborts (err.h), so a memory error is libyaml's own limit on a stack or string */
     if (p->error == YAML_MEMORY_ERROR)
-        return svc_err_set(err, SVC_E_NOMEM, "%s: out of memory while parsing", file);
+        return svc_err_set(err, SVC_E_CONFIG, "%s: too large to parse", file);
     if (p->error == YAML_READER_ERROR) {
         cfgy_offset_mark(buf, len, p->problem_offset, &line, &col);
     } else {
@@ -243,8 +244,7 @@ static int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, 
     int rc = -1;
 
     svc_buf_init(&y.path);
-    if (!yaml_parser_initialize(&parser))
-        return svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", file);
+    (void)yaml_parser_initialize(&parser); /* fails only when malloc does: never (err.h) */
     yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
 
     if (!yaml_parser_load(&parser, &doc)) {
@@ -332,16 +332,10 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
         if (node->data.scalar.length > (size_t)INT32_MAX)
             return cfg_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
                             at->path, "value too long");
-        *out = cfgy_json_scalar(node);
-        if (!*out &&
-            !(node->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-              cfgy_is_null((const char *)node->data.scalar.value, node->data.scalar.length)))
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        *out = cfgy_json_scalar(node); /* NULL is JSON null */
         return 0;
     case YAML_SEQUENCE_NODE: {
         json_object *arr = json_object_new_array();
-        if (!arr)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         for (yaml_node_item_t *it = node->data.sequence.items.start;
              it < node->data.sequence.items.top; it++) {
             yaml_node_t *v = yaml_document_get_node(at->doc, *it);
@@ -354,19 +348,13 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
                 json_object_put(arr);
                 return -1;
             }
-            if (json_object_array_add(arr, jv) != 0) {
-                json_object_put(jv);
-                json_object_put(arr);
-                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
-            }
+            json_object_array_add(arr, jv);
         }
         *out = arr;
         return 0;
     }
     case YAML_MAPPING_NODE: {
         json_object *obj = json_object_new_object();
-        if (!obj)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
              p++) {
             yaml_node_t *k = yaml_document_get_node(at->doc, p->key);
@@ -386,11 +374,7 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
                 json_object_put(obj);
                 return -1;
             }
-            if (json_object_object_add(obj, (const char *)k->data.scalar.value, jv) != 0) {
-                json_object_put(jv);
-                json_object_put(obj);
-                return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
-            }
+            json_object_object_add(obj, (const char *)k->data.scalar.value, jv);
         }
         *out = obj;
         return 0;
@@ -787,10 +771,8 @@ static void range_text(const struct cfg_row *r, char *buf, size_t sz)
 static char *dup_checked(const struct cfgy_node *n)
 {
     char *s = svc_xmalloc(n->len + 1);
-    if (s) {
-        memcpy(s, n->text, n->len);
-        s[n->len] = '\0';
-    }
+    memcpy(s, n->text, n->len);
+    s[n->len] = '\0';
     return s;
 }
 
@@ -823,8 +805,6 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
         if (why)
             return FAIL("%s", why);
         char *v = r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text);
-        if (!v)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         row_free(r, base);
         *FIELD(base, r->off, char *) = v;
         return 0;
@@ -924,8 +904,8 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
     }
     if (r->type == CT_JSON) {
         json_object *j = json_tokener_parse(r->def);
-        if (!j)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
+        if (!j) /* a default that is not JSON: a bug in the table */
+            return svc_err_set(err, SVC_E_INTERNAL, "config: bad default for %s", r->name);
         row_free(r, base);
         *FIELD(base, r->off, json_object *) = j;
         return 0;
@@ -1146,8 +1126,6 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         if (n->len == 0)
             return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
         char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : dup_checked(n);
-        if (!v)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
         return CFGY_SKIP;
     }
@@ -1179,7 +1157,7 @@ void svc_config_free(struct svc_config *cfg)
     memset(cfg, 0, sizeof *cfg);
 }
 
-/* $SVC_HOME or ~/.svc, expanded; heap, NULL on ENOMEM. */
+/* $SVC_HOME or ~/.svc, expanded; heap, never NULL. */
 static char *config_home(void)
 {
     const char *h = getenv("SVC_HOME");
@@ -1191,10 +1169,6 @@ int svc_config_defaults(struct svc_config *cfg, struct svc_err *err)
     memset(cfg, 0, sizeof *cfg);
     cfg->home = config_home();
     cfg->warnings = svc_xcalloc(1, sizeof *cfg->warnings);
-    if (!cfg->home || !cfg->warnings) {
-        svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
-        goto fail;
-    }
     if (rows_default(cfg_rows, NROWS, cfg, cfg->home, err) < 0)
         goto fail;
     return 0;
@@ -1236,8 +1210,6 @@ int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_er
     struct svc_err e = {0};
     memset(cfg, 0, sizeof *cfg);
     if (svc_file_read_follow(path, &buf, &len, &e) < 0) {
-        if (e.code == SVC_E_NOMEM)
-            return svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", path);
         if (e.code == SVC_E_NOT_FOUND)
             return svc_err_set(err, SVC_E_CONFIG, "%s: no such file", path);
         return svc_err_set(err, SVC_E_CONFIG, "%s: cannot read: %s", path, e.message);
@@ -1252,18 +1224,14 @@ int svc_config_load(struct svc_config *cfg, struct svc_err *err)
     const char *env = getenv("SVC_CONFIG");
     if (env && *env) {
         char *path = svc_path_expand(env);
-        if (!path)
-            return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
         int rc = svc_config_load_file(cfg, path, err);
         free(path);
         return rc;
     }
     memset(cfg, 0, sizeof *cfg);
     char *home = config_home();
-    char *path = home ? svc_path_join(home, "agents.yaml") : NULL;
+    char *path = svc_path_join(home, "agents.yaml");
     free(home);
-    if (!path)
-        return svc_err_set(err, SVC_E_NOMEM, "config: out of memory");
     char *buf = NULL;
     size_t len = 0;
     struct svc_err e = {0};
@@ -1271,8 +1239,6 @@ int svc_config_load(struct svc_config *cfg, struct svc_err *err)
     if (svc_file_read_follow(path, &buf, &len, &e) < 0) {
         if (e.code == SVC_E_NOT_FOUND)
             rc = svc_config_defaults(cfg, err);
-        else if (e.code == SVC_E_NOMEM)
-            rc = svc_err_set(err, SVC_E_NOMEM, "%s: out of memory", path);
         else
             rc = svc_err_set(err, SVC_E_CONFIG, "%s: cannot read: %s", path, e.message);
         goto out;
@@ -1287,7 +1253,7 @@ out:
 static json_object *strv_to_json(char *const *v)
 {
     json_object *a = json_object_new_array();
-    if (a && v)
+    if (v)
         for (char *const *p = v; *p; p++)
             json_object_array_add(a, json_object_new_string(*p));
     return a;
@@ -1338,8 +1304,6 @@ static json_object *row_to_json(const struct cfg_row *r, const void *base)
 json_object *svc_config_to_json(const struct svc_config *cfg)
 {
     json_object *root = json_object_new_object();
-    if (!root)
-        return NULL;
     json_object *sec = NULL;
     const char *secname = NULL;
     size_t seclen = 0;

@@ -4,20 +4,29 @@
  * Each code has one row in a table: its API name ("session_busy"), its API error type
  * and its HTTP status, so the HTTP layer, the CLI and the logs all speak the same names.
  *
- * Out of memory is not an error a caller handles: json-c aborts on a failed allocation, and
- * so does svc. All heap memory in core/, cgi/ and cli/ comes from svc_xmalloc, svc_xcalloc,
- * svc_xrealloc, svc_xstrdup, svc_xstrndup and svc_xasprintf (util.h), which log one line
- * and abort(); nothing checks their results for NULL. A worker that aborts is restarted by
- * the master, and the durable write order (FORMAT.md) makes a cut turn show as interrupted.
- * SVC_E_NOMEM remains only for ENOMEM reported by the kernel or a library (zlib, OpenSSL)
- * through a system call's errno or its own init call. */
+ * Out of memory is not an error a caller handles: the process aborts. core/xalloc.c defines
+ * malloc, calloc, realloc and the aligned variants in the executable, so every allocation
+ * of the process (svc's own, json-c's, libyaml's, libcurl's, OpenSSL's, glibc's strdup and
+ * asprintf) writes one line to stderr and calls abort() when the heap is exhausted instead
+ * of returning NULL (json-c 0.16 by itself would return NULL). Under ASan the sanitizer's
+ * allocator dies instead. svc's code allocates through svc_xmalloc and friends (util.h,
+ * which also abort) and checks no allocation for NULL: not svc_x*, json_object_new_*,
+ * json_object_to_json_string*, json_tokener_new*, yaml_parser_initialize, curl_slist_append
+ * nor EVP_MD_CTX_new. NULL that means something else is still checked (json_tokener_parse:
+ * a parse error; json_object_object_get: a missing key). A worker that aborts is restarted
+ * by the master, and the durable write order (FORMAT.md) makes a cut turn show as
+ * interrupted. SVC_E_NOMEM remains for what is not a failed malloc: a system call that
+ * fails with ENOMEM (svc_err_errno maps it: fork, mmap, open under kernel memory pressure)
+ * and a library's init call, which can fail for other reasons too: zlib's
+ * deflateInit2/inflateInit2 (core/tar.c), OpenSSL's EVP_DigestInit_ex (core/bundle_out.c,
+ * core/import.c). */
 #ifndef SVC_ERR_H
 #define SVC_ERR_H
 
 enum svc_errcode {
     SVC_OK = 0,
     SVC_E_INTERNAL,             /* internal_error, 500 */
-    SVC_E_NOMEM,                /* internal_error, 500: ENOMEM from the kernel or a library */
+    SVC_E_NOMEM,                /* internal_error, 500: ENOMEM, zlib/OpenSSL init */
     SVC_E_IO,                   /* io_error, 500: disk errors */
     SVC_E_INVALID_JSON,         /* invalid_json, 400 */
     SVC_E_INVALID_FIELD,        /* invalid_field, 422 (param names the field) */
@@ -60,7 +69,8 @@ int svc_err_set(struct svc_err *err, enum svc_errcode code, const char *fmt, ...
 /* Same with the parameter name set. */
 int svc_err_setp(struct svc_err *err, enum svc_errcode code, const char *param, const char *fmt,
                  ...) __attribute__((format(printf, 4, 5)));
-/* Set from errno: code SVC_E_IO with "<what>: <strerror>". Returns -1. */
+/* Set from errno: code SVC_E_IO with "<what>: <strerror>" (SVC_E_NOMEM for ENOMEM).
+ * Returns -1. */
 int svc_err_errno(struct svc_err *err, const char *what);
 void svc_err_clear(struct svc_err *err);
 

@@ -77,8 +77,6 @@ static char **child_env(const struct svc_extension *x, const char **path)
                 continue;
             svc_xasprintf(&item, "%s=%s", e, v);
         }
-        if (!item)
-            continue;
         if (strncmp(item, "PATH=", 5) == 0)
             *path = item + 5; /* lives as long as env */
         env[k++] = item;
@@ -244,11 +242,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     json_object *empty = args ? NULL : json_object_new_object();
     char *json = svc_json_dump_compact(args ? args : empty);
     json_object_put(empty);
-    if (!env || !json || svc_xasprintf(&input, "%s\n", json) < 0) {
-        input = NULL;
-        set_error(out, NULL, "%s: out of memory", x->name);
-        goto out;
-    }
+    svc_xasprintf(&input, "%s\n", json);
     prog = resolve(x->command[0], path);
     if (!prog) {
         set_error(out, NULL, "%s: cannot run %s: %s", x->name, x->command[0], strerror(errno));
@@ -385,8 +379,6 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     } else {
         out->ok = true;
         out->content = utf8_clean(obuf.data ? obuf.data : "", obuf.len);
-        if (!out->content)
-            set_error(out, NULL, "%s: out of memory", x->name);
     }
     out->truncated = truncated;
 out:

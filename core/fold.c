@@ -21,7 +21,7 @@ char *svc_fold(const char *s)
         }
     }
     char *out = svc_xstrdup(s);
-    for (char *p = out; p && *p; p++)
+    for (char *p = out; *p; p++)
         if (*p >= 'A' && *p <= 'Z')
             *p = (char)(*p - 'A' + 'a');
     return out;

@@ -75,8 +75,6 @@ static char *joinf(const char *fmt, ...)
 static long long parse_stop(const char *buf, size_t len)
 {
     json_tokener *t = json_tokener_new();
-    if (!t)
-        return 0;
     json_object *o = json_tokener_parse_ex(t, buf, (int)len);
     long long end = (long long)json_tokener_get_parse_end(t);
     json_object_put(o);
@@ -192,7 +190,7 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
     }
     if (nbad > 0 && fix) {
         char *side = joinf("%s.corrupt", abs);
-        if (side && svc_file_append(side, bad.data, bad.len, f->st.durable, &err) == 0 &&
+        if (svc_file_append(side, bad.data, bad.len, f->st.durable, &err) == 0 &&
             svc_file_write_atomic(abs, good.data ? good.data : "", good.len, f->st.durable, &err) ==
                 0) {
             for (size_t i = first; i < json_object_array_length(f->problems); i++) {
@@ -239,22 +237,21 @@ static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, co
 {
     char *abs = joinf("%s/agent.json", adir), *rel = joinf("%s/agent.json", arel);
     json_object *agent = NULL;
-    if (abs && rel && parse_file(f, sid, abs, rel, &agent) == 1)
+    if (parse_file(f, sid, abs, rel, &agent) == 1)
         problem(f, sid, rel, -1, "missing_file", false, "agent.json is missing");
     free(abs);
     free(rel);
     char *mdir = joinf("%s/messages", adir), *mrel = joinf("%s/messages", arel);
     int64_t *ids = NULL;
     size_t n = 0, cap = 0;
-    DIR *d = mdir ? opendir(mdir) : NULL;
+    DIR *d = opendir(mdir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         char *fa = joinf("%s/%s", mdir, de->d_name), *fr = joinf("%s/%s", mrel, de->d_name);
         int64_t id = message_name_id(de->d_name);
-        if (!fa || !fr) {
-        } else if (is_temp(de->d_name)) {
+        if (is_temp(de->d_name)) {
             check_temp(f, sid, fa, fr);
         } else if (id < 0) {
             problem(f, sid, fr, -1, "stray_file", false, "not a message file (left alone)");
@@ -334,15 +331,9 @@ static void check_session(struct fsck *f, const char *sid)
 {
     char *dir = svc_store_session_dir(&f->st, sid);
     char *rel = joinf("session_%s", sid);
-    if (!dir || !rel) {
-        free(dir);
-        free(rel);
-        return;
-    }
     char *scp = joinf("%s/svc_session.json", dir), *scr = joinf("%s/svc_session.json", rel);
     json_object *sc = NULL;
-    if (scp && scr)
-        parse_file(f, sid, scp, scr, &sc);
+    parse_file(f, sid, scp, scr, &sc);
     /* a stale run: repaired as the next reader would (it takes its own locks) */
     if (sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 && !svc_lock_run_held(dir)) {
         struct svc_err err;
@@ -375,7 +366,7 @@ static void check_session(struct fsck *f, const char *sid)
 
     json_object *sj = NULL;
     char *sjp = joinf("%s/session.json", dir), *sjr = joinf("%s/session.json", rel);
-    if (sjp && sjr && parse_file(f, sid, sjp, sjr, &sj) == 1 && sc)
+    if (parse_file(f, sid, sjp, sjr, &sj) == 1 && sc)
         problem(f, sid, sjr, -1, "missing_file", false, "session.json is missing");
     json_object_put(sj);
     free(sjp);
@@ -392,8 +383,7 @@ static void check_session(struct fsck *f, const char *sid)
         bool known = false;
         for (int i = 0; session_files[i]; i++)
             known = known || strcmp(nm, session_files[i]) == 0;
-        if (!fa || !fr) {
-        } else if (strcmp(nm, ".svc.lock") == 0 || strcmp(nm, ".svc.run.lock") == 0) {
+        if (strcmp(nm, ".svc.lock") == 0 || strcmp(nm, ".svc.run.lock") == 0) {
             check_lock_file(f, sid, fa, fr);
         } else if (is_temp(nm)) {
             check_temp(f, sid, fa, fr);
@@ -410,19 +400,19 @@ static void check_session(struct fsck *f, const char *sid)
     const char *aid = sc ? svc_json_str(sc, "agent_id", f->st.agent_id) : f->st.agent_id;
     int64_t count = -1;
     char *agents = joinf("%s/agents", dir), *arel = joinf("%s/agents", rel);
-    d = agents ? opendir(agents) : NULL;
+    d = opendir(agents);
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
         if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
         char *fa = joinf("%s/%s", agents, nm), *fr = joinf("%s/%s", arel, nm);
         struct stat sb;
-        if (fa && fr && strncmp(nm, "agent_", 6) == 0 && svc_id_valid(nm + 6) &&
-            lstat(fa, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        if (strncmp(nm, "agent_", 6) == 0 && svc_id_valid(nm + 6) && lstat(fa, &sb) == 0 &&
+            S_ISDIR(sb.st_mode)) {
             int64_t n = check_agent(f, sid, fa, fr);
             if (aid && strcmp(nm + 6, aid) == 0)
                 count = n;
-        } else if (fa && fr && is_temp(nm)) {
+        } else if (is_temp(nm)) {
             check_temp(f, sid, fa, fr);
         } else if (fa && fr) {
             problem(f, sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
@@ -447,14 +437,12 @@ static void check_session(struct fsck *f, const char *sid)
         }
     }
     char *tp = joinf("%s/svc_turns.jsonl", dir), *tr = joinf("%s/svc_turns.jsonl", rel);
-    if (tp && tr)
-        check_lines(f, sid, tp, tr, live, fix);
+    check_lines(f, sid, tp, tr, live, fix);
     free(tp);
     free(tr);
     json_object *mem = NULL;
     char *mp = joinf("%s/svc_memory.json", dir), *mr = joinf("%s/svc_memory.json", rel);
-    if (mp && mr)
-        parse_file(f, sid, mp, mr, &mem);
+    parse_file(f, sid, mp, mr, &mem);
     json_object_put(mem);
     free(mp);
     free(mr);
@@ -478,19 +466,19 @@ static bool has_suffix(const char *s, const char *suf)
 static void check_runs(struct fsck *f)
 {
     char *dir = svc_path_join(f->st.root, ".svc_runs");
-    DIR *d = dir ? opendir(dir) : NULL;
+    DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
         char *fa = joinf("%s/%s", dir, nm), *fr = joinf(".svc_runs/%s", nm);
-        if (!fa || !fr || nm[0] == '.') {
+        if (nm[0] == '.') {
         } else if (is_temp(nm)) {
             check_temp(f, NULL, fa, fr);
         } else if (has_suffix(nm, ".events.jsonl")) {
             /* the runner holds <run>.lock while it appends */
             char *id = svc_xstrndup(nm, strlen(nm) - strlen(".events.jsonl"));
-            char *lp = id ? joinf("%s/%s.lock", dir, id) : NULL;
-            int fd = lp ? open(lp, O_RDWR | O_CLOEXEC | O_NOFOLLOW) : -1;
+            char *lp = joinf("%s/%s.lock", dir, id);
+            int fd = open(lp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
             bool idle = fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0;
             check_lines(f, NULL, fa, fr, !idle, f->repair && idle);
             if (fd >= 0)
@@ -503,7 +491,7 @@ static void check_runs(struct fsck *f)
                 strcmp(svc_json_str(rec, "status", ""), "running") == 0) {
                 const char *id = svc_json_str(rec, "run_id", "");
                 char *lp = joinf("%s/%s.lock", dir, id);
-                int fd = lp && svc_run_id_valid(id) ? open(lp, O_RDWR | O_CLOEXEC) : -1;
+                int fd = svc_run_id_valid(id) ? open(lp, O_RDWR | O_CLOEXEC) : -1;
                 bool dead = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
                 if (fd >= 0)
                     close(fd); /* svc_runs_get takes it again to finish the record */
@@ -545,15 +533,14 @@ static void check_memory(struct fsck *f)
         char *fr = joinf("memory/%s/memory.jsonl", de->d_name);
         char *lp = joinf("%s/%s/.memory.lock", mroot, de->d_name);
         int fd = -1;
-        if (f->repair && lp) {
+        if (f->repair) {
             fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
             if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
                 close(fd);
                 fd = -1;
             }
         }
-        if (fa && fr)
-            check_lines(f, NULL, fa, fr, false, fd >= 0);
+        check_lines(f, NULL, fa, fr, false, fd >= 0);
         if (fd >= 0)
             close(fd);
         free(fa);
@@ -590,7 +577,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
             }
         }
         ids = svc_xcalloc(o->nsessions, sizeof *ids);
-        for (size_t i = 0; ids && i < o->nsessions; i++)
+        for (size_t i = 0; i < o->nsessions; i++)
             ids[n++] = svc_xstrdup(o->sessions[i]);
     } else {
         DIR *d = opendir(f.st.root);

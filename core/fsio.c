@@ -240,7 +240,7 @@ int svc_file_remove_tree(const char *path)
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
                 continue;
             char *child = svc_path_join(path, de->d_name);
-            if (!child || svc_file_remove_tree(child) != 0)
+            if (svc_file_remove_tree(child) != 0)
                 rc = -1;
             free(child);
         }

@@ -10,6 +10,7 @@ enum svc_idem_sync svc_idem_sync_decide(const struct svc_config *cfg, const char
                                         const char *key, json_object **record)
 {
     *record = NULL;
+    /* the one place that says when a key applies: a new session or no sessions has none */
     if (!key || !sid || !cfg->sessions.enabled)
         return SVC_IDEM_NEW_TURN;
     json_object *rec = NULL;

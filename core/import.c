@@ -34,25 +34,20 @@ struct src {
     int fd; /* directory: the current file */
 };
 
-static int src_add(struct src *s, const char *rel)
+static void src_add(struct src *s, const char *rel)
 {
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 256;
-        char **nv = svc_xrealloc(s->rel, nc * sizeof *nv);
-        if (!nv)
-            return -1;
-        s->rel = nv;
+        s->rel = svc_xrealloc(s->rel, nc * sizeof *s->rel);
         s->cap = nc;
     }
-    s->rel[s->n] = svc_xstrdup(rel);
-    return s->rel[s->n] ? (int)(s->n++, 0) : -1;
+    s->rel[s->n++] = svc_xstrdup(rel);
 }
 
 static int src_walk(struct src *s, const char *rel, struct svc_err *err)
 {
     char *abs = NULL;
-    if (svc_xasprintf(&abs, "%s%s%s", s->path, *rel ? "/" : "", rel) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    svc_xasprintf(&abs, "%s%s%s", s->path, *rel ? "/" : "", rel);
     DIR *d = opendir(abs);
     free(abs);
     if (!d)
@@ -64,23 +59,18 @@ static int src_walk(struct src *s, const char *rel, struct svc_err *err)
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         char *child = NULL;
-        if (svc_xasprintf(&child, "%s%s%s", rel, *rel ? "/" : "", de->d_name) < 0) {
-            rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            break;
-        }
+        svc_xasprintf(&child, "%s%s%s", rel, *rel ? "/" : "", de->d_name);
         struct stat sb;
         if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
             rc = svc_err_errno(err, "stat bundle member");
         else if (S_ISDIR(sb.st_mode)) {
             char *with = NULL;
-            if (svc_xasprintf(&with, "%s/", child) < 0 || src_add(s, with) != 0)
-                rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            svc_xasprintf(&with, "%s/", child);
+            src_add(s, with);
             free(with);
-            if (rc == 0)
-                rc = src_walk(s, child, err);
+            rc = src_walk(s, child, err);
         } else if (S_ISREG(sb.st_mode)) {
-            if (src_add(s, child) != 0)
-                rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+            src_add(s, child);
         } else {
             rc = svc_err_set(err, SVC_E_IO,
                              "bundle member %.200s is a link or a special file: "
@@ -154,7 +144,7 @@ static int src_next(struct src *s, const char **rel, bool *is_dir, uint64_t *siz
     if (*is_dir)
         return 1;
     char *abs = svc_path_join(s->path, buf);
-    s->fd = abs ? open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    s->fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     free(abs);
     struct stat sb;
     if (s->fd < 0 || fstat(s->fd, &sb) != 0)
@@ -193,17 +183,12 @@ static struct fent *fset_add(struct fset *f, const char *path)
 {
     if (f->n == f->cap) {
         size_t nc = f->cap ? f->cap * 2 : 1024;
-        struct fent *nv = svc_xrealloc(f->v, nc * sizeof *nv);
-        if (!nv)
-            return NULL;
-        f->v = nv;
+        f->v = svc_xrealloc(f->v, nc * sizeof *f->v);
         f->cap = nc;
     }
     struct fent *e = &f->v[f->n];
     memset(e, 0, sizeof *e);
     e->path = svc_xstrdup(path);
-    if (!e->path)
-        return NULL;
     f->n++;
     return e;
 }
@@ -284,10 +269,7 @@ static struct sess *sess_get(struct job *j, const char *sid, size_t n, bool add)
         return NULL;
     if (j->ns == j->scap) {
         size_t nc = j->scap ? j->scap * 2 : 64;
-        struct sess *nv = svc_xrealloc(j->s, nc * sizeof *nv);
-        if (!nv)
-            return NULL;
-        j->s = nv;
+        j->s = svc_xrealloc(j->s, nc * sizeof *j->s);
         j->scap = nc;
     }
     struct sess *e = &j->s[j->ns++];
@@ -338,13 +320,8 @@ static int pass_read(struct job *j, struct svc_err *err)
     bool is_dir;
     uint64_t size;
     int r;
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    EVP_MD_CTX *md = EVP_MD_CTX_new(); /* OpenSSL allocates with malloc: never NULL */
     char *buf = svc_xmalloc(65536);
-    if (!md || !buf) {
-        EVP_MD_CTX_free(md);
-        free(buf);
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
-    }
     while ((r = src_next(&j->src, &rel, &is_dir, &size, err)) == 1) {
         if (is_dir)
             continue;
@@ -359,16 +336,8 @@ static int pass_read(struct job *j, struct svc_err *err)
             }
             snprintf(j->prefix, sizeof j->prefix, "%.*s", slash ? (int)(slash - rel + 1) : 0, rel);
             j->manifest_text = svc_xmalloc((size_t)size + 1);
-            if (!j->manifest_text) {
-                r = svc_err_set(err, SVC_E_NOMEM, "out of memory");
-                break;
-            }
         }
         struct fent *e = fset_add(&j->have, rel);
-        if (!e) {
-            r = svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            break;
-        }
         EVP_DigestInit_ex(md, EVP_sha256(), NULL);
         long got;
         while ((got = src_read(&j->src, buf, 65536, err)) > 0) {
@@ -447,14 +416,14 @@ static int verify(struct job *j, struct svc_err *err)
                                "a valid entry",
                                i);
         struct fent *e = fset_add(&j->want, path);
-        if (!e)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
         e->bytes = (uint64_t)bytes;
         snprintf(e->sha, sizeof e->sha, "%s", sha);
         size_t n;
         const char *sid = path_sid(path, &n);
-        if (sid && !sess_get(j, sid, n, true))
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        if (sid && !sess_get(j, sid, n, true)) /* NULL: an id too long to be one */
+            return svc_err_set(err, SVC_E_IO,
+                               "bundle damaged: manifest.json files[%zu] names no valid session",
+                               i);
     }
     if (j->want.n > 1)
         qsort(j->want.v, j->want.n, sizeof *j->want.v, cmp_fent);
@@ -465,8 +434,7 @@ static int verify(struct job *j, struct svc_err *err)
             return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json lists %.300s twice",
                                w->path);
         char *full = NULL;
-        if (svc_xasprintf(&full, "%s%s", j->prefix, w->path) < 0)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        svc_xasprintf(&full, "%s%s", j->prefix, w->path);
         struct fent *h = fset_find(&j->have, full);
         free(full);
         int rc = 0;
@@ -545,8 +513,7 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
 {
     char *dst = NULL;
     const char *inner = rel + 15 + strlen(s->sid); /* "" or "/..." */
-    if (svc_xasprintf(&dst, "%s/session_%s%s", j->staging, s->sid, inner) < 0)
-        return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    svc_xasprintf(&dst, "%s/session_%s%s", j->staging, s->sid, inner);
     int rc = 0;
     if (is_dir) {
         rc = mkdir_fast(dst, err);
@@ -571,8 +538,8 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
     char *buf = svc_xmalloc(65536);
     uint64_t n = 0;
     long got = 0;
-    if (!md || !buf || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-        rc = svc_err_set(err, SVC_E_NOMEM, "out of memory");
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+        rc = svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
     while (rc == 0 && (got = src_read(&j->src, buf, 65536, err)) > 0) {
         EVP_DigestUpdate(md, buf, (size_t)got);
         if (write_all(fd, buf, (size_t)got) != 0)
@@ -671,13 +638,8 @@ static void place(struct job *j, struct sess *s)
     char *staged = NULL, *final = NULL;
     struct svc_lock sl = SVC_LOCK_INIT, ol = SVC_LOCK_INIT, orl = SVC_LOCK_INIT;
     struct svc_err e;
-    if (svc_xasprintf(&staged, "%s/session_%s", j->staging, s->sid) < 0)
-        staged = NULL;
+    svc_xasprintf(&staged, "%s/session_%s", j->staging, s->sid);
     final = svc_store_session_dir(&j->st, s->sid);
-    if (!staged || !final) {
-        fail_sess(s, "%s%s", "out of memory", "");
-        goto out;
-    }
     if (svc_mkdirs(staged, 0755, &e) != 0 || svc_lock_session(staged, true, &sl, &e) != 0) {
         fail_sess(s, "staging: %s%s", e.message, "");
         goto out;
@@ -800,10 +762,6 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     }
     j.src.tar = !S_ISDIR(sb.st_mode);
     j.src.path = svc_xstrdup(bundle);
-    if (!j.src.path) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
     /* verify everything before the root is touched */
     if (pass_read(&j, err) != 0 || verify(&j, err) != 0)
         goto out;
@@ -813,7 +771,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
             continue;
         struct stat lst;
         char *final = svc_store_session_dir(&j.st, s->sid);
-        s->exists = final && lstat(final, &lst) == 0;
+        s->exists = lstat(final, &lst) == 0;
         free(final);
         if (s->exists && !opt->overwrite) {
             s->state = S_SKIP;
@@ -831,7 +789,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     if (svc_mkdirs_durable(j.st.root, 0755, j.st.durable, err) != 0)
         goto out;
     char *lp = svc_path_join(j.st.root, ".svc_import.lock");
-    lockfd = lp ? open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
+    lockfd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     free(lp);
     if (lockfd < 0) {
         svc_err_errno(err, "import lock");
@@ -850,11 +808,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     }
     char hex[17];
     svc_random_hex(hex, 16);
-    if (svc_xasprintf(&j.staging, "%s/.svc_import-%s", j.st.root, hex) < 0) {
-        j.staging = NULL;
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
+    svc_xasprintf(&j.staging, "%s/.svc_import-%s", j.st.root, hex);
     if (mkdir(j.staging, 0755) != 0) {
         svc_err_errno(err, "create staging directory");
         goto out;

@@ -392,7 +392,7 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
     int lock = lock_root(st, &writable);
     int rc = -1;
     struct idxfile f = {.fd = -1};
-    if (!text || lock < 0 || !writable)
+    if (lock < 0 || !writable)
         goto out;
     struct stamp s;
     stamp_parse(lock, &s);
@@ -561,7 +561,7 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
     svc_buf_printf(&b, "{\"svc_index_generation\":\"%s\"}\n", gen);
     off_t *at = svc_xcalloc(ix.n ? ix.n : 1, sizeof *at);
     uint32_t *len = svc_xcalloc(ix.n ? ix.n : 1, sizeof *len);
-    bool ok = at && len && writable;
+    bool ok = writable;
     for (size_t i = 0; ok && i < ix.n; i++) {
         char *sum = entry_summary(&ix.v[i]);
         if (!sum) {
@@ -863,7 +863,7 @@ static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
 static bool run_alive(const struct svc_store *st, const char *sid)
 {
     char *dir = svc_store_session_dir(st, sid);
-    bool alive = dir ? svc_lock_run_held(dir) : true;
+    bool alive = svc_lock_run_held(dir);
     free(dir);
     return alive;
 }
@@ -981,7 +981,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     if (ix.fd_open && lo_off >= 0 && (size_t)(hi_off - lo_off) <= span_max) {
         size_t n = (size_t)(hi_off - lo_off);
         span = svc_xmalloc(n ? n : 1);
-        if (span && pread(ix.fd, span, n, lo_off) != (ssize_t)n) {
+        if (pread(ix.fd, span, n, lo_off) != (ssize_t)n) {
             free(span);
             span = NULL;
         }
@@ -1089,7 +1089,7 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
     }
     size_t len = (size_t)f.sb.st_size;
     buf = svc_xmalloc(len + 1);
-    if (!buf || pread(f.fd, buf, len, 0) != (ssize_t)len) {
+    if (pread(f.fd, buf, len, 0) != (ssize_t)len) {
         rc = -1;
         goto out;
     }

@@ -16,10 +16,12 @@
 
 time_t svc_jobs_now(void)
 {
+#ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
     const char *knob = getenv("SVC_TEST_JOBS_NOW");
     double t;
     if (knob && *knob && svc_time_parse_iso(knob, &t) == 0)
         return (time_t)t;
+#endif
     return (time_t)svc_time_now();
 }
 
@@ -28,7 +30,7 @@ static char *jobs_path(const struct svc_config *cfg, const char *name)
     if (!cfg->home)
         return NULL;
     char *dir = svc_path_join(cfg->home, "jobs");
-    char *p = dir && name ? svc_path_join(dir, name) : dir;
+    char *p = name ? svc_path_join(dir, name) : dir;
     if (p != dir)
         free(dir);
     return p;
@@ -135,7 +137,7 @@ static int save_entry(const struct svc_config *cfg, const char *id, json_object 
     int rc = -1, fd = -1;
     json_object *state = NULL;
     if (!lpath || !spath) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        svc_err_set(err, SVC_E_CONFIG, "no SVC_HOME for the jobs state");
         goto out;
     }
     if ((fd = lock_file(lpath, false, err)) < 0)
@@ -253,8 +255,8 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
         }
         char name[160];
         snprintf(name, sizeof name, "%s.lock", j->id);
-        char *lpath = jobs_path(cfg, name);
-        int fd = lpath ? lock_file(lpath, true, err) : svc_err_set(err, SVC_E_NOMEM, "oom");
+        char *lpath = jobs_path(cfg, name); /* not NULL: cfg->home is checked above */
+        int fd = lock_file(lpath, true, err);
         free(lpath);
         if (fd == -2) {
             svc_json_set_str(res, "result", "locked"); /* another invocation has it */

@@ -12,7 +12,8 @@
  * lock is taken, so two racing invocations run a due job exactly once. A busy session
  * (another run holds it) records last_status "skipped" and leaves last_due_at, so the next
  * minute tries again. Statuses: done, error, cancelled, skipped. Times are UTC.
- * Test hook: SVC_TEST_JOBS_NOW (ISO 8601) replaces the clock of svc_jobs_now. */
+ * Test hook, compiled only into test builds (make TEST_HOOKS=1, which `make test` and
+ * `make asan` use): SVC_TEST_JOBS_NOW (ISO 8601) replaces the clock of svc_jobs_now. */
 #ifndef SVC_JOBS_H
 #define SVC_JOBS_H
 

@@ -423,9 +423,7 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
      * parsing never nests, and the processes are single-threaded */
     static json_tokener *tok;
     if (!tok) {
-        tok = json_tokener_new_ex(64);
-        if (!tok)
-            return svc_err_set(err, SVC_E_NOMEM, "out of memory");
+        tok = json_tokener_new_ex(64); /* NULL only for a depth below 1 */
         json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
     } else {
         json_tokener_reset(tok);

@@ -73,7 +73,7 @@ static char *text_of(json_object *msg, const char *role)
     if (strcmp(svc_json_str(msg, "role", ""), role) != 0 || has_block(msg, "toolResult"))
         return NULL;
     char *t = svc_native_text(msg);
-    if (t && !*t) {
+    if (!*t) {
         free(t);
         return NULL;
     }
@@ -104,12 +104,6 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
     *message_id = ids[ai];
     free(u);
     free(a);
-    if (!*user || !*assistant) {
-        free(*user);
-        free(*assistant);
-        *user = *assistant = NULL;
-        return -1;
-    }
     return 1;
 }
 
@@ -366,10 +360,6 @@ int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_o
                          "sync_memory on");
         goto done;
     }
-    if (!sdir || !mpath) {
-        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
     if (!svc_store_session_exists(&st, sid)) {
         rc = svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
         goto done;
@@ -397,20 +387,12 @@ int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_o
             goto out;
         pr = svc_memory_pair(msgs, ids, &user, &assistant, &mid);
     }
-    if (pr < 0) {
-        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
     if (pr == 0 || svc_json_int(mem, "last_synced_message_id", -1) >= mid) {
         rc = 0; /* no pair, or this pair is synced already */
         goto out;
     }
     dir = agent_dir(cfg);
-    file = dir ? svc_path_join(dir, "memory.jsonl") : NULL;
-    if (!file) {
-        svc_err_set(&e, SVC_E_NOMEM, "out of memory");
-        goto out;
-    }
+    file = svc_path_join(dir, "memory.jsonl");
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     line = json_object_new_object();
@@ -480,14 +462,12 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid)
     if (cfg->memory.recall <= 0)
         return NULL;
     char *dir = agent_dir(cfg);
-    char *file = dir ? svc_path_join(dir, "memory.jsonl") : NULL;
+    char *file = svc_path_join(dir, "memory.jsonl");
     struct recall_ctx c = {
         .sid = sid ? sid : "", .want = cfg->memory.recall, .found = json_object_new_array()};
     char *out = NULL;
     struct svc_err e;
     int fd = -1;
-    if (!file)
-        goto done;
     if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_SH, &e)) < 0)
         svc_logf("memory recall: %s", e.message);
     if (scan_back(file, NULL, recall_line, &c, &e) != 0)

@@ -30,11 +30,11 @@
 #define SVC_MEMORY_TAIL (1024 * 1024)
 
 /* The digest form of one side: whitespace runs folded to one space, ends trimmed, cut to at
- * most max_cp code points (the last one "…" when cut). Heap string, NULL on ENOMEM. */
+ * most max_cp code points (the last one "…" when cut). Heap string, never NULL. */
 char *svc_memory_fold(const char *text, size_t max_cp);
 /* The newest user/assistant text pair of a list of native messages (json array, oldest
  * first; ids[i] is the id of element i). *user and *assistant are heap digests, *message_id
- * the assistant message's id. Returns 1 when found, 0 when there is no pair, -1 on ENOMEM. */
+ * the assistant message's id. Returns 1 when found, 0 when there is no pair. */
 int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **assistant,
                     int64_t *message_id);
 /* Sync session sid (see above). Returns 0 when synced or nothing to do, -1 with err when it

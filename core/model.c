@@ -91,7 +91,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     size_t chars = call->system_prompt ? strlen(call->system_prompt) : 0;
     for (size_t i = 0; i < n; i++) {
         char *t = svc_native_text(json_object_array_get_idx(msgs, i));
-        chars += t ? strlen(t) : 0;
+        chars += strlen(t);
         free(t);
     }
     json_object *last = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
@@ -101,8 +101,6 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     long delay = 0;
     int rc = -1;
     out->tool_uses = json_object_new_array();
-    if (!input)
-        goto oom;
     const char *text = input;
     if (strncmp(text, "/slow ", 6) == 0) {
         char *end;
@@ -174,9 +172,6 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     out->prompt_tokens = tokens_of(chars);
     out->completion_tokens = tokens_of(strlen(out->text));
     rc = 0;
-    goto done;
-oom:
-    svc_err_set(err, SVC_E_NOMEM, "out of memory");
 done:
     free(answer);
     free(input);
@@ -222,7 +217,7 @@ static int64_t prompt_estimate(const struct svc_model_call *call)
     size_t n = call->messages ? json_object_array_length(call->messages) : 0;
     for (size_t i = 0; i < n; i++) {
         char *t = svc_native_text(json_object_array_get_idx(call->messages, i));
-        chars += t ? strlen(t) : 0;
+        chars += strlen(t);
         free(t);
     }
     return tokens_of(chars);

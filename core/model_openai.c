@@ -30,7 +30,6 @@ enum oa_abort {
     OA_CANCEL,    /* should_cancel said so */
     OA_GONE,      /* on_delta / on_idle said so */
     OA_STREAMERR, /* an {"error": ...} event in the stream */
-    OA_NOMEM,
     OA_TOOBIG,
 };
 
@@ -100,8 +99,8 @@ char *svc_openai_redact(const char *src, const char *secret)
         return svc_xstrdup("");
     char *out = svc_buf_steal(&b);
     /* backstop: a text cut short may end in the start of the key; mask such a tail */
-    size_t ol = out ? strlen(out) : 0;
-    for (size_t n = kl - 1 < ol ? kl - 1 : ol; out && n >= 4; n--) {
+    size_t ol = strlen(out);
+    for (size_t n = kl - 1 < ol ? kl - 1 : ol; n >= 4; n--) {
         if (memcmp(out + ol - n, secret, n) == 0) {
             out[ol - n] = '\0';
             char *masked = NULL;
@@ -129,7 +128,7 @@ static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, co
         if ((unsigned char)*c < 0x20)
             *c = ' ';
     char *red = svc_openai_redact(msg, st->key);
-    svc_err_set(err, code, "%s", red ? red : "model server error");
+    svc_err_set(err, code, "%s", red);
     free(red);
     return -1;
 }
@@ -284,8 +283,6 @@ static struct oa_tool *oa_tool_slot(struct oa *st, int64_t index)
         return NULL;
     if ((size_t)index >= st->ntools) {
         struct oa_tool *t = svc_xrealloc(st->tools, ((size_t)index + 1) * sizeof *t);
-        if (!t)
-            return NULL;
         memset(t + st->ntools, 0, ((size_t)index + 1 - st->ntools) * sizeof *t);
         for (size_t i = st->ntools; i <= (size_t)index; i++)
             svc_buf_init(&t[i].args);
@@ -308,8 +305,6 @@ static void oa_piece(char **dst, const char *piece)
         return;
     size_t a = strlen(*dst), b = strlen(piece);
     char *s = svc_xrealloc(*dst, a + b + 1);
-    if (!s)
-        return;
     memcpy(s + a, piece, b + 1);
     *dst = s;
 }
@@ -366,8 +361,7 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
                                                                  : svc_json_str(e, "message", NULL);
         /* redact before the copy can cut the key in two */
         char *red = svc_openai_redact(m && *m ? m : "the model server reported an error", st->key);
-        snprintf(st->stream_error, sizeof st->stream_error, "%s",
-                 red ? red : "the model server reported an error");
+        snprintf(st->stream_error, sizeof st->stream_error, "%s", red);
         free(red);
         st->abort = OA_STREAMERR;
         return -1;
@@ -637,8 +631,6 @@ static char *oa_error_message(const char *body, size_t len)
     /* Not an error object: a short, one-line excerpt of the body. */
     size_t cut = len < 200 ? len : 200;
     msg = svc_xstrndup(body, cut);
-    if (!msg)
-        return NULL;
     for (char *c = msg; *c; c++)
         if ((unsigned char)*c < 0x20)
             *c = ' ';
@@ -683,16 +675,12 @@ static bool oa_connect_error(CURLcode cc)
 }
 
 /* The verdict of an attempt whose answer could not be taken (st->abort says why): the
- * client left, memory ran out, or the server reported an error (retried while nothing has
- * reached the client yet). */
+ * client left, or the server reported an error (retried while nothing has reached the
+ * client yet). */
 static enum oa_result oa_chunk_failed(struct oa *st, struct svc_err *err)
 {
     if (st->abort == OA_GONE) {
         svc_err_set(err, SVC_E_CANCELLED, "client went away");
-        return OA_FAIL;
-    }
-    if (st->abort == OA_NOMEM) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
         return OA_FAIL;
     }
     oa_fail(st, err, SVC_E_UPSTREAM, "model server error: %s", st->stream_error);
@@ -720,9 +708,6 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     case OA_GONE:
         svc_err_set(err, SVC_E_CANCELLED, "client went away");
         return OA_FAIL;
-    case OA_NOMEM:
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        return OA_FAIL;
     case OA_TOOBIG:
         oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is too large");
         return OA_FAIL;
@@ -745,7 +730,7 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     if (status >= 300) {
         /* redact the whole body before any excerpt is cut from it */
         char *body = svc_openai_redact(st->body.data ? st->body.data : "", st->key);
-        char *m = oa_error_message(body ? body : "", body ? strlen(body) : 0);
+        char *m = oa_error_message(body, strlen(body));
         free(body);
         oa_fail(st, err, SVC_E_UPSTREAM, "model server answered HTTP %ld%s%s", status,
                 m ? ": " : "", m ? m : "");
@@ -934,11 +919,7 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     size_t bl = strlen(base);
     while (bl > 0 && base[bl - 1] == '/')
         bl--;
-    if (!body || svc_xasprintf(&url, "%.*s/chat/completions", (int)bl, base) < 0) {
-        url = NULL;
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto done;
-    }
+    svc_xasprintf(&url, "%.*s/chat/completions", (int)bl, base);
     st.h = curl_easy_init();
     if (!st.h) {
         svc_err_set(err, SVC_E_INTERNAL, "libcurl could not create a handle");
@@ -948,16 +929,8 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream, application/json");
     hdrs = curl_slist_append(hdrs, "Expect:");
     if (st.key) {
-        if (svc_xasprintf(&auth, "Authorization: Bearer %s", st.key) < 0) {
-            auth = NULL;
-            svc_err_set(err, SVC_E_NOMEM, "out of memory");
-            goto done;
-        }
+        svc_xasprintf(&auth, "Authorization: Bearer %s", st.key);
         hdrs = curl_slist_append(hdrs, auth);
-    }
-    if (!hdrs) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto done;
     }
     long timeout = cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120;
     curl_easy_setopt(st.h, CURLOPT_URL, url);
@@ -997,10 +970,6 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     size_t arg_chars = 0;
     out->tool_uses = oa_tool_uses(&st, &arg_chars);
     out->text = svc_buf_steal(&st.text);
-    if (!out->text) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory");
-        goto done;
-    }
     size_t ntu = json_object_array_length(out->tool_uses);
     const char *fr = st.finish;
     if (ntu > 0 && (!*fr || strcmp(fr, "stop") == 0 || strcmp(fr, "function_call") == 0))

@@ -18,13 +18,13 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
                             struct svc_err *err);
 
 /* Exposed for unit tests: copy src to a heap string with every occurrence of secret
- * replaced by "***" (secret NULL or "" copies). NULL on ENOMEM. */
+ * replaced by "***" (secret NULL or "" copies). NULL only when src is NULL. */
 char *svc_openai_redact(const char *src, const char *secret);
 
 /* Exposed for the fuzz harness (t/fuzz/sse_fuzz.c): run the SSE reader over p[0..n) as if
  * libcurl delivered it in pieces of at most step bytes (0: one piece), with no callbacks.
  * On success *text (heap) and *tool_uses (new reference) hold what a reply would; -1 when
- * the reader aborted (a stream error event, a line too long, ENOMEM), nothing to free. */
+ * the reader aborted (a stream error event, a line too long), nothing to free. */
 int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text,
                          json_object **tool_uses);
 

@@ -101,7 +101,7 @@ json_object *svc_openai_project(json_object *msg)
     if (json_object_array_length(results) > 0) {
         for (size_t i = 0; i < json_object_array_length(results); i++)
             json_object_array_add(out, json_object_get(json_object_array_get_idx(results, i)));
-        if (txt && *txt) { /* user text alongside results */
+        if (*txt) { /* user text alongside results */
             json_object *m = json_object_new_object();
             svc_json_set_str(m, "role", "user");
             svc_json_set_str(m, "content", txt);

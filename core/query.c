@@ -227,7 +227,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
     svc_json_set_int(row, "message_id", id);
     svc_json_set_str(row, "role", svc_openai_role(m));
     char *text = svc_native_text(m);
-    if (!text || !*text) {
+    if (!*text) {
         /* a tool-result message: its text is the results' text */
         json_object *proj = svc_openai_project(m);
         json_object *first =
@@ -239,7 +239,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
         }
         json_object_put(proj);
     }
-    svc_json_set_str(row, "content", text ? text : "");
+    svc_json_set_str(row, "content", text);
     free(text);
     svc_json_set_str(row, "created_at", svc_json_str(rec, "created_at", NULL));
     svc_json_set_str(row, "updated_at", svc_json_str(rec, "updated_at", NULL));

@@ -653,7 +653,7 @@ int svc_runs_find_idem(const struct svc_config *cfg, const char *sid, const char
 {
     *record = NULL;
     char id[80];
-    if (!cfg->sessions.enabled || !sid || idem_lookup(cfg, sid, key, id, sizeof id) != 0)
+    if (idem_lookup(cfg, sid, key, id, sizeof id) != 0)
         return svc_err_set(err, SVC_E_NOT_FOUND, "no run for this idempotency key");
     return svc_runs_get(cfg, id, record, err);
 }
@@ -676,10 +676,8 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     svc_buf_init(&b);
     for (size_t i = 0; i < json_object_array_length(events); i++) {
         char *s = svc_json_dump_compact(json_object_array_get_idx(events, i));
-        if (s) {
-            svc_buf_adds(&b, s);
-            svc_buf_adds(&b, "\n");
-        }
+        svc_buf_adds(&b, s);
+        svc_buf_adds(&b, "\n");
         free(s);
     }
     /* durable only when an Idempotency-Key relies on it: otherwise the record is a way to

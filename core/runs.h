@@ -53,8 +53,9 @@ int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_
 int svc_runs_cancel(const struct svc_config *cfg, const char *run_id, json_object **out,
                     struct svc_err *err);
 
-/* Idempotency for synchronous /api/chat: the stored run record for (session, key), or
- * SVC_E_NOT_FOUND. */
+/* Idempotency for synchronous /api/chat: the stored run record for (session sid, key), or
+ * SVC_E_NOT_FOUND. A plain lookup (sid and key not NULL): whether a key applies at all
+ * (sessions enabled, an existing session) is svc_idem_sync_decide's rule (idem.h). */
 int svc_runs_find_idem(const struct svc_config *cfg, const char *sid, const char *key,
                        json_object **record, struct svc_err *err);
 /* Record an ended synchronous run (/api/chat, the Responses API): its record and events,

@@ -120,16 +120,15 @@ static int read_whole(int dirfd, const char *name, char **data, size_t *len, tim
 }
 
 /* Copy the directory dirfd (relative path rel, "" at the top) into s, recursively. */
-static int walk(struct svc_snap *s, int dirfd, const char *rel)
+static void walk(struct svc_snap *s, int dirfd, const char *rel)
 {
-    DIR *d = fdopendir(dirfd);
+    DIR *d = fdopendir(dirfd); /* on a directory fd it fails only as malloc does: never */
     if (!d) {
         close(dirfd);
-        return -1;
+        return;
     }
     struct dirent *de;
-    int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
+    while ((de = readdir(d))) {
         const char *name = de->d_name;
         if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || svc_file_is_internal(name))
             continue;
@@ -142,20 +141,14 @@ static int walk(struct svc_snap *s, int dirfd, const char *rel)
         }
         if (S_ISDIR(sb.st_mode)) {
             struct svc_snap_file *f = snap_add(s, child);
-            if (!f)
-                rc = -1;
-            else {
-                f->mtime = sb.st_mtime;
-                int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (sub >= 0)
-                    rc = walk(s, sub, child);
-            }
+            f->mtime = sb.st_mtime;
+            int sub = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub >= 0)
+                walk(s, sub, child);
         } else if (S_ISREG(sb.st_mode)) {
             if (!skipped_message(s, rel, name)) {
                 struct svc_snap_file *f = snap_add(s, child);
-                if (!f)
-                    rc = -1;
-                else if (read_whole(dirfd, name, &f->data, &f->len, &f->mtime) != 0) {
+                if (read_whole(dirfd, name, &f->data, &f->len, &f->mtime) != 0) {
                     svc_snap_warn_native(s, child, "could not be read; left out");
                     free(f->rel);
                     s->n--;
@@ -167,7 +160,6 @@ static int walk(struct svc_snap *s, int dirfd, const char *rel)
         free(child);
     }
     closedir(d);
-    return rc;
 }
 
 static int cmp_sfile(const void *a, const void *b)
@@ -233,10 +225,7 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
         svc_err_errno(err, "open session directory");
         goto out;
     }
-    if (walk(s, dfd, "") != 0) {
-        svc_err_set(err, SVC_E_NOMEM, "out of memory reading session %s", s->sid);
-        goto out;
-    }
+    walk(s, dfd, "");
     if (s->n > 1) /* bundles list files in one order whatever the directory's */
         qsort(s->f, s->n, sizeof *s->f, cmp_sfile);
     rc = 0;

@@ -229,7 +229,7 @@ int svc_store_read_agent(const struct svc_store *st, const char *sid, json_objec
                          struct svc_err *err)
 {
     char *dir = svc_store_agent_dir(st, sid);
-    char *path = dir ? svc_path_join(dir, "agent.json") : NULL;
+    char *path = svc_path_join(dir, "agent.json");
     free(dir);
     int rc = svc_json_read_object_file(path, out, err);
     if (rc != 0 && svc_file_is_empty(path))

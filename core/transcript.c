@@ -45,7 +45,7 @@ static void fenced(struct svc_buf *b, const char *lang, const char *text)
 static void fenced_json(struct svc_buf *b, json_object *o)
 {
     char *s = svc_json_dump_native(o);
-    fenced(b, "json", s ? s : "null");
+    fenced(b, "json", s);
     free(s);
 }
 

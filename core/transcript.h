@@ -5,7 +5,7 @@
  *     text as it is; tool calls and tool results as fenced json blocks (the fence is longer
  *     than any run of backticks inside); images and documents named with their format and
  *     size, never their base64; reasoning quoted; other blocks as fenced json.
- * rows are message rows as svc_message_row makes them (borrowed). Heap result, NULL on ENOMEM. */
+ * rows are message rows as svc_message_row makes them (borrowed). Heap result, never NULL. */
 #ifndef SVC_TRANSCRIPT_H
 #define SVC_TRANSCRIPT_H
 

@@ -14,7 +14,8 @@
 
 static _Noreturn void oom_abort(size_t n)
 {
-    /* One line, then abort: the policy of err.h (json-c does the same). */
+    /* One line, then abort: the policy of err.h (xalloc.c's malloc already does this; these
+     * checks remain for builds without it: ASan, valgrind). */
     fprintf(stderr, "svc: out of memory allocating %zu bytes\n", n);
     abort();
 }

@@ -174,6 +174,18 @@ $mtext =~ s/"format_version": 1/"format_version": 2/;
 spit("$tmp/newer/manifest.json", $mtext);
 $r = svc(new_home(), 'import', "$tmp/newer");
 like $r->{err}, qr/format_version 2 is not supported/, 'a newer format is refused';
+# a manifest entry under a session id too long to be one: the bundle is damaged (not 500)
+system('cp', '-a', $bundle, "$tmp/longsid") == 0 or die;
+my $lm = jdecode(slurp("$tmp/longsid/manifest.json"));
+push @{ $lm->{files} }, { path => 'native/session_' . ('x' x 200) . '/session.json',
+                          sha256 => '0' x 64, bytes => 0 };
+spit("$tmp/longsid/manifest.json", jencode($lm));
+my $dst5 = new_home();
+$r = svc($dst5, 'import', "$tmp/longsid");
+is $r->{rc}, 1, 'a manifest naming an overlong session id: exit 1';
+like $r->{err}, qr/bundle damaged: manifest\.json files\[\d+\] names no valid session/,
+    'an overlong session id is named as damage';
+ok !-e $dst5->{root}, 'an overlong session id: the root is untouched';
 $r = svc(new_home(), 'import', "$tmp/nowhere.tar.gz");
 is $r->{rc}, 1, 'a missing bundle: exit 1';
 $r = svc(new_home(), 'import');

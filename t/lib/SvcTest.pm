@@ -32,6 +32,14 @@ sub repo  { $REPO }
 sub build { $ENV{SVC_BUILD} || "$REPO/build" }
 sub fcgi_bin { build() . '/svc-fcgi' }
 
+# Whether svc-fcgi carries the test hooks (make TEST_HOOKS=1; `make test` builds so).
+sub test_hooks_built {
+    open my $fh, '<:raw', fcgi_bin() or return 0;
+    local $/;
+    my $bin = <$fh>;
+    return index($bin, 'SVC_TEST_JOBS_NOW') >= 0;
+}
+
 # A loopback port nobody listens on right now.
 sub free_port {
     my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 1,
