@@ -39,8 +39,11 @@ sub scan {
         my $sid = $1;
         my $t = SvcTest::read_file("$root/$e/svc_session.json") // next;
         my $sc = $JSON->decode($t);
-        opendir my $m, "$root/$e/agents/agent_$sc->{agent_id}/messages" or die "messages of $sid";
-        my $n = grep { /^message_\d+\.json$/ } readdir $m;
+        # a turn on a new session writes its sidecar (running) before its messages/ (SPEC 3)
+        my $n = 0;
+        if (opendir my $m, "$root/$e/agents/agent_$sc->{agent_id}/messages") {
+            $n = grep { /^message_\d+\.json$/ } readdir $m;
+        }
         push @rows, [$sid, $sc->{updated_at}, $sc->{status}, $sc->{title}, $sc->{archived} ? 1 : 0, $n];
     }
     return [sort { $b->[1] cmp $a->[1] || $a->[0] cmp $b->[0] } @rows];
@@ -153,6 +156,10 @@ check('a session directory removed');
 my $done = $s->home . '/done.txt';
 my @kids;
 my $stop = $s->home . '/stop';
+my $parent = $$;
+END {    # if this process dies, the children (which leave with _exit) must stop too
+    if (defined $parent && $$ == $parent && !-e $stop) { open my $f, '>', $stop; close $f if $f }
+}
 for my $c (1 .. 4) {
     my $pid = fork // die;
     if (!$pid) {
