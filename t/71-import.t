@@ -241,11 +241,11 @@ my $other = new_home(sessions_extra => "  agent_id: other-agent\n");
 is svc($other, 'chat', 'o1', 'from another agent')->{rc}, 0, 'a session of other-agent';
 $r = svc($other, 'export', '--out', "$tmp/other");
 my ($obundle) = $r->{out} =~ /: (\S+)\n\z/;
-my $dst5 = new_home();
-$r = svc($dst5, 'import', $obundle);
+my $dst6 = new_home();
+$r = svc($dst6, 'import', $obundle);
 is $r->{rc}, 0, "another agent's bundle: exit 0";
 like $r->{err}, qr/note: the bundle is of agent 'other-agent'.*agents\/agent_other-agent/, 'and it says so';
-ok -f "$dst5->{root}/session_o1/agents/agent_other-agent/messages/message_0.json",
+ok -f "$dst6->{root}/session_o1/agents/agent_other-agent/messages/message_0.json",
     'kept under its own agent directory';
 
 # ---- killed in the middle: whole sessions or none ----
