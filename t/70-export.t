@@ -36,19 +36,7 @@ sub listing {
     opendir(my $dh, $d) or return '';
     return join ',', sort grep { !/^\.\.?$/ } readdir $dh;
 }
-sub files_under {
-    my ($d) = @_;
-    my @out;
-    my @todo = ($d);
-    while (my $x = shift @todo) {
-        opendir(my $dh, $x) or next;
-        for my $e (grep { !/^\.\.?$/ } readdir $dh) {
-            my $p = "$x/$e";
-            if (-l $p) { push @out, $p } elsif (-d $p) { push @todo, $p } else { push @out, $p }
-        }
-    }
-    return sort @out;
-}
+sub files_under { SvcTest::files_under(@_) }
 # Every file of the bundle directory checked against its manifest; returns the manifest.
 sub check_bundle {
     my ($dir, $what) = @_;

@@ -11,22 +11,11 @@ use File::Path qw(make_path remove_tree);
 use File::Temp qw(tempdir);
 use IO::Compress::Gzip qw(gzip $GzipError);
 use SvcCliTest;
+use SvcTest ();
 
 my $tmp = tempdir('svc-imp-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 
-sub files_under {
-    my ($d) = @_;
-    my @out;
-    my @todo = ($d);
-    while (my $x = shift @todo) {
-        opendir(my $dh, $x) or next;
-        for my $e (grep { !/^\.\.?$/ } readdir $dh) {
-            my $p = "$x/$e";
-            if (-d $p && !-l $p) { push @todo, $p } else { push @out, $p }
-        }
-    }
-    return sort @out;
-}
+sub files_under { SvcTest::files_under(@_) }
 # The session's files (no lock files) as {relative path => bytes}.
 sub tree {
     my ($dir) = @_;

@@ -77,6 +77,21 @@ sub write_file {
     close $fh or die "close $path: $!";
 }
 
+# Every file under $d (not directories; a symbolic link is listed, never followed), sorted.
+sub files_under {
+    my ($d) = @_;
+    my @out;
+    my @todo = ($d);
+    while (my $x = shift @todo) {
+        opendir(my $dh, $x) or next;
+        for my $e (grep { !/^\.\.?$/ } readdir $dh) {
+            my $p = "$x/$e";
+            if (-d $p && !-l $p) { push @todo, $p } else { push @out, $p }
+        }
+    }
+    return sort @out;
+}
+
 sub read_file {
     my ($path) = @_;
     open my $fh, '<', $path or return undef;
