@@ -83,7 +83,9 @@ is $sc->{last_error}{code}, 'interrupted', 'last_error interrupted';
 is $sc->{current_run}, undef, 'no current run';
 my @t = $s->turn_lines('held');
 is $t[-1]{error}{code}, 'interrupted', 'an interrupted turn line';
-like $s->log, qr/died during a run on session held: repaired it/, 'the master says so';
+# the master writes the sidecar first and its log line after: wait for the line
+ok SvcTest::wait_for(10, sub { $s->log =~ /died during a run on session held: repaired it/ }),
+    'the master says so';
 $r = $s->req(POST => '/api/chat', body => { session_id => 'held', messages => [{ role => 'user', content => 'again' }] });
 is $r->{status}, 200, 'the session takes the next run';
 done_testing();
