@@ -12,8 +12,10 @@
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include "dirwatch.h"
 #include "fold.h"
 #include "fsio.h"
 #include "jsonx.h"
@@ -56,6 +58,8 @@ static struct {
     bool root_fd_open;
     dev_t root_dev;
     ino_t root_ino;
+    bool root_local; /* on a local filesystem: inotify sees every change (dirwatch.h) */
+    unsigned lists;  /* pages listed by this process (watches pay off from the second) */
 } ix;
 
 static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
@@ -122,6 +126,7 @@ void svc_index_reset(void)
         close(ix.root_fd);
     memset(&ix, 0, sizeof ix);
     live_bytes = 0;
+    svc_dirwatch_reset();
     free(hs); /* it points into the entries just freed */
     hs = NULL;
     hcap = 0;
@@ -552,8 +557,13 @@ static json_object *summary_of(const struct svc_store *st, const char *sid)
  * Under the root lock. When the file cannot be written (disk full, read-only root), the
  * entries stay on the heap, complete, and the stamp is withdrawn so that nobody trusts an
  * older file. */
+static void sort_entries(void);
+
 static void write_out(const struct svc_store *st, int lockfd, bool writable)
 {
+    /* newest first, the order of a listing: the first pages' summaries lie together at
+     * the start of the file and a page is read with one pread (list_page) */
+    sort_entries();
     char gen[17];
     svc_random_hex(gen, 16);
     struct svc_buf b;
@@ -679,9 +689,25 @@ static int refresh_locked(const struct svc_store *st, bool force)
     return rc;
 }
 
+struct added {
+    char *sid;
+    json_object *sum;
+    double updated;
+};
+
+static int cmp_added(const void *a, const void *b)
+{
+    const struct added *x = a, *y = b;
+    if (x->updated != y->updated)
+        return x->updated < y->updated ? 1 : -1;
+    return strcmp(x->sid, y->sid);
+}
+
 /* Rescan directory names; derive summaries for sessions the index does not know. */
 static int rescan(const struct svc_store *st)
 {
+    struct added *add = NULL;
+    size_t nadd = 0, capadd = 0;
     DIR *d = opendir(st->root);
     if (!d)
         return errno == ENOENT ? 0 : -1;
@@ -703,12 +729,29 @@ static int rescan(const struct svc_store *st)
             continue;
         json_object *sum = summary_of(st, sid);
         if (sum) {
-            apply(sid, sum, -1, 0);
-            append_line(st, sid, sum);
+            if (nadd == capadd) {
+                capadd = capadd ? capadd * 2 : 16;
+                add = svc_xrealloc(add, capadd * sizeof *add);
+            }
+            add[nadd].sid = svc_xstrdup(sid);
+            add[nadd].sum = sum;
+            add[nadd].updated = 0;
+            svc_time_parse_iso(svc_json_str(sum, "updated_at", ""), &add[nadd].updated);
+            nadd++;
         }
-        json_object_put(sum);
     }
     closedir(d);
+    /* recorded newest first, the order of a listing: the lines of a page of new sessions
+     * lie together in the file (list_page reads them with one pread) */
+    if (nadd > 1)
+        qsort(add, nadd, sizeof *add, cmp_added);
+    for (size_t i = 0; i < nadd; i++) {
+        apply(add[i].sid, add[i].sum, -1, 0);
+        append_line(st, add[i].sid, add[i].sum);
+        json_object_put(add[i].sum);
+        free(add[i].sid);
+    }
+    free(add);
     for (size_t i = 0; i < ix.n;) {
         if (!ix.v[i].seen) {
             append_line(st, ix.v[i].sid, NULL);
@@ -745,6 +788,25 @@ static void write_compacted(const struct svc_store *st)
     else
         rebuild(st, lock, writable);
     close(lock);
+}
+
+/* Whether inotify sees every change made under the directory fd: a local filesystem
+ * (a network filesystem does not report other machines' changes). */
+static bool local_fs(int fd)
+{
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0)
+        return false;
+    switch ((unsigned long)sf.f_type) {
+    case 0xEF53UL:     /* ext2/3/4 */
+    case 0x58465342UL: /* xfs */
+    case 0x9123683EUL: /* btrfs */
+    case 0x01021994UL: /* tmpfs */
+    case 0xF2F52010UL: /* f2fs */
+        return true;
+    default:
+        return false;
+    }
 }
 
 static int refresh(const struct svc_store *st)
@@ -786,11 +848,16 @@ static int refresh(const struct svc_store *st)
                           fs.st_dev == rs.st_dev && fs.st_ino == rs.st_ino;
         if (!ix.root_fd_open && ix.root_fd >= 0)
             close(ix.root_fd);
+        ix.root_local = ix.root_fd_open && local_fs(ix.root_fd);
+        svc_dirwatch_dirty_all();
         ix.root_dev = rs.st_dev;
         ix.root_ino = rs.st_ino;
     }
     if (!ix.loaded || rs.st_mtim.tv_sec != ix.root_mtime.tv_sec ||
         rs.st_mtim.tv_nsec != ix.root_mtime.tv_nsec) {
+        /* a session directory was added, removed or swapped (svc import): its watched
+         * messages directory may not be the one at its path any more */
+        svc_dirwatch_dirty_all();
         if (rescan(st) != 0)
             return -1;
         ix.root_mtime = rs.st_mtim;
@@ -871,17 +938,30 @@ static bool run_alive(const struct svc_store *st, const char *sid)
 /* The summary of e with message_count recounted, when a message file beyond its count
  * exists (written by another program, e.g. a Strands agent); NULL when the count holds.
  * One stat per listed session; the index learns the new summary. */
-static json_object *recounted(const struct svc_store *st, const struct entry *e)
+static json_object *recounted(const struct svc_store *st, const struct entry *e, bool watch)
 {
     if (e->msgs < 0 || strcmp(e->status, "running") == 0)
         return NULL;
     struct stat sb;
     bool beyond;
     if (ix.root_fd_open) {
+        /* a process that lists again and again watches the messages directories of the
+         * sessions it listed (keyed by session id): no file created there since the last
+         * look, and the count the same, is the stat's answer without the stat */
+        if (watch && svc_dirwatch_clean(e->sid, e->msgs))
+            return NULL;
         char rel[512]; /* ids are at most 128 characters (store.h) */
-        snprintf(rel, sizeof rel, "session_%s/agents/agent_%s/messages/message_%lld.json", e->sid,
-                 st->agent_id, (long long)e->msgs);
+        int dl = snprintf(rel, sizeof rel, "session_%s/agents/agent_%s/messages", e->sid,
+                          st->agent_id);
+        if (watch) { /* before the stat: a file created after it comes in as an event */
+            char *dir = svc_path_join(st->root, rel);
+            svc_dirwatch_arm(e->sid, dir, e->msgs);
+            free(dir);
+        }
+        snprintf(rel + dl, sizeof rel - (size_t)dl, "/message_%lld.json", (long long)e->msgs);
         beyond = fstatat(ix.root_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        if (watch && beyond)
+            svc_dirwatch_dirty(e->sid);
     } else {
         char *path = svc_store_message_path(st, e->sid, e->msgs);
         beyond = lstat(path, &sb) == 0;
@@ -915,6 +995,54 @@ void svc_index_warm(const struct svc_store *st)
 {
     if (refresh(st) == 0)
         sort_entries();
+}
+
+#define RUN_GAP 4096
+
+static int cmp_page_off(const void *a, const void *b)
+{
+    const struct entry *x = *(const struct entry *const *)a, *y = *(const struct entry *const *)b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Read the summaries of the page's entries that are in the index file: text[k] points at
+ * page[k]'s JSON inside the returned buffer (caller frees), or stays NULL when it is on the
+ * heap or its run could not be read (then the caller reads it on its own). */
+static char *read_page(const struct entry **page, int np, const char **text)
+{
+    if (!ix.fd_open || np == 0)
+        return NULL;
+    const struct entry **by = svc_xcalloc((size_t)np, sizeof *by);
+    int nf = 0;
+    for (int k = 0; k < np; k++)
+        if (!page[k]->heap && page[k]->off >= 0)
+            by[nf++] = page[k];
+    qsort(by, (size_t)nf, sizeof *by, cmp_page_off);
+    /* the runs, and the bytes they span */
+    size_t total = 0;
+    for (int i = 0; i < nf;) {
+        off_t lo = by[i]->off, hi = lo + (off_t)by[i]->len;
+        for (i++; i < nf && by[i]->off <= hi + RUN_GAP; i++)
+            hi = by[i]->off + (off_t)by[i]->len > hi ? by[i]->off + (off_t)by[i]->len : hi;
+        total += (size_t)(hi - lo);
+    }
+    char *buf = svc_xmalloc(total ? total : 1);
+    size_t at = 0;
+    for (int i = 0; i < nf;) {
+        int first = i;
+        off_t lo = by[i]->off, hi = lo + (off_t)by[i]->len;
+        for (i++; i < nf && by[i]->off <= hi + RUN_GAP; i++)
+            hi = by[i]->off + (off_t)by[i]->len > hi ? by[i]->off + (off_t)by[i]->len : hi;
+        size_t n = (size_t)(hi - lo);
+        if (pread(ix.fd, buf + at, n, lo) == (ssize_t)n)
+            for (int j = first; j < i; j++)
+                for (int k = 0; k < np; k++)
+                    if (page[k] == by[j])
+                        text[k] = buf + at + (by[j]->off - lo);
+        at += n;
+    }
+    free(by);
+    return buf;
 }
 
 /* One page from the entries. Returns 0, -1 with err, or 1 when a summary could not be read
@@ -951,8 +1079,6 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     const struct entry **page = svc_xcalloc((size_t)limit, sizeof *page);
     int np = 0;
     bool more = false;
-    off_t lo_off = -1, hi_off = -1;
-    size_t page_bytes = 0;
     for (size_t i = start; i < ix.n; i++) {
         const struct entry *e = &ix.v[i];
         if (q->archived_only ? !e->archived : (e->archived && !q->include_archived))
@@ -966,36 +1092,33 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
             break;
         }
         page[np++] = e;
-        if (!e->heap && e->off >= 0) {
-            page_bytes += e->len;
-            lo_off = lo_off < 0 || e->off < lo_off ? e->off : lo_off;
-            hi_off = e->off + (off_t)e->len > hi_off ? e->off + (off_t)e->len : hi_off;
-        }
     }
     free(qlc);
-    /* their summaries: the newest sessions' lines usually sit together near the end of the
-     * index file, so one read fetches the whole page; when they are scattered (the span is
-     * mostly other lines) each is read on its own */
-    char *span = NULL;
-    size_t span_max = page_bytes * 4 > 65536 ? page_bytes * 4 : 65536;
-    if (ix.fd_open && lo_off >= 0 && (size_t)(hi_off - lo_off) <= span_max) {
-        size_t n = (size_t)(hi_off - lo_off);
-        span = svc_xmalloc(n ? n : 1);
-        if (pread(ix.fd, span, n, lo_off) != (ssize_t)n) {
-            free(span);
-            span = NULL;
+    /* their summaries, read in as few preads as the file allows: a page's lines sit
+     * together (a compacted file is in listing order, lines appended since are at its end),
+     * so lines less than RUN_GAP apart are read as one run */
+    const char **text = svc_xcalloc((size_t)limit, sizeof *text);
+    char *span = read_page(page, np, text);
+    bool watch = ix.root_local && ++ix.lists > 1;
+    if (watch) {
+        /* the watches are keyed by session id: they name one agent's directories */
+        static char watch_agent[160];
+        if (strcmp(watch_agent, st->agent_id) != 0) {
+            svc_dirwatch_reset();
+            snprintf(watch_agent, sizeof watch_agent, "%s", st->agent_id);
         }
+        svc_dirwatch_poll();
     }
     json_object *list = json_object_new_array();
     const struct entry *last = NULL;
     bool unreadable = false;
     for (int k = 0; k < np; k++) {
         const struct entry *e = page[k];
-        json_object *raw = recounted(st, e);
+        json_object *raw = recounted(st, e, watch);
         if (raw) {
             /* another program added a message file since the summary */
-        } else if (span && !e->heap && e->off >= 0) {
-            const char *t = span + (e->off - lo_off);
+        } else if (text[k]) {
+            const char *t = text[k];
             if (e->len >= 2 && t[0] == '{' && t[e->len - 1] == '}')
                 raw = svc_json_new_raw_len(t, e->len);
         } else {
@@ -1018,6 +1141,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
         }
     }
     free(span);
+    free(text);
     free(page);
     if (unreadable) {
         json_object_put(list);

@@ -1,0 +1,170 @@
+#include "dirwatch.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define WATCH_MASK                                                                                 \
+    (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+#define SLOTS (SVC_DIRWATCH_MAX * 2) /* open addressing on the path, never more than half full */
+
+struct watch {
+    char *key; /* owned */
+    int wd;    /* -1: not watched (yet, or any more) */
+    int64_t tag;
+    bool clean;
+};
+
+static struct {
+    int fd; /* the inotify instance, -1 before first use or when unavailable */
+    bool tried;
+    struct watch v[SVC_DIRWATCH_MAX];
+    int n;
+    int slot[SLOTS]; /* index into v + 1; 0 empty */
+} dw = {.fd = -1};
+
+static void forget_all(void)
+{
+    if (dw.fd >= 0)
+        close(dw.fd);
+    for (int i = 0; i < dw.n; i++)
+        free(dw.v[i].key);
+    dw.fd = -1;
+    dw.tried = false;
+    dw.n = 0;
+    memset(dw.slot, 0, sizeof dw.slot);
+}
+
+static void on_fork_child(void)
+{
+    forget_all(); /* the parent's instance and watches are the parent's */
+}
+
+void svc_dirwatch_reset(void)
+{
+    forget_all();
+}
+
+static bool ready(void)
+{
+    if (dw.fd >= 0)
+        return true;
+    if (dw.tried)
+        return false;
+    dw.tried = true;
+    static bool registered;
+    if (!registered) {
+        pthread_atfork(NULL, NULL, on_fork_child);
+        registered = true;
+    }
+    dw.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    return dw.fd >= 0;
+}
+
+static size_t hash_key(const char *s)
+{
+    size_t h = 1469598103934665603ULL;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+/* The watch of key, or (add) a new one when there is room; NULL otherwise. */
+static struct watch *find(const char *key, bool add)
+{
+    size_t h = hash_key(key) & (SLOTS - 1);
+    while (dw.slot[h]) {
+        struct watch *w = &dw.v[dw.slot[h] - 1];
+        if (strcmp(w->key, key) == 0)
+            return w;
+        h = (h + 1) & (SLOTS - 1);
+    }
+    if (!add || dw.n == SVC_DIRWATCH_MAX)
+        return NULL;
+    struct watch *w = &dw.v[dw.n++];
+    w->key = svc_xstrdup(key);
+    w->wd = -1;
+    w->tag = 0;
+    w->clean = false;
+    dw.slot[h] = dw.n;
+    return w;
+}
+
+void svc_dirwatch_dirty_all(void)
+{
+    for (int i = 0; i < dw.n; i++)
+        dw.v[i].clean = false;
+}
+
+void svc_dirwatch_poll(void)
+{
+    if (dw.fd < 0)
+        return;
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        ssize_t got = read(dw.fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got < 0 && errno != EAGAIN) { /* the instance is broken: stop trusting it */
+                svc_dirwatch_dirty_all();
+                close(dw.fd);
+                dw.fd = -1;
+                for (int i = 0; i < dw.n; i++)
+                    dw.v[i].wd = -1;
+            }
+            return;
+        }
+        for (char *p = buf; p < buf + got;) {
+            const struct inotify_event *ie = (const struct inotify_event *)p;
+            if (ie->mask & IN_Q_OVERFLOW)
+                svc_dirwatch_dirty_all(); /* events were lost */
+            for (int i = 0; i < dw.n; i++) {
+                if (dw.v[i].wd != ie->wd)
+                    continue;
+                dw.v[i].clean = false;
+                if (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
+                    dw.v[i].wd = -1; /* gone, or elsewhere now: armed anew next time */
+            }
+            p += sizeof *ie + ie->len;
+        }
+    }
+}
+
+bool svc_dirwatch_clean(const char *key, int64_t tag)
+{
+    if (dw.fd < 0)
+        return false;
+    const struct watch *w = find(key, false);
+    return w && w->wd >= 0 && w->clean && w->tag == tag;
+}
+
+void svc_dirwatch_arm(const char *key, const char *path, int64_t tag)
+{
+    if (!ready())
+        return;
+    struct watch *w = find(key, true);
+    if (!w)
+        return;
+    w->clean = false;
+    if (w->wd < 0) {
+        int wd = inotify_add_watch(dw.fd, path, WATCH_MASK);
+        if (wd < 0)
+            return; /* no such directory, or out of watches: the caller checks each time */
+        w->wd = wd;
+    }
+    w->tag = tag;
+    w->clean = true;
+}
+
+void svc_dirwatch_dirty(const char *key)
+{
+    struct watch *w = dw.fd >= 0 ? find(key, false) : NULL;
+    if (w)
+        w->clean = false;
+}

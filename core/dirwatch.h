@@ -1,0 +1,35 @@
+/* dirwatch: "has anything been created in this directory since I last looked?" answered
+ * without a system call per directory, for a process that asks often (a pool worker
+ * listing sessions). One inotify instance per process, created on first use (never shared
+ * across fork: a child starts with none); a watch per directory armed, at most
+ * SVC_DIRWATCH_MAX of them.
+ *   svc_dirwatch_poll()            read the pending events (one read(2) when there are none)
+ *   svc_dirwatch_clean(key, tag)   true when key's directory is watched, was armed with this
+ *                                  tag, and nothing was created or moved in since (nor the
+ *                                  directory itself removed or moved)
+ *   svc_dirwatch_arm(key, path, tag)  watch the directory path under the caller's short key
+ *                                  (one key, one path) and record tag as checked: call it
+ *                                  BEFORE the check it stands for, so that a change during
+ *                                  the check comes in as an event
+ *   svc_dirwatch_dirty(key)        the check found a change: key is not clean
+ *   svc_dirwatch_dirty_all()       something else changed (e.g. a parent was renamed)
+ * Only what inotify sees counts: callers use it only on local filesystems. Changes made
+ * by any process of the machine count, the caller's own included. Without inotify
+ * (limits, errors) nothing is ever clean and callers check as before. */
+#ifndef SVC_DIRWATCH_H
+#define SVC_DIRWATCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define SVC_DIRWATCH_MAX 2048
+
+void svc_dirwatch_poll(void);
+bool svc_dirwatch_clean(const char *key, int64_t tag);
+void svc_dirwatch_arm(const char *key, const char *path, int64_t tag);
+void svc_dirwatch_dirty(const char *key);
+void svc_dirwatch_dirty_all(void);
+/* Close the instance and forget every watch (tests, SIGHUP). */
+void svc_dirwatch_reset(void);
+
+#endif
