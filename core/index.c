@@ -58,6 +58,9 @@ static struct {
     bool root_fd_open;
     dev_t root_dev;
     ino_t root_ino;
+    dev_t dev;    /* device of the index file held as fd */
+    int stamp_fd; /* the root lock file, kept open for stamp_peek (stamp_fd_open) */
+    bool stamp_fd_open;
     bool root_local; /* on a local filesystem: inotify sees every change (dirwatch.h) */
     unsigned lists;  /* pages listed by this process (watches pay off from the second) */
 } ix;
@@ -124,6 +127,8 @@ void svc_index_reset(void)
     close_index_fd();
     if (ix.root_fd_open)
         close(ix.root_fd);
+    if (ix.stamp_fd_open)
+        close(ix.stamp_fd);
     memset(&ix, 0, sizeof ix);
     live_bytes = 0;
     svc_dirwatch_reset();
@@ -306,12 +311,25 @@ static void stamp_parse(int fd, struct stamp *s)
  * locked path). */
 static void stamp_peek(const struct svc_store *st, struct stamp *s)
 {
-    char *p = root_file(st, INDEX_LOCK);
-    int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
-    free(p);
-    stamp_parse(fd, s);
-    if (fd >= 0)
-        close(fd);
+    /* the lock file is kept open between looks; one that lost its name (removed, or
+     * replaced by a rename) is opened anew by name */
+    struct stat sb;
+    if (ix.stamp_fd_open && (fstat(ix.stamp_fd, &sb) != 0 || sb.st_nlink == 0)) {
+        close(ix.stamp_fd);
+        ix.stamp_fd_open = false;
+    }
+    if (!ix.stamp_fd_open) {
+        char *p = root_file(st, INDEX_LOCK);
+        int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+        free(p);
+        if (fd < 0) {
+            stamp_parse(-1, s);
+            return;
+        }
+        ix.stamp_fd = fd;
+        ix.stamp_fd_open = true;
+    }
+    stamp_parse(ix.stamp_fd, s);
 }
 
 /* Record (gen, sb) as the whole index, or (gen NULL) that there is none to trust. */
@@ -363,6 +381,27 @@ static int index_open(const struct svc_store *st, struct idxfile *f)
             snprintf(f->gen, sizeof f->gen, "%.16s", head + sizeof key - 1);
     }
     return 0;
+}
+
+/* index_open for the unlocked look of refresh: when the name still gives the file this
+ * process holds open (ix.fd), one lstat says so (an inode number cannot be reused while
+ * its file is held open) and f->fd stays -1; any other file is opened. */
+static int index_look(const struct svc_store *st, struct idxfile *f)
+{
+    if (ix.fd_open) {
+        char *path = root_file(st, INDEX_FILE);
+        struct stat sb;
+        bool held = path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_ino == ix.ino &&
+                    sb.st_dev == ix.dev && sb.st_size >= ix.offset;
+        free(path);
+        if (held) {
+            f->fd = -1;
+            f->sb = sb;
+            snprintf(f->gen, sizeof f->gen, "%s", ix.gen);
+            return 0;
+        }
+    }
+    return index_open(st, f);
 }
 
 static void index_close(struct idxfile *f)
@@ -502,13 +541,16 @@ static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
         entries_clear();
         ix.offset = 0;
         ix.ino = f->sb.st_ino;
+        ix.dev = f->sb.st_dev;
         close_index_fd();
         ix.fd = f->fd;
         ix.fd_open = true;
-    } else {
+    } else if (f->fd >= 0) {
         close(f->fd); /* the same file as ix.fd */
     }
     f->fd = -1;
+    if (f->sb.st_size == ix.offset)
+        return; /* nothing appended since the last look */
     size_t cap = 1 << 20, have = 0;
     char *buf = svc_xmalloc(cap);
     off_t pos = ix.offset; /* file offset of buf[0] */
@@ -599,6 +641,7 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
             ix.fd = fd;
             ix.fd_open = true;
             ix.ino = sb.st_ino;
+            ix.dev = sb.st_dev;
             ix.offset = sb.st_size;
             snprintf(ix.gen, sizeof ix.gen, "%s", gen);
             for (size_t i = 0; i < ix.n; i++) {
@@ -828,7 +871,7 @@ static int refresh(const struct svc_store *st)
     stamp_peek(st, &s);
     struct idxfile f = {.fd = -1};
     bool whole = false;
-    if (index_open(st, &f) == 0 && stamp_matches(&s, &f, false)) {
+    if (index_look(st, &f) == 0 && stamp_matches(&s, &f, false)) {
         bool garbage = false, torn = false;
         read_lines(&f, &garbage, &torn);
         whole = !garbage && !torn && ix.offset >= s.size;
@@ -836,7 +879,9 @@ static int refresh(const struct svc_store *st)
     index_close(&f);
     if (!whole && refresh_locked(st, false) != 0)
         return -1;
-    if (stat(st->root, &rs) != 0)
+    /* the root as it was before the index was read serves below (an older mtime only
+     * means one more rescan); after a rebuild, as it is now */
+    if (!whole && stat(st->root, &rs) != 0)
         return 0;
     if (!ix.root_fd_open || rs.st_dev != ix.root_dev || rs.st_ino != ix.root_ino) {
         /* (re)open the root: the per-row stat of a page walks from it, not from / */
@@ -951,8 +996,8 @@ static json_object *recounted(const struct svc_store *st, const struct entry *e,
         if (watch && svc_dirwatch_clean(e->sid, e->msgs))
             return NULL;
         char rel[512]; /* ids are at most 128 characters (store.h) */
-        int dl = snprintf(rel, sizeof rel, "session_%s/agents/agent_%s/messages", e->sid,
-                          st->agent_id);
+        int dl =
+            snprintf(rel, sizeof rel, "session_%s/agents/agent_%s/messages", e->sid, st->agent_id);
         if (watch) { /* before the stat: a file created after it comes in as an event */
             char *dir = svc_path_join(st->root, rel);
             svc_dirwatch_arm(e->sid, dir, e->msgs);
@@ -999,9 +1044,15 @@ void svc_index_warm(const struct svc_store *st)
 
 #define RUN_GAP 4096
 
+struct page_ref {
+    off_t off;
+    uint32_t len;
+    int k; /* position on the page */
+};
+
 static int cmp_page_off(const void *a, const void *b)
 {
-    const struct entry *x = *(const struct entry *const *)a, *y = *(const struct entry *const *)b;
+    const struct page_ref *x = a, *y = b;
     return x->off < y->off ? -1 : x->off > y->off;
 }
 
@@ -1012,33 +1063,31 @@ static char *read_page(const struct entry **page, int np, const char **text)
 {
     if (!ix.fd_open || np == 0)
         return NULL;
-    const struct entry **by = svc_xcalloc((size_t)np, sizeof *by);
+    struct page_ref *by = svc_xcalloc((size_t)np, sizeof *by);
     int nf = 0;
     for (int k = 0; k < np; k++)
         if (!page[k]->heap && page[k]->off >= 0)
-            by[nf++] = page[k];
+            by[nf++] = (struct page_ref){.off = page[k]->off, .len = page[k]->len, .k = k};
     qsort(by, (size_t)nf, sizeof *by, cmp_page_off);
     /* the runs, and the bytes they span */
     size_t total = 0;
     for (int i = 0; i < nf;) {
-        off_t lo = by[i]->off, hi = lo + (off_t)by[i]->len;
-        for (i++; i < nf && by[i]->off <= hi + RUN_GAP; i++)
-            hi = by[i]->off + (off_t)by[i]->len > hi ? by[i]->off + (off_t)by[i]->len : hi;
+        off_t lo = by[i].off, hi = lo + (off_t)by[i].len;
+        for (i++; i < nf && by[i].off <= hi + RUN_GAP; i++)
+            hi = by[i].off + (off_t)by[i].len > hi ? by[i].off + (off_t)by[i].len : hi;
         total += (size_t)(hi - lo);
     }
     char *buf = svc_xmalloc(total ? total : 1);
     size_t at = 0;
     for (int i = 0; i < nf;) {
         int first = i;
-        off_t lo = by[i]->off, hi = lo + (off_t)by[i]->len;
-        for (i++; i < nf && by[i]->off <= hi + RUN_GAP; i++)
-            hi = by[i]->off + (off_t)by[i]->len > hi ? by[i]->off + (off_t)by[i]->len : hi;
+        off_t lo = by[i].off, hi = lo + (off_t)by[i].len;
+        for (i++; i < nf && by[i].off <= hi + RUN_GAP; i++)
+            hi = by[i].off + (off_t)by[i].len > hi ? by[i].off + (off_t)by[i].len : hi;
         size_t n = (size_t)(hi - lo);
         if (pread(ix.fd, buf + at, n, lo) == (ssize_t)n)
             for (int j = first; j < i; j++)
-                for (int k = 0; k < np; k++)
-                    if (page[k] == by[j])
-                        text[k] = buf + at + (by[j]->off - lo);
+                text[by[j].k] = buf + at + (by[j].off - lo);
         at += n;
     }
     free(by);
