@@ -67,12 +67,33 @@ static bool root_writable(const char *root, const char **reason)
     return ok;
 }
 
+/* The last body answered: it changes once a second (uptime_s) or when the root's state
+ * does, so a polled health check reuses its text instead of building it again. */
+static struct {
+    const struct svc_config *cfg;
+    int pid; /* the worker's: a forked child builds its own */
+    int64_t uptime;
+    bool writable;
+    const char *reason;
+    char *text; /* compact JSON (heap) */
+} last_health;
+
 int h_health(struct http_req *r, struct svc_err *err)
 {
     const struct svc_config *cfg = r->cfg;
     const char *reason = NULL;
     bool writable = root_writable(cfg->sessions.root, &reason);
     bool degraded = cfg->sessions.enabled && !writable;
+    int64_t uptime = (int64_t)(svc_time_now() - h_base_started_at);
+    if (last_health.text && last_health.cfg == cfg && last_health.pid == http_pid() &&
+        last_health.uptime == uptime && last_health.writable == writable &&
+        last_health.reason == reason) {
+        json_object *raw = svc_json_new_raw(last_health.text);
+        http_send_json(r, degraded ? 503 : 200, raw);
+        json_object_put(raw);
+        (void)err;
+        return 0;
+    }
 
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "status", degraded ? "degraded" : "ok");
@@ -81,7 +102,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set_str(o, "version", SVC_VERSION);
     svc_json_set_int(o, "pid", h_base_master_pid);
     svc_json_set_int(o, "worker_pid", (int64_t)http_pid());
-    svc_json_set_int(o, "uptime_s", (int64_t)(svc_time_now() - h_base_started_at));
+    svc_json_set_int(o, "uptime_s", uptime);
     json_object *s = json_object_new_object();
     svc_json_set_bool(s, "enabled", cfg->sessions.enabled);
     svc_json_set_str(s, "provider",
@@ -93,6 +114,13 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set_str(m, "provider", cfg->model.provider == SVC_MODEL_OPENAI ? "openai" : "echo");
     svc_json_set_str(m, "name", cfg->model.name);
     svc_json_set(o, "model", m);
+    free(last_health.text);
+    last_health.text = svc_json_dump_compact(o);
+    last_health.cfg = cfg;
+    last_health.pid = http_pid();
+    last_health.uptime = uptime;
+    last_health.writable = writable;
+    last_health.reason = reason;
     int rc = http_send_json(r, degraded ? 503 : 200, o);
     json_object_put(o);
     (void)err;
