@@ -35,6 +35,15 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
     return send_result(r, NULL, o);
 }
 
+/* The detail endpoint is polled, and svc_session_get answers from its memo while the
+ * session is unchanged: the text of the last summary sent is kept with a reference to that
+ * summary (so no other object can take its address; it is never modified, query.h) and
+ * sent again while the same summary comes back. */
+static struct {
+    json_object *o; /* a reference */
+    char *text;     /* its compact JSON (heap) */
+} last_get;
+
 int h_session_get(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
@@ -42,7 +51,14 @@ int h_session_get(struct http_req *r, struct svc_err *err)
     http_set_session(r, sid, false);
     if (svc_session_get(r->cfg, sid, &o, err) < 0)
         return -1;
-    return send_result(r, sid, o);
+    if (o != last_get.o) {
+        json_object_put(last_get.o);
+        free(last_get.text);
+        last_get.o = json_object_get(o);
+        last_get.text = svc_json_dump_compact(o);
+    }
+    json_object_put(o);
+    return send_result(r, sid, svc_json_new_raw(last_get.text));
 }
 
 int h_session_messages(struct http_req *r, struct svc_err *err)
