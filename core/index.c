@@ -740,7 +740,6 @@ static int refresh_locked(const struct svc_store *st, bool force)
 
 struct added {
     char *sid;
-    json_object *sum;
     double updated;
 };
 
@@ -778,16 +777,16 @@ static int rescan(const struct svc_store *st)
             continue;
         json_object *sum = summary_of(st, sid);
         if (sum) {
+            apply(sid, sum, -1, 0); /* kept on the heap as compact text until written */
             if (nadd == capadd) {
                 capadd = capadd ? capadd * 2 : 16;
                 add = svc_xrealloc(add, capadd * sizeof *add);
             }
             add[nadd].sid = svc_xstrdup(sid);
-            add[nadd].sum = sum;
-            add[nadd].updated = 0;
-            svc_time_parse_iso(svc_json_str(sum, "updated_at", ""), &add[nadd].updated);
+            add[nadd].updated = lookup(sid)->updated;
             nadd++;
         }
+        json_object_put(sum);
     }
     closedir(d);
     /* recorded newest first, the order of a listing: the lines of a page of new sessions
@@ -795,9 +794,11 @@ static int rescan(const struct svc_store *st)
     if (nadd > 1)
         qsort(add, nadd, sizeof *add, cmp_added);
     for (size_t i = 0; i < nadd; i++) {
-        apply(add[i].sid, add[i].sum, -1, 0);
-        append_line(st, add[i].sid, add[i].sum);
-        json_object_put(add[i].sum);
+        const struct entry *e = lookup(add[i].sid);
+        json_object *raw = e && e->heap ? svc_json_new_raw(e->heap) : NULL;
+        if (raw)
+            append_line(st, add[i].sid, raw);
+        json_object_put(raw);
         free(add[i].sid);
     }
     free(add);
