@@ -147,6 +147,31 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
     return rc;
 }
 
+int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
+                         struct svc_err *err)
+{
+    /* one descriptor for the look at the last byte and the append */
+    int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return svc_err_errno(err, "open for append");
+    struct stat sb;
+    char c = '\n';
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &c, 1, sb.st_size - 1) != 1)
+        c = '\n';
+    /* line[-1] is the caller's '\n': a torn last line is followed by a fresh one */
+    const char *data = c != '\n' ? line - 1 : line;
+    size_t n = c != '\n' ? len + 1 : len;
+    int rc = 0;
+    svc_test_crash_point(path);
+    ssize_t w = write(fd, data, n); /* one write: a line is whole or absent */
+    if (w < 0 || (size_t)w != n)
+        rc = svc_err_errno(err, "append");
+    else if (durable && fdatasync(fd) != 0) /* data and size: all a reader needs */
+        rc = svc_err_errno(err, "fdatasync");
+    close(fd);
+    return rc;
+}
+
 static int file_read(int dirfd, const char *path, int flags, char **out, size_t *len,
                      struct svc_err *err)
 {

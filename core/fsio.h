@@ -26,6 +26,11 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
 int svc_fsync_dir(const char *dir, struct svc_err *err);
 int svc_file_append(const char *path, const void *data, size_t len, bool durable,
                     struct svc_err *err);
+/* svc_file_append for one line (len bytes from line, ending in '\n') that must start a
+ * line of its own: when the file ends inside a torn line, line[-1] (which must be '\n',
+ * the caller's) is written first, in the same write. The file is opened once. */
+int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
+                         struct svc_err *err);
 /* Read a whole file into a heap buffer (NUL-terminated; *len excludes the NUL).
  * A missing file is SVC_E_NOT_FOUND; other failures SVC_E_IO. Data files are never read
  * through a symbolic link (it could point out of the root): that is SVC_E_IO too. */

@@ -234,12 +234,12 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     snprintf(needle, sizeof needle, "\"%s\"", sid);
     int rc = scan_back(file, needle, dup_line, &dc, err);
     if (rc == 0 && !dc.found) {
-        bool fresh = access(file, F_OK) != 0;
+        bool fresh = cfg->sessions.fsync && access(file, F_OK) != 0;
         /* not synced: memory is derived from the (synced) messages after the run's end;
          * see core/run.c's fsync budget. A power cut can lose this digest, never a turn. */
         rc = svc_json_append_line(file, line, false, err);
         *appended = rc == 0;
-        if (rc == 0 && fresh && cfg->sessions.fsync) {
+        if (rc == 0 && fresh) {
             /* a new file's directory entry must survive a crash too */
             int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (dfd < 0 || fsync(dfd) != 0)
