@@ -186,34 +186,42 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             return svc_err_set(err, SVC_E_IO, "refused: %s is a symbolic link", path);
         return svc_err_errno(err, "open");
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
-    }
-    /* room for the size fstat gave plus one byte: a read that stops short of filling the
-     * buffer after that size is the end of a regular file, so the usual read is one call */
-    size_t cap = (size_t)st.st_size + 2, used = 0;
+    /* No fstat first: a read that stops short of filling the buffer is the end of a regular
+     * file, so a small file (a message, a sidecar) costs open, read, close. A file that
+     * fills the first buffer is sized with fstat once. A directory fails the read (EISDIR)
+     * and is refused as before; a FIFO or a device (which only a local user can make in a
+     * session directory, and whose open already blocked before) is no longer told apart. */
+    size_t cap = 16384, used = 0;
     char *buf = svc_xmalloc(cap);
+    bool sized = false;
     for (;;) {
         if (used + 1 >= cap) {
-            char *nb = svc_xrealloc(buf, cap * 2);
-            buf = nb;
-            cap *= 2;
+            struct stat st;
+            if (!sized && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                (size_t)st.st_size + 2 > cap)
+                cap = (size_t)st.st_size + 2;
+            else
+                cap *= 2;
+            sized = true;
+            buf = svc_xrealloc(buf, cap);
         }
         ssize_t n = read(fd, buf + used, cap - used - 1);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            int e = errno;
             free(buf);
             close(fd);
+            if (e == EISDIR)
+                return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+            errno = e;
             return svc_err_errno(err, "read");
         }
         if (n == 0)
             break;
         used += (size_t)n;
-        if (used + 1 < cap && used >= (size_t)st.st_size)
-            break; /* short of the buffer, at or past the size: end of file */
+        if (used + 1 < cap)
+            break; /* short of the buffer: end of file */
     }
     close(fd);
     buf[used] = '\0';
