@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,16 +80,45 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
     return svc_file_write_synced(path, data, len, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, err);
 }
 
+/* Temp names "<name>.tmp-<pid>-<hex>": the pid (fsck tells a dead writer's temp files by
+ * it), then a random salt drawn once per process and a counter. Both are kept across
+ * writes (getpid and the random source cost a system call each, several times per turn)
+ * and reset in a forked child. */
+static pid_t temp_pid;
+static unsigned long temp_seq;
+static char temp_salt[9];
+
+static void temp_forked(void)
+{
+    temp_pid = 0;
+}
+
+static void temp_name(char *out, size_t outsz, const char *path)
+{
+    static bool registered;
+    if (!registered) {
+        pthread_atfork(NULL, NULL, temp_forked);
+        registered = true;
+    }
+    if (temp_pid == 0) {
+        temp_pid = getpid();
+        svc_random_hex(temp_salt, 8);
+    }
+    snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp_pid, temp_salt, ++temp_seq);
+}
+
 int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err)
 {
-    char hex[9];
-    svc_random_hex(hex, 8);
-    size_t tl = strlen(path) + 48;
+    size_t tl = strlen(path) + 64;
     char *tmp = svc_xmalloc(tl);
-    snprintf(tmp, tl, "%s.tmp-%ld-%s", path, (long)getpid(), hex);
-    int rc = -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int rc = -1, fd = -1;
+    for (int tries = 0; fd < 0 && tries < 4; tries++) {
+        temp_name(tmp, tl, path);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break; /* EEXIST: a name left by an earlier process with this pid; the next one */
+    }
     if (fd < 0) {
         svc_err_errno(err, "create temp file");
         goto out;

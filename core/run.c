@@ -409,7 +409,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (!exists && (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||
                     svc_mkdirs_durable(s->dir, 0755, st->durable, err) != 0))
         goto out;
-    if (exists && svc_store_check_layout(st, s->sid, err) != 0)
+    bool dirs_seen = false; /* the session and messages directories, seen just now */
+    if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen, err) != 0)
         goto out;
     if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
         goto out;
@@ -451,9 +452,10 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         index_note(st, s->sid, running);
     }
     struct stat mst;
-    if (lstat(s->msg_dir, &mst) != 0 && svc_mkdirs_durable(s->msg_dir, 0755, st->durable, err) != 0)
+    if (!dirs_seen && lstat(s->msg_dir, &mst) != 0 &&
+        svc_mkdirs_durable(s->msg_dir, 0755, st->durable, err) != 0)
         goto out;
-    if (svc_store_ensure_session(st, s->sid, err) != 0)
+    if (svc_store_ensure_session_seen(st, s->sid, dirs_seen, err) != 0)
         goto out;
     struct svc_err rerr;
     if (svc_store_read_agent(st, s->sid, &run->agent, &rerr) != 0) {
