@@ -177,6 +177,28 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
     return rc;
 }
 
+int svc_file_write_new(const char *path, const void *data, size_t len, bool sync_file,
+                       struct svc_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        if (errno == EEXIST) /* not new after all: replace it whole */
+            return svc_file_write_synced(path, data, len, sync_file ? SVC_SYNC_FILE : 0, err);
+        return svc_err_errno(err, "create");
+    }
+    svc_test_crash_point(path);
+    int rc = 0;
+    if (write_all(fd, data, len) != 0)
+        rc = svc_err_errno(err, "write");
+    else if (sync_file && fdatasync(fd) != 0)
+        rc = svc_err_errno(err, "fdatasync");
+    if (close(fd) != 0 && rc == 0)
+        rc = svc_err_errno(err, "close");
+    if (rc != 0)
+        unlink(path);
+    return rc;
+}
+
 int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
                          struct svc_err *err)
 {

@@ -26,6 +26,12 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
 int svc_fsync_dir(const char *dir, struct svc_err *err);
 int svc_file_append(const char *path, const void *data, size_t len, bool durable,
                     struct svc_err *err);
+/* Write a file that does not exist yet straight under its name (no temp file, no rename):
+ * only for JSON-lines files, whose readers take a torn tail as not yet written. A name
+ * that exists already is replaced whole (svc_file_write_synced). sync_file fdatasyncs it;
+ * its directory is the caller's to sync. A failed write removes the file. */
+int svc_file_write_new(const char *path, const void *data, size_t len, bool sync_file,
+                       struct svc_err *err);
 /* svc_file_append for one line (len bytes from line, ending in '\n') that must start a
  * line of its own: when the file ends inside a torn line, line[-1] (which must be '\n',
  * the caller's) is written first, in the same write. The file is opened once. */
