@@ -64,6 +64,33 @@ void svc_test_crash_point(const char *path)
 }
 #endif
 
+/* rename(tmp, path), atomic for readers either way. A file that was not synced replaces
+ * an existing one by exchanging the two names (renameat2 RENAME_EXCHANGE), then the old
+ * file, now under the temp name, is removed: ext4 (auto_da_alloc) starts writeback of the
+ * new file at every rename over an existing one, an I/O per replaced file, and the old
+ * file's blocks are then freed (a discard on a mount with -o discard); an exchange does
+ * neither, and a file replaced again before writeback never reaches the disk. The cost is
+ * the guarantee auto_da_alloc gives unsynced replacements: after a power cut such a file
+ * can come back empty, which every reader of a file written unsynced takes as missing
+ * (core/run.c's fsync budget). Falls back to rename when there is nothing to exchange
+ * with or the filesystem cannot exchange. */
+static int replace_with(const char *tmp, const char *path, bool unsynced)
+{
+    if (unsynced) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+            /* the old file; a crash before this leaves an orphan temp file */
+            if (unlink(tmp) == 0 || errno != EISDIR)
+                return 0;
+            /* a directory stood there: put it back; rename refuses it as before */
+            if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) != 0)
+                return -1;
+        } else if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
+            return -1;
+        }
+    }
+    return rename(tmp, path);
+}
+
 int svc_fsync_dir(const char *dir, struct svc_err *err)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -138,7 +165,7 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
     }
     fd = -1;
     svc_test_crash_point(path);
-    if (rename(tmp, path) != 0) {
+    if (replace_with(tmp, path, !(sync & SVC_SYNC_FILE)) != 0) {
         svc_err_errno(err, "rename");
         goto out_unlink;
     }
