@@ -25,10 +25,11 @@
  * restore slide it again). A replaced file that was never synced can come back empty
  * after a power cut (core/fsio.c replaces unsynced files by exchanging names, which skips
  * ext4's auto_da_alloc flush): readers take an empty sidecar or agent.json as missing
- * (rebuilt from the native files), an empty svc_memory.json as unreadable (started anew). A first turn also syncs the directories and
- * files it creates. Memory sync (memory.c, after the turn line, its memory_state in the
- * run's final sidecar write) writes without a sync: digests are derived from the synced
- * messages; a power cut can lose one, never a turn. */
+ * (rebuilt from the native files), an empty svc_memory.json as unreadable (started
+ * anew). A first turn also syncs the directories and files it creates. Memory sync
+ * (memory.c, after the turn line, its memory_state in the run's final sidecar write)
+ * writes without a sync: digests are derived from the synced messages; a power cut can
+ * lose one, never a turn. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
