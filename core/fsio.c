@@ -165,7 +165,7 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
     }
     fd = -1;
     svc_test_crash_point(path);
-    if (replace_with(tmp, path, !(sync & SVC_SYNC_FILE)) != 0) {
+    if (replace_with(tmp, path, !(sync & (SVC_SYNC_FILE | SVC_WRITE_NEW))) != 0) {
         svc_err_errno(err, "rename");
         goto out_unlink;
     }

@@ -21,6 +21,10 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
  * it (the name survives). A caller that writes several files into one directory passes
  * SVC_SYNC_FILE for each and calls svc_fsync_dir once (see core/run.c's budget). */
 enum { SVC_SYNC_NONE = 0, SVC_SYNC_FILE = 1, SVC_SYNC_DIR = 2, SVC_SYNC_FULL = 3 };
+/* Or'ed into sync: a hint that the target does not exist yet (a new message, a run's
+ * record), so the temp file is renamed at once instead of first tried as an exchange with
+ * an existing file (see replace_with in fsio.c). Any target is still written correctly. */
+enum { SVC_WRITE_NEW = 4 };
 int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err);
 int svc_fsync_dir(const char *dir, struct svc_err *err);

@@ -689,8 +689,12 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     rc = svc_file_write_new(ev_path, b.data ? b.data : "", b.len, durable, err);
     svc_buf_free(&b);
     free(ev_path);
-    if (rc == 0)
-        rc = write_record_as(cfg, rec, durable, err);
+    if (rc == 0) { /* a new record: its run id is new */
+        char *path = run_file(cfg, svc_run_get_id(run), ".json");
+        rc = svc_json_write_pretty_sync(path, rec, (durable ? SVC_SYNC_FULL : 0) | SVC_WRITE_NEW,
+                                        err);
+        free(path);
+    }
     if (rc == 0 && key)
         rc = idem_store(cfg, svc_run_get_session_id(run), key, svc_run_get_id(run), err);
     json_object_put(rec);

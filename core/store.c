@@ -457,7 +457,7 @@ int svc_store_write_message_sync(const struct svc_store *st, const char *sid, in
     svc_json_set_str(rec, "created_at", now);
     svc_json_set_str(rec, "updated_at", now);
     char *path = svc_store_message_path(st, sid, id);
-    int rc = svc_json_write_native_sync(path, rec, sync, err);
+    int rc = svc_json_write_native_sync(path, rec, sync | SVC_WRITE_NEW, err); /* a new id */
     free(path);
     json_object_put(rec);
     return rc;
