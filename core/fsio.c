@@ -252,7 +252,7 @@ int svc_file_append_line(const char *path, const char *line, size_t len, bool du
 }
 
 static int file_read(int dirfd, const char *path, int flags, char **out, size_t *len,
-                     struct svc_err *err)
+                     struct stat *st_out, struct svc_err *err)
 {
     *out = NULL;
     if (len)
@@ -305,24 +305,27 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
     close(fd);
     buf[used] = '\0';
     *out = buf;
+    if (st_out)
+        *st_out = st;
     if (len)
         *len = used;
     return 0;
 }
 
-int svc_file_read_at(int dirfd, const char *name, char **out, size_t *len, struct svc_err *err)
+int svc_file_read_at(int dirfd, const char *name, char **out, size_t *len, struct stat *st,
+                     struct svc_err *err)
 {
-    return file_read(dirfd, name, O_NOFOLLOW, out, len, err);
+    return file_read(dirfd, name, O_NOFOLLOW, out, len, st, err);
 }
 
 int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err)
 {
-    return file_read(AT_FDCWD, path, O_NOFOLLOW, out, len, err);
+    return file_read(AT_FDCWD, path, O_NOFOLLOW, out, len, NULL, err);
 }
 
 int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_err *err)
 {
-    return file_read(AT_FDCWD, path, 0, out, len, err);
+    return file_read(AT_FDCWD, path, 0, out, len, NULL, err);
 }
 
 bool svc_file_is_empty(const char *path)

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "err.h"
 
@@ -45,8 +46,10 @@ int svc_file_append_line(const char *path, const char *line, size_t len, bool du
  * A missing file is SVC_E_NOT_FOUND; other failures SVC_E_IO. Data files are never read
  * through a symbolic link (it could point out of the root): that is SVC_E_IO too. */
 int svc_file_read(const char *path, char **out, size_t *len, struct svc_err *err);
-/* The same for name relative to the open directory dirfd (no path walk from the root). */
-int svc_file_read_at(int dirfd, const char *name, char **out, size_t *len, struct svc_err *err);
+/* The same for name relative to the open directory dirfd (no path walk from the root);
+ * *st (when not NULL) gets the fstat of the file that was read. */
+int svc_file_read_at(int dirfd, const char *name, char **out, size_t *len, struct stat *st,
+                     struct svc_err *err);
 /* The same, following a symbolic link: for configuration files, which ops often link. */
 int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_err *err);
 /* Whether path is an existing, empty regular file. */

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "sidecar.h"
@@ -77,19 +78,38 @@ int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, 
     return svc_store_message_count(&s->st, s->sid, trusted, count, next, ids, err);
 }
 
+static int open_messages_dir(struct svc_sess *s, int64_t id, struct svc_err *err)
+{
+    if (s->msg_fd >= 0)
+        return 0;
+    s->msg_fd = open(s->msg_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (s->msg_fd >= 0)
+        return 0;
+    if (errno == ENOENT)
+        return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: message_%lld.json", (long long)id);
+    return svc_err_errno(err, "open messages directory");
+}
+
 int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err)
 {
+    return svc_sess_read_message_stat(s, id, out, NULL, err);
+}
+
+int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out,
+                               struct stat *st, struct svc_err *err)
+{
     *out = NULL;
-    if (s->msg_fd < 0) {
-        s->msg_fd = open(s->msg_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (s->msg_fd < 0) {
-            if (errno == ENOENT)
-                return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: message_%lld.json",
-                                   (long long)id);
-            return svc_err_errno(err, "open messages directory");
-        }
-    }
-    return svc_store_read_message_at(s->msg_fd, id, out, err);
+    if (open_messages_dir(s, id, err) != 0)
+        return -1;
+    return svc_store_read_message_at(s->msg_fd, id, out, st, err);
+}
+
+bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)
+{
+    char name[48];
+    snprintf(name, sizeof name, "message_%lld.json", (long long)id);
+    return open_messages_dir(s, id, NULL) == 0 &&
+           fstatat(s->msg_fd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
 }
 
 void svc_sess_close(struct svc_sess *s)

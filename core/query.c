@@ -9,6 +9,7 @@
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
+#include "msgcache.h"
 #include "openai.h"
 #include "session.h"
 #include "sidecar.h"
@@ -291,9 +292,17 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
         size_t pos = desc ? n - 1 - k : k;
         int64_t id = ids ? ids[pos] : (int64_t)pos;
+        /* a row rendered before from this very file (msgcache.h): one stat, no read */
+        struct stat fst;
+        const char *text;
+        size_t tlen;
+        if (svc_sess_stat_message(&s, id, &fst) && svc_msgcache_get(&fst, id, &text, &tlen)) {
+            json_object_array_add(list, svc_json_new_raw_len(text, tlen));
+            continue;
+        }
         json_object *rec = NULL;
         struct svc_err merr;
-        if (svc_sess_read_message(&s, id, &rec, &merr) != 0) {
+        if (svc_sess_read_message_stat(&s, id, &rec, &fst, &merr) != 0) {
             /* a damaged message file: say so in its row, never fail the page */
             json_object *row = json_object_new_object();
             svc_json_set_int(row, "message_id", id);
@@ -303,8 +312,15 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
             json_object_array_add(list, row);
             continue;
         }
-        json_object_array_add(list, svc_message_row(rec, id));
+        json_object *row = svc_message_row(rec, id);
         json_object_put(rec);
+        char *rendered = svc_json_dump_compact(row);
+        if (svc_msgcache_put(&fst, id, rendered, strlen(rendered))) {
+            json_object_put(row);
+            row = svc_json_new_raw(rendered);
+        }
+        free(rendered);
+        json_object_array_add(list, row);
     }
     if (off + count < n)
         svc_json_set_int(res, "next_offset", (int64_t)(off + count));

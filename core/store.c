@@ -421,14 +421,15 @@ int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t 
     return message_record_checked(rc, id, out, err);
 }
 
-int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct svc_err *err)
+int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct stat *st,
+                              struct svc_err *err)
 {
     char name[48];
     snprintf(name, sizeof name, "message_%lld.json", (long long)id);
     *out = NULL;
     char *buf = NULL;
     size_t len = 0;
-    int rc = svc_file_read_at(msg_dirfd, name, &buf, &len, err);
+    int rc = svc_file_read_at(msg_dirfd, name, &buf, &len, st, err);
     if (rc == 0) {
         struct svc_err perr;
         rc = svc_json_parse(buf, len, out, &perr);

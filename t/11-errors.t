@@ -173,7 +173,9 @@ isnt $s->req(GET => '/api/health')->{headers}{'x-request-id'}, $r->{headers}{'x-
     'generated ids differ';
 
 # one log line per request, with the request id
-like $s->log, qr{GET /api/nope 404 \d+ [\d.]+ms rid=abc-404 sid=-}, 'request log line';
+# a worker writes its log line after the answer went out: wait for it
+ok SvcTest::wait_for(10, sub { $s->log =~ qr{GET /api/nope 404 \d+ [\d.]+ms rid=abc-404 sid=-} }),
+    'request log line';
 unlike $s->log, qr/x{5000}/, 'bodies never logged';
 
 $s->stop;
