@@ -269,10 +269,21 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
      * file, so a small file (a message, a sidecar) costs open, read, close. A file that
      * fills the first buffer is sized with fstat once. A directory fails the read (EISDIR)
      * and is refused as before; a FIFO or a device (which only a local user can make in a
-     * session directory, and whose open already blocked before) is no longer told apart. */
+     * session directory, and whose open already blocked before) is no longer told apart.
+     * A caller that asks for the file's stat (a cache keyed by it, core/msgcache.h) gets
+     * the fstat taken before the read: a change after it shows as a different stat. */
     size_t cap = 16384, used = 0;
-    char *buf = svc_xmalloc(cap);
     bool sized = false;
+    if (st_out) {
+        if (fstat(fd, st_out) != 0 || !S_ISREG(st_out->st_mode)) {
+            close(fd);
+            return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+        }
+        if ((size_t)st_out->st_size + 2 > cap)
+            cap = (size_t)st_out->st_size + 2;
+        sized = true;
+    }
+    char *buf = svc_xmalloc(cap);
     for (;;) {
         if (used + 1 >= cap) {
             struct stat st;
@@ -305,8 +316,6 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
     close(fd);
     buf[used] = '\0';
     *out = buf;
-    if (st_out)
-        *st_out = st;
     if (len)
         *len = used;
     return 0;
