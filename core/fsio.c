@@ -257,7 +257,9 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
     *out = NULL;
     if (len)
         *len = 0;
-    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | flags);
+    /* O_NONBLOCK: a FIFO put where a data file belongs neither blocks the open nor the read
+     * (it reads as empty or fails); it changes nothing for a regular file */
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: %s", path);
@@ -267,9 +269,8 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
     }
     /* No fstat first: a read that stops short of filling the buffer is the end of a regular
      * file, so a small file (a message, a sidecar) costs open, read, close. A file that
-     * fills the first buffer is sized with fstat once. A directory fails the read (EISDIR)
-     * and is refused as before; a FIFO or a device (which only a local user can make in a
-     * session directory, and whose open already blocked before) is no longer told apart.
+     * fills the first buffer is sized with fstat once, and refused unless regular (a device
+     * would never end). A directory fails the read (EISDIR) and is refused as before.
      * A caller that asks for the file's stat (a cache keyed by it, core/msgcache.h) gets
      * the fstat taken before the read: a change after it shows as a different stat. */
     size_t cap = 16384, used = 0;
@@ -287,8 +288,12 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
     for (;;) {
         if (used + 1 >= cap) {
             struct stat st;
-            if (!sized && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                (size_t)st.st_size + 2 > cap)
+            if (!sized && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+                free(buf);
+                close(fd);
+                return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+            }
+            if (!sized && (size_t)st.st_size + 2 > cap)
                 cap = (size_t)st.st_size + 2;
             else
                 cap *= 2;

@@ -194,6 +194,24 @@ int main(void)
     is_str(b = slurp("p.json", NULL, NULL), "parent again", "its content");
     free(b);
 
+    /* not regular files: a FIFO neither blocks the open nor the read; a device that never
+     * ends is refused once it fills the first buffer (not read until memory runs out) */
+    char *fifo = path_of("fifo.json");
+    ok(mkfifo(fifo, 0600) == 0, "a FIFO where a file belongs");
+    struct svc_err fe;
+    svc_err_clear(&fe);
+    size_t flen = 1;
+    alarm(10); /* a blocked open or read ends the test here, failed */
+    char *fb = slurp("fifo.json", &flen, &fe);
+    alarm(0);
+    ok(fb ? flen == 0 : 1, "reading it returns at once (no writer: empty, or an error)");
+    free(fb);
+    free(fifo);
+    b = NULL;
+    svc_err_clear(&fe);
+    ok(svc_file_read_follow("/dev/zero", &b, NULL, &fe) != 0 && !b, "/dev/zero is refused");
+    ok(strstr(fe.message, "not a regular file") != NULL, "as not a regular file: %s", fe.message);
+
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0)
