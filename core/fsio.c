@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,33 @@ void svc_test_crash_point(const char *path)
 }
 #endif
 
+/* rename(tmp, path), atomic for readers either way. A file that was not synced replaces
+ * an existing one by exchanging the two names (renameat2 RENAME_EXCHANGE), then the old
+ * file, now under the temp name, is removed: ext4 (auto_da_alloc) starts writeback of the
+ * new file at every rename over an existing one, an I/O per replaced file, and the old
+ * file's blocks are then freed (a discard on a mount with -o discard); an exchange does
+ * neither, and a file replaced again before writeback never reaches the disk. The cost is
+ * the guarantee auto_da_alloc gives unsynced replacements: after a power cut such a file
+ * can come back empty, which every reader of a file written unsynced takes as missing
+ * (core/run.c's fsync budget). Falls back to rename when there is nothing to exchange
+ * with or the filesystem cannot exchange. */
+static int replace_with(const char *tmp, const char *path, bool unsynced)
+{
+    if (unsynced) {
+        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+            /* the old file; a crash before this leaves an orphan temp file */
+            if (unlink(tmp) == 0 || errno != EISDIR)
+                return 0;
+            /* a directory stood there: put it back; rename refuses it as before */
+            if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) != 0)
+                return -1;
+        } else if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
+            return -1;
+        }
+    }
+    return rename(tmp, path);
+}
+
 int svc_fsync_dir(const char *dir, struct svc_err *err)
 {
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -79,16 +107,45 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
     return svc_file_write_synced(path, data, len, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, err);
 }
 
+/* Temp names "<name>.tmp-<pid>-<hex>": the pid (fsck tells a dead writer's temp files by
+ * it), then a random salt drawn once per process and a counter. Both are kept across
+ * writes (getpid and the random source cost a system call each, several times per turn)
+ * and reset in a forked child. */
+static pid_t temp_pid;
+static unsigned long temp_seq;
+static char temp_salt[9];
+
+static void temp_forked(void)
+{
+    temp_pid = 0;
+}
+
+static void temp_name(char *out, size_t outsz, const char *path)
+{
+    static bool registered;
+    if (!registered) {
+        pthread_atfork(NULL, NULL, temp_forked);
+        registered = true;
+    }
+    if (temp_pid == 0) {
+        temp_pid = getpid();
+        svc_random_hex(temp_salt, 8);
+    }
+    snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp_pid, temp_salt, ++temp_seq);
+}
+
 int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err)
 {
-    char hex[9];
-    svc_random_hex(hex, 8);
-    size_t tl = strlen(path) + 48;
+    size_t tl = strlen(path) + 64;
     char *tmp = svc_xmalloc(tl);
-    snprintf(tmp, tl, "%s.tmp-%ld-%s", path, (long)getpid(), hex);
-    int rc = -1;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int rc = -1, fd = -1;
+    for (int tries = 0; fd < 0 && tries < 4; tries++) {
+        temp_name(tmp, tl, path);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd < 0 && errno != EEXIST)
+            break; /* EEXIST: a name left by an earlier process with this pid; the next one */
+    }
     if (fd < 0) {
         svc_err_errno(err, "create temp file");
         goto out;
@@ -108,7 +165,7 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
     }
     fd = -1;
     svc_test_crash_point(path);
-    if (rename(tmp, path) != 0) {
+    if (replace_with(tmp, path, !(sync & (SVC_SYNC_FILE | SVC_WRITE_NEW))) != 0) {
         svc_err_errno(err, "rename");
         goto out_unlink;
     }
@@ -147,13 +204,62 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
     return rc;
 }
 
+int svc_file_write_new(const char *path, const void *data, size_t len, bool sync_file,
+                       struct svc_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) {
+        if (errno == EEXIST) /* not new after all: replace it whole */
+            return svc_file_write_synced(path, data, len, sync_file ? SVC_SYNC_FILE : 0, err);
+        return svc_err_errno(err, "create");
+    }
+    svc_test_crash_point(path);
+    int rc = 0;
+    if (write_all(fd, data, len) != 0)
+        rc = svc_err_errno(err, "write");
+    else if (sync_file && fdatasync(fd) != 0)
+        rc = svc_err_errno(err, "fdatasync");
+    if (close(fd) != 0 && rc == 0)
+        rc = svc_err_errno(err, "close");
+    if (rc != 0)
+        unlink(path);
+    return rc;
+}
+
+int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
+                         struct svc_err *err)
+{
+    /* one descriptor for the look at the last byte and the append */
+    int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return svc_err_errno(err, "open for append");
+    struct stat sb;
+    char c = '\n';
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &c, 1, sb.st_size - 1) != 1)
+        c = '\n';
+    /* line[-1] is the caller's '\n': a torn last line is followed by a fresh one */
+    const char *data = c != '\n' ? line - 1 : line;
+    size_t n = c != '\n' ? len + 1 : len;
+    int rc = 0;
+    svc_test_crash_point(path);
+    ssize_t w = write(fd, data, n); /* one write: a line is whole or absent */
+    if (w < 0 || (size_t)w != n)
+        rc = svc_err_errno(err, "append");
+    else if (durable && fdatasync(fd) != 0) /* data and size: all a reader needs */
+        rc = svc_err_errno(err, "fdatasync");
+    close(fd);
+    return rc;
+}
+
 static int file_read(int dirfd, const char *path, int flags, char **out, size_t *len,
                      struct stat *st_out, struct svc_err *err)
 {
     *out = NULL;
     if (len)
         *len = 0;
-    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | flags);
+    /* O_NONBLOCK: a FIFO put where a data file belongs neither blocks the open nor the read
+     * (it reads as empty or fails); it changes nothing for a regular file */
+    int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: %s", path);
@@ -161,40 +267,60 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             return svc_err_set(err, SVC_E_IO, "refused: %s is a symbolic link", path);
         return svc_err_errno(err, "open");
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+    /* No fstat first: a read that stops short of filling the buffer is the end of a regular
+     * file, so a small file (a message, a sidecar) costs open, read, close. A file that
+     * fills the first buffer is sized with fstat once, and refused unless regular (a device
+     * would never end). A directory fails the read (EISDIR) and is refused as before.
+     * A caller that asks for the file's stat (a cache keyed by it, core/msgcache.h) gets
+     * the fstat taken before the read: a change after it shows as a different stat. */
+    size_t cap = 16384, used = 0;
+    bool sized = false;
+    if (st_out) {
+        if (fstat(fd, st_out) != 0 || !S_ISREG(st_out->st_mode)) {
+            close(fd);
+            return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+        }
+        if ((size_t)st_out->st_size + 2 > cap)
+            cap = (size_t)st_out->st_size + 2;
+        sized = true;
     }
-    /* room for the size fstat gave plus one byte: a read that stops short of filling the
-     * buffer after that size is the end of a regular file, so the usual read is one call */
-    size_t cap = (size_t)st.st_size + 2, used = 0;
     char *buf = svc_xmalloc(cap);
     for (;;) {
         if (used + 1 >= cap) {
-            char *nb = svc_xrealloc(buf, cap * 2);
-            buf = nb;
-            cap *= 2;
+            struct stat st;
+            if (!sized && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+                free(buf);
+                close(fd);
+                return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+            }
+            if (!sized && (size_t)st.st_size + 2 > cap)
+                cap = (size_t)st.st_size + 2;
+            else
+                cap *= 2;
+            sized = true;
+            buf = svc_xrealloc(buf, cap);
         }
         ssize_t n = read(fd, buf + used, cap - used - 1);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
+            int e = errno;
             free(buf);
             close(fd);
+            if (e == EISDIR)
+                return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+            errno = e;
             return svc_err_errno(err, "read");
         }
         if (n == 0)
             break;
         used += (size_t)n;
-        if (used + 1 < cap && used >= (size_t)st.st_size)
-            break; /* short of the buffer, at or past the size: end of file */
+        if (used + 1 < cap)
+            break; /* short of the buffer: end of file */
     }
     close(fd);
     buf[used] = '\0';
     *out = buf;
-    if (st_out)
-        *st_out = st;
     if (len)
         *len = used;
     return 0;

@@ -22,11 +22,26 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
  * it (the name survives). A caller that writes several files into one directory passes
  * SVC_SYNC_FILE for each and calls svc_fsync_dir once (see core/run.c's budget). */
 enum { SVC_SYNC_NONE = 0, SVC_SYNC_FILE = 1, SVC_SYNC_DIR = 2, SVC_SYNC_FULL = 3 };
+/* Or'ed into sync: a hint that the target does not exist yet (a new message, a run's
+ * record), so the temp file is renamed at once instead of first tried as an exchange with
+ * an existing file (see replace_with in fsio.c). Any target is still written correctly. */
+enum { SVC_WRITE_NEW = 4 };
 int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err);
 int svc_fsync_dir(const char *dir, struct svc_err *err);
 int svc_file_append(const char *path, const void *data, size_t len, bool durable,
                     struct svc_err *err);
+/* Write a file that does not exist yet straight under its name (no temp file, no rename):
+ * only for JSON-lines files, whose readers take a torn tail as not yet written. A name
+ * that exists already is replaced whole (svc_file_write_synced). sync_file fdatasyncs it;
+ * its directory is the caller's to sync. A failed write removes the file. */
+int svc_file_write_new(const char *path, const void *data, size_t len, bool sync_file,
+                       struct svc_err *err);
+/* svc_file_append for one line (len bytes from line, ending in '\n') that must start a
+ * line of its own: when the file ends inside a torn line, line[-1] (which must be '\n',
+ * the caller's) is written first, in the same write. The file is opened once. */
+int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
+                         struct svc_err *err);
 /* Read a whole file into a heap buffer (NUL-terminated; *len excludes the NUL).
  * A missing file is SVC_E_NOT_FOUND; other failures SVC_E_IO. Data files are never read
  * through a symbolic link (it could point out of the root): that is SVC_E_IO too. */

@@ -95,8 +95,8 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
     return svc_sess_read_message_stat(s, id, out, NULL, err);
 }
 
-int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out,
-                               struct stat *st, struct svc_err *err)
+int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
+                               struct svc_err *err)
 {
     *out = NULL;
     if (open_messages_dir(s, id, err) != 0)

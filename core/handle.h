@@ -57,8 +57,8 @@ int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, 
  * A missing file is SVC_E_NOT_FOUND, a damaged one SVC_E_IO (as svc_store_read_message). */
 int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err);
 /* The same, and *st (when not NULL) gets the fstat of the file read. */
-int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out,
-                               struct stat *st, struct svc_err *err);
+int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
+                               struct svc_err *err);
 /* lstat of message id's file through the same descriptor: true when it is a regular file. */
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
 void svc_sess_close(struct svc_sess *s);

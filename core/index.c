@@ -359,14 +359,15 @@ struct idxfile {
     char gen[17];
 };
 
-static int index_open(const struct svc_store *st, struct idxfile *f)
+/* index_open with open flags (O_RDONLY, or O_RDWR | O_APPEND for the appender). */
+static int index_open_as(const struct svc_store *st, struct idxfile *f, int flags)
 {
     f->fd = -1;
     f->gen[0] = '\0';
     char *path = root_file(st, INDEX_FILE);
     if (!path)
         return -1;
-    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    f->fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW);
     free(path);
     if (f->fd < 0)
         return -1;
@@ -386,6 +387,11 @@ static int index_open(const struct svc_store *st, struct idxfile *f)
             snprintf(f->gen, sizeof f->gen, "%.16s", head + sizeof key - 1);
     }
     return 0;
+}
+
+static int index_open(const struct svc_store *st, struct idxfile *f)
+{
+    return index_open_as(st, f, O_RDONLY);
 }
 
 /* index_open for the unlocked look of refresh: when the name still gives the file this
@@ -445,7 +451,8 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
         goto out;
     struct stamp s;
     stamp_parse(lock, &s);
-    if (index_open(st, &f) != 0) {
+    /* opened once, for the check and the append */
+    if (index_open_as(st, &f, O_RDWR | O_APPEND) != 0) {
         if (s.ok)
             stamp_write(lock, NULL, NULL);
         rc = 0; /* no index yet (or deleted): the first listing builds it from the sidecars */
@@ -456,14 +463,7 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
             stamp_write(lock, NULL, NULL);
         goto out;
     }
-    index_close(&f);
-    char *path = root_file(st, INDEX_FILE);
-    int fd = path ? open(path, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW) : -1;
-    free(path);
-    if (fd < 0) {
-        stamp_write(lock, NULL, NULL);
-        goto out;
-    }
+    int fd = f.fd;
     size_t n = strlen(text);
     char *buf = svc_xmalloc(n + 1);
     if (buf) {
@@ -483,7 +483,6 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
     } else {
         stamp_write(lock, NULL, NULL);
     }
-    close(fd);
 out:
     index_close(&f);
     if (lock >= 0)

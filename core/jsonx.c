@@ -538,20 +538,6 @@ int svc_json_read_object_file(const char *path, json_object **out, struct svc_er
     return 0;
 }
 
-/* Whether the file exists, is not empty and does not end with a newline (a torn line). */
-static bool file_ends_torn(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return false;
-    struct stat sb;
-    char c = '\n';
-    if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &c, 1, sb.st_size - 1) != 1)
-        c = '\n';
-    close(fd);
-    return c != '\n';
-}
-
 size_t svc_jsonl_lines(const char *buf, size_t len,
                        void (*each)(void *ctx, const char *line, size_t n, size_t off), void *ctx)
 {
@@ -581,11 +567,11 @@ int svc_json_append_line(const char *path, json_object *o, bool durable, struct 
 {
     struct svc_buf b;
     svc_buf_init(&b);
-    if (file_ends_torn(path)) /* start on a fresh line: the torn one stays apart, skippable */
-        put(&b, "\n", 1);
+    /* a leading '\n', written only after a torn line: the torn one stays apart, skippable */
+    put(&b, "\n", 1);
     dump_value(&b, o, 0, false);
     put(&b, "\n", 1);
-    int rc = svc_file_append(path, b.data, b.len, durable, err); /* one write: whole or absent */
+    int rc = svc_file_append_line(path, b.data + 1, b.len - 1, durable, err);
     svc_buf_free(&b);
     return rc;
 }

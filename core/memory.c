@@ -234,12 +234,12 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     snprintf(needle, sizeof needle, "\"%s\"", sid);
     int rc = scan_back(file, needle, dup_line, &dc, err);
     if (rc == 0 && !dc.found) {
-        bool fresh = access(file, F_OK) != 0;
+        bool fresh = cfg->sessions.fsync && access(file, F_OK) != 0;
         /* not synced: memory is derived from the (synced) messages after the run's end;
          * see core/run.c's fsync budget. A power cut can lose this digest, never a turn. */
         rc = svc_json_append_line(file, line, false, err);
         *appended = rc == 0;
-        if (rc == 0 && fresh && cfg->sessions.fsync) {
+        if (rc == 0 && fresh) {
             /* a new file's directory entry must survive a crash too */
             int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (dfd < 0 || fsync(dfd) != 0)
@@ -289,16 +289,9 @@ static int read_tail(const struct svc_store *st, const char *sid, json_object **
     return 0;
 }
 
-/* memory_state in the sidecar; error may be NULL. Caller holds the session lock. */
-static void record_state(const struct svc_store *st, const char *sid, json_object *mem,
-                         const struct svc_err *error)
+/* The memory_state object of mem; error may be NULL. New reference. */
+static json_object *memory_state_of(json_object *mem, const struct svc_err *error)
 {
-    json_object *sc = NULL;
-    struct svc_err e;
-    if (svc_sidecar_read(st, sid, &sc, &e) != 0) {
-        svc_logf("session %s: memory state not recorded: %s", sid, e.message);
-        return;
-    }
     char now[SVC_TIME_LEN];
     json_object *ms = json_object_new_object();
     svc_json_set_bool(ms, "enabled", true);
@@ -317,7 +310,20 @@ static void record_state(const struct svc_store *st, const char *sid, json_objec
     } else {
         svc_json_set(ms, "error", NULL);
     }
-    svc_json_set(sc, "memory_state", ms);
+    return ms;
+}
+
+/* memory_state in the sidecar; error may be NULL. Caller holds the session lock. */
+static void record_state(const struct svc_store *st, const char *sid, json_object *mem,
+                         const struct svc_err *error)
+{
+    json_object *sc = NULL;
+    struct svc_err e;
+    if (svc_sidecar_read(st, sid, &sc, &e) != 0) {
+        svc_logf("session %s: memory state not recorded: %s", sid, e.message);
+        return;
+    }
+    svc_json_set(sc, "memory_state", memory_state_of(mem, error));
     if (svc_sidecar_write_sync(st, sid, sc, SVC_SYNC_NONE, &e) != 0) { /* as run.c's end */
         svc_logf("session %s: memory state not recorded: %s", sid, e.message);
     } else {
@@ -334,39 +340,19 @@ int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_er
     return svc_memory_sync_recent(cfg, sid, NULL, NULL, err);
 }
 
-int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_object *recent,
-                           const int64_t *recent_ids, struct svc_err *err)
+/* The sync itself; the caller holds the exclusive session lock. With sc the memory_state
+ * goes into sc (a sidecar the caller writes next), else into the sidecar on disk. */
+static int sync_locked(const struct svc_config *cfg, const struct svc_store *st, const char *sid,
+                       json_object *recent, const int64_t *recent_ids, json_object *sc,
+                       struct svc_err *err)
 {
-    struct svc_store st;
-    store_of(cfg, &st);
     struct svc_err e;
     svc_err_clear(&e);
-    struct svc_lock l = SVC_LOCK_INIT;
     json_object *mem = NULL, *msgs = NULL, *line = NULL;
     int64_t *ids = NULL;
     char *user = NULL, *assistant = NULL, *dir = NULL, *file = NULL;
-    char *sdir = svc_store_session_dir(&st, sid);
-    char *mpath = svc_store_session_file(&st, sid, "svc_memory.json");
+    char *mpath = svc_store_session_file(st, sid, "svc_memory.json");
     int rc = -1;
-    bool locked = false;
-    if (svc_id_check(sid, err) != 0) {
-        rc = -1;
-        goto done; /* a bad id is the caller's error, not a sync failure */
-    }
-    if (!cfg->sessions.enabled || cfg->sessions.provider != SVC_PROVIDER_SVC_REPOSITORY ||
-        !cfg->sessions.sync_memory) {
-        rc = svc_err_set(err, SVC_E_CONFIG,
-                         "memory sync needs sessions.enabled, provider svc_repository and "
-                         "sync_memory on");
-        goto done;
-    }
-    if (!svc_store_session_exists(&st, sid)) {
-        rc = svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
-        goto done;
-    }
-    if (svc_lock_session(sdir, true, &l, &e) != 0)
-        goto out;
-    locked = true;
     struct svc_err re;
     if (svc_json_read_object_file(mpath, &mem, &re) != 0) {
         if (re.code != SVC_E_NOT_FOUND)
@@ -383,7 +369,7 @@ int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_o
     int64_t mid = -1;
     int pr = recent ? svc_memory_pair(recent, recent_ids, &user, &assistant, &mid) : 0;
     if (pr == 0) { /* the caller's messages hold no pair (or none given): read the files */
-        if (read_tail(&st, sid, &msgs, &ids, &e) != 0)
+        if (read_tail(st, sid, &msgs, &ids, &e) != 0)
             goto out;
         pr = svc_memory_pair(msgs, ids, &user, &assistant, &mid);
     }
@@ -421,10 +407,12 @@ out:
         if (err)
             *err = e;
     }
-    if (locked && mem && (rc != 0 || line))
-        record_state(&st, sid, mem, rc != 0 ? &e : NULL);
-done:
-    svc_lock_release(&l);
+    if (mem && (rc != 0 || line)) {
+        if (sc)
+            svc_json_set(sc, "memory_state", memory_state_of(mem, rc != 0 ? &e : NULL));
+        else
+            record_state(st, sid, mem, rc != 0 ? &e : NULL);
+    }
     json_object_put(mem);
     json_object_put(msgs);
     json_object_put(line);
@@ -433,9 +421,47 @@ done:
     free(assistant);
     free(dir);
     free(file);
-    free(sdir);
     free(mpath);
     return rc;
+}
+
+int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_object *recent,
+                           const int64_t *recent_ids, struct svc_err *err)
+{
+    struct svc_store st;
+    store_of(cfg, &st);
+    struct svc_err e;
+    struct svc_lock l = SVC_LOCK_INIT;
+    char *sdir = NULL;
+    int rc = -1;
+    if (svc_id_check(sid, err) != 0)
+        return -1; /* a bad id is the caller's error, not a sync failure */
+    if (!cfg->sessions.enabled || cfg->sessions.provider != SVC_PROVIDER_SVC_REPOSITORY ||
+        !cfg->sessions.sync_memory)
+        return svc_err_set(err, SVC_E_CONFIG,
+                           "memory sync needs sessions.enabled, provider svc_repository and "
+                           "sync_memory on");
+    if (!svc_store_session_exists(&st, sid))
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+    sdir = svc_store_session_dir(&st, sid);
+    if (svc_lock_session(sdir, true, &l, &e) != 0) {
+        svc_logf("session %s: memory sync failed: %s", sid, e.message);
+        if (err)
+            *err = e;
+    } else {
+        rc = sync_locked(cfg, &st, sid, recent, recent_ids, NULL, err);
+    }
+    svc_lock_release(&l);
+    free(sdir);
+    return rc;
+}
+
+int svc_memory_sync_run(const struct svc_config *cfg, const char *sid, json_object *recent,
+                        const int64_t *recent_ids, json_object *sc, struct svc_err *err)
+{
+    struct svc_store st;
+    store_of(cfg, &st);
+    return sync_locked(cfg, &st, sid, recent, recent_ids, sc, err);
 }
 
 /* ---- recall ---- */

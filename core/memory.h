@@ -49,6 +49,12 @@ int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_er
  * files read as svc_memory_sync does. recent NULL is svc_memory_sync. */
 int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_object *recent,
                            const int64_t *recent_ids, struct svc_err *err);
+/* The same inside a run's end (core/run.c): the caller holds the session's exclusive lock
+ * and writes the sidecar sc next, so memory_state is set in sc instead of written (one
+ * sidecar write for the run's end and its memory sync). The checks of svc_memory_sync are
+ * the caller's. */
+int svc_memory_sync_run(const struct svc_config *cfg, const char *sid, json_object *recent,
+                        const int64_t *recent_ids, json_object *sc, struct svc_err *err);
 /* The system prompt with recall for a run on sid: NULL when memory.recall is 0 or there is
  * nothing to recall (use cfg->model.system_prompt), else a heap string. */
 char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid);

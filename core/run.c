@@ -23,10 +23,13 @@
  * completes the run from its turn line (status, counts recounted from the files);
  * agent.json's counts only steer the window (a stale removed_message_count makes the next
  * restore slide it again). A replaced file that was never synced can come back empty
- * after a power cut on some filesystems: readers take an empty sidecar or agent.json as
- * missing (rebuilt from the native files). A first turn also syncs the directories and
- * files it creates. Memory sync (memory.c, after the run's end) writes without a sync:
- * digests are derived from the synced messages; a power cut can lose one, never a turn. */
+ * after a power cut (core/fsio.c replaces unsynced files by exchanging names, which skips
+ * ext4's auto_da_alloc flush): readers take an empty sidecar or agent.json as missing
+ * (rebuilt from the native files), an empty svc_memory.json as unreadable (started
+ * anew). A first turn also syncs the directories and files it creates. Memory sync
+ * (memory.c, after the turn line, its memory_state in the run's final sidecar write)
+ * writes without a sync: digests are derived from the synced messages; a power cut can
+ * lose one, never a turn. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -408,7 +411,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (!exists && (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||
                     svc_mkdirs_durable(s->dir, 0755, st->durable, err) != 0))
         goto out;
-    if (exists && svc_store_check_layout(st, s->sid, err) != 0)
+    bool dirs_seen = false; /* the session and messages directories, seen just now */
+    if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen, err) != 0)
         goto out;
     if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
         goto out;
@@ -450,9 +454,10 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         index_note(st, s->sid, running);
     }
     struct stat mst;
-    if (lstat(s->msg_dir, &mst) != 0 && svc_mkdirs_durable(s->msg_dir, 0755, st->durable, err) != 0)
+    if (!dirs_seen && lstat(s->msg_dir, &mst) != 0 &&
+        svc_mkdirs_durable(s->msg_dir, 0755, st->durable, err) != 0)
         goto out;
-    if (svc_store_ensure_session(st, s->sid, err) != 0)
+    if (svc_store_ensure_session_seen(st, s->sid, dirs_seen, err) != 0)
         goto out;
     struct svc_err rerr;
     if (svc_store_read_agent(st, s->sid, &run->agent, &rerr) != 0) {
@@ -551,6 +556,38 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 
 /* ---- end: finish, fail, cancel ---- */
 
+/* The messages this run stored (its input and outputs) are the tail of run->msgs with ids
+ * input_id .. next_id - 1: memory sync finds the pair there without reading a file. *recent
+ * (new reference) and *ids (heap) are NULL when the tail is not whole (memory.c then reads
+ * the files). */
+static void run_recent(struct svc_run *run, json_object **recent, int64_t **ids)
+{
+    *recent = NULL;
+    *ids = NULL;
+    size_t n = json_object_array_length(run->msgs);
+    int64_t k = run->next_id - run->input_id;
+    if (run->input_id < 0 || k <= 0 || (size_t)k > n)
+        return;
+    *recent = json_object_new_array_ext((int)k);
+    *ids = svc_xcalloc((size_t)k, sizeof **ids);
+    for (int64_t i = 0; i < k; i++) {
+        json_object_array_add(
+            *recent, json_object_get(json_object_array_get_idx(run->msgs, n - (size_t)k + i)));
+        (*ids)[i] = run->input_id + i;
+    }
+}
+
+/* Memory sync inside the run's end (the session lock held): memory_state goes into sc. */
+static void sync_memory_into(struct svc_run *run, json_object *sc)
+{
+    json_object *recent = NULL;
+    int64_t *ids = NULL;
+    run_recent(run, &recent, &ids);
+    svc_memory_sync_run(run->cfg, run->sess.sid, recent, ids, sc, NULL);
+    json_object_put(recent);
+    free(ids);
+}
+
 static void deliver_final_event(struct svc_run *run, json_object *ev)
 {
     if (run->sink && run->sink->on_event)
@@ -640,6 +677,16 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     /* the commit record, synced (fdatasync); then the sidecar, not synced */
     if (svc_turns_append(st, s->sid, turn, &err) != 0)
         goto out;
+    /* SPEC 3 step 4: memory sync follows the turn line. Done here, under the lock already
+     * held, its memory_state rides in the one sidecar write below instead of a second
+     * rewrite (and index line) of its own; a caller that publishes the run's end first
+     * (svc_run_defer_memory) syncs afterwards as before. A crash between the two leaves
+     * the `running` sidecar, completed from the turn line (the digest is not written
+     * twice: memory.c looks for it first). */
+    if (!failure && run->cfg->sessions.sync_memory && !run->memory_defer) {
+        sync_memory_into(run, sc);
+        run->memory_synced = true;
+    }
     if (svc_sidecar_write_sync(st, s->sid, sc, SVC_SYNC_NONE, &err) != 0)
         goto out;
     index_note(st, s->sid, sc);
@@ -672,8 +719,8 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
     run->sink = NULL;
     /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
-    run->memory_due =
-        rc == 0 && erc == 0 && run->stateful && run->sidecars && run->cfg->sessions.sync_memory;
+    run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
+                      run->cfg->sessions.sync_memory && !run->memory_synced;
     if (!run->memory_defer)
         svc_run_sync_memory(run);
     if (rc != 0) {
@@ -696,22 +743,10 @@ void svc_run_sync_memory(struct svc_run *run)
     if (!run->memory_due)
         return;
     run->memory_due = false;
-    /* the messages this run stored (its input and outputs) are the tail of run->msgs with
-     * ids input_id .. next_id - 1: the pair is found there without reading a file */
-    size_t n = json_object_array_length(run->msgs);
-    int64_t k = run->next_id - run->input_id;
-    if (k <= 0 || (size_t)k > n) {
-        svc_memory_sync(run->cfg, run->sess.sid, NULL); /* core/memory.h */
-        return;
-    }
-    json_object *recent = json_object_new_array_ext((int)k);
-    int64_t *ids = svc_xcalloc((size_t)k, sizeof *ids);
-    for (int64_t i = 0; i < k; i++) {
-        json_object_array_add(
-            recent, json_object_get(json_object_array_get_idx(run->msgs, n - (size_t)k + i)));
-        ids[i] = run->input_id + i;
-    }
-    svc_memory_sync_recent(run->cfg, run->sess.sid, recent, ids, NULL);
+    json_object *recent = NULL;
+    int64_t *ids = NULL;
+    run_recent(run, &recent, &ids);
+    svc_memory_sync_recent(run->cfg, run->sess.sid, recent, ids, NULL); /* core/memory.h */
     json_object_put(recent);
     free(ids);
 }

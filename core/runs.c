@@ -681,13 +681,20 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
         free(s);
     }
     /* durable only when an Idempotency-Key relies on it: otherwise the record is a way to
-     * look the run up, and the session's turn line is what survives a crash */
+     * look the run up, and the session's turn line is what survives a crash. The events
+     * file is new and read as JSON lines (a torn tail is no event yet), and it is written
+     * before the record that tells readers the run ended: no temp file and rename; the
+     * record's directory sync (same directory, after it) makes its name durable too. */
     bool durable = cfg->sessions.fsync && key;
-    rc = svc_file_write_atomic(ev_path, b.data ? b.data : "", b.len, durable, err);
+    rc = svc_file_write_new(ev_path, b.data ? b.data : "", b.len, durable, err);
     svc_buf_free(&b);
     free(ev_path);
-    if (rc == 0)
-        rc = write_record_as(cfg, rec, durable, err);
+    if (rc == 0) { /* a new record: its run id is new */
+        char *path = run_file(cfg, svc_run_get_id(run), ".json");
+        rc = svc_json_write_pretty_sync(path, rec, (durable ? SVC_SYNC_FULL : 0) | SVC_WRITE_NEW,
+                                        err);
+        free(path);
+    }
     if (rc == 0 && key)
         rc = idem_store(cfg, svc_run_get_session_id(run), key, svc_run_get_id(run), err);
     json_object_put(rec);

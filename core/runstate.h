@@ -53,8 +53,9 @@ struct svc_run {
     volatile sig_atomic_t cancel; /* 1 cancel, 2 timeout */
     const struct svc_run_sink *sink;
     bool begun, ended;
-    bool memory_due;   /* finished well: memory sync still to do (svc_run_sync_memory) */
-    bool memory_defer; /* the caller syncs memory itself, after publishing the run's end */
+    bool memory_due;    /* finished well: memory sync still to do (svc_run_sync_memory) */
+    bool memory_defer;  /* the caller syncs memory itself, after publishing the run's end */
+    bool memory_synced; /* memory synced inside the run's end (run.c) */
 };
 
 int svc_loop_run(struct svc_run *run, struct svc_err *err);

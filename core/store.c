@@ -144,21 +144,34 @@ static bool dirs_plain(const char *dir, int *why)
 
 int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err)
 {
+    return svc_store_check_layout_seen(st, sid, NULL, err);
+}
+
+int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, bool *has_messages,
+                                struct svc_err *err)
+{
+    if (has_messages)
+        *has_messages = false;
     char *paths[3] = {svc_store_session_file(st, sid, "agents"), svc_store_agent_dir(st, sid),
                       svc_store_messages_dir(st, sid)};
     static const char *names[3] = {"agents", "agents/agent_<id>", "messages"};
     int rc = 0, why = 0, dirs = 0;
     /* the common case in one call: all three plain directories; else one lstat each */
-    for (int i = dirs_plain(paths[2], &why) ? 3 : 0; i < 3 && rc == 0; i++) {
+    bool plain = dirs_plain(paths[2], &why);
+    if (plain && has_messages)
+        *has_messages = true; /* all three plain directories, messages among them */
+    for (int i = plain ? 3 : 0; i < 3 && rc == 0; i++) {
         struct stat lst;
-        if (lstat(paths[i], &lst) != 0)
-            continue;
-        if (!S_ISDIR(lst.st_mode))
+        bool there = lstat(paths[i], &lst) == 0;
+        if (there && !S_ISDIR(lst.st_mode)) {
             rc = svc_err_set(err, SVC_E_IO,
                              "session %s: %s is a symbolic link or not a directory; refused", sid,
                              names[i]);
-        else
+        } else if (there) {
             dirs++;
+            if (i == 2 && has_messages)
+                *has_messages = true;
+        }
     }
     if (why == ELOOP && rc == 0 && dirs == 3)
         plain_useless = true; /* the link is above the session: in the root's own path */
@@ -194,6 +207,12 @@ static int write_session_json(const char *path, const char *sid, bool durable,
 
 int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err)
 {
+    return svc_store_ensure_session_seen(st, sid, false, err);
+}
+
+int svc_store_ensure_session_seen(const struct svc_store *st, const char *sid, bool dirs_seen,
+                                  struct svc_err *err)
+{
     if (svc_id_check(sid, err) != 0)
         return -1;
     int rc = -1;
@@ -201,11 +220,11 @@ int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct
     char *sdir = svc_store_session_dir(st, sid);
     char *sfile = svc_store_session_file(st, sid, "session.json");
     struct stat lst;
-    if (lstat(sdir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
+    if (!dirs_seen && lstat(sdir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
         svc_err_set(err, SVC_E_IO, "session path is not a directory");
         goto out;
     }
-    if (lstat(mdir, &lst) != 0 && svc_mkdirs(mdir, 0755, err) != 0)
+    if (!dirs_seen && lstat(mdir, &lst) != 0 && svc_mkdirs(mdir, 0755, err) != 0)
         goto out;
     if (access(sfile, F_OK) != 0) {
         /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
@@ -480,7 +499,7 @@ int svc_store_write_message_sync(const struct svc_store *st, const char *sid, in
     svc_json_set_str(rec, "created_at", now);
     svc_json_set_str(rec, "updated_at", now);
     char *path = svc_store_message_path(st, sid, id);
-    int rc = svc_json_write_native_sync(path, rec, sync, err);
+    int rc = svc_json_write_native_sync(path, rec, sync | SVC_WRITE_NEW, err); /* a new id */
     free(path);
     json_object_put(rec);
     return rc;

@@ -41,9 +41,16 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid);
  * a symbolic link there could lead out
  * of the root. SVC_E_IO when one is not. */
 int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err);
+/* The same, telling whether agents/agent_<aid>/messages is there (a directory). */
+int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, bool *has_messages,
+                                struct svc_err *err);
 /* Create the root, the session directory, agents/agent_<aid>/messages and session.json
  * (when missing, even if the directory exists). Does not create agent.json. */
 int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err);
+/* The same for a caller that has just seen the session and messages directories (by
+ * svc_store_check_layout_seen, under the run lock): only session.json is looked for. */
+int svc_store_ensure_session_seen(const struct svc_store *st, const char *sid, bool dirs_seen,
+                                  struct svc_err *err);
 /* Rewrite session.json's updated_at (keeps other keys). */
 int svc_store_touch_session(const struct svc_store *st, const char *sid, struct svc_err *err);
 

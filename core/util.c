@@ -251,6 +251,8 @@ int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
 
 int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err)
 {
+    if (svc_is_dir(path))
+        return 0; /* the usual case: one stat, not a mkdir per component */
     char *tmp = svc_xstrdup(path);
     int rc = 0;
     for (char *p = tmp + 1;; p++) {
