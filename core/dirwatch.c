@@ -2,15 +2,21 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "util.h"
 
-#define WATCH_MASK                                                                                 \
-    (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR | IN_DONT_FOLLOW)
+/* what makes a directory not clean: an entry created or moved in, the directory gone */
+#define CREATED_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
+/* what else makes it changed: an entry written, its attributes (utime, chmod), removed or
+ * moved out */
+#define CHANGED_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE | IN_MOVED_FROM)
+#define WATCH_MASK (CREATED_MASK | CHANGED_MASK | IN_ONLYDIR)
 #define SLOTS (SVC_DIRWATCH_MAX * 2) /* open addressing on the path, never more than half full */
 
 struct watch {
@@ -18,6 +24,11 @@ struct watch {
     int wd;    /* -1: not watched (yet, or any more) */
     int64_t tag;
     bool clean;
+    /* content watch: nothing at all changed since generation gen armed it on dev/ino */
+    bool unchanged;
+    int64_t gen;
+    dev_t dev;
+    ino_t ino;
 };
 
 static struct {
@@ -25,6 +36,7 @@ static struct {
     bool tried;
     struct watch v[SVC_DIRWATCH_MAX];
     int n;
+    int64_t gens;    /* content arms so far */
     int slot[SLOTS]; /* index into v + 1; 0 empty */
 } dw = {.fd = -1};
 
@@ -91,6 +103,8 @@ static struct watch *find(const char *key, bool add)
     w->wd = -1;
     w->tag = 0;
     w->clean = false;
+    w->unchanged = false;
+    w->gen = 0;
     dw.slot[h] = dw.n;
     return w;
 }
@@ -98,7 +112,7 @@ static struct watch *find(const char *key, bool add)
 void svc_dirwatch_dirty_all(void)
 {
     for (int i = 0; i < dw.n; i++)
-        dw.v[i].clean = false;
+        dw.v[i].clean = dw.v[i].unchanged = false;
 }
 
 void svc_dirwatch_poll(void)
@@ -127,7 +141,9 @@ void svc_dirwatch_poll(void)
             for (int i = 0; i < dw.n; i++) {
                 if (dw.v[i].wd != ie->wd)
                     continue;
-                dw.v[i].clean = false;
+                dw.v[i].unchanged = false;
+                if (ie->mask & (CREATED_MASK | IN_IGNORED))
+                    dw.v[i].clean = false;
                 if (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
                     dw.v[i].wd = -1; /* gone, or elsewhere now: armed anew next time */
             }
@@ -153,7 +169,7 @@ void svc_dirwatch_arm(const char *key, const char *path, int64_t tag)
         return;
     w->clean = false;
     if (w->wd < 0) {
-        int wd = inotify_add_watch(dw.fd, path, WATCH_MASK);
+        int wd = inotify_add_watch(dw.fd, path, WATCH_MASK | IN_DONT_FOLLOW);
         if (wd < 0)
             return; /* no such directory, or out of watches: the caller checks each time */
         w->wd = wd;
@@ -167,4 +183,59 @@ void svc_dirwatch_dirty(const char *key)
     struct watch *w = dw.fd >= 0 ? find(key, false) : NULL;
     if (w)
         w->clean = false;
+}
+
+int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir)
+{
+    if (dw.fd < 0)
+        return 0;
+    const struct watch *w = find(key, false);
+    if (!w || w->wd < 0 || !w->unchanged || w->dev != dir->st_dev || w->ino != dir->st_ino)
+        return 0;
+    return w->gen;
+}
+
+int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *dir)
+{
+    if (!ready())
+        return 0;
+    struct watch *w = find(key, true);
+    if (!w)
+        return 0;
+    w->unchanged = false;
+    /* the inode open as dirfd, whatever its path names now (a directory swapped in under
+     * the same name is another inode: unchanged() compares dev and ino) */
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", dirfd);
+    int wd = inotify_add_watch(dw.fd, proc, WATCH_MASK);
+    if (wd < 0)
+        return 0;
+    if (wd != w->wd) {
+        w->clean = false; /* the watch named another directory until now */
+        w->wd = wd;
+    }
+    w->dev = dir->st_dev;
+    w->ino = dir->st_ino;
+    w->gen = ++dw.gens;
+    w->unchanged = true;
+    return w->gen;
+}
+
+/* Whether inotify sees every change made under the directory fd: a local filesystem
+ * (a network filesystem does not report other machines' changes). */
+bool svc_dirwatch_local(int fd)
+{
+    struct statfs sf;
+    if (fstatfs(fd, &sf) != 0)
+        return false;
+    switch ((unsigned long)sf.f_type) {
+    case 0xEF53UL:     /* ext2/3/4 */
+    case 0x58465342UL: /* xfs */
+    case 0x9123683EUL: /* btrfs */
+    case 0x01021994UL: /* tmpfs */
+    case 0xF2F52010UL: /* f2fs */
+        return true;
+    default:
+        return false;
+    }
 }

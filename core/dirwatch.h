@@ -13,6 +13,14 @@
  *                                  the check comes in as an event
  *   svc_dirwatch_dirty(key)        the check found a change: key is not clean
  *   svc_dirwatch_dirty_all()       something else changed (e.g. a parent was renamed)
+ * Content watches, for a cache of what the directory's files hold (msgcache.h):
+ *   svc_dirwatch_arm_content(key, fd, st)  watch the directory open as fd (st: its fstat)
+ *                                  for any change to an entry: created, written, attributes
+ *                                  changed, renamed, removed; returns a generation (> 0), or
+ *                                  0 when it cannot watch. Call it BEFORE the checks.
+ *   svc_dirwatch_unchanged(key, st)  that generation while nothing changed since and st
+ *                                  (an fstat of the directory as opened now) is the same
+ *                                  inode; 0 otherwise.
  * Only what inotify sees counts: callers use it only on local filesystems. Changes made
  * by any process of the machine count, the caller's own included. Without inotify
  * (limits, errors) nothing is ever clean and callers check as before. */
@@ -21,6 +29,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #define SVC_DIRWATCH_MAX 2048
 
@@ -29,6 +38,11 @@ bool svc_dirwatch_clean(const char *key, int64_t tag);
 void svc_dirwatch_arm(const char *key, const char *path, int64_t tag);
 void svc_dirwatch_dirty(const char *key);
 void svc_dirwatch_dirty_all(void);
+int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *dir);
+int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir);
+/* Whether inotify sees every change under the directory open as fd: a local filesystem
+ * (a network filesystem does not report other machines' changes). */
+bool svc_dirwatch_local(int fd);
 /* Close the instance and forget every watch (tests, SIGHUP). */
 void svc_dirwatch_reset(void);
 

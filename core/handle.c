@@ -104,6 +104,11 @@ int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out
     return svc_store_read_message_at(s->msg_fd, id, out, st, err);
 }
 
+int svc_sess_messages_fd(struct svc_sess *s)
+{
+    return open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
+}
+
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)
 {
     char name[48];

@@ -59,6 +59,9 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
 /* The same, and *st (when not NULL) gets the fstat of the file read. */
 int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
                                struct svc_err *err);
+/* The messages directory's descriptor (borrowed, closed by svc_sess_close), or -1 when
+ * it cannot be opened. */
+int svc_sess_messages_fd(struct svc_sess *s);
 /* lstat of message id's file through the same descriptor: true when it is a regular file. */
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
 void svc_sess_close(struct svc_sess *s);

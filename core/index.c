@@ -13,7 +13,6 @@
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "dirwatch.h"
@@ -839,25 +838,6 @@ static void write_compacted(const struct svc_store *st)
     close(lock);
 }
 
-/* Whether inotify sees every change made under the directory fd: a local filesystem
- * (a network filesystem does not report other machines' changes). */
-static bool local_fs(int fd)
-{
-    struct statfs sf;
-    if (fstatfs(fd, &sf) != 0)
-        return false;
-    switch ((unsigned long)sf.f_type) {
-    case 0xEF53UL:     /* ext2/3/4 */
-    case 0x58465342UL: /* xfs */
-    case 0x9123683EUL: /* btrfs */
-    case 0x01021994UL: /* tmpfs */
-    case 0xF2F52010UL: /* f2fs */
-        return true;
-    default:
-        return false;
-    }
-}
-
 static int refresh(const struct svc_store *st)
 {
     if (!ix.root || strcmp(ix.root, st->root) != 0) {
@@ -899,7 +879,7 @@ static int refresh(const struct svc_store *st)
                           fs.st_dev == rs.st_dev && fs.st_ino == rs.st_ino;
         if (!ix.root_fd_open && ix.root_fd >= 0)
             close(ix.root_fd);
-        ix.root_local = ix.root_fd_open && local_fs(ix.root_fd);
+        ix.root_local = ix.root_fd_open && svc_dirwatch_local(ix.root_fd);
         svc_dirwatch_dirty_all();
         ix.root_dev = rs.st_dev;
         ix.root_ino = rs.st_ino;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dirwatch.h"
 #include "fsio.h"
 #include "handle.h"
 #include "index.h"
@@ -289,6 +290,21 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     svc_json_set(res, "messages", list);
     size_t off = (size_t)q->offset;
     size_t count = 0;
+    /* A worker that pages again watches the session's messages directory (dirwatch.h):
+     * while nothing in it changed since the rows were last checked, a row cached then is
+     * taken without a stat. The watch is armed before this page's checks. */
+    static unsigned long pages;
+    int64_t gen = 0;
+    bool unchanged = false;
+    int mfd = off < n && ++pages > 1 ? svc_sess_messages_fd(&s) : -1;
+    struct stat dst;
+    if (mfd >= 0 && fstat(mfd, &dst) == 0) {
+        svc_dirwatch_poll();
+        gen = svc_dirwatch_unchanged(sid, &dst);
+        unchanged = gen > 0;
+        if (!unchanged && svc_dirwatch_local(mfd))
+            gen = svc_dirwatch_arm_content(sid, mfd, &dst);
+    }
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
         size_t pos = desc ? n - 1 - k : k;
         int64_t id = ids ? ids[pos] : (int64_t)pos;
@@ -296,7 +312,9 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         struct stat fst;
         const char *text;
         size_t tlen;
-        if (svc_sess_stat_message(&s, id, &fst) && svc_msgcache_get(&fst, id, &text, &tlen)) {
+        if ((unchanged && svc_msgcache_get_seen(sid, gen, id, &text, &tlen)) ||
+            (svc_sess_stat_message(&s, id, &fst) &&
+             svc_msgcache_get(&fst, id, sid, gen, &text, &tlen))) {
             json_object_array_add(list, svc_json_new_raw_len(text, tlen));
             continue;
         }
@@ -315,7 +333,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         json_object *row = svc_message_row(rec, id);
         json_object_put(rec);
         char *rendered = svc_json_dump_compact(row);
-        if (svc_msgcache_put(&fst, id, rendered, strlen(rendered))) {
+        if (svc_msgcache_put(&fst, id, sid, gen, rendered, strlen(rendered))) {
             json_object_put(row);
             row = svc_json_new_raw(rendered);
         }

@@ -1,6 +1,8 @@
 #!/usr/bin/perl
 # A worker keeps the rows of the messages pages it rendered (core/msgcache.h) and answers a
-# page read before with one stat per row and no file opened. A row is served again only
+# page read before with one stat per row and no file opened; from its second page of a
+# session on it watches the messages directory (inotify, core/dirwatch.h), and while nothing
+# changed there it answers with no stat either. A row is served again only
 # while its file is the one it was rendered from: rewritten in place with the same size and
 # its mtime set back (again right after a page read it), replaced by a rename, or turned
 # into a symbolic link, the next page shows what is on disk now. The rule that keeps a file
@@ -35,7 +37,7 @@ is content_of($first, 2)->{content}, 'hello 1', 'row 2 as written';
 
 # ---- a page read before opens no message file ----
 SKIP: {
-    skip 'strace not installed', 4 unless system('strace -V >/dev/null 2>&1') == 0;
+    skip 'strace not installed', 7 unless system('strace -V >/dev/null 2>&1') == 0;
     my $master = $s->master_pid;
     my ($worker) = grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /\)\s+\S+\s+(\d+)/ && $1 == $master }
         grep { /^\d+$/ } do { opendir my $d, '/proc'; readdir $d };
@@ -49,14 +51,23 @@ SKIP: {
     }
     SvcTest::wait_for(10, sub { (SvcTest::read_file("$log.err") // '') =~ /attached/ });
     my $again = page();
+    my $mark = -s $log;
+    my $third = page();
     kill 'INT', $spid;
     waitpid $spid, 0;
     my $trace = SvcTest::read_file($log) // '';
+    my $trace3 = substr $trace, $mark;
+    $trace = substr $trace, 0, $mark;
     is_deeply $again, $first, 'the page again: the same rows';
     my @opened = $trace =~ /openat\([^\n]*"message_\d+\.json"/g;
     my @stated = $trace =~ /(?:newfstatat|statx)\([^\n]*"message_\d+\.json"/g;
     is scalar @opened, 0, 'no message file opened' or diag $trace;
     is scalar @stated, 6, 'one stat per row';
+    is_deeply $third, $first, 'a third time: the same rows';
+    @opened = $trace3 =~ /openat\([^\n]*"message_\d+\.json"/g;
+    @stated = $trace3 =~ /(?:newfstatat|statx)\([^\n]*"message_\d+\.json"/g;
+    is scalar @opened, 0, 'no message file opened';
+    is scalar @stated, 0, 'and no stat: the watched directory did not change' or diag $trace3;
 }
 
 sub set_bytes { # rewrite in place: same size, mtime set back to what it was
@@ -108,6 +119,26 @@ is content_of(page(), 2)->{content}, 'hEllO 1', 'the page shows the third';
     unlink $f;
     SvcTest::write_file($f, SvcTest::read_file($s->home . '/outside.json'));
     is content_of(page(), 0)->{content}, 'hello 0', 'a regular file again: its row again';
+}
+
+# ---- the agent's directory swapped for one whose messages are the same files (hard
+# links): the watched directory saw nothing, yet a file changed through the new one shows ----
+{
+    sleep 1.2;            # every file settled (msgcache.h)
+    page() for 1 .. 2;    # the rows cached and the directory watched
+    my $adir = "$root/session_$sid/agents";
+    mkdir "$adir/agent_new" or die;
+    mkdir "$adir/agent_new/messages" or die;
+    link "$adir/agent_svc-agent/agent.json", "$adir/agent_new/agent.json" or die;
+    for my $f (glob "$mdir/message_*.json") {
+        (my $b = $f) =~ s{.*/}{};
+        link $f, "$adir/agent_new/messages/$b" or die "$f: $!";
+    }
+    rename "$adir/agent_svc-agent", "$adir/agent_old" or die;
+    rename "$adir/agent_new", "$adir/agent_svc-agent" or die;
+    ok set_bytes("$mdir/message_4.json", 'HELLO 2', 'HeLLO 2'), 'a file rewritten through the new directory';
+    is content_of(page(), 4)->{content}, 'HeLLO 2', 'the page shows it';
+    system('rm', '-rf', "$adir/agent_old");
 }
 
 # ---- the session still works, and its new messages are paged ----
