@@ -16,8 +16,11 @@ my $dest = SvcOps::tmpdir();
 my $prefix = '/opt/svc-t';
 my $B = SvcTest::build();
 
+# the build's own flags: `make install` builds what is out of date first, and a test build
+# remade without its hooks would fail the tests that use them (t/50's crash loop)
+my $hooks = SvcTest::test_hooks_built() ? 'TEST_HOOKS=1' : '';
 sub install {
-    my $out = `make -s --no-print-directory -C $repo install B=$B PREFIX=$prefix DESTDIR=$dest 2>&1`;
+    my $out = `make -s --no-print-directory -C $repo install B=$B $hooks PREFIX=$prefix DESTDIR=$dest 2>&1`;
     return ($? >> 8, $out);
 }
 
