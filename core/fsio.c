@@ -187,12 +187,10 @@ out:
     return rc;
 }
 
-int svc_file_append(const char *path, const void *data, size_t len, bool durable,
-                    struct svc_err *err)
+/* The append itself on fd (opened O_APPEND for path), which it closes. */
+static int append_and_close(int fd, const char *path, const void *data, size_t len, bool durable,
+                            struct svc_err *err)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return svc_err_errno(err, "open for append");
     int rc = 0;
     svc_test_crash_point(path);
     ssize_t n = write(fd, data, len); /* one write: a line is whole or absent */
@@ -202,6 +200,15 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
         rc = svc_err_errno(err, "fdatasync");
     close(fd);
     return rc;
+}
+
+int svc_file_append(const char *path, const void *data, size_t len, bool durable,
+                    struct svc_err *err)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return svc_err_errno(err, "open for append");
+    return append_and_close(fd, path, data, len, durable, err);
 }
 
 int svc_file_write_new(const char *path, const void *data, size_t len, bool sync_file,
@@ -240,15 +247,7 @@ int svc_file_append_line(const char *path, const char *line, size_t len, bool du
     /* line[-1] is the caller's '\n': a torn last line is followed by a fresh one */
     const char *data = c != '\n' ? line - 1 : line;
     size_t n = c != '\n' ? len + 1 : len;
-    int rc = 0;
-    svc_test_crash_point(path);
-    ssize_t w = write(fd, data, n); /* one write: a line is whole or absent */
-    if (w < 0 || (size_t)w != n)
-        rc = svc_err_errno(err, "append");
-    else if (durable && fdatasync(fd) != 0) /* data and size: all a reader needs */
-        rc = svc_err_errno(err, "fdatasync");
-    close(fd);
-    return rc;
+    return append_and_close(fd, path, data, n, durable, err);
 }
 
 static int file_read(int dirfd, const char *path, int flags, char **out, size_t *len,
