@@ -29,6 +29,7 @@ struct watch {
     int64_t gen;
     dev_t dev;
     ino_t ino;
+    const char *const *ignore; /* content watch: entry names whose events do not count */
 };
 
 static struct {
@@ -105,6 +106,7 @@ static struct watch *find(const char *key, bool add)
     w->clean = false;
     w->unchanged = false;
     w->gen = 0;
+    w->ignore = NULL;
     dw.slot[h] = dw.n;
     return w;
 }
@@ -113,6 +115,17 @@ void svc_dirwatch_dirty_all(void)
 {
     for (int i = 0; i < dw.n; i++)
         dw.v[i].clean = dw.v[i].unchanged = false;
+}
+
+/* Whether ie names an entry w ignores (never an event on the directory itself). */
+static bool ignored(const struct watch *w, const struct inotify_event *ie)
+{
+    if (!w->ignore || ie->len == 0 || (ie->mask & (IN_IGNORED | IN_Q_OVERFLOW)))
+        return false;
+    for (const char *const *n = w->ignore; *n; n++)
+        if (strcmp(*n, ie->name) == 0)
+            return true;
+    return false;
 }
 
 void svc_dirwatch_poll(void)
@@ -139,7 +152,7 @@ void svc_dirwatch_poll(void)
             if (ie->mask & IN_Q_OVERFLOW)
                 svc_dirwatch_dirty_all(); /* events were lost */
             for (int i = 0; i < dw.n; i++) {
-                if (dw.v[i].wd != ie->wd)
+                if (dw.v[i].wd != ie->wd || ignored(&dw.v[i], ie))
                     continue;
                 dw.v[i].unchanged = false;
                 if (ie->mask & (CREATED_MASK | IN_IGNORED))
@@ -195,7 +208,22 @@ int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir)
     return w->gen;
 }
 
+/* Whether a watch other than w uses the kernel's watch wd. */
+static bool wd_shared(int wd, const struct watch *w)
+{
+    for (int i = 0; i < dw.n; i++)
+        if (&dw.v[i] != w && dw.v[i].wd == wd)
+            return true;
+    return false;
+}
+
 int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *dir)
+{
+    return svc_dirwatch_arm_content_ignoring(key, dirfd, dir, NULL);
+}
+
+int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const struct stat *dir,
+                                          const char *const *ignore)
 {
     if (!ready())
         return 0;
@@ -203,6 +231,7 @@ int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *
     if (!w)
         return 0;
     w->unchanged = false;
+    w->ignore = ignore;
     /* the inode open as dirfd, whatever its path names now (a directory swapped in under
      * the same name is another inode: unchanged() compares dev and ino) */
     char proc[64];
@@ -211,7 +240,12 @@ int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *
     if (wd < 0)
         return 0;
     if (wd != w->wd) {
-        w->clean = false; /* the watch named another directory until now */
+        /* the watch named another directory until now: the kernel's watch of it goes
+         * unless another key still uses it (a key re-armed on directory after directory
+         * holds one kernel watch, not one per directory it ever named) */
+        if (w->wd >= 0 && !wd_shared(w->wd, w))
+            inotify_rm_watch(dw.fd, w->wd);
+        w->clean = false;
         w->wd = wd;
     }
     w->dev = dir->st_dev;

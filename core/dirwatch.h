@@ -21,6 +21,12 @@
  *   svc_dirwatch_unchanged(key, st)  that generation while nothing changed since and st
  *                                  (an fstat of the directory as opened now) is the same
  *                                  inode; 0 otherwise.
+ *   svc_dirwatch_arm_content_ignoring(key, fd, st, names)  the same, except that events on
+ *                                  the entries named in names (NULL-terminated, static: kept
+ *                                  by reference) do not count, e.g. lock files that readers
+ *                                  open for writing and that hold nothing the caller reads.
+ *                                  A key armed again on another directory drops the kernel's
+ *                                  watch of the former one (unless another key uses it).
  * Only what inotify sees counts: callers use it only on local filesystems. Changes made
  * by any process of the machine count, the caller's own included. Without inotify
  * (limits, errors) nothing is ever clean and callers check as before. */
@@ -39,6 +45,8 @@ void svc_dirwatch_arm(const char *key, const char *path, int64_t tag);
 void svc_dirwatch_dirty(const char *key);
 void svc_dirwatch_dirty_all(void);
 int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *dir);
+int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const struct stat *dir,
+                                          const char *const *ignore);
 int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir);
 /* Whether inotify sees every change under the directory open as fd: a local filesystem
  * (a network filesystem does not report other machines' changes). */

@@ -1,8 +1,11 @@
 #include "query.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "dirwatch.h"
 #include "fsio.h"
@@ -17,16 +20,11 @@
 #include "store.h"
 #include "util.h"
 
-/* Common entry: sessions on, id valid, session present with a safe layout, and (with
- * repair) a stale `running` repaired. On success *s is an open handle the caller closes. */
-static int open_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
-                        bool repair, struct svc_err *err)
+/* The checks after svc_sess_open: session present with a safe layout, and (with repair)
+ * a stale `running` repaired. Closes *s when they fail. */
+static int check_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
+                         bool repair, struct svc_err *err)
 {
-    *s = (struct svc_sess)SVC_SESS_INIT;
-    if (!cfg->sessions.enabled)
-        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    if (svc_sess_open(cfg, sid, s, err) != 0)
-        return -1;
     if (!svc_store_session_exists(&s->st, sid)) {
         svc_sess_close(s);
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
@@ -37,6 +35,19 @@ static int open_session(const struct svc_config *cfg, const char *sid, struct sv
         return -1;
     }
     return 0;
+}
+
+/* Common entry: sessions on, id valid, session present with a safe layout, and (with
+ * repair) a stale `running` repaired. On success *s is an open handle the caller closes. */
+static int open_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
+                        bool repair, struct svc_err *err)
+{
+    *s = (struct svc_sess)SVC_SESS_INIT;
+    if (!cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    if (svc_sess_open(cfg, sid, s, err) != 0)
+        return -1;
+    return check_session(cfg, sid, s, repair, err);
 }
 
 /* Sidecar, or one derived from native files; message_count recounted from the files.
@@ -103,13 +114,43 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
 /* The summary is a pure function of the sidecar's bytes and the number of message files:
  * parse, set message_count, drop schema_version. The detail endpoint is polled, so each
  * process keeps the last (bytes, count) -> summary it computed and reuses it when both are
- * equal. Every request still reads the sidecar and counts the files under the shared lock;
- * only the parse is skipped, so the answer stays true to the files. */
+ * equal: a request that reads the sidecar and counts the files under the shared lock skips
+ * the parse.
+ * A session polled again skips the lock and the reads too, while nothing in it changed
+ * (issue 7). A worker that answers the detail of the same session twice in a row watches
+ * (dirwatch.h content watches, under four keys of its own: no session id has a ':') the
+ * session directory, agents/, agents/agent_<aid>/ and messages/, each opened from the one
+ * above it without following a link, BEFORE the layout check and the read under the lock.
+ * A change made after a watch was armed comes in as an event on one of them:
+ *  - svc_session.json written in place, renamed over, removed or replaced by a link;
+ *    svc_turns.jsonl or agents/ replaced, renamed or removed: an event in the session
+ *    directory;
+ *  - agent_<aid> or messages/ renamed, removed or replaced: an event in agents/ or in
+ *    agent_<aid>/ (and IN_MOVE_SELF or IN_DELETE_SELF on the directory itself);
+ *  - a message file added, removed or renamed: an event in messages/;
+ *  - the session directory renamed or removed: IN_MOVE_SELF or IN_DELETE_SELF on it; and
+ *    another directory under its name without it being moved (a parent of it renamed):
+ *    the one lstat of the path the next request makes shows another inode.
+ * Events on the lock files are ignored: every reader opens .svc.lock for writing, and no
+ * lock file holds anything the summary is made of. The run lock matters to a `running`
+ * summary only, and a `running` summary is never served from the watch: it is read and
+ * its run lock checked each time, and a stale one repaired, as before. So while no event
+ * came and the lstat names the watched inode, the memo's summary, computed from what was
+ * read after the watches were armed, is what the full read would give now: the answer
+ * costs one read(2) of the inotify instance and one lstat. Only on local filesystems
+ * (svc_dirwatch_local); without a watch (limits, errors, another session asked for in
+ * between) every request reads as before. One memo, four watches: a worker keeps at most
+ * four kernel watches for the detail, re-armed from session to session. */
 static struct {
     char *raw;
     size_t len;
     size_t count;
     json_object *summary;
+    /* the watches the summary holds under (above): all four armed before it was read */
+    bool watched;
+    char *msg_dir; /* the messages path they were armed for (root, session, agent) */
+    int64_t gen[4];
+    struct stat dst[4];
 } memo;
 
 static void memo_set(char *raw, size_t len, size_t count, json_object *summary)
@@ -120,6 +161,53 @@ static void memo_set(char *raw, size_t len, size_t count, json_object *summary)
     memo.len = len;
     memo.count = count;
     memo.summary = summary;
+    memo.watched = false;
+}
+
+/* the detail's watch keys: the session directory, agents/, agent_<aid>/, messages/ */
+static const char *const watch_keys[4] = {"detail:session", "detail:agents", "detail:agent",
+                                          "detail:messages"};
+static const char *const lock_files[] = {".svc.lock", ".svc.run.lock", NULL};
+/* the messages path of the last detail asked for (heap): watches from the second in a row */
+static char *last_detail;
+
+/* Arm the four watches on s's directories, each opened from the one above it without
+ * following a link: true, with their generations and fstats, when all four are armed. */
+static bool watch_arm(const struct svc_sess *s, int64_t gen[4], struct stat dst[4])
+{
+    char agent[160]; /* ids are at most 128 characters (store.h) */
+    snprintf(agent, sizeof agent, "agent_%s", s->st.agent_id);
+    const char *names[4] = {s->dir, "agents", agent, "messages"};
+    int fd[4] = {-1, -1, -1, -1};
+    bool ok = true;
+    for (int i = 0; i < 4 && ok; i++) {
+        fd[i] = openat(i ? fd[i - 1] : AT_FDCWD, names[i],
+                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        ok = fd[i] >= 0 && fstat(fd[i], &dst[i]) == 0 && (i > 0 || svc_dirwatch_local(fd[i]));
+        if (ok)
+            gen[i] = svc_dirwatch_arm_content_ignoring(watch_keys[i], fd[i], &dst[i],
+                                                       i == 0 ? lock_files : NULL);
+        ok = ok && gen[i] > 0;
+    }
+    for (int i = 0; i < 4; i++)
+        if (fd[i] >= 0)
+            close(fd[i]);
+    return ok;
+}
+
+/* The memo's summary (new reference) when it holds for s under its watches; else NULL. */
+static json_object *watch_fresh(const struct svc_sess *s)
+{
+    if (!memo.watched || strcmp(memo.msg_dir, s->msg_dir) != 0)
+        return NULL;
+    svc_dirwatch_poll();
+    struct stat st;
+    if (lstat(s->dir, &st) != 0)
+        return NULL;
+    for (int i = 0; i < 4; i++)
+        if (svc_dirwatch_unchanged(watch_keys[i], i ? &memo.dst[i] : &st) != memo.gen[i])
+            return NULL;
+    return json_object_get(memo.summary);
 }
 
 /* load_summary_locked for svc_session_get, through the memo; the result has no
@@ -192,8 +280,27 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
                     struct svc_err *err)
 {
     *out = NULL;
+    if (!cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
     struct svc_sess s;
-    if (open_session(cfg, sid, &s, false, err) != 0) /* repaired below, only when needed */
+    if (svc_sess_open(cfg, sid, &s, err) != 0)
+        return -1;
+    /* polled again, nothing changed: the memo's summary under its watches (above) */
+    json_object *fresh = watch_fresh(&s);
+    if (fresh) {
+        svc_sess_close(&s);
+        *out = fresh;
+        return 0;
+    }
+    /* the second detail of this session in a row: arm the watches, before every check */
+    bool again = last_detail && strcmp(last_detail, s.msg_dir) == 0;
+    free(last_detail);
+    last_detail = svc_xstrdup(s.msg_dir);
+    memo.watched = false;
+    int64_t gen[4] = {0};
+    struct stat dst[4];
+    bool armed = again && watch_arm(&s, gen, dst);
+    if (check_session(cfg, sid, &s, false, err) != 0) /* repaired below, only when needed */
         return -1;
     json_object *sc = NULL;
     bool has;
@@ -212,6 +319,15 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
         sc = NULL;
         if (svc_session_repair_stale(cfg, sid, err) < 0)
             goto out;
+    }
+    /* the memo's summary read under all four watches, and not `running`: served from the
+     * watches until something changes */
+    if (armed && sc == memo.summary && strcmp(svc_json_str(sc, "status", ""), "running") != 0) {
+        memo.watched = true;
+        free(memo.msg_dir);
+        memo.msg_dir = svc_xstrdup(s.msg_dir);
+        memcpy(memo.gen, gen, sizeof memo.gen);
+        memcpy(memo.dst, dst, sizeof memo.dst);
     }
     *out = sc; /* already the summary (read-only: it may be the memo's) */
     sc = NULL;
