@@ -76,12 +76,13 @@ is files(), 2, 'two message files to begin with';
 my $d0 = detail()->{json};
 is $d0->{message_count}, 2, 'message_count 2';
 
+my $master = $s->master_pid;
+my ($worker) = grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /\)\s+\S+\s+(\d+)/ && $1 == $master }
+    grep { /^\d+$/ } do { opendir my $d, '/proc'; readdir $d };
+
 # ---- a repeat with nothing changed takes no lock and reads no file ----
 SKIP: {
     skip 'strace not installed', 6 unless system('strace -V >/dev/null 2>&1') == 0;
-    my $master = $s->master_pid;
-    my ($worker) = grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /\)\s+\S+\s+(\d+)/ && $1 == $master }
-        grep { /^\d+$/ } do { opendir my $d, '/proc'; readdir $d };
     ok $worker, "the worker ($worker)";
     is $s->req(GET => '/api/v1/chat/sessions/dwatch-other')->{status}, 200, 'another session in between';
     my $log = $s->home . '/strace.log';
@@ -244,7 +245,7 @@ is $run->{status}, 202, 'a slow run started';
 settle();
 is detail()->{json}{status}, 'running', 'running';
 my $holder = SvcTest::wait_for(10, \&run_holder);
-ok $holder, "the run's process ($holder)";
+ok $holder && $holder != $worker, "the run's process ($holder), not the worker";
 kill 'KILL', $holder;
 SvcTest::wait_for(10, sub { !run_holder() });
 my $killed = agrees('the run killed');
