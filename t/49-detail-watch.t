@@ -272,4 +272,5 @@ my $stale = detail()->{json};
 isnt $stale->{status}, 'running', 'a stale running is repaired';
 is agrees('after the repair')->{status}, $stale->{status}, 'and stays so';
 
+diag 'server log: ', substr($s->log, -4000) unless Test::More->builder->is_passing;
 done_testing;
