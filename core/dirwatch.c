@@ -17,7 +17,8 @@
  * moved out */
 #define CHANGED_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE | IN_MOVED_FROM)
 #define WATCH_MASK (CREATED_MASK | CHANGED_MASK | IN_ONLYDIR)
-#define SLOTS (SVC_DIRWATCH_MAX * 2) /* open addressing on the path, never more than half full */
+#define ALL (SVC_DIRWATCH_MAX + SVC_DIRWATCH_FIXED)
+#define SLOTS (SVC_DIRWATCH_MAX * 4) /* open addressing on the key, never more than half full */
 
 struct watch {
     char *key; /* owned */
@@ -35,8 +36,9 @@ struct watch {
 static struct {
     int fd; /* the inotify instance, -1 before first use or when unavailable */
     bool tried;
-    struct watch v[SVC_DIRWATCH_MAX];
+    struct watch v[ALL];
     int n;
+    int fixed; /* of them, keys with a ':' (SVC_DIRWATCH_FIXED) */
     int64_t gens;    /* content arms so far */
     int slot[SLOTS]; /* index into v + 1; 0 empty */
 } dw = {.fd = -1};
@@ -50,6 +52,7 @@ static void forget_all(void)
     dw.fd = -1;
     dw.tried = false;
     dw.n = 0;
+    dw.fixed = 0;
     memset(dw.slot, 0, sizeof dw.slot);
 }
 
@@ -97,8 +100,10 @@ static struct watch *find(const char *key, bool add)
             return w;
         h = (h + 1) & (SLOTS - 1);
     }
-    if (!add || dw.n == SVC_DIRWATCH_MAX)
+    bool fixed = strchr(key, ':') != NULL;
+    if (!add || (fixed ? dw.fixed == SVC_DIRWATCH_FIXED : dw.n - dw.fixed == SVC_DIRWATCH_MAX))
         return NULL;
+    dw.fixed += fixed;
     struct watch *w = &dw.v[dw.n++];
     w->key = svc_xstrdup(key);
     w->wd = -1;

@@ -38,6 +38,9 @@
 #include <sys/stat.h>
 
 #define SVC_DIRWATCH_MAX 2048
+/* Keys with a ':' (never a session id: a caller's few fixed keys, e.g. the detail's) have
+ * room of their own: at most SVC_DIRWATCH_FIXED of them, beyond SVC_DIRWATCH_MAX. */
+#define SVC_DIRWATCH_FIXED 16
 
 void svc_dirwatch_poll(void);
 bool svc_dirwatch_clean(const char *key, int64_t tag);
