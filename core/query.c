@@ -118,9 +118,10 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
  * the parse.
  * A session polled again skips the lock and the reads too, while nothing in it changed
  * (issue 7). A worker that answers the detail of the same session twice in a row watches
- * (dirwatch.h content watches, under four keys of its own: no session id has a ':') the
- * session directory, agents/, agents/agent_<aid>/ and messages/, each opened from the one
- * above it without following a link, BEFORE the layout check and the read under the lock.
+ * the session directory, agents/, agents/agent_<aid>/ and messages/ (dirwatch.h content
+ * watches under four fixed keys: they have a ':', which no session id has, and dirwatch
+ * keeps room for such keys beyond the listing's), each opened from the one above it
+ * without following a link, BEFORE the layout check and the read under the lock.
  * A change made after a watch was armed comes in as an event on one of them:
  *  - svc_session.json written in place, renamed over, removed or replaced by a link;
  *    svc_turns.jsonl or agents/ replaced, renamed or removed: an event in the session
