@@ -38,7 +38,7 @@ static struct {
     bool tried;
     struct watch v[ALL];
     int n;
-    int fixed; /* of them, keys with a ':' (SVC_DIRWATCH_FIXED) */
+    int fixed;       /* of them, keys with a ':' (SVC_DIRWATCH_FIXED) */
     int64_t gens;    /* content arms so far */
     int slot[SLOTS]; /* index into v + 1; 0 empty */
 } dw = {.fd = -1};
