@@ -29,6 +29,9 @@ struct watch {
     int64_t gen;
     dev_t dev;
     ino_t ino;
+    /* content life (svc_dirwatch_content_life): > 0 from the arm on dev/ino until an event
+     * that names no entry (the directory itself gone, moved, lost events) */
+    int64_t life;
 };
 
 static struct {
@@ -36,12 +39,15 @@ static struct {
     bool tried;
     struct watch v[SVC_DIRWATCH_MAX];
     int n;
-    int64_t gens;    /* content arms so far */
+    int64_t gens;    /* content arms and lives so far */
+    svc_dirwatch_change_fn on_change;
     int slot[SLOTS]; /* index into v + 1; 0 empty */
 } dw = {.fd = -1};
 
 static void forget_all(void)
 {
+    if (dw.on_change)
+        dw.on_change(NULL, NULL); /* every content life ends */
     if (dw.fd >= 0)
         close(dw.fd);
     for (int i = 0; i < dw.n; i++)
@@ -105,8 +111,36 @@ static struct watch *find(const char *key, bool add)
     w->clean = false;
     w->unchanged = false;
     w->gen = 0;
+    w->life = 0;
     dw.slot[h] = dw.n;
     return w;
+}
+
+/* The content life of w ends: whatever was checked under it is forgotten. */
+static void end_life(struct watch *w)
+{
+    if (w->life <= 0)
+        return;
+    w->life = 0;
+    if (dw.on_change)
+        dw.on_change(w->key, NULL);
+}
+
+/* An event on a watch with a content life: the entry it names changed, or (no name, the
+ * directory itself) everything did. */
+static void note_life_event(struct watch *w, const struct inotify_event *ie)
+{
+    if (w->life <= 0)
+        return;
+    if (ie->len == 0 || (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)))
+        end_life(w);
+    else if (dw.on_change)
+        dw.on_change(w->key, ie->name);
+}
+
+void svc_dirwatch_on_change(svc_dirwatch_change_fn fn)
+{
+    dw.on_change = fn;
 }
 
 void svc_dirwatch_dirty_all(void)
@@ -129,18 +163,24 @@ void svc_dirwatch_poll(void)
                 svc_dirwatch_dirty_all();
                 close(dw.fd);
                 dw.fd = -1;
-                for (int i = 0; i < dw.n; i++)
+                for (int i = 0; i < dw.n; i++) {
+                    end_life(&dw.v[i]);
                     dw.v[i].wd = -1;
+                }
             }
             return;
         }
         for (char *p = buf; p < buf + got;) {
             const struct inotify_event *ie = (const struct inotify_event *)p;
-            if (ie->mask & IN_Q_OVERFLOW)
+            if (ie->mask & IN_Q_OVERFLOW) {
                 svc_dirwatch_dirty_all(); /* events were lost */
+                for (int i = 0; i < dw.n; i++)
+                    end_life(&dw.v[i]);
+            }
             for (int i = 0; i < dw.n; i++) {
                 if (dw.v[i].wd != ie->wd)
                     continue;
+                note_life_event(&dw.v[i], ie);
                 dw.v[i].unchanged = false;
                 if (ie->mask & (CREATED_MASK | IN_IGNORED))
                     dw.v[i].clean = false;
@@ -210,6 +250,8 @@ int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *
     int wd = inotify_add_watch(dw.fd, proc, WATCH_MASK);
     if (wd < 0)
         return 0;
+    if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino)
+        end_life(w);
     if (wd != w->wd) {
         w->clean = false; /* the watch named another directory until now */
         w->wd = wd;
@@ -219,6 +261,32 @@ int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *
     w->gen = ++dw.gens;
     w->unchanged = true;
     return w->gen;
+}
+
+int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat *dir)
+{
+    if (!ready())
+        return 0;
+    struct watch *w = find(key, true);
+    if (!w)
+        return 0;
+    if (w->wd >= 0 && w->life > 0 && w->dev == dir->st_dev && w->ino == dir->st_ino)
+        return w->life;
+    end_life(w);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", dirfd);
+    int wd = inotify_add_watch(dw.fd, proc, WATCH_MASK);
+    if (wd < 0)
+        return 0;
+    if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino) {
+        w->clean = false;
+        w->unchanged = false;
+    }
+    w->wd = wd;
+    w->dev = dir->st_dev;
+    w->ino = dir->st_ino;
+    w->life = ++dw.gens;
+    return w->life;
 }
 
 /* Whether inotify sees every change made under the directory fd: a local filesystem

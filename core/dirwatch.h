@@ -21,6 +21,17 @@
  *   svc_dirwatch_unchanged(key, st)  that generation while nothing changed since and st
  *                                  (an fstat of the directory as opened now) is the same
  *                                  inode; 0 otherwise.
+ * Content lives, for a cache of single files of a directory that changes often (wincache.h):
+ *   svc_dirwatch_content_life(key, fd, st)  a number (> 0) that stays the same while the
+ *                                  directory open as fd (st: its fstat) stays watched under
+ *                                  key as that inode: re-armed (a new number) only when the
+ *                                  watch or the inode changed or events were lost; 0 when it
+ *                                  cannot watch. Call it, after svc_dirwatch_poll(), BEFORE
+ *                                  reading the files it stands for.
+ *   svc_dirwatch_on_change(fn)     fn(key, name) is called from svc_dirwatch_poll for each
+ *                                  event naming an entry of a directory with a content life;
+ *                                  fn(key, NULL) when that life ends, fn(NULL, NULL) when every
+ *                                  life ends (reset, fork, a broken instance). One listener.
  * Only what inotify sees counts: callers use it only on local filesystems. Changes made
  * by any process of the machine count, the caller's own included. Without inotify
  * (limits, errors) nothing is ever clean and callers check as before. */
@@ -40,6 +51,9 @@ void svc_dirwatch_dirty(const char *key);
 void svc_dirwatch_dirty_all(void);
 int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *dir);
 int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir);
+typedef void (*svc_dirwatch_change_fn)(const char *key, const char *name);
+void svc_dirwatch_on_change(svc_dirwatch_change_fn fn);
+int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat *dir);
 /* Whether inotify sees every change under the directory open as fd: a local filesystem
  * (a network filesystem does not report other machines' changes). */
 bool svc_dirwatch_local(int fd);

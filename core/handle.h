@@ -59,6 +59,9 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
 /* The same, and *st (when not NULL) gets the fstat of the file read. */
 int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
                                struct svc_err *err);
+/* The same, and *bytes gets the file's length. */
+int svc_sess_read_message_len(struct svc_sess *s, int64_t id, json_object **out, size_t *bytes,
+                              struct svc_err *err);
 /* The messages directory's descriptor (borrowed, closed by svc_sess_close), or -1 when
  * it cannot be opened. */
 int svc_sess_messages_fd(struct svc_sess *s);

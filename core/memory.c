@@ -148,11 +148,13 @@ static int scan_back(const char *path, const char *needle, int (*fn)(json_object
     }
     off_t size = st.st_size;
     size_t limit = size > SVC_MEMORY_TAIL ? SVC_MEMORY_TAIL : (size_t)size;
-    /* two passes: the last 64 KiB, which usually holds what fn looks for, then the rest of
-     * the tail; done_from is the file offset of the oldest line already seen */
-    size_t want = limit < 65536 ? limit : 65536;
+    /* passes over a growing tail: the last 4 KiB, which usually holds what fn looks for,
+     * then 64 KiB, then the whole tail; done_from is the file offset of the oldest line
+     * already seen. The buffer grows with the pass: a turn's sync does not allocate and
+     * read the whole tail when its session's line is among the last ones. */
+    size_t want = limit < 4096 ? limit : 4096;
     off_t done_from = size;
-    char *buf = svc_xmalloc(limit + 1);
+    char *buf = svc_xmalloc(want + 1);
     int stop = 0;
     for (;;) {
         off_t base = size - (off_t)want;
@@ -191,9 +193,10 @@ static int scan_back(const char *path, const char *needle, int (*fn)(json_object
         }
         if (stop || want >= limit)
             break;
-        if (first < got) /* else no whole line was seen: the second pass reads all */
+        if (first < got) /* else no whole line was seen: the next pass reads it all again */
             done_from = base + (off_t)first;
-        want = limit;
+        want = want < limit / 16 ? want * 16 : limit;
+        buf = svc_xrealloc(buf, want + 1);
     }
     close(fd);
     free(buf);

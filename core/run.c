@@ -48,6 +48,7 @@
 #include "sidecar.h"
 #include "store.h"
 #include "util.h"
+#include "wincache.h"
 
 static const char *model_name(const struct svc_config *cfg)
 {
@@ -374,16 +375,29 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
 }
 
 /* Restore the window: the messages from position removed_message_count on. With
- * contiguous ids (ids == NULL) position is id and only the window's files are read. */
+ * contiguous ids (ids == NULL) position is id and only the window's files are read, and
+ * of those only the ones this process has not read since they last changed (wincache.h:
+ * a worker running turn after turn of a session reads the files the turns in between
+ * added). The messages are shared with the cache: nothing modifies them. */
 static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_err *err)
 {
     struct svc_sess *s = &run->sess;
     int64_t from = run->removed < run->stored ? run->removed : run->stored;
+    int64_t life = from < run->stored ? svc_wincache_begin(s->sid, svc_sess_messages_fd(s)) : 0;
     for (int64_t pos = from; pos < run->stored; pos++) {
+        int64_t id = ids ? ids[pos] : pos;
+        json_object *m = svc_wincache_get(s->sid, life, id);
+        if (m) {
+            json_object_array_add(run->msgs, json_object_get(m));
+            continue;
+        }
         json_object *rec = NULL;
-        if (svc_sess_read_message(s, ids ? ids[pos] : pos, &rec, err) != 0)
+        size_t bytes = 0;
+        if (svc_sess_read_message_len(s, id, &rec, &bytes, err) != 0)
             return -1;
-        json_object_array_add(run->msgs, json_object_get(svc_store_effective_message(rec)));
+        m = svc_store_effective_message(rec);
+        svc_wincache_put(s->sid, life, id, m, bytes);
+        json_object_array_add(run->msgs, json_object_get(m));
         json_object_put(rec);
     }
     return 0;

@@ -463,7 +463,7 @@ int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t 
 }
 
 int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct stat *st,
-                              struct svc_err *err)
+                              size_t *bytes, struct svc_err *err)
 {
     char name[48];
     snprintf(name, sizeof name, "message_%lld.json", (long long)id);
@@ -471,6 +471,8 @@ int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, stru
     char *buf = NULL;
     size_t len = 0;
     int rc = svc_file_read_at(msg_dirfd, name, &buf, &len, st, err);
+    if (bytes)
+        *bytes = len;
     if (rc == 0) {
         struct svc_err perr;
         rc = svc_json_parse(buf, len, out, &perr);

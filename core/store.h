@@ -86,9 +86,9 @@ int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t
 int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
                            json_object **out, struct svc_err *err);
 /* The same from the open messages directory msg_dirfd (handle.h keeps one per session);
- * *st (when not NULL) gets the fstat of the file read. */
+ * *st (when not NULL) gets the fstat of the file read, *bytes (when not NULL) its length. */
 int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct stat *st,
-                              struct svc_err *err);
+                              size_t *bytes, struct svc_err *err);
 /* Write message_<id>.json: {"message": <copy of message>, "message_id", "redact_message": null,
  * "created_at", "updated_at"}. message is borrowed. */
 int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,

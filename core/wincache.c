@@ -1,0 +1,179 @@
+#include "wincache.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "dirwatch.h"
+#include "util.h"
+
+#define NBUCKETS 4096u  /* a power of two */
+#define KEY_PREFIX "w:" /* dirwatch keys of this cache: a session id has no ':' */
+
+struct entry {
+    struct entry *next;
+    int64_t life;
+    int64_t id;
+    json_object *msg; /* a reference */
+    size_t bytes;
+    char sid[]; /* NUL-terminated */
+};
+
+static struct entry *buckets[NBUCKETS];
+static size_t held_bytes, held_entries;
+
+static unsigned bucket_of(const char *sid, int64_t id)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)id;
+    for (; *sid; sid++)
+        h = (h ^ (unsigned char)*sid) * 1099511628211ull;
+    return (unsigned)((h ^ (h >> 31)) & (NBUCKETS - 1));
+}
+
+static void unlink_entry(struct entry **slot)
+{
+    struct entry *e = *slot;
+    *slot = e->next;
+    json_object_put(e->msg);
+    held_bytes -= e->bytes;
+    held_entries--;
+    free(e);
+}
+
+void svc_wincache_clear(void)
+{
+    for (unsigned i = 0; i < NBUCKETS; i++)
+        while (buckets[i])
+            unlink_entry(&buckets[i]);
+}
+
+static void drop_session(const char *sid)
+{
+    for (unsigned i = 0; i < NBUCKETS; i++)
+        for (struct entry **p = &buckets[i]; *p;) {
+            if (strcmp((*p)->sid, sid) == 0)
+                unlink_entry(p);
+            else
+                p = &(*p)->next;
+        }
+}
+
+static void drop(const char *sid, int64_t id)
+{
+    for (struct entry **p = &buckets[bucket_of(sid, id)]; *p; p = &(*p)->next)
+        if ((*p)->id == id && strcmp((*p)->sid, sid) == 0) {
+            unlink_entry(p);
+            return;
+        }
+}
+
+/* "message_<digits>.json" exactly: the id, else -1 (a temporary file, anything else) */
+static int64_t message_id_of(const char *name)
+{
+    static const char pre[] = "message_", suf[] = ".json";
+    if (strncmp(name, pre, sizeof pre - 1) != 0)
+        return -1;
+    const char *p = name + sizeof pre - 1, *d = p;
+    int64_t id = 0;
+    while (*p >= '0' && *p <= '9' && p - d < 18)
+        id = id * 10 + (*p++ - '0');
+    return p > d && strcmp(p, suf) == 0 ? id : -1;
+}
+
+/* dirwatch's listener: an entry of a watched messages directory changed (name), or the
+ * directory's life ended (name NULL), or every life did (key NULL) */
+static void on_change(const char *key, const char *name)
+{
+    if (!key) {
+        svc_wincache_clear();
+        return;
+    }
+    if (strncmp(key, KEY_PREFIX, sizeof KEY_PREFIX - 1) != 0)
+        return;
+    const char *sid = key + sizeof KEY_PREFIX - 1;
+    if (!name) {
+        drop_session(sid);
+        return;
+    }
+    int64_t id = message_id_of(name);
+    if (id >= 0)
+        drop(sid, id);
+}
+
+static void on_fork_child(void)
+{
+    svc_wincache_clear(); /* the parent's lives are the parent's (dirwatch forgets them too) */
+}
+
+/* Whether inotify sees every change on the filesystem of dev (dirwatch.h), asked once per
+ * device. */
+static bool local_fs(int dirfd, dev_t dev)
+{
+    static bool known, local;
+    static dev_t known_dev;
+    if (!known || known_dev != dev) {
+        local = svc_dirwatch_local(dirfd);
+        known_dev = dev;
+        known = true;
+    }
+    return local;
+}
+
+int64_t svc_wincache_begin(const char *sid, int dirfd)
+{
+    static bool registered;
+    if (!registered) {
+        svc_dirwatch_on_change(on_change);
+        pthread_atfork(NULL, NULL, on_fork_child);
+        registered = true;
+    }
+    struct stat st;
+    if (dirfd < 0 || fstat(dirfd, &st) != 0 || !local_fs(dirfd, st.st_dev))
+        return 0;
+    char key[160];
+    if ((size_t)snprintf(key, sizeof key, KEY_PREFIX "%s", sid) >= sizeof key)
+        return 0;
+    svc_dirwatch_poll(); /* every change so far has dropped its entries */
+    return svc_dirwatch_content_life(key, dirfd, &st);
+}
+
+json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
+{
+    if (life <= 0)
+        return NULL;
+    for (struct entry *e = buckets[bucket_of(sid, id)]; e; e = e->next)
+        if (e->id == id && strcmp(e->sid, sid) == 0)
+            return e->life == life ? e->msg : NULL;
+    return NULL;
+}
+
+void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes)
+{
+    if (life <= 0 || !msg)
+        return;
+    drop(sid, id); /* an entry of an earlier life */
+    if (bytes > SVC_WINCACHE_MAX_BYTES / 8)
+        return;
+    if (held_bytes + bytes > SVC_WINCACHE_MAX_BYTES)
+        svc_wincache_clear();
+    size_t n = strlen(sid) + 1;
+    struct entry *e = svc_xmalloc(sizeof *e + n);
+    e->life = life;
+    e->id = id;
+    e->msg = json_object_get(msg);
+    e->bytes = bytes;
+    memcpy(e->sid, sid, n);
+    unsigned b = bucket_of(sid, id);
+    e->next = buckets[b];
+    buckets[b] = e;
+    held_bytes += bytes;
+    held_entries++;
+}
+
+size_t svc_wincache_entries(void)
+{
+    return held_entries;
+}
