@@ -39,7 +39,7 @@ static struct {
     bool tried;
     struct watch v[SVC_DIRWATCH_MAX];
     int n;
-    int64_t gens;    /* content arms and lives so far */
+    int64_t gens; /* content arms and lives so far */
     svc_dirwatch_change_fn on_change;
     int slot[SLOTS]; /* index into v + 1; 0 empty */
 } dw = {.fd = -1};
