@@ -384,6 +384,8 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
     struct svc_sess *s = &run->sess;
     int64_t from = run->removed < run->stored ? run->removed : run->stored;
     int64_t life = from < run->stored ? svc_wincache_begin(s->sid, svc_sess_messages_fd(s)) : 0;
+    if (life > 0 && !ids)
+        svc_wincache_trim(s->sid, from); /* what the window slid past */
     for (int64_t pos = from; pos < run->stored; pos++) {
         int64_t id = ids ? ids[pos] : pos;
         json_object *m = svc_wincache_get(s->sid, life, id);

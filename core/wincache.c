@@ -155,6 +155,9 @@ void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *ms
     if (life <= 0 || !msg)
         return;
     drop(sid, id); /* an entry of an earlier life */
+    /* what the parsed message takes on the heap: json-c's objects and tables are several
+     * times the file's text (measured: about 9 bytes per byte of a short message) */
+    bytes = bytes * SVC_WINCACHE_HEAP_PER_BYTE + 256;
     if (bytes > SVC_WINCACHE_MAX_BYTES / 8)
         return;
     if (held_bytes + bytes > SVC_WINCACHE_MAX_BYTES)
@@ -171,6 +174,12 @@ void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *ms
     buckets[b] = e;
     held_bytes += bytes;
     held_entries++;
+}
+
+void svc_wincache_trim(const char *sid, int64_t below)
+{
+    for (int64_t id = below > SVC_WINCACHE_TRIM ? below - SVC_WINCACHE_TRIM : 0; id < below; id++)
+        drop(sid, id);
 }
 
 size_t svc_wincache_entries(void)

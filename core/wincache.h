@@ -15,7 +15,9 @@
  * event: no stat of the file is needed, and no "racy" rule (msgcache.h) either.
  * Changes inotify does not report are not seen: a write through a hard link of the file in
  * another directory; a filesystem that is not local (begin returns 0 there).
- * At most SVC_WINCACHE_MAX_BYTES of file bytes are held; storing past that empties the cache.
+ * At most SVC_WINCACHE_MAX_BYTES of heap (estimated from the files' bytes) is held;
+ * storing past that empties the cache. svc_wincache_trim drops the entries of the
+ * SVC_WINCACHE_TRIM ids below a window's start (the messages the window slid past).
  * One thread (a worker runs one request at a time); the child of a fork starts empty. */
 #ifndef SVC_WINCACHE_H
 #define SVC_WINCACHE_H
@@ -25,10 +27,13 @@
 #include <stdint.h>
 
 #define SVC_WINCACHE_MAX_BYTES (8u << 20)
+#define SVC_WINCACHE_HEAP_PER_BYTE 10
+#define SVC_WINCACHE_TRIM 64
 
 int64_t svc_wincache_begin(const char *sid, int dirfd);
 json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id);
 void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes);
+void svc_wincache_trim(const char *sid, int64_t below);
 void svc_wincache_clear(void);
 /* Entries held (tests). */
 size_t svc_wincache_entries(void);
