@@ -187,17 +187,23 @@ out:
     return rc;
 }
 
+int svc_fd_append(int fd, const char *path, const void *data, size_t len, bool durable,
+                  struct svc_err *err)
+{
+    svc_test_crash_point(path);
+    ssize_t n = write(fd, data, len); /* one write: a line is whole or absent */
+    if (n < 0 || (size_t)n != len)
+        return svc_err_errno(err, "append");
+    if (durable && fdatasync(fd) != 0) /* data and size: all a reader needs */
+        return svc_err_errno(err, "fdatasync");
+    return 0;
+}
+
 /* The append itself on fd (opened O_APPEND for path), which it closes. */
 static int append_and_close(int fd, const char *path, const void *data, size_t len, bool durable,
                             struct svc_err *err)
 {
-    int rc = 0;
-    svc_test_crash_point(path);
-    ssize_t n = write(fd, data, len); /* one write: a line is whole or absent */
-    if (n < 0 || (size_t)n != len)
-        rc = svc_err_errno(err, "append");
-    else if (durable && fdatasync(fd) != 0) /* data and size: all a reader needs */
-        rc = svc_err_errno(err, "fdatasync");
+    int rc = svc_fd_append(fd, path, data, len, durable, err);
     close(fd);
     return rc;
 }
