@@ -47,7 +47,7 @@ static struct {
 static void forget_all(void)
 {
     if (dw.on_change)
-        dw.on_change(NULL, NULL); /* every content life ends */
+        dw.on_change(NULL, NULL, 0); /* every content life ends */
     if (dw.fd >= 0)
         close(dw.fd);
     for (int i = 0; i < dw.n; i++)
@@ -123,7 +123,7 @@ static void end_life(struct watch *w)
         return;
     w->life = 0;
     if (dw.on_change)
-        dw.on_change(w->key, NULL);
+        dw.on_change(w->key, NULL, 0);
 }
 
 /* An event on a watch with a content life: the entry it names changed, or (no name, the
@@ -135,7 +135,7 @@ static void note_life_event(struct watch *w, const struct inotify_event *ie)
     if (ie->len == 0 || (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)))
         end_life(w);
     else if (dw.on_change)
-        dw.on_change(w->key, ie->name);
+        dw.on_change(w->key, ie->name, ie->mask);
 }
 
 void svc_dirwatch_on_change(svc_dirwatch_change_fn fn)

@@ -28,10 +28,11 @@
  *                                  watch or the inode changed or events were lost; 0 when it
  *                                  cannot watch. Call it, after svc_dirwatch_poll(), BEFORE
  *                                  reading the files it stands for.
- *   svc_dirwatch_on_change(fn)     fn(key, name) is called from svc_dirwatch_poll for each
- *                                  event naming an entry of a directory with a content life;
- *                                  fn(key, NULL) when that life ends, fn(NULL, NULL) when every
- *                                  life ends (reset, fork, a broken instance). One listener.
+ *   svc_dirwatch_on_change(fn)     fn(key, name, mask) is called from svc_dirwatch_poll for
+ *                                  each event (inotify mask) naming an entry of a directory
+ *                                  with a content life; fn(key, NULL, 0) when that life ends,
+ *                                  fn(NULL, NULL, 0) when every life ends (reset, fork, a
+ *                                  broken instance). One listener.
  * Only what inotify sees counts: callers use it only on local filesystems. Changes made
  * by any process of the machine count, the caller's own included. Without inotify
  * (limits, errors) nothing is ever clean and callers check as before. */
@@ -51,7 +52,7 @@ void svc_dirwatch_dirty(const char *key);
 void svc_dirwatch_dirty_all(void);
 int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *dir);
 int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir);
-typedef void (*svc_dirwatch_change_fn)(const char *key, const char *name);
+typedef void (*svc_dirwatch_change_fn)(const char *key, const char *name, uint32_t mask);
 void svc_dirwatch_on_change(svc_dirwatch_change_fn fn);
 int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat *dir);
 /* Whether inotify sees every change under the directory open as fd: a local filesystem

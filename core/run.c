@@ -71,9 +71,12 @@ static int store_message_locked(struct svc_run *run, json_object *msg, bool is_o
 {
     struct svc_sess *s = &run->sess;
     /* the file is synced now; its directory once at the end of the run */
-    if (svc_store_write_message_sync(&s->st, s->sid, run->next_id, msg, sync_file(&s->st), err) !=
-        0)
+    size_t bytes = 0;
+    if (svc_store_write_message_len(&s->st, s->sid, run->next_id, msg, sync_file(&s->st), &bytes,
+                                    err) != 0)
         return -1;
+    /* the next turn takes it from the window cache, unless another program touches it */
+    svc_wincache_claim(s->sid, run->win_life, run->next_id, msg, bytes);
     run->msgs_unsynced = s->st.durable;
     if (is_output)
         json_object_array_add(run->output_ids, json_object_new_int64(run->next_id));
@@ -383,7 +386,8 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
 {
     struct svc_sess *s = &run->sess;
     int64_t from = run->removed < run->stored ? run->removed : run->stored;
-    int64_t life = from < run->stored ? svc_wincache_begin(s->sid, svc_sess_messages_fd(s)) : 0;
+    int64_t life = svc_wincache_begin(s->sid, svc_sess_messages_fd(s));
+    run->win_life = life;
     if (life > 0 && !ids)
         svc_wincache_trim(s->sid, from); /* what the window slid past */
     for (int64_t pos = from; pos < run->stored; pos++) {

@@ -492,6 +492,13 @@ int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t
 int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
                                  json_object *message, int sync, struct svc_err *err)
 {
+    size_t bytes;
+    return svc_store_write_message_len(st, sid, id, message, sync, &bytes, err);
+}
+
+int svc_store_write_message_len(const struct svc_store *st, const char *sid, int64_t id,
+                                json_object *message, int sync, size_t *bytes, struct svc_err *err)
+{
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     json_object *rec = json_object_new_object();
@@ -501,7 +508,10 @@ int svc_store_write_message_sync(const struct svc_store *st, const char *sid, in
     svc_json_set_str(rec, "created_at", now);
     svc_json_set_str(rec, "updated_at", now);
     char *path = svc_store_message_path(st, sid, id);
-    int rc = svc_json_write_native_sync(path, rec, sync | SVC_WRITE_NEW, err); /* a new id */
+    char *text = svc_json_dump_native(rec);
+    *bytes = strlen(text);
+    int rc = svc_file_write_synced(path, text, *bytes, sync | SVC_WRITE_NEW, err); /* a new id */
+    free(text);
     free(path);
     json_object_put(rec);
     return rc;

@@ -95,6 +95,9 @@ int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t
                             json_object *message, struct svc_err *err);
 int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
                                  json_object *message, int sync, struct svc_err *err);
+/* The same, and *bytes gets the length of the file written. */
+int svc_store_write_message_len(const struct svc_store *st, const char *sid, int64_t id,
+                                json_object *message, int sync, size_t *bytes, struct svc_err *err);
 /* The message to use: redact_message when not null, else message (borrowed from rec). */
 json_object *svc_store_effective_message(json_object *rec);
 

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 
 #include "dirwatch.h"
@@ -19,7 +20,8 @@ struct entry {
     int64_t id;
     json_object *msg; /* a reference */
     size_t bytes;
-    char sid[]; /* NUL-terminated */
+    bool pending; /* claimed: waits for the one event of its own rename */
+    char sid[];   /* NUL-terminated */
 };
 
 static struct entry *buckets[NBUCKETS];
@@ -61,13 +63,19 @@ static void drop_session(const char *sid)
         }
 }
 
-static void drop(const char *sid, int64_t id)
+static struct entry **find(const char *sid, int64_t id)
 {
     for (struct entry **p = &buckets[bucket_of(sid, id)]; *p; p = &(*p)->next)
-        if ((*p)->id == id && strcmp((*p)->sid, sid) == 0) {
-            unlink_entry(p);
-            return;
-        }
+        if ((*p)->id == id && strcmp((*p)->sid, sid) == 0)
+            return p;
+    return NULL;
+}
+
+static void drop(const char *sid, int64_t id)
+{
+    struct entry **p = find(sid, id);
+    if (p)
+        unlink_entry(p);
 }
 
 /* "message_<digits>.json" exactly: the id, else -1 (a temporary file, anything else) */
@@ -85,7 +93,7 @@ static int64_t message_id_of(const char *name)
 
 /* dirwatch's listener: an entry of a watched messages directory changed (name), or the
  * directory's life ended (name NULL), or every life did (key NULL) */
-static void on_change(const char *key, const char *name)
+static void on_change(const char *key, const char *name, uint32_t mask)
 {
     if (!key) {
         svc_wincache_clear();
@@ -99,8 +107,13 @@ static void on_change(const char *key, const char *name)
         return;
     }
     int64_t id = message_id_of(name);
-    if (id >= 0)
-        drop(sid, id);
+    struct entry **p = id >= 0 ? find(sid, id) : NULL;
+    if (!p)
+        return;
+    if ((*p)->pending && mask == IN_MOVED_TO)
+        (*p)->pending = false; /* its own rename: what it holds is what the file holds */
+    else
+        unlink_entry(p);
 }
 
 static void on_fork_child(void)
@@ -144,13 +157,18 @@ json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
 {
     if (life <= 0)
         return NULL;
-    for (struct entry *e = buckets[bucket_of(sid, id)]; e; e = e->next)
-        if (e->id == id && strcmp(e->sid, sid) == 0)
-            return e->life == life ? e->msg : NULL;
-    return NULL;
+    struct entry **p = find(sid, id);
+    if (!p)
+        return NULL;
+    if ((*p)->pending) { /* the event of its rename never came: trust the file */
+        unlink_entry(p);
+        return NULL;
+    }
+    return (*p)->life == life ? (*p)->msg : NULL;
 }
 
-void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes)
+static void store(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes,
+                  bool pending)
 {
     if (life <= 0 || !msg)
         return;
@@ -168,12 +186,23 @@ void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *ms
     e->id = id;
     e->msg = json_object_get(msg);
     e->bytes = bytes;
+    e->pending = pending;
     memcpy(e->sid, sid, n);
     unsigned b = bucket_of(sid, id);
     e->next = buckets[b];
     buckets[b] = e;
     held_bytes += bytes;
     held_entries++;
+}
+
+void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes)
+{
+    store(sid, life, id, msg, bytes, false);
+}
+
+void svc_wincache_claim(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes)
+{
+    store(sid, life, id, msg, bytes, true);
 }
 
 void svc_wincache_trim(const char *sid, int64_t below)

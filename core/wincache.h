@@ -9,6 +9,12 @@
  *                                           dirfd (0: no cache here, read every file)
  *   svc_wincache_get(sid, life, id)         the entry (borrowed), NULL when none
  *   svc_wincache_put(sid, life, id, m, n)   keep m (a new reference is taken); n: file bytes
+ *   svc_wincache_claim(sid, life, id, m, n)  the same for a file this process has just
+ *                                           renamed into place (m is what it wrote), with no
+ *                                           poll in between: the entry waits for the one
+ *                                           IN_MOVED_TO of that rename, and any other event
+ *                                           naming the file (another program's write, rename
+ *                                           or removal, before or after) drops it
  * An entry is found only under the life it was stored in, and an event naming
  * message_<id>.json (written, renamed over, removed, attributes changed) drops it. The life
  * was armed before the entry's file was read, so any change after that read comes in as an
@@ -33,6 +39,7 @@
 int64_t svc_wincache_begin(const char *sid, int dirfd);
 json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id);
 void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes);
+void svc_wincache_claim(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes);
 void svc_wincache_trim(const char *sid, int64_t below);
 void svc_wincache_clear(void);
 /* Entries held (tests). */

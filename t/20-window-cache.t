@@ -60,7 +60,7 @@ SKIP: {
     waitpid $spid, 0;
     my $trace = SvcTest::read_file($log) // '';
     my @opened = $trace =~ /openat\([^\n]*"message_(\d+)\.json", O_RDONLY/g;
-    is_deeply [sort { $a <=> $b } @opened], [6, 7], 'the turn read the two files the turn before wrote, no other'
+    is_deeply \@opened, [], 'the turn read no message file: it knows the files the turn before wrote'
         or diag $trace;
     ok given_has($body, 'hello 1'), 'and the model was given the older ones all the same';
 }
@@ -91,6 +91,17 @@ ok set_bytes("$mdir/message_$id2.json", 'HELLO 2', 'HeLLo 2'), 'rewritten again 
 $bd = turn('hello 6');
 ok given_has($bd, 'HeLLo 2'), 'the next turn gives the model the second rewrite' or diag explain given($bd);
 
+# ---- the answer the worker has just written, rewritten in place at once ----
+{
+    my ($aid) = grep { SvcTest::read_file("$mdir/message_$_.json") =~ /You said: hello 6 / }
+        map { /message_(\d+)\.json$/ ? $1 : () } glob "$mdir/message_*.json";
+    ok defined $aid && set_bytes("$mdir/message_$aid.json", 'You said: hello 6', 'YOU SAID: hello 6'),
+        'the newest answer rewritten in place';
+    my $x = turn('hello 6b');
+    ok scalar(grep { /^YOU SAID: hello 6 / } @{ given($x) }), 'the next turn gives the model the rewrite'
+        or diag explain given($x);
+}
+
 # ---- renamed over ----
 my $id3 = id_of('hello 3');
 {
@@ -103,6 +114,19 @@ my $id3 = id_of('hello 3');
 $bd = turn('hello 7');
 ok given_has($bd, 'HELLO 3') && !given_has($bd, 'hello 3'), 'a file renamed over it: the model is given the new one'
     or diag explain given($bd);
+# ---- the answer the worker has just written, renamed over at once ----
+{
+    my ($aid) = grep { SvcTest::read_file("$mdir/message_$_.json") =~ /You said: hello 7 / }
+        map { /message_(\d+)\.json$/ ? $1 : () } glob "$mdir/message_*.json";
+    my $f = "$mdir/message_$aid.json";
+    my $t = SvcTest::read_file($f);
+    $t =~ s/You said: hello 7/Renamed: hello 7/ or die;
+    SvcTest::write_file("$f.new", $t);
+    rename "$f.new", $f or die;
+    my $x = turn('hello 7b');
+    ok scalar(grep { /^Renamed: hello 7/ } @{ given($x) }), 'the newest answer renamed over: the model is given the new one'
+        or diag explain given($x);
+}
 
 # ---- removed ----
 my $id4 = id_of('hello 4');
