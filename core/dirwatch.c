@@ -154,6 +154,8 @@ void svc_dirwatch_poll(void)
     if (dw.fd < 0)
         return;
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    enum { MEMO_MAX = 8 };
+    int memo[MEMO_MAX], memo_n = -1, memo_wd = -2; /* memo_n -1: scan every time */
     for (;;) {
         ssize_t got = read(dw.fd, buf, sizeof buf);
         if (got < 0 && errno == EINTR)
@@ -177,15 +179,27 @@ void svc_dirwatch_poll(void)
                 for (int i = 0; i < dw.n; i++)
                     end_life(&dw.v[i]);
             }
-            for (int i = 0; i < dw.n; i++) {
+            /* the watches of this event's wd: the last event's when it is the same wd (a
+             * file written is several events in a row), else found by a scan */
+            if (ie->wd != memo_wd || memo_n < 0) {
+                memo_wd = ie->wd;
+                memo_n = 0;
+                for (int i = 0; i < dw.n && memo_n >= 0; i++)
+                    if (dw.v[i].wd == ie->wd)
+                        memo_n = memo_n < MEMO_MAX ? (memo[memo_n] = i, memo_n + 1) : -1;
+            }
+            for (int k = 0, i; memo_n >= 0 ? k < memo_n : k < dw.n; k++) {
+                i = memo_n >= 0 ? memo[k] : k;
                 if (dw.v[i].wd != ie->wd)
                     continue;
                 note_life_event(&dw.v[i], ie);
                 dw.v[i].unchanged = false;
                 if (ie->mask & (CREATED_MASK | IN_IGNORED))
                     dw.v[i].clean = false;
-                if (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
+                if (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
                     dw.v[i].wd = -1; /* gone, or elsewhere now: armed anew next time */
+                    memo_wd = -2;
+                }
             }
             p += sizeof *ie + ie->len;
         }
