@@ -128,7 +128,7 @@ static void temp_name(char *out, size_t outsz, const char *path)
         registered = true;
     }
     if (temp_pid == 0) {
-        temp_pid = getpid();
+        temp_pid = svc_pid();
         svc_random_hex(temp_salt, 8);
     }
     snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp_pid, temp_salt, ++temp_seq);

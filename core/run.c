@@ -371,7 +371,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     svc_json_set_str(out, "status", "running");
     json_object *cur = json_object_new_object();
     svc_json_set_str(cur, "run_id", run->run_id);
-    svc_json_set_int(cur, "pid", (int64_t)getpid());
+    svc_json_set_int(cur, "pid", (int64_t)svc_pid());
     svc_json_set_str(cur, "started_at", run->started_at);
     svc_json_set(out, "current_run", cur);
     return out;
@@ -817,7 +817,7 @@ int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
         rc = 0; /* not ours any more: leave it */
         goto out;
     }
-    svc_json_set_int(cur, "pid", (int64_t)getpid());
+    svc_json_set_int(cur, "pid", (int64_t)svc_pid());
     rc = svc_sidecar_write(&s->st, s->sid, sc, err);
 out:
     svc_sess_forget_sidecar(s);
