@@ -26,7 +26,8 @@ struct svc_sess {
     char sid[129];
     char *dir;     /* <root>/session_<sid> (heap) */
     char *msg_dir; /* <dir>/agents/agent_<aid>/messages (heap) */
-    int msg_fd;    /* msg_dir opened (O_DIRECTORY) on first message read, or -1 */
+    int msg_fd;    /* msg_dir opened (O_DIRECTORY, or O_PATH by a layout check) on first
+                    * use, or -1: for openat, fstat(at) and watches, never for reading */
     struct svc_lock lock;
     bool exclusive; /* mode of lock when held */
     bool sidecar_read;

@@ -432,7 +432,10 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
                     svc_mkdirs_durable(s->dir, 0755, st->durable, err) != 0))
         goto out;
     bool dirs_seen = false; /* the session and messages directories, seen just now */
-    if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen, err) != 0)
+    /* the check's descriptor of the messages directory is the handle's (O_PATH: enough
+     * for openat, fstat and the window cache's watch) */
+    if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen,
+                                              s->msg_fd < 0 ? &s->msg_fd : NULL, err) != 0)
         goto out;
     if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
         goto out;

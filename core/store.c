@@ -118,10 +118,13 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid)
 static bool plain_useless;
 
 /* Whether every component of dir is a directory and none a link, in one system call
- * (openat2 RESOLVE_NO_SYMLINKS); false when it cannot tell (*why: its errno). */
-static bool dirs_plain(const char *dir, int *why)
+ * (openat2 RESOLVE_NO_SYMLINKS); false when it cannot tell (*why: its errno). With keep,
+ * *keep is the O_PATH descriptor of dir when true (-1 otherwise). */
+static bool dirs_plain(const char *dir, int *why, int *keep)
 {
     *why = 0;
+    if (keep)
+        *keep = -1;
 #ifdef SYS_openat2
     if (plain_useless || !dir)
         return false;
@@ -129,7 +132,10 @@ static bool dirs_plain(const char *dir, int *why)
                            .resolve = RESOLVE_NO_SYMLINKS};
     int fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
     if (fd >= 0) {
-        close(fd);
+        if (keep)
+            *keep = fd;
+        else
+            close(fd);
         return true;
     }
     *why = errno;
@@ -144,20 +150,21 @@ static bool dirs_plain(const char *dir, int *why)
 
 int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err)
 {
-    return svc_store_check_layout_seen(st, sid, NULL, err);
+    return svc_store_check_layout_seen(st, sid, NULL, NULL, err);
 }
 
 int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, bool *has_messages,
-                                struct svc_err *err)
+                                int *msg_fd, struct svc_err *err)
 {
     if (has_messages)
         *has_messages = false;
+    int kept = -1;
     char *paths[3] = {svc_store_session_file(st, sid, "agents"), svc_store_agent_dir(st, sid),
                       svc_store_messages_dir(st, sid)};
     static const char *names[3] = {"agents", "agents/agent_<id>", "messages"};
     int rc = 0, why = 0, dirs = 0;
     /* the common case in one call: all three plain directories; else one lstat each */
-    bool plain = dirs_plain(paths[2], &why);
+    bool plain = dirs_plain(paths[2], &why, msg_fd ? &kept : NULL);
     if (plain && has_messages)
         *has_messages = true; /* all three plain directories, messages among them */
     for (int i = plain ? 3 : 0; i < 3 && rc == 0; i++) {
@@ -185,6 +192,12 @@ int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, boo
                          "session %s: svc_turns.jsonl is a symbolic link or not a file; refused",
                          sid);
     free(turns);
+    if (rc != 0 && kept >= 0) {
+        close(kept);
+        kept = -1;
+    }
+    if (msg_fd)
+        *msg_fd = kept;
     return rc;
 }
 

@@ -41,9 +41,11 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid);
  * a symbolic link there could lead out
  * of the root. SVC_E_IO when one is not. */
 int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err);
-/* The same, telling whether agents/agent_<aid>/messages is there (a directory). */
+/* The same, telling whether agents/agent_<aid>/messages is there (a directory). When
+ * msg_fd is not NULL and the check could open the messages directory (O_PATH, no link on
+ * the way), *msg_fd is that descriptor (the caller's to close), else -1. */
 int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, bool *has_messages,
-                                struct svc_err *err);
+                                int *msg_fd, struct svc_err *err);
 /* Create the root, the session directory, agents/agent_<aid>/messages and session.json
  * (when missing, even if the directory exists). Does not create agent.json. */
 int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err);
