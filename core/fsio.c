@@ -289,12 +289,17 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             cap = (size_t)st_out->st_size + 2;
         sized = true;
     }
-    char *buf = svc_xmalloc(cap);
+    /* an unsized file is read into the stack first, then copied to a heap buffer of its
+     * size: no 16 KiB allocation per small file (each one a large-bin request that makes
+     * malloc consolidate its fast bins) */
+    char first[16384];
+    char *buf = sized ? svc_xmalloc(cap) : first;
     for (;;) {
         if (used + 1 >= cap) {
             struct stat st;
             if (!sized && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-                free(buf);
+                if (buf != first)
+                    free(buf);
                 close(fd);
                 return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
             }
@@ -303,14 +308,20 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             else
                 cap *= 2;
             sized = true;
-            buf = svc_xrealloc(buf, cap);
+            if (buf == first) {
+                buf = svc_xmalloc(cap);
+                memcpy(buf, first, used);
+            } else {
+                buf = svc_xrealloc(buf, cap);
+            }
         }
         ssize_t n = read(fd, buf + used, cap - used - 1);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             int e = errno;
-            free(buf);
+            if (buf != first)
+                free(buf);
             close(fd);
             if (e == EISDIR)
                 return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
@@ -324,6 +335,10 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             break; /* short of the buffer: end of file */
     }
     close(fd);
+    if (buf == first) {
+        buf = svc_xmalloc(used + 1);
+        memcpy(buf, first, used);
+    }
     buf[used] = '\0';
     *out = buf;
     if (len)
