@@ -66,28 +66,10 @@ static int io_flush(struct http_req *r)
 
 /* ---- process id ---- */
 
-/* getpid() is a system call on every use (glibc no longer caches it); the log line and
- * /api/health want it per request. Cached per process, reset in the child of any fork. */
-static int cached_pid;
-static pthread_once_t pid_once = PTHREAD_ONCE_INIT;
-
-static void pid_forget(void)
-{
-    cached_pid = 0;
-}
-
-static void pid_register(void)
-{
-    pthread_atfork(NULL, NULL, pid_forget);
-}
-
+/* The log line and /api/health want it per request: cached in core (util.h). */
 int http_pid(void)
 {
-    if (cached_pid == 0) {
-        pthread_once(&pid_once, pid_register);
-        cached_pid = (int)getpid();
-    }
-    return cached_pid;
+    return svc_pid();
 }
 
 /* ---- init / free ---- */
@@ -182,20 +164,10 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
     }
 }
 
-/* "req-<16 hex>", as svc_random_id("req", ...) writes it; the random hex is drawn 8 ids
- * at a time (one RAND_bytes call instead of 8), per process: a forked child draws anew. */
+/* "req-<16 hex>" (svc_random_id: its random bytes come from the process's pool). */
 static void new_request_id(char *out, size_t outsz)
 {
-    static char pool[8 * 16 + 1];
-    static int next = 8, pool_pid;
-    if (next >= 8 || pool_pid != http_pid()) {
-        svc_random_hex(pool, sizeof pool - 1);
-        next = 0;
-        pool_pid = http_pid();
-    }
-    snprintf(out, outsz, "req-%.16s", pool + 16 * next);
-    memset(pool + 16 * next, 0, 16);
-    next++;
+    svc_random_id("req", out, outsz);
 }
 
 /* The routed part of path under base ("" or NULL: none, path itself): path without the

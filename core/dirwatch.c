@@ -30,6 +30,9 @@ struct watch {
     int64_t gen;
     dev_t dev;
     ino_t ino;
+    /* content life (svc_dirwatch_content_life): > 0 from the arm on dev/ino until an event
+     * that names no entry (the directory itself gone, moved, lost events) */
+    int64_t life;
     const char *const *ignore; /* content watch: entry names whose events do not count */
 };
 
@@ -38,13 +41,16 @@ static struct {
     bool tried;
     struct watch v[ALL];
     int n;
-    int fixed;       /* of them, keys with a ':' (SVC_DIRWATCH_FIXED) */
-    int64_t gens;    /* content arms so far */
+    int fixed;    /* of them, keys with SVC_DIRWATCH_FIXED_PREFIX */
+    int64_t gens; /* content arms and lives so far */
+    svc_dirwatch_change_fn on_change;
     int slot[SLOTS]; /* index into v + 1; 0 empty */
 } dw = {.fd = -1};
 
 static void forget_all(void)
 {
+    if (dw.on_change)
+        dw.on_change(NULL, NULL, 0); /* every content life ends */
     if (dw.fd >= 0)
         close(dw.fd);
     for (int i = 0; i < dw.n; i++)
@@ -100,7 +106,7 @@ static struct watch *find(const char *key, bool add)
             return w;
         h = (h + 1) & (SLOTS - 1);
     }
-    bool fixed = strchr(key, ':') != NULL;
+    bool fixed = strncmp(key, SVC_DIRWATCH_FIXED_PREFIX, sizeof SVC_DIRWATCH_FIXED_PREFIX - 1) == 0;
     if (!add || (fixed ? dw.fixed == SVC_DIRWATCH_FIXED : dw.n - dw.fixed == SVC_DIRWATCH_MAX))
         return NULL;
     dw.fixed += fixed;
@@ -111,9 +117,37 @@ static struct watch *find(const char *key, bool add)
     w->clean = false;
     w->unchanged = false;
     w->gen = 0;
+    w->life = 0;
     w->ignore = NULL;
     dw.slot[h] = dw.n;
     return w;
+}
+
+/* The content life of w ends: whatever was checked under it is forgotten. */
+static void end_life(struct watch *w)
+{
+    if (w->life <= 0)
+        return;
+    w->life = 0;
+    if (dw.on_change)
+        dw.on_change(w->key, NULL, 0);
+}
+
+/* An event on a watch with a content life: the entry it names changed, or (no name, the
+ * directory itself) everything did. */
+static void note_life_event(struct watch *w, const struct inotify_event *ie)
+{
+    if (w->life <= 0)
+        return;
+    if (ie->len == 0 || (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)))
+        end_life(w);
+    else if (dw.on_change)
+        dw.on_change(w->key, ie->name, ie->mask);
+}
+
+void svc_dirwatch_on_change(svc_dirwatch_change_fn fn)
+{
+    dw.on_change = fn;
 }
 
 void svc_dirwatch_dirty_all(void)
@@ -138,6 +172,8 @@ void svc_dirwatch_poll(void)
     if (dw.fd < 0)
         return;
     char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    enum { MEMO_MAX = 8 };
+    int memo[MEMO_MAX], memo_n = -1, memo_wd = -2; /* memo_n -1: scan every time */
     for (;;) {
         ssize_t got = read(dw.fd, buf, sizeof buf);
         if (got < 0 && errno == EINTR)
@@ -147,23 +183,41 @@ void svc_dirwatch_poll(void)
                 svc_dirwatch_dirty_all();
                 close(dw.fd);
                 dw.fd = -1;
-                for (int i = 0; i < dw.n; i++)
+                for (int i = 0; i < dw.n; i++) {
+                    end_life(&dw.v[i]);
                     dw.v[i].wd = -1;
+                }
             }
             return;
         }
         for (char *p = buf; p < buf + got;) {
             const struct inotify_event *ie = (const struct inotify_event *)p;
-            if (ie->mask & IN_Q_OVERFLOW)
+            if (ie->mask & IN_Q_OVERFLOW) {
                 svc_dirwatch_dirty_all(); /* events were lost */
-            for (int i = 0; i < dw.n; i++) {
+                for (int i = 0; i < dw.n; i++)
+                    end_life(&dw.v[i]);
+            }
+            /* the watches of this event's wd: the last event's when it is the same wd (a
+             * file written is several events in a row), else found by a scan */
+            if (ie->wd != memo_wd || memo_n < 0) {
+                memo_wd = ie->wd;
+                memo_n = 0;
+                for (int i = 0; i < dw.n && memo_n >= 0; i++)
+                    if (dw.v[i].wd == ie->wd)
+                        memo_n = memo_n < MEMO_MAX ? (memo[memo_n] = i, memo_n + 1) : -1;
+            }
+            for (int k = 0, i; memo_n >= 0 ? k < memo_n : k < dw.n; k++) {
+                i = memo_n >= 0 ? memo[k] : k;
                 if (dw.v[i].wd != ie->wd || ignored(&dw.v[i], ie))
                     continue;
+                note_life_event(&dw.v[i], ie);
                 dw.v[i].unchanged = false;
                 if (ie->mask & (CREATED_MASK | IN_IGNORED))
                     dw.v[i].clean = false;
-                if (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
+                if (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
                     dw.v[i].wd = -1; /* gone, or elsewhere now: armed anew next time */
+                    memo_wd = -2;
+                }
             }
             p += sizeof *ie + ie->len;
         }
@@ -244,6 +298,8 @@ int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const stru
     int wd = inotify_add_watch(dw.fd, proc, WATCH_MASK);
     if (wd < 0)
         return 0;
+    if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino)
+        end_life(w);
     if (wd != w->wd) {
         /* the watch named another directory until now: the kernel's watch of it goes
          * unless another key still uses it (a key re-armed on directory after directory
@@ -258,6 +314,32 @@ int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const stru
     w->gen = ++dw.gens;
     w->unchanged = true;
     return w->gen;
+}
+
+int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat *dir)
+{
+    if (!ready())
+        return 0;
+    struct watch *w = find(key, true);
+    if (!w)
+        return 0;
+    if (w->wd >= 0 && w->life > 0 && w->dev == dir->st_dev && w->ino == dir->st_ino)
+        return w->life;
+    end_life(w);
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", dirfd);
+    int wd = inotify_add_watch(dw.fd, proc, WATCH_MASK);
+    if (wd < 0)
+        return 0;
+    if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino) {
+        w->clean = false;
+        w->unchanged = false;
+    }
+    w->wd = wd;
+    w->dev = dir->st_dev;
+    w->ino = dir->st_ino;
+    w->life = ++dw.gens;
+    return w->life;
 }
 
 /* Whether inotify sees every change made under the directory fd: a local filesystem

@@ -27,6 +27,18 @@
  *                                  open for writing and that hold nothing the caller reads.
  *                                  A key armed again on another directory drops the kernel's
  *                                  watch of the former one (unless another key uses it).
+ * Content lives, for a cache of single files of a directory that changes often (wincache.h):
+ *   svc_dirwatch_content_life(key, fd, st)  a number (> 0) that stays the same while the
+ *                                  directory open as fd (st: its fstat) stays watched under
+ *                                  key as that inode: re-armed (a new number) only when the
+ *                                  watch or the inode changed or events were lost; 0 when it
+ *                                  cannot watch. Call it, after svc_dirwatch_poll(), BEFORE
+ *                                  reading the files it stands for.
+ *   svc_dirwatch_on_change(fn)     fn(key, name, mask) is called from svc_dirwatch_poll for
+ *                                  each event (inotify mask) naming an entry of a directory
+ *                                  with a content life; fn(key, NULL, 0) when that life ends,
+ *                                  fn(NULL, NULL, 0) when every life ends (reset, fork, a
+ *                                  broken instance). One listener.
  * Only what inotify sees counts: callers use it only on local filesystems. Changes made
  * by any process of the machine count, the caller's own included. Without inotify
  * (limits, errors) nothing is ever clean and callers check as before. */
@@ -38,9 +50,11 @@
 #include <sys/stat.h>
 
 #define SVC_DIRWATCH_MAX 2048
-/* Keys with a ':' (never a session id: a caller's few fixed keys, e.g. the detail's) have
- * room of their own: at most SVC_DIRWATCH_FIXED of them, beyond SVC_DIRWATCH_MAX. */
+/* Keys that begin with SVC_DIRWATCH_FIXED_PREFIX (a caller's few fixed keys, e.g. the
+ * detail's, never a session id: ids have no ':') have room of their own beyond
+ * SVC_DIRWATCH_MAX: at most SVC_DIRWATCH_FIXED of them. */
 #define SVC_DIRWATCH_FIXED 16
+#define SVC_DIRWATCH_FIXED_PREFIX "fixed:"
 
 void svc_dirwatch_poll(void);
 bool svc_dirwatch_clean(const char *key, int64_t tag);
@@ -51,6 +65,9 @@ int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *
 int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const struct stat *dir,
                                           const char *const *ignore);
 int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir);
+typedef void (*svc_dirwatch_change_fn)(const char *key, const char *name, uint32_t mask);
+void svc_dirwatch_on_change(svc_dirwatch_change_fn fn);
+int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat *dir);
 /* Whether inotify sees every change under the directory open as fd: a local filesystem
  * (a network filesystem does not report other machines' changes). */
 bool svc_dirwatch_local(int fd);

@@ -128,7 +128,7 @@ static void temp_name(char *out, size_t outsz, const char *path)
         registered = true;
     }
     if (temp_pid == 0) {
-        temp_pid = getpid();
+        temp_pid = svc_pid();
         svc_random_hex(temp_salt, 8);
     }
     snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp_pid, temp_salt, ++temp_seq);
@@ -187,17 +187,23 @@ out:
     return rc;
 }
 
+int svc_fd_append(int fd, const char *path, const void *data, size_t len, bool durable,
+                  struct svc_err *err)
+{
+    svc_test_crash_point(path);
+    ssize_t n = write(fd, data, len); /* one write: a line is whole or absent */
+    if (n < 0 || (size_t)n != len)
+        return svc_err_errno(err, "append");
+    if (durable && fdatasync(fd) != 0) /* data and size: all a reader needs */
+        return svc_err_errno(err, "fdatasync");
+    return 0;
+}
+
 /* The append itself on fd (opened O_APPEND for path), which it closes. */
 static int append_and_close(int fd, const char *path, const void *data, size_t len, bool durable,
                             struct svc_err *err)
 {
-    int rc = 0;
-    svc_test_crash_point(path);
-    ssize_t n = write(fd, data, len); /* one write: a line is whole or absent */
-    if (n < 0 || (size_t)n != len)
-        rc = svc_err_errno(err, "append");
-    else if (durable && fdatasync(fd) != 0) /* data and size: all a reader needs */
-        rc = svc_err_errno(err, "fdatasync");
+    int rc = svc_fd_append(fd, path, data, len, durable, err);
     close(fd);
     return rc;
 }
@@ -283,12 +289,17 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             cap = (size_t)st_out->st_size + 2;
         sized = true;
     }
-    char *buf = svc_xmalloc(cap);
+    /* an unsized file is read into the stack first, then copied to a heap buffer of its
+     * size: no 16 KiB allocation per small file (each one a large-bin request that makes
+     * malloc consolidate its fast bins) */
+    char first[16384];
+    char *buf = sized ? svc_xmalloc(cap) : first;
     for (;;) {
         if (used + 1 >= cap) {
             struct stat st;
             if (!sized && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-                free(buf);
+                if (buf != first)
+                    free(buf);
                 close(fd);
                 return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
             }
@@ -297,14 +308,20 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             else
                 cap *= 2;
             sized = true;
-            buf = svc_xrealloc(buf, cap);
+            if (buf == first) {
+                buf = svc_xmalloc(cap);
+                memcpy(buf, first, used);
+            } else {
+                buf = svc_xrealloc(buf, cap);
+            }
         }
         ssize_t n = read(fd, buf + used, cap - used - 1);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
             int e = errno;
-            free(buf);
+            if (buf != first)
+                free(buf);
             close(fd);
             if (e == EISDIR)
                 return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
@@ -318,6 +335,10 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             break; /* short of the buffer: end of file */
     }
     close(fd);
+    if (buf == first) {
+        buf = svc_xmalloc(used + 1);
+        memcpy(buf, first, used);
+    }
     buf[used] = '\0';
     *out = buf;
     if (len)

@@ -37,6 +37,10 @@ int svc_file_append(const char *path, const void *data, size_t len, bool durable
  * its directory is the caller's to sync. A failed write removes the file. */
 int svc_file_write_new(const char *path, const void *data, size_t len, bool sync_file,
                        struct svc_err *err);
+/* The append of svc_file_append on fd, which the caller opened O_APPEND for path (named
+ * for the test crash hook and errors) and closes. */
+int svc_fd_append(int fd, const char *path, const void *data, size_t len, bool durable,
+                  struct svc_err *err);
 /* svc_file_append for one line (len bytes from line, ending in '\n') that must start a
  * line of its own: when the file ends inside a torn line, line[-1] (which must be '\n',
  * the caller's) is written first, in the same write. The file is opened once. */

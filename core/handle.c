@@ -101,7 +101,16 @@ int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out
     *out = NULL;
     if (open_messages_dir(s, id, err) != 0)
         return -1;
-    return svc_store_read_message_at(s->msg_fd, id, out, st, err);
+    return svc_store_read_message_at(s->msg_fd, id, out, st, NULL, err);
+}
+
+int svc_sess_read_message_len(struct svc_sess *s, int64_t id, json_object **out, size_t *bytes,
+                              struct svc_err *err)
+{
+    *out = NULL;
+    if (open_messages_dir(s, id, err) != 0)
+        return -1;
+    return svc_store_read_message_at(s->msg_fd, id, out, NULL, bytes, err);
 }
 
 int svc_sess_messages_fd(struct svc_sess *s)

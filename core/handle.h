@@ -26,7 +26,8 @@ struct svc_sess {
     char sid[129];
     char *dir;     /* <root>/session_<sid> (heap) */
     char *msg_dir; /* <dir>/agents/agent_<aid>/messages (heap) */
-    int msg_fd;    /* msg_dir opened (O_DIRECTORY) on first message read, or -1 */
+    int msg_fd;    /* msg_dir opened (O_DIRECTORY, or O_PATH by a layout check) on first
+                    * use, or -1: for openat, fstat(at) and watches, never for reading */
     struct svc_lock lock;
     bool exclusive; /* mode of lock when held */
     bool sidecar_read;
@@ -59,6 +60,9 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
 /* The same, and *st (when not NULL) gets the fstat of the file read. */
 int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
                                struct svc_err *err);
+/* The same, and *bytes gets the file's length. */
+int svc_sess_read_message_len(struct svc_sess *s, int64_t id, json_object **out, size_t *bytes,
+                              struct svc_err *err);
 /* The messages directory's descriptor (borrowed, closed by svc_sess_close), or -1 when
  * it cannot be opened. */
 int svc_sess_messages_fd(struct svc_sess *s);

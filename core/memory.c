@@ -135,6 +135,9 @@ static int memory_lock(const char *dir, int how, struct svc_err *err)
 /* Call fn on the decodable lines of the last SVC_MEMORY_TAIL bytes of path, newest first,
  * until it returns nonzero; with needle, lines that do not contain it are skipped unparsed.
  * A missing file has no lines. */
+static void scan_back_fd(int fd, off_t size, const char *needle,
+                         int (*fn)(json_object *line, void *ctx), void *ctx, char *last);
+
 static int scan_back(const char *path, const char *needle, int (*fn)(json_object *line, void *ctx),
                      void *ctx, struct svc_err *err)
 {
@@ -146,13 +149,26 @@ static int scan_back(const char *path, const char *needle, int (*fn)(json_object
         close(fd);
         return svc_err_errno(err, "memory file");
     }
-    off_t size = st.st_size;
+    scan_back_fd(fd, st.st_size, needle, fn, ctx, NULL);
+    close(fd);
+    return 0;
+}
+
+/* scan_back on the open file fd of size bytes; *last (when not NULL) gets the file's last
+ * byte, '\n' for an empty file (or one that could not be read). */
+static void scan_back_fd(int fd, off_t size, const char *needle,
+                         int (*fn)(json_object *line, void *ctx), void *ctx, char *last)
+{
+    if (last)
+        *last = '\n';
     size_t limit = size > SVC_MEMORY_TAIL ? SVC_MEMORY_TAIL : (size_t)size;
-    /* two passes: the last 64 KiB, which usually holds what fn looks for, then the rest of
-     * the tail; done_from is the file offset of the oldest line already seen */
-    size_t want = limit < 65536 ? limit : 65536;
+    /* passes over a growing tail: the last 4 KiB, which usually holds what fn looks for,
+     * then 64 KiB, then the whole tail; done_from is the file offset of the oldest line
+     * already seen. The buffer grows with the pass: a turn's sync does not allocate and
+     * read the whole tail when its session's line is among the last ones. */
+    size_t want = limit < 4096 ? limit : 4096;
     off_t done_from = size;
-    char *buf = svc_xmalloc(limit + 1);
+    char *buf = svc_xmalloc(want + 1);
     int stop = 0;
     for (;;) {
         off_t base = size - (off_t)want;
@@ -166,6 +182,8 @@ static int scan_back(const char *path, const char *needle, int (*fn)(json_object
             got += (size_t)r;
         }
         buf[got] = '\0';
+        if (last && done_from == size && got == want && got > 0)
+            *last = buf[got - 1];
         /* a tail that does not start at the file's start starts inside a line: skip it */
         size_t first = 0;
         if (base > 0) {
@@ -191,13 +209,12 @@ static int scan_back(const char *path, const char *needle, int (*fn)(json_object
         }
         if (stop || want >= limit)
             break;
-        if (first < got) /* else no whole line was seen: the second pass reads all */
+        if (first < got) /* else no whole line was seen: the next pass reads it all again */
             done_from = base + (off_t)first;
-        want = limit;
+        want = want < limit / 16 ? want * 16 : limit;
+        buf = svc_xrealloc(buf, want + 1);
     }
-    close(fd);
     free(buf);
-    return 0;
 }
 
 struct dup_ctx {
@@ -223,24 +240,42 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
                          struct svc_err *err)
 {
     *appended = false;
-    if (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0)
+    struct svc_err lerr;
+    int fd = memory_lock(dir, LOCK_EX, &lerr); /* the directory is there, but the first time */
+    if (fd < 0 && (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0 ||
+                   (fd = memory_lock(dir, LOCK_EX, err)) < 0))
         return -1;
-    int fd = memory_lock(dir, LOCK_EX, err);
-    if (fd < 0)
-        return -1;
+    /* one descriptor for the look back and the append */
+    int mfd = open(file, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    struct stat mst;
+    if (mfd < 0 || fstat(mfd, &mst) != 0) {
+        int rc = svc_err_errno(err, "memory file");
+        if (mfd >= 0)
+            close(mfd);
+        close(fd);
+        return rc;
+    }
     struct dup_ctx dc = {.sid = sid, .id = id};
     /* only lines naming the session (a checked id: no JSON escapes) are parsed */
     char needle[131]; /* 128 id chars (core/store.h), two quotes, NUL */
     snprintf(needle, sizeof needle, "\"%s\"", sid);
-    int rc = scan_back(file, needle, dup_line, &dc, err);
-    if (rc == 0 && !dc.found) {
-        bool fresh = cfg->sessions.fsync && access(file, F_OK) != 0;
+    char last = '\n';
+    scan_back_fd(mfd, mst.st_size, needle, dup_line, &dc, &last);
+    int rc = 0;
+    if (!dc.found) {
+        /* a new (empty) file's directory entry must survive a crash too */
+        bool fresh = cfg->sessions.fsync && mst.st_size == 0;
         /* not synced: memory is derived from the (synced) messages after the run's end;
-         * see core/run.c's fsync budget. A power cut can lose this digest, never a turn. */
-        rc = svc_json_append_line(file, line, false, err);
+         * see core/run.c's fsync budget. A power cut can lose this digest, never a turn.
+         * After a torn last line the digest starts a line of its own. */
+        char *text = svc_json_dump_compact(line);
+        char *data = NULL;
+        svc_xasprintf(&data, "%s%s\n", last != '\n' ? "\n" : "", text);
+        rc = svc_fd_append(mfd, file, data, strlen(data), false, err);
+        free(data);
+        free(text);
         *appended = rc == 0;
         if (rc == 0 && fresh) {
-            /* a new file's directory entry must survive a crash too */
             int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (dfd < 0 || fsync(dfd) != 0)
                 rc = svc_err_errno(err, "fsync memory directory");
@@ -248,6 +283,7 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
                 close(dfd);
         }
     }
+    close(mfd);
     close(fd);
     return rc;
 }

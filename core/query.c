@@ -119,8 +119,8 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
  * A session polled again skips the lock and the reads too, while nothing in it changed
  * (issue 7). A worker that answers the detail of the same session twice in a row watches
  * the session directory, agents/, agents/agent_<aid>/ and messages/ (dirwatch.h content
- * watches under four fixed keys: they have a ':', which no session id has, and dirwatch
- * keeps room for such keys beyond the listing's), each opened from the one above it
+ * watches under four fixed keys "fixed:detail:...": no session id has a ':', and dirwatch
+ * keeps room for fixed keys beyond the listing's), each opened from the one above it
  * without following a link, BEFORE the layout check and the read under the lock.
  * A change made after a watch was armed comes in as an event on one of them:
  *  - svc_session.json written in place, renamed over, removed or replaced by a link;
@@ -166,8 +166,9 @@ static void memo_set(char *raw, size_t len, size_t count, json_object *summary)
 }
 
 /* the detail's watch keys: the session directory, agents/, agent_<aid>/, messages/ */
-static const char *const watch_keys[4] = {"detail:session", "detail:agents", "detail:agent",
-                                          "detail:messages"};
+#define DETAIL_KEY SVC_DIRWATCH_FIXED_PREFIX "detail:"
+static const char *const watch_keys[4] = {DETAIL_KEY "session", DETAIL_KEY "agents",
+                                          DETAIL_KEY "agent", DETAIL_KEY "messages"};
 static const char *const lock_files[] = {".svc.lock", ".svc.run.lock", NULL};
 /* the messages path of the last detail asked for (heap): watches from the second in a row */
 static char *last_detail;

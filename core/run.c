@@ -48,6 +48,7 @@
 #include "sidecar.h"
 #include "store.h"
 #include "util.h"
+#include "wincache.h"
 
 static const char *model_name(const struct svc_config *cfg)
 {
@@ -70,9 +71,12 @@ static int store_message_locked(struct svc_run *run, json_object *msg, bool is_o
 {
     struct svc_sess *s = &run->sess;
     /* the file is synced now; its directory once at the end of the run */
-    if (svc_store_write_message_sync(&s->st, s->sid, run->next_id, msg, sync_file(&s->st), err) !=
-        0)
+    size_t bytes = 0;
+    if (svc_store_write_message_len(&s->st, s->sid, run->next_id, msg, sync_file(&s->st), &bytes,
+                                    err) != 0)
         return -1;
+    /* the next turn takes it from the window cache, unless another program touches it */
+    svc_wincache_claim(s->sid, run->win_life, run->next_id, msg, bytes);
     run->msgs_unsynced = s->st.durable;
     if (is_output)
         json_object_array_add(run->output_ids, json_object_new_int64(run->next_id));
@@ -367,23 +371,39 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     svc_json_set_str(out, "status", "running");
     json_object *cur = json_object_new_object();
     svc_json_set_str(cur, "run_id", run->run_id);
-    svc_json_set_int(cur, "pid", (int64_t)getpid());
+    svc_json_set_int(cur, "pid", (int64_t)svc_pid());
     svc_json_set_str(cur, "started_at", run->started_at);
     svc_json_set(out, "current_run", cur);
     return out;
 }
 
 /* Restore the window: the messages from position removed_message_count on. With
- * contiguous ids (ids == NULL) position is id and only the window's files are read. */
+ * contiguous ids (ids == NULL) position is id and only the window's files are read, and
+ * of those only the ones this process has not read since they last changed (wincache.h:
+ * a worker running turn after turn of a session reads the files the turns in between
+ * added). The messages are shared with the cache: nothing modifies them. */
 static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_err *err)
 {
     struct svc_sess *s = &run->sess;
     int64_t from = run->removed < run->stored ? run->removed : run->stored;
+    int64_t life = svc_wincache_begin(s->sid, svc_sess_messages_fd(s));
+    run->win_life = life;
+    if (life > 0 && !ids)
+        svc_wincache_trim(s->sid, from); /* what the window slid past */
     for (int64_t pos = from; pos < run->stored; pos++) {
+        int64_t id = ids ? ids[pos] : pos;
+        json_object *m = svc_wincache_get(s->sid, life, id);
+        if (m) {
+            json_object_array_add(run->msgs, json_object_get(m));
+            continue;
+        }
         json_object *rec = NULL;
-        if (svc_sess_read_message(s, ids ? ids[pos] : pos, &rec, err) != 0)
+        size_t bytes = 0;
+        if (svc_sess_read_message_len(s, id, &rec, &bytes, err) != 0)
             return -1;
-        json_object_array_add(run->msgs, json_object_get(svc_store_effective_message(rec)));
+        m = svc_store_effective_message(rec);
+        svc_wincache_put(s->sid, life, id, m, bytes);
+        json_object_array_add(run->msgs, json_object_get(m));
         json_object_put(rec);
     }
     return 0;
@@ -412,7 +432,10 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
                     svc_mkdirs_durable(s->dir, 0755, st->durable, err) != 0))
         goto out;
     bool dirs_seen = false; /* the session and messages directories, seen just now */
-    if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen, err) != 0)
+    /* the check's descriptor of the messages directory is the handle's (O_PATH: enough
+     * for openat, fstat and the window cache's watch) */
+    if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen,
+                                              s->msg_fd < 0 ? &s->msg_fd : NULL, err) != 0)
         goto out;
     if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
         goto out;
@@ -797,7 +820,7 @@ int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
         rc = 0; /* not ours any more: leave it */
         goto out;
     }
-    svc_json_set_int(cur, "pid", (int64_t)getpid());
+    svc_json_set_int(cur, "pid", (int64_t)svc_pid());
     rc = svc_sidecar_write(&s->st, s->sid, sc, err);
 out:
     svc_sess_forget_sidecar(s);

@@ -118,10 +118,13 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid)
 static bool plain_useless;
 
 /* Whether every component of dir is a directory and none a link, in one system call
- * (openat2 RESOLVE_NO_SYMLINKS); false when it cannot tell (*why: its errno). */
-static bool dirs_plain(const char *dir, int *why)
+ * (openat2 RESOLVE_NO_SYMLINKS); false when it cannot tell (*why: its errno). With keep,
+ * *keep is the O_PATH descriptor of dir when true (-1 otherwise). */
+static bool dirs_plain(const char *dir, int *why, int *keep)
 {
     *why = 0;
+    if (keep)
+        *keep = -1;
 #ifdef SYS_openat2
     if (plain_useless || !dir)
         return false;
@@ -129,7 +132,10 @@ static bool dirs_plain(const char *dir, int *why)
                            .resolve = RESOLVE_NO_SYMLINKS};
     int fd = (int)syscall(SYS_openat2, AT_FDCWD, dir, &how, sizeof how);
     if (fd >= 0) {
-        close(fd);
+        if (keep)
+            *keep = fd;
+        else
+            close(fd);
         return true;
     }
     *why = errno;
@@ -144,20 +150,21 @@ static bool dirs_plain(const char *dir, int *why)
 
 int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err)
 {
-    return svc_store_check_layout_seen(st, sid, NULL, err);
+    return svc_store_check_layout_seen(st, sid, NULL, NULL, err);
 }
 
 int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, bool *has_messages,
-                                struct svc_err *err)
+                                int *msg_fd, struct svc_err *err)
 {
     if (has_messages)
         *has_messages = false;
+    int kept = -1;
     char *paths[3] = {svc_store_session_file(st, sid, "agents"), svc_store_agent_dir(st, sid),
                       svc_store_messages_dir(st, sid)};
     static const char *names[3] = {"agents", "agents/agent_<id>", "messages"};
     int rc = 0, why = 0, dirs = 0;
     /* the common case in one call: all three plain directories; else one lstat each */
-    bool plain = dirs_plain(paths[2], &why);
+    bool plain = dirs_plain(paths[2], &why, msg_fd ? &kept : NULL);
     if (plain && has_messages)
         *has_messages = true; /* all three plain directories, messages among them */
     for (int i = plain ? 3 : 0; i < 3 && rc == 0; i++) {
@@ -185,6 +192,12 @@ int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, boo
                          "session %s: svc_turns.jsonl is a symbolic link or not a file; refused",
                          sid);
     free(turns);
+    if (rc != 0 && kept >= 0) {
+        close(kept);
+        kept = -1;
+    }
+    if (msg_fd)
+        *msg_fd = kept;
     return rc;
 }
 
@@ -463,7 +476,7 @@ int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t 
 }
 
 int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct stat *st,
-                              struct svc_err *err)
+                              size_t *bytes, struct svc_err *err)
 {
     char name[48];
     snprintf(name, sizeof name, "message_%lld.json", (long long)id);
@@ -471,6 +484,8 @@ int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, stru
     char *buf = NULL;
     size_t len = 0;
     int rc = svc_file_read_at(msg_dirfd, name, &buf, &len, st, err);
+    if (bytes)
+        *bytes = len;
     if (rc == 0) {
         struct svc_err perr;
         rc = svc_json_parse(buf, len, out, &perr);
@@ -490,6 +505,13 @@ int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t
 int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
                                  json_object *message, int sync, struct svc_err *err)
 {
+    size_t bytes;
+    return svc_store_write_message_len(st, sid, id, message, sync, &bytes, err);
+}
+
+int svc_store_write_message_len(const struct svc_store *st, const char *sid, int64_t id,
+                                json_object *message, int sync, size_t *bytes, struct svc_err *err)
+{
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     json_object *rec = json_object_new_object();
@@ -499,7 +521,10 @@ int svc_store_write_message_sync(const struct svc_store *st, const char *sid, in
     svc_json_set_str(rec, "created_at", now);
     svc_json_set_str(rec, "updated_at", now);
     char *path = svc_store_message_path(st, sid, id);
-    int rc = svc_json_write_native_sync(path, rec, sync | SVC_WRITE_NEW, err); /* a new id */
+    char *text = svc_json_dump_native(rec);
+    *bytes = strlen(text);
+    int rc = svc_file_write_synced(path, text, *bytes, sync | SVC_WRITE_NEW, err); /* a new id */
+    free(text);
     free(path);
     json_object_put(rec);
     return rc;

@@ -41,9 +41,11 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid);
  * a symbolic link there could lead out
  * of the root. SVC_E_IO when one is not. */
 int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err);
-/* The same, telling whether agents/agent_<aid>/messages is there (a directory). */
+/* The same, telling whether agents/agent_<aid>/messages is there (a directory). When
+ * msg_fd is not NULL and the check could open the messages directory (O_PATH, no link on
+ * the way), *msg_fd is that descriptor (the caller's to close), else -1. */
 int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, bool *has_messages,
-                                struct svc_err *err);
+                                int *msg_fd, struct svc_err *err);
 /* Create the root, the session directory, agents/agent_<aid>/messages and session.json
  * (when missing, even if the directory exists). Does not create agent.json. */
 int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err);
@@ -86,15 +88,18 @@ int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t
 int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
                            json_object **out, struct svc_err *err);
 /* The same from the open messages directory msg_dirfd (handle.h keeps one per session);
- * *st (when not NULL) gets the fstat of the file read. */
+ * *st (when not NULL) gets the fstat of the file read, *bytes (when not NULL) its length. */
 int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct stat *st,
-                              struct svc_err *err);
+                              size_t *bytes, struct svc_err *err);
 /* Write message_<id>.json: {"message": <copy of message>, "message_id", "redact_message": null,
  * "created_at", "updated_at"}. message is borrowed. */
 int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
                             json_object *message, struct svc_err *err);
 int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
                                  json_object *message, int sync, struct svc_err *err);
+/* The same, and *bytes gets the length of the file written. */
+int svc_store_write_message_len(const struct svc_store *st, const char *sid, int64_t id,
+                                json_object *message, int sync, size_t *bytes, struct svc_err *err);
 /* The message to use: redact_message when not null, else message (borrowed from rec). */
 json_object *svc_store_effective_message(json_object *rec);
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,13 +165,43 @@ int svc_time_parse_iso(const char *s, double *epoch)
     return 0;
 }
 
-void svc_random_hex(char *out, size_t nhex)
+/* ---- process id and random bytes, per process ---- */
+
+/* getpid() is a system call on every use (glibc no longer caches it), and OpenSSL's
+ * RAND_bytes makes one too (its fork check): the pid is cached, and random bytes are drawn
+ * 256 at a time into a pool that hands each byte out once. Both are forgotten in the child
+ * of any fork, so a child never repeats its parent's bytes. */
+static struct {
+    pid_t pid;
+    unsigned char pool[256];
+    size_t used; /* bytes of pool handed out; sizeof pool: empty */
+} proc = {.used = 256};
+
+static void proc_forget(void)
 {
-    static const char hex[] = "0123456789abcdef";
-    unsigned char raw[64];
-    size_t nbytes = (nhex + 1) / 2;
-    if (nbytes > sizeof raw)
-        nbytes = sizeof raw;
+    proc.pid = 0;
+    OPENSSL_cleanse(proc.pool, sizeof proc.pool);
+    proc.used = sizeof proc.pool;
+}
+
+static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
+
+static void proc_register(void)
+{
+    pthread_atfork(NULL, NULL, proc_forget);
+}
+
+int svc_pid(void)
+{
+    if (proc.pid == 0) {
+        pthread_once(&proc_once, proc_register);
+        proc.pid = getpid();
+    }
+    return (int)proc.pid;
+}
+
+static void random_fill(unsigned char *raw, size_t nbytes)
+{
     if (RAND_bytes(raw, (int)nbytes) != 1) {
         /* fall back to the kernel directly; never to a predictable source */
         FILE *f = fopen("/dev/urandom", "rb");
@@ -178,6 +209,33 @@ void svc_random_hex(char *out, size_t nhex)
             abort();
         fclose(f);
     }
+}
+
+void svc_random_bytes(unsigned char *out, size_t n)
+{
+    pthread_once(&proc_once, proc_register);
+    while (n > 0) {
+        if (proc.used == sizeof proc.pool) {
+            random_fill(proc.pool, sizeof proc.pool);
+            proc.used = 0;
+        }
+        size_t take = sizeof proc.pool - proc.used < n ? sizeof proc.pool - proc.used : n;
+        memcpy(out, proc.pool + proc.used, take);
+        OPENSSL_cleanse(proc.pool + proc.used, take); /* handed out once */
+        proc.used += take;
+        out += take;
+        n -= take;
+    }
+}
+
+void svc_random_hex(char *out, size_t nhex)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[64];
+    size_t nbytes = (nhex + 1) / 2;
+    if (nbytes > sizeof raw)
+        nbytes = sizeof raw;
+    svc_random_bytes(raw, nbytes);
     for (size_t i = 0; i < nhex && i / 2 < nbytes; i++)
         out[i] = hex[(raw[i / 2] >> ((i % 2) ? 0 : 4)) & 0xf];
     out[nhex] = '\0';

@@ -25,6 +25,11 @@ int svc_time_parse_iso(const char *s, double *epoch);
 double svc_time_now(void);       /* wall clock, seconds since the epoch */
 double svc_time_monotonic(void); /* monotonic seconds */
 
+/* This process's id, cached (forgotten in the child of a fork). */
+int svc_pid(void);
+/* n bytes from a per-process pool filled by OpenSSL's CSPRNG 256 bytes at a time; each byte
+ * is handed out once, and the child of a fork draws anew. */
+void svc_random_bytes(unsigned char *out, size_t n);
 /* Fill out with nhex random lowercase hex digits and a NUL (out holds nhex + 1). */
 void svc_random_hex(char *out, size_t nhex);
 /* "<prefix>-<16 hex>" into out (at least strlen(prefix) + 18 bytes). */

@@ -143,6 +143,19 @@ is scalar @par, 24, 'one digest per turn (24)';
 my %seen = map { ("$_->{session_id}/$_->{message_id}" => 1) } @par;
 is scalar keys %seen, 24, 'no duplicate (session, message) pair';
 is json_of($s->root . "/session_par-$_/svc_memory.json")->{digests}, 3, "par-$_: digests 3" for 1 .. 8;
+
+# ---- a torn last line (a writer cut mid-line): the next digest starts a line of its own ----
+{
+    open my $fh, '>>', $MEM or die "$MEM: $!";
+    print $fh '{"session_id":"cut","mess';
+    close $fh;
+    my $x = chat($s, 'mem-torn', 'after a torn line');
+    is $x->{status}, 200, 'a turn after a torn line in the memory file';
+    my @lines = split /\n/, SvcTest::read_file($MEM);
+    is $lines[-2], '{"session_id":"cut","mess', 'the torn line stays as it was, on its own line';
+    my $last = eval { $J->decode($lines[-1]) } // {};
+    is $last->{session_id}, 'mem-torn', 'the new digest is a whole line after it';
+}
 $s->stop;
 
 # ---- an unwritable memory root: the run is done, the error recorded ----

@@ -1,8 +1,8 @@
 /* dirwatch content watches: a change to an entry ends "unchanged" unless the entry is one
  * the watch ignores; a move of the directory itself always does; a key armed again on
  * another directory drops the kernel's watch of the former one unless another key still
- * uses it (counted in the inotify descriptor's /proc fdinfo); keys with a ':' have room
- * of their own when session keys filled the table. */
+ * uses it (counted in the inotify descriptor's /proc fdinfo); fixed keys have room of
+ * their own when session keys filled the table. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,7 +140,7 @@ int main(void)
     is_int(unchanged("k2", d2), 0, "and it still sees changes");
     is_int(unchanged("k1", d1), g, "k1 unchanged on its directory");
 
-    /* a full table of session keys leaves room for the fixed keys (with a ':') */
+    /* a full table of session keys leaves room for the fixed keys */
     svc_dirwatch_reset();
     int armed = 0;
     for (int i = 0; i < SVC_DIRWATCH_MAX; i++) {
@@ -150,13 +150,13 @@ int main(void)
     }
     is_int(armed, SVC_DIRWATCH_MAX, "SVC_DIRWATCH_MAX session keys armed");
     is_int(arm("one-more", d2, NULL), 0, "one more: no room");
-    g = arm("detail:x", d1, locks);
+    g = arm(SVC_DIRWATCH_FIXED_PREFIX "x", d1, locks);
     ok(g > 0, "a fixed key still armed");
-    is_int(unchanged("detail:x", d1), g, "and unchanged");
+    is_int(unchanged(SVC_DIRWATCH_FIXED_PREFIX "x", d1), g, "and unchanged");
     armed = 0;
     for (int i = 0; i < SVC_DIRWATCH_FIXED + 1; i++) {
         char key[32];
-        snprintf(key, sizeof key, "f:%d", i);
+        snprintf(key, sizeof key, SVC_DIRWATCH_FIXED_PREFIX "%d", i);
         armed += arm(key, d1, NULL) > 0;
     }
     is_int(armed, SVC_DIRWATCH_FIXED - 1, "fixed keys: SVC_DIRWATCH_FIXED at most");

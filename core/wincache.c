@@ -1,0 +1,217 @@
+#include "wincache.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+
+#include "dirwatch.h"
+#include "util.h"
+
+#define NBUCKETS 4096u  /* a power of two */
+#define KEY_PREFIX "w:" /* dirwatch keys of this cache: a session id has no ':' */
+
+struct entry {
+    struct entry *next;
+    int64_t life;
+    int64_t id;
+    json_object *msg; /* a reference */
+    size_t bytes;
+    bool pending; /* claimed: waits for the one event of its own rename */
+    char sid[];   /* NUL-terminated */
+};
+
+static struct entry *buckets[NBUCKETS];
+static size_t held_bytes, held_entries;
+
+static unsigned bucket_of(const char *sid, int64_t id)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)id;
+    for (; *sid; sid++)
+        h = (h ^ (unsigned char)*sid) * 1099511628211ull;
+    return (unsigned)((h ^ (h >> 31)) & (NBUCKETS - 1));
+}
+
+static void unlink_entry(struct entry **slot)
+{
+    struct entry *e = *slot;
+    *slot = e->next;
+    json_object_put(e->msg);
+    held_bytes -= e->bytes;
+    held_entries--;
+    free(e);
+}
+
+void svc_wincache_clear(void)
+{
+    for (unsigned i = 0; i < NBUCKETS; i++)
+        while (buckets[i])
+            unlink_entry(&buckets[i]);
+}
+
+static void drop_session(const char *sid)
+{
+    for (unsigned i = 0; i < NBUCKETS; i++)
+        for (struct entry **p = &buckets[i]; *p;) {
+            if (strcmp((*p)->sid, sid) == 0)
+                unlink_entry(p);
+            else
+                p = &(*p)->next;
+        }
+}
+
+static struct entry **find(const char *sid, int64_t id)
+{
+    for (struct entry **p = &buckets[bucket_of(sid, id)]; *p; p = &(*p)->next)
+        if ((*p)->id == id && strcmp((*p)->sid, sid) == 0)
+            return p;
+    return NULL;
+}
+
+static void drop(const char *sid, int64_t id)
+{
+    struct entry **p = find(sid, id);
+    if (p)
+        unlink_entry(p);
+}
+
+/* "message_<digits>.json" exactly: the id, else -1 (a temporary file, anything else) */
+static int64_t message_id_of(const char *name)
+{
+    static const char pre[] = "message_", suf[] = ".json";
+    if (strncmp(name, pre, sizeof pre - 1) != 0)
+        return -1;
+    const char *p = name + sizeof pre - 1, *d = p;
+    int64_t id = 0;
+    while (*p >= '0' && *p <= '9' && p - d < 18)
+        id = id * 10 + (*p++ - '0');
+    return p > d && strcmp(p, suf) == 0 ? id : -1;
+}
+
+/* dirwatch's listener: an entry of a watched messages directory changed (name), or the
+ * directory's life ended (name NULL), or every life did (key NULL) */
+static void on_change(const char *key, const char *name, uint32_t mask)
+{
+    if (!key) {
+        svc_wincache_clear();
+        return;
+    }
+    if (strncmp(key, KEY_PREFIX, sizeof KEY_PREFIX - 1) != 0)
+        return;
+    const char *sid = key + sizeof KEY_PREFIX - 1;
+    if (!name) {
+        drop_session(sid);
+        return;
+    }
+    int64_t id = message_id_of(name);
+    struct entry **p = id >= 0 ? find(sid, id) : NULL;
+    if (!p)
+        return;
+    if ((*p)->pending && mask == IN_MOVED_TO)
+        (*p)->pending = false; /* its own rename: what it holds is what the file holds */
+    else
+        unlink_entry(p);
+}
+
+static void on_fork_child(void)
+{
+    svc_wincache_clear(); /* the parent's lives are the parent's (dirwatch forgets them too) */
+}
+
+/* Whether inotify sees every change on the filesystem of dev (dirwatch.h), asked once per
+ * device. */
+static bool local_fs(int dirfd, dev_t dev)
+{
+    static bool known, local;
+    static dev_t known_dev;
+    if (!known || known_dev != dev) {
+        local = svc_dirwatch_local(dirfd);
+        known_dev = dev;
+        known = true;
+    }
+    return local;
+}
+
+int64_t svc_wincache_begin(const char *sid, int dirfd)
+{
+    static bool registered;
+    if (!registered) {
+        svc_dirwatch_on_change(on_change);
+        pthread_atfork(NULL, NULL, on_fork_child);
+        registered = true;
+    }
+    struct stat st;
+    if (dirfd < 0 || fstat(dirfd, &st) != 0 || !local_fs(dirfd, st.st_dev))
+        return 0;
+    char key[160];
+    if ((size_t)snprintf(key, sizeof key, KEY_PREFIX "%s", sid) >= sizeof key)
+        return 0;
+    svc_dirwatch_poll(); /* every change so far has dropped its entries */
+    return svc_dirwatch_content_life(key, dirfd, &st);
+}
+
+json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
+{
+    if (life <= 0)
+        return NULL;
+    struct entry **p = find(sid, id);
+    if (!p)
+        return NULL;
+    if ((*p)->pending) { /* the event of its rename never came: trust the file */
+        unlink_entry(p);
+        return NULL;
+    }
+    return (*p)->life == life ? (*p)->msg : NULL;
+}
+
+static void store(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes,
+                  bool pending)
+{
+    if (life <= 0 || !msg)
+        return;
+    drop(sid, id); /* an entry of an earlier life */
+    /* what the parsed message takes on the heap: json-c's objects and tables are several
+     * times the file's text (measured: about 9 bytes per byte of a short message) */
+    bytes = bytes * SVC_WINCACHE_HEAP_PER_BYTE + 256;
+    if (bytes > SVC_WINCACHE_MAX_BYTES / 8)
+        return;
+    if (held_bytes + bytes > SVC_WINCACHE_MAX_BYTES)
+        svc_wincache_clear();
+    size_t n = strlen(sid) + 1;
+    struct entry *e = svc_xmalloc(sizeof *e + n);
+    e->life = life;
+    e->id = id;
+    e->msg = json_object_get(msg);
+    e->bytes = bytes;
+    e->pending = pending;
+    memcpy(e->sid, sid, n);
+    unsigned b = bucket_of(sid, id);
+    e->next = buckets[b];
+    buckets[b] = e;
+    held_bytes += bytes;
+    held_entries++;
+}
+
+void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes)
+{
+    store(sid, life, id, msg, bytes, false);
+}
+
+void svc_wincache_claim(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes)
+{
+    store(sid, life, id, msg, bytes, true);
+}
+
+void svc_wincache_trim(const char *sid, int64_t below)
+{
+    for (int64_t id = below > SVC_WINCACHE_TRIM ? below - SVC_WINCACHE_TRIM : 0; id < below; id++)
+        drop(sid, id);
+}
+
+size_t svc_wincache_entries(void)
+{
+    return held_entries;
+}

@@ -1,0 +1,51 @@
+/* util: the cached process id and the per-process random pool are the child's own after a
+ * fork (a child never hands out its parent's bytes), and the pool hands each byte out once. */
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+#include "util.h"
+
+int main(void)
+{
+    is_int(svc_pid(), getpid(), "svc_pid is getpid");
+    unsigned char a[32], b[32];
+    svc_random_bytes(a, sizeof a);
+    svc_random_bytes(b, sizeof b);
+    ok(memcmp(a, b, sizeof a) != 0, "two draws differ");
+
+    /* the parent's next bytes, and the child's first, across a pipe */
+    int fds[2];
+    if (pipe(fds) != 0)
+        return 1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        unsigned char c[32];
+        svc_random_bytes(c, sizeof c);
+        int same_pid = svc_pid() == getpid();
+        if (write(fds[1], c, sizeof c) != (ssize_t)sizeof c)
+            _exit(2);
+        _exit(same_pid ? 0 : 1);
+    }
+    unsigned char p[32], c[32];
+    svc_random_bytes(p, sizeof p);
+    ssize_t n = read(fds[0], c, sizeof c);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child's svc_pid is its own");
+    ok(n == (ssize_t)sizeof c && memcmp(p, c, sizeof c) != 0,
+       "the child does not hand out the parent's pooled bytes");
+
+    /* many ids: no repeat (the pool refills past its 256 bytes) */
+    char ids[200][40];
+    int dup = 0;
+    for (int i = 0; i < 200; i++) {
+        svc_random_id("run", ids[i], sizeof ids[i]);
+        for (int k = 0; k < i; k++)
+            dup += strcmp(ids[i], ids[k]) == 0;
+    }
+    is_int(dup, 0, "200 ids, no repeat");
+    ok(strncmp(ids[0], "run-", 4) == 0 && strlen(ids[0]) == 20, "an id is <prefix>-<16 hex>");
+    return done_testing();
+}
