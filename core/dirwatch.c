@@ -156,10 +156,12 @@ void svc_dirwatch_dirty_all(void)
         dw.v[i].clean = dw.v[i].unchanged = false;
 }
 
-/* Whether ie names an entry w ignores (never an event on the directory itself). */
+/* Whether ie is an entry w ignores opened for writing and closed: no more (a write,
+ * attributes changed, created, removed, renamed, and any event on the directory itself
+ * count). */
 static bool ignored(const struct watch *w, const struct inotify_event *ie)
 {
-    if (!w->ignore || ie->len == 0 || (ie->mask & (IN_IGNORED | IN_Q_OVERFLOW)))
+    if (!w->ignore || ie->len == 0 || (ie->mask & ~(uint32_t)(IN_CLOSE_WRITE | IN_ISDIR)))
         return false;
     for (const char *const *n = w->ignore; *n; n++)
         if (strcmp(*n, ie->name) == 0)

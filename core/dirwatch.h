@@ -21,10 +21,11 @@
  *   svc_dirwatch_unchanged(key, st)  that generation while nothing changed since and st
  *                                  (an fstat of the directory as opened now) is the same
  *                                  inode; 0 otherwise.
- *   svc_dirwatch_arm_content_ignoring(key, fd, st, names)  the same, except that events on
- *                                  the entries named in names (NULL-terminated, static: kept
- *                                  by reference) do not count, e.g. lock files that readers
- *                                  open for writing and that hold nothing the caller reads.
+ *   svc_dirwatch_arm_content_ignoring(key, fd, st, names)  the same, except that an entry
+ *                                  named in names (NULL-terminated, static: kept by
+ *                                  reference) opened for writing and closed, nothing more,
+ *                                  does not count: lock files that readers open for writing
+ *                                  (their creation, removal, replacement or a write count).
  *                                  A key armed again on another directory drops the kernel's
  *                                  watch of the former one (unless another key uses it).
  * Content lives, for a cache of single files of a directory that changes often (wincache.h):

@@ -132,16 +132,19 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
  *  - the session directory renamed or removed: IN_MOVE_SELF or IN_DELETE_SELF on it; and
  *    another directory under its name without it being moved (a parent of it renamed):
  *    the one lstat of the path the next request makes shows another inode.
- * Events on the lock files are ignored: every reader opens .svc.lock for writing, and no
- * lock file holds anything the summary is made of. The run lock matters to a `running`
- * summary only, and a `running` summary is never served from the watch: it is read and
- * its run lock checked each time, and a stale one repaired, as before. So while no event
+ * A lock file opened for writing and closed is no change (every reader opens .svc.lock
+ * so, and no lock file holds anything the summary is made of); a lock file created,
+ * removed or replaced is. The run lock matters to a `running` summary only, and a
+ * `running` summary is never served from the watch: it is read and its run lock checked
+ * each time, and a stale one repaired, as before. So while no event
  * came and the lstat names the watched inode, the memo's summary, computed from what was
  * read after the watches were armed, is what the full read would give now: the answer
  * costs one read(2) of the inotify instance and one lstat. Only on local filesystems
  * (svc_dirwatch_local); without a watch (limits, errors, another session asked for in
  * between) every request reads as before. One memo, four watches: a worker keeps at most
- * four kernel watches for the detail, re-armed from session to session. */
+ * four kernel watches for the detail, re-armed from session to session. One case it
+ * cannot see (as the messages page, README): svc_session.json written in place through a
+ * hard link in another directory. */
 static struct {
     char *raw;
     size_t len;

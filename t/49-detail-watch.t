@@ -5,8 +5,8 @@
 # taken and no file read. Whatever another program then does to the session (its sidecar
 # rewritten in place or renamed over, turned into a symbolic link, a message file added or
 # removed, agents/, agent_<id>/ or messages/ swapped for other directories, the session
-# directory removed, put back or swapped, svc_turns.jsonl turned into a link, a run
-# started), the next detail is what a fresh process reads from the disk: the `svc sessions
+# directory removed, put back or swapped, svc_turns.jsonl or .svc.lock turned into a link,
+# a run started or killed), the next detail is what a fresh process reads from the disk: the `svc sessions
 # show` of the same session, and message_count the number of message files.
 # The worker's system calls are observed with strace (that check is skipped without it).
 use strict;
@@ -174,6 +174,15 @@ isnt detail()->{status}, 200, 'refused again';
 unlink "$sdir/svc_turns.jsonl";
 rename "$sdir/turns.saved", "$sdir/svc_turns.jsonl" or die;
 is agrees('svc_turns.jsonl put back')->{message_count}, 2, 'answered again';
+
+# ---- .svc.lock replaced by a symbolic link: refused as before (only a reader's opening
+# of the lock file is no change) ----
+settle();
+unlink "$sdir/.svc.lock" or die; # no other name involved: only events on .svc.lock
+symlink $s->home . '/outside.json', "$sdir/.svc.lock" or die;
+agrees('.svc.lock a symbolic link');
+unlink "$sdir/.svc.lock";
+is agrees('.svc.lock put back')->{message_count}, 2, 'answered again';
 
 # ---- agents/agent_<id>, messages/ and agents/ swapped for other directories ----
 sub copy_with_extra { # cp -a FROM TO, one more message file in TO's messages

@@ -1,7 +1,7 @@
-/* dirwatch content watches: a change to an entry ends "unchanged" unless the entry is one
- * the watch ignores; a move of the directory itself always does; a key armed again on
- * another directory drops the kernel's watch of the former one unless another key still
- * uses it (counted in the inotify descriptor's /proc fdinfo); fixed keys have room of
+/* dirwatch content watches: a change to an entry ends "unchanged", except an entry the
+ * watch ignores opened for writing and closed, no more; a move of the directory itself always does;
+ * a key armed again on another directory drops the kernel's watch of the former one unless another
+ * key still uses it (counted in the inotify descriptor's /proc fdinfo); fixed keys have room of
  * their own when session keys filled the table. */
 #include <dirent.h>
 #include <fcntl.h>
@@ -94,17 +94,29 @@ int main(void)
     mkdir(d2, 0755);
     static const char *const locks[] = {".lock", NULL};
 
+    touch(d1, ".lock", false); /* there before the watch, as a session's lock file is */
     int64_t g = arm("k1", d1, locks);
     ok(g > 0, "armed");
     is_int(unchanged("k1", d1), g, "unchanged right after");
     touch(d1, ".lock", false);
+    touch(d1, ".lock", false);
+    is_int(unchanged("k1", d1), g, "an ignored entry opened for writing and closed");
     touch(d1, ".lock", true);
-    is_int(unchanged("k1", d1), g, "an ignored entry created, opened for writing, written");
+    is_int(unchanged("k1", d1), 0, "written: changed");
+    g = arm("k1", d1, locks);
+    char lk[400], lk2[400];
+    snprintf(lk, sizeof lk, "%s/.lock", d1);
+    snprintf(lk2, sizeof lk2, "%s/.lock.old", d1);
+    ok(rename(lk, lk2) == 0 && symlink(lk2, lk) == 0, "the ignored entry replaced by a link");
+    is_int(unchanged("k1", d1), 0, "replaced: changed");
+    unlink(lk);
+    rename(lk2, lk);
+    g = arm("k1", d1, locks);
     touch(d1, "data", false);
     is_int(unchanged("k1", d1), 0, "another entry created: changed");
     g = arm("k1", d1, locks);
-    touch(d1, "data", true);
-    is_int(unchanged("k1", d1), 0, "another entry written: changed");
+    touch(d1, "data", false);
+    is_int(unchanged("k1", d1), 0, "another entry opened for writing: changed");
 
     /* without an ignore list, the lock file counts like any entry */
     g = arm("k2", d2, NULL);
