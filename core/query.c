@@ -136,10 +136,10 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
  * so, and no lock file holds anything the summary is made of); a lock file created,
  * removed or replaced is. The run lock matters to a `running` summary only, and a
  * `running` summary is never served from the watch: it is read and its run lock checked
- * each time, and a stale one repaired, as before. So while no event
- * came and the lstat names the watched inode, the memo's summary, computed from what was
- * read after the watches were armed, is what the full read would give now: the answer
- * costs one read(2) of the inotify instance and one lstat. Only on local filesystems
+ * each time, and a stale one repaired, as before. So while no event came and the lstat
+ * names the watched inode, the memo's summary, computed from what was read after the
+ * watches were armed, is what the full read would give now: the answer costs one read(2)
+ * of the inotify instance and one lstat. Only on local filesystems
  * (svc_dirwatch_local); without a watch (limits, errors, another session asked for in
  * between) every request reads as before. One memo, four watches: a worker keeps at most
  * four kernel watches for the detail, re-armed from session to session. One case it
