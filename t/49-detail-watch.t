@@ -97,6 +97,7 @@ SKIP: {
     my $spid = fork // die;
     if (!$spid) {
         open STDERR, '>', "$log.err";
+        no warnings 'exec';
         exec 'strace', '-s', '200', '-o', $log, '-e', 'trace=openat,openat2,flock,write', '-p', $worker;
         POSIX::_exit(127);
     }
