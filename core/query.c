@@ -117,11 +117,12 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
  * equal: a request that reads the sidecar and counts the files under the shared lock skips
  * the parse.
  * A session polled again skips the lock and the reads too, while nothing in it changed
- * (issue 7). A worker that answers the detail of the same session twice in a row watches
- * the session directory, agents/, agents/agent_<aid>/ and messages/ (dirwatch.h content
- * watches under four fixed keys "fixed:detail:...": no session id has a ':', and dirwatch
- * keeps room for fixed keys beyond the listing's), each opened from the one above it
- * without following a link, BEFORE the layout check and the read under the lock.
+ * (issue 7). A worker that reads the detail of a session again (one of the last four it
+ * read) watches the session directory, agents/, agents/agent_<aid>/ and messages/
+ * (dirwatch.h content watches under fixed keys "fixed:detail<slot>:...": no session id
+ * has a ':', and dirwatch keeps room for fixed keys beyond the listing's), each opened
+ * from the one above it without following a link, BEFORE the layout check and the read
+ * under the lock.
  * A change made after a watch was armed comes in as an event on one of them:
  *  - svc_session.json written in place, renamed over, removed or replaced by a link;
  *    svc_turns.jsonl or agents/ replaced, renamed or removed: an event in the session
@@ -137,24 +138,19 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
  * removed or replaced is. The run lock matters to a `running` summary only, and a
  * `running` summary is never served from the watch: it is read and its run lock checked
  * each time, and a stale one repaired, as before. So while no event came and the lstat
- * names the watched inode, the memo's summary, computed from what was read after the
- * watches were armed, is what the full read would give now: the answer costs one read(2)
- * of the inotify instance and one lstat. Only on local filesystems
- * (svc_dirwatch_local); without a watch (limits, errors, another session asked for in
- * between) every request reads as before. One memo, four watches: a worker keeps at most
- * four kernel watches for the detail, re-armed from session to session. One case it
- * cannot see (as the messages page, README): svc_session.json written in place through a
- * hard link in another directory. */
+ * names the watched inode, the summary kept with the watches, computed from what was read
+ * after they were armed, is what the full read would give now: the answer costs one
+ * read(2) of the inotify instance and one lstat. Only on local filesystems
+ * (svc_dirwatch_local); without a watch (limits, errors, a session not read lately) every
+ * request reads as before. At most four sessions are watched at a time (sixteen kernel
+ * watches a worker), the least recently used giving way. One case it cannot see (as the
+ * messages page, README): svc_session.json written in place through a hard link in
+ * another directory. */
 static struct {
     char *raw;
     size_t len;
     size_t count;
     json_object *summary;
-    /* the watches the summary holds under (above): all four armed before it was read */
-    bool watched;
-    char *msg_dir; /* the messages path they were armed for (root, session, agent) */
-    int64_t gen[4];
-    struct stat dst[4];
 } memo;
 
 static void memo_set(char *raw, size_t len, size_t count, json_object *summary)
@@ -165,20 +161,67 @@ static void memo_set(char *raw, size_t len, size_t count, json_object *summary)
     memo.len = len;
     memo.count = count;
     memo.summary = summary;
-    memo.watched = false;
 }
 
-/* the detail's watch keys: the session directory, agents/, agent_<aid>/, messages/ */
-#define DETAIL_KEY SVC_DIRWATCH_FIXED_PREFIX "detail:"
-static const char *const watch_keys[4] = {DETAIL_KEY "session", DETAIL_KEY "agents",
-                                          DETAIL_KEY "agent", DETAIL_KEY "messages"};
+/* The sessions watched (above): a summary and the watches it holds under, all four armed
+ * before it was read. Slot k's watches are keys "fixed:detail<k>:..." (dirwatch.h keeps
+ * SVC_DIRWATCH_FIXED such keys: four slots of four). */
+#define WATCHED 4
+static struct {
+    char *msg_dir;        /* the messages path they were armed for (heap); NULL: free */
+    json_object *summary; /* a reference; never modified (query.h) */
+    int64_t gen[4];
+    struct stat dst[4];
+    uint64_t used; /* last served or stored, for the least recently used */
+} watched[WATCHED];
+static uint64_t watched_clock;
+/* the messages paths of the last details read (heap): a session read again soon is watched */
+static char *recent[WATCHED];
+static unsigned recent_next;
 static const char *const lock_files[] = {".svc.lock", ".svc.run.lock", NULL};
-/* the messages path of the last detail asked for (heap): watches from the second in a row */
-static char *last_detail;
 
-/* Arm the four watches on s's directories, each opened from the one above it without
+/* Slot k's watch key of directory i (0 session, 1 agents, 2 agent_<aid>, 3 messages). */
+static const char *watch_key(int k, int i, char buf[64])
+{
+    static const char *const dirs[4] = {"session", "agents", "agent", "messages"};
+    snprintf(buf, 64, SVC_DIRWATCH_FIXED_PREFIX "detail%d:%s", k, dirs[i]);
+    return buf;
+}
+
+static void watched_free(int k)
+{
+    free(watched[k].msg_dir);
+    json_object_put(watched[k].summary);
+    watched[k].msg_dir = NULL;
+    watched[k].summary = NULL;
+}
+
+/* The slot watching msg_dir, or -1. */
+static int watched_find(const char *msg_dir)
+{
+    for (int k = 0; k < WATCHED; k++)
+        if (watched[k].msg_dir && strcmp(watched[k].msg_dir, msg_dir) == 0)
+            return k;
+    return -1;
+}
+
+/* Whether msg_dir was read lately; it is remembered as read now. */
+static bool read_again(const char *msg_dir)
+{
+    bool again = false;
+    for (int i = 0; i < WATCHED && !again; i++)
+        again = recent[i] && strcmp(recent[i], msg_dir) == 0;
+    if (!again) {
+        free(recent[recent_next]);
+        recent[recent_next] = svc_xstrdup(msg_dir);
+        recent_next = (recent_next + 1) % WATCHED;
+    }
+    return again;
+}
+
+/* Arm slot k's four watches on s's directories, each opened from the one above it without
  * following a link: true, with their generations and fstats, when all four are armed. */
-static bool watch_arm(const struct svc_sess *s, int64_t gen[4], struct stat dst[4])
+static bool watch_arm(const struct svc_sess *s, int k, int64_t gen[4], struct stat dst[4])
 {
     char agent[160]; /* ids are at most 128 characters (store.h) */
     snprintf(agent, sizeof agent, "agent_%s", s->st.agent_id);
@@ -189,8 +232,9 @@ static bool watch_arm(const struct svc_sess *s, int64_t gen[4], struct stat dst[
         fd[i] = openat(i ? fd[i - 1] : AT_FDCWD, names[i],
                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         ok = fd[i] >= 0 && fstat(fd[i], &dst[i]) == 0 && (i > 0 || svc_dirwatch_local(fd[i]));
+        char key[64];
         if (ok)
-            gen[i] = svc_dirwatch_arm_content_ignoring(watch_keys[i], fd[i], &dst[i],
+            gen[i] = svc_dirwatch_arm_content_ignoring(watch_key(k, i, key), fd[i], &dst[i],
                                                        i == 0 ? lock_files : NULL);
         ok = ok && gen[i] > 0;
     }
@@ -200,19 +244,44 @@ static bool watch_arm(const struct svc_sess *s, int64_t gen[4], struct stat dst[
     return ok;
 }
 
-/* The memo's summary (new reference) when it holds for s under its watches; else NULL. */
+/* The watched summary of s (new reference) while it holds under its watches; else NULL
+ * (and the slot is freed when it no longer holds). */
 static json_object *watch_fresh(const struct svc_sess *s)
 {
-    if (!memo.watched || strcmp(memo.msg_dir, s->msg_dir) != 0)
+    int k = watched_find(s->msg_dir);
+    if (k < 0)
         return NULL;
     svc_dirwatch_poll();
     struct stat st;
-    if (lstat(s->dir, &st) != 0)
+    bool fresh = lstat(s->dir, &st) == 0;
+    for (int i = 0; i < 4 && fresh; i++) {
+        char key[64];
+        fresh = svc_dirwatch_unchanged(watch_key(k, i, key), i ? &watched[k].dst[i] : &st) ==
+                watched[k].gen[i];
+    }
+    if (!fresh) {
+        watched_free(k);
         return NULL;
-    for (int i = 0; i < 4; i++)
-        if (svc_dirwatch_unchanged(watch_keys[i], i ? &memo.dst[i] : &st) != memo.gen[i])
-            return NULL;
-    return json_object_get(memo.summary);
+    }
+    watched[k].used = ++watched_clock;
+    return json_object_get(watched[k].summary);
+}
+
+/* The slot for msg_dir's watches, emptied: its own, a free one, or the least recently used. */
+static int watched_slot(const char *msg_dir)
+{
+    int k = watched_find(msg_dir);
+    for (int i = 0; i < WATCHED && k < 0; i++)
+        if (!watched[i].msg_dir)
+            k = i;
+    if (k < 0) {
+        k = 0;
+        for (int i = 1; i < WATCHED; i++)
+            if (watched[i].used < watched[k].used)
+                k = i;
+    }
+    watched_free(k);
+    return k;
 }
 
 /* load_summary_locked for svc_session_get, through the memo; the result has no
@@ -297,14 +366,11 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
         *out = fresh;
         return 0;
     }
-    /* the second detail of this session in a row: arm the watches, before every check */
-    bool again = last_detail && strcmp(last_detail, s.msg_dir) == 0;
-    free(last_detail);
-    last_detail = svc_xstrdup(s.msg_dir);
-    memo.watched = false;
+    /* a session read lately, read again: arm its watches, before every check */
     int64_t gen[4] = {0};
     struct stat dst[4];
-    bool armed = again && watch_arm(&s, gen, dst);
+    int k = read_again(s.msg_dir) ? watched_slot(s.msg_dir) : -1;
+    bool armed = k >= 0 && watch_arm(&s, k, gen, dst);
     if (check_session(cfg, sid, &s, false, err) != 0) /* repaired below, only when needed */
         return -1;
     json_object *sc = NULL;
@@ -328,11 +394,11 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     /* the memo's summary read under all four watches, and not `running`: served from the
      * watches until something changes */
     if (armed && sc == memo.summary && strcmp(svc_json_str(sc, "status", ""), "running") != 0) {
-        memo.watched = true;
-        free(memo.msg_dir);
-        memo.msg_dir = svc_xstrdup(s.msg_dir);
-        memcpy(memo.gen, gen, sizeof memo.gen);
-        memcpy(memo.dst, dst, sizeof memo.dst);
+        watched[k].msg_dir = svc_xstrdup(s.msg_dir);
+        watched[k].summary = json_object_get(sc);
+        memcpy(watched[k].gen, gen, sizeof gen);
+        memcpy(watched[k].dst, dst, sizeof dst);
+        watched[k].used = ++watched_clock;
     }
     *out = sc; /* already the summary (read-only: it may be the memo's) */
     sc = NULL;

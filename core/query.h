@@ -36,8 +36,8 @@ void svc_sessions_warm(const struct svc_config *cfg);
 /* The summary (sidecar without schema_version, message_count true to the files).
  * *out may be shared with a per-process memo of the last summary computed: the caller
  * reads it and releases its reference (json_object_put), and never modifies it.
- * From the second call in a row for one session, the process watches the session's
- * directories (dirwatch.h content watches armed before the checks and the read): while
+ * A session read again soon (one of the last four read) has its directories watched by
+ * the process (dirwatch.h content watches armed before the checks and the read): while
  * no event came since and the session directory's path names the watched inode, the memo
  * is the answer without the lock or a read (a `running` summary is always read, to repair
  * a stale one). Only on local filesystems; query.c says why a change cannot be missed. */

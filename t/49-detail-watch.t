@@ -88,12 +88,12 @@ my $master = $s->master_pid;
 my ($worker) = grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /\)\s+\S+\s+(\d+)/ && $1 == $master }
     grep { /^\d+$/ } do { opendir my $d, '/proc'; readdir $d };
 
-# ---- a repeat with nothing changed takes no lock and reads no file ----
-SKIP: {
-    skip 'strace not installed', 6 unless system('strace -V >/dev/null 2>&1') == 0;
-    ok $worker, "the worker ($worker)";
-    is $s->req(GET => '/api/v1/chat/sessions/dwatch-other')->{status}, 200, 'another session in between';
+# The worker's system calls during details of the sessions named, in turn: (the answers,
+# the trace of each request: up to its log line, the last system call of a request).
+sub traced {
+    my @ids = @_;
     my $log = $s->home . '/strace.log';
+    unlink $log, "$log.err";
     my $spid = fork // die;
     if (!$spid) {
         open STDERR, '>', "$log.err";
@@ -102,18 +102,51 @@ SKIP: {
         POSIX::_exit(127);
     }
     SvcTest::wait_for(10, sub { (SvcTest::read_file("$log.err") // '') =~ /attached/ });
-    my @got = map { detail() } 1 .. 3;
-    # one log line (the last system call of a request) per request
-    SvcTest::wait_for(10, sub { my @l = (SvcTest::read_file($log) // '') =~ /^write\(2, .*GET \/api\/v1\/chat\/sessions\/$sid /mg; @l >= 3 });
+    my @got = map { $s->req(GET => "/api/v1/chat/sessions/$_") } @ids;
+    my $logline = qr/^write\(2, [^\n]*GET \/api\/v1\/chat\/sessions\/[^\s?\/]+ [^\n]*\n/m;
+    SvcTest::wait_for(10, sub { my @l = (SvcTest::read_file($log) // '') =~ /$logline/g; @l >= @ids });
     kill 'INT', $spid;
     waitpid $spid, 0;
-    my $trace = SvcTest::read_file($log) // '';
-    my @req = split /^write\(2, [^\n]*GET \/api\/v1\/chat\/sessions\/\Q$sid\E [^\n]*\n/m, $trace;
-    is scalar(grep { $_->{status} == 200 && $_->{json}{message_count} == 2 } @got), 3, 'three details, the same';
-    like $req[0] // '', qr/flock\(\d+, LOCK_SH\)/, 'the first after another session: the lock taken';
-    like $req[0] // '', qr/svc_session\.json/, '... and the sidecar read';
-    unlike $req[2] // '', qr/flock\(/, 'the third in a row: no lock' or diag $trace;
-    unlike $req[2] // '', qr/openat2?\([^\n]*svc_session\.json/, '... and no sidecar opened' or diag $trace;
+    my @req = split $logline, SvcTest::read_file($log) // '';
+    return (\@got, \@req);
+}
+
+# ---- a repeat with nothing changed takes no lock and reads no file ----
+SKIP: {
+    skip 'strace not installed', 12 unless system('strace -V >/dev/null 2>&1') == 0;
+    ok $worker, "the worker ($worker)";
+    is $s->req(GET => '/api/v1/chat/sessions/dwatch-other')->{status}, 200, 'another session in between';
+    my ($got, $req) = traced(($sid) x 3);
+    is scalar(grep { $_->{status} == 200 && $_->{json}{message_count} == 2 } @$got), 3, 'three details, the same';
+    like $req->[0] // '', qr/flock\(\d+, LOCK_SH\)/, 'the first after another session: the lock taken';
+    like $req->[0] // '', qr/svc_session\.json/, '... and the sidecar read';
+    unlike $req->[2] // '', qr/flock\(/, 'the third: no lock' or diag explain $req;
+    unlike $req->[2] // '', qr/openat2?\([^\n]*svc_session\.json/, '... and no sidecar opened' or diag explain $req;
+    # two sessions polled in turn: both answered from their watches
+    ($got, $req) = traced(('dwatch-other', $sid) x 3);
+    is scalar(grep { $_->{status} == 200 } @$got), 6, 'two sessions in turn: six details';
+    is_deeply [map { $_->{json}{session_id} } @$got], [('dwatch-other', $sid) x 3], 'each its own';
+    like $req->[0] // '', qr/flock\(/, 'the other session read again: the lock taken';
+    my @late = @$req[2 .. 5];
+    is scalar(grep { /flock\(/ } @late), 0, 'then no lock for either' or diag explain $req;
+    is scalar(grep { /openat2?\([^\n]*svc_session\.json/ } @late), 0, '... and no sidecar opened';
+}
+
+# ---- two sessions polled in turn: a change to either is seen ----
+{
+    my $other = "$root/session_dwatch-other/svc_session.json";
+    $s->req(GET => "/api/v1/chat/sessions/$_") for ('dwatch-other', $sid) x 3;
+    my $sc = $J->decode(SvcTest::read_file($other));
+    $sc->{title} = 'Other, renamed';
+    SvcTest::write_file("$other.tmp", $J->encode($sc));
+    rename "$other.tmp", $other or die;
+    is $s->req(GET => '/api/v1/chat/sessions/dwatch-other')->{json}{title}, 'Other, renamed',
+        'the other session renamed: seen';
+    is detail()->{json}{message_count}, 2, 'this one unchanged';
+    copy("$root/session_dwatch-other/agents/agent_$aid/messages/message_1.json",
+         "$root/session_dwatch-other/agents/agent_$aid/messages/message_2.json") or die;
+    is $s->req(GET => '/api/v1/chat/sessions/dwatch-other')->{json}{message_count}, 3,
+        'a message file added to the other: seen';
 }
 
 # ---- the sidecar rewritten by other processes ----
