@@ -38,24 +38,14 @@ is content_of($first, 2)->{content}, 'hello 1', 'row 2 as written';
 # ---- a page read before opens no message file ----
 SKIP: {
     skip 'strace not installed', 7 unless system('strace -V >/dev/null 2>&1') == 0;
-    my $master = $s->master_pid;
-    my ($worker) = grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /\)\s+\S+\s+(\d+)/ && $1 == $master }
-        grep { /^\d+$/ } do { opendir my $d, '/proc'; readdir $d };
+    my ($worker) = $s->worker_pids;
     ok $worker, "the worker ($worker)";
     my $log = $s->home . '/strace.log';
-    my $spid = fork // die;
-    if (!$spid) {
-        open STDERR, '>', "$log.err";
-        exec 'strace', '-o', $log, '-e', 'trace=openat,newfstatat,statx', '-p', $worker;
-        POSIX::_exit(127);
-    }
-    SvcTest::wait_for(10, sub { (SvcTest::read_file("$log.err") // '') =~ /attached/ });
+    my $spid = SvcTest::strace_start($worker, $log, '-e', 'trace=openat,newfstatat,statx');
     my $again = page();
     my $mark = -s $log;
     my $third = page();
-    kill 'INT', $spid;
-    waitpid $spid, 0;
-    my $trace = SvcTest::read_file($log) // '';
+    my $trace = SvcTest::strace_stop($spid, $log);
     my $trace3 = substr $trace, $mark;
     $trace = substr $trace, 0, $mark;
     is_deeply $again, $first, 'the page again: the same rows';
@@ -70,18 +60,8 @@ SKIP: {
     is scalar @stated, 0, 'and no stat: the watched directory did not change' or diag $trace3;
 }
 
-sub set_bytes { # rewrite in place: same size, mtime set back to what it was
-    my ($file, $from, $to) = @_;
-    my @st = stat $file or die "$file: $!";
-    my $t = SvcTest::read_file($file);
-    $t =~ s/\Q$from\E/$to/ or die "no '$from' in $file";
-    open my $fh, '+<', $file or die;
-    print $fh $t;
-    close $fh;
-    utime $st[8], $st[9], $file;
-    my @now = stat $file;
-    return $now[7] == $st[7] && $now[9] == $st[9];
-}
+# rewrite in place: same size, mtime set back to what it was
+sub set_bytes { SvcTest::rewrite_in_place(@_) }
 
 # ---- rewritten in place, same size, mtime set back ----
 ok set_bytes("$mdir/message_2.json", 'hello 1', 'HELLO 1'), 'message_2.json rewritten: same size and mtime';

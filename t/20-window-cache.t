@@ -44,21 +44,12 @@ is scalar @{ given($bd) }, 7, 'three turns restored, and the input';
 # ---- a turn opens only the files it has not read since they changed ----
 SKIP: {
     skip 'strace not installed', 3 unless system('strace -V >/dev/null 2>&1') == 0;
-    my $master = $s->master_pid;
-    my ($worker) = grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /\)\s+\S+\s+(\d+)/ && $1 == $master }
-        grep { /^\d+$/ } do { opendir my $d, '/proc'; readdir $d };
+    my ($worker) = $s->worker_pids;
     ok $worker, "the worker ($worker)";
     my $log = $s->home . '/strace.log';
-    my $spid = fork // die;
-    if (!$spid) {
-        open STDERR, '>', "$log.err";
-        exec('strace', '-o', $log, '-e', 'trace=openat', '-p', $worker) or POSIX::_exit(127);
-    }
-    SvcTest::wait_for(10, sub { (SvcTest::read_file("$log.err") // '') =~ /attached/ });
+    my $spid = SvcTest::strace_start($worker, $log, '-e', 'trace=openat');
     my $body = turn('hello 4');
-    kill 'INT', $spid;
-    waitpid $spid, 0;
-    my $trace = SvcTest::read_file($log) // '';
+    my $trace = SvcTest::strace_stop($spid, $log);
     my @opened = $trace =~ /openat\([^\n]*"message_(\d+)\.json", O_RDONLY/g;
     is_deeply \@opened, [], 'the turn read no message file: it knows the files the turn before wrote'
         or diag $trace;
@@ -66,18 +57,7 @@ SKIP: {
 }
 
 # In place: the same size, the mtime set back (no stat field but ctime tells).
-sub set_bytes {
-    my ($file, $from, $to) = @_;
-    my @st = stat $file or die "$file: $!";
-    my $t = SvcTest::read_file($file);
-    $t =~ s/\Q$from\E/$to/ or die "no '$from' in $file";
-    open my $fh, '+<', $file or die;
-    print $fh $t;
-    close $fh;
-    utime $st[8], $st[9], $file;
-    my @now = stat $file;
-    return $now[7] == $st[7] && $now[9] == $st[9];
-}
+sub set_bytes { SvcTest::rewrite_in_place(@_) }
 # message id of the user message "hello N"
 sub id_of { my ($text) = @_; for my $f (glob "$mdir/message_*.json") { return $1 if SvcTest::read_file($f) =~ /"\Q$text\E"/ && $f =~ /message_(\d+)\.json$/ } undef }
 

@@ -84,30 +84,18 @@ is files(), 2, 'two message files to begin with';
 my $d0 = detail()->{json};
 is $d0->{message_count}, 2, 'message_count 2';
 
-my $master = $s->master_pid;
-my ($worker) = grep { (SvcTest::read_file("/proc/$_/stat") // '') =~ /\)\s+\S+\s+(\d+)/ && $1 == $master }
-    grep { /^\d+$/ } do { opendir my $d, '/proc'; readdir $d };
+my ($worker) = $s->worker_pids;
 
 # The worker's system calls during details of the sessions named, in turn: (the answers,
 # the trace of each request: up to its log line, the last system call of a request).
 sub traced {
     my @ids = @_;
     my $log = $s->home . '/strace.log';
-    unlink $log, "$log.err";
-    my $spid = fork // die;
-    if (!$spid) {
-        open STDERR, '>', "$log.err";
-        no warnings 'exec';
-        exec 'strace', '-s', '200', '-o', $log, '-e', 'trace=openat,openat2,flock,write', '-p', $worker;
-        POSIX::_exit(127);
-    }
-    SvcTest::wait_for(10, sub { (SvcTest::read_file("$log.err") // '') =~ /attached/ });
+    my $spid = SvcTest::strace_start($worker, $log, '-s', '200', '-e', 'trace=openat,openat2,flock,write');
     my @got = map { $s->req(GET => "/api/v1/chat/sessions/$_") } @ids;
     my $logline = qr/^write\(2, [^\n]*GET \/api\/v1\/chat\/sessions\/[^\s?\/]+ [^\n]*\n/m;
     SvcTest::wait_for(10, sub { my @l = (SvcTest::read_file($log) // '') =~ /$logline/g; @l >= @ids });
-    kill 'INT', $spid;
-    waitpid $spid, 0;
-    my @req = split $logline, SvcTest::read_file($log) // '';
+    my @req = split $logline, SvcTest::strace_stop($spid, $log);
     return (\@got, \@req);
 }
 

@@ -250,6 +250,52 @@ sub pool_pids {
     return grep { (read_file("/proc/$_/comm") // '') =~ /^svc-fcgi/ } split ' ', $c;
 }
 
+# Rewrite $file in place (no new inode) with $from replaced by $to, then set its atime and
+# mtime back: true when its size and mtime are as they were (only ctime tells the change).
+sub rewrite_in_place {
+    my ($file, $from, $to) = @_;
+    my @st = stat $file or die "$file: $!";
+    my $t = read_file($file);
+    $t =~ s/\Q$from\E/$to/ or die "no '$from' in $file";
+    open my $fh, '+<', $file or die "$file: $!";
+    print $fh $t;
+    close $fh;
+    utime $st[8], $st[9], $file;
+    my @now = stat $file;
+    return $now[7] == $st[7] && $now[9] == $st[9];
+}
+
+# The pool's workers: the processes whose parent is the master answering /api/health.
+sub worker_pids {
+    my ($s) = @_;
+    my $master = $s->master_pid or return ();
+    opendir my $d, '/proc' or return ();
+    return grep { (read_file("/proc/$_/stat") // '') =~ /\)\s+\S+\s+(\d+)/ && $1 == $master }
+        grep { /^\d+$/ } readdir $d;
+}
+
+# strace attached to $pid, writing to $log (options as strace takes them, e.g. '-e',
+# 'trace=openat'), in the background; returns once attached. strace_stop ends it and
+# returns the trace.
+sub strace_start {
+    my ($pid, $log, @opts) = @_;
+    unlink $log, "$log.err";
+    my $spid = fork // die "fork: $!";
+    if (!$spid) {
+        open STDERR, '>', "$log.err";
+        exec('strace', '-o', $log, @opts, '-p', $pid) or POSIX::_exit(127);
+    }
+    wait_for(10, sub { (read_file("$log.err") // '') =~ /attached/ });
+    return $spid;
+}
+
+sub strace_stop {
+    my ($spid, $log) = @_;
+    kill 'INT', $spid;
+    waitpid $spid, 0;
+    return read_file($log) // '';
+}
+
 # Poll until $code returns true (or $timeout seconds pass); returns the last result.
 # Poll GET /api/chat/runs/{id} until the run leaves `running` (or timeout seconds, 15).
 sub wait_run {

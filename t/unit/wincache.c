@@ -48,6 +48,20 @@ static void put(int64_t life, int64_t id, const char *text)
     json_object_put(m);
 }
 
+/* What a turn does with a message it writes: a temporary file renamed to message_<id>.json,
+ * then the message claimed (no poll in between). */
+static void write_and_claim(int64_t life, int64_t id, const char *text)
+{
+    char tmp[64], name[64];
+    snprintf(tmp, sizeof tmp, "message_%lld.json.tmp-1-x", (long long)id);
+    snprintf(name, sizeof name, "message_%lld.json", (long long)id);
+    write_file(tmp, "{}");
+    rename_in(tmp, name);
+    json_object *m = msg(text);
+    svc_wincache_claim("s1", life, id, m, 100);
+    json_object_put(m);
+}
+
 static const char *get_text(int64_t life, int64_t id)
 {
     json_object *m = svc_wincache_get("s1", life, id);
@@ -94,22 +108,14 @@ int main(void)
     ok(get_text(life, 3) == NULL, "renamed over: dropped");
 
     /* claimed: survives its own rename's event, not a second event */
-    json_object *m4 = msg("four");
-    write_file("message_4.json.tmp-2-x", "{}");
-    rename_in("message_4.json.tmp-2-x", "message_4.json");
-    svc_wincache_claim("s1", life, 4, m4, 100);
-    json_object_put(m4);
+    write_and_claim(life, 4, "four");
     svc_wincache_begin("s1", fd);
     is_str(get_text(life, 4), "four", "a claimed entry survives its own rename");
     write_file("message_4.json", "{\"y\":2}");
     svc_wincache_begin("s1", fd);
     ok(get_text(life, 4) == NULL, "and is dropped by a later write");
 
-    json_object *m5 = msg("five");
-    write_file("message_5.json.tmp-3-x", "{}");
-    rename_in("message_5.json.tmp-3-x", "message_5.json");
-    svc_wincache_claim("s1", life, 5, m5, 100);
-    json_object_put(m5);
+    write_and_claim(life, 5, "five");
     write_file("message_5.json", "{\"z\":3}"); /* another program, before any poll */
     svc_wincache_begin("s1", fd);
     ok(get_text(life, 5) == NULL, "a claimed file written again before the poll: dropped");
