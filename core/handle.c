@@ -90,11 +90,6 @@ static int open_messages_dir(struct svc_sess *s, int64_t id, struct svc_err *err
     return svc_err_errno(err, "open messages directory");
 }
 
-int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err)
-{
-    return svc_sess_read_message_stat(s, id, out, NULL, err);
-}
-
 int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
                                struct svc_err *err)
 {

@@ -5,7 +5,7 @@
  * svc_sess_sidecar reads svc_session.json once (the caller holds the lock) and keeps it;
  * *out is borrowed from the handle (NULL when the session has none).
  * svc_sess_message_count is svc_store_message_count (store.h) of this session;
- * svc_sess_read_message reads message files through one descriptor of the messages
+ * svc_sess_read_message_stat and _len read message files through one descriptor of the messages
  * directory (openat: no path walk per file).
  * svc_sess_close releases the lock and frees everything; a handle zeroed with
  * SVC_SESS_INIT may be closed. */
@@ -55,12 +55,11 @@ int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, 
                            int64_t **ids, struct svc_err *err);
 /* Read message id (new reference) through the messages directory's descriptor, opened
  * once for the handle: a window or a page walks the path from the root once, not per file.
- * A missing file is SVC_E_NOT_FOUND, a damaged one SVC_E_IO (as svc_store_read_message). */
-int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err);
-/* The same, and *st (when not NULL) gets the fstat of the file read. */
+ * A missing file is SVC_E_NOT_FOUND, a damaged one SVC_E_IO (as svc_store_read_message).
+ * *st (when not NULL) gets the fstat of the file read. */
 int svc_sess_read_message_stat(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
                                struct svc_err *err);
-/* The same, and *bytes gets the file's length. */
+/* The same without the stat, and *bytes gets the file's length. */
 int svc_sess_read_message_len(struct svc_sess *s, int64_t id, json_object **out, size_t *bytes,
                               struct svc_err *err);
 /* The messages directory's descriptor (borrowed, closed by svc_sess_close), or -1 when
