@@ -902,6 +902,14 @@ void http_finish(struct http_req *r)
     FCGX_FClose(r->fcgx->err);
     if (FCGX_FClose(r->fcgx->out) != 0 && r->headers_sent)
         r->client_gone = true;
+    /* Once the web server's input has ended (the empty stdin record that closes every
+     * request, normally already in libfcgi's buffer: no system call), nothing more can
+     * arrive, so the connection is closed at once: detached, FCGX_Finish_r skips libfcgi's
+     * shutdown, poll and read, which only keep unread input from resetting the peer. A
+     * body left unread (a 413 above HTTP_DRAIN_MAX) keeps that orderly close. */
+    FCGX_Stream *in = r->fcgx->in;
+    if (FCGX_HasSeenEOF(in) || FCGX_GetChar(in) == EOF)
+        FCGX_Detach(r->fcgx);
 }
 
 static json_object *error_object(const char *message, const char *type, const char *param,

@@ -21,12 +21,18 @@
  * privileges after binding (and before reading any session). Refusals at start are one line
  * naming the setting, with the exit codes below (README, "Ops guide").
  *
- * Worker: SIGTERM/SIGINT/SIGHUP/SIGUSR1 are blocked while a request runs and unblocked only
- * around FCGX_Accept_r (FCGI_FAIL_ACCEPT_ON_INTR), so a signal never interrupts a request's reads
- * or writes (libfcgi does not retry on EINTR); the handler only sets a flag. The master repeats
- * SIGTERM every second while stopping, which closes the small window where a signal lands
- * between the flag check and accept(2). A worker exits after max_requests. Children that
- * workers start inherit the blocked mask: they must reset it before exec. */
+ * Worker: the SIGTERM/SIGINT/SIGHUP/SIGUSR1 handler only sets a flag, seen between requests.
+ * A signal must stop a worker blocked in accept(2) but never break a request's reads or
+ * writes (libfcgi does not retry on EINTR). On a unix socket (the usual case) that costs no
+ * system call per request: the handlers restart interrupted calls (SA_RESTART), and the
+ * listener has a receive timeout (SO_RCVTIMEO, ACCEPT_WAKE_S), so accept(2) alone is not
+ * restarted: a signal ends it with EINTR, and a signal landing between the flag check and
+ * accept(2) is seen at the next timeout. Sockets accepted from a unix listener do not
+ * inherit the timeout; from TCP ones they do (Linux), so on TCP the signals are instead
+ * blocked while a request runs and unblocked only around FCGX_Accept_r
+ * (FCGI_FAIL_ACCEPT_ON_INTR). The master also repeats SIGTERM every second while stopping.
+ * A worker exits after max_requests. Children that workers start reset their signal mask
+ * and handlers before exec. */
 #include <errno.h>
 #include <fcgiapp.h>
 #include <fcntl.h>
@@ -301,6 +307,22 @@ static bool drain_over(int listen_fd, bool drain, double *stop_at)
            svc_time_monotonic() - *stop_at > DRAIN_MAX_S;
 }
 
+/* How often a worker idle in accept(2) on a unix socket wakes to look at its flags. */
+#define ACCEPT_WAKE_S 1
+
+/* Whether a signal (and every ACCEPT_WAKE_S) ends an accept(2) on listen_fd under SA_RESTART
+ * handlers: a unix listener given a receive timeout (see the header comment). The timeout
+ * is set on the shared socket by every worker, to the same value. */
+static bool accept_wakes_on_timeout(int listen_fd)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if (getsockname(listen_fd, (struct sockaddr *)&ss, &len) != 0 || ss.ss_family != AF_UNIX)
+        return false;
+    struct timeval tv = {.tv_sec = ACCEPT_WAKE_S};
+    return setsockopt(listen_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
+}
+
 /* drain: on stop, first serve the connections already queued (the master unlinked our own
  * socket, so no new ones arrive), for DRAIN_MAX_S at most; false for an inherited socket,
  * left to its owner. */
@@ -313,12 +335,15 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     sigaddset(&stopset, SIGINT);
     sigaddset(&stopset, SIGHUP);
     sigaddset(&stopset, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &stopset, NULL);
+    /* masked: signals blocked while a request runs (TCP, or when the timeout is refused) */
+    bool masked = !accept_wakes_on_timeout(listen_fd);
+    sigprocmask(SIG_BLOCK, &stopset, NULL); /* the master's mask blocks them already */
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: accept(2) must return EINTR */
+    /* accept(2) must return EINTR: without SA_RESTART, or with the listener's timeout */
+    sa.sa_flags = masked ? 0 : SA_RESTART;
     sa.sa_handler = worker_signal;
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
@@ -330,6 +355,8 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_UNBLOCK, &chld, NULL);
+    if (!masked) /* handlers in place: one pending since the fork runs now */
+        sigprocmask(SIG_UNBLOCK, &stopset, NULL);
 
     /* Die with the master rather than linger as an orphan. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -355,15 +382,23 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
         }
         if (drain_over(listen_fd, drain, &stop_at))
             break;
-        sigprocmask(SIG_UNBLOCK, &stopset, NULL);
-        /* a signal pending until the unblock has run its handler by now */
-        int rc = drain_over(listen_fd, drain, &stop_at) ? -EINTR : FCGX_Accept_r(&fr);
-        sigprocmask(SIG_BLOCK, &stopset, NULL);
+        if (masked) {
+            sigprocmask(SIG_UNBLOCK, &stopset, NULL);
+            /* a signal pending until the unblock has run its handler by now */
+            if (drain_over(listen_fd, drain, &stop_at)) {
+                sigprocmask(SIG_BLOCK, &stopset, NULL);
+                break;
+            }
+        }
+        int rc = FCGX_Accept_r(&fr);
+        if (masked)
+            sigprocmask(SIG_BLOCK, &stopset, NULL);
         if (rc < 0) {
             if (worker_stop && rc != -EINTR && rc != -ECONNABORTED)
-                break; /* draining, and the queue cannot be read: leave it */
-            if (worker_stop || worker_reopen || rc == -EINTR || rc == -ECONNABORTED)
-                continue;
+                break; /* draining, and the queue cannot be read (or stayed empty): leave */
+            if (worker_stop || worker_reopen || rc == -EINTR || rc == -ECONNABORTED ||
+                rc == -EAGAIN || rc == -EWOULDBLOCK)
+                continue; /* EAGAIN: ACCEPT_WAKE_S passed with no connection */
             logmsg("worker: accept failed: %s", strerror(-rc));
             FCGX_Free(&fr, 0);
             return 1;

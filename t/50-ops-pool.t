@@ -169,6 +169,61 @@ my $home = SvcTest->make_home("server:\n  workers: 2\n");
     SvcOps::stop_pid($n->{pid});
 }
 
+# ==== signals while a request runs: reopen (SIGUSR1) and stop (SIGTERM) signals landing while
+# the worker waits for the rest of a request body break nothing, on a unix socket (the
+# handlers restart system calls; the listener's timeout ends accept) and on TCP (signals
+# blocked during requests); and an idle worker on a unix socket leaves at a stop signal ====
+for my $kind ('unix', 'tcp') {
+    my $port = SvcTest::free_port();
+    my $p = SvcOps::pool(home => $home, sock => "$dir/sig-$kind.sock", workers => 1,
+                         $kind eq 'tcp' ? (listen => "tcp:127.0.0.1:$port") : ());
+    my @w;
+    ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), "$kind: one worker";
+    my $conn = sub {
+        $kind eq 'tcp'
+            ? IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 5)
+            : IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => "$dir/sig-$kind.sock");
+    };
+    my $text = join ' ', map { "s$_" } 1 .. 400;
+    my $body = $JSON->encode(chat_body("sig-$kind", $text));
+    my $half = int(length($body) / 2);
+    my %params = (REQUEST_METHOD => 'POST', SCRIPT_NAME => '/api/chat', REQUEST_URI => '/api/chat',
+                  CONTENT_TYPE => 'application/json', CONTENT_LENGTH => length $body,
+                  SERVER_PROTOCOL => 'HTTP/1.1', REMOTE_ADDR => '127.0.0.1');
+    my $out = SvcOps::fcgi_request($conn->(), \%params,
+        [substr($body, 0, $half), substr($body, $half)], sub {
+            return if $_[0] > 0;
+            sleep 0.2;    # the worker now waits in read(2) for the rest
+            for my $sig (qw(USR1 USR1 TERM)) { kill $sig, $w[0]; sleep 0.1 }
+        });
+    ok defined $out, "$kind: signals during the body's read: the request ends normally";
+    like $out // '', qr/^Status: 200/m, "$kind: with 200";
+    like $out // '', qr/s1 s2 .* s400/, "$kind: and the whole answer";
+    ok SvcTest::wait_for(10, sub { !kill 0, $w[0] }), "$kind: then the worker stops (SIGTERM)";
+    my @n;
+    ok SvcTest::wait_for(10, sub { @n = children_of($p->{pid}); @n == 1 && $n[0] != $w[0] }),
+        "$kind: and is replaced";
+  SKIP: {
+        skip 'strace not installed', 2 unless system('strace -V >/dev/null 2>&1') == 0;
+        # a request whose input has ended is closed at once (no shutdown, poll and read);
+        # on a unix socket the signal mask is never touched
+        my $log = "$dir/sig-$kind.strace";
+        my $spid = SvcTest::strace_start($n[0], $log);
+        my $get = SvcOps::fcgi_request($conn->(), { %params, REQUEST_METHOD => 'GET',
+            SCRIPT_NAME => '/api/health', REQUEST_URI => '/api/health', CONTENT_LENGTH => 0 }, ['']);
+        my $tr = SvcTest::strace_stop($spid, $log);
+        ok +($get // '') =~ /^Status: 200/m && $tr =~ /close\(/ && $tr !~ /shutdown\(/,
+            "$kind: a GET is closed without libfcgi's shutdown and drain" or diag $tr;
+        my $masks = () = $tr =~ /rt_sigprocmask\(/g;
+        ok $kind eq 'tcp' ? $masks > 0 : $masks == 0,
+            "$kind: signal mask calls per request: $masks" or diag $tr;
+    }
+    sleep 0.3;    # idle in accept(2)
+    kill 'TERM', $n[0];
+    ok SvcTest::wait_for(5, sub { !kill 0, $n[0] }), "$kind: an idle worker leaves at SIGTERM";
+    SvcOps::stop_pid($p->{pid});
+}
+
 # ==== an inherited socket (fd 0) is left to its owner ====
 {
     my $path = "$dir/inh.sock";

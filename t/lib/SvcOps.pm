@@ -17,6 +17,7 @@ use File::Temp qw(tempdir);
 use HTTP::Tiny;
 use IO::Socket::INET;
 use POSIX qw(WNOHANG);
+use Socket qw(MSG_NOSIGNAL);
 use Time::HiRes qw(time sleep);
 use SvcTest;
 
@@ -176,6 +177,35 @@ sub stop_pid {
     waitpid($pid, 0);
     @LIVE = grep { $_ != $pid } @LIVE;
     return $?;
+}
+
+# One FastCGI request straight to a pool, no web server: $peer is an IO::Socket::UNIX or
+# ::INET peer (connected here), %params the CGI parameters, @parts the body sent in pieces,
+# $between->($i) called after piece $i (the last piece closes stdin). Returns the stdout
+# records' content, or undef when the connection broke before the end-request record.
+sub fcgi_request {
+    my ($sock, $params, $parts, $between) = @_;
+    my $rec = sub { my ($type, $c) = @_; pack('CCnnCx', 1, $type, 1, length $c, 0) . $c };
+    my $len = sub { my $n = shift; $n < 128 ? pack('C', $n) : pack('N', $n | 0x80000000) };
+    my $nv = join '', map { $len->(length $_) . $len->(length $params->{$_}) . $_ . $params->{$_} }
+        sort keys %$params;
+    # MSG_NOSIGNAL: a worker that broke the connection is a result, not a SIGPIPE here
+    my $put = sub { send($sock, $_[0], MSG_NOSIGNAL) };
+    $put->($rec->(1, pack('nCx5', 1, 0)) . $rec->(4, $nv) . $rec->(4, ''));
+    for my $i (0 .. $#$parts) {
+        $put->($rec->(5, $parts->[$i]) . ($i == $#$parts ? $rec->(5, '') : ''));
+        $between->($i) if $between;
+    }
+    my ($in, $out, $ended) = ('', '', 0);
+    while (sysread($sock, my $buf, 65536)) { $in .= $buf }
+    while (length $in >= 8) {
+        my ($v, $type, $id, $clen, $plen) = unpack('CCnnC', $in);
+        last if length $in < 8 + $clen + $plen;
+        $out .= substr($in, 8, $clen) if $type == 6;
+        $ended = 1 if $type == 3;
+        substr($in, 0, 8 + $clen + $plen) = '';
+    }
+    return $ended ? $out : undef;
 }
 
 END { local $?; for my $p (@LIVE) { kill 'KILL', -$p; kill 'KILL', $p; waitpid($p, 0) } }
