@@ -906,7 +906,10 @@ void http_finish(struct http_req *r)
      * request, normally already in libfcgi's buffer: no system call), nothing more can
      * arrive, so the connection is closed at once: detached, FCGX_Finish_r skips libfcgi's
      * shutdown, poll and read, which only keep unread input from resetting the peer. A
-     * body left unread (a 413 above HTTP_DRAIN_MAX) keeps that orderly close. */
+     * body left unread (a 413 above HTTP_DRAIN_MAX) keeps that orderly close. When the end
+     * of the input is not buffered yet this reads it: every web server sends it with the
+     * request (nginx, Apache and libfcgi's own cgi-fcgi do); one that never does holds
+     * the worker until it closes the connection. */
     FCGX_Stream *in = r->fcgx->in;
     if (FCGX_HasSeenEOF(in) || FCGX_GetChar(in) == EOF)
         FCGX_Detach(r->fcgx);

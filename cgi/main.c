@@ -5,11 +5,12 @@
  * activation); plain CGI when none of those and REQUEST_METHOD is set (one request from the
  * environment and stdin, then exit); else server.listen from the configuration.
  *
- * Master: forks `workers` workers sharing the socket (libfcgi serializes accept with an
- * fcntl lock), respawns dead ones at once (only a crash loop, workers dying within a second
- * of their start, is slowed down, with a growing delay, and logged), reloads on SIGHUP (a
- * config that fails validation is refused, old workers go on; a valid one replaces the
- * workers gracefully), reopens --log FILE on SIGUSR1 (and has the workers do the same), and
+ * Master: forks `workers` workers sharing the socket (all wait in accept(2) at once; the
+ * kernel hands each connection to one), respawns dead ones at once (only a crash loop,
+ * workers dying within a second of their start, is slowed down, with a growing delay, and
+ * logged), reloads on SIGHUP (a config that fails validation is refused, old workers go on;
+ * a valid one replaces the workers gracefully), reopens --log FILE on SIGUSR1 (and has the
+ * workers do the same), and
  * on SIGTERM/SIGINT drains: a socket it created is unlinked and its listener closed at once
  * (new connections are refused, so the web server tries its next upstream; for TCP the
  * listener is shut down), the workers finish in-flight requests and the connections already
@@ -22,17 +23,20 @@
  * naming the setting, with the exit codes below (README, "Ops guide").
  *
  * Worker: the SIGTERM/SIGINT/SIGHUP/SIGUSR1 handler only sets a flag, seen between requests.
- * A signal must stop a worker blocked in accept(2) but never break a request's reads or
- * writes (libfcgi does not retry on EINTR). On a unix socket (the usual case) that costs no
- * system call per request: the handlers restart interrupted calls (SA_RESTART), and the
- * listener has a receive timeout (SO_RCVTIMEO, ACCEPT_WAKE_S), so accept(2) alone is not
- * restarted: a signal ends it with EINTR, and a signal landing between the flag check and
- * accept(2) is seen at the next timeout. Sockets accepted from a unix listener do not
- * inherit the timeout; from TCP ones they do (Linux), so on TCP the signals are instead
- * blocked while a request runs and unblocked only around FCGX_Accept_r
- * (FCGI_FAIL_ACCEPT_ON_INTR). The master also repeats SIGTERM every second while stopping.
- * A worker exits after max_requests. Children that workers start reset their signal mask
- * and handlers before exec. */
+ * A signal must stop a worker blocked in accept(2) but never break a request's socket reads
+ * or writes (libfcgi does not retry on EINTR). On a unix socket the pool created (the usual
+ * case) that costs no system call per request: the handlers restart interrupted calls
+ * (SA_RESTART), and the listener has a receive timeout (SO_RCVTIMEO, ACCEPT_WAKE_S), under
+ * which accept(2) is not restarted: a signal ends it with EINTR, and a signal landing
+ * between the flag check and accept(2) is seen at the next timeout. Sockets accepted from a
+ * unix listener do not inherit the timeout. Calls that are never restarted (poll, nanosleep)
+ * can see EINTR during a request: code on a worker's request path retries them (lock.c,
+ * runs.c, extension.c, the models, curl). Elsewhere the signals are blocked while a request
+ * runs and unblocked only around FCGX_Accept_r (FCGI_FAIL_ACCEPT_ON_INTR): on TCP, where
+ * accepted sockets inherit a listener's timeout, and on an inherited socket, whose options
+ * belong to its owner (a timeout left on it would outlive the pool). The master also repeats
+ * SIGTERM every second while stopping. A worker exits after max_requests. Runs it forks
+ * reset their handlers and mask (core/runs.c); programs it spawns get them reset. */
 #include <errno.h>
 #include <fcgiapp.h>
 #include <fcntl.h>
@@ -311,8 +315,8 @@ static bool drain_over(int listen_fd, bool drain, double *stop_at)
 #define ACCEPT_WAKE_S 1
 
 /* Whether a signal (and every ACCEPT_WAKE_S) ends an accept(2) on listen_fd under SA_RESTART
- * handlers: a unix listener given a receive timeout (see the header comment). The timeout
- * is set on the shared socket by every worker, to the same value. */
+ * handlers: a unix listener (of our own) given a receive timeout (see the header comment).
+ * The timeout is set on the shared socket by every worker, to the same value. */
 static bool accept_wakes_on_timeout(int listen_fd)
 {
     struct sockaddr_storage ss;
@@ -335,8 +339,9 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     sigaddset(&stopset, SIGINT);
     sigaddset(&stopset, SIGHUP);
     sigaddset(&stopset, SIGUSR1);
-    /* masked: signals blocked while a request runs (TCP, or when the timeout is refused) */
-    bool masked = !accept_wakes_on_timeout(listen_fd);
+    /* masked: signals blocked while a request runs (TCP, an inherited socket, or when the
+     * timeout is refused); drain is false for an inherited socket */
+    bool masked = !drain || !accept_wakes_on_timeout(listen_fd);
     sigprocmask(SIG_BLOCK, &stopset, NULL); /* the master's mask blocks them already */
 
     struct sigaction sa;
@@ -580,8 +585,9 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
         if (stopping) {
             if (nchildren == 0)
                 break;
-            /* Repeat SIGTERM: it is blocked (pending) in busy workers, and wakes an idle
-             * worker that raced into accept(2). Past the grace period, SIGKILL. */
+            /* Repeat SIGTERM: it wakes an idle worker that raced into accept(2) (on TCP or
+             * an inherited socket it is blocked, pending, in busy workers). Past the grace
+             * period, SIGKILL. */
             double grace = (double)cfg->server.run_timeout_s + 30.0;
             if (now - stop_at > grace) {
                 logmsg("stop: %d workers still busy after %.0fs, killing", nchildren, grace);

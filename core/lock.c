@@ -73,7 +73,8 @@ int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_
         }
         /* a reader's probe (svc_lock_run_held) holds it for microseconds: look again */
         struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) /* a worker takes signals */
+            ;
     }
 }
 

@@ -11,7 +11,7 @@ use Test::More;
 use IO::Socket::INET;
 use IO::Socket::UNIX;
 use POSIX qw(WNOHANG);
-use Socket qw(SOCK_STREAM);
+use Socket qw(SOCK_STREAM SOL_SOCKET SO_RCVTIMEO);
 use Time::HiRes qw(sleep time);
 use SvcTest;
 use SvcOps;
@@ -204,7 +204,7 @@ for my $kind ('unix', 'tcp') {
     ok SvcTest::wait_for(10, sub { @n = children_of($p->{pid}); @n == 1 && $n[0] != $w[0] }),
         "$kind: and is replaced";
   SKIP: {
-        skip 'strace not installed', 2 unless system('strace -V >/dev/null 2>&1') == 0;
+        skip 'strace not installed', 3 unless system('strace -V >/dev/null 2>&1') == 0;
         # a request whose input has ended is closed at once (no shutdown, poll and read);
         # on a unix socket the signal mask is never touched
         my $log = "$dir/sig-$kind.strace";
@@ -217,6 +217,14 @@ for my $kind ('unix', 'tcp') {
         my $masks = () = $tr =~ /rt_sigprocmask\(/g;
         ok $kind eq 'tcp' ? $masks > 0 : $masks == 0,
             "$kind: signal mask calls per request: $masks" or diag $tr;
+        # a body left unread (declared above the drain limit: a 413 at once) keeps libfcgi's
+        # orderly close: shutdown, then the rest is read until the client closes
+        $spid = SvcTest::strace_start($n[0], $log);
+        my $big = SvcOps::fcgi_request($conn->(),
+            { %params, CONTENT_LENGTH => 100 * 1024 * 1024 }, ['x' x 4000, undef]);
+        $tr = SvcTest::strace_stop($spid, $log);
+        ok +($big // '') =~ /^Status: 413/m && $tr =~ /shutdown\(/,
+            "$kind: a 413 with its body unread is closed in order (shutdown first)" or diag $tr;
     }
     sleep 0.3;    # idle in accept(2)
     kill 'TERM', $n[0];
@@ -245,6 +253,8 @@ for my $kind ('unix', 'tcp') {
     ok -S $path, 'the inherited socket file is still there';
     ok +(IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $path) ? 1 : 0),
         'and its owner still takes connections';
+    my $tv = getsockopt($l, SOL_SOCKET, SO_RCVTIMEO);
+    ok defined $tv && $tv !~ /[^\0]/, 'its options as they were: no receive timeout left on it';
     close $l;
 }
 

@@ -181,8 +181,9 @@ sub stop_pid {
 
 # One FastCGI request straight to a pool, no web server: $peer is an IO::Socket::UNIX or
 # ::INET peer (connected here), %params the CGI parameters, @parts the body sent in pieces,
-# $between->($i) called after piece $i (the last piece closes stdin). Returns the stdout
-# records' content, or undef when the connection broke before the end-request record.
+# $between->($i) called after piece $i. The last piece closes stdin, unless it is undef
+# (stdin left open: the worker answers without the whole body). Returns the stdout records'
+# content, or undef when the connection broke before the end-request record.
 sub fcgi_request {
     my ($sock, $params, $parts, $between) = @_;
     my $rec = sub { my ($type, $c) = @_; pack('CCnnCx', 1, $type, 1, length $c, 0) . $c };
@@ -193,7 +194,8 @@ sub fcgi_request {
     my $put = sub { send($sock, $_[0], MSG_NOSIGNAL) };
     $put->($rec->(1, pack('nCx5', 1, 0)) . $rec->(4, $nv) . $rec->(4, ''));
     for my $i (0 .. $#$parts) {
-        $put->($rec->(5, $parts->[$i]) . ($i == $#$parts ? $rec->(5, '') : ''));
+        my $p = $parts->[$i] // last;
+        $put->((length $p ? $rec->(5, $p) : '') . ($i == $#$parts ? $rec->(5, '') : ''));
         $between->($i) if $between;
     }
     my ($in, $out, $ended) = ('', '', 0);
