@@ -233,11 +233,11 @@ static int dup_line(json_object *line, void *vctx)
     return 1;
 }
 
-/* Append the digest line under the memory lock unless it is there already.
- * *appended tells which. */
+/* Append the digest line under the memory lock unless it is there already (looked for
+ * only when look_back: see sync_locked). *appended tells which. */
 static int append_digest(const struct svc_config *cfg, const char *dir, const char *file,
-                         json_object *line, const char *sid, int64_t id, bool *appended,
-                         struct svc_err *err)
+                         json_object *line, const char *sid, int64_t id, bool look_back,
+                         bool *appended, struct svc_err *err)
 {
     *appended = false;
     struct svc_err lerr;
@@ -260,7 +260,10 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     char needle[131]; /* 128 id chars (core/store.h), two quotes, NUL */
     snprintf(needle, sizeof needle, "\"%s\"", sid);
     char last = '\n';
-    scan_back_fd(mfd, mst.st_size, needle, dup_line, &dc, &last);
+    if (look_back)
+        scan_back_fd(mfd, mst.st_size, needle, dup_line, &dc, &last);
+    else if (mst.st_size > 0 && pread(mfd, &last, 1, mst.st_size - 1) != 1)
+        last = '\n';
     int rc = 0;
     if (!dc.found) {
         /* a new (empty) file's directory entry must survive a crash too */
@@ -371,15 +374,19 @@ static void record_state(const struct svc_store *st, const char *sid, json_objec
     json_object_put(sc);
 }
 
+static int sync_session(const struct svc_config *cfg, const char *sid, json_object *recent,
+                        const int64_t *recent_ids, bool refuse_during_run, struct svc_err *err);
+
 int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err)
 {
-    return svc_memory_sync_recent(cfg, sid, NULL, NULL, err);
+    return sync_session(cfg, sid, NULL, NULL, true, err);
 }
 
-/* The sync itself; the caller holds the exclusive session lock. With sc the memory_state
- * goes into sc (a sidecar the caller writes next), else into the sidecar on disk. */
+/* The sync itself; the caller holds the exclusive session lock. in_run: a run's own sync
+ * at its end (recent holds what it stored). With sc the memory_state goes into sc (a
+ * sidecar the caller writes next), else into the sidecar on disk. */
 static int sync_locked(const struct svc_config *cfg, const struct svc_store *st, const char *sid,
-                       json_object *recent, const int64_t *recent_ids, json_object *sc,
+                       json_object *recent, const int64_t *recent_ids, bool in_run, json_object *sc,
                        struct svc_err *err)
 {
     struct svc_err e;
@@ -404,6 +411,13 @@ static int sync_locked(const struct svc_config *cfg, const struct svc_store *st,
     }
     int64_t mid = -1;
     int pr = recent ? svc_memory_pair(recent, recent_ids, &user, &assistant, &mid) : 0;
+    /* A pair among the messages a run stored itself cannot have a line in the file yet when
+     * the run syncs it at its end: only this run and `svc memory sync` write lines for the
+     * session, and that command refuses while a run holds the run lock (sync_session). So
+     * the look back through the file, which costs the bytes other sessions appended since
+     * this one's last line (up to SVC_MEMORY_TAIL), is only for the other cases: a pair
+     * read from the files, which a sync that died before recording itself may have written. */
+    bool look_back = !(in_run && pr == 1);
     if (pr == 0) { /* the caller's messages hold no pair (or none given): read the files */
         if (read_tail(st, sid, &msgs, &ids, &e) != 0)
             goto out;
@@ -424,7 +438,7 @@ static int sync_locked(const struct svc_config *cfg, const struct svc_store *st,
     svc_json_set_str(line, "user", user);
     svc_json_set_str(line, "assistant", assistant);
     bool appended;
-    if (append_digest(cfg, dir, file, line, sid, mid, &appended, &e) != 0) {
+    if (append_digest(cfg, dir, file, line, sid, mid, look_back, &appended, &e) != 0) {
         char what[sizeof e.message];
         snprintf(what, sizeof what, "%s", e.message);
         svc_err_set(&e, e.code, "memory file %s: %s", file, what);
@@ -464,6 +478,15 @@ out:
 int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_object *recent,
                            const int64_t *recent_ids, struct svc_err *err)
 {
+    return sync_session(cfg, sid, recent, recent_ids, false, err);
+}
+
+/* Lock the session and sync it. refuse_during_run (svc memory sync): a run holding the run
+ * lock is refused as session_busy, checked under the session lock; the run syncs its own
+ * pair when it ends, and sync_locked relies on nobody else writing it meanwhile. */
+static int sync_session(const struct svc_config *cfg, const char *sid, json_object *recent,
+                        const int64_t *recent_ids, bool refuse_during_run, struct svc_err *err)
+{
     struct svc_store st;
     store_of(cfg, &st);
     struct svc_err e;
@@ -484,8 +507,13 @@ int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_o
         svc_logf("session %s: memory sync failed: %s", sid, e.message);
         if (err)
             *err = e;
+    } else if (refuse_during_run && svc_lock_run_held(sdir)) {
+        svc_err_set(err, SVC_E_SESSION_BUSY,
+                    "session %s has a run in progress; it syncs its newest pair itself when "
+                    "it ends: try again after it",
+                    sid);
     } else {
-        rc = sync_locked(cfg, &st, sid, recent, recent_ids, NULL, err);
+        rc = sync_locked(cfg, &st, sid, recent, recent_ids, false, NULL, err);
     }
     svc_lock_release(&l);
     free(sdir);
@@ -497,7 +525,7 @@ int svc_memory_sync_run(const struct svc_config *cfg, const char *sid, json_obje
 {
     struct svc_store st;
     store_of(cfg, &st);
-    return sync_locked(cfg, &st, sid, recent, recent_ids, sc, err);
+    return sync_locked(cfg, &st, sid, recent, recent_ids, true, sc, err);
 }
 
 /* ---- recall ---- */

@@ -12,7 +12,9 @@
  * the newest user/assistant text pair by scanning back from the newest message (tool
  * traffic skipped), and appends its digest unless that pair (assistant message id) is the
  * one already synced; a line for it already in the file (a sync that died before it could
- * record itself) is not written twice. It holds the session lock throughout. A failure is
+ * record itself) is not written twice. A run's own sync of a pair it stored skips that look
+ * back (nobody else can have written it: svc_memory_sync refuses, session_busy, while a run
+ * holds the run lock). It holds the session lock throughout. A failure is
  * logged and recorded in memory_state.error and returned, but a run never fails for it.
  * svc_memory_system_prompt adds the memory.recall newest digests of the agent from other
  * sessions to the configured system prompt. Both read at most the last SVC_MEMORY_TAIL
@@ -38,9 +40,9 @@ char *svc_memory_fold(const char *text, size_t max_cp);
 int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **assistant,
                     int64_t *message_id);
 /* Sync session sid (see above). Returns 0 when synced or nothing to do, -1 with err when it
- * failed (already logged and recorded). A bad id, an unknown session, or a configuration
- * without memory sync (sessions disabled, native_file, sync_memory off) is -1 with err and
- * touches nothing. */
+ * failed (already logged and recorded). A bad id, an unknown session, a configuration
+ * without memory sync (sessions disabled, native_file, sync_memory off), or a run in
+ * progress on the session (session_busy) is -1 with err and touches nothing. */
 int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err);
 /* The same, for a caller that holds the session's newest messages already (a run that just
  * stored them): recent is a json array of them, oldest first, recent_ids[i] the id of element

@@ -156,6 +156,52 @@ is json_of($s->root . "/session_par-$_/svc_memory.json")->{digests}, 3, "par-$_:
     my $last = eval { $J->decode($lines[-1]) } // {};
     is $last->{session_id}, 'mem-torn', 'the new digest is a whole line after it';
 }
+
+# ---- a run's own pair is appended without reading back through the file: a turn's cost
+# does not grow with what other sessions appended since this session's last digest ----
+{
+    is chat($s, 'mem-far', 'first')->{status}, 200, 'mem-far: a first turn';
+    open my $fh, '>>', $MEM or die "$MEM: $!";
+    print $fh $J->encode({ session_id => 'filler-' . ($_ % 50), message_id => $_,
+        at => '2026-11-23T00:00:00Z', user => "u $_ " . ("x" x 40), assistant => "a $_" }), "\n"
+        for 1 .. 9000;
+    close $fh;
+    ok -s $MEM > 1024 * 1024, 'over 1 MiB of other sessions\' digests after its line';
+  SKIP: {
+        skip 'strace not installed', 2 unless system('strace -V >/dev/null 2>&1') == 0;
+        my @w = $s->worker_pids;
+        my $log = $s->home . '/mem-far.strace';
+        my $spid = SvcTest::strace_start($w[0], $log, '-s', '0', '-e', 'trace=pread64',
+                                         map { ('-p', $_) } @w[1 .. $#w]);
+        sleep 1;    # every worker attached
+        my $x = chat($s, 'mem-far', 'second');
+        my $tr = SvcTest::strace_stop($spid, $log);
+        is $x->{status}, 200, 'mem-far: a turn with its last digest 1 MiB back';
+        my ($max) = sort { $b <=> $a } ($tr =~ /pread64\(\d+, ""(?:\.\.\.)?, (\d+), /g), 0;
+        ok $max < 4096, "its sync read no tail of the memory file (largest pread $max bytes)"
+            or diag $tr;
+    }
+    my @far = grep { $_->{session_id} eq 'mem-far' } mem_lines($MEM);
+    is scalar @far, 2, 'mem-far: two turns, two digests';
+}
+
+# ---- svc memory sync refuses while a run is in progress (the run syncs its pair itself,
+# and nobody else writes it meanwhile) ----
+{
+    my $pid = fork // die;
+    if (!$pid) { chat($s, 'mem-live', '/slow 300 a b c d e f'); POSIX::_exit(0) }
+    my $sc = $s->root . '/session_mem-live/svc_session.json';
+    ok SvcTest::wait_for(10, sub { (SvcTest::read_file($sc) // '') =~ /"status": "running"/ }),
+        'mem-live: a run in progress';
+    my $c = svc({ home => $s->home }, { SVC_HOME => $s->home }, 'memory', 'sync', 'mem-live');
+    isnt $c->{rc}, 0, 'svc memory sync during the run: refused';
+    like $c->{err}, qr/session_busy: .*run in progress/, 'as session_busy, saying why';
+    waitpid $pid, 0;
+    $c = svc({ home => $s->home }, { SVC_HOME => $s->home }, 'memory', 'sync', 'mem-live');
+    is $c->{rc}, 0, 'after the run: exit 0' or diag $c->{err};
+    is scalar(grep { $_->{session_id} eq 'mem-live' } mem_lines($MEM)), 1,
+        'one digest: the run\'s own, the later sync found it synced';
+}
 $s->stop;
 
 # ---- an unwritable memory root: the run is done, the error recorded ----
