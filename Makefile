@@ -59,7 +59,7 @@ unit: $(UNIT_BIN)
 # Built with the test hooks into build-test/ (SVC_BUILD=$PWD/build-test for one test file).
 test: deps
 	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
-	SVC_BUILD=$(abspath build-test) prove -j2 build-test/t/ t/
+	SVC_BUILD=$(abspath build-test) prove -j2 --timer --exec t/run-one build-test/t/ t/
 
 # The whole suite under AddressSanitizer and UBSan, in its own build dir.
 asan: deps
@@ -67,7 +67,7 @@ asan: deps
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all unit
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  SVC_BUILD=$(abspath build-asan) prove -j2 build-asan/t/ t/
+	  SVC_BUILD=$(abspath build-asan) prove -j2 --timer --exec t/run-one build-asan/t/ t/
 
 # libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
 # readers, the index file, line/run files with fsck, the HTTP request layer, the OpenAI SSE

@@ -181,7 +181,7 @@ is json_of($s->root . "/session_par-$_/svc_memory.json")->{digests}, 3, "par-$_:
         ok $max < 4096, "its sync read no tail of the memory file (largest pread $max bytes)"
             or diag $tr;
     }
-    my @far = grep { $_->{session_id} eq 'mem-far' } mem_lines($MEM);
+    my @far = grep { ($_->{session_id} // '') eq 'mem-far' } mem_lines($MEM);
     is scalar @far, 2, 'mem-far: two turns, two digests';
 }
 
@@ -199,7 +199,7 @@ is json_of($s->root . "/session_par-$_/svc_memory.json")->{digests}, 3, "par-$_:
     waitpid $pid, 0;
     $c = svc({ home => $s->home }, { SVC_HOME => $s->home }, 'memory', 'sync', 'mem-live');
     is $c->{rc}, 0, 'after the run: exit 0' or diag $c->{err};
-    is scalar(grep { $_->{session_id} eq 'mem-live' } mem_lines($MEM)), 1,
+    is scalar(grep { ($_->{session_id} // '') eq 'mem-live' } mem_lines($MEM)), 1,
         'one digest: the run\'s own, the later sync found it synced';
 }
 $s->stop;
