@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -72,9 +71,7 @@ int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_
             return -1;
         }
         /* a reader's probe (svc_lock_run_held) holds it for microseconds: look again */
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR) /* a worker takes signals */
-            ;
+        svc_sleep_s(0.002);
     }
 }
 

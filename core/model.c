@@ -1,10 +1,8 @@
 #include "model.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "jsonx.h"
 #include "model_openai.h"
@@ -14,13 +12,6 @@
 static int64_t tokens_of(size_t chars)
 {
     return (int64_t)((chars + 3) / 4);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
 }
 
 /* The text of the newest toolResult in msg, and its toolUseId; NULL when none. */
@@ -68,7 +59,7 @@ static int echo_stream(const struct svc_model_call *call, const char *text, long
                     return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
                 if (call->on_idle && waited % 1000 == 0 && waited > 0 && call->on_idle(call->ctx))
                     return svc_err_set(err, SVC_E_CANCELLED, "client went away");
-                sleep_ms(delay_ms - waited < 50 ? delay_ms - waited : 50);
+                svc_sleep_s((delay_ms - waited < 50 ? delay_ms - waited : 50) / 1000.0);
             }
         }
         if (call->should_cancel && call->should_cancel(call->ctx))

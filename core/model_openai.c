@@ -68,13 +68,6 @@ struct oa {
 
 /* ---- small helpers ---- */
 
-static void oa_sleep(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
-}
-
 char *svc_openai_redact(const char *src, const char *secret)
 {
     if (!src)
@@ -803,7 +796,7 @@ static int oa_backoff(struct oa *st, int attempt, struct svc_err *err)
         double left = until - svc_time_monotonic();
         if (left <= 0)
             return 0;
-        oa_sleep(left < OA_POLL_S ? left : OA_POLL_S);
+        svc_sleep_s(left < OA_POLL_S ? left : OA_POLL_S);
     }
 }
 

@@ -92,6 +92,13 @@ double svc_time_monotonic(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+void svc_sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 static char *time_format(time_t sec, long usec, char *buf)
 {
     struct tm tm;

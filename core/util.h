@@ -24,6 +24,9 @@ char *svc_time_format_iso(double epoch, char *buf);
 int svc_time_parse_iso(const char *s, double *epoch);
 double svc_time_now(void);       /* wall clock, seconds since the epoch */
 double svc_time_monotonic(void); /* monotonic seconds */
+/* Sleep s seconds (s >= 0) in full: a signal's handler runs, the sleep goes on (workers take
+ * signals during requests, cgi/main.c). */
+void svc_sleep_s(double s);
 
 /* This process's id, cached (forgotten in the child of a fork). */
 int svc_pid(void);
