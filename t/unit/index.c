@@ -80,6 +80,9 @@ static void idle_reader_across_compactions(void)
     pid_t idle = fork();
     if (idle == 0) {
         char c;
+        close(go[1]);
+        close(ready[0]);
+        close(res[0]);
         free(title_of("s0")); /* load the index at its first generation */
         if (write(ready[1], "x", 1) != 1 || read(go[0], &c, 1) != 1)
             _exit(2);
@@ -92,6 +95,11 @@ static void idle_reader_across_compactions(void)
             _exit(2);
         _exit(0);
     }
+    /* each side keeps only its own ends: a child that dies early is an end of file here,
+     * not a read that waits forever */
+    close(go[0]);
+    close(ready[1]);
+    close(res[1]);
     char c;
     if (read(ready[0], &c, 1) != 1)
         abort();
@@ -111,6 +119,9 @@ static void idle_reader_across_compactions(void)
     if (read(res[0], got, sizeof got) <= 0)
         got[0] = '\0';
     waitpid(idle, NULL, 0);
+    close(go[1]);
+    close(ready[0]);
+    close(res[0]);
     is_str(got, "NEW0 NEW1", "a reader idle across compactions sees every later update");
     svc_index_reset();
     char *t0 = title_of("s0");
