@@ -582,10 +582,16 @@ int h_chat(struct http_req *r, struct svc_err *err)
         goto out;
     }
     struct svc_run_request req = run_request_of(&in);
+    /* The master repairs the session if this worker dies in the run: named before the run
+     * begins, since the sidecar says `running` from inside svc_run_begin (a repair finds
+     * nothing to do while the sidecar is not `running` or another process holds the run
+     * lock), and again after it, for a session id the run chose. */
+    if (in.sid)
+        held_set(in.sid);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
-    held_set(svc_run_get_session_id(run)); /* the master repairs it if this worker dies */
+    held_set(svc_run_get_session_id(run));
     http_set_session(r, svc_run_get_session_id(run), true);
     rc = in.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
 out:

@@ -88,4 +88,17 @@ ok SvcTest::wait_for(10, sub { $s->log =~ /died during a run on session held: re
     'the master says so';
 $r = $s->req(POST => '/api/chat', body => { session_id => 'held', messages => [{ role => 'user', content => 'again' }] });
 is $r->{status}, 200, 'the session takes the next run';
+$s->stop;
+
+# ---- a worker dies inside the run's start, after the sidecar says `running` (a new
+# session: its session.json is written next): the master knows the session all the same ----
+my $c = SvcTest->start(workers => 1, env => { SVC_TEST_CRASH_BEFORE_RENAME => '/session.json' });
+my $sc_path = $c->root . '/session_born/svc_session.json';
+$r = $c->req(POST => '/api/chat', body => { session_id => 'born', messages => [{ role => 'user', content => 'hi' }] });
+isnt $r->{status}, 200, 'the worker died writing the new session\'s session.json';
+ok !-e $c->root . '/session_born/session.json', 'no session.json: it died before the rename';
+ok SvcTest::wait_for(20, sub { ((SvcTest::read_file($sc_path) // '') =~ /"status": "(\w+)"/)[0] eq 'error' }),
+    'the master repaired the session, no reader asking' or diag SvcTest::read_file($sc_path), $c->log;
+like $c->log, qr/died during a run on session born: repaired it/, 'and says so';
+$c->stop;
 done_testing();
