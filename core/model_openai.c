@@ -1,14 +1,12 @@
 #include "model_openai.h"
 
 #include <curl/curl.h>
-#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include "jsonx.h"
 #include "openai.h"
