@@ -157,6 +157,16 @@ async function chat(page, text) {
     return (await page.locator('#transcript > li.role-assistant').last().textContent()) || '';
 }
 
+// Open the new-session view and wait until it is in place. The click only sets
+// location.hash; the view changes in the hashchange task that follows, so counting the
+// transcript before then would count the previous session's answers.
+async function newSession(page) {
+    await page.click('#new-session');
+    await page.waitForFunction(() => location.hash === '#/new' &&
+        document.getElementById('transcript').childElementCount === 0 &&
+        !document.getElementById('chat-input').disabled, null, { timeout: TIMEOUT });
+}
+
 function sidFrom(url) {
     const m = /#\/s\/([^/?#]+)$/.exec(url);
     return m ? decodeURIComponent(m[1]) : null;
@@ -177,7 +187,7 @@ try {
         await page.press('#token-input', 'Enter');
         await page.locator('#list-status', { hasText: 'No sessions match.' }).waitFor();
         check('token: the list loads with the token', !(await page.isVisible('#token-dialog[open]')));
-        await page.click('#new-session');
+        await newSession(page);
         const answer = await chat(page, 'hello with a token');
         check('token: chat works', /Echo: hello with a token/.test(answer), answer);
         const stored = await page.evaluate(() => sessionStorage.getItem('svc.token'));
@@ -219,7 +229,7 @@ try {
     check('empty root: the list says so', true);
 
     // ---- chat twice in a new session: the second answer mentions the restored context ----
-    await page.click('#new-session');
+    await newSession(page);
     await page.waitForURL(/#\/new$/);
     let answer = await chat(page, 'Hello from the **browser** test');
     check('first answer streamed into the page', /Echo: Hello from the browser test \(I was given 0 earlier messages\.\)/.test(answer), answer);
@@ -295,7 +305,7 @@ try {
 
     // ---- search, list screenshot ----
     await page.goto(BASE + '/#/');
-    await page.click('#new-session');
+    await newSession(page);
     answer = await chat(page, 'Other topic entirely');
     const sid2 = sidFrom(page.url());
     answer = await chat(page, 'Here is **Markdown**, rendered by the page:\n\n1. a list item with `inline code`\n' +
@@ -379,7 +389,7 @@ try {
     await page.selectOption('#f-archived', 'active');
 
     // ---- hostile content renders inert ----
-    await page.click('#new-session');
+    await newSession(page);
     const hostile = 'Look <img src=x onerror="window.pwnedBy=1"> and [click me](javascript:window.pwnedBy=2) ' +
         'and [x](JaVaScRiPt:window.pwnedBy=3) <script>window.pwnedBy=4</script> ' +
         '<a href="javascript:window.pwnedBy=5">raw</a> ![pic](javascript:window.pwnedBy=6) ' +
