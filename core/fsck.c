@@ -125,12 +125,15 @@ static bool temp_writer_gone(const char *name)
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* A temp file: an orphan when its writer is gone from this host, or when older than a
- * minute (a live writer renames within ms; this also covers a writer on another host). */
+/* A temp file (not a spare): an orphan when its writer is gone from this host, or when
+ * older than a minute (a live writer renames within ms; this also covers a writer on
+ * another host). */
 static void check_temp(struct fsck *f, const char *sid, const char *abs, const char *rel)
 {
     struct stat sb;
     const char *base = strrchr(abs, '/');
+    if (svc_file_is_spare(base ? base + 1 : abs))
+        return; /* a spare (fsio.h SVC_WRITE_SPARE) is kept on purpose, whatever it holds */
     if (lstat(abs, &sb) != 0 ||
         (time(NULL) - sb.st_mtime < TEMP_MIN_AGE_S && !temp_writer_gone(base ? base + 1 : abs)))
         return;

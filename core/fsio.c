@@ -134,9 +134,95 @@ static void temp_name(char *out, size_t outsz, const char *path)
     snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp_pid, temp_salt, ++temp_seq);
 }
 
+/* SVC_WRITE_SPARE (see fsio.h): data into the spare, then the exchange. Returns 0, -1 with
+ * err, or 1 when the spare cannot be used (it is not a lone regular file: removed) and the
+ * caller writes through a temp file instead. */
+static int write_via_spare(const char *path, const void *data, size_t len, int sync,
+                           struct svc_err *err)
+{
+    size_t sl = strlen(path) + sizeof SVC_SPARE_SUFFIX;
+    char *spare = svc_xmalloc(sl);
+    snprintf(spare, sl, "%s%s", path, SVC_SPARE_SUFFIX);
+    int rc = -1;
+    struct stat sb;
+    int fd = open(spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
+        /* a link (ELOOP), a directory (EISDIR), a fifo, a hard link: never written into */
+        if (fd >= 0)
+            close(fd);
+        fd = -1;
+        unlink(spare); /* a directory stays; it is never used either */
+        rc = 1;
+        goto out;
+    }
+    /* over the old bytes in place: a block that stays allocated is neither freed nor
+     * allocated again */
+    const char *p = data;
+    for (size_t done = 0; done < len;) {
+        ssize_t n = pwrite(fd, p + done, len - done, (off_t)done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            svc_err_errno(err, "write");
+            goto out_unlink;
+        }
+        done += (size_t)n;
+    }
+    if (sb.st_size > (off_t)len && ftruncate(fd, (off_t)len) != 0) {
+        svc_err_errno(err, "truncate");
+        goto out_unlink;
+    }
+    if ((sync & SVC_SYNC_FILE) && fdatasync(fd) != 0) {
+        svc_err_errno(err, "fdatasync");
+        goto out_unlink;
+    }
+    int crc = close(fd);
+    fd = -1;
+    if (crc != 0) {
+        svc_err_errno(err, "close");
+        goto out_unlink;
+    }
+    svc_test_crash_point(path);
+    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) != 0) {
+        /* nothing to exchange with (a first write), or no exchange on this filesystem */
+        if ((errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) ||
+            rename(spare, path) != 0) {
+            svc_err_errno(err, "rename");
+            goto out_unlink;
+        }
+    } else if (lstat(spare, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        /* a directory stood at the target: put it back; the write fails as rename's would */
+        renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE);
+        errno = EISDIR;
+        svc_err_errno(err, "rename");
+        goto out_unlink;
+    }
+    if ((sync & SVC_SYNC_DIR) && fsync_dir_of(path) != 0) {
+        svc_err_errno(err, "fsync directory");
+        goto out;
+    }
+    rc = 0;
+    goto out;
+out_unlink:
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+    unlink(spare); /* torn or half-used: the next write starts a new one */
+out:
+    if (fd >= 0)
+        close(fd);
+    free(spare);
+    return rc;
+}
+
 int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err)
 {
+    if ((sync & SVC_WRITE_SPARE) && !(sync & SVC_WRITE_NEW)) {
+        int sr = write_via_spare(path, data, len, sync, err);
+        if (sr <= 0)
+            return sr;
+    }
     size_t tl = strlen(path) + 64;
     char *tmp = svc_xmalloc(tl);
     int rc = -1, fd = -1;
@@ -366,6 +452,12 @@ bool svc_file_is_empty(const char *path)
 {
     struct stat sb;
     return path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size == 0;
+}
+
+bool svc_file_is_spare(const char *name)
+{
+    size_t n = strlen(name), sl = strlen(SVC_SPARE_SUFFIX);
+    return n > sl && strcmp(name + n - sl, SVC_SPARE_SUFFIX) == 0;
 }
 
 bool svc_file_is_internal(const char *name)

@@ -363,7 +363,8 @@ static void record_state(const struct svc_store *st, const char *sid, json_objec
         return;
     }
     svc_json_set(sc, "memory_state", memory_state_of(mem, error));
-    if (svc_sidecar_write_sync(st, sid, sc, SVC_SYNC_NONE, &e) != 0) { /* as run.c's end */
+    if (svc_sidecar_write_sync(st, sid, sc, svc_sync_spare(SVC_SYNC_NONE, st->durable), &e) !=
+        0) { /* as run.c's end */
         svc_logf("session %s: memory state not recorded: %s", sid, e.message);
     } else {
         json_object *sum = svc_sidecar_summary(sc);
@@ -448,7 +449,8 @@ static int sync_locked(const struct svc_config *cfg, const struct svc_store *st,
     svc_json_set_str(mem, "memory_file", file);
     svc_json_set_int(mem, "digests", svc_json_int(mem, "digests", 0) + 1);
     svc_json_set_str(mem, "updated_at", now);
-    if (svc_json_write_pretty(mpath, mem, false, &e) != 0) /* rebuilt when unreadable */
+    /* rebuilt when unreadable; the session lock is held, so its spare may be used */
+    if (svc_json_write_pretty_sync(mpath, mem, svc_sync_spare(SVC_SYNC_NONE, st->durable), &e) != 0)
         goto out;
     rc = 0;
 out:

@@ -471,7 +471,9 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     /* SPEC 3: the sidecar says `running` before any native file is written */
     if (run->sidecars) {
         running = running_sidecar(run, req, sc, run->stored + nimport + 1);
-        if (svc_sidecar_write_sync(st, s->sid, running, sync_full(st), err) != 0)
+        /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
+        if (svc_sidecar_write_sync(st, s->sid, running, svc_sync_spare(sync_full(st), st->durable),
+                                   err) != 0)
             goto out;
         running_written = true;
         index_note(st, s->sid, running);
@@ -522,9 +524,12 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
 out:
     if (rc != 0 && running_written) {
         /* begin failed (a disk error): the session goes back to what it was; if that
-         * cannot be written either, the `running` left is repaired as interrupted */
+         * cannot be written either, the `running` left is repaired as interrupted. Through
+         * the spare, which holds that very file (the `running` write went through it): on
+         * a full disk, bytes rewritten over their own blocks need no new space. */
         char *path = svc_store_session_file(st, s->sid, "svc_session.json");
-        if (sc && svc_sidecar_write(st, s->sid, sc, NULL) == 0)
+        if (sc && svc_sidecar_write_sync(st, s->sid, sc, svc_sync_spare(sync_full(st), st->durable),
+                                         NULL) == 0)
             index_note(st, s->sid, sc);
         else if (!sc && path)
             unlink(path);
@@ -661,8 +666,9 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
                              svc_agent_model_calls(run->agent) + run->loop_count);
         /* with sidecars the turn line is the commit record and agent.json is not synced
          * (see the budget at the top); native_file has no other record */
-        if (svc_store_write_agent_sync(st, s->sid, run->agent,
-                                       run->sidecars ? SVC_SYNC_NONE : sync_full(st), &err) != 0)
+        int sync = run->sidecars ? SVC_SYNC_NONE : sync_full(st);
+        if (svc_store_write_agent_sync(st, s->sid, run->agent, svc_sync_spare(sync, st->durable),
+                                       &err) != 0)
             goto out;
     }
     if (!run->sidecars) {
@@ -710,7 +716,8 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
         sync_memory_into(run, sc);
         run->memory_synced = true;
     }
-    if (svc_sidecar_write_sync(st, s->sid, sc, SVC_SYNC_NONE, &err) != 0)
+    if (svc_sidecar_write_sync(st, s->sid, sc, svc_sync_spare(SVC_SYNC_NONE, st->durable), &err) !=
+        0)
         goto out;
     index_note(st, s->sid, sc);
     rc = 0;

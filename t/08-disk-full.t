@@ -49,7 +49,8 @@ use File::Find ();
     ok(all_files_parse(native_dir($h, 'full')), 'every file still parses');
     is_deeply([msg_ids($h, 'full')], [0, 1], 'no message stored, ids contiguous');
     opendir(my $d, native_dir($h, 'full'));
-    is_deeply([grep { /\.tmp-/ } readdir $d], [], 'no temp file left behind');
+    # (a spare, core/fsio.h, is kept on purpose: it holds the sidecar as it was)
+    is_deeply([grep { /\.tmp-/ && !/\.tmp-spare$/ } readdir $d], [], 'no temp file left behind');
     unlink "$mnt/filler";
     $r = svc($h, 'chat', 'full', 'room again');
     is($r->{rc}, 0, 'with room again the session takes the next turn') or diag $r->{err};

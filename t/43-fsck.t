@@ -60,6 +60,11 @@ if ($dead == 0) { POSIX::_exit(0) }
 waitpid $dead, 0;
 spit("$d/agent.json.tmp-$dead-f00d", 'a killed writer');
 spit("$d/notes.txt", 'somebody else');
+# spares (core/fsio.h SVC_WRITE_SPARE) are kept on purpose, however old and whatever they hold
+spit("$d/svc_session.json.tmp-spare", 'the version before');
+utime time - 600, time - 600, "$d/svc_session.json.tmp-spare";
+spit("$d/agents/agent_$h->{agent}/agent.json.tmp-spare", '{"torn');
+utime time - 600, time - 600, "$d/agents/agent_$h->{agent}/agent.json.tmp-spare";
 
 my $m1 = msg_dir($h, 'ids') . '/message_1.json';
 my $m = json_file($m1);
@@ -189,6 +194,8 @@ like(slurp($memf), qr/\n\z/, 'the memory file ends with a whole line');
 ok(-e "$d/session.json.tmp-$$-cafe", 'a young temp file of a live writer left alone');
 ok(!-e "$d/agent.json.tmp-$dead-f00d", 'a young temp file of a writer that is gone removed');
 ok(-e "$d/notes.txt", 'the stray file left alone');
+ok(-e "$d/svc_session.json.tmp-spare" && -e "$d/agents/agent_$h->{agent}/agent.json.tmp-spare",
+   'spares left alone, not reported');
 is(json_file("$root/.svc_runs/run-dead.json")->{status}, 'error', 'the dead run record finished');
 is(json_file(sidecar_path($h, 'live'))->{status}, 'running', 'the live session is not touched');
 my %sum_after = map { $_ => sha256_hex(slurp($_)) } glob("$root/session_*/agents/*/messages/*");

@@ -16,12 +16,13 @@ use SvcTest ();
 my $tmp = tempdir('svc-imp-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 
 sub files_under { SvcTest::files_under(@_) }
-# The session's files (no lock files) as {relative path => bytes}.
+# The session's files (no lock files, no writer's spare: neither is exported) as
+# {relative path => bytes}.
 sub tree {
     my ($dir) = @_;
     my %t;
     for my $f (files_under($dir)) {
-        next if $f =~ m{/\.svc\.(run\.)?lock$};
+        next if $f =~ m{/\.svc\.(run\.)?lock$} || $f =~ /\.tmp-spare$/;
         $t{ substr($f, length($dir) + 1) } = slurp($f);
     }
     return \%t;
