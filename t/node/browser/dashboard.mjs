@@ -285,7 +285,11 @@ try {
     const userTexts = await page.locator('#transcript > li.role-user').allTextContents();
     check('after reload: both questions in the transcript', userTexts.some((t) => t.includes('Hello from the browser test')) &&
         userTexts.some((t) => t.includes('And a second question')), userTexts.join(' | '));
-    check('after reload: token usage shown', /Total \(all runs\)/.test(await page.textContent('#s-tokens')));
+    // The token usage is fetched after the transcript is shown (loadTokens is not awaited):
+    // wait until #s-tokens holds its answer, whatever it says, before reading it.
+    await page.waitForFunction(() => document.getElementById('s-tokens').childElementCount > 0, null, { timeout: TIMEOUT });
+    check('after reload: token usage shown', /Total \(all runs\)/.test(await page.textContent('#s-tokens')),
+        await page.textContent('#s-tokens'));
     await page.screenshot({ path: SHOTS + '/dashboard-transcript.png' });
 
     // ---- a background run followed from another tab through the events stream ----
@@ -327,6 +331,10 @@ try {
     await page.screenshot({ path: SHOTS + '/dashboard-markdown.png' });
     await page.goto(BASE + '/#/');
     await page.locator(`#sessions li[data-sid="${sid}"]`).waitFor();
+    // sid2's row comes with a list reload the chats started and nothing awaited: wait for it,
+    // or sid2 "detaching" below would prove nothing and the search checks would pass on the
+    // list as it was before sid2 existed.
+    await page.locator(`#sessions li[data-sid="${sid2}"]`).waitFor();
     await page.fill('#q', 'FROM THE **browser');
     await page.locator(`#sessions li[data-sid="${sid2}"]`).waitFor({ state: 'detached' });
     check('search finds the session by title (case-insensitive)', await page.locator(`#sessions li[data-sid="${sid}"]`).count() === 1);
@@ -430,7 +438,13 @@ try {
     check('status: configuration shown', /"provider": "echo"/.test(await page.textContent('#st-config')));
     await page.locator('#st-ext', { hasText: 'clock' }).waitFor();
     check('status: extensions shown', true);
-    check('status: jobs shown', /No jobs configured|Schedule/.test(await page.textContent('#st-jobs')));
+    // The four cards load independently: the jobs may still say "Loading…" after the others.
+    await page.waitForFunction(() => {
+        const box = document.getElementById('st-jobs');
+        return box.childElementCount > 0 && box.textContent.trim() !== 'Loading…';
+    }, null, { timeout: TIMEOUT });
+    check('status: jobs shown', /No jobs configured|Schedule/.test(await page.textContent('#st-jobs')),
+        await page.textContent('#st-jobs'));
 
     // ---- phone width, dark ----
     const { page: phone } = await newPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true, hasTouch: true });
