@@ -134,41 +134,37 @@ static void temp_name(char *out, size_t outsz, const char *path)
     snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp_pid, temp_salt, ++temp_seq);
 }
 
-/* SVC_WRITE_SPARE (see fsio.h): data into the spare, then the exchange. Returns 0, -1 with
- * err, or 1 when the spare cannot be used (it is not a lone regular file: removed) and the
- * caller writes through a temp file instead. */
-static int write_via_spare(const char *path, const void *data, size_t len, int sync,
-                           struct svc_err *err)
+/* rename(spare, path), the file path held kept under spare's name (SVC_WRITE_SPARE). A
+ * directory at path is put back and refused (EISDIR), as rename refuses it. */
+static int replace_keeping(const char *spare, const char *path)
 {
-    size_t sl = strlen(path) + sizeof SVC_SPARE_SUFFIX;
-    char *spare = svc_xmalloc(sl);
-    snprintf(spare, sl, "%s%s", path, SVC_SPARE_SUFFIX);
-    int rc = -1;
+    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) != 0) {
+        if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+            return -1;
+        return rename(spare, path); /* nothing to exchange with, or no exchange here */
+    }
     struct stat sb;
-    int fd = open(spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_nlink != 1) {
-        /* a link (ELOOP), a directory (EISDIR), a fifo, a hard link: never written into */
-        if (fd >= 0)
-            close(fd);
-        fd = -1;
-        unlink(spare); /* a directory stays; it is never used either */
-        rc = 1;
-        goto out;
+    if (lstat(spare, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE);
+        errno = EISDIR;
+        return -1;
     }
-    /* over the old bytes in place: a block that stays allocated is neither freed nor
-     * allocated again */
-    const char *p = data;
-    for (size_t done = 0; done < len;) {
-        ssize_t n = pwrite(fd, p + done, len - done, (off_t)done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            svc_err_errno(err, "write");
-            goto out_unlink;
-        }
-        done += (size_t)n;
+    return 0;
+}
+
+/* The rest of a write once fd is open at offset 0 on tmp: a new temp file, or the spare
+ * (spare true) of old_size bytes, written over in place (blocks that stay allocated are
+ * neither freed nor allocated again). Then the sync asked for, the name replaced, the
+ * directory synced. Closes fd; on failure removes tmp (a half-written spare too: the next
+ * write starts a new one). */
+static int fill_and_replace(int fd, off_t old_size, const char *tmp, const char *path,
+                            const void *data, size_t len, int sync, bool spare, struct svc_err *err)
+{
+    if (write_all(fd, data, len) != 0) {
+        svc_err_errno(err, "write");
+        goto out_unlink;
     }
-    if (sb.st_size > (off_t)len && ftruncate(fd, (off_t)len) != 0) {
+    if (old_size > (off_t)len && ftruncate(fd, (off_t)len) != 0) {
         svc_err_errno(err, "truncate");
         goto out_unlink;
     }
@@ -183,34 +179,42 @@ static int write_via_spare(const char *path, const void *data, size_t len, int s
         goto out_unlink;
     }
     svc_test_crash_point(path);
-    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) != 0) {
-        /* nothing to exchange with (a first write), or no exchange on this filesystem */
-        if ((errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) ||
-            rename(spare, path) != 0) {
-            svc_err_errno(err, "rename");
-            goto out_unlink;
-        }
-    } else if (lstat(spare, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        /* a directory stood at the target: put it back; the write fails as rename's would */
-        renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE);
-        errno = EISDIR;
+    if ((spare ? replace_keeping(tmp, path)
+               : replace_with(tmp, path, !(sync & (SVC_SYNC_FILE | SVC_WRITE_NEW)))) != 0) {
         svc_err_errno(err, "rename");
         goto out_unlink;
     }
-    if ((sync & SVC_SYNC_DIR) && fsync_dir_of(path) != 0) {
-        svc_err_errno(err, "fsync directory");
-        goto out;
-    }
-    rc = 0;
-    goto out;
+    if ((sync & SVC_SYNC_DIR) && fsync_dir_of(path) != 0)
+        return svc_err_errno(err, "fsync directory");
+    return 0;
 out_unlink:
     if (fd >= 0)
         close(fd);
-    fd = -1;
-    unlink(spare); /* torn or half-used: the next write starts a new one */
-out:
-    if (fd >= 0)
-        close(fd);
+    unlink(tmp);
+    return -1;
+}
+
+/* SVC_WRITE_SPARE (see fsio.h). Returns 0, -1 with err, or 1 when the spare cannot be used
+ * (it is not a lone regular file: removed when it can be) and the caller writes through a
+ * temp file instead. */
+static int write_via_spare(const char *path, const void *data, size_t len, int sync,
+                           struct svc_err *err)
+{
+    size_t sl = strlen(path) + sizeof SVC_SPARE_SUFFIX;
+    char *spare = svc_xmalloc(sl);
+    snprintf(spare, sl, "%s%s", path, SVC_SPARE_SUFFIX);
+    int rc;
+    struct stat sb;
+    int fd = open(spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink == 1) {
+        rc = fill_and_replace(fd, sb.st_size, spare, path, data, len, sync, true, err);
+    } else {
+        /* a link (ELOOP), a directory (EISDIR), a fifo, a hard link: never written into */
+        if (fd >= 0)
+            close(fd);
+        unlink(spare); /* a directory stays; it is never used either */
+        rc = 1;
+    }
     free(spare);
     return rc;
 }
@@ -232,43 +236,10 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
         if (fd < 0 && errno != EEXIST)
             break; /* EEXIST: a name left by an earlier process with this pid; the next one */
     }
-    if (fd < 0) {
+    if (fd < 0)
         svc_err_errno(err, "create temp file");
-        goto out;
-    }
-    if (write_all(fd, data, len) != 0) {
-        svc_err_errno(err, "write");
-        goto out_unlink;
-    }
-    if ((sync & SVC_SYNC_FILE) && fdatasync(fd) != 0) {
-        svc_err_errno(err, "fdatasync");
-        goto out_unlink;
-    }
-    if (close(fd) != 0) {
-        fd = -1;
-        svc_err_errno(err, "close");
-        goto out_unlink;
-    }
-    fd = -1;
-    svc_test_crash_point(path);
-    if (replace_with(tmp, path, !(sync & (SVC_SYNC_FILE | SVC_WRITE_NEW))) != 0) {
-        svc_err_errno(err, "rename");
-        goto out_unlink;
-    }
-    if ((sync & SVC_SYNC_DIR) && fsync_dir_of(path) != 0) {
-        svc_err_errno(err, "fsync directory");
-        goto out;
-    }
-    rc = 0;
-    goto out;
-out_unlink:
-    if (fd >= 0)
-        close(fd);
-    fd = -1;
-    unlink(tmp);
-out:
-    if (fd >= 0)
-        close(fd);
+    else
+        rc = fill_and_replace(fd, 0, tmp, path, data, len, sync, false, err);
     free(tmp);
     return rc;
 }
