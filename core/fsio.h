@@ -34,8 +34,8 @@ enum { SVC_WRITE_NEW = 4 };
  * allocation walks past the inodes freed in the last minute, which made a turn 3-6x
  * slower under load: see the README's benchmarks). A crash at any point leaves the target
  * whole; a spare that is not a lone regular file (a link, a hard link, a directory) is
- * never written into: it is removed and the write goes through a temp file. Only for
- * writes whose loss across a power cut costs nothing, see svc_sync_spare. */
+ * never written into: it is removed (a directory left) and the write goes through a temp
+ * file. Which writes may use a spare: svc_sync_spare. */
 enum { SVC_WRITE_SPARE = 8 };
 #define SVC_SPARE_SUFFIX ".tmp-spare"
 /* sync | SVC_WRITE_SPARE when a spare may be used: for a synced write (its data is on disk
