@@ -18,18 +18,23 @@
  * Why this set: a completed run must survive a power cut after its answer was sent (SPEC
  * 2.3), and no native file may be durable before the `running` sidecar is. The messages
  * and the turn line are the run; they are synced before the answer is sent. agent.json
- * and the final svc_session.json are written after the turn line without a sync: if a
- * power cut loses them, the sidecar on disk is the synced `running` one, and the repair
- * completes the run from its turn line (status, counts recounted from the files);
- * agent.json's counts only steer the window (a stale removed_message_count makes the next
- * restore slide it again). A replaced file that was never synced can come back empty
- * after a power cut (core/fsio.c replaces unsynced files by exchanging names, which skips
- * ext4's auto_da_alloc flush): readers take an empty sidecar or agent.json as missing
- * (rebuilt from the native files), an empty svc_memory.json as unreadable (started
- * anew). A first turn also syncs the directories and files it creates. Memory sync
- * (memory.c, after the turn line, its memory_state in the run's final sidecar write)
- * writes without a sync: digests are derived from the synced messages; a power cut can
- * lose one, never a turn. */
+ * (just before the turn line) and the final svc_session.json (after it) are written
+ * without a sync: if a power cut loses them, the sidecar on disk is the synced `running`
+ * one, and the repair completes the run from its turn line (status, counts recounted from
+ * the files); agent.json's counts only steer the window (a stale removed_message_count
+ * makes the next restore slide it again). A replaced file that was never synced can come
+ * back empty after a power cut (core/fsio.c replaces unsynced files by exchanging names,
+ * which skips ext4's auto_da_alloc flush): readers take an empty sidecar or agent.json as
+ * missing (rebuilt from the native files), an empty svc_memory.json as unreadable
+ * (started anew). A new session's first turn: 12 calls. Its directories are made without
+ * a sync and session.json and agent.json written with fdatasync only; the directories
+ * naming them (agent_<id>/, agents/, the session directory, the root) are synced once
+ * each at the run's end, before the commit record (sync_new_dirs). Until then a power cut
+ * can lose the session, which has answered nothing: the `running` sidecar's own rename is
+ * synced before any native file, so the session never comes back as natives without it.
+ * t/22 checks the order on strace's log. Memory sync (memory.c, after the turn line, its
+ * memory_state in the run's final sidecar write) writes without a sync: digests are
+ * derived from the synced messages; a power cut can lose one, never a turn. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -428,9 +433,12 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
         goto out;
     }
+    /* a new session's directories are synced at the run's end (sync_new_dirs), before its
+     * commit record: until then a power cut may lose the session, which answered nothing */
     if (!exists && (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||
-                    svc_mkdirs_durable(s->dir, 0755, st->durable, err) != 0))
+                    svc_mkdirs(s->dir, 0755, err) != 0))
         goto out;
+    run->dirs_unsynced = !exists && st->durable;
     bool dirs_seen = false; /* the session and messages directories, seen just now */
     /* the check's descriptor of the messages directory is the handle's (O_PATH: enough
      * for openat, fstat and the window cache's watch) */
@@ -478,11 +486,16 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         running_written = true;
         index_note(st, s->sid, running);
     }
+    /* what begin creates is written synced (SVC_SYNC_FILE), the directories naming it are
+     * synced once, at the run's end (sync_new_dirs) */
+    bool made = false;
     struct stat mst;
-    if (!dirs_seen && lstat(s->msg_dir, &mst) != 0 &&
-        svc_mkdirs_durable(s->msg_dir, 0755, st->durable, err) != 0)
-        goto out;
-    if (svc_store_ensure_session_seen(st, s->sid, dirs_seen, err) != 0)
+    if (!dirs_seen && lstat(s->msg_dir, &mst) != 0) {
+        if (svc_mkdirs(s->msg_dir, 0755, err) != 0)
+            goto out;
+        made = true;
+    }
+    if (svc_store_ensure_session_seen(st, s->sid, dirs_seen, sync_file(st), &made, err) != 0)
         goto out;
     struct svc_err rerr;
     if (svc_store_read_agent(st, s->sid, &run->agent, &rerr) != 0) {
@@ -491,9 +504,11 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
             goto out;
         }
         run->agent = svc_store_new_agent(st->agent_id);
-        if (svc_store_write_agent(st, s->sid, run->agent, err) != 0)
+        made = true;
+        if (svc_store_write_agent_sync(st, s->sid, run->agent, sync_file(st), err) != 0)
             goto out;
     }
+    run->dirs_unsynced = run->dirs_unsynced || (made && st->durable);
     run->removed = svc_agent_removed_count(run->agent);
     if (restore_window(run, ids, err) != 0) {
         if (ids)
@@ -616,6 +631,26 @@ static void sync_memory_into(struct svc_run *run, json_object *sc)
     free(ids);
 }
 
+/* The directories above the messages directory, each synced once: a new session's
+ * agent_<id>/ (messages/, agent.json), agents/, the session directory (agents/,
+ * multi_agents/, session.json) and the root (the session directory). Before the commit
+ * record, so a completed run's session cannot vanish in a power cut. */
+static int sync_new_dirs(const struct svc_sess *s, struct svc_err *err)
+{
+    char *dir = svc_xstrdup(s->msg_dir);
+    int rc = 0;
+    /* msg_dir is <root>/session_<sid>/agents/agent_<aid>/messages: four levels up */
+    for (int level = 0; level < 4 && rc == 0; level++) {
+        char *slash = strrchr(dir, '/');
+        if (!slash || slash == dir)
+            break;
+        *slash = '\0';
+        rc = svc_fsync_dir(dir, err);
+    }
+    free(dir);
+    return rc;
+}
+
 static void deliver_final_event(struct svc_run *run, json_object *ev)
 {
     if (run->sink && run->sink->on_event)
@@ -661,6 +696,9 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     if (run->msgs_unsynced && svc_fsync_dir(s->msg_dir, &err) != 0)
         goto out;
     run->msgs_unsynced = false;
+    if (run->dirs_unsynced && sync_new_dirs(s, &err) != 0)
+        goto out;
+    run->dirs_unsynced = false;
     if (run->agent) {
         svc_agent_set_counts(run->agent, run->removed,
                              svc_agent_model_calls(run->agent) + run->loop_count);

@@ -201,8 +201,8 @@ int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, boo
     return rc;
 }
 
-static int write_session_json(const char *path, const char *sid, bool durable,
-                              json_object *existing, struct svc_err *err)
+static int write_session_json(const char *path, const char *sid, int sync, json_object *existing,
+                              struct svc_err *err)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
@@ -213,18 +213,19 @@ static int write_session_json(const char *path, const char *sid, bool durable,
         svc_json_set_str(o, "created_at", now);
     }
     svc_json_set_str(o, "updated_at", now);
-    int rc = svc_json_write_native(path, o, durable, err);
+    int rc = svc_json_write_native_sync(path, o, sync, err);
     json_object_put(o);
     return rc;
 }
 
 int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err)
 {
-    return svc_store_ensure_session_seen(st, sid, false, err);
+    return svc_store_ensure_session_seen(st, sid, false, st->durable ? SVC_SYNC_FULL : 0, NULL,
+                                         err);
 }
 
 int svc_store_ensure_session_seen(const struct svc_store *st, const char *sid, bool dirs_seen,
-                                  struct svc_err *err)
+                                  int sync, bool *made, struct svc_err *err)
 {
     if (svc_id_check(sid, err) != 0)
         return -1;
@@ -237,14 +238,20 @@ int svc_store_ensure_session_seen(const struct svc_store *st, const char *sid, b
         svc_err_set(err, SVC_E_IO, "session path is not a directory");
         goto out;
     }
-    if (!dirs_seen && lstat(mdir, &lst) != 0 && svc_mkdirs(mdir, 0755, err) != 0)
-        goto out;
+    if (!dirs_seen && lstat(mdir, &lst) != 0) {
+        if (svc_mkdirs(mdir, 0755, err) != 0)
+            goto out;
+        if (made)
+            *made = true;
+    }
     if (access(sfile, F_OK) != 0) {
         /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
         char *ma = svc_path_join(sdir, "multi_agents");
         int mrc = svc_mkdirs(ma, 0755, err);
         free(ma);
-        if (mrc != 0 || write_session_json(sfile, sid, st->durable, NULL, err) != 0)
+        if (made)
+            *made = true;
+        if (mrc != 0 || write_session_json(sfile, sid, sync, NULL, err) != 0)
             goto out;
     }
     rc = 0;
@@ -265,7 +272,7 @@ int svc_store_touch_session(const struct svc_store *st, const char *sid, struct 
         json_object_put(o);
         o = NULL; /* missing or damaged: write it anew */
     }
-    rc = write_session_json(sfile, sid, st->durable, o, err);
+    rc = write_session_json(sfile, sid, st->durable ? SVC_SYNC_FULL : 0, o, err);
     json_object_put(o);
     free(sfile);
     return rc;

@@ -50,9 +50,12 @@ int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, boo
  * (when missing, even if the directory exists). Does not create agent.json. */
 int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err);
 /* The same for a caller that has just seen the session and messages directories (by
- * svc_store_check_layout_seen, under the run lock): only session.json is looked for. */
+ * svc_store_check_layout_seen, under the run lock): only session.json is looked for.
+ * sync: how session.json is written when missing (SVC_SYNC_*; a run passes SVC_SYNC_FILE
+ * and syncs the directories it made once, at its end). *made (may be NULL): set true when
+ * a directory or session.json was created. */
 int svc_store_ensure_session_seen(const struct svc_store *st, const char *sid, bool dirs_seen,
-                                  struct svc_err *err);
+                                  int sync, bool *made, struct svc_err *err);
 /* Rewrite session.json's updated_at (keeps other keys). */
 int svc_store_touch_session(const struct svc_store *st, const char *sid, struct svc_err *err);
 

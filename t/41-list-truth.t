@@ -164,7 +164,7 @@ for my $c (1 .. 4) {
     my $pid = fork // die;
     if (!$pid) {
         my $n = 0;
-        while (!-e $stop && $n < 120) {
+        while (!-e $stop && $n < 600) {
             my $sid = sprintf('load-%d-%03d', $c, $n++);
             my $st = chat($sid, "load $sid");
             print STDERR "load $sid: $st\n" if $st != 200;
@@ -191,8 +191,11 @@ if (!$vandal) {
 }
 my ($answers, $short, $failed) = (0, 0, 0);
 my $t_end = time + 120;
+# the load goes on until 4 listings were asked while at least 20 turns were answered (so
+# however fast turns are, the listings meet a root that changes under them)
 while (time < $t_end && grep { waitpid($_, WNOHANG) == 0 } @kids) {
     my %known = map { $_ => 1 } split /\n/, (SvcTest::read_file($done) // '');
+    last if $answers >= 4 && keys(%known) >= 20;
     $known{$_->[0]} = 1 for grep { $_->[0] =~ /^lt-/ } @{ scan() };
     my $got = listing(50);
     $answers++;
