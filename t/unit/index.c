@@ -127,6 +127,7 @@ static void idle_reader_across_compactions(void)
     char *t0 = title_of("s0");
     is_str(t0, "NEW0", "a fresh reader sees the last update");
     free(t0);
+    tap_rm_rf(root);
 }
 
 /* A lister that compacts while a writer appends drops nothing the writer wrote. */
@@ -155,6 +156,7 @@ static void compaction_races_appends(void)
         free(t);
     }
     is_int(stale, 0, "no update lost while another process compacts");
+    tap_rm_rf(root);
 }
 
 static void cursor_refuses_non_finite(void)
@@ -174,6 +176,7 @@ static void cursor_refuses_non_finite(void)
         ok(rc == -1 && e.code == SVC_E_INVALID_QUERY, "cursor %s refused", bad[i]);
         json_object_put(o);
     }
+    tap_rm_rf(root);
 }
 
 int main(void)

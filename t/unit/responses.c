@@ -16,14 +16,6 @@
 
 static char root[64];
 
-static void rm_rf(const char *path)
-{
-    char cmd[160];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", path);
-}
-
 int main(void)
 {
     struct svc_config cfg;
@@ -109,7 +101,7 @@ int main(void)
     is_int(e.code, SVC_E_IO, "an array: io_error");
 
     /* a symlink in place of the directory is refused, both ways */
-    rm_rf(dir);
+    tap_rm_rf(dir);
     char outside[128];
     snprintf(outside, sizeof outside, "%s-outside", root);
     mkdir(outside, 0755);
@@ -122,8 +114,8 @@ int main(void)
     ok(access(path, F_OK) != 0, "nothing written outside the root");
 
     json_object_put(resp);
-    rm_rf(root);
-    rm_rf(outside);
+    tap_rm_rf(root);
+    tap_rm_rf(outside);
     svc_config_free(&cfg);
     return done_testing();
 }

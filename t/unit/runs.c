@@ -78,5 +78,6 @@ int main(void)
     ok(exists("run-old2.json"), "so the new old record waits for the next hour");
 
     svc_config_free(&cfg);
+    tap_rm_rf(root);
     return done_testing();
 }

@@ -1,5 +1,6 @@
 /* tap.h: a thirty-line TAP producer for the C unit tests (run by prove).
- * ok(cond, name...), is_int(got, want, name), is_str(got, want, name), done_testing(). */
+ * ok(cond, name...), is_int(got, want, name), is_str(got, want, name), done_testing();
+ * tap_rm_rf(path) removes a test's scratch directory. */
 #ifndef SVC_TAP_H
 #define SVC_TAP_H
 #include <stdarg.h>
@@ -35,6 +36,13 @@ static int tap_ok(int cond, const char *fmt, ...)
             printf("#   got '%s'\n#  want '%s' (%s:%d)\n", g_ ? g_ : "(null)", w_ ? w_ : "(null)", \
                    __FILE__, __LINE__);                                                            \
     } while (0)
+static inline void tap_rm_rf(const char *path)
+{
+    char cmd[600];
+    if (!path || !*path || strchr(path, '\'') ||
+        (size_t)snprintf(cmd, sizeof cmd, "rm -rf '%s'", path) >= sizeof cmd || system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", path ? path : "(null)");
+}
 static int done_testing(void)
 {
     printf("1..%d\n", tap_n);
