@@ -106,12 +106,15 @@ static void invoke(struct svc_config *cfg, json_object *msgs, json_object *tools
     r->secs = svc_time_monotonic() - t0;
 }
 
+static FILE *fake_pipe; /* perl's stdout; pclose waits for it to exit */
+
 static int start_fake(void)
 {
-    FILE *p = popen("perl -It/lib -MFakeOpenAI -e '$|=1; my $f = FakeOpenAI->start; "
-                    "print \"$$ \", $f->base_url, \"\\n\"; $SIG{TERM} = sub { $f->stop; exit 0 }; "
-                    "sleep 1 while 1' 2>/dev/null",
-                    "r");
+    FILE *p = fake_pipe =
+        popen("perl -It/lib -MFakeOpenAI -e '$|=1; my $f = FakeOpenAI->start; "
+              "print \"$$ \", $f->base_url, \"\\n\"; $SIG{TERM} = sub { $f->stop; exit 0 }; "
+              "sleep 1 while 1' 2>/dev/null",
+              "r");
     if (!p)
         return -1;
     char line[512];
@@ -301,5 +304,7 @@ int main(void)
     svc_config_free(&cfg);
     if (fake_pid > 0)
         kill((pid_t)fake_pid, SIGTERM);
+    if (fake_pipe)
+        pclose(fake_pipe); /* perl's exit removes its log file: wait for it */
     return done_testing();
 }
