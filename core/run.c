@@ -637,17 +637,14 @@ static void sync_memory_into(struct svc_run *run, json_object *sc)
  * record, so a completed run's session cannot vanish in a power cut. */
 static int sync_new_dirs(const struct svc_sess *s, struct svc_err *err)
 {
-    char *dir = svc_xstrdup(s->msg_dir);
+    char *agent = svc_store_agent_dir(&s->st, s->sid);
+    char *agents = svc_path_join(s->dir, "agents");
     int rc = 0;
-    /* msg_dir is <root>/session_<sid>/agents/agent_<aid>/messages: four levels up */
-    for (int level = 0; level < 4 && rc == 0; level++) {
-        char *slash = strrchr(dir, '/');
-        if (!slash || slash == dir)
-            break;
-        *slash = '\0';
-        rc = svc_fsync_dir(dir, err);
-    }
-    free(dir);
+    if (svc_fsync_dir(agent, err) != 0 || svc_fsync_dir(agents, err) != 0 ||
+        svc_fsync_dir(s->dir, err) != 0 || svc_fsync_dir(s->st.root, err) != 0)
+        rc = -1;
+    free(agent);
+    free(agents);
     return rc;
 }
 
