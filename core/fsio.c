@@ -299,8 +299,18 @@ int svc_file_write_new(const char *path, const void *data, size_t len, bool sync
 int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
                          struct svc_err *err)
 {
-    /* one descriptor for the look at the last byte and the append */
-    int fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* one descriptor for the look at the last byte and the append; a durable append that
+     * creates the file also syncs its directory, or the synced line could be lost with the
+     * file's name */
+    const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
+    bool created = false;
+    int fd = open(path, flags);
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, flags | O_CREAT | O_EXCL, 0644);
+        created = fd >= 0;
+        if (fd < 0 && errno == EEXIST)
+            fd = open(path, flags);
+    }
     if (fd < 0)
         return svc_err_errno(err, "open for append");
     struct stat sb;
@@ -310,7 +320,11 @@ int svc_file_append_line(const char *path, const char *line, size_t len, bool du
     /* line[-1] is the caller's '\n': a torn last line is followed by a fresh one */
     const char *data = c != '\n' ? line - 1 : line;
     size_t n = c != '\n' ? len + 1 : len;
-    return append_and_close(fd, path, data, n, durable, err);
+    if (append_and_close(fd, path, data, n, durable, err) != 0)
+        return -1;
+    if (created && durable && fsync_dir_of(path) != 0)
+        return svc_err_errno(err, "fsync directory");
+    return 0;
 }
 
 static int file_read(int dirfd, const char *path, int flags, char **out, size_t *len,

@@ -64,7 +64,8 @@ int svc_fd_append(int fd, const char *path, const void *data, size_t len, bool d
                   struct svc_err *err);
 /* svc_file_append for one line (len bytes from line, ending in '\n') that must start a
  * line of its own: when the file ends inside a torn line, line[-1] (which must be '\n',
- * the caller's) is written first, in the same write. The file is opened once. */
+ * the caller's) is written first, in the same write. The file is opened once. A durable
+ * append that creates the file also syncs its directory. */
 int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
                          struct svc_err *err);
 /* Read a whole file into a heap buffer (NUL-terminated; *len excludes the NUL).

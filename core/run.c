@@ -29,7 +29,10 @@
  * (started anew). A new session's first turn: 12 calls. Its directories are made without
  * a sync and session.json and agent.json written with fdatasync only; the directories
  * naming them (agent_<id>/, agents/, the session directory, the root) are synced once
- * each at the run's end, before the commit record (sync_new_dirs). Until then a power cut
+ * each at the run's end, before the commit record (sync_new_dirs), svc_turns.jsonl made
+ * empty just before so that its name is in the session directory's sync. A run that dies
+ * first leaves them unsynced: every run syncs them again until one of the session's runs
+ * completes (turn_count 0; without sidecars, model_call_count 0). Before that sync a power cut
  * can lose the session, which has answered nothing: the `running` sidecar's own rename is
  * synced before any native file, so the session never comes back as natives without it.
  * t/22 checks the order on strace's log. Memory sync (memory.c, after the turn line, its
@@ -508,7 +511,12 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         if (svc_store_write_agent_sync(st, s->sid, run->agent, sync_file(st), err) != 0)
             goto out;
     }
-    run->dirs_unsynced = run->dirs_unsynced || (made && st->durable);
+    /* and again by every run until one of the session's runs completes: the run that made
+     * them may have died before its end synced them (a run that failed synced them too,
+     * but its turn_count stays 0: a few extra syncs on such a session) */
+    bool completed = run->sidecars ? sc && svc_json_int(sc, "turn_count", 0) > 0
+                                   : svc_agent_model_calls(run->agent) > 0;
+    run->dirs_unsynced = st->durable && (run->dirs_unsynced || made || !completed);
     run->removed = svc_agent_removed_count(run->agent);
     if (restore_window(run, ids, err) != 0) {
         if (ids)
@@ -693,7 +701,8 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     if (run->msgs_unsynced && svc_fsync_dir(s->msg_dir, &err) != 0)
         goto out;
     run->msgs_unsynced = false;
-    if (run->dirs_unsynced && sync_new_dirs(s, &err) != 0)
+    if (run->dirs_unsynced &&
+        ((run->sidecars && svc_turns_create(st, s->sid, &err) != 0) || sync_new_dirs(s, &err) != 0))
         goto out;
     run->dirs_unsynced = false;
     if (run->agent) {

@@ -1,5 +1,6 @@
 #include "sidecar.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,6 +192,19 @@ int svc_turns_append(const struct svc_store *st, const char *sid, json_object *l
 {
     char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
     int rc = svc_json_append_line(path, line, st->durable, err);
+    free(path);
+    return rc;
+}
+
+int svc_turns_create(const struct svc_store *st, const char *sid, struct svc_err *err)
+{
+    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
+    int rc = 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd >= 0)
+        close(fd);
+    else if (errno != EEXIST)
+        rc = svc_err_errno(err, "create svc_turns.jsonl");
     free(path);
     return rc;
 }

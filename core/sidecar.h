@@ -33,8 +33,13 @@ char *svc_title_from_input(const char *input);
 /* The API summary: a copy of the sidecar without schema_version (new reference). */
 json_object *svc_sidecar_summary(json_object *sc);
 
+/* Appends one turn line (synced when the store is durable; a line that creates the file
+ * also syncs the session directory). */
 int svc_turns_append(const struct svc_store *st, const char *sid, json_object *line,
                      struct svc_err *err);
+/* Creates svc_turns.jsonl, empty, when it is missing (a new session's run does, before it
+ * syncs its new directories, so that its first line needs no directory sync of its own). */
+int svc_turns_create(const struct svc_store *st, const char *sid, struct svc_err *err);
 /* All decodable lines as an array (new reference); *skipped counts torn lines. A missing
  * file is an empty array. */
 int svc_turns_read(const struct svc_store *st, const char *sid, json_object **out, int *skipped,
