@@ -441,7 +441,6 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (!exists && (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||
                     svc_mkdirs(s->dir, 0755, err) != 0))
         goto out;
-    run->dirs_unsynced = !exists && st->durable;
     bool dirs_seen = false; /* the session and messages directories, seen just now */
     /* the check's descriptor of the messages directory is the handle's (O_PATH: enough
      * for openat, fstat and the window cache's watch) */
@@ -492,12 +491,6 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     /* what begin creates is written synced (SVC_SYNC_FILE), the directories naming it are
      * synced once, at the run's end (sync_new_dirs) */
     bool made = false;
-    struct stat mst;
-    if (!dirs_seen && lstat(s->msg_dir, &mst) != 0) {
-        if (svc_mkdirs(s->msg_dir, 0755, err) != 0)
-            goto out;
-        made = true;
-    }
     if (svc_store_ensure_session_seen(st, s->sid, dirs_seen, sync_file(st), &made, err) != 0)
         goto out;
     struct svc_err rerr;
@@ -511,12 +504,12 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         if (svc_store_write_agent_sync(st, s->sid, run->agent, sync_file(st), err) != 0)
             goto out;
     }
-    /* and again by every run until one of the session's runs completes: the run that made
-     * them may have died before its end synced them (a run that failed synced them too,
-     * but its turn_count stays 0: a few extra syncs on such a session) */
+    /* and again by every run until one of the session's runs completes (a new session has
+     * none): the run that made them may have died before its end synced them (a run that
+     * failed synced them too, but its turn_count stays 0: a few extra syncs there) */
     bool completed = run->sidecars ? sc && svc_json_int(sc, "turn_count", 0) > 0
                                    : svc_agent_model_calls(run->agent) > 0;
-    run->dirs_unsynced = st->durable && (run->dirs_unsynced || made || !completed);
+    run->dirs_unsynced = st->durable && (made || !completed);
     run->removed = svc_agent_removed_count(run->agent);
     if (restore_window(run, ids, err) != 0) {
         if (ids)

@@ -36,8 +36,8 @@ struct svc_run {
     int64_t next_id;    /* largest stored id + 1 */
     int64_t input_id;
     bool msgs_unsynced; /* message files renamed whose directory is not synced yet */
-    bool dirs_unsynced; /* begin made session directories or files (a new session) whose
-                           parent directories are synced once, at the run's end */
+    bool dirs_unsynced; /* the session's directories are synced at the run's end: begin
+                           made some, or none of the session's runs has completed yet */
     int64_t win_life;   /* the window cache's life of the messages directory (wincache.h) */
     json_object *output_ids;
     json_object *events;
