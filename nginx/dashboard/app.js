@@ -635,7 +635,8 @@ async function sendChatInner(text) {
     setBusy(true);
     $('chat-error').textContent = '';
     $('transcript').querySelector('.msg.empty')?.remove();
-    $('transcript').append(messageItem('user', new Date().toISOString(), h('div', { class: 'msg-body' }, renderMarkdown(text)), ''));
+    const userItem = messageItem('user', new Date().toISOString(), h('div', { class: 'msg-body' }, renderMarkdown(text)), '');
+    $('transcript').append(userItem);
     const bubble = liveBubble();
     $('transcript').append(bubble.li);
     scrollTranscriptEnd();
@@ -689,6 +690,16 @@ async function sendChatInner(text) {
         if (failure.name === 'AbortError') bubble.li.append(h('p', { class: 'notice', text: 'Stopped: the run was cancelled.' }));
         else $('chat-error').textContent = describeError(failure);
         if (!bubble.text && !bubble.body.querySelector('details')) bubble.li.remove();
+    }
+    if (failure && failure.code === 'session_busy') {
+        // Refused before anything was stored: the transcript stays as it is (a run another
+        // tab started may be streaming into it), and the text goes back into the box to be
+        // sent once that run ends.
+        userItem.remove();
+        const input = $('chat-input');
+        if (gen === current.gen && !input.value) input.value = text;
+        if (gen === current.gen) input.focus();
+        return;
     }
     if (gen === current.gen && current.sid) {
         // The server stored the turn (or the cancellation): show the stored transcript.

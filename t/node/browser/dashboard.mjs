@@ -484,6 +484,15 @@ try {
     await page.locator('#chat-error', { hasText: 'busy' }).waitFor();
     const busyText = await page.textContent('#chat-error');
     check('busy session: said in words', /This session is busy with another run/.test(busyText) && !/session_busy/.test(busyText), busyText);
+    check('busy session: the refused text is back in the box', await page.inputValue('#chat-input') === 'are you there?',
+        await page.inputValue('#chat-input'));
+    check('busy session: the refused message is not shown as sent',
+        await page.locator('#transcript > li.role-user', { hasText: 'are you there?' }).count() === 0);
+    // the transcript was not reloaded under the followed run: its answer still streams in
+    const streaming = page.locator('#transcript > li.streaming');
+    await streaming.filter({ hasText: 'keep the' }).waitFor();
+    check('busy session: the followed run still streams after the refusal',
+        await streaming.count() === 1 && (await page.getAttribute('#transcript > li.streaming', 'aria-busy')) === 'true');
     await page.locator('#transcript > li.role-assistant:not(.streaming)', { hasText: 'busy for a while (I was given' }).waitFor({ timeout: 60000 });
     check('the busy run is followed to its end', true);
 
