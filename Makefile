@@ -72,14 +72,23 @@ asan: deps
 # libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
 # readers, the index file, line/run files with fsck, the HTTP request layer, the OpenAI SSE
 # reader, import bundles (run from the top directory) and the jobs state file.
+# The library and handlers are compiled once (coverage without libFuzzer's main), in
+# parallel; each harness links them. t/fuzz/sandbox.h keeps a harness's files out of ~/.svc.
 FUZZ := config json session index files http sse import jobs
+FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi $(PKG_CFLAGS)
+FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)))
+FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)
 fuzz:
-	@mkdir -p build-fuzz
-	@for f in $(FUZZ); do echo "  FUZZ    build-fuzz/$${f}_fuzz"; \
-	  clang -O1 -g -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi \
-	    $(PKG_CFLAGS) t/fuzz/$${f}_fuzz.c $(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)) \
-	    $(PKG_LIBS) -lunistring -o build-fuzz/$${f}_fuzz || exit 1; \
-	done
+	@$(MAKE) --no-print-directory -s -j$(shell nproc 2>/dev/null || echo 2) $(FUZZ_BIN)
+
+build-fuzz/obj/%.o: %.c $(wildcard core/*.h cgi/*.h) Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build-fuzz/%_fuzz: t/fuzz/%_fuzz.c t/fuzz/sandbox.h $(FUZZ_OBJ)
+	@echo "  FUZZ    $@"
+	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer $< $(FUZZ_OBJ) $(PKG_LIBS) -lunistring -o $@
 
 # The C unit tests and the CLI tests (every t/*.t that drives the svc tool) under memcheck,
 # against the test build (t/09 needs its crash hook): any memcheck error or definite leak

@@ -19,17 +19,16 @@
 #include "session.h"
 #include "util.h"
 
+#include "sandbox.h"
+
 static struct svc_config cfg;
 static char root[256];
 
 static void setup(void)
 {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(root, sizeof root, "%s/svc-files-fuzz-%d", base, (int)getpid());
+    fuzz_sandbox("files");
     svc_config_defaults(&cfg, NULL);
-    free(cfg.sessions.root);
-    cfg.sessions.root = strdup(root);
-    cfg.sessions.fsync = false;
+    fuzz_sandbox_config(&cfg, root, sizeof root);
     struct svc_run_request req = {.session_id = "f", .input = "hello"};
     struct svc_run *run = NULL;
     if (svc_run_begin(&cfg, &req, &run, NULL) == 0)

@@ -16,6 +16,8 @@
 #include "http.h"
 #include "util.h"
 
+#include "sandbox.h"
+
 static struct svc_config cfg;
 
 static char *field(const char **p, const char *end)
@@ -30,13 +32,9 @@ static char *field(const char **p, const char *end)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg.sessions.root) {
-        const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-        char root[256];
-        snprintf(root, sizeof root, "%s/svc-http-fuzz-%d", base, (int)getpid());
+        fuzz_sandbox("http");
         svc_config_defaults(&cfg, NULL);
-        free(cfg.sessions.root);
-        cfg.sessions.root = strdup(root);
-        cfg.sessions.fsync = false;
+        fuzz_sandbox_config(&cfg, NULL, 0);
         if (!freopen("/dev/null", "w", stdout))
             abort();
     }

@@ -23,6 +23,8 @@
 #include "fsio.h"
 #include "import.h"
 
+#include "sandbox.h"
+
 static struct svc_config cfg;
 static char work[256], root[300], bdir[300], btar[300], tmpl[300];
 
@@ -72,21 +74,14 @@ static void copy_tree(const char *from, const char *to)
 
 static void setup(void)
 {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(work, sizeof work, "%s/svc-import-fuzz-%d", base, (int)getpid());
-    snprintf(root, sizeof root, "%s/root", work);
+    snprintf(work, sizeof work, "%s", fuzz_sandbox("import"));
     snprintf(bdir, sizeof bdir, "%s/bundle", work);
     snprintf(btar, sizeof btar, "%s/bundle.tar.gz", work);
     snprintf(tmpl, sizeof tmpl, "%s/template", work);
-    svc_file_remove_tree(work);
-    if (mkdir(work, 0755) != 0)
-        die("cannot create the work directory");
     const char *src = getenv("SVC_FUZZ_BUNDLE");
     copy_tree(src && *src ? src : "t/fuzz/import-bundle", tmpl);
     svc_config_defaults(&cfg, NULL);
-    free(cfg.sessions.root);
-    cfg.sessions.root = strdup(root);
-    cfg.sessions.fsync = false;
+    fuzz_sandbox_config(&cfg, root, sizeof root);
 }
 
 /* Every entry of the work directory must be one we made. */

@@ -21,17 +21,16 @@
 #include "session.h"
 #include "util.h"
 
+#include "sandbox.h"
+
 static struct svc_config cfg;
 static char root[256];
 
 static void setup(void)
 {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(root, sizeof root, "%s/svc-index-fuzz-%d", base, (int)getpid());
+    fuzz_sandbox("index");
     svc_config_defaults(&cfg, NULL);
-    free(cfg.sessions.root);
-    cfg.sessions.root = strdup(root);
-    cfg.sessions.fsync = false;
+    fuzz_sandbox_config(&cfg, root, sizeof root);
     for (int i = 0; i < 2; i++) {
         struct svc_run_request req = {.session_id = i ? "b" : "a", .input = "hello"};
         struct svc_run *run = NULL;

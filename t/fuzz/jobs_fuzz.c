@@ -19,6 +19,8 @@
 #include "jsonx.h"
 #include "util.h"
 
+#include "sandbox.h"
+
 static struct svc_config cfg;
 static char work[256], state[320], root[320];
 
@@ -39,22 +41,14 @@ static const char yaml[] = "jobs:\n"
 
 static void setup(void)
 {
-    const char *base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-    snprintf(work, sizeof work, "%s/svc-jobs-fuzz-%d", base, (int)getpid());
-    svc_file_remove_tree(work);
+    snprintf(work, sizeof work, "%s", fuzz_sandbox("jobs"));
     struct svc_err err;
     if (svc_config_load_buffer(&cfg, yaml, sizeof yaml - 1, "jobs_fuzz.yaml", &err) != 0) {
         fprintf(stderr, "jobs_fuzz: %s\n", err.message);
         abort();
     }
-    free(cfg.sessions.root);
-    free(cfg.home);
+    fuzz_sandbox_config(&cfg, root, sizeof root);
     char p[320];
-    snprintf(root, sizeof root, "%s/root", work);
-    cfg.sessions.root = strdup(root);
-    snprintf(p, sizeof p, "%s/home", work);
-    cfg.home = strdup(p);
-    cfg.sessions.fsync = false;
     snprintf(p, sizeof p, "%s/home/jobs", work);
     if (svc_mkdirs(p, 0755, &err) != 0)
         abort();

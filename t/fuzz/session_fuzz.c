@@ -16,19 +16,17 @@
 #include "query.h"
 #include "util.h"
 
+#include "sandbox.h"
+
 static struct svc_config cfg;
 static char root[256];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg.sessions.root) {
-        /* tmpfs when there is one: the harness is file-bound */
-        snprintf(root, sizeof root, "%s/svc-session-fuzz-%d",
-                 access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp", (int)getpid());
+        fuzz_sandbox("session"); /* tmpfs when there is one: the harness is file-bound */
         svc_config_defaults(&cfg, NULL);
-        free(cfg.sessions.root);
-        cfg.sessions.root = strdup(root);
-        cfg.sessions.fsync = false;
+        fuzz_sandbox_config(&cfg, root, sizeof root);
     }
     char path[512];
     snprintf(path, sizeof path, "%s/session_f/agents/agent_svc-agent/messages", root);
