@@ -114,20 +114,25 @@ torture: deps all
 # `make check`: every C file formatted as .clang-format says (a dry run, nothing is
 # rewritten), then each libFuzzer harness for FUZZ_SECONDS on its corpus, t/fuzz/corpus/<name>/
 # (new inputs go to build-fuzz/corpus-<name>/, the committed corpus is only read).
-C_FILES := $(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch] t/fuzz/*.c bench/*.c)
+C_FILES := $(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch] t/fuzz/*.[ch] bench/*.c)
 FUZZ_SECONDS ?= 30
 .PHONY: check check-format check-fuzz
 check: check-format check-fuzz
 check-format:
 	@echo "  FORMAT  $(words $(C_FILES)) C files"
 	@clang-format --dry-run -Werror $(C_FILES)
+# Each harness runs with HOME an empty directory of its own (and no SVC_HOME): a harness
+# that writes into it (~/.svc) fails the check.
 check-fuzz: fuzz
 	@for f in $(FUZZ); do echo "  FUZZ    $$f for $(FUZZ_SECONDS) s on t/fuzz/corpus/$$f"; \
-	  mkdir -p build-fuzz/corpus-$$f && \
+	  rm -rf build-fuzz/home-$$f && mkdir -p build-fuzz/corpus-$$f build-fuzz/home-$$f && \
+	  env -u SVC_HOME -u SVC_CONFIG HOME=$(abspath build-fuzz)/home-$$f \
 	  build-fuzz/$${f}_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
 	    build-fuzz/corpus-$$f t/fuzz/corpus/$$f >build-fuzz/$$f.log 2>&1 || \
 	  { tail -n 40 build-fuzz/$$f.log; echo "  FUZZ    $$f FAILED (build-fuzz/$$f.log)"; exit 1; }; \
 	  grep -h '^stat::number_of_executed_units' build-fuzz/$$f.log | sed "s/^/  FUZZ    $$f: /"; \
+	  if [ -n "$$(ls -A build-fuzz/home-$$f)" ]; then \
+	    echo "  FUZZ    $$f FAILED: it wrote into its home:"; find build-fuzz/home-$$f | head; exit 1; fi; \
 	done
 
 run: deps all
