@@ -24,7 +24,8 @@
  *
  * Worker: the SIGTERM/SIGINT/SIGHUP/SIGUSR1 handler only sets a flag, seen between requests.
  * A signal must stop a worker blocked in accept(2) but never break a request's socket reads
- * or writes (libfcgi does not retry on EINTR). On a unix socket the pool created (the usual
+ * or writes (libfcgi does not retry on EINTR), nor libfcgi's wait for a new connection's
+ * first bytes (poll and select below). On a unix socket the pool created (the usual
  * case) that costs no system call per request: the handlers restart interrupted calls
  * (SA_RESTART), and the listener has a receive timeout (SO_RCVTIMEO, ACCEPT_WAKE_S), under
  * which accept(2) is not restarted: a signal ends it with EINTR, and a signal landing
@@ -51,8 +52,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -263,6 +266,59 @@ static bool is_listening_socket(int fd)
 
 static volatile sig_atomic_t worker_stop, worker_reopen, worker_nodrain;
 
+/* Set while the worker is in FCGX_Accept_r (see poll and select below). */
+static volatile sig_atomic_t in_fcgi_accept;
+
+/* libfcgi's OS_Accept, once it has accepted a unix-socket connection, waits up to 2 s for
+ * the connection's first bytes (in poll(2) in Debian's 2.4.2, in select(2) upstream) and
+ * closes it when that wait fails, EINTR included: a reopen or stop signal landing then cost
+ * the web server a 502 (t/50-ops-pool.t, "keeper"). These definitions of poll and select
+ * are the ones libfcgi's calls bind to (the executable's symbols come first). While
+ * FCGX_Accept_r runs, an interrupted wait goes on for the time left (the kernel leaves it
+ * in the timeout it was given; the sets are restored first); otherwise each is the plain
+ * call, whose EINTR svc's own callers handle. */
+int poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
+{
+    struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = timeout_ms % 1000 * 1000000L};
+    for (;;) {
+        long rc = syscall(SYS_ppoll, fds, nfds, timeout_ms < 0 ? NULL : &ts, NULL, (size_t)0);
+        if (rc >= 0 || errno != EINTR || !in_fcgi_accept)
+            return (int)rc;
+    }
+}
+
+int select(int nfds, fd_set *restrict rd, fd_set *restrict wr, fd_set *restrict ex,
+           struct timeval *restrict tv)
+{
+    fd_set r0, w0, e0;
+    if (rd)
+        r0 = *rd;
+    if (wr)
+        w0 = *wr;
+    if (ex)
+        e0 = *ex;
+    for (;;) {
+        struct timespec ts, *tp = NULL;
+        if (tv) {
+            ts = (struct timespec){.tv_sec = tv->tv_sec, .tv_nsec = tv->tv_usec * 1000};
+            tp = &ts;
+        }
+        long rc = syscall(SYS_pselect6, nfds, rd, wr, ex, tp, NULL);
+        if (tv) { /* the time not slept, as select(2) reports it on Linux */
+            tv->tv_sec = ts.tv_sec;
+            tv->tv_usec = ts.tv_nsec / 1000;
+        }
+        if (rc >= 0 || errno != EINTR || !in_fcgi_accept)
+            return (int)rc;
+        if (rd)
+            *rd = r0;
+        if (wr)
+            *wr = w0;
+        if (ex)
+            *ex = e0;
+    }
+}
+
 /* SIGTERM/SIGINT: stop (after the queued connections when draining); SIGHUP: stop at once
  * (a reload: the new workers take the queue); SIGUSR1: reopen the log. */
 static void worker_signal(int sig)
@@ -395,7 +451,9 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
                 break;
             }
         }
+        in_fcgi_accept = 1;
         int rc = FCGX_Accept_r(&fr);
+        in_fcgi_accept = 0;
         if (masked)
             sigprocmask(SIG_BLOCK, &stopset, NULL);
         if (rc < 0) {
