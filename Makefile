@@ -78,6 +78,7 @@ FUZZ := config json session index files http sse import jobs
 FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi $(PKG_CFLAGS)
 FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)))
 FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)
+.SECONDARY: $(FUZZ_OBJ)
 fuzz:
 	@$(MAKE) --no-print-directory -s -j$(shell nproc 2>/dev/null || echo 2) $(FUZZ_BIN)
 

@@ -269,14 +269,21 @@ static volatile sig_atomic_t worker_stop, worker_reopen, worker_nodrain;
 /* Set while the worker is in FCGX_Accept_r (see poll and select below). */
 static volatile sig_atomic_t in_fcgi_accept;
 
+#if __SIZEOF_LONG__ == 8 /* the raw calls below take the C library's struct timespec */
+
 /* libfcgi's OS_Accept, once it has accepted a unix-socket connection, waits up to 2 s for
  * the connection's first bytes (in poll(2) in Debian's 2.4.2, in select(2) upstream) and
  * closes it when that wait fails, EINTR included: a reopen or stop signal landing then cost
  * the web server a 502 (t/50-ops-pool.t, "keeper"). These definitions of poll and select
  * are the ones libfcgi's calls bind to (the executable's symbols come first). While
  * FCGX_Accept_r runs, an interrupted wait goes on for the time left (the kernel leaves it
- * in the timeout it was given; the sets are restored first); otherwise each is the plain
- * call, whose EINTR svc's own callers handle. */
+ * in the timeout it was given; the sets are restored first): that wait, and the up to 2 s
+ * drain of a connection libfcgi drops for a protocol error, which a stop then no longer
+ * cuts short. Otherwise each is the plain call, whose EINTR svc's own callers handle. Only
+ * on 64-bit Linux, where the kernel's timespec is the C library's; elsewhere libfcgi keeps
+ * the C library's calls. On TCP and on an inherited socket the signals are unblocked
+ * around FCGX_Accept_r without SA_RESTART (see the header comment), so a signal there can
+ * still cut the first read of a request: not fixed. */
 int poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 {
     struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = timeout_ms % 1000 * 1000000L};
@@ -299,8 +306,9 @@ int select(int nfds, fd_set *restrict rd, fd_set *restrict wr, fd_set *restrict 
         e0 = *ex;
     for (;;) {
         struct timespec ts, *tp = NULL;
-        if (tv) {
-            ts = (struct timespec){.tv_sec = tv->tv_sec, .tv_nsec = tv->tv_usec * 1000};
+        if (tv) { /* normalised as the C library's select does */
+            ts = (struct timespec){.tv_sec = tv->tv_sec + tv->tv_usec / 1000000,
+                                   .tv_nsec = tv->tv_usec % 1000000 * 1000};
             tp = &ts;
         }
         long rc = syscall(SYS_pselect6, nfds, rd, wr, ex, tp, NULL);
@@ -318,6 +326,7 @@ int select(int nfds, fd_set *restrict rd, fd_set *restrict wr, fd_set *restrict 
             *ex = e0;
     }
 }
+#endif
 
 /* SIGTERM/SIGINT: stop (after the queued connections when draining); SIGHUP: stop at once
  * (a reload: the new workers take the queue); SIGUSR1: reopen the log. */

@@ -250,7 +250,9 @@ $('export-btn').addEventListener('click', () => current.sid && exportSessions([c
 
 // gen: bumped when another session (or view) opens; tgen: bumped by each transcript load
 // and each chat, so that a load answered late never replaces newer content.
-const current = { sid: null, summary: null, nextOffset: null, chat: null, follow: null, pollTimer: 0, gen: 0, tgen: 0 };
+// followLi: the live answer of a followed run (kept at the end when the transcript reloads);
+// tloading: transcript loads in flight.
+const current = { sid: null, summary: null, nextOffset: null, chat: null, follow: null, followLi: null, followGen: 0, pollTimer: 0, gen: 0, tgen: 0, tloading: 0 };
 
 // aria-busy on the transcript while it loads or a chat streams (also what tests wait for).
 let pending = 0;
@@ -420,10 +422,12 @@ async function loadTranscript(sid, earlier = false) {
     const offset = earlier ? current.nextOffset : 0;
     let r;
     busy(1);
+    current.tloading++;
     try {
         r = await api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(sid) +
             '/messages?order=desc&limit=' + MSG_PAGE + '&offset=' + offset);
     } finally {
+        current.tloading--;
         busy(-1);
     }
     if (gen !== current.gen || tgen !== current.tgen) return;
@@ -436,7 +440,9 @@ async function loadTranscript(sid, earlier = false) {
     const btn = $('load-earlier');
     btn.hidden = r.next_offset === null || r.next_offset === undefined;
     if (!btn.hidden) btn.textContent = 'Load earlier messages (' + (r.total - ol.children.length) + ' more)';
-    if (!earlier && ol.children.length === 0) {
+    if (!earlier && current.followLi && current.followGen === gen) {
+        ol.append(current.followLi); // a followed run's answer goes on streaming below
+    } else if (!earlier && ol.children.length === 0) {
         ol.append(h('li', { class: 'msg empty muted', text: 'No messages yet.' }));
     }
 }
@@ -545,6 +551,8 @@ async function followRun(runId, gen) {
             if (!started) {
                 $('transcript').querySelector('.msg.empty')?.remove();
                 $('transcript').append(bubble.li);
+                current.followLi = bubble.li;
+                current.followGen = gen;
                 started = true;
             }
             if (ev.type === 'done' || ev.type === 'error') endEvent = ev;
@@ -552,6 +560,7 @@ async function followRun(runId, gen) {
             scrollTranscriptEnd();
         }, { signal: ctl.signal });
     } catch (e) {
+        if (current.followLi === bubble.li) current.followLi = null;
         if (e.name === 'AbortError') return;
         if (e.code === 'run_not_found') {
             // a run of /api/chat (not a background run) has no event log: watch the status
@@ -562,6 +571,7 @@ async function followRun(runId, gen) {
         live.textContent = describeError(e);
         return;
     }
+    if (current.followLi === bubble.li) current.followLi = null;
     if (gen !== current.gen) return;
     current.follow = null;
     live.hidden = true;
@@ -631,6 +641,7 @@ async function sendChatInner(text) {
     const ctl = new AbortController();
     current.chat = ctl;
     const gen = current.gen;
+    const loading = current.tloading > 0;
     current.tgen++; // a transcript load still in flight must not remove this turn
     setBusy(true);
     $('chat-error').textContent = '';
@@ -691,14 +702,17 @@ async function sendChatInner(text) {
         else $('chat-error').textContent = describeError(failure);
         if (!bubble.text && !bubble.body.querySelector('details')) bubble.li.remove();
     }
-    if (failure && failure.code === 'session_busy') {
+    if (failure && failure.code === 'session_busy' && failure.status === 409) {
         // Refused before anything was stored: the transcript stays as it is (a run another
         // tab started may be streaming into it), and the text goes back into the box to be
         // sent once that run ends.
         userItem.remove();
+        if (gen !== current.gen) return;
         const input = $('chat-input');
-        if (gen === current.gen && !input.value) input.value = text;
-        if (gen === current.gen) input.focus();
+        if (!input.value) input.value = text;
+        input.focus();
+        // a transcript load this send made stale was dropped: load it again
+        if (loading && current.sid) await loadTranscript(current.sid).catch(() => {});
         return;
     }
     if (gen === current.gen && current.sid) {

@@ -1,10 +1,12 @@
 // sandbox.h: a fuzz harness's scratch directory, <base>/svc-<name>-fuzz-<pid> with <base>
 // /dev/shm when writable (speed), else /tmp. fuzz_sandbox_config points every directory
 // the configuration names under it (sessions.root = <dir>/root, memory.root =
-// <dir>/memory, home = <dir>/home), so a harness never reads or writes the user's ~/.svc:
-// with the defaults, every turn a harness ran appended to ~/.svc/memory, and svc_fsck read
-// that file again on every input (27 MB of it made one 30 s run take 9 minutes). The
-// directory is removed when the harness exits (libFuzzer exits through exit(3)).
+// <dir>/memory, home = <dir>/home, sessions.export_default_dir = <dir>/export), so a
+// harness never reads or writes the user's ~/.svc or ~/Desktop (http_fuzz reaches the
+// export endpoint). With the defaults, every turn a harness ran appended to ~/.svc/memory,
+// and svc_fsck read that file again on every input (27 MB of it made one 30 s run take 9
+// minutes). The directory is removed when the harness exits (libFuzzer exits through
+// exit(3)).
 #ifndef SVC_FUZZ_SANDBOX_H
 #define SVC_FUZZ_SANDBOX_H
 #include <stdio.h>
@@ -50,9 +52,11 @@ static void fuzz_sandbox_config(struct svc_config *cfg, char *root, size_t size)
     free(cfg->sessions.root);
     free(cfg->memory.root);
     free(cfg->home);
+    free(cfg->sessions.export_default_dir);
     cfg->sessions.root = fuzz_sandbox_path("root");
     cfg->memory.root = fuzz_sandbox_path("memory");
     cfg->home = fuzz_sandbox_path("home");
+    cfg->sessions.export_default_dir = fuzz_sandbox_path("export");
     cfg->sessions.fsync = false;
     if (root)
         snprintf(root, size, "%s", cfg->sessions.root);

@@ -496,6 +496,33 @@ try {
     await page.locator('#transcript > li.role-assistant:not(.streaming)', { hasText: 'busy for a while (I was given' }).waitFor({ timeout: 60000 });
     check('the busy run is followed to its end', true);
 
+    // ---- busy while the transcript still loads: the load the send made stale is redone ----
+    const race = await apiPost('/api/chat/runs', { session_id: sid2, messages: [{ role: 'user', content: '/slow 1500 a second long run races the transcript' }] });
+    check('a second run keeps the session busy', race.status === 202, JSON.stringify(race));
+    await page.evaluate(() => { location.hash = '#/'; });
+    let held;
+    const intercepted = new Promise((resolve) => { held = resolve; });
+    const slowMessages = async (route) => {
+        held();
+        await new Promise((r) => setTimeout(r, 2000));
+        await route.continue().catch(() => {});
+    };
+    await page.route(`**/api/v1/chat/sessions/${sid2}/messages*`, slowMessages);
+    await page.goto(BASE + '/#/s/' + sid2);
+    await intercepted;
+    await page.waitForFunction(() => !document.getElementById('chat-input').disabled);
+    await page.fill('#chat-input', 'sent while the transcript loads');
+    await page.press('#chat-input', 'Enter');
+    await page.locator('#chat-error', { hasText: 'busy' }).waitFor();
+    await page.unroute(`**/api/v1/chat/sessions/${sid2}/messages*`, slowMessages);
+    await page.locator('#transcript > li.role-user', { hasText: 'a second long run races the transcript' }).waitFor();
+    await page.locator('#transcript > li.streaming', { hasText: 'Echo:' }).waitFor();
+    check('busy during a transcript load: the stored messages and the live answer are shown',
+        await page.locator('#transcript > li.role-user', { hasText: 'keep the session busy for a while' }).count() === 1 &&
+        await page.inputValue('#chat-input') === 'sent while the transcript loads');
+    await page.locator('#transcript > li.role-assistant:not(.streaming)', { hasText: 'races the transcript (I was given' }).waitFor({ timeout: 60000 });
+    check('and that run is followed to its end', true);
+
     // ---- paging: list (cursor, "Load more") and transcript ("Load earlier messages") ----
     for (let i = 0; i < 32; i++) {
         const r = await apiPost('/api/chat', { session_id: 'bulk-' + i, messages: [{ role: 'user', content: 'bulk session ' + i }] });
