@@ -266,7 +266,7 @@ static bool is_listening_socket(int fd)
 
 static volatile sig_atomic_t worker_stop, worker_reopen, worker_nodrain;
 
-/* Set while the worker is in FCGX_Accept_r (see poll and select below). */
+/* Set while the worker is in FCGX_Accept_r (see poll, select and read below). */
 static volatile sig_atomic_t in_fcgi_accept;
 
 #if __SIZEOF_LONG__ == 8 /* the raw calls below take the C library's struct timespec */
@@ -279,11 +279,22 @@ static volatile sig_atomic_t in_fcgi_accept;
  * FCGX_Accept_r runs, an interrupted wait goes on for the time left (the kernel leaves it
  * in the timeout it was given; the sets are restored first): that wait, and the up to 2 s
  * drain of a connection libfcgi drops for a protocol error, which a stop then no longer
- * cuts short. Otherwise each is the plain call, whose EINTR svc's own callers handle. Only
- * on 64-bit Linux, where the kernel's timespec is the C library's; elsewhere libfcgi keeps
- * the C library's calls. On TCP and on an inherited socket the signals are unblocked
- * around FCGX_Accept_r without SA_RESTART (see the header comment), so a signal there can
- * still cut the first read of a request: not fixed. */
+ * cuts short. On TCP and on an inherited socket the signals are unblocked around
+ * FCGX_Accept_r without SA_RESTART (see the header comment), so that accept(2) ends at a
+ * signal; libfcgi's read(2) of a new connection's first records would end too, and it drops
+ * the connection: read goes on after a signal in the same way (accept is left alone).
+ * Otherwise each is the plain call, whose EINTR svc's own callers handle. Only on 64-bit
+ * Linux, where the kernel's timespec is the C library's; elsewhere libfcgi keeps the C
+ * library's calls. */
+ssize_t read(int fd, void *buf, size_t len)
+{
+    for (;;) {
+        long rc = syscall(SYS_read, fd, buf, len);
+        if (rc >= 0 || errno != EINTR || !in_fcgi_accept)
+            return (ssize_t)rc;
+    }
+}
+
 int poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
 {
     struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = timeout_ms % 1000 * 1000000L};

@@ -235,24 +235,31 @@ for my $kind ('unix', 'tcp') {
 # ==== a signal while a new connection's first bytes are awaited: libfcgi waits up to 2 s in
 # select(2) after accepting a unix-socket connection and drops the connection when that
 # select fails; a reopen or stop signal landing then must not cost the web server a 502 ====
-{
-    my $p = SvcOps::pool(home => $home, sock => "$dir/k.sock", workers => 1);
+# On TCP the signals are unblocked around libfcgi's accept, whose read(2) of the first
+# records a signal would end the same way.
+for my $kind ('unix', 'tcp') {
+    my $port = SvcTest::free_port();
+    my $p = SvcOps::pool(home => $home, sock => "$dir/k-$kind.sock", workers => 1,
+                         $kind eq 'tcp' ? (listen => "tcp:127.0.0.1:$port") : ());
     my @w;
-    ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), 'keeper: one worker';
+    ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), "keeper $kind: one worker";
     my %params = (REQUEST_METHOD => 'GET', SCRIPT_NAME => '/api/health', REQUEST_URI => '/api/health',
                   CONTENT_LENGTH => 0, SERVER_PROTOCOL => 'HTTP/1.1', REMOTE_ADDR => '127.0.0.1');
     for my $sig (qw(USR1 TERM)) {
-        ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), "keeper: a worker ($sig)";
+        ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), "keeper $kind: a worker ($sig)";
         sleep 0.3;    # idle in accept(2)
-        my $c = IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => "$dir/k.sock") or die $!;
-        sleep 0.3;    # accepted: the worker waits in libfcgi's select for the request
+        my $c = $kind eq 'tcp'
+            ? IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 5)
+            : IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => "$dir/k-$kind.sock");
+        die "connect: $!" unless $c;
+        sleep 0.3;    # accepted: the worker waits in libfcgi's poll or read for the request
         kill $sig, $w[0];
         sleep 0.2;
         my $out = SvcOps::fcgi_request($c, \%params, ['']);
         like $out // '', qr/^Status: 200/m,
-            "keeper: SIG$sig while the first bytes are awaited: the connection is still answered";
+            "keeper $kind: SIG$sig while the first bytes are awaited: the connection is still answered";
     }
-    ok SvcTest::wait_for(10, sub { !kill 0, $w[0] }), 'keeper: the worker left after answering (SIGTERM)';
+    ok SvcTest::wait_for(10, sub { !kill 0, $w[0] }), "keeper $kind: the worker left after answering (SIGTERM)";
     SvcOps::stop_pid($p->{pid});
 }
 
