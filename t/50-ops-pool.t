@@ -34,6 +34,23 @@ sub chat_body {
     return { session_id => $sid, messages => [{ role => 'user', content => $text }] };
 }
 
+# A pool of one worker on a unix socket ($dir/<tag>-unix.sock) or a TCP listener: (pool, a
+# sub that connects to it). The worker is up when it returns.
+sub one_worker_pool {
+    my ($dir, $home, $tag, $kind) = @_;
+    my $port = SvcTest::free_port();
+    my $sock = "$dir/$tag-$kind.sock";
+    my $p = SvcOps::pool(home => $home, sock => $sock, workers => 1,
+                         $kind eq 'tcp' ? (listen => "tcp:127.0.0.1:$port") : ());
+    ok SvcTest::wait_for(10, sub { children_of($p->{pid}) == 1 }), "$tag $kind: one worker";
+    my $conn = sub {
+        ($kind eq 'tcp'
+            ? IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 5)
+            : IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $sock)) // die "connect: $!";
+    };
+    return ($p, $conn);
+}
+
 my $dir = SvcOps::tmpdir();
 my $home = SvcTest->make_home("server:\n  workers: 2\n");
 
@@ -174,16 +191,8 @@ my $home = SvcTest->make_home("server:\n  workers: 2\n");
 # handlers restart system calls; the listener's timeout ends accept) and on TCP (signals
 # blocked during requests); and an idle worker on a unix socket leaves at a stop signal ====
 for my $kind ('unix', 'tcp') {
-    my $port = SvcTest::free_port();
-    my $p = SvcOps::pool(home => $home, sock => "$dir/sig-$kind.sock", workers => 1,
-                         $kind eq 'tcp' ? (listen => "tcp:127.0.0.1:$port") : ());
-    my @w;
-    ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), "$kind: one worker";
-    my $conn = sub {
-        $kind eq 'tcp'
-            ? IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 5)
-            : IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => "$dir/sig-$kind.sock");
-    };
+    my ($p, $conn) = one_worker_pool($dir, $home, 'sig', $kind);
+    my @w = children_of($p->{pid});
     my $text = join ' ', map { "s$_" } 1 .. 400;
     my $body = $JSON->encode(chat_body("sig-$kind", $text));
     my $half = int(length($body) / 2);
@@ -238,20 +247,14 @@ for my $kind ('unix', 'tcp') {
 # On TCP the signals are unblocked around libfcgi's accept, whose read(2) of the first
 # records a signal would end the same way.
 for my $kind ('unix', 'tcp') {
-    my $port = SvcTest::free_port();
-    my $p = SvcOps::pool(home => $home, sock => "$dir/k-$kind.sock", workers => 1,
-                         $kind eq 'tcp' ? (listen => "tcp:127.0.0.1:$port") : ());
+    my ($p, $conn) = one_worker_pool($dir, $home, 'keeper', $kind);
     my @w;
-    ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), "keeper $kind: one worker";
     my %params = (REQUEST_METHOD => 'GET', SCRIPT_NAME => '/api/health', REQUEST_URI => '/api/health',
                   CONTENT_LENGTH => 0, SERVER_PROTOCOL => 'HTTP/1.1', REMOTE_ADDR => '127.0.0.1');
     for my $sig (qw(USR1 TERM)) {
         ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), "keeper $kind: a worker ($sig)";
         sleep 0.3;    # idle in accept(2)
-        my $c = $kind eq 'tcp'
-            ? IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Timeout => 5)
-            : IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => "$dir/k-$kind.sock");
-        die "connect: $!" unless $c;
+        my $c = $conn->();
         sleep 0.3;    # accepted: the worker waits in libfcgi's poll or read for the request
         kill $sig, $w[0];
         sleep 0.2;
