@@ -25,9 +25,9 @@
  * Worker: the SIGTERM/SIGINT/SIGHUP/SIGUSR1 handler only sets a flag, seen between requests.
  * A signal must stop a worker blocked in accept(2) but never break a request's socket reads
  * or writes (libfcgi does not retry on EINTR), nor libfcgi's wait for a new connection's
- * first bytes (poll and select below). On a unix socket the pool created (the usual
- * case) that costs no system call per request: the handlers restart interrupted calls
- * (SA_RESTART), and the listener has a receive timeout (SO_RCVTIMEO, ACCEPT_WAKE_S), under
+ * first records and its read of them (poll, select and read below). On a unix socket the pool
+ * created (the usual case) that costs no system call per request: the handlers restart interrupted
+ * calls (SA_RESTART), and the listener has a receive timeout (SO_RCVTIMEO, ACCEPT_WAKE_S), under
  * which accept(2) is not restarted: a signal ends it with EINTR, and a signal landing
  * between the flag check and accept(2) is seen at the next timeout. Sockets accepted from a
  * unix listener do not inherit the timeout. Calls that are never restarted (poll, nanosleep)

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "fsio.h"
+#include "util.h"
 
 static char fuzz_sandbox_dir[256];
 
@@ -38,25 +39,18 @@ static const char *fuzz_sandbox(const char *name)
     return fuzz_sandbox_dir;
 }
 
-static char *fuzz_sandbox_path(const char *leaf)
-{
-    char p[320];
-    snprintf(p, sizeof p, "%s/%s", fuzz_sandbox_dir, leaf);
-    return strdup(p);
-}
-
-/* After fuzz_sandbox: cfg's directories under it, writes unsynced; the sessions root into
- * root (size bytes) when root is not NULL. */
+/* After fuzz_sandbox: cfg's directories under it (heap strings cfg owns, as the loader's),
+ * writes unsynced; the sessions root copied into root (size bytes) when root is not NULL. */
 static void fuzz_sandbox_config(struct svc_config *cfg, char *root, size_t size)
 {
     free(cfg->sessions.root);
     free(cfg->memory.root);
     free(cfg->home);
     free(cfg->sessions.export_default_dir);
-    cfg->sessions.root = fuzz_sandbox_path("root");
-    cfg->memory.root = fuzz_sandbox_path("memory");
-    cfg->home = fuzz_sandbox_path("home");
-    cfg->sessions.export_default_dir = fuzz_sandbox_path("export");
+    cfg->sessions.root = svc_path_join(fuzz_sandbox_dir, "root");
+    cfg->memory.root = svc_path_join(fuzz_sandbox_dir, "memory");
+    cfg->home = svc_path_join(fuzz_sandbox_dir, "home");
+    cfg->sessions.export_default_dir = svc_path_join(fuzz_sandbox_dir, "export");
     cfg->sessions.fsync = false;
     if (root)
         snprintf(root, size, "%s", cfg->sessions.root);
