@@ -244,15 +244,15 @@ for my $kind ('unix', 'tcp') {
 # ==== a signal while a new connection's first bytes are awaited: libfcgi waits up to 2 s in
 # select(2) after accepting a unix-socket connection and drops the connection when that
 # select fails; a reopen or stop signal landing then must not cost the web server a 502 ====
-# On TCP the signals are unblocked around libfcgi's accept, whose read(2) of the first
-# records a signal would end the same way.
-for my $kind ('unix', 'tcp') {
-    my ($p, $conn) = one_worker_pool($dir, $home, 'keeper', $kind);
-    my @w;
+# On TCP (and on an inherited socket, below) the signals are unblocked around libfcgi's
+# accept, whose read(2) of the first records a signal would end the same way.
+sub keeper_checks {
+    my ($tag, $master, $conn) = @_;
     my %params = (REQUEST_METHOD => 'GET', SCRIPT_NAME => '/api/health', REQUEST_URI => '/api/health',
                   CONTENT_LENGTH => 0, SERVER_PROTOCOL => 'HTTP/1.1', REMOTE_ADDR => '127.0.0.1');
+    my @w;
     for my $sig (qw(USR1 TERM)) {
-        ok SvcTest::wait_for(10, sub { @w = children_of($p->{pid}); @w == 1 }), "keeper $kind: a worker ($sig)";
+        ok SvcTest::wait_for(10, sub { @w = children_of($master); @w == 1 }), "keeper $tag: a worker ($sig)";
         sleep 0.3;    # idle in accept(2)
         my $c = $conn->();
         sleep 0.3;    # accepted: the worker waits in libfcgi's poll or read for the request
@@ -260,9 +260,13 @@ for my $kind ('unix', 'tcp') {
         sleep 0.2;
         my $out = SvcOps::fcgi_request($c, \%params, ['']);
         like $out // '', qr/^Status: 200/m,
-            "keeper $kind: SIG$sig while the first bytes are awaited: the connection is still answered";
+            "keeper $tag: SIG$sig while the first bytes are awaited: the connection is still answered";
     }
-    ok SvcTest::wait_for(10, sub { !kill 0, $w[0] }), "keeper $kind: the worker left after answering (SIGTERM)";
+    ok SvcTest::wait_for(10, sub { !kill 0, $w[0] }), "keeper $tag: the worker left after answering (SIGTERM)";
+}
+for my $kind ('unix', 'tcp') {
+    my ($p, $conn) = one_worker_pool($dir, $home, 'keeper', $kind);
+    keeper_checks($kind, $p->{pid}, $conn);
     SvcOps::stop_pid($p->{pid});
 }
 
@@ -281,6 +285,7 @@ for my $kind ('unix', 'tcp') {
         exec SvcTest::fcgi_bin(), '--workers', '1' or POSIX::_exit(127);
     }
     ok SvcTest::wait_for(10, sub { SvcOps::slurp($log) =~ /master started/ }), 'fd 0 pool started';
+    keeper_checks('fd 0', $pid, sub { IO::Socket::UNIX->new(Type => SOCK_STREAM, Peer => $path) // die $! });
     kill 'TERM', $pid;
     ok SvcTest::wait_for(20, sub { waitpid($pid, WNOHANG) == $pid }), 'fd 0 pool stopped';
     like SvcOps::slurp($log), qr/inherited socket left to its owner/, 'drain says so';
