@@ -38,6 +38,11 @@ enum { SVC_WRITE_NEW = 4 };
  * file. Which writes may use a spare: svc_sync_spare. */
 enum { SVC_WRITE_SPARE = 8 };
 #define SVC_SPARE_SUFFIX ".tmp-spare"
+/* What a store that is durable (or not) syncs by default: all of it (or nothing). */
+static inline int svc_sync_full(bool durable)
+{
+    return durable ? SVC_SYNC_FULL : SVC_SYNC_NONE;
+}
 /* sync | SVC_WRITE_SPARE when a spare may be used: for a synced write (its data is on disk
  * before the exchange, as a temp file's would be), or when the store promises nothing
  * across a power cut (durable false). An unsynced write of a durable store keeps its temp

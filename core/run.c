@@ -68,11 +68,6 @@ static int sync_file(const struct svc_store *st)
     return st->durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
 }
 
-static int sync_full(const struct svc_store *st)
-{
-    return st->durable ? SVC_SYNC_FULL : SVC_SYNC_NONE;
-}
-
 /* Caller holds the exclusive session lock. */
 static int store_message_locked(struct svc_run *run, json_object *msg, bool is_output,
                                 struct svc_err *err)
@@ -482,7 +477,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (run->sidecars) {
         running = running_sidecar(run, req, sc, run->stored + nimport + 1);
         /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
-        if (svc_sidecar_write_sync(st, s->sid, running, svc_sync_spare(sync_full(st), st->durable),
+        if (svc_sidecar_write_sync(st, s->sid, running,
+                                   svc_sync_spare(svc_sync_full(st->durable), st->durable),
                                    err) != 0)
             goto out;
         running_written = true;
@@ -544,7 +540,8 @@ out:
          * the spare, which holds that very file (the `running` write went through it): on
          * a full disk, bytes rewritten over their own blocks need no new space. */
         char *path = svc_store_session_file(st, s->sid, "svc_session.json");
-        if (sc && svc_sidecar_write_sync(st, s->sid, sc, svc_sync_spare(sync_full(st), st->durable),
+        if (sc && svc_sidecar_write_sync(st, s->sid, sc,
+                                         svc_sync_spare(svc_sync_full(st->durable), st->durable),
                                          NULL) == 0)
             index_note(st, s->sid, sc);
         else if (!sc && path)
@@ -703,7 +700,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
                              svc_agent_model_calls(run->agent) + run->loop_count);
         /* with sidecars the turn line is the commit record and agent.json is not synced
          * (see the budget at the top); native_file has no other record */
-        int sync = run->sidecars ? SVC_SYNC_NONE : sync_full(st);
+        int sync = run->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);
         if (svc_store_write_agent_sync(st, s->sid, run->agent, svc_sync_spare(sync, st->durable),
                                        &err) != 0)
             goto out;

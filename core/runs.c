@@ -691,8 +691,7 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     free(ev_path);
     if (rc == 0) { /* a new record: its run id is new */
         char *path = run_file(cfg, svc_run_get_id(run), ".json");
-        rc = svc_json_write_pretty_sync(path, rec, (durable ? SVC_SYNC_FULL : 0) | SVC_WRITE_NEW,
-                                        err);
+        rc = svc_json_write_pretty_sync(path, rec, svc_sync_full(durable) | SVC_WRITE_NEW, err);
         free(path);
     }
     if (rc == 0 && key)

@@ -60,7 +60,7 @@ int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **
 int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *sc,
                       struct svc_err *err)
 {
-    return svc_sidecar_write_sync(st, sid, sc, st->durable ? SVC_SYNC_FULL : 0, err);
+    return svc_sidecar_write_sync(st, sid, sc, svc_sync_full(st->durable), err);
 }
 
 int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc, int sync,

@@ -220,8 +220,7 @@ static int write_session_json(const char *path, const char *sid, int sync, json_
 
 int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err)
 {
-    return svc_store_ensure_session_seen(st, sid, false, st->durable ? SVC_SYNC_FULL : 0, NULL,
-                                         err);
+    return svc_store_ensure_session_seen(st, sid, false, svc_sync_full(st->durable), NULL, err);
 }
 
 int svc_store_ensure_session_seen(const struct svc_store *st, const char *sid, bool dirs_seen,
@@ -272,7 +271,7 @@ int svc_store_touch_session(const struct svc_store *st, const char *sid, struct 
         json_object_put(o);
         o = NULL; /* missing or damaged: write it anew */
     }
-    rc = write_session_json(sfile, sid, st->durable ? SVC_SYNC_FULL : 0, o, err);
+    rc = write_session_json(sfile, sid, svc_sync_full(st->durable), o, err);
     json_object_put(o);
     free(sfile);
     return rc;
@@ -319,7 +318,7 @@ int svc_store_read_agent(const struct svc_store *st, const char *sid, json_objec
 int svc_store_write_agent(const struct svc_store *st, const char *sid, json_object *agent,
                           struct svc_err *err)
 {
-    return svc_store_write_agent_sync(st, sid, agent, st->durable ? SVC_SYNC_FULL : 0, err);
+    return svc_store_write_agent_sync(st, sid, agent, svc_sync_full(st->durable), err);
 }
 
 int svc_store_write_agent_sync(const struct svc_store *st, const char *sid, json_object *agent,
@@ -506,7 +505,7 @@ int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, stru
 int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
                             json_object *message, struct svc_err *err)
 {
-    return svc_store_write_message_sync(st, sid, id, message, st->durable ? SVC_SYNC_FULL : 0, err);
+    return svc_store_write_message_sync(st, sid, id, message, svc_sync_full(st->durable), err);
 }
 
 int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
