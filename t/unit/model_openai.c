@@ -13,6 +13,7 @@
 #include "jsonx.h"
 #include "model.h"
 #include "model_openai.h"
+#include "runstate.h"
 #include "tap.h"
 #include "util.h"
 
@@ -61,22 +62,10 @@ static int load_cfg(struct svc_config *cfg, int max_retries, int timeout_s)
     return svc_config_load_buffer(cfg, yaml, strlen(yaml), "unit.yaml", &err);
 }
 
-static json_object *user_msg(const char *text)
-{
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "user");
-    json_object *c = json_object_new_array();
-    json_object *b = json_object_new_object();
-    svc_json_set_str(b, "text", text);
-    json_object_array_add(c, b);
-    svc_json_set(m, "content", c);
-    return m;
-}
-
 static json_object *window1(const char *text)
 {
     json_object *a = json_object_new_array();
-    json_object_array_add(a, user_msg(text));
+    json_object_array_add(a, svc_loop_user_message(text));
     return a;
 }
 
