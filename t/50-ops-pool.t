@@ -409,4 +409,19 @@ for my $kind ('unix', 'tcp') {
     ok !-e "$dir/g.sock" && !-e "$dir/bp.sock", 'no socket left behind by a refusal';
 }
 
+# svc-fcgi's own read (cgi/main.c) takes the place of AddressSanitizer's interceptor: the
+# probe (a test hook) reads 16 bytes into a 4-byte heap buffer under `make asan`, which must
+# be reported; other test builds read into 16 bytes and must get them.
+{
+    my $bin = SvcTest::fcgi_bin();
+    my $out = `SVC_TEST_ASAN_READ_PROBE=1 timeout 20 $bin </dev/null 2>&1`;
+    if ($out =~ /^no asan:/m) {
+        like $out, qr/^no asan: read 16$/m, 'read probe: the read override reads what read(2) does';
+    } else {
+        like $out, qr/heap-buffer-overflow.*WRITE of size 16/s,
+            'read probe: an overflow through the read override is reported under ASan';
+        unlike $out, qr/^asan: read/m, 'read probe: ASan stopped it before it returned';
+    }
+}
+
 done_testing;
