@@ -25,7 +25,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test unit asan fuzz run bench clean format install torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench clean format install torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -57,9 +57,15 @@ unit: $(UNIT_BIN)
 
 # The whole suite: C unit tests, then integration tests through nginx.
 # Built with the test hooks into build-test/ (SVC_BUILD=$PWD/build-test for one test file).
-test: deps
+test: deps no-test-hooks
 	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
 	SVC_BUILD=$(abspath build-test) prove -j2 --timer --exec t/run-one build-test/t/ t/
+
+# What gets installed (build/) must hold no test hook: none of their SVC_TEST_ names.
+no-test-hooks:
+	@$(MAKE) --no-print-directory B=build all
+	@if grep -l SVC_TEST_ build/svc build/svc-fcgi; then \
+	  echo "test hooks compiled into build/ (put them under #ifdef SVC_TEST_HOOKS)"; exit 1; fi
 
 # The whole suite under AddressSanitizer and UBSan, in its own build dir.
 asan: deps

@@ -399,10 +399,12 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
         goto fail;
     }
-    /* test hook: the worker dies here, after the run started and before it answers */
+#ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
+    /* the worker dies here, after the run started and before it answers */
     const char *die = getenv("SVC_TEST_KILL_AFTER_SPAWN");
     if (die && *die && strstr(svc_run_get_session_id(run), die))
         raise(SIGKILL);
+#endif
     *out = spawn_answer(rec);
     svc_run_abandon(run); /* the runner owns the run and its lock now */
     run = NULL;
