@@ -44,6 +44,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <limits.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -159,6 +160,53 @@ static void log_warnings(const struct svc_config *cfg)
 
 /* ---- listening socket ---- */
 
+/* socket, bind, listen on addr (libfcgi's FCGX_OpenSocket exits the process when bind or
+ * listen fails, with errno as its status and a perror line: svc opens its sockets itself so
+ * that a refusal is its own one line and exit code 4). Returns the fd, or -1 with errno. */
+static int listen_on(int family, const struct sockaddr *addr, socklen_t len)
+{
+    int fd = socket(family, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    if ((family != AF_UNIX && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0) ||
+        bind(fd, addr, len) != 0 || listen(fd, BACKLOG) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* The listening socket for host and port ("127.0.0.1", "::1", "*" for every address):
+ * the first address getaddrinfo gives that takes the bind. -1 with *why set. */
+static int listen_tcp(const char *host, const char *port, const char **why)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    bool any = strcmp(host, "*") == 0 || !*host;
+    if (any)
+        hints.ai_family = AF_INET; /* as libfcgi: every IPv4 address */
+    int gr = getaddrinfo(any ? NULL : host, port, &hints, &res);
+    if (gr != 0) {
+        *why = gai_strerror(gr);
+        return -1;
+    }
+    int fd = -1, e = 0;
+    for (struct addrinfo *ai = res; ai && fd < 0; ai = ai->ai_next) {
+        fd = listen_on(ai->ai_family, ai->ai_addr, ai->ai_addrlen);
+        if (fd < 0)
+            e = errno;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        *why = strerror(e);
+    return fd;
+}
+
 /* Open "unix:PATH" or "tcp:[HOST:]PORT" (what names the setting in messages: "server.listen"
  * or "--listen"). A unix socket gets mode `mode` and, when gid is not -1, group gid.
  * Returns the fd, or -1 after logging one line with *exit_code set (EXIT_CONFIG, EXIT_SOCKET). */
@@ -206,7 +254,11 @@ static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gi
             if (s >= 0)
                 close(s);
         }
-        int fd = FCGX_OpenSocket(path, BACKLOG);
+        memset(&sun, 0, sizeof sun);
+        sun.sun_family = AF_UNIX;
+        memcpy(sun.sun_path, path, strlen(path));
+        unlink(path); /* a socket nobody answers on: a dead instance's */
+        int fd = listen_on(AF_UNIX, (struct sockaddr *)&sun, sizeof sun);
         if (fd < 0) {
             logmsg("%s: cannot listen on %s: %s", what, path, strerror(errno));
             return -1;
@@ -240,12 +292,16 @@ static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gi
             logmsg("%s: bad port in '%s'", what, spec);
             return -1;
         }
-        char bind_to[300];
-        snprintf(bind_to, sizeof bind_to, "%s:%ld", host, p);
+        size_t hl = strlen(host);
+        if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') { /* [::1]:9000 */
+            memmove(host, host + 1, hl - 2);
+            host[hl - 2] = '\0';
+        }
         *exit_code = EXIT_SOCKET;
-        int fd = FCGX_OpenSocket(bind_to, BACKLOG);
+        const char *why = NULL;
+        int fd = listen_tcp(host, port, &why);
         if (fd < 0) {
-            logmsg("%s: cannot listen on %s: %s", what, bind_to, strerror(errno));
+            logmsg("%s: cannot listen on %s: %s", what, hp, why);
             return -1;
         }
         return fd;

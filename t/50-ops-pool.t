@@ -409,6 +409,56 @@ for my $kind ('unix', 'tcp') {
     ok !-e "$dir/g.sock" && !-e "$dir/bp.sock", 'no socket left behind by a refusal';
 }
 
+# ==== a socket that cannot be opened: one line naming the setting, exit code 4 ====
+# (libfcgi's FCGX_OpenSocket exited with errno as the status and its own perror line)
+{
+    my $held = IO::Socket::INET->new(Listen => 5, LocalAddr => '127.0.0.1', LocalPort => 0,
+                                     Proto => 'tcp', ReuseAddr => 1) or die "listen: $!";
+    my $port = $held->sockport;
+    my $refused = sub {
+        my ($args, $want, $what) = @_;
+        my $h = SvcTest->make_home('');
+        my ($rc, $err) = SvcOps::run_fcgi({ SVC_HOME => $h }, @$args);
+        is $rc, 4, "$what: exit code 4";
+        my @lines = grep { length } split /\n/, $err;
+        is scalar(@lines), 1, "$what: one line" or diag $err;
+        like $err, $want, "$what: names the setting and the reason";
+    };
+    $refused->(['--listen', "tcp:$port"],
+               qr/--listen: cannot listen on \Q$port\E: Address already in use/, 'TCP port in use');
+    $refused->(['--listen', "tcp:127.0.0.1:$port"],
+               qr/--listen: cannot listen on 127\.0\.0\.1:$port: Address already in use/,
+               'TCP host:port in use');
+    $refused->(['--listen', 'tcp:no-such-host.invalid:9'],
+               qr/--listen: cannot listen on no-such-host\.invalid:9: /, 'TCP host that does not resolve');
+    $refused->(['--listen', 'unix:/proc/svc-test.sock'],
+               qr{--listen: cannot listen on /proc/svc-test\.sock: }, 'unix socket where none can be made');
+    close $held;
+
+    # [IPv6]:port, when this machine has an IPv6 loopback
+    my $v6 = eval { require IO::Socket::IP; IO::Socket::IP->new(Listen => 1, LocalHost => '::1',
+                                                                  LocalPort => 0) };
+    SKIP: {
+        skip 'no IPv6 loopback here', 2 unless $v6;
+        my $p6 = $v6->sockport;
+        close $v6;
+        my $h = SvcTest->make_home('');
+        my $pid = fork // die;
+        if ($pid == 0) {
+            open STDIN, '<', '/dev/null';
+            open STDERR, '>', "$dir/v6.log";
+            $ENV{SVC_HOME} = $h;
+            exec SvcTest::fcgi_bin(), '--listen', "tcp:[::1]:$p6", '--workers', '1' or POSIX::_exit(127);
+        }
+        ok SvcTest::wait_for(10, sub { (SvcTest::read_file("$dir/v6.log") // '') =~ /master started/ }),
+           'tcp:[::1]:PORT: listening';
+        my $c = IO::Socket::IP->new(PeerHost => '::1', PeerPort => $p6);
+        ok $c, 'tcp:[::1]:PORT: takes a connection';
+        kill 'TERM', $pid;
+        waitpid $pid, 0;
+    }
+}
+
 # svc-fcgi's own read (cgi/main.c) takes the place of AddressSanitizer's interceptor: the
 # probe (a test hook) reads 16 bytes into a 4-byte heap buffer under `make asan`, which must
 # be reported; other test builds read into 16 bytes and must get them.
