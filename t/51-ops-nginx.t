@@ -45,19 +45,34 @@ sub raw {
              json => eval { $SvcTest::JSON->decode($body // '') } };
 }
 
-# ==== prefix mount: one edited line ====
+# ==== prefix mount: two edited lines (the API's mount, the dashboard's location) ====
 {
+    my @diff;
     my $n = SvcOps::nginx(dir => "$dir/pre", upstream => $ups, edit => sub {
         my ($d) = @_;
         my $t = SvcTest::read_file("$d/svc.conf");
         $t =~ s/\Q(?<svc_base>)\E/(?<svc_base>\/svc)/ == 1 or die 'mount line not found';
+        $t =~ s/^location \/ \{$/location \/svc\/ {/m or die 'dashboard location not found';
+        SvcTest::write_file("$d/svc.conf", $t);
+        @diff = grep { /^[-+][^-+]/ } split /\n/, `diff -u $SvcTest::REPO/nginx/svc.conf $d/svc.conf`;
+        # not part of the documented edit: the installed dashboard is the repository's here
+        $t =~ s{alias /etc/nginx/svc/dashboard/;}{alias $SvcTest::REPO/nginx/dashboard/;} or die "alias not found";
         SvcTest::write_file("$d/svc.conf", $t);
     });
-    my @diff = grep { /^[-+][^-+]/ } split /\n/,
-        `diff -u $SvcTest::REPO/nginx/svc.conf $dir/pre/conf/svc/svc.conf`;
-    is scalar(@diff), 2, 'the mount is one edited line' or diag join "\n", @diff;
+    is scalar(@diff), 4, 'the prefix mount is two edited lines' or diag join "\n", @diff;
     my $u = "http://127.0.0.1:$n->{port}";
     is SvcOps::http(GET => "$u/svc/api/health")->{status}, 200, '/svc/api/health';
+    # the dashboard moved with it: its page and scripts at /svc/, whose relative api/...
+    # calls reach /svc/api/...
+    my $page = SvcOps::http(GET => "$u/svc/");
+    is $page->{status}, 200, 'the dashboard at /svc/';
+    like $page->{body} // '', qr/<script type="module" src="app\.js">/, 'its page';
+    like $page->{headers}{'content-security-policy'} // '', qr/default-src 'self'/, 'with its CSP';
+    for my $f (qw(app.js api.js markdown.js style.css)) {
+        is SvcOps::http(GET => "$u/svc/$f")->{status}, 200, "the dashboard's $f at /svc/$f";
+    }
+    like SvcOps::slurp("$SvcTest::REPO/nginx/dashboard/api.js"), qr/fetch\(apiUrl\(path\)/,
+        'the page fetches through apiUrl';
     my $r = SvcOps::http(POST => "$u/svc/api/chat", body => chat('pm-1', 'under a prefix'));
     is $r->{status}, 200, 'POST /svc/api/chat';
     like $r->{json}{content} // '', qr/under a prefix/, 'answered';

@@ -10,6 +10,7 @@ use lib 't/lib';
 use Test::More;
 use JSON::PP;
 use SvcTest;
+use SvcOps;
 use FakeOpenAI;
 
 my $REPO = SvcTest->repo;
@@ -36,7 +37,8 @@ my $shots = SvcTest->build . '/dashboard';
 # Run the browser script; turn its JSON lines into tests. Returns the number of checks.
 sub browse {
     my ($s, @extra) = @_;
-    my @cmd = ($node, "$dir/dashboard.mjs", '--base', $s->url, '--shots', $shots, @extra);
+    my $base = ref $s ? $s->url : $s; # a started SvcTest, or a URL
+    my @cmd = ($node, "$dir/dashboard.mjs", '--base', $base, '--shots', $shots, @extra);
     open my $fh, '-|', @cmd or die "run node: $!";
     my ($n, $done) = (0, 0);
     while (my $line = <$fh>) {
@@ -99,6 +101,24 @@ sub browse {
     browse($s, '--mode', 'upstream');
     $s->stop;
     $fake->stop;
+}
+
+# Under a prefix: the two lines of nginx/svc.conf its comment says to edit, and nothing else.
+{
+    my $tmp = SvcOps::tmpdir();
+    my $p = SvcOps::pool(home => SvcTest->make_home(''), sock => "$tmp/p.sock", workers => 2);
+    my $n = SvcOps::nginx(dir => "$tmp/ngx", upstream => "server unix:$tmp/p.sock;", edit => sub {
+        my ($d) = @_;
+        my $t = SvcTest::read_file("$d/svc.conf");
+        $t =~ s/\Q(?<svc_base>)\E/(?<svc_base>\/svc)/ == 1 or die 'mount line not found';
+        $t =~ s/^location \/ \{$/location \/svc\/ {/m or die 'dashboard location not found';
+        # the installed copy, here
+        $t =~ s{alias /etc/nginx/svc/dashboard/;}{alias $REPO/nginx/dashboard/;} or die 'alias not found';
+        SvcTest::write_file("$d/svc.conf", $t);
+    });
+    browse("http://127.0.0.1:$n->{port}/svc", '--mode', 'prefix');
+    SvcOps::stop_pid($n->{pid});
+    SvcOps::stop_pid($p->{pid});
 }
 
 done_testing;

@@ -4,6 +4,7 @@
 //
 //   node dashboard.mjs --base http://127.0.0.1:PORT --shots DIR [--root SESSION_ROOT] [--token TOKEN]
 //                      [--mode upstream]   (the model is t/lib/FakeOpenAI.pm)
+//                      [--mode prefix]     (BASE ends in the prefix, e.g. .../svc)
 import { chromium } from 'playwright-core';
 import { gunzipSync } from 'node:zlib';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -197,6 +198,32 @@ try {
         await page.locator('#transcript > li.role-assistant').first().waitFor();
         check('token: not asked again after a reload', !(await page.isVisible('#token-dialog[open]')));
         check('token: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
+        out({ done: true });
+        await browser.close();
+        process.exit(0);
+    }
+
+    if (args.mode === 'prefix') {
+        // ---- served under a prefix (svc.conf's two edited lines): every call stays under it ----
+        const { page } = await newPage({ viewport: { width: 1280, height: 800 } });
+        const api = [];
+        page.on('request', (r) => {
+            if (new URL(r.url()).pathname.includes('/api/')) api.push(new URL(r.url()).pathname);
+        });
+        await page.goto(BASE + '/');
+        await page.locator('#list-status', { hasText: 'No sessions match.' }).waitFor();
+        check('prefix: the session list loads', true);
+        await page.goto(BASE + '/#/new');
+        const answer = await chat(page, 'hello under a prefix');
+        check('prefix: a message is answered', /Echo: hello under a prefix/.test(answer), answer);
+        await page.goto(BASE + '/#/');
+        await page.locator('#sessions li').first().waitFor();
+        check('prefix: the new session is listed', (await page.locator('#sessions li').count()) === 1);
+        const prefix = new URL(BASE).pathname.replace(/\/$/, '') + '/api/';
+        check('prefix: every API call went under the prefix', api.length > 0 && api.every((p) => p.startsWith(prefix)),
+            api.join(' '));
+        check('prefix: nothing fetched from outside', external.length === 0, external.join(' '));
+        check('prefix: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
         out({ done: true });
         await browser.close();
         process.exit(0);
