@@ -104,6 +104,11 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
             return usage("unknown option for export");
         }
     }
+    if (svc_cli_root_missing(cfg)) {
+        free(ids);
+        free(sts);
+        return 1;
+    }
     struct svc_err err;
     struct svc_export *ex = NULL;
     json_object *res = NULL;

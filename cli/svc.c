@@ -20,6 +20,26 @@
 
 static void print_usage(FILE *f);
 
+int svc_cli_root_missing(const struct svc_config *cfg)
+{
+    if (!cfg->sessions.enabled || svc_is_dir(cfg->sessions.root))
+        return 0;
+    fprintf(stderr,
+            "svc: not_found: the session root %s does not exist (is SVC_HOME, --config or "
+            "sessions.root the service's?)\n",
+            cfg->sessions.root);
+    return 1;
+}
+
+static int cmd_help(struct svc_config *cfg, int argc, char **argv)
+{
+    (void)cfg;
+    (void)argc;
+    (void)argv;
+    print_usage(stdout);
+    return 0;
+}
+
 static int usage(const char *why)
 {
     if (why)
@@ -188,6 +208,10 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
             return usage("unknown option for fsck");
         }
     }
+    if (svc_cli_root_missing(cfg)) {
+        free(ids);
+        return 1;
+    }
     o.sessions = ids;
     if (isatty(STDERR_FILENO))
         o.progress = fsck_progress;
@@ -297,6 +321,7 @@ static const struct command {
     {"memory", "  svc memory sync SESSION\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
     {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},
+    {"help", "  svc help\n", cmd_help},
 };
 
 static void print_usage(FILE *f)

@@ -260,4 +260,23 @@ sub ids_of { [map { $_->{session_id} } @{ $_[0]{sessions} }] }
     one_error_line(svc($h, 'sessions', 'show', 'x'), 'sessions_disabled', 'show with sessions disabled');
 }
 
+# ---- a session root that does not exist: the commands that read it say so ----
+{
+    my $h = new_home();
+    ok(!-e $h->{root}, '(a home with no session root yet)');
+    for my $cmd (['export', '--tar', '--out', $h->{home}], ['export', '--out', $h->{home}], ['fsck'],
+                  ['fsck', '--repair']) {
+        my $r = svc($h, @$cmd);
+        one_error_line($r, 'not_found', "@$cmd on a missing root");
+        like($r->{err}, qr/the session root \Q$h->{root}\E does not exist/, "@$cmd: names the root");
+    }
+    ok(!-e $h->{root}, 'and none was made');
+    is(svc($h, 'sessions', 'list')->{rc}, 0, 'sessions list: an empty list (as the API answers)');
+    is(svc($h, 'chat', 'first', 'hello')->{rc}, 0, 'chat makes the root');
+    is(svc($h, 'fsck')->{rc}, 0, 'fsck then runs');
+    my $r = svc($h, 'help');
+    is($r->{rc}, 0, 'svc help: exit 0');
+    like($r->{out}, qr/^usage: svc /, 'svc help: the usage, on stdout');
+}
+
 done_testing();
