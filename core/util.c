@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,12 +261,18 @@ char *svc_path_expand(const char *path)
     if (!path)
         return NULL;
     if (path[0] == '~' && (path[1] == '/' || path[1] == '\0')) {
+        /* as a shell does: $HOME, else the user's home from the password database (a web
+         * server's CGI environment has no HOME), else the root directory */
         const char *home = getenv("HOME");
-        if (!home || !*home)
-            home = "/";
+        if (!home || !*home) {
+            struct passwd *pw = getpwuid(geteuid());
+            home = pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : "/";
+        }
         size_t hl = strlen(home);
-        while (hl > 1 && home[hl - 1] == '/')
-            hl--;
+        while (hl > 0 && home[hl - 1] == '/')
+            hl--; /* "/" is "": "~/x" is "/x", not "//x" */
+        if (hl == 0 && path[1] == '\0')
+            return svc_xstrdup("/");
         size_t n = hl + strlen(path + 1) + 1;
         char *out = svc_xmalloc(n);
         memcpy(out, home, hl);

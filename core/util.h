@@ -49,7 +49,8 @@ char *svc_xstrndup(const char *s, size_t n);
 int svc_xasprintf(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int svc_xvasprintf(char **out, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
 
-/* Expand a leading "~" or "~/" with $HOME. Heap result, never NULL. */
+/* Expand a leading "~" or "~/" with $HOME (unset or empty: the user's home from the
+ * password database). Heap result, never NULL. */
 char *svc_path_expand(const char *path);
 /* "a" + "/" + "b"; heap result, never NULL. */
 char *svc_path_join(const char *a, const char *b);

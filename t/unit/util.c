@@ -1,5 +1,7 @@
 /* util: the cached process id and the per-process random pool are the child's own after a
  * fork (a child never hands out its parent's bytes), and the pool hands each byte out once. */
+#include <pwd.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -49,5 +51,34 @@ int main(void)
     }
     is_int(dup, 0, "200 ids, no repeat");
     ok(strncmp(ids[0], "run-", 4) == 0 && strlen(ids[0]) == 20, "an id is <prefix>-<16 hex>");
+    /* ~ expansion: $HOME; without it the password database's home; never "//" */
+    char *saved = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    setenv("HOME", "/home/u/", 1);
+    char *x = svc_path_expand("~/Desktop/e");
+    is_str(x, "/home/u/Desktop/e", "~/ with $HOME (its trailing slash dropped)");
+    free(x);
+    setenv("HOME", "/", 1);
+    x = svc_path_expand("~/Desktop/e");
+    is_str(x, "/Desktop/e", "~/ with HOME=/: one slash");
+    free(x);
+    x = svc_path_expand("~");
+    is_str(x, "/", "~ with HOME=/");
+    free(x);
+    unsetenv("HOME");
+    struct passwd *pw = getpwuid(geteuid());
+    x = svc_path_expand("~/d");
+    char want[4096];
+    size_t hl = pw ? strlen(pw->pw_dir) : 0;
+    while (hl > 0 && pw->pw_dir[hl - 1] == '/')
+        hl--;
+    snprintf(want, sizeof want, "%.*s/d", (int)hl, pw ? pw->pw_dir : "");
+    is_str(x, want, "~/ without HOME: the password database's home");
+    free(x);
+    x = svc_path_expand("/abs/~x");
+    is_str(x, "/abs/~x", "a path not starting with ~ is kept");
+    free(x);
+    if (saved)
+        setenv("HOME", saved, 1);
+    free(saved);
     return done_testing();
 }
