@@ -5,8 +5,8 @@
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
