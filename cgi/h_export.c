@@ -43,6 +43,30 @@ static int str_list(json_object *body, const char *key, bool one_ok, const char 
     return 0;
 }
 
+/* The fields of the body (SPEC 5); any other is refused: a misspelt filter ("sesion_ids")
+ * must not widen the export to every session. */
+static const char *const export_fields[] = {
+    "session_ids",    "session_id", "include_archived", "status",   "updated_after",
+    "updated_before", "output_dir", "format",           "download", NULL};
+
+static int check_fields(json_object *body, struct svc_err *err)
+{
+    json_object_object_foreach(body, key, val)
+    {
+        (void)val;
+        size_t i = 0;
+        while (export_fields[i] && strcmp(export_fields[i], key) != 0)
+            i++;
+        if (!export_fields[i])
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, key,
+                                "unknown field '%s' (fields: session_ids, session_id, "
+                                "include_archived, status, updated_after, updated_before, "
+                                "output_dir, format, download)",
+                                key);
+    }
+    return 0;
+}
+
 static int stream_out(void *ctx, const void *data, size_t len)
 {
     return http_stream_write(ctx, data, len);
@@ -61,7 +85,7 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
     memset(&req, 0, sizeof req);
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
-    if (str_list(body, "session_ids", false, &ids, &nids, err) < 0 ||
+    if (check_fields(body, err) < 0 || str_list(body, "session_ids", false, &ids, &nids, err) < 0 ||
         http_field_str(body, "session_id", NULL, false, &one, err) < 0 ||
         http_field_bool(body, "include_archived", NULL, false, &req.include_archived, err) < 0 ||
         str_list(body, "status", true, &req.statuses, &req.n_statuses, err) < 0 ||
@@ -76,6 +100,17 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
         goto out;
     }
     req.tar = format && strcmp(format, "tar.gz") == 0;
+    /* a download is a .tar.gz sent to the client: nothing is written on the server */
+    if (req.download && format && !req.tar) {
+        svc_err_setp(err, SVC_E_INVALID_FIELD, "format",
+                     "a download is a .tar.gz: leave format out or make it \"tar.gz\"");
+        goto out;
+    }
+    if (req.download && req.output_dir) {
+        svc_err_setp(err, SVC_E_INVALID_FIELD, "output_dir",
+                     "a download writes nothing on the server: leave output_dir out");
+        goto out;
+    }
     if (one) { /* session_id and session_ids name one selection together */
         const char **all = svc_xrealloc(ids, (nids + 1) * sizeof *all);
         ids = all;

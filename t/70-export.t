@@ -205,6 +205,12 @@ my @bad = (
     [{ status => ['sleeping'] }, 422, 'invalid_field', 'status'],
     [{ output_dir => 5 }, 422, 'invalid_field', 'output_dir'],
     [{ session_ids => ['../etc'] }, 400, 'invalid_session_id', undef],
+    # a misspelt filter would otherwise export every session
+    [{ sesion_ids => ['alpha'] }, 422, 'invalid_field', 'sesion_ids'],
+    [{ session_ids => ['alpha'], Download => JSON::PP::true }, 422, 'invalid_field', 'Download'],
+    # a download is a .tar.gz sent back, nothing written on the server
+    [{ download => JSON::PP::true, format => 'dir' }, 422, 'invalid_field', 'format'],
+    [{ download => JSON::PP::true, output_dir => '/tmp' }, 422, 'invalid_field', 'output_dir'],
 );
 for my $b (@bad) {
     my ($body, $st, $code, $param) = @$b;
