@@ -50,8 +50,10 @@ static bool root_writable(const char *root, const char **reason)
     *reason = "session root cannot be created";
     for (;;) {
         char *slash = strrchr(p, '/');
-        if (!slash)
+        if (!slash) { /* a relative root: its first component is made in the current directory */
+            ok = strcmp(p, ".") != 0 && access(".", W_OK | X_OK) == 0;
             break;
+        }
         if (slash == p)
             slash[1] = '\0';
         else

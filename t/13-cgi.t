@@ -58,6 +58,20 @@ is $h->{'x-request-id'}, 'cgi-1', 'CGI: X-Request-Id echoed';
 is $J->decode($body)->{status}, 'ok', 'CGI: health body';
 like $err, qr{GET /api/health 200 .*rid=cgi-1}, 'CGI: log line on stderr, path without query';
 
+# a relative SVC_HOME not made yet: its first write would make it, so health is ok
+{
+    require Cwd;
+    my $was = Cwd::getcwd();
+    my $cwd = tempdir(CLEANUP => 1);
+    chdir $cwd or die;
+    my ($o) = run_with({ GATEWAY_INTERFACE => 'CGI/1.1', SVC_HOME => 'relhome',
+                         REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health' }, '', $bin);
+    chdir $was or die;
+    my ($s2, undef, $b2) = parse_cgi($o // '');
+    is $s2, 200, 'CGI: health with a relative SVC_HOME not made yet: 200';
+    is eval { $J->decode($b2)->{status} }, 'ok', '  status ok' or diag $b2;
+}
+
 # SCRIPT_NAME + PATH_INFO instead of REQUEST_URI
 ($out) = run_with({ %base, REQUEST_METHOD => 'GET', SCRIPT_NAME => '/cgi-bin/svc.fcgi',
                     PATH_INFO => '/api/extensions' }, '', $bin);
