@@ -164,9 +164,16 @@ sub raw {
     json_error(SvcOps::http(POST => "$u/api/chat", body => 'x' x (1024 * 1024 + 10)), 413,
                'body_too_large', "a body over max_body_bytes (svc's own)");
     json_error(SvcOps::http(GET => "$u/api/" . ('a' x 9000)), 414, 'uri_too_long', 'a long URI');
+    my $big = raw($p, "GET /api/health HTTP/1.1\r\nHost: a\r\nX-Big: " . ('b' x 10000)
+                  . "\r\nConnection: close\r\n\r\n");
+    json_error($big, 431, 'headers_too_large', 'a header over large_client_header_buffers');
+    is $big->{headers}{'x-should-retry'}, 'false', 'headers too large: x-should-retry false';
     json_error(SvcOps::http(GET => "$u/t/500"), 500, 'web_server_error', "nginx's 500");
     json_error(SvcOps::http(GET => "$u/t/503"), 503, 'service_unavailable', "nginx's 503");
     json_error(SvcOps::http(GET => "$u/t/504"), 504, 'gateway_timeout', "nginx's 504");
+    is SvcOps::http(GET => "$u/t/503")->{headers}{'x-should-retry'}, 'true', "nginx's 5xx: x-should-retry true";
+    is SvcOps::http(GET => "$u/api/" . ('a' x 9000))->{headers}{'x-should-retry'}, 'false',
+       "nginx's 4xx: x-should-retry false";
     SvcOps::stop_pid($n->{pid});
 
     $n = SvcOps::nginx(dir => "$dir/gone", upstream => "server unix:$dir/nobody.sock;");
