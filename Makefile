@@ -178,7 +178,7 @@ install: all
 	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard
 	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/
 	install -m 0644 nginx/apache-*.conf $(DESTDIR)$(PREFIX)/share/svc/apache/
-	install -m 0644 README $(DESTDIR)$(PREFIX)/share/doc/svc/
+	install -m 0644 README cgi/API.md core/FORMAT.md $(DESTDIR)$(PREFIX)/share/doc/svc/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \
 	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(PREFIX)/share/svc/agents.yaml)"; \
 	else install -m 0640 conf/agents.yaml $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi

@@ -52,6 +52,8 @@ for my $f (qw(svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.co
 ok -d "$dest/etc/nginx/svc/model.d", 'the model.d directory for ops';
 ok -f "$dest/etc/nginx/svc/dashboard/$_", "dashboard/$_ in /etc/nginx/svc/dashboard" for qw(index.html app.js api.js markdown.js style.css);
 ok -f "$dest$prefix/share/svc/apache/apache-proxy-fcgi.conf", 'Apache files';
+# the README points to API.md and FORMAT.md: they are installed beside it
+ok -f "$dest$prefix/share/doc/svc/$_", "share/doc/svc/$_" for qw(README API.md FORMAT.md);
 
 my $conf = "$dest/etc/svc/agents.yaml";
 is SvcTest::read_file($conf), SvcTest::read_file("$repo/conf/agents.yaml"), '/etc/svc/agents.yaml';
