@@ -142,7 +142,10 @@ check-fuzz: fuzz
 	    echo "  FUZZ    $$f FAILED: it wrote into its home:"; find build-fuzz/home-$$f | head; exit 1; fi; \
 	done
 
-run: deps all
+# Only what building and serving need (no Apache, browser or test tools).
+run:
+	@scripts/install-deps --serve
+	@$(MAKE) --no-print-directory all
 	scripts/serve --port 8080
 
 bench: deps all
