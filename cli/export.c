@@ -104,6 +104,12 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
             return usage("unknown option for export");
         }
     }
+    double since;
+    if (req.updated_after && svc_time_parse_iso(req.updated_after, &since) != 0) {
+        free(ids);
+        free(sts);
+        return usage("--since must be an ISO 8601 time, e.g. 2026-11-01T00:00:00Z");
+    }
     if (svc_cli_root_missing(cfg)) {
         free(ids);
         free(sts);

@@ -69,6 +69,9 @@ $r = svc($src, 'export', '--bogus');
 is $r->{rc}, 2, 'unknown option: exit 2';
 $r = svc($src, 'export', '--out', "$tmp/out", '--status', 'idle', '--since', '2999-01-01T00:00:00Z');
 like $r->{out}, qr/exported 0 sessions/, '--since in the future: nothing selected';
+$r = svc($src, 'export', '--out', "$tmp/out", '--since', 'yesterday');
+is $r->{rc}, 2, '--since yesterday: a usage error';
+like $r->{err}, qr/^svc: --since must be an ISO 8601 time/, '  naming --since (not the API field)';
 
 # ---- a progress bar on a terminal (script(1) gives svc one) ----
 SKIP: {
