@@ -43,6 +43,12 @@ like $r->{headers}{allow}, qr/PATCH/, 'Allow lists PATCH';
 $r = $s->req(GET => '/api/chat');
 is $r->{status}, 405, 'GET /api/chat: 405';
 is $r->{headers}{allow}, 'POST', 'Allow: POST';
+# the export route's path is not also the detail of a session named "export"
+for my $m (qw(GET PATCH)) {
+    $r = $s->req($m => '/api/v1/chat/sessions/export', body => $m eq 'PATCH' ? {} : undef);
+    err_ok($r, 405, 'method_not_allowed', "$m /api/v1/chat/sessions/export");
+    is $r->{headers}{allow}, 'POST', "  Allow: POST";
+}
 
 # 413: over max_body_bytes, answered by us (JSON), nothing written
 my $big = '{"messages":[{"role":"user","content":"' . ('x' x 5000) . '"}],"session_id":"big-one"}';
