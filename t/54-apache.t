@@ -124,6 +124,10 @@ sub checks {
     my $text = join '', map { ref $_ ? $_->{choices}[0]{delta}{content} // '' : '' } @{ $sse->{events} };
     like $text, qr/one two three four five six/, "$name: the whole answer streamed";
 
+    $r = $cli->req(GET => '/api/v1/chat/sessions/a%2Fb', headers => $auth);
+    is $r->{status}, 400, "$name: %2F in a session id reaches svc: 400";
+    is $r->{json} && $r->{json}{error}{code}, 'invalid_session_id', "$name: as svc's JSON";
+
     $r = $cli->req(GET => '/api/v1/chat/sessions', headers => $auth);
     my %ids = map { $_->{session_id} => 1 } @{ $r->{json}{sessions} || [] };
     ok $ids{"ap-$name"} && $ids{"ap-$name-s"}, "$name: both sessions listed";
