@@ -425,10 +425,15 @@ for my $kind ('unix', 'tcp') {
         like $err, $want, "$what: names the setting and the reason";
     };
     $refused->(['--listen', "tcp:$port"],
-               qr/--listen: cannot listen on \Q$port\E: Address already in use/, 'TCP port in use');
+               qr/--listen: cannot listen on 127\.0\.0\.1:\Q$port\E: Address already in use/, 'TCP port in use');
     $refused->(['--listen', "tcp:127.0.0.1:$port"],
                qr/--listen: cannot listen on 127\.0\.0\.1:$port: Address already in use/,
                'TCP host:port in use');
+    # a name is IPv4, as libfcgi bound it: localhost stays 127.0.0.1 even where /etc/hosts
+    # also gives ::1 (a held IPv4 port is in use for tcp:localhost:PORT)
+    $refused->(['--listen', "tcp:localhost:$port"],
+               qr/--listen: cannot listen on localhost:$port: Address already in use/,
+               'TCP localhost:port binds IPv4');
     $refused->(['--listen', 'tcp:no-such-host.invalid:9'],
                qr/--listen: cannot listen on no-such-host\.invalid:9: /, 'TCP host that does not resolve');
     $refused->(['--listen', 'unix:/proc/svc-test.sock'],
