@@ -57,12 +57,18 @@ static int check_fields(json_object *body, struct svc_err *err)
         size_t i = 0;
         while (export_fields[i] && strcmp(export_fields[i], key) != 0)
             i++;
-        if (!export_fields[i])
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, key,
-                                "unknown field '%s' (fields: session_ids, session_id, "
-                                "include_archived, status, updated_after, updated_before, "
-                                "output_dir, format, download)",
-                                key);
+        if (export_fields[i])
+            continue;
+        /* named only when short printable ASCII: a long or non-ASCII name cut to fit the
+         * error's buffers could end inside a UTF-8 sequence */
+        bool nameable = strlen(key) <= 48;
+        for (const char *c = key; nameable && *c; c++)
+            nameable = *c >= 0x20 && *c < 0x7f;
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
+                            "unknown field%s%s%s (fields: session_ids, session_id, "
+                            "include_archived, status, updated_after, updated_before, "
+                            "output_dir, format, download)",
+                            nameable ? " '" : "", nameable ? key : "", nameable ? "'" : "");
     }
     return 0;
 }

@@ -42,6 +42,23 @@ static const struct {
     [SVC_E_MODEL_NOT_FOUND] = {"model_not_found", "not_found_error", 404},
 };
 
+/* Cut a UTF-8 sequence that a truncation to the buffer's size left incomplete at the end
+ * of s (the error is sent as JSON, which must be valid UTF-8). */
+static void trim_partial_utf8(char *s)
+{
+    size_t i = strlen(s), cont = 0;
+    while (i > 0 && cont < 4 && ((unsigned char)s[i - 1] & 0xC0) == 0x80) {
+        i--;
+        cont++;
+    }
+    if (i == 0)
+        return;
+    unsigned char lead = (unsigned char)s[i - 1];
+    size_t len = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 1;
+    if (lead >= 0xC0 && cont + 1 < len)
+        s[i - 1] = '\0';
+}
+
 static int err_vset(struct svc_err *err, enum svc_errcode code, const char *param, const char *fmt,
                     va_list ap)
 {
@@ -50,6 +67,8 @@ static int err_vset(struct svc_err *err, enum svc_errcode code, const char *para
     err->code = code;
     snprintf(err->param, sizeof err->param, "%s", param ? param : "");
     vsnprintf(err->message, sizeof err->message, fmt, ap);
+    trim_partial_utf8(err->param);
+    trim_partial_utf8(err->message);
     for (char *p = err->message; *p; p++) /* one line, always */
         if (*p == '\n' || *p == '\r')
             *p = ' ';

@@ -211,6 +211,8 @@ my @bad = (
     # a download is a .tar.gz sent back, nothing written on the server
     [{ download => JSON::PP::true, format => 'dir' }, 422, 'invalid_field', 'format'],
     [{ download => JSON::PP::true, output_dir => '/tmp' }, 422, 'invalid_field', 'output_dir'],
+    # a name too long (or not ASCII) to quote whole is not quoted: never half a character
+    [{ "\x{e9}" x 40 => 1 }, 422, 'invalid_field', undef],
 );
 for my $b (@bad) {
     my ($body, $st, $code, $param) = @$b;
@@ -218,6 +220,7 @@ for my $b (@bad) {
     is $r->{status}, $st, "bad input $code " . $J->encode($body);
     is $r->{json}{error}{code}, $code, "  code $code";
     is $r->{json}{error}{param}, $param, "  param" if defined $param;
+    ok utf8::is_utf8($r->{body}) || utf8::decode(my $copy = $r->{body}), '  the answer is UTF-8';
 }
 $r = $s->req(POST => '/api/v1/chat/sessions/export', body => '{"format":');
 is $r->{status}, 400, 'broken JSON: 400';

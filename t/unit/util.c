@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "err.h"
 #include "tap.h"
 #include "util.h"
 
@@ -80,5 +81,21 @@ int main(void)
     if (saved)
         setenv("HOME", saved, 1);
     free(saved);
+
+    /* an error cut to its buffers never ends inside a UTF-8 character */
+    char longname[400] = "";
+    for (int i = 0; i < 150; i++)
+        strcat(longname, "\xc3\xa9"); /* é: 300 bytes */
+    struct svc_err e;
+    svc_err_setp(&e, SVC_E_INVALID_FIELD, longname, "field %s%s", longname, longname);
+    ok(strlen(e.param) < sizeof e.param && strlen(e.param) % 2 == 0 &&
+           (strlen(e.param) == 0 || (unsigned char)e.param[strlen(e.param) - 1] == 0xa9),
+       "param cut at a character boundary (%zu bytes)", strlen(e.param));
+    size_t ml = strlen(e.message);
+    ok(ml < sizeof e.message && (unsigned char)e.message[ml - 1] == 0xa9 &&
+           (ml - strlen("field ")) % 2 == 0,
+       "message cut at a character boundary (%zu bytes)", ml);
+    svc_err_setp(&e, SVC_E_INVALID_FIELD, "ok", "a \xe2\x82\xac sign");
+    is_str(e.message, "a \xe2\x82\xac sign", "a whole message is left as it is");
     return done_testing();
 }
