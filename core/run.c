@@ -431,6 +431,14 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
         goto out;
     }
+    /* GET /api/v1/chat/sessions/export is the export route's path (cgi/routes.c): svc makes
+     * no session it could not show there (one another program made is still served) */
+    if (!exists && strcmp(s->sid, "export") == 0) {
+        svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
+                     "session id 'export' is reserved (the path of the export route); choose "
+                     "another");
+        goto out;
+    }
     /* a new session's directories are synced at the run's end (sync_new_dirs), before its
      * commit record: until then a power cut may lose the session, which answered nothing */
     if (!exists && (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||

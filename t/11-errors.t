@@ -43,7 +43,12 @@ like $r->{headers}{allow}, qr/PATCH/, 'Allow lists PATCH';
 $r = $s->req(GET => '/api/chat');
 is $r->{status}, 405, 'GET /api/chat: 405';
 is $r->{headers}{allow}, 'POST', 'Allow: POST';
-# the export route's path is not also the detail of a session named "export"
+# the export route's path is not also the detail of a session named "export", and svc
+# makes no session of that name (nothing is written)
+$r = $s->req(POST => '/api/chat', body => { session_id => 'export', messages => [{ role => 'user', content => 'x' }] });
+err_ok($r, 400, 'invalid_session_id', "a new session named 'export'");
+like $r->{json}{error}{message} // '', qr/reserved/, '  says it is reserved';
+ok !-e $s->root . '/session_export', '  no directory made';
 for my $m (qw(GET PATCH)) {
     $r = $s->req($m => '/api/v1/chat/sessions/export', body => $m eq 'PATCH' ? {} : undef);
     err_ok($r, 405, 'method_not_allowed', "$m /api/v1/chat/sessions/export");
