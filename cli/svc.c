@@ -31,15 +31,6 @@ int svc_cli_root_missing(const struct svc_config *cfg)
     return 1;
 }
 
-static int cmd_help(struct svc_config *cfg, int argc, char **argv)
-{
-    (void)cfg;
-    (void)argc;
-    (void)argv;
-    print_usage(stdout);
-    return 0;
-}
-
 static int usage(const char *why)
 {
     if (why)
@@ -321,7 +312,7 @@ static const struct command {
     {"memory", "  svc memory sync SESSION\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
     {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},
-    {"help", "  svc help\n", cmd_help},
+    {"help", "  svc help\n", NULL}, /* handled in main, before the configuration is read */
 };
 
 static void print_usage(FILE *f)
@@ -349,6 +340,10 @@ int main(int argc, char **argv)
     }
     if (i >= argc)
         return usage(NULL);
+    if (strcmp(argv[i], "help") == 0) { /* before the configuration: help works with a bad one */
+        print_usage(stdout);
+        return 0;
+    }
     struct svc_config cfg;
     struct svc_err err;
     memset(&cfg, 0, sizeof cfg);
@@ -362,7 +357,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof commands / sizeof commands[0] && !c; k++)
         if (strcmp(cmd, commands[k].name) == 0)
             c = &commands[k];
-    rc = c ? c->run(&cfg, argc - i, argv + i) : usage("unknown command");
+    rc = c && c->run ? c->run(&cfg, argc - i, argv + i) : usage("unknown command");
     svc_config_free(&cfg);
     return rc;
 }

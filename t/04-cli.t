@@ -277,6 +277,8 @@ sub ids_of { [map { $_->{session_id} } @{ $_[0]{sessions} }] }
     my $r = svc($h, 'help');
     is($r->{rc}, 0, 'svc help: exit 0');
     like($r->{out}, qr/^usage: svc /, 'svc help: the usage, on stdout');
+    $r = svc(new_home(yaml_extra => "agent:\n  window_size: nope\n"), 'help');
+    is($r->{rc}, 0, 'svc help with a broken agents.yaml: exit 0 (the config is not read)');
 }
 
 done_testing();
