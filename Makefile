@@ -7,8 +7,9 @@ WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 # SAN is the sanitizer flags of `make asan`; kept apart so CFLAGS on the command line works.
 SAN     ?=
-# TEST_HOOKS=1 compiles in the crash hook of core/fsio.h. `make test` and `make asan` set it
-# and build into their own directories, so build/ (what is installed) never carries it.
+# TEST_HOOKS=1 compiles in the test hooks (SVC_TEST_* in the README: the crash hook of
+# core/fsio.h and the others). `make test` and `make asan` set it and build into their own
+# directories, so build/ (what is installed) never carries them (`make no-test-hooks`).
 TEST_HOOKS ?=
 ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
 LDLIBS  += $(PKG_LIBS)
@@ -57,7 +58,8 @@ unit: $(UNIT_BIN)
 
 # The whole suite: C unit tests, then integration tests through nginx.
 # Built with the test hooks into build-test/ (SVC_BUILD=$PWD/build-test for one test file).
-test: deps no-test-hooks
+test: deps
+	@$(MAKE) --no-print-directory no-test-hooks
 	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
 	SVC_BUILD=$(abspath build-test) prove -j2 --timer --exec t/run-one build-test/t/ t/
 
