@@ -187,6 +187,14 @@ SKIP: {
                     "Define SVC_SOCKET $sdir/p.sock\nInclude $repo/nginx/apache-proxy-fcgi.conf\n");
     checks('proxy_fcgi', $ap, $h2);
     SvcOps::stop_pid($ap->{pid});
+
+    # the file included inside a <VirtualHost> (its other documented place): the same
+    # answers, %2F included (AllowEncodedSlashes is then the vhost's)
+    $ap = apache('proxy_fcgi-vhost', [qw(proxy proxy_fcgi setenvif headers)],
+                 "Define SVC_SOCKET $sdir/p.sock\n<VirtualHost *:*>\nServerName localhost\n"
+                 . "Include $repo/nginx/apache-proxy-fcgi.conf\n</VirtualHost>\n");
+    checks('proxy_fcgi-vhost', $ap, $h2);
+    SvcOps::stop_pid($ap->{pid});
     SvcOps::stop_pid($pool->{pid});
 }
 
