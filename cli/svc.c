@@ -24,10 +24,12 @@ int svc_cli_root_missing(const struct svc_config *cfg)
 {
     if (!cfg->sessions.enabled || svc_is_dir(cfg->sessions.root))
         return 0;
+    struct stat sb;
     fprintf(stderr,
-            "svc: not_found: the session root %s does not exist (is SVC_HOME, --config or "
-            "sessions.root the service's?)\n",
-            cfg->sessions.root);
+            "svc: not_found: the session root %s %s (is SVC_HOME, --config or sessions.root the "
+            "service's?)\n",
+            cfg->sessions.root,
+            stat(cfg->sessions.root, &sb) == 0 ? "is not a directory" : "does not exist");
     return 1;
 }
 
