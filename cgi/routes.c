@@ -1,9 +1,10 @@
 /* routes: the route table (method + path pattern -> handler), matching, auth and the
  * 404 / 405 answers. Patterns are literal segments and {name} segments; a {name} segment
  * matches one non-empty raw segment, percent-decoded per segment (so "a%2Fb" stays one
- * segment and is refused by the id check of core/). A path that a literal route (no
- * {name}) matches belongs to the literal routes only: GET /api/v1/chat/sessions/export is
- * 405 (Allow: POST), not the detail of a session named "export". */
+ * segment and is refused by the id check of core/). Literal routes come before parameter
+ * routes that could match the same path, and a path a literal route (no {name}) matches
+ * belongs to the literal routes only: GET /api/v1/chat/sessions/export is 405 (Allow:
+ * POST), not the detail of a session named "export". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,14 +145,12 @@ void http_dispatch(struct http_req *r)
     /* HEAD is GET without the body (RFC 9110), on every GET route */
     r->head_only = strcmp(r->method, "HEAD") == 0;
     const char *method = r->head_only ? "GET" : r->method;
-    bool literal_path = false;
-    for (size_t i = 0; nsegs > 0 && i < NROUTES && !literal_path; i++)
-        literal_path =
-            !strchr(routes[i].pattern, '{') && match(routes[i].pattern, segs, nsegs, NULL);
+    bool literal_path = false; /* a literal route matched: the parameter routes after it do not */
     for (size_t i = 0; nsegs > 0 && i < NROUTES; i++) {
-        if ((literal_path && strchr(routes[i].pattern, '{')) ||
-            !match(routes[i].pattern, segs, nsegs, NULL))
+        bool literal = !strchr(routes[i].pattern, '{');
+        if ((literal_path && !literal) || !match(routes[i].pattern, segs, nsegs, NULL))
             continue;
+        literal_path = literal_path || literal;
         path_known = true;
         if (strcmp(routes[i].method, method) == 0) {
             hit = &routes[i];
