@@ -371,9 +371,29 @@ static inline void asan_check_written(const void *p, size_t n)
 }
 #endif
 
+/* A stopping worker inside FCGX_Accept_r gives a new connection what libfcgi gives a
+ * unix-socket one: up to 2 s for its next bytes (a client that connects and sends nothing
+ * must not hold a stop forever; on TCP libfcgi's read has no time limit). 0 when fd has
+ * something to read, -1 (EINTR, the connection is dropped) when the 2 s pass. */
+static int stopping_wait(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    struct timespec left = {.tv_sec = 2}; /* the kernel leaves the time not waited in it */
+    long pr;
+    do
+        pr = syscall(SYS_ppoll, &p, (nfds_t)1, &left, NULL, (size_t)0);
+    while (pr < 0 && errno == EINTR && (left.tv_sec > 0 || left.tv_nsec > 0));
+    if (pr > 0)
+        return 0;
+    errno = EINTR;
+    return -1;
+}
+
 ssize_t read(int fd, void *buf, size_t len)
 {
     for (;;) {
+        if (in_fcgi_accept && worker_stop && stopping_wait(fd) != 0)
+            return -1;
         long rc = syscall(SYS_read, fd, buf, len);
         if (rc > 0)
             asan_check_written(buf, (size_t)rc);

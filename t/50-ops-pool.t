@@ -269,6 +269,23 @@ for my $kind ('unix', 'tcp') {
     keeper_checks($kind, $p->{pid}, $conn);
     SvcOps::stop_pid($p->{pid});
 }
+# ... but a connection that sends nothing does not hold a stop: a stopping worker gives it
+# 2 s, as libfcgi gives a unix-socket one (on TCP libfcgi's read had no time limit, and the
+# drain waited for it as long as the client kept the connection open)
+for my $kind ('unix', 'tcp') {
+    my ($p, $conn) = one_worker_pool($dir, $home, 'silent', $kind);
+    my @w = children_of($p->{pid});
+    sleep 0.3;
+    my $c = $conn->();
+    sleep 0.3;    # accepted: the worker waits for the first bytes
+    kill 'TERM', $p->{pid};
+    ok SvcTest::wait_for(10, sub { waitpid($p->{pid}, WNOHANG) == $p->{pid} }),
+        "silent $kind: SIGTERM with a connection that sends nothing: the pool stops";
+    $c->blocking(0);
+    my $got = sysread($c, my $buf, 1);
+    ok defined $got && $got == 0, "silent $kind: that connection is closed";
+    close $c;
+}
 
 # ==== an inherited socket (fd 0) is left to its owner ====
 {
@@ -459,6 +476,7 @@ for my $kind ('unix', 'tcp') {
            'tcp:[::1]:PORT: listening';
         my $c = IO::Socket::IP->new(PeerHost => '::1', PeerPort => $p6);
         ok $c, 'tcp:[::1]:PORT: takes a connection';
+        close $c;
         kill 'TERM', $pid;
         waitpid $pid, 0;
     }
