@@ -59,11 +59,8 @@ static int check_fields(json_object *body, struct svc_err *err)
             i++;
         if (export_fields[i])
             continue;
-        /* named only when short printable ASCII: a long or non-ASCII name cut to fit the
-         * error's buffers could end inside a UTF-8 sequence */
-        bool nameable = strlen(key) <= 48;
-        for (const char *c = key; nameable && *c; c++)
-            nameable = *c >= 0x20 && *c < 0x7f;
+        /* named only when it fits the error's param whole: a cut name would be another */
+        bool nameable = strlen(key) < sizeof err->param;
         return svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
                             "unknown field%s%s%s (fields: session_ids, session_id, "
                             "include_archived, status, updated_after, updated_before, "

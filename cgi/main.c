@@ -374,16 +374,12 @@ static inline void asan_check_written(const void *p, size_t n)
 /* A stopping worker inside FCGX_Accept_r gives a new connection what libfcgi gives a
  * unix-socket one: up to 2 s for its next bytes (a client that connects and sends nothing
  * must not hold a stop forever; on TCP libfcgi's read has no time limit). 0 when fd has
- * something to read, -1 (EINTR, the connection is dropped) when the 2 s pass. */
+ * something to read, -1 (EINTR, the connection is dropped) when the 2 s pass. The wait is
+ * poll below, which resumes after a signal for the time left. */
 static int stopping_wait(int fd)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    struct timespec left = {.tv_sec = 2}; /* the kernel leaves the time not waited in it */
-    long pr;
-    do
-        pr = syscall(SYS_ppoll, &p, (nfds_t)1, &left, NULL, (size_t)0);
-    while (pr < 0 && errno == EINTR && (left.tv_sec > 0 || left.tv_nsec > 0));
-    if (pr > 0)
+    if (poll(&p, 1, 2000) > 0)
         return 0;
     errno = EINTR;
     return -1;

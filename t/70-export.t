@@ -211,7 +211,7 @@ my @bad = (
     # a download is a .tar.gz sent back, nothing written on the server
     [{ download => JSON::PP::true, format => 'dir' }, 422, 'invalid_field', 'format'],
     [{ download => JSON::PP::true, output_dir => '/tmp' }, 422, 'invalid_field', 'output_dir'],
-    # a name too long (or not ASCII) to quote whole is not quoted: never half a character
+    # a name too long to quote whole is not quoted (never a cut one, never half a character)
     [{ "\x{e9}" x 40 => 1 }, 422, 'invalid_field', undef],
 );
 for my $b (@bad) {
