@@ -48,17 +48,8 @@ sub raw {
 # ==== prefix mount: two edited lines (the API's mount, the dashboard's location) ====
 {
     my @diff;
-    my $n = SvcOps::nginx(dir => "$dir/pre", upstream => $ups, edit => sub {
-        my ($d) = @_;
-        my $t = SvcTest::read_file("$d/svc.conf");
-        $t =~ s/\Q(?<svc_base>)\E/(?<svc_base>\/svc)/ == 1 or die 'mount line not found';
-        $t =~ s/^location \/ \{$/location \/svc\/ {/m or die 'dashboard location not found';
-        SvcTest::write_file("$d/svc.conf", $t);
-        @diff = grep { /^[-+][^-+]/ } split /\n/, `diff -u $SvcTest::REPO/nginx/svc.conf $d/svc.conf`;
-        # not part of the documented edit: the installed dashboard is the repository's here
-        $t =~ s{alias /etc/nginx/svc/dashboard/;}{alias $SvcTest::REPO/nginx/dashboard/;} or die "alias not found";
-        SvcTest::write_file("$d/svc.conf", $t);
-    });
+    my $n = SvcOps::nginx(dir => "$dir/pre", upstream => $ups,
+                          edit => sub { @diff = SvcOps::edit_prefix_mount($_[0]) });
     is scalar(@diff), 4, 'the prefix mount is two edited lines' or diag join "\n", @diff;
     my $u = "http://127.0.0.1:$n->{port}";
     is SvcOps::http(GET => "$u/svc/api/health")->{status}, 200, '/svc/api/health';

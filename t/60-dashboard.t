@@ -107,15 +107,8 @@ sub browse {
 {
     my $tmp = SvcOps::tmpdir();
     my $p = SvcOps::pool(home => SvcTest->make_home(''), sock => "$tmp/p.sock", workers => 2);
-    my $n = SvcOps::nginx(dir => "$tmp/ngx", upstream => "server unix:$tmp/p.sock;", edit => sub {
-        my ($d) = @_;
-        my $t = SvcTest::read_file("$d/svc.conf");
-        $t =~ s/\Q(?<svc_base>)\E/(?<svc_base>\/svc)/ == 1 or die 'mount line not found';
-        $t =~ s/^location \/ \{$/location \/svc\/ {/m or die 'dashboard location not found';
-        # the installed copy, here
-        $t =~ s{alias /etc/nginx/svc/dashboard/;}{alias $REPO/nginx/dashboard/;} or die 'alias not found';
-        SvcTest::write_file("$d/svc.conf", $t);
-    });
+    my $n = SvcOps::nginx(dir => "$tmp/ngx", upstream => "server unix:$tmp/p.sock;",
+                          edit => sub { SvcOps::edit_prefix_mount($_[0]) });
     browse("http://127.0.0.1:$n->{port}/svc", '--mode', 'prefix');
     SvcOps::stop_pid($n->{pid});
     SvcOps::stop_pid($p->{pid});

@@ -144,6 +144,23 @@ EOF
 }
 
 # {status, headers, body, json}
+# The prefix mount of nginx/svc.conf's comment, on the copy in $svcdir (an nginx `edit`):
+# the mount's capture to /svc and the dashboard's `location /` to /svc/. Returns the lines
+# `diff -u` shows against the repository's svc.conf; then points the dashboard's alias at
+# the repository's copy (the installed one is not here; not part of the documented edit).
+sub edit_prefix_mount {
+    my ($svcdir) = @_;
+    my $t = SvcTest::read_file("$svcdir/svc.conf");
+    $t =~ s/\Q(?<svc_base>)\E/(?<svc_base>\/svc)/ == 1 or die 'mount line not found';
+    $t =~ s/^location \/ \{$/location \/svc\/ {/m or die 'dashboard location not found';
+    SvcTest::write_file("$svcdir/svc.conf", $t);
+    my @diff = grep { /^[-+][^-+]/ } split /\n/, `diff -u $SvcTest::REPO/nginx/svc.conf $svcdir/svc.conf`;
+    $t =~ s{alias /etc/nginx/svc/dashboard/;}{alias $SvcTest::REPO/nginx/dashboard/;}
+        or die 'alias not found';
+    SvcTest::write_file("$svcdir/svc.conf", $t);
+    return @diff;
+}
+
 sub http {
     my ($method, $url, %o) = @_;
     my %h = %{ $o{headers} || {} };
