@@ -220,46 +220,40 @@ static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
     return w;
 }
 
-void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_cancel)(void *ctx),
-                 void *ctx, struct svc_tool_result *out)
-{
-    double t0 = svc_time_monotonic();
-    memset(out, 0, sizeof *out);
-    int in[2] = {-1, -1}, op[2] = {-1, -1}, ep[2] = {-1, -1};
-    pid_t pid = -1;
-    const char *path = NULL;
-    char **env = child_env(x, &path);
-    char *prog = NULL, *input = NULL, *errtext = NULL;
+/* One running tool: the child, its three pipes and what it has said so far. */
+struct child {
+    const struct svc_extension *x;
+    pid_t pid;
+    int in[2], op[2], ep[2];
+    const char *input;
+    size_t in_len, in_off;
     struct svc_buf obuf, ebuf;
-    svc_buf_init(&obuf);
-    svc_buf_init(&ebuf);
-    bool truncated = false, timed_out = false, cancelled = false;
-    int status = 0;
+    bool exited, truncated, timed_out, cancelled;
+};
+
+/* Spawn x->command with its stdio on fresh pipes, in a process group of its own, with every
+ * signal at its default. 0, or -1 with out's error set. */
+static int child_spawn(struct child *c, char *prog, char **env, struct svc_tool_result *out)
+{
+    const struct svc_extension *x = c->x;
+    if (make_pipe(c->in) != 0 || make_pipe(c->op) != 0 || make_pipe(c->ep) != 0) {
+        set_error(out, NULL, "%s: cannot make pipes: %s", x->name, strerror(errno));
+        return -1;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
-    bool fa_init = false, attr_init = false;
-
-    json_object *empty = args ? NULL : json_object_new_object();
-    char *json = svc_json_dump_compact(args ? args : empty);
-    json_object_put(empty);
-    svc_xasprintf(&input, "%s\n", json);
-    prog = resolve(x->command[0], path);
-    if (!prog) {
-        set_error(out, NULL, "%s: cannot run %s: %s", x->name, x->command[0], strerror(errno));
-        goto out;
-    }
-    if (make_pipe(in) != 0 || make_pipe(op) != 0 || make_pipe(ep) != 0) {
-        set_error(out, NULL, "%s: cannot make pipes: %s", x->name, strerror(errno));
-        goto out;
-    }
-    if (posix_spawn_file_actions_init(&fa) != 0 || !(fa_init = true) ||
-        posix_spawnattr_init(&attr) != 0 || !(attr_init = true)) {
+    if (posix_spawn_file_actions_init(&fa) != 0) {
         set_error(out, NULL, "%s: out of memory", x->name);
-        goto out;
+        return -1;
     }
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, op[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, ep[1], 2);
+    if (posix_spawnattr_init(&attr) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        set_error(out, NULL, "%s: out of memory", x->name);
+        return -1;
+    }
+    posix_spawn_file_actions_adddup2(&fa, c->in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, c->op[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, c->ep[1], 2);
     posix_spawn_file_actions_addclosefrom_np(&fa, 3);
     sigset_t none, deflt;
     sigemptyset(&none);
@@ -273,104 +267,129 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     posix_spawnattr_setpgroup(&attr, 0);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
                                         POSIX_SPAWN_SETSIGDEF);
-    int src = posix_spawn(&pid, prog, &fa, &attr, x->command, env);
+    int src = posix_spawn(&c->pid, prog, &fa, &attr, x->command, env);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     if (src != 0) {
-        pid = -1;
+        c->pid = -1;
         set_error(out, NULL, "%s: cannot run %s: %s", x->name, x->command[0], strerror(src));
-        goto out;
+        return -1;
     }
-    close_fd(&in[0]);
-    close_fd(&op[1]);
-    close_fd(&ep[1]);
-    fcntl(in[1], F_SETFL, O_NONBLOCK);
-    fcntl(op[0], F_SETFL, O_NONBLOCK);
-    fcntl(ep[0], F_SETFL, O_NONBLOCK);
+    close_fd(&c->in[0]);
+    close_fd(&c->op[1]);
+    close_fd(&c->ep[1]);
+    fcntl(c->in[1], F_SETFL, O_NONBLOCK);
+    fcntl(c->op[0], F_SETFL, O_NONBLOCK);
+    fcntl(c->ep[0], F_SETFL, O_NONBLOCK);
+    return 0;
+}
 
-    size_t in_len = strlen(input), in_off = 0;
-    double deadline = t0 + x->timeout_s;
-    bool exited = false;
+/* Whether the child has exited, looked at without reaping: the pid (and so the group id)
+ * stays ours. On exit, whatever it left in its group goes and *deadline shrinks to 1 s. */
+static void child_check_exit(struct child *c, double *deadline)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != c->pid)
+        return;
+    c->exited = true;
+    kill(-c->pid, SIGKILL);
+    double soon = svc_time_monotonic() + 1.0;
+    if (soon < *deadline)
+        *deadline = soon;
+}
+
+/* One poll over the pipes still open: feed stdin, collect stdout and stderr. -1 when poll
+ * failed for good. */
+static int child_poll_once(struct child *c, double left)
+{
+    struct pollfd pf[3];
+    int npf = 0, iin = -1, iout = -1, ierr = -1;
+    if (c->in[1] >= 0) {
+        iin = npf;
+        pf[npf++] = (struct pollfd){.fd = c->in[1], .events = POLLOUT};
+    }
+    if (c->op[0] >= 0) {
+        iout = npf;
+        pf[npf++] = (struct pollfd){.fd = c->op[0], .events = POLLIN};
+    }
+    if (c->ep[0] >= 0) {
+        ierr = npf;
+        pf[npf++] = (struct pollfd){.fd = c->ep[0], .events = POLLIN};
+    }
+    int ms = (int)(left * 1000) + 1;
+    if (ms > 50)
+        ms = 50; /* the child's exit is noticed by child_check_exit */
+    int pr = poll(pf, (nfds_t)npf, ms);
+    if (pr < 0 && errno != EINTR)
+        return -1;
+    if (pr <= 0)
+        return 0;
+    if (iin >= 0 && pf[iin].revents) {
+        ssize_t w = write_nosigpipe(c->in[1], c->input + c->in_off, c->in_len - c->in_off);
+        if (w > 0)
+            c->in_off += (size_t)w;
+        if ((w < 0 && errno != EAGAIN && errno != EINTR) || c->in_off == c->in_len)
+            close_fd(&c->in[1]); /* all sent, or the child does not read (EPIPE) */
+    }
+    if (iout >= 0 && pf[iout].revents)
+        drain(&c->op[0], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
+    if (ierr >= 0 && pf[ierr].revents)
+        drain(&c->ep[0], &c->ebuf, STDERR_KEEP, NULL);
+    return 0;
+}
+
+/* Run the child until it exits with its pipes closed, the deadline passes or the run is
+ * cancelled; then kill its group and reap it. Returns its wait status. */
+static int child_pump(struct child *c, double deadline, int (*should_cancel)(void *ctx), void *ctx)
+{
     for (;;) {
-        if (!exited) {
-            siginfo_t si;
-            memset(&si, 0, sizeof si);
-            /* look without reaping: the pid (and so the group id) stays ours */
-            if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-                si.si_pid == pid) {
-                exited = true;
-                kill(-pid, SIGKILL); /* anything it left behind in its group */
-                deadline =
-                    svc_time_monotonic() + 1.0 < deadline ? svc_time_monotonic() + 1.0 : deadline;
-            }
-        }
-        if (exited && op[0] < 0 && ep[0] < 0)
+        if (!c->exited)
+            child_check_exit(c, &deadline);
+        if (c->exited && c->op[0] < 0 && c->ep[0] < 0)
             break;
-        if (!exited && should_cancel && should_cancel(ctx)) {
-            cancelled = true;
+        if (!c->exited && should_cancel && should_cancel(ctx)) {
+            c->cancelled = true;
             break;
         }
         double left = deadline - svc_time_monotonic();
         if (left <= 0) {
-            if (!exited)
-                timed_out = true;
+            c->timed_out = !c->exited;
             break;
         }
-        struct pollfd pf[3];
-        int npf = 0, iin = -1, iout = -1, ierr = -1;
-        if (in[1] >= 0) {
-            iin = npf;
-            pf[npf++] = (struct pollfd){.fd = in[1], .events = POLLOUT};
-        }
-        if (op[0] >= 0) {
-            iout = npf;
-            pf[npf++] = (struct pollfd){.fd = op[0], .events = POLLIN};
-        }
-        if (ep[0] >= 0) {
-            ierr = npf;
-            pf[npf++] = (struct pollfd){.fd = ep[0], .events = POLLIN};
-        }
-        int ms = (int)(left * 1000) + 1;
-        if (ms > 50)
-            ms = 50; /* the child's exit is noticed by waitid above */
-        int pr = poll(pf, (nfds_t)npf, ms);
-        if (pr < 0 && errno != EINTR)
+        if (child_poll_once(c, left) < 0)
             break;
-        if (pr <= 0)
-            continue;
-        if (iin >= 0 && pf[iin].revents) {
-            ssize_t w = write_nosigpipe(in[1], input + in_off, in_len - in_off);
-            if (w > 0)
-                in_off += (size_t)w;
-            if ((w < 0 && errno != EAGAIN && errno != EINTR) || in_off == in_len)
-                close_fd(&in[1]); /* all sent, or the child does not read (EPIPE) */
-        }
-        if (iout >= 0 && pf[iout].revents)
-            drain(&op[0], &obuf, SVC_EXT_OUTPUT_MAX + 4, &truncated);
-        if (ierr >= 0 && pf[ierr].revents)
-            drain(&ep[0], &ebuf, STDERR_KEEP, NULL);
     }
-    /* the group goes in every case; then reap (blocking: SIGKILL cannot be refused) */
-    kill(-pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    int status = 0;
+    kill(-c->pid, SIGKILL); /* blocking reap below: SIGKILL cannot be refused */
+    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
         ;
-    pid = -1;
-    if (op[0] >= 0)
-        drain(&op[0], &obuf, SVC_EXT_OUTPUT_MAX + 4, &truncated);
-    if (ep[0] >= 0)
-        drain(&ep[0], &ebuf, STDERR_KEEP, NULL);
-    if (obuf.len > SVC_EXT_OUTPUT_MAX) {
-        obuf.len = utf8_cut(obuf.data, obuf.len, SVC_EXT_OUTPUT_MAX);
-        obuf.data[obuf.len] = '\0';
-        truncated = true;
+    c->pid = -1;
+    if (c->op[0] >= 0)
+        drain(&c->op[0], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
+    if (c->ep[0] >= 0)
+        drain(&c->ep[0], &c->ebuf, STDERR_KEEP, NULL);
+    return status;
+}
+
+/* The tool result from how the child ended and what it printed. */
+static void child_result(struct child *c, int status, struct svc_tool_result *out)
+{
+    const struct svc_extension *x = c->x;
+    if (c->obuf.len > SVC_EXT_OUTPUT_MAX) {
+        c->obuf.len = utf8_cut(c->obuf.data, c->obuf.len, SVC_EXT_OUTPUT_MAX);
+        c->obuf.data[c->obuf.len] = '\0';
+        c->truncated = true;
     }
-    errtext = utf8_clean(ebuf.data ? ebuf.data : "", ebuf.len);
+    char *errtext = utf8_clean(c->ebuf.data ? c->ebuf.data : "", c->ebuf.len);
     if (errtext) {
         char *nl = strchr(errtext, '\n');
         if (nl)
             *nl = '\0'; /* one line */
     }
-    if (cancelled) {
+    if (c->cancelled) {
         set_error(out, NULL, "%s was stopped: the run was cancelled", x->name);
-    } else if (timed_out) {
+    } else if (c->timed_out) {
         set_error(out, errtext, "%s timed out after %d s and was stopped", x->name, x->timeout_s);
     } else if (WIFSIGNALED(status)) {
         set_error(out, errtext, "%s was killed by signal %d", x->name, WTERMSIG(status));
@@ -378,31 +397,55 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
         set_error(out, errtext, "%s exited with status %d", x->name, WEXITSTATUS(status));
     } else {
         out->ok = true;
-        out->content = utf8_clean(obuf.data ? obuf.data : "", obuf.len);
+        out->content = utf8_clean(c->obuf.data ? c->obuf.data : "", c->obuf.len);
     }
-    out->truncated = truncated;
-out:
-    if (pid > 0) {
-        kill(-pid, SIGKILL);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    out->truncated = c->truncated;
+    free(errtext);
+}
+
+static void child_free(struct child *c)
+{
+    if (c->pid > 0) {
+        int status;
+        kill(-c->pid, SIGKILL);
+        while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
             ;
     }
-    if (fa_init)
-        posix_spawn_file_actions_destroy(&fa);
-    if (attr_init)
-        posix_spawnattr_destroy(&attr);
-    close_fd(&in[0]);
-    close_fd(&in[1]);
-    close_fd(&op[0]);
-    close_fd(&op[1]);
-    close_fd(&ep[0]);
-    close_fd(&ep[1]);
-    svc_buf_free(&obuf);
-    svc_buf_free(&ebuf);
+    for (int i = 0; i < 2; i++) {
+        close_fd(&c->in[i]);
+        close_fd(&c->op[i]);
+        close_fd(&c->ep[i]);
+    }
+    svc_buf_free(&c->obuf);
+    svc_buf_free(&c->ebuf);
+}
+
+void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_cancel)(void *ctx),
+                 void *ctx, struct svc_tool_result *out)
+{
+    double t0 = svc_time_monotonic();
+    memset(out, 0, sizeof *out);
+    struct child c = {.x = x, .pid = -1, .in = {-1, -1}, .op = {-1, -1}, .ep = {-1, -1}};
+    svc_buf_init(&c.obuf);
+    svc_buf_init(&c.ebuf);
+    const char *path = NULL;
+    char **env = child_env(x, &path);
+    char *input = NULL;
+    json_object *empty = args ? NULL : json_object_new_object();
+    char *json = svc_json_dump_compact(args ? args : empty);
+    json_object_put(empty);
+    svc_xasprintf(&input, "%s\n", json);
+    c.input = input;
+    c.in_len = strlen(input);
+    char *prog = resolve(x->command[0], path);
+    if (!prog)
+        set_error(out, NULL, "%s: cannot run %s: %s", x->name, x->command[0], strerror(errno));
+    else if (child_spawn(&c, prog, env, out) == 0)
+        child_result(&c, child_pump(&c, t0 + x->timeout_s, should_cancel, ctx), out);
+    child_free(&c);
     strv_free(env);
     free(prog);
     free(input);
     free(json);
-    free(errtext);
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);
 }
