@@ -178,6 +178,111 @@ json_object *svc_json_new_raw(const char *json)
 
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
 
+static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty);
+
+/* json-c prints an int64 with "%" PRId64, but through a printbuf it allocates and keeps on
+ * the object; format it here. INT64_MAX may stand for a larger uint64: json-c's own text then. */
+static void dump_int(struct svc_buf *b, json_object *o)
+{
+    int64_t v = json_object_get_int64(o);
+    if (v == INT64_MAX) {
+        puts_(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        return;
+    }
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[sizeof tmp - 1 - n++] = '-';
+    put(b, tmp + sizeof tmp - n, (size_t)n);
+}
+
+static void dump_double(struct svc_buf *b, json_object *o)
+{
+    double d = json_object_get_double(o);
+    if (!isfinite(d)) {
+        puts_(b, "null"); /* never NaN/Infinity on disk */
+        return;
+    }
+    /* the shortest round-trip text takes up to 17 snprintf/strtod pairs; a polled
+     * answer repeats its doubles, so the last one is remembered (a pure function) */
+    static double last_d;
+    static char last_num[40];
+    if (!last_num[0] || memcmp(&d, &last_d, sizeof d) != 0) {
+        svc_json_format_double(d, last_num, sizeof last_num);
+        last_d = d;
+    }
+    puts_(b, last_num);
+}
+
+/* A string, or a raw JSON text kept verbatim (re-indented when pretty). */
+static void dump_str(struct svc_buf *b, json_object *o, int level, bool pretty)
+{
+    const char *s = json_object_get_string(o);
+    size_t len = (size_t)json_object_get_string_len(o);
+    if (json_object_get_userdata(o) == &raw_marker) {
+        if (!pretty) {
+            put(b, s, len);
+            return;
+        }
+        json_object *parsed = NULL; /* pretty output (CLI): indent it like the rest */
+        if (svc_json_parse(s, len, &parsed, NULL) == 0) {
+            dump_value(b, parsed, level, pretty);
+            json_object_put(parsed);
+            return;
+        }
+    }
+    dump_string(b, s, len);
+}
+
+static void dump_array(struct svc_buf *b, json_object *o, int level, bool pretty)
+{
+    size_t n = json_object_array_length(o);
+    if (n == 0) {
+        puts_(b, "[]");
+        return;
+    }
+    put(b, "[", 1);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            put(b, ",", 1);
+        if (pretty)
+            dump_indent(b, level + 1);
+        dump_value(b, json_object_array_get_idx(o, i), level + 1, pretty);
+    }
+    if (pretty)
+        dump_indent(b, level);
+    put(b, "]", 1);
+}
+
+static void dump_object(struct svc_buf *b, json_object *o, int level, bool pretty)
+{
+    if (json_object_object_length(o) == 0) {
+        puts_(b, "{}");
+        return;
+    }
+    put(b, "{", 1);
+    bool first = true;
+    json_object_object_foreach(o, key, val)
+    {
+        if (!first)
+            put(b, ",", 1);
+        first = false;
+        if (pretty)
+            dump_indent(b, level + 1);
+        dump_string(b, key, strlen(key));
+        puts_(b, pretty ? ": " : ":");
+        dump_value(b, val, level + 1, pretty);
+    }
+    if (pretty)
+        dump_indent(b, level);
+    put(b, "}", 1);
+}
+
 static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty)
 {
     switch (json_object_get_type(o)) {
@@ -187,102 +292,21 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
     case json_type_boolean:
         puts_(b, json_object_get_boolean(o) ? "true" : "false");
         break;
-    case json_type_int: {
-        /* json-c prints an int64 with "%" PRId64, but through a printbuf it allocates and
-         * keeps on the object; format it here. INT64_MAX may stand for a larger uint64:
-         * json-c's own text then. */
-        int64_t v = json_object_get_int64(o);
-        if (v == INT64_MAX) {
-            puts_(b, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-            break;
-        }
-        char tmp[24];
-        int n = 0;
-        uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-        do {
-            tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
-            u /= 10;
-        } while (u);
-        if (v < 0)
-            tmp[sizeof tmp - 1 - n++] = '-';
-        put(b, tmp + sizeof tmp - n, (size_t)n);
+    case json_type_int:
+        dump_int(b, o);
         break;
-    }
-    case json_type_double: {
-        double d = json_object_get_double(o);
-        if (!isfinite(d)) {
-            puts_(b, "null"); /* never NaN/Infinity on disk */
-            break;
-        }
-        /* the shortest round-trip text takes up to 17 snprintf/strtod pairs; a polled
-         * answer repeats its doubles, so the last one is remembered (a pure function) */
-        static double last_d;
-        static char last_num[40];
-        if (!last_num[0] || memcmp(&d, &last_d, sizeof d) != 0) {
-            svc_json_format_double(d, last_num, sizeof last_num);
-            last_d = d;
-        }
-        puts_(b, last_num);
+    case json_type_double:
+        dump_double(b, o);
         break;
-    }
     case json_type_string:
-        if (json_object_get_userdata(o) == &raw_marker) {
-            if (!pretty) {
-                put(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
-                break;
-            }
-            json_object *parsed = NULL; /* pretty output (CLI): indent it like the rest */
-            if (svc_json_parse(json_object_get_string(o), (size_t)json_object_get_string_len(o),
-                               &parsed, NULL) == 0) {
-                dump_value(b, parsed, level, pretty);
-                json_object_put(parsed);
-                break;
-            }
-        }
-        dump_string(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
+        dump_str(b, o, level, pretty);
         break;
-    case json_type_array: {
-        size_t n = json_object_array_length(o);
-        if (n == 0) {
-            puts_(b, "[]");
-            break;
-        }
-        put(b, "[", 1);
-        for (size_t i = 0; i < n; i++) {
-            if (i)
-                put(b, ",", 1);
-            if (pretty)
-                dump_indent(b, level + 1);
-            dump_value(b, json_object_array_get_idx(o, i), level + 1, pretty);
-        }
-        if (pretty)
-            dump_indent(b, level);
-        put(b, "]", 1);
+    case json_type_array:
+        dump_array(b, o, level, pretty);
         break;
-    }
-    case json_type_object: {
-        if (json_object_object_length(o) == 0) {
-            puts_(b, "{}");
-            break;
-        }
-        put(b, "{", 1);
-        bool first = true;
-        json_object_object_foreach(o, key, val)
-        {
-            if (!first)
-                put(b, ",", 1);
-            first = false;
-            if (pretty)
-                dump_indent(b, level + 1);
-            dump_string(b, key, strlen(key));
-            puts_(b, pretty ? ": " : ":");
-            dump_value(b, val, level + 1, pretty);
-        }
-        if (pretty)
-            dump_indent(b, level);
-        put(b, "}", 1);
+    case json_type_object:
+        dump_object(b, o, level, pretty);
         break;
-    }
     }
 }
 
