@@ -879,6 +879,74 @@ static int oa_global_init(struct svc_err *err)
     return 0;
 }
 
+/* The easy handle's options for one call: URL, headers, body, timeouts and callbacks. */
+static void oa_setopts(struct oa *st, const char *url, struct curl_slist *hdrs, const char *body)
+{
+    const struct svc_config *cfg = st->call->cfg;
+    long timeout = cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120;
+    curl_easy_setopt(st->h, CURLOPT_URL, url);
+    curl_easy_setopt(st->h, CURLOPT_HTTPHEADER, hdrs);
+    curl_easy_setopt(st->h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(st->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    curl_easy_setopt(st->h, CURLOPT_USERAGENT, "svc/" SVC_VERSION);
+    curl_easy_setopt(st->h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(st->h, CURLOPT_TIMEOUT, timeout);
+    curl_easy_setopt(st->h, CURLOPT_CONNECTTIMEOUT,
+                     timeout < OA_CONNECT_TIMEOUT_S ? timeout : OA_CONNECT_TIMEOUT_S);
+    curl_easy_setopt(st->h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(st->h, CURLOPT_WRITEFUNCTION, oa_write);
+    curl_easy_setopt(st->h, CURLOPT_WRITEDATA, st);
+    curl_easy_setopt(st->h, CURLOPT_HEADERFUNCTION, oa_header);
+    curl_easy_setopt(st->h, CURLOPT_HEADERDATA, st);
+    curl_easy_setopt(st->h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(st->h, CURLOPT_XFERINFOFUNCTION, oa_progress);
+    curl_easy_setopt(st->h, CURLOPT_XFERINFODATA, st);
+}
+
+/* Attempts until one succeeds, fails for good, or model.max_retries is spent (never once
+ * text reached the client). 0 or -1 with err set. */
+static int oa_attempts(struct oa *st, struct svc_err *err)
+{
+    const struct svc_model_call *call = st->call;
+    int max_retries = call->cfg->model.max_retries > 0 ? call->cfg->model.max_retries : 0;
+    for (int attempt = 0;; attempt++) {
+        oa_reset_attempt(st);
+        enum oa_result r = oa_attempt(st, err);
+        if (r == OA_OK)
+            return 0;
+        if (r != OA_RETRY || attempt >= max_retries || st->delivered)
+            return -1;
+        if (call->on_retry)
+            call->on_retry(call->ctx, attempt + 1, max_retries + 1, err ? err->message : "");
+        if (oa_backoff(st, attempt, err) != 0)
+            return -1;
+    }
+}
+
+/* The reply from a finished stream: text, tool uses, a finish reason that agrees with
+ * them, and the server's usage or an estimate of 4 characters a token. */
+static void oa_reply(struct oa *st, size_t prompt_chars, struct svc_model_reply *out)
+{
+    size_t arg_chars = 0;
+    out->tool_uses = oa_tool_uses(st, &arg_chars);
+    out->text = svc_buf_steal(&st->text);
+    size_t ntu = json_object_array_length(out->tool_uses);
+    const char *fr = st->finish;
+    if (ntu > 0 && (!*fr || strcmp(fr, "stop") == 0 || strcmp(fr, "function_call") == 0))
+        fr = "tool_calls";
+    else if (ntu == 0 &&
+             (!*fr || strcmp(fr, "tool_calls") == 0 || strcmp(fr, "function_call") == 0))
+        fr = "stop";
+    snprintf(out->finish_reason, sizeof out->finish_reason, "%s", fr);
+    if (st->have_usage) {
+        out->prompt_tokens = st->prompt_tokens;
+        out->completion_tokens = st->completion_tokens;
+    } else {
+        out->prompt_tokens = (int64_t)((prompt_chars + 3) / 4);
+        out->completion_tokens = (int64_t)((strlen(out->text) + arg_chars + 3) / 4);
+    }
+}
+
 int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
                             struct svc_err *err)
 {
@@ -901,11 +969,11 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     svc_buf_init(&st.text);
 
     int rc = -1;
-    char *url = NULL, *auth = NULL, *body = NULL;
+    char *url = NULL, *auth = NULL;
     struct curl_slist *hdrs = NULL;
     size_t prompt_chars = 0;
     json_object *req = oa_request_json(call, &prompt_chars);
-    body = svc_json_dump_compact(req);
+    char *body = svc_json_dump_compact(req);
     json_object_put(req);
     size_t bl = strlen(base);
     while (bl > 0 && base[bl - 1] == '/')
@@ -923,60 +991,11 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
         svc_xasprintf(&auth, "Authorization: Bearer %s", st.key);
         hdrs = curl_slist_append(hdrs, auth);
     }
-    long timeout = cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120;
-    curl_easy_setopt(st.h, CURLOPT_URL, url);
-    curl_easy_setopt(st.h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(st.h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(st.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-    curl_easy_setopt(st.h, CURLOPT_USERAGENT, "svc/" SVC_VERSION);
-    curl_easy_setopt(st.h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(st.h, CURLOPT_TIMEOUT, timeout);
-    curl_easy_setopt(st.h, CURLOPT_CONNECTTIMEOUT,
-                     timeout < OA_CONNECT_TIMEOUT_S ? timeout : OA_CONNECT_TIMEOUT_S);
-    curl_easy_setopt(st.h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(st.h, CURLOPT_WRITEFUNCTION, oa_write);
-    curl_easy_setopt(st.h, CURLOPT_WRITEDATA, &st);
-    curl_easy_setopt(st.h, CURLOPT_HEADERFUNCTION, oa_header);
-    curl_easy_setopt(st.h, CURLOPT_HEADERDATA, &st);
-    curl_easy_setopt(st.h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(st.h, CURLOPT_XFERINFOFUNCTION, oa_progress);
-    curl_easy_setopt(st.h, CURLOPT_XFERINFODATA, &st);
-
-    int max_retries = cfg->model.max_retries > 0 ? cfg->model.max_retries : 0;
-    for (int attempt = 0;; attempt++) {
-        oa_reset_attempt(&st);
-        enum oa_result r = oa_attempt(&st, err);
-        if (r == OA_OK)
-            break;
-        if (r == OA_RETRY && attempt < max_retries && !st.delivered) {
-            if (call->on_retry)
-                call->on_retry(call->ctx, attempt + 1, max_retries + 1, err ? err->message : "");
-            if (oa_backoff(&st, attempt, err) != 0)
-                goto done;
-            continue;
-        }
-        goto done;
+    oa_setopts(&st, url, hdrs, body);
+    if (oa_attempts(&st, err) == 0) {
+        oa_reply(&st, prompt_chars, out);
+        rc = 0;
     }
-
-    size_t arg_chars = 0;
-    out->tool_uses = oa_tool_uses(&st, &arg_chars);
-    out->text = svc_buf_steal(&st.text);
-    size_t ntu = json_object_array_length(out->tool_uses);
-    const char *fr = st.finish;
-    if (ntu > 0 && (!*fr || strcmp(fr, "stop") == 0 || strcmp(fr, "function_call") == 0))
-        fr = "tool_calls";
-    else if (ntu == 0 &&
-             (!*fr || strcmp(fr, "tool_calls") == 0 || strcmp(fr, "function_call") == 0))
-        fr = "stop";
-    snprintf(out->finish_reason, sizeof out->finish_reason, "%s", fr);
-    if (st.have_usage) {
-        out->prompt_tokens = st.prompt_tokens;
-        out->completion_tokens = st.completion_tokens;
-    } else {
-        out->prompt_tokens = (int64_t)((prompt_chars + 3) / 4);
-        out->completion_tokens = (int64_t)((strlen(out->text) + arg_chars + 3) / 4);
-    }
-    rc = 0;
 done:
     oa_reset_attempt(&st);
     if (st.h)
