@@ -266,124 +266,151 @@ static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_er
     return rc;
 }
 
+/* The system prompt of the run's model calls (heap, or NULL for the configured one): the
+ * memory recall prompt or the operator's, then the request's own (session.h). */
+static char *loop_system_prompt(struct svc_run *run)
+{
+    char *recall = svc_memory_system_prompt(run->cfg, run->sess.sid); /* memory.recall */
+    if (!run->request_system)
+        return recall;
+    const char *base = recall ? recall : run->cfg->model.system_prompt;
+    char *joined = NULL;
+    if (base && *base)
+        svc_xasprintf(&joined, "%s\n\n%s", base, run->request_system);
+    else
+        joined = svc_xstrdup(run->request_system);
+    free(recall);
+    return joined;
+}
+
+/* The assistant message of a model reply, as Strands stores it (text, toolUse blocks, usage
+ * and latency in metadata). New reference. */
+static json_object *loop_reply_message(const struct svc_model_reply *reply)
+{
+    json_object *msg = json_object_new_object();
+    svc_json_set_str(msg, "role", "assistant");
+    json_object *content = json_object_new_array();
+    if (reply->text && *reply->text) {
+        json_object *b = json_object_new_object();
+        svc_json_set_str(b, "text", reply->text);
+        json_object_array_add(content, b);
+    }
+    size_t ntu = json_object_array_length(reply->tool_uses);
+    for (size_t i = 0; i < ntu; i++) {
+        json_object *b = json_object_new_object();
+        svc_json_set(b, "toolUse", svc_json_copy(json_object_array_get_idx(reply->tool_uses, i)));
+        json_object_array_add(content, b);
+    }
+    svc_json_set(msg, "content", content);
+    json_object *meta = json_object_new_object();
+    json_object *usage = json_object_new_object();
+    svc_json_set_int(usage, "inputTokens", reply->prompt_tokens);
+    svc_json_set_int(usage, "outputTokens", reply->completion_tokens);
+    svc_json_set_int(usage, "totalTokens", reply->prompt_tokens + reply->completion_tokens);
+    svc_json_set(meta, "usage", usage);
+    json_object *metrics = json_object_new_object();
+    svc_json_set_int(metrics, "latencyMs", reply->latency_ms);
+    svc_json_set(meta, "metrics", metrics);
+    svc_json_set(msg, "metadata", meta);
+    return msg;
+}
+
+/* Store the reply's assistant message, keep its OpenAI tool_calls, and emit token_usage. */
+static int loop_store_reply(struct svc_run *run, const struct svc_model_reply *reply,
+                            struct svc_err *err)
+{
+    json_object *msg = loop_reply_message(reply);
+    int src = svc_run_store_message(run, msg, true, err);
+    if (src == 0 && json_object_array_length(reply->tool_uses) > 0) {
+        json_object *proj = svc_openai_project(msg);
+        json_object *tcs = svc_json_arr(json_object_array_get_idx(proj, 0), "tool_calls");
+        for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++)
+            json_object_array_add(run->tool_calls,
+                                  json_object_get(json_object_array_get_idx(tcs, i)));
+        json_object_put(proj);
+    }
+    json_object_put(msg);
+    if (src != 0)
+        return -1;
+    json_object *ev = svc_loop_event_new(run, "token_usage");
+    json_object *ts = svc_loop_token_state(run, run->prev_tokens); /* the session's */
+    svc_json_merge(ev, ts);
+    json_object_put(ts);
+    svc_loop_event_emit(run, ev);
+    return 0;
+}
+
+/* One model call over the current window. 0 with *reply filled (the caller frees it), or
+ * -1 with err set and the call's token estimate counted. */
+static int loop_call_model(struct svc_run *run, const char *system, json_object *tools,
+                           struct svc_model_reply *reply, struct svc_err *err)
+{
+    loop_apply_window(run);
+    json_object *ev = svc_loop_event_new(run, "phase");
+    svc_json_set_str(ev, "phase", "model");
+    svc_loop_event_emit(run, ev);
+    json_object *req = loop_model_request(run);
+    struct svc_model_call call = {
+        .cfg = run->cfg,
+        .system_prompt = system ? system : run->cfg->model.system_prompt,
+        .has_temperature = run->has_temperature,
+        .temperature = run->temperature,
+        .has_max_tokens = run->has_max_tokens,
+        .max_tokens = run->max_tokens,
+        .messages = req,
+        .tools = tools,
+        .on_delta = loop_on_delta,
+        .should_cancel = loop_should_cancel,
+        .on_idle = loop_on_idle,
+        .on_retry = loop_on_retry,
+        .ctx = run,
+    };
+    int mrc = svc_model_invoke(&call, reply, err);
+    json_object_put(req);
+    run->prompt_tokens += reply->prompt_tokens; /* a failed call's is its estimate, or 0 */
+    run->completion_tokens += reply->completion_tokens;
+    if (mrc != 0) {
+        if (err && err->code == SVC_E_CANCELLED && run->cancel == 2)
+            svc_err_set(err, SVC_E_RUN_TIMEOUT, "the run took longer than run_timeout_s");
+        return -1;
+    }
+    run->loop_count++;
+    snprintf(run->finish_reason, sizeof run->finish_reason, "%s", reply->finish_reason);
+    return 0;
+}
+
+/* Whether the loop may go on: not past agent.max_tool_iterations, not cancelled. */
+static int loop_may_continue(struct svc_run *run, int iter, struct svc_err *err)
+{
+    if (iter > run->cfg->agent.max_tool_iterations)
+        return svc_err_set(err, SVC_E_TOOL_LOOP, "the model kept calling tools past %d iterations",
+                           run->cfg->agent.max_tool_iterations);
+    if (loop_should_cancel(run))
+        return svc_err_set(err, run->cancel == 2 ? SVC_E_RUN_TIMEOUT : SVC_E_CANCELLED,
+                           run->cancel == 2 ? "the run took longer than run_timeout_s"
+                                            : "run cancelled");
+    return 0;
+}
+
 int svc_loop_run(struct svc_run *run, struct svc_err *err)
 {
     json_object *tools = svc_tools_spec(run->cfg);
-    char *recall_prompt = svc_memory_system_prompt(run->cfg, run->sess.sid); /* memory.recall */
-    if (run->request_system) { /* the request's own, after the operator's (session.h) */
-        const char *base = recall_prompt ? recall_prompt : run->cfg->model.system_prompt;
-        char *joined = NULL;
-        if (base && *base)
-            svc_xasprintf(&joined, "%s\n\n%s", base, run->request_system);
-        else
-            joined = svc_xstrdup(run->request_system);
-        free(recall_prompt);
-        recall_prompt = joined;
-    }
+    char *system = loop_system_prompt(run);
     int rc = -1;
-    for (int iter = 0;; iter++) {
-        if (iter > run->cfg->agent.max_tool_iterations) {
-            svc_err_set(err, SVC_E_TOOL_LOOP, "the model kept calling tools past %d iterations",
-                        run->cfg->agent.max_tool_iterations);
-            break;
-        }
-        if (loop_should_cancel(run)) {
-            svc_err_set(err, run->cancel == 2 ? SVC_E_RUN_TIMEOUT : SVC_E_CANCELLED,
-                        run->cancel == 2 ? "the run took longer than run_timeout_s"
-                                         : "run cancelled");
-            break;
-        }
-        loop_apply_window(run);
-        json_object *ev = svc_loop_event_new(run, "phase");
-        svc_json_set_str(ev, "phase", "model");
-        svc_loop_event_emit(run, ev);
-        json_object *req = loop_model_request(run);
-        struct svc_model_call call = {
-            .cfg = run->cfg,
-            .system_prompt = recall_prompt ? recall_prompt : run->cfg->model.system_prompt,
-            .has_temperature = run->has_temperature,
-            .temperature = run->temperature,
-            .has_max_tokens = run->has_max_tokens,
-            .max_tokens = run->max_tokens,
-            .messages = req,
-            .tools = tools,
-            .on_delta = loop_on_delta,
-            .should_cancel = loop_should_cancel,
-            .on_idle = loop_on_idle,
-            .on_retry = loop_on_retry,
-            .ctx = run,
-        };
+    for (int iter = 0; loop_may_continue(run, iter, err) == 0; iter++) {
         struct svc_model_reply reply;
-        int mrc = svc_model_invoke(&call, &reply, err);
-        json_object_put(req);
-        if (mrc != 0) {
-            run->prompt_tokens += reply.prompt_tokens; /* a cancelled call's estimate, else 0 */
-            run->completion_tokens += reply.completion_tokens;
-            if (err && err->code == SVC_E_CANCELLED && run->cancel == 2)
-                svc_err_set(err, SVC_E_RUN_TIMEOUT, "the run took longer than run_timeout_s");
+        if (loop_call_model(run, system, tools, &reply, err) != 0)
             break;
-        }
-        run->loop_count++;
-        run->prompt_tokens += reply.prompt_tokens;
-        run->completion_tokens += reply.completion_tokens;
-        snprintf(run->finish_reason, sizeof run->finish_reason, "%s", reply.finish_reason);
-        /* the assistant message, as produced */
-        json_object *msg = json_object_new_object();
-        svc_json_set_str(msg, "role", "assistant");
-        json_object *content = json_object_new_array();
-        if (reply.text && *reply.text) {
-            json_object *b = json_object_new_object();
-            svc_json_set_str(b, "text", reply.text);
-            json_object_array_add(content, b);
-        }
-        size_t ntu = json_object_array_length(reply.tool_uses);
-        for (size_t i = 0; i < ntu; i++) {
-            json_object *b = json_object_new_object();
-            svc_json_set(b, "toolUse",
-                         svc_json_copy(json_object_array_get_idx(reply.tool_uses, i)));
-            json_object_array_add(content, b);
-        }
-        svc_json_set(msg, "content", content);
-        json_object *meta = json_object_new_object();
-        json_object *usage = json_object_new_object();
-        svc_json_set_int(usage, "inputTokens", reply.prompt_tokens);
-        svc_json_set_int(usage, "outputTokens", reply.completion_tokens);
-        svc_json_set_int(usage, "totalTokens", reply.prompt_tokens + reply.completion_tokens);
-        svc_json_set(meta, "usage", usage);
-        json_object *metrics = json_object_new_object();
-        svc_json_set_int(metrics, "latencyMs", reply.latency_ms);
-        svc_json_set(meta, "metrics", metrics);
-        svc_json_set(msg, "metadata", meta);
-        int src = svc_run_store_message(run, msg, true, err);
-        if (src == 0 && ntu > 0) {
-            json_object *proj = svc_openai_project(msg);
-            json_object *tcs = svc_json_arr(json_object_array_get_idx(proj, 0), "tool_calls");
-            for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++)
-                json_object_array_add(run->tool_calls,
-                                      json_object_get(json_object_array_get_idx(tcs, i)));
-            json_object_put(proj);
-        }
-        json_object_put(msg);
-        if (src != 0) {
-            svc_model_reply_free(&reply);
-            break;
-        }
-        ev = svc_loop_event_new(run, "token_usage");
-        json_object *ts = svc_loop_token_state(run, run->prev_tokens); /* the session's */
-        svc_json_merge(ev, ts);
-        json_object_put(ts);
-        svc_loop_event_emit(run, ev);
-        if (ntu == 0) {
-            svc_model_reply_free(&reply);
+        int step = loop_store_reply(run, &reply, err);
+        if (step == 0 && json_object_array_length(reply.tool_uses) == 0)
             rc = 0;
-            break;
-        }
-        int trc = loop_tools(run, reply.tool_uses, err);
+        else if (step == 0)
+            step = loop_tools(run, reply.tool_uses, err) == 0 ? 1 : -1;
         svc_model_reply_free(&reply);
-        if (trc != 0)
+        if (step != 1)
             break;
     }
     json_object_put(tools);
-    free(recall_prompt);
+    free(system);
     return rc;
 }
