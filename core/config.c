@@ -778,77 +778,129 @@ static char *dup_checked(const struct cfgy_node *n)
 
 /* Store a scalar (or null) node into row r of base; messages name n->path.
  * Return 0, or -1 with err. */
+#define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
+
+static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+                     const char *got, struct svc_err *err)
+{
+    bool scalar = n->kind == CFGY_SCALAR || n->kind == CFGY_NULL;
+    if (!scalar || (r->type == CT_PATH && n->kind == CFGY_NULL))
+        return FAIL("expected %s, got %s", r->type == CT_PATH ? "a path" : "a string", got);
+    const char *text = n->kind == CFGY_NULL ? "" : n->text;
+    size_t len = n->kind == CFGY_NULL ? 0 : n->len;
+    if (r->type == CT_PATH && len == 0)
+        return FAIL("expected a path, got an empty string");
+    if ((int64_t)len < r->min)
+        return FAIL("must not be empty");
+    if (r->max > 0 && (int64_t)svc_utf8_len(text) > r->max)
+        return FAIL("longer than %lld characters", (long long)r->max);
+    const char *why = r->check ? r->check(text) : NULL;
+    if (why)
+        return FAIL("%s", why);
+    char *v = r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text);
+    row_free(r, base);
+    *FIELD(base, r->off, char *) = v;
+    return 0;
+}
+
+static int store_int(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+                     const char *got, struct svc_err *err)
+{
+    int64_t v;
+    char range[64];
+    range_text(r, range, sizeof range);
+    if (r->type == CT_INT64_NULL && n->kind == CFGY_NULL) {
+        *FIELD(base, r->has_off, bool) = false;
+        *FIELD(base, r->off, int64_t) = 0;
+        return 0;
+    }
+    if (n->kind != CFGY_SCALAR || !n->plain || !parse_int64(n->text, &v))
+        return FAIL("expected an integer%s, got %s", r->type == CT_INT64_NULL ? " or null" : "",
+                    got);
+    if (v < r->min || v > r->max)
+        return FAIL("%lld is out of range (%s)", (long long)v, range);
+    if (r->type == CT_INT) {
+        *FIELD(base, r->off, int) = (int)v;
+    } else {
+        *FIELD(base, r->off, int64_t) = v;
+        if (r->type == CT_INT64_NULL)
+            *FIELD(base, r->has_off, bool) = true;
+    }
+    return 0;
+}
+
+static int store_double(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+                        const char *got, struct svc_err *err)
+{
+    double d;
+    if (n->kind == CFGY_NULL) {
+        *FIELD(base, r->has_off, bool) = false;
+        *FIELD(base, r->off, double) = 0;
+        return 0;
+    }
+    if (n->kind != CFGY_SCALAR || !n->plain || !parse_double(n->text, &d))
+        return FAIL("expected a number or null, got %s", got);
+    if (d < r->dmin || d > r->dmax)
+        return FAIL("%g is out of range (%g..%g)", d, r->dmin, r->dmax);
+    *FIELD(base, r->off, double) = d;
+    *FIELD(base, r->has_off, bool) = true;
+    return 0;
+}
+
+static int store_enum(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+                      const char *got, struct svc_err *err)
+{
+    if (n->kind == CFGY_SCALAR)
+        for (int i = 0; r->names[i]; i++)
+            if (strcmp(r->names[i], n->text) == 0) {
+                *FIELD(base, r->off, int) = i;
+                return 0;
+            }
+    char expected[128] = "";
+    for (int i = 0; r->names[i]; i++)
+        snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s%s",
+                 i == 0            ? ""
+                 : r->names[i + 1] ? ", "
+                                   : " or ",
+                 r->names[i]);
+    if (n->kind == CFGY_SCALAR)
+        return FAIL("unknown value %s (expected %s)", got, expected);
+    return FAIL("expected %s, got %s", expected, got);
+}
+
+/* A scalar where a sequence or mapping belongs: only null, for a list that may be empty. */
+static int store_list(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+                      const char *got, struct svc_err *err)
+{
+    if (r->type == CT_JSON)
+        return FAIL("expected a mapping, got %s", got);
+    if (n->kind == CFGY_NULL && r->min == 0) {
+        char **v = svc_xcalloc(1, sizeof *v);
+        row_free(r, base);
+        *FIELD(base, r->off, char **) = v;
+        return 0;
+    }
+    return FAIL("expected a sequence of %s, got %s", r->type == CT_PATHS ? "paths" : "strings",
+                got);
+}
+
 static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node *n,
                      struct svc_err *err)
 {
     char got[96];
     describe(r, n, got, sizeof got);
-#define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
-    bool scalar = n->kind == CFGY_SCALAR || n->kind == CFGY_NULL;
-    if (scalar && n->kind == CFGY_SCALAR && strlen(n->text) != n->len)
+    if (n->kind == CFGY_SCALAR && strlen(n->text) != n->len)
         return FAIL("contains a NUL character");
-
     switch (r->type) {
     case CT_STR:
-    case CT_PATH: {
-        if (!scalar || (r->type == CT_PATH && n->kind == CFGY_NULL))
-            return FAIL("expected %s, got %s", r->type == CT_PATH ? "a path" : "a string", got);
-        size_t len = n->kind == CFGY_NULL ? 0 : n->len;
-        if (r->type == CT_PATH && len == 0)
-            return FAIL("expected a path, got an empty string");
-        if ((int64_t)len < r->min)
-            return FAIL("must not be empty");
-        if (r->max > 0 && (int64_t)svc_utf8_len(n->kind == CFGY_NULL ? "" : n->text) > r->max)
-            return FAIL("longer than %lld characters", (long long)r->max);
-        const char *text = n->kind == CFGY_NULL ? "" : n->text;
-        const char *why = r->check ? r->check(text) : NULL;
-        if (why)
-            return FAIL("%s", why);
-        char *v = r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text);
-        row_free(r, base);
-        *FIELD(base, r->off, char *) = v;
-        return 0;
-    }
+    case CT_PATH:
+        return store_str(r, base, n, got, err);
     case CT_INT:
     case CT_INT64:
-    case CT_INT64_NULL: {
-        int64_t v;
-        char range[64];
-        range_text(r, range, sizeof range);
-        if (r->type == CT_INT64_NULL && n->kind == CFGY_NULL) {
-            *FIELD(base, r->has_off, bool) = false;
-            *FIELD(base, r->off, int64_t) = 0;
-            return 0;
-        }
-        if (n->kind != CFGY_SCALAR || !n->plain || !parse_int64(n->text, &v))
-            return FAIL("expected an integer%s, got %s", r->type == CT_INT64_NULL ? " or null" : "",
-                        got);
-        if (v < r->min || v > r->max)
-            return FAIL("%lld is out of range (%s)", (long long)v, range);
-        if (r->type == CT_INT) {
-            *FIELD(base, r->off, int) = (int)v;
-        } else {
-            *FIELD(base, r->off, int64_t) = v;
-            if (r->type == CT_INT64_NULL)
-                *FIELD(base, r->has_off, bool) = true;
-        }
-        return 0;
-    }
-    case CT_DOUBLE_NULL: {
-        double d;
-        if (n->kind == CFGY_NULL) {
-            *FIELD(base, r->has_off, bool) = false;
-            *FIELD(base, r->off, double) = 0;
-            return 0;
-        }
-        if (n->kind != CFGY_SCALAR || !n->plain || !parse_double(n->text, &d))
-            return FAIL("expected a number or null, got %s", got);
-        if (d < r->dmin || d > r->dmax)
-            return FAIL("%g is out of range (%g..%g)", d, r->dmin, r->dmax);
-        *FIELD(base, r->off, double) = d;
-        *FIELD(base, r->has_off, bool) = true;
-        return 0;
-    }
+    case CT_INT64_NULL:
+        return store_int(r, base, n, got, err);
+    case CT_DOUBLE_NULL:
+        return store_double(r, base, n, got, err);
     case CT_BOOL: {
         int b = n->kind == CFGY_SCALAR && n->plain ? parse_bool(n->text) : -1;
         if (b < 0)
@@ -856,40 +908,16 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
         *FIELD(base, r->off, bool) = b;
         return 0;
     }
-    case CT_ENUM: {
-        if (n->kind == CFGY_SCALAR)
-            for (int i = 0; r->names[i]; i++)
-                if (strcmp(r->names[i], n->text) == 0) {
-                    *FIELD(base, r->off, int) = i;
-                    return 0;
-                }
-        char expected[128] = "";
-        for (int i = 0; r->names[i]; i++)
-            snprintf(expected + strlen(expected), sizeof expected - strlen(expected), "%s%s",
-                     i == 0            ? ""
-                     : r->names[i + 1] ? ", "
-                                       : " or ",
-                     r->names[i]);
-        if (n->kind == CFGY_SCALAR)
-            return FAIL("unknown value %s (expected %s)", got, expected);
-        return FAIL("expected %s, got %s", expected, got);
-    }
+    case CT_ENUM:
+        return store_enum(r, base, n, got, err);
     case CT_PATHS:
     case CT_STRS:
-        if (n->kind == CFGY_NULL && r->min == 0) {
-            char **v = svc_xcalloc(1, sizeof *v);
-            row_free(r, base);
-            *FIELD(base, r->off, char **) = v;
-            return 0;
-        }
-        return FAIL("expected a sequence of %s, got %s", r->type == CT_PATHS ? "paths" : "strings",
-                    got);
     case CT_JSON:
-        return FAIL("expected a mapping, got %s", got);
+        return store_list(r, base, n, got, err);
     }
-#undef FAIL
     return svc_err_set(err, SVC_E_INTERNAL, "config: bad table row %s", r->name);
 }
+#undef FAIL
 
 /* Put row r's default into base. */
 static int row_default(const struct cfg_row *r, void *base, const char *home, struct svc_err *err)
