@@ -305,21 +305,12 @@ struct answer {
     json_object *events; /* the run's svc.v2 events */
 };
 
-static json_object *usage_object(struct svc_run *run)
-{
-    int64_t p = 0, c = 0, t = 0;
-    svc_run_get_usage(run, &p, &c, &t);
-    json_object *u = json_object_new_object();
-    svc_json_set_int(u, "prompt_tokens", p);
-    svc_json_set_int(u, "completion_tokens", c);
-    svc_json_set_int(u, "total_tokens", t);
-    return u;
-}
-
 /* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
 static void answer_of_run(struct answer *a, struct svc_run *run, json_object **usage_owned)
 {
-    *usage_owned = usage_object(run);
+    int64_t p, c;
+    svc_run_get_usage(run, &p, &c);
+    *usage_owned = svc_usage_new(p, c);
     a->run_id = svc_run_get_id(run);
     a->sid = svc_run_get_session_id(run);
     a->model = svc_run_get_model(run);

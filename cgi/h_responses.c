@@ -306,8 +306,8 @@ struct resp_ctx {
 
 static json_object *usage_object(struct svc_run *run)
 {
-    int64_t p = 0, c = 0, t = 0;
-    svc_run_get_usage(run, &p, &c, &t);
+    int64_t p, c;
+    svc_run_get_usage(run, &p, &c);
     json_object *u = json_object_new_object();
     svc_json_set_int(u, "input_tokens", p);
     json_object *idet = json_object_new_object();
@@ -317,7 +317,7 @@ static json_object *usage_object(struct svc_run *run)
     json_object *odet = json_object_new_object();
     svc_json_set_int(odet, "reasoning_tokens", 0);
     svc_json_set(u, "output_tokens_details", odet);
-    svc_json_set_int(u, "total_tokens", t);
+    svc_json_set_int(u, "total_tokens", p + c);
     return u;
 }
 

@@ -17,15 +17,7 @@
 
 json_object *svc_loop_event_new(struct svc_run *run, const char *type)
 {
-    char now[SVC_TIME_LEN];
-    json_object *ev = json_object_new_object();
-    svc_json_set_str(ev, "type", type);
-    svc_json_set_str(ev, "run_id", run->run_id);
-    svc_json_set_int(ev, "seq", ++run->seq);
-    svc_json_set_str(ev, "session_id", run->sess.sid);
-    svc_json_set_str(ev, "schema_version", "2.0");
-    svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
-    return ev;
+    return svc_event_new(run->run_id, run->sess.sid, ++run->seq, type);
 }
 
 /* Record the event, hand it to the sink; returns nonzero when the sink wants to cancel. */

@@ -128,3 +128,11 @@ int svc_err_http_status(enum svc_errcode code)
     return (code >= 0 && code < SVC_E__MAX && err_table[code].status) ? err_table[code].status
                                                                       : 500;
 }
+
+enum svc_errcode svc_err_code(const char *name)
+{
+    for (int c = SVC_E_INTERNAL; c < SVC_E__MAX; c++)
+        if (err_table[c].name && strcmp(err_table[c].name, name) == 0)
+            return (enum svc_errcode)c;
+    return SVC_E_INTERNAL;
+}

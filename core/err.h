@@ -77,5 +77,7 @@ void svc_err_clear(struct svc_err *err);
 const char *svc_err_name(enum svc_errcode code); /* "session_busy" */
 const char *svc_err_type(enum svc_errcode code); /* "conflict_error" */
 int svc_err_http_status(enum svc_errcode code);  /* 409 */
+enum svc_errcode
+svc_err_code(const char *name); /* the code of an API name, SVC_E_INTERNAL if none */
 
 #endif

@@ -29,10 +29,7 @@ void svc_idem_record_sync(const struct svc_config *cfg, struct svc_run *run, con
 {
     if (!cfg->sessions.enabled)
         return;
-    const char *status = !failure ? "done"
-                         : (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
-                             ? "cancelled"
-                             : "error";
+    const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
     struct svc_err e;
     if (svc_runs_record_sync(cfg, run, failure ? NULL : key, status, failure, &e) < 0)
         svc_logf("run record for %s failed: %s", svc_run_get_id(run), e.message);

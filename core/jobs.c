@@ -197,12 +197,7 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
         svc_json_set_str(res, "run_id", svc_run_get_id(run));
         svc_json_set_str(upd, "last_run_id", svc_run_get_id(run));
         svc_json_set_str(upd, "last_run_at", svc_time_now_iso(buf));
-        if (svc_run_execute(run, NULL, &err) == 0)
-            status = "done";
-        else if (err.code == SVC_E_CANCELLED || err.code == SVC_E_RUN_TIMEOUT)
-            status = "cancelled";
-        else
-            status = "error";
+        status = svc_run_status_of(svc_run_execute(run, NULL, &err) == 0 ? SVC_OK : err.code);
         svc_run_free(run);
     }
     svc_json_set_str(res, "result", status);

@@ -140,11 +140,7 @@ static json_object *turn_line(const char *run_id, const char *status, int64_t in
     svc_json_set(t, "output_message_ids", output_ids ? output_ids : json_object_new_array());
     svc_json_set(t, "events", events ? events : json_object_new_array());
     svc_json_set(t, "tool_trace", trace ? trace : json_object_new_array());
-    json_object *u = json_object_new_object();
-    svc_json_set_int(u, "prompt_tokens", p);
-    svc_json_set_int(u, "completion_tokens", c);
-    svc_json_set_int(u, "total_tokens", p + c);
-    svc_json_set(t, "usage", u);
+    svc_json_set(t, "usage", svc_usage_new(p, c));
     svc_json_set(t, "error", error);
     svc_json_set_str(t, "created_at", created ? created : svc_time_now_iso(now));
     svc_json_set_str(t, "updated_at", svc_time_now_iso(now));
@@ -220,14 +216,7 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
         const char *last_type =
             nev ? svc_json_str(json_object_array_get_idx(events, nev - 1), "type", "") : "";
         if (strcmp(last_type, "error") != 0 && strcmp(last_type, "done") != 0) {
-            char ts[SVC_TIME_LEN];
-            json_object *ev = json_object_new_object();
-            svc_json_set_str(ev, "type", "error");
-            svc_json_set_str(ev, "run_id", run_id);
-            svc_json_set_int(ev, "seq", (int64_t)nev + 1);
-            svc_json_set_str(ev, "session_id", sid);
-            svc_json_set_str(ev, "schema_version", "2.0");
-            svc_json_set_str(ev, "timestamp", svc_time_now_iso(ts));
+            json_object *ev = svc_event_new(run_id, sid, (int64_t)nev + 1, "error");
             svc_json_set_str(ev, "message", ie.message);
             svc_json_set_str(ev, "code", svc_err_name(ie.code));
             json_object_array_add(events, ev);
@@ -667,11 +656,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     const struct svc_store *st = &s->st;
     run->ended = true;
     run->content_str = svc_buf_steal(&run->content);
-    const char *status = "done";
-    if (failure)
-        status = (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
-                     ? "cancelled"
-                     : "error";
+    const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
     /* the one final event */
     json_object *ev;
     if (!failure) {
@@ -909,15 +894,10 @@ const char *svc_run_get_finish_reason(const struct svc_run *run)
 {
     return run->finish_reason[0] ? run->finish_reason : "stop";
 }
-void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion,
-                       int64_t *total)
+void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion)
 {
-    if (prompt)
-        *prompt = run->prompt_tokens;
-    if (completion)
-        *completion = run->completion_tokens;
-    if (total)
-        *total = run->prompt_tokens + run->completion_tokens;
+    *prompt = run->prompt_tokens;
+    *completion = run->completion_tokens;
 }
 json_object *svc_run_get_events(const struct svc_run *run)
 {
@@ -926,4 +906,33 @@ json_object *svc_run_get_events(const struct svc_run *run)
 json_object *svc_run_get_tool_calls(const struct svc_run *run)
 {
     return run->tool_calls;
+}
+
+json_object *svc_usage_new(int64_t prompt, int64_t completion)
+{
+    json_object *u = json_object_new_object();
+    svc_json_set_int(u, "prompt_tokens", prompt);
+    svc_json_set_int(u, "completion_tokens", completion);
+    svc_json_set_int(u, "total_tokens", prompt + completion);
+    return u;
+}
+
+json_object *svc_event_new(const char *run_id, const char *sid, int64_t seq, const char *type)
+{
+    char now[SVC_TIME_LEN];
+    json_object *ev = json_object_new_object();
+    svc_json_set_str(ev, "type", type);
+    svc_json_set_str(ev, "run_id", run_id);
+    svc_json_set_int(ev, "seq", seq);
+    svc_json_set_str(ev, "session_id", sid);
+    svc_json_set_str(ev, "schema_version", "2.0");
+    svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
+    return ev;
+}
+
+const char *svc_run_status_of(enum svc_errcode failure)
+{
+    if (failure == SVC_OK)
+        return "done";
+    return failure == SVC_E_CANCELLED || failure == SVC_E_RUN_TIMEOUT ? "cancelled" : "error";
 }

@@ -110,18 +110,14 @@ static void record_finish_code(json_object *rec, struct svc_run *run, const char
                                const char *code, const char *message)
 {
     char now[SVC_TIME_LEN];
-    int64_t p, c, t;
-    svc_run_get_usage(run, &p, &c, &t);
     svc_json_set_str(rec, "status", status);
     svc_json_set_int(rec, "event_count",
                      (int64_t)json_object_array_length(svc_run_get_events(run)));
     svc_json_set_str(rec, "content", svc_run_get_content(run));
     svc_json_set_str(rec, "finish_reason", svc_run_get_finish_reason(run));
-    json_object *u = json_object_new_object();
-    svc_json_set_int(u, "prompt_tokens", p);
-    svc_json_set_int(u, "completion_tokens", c);
-    svc_json_set_int(u, "total_tokens", t);
-    svc_json_set(rec, "usage", u);
+    int64_t p, c;
+    svc_run_get_usage(run, &p, &c);
+    svc_json_set(rec, "usage", svc_usage_new(p, c));
     if (code) {
         json_object *e = json_object_new_object();
         svc_json_set_str(e, "code", code);
@@ -132,15 +128,6 @@ static void record_finish_code(json_object *rec, struct svc_run *run, const char
     }
     svc_json_set(rec, "tool_calls", svc_json_copy(svc_run_get_tool_calls(run)));
     svc_json_set_str(rec, "finished_at", svc_time_now_iso(now));
-}
-
-static const char *status_of(const struct svc_err *failure)
-{
-    if (!failure)
-        return "done";
-    if (failure->code == SVC_E_CANCELLED || failure->code == SVC_E_RUN_TIMEOUT)
-        return "cancelled";
-    return "error";
 }
 
 static void idem_hash(const char *sid, const char *key, char *hex /* 65 */)
@@ -220,10 +207,7 @@ static int runner_on_event(void *ctx, json_object *ev)
         /* the final record goes out before the final event: whoever has read the run's
          * last event finds the run ended (content and usage are final by now) */
         const char *code = done ? NULL : svc_json_str(ev, "code", "internal_error");
-        const char *status = done ? "done"
-                             : (strcmp(code, "cancelled") == 0 || strcmp(code, "run_timeout") == 0)
-                                 ? "cancelled"
-                                 : "error";
+        const char *status = svc_run_status_of(done ? SVC_OK : svc_err_code(code));
         record_finish_code(rn->rec, rn->run, status, code, svc_json_str(ev, "message", NULL));
         rn->recorded = write_record(rn->cfg, rn->rec, NULL) == 0;
     }
@@ -289,7 +273,8 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     svc_run_defer_memory(run); /* the record says done first; memory sync follows */
     int rc = svc_run_execute(run, &sink, &err);
     if (!rn.recorded) {
-        record_finish(rec, run, status_of(rc == 0 ? NULL : &err), rc == 0 ? NULL : &err);
+        record_finish(rec, run, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
+                      rc == 0 ? NULL : &err);
         write_record(cfg, rec, NULL);
     }
     svc_run_sync_memory(run);
@@ -461,14 +446,8 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
         strcmp(svc_json_str(fresh, "status", ""), "running") == 0) {
         char *ev_path = run_file(cfg, run_id, ".events.jsonl");
         int64_t count = count_lines(cfg, run_id);
-        char now[SVC_TIME_LEN];
-        json_object *ev = json_object_new_object();
-        svc_json_set_str(ev, "type", "error");
-        svc_json_set_str(ev, "run_id", run_id);
-        svc_json_set_int(ev, "seq", count + 1);
-        svc_json_set_str(ev, "session_id", svc_json_str(fresh, "session_id", ""));
-        svc_json_set_str(ev, "schema_version", "2.0");
-        svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
+        json_object *ev =
+            svc_event_new(run_id, svc_json_str(fresh, "session_id", ""), count + 1, "error");
         svc_json_set_str(ev, "message", "the run's process ended before the run finished");
         svc_json_set_str(ev, "code", "interrupted");
         if (ev_path)
@@ -481,7 +460,8 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
         svc_json_set_str(e, "code", "interrupted");
         svc_json_set_str(e, "message", "the run's process ended before the run finished");
         svc_json_set(fresh, "error", e);
-        svc_json_set_str(fresh, "finished_at", now);
+        char now[SVC_TIME_LEN];
+        svc_json_set_str(fresh, "finished_at", svc_time_now_iso(now));
         write_record(cfg, fresh, NULL);
         /* copy the final fields into the caller's record */
         svc_json_merge(rec, fresh);

@@ -89,8 +89,7 @@ const char *svc_run_get_session_id(const struct svc_run *run);
 const char *svc_run_get_model(const struct svc_run *run);
 const char *svc_run_get_content(const struct svc_run *run);       /* final answer text, "" before */
 const char *svc_run_get_finish_reason(const struct svc_run *run); /* "stop", "length", ... */
-void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion,
-                       int64_t *total);
+void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion);
 json_object *svc_run_get_events(const struct svc_run *run); /* array of svc.v2 events */
 /* OpenAI tool_calls made during the run (array, possibly empty). */
 json_object *svc_run_get_tool_calls(const struct svc_run *run);
@@ -99,5 +98,12 @@ json_object *svc_run_get_tool_calls(const struct svc_run *run);
  * message_count recounted, a turn line with error.code interrupted. No-op otherwise.
  * Takes the session lock itself. Returns 1 when it repaired, 0 when nothing to do. */
 int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, struct svc_err *err);
+
+/* The one shape of a run's usage: {"prompt_tokens", "completion_tokens", "total_tokens"}. */
+json_object *svc_usage_new(int64_t prompt, int64_t completion);
+/* A svc.v2 event's envelope: type, run_id, seq, session_id, schema_version and timestamp. */
+json_object *svc_event_new(const char *run_id, const char *sid, int64_t seq, const char *type);
+/* The status a run ends in: "done" (SVC_OK), "cancelled" (cancelled or timed out), "error". */
+const char *svc_run_status_of(enum svc_errcode failure);
 
 #endif
