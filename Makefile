@@ -7,7 +7,7 @@ WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 # SAN is the sanitizer flags of `make asan`; kept apart so CFLAGS on the command line works.
 SAN     ?=
-# TEST_HOOKS=1 compiles in the test hooks (SVC_TEST_* in the README: the crash hook of
+# TEST_HOOKS=1 compiles in the test hooks (SVC_TEST_* in docs/TESTING.md: the crash hook of
 # core/fsio.h and the others). `make test` and `make asan` set it and build into their own
 # directories, so build/ (what is installed) never carries them (`make no-test-hooks`).
 TEST_HOOKS ?=
@@ -157,8 +157,9 @@ format:
 	clang-format -i $(C_FILES)
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: programs, units, sysusers.d, tmpfiles.d,
-# the nginx and Apache files, and /etc/svc/agents.yaml (never over an existing one).
-# svc-jobs.service/.timer are installed when nginx/ has them.
+# the nginx and Apache files, the README with the guides in docs/ (share/doc/svc, docs/ kept
+# as a directory so the README's links hold), and /etc/svc/agents.yaml (never over an
+# existing one). svc-jobs.service/.timer are installed when nginx/ has them.
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
@@ -170,7 +171,7 @@ NGINX_FILES := svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.c
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d \
-	  $(DESTDIR)$(PREFIX)/share/svc/apache $(DESTDIR)$(PREFIX)/share/doc/svc
+	  $(DESTDIR)$(PREFIX)/share/svc/apache $(DESTDIR)$(PREFIX)/share/doc/svc/docs
 	install -d -m 0750 $(DESTDIR)$(SYSCONFDIR)/svc
 	install -m 0755 $(B)/svc $(B)/svc-fcgi $(DESTDIR)$(PREFIX)/bin/
 	for u in $(UNITS); do \
@@ -183,7 +184,8 @@ install: all
 	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard
 	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/
 	install -m 0644 nginx/apache-*.conf $(DESTDIR)$(PREFIX)/share/svc/apache/
-	install -m 0644 README cgi/API.md core/FORMAT.md $(DESTDIR)$(PREFIX)/share/doc/svc/
+	install -m 0644 README $(DESTDIR)$(PREFIX)/share/doc/svc/
+	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/svc/docs/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \
 	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(PREFIX)/share/svc/agents.yaml)"; \
 	else install -m 0640 conf/agents.yaml $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi

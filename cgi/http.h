@@ -1,24 +1,15 @@
 /* http: the per-request HTTP layer of svc-fcgi (SPEC 4.0).
- *
- * Contract:
- * - main.c fills one struct http_req per request (http_req_init_fcgi / http_req_init_cgi),
- *   calls http_dispatch() (routes.c), then http_finish(), http_log() and http_req_free().
- * Everything the request allocated is freed by http_req_free: handlers never free request memory.
- * - Request values (method, path, headers, params, query values) are copies: libfcgi frees
- *   its params at the next accept. They stay valid until http_req_free.
- * - A handler has the signature of http_handler. It returns 0 after it sent a response with
- *   http_send_json / http_send_error / the SSE helpers, or -1 with err filled and nothing
- *   sent; the router then renders err as the JSON error object (or, when an SSE stream was
- *   already started, as a `data: {"error":...}` event that ends the stream).
- * - Input helpers return 0, or -1 with err set to the API error (400 invalid_query,
- *   413 body_too_large, 400 invalid_json, 422 invalid_field / missing_field with param).
- * - Output: every response carries X-Request-Id; JSON is application/json; charset=utf-8;
- *   retry hints for stock OpenAI clients (SPEC 4.1): session_busy adds Retry-After: 1 and
- *   x-should-retry: true; every other 4xx but 408 and 429 adds x-should-retry: false, and
- *   so does a 5xx after http_mark_run_began(); a 401 adds WWW-Authenticate: Bearer.
- *   Bodies and tokens are never logged.
- * - Write errors mean the client is gone: r->client_gone turns true and later writes are
- *   no-ops returning -1. */
+ * - main.c fills one struct http_req per request (http_req_init_fcgi / _cgi), calls
+ *   http_dispatch() (routes.c), http_finish(), http_log(), then http_req_free(), which frees
+ *   all the request allocated. Request values are copies (libfcgi frees its params at the
+ *   next accept), valid until then.
+ * - A handler (http_handler) returns 0 after it sent a response, or -1 with err filled and
+ *   nothing sent: the router renders err as the JSON error object, or as a final
+ *   `data: {"error":...}` event once an SSE stream started. Input helpers return 0, or -1
+ *   with err set (invalid_query, body_too_large, invalid_json, invalid_field/missing_field).
+ * - Responses carry X-Request-Id and docs/API.md's retry hints (a 5xx only after
+ *   http_mark_run_began()); bodies and tokens are never logged. A failed write sets
+ *   r->client_gone, and later writes are no-ops returning -1. */
 #ifndef SVC_HTTP_H
 #define SVC_HTTP_H
 

@@ -1,23 +1,15 @@
-/* bundle: export of sessions as a verifiable bundle (SPEC 5).
- *   svc_export_prepare  validates the request and resolves the selection and the destination;
- *                       it writes nothing. Named sessions that do not exist are
- *                       SVC_E_SESSION_NOT_FOUND listing them; a destination that does not
- *                       resolve (after symbolic links) inside export_default_dir or one of
- *                       export_allowed_dirs is SVC_E_EXPORT_DIR_FORBIDDEN.
- *   svc_export_write    writes chat-export-<YYYYMMDDTHHMMSSZ>-<6 hex> (a directory, or one
- *                       .tar.gz) into the destination under a hidden temporary name and renames
- *                       it into place when complete (never over an existing one).
- *   svc_export_stream   writes the .tar.gz to a callback instead (a download); nothing is
- *                       written under the destination. The three files that gather every
- *                       session (sessions.json, messages.jsonl, openai_dataset.jsonl) and the
- *                       manifest are spooled in unnamed temporary files (O_TMPFILE in TMPDIR),
- *                       so memory stays flat whatever the selection's size.
- * Each session is read whole into memory under its shared lock (never more than one at a
- * time), so a bundle holds no half-written turn: while a run is in flight, the messages it
- * has stored so far are left out. A damaged file is exported as it is and named under
- * "warnings"; it never fails the export. *result (write) is the API answer: {"ok",
- * "export_id", "export_dir"|"export_file", "format", "session_count", "message_count",
- * "bytes", "files", "warnings"} as a new reference. */
+/* bundle: export of sessions as a verifiable bundle (SPEC 5; layout and promises in
+ * docs/FORMAT.md, "Export bundles").
+ *   svc_export_prepare  validates the request, resolves the selection and the destination;
+ *                       writes nothing. Unknown named sessions: SVC_E_SESSION_NOT_FOUND
+ *                       listing them; a destination that does not resolve (after links)
+ *                       inside an allowed directory: SVC_E_EXPORT_DIR_FORBIDDEN.
+ *   svc_export_write    writes the bundle (directory or .tar.gz) under a hidden temporary
+ *                       name and renames it into place, never over an existing one;
+ *                       *result is the API answer (new reference).
+ *   svc_export_stream   writes the .tar.gz to a callback (a download), in flat memory.
+ * Sessions are read one at a time, whole, under their shared lock (core/snapshot.h); a
+ * damaged file is exported as it is and named under "warnings", never failing the export. */
 #ifndef SVC_BUNDLE_H
 #define SVC_BUNDLE_H
 

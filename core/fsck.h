@@ -1,19 +1,11 @@
 /* fsck: check a session root and repair what can be repaired without losing data (SPEC 7,
- * `svc fsck`). Every file of every session (or of the sessions named) is parsed; checked:
- * message numbering (contiguous from 0, the id inside each file equal to its name),
- * removed_message_count within range, sidecar message_count against the files, stale
- * `running` states (run lock free), torn or undecodable lines in svc_turns.jsonl, in the
- * memory files (<memory.root>/<agent>/memory.jsonl, reported as "memory/<agent>/...") and in
- * the run event files, run records left `running` by a dead runner, orphan temp files, lock
- * files and stray files, and the root index against the directories. Each problem carries
- * its file (relative to the root) and, for a line, its byte offset.
- * With repair: stale runs are repaired (as a reader would), sidecar counts recounted, bad
- * lines moved to "<file>.corrupt" (appended) and the file rewritten without them, orphan
- * temp files whose writer is gone (the pid in the name) or older than a minute removed, dead
- * runners' records finished, the index rebuilt. Message files are never removed or rewritten. A
- * session is repaired holding its run lock and then its session lock, as a run does, so repair is
- * safe on a live root; a session with a live run is checked without the checks a run makes untrue
- * (counts, turns tail) and reported in "busy". */
+ * `svc fsck`; the list of checks and repairs is in docs/OPS.md, "fsck"). Every file of
+ * every session (or of the sessions named) is parsed, with the memory files (reported as
+ * "memory/<agent>/..."), the run files and the root index; each problem carries its file
+ * (relative to the root) and, for a line, its byte offset. Repair never removes or rewrites
+ * a message file. A session is repaired holding its run lock and then its session lock, as
+ * a run does, so repair is safe on a live root; a session with a live run is checked
+ * without the checks a run makes untrue (counts, turns tail) and reported in "busy". */
 #ifndef SVC_FSCK_H
 #define SVC_FSCK_H
 

@@ -32,7 +32,7 @@ enum { SVC_WRITE_NEW = 4 };
  * which is then exchanged with the target, so the replaced file becomes the next spare and
  * a rewrite neither creates nor frees an inode (on ext4 without a journal every inode
  * allocation walks past the inodes freed in the last minute, which made a turn 3-6x
- * slower under load: see the README's benchmarks). A crash at any point leaves the target
+ * slower under load: see docs/BENCH.md). A crash at any point leaves the target
  * whole; a spare that is not a lone regular file (a link, a hard link, a directory) is
  * never written into: it is removed (a directory left) and the write goes through a temp
  * file. Which writes may use a spare: svc_sync_spare. */

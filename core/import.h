@@ -1,18 +1,10 @@
-/* import: restore the sessions of an export bundle into the root (SPEC 5, `svc import`).
- * The bundle is a directory or a .tar.gz (with or without its top directory). First, before
- * anything is written, every member is read: unsafe members (absolute paths, `..`, links,
- * devices) refuse the whole bundle, the manifest must be an svc-chat-export of a version we
- * know, and every file's size and SHA-256 must match the manifest, which must list every
- * file. A mismatch under native/session_<id>/ fails that session (named with the file);
- * one anywhere else refuses the bundle. Then, holding <root>/.svc_import.lock, each session
- * is written into a hidden staging directory inside the root (<root>/.svc_import-<hex>/,
- * checked against the manifest again as it is written) and renamed into place under the
- * session's locks: a new id with rename(RENAME_NOREPLACE), an existing one (only with
- * overwrite; otherwise it is skipped) swapped atomically with RENAME_EXCHANGE after taking
- * its session and run locks (a run in progress fails it). A session is imported wholly or
- * not at all, even if the process is killed; a later import removes staging left behind.
- * The listing index is told of each session at once. A bundle of another agent_id keeps its
- * messages under agents/agent_<that id>/ (as exported) and the report says so in "note".
+/* import: restore the sessions of an export bundle into the root (SPEC 5, `svc import`;
+ * the checks and renames in docs/FORMAT.md, "Import"). The bundle is a directory or a
+ * .tar.gz (with or without its top directory). Every member is read and checked against
+ * the manifest before anything is written; an unsafe member or a mismatch outside
+ * native/session_<id>/ refuses the bundle, one inside fails that session. Each session is
+ * then staged inside the root and renamed into place under its locks (an existing id only
+ * with overwrite, else skipped): imported wholly or not at all, even if killed.
  * *report: {"export_id", "agent_id", "imported": [ids], "skipped": [{"session_id",
  * "reason"}], "failed": [{"session_id", "reason"}], "note"?} (new reference); the call
  * returns 0 when the bundle was read, even if sessions failed, and -1 when it was refused

@@ -1,19 +1,11 @@
 /* jobs: scheduled jobs (SPEC 9), run by `svc jobs run-due` from cron or a systemd timer
  * once a minute, each through the run lifecycle (core/session.h) on its session_id with its
- * input (channel "job").
- *   $SVC_HOME/jobs/state.json   {"schema_version": 1, "jobs": {"<id>": {"last_due_at",
- *                               "next_run_at", "last_run_at", "last_status", "last_run_id",
- *                               "last_error"}}}; rewritten atomically under jobs/.state.lock
- *   $SVC_HOME/jobs/<id>.lock    held (flock, never waited for) while the job is handled
- * A job is due when its first scheduled minute after last_due_at (for a job never seen: the
- * minute before now) is not after now. A due job runs once and last_due_at becomes now: the
- * minutes it missed are caught up by that one run, not one run each. Another invocation
- * holding the job's lock makes this one leave the job alone; the state is read after the
- * lock is taken, so two racing invocations run a due job exactly once. A busy session
- * (another run holds it) records last_status "skipped" and leaves last_due_at, so the next
- * minute tries again. Statuses: done, error, cancelled, skipped. Times are UTC.
- * Test hook, compiled only into test builds (make TEST_HOOKS=1, which `make test` and
- * `make asan` use): SVC_TEST_JOBS_NOW (ISO 8601) replaces the clock of svc_jobs_now. */
+ * input (channel "job"). State and lock files, and when a job is due: docs/FORMAT.md
+ * ("Jobs"). A due job runs once however many minutes it missed. The job's lock (never
+ * waited for) is taken before its state is read, so two racing invocations run a due job
+ * exactly once; a busy session records "skipped" and is tried the next minute. Statuses:
+ * done, error, cancelled, skipped. Times are UTC. Test hook (test builds only, make
+ * TEST_HOOKS=1): SVC_TEST_JOBS_NOW (ISO 8601) replaces the clock of svc_jobs_now. */
 #ifndef SVC_JOBS_H
 #define SVC_JOBS_H
 

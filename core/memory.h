@@ -1,24 +1,13 @@
-/* memory: memory sync and recall (SPEC 8).
- *   <memory.root>/<agent_id>/memory.jsonl   one compact line per digest, for every session
- *                                            of the agent: {"session_id", "message_id", "at",
- *                                            "user", "assistant"}; appended with one write
- *                                            under <memory.root>/<agent_id>/.memory.lock
- *   <session dir>/svc_memory.json            {"schema_version": 1, "session_id",
- *                                            "last_synced_message_id", "memory_file",
- *                                            "digests", "updated_at"} (atomic rewrite)
- *   svc_session.json memory_state            {enabled, last_synced_message_id,
- *                                            last_synced_at, digests, error}
- * svc_memory_sync (after a successful run, provider svc_repository, sync_memory on) finds
- * the newest user/assistant text pair by scanning back from the newest message (tool
- * traffic skipped), and appends its digest unless that pair (assistant message id) is the
- * one already synced; a line for it already in the file (a sync that died before it could
- * record itself) is not written twice. A run's own sync of a pair it stored skips that look
- * back (nobody else can have written it: svc_memory_sync refuses, session_busy, while a run
- * holds the run lock). It holds the session lock throughout. A failure is
- * logged and recorded in memory_state.error and returned, but a run never fails for it.
- * svc_memory_system_prompt adds the memory.recall newest digests of the agent from other
- * sessions to the configured system prompt. Both read at most the last SVC_MEMORY_TAIL
- * bytes of the memory file. */
+/* memory: memory sync and recall (SPEC 8); the files are in docs/FORMAT.md ("Memory").
+ * svc_memory_sync (after a successful run, provider svc_repository, sync_memory on) appends
+ * the digest of the session's newest user/assistant text pair (tool traffic skipped) to
+ * <memory.root>/<agent_id>/memory.jsonl unless that pair was synced already, holding the
+ * session lock throughout. A run's own sync of a pair it stored skips the look back for a
+ * line already written (svc_memory_sync refuses, session_busy, while a run holds the run
+ * lock). A failure is logged, recorded in memory_state.error and returned; a run never
+ * fails for it. svc_memory_system_prompt adds the memory.recall newest digests of the agent
+ * from other sessions to the configured system prompt. Both read at most the last
+ * SVC_MEMORY_TAIL bytes of the memory file. */
 #ifndef SVC_MEMORY_H
 #define SVC_MEMORY_H
 

@@ -1,15 +1,13 @@
 /* snapshot: one session read whole into memory under its shared lock (SPEC 2.3, 5), so
  * that what is taken from it holds no half-written turn.
  *   svc_snap_take   repairs a stale `running` first (as every reader does), takes the shared
- *                   lock, and reads every file and directory of the session (never through a
- *                   link; lock and temp files left out) and its summary (the sidecar, or one
- *                   derived from the native files), then releases the lock. While a run is
- *                   in flight (its run lock held), the messages it stored after the last turn
- *                   boundary are left out: the sidecar's message_count was set when it began
- *                   and counts its input while it says running.
- *   Files that cannot be read, links and special files are left out and named in
- *   s->warnings (borrowed array; entries {"session_id", "file", "message"}, file as the
- *   bundle names it: native/session_<id>/<path>).
+ *                   lock, reads every file and directory of the session (never through a
+ *                   link; lock and temp files left out) and its summary (the sidecar, or
+ *                   one derived from the native files), then releases the lock. While a run
+ *                   is in flight, the messages it stored after the last turn boundary (the
+ *                   sidecar's message_count, which counts its input) are left out.
+ *   Unreadable files, links and special files are named in s->warnings (borrowed;
+ *   {"session_id", "file", "message"}, file as native/session_<id>/<path>).
  * Memory: one session at a time; svc_snap_free releases it. */
 #ifndef SVC_SNAPSHOT_H
 #define SVC_SNAPSHOT_H

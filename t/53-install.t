@@ -52,8 +52,19 @@ for my $f (qw(svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.co
 ok -d "$dest/etc/nginx/svc/model.d", 'the model.d directory for ops';
 ok -f "$dest/etc/nginx/svc/dashboard/$_", "dashboard/$_ in /etc/nginx/svc/dashboard" for qw(index.html app.js api.js markdown.js style.css);
 ok -f "$dest$prefix/share/svc/apache/apache-proxy-fcgi.conf", 'Apache files';
-# the README points to API.md and FORMAT.md: they are installed beside it
-ok -f "$dest$prefix/share/doc/svc/$_", "share/doc/svc/$_" for qw(README API.md FORMAT.md);
+# the README and every guide it links to (docs/*.md, the screenshot), installed with the
+# same relative paths so that the links hold
+my $doc = "$dest$prefix/share/doc/svc";
+ok -f "$doc/README", 'share/doc/svc/README';
+my @links = (SvcTest::read_file("$repo/README") // '') =~ m{\b(docs/[\w.-]+\.(?:md|png))\b}g;
+my %seen;
+@links = grep { !$seen{$_}++ } @links;
+ok scalar(grep { m{\.md$} } @links) >= 5, 'the README links the guides in docs/' or diag "@links";
+for my $l (@links) {
+    ok -f "$repo/$l", "$l exists";
+    ok -f "$doc/$l", "share/doc/svc/$l installed";
+}
+ok -f "$doc/$_", "share/doc/svc/$_" for map { s{^\Q$repo/\E}{}r } glob "$repo/docs/*.md";
 
 my $conf = "$dest/etc/svc/agents.yaml";
 is SvcTest::read_file($conf), SvcTest::read_file("$repo/conf/agents.yaml"), '/etc/svc/agents.yaml';
