@@ -8,6 +8,8 @@
 #include "handlers.h"
 #include "jobs.h"
 #include "jsonx.h"
+#include "metrics.h"
+#include "query.h"
 #include "tools.h"
 #include "util.h"
 
@@ -154,6 +156,18 @@ int h_extensions(struct http_req *r, struct svc_err *err)
     svc_json_set(out, "extensions", svc_tools_list(r->cfg));
     http_send_json(r, 200, out);
     json_object_put(out);
+    (void)err;
+    return 0;
+}
+
+/* GET /api/metrics: the pool's counters in the Prometheus text format (core/metrics.h). */
+int h_metrics(struct http_req *r, struct svc_err *err)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    svc_metrics_render(&b, http_route_name, svc_sessions_count(r->cfg));
+    http_send_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data ? b.data : "", b.len);
+    svc_buf_free(&b);
     (void)err;
     return 0;
 }

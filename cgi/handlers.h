@@ -17,6 +17,7 @@ int h_health(struct http_req *r, struct svc_err *err);
 int h_config(struct http_req *r, struct svc_err *err);
 int h_jobs(struct http_req *r, struct svc_err *err);
 int h_extensions(struct http_req *r, struct svc_err *err);
+int h_metrics(struct http_req *r, struct svc_err *err);
 /* Process start (master) for uptime_s and pid; set once by main.c before forking. */
 extern double h_base_started_at;
 extern int h_base_master_pid;

@@ -890,6 +890,14 @@ int http_send_json(struct http_req *r, int status, json_object *body)
     return rc;
 }
 
+int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n)
+{
+    int rc = send_headers(r, status, ctype, (long long)n);
+    if (rc == 0)
+        rc = send_body(r, body, n);
+    return rc;
+}
+
 void http_finish(struct http_req *r)
 {
     if (!r->fcgx) {

@@ -89,6 +89,8 @@ void http_req_free(struct http_req *r);
 
 /* Route, authenticate and run the handler (routes.c). Always sends a response. */
 void http_dispatch(struct http_req *r);
+/* Method and pattern of route i of the table, NULL past its end (the metrics' labels). */
+const char *http_route_name(int i, const char **method);
 /* Send what is buffered and end the response (FastCGI: close stdout/stderr, so the data
  * and the end-request record leave in one write; CGI: flush stdout). A failed write marks
  * the client gone. Called once after http_dispatch, before http_log. */
@@ -145,6 +147,8 @@ void http_mark_run_began(struct http_req *r);
 /* Send a complete JSON response (body borrowed). Returns 0, -1 when the client is gone.
  * Buffered: it leaves with http_finish (SSE helpers flush at once). */
 int http_send_json(struct http_req *r, int status, json_object *body);
+/* The same for a text body of content type ctype. */
+int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n);
 /* {"error":{"message","type","param","code"}} with the code's HTTP status. */
 int http_send_error(struct http_req *r, const struct svc_err *err);
 /* Same for a status/code pair core/err.h has no row for (501 not_implemented). */

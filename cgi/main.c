@@ -67,6 +67,7 @@
 #include "held.h"
 #include "http.h"
 #include "log.h"
+#include "metrics.h"
 #include "query.h"
 #include "session.h"
 #include "util.h"
@@ -665,6 +666,7 @@ static pid_t spawn_worker(const struct pool *pl, const struct svc_config *cfg, u
     children[nchildren].slot = slot;
     children[nchildren].started = svc_time_monotonic();
     nchildren++;
+    svc_metrics_workers(nchildren);
     return pid;
 }
 
@@ -713,6 +715,7 @@ static int reap(const struct svc_config *cfg, unsigned gen, bool stopping, int *
             }
             repair_held(cfg, children[i].slot, pid);
             children[i] = children[--nchildren];
+            svc_metrics_workers(nchildren);
             break;
         }
     }
@@ -1147,6 +1150,8 @@ int main(int argc, char **argv)
     }
 
     apply_overrides(&cfg, &o);
+    if (svc_metrics_init() != 0)
+        logmsg("metrics: no shared memory (%s): /api/metrics counts per worker", strerror(errno));
     int rc = master_main(&pl, &cfg, &o);
     if (unix_path && pl.listen_fd >= 0)
         unlink(unix_path); /* not drained (cannot happen today): still ours to remove */

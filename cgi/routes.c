@@ -12,6 +12,7 @@
 
 #include "handlers.h"
 #include "http.h"
+#include "metrics.h"
 #include "util.h"
 
 struct route {
@@ -26,6 +27,7 @@ static const struct route routes[] = {
     {"GET", "/api/config", h_config, false},
     {"GET", "/api/jobs", h_jobs, false},
     {"GET", "/api/extensions", h_extensions, false},
+    {"GET", "/api/metrics", h_metrics, false},
 
     {"POST", "/api/chat", h_chat, false},
     {"POST", "/api/v1/chat/completions", h_chat, false},
@@ -132,7 +134,19 @@ static int check_auth(struct http_req *r, struct svc_err *err)
     return 0;
 }
 
-void http_dispatch(struct http_req *r)
+_Static_assert(NROUTES < SVC_METRICS_ROUTES, "metrics.h keeps a slot per route and one for none");
+
+const char *http_route_name(int i, const char **method)
+{
+    if (i < 0 || (size_t)i >= NROUTES)
+        return NULL;
+    *method = routes[i].method;
+    return routes[i].pattern;
+}
+
+/* Route and run the request; *route gets the index of the route that served it, or
+ * SVC_METRICS_ROUTES - 1 when none did. */
+static void dispatch(struct http_req *r, int *route)
 {
     struct svc_err err;
     svc_err_clear(&err);
@@ -189,6 +203,7 @@ void http_dispatch(struct http_req *r)
         return;
     }
     match(hit->pattern, segs, nsegs, r);
+    *route = (int)(hit - routes);
     int rc = hit->fn(r, &err);
     if (rc < 0) {
         if (err.code == SVC_OK)
@@ -201,4 +216,12 @@ void http_dispatch(struct http_req *r)
         svc_err_set(&err, SVC_E_INTERNAL, "handler sent no response");
         http_send_error(r, &err);
     }
+}
+
+void http_dispatch(struct http_req *r)
+{
+    int route = SVC_METRICS_ROUTES - 1;
+    dispatch(r, &route);
+    int status = r->status < 0 ? -r->status : r->status;
+    svc_metrics_http(route, status ? status : 500, svc_time_monotonic() - r->t0);
 }

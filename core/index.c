@@ -21,6 +21,7 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "metrics.h"
 #include "sidecar.h"
 #include "util.h"
 
@@ -709,6 +710,7 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
         write_out(st, lockfd, writable);
     svc_logf("index: rebuilt from the directories (%zu sessions)", ix.n);
     rebuilds++;
+    svc_metrics_index_rebuild();
     return 0;
 }
 
@@ -1369,4 +1371,9 @@ void svc_index_resync(const struct svc_store *st, const char *sid)
     json_object *sum = svc_store_session_exists(st, sid) ? summary_of(st, sid) : NULL;
     svc_index_update(st, sid, sum);
     json_object_put(sum);
+}
+
+int64_t svc_index_count(const struct svc_store *st)
+{
+    return refresh(st) == 0 ? (int64_t)ix.n : -1;
 }

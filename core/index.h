@@ -56,6 +56,8 @@ int svc_index_verify(const struct svc_store *st, char *why, size_t whysz);
  * that found the index behind the files (a process killed between its sidecar write and
  * its index line). Best effort, like svc_index_update. */
 void svc_index_resync(const struct svc_store *st, const char *sid);
+/* The number of sessions the index lists (this process's copy, brought up to date), or -1. */
+int64_t svc_index_count(const struct svc_store *st);
 /* Rebuild the index from the directories now, under the root lock. */
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */

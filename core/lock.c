@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "util.h"
 
 int svc_lock_file(const char *path, int how, bool create)
@@ -14,6 +15,7 @@ int svc_lock_file(const char *path, int how, bool create)
     int fd = open(path, (create ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0)
         return -1;
+    double t0 = how & LOCK_NB ? 0 : svc_time_monotonic();
     while (flock(fd, how) != 0) {
         if (errno == EINTR)
             continue;
@@ -22,6 +24,8 @@ int svc_lock_file(const char *path, int how, bool create)
         errno = e;
         return -1;
     }
+    if (!(how & LOCK_NB))
+        svc_metrics_lock_wait(svc_time_monotonic() - t0);
     return fd;
 }
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "metrics.h"
 #include "model_openai.h"
 #include "openai.h"
 #include "util.h"
@@ -239,6 +240,7 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
         break;
     }
     out->latency_ms = (int64_t)((svc_time_monotonic() - t0) * 1000);
+    svc_metrics_model(svc_time_monotonic() - t0, rc == 0 || !err ? SVC_OK : err->code);
     if (rc != 0) {
         svc_model_reply_free(out);
         out->prompt_tokens = out->completion_tokens = 0;

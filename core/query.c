@@ -341,6 +341,15 @@ static int get_summary_locked(const struct svc_store *st, const char *sid, json_
     return 0;
 }
 
+int64_t svc_sessions_count(const struct svc_config *cfg)
+{
+    if (!cfg->sessions.enabled)
+        return -1;
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    return svc_index_count(&st);
+}
+
 void svc_sessions_warm(const struct svc_config *cfg)
 {
     if (!cfg->sessions.enabled)

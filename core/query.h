@@ -30,6 +30,8 @@ struct svc_messages_query {
 /* {"sessions": [summary...], "next_cursor": "..."|null} */
 int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
                       json_object **out, struct svc_err *err);
+/* How many sessions the listing index holds, or -1 (sessions off, root unreadable). */
+int64_t svc_sessions_count(const struct svc_config *cfg);
 /* Load the listing index in this process (a pool master does, before forking workers, so
  * they inherit it instead of each reading it at its first list). */
 void svc_sessions_warm(const struct svc_config *cfg);

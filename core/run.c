@@ -50,6 +50,7 @@
 #include "lock.h"
 #include "log.h"
 #include "memory.h"
+#include "metrics.h"
 #include "openai.h"
 #include "runs.h"
 #include "runstate.h"
@@ -657,6 +658,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     run->ended = true;
     run->content_str = svc_buf_steal(&run->content);
     const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
+    svc_metrics_run(status, svc_time_monotonic() - run->started_mono);
     /* the one final event */
     json_object *ev;
     if (!failure) {

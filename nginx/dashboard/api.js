@@ -92,6 +92,12 @@ async function send(method, path, body, opts = {}) {
     return res;
 }
 
+// Text request (GET /api/metrics): resolves to the body, rejects with ApiError.
+export async function apiText(path, opts) {
+    const res = await send('GET', path, undefined, opts);
+    return res.text();
+}
+
 // JSON request: resolves to the decoded body, rejects with ApiError.
 export async function api(method, path, body, opts) {
     const res = await send(method, path, body, opts);

@@ -1,6 +1,6 @@
 // The svc dashboard: session list, transcript, chat, status. Plain ES module, no framework.
 // Message content is rendered only through markdown.js (DOM nodes + textContent).
-import { api, stream, download, describeError, setToken, getToken, onAuthRequired, ApiError } from './api.js';
+import { api, apiText, stream, download, describeError, setToken, getToken, onAuthRequired, ApiError } from './api.js';
 import { renderMarkdown } from './markdown.js';
 
 const $ = (id) => document.getElementById(id);
@@ -812,6 +812,46 @@ function kv(rows) {
     return dl;
 }
 
+// Turns and errors a minute over the last hour, from /api/metrics (svc_turns_per_minute and
+// svc_run_errors_per_minute, minutes_ago 0..59): one bar a minute, the oldest on the left.
+function perMinute(text, name) {
+    const v = new Array(60).fill(0);
+    const re = new RegExp('^' + name + '\\{minutes_ago="(\\d+)"\\} (\\d+)$', 'gm');
+    for (const m of text.matchAll(re)) if (+m[1] < 60) v[59 - +m[1]] = +m[2];
+    return v;
+}
+
+function activityChart(text) {
+    const turns = perMinute(text, 'svc_turns_per_minute');
+    const errors = perMinute(text, 'svc_run_errors_per_minute');
+    const sum = (a) => a.reduce((x, y) => x + y, 0);
+    const max = Math.max(1, ...turns);
+    const NS = 'http://www.w3.org/2000/svg';
+    const svg = document.createElementNS(NS, 'svg');
+    const label = sum(turns) + ' turns and ' + sum(errors) + ' errors in the last hour';
+    svg.setAttribute('viewBox', '0 0 600 100');
+    svg.setAttribute('class', 'chart');
+    svg.setAttribute('role', 'img');
+    svg.setAttribute('aria-label', label);
+    turns.forEach((t, i) => {
+        for (const [n, cls] of [[t, 'bar'], [errors[i], 'bar-error']]) {
+            if (!n) continue;
+            const r = document.createElementNS(NS, 'rect');
+            const hgt = Math.max(1, Math.round((n / max) * 96));
+            r.setAttribute('x', String(i * 10 + 1));
+            r.setAttribute('width', '8');
+            r.setAttribute('y', String(100 - hgt));
+            r.setAttribute('height', String(hgt));
+            r.setAttribute('class', cls);
+            const tip = document.createElementNS(NS, 'title');
+            tip.textContent = n + (cls === 'bar' ? ' turns' : ' errors') + ', ' + (59 - i) + ' min ago';
+            r.append(tip);
+            svg.append(r);
+        }
+    });
+    return h('div', {}, svg, h('p', { class: 'muted', text: label + ' (peak ' + max + ' a minute).' }));
+}
+
 async function loadStatus() {
     showView('status');
     document.title = 'Status · svc';
@@ -837,6 +877,9 @@ async function loadStatus() {
         ['Root writable', r.sessions ? (r.sessions.root_writable ? 'yes' : 'no') : undefined],
         ['Model', r.model ? r.model.provider + ' / ' + r.model.name : undefined],
         ...(r.reason ? [['Reason', r.reason]] : [])]));
+    const act = $('st-activity');
+    apiText('api/metrics').then((t) => act.replaceChildren(activityChart(t)))
+        .catch((e) => act.replaceChildren(h('p', { class: 'muted', text: describeError(e) })));
     fill('st-jobs', 'api/jobs', (r) => {
         if (!r.jobs.length) return h('p', { class: 'muted', text: 'No jobs configured.' });
         const t = h('table', {}, h('thead', {}, h('tr', {}, ...['Job', 'Schedule', 'Session', 'Next run', 'Last run'].map((x) => h('th', { scope: 'col', text: x })))));

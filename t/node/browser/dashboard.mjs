@@ -472,6 +472,14 @@ try {
     }, null, { timeout: TIMEOUT });
     check('status: jobs shown', /No jobs configured|Schedule/.test(await page.textContent('#st-jobs')),
         await page.textContent('#st-jobs'));
+    // the activity chart: one bar a minute with turns, from /api/metrics, named for a screen reader
+    const chart = page.getByRole('img', { name: /turns and \d+ errors in the last hour/ });
+    await chart.waitFor({ timeout: TIMEOUT });
+    const label = await chart.getAttribute('aria-label');
+    const turnsNow = Number((label.match(/^(\d+) turns/) || [])[1]);
+    check('status: the chart counts this hour\'s turns', turnsNow > 0, label);
+    check('status: the chart draws a bar for them', (await page.locator('#st-activity svg rect.bar').count()) > 0);
+    await page.screenshot({ path: SHOTS + '/dashboard-status.png', fullPage: true });
 
     // ---- phone width, dark ----
     const { page: phone } = await newPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true, hasTouch: true });

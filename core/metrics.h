@@ -1,0 +1,32 @@
+/* metrics: the pool's counters and histograms for GET /api/metrics (Prometheus text format).
+ * svc_metrics_init maps one shared anonymous region; a pool master calls it before forking,
+ * so every worker adds to the same counters and any worker answers for the whole pool.
+ * Without it (the svc tool, plain CGI) the counters are this process's own. Counters are
+ * C11 atomics: recording never takes a lock and never fails a request. Durations are in
+ * seconds; each histogram has the buckets of SVC_METRICS_BUCKETS. */
+#ifndef SVC_METRICS_H
+#define SVC_METRICS_H
+
+#include <stdint.h>
+
+#include "err.h"
+#include "util.h"
+
+#define SVC_METRICS_ROUTES 64 /* route slots; the HTTP layer's route index, last = no route */
+
+/* Map the shared region (idempotent). 0, or -1 when mmap fails (metrics stay per process). */
+int svc_metrics_init(void);
+void svc_metrics_http(int route, int status, double seconds);
+/* A run ended: status "done", "cancelled" or "error" (svc_run_status_of). */
+void svc_metrics_run(const char *status, double seconds);
+void svc_metrics_model(double seconds, enum svc_errcode failure);
+void svc_metrics_lock_wait(double seconds);
+void svc_metrics_index_rebuild(void);
+void svc_metrics_workers(int n);
+
+/* Names of route i for the labels (method and pattern), NULL past the last route. */
+typedef const char *(*svc_metrics_route_fn)(int i, const char **method);
+/* The whole exposition into b; sessions < 0 leaves out svc_sessions. */
+void svc_metrics_render(struct svc_buf *b, svc_metrics_route_fn route, int64_t sessions);
+
+#endif
