@@ -121,15 +121,28 @@ torture: deps all
 	SVC_BUILD=$(abspath $(B)) scripts/torture --turns 10000
 
 # `make check`: every C file formatted as .clang-format says (a dry run, nothing is
-# rewritten), then each libFuzzer harness for FUZZ_SECONDS on its corpus, t/fuzz/corpus/<name>/
-# (new inputs go to build-fuzz/corpus-<name>/, the committed corpus is only read).
+# rewritten), no C library function defined by svc (check-libc), then each libFuzzer
+# harness for FUZZ_SECONDS on its corpus, t/fuzz/corpus/<name>/ (new inputs go to
+# build-fuzz/corpus-<name>/, the committed corpus is only read).
 C_FILES := $(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch] t/fuzz/*.[ch] bench/*.c)
 FUZZ_SECONDS ?= 30
-.PHONY: check check-format check-fuzz
-check: check-format check-fuzz
+.PHONY: check check-format check-fuzz check-libc
+check: check-format check-libc check-fuzz
 check-format:
 	@echo "  FORMAT  $(words $(C_FILES)) C files"
 	@clang-format --dry-run -Werror $(C_FILES)
+# No program defines a function of the C library (read, poll, malloc...): each function both
+# programs define globally is looked up in libc.so.6's exports and in a list of the usual ones.
+LIBC_SO = $(shell $(CC) -print-file-name=libc.so.6)
+LIBC_FUNCS := read write poll ppoll select pselect malloc calloc realloc reallocarray free \
+  aligned_alloc posix_memalign memalign valloc pvalloc open openat close accept accept4
+check-libc: all
+	@{ printf '%s\n' $(LIBC_FUNCS); nm -D --defined-only $(LIBC_SO) | \
+	  awk '$$2 ~ /^[TWi]$$/ { sub(/@.*/, "", $$3); print $$3 }'; } | sort -u >$(B)/libc.funcs
+	@for p in $(B)/svc $(B)/svc-fcgi; do \
+	  f=$$(nm --defined-only $$p | awk '$$2 ~ /^[TWi]$$/ { print $$3 }' | sort -u | comm -12 - $(B)/libc.funcs); \
+	  if [ -n "$$f" ]; then echo "  LIBC    $$p defines C library functions:" $$f; exit 1; fi; \
+	done; echo "  LIBC    no C library function defined in $(B)/svc or $(B)/svc-fcgi"
 # Each harness runs with HOME an empty directory of its own (and no SVC_HOME): a harness
 # that writes into it (~/.svc) fails the check.
 check-fuzz: fuzz

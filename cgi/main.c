@@ -5,39 +5,27 @@
  * activation); plain CGI when none of those and REQUEST_METHOD is set (one request from the
  * environment and stdin, then exit); else server.listen from the configuration.
  *
- * Master: forks `workers` workers sharing the socket (all wait in accept(2) at once; the
- * kernel hands each connection to one), respawns dead ones at once (only a crash loop,
- * workers dying within a second of their start, is slowed down, with a growing delay, and
- * logged), reloads on SIGHUP (a config that fails validation is refused, old workers go on;
- * a valid one replaces the workers gracefully), reopens --log FILE on SIGUSR1 (and has the
- * workers do the same), and
- * on SIGTERM/SIGINT drains: a socket it created is unlinked and its listener closed at once
- * (new connections are refused, so the web server tries its next upstream; for TCP the
- * listener is shut down), the workers finish in-flight requests and the connections already
- * queued, then exit. An inherited socket (fd 0, LISTEN_FDS) is left to its owner: the
- * workers only stop accepting. Signals are handled synchronously with sigtimedwait.
+ * Master: forks `workers` workers sharing the socket (each polls it and accepts; the kernel
+ * hands each connection to one), respawns dead ones at once (only a crash loop, workers
+ * dying within a second of their start, is slowed down, with a growing delay, and logged),
+ * reloads on SIGHUP (a config that fails validation is refused, old workers go on; a valid
+ * one replaces the workers gracefully), reopens --log FILE on SIGUSR1 (and has the workers do
+ * the same), and on SIGTERM/SIGINT drains: a socket it created is unlinked and its listener
+ * closed at once (new connections are refused, so the web server tries its next upstream;
+ * for TCP the listener is shut down), the workers finish in-flight requests and the
+ * connections already queued, then exit. An inherited socket (fd 0, LISTEN_FDS) is left to
+ * its owner: the workers only stop accepting. Signals are handled synchronously, with
+ * sigtimedwait in the master and a signalfd in the workers (see struct worker).
  *
  * Permissions (SPEC 6): the process umask is server.umask; a unix socket it creates gets
  * server.socket_mode and server.socket_group; started as root with --user/--group it drops
  * privileges after binding (and before reading any session). Refusals at start are one line
- * naming the setting, with the exit codes below (README, "Ops guide").
+ * naming the setting, with the exit codes below (docs/OPS.md, "svc-fcgi").
  *
- * Worker: the SIGTERM/SIGINT/SIGHUP/SIGUSR1 handler only sets a flag, seen between requests.
- * A signal must stop a worker blocked in accept(2) but never break a request's socket reads
- * or writes (libfcgi does not retry on EINTR), nor libfcgi's wait for a new connection's
- * first records and its read of them (poll, select and read below). On a unix socket the pool
- * created (the usual case) that costs no system call per request: the handlers restart interrupted
- * calls (SA_RESTART), and the listener has a receive timeout (SO_RCVTIMEO, ACCEPT_WAKE_S), under
- * which accept(2) is not restarted: a signal ends it with EINTR, and a signal landing
- * between the flag check and accept(2) is seen at the next timeout. Sockets accepted from a
- * unix listener do not inherit the timeout. Calls that are never restarted (poll, nanosleep)
- * can see EINTR during a request: code on a worker's request path retries them (lock.c,
- * runs.c, extension.c, the models, curl). Elsewhere the signals are blocked while a request
- * runs and unblocked only around FCGX_Accept_r (FCGI_FAIL_ACCEPT_ON_INTR): on TCP, where
- * accepted sockets inherit a listener's timeout, and on an inherited socket, whose options
- * belong to its owner (a timeout left on it would outlive the pool). The master also repeats
- * SIGTERM every second while stopping. A worker exits after max_requests. Runs it forks
- * reset their handlers and mask (core/runs.c); programs it spawns get them reset. */
+ * Worker: accepts a connection, waits for its first bytes, hands it to libfcgi and serves
+ * the request; signals are seen between requests. A worker exits after max_requests. Runs
+ * it forks reset their signal mask (core/runs.c); programs it spawns get it reset. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcgiapp.h>
 #include <fcntl.h>
@@ -45,6 +33,8 @@
 #include <grp.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
@@ -53,10 +43,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/select.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -75,7 +64,7 @@
 #define BACKLOG 256
 #define MAX_CHILDREN 1024
 
-/* Exit codes (README, "Ops guide"). */
+/* Exit codes (docs/OPS.md, "svc-fcgi"). */
 #define EXIT_FAIL 1  /* a runtime failure */
 #define EXIT_USAGE 2 /* bad command line */
 #define EXIT_CONFIG                                                                                \
@@ -153,6 +142,13 @@ static void apply_overrides(struct svc_config *cfg, const struct opts *o)
     }
 }
 
+/* The out-of-memory policy (err.h): one line, then abort; the master starts a new worker. */
+static void oom_abort(size_t n)
+{
+    fprintf(stderr, "svc-fcgi[%d]: out of memory allocating %zu bytes\n", (int)getpid(), n);
+    abort();
+}
+
 static void log_warnings(const struct svc_config *cfg)
 {
     for (size_t i = 0; i < cfg->nwarnings && cfg->warnings && cfg->warnings[i]; i++)
@@ -166,7 +162,7 @@ static void log_warnings(const struct svc_config *cfg)
  * that a refusal is its own one line and exit code 4). Returns the fd, or -1 with errno. */
 static int listen_on(int family, const struct sockaddr *addr, socklen_t len)
 {
-    int fd = socket(family, SOCK_STREAM, 0);
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
     int one = 1;
@@ -208,6 +204,105 @@ static int listen_tcp(const char *host, const char *port, const char **why)
     return fd;
 }
 
+/* Create the unix socket path with mode `mode` and, when gid is not -1, group gid. Returns
+ * the fd, or -1 after logging with *exit_code set. */
+static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid, char **unix_path,
+                     int *exit_code)
+{
+    struct sockaddr_un sun;
+    if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':')) {
+        logmsg("%s: bad unix socket path '%s' (empty, too long or with ':')", what, path);
+        return -1;
+    }
+    char *dir = svc_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    bool dir_ok = !dir || !slash || svc_is_dir(dir);
+    if (!dir_ok)
+        logmsg("%s: the directory %s of socket %s does not exist (create it, e.g. with "
+               "systemd RuntimeDirectory=, or choose another path)",
+               what, dir, path);
+    free(dir);
+    if (!dir_ok)
+        return -1;
+    *exit_code = EXIT_SOCKET;
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            logmsg("%s: %s exists and is not a socket", what, path);
+            return -1;
+        }
+        /* Refuse to steal the socket of a live instance. */
+        int s = socket(AF_UNIX, SOCK_STREAM, 0);
+        memset(&sun, 0, sizeof sun);
+        sun.sun_family = AF_UNIX;
+        memcpy(sun.sun_path, path, strlen(path));
+        if (s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof sun) == 0) {
+            close(s);
+            logmsg("%s: %s is in use by another process", what, path);
+            return -1;
+        }
+        if (s >= 0)
+            close(s);
+    }
+    memset(&sun, 0, sizeof sun);
+    sun.sun_family = AF_UNIX;
+    memcpy(sun.sun_path, path, strlen(path));
+    unlink(path); /* a socket nobody answers on: a dead instance's */
+    int fd = listen_on(AF_UNIX, (struct sockaddr *)&sun, sizeof sun);
+    if (fd < 0) {
+        logmsg("%s: cannot listen on %s: %s", what, path, strerror(errno));
+        return -1;
+    }
+    /* The web server (www-data, nobody) connects through server.socket_group or the
+     * mode; nobody else should (they would bypass its deny and limit_req). */
+    if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0) {
+        logmsg("%s: cannot set the owner or mode of %s: %s", what, path, strerror(errno));
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    *unix_path = svc_xstrdup(path);
+    return fd;
+}
+
+/* Listen on hp, "[HOST:]PORT" of a "tcp:" spec. Returns the fd, or -1 after logging with
+ * *exit_code set. */
+static int open_tcp(const char *spec, const char *hp, const char *what, int *exit_code)
+{
+    const char *colon = strrchr(hp, ':');
+    const char *port = colon ? colon + 1 : hp;
+    char host[256] = "127.0.0.1";
+    if (colon) {
+        if ((size_t)(colon - hp) >= sizeof host || colon == hp) {
+            logmsg("%s: bad host in '%s'", what, spec);
+            return -1;
+        }
+        snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
+    }
+    char *end;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || p < 1 || p > 65535) {
+        logmsg("%s: bad port in '%s'", what, spec);
+        return -1;
+    }
+    size_t hl = strlen(host);
+    if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') { /* [::1]:9000 */
+        memmove(host, host + 1, hl - 2);
+        host[hl - 2] = '\0';
+    }
+    *exit_code = EXIT_SOCKET;
+    const char *why = NULL;
+    int fd = listen_tcp(host, port, &why);
+    if (fd < 0) {
+        logmsg("%s: cannot listen on %s%s%s:%s: %s", what, strchr(host, ':') ? "[" : "", host,
+               strchr(host, ':') ? "]" : "", port, why);
+        return -1;
+    }
+    return fd;
+}
+
 /* Open "unix:PATH" or "tcp:[HOST:]PORT" (what names the setting in messages: "server.listen"
  * or "--listen"). A unix socket gets mode `mode` and, when gid is not -1, group gid.
  * Returns the fd, or -1 after logging one line with *exit_code set (EXIT_CONFIG, EXIT_SOCKET). */
@@ -216,98 +311,10 @@ static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gi
 {
     *unix_path = NULL;
     *exit_code = EXIT_CONFIG;
-    if (strncmp(spec, "unix:", 5) == 0) {
-        const char *path = spec + 5;
-        struct sockaddr_un sun;
-        if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':')) {
-            logmsg("%s: bad unix socket path '%s' (empty, too long or with ':')", what, path);
-            return -1;
-        }
-        char *dir = svc_xstrdup(path);
-        char *slash = strrchr(dir, '/');
-        if (slash)
-            *(slash == dir ? slash + 1 : slash) = '\0';
-        bool dir_ok = !dir || !slash || svc_is_dir(dir);
-        if (!dir_ok)
-            logmsg("%s: the directory %s of socket %s does not exist (create it, e.g. with "
-                   "systemd RuntimeDirectory=, or choose another path)",
-                   what, dir, path);
-        free(dir);
-        if (!dir_ok)
-            return -1;
-        *exit_code = EXIT_SOCKET;
-        struct stat st;
-        if (lstat(path, &st) == 0) {
-            if (!S_ISSOCK(st.st_mode)) {
-                logmsg("%s: %s exists and is not a socket", what, path);
-                return -1;
-            }
-            /* Refuse to steal the socket of a live instance. */
-            int s = socket(AF_UNIX, SOCK_STREAM, 0);
-            memset(&sun, 0, sizeof sun);
-            sun.sun_family = AF_UNIX;
-            memcpy(sun.sun_path, path, strlen(path));
-            if (s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof sun) == 0) {
-                close(s);
-                logmsg("%s: %s is in use by another process", what, path);
-                return -1;
-            }
-            if (s >= 0)
-                close(s);
-        }
-        memset(&sun, 0, sizeof sun);
-        sun.sun_family = AF_UNIX;
-        memcpy(sun.sun_path, path, strlen(path));
-        unlink(path); /* a socket nobody answers on: a dead instance's */
-        int fd = listen_on(AF_UNIX, (struct sockaddr *)&sun, sizeof sun);
-        if (fd < 0) {
-            logmsg("%s: cannot listen on %s: %s", what, path, strerror(errno));
-            return -1;
-        }
-        /* The web server (www-data, nobody) connects through server.socket_group or the
-         * mode; nobody else should (they would bypass its deny and limit_req). */
-        if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0) {
-            logmsg("%s: cannot set the owner or mode of %s: %s", what, path, strerror(errno));
-            close(fd);
-            unlink(path);
-            return -1;
-        }
-        *unix_path = svc_xstrdup(path);
-        return fd;
-    }
-    if (strncmp(spec, "tcp:", 4) == 0) {
-        const char *hp = spec + 4;
-        const char *colon = strrchr(hp, ':');
-        const char *port = colon ? colon + 1 : hp;
-        char host[256] = "127.0.0.1";
-        if (colon) {
-            if ((size_t)(colon - hp) >= sizeof host || colon == hp) {
-                logmsg("%s: bad host in '%s'", what, spec);
-                return -1;
-            }
-            snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
-        }
-        char *end;
-        long p = strtol(port, &end, 10);
-        if (!*port || *end || p < 1 || p > 65535) {
-            logmsg("%s: bad port in '%s'", what, spec);
-            return -1;
-        }
-        size_t hl = strlen(host);
-        if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') { /* [::1]:9000 */
-            memmove(host, host + 1, hl - 2);
-            host[hl - 2] = '\0';
-        }
-        *exit_code = EXIT_SOCKET;
-        const char *why = NULL;
-        int fd = listen_tcp(host, port, &why);
-        if (fd < 0) {
-            logmsg("%s: cannot listen on %s%s%s:%s: %s", what, strchr(host, ':') ? "[" : "", host,
-                   strchr(host, ':') ? "]" : "", port, why);
-            return -1;
-        }
-        return fd;
-    }
+    if (strncmp(spec, "unix:", 5) == 0)
+        return open_unix(spec + 5, what, mode, gid, unix_path, exit_code);
+    if (strncmp(spec, "tcp:", 4) == 0)
+        return open_tcp(spec, spec + 4, what, exit_code);
     logmsg("%s: '%s' must be unix:PATH or tcp:[HOST:]PORT", what, spec);
     return -1;
 }
@@ -322,146 +329,131 @@ static bool is_listening_socket(int fd)
 
 /* ---- worker ---- */
 
-static volatile sig_atomic_t worker_stop, worker_reopen, worker_nodrain;
+/* A worker keeps the stop, reload and reopen signals blocked (from the master's mask) and
+ * reads them from a signalfd while it waits for work, so no system call of a request or of
+ * libfcgi is ever interrupted by one; it accepts connections itself and hands libfcgi only
+ * a connection whose first bytes have arrived, so a stop never waits inside libfcgi. */
+struct worker {
+    int listen_fd; /* non-blocking (the master's pool_open): several workers poll it */
+    int sfd;       /* signalfd of SIGTERM, SIGINT, SIGHUP and SIGUSR1 */
+    bool drain;    /* on stop, first serve the connections already queued */
+    bool local;    /* a unix socket: a new connection gets FIRST_BYTES_S even when not stopping */
+    bool stop, nodrain, reopen;
+    double stop_at; /* monotonic time the stop was seen */
+    const char *log_path;
+};
 
-/* Set while the worker is in FCGX_Accept_r (see poll, select and read below). */
-static volatile sig_atomic_t in_fcgi_accept;
+/* How long a new connection may stay silent on a unix socket (libfcgi's rule for those) and,
+ * once the worker is stopping, on any socket. */
+#define FIRST_BYTES_S 2.0
 
-#if __SIZEOF_LONG__ == 8 /* the raw calls below take the C library's struct timespec */
+/* A drain ends when the queue is empty or after this long: when the master was SIGKILLed
+ * its socket's name was never removed, so a web server keeps queueing new connections and
+ * the queue would never empty; once the workers are gone, connects are refused and the
+ * web server passes them to another pool, and a new master can bind the name again. */
+#define DRAIN_MAX_S 3.0
 
-/* libfcgi's OS_Accept, once it has accepted a unix-socket connection, waits up to 2 s for
- * the connection's first bytes (in poll(2) in Debian's 2.4.2, in select(2) upstream) and
- * closes it when that wait fails, EINTR included: a reopen or stop signal landing then cost
- * the web server a 502 (t/50-ops-pool.t, "keeper"). These definitions of poll and select
- * are the ones libfcgi's calls bind to (the executable's symbols come first). While
- * FCGX_Accept_r runs, an interrupted wait goes on for the time left (the kernel leaves it
- * in the timeout it was given; the sets are restored first): that wait, and the up to 2 s
- * drain of a connection libfcgi drops for a protocol error, which a stop then no longer
- * cuts short. On TCP and on an inherited socket the signals are unblocked around
- * FCGX_Accept_r without SA_RESTART (see the header comment), so that accept(2) ends at a
- * signal; libfcgi's read(2) of a new connection's first records would end too, and it drops
- * the connection: read goes on after a signal in the same way (accept is left alone).
- * Otherwise each is the plain call, whose EINTR svc's own callers handle. Only on 64-bit
- * Linux, where the kernel's timespec is the C library's; elsewhere libfcgi keeps the C
- * library's calls. */
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SVC_ASAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) && !defined(SVC_ASAN)
-#define SVC_ASAN 1
-#endif
-#ifdef SVC_ASAN
-#include <sanitizer/asan_interface.h>
-/* These definitions take the place of AddressSanitizer's interceptors for the three calls
- * (`make asan`): the check each interceptor made of the memory the kernel wrote is made
- * here instead, so an overflow through them is still reported. */
-static void asan_check_written(const void *p, size_t n)
+/* Read the pending signals into the flags. SIGTERM/SIGINT: stop (after the queued connections
+ * when draining); SIGHUP: stop at once (a reload: the new workers take the queue); SIGUSR1:
+ * reopen the log. */
+static void worker_signals(struct worker *w)
 {
-    void *bad = n ? __asan_region_is_poisoned((void *)p, n) : NULL;
-    if (bad)
-        __asan_report_error(__builtin_return_address(0), __builtin_frame_address(0),
-                            __builtin_frame_address(0), bad, 1, n);
-}
-#else
-static inline void asan_check_written(const void *p, size_t n)
-{
-    (void)p;
-    (void)n;
-}
-#endif
-
-/* A stopping worker inside FCGX_Accept_r gives a new connection what libfcgi gives a
- * unix-socket one: up to 2 s for its next bytes (a client that connects and sends nothing
- * must not hold a stop forever; on TCP libfcgi's read has no time limit). 0 when fd has
- * something to read, -1 (EINTR, the connection is dropped) when the 2 s pass. The wait is
- * poll below, which resumes after a signal for the time left. */
-static int stopping_wait(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (poll(&p, 1, 2000) > 0)
-        return 0;
-    errno = EINTR;
-    return -1;
+    struct signalfd_siginfo si;
+    while (read(w->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGUSR1) {
+            w->reopen = true;
+            continue;
+        }
+        if (si.ssi_signo == SIGHUP)
+            w->nodrain = true;
+        if (!w->stop)
+            w->stop_at = svc_time_monotonic();
+        w->stop = true;
+    }
 }
 
-ssize_t read(int fd, void *buf, size_t len)
+/* Wait until fd has something to read, taking signals as they come: for FIRST_BYTES_S when
+ * limited and, once stopping, FIRST_BYTES_S after the later of the wait's start and the
+ * stop. Returns whether fd is readable. */
+static bool await_bytes(struct worker *w, int fd, bool limited)
+{
+    double start = svc_time_monotonic();
+    for (;;) {
+        int ms = -1;
+        if (limited || w->stop) {
+            double from = w->stop && w->stop_at > start ? w->stop_at : start;
+            double left = from + FIRST_BYTES_S - svc_time_monotonic();
+            if (left <= 0)
+                return false;
+            ms = (int)(left * 1000) + 1;
+        }
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = w->sfd, .events = POLLIN}};
+        int n = poll(p, 2, ms);
+        if (n < 0 && errno != EINTR)
+            return false;
+        if (n > 0 && p[1].revents) /* seen here under load too: accept4 then never waits */
+            worker_signals(w);
+        if (n > 0 && p[0].revents)
+            return true; /* data, or an end that libfcgi reads as one */
+    }
+}
+
+/* libfcgi's FCGI_WEB_SERVER_ADDRS, which its own accept checked: a comma-separated list of
+ * the IPv4 peers allowed (unset or empty: any), compared as libfcgi does, with inet_addr. */
+static bool peer_allowed(const struct sockaddr_storage *ss)
+{
+    const char *p = getenv("FCGI_WEB_SERVER_ADDRS");
+    if (!p || !*p || ss->ss_family != AF_INET)
+        return true;
+    in_addr_t peer = ((const struct sockaddr_in *)ss)->sin_addr.s_addr;
+    for (;;) {
+        char one[64];
+        size_t n = strcspn(p, ",");
+        snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : 0), p);
+        if (inet_addr(one) == peer)
+            return true;
+        if (!p[n])
+            return false;
+        p += n + 1;
+    }
+}
+
+/* The next connection from the listener: waits in poll(2) with the signals while the queue
+ * is empty (another worker may have taken what woke us: the accept then fails with EAGAIN).
+ * -1 when a signal came first, or a stopping worker finds the queue empty; *failed is errno
+ * when the listener itself fails. */
+static int accept_next(struct worker *w, int *failed)
 {
     for (;;) {
-        if (in_fcgi_accept && worker_stop && stopping_wait(fd) != 0)
+        struct sockaddr_storage ss;
+        socklen_t len = sizeof ss;
+        int fd = accept4(w->listen_fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
+        if (fd >= 0 && peer_allowed(&ss)) {
+            int one = 1; /* answers go out as written: disable Nagle, as libfcgi did */
+            if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)
+                setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            return fd;
+        }
+        if (fd >= 0) {
+            close(fd);
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            if (w->stop)
+                return -1;
+            struct pollfd p[2] = {{.fd = w->listen_fd, .events = POLLIN},
+                                  {.fd = w->sfd, .events = POLLIN}};
+            if (poll(p, 2, -1) > 0 && p[1].revents) {
+                worker_signals(w);
+                return -1;
+            }
+        } else if (errno != EINTR && errno != ECONNABORTED && errno != EPROTO &&
+                   errno != ECONNRESET && errno != ETIMEDOUT && errno != EHOSTUNREACH &&
+                   errno != ENETUNREACH) { /* a peer gone before we took it: libfcgi's list */
+            *failed = errno;
             return -1;
-        long rc = syscall(SYS_read, fd, buf, len);
-        if (rc > 0)
-            asan_check_written(buf, (size_t)rc);
-        if (rc >= 0 || errno != EINTR || !in_fcgi_accept)
-            return (ssize_t)rc;
-    }
-}
-
-int poll(struct pollfd *fds, nfds_t nfds, int timeout_ms)
-{
-    struct timespec ts = {.tv_sec = timeout_ms / 1000, .tv_nsec = timeout_ms % 1000 * 1000000L};
-    for (;;) {
-        long rc = syscall(SYS_ppoll, fds, nfds, timeout_ms < 0 ? NULL : &ts, NULL, (size_t)0);
-        asan_check_written(fds, nfds * sizeof *fds);
-        if (rc >= 0 || errno != EINTR || !in_fcgi_accept)
-            return (int)rc;
-    }
-}
-
-int select(int nfds, fd_set *restrict rd, fd_set *restrict wr, fd_set *restrict ex,
-           struct timeval *restrict tv)
-{
-    fd_set r0, w0, e0;
-    if (rd)
-        r0 = *rd;
-    if (wr)
-        w0 = *wr;
-    if (ex)
-        e0 = *ex;
-    for (;;) {
-        struct timespec ts, *tp = NULL;
-        if (tv) { /* normalised as the C library's select does */
-            ts = (struct timespec){.tv_sec = tv->tv_sec + tv->tv_usec / 1000000,
-                                   .tv_nsec = tv->tv_usec % 1000000 * 1000};
-            tp = &ts;
         }
-        long rc = syscall(SYS_pselect6, nfds, rd, wr, ex, tp, NULL);
-        if (rc >= 0 && nfds > 0) { /* the words nfds reaches, as ASan's interceptor checks */
-            size_t set_bytes =
-                ((size_t)nfds + 8 * sizeof(long) - 1) / (8 * sizeof(long)) * sizeof(long);
-            asan_check_written(rd, rd ? set_bytes : 0);
-            asan_check_written(wr, wr ? set_bytes : 0);
-            asan_check_written(ex, ex ? set_bytes : 0);
-        }
-        if (tv) { /* the time not slept, as select(2) reports it on Linux */
-            tv->tv_sec = ts.tv_sec;
-            tv->tv_usec = ts.tv_nsec / 1000;
-        }
-        if (rc >= 0 || errno != EINTR || !in_fcgi_accept)
-            return (int)rc;
-        if (rd)
-            *rd = r0;
-        if (wr)
-            *wr = w0;
-        if (ex)
-            *ex = e0;
     }
-}
-#endif
-
-/* SIGTERM/SIGINT: stop (after the queued connections when draining); SIGHUP: stop at once
- * (a reload: the new workers take the queue); SIGUSR1: reopen the log. */
-static void worker_signal(int sig)
-{
-    if (sig == SIGUSR1) {
-        worker_reopen = 1;
-        return;
-    }
-    if (sig == SIGHUP)
-        worker_nodrain = 1;
-    worker_stop = 1;
 }
 
 /* Whether a connection waits in the listen queue (a drain serves those before exiting). */
@@ -469,6 +461,47 @@ static bool backlog_pending(int fd)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+/* Whether a stopping worker leaves now (see DRAIN_MAX_S). */
+static bool drain_over(const struct worker *w)
+{
+    if (!w->stop)
+        return false;
+    return w->nodrain || !w->drain || !backlog_pending(w->listen_fd) ||
+           svc_time_monotonic() - w->stop_at > DRAIN_MAX_S;
+}
+
+/* Put the next request's connection into fr, its first bytes arrived: the one libfcgi kept
+ * (fastcgi_keep_conn) or a new one. 1 when there is one, 0 to look at the flags first, -1
+ * when the listener failed. */
+static int next_connection(struct worker *w, FCGX_Request *fr)
+{
+    int fd = fr->ipcFd;
+    if (fd < 0) {
+        int failed = 0;
+        fd = accept_next(w, &failed);
+        if (fd < 0 && failed) {
+            /* a stopping master shuts its TCP listener down just before it signals us */
+            struct pollfd p = {.fd = w->sfd, .events = POLLIN};
+            poll(&p, 1, 1000);
+            worker_signals(w);
+            if (w->stop) /* the master closed or shut down the listener as it stopped */
+                return 0;
+            logmsg("worker: accept failed: %s", strerror(failed));
+            return -1;
+        }
+        if (fd < 0)
+            return 0;
+    }
+    if (!await_bytes(w, fd, fr->ipcFd < 0 && w->local)) {
+        close(fd); /* silent for too long, or a kept connection while stopping */
+        fr->ipcFd = -1;
+        return 0;
+    }
+    fr->ipcFd = fd;
+    fr->keepConnection = 1; /* FCGX_Accept_r's opening finish must not close it */
+    return 1;
 }
 
 static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
@@ -482,37 +515,23 @@ static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
     http_req_free(&r);
 }
 
-/* A drain ends when the queue is empty or after this long: when the master was SIGKILLed
- * its socket's name was never removed, so a web server keeps queueing new connections and
- * the queue would never empty; once the workers are gone, connects are refused and the
- * web server passes them to another pool, and a new master can bind the name again. */
-#define DRAIN_MAX_S 3.0
-
-/* Whether a stopping worker leaves now (see DRAIN_MAX_S); stop_at: when the stop was seen. */
-static bool drain_over(int listen_fd, bool drain, double *stop_at)
+/* The worker's signalfd (the signals stay blocked, as the master's mask left them) and
+ * SIGCHLD back to its default for the programs and runs it waits for. -1 on failure. */
+static int worker_signal_fd(void)
 {
-    if (!worker_stop)
-        return false;
-    if (*stop_at == 0)
-        *stop_at = svc_time_monotonic();
-    return worker_nodrain || !drain || !backlog_pending(listen_fd) ||
-           svc_time_monotonic() - *stop_at > DRAIN_MAX_S;
-}
-
-/* How often a worker idle in accept(2) on a unix socket wakes to look at its flags. */
-#define ACCEPT_WAKE_S 1
-
-/* Whether a signal (and every ACCEPT_WAKE_S) ends an accept(2) on listen_fd under SA_RESTART
- * handlers: a unix listener (of our own) given a receive timeout (see the header comment).
- * The timeout is set on the shared socket by every worker, to the same value. */
-static bool accept_wakes_on_timeout(int listen_fd)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    if (getsockname(listen_fd, (struct sockaddr *)&ss, &len) != 0 || ss.ss_family != AF_UNIX)
-        return false;
-    struct timeval tv = {.tv_sec = ACCEPT_WAKE_S};
-    return setsockopt(listen_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGCHLD, SIG_DFL);
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    sigprocmask(SIG_UNBLOCK, &chld, NULL);
+    return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
 /* drain: on stop, first serve the connections already queued (the master unlinked our own
@@ -521,36 +540,15 @@ static bool accept_wakes_on_timeout(int listen_fd)
 static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master, bool drain,
                        const char *log_path)
 {
-    sigset_t stopset;
-    sigemptyset(&stopset);
-    sigaddset(&stopset, SIGTERM);
-    sigaddset(&stopset, SIGINT);
-    sigaddset(&stopset, SIGHUP);
-    sigaddset(&stopset, SIGUSR1);
-    /* masked: signals blocked while a request runs (TCP, an inherited socket, or when the
-     * timeout is refused); drain is false for an inherited socket */
-    bool masked = !drain || !accept_wakes_on_timeout(listen_fd);
-    sigprocmask(SIG_BLOCK, &stopset, NULL); /* the master's mask blocks them already */
-
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sigemptyset(&sa.sa_mask);
-    /* accept(2) must return EINTR: without SA_RESTART, or with the listener's timeout */
-    sa.sa_flags = masked ? 0 : SA_RESTART;
-    sa.sa_handler = worker_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
-    sa.sa_handler = SIG_DFL;
-    sigaction(SIGCHLD, &sa, NULL);
-    sigset_t chld;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    sigprocmask(SIG_UNBLOCK, &chld, NULL);
-    if (!masked) /* handlers in place: one pending since the fork runs now */
-        sigprocmask(SIG_UNBLOCK, &stopset, NULL);
-
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    struct worker w = {.listen_fd = listen_fd, .drain = drain, .log_path = log_path};
+    w.local = getsockname(listen_fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
+    w.sfd = worker_signal_fd();
+    if (w.sfd < 0) {
+        logmsg("worker: signalfd: %s", strerror(errno));
+        return 1;
+    }
     /* Die with the master rather than linger as an orphan. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != master)
@@ -559,51 +557,34 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     if (getenv("SVC_TEST_WORKER_CRASH")) /* test hook: a crash loop (t/50-ops-pool.t) */
         return 3;
 #endif
-
     FCGX_Request fr;
-    if (FCGX_InitRequest(&fr, listen_fd, FCGI_FAIL_ACCEPT_ON_INTR) != 0) {
-        logmsg("worker: FCGX_InitRequest failed");
-        return 1;
-    }
+    /* no listener for libfcgi: it only ever reads connections next_connection gives it */
+    FCGX_InitRequest(&fr, -1, 0);
     int64_t served = 0;
-    double stop_at = 0;
+    int rc = 0;
     while (served < cfg->server.max_requests) {
-        if (worker_reopen) {
-            worker_reopen = 0;
+        if (w.reopen) {
+            w.reopen = false;
             if (log_path && log_reopen(log_path) < 0)
                 logmsg("log: cannot reopen %s: %s", log_path, strerror(errno));
         }
-        if (drain_over(listen_fd, drain, &stop_at))
+        if (drain_over(&w))
             break;
-        if (masked) {
-            sigprocmask(SIG_UNBLOCK, &stopset, NULL);
-            /* a signal pending until the unblock has run its handler by now */
-            if (drain_over(listen_fd, drain, &stop_at)) {
-                sigprocmask(SIG_BLOCK, &stopset, NULL);
-                break;
-            }
+        int got = next_connection(&w, &fr);
+        if (got < 0) {
+            rc = 1;
+            break;
         }
-        in_fcgi_accept = 1;
-        int rc = FCGX_Accept_r(&fr);
-        in_fcgi_accept = 0;
-        if (masked)
-            sigprocmask(SIG_BLOCK, &stopset, NULL);
-        if (rc < 0) {
-            if (worker_stop && rc != -EINTR && rc != -ECONNABORTED)
-                break; /* draining, and the queue cannot be read (or stayed empty): leave */
-            if (worker_stop || worker_reopen || rc == -EINTR || rc == -ECONNABORTED ||
-                rc == -EAGAIN || rc == -EWOULDBLOCK)
-                continue; /* EAGAIN: ACCEPT_WAKE_S passed with no connection */
-            logmsg("worker: accept failed: %s", strerror(-rc));
-            FCGX_Free(&fr, 0);
-            return 1;
-        }
+        /* below 0: the connection broke the protocol (libfcgi closed it) */
+        if (got == 0 || FCGX_Accept_r(&fr) < 0)
+            continue;
         serve_one(&fr, cfg);
         FCGX_Finish_r(&fr);
         served++;
     }
     FCGX_Free(&fr, 0);
-    return 0;
+    close(w.sfd);
+    return rc;
 }
 
 /* ---- master ---- */
@@ -637,7 +618,8 @@ static void signal_gen(unsigned gen, bool all, int sig)
 struct pool {
     int listen_fd;
     bool own; /* we created the socket (unix_path or TCP): drain it on stop */
-    const char *unix_path;
+    char *unix_path;
+    int inherited_flags;  /* an inherited socket's file flags, restored at exit; else -1 */
     const char *log_path; /* --log FILE or NULL */
 };
 
@@ -743,126 +725,153 @@ static void drain_socket(struct pool *pl)
     pl->listen_fd = -1;
 }
 
+/* The master's state between two turns of its loop. */
+struct master {
+    struct pool *pl;
+    struct svc_config *cfg;
+    const struct opts *o;
+    unsigned gen; /* the generation of workers the configuration is for */
+    int nworkers;
+    bool stopping;
+    double stop_at, next_spawn;
+    int quick_streak;  /* workers of this generation that died right after start, in a row */
+    double backoff;    /* current crash-loop delay, 0 when not in one */
+    double last_quick; /* when the last quick death was seen */
+};
+
+/* SIGTERM/SIGINT: close the socket to new connections and have the workers drain. */
+static void master_stop(struct master *m, int sig)
+{
+    if (m->stopping)
+        return;
+    drain_socket(m->pl);
+    logmsg("stop: signal %d, %s; waiting for %d workers", sig,
+           m->pl->own ? "socket closed to new connections" : "inherited socket left to its owner",
+           nchildren);
+    m->stopping = true;
+    m->stop_at = svc_time_monotonic();
+    signal_gen(0, true, SIGTERM);
+}
+
+/* SIGHUP: a valid configuration replaces the workers gracefully; an invalid one is refused. */
+static void master_reload(struct master *m)
+{
+    struct svc_config ncfg;
+    struct svc_err err;
+    memset(&ncfg, 0, sizeof ncfg);
+    svc_err_clear(&err);
+    if (load_config(&ncfg, m->o->config, &err) < 0) {
+        logmsg("reload refused, keeping the running configuration: %s", err.message);
+        return;
+    }
+    log_warnings(&ncfg);
+    apply_overrides(&ncfg, m->o);
+    if (!m->o->listen && m->pl->unix_path && ncfg.server.listen && m->cfg->server.listen &&
+        strcmp(ncfg.server.listen, m->cfg->server.listen) != 0)
+        logmsg("reload: server.listen changed; it takes effect on restart");
+    svc_config_free(m->cfg);
+    *m->cfg = ncfg;
+    umask((mode_t)svc_config_octal(m->cfg->server.umask));
+    signal_gen(m->gen, false, SIGHUP); /* old workers finish and exit */
+    m->gen++;
+    m->quick_streak = 0;
+    m->backoff = 0;
+    m->nworkers = m->o->workers > 0 ? m->o->workers : m->cfg->server.workers;
+    m->next_spawn = 0;
+    logmsg("reloaded configuration: %d workers", m->nworkers);
+}
+
+static void master_signal(struct master *m, int sig)
+{
+    if (sig == SIGTERM || sig == SIGINT) {
+        master_stop(m, sig);
+    } else if (sig == SIGUSR1 && m->pl->log_path) {
+        if (log_reopen(m->pl->log_path) < 0)
+            logmsg("log: cannot reopen %s: %s", m->pl->log_path, strerror(errno));
+        else
+            logmsg("log: reopened %s", m->pl->log_path);
+        signal_gen(0, true, SIGUSR1);
+    } else if (sig == SIGHUP && !m->stopping) {
+        master_reload(m);
+    }
+}
+
+/* Reap the workers that exited; a crash loop (CRASH_LOOP_DEATHS quick deaths in a row) slows
+ * the respawns down with a doubling delay. */
+static void master_reap(struct master *m)
+{
+    int slow = 0;
+    int quick = reap(m->cfg, m->gen, m->stopping, &slow);
+    if (slow > 0 && quick == 0) {
+        m->quick_streak = 0; /* it ran for a while: not a crash loop, respawn at once */
+        m->backoff = 0;
+    }
+    if (quick == 0)
+        return;
+    double t = svc_time_monotonic();
+    if (t - m->last_quick > 10.0) { /* calm for a while: a new streak */
+        m->quick_streak = 0;
+        m->backoff = 0;
+    }
+    m->last_quick = t;
+    m->quick_streak += quick;
+    if (m->quick_streak >= CRASH_LOOP_DEATHS && !m->stopping) {
+        m->backoff = m->backoff > 0 ? m->backoff * 2 : 1.0;
+        if (m->backoff > CRASH_BACKOFF_MAX_S)
+            m->backoff = CRASH_BACKOFF_MAX_S;
+        m->next_spawn = t + m->backoff;
+        logmsg("crash loop: %d workers died within %.0fs of starting; next spawn in %.0fs",
+               m->quick_streak, QUICK_DEATH_S, m->backoff);
+    }
+}
+
+/* Bring the current generation up to nworkers (unless stopping or backing off); past the
+ * grace period of a stop, kill the workers still busy. */
+static void master_tend(struct master *m, double now)
+{
+    if (!m->stopping && now >= m->next_spawn) {
+        if (count_gen(m->gen) < m->nworkers)
+            svc_sessions_warm(m->cfg); /* new workers inherit the listing index, loaded */
+        while (count_gen(m->gen) < m->nworkers && spawn_worker(m->pl, m->cfg, m->gen) > 0)
+            ;
+    }
+    double grace = (double)m->cfg->server.run_timeout_s + 30.0;
+    if (m->stopping && now - m->stop_at > grace) {
+        logmsg("stop: %d workers still busy after %.0fs, killing", nchildren, grace);
+        signal_gen(0, true, SIGKILL);
+    }
+}
+
 static int master_main(struct pool *pl, struct svc_config *cfg, const struct opts *o)
 {
-    sigset_t set, orig;
+    sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &set, &orig);
+    sigprocmask(SIG_BLOCK, &set, NULL); /* taken with sigtimedwait; workers inherit the mask */
 
-    unsigned gen = 1;
-    bool stopping = false;
-    double stop_at = 0, last_term = 0, next_spawn = 0;
-    int quick_streak = 0;  /* workers of this generation that died right after start, in a row */
-    double backoff = 0;    /* current crash-loop delay, 0 when not in one */
-    double last_quick = 0; /* when the last quick death was seen */
-    int nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
+    struct master m = {.pl = pl, .cfg = cfg, .o = o, .gen = 1};
+    m.nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
     if (held_init(MAX_CHILDREN) != 0)
         logmsg("no shared memory for run slots: stale runs wait for their next reader");
-    logmsg("master started: %d workers, max_requests %lld, config %s", nworkers,
+    logmsg("master started: %d workers, max_requests %lld, config %s", m.nworkers,
            (long long)cfg->server.max_requests, cfg->source ? cfg->source : "(defaults)");
-
     for (;;) {
         double now = svc_time_monotonic();
-        if (!stopping && now >= next_spawn) {
-            if (count_gen(gen) < nworkers)
-                svc_sessions_warm(cfg); /* new workers inherit the listing index, loaded */
-            while (count_gen(gen) < nworkers && spawn_worker(pl, cfg, gen) > 0)
-                ;
-        }
-        if (stopping) {
-            if (nchildren == 0)
-                break;
-            /* Repeat SIGTERM: it wakes an idle worker that raced into accept(2) (on TCP or
-             * an inherited socket it is blocked, pending, in busy workers). Past the grace
-             * period, SIGKILL. */
-            double grace = (double)cfg->server.run_timeout_s + 30.0;
-            if (now - stop_at > grace) {
-                logmsg("stop: %d workers still busy after %.0fs, killing", nchildren, grace);
-                signal_gen(0, true, SIGKILL);
-            } else if (now - last_term >= 1.0) {
-                signal_gen(0, true, SIGTERM);
-                last_term = now;
-            }
-        }
-
+        master_tend(&m, now);
+        if (m.stopping && nchildren == 0)
+            break;
         struct timespec ts = {0, 250 * 1000 * 1000};
-        if (!stopping && next_spawn > now && next_spawn - now < 0.25)
-            ts.tv_nsec = (long)((next_spawn - now) * 1e9);
+        if (!m.stopping && m.next_spawn > now && m.next_spawn - now < 0.25)
+            ts.tv_nsec = (long)((m.next_spawn - now) * 1e9);
         siginfo_t si;
         int sig = sigtimedwait(&set, &si, &ts);
-        if (sig == SIGTERM || sig == SIGINT) {
-            if (!stopping) {
-                drain_socket(pl);
-                logmsg("stop: signal %d, %s; waiting for %d workers", sig,
-                       pl->own ? "socket closed to new connections"
-                               : "inherited socket left to its owner",
-                       nchildren);
-                stopping = true;
-                stop_at = svc_time_monotonic();
-                last_term = stop_at;
-                signal_gen(0, true, SIGTERM);
-            }
-        } else if (sig == SIGUSR1) {
-            if (pl->log_path) {
-                if (log_reopen(pl->log_path) < 0)
-                    logmsg("log: cannot reopen %s: %s", pl->log_path, strerror(errno));
-                else
-                    logmsg("log: reopened %s", pl->log_path);
-                signal_gen(0, true, SIGUSR1);
-            }
-        } else if (sig == SIGHUP && !stopping) {
-            struct svc_config ncfg;
-            struct svc_err err;
-            memset(&ncfg, 0, sizeof ncfg);
-            svc_err_clear(&err);
-            if (load_config(&ncfg, o->config, &err) < 0) {
-                logmsg("reload refused, keeping the running configuration: %s", err.message);
-            } else {
-                log_warnings(&ncfg);
-                apply_overrides(&ncfg, o);
-                if (!o->listen && pl->unix_path && ncfg.server.listen && cfg->server.listen &&
-                    strcmp(ncfg.server.listen, cfg->server.listen) != 0)
-                    logmsg("reload: server.listen changed; it takes effect on restart");
-                svc_config_free(cfg);
-                *cfg = ncfg;
-                umask((mode_t)svc_config_octal(cfg->server.umask));
-                signal_gen(gen, false, SIGHUP); /* old workers finish and exit */
-                gen++;
-                quick_streak = 0;
-                backoff = 0;
-                nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
-                next_spawn = 0;
-                logmsg("reloaded configuration: %d workers", nworkers);
-            }
-        }
-        int slow = 0;
-        int quick = reap(cfg, gen, stopping, &slow);
-        if (slow > 0 && quick == 0) {
-            quick_streak = 0; /* it ran for a while: not a crash loop, respawn at once */
-            backoff = 0;
-        }
-        if (quick > 0) {
-            double t = svc_time_monotonic();
-            if (t - last_quick > 10.0) { /* calm for a while: a new streak */
-                quick_streak = 0;
-                backoff = 0;
-            }
-            last_quick = t;
-        }
-        quick_streak += quick;
-        if (quick > 0 && quick_streak >= CRASH_LOOP_DEATHS && !stopping) {
-            backoff = backoff > 0 ? backoff * 2 : 1.0;
-            if (backoff > CRASH_BACKOFF_MAX_S)
-                backoff = CRASH_BACKOFF_MAX_S;
-            next_spawn = svc_time_monotonic() + backoff;
-            logmsg("crash loop: %d workers died within %.0fs of starting; next spawn in %.0fs",
-                   quick_streak, QUICK_DEATH_S, backoff);
-        }
+        if (sig > 0)
+            master_signal(&m, sig);
+        master_reap(&m);
     }
     logmsg("stopped");
     return 0;
@@ -960,38 +969,23 @@ static int drop_privileges(const struct opts *o, uid_t uid, gid_t gid)
     return 0;
 }
 
-#ifdef SVC_TEST_HOOKS
-/* Test hook (test builds only): SVC_TEST_ASAN_READ_PROBE=1 reads 16 bytes of /dev/zero
- * into a 4-byte heap buffer through this file's read, and exits; under `make asan` that
- * must be reported as an overflow (t/50-ops-pool.t), proving the check in read above.
- * Other test builds read into a buffer of the right size and print "no asan". */
-static void test_asan_read_probe(void)
+/* Hand --log to --user, become --user/--group, then run the pool. */
+static int pool_run(struct pool *pl, struct svc_config *cfg, const struct opts *o, uid_t uid,
+                    gid_t gid)
 {
-    if (!getenv("SVC_TEST_ASAN_READ_PROBE"))
-        return;
-#ifdef SVC_ASAN
-    size_t have = 4;
-#else
-    size_t have = 16;
-#endif
-    char *buf = malloc(have);
-    int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
-    volatile size_t want = 16; /* hidden from gcc's -Wstringop-overflow under ASan */
-    ssize_t n = buf && fd >= 0 ? read(fd, buf, want) : -1;
-    printf("%s: read %zd\n", have == 16 ? "no asan" : "asan", n);
-    fflush(stdout);
-    free(buf);
-    _exit(0);
+    if (o->log && uid != (uid_t)-1 && geteuid() == 0 && chown(o->log, uid, gid) < 0)
+        logmsg("--log: cannot hand %s to --user: %s", o->log, strerror(errno));
+    if (drop_privileges(o, uid, gid) < 0)
+        return EXIT_CONFIG;
+    apply_overrides(cfg, o);
+    if (svc_metrics_init() != 0)
+        logmsg("metrics: no shared memory (%s): /api/metrics counts per worker", strerror(errno));
+    return master_main(pl, cfg, o);
 }
-#else
-static inline void test_asan_read_probe(void) {}
-#endif
 
-int main(int argc, char **argv)
+/* Parse the command line into o: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, struct opts *o)
 {
-    struct opts o = {0};
-    test_asan_read_probe();
-    svc_log_set_sink(core_log_sink, NULL);
     static const struct option lopts[] = {{"listen", required_argument, NULL, 'l'},
                                           {"workers", required_argument, NULL, 'w'},
                                           {"config", required_argument, NULL, 'c'},
@@ -1003,32 +997,32 @@ int main(int argc, char **argv)
                                           {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "l:w:c:u:g:L:hV", lopts, NULL)) != -1) {
+        char *end;
+        long n;
         switch (c) {
         case 'l':
-            o.listen = optarg;
+            o->listen = optarg;
             break;
         case 'c':
-            o.config = optarg;
+            o->config = optarg;
             break;
         case 'u':
-            o.user = optarg;
+            o->user = optarg;
             break;
         case 'g':
-            o.group = optarg;
+            o->group = optarg;
             break;
         case 'L':
-            o.log = optarg;
+            o->log = optarg;
             break;
-        case 'w': {
-            char *end;
-            long n = strtol(optarg, &end, 10);
+        case 'w':
+            n = strtol(optarg, &end, 10);
             if (*end || n < 1 || n > 256) {
                 fprintf(stderr, "svc-fcgi: --workers must be 1..256\n");
                 return EXIT_USAGE;
             }
-            o.workers = (int)n;
+            o->workers = (int)n;
             break;
-        }
         case 'h':
             usage(stdout);
             return 0;
@@ -1044,11 +1038,95 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    return -1;
+}
+
+/* The socket handed to us, unless --listen names one: fd 0 (spawn-fcgi, systemd
+ * StandardInput=socket, mod_fcgid) or fd 3 (LISTEN_FDS); else -1, with *cgi set when this
+ * is one plain CGI request. Decided before the config, so plain CGI can answer its error. */
+static int inherited_socket(struct opts *o, bool *cgi)
+{
+    int fd = -1;
+    const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
+    if (o->listen) {
+        /* opened by pool_open */
+    } else if (!FCGX_IsCGI() || is_listening_socket(0)) {
+        fd = 0;
+    } else if (lfds && atoi(lfds) >= 1 && (!lpid || atoi(lpid) == (int)getpid()) &&
+               is_listening_socket(3)) {
+        fd = 3;
+    } else if (getenv("REQUEST_METHOD") || getenv("GATEWAY_INTERFACE")) {
+        *cgi = true;
+    }
+    if (fd >= 0)
+        o->inherited = fd == 0 ? "fd:0" : "fd:3";
+    unsetenv("LISTEN_FDS");
+    unsetenv("LISTEN_PID");
+    unsetenv("LISTEN_FDNAMES");
+    return fd;
+}
+
+/* Open the pool's socket (or take the inherited one in pl->listen_fd) and make it
+ * non-blocking: every worker polls it, and the one that loses the race for a connection
+ * must not block in accept(2). Return 0, or an exit code after logging. */
+static int pool_open(struct pool *pl, const struct opts *o, const struct svc_config *cfg)
+{
+    if (pl->listen_fd >= 0) {
+        logmsg("serving the socket on fd %d", pl->listen_fd);
+        pl->inherited_flags = fcntl(pl->listen_fd, F_GETFL);
+        if (pl->inherited_flags < 0 ||
+            fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags | O_NONBLOCK) < 0) {
+            logmsg("fd %d: cannot make it non-blocking: %s", pl->listen_fd, strerror(errno));
+            return EXIT_SOCKET;
+        }
+        return 0;
+    }
+    gid_t sock_gid = (gid_t)-1;
+    if (cfg->server.socket_group[0]) {
+        struct group *gr = getgrnam(cfg->server.socket_group);
+        if (!gr) {
+            logmsg("config: server.socket_group: no such group '%s'", cfg->server.socket_group);
+            return EXIT_CONFIG;
+        }
+        sock_gid = gr->gr_gid;
+    }
+    const char *spec = o->listen ? o->listen : cfg->server.listen;
+    int code;
+    pl->listen_fd = open_listen(spec ? spec : "", o->listen ? "--listen" : "server.listen",
+                                (mode_t)svc_config_octal(cfg->server.socket_mode), sock_gid,
+                                &pl->unix_path, &code);
+    if (pl->listen_fd < 0)
+        return code;
+    pl->own = true;
+    logmsg("listening on %s", spec);
+    return 0;
+}
+
+/* Close the pool's socket: ours is removed (when the drain did not already), an inherited
+ * one gets its file flags back for its owner. */
+static void pool_close(struct pool *pl)
+{
+    if (pl->listen_fd >= 0 && pl->unix_path)
+        unlink(pl->unix_path);
+    if (pl->listen_fd >= 0 && pl->inherited_flags >= 0)
+        fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags);
+    if (pl->listen_fd >= 0)
+        close(pl->listen_fd);
+    free(pl->unix_path);
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {0};
+    svc_log_set_sink(core_log_sink, NULL);
+    svc_oom_set_handler(oom_abort);
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
     if (o.log && log_reopen(o.log) < 0) {
         logmsg("--log: cannot open %s: %s", o.log, strerror(errno));
         return EXIT_CONFIG;
     }
-
     signal(SIGPIPE, SIG_IGN);
     if (FCGX_Init() != 0) {
         logmsg("FCGX_Init failed");
@@ -1056,28 +1134,9 @@ int main(int argc, char **argv)
     }
     h_base_started_at = svc_time_now();
     h_base_master_pid = (int)getpid();
-
-    /* Which socket? Decided before the config, so plain CGI can answer a config error. */
-    int listen_fd = -1;
     bool cgi = false;
-    const char *lfds = getenv("LISTEN_FDS"), *lpid = getenv("LISTEN_PID");
-    if (o.listen) {
-        /* opened below */
-    } else if (!FCGX_IsCGI() || is_listening_socket(0)) {
-        listen_fd = 0;
-    } else if (lfds && atoi(lfds) >= 1 && (!lpid || atoi(lpid) == (int)getpid()) &&
-               is_listening_socket(3)) {
-        listen_fd = 3;
-    } else if (getenv("REQUEST_METHOD") || getenv("GATEWAY_INTERFACE")) {
-        cgi = true;
-    }
-    if (listen_fd == 0)
-        o.inherited = "fd:0";
-    else if (listen_fd == 3)
-        o.inherited = "fd:3";
-    unsetenv("LISTEN_FDS");
-    unsetenv("LISTEN_PID");
-    unsetenv("LISTEN_FDNAMES");
+    struct pool pl = {
+        .listen_fd = inherited_socket(&o, &cgi), .inherited_flags = -1, .log_path = o.log};
 
     uid_t uid = (uid_t)-1;
     gid_t gid = (gid_t)-1;
@@ -1089,7 +1148,6 @@ int main(int argc, char **argv)
         setenv("HOME", user_home, 1);
         free(user_home);
     }
-
     struct svc_config cfg;
     struct svc_err err;
     memset(&cfg, 0, sizeof cfg);
@@ -1102,62 +1160,11 @@ int main(int argc, char **argv)
     }
     log_warnings(&cfg);
     umask((mode_t)svc_config_octal(cfg.server.umask));
-    if (cgi) {
-        int rc = serve_cgi(&cfg, NULL);
-        svc_config_free(&cfg);
-        return rc;
-    }
-
-    gid_t sock_gid = (gid_t)-1;
-    if (cfg.server.socket_group[0]) {
-        struct group *gr = getgrnam(cfg.server.socket_group);
-        if (!gr) {
-            logmsg("config: server.socket_group: no such group '%s'", cfg.server.socket_group);
-            svc_config_free(&cfg);
-            return EXIT_CONFIG;
-        }
-        sock_gid = gr->gr_gid;
-    }
-
-    struct pool pl = {.listen_fd = listen_fd, .log_path = o.log};
-    char *unix_path = NULL;
-    if (listen_fd < 0) {
-        const char *spec = o.listen ? o.listen : cfg.server.listen;
-        int code;
-        listen_fd = open_listen(spec ? spec : "", o.listen ? "--listen" : "server.listen",
-                                (mode_t)svc_config_octal(cfg.server.socket_mode), sock_gid,
-                                &unix_path, &code);
-        if (listen_fd < 0) {
-            svc_config_free(&cfg);
-            return code;
-        }
-        pl.listen_fd = listen_fd;
-        pl.own = true;
-        pl.unix_path = unix_path;
-        logmsg("listening on %s", spec);
-    } else {
-        logmsg("serving the socket on fd %d", listen_fd);
-    }
-    if (o.log && uid != (uid_t)-1 && geteuid() == 0 && chown(o.log, uid, gid) < 0)
-        logmsg("--log: cannot hand %s to --user: %s", o.log, strerror(errno));
-    if (drop_privileges(&o, uid, gid) < 0) {
-        if (unix_path)
-            unlink(unix_path);
-        free(unix_path);
-        close(listen_fd);
-        svc_config_free(&cfg);
-        return EXIT_CONFIG;
-    }
-
-    apply_overrides(&cfg, &o);
-    if (svc_metrics_init() != 0)
-        logmsg("metrics: no shared memory (%s): /api/metrics counts per worker", strerror(errno));
-    int rc = master_main(&pl, &cfg, &o);
-    if (unix_path && pl.listen_fd >= 0)
-        unlink(unix_path); /* not drained (cannot happen today): still ours to remove */
-    free(unix_path);
-    if (pl.listen_fd >= 0)
-        close(pl.listen_fd);
+    if (cgi)
+        rc = serve_cgi(&cfg, NULL);
+    else if ((rc = pool_open(&pl, &o, &cfg)) == 0)
+        rc = pool_run(&pl, &cfg, &o, uid, gid);
+    pool_close(&pl);
     svc_config_free(&cfg);
     return rc;
 }

@@ -324,9 +324,17 @@ static void print_usage(FILE *f)
         fputs(commands[i].usage, f);
 }
 
+/* The out-of-memory policy (err.h): one line, then abort. */
+static void oom_abort(size_t n)
+{
+    fprintf(stderr, "svc: out of memory allocating %zu bytes\n", n);
+    abort();
+}
+
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
+    svc_oom_set_handler(oom_abort);
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)

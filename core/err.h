@@ -4,22 +4,11 @@
  * Each code has one row in a table: its API name ("session_busy"), its API error type
  * and its HTTP status, so the HTTP layer, the CLI and the logs all speak the same names.
  *
- * Out of memory is not an error a caller handles: the process aborts. core/xalloc.c defines
- * malloc, calloc, realloc and the aligned variants in the executable, so every allocation
- * of the process (svc's own, json-c's, libyaml's, libcurl's, OpenSSL's, glibc's strdup and
- * asprintf) writes one line to stderr and calls abort() when the heap is exhausted instead
- * of returning NULL (json-c 0.16 by itself would return NULL). Under ASan the sanitizer's
- * allocator dies instead. svc's code allocates through svc_xmalloc and friends (util.h,
- * which also abort) and checks no allocation for NULL: not svc_x*, json_object_new_*,
- * json_object_to_json_string*, json_tokener_new*, yaml_parser_initialize, curl_slist_append
- * nor EVP_MD_CTX_new. NULL that means something else is still checked (json_tokener_parse:
- * a parse error; json_object_object_get: a missing key). A worker that aborts is restarted
- * by the master, and the durable write order (FORMAT.md) makes a cut turn show as
- * interrupted. SVC_E_NOMEM remains for what is not a failed malloc: a system call that
- * fails with ENOMEM (svc_err_errno maps it: fork, mmap, open under kernel memory pressure)
- * and a library's init call, which can fail for other reasons too: zlib's
- * deflateInit2/inflateInit2 (core/tar.c), OpenSSL's EVP_DigestInit_ex (core/bundle_out.c,
- * core/import.c). */
+ * Out of memory is not an error a caller handles: each program (cgi/main.c, cli/svc.c)
+ * installs the handler that svc_x* and jsonx's setters call (svc_oom_set_handler: one line,
+ * then abort); other json-c calls are unchecked (json-c asserts on a NULL container, a NULL
+ * leaf reads as null).
+ * SVC_E_NOMEM is a system call's ENOMEM or a zlib/OpenSSL init failure. */
 #ifndef SVC_ERR_H
 #define SVC_ERR_H
 

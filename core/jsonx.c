@@ -163,17 +163,15 @@ static char raw_marker; /* userdata of string nodes that hold JSON text to write
 json_object *svc_json_new_raw_len(const char *json, size_t len)
 {
     json_object *o = json_object_new_string_len(json, (int)len);
-    if (o)
-        json_object_set_userdata(o, &raw_marker, NULL);
+    if (!o)
+        svc_oom(len);
+    json_object_set_userdata(o, &raw_marker, NULL);
     return o;
 }
 
 json_object *svc_json_new_raw(const char *json)
 {
-    json_object *o = json_object_new_string(json);
-    if (o)
-        json_object_set_userdata(o, &raw_marker, NULL);
-    return o;
+    return svc_json_new_raw_len(json, strlen(json));
 }
 
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
@@ -672,24 +670,35 @@ json_object *svc_json_arr(json_object *o, const char *key)
     return NULL;
 }
 
+/* json-c returns NULL or -1 when an allocation fails: that is out of memory (err.h). */
+void svc_json_set(json_object *o, const char *key, json_object *val)
+{
+    if (json_object_object_add(o, key, val) != 0)
+        svc_oom(strlen(key));
+}
+
 void svc_json_set_str(json_object *o, const char *key, const char *val)
 {
-    json_object_object_add(o, key, val ? json_object_new_string(val) : NULL);
+    json_object *v = val ? json_object_new_string(val) : NULL;
+    if (val && !v)
+        svc_oom(strlen(val));
+    svc_json_set(o, key, v);
 }
 
 void svc_json_set_int(json_object *o, const char *key, int64_t val)
 {
-    json_object_object_add(o, key, json_object_new_int64(val));
+    json_object *v = json_object_new_int64(val);
+    if (!v)
+        svc_oom(sizeof val);
+    svc_json_set(o, key, v);
 }
 
 void svc_json_set_bool(json_object *o, const char *key, bool val)
 {
-    json_object_object_add(o, key, json_object_new_boolean(val));
-}
-
-void svc_json_set(json_object *o, const char *key, json_object *val)
-{
-    json_object_object_add(o, key, val);
+    json_object *v = json_object_new_boolean(val);
+    if (!v)
+        svc_oom(sizeof val);
+    svc_json_set(o, key, v);
 }
 
 void svc_json_merge(json_object *dst, json_object *src)

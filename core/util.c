@@ -14,19 +14,25 @@
 #include <time.h>
 #include <unistd.h>
 
-static _Noreturn void oom_abort(size_t n)
+static void (*oom_handler)(size_t n);
+
+void svc_oom_set_handler(void (*fn)(size_t n))
 {
-    /* One line, then abort: the policy of err.h (xalloc.c's malloc already does this; these
-     * checks remain for builds without it: ASan, valgrind). */
-    fprintf(stderr, "svc: out of memory allocating %zu bytes\n", n);
-    abort();
+    oom_handler = fn;
+}
+
+_Noreturn void svc_oom(size_t n)
+{
+    if (oom_handler)
+        oom_handler(n);
+    abort(); /* callers never see NULL */
 }
 
 void *svc_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
-        oom_abort(n);
+        svc_oom(n);
     return p;
 }
 
@@ -34,7 +40,7 @@ void *svc_xcalloc(size_t nmemb, size_t size)
 {
     void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
     if (!p)
-        oom_abort(nmemb * size);
+        svc_oom(nmemb * size);
     return p;
 }
 
@@ -42,7 +48,7 @@ void *svc_xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
-        oom_abort(n);
+        svc_oom(n);
     return q;
 }
 
@@ -50,7 +56,7 @@ char *svc_xstrdup(const char *s)
 {
     char *p = strdup(s);
     if (!p)
-        oom_abort(strlen(s) + 1);
+        svc_oom(strlen(s) + 1);
     return p;
 }
 
@@ -58,7 +64,7 @@ char *svc_xstrndup(const char *s, size_t n)
 {
     char *p = strndup(s, n);
     if (!p)
-        oom_abort(n + 1);
+        svc_oom(n + 1);
     return p;
 }
 
@@ -66,7 +72,7 @@ int svc_xvasprintf(char **out, const char *fmt, va_list ap)
 {
     int n = vasprintf(out, fmt, ap);
     if (n < 0)
-        oom_abort(0);
+        svc_oom(0);
     return n;
 }
 

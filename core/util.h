@@ -38,9 +38,9 @@ void svc_random_hex(char *out, size_t nhex);
 /* "<prefix>-<16 hex>" into out (at least strlen(prefix) + 18 bytes). */
 void svc_random_id(const char *prefix, char *out, size_t outsz);
 
-/* Allocation that never fails (the out-of-memory policy in err.h): on failure each logs one
- * line to stderr and calls abort(). Same contracts as malloc, calloc, realloc, strdup,
- * strndup and asprintf otherwise; svc_xasprintf/svc_xvasprintf always return >= 0. */
+/* Allocation that never fails (the out-of-memory policy in err.h): on failure each calls
+ * svc_oom. Same contracts as malloc, calloc, realloc, strdup, strndup and asprintf
+ * otherwise; svc_xasprintf/svc_xvasprintf always return >= 0. */
 void *svc_xmalloc(size_t n);
 void *svc_xcalloc(size_t nmemb, size_t size);
 void *svc_xrealloc(void *p, size_t n);
@@ -48,6 +48,10 @@ char *svc_xstrdup(const char *s);
 char *svc_xstrndup(const char *s, size_t n);
 int svc_xasprintf(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int svc_xvasprintf(char **out, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* The program's out-of-memory handler (err.h), called with the size asked for. */
+void svc_oom_set_handler(void (*fn)(size_t n));
+/* Out of memory: the program's handler, then abort() if it returned (or there is none). */
+_Noreturn void svc_oom(size_t n);
 
 /* Expand a leading "~" or "~/" with $HOME (unset or empty: the user's home from the
  * password database). Heap result, never NULL. */
