@@ -1,6 +1,6 @@
 /* session: the run lifecycle of SPEC 3, shared by /api/chat, /api/chat/runs, jobs and
  * `svc chat`. Implemented by run.c (begin, finish, fail, cancel, repair) and agent_loop.c
- * (window, model and tool calls, events); one session handle (handle.h) per run.
+ * (window, model and tool calls, events); one session handle (store.h) per run.
  *   svc_run_begin   validates, takes the run lock (SVC_E_SESSION_BUSY), repairs a stale
  *                   `running`, refuses archived sessions (SVC_E_SESSION_ARCHIVED), writes the
  *                   sidecar first (status running, current_run, run_count + 1), then creates

@@ -1,4 +1,4 @@
-/* store: the one door to a session's files (SPEC 2.1; the layout is in core/FORMAT.md).
+/* store: the one door to a session's files (SPEC 2.1; the layout is in FORMAT.md).
  * Only store.c knows a file's name or a path's shape: everyone else opens a handle
  * (struct svc_sess) and asks it for a path, or asks svc_store_name for a name.
  * svc_sess_open validates the id (SVC_E_INVALID_SESSION_ID) and derives the session's
