@@ -332,13 +332,78 @@ static int parse_sess_file(struct fsck *f, const struct svc_sess *s, enum svc_fi
     return rc;
 }
 
+/* The entries of s's directory: lock files, temp files, and nothing unknown. */
+static void check_entries(struct fsck *f, const struct svc_sess *s)
+{
+    char *rel = svc_sess_path(s, SVC_F_DIR, SVC_FROM_ROOT);
+    DIR *d = opendir(s->dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *nm = de->d_name;
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+            continue;
+        char *fa = joinf("%s/%s", s->dir, nm), *fr = joinf("%s/%s", rel, nm);
+        bool known = false;
+        for (size_t i = 0; i < sizeof session_files / sizeof *session_files; i++)
+            known = known || strcmp(nm, svc_store_name(session_files[i])) == 0;
+        if (svc_store_is_lock(nm)) {
+            check_lock_file(f, s->sid, fa, fr);
+        } else if (is_temp(nm)) {
+            check_temp(f, s->sid, fa, fr);
+        } else if (!known) {
+            problem(f, s->sid, fr, -1, "stray_file", false, "not a session file (left alone)");
+        }
+        free(fa);
+        free(fr);
+    }
+    if (d)
+        closedir(d);
+    free(rel);
+}
+
+/* Every agent directory of s with its messages; returns agent aid's message files, or -1
+ * when it has no directory. */
+static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char *aid)
+{
+    int64_t count = -1;
+    char *agents = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS);
+    char *arel = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ROOT);
+    const char *apre = svc_store_name(SVC_F_AGENT_DIR);
+    size_t apl = strlen(apre);
+    DIR *d = opendir(agents);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *nm = de->d_name;
+        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
+            continue;
+        char *fa = joinf("%s/%s", agents, nm), *fr = joinf("%s/%s", arel, nm);
+        struct stat sb;
+        if (strncmp(nm, apre, apl) == 0 && svc_id_valid(nm + apl) && lstat(fa, &sb) == 0 &&
+            S_ISDIR(sb.st_mode)) {
+            int64_t n = check_agent(f, s, fa, fr);
+            if (aid && strcmp(nm + apl, aid) == 0)
+                count = n;
+        } else if (is_temp(nm)) {
+            check_temp(f, s->sid, fa, fr);
+        } else if (fa && fr) {
+            problem(f, s->sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
+        }
+        free(fa);
+        free(fr);
+    }
+    if (d)
+        closedir(d);
+    free(agents);
+    free(arel);
+    return count;
+}
+
 static void check_session(struct fsck *f, const char *sid)
 {
     struct svc_sess s;
     if (svc_sess_open_store(&f->st, sid, &s, NULL) != 0)
         return;
     const char *dir = s.dir;
-    char *rel = svc_sess_path(&s, SVC_F_DIR, SVC_FROM_ROOT);
     char *scr = svc_sess_path(&s, SVC_F_SIDECAR, SVC_FROM_ROOT);
     json_object *sc = NULL;
     parse_sess_file(f, &s, SVC_F_SIDECAR, &sc, false);
@@ -374,61 +439,9 @@ static void check_session(struct fsck *f, const char *sid)
 
     parse_sess_file(f, &s, SVC_F_SESSION, NULL, sc != NULL);
 
-    /* entries of the session directory */
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
-            continue;
-        char *fa = joinf("%s/%s", dir, nm), *fr = joinf("%s/%s", rel, nm);
-        bool known = false;
-        for (size_t i = 0; i < sizeof session_files / sizeof *session_files; i++)
-            known = known || strcmp(nm, svc_store_name(session_files[i])) == 0;
-        if (svc_store_is_lock(nm)) {
-            check_lock_file(f, sid, fa, fr);
-        } else if (is_temp(nm)) {
-            check_temp(f, sid, fa, fr);
-        } else if (!known) {
-            problem(f, sid, fr, -1, "stray_file", false, "not a session file (left alone)");
-        }
-        free(fa);
-        free(fr);
-    }
-    if (d)
-        closedir(d);
-
-    /* agents and their messages */
+    check_entries(f, &s);
     const char *aid = sc ? svc_json_str(sc, "agent_id", f->st.agent_id) : f->st.agent_id;
-    int64_t count = -1;
-    char *agents = svc_sess_path(&s, SVC_F_AGENTS, SVC_FROM_ABS);
-    char *arel = svc_sess_path(&s, SVC_F_AGENTS, SVC_FROM_ROOT);
-    const char *apre = svc_store_name(SVC_F_AGENT_DIR);
-    size_t apl = strlen(apre);
-    d = opendir(agents);
-    while (d && (de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
-            continue;
-        char *fa = joinf("%s/%s", agents, nm), *fr = joinf("%s/%s", arel, nm);
-        struct stat sb;
-        if (strncmp(nm, apre, apl) == 0 && svc_id_valid(nm + apl) && lstat(fa, &sb) == 0 &&
-            S_ISDIR(sb.st_mode)) {
-            int64_t n = check_agent(f, &s, fa, fr);
-            if (aid && strcmp(nm + apl, aid) == 0)
-                count = n;
-        } else if (is_temp(nm)) {
-            check_temp(f, sid, fa, fr);
-        } else if (fa && fr) {
-            problem(f, sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
-        }
-        free(fa);
-        free(fr);
-    }
-    if (d)
-        closedir(d);
-    free(agents);
-    free(arel);
+    int64_t count = check_agents(f, &s, aid);
 
     /* the sidecar's count against the files (a live run changes both) */
     if (sc && !live) {
@@ -452,7 +465,6 @@ static void check_session(struct fsck *f, const char *sid)
     svc_lock_release(&runl);
     json_object_put(sc);
     free(scr);
-    free(rel);
     svc_sess_close(&s);
 }
 

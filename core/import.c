@@ -772,6 +772,24 @@ static json_object *report(struct job *j)
     return r;
 }
 
+/* Which sessions of the bundle the root has already: skipped unless --overwrite. */
+static void mark_existing(struct job *j)
+{
+    for (size_t i = 0; i < j->ns; i++) {
+        struct sess *s = &j->s[i];
+        if (s->state != S_IMPORT)
+            continue;
+        struct svc_sess h;
+        struct stat lst;
+        s->exists = svc_sess_open_store(&j->st, s->sid, &h, NULL) == 0 && lstat(h.dir, &lst) == 0;
+        svc_sess_close(&h);
+        if (s->exists && !j->opt->overwrite) {
+            s->state = S_SKIP;
+            snprintf(s->reason, sizeof s->reason, "exists (use --overwrite to replace it)");
+        }
+    }
+}
+
 int svc_import(const struct svc_config *cfg, const char *bundle,
                const struct svc_import_options *opt, json_object **out, struct svc_err *err)
 {
@@ -795,19 +813,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     /* verify everything before the root is touched */
     if (pass_read(&j, err) != 0 || verify(&j, err) != 0)
         goto out;
-    for (size_t i = 0; i < j.ns; i++) {
-        struct sess *s = &j.s[i];
-        if (s->state != S_IMPORT)
-            continue;
-        struct svc_sess h;
-        struct stat lst;
-        s->exists = svc_sess_open_store(&j.st, s->sid, &h, NULL) == 0 && lstat(h.dir, &lst) == 0;
-        svc_sess_close(&h);
-        if (s->exists && !opt->overwrite) {
-            s->state = S_SKIP;
-            snprintf(s->reason, sizeof s->reason, "exists (use --overwrite to replace it)");
-        }
-    }
+    mark_existing(&j);
     size_t todo = 0;
     for (size_t i = 0; i < j.ns; i++)
         todo += j.s[i].state == S_IMPORT;
