@@ -967,19 +967,17 @@ static json_object *recounted(const struct svc_store *st, const struct entry *e,
 {
     if (e->msgs < 0 || strcmp(e->status, "running") == 0)
         return NULL;
+    /* a process that lists again and again watches the messages directories of the
+     * sessions it listed (keyed by session id): no file created there since the last
+     * look, and the count the same, is the stat's answer without the stat */
+    if (ix.root_fd_open && watch && svc_dirwatch_clean(e->sid, e->msgs))
+        return NULL;
     struct stat sb;
     bool beyond;
     struct svc_sess h;
     if (svc_sess_open_store(st, e->sid, &h, NULL) != 0)
         return NULL;
     if (ix.root_fd_open) {
-        /* a process that lists again and again watches the messages directories of the
-         * sessions it listed (keyed by session id): no file created there since the last
-         * look, and the count the same, is the stat's answer without the stat */
-        if (watch && svc_dirwatch_clean(e->sid, e->msgs)) {
-            svc_sess_close(&h);
-            return NULL;
-        }
         if (watch) /* before the stat: a file created after it comes in as an event */
             svc_dirwatch_arm(e->sid, h.msg_dir, e->msgs);
         char *rel = svc_sess_message_path(&h, e->msgs, SVC_FROM_ROOT);
