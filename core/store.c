@@ -20,7 +20,7 @@
 #include "sidecar.h"
 #include "util.h"
 
-/* Every name of the layout (core/FORMAT.md), and nowhere else in the code. */
+/* Every name of the layout (FORMAT.md), and nowhere else in the code. */
 #define LOCK_NAME ".svc.lock"
 #define RUN_LOCK_NAME ".svc.run.lock"
 static const char *const lock_names[] = {LOCK_NAME, RUN_LOCK_NAME, NULL};
