@@ -87,7 +87,7 @@ bool http_id_ok(const char *s)
         unsigned char c = (unsigned char)s[n];
         if (!(isalnum(c) || c == '.' || c == '_' || c == '-'))
             return false;
-        if (n >= HTTP_ID_MAX)
+        if (n >= SVC_ID_MAX)
             return false;
     }
     return n > 0;

@@ -21,10 +21,10 @@
 
 #include "config.h"
 #include "err.h"
+#include "store.h"
 #include "util.h"
 
 #define HTTP_MAX_PARAMS 4
-#define HTTP_ID_MAX 128
 
 struct http_qpair {
     char *name;
@@ -48,7 +48,7 @@ struct http_req {
     char *idempotency_key;  /* HTTP_IDEMPOTENCY_KEY or NULL */
     char *last_event_id;    /* HTTP_LAST_EVENT_ID or NULL */
     int64_t content_length; /* -1 when absent or empty */
-    char request_id[HTTP_ID_MAX + 1];
+    char request_id[SVC_ID_MAX + 1];
 
     /* Route parameters, percent-decoded ("%00" and bad escapes stay literal). */
     int nparams;
@@ -74,10 +74,10 @@ struct http_req {
     bool retry_ok;  /* a 4xx a client may retry (session_busy) */
     bool head_only; /* a HEAD request served by its GET route: no body goes out */
     size_t bytes_out;
-    struct svc_buf headers;           /* extra response headers, "Name: value\r\n" each */
-    char session_id[HTTP_ID_MAX + 1]; /* for the log line; "" when none */
-    double t0;                        /* monotonic start */
-    double last_write;                /* monotonic time of the last write (for pings) */
+    struct svc_buf headers;          /* extra response headers, "Name: value\r\n" each */
+    char session_id[SVC_ID_MAX + 1]; /* for the log line; "" when none */
+    double t0;                       /* monotonic start */
+    double last_write;               /* monotonic time of the last write (for pings) */
 };
 
 typedef int (*http_handler)(struct http_req *r, struct svc_err *err);

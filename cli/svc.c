@@ -251,10 +251,13 @@ static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
     if (argc != 2 || strcmp(argv[0], "sync") != 0)
         return usage("memory needs: sync SESSION");
     struct svc_err err;
-    if (svc_memory_sync(cfg, argv[1], &err) != 0)
+    struct svc_sess s;
+    if (svc_sess_open(cfg, argv[1], &s, &err) != 0 || svc_memory_sync(cfg, &s, &err) != 0) {
+        svc_sess_close(&s);
         return fail(&err);
-    struct svc_store st = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
-    char *path = svc_store_session_file(&st, argv[1], "svc_memory.json");
+    }
+    char *path = svc_sess_path(&s, SVC_F_MEMORY, SVC_FROM_ABS);
+    svc_sess_close(&s);
     json_object *o = NULL;
     if (svc_json_read_file(path, &o, NULL) == 0)
         print_json(o);

@@ -287,9 +287,7 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
                                 "status must hold running, idle, error or cancelled");
     struct svc_export *ex = svc_xcalloc(1, sizeof *ex);
     ex->cfg = cfg;
-    ex->st.root = cfg->sessions.root;
-    ex->st.agent_id = cfg->sessions.agent_id;
-    ex->st.durable = cfg->sessions.fsync;
+    svc_store_from_config(cfg, &ex->st);
     ex->tar = req->tar || req->download;
     if (req->n_session_ids ? select_named(ex, req, err) != 0
                            : select_filtered(ex, req, after, before, err) != 0)
@@ -336,7 +334,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
                         int64_t *msgs, struct svc_err *err)
 {
     char base[160];
-    snprintf(base, sizeof base, "native/session_%s", s->sid);
+    snprintf(base, sizeof base, "native/%s", s->dirname);
     if (svc_bout_dir(o, base, o->now, err) != 0)
         return -1;
     /* native copy; messages of our agent in id order for the other files */
@@ -356,15 +354,13 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         free(rel);
         if (r != 0)
             goto out;
-        if (f->data && strncmp(f->rel, s->msgdir, ml) == 0 && f->rel[ml] == '/' &&
-            strncmp(f->rel + ml + 1, "message_", 8) == 0) {
-            char *end;
-            long long id = strtoll(f->rel + ml + 9, &end, 10);
-            if (strcmp(end, ".json") == 0 && f->rel[ml + 9] >= '0' && f->rel[ml + 9] <= '9') {
-                mv[nm].id = id;
-                mv[nm].f = f;
-                nm++;
-            }
+        int64_t id = f->data && strncmp(f->rel, s->msgdir, ml) == 0 && f->rel[ml] == '/'
+                         ? svc_store_message_id_of(f->rel + ml + 1)
+                         : -1;
+        if (id >= 0) {
+            mv[nm].id = id;
+            mv[nm].f = f;
+            nm++;
         }
     }
     for (size_t i = 1; i < nm; i++) /* insertion sort: files come in directory order */
@@ -374,22 +370,16 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
             mv[k - 1] = t;
         }
     /* check the other native JSON files, so that damage is named */
-    static const char *json_files[] = {"session.json", "svc_session.json", "svc_memory.json"};
-    for (size_t k = 0; k < 3; k++) {
+    const char *json_files[] = {svc_store_name(SVC_F_SESSION), svc_store_name(SVC_F_SIDECAR),
+                                svc_store_name(SVC_F_MEMORY), s->agent_file};
+    for (size_t k = 0; k < 4; k++) {
         const struct svc_snap_file *f = svc_snap_find(s, json_files[k]);
         json_object *o2 = NULL;
         if (f && svc_json_parse(f->data, f->len, &o2, NULL) != 0)
             svc_snap_warn_native(s, json_files[k], "damaged: not valid JSON");
         json_object_put(o2);
     }
-    char agent_rel[200];
-    snprintf(agent_rel, sizeof agent_rel, "agents/agent_%s/agent.json", ex->st.agent_id);
-    const struct svc_snap_file *af = svc_snap_find(s, agent_rel);
-    json_object *ao = NULL;
-    if (af && svc_json_parse(af->data, af->len, &ao, NULL) != 0)
-        svc_snap_warn_native(s, agent_rel, "damaged: not valid JSON");
-    json_object_put(ao);
-    const struct svc_snap_file *tf = svc_snap_find(s, "svc_turns.jsonl");
+    const struct svc_snap_file *tf = svc_snap_find(s, svc_store_name(SVC_F_TURNS));
     if (tf) {
         int torn = 0;
         for (const char *p = tf->data; p < tf->data + tf->len;) {
@@ -405,7 +395,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
             char m[80];
             snprintf(m, sizeof m, "%d torn or undecodable line%s skipped by readers", torn,
                      torn > 1 ? "s" : "");
-            svc_snap_warn_native(s, "svc_turns.jsonl", m);
+            svc_snap_warn_native(s, svc_store_name(SVC_F_TURNS), m);
         }
     }
     /* messages.jsonl rows, the dataset row, the transcript */
@@ -621,9 +611,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         int64_t m = 0;
         if (svc_snap_take(ex->cfg, &s, &serr) != 0) {
             /* gone or unreadable since the selection: named, the export goes on */
-            char file[160];
-            snprintf(file, sizeof file, "native/session_%s", s.sid);
-            svc_snap_warn(warnings, s.sid, file, serr.message);
+            svc_snap_warn_native(&s, NULL, serr.message);
             svc_snap_free(&s);
             continue;
         }

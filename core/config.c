@@ -27,6 +27,7 @@
 #include "cron.h"
 #include "fsio.h"
 #include "jsonx.h"
+#include "store.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------------------------ */
@@ -435,11 +436,9 @@ static const char *check_listen(const char *s)
 
 static const char *check_id(const char *s)
 {
-    size_t n = strlen(s);
-    if (n < 1 || n > 128 || s[0] == '.' ||
-        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
-        return "not a valid id (1 to 128 characters of A-Za-z0-9._-, not starting with '.')";
-    return NULL;
+    return svc_id_valid(s) ? NULL
+                           : "not a valid id (1 to 128 characters of A-Za-z0-9._-, not "
+                             "starting with '.')";
 }
 
 static const char *check_env_name(const char *s)
@@ -588,7 +587,7 @@ _Static_assert(sizeof cfg_rows / sizeof cfg_rows[0] <= 62, "seen bits fit a uint
 
 #define J(f) offsetof(struct svc_job, f)
 static const struct cfg_row job_rows[] = {
-    {"id", CT_STR, J(id), .min = 1, .max = 128, .check = check_id, .flags = F_REQUIRED},
+    {"id", CT_STR, J(id), .min = 1, .max = SVC_ID_MAX, .check = check_id, .flags = F_REQUIRED},
     {"schedule", CT_STR, J(schedule), .check = check_cron, .flags = F_REQUIRED},
     {"session_id", CT_STR, J(session_id), .check = check_id, .flags = F_REQUIRED},
     {"input", CT_STR, J(input), .min = 1, .flags = F_REQUIRED},

@@ -210,25 +210,6 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
     return nbad;
 }
 
-/* Decimal id without padding, as in message_<n>.json; -1 when the name is not one. */
-static int64_t message_name_id(const char *name)
-{
-    if (strncmp(name, "message_", 8) != 0)
-        return -1;
-    const char *p = name + 8;
-    const char *dot = strstr(p, ".json");
-    if (!dot || strcmp(dot, ".json") != 0 || dot == p || (p[0] == '0' && dot - p > 1) ||
-        dot - p > 18)
-        return -1;
-    int64_t v = 0;
-    for (const char *q = p; q < dot; q++) {
-        if (*q < '0' || *q > '9')
-            return -1;
-        v = v * 10 + (*q - '0');
-    }
-    return v;
-}
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -236,15 +217,17 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* One agent directory: agent.json, message files. Returns the number of message files. */
-static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, const char *arel)
+static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char *adir,
+                           const char *arel)
 {
-    char *abs = joinf("%s/agent.json", adir), *rel = joinf("%s/agent.json", arel);
+    const char *sid = s->sid, *an = svc_store_name(SVC_F_AGENT);
+    char *abs = joinf("%s/%s", adir, an), *rel = joinf("%s/%s", arel, an);
     json_object *agent = NULL;
     if (parse_file(f, sid, abs, rel, &agent) == 1)
-        problem(f, sid, rel, -1, "missing_file", false, "agent.json is missing");
+        problem(f, sid, rel, -1, "missing_file", false, "%s is missing", an);
     free(abs);
-    free(rel);
-    char *mdir = joinf("%s/messages", adir), *mrel = joinf("%s/messages", arel);
+    const char *mn = svc_store_name(SVC_F_MESSAGES);
+    char *mdir = joinf("%s/%s", adir, mn), *mrel = joinf("%s/%s", arel, mn);
     int64_t *ids = NULL;
     size_t n = 0, cap = 0;
     DIR *d = opendir(mdir);
@@ -253,7 +236,7 @@ static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, co
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         char *fa = joinf("%s/%s", mdir, de->d_name), *fr = joinf("%s/%s", mrel, de->d_name);
-        int64_t id = message_name_id(de->d_name);
+        int64_t id = svc_store_message_id_of(de->d_name);
         if (is_temp(de->d_name)) {
             check_temp(f, sid, fa, fr);
         } else if (id < 0) {
@@ -286,19 +269,19 @@ static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, co
         qsort(ids, n, sizeof *ids, cmp_i64);
     for (size_t i = 0; i < n; i++)
         if (ids[i] != (int64_t)i) {
+            char *gap = svc_sess_message_path(s, (int64_t)i, SVC_FROM_NAME);
             problem(f, sid, mrel, -1, "message_gap", false,
-                    "message ids are not contiguous from 0: message_%zu.json is missing", i);
+                    "message ids are not contiguous from 0: %s is missing", gap);
+            free(gap);
             break;
         }
     if (agent) {
         int64_t removed = svc_agent_removed_count(agent);
-        if (removed < 0 || removed > (int64_t)n) {
-            char *r = joinf("%s/agent.json", arel);
-            problem(f, sid, r, -1, "removed_count_range", false,
+        if (removed < 0 || removed > (int64_t)n)
+            problem(f, sid, rel, -1, "removed_count_range", false,
                     "removed_message_count %lld is outside 0..%zu", (long long)removed, n);
-            free(r);
-        }
     }
+    free(rel);
     json_object_put(agent);
     free(ids);
     free(mdir);
@@ -306,22 +289,24 @@ static int64_t check_agent(struct fsck *f, const char *sid, const char *adir, co
     return (int64_t)n;
 }
 
-static const char *const session_files[] = {
-    "session.json",    "svc_session.json", "svc_turns.jsonl", "svc_turns.jsonl.corrupt",
-    "svc_memory.json", "agents",           "multi_agents",    NULL};
+/* The entries a session directory may hold besides locks and temp files. */
+static const enum svc_file session_files[] = {
+    SVC_F_SESSION, SVC_F_SIDECAR, SVC_F_TURNS,        SVC_F_TURNS_CORRUPT,
+    SVC_F_MEMORY,  SVC_F_AGENTS,  SVC_F_MULTI_AGENTS,
+};
 
 /* Recount message_count under the session lock (the caller holds the run lock). */
-static bool recount(struct fsck *f, const char *sid, int64_t files)
+static bool recount(struct fsck *f, const struct svc_sess *s, int64_t files)
 {
     json_object *sc = NULL;
     struct svc_err err;
     bool ok = false;
-    if (svc_sidecar_read(&f->st, sid, &sc, &err) == 0) {
+    if (svc_sidecar_read(s, &sc, &err) == 0) {
         svc_json_set_int(sc, "message_count", files);
-        if (svc_sidecar_write(&f->st, sid, sc, &err) == 0) {
+        if (svc_sidecar_write(s, sc, SVC_SYNC_STORE, &err) == 0) {
             json_object *sum = svc_sidecar_summary(sc);
             if (sum)
-                svc_index_update(&f->st, sid, sum);
+                svc_index_update(&f->st, s->sid, sum);
             json_object_put(sum);
             ok = true;
         }
@@ -330,95 +315,78 @@ static bool recount(struct fsck *f, const char *sid, int64_t files)
     return ok;
 }
 
-static void check_session(struct fsck *f, const char *sid)
+/* The JSON file `which` of session s checked (parse_file); *o as there (o may be NULL).
+ * required: a missing file is a problem. */
+static int parse_sess_file(struct fsck *f, const struct svc_sess *s, enum svc_file which,
+                           json_object **o, bool required)
 {
-    char *dir = svc_store_session_dir(&f->st, sid);
-    char *rel = joinf("session_%s", sid);
-    char *scp = joinf("%s/svc_session.json", dir), *scr = joinf("%s/svc_session.json", rel);
-    json_object *sc = NULL;
-    parse_file(f, sid, scp, scr, &sc);
-    /* a stale run: repaired as the next reader would (it takes its own locks) */
-    if (sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 && !svc_lock_run_held(dir)) {
-        struct svc_err err;
-        bool fixed = f->repair && svc_session_repair_stale(f->cfg, sid, &err) == 1;
-        if (fixed)
-            f->nstale++;
-        problem(f, sid, scr, -1, "stale_run", fixed,
-                "status running while no process holds the run lock%s",
-                fixed ? " (repaired: error/interrupted)" : "");
-        if (fixed) {
-            json_object_put(sc);
-            sc = NULL;
-            parse_file(f, sid, scp, scr, &sc);
-        }
-    }
-    /* hold the run lock, then the session lock, as a run does */
-    struct svc_lock runl = SVC_LOCK_INIT, sl = SVC_LOCK_INIT;
-    bool live;
-    if (f->repair) {
-        struct svc_err err;
-        live = svc_lock_run_try(dir, &runl, &err) != 0;
-        if (!live && svc_lock_session(dir, true, &sl, &err) != 0)
-            live = true;
-    } else {
-        live = svc_lock_run_held(dir);
-    }
-    if (live)
-        json_object_array_add(f->busy, json_object_new_string(sid));
-    bool fix = f->repair && !live;
+    char *abs = svc_sess_path(s, which, SVC_FROM_ABS);
+    char *rel = svc_sess_path(s, which, SVC_FROM_ROOT);
+    json_object *none = NULL;
+    int rc = parse_file(f, s->sid, abs, rel, o ? o : &none);
+    json_object_put(none);
+    if (rc == 1 && required)
+        problem(f, s->sid, rel, -1, "missing_file", false, "%s is missing", svc_store_name(which));
+    free(abs);
+    free(rel);
+    return rc;
+}
 
-    json_object *sj = NULL;
-    char *sjp = joinf("%s/session.json", dir), *sjr = joinf("%s/session.json", rel);
-    if (parse_file(f, sid, sjp, sjr, &sj) == 1 && sc)
-        problem(f, sid, sjr, -1, "missing_file", false, "session.json is missing");
-    json_object_put(sj);
-    free(sjp);
-    free(sjr);
-
-    /* entries of the session directory */
-    DIR *d = opendir(dir);
+/* The entries of s's directory: lock files, temp files, and nothing unknown. */
+static void check_entries(struct fsck *f, const struct svc_sess *s)
+{
+    char *rel = svc_sess_path(s, SVC_F_DIR, SVC_FROM_ROOT);
+    DIR *d = opendir(s->dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
         if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
-        char *fa = joinf("%s/%s", dir, nm), *fr = joinf("%s/%s", rel, nm);
+        char *fa = joinf("%s/%s", s->dir, nm), *fr = joinf("%s/%s", rel, nm);
         bool known = false;
-        for (int i = 0; session_files[i]; i++)
-            known = known || strcmp(nm, session_files[i]) == 0;
-        if (strcmp(nm, ".svc.lock") == 0 || strcmp(nm, ".svc.run.lock") == 0) {
-            check_lock_file(f, sid, fa, fr);
+        for (size_t i = 0; i < sizeof session_files / sizeof *session_files; i++)
+            known = known || strcmp(nm, svc_store_name(session_files[i])) == 0;
+        if (svc_store_is_lock(nm)) {
+            check_lock_file(f, s->sid, fa, fr);
         } else if (is_temp(nm)) {
-            check_temp(f, sid, fa, fr);
+            check_temp(f, s->sid, fa, fr);
         } else if (!known) {
-            problem(f, sid, fr, -1, "stray_file", false, "not a session file (left alone)");
+            problem(f, s->sid, fr, -1, "stray_file", false, "not a session file (left alone)");
         }
         free(fa);
         free(fr);
     }
     if (d)
         closedir(d);
+    free(rel);
+}
 
-    /* agents and their messages */
-    const char *aid = sc ? svc_json_str(sc, "agent_id", f->st.agent_id) : f->st.agent_id;
+/* Every agent directory of s with its messages; returns agent aid's message files, or -1
+ * when it has no directory. */
+static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char *aid)
+{
     int64_t count = -1;
-    char *agents = joinf("%s/agents", dir), *arel = joinf("%s/agents", rel);
-    d = opendir(agents);
+    char *agents = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS);
+    char *arel = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ROOT);
+    const char *apre = svc_store_name(SVC_F_AGENT_DIR);
+    size_t apl = strlen(apre);
+    DIR *d = opendir(agents);
+    struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
         if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
         char *fa = joinf("%s/%s", agents, nm), *fr = joinf("%s/%s", arel, nm);
         struct stat sb;
-        if (strncmp(nm, "agent_", 6) == 0 && svc_id_valid(nm + 6) && lstat(fa, &sb) == 0 &&
+        if (strncmp(nm, apre, apl) == 0 && svc_id_valid(nm + apl) && lstat(fa, &sb) == 0 &&
             S_ISDIR(sb.st_mode)) {
-            int64_t n = check_agent(f, sid, fa, fr);
-            if (aid && strcmp(nm + 6, aid) == 0)
+            int64_t n = check_agent(f, s, fa, fr);
+            if (aid && strcmp(nm + apl, aid) == 0)
                 count = n;
         } else if (is_temp(nm)) {
-            check_temp(f, sid, fa, fr);
+            check_temp(f, s->sid, fa, fr);
         } else if (fa && fr) {
-            problem(f, sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
+            problem(f, s->sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
         }
         free(fa);
         free(fr);
@@ -427,87 +395,123 @@ static void check_session(struct fsck *f, const char *sid)
         closedir(d);
     free(agents);
     free(arel);
+    return count;
+}
+
+static void check_session(struct fsck *f, const char *sid)
+{
+    struct svc_sess s;
+    if (svc_sess_open_store(&f->st, sid, &s, NULL) != 0)
+        return;
+    const char *dir = s.dir;
+    char *scr = svc_sess_path(&s, SVC_F_SIDECAR, SVC_FROM_ROOT);
+    json_object *sc = NULL;
+    parse_sess_file(f, &s, SVC_F_SIDECAR, &sc, false);
+    /* a stale run: repaired as the next reader would (it takes the lock on s) */
+    if (sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 && !svc_lock_run_held(dir)) {
+        struct svc_err err;
+        bool fixed = f->repair && svc_run_repair(&s, &err) == 1;
+        if (fixed)
+            f->nstale++;
+        problem(f, sid, scr, -1, "stale_run", fixed,
+                "status running while no process holds the run lock%s",
+                fixed ? " (repaired: error/interrupted)" : "");
+        if (fixed) {
+            json_object_put(sc);
+            sc = NULL;
+            parse_sess_file(f, &s, SVC_F_SIDECAR, &sc, false);
+        }
+    }
+    /* hold the run lock, then the session lock, as a run does */
+    struct svc_lock runl = SVC_LOCK_INIT;
+    bool live;
+    if (f->repair) {
+        struct svc_err err;
+        live = svc_lock_run_try(dir, &runl, &err) != 0;
+        if (!live && svc_sess_lock(&s, true, &err) != 0)
+            live = true;
+    } else {
+        live = svc_lock_run_held(dir);
+    }
+    if (live)
+        json_object_array_add(f->busy, json_object_new_string(sid));
+    bool fix = f->repair && !live;
+
+    parse_sess_file(f, &s, SVC_F_SESSION, NULL, sc != NULL);
+
+    check_entries(f, &s);
+    const char *aid = sc ? svc_json_str(sc, "agent_id", f->st.agent_id) : f->st.agent_id;
+    int64_t count = check_agents(f, &s, aid);
 
     /* the sidecar's count against the files (a live run changes both) */
     if (sc && !live) {
         int64_t have = svc_json_int(sc, "message_count", -1);
         int64_t files = count < 0 ? 0 : count;
         if (have != files) {
-            bool fixed = fix && recount(f, sid, files);
+            bool fixed = fix && recount(f, &s, files);
             problem(f, sid, scr, -1, "sidecar_count", fixed,
                     "message_count is %lld, the files hold %lld%s", (long long)have,
                     (long long)files, fixed ? " (recounted)" : "");
         }
     }
-    char *tp = joinf("%s/svc_turns.jsonl", dir), *tr = joinf("%s/svc_turns.jsonl", rel);
+    char *tp = svc_sess_path(&s, SVC_F_TURNS, SVC_FROM_ABS);
+    char *tr = svc_sess_path(&s, SVC_F_TURNS, SVC_FROM_ROOT);
     check_lines(f, sid, tp, tr, live, fix);
     free(tp);
     free(tr);
-    json_object *mem = NULL;
-    char *mp = joinf("%s/svc_memory.json", dir), *mr = joinf("%s/svc_memory.json", rel);
-    parse_file(f, sid, mp, mr, &mem);
-    json_object_put(mem);
-    free(mp);
-    free(mr);
+    parse_sess_file(f, &s, SVC_F_MEMORY, NULL, false);
 
-    svc_lock_release(&sl);
+    svc_sess_unlock(&s);
     svc_lock_release(&runl);
     json_object_put(sc);
-    free(scp);
     free(scr);
-    free(dir);
-    free(rel);
-}
-
-static bool has_suffix(const char *s, const char *suf)
-{
-    size_t n = strlen(s), m = strlen(suf);
-    return n >= m && strcmp(s + n - m, suf) == 0;
+    svc_sess_close(&s);
 }
 
 /* <root>/.svc_runs: records, event files, idempotency keys, temp files. */
 static void check_runs(struct fsck *f)
 {
-    char *dir = svc_path_join(f->st.root, ".svc_runs");
+    char *dir = svc_store_root_path(&f->st, SVC_F_RUNS);
+    char *id = NULL;
     DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
-        char *fa = joinf("%s/%s", dir, nm), *fr = joinf(".svc_runs/%s", nm);
+        char *fa = joinf("%s/%s", dir, nm), *fr = joinf("%s/%s", svc_store_name(SVC_F_RUNS), nm);
+        free(id);
+        id = NULL;
         if (nm[0] == '.') {
         } else if (is_temp(nm)) {
             check_temp(f, NULL, fa, fr);
-        } else if (has_suffix(nm, ".events.jsonl")) {
+        } else if ((id = svc_store_run_id_of(nm, SVC_RUN_EVENTS))) {
             /* the runner holds <run>.lock while it appends */
-            char *id = svc_xstrndup(nm, strlen(nm) - strlen(".events.jsonl"));
-            char *lp = joinf("%s/%s.lock", dir, id);
+            char *lp = svc_store_run_path(f->st.root, id, SVC_RUN_LOCK);
             int fd = open(lp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
             bool idle = fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0;
             check_lines(f, NULL, fa, fr, !idle, f->repair && idle);
             if (fd >= 0)
                 close(fd);
             free(lp);
-            free(id);
-        } else if (has_suffix(nm, ".json")) {
+        } else if ((id = svc_store_run_id_of(nm, SVC_RUN_RECORD))) {
             json_object *rec = NULL;
             if (parse_file(f, NULL, fa, fr, &rec) == 0 && strncmp(nm, "idem-", 5) != 0 &&
                 strcmp(svc_json_str(rec, "status", ""), "running") == 0) {
-                const char *id = svc_json_str(rec, "run_id", "");
-                char *lp = joinf("%s/%s.lock", dir, id);
-                int fd = svc_run_id_valid(id) ? open(lp, O_RDWR | O_CLOEXEC) : -1;
+                const char *rid = svc_json_str(rec, "run_id", "");
+                char *lp = svc_store_run_path(f->st.root, rid, SVC_RUN_LOCK);
+                int fd = svc_run_id_valid(rid) ? open(lp, O_RDWR | O_CLOEXEC) : -1;
                 bool dead = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
                 if (fd >= 0)
                     close(fd); /* svc_runs_get takes it again to finish the record */
                 if (dead) {
                     json_object *fresh = NULL;
                     struct svc_err err;
-                    bool fixed = f->repair && svc_runs_get(f->cfg, id, &fresh, &err) == 0 &&
+                    bool fixed = f->repair && svc_runs_get(f->cfg, rid, &fresh, &err) == 0 &&
                                  strcmp(svc_json_str(fresh, "status", ""), "running") != 0;
                     json_object_put(fresh);
                     if (fixed)
                         f->nstale++;
                     problem(f, svc_json_str(rec, "session_id", NULL), fr, -1, "stale_run_record",
-                            fixed, "run %s is recorded as running but its runner is gone%s", id,
+                            fixed, "run %s is recorded as running but its runner is gone%s", rid,
                             fixed ? " (finished as error/interrupted)" : "");
                 }
                 free(lp);
@@ -519,6 +523,7 @@ static void check_runs(struct fsck *f)
     }
     if (d)
         closedir(d);
+    free(id);
     free(dir);
 }
 
@@ -564,9 +569,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
 {
     *report = NULL;
     struct fsck f = {.cfg = cfg, .repair = o->repair};
-    f.st.root = cfg->sessions.root;
-    f.st.agent_id = cfg->sessions.agent_id;
-    f.st.durable = cfg->sessions.fsync;
+    svc_store_from_config(cfg, &f.st);
     char **ids = NULL;
     size_t n = 0, cap = 0;
     int rc = -1;
@@ -590,15 +593,15 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
         }
         struct dirent *de;
         while (d && (de = readdir(d))) {
-            if (strncmp(de->d_name, "session_", 8) != 0 || !svc_id_valid(de->d_name + 8) ||
-                !svc_store_session_exists(&f.st, de->d_name + 8))
+            const char *sid = svc_store_session_of(de->d_name);
+            if (!sid || !svc_store_session_exists(&f.st, sid))
                 continue;
             if (n == cap) {
                 cap = cap ? cap * 2 : 256;
                 char **nv = svc_xrealloc(ids, cap * sizeof *nv);
                 ids = nv;
             }
-            ids[n++] = svc_xstrdup(de->d_name + 8);
+            ids[n++] = svc_xstrdup(sid);
         }
         if (d)
             closedir(d);
@@ -628,9 +631,9 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
         }
         if (d)
             closedir(d);
-        char *lp = svc_path_join(f.st.root, ".svc_index.lock");
+        char *lp = svc_store_root_path(&f.st, SVC_F_INDEX_LOCK);
         if (lp)
-            check_lock_file(&f, NULL, lp, ".svc_index.lock");
+            check_lock_file(&f, NULL, lp, svc_store_name(SVC_F_INDEX_LOCK));
         free(lp);
         char why[300] = "";
         int v = svc_index_verify(&f.st, why, sizeof why);
@@ -638,7 +641,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
             struct svc_err ierr;
             bool fixed = f.repair && svc_index_rebuild(&f.st, &ierr) == 0 &&
                          svc_index_verify(&f.st, why, sizeof why) != 1;
-            problem(&f, NULL, ".svc_index.jsonl", -1, "index", fixed, "%s%s", why,
+            problem(&f, NULL, svc_store_name(SVC_F_INDEX), -1, "index", fixed, "%s%s", why,
                     fixed ? " (rebuilt from the directories)" : "");
         }
     }

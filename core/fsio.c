@@ -445,12 +445,6 @@ bool svc_file_is_spare(const char *name)
     return n > sl && strcmp(name + n - sl, SVC_SPARE_SUFFIX) == 0;
 }
 
-bool svc_file_is_internal(const char *name)
-{
-    return strstr(name, ".tmp-") != NULL || strcmp(name, ".svc.lock") == 0 ||
-           strcmp(name, ".svc.run.lock") == 0;
-}
-
 int svc_file_remove_tree(const char *path)
 {
     struct stat sb;

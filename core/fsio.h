@@ -85,8 +85,6 @@ int svc_file_read_at(int dirfd, const char *name, char **out, size_t *len, struc
 int svc_file_read_follow(const char *path, char **out, size_t *len, struct svc_err *err);
 /* Whether path is an existing, empty regular file. */
 bool svc_file_is_empty(const char *path);
-/* Whether a directory entry name is one of our temp files (spares too) or lock files. */
-bool svc_file_is_internal(const char *name);
 /* Whether it is a spare (SVC_WRITE_SPARE): not an orphan, whatever its age. */
 bool svc_file_is_spare(const char *name);
 /* Prunes "<id>.json" files of dir older than max_age_s, at most once an hour whoever asks

@@ -226,7 +226,8 @@ static void hex32(const unsigned char *md, char *out)
 enum { S_IMPORT, S_SKIP, S_FAIL };
 
 struct sess {
-    char sid[130];
+    char sid[SVC_ID_MAX + 2]; /* one more: an id too long is seen as one */
+    char *staged;             /* its directory in staging (heap), once a member is staged */
     int state;
     char reason[600];
     bool exists;
@@ -244,9 +245,10 @@ struct job {
     size_t manifest_len;
     struct sess *s;
     size_t ns, scap, last;
-    char agent_id[130];
+    char agent_id[SVC_ID_MAX + 2];
     char *staging;
     struct svc_store st;
+    struct svc_store stg;   /* st with the staging directory as its root */
     char last_parent[4096]; /* the staging directory made last */
     uint64_t staged_bytes;
 };
@@ -280,12 +282,23 @@ static struct sess *sess_get(struct job *j, const char *sid, size_t n, bool add)
     return e;
 }
 
+/* A bundle's copy of the root (its session directories) is under native/. */
+#define NATIVE "native/"
+
+/* The length of "native/session_", the part of a bundle path before the session id. */
+static size_t native_pre(void)
+{
+    return strlen(NATIVE) + strlen(svc_store_name(SVC_F_DIR));
+}
+
 /* The session a bundle path belongs to: "native/session_<sid>[/...]" -> sid, n. */
 static const char *path_sid(const char *rel, size_t *n)
 {
-    if (strncmp(rel, "native/session_", 15) != 0)
+    const char *dp = svc_store_name(SVC_F_DIR);
+    if (strncmp(rel, NATIVE, strlen(NATIVE)) != 0 ||
+        strncmp(rel + strlen(NATIVE), dp, strlen(dp)) != 0)
         return NULL;
-    const char *sid = rel + 15;
+    const char *sid = rel + native_pre();
     const char *slash = strchr(sid, '/');
     *n = slash ? (size_t)(slash - sid) : strlen(sid);
     return *n ? sid : NULL;
@@ -512,8 +525,15 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
                         uint64_t *bytes, struct svc_err *err)
 {
     char *dst = NULL;
-    const char *inner = rel + 15 + strlen(s->sid); /* "" or "/..." */
-    svc_xasprintf(&dst, "%s/session_%s%s", j->staging, s->sid, inner);
+    const char *inner = rel + native_pre() + strlen(s->sid); /* "" or "/..." */
+    if (!s->staged) {
+        struct svc_sess h;
+        if (svc_sess_open_store(&j->stg, s->sid, &h, err) != 0)
+            return -1;
+        s->staged = svc_xstrdup(h.dir);
+        svc_sess_close(&h);
+    }
+    svc_xasprintf(&dst, "%s%s", s->staged, inner);
     int rc = 0;
     if (is_dir) {
         rc = mkdir_fast(dst, err);
@@ -584,8 +604,8 @@ static int pass_stage(struct job *j, struct svc_err *err)
         const char *sid = path_sid(rel, &n);
         if (!sid)
             continue;
-        char id[130];
-        snprintf(id, sizeof id, "%.*s", (int)(n < 129 ? n : 129), sid);
+        char id[SVC_ID_MAX + 2];
+        snprintf(id, sizeof id, "%.*s", (int)(n < SVC_ID_MAX + 1 ? n : SVC_ID_MAX + 1), sid);
         struct sess *s = find_sess(j, id);
         if (!s || s->state != S_IMPORT)
             continue;
@@ -606,16 +626,22 @@ static void index_tell(struct job *j, const char *sid)
     struct svc_store st = j->st;
     st.agent_id = j->agent_id;
     json_object *sc = NULL;
-    if (svc_sidecar_read(&st, sid, &sc, NULL) != 0) {
-        if (svc_sidecar_derive(&st, sid, &sc, NULL) != 0)
+    struct svc_sess h;
+    if (svc_sess_open_store(&st, sid, &h, NULL) != 0)
+        return;
+    if (svc_sidecar_read(&h, &sc, NULL) != 0) {
+        if (svc_sidecar_derive(&h, &sc, NULL) != 0) {
+            svc_sess_close(&h);
             return;
+        }
     } else {
         int64_t *ids = NULL;
         size_t n = 0;
-        if (svc_store_message_ids(&st, sid, &ids, &n, NULL) == 0)
+        if (svc_sess_message_ids(&h, &ids, &n, NULL) == 0)
             svc_json_set_int(sc, "message_count", (int64_t)n);
         free(ids);
     }
+    svc_sess_close(&h);
     json_object *sum = svc_sidecar_summary(sc);
     if (sum)
         svc_index_update(&j->st, sid, sum);
@@ -635,12 +661,16 @@ static int fsync_dir(const char *path)
 
 static void place(struct job *j, struct sess *s)
 {
-    char *staged = NULL, *final = NULL;
-    struct svc_lock sl = SVC_LOCK_INIT, ol = SVC_LOCK_INIT, orl = SVC_LOCK_INIT;
+    struct svc_sess hs = SVC_SESS_INIT, ho = SVC_SESS_INIT;
+    struct svc_lock orl = SVC_LOCK_INIT;
     struct svc_err e;
-    svc_xasprintf(&staged, "%s/session_%s", j->staging, s->sid);
-    final = svc_store_session_dir(&j->st, s->sid);
-    if (svc_mkdirs(staged, 0755, &e) != 0 || svc_lock_session(staged, true, &sl, &e) != 0) {
+    if (svc_sess_open_store(&j->stg, s->sid, &hs, &e) != 0 ||
+        svc_sess_open_store(&j->st, s->sid, &ho, &e) != 0) {
+        fail_sess(s, "staging: %s%s", e.message, "");
+        goto out;
+    }
+    const char *staged = hs.dir, *final = ho.dir;
+    if (svc_mkdirs(staged, 0755, &e) != 0 || svc_sess_lock(&hs, true, &e) != 0) {
         fail_sess(s, "staging: %s%s", e.message, "");
         goto out;
     }
@@ -658,10 +688,11 @@ static void place(struct job *j, struct sess *s)
         }
     } else {
         if (!S_ISDIR(lst.st_mode)) {
-            fail_sess(s, "%s%s", "the existing session_<id> is not a directory; left alone", "");
+            fail_sess(s, "the existing %s<id> is not a directory; left alone%s",
+                      svc_store_name(SVC_F_DIR), "");
             goto out;
         }
-        if (svc_lock_run_try(final, &orl, &e) != 0 || svc_lock_session(final, true, &ol, &e) != 0) {
+        if (svc_lock_run_try(final, &orl, &e) != 0 || svc_sess_lock(&ho, true, &e) != 0) {
             fail_sess(s, "%s%s",
                       e.code == SVC_E_SESSION_BUSY ? "a run is in progress on the existing session"
                                                    : e.message,
@@ -676,18 +707,17 @@ static void place(struct job *j, struct sess *s)
     }
     if (j->st.durable)
         fsync_dir(j->st.root);
-    svc_lock_release(&ol);
+    svc_sess_unlock(&ho);
     svc_lock_release(&orl);
-    svc_lock_release(&sl);
+    svc_sess_unlock(&hs);
     if (exists)
         svc_file_remove_tree(staged); /* the old session, now at the staging name */
     index_tell(j, s->sid);
 out:
-    svc_lock_release(&ol);
+    svc_sess_unlock(&ho);
     svc_lock_release(&orl);
-    svc_lock_release(&sl);
-    free(staged);
-    free(final);
+    svc_sess_close(&hs);
+    svc_sess_close(&ho);
 }
 
 /* Remove staging directories that earlier imports left (killed); caller holds the lock. */
@@ -698,7 +728,8 @@ static void clean_stale(const char *root)
         return;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (strncmp(de->d_name, ".svc_import-", 12) != 0)
+        const char *pre = svc_store_name(SVC_F_IMPORT_STAGING);
+        if (strncmp(de->d_name, pre, strlen(pre)) != 0)
             continue;
         char *p = svc_path_join(root, de->d_name);
         if (p)
@@ -733,11 +764,30 @@ static json_object *report(struct job *j)
         char note[400];
         snprintf(note, sizeof note,
                  "the bundle is of agent '%s', this root's agent is '%s': its sessions keep "
-                 "their messages under agents/agent_%s/",
-                 j->agent_id, j->cfg->sessions.agent_id, j->agent_id);
+                 "their messages under %s/%s%s/",
+                 j->agent_id, j->cfg->sessions.agent_id, svc_store_name(SVC_F_AGENTS),
+                 svc_store_name(SVC_F_AGENT_DIR), j->agent_id);
         svc_json_set_str(r, "note", note);
     }
     return r;
+}
+
+/* Which sessions of the bundle the root has already: skipped unless --overwrite. */
+static void mark_existing(struct job *j)
+{
+    for (size_t i = 0; i < j->ns; i++) {
+        struct sess *s = &j->s[i];
+        if (s->state != S_IMPORT)
+            continue;
+        struct svc_sess h;
+        struct stat lst;
+        s->exists = svc_sess_open_store(&j->st, s->sid, &h, NULL) == 0 && lstat(h.dir, &lst) == 0;
+        svc_sess_close(&h);
+        if (s->exists && !j->opt->overwrite) {
+            s->state = S_SKIP;
+            snprintf(s->reason, sizeof s->reason, "exists (use --overwrite to replace it)");
+        }
+    }
 }
 
 int svc_import(const struct svc_config *cfg, const char *bundle,
@@ -751,9 +801,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     j.cfg = cfg;
     j.opt = opt;
     j.src.fd = -1;
-    j.st.root = cfg->sessions.root;
-    j.st.agent_id = cfg->sessions.agent_id;
-    j.st.durable = cfg->sessions.fsync;
+    svc_store_from_config(cfg, &j.st);
     int lockfd = -1, rc = -1;
     struct stat sb;
     if (stat(bundle, &sb) != 0) {
@@ -765,19 +813,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     /* verify everything before the root is touched */
     if (pass_read(&j, err) != 0 || verify(&j, err) != 0)
         goto out;
-    for (size_t i = 0; i < j.ns; i++) {
-        struct sess *s = &j.s[i];
-        if (s->state != S_IMPORT)
-            continue;
-        struct stat lst;
-        char *final = svc_store_session_dir(&j.st, s->sid);
-        s->exists = lstat(final, &lst) == 0;
-        free(final);
-        if (s->exists && !opt->overwrite) {
-            s->state = S_SKIP;
-            snprintf(s->reason, sizeof s->reason, "exists (use --overwrite to replace it)");
-        }
-    }
+    mark_existing(&j);
     size_t todo = 0;
     for (size_t i = 0; i < j.ns; i++)
         todo += j.s[i].state == S_IMPORT;
@@ -788,7 +824,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     }
     if (svc_mkdirs_durable(j.st.root, 0755, j.st.durable, err) != 0)
         goto out;
-    char *lp = svc_path_join(j.st.root, ".svc_import.lock");
+    char *lp = svc_store_root_path(&j.st, SVC_F_IMPORT_LOCK);
     lockfd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     free(lp);
     if (lockfd < 0) {
@@ -808,7 +844,9 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     }
     char hex[17];
     svc_random_hex(hex, 16);
-    svc_xasprintf(&j.staging, "%s/.svc_import-%s", j.st.root, hex);
+    svc_xasprintf(&j.staging, "%s/%s%s", j.st.root, svc_store_name(SVC_F_IMPORT_STAGING), hex);
+    j.stg = j.st;
+    j.stg.root = j.staging;
     if (mkdir(j.staging, 0755) != 0) {
         svc_err_errno(err, "create staging directory");
         goto out;
@@ -848,6 +886,8 @@ out:
     fset_free(&j.want);
     json_object_put(j.manifest);
     free(j.manifest_text);
+    for (size_t i = 0; i < j.ns; i++)
+        free(j.s[i].staged);
     free(j.s);
     return rc;
 }

@@ -25,9 +25,6 @@
 #include "sidecar.h"
 #include "util.h"
 
-#define INDEX_FILE ".svc_index.jsonl"
-#define INDEX_LOCK ".svc_index.lock"
-
 /* An entry keeps what sorting and filtering need; its summary stays in the index file
  * (off, len within the file open as ix.fd), or on the heap until a line of it is read back. */
 struct entry {
@@ -254,16 +251,11 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
     ix.sorted = false;
 }
 
-static char *root_file(const struct svc_store *st, const char *name)
-{
-    return svc_path_join(st->root, name);
-}
-
 /* The root lock, exclusive. *writable tells whether the stamp can be written through it (a
  * read-only root still gets a lock when the lock file exists). -1 when there is none. */
 static int lock_root(const struct svc_store *st, bool *writable)
 {
-    char *p = root_file(st, INDEX_LOCK);
+    char *p = svc_store_root_path(st, SVC_F_INDEX_LOCK);
     if (!p)
         return -1;
     *writable = true;
@@ -325,7 +317,7 @@ static void stamp_peek(const struct svc_store *st, struct stamp *s)
         ix.stamp_fd_open = false;
     }
     if (!ix.stamp_fd_open) {
-        char *p = root_file(st, INDEX_LOCK);
+        char *p = svc_store_root_path(st, SVC_F_INDEX_LOCK);
         int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
         free(p);
         if (fd < 0) {
@@ -365,7 +357,7 @@ static int index_open_as(const struct svc_store *st, struct idxfile *f, int flag
 {
     f->fd = -1;
     f->gen[0] = '\0';
-    char *path = root_file(st, INDEX_FILE);
+    char *path = svc_store_root_path(st, SVC_F_INDEX);
     if (!path)
         return -1;
     f->fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW);
@@ -401,7 +393,7 @@ static int index_open(const struct svc_store *st, struct idxfile *f)
 static int index_look(const struct svc_store *st, struct idxfile *f)
 {
     if (ix.fd_open) {
-        char *path = root_file(st, INDEX_FILE);
+        char *path = svc_store_root_path(st, SVC_F_INDEX);
         struct stat sb;
         bool held = path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_ino == ix.ino &&
                     sb.st_dev == ix.dev && sb.st_size >= ix.offset;
@@ -593,7 +585,11 @@ static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
 static json_object *summary_of(const struct svc_store *st, const char *sid)
 {
     json_object *sc = NULL;
-    if (svc_sidecar_read(st, sid, &sc, NULL) != 0 && svc_sidecar_derive(st, sid, &sc, NULL) != 0)
+    struct svc_sess h;
+    bool got = svc_sess_open_store(st, sid, &h, NULL) == 0 &&
+               (svc_sidecar_read(&h, &sc, NULL) == 0 || svc_sidecar_derive(&h, &sc, NULL) == 0);
+    svc_sess_close(&h);
+    if (!got)
         return NULL;
     json_object *sum = svc_sidecar_summary(sc);
     json_object_put(sc);
@@ -634,7 +630,7 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
         svc_buf_adds(&b, "}\n");
         free(sum);
     }
-    char *path = root_file(st, INDEX_FILE);
+    char *path = svc_store_root_path(st, SVC_F_INDEX);
     struct svc_err err = {0};
     bool written = false;
     if (ok && path && svc_file_write_atomic(path, b.data, b.len, false, &err) == 0) {
@@ -693,10 +689,8 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
         return -1;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (strncmp(de->d_name, "session_", 8) != 0)
-            continue;
-        const char *sid = de->d_name + 8;
-        if (!svc_id_valid(sid) || !svc_store_session_exists(st, sid))
+        const char *sid = svc_store_session_of(de->d_name);
+        if (!sid || !svc_store_session_exists(st, sid))
             continue;
         json_object *sum = summary_of(st, sid);
         if (sum)
@@ -764,10 +758,8 @@ static int rescan(const struct svc_store *st)
         ix.v[i].seen = false;
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (strncmp(de->d_name, "session_", 8) != 0)
-            continue;
-        const char *sid = de->d_name + 8;
-        if (!svc_id_valid(sid))
+        const char *sid = svc_store_session_of(de->d_name);
+        if (!sid)
             continue;
         struct entry *e = lookup(sid);
         if (e) {
@@ -964,9 +956,9 @@ static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
 /* Whether a session listed as running has a live run (its run lock is held). */
 static bool run_alive(const struct svc_store *st, const char *sid)
 {
-    char *dir = svc_store_session_dir(st, sid);
-    bool alive = svc_lock_run_held(dir);
-    free(dir);
+    struct svc_sess h;
+    bool alive = svc_sess_open_store(st, sid, &h, NULL) == 0 && svc_lock_run_held(h.dir);
+    svc_sess_close(&h);
     return alive;
 }
 
@@ -977,39 +969,37 @@ static json_object *recounted(const struct svc_store *st, const struct entry *e,
 {
     if (e->msgs < 0 || strcmp(e->status, "running") == 0)
         return NULL;
+    /* a process that lists again and again watches the messages directories of the
+     * sessions it listed (keyed by session id): no file created there since the last
+     * look, and the count the same, is the stat's answer without the stat */
+    if (ix.root_fd_open && watch && svc_dirwatch_clean(e->sid, e->msgs))
+        return NULL;
     struct stat sb;
     bool beyond;
+    struct svc_sess h;
+    if (svc_sess_open_store(st, e->sid, &h, NULL) != 0)
+        return NULL;
     if (ix.root_fd_open) {
-        /* a process that lists again and again watches the messages directories of the
-         * sessions it listed (keyed by session id): no file created there since the last
-         * look, and the count the same, is the stat's answer without the stat */
-        if (watch && svc_dirwatch_clean(e->sid, e->msgs))
-            return NULL;
-        char rel[512]; /* ids are at most 128 characters (store.h) */
-        int dl =
-            snprintf(rel, sizeof rel, "session_%s/agents/agent_%s/messages", e->sid, st->agent_id);
-        if (watch) { /* before the stat: a file created after it comes in as an event */
-            char *dir = svc_path_join(st->root, rel);
-            svc_dirwatch_arm(e->sid, dir, e->msgs);
-            free(dir);
-        }
-        snprintf(rel + dl, sizeof rel - (size_t)dl, "/message_%lld.json", (long long)e->msgs);
+        if (watch) /* before the stat: a file created after it comes in as an event */
+            svc_dirwatch_arm(e->sid, h.msg_dir, e->msgs);
+        char *rel = svc_sess_message_path(&h, e->msgs, SVC_FROM_ROOT);
         beyond = fstatat(ix.root_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+        free(rel);
         if (watch && beyond)
             svc_dirwatch_dirty(e->sid);
     } else {
-        char *path = svc_store_message_path(st, e->sid, e->msgs);
+        char *path = svc_sess_message_path(&h, e->msgs, SVC_FROM_ABS);
         beyond = lstat(path, &sb) == 0;
         free(path);
     }
-    if (!beyond)
-        return NULL;
-    json_object *sum = summary_of(st, e->sid);
+    json_object *sum = beyond ? summary_of(st, e->sid) : NULL;
     int64_t *ids = NULL, cnt = 0, next = 0;
-    if (!sum || svc_store_message_count(st, e->sid, -1, &cnt, &next, &ids, NULL) != 0) {
+    if (!sum || svc_sess_message_count(&h, -1, &cnt, &next, &ids, NULL) != 0) {
+        svc_sess_close(&h);
         json_object_put(sum);
         return NULL;
     }
+    svc_sess_close(&h);
     free(ids);
     svc_json_set_int(sum, "message_count", cnt);
     svc_index_update(st, e->sid, sum);
@@ -1118,7 +1108,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
 {
     sort_entries();
     double cu = 0;
-    char csid[130] = "";
+    char csid[SVC_ID_MAX + 2] = "";
     size_t start = 0;
     if (q->cursor && *q->cursor) {
         if (cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
@@ -1315,9 +1305,8 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
     struct dirent *de;
     size_t found = 0;
     while ((de = readdir(d))) {
-        const char *sid = de->d_name + 8;
-        if (strncmp(de->d_name, "session_", 8) != 0 || !svc_id_valid(sid) ||
-            !svc_store_session_exists(st, sid))
+        const char *sid = svc_store_session_of(de->d_name);
+        if (!sid || !svc_store_session_exists(st, sid))
             continue;
         json_object *have = svc_json_obj(map, sid);
         json_object *want = summary_of(st, sid);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "store.h"
 #include "util.h"
 
 int svc_lock_file(const char *path, int how, bool create)
@@ -52,7 +53,8 @@ int svc_lock_session(const char *session_dir, bool exclusive, struct svc_lock *l
                      struct svc_err *err)
 {
     lock->fd = -1;
-    int fd = open_lock_file(session_dir, ".svc.lock", exclusive ? LOCK_EX : LOCK_SH, err);
+    int fd =
+        open_lock_file(session_dir, svc_store_name(SVC_F_LOCK), exclusive ? LOCK_EX : LOCK_SH, err);
     if (fd < 0)
         return -1;
     lock->fd = fd;
@@ -64,7 +66,7 @@ int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_
     lock->fd = -1;
     struct svc_err e;
     for (int tries = 1;; tries++) {
-        int fd = open_lock_file(session_dir, ".svc.run.lock", LOCK_EX | LOCK_NB, &e);
+        int fd = open_lock_file(session_dir, svc_store_name(SVC_F_RUN_LOCK), LOCK_EX | LOCK_NB, &e);
         if (fd >= 0) {
             lock->fd = fd;
             return 0;
@@ -81,7 +83,7 @@ int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_
 
 bool svc_lock_run_held(const char *session_dir)
 {
-    char *path = svc_path_join(session_dir, ".svc.run.lock");
+    char *path = svc_path_join(session_dir, svc_store_name(SVC_F_RUN_LOCK));
     int fd = svc_lock_file(path, LOCK_SH | LOCK_NB, false);
     bool held = fd < 0 && errno == EWOULDBLOCK; /* ENOENT: nobody ever ran here */
     free(path);

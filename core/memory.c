@@ -257,7 +257,7 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     }
     struct dup_ctx dc = {.sid = sid, .id = id};
     /* only lines naming the session (a checked id: no JSON escapes) are parsed */
-    char needle[131]; /* 128 id chars (core/store.h), two quotes, NUL */
+    char needle[SVC_ID_MAX + 3]; /* an id, two quotes, NUL */
     snprintf(needle, sizeof needle, "\"%s\"", sid);
     char last = '\n';
     if (look_back)
@@ -293,28 +293,20 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
 
 /* ---- sync ---- */
 
-static void store_of(const struct svc_config *cfg, struct svc_store *st)
-{
-    st->root = cfg->sessions.root;
-    st->agent_id = cfg->sessions.agent_id;
-    st->durable = cfg->sessions.fsync;
-}
-
 /* The newest messages (at most PAIR_SCAN_MAX) as an array with their ids. */
-static int read_tail(const struct svc_store *st, const char *sid, json_object **msgs,
-                     int64_t **ids_out, struct svc_err *err)
+static int read_tail(struct svc_sess *s, json_object **msgs, int64_t **ids_out, struct svc_err *err)
 {
     int64_t *ids = NULL;
     size_t n = 0;
     *msgs = NULL;
     *ids_out = NULL;
-    if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
+    if (svc_sess_message_ids(s, &ids, &n, err) != 0)
         return -1;
     size_t from = n > PAIR_SCAN_MAX ? n - PAIR_SCAN_MAX : 0;
     json_object *arr = json_object_new_array();
     for (size_t i = from; i < n; i++) {
         json_object *rec = NULL;
-        if (svc_store_read_message(st, sid, ids[i], &rec, err) != 0) {
+        if (svc_sess_read_message(s, ids[i], &rec, NULL, NULL, err) != 0) {
             json_object_put(arr);
             free(ids);
             return -1;
@@ -353,55 +345,55 @@ static json_object *memory_state_of(json_object *mem, const struct svc_err *erro
 }
 
 /* memory_state in the sidecar; error may be NULL. Caller holds the session lock. */
-static void record_state(const struct svc_store *st, const char *sid, json_object *mem,
-                         const struct svc_err *error)
+static void record_state(const struct svc_sess *s, json_object *mem, const struct svc_err *error)
 {
+    const char *sid = s->sid;
     json_object *sc = NULL;
     struct svc_err e;
-    if (svc_sidecar_read(st, sid, &sc, &e) != 0) {
+    if (svc_sidecar_read(s, &sc, &e) != 0) {
         svc_logf("session %s: memory state not recorded: %s", sid, e.message);
         return;
     }
     svc_json_set(sc, "memory_state", memory_state_of(mem, error));
-    if (svc_sidecar_write_sync(st, sid, sc, svc_sync_spare(SVC_SYNC_NONE, st->durable), &e) !=
+    if (svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) !=
         0) { /* as run.c's end */
         svc_logf("session %s: memory state not recorded: %s", sid, e.message);
     } else {
         json_object *sum = svc_sidecar_summary(sc);
         if (sum)
-            svc_index_update(st, sid, sum);
+            svc_index_update(&s->st, sid, sum);
         json_object_put(sum);
     }
     json_object_put(sc);
 }
 
-static int sync_session(const struct svc_config *cfg, const char *sid, json_object *recent,
+static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, bool refuse_during_run, struct svc_err *err);
 
-int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err)
+int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_err *err)
 {
-    return sync_session(cfg, sid, NULL, NULL, true, err);
+    return sync_session(cfg, s, NULL, NULL, true, err);
 }
 
 /* The sync itself; the caller holds the exclusive session lock. in_run: a run's own sync
  * at its end (recent holds what it stored). With sc the memory_state goes into sc (a
  * sidecar the caller writes next), else into the sidecar on disk. */
-static int sync_locked(const struct svc_config *cfg, const struct svc_store *st, const char *sid,
-                       json_object *recent, const int64_t *recent_ids, bool in_run, json_object *sc,
-                       struct svc_err *err)
+static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
+                       const int64_t *recent_ids, bool in_run, json_object *sc, struct svc_err *err)
 {
+    const char *sid = s->sid;
     struct svc_err e;
     svc_err_clear(&e);
     json_object *mem = NULL, *msgs = NULL, *line = NULL;
     int64_t *ids = NULL;
     char *user = NULL, *assistant = NULL, *dir = NULL, *file = NULL;
-    char *mpath = svc_store_session_file(st, sid, "svc_memory.json");
+    char *mpath = svc_sess_path(s, SVC_F_MEMORY, SVC_FROM_ABS);
     int rc = -1;
     struct svc_err re;
     if (svc_json_read_object_file(mpath, &mem, &re) != 0) {
         if (re.code != SVC_E_NOT_FOUND)
-            svc_logf("session %s: %s unreadable, starting it anew: %s", sid, "svc_memory.json",
-                     re.message);
+            svc_logf("session %s: %s unreadable, starting it anew: %s", sid,
+                     svc_store_name(SVC_F_MEMORY), re.message);
         mem = json_object_new_object();
         svc_json_set_int(mem, "schema_version", 1);
         svc_json_set_str(mem, "session_id", sid);
@@ -420,7 +412,7 @@ static int sync_locked(const struct svc_config *cfg, const struct svc_store *st,
      * read from the files, which a sync that died before recording itself may have written. */
     bool look_back = !(in_run && pr == 1);
     if (pr == 0) { /* the caller's messages hold no pair (or none given): read the files */
-        if (read_tail(st, sid, &msgs, &ids, &e) != 0)
+        if (read_tail(s, &msgs, &ids, &e) != 0)
             goto out;
         pr = svc_memory_pair(msgs, ids, &user, &assistant, &mid);
     }
@@ -450,7 +442,8 @@ static int sync_locked(const struct svc_config *cfg, const struct svc_store *st,
     svc_json_set_int(mem, "digests", svc_json_int(mem, "digests", 0) + 1);
     svc_json_set_str(mem, "updated_at", now);
     /* rebuilt when unreadable; the session lock is held, so its spare may be used */
-    if (svc_json_write_pretty_sync(mpath, mem, svc_sync_spare(SVC_SYNC_NONE, st->durable), &e) != 0)
+    if (svc_json_write_pretty_sync(mpath, mem, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) !=
+        0)
         goto out;
     rc = 0;
 out:
@@ -463,7 +456,7 @@ out:
         if (sc)
             svc_json_set(sc, "memory_state", memory_state_of(mem, rc != 0 ? &e : NULL));
         else
-            record_state(st, sid, mem, rc != 0 ? &e : NULL);
+            record_state(s, mem, rc != 0 ? &e : NULL);
     }
     json_object_put(mem);
     json_object_put(msgs);
@@ -477,57 +470,48 @@ out:
     return rc;
 }
 
-int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_object *recent,
+int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                            const int64_t *recent_ids, struct svc_err *err)
 {
-    return sync_session(cfg, sid, recent, recent_ids, false, err);
+    return sync_session(cfg, s, recent, recent_ids, false, err);
 }
 
 /* Lock the session and sync it. refuse_during_run (svc memory sync): a run holding the run
  * lock is refused as session_busy, checked under the session lock; the run syncs its own
  * pair when it ends, and sync_locked relies on nobody else writing it meanwhile. */
-static int sync_session(const struct svc_config *cfg, const char *sid, json_object *recent,
+static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, bool refuse_during_run, struct svc_err *err)
 {
-    struct svc_store st;
-    store_of(cfg, &st);
+    const char *sid = s->sid;
     struct svc_err e;
-    struct svc_lock l = SVC_LOCK_INIT;
-    char *sdir = NULL;
     int rc = -1;
-    if (svc_id_check(sid, err) != 0)
-        return -1; /* a bad id is the caller's error, not a sync failure */
     if (!cfg->sessions.enabled || cfg->sessions.provider != SVC_PROVIDER_SVC_REPOSITORY ||
         !cfg->sessions.sync_memory)
         return svc_err_set(err, SVC_E_CONFIG,
                            "memory sync needs sessions.enabled, provider svc_repository and "
                            "sync_memory on");
-    if (!svc_store_session_exists(&st, sid))
+    if (!svc_sess_exists(s))
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
-    sdir = svc_store_session_dir(&st, sid);
-    if (svc_lock_session(sdir, true, &l, &e) != 0) {
+    if (svc_sess_lock(s, true, &e) != 0) {
         svc_logf("session %s: memory sync failed: %s", sid, e.message);
         if (err)
             *err = e;
-    } else if (refuse_during_run && svc_lock_run_held(sdir)) {
+    } else if (refuse_during_run && svc_lock_run_held(s->dir)) {
         svc_err_set(err, SVC_E_SESSION_BUSY,
                     "session %s has a run in progress; it syncs its newest pair itself when "
                     "it ends: try again after it",
                     sid);
     } else {
-        rc = sync_locked(cfg, &st, sid, recent, recent_ids, false, NULL, err);
+        rc = sync_locked(cfg, s, recent, recent_ids, false, NULL, err);
     }
-    svc_lock_release(&l);
-    free(sdir);
+    svc_sess_unlock(s);
     return rc;
 }
 
-int svc_memory_sync_run(const struct svc_config *cfg, const char *sid, json_object *recent,
+int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, json_object *sc, struct svc_err *err)
 {
-    struct svc_store st;
-    store_of(cfg, &st);
-    return sync_locked(cfg, &st, sid, recent, recent_ids, true, sc, err);
+    return sync_locked(cfg, s, recent, recent_ids, true, sc, err);
 }
 
 /* ---- recall ---- */

@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "err.h"
+#include "store.h"
 
 #define SVC_MEMORY_SIDE_MAX 280 /* code points of each side of a digest */
 #define SVC_MEMORY_TAIL (1024 * 1024)
@@ -28,23 +29,24 @@ char *svc_memory_fold(const char *text, size_t max_cp);
  * the assistant message's id. Returns 1 when found, 0 when there is no pair. */
 int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **assistant,
                     int64_t *message_id);
-/* Sync session sid (see above). Returns 0 when synced or nothing to do, -1 with err when it
- * failed (already logged and recorded). A bad id, an unknown session, a configuration
+/* Sync the session of handle s (unlocked; locked and unlocked here; see above). Returns 0
+ * when synced or nothing to do, -1 with err when it failed (already logged and recorded).
+ * An unknown session, a configuration
  * without memory sync (sessions disabled, native_file, sync_memory off), or a run in
  * progress on the session (session_busy) is -1 with err and touches nothing. */
-int svc_memory_sync(const struct svc_config *cfg, const char *sid, struct svc_err *err);
+int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_err *err);
 /* The same, for a caller that holds the session's newest messages already (a run that just
  * stored them): recent is a json array of them, oldest first, recent_ids[i] the id of element
  * i, and no message newer than the last one may exist. The pair is looked for there first,
  * so a turn's sync reads no message file; only when recent holds no pair are the newest
  * files read as svc_memory_sync does. recent NULL is svc_memory_sync. */
-int svc_memory_sync_recent(const struct svc_config *cfg, const char *sid, json_object *recent,
+int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                            const int64_t *recent_ids, struct svc_err *err);
 /* The same inside a run's end (core/run.c): the caller holds the session's exclusive lock
  * and writes the sidecar sc next, so memory_state is set in sc instead of written (one
  * sidecar write for the run's end and its memory sync). The checks of svc_memory_sync are
  * the caller's. */
-int svc_memory_sync_run(const struct svc_config *cfg, const char *sid, json_object *recent,
+int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, json_object *sc, struct svc_err *err);
 /* The system prompt with recall for a run on sid: NULL when memory.recall is 0 or there is
  * nothing to recall (use cfg->model.system_prompt), else a heap string. */

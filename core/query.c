@@ -9,7 +9,6 @@
 
 #include "dirwatch.h"
 #include "fsio.h"
-#include "handle.h"
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
@@ -25,12 +24,11 @@
 static int check_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
                          bool repair, struct svc_err *err)
 {
-    if (!svc_store_session_exists(&s->st, sid)) {
+    if (!svc_sess_exists(s)) {
         svc_sess_close(s);
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
     }
-    if (svc_store_check_layout(&s->st, sid, err) != 0 ||
-        (repair && svc_session_repair_stale(cfg, sid, err) < 0)) {
+    if (svc_sess_check_layout(s, NULL, err) != 0 || (repair && svc_run_repair(s, err) < 0)) {
         svc_sess_close(s);
         return -1;
     }
@@ -52,20 +50,20 @@ static int open_session(const struct svc_config *cfg, const char *sid, struct sv
 
 /* Sidecar, or one derived from native files; message_count recounted from the files.
  * Caller holds the session lock (shared is enough). */
-static int load_summary_locked(const struct svc_store *st, const char *sid, json_object **sc_out,
-                               bool *has_sidecar, struct svc_err *err)
+static int load_summary_locked(struct svc_sess *s, json_object **sc_out, bool *has_sidecar,
+                               struct svc_err *err)
 {
     struct svc_err rerr;
     json_object *sc = NULL;
     *has_sidecar = true;
-    if (svc_sidecar_read(st, sid, &sc, &rerr) != 0) {
+    if (svc_sidecar_read(s, &sc, &rerr) != 0) {
         *has_sidecar = false;
-        if (svc_sidecar_derive(st, sid, &sc, err) != 0)
+        if (svc_sidecar_derive(s, &sc, err) != 0)
             return -1;
     } else {
         int64_t *ids = NULL;
         size_t n = 0;
-        if (svc_store_message_ids(st, sid, &ids, &n, NULL) == 0)
+        if (svc_sess_message_ids(s, &ids, &n, NULL) == 0)
             svc_json_set_int(sc, "message_count", (int64_t)n);
         free(ids);
     }
@@ -178,13 +176,11 @@ static uint64_t watched_clock;
 /* the messages paths of the last details read (heap): a session read again soon is watched */
 static char *recent[WATCHED];
 static unsigned recent_next;
-static const char *const lock_files[] = {".svc.lock", ".svc.run.lock", NULL};
 
 /* Slot k's watch key of directory i (0 session, 1 agents, 2 agent_<aid>, 3 messages). */
 static const char *watch_key(int k, int i, char buf[64])
 {
-    static const char *const dirs[4] = {"session", "agents", "agent", "messages"};
-    snprintf(buf, 64, SVC_DIRWATCH_FIXED_PREFIX "detail%d:%s", k, dirs[i]);
+    snprintf(buf, 64, SVC_DIRWATCH_FIXED_PREFIX "detail%d:%d", k, i);
     return buf;
 }
 
@@ -223,9 +219,9 @@ static bool read_again(const char *msg_dir)
  * following a link: true, with their generations and fstats, when all four are armed. */
 static bool watch_arm(const struct svc_sess *s, int k, int64_t gen[4], struct stat dst[4])
 {
-    char agent[160]; /* ids are at most 128 characters (store.h) */
-    snprintf(agent, sizeof agent, "agent_%s", s->st.agent_id);
-    const char *names[4] = {s->dir, "agents", agent, "messages"};
+    char *agent = svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_NAME);
+    const char *names[4] = {s->dir, svc_store_name(SVC_F_AGENTS), agent,
+                            svc_store_name(SVC_F_MESSAGES)};
     int fd[4] = {-1, -1, -1, -1};
     bool ok = true;
     for (int i = 0; i < 4 && ok; i++) {
@@ -235,12 +231,13 @@ static bool watch_arm(const struct svc_sess *s, int k, int64_t gen[4], struct st
         char key[64];
         if (ok)
             gen[i] = svc_dirwatch_arm_content_ignoring(watch_key(k, i, key), fd[i], &dst[i],
-                                                       i == 0 ? lock_files : NULL);
+                                                       i == 0 ? svc_store_lock_names() : NULL);
         ok = ok && gen[i] > 0;
     }
     for (int i = 0; i < 4; i++)
         if (fd[i] >= 0)
             close(fd[i]);
+    free(agent);
     return ok;
 }
 
@@ -286,12 +283,12 @@ static int watched_slot(const char *msg_dir)
 
 /* load_summary_locked for svc_session_get, through the memo; the result has no
  * schema_version and may be shared with the memo: the caller only reads it. */
-static int get_summary_locked(const struct svc_store *st, const char *sid, json_object **sc_out,
-                              bool *has_sidecar, struct svc_err *err)
+static int get_summary_locked(struct svc_sess *s, json_object **sc_out, bool *has_sidecar,
+                              struct svc_err *err)
 {
     *sc_out = NULL;
     *has_sidecar = true;
-    char *path = svc_store_session_file(st, sid, "svc_session.json");
+    char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
     char *raw = NULL;
     size_t len = 0;
     struct svc_err rerr;
@@ -307,8 +304,7 @@ static int get_summary_locked(const struct svc_store *st, const char *sid, json_
     else if (rc == 0 && svc_json_parse(raw, len, &parsed, NULL) == 0)
         trusted = svc_json_int(parsed, "message_count", -1);
     int64_t *ids = NULL;
-    bool counted =
-        rc == 0 && svc_store_message_count(st, sid, trusted, &cnt, &next, &ids, NULL) == 0;
+    bool counted = rc == 0 && svc_sess_message_count(s, trusted, &cnt, &next, &ids, NULL) == 0;
     free(ids);
     size_t n = (size_t)cnt;
     if (counted && same && memo.count == n) {
@@ -324,7 +320,7 @@ static int get_summary_locked(const struct svc_store *st, const char *sid, json_
         json_object_put(sc);
         free(raw);
         *has_sidecar = false;
-        if (svc_sidecar_derive(st, sid, &sc, err) != 0)
+        if (svc_sidecar_derive(s, &sc, err) != 0)
             return -1;
         json_object_object_del(sc, "schema_version");
         *sc_out = sc;
@@ -389,7 +385,7 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     for (int attempt = 0; attempt < 2; attempt++) {
         if (svc_sess_lock(&s, false, err) != 0)
             goto out;
-        if (get_summary_locked(&s.st, sid, &sc, &has, err) != 0)
+        if (get_summary_locked(&s, &sc, &has, err) != 0)
             goto out;
         svc_sess_unlock(&s);
         if (attempt > 0 || !has || strcmp(svc_json_str(sc, "status", ""), "running") != 0 ||
@@ -397,7 +393,7 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
             break;
         json_object_put(sc);
         sc = NULL;
-        if (svc_session_repair_stale(cfg, sid, err) < 0)
+        if (svc_run_repair(&s, err) < 0)
             goto out;
     }
     /* the memo's summary read under all four watches, and not `running`: served from the
@@ -516,7 +512,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         }
         json_object *rec = NULL;
         struct svc_err merr;
-        if (svc_sess_read_message_stat(&s, id, &rec, &fst, &merr) != 0) {
+        if (svc_sess_read_message(&s, id, &rec, &fst, NULL, &merr) != 0) {
             /* a damaged message file: say so in its row, never fail the page */
             json_object *row = json_object_new_object();
             svc_json_set_int(row, "message_id", id);
@@ -544,7 +540,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     if (q->include_turns && q->offset == 0) {
         json_object *turns = NULL;
         int skipped = 0;
-        if (svc_turns_read(st, sid, &turns, &skipped, NULL) == 0) {
+        if (svc_turns_read(&s, &turns, &skipped, NULL) == 0) {
             svc_json_set(res, "turns", turns);
             if (skipped)
                 svc_json_set_int(res, "turns_skipped", skipped);
@@ -574,12 +570,12 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
     int rc = -1;
     if (svc_sess_lock(&s, true, err) != 0)
         goto out;
-    if (load_summary_locked(&s.st, sid, &sc, &has, err) != 0)
+    if (load_summary_locked(&s, &sc, &has, err) != 0)
         goto out;
     if (!has)
         svc_json_set_int(sc, "schema_version", 1);
     mutate(sc, arg);
-    if (svc_sidecar_write(&s.st, sid, sc, err) != 0)
+    if (svc_sidecar_write(&s, sc, SVC_SYNC_STORE, err) != 0)
         goto out;
     json_object *sum = svc_sidecar_summary(sc);
     svc_index_update(&s.st, sid, sum);

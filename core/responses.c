@@ -11,9 +11,8 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "store.h"
 #include "util.h"
-
-#define RESPONSES_DIR ".svc_responses"
 
 void svc_responses_new_id(const char *prefix, char *out, size_t outsz)
 {
@@ -36,12 +35,14 @@ bool svc_responses_id_valid(const char *id)
  * Heap path in *out. With create, the directory is made when missing. */
 static int responses_dir(const struct svc_config *cfg, bool create, char **out, struct svc_err *err)
 {
-    *out = svc_path_join(cfg->sessions.root, RESPONSES_DIR);
+    struct svc_store sst;
+    svc_store_from_config(cfg, &sst);
+    *out = svc_store_root_path(&sst, SVC_F_RESPONSES);
     struct stat st;
     if (lstat(*out, &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return 0;
-        svc_err_set(err, SVC_E_IO, "%s is not a plain directory", RESPONSES_DIR);
+        svc_err_set(err, SVC_E_IO, "%s is not a plain directory", svc_store_name(SVC_F_RESPONSES));
     } else if (!create) {
         svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response not found");
     } else if (svc_mkdirs_durable(*out, 0755, cfg->sessions.fsync, err) == 0) {

@@ -76,8 +76,7 @@ static int store_message_locked(struct svc_run *run, json_object *msg, bool is_o
     struct svc_sess *s = &run->sess;
     /* the file is synced now; its directory once at the end of the run */
     size_t bytes = 0;
-    if (svc_store_write_message_len(&s->st, s->sid, run->next_id, msg, sync_file(&s->st), &bytes,
-                                    err) != 0)
+    if (svc_sess_write_message(s, run->next_id, msg, sync_file(&s->st), &bytes, err) != 0)
         return -1;
     /* the next turn takes it from the window cache, unless another program touches it */
     svc_wincache_claim(s->sid, run->win_life, run->next_id, msg, bytes);
@@ -154,9 +153,9 @@ static json_object *turn_line(const char *run_id, const char *status, int64_t in
  * lock. A run whose turn line was appended had completed: it is finished from that line
  * (its token_state is not recovered). Otherwise the run was cut: status error,
  * last_error interrupted, and a turn line saying so. */
-static int repair_locked(const struct svc_store *st, const char *sid, json_object *sc,
-                         struct svc_err *err)
+static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *err)
 {
+    const char *sid = s->sid;
     json_object *cur = svc_json_obj(sc, "current_run");
     bool had_run = cur != NULL;
     char run_id[64], started[64];
@@ -165,7 +164,7 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
     snprintf(started, sizeof started, "%s", svc_json_str(cur, "started_at", ""));
     int64_t *ids = NULL;
     size_t n = 0;
-    if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
+    if (svc_sess_message_ids(s, &ids, &n, err) != 0)
         return -1;
     /* begin_run counted the input in message_count before it stored it: the input is the
      * message at that position (when it was stored), the run's outputs the ones after */
@@ -178,7 +177,7 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
     }
     free(ids);
     json_object *last = NULL;
-    svc_turns_last(st, sid, &last, NULL);
+    svc_turns_last(s, &last, NULL);
     char now[SVC_TIME_LEN];
     svc_json_set(sc, "current_run", NULL);
     svc_json_set_int(sc, "message_count", (int64_t)n);
@@ -200,9 +199,9 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
             json_object *e = svc_json_obj(last, "error");
             svc_json_set(sc, "last_error", e ? svc_json_copy(e) : NULL);
         }
-        rc = svc_sidecar_write(st, sid, sc, err);
+        rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
         if (rc == 0) {
-            index_note(st, sid, sc);
+            index_note(&s->st, sid, sc);
             svc_logf("completed run %s of session %s from its turn line: status %s", run_id, sid,
                      done ? "idle" : status);
         }
@@ -212,7 +211,7 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
         svc_json_set_str(sc, "status", "error");
         svc_json_set(sc, "last_error", error_object(&ie, run_id));
         /* the events the run recorded (asynchronous runs), ended by the one error event */
-        json_object *events = svc_runs_events_at(st->root, run_id);
+        json_object *events = svc_runs_events_at(s->st.root, run_id);
         size_t nev = json_object_array_length(events);
         const char *last_type =
             nev ? svc_json_str(json_object_array_get_idx(events, nev - 1), "type", "") : "";
@@ -225,12 +224,12 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
         json_object *turn =
             turn_line(run_id, "error", input_id, json_object_get(outputs), events, NULL, 0, 0,
                       error_object(&ie, run_id), *started ? started : NULL);
-        rc = svc_turns_append(st, sid, turn, err);
+        rc = svc_turns_append(s, turn, err);
         json_object_put(turn);
         if (rc == 0)
-            rc = svc_sidecar_write(st, sid, sc, err);
+            rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
         if (rc == 0) {
-            index_note(st, sid, sc);
+            index_note(&s->st, sid, sc);
             svc_logf("repaired stale run %s of session %s: status error (interrupted)", run_id,
                      sid);
         }
@@ -240,34 +239,43 @@ static int repair_locked(const struct svc_store *st, const char *sid, json_objec
     return rc;
 }
 
+/* Whether sc says running while no process holds s's run lock. */
+static bool stale_running(const struct svc_sess *s, json_object *sc)
+{
+    return sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
+           !svc_lock_run_held(s->dir);
+}
+
+int svc_run_repair(struct svc_sess *s, struct svc_err *err)
+{
+    if (!s->st.sidecars)
+        return 0;
+    json_object *sc = NULL;
+    /* cheap path first: sidecars are replaced atomically, so an unlocked read is whole */
+    bool stale = svc_sidecar_read(s, &sc, NULL) == 0 && stale_running(s, sc);
+    json_object_put(sc);
+    if (!stale)
+        return 0;
+    bool held = s->lock.fd >= 0;
+    svc_sess_forget_sidecar(s);
+    if (svc_sess_lock(s, true, err) != 0)
+        return -1;
+    int rc = 0;
+    if (svc_sess_sidecar(s, &sc, NULL) == 0 && stale_running(s, sc))
+        rc = repair_locked(s, sc, err) == 0 ? 1 : -1;
+    svc_sess_forget_sidecar(s);
+    if (!held)
+        svc_sess_unlock(s);
+    return rc;
+}
+
 int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, struct svc_err *err)
 {
-    if (cfg->sessions.provider != SVC_PROVIDER_SVC_REPOSITORY)
-        return 0;
     struct svc_sess s;
     if (svc_sess_open(cfg, sid, &s, err) != 0)
         return -1;
-    int rc = 0;
-    json_object *sc = NULL;
-    /* cheap path first: sidecars are replaced atomically, so an unlocked read is whole */
-    bool stale = svc_sidecar_read(&s.st, sid, &sc, NULL) == 0 &&
-                 strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
-                 !svc_lock_run_held(s.dir);
-    json_object_put(sc);
-    sc = NULL;
-    if (!stale)
-        goto out;
-    if (svc_sess_lock(&s, true, err) != 0) {
-        rc = -1;
-        goto out;
-    }
-    if (svc_sess_sidecar(&s, &sc, NULL) != 0 || !sc)
-        goto out;
-    if (strcmp(svc_json_str(sc, "status", ""), "running") != 0 || svc_lock_run_held(s.dir))
-        goto out;
-    rc = repair_locked(&s.st, sid, sc, err) == 0 ? 1 : -1;
-out:
-    svc_sess_close(&s); /* sc belongs to the handle */
+    int rc = svc_run_repair(&s, err);
+    svc_sess_close(&s);
     return rc;
 }
 
@@ -302,8 +310,6 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
 {
     struct svc_run *run = svc_xcalloc(1, sizeof *run);
     run->cfg = cfg;
-    run->sess = (struct svc_sess)SVC_SESS_INIT;
-    svc_store_from_config(cfg, &run->sess.st);
     run->stateful = cfg->sessions.enabled;
     run->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
     run->run_lock.fd = -1;
@@ -318,10 +324,12 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
         snprintf(run->run_id, sizeof run->run_id, "%s", req->run_id);
     else
         svc_random_id("run", run->run_id, sizeof run->run_id);
+    char sid[SVC_ID_MAX + 1];
     if (req->session_id)
-        snprintf(run->sess.sid, sizeof run->sess.sid, "%s", req->session_id);
+        snprintf(sid, sizeof sid, "%s", req->session_id);
     else
-        svc_random_id("sess", run->sess.sid, sizeof run->sess.sid);
+        svc_random_id("sess", sid, sizeof sid);
+    svc_sess_open(cfg, sid, &run->sess, NULL); /* svc_run_begin checked the id */
     svc_time_now_iso(run->started_at);
     run->started_mono = svc_time_monotonic();
     run->request_system = request_system_of(req);
@@ -341,7 +349,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     json_object *out = NULL;
     if (sc)
         out = svc_json_copy(sc);
-    else if (run->stored > 0 && svc_sidecar_derive(st, run->sess.sid, &out, NULL) == 0)
+    else if (run->stored > 0 && svc_sidecar_derive(&run->sess, &out, NULL) == 0)
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
         out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
@@ -392,7 +400,7 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
         }
         json_object *rec = NULL;
         size_t bytes = 0;
-        if (svc_sess_read_message_len(s, id, &rec, &bytes, err) != 0)
+        if (svc_sess_read_message(s, id, &rec, NULL, &bytes, err) != 0)
             return -1;
         m = svc_store_effective_message(rec);
         svc_wincache_put(s->sid, life, id, m, bytes);
@@ -412,8 +420,6 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     json_object *import = NULL, *running = NULL;
     json_object *sc = NULL; /* borrowed from the handle */
     bool running_written = false;
-    s->dir = svc_store_session_dir(st, s->sid);
-    s->msg_dir = svc_store_messages_dir(st, s->sid);
     struct stat lst;
     bool exists = lstat(s->dir, &lst) == 0;
     if (exists && !S_ISDIR(lst.st_mode)) {
@@ -437,8 +443,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     bool dirs_seen = false; /* the session and messages directories, seen just now */
     /* the check's descriptor of the messages directory is the handle's (O_PATH: enough
      * for openat, fstat and the window cache's watch) */
-    if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen,
-                                              s->msg_fd < 0 ? &s->msg_fd : NULL, err) != 0)
+    if (exists && svc_sess_check_layout(s, &dirs_seen, err) != 0)
         goto out;
     if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
         goto out;
@@ -449,7 +454,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (svc_sess_sidecar(s, &sc, err) != 0)
         goto out;
     if (sc && run->sidecars && strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
-        repair_locked(st, s->sid, sc, err) != 0)
+        repair_locked(s, sc, err) != 0)
         goto out; /* we hold the run lock: a `running` on disk is stale */
     if (sc && svc_json_bool(sc, "archived", false)) {
         svc_err_set(err, SVC_E_SESSION_ARCHIVED, "session %s is archived; unarchive it first",
@@ -475,9 +480,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (run->sidecars) {
         running = running_sidecar(run, req, sc, run->stored + nimport + 1);
         /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
-        if (svc_sidecar_write_sync(st, s->sid, running,
-                                   svc_sync_spare(svc_sync_full(st->durable), st->durable),
-                                   err) != 0)
+        if (svc_sidecar_write(s, running, svc_sync_spare(svc_sync_full(st->durable), st->durable),
+                              err) != 0)
             goto out;
         running_written = true;
         index_note(st, s->sid, running);
@@ -485,17 +489,17 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     /* what begin creates is written synced (SVC_SYNC_FILE), the directories naming it are
      * synced once, at the run's end (sync_new_dirs) */
     bool made = false;
-    if (svc_store_ensure_session_seen(st, s->sid, dirs_seen, sync_file(st), &made, err) != 0)
+    if (svc_sess_ensure(s, dirs_seen, sync_file(st), &made, err) != 0)
         goto out;
     struct svc_err rerr;
-    if (svc_store_read_agent(st, s->sid, &run->agent, &rerr) != 0) {
+    if (svc_sess_read_agent(s, &run->agent, &rerr) != 0) {
         if (rerr.code != SVC_E_NOT_FOUND) {
             *err = rerr;
             goto out;
         }
         run->agent = svc_store_new_agent(st->agent_id);
         made = true;
-        if (svc_store_write_agent_sync(st, s->sid, run->agent, sync_file(st), err) != 0)
+        if (svc_sess_write_agent(s, run->agent, sync_file(st), err) != 0)
             goto out;
     }
     /* and again by every run until one of the session's runs completes (a new session has
@@ -537,10 +541,9 @@ out:
          * cannot be written either, the `running` left is repaired as interrupted. Through
          * the spare, which holds that very file (the `running` write went through it): on
          * a full disk, bytes rewritten over their own blocks need no new space. */
-        char *path = svc_store_session_file(st, s->sid, "svc_session.json");
-        if (sc && svc_sidecar_write_sync(st, s->sid, sc,
-                                         svc_sync_spare(svc_sync_full(st->durable), st->durable),
-                                         NULL) == 0)
+        char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
+        if (sc && svc_sidecar_write(s, sc, svc_sync_spare(svc_sync_full(st->durable), st->durable),
+                                    NULL) == 0)
             index_note(st, s->sid, sc);
         else if (!sc && path)
             unlink(path);
@@ -622,7 +625,7 @@ static void sync_memory_into(struct svc_run *run, json_object *sc)
     json_object *recent = NULL;
     int64_t *ids = NULL;
     run_recent(run, &recent, &ids);
-    svc_memory_sync_run(run->cfg, run->sess.sid, recent, ids, sc, NULL);
+    svc_memory_sync_run(run->cfg, &run->sess, recent, ids, sc, NULL);
     json_object_put(recent);
     free(ids);
 }
@@ -633,8 +636,8 @@ static void sync_memory_into(struct svc_run *run, json_object *sc)
  * record, so a completed run's session cannot vanish in a power cut. */
 static int sync_new_dirs(const struct svc_sess *s, struct svc_err *err)
 {
-    char *agent = svc_store_agent_dir(&s->st, s->sid);
-    char *agents = svc_path_join(s->dir, "agents");
+    char *agent = svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_ABS);
+    char *agents = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS);
     int rc = 0;
     if (svc_fsync_dir(agent, err) != 0 || svc_fsync_dir(agents, err) != 0 ||
         svc_fsync_dir(s->dir, err) != 0 || svc_fsync_dir(s->st.root, err) != 0)
@@ -687,7 +690,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
         goto out;
     run->msgs_unsynced = false;
     if (run->dirs_unsynced &&
-        ((run->sidecars && svc_turns_create(st, s->sid, &err) != 0) || sync_new_dirs(s, &err) != 0))
+        ((run->sidecars && svc_turns_create(s, &err) != 0) || sync_new_dirs(s, &err) != 0))
         goto out;
     run->dirs_unsynced = false;
     if (run->agent) {
@@ -696,14 +699,13 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
         /* with sidecars the turn line is the commit record and agent.json is not synced
          * (see the budget at the top); native_file has no other record */
         int sync = run->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);
-        if (svc_store_write_agent_sync(st, s->sid, run->agent, svc_sync_spare(sync, st->durable),
-                                       &err) != 0)
+        if (svc_sess_write_agent(s, run->agent, svc_sync_spare(sync, st->durable), &err) != 0)
             goto out;
     }
     if (!run->sidecars) {
         /* native_file writes no sidecar; the listing index still learns of the turn */
         json_object *derived = NULL;
-        if (svc_sidecar_derive(st, s->sid, &derived, NULL) == 0)
+        if (svc_sidecar_derive(s, &derived, NULL) == 0)
             index_note(st, s->sid, derived);
         json_object_put(derived);
         rc = 0;
@@ -733,7 +735,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
                      run->prompt_tokens, run->completion_tokens,
                      failure ? error_object(failure, run->run_id) : NULL, run->started_at);
     /* the commit record, synced (fdatasync); then the sidecar, not synced */
-    if (svc_turns_append(st, s->sid, turn, &err) != 0)
+    if (svc_turns_append(s, turn, &err) != 0)
         goto out;
     /* SPEC 3 step 4: memory sync follows the turn line. Done here, under the lock already
      * held, its memory_state rides in the one sidecar write below instead of a second
@@ -745,8 +747,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
         sync_memory_into(run, sc);
         run->memory_synced = true;
     }
-    if (svc_sidecar_write_sync(st, s->sid, sc, svc_sync_spare(SVC_SYNC_NONE, st->durable), &err) !=
-        0)
+    if (svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, st->durable), &err) != 0)
         goto out;
     index_note(st, s->sid, sc);
     rc = 0;
@@ -805,7 +806,7 @@ void svc_run_sync_memory(struct svc_run *run)
     json_object *recent = NULL;
     int64_t *ids = NULL;
     run_recent(run, &recent, &ids);
-    svc_memory_sync_recent(run->cfg, run->sess.sid, recent, ids, NULL); /* core/memory.h */
+    svc_memory_sync_recent(run->cfg, &run->sess, recent, ids, NULL); /* core/memory.h */
     json_object_put(recent);
     free(ids);
 }
@@ -857,7 +858,7 @@ int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
         goto out;
     }
     svc_json_set_int(cur, "pid", (int64_t)svc_pid());
-    rc = svc_sidecar_write(&s->st, s->sid, sc, err);
+    rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
 out:
     svc_sess_forget_sidecar(s);
     svc_sess_unlock(s);

@@ -22,8 +22,6 @@
 #include "store.h"
 #include "util.h"
 
-#define RUNS_DIR ".svc_runs"
-
 bool svc_run_id_valid(const char *id)
 {
     return id && strlen(id) <= 64 && svc_id_valid(id);
@@ -31,14 +29,14 @@ bool svc_run_id_valid(const char *id)
 
 static char *runs_dir(const struct svc_config *cfg)
 {
-    return svc_path_join(cfg->sessions.root, RUNS_DIR);
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    return svc_store_root_path(&st, SVC_F_RUNS);
 }
 
-static char *run_file(const struct svc_config *cfg, const char *run_id, const char *suffix)
+static char *run_file(const struct svc_config *cfg, const char *run_id, enum svc_run_file f)
 {
-    char *out = NULL;
-    svc_xasprintf(&out, "%s/" RUNS_DIR "/%s%s", cfg->sessions.root, run_id, suffix);
-    return out;
+    return svc_store_run_path(cfg->sessions.root, run_id, f);
 }
 
 static void remove_run_files(const struct svc_config *cfg, const char *id);
@@ -46,7 +44,7 @@ static void remove_run_files(const struct svc_config *cfg, const char *id);
 static int write_record_as(const struct svc_config *cfg, json_object *rec, bool durable,
                            struct svc_err *err)
 {
-    char *path = run_file(cfg, svc_json_str(rec, "run_id", ""), ".json");
+    char *path = run_file(cfg, svc_json_str(rec, "run_id", ""), SVC_RUN_RECORD);
     int rc = svc_json_write_pretty(path, rec, durable, err);
     free(path);
     return rc;
@@ -63,7 +61,7 @@ static int read_record(const struct svc_config *cfg, const char *run_id, json_ob
     *out = NULL;
     if (!svc_run_id_valid(run_id))
         return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run not found");
-    char *path = run_file(cfg, run_id, ".json");
+    char *path = run_file(cfg, run_id, SVC_RUN_RECORD);
     struct svc_err rerr;
     int rc = svc_json_read_file(path, out, &rerr);
     free(path);
@@ -151,7 +149,7 @@ static char *idem_file(const struct svc_config *cfg, const char *sid, const char
     char hex[65], name[80];
     idem_hash(sid, key, hex);
     snprintf(name, sizeof name, "idem-%s", hex);
-    return run_file(cfg, name, ".json");
+    return run_file(cfg, name, SVC_RUN_RECORD);
 }
 
 static int idem_lookup(const struct svc_config *cfg, const char *sid, const char *key, char *run_id,
@@ -264,8 +262,8 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     sigprocmask(SIG_SETMASK, &none, NULL);
     svc_run_note_runner(run, NULL);
     struct runner rn = {.cfg = cfg, .run = run, .rec = rec};
-    rn.events_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
-    rn.cancel_path = run_file(cfg, svc_run_get_id(run), ".cancel");
+    rn.events_path = run_file(cfg, svc_run_get_id(run), SVC_RUN_EVENTS);
+    rn.cancel_path = run_file(cfg, svc_run_get_id(run), SVC_RUN_CANCEL);
     struct svc_run_sink sink = {
         .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = &rn};
     struct svc_err err;
@@ -325,7 +323,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         return -1;
     int rc = -1, rlock = -1;
     bool recorded = false, idem_stored = false;
-    char *lock_path = run_file(cfg, svc_run_get_id(run), ".lock");
+    char *lock_path = run_file(cfg, svc_run_get_id(run), SVC_RUN_LOCK);
     json_object *rec =
         record_new(svc_run_get_id(run), svc_run_get_session_id(run), svc_run_get_model(run));
     recorded = true; /* from here on, files of this run may exist */
@@ -415,7 +413,7 @@ out:
 
 static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
 {
-    char *path = run_file(cfg, run_id, ".events.jsonl");
+    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS);
     char *buf = NULL;
     size_t len = 0;
     int64_t n = 0;
@@ -435,7 +433,7 @@ static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
 static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
 {
     const char *run_id = svc_json_str(rec, "run_id", "");
-    char *lock_path = run_file(cfg, run_id, ".lock");
+    char *lock_path = run_file(cfg, run_id, SVC_RUN_LOCK);
     /* held: the runner is alive; missing: nothing to reap */
     int fd = lock_path ? svc_lock_file(lock_path, LOCK_EX | LOCK_NB, false) : -1;
     free(lock_path);
@@ -444,7 +442,7 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
     json_object *fresh = NULL;
     if (read_record(cfg, run_id, &fresh, NULL) == 0 &&
         strcmp(svc_json_str(fresh, "status", ""), "running") == 0) {
-        char *ev_path = run_file(cfg, run_id, ".events.jsonl");
+        char *ev_path = run_file(cfg, run_id, SVC_RUN_EVENTS);
         int64_t count = count_lines(cfg, run_id);
         json_object *ev =
             svc_event_new(run_id, svc_json_str(fresh, "session_id", ""), count + 1, "error");
@@ -520,7 +518,7 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     bool settled = ended && (svc_time_parse_iso(svc_json_str(rec, "finished_at", ""), &fin) != 0 ||
                              svc_time_now() - fin > 5.0);
     json_object_put(rec);
-    char *path = run_file(cfg, run_id, ".events.jsonl");
+    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS);
     char *buf = NULL;
     size_t len = 0;
     struct svc_err rerr;
@@ -550,9 +548,9 @@ json_object *svc_runs_events_at(const char *root, const char *run_id)
     json_object *arr = json_object_new_array();
     char *path = NULL, *buf = NULL;
     size_t len = 0;
-    if (!svc_run_id_valid(run_id) ||
-        svc_xasprintf(&path, "%s/" RUNS_DIR "/%s.events.jsonl", root, run_id) < 0)
+    if (!svc_run_id_valid(run_id))
         return arr;
+    path = svc_store_run_path(root, run_id, SVC_RUN_EVENTS);
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
         struct events_ctx c = {arr, 0, 0, NULL, 0}; /* a torn tail is not an event */
         svc_jsonl_lines(buf, len, event_line_add, &c);
@@ -618,7 +616,7 @@ int svc_runs_cancel(const struct svc_config *cfg, const char *run_id, json_objec
     json_object_put(rec);
     if (!running)
         return svc_err_set(err, SVC_E_RUN_NOT_ACTIVE, "run %s has already ended", run_id);
-    char *path = run_file(cfg, run_id, ".cancel");
+    char *path = run_file(cfg, run_id, SVC_RUN_CANCEL);
     int rc = svc_file_write_atomic(path, "cancel\n", 7, false, err);
     free(path);
     if (rc != 0)
@@ -652,7 +650,7 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
         record_new(svc_run_get_id(run), svc_run_get_session_id(run), svc_run_get_model(run));
     record_finish(rec, run, status, failure);
     /* the events file, so /api/chat/runs/{id}/events can replay a synchronous run too */
-    char *ev_path = run_file(cfg, svc_run_get_id(run), ".events.jsonl");
+    char *ev_path = run_file(cfg, svc_run_get_id(run), SVC_RUN_EVENTS);
     json_object *events = svc_run_get_events(run);
     struct svc_buf b;
     svc_buf_init(&b);
@@ -672,7 +670,7 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     svc_buf_free(&b);
     free(ev_path);
     if (rc == 0) { /* a new record: its run id is new */
-        char *path = run_file(cfg, svc_run_get_id(run), ".json");
+        char *path = run_file(cfg, svc_run_get_id(run), SVC_RUN_RECORD);
         rc = svc_json_write_pretty_sync(path, rec, svc_sync_full(durable) | SVC_WRITE_NEW, err);
         free(path);
     }
@@ -685,9 +683,8 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
 /* Remove the files of one run. */
 static void remove_run_files(const struct svc_config *cfg, const char *id)
 {
-    static const char *suffixes[] = {".json", ".events.jsonl", ".cancel", ".lock"};
-    for (int i = 0; i < 4; i++) {
-        char *p = run_file(cfg, id, suffixes[i]);
+    for (int i = 0; i < SVC_RUN__MAX; i++) {
+        char *p = run_file(cfg, id, (enum svc_run_file)i);
         if (p)
             unlink(p);
         free(p);
@@ -700,7 +697,7 @@ static int remove_old_run(void *ctx, const char *id, const struct stat *sb)
     if (strncmp(id, "idem-", 5) == 0) {
         /* the name is fixed by (session, key): remove it only if it is still the old file,
          * not one stored again since the caller's lstat */
-        char *p = run_file(cfg, id, ".json");
+        char *p = run_file(cfg, id, SVC_RUN_RECORD);
         struct stat again;
         int removed = p && lstat(p, &again) == 0 && again.st_ino == sb->st_ino &&
                       again.st_mtime == sb->st_mtime && unlink(p) == 0;
@@ -720,7 +717,7 @@ static int remove_old_run(void *ctx, const char *id, const struct stat *sb)
 int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
 {
     char *dir = runs_dir(cfg);
-    char *stamp = run_file(cfg, ".pruned", "");
+    char *stamp = dir ? svc_path_join(dir, ".pruned") : NULL;
     int removed = 0;
     if (dir && stamp)
         removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_run, (void *)cfg);

@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "handle.h"
 #include "session.h"
+#include "store.h"
 #include "util.h"
 
 struct svc_run {

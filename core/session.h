@@ -1,6 +1,6 @@
 /* session: the run lifecycle of SPEC 3, shared by /api/chat, /api/chat/runs, jobs and
  * `svc chat`. Implemented by run.c (begin, finish, fail, cancel, repair) and agent_loop.c
- * (window, model and tool calls, events); one session handle (handle.h) per run.
+ * (window, model and tool calls, events); one session handle (store.h) per run.
  *   svc_run_begin   validates, takes the run lock (SVC_E_SESSION_BUSY), repairs a stale
  *                   `running`, refuses archived sessions (SVC_E_SESSION_ARCHIVED), writes the
  *                   sidecar first (status running, current_run, run_count + 1), then creates
@@ -24,6 +24,7 @@
 
 #include "config.h"
 #include "err.h"
+#include "store.h"
 
 struct svc_run_request {
     const char *session_id;   /* NULL: a new random id ("sess-<16 hex>") */
@@ -96,7 +97,11 @@ json_object *svc_run_get_tool_calls(const struct svc_run *run);
 
 /* Repair a stale `running` session (run lock free): status error, last_error interrupted,
  * message_count recounted, a turn line with error.code interrupted. No-op otherwise.
- * Takes the session lock itself. Returns 1 when it repaired, 0 when nothing to do. */
+ * A method of the caller's handle, unlocked or exclusively locked: it takes the exclusive
+ * lock on it when there is something to repair, and leaves it as it found it. Returns 1
+ * when it repaired, 0 when nothing to do. */
+int svc_run_repair(struct svc_sess *s, struct svc_err *err);
+/* The same for a caller without a handle (it opens one). */
 int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, struct svc_err *err);
 
 /* The one shape of a run's usage: {"prompt_tokens", "completion_tokens", "total_tokens"}. */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -46,28 +47,20 @@ json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *
     return sc;
 }
 
-int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **out,
-                     struct svc_err *err)
+int svc_sidecar_read(const struct svc_sess *s, json_object **out, struct svc_err *err)
 {
-    char *path = svc_store_session_file(st, sid, "svc_session.json");
+    char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
     int rc = svc_json_read_object_file(path, out, err);
     if (rc != 0 && svc_file_is_empty(path))
-        rc = svc_err_set(err, SVC_E_NOT_FOUND, "svc_session.json is empty");
+        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", svc_store_name(SVC_F_SIDECAR));
     free(path);
     return rc;
 }
 
-int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *sc,
-                      struct svc_err *err)
+int svc_sidecar_write(const struct svc_sess *s, json_object *sc, int sync, struct svc_err *err)
 {
-    return svc_sidecar_write_sync(st, sid, sc, svc_sync_full(st->durable), err);
-}
-
-int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc, int sync,
-                           struct svc_err *err)
-{
-    char *path = svc_store_session_file(st, sid, "svc_session.json");
-    int rc = svc_json_write_pretty_sync(path, sc, sync, err);
+    char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
+    int rc = svc_json_write_pretty_sync(path, sc, svc_store_sync(&s->st, sync), err);
     free(path);
     return rc;
 }
@@ -105,15 +98,15 @@ char *svc_title_from_input(const char *input)
     return out;
 }
 
-int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object **out,
-                       struct svc_err *err)
+int svc_sidecar_derive(struct svc_sess *s, json_object **out, struct svc_err *err)
 {
     *out = NULL;
     int64_t *ids = NULL;
     size_t n = 0;
-    if (svc_store_message_ids(st, sid, &ids, &n, err) != 0)
+    const char *sid = s->sid;
+    if (svc_sess_message_ids(s, &ids, &n, err) != 0)
         return -1;
-    char *sfile = svc_store_session_file(st, sid, "session.json");
+    char *sfile = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
     struct stat sb;
     if (n == 0 && lstat(sfile, &sb) != 0) {
         /* no session.json, no message: not a session (yet). A run creating it has not
@@ -122,7 +115,7 @@ int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object 
         free(ids);
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
     }
-    json_object *sc = svc_sidecar_new(sid, st->agent_id, "");
+    json_object *sc = svc_sidecar_new(sid, s->st.agent_id, "");
     svc_json_set(sc, "model", NULL);
     svc_json_set_str(sc, "channel", "native");
     /* times from session.json when it is readable */
@@ -140,7 +133,7 @@ int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object 
     /* title: the first user message with text */
     for (size_t i = 0; i < n && i < 8; i++) {
         json_object *rec = NULL;
-        if (svc_store_read_message(st, sid, ids[i], &rec, NULL) != 0)
+        if (svc_sess_read_message(s, ids[i], &rec, NULL, NULL, NULL) != 0)
             continue;
         json_object *m = svc_store_effective_message(rec);
         char *txt = NULL;
@@ -158,7 +151,7 @@ int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object 
     /* newest message time is a better updated_at than session.json's */
     if (n > 0) {
         json_object *rec = NULL;
-        if (svc_store_read_message(st, sid, ids[n - 1], &rec, NULL) == 0) {
+        if (svc_sess_read_message(s, ids[n - 1], &rec, NULL, NULL, NULL) == 0) {
             const char *u = svc_json_str(rec, "updated_at", NULL);
             double a, b;
             const char *cur = svc_json_str(sc, "updated_at", "");
@@ -169,7 +162,7 @@ int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object 
     }
     svc_json_set_int(sc, "message_count", (int64_t)n);
     json_object *agent = NULL;
-    if (svc_store_read_agent(st, sid, &agent, NULL) == 0) {
+    if (svc_sess_read_agent(s, &agent, NULL) == 0) {
         json_object *ts = svc_json_obj(sc, "token_state");
         svc_json_set_int(ts, "removed_message_count", svc_agent_removed_count(agent));
     }
@@ -187,24 +180,31 @@ json_object *svc_sidecar_summary(json_object *sc)
     return s;
 }
 
-int svc_turns_append(const struct svc_store *st, const char *sid, json_object *line,
-                     struct svc_err *err)
+/* svc_err_errno naming the turns file after verb. */
+static int turns_errno(struct svc_err *err, const char *verb)
 {
-    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
-    int rc = svc_json_append_line(path, line, st->durable, err);
+    char what[64];
+    snprintf(what, sizeof what, "%s %s", verb, svc_store_name(SVC_F_TURNS));
+    return svc_err_errno(err, what);
+}
+
+int svc_turns_append(const struct svc_sess *s, json_object *line, struct svc_err *err)
+{
+    char *path = svc_sess_path(s, SVC_F_TURNS, SVC_FROM_ABS);
+    int rc = svc_json_append_line(path, line, s->st.durable, err);
     free(path);
     return rc;
 }
 
-int svc_turns_create(const struct svc_store *st, const char *sid, struct svc_err *err)
+int svc_turns_create(const struct svc_sess *s, struct svc_err *err)
 {
-    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
+    char *path = svc_sess_path(s, SVC_F_TURNS, SVC_FROM_ABS);
     int rc = 0;
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd >= 0)
         close(fd);
     else if (errno != EEXIST)
-        rc = svc_err_errno(err, "create svc_turns.jsonl");
+        rc = turns_errno(err, "create");
     free(path);
     return rc;
 }
@@ -225,13 +225,12 @@ static void turn_line_add(void *ctx, const char *line, size_t n, size_t off)
         c->skipped++;
 }
 
-int svc_turns_read(const struct svc_store *st, const char *sid, json_object **out, int *skipped,
-                   struct svc_err *err)
+int svc_turns_read(const struct svc_sess *s, json_object **out, int *skipped, struct svc_err *err)
 {
     *out = NULL;
     if (skipped)
         *skipped = 0;
-    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
+    char *path = svc_sess_path(s, SVC_F_TURNS, SVC_FROM_ABS);
     char *buf = NULL;
     size_t len = 0;
     struct svc_err rerr;
@@ -259,11 +258,10 @@ int svc_turns_read(const struct svc_store *st, const char *sid, json_object **ou
     return 0;
 }
 
-int svc_turns_last(const struct svc_store *st, const char *sid, json_object **out,
-                   struct svc_err *err)
+int svc_turns_last(const struct svc_sess *s, json_object **out, struct svc_err *err)
 {
     *out = NULL;
-    char *path = svc_store_session_file(st, sid, "svc_turns.jsonl");
+    char *path = svc_sess_path(s, SVC_F_TURNS, SVC_FROM_ABS);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     free(path);
     if (fd < 0)
@@ -281,7 +279,7 @@ int svc_turns_last(const struct svc_store *st, const char *sid, json_object **ou
         buf = svc_xmalloc(take + 1);
         ssize_t got = pread(fd, buf, take, (off_t)(size - take));
         if (got != (ssize_t)take) {
-            rc = svc_err_errno(err, "read svc_turns.jsonl");
+            rc = turns_errno(err, "read");
             goto out;
         }
         size_t end = take;

@@ -17,17 +17,12 @@
 json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *model);
 /* SVC_E_NOT_FOUND when missing or empty (what a power cut can leave of an unsynced
  * replacement, see core/run.c); SVC_E_IO when damaged. */
-int svc_sidecar_read(const struct svc_store *st, const char *sid, json_object **out,
-                     struct svc_err *err);
-int svc_sidecar_write(const struct svc_store *st, const char *sid, json_object *sc,
-                      struct svc_err *err);
-/* The same with an explicit SVC_SYNC_* mask (fsio.h) instead of st->durable. */
-int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_object *sc, int sync,
-                           struct svc_err *err);
+int svc_sidecar_read(const struct svc_sess *s, json_object **out, struct svc_err *err);
+/* sync: SVC_SYNC_STORE or an SVC_SYNC_* mask (fsio.h). */
+int svc_sidecar_write(const struct svc_sess *s, json_object *sc, int sync, struct svc_err *err);
 /* Build a sidecar-shaped object from session.json, agent.json and message files.
  * SVC_E_SESSION_NOT_FOUND when the directory holds neither session.json nor a message. */
-int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object **out,
-                       struct svc_err *err);
+int svc_sidecar_derive(struct svc_sess *s, json_object **out, struct svc_err *err);
 /* Title from a user input: newlines folded to spaces, first 48 code points (heap). */
 char *svc_title_from_input(const char *input);
 /* The API summary: a copy of the sidecar without schema_version (new reference). */
@@ -35,18 +30,15 @@ json_object *svc_sidecar_summary(json_object *sc);
 
 /* Appends one turn line (synced when the store is durable; a line that creates the file
  * also syncs the session directory). */
-int svc_turns_append(const struct svc_store *st, const char *sid, json_object *line,
-                     struct svc_err *err);
+int svc_turns_append(const struct svc_sess *s, json_object *line, struct svc_err *err);
 /* Creates svc_turns.jsonl, empty, when it is missing (a new session's run does, before it
  * syncs its new directories, so that its first line needs no directory sync of its own). */
-int svc_turns_create(const struct svc_store *st, const char *sid, struct svc_err *err);
+int svc_turns_create(const struct svc_sess *s, struct svc_err *err);
 /* All decodable lines as an array (new reference); *skipped counts torn lines. A missing
  * file is an empty array. */
-int svc_turns_read(const struct svc_store *st, const char *sid, json_object **out, int *skipped,
-                   struct svc_err *err);
+int svc_turns_read(const struct svc_sess *s, json_object **out, int *skipped, struct svc_err *err);
 /* The last whole line of svc_turns.jsonl (new reference), reading only the file's tail;
  * *out NULL when there is none or it does not decode. */
-int svc_turns_last(const struct svc_store *st, const char *sid, json_object **out,
-                   struct svc_err *err);
+int svc_turns_last(const struct svc_sess *s, json_object **out, struct svc_err *err);
 
 #endif

@@ -27,6 +27,8 @@ void svc_snap_free(struct svc_snap *s)
     free(s->f);
     free(s->skip);
     free(s->msgdir);
+    free(s->dirname);
+    free(s->agent_file);
     json_object_put(s->summary);
 }
 
@@ -42,8 +44,9 @@ void svc_snap_warn(json_object *warnings, const char *sid, const char *file, con
 void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg)
 {
     char *file = NULL;
-    svc_xasprintf(&file, "native/session_%s/%s", s->sid, rel);
-    svc_snap_warn(s->warnings, s->sid, file ? file : rel, msg);
+    if (s->dirname)
+        svc_xasprintf(&file, "native/%s%s%s", s->dirname, rel ? "/" : "", rel ? rel : "");
+    svc_snap_warn(s->warnings, s->sid, file ? file : rel ? rel : s->sid, msg);
     free(file);
 }
 
@@ -70,13 +73,11 @@ static int cmp_i64(const void *a, const void *b)
 
 static bool skipped_message(const struct svc_snap *s, const char *parent, const char *name)
 {
-    if (!s->nskip || strcmp(parent, s->msgdir) != 0 || strncmp(name, "message_", 8) != 0)
+    if (!s->nskip || strcmp(parent, s->msgdir) != 0)
         return false;
-    char *end;
-    long long id = strtoll(name + 8, &end, 10);
-    if (strcmp(end, ".json") != 0)
+    int64_t key = svc_store_message_id_of(name);
+    if (key < 0)
         return false;
-    int64_t key = id;
     return bsearch(&key, s->skip, s->nskip, sizeof key, cmp_i64) != NULL;
 }
 
@@ -130,7 +131,7 @@ static void walk(struct svc_snap *s, int dirfd, const char *rel)
     struct dirent *de;
     while ((de = readdir(d))) {
         const char *name = de->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || svc_file_is_internal(name))
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || svc_store_is_internal(name))
             continue;
         char *child = NULL;
         svc_xasprintf(&child, "%s%s%s", rel, *rel ? "/" : "", name);
@@ -178,27 +179,32 @@ const struct svc_snap_file *svc_snap_find(const struct svc_snap *s, const char *
 /* Take the snapshot: shared lock, run-in-flight boundary, summary, every file. */
 int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_err *err)
 {
-    struct svc_store stv = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
-    const struct svc_store *st = &stv;
-    svc_xasprintf(&s->msgdir, "agents/agent_%s/messages", st->agent_id);
-    /* a `running` left by a dead run is repaired first, as every reader does (SPEC 2.3) */
-    svc_session_repair_stale(cfg, s->sid, NULL);
-    if (!svc_store_session_exists(st, s->sid))
-        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s no longer exists", s->sid);
-    char *dir = svc_store_session_dir(st, s->sid);
-    struct svc_lock l = SVC_LOCK_INIT;
+    struct svc_sess h;
+    if (svc_sess_open(cfg, s->sid, &h, err) != 0)
+        return -1;
+    const struct svc_store *st = &h.st;
+    const char *dir = h.dir;
+    s->dirname = svc_sess_path(&h, SVC_F_DIR, SVC_FROM_NAME);
+    s->msgdir = svc_sess_path(&h, SVC_F_MESSAGES, SVC_FROM_SESSION);
+    s->agent_file = svc_sess_path(&h, SVC_F_AGENT, SVC_FROM_SESSION);
     int64_t *ids = NULL;
     size_t nids = 0;
     int rc = -1;
-    if (svc_lock_session(dir, false, &l, err) != 0)
+    /* a `running` left by a dead run is repaired first, as every reader does (SPEC 2.3) */
+    svc_run_repair(&h, NULL);
+    if (!svc_sess_exists(&h)) {
+        svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s no longer exists", s->sid);
+        goto out;
+    }
+    if (svc_sess_lock(&h, false, err) != 0)
         goto out;
     bool in_flight = svc_lock_run_held(dir);
     json_object *sc = NULL;
     struct svc_err rerr;
-    int src = svc_sidecar_read(st, s->sid, &sc, &rerr);
+    int src = svc_sidecar_read(&h, &sc, &rerr);
     if (src != 0 && rerr.code != SVC_E_NOT_FOUND)
-        svc_snap_warn_native(s, "svc_session.json", rerr.message);
-    if (svc_store_message_ids(st, s->sid, &ids, &nids, NULL) != 0)
+        svc_snap_warn_native(s, svc_store_name(SVC_F_SIDECAR), rerr.message);
+    if (svc_sess_message_ids(&h, &ids, &nids, NULL) != 0)
         nids = 0;
     if (in_flight && sc) {
         /* messages a run stored after the last turn boundary: the sidecar's count was set
@@ -214,8 +220,8 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
             memcpy(s->skip, ids + limit, s->nskip * sizeof *s->skip);
         }
     }
-    if (!sc && svc_sidecar_derive(st, s->sid, &sc, &rerr) != 0) {
-        svc_snap_warn_native(s, "session.json", rerr.message);
+    if (!sc && svc_sidecar_derive(&h, &sc, &rerr) != 0) {
+        svc_snap_warn_native(s, svc_store_name(SVC_F_SESSION), rerr.message);
         sc = svc_sidecar_new(s->sid, st->agent_id, NULL);
     }
     s->summary = svc_sidecar_summary(sc);
@@ -230,8 +236,7 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
         qsort(s->f, s->n, sizeof *s->f, cmp_sfile);
     rc = 0;
 out:
-    svc_lock_release(&l);
+    svc_sess_close(&h);
     free(ids);
-    free(dir);
     return rc;
 }

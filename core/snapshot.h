@@ -33,7 +33,9 @@ struct svc_snap {
     size_t n, cap;
     int64_t *skip; /* message ids left out (a run in flight), sorted */
     size_t nskip;
+    char *dirname;         /* "session_<sid>" */
     char *msgdir;          /* "agents/agent_<aid>/messages" */
+    char *agent_file;      /* "agents/agent_<aid>/agent.json" */
     json_object *summary;  /* sidecar or derived, without schema_version */
     json_object *warnings; /* borrowed: the export's array */
 };
@@ -45,7 +47,8 @@ void svc_snap_free(struct svc_snap *s);
 const struct svc_snap_file *svc_snap_find(const struct svc_snap *s, const char *rel);
 /* Append {"session_id", "file", "message"} to warnings. */
 void svc_snap_warn(json_object *warnings, const char *sid, const char *file, const char *msg);
-/* The same for a file of the session, named native/session_<id>/<rel>. */
+/* The same for a file of the session, named native/session_<id>/<rel> (rel NULL: the
+ * session directory itself). */
 void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg);
 
 #endif

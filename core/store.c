@@ -17,7 +17,42 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "sidecar.h"
 #include "util.h"
+
+/* Every name of the layout (FORMAT.md), and nowhere else in the code. */
+#define LOCK_NAME ".svc.lock"
+#define RUN_LOCK_NAME ".svc.run.lock"
+static const char *const lock_names[] = {LOCK_NAME, RUN_LOCK_NAME, NULL};
+static const char *const names[SVC_F__MAX] = {
+    [SVC_F_DIR] = "session_",
+    [SVC_F_SESSION] = "session.json",
+    [SVC_F_SIDECAR] = "svc_session.json",
+    [SVC_F_TURNS] = "svc_turns.jsonl",
+    [SVC_F_TURNS_CORRUPT] = "svc_turns.jsonl.corrupt",
+    [SVC_F_MEMORY] = "svc_memory.json",
+    [SVC_F_AGENTS] = "agents",
+    [SVC_F_AGENT_DIR] = "agent_",
+    [SVC_F_AGENT] = "agent.json",
+    [SVC_F_MESSAGES] = "messages",
+    [SVC_F_MULTI_AGENTS] = "multi_agents",
+    [SVC_F_LOCK] = LOCK_NAME,
+    [SVC_F_RUN_LOCK] = RUN_LOCK_NAME,
+    [SVC_F_INDEX] = ".svc_index.jsonl",
+    [SVC_F_INDEX_LOCK] = ".svc_index.lock",
+    [SVC_F_RUNS] = ".svc_runs",
+    [SVC_F_RESPONSES] = ".svc_responses",
+    [SVC_F_IMPORT_LOCK] = ".svc_import.lock",
+    [SVC_F_IMPORT_STAGING] = ".svc_import-",
+};
+static const char *const run_suffix[SVC_RUN__MAX] = {
+    [SVC_RUN_RECORD] = ".json",
+    [SVC_RUN_EVENTS] = ".events.jsonl",
+    [SVC_RUN_CANCEL] = ".cancel",
+    [SVC_RUN_LOCK] = ".lock",
+};
+#define MESSAGE_PRE "message_"
+#define MESSAGE_SUF ".json"
 
 bool svc_id_valid(const char *id)
 {
@@ -26,7 +61,7 @@ bool svc_id_valid(const char *id)
     size_t n = 0;
     for (const char *p = id; *p; p++, n++) {
         char c = *p;
-        if (n >= 128)
+        if (n >= SVC_ID_MAX)
             return false;
         if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
               c == '.' || c == '_' || c == '-'))
@@ -39,9 +74,9 @@ int svc_id_check(const char *id, struct svc_err *err)
 {
     if (!id || !*id)
         return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id", "session id is empty");
-    if (strlen(id) > 128)
+    if (strlen(id) > SVC_ID_MAX)
         return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                            "session id is longer than 128 characters");
+                            "session id is longer than %d characters", SVC_ID_MAX);
     if (id[0] == '.')
         return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
                             "session id must not start with '.'");
@@ -51,19 +86,19 @@ int svc_id_check(const char *id, struct svc_err *err)
     return 0;
 }
 
-/* Concatenate up to 8 strings into a new heap string (NULL prints as "(null)", as %s did).
+/* Concatenate up to 16 strings into a new heap string (NULL prints as "(null)", as %s did).
  * Paths are built on every request: plain copies, no printf. */
 static char *path_cat(int n, const char *const *parts)
 {
-    const char *part[8];
-    size_t lens[8], total = 1;
-    for (int i = 0; i < n && i < 8; i++) {
+    const char *part[16];
+    size_t lens[16], total = 1;
+    for (int i = 0; i < n && i < 16; i++) {
         part[i] = parts[i] ? parts[i] : "(null)";
         lens[i] = strlen(part[i]);
         total += lens[i];
     }
     char *out = svc_xmalloc(total), *p = out;
-    for (int i = 0; i < n && i < 8; i++) {
+    for (int i = 0; i < n && i < 16; i++) {
         memcpy(p, part[i], lens[i]);
         p += lens[i];
     }
@@ -71,48 +106,244 @@ static char *path_cat(int n, const char *const *parts)
     return out;
 }
 
-#define PATH_CAT(...)                                                                              \
-    path_cat((int)(sizeof((const char *[]){__VA_ARGS__}) / sizeof(const char *)),                  \
-             (const char *const[]){__VA_ARGS__})
-
-char *svc_store_session_dir(const struct svc_store *st, const char *sid)
+const char *svc_store_name(enum svc_file f)
 {
-    return PATH_CAT(st->root, "/session_", sid);
+    return f >= 0 && f < SVC_F__MAX ? names[f] : NULL;
 }
 
-char *svc_store_session_file(const struct svc_store *st, const char *sid, const char *name)
+char *svc_store_root_path(const struct svc_store *st, enum svc_file f)
 {
-    return PATH_CAT(st->root, "/session_", sid, "/", name);
+    const char *parts[] = {st->root, "/", names[f]};
+    return path_cat(3, parts);
 }
 
-char *svc_store_agent_dir(const struct svc_store *st, const char *sid)
+char *svc_store_run_path(const char *root, const char *run_id, enum svc_run_file f)
 {
-    return PATH_CAT(st->root, "/session_", sid, "/agents/agent_", st->agent_id);
+    const char *parts[] = {root, "/", names[SVC_F_RUNS], "/", run_id, run_suffix[f]};
+    return root ? path_cat(6, parts) : path_cat(2, parts + 4);
 }
 
-char *svc_store_messages_dir(const struct svc_store *st, const char *sid)
+char *svc_store_run_id_of(const char *name, enum svc_run_file f)
 {
-    return PATH_CAT(st->root, "/session_", sid, "/agents/agent_", st->agent_id, "/messages");
+    size_t n = strlen(name), m = strlen(run_suffix[f]);
+    if (n <= m || strcmp(name + n - m, run_suffix[f]) != 0)
+        return NULL;
+    return svc_xstrndup(name, n - m);
 }
 
-char *svc_store_message_path(const struct svc_store *st, const char *sid, int64_t id)
+const char *svc_store_session_of(const char *name)
+{
+    size_t pl = strlen(names[SVC_F_DIR]);
+    return strncmp(name, names[SVC_F_DIR], pl) == 0 && svc_id_valid(name + pl) ? name + pl : NULL;
+}
+
+int64_t svc_store_message_id_of(const char *name)
+{
+    static const size_t pl = sizeof MESSAGE_PRE - 1;
+    if (strncmp(name, MESSAGE_PRE, pl) != 0)
+        return -1;
+    const char *p = name + pl, *d = p;
+    if (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
+        return -1; /* padded: not a name Strands writes */
+    int64_t id = 0;
+    while (*p >= '0' && *p <= '9' && p - d < 18)
+        id = id * 10 + (*p++ - '0');
+    return p > d && strcmp(p, MESSAGE_SUF) == 0 ? id : -1;
+}
+
+const char *const *svc_store_lock_names(void)
+{
+    return lock_names;
+}
+
+bool svc_store_is_lock(const char *name)
+{
+    for (int i = 0; lock_names[i]; i++)
+        if (strcmp(name, lock_names[i]) == 0)
+            return true;
+    return false;
+}
+
+bool svc_store_is_internal(const char *name)
+{
+    return strstr(name, ".tmp-") != NULL || svc_store_is_lock(name);
+}
+
+void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
+{
+    st->root = cfg->sessions.root;
+    st->agent_id = cfg->sessions.agent_id;
+    st->durable = cfg->sessions.fsync;
+    st->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
+}
+
+int svc_store_sync(const struct svc_store *st, int sync)
+{
+    return sync == SVC_SYNC_STORE ? svc_sync_full(st->durable) : sync;
+}
+
+/* The parts of f's path from the root (session_<sid>[/...]) into p; returns their number. */
+static int sess_parts(const struct svc_store *st, const char *sid, enum svc_file f, const char **p)
+{
+    int n = 0;
+    p[n++] = names[SVC_F_DIR];
+    p[n++] = sid;
+    if (f == SVC_F_DIR)
+        return n;
+    p[n++] = "/";
+    if (f == SVC_F_AGENT_DIR || f == SVC_F_AGENT || f == SVC_F_MESSAGES) {
+        p[n++] = names[SVC_F_AGENTS];
+        p[n++] = "/";
+        p[n++] = names[SVC_F_AGENT_DIR];
+        p[n++] = st->agent_id;
+        if (f == SVC_F_AGENT_DIR)
+            return n;
+        p[n++] = "/";
+    }
+    p[n++] = names[f];
+    return n;
+}
+
+/* The path of f (a session's file) or, with num, of message num's file. */
+static char *store_path(const struct svc_store *st, const char *sid, enum svc_file f,
+                        const char *num, enum svc_from from)
+{
+    const char *p[16];
+    int n = 0;
+    if (from == SVC_FROM_ABS) {
+        p[n++] = st->root;
+        p[n++] = "/";
+    }
+    int top = n, first = 0; /* top: where session_<sid> starts */
+    n += sess_parts(st, sid, f, p + n);
+    if (num) {
+        const char *msg[] = {"/", MESSAGE_PRE, num, MESSAGE_SUF};
+        memcpy(p + n, msg, sizeof msg);
+        n += 4;
+    }
+    if (from == SVC_FROM_SESSION)
+        first = top + (f == SVC_F_DIR && !num ? 2 : 3);
+    else if (from == SVC_FROM_NAME)
+        for (int i = first = top; i < n; i++)
+            if (strcmp(p[i], "/") == 0)
+                first = i + 1;
+    return path_cat(n - first, p + first);
+}
+
+static char *store_message_path(const struct svc_store *st, const char *sid, int64_t id,
+                                enum svc_from from)
 {
     char num[24];
     snprintf(num, sizeof num, "%lld", (long long)id);
-    return PATH_CAT(st->root, "/session_", sid, "/agents/agent_", st->agent_id,
-                    "/messages/message_", num, ".json");
+    return store_path(st, sid, SVC_F_MESSAGES, num, from);
 }
 
 bool svc_store_session_exists(const struct svc_store *st, const char *sid)
 {
     if (!svc_id_valid(sid))
         return false;
-    char *dir = svc_store_session_dir(st, sid);
+    char *dir = store_path(st, sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
     struct stat lst;
     bool ok = lstat(dir, &lst) == 0 && S_ISDIR(lst.st_mode); /* a symlink is refused */
     free(dir);
     return ok;
 }
+
+/* ---- the handle ---- */
+
+int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
+                  struct svc_err *err)
+{
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    return svc_sess_open_store(&st, sid, s, err);
+}
+
+int svc_sess_open_store(const struct svc_store *st, const char *sid, struct svc_sess *s,
+                        struct svc_err *err)
+{
+    *s = (struct svc_sess)SVC_SESS_INIT;
+    if (svc_id_check(sid, err) != 0)
+        return -1;
+    s->st = *st;
+    snprintf(s->sid, sizeof s->sid, "%s", sid);
+    s->dir = store_path(st, sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
+    s->msg_dir = store_path(st, sid, SVC_F_MESSAGES, NULL, SVC_FROM_ABS);
+    return 0;
+}
+
+char *svc_sess_path(const struct svc_sess *s, enum svc_file f, enum svc_from from)
+{
+    return store_path(&s->st, s->sid, f, NULL, from);
+}
+
+char *svc_sess_message_path(const struct svc_sess *s, int64_t id, enum svc_from from)
+{
+    return store_message_path(&s->st, s->sid, id, from);
+}
+
+bool svc_sess_exists(const struct svc_sess *s)
+{
+    struct stat lst;
+    return s->dir && lstat(s->dir, &lst) == 0 && S_ISDIR(lst.st_mode); /* a symlink is refused */
+}
+
+int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err)
+{
+    if (s->lock.fd >= 0) {
+        if (s->exclusive == exclusive)
+            return 0;
+        svc_sess_unlock(s);
+    }
+    if (svc_lock_session(s->dir, exclusive, &s->lock, err) != 0)
+        return -1;
+    s->exclusive = exclusive;
+    return 0;
+}
+
+void svc_sess_unlock(struct svc_sess *s)
+{
+    svc_lock_release(&s->lock);
+}
+
+void svc_sess_close(struct svc_sess *s)
+{
+    if (s->msg_fd >= 0)
+        close(s->msg_fd);
+    s->msg_fd = -1;
+    svc_sess_unlock(s);
+    svc_sess_forget_sidecar(s);
+    free(s->dir);
+    free(s->msg_dir);
+    s->dir = s->msg_dir = NULL;
+}
+
+int svc_sess_sidecar(struct svc_sess *s, json_object **out, struct svc_err *err)
+{
+    if (!s->sidecar_read) {
+        struct svc_err rerr;
+        if (svc_sidecar_read(s, &s->sidecar, &rerr) != 0) {
+            s->sidecar = NULL;
+            if (rerr.code != SVC_E_NOT_FOUND) {
+                if (err)
+                    *err = rerr;
+                return -1;
+            }
+        }
+        s->sidecar_read = true;
+    }
+    *out = s->sidecar;
+    return 0;
+}
+
+void svc_sess_forget_sidecar(struct svc_sess *s)
+{
+    json_object_put(s->sidecar);
+    s->sidecar = NULL;
+    s->sidecar_read = false;
+}
+
+/* ---- the layout check ---- */
 
 /* Set once openat2 cannot help on this root (a link in the root's own path, no openat2). */
 static bool plain_useless;
@@ -148,23 +379,18 @@ static bool dirs_plain(const char *dir, int *why, int *keep)
     return false;
 }
 
-int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err)
-{
-    return svc_store_check_layout_seen(st, sid, NULL, NULL, err);
-}
-
-int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, bool *has_messages,
-                                int *msg_fd, struct svc_err *err)
+int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err *err)
 {
     if (has_messages)
         *has_messages = false;
     int kept = -1;
-    char *paths[3] = {svc_store_session_file(st, sid, "agents"), svc_store_agent_dir(st, sid),
-                      svc_store_messages_dir(st, sid)};
-    static const char *names[3] = {"agents", "agents/agent_<id>", "messages"};
+    char *paths[3] = {svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS),
+                      svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_ABS),
+                      svc_sess_path(s, SVC_F_MESSAGES, SVC_FROM_ABS)};
+    static const char *what[3] = {"agents", "agents/agent_<id>", "messages"};
     int rc = 0, why = 0, dirs = 0;
     /* the common case in one call: all three plain directories; else one lstat each */
-    bool plain = dirs_plain(paths[2], &why, msg_fd ? &kept : NULL);
+    bool plain = dirs_plain(paths[2], &why, s->msg_fd < 0 ? &kept : NULL);
     if (plain && has_messages)
         *has_messages = true; /* all three plain directories, messages among them */
     for (int i = plain ? 3 : 0; i < 3 && rc == 0; i++) {
@@ -172,8 +398,8 @@ int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, boo
         bool there = lstat(paths[i], &lst) == 0;
         if (there && !S_ISDIR(lst.st_mode)) {
             rc = svc_err_set(err, SVC_E_IO,
-                             "session %s: %s is a symbolic link or not a directory; refused", sid,
-                             names[i]);
+                             "session %s: %s is a symbolic link or not a directory; refused",
+                             s->sid, what[i]);
         } else if (there) {
             dirs++;
             if (i == 2 && has_messages)
@@ -185,94 +411,64 @@ int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, boo
     for (int i = 0; i < 3; i++)
         free(paths[i]);
     /* the one file we append to (atomic rewrites replace a link instead of following it) */
-    char *turns = rc == 0 ? svc_store_session_file(st, sid, "svc_turns.jsonl") : NULL;
+    char *turns = rc == 0 ? svc_sess_path(s, SVC_F_TURNS, SVC_FROM_ABS) : NULL;
     struct stat lst;
     if (turns && lstat(turns, &lst) == 0 && !S_ISREG(lst.st_mode))
-        rc = svc_err_set(err, SVC_E_IO,
-                         "session %s: svc_turns.jsonl is a symbolic link or not a file; refused",
-                         sid);
+        rc = svc_err_set(err, SVC_E_IO, "session %s: %s is a symbolic link or not a file; refused",
+                         s->sid, names[SVC_F_TURNS]);
     free(turns);
     if (rc != 0 && kept >= 0) {
         close(kept);
         kept = -1;
     }
-    if (msg_fd)
-        *msg_fd = kept;
+    if (kept >= 0)
+        s->msg_fd = kept;
     return rc;
 }
 
-static int write_session_json(const char *path, const char *sid, int sync, json_object *existing,
-                              struct svc_err *err)
+/* ---- session.json, agent.json ---- */
+
+static int write_session_json(const char *path, const char *sid, int sync, struct svc_err *err)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
-    json_object *o = existing ? json_object_get(existing) : json_object_new_object();
-    if (!existing) {
-        svc_json_set_str(o, "session_id", sid);
-        svc_json_set_str(o, "session_type", "AGENT");
-        svc_json_set_str(o, "created_at", now);
-    }
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "session_id", sid);
+    svc_json_set_str(o, "session_type", "AGENT");
+    svc_json_set_str(o, "created_at", now);
     svc_json_set_str(o, "updated_at", now);
     int rc = svc_json_write_native_sync(path, o, sync, err);
     json_object_put(o);
     return rc;
 }
 
-int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err)
+int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, struct svc_err *err)
 {
-    return svc_store_ensure_session_seen(st, sid, false, svc_sync_full(st->durable), NULL, err);
-}
-
-int svc_store_ensure_session_seen(const struct svc_store *st, const char *sid, bool dirs_seen,
-                                  int sync, bool *made, struct svc_err *err)
-{
-    if (svc_id_check(sid, err) != 0)
-        return -1;
     int rc = -1;
-    char *mdir = svc_store_messages_dir(st, sid);
-    char *sdir = svc_store_session_dir(st, sid);
-    char *sfile = svc_store_session_file(st, sid, "session.json");
+    char *sfile = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
     struct stat lst;
-    if (!dirs_seen && lstat(sdir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
+    if (!dirs_seen && lstat(s->dir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
         svc_err_set(err, SVC_E_IO, "session path is not a directory");
         goto out;
     }
-    if (!dirs_seen && lstat(mdir, &lst) != 0) {
-        if (svc_mkdirs(mdir, 0755, err) != 0)
+    if (!dirs_seen && lstat(s->msg_dir, &lst) != 0) {
+        if (svc_mkdirs(s->msg_dir, 0755, err) != 0)
             goto out;
         if (made)
             *made = true;
     }
     if (access(sfile, F_OK) != 0) {
         /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
-        char *ma = svc_path_join(sdir, "multi_agents");
+        char *ma = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
         int mrc = svc_mkdirs(ma, 0755, err);
         free(ma);
         if (made)
             *made = true;
-        if (mrc != 0 || write_session_json(sfile, sid, sync, NULL, err) != 0)
+        if (mrc != 0 || write_session_json(sfile, s->sid, svc_store_sync(&s->st, sync), err) != 0)
             goto out;
     }
     rc = 0;
 out:
-    free(mdir);
-    free(sdir);
-    free(sfile);
-    return rc;
-}
-
-int svc_store_touch_session(const struct svc_store *st, const char *sid, struct svc_err *err)
-{
-    char *sfile = svc_store_session_file(st, sid, "session.json");
-    json_object *o = NULL;
-    struct svc_err rerr;
-    int rc;
-    if (svc_json_read_file(sfile, &o, &rerr) != 0 || !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        o = NULL; /* missing or damaged: write it anew */
-    }
-    rc = write_session_json(sfile, sid, svc_sync_full(st->durable), o, err);
-    json_object_put(o);
     free(sfile);
     return rc;
 }
@@ -302,37 +498,25 @@ json_object *svc_store_new_agent(const char *agent_id)
     return a;
 }
 
-int svc_store_read_agent(const struct svc_store *st, const char *sid, json_object **out,
-                         struct svc_err *err)
+int svc_sess_read_agent(struct svc_sess *s, json_object **out, struct svc_err *err)
 {
-    char *dir = svc_store_agent_dir(st, sid);
-    char *path = svc_path_join(dir, "agent.json");
-    free(dir);
+    char *path = svc_sess_path(s, SVC_F_AGENT, SVC_FROM_ABS);
     int rc = svc_json_read_object_file(path, out, err);
     if (rc != 0 && svc_file_is_empty(path))
-        rc = svc_err_set(err, SVC_E_NOT_FOUND, "agent.json is empty");
+        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", names[SVC_F_AGENT]);
     free(path);
     return rc;
 }
 
-int svc_store_write_agent(const struct svc_store *st, const char *sid, json_object *agent,
-                          struct svc_err *err)
-{
-    return svc_store_write_agent_sync(st, sid, agent, svc_sync_full(st->durable), err);
-}
-
-int svc_store_write_agent_sync(const struct svc_store *st, const char *sid, json_object *agent,
-                               int sync, struct svc_err *err)
+int svc_sess_write_agent(struct svc_sess *s, json_object *agent, int sync, struct svc_err *err)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     if (!svc_json_str(agent, "created_at", NULL))
         svc_json_set_str(agent, "created_at", now);
     svc_json_set_str(agent, "updated_at", now);
-    char *dir = svc_store_agent_dir(st, sid);
-    char *path = svc_path_join(dir, "agent.json");
-    free(dir);
-    int rc = svc_json_write_native_sync(path, agent, sync, err);
+    char *path = svc_sess_path(s, SVC_F_AGENT, SVC_FROM_ABS);
+    int rc = svc_json_write_native_sync(path, agent, svc_store_sync(&s->st, sync), err);
     free(path);
     return rc;
 }
@@ -361,21 +545,20 @@ void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_cal
     svc_json_set_int(cm, "model_call_count", model_calls);
 }
 
+/* ---- message files ---- */
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
 
-int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t **ids, size_t *n,
-                          struct svc_err *err)
+int svc_sess_message_ids(struct svc_sess *s, int64_t **ids, size_t *n, struct svc_err *err)
 {
     *ids = NULL;
     *n = 0;
-    char *dir = svc_store_messages_dir(st, sid);
     /* getdents64 into a stack buffer: opendir would fstat and malloc 32 KiB each time */
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(dir);
+    int fd = open(s->msg_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
             return 0;
@@ -401,20 +584,19 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
             const struct dirent64 *de = (const struct dirent64 *)(buf + off);
             off += de->d_reclen;
             const char *name = de->d_name;
-            if (strncmp(name, "message_", 8) != 0)
+            if (strncmp(name, MESSAGE_PRE, sizeof MESSAGE_PRE - 1) != 0)
                 continue;
-            const char *num = name + 8;
+            const char *num = name + sizeof MESSAGE_PRE - 1;
             char *end;
             if (*num < '0' || *num > '9')
                 continue;
             errno = 0;
             long long v = strtoll(num, &end, 10);
-            if (errno || strcmp(end, ".json") != 0)
+            if (errno || strcmp(end, MESSAGE_SUF) != 0)
                 continue;
             if (cnt == cap) {
                 cap = cap ? cap * 2 : 64;
-                int64_t *na = svc_xrealloc(arr, cap * sizeof *na);
-                arr = na;
+                arr = svc_xrealloc(arr, cap * sizeof *arr);
             }
             arr[cnt++] = v;
         }
@@ -427,28 +609,28 @@ int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t *
     return 0;
 }
 
-static bool message_exists(const struct svc_store *st, const char *sid, int64_t id)
+static bool message_exists(const struct svc_sess *s, int64_t id)
 {
-    char *path = svc_store_message_path(st, sid, id);
+    char *path = svc_sess_message_path(s, id, SVC_FROM_ABS);
     struct stat sb;
     bool ok = path && lstat(path, &sb) == 0;
     free(path);
     return ok;
 }
 
-int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t trusted,
-                            int64_t *count, int64_t *next, int64_t **ids, struct svc_err *err)
+int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, int64_t *next,
+                           int64_t **ids, struct svc_err *err)
 {
     *ids = NULL;
     /* ids are contiguous when we wrote them all: two stats confirm the count */
-    if (trusted >= 0 && !message_exists(st, sid, trusted) &&
-        (trusted == 0 || message_exists(st, sid, trusted - 1))) {
+    if (trusted >= 0 && !message_exists(s, trusted) &&
+        (trusted == 0 || message_exists(s, trusted - 1))) {
         *count = *next = trusted;
         return 0;
     }
     int64_t *arr = NULL;
     size_t n = 0;
-    if (svc_store_message_ids(st, sid, &arr, &n, err) != 0)
+    if (svc_sess_message_ids(s, &arr, &n, err) != 0)
         return -1;
     *count = (int64_t)n;
     *next = n ? arr[n - 1] + 1 : 0;
@@ -460,36 +642,30 @@ int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t
     return 0;
 }
 
-/* A message record read: rc of the read; a record without a message object is damaged. */
-static int message_record_checked(int rc, int64_t id, json_object **out, struct svc_err *err)
+static int open_messages_dir(struct svc_sess *s, int64_t id, struct svc_err *err)
 {
-    if (rc == 0 && !svc_json_obj(*out, "message")) {
-        json_object_put(*out);
-        *out = NULL;
-        return svc_err_set(err, SVC_E_IO, "damaged message_%lld.json: no message object",
+    if (s->msg_fd >= 0)
+        return 0;
+    s->msg_fd = open(s->msg_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (s->msg_fd >= 0)
+        return 0;
+    if (errno == ENOENT)
+        return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: " MESSAGE_PRE "%lld" MESSAGE_SUF,
                            (long long)id);
-    }
-    return rc;
+    return svc_err_errno(err, "open messages directory");
 }
 
-int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
-                           json_object **out, struct svc_err *err)
+int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
+                          size_t *bytes, struct svc_err *err)
 {
-    char *path = svc_store_message_path(st, sid, id);
-    int rc = svc_json_read_file(path, out, err);
-    free(path);
-    return message_record_checked(rc, id, out, err);
-}
-
-int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct stat *st,
-                              size_t *bytes, struct svc_err *err)
-{
-    char name[48];
-    snprintf(name, sizeof name, "message_%lld.json", (long long)id);
     *out = NULL;
+    if (open_messages_dir(s, id, err) != 0)
+        return -1;
+    char name[48];
+    snprintf(name, sizeof name, MESSAGE_PRE "%lld" MESSAGE_SUF, (long long)id);
     char *buf = NULL;
     size_t len = 0;
-    int rc = svc_file_read_at(msg_dirfd, name, &buf, &len, st, err);
+    int rc = svc_file_read_at(s->msg_fd, name, &buf, &len, st, err);
     if (bytes)
         *bytes = len;
     if (rc == 0) {
@@ -499,24 +675,17 @@ int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, stru
             svc_err_set(err, SVC_E_IO, "damaged file %s: %s", name, perr.message);
     }
     free(buf);
-    return message_record_checked(rc, id, out, err);
+    /* a record without a message object is damaged */
+    if (rc == 0 && !svc_json_obj(*out, "message")) {
+        json_object_put(*out);
+        *out = NULL;
+        return svc_err_set(err, SVC_E_IO, "damaged %s: no message object", name);
+    }
+    return rc;
 }
 
-int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
-                            json_object *message, struct svc_err *err)
-{
-    return svc_store_write_message_sync(st, sid, id, message, svc_sync_full(st->durable), err);
-}
-
-int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
-                                 json_object *message, int sync, struct svc_err *err)
-{
-    size_t bytes;
-    return svc_store_write_message_len(st, sid, id, message, sync, &bytes, err);
-}
-
-int svc_store_write_message_len(const struct svc_store *st, const char *sid, int64_t id,
-                                json_object *message, int sync, size_t *bytes, struct svc_err *err)
+int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message, int sync,
+                           size_t *bytes, struct svc_err *err)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
@@ -526,14 +695,30 @@ int svc_store_write_message_len(const struct svc_store *st, const char *sid, int
     svc_json_set(rec, "redact_message", NULL);
     svc_json_set_str(rec, "created_at", now);
     svc_json_set_str(rec, "updated_at", now);
-    char *path = svc_store_message_path(st, sid, id);
+    char *path = svc_sess_message_path(s, id, SVC_FROM_ABS);
     char *text = svc_json_dump_native(rec);
-    *bytes = strlen(text);
-    int rc = svc_file_write_synced(path, text, *bytes, sync | SVC_WRITE_NEW, err); /* a new id */
+    size_t len = strlen(text);
+    if (bytes)
+        *bytes = len;
+    int rc = svc_file_write_synced(path, text, len, svc_store_sync(&s->st, sync) | SVC_WRITE_NEW,
+                                   err); /* a new id */
     free(text);
     free(path);
     json_object_put(rec);
     return rc;
+}
+
+int svc_sess_messages_fd(struct svc_sess *s)
+{
+    return open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
+}
+
+bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)
+{
+    char name[48];
+    snprintf(name, sizeof name, MESSAGE_PRE "%lld" MESSAGE_SUF, (long long)id);
+    return open_messages_dir(s, id, NULL) == 0 &&
+           fstatat(s->msg_fd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
 }
 
 json_object *svc_store_effective_message(json_object *rec)

@@ -1,12 +1,14 @@
-/* store: the Strands native session layout under a root (SPEC 2.1).
- *   <root>/session_<sid>/session.json
- *   <root>/session_<sid>/agents/agent_<aid>/agent.json
- *   <root>/session_<sid>/agents/agent_<aid>/messages/message_<n>.json
- * Files are written exactly as Strands' FileSessionManager writes them (jsonx native dump,
- * atomic, durable when store->durable). Ids are validated before any path is built; a
- * session directory that is a symlink or resolves outside the root is refused.
- * Callers hold the session's .svc.lock (lock.h) around every mutation.
- * Paths returned by svc_store_*_path/dir are heap strings the caller frees. */
+/* store: the one door to a session's files (SPEC 2.1; the layout is in FORMAT.md).
+ * Only store.c knows a file's name or a path's shape: everyone else opens a handle
+ * (struct svc_sess) and asks it for a path, or asks svc_store_name for a name.
+ * svc_sess_open validates the id (SVC_E_INVALID_SESSION_ID) and derives the session's
+ * paths; it touches no file. svc_sess_lock takes the short lock (.svc.lock, lock.h) in the
+ * mode asked (asking again in the mode held is a no-op): exclusive around every mutation,
+ * shared around multi-file reads. Files are written as Strands' FileSessionManager writes
+ * them (jsonx native dump, atomic, synced as `sync` says: SVC_SYNC_STORE follows
+ * sessions.fsync). A session directory that is a symlink or resolves outside the root is
+ * refused. svc_sess_close releases the lock and frees everything; a handle set to
+ * SVC_SESS_INIT may be closed. Paths returned are heap strings the caller frees. */
 #ifndef SVC_STORE_H
 #define SVC_STORE_H
 
@@ -15,95 +17,170 @@
 #include <stdint.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "err.h"
+#include "lock.h"
+
+/* The longest session or agent id, in characters (SPEC 2.1). */
+#define SVC_ID_MAX 128
 
 struct svc_store {
     const char *root;     /* borrowed, expanded */
     const char *agent_id; /* borrowed, valid id */
     bool durable;         /* sessions.fsync */
+    bool sidecars;        /* provider svc_repository: svc_session.json and svc_turns.jsonl */
 };
 
-/* 1..128 chars of [A-Za-z0-9._-], not starting with '.'. */
+/* The files of the layout, by role; the comments give the path from the session directory
+ * (the last ones from the root). */
+enum svc_file {
+    SVC_F_DIR,            /* <root>/session_<sid> */
+    SVC_F_SESSION,        /* session.json */
+    SVC_F_SIDECAR,        /* svc_session.json */
+    SVC_F_TURNS,          /* svc_turns.jsonl */
+    SVC_F_TURNS_CORRUPT,  /* svc_turns.jsonl.corrupt (fsck's) */
+    SVC_F_MEMORY,         /* svc_memory.json */
+    SVC_F_AGENTS,         /* agents */
+    SVC_F_AGENT_DIR,      /* agents/agent_<aid> */
+    SVC_F_AGENT,          /* agents/agent_<aid>/agent.json */
+    SVC_F_MESSAGES,       /* agents/agent_<aid>/messages */
+    SVC_F_MULTI_AGENTS,   /* multi_agents */
+    SVC_F_LOCK,           /* .svc.lock */
+    SVC_F_RUN_LOCK,       /* .svc.run.lock */
+    SVC_F_INDEX,          /* <root>/.svc_index.jsonl */
+    SVC_F_INDEX_LOCK,     /* <root>/.svc_index.lock */
+    SVC_F_RUNS,           /* <root>/.svc_runs */
+    SVC_F_RESPONSES,      /* <root>/.svc_responses */
+    SVC_F_IMPORT_LOCK,    /* <root>/.svc_import.lock */
+    SVC_F_IMPORT_STAGING, /* <root>/.svc_import-<hex> */
+    SVC_F__MAX
+};
+/* Where a path starts: absolute, from the root, from the session directory, or the last
+ * component alone. */
+enum svc_from { SVC_FROM_ABS, SVC_FROM_ROOT, SVC_FROM_SESSION, SVC_FROM_NAME };
+/* A run record's files in <root>/.svc_runs: <id>.json, .events.jsonl, .cancel, .lock. */
+enum svc_run_file { SVC_RUN_RECORD, SVC_RUN_EVENTS, SVC_RUN_CANCEL, SVC_RUN_LOCK, SVC_RUN__MAX };
+
+/* 1..SVC_ID_MAX chars of [A-Za-z0-9._-], not starting with '.'. */
 bool svc_id_valid(const char *id);
 /* SVC_E_INVALID_SESSION_ID with a message saying what is wrong; param "session_id". */
 int svc_id_check(const char *id, struct svc_err *err);
 
-char *svc_store_session_dir(const struct svc_store *st, const char *sid);
-char *svc_store_session_file(const struct svc_store *st, const char *sid, const char *name);
-char *svc_store_agent_dir(const struct svc_store *st, const char *sid);
-char *svc_store_messages_dir(const struct svc_store *st, const char *sid);
-char *svc_store_message_path(const struct svc_store *st, const char *sid, int64_t id);
-
+/* The name of f (its last component); for the id-named ones (session_<sid>, agent_<aid>,
+ * .svc_import-<hex>) the part before the id. */
+const char *svc_store_name(enum svc_file f);
+/* <root>/<name of f> for the root's own files (SVC_F_INDEX and after). */
+char *svc_store_root_path(const struct svc_store *st, enum svc_file f);
+/* <root>/.svc_runs/<run_id><suffix of f> (root NULL: the name alone). */
+char *svc_store_run_path(const char *root, const char *run_id, enum svc_run_file f);
+/* The run id of a name in .svc_runs holding f's suffix (heap), else NULL. */
+char *svc_store_run_id_of(const char *name, enum svc_run_file f);
+/* The session id in a root entry's name session_<sid> (borrowed from name), else NULL. */
+const char *svc_store_session_of(const char *name);
+/* The id of a message file's name (message_<n>.json, n decimal without padding), else -1. */
+int64_t svc_store_message_id_of(const char *name);
+/* The names of a session's lock files, NULL-terminated (static). */
+const char *const *svc_store_lock_names(void);
+/* Whether name is one of them. */
+bool svc_store_is_lock(const char *name);
+/* Whether name is a lock or temporary file of the layout (never copied or reported). */
+bool svc_store_is_internal(const char *name);
 /* Whether session_<sid> exists as a real directory inside the root (no symlink escape). */
 bool svc_store_session_exists(const struct svc_store *st, const char *sid);
-/* The directories under session_<sid> that we write into (agents/, agents/agent_<aid>/,
- * messages/) must be real directories when present, and svc_turns.jsonl a regular file:
- * a symbolic link there could lead out
- * of the root. SVC_E_IO when one is not. */
-int svc_store_check_layout(const struct svc_store *st, const char *sid, struct svc_err *err);
-/* The same, telling whether agents/agent_<aid>/messages is there (a directory). When
- * msg_fd is not NULL and the check could open the messages directory (O_PATH, no link on
- * the way), *msg_fd is that descriptor (the caller's to close), else -1. */
-int svc_store_check_layout_seen(const struct svc_store *st, const char *sid, bool *has_messages,
-                                int *msg_fd, struct svc_err *err);
-/* Create the root, the session directory, agents/agent_<aid>/messages and session.json
- * (when missing, even if the directory exists). Does not create agent.json. */
-int svc_store_ensure_session(const struct svc_store *st, const char *sid, struct svc_err *err);
-/* The same for a caller that has just seen the session and messages directories (by
- * svc_store_check_layout_seen, under the run lock): only session.json is looked for.
- * sync: how session.json is written when missing (SVC_SYNC_*; a run passes SVC_SYNC_FILE
- * and syncs the directories it made once, at its end). *made (may be NULL): set true when
- * a directory or session.json was created. */
-int svc_store_ensure_session_seen(const struct svc_store *st, const char *sid, bool dirs_seen,
-                                  int sync, bool *made, struct svc_err *err);
-/* Rewrite session.json's updated_at (keeps other keys). */
-int svc_store_touch_session(const struct svc_store *st, const char *sid, struct svc_err *err);
+/* The store a configuration describes (root, agent id, sessions.fsync, provider). */
+void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st);
+/* The SVC_SYNC_* mask (fsio.h) of a write asked with sync (SVC_SYNC_STORE: sessions.fsync). */
+#define SVC_SYNC_STORE (-1)
+int svc_store_sync(const struct svc_store *st, int sync);
 
 /* A fresh agent record (new reference) with removed_message_count 0, model_call_count 0. */
 json_object *svc_store_new_agent(const char *agent_id);
-/* Read agent.json (SVC_E_NOT_FOUND when missing, or empty: what a power cut can leave of
- * a replacement that was not synced, see core/run.c). *out is a new reference. */
-int svc_store_read_agent(const struct svc_store *st, const char *sid, json_object **out,
-                         struct svc_err *err);
-/* Write agent.json, setting updated_at and keeping created_at and unknown keys of *agent. */
-int svc_store_write_agent(const struct svc_store *st, const char *sid, json_object *agent,
-                          struct svc_err *err);
-/* The same with an explicit SVC_SYNC_* mask (fsio.h) instead of st->durable. */
-int svc_store_write_agent_sync(const struct svc_store *st, const char *sid, json_object *agent,
-                               int sync, struct svc_err *err);
 /* conversation_manager_state.removed_message_count / model_call_count (0 when absent). */
 int64_t svc_agent_removed_count(json_object *agent);
 void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_calls);
 int64_t svc_agent_model_calls(json_object *agent);
+/* The message to use: redact_message when not null, else message (borrowed from rec). */
+json_object *svc_store_effective_message(json_object *rec);
+
+struct svc_sess {
+    struct svc_store st;
+    char sid[SVC_ID_MAX + 1];
+    char *dir;     /* <root>/session_<sid> (heap) */
+    char *msg_dir; /* the messages directory (heap) */
+    int msg_fd;    /* msg_dir opened (O_DIRECTORY, or O_PATH by the layout check) on first
+                    * use, or -1: for openat, fstat(at) and watches, never for reading */
+    struct svc_lock lock;
+    bool exclusive; /* mode of lock when held */
+    bool sidecar_read;
+    json_object *sidecar; /* as read under the lock, or NULL */
+};
+#define SVC_SESS_INIT                                                                              \
+    {                                                                                              \
+        .lock = SVC_LOCK_INIT, .msg_fd = -1                                                        \
+    }
+
+int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
+                  struct svc_err *err);
+/* The same for a store (st is copied; its strings stay borrowed). */
+int svc_sess_open_store(const struct svc_store *st, const char *sid, struct svc_sess *s,
+                        struct svc_err *err);
+/* The path of f of this session, starting where from says. */
+char *svc_sess_path(const struct svc_sess *s, enum svc_file f, enum svc_from from);
+/* The path of message id's file, starting where from says. */
+char *svc_sess_message_path(const struct svc_sess *s, int64_t id, enum svc_from from);
+bool svc_sess_exists(const struct svc_sess *s);
+int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err);
+void svc_sess_unlock(struct svc_sess *s);
+void svc_sess_close(struct svc_sess *s);
+
+/* The directories we write into (agents/, agents/agent_<aid>/, messages/) must be real
+ * directories when present, and svc_turns.jsonl a regular file: a symbolic link there
+ * could lead out of the root. SVC_E_IO when one is not. *has_messages (may be NULL): the
+ * messages directory is there; the check's O_PATH descriptor of it becomes the handle's. */
+int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err *err);
+/* Create the root, the session directory, the messages directory and session.json (when
+ * missing, even if the directory exists; not agent.json). dirs_seen: the caller has just
+ * seen the session and messages directories (svc_sess_check_layout, under the run lock),
+ * so only session.json is looked for. *made (may be NULL): set true when a directory or
+ * session.json was created. */
+int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, struct svc_err *err);
+
+/* Read (once) the sidecar; a missing one is *out NULL and 0. SVC_E_IO when damaged. *out
+ * is borrowed from the handle. */
+int svc_sess_sidecar(struct svc_sess *s, json_object **out, struct svc_err *err);
+/* Forget the sidecar read (after the caller rewrote it, or to read it again). */
+void svc_sess_forget_sidecar(struct svc_sess *s);
+
+/* Read agent.json (SVC_E_NOT_FOUND when missing, or empty: what a power cut can leave of
+ * a replacement that was not synced, see core/run.c). *out is a new reference. */
+int svc_sess_read_agent(struct svc_sess *s, json_object **out, struct svc_err *err);
+/* Write agent.json, setting updated_at and keeping created_at and unknown keys of *agent. */
+int svc_sess_write_agent(struct svc_sess *s, json_object *agent, int sync, struct svc_err *err);
 
 /* Ids of message_<n>.json files, ascending (heap array; *n may be 0; a missing messages
  * directory is 0 ids, not an error). */
-int svc_store_message_ids(const struct svc_store *st, const char *sid, int64_t **ids, size_t *n,
-                          struct svc_err *err);
+int svc_sess_message_ids(struct svc_sess *s, int64_t **ids, size_t *n, struct svc_err *err);
 /* The message files in O(1): trusts `trusted` (a count read under the session lock, -1
  * when unknown) when message_<trusted-1>.json exists and message_<trusted>.json does not,
  * and scans the directory otherwise (a file written by another program). *count files,
  * *next the largest id + 1; *ids NULL when the ids are 0..count-1, else the sorted ids
  * (heap, caller frees). */
-int svc_store_message_count(const struct svc_store *st, const char *sid, int64_t trusted,
-                            int64_t *count, int64_t *next, int64_t **ids, struct svc_err *err);
-/* Read one message record (new reference). */
-int svc_store_read_message(const struct svc_store *st, const char *sid, int64_t id,
-                           json_object **out, struct svc_err *err);
-/* The same from the open messages directory msg_dirfd (handle.h keeps one per session);
- * *st (when not NULL) gets the fstat of the file read, *bytes (when not NULL) its length. */
-int svc_store_read_message_at(int msg_dirfd, int64_t id, json_object **out, struct stat *st,
-                              size_t *bytes, struct svc_err *err);
-/* Write message_<id>.json: {"message": <copy of message>, "message_id", "redact_message": null,
- * "created_at", "updated_at"}. message is borrowed. */
-int svc_store_write_message(const struct svc_store *st, const char *sid, int64_t id,
-                            json_object *message, struct svc_err *err);
-int svc_store_write_message_sync(const struct svc_store *st, const char *sid, int64_t id,
-                                 json_object *message, int sync, struct svc_err *err);
-/* The same, and *bytes gets the length of the file written. */
-int svc_store_write_message_len(const struct svc_store *st, const char *sid, int64_t id,
-                                json_object *message, int sync, size_t *bytes, struct svc_err *err);
-/* The message to use: redact_message when not null, else message (borrowed from rec). */
-json_object *svc_store_effective_message(json_object *rec);
+int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, int64_t *next,
+                           int64_t **ids, struct svc_err *err);
+/* Read message id (new reference) through the messages directory's descriptor, opened
+ * once for the handle. A missing file is SVC_E_NOT_FOUND, a damaged one SVC_E_IO. *st
+ * (may be NULL) gets the fstat of the file read, *bytes (may be NULL) its length. */
+int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
+                          size_t *bytes, struct svc_err *err);
+/* Write message_<id>.json (a new id): {"message": <copy of message>, "message_id",
+ * "redact_message": null, "created_at", "updated_at"}. *bytes (may be NULL) gets the
+ * length of the file written. */
+int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message, int sync,
+                           size_t *bytes, struct svc_err *err);
+/* The messages directory's descriptor (borrowed, closed by svc_sess_close), or -1 when
+ * it cannot be opened. */
+int svc_sess_messages_fd(struct svc_sess *s);
+/* lstat of message id's file through the same descriptor: true when it is a regular file. */
+bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
 
 #endif

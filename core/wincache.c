@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "dirwatch.h"
+#include "store.h"
 #include "util.h"
 
 #define NBUCKETS 4096u  /* a power of two */
@@ -78,19 +79,6 @@ static void drop(const char *sid, int64_t id)
         unlink_entry(p);
 }
 
-/* "message_<digits>.json" exactly: the id, else -1 (a temporary file, anything else) */
-static int64_t message_id_of(const char *name)
-{
-    static const char pre[] = "message_", suf[] = ".json";
-    if (strncmp(name, pre, sizeof pre - 1) != 0)
-        return -1;
-    const char *p = name + sizeof pre - 1, *d = p;
-    int64_t id = 0;
-    while (*p >= '0' && *p <= '9' && p - d < 18)
-        id = id * 10 + (*p++ - '0');
-    return p > d && strcmp(p, suf) == 0 ? id : -1;
-}
-
 /* dirwatch's listener: an entry of a watched messages directory changed (name), or the
  * directory's life ended (name NULL), or every life did (key NULL) */
 static void on_change(const char *key, const char *name, uint32_t mask)
@@ -106,7 +94,7 @@ static void on_change(const char *key, const char *name, uint32_t mask)
         drop_session(sid);
         return;
     }
-    int64_t id = message_id_of(name);
+    int64_t id = svc_store_message_id_of(name);
     struct entry **p = id >= 0 ? find(sid, id) : NULL;
     if (!p)
         return;

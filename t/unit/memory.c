@@ -58,6 +58,15 @@ static int count_lines(const char *path)
     return n;
 }
 
+/* A handle on sid of the test's configuration (closed at the next call). */
+static struct svc_sess *sess(const struct svc_config *cfg, const char *sid)
+{
+    static struct svc_sess h = SVC_SESS_INIT;
+    svc_sess_close(&h);
+    svc_sess_open(cfg, sid, &h, NULL);
+    return &h;
+}
+
 int main(void)
 {
     /* ---- fold ---- */
@@ -137,34 +146,32 @@ int main(void)
         printf("# %s\n", err.message);
         return 1;
     }
-    struct svc_store st = {cfg.sessions.root, cfg.sessions.agent_id, false};
     const char *sids[] = {"m1", "m2"};
     for (int s = 0; s < 2; s++) {
         svc_mkdirs(cfg.sessions.root, 0755, NULL);
-        char *sd = svc_store_session_dir(&st, sids[s]);
-        svc_mkdirs(sd, 0755, NULL);
-        free(sd);
-        ok(svc_store_ensure_session(&st, sids[s], &err) == 0, "session %s made", sids[s]);
+        svc_mkdirs(sess(&cfg, sids[s])->dir, 0755, NULL);
+        ok(svc_sess_ensure(sess(&cfg, sids[s]), false, SVC_SYNC_STORE, NULL, &err) == 0,
+           "session %s made", sids[s]);
         json_object *sc = svc_sidecar_new(sids[s], cfg.sessions.agent_id, "echo-1");
-        svc_sidecar_write(&st, sids[s], sc, NULL);
+        svc_sidecar_write(sess(&cfg, sids[s]), sc, SVC_SYNC_STORE, NULL);
         json_object_put(sc);
         json_object *q = msg("user", s ? "question two" : "question one");
         json_object *r = msg("assistant", s ? "answer two" : "answer one");
-        svc_store_write_message(&st, sids[s], 0, q, NULL);
-        svc_store_write_message(&st, sids[s], 1, r, NULL);
+        svc_sess_write_message(sess(&cfg, sids[s]), 0, q, SVC_SYNC_STORE, NULL, NULL);
+        svc_sess_write_message(sess(&cfg, sids[s]), 1, r, SVC_SYNC_STORE, NULL, NULL);
         json_object_put(q);
         json_object_put(r);
     }
     char *mfile = NULL;
     if (asprintf(&mfile, "%s/memory/svc-agent/memory.jsonl", home) < 0)
         return 1;
-    ok(svc_memory_sync(&cfg, "m1", &err) == 0, "sync m1");
-    ok(svc_memory_sync(&cfg, "m1", &err) == 0, "sync m1 again");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), &err) == 0, "sync m1");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), &err) == 0, "sync m1 again");
     is_int(count_lines(mfile), 1, "the same pair is appended once");
     /* svc_memory.json lost (a sync that died before recording itself): still no duplicate */
-    char *mj = svc_store_session_file(&st, "m1", "svc_memory.json");
+    char *mj = svc_sess_path(sess(&cfg, "m1"), SVC_F_MEMORY, SVC_FROM_ABS);
     unlink(mj);
-    ok(svc_memory_sync(&cfg, "m1", &err) == 0, "sync m1 without svc_memory.json");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), &err) == 0, "sync m1 without svc_memory.json");
     is_int(count_lines(mfile), 1, "the line already in the memory file is not written again");
     json_object *mem = NULL;
     ok(svc_json_read_file(mj, &mem, NULL) == 0, "svc_memory.json written again");
@@ -172,7 +179,7 @@ int main(void)
     is_str(svc_json_str(mem, "memory_file", ""), mfile, "memory_file");
     json_object_put(mem);
     free(mj);
-    ok(svc_memory_sync(&cfg, "m2", &err) == 0, "sync m2");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m2"), &err) == 0, "sync m2");
     is_int(count_lines(mfile), 2, "m2's pair appended");
 
     /* recall: the other session's digests only */
@@ -196,20 +203,21 @@ int main(void)
                 i, i);
     if (mf)
         fclose(mf);
-    mj = svc_store_session_file(&st, "m1", "svc_memory.json");
+    mj = svc_sess_path(sess(&cfg, "m1"), SVC_F_MEMORY, SVC_FROM_ABS);
     unlink(mj);
     free(mj);
-    ok(svc_memory_sync(&cfg, "m1", &err) == 0, "sync m1 with its line 100 KiB back");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), &err) == 0, "sync m1 with its line 100 KiB back");
     is_int(count_lines(mfile), 1002, "found past the first 64 KiB: not written again");
     /* the caller's own messages: the pair is taken from them (ids as given), no file read */
     json_object *recent = json_object_new_array();
     json_object_array_add(recent, msg("user", "held question"));
     json_object_array_add(recent, msg("assistant", "held answer"));
     int64_t rids[] = {2, 3};
-    ok(svc_memory_sync_recent(&cfg, "m1", recent, rids, &err) == 0, "sync m1 from held messages");
+    ok(svc_memory_sync_recent(&cfg, sess(&cfg, "m1"), recent, rids, &err) == 0,
+       "sync m1 from held messages");
     is_int(count_lines(mfile), 1003, "one line appended");
     json_object_put(recent);
-    char *m2j = svc_store_session_file(&st, "m1", "svc_memory.json");
+    char *m2j = svc_sess_path(sess(&cfg, "m1"), SVC_F_MEMORY, SVC_FROM_ABS);
     ok(svc_json_read_file(m2j, &mem, NULL) == 0, "m1's svc_memory.json");
     is_int(svc_json_int(mem, "last_synced_message_id", -1), 3, "the held assistant message's id");
     json_object_put(mem);
@@ -218,7 +226,8 @@ int main(void)
     recent = json_object_new_array();
     json_object_array_add(recent, msg("user", "no answer yet"));
     int64_t rid1[] = {4};
-    ok(svc_memory_sync_recent(&cfg, "m1", recent, rid1, &err) == 0, "no held pair: files read");
+    ok(svc_memory_sync_recent(&cfg, sess(&cfg, "m1"), recent, rid1, &err) == 0,
+       "no held pair: files read");
     is_int(count_lines(mfile), 1003, "the older pair is not synced again");
     json_object_put(recent);
 
@@ -232,15 +241,15 @@ int main(void)
     if (asprintf(&cfg.memory.root, "%s/sub", blocker) < 0)
         return 1;
     json_object *nq = msg("user", "q3"), *na = msg("assistant", "a3");
-    svc_store_write_message(&st, "m2", 2, nq, NULL);
-    svc_store_write_message(&st, "m2", 3, na, NULL);
+    svc_sess_write_message(sess(&cfg, "m2"), 2, nq, SVC_SYNC_STORE, NULL, NULL);
+    svc_sess_write_message(sess(&cfg, "m2"), 3, na, SVC_SYNC_STORE, NULL, NULL);
     json_object_put(nq);
     json_object_put(na);
     svc_err_clear(&err);
-    ok(svc_memory_sync(&cfg, "m2", &err) == -1, "sync into a blocked root fails");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m2"), &err) == -1, "sync into a blocked root fails");
     is_int(err.code, SVC_E_IO, "io_error");
     json_object *sc = NULL;
-    svc_sidecar_read(&st, "m2", &sc, NULL);
+    svc_sidecar_read(sess(&cfg, "m2"), &sc, NULL);
     json_object *ms = svc_json_obj(sc, "memory_state");
     is_str(svc_json_str(svc_json_obj(ms, "error"), "code", ""), "io_error",
            "memory_state.error recorded");

@@ -26,11 +26,19 @@ static void cleanup(void)
 }
 
 static struct svc_config cfg;
-static struct svc_store st;
+
+/* A handle on sid (closed at the next call). */
+static struct svc_sess *sess(const char *sid)
+{
+    static struct svc_sess h = SVC_SESS_INIT;
+    svc_sess_close(&h);
+    svc_sess_open(&cfg, sid, &h, NULL);
+    return &h;
+}
 
 static json_object *sidecar(const char *sid)
 {
-    char *p = svc_store_session_file(&st, sid, "svc_session.json");
+    char *p = svc_sess_path(sess(sid), SVC_F_SIDECAR, SVC_FROM_ABS);
     json_object *o = NULL;
     svc_json_read_file(p, &o, NULL);
     free(p);
@@ -39,7 +47,7 @@ static json_object *sidecar(const char *sid)
 
 static json_object *turns(const char *sid)
 {
-    char *p = svc_store_session_file(&st, sid, "svc_turns.jsonl");
+    char *p = svc_sess_path(sess(sid), SVC_F_TURNS, SVC_FROM_ABS);
     char *b = NULL;
     size_t n = 0;
     json_object *arr = json_object_new_array();
@@ -59,7 +67,7 @@ static size_t nmessages(const char *sid)
 {
     int64_t *ids = NULL;
     size_t n = 0;
-    svc_store_message_ids(&st, sid, &ids, &n, NULL);
+    svc_sess_message_ids(sess(sid), &ids, &n, NULL);
     free(ids);
     return n;
 }
@@ -89,9 +97,6 @@ int main(void)
              base, base);
     struct svc_err e;
     ok(svc_config_load_buffer(&cfg, yaml, strlen(yaml), "test.yaml", &e) == 0, "config loads");
-    st.root = cfg.sessions.root;
-    st.agent_id = cfg.sessions.agent_id;
-    st.durable = false;
 
     /* ---- invalid ids, including ones argv cannot carry: nothing is created ---- */
     char id129[130];
@@ -220,7 +225,7 @@ int main(void)
         free(ans);
         is_int(nmessages("h1"), 4, "history stored as messages 0, 1; input 2; answer 3");
         json_object *rec = NULL;
-        svc_store_read_message(&st, "h1", 0, &rec, NULL);
+        svc_sess_read_message(sess("h1"), 0, &rec, NULL, NULL, NULL);
         json_object *m = svc_store_effective_message(rec);
         is_str(svc_json_str(m, "role", ""), "user", "message 0 is the earlier user message");
         json_object_put(rec);
@@ -269,7 +274,7 @@ int main(void)
         json_object *o = NULL;
         ok(svc_session_set_archived(&cfg, "ar", true, &o, &e) == 0, "archive");
         json_object_put(o);
-        char *p = svc_store_session_file(&st, "ar", "svc_session.json");
+        char *p = svc_sess_path(sess("ar"), SVC_F_SIDECAR, SVC_FROM_ABS);
         char *before = NULL, *after = NULL;
         size_t n;
         svc_file_read(p, &before, &n, NULL);
@@ -303,7 +308,8 @@ int main(void)
         svc_json_set_int(cur, "pid", 999999);
         svc_json_set(sc, "current_run", cur);
         svc_json_set_int(sc, "message_count", 42);
-        ok(svc_sidecar_write(&st, "st", sc, &e) == 0, "sidecar set to a stale running");
+        ok(svc_sidecar_write(sess("st"), sc, SVC_SYNC_STORE, &e) == 0,
+           "sidecar set to a stale running");
         json_object_put(sc);
         is_int(svc_session_repair_stale(&cfg, "st", &e), 1, "repair_stale repairs (returns 1)");
         sc = sidecar("st");
@@ -336,7 +342,7 @@ int main(void)
         svc_run_free(run);
         is_int(nmessages("tl"), 4, "user, assistant toolUse, user toolResult, assistant");
         json_object *rec = NULL;
-        svc_store_read_message(&st, "tl", 2, &rec, NULL);
+        svc_sess_read_message(sess("tl"), 2, &rec, NULL, NULL, NULL);
         json_object *blk =
             json_object_array_get_idx(svc_json_arr(svc_json_obj(rec, "message"), "content"), 0);
         json_object *tr = svc_json_obj(blk, "toolResult");

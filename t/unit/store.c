@@ -98,34 +98,88 @@ int main(void)
     atexit(cleanup);
     char *root = svc_path_join(base, "root");
     struct svc_store st = {.root = root, .agent_id = "svc-agent", .durable = false};
-    char *p = svc_store_session_dir(&st, "s1");
+    struct svc_sess s1, h;
+    struct svc_err e;
+    ok(svc_sess_open_store(&st, "s1", &s1, &e) == 0, "open s1");
+    ok(s1.lock.fd == -1 && s1.msg_fd == -1, "an open handle holds no descriptor");
+    char *p = svc_sess_path(&s1, SVC_F_DIR, SVC_FROM_ABS);
     char want[1024];
     snprintf(want, sizeof want, "%s/session_s1", root);
     is_str(p, want, "session dir");
     free(p);
-    p = svc_store_message_path(&st, "s1", 12);
+    p = svc_sess_message_path(&s1, 12, SVC_FROM_ABS);
     snprintf(want, sizeof want, "%s/session_s1/agents/agent_svc-agent/messages/message_12.json",
              root);
     is_str(p, want, "message path: decimal, no padding");
     free(p);
-    p = svc_store_agent_dir(&st, "s1");
+    p = svc_sess_path(&s1, SVC_F_AGENT_DIR, SVC_FROM_ABS);
     snprintf(want, sizeof want, "%s/session_s1/agents/agent_svc-agent", root);
     is_str(p, want, "agent dir");
     free(p);
+    struct {
+        enum svc_file f;
+        enum svc_from from;
+        const char *want;
+    } rels[] = {
+        {SVC_F_DIR, SVC_FROM_ROOT, "session_s1"},
+        {SVC_F_DIR, SVC_FROM_NAME, "session_s1"},
+        {SVC_F_SIDECAR, SVC_FROM_ROOT, "session_s1/svc_session.json"},
+        {SVC_F_SIDECAR, SVC_FROM_SESSION, "svc_session.json"},
+        {SVC_F_AGENT, SVC_FROM_SESSION, "agents/agent_svc-agent/agent.json"},
+        {SVC_F_AGENT_DIR, SVC_FROM_NAME, "agent_svc-agent"},
+        {SVC_F_MESSAGES, SVC_FROM_ROOT, "session_s1/agents/agent_svc-agent/messages"},
+        {SVC_F_MESSAGES, SVC_FROM_NAME, "messages"},
+        {SVC_F_TURNS, SVC_FROM_NAME, "svc_turns.jsonl"},
+    };
+    for (size_t i = 0; i < sizeof rels / sizeof rels[0]; i++) {
+        p = svc_sess_path(&s1, rels[i].f, rels[i].from);
+        is_str(p, rels[i].want, "path %zu: %s", i, rels[i].want);
+        free(p);
+    }
+    p = svc_sess_message_path(&s1, 3, SVC_FROM_NAME);
+    is_str(p, "message_3.json", "message file name");
+    free(p);
+    p = svc_sess_message_path(&s1, 3, SVC_FROM_SESSION);
+    is_str(p, "agents/agent_svc-agent/messages/message_3.json", "message path in the session");
+    free(p);
+    p = svc_store_root_path(&st, SVC_F_INDEX);
+    snprintf(want, sizeof want, "%s/.svc_index.jsonl", root);
+    is_str(p, want, "the root's index");
+    free(p);
+    p = svc_store_run_path(root, "run-1", SVC_RUN_EVENTS);
+    snprintf(want, sizeof want, "%s/.svc_runs/run-1.events.jsonl", root);
+    is_str(p, want, "a run's events");
+    free(p);
+    p = svc_store_run_id_of("run-1.events.jsonl", SVC_RUN_EVENTS);
+    is_str(p, "run-1", "the run id of an events file");
+    free(p);
+    ok(!svc_store_run_id_of("run-1.events.jsonl", SVC_RUN_RECORD), "not a record");
+    is_str(svc_store_session_of("session_a.b"), "a.b", "session_of a session directory");
+    ok(!svc_store_session_of("session_") && !svc_store_session_of("session_.x") &&
+           !svc_store_session_of("sessions_a") && !svc_store_session_of(".svc_index.jsonl"),
+       "session_of: nothing else");
+    is_int(svc_store_message_id_of("message_0.json"), 0, "message_id_of 0");
+    is_int(svc_store_message_id_of("message_12.json"), 12, "message_id_of 12");
+    ok(svc_store_message_id_of("message_012.json") == -1 &&
+           svc_store_message_id_of("message_.json") == -1 &&
+           svc_store_message_id_of("message_1.json.tmp-1-ab") == -1 &&
+           svc_store_message_id_of("message_-1.json") == -1,
+       "message_id_of: padded, empty, temp, negative are not message files");
+    ok(svc_store_is_lock(".svc.lock") && svc_store_is_lock(".svc.run.lock") &&
+           !svc_store_is_lock("svc.lock"),
+       "is_lock");
 
-    /* ---- ensure_session ---- */
-    struct svc_err e;
+    /* ---- ensure ---- */
     ok(!svc_store_session_exists(&st, "s1"), "s1 does not exist yet");
-    ok(svc_store_ensure_session(&st, "bad/id", &e) == -1 && e.code == SVC_E_INVALID_SESSION_ID,
-       "ensure_session refuses a bad id");
+    ok(svc_sess_open_store(&st, "bad/id", &h, &e) == -1 && e.code == SVC_E_INVALID_SESSION_ID,
+       "a handle refuses a bad id");
+    svc_sess_close(&h);
     struct stat sb;
     ok(stat(root, &sb) != 0, "and creates nothing (not even the root)");
-    ok(svc_store_ensure_session(&st, "s1", &e) == 0, "ensure_session s1");
-    ok(svc_store_session_exists(&st, "s1"), "s1 exists");
-    char *mdir = svc_store_messages_dir(&st, "s1");
-    ok(svc_is_dir(mdir), "messages dir created");
-    free(mdir);
-    char *sfile = svc_store_session_file(&st, "s1", "session.json");
+    ok(svc_sess_ensure(&s1, false, SVC_SYNC_STORE, NULL, &e) == 0, "ensure s1");
+    ok(svc_store_session_exists(&st, "s1") && svc_sess_exists(&s1), "s1 exists");
+    ok(svc_is_dir(s1.msg_dir), "messages dir created");
+    char *sfile = svc_sess_path(&s1, SVC_F_SESSION, SVC_FROM_ABS);
     char *bytes = slurp(sfile);
     json_object *so = NULL;
     ok(bytes && svc_json_parse(bytes, strlen(bytes), &so, NULL) == 0, "session.json parses");
@@ -142,43 +196,36 @@ int main(void)
     spit(sfile, "{\n  \"session_id\": \"s1\",\n  \"session_type\": \"AGENT\",\n  \"created_at\": "
                 "\"2020-01-01T00:00:00.000000+00:00\",\n  \"updated_at\": "
                 "\"2020-01-01T00:00:00.000000+00:00\",\n  \"extra\": 1\n}");
-    ok(svc_store_ensure_session(&st, "s1", &e) == 0, "ensure_session again");
+    ok(svc_sess_ensure(&s1, false, SVC_SYNC_STORE, NULL, &e) == 0, "ensure again");
     char *b2 = slurp(sfile);
     ok(b2 && strstr(b2, "2020-01-01T00:00:00.000000+00:00") && strstr(b2, "\"extra\": 1"),
        "an existing session.json is left alone");
     free(b2);
-    ok(svc_store_touch_session(&st, "s1", &e) == 0, "touch_session");
-    json_object *t = NULL;
-    svc_json_read_file(sfile, &t, NULL);
-    is_str(svc_json_str(t, "created_at", ""), "2020-01-01T00:00:00.000000+00:00",
-           "touch keeps created_at");
-    ok(strcmp(svc_json_str(t, "updated_at", ""), "2020-01-01T00:00:00.000000+00:00") != 0 &&
-           is_ts(svc_json_str(t, "updated_at", NULL)),
-       "touch sets updated_at");
-    is_int(svc_json_int(t, "extra", 0), 1, "touch keeps unknown keys");
-    json_object_put(t);
     unlink(sfile);
-    ok(svc_store_ensure_session(&st, "s1", &e) == 0 && access(sfile, F_OK) == 0,
+    bool made = false;
+    ok(svc_sess_ensure(&s1, true, SVC_SYNC_STORE, &made, &e) == 0 && access(sfile, F_OK) == 0 &&
+           made,
        "session.json created when missing although the directory exists");
     free(sfile);
     free(bytes);
     json_object_put(so);
 
     /* a session "directory" that is a symlink or a file */
-    char *linkdir = svc_store_session_dir(&st, "lnk");
-    ok(symlink(base, linkdir) == 0, "symlink session_lnk -> outside");
-    ok(!svc_store_session_exists(&st, "lnk"),
+    svc_sess_open_store(&st, "lnk", &h, NULL);
+    ok(symlink(base, h.dir) == 0, "symlink session_lnk -> outside");
+    ok(!svc_store_session_exists(&st, "lnk") && !svc_sess_exists(&h),
        "a symlinked session dir does not exist for the store");
-    ok(svc_store_ensure_session(&st, "lnk", &e) == -1, "ensure_session refuses a symlinked dir");
+    ok(svc_sess_ensure(&h, false, SVC_SYNC_STORE, NULL, &e) == -1,
+       "ensure refuses a symlinked dir");
     char *outside = svc_path_join(base, "agents");
     ok(access(outside, F_OK) != 0, "nothing created through the symlink");
     free(outside);
-    free(linkdir);
-    char *filedir = svc_store_session_dir(&st, "file");
-    spit(filedir, "x");
+    svc_sess_close(&h);
+    svc_sess_open_store(&st, "file", &h, NULL);
+    spit(h.dir, "x");
     ok(!svc_store_session_exists(&st, "file"), "a plain file is not a session");
-    ok(svc_store_ensure_session(&st, "file", &e) == -1, "ensure_session refuses a plain file");
-    free(filedir);
+    ok(svc_sess_ensure(&h, false, SVC_SYNC_STORE, NULL, &e) == -1, "ensure refuses a plain file");
+    svc_sess_close(&h);
 
     /* ---- agent.json ---- */
     json_object *a = svc_store_new_agent("svc-agent");
@@ -198,15 +245,15 @@ int main(void)
         "new agent record: exact Strands shape");
     free(ad);
     json_object *rd = NULL;
-    ok(svc_store_read_agent(&st, "s1", &rd, &e) == -1 && e.code == SVC_E_NOT_FOUND,
+    ok(svc_sess_read_agent(&s1, &rd, &e) == -1 && e.code == SVC_E_NOT_FOUND,
        "read_agent: missing is SVC_E_NOT_FOUND");
     svc_json_set_str(a, "unknown_key", "kept");
     json_object_object_add(svc_json_obj(a, "state"), "k", json_object_new_int(1));
     svc_agent_set_counts(a, 6, 9);
     is_int(svc_agent_removed_count(a), 6, "removed count set");
     is_int(svc_agent_model_calls(a), 9, "model calls set");
-    ok(svc_store_write_agent(&st, "s1", a, &e) == 0, "write_agent");
-    ok(svc_store_read_agent(&st, "s1", &rd, &e) == 0, "read_agent");
+    ok(svc_sess_write_agent(&s1, a, SVC_SYNC_STORE, &e) == 0, "write_agent");
+    ok(svc_sess_read_agent(&s1, &rd, &e) == 0, "read_agent");
     is_str(svc_json_str(rd, "created_at", ""), "2025-01-01T00:00:00.000000+00:00",
            "write_agent keeps created_at");
     ok(is_ts(svc_json_str(rd, "updated_at", NULL)) &&
@@ -234,8 +281,9 @@ int main(void)
         "{\"role\":\"user\",\"content\":[{\"text\":\"h\xc3\xa9llo \xe6\x97\xa5\"}]}";
     svc_json_parse(mtext, strlen(mtext), &m, NULL);
     ok(m != NULL, "message object");
-    ok(svc_store_write_message(&st, "s1", 0, m, &e) == 0, "write message 0");
-    char *mp = svc_store_message_path(&st, "s1", 0);
+    size_t len = 0;
+    ok(svc_sess_write_message(&s1, 0, m, SVC_SYNC_STORE, &len, &e) == 0, "write message 0");
+    char *mp = svc_sess_message_path(&s1, 0, SVC_FROM_ABS);
     char *mb = slurp(mp);
     json_object *rec = NULL;
     ok(mb && svc_json_parse(mb, strlen(mb), &rec, NULL) == 0, "message_0.json parses");
@@ -250,12 +298,13 @@ int main(void)
              "null,\n  \"created_at\": \"%s\",\n  \"updated_at\": \"%s\"\n}",
              c ? c : "", u ? u : "");
     is_str(mb, exp, "message_0.json exact bytes (Python shape, raw UTF-8, no trailing newline)");
+    is_int(len, mb ? strlen(mb) : 0, "write_message gives the file's length");
     free(mb);
     free(mp);
     json_object_put(rec);
     /* the message is copied, not taken */
     svc_json_set_str(m, "role", "assistant");
-    ok(svc_store_read_message(&st, "s1", 0, &rec, &e) == 0, "read message 0");
+    ok(svc_sess_read_message(&s1, 0, &rec, NULL, NULL, &e) == 0, "read message 0");
     is_str(svc_json_str(svc_json_obj(rec, "message"), "role", ""), "user",
            "write_message stored a copy");
     ok(svc_store_effective_message(rec) == svc_json_obj(rec, "message"),
@@ -266,11 +315,11 @@ int main(void)
     ok(svc_store_effective_message(rec) == red, "effective message: redact_message when not null");
     json_object_put(rec);
     json_object_put(m);
-    ok(svc_store_read_message(&st, "s1", 77, &rec, &e) == -1 && e.code == SVC_E_NOT_FOUND,
+    ok(svc_sess_read_message(&s1, 77, &rec, NULL, NULL, &e) == -1 && e.code == SVC_E_NOT_FOUND,
        "reading a missing message is SVC_E_NOT_FOUND");
-    char *dmg = svc_store_message_path(&st, "s1", 5);
+    char *dmg = svc_sess_message_path(&s1, 5, SVC_FROM_ABS);
     spit(dmg, "{\"message_id\": 5}");
-    ok(svc_store_read_message(&st, "s1", 5, &rec, &e) == -1 && e.code == SVC_E_IO,
+    ok(svc_sess_read_message(&s1, 5, &rec, NULL, NULL, &e) == -1 && e.code == SVC_E_IO,
        "a message file without a message object is SVC_E_IO");
     unlink(dmg);
     free(dmg);
@@ -279,11 +328,11 @@ int main(void)
     json_object *um = json_object_new_object();
     svc_json_set_str(um, "role", "user");
     svc_json_set(um, "content", json_object_new_array());
-    svc_store_write_message(&st, "s1", 10, um, NULL);
-    svc_store_write_message(&st, "s1", 2, um, NULL);
-    svc_store_write_message(&st, "s1", 9, um, NULL);
+    svc_sess_write_message(&s1, 10, um, SVC_SYNC_STORE, NULL, NULL);
+    svc_sess_write_message(&s1, 2, um, SVC_SYNC_STORE, NULL, NULL);
+    svc_sess_write_message(&s1, 9, um, SVC_SYNC_STORE, NULL, NULL);
     json_object_put(um);
-    char *md = svc_store_messages_dir(&st, "s1");
+    char *md = svc_xstrdup(s1.msg_dir);
     const char *junk[] = {"message_3.json.tmp-123-abcdef01",
                           "message_x.json",
                           "message_4.txt",
@@ -301,7 +350,7 @@ int main(void)
     }
     int64_t *idv = NULL;
     size_t n = 0;
-    ok(svc_store_message_ids(&st, "s1", &idv, &n, &e) == 0, "message_ids");
+    ok(svc_sess_message_ids(&s1, &idv, &n, &e) == 0, "message_ids");
     is_int(n, 4, "four message files (temp, junk and other names ignored)");
     if (n == 4) {
         is_int(idv[0], 0, "ids[0] 0");
@@ -311,9 +360,12 @@ int main(void)
     }
     free(idv);
     free(md);
-    ok(svc_store_message_ids(&st, "nosuch", &idv, &n, &e) == 0 && n == 0,
+    svc_sess_open_store(&st, "nosuch", &h, NULL);
+    ok(svc_sess_message_ids(&h, &idv, &n, &e) == 0 && n == 0,
        "a missing messages directory is 0 ids, not an error");
     free(idv);
+    svc_sess_close(&h);
+    svc_sess_close(&s1);
 
     free(root);
     return done_testing();
