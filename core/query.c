@@ -582,7 +582,7 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
 out:
     svc_sess_close(&s);
     json_object_put(sc);
-    return rc;
+    return rc == 0 ? 0 : svc_err_unwritable(cfg->sessions.root, err);
 }
 
 static void mutate_archived(json_object *sc, const void *arg)

@@ -587,7 +587,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
         if (begin_stateful(run, req, err) != 0) {
             run->ended = true;
             svc_run_free(run);
-            return -1;
+            return svc_err_unwritable(cfg->sessions.root, err);
         }
     } else {
         size_t n = req->history ? json_object_array_length(req->history) : 0;
