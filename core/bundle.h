@@ -15,9 +15,11 @@
  * Each session is read whole into memory under its shared lock (never more than one at a
  * time), so a bundle holds no half-written turn: while a run is in flight, the messages it
  * has stored so far are left out. A damaged file is exported as it is and named under
- * "warnings"; it never fails the export. *result (write) is the API answer: {"ok",
- * "export_id", "export_dir"|"export_file", "format", "session_count", "message_count",
- * "bytes", "files", "warnings"} as a new reference. */
+ * "warnings"; it never fails the export. A selected session that cannot be read at all
+ * fails it (its first cause's code, the message naming them all; nothing written), unless
+ * allow_partial. *result (write) is the API answer: {"ok", "export_id", "export_dir" |
+ * "export_file", "format", "session_count", "message_count", "bytes", "files", "warnings",
+ * "left_out"} as a new reference. */
 #ifndef SVC_BUNDLE_H
 #define SVC_BUNDLE_H
 
@@ -45,6 +47,7 @@ struct svc_export_request {
     bool output_dir_trusted; /* the CLI: --out may name any directory */
     bool tar;                /* format "tar.gz" (download is always tar.gz) */
     bool download;           /* streamed: the destination is neither checked nor used */
+    bool allow_partial;      /* a session that cannot be read is left out, not a failure */
 };
 
 /* Called after each session and at the end (done == total). */

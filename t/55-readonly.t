@@ -100,6 +100,7 @@ is($r->{status}, 200, 'export: 200') or diag $r->{body};
 is($r->{json}{session_count}, 3, 'export: every session');
 is($r->{json}{message_count}, 6, 'export: every message');
 is_deeply($r->{json}{warnings}, [], 'export: no warning');
+is_deeply($r->{json}{left_out}, [], 'export: nothing left out');
 $s->stop;
 
 # ---- the svc tool ----
