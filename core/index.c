@@ -22,6 +22,7 @@
 #include "lock.h"
 #include "log.h"
 #include "sidecar.h"
+#include "title.h"
 #include "util.h"
 
 #define INDEX_FILE ".svc_index.jsonl"
@@ -199,8 +200,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
         e->heap = svc_json_dump_compact(summary);
     }
     live_bytes += summary_bytes(e);
-    const char *title = svc_json_str(summary, "title", "");
-    e->title_lc = svc_fold(title ? title : "");
+    e->title_lc = svc_fold(svc_title_search_text(summary));
     double t = 0;
     svc_time_parse_iso(svc_json_str(summary, "updated_at", ""), &t);
     e->updated = t;

@@ -614,6 +614,7 @@ static void mutate_title(json_object *sc, const void *arg)
 {
     char now[SVC_TIME_LEN];
     svc_json_set_str(sc, "title", (const char *)arg);
+    json_object_object_del(sc, "title_source"); /* a renamed title is searched as it is */
     svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
 }
 

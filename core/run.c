@@ -55,6 +55,7 @@
 #include "runstate.h"
 #include "sidecar.h"
 #include "store.h"
+#include "title.h"
 #include "util.h"
 #include "wincache.h"
 
@@ -355,11 +356,8 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
         out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
-    if (!*svc_json_str(out, "title", "")) {
-        char *title = svc_title_from_input(req->input);
-        svc_json_set_str(out, "title", title ? title : "");
-        free(title);
-    }
+    if (!*svc_json_str(out, "title", ""))
+        svc_title_derive(out, req->input);
     if (req->user_id)
         svc_json_set_str(out, "user_id", req->user_id);
     if (req->channel)

@@ -11,8 +11,6 @@
 #include "err.h"
 #include "store.h"
 
-#define SVC_TITLE_MAX_CP 48
-
 /* A new sidecar object (new reference) with every field of SPEC 2.2 at its initial value. */
 json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *model);
 /* SVC_E_NOT_FOUND when missing or empty (what a power cut can leave of an unsynced
@@ -28,8 +26,6 @@ int svc_sidecar_write_sync(const struct svc_store *st, const char *sid, json_obj
  * SVC_E_SESSION_NOT_FOUND when the directory holds neither session.json nor a message. */
 int svc_sidecar_derive(const struct svc_store *st, const char *sid, json_object **out,
                        struct svc_err *err);
-/* Title from a user input: newlines folded to spaces, first 48 code points (heap). */
-char *svc_title_from_input(const char *input);
 /* The API summary: a copy of the sidecar without schema_version (new reference). */
 json_object *svc_sidecar_summary(json_object *sc);
 
