@@ -269,7 +269,8 @@ int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, stru
     if (!stale)
         goto out;
     if (svc_sess_lock(&s, true, err) != 0) {
-        rc = -1;
+        const char *why; /* on a root nobody can write, it is read as it is on disk */
+        rc = svc_dir_writable(cfg->sessions.root, &why) ? -1 : 0;
         goto out;
     }
     if (svc_sess_sidecar(&s, &sc, NULL) != 0 || !sc)

@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # A read-only session root (a read-only bind mount of a root that sessions were written to):
 # every session stays readable through nginx and the svc tool (detail, messages, tokens, the
-# listing; sessions whose lock files exist and one without any), an export of it succeeds
+# listing; sessions whose lock files exist, one without any, one left `running` by a run
+# that died), an export of it succeeds
 # whole into a writable destination, and a turn (or any other write) answers 503
 # service_unavailable with the reason and `x-should-retry: true` (the CLI exits 1 naming
 # it), changing nothing on disk.
@@ -21,7 +22,7 @@ mkdir $_ or die "mkdir $_: $!" for $rw, $ro;
 plan skip_all => 'a read-only bind mount needs root' if $> != 0;
 system("mount --bind $rw $ro") == 0 or plan skip_all => 'mount --bind refused';
 my $mounted = 1;
-END { system("umount $ro") if $mounted }
+END { system("umount $ro 2>/dev/null || umount -l $ro") if $mounted }
 
 # Sessions written while the root is writable; one of them without lock files (as a root
 # copied without them would be).
@@ -31,6 +32,11 @@ for my $sid (qw(r1 r2 r3)) {
 }
 unlink "$rw/session_r3/.svc.lock", "$rw/session_r3/.svc.run.lock";
 ok(!-e "$rw/session_r3/.svc.lock", 'r3 has no lock file');
+# r2 says `running` with no run alive (a run cut by the failure that made the root
+# read-only): a reader cannot repair it there, and reads it as it is
+my $sc = json_file("$rw/session_r2/svc_session.json");
+$sc->{status} = 'running';
+spit("$rw/session_r2/svc_session.json", jencode($sc));
 system("mount -o remount,bind,ro $ro") == 0 or die "remount ro: $?";
 ok(!open(my $probe, '>', "$ro/probe"), 'the root is read-only') and like("$!", qr/Read-only/,
     '... EROFS');
@@ -57,7 +63,7 @@ my $l = $s->req(GET => '/api/v1/chat/sessions');
 is($l->{status}, 200, 'list: 200');
 is(join(',', sort map { $_->{session_id} } @{ $l->{json}{sessions} || [] }), 'r1,r2,r3',
    'list: every session');
-for my $sid (qw(r1 r3)) {
+for my $sid (qw(r1 r2 r3)) {
     my $r = $s->req(GET => "/api/v1/chat/sessions/$sid");
     is($r->{status}, 200, "detail of $sid: 200") or diag $r->{body};
     is($r->{json}{session_id}, $sid, "detail of $sid: the session");
