@@ -33,12 +33,13 @@ int svc_lock_file(const char *path, int how, bool create)
 static int lock_read_only(const char *session_dir, const char *path, int how)
 {
     int fd = svc_lock_file(path, how, false);
+    if (fd >= 0 || errno != ENOENT)
+        return fd;
     struct stat st;
-    if (fd < 0 && errno == ENOENT && stat(session_dir, &st) == 0 && S_ISDIR(st.st_mode))
+    if (stat(session_dir, &st) == 0 && S_ISDIR(st.st_mode))
         return NO_LOCK;
-    if (fd < 0 && errno == ENOENT)
-        errno = EROFS; /* the directory went away meanwhile: report the first cause */
-    return fd;
+    errno = ENOENT; /* the directory itself went away meanwhile */
+    return -1;
 }
 
 /* A session's lock file, taken with how. No stat of the directory first: O_CREAT never
