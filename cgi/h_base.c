@@ -1,10 +1,8 @@
 /* h_base: the base endpoints of SPEC 4.4: health, config, jobs, extensions. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "fsio.h"
 #include "handlers.h"
 #include "jobs.h"
 #include "jsonx.h"
@@ -15,61 +13,6 @@
 
 double h_base_started_at;
 int h_base_master_pid;
-
-/* Whether the session root is writable, or can be created: the nearest existing ancestor
- * is a writable directory. reason gets a short text when not. */
-static bool root_writable(const char *root, const char **reason)
-{
-    struct stat st;
-    if (!root || !*root) {
-        *reason = "session root is not configured";
-        return false;
-    }
-    /* Common case in one system call: "<root>/." resolves only when root is a directory
-     * (or a link to one), and access() then checks root itself. Anything else takes the
-     * slow path below, which finds the reason. */
-    size_t rl = strlen(root);
-    char dot[4096];
-    if (rl + 3 <= sizeof dot) {
-        memcpy(dot, root, rl);
-        memcpy(dot + rl, "/.", 3);
-        if (access(dot, W_OK | X_OK) == 0)
-            return true;
-    }
-    if (stat(root, &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) {
-            *reason = "session root is not a directory";
-            return false;
-        }
-        if (access(root, W_OK | X_OK) != 0) {
-            *reason = "session root is not writable";
-            return false;
-        }
-        return true;
-    }
-    char *p = svc_xstrdup(root);
-    bool ok = false;
-    *reason = "session root cannot be created";
-    for (;;) {
-        char *slash = strrchr(p, '/');
-        if (!slash) { /* a relative root: its first component is made in the current directory */
-            ok = strcmp(p, ".") != 0 && access(".", W_OK | X_OK) == 0;
-            break;
-        }
-        if (slash == p)
-            slash[1] = '\0';
-        else
-            *slash = '\0';
-        if (stat(p, &st) == 0) {
-            ok = S_ISDIR(st.st_mode) && access(p, W_OK | X_OK) == 0;
-            break;
-        }
-        if (errno != ENOENT || strcmp(p, "/") == 0)
-            break; /* ENOTDIR: a file is in the way */
-    }
-    free(p);
-    return ok;
-}
 
 /* The last body answered: it changes once a second (uptime_s) or when the root's state
  * does, so a polled health check reuses its text instead of building it again. */
@@ -86,7 +29,7 @@ int h_health(struct http_req *r, struct svc_err *err)
 {
     const struct svc_config *cfg = r->cfg;
     const char *reason = NULL;
-    bool writable = root_writable(cfg->sessions.root, &reason);
+    bool writable = svc_dir_writable(cfg->sessions.root, &reason);
     bool degraded = cfg->sessions.enabled && !writable;
     int64_t uptime = (int64_t)(svc_time_now() - h_base_started_at);
     if (last_health.text && last_health.cfg == cfg && last_health.pid == http_pid() &&

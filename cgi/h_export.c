@@ -46,8 +46,18 @@ static int str_list(json_object *body, const char *key, bool one_ok, const char 
 /* The fields of the body (SPEC 5); any other is refused: a misspelt filter ("sesion_ids")
  * must not widen the export to every session. */
 static const char *const export_fields[] = {
-    "session_ids",    "session_id", "include_archived", "status",   "updated_after",
-    "updated_before", "output_dir", "format",           "download", NULL};
+    "session_ids",
+    "session_id",
+    "include_archived",
+    "status",
+    "updated_after",
+    "updated_before",
+    "output_dir",
+    "format",
+    "download",
+    "allow_partial",
+    NULL,
+};
 
 static int check_fields(json_object *body, struct svc_err *err)
 {
@@ -64,7 +74,7 @@ static int check_fields(json_object *body, struct svc_err *err)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
                             "unknown field%s%s%s (fields: session_ids, session_id, "
                             "include_archived, status, updated_after, updated_before, "
-                            "output_dir, format, download)",
+                            "output_dir, format, download, allow_partial)",
                             nameable ? " '" : "", nameable ? key : "", nameable ? "'" : "");
     }
     return 0;
@@ -96,7 +106,8 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
         http_field_str(body, "updated_before", NULL, false, &req.updated_before, err) < 0 ||
         http_field_str(body, "output_dir", NULL, false, &req.output_dir, err) < 0 ||
         http_field_str(body, "format", NULL, false, &format, err) < 0 ||
-        http_field_bool(body, "download", NULL, false, &req.download, err) < 0)
+        http_field_bool(body, "download", NULL, false, &req.download, err) < 0 ||
+        http_field_bool(body, "allow_partial", NULL, false, &req.allow_partial, err) < 0)
         goto out;
     if (format && strcmp(format, "dir") != 0 && strcmp(format, "tar.gz") != 0) {
         svc_err_setp(err, SVC_E_INVALID_FIELD, "format", "format must be \"dir\" or \"tar.gz\"");

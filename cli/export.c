@@ -1,7 +1,8 @@
 /* export: `svc export` and `svc import` (SPEC 5, 7). A progress bar (sessions done / total,
  * bytes) on stdout when it is a terminal, nothing of it otherwise; counts at the end; every
  * warning, skipped or failed session on stderr. Exit codes: 0 ok, 1 failure (an import with
- * any failed session included), 2 usage. */
+ * any failed session included, an export that left out a session without --allow-partial),
+ * 2 usage. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,7 +18,7 @@ static int usage(const char *why)
 {
     fprintf(stderr, "svc: %s\n", why);
     fputs("usage: svc export [--session ID]... [--include-archived] [--status S]... "
-          "[--since TIME] [--out DIR] [--tar]\n"
+          "[--since TIME] [--out DIR] [--tar] [--allow-partial]\n"
           "       svc import BUNDLE [--overwrite] [--dry-run]\n",
           stderr);
     return 2;
@@ -98,6 +99,8 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
             req.include_archived = true;
         else if (strcmp(a, "--tar") == 0)
             req.tar = true;
+        else if (strcmp(a, "--allow-partial") == 0)
+            req.allow_partial = true;
         else {
             free(ids);
             free(sts);
@@ -136,6 +139,10 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
         fprintf(stderr, "svc: warning: session %s: %s: %s\n", svc_json_str(w, "session_id", "?"),
                 svc_json_str(w, "file", "?"), svc_json_str(w, "message", "?"));
     }
+    json_object *left = svc_json_arr(res, "left_out");
+    for (size_t i = 0; left && i < json_object_array_length(left); i++)
+        fprintf(stderr, "svc: left out (--allow-partial): session %s\n",
+                json_object_get_string(json_object_array_get_idx(left, i)));
     const char *where = svc_json_str(res, "export_dir", NULL);
     if (!where)
         where = svc_json_str(res, "export_file", "?");

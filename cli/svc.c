@@ -311,7 +311,7 @@ static const struct command {
     {"chat", "  svc chat SESSION TEXT\n", cmd_chat},
     {"export",
      "  svc export [--session ID]... [--include-archived] [--status S]... [--since TIME]\n"
-     "             [--out DIR] [--tar]\n",
+     "             [--out DIR] [--tar] [--allow-partial]\n",
      cmd_export},
     {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
     {"memory", "  svc memory sync SESSION\n", cmd_memory},

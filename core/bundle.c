@@ -32,6 +32,9 @@ struct svc_export {
     char id[64]; /* chat-export-YYYYMMDDTHHMMSSZ-xxxxxx */
     char created_at[SVC_TIME_LEN];
     json_object *selection;
+    bool allow_partial;
+    json_object *left_out;   /* ids of selected sessions that could not be read */
+    struct svc_err left_err; /* the first one's cause */
 };
 
 const char *svc_export_id(const struct svc_export *ex)
@@ -53,6 +56,7 @@ void svc_export_free(struct svc_export *ex)
     free(ex->sids);
     free(ex->dest);
     json_object_put(ex->selection);
+    json_object_put(ex->left_out);
     free(ex);
 }
 
@@ -289,6 +293,8 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
     ex->cfg = cfg;
     svc_store_from_config(cfg, &ex->st);
     ex->tar = req->tar || req->download;
+    ex->allow_partial = req->allow_partial;
+    ex->left_out = json_object_new_array();
     if (req->n_session_ids ? select_named(ex, req, err) != 0
                            : select_filtered(ex, req, after, before, err) != 0)
         goto fail;
@@ -578,6 +584,30 @@ static int manifest_sha(int fd, char *sha, uint64_t *bytes)
     return 0;
 }
 
+/* Whether the sessions left out fail the export (not allow_partial): err then names them,
+ * with the first one's cause, so a backup never ends quietly short of what it was asked. */
+static bool left_out_fails(const struct svc_export *ex, struct svc_err *err)
+{
+    size_t n = json_object_array_length(ex->left_out);
+    if (n == 0 || ex->allow_partial)
+        return false;
+    char names[300] = "";
+    size_t used = 0, named = 0;
+    for (; named < n; named++) {
+        const char *sid = json_object_get_string(json_object_array_get_idx(ex->left_out, named));
+        if (used + strlen(sid) + 16 > sizeof names)
+            break;
+        used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", named ? ", " : "", sid);
+    }
+    if (named < n)
+        snprintf(names + used, sizeof names - used, " and %zu more", n - named);
+    svc_err_set(err, ex->left_err.code,
+                "export left out %zu of %zu sessions (%s): %s; allow_partial (--allow-partial) "
+                "exports the rest",
+                n, ex->nsids, names, ex->left_err.message);
+    return true;
+}
+
 /* Write every part of the bundle into o; *msgs, *warnings for the answer. */
 static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_export_progress *pg,
                    int64_t *msgs_out, json_object *warnings, struct svc_err *err)
@@ -612,6 +642,9 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         if (svc_snap_take(ex->cfg, &s, &serr) != 0) {
             /* gone or unreadable since the selection: named, the export goes on */
             svc_snap_warn_native(&s, NULL, serr.message);
+            if (json_object_array_length(ex->left_out) == 0)
+                ex->left_err = serr;
+            json_object_array_add(ex->left_out, json_object_new_string(s.sid));
             svc_snap_free(&s);
             continue;
         }
@@ -624,6 +657,8 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         if (pg && pg->fn)
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
+    if (left_out_fails(ex, err))
+        return -1;
     if (svc_bout_agg_close(o, err) != 0)
         return -1;
     int mfd = manifest_build(ex, o, msgs, warnings, err);
@@ -763,6 +798,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     svc_json_set_int(res, "bytes", (int64_t)bytes);
     svc_json_set(res, "files", json_object_get(o.top));
     svc_json_set(res, "warnings", json_object_get(warnings));
+    svc_json_set(res, "left_out", json_object_get(ex->left_out));
     *result = res;
     rc = 0;
 out:

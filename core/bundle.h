@@ -6,10 +6,10 @@
  *                       inside an allowed directory: SVC_E_EXPORT_DIR_FORBIDDEN.
  *   svc_export_write    writes the bundle (directory or .tar.gz) under a hidden temporary
  *                       name and renames it into place, never over an existing one;
- *                       *result is the API answer (new reference).
+ *                       *result is the API answer (new reference, with "left_out").
  *   svc_export_stream   writes the .tar.gz to a callback (a download), in flat memory.
- * Sessions are read one at a time, whole, under their shared lock (core/snapshot.h); a
- * damaged file is exported as it is and named under "warnings", never failing the export. */
+ * A damaged file is exported as it is, named under "warnings"; a selected session that
+ * cannot be read fails the export (nothing written) unless allow_partial. */
 #ifndef SVC_BUNDLE_H
 #define SVC_BUNDLE_H
 
@@ -37,6 +37,7 @@ struct svc_export_request {
     bool output_dir_trusted; /* the CLI: --out may name any directory */
     bool tar;                /* format "tar.gz" (download is always tar.gz) */
     bool download;           /* streamed: the destination is neither checked nor used */
+    bool allow_partial;      /* a session that cannot be read is left out, not a failure */
 };
 
 /* Called after each session and at the end (done == total). */

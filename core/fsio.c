@@ -499,3 +499,68 @@ int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s
     closedir(d);
     return removed;
 }
+
+bool svc_dir_writable(const char *root, const char **reason)
+{
+    struct stat st;
+    if (!root || !*root) {
+        *reason = "session root is not configured";
+        return false;
+    }
+    /* Common case in one system call: "<root>/." resolves only when root is a directory
+     * (or a link to one), and access() then checks root itself. Anything else takes the
+     * slow path below, which finds the reason. */
+    size_t rl = strlen(root);
+    char dot[4096];
+    if (rl + 3 <= sizeof dot) {
+        memcpy(dot, root, rl);
+        memcpy(dot + rl, "/.", 3);
+        if (access(dot, W_OK | X_OK) == 0)
+            return true;
+    }
+    if (stat(root, &st) == 0) {
+        if (!S_ISDIR(st.st_mode)) {
+            *reason = "session root is not a directory";
+            return false;
+        }
+        if (access(root, W_OK | X_OK) != 0) {
+            *reason = errno == EROFS ? "session root is on a read-only file system"
+                                     : "session root is not writable";
+            return false;
+        }
+        return true;
+    }
+    char *p = svc_xstrdup(root);
+    bool ok = false;
+    *reason = "session root cannot be created";
+    for (;;) {
+        char *slash = strrchr(p, '/');
+        if (!slash) { /* a relative root: its first component is made in the current directory */
+            ok = strcmp(p, ".") != 0 && access(".", W_OK | X_OK) == 0;
+            break;
+        }
+        if (slash == p)
+            slash[1] = '\0';
+        else
+            *slash = '\0';
+        if (stat(p, &st) == 0) {
+            ok = S_ISDIR(st.st_mode) && access(p, W_OK | X_OK) == 0;
+            break;
+        }
+        if (errno != ENOENT || strcmp(p, "/") == 0)
+            break; /* ENOTDIR: a file is in the way */
+    }
+    free(p);
+    return ok;
+}
+
+int svc_err_unwritable(const char *root, struct svc_err *err)
+{
+    const char *reason;
+    if (err && err->code == SVC_E_IO && !svc_dir_writable(root, &reason)) {
+        char cause[sizeof err->message];
+        snprintf(cause, sizeof cause, "%s", err->message);
+        svc_err_set(err, SVC_E_UNAVAILABLE, "%s (%s); sessions can still be read", reason, cause);
+    }
+    return -1;
+}

@@ -95,6 +95,13 @@ struct stat;
 int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s,
                             int (*remove_one)(void *ctx, const char *id, const struct stat *sb),
                             void *ctx);
+/* Whether the session root is writable, or can be created: the nearest existing ancestor
+ * is a writable directory. *reason gets a short text when not. */
+bool svc_dir_writable(const char *root, const char **reason);
+/* After a failed write under root: an SVC_E_IO becomes SVC_E_UNAVAILABLE with that reason
+ * when root cannot take a write (the service's state, as health's `degraded`, not a disk
+ * fault). Returns -1. */
+int svc_err_unwritable(const char *root, struct svc_err *err);
 /* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno
  * of the last failure. A missing path is 0. */
 int svc_file_remove_tree(const char *path);

@@ -23,6 +23,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "sidecar.h"
+#include "title.h"
 #include "util.h"
 
 /* An entry keeps what sorting and filtering need; its summary stays in the index file
@@ -197,8 +198,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
         e->heap = svc_json_dump_compact(summary);
     }
     live_bytes += summary_bytes(e);
-    const char *title = svc_json_str(summary, "title", "");
-    e->title_lc = svc_fold(title ? title : "");
+    e->title_lc = svc_fold(svc_title_search_text(summary));
     double t = 0;
     svc_time_parse_iso(svc_json_str(summary, "updated_at", ""), &t);
     e->updated = t;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "metrics.h"
@@ -30,15 +31,33 @@ int svc_lock_file(const char *path, int how, bool create)
     return fd;
 }
 
+/* A shared lock where the filesystem is read-only (EROFS): flock needs no write access, so
+ * an existing lock file is opened read-only; without one, nobody can write there to race a
+ * reader, and the read goes ahead unlocked (NO_LOCK). */
+#define NO_LOCK (-2)
+static int lock_read_only(const char *session_dir, const char *path, int how)
+{
+    int fd = svc_lock_file(path, how, false);
+    if (fd >= 0 || errno != ENOENT)
+        return fd;
+    struct stat st;
+    if (stat(session_dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return NO_LOCK;
+    errno = ENOENT; /* the directory itself went away meanwhile */
+    return -1;
+}
+
 /* A session's lock file, taken with how. No stat of the directory first: O_CREAT never
  * creates it, and a missing directory (or a file or dangling link in its place) is ENOENT
- * or ENOTDIR here. */
+ * or ENOTDIR here. NO_LOCK: a shared lock on a read-only filesystem without a lock file. */
 static int open_lock_file(const char *session_dir, const char *name, int how, struct svc_err *err)
 {
     char *path = svc_path_join(session_dir, name);
     int fd = svc_lock_file(path, how, true);
+    if (fd < 0 && errno == EROFS && (how & LOCK_SH))
+        fd = lock_read_only(session_dir, path, how);
     free(path);
-    if (fd >= 0)
+    if (fd >= 0 || fd == NO_LOCK)
         return fd;
     if (errno == ENOENT || errno == ENOTDIR)
         svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session not found");
@@ -55,6 +74,8 @@ int svc_lock_session(const char *session_dir, bool exclusive, struct svc_lock *l
     lock->fd = -1;
     int fd =
         open_lock_file(session_dir, svc_store_name(SVC_F_LOCK), exclusive ? LOCK_EX : LOCK_SH, err);
+    if (fd == NO_LOCK)
+        return 0;
     if (fd < 0)
         return -1;
     lock->fd = fd;

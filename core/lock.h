@@ -24,7 +24,9 @@ struct svc_lock {
  * LOCK_SH or LOCK_EX, | LOCK_NB to not wait; EINTR retried. Returns the descriptor (close
  * it to unlock), or -1 with errno (EWOULDBLOCK: held; ENOENT: missing and !create). */
 int svc_lock_file(const char *path, int how, bool create);
-/* Blocking short lock. SVC_E_SESSION_NOT_FOUND when the directory does not exist. */
+/* Blocking short lock. SVC_E_SESSION_NOT_FOUND when the directory does not exist. On a
+ * read-only filesystem a shared lock opens the lock file read-only, or holds nothing (fd -1)
+ * when there is none: nobody can write there. */
 int svc_lock_session(const char *session_dir, bool exclusive, struct svc_lock *lock,
                      struct svc_err *err);
 /* Non-blocking exclusive run lock: SVC_E_SESSION_BUSY when another run holds it. */

@@ -587,7 +587,7 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
 out:
     svc_sess_close(&s);
     json_object_put(sc);
-    return rc;
+    return rc == 0 ? 0 : svc_err_unwritable(cfg->sessions.root, err);
 }
 
 static void mutate_archived(json_object *sc, const void *arg)
@@ -619,6 +619,7 @@ static void mutate_title(json_object *sc, const void *arg)
 {
     char now[SVC_TIME_LEN];
     svc_json_set_str(sc, "title", (const char *)arg);
+    json_object_object_del(sc, "title_source"); /* a renamed title is searched as it is */
     svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
 }
 

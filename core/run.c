@@ -56,6 +56,7 @@
 #include "runstate.h"
 #include "sidecar.h"
 #include "store.h"
+#include "title.h"
 #include "util.h"
 #include "wincache.h"
 
@@ -258,8 +259,10 @@ int svc_run_repair(struct svc_sess *s, struct svc_err *err)
         return 0;
     bool held = s->lock.fd >= 0;
     svc_sess_forget_sidecar(s);
-    if (svc_sess_lock(s, true, err) != 0)
-        return -1;
+    if (svc_sess_lock(s, true, err) != 0) {
+        const char *why; /* on a root nobody can write, it is read as it is on disk */
+        return svc_dir_writable(s->st.root, &why) ? -1 : 0;
+    }
     int rc = 0;
     if (svc_sess_sidecar(s, &sc, NULL) == 0 && stale_running(s, sc))
         rc = repair_locked(s, sc, err) == 0 ? 1 : -1;
@@ -353,11 +356,8 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
         out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
-    if (!*svc_json_str(out, "title", "")) {
-        char *title = svc_title_from_input(req->input);
-        svc_json_set_str(out, "title", title ? title : "");
-        free(title);
-    }
+    if (!*svc_json_str(out, "title", ""))
+        svc_title_derive(out, req->input);
     if (req->user_id)
         svc_json_set_str(out, "user_id", req->user_id);
     if (req->channel)
@@ -580,7 +580,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
         if (begin_stateful(run, req, err) != 0) {
             run->ended = true;
             svc_run_free(run);
-            return -1;
+            return svc_err_unwritable(cfg->sessions.root, err);
         }
     } else {
         size_t n = req->history ? json_object_array_length(req->history) : 0;

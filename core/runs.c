@@ -317,7 +317,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     int mrc = svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err);
     free(dir);
     if (mrc != 0)
-        return -1;
+        return svc_err_unwritable(cfg->sessions.root, err);
     struct svc_run *run = NULL;
     if (svc_run_begin(cfg, req, &run, err) != 0)
         return -1;

@@ -11,6 +11,7 @@
 #include "fsio.h"
 #include "jsonx.h"
 #include "openai.h"
+#include "title.h"
 #include "util.h"
 
 static json_object *empty_token_state(void)
@@ -65,39 +66,6 @@ int svc_sidecar_write(const struct svc_sess *s, json_object *sc, int sync, struc
     return rc;
 }
 
-char *svc_title_from_input(const char *input)
-{
-    char *t = svc_utf8_prefix(input ? input : "", SVC_TITLE_MAX_CP * 4);
-    /* fold newlines and every other control character (C0, DEL, C1) to single spaces, as
-     * PATCH refuses them in titles; trim the ends */
-    char *w = t;
-    bool space = false;
-    for (char *r = t; *r; r++) {
-        char c = *r;
-        unsigned char u = (unsigned char)c;
-        if (u == 0xC2 && (unsigned char)r[1] >= 0x80 && (unsigned char)r[1] <= 0x9F) {
-            r++; /* a C1 control, two bytes in UTF-8 */
-            c = ' ';
-        } else if (u < 0x20 || u == 0x7F) {
-            c = ' ';
-        }
-        if (c == ' ') {
-            if (w == t || space)
-                continue;
-            space = true;
-        } else {
-            space = false;
-        }
-        *w++ = c;
-    }
-    while (w > t && w[-1] == ' ')
-        w--;
-    *w = '\0';
-    char *out = svc_utf8_prefix(t, SVC_TITLE_MAX_CP);
-    free(t);
-    return out;
-}
-
 int svc_sidecar_derive(struct svc_sess *s, json_object **out, struct svc_err *err)
 {
     *out = NULL;
@@ -138,9 +106,7 @@ int svc_sidecar_derive(struct svc_sess *s, json_object **out, struct svc_err *er
         json_object *m = svc_store_effective_message(rec);
         char *txt = NULL;
         if (strcmp(svc_openai_role(m), "user") == 0 && (txt = svc_native_text(m)) && *txt) {
-            char *title = svc_title_from_input(txt);
-            svc_json_set_str(sc, "title", title ? title : "");
-            free(title);
+            svc_title_derive(sc, txt);
             free(txt);
             json_object_put(rec);
             break;

@@ -11,8 +11,6 @@
 #include "err.h"
 #include "store.h"
 
-#define SVC_TITLE_MAX_CP 48
-
 /* A new sidecar object (new reference) with every field of SPEC 2.2 at its initial value. */
 json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *model);
 /* SVC_E_NOT_FOUND when missing or empty (what a power cut can leave of an unsynced
@@ -23,8 +21,6 @@ int svc_sidecar_write(const struct svc_sess *s, json_object *sc, int sync, struc
 /* Build a sidecar-shaped object from session.json, agent.json and message files.
  * SVC_E_SESSION_NOT_FOUND when the directory holds neither session.json nor a message. */
 int svc_sidecar_derive(struct svc_sess *s, json_object **out, struct svc_err *err);
-/* Title from a user input: newlines folded to spaces, first 48 code points (heap). */
-char *svc_title_from_input(const char *input);
 /* The API summary: a copy of the sidecar without schema_version (new reference). */
 json_object *svc_sidecar_summary(json_object *sc);
 

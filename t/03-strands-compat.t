@@ -74,9 +74,12 @@ sub at { { role => 'assistant', content => [{ text => $_[0] }] } }
     is(scalar @{ $l->{sessions} }, 1, 'the Strands session is listed');
     my $s = $l->{sessions}[0];
     is($s->{session_id}, 'strands-1', 'its id');
-    my $want = substr($first =~ s/\n/ /gr, 0, 48);
-    is(length $want, 48, '(the expected title is 48 code points)');
-    is($s->{title}, $want, 'title: first user text, newline folded, 48 code points');
+    # cut at the last word boundary of 47 code points, then an ellipsis: 48 at most
+    my $flat = $first =~ s/\n/ /gr;
+    my $want = substr($flat, 0, 47) =~ s/ \S*\z//r . "\x{2026}";
+    is($want, "Bonjour, peux-tu m'aider avec ce probl\x{e8}me \x{65e5}\x{672c}\x{8a9e}\x{2026}",
+       '(the expected title, cut after a whole word)');
+    is($s->{title}, $want, 'title: first user text, newline folded, cut at a word, ellipsis');
     is($s->{message_count}, 6, 'message_count from the files');
     is($s->{status}, 'idle', 'status idle');
     ok(!-e "$sdir/svc_session.json", 'listing writes no sidecar');

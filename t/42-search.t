@@ -1,7 +1,8 @@
 #!/usr/bin/perl
 # q matches titles case-insensitively in any script (SPEC 4.3): Unicode case folding and
 # NFC, so "WÖRLD", "äöü", a decomposed "wörld", "STRASSE" for "Straße" and Greek final
-# sigma all find their session, and nothing else matches.
+# sigma all find their session, and nothing else matches. A derived title is plain text cut
+# at a word, and q finds the words the cut left out.
 use strict;
 use warnings;
 use utf8;
@@ -49,4 +50,26 @@ is found('мир'), 'u-cyr', 'Cyrillic';
 is found('plain ascii'), 'u-ascii', 'ASCII still folds';
 is found('wörlds'), '', 'no false match';
 is found('É'), 'u-decomp,u-latin', 'É in two titles';
+
+# A derived title (SPEC 2.2) leaves the Markdown out and is cut at a word with an ellipsis;
+# q still finds the words the cut left out, until the session is renamed.
+my $md = 'Please plan a **week-long** trip to [Lisbon](https://example.com/lisbon) with `rail` '
+    . 'passes, then _Porto_ and the Douro valley';
+my $plain = 'Please plan a week-long trip to Lisbon with rail passes, then Porto and the Douro valley';
+is $s->req(POST => '/api/chat', body => { session_id => 'md-long',
+    messages => [{ role => 'user', content => $md }] })->{status}, 200, 'turn on md-long';
+my $t = $s->req(GET => '/api/v1/chat/sessions/md-long')->{json}{title} // '';
+unlike $t, qr/[*_`\[\]()]|https/, 'derived title: no Markdown markup, no link target';
+like $t, qr/\x{2026}\z/, 'derived title: an ellipsis where it was cut';
+ok length($t) <= 48, 'derived title: at most 48 code points';
+my $kept = substr($t, 0, -1);
+is substr($plain, 0, length $kept), $kept, 'derived title: the plain text from its start';
+like substr($plain, length $kept), qr/^[ ,]/, 'derived title: cut between words';
+is found('lisbon'), 'md-long', 'q finds a word the markup surrounded';
+is found('week-long trip'), 'md-long', 'q finds words inside the title';
+is found('douro valley'), 'md-long', 'q finds words the cut left out';
+is $s->req(PATCH => '/api/v1/chat/sessions/md-long', body => { title => 'Weekend' })->{status}, 200,
+    'md-long renamed';
+is found('douro'), '', 'a renamed session: q matches its new title only';
+is found('weekend'), 'md-long', '... which it finds';
 done_testing();

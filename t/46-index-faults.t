@@ -76,7 +76,7 @@ is($l->{rc}, 0, 'read-only root, index damaged: the listing answers');
 is_deeply($l->{rows}, scan(), '... complete and correct');
 $r = svc($h, 'chat', 'f4', 'read-only');
 is($r->{rc}, 1, 'a turn on a read-only root: exit 1');
-like($r->{err}, qr/^svc: io_error: .*Read-only/m, 'one io_error naming the cause');
+like($r->{err}, qr/^svc: service_unavailable: .*Read-only/m, 'one service_unavailable naming the cause');
 is(slurp($ix), $damaged, 'nothing written');
 system("mount -o remount,rw $mnt") == 0 or die 'remount rw';
 is_deeply(listed()->{rows}, scan(), 'writable again: correct');

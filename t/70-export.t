@@ -276,6 +276,38 @@ is scalar(jsonl(slurp("$d/messages.jsonl"))), 3, 'the readable messages are expo
 unlink $mf;
 ok !-e $mf, 'damaged file removed again';
 
+# ---- a session that cannot be read at all: the export fails naming it, unless
+# allow_partial (a nightly backup must not end quietly short) ----
+my $lk = "$root/session_dmg/.svc.lock";
+unlink $lk;
+mkdir $lk or die "mkdir $lk: $!";    # its lock cannot be taken: the session cannot be read
+$before = listing("$home/exp");
+for my $c ([{ session_ids => ['alpha', 'dmg'] }, 'by name'],
+           [{ session_ids => ['dmg'], format => 'tar.gz' }, 'by name, tar.gz'],
+           [{}, 'by filter']) {
+    my ($b, $what) = @$c;
+    $r = export(%$b);
+    is $r->{status}, 500, "left out ($what): the export fails";
+    is $r->{json}{error}{code}, 'io_error', "left out ($what): the cause's code";
+    like $r->{json}{error}{message}, qr/left out 1 of \d+ sessions \(dmg\): lock file: .*allow_partial/,
+        "left out ($what): the message names the session, the cause and the option";
+    is listing("$home/exp"), $before, "left out ($what): nothing written";
+}
+$r = export(download => JSON::PP::true);
+SvcTest::write_file("$tmp/cut.tar.gz", $r->{body} // '');
+isnt system("gunzip -t $tmp/cut.tar.gz 2>/dev/null"), 0, 'left out (download): the archive is cut, never whole';
+$r = export(allow_partial => JSON::PP::true);
+is $r->{status}, 200, 'allow_partial: the export succeeds';
+is_deeply $r->{json}{left_out}, ['dmg'], 'allow_partial: left_out names the session';
+ok((grep { $_->{session_id} eq 'dmg' } @{ $r->{json}{warnings} }), 'allow_partial: a warning says why');
+ok !-e "$r->{json}{export_dir}/native/session_dmg", 'allow_partial: the session is not in the bundle';
+$m = check_bundle($r->{json}{export_dir}, 'allow_partial');
+is $m->{session_count}, $r->{json}{session_count}, 'allow_partial: the manifest counts what it holds';
+is export(allow_partial => 'yes')->{status}, 422, 'allow_partial must be a boolean';
+rmdir $lk or die "rmdir $lk: $!";
+$r = export();
+is_deeply $r->{json}{left_out}, [], 'readable again: nothing left out';
+
 # ---- export while runs write: never half a turn ----
 my $bad_count = 0;
 my $exports = 0;

@@ -73,6 +73,25 @@ $r = svc($src, 'export', '--out', "$tmp/out", '--since', 'yesterday');
 is $r->{rc}, 2, '--since yesterday: a usage error';
 like $r->{err}, qr/^svc: --since must be an ISO 8601 time/, '  naming --since (not the API field)';
 
+# A session that cannot be read (its lock file is a directory): exit 1 naming it, no
+# bundle; --allow-partial exports the rest and names it on stderr.
+my $lk = "$src->{root}/session_two/.svc.lock";
+unlink $lk;
+mkdir $lk or die "mkdir $lk: $!";
+my @bundles = glob "$tmp/out/chat-export-*";
+for my $args (['--include-archived'], ['--session', 'one', '--session', 'two', '--tar']) {
+    $r = svc($src, 'export', '--out', "$tmp/out", @$args);
+    is $r->{rc}, 1, "left out (@$args): exit 1";
+    like $r->{err}, qr/^svc: io_error: export left out 1 of \d+ sessions \(two\): lock file: .*--allow-partial/m,
+        "left out (@$args): the session, the cause and the option named";
+    is scalar(my @now = glob "$tmp/out/chat-export-*"), scalar(@bundles), "left out (@$args): no bundle";
+}
+$r = svc($src, 'export', '--out', "$tmp/out", '--include-archived', '--allow-partial');
+is $r->{rc}, 0, '--allow-partial: exit 0';
+like $r->{out}, qr/^exported 2 sessions, /, '--allow-partial: the others exported';
+like $r->{err}, qr/^svc: left out \(--allow-partial\): session two$/m, '--allow-partial: the session named';
+rmdir $lk or die "rmdir $lk: $!";
+
 # ---- a progress bar on a terminal (script(1) gives svc one) ----
 SKIP: {
     skip 'script(1) not installed', 2 unless system('script -V >/dev/null 2>&1') == 0;

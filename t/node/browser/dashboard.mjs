@@ -362,7 +362,7 @@ try {
     // or sid2 "detaching" below would prove nothing and the search checks would pass on the
     // list as it was before sid2 existed.
     await page.locator(`#sessions li[data-sid="${sid2}"]`).waitFor();
-    await page.fill('#q', 'FROM THE **browser');
+    await page.fill('#q', 'FROM THE BROWSER'); // the title is plain text: no Markdown markup
     await page.locator(`#sessions li[data-sid="${sid2}"]`).waitFor({ state: 'detached' });
     check('search finds the session by title (case-insensitive)', await page.locator(`#sessions li[data-sid="${sid}"]`).count() === 1);
     check('search hides the others', await page.locator('#sessions li').count() === 1);
