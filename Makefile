@@ -144,11 +144,18 @@ check-fuzz: fuzz
 	    echo "  FUZZ    $$f FAILED: it wrote into its home:"; find build-fuzz/home-$$f | head; exit 1; fi; \
 	done
 
-# Only what building and serving need (no Apache, browser or test tools).
+# make run [PORT=8080]: svc behind a private nginx on 127.0.0.1:PORT until Ctrl-C (exit 0).
+# Only what building and serving need (no Apache, browser or test tools). A taken port is
+# one line before anything is installed or built.
+PORT ?= 8080
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+PORT_TAKEN := $(shell scripts/serve --check-port '$(PORT)' 2>&1)
+$(if $(PORT_TAKEN),$(error $(PORT_TAKEN)))
+endif
 run:
 	@scripts/install-deps --serve
 	@$(MAKE) --no-print-directory all
-	scripts/serve --port 8080
+	@SVC_BUILD=$(abspath $(B)) scripts/serve --port '$(PORT)'
 
 bench: deps all
 	scripts/bench
