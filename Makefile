@@ -164,7 +164,8 @@ format:
 	clang-format -i $(C_FILES)
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: programs, units, sysusers.d, tmpfiles.d,
-# the nginx and Apache files, and /etc/svc/agents.yaml (never over an existing one).
+# the nginx and Apache files, and /etc/svc/agents.yaml (never over an existing one). The
+# nginx files name the directory they are installed in (SYSCONFDIR/nginx/svc/).
 # svc-jobs.service/.timer are installed when nginx/ has them.
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -173,7 +174,7 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 UNITS      := nginx/svc.service nginx/svc.socket $(wildcard nginx/svc-jobs.service nginx/svc-jobs.timer)
 NGINX_FILES := svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.conf \
-               fastcgi_params.conf svc-upstream.conf
+               fastcgi_params.conf svc-upstream.conf nginx-example.conf
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d \
@@ -185,7 +186,9 @@ install: all
 	  chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
 	install -m 0644 nginx/svc.sysusers $(DESTDIR)$(SYSUSERSDIR)/svc.conf
 	install -m 0644 nginx/svc.tmpfiles $(DESTDIR)$(TMPFILESDIR)/svc.conf
-	for f in $(NGINX_FILES); do install -m 0644 nginx/$$f $(DESTDIR)$(SYSCONFDIR)/nginx/svc/ || exit 1; done
+	for f in $(NGINX_FILES); do \
+	  sed 's|/etc/nginx/svc/|$(SYSCONFDIR)/nginx/svc/|g' nginx/$$f > $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f && \
+	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f || exit 1; done
 	install -m 0644 nginx/model.d/README $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d/
 	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard
 	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/

@@ -118,4 +118,55 @@ EOF
     is $?, 0, 'nginx -t with the installed files' or diag $t;
 }
 
+# nginx from the installed files only (issue 23, item 5): nginx-example.conf copied as
+# nginx.conf with the one documented edit a test needs (the listen port), in a private mount
+# namespace where the staged /etc/nginx and a fresh /run are where make install's files say
+# they are; the installed svc-fcgi listens on svc.socket's /run/svc/svc.sock.
+SKIP: {
+    skip 'needs root and a mount namespace (unshare)', 6
+        unless $> == 0 && system('unshare --mount --propagation private true 2>/dev/null') == 0;
+    my $ex = SvcTest::read_file("$dest/etc/nginx/svc/nginx-example.conf") // '';
+    my $port = SvcTest::free_port();
+    (my $copy = $ex) =~ s/^(\s*)listen 8080;$/${1}listen 127.0.0.1:$port;/m;
+    my @a = split /\n/, $ex;
+    my @b = split /\n/, $copy;
+    is(scalar(grep { $a[$_] ne ($b[$_] // '') } 0 .. $#a), 1,
+       'nginx-example.conf: one line edited (the port)');
+    SvcTest::write_file("$dest/etc/nginx/nginx.conf", $copy);
+    my $w = SvcOps::tmpdir();
+    mkdir "$w/home";
+    SvcTest::write_file("$w/agents.yaml", "server:\n  socket_group: www-data\nsessions:\n  fsync: false\n");
+    my $chat = q('{"session_id":"ex-1","messages":[{"role":"user","content":"hi"}]}');
+    SvcTest::write_file("$w/run.sh", <<"SH");
+set -e
+mount --bind '$dest/etc/nginx' /etc/nginx
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /var/log/nginx
+mkdir -p /run/svc
+SVC_HOME='$w/home' SVC_CONFIG='$w/agents.yaml' '$dest$prefix/bin/svc-fcgi' --listen unix:/run/svc/svc.sock 2>'$w/fcgi.log' &
+fcgi=\$!
+for i in \$(seq 100); do [ -S /run/svc/svc.sock ] && break; sleep 0.05; done
+echo "nginx-t \$(nginx -t >'$w/nginx-t.log' 2>&1; echo \$?)"
+nginx
+for i in \$(seq 100); do curl -s -o /dev/null http://127.0.0.1:$port/ && break; sleep 0.05; done
+echo "health \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/api/health)"
+echo "dashboard \$(curl -s http://127.0.0.1:$port/ | grep -ci '<html')"
+echo "chat \$(curl -s -H 'content-type: application/json' -d $chat http://127.0.0.1:$port/api/chat | grep -c 'Echo: hi')"
+echo "nope \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/api/nope)"
+nginx -s quit
+for i in \$(seq 100); do [ -e /run/nginx.pid ] || break; sleep 0.05; done
+kill \$fcgi; wait \$fcgi || true
+cat /var/log/nginx/error.log > '$w/error.log'
+SH
+    my $out = `unshare --mount --propagation private sh '$w/run.sh' 2>&1`;
+    my %r = $out =~ /^(\S+) (\S+)$/mg;
+    is($r{'nginx-t'}, 0, 'nginx -t with the copied example')
+        or diag($out, SvcTest::read_file("$w/nginx-t.log") // '');
+    is($r{health}, 200, 'GET /api/health through it')
+        or diag($out, SvcTest::read_file("$w/error.log") // '', SvcTest::read_file("$w/fcgi.log") // '');
+    is($r{dashboard}, 1, 'the dashboard');
+    is($r{chat}, 1, 'a chat turn');
+    is($r{nope}, 404, 'an unknown endpoint: 404');
+}
+
 done_testing;
