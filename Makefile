@@ -164,8 +164,10 @@ format:
 	clang-format -i $(C_FILES)
 
 # make install [PREFIX=/usr/local] [DESTDIR=...]: programs, units, sysusers.d, tmpfiles.d,
-# the nginx and Apache files, and /etc/svc/agents.yaml (never over an existing one). The
-# nginx files name the directory they are installed in (SYSCONFDIR/nginx/svc/).
+# the nginx and Apache files, and /etc/svc/agents.yaml (never over an existing one; exports
+# go to /var/lib/svc/exports, which the units and tmpfiles.d create, instead of the seed's
+# ~/Desktop/svc-chat-export for a person's machine). The nginx files name the directory
+# they are installed in (SYSCONFDIR/nginx/svc/).
 # svc-jobs.service/.timer are installed when nginx/ has them.
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
@@ -196,7 +198,8 @@ install: all
 	install -m 0644 README cgi/API.md core/FORMAT.md $(DESTDIR)$(PREFIX)/share/doc/svc/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \
 	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(PREFIX)/share/svc/agents.yaml)"; \
-	else install -m 0640 conf/agents.yaml $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi
+	else sed 's|^\(  export_default_dir:\) ~/Desktop/svc-chat-export  |\1 /var/lib/svc/exports|' conf/agents.yaml \
+	  > $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml && chmod 0640 $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi
 	install -m 0644 conf/agents.yaml $(DESTDIR)$(PREFIX)/share/svc/agents.yaml
 
 clean:
