@@ -65,6 +65,14 @@ sub kill_worker {
     ok(!(grep { /\[DONE\]/ } @lines), 'curl: no [DONE]');
     ok(SvcTest::wait_for(10, sub { $s->log =~ /died during a run on session cut-curl/ }),
        'the pool saw the worker die during the run');
+    # what docs/API-cut-streams.md tells client authors about the session
+    my $d = $s->req(GET => '/api/v1/chat/sessions/cut-curl')->{json} // {};
+    is($d->{status}, 'error', 'the session: status error');
+    is($d->{last_error}{code}, 'interrupted', 'last_error interrupted');
+    is($d->{message_count}, 1, 'the user message stored, no assistant message');
+    my $n = $s->req(POST => '/api/chat', body => { session_id => 'cut-curl',
+                    messages => [{ role => 'user', content => 'again' }] });
+    is($n->{status}, 200, 'the next turn runs');
 }
 
 # the openai client: it must throw, not return the cut-off text as an answer

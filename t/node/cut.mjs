@@ -23,5 +23,5 @@ try {
   }
   out({ threw: false, text });
 } catch (e) {
-  out({ threw: true, error: String(e && e.message ? e.message : e), text });
+  out({ threw: true, error: `${e?.constructor?.name}: ${e?.message ?? e}`, text });
 }
