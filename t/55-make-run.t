@@ -48,7 +48,7 @@ sub lines { grep { length } split /\n/, $_[0] }
     socket(my $sk, AF_INET, SOCK_STREAM, 0) or die "socket: $!";
     my $p = SvcTest::free_port();
     bind($sk, pack_sockaddr_in($p, inet_aton('127.0.0.1'))) or die "bind: $!";
-    my ($out, $rc) = run("SVC_BUILD=$B scripts/serve --port $p");
+    my ($out, $rc) = run("env SVC_BUILD=$B scripts/serve --port $p");
     is($rc, 1, 'nginx cannot bind: exit 1');
     my @serve = grep { /^serve:/ } lines($out);
     is(scalar @serve, 1, 'one serve line') or diag($out);
