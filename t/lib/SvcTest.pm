@@ -108,7 +108,7 @@ sub start {
     for my $try (1 .. 3) {
         my $s = eval { $class->_start_once(%o) };
         return $s if $s;
-        die $@ unless $try < 3 && $@ =~ /Address already in use/;
+        die $@ unless $try < 3 && $@ =~ /Address already in use|serve: port \d+ is taken/;
     }
 }
 
