@@ -70,9 +70,9 @@ sub kill_worker {
     is($d->{status}, 'error', 'the session: status error');
     is($d->{last_error}{code}, 'interrupted', 'last_error interrupted');
     is($d->{message_count}, 1, 'the user message stored, no assistant message');
-    my $n = $s->req(POST => '/api/chat', body => { session_id => 'cut-curl',
+    my $next = $s->req(POST => '/api/chat', body => { session_id => 'cut-curl',
                     messages => [{ role => 'user', content => 'again' }] });
-    is($n->{status}, 200, 'the next turn runs');
+    is($next->{status}, 200, 'the next turn runs');
 }
 
 # the openai client: it must throw, not return the cut-off text as an answer
