@@ -167,11 +167,18 @@ check-fuzz: fuzz
 	    echo "  FUZZ    $$f FAILED: it wrote into its home:"; find build-fuzz/home-$$f | head; exit 1; fi; \
 	done
 
-# Only what building and serving need (no Apache, browser or test tools).
+# make run [PORT=8080]: svc behind a private nginx on 127.0.0.1:PORT until Ctrl-C (exit 0).
+# Only what building and serving need (no Apache, browser or test tools). A taken port is
+# one line before anything is installed or built.
+PORT ?= 8080
+ifneq ($(filter run,$(MAKECMDGOALS)),)
+PORT_TAKEN := $(shell scripts/serve --check-port '$(PORT)' 2>&1)
+$(if $(PORT_TAKEN),$(error $(PORT_TAKEN)))
+endif
 run:
 	@scripts/install-deps --serve
 	@$(MAKE) --no-print-directory all
-	scripts/serve --port 8080
+	@SVC_BUILD=$(abspath $(B)) scripts/serve --port '$(PORT)'
 
 bench: deps all
 	scripts/bench
@@ -182,7 +189,10 @@ format:
 # make install [PREFIX=/usr/local] [DESTDIR=...]: programs, units, sysusers.d, tmpfiles.d,
 # the nginx and Apache files, the README with the guides in docs/ (share/doc/svc, docs/ kept
 # as a directory so the README's links hold), and /etc/svc/agents.yaml (never over an
-# existing one). svc-jobs.service/.timer are installed when nginx/ has them.
+# existing one; exports go to /var/lib/svc/exports, which the units and tmpfiles.d create,
+# instead of the seed's ~/Desktop/svc-chat-export for a person's machine). The nginx files
+# name the directory they are installed in (SYSCONFDIR/nginx/svc/).
+# svc-jobs.service/.timer are installed when nginx/ has them.
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
@@ -190,7 +200,7 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 UNITS      := nginx/svc.service nginx/svc.socket $(wildcard nginx/svc-jobs.service nginx/svc-jobs.timer)
 NGINX_FILES := svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.conf \
-               fastcgi_params.conf svc-upstream.conf
+               fastcgi_params.conf svc-upstream.conf nginx-example.conf
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d \
@@ -202,7 +212,9 @@ install: all
 	  chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
 	install -m 0644 nginx/svc.sysusers $(DESTDIR)$(SYSUSERSDIR)/svc.conf
 	install -m 0644 nginx/svc.tmpfiles $(DESTDIR)$(TMPFILESDIR)/svc.conf
-	for f in $(NGINX_FILES); do install -m 0644 nginx/$$f $(DESTDIR)$(SYSCONFDIR)/nginx/svc/ || exit 1; done
+	for f in $(NGINX_FILES); do \
+	  sed 's|/etc/nginx/svc/|$(SYSCONFDIR)/nginx/svc/|g' nginx/$$f > $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f && \
+	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f || exit 1; done
 	install -m 0644 nginx/model.d/README $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d/
 	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard
 	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/
@@ -211,7 +223,8 @@ install: all
 	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/svc/docs/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \
 	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(PREFIX)/share/svc/agents.yaml)"; \
-	else install -m 0640 conf/agents.yaml $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi
+	else sed 's|^\(  export_default_dir:\) ~/Desktop/svc-chat-export  |\1 /var/lib/svc/exports|' conf/agents.yaml \
+	  > $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml && chmod 0640 $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi
 	install -m 0644 conf/agents.yaml $(DESTDIR)$(PREFIX)/share/svc/agents.yaml
 
 clean:

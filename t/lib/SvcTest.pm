@@ -108,7 +108,7 @@ sub start {
     for my $try (1 .. 3) {
         my $s = eval { $class->_start_once(%o) };
         return $s if $s;
-        die $@ unless $try < 3 && $@ =~ /Address already in use/;
+        die $@ unless $try < 3 && $@ =~ /Address already in use|serve: port \d+ is taken/;
     }
 }
 
@@ -206,13 +206,18 @@ sub req {
 # (or the raw text when not JSON); comments: the comment lines (": ping" -> "ping").
 # abort_after => N closes the connection after N data events (a client going away);
 # stop_if => sub { my ($events, $comments) = @_; ... } closes it when the sub returns true.
+# A stream the server cuts ends there, with status 599 (it is never requested again).
 sub sse {
     my ($s, $path, %o) = @_;
     my %h = (%{ $o{headers} || {} }, 'content-type' => 'application/json',
              accept => 'text/event-stream');
     my (@events, @comments);
     my $buf = '';
+    # HTTP::Tiny sends a GET again when its connection breaks: a cut stream stays cut here
+    my $attempt;
     my $cb = sub {
+        $attempt //= $_[1];
+        die "cut\n" if $_[1] != $attempt;
         $buf .= $_[0];
         while ($buf =~ s/\A(.*?)\r?\n\r?\n//s) {
             for my $line (split /\r?\n/, $1) {
