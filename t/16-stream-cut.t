@@ -65,7 +65,7 @@ sub kill_worker {
     ok(!(grep { /\[DONE\]/ } @lines), 'curl: no [DONE]');
     ok(SvcTest::wait_for(10, sub { $s->log =~ /died during a run on session cut-curl/ }),
        'the pool saw the worker die during the run');
-    # what docs/API-cut-streams.md tells client authors about the session
+    # what docs/API.md ("A cut stream") tells client authors about the session
     my $d = $s->req(GET => '/api/v1/chat/sessions/cut-curl')->{json} // {};
     is($d->{status}, 'error', 'the session: status error');
     is($d->{last_error}{code}, 'interrupted', 'last_error interrupted');
