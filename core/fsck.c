@@ -564,6 +564,77 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The sessions to check: those named (each must exist), else every session directory of
+ * the root, sorted. 0 with *ids (heap) and *n, or -1 with err set. */
+static int fsck_ids(struct fsck *f, const struct svc_fsck_opts *o, char ***ids, size_t *n,
+                    struct svc_err *err)
+{
+    size_t cap = 0;
+    for (size_t i = 0; i < o->nsessions; i++) {
+        if (svc_id_check(o->sessions[i], err) != 0)
+            return -1;
+        if (!svc_store_session_exists(&f->st, o->sessions[i]))
+            return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found",
+                               o->sessions[i]);
+    }
+    if (o->nsessions > 0) {
+        *ids = svc_xcalloc(o->nsessions, sizeof **ids);
+        for (size_t i = 0; i < o->nsessions; i++)
+            (*ids)[(*n)++] = svc_xstrdup(o->sessions[i]);
+        return 0;
+    }
+    DIR *d = opendir(f->st.root);
+    if (!d && errno != ENOENT)
+        return svc_err_errno(err, "open the session root");
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        const char *sid = svc_store_session_of(de->d_name);
+        if (!sid || !svc_store_session_exists(&f->st, sid))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 256;
+            *ids = svc_xrealloc(*ids, cap * sizeof **ids);
+        }
+        (*ids)[(*n)++] = svc_xstrdup(sid);
+    }
+    if (d)
+        closedir(d);
+    if (*n > 1)
+        qsort(*ids, *n, sizeof **ids, cmp_str);
+    return 0;
+}
+
+/* What belongs to the whole root: run records, memory, temporary files, the index. */
+static void check_root(struct fsck *f)
+{
+    check_runs(f);
+    check_memory(f);
+    DIR *d = opendir(f->st.root);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (!is_temp(de->d_name))
+            continue;
+        char *fa = svc_path_join(f->st.root, de->d_name);
+        if (fa)
+            check_temp(f, NULL, fa, de->d_name);
+        free(fa);
+    }
+    if (d)
+        closedir(d);
+    char *lp = svc_store_root_path(&f->st, SVC_F_INDEX_LOCK);
+    if (lp)
+        check_lock_file(f, NULL, lp, svc_store_name(SVC_F_INDEX_LOCK));
+    free(lp);
+    char why[300] = "";
+    if (svc_index_verify(&f->st, why, sizeof why) == 1) {
+        struct svc_err ierr;
+        bool fixed = f->repair && svc_index_rebuild(&f->st, &ierr) == 0 &&
+                     svc_index_verify(&f->st, why, sizeof why) != 1;
+        problem(f, NULL, svc_store_name(SVC_F_INDEX), -1, "index", fixed, "%s%s", why,
+                fixed ? " (rebuilt from the directories)" : "");
+    }
+}
+
 int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_object **report,
              struct svc_err *err)
 {
@@ -571,43 +642,10 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
     struct fsck f = {.cfg = cfg, .repair = o->repair};
     svc_store_from_config(cfg, &f.st);
     char **ids = NULL;
-    size_t n = 0, cap = 0;
+    size_t n = 0;
     int rc = -1;
-    if (o->nsessions > 0) {
-        for (size_t i = 0; i < o->nsessions; i++) {
-            if (svc_id_check(o->sessions[i], err) != 0)
-                goto out;
-            if (!svc_store_session_exists(&f.st, o->sessions[i])) {
-                svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", o->sessions[i]);
-                goto out;
-            }
-        }
-        ids = svc_xcalloc(o->nsessions, sizeof *ids);
-        for (size_t i = 0; i < o->nsessions; i++)
-            ids[n++] = svc_xstrdup(o->sessions[i]);
-    } else {
-        DIR *d = opendir(f.st.root);
-        if (!d && errno != ENOENT) {
-            svc_err_errno(err, "open the session root");
-            goto out;
-        }
-        struct dirent *de;
-        while (d && (de = readdir(d))) {
-            const char *sid = svc_store_session_of(de->d_name);
-            if (!sid || !svc_store_session_exists(&f.st, sid))
-                continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 256;
-                char **nv = svc_xrealloc(ids, cap * sizeof *nv);
-                ids = nv;
-            }
-            ids[n++] = svc_xstrdup(sid);
-        }
-        if (d)
-            closedir(d);
-        if (n > 1)
-            qsort(ids, n, sizeof *ids, cmp_str);
-    }
+    if (fsck_ids(&f, o, &ids, &n, err) != 0)
+        goto out;
     f.problems = json_object_new_array();
     f.busy = json_object_new_array();
     for (size_t i = 0; i < n; i++) {
@@ -616,35 +654,8 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
         if (o->progress)
             o->progress(o->ctx, i + 1, n);
     }
-    if (o->nsessions == 0) {
-        check_runs(&f);
-        check_memory(&f);
-        DIR *d = opendir(f.st.root);
-        struct dirent *de;
-        while (d && (de = readdir(d))) {
-            if (!is_temp(de->d_name))
-                continue;
-            char *fa = svc_path_join(f.st.root, de->d_name);
-            if (fa)
-                check_temp(&f, NULL, fa, de->d_name);
-            free(fa);
-        }
-        if (d)
-            closedir(d);
-        char *lp = svc_store_root_path(&f.st, SVC_F_INDEX_LOCK);
-        if (lp)
-            check_lock_file(&f, NULL, lp, svc_store_name(SVC_F_INDEX_LOCK));
-        free(lp);
-        char why[300] = "";
-        int v = svc_index_verify(&f.st, why, sizeof why);
-        if (v == 1) {
-            struct svc_err ierr;
-            bool fixed = f.repair && svc_index_rebuild(&f.st, &ierr) == 0 &&
-                         svc_index_verify(&f.st, why, sizeof why) != 1;
-            problem(&f, NULL, svc_store_name(SVC_F_INDEX), -1, "index", fixed, "%s%s", why,
-                    fixed ? " (rebuilt from the directories)" : "");
-        }
-    }
+    if (o->nsessions == 0)
+        check_root(&f);
     json_object *r = json_object_new_object();
     svc_json_set_str(r, "root", f.st.root);
     svc_json_set(r, "repair", json_object_new_boolean(f.repair));

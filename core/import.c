@@ -790,6 +790,28 @@ static void mark_existing(struct job *j)
     }
 }
 
+/* Write every session to import into a staging directory under the root (its own store),
+ * synced before any rename when sessions.fsync. 0, or -1 with err set. */
+static int stage_all(struct job *j, struct svc_err *err)
+{
+    char hex[17];
+    svc_random_hex(hex, 16);
+    svc_xasprintf(&j->staging, "%s/%s%s", j->st.root, svc_store_name(SVC_F_IMPORT_STAGING), hex);
+    j->stg = j->st;
+    j->stg.root = j->staging;
+    if (mkdir(j->staging, 0755) != 0)
+        return svc_err_errno(err, "create staging directory");
+    if (pass_stage(j, err) != 0)
+        return -1;
+    if (!j->st.durable)
+        return 0;
+    int fd = open(j->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int rc = fd >= 0 && syncfs(fd) == 0 ? 0 : svc_err_errno(err, "sync staged sessions");
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 int svc_import(const struct svc_config *cfg, const char *bundle,
                const struct svc_import_options *opt, json_object **out, struct svc_err *err)
 {
@@ -825,44 +847,20 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     if (svc_mkdirs_durable(j.st.root, 0755, j.st.durable, err) != 0)
         goto out;
     char *lp = svc_store_root_path(&j.st, SVC_F_IMPORT_LOCK);
-    lockfd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    lockfd = svc_lock_file(lp, LOCK_EX, true);
     free(lp);
     if (lockfd < 0) {
         svc_err_errno(err, "import lock");
         goto out;
     }
-    while (flock(lockfd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            svc_err_errno(err, "import lock");
-            goto out;
-        }
     clean_stale(j.st.root);
     if (todo == 0) {
         *out = report(&j);
         rc = 0;
         goto out;
     }
-    char hex[17];
-    svc_random_hex(hex, 16);
-    svc_xasprintf(&j.staging, "%s/%s%s", j.st.root, svc_store_name(SVC_F_IMPORT_STAGING), hex);
-    j.stg = j.st;
-    j.stg.root = j.staging;
-    if (mkdir(j.staging, 0755) != 0) {
-        svc_err_errno(err, "create staging directory");
+    if (stage_all(&j, err) != 0)
         goto out;
-    }
-    if (pass_stage(&j, err) != 0)
-        goto out;
-    if (j.st.durable) { /* the staged files reach the disk before any rename */
-        int fd = open(j.staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0 || syncfs(fd) != 0) {
-            if (fd >= 0)
-                close(fd);
-            svc_err_errno(err, "sync staged sessions");
-            goto out;
-        }
-        close(fd);
-    }
     size_t done = 0;
     for (size_t i = 0; i < j.ns; i++) {
         if (j.s[i].state != S_IMPORT)

@@ -293,6 +293,60 @@ static json_object *spawn_answer(json_object *rec)
     return o;
 }
 
+/* The run an Idempotency-Key already names, answered as its spawn was: true with *out set. */
+static bool idem_replay(const struct svc_config *cfg, const char *sid, const char *key,
+                        json_object **out)
+{
+    char existing[80];
+    json_object *rec = NULL;
+    if (idem_lookup(cfg, sid, key, existing, sizeof existing) != 0 ||
+        svc_runs_get(cfg, existing, &rec, NULL) != 0)
+        return false;
+    *out = spawn_answer(rec);
+    json_object_put(rec);
+    return true;
+}
+
+/* Fork the runner, detached (setsid and a second fork), and wait until it says it runs: a
+ * byte through a pipe, whatever became of the intermediate process (it may be killed after
+ * the second fork). 0, or -1 with err set. */
+static int start_runner(const struct svc_config *cfg, struct svc_run *run, json_object *rec,
+                        int rlock, struct svc_err *err)
+{
+    int started[2];
+    if (pipe2(started, O_CLOEXEC) != 0)
+        return svc_err_errno(err, "pipe");
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(started[0]);
+        close(started[1]);
+        return svc_err_errno(err, "fork");
+    }
+    if (pid == 0) {
+        close(started[0]);
+        setsid();
+        pid_t gc = fork();
+        if (gc != 0)
+            _exit(gc < 0 ? 1 : 0);
+        if (write(started[1], "r", 1) != 1)
+            _exit(1);
+        close(started[1]);
+        runner_main(cfg, run, rec, rlock); /* never returns */
+    }
+    close(started[1]);
+    char byte = 0;
+    ssize_t got;
+    while ((got = read(started[0], &byte, 1)) < 0 && errno == EINTR)
+        ;
+    close(started[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (got != 1)
+        return svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
+    return 0;
+}
+
 int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *req,
                    const char *idem_key, json_object **out, bool *replayed, struct svc_err *err)
 {
@@ -301,16 +355,9 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "asynchronous runs need sessions.enabled: true");
-    char existing[80];
-    if (idem_key && req->session_id &&
-        idem_lookup(cfg, req->session_id, idem_key, existing, sizeof existing) == 0) {
-        json_object *rec = NULL;
-        if (svc_runs_get(cfg, existing, &rec, NULL) == 0) {
-            *out = spawn_answer(rec);
-            *replayed = true;
-            json_object_put(rec);
-            return 0;
-        }
+    if (idem_key && req->session_id && idem_replay(cfg, req->session_id, idem_key, out)) {
+        *replayed = true;
+        return 0;
     }
     /* the runs directory first: if it cannot be made, nothing else happens */
     char *dir = runs_dir(cfg);
@@ -344,44 +391,8 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
                  ierr.message); /* the run goes on; the key is simply not remembered */
     else if (idem_key)
         idem_stored = true;
-    /* The runner says it exists through a pipe: a byte from it means it runs, whatever
-     * became of the intermediate process (it may be killed after the second fork). */
-    int started[2];
-    if (pipe2(started, O_CLOEXEC) != 0) {
-        svc_err_errno(err, "pipe");
+    if (start_runner(cfg, run, rec, rlock, err) != 0)
         goto fail;
-    }
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(started[0]);
-        close(started[1]);
-        svc_err_errno(err, "fork");
-        goto fail;
-    }
-    if (pid == 0) {
-        close(started[0]);
-        setsid();
-        pid_t gc = fork();
-        if (gc != 0)
-            _exit(gc < 0 ? 1 : 0);
-        if (write(started[1], "r", 1) != 1)
-            _exit(1);
-        close(started[1]);
-        runner_main(cfg, run, rec, rlock); /* never returns */
-    }
-    close(started[1]);
-    char byte = 0;
-    ssize_t got;
-    while ((got = read(started[0], &byte, 1)) < 0 && errno == EINTR)
-        ;
-    close(started[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (got != 1) {
-        svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
-        goto fail;
-    }
 #ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
     /* the worker dies here, after the run started and before it answers */
     const char *die = getenv("SVC_TEST_KILL_AFTER_SPAWN");

@@ -1,20 +1,14 @@
-/* session: the run lifecycle of SPEC 3, shared by /api/chat, /api/chat/runs, jobs and
- * `svc chat`. Implemented by run.c (begin, finish, fail, cancel, repair) and agent_loop.c
- * (window, model and tool calls, events); one session handle (store.h) per run.
- *   svc_run_begin   validates, takes the run lock (SVC_E_SESSION_BUSY), repairs a stale
- *                   `running`, refuses archived sessions (SVC_E_SESSION_ARCHIVED), writes the
- *                   sidecar first (status running, current_run, run_count + 1), then creates
- *                   session.json/agent.json when missing, imports OpenAI history on the first
- *                   run when persist_openai_history is on, and stores the user message.
- *   svc_run_execute restores the window, runs the agent loop (model, tools), stores each
- *                   message as produced, emits events to the sink, then ends the run:
- *                   finish (idle), fail (error) or cancel (cancelled) with the turn line.
- *                   Returns 0 when the run finished, -1 with err otherwise.
- *   svc_run_free    releases everything; a run begun but never executed is ended as
- *                   failed (internal_error) first, so the session never stays `running`.
- * With sessions.enabled false a run is stateless: the request's history is the context and
- * nothing is stored. When svc_run_begin fails the session is left as it was (a sidecar
- * it wrote is put back; a new session's directory may remain, which is not a session). */
+/* session: the run lifecycle of SPEC 3 (/api/chat, /api/chat/runs, jobs, `svc chat`);
+ * run.c begins, ends and repairs, agent_loop.c runs the window, model and tools.
+ *   svc_run_begin   takes the run lock (SVC_E_SESSION_BUSY), repairs a stale `running`,
+ *                   refuses archived sessions, writes the sidecar (running) first, then the
+ *                   native files and the user message (docs/FORMAT.md, "Writing rules").
+ *   svc_run_execute runs the agent loop, storing each message as produced and emitting
+ *                   events, then ends the run (idle, error or cancelled, with its turn line);
+ *                   0 when it finished, -1 with err otherwise.
+ *   svc_run_free    releases everything; a run begun but never executed ends as failed.
+ * With sessions.enabled false a run is stateless. A failed begin leaves the session as it
+ * was (a new session's directory may remain, which is not a session). */
 #ifndef SVC_SESSION_H
 #define SVC_SESSION_H
 
