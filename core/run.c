@@ -410,6 +410,149 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
     return 0;
 }
 
+/* The session directory before any lock: refused when it is not a plain directory, made
+ * when missing (synced at the run's end, sync_new_dirs), its layout checked when present.
+ * *dirs_seen: the session and messages directories were seen just now. */
+static int begin_dirs(struct svc_run *run, bool *dirs_seen, struct svc_err *err)
+{
+    struct svc_sess *s = &run->sess;
+    struct stat lst;
+    bool exists = lstat(s->dir, &lst) == 0;
+    *dirs_seen = false;
+    if (exists && !S_ISDIR(lst.st_mode)) /* a symlink or a file: never follow it */
+        return svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
+    /* GET /api/v1/chat/sessions/export is the export route's path (cgi/routes.c): svc makes
+     * no session it could not show there (one another program made is still served) */
+    if (!exists && strcmp(s->sid, "export") == 0)
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
+                            "session id 'export' is reserved (the path of the export route); "
+                            "choose another");
+    if (!exists)
+        return svc_mkdirs_durable(s->st.root, 0755, s->st.durable, err) != 0 ||
+                       svc_mkdirs(s->dir, 0755, err) != 0
+                   ? -1
+                   : 0;
+    return svc_sess_check_layout(s, dirs_seen, err);
+}
+
+/* Both locks, then the sidecar (*sc, borrowed from the handle): a stale `running` repaired
+ * (we hold the run lock), an archived session refused, even under native_file. */
+static int begin_lock(struct svc_run *run, json_object **sc, struct svc_err *err)
+{
+    struct svc_sess *s = &run->sess;
+    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0 || svc_sess_lock(s, true, err) != 0 ||
+        svc_sess_sidecar(s, sc, err) != 0)
+        return -1;
+    if (*sc && run->sidecars && strcmp(svc_json_str(*sc, "status", ""), "running") == 0 &&
+        repair_locked(s, *sc, err) != 0)
+        return -1;
+    if (*sc && svc_json_bool(*sc, "archived", false))
+        return svc_err_set(err, SVC_E_SESSION_ARCHIVED,
+                           "session %s is archived; unarchive it first", s->sid);
+    return 0;
+}
+
+/* The request's OpenAI history as native messages, stored on a session's first run when
+ * sessions.persist_openai_history (new reference, maybe empty). */
+static json_object *begin_history(struct svc_run *run, const struct svc_run_request *req,
+                                  json_object *sc)
+{
+    json_object *import = json_object_new_array();
+    bool first_run = run->stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
+    if (!first_run || !req->history || !run->cfg->sessions.persist_openai_history)
+        return import;
+    size_t n = json_object_array_length(req->history);
+    for (size_t i = 0; i < n; i++) {
+        json_object *nm = svc_openai_to_native(json_object_array_get_idx(req->history, i));
+        if (nm)
+            json_object_array_add(import, nm);
+    }
+    return import;
+}
+
+/* session.json and agent.json where missing (written synced, SVC_SYNC_FILE; the
+ * directories naming them are synced once, at the run's end), and what the run keeps of
+ * the agent record. */
+static int begin_agent(struct svc_run *run, json_object *sc, bool dirs_seen, struct svc_err *err)
+{
+    struct svc_sess *s = &run->sess;
+    const struct svc_store *st = &s->st;
+    bool made = false;
+    if (svc_sess_ensure(s, dirs_seen, sync_file(st), &made, err) != 0)
+        return -1;
+    struct svc_err rerr;
+    if (svc_sess_read_agent(s, &run->agent, &rerr) != 0) {
+        if (rerr.code != SVC_E_NOT_FOUND) {
+            *err = rerr;
+            return -1;
+        }
+        run->agent = svc_store_new_agent(st->agent_id);
+        made = true;
+        if (svc_sess_write_agent(s, run->agent, sync_file(st), err) != 0)
+            return -1;
+    }
+    /* and again by every run until one of the session's runs completes (a new session has
+     * none): the run that made them may have died before its end synced them (a run that
+     * failed synced them too, but its turn_count stays 0: a few extra syncs there) */
+    bool completed = run->sidecars ? sc && svc_json_int(sc, "turn_count", 0) > 0
+                                   : svc_agent_model_calls(run->agent) > 0;
+    run->dirs_unsynced = st->durable && (made || !completed);
+    run->removed = svc_agent_removed_count(run->agent);
+    return 0;
+}
+
+/* The window from the message files; when a file of the trusted range is missing (removed
+ * by another program), count by scanning and restore again. *ids may be replaced. */
+static int begin_window(struct svc_run *run, int64_t **ids, struct svc_err *err)
+{
+    if (restore_window(run, *ids, err) == 0)
+        return 0;
+    if (*ids)
+        return -1;
+    json_object_array_del_idx(run->msgs, 0, json_object_array_length(run->msgs));
+    if (svc_sess_message_count(&run->sess, -1, &run->stored, &run->next_id, ids, err) != 0)
+        return -1;
+    return restore_window(run, *ids, err);
+}
+
+/* The imported history, then the user's message (its id is the run's input_id). */
+static int begin_inputs(struct svc_run *run, json_object *import, const char *input,
+                        struct svc_err *err)
+{
+    size_t n = json_object_array_length(import);
+    for (size_t i = 0; i < n; i++) {
+        json_object *nm = json_object_array_get_idx(import, i);
+        if (store_message_locked(run, nm, false, err) != 0)
+            return -1;
+        json_object_array_add(run->msgs, json_object_get(nm));
+    }
+    json_object *um = svc_loop_user_message(input);
+    run->input_id = run->next_id;
+    if (store_message_locked(run, um, false, err) != 0) {
+        json_object_put(um);
+        return -1;
+    }
+    json_object_array_add(run->msgs, um);
+    return 0;
+}
+
+/* Begin failed (a disk error) after the sidecar said `running`: the session goes back to
+ * what it was (sc, or no sidecar); if that cannot be written either, the `running` left is
+ * repaired as interrupted. Through the spare, which holds that very file: on a full disk,
+ * bytes rewritten over their own blocks need no new space. */
+static void begin_undo(struct svc_run *run, json_object *sc)
+{
+    struct svc_sess *s = &run->sess;
+    const struct svc_store *st = &s->st;
+    char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
+    if (sc && svc_sidecar_write(s, sc, svc_sync_spare(svc_sync_full(st->durable), st->durable),
+                                NULL) == 0)
+        index_note(st, s->sid, sc);
+    else if (!sc && path)
+        unlink(path);
+    free(path);
+}
+
 static int begin_stateful(struct svc_run *run, const struct svc_run_request *req,
                           struct svc_err *err)
 {
@@ -419,136 +562,34 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     int64_t *ids = NULL;
     json_object *import = NULL, *running = NULL;
     json_object *sc = NULL; /* borrowed from the handle */
-    bool running_written = false;
-    struct stat lst;
-    bool exists = lstat(s->dir, &lst) == 0;
-    if (exists && !S_ISDIR(lst.st_mode)) {
-        /* a symlink (or a file) where the session directory should be: never follow it */
-        svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
+    bool dirs_seen = false;
+    if (begin_dirs(run, &dirs_seen, err) != 0 || begin_lock(run, &sc, err) != 0)
         goto out;
-    }
-    /* GET /api/v1/chat/sessions/export is the export route's path (cgi/routes.c): svc makes
-     * no session it could not show there (one another program made is still served) */
-    if (!exists && strcmp(s->sid, "export") == 0) {
-        svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                     "session id 'export' is reserved (the path of the export route); choose "
-                     "another");
-        goto out;
-    }
-    /* a new session's directories are synced at the run's end (sync_new_dirs), before its
-     * commit record: until then a power cut may lose the session, which answered nothing */
-    if (!exists && (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||
-                    svc_mkdirs(s->dir, 0755, err) != 0))
-        goto out;
-    bool dirs_seen = false; /* the session and messages directories, seen just now */
-    /* the check's descriptor of the messages directory is the handle's (O_PATH: enough
-     * for openat, fstat and the window cache's watch) */
-    if (exists && svc_sess_check_layout(s, &dirs_seen, err) != 0)
-        goto out;
-    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
-        goto out;
-    if (svc_sess_lock(s, true, err) != 0)
-        goto out;
-    /* read even under native_file: an archived session (sidecar written by archive) must
-     * refuse runs there too */
-    if (svc_sess_sidecar(s, &sc, err) != 0)
-        goto out;
-    if (sc && run->sidecars && strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
-        repair_locked(s, sc, err) != 0)
-        goto out; /* we hold the run lock: a `running` on disk is stale */
-    if (sc && svc_json_bool(sc, "archived", false)) {
-        svc_err_set(err, SVC_E_SESSION_ARCHIVED, "session %s is archived; unarchive it first",
-                    s->sid);
-        goto out;
-    }
     run->prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     if (svc_sess_message_count(s, sc ? svc_json_int(sc, "message_count", -1) : -1, &run->stored,
                                &run->next_id, &ids, err) != 0)
         goto out;
-    bool first_run = run->stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
-    import = json_object_new_array();
-    if (first_run && req->history && run->cfg->sessions.persist_openai_history) {
-        size_t n = json_object_array_length(req->history);
-        for (size_t i = 0; i < n; i++) {
-            json_object *nm = svc_openai_to_native(json_object_array_get_idx(req->history, i));
-            if (nm)
-                json_object_array_add(import, nm);
-        }
-    }
-    int64_t nimport = (int64_t)json_object_array_length(import);
+    import = begin_history(run, req, sc);
     /* SPEC 3: the sidecar says `running` before any native file is written */
     if (run->sidecars) {
-        running = running_sidecar(run, req, sc, run->stored + nimport + 1);
+        int64_t count = run->stored + (int64_t)json_object_array_length(import) + 1;
+        json_object *r = running_sidecar(run, req, sc, count);
         /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
-        if (svc_sidecar_write(s, running, svc_sync_spare(svc_sync_full(st->durable), st->durable),
-                              err) != 0)
-            goto out;
-        running_written = true;
-        index_note(st, s->sid, running);
-    }
-    /* what begin creates is written synced (SVC_SYNC_FILE), the directories naming it are
-     * synced once, at the run's end (sync_new_dirs) */
-    bool made = false;
-    if (svc_sess_ensure(s, dirs_seen, sync_file(st), &made, err) != 0)
-        goto out;
-    struct svc_err rerr;
-    if (svc_sess_read_agent(s, &run->agent, &rerr) != 0) {
-        if (rerr.code != SVC_E_NOT_FOUND) {
-            *err = rerr;
+        if (svc_sidecar_write(s, r, svc_sync_spare(svc_sync_full(st->durable), st->durable), err) !=
+            0) {
+            json_object_put(r);
             goto out;
         }
-        run->agent = svc_store_new_agent(st->agent_id);
-        made = true;
-        if (svc_sess_write_agent(s, run->agent, sync_file(st), err) != 0)
-            goto out;
+        running = r;
+        index_note(st, s->sid, running);
     }
-    /* and again by every run until one of the session's runs completes (a new session has
-     * none): the run that made them may have died before its end synced them (a run that
-     * failed synced them too, but its turn_count stays 0: a few extra syncs there) */
-    bool completed = run->sidecars ? sc && svc_json_int(sc, "turn_count", 0) > 0
-                                   : svc_agent_model_calls(run->agent) > 0;
-    run->dirs_unsynced = st->durable && (made || !completed);
-    run->removed = svc_agent_removed_count(run->agent);
-    if (restore_window(run, ids, err) != 0) {
-        if (ids)
-            goto out;
-        /* a file of the trusted range is missing (removed by another program): count
-         * by scanning and restore again */
-        json_object_array_del_idx(run->msgs, 0, json_object_array_length(run->msgs));
-        if (svc_sess_message_count(s, -1, &run->stored, &run->next_id, &ids, err) != 0 ||
-            restore_window(run, ids, err) != 0)
-            goto out;
-    }
-    for (int64_t i = 0; i < nimport; i++) {
-        json_object *nm = json_object_array_get_idx(import, (size_t)i);
-        if (store_message_locked(run, nm, false, err) != 0)
-            goto out;
-        json_object_array_add(run->msgs, json_object_get(nm));
-    }
-    json_object *um = svc_loop_user_message(req->input);
-    run->input_id = run->next_id;
-    int src = store_message_locked(run, um, false, err);
-    if (src == 0)
-        json_object_array_add(run->msgs, um);
-    else
-        json_object_put(um);
-    if (src != 0)
+    if (begin_agent(run, sc, dirs_seen, err) != 0 || begin_window(run, &ids, err) != 0 ||
+        begin_inputs(run, import, req->input, err) != 0)
         goto out;
     rc = 0;
 out:
-    if (rc != 0 && running_written) {
-        /* begin failed (a disk error): the session goes back to what it was; if that
-         * cannot be written either, the `running` left is repaired as interrupted. Through
-         * the spare, which holds that very file (the `running` write went through it): on
-         * a full disk, bytes rewritten over their own blocks need no new space. */
-        char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
-        if (sc && svc_sidecar_write(s, sc, svc_sync_spare(svc_sync_full(st->durable), st->durable),
-                                    NULL) == 0)
-            index_note(st, s->sid, sc);
-        else if (!sc && path)
-            unlink(path);
-        free(path);
-    }
+    if (rc != 0 && running)
+        begin_undo(run, sc);
     svc_sess_unlock(s); /* never held across a model call */
     svc_sess_forget_sidecar(s);
     if (rc != 0)
@@ -653,16 +694,9 @@ static void deliver_final_event(struct svc_run *run, json_object *ev)
         run->sink->on_event(run->sink->ctx, ev);
 }
 
-static int run_end(struct svc_run *run, const struct svc_err *failure)
+/* The run's one final event: done, or error with the failure's code and message. */
+static json_object *final_event(struct svc_run *run, const struct svc_err *failure)
 {
-    struct svc_err err;
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    run->ended = true;
-    run->content_str = svc_buf_steal(&run->content);
-    const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
-    svc_metrics_run(status, svc_time_monotonic() - run->started_mono);
-    /* the one final event */
     json_object *ev;
     if (!failure) {
         ev = svc_loop_event_new(run, "done");
@@ -673,49 +707,44 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
         svc_json_set_str(ev, "message", failure->message);
         svc_json_set_str(ev, "code", svc_err_name(failure->code));
     }
-    /* recorded in the turn line below; delivered to the sink only once the session is
-     * committed and the run lock released, so whoever sees the final event (a stream, a
-     * runner's record) can start the next run at once instead of meeting session_busy */
-    json_object_array_add(run->events, ev);
-    if (!run->stateful) {
-        deliver_final_event(run, ev);
-        return 0;
-    }
-    int rc = -1;
-    json_object *sc = NULL, *turn = NULL;
-    if (svc_sess_lock(s, true, &err) != 0)
-        goto out;
-    /* the messages are the run: their names are made durable before its commit record */
-    if (run->msgs_unsynced && svc_fsync_dir(s->msg_dir, &err) != 0)
-        goto out;
+    return ev;
+}
+
+/* Under the session lock, what the commit record depends on: the message names synced, the
+ * directories a new session made synced, agent.json's counts written. */
+static int end_flush(struct svc_run *run, struct svc_err *err)
+{
+    struct svc_sess *s = &run->sess;
+    const struct svc_store *st = &s->st;
+    if (svc_sess_lock(s, true, err) != 0)
+        return -1;
+    if (run->msgs_unsynced && svc_fsync_dir(s->msg_dir, err) != 0)
+        return -1;
     run->msgs_unsynced = false;
     if (run->dirs_unsynced &&
-        ((run->sidecars && svc_turns_create(s, &err) != 0) || sync_new_dirs(s, &err) != 0))
-        goto out;
+        ((run->sidecars && svc_turns_create(s, err) != 0) || sync_new_dirs(s, err) != 0))
+        return -1;
     run->dirs_unsynced = false;
-    if (run->agent) {
-        svc_agent_set_counts(run->agent, run->removed,
-                             svc_agent_model_calls(run->agent) + run->loop_count);
-        /* with sidecars the turn line is the commit record and agent.json is not synced
-         * (see the budget at the top); native_file has no other record */
-        int sync = run->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);
-        if (svc_sess_write_agent(s, run->agent, svc_sync_spare(sync, st->durable), &err) != 0)
-            goto out;
-    }
-    if (!run->sidecars) {
-        /* native_file writes no sidecar; the listing index still learns of the turn */
-        json_object *derived = NULL;
-        if (svc_sidecar_derive(s, &derived, NULL) == 0)
-            index_note(st, s->sid, derived);
-        json_object_put(derived);
-        rc = 0;
-        goto out;
-    }
-    json_object *cur = NULL;
+    if (!run->agent)
+        return 0;
+    svc_agent_set_counts(run->agent, run->removed,
+                         svc_agent_model_calls(run->agent) + run->loop_count);
+    /* with sidecars the turn line is the commit record and agent.json is not synced
+     * (see the budget at the top); native_file has no other record */
+    int sync = run->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);
+    return svc_sess_write_agent(s, run->agent, svc_sync_spare(sync, st->durable), err);
+}
+
+/* The sidecar as the run leaves it (new reference): status, counts, error, token state. */
+static json_object *end_sidecar(struct svc_run *run, const char *status,
+                                const struct svc_err *failure)
+{
+    struct svc_sess *s = &run->sess;
+    json_object *cur = NULL, *sc;
     if (svc_sess_sidecar(s, &cur, NULL) == 0 && cur)
         sc = json_object_get(cur);
     else
-        sc = svc_sidecar_new(s->sid, st->agent_id, model_name(run->cfg));
+        sc = svc_sidecar_new(s->sid, s->st.agent_id, model_name(run->cfg));
     svc_sess_forget_sidecar(s);
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
@@ -730,6 +759,46 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
         svc_json_set(sc, "last_error", error_object(failure, run->run_id));
     }
     svc_json_set(sc, "token_state", svc_loop_token_state(run, svc_json_obj(sc, "token_state")));
+    return sc;
+}
+
+/* native_file writes no sidecar; the listing index still learns of the turn. */
+static void end_native(struct svc_run *run)
+{
+    json_object *derived = NULL;
+    if (svc_sidecar_derive(&run->sess, &derived, NULL) == 0)
+        index_note(&run->sess.st, run->sess.sid, derived);
+    json_object_put(derived);
+}
+
+static int run_end(struct svc_run *run, const struct svc_err *failure)
+{
+    struct svc_err err;
+    struct svc_sess *s = &run->sess;
+    const struct svc_store *st = &s->st;
+    run->ended = true;
+    run->content_str = svc_buf_steal(&run->content);
+    const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
+    svc_metrics_run(status, svc_time_monotonic() - run->started_mono);
+    /* recorded in the turn line below; delivered to the sink only once the session is
+     * committed and the run lock released, so whoever sees the final event (a stream, a
+     * runner's record) can start the next run at once instead of meeting session_busy */
+    json_object *ev = final_event(run, failure);
+    json_object_array_add(run->events, ev);
+    if (!run->stateful) {
+        deliver_final_event(run, ev);
+        return 0;
+    }
+    int rc = -1;
+    json_object *sc = NULL, *turn = NULL;
+    if (end_flush(run, &err) != 0)
+        goto out;
+    if (!run->sidecars) {
+        end_native(run);
+        rc = 0;
+        goto out;
+    }
+    sc = end_sidecar(run, status, failure);
     turn = turn_line(run->run_id, status, run->input_id, json_object_get(run->output_ids),
                      json_object_get(run->events), json_object_get(run->tool_trace),
                      run->prompt_tokens, run->completion_tokens,
@@ -738,11 +807,10 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     if (svc_turns_append(s, turn, &err) != 0)
         goto out;
     /* SPEC 3 step 4: memory sync follows the turn line. Done here, under the lock already
-     * held, its memory_state rides in the one sidecar write below instead of a second
-     * rewrite (and index line) of its own; a caller that publishes the run's end first
-     * (svc_run_defer_memory) syncs afterwards as before. A crash between the two leaves
-     * the `running` sidecar, completed from the turn line (the digest is not written
-     * twice: memory.c looks for it first). */
+     * held, its memory_state rides in the one sidecar write below; a caller that publishes
+     * the run's end first (svc_run_defer_memory) syncs afterwards. A crash between the two
+     * leaves the `running` sidecar, completed from the turn line (memory.c finds a digest
+     * already written). */
     if (!failure && run->cfg->sessions.sync_memory && !run->memory_defer) {
         sync_memory_into(run, sc);
         run->memory_synced = true;
