@@ -52,7 +52,6 @@
 #include "memory.h"
 #include "metrics.h"
 #include "openai.h"
-#include "runs.h"
 #include "runstate.h"
 #include "sidecar.h"
 #include "store.h"
@@ -212,7 +211,7 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
         svc_json_set_str(sc, "status", "error");
         svc_json_set(sc, "last_error", error_object(&ie, run_id));
         /* the events the run recorded (asynchronous runs), ended by the one error event */
-        json_object *events = svc_runs_events_at(s->st.root, run_id);
+        json_object *events = svc_store_run_events(s->st.root, run_id);
         size_t nev = json_object_array_length(events);
         const char *last_type =
             nev ? svc_json_str(json_object_array_get_idx(events, nev - 1), "type", "") : "";

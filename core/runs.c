@@ -493,7 +493,7 @@ int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object *
 }
 
 struct events_ctx {
-    json_object *arr; /* events from cursor on (NULL: all, svc_runs_events_at) */
+    json_object *arr; /* events from cursor on */
     long cursor, idx;
     const char *last; /* the last whole line */
     size_t last_n;
@@ -552,23 +552,6 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     *finished = settled;
     *out = arr;
     return 0;
-}
-
-json_object *svc_runs_events_at(const char *root, const char *run_id)
-{
-    json_object *arr = json_object_new_array();
-    char *path = NULL, *buf = NULL;
-    size_t len = 0;
-    if (!svc_run_id_valid(run_id))
-        return arr;
-    path = svc_store_run_path(root, run_id, SVC_RUN_EVENTS);
-    if (svc_file_read(path, &buf, &len, NULL) == 0) {
-        struct events_ctx c = {arr, 0, 0, NULL, 0}; /* a torn tail is not an event */
-        svc_jsonl_lines(buf, len, event_line_add, &c);
-    }
-    free(buf);
-    free(path);
-    return arr;
 }
 
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms)

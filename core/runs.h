@@ -42,10 +42,6 @@ int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object *
  * the array. */
 int svc_runs_events(const struct svc_config *cfg, const char *run_id, long cursor,
                     json_object **out, long *next, bool *finished, struct svc_err *err);
-/* The events recorded for run_id under root (<root>/.svc_runs/<run_id>.events.jsonl), in
- * order, undecodable lines skipped: a new array, empty when there are none. For the
- * repair of a run whose process died (session.c), which knows the root, not the config. */
-json_object *svc_runs_events_at(const char *root, const char *run_id);
 /* Block until the events file grows or timeout_ms passes (inotify; no busy loop).
  * Returns 1 when something changed, 0 on timeout, -1 on error. */
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms);

@@ -726,3 +726,26 @@ json_object *svc_store_effective_message(json_object *rec)
     json_object *r = svc_json_obj(rec, "redact_message");
     return r ? r : svc_json_obj(rec, "message");
 }
+
+static void run_event_add(void *ctx, const char *line, size_t n, size_t off)
+{
+    (void)off;
+    json_object *ev = svc_jsonl_object(line, n);
+    if (ev)
+        json_object_array_add(ctx, ev);
+}
+
+json_object *svc_store_run_events(const char *root, const char *run_id)
+{
+    json_object *arr = json_object_new_array();
+    char *buf = NULL;
+    size_t len = 0;
+    if (!run_id || strlen(run_id) > 64 || !svc_id_valid(run_id))
+        return arr;
+    char *path = svc_store_run_path(root, run_id, SVC_RUN_EVENTS);
+    if (svc_file_read(path, &buf, &len, NULL) == 0)
+        svc_jsonl_lines(buf, len, run_event_add, arr); /* a torn tail is not an event */
+    free(buf);
+    free(path);
+    return arr;
+}

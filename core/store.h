@@ -73,6 +73,8 @@ const char *svc_store_name(enum svc_file f);
 char *svc_store_root_path(const struct svc_store *st, enum svc_file f);
 /* <root>/.svc_runs/<run_id><suffix of f> (root NULL: the name alone). */
 char *svc_store_run_path(const char *root, const char *run_id, enum svc_run_file f);
+/* The events a run recorded, in order (new reference; empty when none or id invalid). */
+json_object *svc_store_run_events(const char *root, const char *run_id);
 /* The run id of a name in .svc_runs holding f's suffix (heap), else NULL. */
 char *svc_store_run_id_of(const char *name, enum svc_run_file f);
 /* The session id in a root entry's name session_<sid> (borrowed from name), else NULL. */
