@@ -37,6 +37,8 @@ struct svc_export_request {
     bool output_dir_trusted; /* the CLI: --out may name any directory */
     bool tar;                /* format "tar.gz" (download is always tar.gz) */
     bool download;           /* streamed: the destination is neither checked nor used */
+    const char *owner;       /* NULL: any session; else only its own (core/user.h), and a
+                              * named session of another owner is not found */
 };
 
 /* Called after each session and at the end (done == total). */

@@ -595,6 +595,7 @@ static const struct cfg_row job_rows[] = {
     {"session_id", CT_STR, J(session_id), .check = check_id, .flags = F_REQUIRED},
     {"input", CT_STR, J(input), .min = 1, .flags = F_REQUIRED},
     {"enabled", CT_BOOL, J(enabled), .def = "true"},
+    {"user", CT_STR, J(user), .max = 128, .def = ""},
 };
 #undef J
 

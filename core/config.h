@@ -22,6 +22,7 @@ struct svc_job {
     char *session_id;
     char *input;
     bool enabled;
+    char *user; /* who the job runs as (SPEC 14); "": an admin */
 };
 
 struct svc_extension {

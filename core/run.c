@@ -350,8 +350,10 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         svc_json_set_str(out, "title", title ? title : "");
         free(title);
     }
-    if (req->user_id)
+    if (req->user_id && !svc_user_owner(out))
         svc_json_set_str(out, "user_id", req->user_id);
+    if (!sc && run->stored == 0 && req->user && req->user->id)
+        svc_user_own(out, req->user->id); /* a new session: the asker owns it */
     if (req->channel)
         svc_json_set_str(out, "channel", req->channel);
     if (req->locale)
@@ -402,6 +404,33 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
     return 0;
 }
 
+/* SPEC 14: a session the asker may not see is missing to them. sc is its sidecar (NULL:
+ * none); without one, a directory holding native files is a session of the admins. */
+static int check_user(const struct svc_run *run, const struct svc_run_request *req, json_object *sc,
+                      struct svc_err *err)
+{
+    const char *scope = svc_user_scope(req->user);
+    json_object *derived = NULL;
+    if (!scope || (sc ? svc_user_sees(scope, sc)
+                      : svc_sidecar_derive(&run->sess.st, run->sess.sid, &derived, NULL) != 0))
+        return 0;
+    json_object_put(derived);
+    return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", run->sess.sid);
+}
+
+/* The same before any lock, so that another's session is never busy or archived to them. */
+static int check_user_unlocked(const struct svc_run *run, const struct svc_run_request *req,
+                               struct svc_err *err)
+{
+    if (!svc_user_scope(req->user))
+        return 0;
+    json_object *sc = NULL;
+    svc_sidecar_read(&run->sess.st, run->sess.sid, &sc, NULL);
+    int rc = check_user(run, req, sc, err);
+    json_object_put(sc);
+    return rc;
+}
+
 static int begin_stateful(struct svc_run *run, const struct svc_run_request *req,
                           struct svc_err *err)
 {
@@ -440,13 +469,15 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen,
                                               s->msg_fd < 0 ? &s->msg_fd : NULL, err) != 0)
         goto out;
+    if (exists && check_user_unlocked(run, req, err) != 0)
+        goto out;
     if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
         goto out;
     if (svc_sess_lock(s, true, err) != 0)
         goto out;
     /* read even under native_file: an archived session (sidecar written by archive) must
      * refuse runs there too */
-    if (svc_sess_sidecar(s, &sc, err) != 0)
+    if (svc_sess_sidecar(s, &sc, err) != 0 || check_user(run, req, sc, err) != 0)
         goto out;
     if (sc && run->sidecars && strcmp(svc_json_str(sc, "status", ""), "running") == 0 &&
         repair_locked(st, s->sid, sc, err) != 0)
@@ -474,6 +505,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     /* SPEC 3: the sidecar says `running` before any native file is written */
     if (run->sidecars) {
         running = running_sidecar(run, req, sc, run->stored + nimport + 1);
+        const char *owner = svc_user_owner(running);
+        run->owner = owner ? svc_xstrdup(owner) : NULL; /* memory recall's scope */
         /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
         if (svc_sidecar_write_sync(st, s->sid, running,
                                    svc_sync_spare(svc_sync_full(st->durable), st->durable),
@@ -828,6 +861,7 @@ void svc_run_free(struct svc_run *run)
     json_object_put(run->events);
     json_object_put(run->tool_trace);
     free(run->request_system);
+    free(run->owner);
     json_object_put(run->tool_calls);
     svc_buf_free(&run->content);
     free(run->content_str);

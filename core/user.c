@@ -146,3 +146,22 @@ void svc_user_own(json_object *sc, const char *id)
     svc_json_set_str(sc, "user_id", id);
     svc_json_set_bool(sc, "user_verified", true);
 }
+
+char *svc_user_key(const struct svc_user *u, const char *key)
+{
+    char *out = NULL;
+    if (u && u->id)
+        svc_xasprintf(&out, "%s\n%s", u->id, key);
+    else
+        out = svc_xstrdup(key);
+    return out;
+}
+
+void svc_user_of_job(const struct svc_config *cfg, const char *user, struct svc_user *out)
+{
+    out->id = user && *user ? user : NULL;
+    out->admin = !out->id || listed(cfg->server.admins, user);
+    for (size_t i = 0; out->id && i < cfg->server.nusers; i++)
+        if (strcmp(cfg->server.users[i].id, user) == 0)
+            out->admin = cfg->server.users[i].role == SVC_ROLE_ADMIN;
+}

@@ -26,12 +26,18 @@ bool svc_users_enabled(const struct svc_config *cfg);
  * invalid_token. With no token and no users configured everyone is the admin. */
 int svc_user_authenticate(const struct svc_config *cfg, const char *authorization,
                           const char *param_user, struct svc_user *out, struct svc_err *err);
+/* The identity a job runs as: its `user:` (an admin when server.users says so, or when it
+ * is ""). */
+void svc_user_of_job(const struct svc_config *cfg, const char *user, struct svc_user *out);
 /* The owner filter of u's reads: NULL for an admin (every session), else u's id. */
 const char *svc_user_scope(const struct svc_user *u);
 /* The owner of a summary or sidecar (borrowed), NULL when it has none. */
 const char *svc_user_owner(json_object *summary);
 /* Whether scope (svc_user_scope) sees the session of this summary; NULL summary: none. */
 bool svc_user_sees(const char *scope, json_object *summary);
+/* An Idempotency-Key as stored for u (heap): each user's keys are their own, so one
+ * user's key never replays another's answer. The key itself for the server.api_token admin. */
+char *svc_user_key(const struct svc_user *u, const char *key);
 /* Record id as the owner of a new session's sidecar. */
 void svc_user_own(json_object *sc, const char *id);
 

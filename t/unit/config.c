@@ -261,7 +261,7 @@ static void test_full(void)
     char *jobdump = svc_json_dump_compact(json_object_array_get_idx(jobs, 1));
     is_str(jobdump,
            "{\"id\":\"nightly\",\"schedule\":\"*/15 0-6 * * *\",\"session_id\":\"sess-2\","
-           "\"input\":\"Night run\",\"enabled\":false}",
+           "\"input\":\"Night run\",\"enabled\":false,\"user\":\"\"}",
            "job json shape");
     free(jobdump);
     json_object *exts = svc_json_arr(j, "extensions");
