@@ -661,8 +661,8 @@ int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_objec
 int svc_session_visible(const struct svc_config *cfg, const char *scope, const char *sid,
                         bool missing_ok, struct svc_err *err)
 {
-    if (!scope)
-        return 0;
+    if (!scope || (missing_ok && !cfg->sessions.enabled))
+        return 0; /* stateless turns name no stored session */
     json_object *o = NULL;
     struct svc_err e;
     svc_err_clear(&e);

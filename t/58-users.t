@@ -279,4 +279,12 @@ is basic(dave => GET => '/api/config')->{status}, 403, 'dave: /api/config is for
 is basic(carol => GET => '/api/config')->{status}, 200, 'carol: /api/config';
 $p->stop;
 
+# sessions disabled: a user's turn naming a session id still runs, statelessly
+my $q = SvcTest->start(env => { TOK_ALICE => $TOK{alice} },
+                       config => "server:\n  users:\n    - {id: alice, token_env: TOK_ALICE}\nsessions:\n  enabled: false\n");
+$r = $q->req(POST => '/api/chat', headers => { authorization => "Bearer $TOK{alice}" },
+             body => { session_id => 's-1', messages => [{ role => 'user', content => 'hi' }] });
+is $r->{status}, 200, 'sessions disabled: a user\'s turn naming a session runs statelessly';
+$q->stop;
+
 done_testing;
