@@ -566,8 +566,10 @@ int h_chat(struct http_req *r, struct svc_err *err)
     if (parse_chat(r, &in, err) < 0)
         goto out;
     http_set_session(r, in.sid, false);
-    /* another user's session is missing to this one: never replayed, never continued */
-    if (in.sid && svc_session_visible(r->cfg, svc_user_scope(&r->user), in.sid, true, err) < 0)
+    /* another user's session is missing to this one: never replayed (the run's begin
+     * refuses to continue it) */
+    if (in.sid && r->idempotency_key &&
+        svc_session_visible(r->cfg, svc_user_scope(&r->user), in.sid, true, err) < 0)
         goto out;
     json_object *rec = NULL;
     if (svc_idem_sync_decide(r->cfg, in.sid, r->idempotency_key, &rec) == SVC_IDEM_REPLAY) {
@@ -619,7 +621,8 @@ int h_runs_create(struct http_req *r, struct svc_err *err)
     if (parse_chat(r, &in, err) < 0)
         goto done;
     http_set_session(r, in.sid, false);
-    if (in.sid && svc_session_visible(r->cfg, svc_user_scope(&r->user), in.sid, true, err) < 0)
+    if (in.sid && r->idempotency_key && /* a key replays (svc_runs_spawn): only one's own */
+        svc_session_visible(r->cfg, svc_user_scope(&r->user), in.sid, true, err) < 0)
         goto done;
     struct svc_run_request req = run_request_of(&in);
     req.user = &r->user;

@@ -674,8 +674,6 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         free(r->idempotency_key);
         r->idempotency_key = key;
     }
-    if (in.sid && svc_session_visible(r->cfg, svc_user_scope(&r->user), in.sid, true, err) < 0)
-        goto out;
     json_object *stored = NULL;
     if (r->idempotency_key &&
         svc_responses_by_key(r->cfg, r->idempotency_key, &stored, NULL) == 0) {

@@ -418,7 +418,8 @@ static int check_user(const struct svc_run *run, const struct svc_run_request *r
     return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", run->sess.sid);
 }
 
-/* The same before any lock, so that another's session is never busy or archived to them. */
+/* The same without the session lock, for a session whose run lock is taken: another
+ * user's session is never busy to them. */
 static int check_user_unlocked(const struct svc_run *run, const struct svc_run_request *req,
                                struct svc_err *err)
 {
@@ -469,10 +470,11 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (exists && svc_store_check_layout_seen(st, s->sid, &dirs_seen,
                                               s->msg_fd < 0 ? &s->msg_fd : NULL, err) != 0)
         goto out;
-    if (exists && check_user_unlocked(run, req, err) != 0)
+    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0) {
+        if (exists && err && err->code == SVC_E_SESSION_BUSY)
+            check_user_unlocked(run, req, err); /* another's is missing, not busy */
         goto out;
-    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0)
-        goto out;
+    }
     if (svc_sess_lock(s, true, err) != 0)
         goto out;
     /* read even under native_file: an archived session (sidecar written by archive) must

@@ -35,7 +35,7 @@ model:
   provider: openai
   base_url: $base
 memory:
-  recall: 5
+  recall: 50
 jobs:
   - id: alices
     schedule: "* * * * *"
@@ -197,6 +197,19 @@ for my $pair ([qw(alice bob)], [qw(bob alice)]) {
     ok @names, "$other: the bundle holds sessions";
     ok !(grep { /session_\Q$o{sid}\E\/|session_legacy-1\// } @names), "$other: the bundle holds none of ${owner}'s or the admins'";
 }
+
+# a run in flight: its session is missing to another user, never busy
+my $slow = as(alice => POST => '/api/chat/runs',
+              body => { session_id => 'alice-slow', messages => [{ role => 'user', content => 'slow 3 alice waits' }] });
+is $slow->{status}, 202, 'alice: a slow run';
+my $busy = chat(alice => 'alice-slow', 'alice again');
+is $busy->{json}{error}{code}, 'session_busy', 'alice: her own running session is busy';
+is err_of(chat(bob => 'alice-slow', 'bob barges in'), 'alice-slow'), '404 session_not_found session ID not found',
+   'bob: alice\'s running session is missing, not busy';
+is err_of(as(bob => POST => "/api/chat/runs/$slow->{json}{run_id}/cancel"), $slow->{json}{run_id}),
+   err_of(as(bob => POST => "/api/chat/runs/$missing_run/cancel"), $missing_run), 'bob cannot cancel it';
+SvcTest::wait_for(15, sub { (as(alice => GET => "/api/chat/runs/$slow->{json}{run_id}")->{json}{status} // 'running') ne 'running' });
+is as(alice => GET => "/api/chat/runs/$slow->{json}{run_id}")->{json}{status}, 'done', 'alice\'s run went on';
 
 # admins see and change everything
 for my $who (qw(root legacy)) {
