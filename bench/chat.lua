@@ -23,6 +23,7 @@ function init(args)
   errors = 0
   errbody = nil
   headers = { ["Content-Type"] = "application/json" }
+  for k, v in pairs(wrk.headers) do headers[k] = v end -- wrk -H (Authorization)
 end
 
 function request()

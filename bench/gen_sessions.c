@@ -4,6 +4,7 @@
  * each with MESSAGES native messages (alternating user/assistant, MESSAGES/2 turns):
  * session.json, agent.json, message_<n>.json, svc_session.json and svc_turns.jsonl in the
  * shapes `build/svc chat` writes (Strands FileSessionManager layout plus svc sidecars).
+ * With GEN_OWNER set, the sessions belong to that user (user_id, user_verified).
  * Nothing is fsynced: this is a throwaway bench root. Built and run by scripts/bench. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -167,6 +168,7 @@ static void gen_one(const char *root, const char *sid, long idx, int nmsg, long 
     }
     close_w(tf, tp);
 
+    const char *owner = getenv("GEN_OWNER"); /* sessions of this user (SPEC 14) */
     char last_run[40] = "null";
     if (turns > 0)
         snprintf(last_run, sizeof last_run, "\"run-%08lx%08x\"", idx, nmsg - 1);
@@ -175,7 +177,7 @@ static void gen_one(const char *root, const char *sid, long idx, int nmsg, long 
     fprintf(f,
             "{\n  \"schema_version\": 1,\n  \"session_id\": \"%s\",\n  \"agent_id\": \"%s\",\n"
             "  \"title\": \"Bench session %ld, question 1: how is the ma\",\n"
-            "  \"user_id\": \"anonymous\",\n  \"channel\": \"bench\",\n  \"model\": \"echo-1\",\n"
+            "  \"user_id\": \"%s\",%s\n  \"channel\": \"bench\",\n  \"model\": \"echo-1\",\n"
             "  \"locale\": \"en\",\n  \"created_at\": \"%s\",\n  \"updated_at\": \"%s\",\n"
             "  \"message_count\": %d,\n  \"turn_count\": %d,\n  \"run_count\": %d,\n"
             "  \"last_run_id\": %s,\n  \"status\": \"idle\",\n  \"archived\": false,\n"
@@ -187,8 +189,9 @@ static void gen_one(const char *root, const char *sid, long idx, int nmsg, long 
             "    \"model_context_window\": 128000,\n    \"utilization_ratio\": %.6g,\n"
             "    \"loop_count\": 1,\n    \"removed_message_count\": %ld\n  },\n  \"memory_state\": "
             "{}\n}\n",
-            sid, agent, idx, c0, cN, nmsg, turns, turns, last_run, last_in, last_out,
-            last_in + last_out, cum_in, cum_out, cum_in + cum_out,
+            sid, agent, idx, owner ? owner : "anonymous",
+            owner ? "\n  \"user_verified\": true," : "", c0, cN, nmsg, turns, turns, last_run,
+            last_in, last_out, last_in + last_out, cum_in, cum_out, cum_in + cum_out,
             (double)(last_in + last_out) / 128000.0, removed);
     close_w(f, p);
 }

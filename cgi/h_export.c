@@ -114,6 +114,7 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
         goto out;
     }
     req.tar = format && strcmp(format, "tar.gz") == 0;
+    req.owner = svc_user_scope(&r->user); /* a user exports their own sessions (SPEC 14) */
     /* a download is a .tar.gz sent to the client: nothing is written on the server */
     if (req.download && format && !req.tar) {
         svc_err_setp(err, SVC_E_INVALID_FIELD, "format",

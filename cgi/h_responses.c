@@ -18,6 +18,7 @@
 #include "idem.h"
 #include "jsonx.h"
 #include "log.h"
+#include "query.h"
 #include "responses.h"
 #include "runs.h"
 #include "session.h"
@@ -240,6 +241,18 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
+/* Whether the stored response o (id) is another user's (SPEC 14): then err says it is
+ * missing, as for an unknown id. */
+static bool response_unseen(struct http_req *r, json_object *o, const char *id, struct svc_err *err)
+{
+    const char *scope = svc_user_scope(&r->user);
+    if (!scope ||
+        svc_session_visible(r->cfg, scope, svc_json_str(o, "session_id", ""), false, NULL) == 0)
+        return false;
+    svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
+    return true;
+}
+
 static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
@@ -270,7 +283,8 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "conversations need sessions.enabled: true");
     if (in->prev_id) {
-        if (svc_responses_get(r->cfg, in->prev_id, &in->prev, err) < 0) {
+        if (svc_responses_get(r->cfg, in->prev_id, &in->prev, err) < 0 ||
+            response_unseen(r, in->prev, in->prev_id, err)) {
             if (err->code == SVC_E_RESPONSE_NOT_FOUND)
                 svc_err_setp(err, SVC_E_RESPONSE_NOT_FOUND, "previous_response_id",
                              "previous response %.64s not found", in->prev_id);
@@ -655,6 +669,11 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (parse_responses(r, &in, err) < 0)
         goto out;
+    if (r->idempotency_key && r->user.id) { /* each user's keys are their own */
+        char *key = svc_user_key(&r->user, r->idempotency_key);
+        free(r->idempotency_key);
+        r->idempotency_key = key;
+    }
     json_object *stored = NULL;
     if (r->idempotency_key &&
         svc_responses_by_key(r->cfg, r->idempotency_key, &stored, NULL) == 0) {
@@ -678,6 +697,7 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         .has_max_tokens = in.has_max_tokens,
         .max_tokens = in.max_tokens,
         .max_tokens_param = "max_output_tokens",
+        .user = &r->user,
     };
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
@@ -699,8 +719,13 @@ out:
 int h_response_get(struct http_req *r, struct svc_err *err)
 {
     json_object *o = NULL;
-    if (svc_responses_get(r->cfg, http_param(r, "response_id"), &o, err) < 0)
+    const char *id = http_param(r, "response_id");
+    if (svc_responses_get(r->cfg, id, &o, err) < 0)
         return -1;
+    if (response_unseen(r, o, id, err)) {
+        json_object_put(o);
+        return -1;
+    }
     http_set_session(r, svc_json_str(o, "session_id", NULL), false);
     http_send_json(r, 200, o);
     json_object_put(o);

@@ -27,8 +27,11 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
         http_query_str(r, "cursor", &q.cursor, err) < 0 ||
         http_query_bool(r, "include_archived", false, &q.include_archived, err) < 0 ||
         http_query_bool(r, "archived_only", false, &q.archived_only, err) < 0 ||
-        http_query_str(r, "status", &q.status, err) < 0 || http_query_str(r, "q", &q.q, err) < 0)
+        http_query_str(r, "status", &q.status, err) < 0 || http_query_str(r, "q", &q.q, err) < 0 ||
+        http_query_str(r, "user", &q.owner, err) < 0)
         return -1;
+    if (!r->user.admin) /* a user lists their own sessions, whatever they ask (SPEC 14) */
+        q.owner = svc_user_scope(&r->user);
     json_object *o = NULL;
     if (svc_sessions_list(r->cfg, &q, &o, err) < 0)
         return -1;
@@ -51,6 +54,10 @@ int h_session_get(struct http_req *r, struct svc_err *err)
     http_set_session(r, sid, false);
     if (svc_session_get(r->cfg, sid, &o, err) < 0)
         return -1;
+    if (!svc_user_sees(svc_user_scope(&r->user), o)) {
+        json_object_put(o);
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+    }
     if (o != last_get.o) {
         json_object_put(last_get.o);
         free(last_get.text);
@@ -72,7 +79,8 @@ int h_session_messages(struct http_req *r, struct svc_err *err)
                        err) < 0 ||
         http_query_int(r, "offset", 0, INT64_MIN, INT64_MAX, &q.offset, err) < 0 ||
         http_query_str(r, "order", &q.order, err) < 0 ||
-        http_query_bool(r, "include_turns", false, &q.include_turns, err) < 0)
+        http_query_bool(r, "include_turns", false, &q.include_turns, err) < 0 ||
+        svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0)
         return -1;
     json_object *o = NULL;
     if (svc_session_messages(r->cfg, sid, &q, &o, err) < 0)
@@ -85,7 +93,8 @@ static int set_archived(struct http_req *r, bool archived, struct svc_err *err)
     const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
     http_set_session(r, sid, false);
-    if (svc_session_set_archived(r->cfg, sid, archived, &o, err) < 0)
+    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
+        svc_session_set_archived(r->cfg, sid, archived, &o, err) < 0)
         return -1;
     return send_result(r, sid, o);
 }
@@ -106,7 +115,8 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
     json_object *body = NULL, *o = NULL;
     const char *title = NULL;
     http_set_session(r, sid, false);
-    if (http_body_json(r, false, &body, err) < 0)
+    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
+        http_body_json(r, false, &body, err) < 0)
         return -1;
     int rc = http_field_str(body, "title", NULL, true, &title, err);
     if (rc == 0) /* its length and characters are core/query.c's to judge */

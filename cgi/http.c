@@ -414,6 +414,11 @@ void http_log(const struct http_req *r)
 
 /* ---- route params and query ---- */
 
+const char *http_env(const struct http_req *r, const char *name)
+{
+    return r->fcgx ? FCGX_GetParam(name, r->fcgx->envp) : getenv(name);
+}
+
 const char *http_param(const struct http_req *r, const char *name)
 {
     for (int i = 0; i < r->nparams; i++)

@@ -22,6 +22,7 @@
 #include "config.h"
 #include "err.h"
 #include "store.h"
+#include "user.h"
 #include "util.h"
 
 #define HTTP_MAX_PARAMS 4
@@ -49,6 +50,9 @@ struct http_req {
     char *last_event_id;    /* HTTP_LAST_EVENT_ID or NULL */
     int64_t content_length; /* -1 when absent or empty */
     char request_id[SVC_ID_MAX + 1];
+    struct svc_user user; /* who asks, set by the router's authentication (core/user.h) */
+    char user_name[SVC_ID_MAX +
+                   1]; /* user.id when the web server named the user (server.user_param) */
 
     /* Route parameters, percent-decoded ("%00" and bad escapes stay literal). */
     int nparams;
@@ -101,6 +105,8 @@ void http_log(const struct http_req *r);
 int http_pid(void);
 
 /* ---- input ---- */
+/* A FastCGI parameter (CGI: environment variable) by name, NULL when absent. Borrowed. */
+const char *http_env(const struct http_req *r, const char *name);
 /* A route parameter by name ("session_id"), NULL when the route has none. */
 const char *http_param(const struct http_req *r, const char *name);
 /* Decoded query value; *out NULL when absent or empty. */

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "handlers.h"
 #include "http.h"
@@ -20,37 +19,38 @@ struct route {
     const char *pattern;
     http_handler fn;
     bool public; /* no bearer token needed */
+    bool admin;  /* admins only (SPEC 14): 403 permission_denied for a user */
 };
 
 static const struct route routes[] = {
-    {"GET", "/api/health", h_health, true},
-    {"GET", "/api/config", h_config, false},
-    {"GET", "/api/jobs", h_jobs, false},
-    {"GET", "/api/extensions", h_extensions, false},
-    {"GET", "/api/metrics", h_metrics, false},
+    {"GET", "/api/health", h_health, true, false},
+    {"GET", "/api/config", h_config, false, true},
+    {"GET", "/api/jobs", h_jobs, false, true},
+    {"GET", "/api/extensions", h_extensions, false, false},
+    {"GET", "/api/metrics", h_metrics, false, true},
 
-    {"POST", "/api/chat", h_chat, false},
-    {"POST", "/api/v1/chat/completions", h_chat, false},
-    {"GET", "/api/chat/sessions/{session_id}/tokens", h_session_tokens, false},
-    {"POST", "/api/chat/runs", h_runs_create, false},
-    {"GET", "/api/chat/runs/{run_id}", h_run_get, false},
-    {"GET", "/api/chat/runs/{run_id}/events", h_run_events, false},
-    {"POST", "/api/chat/runs/{run_id}/cancel", h_run_cancel, false},
+    {"POST", "/api/chat", h_chat, false, false},
+    {"POST", "/api/v1/chat/completions", h_chat, false, false},
+    {"GET", "/api/chat/sessions/{session_id}/tokens", h_session_tokens, false, false},
+    {"POST", "/api/chat/runs", h_runs_create, false, false},
+    {"GET", "/api/chat/runs/{run_id}", h_run_get, false, false},
+    {"GET", "/api/chat/runs/{run_id}/events", h_run_events, false, false},
+    {"POST", "/api/chat/runs/{run_id}/cancel", h_run_cancel, false, false},
 
-    {"GET", "/api/v1/models", h_models_list, false},
-    {"GET", "/api/v1/models/{model_id}", h_model_get, false},
-    {"POST", "/api/v1/responses", h_responses_create, false},
-    {"POST", "/api/responses", h_responses_create, false},
-    {"GET", "/api/v1/responses/{response_id}", h_response_get, false},
-    {"GET", "/api/responses/{response_id}", h_response_get, false},
+    {"GET", "/api/v1/models", h_models_list, false, false},
+    {"GET", "/api/v1/models/{model_id}", h_model_get, false, false},
+    {"POST", "/api/v1/responses", h_responses_create, false, false},
+    {"POST", "/api/responses", h_responses_create, false, false},
+    {"GET", "/api/v1/responses/{response_id}", h_response_get, false, false},
+    {"GET", "/api/responses/{response_id}", h_response_get, false, false},
 
-    {"GET", "/api/v1/chat/sessions", h_sessions_list, false},
-    {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false},
-    {"GET", "/api/v1/chat/sessions/{session_id}", h_session_get, false},
-    {"PATCH", "/api/v1/chat/sessions/{session_id}", h_session_patch, false},
-    {"GET", "/api/v1/chat/sessions/{session_id}/messages", h_session_messages, false},
-    {"POST", "/api/v1/chat/sessions/{session_id}/archive", h_session_archive, false},
-    {"POST", "/api/v1/chat/sessions/{session_id}/unarchive", h_session_unarchive, false},
+    {"GET", "/api/v1/chat/sessions", h_sessions_list, false, false},
+    {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false, false},
+    {"GET", "/api/v1/chat/sessions/{session_id}", h_session_get, false, false},
+    {"PATCH", "/api/v1/chat/sessions/{session_id}", h_session_patch, false, false},
+    {"GET", "/api/v1/chat/sessions/{session_id}/messages", h_session_messages, false, false},
+    {"POST", "/api/v1/chat/sessions/{session_id}/archive", h_session_archive, false, false},
+    {"POST", "/api/v1/chat/sessions/{session_id}/unarchive", h_session_unarchive, false, false},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -113,24 +113,17 @@ static bool match(const char *pattern, const struct seg *segs, int nsegs, struct
     return true;
 }
 
-/* 0 when authorized (or auth is off), else -1 with 401 missing_token / invalid_token. */
+/* 0 with r->user filled (core/user.h decides who asks), else -1 with 401. */
 static int check_auth(struct http_req *r, struct svc_err *err)
 {
-    const char *token = r->cfg ? svc_config_api_token(r->cfg) : NULL;
-    if (!token || !*token)
-        return 0;
-    const char *h = r->authorization;
-    if (!h || !*h)
-        return svc_err_set(err, SVC_E_MISSING_TOKEN, "an Authorization: Bearer token is required");
-    if (strncasecmp(h, "Bearer ", 7) != 0)
-        return svc_err_set(err, SVC_E_INVALID_TOKEN, "the Authorization header must be Bearer");
-    const char *given = h + 7;
-    while (*given == ' ')
-        given++;
-    if (!*given)
-        return svc_err_set(err, SVC_E_MISSING_TOKEN, "an Authorization: Bearer token is required");
-    if (!svc_secret_equal(given, token))
-        return svc_err_set(err, SVC_E_INVALID_TOKEN, "invalid bearer token");
+    const char *param = r->cfg->server.user_param;
+    const char *name = param && *param ? http_env(r, param) : NULL;
+    if (svc_user_authenticate(r->cfg, r->authorization, name, &r->user, err) < 0)
+        return -1;
+    if (r->user.id && r->user.id == name) { /* libfcgi frees its params at the next accept */
+        snprintf(r->user_name, sizeof r->user_name, "%s", name);
+        r->user.id = r->user_name;
+    }
     return 0;
 }
 
@@ -181,6 +174,11 @@ static void dispatch(struct http_req *r, int *route)
     }
 
     if (!(hit && hit->public) && check_auth(r, &err) < 0) {
+        http_send_error(r, &err);
+        return;
+    }
+    if (hit && hit->admin && !r->user.admin) {
+        svc_err_set(&err, SVC_E_PERMISSION_DENIED, "this endpoint is for admins");
         http_send_error(r, &err);
         return;
     }

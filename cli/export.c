@@ -95,6 +95,8 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
             req.updated_after = argv[++i];
         else if (strcmp(a, "--out") == 0 && has)
             req.output_dir = argv[++i];
+        else if (strcmp(a, "--user") == 0 && has)
+            req.owner = argv[++i];
         else if (strcmp(a, "--include-archived") == 0)
             req.include_archived = true;
         else if (strcmp(a, "--tar") == 0)

@@ -106,6 +106,8 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
                 q.status = argv[++i];
             } else if (strcmp(argv[i], "--q") == 0 && i + 1 < argc) {
                 q.q = argv[++i];
+            } else if (strcmp(argv[i], "--user") == 0 && i + 1 < argc) {
+                q.owner = argv[++i];
             } else if (strcmp(argv[i], "--all") == 0) {
                 q.include_archived = true;
             } else if (strcmp(argv[i], "--archived") == 0) {
@@ -305,13 +307,14 @@ static const struct command {
     {"config", "  svc config check|show\n", cmd_config},
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
+     "                    [--user ID]\n"
      "  svc sessions show|archive|unarchive SESSION\n"
      "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n",
      cmd_sessions},
     {"chat", "  svc chat SESSION TEXT\n", cmd_chat},
     {"export",
      "  svc export [--session ID]... [--include-archived] [--status S]... [--since TIME]\n"
-     "             [--out DIR] [--tar] [--allow-partial]\n",
+     "             [--out DIR] [--tar] [--allow-partial] [--user ID]\n",
      cmd_export},
     {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
     {"memory", "  svc memory sync SESSION\n", cmd_memory},

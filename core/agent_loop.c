@@ -262,7 +262,8 @@ static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_er
  * memory recall prompt or the operator's, then the request's own (session.h). */
 static char *loop_system_prompt(struct svc_run *run)
 {
-    char *recall = svc_memory_system_prompt(run->cfg, run->sess.sid); /* memory.recall */
+    char *recall =
+        svc_memory_system_prompt(run->cfg, run->sess.sid, run->owner); /* memory.recall */
     if (!run->request_system)
         return recall;
     const char *base = recall ? recall : run->cfg->model.system_prompt;

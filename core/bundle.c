@@ -106,7 +106,8 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
             dup = strcmp(ex->sids[k], sid) == 0;
         if (dup)
             continue;
-        if (!svc_store_session_exists(&ex->st, sid)) {
+        if (!svc_store_session_exists(&ex->st, sid) ||
+            svc_session_visible(ex->cfg, req->owner, sid, false, NULL) != 0) {
             svc_buf_printf(&missing, "%s%s", nmissing++ ? ", " : "", sid);
             continue;
         }
@@ -130,7 +131,8 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
     char *cursor = NULL;
     int rc = -1;
     for (;;) {
-        struct svc_list_query q = {.limit = 100, .cursor = cursor, .include_archived = true};
+        struct svc_list_query q = {
+            .limit = 100, .cursor = cursor, .include_archived = true, .owner = req->owner};
         json_object *page = NULL;
         if (svc_sessions_list(ex->cfg, &q, &page, err) != 0)
             goto out;

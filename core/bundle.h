@@ -38,6 +38,8 @@ struct svc_export_request {
     bool tar;                /* format "tar.gz" (download is always tar.gz) */
     bool download;           /* streamed: the destination is neither checked nor used */
     bool allow_partial;      /* a session that cannot be read is left out, not a failure */
+    const char *owner;       /* NULL: any session; else only its own (core/user.h), and a
+                              * named session of another owner is not found */
 };
 
 /* Called after each session and at the end (done == total). */

@@ -542,6 +542,8 @@ static const struct cfg_row cfg_rows[] = {
     {"server.socket_group", CT_STR, C(server.socket_group), .def = "", .check = check_group},
     {"server.umask", CT_STR, C(server.umask), .def = "027", .check = check_octal},
     {"server.base_path", CT_STR, C(server.base_path), .def = "", .check = check_base_path},
+    {"server.user_param", CT_STR, C(server.user_param), .def = "", .check = check_env_name},
+    {"server.admins", CT_STRS, C(server.admins), .def = "[]"},
 
     {"sessions.enabled", CT_BOOL, C(sessions.enabled), .def = "true"},
     {"sessions.provider", CT_ENUM, C(sessions.provider), .def = "svc_repository",
@@ -592,6 +594,7 @@ static const struct cfg_row job_rows[] = {
     {"session_id", CT_STR, J(session_id), .check = check_id, .flags = F_REQUIRED},
     {"input", CT_STR, J(input), .min = 1, .flags = F_REQUIRED},
     {"enabled", CT_BOOL, J(enabled), .def = "true"},
+    {"user", CT_STR, J(user), .max = 128, .def = ""},
 };
 #undef J
 
@@ -608,21 +611,64 @@ static const struct cfg_row ext_rows[] = {
 };
 #undef X
 
-/* A top-level sequence of items, each described by a table. */
+static const char *const user_roles[] = {"user", "admin", NULL};
+_Static_assert(sizeof(enum svc_role) == sizeof(int), "enum is int-sized");
+
+static const char *check_sha256(const char *s)
+{
+    if (!*s || (strlen(s) == 64 && strspn(s, "0123456789abcdefABCDEF") == 64))
+        return NULL; /* "": none */
+    return "not a SHA-256 digest (64 hex digits, e.g. from `printf %s TOKEN | sha256sum`)";
+}
+
+static const char *refuse_clear_token(const char *s)
+{
+    (void)s;
+    return "a token is never written in clear here: give token_env (the name of an "
+           "environment variable holding it) or token_sha256 (its SHA-256 in hex)";
+}
+
+/* A user names its token one way: token_env or token_sha256, exactly one. */
+static const char *check_user(const void *item)
+{
+    const struct svc_user_conf *u = item;
+    bool env = u->token_env && *u->token_env, sha = u->token_sha256 && *u->token_sha256;
+    if (env == sha)
+        return "give exactly one of token_env and token_sha256";
+    return NULL;
+}
+
+#define U(f) offsetof(struct svc_user_conf, f)
+static const struct cfg_row user_rows[] = {
+    {"id", CT_STR, U(id), .min = 1, .max = 128, .check = check_id, .flags = F_REQUIRED},
+    {"token_env", CT_STR, U(token_env), .def = "", .check = check_env_name},
+    {"token_sha256", CT_STR, U(token_sha256), .def = "", .check = check_sha256, .flags = F_SECRET},
+    {"token", CT_STR, U(token_refused), .check = refuse_clear_token, .flags = F_SECRET | F_HIDDEN},
+    {"role", CT_ENUM, U(role), .def = "user", .names = user_roles},
+};
+#undef U
+
+/* A sequence of items, each described by a table: top-level ("jobs") or in a section
+ * ("server.users"). */
 struct cfg_list {
     const char *name; /* "jobs" */
     const struct cfg_row *rows;
     size_t nrows;
-    size_t size;           /* of one item */
-    size_t arr_off, n_off; /* of the array pointer and its count in svc_config */
-    const char *unique;    /* the row that must differ between items */
+    size_t size;                            /* of one item */
+    size_t arr_off, n_off;                  /* of the array pointer and its count in svc_config */
+    const char *unique;                     /* the row that must differ between items */
+    const char *(*check)(const void *item); /* NULL when the item is fine, else what is wrong */
 };
 
 static const struct cfg_list cfg_lists[] = {
     {"jobs", job_rows, sizeof job_rows / sizeof job_rows[0], sizeof(struct svc_job),
-     offsetof(struct svc_config, jobs), offsetof(struct svc_config, njobs), "id"},
+     offsetof(struct svc_config, jobs), offsetof(struct svc_config, njobs), "id", NULL},
     {"extensions", ext_rows, sizeof ext_rows / sizeof ext_rows[0], sizeof(struct svc_extension),
-     offsetof(struct svc_config, extensions), offsetof(struct svc_config, nextensions), "name"},
+     offsetof(struct svc_config, extensions), offsetof(struct svc_config, nextensions), "name",
+     NULL},
+    {"server.users", user_rows, sizeof user_rows / sizeof user_rows[0],
+     sizeof(struct svc_user_conf), offsetof(struct svc_config, server.users),
+     offsetof(struct svc_config, server.nusers), "id", check_user},
 };
 #define NLISTS (sizeof cfg_lists / sizeof cfg_lists[0])
 
@@ -678,7 +724,8 @@ static void row_free(const struct cfg_row *r, void *base)
 struct cfg_load {
     struct svc_config *cfg;
     uint64_t seen;          /* cfg_rows given */
-    uint64_t sections_seen; /* by index of the section's first row; lists at 62 + i */
+    uint64_t sections_seen; /* by index of the section's first row */
+    uint64_t lists_seen;    /* by index in cfg_lists */
     struct cfg_frame {
         enum { FR_ROOT, FR_SECTION, FR_ITEMS, FR_ITEM, FR_LIST } kind;
         const struct cfg_row *rows; /* FR_SECTION: cfg_rows; FR_ITEM: the item table */
@@ -1012,31 +1059,44 @@ static int cfg_dup(const struct cfgy_node *n, struct svc_err *err)
     return cfg_fail(err, n->file, n->key_line, n->key_col, n->path, "duplicate key");
 }
 
+/* The list named name ("jobs", "server.users"), or NULL. */
+static const struct cfg_list *list_named(const char *name)
+{
+    for (size_t i = 0; i < NLISTS; i++)
+        if (strcmp(name, cfg_lists[i].name) == 0)
+            return &cfg_lists[i];
+    return NULL;
+}
+
+/* Enter the sequence of list l at node n; its items are read into frame fr. */
+static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l, const struct cfgy_node *n,
+                          struct cfg_frame *fr, struct svc_err *err)
+{
+    uint64_t bit = 1ull << (size_t)(l - cfg_lists);
+    if (c->lists_seen & bit)
+        return cfg_dup(n, err);
+    c->lists_seen |= bit;
+    if (n->kind == CFGY_NULL)
+        return CFGY_SKIP;
+    if (n->kind != CFGY_SEQ)
+        return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a sequence of mappings");
+    if (n->count > 0) {
+        void *arr = svc_xcalloc(n->count, l->size);
+        memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
+        *FIELD(c->cfg, l->n_off, size_t) = n->count;
+    }
+    memset(fr, 0, sizeof *fr);
+    fr->kind = FR_ITEMS;
+    fr->list = l;
+    return CFGY_DESCEND;
+}
+
 static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
 {
     struct cfg_frame *fr = &c->fr[1];
-    for (size_t i = 0; i < NLISTS; i++) {
-        const struct cfg_list *l = &cfg_lists[i];
-        if (strcmp(n->key, l->name) != 0)
-            continue;
-        if (c->sections_seen & (1ull << (62 + i)))
-            return cfg_dup(n, err);
-        c->sections_seen |= 1ull << (62 + i);
-        if (n->kind == CFGY_NULL)
-            return CFGY_SKIP;
-        if (n->kind != CFGY_SEQ)
-            return cfg_fail(err, n->file, n->line, n->col, n->path,
-                            "expected a sequence of mappings");
-        if (n->count > 0) {
-            void *arr = svc_xcalloc(n->count, l->size);
-            memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
-            *FIELD(c->cfg, l->n_off, size_t) = n->count;
-        }
-        memset(fr, 0, sizeof *fr);
-        fr->kind = FR_ITEMS;
-        fr->list = l;
-        return CFGY_DESCEND;
-    }
+    const struct cfg_list *l = list_named(n->key);
+    if (l)
+        return cfg_enter_list(c, l, n, fr, err);
     size_t klen = strlen(n->key);
     for (size_t i = 0; i < NROWS; i++) {
         if (strncmp(cfg_rows[i].name, n->key, klen) != 0 || cfg_rows[i].name[klen] != '.')
@@ -1064,6 +1124,9 @@ static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct
                           struct svc_err *err)
 {
     const struct cfg_list *l = fr->list;
+    const char *why = l->check ? l->check(fr->base) : NULL;
+    if (why)
+        return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
     for (size_t i = 0; i < l->nrows; i++) {
         const struct cfg_row *r = &l->rows[i];
         char key[256];
@@ -1103,7 +1166,12 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
     switch (parent->kind) {
     case FR_ROOT:
         return cfg_enter_root(c, n, err);
-    case FR_SECTION:
+    case FR_SECTION: {
+        char lname[64];
+        snprintf(lname, sizeof lname, "%.*s.%s", (int)parent->seclen, parent->section, n->key);
+        const struct cfg_list *l = list_named(lname);
+        if (l)
+            return cfg_enter_list(c, l, n, self, err);
         for (size_t i = 0; i < NROWS; i++) {
             const char *name = cfg_rows[i].name;
             if (strncmp(name, parent->section, parent->seclen) != 0 ||
@@ -1115,6 +1183,7 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
             return cfg_apply(c, &cfg_rows[i], c->cfg, n, self, err);
         }
         return cfg_warn_unknown(c, n, err);
+    }
     case FR_ITEMS: {
         const struct cfg_list *l = parent->list;
         if (n->kind != CFGY_MAP)
@@ -1360,7 +1429,14 @@ json_object *svc_config_to_json(const struct svc_config *cfg)
                                            row_to_json(&l->rows[i], items + k * l->size));
             json_object_array_add(arr, o);
         }
-        json_object_object_add(root, l->name, arr);
+        const char *dot = strchr(l->name, '.');
+        json_object *parent = root;
+        if (dot) { /* a list in a section: its rows made the section's object above */
+            char sec[32];
+            snprintf(sec, sizeof sec, "%.*s", (int)(dot - l->name), l->name);
+            json_object_object_get_ex(root, sec, &parent);
+        }
+        json_object_object_add(parent, dot ? dot + 1 : l->name, arr);
     }
     /* a secret in force through its environment variable is set too: say so */
     json_object *server = NULL, *model = NULL;

@@ -22,6 +22,7 @@ struct svc_job {
     char *session_id;
     char *input;
     bool enabled;
+    char *user; /* who the job runs as (SPEC 14); "": an admin */
 };
 
 struct svc_extension {
@@ -33,6 +34,17 @@ struct svc_extension {
     int timeout_s;
     char **env; /* "NAME=value" or "NAME" (copied from ours), NULL-terminated */
     bool enabled;
+};
+
+enum svc_role { SVC_ROLE_USER, SVC_ROLE_ADMIN };
+
+/* One of server.users (SPEC 14): its token is named, never given in clear. */
+struct svc_user_conf {
+    char *id;
+    char *token_env;     /* the environment variable holding the token, or "" */
+    char *token_sha256;  /* the token's SHA-256 in hex, or "" */
+    char *token_refused; /* a `token:` key is refused; always NULL */
+    enum svc_role role;
 };
 
 struct svc_config {
@@ -48,6 +60,10 @@ struct svc_config {
         char *socket_group;     /* group name of a created socket, "" keeps the process group */
         char *umask;            /* octal text, default "027" */
         char *base_path;        /* "" or "/prefix" (no trailing '/'): routes mounted under it */
+        char *user_param;       /* "" or a FastCGI parameter naming the user (REMOTE_USER) */
+        char **admins;          /* which users of user_param are admins, NULL-terminated */
+        struct svc_user_conf *users;
+        size_t nusers;
     } server;
     struct {
         bool enabled;

@@ -24,6 +24,7 @@
 #include "metrics.h"
 #include "sidecar.h"
 #include "title.h"
+#include "user.h"
 #include "util.h"
 
 /* An entry keeps what sorting and filtering need; its summary stays in the index file
@@ -36,7 +37,8 @@ struct entry {
     char *title_lc; /* title folded for q (svc_fold) */
     double updated; /* epoch */
     char status[12];
-    int64_t msgs; /* message_count of the summary */
+    int64_t msgs;      /* message_count of the summary */
+    const char *owner; /* interned (owner_intern), NULL when it has none */
     bool archived;
     bool seen; /* present in the latest directory scan */
 };
@@ -181,6 +183,23 @@ static struct entry *lookup(const char *sid)
     return NULL;
 }
 
+/* Owners are few and sessions many: each entry points at one shared copy of its owner's
+ * id, kept for the life of the process. */
+static const char *owner_intern(const char *id)
+{
+    static char **v;
+    static size_t n;
+    if (!id)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], id) == 0)
+            return v[i];
+    char **nv = svc_xrealloc(v, (n + 1) * sizeof *nv);
+    v = nv;
+    v[n] = svc_xstrdup(id);
+    return v[n++];
+}
+
 /* Fill e from a summary; its JSON is at (off, len) of the index file when off >= 0, else
  * it is kept on the heap. */
 static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t len)
@@ -205,6 +224,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     snprintf(e->status, sizeof e->status, "%s", svc_json_str(summary, "status", "idle"));
     e->archived = svc_json_bool(summary, "archived", false);
     e->msgs = svc_json_int(summary, "message_count", -1);
+    e->owner = owner_intern(svc_user_owner(summary));
 }
 
 static unsigned long applied;  /* summaries applied by this process, for svc_index_warm */
@@ -1142,6 +1162,8 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
         if (q->status && *q->status && strcmp(q->status, e->status) != 0)
             continue;
         if (qlc && !strstr(e->title_lc, qlc))
+            continue;
+        if (q->owner && (!e->owner || strcmp(q->owner, e->owner) != 0))
             continue;
         if (np == limit) {
             more = true;

@@ -36,6 +36,7 @@ struct svc_list_query {
     bool archived_only;
     const char *status; /* NULL or running|idle|error|cancelled */
     const char *q;      /* NULL or a case-insensitive title substring */
+    const char *owner;  /* NULL: every session; else only those it owns (core/user.h) */
 };
 
 void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary);

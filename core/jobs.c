@@ -181,8 +181,13 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
     char buf[SVC_TIME_LEN];
     struct svc_err err;
     svc_err_clear(&err);
-    struct svc_run_request req = {
-        .session_id = j->session_id, .input = j->input, .channel = "job", .user_id = "job"};
+    struct svc_user user;
+    svc_user_of_job(cfg, j->user, &user);
+    struct svc_run_request req = {.session_id = j->session_id,
+                                  .input = j->input,
+                                  .channel = "job",
+                                  .user_id = "job",
+                                  .user = &user};
     struct svc_run *run = NULL;
     const char *status;
     bool advance = true;

@@ -17,6 +17,7 @@
 #include "openai.h"
 #include "sidecar.h"
 #include "store.h"
+#include "user.h"
 #include "util.h"
 
 /* How far back the pair is looked for (messages read from the newest). */
@@ -430,6 +431,12 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
     svc_json_set_str(line, "at", now);
     svc_json_set_str(line, "user", user);
     svc_json_set_str(line, "assistant", assistant);
+    json_object *own = sc ? json_object_get(sc) : NULL;
+    if (!own)
+        svc_sidecar_read(s, &own, NULL);
+    if (svc_user_owner(own)) /* recall keeps to the owner's digests (SPEC 14) */
+        svc_json_set_str(line, "owner", svc_user_owner(own));
+    json_object_put(own);
     bool appended;
     if (append_digest(cfg, dir, file, line, sid, mid, look_back, &appended, &e) != 0) {
         char what[sizeof e.message];
@@ -518,6 +525,7 @@ int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_o
 
 struct recall_ctx {
     const char *sid;
+    const char *owner;
     int want;
     json_object *found; /* newest first */
 };
@@ -527,20 +535,25 @@ static int recall_line(json_object *line, void *vctx)
     struct recall_ctx *c = vctx;
     if (strcmp(svc_json_str(line, "session_id", ""), c->sid) == 0)
         return 0;
+    const char *owner = svc_json_str(line, "owner", NULL);
+    if (c->owner ? !owner || strcmp(owner, c->owner) != 0 : owner != NULL)
+        return 0; /* another user's words never reach this user's model (SPEC 14) */
     if (!svc_json_str(line, "user", NULL) || !svc_json_str(line, "assistant", NULL))
         return 0;
     json_object_array_add(c->found, json_object_get(line));
     return (int)json_object_array_length(c->found) >= c->want;
 }
 
-char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid)
+char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, const char *owner)
 {
     if (cfg->memory.recall <= 0)
         return NULL;
     char *dir = agent_dir(cfg);
     char *file = svc_path_join(dir, "memory.jsonl");
-    struct recall_ctx c = {
-        .sid = sid ? sid : "", .want = cfg->memory.recall, .found = json_object_new_array()};
+    struct recall_ctx c = {.sid = sid ? sid : "",
+                           .owner = owner,
+                           .want = cfg->memory.recall,
+                           .found = json_object_new_array()};
     char *out = NULL;
     struct svc_err e;
     int fd = -1;

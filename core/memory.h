@@ -5,8 +5,9 @@
  * session lock throughout. A run's own sync of a pair it stored skips the look back for a
  * line already written (svc_memory_sync refuses, session_busy, while a run holds the run
  * lock). A failure is logged, recorded in memory_state.error and returned; a run never
- * fails for it. svc_memory_system_prompt adds the memory.recall newest digests of the agent
- * from other sessions to the configured system prompt. Both read at most the last
+ * fails for it. A digest of an owned session carries its "owner" (user.h).
+ * svc_memory_system_prompt adds the memory.recall newest digests of the agent from other
+ * sessions of the same owner to the configured system prompt. Both read at most the last
  * SVC_MEMORY_TAIL bytes of the memory file. */
 #ifndef SVC_MEMORY_H
 #define SVC_MEMORY_H
@@ -48,8 +49,10 @@ int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, jso
  * the caller's. */
 int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, json_object *sc, struct svc_err *err);
-/* The system prompt with recall for a run on sid: NULL when memory.recall is 0 or there is
- * nothing to recall (use cfg->model.system_prompt), else a heap string. */
-char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid);
+/* The system prompt with recall for a run on sid, whose owner is owner (user.h; NULL: the
+ * admins'): only digests of sessions of the same owner are recalled (SPEC 14). NULL when
+ * memory.recall is 0 or there is nothing to recall (use cfg->model.system_prompt), else a
+ * heap string. */
+char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, const char *owner);
 
 #endif

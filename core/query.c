@@ -17,6 +17,7 @@
 #include "session.h"
 #include "sidecar.h"
 #include "store.h"
+#include "user.h"
 #include "util.h"
 
 /* The checks after svc_sess_open: session present with a safe layout, and (with repair)
@@ -652,4 +653,23 @@ int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_objec
     json_object_put(sum);
     *out = res;
     return 0;
+}
+
+int svc_session_visible(const struct svc_config *cfg, const char *scope, const char *sid,
+                        bool missing_ok, struct svc_err *err)
+{
+    if (!scope || (missing_ok && !cfg->sessions.enabled))
+        return 0; /* stateless turns name no stored session */
+    json_object *o = NULL;
+    struct svc_err e;
+    svc_err_clear(&e);
+    int rc = svc_session_get(cfg, sid, &o, &e);
+    if (rc != 0 && missing_ok && e.code == SVC_E_SESSION_NOT_FOUND)
+        return 0;
+    if (rc == 0 && !svc_user_sees(scope, o))
+        rc = svc_err_set(&e, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+    json_object_put(o);
+    if (rc != 0 && err)
+        *err = e;
+    return rc;
 }

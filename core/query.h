@@ -58,6 +58,12 @@ int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool
 /* Title 1..200 characters; returns the summary. */
 int svc_session_rename(const struct svc_config *cfg, const char *sid, const char *title,
                        json_object **out, struct svc_err *err);
+/* SPEC 14: 0 when scope (svc_user_scope; NULL: an admin) sees session sid, else -1 with
+ * exactly what a missing session answers (SVC_E_SESSION_NOT_FOUND, "session <id> not
+ * found"; invalid_session_id, sessions_disabled as the reads do). With missing_ok a
+ * session that does not exist yet is fine (a turn may create it). */
+int svc_session_visible(const struct svc_config *cfg, const char *scope, const char *sid,
+                        bool missing_ok, struct svc_err *err);
 /* {"session_id", ...token_state} */
 int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_object **out,
                        struct svc_err *err);

@@ -357,8 +357,10 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
     if (!*svc_json_str(out, "title", ""))
         svc_title_derive(out, req->input);
-    if (req->user_id)
+    if (req->user_id && !svc_user_owner(out))
         svc_json_set_str(out, "user_id", req->user_id);
+    if (!sc && run->stored == 0 && req->user && req->user->id)
+        svc_user_own(out, req->user->id); /* a new session: the asker owns it */
     if (req->channel)
         svc_json_set_str(out, "channel", req->channel);
     if (req->locale)
@@ -434,13 +436,48 @@ static int begin_dirs(struct svc_run *run, bool *dirs_seen, struct svc_err *err)
     return svc_sess_check_layout(s, dirs_seen, err);
 }
 
-/* Both locks, then the sidecar (*sc, borrowed from the handle): a stale `running` repaired
- * (we hold the run lock), an archived session refused, even under native_file. */
-static int begin_lock(struct svc_run *run, json_object **sc, struct svc_err *err)
+/* SPEC 14: a session the asker may not see is missing to them. sc is its sidecar (NULL:
+ * none); without one, a directory holding native files is a session of the admins. */
+static int check_user(struct svc_run *run, const struct svc_run_request *req, json_object *sc,
+                      struct svc_err *err)
+{
+    const char *scope = svc_user_scope(req->user);
+    json_object *derived = NULL;
+    if (!scope ||
+        (sc ? svc_user_sees(scope, sc) : svc_sidecar_derive(&run->sess, &derived, NULL) != 0))
+        return 0;
+    json_object_put(derived);
+    return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", run->sess.sid);
+}
+
+/* The same without the session lock, for a session whose run lock is taken: another
+ * user's session is never busy to them. */
+static int check_user_unlocked(struct svc_run *run, const struct svc_run_request *req,
+                               struct svc_err *err)
+{
+    if (!svc_user_scope(req->user))
+        return 0;
+    json_object *sc = NULL;
+    svc_sidecar_read(&run->sess, &sc, NULL);
+    int rc = check_user(run, req, sc, err);
+    json_object_put(sc);
+    return rc;
+}
+
+/* Both locks, then the sidecar (*sc, borrowed from the handle): another user's session
+ * missing, a stale `running` repaired (we hold the run lock), an archived session refused,
+ * even under native_file. */
+static int begin_lock(struct svc_run *run, const struct svc_run_request *req, json_object **sc,
+                      struct svc_err *err)
 {
     struct svc_sess *s = &run->sess;
-    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0 || svc_sess_lock(s, true, err) != 0 ||
-        svc_sess_sidecar(s, sc, err) != 0)
+    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0) {
+        if (err && err->code == SVC_E_SESSION_BUSY)
+            check_user_unlocked(run, req, err); /* another's is missing, not busy */
+        return -1;
+    }
+    if (svc_sess_lock(s, true, err) != 0 || svc_sess_sidecar(s, sc, err) != 0 ||
+        check_user(run, req, *sc, err) != 0)
         return -1;
     if (*sc && run->sidecars && strcmp(svc_json_str(*sc, "status", ""), "running") == 0 &&
         repair_locked(s, *sc, err) != 0)
@@ -562,7 +599,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     json_object *import = NULL, *running = NULL;
     json_object *sc = NULL; /* borrowed from the handle */
     bool dirs_seen = false;
-    if (begin_dirs(run, &dirs_seen, err) != 0 || begin_lock(run, &sc, err) != 0)
+    if (begin_dirs(run, &dirs_seen, err) != 0 || begin_lock(run, req, &sc, err) != 0)
         goto out;
     run->prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     if (svc_sess_message_count(s, sc ? svc_json_int(sc, "message_count", -1) : -1, &run->stored,
@@ -573,6 +610,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (run->sidecars) {
         int64_t count = run->stored + (int64_t)json_object_array_length(import) + 1;
         json_object *r = running_sidecar(run, req, sc, count);
+        const char *owner = svc_user_owner(r);
+        run->owner = owner ? svc_xstrdup(owner) : NULL; /* memory recall's scope */
         /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
         if (svc_sidecar_write(s, r, svc_sync_spare(svc_sync_full(st->durable), st->durable), err) !=
             0) {
@@ -896,6 +935,7 @@ void svc_run_free(struct svc_run *run)
     json_object_put(run->events);
     json_object_put(run->tool_trace);
     free(run->request_system);
+    free(run->owner);
     json_object_put(run->tool_calls);
     svc_buf_free(&run->content);
     free(run->content_str);

@@ -45,6 +45,7 @@ struct svc_run {
     int64_t seq;
     json_object *tool_trace;
     char *request_system; /* the request's system prompt (session.h), heap, or NULL */
+    char *owner;          /* the session's owner (user.h), heap, or NULL: the admins' */
     bool has_temperature, has_max_tokens; /* the request's generation settings (session.h) */
     double temperature;
     int64_t max_tokens;

@@ -19,12 +19,17 @@
 #include "config.h"
 #include "err.h"
 #include "store.h"
+#include "user.h"
 
 struct svc_run_request {
-    const char *session_id;   /* NULL: a new random id ("sess-<16 hex>") */
-    const char *input;        /* the latest user input; required, non-empty */
-    json_object *history;     /* borrowed OpenAI messages before the input, or NULL */
-    const char *user_id;      /* NULL: "anonymous" */
+    const char *session_id; /* NULL: a new random id ("sess-<16 hex>") */
+    const char *input;      /* the latest user input; required, non-empty */
+    json_object *history;   /* borrowed OpenAI messages before the input, or NULL */
+    const char *user_id;    /* NULL: "anonymous"; never over an owner's id (user.h) */
+    /* Who asks (core/user.h), NULL for the admin of server.api_token: a session it may not
+     * see is SVC_E_SESSION_NOT_FOUND (never session_busy or session_archived), and a new
+     * session records user->id as its owner. */
+    const struct svc_user *user;
     const char *channel;      /* NULL: "api" */
     const char *locale;       /* NULL: "en" */
     const char *run_id;       /* NULL: generated "run-<16 hex>" */

@@ -4,7 +4,7 @@
 # (401 JSON without the token), a chat, an SSE stream that arrives while the run is still
 # going, the session listed, and 413 as JSON. nginx/apache-proxy-fcgi.conf in front of a
 # running pool; nginx/apache-fcgid.conf and nginx/apache-cgi.conf running svc-fcgi
-# themselves.
+# themselves. Then users by Apache's AuthType Basic (server.user_param: REMOTE_USER).
 use strict;
 use warnings;
 use lib 't/lib';
@@ -194,6 +194,46 @@ SKIP: {
                  "Define SVC_SOCKET $sdir/p.sock\n<VirtualHost *:*>\nServerName localhost\n"
                  . "Include $repo/nginx/apache-proxy-fcgi.conf\n</VirtualHost>\n");
     checks('proxy_fcgi-vhost', $ap, $h2);
+    SvcOps::stop_pid($ap->{pid});
+    SvcOps::stop_pid($pool->{pid});
+}
+
+# ==== users by Apache's AuthType Basic (server.user_param, SPEC 14): docs/OPS.md's example ====
+SKIP: {
+    skip 'mod_auth_basic missing', 1 unless -f "$mods/mod_auth_basic.so";
+    my $sdir = SvcOps::tmpdir();
+    my $grp = $root_user ? 'www-data' : (getgrgid($) + 0))[0];
+    my $h = SvcTest->make_home("server:\n  user_param: REMOTE_USER\n  admins: [carol]\n"
+                               . "  socket_group: $grp\n");
+    chmod 0755, $h;
+    require Digest::SHA;
+    SvcTest::write_file("$sdir/htpasswd", join '', map { "$_:{SHA}" . Digest::SHA::sha1_base64("$_-pw") . "=\n" }
+                                                    qw(dave carol erin));
+    chmod 0644, "$sdir/htpasswd";
+    my $pool = SvcOps::pool(home => $h, sock => "$sdir/p.sock", workers => 2);
+    my $ap = apache('users', [qw(proxy proxy_fcgi setenvif headers auth_basic authn_file authn_core authz_user)],
+                    "Define SVC_SOCKET $sdir/p.sock\nInclude $repo/nginx/apache-proxy-fcgi.conf\n"
+                    . "<Location \"/api/\">\n    AuthType Basic\n    AuthName \"svc\"\n"
+                    . "    AuthBasicProvider file\n    AuthUserFile $sdir/htpasswd\n"
+                    . "    Require valid-user\n</Location>\n"
+                    . "<Location \"/api/health\">\n    Require all granted\n</Location>\n");
+    my $cli = bless { port => $ap->{port}, http => HTTP::Tiny->new(timeout => 60, keep_alive => 0) },
+                    'SvcTest';
+    require MIME::Base64;
+    my $as = sub { { authorization => 'Basic ' . MIME::Base64::encode_base64("$_[0]:$_[0]-pw", '') } };
+    is $cli->req(GET => '/api/health')->{status}, 200, 'users: health needs no password';
+    is $cli->req(GET => '/api/v1/chat/sessions')->{status}, 401, 'users: Apache asks for one';
+    my $r = $cli->req(POST => '/api/chat', headers => $as->('dave'),
+                      body => { session_id => 'dave-1', messages => [{ role => 'user', content => 'hi' }] });
+    is $r->{status}, 200, 'users: dave chats' or diag $r->{body};
+    is $cli->req(GET => '/api/v1/chat/sessions/dave-1', headers => $as->('dave'))->{json}{user_id}, 'dave',
+       'users: REMOTE_USER reaches svc: the session is dave\'s';
+    $r = $cli->req(GET => '/api/v1/chat/sessions/dave-1', headers => $as->('erin'));
+    is "$r->{status} " . ($r->{json} && $r->{json}{error}{code}), '404 session_not_found',
+       'users: missing to erin';
+    is $cli->req(GET => '/api/v1/chat/sessions/dave-1', headers => $as->('carol'))->{status}, 200,
+       'users: carol (server.admins) sees it';
+    is $cli->req(GET => '/api/config', headers => $as->('dave'))->{status}, 403, 'users: config is for admins';
     SvcOps::stop_pid($ap->{pid});
     SvcOps::stop_pid($pool->{pid});
 }

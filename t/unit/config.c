@@ -261,7 +261,7 @@ static void test_full(void)
     char *jobdump = svc_json_dump_compact(json_object_array_get_idx(jobs, 1));
     is_str(jobdump,
            "{\"id\":\"nightly\",\"schedule\":\"*/15 0-6 * * *\",\"session_id\":\"sess-2\","
-           "\"input\":\"Night run\",\"enabled\":false}",
+           "\"input\":\"Night run\",\"enabled\":false,\"user\":\"\"}",
            "job json shape");
     free(jobdump);
     json_object *exts = svc_json_arr(j, "extensions");
@@ -286,7 +286,8 @@ static void test_to_json_defaults(void)
            "{\"server\":{\"listen\":\"unix:/run/svc/svc.sock\",\"workers\":4,\"max_requests\":"
            "10000,\"max_body_bytes\":1048576,\"api_token_env\":\"SVC_API_TOKEN\",\"api_token\":"
            "\"\",\"run_timeout_s\":300,\"socket_mode\":\"0660\",\"socket_group\":\"\","
-           "\"umask\":\"027\",\"base_path\":\"\"},\"sessions\":{\"enabled\":true,\"provider\":"
+           "\"umask\":\"027\",\"base_path\":\"\",\"user_param\":\"\",\"admins\":[],\"users\":[]},"
+           "\"sessions\":{\"enabled\":true,\"provider\":"
            "\"svc_repository\",\"root\":\"/home/tester/.svc/agents/native_sessions\","
            "\"agent_id\":\"svc-agent\",\"persist_openai_history\":true,\"sync_memory\":true,"
            "\"export_default_dir\":\"/home/tester/Desktop/svc-chat-export\","
@@ -712,6 +713,51 @@ static void test_ops_settings(void)
             "base path with a space");
 }
 
+static void test_users(void)
+{
+    const char *sha = "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b";
+    char yaml[512];
+    snprintf(yaml, sizeof yaml,
+             "server:\n  users:\n    - {id: alice, token_env: TOK_A}\n"
+             "    - {id: ops, token_sha256: \"%s\", role: admin}\n"
+             "  user_param: REMOTE_USER\n  admins: [root]\n",
+             sha);
+    ok(load(yaml) == 0, "server.users loads: %s", err.message);
+    ok(cfg.server.nusers == 2, "two users");
+    is_str(cfg.server.users[0].id, "alice", "first id");
+    ok(cfg.server.users[0].role == SVC_ROLE_USER, "role defaults to user");
+    ok(cfg.server.users[1].role == SVC_ROLE_ADMIN, "admin role");
+    is_str(cfg.server.user_param, "REMOTE_USER", "user_param");
+    is_str(cfg.server.admins[0], "root", "admins");
+    json_object *j = svc_config_to_json(&cfg);
+    char *dump = svc_json_dump_compact(j);
+    ok(dump && !strstr(dump, sha) && strstr(dump, "\"users\":[{\"id\":\"alice\""),
+       "users under server, the digest redacted: %s", dump);
+    free(dump);
+    json_object_put(j);
+    svc_config_free(&cfg);
+
+    refuses("server:\n  users:\n    - {id: bob, token: s3cret-value}\n",
+            "t.yaml:3:24: server.users[0].token: a token is never written in clear here: give "
+            "token_env (the name of an environment variable holding it) or token_sha256 (its "
+            "SHA-256 in hex)",
+            "a token in clear");
+    ok(!strstr(err.message, "s3cret"), "the clear token is not echoed");
+    refuses("server:\n  users:\n    - {id: bob}\n",
+            "t.yaml:3:7: server.users[0]: give exactly one of token_env and token_sha256",
+            "no token");
+    refuses("server:\n  users:\n    - {id: bob, token_sha256: abc}\n",
+            "t.yaml:3:31: server.users[0].token_sha256: not a SHA-256 digest (64 hex digits, e.g. "
+            "from `printf %s TOKEN | sha256sum`)",
+            "short digest");
+    refuses("server:\n  users:\n    - {id: a, token_env: X}\n    - {id: a, token_env: Y}\n",
+            "t.yaml:4:12: server.users[1].id: 'a' is already used by server.users[0]",
+            "duplicate id");
+    refuses("server:\n  users:\n    - {id: a, token_env: X, role: root}\n",
+            "t.yaml:3:35: server.users[0].role: unknown value 'root' (expected user or admin)",
+            "unknown role");
+}
+
 static void test_reference_file(void)
 {
     int rc = svc_config_load_file(&cfg, "conf/agents.yaml", &err);
@@ -758,6 +804,7 @@ int main(void)
     test_jobs();
     test_extensions();
     test_ops_settings();
+    test_users();
     test_reference_file();
 
     rmdir(tmp);

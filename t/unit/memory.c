@@ -183,12 +183,12 @@ int main(void)
     is_int(count_lines(mfile), 2, "m2's pair appended");
 
     /* recall: the other session's digests only */
-    char *p = svc_memory_system_prompt(&cfg, "m1");
+    char *p = svc_memory_system_prompt(&cfg, "m1", NULL);
     ok(p && strstr(p, "question two") && !strstr(p, "question one"),
        "recall for m1 holds m2's digest, not its own");
     ok(p && strncmp(p, "You are a helpful assistant.", 28) == 0, "after the system prompt");
     free(p);
-    p = svc_memory_system_prompt(&cfg, "m3");
+    p = svc_memory_system_prompt(&cfg, "m3", NULL);
     ok(p && strstr(p, "question two") && strstr(p, "question one"), "a third session sees both");
     ok(p && strstr(p, "question two") < strstr(p, "question one"), "newest first");
     free(p);
@@ -255,7 +255,7 @@ int main(void)
            "memory_state.error recorded");
     is_int(svc_json_int(ms, "last_synced_message_id", -1), 1, "last synced pair unchanged");
     json_object_put(sc);
-    ok(svc_memory_system_prompt(&cfg, "m1") == NULL, "recall from a missing root: nothing");
+    ok(svc_memory_system_prompt(&cfg, "m1", NULL) == NULL, "recall from a missing root: nothing");
     free(blocker);
     free(mfile);
     svc_config_free(&cfg);
