@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dirwatch.h"
 #include "fold.h"
 #include "fsio.h"
 #include "jsonx.h"
@@ -61,8 +60,6 @@ static struct {
     dev_t dev;    /* device of the index file held as fd */
     int stamp_fd; /* the root lock file, kept open for stamp_peek (stamp_fd_open) */
     bool stamp_fd_open;
-    bool root_local; /* on a local filesystem: inotify sees every change (dirwatch.h) */
-    unsigned lists;  /* pages listed by this process (watches pay off from the second) */
 } ix;
 
 static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
@@ -131,7 +128,6 @@ void svc_index_reset(void)
         close(ix.stamp_fd);
     memset(&ix, 0, sizeof ix);
     live_bytes = 0;
-    svc_dirwatch_reset();
     free(hs); /* it points into the entries just freed */
     hs = NULL;
     hcap = 0;
@@ -881,16 +877,12 @@ static int refresh(const struct svc_store *st)
                           fs.st_dev == rs.st_dev && fs.st_ino == rs.st_ino;
         if (!ix.root_fd_open && ix.root_fd >= 0)
             close(ix.root_fd);
-        ix.root_local = ix.root_fd_open && svc_dirwatch_local(ix.root_fd);
-        svc_dirwatch_dirty_all();
         ix.root_dev = rs.st_dev;
         ix.root_ino = rs.st_ino;
     }
     if (!ix.loaded || rs.st_mtim.tv_sec != ix.root_mtime.tv_sec ||
         rs.st_mtim.tv_nsec != ix.root_mtime.tv_nsec) {
-        /* a session directory was added, removed or swapped (svc import): its watched
-         * messages directory may not be the one at its path any more */
-        svc_dirwatch_dirty_all();
+        /* a session directory was added, removed or swapped (svc import) */
         if (rescan(st) != 0)
             return -1;
         ix.root_mtime = rs.st_mtim;
@@ -971,30 +963,17 @@ static bool run_alive(const struct svc_store *st, const char *sid)
 /* The summary of e with message_count recounted, when a message file beyond its count
  * exists (written by another program, e.g. a Strands agent); NULL when the count holds.
  * One stat per listed session; the index learns the new summary. */
-static json_object *recounted(const struct svc_store *st, const struct entry *e, bool watch)
+static json_object *recounted(const struct svc_store *st, const struct entry *e)
 {
     if (e->msgs < 0 || strcmp(e->status, "running") == 0)
         return NULL;
     struct stat sb;
     bool beyond;
     if (ix.root_fd_open) {
-        /* a process that lists again and again watches the messages directories of the
-         * sessions it listed (keyed by session id): no file created there since the last
-         * look, and the count the same, is the stat's answer without the stat */
-        if (watch && svc_dirwatch_clean(e->sid, e->msgs))
-            return NULL;
         char rel[512]; /* ids are at most 128 characters (store.h) */
-        int dl =
-            snprintf(rel, sizeof rel, "session_%s/agents/agent_%s/messages", e->sid, st->agent_id);
-        if (watch) { /* before the stat: a file created after it comes in as an event */
-            char *dir = svc_path_join(st->root, rel);
-            svc_dirwatch_arm(e->sid, dir, e->msgs);
-            free(dir);
-        }
-        snprintf(rel + dl, sizeof rel - (size_t)dl, "/message_%lld.json", (long long)e->msgs);
+        snprintf(rel, sizeof rel, "session_%s/agents/agent_%s/messages/message_%lld.json", e->sid,
+                 st->agent_id, (long long)e->msgs);
         beyond = fstatat(ix.root_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
-        if (watch && beyond)
-            svc_dirwatch_dirty(e->sid);
     } else {
         char *path = svc_store_message_path(st, e->sid, e->msgs);
         beyond = lstat(path, &sb) == 0;
@@ -1163,22 +1142,12 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
      * so lines less than RUN_GAP apart are read as one run */
     const char **text = svc_xcalloc((size_t)limit, sizeof *text);
     char *span = read_page(page, np, text);
-    bool watch = ix.root_local && ++ix.lists > 1;
-    if (watch) {
-        /* the watches are keyed by session id: they name one agent's directories */
-        static char watch_agent[160];
-        if (strcmp(watch_agent, st->agent_id) != 0) {
-            svc_dirwatch_reset();
-            snprintf(watch_agent, sizeof watch_agent, "%s", st->agent_id);
-        }
-        svc_dirwatch_poll();
-    }
     json_object *list = json_object_new_array();
     const struct entry *last = NULL;
     bool unreadable = false;
     for (int k = 0; k < np; k++) {
         const struct entry *e = page[k];
-        json_object *raw = recounted(st, e, watch);
+        json_object *raw = recounted(st, e);
         if (raw) {
             /* another program added a message file since the summary */
         } else if (text[k]) {

@@ -1,0 +1,45 @@
+/* cache: the one switch over every process cache and memo of svc, and their list.
+ * A cache is a pure optimisation: with sessions.cache off every request reads the files
+ * and answers the same (t/23-cache-off.t; CI runs the whole suite so). The rule: an entry
+ * serves only after a check that sees every writer: a stat of what it covers ((inode,
+ * size, mtime, ctime), under the shared session lock where the files are session files)
+ * or the bytes themselves; inotify is a fast path on a local filesystem only (it does not
+ * see other hosts' writes, SPEC 10), and `auto` turns every cache off elsewhere.
+ *   svc_cache_on(cfg, fd)  whether caches serve for the filesystem of fd (fd < 0: the root)
+ *   svc_cache_local(fd)    whether that filesystem is local (statfs f_type)
+ * Each cache below asks svc_cache_on before it is read or filled; docs/CACHES.md has the
+ * gain `make bench` measured for each. */
+#ifndef SVC_CACHE_H
+#define SVC_CACHE_H
+
+/* The caches and memos (module: what it covers; how an entry is validated):
+ * - dirwatch.c `dw`: one inotify instance and its watches; the fast path of the watches
+ *   below, never an answer of its own (IN_Q_OVERFLOW or a broken instance drop them all).
+ * - index.c `ix`: the root's listing index in memory; the stamp in the root lock file and
+ *   the index file's (inode, size) read under the root lock, the root's mtime for rescans.
+ *   Off: the memory is dropped before each listing and the file read again.
+ * - index.c listing watches: skip the stat of message_<count>.json of a listed row while
+ *   inotify saw no file created in its messages directory (local roots only).
+ * - query.c `memo`: the last (sidecar bytes, message count) -> detail summary; the bytes
+ *   read under the shared lock compared whole, the count by a stat of message_<n>.json.
+ * - query.c `watched`: the detail of a session polled again, served while four content
+ *   watches saw nothing and svc_session.json's and the session directory's stats match.
+ * - msgcache.c: rendered message rows by file (dev, inode, id); a stat under the shared
+ *   lock ((size, mtime, ctime) the same, files changed < 1 s ago never kept), skipped
+ *   while the messages directory's content watch saw nothing.
+ * - wincache.c: a session's parsed window messages, valid under the directory's content
+ *   life (inotify) and while each file's (inode, size, mtime, ctime) is the one read.
+ * - cgi/h_sessions.c `last_get`: the detail text of the last summary (pointer identity of
+ *   query.c's memo, held by a reference); off: the summary is rendered each time.
+ * - cgi/h_base.c `last_health`: the health body of this second, keyed on all it shows.
+ * Pure memos, never stale (not switched): jsonx.c's last number formatted and its one
+ * tokener, http.c's date of the current second. */
+
+#include <stdbool.h>
+
+#include "config.h"
+
+bool svc_cache_on(const struct svc_config *cfg, int fd);
+bool svc_cache_local(int fd);
+
+#endif
