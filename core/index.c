@@ -41,6 +41,13 @@ struct entry {
     bool seen; /* present in the latest directory scan */
 };
 
+/* A hash from sid to position keeps applying lines O(1). */
+struct slot {
+    const char *sid;
+    size_t pos;
+};
+
+/* This process's copy of the index (core/cache.h), dropped whole by svc_index_reset. */
 static struct {
     char *root;
     struct entry *v;
@@ -60,9 +67,17 @@ static struct {
     dev_t dev;    /* device of the index file held as fd */
     int stamp_fd; /* the root lock file, kept open for stamp_peek (stamp_fd_open) */
     bool stamp_fd_open;
+    size_t live_bytes; /* what a compacted index would hold, kept as entries change */
+    struct slot *hs;   /* the hash, hcap slots pointing into v */
+    size_t hcap;
 } ix;
 
-static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
+/* What this process did, across resets (svc_index_warm compares them): summaries applied,
+ * rebuilds from the directories, summaries a rescan made from them, applied at the last
+ * trim of the heap. */
+static struct {
+    unsigned long applied, rebuilds, scanned, trimmed_at;
+} done;
 
 static size_t summary_bytes(const struct entry *e)
 {
@@ -76,7 +91,7 @@ static size_t entry_bytes(const struct entry *e)
 
 static void entry_free(struct entry *e)
 {
-    live_bytes -= entry_bytes(e);
+    ix.live_bytes -= entry_bytes(e);
     free(e->sid);
     free(e->heap);
     free(e->title_lc);
@@ -107,14 +122,6 @@ static void close_index_fd(void)
     ix.fd = -1;
 }
 
-/* A hash from sid to position keeps applying lines O(1). */
-struct slot {
-    const char *sid;
-    size_t pos;
-};
-static struct slot *hs;
-static size_t hcap;
-
 void svc_index_reset(void)
 {
     for (size_t i = 0; i < ix.n; i++)
@@ -126,11 +133,8 @@ void svc_index_reset(void)
         close(ix.root_fd);
     if (ix.stamp_fd_open)
         close(ix.stamp_fd);
+    free(ix.hs); /* it points into the entries just freed */
     memset(&ix, 0, sizeof ix);
-    live_bytes = 0;
-    free(hs); /* it points into the entries just freed */
-    hs = NULL;
-    hcap = 0;
 }
 
 static struct entry *find(const char *sid)
@@ -151,29 +155,29 @@ static size_t hash_str(const char *s)
 
 static void hash_rebuild(void)
 {
-    free(hs);
-    hcap = 1024;
-    while (hcap < ix.n * 2 + 16)
-        hcap *= 2;
-    hs = svc_xcalloc(hcap, sizeof *hs);
+    free(ix.hs);
+    ix.hcap = 1024;
+    while (ix.hcap < ix.n * 2 + 16)
+        ix.hcap *= 2;
+    ix.hs = svc_xcalloc(ix.hcap, sizeof *ix.hs);
     for (size_t i = 0; i < ix.n; i++) {
-        size_t h = hash_str(ix.v[i].sid) & (hcap - 1);
-        while (hs[h].sid)
-            h = (h + 1) & (hcap - 1);
-        hs[h].sid = ix.v[i].sid;
-        hs[h].pos = i;
+        size_t h = hash_str(ix.v[i].sid) & (ix.hcap - 1);
+        while (ix.hs[h].sid)
+            h = (h + 1) & (ix.hcap - 1);
+        ix.hs[h].sid = ix.v[i].sid;
+        ix.hs[h].pos = i;
     }
 }
 
 static struct entry *lookup(const char *sid)
 {
-    if (!hs)
+    if (!ix.hs)
         return find(sid);
-    size_t h = hash_str(sid) & (hcap - 1);
-    while (hs[h].sid) {
-        if (strcmp(hs[h].sid, sid) == 0)
-            return &ix.v[hs[h].pos];
-        h = (h + 1) & (hcap - 1);
+    size_t h = hash_str(sid) & (ix.hcap - 1);
+    while (ix.hs[h].sid) {
+        if (strcmp(ix.hs[h].sid, sid) == 0)
+            return &ix.v[ix.hs[h].pos];
+        h = (h + 1) & (ix.hcap - 1);
     }
     return NULL;
 }
@@ -182,7 +186,7 @@ static struct entry *lookup(const char *sid)
  * it is kept on the heap. */
 static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t len)
 {
-    live_bytes -= summary_bytes(e);
+    ix.live_bytes -= summary_bytes(e);
     free(e->heap);
     e->heap = NULL;
     free(e->title_lc);
@@ -194,7 +198,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
         e->len = 0;
         e->heap = svc_json_dump_compact(summary);
     }
-    live_bytes += summary_bytes(e);
+    ix.live_bytes += summary_bytes(e);
     const char *title = svc_json_str(summary, "title", "");
     e->title_lc = svc_fold(title ? title : "");
     double t = 0;
@@ -205,13 +209,9 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     e->msgs = svc_json_int(summary, "message_count", -1);
 }
 
-static unsigned long applied;  /* summaries applied by this process, for svc_index_warm */
-static unsigned long rebuilds; /* rebuilds from the directories by this process */
-static unsigned long scanned;  /* summaries a rescan made from the directories, the same */
-
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
 {
-    applied++;
+    done.applied++;
     struct entry *e = lookup(sid);
     if (!summary) {
         if (e) {
@@ -233,15 +233,15 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
         e = &ix.v[ix.n++];
         memset(e, 0, sizeof *e);
         e->sid = svc_xstrdup(sid);
-        live_bytes += strlen(e->sid) + 32;
-        if (!hs || ix.n * 2 > hcap)
+        ix.live_bytes += strlen(e->sid) + 32;
+        if (!ix.hs || ix.n * 2 > ix.hcap)
             hash_rebuild();
         else {
-            size_t h = hash_str(e->sid) & (hcap - 1);
-            while (hs[h].sid)
-                h = (h + 1) & (hcap - 1);
-            hs[h].sid = e->sid;
-            hs[h].pos = ix.n - 1;
+            size_t h = hash_str(e->sid) & (ix.hcap - 1);
+            while (ix.hs[h].sid)
+                h = (h + 1) & (ix.hcap - 1);
+            ix.hs[h].sid = e->sid;
+            ix.hs[h].pos = ix.n - 1;
         }
     }
     entry_fill(e, summary, off, len);
@@ -645,12 +645,12 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
             ix.offset = sb.st_size;
             snprintf(ix.gen, sizeof ix.gen, "%s", gen);
             for (size_t i = 0; i < ix.n; i++) {
-                live_bytes -= summary_bytes(&ix.v[i]);
+                ix.live_bytes -= summary_bytes(&ix.v[i]);
                 free(ix.v[i].heap);
                 ix.v[i].heap = NULL;
                 ix.v[i].off = at[i];
                 ix.v[i].len = len[i];
-                live_bytes += summary_bytes(&ix.v[i]);
+                ix.live_bytes += summary_bytes(&ix.v[i]);
             }
             written = true;
         } else if (fd >= 0) {
@@ -704,7 +704,7 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
     if (lockfd >= 0)
         write_out(st, lockfd, writable);
     svc_logf("index: rebuilt from the directories (%zu sessions)", ix.n);
-    rebuilds++;
+    done.rebuilds++;
     return 0;
 }
 
@@ -780,7 +780,7 @@ static int rescan(const struct svc_store *st)
             add[nadd].sid = svc_xstrdup(sid);
             add[nadd].updated = lookup(sid)->updated;
             nadd++;
-            scanned++;
+            done.scanned++;
         }
         json_object_put(sum);
     }
@@ -889,7 +889,7 @@ static int refresh(const struct svc_store *st)
         ix.loaded = true;
     }
     /* compact when most of the log is superseded lines */
-    if (ix.fd_open && (size_t)ix.offset > 2 * live_bytes + 65536)
+    if (ix.fd_open && (size_t)ix.offset > 2 * ix.live_bytes + 65536)
         write_compacted(st);
     return 0;
 }
@@ -1005,8 +1005,8 @@ static void sort_entries(void)
 
 void svc_index_warm(const struct svc_store *st)
 {
-    unsigned long rebuilt = rebuilds, made = scanned;
-    if (refresh(st) == 0 && (rebuilds != rebuilt || scanned != made) && ix.fd_open) {
+    unsigned long rebuilt = done.rebuilds, made = done.scanned;
+    if (refresh(st) == 0 && (done.rebuilds != rebuilt || done.scanned != made) && ix.fd_open) {
         /* A rebuild parsed every sidecar, a rescan those of the sessions the index lacked
          * (written by another program since): their leftovers lie between the entries,
          * pages that can neither be shared usefully nor given back (127 MB RSS a process at
@@ -1024,14 +1024,13 @@ void svc_index_warm(const struct svc_store *st)
      * MB private a worker at 100k sessions, after one health request). Sorted here, once
      * per load, by allocations that no free chunk fits, the heap stays shared; the free
      * pages go back to the system. */
-    static unsigned long trimmed_at;
-    if (applied != trimmed_at) {
+    if (done.applied != done.trimmed_at) {
         for (int i = 0; i < 64; i++) {
             void *volatile p = malloc((size_t)4 << 20);
             free(p);
         }
         malloc_trim(0);
-        trimmed_at = applied;
+        done.trimmed_at = done.applied;
     }
 #endif
 }

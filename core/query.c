@@ -126,40 +126,41 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
  * closed is none), the session directory's lstat names the watched inode and the
  * sidecar's (inode, size, mtime, ctime) are those stated: a write inotify does not report
  * (through a hard link) still shows in the stat. A `running` summary is never served so:
- * its run lock is checked each time. At most four sessions are watched at a time. */
+ * its run lock is checked each time. At most four sessions are watched at a time.
+ * dt holds it all: the memo; the sessions watched, a summary and the watches it holds
+ * under (slot k's keys are "fixed:detail<k>:...": dirwatch.h keeps SVC_DIRWATCH_FIXED such
+ * keys, four slots of four); the messages paths of the last details read. */
+#define WATCHED 4
 static struct {
-    char *raw;
-    size_t len;
-    size_t count;
-    json_object *summary;
-} memo;
+    struct {
+        char *raw;
+        size_t len;
+        size_t count;
+        json_object *summary;
+    } memo;
+    struct {
+        char *msg_dir;        /* the messages path they were armed for (heap); NULL: free */
+        json_object *summary; /* a reference; never modified (query.h) */
+        int64_t gen[4];
+        struct stat dst[4];
+        struct stat sidecar; /* svc_session.json as stated before the read */
+        uint64_t used;       /* last served or stored, for the least recently used */
+    } watched[WATCHED];
+    uint64_t clock;
+    char *recent[WATCHED]; /* heap */
+    unsigned recent_next;
+} dt;
 
 static void memo_set(char *raw, size_t len, size_t count, json_object *summary)
 {
-    free(memo.raw);
-    json_object_put(memo.summary);
-    memo.raw = raw;
-    memo.len = len;
-    memo.count = count;
-    memo.summary = summary;
+    free(dt.memo.raw);
+    json_object_put(dt.memo.summary);
+    dt.memo.raw = raw;
+    dt.memo.len = len;
+    dt.memo.count = count;
+    dt.memo.summary = summary;
 }
 
-/* The sessions watched (above): a summary and the watches it holds under, all four armed
- * before it was read. Slot k's watches are keys "fixed:detail<k>:..." (dirwatch.h keeps
- * SVC_DIRWATCH_FIXED such keys: four slots of four). */
-#define WATCHED 4
-static struct {
-    char *msg_dir;        /* the messages path they were armed for (heap); NULL: free */
-    json_object *summary; /* a reference; never modified (query.h) */
-    int64_t gen[4];
-    struct stat dst[4];
-    struct stat sidecar; /* svc_session.json as stated before the read */
-    uint64_t used;       /* last served or stored, for the least recently used */
-} watched[WATCHED];
-static uint64_t watched_clock;
-/* the messages paths of the last details read (heap): a session read again soon is watched */
-static char *recent[WATCHED];
-static unsigned recent_next;
 static const char *const lock_files[] = {".svc.lock", ".svc.run.lock", NULL};
 
 /* Slot k's watch key of directory i (0 session, 1 agents, 2 agent_<aid>, 3 messages). */
@@ -172,17 +173,17 @@ static const char *watch_key(int k, int i, char buf[64])
 
 static void watched_free(int k)
 {
-    free(watched[k].msg_dir);
-    json_object_put(watched[k].summary);
-    watched[k].msg_dir = NULL;
-    watched[k].summary = NULL;
+    free(dt.watched[k].msg_dir);
+    json_object_put(dt.watched[k].summary);
+    dt.watched[k].msg_dir = NULL;
+    dt.watched[k].summary = NULL;
 }
 
 /* The slot watching msg_dir, or -1. */
 static int watched_find(const char *msg_dir)
 {
     for (int k = 0; k < WATCHED; k++)
-        if (watched[k].msg_dir && strcmp(watched[k].msg_dir, msg_dir) == 0)
+        if (dt.watched[k].msg_dir && strcmp(dt.watched[k].msg_dir, msg_dir) == 0)
             return k;
     return -1;
 }
@@ -192,11 +193,11 @@ static bool read_again(const char *msg_dir)
 {
     bool again = false;
     for (int i = 0; i < WATCHED && !again; i++)
-        again = recent[i] && strcmp(recent[i], msg_dir) == 0;
+        again = dt.recent[i] && strcmp(dt.recent[i], msg_dir) == 0;
     if (!again) {
-        free(recent[recent_next]);
-        recent[recent_next] = svc_xstrdup(msg_dir);
-        recent_next = (recent_next + 1) % WATCHED;
+        free(dt.recent[dt.recent_next]);
+        dt.recent[dt.recent_next] = svc_xstrdup(msg_dir);
+        dt.recent_next = (dt.recent_next + 1) % WATCHED;
     }
     return again;
 }
@@ -254,17 +255,17 @@ static json_object *watch_fresh(const struct svc_sess *s)
     bool fresh = lstat(s->dir, &st) == 0;
     for (int i = 0; i < 4 && fresh; i++) {
         char key[64];
-        fresh = svc_dirwatch_unchanged(watch_key(k, i, key), i ? &watched[k].dst[i] : &st) ==
-                watched[k].gen[i];
+        fresh = svc_dirwatch_unchanged(watch_key(k, i, key), i ? &dt.watched[k].dst[i] : &st) ==
+                dt.watched[k].gen[i];
     }
     struct stat sc;
-    fresh = fresh && sidecar_stat(s, &sc) && same_stat(&sc, &watched[k].sidecar);
+    fresh = fresh && sidecar_stat(s, &sc) && same_stat(&sc, &dt.watched[k].sidecar);
     if (!fresh) {
         watched_free(k);
         return NULL;
     }
-    watched[k].used = ++watched_clock;
-    return json_object_get(watched[k].summary);
+    dt.watched[k].used = ++dt.clock;
+    return json_object_get(dt.watched[k].summary);
 }
 
 /* The slot for msg_dir's watches, emptied: its own, a free one, or the least recently used. */
@@ -272,12 +273,12 @@ static int watched_slot(const char *msg_dir)
 {
     int k = watched_find(msg_dir);
     for (int i = 0; i < WATCHED && k < 0; i++)
-        if (!watched[i].msg_dir)
+        if (!dt.watched[i].msg_dir)
             k = i;
     if (k < 0) {
         k = 0;
         for (int i = 1; i < WATCHED; i++)
-            if (watched[i].used < watched[k].used)
+            if (dt.watched[i].used < dt.watched[k].used)
                 k = i;
     }
     watched_free(k);
@@ -299,12 +300,12 @@ static int get_summary_locked(const struct svc_store *st, const char *sid, bool 
     free(path);
     /* the count from the files in O(1): the memo's (same bytes) or the sidecar's own,
      * checked by a stat or two; a scan only when another program added a file */
-    bool same =
-        cache && rc == 0 && memo.summary && memo.len == len && memcmp(memo.raw, raw, len) == 0;
+    bool same = cache && rc == 0 && dt.memo.summary && dt.memo.len == len &&
+                memcmp(dt.memo.raw, raw, len) == 0;
     json_object *parsed = NULL;
     int64_t trusted = -1, cnt = 0, next = 0;
     if (same)
-        trusted = (int64_t)memo.count;
+        trusted = (int64_t)dt.memo.count;
     else if (rc == 0 && svc_json_parse(raw, len, &parsed, NULL) == 0)
         trusted = svc_json_int(parsed, "message_count", -1);
     int64_t *ids = NULL;
@@ -312,9 +313,9 @@ static int get_summary_locked(const struct svc_store *st, const char *sid, bool 
         rc == 0 && svc_store_message_count(st, sid, trusted, &cnt, &next, &ids, NULL) == 0;
     free(ids);
     size_t n = (size_t)cnt;
-    if (counted && same && memo.count == n) {
+    if (counted && same && dt.memo.count == n) {
         free(raw);
-        *sc_out = json_object_get(memo.summary);
+        *sc_out = json_object_get(dt.memo.summary);
         return 0;
     }
     json_object *sc = parsed;
@@ -395,13 +396,13 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     }
     /* the memo's summary read under all four watches, and not `running`: served from the
      * watches until something changes */
-    if (armed && sc == memo.summary && strcmp(svc_json_str(sc, "status", ""), "running") != 0) {
-        watched[k].msg_dir = svc_xstrdup(s.msg_dir);
-        watched[k].summary = json_object_get(sc);
-        memcpy(watched[k].gen, gen, sizeof gen);
-        memcpy(watched[k].dst, dst, sizeof dst);
-        watched[k].sidecar = sst;
-        watched[k].used = ++watched_clock;
+    if (armed && sc == dt.memo.summary && strcmp(svc_json_str(sc, "status", ""), "running") != 0) {
+        dt.watched[k].msg_dir = svc_xstrdup(s.msg_dir);
+        dt.watched[k].summary = json_object_get(sc);
+        memcpy(dt.watched[k].gen, gen, sizeof gen);
+        memcpy(dt.watched[k].dst, dst, sizeof dst);
+        dt.watched[k].sidecar = sst;
+        dt.watched[k].used = ++dt.clock;
     }
     *out = sc; /* already the summary (read-only: it may be the memo's) */
     sc = NULL;
