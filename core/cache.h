@@ -16,17 +16,16 @@
  * - dirwatch.c `dw`: one inotify instance and its watches; the fast path of the watches
  *   below, never an answer of its own (IN_Q_OVERFLOW or a broken instance drop them all).
  * - index.c `ix`: the root's listing index in memory; the stamp in the root lock file and
- *   the index file's (inode, size) read under the root lock, the root's mtime for rescans.
- *   Off: the memory is dropped before each listing and the file read again.
- * - index.c listing watches: skip the stat of message_<count>.json of a listed row while
- *   inotify saw no file created in its messages directory (local roots only).
- * - query.c `memo`: the last (sidecar bytes, message count) -> detail summary; the bytes
- *   read under the shared lock compared whole, the count by a stat of message_<n>.json.
- * - query.c `watched`: the detail of a session polled again, served while four content
- *   watches saw nothing and svc_session.json's and the session directory's stats match.
+ *   the index file's (inode, size) read under the root lock, the root's mtime for rescans,
+ *   and on each page a stat of each row's next message file. Off: the copy is dropped
+ *   before each listing and the file read again.
+ * - query.c `dt.memo`: the last (sidecar bytes, message count) -> detail summary; the
+ *   bytes read under the shared lock compared whole, the count by a stat of message_<n>.
+ * - query.c `dt.watched`: the detail of a session polled again, served without the lock
+ *   while four content watches armed before its read saw nothing (local roots only) and
+ *   the session directory's and svc_session.json's stats match.
  * - msgcache.c: rendered message rows by file (dev, inode, id); a stat under the shared
- *   lock ((size, mtime, ctime) the same, files changed < 1 s ago never kept), skipped
- *   while the messages directory's content watch saw nothing.
+ *   lock ((size, mtime, ctime) the same; a file changed < 1 s ago is never kept).
  * - wincache.c: a session's parsed window messages, valid under the directory's content
  *   life (inotify) and while each file's (inode, size, mtime, ctime) is the one read.
  * - cgi/h_sessions.c `last_get`: the detail text of the last summary (pointer identity of

@@ -1,18 +1,15 @@
-/* dirwatch: "has anything changed in this directory since I last looked?" answered by
- * one read(2) of a per-process inotify instance (created on first use, never shared across
- * fork), for the caches of cache.h: a fast path only, on local filesystems (cache.h).
- *   svc_dirwatch_poll()   read the pending events (one read(2) when there are none)
+/* dirwatch: "has anything changed in this directory since I looked?" in one read(2) of a
+ * per-process inotify instance (never shared across fork): a fast path of cache.h's caches.
+ *   svc_dirwatch_poll()   read the pending events
  *   svc_dirwatch_arm_content_ignoring(key, fd, st, names)  watch the directory open as fd
- *       (st: its fstat) under key for any change to an entry; a generation (> 0), 0 when
- *       it cannot watch. Call it BEFORE the checks it stands for. An entry of names
- *       (NULL-terminated, static) opened for writing and closed, nothing more, is no change.
+ *       (st: its fstat) under key; a generation (> 0), or 0. Call it BEFORE the checks it
+ *       stands for. An entry of names (static) opened for writing and closed is no change.
  *   svc_dirwatch_unchanged(key, st)  that generation while nothing changed and st is the
  *       same inode; 0 otherwise.
  *   svc_dirwatch_content_life(key, fd, st)  a number (> 0) that stays while the directory
- *       stays watched as that inode; fn of svc_dirwatch_on_change(fn) hears each event
- *       naming an entry (fn(key, name, mask)), a life's end (name NULL), every life's end
- *       (key NULL). One listener.
- * Changes by every process of the machine count. Without inotify nothing is unchanged. */
+ *       stays watched as that inode; svc_dirwatch_on_change's one listener hears each event
+ *       naming an entry (key, name, mask), a life's end (name NULL), all lives' (key NULL).
+ * Changes by every process of the machine count; without inotify nothing is unchanged. */
 #ifndef SVC_DIRWATCH_H
 #define SVC_DIRWATCH_H
 

@@ -1,16 +1,15 @@
-/* wincache: this process's parsed messages of the sessions whose windows it restored, so
- * that a turn parses only the message files that changed since it last read them. An
- * entry (session, message id) holds the effective message (shared, modified by nobody)
- * and serves while both hold: the content life of the session's messages directory
- * (dirwatch.h: an event naming message_<id>.json drops it) and the file's (inode, size,
- * mtime, ctime), which the caller stats before asking (a change inotify does not report).
+/* wincache: this process's parsed messages of the windows it restored, so that a turn
+ * parses only the message files that changed since. An entry (session, id) holds the
+ * effective message (shared, modified by nobody) and serves while the content life of the
+ * session's messages directory holds (dirwatch.h: an event naming message_<id>.json drops
+ * it) and the file's (inode, size, mtime, ctime) are those the caller stats now.
  *   life = svc_wincache_begin(sid, dirfd)    poll the watch; the life (0: no cache)
  *   svc_wincache_get(sid, life, id, st)      the entry (borrowed) for the file as st, or NULL
  *   svc_wincache_put(sid, life, id, m, st)   keep m (a new reference); st: the file read
  *   svc_wincache_claim(sid, life, id, m, st) the same for a file this process has just
  *                                            renamed into place: waits for that IN_MOVED_TO
- * At most SVC_WINCACHE_MAX_BYTES of heap (estimated from the files' sizes); trim drops
- * the SVC_WINCACHE_TRIM ids below a window's start. One thread; a forked child starts empty. */
+ * At most SVC_WINCACHE_MAX_BYTES (heap estimated from file sizes); trim drops the
+ * SVC_WINCACHE_TRIM ids below a window's start. One thread; a forked child starts empty. */
 #ifndef SVC_WINCACHE_H
 #define SVC_WINCACHE_H
 
