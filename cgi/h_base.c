@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "fsio.h"
 #include "handlers.h"
 #include "jobs.h"
@@ -32,7 +33,8 @@ int h_health(struct http_req *r, struct svc_err *err)
     bool writable = svc_dir_writable(cfg->sessions.root, &reason);
     bool degraded = cfg->sessions.enabled && !writable;
     int64_t uptime = (int64_t)(svc_time_now() - h_base_started_at);
-    if (last_health.text && last_health.cfg == cfg && last_health.pid == http_pid() &&
+    bool cache = svc_cache_on(cfg, -1);
+    if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == http_pid() &&
         last_health.uptime == uptime && last_health.writable == writable &&
         last_health.reason == reason) {
         json_object *raw = svc_json_new_raw(last_health.text);
@@ -62,7 +64,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set_str(m, "name", cfg->model.name);
     svc_json_set(o, "model", m);
     free(last_health.text);
-    last_health.text = svc_json_dump_compact(o);
+    last_health.text = cache ? svc_json_dump_compact(o) : NULL;
     last_health.cfg = cfg;
     last_health.pid = http_pid();
     last_health.uptime = uptime;

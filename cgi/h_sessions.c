@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "handlers.h"
 #include "jsonx.h"
 #include "query.h"
@@ -41,7 +42,7 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
 /* The detail endpoint is polled, and svc_session_get answers from its memo while the
  * session is unchanged: the text of the last summary sent is kept with a reference to that
  * summary (so no other object can take its address; it is never modified, query.h) and
- * sent again while the same summary comes back. */
+ * sent again while the same summary comes back (core/cache.h). */
 static struct {
     json_object *o; /* a reference */
     char *text;     /* its compact JSON (heap) */
@@ -58,6 +59,8 @@ int h_session_get(struct http_req *r, struct svc_err *err)
         json_object_put(o);
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
     }
+    if (!svc_cache_on(r->cfg, -1))
+        return send_result(r, sid, o);
     if (o != last_get.o) {
         json_object_put(last_get.o);
         free(last_get.text);

@@ -9,30 +9,32 @@ struct slot {
     char sid[132];
 };
 
-static struct slot *slots; /* shared: MAP_SHARED | MAP_ANONYMOUS, inherited by workers */
-static int nslots;
-static struct slot *mine;
+static struct {
+    struct slot *slots; /* shared: MAP_SHARED | MAP_ANONYMOUS, inherited by workers */
+    int n;
+    struct slot *mine; /* this worker's */
+} held;
 
 int held_init(int n)
 {
-    if (slots || n <= 0)
+    if (held.slots || n <= 0)
         return 0;
-    void *p = mmap(NULL, (size_t)n * sizeof *slots, PROT_READ | PROT_WRITE,
+    void *p = mmap(NULL, (size_t)n * sizeof *held.slots, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return -1;
-    slots = p;
-    nslots = n;
-    memset(slots, 0, (size_t)n * sizeof *slots);
+    held.slots = p;
+    held.n = n;
+    memset(held.slots, 0, (size_t)n * sizeof *held.slots);
     return 0;
 }
 
 int held_take(void)
 {
-    for (int i = 0; i < nslots; i++)
-        if (!slots[i].used) {
-            slots[i].used = 1;
-            slots[i].sid[0] = '\0';
+    for (int i = 0; i < held.n; i++)
+        if (!held.slots[i].used) {
+            held.slots[i].used = 1;
+            held.slots[i].sid[0] = '\0';
             return i;
         }
     return -1;
@@ -40,33 +42,33 @@ int held_take(void)
 
 void held_attach(int slot)
 {
-    mine = slots && slot >= 0 && slot < nslots ? &slots[slot] : NULL;
+    held.mine = held.slots && slot >= 0 && slot < held.n ? &held.slots[slot] : NULL;
 }
 
 void held_set(const char *sid)
 {
-    if (mine && sid)
-        snprintf(mine->sid, sizeof mine->sid, "%s", sid);
+    if (held.mine && sid)
+        snprintf(held.mine->sid, sizeof held.mine->sid, "%s", sid);
 }
 
 void held_clear(void)
 {
-    if (mine)
-        mine->sid[0] = '\0';
+    if (held.mine)
+        held.mine->sid[0] = '\0';
 }
 
 int held_get(int slot, char *buf, unsigned size)
 {
-    if (!slots || slot < 0 || slot >= nslots || !slots[slot].sid[0])
+    if (!held.slots || slot < 0 || slot >= held.n || !held.slots[slot].sid[0])
         return 0;
-    snprintf(buf, size, "%s", slots[slot].sid);
+    snprintf(buf, size, "%s", held.slots[slot].sid);
     return 1;
 }
 
 void held_release(int slot)
 {
-    if (slots && slot >= 0 && slot < nslots) {
-        slots[slot].sid[0] = '\0';
-        slots[slot].used = 0;
+    if (held.slots && slot >= 0 && slot < held.n) {
+        held.slots[slot].sid[0] = '\0';
+        held.slots[slot].used = 0;
     }
 }

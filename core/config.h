@@ -15,6 +15,7 @@
 
 enum svc_session_provider { SVC_PROVIDER_SVC_REPOSITORY, SVC_PROVIDER_NATIVE_FILE };
 enum svc_model_provider { SVC_MODEL_ECHO, SVC_MODEL_OPENAI };
+enum svc_cache_mode { SVC_CACHE_AUTO, SVC_CACHE_OFF }; /* sessions.cache (cache.h) */
 
 struct svc_job {
     char *id;
@@ -75,6 +76,7 @@ struct svc_config {
         char *export_default_dir;   /* expanded; default ~/Desktop/svc-chat-export */
         char **export_allowed_dirs; /* expanded, NULL-terminated (never NULL itself) */
         bool fsync;
+        enum svc_cache_mode cache; /* auto: caches on where the root is local */
     } sessions;
     struct {
         enum svc_model_provider provider;

@@ -6,25 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "util.h"
 
-/* what makes a directory not clean: an entry created or moved in, the directory gone */
-#define CREATED_MASK (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF)
-/* what else makes it changed: an entry written, its attributes (utime, chmod), removed or
- * moved out */
-#define CHANGED_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB | IN_DELETE | IN_MOVED_FROM)
-#define WATCH_MASK (CREATED_MASK | CHANGED_MASK | IN_ONLYDIR)
+/* what changes a directory: an entry created, written, its attributes (utime, chmod)
+ * changed, removed or moved in or out; the directory itself gone */
+#define WATCH_MASK                                                                                 \
+    (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_MODIFY | IN_CLOSE_WRITE |        \
+     IN_ATTRIB | IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR)
 #define ALL (SVC_DIRWATCH_MAX + SVC_DIRWATCH_FIXED)
 #define SLOTS (SVC_DIRWATCH_MAX * 4) /* open addressing on the key, never more than half full */
 
 struct watch {
     char *key; /* owned */
     int wd;    /* -1: not watched (yet, or any more) */
-    int64_t tag;
-    bool clean;
     /* content watch: nothing at all changed since generation gen armed it on dev/ino */
     bool unchanged;
     int64_t gen;
@@ -39,6 +35,7 @@ struct watch {
 static struct {
     int fd; /* the inotify instance, -1 before first use or when unavailable */
     bool tried;
+    bool registered; /* the fork handler */
     struct watch v[ALL];
     int n;
     int fixed;    /* of them, keys with SVC_DIRWATCH_FIXED_PREFIX */
@@ -79,10 +76,9 @@ static bool ready(void)
     if (dw.tried)
         return false;
     dw.tried = true;
-    static bool registered;
-    if (!registered) {
+    if (!dw.registered) {
         pthread_atfork(NULL, NULL, on_fork_child);
-        registered = true;
+        dw.registered = true;
     }
     dw.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     return dw.fd >= 0;
@@ -113,8 +109,6 @@ static struct watch *find(const char *key, bool add)
     struct watch *w = &dw.v[dw.n++];
     w->key = svc_xstrdup(key);
     w->wd = -1;
-    w->tag = 0;
-    w->clean = false;
     w->unchanged = false;
     w->gen = 0;
     w->life = 0;
@@ -150,10 +144,11 @@ void svc_dirwatch_on_change(svc_dirwatch_change_fn fn)
     dw.on_change = fn;
 }
 
-void svc_dirwatch_dirty_all(void)
+/* Nothing is unchanged any more (events were lost, or the instance broke). */
+static void changed_all(void)
 {
     for (int i = 0; i < dw.n; i++)
-        dw.v[i].clean = dw.v[i].unchanged = false;
+        dw.v[i].unchanged = false;
 }
 
 /* Whether ie is an entry w ignores opened for writing and closed: no more (a write,
@@ -182,7 +177,7 @@ void svc_dirwatch_poll(void)
             continue;
         if (got <= 0) {
             if (got < 0 && errno != EAGAIN) { /* the instance is broken: stop trusting it */
-                svc_dirwatch_dirty_all();
+                changed_all();
                 close(dw.fd);
                 dw.fd = -1;
                 for (int i = 0; i < dw.n; i++) {
@@ -195,7 +190,7 @@ void svc_dirwatch_poll(void)
         for (char *p = buf; p < buf + got;) {
             const struct inotify_event *ie = (const struct inotify_event *)p;
             if (ie->mask & IN_Q_OVERFLOW) {
-                svc_dirwatch_dirty_all(); /* events were lost */
+                changed_all(); /* events were lost */
                 for (int i = 0; i < dw.n; i++)
                     end_life(&dw.v[i]);
             }
@@ -214,8 +209,6 @@ void svc_dirwatch_poll(void)
                     continue;
                 note_life_event(&dw.v[i], ie);
                 dw.v[i].unchanged = false;
-                if (ie->mask & (CREATED_MASK | IN_IGNORED))
-                    dw.v[i].clean = false;
                 if (ie->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
                     dw.v[i].wd = -1; /* gone, or elsewhere now: armed anew next time */
                     memo_wd = -2;
@@ -224,39 +217,6 @@ void svc_dirwatch_poll(void)
             p += sizeof *ie + ie->len;
         }
     }
-}
-
-bool svc_dirwatch_clean(const char *key, int64_t tag)
-{
-    if (dw.fd < 0)
-        return false;
-    const struct watch *w = find(key, false);
-    return w && w->wd >= 0 && w->clean && w->tag == tag;
-}
-
-void svc_dirwatch_arm(const char *key, const char *path, int64_t tag)
-{
-    if (!ready())
-        return;
-    struct watch *w = find(key, true);
-    if (!w)
-        return;
-    w->clean = false;
-    if (w->wd < 0) {
-        int wd = inotify_add_watch(dw.fd, path, WATCH_MASK | IN_DONT_FOLLOW);
-        if (wd < 0)
-            return; /* no such directory, or out of watches: the caller checks each time */
-        w->wd = wd;
-    }
-    w->tag = tag;
-    w->clean = true;
-}
-
-void svc_dirwatch_dirty(const char *key)
-{
-    struct watch *w = dw.fd >= 0 ? find(key, false) : NULL;
-    if (w)
-        w->clean = false;
 }
 
 int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir)
@@ -276,11 +236,6 @@ static bool wd_shared(int wd, const struct watch *w)
         if (&dw.v[i] != w && dw.v[i].wd == wd)
             return true;
     return false;
-}
-
-int64_t svc_dirwatch_arm_content(const char *key, int dirfd, const struct stat *dir)
-{
-    return svc_dirwatch_arm_content_ignoring(key, dirfd, dir, NULL);
 }
 
 int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const struct stat *dir,
@@ -308,7 +263,6 @@ int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const stru
          * holds one kernel watch, not one per directory it ever named) */
         if (w->wd >= 0 && !wd_shared(w->wd, w))
             inotify_rm_watch(dw.fd, w->wd);
-        w->clean = false;
         w->wd = wd;
     }
     w->dev = dir->st_dev;
@@ -333,32 +287,11 @@ int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat 
     int wd = inotify_add_watch(dw.fd, proc, WATCH_MASK);
     if (wd < 0)
         return 0;
-    if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino) {
-        w->clean = false;
+    if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino)
         w->unchanged = false;
-    }
     w->wd = wd;
     w->dev = dir->st_dev;
     w->ino = dir->st_ino;
     w->life = ++dw.gens;
     return w->life;
-}
-
-/* Whether inotify sees every change made under the directory fd: a local filesystem
- * (a network filesystem does not report other machines' changes). */
-bool svc_dirwatch_local(int fd)
-{
-    struct statfs sf;
-    if (fstatfs(fd, &sf) != 0)
-        return false;
-    switch ((unsigned long)sf.f_type) {
-    case 0xEF53UL:     /* ext2/3/4 */
-    case 0x58465342UL: /* xfs */
-    case 0x9123683EUL: /* btrfs */
-    case 0x01021994UL: /* tmpfs */
-    case 0xF2F52010UL: /* f2fs */
-        return true;
-    default:
-        return false;
-    }
 }

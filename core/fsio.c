@@ -111,27 +111,29 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
  * it), then a random salt drawn once per process and a counter. Both are kept across
  * writes (getpid and the random source cost a system call each, several times per turn)
  * and reset in a forked child. */
-static pid_t temp_pid;
-static unsigned long temp_seq;
-static char temp_salt[9];
+static struct {
+    pid_t pid; /* 0: draw pid and salt again */
+    unsigned long seq;
+    char salt[9];
+    bool registered; /* the fork handler */
+} temp;
 
 static void temp_forked(void)
 {
-    temp_pid = 0;
+    temp.pid = 0;
 }
 
 static void temp_name(char *out, size_t outsz, const char *path)
 {
-    static bool registered;
-    if (!registered) {
+    if (!temp.registered) {
         pthread_atfork(NULL, NULL, temp_forked);
-        registered = true;
+        temp.registered = true;
     }
-    if (temp_pid == 0) {
-        temp_pid = svc_pid();
-        svc_random_hex(temp_salt, 8);
+    if (temp.pid == 0) {
+        temp.pid = svc_pid();
+        svc_random_hex(temp.salt, 8);
     }
-    snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp_pid, temp_salt, ++temp_seq);
+    snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp.pid, temp.salt, ++temp.seq);
 }
 
 /* rename(spare, path), the file path held kept under spare's name (SVC_WRITE_SPARE). A

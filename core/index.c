@@ -15,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dirwatch.h"
 #include "fold.h"
 #include "fsio.h"
 #include "jsonx.h"
@@ -43,6 +42,13 @@ struct entry {
     bool seen; /* present in the latest directory scan */
 };
 
+/* A hash from sid to position keeps applying lines O(1). */
+struct slot {
+    const char *sid;
+    size_t pos;
+};
+
+/* This process's copy of the index (core/cache.h), dropped whole by svc_index_reset. */
 static struct {
     char *root;
     struct entry *v;
@@ -62,11 +68,17 @@ static struct {
     dev_t dev;    /* device of the index file held as fd */
     int stamp_fd; /* the root lock file, kept open for stamp_peek (stamp_fd_open) */
     bool stamp_fd_open;
-    bool root_local; /* on a local filesystem: inotify sees every change (dirwatch.h) */
-    unsigned lists;  /* pages listed by this process (watches pay off from the second) */
+    size_t live_bytes; /* what a compacted index would hold, kept as entries change */
+    struct slot *hs;   /* the hash, hcap slots pointing into v */
+    size_t hcap;
 } ix;
 
-static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
+/* What this process did, across resets (svc_index_warm compares them): summaries applied,
+ * rebuilds from the directories, summaries a rescan made from them, applied at the last
+ * trim of the heap. */
+static struct {
+    unsigned long applied, rebuilds, scanned, trimmed_at;
+} done;
 
 static size_t summary_bytes(const struct entry *e)
 {
@@ -80,7 +92,7 @@ static size_t entry_bytes(const struct entry *e)
 
 static void entry_free(struct entry *e)
 {
-    live_bytes -= entry_bytes(e);
+    ix.live_bytes -= entry_bytes(e);
     free(e->sid);
     free(e->heap);
     free(e->title_lc);
@@ -111,14 +123,6 @@ static void close_index_fd(void)
     ix.fd = -1;
 }
 
-/* A hash from sid to position keeps applying lines O(1). */
-struct slot {
-    const char *sid;
-    size_t pos;
-};
-static struct slot *hs;
-static size_t hcap;
-
 void svc_index_reset(void)
 {
     for (size_t i = 0; i < ix.n; i++)
@@ -130,12 +134,8 @@ void svc_index_reset(void)
         close(ix.root_fd);
     if (ix.stamp_fd_open)
         close(ix.stamp_fd);
+    free(ix.hs); /* it points into the entries just freed */
     memset(&ix, 0, sizeof ix);
-    live_bytes = 0;
-    svc_dirwatch_reset();
-    free(hs); /* it points into the entries just freed */
-    hs = NULL;
-    hcap = 0;
 }
 
 static struct entry *find(const char *sid)
@@ -156,29 +156,29 @@ static size_t hash_str(const char *s)
 
 static void hash_rebuild(void)
 {
-    free(hs);
-    hcap = 1024;
-    while (hcap < ix.n * 2 + 16)
-        hcap *= 2;
-    hs = svc_xcalloc(hcap, sizeof *hs);
+    free(ix.hs);
+    ix.hcap = 1024;
+    while (ix.hcap < ix.n * 2 + 16)
+        ix.hcap *= 2;
+    ix.hs = svc_xcalloc(ix.hcap, sizeof *ix.hs);
     for (size_t i = 0; i < ix.n; i++) {
-        size_t h = hash_str(ix.v[i].sid) & (hcap - 1);
-        while (hs[h].sid)
-            h = (h + 1) & (hcap - 1);
-        hs[h].sid = ix.v[i].sid;
-        hs[h].pos = i;
+        size_t h = hash_str(ix.v[i].sid) & (ix.hcap - 1);
+        while (ix.hs[h].sid)
+            h = (h + 1) & (ix.hcap - 1);
+        ix.hs[h].sid = ix.v[i].sid;
+        ix.hs[h].pos = i;
     }
 }
 
 static struct entry *lookup(const char *sid)
 {
-    if (!hs)
+    if (!ix.hs)
         return find(sid);
-    size_t h = hash_str(sid) & (hcap - 1);
-    while (hs[h].sid) {
-        if (strcmp(hs[h].sid, sid) == 0)
-            return &ix.v[hs[h].pos];
-        h = (h + 1) & (hcap - 1);
+    size_t h = hash_str(sid) & (ix.hcap - 1);
+    while (ix.hs[h].sid) {
+        if (strcmp(ix.hs[h].sid, sid) == 0)
+            return &ix.v[ix.hs[h].pos];
+        h = (h + 1) & (ix.hcap - 1);
     }
     return NULL;
 }
@@ -204,7 +204,7 @@ static const char *owner_intern(const char *id)
  * it is kept on the heap. */
 static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t len)
 {
-    live_bytes -= summary_bytes(e);
+    ix.live_bytes -= summary_bytes(e);
     free(e->heap);
     e->heap = NULL;
     free(e->title_lc);
@@ -216,7 +216,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
         e->len = 0;
         e->heap = svc_json_dump_compact(summary);
     }
-    live_bytes += summary_bytes(e);
+    ix.live_bytes += summary_bytes(e);
     e->title_lc = svc_fold(svc_title_search_text(summary));
     double t = 0;
     svc_time_parse_iso(svc_json_str(summary, "updated_at", ""), &t);
@@ -227,13 +227,9 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     e->owner = owner_intern(svc_user_owner(summary));
 }
 
-static unsigned long applied;  /* summaries applied by this process, for svc_index_warm */
-static unsigned long rebuilds; /* rebuilds from the directories by this process */
-static unsigned long scanned;  /* summaries a rescan made from the directories, the same */
-
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
 {
-    applied++;
+    done.applied++;
     struct entry *e = lookup(sid);
     if (!summary) {
         if (e) {
@@ -255,15 +251,15 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
         e = &ix.v[ix.n++];
         memset(e, 0, sizeof *e);
         e->sid = svc_xstrdup(sid);
-        live_bytes += strlen(e->sid) + 32;
-        if (!hs || ix.n * 2 > hcap)
+        ix.live_bytes += strlen(e->sid) + 32;
+        if (!ix.hs || ix.n * 2 > ix.hcap)
             hash_rebuild();
         else {
-            size_t h = hash_str(e->sid) & (hcap - 1);
-            while (hs[h].sid)
-                h = (h + 1) & (hcap - 1);
-            hs[h].sid = e->sid;
-            hs[h].pos = ix.n - 1;
+            size_t h = hash_str(e->sid) & (ix.hcap - 1);
+            while (ix.hs[h].sid)
+                h = (h + 1) & (ix.hcap - 1);
+            ix.hs[h].sid = e->sid;
+            ix.hs[h].pos = ix.n - 1;
         }
     }
     entry_fill(e, summary, off, len);
@@ -666,12 +662,12 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
             ix.offset = sb.st_size;
             snprintf(ix.gen, sizeof ix.gen, "%s", gen);
             for (size_t i = 0; i < ix.n; i++) {
-                live_bytes -= summary_bytes(&ix.v[i]);
+                ix.live_bytes -= summary_bytes(&ix.v[i]);
                 free(ix.v[i].heap);
                 ix.v[i].heap = NULL;
                 ix.v[i].off = at[i];
                 ix.v[i].len = len[i];
-                live_bytes += summary_bytes(&ix.v[i]);
+                ix.live_bytes += summary_bytes(&ix.v[i]);
             }
             written = true;
         } else if (fd >= 0) {
@@ -723,7 +719,7 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
     if (lockfd >= 0)
         write_out(st, lockfd, writable);
     svc_logf("index: rebuilt from the directories (%zu sessions)", ix.n);
-    rebuilds++;
+    done.rebuilds++;
     svc_metrics_index_rebuild();
     return 0;
 }
@@ -798,7 +794,7 @@ static int rescan(const struct svc_store *st)
             add[nadd].sid = svc_xstrdup(sid);
             add[nadd].updated = lookup(sid)->updated;
             nadd++;
-            scanned++;
+            done.scanned++;
         }
         json_object_put(sum);
     }
@@ -895,23 +891,19 @@ static int refresh(const struct svc_store *st)
                           fs.st_dev == rs.st_dev && fs.st_ino == rs.st_ino;
         if (!ix.root_fd_open && ix.root_fd >= 0)
             close(ix.root_fd);
-        ix.root_local = ix.root_fd_open && svc_dirwatch_local(ix.root_fd);
-        svc_dirwatch_dirty_all();
         ix.root_dev = rs.st_dev;
         ix.root_ino = rs.st_ino;
     }
     if (!ix.loaded || rs.st_mtim.tv_sec != ix.root_mtime.tv_sec ||
         rs.st_mtim.tv_nsec != ix.root_mtime.tv_nsec) {
-        /* a session directory was added, removed or swapped (svc import): its watched
-         * messages directory may not be the one at its path any more */
-        svc_dirwatch_dirty_all();
+        /* a session directory was added, removed or swapped (svc import) */
         if (rescan(st) != 0)
             return -1;
         ix.root_mtime = rs.st_mtim;
         ix.loaded = true;
     }
     /* compact when most of the log is superseded lines */
-    if (ix.fd_open && (size_t)ix.offset > 2 * live_bytes + 65536)
+    if (ix.fd_open && (size_t)ix.offset > 2 * ix.live_bytes + 65536)
         write_compacted(st);
     return 0;
 }
@@ -985,14 +977,9 @@ static bool run_alive(const struct svc_store *st, const char *sid)
 /* The summary of e with message_count recounted, when a message file beyond its count
  * exists (written by another program, e.g. a Strands agent); NULL when the count holds.
  * One stat per listed session; the index learns the new summary. */
-static json_object *recounted(const struct svc_store *st, const struct entry *e, bool watch)
+static json_object *recounted(const struct svc_store *st, const struct entry *e)
 {
     if (e->msgs < 0 || strcmp(e->status, "running") == 0)
-        return NULL;
-    /* a process that lists again and again watches the messages directories of the
-     * sessions it listed (keyed by session id): no file created there since the last
-     * look, and the count the same, is the stat's answer without the stat */
-    if (ix.root_fd_open && watch && svc_dirwatch_clean(e->sid, e->msgs))
         return NULL;
     struct stat sb;
     bool beyond;
@@ -1000,13 +987,9 @@ static json_object *recounted(const struct svc_store *st, const struct entry *e,
     if (svc_sess_open_store(st, e->sid, &h, NULL) != 0)
         return NULL;
     if (ix.root_fd_open) {
-        if (watch) /* before the stat: a file created after it comes in as an event */
-            svc_dirwatch_arm(e->sid, h.msg_dir, e->msgs);
         char *rel = svc_sess_message_path(&h, e->msgs, SVC_FROM_ROOT);
         beyond = fstatat(ix.root_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
         free(rel);
-        if (watch && beyond)
-            svc_dirwatch_dirty(e->sid);
     } else {
         char *path = svc_sess_message_path(&h, e->msgs, SVC_FROM_ABS);
         beyond = lstat(path, &sb) == 0;
@@ -1038,8 +1021,8 @@ static void sort_entries(void)
 
 void svc_index_warm(const struct svc_store *st)
 {
-    unsigned long rebuilt = rebuilds, made = scanned;
-    if (refresh(st) == 0 && (rebuilds != rebuilt || scanned != made) && ix.fd_open) {
+    unsigned long rebuilt = done.rebuilds, made = done.scanned;
+    if (refresh(st) == 0 && (done.rebuilds != rebuilt || done.scanned != made) && ix.fd_open) {
         /* A rebuild parsed every sidecar, a rescan those of the sessions the index lacked
          * (written by another program since): their leftovers lie between the entries,
          * pages that can neither be shared usefully nor given back (127 MB RSS a process at
@@ -1057,14 +1040,13 @@ void svc_index_warm(const struct svc_store *st)
      * MB private a worker at 100k sessions, after one health request). Sorted here, once
      * per load, by allocations that no free chunk fits, the heap stays shared; the free
      * pages go back to the system. */
-    static unsigned long trimmed_at;
-    if (applied != trimmed_at) {
+    if (done.applied != done.trimmed_at) {
         for (int i = 0; i < 64; i++) {
             void *volatile p = malloc((size_t)4 << 20);
             free(p);
         }
         malloc_trim(0);
-        trimmed_at = applied;
+        done.trimmed_at = done.applied;
     }
 #endif
 }
@@ -1177,22 +1159,12 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
      * so lines less than RUN_GAP apart are read as one run */
     const char **text = svc_xcalloc((size_t)limit, sizeof *text);
     char *span = read_page(page, np, text);
-    bool watch = ix.root_local && ++ix.lists > 1;
-    if (watch) {
-        /* the watches are keyed by session id: they name one agent's directories */
-        static char watch_agent[160];
-        if (strcmp(watch_agent, st->agent_id) != 0) {
-            svc_dirwatch_reset();
-            snprintf(watch_agent, sizeof watch_agent, "%s", st->agent_id);
-        }
-        svc_dirwatch_poll();
-    }
     json_object *list = json_object_new_array();
     const struct entry *last = NULL;
     bool unreadable = false;
     for (int k = 0; k < np; k++) {
         const struct entry *e = page[k];
-        json_object *raw = recounted(st, e, watch);
+        json_object *raw = recounted(st, e);
         if (raw) {
             /* another program added a message file since the summary */
         } else if (text[k]) {

@@ -9,13 +9,15 @@ static void default_sink(const char *line, void *ctx)
     fprintf(stderr, "svc: %s\n", line);
 }
 
-static svc_log_sink sink = default_sink;
-static void *sink_ctx;
+static struct {
+    svc_log_sink fn;
+    void *ctx;
+} sink = {default_sink, NULL};
 
 void svc_log_set_sink(svc_log_sink fn, void *ctx)
 {
-    sink = fn ? fn : default_sink;
-    sink_ctx = fn ? ctx : NULL;
+    sink.fn = fn ? fn : default_sink;
+    sink.ctx = fn ? ctx : NULL;
 }
 
 void svc_logf(const char *fmt, ...)
@@ -28,5 +30,5 @@ void svc_logf(const char *fmt, ...)
     for (char *p = line; *p; p++)
         if (*p == '\n' || *p == '\r')
             *p = ' ';
-    sink(line, sink_ctx);
+    sink.fn(line, sink.ctx);
 }

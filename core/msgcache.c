@@ -10,9 +10,6 @@
 
 struct entry {
     struct entry *next;
-    struct entry *next_seen; /* in seen[], when key is set */
-    char *key;               /* the session it was last seen in (heap), or NULL */
-    int64_t gen;             /* ... under this watch generation */
     dev_t dev;
     ino_t ino;
     int64_t id;
@@ -22,9 +19,10 @@ struct entry {
     char text[]; /* len bytes and a NUL */
 };
 
-static struct entry *buckets[NBUCKETS];
-static struct entry *seen[NBUCKETS]; /* the same entries by (key, id) */
-static size_t held_bytes, held_entries;
+static struct {
+    struct entry *buckets[NBUCKETS];
+    size_t bytes, entries; /* held */
+} mc;
 
 static unsigned bucket_of(dev_t dev, ino_t ino, int64_t id)
 {
@@ -43,65 +41,14 @@ static bool entry_matches(const struct entry *e, const struct stat *st, int64_t 
     return e->dev == st->st_dev && e->ino == st->st_ino && e->id == id;
 }
 
-static unsigned seen_bucket(const char *key, int64_t id)
+bool svc_msgcache_get(const struct stat *st, int64_t id, const char **text, size_t *len)
 {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)id;
-    for (; *key; key++)
-        h = (h ^ (unsigned char)*key) * 1099511628211ull;
-    return (unsigned)((h ^ (h >> 31)) & (NBUCKETS - 1));
-}
-
-static void unsee(struct entry *e)
-{
-    if (!e->key)
-        return;
-    for (struct entry **p = &seen[seen_bucket(e->key, e->id)]; *p; p = &(*p)->next_seen)
-        if (*p == e) {
-            *p = e->next_seen;
-            break;
-        }
-    free(e->key);
-    e->key = NULL;
-}
-
-static void note_seen(struct entry *e, const char *key, int64_t gen)
-{
-    if (!key || gen <= 0)
-        return;
-    if (e->key && strcmp(e->key, key) == 0) {
-        e->gen = gen;
-        return;
-    }
-    unsee(e);
-    e->key = svc_xstrdup(key);
-    e->gen = gen;
-    unsigned b = seen_bucket(key, e->id);
-    e->next_seen = seen[b];
-    seen[b] = e;
-}
-
-bool svc_msgcache_get(const struct stat *st, int64_t id, const char *key, int64_t gen,
-                      const char **text, size_t *len)
-{
-    for (struct entry *e = buckets[bucket_of(st->st_dev, st->st_ino, id)]; e; e = e->next) {
+    for (struct entry *e = mc.buckets[bucket_of(st->st_dev, st->st_ino, id)]; e; e = e->next) {
         if (!entry_matches(e, st, id))
             continue;
         if (e->size != st->st_size || !same_time(e->mtime, st->st_mtim) ||
             !same_time(e->ctime, st->st_ctim))
             return false; /* changed since: the next put replaces it */
-        note_seen(e, key, gen);
-        *text = e->text;
-        *len = e->len;
-        return true;
-    }
-    return false;
-}
-
-bool svc_msgcache_get_seen(const char *key, int64_t gen, int64_t id, const char **text, size_t *len)
-{
-    for (struct entry *e = seen[seen_bucket(key, id)]; e; e = e->next_seen) {
-        if (e->id != id || e->gen != gen || strcmp(e->key, key) != 0)
-            continue;
         *text = e->text;
         *len = e->len;
         return true;
@@ -123,16 +70,14 @@ static void unlink_entry(struct entry **slot)
 {
     struct entry *e = *slot;
     *slot = e->next;
-    unsee(e);
-    held_bytes -= e->len;
-    held_entries--;
+    mc.bytes -= e->len;
+    mc.entries--;
     free(e);
 }
 
-bool svc_msgcache_put(const struct stat *st, int64_t id, const char *key, int64_t gen,
-                      const char *text, size_t len)
+bool svc_msgcache_put(const struct stat *st, int64_t id, const char *text, size_t len)
 {
-    struct entry **head = &buckets[bucket_of(st->st_dev, st->st_ino, id)];
+    struct entry **head = &mc.buckets[bucket_of(st->st_dev, st->st_ino, id)];
     for (struct entry **p = head; *p; p = &(*p)->next)
         if (entry_matches(*p, st, id)) {
             unlink_entry(p); /* an older rendering of this file */
@@ -140,7 +85,7 @@ bool svc_msgcache_put(const struct stat *st, int64_t id, const char *key, int64_
         }
     if (len > SVC_MSGCACHE_MAX_BYTES / 8 || !settled(st))
         return false;
-    if (held_bytes + len > SVC_MSGCACHE_MAX_BYTES)
+    if (mc.bytes + len > SVC_MSGCACHE_MAX_BYTES)
         svc_msgcache_clear();
     struct entry *e = svc_xmalloc(sizeof *e + len + 1);
     e->dev = st->st_dev;
@@ -150,31 +95,28 @@ bool svc_msgcache_put(const struct stat *st, int64_t id, const char *key, int64_
     e->mtime = st->st_mtim;
     e->ctime = st->st_ctim;
     e->len = len;
-    e->key = NULL;
-    e->next_seen = NULL;
-    note_seen(e, key, gen);
     memcpy(e->text, text, len);
     e->text[len] = '\0';
     e->next = *head;
     *head = e;
-    held_bytes += len;
-    held_entries++;
+    mc.bytes += len;
+    mc.entries++;
     return true;
 }
 
 void svc_msgcache_clear(void)
 {
     for (unsigned i = 0; i < NBUCKETS; i++)
-        while (buckets[i])
-            unlink_entry(&buckets[i]);
+        while (mc.buckets[i])
+            unlink_entry(&mc.buckets[i]);
 }
 
 size_t svc_msgcache_bytes(void)
 {
-    return held_bytes;
+    return mc.bytes;
 }
 
 size_t svc_msgcache_entries(void)
 {
-    return held_entries;
+    return mc.entries;
 }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "dirwatch.h"
 #include "fsio.h"
 #include "index.h"
@@ -92,6 +93,8 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
     }
     struct svc_store st;
     svc_store_from_config(cfg, &st);
+    if (cfg->sessions.cache == SVC_CACHE_OFF)
+        svc_index_reset(); /* the index file read again, not this process's copy (cache.h) */
     json_object *stale = NULL;
     if (svc_index_list(&st, q, out, &stale, err) != 0)
         return -1;
@@ -111,72 +114,51 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
 }
 
 /* The summary is a pure function of the sidecar's bytes and the number of message files:
- * parse, set message_count, drop schema_version. The detail endpoint is polled, so each
- * process keeps the last (bytes, count) -> summary it computed and reuses it when both are
- * equal: a request that reads the sidecar and counts the files under the shared lock skips
- * the parse.
+ * each process keeps the last (bytes, count) -> summary it computed (cache.h) and reuses
+ * it when the bytes read under the shared lock and the count are the same.
  * A session polled again skips the lock and the reads too, while nothing in it changed
- * (issue 7). A worker that reads the detail of a session again (one of the last four it
- * read) watches the session directory, agents/, agents/agent_<aid>/ and messages/
- * (dirwatch.h content watches under fixed keys "fixed:detail<slot>:...": no session id
- * has a ':', and dirwatch keeps room for fixed keys beyond the listing's), each opened
- * from the one above it without following a link, BEFORE the layout check and the read
- * under the lock.
- * A change made after a watch was armed comes in as an event on one of them:
- *  - svc_session.json written in place, renamed over, removed or replaced by a link;
- *    svc_turns.jsonl or agents/ replaced, renamed or removed: an event in the session
- *    directory;
- *  - agent_<aid> or messages/ renamed, removed or replaced: an event in agents/ or in
- *    agent_<aid>/ (and IN_MOVE_SELF or IN_DELETE_SELF on the directory itself);
- *  - a message file added, removed or renamed: an event in messages/;
- *  - the session directory renamed or removed: IN_MOVE_SELF or IN_DELETE_SELF on it; and
- *    another directory under its name without it being moved (a parent of it renamed):
- *    the one lstat of the path the next request makes shows another inode.
- * A lock file opened for writing and closed is no change (every reader opens .svc.lock
- * so, and no lock file holds anything the summary is made of); a lock file created,
- * removed or replaced is. The run lock matters to a `running` summary only, and a
- * `running` summary is never served from the watch: it is read and its run lock checked
- * each time, and a stale one repaired, as before. So while no event came and the lstat
- * names the watched inode, the summary kept with the watches, computed from what was read
- * after they were armed, is what the full read would give now: the answer costs one
- * read(2) of the inotify instance and one lstat. Only on local filesystems
- * (svc_dirwatch_local); without a watch (limits, errors, a session not read lately) every
- * request reads as before. At most four sessions are watched at a time (sixteen kernel
- * watches a worker), the least recently used giving way. One case it cannot see (as the
- * messages page, README): svc_session.json written in place through a hard link in
- * another directory. */
+ * (issue 7): a worker that reads the detail of a session again (one of the last four)
+ * arms content watches (dirwatch.h, fixed keys "fixed:detail<slot>:...") on the session
+ * directory, agents/, agent_<aid>/ and messages/, each opened from the one above without
+ * following a link, and stats svc_session.json, all BEFORE the read under the lock. The
+ * memo's summary is then served while no event came (a lock file opened for writing and
+ * closed is none), the session directory's lstat names the watched inode and the
+ * sidecar's (inode, size, mtime, ctime) are those stated: a write inotify does not report
+ * (through a hard link) still shows in the stat. A `running` summary is never served so:
+ * its run lock is checked each time. At most four sessions are watched at a time.
+ * dt holds it all: the memo; the sessions watched, a summary and the watches it holds
+ * under (slot k's keys are "fixed:detail<k>:...": dirwatch.h keeps SVC_DIRWATCH_FIXED such
+ * keys, four slots of four); the messages paths of the last details read. */
+#define WATCHED 4
 static struct {
-    char *raw;
-    size_t len;
-    size_t count;
-    json_object *summary;
-} memo;
+    struct {
+        char *raw;
+        size_t len;
+        size_t count;
+        json_object *summary;
+    } memo;
+    struct {
+        char *msg_dir;        /* the messages path they were armed for (heap); NULL: free */
+        json_object *summary; /* a reference; never modified (query.h) */
+        int64_t gen[4];
+        struct stat dst[4];
+        struct stat sidecar; /* svc_session.json as stated before the read */
+        uint64_t used;       /* last served or stored, for the least recently used */
+    } watched[WATCHED];
+    uint64_t clock;
+    char *recent[WATCHED]; /* heap */
+    unsigned recent_next;
+} dt;
 
 static void memo_set(char *raw, size_t len, size_t count, json_object *summary)
 {
-    free(memo.raw);
-    json_object_put(memo.summary);
-    memo.raw = raw;
-    memo.len = len;
-    memo.count = count;
-    memo.summary = summary;
+    free(dt.memo.raw);
+    json_object_put(dt.memo.summary);
+    dt.memo.raw = raw;
+    dt.memo.len = len;
+    dt.memo.count = count;
+    dt.memo.summary = summary;
 }
-
-/* The sessions watched (above): a summary and the watches it holds under, all four armed
- * before it was read. Slot k's watches are keys "fixed:detail<k>:..." (dirwatch.h keeps
- * SVC_DIRWATCH_FIXED such keys: four slots of four). */
-#define WATCHED 4
-static struct {
-    char *msg_dir;        /* the messages path they were armed for (heap); NULL: free */
-    json_object *summary; /* a reference; never modified (query.h) */
-    int64_t gen[4];
-    struct stat dst[4];
-    uint64_t used; /* last served or stored, for the least recently used */
-} watched[WATCHED];
-static uint64_t watched_clock;
-/* the messages paths of the last details read (heap): a session read again soon is watched */
-static char *recent[WATCHED];
-static unsigned recent_next;
 
 /* Slot k's watch key of directory i (0 session, 1 agents, 2 agent_<aid>, 3 messages). */
 static const char *watch_key(int k, int i, char buf[64])
@@ -187,17 +169,17 @@ static const char *watch_key(int k, int i, char buf[64])
 
 static void watched_free(int k)
 {
-    free(watched[k].msg_dir);
-    json_object_put(watched[k].summary);
-    watched[k].msg_dir = NULL;
-    watched[k].summary = NULL;
+    free(dt.watched[k].msg_dir);
+    json_object_put(dt.watched[k].summary);
+    dt.watched[k].msg_dir = NULL;
+    dt.watched[k].summary = NULL;
 }
 
 /* The slot watching msg_dir, or -1. */
 static int watched_find(const char *msg_dir)
 {
     for (int k = 0; k < WATCHED; k++)
-        if (watched[k].msg_dir && strcmp(watched[k].msg_dir, msg_dir) == 0)
+        if (dt.watched[k].msg_dir && strcmp(dt.watched[k].msg_dir, msg_dir) == 0)
             return k;
     return -1;
 }
@@ -207,11 +189,11 @@ static bool read_again(const char *msg_dir)
 {
     bool again = false;
     for (int i = 0; i < WATCHED && !again; i++)
-        again = recent[i] && strcmp(recent[i], msg_dir) == 0;
+        again = dt.recent[i] && strcmp(dt.recent[i], msg_dir) == 0;
     if (!again) {
-        free(recent[recent_next]);
-        recent[recent_next] = svc_xstrdup(msg_dir);
-        recent_next = (recent_next + 1) % WATCHED;
+        free(dt.recent[dt.recent_next]);
+        dt.recent[dt.recent_next] = svc_xstrdup(msg_dir);
+        dt.recent_next = (dt.recent_next + 1) % WATCHED;
     }
     return again;
 }
@@ -228,7 +210,7 @@ static bool watch_arm(const struct svc_sess *s, int k, int64_t gen[4], struct st
     for (int i = 0; i < 4 && ok; i++) {
         fd[i] = openat(i ? fd[i - 1] : AT_FDCWD, names[i],
                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        ok = fd[i] >= 0 && fstat(fd[i], &dst[i]) == 0 && (i > 0 || svc_dirwatch_local(fd[i]));
+        ok = fd[i] >= 0 && fstat(fd[i], &dst[i]) == 0 && (i > 0 || svc_cache_local(fd[i]));
         char key[64];
         if (ok)
             gen[i] = svc_dirwatch_arm_content_ignoring(watch_key(k, i, key), fd[i], &dst[i],
@@ -240,6 +222,22 @@ static bool watch_arm(const struct svc_sess *s, int k, int64_t gen[4], struct st
             close(fd[i]);
     free(agent);
     return ok;
+}
+
+/* lstat of s's svc_session.json: true when it is there. */
+static bool sidecar_stat(const struct svc_sess *s, struct stat *st)
+{
+    char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
+    bool ok = lstat(path, st) == 0;
+    free(path);
+    return ok;
+}
+
+static bool same_stat(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+           a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+           a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
 /* The watched summary of s (new reference) while it holds under its watches; else NULL
@@ -254,15 +252,17 @@ static json_object *watch_fresh(const struct svc_sess *s)
     bool fresh = lstat(s->dir, &st) == 0;
     for (int i = 0; i < 4 && fresh; i++) {
         char key[64];
-        fresh = svc_dirwatch_unchanged(watch_key(k, i, key), i ? &watched[k].dst[i] : &st) ==
-                watched[k].gen[i];
+        fresh = svc_dirwatch_unchanged(watch_key(k, i, key), i ? &dt.watched[k].dst[i] : &st) ==
+                dt.watched[k].gen[i];
     }
+    struct stat sc;
+    fresh = fresh && sidecar_stat(s, &sc) && same_stat(&sc, &dt.watched[k].sidecar);
     if (!fresh) {
         watched_free(k);
         return NULL;
     }
-    watched[k].used = ++watched_clock;
-    return json_object_get(watched[k].summary);
+    dt.watched[k].used = ++dt.clock;
+    return json_object_get(dt.watched[k].summary);
 }
 
 /* The slot for msg_dir's watches, emptied: its own, a free one, or the least recently used. */
@@ -270,22 +270,22 @@ static int watched_slot(const char *msg_dir)
 {
     int k = watched_find(msg_dir);
     for (int i = 0; i < WATCHED && k < 0; i++)
-        if (!watched[i].msg_dir)
+        if (!dt.watched[i].msg_dir)
             k = i;
     if (k < 0) {
         k = 0;
         for (int i = 1; i < WATCHED; i++)
-            if (watched[i].used < watched[k].used)
+            if (dt.watched[i].used < dt.watched[k].used)
                 k = i;
     }
     watched_free(k);
     return k;
 }
 
-/* load_summary_locked for svc_session_get, through the memo; the result has no
+/* load_summary_locked for svc_session_get, through the memo when cache; the result has no
  * schema_version and may be shared with the memo: the caller only reads it. */
-static int get_summary_locked(struct svc_sess *s, json_object **sc_out, bool *has_sidecar,
-                              struct svc_err *err)
+static int get_summary_locked(struct svc_sess *s, bool cache, json_object **sc_out,
+                              bool *has_sidecar, struct svc_err *err)
 {
     *sc_out = NULL;
     *has_sidecar = true;
@@ -297,20 +297,21 @@ static int get_summary_locked(struct svc_sess *s, json_object **sc_out, bool *ha
     free(path);
     /* the count from the files in O(1): the memo's (same bytes) or the sidecar's own,
      * checked by a stat or two; a scan only when another program added a file */
-    bool same = rc == 0 && memo.summary && memo.len == len && memcmp(memo.raw, raw, len) == 0;
+    bool same = cache && rc == 0 && dt.memo.summary && dt.memo.len == len &&
+                memcmp(dt.memo.raw, raw, len) == 0;
     json_object *parsed = NULL;
     int64_t trusted = -1, cnt = 0, next = 0;
     if (same)
-        trusted = (int64_t)memo.count;
+        trusted = (int64_t)dt.memo.count;
     else if (rc == 0 && svc_json_parse(raw, len, &parsed, NULL) == 0)
         trusted = svc_json_int(parsed, "message_count", -1);
     int64_t *ids = NULL;
     bool counted = rc == 0 && svc_sess_message_count(s, trusted, &cnt, &next, &ids, NULL) == 0;
     free(ids);
     size_t n = (size_t)cnt;
-    if (counted && same && memo.count == n) {
+    if (counted && same && dt.memo.count == n) {
         free(raw);
-        *sc_out = json_object_get(memo.summary);
+        *sc_out = json_object_get(dt.memo.summary);
         return 0;
     }
     json_object *sc = parsed;
@@ -330,7 +331,7 @@ static int get_summary_locked(struct svc_sess *s, json_object **sc_out, bool *ha
     if (counted)
         svc_json_set_int(sc, "message_count", (int64_t)n);
     json_object_object_del(sc, "schema_version");
-    if (counted)
+    if (counted && cache)
         memo_set(raw, len, n, json_object_get(sc));
     else
         free(raw);
@@ -366,7 +367,8 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     if (svc_sess_open(cfg, sid, &s, err) != 0)
         return -1;
     /* polled again, nothing changed: the memo's summary under its watches (above) */
-    json_object *fresh = watch_fresh(&s);
+    bool cache = svc_cache_on(cfg, -1);
+    json_object *fresh = cache ? watch_fresh(&s) : NULL;
     if (fresh) {
         svc_sess_close(&s);
         *out = fresh;
@@ -374,9 +376,9 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     }
     /* a session read lately, read again: arm its watches, before every check */
     int64_t gen[4] = {0};
-    struct stat dst[4];
-    int k = read_again(s.msg_dir) ? watched_slot(s.msg_dir) : -1;
-    bool armed = k >= 0 && watch_arm(&s, k, gen, dst);
+    struct stat dst[4], sst;
+    int k = cache && read_again(s.msg_dir) ? watched_slot(s.msg_dir) : -1;
+    bool armed = k >= 0 && watch_arm(&s, k, gen, dst) && sidecar_stat(&s, &sst);
     if (check_session(cfg, sid, &s, false, err) != 0) /* repaired below, only when needed */
         return -1;
     json_object *sc = NULL;
@@ -386,7 +388,7 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     for (int attempt = 0; attempt < 2; attempt++) {
         if (svc_sess_lock(&s, false, err) != 0)
             goto out;
-        if (get_summary_locked(&s, &sc, &has, err) != 0)
+        if (get_summary_locked(&s, cache, &sc, &has, err) != 0)
             goto out;
         svc_sess_unlock(&s);
         if (attempt > 0 || !has || strcmp(svc_json_str(sc, "status", ""), "running") != 0 ||
@@ -399,12 +401,13 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     }
     /* the memo's summary read under all four watches, and not `running`: served from the
      * watches until something changes */
-    if (armed && sc == memo.summary && strcmp(svc_json_str(sc, "status", ""), "running") != 0) {
-        watched[k].msg_dir = svc_xstrdup(s.msg_dir);
-        watched[k].summary = json_object_get(sc);
-        memcpy(watched[k].gen, gen, sizeof gen);
-        memcpy(watched[k].dst, dst, sizeof dst);
-        watched[k].used = ++watched_clock;
+    if (armed && sc == dt.memo.summary && strcmp(svc_json_str(sc, "status", ""), "running") != 0) {
+        dt.watched[k].msg_dir = svc_xstrdup(s.msg_dir);
+        dt.watched[k].summary = json_object_get(sc);
+        memcpy(dt.watched[k].gen, gen, sizeof gen);
+        memcpy(dt.watched[k].dst, dst, sizeof dst);
+        dt.watched[k].sidecar = sst;
+        dt.watched[k].used = ++dt.clock;
     }
     *out = sc; /* already the summary (read-only: it may be the memo's) */
     sc = NULL;
@@ -483,21 +486,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     svc_json_set(res, "messages", list);
     size_t off = (size_t)q->offset;
     size_t count = 0;
-    /* A worker that pages again watches the session's messages directory (dirwatch.h):
-     * while nothing in it changed since the rows were last checked, a row cached then is
-     * taken without a stat. The watch is armed before this page's checks. */
-    static unsigned long pages;
-    int64_t gen = 0;
-    bool unchanged = false;
-    int mfd = off < n && ++pages > 1 ? svc_sess_messages_fd(&s) : -1;
-    struct stat dst;
-    if (mfd >= 0 && fstat(mfd, &dst) == 0) {
-        svc_dirwatch_poll();
-        gen = svc_dirwatch_unchanged(sid, &dst);
-        unchanged = gen > 0;
-        if (!unchanged && svc_dirwatch_local(mfd))
-            gen = svc_dirwatch_arm_content(sid, mfd, &dst);
-    }
+    bool cache = svc_cache_on(cfg, -1);
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
         size_t pos = desc ? n - 1 - k : k;
         int64_t id = ids ? ids[pos] : (int64_t)pos;
@@ -505,9 +494,8 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         struct stat fst;
         const char *text;
         size_t tlen;
-        if ((unchanged && svc_msgcache_get_seen(sid, gen, id, &text, &tlen)) ||
-            (svc_sess_stat_message(&s, id, &fst) &&
-             svc_msgcache_get(&fst, id, sid, gen, &text, &tlen))) {
+        if (cache && svc_sess_stat_message(&s, id, &fst) &&
+            svc_msgcache_get(&fst, id, &text, &tlen)) {
             json_object_array_add(list, svc_json_new_raw_len(text, tlen));
             continue;
         }
@@ -526,7 +514,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         json_object *row = svc_message_row(rec, id);
         json_object_put(rec);
         char *rendered = svc_json_dump_compact(row);
-        if (svc_msgcache_put(&fst, id, sid, gen, rendered, strlen(rendered))) {
+        if (cache && svc_msgcache_put(&fst, id, rendered, strlen(rendered))) {
             json_object_put(row);
             row = svc_json_new_raw(rendered);
         }

@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
@@ -75,11 +76,12 @@ static int store_message_locked(struct svc_run *run, json_object *msg, bool is_o
 {
     struct svc_sess *s = &run->sess;
     /* the file is synced now; its directory once at the end of the run */
-    size_t bytes = 0;
-    if (svc_sess_write_message(s, run->next_id, msg, sync_file(&s->st), &bytes, err) != 0)
+    if (svc_sess_write_message(s, run->next_id, msg, sync_file(&s->st), NULL, err) != 0)
         return -1;
     /* the next turn takes it from the window cache, unless another program touches it */
-    svc_wincache_claim(s->sid, run->win_life, run->next_id, msg, bytes);
+    struct stat fst;
+    if (run->win_life > 0 && svc_sess_stat_message(s, run->next_id, &fst))
+        svc_wincache_claim(s->sid, run->win_life, run->next_id, msg, &fst);
     run->msgs_unsynced = s->st.durable;
     if (is_output)
         json_object_array_add(run->output_ids, json_object_new_int64(run->next_id));
@@ -382,29 +384,33 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
 /* Restore the window: the messages from position removed_message_count on. With
  * contiguous ids (ids == NULL) position is id and only the window's files are read, and
  * of those only the ones this process has not read since they last changed (wincache.h:
- * a worker running turn after turn of a session reads the files the turns in between
+ * a worker running turn after turn of a session parses the files the turns in between
  * added). The messages are shared with the cache: nothing modifies them. */
 static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_err *err)
 {
     struct svc_sess *s = &run->sess;
     int64_t from = run->removed < run->stored ? run->removed : run->stored;
-    int64_t life = svc_wincache_begin(s->sid, svc_sess_messages_fd(s));
+    int mfd = svc_sess_messages_fd(s);
+    int64_t life = svc_cache_on(run->cfg, mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
     run->win_life = life;
     if (life > 0 && !ids)
         svc_wincache_trim(s->sid, from); /* what the window slid past */
     for (int64_t pos = from; pos < run->stored; pos++) {
         int64_t id = ids ? ids[pos] : pos;
-        json_object *m = svc_wincache_get(s->sid, life, id);
+        struct stat fst;
+        json_object *m = life > 0 && svc_sess_stat_message(s, id, &fst)
+                             ? svc_wincache_get(s->sid, life, id, &fst)
+                             : NULL;
         if (m) {
             json_object_array_add(run->msgs, json_object_get(m));
             continue;
         }
         json_object *rec = NULL;
-        size_t bytes = 0;
-        if (svc_sess_read_message(s, id, &rec, NULL, &bytes, err) != 0)
+        if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, err) != 0)
             return -1;
         m = svc_store_effective_message(rec);
-        svc_wincache_put(s->sid, life, id, m, bytes);
+        if (life > 0)
+            svc_wincache_put(s->sid, life, id, m, &fst);
         json_object_array_add(run->msgs, json_object_get(m));
         json_object_put(rec);
     }

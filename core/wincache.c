@@ -19,14 +19,20 @@ struct entry {
     struct entry *next;
     int64_t life;
     int64_t id;
+    ino_t ino; /* the file's identity when it was read or written */
+    off_t size;
+    struct timespec mtime, ctime;
     json_object *msg; /* a reference */
     size_t bytes;
     bool pending; /* claimed: waits for the one event of its own rename */
     char sid[];   /* NUL-terminated */
 };
 
-static struct entry *buckets[NBUCKETS];
-static size_t held_bytes, held_entries;
+static struct {
+    struct entry *buckets[NBUCKETS];
+    size_t bytes, entries; /* held */
+    bool registered;       /* the dirwatch listener and the fork handler */
+} wc;
 
 static unsigned bucket_of(const char *sid, int64_t id)
 {
@@ -41,22 +47,22 @@ static void unlink_entry(struct entry **slot)
     struct entry *e = *slot;
     *slot = e->next;
     json_object_put(e->msg);
-    held_bytes -= e->bytes;
-    held_entries--;
+    wc.bytes -= e->bytes;
+    wc.entries--;
     free(e);
 }
 
 void svc_wincache_clear(void)
 {
     for (unsigned i = 0; i < NBUCKETS; i++)
-        while (buckets[i])
-            unlink_entry(&buckets[i]);
+        while (wc.buckets[i])
+            unlink_entry(&wc.buckets[i]);
 }
 
 static void drop_session(const char *sid)
 {
     for (unsigned i = 0; i < NBUCKETS; i++)
-        for (struct entry **p = &buckets[i]; *p;) {
+        for (struct entry **p = &wc.buckets[i]; *p;) {
             if (strcmp((*p)->sid, sid) == 0)
                 unlink_entry(p);
             else
@@ -66,7 +72,7 @@ static void drop_session(const char *sid)
 
 static struct entry **find(const char *sid, int64_t id)
 {
-    for (struct entry **p = &buckets[bucket_of(sid, id)]; *p; p = &(*p)->next)
+    for (struct entry **p = &wc.buckets[bucket_of(sid, id)]; *p; p = &(*p)->next)
         if ((*p)->id == id && strcmp((*p)->sid, sid) == 0)
             return p;
     return NULL;
@@ -109,30 +115,15 @@ static void on_fork_child(void)
     svc_wincache_clear(); /* the parent's lives are the parent's (dirwatch forgets them too) */
 }
 
-/* Whether inotify sees every change on the filesystem of dev (dirwatch.h), asked once per
- * device. */
-static bool local_fs(int dirfd, dev_t dev)
-{
-    static bool known, local;
-    static dev_t known_dev;
-    if (!known || known_dev != dev) {
-        local = svc_dirwatch_local(dirfd);
-        known_dev = dev;
-        known = true;
-    }
-    return local;
-}
-
 int64_t svc_wincache_begin(const char *sid, int dirfd)
 {
-    static bool registered;
-    if (!registered) {
+    if (!wc.registered) {
         svc_dirwatch_on_change(on_change);
         pthread_atfork(NULL, NULL, on_fork_child);
-        registered = true;
+        wc.registered = true;
     }
     struct stat st;
-    if (dirfd < 0 || fstat(dirfd, &st) != 0 || !local_fs(dirfd, st.st_dev))
+    if (dirfd < 0 || fstat(dirfd, &st) != 0)
         return 0;
     char key[160];
     if ((size_t)snprintf(key, sizeof key, KEY_PREFIX "%s", sid) >= sizeof key)
@@ -141,9 +132,20 @@ int64_t svc_wincache_begin(const char *sid, int dirfd)
     return svc_dirwatch_content_life(key, dirfd, &st);
 }
 
-json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
+static bool same_time(struct timespec a, struct timespec b)
 {
-    if (life <= 0)
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+static bool same_file(const struct entry *e, const struct stat *st)
+{
+    return st && e->ino == st->st_ino && e->size == st->st_size &&
+           same_time(e->mtime, st->st_mtim) && same_time(e->ctime, st->st_ctim);
+}
+
+json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id, const struct stat *st)
+{
+    if (life <= 0 || !st)
         return NULL;
     struct entry **p = find(sid, id);
     if (!p)
@@ -152,21 +154,26 @@ json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
         unlink_entry(p);
         return NULL;
     }
-    return (*p)->life == life ? (*p)->msg : NULL;
+    if ((*p)->life != life || !same_file(*p, st)) {
+        unlink_entry(p); /* changed without an event inotify reported (a hard link) */
+        return NULL;
+    }
+    return (*p)->msg;
 }
 
-static void store(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes,
-                  bool pending)
+static void store(const char *sid, int64_t life, int64_t id, json_object *msg,
+                  const struct stat *st, bool pending)
 {
-    if (life <= 0 || !msg)
+    if (life <= 0 || !msg || !st)
         return;
+    size_t bytes = (size_t)st->st_size;
     drop(sid, id); /* an entry of an earlier life */
     /* what the parsed message takes on the heap: json-c's objects and tables are several
      * times the file's text (measured: about 9 bytes per byte of a short message) */
     bytes = bytes * SVC_WINCACHE_HEAP_PER_BYTE + 256;
     if (bytes > SVC_WINCACHE_MAX_BYTES / 8)
         return;
-    if (held_bytes + bytes > SVC_WINCACHE_MAX_BYTES)
+    if (wc.bytes + bytes > SVC_WINCACHE_MAX_BYTES)
         svc_wincache_clear();
     size_t n = strlen(sid) + 1;
     struct entry *e = svc_xmalloc(sizeof *e + n);
@@ -175,22 +182,28 @@ static void store(const char *sid, int64_t life, int64_t id, json_object *msg, s
     e->msg = json_object_get(msg);
     e->bytes = bytes;
     e->pending = pending;
+    e->ino = st->st_ino;
+    e->size = st->st_size;
+    e->mtime = st->st_mtim;
+    e->ctime = st->st_ctim;
     memcpy(e->sid, sid, n);
     unsigned b = bucket_of(sid, id);
-    e->next = buckets[b];
-    buckets[b] = e;
-    held_bytes += bytes;
-    held_entries++;
+    e->next = wc.buckets[b];
+    wc.buckets[b] = e;
+    wc.bytes += bytes;
+    wc.entries++;
 }
 
-void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes)
+void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg,
+                      const struct stat *st)
 {
-    store(sid, life, id, msg, bytes, false);
+    store(sid, life, id, msg, st, false);
 }
 
-void svc_wincache_claim(const char *sid, int64_t life, int64_t id, json_object *msg, size_t bytes)
+void svc_wincache_claim(const char *sid, int64_t life, int64_t id, json_object *msg,
+                        const struct stat *st)
 {
-    store(sid, life, id, msg, bytes, true);
+    store(sid, life, id, msg, st, true);
 }
 
 void svc_wincache_trim(const char *sid, int64_t below)
@@ -201,5 +214,5 @@ void svc_wincache_trim(const char *sid, int64_t below)
 
 size_t svc_wincache_entries(void)
 {
-    return held_entries;
+    return wc.entries;
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
-# The listing's watches (core/dirwatch.h): a worker that has listed before skips the stat of
-# a row whose messages directory saw no file created since. Whatever another program then
+# The listing's recount (core/index.c): every page stats each row's
+# message_<count>.json to see a file another program added. Whatever another program then
 # does to a listed session's messages (a file added in place, written as a temp file and
 # renamed in, the directory replaced, the session directory swapped for another), every
 # worker's next page gives message_count as the files do, and the detail agrees.

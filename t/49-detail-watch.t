@@ -8,7 +8,8 @@
 # directory removed, put back or swapped, svc_turns.jsonl or .svc.lock turned into a link,
 # a run started or killed), the next detail is what a fresh process reads from the disk: the `svc sessions
 # show` of the same session, and message_count the number of message files.
-# The worker's system calls are observed with strace (that check is skipped without it).
+# The worker's system calls are observed with strace (that check is skipped without it,
+# and with the caches off).
 use strict;
 use warnings;
 use lib 't/lib';
@@ -102,6 +103,7 @@ sub traced {
 # ---- a repeat with nothing changed takes no lock and reads no file ----
 SKIP: {
     skip 'strace not installed', 12 unless system('strace -V >/dev/null 2>&1') == 0;
+    skip 'caches off (SVC_TEST_CACHE=off)', 12 if SvcTest::cache_off();
     ok $worker, "the worker ($worker)";
     is $s->req(GET => '/api/v1/chat/sessions/dwatch-other')->{status}, 200, 'another session in between';
     my ($got, $req) = traced(($sid) x 3);

@@ -31,11 +31,12 @@ sub test_hooks_built {
 }
 
 # A fresh SVC_HOME with agents.yaml. extra: YAML text appended inside the sessions: map
-# (sessions_extra) or at the top level (yaml_extra).
+# (sessions_extra) or at the top level (yaml_extra). SVC_TEST_CACHE=off: caches off.
 sub new_home {
     my (%o) = @_;
     my $dir = File::Temp::tempdir('svc-t-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     my $yaml = "sessions:\n  fsync: " . ($o{fsync} ? 'true' : 'false') . "\n";
+    $yaml .= "  cache: off\n" if ($ENV{SVC_TEST_CACHE} // '') eq 'off'; # as SvcTest does
     $yaml .= $o{sessions_extra} if defined $o{sessions_extra};
     $yaml .= $o{yaml_extra} if defined $o{yaml_extra};
     spit("$dir/agents.yaml", $yaml);

@@ -9,7 +9,8 @@ package SvcTest;
 #   my $sse = $s->sse('/api/chat', body => {...});     # {status, headers, events, comments}
 #   $s->home; $s->root; $s->log; $s->master_pid; $s->stop;
 #
-# agents.yaml gets `sessions: fsync: false` unless the config sets fsync itself.
+# agents.yaml gets `sessions: fsync: false` unless the config sets fsync itself, and
+# `sessions: cache: off` when SVC_TEST_CACHE=off (the suite with every cache off, CI).
 # The server runs in its own process group and is stopped in stop(), DESTROY and END.
 use strict;
 use warnings;
@@ -59,13 +60,26 @@ sub make_home {
 
 sub with_defaults {
     my ($y) = @_;
-    return $y if $y =~ /^[ \t]+fsync[ \t]*:/m;
+    $y = with_session_key($y, 'fsync', 'false');
+    $y = with_session_key($y, 'cache', 'off') if cache_off();
+    return $y;
+}
+
+# Whether the suite runs with every process cache off (SVC_TEST_CACHE=off).
+sub cache_off { ($ENV{SVC_TEST_CACHE} // '') eq 'off' }
+
+# $y with `key: value` under sessions: unless some line already sets key.
+sub with_session_key {
+    my ($y, $key, $value) = @_;
+    return $y if $y =~ /^[ \t]+\Q$key\E[ \t]*:/m;
     if ($y =~ /^sessions:[ \t]*\n([ \t]+)/m) {
         my $ind = $1;
-        $y =~ s/^sessions:[ \t]*\n/sessions:\n${ind}fsync: false\n/m;
+        $y =~ s/^sessions:[ \t]*\n/sessions:\n${ind}$key: $value\n/m;
+    } elsif ($y =~ /^sessions:[ \t]*\{/m) {
+        $y =~ s/^sessions:[ \t]*\{/sessions: {$key: $value, /m;
     } elsif ($y !~ /^sessions:/m) {
         $y .= "\n" if length $y && $y !~ /\n\z/;
-        $y .= "sessions:\n  fsync: false\n";
+        $y .= "sessions:\n  $key: $value\n";
     }
     return $y;
 }

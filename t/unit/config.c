@@ -51,6 +51,7 @@ static void test_defaults(void)
     is_int(cfg.server.run_timeout_s, 300, "run_timeout_s default");
     ok(cfg.sessions.enabled, "sessions.enabled default");
     is_int(cfg.sessions.provider, SVC_PROVIDER_SVC_REPOSITORY, "provider default");
+    is_int(cfg.sessions.cache, SVC_CACHE_AUTO, "cache default auto");
     is_str(cfg.sessions.root, "/home/tester/.svc/agents/native_sessions", "root default");
     is_str(cfg.sessions.agent_id, "svc-agent", "agent_id default");
     ok(cfg.sessions.persist_openai_history && cfg.sessions.sync_memory && cfg.sessions.fsync,
@@ -121,6 +122,7 @@ static const char *full_yaml =
     "  export_default_dir: ~/exports\n"
     "  export_allowed_dirs: [~/a, /b]\n"
     "  fsync: false\n"
+    "  cache: off\n"
     "model:\n"
     "  provider: openai\n"
     "  name: gpt-4o-mini\n"
@@ -189,6 +191,7 @@ static void test_full(void)
     ok(!cfg.sessions.persist_openai_history, "False");
     ok(!cfg.sessions.sync_memory, "off");
     ok(!cfg.sessions.fsync, "false");
+    is_int(cfg.sessions.cache, SVC_CACHE_OFF, "cache off");
     is_str(cfg.sessions.export_default_dir, "/home/tester/exports", "export_default_dir ~");
     ok(cfg.sessions.export_allowed_dirs[0] && cfg.sessions.export_allowed_dirs[1] &&
            !cfg.sessions.export_allowed_dirs[2],
@@ -291,7 +294,8 @@ static void test_to_json_defaults(void)
            "\"svc_repository\",\"root\":\"/home/tester/.svc/agents/native_sessions\","
            "\"agent_id\":\"svc-agent\",\"persist_openai_history\":true,\"sync_memory\":true,"
            "\"export_default_dir\":\"/home/tester/Desktop/svc-chat-export\","
-           "\"export_allowed_dirs\":[],\"fsync\":true},\"model\":{\"provider\":\"echo\","
+           "\"export_allowed_dirs\":[],\"fsync\":true,\"cache\":\"auto\"},\"model\":{\"provider\":"
+           "\"echo\","
            "\"name\":\"echo-1\",\"base_url\":\"https://api.openai.com/v1\",\"api_key_env\":"
            "\"OPENAI_API_KEY\",\"api_key\":\"\",\"timeout_s\":120,\"max_retries\":2,"
            "\"temperature\":null,\"max_tokens\":null,\"context_window\":128000,"
@@ -330,6 +334,9 @@ static void test_errors(void)
     refuses("server:\n  max_requests: 0\n",
             "t.yaml:2:17: server.max_requests: 0 is out of range (at least 1)",
             "unbounded max in message");
+    refuses("sessions:\n  cache: on\n",
+            "t.yaml:2:10: sessions.cache: unknown value 'on' (expected auto or off)",
+            "sessions.cache is auto or off");
     refuses("model:\n  provider: foo\n",
             "t.yaml:2:13: model.provider: unknown value 'foo' (expected echo or openai)",
             "unknown enum");

@@ -31,7 +31,7 @@ static int got(const struct stat *st, int64_t id, const char *want)
 {
     const char *text = NULL;
     size_t len = 0;
-    if (!svc_msgcache_get(st, id, NULL, 0, &text, &len))
+    if (!svc_msgcache_get(st, id, &text, &len))
         return want == NULL;
     return want && len == strlen(want) && memcmp(text, want, len) == 0 && text[len] == '\0';
 }
@@ -40,8 +40,7 @@ int main(void)
 {
     struct stat a = file_stat(1000, 120, 60);
     ok(got(&a, 7, NULL), "an empty cache has nothing");
-    ok(svc_msgcache_put(&a, 7, NULL, 0, "{\"message_id\":7}", 16),
-       "a settled file's row is stored");
+    ok(svc_msgcache_put(&a, 7, "{\"message_id\":7}", 16), "a settled file's row is stored");
     ok(got(&a, 7, "{\"message_id\":7}"), "and found again with the same stat");
     is_int(svc_msgcache_entries(), 1, "one entry");
     is_int(svc_msgcache_bytes(), 16, "its bytes counted");
@@ -66,7 +65,7 @@ int main(void)
     /* a changed file's new row replaces the old one */
     b = a;
     b.st_ctim.tv_sec -= 1;
-    ok(svc_msgcache_put(&b, 7, NULL, 0, "{\"v\":2}", 7), "the rewritten file's row is stored");
+    ok(svc_msgcache_put(&b, 7, "{\"v\":2}", 7), "the rewritten file's row is stored");
     ok(got(&b, 7, "{\"v\":2}"), "the new row is found");
     ok(got(&a, 7, NULL), "the old stat finds nothing");
     is_int(svc_msgcache_entries(), 1, "still one entry for the file");
@@ -74,16 +73,16 @@ int main(void)
 
     /* the racy rule */
     struct stat fresh = file_stat(2000, 50, 0.2);
-    ok(!svc_msgcache_put(&fresh, 1, NULL, 0, "{}", 2), "a file changed 0.2 s ago is not stored");
+    ok(!svc_msgcache_put(&fresh, 1, "{}", 2), "a file changed 0.2 s ago is not stored");
     ok(got(&fresh, 1, NULL), "so it is not found");
     struct stat future = file_stat(2001, 50, -5);
-    ok(!svc_msgcache_put(&future, 1, NULL, 0, "{}", 2), "a ctime in the future is not stored");
+    ok(!svc_msgcache_put(&future, 1, "{}", 2), "a ctime in the future is not stored");
     struct stat old = file_stat(2002, 50, 1.5);
-    ok(svc_msgcache_put(&old, 1, NULL, 0, "{}", 2), "a file changed 1.5 s ago is stored");
+    ok(svc_msgcache_put(&old, 1, "{}", 2), "a file changed 1.5 s ago is stored");
 
     /* a recent rewrite of a cached file drops the stale row even though it is not stored */
     struct stat rewritten = file_stat(b.st_ino, b.st_size, 0.1);
-    ok(!svc_msgcache_put(&rewritten, 7, NULL, 0, "{\"v\":3}", 7), "a fresh rewrite is not stored");
+    ok(!svc_msgcache_put(&rewritten, 7, "{\"v\":3}", 7), "a fresh rewrite is not stored");
     ok(got(&b, 7, NULL), "and the row of the file before it is gone");
 
     /* the bound */
@@ -92,7 +91,7 @@ int main(void)
     is_int(svc_msgcache_bytes(), 0, "clear: no bytes");
     static char big[SVC_MSGCACHE_MAX_BYTES / 8 + 2];
     memset(big, 'x', sizeof big - 1);
-    ok(!svc_msgcache_put(&a, 1, NULL, 0, big, sizeof big - 1),
+    ok(!svc_msgcache_put(&a, 1, big, sizeof big - 1),
        "a row over an eighth of the bound is not stored");
     size_t row = SVC_MSGCACHE_MAX_BYTES / 64;
     static struct stat many[200];
@@ -100,7 +99,7 @@ int main(void)
     size_t most = 0;
     for (int i = 0; i < 200; i++) {
         many[i] = file_stat((ino_t)(5000 + i), 10, 30);
-        stored += svc_msgcache_put(&many[i], i, NULL, 0, big, row);
+        stored += svc_msgcache_put(&many[i], i, big, row);
         if (svc_msgcache_bytes() > most)
             most = svc_msgcache_bytes();
     }
@@ -110,29 +109,9 @@ int main(void)
        svc_msgcache_entries());
     const char *t;
     size_t l;
-    ok(svc_msgcache_get(&many[199], 199, NULL, 0, &t, &l) && l == row,
-       "the last row stored is there");
-    ok(!svc_msgcache_get(&many[0], 0, NULL, 0, &t, &l), "the first row stored is gone");
+    ok(svc_msgcache_get(&many[199], 199, &t, &l) && l == row, "the last row stored is there");
+    ok(!svc_msgcache_get(&many[0], 0, &t, &l), "the first row stored is gone");
     svc_msgcache_clear();
 
-    /* rows remembered by (session, watch generation): found without a stat only under the
-     * generation that last validated them */
-    struct stat m0 = file_stat(7000, 10, 30), m1 = file_stat(7001, 10, 30);
-    ok(svc_msgcache_put(&m0, 0, "s1", 5, "{\"r\":0}", 7), "row 0 stored under s1, generation 5");
-    ok(svc_msgcache_put(&m1, 1, NULL, 0, "{\"r\":1}", 7), "row 1 stored with no watch");
-    ok(svc_msgcache_get_seen("s1", 5, 0, &t, &l) && l == 7, "row 0 found by (s1, 5)");
-    ok(!svc_msgcache_get_seen("s1", 6, 0, &t, &l), "not under a later generation");
-    ok(!svc_msgcache_get_seen("s2", 5, 0, &t, &l), "not under another session");
-    ok(!svc_msgcache_get_seen("s1", 5, 1, &t, &l), "row 1 was never seen under a watch");
-    ok(svc_msgcache_get(&m1, 1, "s1", 6, &t, &l), "row 1 validated by its stat under (s1, 6)");
-    ok(svc_msgcache_get_seen("s1", 6, 1, &t, &l), "then found by (s1, 6)");
-    ok(svc_msgcache_get(&m0, 0, "s1", 6, &t, &l), "row 0 validated again under (s1, 6)");
-    ok(svc_msgcache_get_seen("s1", 6, 0, &t, &l) && !svc_msgcache_get_seen("s1", 5, 0, &t, &l),
-       "found under 6, no longer under 5");
-    struct stat m0b = file_stat(7000, 11, 0.1);
-    ok(!svc_msgcache_put(&m0b, 0, "s1", 6, "{\"r\":9}", 7), "row 0 rewritten just now: not stored");
-    ok(!svc_msgcache_get_seen("s1", 6, 0, &t, &l), "and its old row is not found by (s1, 6)");
-    svc_msgcache_clear();
-    ok(!svc_msgcache_get_seen("s1", 6, 1, &t, &l), "clear forgets the remembered rows");
     return done_testing();
 }

@@ -1,8 +1,8 @@
-/* wincache: an entry is found again only under the life it was stored in and while no
- * inotify event named its file; a claimed entry survives exactly its own rename's event;
- * the window's trim and the heap bound drop entries; another inode at the directory's path
- * is another life; the child of a fork starts empty. Real files in a temporary directory,
- * real inotify. */
+/* wincache: an entry is found again only under the life it was stored in, while no
+ * inotify event named its file and while its stat is the one stored; a claimed entry survives
+ * exactly its own rename's event; the window's trim and the heap bound drop entries; another inode
+ * at the directory's path is another life; the child of a fork starts empty. Real files in a
+ * temporary directory, real inotify. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,11 +40,31 @@ static json_object *msg(const char *text)
     return o;
 }
 
+/* A made-up stat of size bytes (inode ino). */
+static struct stat fake_st(ino_t ino, off_t size)
+{
+    struct stat st;
+    memset(&st, 0, sizeof st);
+    st.st_ino = ino;
+    st.st_size = size;
+    return st;
+}
+
+/* The stat of message_<id>.json as it is now, or a made-up one when it is not there. */
+static struct stat file_st(int64_t id)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/message_%lld.json", dir, (long long)id);
+    struct stat st;
+    return lstat(path, &st) == 0 ? st : fake_st((ino_t)(1000000 + id), 100);
+}
+
 /* Store message id under life (put), dropping the caller's reference. */
 static void put(int64_t life, int64_t id, const char *text)
 {
     json_object *m = msg(text);
-    svc_wincache_put("s1", life, id, m, 100);
+    struct stat st = file_st(id);
+    svc_wincache_put("s1", life, id, m, &st);
     json_object_put(m);
 }
 
@@ -58,13 +78,15 @@ static void write_and_claim(int64_t life, int64_t id, const char *text)
     write_file(tmp, "{}");
     rename_in(tmp, name);
     json_object *m = msg(text);
-    svc_wincache_claim("s1", life, id, m, 100);
+    struct stat st = file_st(id);
+    svc_wincache_claim("s1", life, id, m, &st);
     json_object_put(m);
 }
 
 static const char *get_text(int64_t life, int64_t id)
 {
-    json_object *m = svc_wincache_get("s1", life, id);
+    struct stat st = file_st(id);
+    json_object *m = svc_wincache_get("s1", life, id, &st);
     json_object *t = NULL;
     return m && json_object_object_get_ex(m, "text", &t) ? json_object_get_string(t) : NULL;
 }
@@ -91,7 +113,13 @@ int main(void)
     put(life, 3, "three");
     is_str(get_text(life, 1), "one", "an entry is found under its life");
     ok(get_text(life + 1, 1) == NULL, "not under another life");
-    ok(svc_wincache_get("s2", life, 1) == NULL, "nor for another session");
+    struct stat st1 = file_st(1);
+    ok(svc_wincache_get("s2", life, 1, &st1) == NULL, "nor for another session");
+    struct stat moved = st1;
+    moved.st_ctim.tv_nsec ^= 1;
+    ok(svc_wincache_get("s1", life, 1, &moved) == NULL,
+       "nor when the file's stat changed without an event (a write through a hard link)");
+    put(life, 1, "one");
 
     /* a write names the file: that entry goes, the others stay */
     write_file("message_2.json", "{\"x\":1}");
@@ -121,7 +149,8 @@ int main(void)
     ok(get_text(life, 5) == NULL, "a claimed file written again before the poll: dropped");
 
     json_object *m9 = msg("nine");
-    svc_wincache_claim("s1", life, 9, m9, 100); /* no rename of message_9.json ever came */
+    struct stat st9 = file_st(9);
+    svc_wincache_claim("s1", life, 9, m9, &st9); /* no rename of message_9.json ever came */
     json_object_put(m9);
     svc_wincache_begin("s1", fd);
     ok(get_text(life, 9) == NULL, "a claim whose rename never came is not served");
@@ -166,15 +195,18 @@ int main(void)
     size_t big = SVC_WINCACHE_MAX_BYTES / SVC_WINCACHE_HEAP_PER_BYTE / 16;
     for (int i = 0; i < 40; i++) {
         json_object *m = msg("big");
-        svc_wincache_put("s1", life2, 100 + i, m, big);
+        struct stat st = fake_st((ino_t)(2000 + i), (off_t)big);
+        svc_wincache_put("s1", life2, 100 + i, m, &st);
         json_object_put(m);
     }
     ok(svc_wincache_entries() < 40, "the bound holds (%zu entries of 40 stored)",
        svc_wincache_entries());
     json_object *huge = msg("huge");
-    svc_wincache_put("s1", life2, 500, huge, SVC_WINCACHE_MAX_BYTES);
+    struct stat hst = fake_st(3000, (off_t)SVC_WINCACHE_MAX_BYTES);
+    svc_wincache_put("s1", life2, 500, huge, &hst);
     json_object_put(huge);
-    ok(svc_wincache_get("s1", life2, 500) == NULL, "a message too large for the cache is not kept");
+    ok(svc_wincache_get("s1", life2, 500, &hst) == NULL,
+       "a message too large for the cache is not kept");
     ok(svc_wincache_begin("s1", -1) == 0, "no directory: no life");
 
     svc_wincache_clear();

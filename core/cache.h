@@ -1,0 +1,44 @@
+/* cache: the one switch over every process cache and memo of svc, and their list.
+ * A cache is a pure optimisation: with sessions.cache off every request reads the files
+ * and answers the same (t/23-cache-off.t; CI runs the whole suite so). The rule: an entry
+ * serves only after a check that sees every writer: a stat of what it covers ((inode,
+ * size, mtime, ctime), under the shared session lock where the files are session files)
+ * or the bytes themselves; inotify is a fast path on a local filesystem only (it does not
+ * see other hosts' writes, SPEC 10), and `auto` turns every cache off elsewhere.
+ *   svc_cache_on(cfg, fd)  whether caches serve for the filesystem of fd (fd < 0: the root)
+ *   svc_cache_local(fd)    whether that filesystem is local (statfs f_type)
+ * Each cache below asks svc_cache_on before it is read or filled; docs/CACHES.md has the
+ * gain `make bench` measured for each. */
+#ifndef SVC_CACHE_H
+#define SVC_CACHE_H
+
+/* The caches and memos (module: what it covers; how an entry is validated):
+ * - dirwatch.c `dw`: one inotify instance and its watches; the fast path of the watches
+ *   below, never an answer of its own (IN_Q_OVERFLOW or a broken instance drop them all).
+ * - index.c `ix`: the root's listing index in memory; the stamp in the root lock file and
+ *   the index file's (inode, size) read under the root lock, the root's mtime for rescans,
+ *   and on each page a stat of each row's next message file: checks that see other hosts'
+ *   writes, so `auto` keeps it on a shared root too; `off` drops it before each listing.
+ * - query.c `dt.memo`: the last (sidecar bytes, message count) -> detail summary; the
+ *   bytes read under the shared lock compared whole, the count by a stat of message_<n>.
+ * - query.c `dt.watched`: the detail of a session polled again, served without the lock
+ *   while four content watches armed before its read saw nothing (local roots only) and
+ *   the session directory's and svc_session.json's stats match.
+ * - msgcache.c: rendered message rows by file (dev, inode, id); a stat under the shared
+ *   lock ((size, mtime, ctime) the same; a file changed < 1 s ago is never kept).
+ * - wincache.c: a session's parsed window messages, valid under the directory's content
+ *   life (inotify) and while each file's (inode, size, mtime, ctime) is the one read.
+ * - cgi/h_sessions.c `last_get`: the detail text of the last summary (pointer identity of
+ *   query.c's memo, held by a reference); off: the summary is rendered each time.
+ * - cgi/h_base.c `last_health`: the health body of this second, keyed on all it shows.
+ * Pure memos, never stale (not switched): jsonx.c's last number formatted and its one
+ * tokener, http.c's date of the current second. */
+
+#include <stdbool.h>
+
+#include "config.h"
+
+bool svc_cache_on(const struct svc_config *cfg, int fd);
+bool svc_cache_local(int fd);
+
+#endif
