@@ -10,6 +10,7 @@
 #include "cmds.h"
 #include "config.h"
 #include "fsck.h"
+#include "handle.h"
 #include "jobs.h"
 #include "jsonx.h"
 #include "memory.h"
@@ -253,7 +254,8 @@ static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
     struct svc_err err;
     if (svc_memory_sync(cfg, argv[1], &err) != 0)
         return fail(&err);
-    struct svc_store st = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
     char *path = svc_store_session_file(&st, argv[1], "svc_memory.json");
     json_object *o = NULL;
     if (svc_json_read_file(path, &o, NULL) == 0)

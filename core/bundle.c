@@ -290,6 +290,7 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
     ex->st.root = cfg->sessions.root;
     ex->st.agent_id = cfg->sessions.agent_id;
     ex->st.durable = cfg->sessions.fsync;
+    ex->st.shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
     ex->tar = req->tar || req->download;
     if (req->n_session_ids ? select_named(ex, req, err) != 0
                            : select_filtered(ex, req, after, before, err) != 0)
@@ -754,7 +755,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     fd = -1;
     /* into place, never over an existing bundle (two exports in one second differ by
      * their random suffix; this makes a clash an error instead of a loss) */
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) != 0) {
+    if (svc_rename_noreplace(tmp, final) != 0) {
         svc_err_errno(err, "rename export into place");
         goto out;
     }

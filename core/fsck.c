@@ -567,6 +567,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
     f.st.root = cfg->sessions.root;
     f.st.agent_id = cfg->sessions.agent_id;
     f.st.durable = cfg->sessions.fsync;
+    f.st.shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
     char **ids = NULL;
     size_t n = 0, cap = 0;
     int rc = -1;

@@ -97,6 +97,20 @@ struct stat;
 int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s,
                             int (*remove_one)(void *ctx, const char *id, const struct stat *sb),
                             void *ctx);
+/* The filesystem kind of path (or of its nearest existing ancestor): a short name
+ * ("ext4", "xfs", "tmpfs", "fuse", "nfs", "ceph", ...; "other" when unknown) and whether
+ * it is local to this host. FUSE, NFS, CephFS, SMB and 9p count as shared: another host
+ * may write there behind this one's caches. */
+const char *svc_fs_kind(const char *path, bool *local);
+/* Whether a root is shared between hosts under sessions.shared = mode (enum
+ * svc_shared_mode: auto asks svc_fs_kind once per process and root). */
+bool svc_fs_shared(int mode, const char *root);
+/* rename(from, to) that never replaces to (EEXIST): renameat2 RENAME_NOREPLACE, or where
+ * the filesystem refuses the flag (NFS, CephFS, GlusterFS) link+unlink for a file and
+ * lstat+rename for a directory (rename refuses a non-empty one). 0, or -1 with errno. */
+int svc_rename_noreplace(const char *from, const char *to);
+/* Says once per process in the log that a fallback replaced a refused call (what, why). */
+void svc_fs_fallback_note(const char *what, int err);
 /* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno
  * of the last failure. A missing path is 0. */
 int svc_file_remove_tree(const char *path);

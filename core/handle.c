@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsio.h"
 #include "sidecar.h"
 
 void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
@@ -14,6 +15,7 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
     st->root = cfg->sessions.root;
     st->agent_id = cfg->sessions.agent_id;
     st->durable = cfg->sessions.fsync;
+    st->shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
 }
 
 int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s,

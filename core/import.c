@@ -16,6 +16,7 @@
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
+#include "log.h"
 #include "sidecar.h"
 #include "store.h"
 #include "tar.h"
@@ -633,6 +634,40 @@ static int fsync_dir(const char *path)
     return rc;
 }
 
+/* The staging name an overwritten session is moved to when the filesystem cannot
+ * exchange: "old_session_<sid>", put back by clean_stale if the import dies meanwhile. */
+static char *aside_path(const char *staging, const char *sid)
+{
+    char *p = NULL;
+    svc_xasprintf(&p, "%s/old_session_%s", staging, sid);
+    return p;
+}
+
+/* Exchange staged and final (both locked by the caller); where the filesystem refuses
+ * RENAME_EXCHANGE, two renames: the old session aside, the new one in, so that a reader
+ * sees the old session, then for a moment none, then the new one, never a mix; the old
+ * one ends at the staged name either way. 0, or -1 with errno (nothing moved). */
+static int swap_into_place(struct job *j, const char *sid, const char *staged, const char *final)
+{
+    if (renameat2(AT_FDCWD, staged, AT_FDCWD, final, RENAME_EXCHANGE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+        return -1;
+    svc_fs_fallback_note("renameat2 RENAME_EXCHANGE", errno);
+    char *aside = aside_path(j->staging, sid);
+    int rc = -1, e = 0;
+    if (rename(final, aside) == 0) {
+        if (rename(staged, final) == 0)
+            rc = rename(aside, staged);
+        else if ((e = errno), rename(aside, final) != 0)
+            svc_logf("import: session %s left aside at %s: %s", sid, aside, strerror(errno));
+    }
+    if (e)
+        errno = e;
+    free(aside);
+    return rc;
+}
+
 static void place(struct job *j, struct sess *s)
 {
     char *staged = NULL, *final = NULL;
@@ -647,7 +682,7 @@ static void place(struct job *j, struct sess *s)
     struct stat lst;
     bool exists = lstat(final, &lst) == 0;
     if (!exists) {
-        if (renameat2(AT_FDCWD, staged, AT_FDCWD, final, RENAME_NOREPLACE) != 0) {
+        if (svc_rename_noreplace(staged, final) != 0) {
             if (errno == EEXIST) {
                 s->state = S_SKIP;
                 snprintf(s->reason, sizeof s->reason, "exists (created meanwhile)");
@@ -669,7 +704,7 @@ static void place(struct job *j, struct sess *s)
             goto out;
         }
         /* one atomic swap: readers see the old session or the new one, never a mix */
-        if (renameat2(AT_FDCWD, staged, AT_FDCWD, final, RENAME_EXCHANGE) != 0) {
+        if (swap_into_place(j, s->sid, staged, final) != 0) {
             fail_sess(s, "swap into place: %s%s", strerror(errno), "");
             goto out;
         }
@@ -690,6 +725,26 @@ out:
     free(final);
 }
 
+/* A session an import killed between its two renames (swap_into_place) left aside in
+ * staging goes back under its name when nothing took that name since. */
+static void put_back_aside(const char *root, const char *staging)
+{
+    DIR *d = opendir(staging);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, "old_session_", 12) != 0)
+            continue;
+        char *from = svc_path_join(staging, de->d_name), *to = svc_path_join(root, de->d_name + 4);
+        if (from && to && svc_rename_noreplace(from, to) == 0)
+            svc_logf("import: put back %s left aside by a killed import", de->d_name + 4);
+        free(from);
+        free(to);
+    }
+    closedir(d);
+}
+
 /* Remove staging directories that earlier imports left (killed); caller holds the lock. */
 static void clean_stale(const char *root)
 {
@@ -701,6 +756,8 @@ static void clean_stale(const char *root)
         if (strncmp(de->d_name, ".svc_import-", 12) != 0)
             continue;
         char *p = svc_path_join(root, de->d_name);
+        if (p)
+            put_back_aside(root, p);
         if (p)
             svc_file_remove_tree(p);
         free(p);
@@ -754,6 +811,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     j.st.root = cfg->sessions.root;
     j.st.agent_id = cfg->sessions.agent_id;
     j.st.durable = cfg->sessions.fsync;
+    j.st.shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
     int lockfd = -1, rc = -1;
     struct stat sb;
     if (stat(bundle, &sb) != 0) {

@@ -298,6 +298,7 @@ static void store_of(const struct svc_config *cfg, struct svc_store *st)
     st->root = cfg->sessions.root;
     st->agent_id = cfg->sessions.agent_id;
     st->durable = cfg->sessions.fsync;
+    st->shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
 }
 
 /* The newest messages (at most PAIR_SCAN_MAX) as an array with their ids. */

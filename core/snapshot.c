@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "fsio.h"
+#include "handle.h"
 #include "jsonx.h"
 #include "lock.h"
 #include "session.h"
@@ -178,7 +179,8 @@ const struct svc_snap_file *svc_snap_find(const struct svc_snap *s, const char *
 /* Take the snapshot: shared lock, run-in-flight boundary, summary, every file. */
 int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_err *err)
 {
-    struct svc_store stv = {cfg->sessions.root, cfg->sessions.agent_id, cfg->sessions.fsync};
+    struct svc_store stv;
+    svc_store_from_config(cfg, &stv);
     const struct svc_store *st = &stv;
     svc_xasprintf(&s->msgdir, "agents/agent_%s/messages", st->agent_id);
     /* a `running` left by a dead run is repaired first, as every reader does (SPEC 2.3) */

@@ -21,6 +21,7 @@ struct svc_store {
     const char *root;     /* borrowed, expanded */
     const char *agent_id; /* borrowed, valid id */
     bool durable;         /* sessions.fsync */
+    bool shared;          /* sessions.shared resolved: other hosts write here too */
 };
 
 /* 1..128 chars of [A-Za-z0-9._-], not starting with '.'. */

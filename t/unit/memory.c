@@ -137,7 +137,7 @@ int main(void)
         printf("# %s\n", err.message);
         return 1;
     }
-    struct svc_store st = {cfg.sessions.root, cfg.sessions.agent_id, false};
+    struct svc_store st = {cfg.sessions.root, cfg.sessions.agent_id, false, false};
     const char *sids[] = {"m1", "m2"};
     for (int s = 0; s < 2; s++) {
         svc_mkdirs(cfg.sessions.root, 0755, NULL);
