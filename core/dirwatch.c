@@ -9,6 +9,7 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+#include "fsio.h"
 #include "util.h"
 
 /* what makes a directory not clean: an entry created or moved in, the directory gone */
@@ -349,7 +350,7 @@ int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat 
 bool svc_dirwatch_local(int fd)
 {
     struct statfs sf;
-    if (fstatfs(fd, &sf) != 0)
+    if (svc_fs_shared_forced() || fstatfs(fd, &sf) != 0)
         return false;
     switch ((unsigned long)sf.f_type) {
     case 0xEF53UL:     /* ext2/3/4 */

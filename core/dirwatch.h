@@ -70,7 +70,8 @@ typedef void (*svc_dirwatch_change_fn)(const char *key, const char *name, uint32
 void svc_dirwatch_on_change(svc_dirwatch_change_fn fn);
 int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat *dir);
 /* Whether inotify sees every change under the directory open as fd: a local filesystem
- * (a network filesystem does not report other machines' changes). */
+ * (a network filesystem does not report other machines' changes) not declared shared
+ * (sessions.shared: on). */
 bool svc_dirwatch_local(int fd);
 /* Close the instance and forget every watch (tests, SIGHUP). */
 void svc_dirwatch_reset(void);

@@ -113,7 +113,7 @@ static bool is_temp(const char *name)
     return strstr(name, ".tmp-") != NULL;
 }
 
-/* Whether the writer named in a temp file's name ("<name>.tmp-<pid>-<hex>", fsio.c) is no
+/* Whether the writer named in a temp file's name (".<name>.tmp-<pid>-<hex>", fsio.c) is no
  * longer a process on this host. */
 static bool temp_writer_gone(const char *name)
 {

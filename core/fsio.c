@@ -134,7 +134,18 @@ static void temp_name(char *out, size_t outsz, const char *path)
         temp_pid = svc_pid();
         svc_random_hex(temp_salt, 8);
     }
-    snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp_pid, temp_salt, ++temp_seq);
+    char tail[64];
+    snprintf(tail, sizeof tail, ".tmp-%ld-%s%lx", (long)temp_pid, temp_salt, ++temp_seq);
+    svc_temp_path(out, outsz, path, tail);
+}
+
+/* "<dir>/.<name><tail>": a distributed filesystem (GlusterFS's DHT) places such a name on
+ * the brick of "<name>", so renaming it over the target stays atomic for other clients. */
+void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
+    snprintf(out, outsz, "%.*s.%s%s", (int)dl, path, path + dl, tail);
 }
 
 /* rename(spare, path), the file path held kept under spare's name (SVC_WRITE_SPARE). A
@@ -203,9 +214,9 @@ out_unlink:
 static int write_via_spare(const char *path, const void *data, size_t len, int sync,
                            struct svc_err *err)
 {
-    size_t sl = strlen(path) + sizeof SVC_SPARE_SUFFIX;
+    size_t sl = strlen(path) + sizeof SVC_SPARE_SUFFIX + 1;
     char *spare = svc_xmalloc(sl);
-    snprintf(spare, sl, "%s%s", path, SVC_SPARE_SUFFIX);
+    svc_temp_path(spare, sl, path, SVC_SPARE_SUFFIX);
     int rc;
     struct stat sb;
     int fd = open(spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
@@ -545,10 +556,19 @@ const char *svc_fs_kind(const char *path, bool *local)
     return "other";
 }
 
+/* sessions.shared: on, as last asked: a process serves one configuration */
+static bool forced_shared;
+
+bool svc_fs_shared_forced(void)
+{
+    return forced_shared;
+}
+
 bool svc_fs_shared(int mode, const char *root)
 {
     static char *seen_root;
     static bool seen_shared;
+    forced_shared = mode == SVC_SHARED_ON;
     if (mode != SVC_SHARED_AUTO)
         return mode == SVC_SHARED_ON;
     if (!seen_root || strcmp(seen_root, root) != 0) {

@@ -3,8 +3,8 @@
  * renames it over the target and fsyncs the directory, so a reader sees the old file
  * or the new one and never a torn one; with durable=false the two syncs are skipped
  * (svc_file_write_synced chooses them one by one).
- * Temp names are "<name>.tmp-<pid>-<hex>" (spares "<name>.tmp-spare"), never listed or
- * exported.
+ * Temp names are ".<name>.tmp-<pid>-<hex>" (spares ".<name>.tmp-spare"), never listed or
+ * exported; the leading dot keeps a rename atomic on a multi-brick GlusterFS volume.
  * svc_file_append writes one line with a single write(2) (O_APPEND), then fdatasyncs; it
  * never follows a symbolic link. */
 #ifndef SVC_FSIO_H
@@ -16,6 +16,8 @@
 
 #include "err.h"
 
+/* out = "<dir>/.<name><tail>" for path "<dir>/<name>" (temp and spare names). */
+void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail);
 int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
                           struct svc_err *err);
 /* What a write syncs: SVC_SYNC_FILE fdatasyncs the temp file before the rename (the new
@@ -105,6 +107,9 @@ const char *svc_fs_kind(const char *path, bool *local);
 /* Whether a root is shared between hosts under sessions.shared = mode (enum
  * svc_shared_mode: auto asks svc_fs_kind once per process and root). */
 bool svc_fs_shared(int mode, const char *root);
+/* Whether the last svc_fs_shared call was told sessions.shared: on (a local disk that other
+ * hosts write too): then no cache trusts inotify (svc_dirwatch_local). */
+bool svc_fs_shared_forced(void);
 /* rename(from, to) that never replaces to (EEXIST): renameat2 RENAME_NOREPLACE, or where
  * the filesystem refuses the flag (NFS, CephFS, GlusterFS) link+unlink for a file and
  * lstat+rename for a directory (rename refuses a non-empty one). 0, or -1 with errno. */
