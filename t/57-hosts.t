@@ -11,6 +11,8 @@ use Test::More;
 use File::Temp ();
 use POSIX ();
 use Time::HiRes qw(time sleep);
+use HTTP::Tiny;
+use IO::Socket::INET;
 use SvcTest;
 use SvcCliTest qw(svc svc_bg svc_wait test_hooks_built);
 use Gluster;
@@ -34,6 +36,7 @@ my $yaml = sub {
 my %env = (SVC_PING_INTERVAL_S => 1, $hooks ? (SVC_TEST_JOBS_NOW => $clock) : ());
 my $A = SvcTest->start(workers => 3, env => \%env, config => $yaml->($g->mount_a));
 my $B = SvcTest->start(workers => 3, env => \%env, config => $yaml->($g->mount_b));
+$g->before_stop(sub { $_->stop for grep { $_ } $A, $B });    # a test that dies: servers first
 my $HA = { home => $A->home };
 my $HB = { home => $B->home };
 
@@ -57,6 +60,16 @@ for my $h ([A => $A], [B => $B]) {
     my $hl = $h->[1]->req(GET => '/api/health')->{json} || {};
     is $hl->{sessions}{shared}, JSON::PP::true, "$h->[0]: health says the root is shared";
     is $hl->{sessions}{filesystem}, 'fuse', "$h->[0]: health names the filesystem kind";
+}
+
+# sessions.shared on and off override what the filesystem says
+for my $c ([$g->mount_a . '/off-root', 'off', 'fuse', JSON::PP::false], [undef, 'on', undef, JSON::PP::true]) {
+    my ($root, $mode, $fs, $want) = @$c;    # on: the default root, on a local disk
+    my $s = SvcTest->start(config => "sessions:\n" . ($root ? "  root: $root\n" : '') . "  shared: $mode\n");
+    my $hl = $s->req(GET => '/api/health')->{json} || {};
+    is $hl->{sessions}{shared}, $want, "sessions.shared: $mode: health says shared " . ($want ? 'true' : 'false');
+    is $hl->{sessions}{filesystem}, $fs, "sessions.shared: $mode: the filesystem is still named" if $fs;
+    $s->stop;
 }
 
 # ---- a turn on A is read at once on B: detail, messages, list ----
@@ -149,6 +162,29 @@ SKIP: {
     is detail($A, 'job-tick')->{run_count}, 1, 'one run on the job session';
 }
 
+# ---- a front nginx: one upstream listing both hosts, hashed by X-Session-Id ----
+my $front = front_start($A, $B);
+my %host = ($A->master_pid => 'A', $B->master_pid => 'B');
+sub via_front {
+    my ($method, $path, $sid, %o) = @_;
+    my $r = HTTP::Tiny->new(timeout => 30)->request($method, "http://127.0.0.1:$front->{port}$path",
+        { headers => { 'x-session-id' => $sid, 'content-type' => 'application/json' },
+          exists $o{body} ? (content => $J->encode($o{body})) : () });
+    $r->{json} = eval { $J->decode($r->{content}) };
+    return $r;
+}
+sub served_by { $host{ (via_front(GET => '/api/health', $_[0])->{json} || {})->{pid} // 0 } // '?' }
+my @fs = map { "h-front-$_" } 1 .. 8;
+my %by = map { $_ => served_by($_) } @fs;
+ok !(grep { $by{$_} eq '?' } @fs), 'front: every session answered by one of the hosts';
+is scalar(grep { $by{$_} eq 'A' } @fs) > 0 && scalar(grep { $by{$_} eq 'B' } @fs) > 0, 1,
+    'front: the hash spreads sessions over both hosts' or diag explain \%by;
+is_deeply { map { $_ => served_by($_) } @fs }, \%by, 'front: a session stays on its host';
+for my $sid (@fs) {
+    via_front(POST => '/api/chat', $sid, body => { messages => [{ role => 'user', content => "one $sid" }] });
+}
+is_deeply [map { detail($B, $_)->{message_count} // 0 } @fs], [(2) x @fs], 'front: every turn stored once';
+
 # ---- A SIGKILLed mid-stream: B reports interrupted and continues ----
 {
     my $r = $A->req(POST => '/api/chat/runs', body => { session_id => 'h-kill',
@@ -169,6 +205,15 @@ SKIP: {
     is_deeply \@ids, [0 .. $#ids], 'ids contiguous after the repair';
 }
 
+# ---- the front fails over: the sessions of A go to B, nothing lost ----
+{
+    my @st = map { via_front(POST => '/api/chat', $_, body => { messages => [{ role => 'user', content => "two $_" }] })->{status} } @fs;
+    is_deeply \@st, [(200) x @fs], 'front after A died: every turn answered';
+    is_deeply [map { served_by($_) } @fs], [('B') x @fs], 'front: B serves the sessions of A now';
+    is_deeply [map { detail($B, $_)->{message_count} // 0 } @fs], [(4) x @fs], 'front: nothing lost, nothing doubled';
+    front_stop($front);
+}
+
 # ---- svc fsck clean afterwards, from either mount ----
 for my $h ([B => $HB], [A => $HA]) {
     my $r = svc($h->[1], 'fsck');
@@ -179,3 +224,63 @@ for my $h ([B => $HB], [A => $HA]) {
 $B->stop;
 $g->stop;
 done_testing;
+
+# The prefix of the nginx that scripts/serve started for host $s (its socket is svc.sock there).
+sub serve_prefix {
+    my ($s) = @_;
+    for my $c (split ' ', SvcTest::read_file("/proc/$s->{pid}/task/$s->{pid}/children") // '') {
+        (my $cmd = SvcTest::read_file("/proc/$c/cmdline") // '') =~ tr/\0/ /;
+        return $1 if $cmd =~ /nginx.* -p (\S+)/;    # nginx writes its argv as one string
+    }
+    die "no nginx under serve $s->{pid}";
+}
+
+# A third nginx whose upstream lists both hosts' sockets, hashed by session, failing over.
+sub front_start {
+    my (@hosts) = @_;
+    my $p = File::Temp::tempdir('svc-front-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    mkdir "$p/$_" for qw(conf logs tmp);
+    system('cp', '-R', SvcTest::repo() . '/nginx', "$p/conf/svc") == 0 or die 'cp nginx';
+    my $servers = join '', map { "        server unix:" . serve_prefix($_) . "/svc.sock;\n" } @hosts;
+    my $port = SvcTest::free_port();
+    my $user = $> == 0 ? 'user root;' : '';
+    SvcTest::write_file("$p/conf/nginx.conf", <<"NGINX");
+$user
+worker_processes 1;
+daemon off;
+pid $p/nginx.pid;
+error_log $p/logs/error.log warn;
+events { worker_connections 256; }
+http {
+    access_log off;
+    client_body_temp_path $p/tmp/client_body;
+    proxy_temp_path $p/tmp/proxy;
+    fastcgi_temp_path $p/tmp/fastcgi;
+    uwsgi_temp_path $p/tmp/uwsgi;
+    scgi_temp_path $p/tmp/scgi;
+    upstream svc_fcgi {
+        hash \$http_x_session_id consistent;
+$servers    }
+    server {
+        listen 127.0.0.1:$port;
+        include svc/svc.conf;
+        include svc/svc-errors.conf;
+    }
+}
+NGINX
+    my $pid = fork // die "fork: $!";
+    if (!$pid) {
+        open STDIN, '<', '/dev/null';
+        exec('nginx', '-p', $p, '-c', "$p/conf/nginx.conf") or POSIX::_exit(127);
+    }
+    SvcTest::wait_for(10, sub { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") });
+    return { pid => $pid, port => $port };
+}
+
+sub front_stop {
+    my ($f) = @_;
+    my $pid = delete $f->{pid} or return;
+    kill 'QUIT', $pid;
+    waitpid $pid, 0;
+}
+END { front_stop($front) if $front }

@@ -81,10 +81,26 @@ sub start {
     for my $m (qw(a b)) {
         $self->_step("mount $m", 'mount', '-t', 'glusterfs', '-o',
                      "$MOUNT_OPTS,log-file=$dir/log/mount-$m.log", "$h:/$self->{vol}", "$dir/$m");
-        $self->{mounted}{$m} = 1;
+        $self->{mounted}{$m} = _client_pid("$dir/$m") || -1;
     }
     return $self;
 }
+
+# The glusterfs client process serving the mount point $mp (killed if umount leaves it).
+sub _client_pid {
+    my ($mp) = @_;
+    opendir my $d, '/proc' or return;
+    for my $pid (grep { /^\d+$/ } readdir $d) {
+        open my $fh, '<', "/proc/$pid/cmdline" or next;
+        my $cmd = do { local $/; <$fh> } // '';
+        my @a = split /\0/, $cmd;
+        return $pid if @a && $a[0] =~ m{glusterfs$} && $a[-1] eq $mp;
+    }
+    return;
+}
+
+# Code run first by stop(): whatever holds files on the mounts (servers) is stopped then.
+sub before_stop { $_[0]{before_stop} = $_[1] }
 
 sub _wait_pid {
     my ($self, $file) = @_;
@@ -132,10 +148,13 @@ sub stop {
     return if $self->{stopped}++;
     delete $LIVE{"$self"};
     local $ENV{PATH} = "$ENV{PATH}:/usr/sbin:/sbin";
+    eval { $self->{before_stop}->() } if $self->{before_stop};
     for my $m (sort keys %{ $self->{mounted} || {} }) {
         my $p = "$self->{dir}/$m";
-        # a server still holding a file there makes it busy: detach it lazily then
-        $self->_run('umount', $p) or $self->_run('umount', '-l', $p);
+        # a process still holding a file there makes it busy: detach it lazily then
+        ($self->_run('umount', $p))[0] or $self->_run('umount', '-l', $p);
+        my $client = $self->{mounted}{$m};
+        kill 'TERM', $client if $client > 0 && (_client_pid($p) // 0) == $client;
     }
     $self->_gluster('volume', 'stop', $self->{vol}, 'force') if $self->{started};
     $self->_gluster('volume', 'delete', $self->{vol}) if $self->{created};
