@@ -142,6 +142,17 @@ is +(listed($A, 'h-one') || {})->{message_count}, 4, 'A: list sees the turn of B
     is scalar(msgs($A, 'h-one')), 4, 'A: its messages as exported';
 }
 
+# ---- an export bundle written onto the shared volume (no O_TMPFILE, no rename flags) ----
+{
+    my $dest = $g->mount_b . '/exports';
+    mkdir $dest;
+    my $r = svc($HB, 'export', '--out', $dest, '--tar', '--session', 'h-one');
+    is $r->{rc}, 0, 'export onto the shared volume' or diag $r->{err};
+    my @b = glob("$dest/*.tar.gz");
+    is scalar(@b), 1, 'one bundle there, no temp file' or diag explain [glob("$dest/.* $dest/*")];
+    is svc($HA, 'import', '--dry-run', $b[0] // 'none')->{rc}, 0, 'A reads the bundle B wrote';
+}
+
 # ---- svc jobs run-due on both hosts at once: the job runs once ----
 SKIP: {
     skip 'SVC_TEST_JOBS_NOW needs a test build (make TEST_HOOKS=1)', 4 unless $hooks;
