@@ -110,7 +110,7 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
     return svc_file_write_synced(path, data, len, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, err);
 }
 
-/* Temp names "<name>.tmp-<pid>-<hex>": the pid (fsck tells a dead writer's temp files by
+/* Temp names ".<name>.tmp-<pid>-<hex>": the pid (fsck tells a dead writer's temp files by
  * it), then a random salt drawn once per process and a counter. Both are kept across
  * writes (getpid and the random source cost a system call each, several times per turn)
  * and reset in a forked child. */

@@ -30,7 +30,7 @@ enum { SVC_SYNC_NONE = 0, SVC_SYNC_FILE = 1, SVC_SYNC_DIR = 2, SVC_SYNC_FULL = 3
  * an existing file (see replace_with in fsio.c). Any target is still written correctly. */
 enum { SVC_WRITE_NEW = 4 };
 /* Or'ed into sync by a caller that holds the lock every writer of path takes (the
- * session lock): the file is written through a spare kept beside it, "<name>.tmp-spare",
+ * session lock): the file is written through a spare kept beside it, ".<name>.tmp-spare",
  * which is then exchanged with the target, so the replaced file becomes the next spare and
  * a rewrite neither creates nor frees an inode (on ext4 without a journal every inode
  * allocation walks past the inodes freed in the last minute, which made a turn 3-6x
