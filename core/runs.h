@@ -46,7 +46,8 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
  * order, undecodable lines skipped: a new array, empty when there are none. For the
  * repair of a run whose process died (session.c), which knows the root, not the config. */
 json_object *svc_runs_events_at(const char *root, const char *run_id);
-/* Block until the events file grows or timeout_ms passes (inotify; no busy loop).
+/* Block until the events file grows or timeout_ms passes (inotify; no busy loop; on a
+ * shared root at most 250 ms, as inotify cannot hear other hosts).
  * Returns 1 when something changed, 0 on timeout, -1 on error. */
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms);
 /* Ask a running run to stop: SVC_E_RUN_NOT_ACTIVE when it already ended. */
