@@ -226,6 +226,12 @@ is_deeply [map { detail($B, $_)->{message_count} // 0 } @fs], [(2) x @fs], 'fron
 }
 
 # ---- svc fsck clean afterwards, from either mount ----
+# a young temp file of a writer on another host (its pid is no process here) is not an orphan
+my $young = $g->mount_a . '/root/session_h-one/.svc_session.json.tmp-4194000-0123abcd';
+SvcTest::write_file($young, 'another host writes');
+is svc($HB, 'fsck', '--repair')->{rc}, 0, 'fsck --repair with a young temp file of another host';
+ok -e $young, 'the temp file of a writer on another host is left alone';
+unlink $young;
 for my $h ([B => $HB], [A => $HA]) {
     my $r = svc($h->[1], 'fsck');
     is $r->{rc}, 0, "fsck from $h->[0]: exit 0" or diag "$r->{out}$r->{err}";
