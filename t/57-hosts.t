@@ -102,6 +102,9 @@ is +(listed($A, 'h-one') || {})->{message_count}, 4, 'A: list sees the turn of B
     is scalar(@ids), 2 * ($st{0} // 0), 'racing turns: two messages per winner, none lost or doubled';
     is_deeply \@ids, [0 .. $#ids], 'racing turns: ids contiguous';
     is_deeply [msg_ids($A, 'h-race')], \@ids, 'racing turns: both hosts agree';
+    my @tl = $B->turn_lines('h-race');
+    is scalar(grep { !$_->{torn} } @tl), $st{0} // 0, 'racing turns: one whole turn line per winner';
+    ok !(grep { $_->{torn} } @tl), 'racing turns: no torn line (appends from two mounts)';
 }
 
 # ---- a run started on A, followed and cancelled through B ----
