@@ -655,15 +655,15 @@ static int swap_into_place(struct job *j, const char *sid, const char *staged, c
         return -1;
     svc_fs_fallback_note("renameat2 RENAME_EXCHANGE", errno);
     char *aside = aside_path(j->staging, sid);
-    int rc = -1, e = 0;
-    if (rename(final, aside) == 0) {
-        if (rename(staged, final) == 0)
-            rc = rename(aside, staged);
-        else if ((e = errno), rename(aside, final) != 0)
+    int rc = rename(final, aside);
+    if (rc == 0 && (rc = rename(staged, final)) != 0) {
+        int e = errno;
+        if (rename(aside, final) != 0)
             svc_logf("import: session %s left aside at %s: %s", sid, aside, strerror(errno));
-    }
-    if (e)
         errno = e;
+    }
+    if (rc == 0) /* else the old session goes with the staging directory */
+        rename(aside, staged);
     free(aside);
     return rc;
 }
