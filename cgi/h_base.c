@@ -58,6 +58,9 @@ int h_health(struct http_req *r, struct svc_err *err)
                      cfg->sessions.provider == SVC_PROVIDER_NATIVE_FILE ? "native_file"
                                                                         : "svc_repository");
     svc_json_set_bool(s, "root_writable", writable);
+    bool local;
+    svc_json_set_str(s, "filesystem", svc_fs_kind(cfg->sessions.root, &local));
+    svc_json_set_bool(s, "shared", svc_fs_shared(cfg->sessions.shared, cfg->sessions.root));
     svc_json_set(o, "sessions", s);
     json_object *m = json_object_new_object();
     svc_json_set_str(m, "provider", cfg->model.provider == SVC_MODEL_OPENAI ? "openai" : "echo");

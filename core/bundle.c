@@ -779,7 +779,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     fd = -1;
     /* into place, never over an existing bundle (two exports in one second differ by
      * their random suffix; this makes a clash an error instead of a loss) */
-    if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) != 0) {
+    if (svc_rename_noreplace(tmp, final) != 0) {
         svc_err_errno(err, "rename export into place");
         goto out;
     }

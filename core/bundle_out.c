@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsio.h"
 #include "jsonx.h"
 #include "util.h"
 
@@ -167,6 +168,7 @@ int svc_bout_spool(const char *dir, struct svc_err *err)
     int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0)
         return fd;
+    svc_fs_fallback_note("O_TMPFILE", errno);
     char *tmpl = NULL;
     svc_xasprintf(&tmpl, "%s/.svc-spool-XXXXXX", dir);
     fd = mkostemp(tmpl, O_CLOEXEC);

@@ -32,7 +32,7 @@
  *   query.c's memo, held by a reference); off: the summary is rendered each time.
  * - cgi/h_base.c `last_health`: the health body of this second, keyed on all it shows.
  * Pure memos, never stale (not switched): jsonx.c's last number formatted and its one
- * tokener, http.c's date of the current second. */
+ * tokener, http.c's date of the current second, fsio.c's filesystem kind of the root. */
 
 #include <stdbool.h>
 

@@ -520,10 +520,12 @@ unsigned svc_config_octal(const char *text)
 static const char *const session_providers[] = {"svc_repository", "native_file", NULL};
 static const char *const model_providers[] = {"echo", "openai", NULL};
 static const char *const cache_modes[] = {"auto", "off", NULL};
+static const char *const shared_modes[] = {"auto", "on", "off", NULL};
 
 _Static_assert(sizeof(enum svc_session_provider) == sizeof(int), "enum is int-sized");
 _Static_assert(sizeof(enum svc_model_provider) == sizeof(int), "enum is int-sized");
 _Static_assert(sizeof(enum svc_cache_mode) == sizeof(int), "enum is int-sized");
+_Static_assert(sizeof(enum svc_shared_mode) == sizeof(int), "enum is int-sized");
 
 #define C(f) offsetof(struct svc_config, f)
 
@@ -560,6 +562,7 @@ static const struct cfg_row cfg_rows[] = {
     {"sessions.export_allowed_dirs", CT_PATHS, C(sessions.export_allowed_dirs), .def = "[]"},
     {"sessions.fsync", CT_BOOL, C(sessions.fsync), .def = "true"},
     {"sessions.cache", CT_ENUM, C(sessions.cache), .def = "auto", .names = cache_modes},
+    {"sessions.shared", CT_ENUM, C(sessions.shared), .def = "auto", .names = shared_modes},
 
     {"model.provider", CT_ENUM, C(model.provider), .def = "echo", .names = model_providers},
     {"model.name", CT_STR, C(model.name), .min = 1, .def = "echo-1"},

@@ -16,6 +16,8 @@
 enum svc_session_provider { SVC_PROVIDER_SVC_REPOSITORY, SVC_PROVIDER_NATIVE_FILE };
 enum svc_model_provider { SVC_MODEL_ECHO, SVC_MODEL_OPENAI };
 enum svc_cache_mode { SVC_CACHE_AUTO, SVC_CACHE_OFF }; /* sessions.cache (cache.h) */
+/* sessions.shared: auto decides by the root's filesystem (svc_fs_shared, fsio.h). */
+enum svc_shared_mode { SVC_SHARED_AUTO, SVC_SHARED_ON, SVC_SHARED_OFF };
 
 struct svc_job {
     char *id;
@@ -73,8 +75,9 @@ struct svc_config {
         char *agent_id; /* default "svc-agent"; validated like a session id */
         bool persist_openai_history;
         bool sync_memory;
-        char *export_default_dir;   /* expanded; default ~/Desktop/svc-chat-export */
-        char **export_allowed_dirs; /* expanded, NULL-terminated (never NULL itself) */
+        enum svc_shared_mode shared; /* auto, on or off; default auto */
+        char *export_default_dir;    /* expanded; default ~/Desktop/svc-chat-export */
+        char **export_allowed_dirs;  /* expanded, NULL-terminated (never NULL itself) */
         bool fsync;
         enum svc_cache_mode cache; /* auto: caches on where the root is local */
     } sessions;

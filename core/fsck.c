@@ -113,7 +113,7 @@ static bool is_temp(const char *name)
     return strstr(name, ".tmp-") != NULL;
 }
 
-/* Whether the writer named in a temp file's name ("<name>.tmp-<pid>-<hex>", fsio.c) is no
+/* Whether the writer named in a temp file's name (".<name>.tmp-<pid>-<hex>", fsio.c) is no
  * longer a process on this host. */
 static bool temp_writer_gone(const char *name)
 {
@@ -125,7 +125,8 @@ static bool temp_writer_gone(const char *name)
     return kill((pid_t)pid, 0) != 0 && errno == ESRCH;
 }
 
-/* A temp file (not a spare): an orphan when its writer is gone from this host, or when
+/* A temp file (not a spare): an orphan when its writer is gone from this host (on a
+ * local root only: on a shared one the pid may be another host's live writer), or when
  * older than a minute (a live writer renames within ms; this also covers a writer on
  * another host). */
 static void check_temp(struct fsck *f, const char *sid, const char *abs, const char *rel)
@@ -134,8 +135,8 @@ static void check_temp(struct fsck *f, const char *sid, const char *abs, const c
     const char *base = strrchr(abs, '/');
     if (svc_file_is_spare(base ? base + 1 : abs))
         return; /* a spare (fsio.h SVC_WRITE_SPARE) is kept on purpose, whatever it holds */
-    if (lstat(abs, &sb) != 0 ||
-        (time(NULL) - sb.st_mtime < TEMP_MIN_AGE_S && !temp_writer_gone(base ? base + 1 : abs)))
+    if (lstat(abs, &sb) != 0 || (time(NULL) - sb.st_mtime < TEMP_MIN_AGE_S &&
+                                 (f->st.shared || !temp_writer_gone(base ? base + 1 : abs))))
         return;
     bool fixed = f->repair && unlink(abs) == 0;
     problem(f, sid, rel, -1, "orphan_temp", fixed, "temp file left by a writer that died%s",

@@ -9,8 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
+#include "config.h"
+#include "log.h"
 #include "util.h"
 
 static int write_all(int fd, const char *p, size_t len)
@@ -107,7 +110,7 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
     return svc_file_write_synced(path, data, len, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, err);
 }
 
-/* Temp names "<name>.tmp-<pid>-<hex>": the pid (fsck tells a dead writer's temp files by
+/* Temp names ".<name>.tmp-<pid>-<hex>": the pid (fsck tells a dead writer's temp files by
  * it), then a random salt drawn once per process and a counter. Both are kept across
  * writes (getpid and the random source cost a system call each, several times per turn)
  * and reset in a forked child. */
@@ -133,7 +136,18 @@ static void temp_name(char *out, size_t outsz, const char *path)
         temp.pid = svc_pid();
         svc_random_hex(temp.salt, 8);
     }
-    snprintf(out, outsz, "%s.tmp-%ld-%s%lx", path, (long)temp.pid, temp.salt, ++temp.seq);
+    char tail[64];
+    snprintf(tail, sizeof tail, ".tmp-%ld-%s%lx", (long)temp.pid, temp.salt, ++temp.seq);
+    svc_temp_path(out, outsz, path, tail);
+}
+
+/* "<dir>/.<name><tail>": a distributed filesystem (GlusterFS's DHT) places such a name on
+ * the brick of "<name>", so renaming it over the target stays atomic for other clients. */
+void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail)
+{
+    const char *slash = strrchr(path, '/');
+    size_t dl = slash ? (size_t)(slash - path) + 1 : 0;
+    snprintf(out, outsz, "%.*s.%s%s", (int)dl, path, path + dl, tail);
 }
 
 /* rename(spare, path), the file path held kept under spare's name (SVC_WRITE_SPARE). A
@@ -202,9 +216,9 @@ out_unlink:
 static int write_via_spare(const char *path, const void *data, size_t len, int sync,
                            struct svc_err *err)
 {
-    size_t sl = strlen(path) + sizeof SVC_SPARE_SUFFIX;
+    size_t sl = strlen(path) + sizeof SVC_SPARE_SUFFIX + 1;
     char *spare = svc_xmalloc(sl);
-    snprintf(spare, sl, "%s%s", path, SVC_SPARE_SUFFIX);
+    svc_temp_path(spare, sl, path, SVC_SPARE_SUFFIX);
     int rc;
     struct stat sb;
     int fd = open(spare, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
@@ -564,5 +578,115 @@ int svc_err_unwritable(const char *root, struct svc_err *err)
         snprintf(cause, sizeof cause, "%s", err->message);
         svc_err_set(err, SVC_E_UNAVAILABLE, "%s (%s); sessions can still be read", reason, cause);
     }
+    return -1;
+}
+
+/* statfs f_type values (linux/magic.h) of the filesystems svc tells apart. */
+static const struct {
+    unsigned long magic;
+    const char *name;
+    bool local;
+} fs_kinds[] = {
+    {0xEF53, "ext4", true},      {0x58465342, "xfs", true},     {0x9123683E, "btrfs", true},
+    {0x01021994, "tmpfs", true}, {0x794C7630, "overlay", true}, {0x2FC12FC1, "zfs", true},
+    {0xF2F52010, "f2fs", true},  {0x65735546, "fuse", false},   {0x6969, "nfs", false},
+    {0x00C36400, "ceph", false}, {0xFF534D42, "cifs", false},   {0xFE534D42, "smb2", false},
+    {0x01021997, "9p", false},   {0x858458F6, "ramfs", true},
+};
+
+bool svc_fs_local_magic(unsigned long magic)
+{
+    for (size_t i = 0; i < sizeof fs_kinds / sizeof fs_kinds[0]; i++)
+        if (magic == fs_kinds[i].magic)
+            return fs_kinds[i].local;
+    return false;
+}
+
+const char *svc_fs_kind(const char *path, bool *local)
+{
+    char *p = svc_xstrdup(path);
+    struct statfs sf;
+    int rc;
+    while ((rc = statfs(p, &sf)) != 0 && errno == ENOENT) {
+        char *slash = strrchr(p, '/');
+        if (!slash || slash == p)
+            break;
+        *slash = '\0';
+    }
+    free(p);
+    *local = true;
+    if (rc != 0)
+        return "unknown";
+    for (size_t i = 0; i < sizeof fs_kinds / sizeof fs_kinds[0]; i++)
+        if ((unsigned long)sf.f_type == fs_kinds[i].magic) {
+            *local = fs_kinds[i].local;
+            return fs_kinds[i].name;
+        }
+    return "other";
+}
+
+/* sessions.shared: on, as last asked: a process serves one configuration */
+static bool forced_shared;
+
+bool svc_fs_shared_forced(void)
+{
+    return forced_shared;
+}
+
+bool svc_fs_shared(int mode, const char *root)
+{
+    static char *seen_root;
+    static bool seen_shared;
+    forced_shared = mode == SVC_SHARED_ON;
+    if (mode != SVC_SHARED_AUTO)
+        return mode == SVC_SHARED_ON;
+    if (!seen_root || strcmp(seen_root, root) != 0) {
+        bool local;
+        svc_fs_kind(root, &local);
+        free(seen_root);
+        seen_root = svc_xstrdup(root);
+        seen_shared = !local;
+    }
+    return seen_shared;
+}
+
+void svc_fs_fallback_note(const char *what, int err)
+{
+    static const char *said[8]; /* the literals already noted */
+    size_t i = 0;
+    while (i < sizeof said / sizeof said[0] && said[i] && said[i] != what)
+        i++;
+    if (i == sizeof said / sizeof said[0] || said[i])
+        return;
+    said[i] = what;
+    svc_logf("the filesystem refuses %s (%s): using the fallback with the same guarantees", what,
+             strerror(err));
+}
+
+static bool flag_refused(int e)
+{
+    return e == EINVAL || e == ENOSYS || e == EOPNOTSUPP;
+}
+
+int svc_rename_noreplace(const char *from, const char *to)
+{
+    if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (!flag_refused(errno))
+        return -1;
+    svc_fs_fallback_note("renameat2 RENAME_NOREPLACE", errno);
+    struct stat sb;
+    if (lstat(from, &sb) != 0)
+        return -1;
+    if (!S_ISDIR(sb.st_mode)) /* link has one winner across clients, and never replaces */
+        return link(from, to) == 0 ? unlink(from) : -1;
+    if (lstat(to, &sb) == 0) {
+        errno = EEXIST;
+        return -1;
+    }
+    if (rename(from, to) == 0)
+        return 0;
+    if (errno == ENOTEMPTY)
+        errno = EEXIST;
     return -1;
 }

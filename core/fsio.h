@@ -3,8 +3,8 @@
  * renames it over the target and fsyncs the directory, so a reader sees the old file
  * or the new one and never a torn one; with durable=false the two syncs are skipped
  * (svc_file_write_synced chooses them one by one).
- * Temp names are "<name>.tmp-<pid>-<hex>" (spares "<name>.tmp-spare"), never listed or
- * exported.
+ * Temp names are ".<name>.tmp-<pid>-<hex>" (spares ".<name>.tmp-spare"), never listed or
+ * exported; the leading dot keeps a rename atomic on a multi-brick GlusterFS volume.
  * svc_file_append writes one line with a single write(2) (O_APPEND), then fdatasyncs; it
  * never follows a symbolic link. */
 #ifndef SVC_FSIO_H
@@ -16,6 +16,8 @@
 
 #include "err.h"
 
+/* out = "<dir>/.<name><tail>" for path "<dir>/<name>" (temp and spare names). */
+void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail);
 int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
                           struct svc_err *err);
 /* What a write syncs: SVC_SYNC_FILE fdatasyncs the temp file before the rename (the new
@@ -28,7 +30,7 @@ enum { SVC_SYNC_NONE = 0, SVC_SYNC_FILE = 1, SVC_SYNC_DIR = 2, SVC_SYNC_FULL = 3
  * an existing file (see replace_with in fsio.c). Any target is still written correctly. */
 enum { SVC_WRITE_NEW = 4 };
 /* Or'ed into sync by a caller that holds the lock every writer of path takes (the
- * session lock): the file is written through a spare kept beside it, "<name>.tmp-spare",
+ * session lock): the file is written through a spare kept beside it, ".<name>.tmp-spare",
  * which is then exchanged with the target, so the replaced file becomes the next spare and
  * a rewrite neither creates nor frees an inode (on ext4 without a journal every inode
  * allocation walks past the inodes freed in the last minute, which made a turn 3-6x
@@ -102,6 +104,25 @@ bool svc_dir_writable(const char *root, const char **reason);
  * when root cannot take a write (the service's state, as health's `degraded`, not a disk
  * fault). Returns -1. */
 int svc_err_unwritable(const char *root, struct svc_err *err);
+/* The filesystem kind of path (or of its nearest existing ancestor): a short name
+ * ("ext4", "xfs", "tmpfs", "fuse", "nfs", "ceph", ...; "other" when unknown) and whether
+ * it is local to this host. FUSE, NFS, CephFS, SMB and 9p count as shared: another host
+ * may write there behind this one's caches. */
+const char *svc_fs_kind(const char *path, bool *local);
+/* Whether a statfs f_type is one of the local filesystems above (unknown: not local). */
+bool svc_fs_local_magic(unsigned long magic);
+/* Whether a root is shared between hosts under sessions.shared = mode (enum
+ * svc_shared_mode: auto asks svc_fs_kind once per process and root). */
+bool svc_fs_shared(int mode, const char *root);
+/* Whether the last svc_fs_shared call was told sessions.shared: on (a local disk that other
+ * hosts write too): then no cache trusts inotify (svc_dirwatch_local). */
+bool svc_fs_shared_forced(void);
+/* rename(from, to) that never replaces to (EEXIST): renameat2 RENAME_NOREPLACE, or where
+ * the filesystem refuses the flag (NFS, CephFS, GlusterFS) link+unlink for a file and
+ * lstat+rename for a directory (rename refuses a non-empty one). 0, or -1 with errno. */
+int svc_rename_noreplace(const char *from, const char *to);
+/* Says once per process in the log that a fallback replaced a refused call (what, why). */
+void svc_fs_fallback_note(const char *what, int err);
 /* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno
  * of the last failure. A missing path is 0. */
 int svc_file_remove_tree(const char *path);

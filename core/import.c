@@ -16,6 +16,7 @@
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
+#include "log.h"
 #include "sidecar.h"
 #include "store.h"
 #include "tar.h"
@@ -659,6 +660,46 @@ static int fsync_dir(const char *path)
     return rc;
 }
 
+/* The staging name an overwritten session is moved to when the filesystem cannot
+ * exchange: "old_session_<sid>", put back by clean_stale if the import dies meanwhile. */
+static char *aside_path(const char *staging, const char *sid)
+{
+    struct svc_store st = {.root = staging};
+    struct svc_sess h;
+    if (svc_sess_open_store(&st, sid, &h, NULL) != 0)
+        return NULL;
+    char *name = svc_sess_path(&h, SVC_F_DIR, SVC_FROM_NAME), *p = NULL;
+    svc_xasprintf(&p, "%s/%s%s", staging, svc_store_name(SVC_F_IMPORT_ASIDE), name);
+    free(name);
+    svc_sess_close(&h);
+    return p;
+}
+
+/* Exchange staged and final (both locked by the caller); where the filesystem refuses
+ * RENAME_EXCHANGE, two renames: the old session aside, the new one in, so that a reader
+ * sees the old session, then for a moment none, then the new one, never a mix; the old
+ * one ends at the staged name either way. 0, or -1 with errno (nothing moved). */
+static int swap_into_place(struct job *j, const char *sid, const char *staged, const char *final)
+{
+    if (renameat2(AT_FDCWD, staged, AT_FDCWD, final, RENAME_EXCHANGE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+        return -1;
+    svc_fs_fallback_note("renameat2 RENAME_EXCHANGE", errno);
+    char *aside = aside_path(j->staging, sid);
+    int rc = rename(final, aside);
+    if (rc == 0 && (rc = rename(staged, final)) != 0) {
+        int e = errno;
+        if (rename(aside, final) != 0)
+            svc_logf("import: session %s left aside at %s: %s", sid, aside, strerror(errno));
+        errno = e;
+    }
+    if (rc == 0) /* else the old session goes with the staging directory */
+        rename(aside, staged);
+    free(aside);
+    return rc;
+}
+
 static void place(struct job *j, struct sess *s)
 {
     struct svc_sess hs = SVC_SESS_INIT, ho = SVC_SESS_INIT;
@@ -677,7 +718,7 @@ static void place(struct job *j, struct sess *s)
     struct stat lst;
     bool exists = lstat(final, &lst) == 0;
     if (!exists) {
-        if (renameat2(AT_FDCWD, staged, AT_FDCWD, final, RENAME_NOREPLACE) != 0) {
+        if (svc_rename_noreplace(staged, final) != 0) {
             if (errno == EEXIST) {
                 s->state = S_SKIP;
                 snprintf(s->reason, sizeof s->reason, "exists (created meanwhile)");
@@ -700,7 +741,7 @@ static void place(struct job *j, struct sess *s)
             goto out;
         }
         /* one atomic swap: readers see the old session or the new one, never a mix */
-        if (renameat2(AT_FDCWD, staged, AT_FDCWD, final, RENAME_EXCHANGE) != 0) {
+        if (swap_into_place(j, s->sid, staged, final) != 0) {
             fail_sess(s, "swap into place: %s%s", strerror(errno), "");
             goto out;
         }
@@ -720,6 +761,28 @@ out:
     svc_sess_close(&ho);
 }
 
+/* A session an import killed between its two renames (swap_into_place) left aside in
+ * staging goes back under its name when nothing took that name since. */
+static void put_back_aside(const char *root, const char *staging)
+{
+    DIR *d = opendir(staging);
+    if (!d)
+        return;
+    const char *pre = svc_store_name(SVC_F_IMPORT_ASIDE);
+    size_t pl = strlen(pre);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strncmp(de->d_name, pre, pl) != 0 || !svc_store_session_of(de->d_name + pl))
+            continue;
+        char *from = svc_path_join(staging, de->d_name), *to = svc_path_join(root, de->d_name + pl);
+        if (from && to && svc_rename_noreplace(from, to) == 0)
+            svc_logf("import: put back %s left aside by a killed import", de->d_name + pl);
+        free(from);
+        free(to);
+    }
+    closedir(d);
+}
+
 /* Remove staging directories that earlier imports left (killed); caller holds the lock. */
 static void clean_stale(const char *root)
 {
@@ -732,6 +795,8 @@ static void clean_stale(const char *root)
         if (strncmp(de->d_name, pre, strlen(pre)) != 0)
             continue;
         char *p = svc_path_join(root, de->d_name);
+        if (p)
+            put_back_aside(root, p);
         if (p)
             svc_file_remove_tree(p);
         free(p);

@@ -308,6 +308,14 @@ static long long mtime_ns(const struct stat *sb)
     return (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
 }
 
+/* On a shared root another client changes these files behind this host's page cache (a
+ * FUSE client may keep it across opens): what is cached of fd is dropped before a read. */
+static void drop_cached(const struct svc_store *st, int fd)
+{
+    if (st->shared && fd >= 0)
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
 static void stamp_parse(int fd, struct stamp *s)
 {
     memset(s, 0, sizeof *s);
@@ -343,6 +351,7 @@ static void stamp_peek(const struct svc_store *st, struct stamp *s)
         ix.stamp_fd = fd;
         ix.stamp_fd_open = true;
     }
+    drop_cached(st, ix.stamp_fd);
     stamp_parse(ix.stamp_fd, s);
 }
 
@@ -366,6 +375,7 @@ struct idxfile {
     int fd;
     struct stat sb;
     char gen[17];
+    bool shared; /* st->shared: read_lines drops the page cache first */
 };
 
 /* index_open with open flags (O_RDONLY, or O_RDWR | O_APPEND for the appender). */
@@ -380,6 +390,8 @@ static int index_open_as(const struct svc_store *st, struct idxfile *f, int flag
     free(path);
     if (f->fd < 0)
         return -1;
+    f->shared = st->shared;
+    drop_cached(st, f->fd);
     if (fstat(f->fd, &f->sb) != 0 || !S_ISREG(f->sb.st_mode)) {
         close(f->fd);
         f->fd = -1;
@@ -416,6 +428,7 @@ static int index_look(const struct svc_store *st, struct idxfile *f)
         free(path);
         if (held) {
             f->fd = -1;
+            f->shared = st->shared;
             f->sb = sb;
             snprintf(f->gen, sizeof f->gen, "%s", ix.gen);
             return 0;
@@ -433,12 +446,14 @@ static void index_close(struct idxfile *f)
 
 /* Whether the file is the one the stamp describes. Without the lock (exact false) a file
  * that grew since is accepted too: an appender writes its line before the stamp. */
-static bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact)
+static bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, bool shared)
 {
+    /* on a shared root another client may see another inode number or mtime for the same
+     * file: only the generation in the file and its size are compared there */
     if (!s->ok || strlen(f->gen) != 16 || strcmp(s->gen, f->gen) != 0 ||
-        s->ino != (unsigned long long)f->sb.st_ino)
+        (!shared && s->ino != (unsigned long long)f->sb.st_ino))
         return false;
-    if (f->sb.st_size == s->size && mtime_ns(&f->sb) == s->mtime)
+    if (f->sb.st_size == s->size && (shared || mtime_ns(&f->sb) == s->mtime))
         return true;
     return !exact && f->sb.st_size > s->size;
 }
@@ -459,6 +474,7 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
     if (lock < 0 || !writable)
         goto out;
     struct stamp s;
+    drop_cached(st, lock);
     stamp_parse(lock, &s);
     /* opened once, for the check and the append */
     if (index_open_as(st, &f, O_RDWR | O_APPEND) != 0) {
@@ -467,7 +483,7 @@ static int append_line(const struct svc_store *st, const char *sid, json_object 
         rc = 0; /* no index yet (or deleted): the first listing builds it from the sidecars */
         goto out;
     }
-    if (!stamp_matches(&s, &f, true)) {
+    if (!stamp_matches(&s, &f, true, st->shared)) {
         if (s.ok)
             stamp_write(lock, NULL, NULL);
         goto out;
@@ -564,6 +580,8 @@ static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
     f->fd = -1;
     if (f->sb.st_size == ix.offset)
         return; /* nothing appended since the last look */
+    if (f->shared)
+        posix_fadvise(ix.fd, 0, 0, POSIX_FADV_DONTNEED);
     size_t cap = 1 << 20, have = 0;
     char *buf = svc_xmalloc(cap);
     off_t pos = ix.offset; /* file offset of buf[0] */
@@ -733,10 +751,11 @@ static int refresh_locked(const struct svc_store *st, bool force)
     int lock = lock_root(st, &writable);
     int rc = 0;
     struct stamp s;
+    drop_cached(st, lock);
     stamp_parse(lock, &s);
     struct idxfile f = {.fd = -1};
     bool whole = false;
-    if (!force && lock >= 0 && index_open(st, &f) == 0 && stamp_matches(&s, &f, true)) {
+    if (!force && lock >= 0 && index_open(st, &f) == 0 && stamp_matches(&s, &f, true, st->shared)) {
         bool garbage = false, torn = false;
         read_lines(&f, &garbage, &torn);
         whole = !garbage && !torn && ix.offset == s.size;
@@ -834,10 +853,11 @@ static void write_compacted(const struct svc_store *st)
         return;
     }
     struct stamp s;
+    drop_cached(st, lock);
     stamp_parse(lock, &s);
     struct idxfile f = {.fd = -1};
     bool whole = false;
-    if (index_open(st, &f) == 0 && stamp_matches(&s, &f, true)) {
+    if (index_open(st, &f) == 0 && stamp_matches(&s, &f, true, st->shared)) {
         bool garbage = false, torn = false;
         read_lines(&f, &garbage, &torn);
         whole = !garbage && !torn && ix.offset == s.size;
@@ -869,7 +889,7 @@ static int refresh(const struct svc_store *st)
     stamp_peek(st, &s);
     struct idxfile f = {.fd = -1};
     bool whole = false;
-    if (index_look(st, &f) == 0 && stamp_matches(&s, &f, false)) {
+    if (index_look(st, &f) == 0 && stamp_matches(&s, &f, false, st->shared)) {
         bool garbage = false, torn = false;
         read_lines(&f, &garbage, &torn);
         whole = !garbage && !torn && ix.offset >= s.size;
@@ -1246,6 +1266,7 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
     bool writable = false;
     int lock = lock_root(st, &writable);
     struct stamp s;
+    drop_cached(st, lock);
     stamp_parse(lock, &s);
     struct idxfile f = {.fd = -1};
     int rc = 1;
@@ -1257,7 +1278,7 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
         rc = 2;
         goto out;
     }
-    if (!stamp_matches(&s, &f, true)) {
+    if (!stamp_matches(&s, &f, true, st->shared)) {
         snprintf(why, whysz, "the index file is not the one its last writer left (stamp)");
         goto out;
     }

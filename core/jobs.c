@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cron.h"
+#include "fsio.h"
 #include "jsonx.h"
 #include "log.h"
 #include "session.h"
@@ -25,11 +26,15 @@ time_t svc_jobs_now(void)
     return (time_t)svc_time_now();
 }
 
+/* $SVC_HOME/jobs, or <root>/.svc_jobs on a shared root: a job runs once across hosts only
+ * when they read and lock one state. */
 static char *jobs_path(const struct svc_config *cfg, const char *name)
 {
-    if (!cfg->home)
+    bool shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
+    if (!cfg->home && !shared)
         return NULL;
-    char *dir = svc_path_join(cfg->home, "jobs");
+    char *dir =
+        shared ? svc_path_join(cfg->sessions.root, ".svc_jobs") : svc_path_join(cfg->home, "jobs");
     char *p = name ? svc_path_join(dir, name) : dir;
     if (p != dir)
         free(dir);

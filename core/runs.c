@@ -556,6 +556,9 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
 
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms)
 {
+    /* inotify never hears another host's appends: a shared root is polled every 250 ms */
+    if (timeout_ms > 250 && svc_fs_shared(cfg->sessions.shared, cfg->sessions.root))
+        timeout_ms = 250;
     char *dir = runs_dir(cfg);
     int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     int rc = -1;

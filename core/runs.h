@@ -42,7 +42,8 @@ int svc_runs_get(const struct svc_config *cfg, const char *run_id, json_object *
  * the array. */
 int svc_runs_events(const struct svc_config *cfg, const char *run_id, long cursor,
                     json_object **out, long *next, bool *finished, struct svc_err *err);
-/* Block until the events file grows or timeout_ms passes (inotify; no busy loop).
+/* Block until the events file grows or timeout_ms passes (inotify; no busy loop; on a
+ * shared root at most 250 ms, as inotify cannot hear other hosts).
  * Returns 1 when something changed, 0 on timeout, -1 on error. */
 int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_ms);
 /* Ask a running run to stop: SVC_E_RUN_NOT_ACTIVE when it already ended. */

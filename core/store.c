@@ -44,6 +44,7 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_RESPONSES] = ".svc_responses",
     [SVC_F_IMPORT_LOCK] = ".svc_import.lock",
     [SVC_F_IMPORT_STAGING] = ".svc_import-",
+    [SVC_F_IMPORT_ASIDE] = "old_",
 };
 static const char *const run_suffix[SVC_RUN__MAX] = {
     [SVC_RUN_RECORD] = ".json",
@@ -175,6 +176,7 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
     st->agent_id = cfg->sessions.agent_id;
     st->durable = cfg->sessions.fsync;
     st->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
+    st->shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
 }
 
 int svc_store_sync(const struct svc_store *st, int sync)

@@ -29,6 +29,7 @@ struct svc_store {
     const char *agent_id; /* borrowed, valid id */
     bool durable;         /* sessions.fsync */
     bool sidecars;        /* provider svc_repository: svc_session.json and svc_turns.jsonl */
+    bool shared;          /* sessions.shared resolved: other hosts write here too */
 };
 
 /* The files of the layout, by role; the comments give the path from the session directory
@@ -53,6 +54,7 @@ enum svc_file {
     SVC_F_RESPONSES,      /* <root>/.svc_responses */
     SVC_F_IMPORT_LOCK,    /* <root>/.svc_import.lock */
     SVC_F_IMPORT_STAGING, /* <root>/.svc_import-<hex> */
+    SVC_F_IMPORT_ASIDE,   /* <staging>/old_session_<sid>: an overwritten session moved aside */
     SVC_F__MAX
 };
 /* Where a path starts: absolute, from the root, from the session directory, or the last

@@ -108,7 +108,7 @@ sub turns_of {
     is(slurp($p), $before, 'svc_session.json unchanged');
     ok(eval { json_file($p); 1 }, 'svc_session.json still parses');
     opendir(my $d, native_dir($h, $sid));
-    my @tmp = grep { /^svc_session\.json\.tmp-/ } readdir $d;
+    my @tmp = grep { /^\.?svc_session\.json\.tmp-/ } readdir $d;
     is(scalar @tmp, 1, 'the temp file was written (the hook fired after it)');
     # SPEC 3: the `running` sidecar is the run's first write, so nothing of it was stored
     is_deeply([msg_ids($h, $sid)], [0, 1], 'no native file written before the sidecar');

@@ -54,8 +54,12 @@ is $h->{status}, 'ok', 'status ok';
 like $h->{version}, qr/^\d+\.\d+\.\d+/, 'version';
 like $h->{pid}, qr/^\d+$/, 'pid';
 ok defined $h->{uptime_s} && $h->{uptime_s} >= 0, 'uptime_s';
+my $fs = delete $h->{sessions}{filesystem};
+like $fs, qr/^[a-z0-9]+$/, 'sessions.filesystem names the kind of the root';
 is_deeply $h->{sessions}, { enabled => JSON::PP::true, provider => 'svc_repository',
-                            root_writable => JSON::PP::true }, 'sessions block';
+                            root_writable => JSON::PP::true,
+                            shared => ($fs =~ /^(fuse|nfs|ceph|cifs|smb2|9p)$/ ? JSON::PP::true : JSON::PP::false) },
+    'sessions block (shared: the root is on a local disk here)';
 is_deeply $h->{model}, { provider => 'echo', name => 'echo-1' }, 'model block';
 
 # config: effective, redacted

@@ -72,7 +72,7 @@ sub traced_turn {
     return \@calls;
 }
 
-sub is_native { $_[0] =~ m{/(?:session\.json|agent\.json|message_\d+\.json)\.tmp-\d} }
+sub is_native { $_[0] =~ m{/\.?(?:session\.json|agent\.json|message_\d+\.json)\.tmp-\d} }
 
 # The rules above; returns the list of broken ones (empty: the log keeps them).
 sub check_order {
@@ -205,9 +205,9 @@ my %mutants = (
     'the messages directory\'s fsync' => $dir_of->("$sdir/agents/agent_$h->{agent}/messages"),
     'the session directory\'s first fsync' => $dir_of->($sdir),
     'a message file\'s fdatasync' =>
-        sub { $_[0]{call} eq 'fdatasync' && ($_[0]{fdpath} // '') =~ m{/message_0\.json\.tmp} },
+        sub { $_[0]{call} eq 'fdatasync' && ($_[0]{fdpath} // '') =~ m{/\.?message_0\.json\.tmp} },
     'session.json\'s fdatasync' =>
-        sub { $_[0]{call} eq 'fdatasync' && ($_[0]{fdpath} // '') =~ m{/session\.json\.tmp} },
+        sub { $_[0]{call} eq 'fdatasync' && ($_[0]{fdpath} // '') =~ m{/\.?session\.json\.tmp} },
 );
 {
     # the session directory's last fsync before the commit (the one after svc_turns.jsonl

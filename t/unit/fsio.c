@@ -129,22 +129,22 @@ int main(void)
     is_str(b = slurp("s.json", NULL, NULL), "second, longer version", "its content");
     free(b);
     ino_t s2 = ino_of("s.json");
-    ok(s2 != s1 && ino_of("s.json" SVC_SPARE_SUFFIX) == s1, "the old file is the spare now");
-    is_str(b = slurp("s.json" SVC_SPARE_SUFFIX, NULL, NULL), "first version",
+    ok(s2 != s1 && ino_of(".s.json" SVC_SPARE_SUFFIX) == s1, "the old file is the spare now");
+    is_str(b = slurp(".s.json" SVC_SPARE_SUFFIX, NULL, NULL), "first version",
            "the spare holds the version before");
     free(b);
     is_int(write_file("s.json", "third", SVC_SYNC_FULL | SVC_WRITE_SPARE), 0,
            "spare: a synced rewrite, shorter");
     is_str(b = slurp("s.json", NULL, NULL), "third", "its content, the longer tail cut");
     free(b);
-    ok(ino_of("s.json") == s1 && ino_of("s.json" SVC_SPARE_SUFFIX) == s2,
+    ok(ino_of("s.json") == s1 && ino_of(".s.json" SVC_SPARE_SUFFIX) == s2,
        "two inodes take turns: none created, none freed");
     is_int(count_entries(".tmp-"), 1, "one spare, no temp file");
     ok(svc_file_is_spare("s.json" SVC_SPARE_SUFFIX) && svc_store_is_internal("s.json.tmp-spare") &&
            !svc_file_is_spare("s.json") && !svc_file_is_spare("s.json.tmp-1-ab"),
        "svc_file_is_spare, svc_store_is_internal");
     /* a spare hard-linked elsewhere (cp -al, a backup by links) is never written into */
-    char *sp = path_of("s.json" SVC_SPARE_SUFFIX), *hl = path_of("backup");
+    char *sp = path_of(".s.json" SVC_SPARE_SUFFIX), *hl = path_of("backup");
     if (link(sp, hl) != 0)
         printf("# link: %s\n", strerror(errno));
     is_int(write_file("s.json", "fourth", SP), 0, "spare hard-linked: written anyway");
@@ -170,7 +170,7 @@ int main(void)
     mkdir(dp, 0755);
     is_int(write_file("sd.json", "x", SP), -1, "spare: a directory at the target: refused");
     ok(lstat(dp, &ls) == 0 && S_ISDIR(ls.st_mode), "the directory is still there");
-    char *sdp = path_of("sd.json" SVC_SPARE_SUFFIX);
+    char *sdp = path_of(".sd.json" SVC_SPARE_SUFFIX);
     ok(lstat(sdp, &ls) != 0, "and nothing under the spare's name");
     free(sdp);
     free(dp);
