@@ -262,8 +262,7 @@ function busy(delta) {
 }
 
 function showView(name) {
-    $('empty-view').hidden = name !== 'empty';
-    $('session-view').hidden = name !== 'session';
+    $('session-view').hidden = name !== 'session' && name !== 'new';
     $('status-view').hidden = name !== 'status';
     document.body.dataset.view = name;
     for (const [id, v] of [['nav-sessions', 'sessions'], ['nav-status', 'status']]) {
@@ -468,7 +467,7 @@ async function openSession(sid, runId) {
     const gen = current.gen;
     current.sid = sid;
     current.nextOffset = null;
-    showView('session');
+    showView(sid ? 'session' : 'new');
     $('session-msg').textContent = '';
     $('chat-error').textContent = '';
     $('rename-form').hidden = true;
@@ -671,6 +670,7 @@ async function sendChatInner(text) {
                 current.sid = d.session_id;
                 history.replaceState(null, '', '#/s/' + encodeURIComponent(d.session_id));
                 $('s-title').textContent = text.slice(0, 80);
+                showView('session');
             }
             if (!listed && d.session_id) {
                 // the list shows the run as it goes (and polls it until it ends)
@@ -756,7 +756,8 @@ $('stop-btn').addEventListener('click', () => {
     if (current.chat) current.chat.abort(); // closing the stream cancels the run
 });
 $('new-session').addEventListener('click', () => {
-    location.hash = '#/new';
+    if (location.hash === '#/' || location.hash === '') route();
+    else location.hash = '#/';
 });
 
 // ---- rename, archive -------------------------------------------------------------------
@@ -952,17 +953,11 @@ function route() {
         openSession(sid);
     } else if ((m = /^#\/run\/(.+)$/.exec(hash))) {
         openRun(decodeURIComponent(m[1]));
-    } else if (hash === '#/new') {
-        openSession(null);
     } else if (hash === '#/status') {
         stopFollowing();
         loadStatus();
     } else {
-        stopFollowing();
-        current.sid = null;
-        current.gen++;
-        showView('empty');
-        document.title = 'svc dashboard';
+        openSession(null); // the landing view (#/, #/new): a message box, ready to type
     }
 }
 window.addEventListener('hashchange', route);

@@ -149,6 +149,11 @@ async function chat(page, text) {
     const before = await page.locator('#transcript > li.role-assistant').count();
     await page.fill('#chat-input', text);
     await page.press('#chat-input', 'Enter');
+    return answered(page, before);
+}
+
+// Wait until the answer to the message just sent has streamed in and the page is idle.
+async function answered(page, before) {
     await page.waitForFunction((n) => {
         const items = document.querySelectorAll('#transcript > li.role-assistant');
         return items.length > n && !document.querySelector('#transcript > li.streaming') &&
@@ -158,12 +163,25 @@ async function chat(page, text) {
     return (await page.locator('#transcript > li.role-assistant').last().textContent()) || '';
 }
 
-// Open the new-session view and wait until it is in place. The click only sets
-// location.hash; the view changes in the hashchange task that follows, so counting the
-// transcript before then would count the previous session's answers.
+// Type `text` with the keyboard into whatever has the focus, and send it with Enter.
+async function typeAndSend(page, text) {
+    const before = await page.locator('#transcript > li.role-assistant').count();
+    await page.keyboard.type(text);
+    await page.keyboard.press('Enter');
+    return answered(page, before);
+}
+
+// The message box, found as a screen reader finds it.
+const messageBox = (page) => page.getByRole('textbox', { name: 'Message' });
+const hasFocus = (loc) => loc.evaluate((e) => e === document.activeElement);
+
+// Go back to the landing view with "New session" and wait until it is in place (an empty
+// transcript, the message box usable). The click may only set location.hash; the view
+// changes in the hashchange task that follows, so counting the transcript before then
+// would count the previous session's answers.
 async function newSession(page) {
-    await page.click('#new-session');
-    await page.waitForFunction(() => location.hash === '#/new' &&
+    await page.getByRole('button', { name: 'New session' }).click();
+    await page.waitForFunction(() => (location.hash === '#/' || location.hash === '') &&
         document.getElementById('transcript').childElementCount === 0 &&
         !document.getElementById('chat-input').disabled, null, { timeout: TIMEOUT });
 }
@@ -255,10 +273,10 @@ try {
     await page.locator('#list-status', { hasText: 'No sessions match.' }).waitFor();
     check('empty root: the list says so', true);
 
-    // ---- chat twice in a new session: the second answer mentions the restored context ----
-    await newSession(page);
-    await page.waitForURL(/#\/new$/);
-    let answer = await chat(page, 'Hello from the **browser** test');
+    // ---- the landing view: type at once, Enter starts a session; chat twice in it ----
+    check('landing: the message box has the focus', await hasFocus(messageBox(page)));
+    check('landing: the address names no session yet', sidFrom(page.url()) === null, page.url());
+    let answer = await typeAndSend(page, 'Hello from the **browser** test');
     check('first answer streamed into the page', /Echo: Hello from the browser test \(I was given 0 earlier messages\.\)/.test(answer), answer);
     await page.waitForURL(/#\/s\//);
     const sid = sidFrom(page.url());
@@ -337,6 +355,9 @@ try {
     // ---- search, list screenshot ----
     await page.goto(BASE + '/#/');
     await newSession(page);
+    check('"New session": back to the landing view, the message box focused, no session named',
+        await hasFocus(messageBox(page)) && sidFrom(page.url()) === null &&
+        await page.getByRole('heading', { level: 1, name: 'New session' }).isVisible(), page.url());
     answer = await chat(page, 'Other topic entirely');
     const sid2 = sidFrom(page.url());
     answer = await chat(page, 'Here is **Markdown**, rendered by the page:\n\n1. a list item with `inline code`\n' +
