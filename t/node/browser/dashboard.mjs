@@ -8,6 +8,7 @@
 import { chromium } from 'playwright-core';
 import { gunzipSync } from 'node:zlib';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { commonmarkConformance } from './commonmark.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
     if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -362,7 +363,8 @@ try {
     const sid2 = sidFrom(page.url());
     answer = await chat(page, 'Here is **Markdown**, rendered by the page:\n\n1. a list item with `inline code`\n' +
         '2. a [link](https://example.com/docs) and <https://example.org>\n\n> a quote\n\n' +
-        '```c\nint main(void) { return 0; }\n```\n\nThat is all.');
+        '```c\nint main(void) { return 0; }\n```\n\n| code | says |\n| --- | :-: |\n| `a_b` | yes |\n\n' +
+        'snake_case_word and **bold**; window.__pwned=1 ... window.__pwned=2 stays as it is. That is all.');
     const md = await page.evaluate(() => {
         const last = [...document.querySelectorAll('#transcript > li.role-assistant')].pop();
         return {
@@ -370,13 +372,24 @@ try {
             inline: last.querySelector('ol > li > code')?.textContent,
             links: [...last.querySelectorAll('a')].map((a) => a.getAttribute('href')),
             quote: !!last.querySelector('blockquote'),
+            table: [...last.querySelectorAll('table td')].map((c) => c.textContent).join(','),
+            strong: [...last.querySelectorAll('strong')].map((b) => b.textContent),
+            text: last.textContent,
         };
     });
+    check('markdown: snake_case_word keeps its underscores, **bold** is bold',
+        md.text.includes('snake_case_word and bold;') && md.strong.includes('bold') && md.strong.length === 2, JSON.stringify(md));
+    check('markdown: intraword __ is not emphasis', md.text.includes('window.__pwned=1 ... window.__pwned=2'), md.text);
+    check('markdown: a table', md.table === 'a_b,yes', md.table);
     check('markdown: fenced code block with its language', md.code);
     check('markdown: ordered list with inline code', md.inline === 'inline code', String(md.inline));
     check('markdown: links and autolinks', md.links.includes('https://example.com/docs') && md.links.includes('https://example.org/'), md.links.join(' '));
     check('markdown: block quote', md.quote);
     await page.screenshot({ path: SHOTS + '/dashboard-markdown.png' });
+    // the spec's examples through the page's renderer (commonmark.mjs says which are left out)
+    const cm = await commonmarkConformance(page);
+    check(`markdown: CommonMark 0.31.2 examples pass (${cm.passed} of ${cm.run}; ${cm.excluded} left out by the page's rules)`,
+        cm.run >= 550 && cm.passed === cm.run, JSON.stringify(cm.failures.slice(0, 3)));
     await page.goto(BASE + '/#/');
     await page.locator(`#sessions li[data-sid="${sid}"]`).waitFor();
     // sid2's row comes with a list reload the chats started and nothing awaited: wait for it,
