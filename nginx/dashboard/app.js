@@ -382,6 +382,11 @@ const toolNames = new Map();
 // The body of one stored message, from its native content blocks.
 function messageBody(m) {
     const frag = h('div', { class: 'msg-body' });
+    if (typeof m.error === 'string' && m.error) {
+        // a message file the server could not read: its row has no content, only why
+        frag.append(h('p', { class: 'error', text: 'This message could not be read: ' + m.error }));
+        return frag;
+    }
     const blocks = m.raw_native && Array.isArray(m.raw_native.content) ? m.raw_native.content : null;
     if (!blocks) {
         frag.append(renderMarkdown(m.content || ''));
@@ -407,7 +412,7 @@ function messageBody(m) {
     return frag;
 }
 
-const ROLE_LABEL = { user: 'You', assistant: 'Assistant', tool: 'Tool', system: 'System' };
+const ROLE_LABEL = { user: 'You', assistant: 'Assistant', tool: 'Tool', system: 'System', unknown: 'Damaged message' };
 function messageItem(role, created, body, id) {
     return h('li', { class: 'msg role-' + role, 'data-mid': id },
         h('div', { class: 'msg-head' }, h('span', { class: 'role', text: ROLE_LABEL[role] || role }),
@@ -439,6 +444,7 @@ async function loadTranscript(sid, earlier = false) {
     const btn = $('load-earlier');
     btn.hidden = r.next_offset === null || r.next_offset === undefined;
     if (!btn.hidden) btn.textContent = 'Load earlier messages (' + (r.total - ol.children.length) + ' more)';
+    placeStopped(sid);
     if (!earlier && current.followLi && current.followGen === gen) {
         ol.append(current.followLi); // a followed run's answer goes on streaming below
     } else if (!earlier && ol.children.length === 0) {
@@ -621,6 +627,33 @@ async function refreshSession(gen) {
 
 // ---- chat ------------------------------------------------------------------------------
 
+// Answers stopped mid-stream, by session id: [{after, li}]. The server stores the cancelled
+// turn without the text that had arrived, so the page keeps it, after the message that was
+// last when it stopped, for as long as the page is open.
+const stoppedAnswers = new Map();
+
+function keepStopped(sid, li) {
+    const mids = [...$('transcript').querySelectorAll('li[data-mid]')].map((e) => e.dataset.mid).filter((m) => m !== '');
+    const kept = stoppedAnswers.get(sid) || [];
+    kept.push({ after: mids.length ? mids[mids.length - 1] : null, li });
+    stoppedAnswers.set(sid, kept);
+    placeStopped(sid);
+}
+
+function placeStopped(sid) {
+    for (const k of stoppedAnswers.get(sid) || []) {
+        const anchor = k.after === null ? null : $('transcript').querySelector('li[data-mid="' + CSS.escape(k.after) + '"]');
+        if (anchor) anchor.after(k.li);
+        else if (k.after === null && !k.li.isConnected) $('transcript').append(k.li);
+    }
+}
+
+// Put `text` back into the empty message box (a send that failed keeps what was typed).
+function restoreInput(text) {
+    const input = $('chat-input');
+    if (!input.value) input.value = text;
+}
+
 function setBusy(busy) {
     $('send-btn').disabled = busy || !!(current.summary && current.summary.archived);
     $('stop-btn').hidden = !busy;
@@ -697,10 +730,19 @@ async function sendChatInner(text) {
     setBusy(false);
     bubble.li.classList.remove('streaming');
     bubble.li.removeAttribute('aria-busy');
+    const partial = !!(bubble.text || bubble.body.querySelector('details'));
+    const stopped = failure && failure.name === 'AbortError' && partial;
     if (failure) {
-        if (failure.name === 'AbortError') bubble.li.append(h('p', { class: 'notice', text: 'Stopped: the run was cancelled.' }));
-        else $('chat-error').textContent = describeError(failure);
-        if (!bubble.text && !bubble.body.querySelector('details')) bubble.li.remove();
+        if (failure.name === 'AbortError') {
+            bubble.li.classList.add('stopped');
+            bubble.li.append(h('p', { class: 'notice', text: 'Stopped: the run was cancelled. ' +
+                (partial ? 'What had arrived is kept on this page; the server does not store it.' : '') }));
+        } else {
+            $('chat-error').textContent = describeError(failure);
+            if (gen === current.gen) restoreInput(text);
+        }
+        if (!partial) bubble.li.remove();
+        if (!current.sid && gen === current.gen) userItem.remove(); // no session: nothing was stored
     }
     if (failure && failure.code === 'session_busy' && failure.status === 409) {
         // Refused before anything was stored: the transcript stays as it is (a run another
@@ -708,9 +750,8 @@ async function sendChatInner(text) {
         // sent once that run ends.
         userItem.remove();
         if (gen !== current.gen) return;
-        const input = $('chat-input');
-        if (!input.value) input.value = text;
-        input.focus();
+        restoreInput(text);
+        $('chat-input').focus();
         // a transcript load this send made stale was dropped: load it again
         if (loading && current.sid) await loadTranscript(current.sid).catch(() => {});
         return;
@@ -718,6 +759,7 @@ async function sendChatInner(text) {
     if (gen === current.gen && current.sid) {
         // The server stored the turn (or the cancellation): show the stored transcript.
         await refreshSession(gen);
+        if (stopped && gen === current.gen) keepStopped(current.sid, bubble.li);
     }
     if (gen === current.gen) $('chat-input').focus();
 }
@@ -734,6 +776,7 @@ async function startBackgroundRun(text) {
         location.hash = '#/run/' + encodeURIComponent(r.run_id);
     } catch (e) {
         $('chat-error').textContent = describeError(e);
+        if (gen === current.gen) restoreInput(text);
     }
 }
 

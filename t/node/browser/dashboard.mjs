@@ -257,6 +257,8 @@ try {
         await page.locator('#chat-error', { hasText: 'model server' }).waitFor();
         const text = await page.textContent('#chat-error');
         check('upstream failure: said in words', /^The model server failed: /.test(text) && !/upstream_error/.test(text), text);
+        const typed = await page.getByRole('textbox', { name: 'Message' }).inputValue();
+        check('upstream failure: the typed text is back in the box', typed === 'fail 500', typed);
         await page.waitForFunction(() => document.getElementById('stop-btn').hidden);
         await page.locator('#s-meta .badge', { hasText: 'error' }).waitFor();
         check('upstream failure: the session shows its error status', true);
@@ -324,6 +326,14 @@ try {
     check('stop cancelled the run on the server', s && s.status === 'cancelled', JSON.stringify(s && s.status));
     await page.locator('#s-meta .badge', { hasText: 'cancelled' }).waitFor();
     check('the page shows the session as cancelled', true);
+    const transcript = page.getByRole('list', { name: 'Transcript' });
+    const stoppedLi = transcript.getByRole('listitem').filter({ hasText: 'Stopped: the run was cancelled' });
+    await stoppedLi.waitFor();
+    const stoppedText = await stoppedLi.textContent();
+    check('stop: the part of the answer that had arrived is kept, marked as stopped',
+        /one two/.test(stoppedText) && /kept on this page/.test(stoppedText), stoppedText);
+    const before = await stoppedLi.evaluate((li) => li.previousElementSibling && li.previousElementSibling.textContent);
+    check('stop: it stays after the message it answered', /\/slow 300 one two/.test(before || ''), before);
 
     // ---- reload: the transcript comes back from the messages endpoint ----
     await page.reload();
@@ -639,6 +649,7 @@ try {
             message_id: 0, redact_message: null, created_at: ts, updated_at: ts });
         dump(adir + '/messages/message_1.json', { message: { role: 'assistant', content: [{ text: 'Seen.' }] },
             message_id: 1, redact_message: null, created_at: ts, updated_at: ts });
+        writeFileSync(adir + '/messages/message_2.json', '{"message": {"role": "assistant", "content": [{"te');
         await page.goto(BASE + '/#/s/attach-1');
         await page.locator('#transcript .attachment').first().waitFor();
         const att = await page.locator('#transcript .attachment').allTextContents();
@@ -646,6 +657,13 @@ try {
         check('a document is named with its name, format and size', att.some((t) => /Document report<script> — pdf, 5 B/.test(t)), att.join(' | '));
         check('attachments: no element from their names, nothing loaded', await page.evaluate(() =>
             document.querySelectorAll('#transcript img, #transcript script').length === 0 && window.pwnedBy === undefined));
+        // a damaged message file: the API's row says why, and so does the page
+        const rows = (await apiGet('/api/v1/chat/sessions/attach-1/messages?limit=10')).json;
+        const bad = rows && rows.messages.find((m) => m.message_id === 2);
+        check('a damaged message: the API gives its error', bad && typeof bad.error === 'string' && bad.error !== '', JSON.stringify(bad));
+        const badLi = page.getByRole('list', { name: 'Transcript' }).getByRole('listitem').filter({ hasText: 'Damaged message' });
+        const badText = bad ? await badLi.textContent() : '';
+        check('a damaged message shows its error, not an empty bubble', bad && badText.includes(bad.error), badText);
     } else {
         skip('images and documents are named', 'no --root given');
     }
