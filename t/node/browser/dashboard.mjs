@@ -187,6 +187,17 @@ async function newSession(page) {
         !document.getElementById('chat-input').disabled, null, { timeout: TIMEOUT });
 }
 
+// Controls a screen reader would meet without a name: Chromium's own accessibility tree
+// (what assistive technology reads), every button, text box, check box, list box and link.
+const NAMED_ROLES = new Set(['button', 'textbox', 'searchbox', 'checkbox', 'combobox', 'link', 'radio', 'menuitem', 'tab', 'switch']);
+async function unnamedControls(page) {
+    const cdp = await page.context().newCDPSession(page);
+    const { nodes } = await cdp.send('Accessibility.getFullAXTree');
+    await cdp.detach();
+    return nodes.filter((n) => !n.ignored && NAMED_ROLES.has(n.role && n.role.value) &&
+        !(n.name && String(n.name.value).trim())).map((n) => n.role.value + '#' + n.backendDOMNodeId);
+}
+
 function sidFrom(url) {
     const m = /#\/s\/([^/?#]+)$/.exec(url);
     return m ? decodeURIComponent(m[1]) : null;
@@ -279,6 +290,9 @@ try {
     // ---- the landing view: type at once, Enter starts a session; chat twice in it ----
     check('landing: the message box has the focus', await hasFocus(messageBox(page)));
     check('landing: the address names no session yet', sidFrom(page.url()) === null, page.url());
+    let unnamed = await unnamedControls(page);
+    check('landing: every control has an accessible name', unnamed.length === 0, unnamed.join(' '));
+    await page.screenshot({ path: SHOTS + '/dashboard-landing.png' });
     let answer = await typeAndSend(page, 'Hello from the **browser** test');
     check('first answer streamed into the page', /Echo: Hello from the browser test \(I was given 0 earlier messages\.\)/.test(answer), answer);
     await page.waitForURL(/#\/s\//);
@@ -369,7 +383,15 @@ try {
     check('"New session": back to the landing view, the message box focused, no session named',
         await hasFocus(messageBox(page)) && sidFrom(page.url()) === null &&
         await page.getByRole('heading', { level: 1, name: 'New session' }).isVisible(), page.url());
-    answer = await chat(page, 'Other topic entirely');
+    // keyboard only: type, then Tab to the Send button and press it
+    await page.keyboard.type('Other topic entirely');
+    const sendBtn = page.getByRole('button', { name: 'Send' });
+    for (let i = 0; i < 5 && !(await hasFocus(sendBtn)); i++) await page.keyboard.press('Tab');
+    check('keyboard: Tab reaches the Send button from the message box', await hasFocus(sendBtn));
+    const before2 = await page.locator('#transcript > li.role-assistant').count();
+    await page.keyboard.press('Enter');
+    answer = await answered(page, before2);
+    check('keyboard: Send pressed with the keyboard sends', /Echo: Other topic entirely/.test(answer), answer);
     const sid2 = sidFrom(page.url());
     answer = await chat(page, 'Here is **Markdown**, rendered by the page:\n\n1. a list item with `inline code`\n' +
         '2. a [link](https://example.com/docs) and <https://example.org>\n\n> a quote\n\n' +
@@ -391,6 +413,18 @@ try {
         md.text.includes('snake_case_word and bold;') && md.strong.includes('bold') && md.strong.length === 2, JSON.stringify(md));
     check('markdown: intraword __ is not emphasis', md.text.includes('window.__pwned=1 ... window.__pwned=2'), md.text);
     check('markdown: a table', md.table === 'a_b,yes', md.table);
+    unnamed = await unnamedControls(page);
+    check('session view: every control has an accessible name', unnamed.length === 0, unnamed.join(' '));
+    {
+        // the same transcript in the dark scheme, on a desktop
+        const { page: dark, ctx } = await newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'dark' });
+        await dark.goto(BASE + '/#/s/' + encodeURIComponent(sid2));
+        await dark.getByRole('list', { name: 'Transcript' }).getByRole('listitem').filter({ hasText: 'snake_case_word' }).last().waitFor();
+        const dbg = await dark.evaluate(() => getComputedStyle(document.body).backgroundColor);
+        check('dark scheme on a desktop', dbg === 'rgb(17, 20, 24)', dbg);
+        await dark.screenshot({ path: SHOTS + '/dashboard-markdown-dark.png' });
+        await ctx.close();
+    }
     check('markdown: fenced code block with its language', md.code);
     check('markdown: ordered list with inline code', md.inline === 'inline code', String(md.inline));
     check('markdown: links and autolinks', md.links.includes('https://example.com/docs') && md.links.includes('https://example.org/'), md.links.join(' '));
@@ -524,6 +558,8 @@ try {
     check('status: the chart counts this hour\'s turns', turnsNow > 0, label);
     check('status: the chart draws a bar for them', (await page.locator('#st-activity svg rect.bar').count()) > 0);
     await page.screenshot({ path: SHOTS + '/dashboard-status.png', fullPage: true });
+    unnamed = await unnamedControls(page);
+    check('status view: every control has an accessible name', unnamed.length === 0, unnamed.join(' '));
 
     // ---- phone width, dark ----
     const { page: phone } = await newPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true, hasTouch: true });
@@ -533,6 +569,12 @@ try {
     check('dark scheme followed', bg === 'rgb(17, 20, 24)', bg);
     const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check('phone width: no horizontal scrolling (list)', overflow <= 0, String(overflow));
+    const boxTop = (await messageBox(phone).boundingBox()).y;
+    const listTop = (await phone.getByRole('list', { name: /^Sessions/ }).boundingBox()).y;
+    check('phone landing: the message box, focused, above the sessions', await hasFocus(messageBox(phone)) && boxTop < listTop,
+        boxTop + ' vs ' + listTop);
+    unnamed = await unnamedControls(phone);
+    check('phone landing: every control has an accessible name', unnamed.length === 0, unnamed.join(' '));
     await phone.screenshot({ path: SHOTS + '/dashboard-phone-list-dark.png' });
     await phone.click(`#sessions li[data-sid="${sid}"] .row-link`);
     await phone.locator('#transcript > li.role-assistant').first().waitFor();
