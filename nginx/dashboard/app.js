@@ -669,6 +669,57 @@ async function sendChat(text) {
     }
 }
 
+// One chunk of /api/chat's stream, applied for the send `c` (see sendChatInner).
+function chatChunk(c, d) {
+    if (d === '[DONE]' || typeof d !== 'object') return;
+    if (d.error) {
+        c.failure = new ApiError(0, d.error.code, d.error.message);
+        return;
+    }
+    if (d.session_id && !current.sid && c.gen === current.gen) {
+        current.sid = d.session_id;
+        history.replaceState(null, '', '#/s/' + encodeURIComponent(d.session_id));
+        $('s-title').textContent = c.text.slice(0, 80);
+        showView('session');
+    }
+    if (!c.listed && d.session_id) {
+        // the list shows the run as it goes (and polls it until it ends)
+        c.listed = true;
+        api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(d.session_id)).then((s) => {
+            if (list.rows.has(s.session_id)) updateRow(s);
+            else loadList();
+            scheduleListPoll();
+        }).catch(() => {});
+    }
+    if (d.svc_event) applyEvent(c.bubble, d.svc_event);
+    else {
+        const delta = d.choices && d.choices[0] && d.choices[0].delta;
+        if (delta && typeof delta.content === 'string' && delta.content) {
+            applyEvent(c.bubble, { type: 'delta', text: delta.content });
+        }
+    }
+    scrollTranscriptEnd();
+}
+
+// After a send that failed or was stopped: say so, and keep what a person typed or saw
+// (the text goes back into the box; a stopped answer keeps what had arrived). Returns
+// whether part of an answer had arrived.
+function failedChat(c) {
+    const { bubble, failure } = c;
+    const partial = !!(bubble.text || bubble.body.querySelector('details'));
+    if (failure.name === 'AbortError') {
+        bubble.li.classList.add('stopped');
+        bubble.li.append(h('p', { class: 'notice', text: 'Stopped: the run was cancelled. ' +
+            (partial ? 'What had arrived is kept on this page; the server does not store it.' : '') }));
+    } else {
+        $('chat-error').textContent = describeError(failure);
+        if (c.gen === current.gen) restoreInput(c.text);
+    }
+    if (!partial) bubble.li.remove();
+    if (!current.sid && c.gen === current.gen) c.userItem.remove(); // no session: nothing was stored
+    return partial;
+}
+
 async function sendChatInner(text) {
     const ctl = new AbortController();
     current.chat = ctl;
@@ -690,67 +741,24 @@ async function sendChatInner(text) {
         metadata: { event_format: 'svc.v2', channel: 'dashboard', locale: navigator.language || 'en' },
     };
     if (current.sid) body.session_id = current.sid;
-    let failure = null;
-    let listed = false;
+    const c = { text, gen, bubble, userItem, listed: false, failure: null };
     try {
-        await stream('POST', 'api/chat', body, (d) => {
-            if (d === '[DONE]' || typeof d !== 'object') return;
-            if (d.error) {
-                failure = new ApiError(0, d.error.code, d.error.message);
-                return;
-            }
-            if (d.session_id && !current.sid && gen === current.gen) {
-                current.sid = d.session_id;
-                history.replaceState(null, '', '#/s/' + encodeURIComponent(d.session_id));
-                $('s-title').textContent = text.slice(0, 80);
-                showView('session');
-            }
-            if (!listed && d.session_id) {
-                // the list shows the run as it goes (and polls it until it ends)
-                listed = true;
-                api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(d.session_id)).then((s) => {
-                    if (list.rows.has(s.session_id)) updateRow(s);
-                    else loadList();
-                    scheduleListPoll();
-                }).catch(() => {});
-            }
-            if (d.svc_event) applyEvent(bubble, d.svc_event);
-            else {
-                const delta = d.choices && d.choices[0] && d.choices[0].delta;
-                if (delta && typeof delta.content === 'string' && delta.content) {
-                    applyEvent(bubble, { type: 'delta', text: delta.content });
-                }
-            }
-            scrollTranscriptEnd();
-        }, { signal: ctl.signal });
+        await stream('POST', 'api/chat', body, (d) => chatChunk(c, d), { signal: ctl.signal });
     } catch (e) {
-        failure = e;
+        c.failure = e;
     }
     current.chat = null;
     setBusy(false);
     bubble.li.classList.remove('streaming');
     bubble.li.removeAttribute('aria-busy');
-    const partial = !!(bubble.text || bubble.body.querySelector('details'));
-    const stopped = failure && failure.name === 'AbortError' && partial;
-    if (failure) {
-        if (failure.name === 'AbortError') {
-            bubble.li.classList.add('stopped');
-            bubble.li.append(h('p', { class: 'notice', text: 'Stopped: the run was cancelled. ' +
-                (partial ? 'What had arrived is kept on this page; the server does not store it.' : '') }));
-        } else {
-            $('chat-error').textContent = describeError(failure);
-            if (gen === current.gen) restoreInput(text);
-        }
-        if (!partial) bubble.li.remove();
-        if (!current.sid && gen === current.gen) userItem.remove(); // no session: nothing was stored
-    }
+    const failure = c.failure;
+    const stopped = failure && failedChat(c) && failure.name === 'AbortError';
     if (failure && failure.code === 'session_busy' && failure.status === 409) {
         // Refused before anything was stored: the transcript stays as it is (a run another
         // tab started may be streaming into it), and the text goes back into the box to be
         // sent once that run ends.
         userItem.remove();
         if (gen !== current.gen) return;
-        restoreInput(text);
         $('chat-input').focus();
         // a transcript load this send made stale was dropped: load it again
         if (loading && current.sid) await loadTranscript(current.sid).catch(() => {});
