@@ -220,8 +220,9 @@ install: all
 	  sed 's|/etc/nginx/svc/|$(SYSCONFDIR)/nginx/svc/|g' nginx/$$f > $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f && \
 	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f || exit 1; done
 	install -m 0644 nginx/model.d/README $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d/
-	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard
+	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/vendor
 	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/
+	install -m 0644 nginx/dashboard/vendor/* $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/vendor/
 	install -m 0644 nginx/apache-*.conf $(DESTDIR)$(PREFIX)/share/svc/apache/
 	install -m 0644 README $(DESTDIR)$(PREFIX)/share/doc/svc/
 	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/svc/docs/

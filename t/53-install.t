@@ -52,7 +52,7 @@ for my $f (qw(svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.co
     ok -f "$dest/etc/nginx/svc/$f", "nginx/$f in /etc/nginx/svc";
 }
 ok -d "$dest/etc/nginx/svc/model.d", 'the model.d directory for ops';
-ok -f "$dest/etc/nginx/svc/dashboard/$_", "dashboard/$_ in /etc/nginx/svc/dashboard" for qw(index.html app.js api.js markdown.js style.css);
+ok -f "$dest/etc/nginx/svc/dashboard/$_", "dashboard/$_ in /etc/nginx/svc/dashboard" for qw(index.html app.js api.js markdown.js style.css vendor/markdown-it.min.js vendor/markdown-it.LICENSE.txt);
 ok -f "$dest$prefix/share/svc/apache/apache-proxy-fcgi.conf", 'Apache files';
 # the README and every guide it links to (docs/*.md, the screenshot), installed with the
 # same relative paths so that the links hold
@@ -184,6 +184,7 @@ nginx
 for i in \$(seq 100); do curl -s -o /dev/null http://127.0.0.1:$port/ && break; sleep 0.05; done
 echo "health \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/api/health)"
 echo "dashboard \$(curl -s http://127.0.0.1:$port/ | grep -ci '<html')"
+echo "vendor \$(curl -s -o /dev/null -w '%{http_code}:%{content_type}' http://127.0.0.1:$port/vendor/markdown-it.min.js | tr -d ' ')"
 echo "chat \$(curl -s -H 'content-type: application/json' -d $chat http://127.0.0.1:$port/api/chat | grep -c 'Echo: hi')"
 echo "nope \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/api/nope)"
 nginx -s quit
@@ -198,6 +199,7 @@ SH
     is($r{health}, 200, 'GET /api/health through it')
         or diag($out, SvcTest::read_file("$w/error.log") // '', SvcTest::read_file("$w/fcgi.log") // '');
     is($r{dashboard}, 1, 'the dashboard');
+    like($r{vendor} // '', qr{^200:(text|application)/javascript}, 'the vendored Markdown library, as a script');
     is($r{chat}, 1, 'a chat turn');
     is($r{nope}, 404, 'an unknown endpoint: 404');
 }

@@ -262,8 +262,7 @@ function busy(delta) {
 }
 
 function showView(name) {
-    $('empty-view').hidden = name !== 'empty';
-    $('session-view').hidden = name !== 'session';
+    $('session-view').hidden = name !== 'session' && name !== 'new';
     $('status-view').hidden = name !== 'status';
     document.body.dataset.view = name;
     for (const [id, v] of [['nav-sessions', 'sessions'], ['nav-status', 'status']]) {
@@ -383,6 +382,11 @@ const toolNames = new Map();
 // The body of one stored message, from its native content blocks.
 function messageBody(m) {
     const frag = h('div', { class: 'msg-body' });
+    if (typeof m.error === 'string' && m.error) {
+        // a message file the server could not read: its row has no content, only why
+        frag.append(h('p', { class: 'error', text: 'This message could not be read: ' + m.error }));
+        return frag;
+    }
     const blocks = m.raw_native && Array.isArray(m.raw_native.content) ? m.raw_native.content : null;
     if (!blocks) {
         frag.append(renderMarkdown(m.content || ''));
@@ -408,7 +412,7 @@ function messageBody(m) {
     return frag;
 }
 
-const ROLE_LABEL = { user: 'You', assistant: 'Assistant', tool: 'Tool', system: 'System' };
+const ROLE_LABEL = { user: 'You', assistant: 'Assistant', tool: 'Tool', system: 'System', unknown: 'Damaged message' };
 function messageItem(role, created, body, id) {
     return h('li', { class: 'msg role-' + role, 'data-mid': id },
         h('div', { class: 'msg-head' }, h('span', { class: 'role', text: ROLE_LABEL[role] || role }),
@@ -440,6 +444,7 @@ async function loadTranscript(sid, earlier = false) {
     const btn = $('load-earlier');
     btn.hidden = r.next_offset === null || r.next_offset === undefined;
     if (!btn.hidden) btn.textContent = 'Load earlier messages (' + (r.total - ol.children.length) + ' more)';
+    placeStopped(sid);
     if (!earlier && current.followLi && current.followGen === gen) {
         ol.append(current.followLi); // a followed run's answer goes on streaming below
     } else if (!earlier && ol.children.length === 0) {
@@ -468,7 +473,7 @@ async function openSession(sid, runId) {
     const gen = current.gen;
     current.sid = sid;
     current.nextOffset = null;
-    showView('session');
+    showView(sid ? 'session' : 'new');
     $('session-msg').textContent = '';
     $('chat-error').textContent = '';
     $('rename-form').hidden = true;
@@ -622,6 +627,33 @@ async function refreshSession(gen) {
 
 // ---- chat ------------------------------------------------------------------------------
 
+// Answers stopped mid-stream, by session id: [{after, li}]. The server stores the cancelled
+// turn without the text that had arrived, so the page keeps it, after the message that was
+// last when it stopped, for as long as the page is open.
+const stoppedAnswers = new Map();
+
+function keepStopped(sid, li) {
+    const mids = [...$('transcript').querySelectorAll('li[data-mid]')].map((e) => e.dataset.mid).filter((m) => m !== '');
+    const kept = stoppedAnswers.get(sid) || [];
+    kept.push({ after: mids.length ? mids[mids.length - 1] : null, li });
+    stoppedAnswers.set(sid, kept);
+    placeStopped(sid);
+}
+
+function placeStopped(sid) {
+    for (const k of stoppedAnswers.get(sid) || []) {
+        const anchor = k.after === null ? null : $('transcript').querySelector('li[data-mid="' + CSS.escape(k.after) + '"]');
+        if (anchor) anchor.after(k.li);
+        else if (k.after === null && !k.li.isConnected) $('transcript').append(k.li);
+    }
+}
+
+// Put `text` back into the empty message box (a send that failed keeps what was typed).
+function restoreInput(text) {
+    const input = $('chat-input');
+    if (!input.value) input.value = text;
+}
+
 function setBusy(busy) {
     $('send-btn').disabled = busy || !!(current.summary && current.summary.archived);
     $('stop-btn').hidden = !busy;
@@ -635,6 +667,57 @@ async function sendChat(text) {
     } finally {
         busy(-1);
     }
+}
+
+// One chunk of /api/chat's stream, applied for the send `c` (see sendChatInner).
+function chatChunk(c, d) {
+    if (d === '[DONE]' || typeof d !== 'object') return;
+    if (d.error) {
+        c.failure = new ApiError(0, d.error.code, d.error.message);
+        return;
+    }
+    if (d.session_id && !current.sid && c.gen === current.gen) {
+        current.sid = d.session_id;
+        history.replaceState(null, '', '#/s/' + encodeURIComponent(d.session_id));
+        $('s-title').textContent = c.text.slice(0, 80);
+        showView('session');
+    }
+    if (!c.listed && d.session_id) {
+        // the list shows the run as it goes (and polls it until it ends)
+        c.listed = true;
+        api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(d.session_id)).then((s) => {
+            if (list.rows.has(s.session_id)) updateRow(s);
+            else loadList();
+            scheduleListPoll();
+        }).catch(() => {});
+    }
+    if (d.svc_event) applyEvent(c.bubble, d.svc_event);
+    else {
+        const delta = d.choices && d.choices[0] && d.choices[0].delta;
+        if (delta && typeof delta.content === 'string' && delta.content) {
+            applyEvent(c.bubble, { type: 'delta', text: delta.content });
+        }
+    }
+    scrollTranscriptEnd();
+}
+
+// After a send that failed or was stopped: say so, and keep what a person typed or saw
+// (the text goes back into the box; a stopped answer keeps what had arrived). Returns
+// whether part of an answer had arrived.
+function failedChat(c) {
+    const { bubble, failure } = c;
+    const partial = !!(bubble.text || bubble.body.querySelector('details'));
+    if (failure.name === 'AbortError') {
+        bubble.li.classList.add('stopped');
+        bubble.li.append(h('p', { class: 'notice', text: 'Stopped: the run was cancelled. ' +
+            (partial ? 'What had arrived is kept on this page; the server does not store it.' : '') }));
+    } else {
+        $('chat-error').textContent = describeError(failure);
+        if (c.gen === current.gen) restoreInput(c.text);
+    }
+    if (!partial) bubble.li.remove();
+    if (!current.sid && c.gen === current.gen) c.userItem.remove(); // no session: nothing was stored
+    return partial;
 }
 
 async function sendChatInner(text) {
@@ -658,59 +741,25 @@ async function sendChatInner(text) {
         metadata: { event_format: 'svc.v2', channel: 'dashboard', locale: navigator.language || 'en' },
     };
     if (current.sid) body.session_id = current.sid;
-    let failure = null;
-    let listed = false;
+    const c = { text, gen, bubble, userItem, listed: false, failure: null };
     try {
-        await stream('POST', 'api/chat', body, (d) => {
-            if (d === '[DONE]' || typeof d !== 'object') return;
-            if (d.error) {
-                failure = new ApiError(0, d.error.code, d.error.message);
-                return;
-            }
-            if (d.session_id && !current.sid && gen === current.gen) {
-                current.sid = d.session_id;
-                history.replaceState(null, '', '#/s/' + encodeURIComponent(d.session_id));
-                $('s-title').textContent = text.slice(0, 80);
-            }
-            if (!listed && d.session_id) {
-                // the list shows the run as it goes (and polls it until it ends)
-                listed = true;
-                api('GET', 'api/v1/chat/sessions/' + encodeURIComponent(d.session_id)).then((s) => {
-                    if (list.rows.has(s.session_id)) updateRow(s);
-                    else loadList();
-                    scheduleListPoll();
-                }).catch(() => {});
-            }
-            if (d.svc_event) applyEvent(bubble, d.svc_event);
-            else {
-                const delta = d.choices && d.choices[0] && d.choices[0].delta;
-                if (delta && typeof delta.content === 'string' && delta.content) {
-                    applyEvent(bubble, { type: 'delta', text: delta.content });
-                }
-            }
-            scrollTranscriptEnd();
-        }, { signal: ctl.signal });
+        await stream('POST', 'api/chat', body, (d) => chatChunk(c, d), { signal: ctl.signal });
     } catch (e) {
-        failure = e;
+        c.failure = e;
     }
     current.chat = null;
     setBusy(false);
     bubble.li.classList.remove('streaming');
     bubble.li.removeAttribute('aria-busy');
-    if (failure) {
-        if (failure.name === 'AbortError') bubble.li.append(h('p', { class: 'notice', text: 'Stopped: the run was cancelled.' }));
-        else $('chat-error').textContent = describeError(failure);
-        if (!bubble.text && !bubble.body.querySelector('details')) bubble.li.remove();
-    }
+    const failure = c.failure;
+    const stopped = failure && failedChat(c) && failure.name === 'AbortError';
     if (failure && failure.code === 'session_busy' && failure.status === 409) {
         // Refused before anything was stored: the transcript stays as it is (a run another
         // tab started may be streaming into it), and the text goes back into the box to be
         // sent once that run ends.
         userItem.remove();
         if (gen !== current.gen) return;
-        const input = $('chat-input');
-        if (!input.value) input.value = text;
-        input.focus();
+        $('chat-input').focus();
         // a transcript load this send made stale was dropped: load it again
         if (loading && current.sid) await loadTranscript(current.sid).catch(() => {});
         return;
@@ -718,6 +767,7 @@ async function sendChatInner(text) {
     if (gen === current.gen && current.sid) {
         // The server stored the turn (or the cancellation): show the stored transcript.
         await refreshSession(gen);
+        if (stopped && gen === current.gen) keepStopped(current.sid, bubble.li);
     }
     if (gen === current.gen) $('chat-input').focus();
 }
@@ -734,6 +784,7 @@ async function startBackgroundRun(text) {
         location.hash = '#/run/' + encodeURIComponent(r.run_id);
     } catch (e) {
         $('chat-error').textContent = describeError(e);
+        if (gen === current.gen) restoreInput(text);
     }
 }
 
@@ -756,7 +807,8 @@ $('stop-btn').addEventListener('click', () => {
     if (current.chat) current.chat.abort(); // closing the stream cancels the run
 });
 $('new-session').addEventListener('click', () => {
-    location.hash = '#/new';
+    if (location.hash === '#/' || location.hash === '') route();
+    else location.hash = '#/';
 });
 
 // ---- rename, archive -------------------------------------------------------------------
@@ -952,17 +1004,11 @@ function route() {
         openSession(sid);
     } else if ((m = /^#\/run\/(.+)$/.exec(hash))) {
         openRun(decodeURIComponent(m[1]));
-    } else if (hash === '#/new') {
-        openSession(null);
     } else if (hash === '#/status') {
         stopFollowing();
         loadStatus();
     } else {
-        stopFollowing();
-        current.sid = null;
-        current.gen++;
-        showView('empty');
-        document.title = 'svc dashboard';
+        openSession(null); // the landing view (#/, #/new): a message box, ready to type
     }
 }
 window.addEventListener('hashchange', route);

@@ -8,6 +8,7 @@
 import { chromium } from 'playwright-core';
 import { gunzipSync } from 'node:zlib';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { commonmarkConformance } from './commonmark.mjs';
 
 const args = Object.fromEntries(process.argv.slice(2).reduce((acc, a, i, all) => {
     if (a.startsWith('--')) acc.push([a.slice(2), all[i + 1]]);
@@ -149,6 +150,11 @@ async function chat(page, text) {
     const before = await page.locator('#transcript > li.role-assistant').count();
     await page.fill('#chat-input', text);
     await page.press('#chat-input', 'Enter');
+    return answered(page, before);
+}
+
+// Wait until the answer to the message just sent has streamed in and the page is idle.
+async function answered(page, before) {
     await page.waitForFunction((n) => {
         const items = document.querySelectorAll('#transcript > li.role-assistant');
         return items.length > n && !document.querySelector('#transcript > li.streaming') &&
@@ -158,14 +164,38 @@ async function chat(page, text) {
     return (await page.locator('#transcript > li.role-assistant').last().textContent()) || '';
 }
 
-// Open the new-session view and wait until it is in place. The click only sets
-// location.hash; the view changes in the hashchange task that follows, so counting the
-// transcript before then would count the previous session's answers.
+// Type `text` with the keyboard into whatever has the focus, and send it with Enter.
+async function typeAndSend(page, text) {
+    const before = await page.locator('#transcript > li.role-assistant').count();
+    await page.keyboard.type(text);
+    await page.keyboard.press('Enter');
+    return answered(page, before);
+}
+
+// The message box, found as a screen reader finds it.
+const messageBox = (page) => page.getByRole('textbox', { name: 'Message' });
+const hasFocus = (loc) => loc.evaluate((e) => e === document.activeElement);
+
+// Go back to the landing view with "New session" and wait until it is in place (an empty
+// transcript, the message box usable). The click may only set location.hash; the view
+// changes in the hashchange task that follows, so counting the transcript before then
+// would count the previous session's answers.
 async function newSession(page) {
-    await page.click('#new-session');
-    await page.waitForFunction(() => location.hash === '#/new' &&
+    await page.getByRole('button', { name: 'New session' }).click();
+    await page.waitForFunction(() => (location.hash === '#/' || location.hash === '') &&
         document.getElementById('transcript').childElementCount === 0 &&
         !document.getElementById('chat-input').disabled, null, { timeout: TIMEOUT });
+}
+
+// Controls a screen reader would meet without a name: Chromium's own accessibility tree
+// (what assistive technology reads), every button, text box, check box, list box and link.
+const NAMED_ROLES = new Set(['button', 'textbox', 'searchbox', 'checkbox', 'combobox', 'link', 'radio', 'menuitem', 'tab', 'switch']);
+async function unnamedControls(page) {
+    const cdp = await page.context().newCDPSession(page);
+    const { nodes } = await cdp.send('Accessibility.getFullAXTree');
+    await cdp.detach();
+    return nodes.filter((n) => !n.ignored && NAMED_ROLES.has(n.role && n.role.value) &&
+        !(n.name && String(n.name.value).trim())).map((n) => n.role.value + '#' + n.backendDOMNodeId);
 }
 
 function sidFrom(url) {
@@ -238,6 +268,8 @@ try {
         await page.locator('#chat-error', { hasText: 'model server' }).waitFor();
         const text = await page.textContent('#chat-error');
         check('upstream failure: said in words', /^The model server failed: /.test(text) && !/upstream_error/.test(text), text);
+        const typed = await page.getByRole('textbox', { name: 'Message' }).inputValue();
+        check('upstream failure: the typed text is back in the box', typed === 'fail 500', typed);
         await page.waitForFunction(() => document.getElementById('stop-btn').hidden);
         await page.locator('#s-meta .badge', { hasText: 'error' }).waitFor();
         check('upstream failure: the session shows its error status', true);
@@ -255,10 +287,13 @@ try {
     await page.locator('#list-status', { hasText: 'No sessions match.' }).waitFor();
     check('empty root: the list says so', true);
 
-    // ---- chat twice in a new session: the second answer mentions the restored context ----
-    await newSession(page);
-    await page.waitForURL(/#\/new$/);
-    let answer = await chat(page, 'Hello from the **browser** test');
+    // ---- the landing view: type at once, Enter starts a session; chat twice in it ----
+    check('landing: the message box has the focus', await hasFocus(messageBox(page)));
+    check('landing: the address names no session yet', sidFrom(page.url()) === null, page.url());
+    let unnamed = await unnamedControls(page);
+    check('landing: every control has an accessible name', unnamed.length === 0, unnamed.join(' '));
+    await page.screenshot({ path: SHOTS + '/dashboard-landing.png' });
+    let answer = await typeAndSend(page, 'Hello from the **browser** test');
     check('first answer streamed into the page', /Echo: Hello from the browser test \(I was given 0 earlier messages\.\)/.test(answer), answer);
     await page.waitForURL(/#\/s\//);
     const sid = sidFrom(page.url());
@@ -305,6 +340,14 @@ try {
     check('stop cancelled the run on the server', s && s.status === 'cancelled', JSON.stringify(s && s.status));
     await page.locator('#s-meta .badge', { hasText: 'cancelled' }).waitFor();
     check('the page shows the session as cancelled', true);
+    const transcript = page.getByRole('list', { name: 'Transcript' });
+    const stoppedLi = transcript.getByRole('listitem').filter({ hasText: 'Stopped: the run was cancelled' });
+    await stoppedLi.waitFor();
+    const stoppedText = await stoppedLi.textContent();
+    check('stop: the part of the answer that had arrived is kept, marked as stopped',
+        /one two/.test(stoppedText) && /kept on this page/.test(stoppedText), stoppedText);
+    const before = await stoppedLi.evaluate((li) => li.previousElementSibling && li.previousElementSibling.textContent);
+    check('stop: it stays after the message it answered', /\/slow 300 one two/.test(before || ''), before);
 
     // ---- reload: the transcript comes back from the messages endpoint ----
     await page.reload();
@@ -337,11 +380,23 @@ try {
     // ---- search, list screenshot ----
     await page.goto(BASE + '/#/');
     await newSession(page);
-    answer = await chat(page, 'Other topic entirely');
+    check('"New session": back to the landing view, the message box focused, no session named',
+        await hasFocus(messageBox(page)) && sidFrom(page.url()) === null &&
+        await page.getByRole('heading', { level: 1, name: 'New session' }).isVisible(), page.url());
+    // keyboard only: type, then Tab to the Send button and press it
+    await page.keyboard.type('Other topic entirely');
+    const sendBtn = page.getByRole('button', { name: 'Send' });
+    for (let i = 0; i < 5 && !(await hasFocus(sendBtn)); i++) await page.keyboard.press('Tab');
+    check('keyboard: Tab reaches the Send button from the message box', await hasFocus(sendBtn));
+    const before2 = await page.locator('#transcript > li.role-assistant').count();
+    await page.keyboard.press('Enter');
+    answer = await answered(page, before2);
+    check('keyboard: Send pressed with the keyboard sends', /Echo: Other topic entirely/.test(answer), answer);
     const sid2 = sidFrom(page.url());
     answer = await chat(page, 'Here is **Markdown**, rendered by the page:\n\n1. a list item with `inline code`\n' +
         '2. a [link](https://example.com/docs) and <https://example.org>\n\n> a quote\n\n' +
-        '```c\nint main(void) { return 0; }\n```\n\nThat is all.');
+        '```c\nint main(void) { return 0; }\n```\n\n| code | says |\n| --- | :-: |\n| `a_b` | yes |\n\n' +
+        'snake_case_word and **bold**; window.__pwned=1 ... window.__pwned=2 stays as it is. That is all.');
     const md = await page.evaluate(() => {
         const last = [...document.querySelectorAll('#transcript > li.role-assistant')].pop();
         return {
@@ -349,13 +404,36 @@ try {
             inline: last.querySelector('ol > li > code')?.textContent,
             links: [...last.querySelectorAll('a')].map((a) => a.getAttribute('href')),
             quote: !!last.querySelector('blockquote'),
+            table: [...last.querySelectorAll('table td')].map((c) => c.textContent).join(','),
+            strong: [...last.querySelectorAll('strong')].map((b) => b.textContent),
+            text: last.textContent,
         };
     });
+    check('markdown: snake_case_word keeps its underscores, **bold** is bold',
+        md.text.includes('snake_case_word and bold;') && md.strong.includes('bold') && md.strong.length === 2, JSON.stringify(md));
+    check('markdown: intraword __ is not emphasis', md.text.includes('window.__pwned=1 ... window.__pwned=2'), md.text);
+    check('markdown: a table', md.table === 'a_b,yes', md.table);
+    unnamed = await unnamedControls(page);
+    check('session view: every control has an accessible name', unnamed.length === 0, unnamed.join(' '));
+    {
+        // the same transcript in the dark scheme, on a desktop
+        const { page: dark, ctx } = await newPage({ viewport: { width: 1280, height: 800 }, colorScheme: 'dark' });
+        await dark.goto(BASE + '/#/s/' + encodeURIComponent(sid2));
+        await dark.getByRole('list', { name: 'Transcript' }).getByRole('listitem').filter({ hasText: 'snake_case_word' }).last().waitFor();
+        const dbg = await dark.evaluate(() => getComputedStyle(document.body).backgroundColor);
+        check('dark scheme on a desktop', dbg === 'rgb(17, 20, 24)', dbg);
+        await dark.screenshot({ path: SHOTS + '/dashboard-markdown-dark.png' });
+        await ctx.close();
+    }
     check('markdown: fenced code block with its language', md.code);
     check('markdown: ordered list with inline code', md.inline === 'inline code', String(md.inline));
     check('markdown: links and autolinks', md.links.includes('https://example.com/docs') && md.links.includes('https://example.org/'), md.links.join(' '));
     check('markdown: block quote', md.quote);
     await page.screenshot({ path: SHOTS + '/dashboard-markdown.png' });
+    // the spec's examples through the page's renderer (commonmark.mjs says which are left out)
+    const cm = await commonmarkConformance(page);
+    check(`markdown: CommonMark 0.31.2 examples pass (${cm.passed} of ${cm.run}; ${cm.excluded} left out by the page's rules)`,
+        cm.run >= 550 && cm.passed === cm.run, JSON.stringify(cm.failures.slice(0, 3)));
     await page.goto(BASE + '/#/');
     await page.locator(`#sessions li[data-sid="${sid}"]`).waitFor();
     // sid2's row comes with a list reload the chats started and nothing awaited: wait for it,
@@ -480,6 +558,8 @@ try {
     check('status: the chart counts this hour\'s turns', turnsNow > 0, label);
     check('status: the chart draws a bar for them', (await page.locator('#st-activity svg rect.bar').count()) > 0);
     await page.screenshot({ path: SHOTS + '/dashboard-status.png', fullPage: true });
+    unnamed = await unnamedControls(page);
+    check('status view: every control has an accessible name', unnamed.length === 0, unnamed.join(' '));
 
     // ---- phone width, dark ----
     const { page: phone } = await newPage({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true, hasTouch: true });
@@ -489,6 +569,12 @@ try {
     check('dark scheme followed', bg === 'rgb(17, 20, 24)', bg);
     const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
     check('phone width: no horizontal scrolling (list)', overflow <= 0, String(overflow));
+    const boxTop = (await messageBox(phone).boundingBox()).y;
+    const listTop = (await phone.getByRole('list', { name: /^Sessions/ }).boundingBox()).y;
+    check('phone landing: the message box, focused, above the sessions', await hasFocus(messageBox(phone)) && boxTop < listTop,
+        boxTop + ' vs ' + listTop);
+    unnamed = await unnamedControls(phone);
+    check('phone landing: every control has an accessible name', unnamed.length === 0, unnamed.join(' '));
     await phone.screenshot({ path: SHOTS + '/dashboard-phone-list-dark.png' });
     await phone.click(`#sessions li[data-sid="${sid}"] .row-link`);
     await phone.locator('#transcript > li.role-assistant').first().waitFor();
@@ -605,6 +691,7 @@ try {
             message_id: 0, redact_message: null, created_at: ts, updated_at: ts });
         dump(adir + '/messages/message_1.json', { message: { role: 'assistant', content: [{ text: 'Seen.' }] },
             message_id: 1, redact_message: null, created_at: ts, updated_at: ts });
+        writeFileSync(adir + '/messages/message_2.json', '{"message": {"role": "assistant", "content": [{"te');
         await page.goto(BASE + '/#/s/attach-1');
         await page.locator('#transcript .attachment').first().waitFor();
         const att = await page.locator('#transcript .attachment').allTextContents();
@@ -612,6 +699,13 @@ try {
         check('a document is named with its name, format and size', att.some((t) => /Document report<script> — pdf, 5 B/.test(t)), att.join(' | '));
         check('attachments: no element from their names, nothing loaded', await page.evaluate(() =>
             document.querySelectorAll('#transcript img, #transcript script').length === 0 && window.pwnedBy === undefined));
+        // a damaged message file: the API's row says why, and so does the page
+        const rows = (await apiGet('/api/v1/chat/sessions/attach-1/messages?limit=10')).json;
+        const bad = rows && rows.messages.find((m) => m.message_id === 2);
+        check('a damaged message: the API gives its error', bad && typeof bad.error === 'string' && bad.error !== '', JSON.stringify(bad));
+        const badLi = page.getByRole('list', { name: 'Transcript' }).getByRole('listitem').filter({ hasText: 'Damaged message' });
+        const badText = bad ? await badLi.textContent() : '';
+        check('a damaged message shows its error, not an empty bubble', bad && badText.includes(bad.error), badText);
     } else {
         skip('images and documents are named', 'no --root given');
     }
