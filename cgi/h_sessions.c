@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "erase.h"
 #include "handlers.h"
 #include "jsonx.h"
 #include "query.h"
@@ -113,6 +114,16 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
         rc = svc_session_rename(r->cfg, sid, title, &o, err);
     json_object_put(body);
     if (rc < 0)
+        return -1;
+    return send_result(r, sid, o);
+}
+
+int h_session_delete(struct http_req *r, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    json_object *o = NULL;
+    http_set_session(r, sid, false);
+    if (svc_session_delete(r->cfg, sid, &o, err) < 0)
         return -1;
     return send_result(r, sid, o);
 }

@@ -48,6 +48,7 @@ static const struct route routes[] = {
     {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false},
     {"GET", "/api/v1/chat/sessions/{session_id}", h_session_get, false},
     {"PATCH", "/api/v1/chat/sessions/{session_id}", h_session_patch, false},
+    {"DELETE", "/api/v1/chat/sessions/{session_id}", h_session_delete, false},
     {"GET", "/api/v1/chat/sessions/{session_id}/messages", h_session_messages, false},
     {"POST", "/api/v1/chat/sessions/{session_id}/archive", h_session_archive, false},
     {"POST", "/api/v1/chat/sessions/{session_id}/unarchive", h_session_unarchive, false},

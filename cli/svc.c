@@ -9,6 +9,7 @@
 
 #include "cmds.h"
 #include "config.h"
+#include "erase.h"
 #include "fsck.h"
 #include "jobs.h"
 #include "jsonx.h"
@@ -84,6 +85,28 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
     return usage("config needs check or show");
 }
 
+/* `sessions delete ID...`: each one deleted or its error line; exit 1 when one failed, 2
+ * (nothing deleted) when an id is not valid. */
+static int sessions_delete(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc < 1)
+        return usage("sessions delete needs at least one SESSION");
+    int rc = 0;
+    struct svc_err err;
+    for (int i = 0; i < argc; i++) /* every id checked first: a bad one deletes nothing */
+        if (svc_id_check(argv[i], &err) != 0)
+            return fail(&err), 2;
+    for (int i = 0; i < argc; i++) {
+        json_object *out = NULL;
+        if (svc_session_delete(cfg, argv[i], &out, &err) != 0)
+            rc = fail(&err);
+        else
+            printf("deleted %s\n", argv[i]);
+        json_object_put(out);
+    }
+    return rc;
+}
+
 static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
 {
     struct svc_err err;
@@ -146,6 +169,8 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
             rc = svc_session_get(cfg, argv[1], &out, &err);
         else
             rc = svc_session_set_archived(cfg, argv[1], strcmp(sub, "archive") == 0, &out, &err);
+    } else if (strcmp(sub, "delete") == 0) {
+        return sessions_delete(cfg, argc - 1, argv + 1);
     } else {
         return usage("unknown sessions subcommand");
     }
@@ -306,6 +331,7 @@ static const struct command {
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
      "  svc sessions show|archive|unarchive SESSION\n"
+     "  svc sessions delete SESSION...\n"
      "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n",
      cmd_sessions},
     {"chat", "  svc chat SESSION TEXT\n", cmd_chat},

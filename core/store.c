@@ -17,6 +17,7 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "log.h"
 #include "sidecar.h"
 #include "util.h"
 
@@ -44,6 +45,7 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_RESPONSES] = ".svc_responses",
     [SVC_F_IMPORT_LOCK] = ".svc_import.lock",
     [SVC_F_IMPORT_STAGING] = ".svc_import-",
+    [SVC_F_TRASH] = ".svc_trash-",
 };
 static const char *const run_suffix[SVC_RUN__MAX] = {
     [SVC_RUN_RECORD] = ".json",
@@ -316,6 +318,28 @@ void svc_sess_close(struct svc_sess *s)
     free(s->dir);
     free(s->msg_dir);
     s->dir = s->msg_dir = NULL;
+}
+
+int svc_sess_remove(struct svc_sess *s, struct svc_err *err)
+{
+    if (!svc_sess_exists(s))
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", s->sid);
+    char hex[17];
+    svc_random_hex(hex, 16);
+    const char *parts[] = {s->st.root, "/", names[SVC_F_TRASH], s->sid, "-", hex};
+    char *trash = path_cat(6, parts);
+    if (rename(s->dir, trash) != 0) {
+        free(trash);
+        return svc_err_errno(err, "delete session");
+    }
+    /* out of the namespace: the session is gone; what is left of it is nobody's */
+    struct svc_err serr;
+    if (s->st.durable && svc_fsync_dir(s->st.root, &serr) != 0)
+        svc_logf("session %s: %s", s->sid, serr.message);
+    if (svc_file_remove_tree(trash) != 0)
+        svc_logf("session %s: %s could not be removed: %s", s->sid, trash, strerror(errno));
+    free(trash);
+    return 0;
 }
 
 int svc_sess_sidecar(struct svc_sess *s, json_object **out, struct svc_err *err)

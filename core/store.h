@@ -53,6 +53,7 @@ enum svc_file {
     SVC_F_RESPONSES,      /* <root>/.svc_responses */
     SVC_F_IMPORT_LOCK,    /* <root>/.svc_import.lock */
     SVC_F_IMPORT_STAGING, /* <root>/.svc_import-<hex> */
+    SVC_F_TRASH,          /* <root>/.svc_trash-<sid>-<hex>: a session being deleted */
     SVC_F__MAX
 };
 /* Where a path starts: absolute, from the root, from the session directory, or the last
@@ -132,6 +133,10 @@ bool svc_sess_exists(const struct svc_sess *s);
 int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err);
 void svc_sess_unlock(struct svc_sess *s);
 void svc_sess_close(struct svc_sess *s);
+/* Delete the session's directory: renamed out of the root's namespace (to SVC_F_TRASH, which
+ * listings, exports and Strands ignore; the root synced when durable), then removed. The
+ * caller holds the exclusive lock and the run lock. SVC_E_SESSION_NOT_FOUND when missing. */
+int svc_sess_remove(struct svc_sess *s, struct svc_err *err);
 
 /* The directories we write into (agents/, agents/agent_<aid>/, messages/) must be real
  * directories when present, and svc_turns.jsonl a regular file: a symbolic link there

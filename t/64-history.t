@@ -1,0 +1,177 @@
+#!/usr/bin/perl
+# Managing history (SPEC 13) through nginx, real workers and the svc tool: delete (the
+# directory, index row, memory digests, stored responses and run records all go; 409 while a
+# run holds the session; bad ids change nothing; a reader polling during deletions never sees
+# half a session).
+use strict;
+use warnings;
+use lib 't/lib';
+use Test::More;
+use Fcntl qw(:flock);
+use POSIX ();
+use Time::HiRes qw(time sleep);
+use SvcTest;
+use SvcCliTest qw(svc);
+
+my $J = $SvcTest::JSON;
+my $s = SvcTest->start(workers => 2);
+my $ROOT = $s->root;
+my $MEM = $s->home . '/memory/svc-agent/memory.jsonl';
+
+sub chat {
+    my ($sid, $text) = @_;
+    return $s->req(POST => '/api/chat', body => {
+        session_id => $sid, messages => [{ role => 'user', content => $text }] });
+}
+sub del { $s->req(DELETE => "/api/v1/chat/sessions/$_[0]") }
+sub mem_sids { map { ($J->decode($_)->{session_id}) } grep { length } split /\n/, SvcTest::read_file($MEM) // '' }
+sub listed {
+    my ($sid) = @_;
+    my $r = $s->req(GET => '/api/v1/chat/sessions?include_archived=true&limit=500');
+    return scalar grep { $_->{session_id} eq $sid } @{ $r->{json}{sessions} };
+}
+sub root_entries { opendir(my $d, $ROOT) or return (); sort grep { !/^\.\.?$/ } readdir $d }
+sub tree_sig { join "\n", map { $_ . ' ' . (-s $_ // 0) } SvcTest::files_under($ROOT) }
+
+# ---- what a session leaves outside its directory ----
+is chat('del-1', "first of del-1")->{status}, 200, 'del-1 turn 1';
+is chat('del-1', "second of del-1")->{status}, 200, 'del-1 turn 2';
+is chat('keep-1', "keep this one")->{status}, 200, 'keep-1 turn';
+my $r = $s->req(POST => '/api/v1/responses', body => { input => 'a response', conversation => 'del-1' },
+                headers => { 'idempotency-key' => 'del-key-1' });
+is $r->{status}, 200, 'a stored response on del-1';
+my $resp_id = $r->{json}{id};
+$r = $s->req(POST => '/api/chat/runs', body => { session_id => 'del-1',
+    messages => [{ role => 'user', content => 'async on del-1' }] });
+is $r->{status}, 202, 'an async run on del-1';
+my $run_id = $r->{json}{run_id};
+is SvcTest::wait_run($s, $run_id)->{json}{status}, 'done', 'the run ended';
+ok((grep { $_ eq 'del-1' } mem_sids()), 'del-1 has memory digests');
+ok((grep { $_ eq 'keep-1' } mem_sids()), 'keep-1 has memory digests');
+ok -f "$ROOT/.svc_responses/$resp_id.json", 'the response is stored';
+ok -f "$ROOT/.svc_runs/$run_id.json", 'the run is recorded';
+ok((grep { /key_/ } SvcTest::files_under("$ROOT/.svc_responses")), 'its idempotency key is stored');
+
+# ---- bad input and refusals change nothing ----
+my $before = tree_sig();
+$r = del('bad%20id');
+is $r->{status}, 400, 'an invalid id: 400';
+is $r->{json}{error}{code}, 'invalid_session_id', 'invalid_session_id';
+$r = del('.hidden');
+is $r->{status}, 400, 'an id starting with a dot: 400';
+$r = del('nope');
+is $r->{status}, 404, 'a missing session: 404';
+is $r->{json}{error}{code}, 'session_not_found', 'session_not_found';
+open my $lk, '>>', "$ROOT/session_del-1/.svc.run.lock" or die "lock: $!";
+flock($lk, LOCK_EX) or die "flock: $!";
+$r = del('del-1');
+is $r->{status}, 409, 'a run holds it: 409';
+is $r->{json}{error}{code}, 'session_busy', 'session_busy';
+close $lk;
+is tree_sig(), $before, 'refused deletions changed no file';
+$r = $s->req(POST => '/api/v1/chat/sessions/del-1', body => {});
+is $r->{status}, 405, 'POST on a session: 405';
+like $r->{headers}{allow}, qr/DELETE/, 'Allow names DELETE';
+
+# ---- the deletion ----
+$r = del('del-1');
+is $r->{status}, 200, 'DELETE: 200';
+is_deeply $r->{json}, { deleted => JSON::PP::true, session_id => 'del-1' }, 'the answer';
+ok !-e "$ROOT/session_del-1", 'the directory is gone';
+is_deeply [grep { /svc_trash/ } root_entries()], [], 'nothing left behind in the root';
+is $s->req(GET => '/api/v1/chat/sessions/del-1')->{status}, 404, 'the detail: 404';
+is $s->req(GET => '/api/v1/chat/sessions/del-1/messages')->{status}, 404, 'the messages: 404';
+ok !listed('del-1'), 'not listed';
+ok listed('keep-1'), 'the other session is listed';
+ok !(grep { $_ eq 'del-1' } mem_sids()), 'its memory digests are gone';
+ok((grep { $_ eq 'keep-1' } mem_sids()), 'the other session keeps its digests');
+ok !-e "$ROOT/.svc_responses/$resp_id.json", 'its stored response is gone';
+is $s->req(GET => "/api/v1/responses/$resp_id")->{status}, 404, 'the response: 404';
+ok !(grep { /^key_/ } map { s{.*/}{}r } SvcTest::files_under("$ROOT/.svc_responses")), 'its idempotency key is gone';
+is $s->req(GET => "/api/chat/runs/$run_id")->{status}, 404, 'its run record: 404';
+ok !(grep { /\Q$run_id\E/ } SvcTest::files_under("$ROOT/.svc_runs")), 'no file of its run is left';
+ok SvcTest::wait_for(5, sub { $s->log =~ /session del-1 deleted/ }), 'one log line';
+my @lines = grep { /session del-1 deleted/ } split /\n/, $s->log;
+is scalar @lines, 1, 'exactly one';
+unlike $lines[0], qr/first of del-1/, 'the log line carries no text';
+is del('del-1')->{status}, 404, 'deleted again: 404';
+# the id is free again: a new session under it starts empty
+$r = chat('del-1', 'a new life');
+like $r->{json}{content}, qr/given 0 earlier messages/, 'a new session under the same id starts empty';
+
+# ---- the svc tool ----
+my $home = { home => $s->home };
+my $c = svc($home, 'sessions', 'delete', 'keep-1', 'bad/id');
+is $c->{rc}, 2, 'svc sessions delete with an invalid id: exit 2';
+like $c->{err}, qr/invalid_session_id/, 'it says why';
+ok -d "$ROOT/session_keep-1", 'and deletes nothing';
+$c = svc($home, 'sessions', 'delete', 'keep-1', 'del-1', 'nope');
+is $c->{rc}, 1, 'one missing: exit 1';
+like $c->{out}, qr/^deleted keep-1\ndeleted del-1\n\z/, 'the others deleted';
+like $c->{err}, qr/session_not_found/, 'the missing one named';
+ok !-e "$ROOT/session_keep-1" && !-e "$ROOT/session_del-1", 'both directories gone';
+ok !listed('keep-1'), 'keep-1 not listed through nginx';
+ok !(grep { $_ eq 'keep-1' } mem_sids()), 'keep-1 digests gone';
+
+# ---- readers during deletions never see half a session ----
+# Sessions as another program writes them (no sidecar): 400 messages each.
+my $N = 400;
+my @big = map { "big-$_" } 1 .. 6;
+for my $sid (@big) {
+    my $adir = "$ROOT/session_$sid/agents/agent_svc-agent";
+    system('mkdir', '-p', "$adir/messages", "$ROOT/session_$sid/multi_agents") == 0 or die;
+    my $ts = '2025-03-04T05:06:07.123456+00:00';
+    SvcTest::write_file("$ROOT/session_$sid/session.json", $J->encode({
+        session_id => $sid, session_type => 'AGENT', created_at => $ts, updated_at => $ts }));
+    SvcTest::write_file("$adir/agent.json", $J->encode({ agent_id => 'svc-agent', state => {},
+        conversation_manager_state => { __name__ => 'SlidingWindowConversationManager',
+            removed_message_count => 0, model_call_count => 0 }, created_at => $ts, updated_at => $ts }));
+    for my $i (0 .. $N - 1) {
+        my $role = $i % 2 ? 'assistant' : 'user';
+        SvcTest::write_file("$adir/messages/message_$i.json", $J->encode({
+            message => { role => $role, content => [{ text => "$sid message $i" }] },
+            message_id => $i, redact_message => undef, created_at => $ts, updated_at => $ts }));
+    }
+}
+for my $sid (@big) {
+    is $s->req(GET => "/api/v1/chat/sessions/$sid")->{json}{message_count}, $N, "$sid whole before";
+}
+my $bad = "$ROOT/../half.txt";
+my $pid = fork // die;
+if (!$pid) {
+    my @half;
+    my $until = time + 30;
+    my $seen_gone = 0;
+    while (time < $until && $seen_gone < @big) {
+        $seen_gone = 0;
+        for my $sid (@big) {
+            my $d = $s->req(GET => "/api/v1/chat/sessions/$sid");
+            push @half, "detail $sid $d->{status} " . ($d->{json}{message_count} // '-')
+                unless $d->{status} == 404 || ($d->{status} == 200 && $d->{json}{message_count} == $N);
+            my $m = $s->req(GET => "/api/v1/chat/sessions/$sid/messages?limit=1&offset=" . ($N - 1));
+            push @half, "messages $sid $m->{status} " . ($m->{json}{total} // '-')
+                unless $m->{status} == 404 || ($m->{status} == 200 && $m->{json}{total} == $N
+                    && $m->{json}{messages}[0]{content} eq "$sid message " . ($N - 1));
+            $seen_gone++ if $d->{status} == 404;
+        }
+        my $l = $s->req(GET => '/api/v1/chat/sessions?limit=500');
+        push @half, "list $l->{status}" unless $l->{status} == 200;
+        for my $row (@{ $l->{json}{sessions} || [] }) {
+            push @half, "list $row->{session_id} $row->{message_count}"
+                if $row->{session_id} =~ /^big-/ && $row->{message_count} != $N;
+        }
+    }
+    SvcTest::write_file($bad, join("\n", @half));
+    POSIX::_exit(0);
+}
+sleep 0.3;
+for my $sid (@big) {
+    is del($sid)->{status}, 200, "$sid deleted while read";
+    sleep 0.05;
+}
+waitpid $pid, 0;
+is SvcTest::read_file($bad), '', 'no reader saw half a session';
+unlink $bad;
+is_deeply [grep { /^session_big|svc_trash/ } root_entries()], [], 'all gone, nothing left behind';
+
+done_testing;
