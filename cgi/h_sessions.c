@@ -28,10 +28,16 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
         http_query_str(r, "cursor", &q.cursor, err) < 0 ||
         http_query_bool(r, "include_archived", false, &q.include_archived, err) < 0 ||
         http_query_bool(r, "archived_only", false, &q.archived_only, err) < 0 ||
-        http_query_str(r, "status", &q.status, err) < 0 || http_query_str(r, "q", &q.q, err) < 0)
+        http_query_str(r, "status", &q.status, err) < 0 || http_query_str(r, "q", &q.q, err) < 0 ||
+        http_query_str(r, "pinned", &q.pinned, err) < 0)
         return -1;
+    const char **tags = NULL;
+    http_query_all(r, "tag", &tags, &q.ntags);
+    q.tags = tags;
     json_object *o = NULL;
-    if (svc_sessions_list(r->cfg, &q, &o, err) < 0)
+    int rc = svc_sessions_list(r->cfg, &q, &o, err);
+    free(tags);
+    if (rc < 0)
         return -1;
     return send_result(r, NULL, o);
 }
@@ -105,13 +111,22 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     json_object *body = NULL, *o = NULL;
-    const char *title = NULL;
+    struct svc_session_edit e = {0};
     http_set_session(r, sid, false);
     if (http_body_json(r, false, &body, err) < 0)
         return -1;
-    int rc = http_field_str(body, "title", NULL, true, &title, err);
-    if (rc == 0) /* its length and characters are core/query.c's to judge */
-        rc = svc_session_rename(r->cfg, sid, title, &o, err);
+    json_object *pinned = NULL;
+    e.set_pinned = json_object_object_get_ex(body, "pinned", &pinned) && pinned;
+    /* types only: lengths, characters and limits are core's to judge */
+    int rc = http_field_str(body, "title", NULL, false, &e.title, err);
+    if (rc == 0)
+        rc = http_field_bool(body, "pinned", NULL, false, &e.pinned, err);
+    if (rc == 0)
+        rc = http_field_arr(body, "tags", NULL, false, &e.tags, err);
+    if (rc == 0)
+        rc = http_field_obj(body, "metadata", NULL, false, &e.metadata, err);
+    if (rc == 0)
+        rc = svc_session_edit(r->cfg, sid, &e, &o, err);
     json_object_put(body);
     if (rc < 0)
         return -1;

@@ -117,6 +117,8 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
     const char *sub = argv[0];
     if (strcmp(sub, "list") == 0) {
         struct svc_list_query q = {.limit = SVC_LIST_LIMIT_DEFAULT};
+        const char **tags = svc_xcalloc((size_t)argc, sizeof *tags);
+        q.tags = tags;
         for (int i = 1; i < argc; i++) {
             long v;
             if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
@@ -133,11 +135,17 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
                 q.include_archived = true;
             } else if (strcmp(argv[i], "--archived") == 0) {
                 q.archived_only = true;
+            } else if (strcmp(argv[i], "--pinned") == 0 && i + 1 < argc) {
+                q.pinned = argv[++i];
+            } else if (strcmp(argv[i], "--tag") == 0 && i + 1 < argc) {
+                tags[q.ntags++] = argv[++i];
             } else {
+                free(tags);
                 return usage("unknown option for sessions list");
             }
         }
         rc = svc_sessions_list(cfg, &q, &out, &err);
+        free(tags);
     } else if (strcmp(sub, "messages") == 0) {
         if (argc < 2)
             return usage("sessions messages needs SESSION");
@@ -330,6 +338,7 @@ static const struct command {
     {"config", "  svc config check|show\n", cmd_config},
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
+     "                    [--pinned true|false] [--tag T]...\n"
      "  svc sessions show|archive|unarchive SESSION\n"
      "  svc sessions delete SESSION...\n"
      "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n",

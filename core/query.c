@@ -11,6 +11,7 @@
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
+#include "labels.h"
 #include "lock.h"
 #include "msgcache.h"
 #include "openai.h"
@@ -89,6 +90,16 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
             return svc_err_setp(err, SVC_E_INVALID_QUERY, "status",
                                 "status must be running, idle, error or cancelled");
     }
+    if (q->pinned && *q->pinned && strcmp(q->pinned, "true") != 0 &&
+        strcmp(q->pinned, "false") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "pinned", "pinned must be true or false");
+    if (q->ntags > SVC_TAGS_MAX)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "tag", "at most %d tag parameters",
+                            SVC_TAGS_MAX);
+    for (size_t i = 0; i < q->ntags; i++)
+        if (!*q->tags[i] || svc_utf8_len(q->tags[i]) > SVC_TAG_LEN_MAX)
+            return svc_err_setp(err, SVC_E_INVALID_QUERY, "tag", "a tag is 1..%d characters",
+                                SVC_TAG_LEN_MAX);
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     json_object *stale = NULL;
@@ -615,20 +626,25 @@ int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool
     return 0;
 }
 
-static void mutate_title(json_object *sc, const void *arg)
+static void mutate_edit(json_object *sc, const void *arg)
 {
+    const struct svc_session_edit *e = arg;
     char now[SVC_TIME_LEN];
-    svc_json_set_str(sc, "title", (const char *)arg);
-    json_object_object_del(sc, "title_source"); /* a renamed title is searched as it is */
+    if (e->title) {
+        svc_json_set_str(sc, "title", e->title);
+        json_object_object_del(sc, "title_source"); /* a renamed title is searched as it is */
+    }
+    if (e->set_pinned)
+        svc_json_set_bool(sc, "pinned", e->pinned);
+    if (e->tags)
+        svc_json_set(sc, "tags", svc_labels_tags_set(e->tags));
+    if (e->metadata)
+        svc_json_set(sc, "metadata", svc_json_copy(e->metadata));
     svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
 }
 
-int svc_session_rename(const struct svc_config *cfg, const char *sid, const char *title,
-                       json_object **out, struct svc_err *err)
+static int check_title(const char *title, struct svc_err *err)
 {
-    *out = NULL;
-    if (!title)
-        return svc_err_setp(err, SVC_E_MISSING_FIELD, "title", "title is required");
     size_t cp = svc_utf8_len(title);
     if (cp < 1 || cp > 200)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "title", "title must be 1..200 characters");
@@ -636,7 +652,21 @@ int svc_session_rename(const struct svc_config *cfg, const char *sid, const char
         if ((unsigned char)*p < 0x20)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "title",
                                 "title must not contain control characters");
-    return update_sidecar(cfg, sid, mutate_title, title, out, err);
+    return 0;
+}
+
+int svc_session_edit(const struct svc_config *cfg, const char *sid,
+                     const struct svc_session_edit *e, json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (!e->title && !e->set_pinned && !e->tags && !e->metadata)
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, "title",
+                            "title is required (or pinned, tags, metadata)");
+    if ((e->title && check_title(e->title, err) != 0) ||
+        (e->tags && svc_labels_check_tags(e->tags, err) != 0) ||
+        (e->metadata && svc_labels_check_metadata(e->metadata, err) != 0))
+        return -1;
+    return update_sidecar(cfg, sid, mutate_edit, e, out, err);
 }
 
 int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_object **out,

@@ -5,6 +5,7 @@
 # half a session).
 use strict;
 use warnings;
+use utf8;
 use lib 't/lib';
 use Test::More;
 use Fcntl qw(:flock);
@@ -173,5 +174,71 @@ waitpid $pid, 0;
 is SvcTest::read_file($bad), '', 'no reader saw half a session';
 unlink $bad;
 is_deeply [grep { /^session_big|svc_trash/ } root_entries()], [], 'all gone, nothing left behind';
+
+# ---- pin, tags, metadata (SPEC 13.3, 12.2) ----
+for my $sid (qw(lab-1 lab-2 lab-3)) { is chat($sid, "about $sid")->{status}, 200, "$sid made" }
+sub patch { $s->req(PATCH => "/api/v1/chat/sessions/$_[0]", body => $_[1]) }
+sub ids_of { my ($q) = @_; my $r = $s->req(GET => "/api/v1/chat/sessions?limit=500$q");
+             return join ',', sort map { $_->{session_id} } grep { $_->{session_id} =~ /^lab-/ } @{ $r->{json}{sessions} || [] } }
+$r = patch('lab-1', { pinned => JSON::PP::true, tags => ['work', 'urgent', 'work'], metadata => { project => 'x' } });
+is $r->{status}, 200, 'PATCH pinned, tags, metadata: 200';
+is $r->{json}{pinned}, JSON::PP::true, 'the summary says pinned';
+is_deeply $r->{json}{tags}, ['work', 'urgent'], 'tags in order, each once';
+is_deeply $r->{json}{metadata}, { project => 'x' }, 'metadata';
+like $r->{json}{title}, qr/about lab-1/, 'the title stays';
+my $d = $s->req(GET => '/api/v1/chat/sessions/lab-1')->{json};
+is_deeply [$d->{pinned}, $d->{tags}, $d->{metadata}], [JSON::PP::true, ['work', 'urgent'], { project => 'x' }], 'the detail shows them';
+my $sc = $J->decode(SvcTest::read_file("$ROOT/session_lab-1/svc_session.json"));
+is_deeply $sc->{tags}, ['work', 'urgent'], 'stored in the sidecar';
+is patch('lab-2', { tags => ['work'] })->{status}, 200, 'lab-2 tagged';
+is ids_of('&pinned=true'), 'lab-1', 'pinned=true';
+is ids_of('&pinned=false'), 'lab-2,lab-3', 'pinned=false';
+is ids_of('&tag=work'), 'lab-1,lab-2', 'tag=work';
+is ids_of('&tag=work&tag=urgent'), 'lab-1', 'two tags: both must match';
+is ids_of('&tag=urgent&pinned=false'), '', 'tag and pinned together';
+is ids_of('&tag=wor'), '', 'a tag matches whole';
+$r = $s->req(GET => '/api/v1/chat/sessions?pinned=maybe');
+is_deeply [$r->{status}, $r->{json}{error}{code}, $r->{json}{error}{param}], [400, 'invalid_query', 'pinned'], 'pinned=maybe: 400';
+$r = $s->req(GET => '/api/v1/chat/sessions?tag=');
+is_deeply [$r->{status}, $r->{json}{error}{param}], [400, 'tag'], 'an empty tag: 400';
+$c = svc($home, 'sessions', 'list', '--tag', 'work', '--pinned', 'false');
+is $c->{rc}, 0, 'svc sessions list --tag --pinned';
+is join(',', map { $_->{session_id} } @{ $J->decode($c->{out})->{sessions} }), 'lab-2', 'the same filter';
+
+# over the limits: 422 naming the field, nothing written
+my $sc_before = SvcTest::read_file("$ROOT/session_lab-1/svc_session.json");
+my %many = map { ("k$_" => 'v') } 1 .. 17;
+for my $case (
+    [{ tags => [map { "t$_" } 1 .. 21] }, 'tags', '21 tags'],
+    [{ tags => ['x' x 65] }, 'tags', 'a tag of 65 characters'],
+    [{ tags => [''] }, 'tags', 'an empty tag'],
+    [{ tags => ["a\nb"] }, 'tags', 'a tag with a newline'],
+    [{ tags => [7] }, 'tags', 'a tag that is a number'],
+    [{ tags => 'work' }, 'tags', 'tags not an array'],
+    [{ metadata => \%many }, 'metadata', '17 metadata keys'],
+    [{ metadata => { 'k' x 65 => 'v' } }, 'metadata', 'a key of 65 characters'],
+    [{ metadata => { big => 'v' x 513 } }, 'metadata.big', 'a value of 513 characters'],
+    [{ metadata => { n => 5 } }, 'metadata.n', 'a value that is a number'],
+    [{ metadata => ['x'] }, 'metadata', 'metadata not an object'],
+    [{ pinned => 'yes' }, 'pinned', 'pinned not a boolean'],
+    [{ pinned => JSON::PP::false, tags => ['x' x 65] }, 'tags', 'a good field with a bad one'],
+) {
+    my ($body, $param, $what) = @$case;
+    $r = patch('lab-1', $body);
+    is_deeply [$r->{status}, $r->{json}{error}{code}, $r->{json}{error}{param}], [422, 'invalid_field', $param], "$what: 422 $param";
+}
+is SvcTest::read_file("$ROOT/session_lab-1/svc_session.json"), $sc_before, 'nothing written';
+$r = patch('lab-1', {});
+is_deeply [$r->{status}, $r->{json}{error}{code}], [422, 'missing_field'], 'nothing to change: 422';
+# at the limits, counted in characters
+my %full = map { (sprintf('%s%02d', 'é' x 62, $_) => 'ü' x 512) } 1 .. 16;
+$r = patch('lab-3', { tags => [map { sprintf('%s%02d', 'ß' x 62, $_) } 1 .. 20], metadata => \%full });
+is $r->{status}, 200, '20 tags of 64 characters, 16 keys of 64 with values of 512: 200';
+is scalar @{ $r->{json}{tags} }, 20, 'all 20 tags kept';
+is ids_of('&tag=' . sprintf('%s%02d', '%C3%9F' x 62, 20)), 'lab-3', 'a long non-ASCII tag filters';
+$r = patch('lab-1', { pinned => JSON::PP::false, tags => [] });
+is_deeply [$r->{json}{pinned}, $r->{json}{tags}], [JSON::PP::false, []], 'unpinned, tags cleared';
+is ids_of('&pinned=true'), '', 'no pinned session left';
+is ids_of('&tag=work'), 'lab-2', 'lab-1 no longer tagged work';
 
 done_testing;
