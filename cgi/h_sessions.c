@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "erase.h"
+#include "fork.h"
 #include "handlers.h"
 #include "jsonx.h"
 #include "query.h"
@@ -141,4 +142,27 @@ int h_session_delete(struct http_req *r, struct svc_err *err)
     if (svc_session_delete(r->cfg, sid, &o, err) < 0)
         return -1;
     return send_result(r, sid, o);
+}
+
+int h_session_fork(struct http_req *r, struct svc_err *err)
+{
+    struct svc_fork_req f = {.session_id = http_param(r, "session_id")};
+    json_object *body = NULL, *o = NULL;
+    http_set_session(r, f.session_id, false);
+    if (http_body_json(r, true, &body, err) < 0)
+        return -1;
+    /* types only: the range, the id and the title are core's to judge */
+    int rc = http_field_int_opt(body, "message_id", NULL, &f.has_message_id, &f.message_id, err);
+    if (rc == 0)
+        rc = http_field_str(body, "session_id", NULL, false, &f.new_id, err);
+    if (rc == 0)
+        rc = http_field_str(body, "title", NULL, false, &f.title, err);
+    if (rc == 0)
+        rc = svc_session_fork(r->cfg, &f, &o, err);
+    json_object_put(body);
+    if (rc < 0)
+        return -1;
+    http_send_json(r, 201, o);
+    json_object_put(o);
+    return 0;
 }

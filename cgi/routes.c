@@ -52,6 +52,7 @@ static const struct route routes[] = {
     {"GET", "/api/v1/chat/sessions/{session_id}/messages", h_session_messages, false},
     {"POST", "/api/v1/chat/sessions/{session_id}/archive", h_session_archive, false},
     {"POST", "/api/v1/chat/sessions/{session_id}/unarchive", h_session_unarchive, false},
+    {"POST", "/api/v1/chat/sessions/{session_id}/fork", h_session_fork, false},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 

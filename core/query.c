@@ -18,6 +18,7 @@
 #include "session.h"
 #include "sidecar.h"
 #include "store.h"
+#include "title.h"
 #include "util.h"
 
 /* The checks after svc_sess_open: session present with a safe layout, and (with repair)
@@ -643,18 +644,6 @@ static void mutate_edit(json_object *sc, const void *arg)
     svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
 }
 
-static int check_title(const char *title, struct svc_err *err)
-{
-    size_t cp = svc_utf8_len(title);
-    if (cp < 1 || cp > 200)
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, "title", "title must be 1..200 characters");
-    for (const char *p = title; *p; p++)
-        if ((unsigned char)*p < 0x20)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, "title",
-                                "title must not contain control characters");
-    return 0;
-}
-
 int svc_session_edit(const struct svc_config *cfg, const char *sid,
                      const struct svc_session_edit *e, json_object **out, struct svc_err *err)
 {
@@ -662,7 +651,7 @@ int svc_session_edit(const struct svc_config *cfg, const char *sid,
     if (!e->title && !e->set_pinned && !e->tags && !e->metadata)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "title",
                             "title is required (or pinned, tags, metadata)");
-    if ((e->title && check_title(e->title, err) != 0) ||
+    if ((e->title && svc_title_check(e->title, err) != 0) ||
         (e->tags && svc_labels_check_tags(e->tags, err) != 0) ||
         (e->metadata && svc_labels_check_metadata(e->metadata, err) != 0))
         return -1;

@@ -46,6 +46,7 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_IMPORT_LOCK] = ".svc_import.lock",
     [SVC_F_IMPORT_STAGING] = ".svc_import-",
     [SVC_F_TRASH] = ".svc_trash-",
+    [SVC_F_STAGE] = ".svc_new-",
 };
 static const char *const run_suffix[SVC_RUN__MAX] = {
     [SVC_RUN_RECORD] = ".json",
@@ -318,6 +319,41 @@ void svc_sess_close(struct svc_sess *s)
     free(s->dir);
     free(s->msg_dir);
     s->dir = s->msg_dir = NULL;
+}
+
+char *svc_store_stage(const struct svc_store *st, struct svc_err *err)
+{
+    char hex[17];
+    svc_random_hex(hex, 16);
+    const char *parts[] = {st->root, "/", names[SVC_F_STAGE], hex};
+    char *stage = path_cat(4, parts);
+    if (svc_mkdirs(st->root, 0755, err) != 0 ||
+        (mkdir(stage, 0755) != 0 && svc_err_errno(err, "staging directory"))) {
+        free(stage);
+        return NULL;
+    }
+    return stage;
+}
+
+int svc_sess_publish(struct svc_sess *s, const struct svc_store *st, struct svc_err *err)
+{
+    static const enum svc_file dirs[] = {SVC_F_MESSAGES, SVC_F_AGENT_DIR, SVC_F_AGENTS, SVC_F_DIR};
+    int rc = 0;
+    for (size_t i = 0; st->durable && rc == 0 && i < sizeof dirs / sizeof dirs[0]; i++) {
+        char *d = svc_sess_path(s, dirs[i], SVC_FROM_ABS);
+        rc = svc_fsync_dir(d, err);
+        free(d);
+    }
+    char *final = store_path(st, s->sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
+    if (rc == 0 && renameat2(AT_FDCWD, s->dir, AT_FDCWD, final, RENAME_NOREPLACE) != 0)
+        rc = errno == EEXIST || errno == ENOTEMPTY
+                 ? svc_err_set(err, SVC_E_SESSION_EXISTS, "session %s exists", s->sid)
+                 : svc_err_errno(err, "publish session");
+    if (rc == 0 && st->durable)
+        rc = svc_fsync_dir(st->root, err);
+    free(final);
+    svc_file_remove_tree(s->st.root);
+    return rc;
 }
 
 int svc_sess_remove(struct svc_sess *s, struct svc_err *err)

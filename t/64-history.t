@@ -241,4 +241,91 @@ is_deeply [$r->{json}{pinned}, $r->{json}{tags}], [JSON::PP::false, []], 'unpinn
 is ids_of('&pinned=true'), '', 'no pinned session left';
 is ids_of('&tag=work'), 'lab-2', 'lab-1 no longer tagged work';
 
+# ---- fork (SPEC 13.3) ----
+for my $i (1 .. 3) { is chat('src-1', "source turn $i")->{status}, 200, "src-1 turn $i" }
+my $src_sig = join "\n", map { $_ . ' ' . (-s $_) } SvcTest::files_under("$ROOT/session_src-1");
+sub fork_of { $s->req(POST => "/api/v1/chat/sessions/$_[0]/fork", body => $_[1] // {}) }
+$r = fork_of('src-1');
+is $r->{status}, 201, 'fork with no body fields: 201';
+like $r->{json}{session_id}, qr/^sess-[0-9a-f]{16}$/, 'a new id';
+is $r->{json}{message_count}, 6, 'every message by default';
+is_deeply $r->{json}{forked_from}, { session_id => 'src-1', message_id => 5 }, 'forked_from the last message';
+like $r->{json}{title}, qr/source turn 1/, "the source's title";
+$r = fork_of('src-1', { message_id => 1, session_id => 'fork-a', title => 'Branch A' });
+is $r->{status}, 201, 'fork at message 1 as fork-a: 201';
+is_deeply [@{ $r->{json} }{qw(session_id message_count title status)}], ['fork-a', 2, 'Branch A', 'idle'], 'its summary';
+is_deeply $r->{json}{forked_from}, { session_id => 'src-1', message_id => 1 }, 'forked_from message 1';
+is_deeply $s->req(GET => '/api/v1/chat/sessions/fork-a')->{json}{forked_from}, $r->{json}{forked_from}, 'the detail shows forked_from';
+my $fm = $s->req(GET => '/api/v1/chat/sessions/fork-a/messages')->{json};
+my $sm = $s->req(GET => '/api/v1/chat/sessions/src-1/messages?limit=2')->{json};
+is $fm->{total}, 2, 'two messages';
+is_deeply [map { [$_->{role}, $_->{content}] } @{ $fm->{messages} }], [map { [$_->{role}, $_->{content}] } @{ $sm->{messages} }], 'copies of the first two';
+ok listed('fork-a'), 'fork-a is listed';
+like chat('fork-a', 'on the branch')->{json}{content}, qr/given 2 earlier messages/, 'a turn on the fork sees the copies';
+is $s->req(GET => '/api/v1/chat/sessions/src-1')->{json}{message_count}, 6, 'the source keeps its 6';
+is join("\n", map { $_ . ' ' . (-s $_) } SvcTest::files_under("$ROOT/session_src-1")), $src_sig, 'no file of the source changed';
+
+# bad input: clear errors, nothing written
+my @before_fork = root_entries();
+for my $case (
+    [{ message_id => 6 }, 422, 'invalid_field', 'message_id', 'past the end'],
+    [{ message_id => -1 }, 422, 'invalid_field', 'message_id', 'negative'],
+    [{ message_id => 'x' }, 422, 'invalid_field', 'message_id', 'not a number'],
+    [{ session_id => 'fork-a' }, 409, 'session_exists', 'session_id', 'an id that exists'],
+    [{ session_id => 'src-1' }, 409, 'session_exists', 'session_id', 'the source itself'],
+    [{ session_id => 'bad id' }, 400, 'invalid_session_id', 'session_id', 'an invalid id'],
+    [{ title => '' }, 422, 'invalid_field', 'title', 'an empty title'],
+) {
+    my ($body, $st, $code, $param, $what) = @$case;
+    $r = fork_of('src-1', $body);
+    is_deeply [$r->{status}, $r->{json}{error}{code}, $r->{json}{error}{param}], [$st, $code, $param], "fork $what: $st $code";
+}
+is fork_of('nope')->{status}, 404, 'fork of a missing session: 404';
+is $s->req(POST => '/api/v1/chat/sessions/src-1/fork', body => '{')->{status}, 400, 'bad JSON: 400';
+is_deeply [root_entries()], \@before_fork, 'refused forks left nothing in the root';
+
+# a Strands-layout reader sees an ordinary session (as Strands' FileSessionManager reads it)
+my $check = SvcCliTest::py(<<'PY', "$ROOT/session_fork-a", 'fork-a', 'svc-agent');
+import json, os, sys
+d, sid, aid = sys.argv[1:4]
+def load(p):
+    raw = open(p, 'rb').read().decode('utf-8')
+    o = json.loads(raw)
+    assert raw == json.dumps(o, indent=2, ensure_ascii=False), p + ': not in Python\'s format'
+    return o
+s = load(os.path.join(d, 'session.json'))
+assert s['session_id'] == sid and s['session_type'] == 'AGENT', s
+assert os.path.isdir(os.path.join(d, 'multi_agents'))
+a = load(os.path.join(d, 'agents', 'agent_' + aid, 'agent.json'))
+assert a['agent_id'] == aid and 'conversation_manager_state' in a and 'state' in a, a
+md = os.path.join(d, 'agents', 'agent_' + aid, 'messages')
+names = sorted((f for f in os.listdir(md) if f.startswith('message_') and f.endswith('.json')),
+               key=lambda f: int(f[8:-5]))
+out = []
+for f in names:
+    m = load(os.path.join(md, f))
+    assert m['message_id'] == int(f[8:-5]) and set(m) >= {'message', 'redact_message', 'created_at', 'updated_at'}, m
+    out.append(m['message']['role'] + ':' + ''.join(b.get('text', '') for b in m['message']['content']))
+print('\n'.join(out))
+PY
+my @turns = split /\n/, $check;
+is scalar @turns, 4, 'a Strands reader finds the 4 messages (2 copied, 1 turn)';
+like $turns[0], qr/^user:source turn 1$/, 'the first is the copied user message';
+like $turns[2], qr/^user:on the branch$/, 'then the turn on the fork';
+
+# ids with a gap (another program wrote them): the ids are kept, up to message_id
+my $gdir = "$ROOT/session_gap-1/agents/agent_svc-agent/messages";
+system('mkdir', '-p', $gdir) == 0 or die;
+SvcTest::write_file("$ROOT/session_gap-1/session.json", $J->encode({ session_id => 'gap-1', session_type => 'AGENT',
+    created_at => '2025-03-04T05:06:07.123456+00:00', updated_at => '2025-03-04T05:06:07.123456+00:00' }));
+for my $i (0, 1, 5, 6) {
+    SvcTest::write_file("$gdir/message_$i.json", $J->encode({ message => { role => $i % 2 ? 'assistant' : 'user',
+        content => [{ text => "g$i" }] }, message_id => $i, redact_message => undef,
+        created_at => '2025-03-04T05:06:07.123456+00:00', updated_at => '2025-03-04T05:06:07.123456+00:00' }));
+}
+$r = fork_of('gap-1', { message_id => 5, session_id => 'gap-f' });
+is_deeply [$r->{status}, $r->{json}{message_count}], [201, 3], 'a fork of a session with a gap: 3 messages';
+is join(',', map { /message_(\d+)/ ? $1 : () } sort(SvcTest::files_under("$ROOT/session_gap-f/agents/agent_svc-agent/messages"))), '0,1,5', 'ids 0, 1, 5 kept';
+is fork_of('gap-1', { message_id => 7 })->{status}, 422, 'past its last id (6): 422';
+
 done_testing;
