@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "erase.h"
+#include "feedback.h"
 #include "fork.h"
 #include "handlers.h"
 #include "jsonx.h"
@@ -165,4 +166,24 @@ int h_session_fork(struct http_req *r, struct svc_err *err)
     http_send_json(r, 201, o);
     json_object_put(o);
     return 0;
+}
+
+int h_message_feedback(struct http_req *r, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    json_object *body = NULL, *o = NULL, *rating = NULL;
+    const char *comment = NULL;
+    http_set_session(r, sid, false);
+    if (http_body_json(r, false, &body, err) < 0)
+        return -1;
+    /* types only: the rating's values and the comment's length are core's to judge */
+    bool given = json_object_object_get_ex(body, "rating", &rating);
+    int rc = http_field_str(body, "comment", NULL, false, &comment, err);
+    if (rc == 0)
+        rc = svc_feedback_set(r->cfg, sid, http_param(r, "message_id"), given, rating, comment, &o,
+                              err);
+    json_object_put(body);
+    if (rc < 0)
+        return -1;
+    return send_result(r, sid, o);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bundle_out.h"
+#include "feedback.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "query.h"
@@ -35,6 +36,8 @@ struct svc_export {
     bool allow_partial;
     json_object *left_out;   /* ids of selected sessions that could not be read */
     struct svc_err left_err; /* the first one's cause */
+    struct svc_buf ratings;  /* feedback.jsonl */
+    struct svc_feedback_pairs *pairs;
 };
 
 const char *svc_export_id(const struct svc_export *ex)
@@ -57,6 +60,8 @@ void svc_export_free(struct svc_export *ex)
     free(ex->dest);
     json_object_put(ex->selection);
     json_object_put(ex->left_out);
+    svc_buf_free(&ex->ratings);
+    svc_feedback_pairs_free(ex->pairs);
     free(ex);
 }
 
@@ -336,6 +341,50 @@ fail:
 
 /* ---- the per-session parts ---- */
 
+/* The session's rated messages: a feedback.jsonl line each, and their inputs and answers for
+ * the preference pairs (feedback.h). rows: the session's message rows, in order. */
+static void gather_feedback(struct svc_export *ex, const char *sid, json_object *rows,
+                            json_object *fb)
+{
+    json_object *input = json_object_new_array();
+    for (size_t i = 0; fb && i < json_object_array_length(rows); i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        int64_t id = svc_json_int(row, "message_id", -1);
+        json_object *f = svc_feedback_of(fb, id), *out = svc_json_arr(row, "openai_messages");
+        if (f) {
+            json_object *line = json_object_new_object();
+            svc_json_set_str(line, "session_id", sid);
+            svc_json_set_int(line, "message_id", id);
+            svc_json_merge(line, f);
+            char *t = svc_json_dump_compact(line);
+            svc_buf_printf(&ex->ratings, "%s\n", t);
+            free(t);
+            json_object_put(line);
+            const char *rating = svc_json_str(f, "rating", NULL);
+            if (rating && out) {
+                if (!ex->pairs)
+                    ex->pairs = svc_feedback_pairs_new();
+                svc_feedback_pairs_add(ex->pairs, rating, input, out);
+            }
+        }
+        for (size_t k = 0; out && k < json_object_array_length(out); k++)
+            json_object_array_add(input, json_object_get(json_object_array_get_idx(out, k)));
+    }
+    json_object_put(input);
+}
+
+/* feedback.jsonl and feedback_pairs.jsonl, after every session. */
+static int emit_feedback(struct svc_export *ex, struct svc_bout *o, struct svc_err *err)
+{
+    char *pairs = ex->pairs ? svc_feedback_pairs_jsonl(ex->pairs) : svc_xstrdup("");
+    const char *ratings = ex->ratings.data ? ex->ratings.data : "";
+    int rc = svc_bout_file(o, "feedback.jsonl", ratings, strlen(ratings), o->now, err);
+    if (rc == 0)
+        rc = svc_bout_file(o, "feedback_pairs.jsonl", pairs, strlen(pairs), o->now, err);
+    free(pairs);
+    return rc;
+}
+
 static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
                         int64_t *msgs, struct svc_err *err)
 {
@@ -351,6 +400,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     } *mv = svc_xcalloc(s->n ? s->n : 1, sizeof *mv);
     size_t ml = strlen(s->msgdir);
     int rc = -1;
+    json_object *fb = NULL; /* the session's feedback entries */
     for (size_t i = 0; i < s->n; i++) {
         const struct svc_snap_file *f = &s->f[i];
         char *rel = NULL;
@@ -405,6 +455,8 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         }
     }
     /* messages.jsonl rows, the dataset row, the transcript */
+    const struct svc_snap_file *ff = svc_snap_find(s, svc_store_name(SVC_F_FEEDBACK));
+    fb = ff ? svc_feedback_parse(ff->data, ff->len) : NULL;
     json_object *dataset = json_object_new_array();
     json_object *rows = json_object_new_array(); /* for the transcript */
     for (size_t i = 0; i < nm; i++) {
@@ -422,6 +474,9 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         svc_json_set_str(line, "session_id", s->sid);
         svc_json_set_str(line, "agent_id", ex->st.agent_id);
         svc_json_merge(line, row);
+        json_object *rated = svc_feedback_of(fb, mv[i].id);
+        if (rated)
+            svc_json_set(line, "feedback", json_object_get(rated));
         char *txt = svc_json_dump_compact(line);
         json_object_put(line);
         int w = svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err);
@@ -439,6 +494,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     }
     *msgs = (int64_t)json_object_array_length(rows);
     svc_json_set_int(s->summary, "message_count", *msgs);
+    gather_feedback(ex, s->sid, rows, fb);
     int w = 0;
     if (json_object_array_length(dataset)) {
         json_object *d = json_object_new_object();
@@ -472,6 +528,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         goto out;
     rc = 0;
 out:
+    json_object_put(fb);
     free(mv);
     return rc;
 }
@@ -657,7 +714,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         if (pg && pg->fn)
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
-    if (left_out_fails(ex, err))
+    if (left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0)
         return -1;
     if (svc_bout_agg_close(o, err) != 0)
         return -1;

@@ -292,7 +292,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
 /* The entries a session directory may hold besides locks and temp files. */
 static const enum svc_file session_files[] = {
     SVC_F_SESSION, SVC_F_SIDECAR, SVC_F_TURNS,        SVC_F_TURNS_CORRUPT,
-    SVC_F_MEMORY,  SVC_F_AGENTS,  SVC_F_MULTI_AGENTS,
+    SVC_F_MEMORY,  SVC_F_AGENTS,  SVC_F_MULTI_AGENTS, SVC_F_FEEDBACK,
 };
 
 /* Recount message_count under the session lock (the caller holds the run lock). */
@@ -460,6 +460,7 @@ static void check_session(struct fsck *f, const char *sid)
     free(tp);
     free(tr);
     parse_sess_file(f, &s, SVC_F_MEMORY, NULL, false);
+    parse_sess_file(f, &s, SVC_F_FEEDBACK, NULL, false);
 
     svc_sess_unlock(&s);
     svc_lock_release(&runl);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "dirwatch.h"
+#include "feedback.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
@@ -475,7 +476,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     int64_t *ids = NULL; /* NULL: ids are 0..n-1 */
     size_t n = 0;
     int rc = -1;
-    json_object *res = NULL;
+    json_object *res = NULL, *fb = NULL;
     if (svc_sess_lock(&s, false, err) != 0)
         goto out;
     /* a page reads its own files and O(1) metadata: the sidecar's count, checked by a
@@ -487,6 +488,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     if (svc_sess_message_count(&s, trusted, &cnt, &next, &ids, err) != 0)
         goto out;
     n = (size_t)cnt;
+    fb = svc_feedback_read(&s);
     res = json_object_new_object();
     svc_json_set_str(res, "session_id", sid);
     svc_json_set_str(res, "agent_id", st->agent_id);
@@ -516,9 +518,10 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         struct stat fst;
         const char *text;
         size_t tlen;
-        if ((unchanged && svc_msgcache_get_seen(sid, gen, id, &text, &tlen)) ||
-            (svc_sess_stat_message(&s, id, &fst) &&
-             svc_msgcache_get(&fst, id, sid, gen, &text, &tlen))) {
+        json_object *rated = svc_feedback_of(fb, id); /* not in the message file: no cache */
+        if (!rated && ((unchanged && svc_msgcache_get_seen(sid, gen, id, &text, &tlen)) ||
+                       (svc_sess_stat_message(&s, id, &fst) &&
+                        svc_msgcache_get(&fst, id, sid, gen, &text, &tlen)))) {
             json_object_array_add(list, svc_json_new_raw_len(text, tlen));
             continue;
         }
@@ -536,6 +539,11 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         }
         json_object *row = svc_message_row(rec, id);
         json_object_put(rec);
+        if (rated) {
+            svc_json_set(row, "feedback", json_object_get(rated));
+            json_object_array_add(list, row);
+            continue;
+        }
         char *rendered = svc_json_dump_compact(row);
         if (svc_msgcache_put(&fst, id, sid, gen, rendered, strlen(rendered))) {
             json_object_put(row);
@@ -563,6 +571,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     rc = 0;
 out:
     json_object_put(res);
+    json_object_put(fb);
     svc_sess_close(&s);
     free(ids);
     return rc;

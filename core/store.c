@@ -32,6 +32,7 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_TURNS] = "svc_turns.jsonl",
     [SVC_F_TURNS_CORRUPT] = "svc_turns.jsonl.corrupt",
     [SVC_F_MEMORY] = "svc_memory.json",
+    [SVC_F_FEEDBACK] = "svc_feedback.json",
     [SVC_F_AGENTS] = "agents",
     [SVC_F_AGENT_DIR] = "agent_",
     [SVC_F_AGENT] = "agent.json",

@@ -40,6 +40,7 @@ enum svc_file {
     SVC_F_TURNS,          /* svc_turns.jsonl */
     SVC_F_TURNS_CORRUPT,  /* svc_turns.jsonl.corrupt (fsck's) */
     SVC_F_MEMORY,         /* svc_memory.json */
+    SVC_F_FEEDBACK,       /* svc_feedback.json */
     SVC_F_AGENTS,         /* agents */
     SVC_F_AGENT_DIR,      /* agents/agent_<aid> */
     SVC_F_AGENT,          /* agents/agent_<aid>/agent.json */

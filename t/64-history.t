@@ -10,6 +10,7 @@ use lib 't/lib';
 use Test::More;
 use Fcntl qw(:flock);
 use POSIX ();
+use File::Temp ();
 use Time::HiRes qw(time sleep);
 use SvcTest;
 use SvcCliTest qw(svc);
@@ -327,5 +328,83 @@ $r = fork_of('gap-1', { message_id => 5, session_id => 'gap-f' });
 is_deeply [$r->{status}, $r->{json}{message_count}], [201, 3], 'a fork of a session with a gap: 3 messages';
 is join(',', map { /message_(\d+)/ ? $1 : () } sort(SvcTest::files_under("$ROOT/session_gap-f/agents/agent_svc-agent/messages"))), '0,1,5', 'ids 0, 1, 5 kept';
 is fork_of('gap-1', { message_id => 7 })->{status}, 422, 'past its last id (6): 422';
+
+# ---- feedback (SPEC 13.3) ----
+is chat('fb-1', "fb question $_")->{status}, 200, "fb-1 turn $_" for 1 .. 2;
+sub fb { my ($sid, $id, $body) = @_; $s->req(PUT => "/api/v1/chat/sessions/$sid/messages/$id/feedback", body => $body) }
+sub rows { my $m = $s->req(GET => "/api/v1/chat/sessions/$_[0]/messages")->{json}; return { map { ($_->{message_id} => $_) } @{ $m->{messages} } } }
+rows('fb-1') for 1 .. 2;    # rows cached by the workers before any feedback
+$r = fb('fb-1', 1, { rating => 'up', comment => 'good answer' });
+is $r->{status}, 200, 'PUT feedback: 200';
+is_deeply [@{ $r->{json} }{qw(session_id message_id)}, @{ $r->{json}{feedback} }{qw(rating comment)}], ['fb-1', 1, 'up', 'good answer'], 'the answer';
+like $r->{json}{feedback}{updated_at}, qr/^\d{4}-/, 'updated_at';
+for (1 .. 2) {
+    my $rw = rows('fb-1');
+    is_deeply [@{ $rw->{1}{feedback} }{qw(rating comment)}], ['up', 'good answer'], "the messages row shows it ($_)";
+    ok !exists $rw->{0}{feedback} && !exists $rw->{3}{feedback}, "other rows have none ($_)";
+}
+my $FB = "$ROOT/session_fb-1/svc_feedback.json";
+ok -f $FB, 'stored in svc_feedback.json';
+my $fb_before = SvcTest::read_file($FB);
+my @fb_tree = SvcTest::files_under("$ROOT/session_fb-1");
+for my $case (
+    ['fb-1', 0, { rating => 'up' }, 422, 'invalid_field', 'message_id', 'a user message'],
+    ['fb-1', 99, { rating => 'up' }, 404, 'not_found', undef, 'no such message'],
+    ['fb-1', 'x', { rating => 'up' }, 422, 'invalid_field', 'message_id', 'not a number'],
+    ['fb-1', '01', { rating => 'up' }, 422, 'invalid_field', 'message_id', 'a padded number'],
+    ['fb-1', 1, { rating => 'meh' }, 422, 'invalid_field', 'rating', 'rating meh'],
+    ['fb-1', 1, { rating => 5 }, 422, 'invalid_field', 'rating', 'rating a number'],
+    ['fb-1', 1, { comment => 'no rating' }, 422, 'missing_field', 'rating', 'no rating'],
+    ['fb-1', 1, { rating => 'up', comment => 'x' x 2001 }, 422, 'invalid_field', 'comment', 'a comment of 2001'],
+    ['fb-1', 1, { rating => 'up', comment => 7 }, 422, 'invalid_field', 'comment', 'a comment that is a number'],
+    ['nope', 1, { rating => 'up' }, 404, 'session_not_found', undef, 'no such session'],
+    ['bad%20id', 1, { rating => 'up' }, 400, 'invalid_session_id', 'session_id', 'a bad session id'],
+) {
+    my ($sid, $id, $body, $st, $code, $param, $what) = @$case;
+    $r = fb($sid, $id, $body);
+    is_deeply [$r->{status}, $r->{json}{error}{code}], [$st, $code], "feedback, $what: $st $code";
+    is $r->{json}{error}{param}, $param, "  param" if defined $param;
+}
+is SvcTest::read_file($FB), $fb_before, 'refused feedback wrote nothing';
+is_deeply [SvcTest::files_under("$ROOT/session_fb-1")], \@fb_tree, 'no file added';
+is fb('fb-1', 3, { rating => 'down', comment => 'é' x 2000 })->{status}, 200, 'a comment of 2000 characters';
+is rows('fb-1')->{3}{feedback}{rating}, 'down', 'message 3 rated down';
+$r = fb('fb-1', 3, { rating => undef });
+is_deeply [$r->{status}, $r->{json}{feedback}], [200, undef], 'rating null without a comment: removed';
+ok !exists rows('fb-1')->{3}{feedback}, 'its row has no feedback again';
+is_deeply [sort keys %{ $J->decode(SvcTest::read_file($FB))->{feedback} }], [1], 'only message 1 left in the file';
+
+# the export: feedback.jsonl, and preference pairs only between answers to the same input
+is chat('pp-1', 'pp question one')->{status}, 200, 'pp-1 turn 1';
+is chat('pp-1', 'pp question two')->{status}, 200, 'pp-1 turn 2';
+is fork_of('pp-1', { message_id => 1, session_id => 'pp-2' })->{status}, 201, 'pp-2 forked after the first answer';
+is chat('pp-2', 'pp question two')->{status}, 200, 'pp-2: the same second question';
+is fb('pp-1', 1, { rating => 'up' })->{status}, 200, 'pp-1 answer 1 up';
+is fb('pp-1', 3, { rating => 'down', comment => 'worse' })->{status}, 200, 'pp-1 answer 3 down';
+is fb('pp-2', 3, { rating => 'up' })->{status}, 200, 'pp-2 answer 3 up';
+my $out = File::Temp::tempdir('svc-exp-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+$c = svc($home, 'export', '--session', 'pp-1', '--session', 'pp-2', '--session', 'fb-1', '--out', $out);
+is $c->{rc}, 0, 'svc export' or diag $c->{err};
+my ($bundle) = grep { -d } glob("$out/chat-export-*");
+my @ratings = map { $J->decode($_) } grep { length } split /\n/, SvcTest::read_file("$bundle/feedback.jsonl");
+is_deeply [sort map { "$_->{session_id}:$_->{message_id}:$_->{rating}" } @ratings],
+    ['fb-1:1:up', 'pp-1:1:up', 'pp-1:3:down', 'pp-2:3:up'], 'feedback.jsonl: every rating';
+my ($worse) = grep { ($_->{comment} // '') eq 'worse' } @ratings;
+is "$worse->{session_id}:$worse->{message_id}", 'pp-1:3', 'with its comment';
+my @pairs = map { $J->decode($_) } grep { length } split /\n/, SvcTest::read_file("$bundle/feedback_pairs.jsonl");
+is scalar @pairs, 1, 'one preference pair: the two answers to the same input';
+my @in = map { "$_->{role}:$_->{content}" } @{ $pairs[0]{input}{messages} };
+is_deeply [@in[0, 2]], ['user:pp question one', 'user:pp question two'], 'its input: the messages before the answers';
+is scalar @{ $pairs[0]{input}{messages} }, 3, 'three of them';
+is $pairs[0]{preferred_output}[0]{role}, 'assistant', 'preferred_output: an assistant message';
+is $pairs[0]{non_preferred_output}[0]{role}, 'assistant', 'non_preferred_output too';
+is_deeply [sort keys %{ $pairs[0] }], [qw(input non_preferred_output preferred_output)], "OpenAI's preference format, nothing else";
+my ($row3) = grep { $_->{session_id} eq 'pp-1' && $_->{message_id} == 3 } map { $J->decode($_) } grep { length } split /\n/, SvcTest::read_file("$bundle/messages.jsonl");
+is $row3->{feedback}{rating}, 'down', 'messages.jsonl rows carry feedback';
+ok -f "$bundle/native/session_pp-1/svc_feedback.json", 'the native copy holds svc_feedback.json';
+my $m = $J->decode(SvcTest::read_file("$bundle/manifest.json"));
+ok((grep { $_->{path} eq 'feedback.jsonl' } @{ $m->{files} }) && (grep { $_->{path} eq 'feedback_pairs.jsonl' } @{ $m->{files} }), 'both in the manifest');
+$c = svc($home, 'fsck', '--session', 'fb-1');
+is $c->{rc}, 0, 'fsck knows svc_feedback.json' or diag $c->{out};
 
 done_testing;
