@@ -15,6 +15,7 @@
 #include "jsonx.h"
 #include "memory.h"
 #include "query.h"
+#include "retention.h"
 #include "session.h"
 #include "store.h"
 #include "util.h"
@@ -329,6 +330,32 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
     return rc;
 }
 
+/* `retention [--dry-run]`: one line per session and action, then the counts. */
+static int cmd_retention(struct svc_config *cfg, int argc, char **argv)
+{
+    bool dry = argc == 1 && strcmp(argv[0], "--dry-run") == 0;
+    if (argc > 1 || (argc == 1 && !dry))
+        return usage("retention takes only --dry-run");
+    struct svc_err err;
+    json_object *rep = NULL;
+    if (svc_retention_apply(cfg, svc_jobs_now(), dry, &rep, &err) != 0)
+        return fail(&err);
+    json_object *acts = svc_json_arr(rep, "actions"), *c = svc_json_obj(rep, "counts");
+    for (size_t i = 0; acts && i < json_object_array_length(acts); i++) {
+        json_object *a = json_object_array_get_idx(acts, i);
+        printf("%s %s: %s\n", svc_json_str(a, "action", ""), svc_json_str(a, "session_id", ""),
+               svc_json_str(a, "reason", ""));
+    }
+    const char *file = svc_json_str(svc_json_obj(rep, "export"), "export_file", NULL);
+    printf("retention%s: %lld archived, %lld deleted, %lld skipped%s%s%s\n",
+           dry ? " (dry run, nothing changed)" : "", (long long)svc_json_int(c, "archived", 0),
+           (long long)svc_json_int(c, "deleted", 0), (long long)svc_json_int(c, "skipped", 0),
+           file ? "; exported first to " : "", file ? file : "",
+           svc_retention_enabled(cfg) ? "" : " (retention: sets no age)");
+    json_object_put(rep);
+    return 0;
+}
+
 /* The commands: a new one is a row here (its usage lines and its handler). */
 static const struct command {
     const char *name;
@@ -351,6 +378,7 @@ static const struct command {
     {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
     {"memory", "  svc memory sync SESSION\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
+    {"retention", "  svc retention [--dry-run]\n", cmd_retention},
     {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},
     {"help", "  svc help\n", NULL}, /* handled in main, before the configuration is read */
 };

@@ -48,6 +48,8 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_IMPORT_STAGING] = ".svc_import-",
     [SVC_F_TRASH] = ".svc_trash-",
     [SVC_F_STAGE] = ".svc_new-",
+    [SVC_F_RETENTION] = ".svc_retention.json",
+    [SVC_F_RETENTION_LOCK] = ".svc_retention.lock",
 };
 static const char *const run_suffix[SVC_RUN__MAX] = {
     [SVC_RUN_RECORD] = ".json",
