@@ -142,6 +142,24 @@ static void check_temp(struct fsck *f, const char *sid, const char *abs, const c
             fixed ? " (removed)" : "");
 }
 
+/* A deletion's renamed directory or a new session's staging root (store.h) in the root:
+ * left by a process that died when older than an hour (both live for milliseconds). */
+static void check_leftover(struct fsck *f, const char *name)
+{
+    const char *trash = svc_store_name(SVC_F_TRASH), *stage = svc_store_name(SVC_F_STAGE);
+    if (strncmp(name, trash, strlen(trash)) != 0 && strncmp(name, stage, strlen(stage)) != 0)
+        return;
+    char *abs = svc_path_join(f->st.root, name);
+    struct stat sb;
+    if (abs && lstat(abs, &sb) == 0 && time(NULL) - sb.st_mtime > 3600) {
+        bool fixed = f->repair && svc_file_remove_tree(abs) == 0;
+        problem(f, NULL, name, -1, "leftover", fixed,
+                "left by a deletion or a fork that died; nobody reads it%s",
+                fixed ? " (removed)" : "");
+    }
+    free(abs);
+}
+
 static void check_lock_file(struct fsck *f, const char *sid, const char *abs, const char *rel)
 {
     struct stat sb;
@@ -623,6 +641,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
         DIR *d = opendir(f.st.root);
         struct dirent *de;
         while (d && (de = readdir(d))) {
+            check_leftover(&f, de->d_name);
             if (!is_temp(de->d_name))
                 continue;
             char *fa = svc_path_join(f.st.root, de->d_name);

@@ -185,8 +185,6 @@ static struct entry *lookup(const char *sid)
     return NULL;
 }
 
-/* Fill e from a summary; its JSON is at (off, len) of the index file when off >= 0, else
- * it is kept on the heap. */
 /* tags as an entry keeps them (a tag has no control character, labels.h). */
 static char *tags_joined(json_object *tags)
 {
@@ -216,6 +214,8 @@ static bool tags_match(const struct entry *e, const struct svc_list_query *q)
     return true;
 }
 
+/* Fill e from a summary; its JSON is at (off, len) of the index file when off >= 0, else
+ * it is kept on the heap. */
 static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t len)
 {
     live_bytes -= summary_bytes(e);

@@ -115,6 +115,23 @@ ok !-e "$ROOT/session_keep-1" && !-e "$ROOT/session_del-1", 'both directories go
 ok !listed('keep-1'), 'keep-1 not listed through nginx';
 ok !(grep { $_ eq 'keep-1' } mem_sids()), 'keep-1 digests gone';
 
+# ---- what a deletion or a fork that died leaves: fsck names it, --repair removes it ----
+{
+    my $h = SvcCliTest::new_home();
+    is svc($h, 'chat', 'x1', 'hello')->{rc}, 0, 'a session in a fresh root';
+    for my $d ('.svc_trash-x2-0123456789abcdef', '.svc_new-fedcba9876543210', '.svc_new-recent') {
+        system('mkdir', '-p', "$h->{root}/$d/session_x2/agents") == 0 or die;
+        utime(time - 7200, time - 7200, "$h->{root}/$d") unless $d =~ /recent/;
+    }
+    my $f = svc($h, 'fsck');
+    is $f->{rc}, 1, 'fsck: problems left';
+    is scalar(() = $f->{out} =~ /: leftover: /g), 2, 'the two old ones named, not the recent one';
+    $f = svc($h, 'fsck', '--repair');
+    like $f->{out}, qr/0 left/, 'fsck --repair: nothing left' or diag $f->{out};
+    ok !-e "$h->{root}/.svc_trash-x2-0123456789abcdef" && !-e "$h->{root}/.svc_new-fedcba9876543210", 'removed';
+    ok -d "$h->{root}/.svc_new-recent", 'a recent one (a fork under way) kept';
+}
+
 # ---- readers during deletions never see half a session ----
 # Sessions as another program writes them (no sidecar): 400 messages each.
 my $N = 400;
