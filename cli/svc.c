@@ -108,6 +108,39 @@ static int sessions_delete(struct svc_config *cfg, int argc, char **argv)
     return rc;
 }
 
+/* The options of `sessions list` (argv[0] is "list") into q, its tags into tags (room for
+ * argc); 0, or the usage error's exit code. */
+static int list_options(int argc, char **argv, struct svc_list_query *q, const char **tags)
+{
+    q->tags = tags;
+    for (int i = 1; i < argc; i++) {
+        long v;
+        bool more = i + 1 < argc;
+        if (strcmp(argv[i], "--limit") == 0 && more) {
+            if (parse_int(argv[++i], 1, 500, &v) != 0)
+                return usage("--limit must be 1..500");
+            q->limit = v;
+        } else if (strcmp(argv[i], "--cursor") == 0 && more) {
+            q->cursor = argv[++i];
+        } else if (strcmp(argv[i], "--status") == 0 && more) {
+            q->status = argv[++i];
+        } else if (strcmp(argv[i], "--q") == 0 && more) {
+            q->q = argv[++i];
+        } else if (strcmp(argv[i], "--all") == 0) {
+            q->include_archived = true;
+        } else if (strcmp(argv[i], "--archived") == 0) {
+            q->archived_only = true;
+        } else if (strcmp(argv[i], "--pinned") == 0 && more) {
+            q->pinned = argv[++i];
+        } else if (strcmp(argv[i], "--tag") == 0 && more) {
+            tags[q->ntags++] = argv[++i];
+        } else {
+            return usage("unknown option for sessions list");
+        }
+    }
+    return 0;
+}
+
 static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
 {
     struct svc_err err;
@@ -119,34 +152,11 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
     if (strcmp(sub, "list") == 0) {
         struct svc_list_query q = {.limit = SVC_LIST_LIMIT_DEFAULT};
         const char **tags = svc_xcalloc((size_t)argc, sizeof *tags);
-        q.tags = tags;
-        for (int i = 1; i < argc; i++) {
-            long v;
-            if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
-                if (parse_int(argv[++i], 1, 500, &v) != 0)
-                    return usage("--limit must be 1..500");
-                q.limit = v;
-            } else if (strcmp(argv[i], "--cursor") == 0 && i + 1 < argc) {
-                q.cursor = argv[++i];
-            } else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc) {
-                q.status = argv[++i];
-            } else if (strcmp(argv[i], "--q") == 0 && i + 1 < argc) {
-                q.q = argv[++i];
-            } else if (strcmp(argv[i], "--all") == 0) {
-                q.include_archived = true;
-            } else if (strcmp(argv[i], "--archived") == 0) {
-                q.archived_only = true;
-            } else if (strcmp(argv[i], "--pinned") == 0 && i + 1 < argc) {
-                q.pinned = argv[++i];
-            } else if (strcmp(argv[i], "--tag") == 0 && i + 1 < argc) {
-                tags[q.ntags++] = argv[++i];
-            } else {
-                free(tags);
-                return usage("unknown option for sessions list");
-            }
-        }
-        rc = svc_sessions_list(cfg, &q, &out, &err);
+        int bad = list_options(argc, argv, &q, tags);
+        rc = bad ? 0 : svc_sessions_list(cfg, &q, &out, &err);
         free(tags);
+        if (bad)
+            return bad;
     } else if (strcmp(sub, "messages") == 0) {
         if (argc < 2)
             return usage("sessions messages needs SESSION");

@@ -385,50 +385,19 @@ static int emit_feedback(struct svc_export *ex, struct svc_bout *o, struct svc_e
     return rc;
 }
 
-static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
-                        int64_t *msgs, struct svc_err *err)
+/* A message file of the snapshot with its id. */
+struct bmsg {
+    int64_t id;
+    const struct svc_snap_file *f;
+};
+
+/* The session's other native JSON files and its turn lines checked, so that damage is named. */
+static void warn_damaged(struct svc_snap *s)
 {
-    char base[160];
-    snprintf(base, sizeof base, "native/%s", s->dirname);
-    if (svc_bout_dir(o, base, o->now, err) != 0)
-        return -1;
-    /* native copy; messages of our agent in id order for the other files */
-    size_t nm = 0;
-    struct msg {
-        int64_t id;
-        const struct svc_snap_file *f;
-    } *mv = svc_xcalloc(s->n ? s->n : 1, sizeof *mv);
-    size_t ml = strlen(s->msgdir);
-    int rc = -1;
-    json_object *fb = NULL; /* the session's feedback entries */
-    for (size_t i = 0; i < s->n; i++) {
-        const struct svc_snap_file *f = &s->f[i];
-        char *rel = NULL;
-        svc_xasprintf(&rel, "%s/%s", base, f->rel);
-        int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
-                        : svc_bout_dir(o, rel, f->mtime, err);
-        free(rel);
-        if (r != 0)
-            goto out;
-        int64_t id = f->data && strncmp(f->rel, s->msgdir, ml) == 0 && f->rel[ml] == '/'
-                         ? svc_store_message_id_of(f->rel + ml + 1)
-                         : -1;
-        if (id >= 0) {
-            mv[nm].id = id;
-            mv[nm].f = f;
-            nm++;
-        }
-    }
-    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in directory order */
-        for (size_t k = i; k > 0 && mv[k - 1].id > mv[k].id; k--) {
-            struct msg t = mv[k];
-            mv[k] = mv[k - 1];
-            mv[k - 1] = t;
-        }
-    /* check the other native JSON files, so that damage is named */
     const char *json_files[] = {svc_store_name(SVC_F_SESSION), svc_store_name(SVC_F_SIDECAR),
-                                svc_store_name(SVC_F_MEMORY), s->agent_file};
-    for (size_t k = 0; k < 4; k++) {
+                                svc_store_name(SVC_F_MEMORY), svc_store_name(SVC_F_FEEDBACK),
+                                s->agent_file};
+    for (size_t k = 0; k < sizeof json_files / sizeof json_files[0]; k++) {
         const struct svc_snap_file *f = svc_snap_find(s, json_files[k]);
         json_object *o2 = NULL;
         if (f && svc_json_parse(f->data, f->len, &o2, NULL) != 0)
@@ -454,11 +423,14 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
             svc_snap_warn_native(s, svc_store_name(SVC_F_TURNS), m);
         }
     }
-    /* messages.jsonl rows, the dataset row, the transcript */
-    const struct svc_snap_file *ff = svc_snap_find(s, svc_store_name(SVC_F_FEEDBACK));
-    fb = ff ? svc_feedback_parse(ff->data, ff->len) : NULL;
-    json_object *dataset = json_object_new_array();
-    json_object *rows = json_object_new_array(); /* for the transcript */
+}
+
+/* messages.jsonl's rows of the session's messages (mv, nm of them, in id order), with their
+ * feedback; their OpenAI messages into dataset and the rows into rows (for the transcript). */
+static int emit_rows(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
+                     const struct bmsg *mv, size_t nm, json_object *fb, json_object *dataset,
+                     json_object *rows, struct svc_err *err)
+{
     for (size_t i = 0; i < nm; i++) {
         json_object *rec = NULL;
         if (svc_json_parse(mv[i].f->data, mv[i].f->len, &rec, NULL) != 0 ||
@@ -483,14 +455,63 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         free(txt);
         if (w != 0 || svc_bout_agg_write(o, SVC_BOUT_MESSAGES, "\n", 1, err) != 0) {
             json_object_put(row);
-            json_object_put(dataset);
-            json_object_put(rows);
-            goto out;
+            return -1;
         }
         json_object *proj = svc_json_arr(row, "openai_messages");
         for (size_t k = 0; proj && k < json_object_array_length(proj); k++)
             json_object_array_add(dataset, json_object_get(json_object_array_get_idx(proj, k)));
         json_object_array_add(rows, row);
+    }
+    return 0;
+}
+
+static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
+                        int64_t *msgs, struct svc_err *err)
+{
+    char base[160];
+    snprintf(base, sizeof base, "native/%s", s->dirname);
+    if (svc_bout_dir(o, base, o->now, err) != 0)
+        return -1;
+    /* native copy; messages of our agent in id order for the other files */
+    size_t nm = 0;
+    struct bmsg *mv = svc_xcalloc(s->n ? s->n : 1, sizeof *mv);
+    size_t ml = strlen(s->msgdir);
+    int rc = -1;
+    json_object *fb = NULL; /* the session's feedback entries */
+    for (size_t i = 0; i < s->n; i++) {
+        const struct svc_snap_file *f = &s->f[i];
+        char *rel = NULL;
+        svc_xasprintf(&rel, "%s/%s", base, f->rel);
+        int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
+                        : svc_bout_dir(o, rel, f->mtime, err);
+        free(rel);
+        if (r != 0)
+            goto out;
+        int64_t id = f->data && strncmp(f->rel, s->msgdir, ml) == 0 && f->rel[ml] == '/'
+                         ? svc_store_message_id_of(f->rel + ml + 1)
+                         : -1;
+        if (id >= 0) {
+            mv[nm].id = id;
+            mv[nm].f = f;
+            nm++;
+        }
+    }
+    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in directory order */
+        for (size_t k = i; k > 0 && mv[k - 1].id > mv[k].id; k--) {
+            struct bmsg t = mv[k];
+            mv[k] = mv[k - 1];
+            mv[k - 1] = t;
+        }
+    warn_damaged(s);
+    /* messages.jsonl rows, the dataset row, the transcript */
+    const struct svc_snap_file *ff = svc_snap_find(s, svc_store_name(SVC_F_FEEDBACK));
+    fb = ff ? svc_feedback_parse(ff->data, ff->len) : NULL;
+    json_object *dataset = json_object_new_array();
+    json_object *rows = json_object_new_array(); /* for the transcript */
+    if (emit_rows(ex, o, s, mv, nm, fb, dataset, rows, err) != 0) {
+        json_object_put(dataset);
+        json_object_put(rows);
+        goto out;
     }
     *msgs = (int64_t)json_object_array_length(rows);
     svc_json_set_int(s->summary, "message_count", *msgs);
