@@ -10,13 +10,9 @@
 #include "runs.h"
 #include "store.h"
 
-/* What the session leaves outside its directory: a failure here is logged, the session is
- * gone already (fsck and the next deletion see no digest or record of it either way). */
-static void forget_derived(const struct svc_config *cfg, const char *sid)
+/* Its stored responses and run records: lookups by id, removed once the session is gone. */
+static void forget_records(const struct svc_config *cfg, const char *sid)
 {
-    struct svc_err err;
-    if (svc_memory_forget(cfg, sid, &err) != 0)
-        svc_logf("session %s: its memory digests could not be removed: %s", sid, err.message);
     svc_responses_forget(cfg, sid);
     svc_runs_forget(cfg, sid);
 }
@@ -36,11 +32,13 @@ int svc_session_delete(const struct svc_config *cfg, const char *sid, json_objec
         svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
         goto out;
     }
+    /* the digests first: recall must never quote a deleted session, so a memory file that
+     * cannot be rewritten fails the deletion while nothing has changed */
     if (svc_lock_run_try(s.dir, &run, err) != 0 || svc_sess_lock(&s, true, err) != 0 ||
-        svc_sess_remove(&s, err) != 0)
+        svc_memory_forget(cfg, sid, err) != 0 || svc_sess_remove(&s, err) != 0)
         goto out;
     svc_index_update(&s.st, sid, NULL);
-    forget_derived(cfg, sid);
+    forget_records(cfg, sid);
     svc_logf("session %s deleted", sid);
     *out = json_object_new_object();
     svc_json_set_bool(*out, "deleted", true);

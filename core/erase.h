@@ -1,7 +1,7 @@
 /* erase: deleting a session and everything derived from it (SPEC 13.1). Under the run lock
- * (never waited for: a live run is SVC_E_SESSION_BUSY) and the exclusive session lock, the
- * directory leaves the root's namespace in one rename (store.h), its index row goes, then
- * its memory digests, stored responses and run records. One log line per deletion. */
+ * (never waited for: a live run is SVC_E_SESSION_BUSY) and the exclusive session lock, its
+ * memory digests go, then the directory leaves the root's namespace in one rename
+ * (store.h), then its index row, stored responses and run records. One log line each. */
 #ifndef SVC_ERASE_H
 #define SVC_ERASE_H
 

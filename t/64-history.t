@@ -115,6 +115,24 @@ ok !-e "$ROOT/session_keep-1" && !-e "$ROOT/session_del-1", 'both directories go
 ok !listed('keep-1'), 'keep-1 not listed through nginx';
 ok !(grep { $_ eq 'keep-1' } mem_sids()), 'keep-1 digests gone';
 
+# ---- a memory file that cannot be rewritten fails the deletion, and nothing changes ----
+{
+    my $h = SvcCliTest::new_home();
+    is svc($h, 'chat', 'm1', 'remember me')->{rc}, 0, 'a session with a digest';
+    my $mf = "$h->{home}/memory/svc-agent/memory.jsonl";
+    like SvcTest::read_file($mf), qr/"m1"/, 'its digest is in the memory file';
+    rename $mf, "$mf.aside" or die;
+    mkdir $mf or die;    # a directory where the file should be: it cannot be read or replaced
+    my $d = svc($h, 'sessions', 'delete', 'm1');
+    is $d->{rc}, 1, 'delete: exit 1';
+    like $d->{err}, qr/io_error/, 'an io_error';
+    ok -d "$h->{root}/session_m1", 'the session is still there';
+    rmdir $mf or die;
+    rename "$mf.aside", $mf or die;
+    is svc($h, 'sessions', 'delete', 'm1')->{rc}, 0, 'deleted once the file is back';
+    unlike SvcTest::read_file($mf), qr/"m1"/, 'and its digest with it';
+}
+
 # ---- what a deletion or a fork that died leaves: fsck names it, --repair removes it ----
 {
     my $h = SvcCliTest::new_home();
