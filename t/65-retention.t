@@ -101,6 +101,17 @@ $c = svc($H, 'retention');
 like $c->{out}, qr/^retention: 0 archived, 0 deleted, 1 skipped$/m, 'a second pass: only the busy one again';
 close $lk;
 
+# ---- an export that fails deletes nothing ----
+old_session('old-x', 400);
+SvcTest::write_file("$home/blockfile", "a file where the export directory should be\n");
+my $noexp = "$home/noexp.yaml";
+SvcTest::write_file($noexp, SvcTest::with_defaults("retention:\n  delete_after_days: 365\n  export_before_delete: \"$home/blockfile/x\"\n"));
+$c = svc($H, '--config', $noexp, 'retention');
+is $c->{rc}, 1, 'an export that fails: exit 1';
+like $c->{err}, qr/^svc: \w+: /, 'one error line';
+ok -d "$ROOT/session_old-x", 'nothing deleted';
+is summary('pinned-old')->{session_id}, 'pinned-old', 'nor anything else';
+
 # ---- bad configuration: a clear error ----
 my $bad = "$home/bad.yaml";
 SvcTest::write_file($bad, "retention:\n  delete_after_days: -3\n");
@@ -123,7 +134,7 @@ my @bg = map { svc_bg($H, \%due, 'jobs', 'run-due') } 1 .. 2;
 my @res = map { my $r = svc_wait($_); my ($x) = grep { $_->{id} eq 'retention' } @{ $J->decode($r->{out})->{jobs} }; $x->{result} } @bg;
 is scalar(grep { $_ eq 'done' } @res), 1, 'two racing invocations: one pass' or diag "@res";
 ok((grep { $_ eq 'locked' || $_ eq 'not_due' } @res), 'the other locked out or not due');
-ok !-e "$ROOT/session_old-2" && !-e "$ROOT/session_busy-old", 'old-2, and busy-old now that no run holds it, deleted by the pass';
+ok !-e "$ROOT/session_old-2" && !-e "$ROOT/session_busy-old" && !-e "$ROOT/session_old-x", 'old-2, old-x, and busy-old now that no run holds it, deleted by the pass';
 $c = svc($H, \%due, 'jobs', 'run-due');
 ($row) = grep { $_->{id} eq 'retention' } @{ $J->decode($c->{out})->{jobs} };
 is $row->{result}, 'not_due', 'the same minute again: not due';
@@ -136,7 +147,7 @@ my ($rj) = grep { $_->{id} eq 'retention' } @$jobs;
 ok $rj, 'GET /api/jobs lists retention';
 is $rj->{schedule}, '17 3 * * *', 'its schedule';
 is $rj->{last_status}, 'done', 'its last status';
-is $rj->{last_counts}{deleted}, 2, 'its last counts';
+is $rj->{last_counts}{deleted}, 3, 'its last counts';
 like $rj->{next_run_at}, qr/T03:17:00/, 'its next run';
 
 done_testing;
