@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "cache.h"
+#include "erase.h"
+#include "feedback.h"
+#include "fork.h"
 #include "handlers.h"
 #include "jsonx.h"
 #include "query.h"
@@ -29,12 +32,18 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
         http_query_bool(r, "include_archived", false, &q.include_archived, err) < 0 ||
         http_query_bool(r, "archived_only", false, &q.archived_only, err) < 0 ||
         http_query_str(r, "status", &q.status, err) < 0 || http_query_str(r, "q", &q.q, err) < 0 ||
-        http_query_str(r, "user", &q.owner, err) < 0)
+        http_query_str(r, "user", &q.owner, err) < 0 ||
+        http_query_str(r, "pinned", &q.pinned, err) < 0)
         return -1;
     if (!r->user.admin) /* a user lists their own sessions, whatever they ask (SPEC 14) */
         q.owner = svc_user_scope(&r->user);
+    const char **tags = NULL;
+    http_query_all(r, "tag", &tags, &q.ntags);
+    q.tags = tags;
     json_object *o = NULL;
-    if (svc_sessions_list(r->cfg, &q, &o, err) < 0)
+    int rc = svc_sessions_list(r->cfg, &q, &o, err);
+    free(tags);
+    if (rc < 0)
         return -1;
     return send_result(r, NULL, o);
 }
@@ -116,14 +125,79 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     json_object *body = NULL, *o = NULL;
-    const char *title = NULL;
+    struct svc_session_edit e = {0};
     http_set_session(r, sid, false);
     if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
         http_body_json(r, false, &body, err) < 0)
         return -1;
-    int rc = http_field_str(body, "title", NULL, true, &title, err);
-    if (rc == 0) /* its length and characters are core/query.c's to judge */
-        rc = svc_session_rename(r->cfg, sid, title, &o, err);
+    json_object *pinned = NULL;
+    e.set_pinned = json_object_object_get_ex(body, "pinned", &pinned) && pinned;
+    /* types only: lengths, characters and limits are core's to judge */
+    int rc = http_field_str(body, "title", NULL, false, &e.title, err);
+    if (rc == 0)
+        rc = http_field_bool(body, "pinned", NULL, false, &e.pinned, err);
+    if (rc == 0)
+        rc = http_field_arr(body, "tags", NULL, false, &e.tags, err);
+    if (rc == 0)
+        rc = http_field_obj(body, "metadata", NULL, false, &e.metadata, err);
+    if (rc == 0)
+        rc = svc_session_edit(r->cfg, sid, &e, &o, err);
+    json_object_put(body);
+    if (rc < 0)
+        return -1;
+    return send_result(r, sid, o);
+}
+
+int h_session_delete(struct http_req *r, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    json_object *o = NULL;
+    http_set_session(r, sid, false);
+    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
+        svc_session_delete(r->cfg, sid, &o, err) < 0)
+        return -1;
+    return send_result(r, sid, o);
+}
+
+int h_session_fork(struct http_req *r, struct svc_err *err)
+{
+    struct svc_fork_req f = {.session_id = http_param(r, "session_id")};
+    json_object *body = NULL, *o = NULL;
+    http_set_session(r, f.session_id, false);
+    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), f.session_id, false, err) < 0 ||
+        http_body_json(r, true, &body, err) < 0)
+        return -1;
+    /* types only: the range, the id and the title are core's to judge */
+    int rc = http_field_int_opt(body, "message_id", NULL, &f.has_message_id, &f.message_id, err);
+    if (rc == 0)
+        rc = http_field_str(body, "session_id", NULL, false, &f.new_id, err);
+    if (rc == 0)
+        rc = http_field_str(body, "title", NULL, false, &f.title, err);
+    if (rc == 0)
+        rc = svc_session_fork(r->cfg, &f, &o, err);
+    json_object_put(body);
+    if (rc < 0)
+        return -1;
+    http_send_json(r, 201, o);
+    json_object_put(o);
+    return 0;
+}
+
+int h_message_feedback(struct http_req *r, struct svc_err *err)
+{
+    const char *sid = http_param(r, "session_id");
+    json_object *body = NULL, *o = NULL, *rating = NULL;
+    const char *comment = NULL;
+    http_set_session(r, sid, false);
+    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
+        http_body_json(r, false, &body, err) < 0)
+        return -1;
+    /* types only: the rating's values and the comment's length are core's to judge */
+    bool given = json_object_object_get_ex(body, "rating", &rating);
+    int rc = http_field_str(body, "comment", NULL, false, &comment, err);
+    if (rc == 0)
+        rc = svc_feedback_set(r->cfg, sid, http_param(r, "message_id"), given, rating, comment, &o,
+                              err);
     json_object_put(body);
     if (rc < 0)
         return -1;

@@ -37,6 +37,9 @@ int h_session_patch(struct http_req *r, struct svc_err *err);
 int h_session_messages(struct http_req *r, struct svc_err *err);
 int h_session_archive(struct http_req *r, struct svc_err *err);
 int h_session_unarchive(struct http_req *r, struct svc_err *err);
+int h_session_delete(struct http_req *r, struct svc_err *err);
+int h_session_fork(struct http_req *r, struct svc_err *err);
+int h_message_feedback(struct http_req *r, struct svc_err *err);
 
 /* h_export.c */
 int h_sessions_export(struct http_req *r, struct svc_err *err);

@@ -490,6 +490,18 @@ static const char *query_get(struct http_req *r, const char *name)
     return NULL;
 }
 
+void http_query_all(struct http_req *r, const char *name, const char ***out, size_t *n)
+{
+    query_parse(r);
+    *out = NULL;
+    *n = 0;
+    for (size_t i = 0; i < r->nq; i++)
+        if (strcmp(r->q[i].name, name) == 0) {
+            *out = svc_xrealloc(*out, (*n + 1) * sizeof **out);
+            (*out)[(*n)++] = r->q[i].value;
+        }
+}
+
 int http_query_str(struct http_req *r, const char *name, const char **out, struct svc_err *err)
 {
     (void)err;

@@ -111,6 +111,9 @@ const char *http_env(const struct http_req *r, const char *name);
 const char *http_param(const struct http_req *r, const char *name);
 /* Decoded query value; *out NULL when absent or empty. */
 int http_query_str(struct http_req *r, const char *name, const char **out, struct svc_err *err);
+/* Every value of a repeatable parameter, in order (empty ones too): *out a heap array the
+ * caller frees, of strings borrowed from r; *n 0 (and *out NULL) when absent. */
+void http_query_all(struct http_req *r, const char *name, const char ***out, size_t *n);
 /* Integer in [min, max]; def when absent or empty; else 400 invalid_query (param = name). */
 int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t min, int64_t max,
                    int64_t *out, struct svc_err *err);

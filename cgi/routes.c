@@ -51,6 +51,10 @@ static const struct route routes[] = {
     {"GET", "/api/v1/chat/sessions/{session_id}/messages", h_session_messages, false, false},
     {"POST", "/api/v1/chat/sessions/{session_id}/archive", h_session_archive, false, false},
     {"POST", "/api/v1/chat/sessions/{session_id}/unarchive", h_session_unarchive, false, false},
+    {"DELETE", "/api/v1/chat/sessions/{session_id}", h_session_delete, false, false},
+    {"POST", "/api/v1/chat/sessions/{session_id}/fork", h_session_fork, false, false},
+    {"PUT", "/api/v1/chat/sessions/{session_id}/messages/{message_id}/feedback", h_message_feedback,
+     false, false},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 

@@ -9,11 +9,13 @@
 
 #include "cmds.h"
 #include "config.h"
+#include "erase.h"
 #include "fsck.h"
 #include "jobs.h"
 #include "jsonx.h"
 #include "memory.h"
 #include "query.h"
+#include "retention.h"
 #include "session.h"
 #include "store.h"
 #include "util.h"
@@ -84,6 +86,63 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
     return usage("config needs check or show");
 }
 
+/* `sessions delete ID...`: each one deleted or its error line; exit 1 when one failed, 2
+ * (nothing deleted) when an id is not valid. */
+static int sessions_delete(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc < 1)
+        return usage("sessions delete needs at least one SESSION");
+    int rc = 0;
+    struct svc_err err;
+    for (int i = 0; i < argc; i++) /* every id checked first: a bad one deletes nothing */
+        if (svc_id_check(argv[i], &err) != 0)
+            return fail(&err), 2;
+    for (int i = 0; i < argc; i++) {
+        json_object *out = NULL;
+        if (svc_session_delete(cfg, argv[i], &out, &err) != 0)
+            rc = fail(&err);
+        else
+            printf("deleted %s\n", argv[i]);
+        json_object_put(out);
+    }
+    return rc;
+}
+
+/* The options of `sessions list` (argv[0] is "list") into q, its tags into tags (room for
+ * argc); 0, or the usage error's exit code. */
+static int list_options(int argc, char **argv, struct svc_list_query *q, const char **tags)
+{
+    q->tags = tags;
+    for (int i = 1; i < argc; i++) {
+        long v;
+        bool more = i + 1 < argc;
+        if (strcmp(argv[i], "--limit") == 0 && more) {
+            if (parse_int(argv[++i], 1, 500, &v) != 0)
+                return usage("--limit must be 1..500");
+            q->limit = v;
+        } else if (strcmp(argv[i], "--cursor") == 0 && more) {
+            q->cursor = argv[++i];
+        } else if (strcmp(argv[i], "--status") == 0 && more) {
+            q->status = argv[++i];
+        } else if (strcmp(argv[i], "--q") == 0 && more) {
+            q->q = argv[++i];
+        } else if (strcmp(argv[i], "--all") == 0) {
+            q->include_archived = true;
+        } else if (strcmp(argv[i], "--archived") == 0) {
+            q->archived_only = true;
+        } else if (strcmp(argv[i], "--user") == 0 && more) {
+            q->owner = argv[++i];
+        } else if (strcmp(argv[i], "--pinned") == 0 && more) {
+            q->pinned = argv[++i];
+        } else if (strcmp(argv[i], "--tag") == 0 && more) {
+            tags[q->ntags++] = argv[++i];
+        } else {
+            return usage("unknown option for sessions list");
+        }
+    }
+    return 0;
+}
+
 static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
 {
     struct svc_err err;
@@ -94,29 +153,12 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
     const char *sub = argv[0];
     if (strcmp(sub, "list") == 0) {
         struct svc_list_query q = {.limit = SVC_LIST_LIMIT_DEFAULT};
-        for (int i = 1; i < argc; i++) {
-            long v;
-            if (strcmp(argv[i], "--limit") == 0 && i + 1 < argc) {
-                if (parse_int(argv[++i], 1, 500, &v) != 0)
-                    return usage("--limit must be 1..500");
-                q.limit = v;
-            } else if (strcmp(argv[i], "--cursor") == 0 && i + 1 < argc) {
-                q.cursor = argv[++i];
-            } else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc) {
-                q.status = argv[++i];
-            } else if (strcmp(argv[i], "--q") == 0 && i + 1 < argc) {
-                q.q = argv[++i];
-            } else if (strcmp(argv[i], "--user") == 0 && i + 1 < argc) {
-                q.owner = argv[++i];
-            } else if (strcmp(argv[i], "--all") == 0) {
-                q.include_archived = true;
-            } else if (strcmp(argv[i], "--archived") == 0) {
-                q.archived_only = true;
-            } else {
-                return usage("unknown option for sessions list");
-            }
-        }
-        rc = svc_sessions_list(cfg, &q, &out, &err);
+        const char **tags = svc_xcalloc((size_t)argc, sizeof *tags);
+        int bad = list_options(argc, argv, &q, tags);
+        rc = bad ? 0 : svc_sessions_list(cfg, &q, &out, &err);
+        free(tags);
+        if (bad)
+            return bad;
     } else if (strcmp(sub, "messages") == 0) {
         if (argc < 2)
             return usage("sessions messages needs SESSION");
@@ -148,6 +190,8 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
             rc = svc_session_get(cfg, argv[1], &out, &err);
         else
             rc = svc_session_set_archived(cfg, argv[1], strcmp(sub, "archive") == 0, &out, &err);
+    } else if (strcmp(sub, "delete") == 0) {
+        return sessions_delete(cfg, argc - 1, argv + 1);
     } else {
         return usage("unknown sessions subcommand");
     }
@@ -298,6 +342,32 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
     return rc;
 }
 
+/* `retention [--dry-run]`: one line per session and action, then the counts. */
+static int cmd_retention(struct svc_config *cfg, int argc, char **argv)
+{
+    bool dry = argc == 1 && strcmp(argv[0], "--dry-run") == 0;
+    if (argc > 1 || (argc == 1 && !dry))
+        return usage("retention takes only --dry-run");
+    struct svc_err err;
+    json_object *rep = NULL;
+    if (svc_retention_apply(cfg, svc_jobs_now(), dry, &rep, &err) != 0)
+        return fail(&err);
+    json_object *acts = svc_json_arr(rep, "actions"), *c = svc_json_obj(rep, "counts");
+    for (size_t i = 0; acts && i < json_object_array_length(acts); i++) {
+        json_object *a = json_object_array_get_idx(acts, i);
+        printf("%s %s: %s\n", svc_json_str(a, "action", ""), svc_json_str(a, "session_id", ""),
+               svc_json_str(a, "reason", ""));
+    }
+    const char *file = svc_json_str(svc_json_obj(rep, "export"), "export_file", NULL);
+    printf("retention%s: %lld archived, %lld deleted, %lld skipped%s%s%s\n",
+           dry ? " (dry run, nothing changed)" : "", (long long)svc_json_int(c, "archived", 0),
+           (long long)svc_json_int(c, "deleted", 0), (long long)svc_json_int(c, "skipped", 0),
+           file ? "; exported first to " : "", file ? file : "",
+           svc_retention_enabled(cfg) ? "" : " (retention: sets no age)");
+    json_object_put(rep);
+    return 0;
+}
+
 /* The commands: a new one is a row here (its usage lines and its handler). */
 static const struct command {
     const char *name;
@@ -307,8 +377,9 @@ static const struct command {
     {"config", "  svc config check|show\n", cmd_config},
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
-     "                    [--user ID]\n"
+     "                    [--user ID] [--pinned true|false] [--tag T]...\n"
      "  svc sessions show|archive|unarchive SESSION\n"
+     "  svc sessions delete SESSION...\n"
      "  svc sessions messages SESSION [--limit N] [--offset N] [--desc] [--turns]\n",
      cmd_sessions},
     {"chat", "  svc chat SESSION TEXT\n", cmd_chat},
@@ -319,6 +390,7 @@ static const struct command {
     {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
     {"memory", "  svc memory sync SESSION\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
+    {"retention", "  svc retention [--dry-run]\n", cmd_retention},
     {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},
     {"help", "  svc help\n", NULL}, /* handled in main, before the configuration is read */
 };

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bundle_out.h"
+#include "feedback.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "query.h"
@@ -35,6 +36,8 @@ struct svc_export {
     bool allow_partial;
     json_object *left_out;   /* ids of selected sessions that could not be read */
     struct svc_err left_err; /* the first one's cause */
+    struct svc_buf ratings;  /* feedback.jsonl */
+    struct svc_feedback_pairs *pairs;
 };
 
 const char *svc_export_id(const struct svc_export *ex)
@@ -57,6 +60,8 @@ void svc_export_free(struct svc_export *ex)
     free(ex->dest);
     json_object_put(ex->selection);
     json_object_put(ex->left_out);
+    svc_buf_free(&ex->ratings);
+    svc_feedback_pairs_free(ex->pairs);
     free(ex);
 }
 
@@ -338,49 +343,63 @@ fail:
 
 /* ---- the per-session parts ---- */
 
-static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
-                        int64_t *msgs, struct svc_err *err)
+/* The session's rated messages: a feedback.jsonl line each, and their inputs and answers for
+ * the preference pairs (feedback.h). rows: the session's message rows, in order. */
+static void gather_feedback(struct svc_export *ex, const char *sid, json_object *rows,
+                            json_object *fb)
 {
-    char base[160];
-    snprintf(base, sizeof base, "native/%s", s->dirname);
-    if (svc_bout_dir(o, base, o->now, err) != 0)
-        return -1;
-    /* native copy; messages of our agent in id order for the other files */
-    size_t nm = 0;
-    struct msg {
-        int64_t id;
-        const struct svc_snap_file *f;
-    } *mv = svc_xcalloc(s->n ? s->n : 1, sizeof *mv);
-    size_t ml = strlen(s->msgdir);
-    int rc = -1;
-    for (size_t i = 0; i < s->n; i++) {
-        const struct svc_snap_file *f = &s->f[i];
-        char *rel = NULL;
-        svc_xasprintf(&rel, "%s/%s", base, f->rel);
-        int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
-                        : svc_bout_dir(o, rel, f->mtime, err);
-        free(rel);
-        if (r != 0)
-            goto out;
-        int64_t id = f->data && strncmp(f->rel, s->msgdir, ml) == 0 && f->rel[ml] == '/'
-                         ? svc_store_message_id_of(f->rel + ml + 1)
-                         : -1;
-        if (id >= 0) {
-            mv[nm].id = id;
-            mv[nm].f = f;
-            nm++;
+    json_object *input = json_object_new_array();
+    for (size_t i = 0; fb && i < json_object_array_length(rows); i++) {
+        json_object *row = json_object_array_get_idx(rows, i);
+        int64_t id = svc_json_int(row, "message_id", -1);
+        json_object *f = svc_feedback_of(fb, id), *out = svc_json_arr(row, "openai_messages");
+        if (f) {
+            json_object *line = json_object_new_object();
+            svc_json_set_str(line, "session_id", sid);
+            svc_json_set_int(line, "message_id", id);
+            svc_json_merge(line, f);
+            char *t = svc_json_dump_compact(line);
+            svc_buf_printf(&ex->ratings, "%s\n", t);
+            free(t);
+            json_object_put(line);
+            const char *rating = svc_json_str(f, "rating", NULL);
+            if (rating && out) {
+                if (!ex->pairs)
+                    ex->pairs = svc_feedback_pairs_new();
+                svc_feedback_pairs_add(ex->pairs, rating, input, out);
+            }
         }
+        for (size_t k = 0; out && k < json_object_array_length(out); k++)
+            json_object_array_add(input, json_object_get(json_object_array_get_idx(out, k)));
     }
-    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in directory order */
-        for (size_t k = i; k > 0 && mv[k - 1].id > mv[k].id; k--) {
-            struct msg t = mv[k];
-            mv[k] = mv[k - 1];
-            mv[k - 1] = t;
-        }
-    /* check the other native JSON files, so that damage is named */
+    json_object_put(input);
+}
+
+/* feedback.jsonl and feedback_pairs.jsonl, after every session. */
+static int emit_feedback(struct svc_export *ex, struct svc_bout *o, struct svc_err *err)
+{
+    char *pairs = ex->pairs ? svc_feedback_pairs_jsonl(ex->pairs) : svc_xstrdup("");
+    const char *ratings = ex->ratings.data ? ex->ratings.data : "";
+    int rc = svc_bout_file(o, "feedback.jsonl", ratings, strlen(ratings), o->now, err);
+    if (rc == 0)
+        rc = svc_bout_file(o, "feedback_pairs.jsonl", pairs, strlen(pairs), o->now, err);
+    free(pairs);
+    return rc;
+}
+
+/* A message file of the snapshot with its id. */
+struct bmsg {
+    int64_t id;
+    const struct svc_snap_file *f;
+};
+
+/* The session's other native JSON files and its turn lines checked, so that damage is named. */
+static void warn_damaged(struct svc_snap *s)
+{
     const char *json_files[] = {svc_store_name(SVC_F_SESSION), svc_store_name(SVC_F_SIDECAR),
-                                svc_store_name(SVC_F_MEMORY), s->agent_file};
-    for (size_t k = 0; k < 4; k++) {
+                                svc_store_name(SVC_F_MEMORY), svc_store_name(SVC_F_FEEDBACK),
+                                s->agent_file};
+    for (size_t k = 0; k < sizeof json_files / sizeof json_files[0]; k++) {
         const struct svc_snap_file *f = svc_snap_find(s, json_files[k]);
         json_object *o2 = NULL;
         if (f && svc_json_parse(f->data, f->len, &o2, NULL) != 0)
@@ -406,9 +425,14 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
             svc_snap_warn_native(s, svc_store_name(SVC_F_TURNS), m);
         }
     }
-    /* messages.jsonl rows, the dataset row, the transcript */
-    json_object *dataset = json_object_new_array();
-    json_object *rows = json_object_new_array(); /* for the transcript */
+}
+
+/* messages.jsonl's rows of the session's messages (mv, nm of them, in id order), with their
+ * feedback; their OpenAI messages into dataset and the rows into rows (for the transcript). */
+static int emit_rows(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
+                     const struct bmsg *mv, size_t nm, json_object *fb, json_object *dataset,
+                     json_object *rows, struct svc_err *err)
+{
     for (size_t i = 0; i < nm; i++) {
         json_object *rec = NULL;
         if (svc_json_parse(mv[i].f->data, mv[i].f->len, &rec, NULL) != 0 ||
@@ -424,23 +448,76 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         svc_json_set_str(line, "session_id", s->sid);
         svc_json_set_str(line, "agent_id", ex->st.agent_id);
         svc_json_merge(line, row);
+        json_object *rated = svc_feedback_of(fb, mv[i].id);
+        if (rated)
+            svc_json_set(line, "feedback", json_object_get(rated));
         char *txt = svc_json_dump_compact(line);
         json_object_put(line);
         int w = svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err);
         free(txt);
         if (w != 0 || svc_bout_agg_write(o, SVC_BOUT_MESSAGES, "\n", 1, err) != 0) {
             json_object_put(row);
-            json_object_put(dataset);
-            json_object_put(rows);
-            goto out;
+            return -1;
         }
         json_object *proj = svc_json_arr(row, "openai_messages");
         for (size_t k = 0; proj && k < json_object_array_length(proj); k++)
             json_object_array_add(dataset, json_object_get(json_object_array_get_idx(proj, k)));
         json_object_array_add(rows, row);
     }
+    return 0;
+}
+
+static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
+                        int64_t *msgs, struct svc_err *err)
+{
+    char base[160];
+    snprintf(base, sizeof base, "native/%s", s->dirname);
+    if (svc_bout_dir(o, base, o->now, err) != 0)
+        return -1;
+    /* native copy; messages of our agent in id order for the other files */
+    size_t nm = 0;
+    struct bmsg *mv = svc_xcalloc(s->n ? s->n : 1, sizeof *mv);
+    size_t ml = strlen(s->msgdir);
+    int rc = -1;
+    json_object *fb = NULL; /* the session's feedback entries */
+    for (size_t i = 0; i < s->n; i++) {
+        const struct svc_snap_file *f = &s->f[i];
+        char *rel = NULL;
+        svc_xasprintf(&rel, "%s/%s", base, f->rel);
+        int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
+                        : svc_bout_dir(o, rel, f->mtime, err);
+        free(rel);
+        if (r != 0)
+            goto out;
+        int64_t id = f->data && strncmp(f->rel, s->msgdir, ml) == 0 && f->rel[ml] == '/'
+                         ? svc_store_message_id_of(f->rel + ml + 1)
+                         : -1;
+        if (id >= 0) {
+            mv[nm].id = id;
+            mv[nm].f = f;
+            nm++;
+        }
+    }
+    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in directory order */
+        for (size_t k = i; k > 0 && mv[k - 1].id > mv[k].id; k--) {
+            struct bmsg t = mv[k];
+            mv[k] = mv[k - 1];
+            mv[k - 1] = t;
+        }
+    warn_damaged(s);
+    /* messages.jsonl rows, the dataset row, the transcript */
+    const struct svc_snap_file *ff = svc_snap_find(s, svc_store_name(SVC_F_FEEDBACK));
+    fb = ff ? svc_feedback_parse(ff->data, ff->len) : NULL;
+    json_object *dataset = json_object_new_array();
+    json_object *rows = json_object_new_array(); /* for the transcript */
+    if (emit_rows(ex, o, s, mv, nm, fb, dataset, rows, err) != 0) {
+        json_object_put(dataset);
+        json_object_put(rows);
+        goto out;
+    }
     *msgs = (int64_t)json_object_array_length(rows);
     svc_json_set_int(s->summary, "message_count", *msgs);
+    gather_feedback(ex, s->sid, rows, fb);
     int w = 0;
     if (json_object_array_length(dataset)) {
         json_object *d = json_object_new_object();
@@ -474,6 +551,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         goto out;
     rc = 0;
 out:
+    json_object_put(fb);
     free(mv);
     return rc;
 }
@@ -659,7 +737,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         if (pg && pg->fn)
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
-    if (left_out_fails(ex, err))
+    if (left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0)
         return -1;
     if (svc_bout_agg_close(o, err) != 0)
         return -1;

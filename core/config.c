@@ -587,6 +587,16 @@ static const struct cfg_row cfg_rows[] = {
 
     {"memory.root", CT_PATH, C(memory.root), .def = "memory", .flags = F_HOMEREL},
     {"memory.recall", CT_INT, C(memory.recall), .min = 0, .max = 100, .def = "0"},
+
+    {"retention.archive_after_days", CT_INT, C(retention.archive_after_days), .min = 0,
+     .max = 36500, .def = "0"},
+    {"retention.delete_archived_after_days", CT_INT, C(retention.delete_archived_after_days),
+     .min = 0, .max = 36500, .def = "0"},
+    {"retention.delete_after_days", CT_INT, C(retention.delete_after_days), .min = 0, .max = 36500,
+     .def = "0"},
+    {"retention.keep_pinned", CT_BOOL, C(retention.keep_pinned), .def = "true"},
+    {"retention.export_before_delete", CT_STR, C(retention.export_before_delete), .def = ""},
+    {"retention.schedule", CT_STR, C(retention.schedule), .def = "17 3 * * *", .check = check_cron},
 };
 #undef C
 

@@ -104,6 +104,14 @@ struct svc_config {
         char *root; /* expanded; default $SVC_HOME/memory */
         int recall; /* 0..100, default 0 */
     } memory;
+    struct {
+        int archive_after_days;         /* 0..36500, 0 = never (SPEC 13.2) */
+        int delete_archived_after_days; /* 0..36500, 0 = never */
+        int delete_after_days;          /* 0..36500, 0 = never */
+        bool keep_pinned;               /* default true */
+        char *export_before_delete;     /* "" or a directory (`~` expanded at use) */
+        char *schedule;                 /* 5-field cron, default "17 3 * * *" */
+    } retention;
     struct svc_job *jobs;
     size_t njobs;
     struct svc_extension *extensions;

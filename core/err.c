@@ -42,6 +42,7 @@ static const struct {
     [SVC_E_MODEL_NOT_FOUND] = {"model_not_found", "not_found_error", 404},
     [SVC_E_UNAVAILABLE] = {"service_unavailable", "server_error", 503},
     [SVC_E_PERMISSION_DENIED] = {"permission_denied", "permission_error", 403},
+    [SVC_E_SESSION_EXISTS] = {"session_exists", "conflict_error", 409},
 };
 
 /* Cut a UTF-8 sequence that a truncation to the buffer's size left incomplete at the end

@@ -45,6 +45,7 @@ enum svc_errcode {
     SVC_E_MODEL_NOT_FOUND,      /* model_not_found, 404: GET /api/v1/models/{id} */
     SVC_E_UNAVAILABLE,          /* service_unavailable, 503: the root cannot take a write */
     SVC_E_PERMISSION_DENIED,    /* permission_denied, 403: an admin endpoint asked by a user */
+    SVC_E_SESSION_EXISTS,       /* session_exists, 409: a new session's id is taken */
     SVC_E__MAX
 };
 

@@ -143,6 +143,24 @@ static void check_temp(struct fsck *f, const char *sid, const char *abs, const c
             fixed ? " (removed)" : "");
 }
 
+/* A deletion's renamed directory or a new session's staging root (store.h) in the root:
+ * left by a process that died when older than an hour (both live for milliseconds). */
+static void check_leftover(struct fsck *f, const char *name)
+{
+    const char *trash = svc_store_name(SVC_F_TRASH), *stage = svc_store_name(SVC_F_STAGE);
+    if (strncmp(name, trash, strlen(trash)) != 0 && strncmp(name, stage, strlen(stage)) != 0)
+        return;
+    char *abs = svc_path_join(f->st.root, name);
+    struct stat sb;
+    if (abs && lstat(abs, &sb) == 0 && time(NULL) - sb.st_mtime > 3600) {
+        bool fixed = f->repair && svc_file_remove_tree(abs) == 0;
+        problem(f, NULL, name, -1, "leftover", fixed,
+                "left by a deletion or a fork that died; nobody reads it%s",
+                fixed ? " (removed)" : "");
+    }
+    free(abs);
+}
+
 static void check_lock_file(struct fsck *f, const char *sid, const char *abs, const char *rel)
 {
     struct stat sb;
@@ -293,7 +311,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
 /* The entries a session directory may hold besides locks and temp files. */
 static const enum svc_file session_files[] = {
     SVC_F_SESSION, SVC_F_SIDECAR, SVC_F_TURNS,        SVC_F_TURNS_CORRUPT,
-    SVC_F_MEMORY,  SVC_F_AGENTS,  SVC_F_MULTI_AGENTS,
+    SVC_F_MEMORY,  SVC_F_AGENTS,  SVC_F_MULTI_AGENTS, SVC_F_FEEDBACK,
 };
 
 /* Recount message_count under the session lock (the caller holds the run lock). */
@@ -461,6 +479,7 @@ static void check_session(struct fsck *f, const char *sid)
     free(tp);
     free(tr);
     parse_sess_file(f, &s, SVC_F_MEMORY, NULL, false);
+    parse_sess_file(f, &s, SVC_F_FEEDBACK, NULL, false);
 
     svc_sess_unlock(&s);
     svc_lock_release(&runl);
@@ -613,6 +632,7 @@ static void check_root(struct fsck *f)
     DIR *d = opendir(f->st.root);
     struct dirent *de;
     while (d && (de = readdir(d))) {
+        check_leftover(f, de->d_name);
         if (!is_temp(de->d_name))
             continue;
         char *fa = svc_path_join(f->st.root, de->d_name);

@@ -516,6 +516,27 @@ int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s
     return removed;
 }
 
+void svc_file_each_json(const char *dir, void (*fn)(void *ctx, const char *id, const char *path),
+                        void *ctx)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        struct stat sb;
+        if (n < 6 || strcmp(de->d_name + n - 5, ".json") != 0 ||
+            fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        char *id = svc_xstrndup(de->d_name, n - 5), *path = svc_path_join(dir, de->d_name);
+        fn(ctx, id, path);
+        free(id);
+        free(path);
+    }
+    closedir(d);
+}
+
 bool svc_dir_writable(const char *root, const char **reason)
 {
     struct stat st;

@@ -97,6 +97,10 @@ struct stat;
 int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s,
                             int (*remove_one)(void *ctx, const char *id, const struct stat *sb),
                             void *ctx);
+/* Call fn(ctx, id, path) on each regular "<id>.json" file of dir (not followed if a link);
+ * a missing dir has none. */
+void svc_file_each_json(const char *dir, void (*fn)(void *ctx, const char *id, const char *path),
+                        void *ctx);
 /* Whether the session root is writable, or can be created: the nearest existing ancestor
  * is a writable directory. *reason gets a short text when not. */
 bool svc_dir_writable(const char *root, const char **reason);

@@ -18,6 +18,7 @@
 #include "fold.h"
 #include "fsio.h"
 #include "jsonx.h"
+#include "labels.h"
 #include "lock.h"
 #include "log.h"
 #include "metrics.h"
@@ -39,7 +40,9 @@ struct entry {
     int64_t msgs;      /* message_count of the summary */
     const char *owner; /* interned (owner_intern), NULL when it has none */
     bool archived;
-    bool seen; /* present in the latest directory scan */
+    bool pinned;
+    char *tags; /* the summary's tags as "\x1f<tag>\x1f<tag>\x1f", or NULL for none */
+    bool seen;  /* present in the latest directory scan */
 };
 
 /* A hash from sid to position keeps applying lines O(1). */
@@ -96,6 +99,7 @@ static void entry_free(struct entry *e)
     free(e->sid);
     free(e->heap);
     free(e->title_lc);
+    free(e->tags);
 }
 
 /* The summary's JSON text (heap, caller frees), or NULL when it cannot be read. */
@@ -200,6 +204,35 @@ static const char *owner_intern(const char *id)
     return v[n++];
 }
 
+/* tags as an entry keeps them (a tag has no control character, labels.h). */
+static char *tags_joined(json_object *tags)
+{
+    size_t n = tags ? json_object_array_length(tags) : 0;
+    if (n == 0)
+        return NULL;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    svc_buf_adds(&b, "\x1f");
+    for (size_t i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(tags, i);
+        if (json_object_is_type(t, json_type_string))
+            svc_buf_printf(&b, "%s\x1f", json_object_get_string(t));
+    }
+    return svc_buf_steal(&b);
+}
+
+/* Whether e has every tag q asks for. */
+static bool tags_match(const struct entry *e, const struct svc_list_query *q)
+{
+    for (size_t i = 0; i < q->ntags; i++) {
+        char needle[SVC_TAG_LEN_MAX * 4 + 3]; /* checked by query.c */
+        snprintf(needle, sizeof needle, "\x1f%s\x1f", q->tags[i]);
+        if (!e->tags || !strstr(e->tags, needle))
+            return false;
+    }
+    return true;
+}
+
 /* Fill e from a summary; its JSON is at (off, len) of the index file when off >= 0, else
  * it is kept on the heap. */
 static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t len)
@@ -223,8 +256,11 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     e->updated = t;
     snprintf(e->status, sizeof e->status, "%s", svc_json_str(summary, "status", "idle"));
     e->archived = svc_json_bool(summary, "archived", false);
+    e->pinned = svc_json_bool(summary, "pinned", false);
     e->msgs = svc_json_int(summary, "message_count", -1);
     e->owner = owner_intern(svc_user_owner(summary));
+    free(e->tags);
+    e->tags = tags_joined(svc_json_arr(summary, "tags"));
 }
 
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
@@ -1165,7 +1201,9 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
             continue;
         if (qlc && !strstr(e->title_lc, qlc))
             continue;
-        if (q->owner && (!e->owner || strcmp(q->owner, e->owner) != 0))
+        if ((q->owner && (!e->owner || strcmp(q->owner, e->owner) != 0)) ||
+            (q->pinned && *q->pinned && (strcmp(q->pinned, "true") == 0) != e->pinned) ||
+            !tags_match(e, q))
             continue;
         if (np == limit) {
             more = true;

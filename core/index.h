@@ -34,9 +34,12 @@ struct svc_list_query {
     const char *cursor; /* opaque, from next_cursor; NULL for the first page */
     bool include_archived;
     bool archived_only;
-    const char *status; /* NULL or running|idle|error|cancelled */
-    const char *q;      /* NULL or a case-insensitive title substring */
-    const char *owner;  /* NULL: every session; else only those it owns (core/user.h) */
+    const char *status;      /* NULL or running|idle|error|cancelled */
+    const char *q;           /* NULL or a case-insensitive title substring */
+    const char *owner;       /* NULL: every session; else only those it owns (core/user.h) */
+    const char *pinned;      /* NULL, "true" or "false" */
+    const char *const *tags; /* ntags tags the session must all have (labels.h) */
+    size_t ntags;
 };
 
 void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary);

@@ -12,6 +12,7 @@
 #include "fsio.h"
 #include "jsonx.h"
 #include "log.h"
+#include "retention.h"
 #include "session.h"
 #include "util.h"
 
@@ -110,6 +111,9 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
         json_object_array_add(arr, o);
     }
     json_object_put(state);
+    json_object *retention = svc_retention_job(cfg, now);
+    if (retention)
+        json_object_array_add(arr, retention);
     return arr;
 }
 
@@ -296,6 +300,9 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
         json_object_put(out);
         return -1;
     }
+    json_object *retention = svc_retention_run_due(cfg, now);
+    if (retention)
+        json_object_array_add(out, retention);
     *report = json_object_new_object();
     svc_json_set(*report, "jobs", out);
     return 0;

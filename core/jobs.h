@@ -17,12 +17,14 @@
 
 time_t svc_jobs_now(void);
 /* Every configured job as GET /api/jobs and `svc jobs list` show it: [{id, schedule,
- * session_id, enabled, next_run_at, last_run_at, last_status, last_run_id}] (new reference).
+ * session_id, enabled, next_run_at, last_run_at, last_status, last_run_id}], then the
+ * retention job's row when retention is on (retention.h) (new reference).
  * next_run_at is the next minute the job will run (in the past when it is overdue: the next
  * run-due runs it); null when disabled. A missing or damaged state file reads as empty. */
 json_object *svc_jobs_list(const struct svc_config *cfg, time_t now);
-/* Handle every enabled job that is due at now. *report: {"jobs": [{id, result, run_id?,
- * error?}]} with result done | error | cancelled | skipped | not_due | locked | disabled.
+/* Handle every enabled job that is due at now, then retention (retention.h). *report:
+ * {"jobs": [{id, result, run_id?, error?}]} with result done | error | cancelled | skipped |
+ * not_due | locked | disabled.
  * Returns -1 with err only when the jobs directory or state cannot be used; a failed run
  * is a result, not an error. */
 int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **report,

@@ -292,6 +292,51 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     return rc;
 }
 
+/* Whether a line of the memory file is a digest of sid (a needle first: most are not). */
+static bool line_of(const char *line, size_t n, const char *needle, const char *sid)
+{
+    if (!memmem(line, n, needle, strlen(needle)))
+        return false;
+    json_object *o = NULL;
+    bool is = svc_json_parse(line, n, &o, NULL) == 0 &&
+              strcmp(svc_json_str(o, "session_id", ""), sid) == 0;
+    json_object_put(o);
+    return is;
+}
+
+int svc_memory_forget(const struct svc_config *cfg, const char *sid, struct svc_err *err)
+{
+    char *dir = agent_dir(cfg), *file = svc_path_join(dir, "memory.jsonl"), *buf = NULL;
+    size_t len = 0, kept = 0;
+    int rc = 0, fd = -1;
+    if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_EX, err)) < 0)
+        rc = -1;
+    struct svc_err rerr;
+    if (fd >= 0 && svc_file_read(file, &buf, &len, &rerr) != 0 && rerr.code != SVC_E_NOT_FOUND) {
+        *err = rerr;
+        rc = -1;
+    }
+    char needle[SVC_ID_MAX + 3];
+    snprintf(needle, sizeof needle, "\"%s\"", sid);
+    for (size_t at = 0; buf && at < len;) {
+        char *nl = memchr(buf + at, '\n', len - at);
+        size_t n = nl ? (size_t)(nl - (buf + at)) + 1 : len - at;
+        if (!line_of(buf + at, n, needle, sid)) {
+            memmove(buf + kept, buf + at, n);
+            kept += n;
+        }
+        at += n;
+    }
+    if (rc == 0 && buf && kept < len)
+        rc = svc_file_write_atomic(file, buf, kept, cfg->sessions.fsync, err);
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    free(file);
+    free(dir);
+    return rc;
+}
+
 /* ---- sync ---- */
 
 /* The newest messages (at most PAIR_SCAN_MAX) as an array with their ids. */

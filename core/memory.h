@@ -49,6 +49,9 @@ int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, jso
  * the caller's. */
 int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, json_object *sc, struct svc_err *err);
+/* A deleted session's digests out of the memory file: rewritten without them (atomic) under
+ * the memory lock. A missing file, or none of its digests there, writes nothing. */
+int svc_memory_forget(const struct svc_config *cfg, const char *sid, struct svc_err *err);
 /* The system prompt with recall for a run on sid, whose owner is owner (user.h; NULL: the
  * admins'): only digests of sessions of the same owner are recalled (SPEC 14). NULL when
  * memory.recall is 0 or there is nothing to recall (use cfg->model.system_prompt), else a

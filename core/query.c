@@ -9,15 +9,18 @@
 
 #include "cache.h"
 #include "dirwatch.h"
+#include "feedback.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
+#include "labels.h"
 #include "lock.h"
 #include "msgcache.h"
 #include "openai.h"
 #include "session.h"
 #include "sidecar.h"
 #include "store.h"
+#include "title.h"
 #include "user.h"
 #include "util.h"
 
@@ -91,6 +94,16 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
             return svc_err_setp(err, SVC_E_INVALID_QUERY, "status",
                                 "status must be running, idle, error or cancelled");
     }
+    if (q->pinned && *q->pinned && strcmp(q->pinned, "true") != 0 &&
+        strcmp(q->pinned, "false") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "pinned", "pinned must be true or false");
+    if (q->ntags > SVC_TAGS_MAX)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "tag", "at most %d tag parameters",
+                            SVC_TAGS_MAX);
+    for (size_t i = 0; i < q->ntags; i++)
+        if (!*q->tags[i] || svc_utf8_len(q->tags[i]) > SVC_TAG_LEN_MAX)
+            return svc_err_setp(err, SVC_E_INVALID_QUERY, "tag", "a tag is 1..%d characters",
+                                SVC_TAG_LEN_MAX);
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     if (cfg->sessions.cache == SVC_CACHE_OFF)
@@ -467,7 +480,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     int64_t *ids = NULL; /* NULL: ids are 0..n-1 */
     size_t n = 0;
     int rc = -1;
-    json_object *res = NULL;
+    json_object *res = NULL, *fb = NULL;
     if (svc_sess_lock(&s, false, err) != 0)
         goto out;
     /* a page reads its own files and O(1) metadata: the sidecar's count, checked by a
@@ -479,6 +492,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     if (svc_sess_message_count(&s, trusted, &cnt, &next, &ids, err) != 0)
         goto out;
     n = (size_t)cnt;
+    fb = svc_feedback_read(&s);
     res = json_object_new_object();
     svc_json_set_str(res, "session_id", sid);
     svc_json_set_str(res, "agent_id", st->agent_id);
@@ -494,7 +508,8 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         struct stat fst;
         const char *text;
         size_t tlen;
-        if (cache && svc_sess_stat_message(&s, id, &fst) &&
+        json_object *rated = svc_feedback_of(fb, id); /* not in the message file: no cache */
+        if (!rated && cache && svc_sess_stat_message(&s, id, &fst) &&
             svc_msgcache_get(&fst, id, &text, &tlen)) {
             json_object_array_add(list, svc_json_new_raw_len(text, tlen));
             continue;
@@ -513,6 +528,11 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         }
         json_object *row = svc_message_row(rec, id);
         json_object_put(rec);
+        if (rated) {
+            svc_json_set(row, "feedback", json_object_get(rated));
+            json_object_array_add(list, row);
+            continue;
+        }
         char *rendered = svc_json_dump_compact(row);
         if (cache && svc_msgcache_put(&fst, id, rendered, strlen(rendered))) {
             json_object_put(row);
@@ -540,6 +560,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     rc = 0;
 out:
     json_object_put(res);
+    json_object_put(fb);
     svc_sess_close(&s);
     free(ids);
     return rc;
@@ -604,28 +625,35 @@ int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool
     return 0;
 }
 
-static void mutate_title(json_object *sc, const void *arg)
+static void mutate_edit(json_object *sc, const void *arg)
 {
+    const struct svc_session_edit *e = arg;
     char now[SVC_TIME_LEN];
-    svc_json_set_str(sc, "title", (const char *)arg);
-    json_object_object_del(sc, "title_source"); /* a renamed title is searched as it is */
+    if (e->title) {
+        svc_json_set_str(sc, "title", e->title);
+        json_object_object_del(sc, "title_source"); /* a renamed title is searched as it is */
+    }
+    if (e->set_pinned)
+        svc_json_set_bool(sc, "pinned", e->pinned);
+    if (e->tags)
+        svc_json_set(sc, "tags", svc_labels_tags_set(e->tags));
+    if (e->metadata)
+        svc_json_set(sc, "metadata", svc_json_copy(e->metadata));
     svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
 }
 
-int svc_session_rename(const struct svc_config *cfg, const char *sid, const char *title,
-                       json_object **out, struct svc_err *err)
+int svc_session_edit(const struct svc_config *cfg, const char *sid,
+                     const struct svc_session_edit *e, json_object **out, struct svc_err *err)
 {
     *out = NULL;
-    if (!title)
-        return svc_err_setp(err, SVC_E_MISSING_FIELD, "title", "title is required");
-    size_t cp = svc_utf8_len(title);
-    if (cp < 1 || cp > 200)
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, "title", "title must be 1..200 characters");
-    for (const char *p = title; *p; p++)
-        if ((unsigned char)*p < 0x20)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, "title",
-                                "title must not contain control characters");
-    return update_sidecar(cfg, sid, mutate_title, title, out, err);
+    if (!e->title && !e->set_pinned && !e->tags && !e->metadata)
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, "title",
+                            "title is required (or pinned, tags, metadata)");
+    if ((e->title && svc_title_check(e->title, err) != 0) ||
+        (e->tags && svc_labels_check_tags(e->tags, err) != 0) ||
+        (e->metadata && svc_labels_check_metadata(e->metadata, err) != 0))
+        return -1;
+    return update_sidecar(cfg, sid, mutate_edit, e, out, err);
 }
 
 int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_object **out,

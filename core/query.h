@@ -55,9 +55,18 @@ json_object *svc_message_row(json_object *rec, int64_t id);
 /* {"archived": bool, "session_id"}; idempotent. */
 int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool archived,
                              json_object **out, struct svc_err *err);
-/* Title 1..200 characters; returns the summary. */
-int svc_session_rename(const struct svc_config *cfg, const char *sid, const char *title,
-                       json_object **out, struct svc_err *err);
+/* PATCH: what changes (NULL / false: unchanged). At least one is given (else
+ * SVC_E_MISSING_FIELD "title"); every field is checked before anything is written. */
+struct svc_session_edit {
+    const char *title; /* 1..200 characters */
+    bool set_pinned;
+    bool pinned;
+    json_object *tags;     /* borrowed; labels.h */
+    json_object *metadata; /* borrowed; labels.h (replaces the whole object) */
+};
+/* Returns the summary. */
+int svc_session_edit(const struct svc_config *cfg, const char *sid,
+                     const struct svc_session_edit *e, json_object **out, struct svc_err *err);
 /* SPEC 14: 0 when scope (svc_user_scope; NULL: an admin) sees session sid, else -1 with
  * exactly what a missing session answers (SVC_E_SESSION_NOT_FOUND, "session <id> not
  * found"; invalid_session_id, sessions_disabled as the reads do). With missing_ok a

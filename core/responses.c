@@ -205,3 +205,45 @@ int svc_responses_prune(const struct svc_config *cfg, double max_age_s)
     free(dir);
     return removed;
 }
+
+struct forget {
+    const char *sid;
+    json_object *gone; /* ids of the responses removed, as keys */
+    int removed;
+};
+
+static void forget_response(void *ctx, const char *id, const char *path)
+{
+    struct forget *f = ctx;
+    json_object *o = NULL;
+    if (svc_responses_id_valid(id) && svc_json_read_file(path, &o, NULL) == 0 &&
+        strcmp(svc_json_str(o, "session_id", ""), f->sid) == 0 && unlink(path) == 0) {
+        json_object_object_add(f->gone, id, NULL);
+        f->removed++;
+    }
+    json_object_put(o);
+}
+
+static void forget_key(void *ctx, const char *id, const char *path)
+{
+    struct forget *f = ctx;
+    json_object *o = NULL;
+    if (key_name_valid(id) && svc_json_read_file(path, &o, NULL) == 0 &&
+        json_object_object_get_ex(f->gone, svc_json_str(o, "response_id", ""), NULL))
+        unlink(path);
+    json_object_put(o);
+}
+
+int svc_responses_forget(const struct svc_config *cfg, const char *sid)
+{
+    struct forget f = {.sid = sid, .gone = json_object_new_object()};
+    char *dir = NULL;
+    if (responses_dir(cfg, false, &dir, NULL) == 0) {
+        svc_file_each_json(dir, forget_response, &f);
+        if (f.removed)
+            svc_file_each_json(dir, forget_key, &f);
+    }
+    free(dir);
+    json_object_put(f.gone);
+    return f.removed;
+}

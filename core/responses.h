@@ -42,6 +42,9 @@ int svc_responses_by_key(const struct svc_config *cfg, const char *key, json_obj
                          struct svc_err *err);
 int svc_responses_put_key(const struct svc_config *cfg, const char *key, const char *id,
                           struct svc_err *err);
+/* A deleted session's stored responses and the Idempotency-Key files naming them, removed.
+ * Returns how many responses were removed. */
+int svc_responses_forget(const struct svc_config *cfg, const char *sid);
 /* The stored object (new reference), or SVC_E_RESPONSE_NOT_FOUND. */
 int svc_responses_get(const struct svc_config *cfg, const char *id, json_object **out,
                       struct svc_err *err);

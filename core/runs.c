@@ -722,3 +722,31 @@ int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
     free(stamp);
     return removed;
 }
+
+struct forget {
+    const struct svc_config *cfg;
+    const char *sid;
+    int removed;
+};
+
+static void forget_run(void *ctx, const char *id, const char *path)
+{
+    struct forget *f = ctx;
+    json_object *o = NULL;
+    if (svc_json_read_file(path, &o, NULL) == 0 &&
+        strcmp(svc_json_str(o, "session_id", ""), f->sid) == 0) {
+        remove_run_files(f->cfg, id); /* an idem- file is its record alone */
+        f->removed += strncmp(id, "idem-", 5) != 0;
+    }
+    json_object_put(o);
+}
+
+int svc_runs_forget(const struct svc_config *cfg, const char *sid)
+{
+    struct forget f = {.cfg = cfg, .sid = sid};
+    char *dir = runs_dir(cfg);
+    if (dir)
+        svc_file_each_json(dir, forget_run, &f);
+    free(dir);
+    return f.removed;
+}

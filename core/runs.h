@@ -62,6 +62,10 @@ int svc_runs_find_idem(const struct svc_config *cfg, const char *sid, const char
 int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, const char *key,
                          const char *status, const struct svc_err *failure, struct svc_err *err);
 
+/* A deleted session's run records (and their events, cancel and lock files) and
+ * Idempotency-Key files, removed. Returns how many runs were removed. */
+int svc_runs_forget(const struct svc_config *cfg, const char *sid);
+
 /* Remove finished records (and idempotency keys) not touched for max_age_s. Runs at most
  * once an hour per root (a stamp file says when); returns how many were removed. */
 int svc_runs_prune(const struct svc_config *cfg, double max_age_s);

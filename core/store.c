@@ -17,6 +17,7 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "log.h"
 #include "sidecar.h"
 #include "util.h"
 
@@ -31,6 +32,7 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_TURNS] = "svc_turns.jsonl",
     [SVC_F_TURNS_CORRUPT] = "svc_turns.jsonl.corrupt",
     [SVC_F_MEMORY] = "svc_memory.json",
+    [SVC_F_FEEDBACK] = "svc_feedback.json",
     [SVC_F_AGENTS] = "agents",
     [SVC_F_AGENT_DIR] = "agent_",
     [SVC_F_AGENT] = "agent.json",
@@ -45,6 +47,10 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_IMPORT_LOCK] = ".svc_import.lock",
     [SVC_F_IMPORT_STAGING] = ".svc_import-",
     [SVC_F_IMPORT_ASIDE] = "old_",
+    [SVC_F_TRASH] = ".svc_trash-",
+    [SVC_F_STAGE] = ".svc_new-",
+    [SVC_F_RETENTION] = ".svc_retention.json",
+    [SVC_F_RETENTION_LOCK] = ".svc_retention.lock",
 };
 static const char *const run_suffix[SVC_RUN__MAX] = {
     [SVC_RUN_RECORD] = ".json",
@@ -318,6 +324,63 @@ void svc_sess_close(struct svc_sess *s)
     free(s->dir);
     free(s->msg_dir);
     s->dir = s->msg_dir = NULL;
+}
+
+char *svc_store_stage(const struct svc_store *st, struct svc_err *err)
+{
+    char hex[17];
+    svc_random_hex(hex, 16);
+    const char *parts[] = {st->root, "/", names[SVC_F_STAGE], hex};
+    char *stage = path_cat(4, parts);
+    if (svc_mkdirs(st->root, 0755, err) != 0 ||
+        (mkdir(stage, 0755) != 0 && svc_err_errno(err, "staging directory"))) {
+        free(stage);
+        return NULL;
+    }
+    return stage;
+}
+
+int svc_sess_publish(struct svc_sess *s, const struct svc_store *st, struct svc_err *err)
+{
+    static const enum svc_file dirs[] = {SVC_F_MESSAGES, SVC_F_AGENT_DIR, SVC_F_AGENTS, SVC_F_DIR};
+    int rc = 0;
+    for (size_t i = 0; st->durable && rc == 0 && i < sizeof dirs / sizeof dirs[0]; i++) {
+        char *d = svc_sess_path(s, dirs[i], SVC_FROM_ABS);
+        rc = svc_fsync_dir(d, err);
+        free(d);
+    }
+    char *final = store_path(st, s->sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
+    if (rc == 0 && renameat2(AT_FDCWD, s->dir, AT_FDCWD, final, RENAME_NOREPLACE) != 0)
+        rc = errno == EEXIST || errno == ENOTEMPTY
+                 ? svc_err_set(err, SVC_E_SESSION_EXISTS, "session %s exists", s->sid)
+                 : svc_err_errno(err, "publish session");
+    if (rc == 0 && st->durable)
+        rc = svc_fsync_dir(st->root, err);
+    free(final);
+    svc_file_remove_tree(s->st.root);
+    return rc;
+}
+
+int svc_sess_remove(struct svc_sess *s, struct svc_err *err)
+{
+    if (!svc_sess_exists(s))
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", s->sid);
+    char hex[17];
+    svc_random_hex(hex, 16);
+    const char *parts[] = {s->st.root, "/", names[SVC_F_TRASH], s->sid, "-", hex};
+    char *trash = path_cat(6, parts);
+    if (rename(s->dir, trash) != 0) {
+        free(trash);
+        return svc_err_errno(err, "delete session");
+    }
+    /* out of the namespace: the session is gone; what is left of it is nobody's */
+    struct svc_err serr;
+    if (s->st.durable && svc_fsync_dir(s->st.root, &serr) != 0)
+        svc_logf("session %s: %s", s->sid, serr.message);
+    if (svc_file_remove_tree(trash) != 0)
+        svc_logf("session %s: %s could not be removed: %s", s->sid, trash, strerror(errno));
+    free(trash);
+    return 0;
 }
 
 int svc_sess_sidecar(struct svc_sess *s, json_object **out, struct svc_err *err)

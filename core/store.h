@@ -41,6 +41,7 @@ enum svc_file {
     SVC_F_TURNS,          /* svc_turns.jsonl */
     SVC_F_TURNS_CORRUPT,  /* svc_turns.jsonl.corrupt (fsck's) */
     SVC_F_MEMORY,         /* svc_memory.json */
+    SVC_F_FEEDBACK,       /* svc_feedback.json */
     SVC_F_AGENTS,         /* agents */
     SVC_F_AGENT_DIR,      /* agents/agent_<aid> */
     SVC_F_AGENT,          /* agents/agent_<aid>/agent.json */
@@ -55,6 +56,10 @@ enum svc_file {
     SVC_F_IMPORT_LOCK,    /* <root>/.svc_import.lock */
     SVC_F_IMPORT_STAGING, /* <root>/.svc_import-<hex> */
     SVC_F_IMPORT_ASIDE,   /* <staging>/old_session_<sid>: an overwritten session moved aside */
+    SVC_F_TRASH,          /* <root>/.svc_trash-<sid>-<hex>: a session being deleted */
+    SVC_F_STAGE,          /* <root>/.svc_new-<hex>: a new session being built */
+    SVC_F_RETENTION,      /* <root>/.svc_retention.json: the retention job's state */
+    SVC_F_RETENTION_LOCK, /* <root>/.svc_retention.lock: held while it runs */
     SVC_F__MAX
 };
 /* Where a path starts: absolute, from the root, from the session directory, or the last
@@ -136,6 +141,18 @@ bool svc_sess_exists(const struct svc_sess *s);
 int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err);
 void svc_sess_unlock(struct svc_sess *s);
 void svc_sess_close(struct svc_sess *s);
+/* A new, empty staging root beside the sessions, <root>/.svc_new-<hex> (heap path): a session
+ * built whole under it (a handle on a store with this root) appears at once with
+ * svc_sess_publish. Listings, exports and Strands ignore it. */
+char *svc_store_stage(const struct svc_store *st, struct svc_err *err);
+/* Move s, built under a staging root, into st's root as session_<sid>: one rename that never
+ * replaces (SVC_E_SESSION_EXISTS), its directories synced first when st is durable. The
+ * staging root is removed either way. */
+int svc_sess_publish(struct svc_sess *s, const struct svc_store *st, struct svc_err *err);
+/* Delete the session's directory: renamed out of the root's namespace (to SVC_F_TRASH, which
+ * listings, exports and Strands ignore; the root synced when durable), then removed. The
+ * caller holds the exclusive lock and the run lock. SVC_E_SESSION_NOT_FOUND when missing. */
+int svc_sess_remove(struct svc_sess *s, struct svc_err *err);
 
 /* The directories we write into (agents/, agents/agent_<aid>/, messages/) must be real
  * directories when present, and svc_turns.jsonl a regular file: a symbolic link there

@@ -219,3 +219,15 @@ const char *svc_title_search_text(json_object *summary)
         n -= 3;
     return strncmp(title, src, n) == 0 ? src : title;
 }
+
+int svc_title_check(const char *title, struct svc_err *err)
+{
+    size_t cp = svc_utf8_len(title);
+    if (cp < 1 || cp > 200)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "title", "title must be 1..200 characters");
+    for (const char *p = title; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, "title",
+                                "title must not contain control characters");
+    return 0;
+}

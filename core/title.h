@@ -9,6 +9,8 @@
 
 #include <json-c/json.h>
 
+#include "err.h"
+
 #define SVC_TITLE_MAX_CP 48
 #define SVC_TITLE_SOURCE_MAX_CP 200
 
@@ -18,5 +20,9 @@ void svc_title_derive(json_object *sc, const char *input);
 /* The text q matches in a summary (borrowed): its title_source while the title is the one
  * derived from it, else its title (a rename). */
 const char *svc_title_search_text(json_object *summary);
+
+/* A title a person gives (rename, fork): 1..200 characters, no control character; else
+ * SVC_E_INVALID_FIELD naming "title". */
+int svc_title_check(const char *title, struct svc_err *err);
 
 #endif

@@ -318,9 +318,10 @@ for my $id ('../x', '', 'a' x 129, '.hidden') {
     err_ok($r, 422, 'missing_field', 'title null', param => 'title');
     $r = no_change('PATCH unknown session', sub { $s->req(PATCH => '/api/v1/chat/sessions/nosuch', body => { title => 'x' }) });
     err_ok($r, 404, 'session_not_found', 'PATCH unknown session');
-    $r = $s->req(DELETE => $P);
-    err_ok($r, 405, 'method_not_allowed', 'DELETE a session');
+    $r = $s->req(PUT => $P, body => {});
+    err_ok($r, 405, 'method_not_allowed', 'PUT on a session');
     like $r->{headers}{allow} // '', qr/PATCH/, 'Allow lists PATCH';
+    like $r->{headers}{allow} // '', qr/DELETE/, 'and DELETE';
 }
 {
     chat({ session_id => 'ctl', messages => [{ role => 'user', content => "a\x01b\x{85}c" }] });

@@ -302,7 +302,10 @@ static void test_to_json_defaults(void)
            "\"temperature\":null,\"max_tokens\":null,\"context_window\":128000,"
            "\"system_prompt\":\"You are a helpful assistant.\"},\"agent\":{\"window_size\":40,"
            "\"max_tool_iterations\":8},\"memory\":{\"root\":\"/home/tester/.svc/memory\","
-           "\"recall\":0},\"jobs\":[],\"extensions\":[],\"source\":\"t.yaml\"}",
+           "\"recall\":0},\"retention\":{\"archive_after_days\":0,"
+           "\"delete_archived_after_days\":0,\"delete_after_days\":0,\"keep_pinned\":true,"
+           "\"export_before_delete\":\"\",\"schedule\":\"17 3 * * *\"},\"jobs\":[],"
+           "\"extensions\":[],\"source\":\"t.yaml\"}",
            "to_json of the defaults, in table order");
     free(dump);
     json_object_put(j);

@@ -1,0 +1,182 @@
+#include "fork.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fsio.h"
+#include "index.h"
+#include "jsonx.h"
+#include "sidecar.h"
+#include "store.h"
+#include "title.h"
+#include "util.h"
+
+/* How a staged file is written: its data synced when durable, its directories by publish. */
+static int file_sync(const struct svc_sess *s)
+{
+    return s->st.durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
+}
+
+/* What the request names, checked before anything is read: the new id free and valid. */
+static int check_request(const struct svc_config *cfg, const struct svc_fork_req *f, char *new_id,
+                         size_t sz, struct svc_err *err)
+{
+    if (!cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    if (f->title && svc_title_check(f->title, err) != 0)
+        return -1;
+    if (!f->new_id) {
+        svc_random_id("sess", new_id, sz);
+        return 0;
+    }
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    if (svc_id_check(f->new_id, err) != 0)
+        return -1;
+    if (svc_store_session_exists(&st, f->new_id))
+        return svc_err_setp(err, SVC_E_SESSION_EXISTS, "session_id", "session %s exists",
+                            f->new_id);
+    snprintf(new_id, sz, "%s", f->new_id);
+    return 0;
+}
+
+/* The ids to copy (ids <= *last, *last set to the default when not asked); 422 past the end. */
+static int pick(const struct svc_fork_req *f, const int64_t *ids, size_t n, int64_t *last,
+                size_t *count, struct svc_err *err)
+{
+    if (n == 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "message_id",
+                            "session %s has no messages to fork", f->session_id);
+    *last = f->has_message_id ? f->message_id : ids[n - 1];
+    if (*last < 0 || *last > ids[n - 1])
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "message_id", "message_id must be 0..%lld",
+                            (long long)ids[n - 1]);
+    for (*count = 0; *count < n && ids[*count] <= *last; (*count)++)
+        ;
+    return 0;
+}
+
+static int copy_messages(struct svc_sess *src, struct svc_sess *dst, const int64_t *ids,
+                         size_t count, struct svc_err *err)
+{
+    for (size_t i = 0; i < count; i++) {
+        json_object *rec = NULL;
+        int rc = svc_sess_read_message(src, ids[i], &rec, NULL, NULL, err);
+        if (rc == 0)
+            rc = svc_sess_write_message(dst, ids[i], svc_store_effective_message(rec),
+                                        file_sync(dst), NULL, err);
+        json_object_put(rec);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* A fresh agent.json with the source's state, and its window start (a position among the
+ * messages) when the copy of count messages reaches past it. */
+static int write_agent(struct svc_sess *src, struct svc_sess *dst, size_t count,
+                       struct svc_err *err)
+{
+    json_object *old = NULL, *a = svc_store_new_agent(dst->st.agent_id);
+    if (svc_sess_read_agent(src, &old, NULL) == 0) {
+        json_object *state = svc_json_obj(old, "state");
+        if (state)
+            svc_json_set(a, "state", svc_json_copy(state));
+        int64_t removed = svc_agent_removed_count(old);
+        svc_agent_set_counts(a, removed < (int64_t)count ? removed : 0, 0);
+    }
+    int rc = svc_sess_write_agent(dst, a, file_sync(dst), err);
+    json_object_put(old);
+    json_object_put(a);
+    return rc;
+}
+
+/* The new sidecar (new reference): the source's title, model, user, channel and locale. */
+static json_object *new_sidecar(const struct svc_fork_req *f, json_object *from, const char *sid,
+                                const char *agent_id, int64_t last, size_t count)
+{
+    json_object *sc = svc_sidecar_new(sid, agent_id, svc_json_str(from, "model", NULL));
+    static const char *const kept[] = {"user_id", "channel", "locale", "title", "title_source"};
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        json_object *v = NULL;
+        if (json_object_object_get_ex(from, kept[i], &v) && v)
+            svc_json_set(sc, kept[i], svc_json_copy(v));
+    }
+    if (f->title) {
+        svc_json_set_str(sc, "title", f->title);
+        json_object_object_del(sc, "title_source");
+    }
+    svc_json_set_int(sc, "message_count", (int64_t)count);
+    json_object *ff = json_object_new_object();
+    svc_json_set_str(ff, "session_id", f->session_id);
+    svc_json_set_int(ff, "message_id", last);
+    svc_json_set(sc, "forked_from", ff);
+    return sc;
+}
+
+/* Build the copy under a staging root, from the source locked shared. *sc: its sidecar. */
+static int build(struct svc_sess *src, struct svc_sess *dst, const struct svc_fork_req *f,
+                 json_object **sc, struct svc_err *err)
+{
+    int64_t *ids = NULL, last = 0;
+    size_t n = 0, count = 0;
+    json_object *from = NULL;
+    int rc = -1;
+    if (svc_sess_lock(src, false, err) != 0 || svc_sess_message_ids(src, &ids, &n, err) != 0 ||
+        pick(f, ids, n, &last, &count, err) != 0)
+        goto out;
+    if (svc_sess_sidecar(src, &from, NULL) != 0 || !from) {
+        if (svc_sidecar_derive(src, &from, err) != 0)
+            goto out;
+    } else {
+        from = json_object_get(from);
+    }
+    *sc = new_sidecar(f, from, dst->sid, dst->st.agent_id, last, count);
+    if (svc_sess_ensure(dst, false, file_sync(dst), NULL, err) == 0 &&
+        copy_messages(src, dst, ids, count, err) == 0 && write_agent(src, dst, count, err) == 0 &&
+        svc_sidecar_write(dst, *sc, file_sync(dst), err) == 0)
+        rc = 0;
+out:
+    svc_sess_unlock(src);
+    json_object_put(from);
+    free(ids);
+    return rc;
+}
+
+int svc_session_fork(const struct svc_config *cfg, const struct svc_fork_req *f, json_object **out,
+                     struct svc_err *err)
+{
+    *out = NULL;
+    char new_id[SVC_ID_MAX + 1];
+    struct svc_sess src, dst = SVC_SESS_INIT;
+    if (check_request(cfg, f, new_id, sizeof new_id, err) != 0 ||
+        svc_sess_open(cfg, f->session_id, &src, err) != 0)
+        return -1;
+    json_object *sc = NULL;
+    char *stage = NULL;
+    int rc = -1;
+    if (!svc_sess_exists(&src)) {
+        svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", f->session_id);
+        goto out;
+    }
+    struct svc_store stg = src.st;
+    if (svc_sess_check_layout(&src, NULL, err) != 0 || !(stage = svc_store_stage(&src.st, err)))
+        goto out;
+    stg.root = stage;
+    if (svc_sess_open_store(&stg, new_id, &dst, err) != 0)
+        goto out;
+    if (build(&src, &dst, f, &sc, err) != 0 || svc_sess_publish(&dst, &src.st, err) != 0)
+        goto out;
+    json_object *sum = svc_sidecar_summary(sc);
+    svc_index_update(&src.st, new_id, sum);
+    *out = sum;
+    rc = 0;
+out:
+    if (rc != 0 && stage)
+        svc_file_remove_tree(stage);
+    svc_sess_close(&dst);
+    svc_sess_close(&src);
+    json_object_put(sc);
+    free(stage);
+    return rc == 0 ? 0 : svc_err_unwritable(cfg->sessions.root, err);
+}

@@ -1,0 +1,30 @@
+/* fork: a new session from the first messages of another (SPEC 13.3). The new session is
+ * built whole in a staging root (store.h) from copies of messages 0..n, read under the
+ * source's shared lock (a redacted message is copied redacted), with a fresh session.json
+ * and agent.json (the source's agent state; its window start when the copy reaches it) and
+ * a sidecar with the source's title, model and user and `forked_from: {"session_id",
+ * "message_id"}`; it appears in one rename that never replaces a session. Strands reads it
+ * as an ordinary session. The source is not changed. */
+#ifndef SVC_FORK_H
+#define SVC_FORK_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "err.h"
+
+struct svc_fork_req {
+    const char *session_id; /* the source */
+    bool has_message_id;    /* else the last message */
+    int64_t message_id;     /* the last message copied: 0..the source's last id, else 422 */
+    const char *new_id;     /* NULL: a new sess-<16 hex>; one that exists: 409 session_exists */
+    const char *title;      /* NULL: the source's */
+};
+
+/* The new session's summary in *out (new reference). */
+int svc_session_fork(const struct svc_config *cfg, const struct svc_fork_req *f, json_object **out,
+                     struct svc_err *err);
+
+#endif

@@ -1,0 +1,310 @@
+#include "retention.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "bundle.h"
+#include "cron.h"
+#include "erase.h"
+#include "jsonx.h"
+#include "lock.h"
+#include "log.h"
+#include "query.h"
+#include "store.h"
+#include "util.h"
+
+bool svc_retention_enabled(const struct svc_config *cfg)
+{
+    return cfg->sessions.enabled &&
+           (cfg->retention.archive_after_days > 0 || cfg->retention.delete_after_days > 0 ||
+            cfg->retention.delete_archived_after_days > 0);
+}
+
+/* What the policy does to a summary at now: "archive", "delete" or NULL; why says why. */
+static const char *decide(const struct svc_config *cfg, json_object *sum, time_t now, char *why,
+                          size_t whysz)
+{
+    double t;
+    if ((cfg->retention.keep_pinned && svc_json_bool(sum, "pinned", false)) ||
+        svc_time_parse_iso(svc_json_str(sum, "updated_at", ""), &t) != 0)
+        return NULL;
+    int days = (int)(((double)now - t) / 86400.0);
+    bool archived = svc_json_bool(sum, "archived", false);
+    int del = cfg->retention.delete_after_days, adel = cfg->retention.delete_archived_after_days;
+    int arch = cfg->retention.archive_after_days;
+    snprintf(why, whysz, "%snot updated for %d days", archived ? "archived, " : "", days);
+    if ((del > 0 && days >= del) || (archived && adel > 0 && days >= adel))
+        return "delete";
+    if (!archived && arch > 0 && days >= arch)
+        return "archive";
+    return NULL;
+}
+
+static bool run_held(const struct svc_config *cfg, const char *sid)
+{
+    struct svc_sess s;
+    bool held = svc_sess_open(cfg, sid, &s, NULL) == 0 && svc_lock_run_held(s.dir);
+    svc_sess_close(&s);
+    return held;
+}
+
+static void add_action(json_object *actions, const char *sid, const char *action, const char *why)
+{
+    json_object *a = json_object_new_object();
+    svc_json_set_str(a, "session_id", sid);
+    svc_json_set_str(a, "action", action);
+    svc_json_set_str(a, "reason", why);
+    json_object_array_add(actions, a);
+}
+
+/* The actions for every session the index lists, page by page. */
+static int plan(const struct svc_config *cfg, time_t now, json_object *actions, struct svc_err *err)
+{
+    struct svc_list_query q = {.limit = SVC_LIST_LIMIT_MAX, .include_archived = true};
+    char *cursor = NULL;
+    do {
+        json_object *page = NULL;
+        q.cursor = cursor;
+        int rc = svc_sessions_list(cfg, &q, &page, err);
+        free(cursor);
+        cursor = NULL;
+        if (rc != 0)
+            return -1;
+        json_object *arr = svc_json_arr(page, "sessions");
+        for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+            json_object *el = json_object_array_get_idx(arr, i), *sum = NULL;
+            /* a page's rows are the index's text, unparsed (jsonx.h's raw nodes) */
+            if (json_object_is_type(el, json_type_string))
+                svc_json_parse(json_object_get_string(el), json_object_get_string_len(el), &sum,
+                               NULL);
+            else
+                sum = json_object_get(el);
+            const char *sid = svc_json_str(sum, "session_id", "");
+            char why[96];
+            const char *action = decide(cfg, sum, now, why, sizeof why);
+            if (action && run_held(cfg, sid))
+                add_action(actions, sid, "skip", "a run holds it");
+            else if (action)
+                add_action(actions, sid, action, why);
+            json_object_put(sum);
+        }
+        const char *next = svc_json_str(page, "next_cursor", NULL);
+        cursor = next ? svc_xstrdup(next) : NULL;
+        json_object_put(page);
+    } while (cursor);
+    return 0;
+}
+
+/* One bundle of the sessions to delete into export_before_delete; *out its answer. */
+static int export_first(const struct svc_config *cfg, json_object *actions, json_object **out,
+                        struct svc_err *err)
+{
+    size_t n = json_object_array_length(actions), k = 0;
+    const char **ids = svc_xcalloc(n + 1, sizeof *ids);
+    for (size_t i = 0; i < n; i++) {
+        json_object *a = json_object_array_get_idx(actions, i);
+        if (strcmp(svc_json_str(a, "action", ""), "delete") == 0)
+            ids[k++] = svc_json_str(a, "session_id", "");
+    }
+    struct svc_export_request req = {.session_ids = ids,
+                                     .n_session_ids = k,
+                                     .include_archived = true,
+                                     .output_dir = cfg->retention.export_before_delete,
+                                     .output_dir_trusted = true,
+                                     .tar = true};
+    struct svc_export *ex = NULL;
+    int rc = k == 0 ? 0 : -1;
+    if (k > 0 && svc_export_prepare(cfg, &req, &ex, err) == 0 &&
+        svc_export_write(ex, NULL, out, err) == 0)
+        rc = 0;
+    svc_export_free(ex);
+    free(ids);
+    return rc;
+}
+
+/* Carry out the actions; a session that cannot be changed becomes a skip. */
+static void carry_out(const struct svc_config *cfg, json_object *actions)
+{
+    for (size_t i = 0; i < json_object_array_length(actions); i++) {
+        json_object *a = json_object_array_get_idx(actions, i), *o = NULL;
+        const char *sid = svc_json_str(a, "session_id", ""), *act = svc_json_str(a, "action", "");
+        struct svc_err e;
+        int rc = 0;
+        if (strcmp(act, "archive") == 0)
+            rc = run_held(cfg, sid) ? svc_err_set(&e, SVC_E_SESSION_BUSY, "a run holds it")
+                                    : svc_session_set_archived(cfg, sid, true, &o, &e);
+        else if (strcmp(act, "delete") == 0)
+            rc = svc_session_delete(cfg, sid, &o, &e);
+        json_object_put(o);
+        if (rc != 0) {
+            svc_json_set_str(a, "action", "skip");
+            svc_json_set_str(a, "reason",
+                             e.code == SVC_E_SESSION_BUSY ? "a run holds it" : e.message);
+        }
+    }
+}
+
+static json_object *counts_of(json_object *actions)
+{
+    static const char *const what[][2] = {
+        {"archive", "archived"}, {"delete", "deleted"}, {"skip", "skipped"}};
+    json_object *c = json_object_new_object();
+    for (size_t k = 0; k < 3; k++) {
+        int64_t n = 0;
+        for (size_t i = 0; i < json_object_array_length(actions); i++)
+            n += strcmp(svc_json_str(json_object_array_get_idx(actions, i), "action", ""),
+                        what[k][0]) == 0;
+        svc_json_set_int(c, what[k][1], n);
+    }
+    return c;
+}
+
+int svc_retention_apply(const struct svc_config *cfg, time_t now, bool dry_run,
+                        json_object **report, struct svc_err *err)
+{
+    *report = NULL;
+    json_object *actions = json_object_new_array(), *exported = NULL;
+    if (!cfg->sessions.enabled) {
+        json_object_put(actions);
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    }
+    if ((svc_retention_enabled(cfg) && plan(cfg, now, actions, err) != 0) ||
+        (!dry_run && *cfg->retention.export_before_delete &&
+         export_first(cfg, actions, &exported, err) != 0)) {
+        json_object_put(actions);
+        return -1;
+    }
+    if (!dry_run)
+        carry_out(cfg, actions);
+    json_object *counts = counts_of(actions);
+    if (!dry_run)
+        svc_logf("retention: %lld archived, %lld deleted, %lld skipped",
+                 (long long)svc_json_int(counts, "archived", 0),
+                 (long long)svc_json_int(counts, "deleted", 0),
+                 (long long)svc_json_int(counts, "skipped", 0));
+    *report = json_object_new_object();
+    svc_json_set_bool(*report, "dry_run", dry_run);
+    svc_json_set(*report, "actions", actions);
+    svc_json_set(*report, "counts", counts);
+    if (exported)
+        svc_json_set(*report, "export", exported);
+    return 0;
+}
+
+/* ---- the job ---- */
+
+/* The state (new reference, {} when missing or damaged). */
+static json_object *state_read(const struct svc_store *st)
+{
+    char *path = svc_store_root_path(st, SVC_F_RETENTION);
+    json_object *o = NULL;
+    if (svc_json_read_file(path, &o, NULL) != 0 || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = json_object_new_object();
+    }
+    free(path);
+    return o;
+}
+
+/* The minute after which the next run is looked for. */
+static time_t state_base(json_object *state, time_t now_min)
+{
+    double t;
+    const char *last = svc_json_str(state, "last_due_at", NULL);
+    return last && svc_time_parse_iso(last, &t) == 0 ? (time_t)t : now_min - 60;
+}
+
+/* A pass, recorded in the state (the lock is held). */
+static void run_recorded(const struct svc_config *cfg, const struct svc_store *st, time_t now,
+                         time_t now_min, json_object *state, json_object *res)
+{
+    struct svc_err err;
+    json_object *rep = NULL;
+    char buf[SVC_TIME_LEN];
+    bool ok = svc_retention_apply(cfg, now, false, &rep, &err) == 0;
+    svc_json_set_str(res, "result", ok ? "done" : "error");
+    svc_json_set_str(state, "last_due_at", svc_time_format_iso((double)now_min, buf));
+    svc_json_set_str(state, "last_run_at", svc_time_now_iso(buf));
+    svc_json_set_str(state, "last_status", ok ? "done" : "error");
+    if (ok) {
+        svc_json_set(res, "counts", json_object_get(svc_json_obj(rep, "counts")));
+        svc_json_set(state, "last_counts", json_object_get(svc_json_obj(rep, "counts")));
+        svc_json_set(state, "last_error", NULL);
+    } else {
+        svc_json_set_str(res, "error", err.message);
+        svc_json_set_str(state, "last_error", err.message);
+        svc_logf("retention: %s", err.message);
+    }
+    json_object_put(rep);
+    char *path = svc_store_root_path(st, SVC_F_RETENTION);
+    if (svc_json_write_pretty(path, state, st->durable, &err) != 0)
+        svc_logf("retention: its state could not be written: %s", err.message);
+    free(path);
+}
+
+json_object *svc_retention_run_due(const struct svc_config *cfg, time_t now)
+{
+    if (!svc_retention_enabled(cfg))
+        return NULL;
+    json_object *res = json_object_new_object();
+    svc_json_set_str(res, "id", "retention");
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    struct svc_cron c;
+    time_t now_min = now - ((now % 60) + 60) % 60;
+    char *lpath = svc_store_root_path(&st, SVC_F_RETENTION_LOCK);
+    struct svc_err err;
+    int fd = svc_cron_parse(cfg->retention.schedule, &c, &err) == 0 &&
+                     svc_mkdirs(st.root, 0755, &err) == 0
+                 ? svc_lock_file(lpath, LOCK_EX | LOCK_NB, true)
+                 : -2;
+    free(lpath);
+    if (fd < 0) {
+        bool held = fd == -1 && errno == EWOULDBLOCK; /* another host or invocation has it */
+        svc_json_set_str(res, "result", held ? "locked" : "error");
+        if (!held)
+            svc_json_set_str(res, "error", fd == -2 ? err.message : strerror(errno));
+        return res;
+    }
+    /* read only now: whoever held the lock before has recorded its pass */
+    json_object *state = state_read(&st);
+    time_t next = svc_cron_next(&c, state_base(state, now_min));
+    if (next < 0 || next > now_min)
+        svc_json_set_str(res, "result", "not_due");
+    else
+        run_recorded(cfg, &st, now, now_min, state, res);
+    json_object_put(state);
+    close(fd);
+    return res;
+}
+
+json_object *svc_retention_job(const struct svc_config *cfg, time_t now)
+{
+    if (!svc_retention_enabled(cfg))
+        return NULL;
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    json_object *state = state_read(&st), *o = json_object_new_object();
+    time_t now_min = now - ((now % 60) + 60) % 60;
+    struct svc_cron c;
+    time_t next = svc_cron_parse(cfg->retention.schedule, &c, NULL) == 0
+                      ? svc_cron_next(&c, state_base(state, now_min))
+                      : -1;
+    char buf[SVC_TIME_LEN];
+    svc_json_set_str(o, "id", "retention");
+    svc_json_set_str(o, "schedule", cfg->retention.schedule);
+    svc_json_set_bool(o, "enabled", true);
+    svc_json_set_str(o, "next_run_at", next >= 0 ? svc_time_format_iso((double)next, buf) : NULL);
+    static const char *const keys[] = {"last_run_at", "last_status", "last_counts", "last_error"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        json_object *v = NULL;
+        json_object_object_get_ex(state, keys[i], &v);
+        svc_json_set(o, keys[i], json_object_get(v));
+    }
+    json_object_put(state);
+    return o;
+}
