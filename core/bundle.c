@@ -790,6 +790,40 @@ static int fd_write(void *ctx, const void *data, size_t len)
     return -1;
 }
 
+/* The destination directory, made when missing and checked again where it really is (it
+ * may have been created just now). */
+static int dest_ready(struct svc_export *ex, struct svc_err *err)
+{
+    if (svc_mkdirs_durable(ex->dest, 0755, ex->st.durable, err) != 0)
+        return -1;
+    char *real = realpath(ex->dest, NULL);
+    bool same = real && strcmp(real, ex->dest) == 0;
+    free(real);
+    if (!same)
+        return svc_err_setp(err, SVC_E_EXPORT_DIR_FORBIDDEN, "output_dir",
+                            "output_dir changed while it was created");
+    return 0;
+}
+
+/* The API answer of a written bundle (new reference). */
+static json_object *write_result(const struct svc_export *ex, const struct svc_bout *o,
+                                 const char *final, int64_t msgs, uint64_t bytes,
+                                 json_object *warnings)
+{
+    json_object *res = json_object_new_object();
+    svc_json_set_bool(res, "ok", true);
+    svc_json_set_str(res, "export_id", ex->id);
+    svc_json_set_str(res, o->tar ? "export_file" : "export_dir", final);
+    svc_json_set_str(res, "format", o->tar ? "tar.gz" : "dir");
+    svc_json_set_int(res, "session_count", (int64_t)o->sessions);
+    svc_json_set_int(res, "message_count", msgs);
+    svc_json_set_int(res, "bytes", (int64_t)bytes);
+    svc_json_set(res, "files", json_object_get(o->top));
+    svc_json_set(res, "warnings", json_object_get(warnings));
+    svc_json_set(res, "left_out", json_object_get(ex->left_out));
+    return res;
+}
+
 int svc_export_write(struct svc_export *ex, const struct svc_export_progress *progress,
                      json_object **result, struct svc_err *err)
 {
@@ -802,17 +836,8 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     int fd = -1, rc = -1;
     int64_t msgs = 0;
     struct fd_out fo = {.fd = -1};
-    if (svc_mkdirs_durable(ex->dest, 0755, ex->st.durable, err) != 0)
+    if (dest_ready(ex, err) != 0)
         goto out;
-    /* the directory may have been created just now: check where it really is again */
-    char *real = realpath(ex->dest, NULL);
-    if (!real || strcmp(real, ex->dest) != 0) {
-        free(real);
-        svc_err_setp(err, SVC_E_EXPORT_DIR_FORBIDDEN, "output_dir",
-                     "output_dir changed while it was created");
-        goto out;
-    }
-    free(real);
     o.spooldir = svc_xstrdup(ex->dest);
     svc_xasprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "", (int)getpid());
     svc_xasprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "");
@@ -868,18 +893,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
             close(dfd);
         }
     }
-    json_object *res = json_object_new_object();
-    svc_json_set_bool(res, "ok", true);
-    svc_json_set_str(res, "export_id", ex->id);
-    svc_json_set_str(res, o.tar ? "export_file" : "export_dir", final);
-    svc_json_set_str(res, "format", o.tar ? "tar.gz" : "dir");
-    svc_json_set_int(res, "session_count", (int64_t)o.sessions);
-    svc_json_set_int(res, "message_count", msgs);
-    svc_json_set_int(res, "bytes", (int64_t)bytes);
-    svc_json_set(res, "files", json_object_get(o.top));
-    svc_json_set(res, "warnings", json_object_get(warnings));
-    svc_json_set(res, "left_out", json_object_get(ex->left_out));
-    *result = res;
+    *result = write_result(ex, &o, final, msgs, bytes, warnings);
     rc = 0;
 out:
     if (fd >= 0)

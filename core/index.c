@@ -1161,55 +1161,84 @@ static char *read_page(const struct entry **page, int np, const char **text)
 
 /* One page from the entries. Returns 0, -1 with err, or 1 when a summary could not be read
  * back from the index file (changed under this process): nothing is answered then. */
+/* Where the page starts: the first entry after the cursor's key (0 without a cursor). */
+static int page_start(const struct svc_list_query *q, size_t *start, struct svc_err *err)
+{
+    double cu = 0;
+    char csid[SVC_ID_MAX + 2] = "";
+    *start = 0;
+    if (!q->cursor || !*q->cursor)
+        return 0;
+    if (cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "cursor", "cursor is not valid");
+    struct entry key = {.sid = csid, .updated = cu};
+    size_t lo = 0, hi = ix.n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cmp_entry(&ix.v[mid], &key) <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *start = lo;
+    return 0;
+}
+
+/* Whether entry e passes the query's filters (qlc: the folded title search, or NULL). */
+static bool entry_matches(const struct entry *e, const struct svc_list_query *q, const char *qlc)
+{
+    if (q->archived_only ? !e->archived : (e->archived && !q->include_archived))
+        return false;
+    if (q->status && *q->status && strcmp(q->status, e->status) != 0)
+        return false;
+    if (qlc && !strstr(e->title_lc, qlc))
+        return false;
+    if (q->owner && (!e->owner || strcmp(q->owner, e->owner) != 0))
+        return false;
+    if (q->pinned && *q->pinned && (strcmp(q->pinned, "true") == 0) != e->pinned)
+        return false;
+    return tags_match(e, q);
+}
+
+/* The summary of a page's entry e as raw JSON (text: its line read with the page, or
+ * NULL), recounted when another program added a message file since; NULL if unreadable. */
+static json_object *page_summary(const struct svc_store *st, const struct entry *e,
+                                 const char *text)
+{
+    json_object *raw = recounted(st, e);
+    if (raw)
+        return raw;
+    if (text)
+        return e->len >= 2 && text[0] == '{' && text[e->len - 1] == '}'
+                   ? svc_json_new_raw_len(text, e->len)
+                   : NULL;
+    char *sum = entry_summary(e);
+    size_t n = sum ? strlen(sum) : 0;
+    raw = n >= 2 && sum[0] == '{' && sum[n - 1] == '}' ? svc_json_new_raw(sum) : NULL;
+    free(sum);
+    return raw;
+}
+
 static int list_page(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
                      json_object **stale, struct svc_err *err)
 {
     sort_entries();
-    double cu = 0;
-    char csid[SVC_ID_MAX + 2] = "";
-    size_t start = 0;
-    if (q->cursor && *q->cursor) {
-        if (cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
-            return svc_err_setp(err, SVC_E_INVALID_QUERY, "cursor", "cursor is not valid");
-        struct entry key = {.sid = csid, .updated = cu};
-        /* binary search for the first entry after the cursor's key */
-        size_t lo = 0, hi = ix.n;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (cmp_entry(&ix.v[mid], &key) <= 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        start = lo;
-    }
-    char *qlc = NULL;
-    if (q->q && *q->q) {
-        qlc = svc_fold(q->q);
-    }
-    /* the page: which entries */
+    size_t start;
+    if (page_start(q, &start, err) != 0)
+        return -1;
+    char *qlc = q->q && *q->q ? svc_fold(q->q) : NULL;
     int limit =
         q->limit > 0 && q->limit <= SVC_LIST_LIMIT_MAX ? (int)q->limit : SVC_LIST_LIMIT_DEFAULT;
     const struct entry **page = svc_xcalloc((size_t)limit, sizeof *page);
     int np = 0;
     bool more = false;
-    for (size_t i = start; i < ix.n; i++) {
-        const struct entry *e = &ix.v[i];
-        if (q->archived_only ? !e->archived : (e->archived && !q->include_archived))
+    for (size_t i = start; i < ix.n && !more; i++) {
+        if (!entry_matches(&ix.v[i], q, qlc))
             continue;
-        if (q->status && *q->status && strcmp(q->status, e->status) != 0)
-            continue;
-        if (qlc && !strstr(e->title_lc, qlc))
-            continue;
-        if ((q->owner && (!e->owner || strcmp(q->owner, e->owner) != 0)) ||
-            (q->pinned && *q->pinned && (strcmp(q->pinned, "true") == 0) != e->pinned) ||
-            !tags_match(e, q))
-            continue;
-        if (np == limit) {
+        if (np == limit)
             more = true;
-            break;
-        }
-        page[np++] = e;
+        else
+            page[np++] = &ix.v[i];
     }
     free(qlc);
     /* their summaries, read in as few preads as the file allows: a page's lines sit
@@ -1220,25 +1249,13 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     json_object *list = json_object_new_array();
     const struct entry *last = NULL;
     bool unreadable = false;
-    for (int k = 0; k < np; k++) {
+    for (int k = 0; k < np && !unreadable; k++) {
         const struct entry *e = page[k];
-        json_object *raw = recounted(st, e);
-        if (raw) {
-            /* another program added a message file since the summary */
-        } else if (text[k]) {
-            const char *t = text[k];
-            if (e->len >= 2 && t[0] == '{' && t[e->len - 1] == '}')
-                raw = svc_json_new_raw_len(t, e->len);
-        } else {
-            char *sum = entry_summary(e);
-            size_t n = sum ? strlen(sum) : 0;
-            raw = n >= 2 && sum[0] == '{' && sum[n - 1] == '}' ? svc_json_new_raw(sum) : NULL;
-            free(sum);
-        }
+        json_object *raw = page_summary(st, e, text[k]);
         if (!raw) {
             svc_logf("index: the summary of session %s could not be read", e->sid);
             unreadable = true;
-            break;
+            continue;
         }
         json_object_array_add(list, raw);
         last = e;

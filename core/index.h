@@ -1,21 +1,11 @@
-/* index: the root-level summary index that makes listing cost the same with 100 or 100,000
- * sessions (SPEC 4.3).
- *   <root>/.svc_index.jsonl  one compact line per summary change: {"session_id", "summary"}
- *                            (the newest line for a session wins); appended with one write
- *                            under <root>/.svc_index.lock, compacted when it grows to twice
- *                            the live sessions, rebuilt from the sidecars when missing/damaged.
- *                            A compacted file starts with {"svc_index_generation": "<hex>"}.
+/* index: the root-level summary index that makes a list page cost the same with 100 or
+ * 100,000 sessions (SPEC 4.3; the file, its stamp and compaction: docs/FORMAT.md).
  * Each process keeps the index in memory and reads only the bytes appended since its last
- * look; a new generation (inode numbers are reused) or a shorter file means reading it anew.
- * Compaction happens under the root lock after catching up with every appended line. When
- * the root directory's mtime changes it rescans the directory names to notice sessions
- * added or removed by another program (Strands), deriving their summaries. Memory: every
- * summary of the root, compact, in each process that lists.
- * Trust: the root lock file starts with a stamp (generation, inode, size, mtime) that every
- * writer of the index leaves under the lock. A file that does not match it (missing,
- * truncated, torn, edited, an older copy) is never answered from: it is rebuilt from the
- * directories under the root lock first, and appends never create the file.
- * svc_index_update is best effort: a failure is logged and never fails the caller. */
+ * look (a new generation or a shorter file: read anew); a change of the root directory's
+ * mtime rescans its names for sessions another program added or removed. A file that does
+ * not match the stamp its last writer left in the root lock file is never answered from:
+ * it is rebuilt from the directories under the root lock first. svc_index_update is best
+ * effort: a failure is logged and never fails the caller. */
 #ifndef SVC_INDEX_H
 #define SVC_INDEX_H
 

@@ -459,10 +459,8 @@ json_object *svc_message_row(json_object *rec, int64_t id)
     return row;
 }
 
-int svc_session_messages(const struct svc_config *cfg, const char *sid,
-                         const struct svc_messages_query *q, json_object **out, struct svc_err *err)
+static int messages_query_check(const struct svc_messages_query *q, struct svc_err *err)
 {
-    *out = NULL;
     if (q->limit < 1 || q->limit > SVC_MESSAGES_LIMIT_MAX)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit",
                             "query parameter 'limit' must be between 1 and %d",
@@ -472,13 +470,58 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
                             "query parameter 'offset' must be >= 0");
     if (q->order && strcmp(q->order, "asc") != 0 && strcmp(q->order, "desc") != 0)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "order must be asc or desc");
+    return 0;
+}
+
+/* The row of message id (new reference): from the row cache when this very file was
+ * rendered before (msgcache.h: one stat, no read), else read, rendered and kept. A damaged
+ * file is a row saying so, never a failed page; a rated one is never cached (its feedback
+ * is not in the message file). */
+static json_object *message_row_of(struct svc_sess *s, int64_t id, json_object *fb, bool cache)
+{
+    struct stat fst;
+    const char *text;
+    size_t tlen;
+    json_object *rated = svc_feedback_of(fb, id);
+    if (!rated && cache && svc_sess_stat_message(s, id, &fst) &&
+        svc_msgcache_get(&fst, id, &text, &tlen))
+        return svc_json_new_raw_len(text, tlen);
+    json_object *rec = NULL;
+    struct svc_err merr;
+    if (svc_sess_read_message(s, id, &rec, &fst, NULL, &merr) != 0) {
+        json_object *row = json_object_new_object();
+        svc_json_set_int(row, "message_id", id);
+        svc_json_set_str(row, "role", "unknown");
+        svc_json_set_str(row, "content", "");
+        svc_json_set_str(row, "error", merr.message);
+        return row;
+    }
+    json_object *row = svc_message_row(rec, id);
+    json_object_put(rec);
+    if (rated) {
+        svc_json_set(row, "feedback", json_object_get(rated));
+        return row;
+    }
+    char *rendered = svc_json_dump_compact(row);
+    if (cache && svc_msgcache_put(&fst, id, rendered, strlen(rendered))) {
+        json_object_put(row);
+        row = svc_json_new_raw(rendered);
+    }
+    free(rendered);
+    return row;
+}
+
+int svc_session_messages(const struct svc_config *cfg, const char *sid,
+                         const struct svc_messages_query *q, json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (messages_query_check(q, err) != 0)
+        return -1;
     bool desc = q->order && strcmp(q->order, "desc") == 0;
     struct svc_sess s;
     if (open_session(cfg, sid, &s, true, err) != 0)
         return -1;
-    const struct svc_store *st = &s.st;
     int64_t *ids = NULL; /* NULL: ids are 0..n-1 */
-    size_t n = 0;
     int rc = -1;
     json_object *res = NULL, *fb = NULL;
     if (svc_sess_lock(&s, false, err) != 0)
@@ -491,55 +534,17 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         trusted = svc_json_int(sc, "message_count", -1);
     if (svc_sess_message_count(&s, trusted, &cnt, &next, &ids, err) != 0)
         goto out;
-    n = (size_t)cnt;
+    size_t n = (size_t)cnt, off = (size_t)q->offset, count = 0;
     fb = svc_feedback_read(&s);
     res = json_object_new_object();
     svc_json_set_str(res, "session_id", sid);
-    svc_json_set_str(res, "agent_id", st->agent_id);
+    svc_json_set_str(res, "agent_id", s.st.agent_id);
     json_object *list = json_object_new_array();
     svc_json_set(res, "messages", list);
-    size_t off = (size_t)q->offset;
-    size_t count = 0;
     bool cache = svc_cache_on(cfg, -1);
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
         size_t pos = desc ? n - 1 - k : k;
-        int64_t id = ids ? ids[pos] : (int64_t)pos;
-        /* a row rendered before from this very file (msgcache.h): one stat, no read */
-        struct stat fst;
-        const char *text;
-        size_t tlen;
-        json_object *rated = svc_feedback_of(fb, id); /* not in the message file: no cache */
-        if (!rated && cache && svc_sess_stat_message(&s, id, &fst) &&
-            svc_msgcache_get(&fst, id, &text, &tlen)) {
-            json_object_array_add(list, svc_json_new_raw_len(text, tlen));
-            continue;
-        }
-        json_object *rec = NULL;
-        struct svc_err merr;
-        if (svc_sess_read_message(&s, id, &rec, &fst, NULL, &merr) != 0) {
-            /* a damaged message file: say so in its row, never fail the page */
-            json_object *row = json_object_new_object();
-            svc_json_set_int(row, "message_id", id);
-            svc_json_set_str(row, "role", "unknown");
-            svc_json_set_str(row, "content", "");
-            svc_json_set_str(row, "error", merr.message);
-            json_object_array_add(list, row);
-            continue;
-        }
-        json_object *row = svc_message_row(rec, id);
-        json_object_put(rec);
-        if (rated) {
-            svc_json_set(row, "feedback", json_object_get(rated));
-            json_object_array_add(list, row);
-            continue;
-        }
-        char *rendered = svc_json_dump_compact(row);
-        if (cache && svc_msgcache_put(&fst, id, rendered, strlen(rendered))) {
-            json_object_put(row);
-            row = svc_json_new_raw(rendered);
-        }
-        free(rendered);
-        json_object_array_add(list, row);
+        json_object_array_add(list, message_row_of(&s, ids ? ids[pos] : (int64_t)pos, fb, cache));
     }
     if (off + count < n)
         svc_json_set_int(res, "next_offset", (int64_t)(off + count));
