@@ -9,7 +9,9 @@
  * else metadata.session_id, session_id, the X-Session-Id header, else a new one. The
  * client sends only the new input: the session holds the history.
  * Tool calls svc executes itself are reported as `svc.event` stream events and stored in
- * the transcript, never returned as function_call items awaiting output. */
+ * the transcript, never returned as function_call items awaiting output; the request's own
+ * function tools (SPEC 12.1) are: their calls end the run as function_call items, and
+ * function_call_output items answer them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,17 +23,21 @@
 #include "responses.h"
 #include "runs.h"
 #include "session.h"
+#include "toolsin.h"
 #include "util.h"
 
 #define PING_AFTER_S 10.0
 
 struct resp_in {
-    json_object *body;    /* owned */
-    json_object *history; /* owned array of chat messages before the input, or NULL */
-    char *input;          /* heap */
-    const char *sid;      /* borrowed from the body or the request */
-    json_object *prev;    /* owned: the stored response previous_response_id names */
-    const char *prev_id;  /* borrowed */
+    json_object *body;       /* owned */
+    json_object *history;    /* owned array of chat messages before the input, or NULL */
+    char *input;             /* heap, or NULL when the request only answers tool calls */
+    json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
+    const char *tool_choice; /* borrowed */
+    json_object *results;    /* owned: [{call_id, output, param}] of function_call_output items */
+    const char *sid;         /* borrowed from the body or the request */
+    json_object *prev;       /* owned: the stored response previous_response_id names */
+    const char *prev_id;     /* borrowed */
     const char *instructions, *user, *locale, *channel; /* borrowed */
     json_object *metadata;                              /* borrowed */
     bool stream, store, svc_v2;
@@ -45,6 +51,8 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->body);
     json_object_put(in->history);
     json_object_put(in->prev);
+    json_object_put(in->tools);
+    json_object_put(in->results);
     free(in->input);
 }
 
@@ -107,11 +115,88 @@ static int content_text(json_object *content, const char *param, char **out, str
     return 0;
 }
 
-/* `input`: a string, or a list of message items ({"role", "content"}, "type": "message"
- * optional). The last user message with text is the input; the messages before it are
- * history (imported on a session's first run, as for /api/chat). item_reference items
- * point at what the session already holds and are skipped; other item types are refused:
- * svc runs its own tools and awaits no function_call_output. */
+/* A function_call item as the chat message it stands for: an assistant tool_calls entry,
+ * added to msgs' last message when that is an assistant's (parallel calls). */
+static int function_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL, *name = NULL, *args = NULL;
+    char p[3][96];
+    snprintf(p[0], sizeof p[0], "input[%zu].call_id", i);
+    snprintf(p[1], sizeof p[1], "input[%zu].name", i);
+    snprintf(p[2], sizeof p[2], "input[%zu].arguments", i);
+    if (http_field_str(item, "call_id", p[0], true, &id, err) < 0 ||
+        http_field_str(item, "name", p[1], true, &name, err) < 0 ||
+        http_field_str(item, "arguments", p[2], false, &args, err) < 0)
+        return -1;
+    size_t n = json_object_array_length(msgs);
+    json_object *m = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
+    if (!m || strcmp(svc_json_str(m, "role", ""), "assistant") != 0) {
+        m = json_object_new_object();
+        svc_json_set_str(m, "role", "assistant");
+        svc_json_set(m, "content", NULL);
+        json_object_array_add(msgs, m);
+    }
+    json_object *calls = svc_json_arr(m, "tool_calls");
+    if (!calls) {
+        calls = json_object_new_array();
+        svc_json_set(m, "tool_calls", calls);
+    }
+    json_object *fn = json_object_new_object();
+    svc_json_set_str(fn, "name", name);
+    svc_json_set_str(fn, "arguments", args ? args : "{}");
+    json_object *tc = json_object_new_object();
+    svc_json_set_str(tc, "id", id);
+    svc_json_set_str(tc, "type", "function");
+    svc_json_set(tc, "function", fn);
+    json_object_array_add(calls, tc);
+    return 0;
+}
+
+/* A function_call_output item as a role "tool" chat message (param: where it was). */
+static int function_output_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL;
+    json_object *output = NULL;
+    char p[96], q[96];
+    snprintf(p, sizeof p, "input[%zu].call_id", i);
+    snprintf(q, sizeof q, "input[%zu].output", i);
+    if (http_field_str(item, "call_id", p, true, &id, err) < 0)
+        return -1;
+    json_object_object_get_ex(item, "output", &output);
+    char *text = NULL;
+    if (content_text(output, q, &text, err) < 0)
+        return -1;
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", "tool");
+    svc_json_set_str(m, "tool_call_id", id);
+    svc_json_set_str(m, "content", text);
+    svc_json_set_str(m, "param", p);
+    json_object_array_add(msgs, m);
+    free(text);
+    return 0;
+}
+
+/* The trailing function_call_output items of msgs[end, n) as tool results. */
+static json_object *results_of(json_object *msgs, size_t end)
+{
+    json_object *out = json_object_new_array();
+    for (size_t i = end; i < json_object_array_length(msgs); i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        json_object *r = json_object_new_object();
+        svc_json_set_str(r, "call_id", svc_json_str(m, "tool_call_id", ""));
+        svc_json_set_str(r, "output", svc_json_str(m, "content", ""));
+        svc_json_set_str(r, "param", svc_json_str(m, "param", "input"));
+        json_object_array_add(out, r);
+    }
+    return out;
+}
+
+/* `input`: a string, or a list of items: messages ({"role", "content"}, "type": "message"
+ * optional), function_call and function_call_output items (SPEC 12.1). The last user
+ * message with text is the input, unless function_call_output items end the list: they
+ * answer the pending client tool calls. What comes before is history (imported on a
+ * session's first run, as for /api/chat). item_reference items point at what the session
+ * already holds and are skipped; other item types are refused. */
 static int parse_input(struct resp_in *in, json_object *input, struct svc_err *err)
 {
     if (!input)
@@ -145,10 +230,21 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
             goto out;
         if (type && strcmp(type, "item_reference") == 0)
             continue;
+        if (type && strcmp(type, "function_call") == 0) {
+            if (function_call_item(item, i, msgs, err) < 0)
+                goto out;
+            continue;
+        }
+        if (type && strcmp(type, "function_call_output") == 0) {
+            if (function_output_item(item, i, msgs, err) < 0)
+                goto out;
+            continue;
+        }
         if (type && strcmp(type, "message") != 0) {
             svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                         "'%s' must be message: svc runs its own tools and takes no %.64s items", p,
-                         type);
+                         "'%s' must be message, function_call or function_call_output, not "
+                         "%.64s",
+                         p, type);
             goto out;
         }
         snprintf(p, sizeof p, "input[%zu].role", i);
@@ -179,7 +275,16 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
             free(text);
         }
     }
-    if (last < 0) {
+    size_t end = json_object_array_length(msgs);
+    while (end > 0 &&
+           strcmp(svc_json_str(json_object_array_get_idx(msgs, end - 1), "role", ""), "tool") == 0)
+        end--;
+    if (end < json_object_array_length(msgs)) { /* trailing results, no new input */
+        free(in->input);
+        in->input = NULL;
+        in->results = results_of(msgs, end);
+        last = (long)end;
+    } else if (last < 0) {
         svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "no user message with text in 'input'");
         goto out;
     }
@@ -258,7 +363,8 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
             0 ||
         http_field_int_opt(b, "max_output_tokens", NULL, &in->has_max_tokens, &in->max_tokens,
                            err) < 0 ||
-        parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0)
+        parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
+        toolsin_parse(b, false, &in->tools, &in->tool_choice, err) < 0)
         return -1;
     json_object_object_get_ex(b, "input", &input);
     if (parse_input(in, input, err) < 0)
@@ -346,6 +452,51 @@ static json_object *message_item(const struct resp_ctx *c, const char *text, con
     return m;
 }
 
+/* The function_call item of a client tool call (an OpenAI tool_calls entry); its id is
+ * derived from the call's, so the streamed item and the stored one agree. */
+static json_object *function_call_out(json_object *tc, bool done)
+{
+    json_object *fn = svc_json_obj(tc, "function");
+    char id[160];
+    snprintf(id, sizeof id, "fc_%s", svc_json_str(tc, "id", ""));
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "type", "function_call");
+    svc_json_set_str(o, "status", done ? "completed" : "in_progress");
+    svc_json_set_str(o, "call_id", svc_json_str(tc, "id", ""));
+    svc_json_set_str(o, "name", svc_json_str(fn, "name", ""));
+    svc_json_set_str(o, "arguments", done ? svc_json_str(fn, "arguments", "{}") : "");
+    return o;
+}
+
+/* The output of an ended run: the message (a streamed one always: its events went out at
+ * index 0), then a function_call item per client tool call awaiting its result. */
+static json_object *output_items(const struct resp_ctx *c, const char *text,
+                                 const struct svc_err *failure)
+{
+    json_object *output = json_object_new_array();
+    json_object *calls = failure ? NULL : svc_run_get_client_calls(c->run);
+    size_t nc = calls ? json_object_array_length(calls) : 0;
+    bool has_text = text && *text;
+    if ((!failure || has_text) && (c->in->stream || nc == 0 || has_text))
+        json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
+    for (size_t i = 0; i < nc; i++)
+        json_object_array_add(output, function_call_out(json_object_array_get_idx(calls, i), true));
+    return output;
+}
+
+/* The request's tools as the Responses API shows them. */
+static json_object *tools_shown(json_object *tools)
+{
+    json_object *out = json_object_new_array();
+    for (size_t i = 0; tools && i < json_object_array_length(tools); i++) {
+        json_object *t = svc_json_copy(json_object_array_get_idx(tools, i));
+        svc_json_set_str(t, "type", "function");
+        json_object_array_add(out, t);
+    }
+    return out;
+}
+
 /* The response object. status: in_progress (no output, no usage yet), completed (the
  * answer), failed (failure set; output holds what was produced, if anything). */
 static json_object *response_object(const struct resp_ctx *c, const char *status,
@@ -372,11 +523,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set(o, "max_output_tokens",
                  in->has_max_tokens ? json_object_new_int64(in->max_tokens) : NULL);
     svc_json_set_str(o, "model", svc_run_get_model(c->run));
-    json_object *output = json_object_new_array();
-    if (ended && (!failure || (text && *text)))
-        json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
-    svc_json_set(o, "output", output);
-    svc_json_set_bool(o, "parallel_tool_calls", false);
+    svc_json_set(o, "output", ended ? output_items(c, text, failure) : json_object_new_array());
+    svc_json_set_bool(o, "parallel_tool_calls", true);
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
     svc_json_set(o, "temperature",
@@ -386,8 +534,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     json_object *textcfg = json_object_new_object();
     svc_json_set(textcfg, "format", fmt);
     svc_json_set(o, "text", textcfg);
-    svc_json_set_str(o, "tool_choice", "auto");
-    svc_json_set(o, "tools", json_object_new_array());
+    svc_json_set_str(o, "tool_choice", in->tool_choice ? in->tool_choice : "auto");
+    svc_json_set(o, "tools", tools_shown(in->tools));
     svc_json_set(o, "top_p", NULL);
     svc_json_set_str(o, "truncation", "disabled");
     svc_json_set(o, "usage", ended ? usage_object(c->run) : NULL);
@@ -526,6 +674,35 @@ static int on_idle(void *ctx)
     return 0;
 }
 
+/* The client tool calls the run ended on, each as an output item from index 1 with its
+ * arguments in one delta. 0, or -1 when the client is gone. */
+static int emit_calls(struct resp_ctx *c)
+{
+    json_object *calls = svc_run_get_client_calls(c->run);
+    for (size_t i = 0; i < json_object_array_length(calls); i++) {
+        json_object *tc = json_object_array_get_idx(calls, i);
+        json_object *item = function_call_out(tc, true);
+        const char *args = svc_json_str(item, "arguments", "{}");
+        json_object *objs[4];
+        for (int k = 0; k < 4; k++) {
+            objs[k] = json_object_new_object();
+            svc_json_set_int(objs[k], "output_index", (int64_t)i + 1);
+        }
+        svc_json_set(objs[0], "item", function_call_out(tc, false));
+        svc_json_set_str(objs[1], "item_id", svc_json_str(item, "id", ""));
+        svc_json_set_str(objs[1], "delta", args);
+        svc_json_set_str(objs[2], "item_id", svc_json_str(item, "id", ""));
+        svc_json_set_str(objs[2], "arguments", args);
+        svc_json_set(objs[3], "item", item);
+        static const char *const types[] = {
+            "response.output_item.added", "response.function_call_arguments.delta",
+            "response.function_call_arguments.done", "response.output_item.done"};
+        if (emit_seq(c, 4, types, objs) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int resp_stream(struct resp_ctx *c, struct svc_err *err)
 {
     struct http_req *r = c->r;
@@ -579,9 +756,12 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     svc_json_set_int(item, "output_index", 0);
     svc_json_set(item, "item", message_item(c, text, "completed"));
     static const char *const closing[] = {"response.output_text.done", "response.content_part.done",
-                                          "response.output_item.done", "response.completed"};
-    json_object *last[] = {done, part, item, with_response(resp)};
-    emit_seq(c, 4, closing, last);
+                                          "response.output_item.done"};
+    json_object *last[] = {done, part, item};
+    if (emit_seq(c, 3, closing, last) == 0 && emit_calls(c) == 0)
+        emit(c, "response.completed", with_response(resp));
+    else
+        json_object_put(resp);
     return 0;
 }
 
@@ -678,6 +858,9 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         .has_max_tokens = in.has_max_tokens,
         .max_tokens = in.max_tokens,
         .max_tokens_param = "max_output_tokens",
+        .client_tools = in.tools,
+        .tool_choice = in.tool_choice,
+        .tool_results = in.results,
     };
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;

@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "ctools.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
@@ -340,7 +341,54 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     run->temperature = req->temperature;
     run->has_max_tokens = req->has_max_tokens;
     run->max_tokens = req->max_tokens;
+    run->client_tools = req->client_tools ? svc_json_copy(req->client_tools) : NULL;
+    run->client_names = json_object_new_array();
+    for (size_t i = 0; run->client_tools && i < json_object_array_length(run->client_tools); i++)
+        json_object_array_add(run->client_names,
+                              json_object_new_string(svc_json_str(
+                                  json_object_array_get_idx(run->client_tools, i), "name", "")));
+    run->tool_choice = req->tool_choice ? svc_xstrdup(req->tool_choice) : NULL;
+    run->client_calls = json_object_new_array();
     return run;
+}
+
+/* The newest stored message (new reference), or NULL when there is none or it cannot be
+ * read (then nothing is taken as pending). */
+static json_object *last_stored(struct svc_run *run, const int64_t *ids)
+{
+    if (run->stored == 0)
+        return NULL;
+    json_object *rec = NULL;
+    if (svc_sess_read_message(&run->sess, ids ? ids[run->stored - 1] : run->stored - 1, &rec, NULL,
+                              NULL, NULL) != 0)
+        return NULL;
+    json_object *m = json_object_get(svc_store_effective_message(rec));
+    json_object_put(rec);
+    return m;
+}
+
+/* The messages a run stores before its first model call (SPEC 12.1): the results of the
+ * client tool calls the newest message (last, may be NULL) awaits, or error results for them
+ * when new input comes instead, then the user input. *out: a new array; 422 for a result
+ * that answers no pending call, before anything is written. */
+static int begin_messages(struct svc_run *run, const struct svc_run_request *req, json_object *last,
+                          json_object **out, struct svc_err *err)
+{
+    json_object *pending = svc_ctools_pending(last), *res = NULL;
+    *out = json_object_new_array();
+    int rc = 0;
+    if (req->tool_results && json_object_array_length(req->tool_results) > 0)
+        rc = svc_ctools_answer(pending, req->tool_results, &res, run->client_names, err);
+    else
+        res = svc_ctools_interrupted(pending);
+    json_object_put(pending);
+    if (rc != 0)
+        return -1;
+    if (res)
+        json_object_array_add(*out, res);
+    if (req->input && *req->input)
+        json_object_array_add(*out, svc_loop_user_message(req->input));
+    return 0;
 }
 
 /* The sidecar of a run that begins: status running, current_run, counts. sc is the
@@ -356,8 +404,9 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
         out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
-    if (!*svc_json_str(out, "title", ""))
+    if (!*svc_json_str(out, "title", "") && req->input && *req->input)
         svc_title_derive(out, req->input);
+    json_object_object_del(out, "pending_tool_calls"); /* this run answers them */
     if (req->user_id)
         svc_json_set_str(out, "user_id", req->user_id);
     if (req->channel)
@@ -410,6 +459,25 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
     return 0;
 }
 
+/* A new session awaits only the calls at the end of the history it imports: results that
+ * answer none are refused before its directory is made. */
+static int check_new_answers(struct svc_run *run, const struct svc_run_request *req,
+                             struct svc_err *err)
+{
+    if (!req->tool_results || json_object_array_length(req->tool_results) == 0)
+        return 0;
+    json_object *last = NULL, *opening = NULL;
+    size_t n = req->history && run->cfg->sessions.persist_openai_history
+                   ? json_object_array_length(req->history)
+                   : 0;
+    while (n > 0 && !last)
+        last = svc_openai_to_native(json_object_array_get_idx(req->history, --n));
+    int rc = begin_messages(run, req, last, &opening, err);
+    json_object_put(last);
+    json_object_put(opening);
+    return rc;
+}
+
 static int begin_stateful(struct svc_run *run, const struct svc_run_request *req,
                           struct svc_err *err)
 {
@@ -417,7 +485,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     const struct svc_store *st = &s->st;
     int rc = -1;
     int64_t *ids = NULL;
-    json_object *import = NULL, *running = NULL;
+    json_object *import = NULL, *running = NULL, *opening = NULL;
     json_object *sc = NULL; /* borrowed from the handle */
     bool running_written = false;
     struct stat lst;
@@ -435,6 +503,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
                      "another");
         goto out;
     }
+    if (!exists && check_new_answers(run, req, err) != 0)
+        goto out;
     /* a new session's directories are synced at the run's end (sync_new_dirs), before its
      * commit record: until then a power cut may lose the session, which answered nothing */
     if (!exists && (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0 ||
@@ -476,9 +546,17 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         }
     }
     int64_t nimport = (int64_t)json_object_array_length(import);
+    json_object *last = nimport > 0
+                            ? json_object_get(json_object_array_get_idx(import, nimport - 1))
+                            : last_stored(run, ids);
+    int brc = begin_messages(run, req, last, &opening, err);
+    json_object_put(last);
+    if (brc != 0)
+        goto out;
+    int64_t nopen = (int64_t)json_object_array_length(opening);
     /* SPEC 3: the sidecar says `running` before any native file is written */
     if (run->sidecars) {
-        running = running_sidecar(run, req, sc, run->stored + nimport + 1);
+        running = running_sidecar(run, req, sc, run->stored + nimport + nopen);
         /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
         if (svc_sidecar_write(s, running, svc_sync_spare(svc_sync_full(st->durable), st->durable),
                               err) != 0)
@@ -525,15 +603,13 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
             goto out;
         json_object_array_add(run->msgs, json_object_get(nm));
     }
-    json_object *um = svc_loop_user_message(req->input);
     run->input_id = run->next_id;
-    int src = store_message_locked(run, um, false, err);
-    if (src == 0)
-        json_object_array_add(run->msgs, um);
-    else
-        json_object_put(um);
-    if (src != 0)
-        goto out;
+    for (int64_t i = 0; i < nopen; i++) {
+        json_object *m = json_object_array_get_idx(opening, (size_t)i);
+        if (store_message_locked(run, m, false, err) != 0)
+            goto out;
+        json_object_array_add(run->msgs, json_object_get(m));
+    }
     rc = 0;
 out:
     if (rc != 0 && running_written) {
@@ -554,6 +630,7 @@ out:
     if (rc != 0)
         svc_lock_release(&run->run_lock);
     json_object_put(import);
+    json_object_put(opening);
     json_object_put(running);
     free(ids);
     return rc;
@@ -563,9 +640,12 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
                   struct svc_run **out, struct svc_err *err)
 {
     *out = NULL;
-    if (!req->input || !*req->input)
+    bool answers = req->tool_results && json_object_array_length(req->tool_results) > 0;
+    if ((!req->input || !*req->input) && !answers)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
+    if (svc_ctools_check(cfg, req->client_tools, req->tool_choice, err) != 0)
+        return -1;
     if (req->session_id && svc_id_check(req->session_id, err) != 0)
         return -1;
     if (req->has_temperature && !(req->temperature >= 0 && req->temperature <= 2))
@@ -589,7 +669,18 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
             if (nm)
                 json_object_array_add(run->msgs, nm);
         }
-        json_object_array_add(run->msgs, svc_loop_user_message(req->input));
+        size_t nm = json_object_array_length(run->msgs);
+        json_object *opening = NULL;
+        if (begin_messages(run, req, nm ? json_object_array_get_idx(run->msgs, nm - 1) : NULL,
+                           &opening, err) != 0) {
+            run->ended = true;
+            svc_run_free(run);
+            return -1;
+        }
+        for (size_t i = 0; i < json_object_array_length(opening); i++)
+            json_object_array_add(run->msgs,
+                                  json_object_get(json_object_array_get_idx(opening, i)));
+        json_object_put(opening);
     }
     run->begun = true;
     *out = run;
@@ -729,6 +820,11 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     } else {
         svc_json_set(sc, "last_error", error_object(failure, run->run_id));
     }
+    /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
+    if (json_object_array_length(run->client_calls) > 0)
+        svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->client_calls));
+    else
+        json_object_object_del(sc, "pending_tool_calls");
     svc_json_set(sc, "token_state", svc_loop_token_state(run, svc_json_obj(sc, "token_state")));
     turn = turn_line(run->run_id, status, run->input_id, json_object_get(run->output_ids),
                      json_object_get(run->events), json_object_get(run->tool_trace),
@@ -830,6 +926,10 @@ void svc_run_free(struct svc_run *run)
     json_object_put(run->tool_trace);
     free(run->request_system);
     json_object_put(run->tool_calls);
+    json_object_put(run->client_tools);
+    json_object_put(run->client_names);
+    free(run->tool_choice);
+    json_object_put(run->client_calls);
     svc_buf_free(&run->content);
     free(run->content_str);
     free(run);
@@ -909,6 +1009,10 @@ json_object *svc_run_get_events(const struct svc_run *run)
 json_object *svc_run_get_tool_calls(const struct svc_run *run)
 {
     return run->tool_calls;
+}
+json_object *svc_run_get_client_calls(const struct svc_run *run)
+{
+    return run->client_calls;
 }
 
 json_object *svc_usage_new(int64_t prompt, int64_t completion)

@@ -48,7 +48,11 @@ struct svc_run {
     bool has_temperature, has_max_tokens; /* the request's generation settings (session.h) */
     double temperature;
     int64_t max_tokens;
-    json_object *tool_calls; /* OpenAI-shaped tool_calls of the run */
+    json_object *tool_calls;   /* OpenAI-shaped tool_calls of the run */
+    json_object *client_tools; /* the request's client tools (ctools.h), or NULL */
+    json_object *client_names; /* names whose results come from the client: offered, answered */
+    char *tool_choice;         /* the request's, heap, or NULL */
+    json_object *client_calls; /* OpenAI tool_calls of client tools the run ended on */
     struct svc_buf content;
     char *content_str;
     char finish_reason[16];

@@ -242,7 +242,9 @@ err_ok(resp({ input => [] }), 422, 'missing_field', 'input empty list', 'input')
 err_ok(resp({ input => [{ role => 'assistant', content => 'only me' }] }), 422, 'missing_field', 'no user message', 'input');
 err_ok(resp({ input => ['x'] }), 422, 'invalid_field', 'item a string', 'input[0]');
 err_ok(resp({ input => [{ type => 'function_call_output', call_id => 'c', output => 'x' }] }), 422, 'invalid_field',
-       'function_call_output refused', 'input[0].type');
+       'function_call_output answering no pending call', 'input[0].call_id');
+err_ok(resp({ input => [{ type => 'computer_call_output', call_id => 'c' }] }), 422, 'invalid_field',
+       'an item type svc does not take', 'input[0].type');
 err_ok(resp({ input => [{ role => 'tool', content => 'x' }] }), 422, 'invalid_field', 'bad role', 'input[0].role');
 err_ok(resp({ input => [{ role => 'user', content => 7 }] }), 422, 'invalid_field', 'content a number', 'input[0].content');
 err_ok(resp({ input => [{ role => 'user', content => [{ type => 'input_text', text => 1 }] }] }), 422, 'invalid_field',
