@@ -35,6 +35,8 @@ struct resp_in {
     json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
     const char *tool_choice; /* borrowed */
     json_object *results;    /* owned: [{call_id, output, param}] of function_call_output items */
+    json_object *items;      /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
+    bool no_truncation;      /* truncation: "disabled" */
     const char *sid;         /* borrowed from the body or the request */
     json_object *prev;       /* owned: the stored response previous_response_id names */
     const char *prev_id;     /* borrowed */
@@ -53,7 +55,54 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->prev);
     json_object_put(in->tools);
     json_object_put(in->results);
+    json_object_put(in->items);
     free(in->input);
+}
+
+/* An input item as input_items lists it: typed, with an id, message text as parts. */
+static json_object *input_item(json_object *item)
+{
+    json_object *o = svc_json_copy(item);
+    if (!svc_json_str(o, "type", NULL))
+        svc_json_set_str(o, "type", "message");
+    const char *type = svc_json_str(o, "type", "message");
+    json_object *content = NULL;
+    json_object_object_get_ex(o, "content", &content);
+    if (strcmp(type, "message") == 0 && json_object_is_type(content, json_type_string)) {
+        bool out = strcmp(svc_json_str(o, "role", ""), "assistant") == 0;
+        json_object *part = json_object_new_object();
+        svc_json_set_str(part, "type", out ? "output_text" : "input_text");
+        svc_json_set_str(part, "text", json_object_get_string(content));
+        json_object *parts = json_object_new_array();
+        json_object_array_add(parts, part);
+        svc_json_set(o, "content", parts);
+    }
+    bool ref = strcmp(type, "item_reference") == 0;
+    if (!ref && !svc_json_str(o, "id", NULL)) {
+        char id[48];
+        svc_responses_new_id(strcmp(type, "message") == 0 ? "msg_" : "fco_", id, sizeof id);
+        svc_json_set_str(o, "id", id);
+    }
+    if (!ref && !svc_json_str(o, "status", NULL))
+        svc_json_set_str(o, "status", "completed");
+    return o;
+}
+
+/* The input as items: a string is one user message. */
+static json_object *input_items_of(json_object *input)
+{
+    json_object *items = json_object_new_array();
+    if (json_object_is_type(input, json_type_string)) {
+        json_object *m = json_object_new_object();
+        svc_json_set_str(m, "role", "user");
+        svc_json_set(m, "content", json_object_get(input));
+        json_object_array_add(items, input_item(m));
+        json_object_put(m);
+        return items;
+    }
+    for (size_t i = 0; i < json_object_array_length(input); i++)
+        json_object_array_add(items, input_item(json_object_array_get_idx(input, i)));
+    return items;
 }
 
 /* A string without NUL bytes: 0, or -1 with 422 invalid_field. */
@@ -345,6 +394,19 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
+/* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
+static int parse_truncation(struct resp_in *in, struct svc_err *err)
+{
+    const char *t = NULL;
+    if (http_field_str(in->body, "truncation", NULL, false, &t, err) < 0)
+        return -1;
+    if (t && strcmp(t, "auto") != 0 && strcmp(t, "disabled") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
+                            "'truncation' must be auto or disabled");
+    in->no_truncation = t && strcmp(t, "disabled") == 0;
+    return 0;
+}
+
 static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
@@ -367,8 +429,14 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         toolsin_parse(b, false, &in->tools, &in->tool_choice, err) < 0)
         return -1;
     json_object_object_get_ex(b, "input", &input);
-    if (parse_input(in, input, err) < 0)
+    if (parse_input(in, input, err) < 0 || parse_truncation(in, err) < 0)
         return -1;
+    in->items = input_items_of(input);
+    if (!in->store && (conv || in->prev_id))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "store",
+                            "'store': false runs without a session: send the whole input instead "
+                            "of '%s'",
+                            conv ? "conversation" : "previous_response_id");
     if (conv && in->prev_id)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "conversation",
                             "give either 'conversation' or 'previous_response_id', not both");
@@ -537,12 +605,12 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set_str(o, "tool_choice", in->tool_choice ? in->tool_choice : "auto");
     svc_json_set(o, "tools", tools_shown(in->tools));
     svc_json_set(o, "top_p", NULL);
-    svc_json_set_str(o, "truncation", "disabled");
+    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
     svc_json_set(o, "usage", ended ? usage_object(c->run) : NULL);
     svc_json_set_str(o, "user", in->user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    if (c->r->cfg->sessions.enabled) {
+    if (c->r->cfg->sessions.enabled && in->store) {
         json_object *conv = json_object_new_object();
         svc_json_set_str(conv, "id", svc_run_get_session_id(c->run));
         svc_json_set(o, "conversation", conv);
@@ -568,15 +636,20 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
 {
     struct svc_err e;
     const struct svc_config *cfg = c->r->cfg;
-    if (c->in->store && svc_responses_put(cfg, resp, &e) < 0) {
+    json_object *kept = c->in->store ? svc_json_copy(resp) : NULL;
+    if (kept)
+        svc_json_set(kept, "input_items", json_object_get(c->in->items));
+    if (kept && svc_responses_put(cfg, kept, &e) < 0) {
         svc_logf("response %s could not be stored: %s", c->id, e.message);
         svc_json_set_bool(resp, "store", false);
     }
+    json_object_put(kept);
     /* a completed, stored response is what a retry with the same key gets (responses.h) */
     if (!failure && c->in->store && svc_json_bool(resp, "store", false) && c->r->idempotency_key &&
         svc_responses_put_key(cfg, c->r->idempotency_key, c->id, &e) < 0)
         svc_logf("response %s: idempotency key not recorded: %s", c->id, e.message);
-    svc_idem_record_sync(cfg, c->run, NULL, failure); /* keyed by response, not by run */
+    if (c->in->store) /* store false touches nothing: no run record either */
+        svc_idem_record_sync(cfg, c->run, NULL, failure); /* keyed by response, not by run */
 }
 
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
@@ -861,6 +934,8 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         .client_tools = in.tools,
         .tool_choice = in.tool_choice,
         .tool_results = in.results,
+        .stateless = !in.store,
+        .no_truncation = in.no_truncation,
     };
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
@@ -877,6 +952,80 @@ out:
     svc_run_free(run);
     resp_in_free(&in);
     return rc;
+}
+
+int h_response_delete(struct http_req *r, struct svc_err *err)
+{
+    const char *id = http_param(r, "response_id");
+    if (svc_responses_delete(r->cfg, id, err) < 0)
+        return -1;
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "object", "response");
+    svc_json_set_bool(o, "deleted", true);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+/* Where the page starts: after the item named `after` (400 invalid_query when no item has
+ * that id), else at the first. */
+static int page_start(json_object *items, const char *after, bool desc, size_t *start,
+                      struct svc_err *err)
+{
+    size_t n = json_object_array_length(items);
+    *start = 0;
+    if (!after)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        json_object *it = json_object_array_get_idx(items, desc ? n - 1 - k : k);
+        if (strcmp(svc_json_str(it, "id", ""), after) == 0) {
+            *start = k + 1;
+            return 0;
+        }
+    }
+    return svc_err_setp(err, SVC_E_INVALID_QUERY, "after", "no input item has the id '%.64s'",
+                        after);
+}
+
+/* GET /api/v1/responses/{id}/input_items?limit=20&order=desc&after= (SPEC 12.3). */
+int h_response_input_items(struct http_req *r, struct svc_err *err)
+{
+    const char *order = NULL, *after = NULL;
+    int64_t limit = 20;
+    json_object *items = NULL;
+    if (http_query_int(r, "limit", 20, 1, 100, &limit, err) < 0 ||
+        http_query_str(r, "order", &order, err) < 0 || http_query_str(r, "after", &after, err) < 0)
+        return -1;
+    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "'order' must be asc or desc");
+    bool desc = !order || strcmp(order, "desc") == 0;
+    size_t start = 0;
+    if (svc_responses_input_items(r->cfg, http_param(r, "response_id"), &items, err) < 0)
+        return -1;
+    if (page_start(items, after, desc, &start, err) < 0) {
+        json_object_put(items);
+        return -1;
+    }
+    size_t n = json_object_array_length(items);
+    json_object *data = json_object_new_array();
+    for (size_t k = start; k < n && (int64_t)(k - start) < limit; k++)
+        json_object_array_add(
+            data, json_object_get(json_object_array_get_idx(items, desc ? n - 1 - k : k)));
+    size_t got = json_object_array_length(data);
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "object", "list");
+    svc_json_set(o, "data", data);
+    svc_json_set_str(o, "first_id",
+                     got ? svc_json_str(json_object_array_get_idx(data, 0), "id", NULL) : NULL);
+    svc_json_set_str(o, "last_id",
+                     got ? svc_json_str(json_object_array_get_idx(data, got - 1), "id", NULL)
+                         : NULL);
+    svc_json_set_bool(o, "has_more", start + got < n);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    json_object_put(items);
+    return 0;
 }
 
 int h_response_get(struct http_req *r, struct svc_err *err)

@@ -43,6 +43,10 @@ static const struct route routes[] = {
     {"POST", "/api/responses", h_responses_create, false},
     {"GET", "/api/v1/responses/{response_id}", h_response_get, false},
     {"GET", "/api/responses/{response_id}", h_response_get, false},
+    {"DELETE", "/api/v1/responses/{response_id}", h_response_delete, false},
+    {"DELETE", "/api/responses/{response_id}", h_response_delete, false},
+    {"GET", "/api/v1/responses/{response_id}/input_items", h_response_input_items, false},
+    {"GET", "/api/responses/{response_id}/input_items", h_response_input_items, false},
 
     {"GET", "/api/v1/chat/sessions", h_sessions_list, false},
     {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false},

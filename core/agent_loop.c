@@ -107,13 +107,19 @@ static bool window_start_ok(json_object *msgs, size_t i)
 }
 
 /* Slide the window so that at most window_size messages stay, starting at a user message
- * that is not a tool result. Emits context_compacted when it moved. */
-static void loop_apply_window(struct svc_run *run)
+ * that is not a tool result. Emits context_compacted when it moved; with truncation
+ * disabled it may not move (SVC_E_CONTEXT_LENGTH). */
+static int loop_apply_window(struct svc_run *run, struct svc_err *err)
 {
     size_t count = json_object_array_length(run->msgs);
     size_t win = (size_t)run->cfg->agent.window_size;
     if (count <= win)
-        return;
+        return 0;
+    if (run->no_truncation)
+        return svc_err_setp(err, SVC_E_CONTEXT_LENGTH, "truncation",
+                            "the run grew past the window of %zu messages and 'truncation' is "
+                            "disabled",
+                            win);
     /* the first valid start at or after count - win; failing that, the nearest one before
      * it (a window a little larger than asked beats one that starts mid tool exchange) */
     size_t trim = count - win;
@@ -125,12 +131,13 @@ static void loop_apply_window(struct svc_run *run)
             trim--;
     }
     if (trim == 0)
-        return;
+        return 0;
     json_object_array_del_idx(run->msgs, 0, trim);
     run->removed += (int64_t)trim;
     json_object *ev = svc_loop_event_new(run, "context_compacted");
     svc_json_set_int(ev, "removed_message_count", run->removed);
     svc_loop_event_emit(run, ev);
+    return 0;
 }
 
 /* The messages the model is given: the window without a leading orphan toolResult, and with
@@ -338,7 +345,10 @@ static int loop_store_reply(struct svc_run *run, const struct svc_model_reply *r
 static int loop_call_model(struct svc_run *run, const char *system, json_object *tools,
                            struct svc_model_reply *reply, struct svc_err *err)
 {
-    loop_apply_window(run);
+    if (loop_apply_window(run, err) != 0) {
+        memset(reply, 0, sizeof *reply);
+        return -1;
+    }
     json_object *ev = svc_loop_event_new(run, "phase");
     svc_json_set_str(ev, "phase", "model");
     svc_loop_event_emit(run, ev);

@@ -41,6 +41,7 @@ static const struct {
     [SVC_E_RESPONSE_NOT_FOUND] = {"response_not_found", "not_found_error", 404},
     [SVC_E_MODEL_NOT_FOUND] = {"model_not_found", "not_found_error", 404},
     [SVC_E_UNAVAILABLE] = {"service_unavailable", "server_error", 503},
+    [SVC_E_CONTEXT_LENGTH] = {"context_length_exceeded", "invalid_request_error", 400},
 };
 
 /* Cut a UTF-8 sequence that a truncation to the buffer's size left incomplete at the end

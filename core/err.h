@@ -44,6 +44,7 @@ enum svc_errcode {
     SVC_E_RESPONSE_NOT_FOUND,   /* response_not_found, 404: Responses API id */
     SVC_E_MODEL_NOT_FOUND,      /* model_not_found, 404: GET /api/v1/models/{id} */
     SVC_E_UNAVAILABLE,          /* service_unavailable, 503: the root cannot take a write */
+    SVC_E_CONTEXT_LENGTH,       /* context_length_exceeded, 400: truncation disabled */
     SVC_E__MAX
 };
 

@@ -314,7 +314,8 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
 {
     struct svc_run *run = svc_xcalloc(1, sizeof *run);
     run->cfg = cfg;
-    run->stateful = cfg->sessions.enabled;
+    run->stateful = cfg->sessions.enabled && !req->stateless;
+    run->no_truncation = req->no_truncation;
     run->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
     run->run_lock.fd = -1;
     run->msgs = json_object_new_array();
@@ -459,6 +460,29 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
     return 0;
 }
 
+/* truncation "disabled": a window of count messages may not be cut (SPEC 12.3). */
+static int window_full(const struct svc_run *run, int64_t count, struct svc_err *err)
+{
+    if (!run->no_truncation || count <= run->cfg->agent.window_size)
+        return 0;
+    return svc_err_setp(err, SVC_E_CONTEXT_LENGTH, "truncation",
+                        "the conversation holds %lld messages, more than the window of %lld, and "
+                        "'truncation' is disabled",
+                        (long long)count, (long long)run->cfg->agent.window_size);
+}
+
+/* How many stored messages the window restores (agent.json's removed_message_count read
+ * ahead of the restore, which comes after the `running` sidecar). */
+static int64_t stored_window(struct svc_run *run)
+{
+    json_object *agent = NULL;
+    int64_t removed = 0;
+    if (svc_sess_read_agent(&run->sess, &agent, NULL) == 0)
+        removed = svc_agent_removed_count(agent);
+    json_object_put(agent);
+    return run->stored - (removed < run->stored ? removed : run->stored);
+}
+
 /* A new session awaits only the calls at the end of the history it imports: results that
  * answer none are refused before its directory is made. */
 static int check_new_answers(struct svc_run *run, const struct svc_run_request *req,
@@ -554,6 +578,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (brc != 0)
         goto out;
     int64_t nopen = (int64_t)json_object_array_length(opening);
+    if (run->no_truncation && window_full(run, stored_window(run) + nimport + nopen, err) != 0)
+        goto out;
     /* SPEC 3: the sidecar says `running` before any native file is written */
     if (run->sidecars) {
         running = running_sidecar(run, req, sc, run->stored + nimport + nopen);
@@ -681,6 +707,11 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
             json_object_array_add(run->msgs,
                                   json_object_get(json_object_array_get_idx(opening, i)));
         json_object_put(opening);
+        if (window_full(run, (int64_t)json_object_array_length(run->msgs), err) != 0) {
+            run->ended = true;
+            svc_run_free(run);
+            return -1;
+        }
     }
     run->begun = true;
     *out = run;

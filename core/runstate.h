@@ -23,7 +23,8 @@
 struct svc_run {
     const struct svc_config *cfg;
     struct svc_sess sess; /* the session handle: store, id, paths, session lock */
-    bool stateful;        /* sessions.enabled */
+    bool stateful;        /* sessions.enabled, and the request does not ask for stateless */
+    bool no_truncation;   /* the window may not drop messages (SVC_E_CONTEXT_LENGTH) */
     bool sidecars;        /* provider svc_repository */
     char run_id[64];
     char started_at[SVC_TIME_LEN];

@@ -49,6 +49,11 @@ struct svc_run_request {
     json_object *client_tools; /* borrowed [{name, description, parameters}], or NULL */
     const char *tool_choice;   /* NULL (auto), "auto", "none", "required" or a tool's name */
     json_object *tool_results; /* borrowed, or NULL */
+    /* SPEC 12.3: `store: false` runs stateless (history the context, nothing stored);
+     * `truncation: "disabled"` fails with SVC_E_CONTEXT_LENGTH, before anything is stored
+     * when it can, where the window would drop messages. */
+    bool stateless;
+    bool no_truncation;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured
