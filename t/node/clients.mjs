@@ -445,6 +445,46 @@ async function openaiTools() {
   });
 }
 
+async function openaiResponsesExtras() {
+  const client = new OpenAI({ baseURL: BASE, apiKey: KEY, maxRetries: 0 });
+  await step("openai responses delete, input_items, store false, truncation", async () => {
+    const sid = `oa-rx-${run}`;
+    const a = await client.responses.create({ model: "echo-1", input: [{ role: "user", content: "one" }, { role: "user", content: "two" }], conversation: sid });
+    const items = [];
+    for await (const it of client.responses.inputItems.list(a.id, { order: "asc", limit: 1 })) items.push(it);
+    is(items.length, 2, "openai: inputItems.list pages through every input item");
+    is(items[1]?.content?.[0]?.text, "two", "openai: input items in order");
+    await client.responses.delete(a.id);
+    let err = null;
+    try {
+      await client.responses.retrieve(a.id);
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 404, "openai: responses.delete: retrieve is 404 after");
+    const b = await client.responses.create({ model: "echo-1", input: "three", conversation: sid });
+    like(b.output_text, /I was given 3 earlier messages/, "openai: the session's messages stayed");
+    const c = await client.responses.create({ model: "echo-1", input: "off the record", store: false });
+    is(c.store, false, "openai: store false");
+    err = null;
+    try {
+      await client.responses.retrieve(c.id);
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 404, "openai: store false: nothing stored");
+    err = null;
+    try {
+      for (let i = 0; i < 30; i++)
+        await client.responses.create({ model: "echo-1", input: `more ${i}`, conversation: sid, truncation: "disabled" });
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 400, "openai: truncation disabled past the window: 400");
+    is(err?.code, "context_length_exceeded", "openai: context_length_exceeded");
+  });
+}
+
 async function aiSdkTools() {
   const openai = createOpenAI({ baseURL: BASE, apiKey: KEY });
   let ran = 0;
@@ -512,6 +552,7 @@ await openaiClient();
 await aiSdk();
 await langchain();
 await openaiTools();
+await openaiResponsesExtras();
 await aiSdkTools();
 await langchainTools();
 out({ end: true });
