@@ -604,6 +604,7 @@ static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
         .content = svc_json_str(rec, "content", ""),
         .finish = svc_json_str(rec, "finish_reason", "stop"),
         .usage = svc_json_obj(rec, "usage"),
+        .tool_calls = svc_json_arr(rec, "client_tool_calls"),
     };
     bool finished;
     json_object *events = NULL;

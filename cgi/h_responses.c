@@ -240,6 +240,59 @@ static json_object *results_of(json_object *msgs, size_t end)
     return out;
 }
 
+/* A message item as the chat message it stands for ({role, content} with its text). */
+static int message_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
+    const char *role = NULL;
+    json_object *content = NULL;
+    char p[96];
+    snprintf(p, sizeof p, "input[%zu].role", i);
+    if (http_field_str(item, "role", p, true, &role, err) < 0)
+        return -1;
+    bool known = false;
+    for (int k = 0; roles[k]; k++)
+        known = known || strcmp(role, roles[k]) == 0;
+    if (!known)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s' must be user, assistant, system or developer", p);
+    snprintf(p, sizeof p, "input[%zu].content", i);
+    json_object_object_get_ex(item, "content", &content);
+    char *text = NULL;
+    if (content_text(content, p, &text, err) < 0)
+        return -1;
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", role);
+    svc_json_set_str(m, "content", text);
+    json_object_array_add(msgs, m);
+    free(text);
+    return 0;
+}
+
+/* One input item appended to msgs as chat messages, by its type. */
+static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    char p[96];
+    const char *type = NULL;
+    snprintf(p, sizeof p, "input[%zu]", i);
+    if (!json_object_is_type(item, json_type_object))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    snprintf(p, sizeof p, "input[%zu].type", i);
+    if (http_field_str(item, "type", p, false, &type, err) < 0)
+        return -1;
+    if (!type || strcmp(type, "message") == 0)
+        return message_in(item, i, msgs, err);
+    if (strcmp(type, "item_reference") == 0)
+        return 0;
+    if (strcmp(type, "function_call") == 0)
+        return function_call_item(item, i, msgs, err);
+    if (strcmp(type, "function_call_output") == 0)
+        return function_output_item(item, i, msgs, err);
+    return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                        "'%s' must be message, function_call or function_call_output, not %.64s", p,
+                        type);
+}
+
 /* `input`: a string, or a list of items: messages ({"role", "content"}, "type": "message"
  * optional), function_call and function_call_output items (SPEC 12.1). The last user
  * message with text is the input, unless function_call_output items end the list: they
@@ -261,81 +314,30 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
     if (!json_object_is_type(input, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "input",
                             "'input' must be a string or a list of messages");
-    static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
     json_object *msgs = json_object_new_array();
-    long last = -1;
     int rc = -1;
-    for (size_t i = 0; i < json_object_array_length(input); i++) {
-        json_object *item = json_object_array_get_idx(input, i), *content = NULL;
-        char p[96];
-        const char *type = NULL, *role = NULL;
-        snprintf(p, sizeof p, "input[%zu]", i);
-        if (!json_object_is_type(item, json_type_object)) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    for (size_t i = 0; i < json_object_array_length(input); i++)
+        if (item_in(json_object_array_get_idx(input, i), i, msgs, err) < 0)
             goto out;
-        }
-        snprintf(p, sizeof p, "input[%zu].type", i);
-        if (http_field_str(item, "type", p, false, &type, err) < 0)
-            goto out;
-        if (type && strcmp(type, "item_reference") == 0)
-            continue;
-        if (type && strcmp(type, "function_call") == 0) {
-            if (function_call_item(item, i, msgs, err) < 0)
-                goto out;
-            continue;
-        }
-        if (type && strcmp(type, "function_call_output") == 0) {
-            if (function_output_item(item, i, msgs, err) < 0)
-                goto out;
-            continue;
-        }
-        if (type && strcmp(type, "message") != 0) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                         "'%s' must be message, function_call or function_call_output, not "
-                         "%.64s",
-                         p, type);
-            goto out;
-        }
-        snprintf(p, sizeof p, "input[%zu].role", i);
-        if (http_field_str(item, "role", p, true, &role, err) < 0)
-            goto out;
-        bool known = false;
-        for (int k = 0; roles[k]; k++)
-            known = known || strcmp(role, roles[k]) == 0;
-        if (!known) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                         "'%s' must be user, assistant, system or developer", p);
-            goto out;
-        }
-        snprintf(p, sizeof p, "input[%zu].content", i);
-        json_object_object_get_ex(item, "content", &content);
-        char *text = NULL;
-        if (content_text(content, p, &text, err) < 0)
-            goto out;
-        json_object *m = json_object_new_object();
-        svc_json_set_str(m, "role", role);
-        svc_json_set_str(m, "content", text);
-        json_object_array_add(msgs, m);
-        if (strcmp(role, "user") == 0 && *text) {
-            free(in->input);
-            in->input = text;
-            last = (long)json_object_array_length(msgs) - 1;
-        } else {
-            free(text);
-        }
+    size_t n = json_object_array_length(msgs), end = n;
+    long last = -1;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        if (strcmp(svc_json_str(m, "role", ""), "user") == 0 && *svc_json_str(m, "content", ""))
+            last = (long)i;
     }
-    size_t end = json_object_array_length(msgs);
     while (end > 0 &&
            strcmp(svc_json_str(json_object_array_get_idx(msgs, end - 1), "role", ""), "tool") == 0)
         end--;
-    if (end < json_object_array_length(msgs)) { /* trailing results, no new input */
-        free(in->input);
-        in->input = NULL;
+    if (end < n) { /* trailing results, no new input */
         in->results = results_of(msgs, end);
         last = (long)end;
     } else if (last < 0) {
         svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "no user message with text in 'input'");
         goto out;
+    } else {
+        in->input =
+            svc_xstrdup(svc_json_str(json_object_array_get_idx(msgs, (size_t)last), "content", ""));
     }
     if (last > 0) {
         in->history = json_object_new_array();

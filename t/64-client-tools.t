@@ -174,6 +174,18 @@ $r = chat({ model => 'echo-1', session_id => 'ct-import', messages => [
     { role => 'tool', tool_call_id => 'call_x1', content => 'fog' } ], tools => [$WEATHER] });
 is $r->{json}{choices}[0]{message}{content}, 'Echo: tool get_weather returned fog', 'imported history answered';
 
+# an Idempotency-Key retry of a request that ended on a call answers the same call
+my %key = ('Idempotency-Key' => 'ct-key-1');
+my $k1 = $s->req(POST => '/api/v1/chat/completions', headers => \%key, body => { model => 'echo-1',
+    session_id => 'ct-idem', tools => [$WEATHER], messages => [{ role => 'user', content => '/tool get_weather {}' }] });
+my $k2 = $s->req(POST => '/api/v1/chat/completions', headers => \%key, body => { model => 'echo-1',
+    session_id => 'ct-idem', tools => [$WEATHER], messages => [{ role => 'user', content => '/tool get_weather {}' }] });
+is $k2->{headers}{'idempotent-replayed'}, 'true', 'idempotent retry: replayed';
+is $k2->{json}{choices}[0]{message}{tool_calls}[0]{id}, $k1->{json}{choices}[0]{message}{tool_calls}[0]{id},
+    'idempotent retry: the same call';
+is $k2->{json}{choices}[0]{finish_reason}, 'tool_calls', 'idempotent retry: finish_reason tool_calls';
+is summary('ct-idem')->{message_count}, 2, 'idempotent retry: no second turn';
+
 # ---- Responses API ----
 $sid = 'ct-resp';
 $r = resp({ model => 'echo-1', conversation => $sid, input => '/tool get_weather {"city":"Rome"}', tools => [$RWEATHER] });
