@@ -354,16 +354,24 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
 }
 
 /* The newest stored message (new reference), or NULL when there is none or it cannot be
- * read (then nothing is taken as pending). */
+ * read (then nothing is taken as pending). Through the window cache, where restore_window
+ * finds it again: the turn still reads no file it has read since it last changed. */
 static json_object *last_stored(struct svc_run *run, const int64_t *ids)
 {
     if (run->stored == 0)
         return NULL;
-    json_object *rec = NULL;
-    if (svc_sess_read_message(&run->sess, ids ? ids[run->stored - 1] : run->stored - 1, &rec, NULL,
-                              NULL, NULL) != 0)
+    struct svc_sess *s = &run->sess;
+    int64_t id = ids ? ids[run->stored - 1] : run->stored - 1;
+    int64_t life = svc_wincache_begin(s->sid, svc_sess_messages_fd(s));
+    json_object *m = svc_wincache_get(s->sid, life, id), *rec = NULL;
+    if (m)
+        return json_object_get(m);
+    size_t bytes = 0;
+    if (svc_sess_read_message(s, id, &rec, NULL, &bytes, NULL) != 0)
         return NULL;
-    json_object *m = json_object_get(svc_store_effective_message(rec));
+    m = svc_store_effective_message(rec);
+    svc_wincache_put(s->sid, life, id, m, bytes);
+    json_object_get(m);
     json_object_put(rec);
     return m;
 }
