@@ -1,7 +1,8 @@
 /* h_chat: POST /api/chat and its alias /api/v1/chat/completions (SPEC 4.1), the tokens
  * compatibility route, and (not wired yet) the asynchronous runs of SPEC 4.2.
  * The handler parses the OpenAI body, hands the run to core/session.h, and renders the
- * chat.completion object or the chat.completion.chunk stream. */
+ * chat.completion object or the chat.completion.chunk stream; the request's function tools
+ * (SPEC 12.1) go to core, and a run that ends on their calls answers tool_calls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "query.h"
 #include "runs.h"
 #include "session.h"
+#include "toolsin.h"
 #include "util.h"
 
 /* Pings go out when the stream was silent this long (SPEC: at least every 15 s).
@@ -30,10 +32,13 @@ static double ping_after(void)
 }
 
 struct chat_in {
-    json_object *body;    /* owned */
-    json_object *history; /* owned array (entries shared with body), or NULL */
-    char *input;          /* heap */
-    const char *sid;      /* borrowed (body or request) */
+    json_object *body;       /* owned */
+    json_object *history;    /* owned array (entries shared with body), or NULL */
+    char *input;             /* heap, or NULL when the request only answers tool calls */
+    json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
+    const char *tool_choice; /* borrowed */
+    json_object *results;    /* owned: [{call_id, output, param}] of the tool messages, or NULL */
+    const char *sid;         /* borrowed (body or request) */
     const char *user, *locale, *channel;
     bool stream, include_usage, svc_v2;
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
@@ -46,6 +51,8 @@ static void chat_in_free(struct chat_in *in)
 {
     json_object_put(in->body);
     json_object_put(in->history);
+    json_object_put(in->tools);
+    json_object_put(in->results);
     free(in->input);
 }
 
@@ -171,8 +178,35 @@ static int check_message(json_object *m, size_t i, struct svc_err *err)
     return 0;
 }
 
-/* The input: the last user message with non-empty text; the messages before it are
- * history. Every message is checked first. Returns 0, or -1 with 422. */
+/* The role "tool" messages of msgs[from, to) as tool results (SPEC 12.1). */
+static json_object *tool_results_of(json_object *msgs, size_t from, size_t to)
+{
+    json_object *out = json_object_new_array();
+    for (size_t i = from; i < to; i++) {
+        json_object *m = json_object_array_get_idx(msgs, i), *content = NULL;
+        json_object_object_get_ex(m, "content", &content);
+        char *text = content ? svc_openai_content_text(content) : NULL;
+        char p[96];
+        snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
+        json_object *r = json_object_new_object();
+        svc_json_set_str(r, "call_id", svc_json_str(m, "tool_call_id", ""));
+        svc_json_set_str(r, "output", text ? text : "");
+        svc_json_set_str(r, "param", p);
+        json_object_array_add(out, r);
+        free(text);
+    }
+    return out;
+}
+
+static bool is_tool(json_object *msgs, size_t i)
+{
+    return strcmp(svc_json_str(json_object_array_get_idx(msgs, i), "role", ""), "tool") == 0;
+}
+
+/* The input: the last user message with non-empty text, unless role "tool" messages end
+ * the list: they answer the pending client tool calls and there is no new text. The
+ * messages before either are history. Every message is checked first. Returns 0, or -1
+ * with 422. */
 static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err *err)
 {
     size_t n = json_object_array_length(msgs);
@@ -194,9 +228,18 @@ static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err 
             free(text);
         }
     }
-    if (last < 0)
+    size_t end = n;
+    while (end > 0 && is_tool(msgs, end - 1))
+        end--;
+    if (end < n) { /* trailing tool messages: results, no new input */
+        free(in->input);
+        in->input = NULL;
+        in->results = tool_results_of(msgs, end, n);
+        last = (long)end;
+    } else if (last < 0) {
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user message with non-empty content");
+    }
     if (last > 0) {
         in->history = json_object_new_array();
         for (long i = 0; i < last; i++)
@@ -243,7 +286,8 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         http_field_str(b, "message", NULL, false, &legacy, err) < 0 ||
         http_field_number_opt(b, "temperature", NULL, &in->has_temperature, &in->temperature, err) <
             0 ||
-        http_field_int_opt(b, "max_tokens", NULL, &in->has_max_tokens, &in->max_tokens, err) < 0)
+        http_field_int_opt(b, "max_tokens", NULL, &in->has_max_tokens, &in->max_tokens, err) < 0 ||
+        toolsin_parse(b, true, &in->tools, &in->tool_choice, err) < 0)
         return -1;
     in->max_tokens_param = "max_tokens";
     bool has_mct = false; /* OpenAI's newer name, which wins */
@@ -293,6 +337,9 @@ static struct svc_run_request run_request_of(const struct chat_in *in)
         .has_max_tokens = in->has_max_tokens,
         .max_tokens = in->max_tokens,
         .max_tokens_param = in->max_tokens_param,
+        .client_tools = in->tools,
+        .tool_choice = in->tool_choice,
+        .tool_results = in->results,
     };
     return req;
 }
@@ -301,8 +348,9 @@ static struct svc_run_request run_request_of(const struct chat_in *in)
  * Idempotency-Key replays it. Strings and objects are borrowed. */
 struct answer {
     const char *run_id, *sid, *model, *content, *finish;
-    json_object *usage;  /* {prompt_tokens, completion_tokens, total_tokens} */
-    json_object *events; /* the run's svc.v2 events */
+    json_object *usage;      /* {prompt_tokens, completion_tokens, total_tokens} */
+    json_object *events;     /* the run's svc.v2 events */
+    json_object *tool_calls; /* client tool calls awaiting results (SPEC 12.1), or NULL */
 };
 
 /* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
@@ -318,6 +366,12 @@ static void answer_of_run(struct answer *a, struct svc_run *run, json_object **u
     a->finish = svc_run_get_finish_reason(run);
     a->usage = *usage_owned;
     a->events = svc_run_get_events(run);
+    a->tool_calls = svc_run_get_client_calls(run);
+}
+
+static bool has_calls(const struct answer *a)
+{
+    return a->tool_calls && json_object_array_length(a->tool_calls) > 0;
 }
 
 /* The fields every completion object and chunk carries. */
@@ -350,7 +404,9 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     svc_json_set_int(choice, "index", 0);
     json_object *msg = json_object_new_object();
     svc_json_set_str(msg, "role", "assistant");
-    svc_json_set_str(msg, "content", a->content);
+    svc_json_set_str(msg, "content", has_calls(a) && !*a->content ? NULL : a->content);
+    if (has_calls(a))
+        svc_json_set(msg, "tool_calls", svc_json_copy(a->tool_calls));
     svc_json_set(choice, "message", msg);
     svc_json_set_str(choice, "finish_reason", a->finish);
     json_object_array_add(choices, choice);
@@ -453,9 +509,25 @@ static int on_event(void *ctx, json_object *ev)
     return send_chunk(s, chunk) < 0 ? 1 : 0;
 }
 
-/* The finish chunk, the usage chunk when asked for, then [DONE]. */
+/* The client tool calls as one delta.tool_calls chunk (each with its index). */
+static int send_tool_calls(struct stream_ctx *s, json_object *calls)
+{
+    json_object *arr = json_object_new_array();
+    for (size_t i = 0; i < json_object_array_length(calls); i++) {
+        json_object *tc = svc_json_copy(json_object_array_get_idx(calls, i));
+        svc_json_set_int(tc, "index", (int64_t)i);
+        json_object_array_add(arr, tc);
+    }
+    json_object *delta = json_object_new_object();
+    svc_json_set(delta, "tool_calls", arr);
+    return send_chunk(s, chunk_new(s, delta, NULL));
+}
+
+/* The client tool calls, the finish chunk, the usage chunk when asked for, then [DONE]. */
 static void stream_finish(struct stream_ctx *s, const struct answer *a)
 {
+    if (has_calls(a) && send_tool_calls(s, a->tool_calls) < 0)
+        return;
     if (send_chunk(s, chunk_new(s, NULL, a->finish)) < 0)
         return;
     if (s->in->include_usage) {
@@ -532,6 +604,7 @@ static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
         .content = svc_json_str(rec, "content", ""),
         .finish = svc_json_str(rec, "finish_reason", "stop"),
         .usage = svc_json_obj(rec, "usage"),
+        .tool_calls = svc_json_arr(rec, "client_tool_calls"),
     };
     bool finished;
     json_object *events = NULL;

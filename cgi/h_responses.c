@@ -9,7 +9,9 @@
  * else metadata.session_id, session_id, the X-Session-Id header, else a new one. The
  * client sends only the new input: the session holds the history.
  * Tool calls svc executes itself are reported as `svc.event` stream events and stored in
- * the transcript, never returned as function_call items awaiting output. */
+ * the transcript, never returned as function_call items awaiting output; the request's own
+ * function tools (SPEC 12.1) are: their calls end the run as function_call items, and
+ * function_call_output items answer them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,17 +24,23 @@
 #include "responses.h"
 #include "runs.h"
 #include "session.h"
+#include "toolsin.h"
 #include "util.h"
 
 #define PING_AFTER_S 10.0
 
 struct resp_in {
-    json_object *body;    /* owned */
-    json_object *history; /* owned array of chat messages before the input, or NULL */
-    char *input;          /* heap */
-    const char *sid;      /* borrowed from the body or the request */
-    json_object *prev;    /* owned: the stored response previous_response_id names */
-    const char *prev_id;  /* borrowed */
+    json_object *body;       /* owned */
+    json_object *history;    /* owned array of chat messages before the input, or NULL */
+    char *input;             /* heap, or NULL when the request only answers tool calls */
+    json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
+    const char *tool_choice; /* borrowed */
+    json_object *results;    /* owned: [{call_id, output, param}] of function_call_output items */
+    json_object *items;      /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
+    bool no_truncation;      /* truncation: "disabled" */
+    const char *sid;         /* borrowed from the body or the request */
+    json_object *prev;       /* owned: the stored response previous_response_id names */
+    const char *prev_id;     /* borrowed */
     const char *instructions, *user, *locale, *channel; /* borrowed */
     json_object *metadata;                              /* borrowed */
     bool stream, store, svc_v2;
@@ -46,7 +54,56 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->body);
     json_object_put(in->history);
     json_object_put(in->prev);
+    json_object_put(in->tools);
+    json_object_put(in->results);
+    json_object_put(in->items);
     free(in->input);
+}
+
+/* An input item as input_items lists it: typed, with an id, message text as parts. */
+static json_object *input_item(json_object *item)
+{
+    json_object *o = svc_json_copy(item);
+    if (!svc_json_str(o, "type", NULL))
+        svc_json_set_str(o, "type", "message");
+    const char *type = svc_json_str(o, "type", "message");
+    json_object *content = NULL;
+    json_object_object_get_ex(o, "content", &content);
+    if (strcmp(type, "message") == 0 && json_object_is_type(content, json_type_string)) {
+        bool out = strcmp(svc_json_str(o, "role", ""), "assistant") == 0;
+        json_object *part = json_object_new_object();
+        svc_json_set_str(part, "type", out ? "output_text" : "input_text");
+        svc_json_set_str(part, "text", json_object_get_string(content));
+        json_object *parts = json_object_new_array();
+        json_object_array_add(parts, part);
+        svc_json_set(o, "content", parts);
+    }
+    bool ref = strcmp(type, "item_reference") == 0;
+    if (!ref && !svc_json_str(o, "id", NULL)) {
+        char id[48];
+        svc_responses_new_id(strcmp(type, "message") == 0 ? "msg_" : "fco_", id, sizeof id);
+        svc_json_set_str(o, "id", id);
+    }
+    if (!ref && !svc_json_str(o, "status", NULL))
+        svc_json_set_str(o, "status", "completed");
+    return o;
+}
+
+/* The input as items: a string is one user message. */
+static json_object *input_items_of(json_object *input)
+{
+    json_object *items = json_object_new_array();
+    if (json_object_is_type(input, json_type_string)) {
+        json_object *m = json_object_new_object();
+        svc_json_set_str(m, "role", "user");
+        svc_json_set(m, "content", json_object_get(input));
+        json_object_array_add(items, input_item(m));
+        json_object_put(m);
+        return items;
+    }
+    for (size_t i = 0; i < json_object_array_length(input); i++)
+        json_object_array_add(items, input_item(json_object_array_get_idx(input, i)));
+    return items;
 }
 
 /* A string without NUL bytes: 0, or -1 with 422 invalid_field. */
@@ -108,11 +165,141 @@ static int content_text(json_object *content, const char *param, char **out, str
     return 0;
 }
 
-/* `input`: a string, or a list of message items ({"role", "content"}, "type": "message"
- * optional). The last user message with text is the input; the messages before it are
- * history (imported on a session's first run, as for /api/chat). item_reference items
- * point at what the session already holds and are skipped; other item types are refused:
- * svc runs its own tools and awaits no function_call_output. */
+/* A function_call item as the chat message it stands for: an assistant tool_calls entry,
+ * added to msgs' last message when that is an assistant's (parallel calls). */
+static int function_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL, *name = NULL, *args = NULL;
+    char p[3][96];
+    snprintf(p[0], sizeof p[0], "input[%zu].call_id", i);
+    snprintf(p[1], sizeof p[1], "input[%zu].name", i);
+    snprintf(p[2], sizeof p[2], "input[%zu].arguments", i);
+    if (http_field_str(item, "call_id", p[0], true, &id, err) < 0 ||
+        http_field_str(item, "name", p[1], true, &name, err) < 0 ||
+        http_field_str(item, "arguments", p[2], false, &args, err) < 0)
+        return -1;
+    size_t n = json_object_array_length(msgs);
+    json_object *m = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
+    if (!m || strcmp(svc_json_str(m, "role", ""), "assistant") != 0) {
+        m = json_object_new_object();
+        svc_json_set_str(m, "role", "assistant");
+        svc_json_set(m, "content", NULL);
+        json_object_array_add(msgs, m);
+    }
+    json_object *calls = svc_json_arr(m, "tool_calls");
+    if (!calls) {
+        calls = json_object_new_array();
+        svc_json_set(m, "tool_calls", calls);
+    }
+    json_object *fn = json_object_new_object();
+    svc_json_set_str(fn, "name", name);
+    svc_json_set_str(fn, "arguments", args ? args : "{}");
+    json_object *tc = json_object_new_object();
+    svc_json_set_str(tc, "id", id);
+    svc_json_set_str(tc, "type", "function");
+    svc_json_set(tc, "function", fn);
+    json_object_array_add(calls, tc);
+    return 0;
+}
+
+/* A function_call_output item as a role "tool" chat message (param: where it was). */
+static int function_output_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL;
+    json_object *output = NULL;
+    char p[96], q[96];
+    snprintf(p, sizeof p, "input[%zu].call_id", i);
+    snprintf(q, sizeof q, "input[%zu].output", i);
+    if (http_field_str(item, "call_id", p, true, &id, err) < 0)
+        return -1;
+    json_object_object_get_ex(item, "output", &output);
+    char *text = NULL;
+    if (content_text(output, q, &text, err) < 0)
+        return -1;
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", "tool");
+    svc_json_set_str(m, "tool_call_id", id);
+    svc_json_set_str(m, "content", text);
+    svc_json_set_str(m, "param", p);
+    json_object_array_add(msgs, m);
+    free(text);
+    return 0;
+}
+
+/* The trailing function_call_output items of msgs[end, n) as tool results. */
+static json_object *results_of(json_object *msgs, size_t end)
+{
+    json_object *out = json_object_new_array();
+    for (size_t i = end; i < json_object_array_length(msgs); i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        json_object *r = json_object_new_object();
+        svc_json_set_str(r, "call_id", svc_json_str(m, "tool_call_id", ""));
+        svc_json_set_str(r, "output", svc_json_str(m, "content", ""));
+        svc_json_set_str(r, "param", svc_json_str(m, "param", "input"));
+        json_object_array_add(out, r);
+    }
+    return out;
+}
+
+/* A message item as the chat message it stands for ({role, content} with its text). */
+static int message_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
+    const char *role = NULL;
+    json_object *content = NULL;
+    char p[96];
+    snprintf(p, sizeof p, "input[%zu].role", i);
+    if (http_field_str(item, "role", p, true, &role, err) < 0)
+        return -1;
+    bool known = false;
+    for (int k = 0; roles[k]; k++)
+        known = known || strcmp(role, roles[k]) == 0;
+    if (!known)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s' must be user, assistant, system or developer", p);
+    snprintf(p, sizeof p, "input[%zu].content", i);
+    json_object_object_get_ex(item, "content", &content);
+    char *text = NULL;
+    if (content_text(content, p, &text, err) < 0)
+        return -1;
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", role);
+    svc_json_set_str(m, "content", text);
+    json_object_array_add(msgs, m);
+    free(text);
+    return 0;
+}
+
+/* One input item appended to msgs as chat messages, by its type. */
+static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    char p[96];
+    const char *type = NULL;
+    snprintf(p, sizeof p, "input[%zu]", i);
+    if (!json_object_is_type(item, json_type_object))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    snprintf(p, sizeof p, "input[%zu].type", i);
+    if (http_field_str(item, "type", p, false, &type, err) < 0)
+        return -1;
+    if (!type || strcmp(type, "message") == 0)
+        return message_in(item, i, msgs, err);
+    if (strcmp(type, "item_reference") == 0)
+        return 0;
+    if (strcmp(type, "function_call") == 0)
+        return function_call_item(item, i, msgs, err);
+    if (strcmp(type, "function_call_output") == 0)
+        return function_output_item(item, i, msgs, err);
+    return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                        "'%s' must be message, function_call or function_call_output, not %.64s", p,
+                        type);
+}
+
+/* `input`: a string, or a list of items: messages ({"role", "content"}, "type": "message"
+ * optional), function_call and function_call_output items (SPEC 12.1). The last user
+ * message with text is the input, unless function_call_output items end the list: they
+ * answer the pending client tool calls. What comes before is history (imported on a
+ * session's first run, as for /api/chat). item_reference items point at what the session
+ * already holds and are skipped; other item types are refused. */
 static int parse_input(struct resp_in *in, json_object *input, struct svc_err *err)
 {
     if (!input)
@@ -128,61 +315,30 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
     if (!json_object_is_type(input, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "input",
                             "'input' must be a string or a list of messages");
-    static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
     json_object *msgs = json_object_new_array();
-    long last = -1;
     int rc = -1;
-    for (size_t i = 0; i < json_object_array_length(input); i++) {
-        json_object *item = json_object_array_get_idx(input, i), *content = NULL;
-        char p[96];
-        const char *type = NULL, *role = NULL;
-        snprintf(p, sizeof p, "input[%zu]", i);
-        if (!json_object_is_type(item, json_type_object)) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    for (size_t i = 0; i < json_object_array_length(input); i++)
+        if (item_in(json_object_array_get_idx(input, i), i, msgs, err) < 0)
             goto out;
-        }
-        snprintf(p, sizeof p, "input[%zu].type", i);
-        if (http_field_str(item, "type", p, false, &type, err) < 0)
-            goto out;
-        if (type && strcmp(type, "item_reference") == 0)
-            continue;
-        if (type && strcmp(type, "message") != 0) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                         "'%s' must be message: svc runs its own tools and takes no %.64s items", p,
-                         type);
-            goto out;
-        }
-        snprintf(p, sizeof p, "input[%zu].role", i);
-        if (http_field_str(item, "role", p, true, &role, err) < 0)
-            goto out;
-        bool known = false;
-        for (int k = 0; roles[k]; k++)
-            known = known || strcmp(role, roles[k]) == 0;
-        if (!known) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                         "'%s' must be user, assistant, system or developer", p);
-            goto out;
-        }
-        snprintf(p, sizeof p, "input[%zu].content", i);
-        json_object_object_get_ex(item, "content", &content);
-        char *text = NULL;
-        if (content_text(content, p, &text, err) < 0)
-            goto out;
-        json_object *m = json_object_new_object();
-        svc_json_set_str(m, "role", role);
-        svc_json_set_str(m, "content", text);
-        json_object_array_add(msgs, m);
-        if (strcmp(role, "user") == 0 && *text) {
-            free(in->input);
-            in->input = text;
-            last = (long)json_object_array_length(msgs) - 1;
-        } else {
-            free(text);
-        }
+    size_t n = json_object_array_length(msgs), end = n;
+    long last = -1;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(msgs, i);
+        if (strcmp(svc_json_str(m, "role", ""), "user") == 0 && *svc_json_str(m, "content", ""))
+            last = (long)i;
     }
-    if (last < 0) {
+    while (end > 0 &&
+           strcmp(svc_json_str(json_object_array_get_idx(msgs, end - 1), "role", ""), "tool") == 0)
+        end--;
+    if (end < n) { /* trailing results, no new input */
+        in->results = results_of(msgs, end);
+        last = (long)end;
+    } else if (last < 0) {
         svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "no user message with text in 'input'");
         goto out;
+    } else {
+        in->input =
+            svc_xstrdup(svc_json_str(json_object_array_get_idx(msgs, (size_t)last), "content", ""));
     }
     if (last > 0) {
         in->history = json_object_new_array();
@@ -253,6 +409,19 @@ static bool response_unseen(struct http_req *r, json_object *o, const char *id, 
     return true;
 }
 
+/* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
+static int parse_truncation(struct resp_in *in, struct svc_err *err)
+{
+    const char *t = NULL;
+    if (http_field_str(in->body, "truncation", NULL, false, &t, err) < 0)
+        return -1;
+    if (t && strcmp(t, "auto") != 0 && strcmp(t, "disabled") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
+                            "'truncation' must be auto or disabled");
+    in->no_truncation = t && strcmp(t, "disabled") == 0;
+    return 0;
+}
+
 static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
@@ -271,11 +440,18 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
             0 ||
         http_field_int_opt(b, "max_output_tokens", NULL, &in->has_max_tokens, &in->max_tokens,
                            err) < 0 ||
-        parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0)
+        parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
+        toolsin_parse(b, false, &in->tools, &in->tool_choice, err) < 0)
         return -1;
     json_object_object_get_ex(b, "input", &input);
-    if (parse_input(in, input, err) < 0)
+    if (parse_input(in, input, err) < 0 || parse_truncation(in, err) < 0)
         return -1;
+    in->items = input_items_of(input);
+    if (!in->store && (conv || in->prev_id))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "store",
+                            "'store': false runs without a session: send the whole input instead "
+                            "of '%s'",
+                            conv ? "conversation" : "previous_response_id");
     if (conv && in->prev_id)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "conversation",
                             "give either 'conversation' or 'previous_response_id', not both");
@@ -360,6 +536,51 @@ static json_object *message_item(const struct resp_ctx *c, const char *text, con
     return m;
 }
 
+/* The function_call item of a client tool call (an OpenAI tool_calls entry); its id is
+ * derived from the call's, so the streamed item and the stored one agree. */
+static json_object *function_call_out(json_object *tc, bool done)
+{
+    json_object *fn = svc_json_obj(tc, "function");
+    char id[160];
+    snprintf(id, sizeof id, "fc_%s", svc_json_str(tc, "id", ""));
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "type", "function_call");
+    svc_json_set_str(o, "status", done ? "completed" : "in_progress");
+    svc_json_set_str(o, "call_id", svc_json_str(tc, "id", ""));
+    svc_json_set_str(o, "name", svc_json_str(fn, "name", ""));
+    svc_json_set_str(o, "arguments", done ? svc_json_str(fn, "arguments", "{}") : "");
+    return o;
+}
+
+/* The output of an ended run: the message (a streamed one always: its events went out at
+ * index 0), then a function_call item per client tool call awaiting its result. */
+static json_object *output_items(const struct resp_ctx *c, const char *text,
+                                 const struct svc_err *failure)
+{
+    json_object *output = json_object_new_array();
+    json_object *calls = failure ? NULL : svc_run_get_client_calls(c->run);
+    size_t nc = calls ? json_object_array_length(calls) : 0;
+    bool has_text = text && *text;
+    if ((!failure || has_text) && (c->in->stream || nc == 0 || has_text))
+        json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
+    for (size_t i = 0; i < nc; i++)
+        json_object_array_add(output, function_call_out(json_object_array_get_idx(calls, i), true));
+    return output;
+}
+
+/* The request's tools as the Responses API shows them. */
+static json_object *tools_shown(json_object *tools)
+{
+    json_object *out = json_object_new_array();
+    for (size_t i = 0; tools && i < json_object_array_length(tools); i++) {
+        json_object *t = svc_json_copy(json_object_array_get_idx(tools, i));
+        svc_json_set_str(t, "type", "function");
+        json_object_array_add(out, t);
+    }
+    return out;
+}
+
 /* The response object. status: in_progress (no output, no usage yet), completed (the
  * answer), failed (failure set; output holds what was produced, if anything). */
 static json_object *response_object(const struct resp_ctx *c, const char *status,
@@ -386,11 +607,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set(o, "max_output_tokens",
                  in->has_max_tokens ? json_object_new_int64(in->max_tokens) : NULL);
     svc_json_set_str(o, "model", svc_run_get_model(c->run));
-    json_object *output = json_object_new_array();
-    if (ended && (!failure || (text && *text)))
-        json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
-    svc_json_set(o, "output", output);
-    svc_json_set_bool(o, "parallel_tool_calls", false);
+    svc_json_set(o, "output", ended ? output_items(c, text, failure) : json_object_new_array());
+    svc_json_set_bool(o, "parallel_tool_calls", true);
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
     svc_json_set(o, "temperature",
@@ -400,15 +618,15 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     json_object *textcfg = json_object_new_object();
     svc_json_set(textcfg, "format", fmt);
     svc_json_set(o, "text", textcfg);
-    svc_json_set_str(o, "tool_choice", "auto");
-    svc_json_set(o, "tools", json_object_new_array());
+    svc_json_set_str(o, "tool_choice", in->tool_choice ? in->tool_choice : "auto");
+    svc_json_set(o, "tools", tools_shown(in->tools));
     svc_json_set(o, "top_p", NULL);
-    svc_json_set_str(o, "truncation", "disabled");
+    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
     svc_json_set(o, "usage", ended ? usage_object(c->run) : NULL);
     svc_json_set_str(o, "user", in->user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    if (c->r->cfg->sessions.enabled) {
+    if (c->r->cfg->sessions.enabled && in->store) {
         json_object *conv = json_object_new_object();
         svc_json_set_str(conv, "id", svc_run_get_session_id(c->run));
         svc_json_set(o, "conversation", conv);
@@ -434,15 +652,20 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
 {
     struct svc_err e;
     const struct svc_config *cfg = c->r->cfg;
-    if (c->in->store && svc_responses_put(cfg, resp, &e) < 0) {
+    json_object *kept = c->in->store ? svc_json_copy(resp) : NULL;
+    if (kept)
+        svc_json_set(kept, "input_items", json_object_get(c->in->items));
+    if (kept && svc_responses_put(cfg, kept, &e) < 0) {
         svc_logf("response %s could not be stored: %s", c->id, e.message);
         svc_json_set_bool(resp, "store", false);
     }
+    json_object_put(kept);
     /* a completed, stored response is what a retry with the same key gets (responses.h) */
     if (!failure && c->in->store && svc_json_bool(resp, "store", false) && c->r->idempotency_key &&
         svc_responses_put_key(cfg, c->r->idempotency_key, c->id, &e) < 0)
         svc_logf("response %s: idempotency key not recorded: %s", c->id, e.message);
-    svc_idem_record_sync(cfg, c->run, NULL, failure); /* keyed by response, not by run */
+    if (c->in->store) /* store false touches nothing: no run record either */
+        svc_idem_record_sync(cfg, c->run, NULL, failure); /* keyed by response, not by run */
 }
 
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
@@ -540,6 +763,35 @@ static int on_idle(void *ctx)
     return 0;
 }
 
+/* The client tool calls the run ended on, each as an output item from index 1 with its
+ * arguments in one delta. 0, or -1 when the client is gone. */
+static int emit_calls(struct resp_ctx *c)
+{
+    json_object *calls = svc_run_get_client_calls(c->run);
+    for (size_t i = 0; i < json_object_array_length(calls); i++) {
+        json_object *tc = json_object_array_get_idx(calls, i);
+        json_object *item = function_call_out(tc, true);
+        const char *args = svc_json_str(item, "arguments", "{}");
+        json_object *objs[4];
+        for (int k = 0; k < 4; k++) {
+            objs[k] = json_object_new_object();
+            svc_json_set_int(objs[k], "output_index", (int64_t)i + 1);
+        }
+        svc_json_set(objs[0], "item", function_call_out(tc, false));
+        svc_json_set_str(objs[1], "item_id", svc_json_str(item, "id", ""));
+        svc_json_set_str(objs[1], "delta", args);
+        svc_json_set_str(objs[2], "item_id", svc_json_str(item, "id", ""));
+        svc_json_set_str(objs[2], "arguments", args);
+        svc_json_set(objs[3], "item", item);
+        static const char *const types[] = {
+            "response.output_item.added", "response.function_call_arguments.delta",
+            "response.function_call_arguments.done", "response.output_item.done"};
+        if (emit_seq(c, 4, types, objs) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static int resp_stream(struct resp_ctx *c, struct svc_err *err)
 {
     struct http_req *r = c->r;
@@ -593,9 +845,12 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     svc_json_set_int(item, "output_index", 0);
     svc_json_set(item, "item", message_item(c, text, "completed"));
     static const char *const closing[] = {"response.output_text.done", "response.content_part.done",
-                                          "response.output_item.done", "response.completed"};
-    json_object *last[] = {done, part, item, with_response(resp)};
-    emit_seq(c, 4, closing, last);
+                                          "response.output_item.done"};
+    json_object *last[] = {done, part, item};
+    if (emit_seq(c, 3, closing, last) == 0 && emit_calls(c) == 0)
+        emit(c, "response.completed", with_response(resp));
+    else
+        json_object_put(resp);
     return 0;
 }
 
@@ -698,6 +953,11 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         .max_tokens = in.max_tokens,
         .max_tokens_param = "max_output_tokens",
         .user = &r->user,
+        .client_tools = in.tools,
+        .tool_choice = in.tool_choice,
+        .tool_results = in.results,
+        .stateless = !in.store,
+        .no_truncation = in.no_truncation,
     };
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
@@ -714,6 +974,94 @@ out:
     svc_run_free(run);
     resp_in_free(&in);
     return rc;
+}
+
+/* 0 when the asker may see stored response id, else -1 with what an unknown id answers. */
+static int response_seen(struct http_req *r, const char *id, struct svc_err *err)
+{
+    json_object *o = NULL;
+    if (!svc_user_scope(&r->user))
+        return 0;
+    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+        return -1;
+    bool unseen = response_unseen(r, o, id, err);
+    json_object_put(o);
+    return unseen ? -1 : 0;
+}
+
+int h_response_delete(struct http_req *r, struct svc_err *err)
+{
+    const char *id = http_param(r, "response_id");
+    if (response_seen(r, id, err) < 0 || svc_responses_delete(r->cfg, id, err) < 0)
+        return -1;
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "object", "response");
+    svc_json_set_bool(o, "deleted", true);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+/* Where the page starts: after the item named `after` (400 invalid_query when no item has
+ * that id), else at the first. */
+static int page_start(json_object *items, const char *after, bool desc, size_t *start,
+                      struct svc_err *err)
+{
+    size_t n = json_object_array_length(items);
+    *start = 0;
+    if (!after)
+        return 0;
+    for (size_t k = 0; k < n; k++) {
+        json_object *it = json_object_array_get_idx(items, desc ? n - 1 - k : k);
+        if (strcmp(svc_json_str(it, "id", ""), after) == 0) {
+            *start = k + 1;
+            return 0;
+        }
+    }
+    return svc_err_setp(err, SVC_E_INVALID_QUERY, "after", "no input item has the id '%.64s'",
+                        after);
+}
+
+/* GET /api/v1/responses/{id}/input_items?limit=20&order=desc&after= (SPEC 12.3). */
+int h_response_input_items(struct http_req *r, struct svc_err *err)
+{
+    const char *order = NULL, *after = NULL;
+    int64_t limit = 20;
+    json_object *items = NULL;
+    if (http_query_int(r, "limit", 20, 1, 100, &limit, err) < 0 ||
+        http_query_str(r, "order", &order, err) < 0 || http_query_str(r, "after", &after, err) < 0)
+        return -1;
+    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "'order' must be asc or desc");
+    bool desc = !order || strcmp(order, "desc") == 0;
+    size_t start = 0;
+    if (response_seen(r, http_param(r, "response_id"), err) < 0 ||
+        svc_responses_input_items(r->cfg, http_param(r, "response_id"), &items, err) < 0)
+        return -1;
+    if (page_start(items, after, desc, &start, err) < 0) {
+        json_object_put(items);
+        return -1;
+    }
+    size_t n = json_object_array_length(items);
+    json_object *data = json_object_new_array();
+    for (size_t k = start; k < n && (int64_t)(k - start) < limit; k++)
+        json_object_array_add(
+            data, json_object_get(json_object_array_get_idx(items, desc ? n - 1 - k : k)));
+    size_t got = json_object_array_length(data);
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "object", "list");
+    svc_json_set(o, "data", data);
+    svc_json_set_str(o, "first_id",
+                     got ? svc_json_str(json_object_array_get_idx(data, 0), "id", NULL) : NULL);
+    svc_json_set_str(o, "last_id",
+                     got ? svc_json_str(json_object_array_get_idx(data, got - 1), "id", NULL)
+                         : NULL);
+    svc_json_set_bool(o, "has_more", start + got < n);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    json_object_put(items);
+    return 0;
 }
 
 int h_response_get(struct http_req *r, struct svc_err *err)

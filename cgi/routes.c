@@ -43,6 +43,10 @@ static const struct route routes[] = {
     {"POST", "/api/responses", h_responses_create, false, false},
     {"GET", "/api/v1/responses/{response_id}", h_response_get, false, false},
     {"GET", "/api/responses/{response_id}", h_response_get, false, false},
+    {"DELETE", "/api/v1/responses/{response_id}", h_response_delete, false, false},
+    {"DELETE", "/api/responses/{response_id}", h_response_delete, false, false},
+    {"GET", "/api/v1/responses/{response_id}/input_items", h_response_input_items, false, false},
+    {"GET", "/api/responses/{response_id}/input_items", h_response_input_items, false, false},
 
     {"GET", "/api/v1/chat/sessions", h_sessions_list, false, false},
     {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false, false},

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctools.h"
 #include "jsonx.h"
 #include "memory.h"
 #include "model.h"
@@ -106,13 +107,19 @@ static bool window_start_ok(json_object *msgs, size_t i)
 }
 
 /* Slide the window so that at most window_size messages stay, starting at a user message
- * that is not a tool result. Emits context_compacted when it moved. */
-static void loop_apply_window(struct svc_run *run)
+ * that is not a tool result. Emits context_compacted when it moved; with truncation
+ * disabled it may not move (SVC_E_CONTEXT_LENGTH). */
+static int loop_apply_window(struct svc_run *run, struct svc_err *err)
 {
     size_t count = json_object_array_length(run->msgs);
     size_t win = (size_t)run->cfg->agent.window_size;
     if (count <= win)
-        return;
+        return 0;
+    if (run->no_truncation)
+        return svc_err_setp(err, SVC_E_CONTEXT_LENGTH, "truncation",
+                            "the run grew past the window of %zu messages and 'truncation' is "
+                            "disabled",
+                            win);
     /* the first valid start at or after count - win; failing that, the nearest one before
      * it (a window a little larger than asked beats one that starts mid tool exchange) */
     size_t trim = count - win;
@@ -124,12 +131,13 @@ static void loop_apply_window(struct svc_run *run)
             trim--;
     }
     if (trim == 0)
-        return;
+        return 0;
     json_object_array_del_idx(run->msgs, 0, trim);
     run->removed += (int64_t)trim;
     json_object *ev = svc_loop_event_new(run, "context_compacted");
     svc_json_set_int(ev, "removed_message_count", run->removed);
     svc_loop_event_emit(run, ev);
+    return 0;
 }
 
 /* The messages the model is given: the window without a leading orphan toolResult, and with
@@ -338,7 +346,10 @@ static int loop_store_reply(struct svc_run *run, const struct svc_model_reply *r
 static int loop_call_model(struct svc_run *run, const char *system, json_object *tools,
                            struct svc_model_reply *reply, struct svc_err *err)
 {
-    loop_apply_window(run);
+    if (loop_apply_window(run, err) != 0) {
+        memset(reply, 0, sizeof *reply);
+        return -1;
+    }
     json_object *ev = svc_loop_event_new(run, "phase");
     svc_json_set_str(ev, "phase", "model");
     svc_loop_event_emit(run, ev);
@@ -352,6 +363,8 @@ static int loop_call_model(struct svc_run *run, const char *system, json_object 
         .max_tokens = run->max_tokens,
         .messages = req,
         .tools = tools,
+        .client_tools = run->client_names,
+        .tool_choice = run->tool_choice,
         .on_delta = loop_on_delta,
         .should_cancel = loop_should_cancel,
         .on_idle = loop_on_idle,
@@ -385,9 +398,42 @@ static int loop_may_continue(struct svc_run *run, int iter, struct svc_err *err)
     return 0;
 }
 
-int svc_loop_run(struct svc_run *run, struct svc_err *err)
+/* SPEC 12.1: a reply that calls a client tool ends the run; its OpenAI tool_calls (the
+ * newest of run->tool_calls) go to the client. Returns whether it does. */
+static bool loop_client_calls(struct svc_run *run, json_object *tool_uses)
+{
+    size_t n = json_object_array_length(tool_uses),
+           total = json_object_array_length(run->tool_calls);
+    bool any = false;
+    for (size_t i = 0; i < n; i++)
+        any = any ||
+              svc_ctools_named(run->client_tools,
+                               svc_json_str(json_object_array_get_idx(tool_uses, i), "name", ""));
+    for (size_t i = total >= n ? total - n : 0; any && i < total; i++) {
+        json_object *tc = json_object_array_get_idx(run->tool_calls, i);
+        if (svc_ctools_named(run->client_tools,
+                             svc_json_str(svc_json_obj(tc, "function"), "name", "")))
+            json_object_array_add(run->client_calls, json_object_get(tc));
+    }
+    if (any)
+        snprintf(run->finish_reason, sizeof run->finish_reason, "tool_calls");
+    return any;
+}
+
+/* svc's tools, then the request's client tools (new reference). */
+static json_object *loop_tools_offered(struct svc_run *run)
 {
     json_object *tools = svc_tools_spec(run->cfg);
+    size_t n = run->client_tools ? json_object_array_length(run->client_tools) : 0;
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(tools,
+                              json_object_get(json_object_array_get_idx(run->client_tools, i)));
+    return tools;
+}
+
+int svc_loop_run(struct svc_run *run, struct svc_err *err)
+{
+    json_object *tools = loop_tools_offered(run);
     char *system = loop_system_prompt(run);
     int rc = -1;
     for (int iter = 0; loop_may_continue(run, iter, err) == 0; iter++) {
@@ -395,7 +441,8 @@ int svc_loop_run(struct svc_run *run, struct svc_err *err)
         if (loop_call_model(run, system, tools, &reply, err) != 0)
             break;
         int step = loop_store_reply(run, &reply, err);
-        if (step == 0 && json_object_array_length(reply.tool_uses) == 0)
+        if (step == 0 && (json_object_array_length(reply.tool_uses) == 0 ||
+                          loop_client_calls(run, reply.tool_uses)))
             rc = 0;
         else if (step == 0)
             step = loop_tools(run, reply.tool_uses, err) == 0 ? 1 : -1;

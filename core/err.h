@@ -46,6 +46,7 @@ enum svc_errcode {
     SVC_E_UNAVAILABLE,          /* service_unavailable, 503: the root cannot take a write */
     SVC_E_PERMISSION_DENIED,    /* permission_denied, 403: an admin endpoint asked by a user */
     SVC_E_SESSION_EXISTS,       /* session_exists, 409: a new session's id is taken */
+    SVC_E_CONTEXT_LENGTH,       /* context_length_exceeded, 400: truncation disabled */
     SVC_E__MAX
 };
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctools.h"
 #include "jsonx.h"
 #include "metrics.h"
 #include "model_openai.h"
@@ -114,11 +115,16 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         }
         char *res = svc_buf_steal(&b);
         const char *status = svc_json_str(tr, "status", "success");
-        svc_xasprintf(&answer, "Tool %s %s: %s",
-                      tool_name_for(msgs, svc_json_str(tr, "toolUseId", "")),
-                      strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
+        const char *tname = tool_name_for(msgs, svc_json_str(tr, "toolUseId", ""));
+        if (svc_ctools_named(call->client_tools, tname))
+            svc_xasprintf(&answer, "Echo: tool %s %s %s", tname,
+                          strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
+        else
+            svc_xasprintf(&answer, "Tool %s %s: %s", tname,
+                          strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
         free(res);
-    } else if (strncmp(text, "/tool ", 6) == 0) {
+    } else if (strncmp(text, "/tool ", 6) == 0 &&
+               !(call->tool_choice && strcmp(call->tool_choice, "none") == 0)) {
         const char *name = text + 6;
         while (*name == ' ')
             name++;

@@ -1,7 +1,9 @@
 /* model: one model call over a window of native messages.
  * The `echo` provider (SPEC 9) is built in and offline: it quotes the latest user input and
  * says how many earlier messages it was given, streams word by word, counts 4 characters a
- * token, and on "/tool <name> <json>" asks for that tool, then answers with its result.
+ * token, and on "/tool <name> <json>" asks for that tool, then answers with its result
+ * ("Tool <name> returned: ..."; a client tool's: "Echo: tool <name> returned <text>"); with
+ * tool_choice "none" it calls no tool.
  * Testing aid: an input starting with "/slow <ms> " makes echo pause <ms> milliseconds
  * (at most 10000) before each word, so tests can catch a run in flight.
  * Deltas go to on_delta as they are produced; a nonzero return cancels the call with
@@ -24,8 +26,10 @@ struct svc_model_call {
     bool has_temperature, has_max_tokens;
     double temperature;
     int64_t max_tokens;
-    json_object *messages; /* borrowed array of native messages (the window) */
-    json_object *tools;    /* borrowed array of {name, description, parameters} */
+    json_object *messages;     /* borrowed array of native messages (the window) */
+    json_object *tools;        /* borrowed array of {name, description, parameters} */
+    json_object *client_tools; /* borrowed names of the tools the client runs (SPEC 12.1) */
+    const char *tool_choice;   /* NULL (auto), "auto", "none", "required" or a tool's name */
     int (*on_delta)(void *ctx, const char *text); /* may be NULL */
     int (*should_cancel)(void *ctx);              /* may be NULL; polled between chunks */
     int (*on_idle)(void *ctx);                    /* may be NULL; while waiting */

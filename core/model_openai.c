@@ -190,6 +190,20 @@ static json_object *oa_tools_json(json_object *tools)
     return out;
 }
 
+/* The request's tool_choice in the wire format: a mode, or the function it names. */
+static json_object *oa_tool_choice(const char *choice)
+{
+    if (strcmp(choice, "auto") == 0 || strcmp(choice, "none") == 0 ||
+        strcmp(choice, "required") == 0)
+        return json_object_new_string(choice);
+    json_object *fn = json_object_new_object();
+    svc_json_set_str(fn, "name", choice);
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "type", "function");
+    svc_json_set(o, "function", fn);
+    return o;
+}
+
 /* Characters of the prompt, for the 4-characters-a-token estimate. */
 static size_t oa_prompt_chars(json_object *messages)
 {
@@ -239,6 +253,8 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
     json_object *tools = oa_tools_json(call->tools);
     if (tools)
         svc_json_set(req, "tools", tools);
+    if (tools && call->tool_choice)
+        svc_json_set(req, "tool_choice", oa_tool_choice(call->tool_choice));
     if (call->has_temperature)
         svc_json_set(req, "temperature", json_object_new_double(call->temperature));
     else if (cfg->model.has_temperature)

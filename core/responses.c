@@ -1,6 +1,7 @@
 #include "responses.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,8 +80,8 @@ out:
     return rc;
 }
 
-int svc_responses_get(const struct svc_config *cfg, const char *id, json_object **out,
-                      struct svc_err *err)
+static int responses_read(const struct svc_config *cfg, const char *id, json_object **out,
+                          struct svc_err *err)
 {
     *out = NULL;
     if (!svc_responses_id_valid(id))
@@ -107,6 +108,51 @@ int svc_responses_get(const struct svc_config *cfg, const char *id, json_object 
         json_object_put(*out);
         *out = NULL;
         svc_err_set(err, SVC_E_IO, "stored response %s is damaged", id);
+        goto out;
+    }
+    rc = 0;
+out:
+    free(path);
+    free(dir);
+    return rc;
+}
+
+int svc_responses_get(const struct svc_config *cfg, const char *id, json_object **out,
+                      struct svc_err *err)
+{
+    if (responses_read(cfg, id, out, err) != 0)
+        return -1;
+    json_object_object_del(*out, "input_items");
+    return 0;
+}
+
+int svc_responses_input_items(const struct svc_config *cfg, const char *id, json_object **out,
+                              struct svc_err *err)
+{
+    json_object *resp = NULL;
+    if (responses_read(cfg, id, &resp, err) != 0)
+        return -1;
+    json_object *items = svc_json_arr(resp, "input_items");
+    *out = items ? json_object_get(items) : json_object_new_array();
+    json_object_put(resp);
+    return 0;
+}
+
+int svc_responses_delete(const struct svc_config *cfg, const char *id, struct svc_err *err)
+{
+    json_object *resp = NULL;
+    if (responses_read(cfg, id, &resp, err) != 0) /* the id checked, the file a plain one */
+        return -1;
+    json_object_put(resp);
+    char *dir = NULL, *path = NULL;
+    int rc = -1;
+    if (responses_dir(cfg, false, &dir, err) != 0)
+        goto out;
+    path = response_file(dir, id);
+    if (unlink(path) != 0) {
+        rc = errno == ENOENT
+                 ? svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id)
+                 : svc_err_errno(err, "remove the stored response");
         goto out;
     }
     rc = 0;

@@ -3,8 +3,9 @@
  *   <root>/.svc_responses/<response_id>.json   the response object as it was answered,
  *                                              with its "session_id" and "run_id"
  * The file is the response id -> session mapping that previous_response_id follows, and
- * what GET /api/v1/responses/{id} returns. It is written whole (temp file, fsync when
- * sessions.fsync, rename), never edited in place. The directory does not start with
+ * what GET /api/v1/responses/{id} returns; its "input_items" (the request's input as
+ * OpenAI items, SPEC 12.3) are kept apart from the object returned. It is written whole (temp file,
+ * fsync when sessions.fsync, rename), never edited in place. The directory does not start with
  * "session_", so Strands and the session listing ignore it; a symlink in its place is
  * refused. Ids are "resp_" + 32 hex; any other shape is SVC_E_RESPONSE_NOT_FOUND before a
  * path is built. */
@@ -45,8 +46,13 @@ int svc_responses_put_key(const struct svc_config *cfg, const char *key, const c
 /* A deleted session's stored responses and the Idempotency-Key files naming them, removed.
  * Returns how many responses were removed. */
 int svc_responses_forget(const struct svc_config *cfg, const char *sid);
-/* The stored object (new reference), or SVC_E_RESPONSE_NOT_FOUND. */
+/* The stored object without its input items (new reference), or SVC_E_RESPONSE_NOT_FOUND. */
 int svc_responses_get(const struct svc_config *cfg, const char *id, json_object **out,
                       struct svc_err *err);
+/* The input items stored with the response (new reference, an array), or the same errors. */
+int svc_responses_input_items(const struct svc_config *cfg, const char *id, json_object **out,
+                              struct svc_err *err);
+/* Remove the stored response (the session's messages stay): 0, or SVC_E_RESPONSE_NOT_FOUND. */
+int svc_responses_delete(const struct svc_config *cfg, const char *id, struct svc_err *err);
 
 #endif

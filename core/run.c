@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "ctools.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
@@ -314,7 +315,8 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
 {
     struct svc_run *run = svc_xcalloc(1, sizeof *run);
     run->cfg = cfg;
-    run->stateful = cfg->sessions.enabled;
+    run->stateful = cfg->sessions.enabled && !req->stateless;
+    run->no_truncation = req->no_truncation;
     run->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
     run->run_lock.fd = -1;
     run->msgs = json_object_new_array();
@@ -341,7 +343,67 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     run->temperature = req->temperature;
     run->has_max_tokens = req->has_max_tokens;
     run->max_tokens = req->max_tokens;
+    run->client_tools = req->client_tools ? svc_json_copy(req->client_tools) : NULL;
+    run->client_names = json_object_new_array();
+    for (size_t i = 0; run->client_tools && i < json_object_array_length(run->client_tools); i++)
+        json_object_array_add(run->client_names,
+                              json_object_new_string(svc_json_str(
+                                  json_object_array_get_idx(run->client_tools, i), "name", "")));
+    run->tool_choice = req->tool_choice ? svc_xstrdup(req->tool_choice) : NULL;
+    run->client_calls = json_object_new_array();
     return run;
+}
+
+/* The newest stored message (new reference), or NULL when there is none or it cannot be
+ * read (then nothing is taken as pending). Through the window cache, where restore_window
+ * finds it again: the turn still reads no file it has read since it last changed. */
+static json_object *last_stored(struct svc_run *run, const int64_t *ids)
+{
+    if (run->stored == 0)
+        return NULL;
+    struct svc_sess *s = &run->sess;
+    int64_t id = ids ? ids[run->stored - 1] : run->stored - 1;
+    int mfd = svc_sess_messages_fd(s);
+    int64_t life = svc_cache_on(run->cfg, mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
+    struct stat fst;
+    json_object *m = life > 0 && svc_sess_stat_message(s, id, &fst)
+                         ? svc_wincache_get(s->sid, life, id, &fst)
+                         : NULL;
+    json_object *rec = NULL;
+    if (m)
+        return json_object_get(m);
+    if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, NULL) != 0)
+        return NULL;
+    m = svc_store_effective_message(rec);
+    if (life > 0)
+        svc_wincache_put(s->sid, life, id, m, &fst);
+    json_object_get(m);
+    json_object_put(rec);
+    return m;
+}
+
+/* The messages a run stores before its first model call (SPEC 12.1): the results of the
+ * client tool calls the newest message (last, may be NULL) awaits, or error results for them
+ * when new input comes instead, then the user input. *out: a new array; 422 for a result
+ * that answers no pending call, before anything is written. */
+static int begin_messages(struct svc_run *run, const struct svc_run_request *req, json_object *last,
+                          json_object **out, struct svc_err *err)
+{
+    json_object *pending = svc_ctools_pending(last), *res = NULL;
+    *out = json_object_new_array();
+    int rc = 0;
+    if (req->tool_results && json_object_array_length(req->tool_results) > 0)
+        rc = svc_ctools_answer(pending, req->tool_results, &res, run->client_names, err);
+    else
+        res = svc_ctools_interrupted(pending);
+    json_object_put(pending);
+    if (rc != 0)
+        return -1;
+    if (res)
+        json_object_array_add(*out, res);
+    if (req->input && *req->input)
+        json_object_array_add(*out, svc_loop_user_message(req->input));
+    return 0;
 }
 
 /* The sidecar of a run that begins: status running, current_run, counts. sc is the
@@ -357,8 +419,9 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
         out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
-    if (!*svc_json_str(out, "title", ""))
+    if (!*svc_json_str(out, "title", "") && req->input && *req->input)
         svc_title_derive(out, req->input);
+    json_object_object_del(out, "pending_tool_calls"); /* this run answers them */
     if (req->user_id && !svc_user_owner(out))
         svc_json_set_str(out, "user_id", req->user_id);
     if (!sc && run->stored == 0 && req->user && req->user->id)
@@ -417,10 +480,53 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
     return 0;
 }
 
+/* truncation "disabled": a window of count messages may not be cut (SPEC 12.3). */
+static int window_full(const struct svc_run *run, int64_t count, struct svc_err *err)
+{
+    if (!run->no_truncation || count <= run->cfg->agent.window_size)
+        return 0;
+    return svc_err_setp(err, SVC_E_CONTEXT_LENGTH, "truncation",
+                        "the conversation holds %lld messages, more than the window of %lld, and "
+                        "'truncation' is disabled",
+                        (long long)count, (long long)run->cfg->agent.window_size);
+}
+
+/* How many stored messages the window restores (agent.json's removed_message_count read
+ * ahead of the restore, which comes after the `running` sidecar). */
+static int64_t stored_window(struct svc_run *run)
+{
+    json_object *agent = NULL;
+    int64_t removed = 0;
+    if (svc_sess_read_agent(&run->sess, &agent, NULL) == 0)
+        removed = svc_agent_removed_count(agent);
+    json_object_put(agent);
+    return run->stored - (removed < run->stored ? removed : run->stored);
+}
+
+/* A new session awaits only the calls at the end of the history it imports: results that
+ * answer none are refused before its directory is made. */
+static int check_new_answers(struct svc_run *run, const struct svc_run_request *req,
+                             struct svc_err *err)
+{
+    if (!req->tool_results || json_object_array_length(req->tool_results) == 0)
+        return 0;
+    json_object *last = NULL, *opening = NULL;
+    size_t n = req->history && run->cfg->sessions.persist_openai_history
+                   ? json_object_array_length(req->history)
+                   : 0;
+    while (n > 0 && !last)
+        last = svc_openai_to_native(json_object_array_get_idx(req->history, --n));
+    int rc = begin_messages(run, req, last, &opening, err);
+    json_object_put(last);
+    json_object_put(opening);
+    return rc;
+}
+
 /* The session directory before any lock: refused when it is not a plain directory, made
  * when missing (synced at the run's end, sync_new_dirs), its layout checked when present.
  * *dirs_seen: the session and messages directories were seen just now. */
-static int begin_dirs(struct svc_run *run, bool *dirs_seen, struct svc_err *err)
+static int begin_dirs(struct svc_run *run, const struct svc_run_request *req, bool *dirs_seen,
+                      struct svc_err *err)
 {
     struct svc_sess *s = &run->sess;
     struct stat lst;
@@ -434,6 +540,8 @@ static int begin_dirs(struct svc_run *run, bool *dirs_seen, struct svc_err *err)
         return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
                             "session id 'export' is reserved (the path of the export route); "
                             "choose another");
+    if (!exists && check_new_answers(run, req, err) != 0)
+        return -1;
     if (!exists)
         return svc_mkdirs_durable(s->st.root, 0755, s->st.durable, err) != 0 ||
                        svc_mkdirs(s->dir, 0755, err) != 0
@@ -557,24 +665,22 @@ static int begin_window(struct svc_run *run, int64_t **ids, struct svc_err *err)
     return restore_window(run, *ids, err);
 }
 
-/* The imported history, then the user's message (its id is the run's input_id). */
-static int begin_inputs(struct svc_run *run, json_object *import, const char *input,
+/* The imported history, then the opening messages (begin_messages: tool results, the
+ * user's input); the first of those is the run's input_id. */
+static int begin_inputs(struct svc_run *run, json_object *import, json_object *opening,
                         struct svc_err *err)
 {
-    size_t n = json_object_array_length(import);
-    for (size_t i = 0; i < n; i++) {
-        json_object *nm = json_object_array_get_idx(import, i);
-        if (store_message_locked(run, nm, false, err) != 0)
-            return -1;
-        json_object_array_add(run->msgs, json_object_get(nm));
+    for (int pass = 0; pass < 2; pass++) {
+        json_object *list = pass ? opening : import;
+        if (pass)
+            run->input_id = run->next_id;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+            json_object *m = json_object_array_get_idx(list, i);
+            if (store_message_locked(run, m, false, err) != 0)
+                return -1;
+            json_object_array_add(run->msgs, json_object_get(m));
+        }
     }
-    json_object *um = svc_loop_user_message(input);
-    run->input_id = run->next_id;
-    if (store_message_locked(run, um, false, err) != 0) {
-        json_object_put(um);
-        return -1;
-    }
-    json_object_array_add(run->msgs, um);
     return 0;
 }
 
@@ -602,20 +708,30 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     const struct svc_store *st = &s->st;
     int rc = -1;
     int64_t *ids = NULL;
-    json_object *import = NULL, *running = NULL;
+    json_object *import = NULL, *running = NULL, *opening = NULL;
     json_object *sc = NULL; /* borrowed from the handle */
     bool dirs_seen = false;
-    if (begin_dirs(run, &dirs_seen, err) != 0 || begin_lock(run, req, &sc, err) != 0)
+    if (begin_dirs(run, req, &dirs_seen, err) != 0 || begin_lock(run, req, &sc, err) != 0)
         goto out;
     run->prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     if (svc_sess_message_count(s, sc ? svc_json_int(sc, "message_count", -1) : -1, &run->stored,
                                &run->next_id, &ids, err) != 0)
         goto out;
     import = begin_history(run, req, sc);
+    int64_t nimport = (int64_t)json_object_array_length(import);
+    json_object *last = nimport > 0
+                            ? json_object_get(json_object_array_get_idx(import, nimport - 1))
+                            : last_stored(run, ids);
+    int brc = begin_messages(run, req, last, &opening, err);
+    json_object_put(last);
+    if (brc != 0)
+        goto out;
+    int64_t nopen = (int64_t)json_object_array_length(opening);
+    if (run->no_truncation && window_full(run, stored_window(run) + nimport + nopen, err) != 0)
+        goto out;
     /* SPEC 3: the sidecar says `running` before any native file is written */
     if (run->sidecars) {
-        int64_t count = run->stored + (int64_t)json_object_array_length(import) + 1;
-        json_object *r = running_sidecar(run, req, sc, count);
+        json_object *r = running_sidecar(run, req, sc, run->stored + nimport + nopen);
         const char *owner = svc_user_owner(r);
         run->owner = owner ? svc_xstrdup(owner) : NULL; /* memory recall's scope */
         /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
@@ -628,7 +744,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         index_note(st, s->sid, running);
     }
     if (begin_agent(run, sc, dirs_seen, err) != 0 || begin_window(run, &ids, err) != 0 ||
-        begin_inputs(run, import, req->input, err) != 0)
+        begin_inputs(run, import, opening, err) != 0)
         goto out;
     rc = 0;
 out:
@@ -639,6 +755,7 @@ out:
     if (rc != 0)
         svc_lock_release(&run->run_lock);
     json_object_put(import);
+    json_object_put(opening);
     json_object_put(running);
     free(ids);
     return rc;
@@ -648,9 +765,12 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
                   struct svc_run **out, struct svc_err *err)
 {
     *out = NULL;
-    if (!req->input || !*req->input)
+    bool answers = req->tool_results && json_object_array_length(req->tool_results) > 0;
+    if ((!req->input || !*req->input) && !answers)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
+    if (svc_ctools_check(cfg, req->client_tools, req->tool_choice, err) != 0)
+        return -1;
     if (req->session_id && svc_id_check(req->session_id, err) != 0)
         return -1;
     if (req->has_temperature && !(req->temperature >= 0 && req->temperature <= 2))
@@ -674,7 +794,23 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
             if (nm)
                 json_object_array_add(run->msgs, nm);
         }
-        json_object_array_add(run->msgs, svc_loop_user_message(req->input));
+        size_t nm = json_object_array_length(run->msgs);
+        json_object *opening = NULL;
+        if (begin_messages(run, req, nm ? json_object_array_get_idx(run->msgs, nm - 1) : NULL,
+                           &opening, err) != 0) {
+            run->ended = true;
+            svc_run_free(run);
+            return -1;
+        }
+        for (size_t i = 0; i < json_object_array_length(opening); i++)
+            json_object_array_add(run->msgs,
+                                  json_object_get(json_object_array_get_idx(opening, i)));
+        json_object_put(opening);
+        if (window_full(run, (int64_t)json_object_array_length(run->msgs), err) != 0) {
+            run->ended = true;
+            svc_run_free(run);
+            return -1;
+        }
     }
     run->begun = true;
     *out = run;
@@ -802,6 +938,11 @@ static json_object *end_sidecar(struct svc_run *run, const char *status,
     } else {
         svc_json_set(sc, "last_error", error_object(failure, run->run_id));
     }
+    /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
+    if (json_object_array_length(run->client_calls) > 0)
+        svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->client_calls));
+    else
+        json_object_object_del(sc, "pending_tool_calls");
     svc_json_set(sc, "token_state", svc_loop_token_state(run, svc_json_obj(sc, "token_state")));
     return sc;
 }
@@ -943,6 +1084,10 @@ void svc_run_free(struct svc_run *run)
     free(run->request_system);
     free(run->owner);
     json_object_put(run->tool_calls);
+    json_object_put(run->client_tools);
+    json_object_put(run->client_names);
+    free(run->tool_choice);
+    json_object_put(run->client_calls);
     svc_buf_free(&run->content);
     free(run->content_str);
     free(run);
@@ -1022,6 +1167,10 @@ json_object *svc_run_get_events(const struct svc_run *run)
 json_object *svc_run_get_tool_calls(const struct svc_run *run)
 {
     return run->tool_calls;
+}
+json_object *svc_run_get_client_calls(const struct svc_run *run)
+{
+    return run->client_calls;
 }
 
 json_object *svc_usage_new(int64_t prompt, int64_t completion)

@@ -125,6 +125,8 @@ static void record_finish_code(json_object *rec, struct svc_run *run, const char
         svc_json_set(rec, "error", NULL);
     }
     svc_json_set(rec, "tool_calls", svc_json_copy(svc_run_get_tool_calls(run)));
+    if (json_object_array_length(svc_run_get_client_calls(run)) > 0) /* SPEC 12.1 */
+        svc_json_set(rec, "client_tool_calls", svc_json_copy(svc_run_get_client_calls(run)));
     svc_json_set_str(rec, "finished_at", svc_time_now_iso(now));
 }
 

@@ -23,7 +23,8 @@
 struct svc_run {
     const struct svc_config *cfg;
     struct svc_sess sess; /* the session handle: store, id, paths, session lock */
-    bool stateful;        /* sessions.enabled */
+    bool stateful;        /* sessions.enabled, and the request does not ask for stateless */
+    bool no_truncation;   /* the window may not drop messages (SVC_E_CONTEXT_LENGTH) */
     bool sidecars;        /* provider svc_repository */
     char run_id[64];
     char started_at[SVC_TIME_LEN];
@@ -49,7 +50,11 @@ struct svc_run {
     bool has_temperature, has_max_tokens; /* the request's generation settings (session.h) */
     double temperature;
     int64_t max_tokens;
-    json_object *tool_calls; /* OpenAI-shaped tool_calls of the run */
+    json_object *tool_calls;   /* OpenAI-shaped tool_calls of the run */
+    json_object *client_tools; /* the request's client tools (ctools.h), or NULL */
+    json_object *client_names; /* names whose results come from the client: offered, answered */
+    char *tool_choice;         /* the request's, heap, or NULL */
+    json_object *client_calls; /* OpenAI tool_calls of client tools the run ended on */
     struct svc_buf content;
     char *content_str;
     char finish_reason[16];

@@ -42,6 +42,17 @@ struct svc_run_request {
     bool has_max_tokens;
     int64_t max_tokens;
     const char *max_tokens_param;
+    /* Client-side function tools (SPEC 12.1, core/ctools.h): offered next to svc's own, a
+     * call of one ends the run with its toolUse pending. tool_results answer the pending
+     * calls ([{call_id, output, param}]); with them, input may be NULL (no new user text). */
+    json_object *client_tools; /* borrowed [{name, description, parameters}], or NULL */
+    const char *tool_choice;   /* NULL (auto), "auto", "none", "required" or a tool's name */
+    json_object *tool_results; /* borrowed, or NULL */
+    /* SPEC 12.3: `store: false` runs stateless (history the context, nothing stored);
+     * `truncation: "disabled"` fails with SVC_E_CONTEXT_LENGTH, before anything is stored
+     * when it can, where the window would drop messages. */
+    bool stateless;
+    bool no_truncation;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured
@@ -93,6 +104,8 @@ void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *comp
 json_object *svc_run_get_events(const struct svc_run *run); /* array of svc.v2 events */
 /* OpenAI tool_calls made during the run (array, possibly empty). */
 json_object *svc_run_get_tool_calls(const struct svc_run *run);
+/* The OpenAI tool_calls of client tools the run ended on, awaiting results (maybe empty). */
+json_object *svc_run_get_client_calls(const struct svc_run *run);
 
 /* Repair a stale `running` session (run lock free): status error, last_error interrupted,
  * message_count recounted, a turn line with error.code interrupted. No-op otherwise.

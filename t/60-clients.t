@@ -1,7 +1,9 @@
 #!/usr/bin/perl
 # Stock OpenAI client libraries work against svc unchanged (issue 10): the official `openai`
 # client, the Vercel AI SDK (default openai() = Responses API, and openai.chat()) and
-# LangChain's ChatOpenAI, driven by t/node/clients.mjs through a real nginx + svc-fcgi.
+# LangChain's ChatOpenAI, driven by t/node/clients.mjs through a real nginx + svc-fcgi; each
+# also as an agent with a client-side tool (issue 26), LangChain's against a second svc
+# whose `openai` model is t/lib/FakeOpenAI.pm (the model server calls the tool).
 # The npm packages (pinned in t/node/package.json and its lock file) are installed here into
 # t/node/node_modules (git-ignored) when missing. Each line the script prints becomes a
 # test; each archived-session attempt is checked in the server log: one request, not three.
@@ -10,7 +12,11 @@ use warnings;
 use lib 't/lib';
 use Test::More;
 use SvcTest;
+use FakeOpenAI;
 use JSON::PP;
+
+delete @ENV{qw(http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY)};
+$ENV{no_proxy} = $ENV{NO_PROXY} = '127.0.0.1,localhost';
 
 my $repo = SvcTest->repo;
 my $dir = "$repo/t/node";
@@ -28,7 +34,11 @@ unless (-d "$dir/node_modules/openai" && -d "$dir/node_modules/ai"
 
 my $s = SvcTest->start(workers => 3);
 my $base = $s->url('/api/v1');
-my $raw = `cd '$dir' && SVC_BASE='$base' timeout 300 node clients.mjs 2>&1`;
+my $fake = FakeOpenAI->start;
+my $oa = SvcTest->start(config => "model:\n  provider: openai\n  name: fake-1\n  base_url: "
+                        . $fake->base_url . "\n  api_key: sk-test\n");
+my $base_oa = $oa->url('/api/v1');
+my $raw = `cd '$dir' && SVC_BASE='$base' SVC_BASE_OA='$base_oa' timeout 300 node clients.mjs 2>&1`;
 my $rc = $? >> 8;
 is($rc, 0, 'node clients.mjs exited 0') or diag($raw);
 
@@ -61,5 +71,12 @@ for my $x (@archived) {
     like($hits[0] // '', qr/ 403 /, "$x->{archived}: answered 403");
 }
 
+# the LangChain agent's tool reached the model server beside svc's own, and its result too
+my @tooled = grep { ref $_->{body} eq 'HASH' && grep { ($_->{function}{name} // '') eq 'get_weather' } @{ $_->{body}{tools} || [] } }
+             @{ $fake->requests };
+is(scalar @tooled, 2, 'the model server was offered the client tool in both LangChain requests');
+ok((grep { ($_->{role} // '') eq 'tool' } @{ $tooled[-1]{body}{messages} || [] }), 'and was sent its result');
+$oa->stop;
+$fake->stop;
 $s->stop;
 done_testing;

@@ -228,9 +228,10 @@ isnt $k3->{json}{id}, $k1->{json}{id}, 'another key: a new response';
 is session('rs-key')->{message_count}, $count + 2, 'another key: a new turn';
 # store false: nothing to replay, so the key is not recorded and a retry runs again
 my %key4 = ('Idempotency-Key' => 'unstored');
-resp({ input => 'not stored', conversation => 'rs-key', store => $F }, \%key4);
-resp({ input => 'not stored', conversation => 'rs-key', store => $F }, \%key4);
-is session('rs-key')->{message_count}, $count + 6, 'store false: a keyed retry runs again';
+my $u1 = resp({ input => 'not stored', store => $F }, \%key4);
+my $u2 = resp({ input => 'not stored', store => $F }, \%key4);
+isnt $u2->{json}{id}, $u1->{json}{id}, 'store false: a keyed retry runs again';
+is session('rs-key')->{message_count}, $count + 2, 'store false: no session touched';
 
 # ---- errors: the right status, x-should-retry false, nothing on disk changes ----
 my $snap = snapshot();
@@ -242,7 +243,9 @@ err_ok(resp({ input => [] }), 422, 'missing_field', 'input empty list', 'input')
 err_ok(resp({ input => [{ role => 'assistant', content => 'only me' }] }), 422, 'missing_field', 'no user message', 'input');
 err_ok(resp({ input => ['x'] }), 422, 'invalid_field', 'item a string', 'input[0]');
 err_ok(resp({ input => [{ type => 'function_call_output', call_id => 'c', output => 'x' }] }), 422, 'invalid_field',
-       'function_call_output refused', 'input[0].type');
+       'function_call_output answering no pending call', 'input[0].call_id');
+err_ok(resp({ input => [{ type => 'computer_call_output', call_id => 'c' }] }), 422, 'invalid_field',
+       'an item type svc does not take', 'input[0].type');
 err_ok(resp({ input => [{ role => 'tool', content => 'x' }] }), 422, 'invalid_field', 'bad role', 'input[0].role');
 err_ok(resp({ input => [{ role => 'user', content => 7 }] }), 422, 'invalid_field', 'content a number', 'input[0].content');
 err_ok(resp({ input => [{ role => 'user', content => [{ type => 'input_text', text => 1 }] }] }), 422, 'invalid_field',
@@ -263,7 +266,7 @@ err_ok(resp({ input => 'x', previous_response_id => '../../x' }), 404, 'response
        'previous_response_id');
 err_ok($s->req(GET => '/api/v1/responses/resp_..%2F..%2Fagents'), 404, 'response_not_found', 'GET traversal id');
 err_ok($s->req(GET => '/api/v1/responses/resp_0123456789abcdef0123456789abcdef'), 404, 'response_not_found', 'GET unknown id');
-err_ok($s->req(DELETE => "/api/v1/responses/$second"), 405, 'method_not_allowed', 'DELETE a response');
+err_ok($s->req(PUT => "/api/v1/responses/$second", body => {}), 405, 'method_not_allowed', 'PUT a response');
 is snapshot(), $snap, 'refused requests changed nothing on disk';
 
 # archived: 403, final; busy: 409 with Retry-After and x-should-retry true

@@ -1,16 +1,22 @@
 // Stock OpenAI client libraries against svc, used the way their READMEs show: the official
 // `openai` client, the Vercel AI SDK (default openai(...) = Responses API, and
-// openai.chat(...)), and LangChain's ChatOpenAI. Run by t/60-clients.t with SVC_BASE set to
-// http://127.0.0.1:PORT/api/v1. Prints one JSON line per check:
+// openai.chat(...)), and LangChain's ChatOpenAI; each also as an agent with a client-side
+// tool (SPEC 12.1). Run by t/60-clients.t with SVC_BASE set to http://127.0.0.1:PORT/api/v1
+// (echo model) and SVC_BASE_OA to an svc whose `openai` model is t/lib/FakeOpenAI.pm (the
+// LangChain agent: the model server calls the tool). Prints one JSON line per check:
 //   {"ok": true|false, "name": "...", "diag": "..."}
 // and {"archived": "<client>", "session_id": "<id>"} for each archived-session attempt (the
 // .t counts that session's requests in the server log: one, not three), then {"end": true}.
 import OpenAI from "openai";
 import { createOpenAI } from "@ai-sdk/openai";
-import { generateText, streamText } from "ai";
+import { generateText, streamText, tool, stepCountIs } from "ai";
 import { ChatOpenAI } from "@langchain/openai";
+import { tool as lcTool } from "@langchain/core/tools";
+import { HumanMessage } from "@langchain/core/messages";
+import { z } from "zod";
 
 const BASE = process.env.SVC_BASE;
+const BASE_OA = process.env.SVC_BASE_OA;
 const KEY = "sk-not-checked";
 const run = Math.random().toString(16).slice(2, 10);
 
@@ -348,7 +354,205 @@ async function langchain() {
   });
 }
 
+// ---------------- client-side tools (SPEC 12.1) ----------------
+const WEATHER_PARAMS = {
+  type: "object",
+  properties: { city: { type: "string" } },
+  required: ["city"],
+  additionalProperties: false,
+};
+
+async function openaiTools() {
+  const client = new OpenAI({ baseURL: BASE, apiKey: KEY, maxRetries: 0 });
+  const tools = [{ type: "function", function: { name: "get_weather", description: "Weather of a city", parameters: WEATHER_PARAMS } }];
+
+  await step("openai chat with a client tool", async () => {
+    const sid = `oa-ctool-${run}`;
+    const messages = [{ role: "user", content: '/tool get_weather {"city":"Paris"}' }];
+    const a = await client.chat.completions.create({ model: "echo-1", messages, tools, tool_choice: "auto", session_id: sid });
+    is(a.choices[0].finish_reason, "tool_calls", "openai tools: finish_reason tool_calls");
+    const call = a.choices[0].message.tool_calls?.[0];
+    is(call?.function?.name, "get_weather", "openai tools: the call names the client tool");
+    is(JSON.parse(call?.function?.arguments ?? "{}").city, "Paris", "openai tools: its arguments");
+    messages.push(a.choices[0].message, { role: "tool", tool_call_id: call.id, content: "sunny" });
+    const b = await client.chat.completions.create({ model: "echo-1", messages, tools, session_id: sid });
+    is(b.choices[0].message.content, "Echo: tool get_weather returned sunny", "openai tools: the answer from the result (whole history resent)");
+    let err = null;
+    try {
+      await client.chat.completions.create({ model: "echo-1", messages, tools, session_id: sid });
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 422, "openai tools: an answered call_id again: 422");
+    is(err?.code, "invalid_field", "openai tools: invalid_field");
+    err = null;
+    try {
+      await client.chat.completions.create({
+        model: "echo-1", session_id: sid, messages: [{ role: "user", content: "x" }],
+        tools: [{ type: "function", function: { name: "clock", parameters: WEATHER_PARAMS } }],
+      });
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 422, "openai tools: a name clashing with svc's clock: 422");
+    is(err?.param, "tools", "openai tools: param tools");
+  });
+
+  await step("openai chat stream with a client tool", async () => {
+    const sid = `oa-ctool-s-${run}`;
+    const s = client.chat.completions.stream({
+      model: "echo-1", session_id: sid, tools,
+      messages: [{ role: "user", content: '/tool get_weather {"city":"Oslo"}' }],
+    });
+    const fin = await s.finalChatCompletion();
+    is(fin.choices[0].finish_reason, "tool_calls", "openai tools stream: finish_reason tool_calls");
+    const call = fin.choices[0].message.tool_calls?.[0];
+    is(JSON.parse(call?.function?.arguments ?? "{}").city, "Oslo", "openai tools stream: the call assembled from delta.tool_calls");
+    const s2 = client.chat.completions.stream({
+      model: "echo-1", session_id: sid, tools,
+      messages: [{ role: "tool", tool_call_id: call.id, content: "snow" }],
+    });
+    const fin2 = await s2.finalChatCompletion();
+    is(fin2.choices[0].message.content, "Echo: tool get_weather returned snow", "openai tools stream: only the new tool message sent");
+  });
+
+  await step("openai responses with a client tool", async () => {
+    const sid = `oa-ctool-r-${run}`;
+    const rtools = [{ type: "function", name: "get_weather", description: "Weather of a city", parameters: WEATHER_PARAMS, strict: true }];
+    const a = await client.responses.create({ model: "echo-1", input: '/tool get_weather {"city":"Rome"}', tools: rtools, conversation: sid });
+    const fc = a.output.find((o) => o.type === "function_call");
+    is(fc?.name, "get_weather", "openai tools responses: a function_call item");
+    is(fc?.status, "completed", "openai tools responses: status completed");
+    is(JSON.parse(fc?.arguments ?? "{}").city, "Rome", "openai tools responses: arguments");
+    let err = null;
+    try {
+      await client.responses.create({ model: "echo-1", previous_response_id: a.id, tools: rtools,
+        input: [{ type: "function_call_output", call_id: "call_unknown", output: "x" }] });
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 422, "openai tools responses: unknown call_id: 422");
+    const b = await client.responses.create({ model: "echo-1", previous_response_id: a.id, tools: rtools,
+      input: [{ type: "function_call_output", call_id: fc.call_id, output: "warm" }] });
+    is(b.output_text, "Echo: tool get_weather returned warm", "openai tools responses: the answer (previous_response_id)");
+    const s = client.responses.stream({ model: "echo-1", input: '/tool get_weather {"city":"Lima"}', tools: rtools, conversation: sid });
+    const fin = await s.finalResponse();
+    const fc2 = fin.output.find((o) => o.type === "function_call");
+    is(JSON.parse(fc2?.arguments ?? "{}").city, "Lima", "openai tools responses stream: the call");
+    const c = await client.responses.create({ model: "echo-1", conversation: sid, tools: rtools,
+      input: [{ type: "function_call_output", call_id: fc2.call_id, output: "dry" }] });
+    is(c.output_text, "Echo: tool get_weather returned dry", "openai tools responses: the answer (conversation)");
+  });
+}
+
+async function openaiResponsesExtras() {
+  const client = new OpenAI({ baseURL: BASE, apiKey: KEY, maxRetries: 0 });
+  await step("openai responses delete, input_items, store false, truncation", async () => {
+    const sid = `oa-rx-${run}`;
+    const a = await client.responses.create({ model: "echo-1", input: [{ role: "user", content: "one" }, { role: "user", content: "two" }], conversation: sid });
+    const items = [];
+    for await (const it of client.responses.inputItems.list(a.id, { order: "asc", limit: 1 })) items.push(it);
+    is(items.length, 2, "openai: inputItems.list pages through every input item");
+    is(items[1]?.content?.[0]?.text, "two", "openai: input items in order");
+    await client.responses.delete(a.id);
+    let err = null;
+    try {
+      await client.responses.retrieve(a.id);
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 404, "openai: responses.delete: retrieve is 404 after");
+    const b = await client.responses.create({ model: "echo-1", input: "three", conversation: sid });
+    like(b.output_text, /I was given 3 earlier messages/, "openai: the session's messages stayed");
+    const c = await client.responses.create({ model: "echo-1", input: "off the record", store: false });
+    is(c.store, false, "openai: store false");
+    err = null;
+    try {
+      await client.responses.retrieve(c.id);
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 404, "openai: store false: nothing stored");
+    err = null;
+    try {
+      for (let i = 0; i < 30; i++)
+        await client.responses.create({ model: "echo-1", input: `more ${i}`, conversation: sid, truncation: "disabled" });
+    } catch (e) {
+      err = e;
+    }
+    is(err?.status, 400, "openai: truncation disabled past the window: 400");
+    is(err?.code, "context_length_exceeded", "openai: context_length_exceeded");
+  });
+}
+
+async function aiSdkTools() {
+  const openai = createOpenAI({ baseURL: BASE, apiKey: KEY });
+  let ran = 0;
+  const tools = {
+    get_weather: tool({
+      description: "Weather of a city",
+      inputSchema: z.object({ city: z.string() }),
+      execute: async ({ city }) => {
+        ran++;
+        return `sunny in ${city}`;
+      },
+    }),
+  };
+  for (const [kind, model, opts] of [
+    ["chat", openai.chat("echo-1"), { headers: { "X-Session-Id": `ai-ctool-c-${run}` } }],
+    ["responses", openai("echo-1"), { providerOptions: { openai: { conversation: `ai-ctool-r-${run}` } } }],
+  ]) {
+    await step(`ai sdk ${kind} with a client tool`, async () => {
+      ran = 0;
+      const r = await generateText({
+        model, tools, stopWhen: stepCountIs(3), maxRetries: 0,
+        prompt: '/tool get_weather {"city":"Oslo"}', ...opts,
+      });
+      is(ran, 1, `ai tools ${kind}: the tool ran once, in the client`);
+      is(r.steps.length, 2, `ai tools ${kind}: two steps`);
+      is(r.steps[0].toolCalls[0]?.toolName, "get_weather", `ai tools ${kind}: step 1 called the tool`);
+      like(r.text, /^Echo: tool get_weather returned .*sunny in Oslo/, `ai tools ${kind}: step 2 answered from its result`);
+      ran = 0;
+      const st = streamText({
+        model, tools, stopWhen: stepCountIs(3), maxRetries: 0, onError: () => {},
+        prompt: '/tool get_weather {"city":"Lima"}', ...opts,
+      });
+      let text = "";
+      for await (const t of st.textStream) text += t;
+      is(ran, 1, `ai tools ${kind} stream: the tool ran once`);
+      like(text, /^Echo: tool get_weather returned .*sunny in Lima/, `ai tools ${kind} stream: the answer from its result`);
+    });
+  }
+}
+
+async function langchainTools() {
+  if (!BASE_OA) return;
+  await step("langchain bindTools against the openai model", async () => {
+    const weather = lcTool(async ({ city }) => `sunny in ${city}`, {
+      name: "get_weather",
+      description: "Weather of a city",
+      schema: z.object({ city: z.string() }),
+    });
+    const m = new ChatOpenAI({
+      model: "fake-1", apiKey: KEY, maxRetries: 0,
+      configuration: { baseURL: BASE_OA },
+      modelKwargs: { session_id: `lc-ctool-${run}` },
+    }).bindTools([weather]);
+    const msgs = [new HumanMessage('call tool get_weather {"city":"Bern"}')];
+    const ai = await m.invoke(msgs);
+    is(ai.tool_calls?.[0]?.name, "get_weather", "langchain tools: the model server's call reaches LangChain");
+    is(ai.tool_calls?.[0]?.args?.city, "Bern", "langchain tools: its args");
+    msgs.push(ai, await weather.invoke(ai.tool_calls[0]));
+    const ans = await m.invoke(msgs);
+    is(ans.content, "Tool get_weather said: sunny in Bern", "langchain tools: the model answers from the result");
+  });
+}
+
 await openaiClient();
 await aiSdk();
 await langchain();
+await openaiTools();
+await openaiResponsesExtras();
+await aiSdkTools();
+await langchainTools();
 out({ end: true });

@@ -1,0 +1,141 @@
+#include "ctools.h"
+
+#include <string.h>
+
+#include "jsonx.h"
+#include "tools.h"
+
+bool svc_ctools_named(json_object *tools, const char *name)
+{
+    size_t n = tools ? json_object_array_length(tools) : 0;
+    for (size_t i = 0; i < n && name; i++) {
+        json_object *t = json_object_array_get_idx(tools, i);
+        const char *tn = json_object_is_type(t, json_type_string) ? json_object_get_string(t)
+                                                                  : svc_json_str(t, "name", "");
+        if (strcmp(tn, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+int svc_ctools_check(const struct svc_config *cfg, json_object *tools, const char *tool_choice,
+                     struct svc_err *err)
+{
+    json_object *own = svc_tools_spec(cfg);
+    int rc = 0;
+    size_t n = tools ? json_object_array_length(tools) : 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const char *name = svc_json_str(json_object_array_get_idx(tools, i), "name", "");
+        if (svc_ctools_named(own, name))
+            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "tools",
+                              "tool '%.64s' clashes with a tool svc runs itself; rename it", name);
+    }
+    json_object_put(own);
+    if (rc == 0 && tool_choice && strcmp(tool_choice, "auto") != 0 &&
+        strcmp(tool_choice, "none") != 0 && strcmp(tool_choice, "required") != 0 &&
+        !svc_ctools_named(tools, tool_choice))
+        rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "tool_choice",
+                          "'tool_choice' names '%.64s', which is not among 'tools'", tool_choice);
+    return rc;
+}
+
+json_object *svc_ctools_pending(json_object *msg)
+{
+    json_object *out = json_object_new_array();
+    if (!msg || strcmp(svc_json_str(msg, "role", ""), "assistant") != 0)
+        return out;
+    json_object *c = svc_json_arr(msg, "content");
+    for (size_t i = 0; c && i < json_object_array_length(c); i++) {
+        json_object *tu = svc_json_obj(json_object_array_get_idx(c, i), "toolUse");
+        if (tu)
+            json_object_array_add(out, json_object_get(tu));
+    }
+    return out;
+}
+
+/* One toolResult block. */
+static json_object *result_block(const char *id, const char *status, const char *text)
+{
+    json_object *tr = json_object_new_object();
+    svc_json_set_str(tr, "toolUseId", id);
+    svc_json_set_str(tr, "status", status);
+    json_object *items = json_object_new_array();
+    json_object *t = json_object_new_object();
+    svc_json_set_str(t, "text", text);
+    json_object_array_add(items, t);
+    svc_json_set(tr, "content", items);
+    json_object *blk = json_object_new_object();
+    svc_json_set(blk, "toolResult", tr);
+    return blk;
+}
+
+static json_object *user_message(json_object *content)
+{
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", "user");
+    svc_json_set(m, "content", content);
+    return m;
+}
+
+/* The result of results answering call id, or NULL. */
+static json_object *result_for(json_object *results, const char *id)
+{
+    for (size_t i = 0; i < json_object_array_length(results); i++) {
+        json_object *r = json_object_array_get_idx(results, i);
+        if (strcmp(svc_json_str(r, "call_id", ""), id) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
+                      json_object *names, struct svc_err *err)
+{
+    *out = NULL;
+    size_t n = json_object_array_length(results);
+    for (size_t i = 0; i < n; i++) {
+        json_object *r = json_object_array_get_idx(results, i);
+        const char *id = svc_json_str(r, "call_id", "");
+        const char *param = svc_json_str(r, "param", "tool_call_id");
+        bool known = false;
+        for (size_t k = 0; k < json_object_array_length(pending) && !known; k++)
+            known = strcmp(svc_json_str(json_object_array_get_idx(pending, k), "toolUseId", ""),
+                           id) == 0;
+        if (!known)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                                "'%s': no pending tool call has the id '%.64s' (unknown or "
+                                "already answered)",
+                                param, id);
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(svc_json_str(json_object_array_get_idx(results, k), "call_id", ""), id) == 0)
+                return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                                    "'%s': tool call '%.64s' is answered twice", param, id);
+    }
+    json_object *content = json_object_new_array();
+    for (size_t k = 0; k < json_object_array_length(pending); k++) {
+        json_object *tu = json_object_array_get_idx(pending, k);
+        const char *id = svc_json_str(tu, "toolUseId", "");
+        json_object *r = result_for(results, id);
+        if (r)
+            json_object_array_add(names, json_object_new_string(svc_json_str(tu, "name", "")));
+        json_object_array_add(content,
+                              r ? result_block(id, "success", svc_json_str(r, "output", ""))
+                                : result_block(id, "error", "No result was given."));
+    }
+    *out = user_message(content);
+    return 0;
+}
+
+json_object *svc_ctools_interrupted(json_object *pending)
+{
+    size_t n = pending ? json_object_array_length(pending) : 0;
+    if (n == 0)
+        return NULL;
+    json_object *content = json_object_new_array();
+    for (size_t k = 0; k < n; k++)
+        json_object_array_add(
+            content,
+            result_block(svc_json_str(json_object_array_get_idx(pending, k), "toolUseId", ""),
+                         "error", "Tool call was interrupted; no result is available."));
+    return user_message(content);
+}
