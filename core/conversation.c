@@ -296,22 +296,26 @@ static int write_messages(struct svc_sess *s, json_object *natives, int64_t from
     return 0;
 }
 
+/* A sidecar without a title gets one from the first user text of natives. */
+static void derive_title(json_object *sc, json_object *natives)
+{
+    size_t n = natives ? json_object_array_length(natives) : 0;
+    for (size_t i = 0; i < n && !*svc_json_str(sc, "title", ""); i++) {
+        json_object *m = json_object_array_get_idx(natives, i);
+        char *t = svc_native_text(m);
+        if (*t && strcmp(svc_json_str(m, "role", ""), "user") == 0)
+            svc_title_derive(sc, t);
+        free(t);
+    }
+}
+
 /* The new session's sidecar (new reference): its title from the first user text. */
 static json_object *new_sidecar(const struct svc_config *cfg, const char *sid, const char *aid,
                                 json_object *natives, json_object *metadata, const char *owner)
 {
     json_object *sc = svc_sidecar_new(sid, aid, cfg->model.name);
     size_t n = natives ? json_object_array_length(natives) : 0;
-    for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(natives, i);
-        char *t = svc_native_text(m);
-        bool first = *t && strcmp(svc_json_str(m, "role", ""), "user") == 0;
-        if (first)
-            svc_title_derive(sc, t);
-        free(t);
-        if (first)
-            break;
-    }
+    derive_title(sc, natives);
     svc_json_set_int(sc, "message_count", (int64_t)n);
     if (metadata)
         svc_json_set(sc, "metadata", svc_json_copy(metadata));
@@ -406,8 +410,9 @@ static int lock_for_write(const struct svc_config *cfg, const char *sid, struct 
     return 0;
 }
 
-/* After a write: the sidecar's message_count (+added) and updated_at, and the index row. */
-static int touch(struct svc_sess *s, int64_t added, struct svc_err *err)
+/* After a write: the sidecar's message_count (+ the added natives, NULL: none), its title
+ * when it had none, updated_at, and the index row. */
+static int touch(struct svc_sess *s, json_object *added, struct svc_err *err)
 {
     json_object *sc = NULL;
     if (svc_sess_sidecar(s, &sc, err) != 0)
@@ -417,7 +422,9 @@ static int touch(struct svc_sess *s, int64_t added, struct svc_err *err)
         return 0;
     }
     char now[SVC_TIME_LEN];
-    svc_json_set_int(sc, "message_count", svc_json_int(sc, "message_count", 0) + added);
+    int64_t k = added ? (int64_t)json_object_array_length(added) : 0;
+    svc_json_set_int(sc, "message_count", svc_json_int(sc, "message_count", 0) + k);
+    derive_title(sc, added);
     svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
     if (svc_sidecar_write(s, sc, SVC_SYNC_STORE, err) != 0)
         return -1;
@@ -442,7 +449,8 @@ int svc_conv_append(const struct svc_config *cfg, const char *sid, json_object *
         goto out;
     int64_t next = n ? ids[n - 1] + 1 : 0;
     size_t k = json_object_array_length(natives);
-    if (write_messages(&s, natives, next, err) != 0 || touch(&s, (int64_t)k, err) != 0)
+    if (write_messages(&s, natives, next, err) != 0 ||
+        (s.st.durable && svc_fsync_dir(s.msg_dir, err) != 0) || touch(&s, natives, err) != 0)
         goto out;
     *out = json_object_new_array();
     for (size_t i = 0; i < k; i++)
@@ -516,7 +524,7 @@ static int redact(struct svc_sess *s, json_object *rec, int64_t id, struct svc_e
     char *path = svc_sess_message_path(s, id, SVC_FROM_ABS);
     int rc = svc_json_write_native_sync(path, rec, svc_store_sync(&s->st, SVC_SYNC_STORE), err);
     free(path);
-    return rc == 0 ? touch(s, 0, err) : -1;
+    return rc == 0 ? touch(s, NULL, err) : -1;
 }
 
 /* The item of that id among message id's items (new reference), or NULL. */

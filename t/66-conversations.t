@@ -21,6 +21,8 @@ server:
     - {id: alice, token_env: TOK_ALICE}
     - {id: bob, token_env: TOK_BOB}
     - {id: root, token_env: TOK_ROOT, role: admin}
+sessions:
+  fsync: true
 YAML
 my $T = JSON::PP::true;
 
@@ -192,6 +194,9 @@ my $bobs = as(bob => POST => '/api/v1/conversations', body => { session_id => 'b
 is $bobs->{status}, 200, 'bob: create with a session_id';
 is $bobs->{json}{id}, 'bobs-conv', 'the id is the body\'s session_id';
 is_deeply $bobs->{json}{metadata}, {}, 'no metadata: an empty object';
+ok -f $s->root . '/session_bobs-conv/agents/agent_svc-agent/agent.json', 'an empty conversation is a whole Strands session';
+as(bob => POST => '/api/v1/conversations/bobs-conv/items', body => { items => [{ role => 'assistant', content => 'a' }, { role => 'user', content => 'a title at last' }] });
+is as(bob => GET => '/api/v1/chat/sessions/bobs-conv')->{json}{title}, 'a title at last', 'appended user text titles an untitled conversation';
 is_deeply [map { $_->{id} } @{ as(bob => GET => '/api/v1/conversations')->{json}{data} }], ['bobs-conv'], 'bob lists his own only';
 my $al = as(alice => GET => '/api/v1/conversations')->{json};
 is_deeply [map { $_->{id} } @{ $al->{data} }], [$cid], 'alice lists her own only';
