@@ -10,6 +10,7 @@ use lib 't/lib';
 use Test::More;
 use JSON::PP;
 use SvcTest;
+use SvcCliTest ();
 
 my %TOK = (alice => 'tok-alice-C0nv-0001', bob => 'tok-bob-C0nv-0002', root => 'tok-root-C0nv-0003');
 my $s = SvcTest->start(
@@ -130,6 +131,28 @@ ok -f msgfile($cid, 4), 'ids stay contiguous';
 $r = as(alice => GET => "/api/v1/conversations/$cid/items?order=asc");
 is_deeply [map { $_->{id} } @{ $r->{json}{data} }], ["msg_${cid}_0", "fc_${cid}_2_0", "fco_${cid}_3_0", "msg_${cid}_4"], 'the item left the list';
 is as(alice => GET => "/api/v1/conversations/$cid/items/msg_${cid}_1")->{status}, 404, 'and is not found';
+# a reader of Strands' layout (FileSessionManager: redact_message when set, else message)
+my $strands = SvcCliTest::py(<<'PY', $s->root . "/session_$cid", 'svc-agent');
+import json, os, sys
+d, aid = sys.argv[1:3]
+def load(p):
+    raw = open(p, 'rb').read().decode('utf-8')
+    o = json.loads(raw)
+    assert raw == json.dumps(o, indent=2, ensure_ascii=False), p + ': not in Python\'s format'
+    return o
+assert load(os.path.join(d, 'session.json'))['session_type'] == 'AGENT'
+assert 'conversation_manager_state' in load(os.path.join(d, 'agents', 'agent_' + aid, 'agent.json'))
+md = os.path.join(d, 'agents', 'agent_' + aid, 'messages')
+out = []
+for n in range(len(os.listdir(md))):
+    m = load(os.path.join(md, 'message_%d.json' % n))
+    msg = m['redact_message'] or m['message']
+    out.append(msg['role'] + ':' + ','.join(sorted(k for b in msg['content'] for k in b)) + ':' +
+               ''.join(b.get('text', '') for b in msg['content']))
+print('\n'.join(out))
+PY
+is $strands, "user:text:hello there\nassistant:text:\nassistant:toolUse:\nuser:toolResult:\nuser:text:one more\n",
+    'Strands reads the conversation, the deleted item redacted';
 # the echo model says how many earlier messages it was given: 5 stored, one deleted
 $r = as(alice => POST => '/api/v1/responses', body => { conversation => $cid, input => 'count' });
 is $r->{status}, 200, 'a response continuing the conversation';
