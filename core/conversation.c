@@ -334,6 +334,10 @@ static int new_id(const struct svc_store *st, const char *sid, char *id, size_t 
     }
     if (svc_id_check(sid, err) != 0)
         return -1;
+    if (strcmp(sid, "export") == 0) /* as core/run.c: the export route's path */
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
+                            "session id 'export' is reserved (the path of the export route); "
+                            "choose another");
     if (svc_store_session_exists(st, sid))
         return svc_err_setp(err, SVC_E_SESSION_EXISTS, "session_id", "session %s exists", sid);
     snprintf(id, sz, "%s", sid);

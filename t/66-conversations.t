@@ -184,6 +184,8 @@ rejected('deleting an unknown item', 404, 'not_found', DELETE => "/api/v1/conver
 rejected('an item id of another conversation', 404, 'not_found', DELETE => "/api/v1/conversations/$cid/items/msg_other_0");
 rejected('a missing conversation', 404, 'session_not_found', GET => '/api/v1/conversations/conv_missing');
 rejected('a bad order', 400, 'invalid_query', GET => "/api/v1/conversations/$cid/items?order=up");
+rejected('a create named export', 400, 'invalid_session_id', POST => '/api/v1/conversations', body => { session_id => 'export' });
+rejected('a create with a bad id', 400, 'invalid_session_id', POST => '/api/v1/conversations', body => { session_id => '../x' });
 rejected('a create over an existing id', 409, 'session_exists', POST => '/api/v1/conversations', body => { session_id => $cid });
 is_deeply as(alice => GET => "/api/v1/conversations/$cid/items")->{json}, $items_before, 'still the same items';
 
