@@ -11,6 +11,7 @@ use Test::More;
 use JSON::PP;
 use SvcTest;
 use SvcCliTest ();
+use FakeOpenAI;
 
 my %TOK = (alice => 'tok-alice-C0nv-0001', bob => 'tok-bob-C0nv-0002', root => 'tok-root-C0nv-0003');
 my $s = SvcTest->start(
@@ -234,6 +235,24 @@ $r = as(bob => DELETE => '/api/v1/conversations/bobs-conv');
 is_deeply $r->{json}, { id => 'bobs-conv', object => 'conversation.deleted', deleted => $T }, 'delete: the deleted object';
 ok !-e $s->root . '/session_bobs-conv', 'delete: the session is gone';
 is as(bob => GET => '/api/v1/conversations/bobs-conv')->{status}, 404, 'delete: then 404';
+
+# ---- a real HTTP model server is not sent a deleted item either ----
+{
+    my $fake = FakeOpenAI->start;
+    my $base = $fake->base_url;
+    my $o = SvcTest->start(config => "model:\n  provider: openai\n  base_url: $base\n  api_key: k\n");
+    my $id = $o->req(POST => '/api/v1/conversations', body => { items => [
+        { role => 'user', content => 'keep me' }, { role => 'assistant', content => 'secret answer' },
+        { role => 'user', content => 'and me' }] })->{json}{id};
+    is $o->req(DELETE => "/api/v1/conversations/$id/items/msg_${id}_1")->{status}, 200, 'openai provider: item deleted';
+    my $x = $o->req(POST => '/api/v1/responses', body => { conversation => $id, input => 'next' });
+    is $x->{status}, 200, 'openai provider: the turn ran';
+    my $sent = $fake->request_for('next');
+    is_deeply [map { "$_->{role}:$_->{content}" } grep { $_->{role} ne 'system' } @{ $sent->{messages} || [] }],
+        ['user:keep me', 'user:and me', 'user:next'], 'the model server was sent every message but the deleted one';
+    $o->stop;
+    $fake->stop;
+}
 
 # ---- the official openai client ----
 my $dir = SvcTest->repo . '/t/node';
