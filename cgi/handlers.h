@@ -6,7 +6,8 @@
  *   h_sessions.c  the dashboard session API (SPEC 4.3)
  *   h_export.c    POST /api/v1/chat/sessions/export (SPEC 5)
  *   h_models.c    /api/v1/models (SPEC 4.1)
- *   h_responses.c the Responses API (SPEC 4.1) */
+ *   h_responses.c the Responses API (SPEC 4.1)
+ *   h_conversations.c the Conversations API (SPEC 12.2) */
 #ifndef SVC_HANDLERS_H
 #define SVC_HANDLERS_H
 
@@ -53,5 +54,16 @@ int h_responses_create(struct http_req *r, struct svc_err *err);
 int h_response_get(struct http_req *r, struct svc_err *err);
 int h_response_delete(struct http_req *r, struct svc_err *err);
 int h_response_input_items(struct http_req *r, struct svc_err *err);
+
+/* h_conversations.c */
+int h_conversations_create(struct http_req *r, struct svc_err *err);
+int h_conversations_list(struct http_req *r, struct svc_err *err);
+int h_conversation_get(struct http_req *r, struct svc_err *err);
+int h_conversation_update(struct http_req *r, struct svc_err *err);
+int h_conversation_delete(struct http_req *r, struct svc_err *err);
+int h_conversation_items(struct http_req *r, struct svc_err *err);
+int h_conversation_items_add(struct http_req *r, struct svc_err *err);
+int h_conversation_item(struct http_req *r, struct svc_err *err);
+int h_conversation_item_delete(struct http_req *r, struct svc_err *err);
 
 #endif

@@ -221,6 +221,22 @@ static int64_t prompt_estimate(const struct svc_model_call *call)
     return tokens_of(chars);
 }
 
+/* The window without the messages redacted to nothing (deleted conversation items, which
+ * leave the model's context): a new array of borrowed messages, or NULL when none is. */
+static json_object *without_erased(json_object *msgs)
+{
+    size_t n = msgs ? json_object_array_length(msgs) : 0, i = 0;
+    while (i < n && !svc_native_erased(json_object_array_get_idx(msgs, i)))
+        i++;
+    if (i == n)
+        return NULL;
+    json_object *kept = json_object_new_array();
+    for (i = 0; i < n; i++)
+        if (!svc_native_erased(json_object_array_get_idx(msgs, i)))
+            json_object_array_add(kept, json_object_get(json_object_array_get_idx(msgs, i)));
+    return kept;
+}
+
 int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
                      struct svc_err *err)
 {
@@ -233,6 +249,9 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
     c.on_idle = count_on_idle;
     c.on_retry = count_on_retry;
     c.ctx = &cnt;
+    json_object *kept = without_erased(call->messages);
+    if (kept)
+        c.messages = kept;
     int rc;
     switch (call->cfg->model.provider) {
     case SVC_MODEL_ECHO:
@@ -245,6 +264,7 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
         rc = svc_err_set(err, SVC_E_CONFIG, "unknown model provider");
         break;
     }
+    json_object_put(kept);
     out->latency_ms = (int64_t)((svc_time_monotonic() - t0) * 1000);
     svc_metrics_model(svc_time_monotonic() - t0, rc == 0 || !err ? SVC_OK : err->code);
     if (rc != 0) {

@@ -20,6 +20,19 @@ char *svc_native_text(json_object *msg)
     return svc_buf_steal(&b);
 }
 
+bool svc_native_erased(json_object *msg)
+{
+    json_object *content = svc_json_arr(msg, "content");
+    size_t n = content ? json_object_array_length(content) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *blk = json_object_array_get_idx(content, i);
+        const char *t = svc_json_str(blk, "text", NULL);
+        if (!t || *t || json_object_object_length(blk) != 1)
+            return false;
+    }
+    return n > 0;
+}
+
 const char *svc_openai_role(json_object *msg)
 {
     json_object *content = svc_json_arr(msg, "content");

@@ -8,6 +8,7 @@
 #define SVC_OPENAI_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 
 #include "err.h"
 
@@ -19,6 +20,9 @@ char *svc_native_text(json_object *native_msg);
 /* Text of an OpenAI content value: a string, or the text parts of an array (heap, NULL when
  * it is neither). */
 char *svc_openai_content_text(json_object *content);
+/* Whether a native message was redacted to nothing (every block an empty text, as a
+ * deleted conversation item leaves it): it stands for no message in the model's context. */
+bool svc_native_erased(json_object *native_msg);
 /* OpenAI message -> native message; NULL for system messages or unusable ones. */
 json_object *svc_openai_to_native(json_object *openai_msg);
 

@@ -1,0 +1,40 @@
+/* conversation: the Conversations API's view of a session (SPEC 12.2). Any session is a
+ * conversation; its items are its messages in OpenAI's shapes: a message's text is one
+ * `message` item (input_text parts for user, output_text for assistant) with the id
+ * msg_<sid>_<n>, each toolUse a `function_call` item fc_<sid>_<n>_<k>, each toolResult a
+ * `function_call_output` item fco_<sid>_<n>_<k> (n the message id, k the block), so ids are
+ * stable across requests. A message redacted to empty text (deleting an item redacts its
+ * message, as Strands' redact_message does, so ids stay contiguous) has no items and leaves
+ * the model's context (svc_model_invoke leaves it out). Items given by a client are checked whole
+ * before any file is written. Every function validates the id and answers as core/query.h does. */
+#ifndef SVC_CONVERSATION_H
+#define SVC_CONVERSATION_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "err.h"
+
+/* OpenAI items -> native messages (new array in *out); 422 naming "items[i]..." otherwise. */
+int svc_conv_parse_items(json_object *items, json_object **out, struct svc_err *err);
+/* {"id", "object": "conversation", "created_at" (unix seconds), "metadata"} of a summary. */
+json_object *svc_conv_object(json_object *summary);
+/* A new session holding natives (may be NULL) with metadata (checked; may be NULL), owned
+ * by owner (NULL: none). sid NULL: a new conv_<32 hex>. The conversation object in *out. */
+int svc_conv_create(const struct svc_config *cfg, const char *sid, json_object *natives,
+                    json_object *metadata, const char *owner, json_object **out,
+                    struct svc_err *err);
+/* Append natives after the last message (SVC_E_SESSION_BUSY while a run holds the session);
+ * *out: the new messages' items. */
+int svc_conv_append(const struct svc_config *cfg, const char *sid, json_object *natives,
+                    json_object **out, struct svc_err *err);
+/* Every item, oldest first (new array). */
+int svc_conv_items(const struct svc_config *cfg, const char *sid, json_object **out,
+                   struct svc_err *err);
+/* One item (new reference), SVC_E_NOT_FOUND when the session has none of that id; with
+ * redact, its message is redacted (under the run lock: busy while a run holds it). */
+int svc_conv_item(const struct svc_config *cfg, const char *sid, const char *item_id, bool redact,
+                  json_object **out, struct svc_err *err);
+
+#endif
