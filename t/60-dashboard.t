@@ -96,6 +96,17 @@ sub browse {
     unlike $s->log, qr/\Q$token\E/, 'token never in the logs';
 }
 
+# server.users: who is signed in, sign-out, the owner column for admins.
+{
+    my %tok = (alice => 'dash-alice-' . $$, root => 'dash-root-' . $$);
+    my $s = SvcTest->start(env => { TOK_ALICE => $tok{alice}, TOK_ROOT => $tok{root} },
+                           config => "server:\n  users:\n    - {id: alice, token_env: TOK_ALICE}\n"
+                                   . "    - {id: root, token_env: TOK_ROOT, role: admin}\n");
+    browse($s, '--mode', 'users', '--user-token', $tok{alice}, '--admin-token', $tok{root});
+    ok -s "$shots/dashboard-users.png", 'screenshot build/dashboard/dashboard-users.png';
+    $s->stop;
+}
+
 {
     my $fake = FakeOpenAI->start;
     my $s = SvcTest->start(config => "model:\n  provider: openai\n  name: fake-1\n  base_url: "

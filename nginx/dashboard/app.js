@@ -100,6 +100,37 @@ $('token-form').addEventListener('submit', (ev) => {
 });
 $('token-dialog').addEventListener('cancel', (ev) => ev.preventDefault());
 
+// Who the token acts for (GET /api/me): {user_id, admin, users}; null until known.
+let me = null;
+async function loadMe() {
+    try {
+        me = await api('GET', 'api/me');
+    } catch {
+        me = null; // a 401 asks for the token; an older server has no /api/me
+    }
+    const who = $('whoami');
+    who.hidden = !(me && me.users);
+    if (me && me.users) who.textContent = 'Signed in as ' + (me.user_id || 'the server token') + (me.admin ? ' (admin)' : '');
+    $('sign-out').hidden = !getToken();
+}
+$('sign-out').addEventListener('click', () => {
+    setToken('');
+    me = null;
+    stopFollowing();
+    if (current.chat) current.chat.abort();
+    list.rows.clear();
+    list.selected.clear();
+    updateSelection();
+    $('sessions').replaceChildren();
+    showPinned([]);
+    $('transcript').replaceChildren();
+    $('whoami').hidden = true;
+    $('sign-out').hidden = true;
+    listLoaded = false;
+    history.replaceState(null, '', '#/');
+    askToken('You are signed out.');
+});
+
 // ---- session list ----------------------------------------------------------------------
 
 const list = { cursor: null, loading: false, gen: 0, selected: new Set(), rows: new Map(), pollTimer: 0 };
@@ -132,7 +163,8 @@ function sessionRow(s) {
     const link = h('a', { class: 'row-link', href: '#/s/' + encodeURIComponent(sid), 'data-sid': sid },
         h('span', { class: 'row-title', text: title }),
         h('span', { class: 'row-meta' }, timeEl(s.updated_at), ' · ', plural(s.message_count || 0, 'message'), ' ',
-            badge(s.status, s.archived), ...(s.tags || []).map((t) => h('span', { class: 'badge tag', text: '#' + t }))));
+            badge(s.status, s.archived), ...(s.tags || []).map((t) => h('span', { class: 'badge tag', text: '#' + t })),
+            me && me.admin && me.users ? h('span', { class: 'row-owner', text: ' · owner ' + (s.user_id || 'admins') }) : null));
     const li = h('li', { class: 'row', 'data-sid': sid }, cb, link);
     if (current.sid === sid) li.classList.add('current');
     return li;
@@ -316,7 +348,8 @@ function renderSummary(s) {
     }
     meta.append(badge(s.status, s.archived), ' ', h('code', { text: s.session_id }), ' · updated ',
         timeEl(s.updated_at), ' · ', plural(s.message_count || 0, 'message'), ' · ',
-        plural(s.run_count || 0, 'run'), s.model ? ' · model ' + s.model : '');
+        plural(s.run_count || 0, 'run'), s.model ? ' · model ' + s.model : '',
+        me && me.admin && me.users ? ' · owner ' + (s.user_id || 'admins') : '');
     if (s.last_error && s.status !== 'running') {
         meta.append(h('span', { class: 'error', text: ' · last run: ' + describeError({ code: s.last_error.code, message: s.last_error.message }) }));
     }
@@ -1150,7 +1183,7 @@ function route() {
     let m;
     if (!listLoaded) {
         listLoaded = true;
-        loadList();
+        loadMe().finally(() => loadList()); // the list's owner column needs to know who asks
     }
     if ((m = /^#\/s\/(.+)$/.exec(hash))) {
         const sid = decodeURIComponent(m[1]);

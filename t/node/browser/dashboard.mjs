@@ -5,6 +5,7 @@
 //   node dashboard.mjs --base http://127.0.0.1:PORT --shots DIR [--root SESSION_ROOT] [--token TOKEN]
 //                      [--mode upstream]   (the model is t/lib/FakeOpenAI.pm)
 //                      [--mode prefix]     (BASE ends in the prefix, e.g. .../svc)
+//                      [--mode users --user-token T --admin-token T]   (server.users: alice, root)
 import { chromium } from 'playwright-core';
 import { gunzipSync } from 'node:zlib';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -278,6 +279,38 @@ async function historyChecks(page) {
     check('history: every control has a name', (await unnamedControls(page)).length === 0, (await unnamedControls(page)).join(' '));
 }
 
+// server.users: the page says who is signed in, signs out, and shows admins the owners.
+async function usersChecks() {
+    const { page } = await newPage({ viewport: { width: 1280, height: 800 } });
+    const signIn = async (token) => {
+        await page.locator('#token-dialog[open]').waitFor();
+        await page.getByRole('textbox', { name: 'Token' }).fill(token);
+        await page.getByRole('button', { name: 'Continue' }).click();
+    };
+    await page.goto(BASE + '/');
+    await signIn(args['user-token']);
+    await page.getByText('Signed in as alice', { exact: true }).waitFor();
+    check('users: the page says who is signed in', true);
+    await newSession(page);
+    await typeAndSend(page, 'a note of alice');
+    const sid = sidFrom(page.url());
+    check('users: no owner column for a user', await page.getByText(/owner alice/).count() === 0);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#token-dialog[open]').waitFor();
+    check('users: sign-out forgets the token and asks again',
+        await page.evaluate(() => sessionStorage.getItem('svc.token')) === null &&
+        await page.locator('#token-error', { hasText: 'signed out' }).count() === 1 &&
+        await page.locator('#list-pane li.row').count() === 0);
+    await signIn(args['admin-token']);
+    await page.getByText('Signed in as root (admin)', { exact: true }).waitFor();
+    const row = page.locator('#list-pane li.row[data-sid="' + sid + '"]');
+    await row.waitFor();
+    check('users: an admin sees the owner of each session', /owner alice/.test(await row.textContent()), await row.textContent());
+    await page.screenshot({ path: SHOTS + '/dashboard-users.png' });
+    check('users: every control has a name', (await unnamedControls(page)).length === 0, (await unnamedControls(page)).join(' '));
+    check('users: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
+}
+
 function sidFrom(url) {
     const m = /#\/s\/([^/?#]+)$/.exec(url);
     return m ? decodeURIComponent(m[1]) : null;
@@ -311,6 +344,13 @@ try {
         out({ done: true });
         await browser.close();
         process.exit(0);
+    }
+
+    if (args.mode === 'users') {
+        await usersChecks();
+        out({ done: true });
+        await browser.close();
+        process.exit(process.exitCode || 0);
     }
 
     if (args.mode === 'prefix') {
