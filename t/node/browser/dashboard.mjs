@@ -223,6 +223,9 @@ async function historyChecks(page) {
     await answer.getByRole('button', { name: 'Bad answer', pressed: true }).waitFor();
     check('feedback: shown after a reload, and changed to thumbs down', await answer.getByRole('button', { name: 'Good answer', pressed: false }).count() === 1);
     await page.screenshot({ path: SHOTS + '/dashboard-feedback.png' });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: SHOTS + '/dashboard-feedback-dark.png' });
+    await page.emulateMedia({ colorScheme: 'light' });
 
     // branch at the first answer: the branch opens at once and links back
     await answer.getByRole('button', { name: 'Branch from here' }).click();
@@ -307,6 +310,11 @@ async function usersChecks() {
     await row.waitFor();
     check('users: an admin sees the owner of each session', /owner alice/.test(await row.textContent()), await row.textContent());
     await page.screenshot({ path: SHOTS + '/dashboard-users.png' });
+    await page.setViewportSize({ width: 390, height: 844 });
+    check('users: on a phone, who is signed in and Sign out stay on screen',
+        await page.getByRole('button', { name: 'Sign out' }).evaluate((e) => e.getBoundingClientRect().right <= innerWidth) &&
+        await page.getByText('Signed in as root (admin)').isVisible());
+    await page.screenshot({ path: SHOTS + '/dashboard-users-phone.png' });
     check('users: every control has a name', (await unnamedControls(page)).length === 0, (await unnamedControls(page)).join(' '));
     check('users: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
 }
