@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "query.h"
 #include "tools.h"
+#include "user.h"
 #include "util.h"
 
 double h_base_started_at;
@@ -85,6 +86,19 @@ int h_config(struct http_req *r, struct svc_err *err)
     json_object *o = svc_config_to_json(r->cfg);
     http_send_json(r, 200, o);
     json_object_put(o);
+    return 0;
+}
+
+/* Who the token acts for, so that a page can say who is signed in (SPEC 14). */
+int h_me(struct http_req *r, struct svc_err *err)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "user_id", r->user.id);
+    svc_json_set_bool(o, "admin", r->user.admin);
+    svc_json_set_bool(o, "users", svc_users_enabled(r->cfg));
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    (void)err;
     return 0;
 }
 

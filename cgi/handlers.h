@@ -16,6 +16,7 @@
 /* h_base.c */
 int h_health(struct http_req *r, struct svc_err *err);
 int h_config(struct http_req *r, struct svc_err *err);
+int h_me(struct http_req *r, struct svc_err *err);
 int h_jobs(struct http_req *r, struct svc_err *err);
 int h_extensions(struct http_req *r, struct svc_err *err);
 int h_metrics(struct http_req *r, struct svc_err *err);

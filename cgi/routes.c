@@ -25,6 +25,7 @@ struct route {
 static const struct route routes[] = {
     {"GET", "/api/health", h_health, true, false},
     {"GET", "/api/config", h_config, false, true},
+    {"GET", "/api/me", h_me, false, false},
     {"GET", "/api/jobs", h_jobs, false, true},
     {"GET", "/api/extensions", h_extensions, false, false},
     {"GET", "/api/metrics", h_metrics, false, true},

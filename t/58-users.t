@@ -75,6 +75,13 @@ for my $who (qw(alice bob)) {
 for my $who (qw(root legacy)) {
     is as($who, GET => $_)->{status}, 200, "$who (admin): GET $_" for '/api/config', '/api/jobs', '/api/metrics';
 }
+for my $who (qw(alice bob root legacy)) {
+    my $me = as($who, GET => '/api/me');
+    my $want = $who eq 'legacy' ? 'null' : $who;
+    is join(' ', $me->{status}, $me->{json}{user_id} // 'null', $me->{json}{admin} ? 'admin' : 'user', $me->{json}{users} ? 'users' : ''),
+       "200 $want " . ($who =~ /root|legacy/ ? 'admin' : 'user') . ' users', "$who: GET /api/me says who asks";
+}
+is $s->req(GET => '/api/me')->{status}, 401, 'GET /api/me needs a token';
 my $cfg = as(root => GET => '/api/config')->{json};
 is_deeply [map { $_->{id} } @{ $cfg->{server}{users} }], [qw(alice bob root)], 'config lists the users';
 is $cfg->{server}{users}[1]{token_sha256}, '***', 'a token digest shows as ***';

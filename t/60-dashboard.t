@@ -79,7 +79,7 @@ sub browse {
     cmp_ok $n, '>=', 60, "the browser made its checks ($n)";
     ok -s "$shots/$_.png", "screenshot build/dashboard/$_.png"
         for qw(dashboard-landing dashboard-list dashboard-transcript dashboard-chat dashboard-markdown
-               dashboard-markdown-dark dashboard-phone-list-dark);
+               dashboard-markdown-dark dashboard-phone-list-dark dashboard-feedback dashboard-feedback-dark dashboard-history);
 
     # What the browser did is on disk.
     $r = $s->req(GET => '/api/v1/chat/sessions?include_archived=true&limit=50');
@@ -94,6 +94,17 @@ sub browse {
     browse($s, '--token', $token);
     $s->stop;
     unlike $s->log, qr/\Q$token\E/, 'token never in the logs';
+}
+
+# server.users: who is signed in, sign-out, the owner column for admins.
+{
+    my %tok = (alice => 'dash-alice-' . $$, root => 'dash-root-' . $$);
+    my $s = SvcTest->start(env => { TOK_ALICE => $tok{alice}, TOK_ROOT => $tok{root} },
+                           config => "server:\n  users:\n    - {id: alice, token_env: TOK_ALICE}\n"
+                                   . "    - {id: root, token_env: TOK_ROOT, role: admin}\n");
+    browse($s, '--mode', 'users', '--user-token', $tok{alice}, '--admin-token', $tok{root});
+    ok -s "$shots/dashboard-users.png", 'screenshot build/dashboard/dashboard-users.png';
+    $s->stop;
 }
 
 {

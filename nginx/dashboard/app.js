@@ -100,12 +100,45 @@ $('token-form').addEventListener('submit', (ev) => {
 });
 $('token-dialog').addEventListener('cancel', (ev) => ev.preventDefault());
 
+// Who the token acts for (GET /api/me): {user_id, admin, users}; null until known.
+let me = null;
+async function loadMe() {
+    try {
+        me = await api('GET', 'api/me');
+    } catch {
+        me = null; // a 401 asks for the token; an older server has no /api/me
+    }
+    const who = $('whoami');
+    who.hidden = !(me && me.users);
+    if (me && me.users) who.textContent = 'Signed in as ' + (me.user_id || 'the server token') + (me.admin ? ' (admin)' : '');
+    $('sign-out').hidden = !getToken();
+}
+$('sign-out').addEventListener('click', () => {
+    setToken('');
+    me = null;
+    stopFollowing();
+    if (current.chat) current.chat.abort();
+    list.rows.clear();
+    list.selected.clear();
+    updateSelection();
+    $('sessions').replaceChildren();
+    showPinned([]);
+    $('transcript').replaceChildren();
+    $('whoami').hidden = true;
+    $('sign-out').hidden = true;
+    listLoaded = false;
+    history.replaceState(null, '', '#/');
+    askToken('You are signed out.');
+});
+
 // ---- session list ----------------------------------------------------------------------
 
 const list = { cursor: null, loading: false, gen: 0, selected: new Set(), rows: new Map(), pollTimer: 0 };
 
-function listQuery(cursor) {
-    const p = new URLSearchParams({ limit: String(PAGE) });
+// The list's filters as query parameters; `pinned` ("true"/"false") picks one group.
+function listQuery(cursor, pinned) {
+    const p = new URLSearchParams({ limit: String(PAGE), pinned });
+    for (const t of $('f-tag').value.split(',').map((x) => x.trim()).filter(Boolean)) p.append('tag', t);
     const q = $('q').value.trim();
     if (q) p.set('q', q);
     const st = $('f-status').value;
@@ -130,7 +163,8 @@ function sessionRow(s) {
     const link = h('a', { class: 'row-link', href: '#/s/' + encodeURIComponent(sid), 'data-sid': sid },
         h('span', { class: 'row-title', text: title }),
         h('span', { class: 'row-meta' }, timeEl(s.updated_at), ' · ', plural(s.message_count || 0, 'message'), ' ',
-            badge(s.status, s.archived)));
+            badge(s.status, s.archived), ...(s.tags || []).map((t) => h('span', { class: 'badge tag', text: '#' + t })),
+            me && me.admin && me.users ? h('span', { class: 'row-owner', text: ' · owner ' + (s.user_id || 'admins') }) : null));
     const li = h('li', { class: 'row', 'data-sid': sid }, cb, link);
     if (current.sid === sid) li.classList.add('current');
     return li;
@@ -151,10 +185,14 @@ async function loadList(more = false) {
     list.loading = true;
     $('list-status').textContent = 'Loading…';
     try {
-        const r = await api('GET', listQuery(more ? list.cursor : null));
+        const [r, pinned] = await Promise.all([api('GET', listQuery(more ? list.cursor : null, 'false')),
+            more ? null : api('GET', listQuery(null, 'true'))]);
         if (gen !== list.gen) return; // filters changed meanwhile
         const ul = $('sessions');
-        if (!more) ul.replaceChildren();
+        if (!more) {
+            ul.replaceChildren();
+            showPinned(pinned.sessions);
+        }
         for (const s of r.sessions) {
             if (list.rows.has(s.session_id)) continue;
             const li = sessionRow(s);
@@ -164,12 +202,26 @@ async function loadList(more = false) {
         list.cursor = r.next_cursor;
         $('load-more').hidden = !r.next_cursor;
         $('list-status').textContent = list.rows.size === 0 ? 'No sessions match.' : '';
+        $('recent-heading').hidden = $('pinned').hidden || ul.children.length === 0;
         scheduleListPoll();
     } catch (e) {
         if (gen === list.gen) $('list-status').textContent = describeError(e);
     } finally {
         list.loading = false;
     }
+}
+
+// Pinned sessions come first, in their own group (one page of them).
+function showPinned(sessions) {
+    const ul = $('pinned');
+    ul.replaceChildren();
+    for (const s of sessions) {
+        const li = sessionRow(s);
+        list.rows.set(s.session_id, { li, s });
+        ul.appendChild(li);
+    }
+    ul.hidden = sessions.length === 0;
+    $('pinned-heading').hidden = ul.hidden;
 }
 
 // Live status: while a listed session is running, refresh its row every 2 s.
@@ -193,6 +245,10 @@ function scheduleListPoll() {
 function updateRow(s) {
     const r = list.rows.get(s.session_id);
     if (!r) return;
+    if (!!r.s.pinned !== !!s.pinned) {
+        loadList(); // it changes group
+        return;
+    }
     const li = sessionRow(s);
     r.li.replaceWith(li);
     list.rows.set(s.session_id, { li, s });
@@ -209,11 +265,15 @@ $('filters').addEventListener('submit', (ev) => {
 });
 $('f-status').addEventListener('change', () => loadList());
 $('f-archived').addEventListener('change', () => loadList());
+$('f-tag').addEventListener('input', () => {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(() => loadList(), 250);
+});
 $('load-more').addEventListener('click', () => loadList(true));
 // Arrow keys move between rows.
-$('sessions').addEventListener('keydown', (ev) => {
+$('list-pane').addEventListener('keydown', (ev) => {
     if (ev.key !== 'ArrowDown' && ev.key !== 'ArrowUp') return;
-    const links = [...$('sessions').querySelectorAll('.row-link')];
+    const links = [...$('list-pane').querySelectorAll('.row-link')];
     const i = links.indexOf(document.activeElement);
     if (i < 0) return;
     const j = ev.key === 'ArrowDown' ? Math.min(links.length - 1, i + 1) : Math.max(0, i - 1);
@@ -280,13 +340,16 @@ function renderSummary(s) {
     $('s-actions').hidden = !s;
     $('rename-btn').hidden = !s;
     $('s-usage').hidden = !s;
+    $('s-tags').hidden = !s;
+    renderHistory(s);
     if (!s) {
         meta.textContent = 'The session is created with your first message.';
         return;
     }
     meta.append(badge(s.status, s.archived), ' ', h('code', { text: s.session_id }), ' · updated ',
         timeEl(s.updated_at), ' · ', plural(s.message_count || 0, 'message'), ' · ',
-        plural(s.run_count || 0, 'run'), s.model ? ' · model ' + s.model : '');
+        plural(s.run_count || 0, 'run'), s.model ? ' · model ' + s.model : '',
+        me && me.admin && me.users ? ' · owner ' + (s.user_id || 'admins') : '');
     if (s.last_error && s.status !== 'running') {
         meta.append(h('span', { class: 'error', text: ' · last run: ' + describeError({ code: s.last_error.code, message: s.last_error.message }) }));
     }
@@ -295,7 +358,40 @@ function renderSummary(s) {
     $('send-btn').disabled = !!s.archived || !!current.chat;
     $('chat-input').placeholder = s.archived ? 'This session is archived: unarchive it to continue.'
         : 'Write a message (Enter sends, Shift+Enter for a new line)';
-    for (const li of $('sessions').children) li.classList.toggle('current', li.dataset.sid === s.session_id);
+    for (const li of $('list-pane').querySelectorAll('li.row')) li.classList.toggle('current', li.dataset.sid === s.session_id);
+}
+
+// Where a branch came from, whether it is pinned, its tags.
+function renderHistory(s) {
+    const ff = s && s.forked_from;
+    const p = $('s-forked');
+    p.hidden = !ff;
+    if (ff) {
+        p.replaceChildren('Branched from ', h('a', { href: '#/s/' + encodeURIComponent(ff.session_id), text: ff.session_id }),
+            ff.message_id !== undefined ? ' at message ' + ff.message_id : '');
+    }
+    $('pin-btn').textContent = s && s.pinned ? 'Unpin' : 'Pin';
+    $('pin-btn').setAttribute('aria-pressed', String(!!(s && s.pinned)));
+    const ul = $('tag-list');
+    ul.replaceChildren(...((s && s.tags) || []).map((t) => h('li', { class: 'badge tag' }, '#' + t, ' ',
+        h('button', { type: 'button', class: 'chip-x', 'aria-label': 'Remove tag ' + t, title: 'Remove tag ' + t, text: '×',
+            onclick: () => patchSession({ tags: s.tags.filter((x) => x !== t) }, 'Tag ' + t + ' removed.') }))));
+}
+
+// PATCH the open session (pinned, tags), show the answer, say `done`.
+async function patchSession(fields, done) {
+    if (!current.sid) return;
+    try {
+        const s = await api('PATCH', 'api/v1/chat/sessions/' + encodeURIComponent(current.sid), fields);
+        renderSummary(s);
+        if (list.rows.has(s.session_id)) updateRow(s);
+        else loadList();
+        toast(done);
+        return s;
+    } catch (e) {
+        $('session-msg').textContent = describeError(e);
+        return null;
+    }
 }
 
 async function loadTokens(sid) {
@@ -420,6 +516,58 @@ function messageItem(role, created, body, id) {
         body);
 }
 
+// Under a stored answer: rate it (with an optional comment), or branch the session there.
+function messageActions(m) {
+    const fb = { rating: (m.feedback && m.feedback.rating) || null, comment: (m.feedback && m.feedback.comment) || '' };
+    const sid = current.sid;
+    const url = 'api/v1/chat/sessions/' + encodeURIComponent(sid) + '/messages/' + encodeURIComponent(m.message_id) + '/feedback';
+    const thumb = (rating, label, icon) => h('button', { type: 'button', class: 'small thumb', 'aria-label': label,
+        title: label, 'aria-pressed': String(fb.rating === rating), 'data-rating': rating, text: icon,
+        onclick: () => rate(fb.rating === rating ? null : rating) });
+    const up = thumb('up', 'Good answer', '\u25B2 Good');
+    const down = thumb('down', 'Bad answer', '\u25BC Bad');
+    const comment = h('input', { type: 'text', maxlength: '2000', 'aria-label': 'Comment on this answer', placeholder: 'optional comment' });
+    comment.value = fb.comment;
+    const form = h('form', { class: 'fb-comment', hidden: !fb.rating && !fb.comment }, comment,
+        h('button', { type: 'submit', class: 'small', text: 'Save comment' }));
+    async function put(body, said) {
+        try {
+            const r = await api('PUT', url, body);
+            fb.rating = r.feedback ? r.feedback.rating : null;
+            fb.comment = r.feedback ? r.feedback.comment || '' : '';
+            up.setAttribute('aria-pressed', String(fb.rating === 'up'));
+            down.setAttribute('aria-pressed', String(fb.rating === 'down'));
+            toast(said);
+        } catch (e) {
+            toast('Feedback not saved: ' + describeError(e));
+        }
+    }
+    async function rate(rating) {
+        await put({ rating, comment: comment.value.trim() || undefined }, rating ? 'Thanks for the feedback.' : 'Rating removed.');
+        form.hidden = false;
+        if (rating) comment.focus();
+    }
+    form.addEventListener('submit', (ev) => {
+        ev.preventDefault();
+        put({ rating: fb.rating, comment: comment.value.trim() || undefined }, 'Comment saved.');
+    });
+    const branch = h('button', { type: 'button', class: 'small', text: 'Branch from here',
+        onclick: () => branchAt(sid, m.message_id) });
+    return h('div', { class: 'msg-actions', role: 'group', 'aria-label': 'Answer actions' }, up, down, branch, form);
+}
+
+// Fork the session at a message and open the branch at once.
+async function branchAt(sid, messageId) {
+    try {
+        const s = await api('POST', 'api/v1/chat/sessions/' + encodeURIComponent(sid) + '/fork', { message_id: messageId });
+        toast('Branched into a new session.');
+        loadList();
+        location.hash = '#/s/' + encodeURIComponent(s.session_id);
+    } catch (e) {
+        $('session-msg').textContent = describeError(e);
+    }
+}
+
 async function loadTranscript(sid, earlier = false) {
     const gen = current.gen;
     const tgen = ++current.tgen;
@@ -438,7 +586,11 @@ async function loadTranscript(sid, earlier = false) {
     const ol = $('transcript');
     if (!earlier) ol.replaceChildren();
     // The page is newest first; the transcript reads oldest first.
-    const items = r.messages.slice().reverse().map((m) => messageItem(m.role, m.created_at, messageBody(m), m.message_id));
+    const items = r.messages.slice().reverse().map((m) => {
+        const li = messageItem(m.role, m.created_at, messageBody(m), m.message_id);
+        if (m.role === 'assistant' && !m.error) li.append(messageActions(m));
+        return li;
+    });
     ol.prepend(...items);
     current.nextOffset = r.next_offset;
     const btn = $('load-earlier');
@@ -856,6 +1008,40 @@ $('archive-btn').addEventListener('click', async () => {
     }
 });
 
+$('pin-btn').addEventListener('click', () => {
+    const s = current.summary;
+    if (s) patchSession({ pinned: !s.pinned }, s.pinned ? 'Unpinned.' : 'Pinned: listed first.');
+});
+$('tag-form').addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    const t = $('tag-input').value.trim();
+    const s = current.summary;
+    if (!t || !s) return;
+    const tags = (s.tags || []).filter((x) => x !== t).concat([t]);
+    if (await patchSession({ tags }, 'Tag ' + t + ' added.')) $('tag-input').value = '';
+});
+$('delete-btn').addEventListener('click', () => {
+    const s = current.summary;
+    if (!s) return;
+    $('delete-title').textContent = 'Delete \u201C' + (s.title || s.session_id) + '\u201D?';
+    $('delete-dialog').returnValue = '';
+    $('delete-dialog').showModal();
+});
+$('delete-dialog').addEventListener('close', async () => {
+    const s = current.summary;
+    if ($('delete-dialog').returnValue !== 'delete' || !s) return;
+    try {
+        await api('DELETE', 'api/v1/chat/sessions/' + encodeURIComponent(s.session_id));
+        toast('Deleted \u201C' + (s.title || s.session_id) + '\u201D.');
+        list.selected.delete(s.session_id);
+        updateSelection();
+        loadList();
+        location.hash = '#/';
+    } catch (e) {
+        $('session-msg').textContent = describeError(e);
+    }
+});
+
 // ---- status view -----------------------------------------------------------------------
 
 function kv(rows) {
@@ -997,7 +1183,7 @@ function route() {
     let m;
     if (!listLoaded) {
         listLoaded = true;
-        loadList();
+        loadMe().finally(() => loadList()); // the list's owner column needs to know who asks
     }
     if ((m = /^#\/s\/(.+)$/.exec(hash))) {
         const sid = decodeURIComponent(m[1]);

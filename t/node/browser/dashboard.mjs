@@ -5,6 +5,7 @@
 //   node dashboard.mjs --base http://127.0.0.1:PORT --shots DIR [--root SESSION_ROOT] [--token TOKEN]
 //                      [--mode upstream]   (the model is t/lib/FakeOpenAI.pm)
 //                      [--mode prefix]     (BASE ends in the prefix, e.g. .../svc)
+//                      [--mode users --user-token T --admin-token T]   (server.users: alice, root)
 import { chromium } from 'playwright-core';
 import { gunzipSync } from 'node:zlib';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -198,6 +199,126 @@ async function unnamedControls(page) {
         !(n.name && String(n.name.value).trim())).map((n) => n.role.value + '#' + n.backendDOMNodeId);
 }
 
+// Rate, comment, branch, pin, tag, filter by tag, delete: as a person would, by role and name.
+async function historyChecks(page) {
+    await newSession(page);
+    await typeAndSend(page, 'first turn of a history');
+    await chat(page, 'second turn of a history');
+    const sid = sidFrom(page.url());
+    const transcript = page.getByRole('list', { name: 'Transcript' });
+    const answer = transcript.getByRole('listitem').filter({ hasText: 'Echo: first turn of a history' });
+    await answer.getByRole('button', { name: 'Good answer' }).click();
+    await answer.getByRole('button', { name: 'Good answer', pressed: true }).waitFor();
+    await answer.getByRole('textbox', { name: 'Comment on this answer' }).fill('short and right');
+    await answer.getByRole('button', { name: 'Save comment' }).click();
+    await page.locator('#toast', { hasText: 'Comment saved.' }).waitFor();
+    const rows = (await apiGet('/api/v1/chat/sessions/' + sid + '/messages?limit=10')).json.messages;
+    const rated = rows.find((m) => m.feedback);
+    check('feedback: thumbs up with a comment is stored on that answer', rated && rated.role === 'assistant' &&
+        rated.feedback.rating === 'up' && rated.feedback.comment === 'short and right' &&
+        /Echo: first turn/.test(rated.content), JSON.stringify(rated));
+    await page.reload();
+    await answer.getByRole('button', { name: 'Good answer', pressed: true }).waitFor();
+    await answer.getByRole('button', { name: 'Bad answer' }).click();
+    await answer.getByRole('button', { name: 'Bad answer', pressed: true }).waitFor();
+    check('feedback: shown after a reload, and changed to thumbs down', await answer.getByRole('button', { name: 'Good answer', pressed: false }).count() === 1);
+    await page.screenshot({ path: SHOTS + '/dashboard-feedback.png' });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: SHOTS + '/dashboard-feedback-dark.png' });
+    await page.emulateMedia({ colorScheme: 'light' });
+
+    // branch at the first answer: the branch opens at once and links back
+    await answer.getByRole('button', { name: 'Branch from here' }).click();
+    await page.waitForFunction((s) => /^#\/s\//.test(location.hash) && !location.hash.endsWith('/' + s), sid);
+    const bsid = sidFrom(page.url());
+    await page.getByRole('link', { name: sid }).waitFor();
+    await page.waitForFunction(() => document.getElementById('transcript').getAttribute('aria-busy') === 'false');
+    const bsum = (await apiGet('/api/v1/chat/sessions/' + bsid)).json;
+    check('branch: a new session forked at that answer', bsum && bsum.forked_from && bsum.forked_from.session_id === sid &&
+        await transcript.getByRole('listitem').count() === 2, JSON.stringify(bsum));
+    check('branch: its messages end with the answer it was made from',
+        /Echo: first turn/.test(await transcript.getByRole('listitem').last().textContent()));
+
+    // pin: first in the list, in its own group
+    await page.getByRole('button', { name: 'Pin', exact: true }).click();
+    const pinned = page.getByRole('list', { name: 'Pinned sessions' });
+    await pinned.locator('li[data-sid="' + bsid + '"]').waitFor();
+    check('pin: the session is in the pinned group, before the others', await pinned.getByRole('listitem').count() === 1 &&
+        await page.locator('#sessions > li[data-sid="' + bsid + '"]').count() === 0 &&
+        (await apiGet('/api/v1/chat/sessions/' + bsid)).json.pinned === true);
+    check('pin: the button says Unpin, pressed', await page.getByRole('button', { name: 'Unpin', pressed: true }).count() === 1);
+
+    // tags: add two, remove one, filter the list by one
+    for (const t of ['work', 'urgent']) {
+        await page.getByRole('textbox', { name: 'New tag' }).fill(t);
+        await page.getByRole('button', { name: 'Add tag' }).click();
+        await page.getByRole('button', { name: 'Remove tag ' + t }).waitFor();
+    }
+    await page.getByRole('button', { name: 'Remove tag urgent' }).click();
+    await page.getByRole('button', { name: 'Remove tag urgent' }).waitFor({ state: 'detached' });
+    const tags = (await apiGet('/api/v1/chat/sessions/' + bsid)).json.tags;
+    check('tags: added and removed', JSON.stringify(tags) === '["work"]', JSON.stringify(tags));
+    await page.getByRole('searchbox', { name: 'Tag' }).fill('work');
+    await page.waitForFunction(() => document.querySelectorAll('#list-pane li.row').length === 1);
+    check('tags: the list filters by tag', await page.locator('#list-pane li.row').getAttribute('data-sid') === bsid);
+    await page.screenshot({ path: SHOTS + '/dashboard-history.png' });
+    await page.getByRole('searchbox', { name: 'Tag' }).fill('');
+    await page.waitForFunction(() => document.querySelectorAll('#list-pane li.row').length > 1);
+
+    // delete: the confirmation names the session; Cancel keeps it
+    const title = bsum.title || bsid;
+    await page.getByRole('button', { name: 'Delete', exact: true }).click();
+    const dlg = page.getByRole('dialog', { name: 'Delete \u201C' + title + '\u201D?' });
+    await dlg.waitFor();
+    await dlg.getByRole('button', { name: 'Cancel' }).click();
+    await dlg.waitFor({ state: 'hidden' });
+    check('delete: Cancel keeps the session', (await apiGet('/api/v1/chat/sessions/' + bsid)).status === 200);
+    await page.getByRole('button', { name: 'Delete', exact: true }).click();
+    await dlg.getByRole('button', { name: 'Delete session' }).click();
+    await page.waitForFunction(() => location.hash === '#/');
+    await page.locator('#list-pane li.row[data-sid="' + bsid + '"]').waitFor({ state: 'detached' });
+    check('delete: the session is gone, the source stays', (await apiGet('/api/v1/chat/sessions/' + bsid)).status === 404 &&
+        (await apiGet('/api/v1/chat/sessions/' + sid)).status === 200);
+    check('history: every control has a name', (await unnamedControls(page)).length === 0, (await unnamedControls(page)).join(' '));
+}
+
+// server.users: the page says who is signed in, signs out, and shows admins the owners.
+async function usersChecks() {
+    const { page } = await newPage({ viewport: { width: 1280, height: 800 } });
+    const signIn = async (token) => {
+        await page.locator('#token-dialog[open]').waitFor();
+        await page.getByRole('textbox', { name: 'Token' }).fill(token);
+        await page.getByRole('button', { name: 'Continue' }).click();
+    };
+    await page.goto(BASE + '/');
+    await signIn(args['user-token']);
+    await page.getByText('Signed in as alice', { exact: true }).waitFor();
+    check('users: the page says who is signed in', true);
+    await newSession(page);
+    await typeAndSend(page, 'a note of alice');
+    const sid = sidFrom(page.url());
+    check('users: no owner column for a user', await page.getByText(/owner alice/).count() === 0);
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#token-dialog[open]').waitFor();
+    check('users: sign-out forgets the token and asks again',
+        await page.evaluate(() => sessionStorage.getItem('svc.token')) === null &&
+        await page.locator('#token-error', { hasText: 'signed out' }).count() === 1 &&
+        await page.locator('#list-pane li.row').count() === 0);
+    await signIn(args['admin-token']);
+    await page.getByText('Signed in as root (admin)', { exact: true }).waitFor();
+    const row = page.locator('#list-pane li.row[data-sid="' + sid + '"]');
+    await row.waitFor();
+    check('users: an admin sees the owner of each session', /owner alice/.test(await row.textContent()), await row.textContent());
+    await page.screenshot({ path: SHOTS + '/dashboard-users.png' });
+    await page.setViewportSize({ width: 390, height: 844 });
+    check('users: on a phone, who is signed in and Sign out stay on screen',
+        await page.getByRole('button', { name: 'Sign out' }).evaluate((e) => e.getBoundingClientRect().right <= innerWidth) &&
+        await page.getByText('Signed in as root (admin)').isVisible());
+    await page.screenshot({ path: SHOTS + '/dashboard-users-phone.png' });
+    check('users: every control has a name', (await unnamedControls(page)).length === 0, (await unnamedControls(page)).join(' '));
+    check('users: no page errors', pageErrors.length === 0, pageErrors.join(' | '));
+}
+
 function sidFrom(url) {
     const m = /#\/s\/([^/?#]+)$/.exec(url);
     return m ? decodeURIComponent(m[1]) : null;
@@ -231,6 +352,13 @@ try {
         out({ done: true });
         await browser.close();
         process.exit(0);
+    }
+
+    if (args.mode === 'users') {
+        await usersChecks();
+        out({ done: true });
+        await browser.close();
+        process.exit(process.exitCode || 0);
     }
 
     if (args.mode === 'prefix') {
@@ -674,6 +802,8 @@ try {
     await page.locator('#load-earlier').waitFor({ state: 'hidden' });
     const first = await page.locator('#transcript > li').first().textContent();
     check('transcript: "Load earlier messages" brings the oldest', await page.locator('#transcript > li').count() === 52 && /long turn 0/.test(first), first);
+
+    await historyChecks(page);
 
     // ---- images and documents are named (a session written as Strands writes it) ----
     if (ROOT) {
