@@ -1,8 +1,8 @@
 # svc: chat-session service. `make` builds build/svc and build/svc-fcgi.
 CC      ?= cc
-PKGS    := fcgi json-c yaml-0.1 zlib libcurl libcrypto
+PKGS    := fcgi json-c yaml-0.1 zlib libcurl libcrypto sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -ljson-c -lyaml -lz -lcurl -lcrypto)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -ljson-c -lyaml -lz -lcurl -lcrypto -lsqlite3)
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 # SAN is the sanitizer flags of `make asan`; kept apart so CFLAGS on the command line works.

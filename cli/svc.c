@@ -314,6 +314,10 @@ static const struct command {
      "             [--out DIR] [--tar] [--allow-partial]\n",
      cmd_export},
     {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
+    {"search",
+     "  svc search QUERY [--limit N] [--cursor C] [--all] [--role user|assistant|tool]\n"
+     "  svc search --rebuild\n",
+     cmd_search},
     {"memory", "  svc memory sync SESSION\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
     {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},

@@ -579,6 +579,8 @@ static const struct cfg_row cfg_rows[] = {
 
     {"memory.root", CT_PATH, C(memory.root), .def = "memory", .flags = F_HOMEREL},
     {"memory.recall", CT_INT, C(memory.recall), .min = 0, .max = 100, .def = "0"},
+
+    {"search.index_dir", CT_PATH, C(search.index_dir), .def = "search", .flags = F_HOMEREL},
 };
 #undef C
 

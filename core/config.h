@@ -83,6 +83,9 @@ struct svc_config {
         char *root; /* expanded; default $SVC_HOME/memory */
         int recall; /* 0..100, default 0 */
     } memory;
+    struct {
+        char *index_dir; /* expanded; default $SVC_HOME/search (per host, never the root) */
+    } search;
     struct svc_job *jobs;
     size_t njobs;
     struct svc_extension *extensions;

@@ -1236,6 +1236,15 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     return rc;
 }
 
+int svc_index_each(const struct svc_store *st, svc_index_each_fn *fn, void *ctx)
+{
+    if (refresh(st) != 0)
+        return -1;
+    for (size_t i = 0; i < ix.n; i++)
+        fn(ctx, ix.v[i].sid, ix.v[i].updated, ix.v[i].msgs, ix.v[i].archived);
+    return 0;
+}
+
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
 {
     if (!ix.root || strcmp(ix.root, st->root) != 0) {

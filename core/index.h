@@ -58,6 +58,11 @@ int svc_index_verify(const struct svc_store *st, char *why, size_t whysz);
 void svc_index_resync(const struct svc_store *st, const char *sid);
 /* The number of sessions the index lists (this process's copy, brought up to date), or -1. */
 int64_t svc_index_count(const struct svc_store *st);
+/* Bring the index up to date and call fn for each session it lists, in no order, with its
+ * updated_at (epoch), message_count and archived: how the search index catches up. */
+typedef void svc_index_each_fn(void *ctx, const char *sid, double updated, int64_t msgs,
+                               bool archived);
+int svc_index_each(const struct svc_store *st, svc_index_each_fn *fn, void *ctx);
 /* Rebuild the index from the directories now, under the root lock. */
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */

@@ -296,7 +296,8 @@ static void test_to_json_defaults(void)
            "\"temperature\":null,\"max_tokens\":null,\"context_window\":128000,"
            "\"system_prompt\":\"You are a helpful assistant.\"},\"agent\":{\"window_size\":40,"
            "\"max_tool_iterations\":8},\"memory\":{\"root\":\"/home/tester/.svc/memory\","
-           "\"recall\":0},\"jobs\":[],\"extensions\":[],\"source\":\"t.yaml\"}",
+           "\"recall\":0},\"search\":{\"index_dir\":\"/home/tester/.svc/search\"},"
+           "\"jobs\":[],\"extensions\":[],\"source\":\"t.yaml\"}",
            "to_json of the defaults, in table order");
     free(dump);
     json_object_put(j);
