@@ -64,7 +64,8 @@ static struct {
     unsigned lists;  /* pages listed by this process (watches pay off from the second) */
 } ix;
 
-static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
+static size_t live_bytes;    /* what a compacted index would hold, kept as entries change */
+static uint64_t changes = 1; /* changes to the entries in this process (svc_index_each) */
 
 static size_t summary_bytes(const struct entry *e)
 {
@@ -130,6 +131,7 @@ void svc_index_reset(void)
         close(ix.stamp_fd);
     memset(&ix, 0, sizeof ix);
     live_bytes = 0;
+    changes++;
     svc_dirwatch_reset();
     free(hs); /* it points into the entries just freed */
     hs = NULL;
@@ -214,6 +216,7 @@ static unsigned long scanned;  /* summaries a rescan made from the directories, 
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
 {
     applied++;
+    changes++;
     struct entry *e = lookup(sid);
     if (!summary) {
         if (e) {
@@ -520,6 +523,7 @@ static void apply_line(const char *line, size_t n, off_t at, bool *garbage)
 
 static void entries_clear(void)
 {
+    changes++;
     for (size_t i = 0; i < ix.n; i++)
         entry_free(&ix.v[i]);
     ix.n = 0;
@@ -1236,10 +1240,13 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     return rc;
 }
 
-int svc_index_each(const struct svc_store *st, svc_index_each_fn *fn, void *ctx)
+int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn *fn, void *ctx)
 {
     if (refresh(st) != 0)
         return -1;
+    if (*mark == changes)
+        return 0;
+    *mark = changes;
     for (size_t i = 0; i < ix.n; i++)
         fn(ctx, ix.v[i].sid, ix.v[i].updated, ix.v[i].msgs, ix.v[i].archived);
     return 0;

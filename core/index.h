@@ -58,11 +58,12 @@ int svc_index_verify(const struct svc_store *st, char *why, size_t whysz);
 void svc_index_resync(const struct svc_store *st, const char *sid);
 /* The number of sessions the index lists (this process's copy, brought up to date), or -1. */
 int64_t svc_index_count(const struct svc_store *st);
-/* Bring the index up to date and call fn for each session it lists, in no order, with its
- * updated_at (epoch), message_count and archived: how the search index catches up. */
+/* Bring the index up to date and, unless nothing changed in this process's copy since *mark
+ * (0 at first; it gets the new mark), call fn for each session it lists, in no order, with
+ * its updated_at (epoch), message_count and archived: how the search index catches up. */
 typedef void svc_index_each_fn(void *ctx, const char *sid, double updated, int64_t msgs,
                                bool archived);
-int svc_index_each(const struct svc_store *st, svc_index_each_fn *fn, void *ctx);
+int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn *fn, void *ctx);
 /* Rebuild the index from the directories now, under the root lock. */
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */

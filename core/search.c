@@ -26,7 +26,9 @@
 #define MID_BITS 24
 #define SVC_SEARCH_Q_MAX 1024
 #define TERMS_MAX 32
-#define OFFSET_MAX 10000
+/* The matches ranked: a word in most messages costs a fixed amount, not one per message. */
+#define CANDIDATES 2000
+#define OFFSET_MAX CANDIDATES
 /* Sessions indexed per transaction while catching up (others may write in between). */
 #define BATCH 200
 
@@ -131,6 +133,7 @@ static struct {
     struct memo *v; /* open addressing, cap a power of two */
     size_t n, cap;
     int64_t version; /* PRAGMA data_version when the memo was read */
+    uint64_t mark;   /* the listing's mark (index.h) when the index last caught up with it */
     dev_t dev;       /* the file the connection opened: another at the path is reopened */
     ino_t ino;
     bool removed; /* db_fail threw a damaged file away: worth one more try */
@@ -641,22 +644,27 @@ static int apply_changes(const struct svc_config *cfg, struct changed *c, struct
     return 0;
 }
 
+/* Compare the listing with the memo when either changed since the last time. */
 static int catch_up(const struct svc_config *cfg, struct svc_err *err)
 {
+    int64_t v = S.version;
     if (memo_load() != 0)
         return db_fail("read the sessions indexed", err);
+    uint64_t before = S.version == v ? S.mark : 0, mark = before;
     for (size_t i = 0; i < S.cap; i++)
         S.v[i].seen = false;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     struct changed c = {0};
-    if (svc_index_each(&st, note_listed, &c) != 0) {
+    if (svc_index_each(&st, &mark, note_listed, &c) != 0) {
         changed_free(&c);
         return svc_err_errno(err, "list sessions");
     }
-    note_gone(&c);
+    if (mark != before) /* the listing was walked: what it did not name is gone */
+        note_gone(&c);
     int rc = c.n ? apply_changes(cfg, &c, err) : 0;
     changed_free(&c);
+    S.mark = rc == 0 && S.version >= 0 ? mark : 0;
     return rc;
 }
 
@@ -781,22 +789,37 @@ static json_object *result_row(sqlite3_stmt *st)
 static int run_query(const char *match, const struct svc_search_query *q, int64_t offset,
                      json_object **out, struct svc_err *err)
 {
-    static const char sql[] =
-        "SELECT d.sid, d.title, d.updated_at, msgs.rowid & ?6, msgs.role,"
-        " snippet(msgs, 0, '**', '**', '…', 16) FROM msgs JOIN docs d"
-        " ON d.doc = (msgs.rowid >> ?7) WHERE msgs MATCH ?1 AND (?2 OR d.archived = 0)"
-        " AND (?3 IS NULL OR msgs.role = ?3) ORDER BY rank LIMIT ?4 OFFSET ?5";
+    /* bm25 ranks the CANDIDATES matches of the sessions indexed last (rowid order costs
+     * nothing); the snippets are made for the page only */
+    static const char *const cand[2] = {
+        "WITH cand AS (SELECT rowid AS r, rank AS k FROM msgs WHERE msgs MATCH ?1"
+        " ORDER BY rowid DESC LIMIT ?8),",
+        /* the role is read from the row: only when asked */
+        "WITH cand AS (SELECT rowid AS r, rank AS k FROM msgs WHERE msgs MATCH ?1"
+        " AND role = ?3 ORDER BY rowid DESC LIMIT ?8),"};
+    static const char page[] =
+        " page AS (SELECT r, k FROM cand JOIN docs d ON d.doc = (r >> ?7)"
+        " WHERE (?2 OR d.archived = 0) ORDER BY k, r DESC LIMIT ?4 OFFSET ?5)"
+        " SELECT d.sid, d.title, d.updated_at, page.r & ?6, msgs.role,"
+        " snippet(msgs, 0, '**', '**', '…', 16) FROM page JOIN msgs ON msgs.rowid = page.r"
+        " JOIN docs d ON d.doc = (page.r >> ?7) WHERE msgs MATCH ?1 ORDER BY page.k, page.r DESC";
+    bool role = q->role && *q->role;
+    char *sql = NULL;
+    svc_xasprintf(&sql, "%s%s", cand[role], page);
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(S.db, sql, -1, &st, NULL) != SQLITE_OK)
+    int prc = sqlite3_prepare_v2(S.db, sql, -1, &st, NULL);
+    free(sql);
+    if (prc != SQLITE_OK)
         return db_fail("search", err);
     sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(st, 2, q->include_archived);
-    if (q->role && *q->role)
+    if (role)
         sqlite3_bind_text(st, 3, q->role, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 4, q->limit + 1);
     sqlite3_bind_int64(st, 5, offset);
     sqlite3_bind_int64(st, 6, (INT64_C(1) << MID_BITS) - 1);
     sqlite3_bind_int(st, 7, MID_BITS);
+    sqlite3_bind_int(st, 8, CANDIDATES);
     json_object *results = json_object_new_array();
     int rc;
     int64_t got = 0;
