@@ -313,7 +313,10 @@ static const struct command {
      "  svc export [--session ID]... [--include-archived] [--status S]... [--since TIME]\n"
      "             [--out DIR] [--tar] [--allow-partial]\n",
      cmd_export},
-    {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
+    {"import",
+     "  svc import BUNDLE [--overwrite] [--dry-run]\n"
+     "  svc import --from chatgpt FILE [--dry-run]\n",
+     cmd_import},
     {"search",
      "  svc search QUERY [--limit N] [--cursor C] [--all] [--role user|assistant|tool]\n"
      "  svc search --rebuild\n",
