@@ -38,7 +38,8 @@ struct entry {
     char status[12];
     int64_t msgs; /* message_count of the summary */
     bool archived;
-    bool seen; /* present in the latest directory scan */
+    bool seen;        /* present in the latest directory scan */
+    uint64_t changed; /* the value of `changes` when it last changed (svc_index_each) */
 };
 
 static struct {
@@ -64,8 +65,10 @@ static struct {
     unsigned lists;  /* pages listed by this process (watches pay off from the second) */
 } ix;
 
-static size_t live_bytes;    /* what a compacted index would hold, kept as entries change */
-static uint64_t changes = 1; /* changes to the entries in this process (svc_index_each) */
+static size_t live_bytes; /* what a compacted index would hold, kept as entries change */
+/* Changes to the entries in this process, and the last one that removed entries (a walk
+ * since then must be whole): svc_index_each's marks. */
+static uint64_t changes = 1, removed_at;
 
 static size_t summary_bytes(const struct entry *e)
 {
@@ -131,7 +134,7 @@ void svc_index_reset(void)
         close(ix.stamp_fd);
     memset(&ix, 0, sizeof ix);
     live_bytes = 0;
-    changes++;
+    removed_at = ++changes;
     svc_dirwatch_reset();
     free(hs); /* it points into the entries just freed */
     hs = NULL;
@@ -217,6 +220,8 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
 {
     applied++;
     changes++;
+    if (!summary)
+        removed_at = changes;
     struct entry *e = lookup(sid);
     if (!summary) {
         if (e) {
@@ -250,6 +255,7 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
         }
     }
     entry_fill(e, summary, off, len);
+    e->changed = changes;
     e->seen = true;
     ix.sorted = false;
 }
@@ -523,7 +529,7 @@ static void apply_line(const char *line, size_t n, off_t at, bool *garbage)
 
 static void entries_clear(void)
 {
-    changes++;
+    removed_at = ++changes;
     for (size_t i = 0; i < ix.n; i++)
         entry_free(&ix.v[i]);
     ix.n = 0;
@@ -1246,10 +1252,25 @@ int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn
         return -1;
     if (*mark == changes)
         return 0;
-    *mark = changes;
+    bool whole = *mark == 0 || removed_at > *mark;
     for (size_t i = 0; i < ix.n; i++)
-        fn(ctx, ix.v[i].sid, ix.v[i].updated, ix.v[i].msgs, ix.v[i].archived);
-    return 0;
+        if (whole || ix.v[i].changed > *mark)
+            fn(ctx, ix.v[i].sid, ix.v[i].updated, ix.v[i].msgs, ix.v[i].archived);
+    *mark = changes;
+    return whole ? 1 : 0;
+}
+
+json_object *svc_index_summary(const char *sid)
+{
+    const struct entry *e = lookup(sid);
+    char *text = e ? entry_summary(e) : NULL;
+    json_object *o = text ? json_tokener_parse(text) : NULL;
+    free(text);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    return o;
 }
 
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)

@@ -427,12 +427,12 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
         goto out;
     }
-    /* GET /api/v1/chat/sessions/export is the export route's path (cgi/routes.c): svc makes
-     * no session it could not show there (one another program made is still served) */
-    if (!exists && strcmp(s->sid, "export") == 0) {
+    /* GET /api/v1/chat/sessions/export and .../search are routes' paths (cgi/routes.c): svc
+     * makes no session it could not show there (one another program made is still served) */
+    if (!exists && (strcmp(s->sid, "export") == 0 || strcmp(s->sid, "search") == 0)) {
         svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                     "session id 'export' is reserved (the path of the export route); choose "
-                     "another");
+                     "session id '%s' is reserved (the path of the %s route); choose another",
+                     s->sid, s->sid);
         goto out;
     }
     /* a new session's directories are synced at the run's end (sync_new_dirs), before its

@@ -1,6 +1,7 @@
 #include "search.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -11,12 +12,12 @@
 #include <unistd.h>
 #include <unistr.h>
 
+#include "dirwatch.h"
 #include "fold.h"
 #include "index.h"
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
-#include "query.h"
 #include "store.h"
 #include "util.h"
 
@@ -123,7 +124,7 @@ struct memo {
     char *sid;
     double updated;
     int64_t msgs;
-    bool seen;
+    uint64_t walk; /* the last walk of the listing that named it */
 };
 
 static struct {
@@ -132,12 +133,41 @@ static struct {
     char *root, *agent;
     struct memo *v; /* open addressing, cap a power of two */
     size_t n, cap;
-    int64_t version; /* PRAGMA data_version when the memo was read */
+    bool loaded;     /* the memo was read from the file */
+    char gen[17];    /* the file's generation then (svc search --rebuild makes a new one) */
+    int64_t version; /* PRAGMA data_version when the generation was last looked at */
     uint64_t mark;   /* the listing's mark (index.h) when the index last caught up with it */
+    uint64_t walk;   /* walks of the listing */
     dev_t dev;       /* the file the connection opened: another at the path is reopened */
     ino_t ino;
     bool removed; /* db_fail threw a damaged file away: worth one more try */
+    struct {
+        const char *sql; /* a string literal: known by its address */
+        sqlite3_stmt *st;
+    } cache[16]; /* statements prepared once per connection */
 } S;
+
+/* sqlite3_prepare_v2 of a literal, once per connection; reset and unbound when reused. The
+ * caller resets it when done (a statement left stepping holds a read transaction). */
+static int prep(const char *sql, int n, sqlite3_stmt **st, const char **tail)
+{
+    size_t i = 0, slots = sizeof S.cache / sizeof *S.cache;
+    for (; i < slots && S.cache[i].sql; i++) {
+        if (S.cache[i].sql == sql) {
+            *st = S.cache[i].st;
+            sqlite3_reset(*st);
+            sqlite3_clear_bindings(*st);
+            return SQLITE_OK;
+        }
+    }
+    *st = NULL;
+    if (i == slots)
+        return SQLITE_NOMEM; /* more statements than slots: a programming error */
+    int rc = sqlite3_prepare_v3(S.db, sql, n, SQLITE_PREPARE_PERSISTENT, st, tail);
+    if (rc == SQLITE_OK)
+        S.cache[i].sql = sql, S.cache[i].st = *st;
+    return rc;
+}
 
 static const char *const tables =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"
@@ -156,12 +186,17 @@ static void memo_clear(void)
     S.n = S.cap = 0;
 }
 
-static struct memo *memo_slot(const char *sid)
+static size_t memo_hash(const char *sid)
 {
     size_t h = 5381;
     for (const char *p = sid; *p; p++)
         h = h * 33 + (unsigned char)*p;
-    for (size_t i = h & (S.cap - 1);; i = (i + 1) & (S.cap - 1))
+    return h & (S.cap - 1);
+}
+
+static struct memo *memo_slot(const char *sid)
+{
+    for (size_t i = memo_hash(sid);; i = (i + 1) & (S.cap - 1))
         if (!S.v[i].sid || strcmp(S.v[i].sid, sid) == 0)
             return &S.v[i];
 }
@@ -195,70 +230,103 @@ static void memo_put(const char *sid, double updated, int64_t msgs)
     m->msgs = msgs;
 }
 
+/* Linear probing's deletion: the entries after it that it displaced move back. */
+static void memo_del(const char *sid)
+{
+    struct memo *m = memo_find(sid);
+    if (!m)
+        return;
+    free(m->sid);
+    m->sid = NULL;
+    S.n--;
+    size_t i = (size_t)(m - S.v);
+    for (size_t j = (i + 1) & (S.cap - 1); S.v[j].sid; j = (j + 1) & (S.cap - 1)) {
+        size_t h = memo_hash(S.v[j].sid);
+        bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+        if (!stays) {
+            S.v[i] = S.v[j];
+            S.v[j].sid = NULL;
+            i = j;
+        }
+    }
+}
+
 static void db_close(void)
 {
+    for (size_t i = 0; i < sizeof S.cache / sizeof *S.cache; i++)
+        sqlite3_finalize(S.cache[i].st);
+    memset(S.cache, 0, sizeof S.cache);
     if (S.db)
         sqlite3_close(S.db);
     S.db = NULL;
     memo_clear();
-    S.version = -1;
+    S.loaded = false;
+    S.mark = 0;
 }
 
 static int64_t data_version(void)
 {
     sqlite3_stmt *st = NULL;
     int64_t v = -1;
-    if (sqlite3_prepare_v2(S.db, "PRAGMA data_version", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
+    if (prep("PRAGMA data_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return v;
 }
 
-/* Read every docs row into the memo when another connection changed the file since. */
+static char *meta_get(const char *k);
+
+/* Read every docs row into the memo at first, and when the file has a new generation. A
+ * session another process indexed meanwhile costs a look at its row, not a reading. */
 static int memo_load(void)
 {
     int64_t v = data_version();
-    if (v >= 0 && v == S.version)
+    if (S.loaded && v == S.version)
+        return 0;
+    S.version = v;
+    char *gen = meta_get("generation");
+    bool same = S.loaded && strcmp(gen ? gen : "", S.gen) == 0;
+    snprintf(S.gen, sizeof S.gen, "%s", gen ? gen : "");
+    free(gen);
+    if (same)
         return 0;
     memo_clear();
+    S.mark = 0;
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(S.db, "SELECT sid, updated, nmsgs FROM docs", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (prep("SELECT sid, updated, nmsgs FROM docs", -1, &st, NULL) != SQLITE_OK)
         return -1;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         memo_put((const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1),
                  sqlite3_column_int64(st, 2));
-    sqlite3_finalize(st);
-    S.version = v;
-    return rc == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    S.loaded = rc == SQLITE_DONE;
+    return S.loaded ? 0 : -1;
 }
 
 static char *meta_get(const char *k)
 {
     sqlite3_stmt *st = NULL;
     char *v = NULL;
-    if (sqlite3_prepare_v2(S.db, "SELECT v FROM meta WHERE k = ?1", -1, &st, NULL) == SQLITE_OK) {
+    if (prep("SELECT v FROM meta WHERE k = ?1", -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
         if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
             v = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return v;
 }
 
 static int meta_set(const char *k, const char *v)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(S.db, "INSERT OR REPLACE INTO meta(k, v) VALUES (?1, ?2)", -1, &st,
-                                NULL);
+    int rc = prep("INSERT OR REPLACE INTO meta(k, v) VALUES (?1, ?2)", -1, &st, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 2, v, -1, SQLITE_STATIC);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return rc == SQLITE_OK ? 0 : -1;
 }
 
@@ -347,6 +415,13 @@ static int db_open(const struct svc_config *cfg, struct svc_err *err)
     S.agent = svc_xstrdup(cfg->sessions.agent_id);
     if (svc_mkdirs(cfg->search.index_dir, 0700, err) != 0)
         return -1;
+    int dfd = open(cfg->search.index_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0 && !svc_dirwatch_local(dfd))
+        svc_logf("search: %s is on a network filesystem, where SQLite is unsafe: set "
+                 "search.index_dir to a local directory",
+                 cfg->search.index_dir);
+    if (dfd >= 0)
+        close(dfd);
     int rc = db_try_open();
     if (rc == 1) {
         svc_logf("search: the index %s is damaged or another's: rebuilt", S.path);
@@ -408,14 +483,14 @@ static char *message_text(json_object *rec, const char **role)
 static int run_doc(const char *sql, int64_t doc)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(S.db, sql, -1, &st, NULL);
+    int rc = prep(sql, -1, &st, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, doc << MID_BITS);
         sqlite3_bind_int64(st, 2, (doc << MID_BITS) | ((INT64_C(1) << MID_BITS) - 1));
         sqlite3_bind_int64(st, 3, doc);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return rc == SQLITE_OK ? 0 : -1;
 }
 
@@ -423,8 +498,8 @@ static int run_doc(const char *sql, int64_t doc)
 static int doc_row(const char *sid, int64_t *doc, double *updated, int64_t *msgs, int64_t *next)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(S.db, "SELECT doc, updated, nmsgs, next_id FROM docs WHERE sid = ?1", -1,
-                           &st, NULL) != SQLITE_OK)
+    if (prep("SELECT doc, updated, nmsgs, next_id FROM docs WHERE sid = ?1", -1, &st, NULL) !=
+        SQLITE_OK)
         return -1;
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st), found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
@@ -434,7 +509,7 @@ static int doc_row(const char *sid, int64_t *doc, double *updated, int64_t *msgs
         *msgs = sqlite3_column_int64(st, 2);
         *next = sqlite3_column_int64(st, 3);
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return found;
 }
 
@@ -457,29 +532,29 @@ static int add_message(int64_t doc, int64_t id, json_object *rec)
     int rc = SQLITE_OK;
     if (*text) {
         sqlite3_stmt *st = NULL;
-        rc = sqlite3_prepare_v2(S.db, "INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)", -1,
-                                &st, NULL);
+        rc = prep("INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)", -1, &st, NULL);
         if (rc == SQLITE_OK) {
             sqlite3_bind_int64(st, 1, doc << MID_BITS | id);
             sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 3, role, -1, SQLITE_STATIC);
             rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
         }
-        sqlite3_finalize(st);
+        sqlite3_reset(st);
     }
     free(text);
     return rc == SQLITE_OK ? 0 : -1;
 }
 
-/* Index the messages of h from id `from` on; *next gets the largest id + 1. */
-static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t *next)
+/* Index the messages of h from id `from` on (msgs: the listing's count, trusted when the
+ * files agree); *next gets the largest id + 1. */
+static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t msgs, int64_t *next)
 {
     int64_t count = 0, *ids = NULL;
     struct svc_err e = {0};
-    if (svc_sess_message_count(h, -1, &count, next, &ids, &e) != 0)
+    if (svc_sess_message_count(h, msgs, &count, next, &ids, &e) != 0)
         return 0; /* no messages directory: nothing to index */
     int rc = 0;
-    for (int64_t k = 0; k < count && rc == 0; k++) {
+    for (int64_t k = ids ? 0 : from; k < count && rc == 0; k++) {
         int64_t id = ids ? ids[k] : k;
         if (id < from || id >= (INT64_C(1) << MID_BITS))
             continue;
@@ -517,7 +592,7 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
         sqlite3_bind_int(st, 8, svc_json_bool(sum, "archived", false));
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return rc == SQLITE_OK ? 0 : -1;
 }
 
@@ -533,28 +608,29 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         return -1;
     if (found && was == updated && had == msgs)
         return 0; /* another process did it */
-    json_object *sum = NULL;
     struct svc_err e = {0};
-    if (svc_session_get(cfg, sid, &sum, &e) != 0)
-        return e.code == SVC_E_SESSION_NOT_FOUND ? (drop_session(sid) < 0 ? -1 : 0) : 0;
+    struct svc_sess h = SVC_SESS_INIT;
+    json_object *sum = svc_index_summary(sid);
+    if (!sum || svc_sess_open(cfg, sid, &h, &e) != 0 || !svc_sess_exists(&h)) {
+        json_object_put(sum);
+        svc_sess_close(&h);
+        return drop_session(sid) < 0 ? -1 : 0;
+    }
+    int rc = 0;
     if (found && msgs <= had) {
-        if (run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc) != 0) {
-            json_object_put(sum);
-            return -1;
-        }
+        rc = run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc);
         from = 0;
     }
-    if (!found) { /* a docs row first: its doc number names the message rows */
-        if (doc_write(sid, 0, 0, -1, 0, sum) != 0 || doc_row(sid, &doc, &was, &had, &from) != 1) {
-            json_object_put(sum);
-            return -1;
-        }
-    }
-    struct svc_sess h = SVC_SESS_INIT;
-    int rc = 0;
+    /* a new session's docs row first: its doc number names the message rows */
+    if (rc == 0 && !found &&
+        (doc_write(sid, 0, 0, -1, 0, sum) != 0 || doc_row(sid, &doc, &was, &had, &from) != 1))
+        rc = -1;
     next = from;
-    if (svc_sess_open(cfg, sid, &h, &e) == 0 && svc_sess_lock(&h, false, &e) == 0)
-        rc = add_messages(&h, doc, from, &next);
+    if (rc == 0) {
+        svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole (a read-only
+                                       * root may have no lock to take) */
+        rc = add_messages(&h, doc, from, msgs, &next);
+    }
     svc_sess_close(&h);
     if (rc == 0)
         rc = doc_write(sid, doc, updated, msgs, next, sum);
@@ -577,7 +653,7 @@ static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs
     (void)archived; /* archiving changes updated_at */
     struct memo *m = memo_find(sid);
     if (m) {
-        m->seen = true;
+        m->walk = S.walk;
         if (m->updated == updated && m->msgs == msgs)
             return;
     }
@@ -595,12 +671,9 @@ static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs
 /* The sessions the memo has and the listing no longer does: into c with msgs -1. */
 static void note_gone(struct changed *c)
 {
-    for (size_t i = 0; i < S.cap; i++) {
-        if (!S.v[i].sid || S.v[i].seen)
-            continue;
-        note_listed(c, S.v[i].sid, 0, -1, false);
-        S.v[i].seen = true;
-    }
+    for (size_t i = 0; i < S.cap; i++)
+        if (S.v[i].sid && S.v[i].walk != S.walk)
+            note_listed(c, S.v[i].sid, 0, -1, false);
 }
 
 static void changed_free(struct changed *c)
@@ -615,7 +688,6 @@ static void changed_free(struct changed *c)
 /* Apply the changes, BATCH sessions per transaction. */
 static int apply_changes(const struct svc_config *cfg, struct changed *c, struct svc_err *err)
 {
-    bool gone_any = false;
     for (size_t i = 0; i < c->n; i += BATCH) {
         if (sqlite3_exec(S.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
             return db_fail("begin", err);
@@ -625,46 +697,45 @@ static int apply_changes(const struct svc_config *cfg, struct changed *c, struct
                           : index_session(cfg, c->sid[k], c->updated[k], c->msgs[k]);
             if (rc < 0) {
                 sqlite3_exec(S.db, "ROLLBACK", NULL, NULL, NULL);
-                S.version = -1; /* the memo may say more than was kept */
                 return db_fail("index a session", err);
             }
-            gone_any |= gone;
         }
         if (sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
             sqlite3_exec(S.db, "ROLLBACK", NULL, NULL, NULL);
-            S.version = -1;
             return db_fail("commit", err);
         }
-        for (size_t k = i; k < c->n && k < i + BATCH; k++)
+        for (size_t k = i; k < c->n && k < i + BATCH; k++) {
             if (c->msgs[k] >= 0)
                 memo_put(c->sid[k], c->updated[k], c->msgs[k]);
+            else
+                memo_del(c->sid[k]);
+        }
     }
-    if (gone_any)
-        S.version = -1; /* read the memo anew rather than take entries out of it */
     return 0;
 }
 
-/* Compare the listing with the memo when either changed since the last time. */
+/* Compare with the memo what the listing says changed since the last time. */
 static int catch_up(const struct svc_config *cfg, struct svc_err *err)
 {
-    int64_t v = S.version;
     if (memo_load() != 0)
         return db_fail("read the sessions indexed", err);
-    uint64_t before = S.version == v ? S.mark : 0, mark = before;
-    for (size_t i = 0; i < S.cap; i++)
-        S.v[i].seen = false;
+    uint64_t mark = S.mark;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     struct changed c = {0};
-    if (svc_index_each(&st, &mark, note_listed, &c) != 0) {
+    S.walk++;
+    int whole = svc_index_each(&st, &mark, note_listed, &c);
+    if (whole < 0) {
         changed_free(&c);
         return svc_err_errno(err, "list sessions");
     }
-    if (mark != before) /* the listing was walked: what it did not name is gone */
+    if (whole) /* the listing named every session: those it did not are gone */
         note_gone(&c);
     int rc = c.n ? apply_changes(cfg, &c, err) : 0;
     changed_free(&c);
-    S.mark = rc == 0 && S.version >= 0 ? mark : 0;
+    S.mark = rc == 0 ? mark : 0;
+    if (rc != 0)
+        S.loaded = false; /* the memo may say more than was kept */
     return rc;
 }
 
@@ -790,25 +861,23 @@ static int run_query(const char *match, const struct svc_search_query *q, int64_
                      json_object **out, struct svc_err *err)
 {
     /* bm25 ranks the CANDIDATES matches of the sessions indexed last (rowid order costs
-     * nothing); the snippets are made for the page only */
-    static const char *const cand[2] = {
-        "WITH cand AS (SELECT rowid AS r, rank AS k FROM msgs WHERE msgs MATCH ?1"
-        " ORDER BY rowid DESC LIMIT ?8),",
-        /* the role is read from the row: only when asked */
-        "WITH cand AS (SELECT rowid AS r, rank AS k FROM msgs WHERE msgs MATCH ?1"
-        " AND role = ?3 ORDER BY rowid DESC LIMIT ?8),"};
-    static const char page[] =
-        " page AS (SELECT r, k FROM cand JOIN docs d ON d.doc = (r >> ?7)"
-        " WHERE (?2 OR d.archived = 0) ORDER BY k, r DESC LIMIT ?4 OFFSET ?5)"
-        " SELECT d.sid, d.title, d.updated_at, page.r & ?6, msgs.role,"
-        " snippet(msgs, 0, '**', '**', '…', 16) FROM page JOIN msgs ON msgs.rowid = page.r"
-        " JOIN docs d ON d.doc = (page.r >> ?7) WHERE msgs MATCH ?1 ORDER BY page.k, page.r DESC";
+     * nothing); the snippets are made for the page only; the role is read from the rows
+     * only when asked */
+#define CAND(role)                                                                                 \
+    "WITH cand AS (SELECT rowid AS r, rank AS k FROM msgs WHERE msgs MATCH ?1" role                \
+    " ORDER BY rowid DESC LIMIT ?8),"
+#define PAGE                                                                                       \
+    " page AS (SELECT r, k FROM cand JOIN docs d ON d.doc = (r >> ?7)"                             \
+    " WHERE (?2 OR d.archived = 0) ORDER BY k, r DESC LIMIT ?4 OFFSET ?5)"                         \
+    " SELECT d.sid, d.title, d.updated_at, page.r & ?6, msgs.role,"                                \
+    " snippet(msgs, 0, '**', '**', '…', 16) FROM page JOIN msgs ON msgs.rowid = page.r"          \
+    " JOIN docs d ON d.doc = (page.r >> ?7) WHERE msgs MATCH ?1 ORDER BY page.k, page.r DESC"
+    static const char *const sql[2] = {CAND("") PAGE, CAND(" AND role = ?3") PAGE};
+#undef CAND
+#undef PAGE
     bool role = q->role && *q->role;
-    char *sql = NULL;
-    svc_xasprintf(&sql, "%s%s", cand[role], page);
     sqlite3_stmt *st = NULL;
-    int prc = sqlite3_prepare_v2(S.db, sql, -1, &st, NULL);
-    free(sql);
+    int prc = prep(sql[role], -1, &st, NULL);
     if (prc != SQLITE_OK)
         return db_fail("search", err);
     sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
@@ -828,7 +897,7 @@ static int run_query(const char *match, const struct svc_search_query *q, int64_
         got++;
     }
     bool more = rc == SQLITE_ROW;
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         json_object_put(results);
         return db_fail("search", err);
@@ -870,9 +939,9 @@ static int64_t count_of(const char *sql)
 {
     sqlite3_stmt *st = NULL;
     int64_t n = -1;
-    if (sqlite3_prepare_v2(S.db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    if (prep(sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return n;
 }
 
@@ -883,15 +952,22 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
     if (db_open(cfg, err) != 0)
         return -1;
-    if (sqlite3_exec(S.db, "BEGIN IMMEDIATE; DELETE FROM msgs; DELETE FROM docs; COMMIT", NULL,
-                     NULL, NULL) != SQLITE_OK) {
+    char gen[17];
+    svc_random_hex(gen, 16);
+    if (sqlite3_exec(S.db, "BEGIN IMMEDIATE; DELETE FROM msgs; DELETE FROM docs", NULL, NULL,
+                     NULL) != SQLITE_OK ||
+        meta_set("generation", gen) != 0 ||
+        sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         sqlite3_exec(S.db, "ROLLBACK", NULL, NULL, NULL);
         return db_fail("empty the index", err);
     }
-    memo_clear();
-    S.version = data_version();
+    S.loaded = false; /* every process reads the empty memo anew */
     if (catch_up(cfg, err) != 0)
         return -1;
+    /* one segment: what a query reads is then one b-tree per term */
+    if (sqlite3_exec(S.db, "INSERT INTO msgs(msgs) VALUES ('optimize')", NULL, NULL, NULL) !=
+        SQLITE_OK)
+        return db_fail("optimize", err);
     if (sessions)
         *sessions = count_of("SELECT count(*) FROM docs");
     if (messages)

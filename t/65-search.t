@@ -78,6 +78,18 @@ is search('fox', '&limit=101')->{status}, 400, 'limit 101';
 is search('fox', '&role=robot')->{status}, 400, 'an unknown role';
 is search('fox', '&cursor=zzz')->{status}, 400, 'a bad cursor';
 
+# the route's path is not a session's: svc makes no session named "search", PATCH is 405
+{
+    my $r = $s->req(POST => '/api/chat', body => { session_id => 'search', messages => [{ role => 'user', content => 'x' }] });
+    is $r->{status}, 400, "a new session named 'search' is 400";
+    like $r->{json}{error}{message} // '', qr/reserved/, '... it is reserved';
+    ok !-e "$root/session_search", '... no directory made';
+    $r = $s->req(PATCH => '/api/v1/chat/sessions/search', body => {});
+    is $r->{status}, 405, 'PATCH on the search path is 405';
+    like $r->{headers}{allow}, qr/\bGET\b/, '... Allow lists GET';
+    unlike $r->{headers}{allow}, qr/PATCH/, '... and not PATCH';
+}
+
 # the row: session, title, updated_at, message, role, snippet with the match marked
 {
     my $r = search('fox', '&role=user');
