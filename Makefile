@@ -79,10 +79,11 @@ asan: deps
 
 # libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
 # readers, the index file, line/run files with fsck, the HTTP request layer, the OpenAI SSE
-# reader, import bundles (run from the top directory) and the jobs state file.
+# reader, import bundles (run from the top directory), the jobs state file and ChatGPT
+# exports.
 # The library and handlers are compiled once (coverage without libFuzzer's main), in
 # parallel; each harness links them. t/fuzz/sandbox.h keeps a harness's files out of ~/.svc.
-FUZZ := config json session index files http sse import jobs
+FUZZ := config json session index files http sse import jobs chatgpt
 FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi $(PKG_CFLAGS)
 FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)))
 FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)
