@@ -25,7 +25,6 @@
 #define SCHEMA "svc-search-1"
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
-#define SVC_SEARCH_Q_MAX 1024
 #define TERMS_MAX 32
 /* The matches ranked: a word in most messages costs a fixed amount, not one per message. */
 #define CANDIDATES 2000
@@ -173,7 +172,7 @@ static const char *const tables =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"
     " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT,"
-    " archived INTEGER);"
+    " archived INTEGER, created_at TEXT);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS msgs USING fts5(body, role UNINDEXED,"
     " tokenize='svcfold');";
 
@@ -577,8 +576,8 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
     sqlite3_stmt *st = NULL;
     int rc = sqlite3_prepare_v2(S.db,
                                 "INSERT OR REPLACE INTO docs(doc, sid, updated, nmsgs, next_id,"
-                                " title, updated_at, archived) VALUES (?1, ?2, ?3, ?4, ?5, ?6,"
-                                " ?7, ?8)",
+                                " title, updated_at, archived, created_at) VALUES (?1, ?2, ?3,"
+                                " ?4, ?5, ?6, ?7, ?8, ?9)",
                                 -1, &st, NULL);
     if (rc == SQLITE_OK) {
         if (doc > 0)
@@ -590,14 +589,32 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
         sqlite3_bind_text(st, 6, svc_json_str(sum, "title", ""), -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 7, svc_json_str(sum, "updated_at", ""), -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 8, svc_json_bool(sum, "archived", false));
+        sqlite3_bind_text(st, 9, svc_json_str(sum, "created_at", ""), -1, SQLITE_STATIC);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
     sqlite3_reset(st);
     return rc == SQLITE_OK ? 0 : -1;
 }
 
+/* Whether row doc is of this session: one deleted and made again under its id between two
+ * queries has another created_at (its rows are then all replaced). */
+static bool same_session(int64_t doc, json_object *sum)
+{
+    sqlite3_stmt *st = NULL;
+    bool same = false;
+    if (prep("SELECT created_at FROM docs WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, doc);
+        const char *c =
+            sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        same = c && strcmp(c, svc_json_str(sum, "created_at", "")) == 0;
+    }
+    sqlite3_reset(st);
+    return same;
+}
+
 /* Bring one session's rows to what the listing says (updated, msgs), inside a transaction:
- * new messages only when the count grew, all of them anew when it did not. */
+ * new messages only when the count grew, all of them anew when it did not or the session
+ * was made again. */
 static int index_session(const struct svc_config *cfg, const char *sid, double updated,
                          int64_t msgs)
 {
@@ -617,7 +634,7 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         return drop_session(sid) < 0 ? -1 : 0;
     }
     int rc = 0;
-    if (found && msgs <= had) {
+    if (found && (msgs <= had || !same_session(doc, sum))) {
         rc = run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc);
         from = 0;
     }

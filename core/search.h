@@ -16,6 +16,7 @@
 #include "config.h"
 #include "err.h"
 
+#define SVC_SEARCH_Q_MAX 1024 /* bytes */
 #define SVC_SEARCH_LIMIT_DEFAULT 20
 #define SVC_SEARCH_LIMIT_MAX 100
 

@@ -145,6 +145,14 @@ is $s->req(PATCH => '/api/v1/chat/sessions/fold', body => { title => 'Renamed fo
 is search('platypus')->{json}{results}[0]{title}, 'Renamed fold', 'the new title';
 is sorted_hits('fox quick'), 'fold/0 fold/1', 'the earlier messages are still found';
 
+# a session removed by another program and made again under its id, longer, between two
+# queries: only its new text is found
+is sorted_hits('filler30'), 'rank-weak/0 rank-weak/1', 'the old text before';
+remove_tree("$root/session_rank-weak");
+chat('rank-weak', "okapi $_") for 1 .. 2;
+is hits('filler30'), '', 'the old text is gone';
+is sorted_hits('okapi'), 'rank-weak/0 rank-weak/1 rank-weak/2 rank-weak/3', 'the new text is found';
+
 # archived sessions only with include_archived
 is $s->req(POST => '/api/v1/chat/sessions/pre/archive')->{status}, 200, 'archive pre';
 is hits('prefix*'), '', 'an archived session is left out';

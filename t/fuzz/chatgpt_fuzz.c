@@ -3,7 +3,8 @@
 // PK\3\4: the zip reader and zlib's inflate), its last byte's low bit choosing a dry run.
 // Every input must import or be refused cleanly, never crash or leak; a refused file writes
 // nothing (the root is then still missing). Everything lives on /dev/shm when there is one.
-// Built by `make fuzz` (build-fuzz/chatgpt_fuzz); run: build-fuzz/chatgpt_fuzz t/fuzz/corpus/chatgpt
+// Built by `make fuzz` (build-fuzz/chatgpt_fuzz); run: build-fuzz/chatgpt_fuzz
+// t/fuzz/corpus/chatgpt
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
