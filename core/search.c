@@ -22,7 +22,7 @@
 #include "util.h"
 
 /* Bump when the tables or the tokenizer change: an index of another schema is rebuilt. */
-#define SCHEMA "svc-search-1"
+#define SCHEMA "svc-search-2"
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
 #define TERMS_MAX 32
@@ -276,13 +276,19 @@ static int64_t data_version(void)
 static char *meta_get(const char *k);
 
 /* Read every docs row into the memo at first, and when the file has a new generation. A
- * session another process indexed meanwhile costs a look at its row, not a reading. */
+ * session another process indexed meanwhile costs a look at its row, not a reading.
+ * Returns 1 when another process stamped the file for another schema. */
 static int memo_load(void)
 {
     int64_t v = data_version();
     if (S.loaded && v == S.version)
         return 0;
     S.version = v;
+    char *schema = meta_get("schema");
+    bool ours = schema && strcmp(schema, SCHEMA) == 0;
+    free(schema);
+    if (!ours)
+        return 1;
     char *gen = meta_get("generation");
     bool same = S.loaded && strcmp(gen ? gen : "", S.gen) == 0;
     snprintf(S.gen, sizeof S.gen, "%s", gen ? gen : "");
@@ -366,10 +372,11 @@ static int db_try_open(void)
     sqlite3_busy_timeout(S.db, 30000);
     if (register_tokenizer(S.db) != 0)
         return -1;
-    int rc = sqlite3_exec(S.db,
-                          "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                          " BEGIN IMMEDIATE;",
-                          NULL, NULL, NULL);
+    int rc = sqlite3_exec(
+        S.db,
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA mmap_size=268435456;"
+        " BEGIN IMMEDIATE;",
+        NULL, NULL, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_exec(S.db, tables, NULL, NULL, NULL);
     bool ok = rc == SQLITE_OK && stamp_ok();
@@ -443,7 +450,9 @@ static int db_fail(const char *what, struct svc_err *err)
 {
     int code = sqlite3_errcode(S.db);
     svc_err_set(err, SVC_E_IO, "search index: %s: %s", what, sqlite3_errmsg(S.db));
-    if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB) {
+    /* a derived file: anything that says its bytes are wrong is cause to build it anew */
+    if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_IOERR ||
+        code == SQLITE_PROTOCOL) {
         svc_logf("search: the index %s is damaged: removed, the next query rebuilds it", S.path);
         db_close();
         unlink_index(S.path);
@@ -655,6 +664,15 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
     return rc;
 }
 
+/* db_fail with SQLite's message, then the transaction rolled back (when still open). */
+static int rollback(const char *what, struct svc_err *err)
+{
+    db_fail(what, err);
+    if (S.db)
+        sqlite3_exec(S.db, "ROLLBACK", NULL, NULL, NULL);
+    return -1;
+}
+
 /* ---- catching up from the listing index ---- */
 
 struct changed {
@@ -712,15 +730,11 @@ static int apply_changes(const struct svc_config *cfg, struct changed *c, struct
             bool gone = c->msgs[k] < 0;
             int rc = gone ? drop_session(c->sid[k])
                           : index_session(cfg, c->sid[k], c->updated[k], c->msgs[k]);
-            if (rc < 0) {
-                sqlite3_exec(S.db, "ROLLBACK", NULL, NULL, NULL);
-                return db_fail("index a session", err);
-            }
+            if (rc < 0)
+                return rollback("index a session", err);
         }
-        if (sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-            sqlite3_exec(S.db, "ROLLBACK", NULL, NULL, NULL);
-            return db_fail("commit", err);
-        }
+        if (sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            return rollback("commit", err);
         for (size_t k = i; k < c->n && k < i + BATCH; k++) {
             if (c->msgs[k] >= 0)
                 memo_put(c->sid[k], c->updated[k], c->msgs[k]);
@@ -734,7 +748,15 @@ static int apply_changes(const struct svc_config *cfg, struct changed *c, struct
 /* Compare with the memo what the listing says changed since the last time. */
 static int catch_up(const struct svc_config *cfg, struct svc_err *err)
 {
-    if (memo_load() != 0)
+    int stale = memo_load();
+    if (stale == 1) {
+        svc_logf("search: the index %s is damaged or another's: rebuilt", S.path);
+        db_close();
+        unlink_index(S.path);
+        S.removed = true;
+        return svc_err_set(err, SVC_E_IO, "search index %s: another schema", S.path);
+    }
+    if (stale != 0)
         return db_fail("read the sessions indexed", err);
     uint64_t mark = S.mark;
     struct svc_store st;
@@ -874,8 +896,9 @@ static json_object *result_row(sqlite3_stmt *st)
     return r;
 }
 
-static int run_query(const char *match, const struct svc_search_query *q, int64_t offset,
-                     json_object **out, struct svc_err *err)
+static int run_query(const struct svc_store *store, const char *match,
+                     const struct svc_search_query *q, int64_t offset, json_object **out,
+                     struct svc_err *err)
 {
     /* bm25 ranks the CANDIDATES matches of the sessions indexed last (rowid order costs
      * nothing); the snippets are made for the page only; the role is read from the rows
@@ -910,8 +933,11 @@ static int run_query(const char *match, const struct svc_search_query *q, int64_
     int rc;
     int64_t got = 0;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW && got < q->limit) {
-        json_object_array_add(results, result_row(st));
         got++;
+        /* a session removed in the listing's blind spot (a root mtime that did not move
+         * within the filesystem's clock tick) is not answered */
+        if (svc_store_session_exists(store, (const char *)sqlite3_column_text(st, 0)))
+            json_object_array_add(results, result_row(st));
     }
     bool more = rc == SQLITE_ROW;
     sqlite3_reset(st);
@@ -941,10 +967,12 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
     S.removed = false;
     if (!cfg->sessions.enabled)
         svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
     for (int tries = 0; cfg->sessions.enabled && tries < 2 && (tries == 0 || S.removed); tries++) {
         S.removed = false;
         if (db_open(cfg, err) == 0 && catch_up(cfg, err) == 0)
-            rc = run_query(match, q, offset, out, err);
+            rc = run_query(&st, match, q, offset, out, err);
         if (rc == 0)
             break;
     }
@@ -974,10 +1002,8 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
     if (sqlite3_exec(S.db, "BEGIN IMMEDIATE; DELETE FROM msgs; DELETE FROM docs", NULL, NULL,
                      NULL) != SQLITE_OK ||
         meta_set("generation", gen) != 0 ||
-        sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-        sqlite3_exec(S.db, "ROLLBACK", NULL, NULL, NULL);
-        return db_fail("empty the index", err);
-    }
+        sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        return rollback("empty the index", err);
     S.loaded = false; /* every process reads the empty memo anew */
     if (catch_up(cfg, err) != 0)
         return -1;

@@ -202,6 +202,14 @@ SKIP: {
     is sorted_hits('platypus'), 'fold/2 fold/3', '... and by the other worker';
     unlink @files;
     is sorted_hits('kilimanjaro'), 'strands-made/0', 'found after the file was removed';
+  SKIP: {
+        skip 'no sqlite3 program', 2 unless system('sqlite3 -version >/dev/null 2>&1') == 0;
+        my ($f) = glob($s->home . '/search/*.sqlite');
+        system('sqlite3', $f, "UPDATE meta SET v = 'svc-search-0' WHERE k = 'schema'") == 0
+            or die 'sqlite3 failed';
+        is sorted_hits('kilimanjaro'), 'strands-made/0', 'an index of another schema is rebuilt';
+        like $s->log, qr/search: the index \S+ is damaged or another's: rebuilt/, '... and the log says so';
+    }
 }
 
 # svc search
@@ -209,7 +217,7 @@ SKIP: {
     local $ENV{SVC_HOME} = $s->home;
     local $ENV{SVC_CONFIG} = $s->home . '/agents.yaml';
     my $svc = SvcTest::build() . '/svc';
-    my $out = `$svc search 'platypus' --role user 2>&1`;
+    my $out = `$svc search 'platypus' --role user`;
     is $?, 0, 'svc search exits 0';
     my $j = eval { $JSON->decode($out) };
     is join(' ', map { "$_->{session_id}/$_->{message_id}" } @{ $j->{results} || [] }), 'fold/2',
