@@ -1,8 +1,8 @@
 # svc: chat-session service. `make` builds build/svc and build/svc-fcgi.
 CC      ?= cc
-PKGS    := fcgi json-c yaml-0.1 zlib libcurl libcrypto
+PKGS    := fcgi json-c yaml-0.1 zlib libcurl libcrypto sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -ljson-c -lyaml -lz -lcurl -lcrypto)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -ljson-c -lyaml -lz -lcurl -lcrypto -lsqlite3)
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 # SAN is the sanitizer flags of `make asan`; kept apart so CFLAGS on the command line works.
@@ -79,10 +79,11 @@ asan: deps
 
 # libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
 # readers, the index file, line/run files with fsck, the HTTP request layer, the OpenAI SSE
-# reader, import bundles (run from the top directory) and the jobs state file.
+# reader, import bundles (run from the top directory), the jobs state file and ChatGPT
+# exports.
 # The library and handlers are compiled once (coverage without libFuzzer's main), in
 # parallel; each harness links them. t/fuzz/sandbox.h keeps a harness's files out of ~/.svc.
-FUZZ := config json session index files http sse import jobs
+FUZZ := config json session index files http sse import jobs chatgpt
 FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi $(PKG_CFLAGS)
 FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)))
 FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)

@@ -1,5 +1,5 @@
 /* h_sessions: the dashboard session API (SPEC 4.3): parse the query or body, call
- * core/query.h, render. Export (SPEC 5) is h_export.c. */
+ * core/query.h (search: core/search.h), render. Export (SPEC 5) is h_export.c. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +11,7 @@
 #include "handlers.h"
 #include "jsonx.h"
 #include "query.h"
+#include "search.h"
 
 /* Send *o (consumed) with status 200, recording the session id for the log. */
 static int send_result(struct http_req *r, const char *sid, json_object *o)
@@ -44,6 +45,25 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
     int rc = svc_sessions_list(r->cfg, &q, &o, err);
     free(tags);
     if (rc < 0)
+        return -1;
+    return send_result(r, NULL, o);
+}
+
+int h_sessions_search(struct http_req *r, struct svc_err *err)
+{
+    struct svc_search_query q;
+    memset(&q, 0, sizeof q);
+    /* types only: core/search.c decides the ranges and values */
+    if (http_query_str(r, "q", &q.q, err) < 0 ||
+        http_query_int(r, "limit", SVC_SEARCH_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit, err) <
+            0 ||
+        http_query_str(r, "cursor", &q.cursor, err) < 0 ||
+        http_query_bool(r, "include_archived", false, &q.include_archived, err) < 0 ||
+        http_query_str(r, "role", &q.role, err) < 0)
+        return -1;
+    q.owner = svc_user_scope(&r->user);
+    json_object *o = NULL;
+    if (svc_search(r->cfg, &q, &o, err) < 0)
         return -1;
     return send_result(r, NULL, o);
 }

@@ -34,6 +34,7 @@ int h_run_cancel(struct http_req *r, struct svc_err *err);
 
 /* h_sessions.c */
 int h_sessions_list(struct http_req *r, struct svc_err *err);
+int h_sessions_search(struct http_req *r, struct svc_err *err);
 int h_session_get(struct http_req *r, struct svc_err *err);
 int h_session_patch(struct http_req *r, struct svc_err *err);
 int h_session_messages(struct http_req *r, struct svc_err *err);

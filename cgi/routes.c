@@ -64,6 +64,7 @@ static const struct route routes[] = {
 
     {"GET", "/api/v1/chat/sessions", h_sessions_list, false, false},
     {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false, false},
+    {"GET", "/api/v1/chat/sessions/search", h_sessions_search, false, false},
     {"GET", "/api/v1/chat/sessions/{session_id}", h_session_get, false, false},
     {"PATCH", "/api/v1/chat/sessions/{session_id}", h_session_patch, false, false},
     {"GET", "/api/v1/chat/sessions/{session_id}/messages", h_session_messages, false, false},

@@ -10,6 +10,9 @@
 int cmd_export(struct svc_config *cfg, int argc, char **argv);
 int cmd_import(struct svc_config *cfg, int argc, char **argv);
 
+/* search.c: svc search (SPEC 13.3) */
+int cmd_search(struct svc_config *cfg, int argc, char **argv);
+
 /* svc.c: for a command that reads every session of the root (export, fsck), called
  * once its arguments are parsed: when the session root does not exist, prints the one error
  * line and returns 1 (a backup run with the wrong SVC_HOME must not report "0 sessions

@@ -1,14 +1,15 @@
-/* export: `svc export` and `svc import` (SPEC 5, 7). A progress bar (sessions done / total,
- * bytes) on stdout when it is a terminal, nothing of it otherwise; counts at the end; every
- * warning, skipped or failed session on stderr. Exit codes: 0 ok, 1 failure (an import with
- * any failed session included, an export that left out a session without --allow-partial),
- * 2 usage. */
+/* export: `svc export` and `svc import` (SPEC 5, 7; --from chatgpt, SPEC 13.3). A progress bar
+ * (sessions done / total, bytes) on stdout when it is a terminal, nothing of it otherwise; counts
+ * at the end; every warning, skipped or failed session on stderr. Exit codes: 0 ok, 1 failure (an
+ * import with any failed session included, an export that left out a session without
+ * --allow-partial), 2 usage. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bundle.h"
+#include "chatgpt.h"
 #include "cmds.h"
 #include "import.h"
 #include "jsonx.h"
@@ -19,7 +20,8 @@ static int usage(const char *why)
     fprintf(stderr, "svc: %s\n", why);
     fputs("usage: svc export [--session ID]... [--include-archived] [--status S]... "
           "[--since TIME] [--out DIR] [--tar] [--allow-partial]\n"
-          "       svc import BUNDLE [--overwrite] [--dry-run]\n",
+          "       svc import BUNDLE [--overwrite] [--dry-run]\n"
+          "       svc import --from chatgpt FILE [--dry-run]\n",
           stderr);
     return 2;
 }
@@ -158,23 +160,50 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     return 0;
 }
 
+/* The counts of a ChatGPT import, its skipped conversations on stderr. */
+static int chatgpt_report(json_object *rep, bool dry_run)
+{
+    json_object *sk = svc_json_arr(rep, "skipped"), *imp = svc_json_arr(rep, "imported");
+    for (size_t i = 0; sk && i < json_object_array_length(sk); i++) {
+        json_object *e = json_object_array_get_idx(sk, i);
+        fprintf(stderr, "svc: skipped %s: %s\n", svc_json_str(e, "session_id", "?"),
+                svc_json_str(e, "reason", "?"));
+    }
+    printf("%s %zu sessions (%lld messages) of %lld conversations, skipped %zu; left out: "
+           "other branches %lld, messages that are not user or assistant text %lld\n",
+           dry_run ? "would import" : "imported", imp ? json_object_array_length(imp) : 0,
+           (long long)svc_json_int(rep, "messages", 0),
+           (long long)svc_json_int(rep, "conversations", 0), sk ? json_object_array_length(sk) : 0,
+           (long long)svc_json_int(rep, "other_branches", 0),
+           (long long)svc_json_int(rep, "left_out", 0));
+    json_object_put(rep);
+    return 0;
+}
+
 int cmd_import(struct svc_config *cfg, int argc, char **argv)
 {
     struct svc_import_options opt;
     memset(&opt, 0, sizeof opt);
-    const char *bundle = NULL;
+    const char *bundle = NULL, *from = NULL;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--overwrite") == 0)
             opt.overwrite = true;
         else if (strcmp(argv[i], "--dry-run") == 0)
             opt.dry_run = true;
+        else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc)
+            from = argv[++i];
         else if (argv[i][0] == '-' || bundle)
-            return usage("import takes one BUNDLE and --overwrite, --dry-run");
+            return usage("import takes one BUNDLE and --overwrite, --dry-run, --from chatgpt");
         else
             bundle = argv[i];
     }
+    if (from && strcmp(from, "chatgpt") != 0)
+        return usage("import --from takes chatgpt");
+    if (from && opt.overwrite)
+        return usage("import --from chatgpt skips the sessions it made before: no --overwrite");
     if (!bundle)
-        return usage("import needs a BUNDLE (a directory or a .tar.gz)");
+        return usage(from ? "import --from chatgpt needs a FILE (conversations.json or the .zip)"
+                          : "import needs a BUNDLE (a directory or a .tar.gz)");
     struct bar b = {.what = "import"};
     if (isatty(STDOUT_FILENO)) {
         opt.progress.fn = bar_draw;
@@ -182,10 +211,13 @@ int cmd_import(struct svc_config *cfg, int argc, char **argv)
     }
     struct svc_err err;
     json_object *rep = NULL;
-    int rc = svc_import(cfg, bundle, &opt, &rep, &err);
+    int rc = from ? svc_chatgpt_import(cfg, bundle, &opt, &rep, &err)
+                  : svc_import(cfg, bundle, &opt, &rep, &err);
     bar_end(&b);
     if (rc != 0)
         return fail(&err);
+    if (from)
+        return chatgpt_report(rep, opt.dry_run);
     const char *note = svc_json_str(rep, "note", NULL);
     if (note)
         fprintf(stderr, "svc: note: %s\n", note);

@@ -387,7 +387,14 @@ static const struct command {
      "  svc export [--session ID]... [--include-archived] [--status S]... [--since TIME]\n"
      "             [--out DIR] [--tar] [--allow-partial] [--user ID]\n",
      cmd_export},
-    {"import", "  svc import BUNDLE [--overwrite] [--dry-run]\n", cmd_import},
+    {"import",
+     "  svc import BUNDLE [--overwrite] [--dry-run]\n"
+     "  svc import --from chatgpt FILE [--dry-run]\n",
+     cmd_import},
+    {"search",
+     "  svc search QUERY [--limit N] [--cursor C] [--all] [--role user|assistant|tool]\n"
+     "  svc search --rebuild\n",
+     cmd_search},
     {"memory", "  svc memory sync SESSION\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
     {"retention", "  svc retention [--dry-run]\n", cmd_retention},

@@ -597,6 +597,7 @@ static const struct cfg_row cfg_rows[] = {
     {"retention.keep_pinned", CT_BOOL, C(retention.keep_pinned), .def = "true"},
     {"retention.export_before_delete", CT_STR, C(retention.export_before_delete), .def = ""},
     {"retention.schedule", CT_STR, C(retention.schedule), .def = "17 3 * * *", .check = check_cron},
+    {"search.index_dir", CT_PATH, C(search.index_dir), .def = "search", .flags = F_HOMEREL},
 };
 #undef C
 

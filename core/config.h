@@ -112,6 +112,9 @@ struct svc_config {
         char *export_before_delete;     /* "" or a directory (`~` expanded at use) */
         char *schedule;                 /* 5-field cron, default "17 3 * * *" */
     } retention;
+    struct {
+        char *index_dir; /* expanded; default $SVC_HOME/search (per host, never the root) */
+    } search;
     struct svc_job *jobs;
     size_t njobs;
     struct svc_extension *extensions;

@@ -41,8 +41,9 @@ struct entry {
     const char *owner; /* interned (owner_intern), NULL when it has none */
     bool archived;
     bool pinned;
-    char *tags; /* the summary's tags as "\x1f<tag>\x1f<tag>\x1f", or NULL for none */
-    bool seen;  /* present in the latest directory scan */
+    char *tags;       /* the summary's tags as "\x1f<tag>\x1f<tag>\x1f", or NULL for none */
+    bool seen;        /* present in the latest directory scan */
+    uint64_t changed; /* the value of `changes` when it last changed (svc_index_each) */
 };
 
 /* A hash from sid to position keeps applying lines O(1). */
@@ -82,6 +83,9 @@ static struct {
 static struct {
     unsigned long applied, rebuilds, scanned, trimmed_at;
 } done;
+/* Changes to the entries in this process, and the last one that removed entries (a walk
+ * since then must be whole): svc_index_each's marks. */
+static uint64_t changes = 1, removed_at;
 
 static size_t summary_bytes(const struct entry *e)
 {
@@ -140,6 +144,7 @@ void svc_index_reset(void)
         close(ix.stamp_fd);
     free(ix.hs); /* it points into the entries just freed */
     memset(&ix, 0, sizeof ix);
+    removed_at = ++changes;
 }
 
 static struct entry *find(const char *sid)
@@ -266,6 +271,9 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
 {
     done.applied++;
+    changes++;
+    if (!summary)
+        removed_at = changes;
     struct entry *e = lookup(sid);
     if (!summary) {
         if (e) {
@@ -299,6 +307,7 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
         }
     }
     entry_fill(e, summary, off, len);
+    e->changed = changes;
     e->seen = true;
     ix.sorted = false;
 }
@@ -588,6 +597,7 @@ static void apply_line(const char *line, size_t n, off_t at, bool *garbage)
 
 static void entries_clear(void)
 {
+    removed_at = ++changes;
     for (size_t i = 0; i < ix.n; i++)
         entry_free(&ix.v[i]);
     ix.n = 0;
@@ -1303,6 +1313,33 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     if (rc == 1)
         return svc_err_set(err, SVC_E_IO, "the session index could not be read");
     return rc;
+}
+
+int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn *fn, void *ctx)
+{
+    if (refresh(st) != 0)
+        return -1;
+    if (*mark == changes)
+        return 0;
+    bool whole = *mark == 0 || removed_at > *mark;
+    for (size_t i = 0; i < ix.n; i++)
+        if (whole || ix.v[i].changed > *mark)
+            fn(ctx, ix.v[i].sid, ix.v[i].updated, ix.v[i].msgs, ix.v[i].archived);
+    *mark = changes;
+    return whole ? 1 : 0;
+}
+
+json_object *svc_index_summary(const char *sid)
+{
+    const struct entry *e = lookup(sid);
+    char *text = e ? entry_summary(e) : NULL;
+    json_object *o = text ? json_tokener_parse(text) : NULL;
+    free(text);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    return o;
 }
 
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)

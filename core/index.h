@@ -52,6 +52,17 @@ int svc_index_verify(const struct svc_store *st, char *why, size_t whysz);
 void svc_index_resync(const struct svc_store *st, const char *sid);
 /* The number of sessions the index lists (this process's copy, brought up to date), or -1. */
 int64_t svc_index_count(const struct svc_store *st);
+/* Bring the index up to date and call fn, in no order, for each session it lists that
+ * changed in this process's copy since *mark (every one when *mark is 0 or sessions left
+ * since), with its updated_at (epoch), message_count and archived; *mark gets the new mark.
+ * Returns 1 when fn saw every session, 0 when only the changed ones, -1 on error. How the
+ * search index catches up. */
+typedef void svc_index_each_fn(void *ctx, const char *sid, double updated, int64_t msgs,
+                               bool archived);
+int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn *fn, void *ctx);
+/* The summary of sid in this process's copy as the last svc_index_each or listing left it
+ * (new reference), or NULL when it has none or cannot read it. */
+json_object *svc_index_summary(const char *sid);
 /* Rebuild the index from the directories now, under the root lock. */
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */

@@ -534,12 +534,13 @@ static int begin_dirs(struct svc_run *run, const struct svc_run_request *req, bo
     *dirs_seen = false;
     if (exists && !S_ISDIR(lst.st_mode)) /* a symlink or a file: never follow it */
         return svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
-    /* GET /api/v1/chat/sessions/export is the export route's path (cgi/routes.c): svc makes
-     * no session it could not show there (one another program made is still served) */
-    if (!exists && strcmp(s->sid, "export") == 0)
+    /* GET /api/v1/chat/sessions/export and .../search are routes' paths (cgi/routes.c): svc
+     * makes no session it could not show there (one another program made is still served) */
+    if (!exists && (strcmp(s->sid, "export") == 0 || strcmp(s->sid, "search") == 0))
         return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                            "session id 'export' is reserved (the path of the export route); "
-                            "choose another");
+                            "session id '%s' is reserved (the path of the %s route); choose "
+                            "another",
+                            s->sid, s->sid);
     if (!exists && check_new_answers(run, req, err) != 0)
         return -1;
     if (!exists)

@@ -231,6 +231,26 @@ is "$d->{title} $d->{user_id} " . ($d->{user_verified} ? 1 : 0), 'by root bob 1'
 is chat(root => $own{alice}{sid}, 'root continues')->{status}, 200, 'an admin continues a user\'s session';
 is as(alice => GET => "/api/v1/chat/sessions/$own{alice}{sid}")->{json}{user_id}, 'alice', '...which stays alice\'s';
 
+# ---- full-text search: a user finds only their own sessions' words ----
+is chat(bob => 'bob-secret', 'the zanzibarquokka plan')->{status}, 200, 'bob says a rare word';
+is chat(alice => 'alice-own', 'my zanzibarquokka notes')->{status}, 200, 'alice says it too';
+for my $who (qw(alice bob)) {
+    my $r = as($who, GET => '/api/v1/chat/sessions/search?q=zanzibarquokka&limit=50');
+    is $r->{status}, 200, "$who searches";
+    my %sids = map { $_->{session_id} => 1 } @{ $r->{json}{results} || [] };
+    my $other = $who eq 'alice' ? 'bob-secret' : 'alice-own';
+    ok !$sids{$other}, "$who does not find the other user's session";
+    ok $sids{$who eq 'alice' ? 'alice-own' : 'bob-secret'}, "$who finds their own";
+}
+my $rs = as(root => GET => '/api/v1/chat/sessions/search?q=zanzibarquokka&limit=50');
+my %both = map { $_->{session_id} => 1 } grep { $_->{session_id} =~ /^(bob-secret|alice-own)$/ }
+    @{ $rs->{json}{results} || [] };
+is scalar(keys %both), 2, 'an admin finds both';
+# alice's session holds two matches (her words and the echo); bob's two are not there for her
+$rs = as(alice => GET => '/api/v1/chat/sessions/search?q=zanzibarquokka&limit=2');
+is scalar(@{ $rs->{json}{results} || [] }), 2, 'alice gets her two matches';
+is $rs->{json}{next_cursor}, undef, '...and no next page: bob\'s matches are not counted';
+
 # ---- memory recall: the model is sent the same user's digests only ----
 for my $who (qw(alice bob legacy)) {
     my $text = "$who recalls";

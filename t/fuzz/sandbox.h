@@ -1,7 +1,8 @@
 // sandbox.h: a fuzz harness's scratch directory, <base>/svc-<name>-fuzz-<pid> with <base>
 // /dev/shm when writable (speed), else /tmp. fuzz_sandbox_config points every directory
 // the configuration names under it (sessions.root = <dir>/root, memory.root =
-// <dir>/memory, home = <dir>/home, sessions.export_default_dir = <dir>/export), so a
+// <dir>/memory, home = <dir>/home, sessions.export_default_dir = <dir>/export,
+// search.index_dir = <dir>/search), so a
 // harness never reads or writes the user's ~/.svc or ~/Desktop (http_fuzz reaches the
 // export endpoint). With the defaults, every turn a harness ran appended to ~/.svc/memory,
 // and svc_fsck read that file again on every input (27 MB of it made one 30 s run take 9
@@ -47,10 +48,12 @@ static void fuzz_sandbox_config(struct svc_config *cfg, char *root, size_t size)
     free(cfg->memory.root);
     free(cfg->home);
     free(cfg->sessions.export_default_dir);
+    free(cfg->search.index_dir);
     cfg->sessions.root = svc_path_join(fuzz_sandbox_dir, "root");
     cfg->memory.root = svc_path_join(fuzz_sandbox_dir, "memory");
     cfg->home = svc_path_join(fuzz_sandbox_dir, "home");
     cfg->sessions.export_default_dir = svc_path_join(fuzz_sandbox_dir, "export");
+    cfg->search.index_dir = svc_path_join(fuzz_sandbox_dir, "search");
     cfg->sessions.fsync = false;
     if (root)
         snprintf(root, size, "%s", cfg->sessions.root);

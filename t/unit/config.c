@@ -304,7 +304,8 @@ static void test_to_json_defaults(void)
            "\"max_tool_iterations\":8},\"memory\":{\"root\":\"/home/tester/.svc/memory\","
            "\"recall\":0},\"retention\":{\"archive_after_days\":0,"
            "\"delete_archived_after_days\":0,\"delete_after_days\":0,\"keep_pinned\":true,"
-           "\"export_before_delete\":\"\",\"schedule\":\"17 3 * * *\"},\"jobs\":[],"
+           "\"export_before_delete\":\"\",\"schedule\":\"17 3 * * *\"},"
+           "\"search\":{\"index_dir\":\"/home/tester/.svc/search\"},\"jobs\":[],"
            "\"extensions\":[],\"source\":\"t.yaml\"}",
            "to_json of the defaults, in table order");
     free(dump);
