@@ -2,7 +2,7 @@
 # A stream cut by a dying worker reaches the client as an error (issue 23, item 3): kill -9
 # of the worker serving a streamed /api/chat leaves curl with a non-zero exit (no last
 # chunk) and makes the official `openai` client throw, through the shipped nginx files
-# (svc-api.conf: fastcgi_keep_conn, buffered mode). A complete stream still arrives event by
+# (svc-stream.conf: fastcgi_keep_conn, buffered mode). A complete stream still arrives event by
 # event and ends cleanly. The npm packages come from t/node (installed as t/60-clients.t does).
 use strict;
 use warnings;
