@@ -33,20 +33,7 @@ sub as {
     $o{headers} = { %{ $o{headers} || {} }, authorization => "Bearer $TOK{$who}" };
     return $s->req($m, $p, %o);
 }
-sub snapshot {    # every file under the root (names and sizes): "nothing changed on disk"
-    my @out;
-    my @todo = ($s->root);
-    while (my $d = shift @todo) {
-        opendir my $h, $d or next;
-        for (sort grep { !/^\.\.?$/ } readdir $h) {
-            my $p = "$d/$_";
-            next if /^\.svc\.(run\.)?lock$/ || /^\.svc_index/;
-            if (-d $p && !-l $p) { push @todo, $p; push @out, "$p/" }
-            else { push @out, "$p " . (-s $p // 0) . ' ' . ((stat $p)[9] // 0) }
-        }
-    }
-    return join "\n", sort @out;
-}
+sub snapshot { $s->snapshot(qr/^\.svc_index/) }    # "nothing changed on disk" (SvcTest)
 sub msgfile { my ($sid, $n) = @_; $s->root . "/session_$sid/agents/agent_svc-agent/messages/message_$n.json" }
 sub rejected {    # a 4xx with a code, and nothing on disk changed
     my ($name, $status, $code, $m, $p, %o) = @_;

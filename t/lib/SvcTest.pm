@@ -182,6 +182,24 @@ sub url  { my ($s, $p) = @_; "http://127.0.0.1:$s->{port}" . ($p // '') }
 sub log  { read_file($_[0]{log}) // '' }
 
 # The session root: sessions.root from agents.yaml when set, else the default under home.
+# Every file under the session root, names and sizes, one a line: "nothing changed on disk".
+# Lock files are left out (a reader may create them), and names matching $skip (a regex).
+sub snapshot {
+    my ($s, $skip) = @_;
+    my @out;
+    my @todo = ($s->root);
+    while (my $d = shift @todo) {
+        opendir my $h, $d or next;
+        for (sort grep { !/^\.\.?$/ } readdir $h) {
+            my $p = "$d/$_";
+            next if /^\.svc\.(run\.)?lock$/ || ($skip && $_ =~ $skip);
+            if (-d $p && !-l $p) { push @todo, $p; push @out, "$p/" }
+            else { push @out, "$p " . (-s $p // 0) }
+        }
+    }
+    return join "\n", sort @out;
+}
+
 sub root {
     my ($s) = @_;
     my $y = read_file("$s->{home}/agents.yaml") // '';
