@@ -5,17 +5,18 @@
  * turn line are the same; the answer is rendered as a response object or its event
  * stream, and stored through core/responses.h so that previous_response_id and GET find it
  * from any worker.
- * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`,
- * else metadata.session_id, session_id, the X-Session-Id header, else a new one. The
- * client sends only the new input: the session holds the history.
- * Tool calls svc executes itself are reported as `svc.event` stream events and stored in
- * the transcript, never returned as function_call items awaiting output; the request's own
- * function tools (SPEC 12.1) are: their calls end the run as function_call items, and
- * function_call_output items answer them. */
+ * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`
+ * (a fork of it up to that response when it is not the newest turn: a branch), else
+ * metadata.session_id, session_id, the X-Session-Id header, else a new one. The client sends only
+ * the new input: the session holds the history. Tool calls svc executes itself are reported as
+ * `svc.event` stream events and stored in the transcript, never returned as function_call items
+ * awaiting output; the request's own function tools (SPEC 12.1) are: their calls end the run as
+ * function_call items, and function_call_output items answer them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fork.h"
 #include "handlers.h"
 #include "idem.h"
 #include "jsonx.h"
@@ -24,6 +25,7 @@
 #include "responses.h"
 #include "runs.h"
 #include "session.h"
+#include "store.h"
 #include "toolsin.h"
 #include "util.h"
 
@@ -40,6 +42,7 @@ struct resp_in {
     bool no_truncation;      /* truncation: "disabled" */
     const char *sid;         /* borrowed from the body or the request */
     json_object *prev;       /* owned: the stored response previous_response_id names */
+    json_object *branch;     /* owned: the summary of the session forked from it, or NULL */
     const char *prev_id;     /* borrowed */
     const char *instructions, *user, *locale, *channel; /* borrowed */
     json_object *metadata;                              /* borrowed */
@@ -54,6 +57,7 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->body);
     json_object_put(in->history);
     json_object_put(in->prev);
+    json_object_put(in->branch);
     json_object_put(in->tools);
     json_object_put(in->results);
     json_object_put(in->items);
@@ -422,6 +426,28 @@ static int parse_truncation(struct resp_in *in, struct svc_err *err)
     return 0;
 }
 
+/* previous_response_id naming an older turn of its session: the turn runs in a fork holding
+ * the messages up to that response's last one (SPEC 12.3); the newest continues in place,
+ * and so does a response stored without last_message_id (from before branches). */
+static int branch_from_prev(struct http_req *r, struct resp_in *in, struct svc_err *err)
+{
+    int64_t last = svc_json_int(in->prev, "last_message_id", -1), count = 0, next = 0;
+    struct svc_sess s = SVC_SESS_INIT;
+    if (last < 0 || !in->sid || svc_sess_open(r->cfg, in->sid, &s, err) != 0)
+        return last < 0 || !in->sid ? 0 : -1;
+    int64_t *ids = NULL;
+    int rc = svc_sess_message_count(&s, -1, &count, &next, &ids, err);
+    svc_sess_close(&s);
+    free(ids);
+    if (rc != 0 || next - 1 <= last)
+        return rc != 0 ? -1 : 0;
+    struct svc_fork_req f = {.session_id = in->sid, .has_message_id = true, .message_id = last};
+    if (svc_session_fork(r->cfg, &f, &in->branch, err) != 0)
+        return -1;
+    in->sid = svc_json_str(in->branch, "session_id", NULL);
+    return 0;
+}
+
 static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
@@ -635,6 +661,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     }
     svc_json_set_str(o, "session_id", svc_run_get_session_id(c->run));
     svc_json_set_str(o, "run_id", svc_run_get_id(c->run));
+    if (ended && in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
+        svc_json_set_int(o, "last_message_id", svc_run_get_last_message_id(c->run));
     if (in->svc_v2 && ended) {
         json_object *svc = json_object_new_object();
         svc_json_set_str(svc, "schema_version", "2.0");
@@ -938,6 +966,8 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         }
         json_object_put(stored);
     }
+    if (in.prev && branch_from_prev(r, &in, err) < 0)
+        goto out;
     http_set_session(r, in.sid, false);
     struct svc_run_request req = {
         .session_id = in.sid,
