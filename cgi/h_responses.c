@@ -11,7 +11,8 @@
  * the new input: the session holds the history. Tool calls svc executes itself are reported as
  * `svc.event` stream events and stored in the transcript, never returned as function_call items
  * awaiting output; the request's own function tools (SPEC 12.1) are: their calls end the run as
- * function_call items, and function_call_output items answer them. */
+ * function_call items, and function_call_output items answer them. `background: true`
+ * (SPEC 12.3) runs detached (runs.h); GET polls the run's record, POST .../cancel stops it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ struct resp_in {
     const char *prev_id;     /* borrowed */
     const char *instructions, *user, *locale, *channel; /* borrowed */
     json_object *metadata;                              /* borrowed */
-    bool stream, store, svc_v2;
+    bool stream, store, svc_v2, background;
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
     double temperature;
     int64_t max_tokens;
@@ -460,6 +461,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         http_field_str(b, "user", NULL, false, &in->user, err) < 0 ||
         http_field_bool(b, "stream", NULL, false, &in->stream, err) < 0 ||
         http_field_bool(b, "store", NULL, true, &in->store, err) < 0 ||
+        http_field_bool(b, "background", NULL, false, &in->background, err) < 0 ||
         http_field_str(b, "previous_response_id", NULL, false, &in->prev_id, err) < 0 ||
         http_field_str(b, "session_id", NULL, false, &bsid, err) < 0 ||
         http_field_number_opt(b, "temperature", NULL, &in->has_temperature, &in->temperature, err) <
@@ -478,6 +480,13 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                             "'store': false runs without a session: send the whole input instead "
                             "of '%s'",
                             conv ? "conversation" : "previous_response_id");
+    if (in->background && (!in->store || in->stream || in->tools))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "background",
+                            "'background': true is stored and polled: it takes neither "
+                            "'store': false, 'stream': true nor client 'tools'");
+    if (in->background && !r->cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
+                           "background responses need sessions.enabled: true");
     if (conv && in->prev_id)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "conversation",
                             "give either 'conversation' or 'previous_response_id', not both");
@@ -520,10 +529,8 @@ struct resp_ctx {
     double ping_after;
 };
 
-static json_object *usage_object(struct svc_run *run)
+static json_object *usage_of(int64_t p, int64_t c)
 {
-    int64_t p, c;
-    svc_run_get_usage(run, &p, &c);
     json_object *u = json_object_new_object();
     svc_json_set_int(u, "input_tokens", p);
     json_object *idet = json_object_new_object();
@@ -535,6 +542,13 @@ static json_object *usage_object(struct svc_run *run)
     svc_json_set(u, "output_tokens_details", odet);
     svc_json_set_int(u, "total_tokens", p + c);
     return u;
+}
+
+static json_object *usage_object(struct svc_run *run)
+{
+    int64_t p, c;
+    svc_run_get_usage(run, &p, &c);
+    return usage_of(p, c);
 }
 
 static json_object *text_part(const char *text)
@@ -945,6 +959,133 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
     return 0;
 }
 
+/* The core run request of a Responses request (borrows from in and r). */
+static struct svc_run_request run_request_of(struct http_req *r, const struct resp_in *in)
+{
+    struct svc_run_request req = {
+        .session_id = in->sid,
+        .input = in->input,
+        .history = in->history,
+        .user_id = in->user,
+        .channel = in->channel,
+        .locale = in->locale,
+        .instructions = in->instructions,
+        .has_temperature = in->has_temperature,
+        .temperature = in->temperature,
+        .has_max_tokens = in->has_max_tokens,
+        .max_tokens = in->max_tokens,
+        .max_tokens_param = "max_output_tokens",
+        .user = &r->user,
+        .client_tools = in->tools,
+        .tool_choice = in->tool_choice,
+        .tool_results = in->results,
+        .stateless = !in->store,
+        .no_truncation = in->no_truncation,
+    };
+    return req;
+}
+
+/* ---- background responses (SPEC 12.3): an asynchronous run (runs.h) polled by GET ---- */
+
+/* The object of a background response before its run ended, as stored at creation. */
+static json_object *background_object(const struct resp_in *in, const char *id, json_object *run)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "object", "response");
+    svc_json_set_int(o, "created_at", (int64_t)svc_time_now());
+    svc_json_set_str(o, "status", "in_progress");
+    svc_json_set_bool(o, "background", true);
+    svc_json_set(o, "error", NULL);
+    svc_json_set(o, "incomplete_details", NULL);
+    svc_json_set_str(o, "instructions", in->instructions);
+    svc_json_set_str(o, "model", svc_json_str(run, "model", NULL));
+    svc_json_set(o, "output", json_object_new_array());
+    svc_json_set_str(o, "previous_response_id", in->prev_id);
+    svc_json_set_bool(o, "store", true);
+    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
+    svc_json_set(o, "usage", NULL);
+    svc_json_set_str(o, "user", in->user);
+    svc_json_set(o, "metadata",
+                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
+    json_object *conv = json_object_new_object();
+    svc_json_set_str(conv, "id", svc_json_str(run, "session_id", NULL));
+    svc_json_set(o, "conversation", conv);
+    svc_json_set_str(o, "session_id", svc_json_str(run, "session_id", NULL));
+    svc_json_set_str(o, "run_id", svc_json_str(run, "run_id", NULL));
+    return o;
+}
+
+/* background: true: the run is spawned detached (it outlives this worker), the response is
+ * stored in_progress and answered at once; GET reads the run's record for the rest. */
+static int resp_background(struct http_req *r, struct resp_in *in, struct svc_err *err)
+{
+    struct svc_run_request req = run_request_of(r, in);
+    json_object *run = NULL;
+    bool replayed = false;
+    if (svc_runs_spawn(r->cfg, &req, NULL, &run, &replayed, err) < 0)
+        return -1;
+    http_mark_run_began(r);
+    http_set_session(r, svc_json_str(run, "session_id", NULL), true);
+    char id[SVC_RESPONSE_ID_LEN];
+    svc_responses_new_id("resp_", id, sizeof id);
+    json_object *o = background_object(in, id, run), *kept = svc_json_copy(o);
+    svc_json_set(kept, "input_items", json_object_get(in->items));
+    int rc = svc_responses_put(r->cfg, kept, err);
+    if (rc < 0) { /* nobody could poll it: stop it */
+        json_object *c = NULL;
+        svc_runs_cancel(r->cfg, svc_json_str(run, "run_id", ""), &c, NULL);
+        json_object_put(c);
+    } else {
+        http_send_json(r, 200, o);
+    }
+    json_object_put(kept);
+    json_object_put(o);
+    json_object_put(run);
+    return rc;
+}
+
+/* A background response as its run's record says now: status, output, usage, error. */
+static void background_refresh(struct http_req *r, json_object *o)
+{
+    json_object *rec = NULL;
+    if (!svc_json_bool(o, "background", false) ||
+        svc_runs_get(r->cfg, svc_json_str(o, "run_id", ""), &rec, NULL) < 0)
+        return;
+    const char *st = svc_json_str(rec, "status", "running");
+    static const char *const map[][2] = {
+        {"done", "completed"}, {"cancelled", "cancelled"}, {"error", "failed"}};
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (strcmp(st, map[i][0]) == 0)
+            svc_json_set_str(o, "status", map[i][1]);
+    if (strcmp(st, "done") == 0) {
+        char msg[48];
+        snprintf(msg, sizeof msg, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
+        json_object *item = json_object_new_object(), *parts = json_object_new_array();
+        svc_json_set_str(item, "id", msg);
+        svc_json_set_str(item, "type", "message");
+        svc_json_set_str(item, "status", "completed");
+        svc_json_set_str(item, "role", "assistant");
+        json_object_array_add(parts, text_part(svc_json_str(rec, "content", "")));
+        svc_json_set(item, "content", parts);
+        json_object *out = json_object_new_array();
+        json_object_array_add(out, item);
+        svc_json_set(o, "output", out);
+        json_object *u = svc_json_obj(rec, "usage");
+        svc_json_set(
+            o, "usage",
+            usage_of(svc_json_int(u, "prompt_tokens", 0), svc_json_int(u, "completion_tokens", 0)));
+    }
+    json_object *e = svc_json_obj(rec, "error");
+    if (strcmp(st, "error") == 0 && e) {
+        json_object *oe = json_object_new_object();
+        svc_json_set_str(oe, "code", svc_json_str(e, "code", "internal_error"));
+        svc_json_set_str(oe, "message", svc_json_str(e, "message", ""));
+        svc_json_set(o, "error", oe);
+    }
+    json_object_put(rec);
+}
+
 int h_responses_create(struct http_req *r, struct svc_err *err)
 {
     struct resp_in in;
@@ -969,26 +1110,11 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     if (in.prev && branch_from_prev(r, &in, err) < 0)
         goto out;
     http_set_session(r, in.sid, false);
-    struct svc_run_request req = {
-        .session_id = in.sid,
-        .input = in.input,
-        .history = in.history,
-        .user_id = in.user,
-        .channel = in.channel,
-        .locale = in.locale,
-        .instructions = in.instructions,
-        .has_temperature = in.has_temperature,
-        .temperature = in.temperature,
-        .has_max_tokens = in.has_max_tokens,
-        .max_tokens = in.max_tokens,
-        .max_tokens_param = "max_output_tokens",
-        .user = &r->user,
-        .client_tools = in.tools,
-        .tool_choice = in.tool_choice,
-        .tool_results = in.results,
-        .stateless = !in.store,
-        .no_truncation = in.no_truncation,
-    };
+    if (in.background) {
+        rc = resp_background(r, &in, err);
+        goto out;
+    }
+    struct svc_run_request req = run_request_of(r, &in);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
@@ -1105,6 +1231,40 @@ int h_response_get(struct http_req *r, struct svc_err *err)
         return -1;
     }
     http_set_session(r, svc_json_str(o, "session_id", NULL), false);
+    background_refresh(r, o);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+/* POST /api/v1/responses/{id}/cancel: a background response's run is asked to stop and the
+ * answer waits (at most 5 s) for it to end; one already ended is answered as it is. */
+int h_response_cancel(struct http_req *r, struct svc_err *err)
+{
+    json_object *o = NULL, *c = NULL;
+    const char *id = http_param(r, "response_id");
+    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+        return -1;
+    if (response_unseen(r, o, id, err)) {
+        json_object_put(o);
+        return -1;
+    }
+    const char *run_id = svc_json_str(o, "run_id", "");
+    if (!svc_json_bool(o, "background", false)) {
+        json_object_put(o);
+        return svc_err_set(err, SVC_E_RUN_NOT_ACTIVE,
+                           "only a response created with 'background': true can be cancelled");
+    }
+    http_set_session(r, svc_json_str(o, "session_id", NULL), false);
+    if (svc_runs_cancel(r->cfg, run_id, &c, NULL) == 0)
+        for (int i = 0; i < 50; i++) {
+            background_refresh(r, o);
+            if (strcmp(svc_json_str(o, "status", ""), "in_progress") != 0)
+                break;
+            svc_runs_wait(r->cfg, run_id, 100);
+        }
+    json_object_put(c);
+    background_refresh(r, o);
     http_send_json(r, 200, o);
     json_object_put(o);
     return 0;
