@@ -12,7 +12,8 @@
  * `svc.event` stream events and stored in the transcript, never returned as function_call items
  * awaiting output; the request's own function tools (SPEC 12.1) are: their calls end the run as
  * function_call items, and function_call_output items answer them. `background: true`
- * (SPEC 12.3) runs detached (runs.h); GET polls the run's record, POST .../cancel stops it. */
+ * (SPEC 12.3) runs detached (runs.h); GET polls the run's record (or, with stream=true,
+ * replays its events after starting_after), POST .../cancel stops it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -480,10 +481,10 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                             "'store': false runs without a session: send the whole input instead "
                             "of '%s'",
                             conv ? "conversation" : "previous_response_id");
-    if (in->background && (!in->store || in->stream || in->tools))
+    if (in->background && (!in->store || in->tools))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "background",
                             "'background': true is stored and polled: it takes neither "
-                            "'store': false, 'stream': true nor client 'tools'");
+                            "'store': false nor client 'tools'");
     if (in->background && !r->cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "background responses need sessions.enabled: true");
@@ -1016,35 +1017,6 @@ static json_object *background_object(const struct resp_in *in, const char *id, 
     return o;
 }
 
-/* background: true: the run is spawned detached (it outlives this worker), the response is
- * stored in_progress and answered at once; GET reads the run's record for the rest. */
-static int resp_background(struct http_req *r, struct resp_in *in, struct svc_err *err)
-{
-    struct svc_run_request req = run_request_of(r, in);
-    json_object *run = NULL;
-    bool replayed = false;
-    if (svc_runs_spawn(r->cfg, &req, NULL, &run, &replayed, err) < 0)
-        return -1;
-    http_mark_run_began(r);
-    http_set_session(r, svc_json_str(run, "session_id", NULL), true);
-    char id[SVC_RESPONSE_ID_LEN];
-    svc_responses_new_id("resp_", id, sizeof id);
-    json_object *o = background_object(in, id, run), *kept = svc_json_copy(o);
-    svc_json_set(kept, "input_items", json_object_get(in->items));
-    int rc = svc_responses_put(r->cfg, kept, err);
-    if (rc < 0) { /* nobody could poll it: stop it */
-        json_object *c = NULL;
-        svc_runs_cancel(r->cfg, svc_json_str(run, "run_id", ""), &c, NULL);
-        json_object_put(c);
-    } else {
-        http_send_json(r, 200, o);
-    }
-    json_object_put(kept);
-    json_object_put(o);
-    json_object_put(run);
-    return rc;
-}
-
 /* A background response as its run's record says now: status, output, usage, error. */
 static void background_refresh(struct http_req *r, json_object *o)
 {
@@ -1084,6 +1056,211 @@ static void background_refresh(struct http_req *r, json_object *o)
         svc_json_set(o, "error", oe);
     }
     json_object_put(rec);
+}
+
+/* ---- a background response's event stream, resumable (SPEC 12.3) ----
+ * Numbered from the run's events so that every replay numbers alike: 0..3 open the
+ * message (created, in_progress, output_item.added, content_part.added), run event seq k
+ * is 3 + k (delta: output_text.delta; others: svc.event), and its done closes with 3 + k..
+ * 6 + k (output_text.done, content_part.done, output_item.done, response.completed); its
+ * error is response.failed at 3 + k. */
+
+struct bg_stream {
+    struct http_req *r;
+    json_object *resp; /* the stored object, refreshed at the end */
+    char msg_id[48];
+    int64_t after; /* starting_after: events up to it are skipped */
+};
+
+/* One event numbered seq, skipped when seq <= after; o consumed. 0, or -1 when gone. */
+static int bg_emit(struct bg_stream *b, int64_t seq, const char *type, json_object *o)
+{
+    if (seq <= b->after) {
+        json_object_put(o);
+        return 0;
+    }
+    json_object *ev = json_object_new_object();
+    svc_json_set_str(ev, "type", type);
+    svc_json_set_int(ev, "sequence_number", seq);
+    json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
+    json_object_put(o);
+    int rc = http_sse_event(b->r, type, ev);
+    json_object_put(ev);
+    return rc;
+}
+
+/* The text part's position fields, and the text under key when key is not NULL. */
+static json_object *bg_pos(const struct bg_stream *b, const char *key, const char *text)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "item_id", b->msg_id);
+    svc_json_set_int(o, "output_index", 0);
+    svc_json_set_int(o, "content_index", 0);
+    if (key)
+        svc_json_set_str(o, key, text);
+    return o;
+}
+
+static int bg_open(struct bg_stream *b)
+{
+    json_object *item = json_object_new_object();
+    svc_json_set_str(item, "id", b->msg_id);
+    svc_json_set_str(item, "type", "message");
+    svc_json_set_str(item, "status", "in_progress");
+    svc_json_set_str(item, "role", "assistant");
+    svc_json_set(item, "content", json_object_new_array());
+    json_object *added = json_object_new_object();
+    svc_json_set_int(added, "output_index", 0);
+    svc_json_set(added, "item", item);
+    json_object *part = bg_pos(b, NULL, NULL);
+    svc_json_set(part, "part", text_part(""));
+    return bg_emit(b, 0, "response.created", with_response(svc_json_copy(b->resp))) < 0 ||
+                   bg_emit(b, 1, "response.in_progress", with_response(svc_json_copy(b->resp))) <
+                       0 ||
+                   bg_emit(b, 2, "response.output_item.added", added) < 0 ||
+                   bg_emit(b, 3, "response.content_part.added", part) < 0
+               ? -1
+               : 0;
+}
+
+/* The closing events after the run's done (seq k) or error. */
+static int bg_close(struct bg_stream *b, int64_t k, bool done)
+{
+    background_refresh(b->r, b->resp);
+    if (!done)
+        return bg_emit(b, 3 + k, "response.failed", with_response(svc_json_copy(b->resp)));
+    json_object *out = svc_json_arr(b->resp, "output");
+    json_object *item = out ? json_object_array_get_idx(out, 0) : NULL;
+    json_object *parts = item ? svc_json_arr(item, "content") : NULL;
+    json_object *part = parts ? json_object_array_get_idx(parts, 0) : NULL;
+    const char *text = svc_json_str(part, "text", "");
+    json_object *pd = bg_pos(b, NULL, NULL), *idone = json_object_new_object();
+    svc_json_set(pd, "part", text_part(text));
+    svc_json_set_int(idone, "output_index", 0);
+    svc_json_set(idone, "item", item ? json_object_get(item) : json_object_new_object());
+    return bg_emit(b, 3 + k, "response.output_text.done", bg_pos(b, "text", text)) < 0 ||
+                   bg_emit(b, 4 + k, "response.content_part.done", pd) < 0 ||
+                   bg_emit(b, 5 + k, "response.output_item.done", idone) < 0 ||
+                   bg_emit(b, 6 + k, "response.completed", with_response(svc_json_copy(b->resp))) <
+                       0
+               ? -1
+               : 0;
+}
+
+/* One run event; *ended set on its done or error. 0, or -1 when the client is gone. */
+static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
+{
+    const char *type = svc_json_str(ev, "type", "");
+    int64_t k = svc_json_int(ev, "seq", 0);
+    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
+        *ended = true;
+        return bg_close(b, k, strcmp(type, "done") == 0);
+    }
+    if (strcmp(type, "delta") == 0)
+        return bg_emit(b, 3 + k, "response.output_text.delta",
+                       bg_pos(b, "delta", svc_json_str(ev, "text", "")));
+    json_object *o = json_object_new_object();
+    svc_json_set(o, "svc_event", json_object_get(ev));
+    return bg_emit(b, 3 + k, "svc.event", o);
+}
+
+/* Follow the run's events from the start, sending those after b->after, until its end. */
+static int bg_follow(struct bg_stream *b)
+{
+    const char *run_id = svc_json_str(b->resp, "run_id", "");
+    if (http_sse_begin(b->r) < 0 || bg_open(b) < 0)
+        return 0;
+    long cursor = 0;
+    for (;;) {
+        json_object *events = NULL;
+        bool finished = false, ended = false;
+        long next = cursor;
+        if (svc_runs_events(b->r->cfg, run_id, cursor, &events, &next, &finished, NULL) < 0)
+            return 0;
+        int rc = 0;
+        for (size_t i = 0; i < json_object_array_length(events) && !ended && rc == 0; i++)
+            rc = bg_event(b, json_object_array_get_idx(events, i), &ended);
+        size_t n = json_object_array_length(events);
+        json_object_put(events);
+        cursor = next;
+        if (rc < 0 || ended || (finished && n == 0))
+            return 0;
+        if (!finished && svc_runs_wait(b->r->cfg, run_id, 1000) == 0 &&
+            svc_time_monotonic() - b->r->last_write >= PING_AFTER_S && http_sse_ping(b->r) < 0)
+            return 0;
+    }
+}
+
+/* The last sequence number of a finished run's stream, or -1 while it runs. */
+static int64_t bg_last_seq(const struct svc_config *cfg, const char *run_id)
+{
+    json_object *events = NULL;
+    bool finished = false;
+    if (svc_runs_events(cfg, run_id, 0, &events, NULL, &finished, NULL) < 0)
+        return -1;
+    size_t n = json_object_array_length(events);
+    json_object *last = n ? json_object_array_get_idx(events, n - 1) : NULL;
+    int64_t k = svc_json_int(last, "seq", 0);
+    bool done = strcmp(svc_json_str(last, "type", ""), "done") == 0;
+    json_object_put(events);
+    return finished && last ? 3 + k + (done ? 3 : 0) : -1;
+}
+
+/* GET /api/v1/responses/{id}?stream=true&starting_after=N: o is the stored object (taken). */
+static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
+{
+    int64_t after = -1;
+    struct bg_stream b = {.r = r, .resp = o};
+    int rc = http_query_int(r, "starting_after", -1, -1, INT32_MAX, &after, err);
+    if (rc == 0 && !svc_json_bool(o, "background", false))
+        rc = svc_err_setp(err, SVC_E_INVALID_QUERY, "stream",
+                          "only a response created with 'background': true can be streamed "
+                          "again");
+    int64_t last = rc == 0 ? bg_last_seq(r->cfg, svc_json_str(o, "run_id", "")) : -1;
+    if (rc == 0 && last >= 0 && after > last)
+        rc = svc_err_setp(err, SVC_E_INVALID_QUERY, "starting_after",
+                          "starting_after %lld is past the stream's end (%lld)", (long long)after,
+                          (long long)last);
+    if (rc == 0) {
+        b.after = after;
+        snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
+        rc = bg_follow(&b);
+    }
+    json_object_put(o);
+    return rc;
+}
+
+/* background: true: the run is spawned detached (it outlives this worker), the response is
+ * stored in_progress and answered at once; GET reads the run's record for the rest. */
+static int resp_background(struct http_req *r, struct resp_in *in, struct svc_err *err)
+{
+    struct svc_run_request req = run_request_of(r, in);
+    json_object *run = NULL;
+    bool replayed = false;
+    if (svc_runs_spawn(r->cfg, &req, NULL, &run, &replayed, err) < 0)
+        return -1;
+    http_mark_run_began(r);
+    http_set_session(r, svc_json_str(run, "session_id", NULL), true);
+    char id[SVC_RESPONSE_ID_LEN];
+    svc_responses_new_id("resp_", id, sizeof id);
+    json_object *o = background_object(in, id, run), *kept = svc_json_copy(o);
+    svc_json_set(kept, "input_items", json_object_get(in->items));
+    int rc = svc_responses_put(r->cfg, kept, err);
+    if (rc < 0) { /* nobody could poll it: stop it */
+        json_object *c = NULL;
+        svc_runs_cancel(r->cfg, svc_json_str(run, "run_id", ""), &c, NULL);
+        json_object_put(c);
+    } else if (in->stream) { /* the stream that bg_resume replays */
+        struct bg_stream b = {.r = r, .resp = o, .after = -1};
+        snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", id + 5);
+        bg_follow(&b);
+    } else {
+        http_send_json(r, 200, o);
+    }
+    json_object_put(kept);
+    json_object_put(o);
+    json_object_put(run);
+    return rc;
 }
 
 int h_responses_create(struct http_req *r, struct svc_err *err)
@@ -1231,6 +1408,13 @@ int h_response_get(struct http_req *r, struct svc_err *err)
         return -1;
     }
     http_set_session(r, svc_json_str(o, "session_id", NULL), false);
+    bool stream = false;
+    if (http_query_bool(r, "stream", false, &stream, err) < 0) {
+        json_object_put(o);
+        return -1;
+    }
+    if (stream)
+        return bg_resume(r, o, err);
     background_refresh(r, o);
     http_send_json(r, 200, o);
     json_object_put(o);

@@ -67,13 +67,45 @@ is as(alice => POST => "/api/v1/responses/$fg->{id}/cancel")->{status}, 409, 'ca
 is as(alice => POST => '/api/v1/responses/resp_' . ('0' x 32) . '/cancel')->{status}, 404, 'cancel of an unknown: 404';
 
 # bad combinations: 422, nothing on disk changes
-for my $bad ([store => JSON::PP::false], [stream => JSON::PP::true], [background => 'yes']) {
+for my $bad ([store => JSON::PP::false], [tools => [{ type => 'function', name => 'f', parameters => {} }]], [background => 'yes']) {
     my $before = $s->snapshot(qr/^\.svc_index/);
     my $x = as(alice => POST => '/api/v1/responses',
                body => { model => 'echo-1', input => 'x', background => JSON::PP::true, @$bad });
     ok $x->{status} == 422 || $x->{status} == 400, "background with $bad->[0]: 4xx" or diag explain $x->{json};
     is $s->snapshot(qr/^\.svc_index/), $before, "... nothing changed on disk";
 }
+
+# background with stream: the first stream, numbered so that it can be resumed
+my $T = JSON::PP::true;
+my $st = $s->sse('/api/v1/responses', headers => { authorization => "Bearer $TOK{alice}" },
+              body => { model => 'echo-1', input => '/slow 50 one two three', background => $T, stream => $T });
+is $st->{status}, 200, 'background stream: 200';
+my @ev = grep { ref } @{ $st->{events} };
+is_deeply [map { $_->{sequence_number} } @ev], [0 .. $#ev], 'sequence_number on every event, 0..n';
+is $ev[0]{type}, 'response.created', 'first: response.created';
+is $ev[-1]{type}, 'response.completed', 'last: response.completed';
+is $ev[-1]{response}{status}, 'completed', '... completed';
+my $text = join '', map { $_->{delta} } grep { $_->{type} eq 'response.output_text.delta' } @ev;
+like $text, qr/^Echo: one two three/, 'the deltas make the answer';
+my $rid = $ev[0]{response}{id};
+my $again = $s->sse("/api/v1/responses/$rid?stream=true", method => 'GET', headers => { authorization => "Bearer $TOK{alice}" });
+is_deeply [grep { ref } @{ $again->{events} }], \@ev, 'stream=true replays the same events';
+my $from = int(@ev / 2);
+my $rest = $s->sse("/api/v1/responses/$rid?stream=true&starting_after=$from", method => 'GET',
+                   headers => { authorization => "Bearer $TOK{alice}" });
+is_deeply [grep { ref } @{ $rest->{events} }], [@ev[$from + 1 .. $#ev]], 'starting_after=N: the events after N';
+my $past = as(alice => GET => "/api/v1/responses/$rid?stream=true&starting_after=" . ($#ev + 1));
+is $past->{status}, 400, 'starting_after past the end: 400';
+is $past->{json}{error}{param}, 'starting_after', '... naming starting_after';
+is as(bob => GET => "/api/v1/responses/$rid?stream=true")->{status}, 404, "another user's stream: 404";
+is as(alice => GET => "/api/v1/responses/$fg->{id}?stream=true")->{status}, 400, 'a foreground response: 400';
+# resume while it runs: follows it live to its end
+my $live = as(alice => POST => '/api/v1/responses', body => { model => 'echo-1', input => '/slow 300 w x y z', background => $T })->{json};
+my $fol = $s->sse("/api/v1/responses/$live->{id}?stream=true&starting_after=1", method => 'GET',
+                  headers => { authorization => "Bearer $TOK{alice}" });
+my @fe = grep { ref } @{ $fol->{events} };
+is $fe[0]{sequence_number}, 2, 'live resume starts after N';
+is $fe[-1]{type}, 'response.completed', '... and follows the run to its end';
 
 # ---- the official openai client ----
 my $dir = SvcTest->repo . '/t/node';
