@@ -5,17 +5,20 @@
  * turn line are the same; the answer is rendered as a response object or its event
  * stream, and stored through core/responses.h so that previous_response_id and GET find it
  * from any worker.
- * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`,
- * else metadata.session_id, session_id, the X-Session-Id header, else a new one. The
- * client sends only the new input: the session holds the history.
- * Tool calls svc executes itself are reported as `svc.event` stream events and stored in
- * the transcript, never returned as function_call items awaiting output; the request's own
- * function tools (SPEC 12.1) are: their calls end the run as function_call items, and
- * function_call_output items answer them. */
+ * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`
+ * (a fork of it up to that response when it is not the newest turn: a branch), else
+ * metadata.session_id, session_id, the X-Session-Id header, else a new one. The client sends only
+ * the new input: the session holds the history. Tool calls svc executes itself are reported as
+ * `svc.event` stream events and stored in the transcript, never returned as function_call items
+ * awaiting output; the request's own function tools (SPEC 12.1) are: their calls end the run as
+ * function_call items, and function_call_output items answer them. `background: true`
+ * (SPEC 12.3) runs detached (runs.h); GET polls the run's record (or, with stream=true,
+ * replays its events after starting_after), POST .../cancel stops it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fork.h"
 #include "handlers.h"
 #include "idem.h"
 #include "jsonx.h"
@@ -24,6 +27,7 @@
 #include "responses.h"
 #include "runs.h"
 #include "session.h"
+#include "store.h"
 #include "toolsin.h"
 #include "util.h"
 
@@ -40,10 +44,11 @@ struct resp_in {
     bool no_truncation;      /* truncation: "disabled" */
     const char *sid;         /* borrowed from the body or the request */
     json_object *prev;       /* owned: the stored response previous_response_id names */
+    json_object *branch;     /* owned: the summary of the session forked from it, or NULL */
     const char *prev_id;     /* borrowed */
     const char *instructions, *user, *locale, *channel; /* borrowed */
     json_object *metadata;                              /* borrowed */
-    bool stream, store, svc_v2;
+    bool stream, store, svc_v2, background;
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
     double temperature;
     int64_t max_tokens;
@@ -54,6 +59,7 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->body);
     json_object_put(in->history);
     json_object_put(in->prev);
+    json_object_put(in->branch);
     json_object_put(in->tools);
     json_object_put(in->results);
     json_object_put(in->items);
@@ -422,6 +428,28 @@ static int parse_truncation(struct resp_in *in, struct svc_err *err)
     return 0;
 }
 
+/* previous_response_id naming an older turn of its session: the turn runs in a fork holding
+ * the messages up to that response's last one (SPEC 12.3); the newest continues in place,
+ * and so does a response stored without last_message_id (from before branches). */
+static int branch_from_prev(struct http_req *r, struct resp_in *in, struct svc_err *err)
+{
+    int64_t last = svc_json_int(in->prev, "last_message_id", -1), count = 0, next = 0;
+    struct svc_sess s = SVC_SESS_INIT;
+    if (last < 0 || !in->sid || svc_sess_open(r->cfg, in->sid, &s, err) != 0)
+        return last < 0 || !in->sid ? 0 : -1;
+    int64_t *ids = NULL;
+    int rc = svc_sess_message_count(&s, -1, &count, &next, &ids, err);
+    svc_sess_close(&s);
+    free(ids);
+    if (rc != 0 || next - 1 <= last)
+        return rc != 0 ? -1 : 0;
+    struct svc_fork_req f = {.session_id = in->sid, .has_message_id = true, .message_id = last};
+    if (svc_session_fork(r->cfg, &f, &in->branch, err) != 0)
+        return -1;
+    in->sid = svc_json_str(in->branch, "session_id", NULL);
+    return 0;
+}
+
 static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
@@ -434,6 +462,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         http_field_str(b, "user", NULL, false, &in->user, err) < 0 ||
         http_field_bool(b, "stream", NULL, false, &in->stream, err) < 0 ||
         http_field_bool(b, "store", NULL, true, &in->store, err) < 0 ||
+        http_field_bool(b, "background", NULL, false, &in->background, err) < 0 ||
         http_field_str(b, "previous_response_id", NULL, false, &in->prev_id, err) < 0 ||
         http_field_str(b, "session_id", NULL, false, &bsid, err) < 0 ||
         http_field_number_opt(b, "temperature", NULL, &in->has_temperature, &in->temperature, err) <
@@ -452,6 +481,13 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                             "'store': false runs without a session: send the whole input instead "
                             "of '%s'",
                             conv ? "conversation" : "previous_response_id");
+    if (in->background && (!in->store || in->tools))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "background",
+                            "'background': true is stored and polled: it takes neither "
+                            "'store': false nor client 'tools'");
+    if (in->background && !r->cfg->sessions.enabled)
+        return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
+                           "background responses need sessions.enabled: true");
     if (conv && in->prev_id)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "conversation",
                             "give either 'conversation' or 'previous_response_id', not both");
@@ -494,10 +530,8 @@ struct resp_ctx {
     double ping_after;
 };
 
-static json_object *usage_object(struct svc_run *run)
+static json_object *usage_of(int64_t p, int64_t c)
 {
-    int64_t p, c;
-    svc_run_get_usage(run, &p, &c);
     json_object *u = json_object_new_object();
     svc_json_set_int(u, "input_tokens", p);
     json_object *idet = json_object_new_object();
@@ -509,6 +543,13 @@ static json_object *usage_object(struct svc_run *run)
     svc_json_set(u, "output_tokens_details", odet);
     svc_json_set_int(u, "total_tokens", p + c);
     return u;
+}
+
+static json_object *usage_object(struct svc_run *run)
+{
+    int64_t p, c;
+    svc_run_get_usage(run, &p, &c);
+    return usage_of(p, c);
 }
 
 static json_object *text_part(const char *text)
@@ -635,6 +676,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     }
     svc_json_set_str(o, "session_id", svc_run_get_session_id(c->run));
     svc_json_set_str(o, "run_id", svc_run_get_id(c->run));
+    if (ended && in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
+        svc_json_set_int(o, "last_message_id", svc_run_get_last_message_id(c->run));
     if (in->svc_v2 && ended) {
         json_object *svc = json_object_new_object();
         svc_json_set_str(svc, "schema_version", "2.0");
@@ -917,6 +960,309 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
     return 0;
 }
 
+/* The core run request of a Responses request (borrows from in and r). */
+static struct svc_run_request run_request_of(struct http_req *r, const struct resp_in *in)
+{
+    struct svc_run_request req = {
+        .session_id = in->sid,
+        .input = in->input,
+        .history = in->history,
+        .user_id = in->user,
+        .channel = in->channel,
+        .locale = in->locale,
+        .instructions = in->instructions,
+        .has_temperature = in->has_temperature,
+        .temperature = in->temperature,
+        .has_max_tokens = in->has_max_tokens,
+        .max_tokens = in->max_tokens,
+        .max_tokens_param = "max_output_tokens",
+        .user = &r->user,
+        .client_tools = in->tools,
+        .tool_choice = in->tool_choice,
+        .tool_results = in->results,
+        .stateless = !in->store,
+        .no_truncation = in->no_truncation,
+    };
+    return req;
+}
+
+/* ---- background responses (SPEC 12.3): an asynchronous run (runs.h) polled by GET ---- */
+
+/* The object of a background response before its run ended, as stored at creation. */
+static json_object *background_object(const struct resp_in *in, const char *id, json_object *run)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "object", "response");
+    svc_json_set_int(o, "created_at", (int64_t)svc_time_now());
+    svc_json_set_str(o, "status", "in_progress");
+    svc_json_set_bool(o, "background", true);
+    svc_json_set(o, "error", NULL);
+    svc_json_set(o, "incomplete_details", NULL);
+    svc_json_set_str(o, "instructions", in->instructions);
+    svc_json_set_str(o, "model", svc_json_str(run, "model", NULL));
+    svc_json_set(o, "output", json_object_new_array());
+    svc_json_set_str(o, "previous_response_id", in->prev_id);
+    svc_json_set_bool(o, "store", true);
+    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
+    svc_json_set(o, "usage", NULL);
+    svc_json_set_str(o, "user", in->user);
+    svc_json_set(o, "metadata",
+                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
+    json_object *conv = json_object_new_object();
+    svc_json_set_str(conv, "id", svc_json_str(run, "session_id", NULL));
+    svc_json_set(o, "conversation", conv);
+    svc_json_set_str(o, "session_id", svc_json_str(run, "session_id", NULL));
+    svc_json_set_str(o, "run_id", svc_json_str(run, "run_id", NULL));
+    return o;
+}
+
+/* A background response as its run's record says now: status, output, usage, error. */
+static void background_refresh(struct http_req *r, json_object *o)
+{
+    json_object *rec = NULL;
+    if (!svc_json_bool(o, "background", false) ||
+        svc_runs_get(r->cfg, svc_json_str(o, "run_id", ""), &rec, NULL) < 0)
+        return;
+    const char *st = svc_json_str(rec, "status", "running");
+    static const char *const map[][2] = {
+        {"done", "completed"}, {"cancelled", "cancelled"}, {"error", "failed"}};
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (strcmp(st, map[i][0]) == 0)
+            svc_json_set_str(o, "status", map[i][1]);
+    if (strcmp(st, "done") == 0) {
+        char msg[48];
+        snprintf(msg, sizeof msg, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
+        json_object *item = json_object_new_object(), *parts = json_object_new_array();
+        svc_json_set_str(item, "id", msg);
+        svc_json_set_str(item, "type", "message");
+        svc_json_set_str(item, "status", "completed");
+        svc_json_set_str(item, "role", "assistant");
+        json_object_array_add(parts, text_part(svc_json_str(rec, "content", "")));
+        svc_json_set(item, "content", parts);
+        json_object *out = json_object_new_array();
+        json_object_array_add(out, item);
+        svc_json_set(o, "output", out);
+        json_object *u = svc_json_obj(rec, "usage");
+        svc_json_set(
+            o, "usage",
+            usage_of(svc_json_int(u, "prompt_tokens", 0), svc_json_int(u, "completion_tokens", 0)));
+    }
+    json_object *e = svc_json_obj(rec, "error");
+    if (strcmp(st, "error") == 0 && e) {
+        json_object *oe = json_object_new_object();
+        svc_json_set_str(oe, "code", svc_json_str(e, "code", "internal_error"));
+        svc_json_set_str(oe, "message", svc_json_str(e, "message", ""));
+        svc_json_set(o, "error", oe);
+    }
+    json_object_put(rec);
+}
+
+/* ---- a background response's event stream, resumable (SPEC 12.3) ----
+ * Numbered from the run's events so that every replay numbers alike: 0..3 open the
+ * message (created, in_progress, output_item.added, content_part.added), run event seq k
+ * is 3 + k (delta: output_text.delta; others: svc.event), and its done closes with 3 + k..
+ * 6 + k (output_text.done, content_part.done, output_item.done, response.completed); its
+ * error is response.failed at 3 + k. */
+
+struct bg_stream {
+    struct http_req *r;
+    json_object *resp; /* the stored object, refreshed at the end */
+    char msg_id[48];
+    int64_t after; /* starting_after: events up to it are skipped */
+};
+
+/* One event numbered seq, skipped when seq <= after; o consumed. 0, or -1 when gone. */
+static int bg_emit(struct bg_stream *b, int64_t seq, const char *type, json_object *o)
+{
+    if (seq <= b->after) {
+        json_object_put(o);
+        return 0;
+    }
+    json_object *ev = json_object_new_object();
+    svc_json_set_str(ev, "type", type);
+    svc_json_set_int(ev, "sequence_number", seq);
+    json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
+    json_object_put(o);
+    int rc = http_sse_event(b->r, type, ev);
+    json_object_put(ev);
+    return rc;
+}
+
+/* The text part's position fields, and the text under key when key is not NULL. */
+static json_object *bg_pos(const struct bg_stream *b, const char *key, const char *text)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "item_id", b->msg_id);
+    svc_json_set_int(o, "output_index", 0);
+    svc_json_set_int(o, "content_index", 0);
+    if (key)
+        svc_json_set_str(o, key, text);
+    return o;
+}
+
+static int bg_open(struct bg_stream *b)
+{
+    json_object *item = json_object_new_object();
+    svc_json_set_str(item, "id", b->msg_id);
+    svc_json_set_str(item, "type", "message");
+    svc_json_set_str(item, "status", "in_progress");
+    svc_json_set_str(item, "role", "assistant");
+    svc_json_set(item, "content", json_object_new_array());
+    json_object *added = json_object_new_object();
+    svc_json_set_int(added, "output_index", 0);
+    svc_json_set(added, "item", item);
+    json_object *part = bg_pos(b, NULL, NULL);
+    svc_json_set(part, "part", text_part(""));
+    return bg_emit(b, 0, "response.created", with_response(svc_json_copy(b->resp))) < 0 ||
+                   bg_emit(b, 1, "response.in_progress", with_response(svc_json_copy(b->resp))) <
+                       0 ||
+                   bg_emit(b, 2, "response.output_item.added", added) < 0 ||
+                   bg_emit(b, 3, "response.content_part.added", part) < 0
+               ? -1
+               : 0;
+}
+
+/* The closing events after the run's done (seq k) or error. */
+static int bg_close(struct bg_stream *b, int64_t k, bool done)
+{
+    background_refresh(b->r, b->resp);
+    if (!done)
+        return bg_emit(b, 3 + k, "response.failed", with_response(svc_json_copy(b->resp)));
+    json_object *out = svc_json_arr(b->resp, "output");
+    json_object *item = out ? json_object_array_get_idx(out, 0) : NULL;
+    json_object *parts = item ? svc_json_arr(item, "content") : NULL;
+    json_object *part = parts ? json_object_array_get_idx(parts, 0) : NULL;
+    const char *text = svc_json_str(part, "text", "");
+    json_object *pd = bg_pos(b, NULL, NULL), *idone = json_object_new_object();
+    svc_json_set(pd, "part", text_part(text));
+    svc_json_set_int(idone, "output_index", 0);
+    svc_json_set(idone, "item", item ? json_object_get(item) : json_object_new_object());
+    return bg_emit(b, 3 + k, "response.output_text.done", bg_pos(b, "text", text)) < 0 ||
+                   bg_emit(b, 4 + k, "response.content_part.done", pd) < 0 ||
+                   bg_emit(b, 5 + k, "response.output_item.done", idone) < 0 ||
+                   bg_emit(b, 6 + k, "response.completed", with_response(svc_json_copy(b->resp))) <
+                       0
+               ? -1
+               : 0;
+}
+
+/* One run event; *ended set on its done or error. 0, or -1 when the client is gone. */
+static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
+{
+    const char *type = svc_json_str(ev, "type", "");
+    int64_t k = svc_json_int(ev, "seq", 0);
+    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
+        *ended = true;
+        return bg_close(b, k, strcmp(type, "done") == 0);
+    }
+    if (strcmp(type, "delta") == 0)
+        return bg_emit(b, 3 + k, "response.output_text.delta",
+                       bg_pos(b, "delta", svc_json_str(ev, "text", "")));
+    json_object *o = json_object_new_object();
+    svc_json_set(o, "svc_event", json_object_get(ev));
+    return bg_emit(b, 3 + k, "svc.event", o);
+}
+
+/* Follow the run's events from the start, sending those after b->after, until its end. */
+static int bg_follow(struct bg_stream *b)
+{
+    const char *run_id = svc_json_str(b->resp, "run_id", "");
+    if (http_sse_begin(b->r) < 0 || bg_open(b) < 0)
+        return 0;
+    long cursor = 0;
+    for (;;) {
+        json_object *events = NULL;
+        bool finished = false, ended = false;
+        long next = cursor;
+        if (svc_runs_events(b->r->cfg, run_id, cursor, &events, &next, &finished, NULL) < 0)
+            return 0;
+        int rc = 0;
+        for (size_t i = 0; i < json_object_array_length(events) && !ended && rc == 0; i++)
+            rc = bg_event(b, json_object_array_get_idx(events, i), &ended);
+        size_t n = json_object_array_length(events);
+        json_object_put(events);
+        cursor = next;
+        if (rc < 0 || ended || (finished && n == 0))
+            return 0;
+        if (!finished && svc_runs_wait(b->r->cfg, run_id, 1000) == 0 &&
+            svc_time_monotonic() - b->r->last_write >= PING_AFTER_S && http_sse_ping(b->r) < 0)
+            return 0;
+    }
+}
+
+/* The last sequence number of a finished run's stream, or -1 while it runs. */
+static int64_t bg_last_seq(const struct svc_config *cfg, const char *run_id)
+{
+    json_object *events = NULL;
+    bool finished = false;
+    if (svc_runs_events(cfg, run_id, 0, &events, NULL, &finished, NULL) < 0)
+        return -1;
+    size_t n = json_object_array_length(events);
+    json_object *last = n ? json_object_array_get_idx(events, n - 1) : NULL;
+    int64_t k = svc_json_int(last, "seq", 0);
+    bool done = strcmp(svc_json_str(last, "type", ""), "done") == 0;
+    json_object_put(events);
+    return finished && last ? 3 + k + (done ? 3 : 0) : -1;
+}
+
+/* GET /api/v1/responses/{id}?stream=true&starting_after=N: o is the stored object (taken). */
+static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
+{
+    int64_t after = -1;
+    struct bg_stream b = {.r = r, .resp = o};
+    int rc = http_query_int(r, "starting_after", -1, -1, INT32_MAX, &after, err);
+    if (rc == 0 && !svc_json_bool(o, "background", false))
+        rc = svc_err_setp(err, SVC_E_INVALID_QUERY, "stream",
+                          "only a response created with 'background': true can be streamed "
+                          "again");
+    int64_t last = rc == 0 ? bg_last_seq(r->cfg, svc_json_str(o, "run_id", "")) : -1;
+    if (rc == 0 && last >= 0 && after > last)
+        rc = svc_err_setp(err, SVC_E_INVALID_QUERY, "starting_after",
+                          "starting_after %lld is past the stream's end (%lld)", (long long)after,
+                          (long long)last);
+    if (rc == 0) {
+        b.after = after;
+        snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
+        rc = bg_follow(&b);
+    }
+    json_object_put(o);
+    return rc;
+}
+
+/* background: true: the run is spawned detached (it outlives this worker), the response is
+ * stored in_progress and answered at once; GET reads the run's record for the rest. */
+static int resp_background(struct http_req *r, struct resp_in *in, struct svc_err *err)
+{
+    struct svc_run_request req = run_request_of(r, in);
+    json_object *run = NULL;
+    bool replayed = false;
+    if (svc_runs_spawn(r->cfg, &req, NULL, &run, &replayed, err) < 0)
+        return -1;
+    http_mark_run_began(r);
+    http_set_session(r, svc_json_str(run, "session_id", NULL), true);
+    char id[SVC_RESPONSE_ID_LEN];
+    svc_responses_new_id("resp_", id, sizeof id);
+    json_object *o = background_object(in, id, run), *kept = svc_json_copy(o);
+    svc_json_set(kept, "input_items", json_object_get(in->items));
+    int rc = svc_responses_put(r->cfg, kept, err);
+    if (rc < 0) { /* nobody could poll it: stop it */
+        json_object *c = NULL;
+        svc_runs_cancel(r->cfg, svc_json_str(run, "run_id", ""), &c, NULL);
+        json_object_put(c);
+    } else if (in->stream) { /* the stream that bg_resume replays */
+        struct bg_stream b = {.r = r, .resp = o, .after = -1};
+        snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", id + 5);
+        bg_follow(&b);
+    } else {
+        http_send_json(r, 200, o);
+    }
+    json_object_put(kept);
+    json_object_put(o);
+    json_object_put(run);
+    return rc;
+}
+
 int h_responses_create(struct http_req *r, struct svc_err *err)
 {
     struct resp_in in;
@@ -938,27 +1284,14 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         }
         json_object_put(stored);
     }
+    if (in.prev && branch_from_prev(r, &in, err) < 0)
+        goto out;
     http_set_session(r, in.sid, false);
-    struct svc_run_request req = {
-        .session_id = in.sid,
-        .input = in.input,
-        .history = in.history,
-        .user_id = in.user,
-        .channel = in.channel,
-        .locale = in.locale,
-        .instructions = in.instructions,
-        .has_temperature = in.has_temperature,
-        .temperature = in.temperature,
-        .has_max_tokens = in.has_max_tokens,
-        .max_tokens = in.max_tokens,
-        .max_tokens_param = "max_output_tokens",
-        .user = &r->user,
-        .client_tools = in.tools,
-        .tool_choice = in.tool_choice,
-        .tool_results = in.results,
-        .stateless = !in.store,
-        .no_truncation = in.no_truncation,
-    };
+    if (in.background) {
+        rc = resp_background(r, &in, err);
+        goto out;
+    }
+    struct svc_run_request req = run_request_of(r, &in);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
@@ -1075,6 +1408,47 @@ int h_response_get(struct http_req *r, struct svc_err *err)
         return -1;
     }
     http_set_session(r, svc_json_str(o, "session_id", NULL), false);
+    bool stream = false;
+    if (http_query_bool(r, "stream", false, &stream, err) < 0) {
+        json_object_put(o);
+        return -1;
+    }
+    if (stream)
+        return bg_resume(r, o, err);
+    background_refresh(r, o);
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    return 0;
+}
+
+/* POST /api/v1/responses/{id}/cancel: a background response's run is asked to stop and the
+ * answer waits (at most 5 s) for it to end; one already ended is answered as it is. */
+int h_response_cancel(struct http_req *r, struct svc_err *err)
+{
+    json_object *o = NULL, *c = NULL;
+    const char *id = http_param(r, "response_id");
+    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+        return -1;
+    if (response_unseen(r, o, id, err)) {
+        json_object_put(o);
+        return -1;
+    }
+    const char *run_id = svc_json_str(o, "run_id", "");
+    if (!svc_json_bool(o, "background", false)) {
+        json_object_put(o);
+        return svc_err_set(err, SVC_E_RUN_NOT_ACTIVE,
+                           "only a response created with 'background': true can be cancelled");
+    }
+    http_set_session(r, svc_json_str(o, "session_id", NULL), false);
+    if (svc_runs_cancel(r->cfg, run_id, &c, NULL) == 0)
+        for (int i = 0; i < 50; i++) {
+            background_refresh(r, o);
+            if (strcmp(svc_json_str(o, "status", ""), "in_progress") != 0)
+                break;
+            svc_runs_wait(r->cfg, run_id, 100);
+        }
+    json_object_put(c);
+    background_refresh(r, o);
     http_send_json(r, 200, o);
     json_object_put(o);
     return 0;

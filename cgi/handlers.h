@@ -56,6 +56,7 @@ int h_responses_create(struct http_req *r, struct svc_err *err);
 int h_response_get(struct http_req *r, struct svc_err *err);
 int h_response_delete(struct http_req *r, struct svc_err *err);
 int h_response_input_items(struct http_req *r, struct svc_err *err);
+int h_response_cancel(struct http_req *r, struct svc_err *err);
 
 /* h_conversations.c */
 int h_conversations_create(struct http_req *r, struct svc_err *err);

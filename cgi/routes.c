@@ -48,6 +48,8 @@ static const struct route routes[] = {
     {"DELETE", "/api/responses/{response_id}", h_response_delete, false, false},
     {"GET", "/api/v1/responses/{response_id}/input_items", h_response_input_items, false, false},
     {"GET", "/api/responses/{response_id}/input_items", h_response_input_items, false, false},
+    {"POST", "/api/v1/responses/{response_id}/cancel", h_response_cancel, false, false},
+    {"POST", "/api/responses/{response_id}/cancel", h_response_cancel, false, false},
 
     {"POST", "/api/v1/conversations", h_conversations_create, false, false},
     {"GET", "/api/v1/conversations", h_conversations_list, false, false},

@@ -91,12 +91,14 @@ static int write_agent(struct svc_sess *src, struct svc_sess *dst, size_t count,
     return rc;
 }
 
-/* The new sidecar (new reference): the source's title, model, user, channel and locale. */
+/* The new sidecar (new reference): the source's title, model, owner (SPEC 14), channel and
+ * locale. */
 static json_object *new_sidecar(const struct svc_fork_req *f, json_object *from, const char *sid,
                                 const char *agent_id, int64_t last, size_t count)
 {
     json_object *sc = svc_sidecar_new(sid, agent_id, svc_json_str(from, "model", NULL));
-    static const char *const kept[] = {"user_id", "channel", "locale", "title", "title_source"};
+    static const char *const kept[] = {"user_id", "user_verified", "channel",
+                                       "locale",  "title",         "title_source"};
     for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
         json_object *v = NULL;
         if (json_object_object_get_ex(from, kept[i], &v) && v)

@@ -1142,6 +1142,10 @@ const char *svc_run_get_session_id(const struct svc_run *run)
 {
     return run->sess.sid;
 }
+int64_t svc_run_get_last_message_id(const struct svc_run *run)
+{
+    return run->next_id - 1;
+}
 const char *svc_run_get_model(const struct svc_run *run)
 {
     return model_name(run->cfg);

@@ -101,7 +101,8 @@ const char *svc_run_get_model(const struct svc_run *run);
 const char *svc_run_get_content(const struct svc_run *run);       /* final answer text, "" before */
 const char *svc_run_get_finish_reason(const struct svc_run *run); /* "stop", "length", ... */
 void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion);
-json_object *svc_run_get_events(const struct svc_run *run); /* array of svc.v2 events */
+int64_t svc_run_get_last_message_id(const struct svc_run *run); /* the session's, -1 if none */
+json_object *svc_run_get_events(const struct svc_run *run);     /* array of svc.v2 events */
 /* OpenAI tool_calls made during the run (array, possibly empty). */
 json_object *svc_run_get_tool_calls(const struct svc_run *run);
 /* The OpenAI tool_calls of client tools the run ended on, awaiting results (maybe empty). */
