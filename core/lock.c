@@ -63,8 +63,8 @@ static int open_lock_file(const char *session_dir, const char *name, int how, st
         svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session not found");
     else if (errno == EWOULDBLOCK)
         svc_err_set(err, SVC_E_SESSION_BUSY, "a run is already in progress on this session");
-    else
-        svc_err_errno(err, "lock file");
+    else /* EIO, ENOLCK: on NFS a lock the server dropped or refused */
+        svc_err_errno(err, name == svc_store_name(SVC_F_RUN_LOCK) ? "run lock" : "session lock");
     return -1;
 }
 

@@ -1006,9 +1006,11 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     index_note(st, s->sid, sc);
     rc = 0;
 out:
-    if (rc != 0)
+    if (rc != 0) {
         svc_logf("session %s run %s: could not record the run's end: %s", s->sid, run->run_id,
                  err.message);
+        run->end_err = err;
+    }
     json_object_put(turn);
     json_object_put(sc);
     svc_sess_unlock(s);
@@ -1043,7 +1045,8 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
         return -1;
     }
     if (erc != 0)
-        return svc_err_set(err, SVC_E_IO, "the answer was produced but could not be recorded");
+        return svc_err_set(err, SVC_E_IO, "the answer was produced but could not be recorded: %s",
+                           run->end_err.message);
     return 0;
 }
 

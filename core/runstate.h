@@ -30,6 +30,8 @@ struct svc_run {
     char started_at[SVC_TIME_LEN];
     double started_mono;
     struct svc_lock run_lock;
+    /* why run_end could not record the run's end, for the caller's error */
+    struct svc_err end_err;
     json_object *agent; /* agent.json (stateful) */
     json_object *msgs;  /* effective native messages from removed_message_count on */
     int64_t removed;    /* removed_message_count */

@@ -289,7 +289,7 @@ for my $c ([{ session_ids => ['alpha', 'dmg'] }, 'by name'],
     $r = export(%$b);
     is $r->{status}, 500, "left out ($what): the export fails";
     is $r->{json}{error}{code}, 'io_error', "left out ($what): the cause's code";
-    like $r->{json}{error}{message}, qr/left out 1 of \d+ sessions \(dmg\): lock file: .*allow_partial/,
+    like $r->{json}{error}{message}, qr/left out 1 of \d+ sessions \(dmg\): session lock: .*allow_partial/,
         "left out ($what): the message names the session, the cause and the option";
     is listing("$home/exp"), $before, "left out ($what): nothing written";
 }

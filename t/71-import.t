@@ -82,7 +82,7 @@ my @bundles = glob "$tmp/out/chat-export-*";
 for my $args (['--include-archived'], ['--session', 'one', '--session', 'two', '--tar']) {
     $r = svc($src, 'export', '--out', "$tmp/out", @$args);
     is $r->{rc}, 1, "left out (@$args): exit 1";
-    like $r->{err}, qr/^svc: io_error: export left out 1 of \d+ sessions \(two\): lock file: .*--allow-partial/m,
+    like $r->{err}, qr/^svc: io_error: export left out 1 of \d+ sessions \(two\): session lock: .*--allow-partial/m,
         "left out (@$args): the session, the cause and the option named";
     is scalar(my @now = glob "$tmp/out/chat-export-*"), scalar(@bundles), "left out (@$args): no bundle";
 }
