@@ -185,6 +185,10 @@ run:
 bench: deps all
 	scripts/bench
 
+# An agent's loop: a client-tool round trip and a stream replay (docs/BENCH.md).
+bench-agent: deps all
+	scripts/bench-agent
+
 # Several hosts on one GlusterFS volume against one host and local disk (docs/BENCH.md).
 bench-hosts: deps all
 	SVC_BUILD=$(abspath build) perl bench/hosts.pl
