@@ -26,7 +26,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts clean format install torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent clean format install torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
