@@ -333,6 +333,10 @@ $('q').addEventListener('input', () => {
     hits.timer = setTimeout(() => searchMessages(), 600);
 });
 $('more-hits').addEventListener('click', () => searchMessages(true));
+$('f-archived').addEventListener('change', () => {
+    hits.q = ''; // archived sessions in or out: the results change
+    searchMessages();
+});
 // Down arrow from the box goes to the first result; arrows move between results.
 $('q').addEventListener('keydown', (ev) => {
     const first = $('hits').querySelector('.hit-link');

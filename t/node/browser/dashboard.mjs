@@ -823,6 +823,10 @@ try {
     JSON.stringify(marks) + ' vs ' + JSON.stringify(wanted));
     check('search: no "**" left in a snippet', !(await hitList.textContent()).includes('**'));
     await page.screenshot({ path: SHOTS + '/dashboard-search.png' });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: SHOTS + '/dashboard-search-dark.png' });
+    await page.emulateMedia({ colorScheme: 'light' });
+    await box.focus();
     await page.keyboard.press('ArrowDown');
     const hitHref = await page.evaluate(() => document.activeElement && document.activeElement.getAttribute('href'));
     const firstHref = await hitItems.first().locator('a').getAttribute('href');
