@@ -79,7 +79,8 @@ sub browse {
     cmp_ok $n, '>=', 60, "the browser made its checks ($n)";
     ok -s "$shots/$_.png", "screenshot build/dashboard/$_.png"
         for qw(dashboard-landing dashboard-list dashboard-transcript dashboard-chat dashboard-markdown
-               dashboard-markdown-dark dashboard-phone-list-dark dashboard-feedback dashboard-feedback-dark dashboard-history);
+               dashboard-markdown-dark dashboard-phone-list-dark dashboard-feedback dashboard-feedback-dark dashboard-history
+               dashboard-search dashboard-search-dark dashboard-search-open);
 
     # What the browser did is on disk.
     $r = $s->req(GET => '/api/v1/chat/sessions?include_archived=true&limit=50');

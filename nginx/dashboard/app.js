@@ -139,7 +139,7 @@ const list = { cursor: null, loading: false, gen: 0, selected: new Set(), rows: 
 function listQuery(cursor, pinned) {
     const p = new URLSearchParams({ limit: String(PAGE), pinned });
     for (const t of $('f-tag').value.split(',').map((x) => x.trim()).filter(Boolean)) p.append('tag', t);
-    const q = $('q').value.trim();
+    const q = $('q').value.replace(/"/g, ' ').trim(); // a quoted phrase is for the message search
     if (q) p.set('q', q);
     const st = $('f-status').value;
     if (st) p.set('status', st);
@@ -262,6 +262,7 @@ $('q').addEventListener('input', () => {
 $('filters').addEventListener('submit', (ev) => {
     ev.preventDefault();
     loadList();
+    searchMessages();
 });
 $('f-status').addEventListener('change', () => loadList());
 $('f-archived').addEventListener('change', () => loadList());
@@ -279,6 +280,80 @@ $('list-pane').addEventListener('keydown', (ev) => {
     const j = ev.key === 'ArrowDown' ? Math.min(links.length - 1, i + 1) : Math.max(0, i - 1);
     links[j].focus();
     ev.preventDefault();
+});
+
+// ---- message search (GET /api/v1/chat/sessions/search): Enter or a pause in typing ----
+
+const hits = { q: '', cursor: null, gen: 0, timer: 0 };
+
+// The snippet's matched words come between `**`; each becomes a <mark> built here.
+function snippetEl(snippet) {
+    const p = h('p', { class: 'hit-snippet' });
+    String(snippet || '').split('**').forEach((part, i) => {
+        if (part) p.append(i % 2 ? h('mark', { text: part }) : document.createTextNode(part));
+    });
+    return p;
+}
+
+function hitRow(r) {
+    const href = '#/s/' + encodeURIComponent(r.session_id) + '?m=' + encodeURIComponent(String(r.message_id));
+    return h('li', { class: 'row hit' }, h('a', { class: 'row-link hit-link', href },
+        h('span', { class: 'row-title', text: r.title || r.session_id }),
+        h('span', { class: 'row-meta' }, ROLE_LABEL[r.role] || r.role, ' · ', timeEl(r.updated_at)),
+        snippetEl(r.snippet)));
+}
+
+async function searchMessages(more = false) {
+    clearTimeout(hits.timer);
+    const q = $('q').value.trim();
+    if (!more && q === hits.q && q) return; // the same words: the results stand
+    const gen = more ? hits.gen : ++hits.gen;
+    hits.q = q;
+    $('hits-pane').hidden = !q;
+    if (!more) $('hits').replaceChildren();
+    if (!q) return;
+    const p = new URLSearchParams({ q, limit: '20' });
+    if ($('f-archived').value !== 'active') p.set('include_archived', 'true');
+    if (more && hits.cursor) p.set('cursor', hits.cursor);
+    $('hits-status').textContent = 'Searching…';
+    try {
+        const r = await api('GET', 'api/v1/chat/sessions/search?' + p.toString());
+        if (gen !== hits.gen) return;
+        $('hits').append(...r.results.map(hitRow));
+        hits.cursor = r.next_cursor || null;
+        $('more-hits').hidden = !hits.cursor;
+        const n = $('hits').children.length;
+        $('hits-status').textContent = n ? plural(n, 'message') + ' found' : 'No message matches.';
+    } catch (e) {
+        if (gen === hits.gen) $('hits-status').textContent = describeError(e);
+    }
+}
+$('q').addEventListener('input', () => {
+    clearTimeout(hits.timer);
+    hits.timer = setTimeout(() => searchMessages(), 600);
+});
+$('more-hits').addEventListener('click', () => searchMessages(true));
+$('f-archived').addEventListener('change', () => {
+    hits.q = ''; // archived sessions in or out: the results change
+    searchMessages();
+});
+// Down arrow from the box goes to the first result; arrows move between results.
+$('q').addEventListener('keydown', (ev) => {
+    const first = $('hits').querySelector('.hit-link');
+    if (ev.key !== 'ArrowDown' || $('hits-pane').hidden || !first) return;
+    first.focus();
+    ev.preventDefault();
+    ev.stopPropagation(); // else the list pane's arrows move on from it at once
+});
+$('hits').addEventListener('keydown', (ev) => {
+    if (ev.key !== 'ArrowDown' && ev.key !== 'ArrowUp') return;
+    const links = [...$('hits').querySelectorAll('.hit-link')];
+    const i = links.indexOf(document.activeElement);
+    if (i < 0) return;
+    if (ev.key === 'ArrowUp' && i === 0) $('q').focus();
+    else links[ev.key === 'ArrowDown' ? Math.min(links.length - 1, i + 1) : i - 1].focus();
+    ev.preventDefault();
+    ev.stopPropagation(); // the list pane's own arrows are for the session rows
 });
 
 // ---- export ----------------------------------------------------------------------------
@@ -618,7 +693,8 @@ function stopFollowing() {
     $('live-run').hidden = true;
 }
 
-async function openSession(sid, runId) {
+// `mid`: a message to scroll to and highlight (a search result's), instead of the end.
+async function openSession(sid, runId, mid) {
     stopFollowing();
     if (current.chat && current.sid !== sid) current.chat.abort();
     current.gen++;
@@ -648,7 +724,7 @@ async function openSession(sid, runId) {
         const live = runId || (s.status === 'running' && s.current_run && s.current_run.run_id);
         if (live) followRun(live, gen);
         $('s-title').focus({ preventScroll: true });
-        scrollTranscriptEnd();
+        if (mid === undefined || !(await revealMessage(sid, mid, gen))) scrollTranscriptEnd();
     } catch (e) {
         if (gen !== current.gen) return;
         renderSummary(null);
@@ -656,6 +732,23 @@ async function openSession(sid, runId) {
         $('chat-form').hidden = false;
         $('session-msg').textContent = describeError(e);
     }
+}
+
+// Load earlier pages until message `mid` is in the transcript, then scroll to it, mark it
+// and give it the focus (a keyboard user goes on reading from there). False if not found.
+async function revealMessage(sid, mid, gen) {
+    const find = () => $('transcript').querySelector('li[data-mid="' + CSS.escape(mid) + '"]');
+    while (!find() && !$('load-earlier').hidden) {
+        await loadTranscript(sid, true);
+        if (gen !== current.gen) return true;
+    }
+    const li = find();
+    if (!li) return false;
+    li.classList.add('found');
+    li.setAttribute('tabindex', '-1');
+    li.scrollIntoView({ block: 'center' });
+    li.focus({ preventScroll: true });
+    return true;
 }
 
 function scrollTranscriptEnd() {
@@ -1185,9 +1278,9 @@ function route() {
         listLoaded = true;
         loadMe().finally(() => loadList()); // the list's owner column needs to know who asks
     }
-    if ((m = /^#\/s\/(.+)$/.exec(hash))) {
+    if ((m = /^#\/s\/([^?]+)(?:\?m=(.+))?$/.exec(hash))) {
         const sid = decodeURIComponent(m[1]);
-        openSession(sid);
+        openSession(sid, undefined, m[2] === undefined ? undefined : decodeURIComponent(m[2]));
     } else if ((m = /^#\/run\/(.+)$/.exec(hash))) {
         openRun(decodeURIComponent(m[1]));
     } else if (hash === '#/status') {

@@ -803,6 +803,69 @@ try {
     const first = await page.locator('#transcript > li').first().textContent();
     check('transcript: "Load earlier messages" brings the oldest', await page.locator('#transcript > li').count() === 52 && /long turn 0/.test(first), first);
 
+    // ---- search what was said: keyboard only, a result opens its session at that message ----
+    await page.goto(BASE + '/#/');
+    const box = page.getByRole('searchbox', { name: 'Search sessions and messages' });
+    await box.focus();
+    await page.keyboard.type('"long turn 0"');
+    await page.keyboard.press('Enter');
+    const hitList = page.getByRole('list', { name: 'Message results' });
+    await hitList.getByRole('listitem').first().waitFor();
+    const hitItems = hitList.getByRole('listitem');
+    const hitText = await hitItems.first().textContent();
+    const api1 = ((await apiGet('/api/v1/chat/sessions/search?q=' + encodeURIComponent('"long turn 0"'))).json || { results: [] }).results[0] || {};
+    check('search: a message result names the session and the role', api1.title && hitText.includes(api1.title) &&
+        hitText.includes(api1.role === 'user' ? 'You' : 'Assistant'), hitText + ' vs ' + JSON.stringify(api1));
+    const marks = await hitItems.first().locator('mark').allTextContents();
+    const wanted = String(api1.snippet || '').split('**').filter((x, i) => i % 2 === 1);
+    check('search: the matched words are <mark>ed in the snippet', marks.length > 0 &&
+        JSON.stringify(marks) === JSON.stringify(wanted) && marks.join(' ').toLowerCase().includes('long turn 0'),
+    JSON.stringify(marks) + ' vs ' + JSON.stringify(wanted));
+    check('search: no "**" left in a snippet', !(await hitList.textContent()).includes('**'));
+    await page.screenshot({ path: SHOTS + '/dashboard-search.png' });
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.screenshot({ path: SHOTS + '/dashboard-search-dark.png' });
+    await page.emulateMedia({ colorScheme: 'light' });
+    await box.focus();
+    await page.keyboard.press('ArrowDown');
+    const hitHref = await page.evaluate(() => document.activeElement && document.activeElement.getAttribute('href'));
+    const firstHref = await hitItems.first().locator('a').getAttribute('href');
+    check('search: the down arrow goes to the first result', /^#\/s\/long-1\?m=\d+$/.test(hitHref || '') && hitHref === firstHref,
+        hitHref + ' vs ' + firstHref);
+    await page.waitForFunction(() => document.querySelectorAll('#sessions li').length === 1, null, { timeout: 5000 }).catch(() => {});
+    check('search: the quoted words filter the titles too', await page.locator('#sessions li').count() === 1 &&
+        await page.locator('#sessions li[data-sid="long-1"]').count() === 1, await page.locator('#sessions li').count());
+    await page.keyboard.press('Enter');
+    const hitMid = (/\?m=(\d+)$/.exec(hitHref || '') || [])[1];
+    const target = page.locator(`#transcript > li[data-mid="${hitMid}"]`);
+    await target.waitFor();
+    await page.waitForFunction(() => document.activeElement && document.activeElement.matches('#transcript > li.found'));
+    check('search: the result opens its session at that (older than the first page) message',
+        Number(hitMid) < 2 && /long turn 0/.test(await target.textContent()), hitMid);
+    const inView = await target.evaluate((e) => {
+        const r = e.getBoundingClientRect();
+        return r.bottom > 0 && r.top < window.innerHeight;
+    });
+    check('search: the message is scrolled into view and highlighted', inView &&
+        await target.evaluate((e) => e.classList.contains('found') && getComputedStyle(e).outlineStyle !== 'none'));
+    await page.screenshot({ path: SHOTS + '/dashboard-search-open.png' });
+    await page.goto(BASE + '/#/');
+    await page.fill('#q', 'long turn');
+    await page.press('#q', 'Enter');
+    await page.locator('#hits-status', { hasText: '20 messages found' }).waitFor();
+    await page.getByRole('button', { name: 'More results' }).click();
+    await page.waitForFunction(() => document.querySelectorAll('#hits > li').length > 20);
+    const hrefs = await hitList.locator('a').evaluateAll((as) => as.map((a) => a.getAttribute('href')));
+    check('search: "More results" brings the next page, no duplicates', new Set(hrefs).size === hrefs.length, hrefs.length);
+    await page.fill('#q', 'zzqqxx nothing says this');
+    await page.press('#q', 'Enter');
+    await page.locator('#hits-status', { hasText: 'No message matches.' }).waitFor();
+    check('search: no match says so', await hitList.getByRole('listitem').count() === 0);
+    await page.fill('#q', '');
+    await page.press('#q', 'Enter');
+    await page.locator('#hits-pane').waitFor({ state: 'hidden' });
+    check('search: an empty box hides the results', true);
+
     await historyChecks(page);
 
     // ---- images and documents are named (a session written as Strands writes it) ----
