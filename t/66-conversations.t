@@ -242,23 +242,9 @@ is as(bob => GET => '/api/v1/conversations/bobs-conv')->{status}, 404, 'delete: 
 }
 
 # ---- the official openai client ----
-my $dir = SvcTest->repo . '/t/node';
 SKIP: {
     skip 'node is not installed', 1 unless `command -v node 2>/dev/null`;
-    unless (-d "$dir/node_modules/openai") {
-        my $out = `cd '$dir' && npm ci --no-audit --no-fund --loglevel=error 2>&1`;
-        is($?, 0, 'npm ci installed the client packages') or diag($out);
-    }
-    my $base = $s->url('/api/v1');
-    my $raw = `cd '$dir' && SVC_BASE='$base' SVC_TOKEN='$TOK{alice}' timeout 300 node conversations.mjs 2>&1`;
-    is $? >> 8, 0, 'node conversations.mjs exited 0' or diag($raw);
-    my $ended;
-    for my $line (split /\n/, $raw) {
-        my $o = eval { decode_json($line) };
-        if (ref $o eq 'HASH' && exists $o->{ok}) { ok($o->{ok} ? 1 : 0, $o->{name}) or diag($o->{diag}) }
-        elsif (ref $o eq 'HASH' && $o->{end}) { $ended = 1 }
-        else { diag("node: $line") }
-    }
+    my $ended = SvcTest->node_checks('conversations.mjs', $s->url('/api/v1'), $TOK{alice});
     ok $ended, 'the client script ran to its end';
 }
 

@@ -99,23 +99,9 @@ is $msgs[2], 'user:other', 'then the branch turn';
 is $msgs[4], 'user:more', 'then the turn that continued it';
 
 # ---- the official openai client ----
-my $dir = SvcTest->repo . '/t/node';
 SKIP: {
     skip 'node is not installed', 1 unless `command -v node 2>/dev/null`;
-    unless (-d "$dir/node_modules/openai") {
-        my $out = `cd '$dir' && npm ci --no-audit --no-fund --loglevel=error 2>&1`;
-        is($?, 0, 'npm ci installed the client packages') or diag($out);
-    }
-    my $base = $s->url('/api/v1');
-    my $raw = `cd '$dir' && SVC_BASE='$base' SVC_TOKEN='$TOK{alice}' timeout 300 node branch.mjs 2>&1`;
-    is $? >> 8, 0, 'node branch.mjs exited 0' or diag($raw);
-    my $end;
-    for my $line (split /\n/, $raw) {
-        my $o = eval { decode_json($line) };
-        if (ref $o eq 'HASH' && exists $o->{ok}) { ok($o->{ok} ? 1 : 0, $o->{name}) or diag($o->{diag}) }
-        elsif (ref $o eq 'HASH' && $o->{end}) { $end = $o }
-        else { diag("node: $line") }
-    }
+    my $end = SvcTest->node_checks('branch.mjs', $s->url('/api/v1'), $TOK{alice});
     ok $end && $end->{branch}, 'the client script ran to its end';
     is as(alice => GET => "/api/v1/chat/sessions/$end->{branch}")->{json}{forked_from}{session_id}, $end->{main},
         "the client's branch says where it forked from" if $end && $end->{branch};

@@ -108,23 +108,9 @@ is $fe[0]{sequence_number}, 2, 'live resume starts after N';
 is $fe[-1]{type}, 'response.completed', '... and follows the run to its end';
 
 # ---- the official openai client ----
-my $dir = SvcTest->repo . '/t/node';
 SKIP: {
     skip 'node is not installed', 1 unless `command -v node 2>/dev/null`;
-    unless (-d "$dir/node_modules/openai") {
-        my $out = `cd '$dir' && npm ci --no-audit --no-fund --loglevel=error 2>&1`;
-        is($?, 0, 'npm ci installed the client packages') or diag($out);
-    }
-    my $base = $s->url('/api/v1');
-    my $raw = `cd '$dir' && SVC_BASE='$base' SVC_TOKEN='$TOK{alice}' timeout 300 node background.mjs 2>&1`;
-    is $? >> 8, 0, 'node background.mjs exited 0' or diag($raw);
-    my $end;
-    for my $line (split /\n/, $raw) {
-        my $o = eval { decode_json($line) };
-        if (ref $o eq 'HASH' && exists $o->{ok}) { ok($o->{ok} ? 1 : 0, $o->{name}) or diag($o->{diag}) }
-        elsif (ref $o eq 'HASH' && $o->{end}) { $end = 1 }
-        else { diag("node: $line") }
-    }
+    my $end = SvcTest->node_checks('background.mjs', $s->url('/api/v1'), $TOK{alice});
     ok $end, 'the client script ran to its end';
 }
 

@@ -182,6 +182,32 @@ sub url  { my ($s, $p) = @_; "http://127.0.0.1:$s->{port}" . ($p // '') }
 sub log  { read_file($_[0]{log}) // '' }
 
 # The session root: sessions.root from agents.yaml when set, else the default under home.
+# Run t/node/SCRIPT against base (the API's /api/v1 URL) with token (npm ci first when the
+# pinned packages are missing): each JSON line {ok, name, diag} it prints becomes a test;
+# returns its {end} line (a hash), or undef when it did not reach it.
+sub node_checks {
+    my ($class, $script, $base, $token) = @_;
+    my $dir = repo() . '/t/node';
+    unless (-d "$dir/node_modules/openai") {
+        my $out = `cd '$dir' && npm ci --no-audit --no-fund --loglevel=error 2>&1`;
+        Test::More::is($?, 0, 'npm ci installed the client packages') or Test::More::diag($out);
+    }
+    my $raw = `cd '$dir' && SVC_BASE='$base' SVC_TOKEN='$token' timeout 300 node $script 2>&1`;
+    Test::More::is($? >> 8, 0, "node $script exited 0") or Test::More::diag($raw);
+    my $end;
+    for my $line (split /\n/, $raw) {
+        my $o = eval { JSON::PP::decode_json($line) };
+        if (ref $o eq 'HASH' && exists $o->{ok}) {
+            Test::More::ok($o->{ok} ? 1 : 0, $o->{name}) or Test::More::diag($o->{diag});
+        } elsif (ref $o eq 'HASH' && $o->{end}) {
+            $end = $o;
+        } else {
+            Test::More::diag("node: $line");
+        }
+    }
+    return $end;
+}
+
 # Every file under the session root, names and sizes, one a line: "nothing changed on disk".
 # Lock files are left out (a reader may create them), and names matching $skip (a regex).
 sub snapshot {
