@@ -257,8 +257,8 @@ static void db_close(void)
     for (size_t i = 0; i < sizeof S.cache / sizeof *S.cache; i++)
         sqlite3_finalize(S.cache[i].st);
     memset(S.cache, 0, sizeof S.cache);
-    if (S.db)
-        sqlite3_close(S.db);
+    if (S.db) /* _v2: a statement still open cannot keep the connection (and its memory) */
+        sqlite3_close_v2(S.db);
     S.db = NULL;
     memo_clear();
     S.loaded = false;
@@ -602,7 +602,7 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
         sqlite3_bind_text(st, 9, svc_json_str(sum, "created_at", ""), -1, SQLITE_STATIC);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
-    sqlite3_reset(st);
+    sqlite3_finalize(st); /* prepared here, not cached: a reset alone leaked it */
     return rc == SQLITE_OK ? 0 : -1;
 }
 
