@@ -111,6 +111,11 @@ $notarray =~ s/\]\s*\z/]}/;
 my $badcrc = $zipped;
 my $at = index($badcrc, 'conversations.json') + 200; # inside the member's compressed data
 substr($badcrc, $at, 1) = chr(ord(substr($badcrc, $at, 1)) ^ 0xff);
+my $huge = $zipped; # the central directory claims 4 GB inflated: refused before any allocation
+for (my $at = 0; ($at = index($huge, "PK\x01\x02", $at)) >= 0; $at++) {
+    substr($huge, $at + 24, 4) = pack('V', 0xfffffff0)
+        if substr($huge, $at + 46, 18) eq 'conversations.json';
+}
 my $nomember = slurp("$tmp/export-stored.zip");
 $nomember =~ s/conversations\.json/conversations.jsox/g;
 my %bad = (
@@ -119,6 +124,7 @@ my %bad = (
     'parents in a cycle'           => [$cycle, qr/^svc: invalid_field: conversations\.json: conversation 2: its parents make a cycle$/],
     'not an array'                 => [$notarray, qr/^svc: invalid_field: conversations\.json is not an array/],
     'a damaged .zip member'        => [$badcrc, qr/^svc: invalid_field: the zip's conversations\.json (fails its CRC check|does not inflate)/],
+    'a .zip claiming 4 GB'         => [$huge, qr/^svc: invalid_field: the zip's conversations\.json is damaged$/],
     'a .zip without the file'      => [$nomember, qr/^svc: invalid_field: the zip holds no conversations\.json$/],
     'a .zip cut short'             => [substr($zipped, 0, length($zipped) - 30), qr/^svc: invalid_field: /],
 );
