@@ -356,17 +356,19 @@ struct answer {
 /* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
 static void answer_of_run(struct answer *a, struct svc_run *run, json_object **usage_owned)
 {
-    int64_t p, c;
-    svc_run_get_usage(run, &p, &c);
-    *usage_owned = svc_usage_new(p, c);
-    a->run_id = svc_run_get_id(run);
-    a->sid = svc_run_get_session_id(run);
-    a->model = svc_run_get_model(run);
-    a->content = svc_run_get_content(run);
-    a->finish = svc_run_get_finish_reason(run);
-    a->usage = *usage_owned;
-    a->events = svc_run_get_events(run);
-    a->tool_calls = svc_run_get_client_calls(run);
+    struct svc_run_answer ra;
+    svc_run_answer(run, &ra);
+    *usage_owned = svc_usage_new(ra.prompt_tokens, ra.completion_tokens);
+    *a = (struct answer){
+        .run_id = ra.run_id,
+        .sid = ra.session_id,
+        .model = ra.model,
+        .content = ra.content,
+        .finish = ra.finish_reason,
+        .usage = *usage_owned,
+        .events = ra.events,
+        .tool_calls = ra.client_calls,
+    };
 }
 
 static bool has_calls(const struct answer *a)
@@ -573,8 +575,9 @@ static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *r
                        struct svc_err *err)
 {
     struct stream_ctx s;
-    stream_ctx_init(&s, r, in, svc_run_get_id(run), svc_run_get_session_id(run),
-                    svc_run_get_model(run));
+    struct svc_run_answer ra;
+    svc_run_answer(run, &ra);
+    stream_ctx_init(&s, r, in, ra.run_id, ra.session_id, ra.model);
     if (stream_begin(&s) < 0)
         return 0; /* client gone: svc_run_free ends the run */
     struct svc_run_sink sink = {on_event, should_cancel, on_idle, &s};
@@ -661,8 +664,10 @@ int h_chat(struct http_req *r, struct svc_err *err)
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
-    held_set(svc_run_get_session_id(run));
-    http_set_session(r, svc_run_get_session_id(run), true);
+    struct svc_run_answer ra;
+    svc_run_answer(run, &ra);
+    held_set(ra.session_id);
+    http_set_session(r, ra.session_id, true);
     rc = in.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
 out:
     svc_run_free(run);

@@ -545,13 +545,6 @@ static json_object *usage_of(int64_t p, int64_t c)
     return u;
 }
 
-static json_object *usage_object(struct svc_run *run)
-{
-    int64_t p, c;
-    svc_run_get_usage(run, &p, &c);
-    return usage_of(p, c);
-}
-
 static json_object *text_part(const char *text)
 {
     json_object *p = json_object_new_object();
@@ -596,11 +589,12 @@ static json_object *function_call_out(json_object *tc, bool done)
 
 /* The output of an ended run: the message (a streamed one always: its events went out at
  * index 0), then a function_call item per client tool call awaiting its result. */
-static json_object *output_items(const struct resp_ctx *c, const char *text,
+static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
                                  const struct svc_err *failure)
 {
     json_object *output = json_object_new_array();
-    json_object *calls = failure ? NULL : svc_run_get_client_calls(c->run);
+    const char *text = a->content;
+    json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
     bool has_text = text && *text;
     if ((!failure || has_text) && (c->in->stream || nc == 0 || has_text))
@@ -629,7 +623,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
 {
     const struct resp_in *in = c->in;
     bool ended = strcmp(status, "in_progress") != 0;
-    const char *text = ended ? svc_run_get_content(c->run) : NULL;
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "id", c->id);
     svc_json_set_str(o, "object", "response");
@@ -647,8 +642,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set_str(o, "instructions", in->instructions);
     svc_json_set(o, "max_output_tokens",
                  in->has_max_tokens ? json_object_new_int64(in->max_tokens) : NULL);
-    svc_json_set_str(o, "model", svc_run_get_model(c->run));
-    svc_json_set(o, "output", ended ? output_items(c, text, failure) : json_object_new_array());
+    svc_json_set_str(o, "model", a.model);
+    svc_json_set(o, "output", ended ? output_items(c, &a, failure) : json_object_new_array());
     svc_json_set_bool(o, "parallel_tool_calls", true);
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
@@ -663,26 +658,26 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set(o, "tools", tools_shown(in->tools));
     svc_json_set(o, "top_p", NULL);
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
-    svc_json_set(o, "usage", ended ? usage_object(c->run) : NULL);
+    svc_json_set(o, "usage", ended ? usage_of(a.prompt_tokens, a.completion_tokens) : NULL);
     svc_json_set_str(o, "user", in->user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
     if (c->r->cfg->sessions.enabled && in->store) {
         json_object *conv = json_object_new_object();
-        svc_json_set_str(conv, "id", svc_run_get_session_id(c->run));
+        svc_json_set_str(conv, "id", a.session_id);
         svc_json_set(o, "conversation", conv);
     } else {
         svc_json_set(o, "conversation", NULL);
     }
-    svc_json_set_str(o, "session_id", svc_run_get_session_id(c->run));
-    svc_json_set_str(o, "run_id", svc_run_get_id(c->run));
+    svc_json_set_str(o, "session_id", a.session_id);
+    svc_json_set_str(o, "run_id", a.run_id);
     if (ended && in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
-        svc_json_set_int(o, "last_message_id", svc_run_get_last_message_id(c->run));
+        svc_json_set_int(o, "last_message_id", a.last_message_id);
     if (in->svc_v2 && ended) {
         json_object *svc = json_object_new_object();
         svc_json_set_str(svc, "schema_version", "2.0");
-        svc_json_set_str(svc, "run_id", svc_run_get_id(c->run));
-        svc_json_set(svc, "events", svc_json_copy(svc_run_get_events(c->run)));
+        svc_json_set_str(svc, "run_id", a.run_id);
+        svc_json_set(svc, "events", svc_json_copy(a.events));
         svc_json_set(o, "svc", svc);
     }
     return o;
@@ -810,7 +805,9 @@ static int on_idle(void *ctx)
  * arguments in one delta. 0, or -1 when the client is gone. */
 static int emit_calls(struct resp_ctx *c)
 {
-    json_object *calls = svc_run_get_client_calls(c->run);
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
+    json_object *calls = a.client_calls;
     for (size_t i = 0; i < json_object_array_length(calls); i++) {
         json_object *tc = json_object_array_get_idx(calls, i);
         json_object *item = function_call_out(tc, true);
@@ -878,7 +875,9 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
         (void)err;
         return 0;
     }
-    const char *text = svc_run_get_content(c->run);
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
+    const char *text = a.content;
     json_object *done = at_part(c);
     svc_json_set_str(done, "text", text);
     svc_json_set(done, "logprobs", json_object_new_array());
@@ -1295,7 +1294,9 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
-    http_set_session(r, svc_run_get_session_id(run), true);
+    struct svc_run_answer a;
+    svc_run_answer(run, &a);
+    http_set_session(r, a.session_id, true);
     struct resp_ctx c = {.r = r, .in = &in, .run = run, .created_at = (int64_t)svc_time_now()};
     svc_responses_new_id("resp_", c.id, sizeof c.id);
     svc_responses_new_id("msg_", c.msg_id, sizeof c.msg_id);

@@ -91,19 +91,18 @@ static int store_message_locked(struct svc_run *run, json_object *msg, bool is_o
     return 0;
 }
 
-int svc_run_store_message(struct svc_run *run, json_object *msg, bool is_output,
-                          struct svc_err *err)
+/* The loop's store (runstate.h): an output message as the next id, under the session lock
+ * (never held across a model call); a stateless run stores nothing. */
+static int store_output(void *ctx, json_object *msg, struct svc_err *err)
 {
-    if (run->stateful) {
-        int rc = svc_sess_lock(&run->sess, true, err);
-        if (rc == 0)
-            rc = store_message_locked(run, msg, is_output, err);
-        svc_sess_unlock(&run->sess);
-        if (rc != 0)
-            return -1;
-    }
-    json_object_array_add(run->msgs, json_object_get(msg));
-    return 0;
+    struct svc_run *run = ctx;
+    if (!run->stateful)
+        return 0;
+    int rc = svc_sess_lock(&run->sess, true, err);
+    if (rc == 0)
+        rc = store_message_locked(run, msg, true, err);
+    svc_sess_unlock(&run->sess);
+    return rc;
 }
 
 static json_object *error_object(const struct svc_err *e, const char *run_id)
@@ -286,46 +285,15 @@ int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, stru
 
 /* ---- begin ---- */
 
-/* The request's system prompt (session.h): heap, or NULL when it has none. */
-static char *request_system_of(const struct svc_run_request *req)
-{
-    struct svc_buf b;
-    svc_buf_init(&b);
-    if (req->instructions && *req->instructions)
-        svc_buf_adds(&b, req->instructions);
-    size_t n = req->history ? json_object_array_length(req->history) : 0;
-    for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(req->history, i), *content = NULL;
-        const char *role = svc_json_str(m, "role", "");
-        if (strcmp(role, "system") != 0 && strcmp(role, "developer") != 0)
-            continue;
-        json_object_object_get_ex(m, "content", &content);
-        char *text = content ? svc_openai_content_text(content) : NULL;
-        if (text && *text) {
-            if (b.len)
-                svc_buf_adds(&b, "\n\n");
-            svc_buf_adds(&b, text);
-        }
-        free(text);
-    }
-    return b.len ? svc_buf_steal(&b) : (svc_buf_free(&b), NULL);
-}
-
 static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_run_request *req)
 {
     struct svc_run *run = svc_xcalloc(1, sizeof *run);
     run->cfg = cfg;
     run->stateful = cfg->sessions.enabled && !req->stateless;
-    run->no_truncation = req->no_truncation;
     run->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
     run->run_lock.fd = -1;
-    run->msgs = json_object_new_array();
     run->output_ids = json_object_new_array();
-    run->events = json_object_new_array();
-    run->tool_trace = json_object_new_array();
-    run->tool_calls = json_object_new_array();
     run->input_id = -1;
-    svc_buf_init(&run->content);
     if (req->run_id && *req->run_id)
         snprintf(run->run_id, sizeof run->run_id, "%s", req->run_id);
     else
@@ -337,20 +305,9 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
         svc_random_id("sess", sid, sizeof sid);
     svc_sess_open(cfg, sid, &run->sess, NULL); /* svc_run_begin checked the id */
     svc_time_now_iso(run->started_at);
-    run->started_mono = svc_time_monotonic();
-    run->request_system = request_system_of(req);
-    run->has_temperature = req->has_temperature;
-    run->temperature = req->temperature;
-    run->has_max_tokens = req->has_max_tokens;
-    run->max_tokens = req->max_tokens;
-    run->client_tools = req->client_tools ? svc_json_copy(req->client_tools) : NULL;
-    run->client_names = json_object_new_array();
-    for (size_t i = 0; run->client_tools && i < json_object_array_length(run->client_tools); i++)
-        json_object_array_add(run->client_names,
-                              json_object_new_string(svc_json_str(
-                                  json_object_array_get_idx(run->client_tools, i), "name", "")));
-    run->tool_choice = req->tool_choice ? svc_xstrdup(req->tool_choice) : NULL;
-    run->client_calls = json_object_new_array();
+    svc_loop_init(&run->loop, cfg, run->run_id, run->sess.sid, req);
+    run->loop.store = store_output;
+    run->loop.store_ctx = run;
     return run;
 }
 
@@ -393,7 +350,7 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
     *out = json_object_new_array();
     int rc = 0;
     if (req->tool_results && json_object_array_length(req->tool_results) > 0)
-        rc = svc_ctools_answer(pending, req->tool_results, &res, run->client_names, err);
+        rc = svc_ctools_answer(pending, req->tool_results, &res, run->loop.client_names, err);
     else
         res = svc_ctools_interrupted(pending);
     json_object_put(pending);
@@ -452,7 +409,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
 static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_err *err)
 {
     struct svc_sess *s = &run->sess;
-    int64_t from = run->removed < run->stored ? run->removed : run->stored;
+    int64_t from = run->loop.removed < run->stored ? run->loop.removed : run->stored;
     int mfd = svc_sess_messages_fd(s);
     int64_t life = svc_cache_on(run->cfg, mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
     run->win_life = life;
@@ -465,7 +422,7 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
                              ? svc_wincache_get(s->sid, life, id, &fst)
                              : NULL;
         if (m) {
-            json_object_array_add(run->msgs, json_object_get(m));
+            json_object_array_add(run->loop.msgs, json_object_get(m));
             continue;
         }
         json_object *rec = NULL;
@@ -474,7 +431,7 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
         m = svc_store_effective_message(rec);
         if (life > 0)
             svc_wincache_put(s->sid, life, id, m, &fst);
-        json_object_array_add(run->msgs, json_object_get(m));
+        json_object_array_add(run->loop.msgs, json_object_get(m));
         json_object_put(rec);
     }
     return 0;
@@ -483,7 +440,7 @@ static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_er
 /* truncation "disabled": a window of count messages may not be cut (SPEC 12.3). */
 static int window_full(const struct svc_run *run, int64_t count, struct svc_err *err)
 {
-    if (!run->no_truncation || count <= run->cfg->agent.window_size)
+    if (!run->loop.no_truncation || count <= run->cfg->agent.window_size)
         return 0;
     return svc_err_setp(err, SVC_E_CONTEXT_LENGTH, "truncation",
                         "the conversation holds %lld messages, more than the window of %lld, and "
@@ -648,7 +605,7 @@ static int begin_agent(struct svc_run *run, json_object *sc, bool dirs_seen, str
     bool completed = run->sidecars ? sc && svc_json_int(sc, "turn_count", 0) > 0
                                    : svc_agent_model_calls(run->agent) > 0;
     run->dirs_unsynced = st->durable && (made || !completed);
-    run->removed = svc_agent_removed_count(run->agent);
+    run->loop.removed = svc_agent_removed_count(run->agent);
     return 0;
 }
 
@@ -660,7 +617,7 @@ static int begin_window(struct svc_run *run, int64_t **ids, struct svc_err *err)
         return 0;
     if (*ids)
         return -1;
-    json_object_array_del_idx(run->msgs, 0, json_object_array_length(run->msgs));
+    json_object_array_del_idx(run->loop.msgs, 0, json_object_array_length(run->loop.msgs));
     if (svc_sess_message_count(&run->sess, -1, &run->stored, &run->next_id, ids, err) != 0)
         return -1;
     return restore_window(run, *ids, err);
@@ -679,7 +636,7 @@ static int begin_inputs(struct svc_run *run, json_object *import, json_object *o
             json_object *m = json_object_array_get_idx(list, i);
             if (store_message_locked(run, m, false, err) != 0)
                 return -1;
-            json_object_array_add(run->msgs, json_object_get(m));
+            json_object_array_add(run->loop.msgs, json_object_get(m));
         }
     }
     return 0;
@@ -714,7 +671,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     bool dirs_seen = false;
     if (begin_dirs(run, req, &dirs_seen, err) != 0 || begin_lock(run, req, &sc, err) != 0)
         goto out;
-    run->prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
+    run->loop.prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     if (svc_sess_message_count(s, sc ? svc_json_int(sc, "message_count", -1) : -1, &run->stored,
                                &run->next_id, &ids, err) != 0)
         goto out;
@@ -728,13 +685,14 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (brc != 0)
         goto out;
     int64_t nopen = (int64_t)json_object_array_length(opening);
-    if (run->no_truncation && window_full(run, stored_window(run) + nimport + nopen, err) != 0)
+    if (run->loop.no_truncation && window_full(run, stored_window(run) + nimport + nopen, err) != 0)
         goto out;
     /* SPEC 3: the sidecar says `running` before any native file is written */
     if (run->sidecars) {
         json_object *r = running_sidecar(run, req, sc, run->stored + nimport + nopen);
         const char *owner = svc_user_owner(r);
-        run->owner = owner ? svc_xstrdup(owner) : NULL; /* memory recall's scope */
+        run->owner = owner ? svc_xstrdup(owner) : NULL;
+        run->loop.owner = run->owner; /* memory recall's scope */
         /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
         if (svc_sidecar_write(s, r, svc_sync_spare(svc_sync_full(st->durable), st->durable), err) !=
             0) {
@@ -793,21 +751,21 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
         for (size_t i = 0; i < n; i++) {
             json_object *nm = svc_openai_to_native(json_object_array_get_idx(req->history, i));
             if (nm)
-                json_object_array_add(run->msgs, nm);
+                json_object_array_add(run->loop.msgs, nm);
         }
-        size_t nm = json_object_array_length(run->msgs);
+        size_t nm = json_object_array_length(run->loop.msgs);
         json_object *opening = NULL;
-        if (begin_messages(run, req, nm ? json_object_array_get_idx(run->msgs, nm - 1) : NULL,
+        if (begin_messages(run, req, nm ? json_object_array_get_idx(run->loop.msgs, nm - 1) : NULL,
                            &opening, err) != 0) {
             run->ended = true;
             svc_run_free(run);
             return -1;
         }
         for (size_t i = 0; i < json_object_array_length(opening); i++)
-            json_object_array_add(run->msgs,
+            json_object_array_add(run->loop.msgs,
                                   json_object_get(json_object_array_get_idx(opening, i)));
         json_object_put(opening);
-        if (window_full(run, (int64_t)json_object_array_length(run->msgs), err) != 0) {
+        if (window_full(run, (int64_t)json_object_array_length(run->loop.msgs), err) != 0) {
             run->ended = true;
             svc_run_free(run);
             return -1;
@@ -820,7 +778,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 
 /* ---- end: finish, fail, cancel ---- */
 
-/* The messages this run stored (its input and outputs) are the tail of run->msgs with ids
+/* The messages this run stored (its input and outputs) are the tail of the window with ids
  * input_id .. next_id - 1: memory sync finds the pair there without reading a file. *recent
  * (new reference) and *ids (heap) are NULL when the tail is not whole (memory.c then reads
  * the files). */
@@ -828,7 +786,7 @@ static void run_recent(struct svc_run *run, json_object **recent, int64_t **ids)
 {
     *recent = NULL;
     *ids = NULL;
-    size_t n = json_object_array_length(run->msgs);
+    size_t n = json_object_array_length(run->loop.msgs);
     int64_t k = run->next_id - run->input_id;
     if (run->input_id < 0 || k <= 0 || (size_t)k > n)
         return;
@@ -836,7 +794,7 @@ static void run_recent(struct svc_run *run, json_object **recent, int64_t **ids)
     *ids = svc_xcalloc((size_t)k, sizeof **ids);
     for (int64_t i = 0; i < k; i++) {
         json_object_array_add(
-            *recent, json_object_get(json_object_array_get_idx(run->msgs, n - (size_t)k + i)));
+            *recent, json_object_get(json_object_array_get_idx(run->loop.msgs, n - (size_t)k + i)));
         (*ids)[i] = run->input_id + i;
     }
 }
@@ -871,8 +829,8 @@ static int sync_new_dirs(const struct svc_sess *s, struct svc_err *err)
 
 static void deliver_final_event(struct svc_run *run, json_object *ev)
 {
-    if (run->sink && run->sink->on_event)
-        run->sink->on_event(run->sink->ctx, ev);
+    if (run->loop.sink && run->loop.sink->on_event)
+        run->loop.sink->on_event(run->loop.sink->ctx, ev);
 }
 
 /* The run's one final event: done, or error with the failure's code and message. */
@@ -880,11 +838,11 @@ static json_object *final_event(struct svc_run *run, const struct svc_err *failu
 {
     json_object *ev;
     if (!failure) {
-        ev = svc_loop_event_new(run, "done");
+        ev = svc_loop_event_new(&run->loop, "done");
         svc_json_set_str(ev, "model_id", model_name(run->cfg));
-        svc_json_set_int(ev, "tool_steps", run->tool_steps);
+        svc_json_set_int(ev, "tool_steps", run->loop.tool_steps);
     } else {
-        ev = svc_loop_event_new(run, "error");
+        ev = svc_loop_event_new(&run->loop, "error");
         svc_json_set_str(ev, "message", failure->message);
         svc_json_set_str(ev, "code", svc_err_name(failure->code));
     }
@@ -908,8 +866,8 @@ static int end_flush(struct svc_run *run, struct svc_err *err)
     run->dirs_unsynced = false;
     if (!run->agent)
         return 0;
-    svc_agent_set_counts(run->agent, run->removed,
-                         svc_agent_model_calls(run->agent) + run->loop_count);
+    svc_agent_set_counts(run->agent, run->loop.removed,
+                         svc_agent_model_calls(run->agent) + run->loop.loop_count);
     /* with sidecars the turn line is the commit record and agent.json is not synced
      * (see the budget at the top); native_file has no other record */
     int sync = run->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);
@@ -940,11 +898,12 @@ static json_object *end_sidecar(struct svc_run *run, const char *status,
         svc_json_set(sc, "last_error", error_object(failure, run->run_id));
     }
     /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
-    if (json_object_array_length(run->client_calls) > 0)
-        svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->client_calls));
+    if (json_object_array_length(run->loop.client_calls) > 0)
+        svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->loop.client_calls));
     else
         json_object_object_del(sc, "pending_tool_calls");
-    svc_json_set(sc, "token_state", svc_loop_token_state(run, svc_json_obj(sc, "token_state")));
+    svc_json_set(sc, "token_state",
+                 svc_loop_token_state(&run->loop, svc_json_obj(sc, "token_state")));
     return sc;
 }
 
@@ -963,14 +922,14 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     struct svc_sess *s = &run->sess;
     const struct svc_store *st = &s->st;
     run->ended = true;
-    run->content_str = svc_buf_steal(&run->content);
+    run->content_str = svc_buf_steal(&run->loop.content);
     const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
-    svc_metrics_run(status, svc_time_monotonic() - run->started_mono);
+    svc_metrics_run(status, svc_time_monotonic() - run->loop.started_mono);
     /* recorded in the turn line below; delivered to the sink only once the session is
      * committed and the run lock released, so whoever sees the final event (a stream, a
      * runner's record) can start the next run at once instead of meeting session_busy */
     json_object *ev = final_event(run, failure);
-    json_object_array_add(run->events, ev);
+    json_object_array_add(run->loop.events, ev);
     if (!run->stateful) {
         deliver_final_event(run, ev);
         return 0;
@@ -986,8 +945,8 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     }
     sc = end_sidecar(run, status, failure);
     turn = turn_line(run->run_id, status, run->input_id, json_object_get(run->output_ids),
-                     json_object_get(run->events), json_object_get(run->tool_trace),
-                     run->prompt_tokens, run->completion_tokens,
+                     json_object_get(run->loop.events), json_object_get(run->loop.tool_trace),
+                     run->loop.prompt_tokens, run->loop.completion_tokens,
                      failure ? error_object(failure, run->run_id) : NULL, run->started_at);
     /* the commit record, synced (fdatasync); then the sidecar, not synced */
     if (svc_turns_append(s, turn, &err) != 0)
@@ -1023,17 +982,17 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
 {
     if (!run->begun || run->ended)
         return svc_err_set(err, SVC_E_INTERNAL, "run is not active");
-    run->sink = sink;
-    json_object *ev = svc_loop_event_new(run, "phase");
+    run->loop.sink = sink;
+    json_object *ev = svc_loop_event_new(&run->loop, "phase");
     svc_json_set_str(ev, "phase", "start");
-    svc_loop_event_emit(run, ev);
+    svc_loop_event_emit(&run->loop, ev);
     struct svc_err lerr;
     svc_err_clear(&lerr);
-    int rc = svc_loop_run(run, &lerr);
+    int rc = svc_loop_run(&run->loop, &lerr);
     if (rc != 0 && lerr.code == SVC_OK)
         svc_err_set(&lerr, SVC_E_INTERNAL, "run failed");
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
-    run->sink = NULL;
+    run->loop.sink = NULL;
     /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
     run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
                       run->cfg->sessions.sync_memory && !run->memory_synced;
@@ -1080,19 +1039,9 @@ void svc_run_free(struct svc_run *run)
     svc_lock_release(&run->run_lock);
     svc_sess_close(&run->sess);
     json_object_put(run->agent);
-    json_object_put(run->prev_tokens);
-    json_object_put(run->msgs);
     json_object_put(run->output_ids);
-    json_object_put(run->events);
-    json_object_put(run->tool_trace);
-    free(run->request_system);
     free(run->owner);
-    json_object_put(run->tool_calls);
-    json_object_put(run->client_tools);
-    json_object_put(run->client_names);
-    free(run->tool_choice);
-    json_object_put(run->client_calls);
-    svc_buf_free(&run->content);
+    svc_loop_free(&run->loop);
     free(run->content_str);
     free(run);
 }
@@ -1137,48 +1086,24 @@ void svc_run_set_lock_fd(struct svc_run *run, int fd)
     run->run_lock.fd = fd;
 }
 
-const char *svc_run_get_id(const struct svc_run *run)
+void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
 {
-    return run->run_id;
-}
-const char *svc_run_get_session_id(const struct svc_run *run)
-{
-    return run->sess.sid;
-}
-int64_t svc_run_get_last_message_id(const struct svc_run *run)
-{
-    return run->next_id - 1;
-}
-const char *svc_run_get_model(const struct svc_run *run)
-{
-    return model_name(run->cfg);
-}
-const char *svc_run_get_content(const struct svc_run *run)
-{
-    if (run->content_str)
-        return run->content_str;
-    return run->content.data ? run->content.data : "";
-}
-const char *svc_run_get_finish_reason(const struct svc_run *run)
-{
-    return run->finish_reason[0] ? run->finish_reason : "stop";
-}
-void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion)
-{
-    *prompt = run->prompt_tokens;
-    *completion = run->completion_tokens;
-}
-json_object *svc_run_get_events(const struct svc_run *run)
-{
-    return run->events;
-}
-json_object *svc_run_get_tool_calls(const struct svc_run *run)
-{
-    return run->tool_calls;
-}
-json_object *svc_run_get_client_calls(const struct svc_run *run)
-{
-    return run->client_calls;
+    const struct svc_loop *loop = &run->loop;
+    *out = (struct svc_run_answer){
+        .run_id = run->run_id,
+        .session_id = run->sess.sid,
+        .model = model_name(run->cfg),
+        .content = run->content_str     ? run->content_str
+                   : loop->content.data ? loop->content.data
+                                        : "",
+        .finish_reason = loop->finish_reason[0] ? loop->finish_reason : "stop",
+        .prompt_tokens = loop->prompt_tokens,
+        .completion_tokens = loop->completion_tokens,
+        .last_message_id = run->next_id - 1,
+        .events = loop->events,
+        .tool_calls = loop->tool_calls,
+        .client_calls = loop->client_calls,
+    };
 }
 
 json_object *svc_usage_new(int64_t prompt, int64_t completion)
@@ -1188,19 +1113,6 @@ json_object *svc_usage_new(int64_t prompt, int64_t completion)
     svc_json_set_int(u, "completion_tokens", completion);
     svc_json_set_int(u, "total_tokens", prompt + completion);
     return u;
-}
-
-json_object *svc_event_new(const char *run_id, const char *sid, int64_t seq, const char *type)
-{
-    char now[SVC_TIME_LEN];
-    json_object *ev = json_object_new_object();
-    svc_json_set_str(ev, "type", type);
-    svc_json_set_str(ev, "run_id", run_id);
-    svc_json_set_int(ev, "seq", seq);
-    svc_json_set_str(ev, "session_id", sid);
-    svc_json_set_str(ev, "schema_version", "2.0");
-    svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
-    return ev;
 }
 
 const char *svc_run_status_of(enum svc_errcode failure)
