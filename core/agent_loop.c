@@ -29,13 +29,13 @@ json_object *svc_event_new(const char *run_id, const char *sid, int64_t seq, con
     return ev;
 }
 
-json_object *svc_loop_event_new(struct svc_loop *loop, const char *type)
+static json_object *loop_event_new(struct svc_loop *loop, const char *type)
 {
     return svc_event_new(loop->run_id, loop->sid, ++loop->seq, type);
 }
 
 /* Record the event, hand it to the sink; returns nonzero when the sink wants to cancel. */
-int svc_loop_event_emit(struct svc_loop *loop, json_object *ev)
+static int loop_event_emit(struct svc_loop *loop, json_object *ev)
 {
     json_object_array_add(loop->events, ev);
     if (loop->sink && loop->sink->on_event && loop->sink->on_event(loop->sink->ctx, ev)) {
@@ -72,9 +72,9 @@ static int loop_on_delta(void *ctx, const char *text)
 {
     struct svc_loop *loop = ctx;
     svc_buf_adds(&loop->content, text);
-    json_object *ev = svc_loop_event_new(loop, "delta");
+    json_object *ev = loop_event_new(loop, "delta");
     svc_json_set_str(ev, "text", text);
-    if (svc_loop_event_emit(loop, ev))
+    if (loop_event_emit(loop, ev))
         return 1;
     return loop_should_cancel(loop);
 }
@@ -82,11 +82,11 @@ static int loop_on_delta(void *ctx, const char *text)
 static void loop_on_retry(void *ctx, int attempt, int max_attempts, const char *text)
 {
     struct svc_loop *loop = ctx;
-    json_object *ev = svc_loop_event_new(loop, "retry");
+    json_object *ev = loop_event_new(loop, "retry");
     svc_json_set_int(ev, "attempt", attempt);
     svc_json_set_int(ev, "max_attempts", max_attempts);
     svc_json_set_str(ev, "text", text);
-    svc_loop_event_emit(loop, ev);
+    loop_event_emit(loop, ev);
 }
 
 /* ---- helpers ---- */
@@ -147,9 +147,9 @@ static int loop_apply_window(struct svc_loop *loop, struct svc_err *err)
         return 0;
     json_object_array_del_idx(loop->msgs, 0, trim);
     loop->removed += (int64_t)trim;
-    json_object *ev = svc_loop_event_new(loop, "context_compacted");
+    json_object *ev = loop_event_new(loop, "context_compacted");
     svc_json_set_int(ev, "removed_message_count", loop->removed);
-    svc_loop_event_emit(loop, ev);
+    loop_event_emit(loop, ev);
     return 0;
 }
 
@@ -241,15 +241,15 @@ static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_
         const char *name = svc_json_str(tu, "name", "");
         json_object *input = NULL;
         json_object_object_get_ex(tu, "input", &input);
-        json_object *ev = svc_loop_event_new(loop, "tool_start");
+        json_object *ev = loop_event_new(loop, "tool_start");
         svc_json_set_str(ev, "call_id", id);
         svc_json_set_str(ev, "tool", name);
         svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
-        svc_loop_event_emit(loop, ev);
+        loop_event_emit(loop, ev);
         struct svc_tool_result res;
         svc_tools_call_cancel(loop->cfg, name, input, loop_should_cancel, loop, &res);
         loop->tool_steps++;
-        ev = svc_loop_event_new(loop, "tool_result");
+        ev = loop_event_new(loop, "tool_result");
         svc_json_set_str(ev, "call_id", id);
         svc_json_set_str(ev, "tool", name);
         svc_json_set_bool(ev, "ok", res.ok);
@@ -257,7 +257,7 @@ static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_
         svc_json_set_str(ev, "error", res.ok ? NULL : res.content);
         svc_json_set_int(ev, "latency_ms", res.latency_ms);
         svc_json_set_bool(ev, "truncated", res.truncated);
-        svc_loop_event_emit(loop, ev);
+        loop_event_emit(loop, ev);
         json_object *tr = json_object_new_object();
         svc_json_set_str(tr, "call_id", id);
         svc_json_set_str(tr, "tool", name);
@@ -354,11 +354,11 @@ static int loop_store_reply(struct svc_loop *loop, const struct svc_model_reply 
     json_object_put(msg);
     if (src != 0)
         return -1;
-    json_object *ev = svc_loop_event_new(loop, "token_usage");
+    json_object *ev = loop_event_new(loop, "token_usage");
     json_object *ts = svc_loop_token_state(loop, loop->prev_tokens); /* the session's */
     svc_json_merge(ev, ts);
     json_object_put(ts);
-    svc_loop_event_emit(loop, ev);
+    loop_event_emit(loop, ev);
     return 0;
 }
 
@@ -371,9 +371,9 @@ static int loop_call_model(struct svc_loop *loop, const char *system, json_objec
         memset(reply, 0, sizeof *reply);
         return -1;
     }
-    json_object *ev = svc_loop_event_new(loop, "phase");
+    json_object *ev = loop_event_new(loop, "phase");
     svc_json_set_str(ev, "phase", "model");
-    svc_loop_event_emit(loop, ev);
+    loop_event_emit(loop, ev);
     json_object *req = loop_model_request(loop);
     struct svc_model_call call = {
         .cfg = loop->cfg,
@@ -452,8 +452,28 @@ static json_object *loop_tools_offered(struct svc_loop *loop)
     return tools;
 }
 
+json_object *svc_loop_final_event(struct svc_loop *loop, const char *model,
+                                  const struct svc_err *failure)
+{
+    json_object *ev;
+    if (!failure) {
+        ev = loop_event_new(loop, "done");
+        svc_json_set_str(ev, "model_id", model);
+        svc_json_set_int(ev, "tool_steps", loop->tool_steps);
+    } else {
+        ev = loop_event_new(loop, "error");
+        svc_json_set_str(ev, "message", failure->message);
+        svc_json_set_str(ev, "code", svc_err_name(failure->code));
+    }
+    json_object_array_add(loop->events, ev);
+    return ev;
+}
+
 int svc_loop_run(struct svc_loop *loop, struct svc_err *err)
 {
+    json_object *ev = loop_event_new(loop, "phase");
+    svc_json_set_str(ev, "phase", "start");
+    loop_event_emit(loop, ev);
     json_object *tools = loop_tools_offered(loop);
     char *system = loop_system_prompt(loop);
     int rc = -1;

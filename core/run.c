@@ -833,22 +833,6 @@ static void deliver_final_event(struct svc_run *run, json_object *ev)
         run->loop.sink->on_event(run->loop.sink->ctx, ev);
 }
 
-/* The run's one final event: done, or error with the failure's code and message. */
-static json_object *final_event(struct svc_run *run, const struct svc_err *failure)
-{
-    json_object *ev;
-    if (!failure) {
-        ev = svc_loop_event_new(&run->loop, "done");
-        svc_json_set_str(ev, "model_id", model_name(run->cfg));
-        svc_json_set_int(ev, "tool_steps", run->loop.tool_steps);
-    } else {
-        ev = svc_loop_event_new(&run->loop, "error");
-        svc_json_set_str(ev, "message", failure->message);
-        svc_json_set_str(ev, "code", svc_err_name(failure->code));
-    }
-    return ev;
-}
-
 /* Under the session lock, what the commit record depends on: the message names synced, the
  * directories a new session made synced, agent.json's counts written. */
 static int end_flush(struct svc_run *run, struct svc_err *err)
@@ -928,8 +912,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     /* recorded in the turn line below; delivered to the sink only once the session is
      * committed and the run lock released, so whoever sees the final event (a stream, a
      * runner's record) can start the next run at once instead of meeting session_busy */
-    json_object *ev = final_event(run, failure);
-    json_object_array_add(run->loop.events, ev);
+    json_object *ev = svc_loop_final_event(&run->loop, model_name(run->cfg), failure);
     if (!run->stateful) {
         deliver_final_event(run, ev);
         return 0;
@@ -983,9 +966,6 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
     if (!run->begun || run->ended)
         return svc_err_set(err, SVC_E_INTERNAL, "run is not active");
     run->loop.sink = sink;
-    json_object *ev = svc_loop_event_new(&run->loop, "phase");
-    svc_json_set_str(ev, "phase", "start");
-    svc_loop_event_emit(&run->loop, ev);
     struct svc_err lerr;
     svc_err_clear(&lerr);
     int rc = svc_loop_run(&run->loop, &lerr);

@@ -3,10 +3,10 @@
  * session.h. The loop gets its own struct (the request's settings, the window, the tokens,
  * the trace), never the run: it stores each message through loop->store.
  *   svc_loop_init/free    the loop of a run (run_id and sid borrowed from it) / its memory.
- *   svc_loop_run          the loop over a begun run: 0 when the model answered, -1 with err
- *                         otherwise (the lifecycle then records the failure).
- *   svc_loop_event_new/emit  a svc.v2 event of this run (new reference) / record it and
- *                         hand it to the sink (nonzero: the sink cancelled the run).
+ *   svc_loop_run          the loop over a begun run, from its start event: 0 when the model
+ *                         answered, -1 with err otherwise (the lifecycle records the failure).
+ *   svc_loop_final_event  the run's one final event (done, or error with the failure's code
+ *                         and message), recorded; borrowed: the lifecycle delivers it.
  *   svc_loop_token_state  the token_state object of the run (prev: the stored one or NULL). */
 #ifndef SVC_RUNSTATE_H
 #define SVC_RUNSTATE_H
@@ -88,8 +88,8 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
                    const char *sid, const struct svc_run_request *req);
 void svc_loop_free(struct svc_loop *loop);
 int svc_loop_run(struct svc_loop *loop, struct svc_err *err);
-json_object *svc_loop_event_new(struct svc_loop *loop, const char *type);
-int svc_loop_event_emit(struct svc_loop *loop, json_object *ev);
+json_object *svc_loop_final_event(struct svc_loop *loop, const char *model,
+                                  const struct svc_err *failure);
 json_object *svc_loop_token_state(const struct svc_loop *loop, json_object *prev);
 json_object *svc_loop_user_message(const char *text);
 
