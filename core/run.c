@@ -44,7 +44,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cache.h"
 #include "ctools.h"
 #include "fsio.h"
 #include "index.h"
@@ -59,7 +58,6 @@
 #include "store.h"
 #include "title.h"
 #include "util.h"
-#include "wincache.h"
 
 static const char *model_name(const struct svc_config *cfg)
 {
@@ -79,10 +77,6 @@ static int store_message_locked(struct svc_run *run, json_object *msg, bool is_o
     /* the file is synced now; its directory once at the end of the run */
     if (svc_sess_write_message(s, run->next_id, msg, sync_file(&s->st), NULL, err) != 0)
         return -1;
-    /* the next turn takes it from the window cache, unless another program touches it */
-    struct stat fst;
-    if (run->win_life > 0 && svc_sess_stat_message(s, run->next_id, &fst))
-        svc_wincache_claim(s->sid, run->win_life, run->next_id, msg, &fst);
     run->msgs_unsynced = s->st.durable;
     if (is_output)
         json_object_array_add(run->output_ids, json_object_new_int64(run->next_id));
@@ -318,24 +312,10 @@ static json_object *last_stored(struct svc_run *run, const int64_t *ids)
 {
     if (run->stored == 0)
         return NULL;
-    struct svc_sess *s = &run->sess;
-    int64_t id = ids ? ids[run->stored - 1] : run->stored - 1;
-    int mfd = svc_sess_messages_fd(s);
-    int64_t life = svc_cache_on(run->cfg, mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
-    struct stat fst;
-    json_object *m = life > 0 && svc_sess_stat_message(s, id, &fst)
-                         ? svc_wincache_get(s->sid, life, id, &fst)
-                         : NULL;
-    json_object *rec = NULL;
-    if (m)
-        return json_object_get(m);
-    if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, NULL) != 0)
-        return NULL;
-    m = svc_store_effective_message(rec);
-    if (life > 0)
-        svc_wincache_put(s->sid, life, id, m, &fst);
-    json_object_get(m);
-    json_object_put(rec);
+    json_object *one = json_object_new_array(), *m = NULL;
+    if (svc_sess_read_window(&run->sess, run->stored - 1, run->stored, ids, false, one, NULL) == 0)
+        m = json_object_get(json_object_array_get_idx(one, 0));
+    json_object_put(one);
     return m;
 }
 
@@ -403,38 +383,13 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
 
 /* Restore the window: the messages from position removed_message_count on. With
  * contiguous ids (ids == NULL) position is id and only the window's files are read, and
- * of those only the ones this process has not read since they last changed (wincache.h:
- * a worker running turn after turn of a session parses the files the turns in between
- * added). The messages are shared with the cache: nothing modifies them. */
+ * of those only the ones this process has not read since they last changed (store.h: a
+ * worker running turn after turn of a session parses the files the turns in between
+ * added). */
 static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_err *err)
 {
-    struct svc_sess *s = &run->sess;
     int64_t from = run->loop.removed < run->stored ? run->loop.removed : run->stored;
-    int mfd = svc_sess_messages_fd(s);
-    int64_t life = svc_cache_on(run->cfg, mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
-    run->win_life = life;
-    if (life > 0 && !ids)
-        svc_wincache_trim(s->sid, from); /* what the window slid past */
-    for (int64_t pos = from; pos < run->stored; pos++) {
-        int64_t id = ids ? ids[pos] : pos;
-        struct stat fst;
-        json_object *m = life > 0 && svc_sess_stat_message(s, id, &fst)
-                             ? svc_wincache_get(s->sid, life, id, &fst)
-                             : NULL;
-        if (m) {
-            json_object_array_add(run->loop.msgs, json_object_get(m));
-            continue;
-        }
-        json_object *rec = NULL;
-        if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, err) != 0)
-            return -1;
-        m = svc_store_effective_message(rec);
-        if (life > 0)
-            svc_wincache_put(s->sid, life, id, m, &fst);
-        json_object_array_add(run->loop.msgs, json_object_get(m));
-        json_object_put(rec);
-    }
-    return 0;
+    return svc_sess_read_window(&run->sess, from, run->stored, ids, true, run->loop.msgs, err);
 }
 
 /* truncation "disabled": a window of count messages may not be cut (SPEC 12.3). */

@@ -73,7 +73,6 @@ struct svc_run {
     bool msgs_unsynced; /* message files renamed whose directory is not synced yet */
     bool dirs_unsynced; /* the session's directories are synced at the run's end: begin
                            made some, or none of the session's runs has completed yet */
-    int64_t win_life;   /* the window cache's life of the messages directory (wincache.h) */
     json_object *output_ids;
     char *owner; /* the session's owner (user.h), heap, or NULL: the admins' */
     char *content_str;

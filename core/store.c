@@ -15,11 +15,13 @@
 #include <linux/openat2.h>
 #endif
 
+#include "cache.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "log.h"
 #include "sidecar.h"
 #include "util.h"
+#include "wincache.h"
 
 /* Every name of the layout (FORMAT.md), and nowhere else in the code. */
 #define LOCK_NAME ".svc.lock"
@@ -183,6 +185,7 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
     st->durable = cfg->sessions.fsync;
     st->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
     st->shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
+    st->cache = cfg->sessions.cache != SVC_CACHE_OFF && !st->shared;
 }
 
 int svc_store_sync(const struct svc_store *st, int sync)
@@ -770,12 +773,50 @@ int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message,
     free(text);
     free(path);
     json_object_put(rec);
+    /* the next turn takes it from the window cache, unless another program touches it */
+    struct stat fst;
+    if (rc == 0 && s->win_life > 0 && svc_sess_stat_message(s, id, &fst))
+        svc_wincache_claim(s->sid, s->win_life, id, message, &fst);
     return rc;
 }
 
-int svc_sess_messages_fd(struct svc_sess *s)
+/* Message id of the window (new reference), from the cache when its file is unchanged. */
+static int window_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err)
 {
-    return open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
+    int64_t life = s->win_life;
+    struct stat fst;
+    json_object *m = life > 0 && svc_sess_stat_message(s, id, &fst)
+                         ? svc_wincache_get(s->sid, life, id, &fst)
+                         : NULL;
+    json_object *rec = NULL;
+    if (m) {
+        *out = json_object_get(m);
+        return 0;
+    }
+    if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, err) != 0)
+        return -1;
+    m = svc_store_effective_message(rec);
+    if (life > 0)
+        svc_wincache_put(s->sid, life, id, m, &fst);
+    *out = json_object_get(m);
+    json_object_put(rec);
+    return 0;
+}
+
+int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
+                         bool slide, json_object *out, struct svc_err *err)
+{
+    int mfd = open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
+    s->win_life = s->st.cache && svc_cache_local(mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
+    if (slide && s->win_life > 0 && !ids)
+        svc_wincache_trim(s->sid, from); /* what the window slid past */
+    for (int64_t pos = from; pos < to; pos++) {
+        json_object *m = NULL;
+        if (window_message(s, ids ? ids[pos] : pos, &m, err) != 0)
+            return -1;
+        json_object_array_add(out, m);
+    }
+    return 0;
 }
 
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)

@@ -30,6 +30,7 @@ struct svc_store {
     bool durable;         /* sessions.fsync */
     bool sidecars;        /* provider svc_repository: svc_session.json and svc_turns.jsonl */
     bool shared;          /* sessions.shared resolved: other hosts write here too */
+    bool cache;           /* sessions.cache not off, root not shared: caches may serve (cache.h) */
 };
 
 /* The files of the layout, by role; the comments give the path from the session directory
@@ -122,6 +123,7 @@ struct svc_sess {
     bool exclusive; /* mode of lock when held */
     bool sidecar_read;
     json_object *sidecar; /* as read under the lock, or NULL */
+    int64_t win_life;     /* the window cache's life of msg_dir (wincache.h), 0: not cached */
 };
 #define SVC_SESS_INIT                                                                              \
     {                                                                                              \
@@ -198,9 +200,13 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
  * length of the file written. */
 int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message, int sync,
                            size_t *bytes, struct svc_err *err);
-/* The messages directory's descriptor (borrowed, closed by svc_sess_close), or -1 when
- * it cannot be opened. */
-int svc_sess_messages_fd(struct svc_sess *s);
+/* The effective messages (svc_store_effective_message) at positions from..to-1 appended to
+ * out, shared with this process's window cache (wincache.h) and so modified by nobody: a
+ * file unchanged since this process read or wrote it is not parsed again. ids NULL:
+ * position is id. slide: from is where the window starts, the cache forgets ids below it.
+ * From then on svc_sess_write_message keeps what it writes in the cache too. */
+int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
+                         bool slide, json_object *out, struct svc_err *err);
 /* lstat of message id's file through the same descriptor: true when it is a regular file. */
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
 
