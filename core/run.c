@@ -261,8 +261,9 @@ int svc_run_repair(struct svc_sess *s, struct svc_err *err)
     int rc = 0;
     if (svc_sess_sidecar(s, &sc, NULL) == 0 && stale_running(s, sc))
         rc = repair_locked(s, sc, err) == 0 ? 1 : -1;
-    svc_sess_forget_sidecar(s);
-    if (!held)
+    if (held)
+        svc_sess_forget_sidecar(s);
+    else
         svc_sess_unlock(s);
     return rc;
 }
@@ -665,7 +666,6 @@ out:
     if (rc != 0 && running)
         begin_undo(run, sc);
     svc_sess_unlock(s); /* never held across a model call */
-    svc_sess_forget_sidecar(s);
     if (rc != 0)
         svc_lock_release(&run->run_lock);
     json_object_put(import);
@@ -1006,7 +1006,6 @@ int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
     svc_json_set_int(cur, "pid", (int64_t)svc_pid());
     rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
 out:
-    svc_sess_forget_sidecar(s);
     svc_sess_unlock(s);
     return rc;
 }

@@ -314,6 +314,7 @@ int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err)
 
 void svc_sess_unlock(struct svc_sess *s)
 {
+    svc_sess_forget_sidecar(s); /* read under the lock: stale without it */
     svc_lock_release(&s->lock);
 }
 

@@ -141,7 +141,7 @@ char *svc_sess_path(const struct svc_sess *s, enum svc_file f, enum svc_from fro
 char *svc_sess_message_path(const struct svc_sess *s, int64_t id, enum svc_from from);
 bool svc_sess_exists(const struct svc_sess *s);
 int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err);
-void svc_sess_unlock(struct svc_sess *s);
+void svc_sess_unlock(struct svc_sess *s); /* and forgets the sidecar read under the lock */
 void svc_sess_close(struct svc_sess *s);
 /* A new, empty staging root beside the sessions, <root>/.svc_new-<hex> (heap path): a session
  * built whole under it (a handle on a store with this root) appears at once with
