@@ -92,29 +92,27 @@ static json_object *record_new(const struct svc_run_answer *a)
     return rec;
 }
 
-static void record_finish_code(json_object *rec, struct svc_run *run, const char *status,
+static void record_finish_code(json_object *rec, const struct svc_run_answer *a, const char *status,
                                const char *code, const char *message);
 
 /* Fill the record's final fields from an ended run. */
-static void record_finish(json_object *rec, struct svc_run *run, const char *status,
+static void record_finish(json_object *rec, const struct svc_run_answer *a, const char *status,
                           const struct svc_err *failure)
 {
-    record_finish_code(rec, run, status, failure ? svc_err_name(failure->code) : NULL,
+    record_finish_code(rec, a, status, failure ? svc_err_name(failure->code) : NULL,
                        failure ? failure->message : NULL);
 }
 
 /* The same with the failure as its API code and message (code NULL: no failure). */
-static void record_finish_code(json_object *rec, struct svc_run *run, const char *status,
+static void record_finish_code(json_object *rec, const struct svc_run_answer *a, const char *status,
                                const char *code, const char *message)
 {
     char now[SVC_TIME_LEN];
-    struct svc_run_answer a;
-    svc_run_answer(run, &a);
     svc_json_set_str(rec, "status", status);
-    svc_json_set_int(rec, "event_count", (int64_t)json_object_array_length(a.events));
-    svc_json_set_str(rec, "content", a.content);
-    svc_json_set_str(rec, "finish_reason", a.finish_reason);
-    svc_json_set(rec, "usage", svc_usage_new(a.prompt_tokens, a.completion_tokens));
+    svc_json_set_int(rec, "event_count", (int64_t)json_object_array_length(a->events));
+    svc_json_set_str(rec, "content", a->content);
+    svc_json_set_str(rec, "finish_reason", a->finish_reason);
+    svc_json_set(rec, "usage", svc_usage_new(a->prompt_tokens, a->completion_tokens));
     if (code) {
         json_object *e = json_object_new_object();
         svc_json_set_str(e, "code", code);
@@ -123,9 +121,9 @@ static void record_finish_code(json_object *rec, struct svc_run *run, const char
     } else {
         svc_json_set(rec, "error", NULL);
     }
-    svc_json_set(rec, "tool_calls", svc_json_copy(a.tool_calls));
-    if (json_object_array_length(a.client_calls) > 0) /* SPEC 12.1 */
-        svc_json_set(rec, "client_tool_calls", svc_json_copy(a.client_calls));
+    svc_json_set(rec, "tool_calls", svc_json_copy(a->tool_calls));
+    if (json_object_array_length(a->client_calls) > 0) /* SPEC 12.1 */
+        svc_json_set(rec, "client_tool_calls", svc_json_copy(a->client_calls));
     svc_json_set_str(rec, "finished_at", svc_time_now_iso(now));
 }
 
@@ -207,7 +205,9 @@ static int runner_on_event(void *ctx, json_object *ev)
          * last event finds the run ended (content and usage are final by now) */
         const char *code = done ? NULL : svc_json_str(ev, "code", "internal_error");
         const char *status = svc_run_status_of(done ? SVC_OK : svc_err_code(code));
-        record_finish_code(rn->rec, rn->run, status, code, svc_json_str(ev, "message", NULL));
+        struct svc_run_answer a;
+        svc_run_answer(rn->run, &a);
+        record_finish_code(rn->rec, &a, status, code, svc_json_str(ev, "message", NULL));
         rn->recorded = write_record(rn->cfg, rn->rec, NULL) == 0;
     }
     svc_json_append_line(rn->events_path, ev, false, NULL);
@@ -274,7 +274,8 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     svc_run_defer_memory(run); /* the record says done first; memory sync follows */
     int rc = svc_run_execute(run, &sink, &err);
     if (!rn.recorded) {
-        record_finish(rec, run, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
+        svc_run_answer(run, &a); /* final now */
+        record_finish(rec, &a, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
                       rc == 0 ? NULL : &err);
         write_record(cfg, rec, NULL);
     }
@@ -649,7 +650,7 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     struct svc_run_answer a;
     svc_run_answer(run, &a);
     json_object *rec = record_new(&a);
-    record_finish(rec, run, status, failure);
+    record_finish(rec, &a, status, failure);
     /* the events file, so /api/chat/runs/{id}/events can replay a synchronous run too */
     char *ev_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
     json_object *events = a.events;
