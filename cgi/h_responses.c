@@ -392,16 +392,19 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
-/* Whether the stored response o (id) is another user's (SPEC 14): then err says it is
- * missing, as for an unknown id. */
-static bool response_unseen(struct http_req *r, json_object *o, const char *id, struct svc_err *err)
+/* The stored response id (*out, a new reference) when the asker may see it: another user's
+ * is missing (SPEC 14), as an unknown id is. 0, or -1 with err and *out NULL. */
+static int response_get(struct http_req *r, const char *id, json_object **out, struct svc_err *err)
 {
+    if (svc_responses_get(r->cfg, id, out, err) < 0)
+        return -1;
     const char *scope = svc_user_scope(&r->user);
     if (!scope ||
-        svc_session_visible(r->cfg, scope, svc_json_str(o, "session_id", ""), false, NULL) == 0)
-        return false;
-    svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
-    return true;
+        svc_session_visible(r->cfg, scope, svc_json_str(*out, "session_id", ""), false, NULL) == 0)
+        return 0;
+    json_object_put(*out);
+    *out = NULL;
+    return svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
 }
 
 /* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
@@ -484,8 +487,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "conversations need sessions.enabled: true");
     if (in->prev_id) {
-        if (svc_responses_get(r->cfg, in->prev_id, &in->prev, err) < 0 ||
-            response_unseen(r, in->prev, in->prev_id, err)) {
+        if (response_get(r, in->prev_id, &in->prev, err) < 0) {
             if (err->code == SVC_E_RESPONSE_NOT_FOUND)
                 svc_err_setp(err, SVC_E_RESPONSE_NOT_FOUND, "previous_response_id",
                              "previous response %.64s not found", in->prev_id);
@@ -1291,11 +1293,10 @@ static int response_seen(struct http_req *r, const char *id, struct svc_err *err
     json_object *o = NULL;
     if (!svc_user_scope(&r->user))
         return 0;
-    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+    if (response_get(r, id, &o, err) < 0)
         return -1;
-    bool unseen = response_unseen(r, o, id, err);
     json_object_put(o);
-    return unseen ? -1 : 0;
+    return 0;
 }
 
 int h_response_delete(struct http_req *r, struct svc_err *err)
@@ -1377,12 +1378,8 @@ int h_response_get(struct http_req *r, struct svc_err *err)
 {
     json_object *o = NULL;
     const char *id = http_param(r, "response_id");
-    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+    if (response_get(r, id, &o, err) < 0)
         return -1;
-    if (response_unseen(r, o, id, err)) {
-        json_object_put(o);
-        return -1;
-    }
     http_set_session(r, svc_json_str(o, "session_id", NULL), false);
     bool stream = false;
     if (http_query_bool(r, "stream", false, &stream, err) < 0) {
@@ -1403,12 +1400,8 @@ int h_response_cancel(struct http_req *r, struct svc_err *err)
 {
     json_object *o = NULL, *c = NULL;
     const char *id = http_param(r, "response_id");
-    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+    if (response_get(r, id, &o, err) < 0)
         return -1;
-    if (response_unseen(r, o, id, err)) {
-        json_object_put(o);
-        return -1;
-    }
     const char *run_id = svc_json_str(o, "run_id", "");
     if (!svc_json_bool(o, "background", false)) {
         json_object_put(o);
