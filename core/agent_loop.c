@@ -225,7 +225,7 @@ json_object *svc_loop_token_state(const struct svc_loop *loop, json_object *prev
 /* The run stores msg as its next message (loop->store), then the window keeps it. */
 static int loop_store(struct svc_loop *loop, json_object *msg, struct svc_err *err)
 {
-    if (loop->store(loop->store_ctx, msg, err) != 0)
+    if (loop->store && loop->store(loop->store_ctx, msg, err) != 0)
         return -1;
     json_object_array_add(loop->msgs, json_object_get(msg));
     return 0;

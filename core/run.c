@@ -1,5 +1,7 @@
 /* run: the run lifecycle of SPEC 3 (contract in session.h): begin, finish, fail, cancel
- * and the repair of a run whose process died. The agent loop is agent_loop.c.
+ * and the repair of a run whose process died. The agent loop is agent_loop.c. What the
+ * run's files say is decided here; the store writes them, in the order below, through a
+ * turn (svc_turn_lock, svc_turn_start, svc_turn_store_output, svc_turn_end in store.c).
  *
  * Crash order. begin writes svc_session.json with status `running` before any native file
  * (session.json, agent.json, message files), so a process killed at any later write leaves
@@ -29,8 +31,9 @@
  * (started anew). A new session's first turn: 12 calls. Its directories are made without
  * a sync and session.json and agent.json written with fdatasync only; the directories
  * naming them (agent_<id>/, agents/, the session directory, the root) are synced once
- * each at the run's end, before the commit record (sync_new_dirs), svc_turns.jsonl made
- * empty just before so that its name is in the session directory's sync. A run that dies
+ * each at the run's end, before the commit record (store.c's turn_sync_dirs),
+ * svc_turns.jsonl made empty just before so that its name is in the session directory's
+ * sync. A run that dies
  * first leaves them unsynced: every run syncs them again until one of the session's runs
  * completes (turn_count 0; without sidecars, model_call_count 0). Before that sync a power cut
  * can lose the session, which has answered nothing: the `running` sidecar's own rename is
@@ -62,41 +65,6 @@
 static const char *model_name(const struct svc_config *cfg)
 {
     return cfg->model.name ? cfg->model.name : "echo-1";
-}
-
-static int sync_file(const struct svc_store *st)
-{
-    return st->durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
-}
-
-/* Caller holds the exclusive session lock. */
-static int store_message_locked(struct svc_run *run, json_object *msg, bool is_output,
-                                struct svc_err *err)
-{
-    struct svc_sess *s = &run->sess;
-    /* the file is synced now; its directory once at the end of the run */
-    if (svc_sess_write_message(s, run->next_id, msg, sync_file(&s->st), NULL, err) != 0)
-        return -1;
-    run->msgs_unsynced = s->st.durable;
-    if (is_output)
-        json_object_array_add(run->output_ids, json_object_new_int64(run->next_id));
-    run->next_id++;
-    run->stored++;
-    return 0;
-}
-
-/* The loop's store (runstate.h): an output message as the next id, under the session lock
- * (never held across a model call); a stateless run stores nothing. */
-static int store_output(void *ctx, json_object *msg, struct svc_err *err)
-{
-    struct svc_run *run = ctx;
-    if (!run->stateful)
-        return 0;
-    int rc = svc_sess_lock(&run->sess, true, err);
-    if (rc == 0)
-        rc = store_message_locked(run, msg, true, err);
-    svc_sess_unlock(&run->sess);
-    return rc;
 }
 
 static json_object *error_object(const struct svc_err *e, const char *run_id)
@@ -286,9 +254,6 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     run->cfg = cfg;
     run->stateful = cfg->sessions.enabled && !req->stateless;
     run->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
-    run->run_lock.fd = -1;
-    run->output_ids = json_object_new_array();
-    run->input_id = -1;
     if (req->run_id && *req->run_id)
         snprintf(run->run_id, sizeof run->run_id, "%s", req->run_id);
     else
@@ -301,23 +266,13 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     svc_sess_open(cfg, sid, &run->sess, NULL); /* svc_run_begin checked the id */
     svc_time_now_iso(run->started_at);
     svc_loop_init(&run->loop, cfg, run->run_id, run->sess.sid, req);
-    run->loop.store = store_output;
-    run->loop.store_ctx = run;
+    run->turn = (struct svc_turn){.s = &run->sess, .run_lock = SVC_LOCK_INIT, .input_id = -1};
+    run->turn.output_ids = json_object_new_array();
+    if (run->stateful) { /* a stateless run stores nothing */
+        run->loop.store = svc_turn_store_output;
+        run->loop.store_ctx = &run->turn;
+    }
     return run;
-}
-
-/* The newest stored message (new reference), or NULL when there is none or it cannot be
- * read (then nothing is taken as pending). Through the window cache, where restore_window
- * finds it again: the turn still reads no file it has read since it last changed. */
-static json_object *last_stored(struct svc_run *run, const int64_t *ids)
-{
-    if (run->stored == 0)
-        return NULL;
-    json_object *one = json_object_new_array(), *m = NULL;
-    if (svc_sess_read_window(&run->sess, run->stored - 1, run->stored, ids, false, one, NULL) == 0)
-        m = json_object_get(json_object_array_get_idx(one, 0));
-    json_object_put(one);
-    return m;
 }
 
 /* The messages a run stores before its first model call (SPEC 12.1): the results of the
@@ -353,7 +308,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     json_object *out = NULL;
     if (sc)
         out = svc_json_copy(sc);
-    else if (run->stored > 0 && svc_sidecar_derive(&run->sess, &out, NULL) == 0)
+    else if (run->turn.stored > 0 && svc_sidecar_derive(&run->sess, &out, NULL) == 0)
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
         out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
@@ -362,7 +317,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     json_object_object_del(out, "pending_tool_calls"); /* this run answers them */
     if (req->user_id && !svc_user_owner(out))
         svc_json_set_str(out, "user_id", req->user_id);
-    if (!sc && run->stored == 0 && req->user && req->user->id)
+    if (!sc && run->turn.stored == 0 && req->user && req->user->id)
         svc_user_own(out, req->user->id); /* a new session: the asker owns it */
     if (req->channel)
         svc_json_set_str(out, "channel", req->channel);
@@ -380,17 +335,6 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     svc_json_set_str(cur, "started_at", run->started_at);
     svc_json_set(out, "current_run", cur);
     return out;
-}
-
-/* Restore the window: the messages from position removed_message_count on. With
- * contiguous ids (ids == NULL) position is id and only the window's files are read, and
- * of those only the ones this process has not read since they last changed (store.h: a
- * worker running turn after turn of a session parses the files the turns in between
- * added). */
-static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_err *err)
-{
-    int64_t from = run->loop.removed < run->stored ? run->loop.removed : run->stored;
-    return svc_sess_read_window(&run->sess, from, run->stored, ids, true, run->loop.msgs, err);
 }
 
 /* truncation "disabled": a window of count messages may not be cut (SPEC 12.3). */
@@ -413,7 +357,8 @@ static int64_t stored_window(struct svc_run *run)
     if (svc_sess_read_agent(&run->sess, &agent, NULL) == 0)
         removed = svc_agent_removed_count(agent);
     json_object_put(agent);
-    return run->stored - (removed < run->stored ? removed : run->stored);
+    int64_t stored = run->turn.stored;
+    return stored - (removed < stored ? removed : stored);
 }
 
 /* A new session awaits only the calls at the end of the history it imports: results that
@@ -433,35 +378,6 @@ static int check_new_answers(struct svc_run *run, const struct svc_run_request *
     json_object_put(last);
     json_object_put(opening);
     return rc;
-}
-
-/* The session directory before any lock: refused when it is not a plain directory, made
- * when missing (synced at the run's end, sync_new_dirs), its layout checked when present.
- * *dirs_seen: the session and messages directories were seen just now. */
-static int begin_dirs(struct svc_run *run, const struct svc_run_request *req, bool *dirs_seen,
-                      struct svc_err *err)
-{
-    struct svc_sess *s = &run->sess;
-    struct stat lst;
-    bool exists = lstat(s->dir, &lst) == 0;
-    *dirs_seen = false;
-    if (exists && !S_ISDIR(lst.st_mode)) /* a symlink or a file: never follow it */
-        return svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
-    /* GET /api/v1/chat/sessions/export and .../search are routes' paths (cgi/routes.c): svc
-     * makes no session it could not show there (one another program made is still served) */
-    if (!exists && (strcmp(s->sid, "export") == 0 || strcmp(s->sid, "search") == 0))
-        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                            "session id '%s' is reserved (the path of the %s route); choose "
-                            "another",
-                            s->sid, s->sid);
-    if (!exists && check_new_answers(run, req, err) != 0)
-        return -1;
-    if (!exists)
-        return svc_mkdirs_durable(s->st.root, 0755, s->st.durable, err) != 0 ||
-                       svc_mkdirs(s->dir, 0755, err) != 0
-                   ? -1
-                   : 0;
-    return svc_sess_check_layout(s, dirs_seen, err);
 }
 
 /* SPEC 14: a session the asker may not see is missing to them. sc is its sidecar (NULL:
@@ -492,28 +408,41 @@ static int check_user_unlocked(struct svc_run *run, const struct svc_run_request
     return rc;
 }
 
-/* Both locks, then the sidecar (*sc, borrowed from the handle): another user's session
- * missing, a stale `running` repaired (we hold the run lock), an archived session refused,
- * even under native_file. */
-static int begin_lock(struct svc_run *run, const struct svc_run_request *req, json_object **sc,
-                      struct svc_err *err)
+/* The session's directory (a new session's id and answers checked before it is made) and
+ * both locks, then the sidecar (run->turn.sc) and the count: another user's session
+ * missing, a stale `running` repaired (we hold the run lock) and counted again, an
+ * archived session refused, even under native_file. */
+static int begin_lock(struct svc_run *run, const struct svc_run_request *req, struct svc_err *err)
 {
-    struct svc_sess *s = &run->sess;
-    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0) {
+    struct svc_turn *t = &run->turn;
+    const char *sid = run->sess.sid;
+    int rc = svc_turn_lock(t, false, err);
+    /* GET /api/v1/chat/sessions/export and .../search are routes' paths (cgi/routes.c): svc
+     * makes no session it could not show there (one another program made is still served) */
+    if (rc == 1 && (strcmp(sid, "export") == 0 || strcmp(sid, "search") == 0))
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
+                            "session id '%s' is reserved (the path of the %s route); choose "
+                            "another",
+                            sid, sid);
+    if (rc == 1)
+        rc = check_new_answers(run, req, err) != 0 ? -1 : svc_turn_lock(t, true, err);
+    if (rc != 0) {
         if (err && err->code == SVC_E_SESSION_BUSY)
             check_user_unlocked(run, req, err); /* another's is missing, not busy */
         return -1;
     }
-    if (svc_sess_lock(s, true, err) != 0 || svc_sess_sidecar(s, sc, err) != 0 ||
-        check_user(run, req, *sc, err) != 0)
-        return -1;
-    if (*sc && run->sidecars && strcmp(svc_json_str(*sc, "status", ""), "running") == 0 &&
-        repair_locked(s, *sc, err) != 0)
-        return -1;
-    if (*sc && svc_json_bool(*sc, "archived", false))
-        return svc_err_set(err, SVC_E_SESSION_ARCHIVED,
-                           "session %s is archived; unarchive it first", s->sid);
-    return 0;
+    json_object *sc = t->sc;
+    bool stale = sc && run->sidecars && strcmp(svc_json_str(sc, "status", ""), "running") == 0;
+    if (check_user(run, req, sc, err) != 0 || (stale && repair_locked(&run->sess, sc, err) != 0))
+        rc = -1;
+    else if (sc && svc_json_bool(sc, "archived", false))
+        rc = svc_err_set(err, SVC_E_SESSION_ARCHIVED, "session %s is archived; unarchive it first",
+                         sid);
+    else if ((stale || !t->counted) && svc_turn_count(t, err) != 0)
+        rc = -1;
+    if (rc != 0)
+        svc_turn_release(t);
+    return rc;
 }
 
 /* The request's OpenAI history as native messages, stored on a session's first run when
@@ -522,7 +451,7 @@ static json_object *begin_history(struct svc_run *run, const struct svc_run_requ
                                   json_object *sc)
 {
     json_object *import = json_object_new_array();
-    bool first_run = run->stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
+    bool first_run = run->turn.stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
     if (!first_run || !req->history || !run->cfg->sessions.persist_openai_history)
         return import;
     size_t n = json_object_array_length(req->history);
@@ -534,144 +463,43 @@ static json_object *begin_history(struct svc_run *run, const struct svc_run_requ
     return import;
 }
 
-/* session.json and agent.json where missing (written synced, SVC_SYNC_FILE; the
- * directories naming them are synced once, at the run's end), and what the run keeps of
- * the agent record. */
-static int begin_agent(struct svc_run *run, json_object *sc, bool dirs_seen, struct svc_err *err)
-{
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    bool made = false;
-    if (svc_sess_ensure(s, dirs_seen, sync_file(st), &made, err) != 0)
-        return -1;
-    struct svc_err rerr;
-    if (svc_sess_read_agent(s, &run->agent, &rerr) != 0) {
-        if (rerr.code != SVC_E_NOT_FOUND) {
-            *err = rerr;
-            return -1;
-        }
-        run->agent = svc_store_new_agent(st->agent_id);
-        made = true;
-        if (svc_sess_write_agent(s, run->agent, sync_file(st), err) != 0)
-            return -1;
-    }
-    /* and again by every run until one of the session's runs completes (a new session has
-     * none): the run that made them may have died before its end synced them (a run that
-     * failed synced them too, but its turn_count stays 0: a few extra syncs there) */
-    bool completed = run->sidecars ? sc && svc_json_int(sc, "turn_count", 0) > 0
-                                   : svc_agent_model_calls(run->agent) > 0;
-    run->dirs_unsynced = st->durable && (made || !completed);
-    run->loop.removed = svc_agent_removed_count(run->agent);
-    return 0;
-}
-
-/* The window from the message files; when a file of the trusted range is missing (removed
- * by another program), count by scanning and restore again. *ids may be replaced. */
-static int begin_window(struct svc_run *run, int64_t **ids, struct svc_err *err)
-{
-    if (restore_window(run, *ids, err) == 0)
-        return 0;
-    if (*ids)
-        return -1;
-    json_object_array_del_idx(run->loop.msgs, 0, json_object_array_length(run->loop.msgs));
-    if (svc_sess_message_count(&run->sess, -1, &run->stored, &run->next_id, ids, err) != 0)
-        return -1;
-    return restore_window(run, *ids, err);
-}
-
-/* The imported history, then the opening messages (begin_messages: tool results, the
- * user's input); the first of those is the run's input_id. */
-static int begin_inputs(struct svc_run *run, json_object *import, json_object *opening,
-                        struct svc_err *err)
-{
-    for (int pass = 0; pass < 2; pass++) {
-        json_object *list = pass ? opening : import;
-        if (pass)
-            run->input_id = run->next_id;
-        for (size_t i = 0; i < json_object_array_length(list); i++) {
-            json_object *m = json_object_array_get_idx(list, i);
-            if (store_message_locked(run, m, false, err) != 0)
-                return -1;
-            json_object_array_add(run->loop.msgs, json_object_get(m));
-        }
-    }
-    return 0;
-}
-
-/* Begin failed (a disk error) after the sidecar said `running`: the session goes back to
- * what it was (sc, or no sidecar); if that cannot be written either, the `running` left is
- * repaired as interrupted. Through the spare, which holds that very file: on a full disk,
- * bytes rewritten over their own blocks need no new space. */
-static void begin_undo(struct svc_run *run, json_object *sc)
-{
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
-    if (sc && svc_sidecar_write(s, sc, svc_sync_spare(svc_sync_full(st->durable), st->durable),
-                                NULL) == 0)
-        index_note(st, s->sid, sc);
-    else if (!sc && path)
-        unlink(path);
-    free(path);
-}
-
+/* Locked, the run's meaning: its opening messages, the `running` sidecar; then the store
+ * writes them in its order (svc_turn_start). */
 static int begin_stateful(struct svc_run *run, const struct svc_run_request *req,
                           struct svc_err *err)
 {
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    int rc = -1;
-    int64_t *ids = NULL;
-    json_object *import = NULL, *running = NULL, *opening = NULL;
-    json_object *sc = NULL; /* borrowed from the handle */
-    bool dirs_seen = false;
-    if (begin_dirs(run, req, &dirs_seen, err) != 0 || begin_lock(run, req, &sc, err) != 0)
-        goto out;
+    struct svc_turn *t = &run->turn;
+    if (begin_lock(run, req, err) != 0)
+        return -1;
+    json_object *sc = t->sc, *opening = NULL, *running = NULL;
     run->loop.prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
-    if (svc_sess_message_count(s, sc ? svc_json_int(sc, "message_count", -1) : -1, &run->stored,
-                               &run->next_id, &ids, err) != 0)
-        goto out;
-    import = begin_history(run, req, sc);
+    json_object *import = begin_history(run, req, sc);
     int64_t nimport = (int64_t)json_object_array_length(import);
     json_object *last = nimport > 0
                             ? json_object_get(json_object_array_get_idx(import, nimport - 1))
-                            : last_stored(run, ids);
-    int brc = begin_messages(run, req, last, &opening, err);
+                            : json_object_get(t->last);
+    int rc = begin_messages(run, req, last, &opening, err);
     json_object_put(last);
-    if (brc != 0)
+    int64_t nopen = rc == 0 ? (int64_t)json_object_array_length(opening) : 0;
+    if (rc == 0 && run->loop.no_truncation &&
+        window_full(run, stored_window(run) + nimport + nopen, err) != 0)
+        rc = -1;
+    if (rc != 0) {
+        svc_turn_release(t);
         goto out;
-    int64_t nopen = (int64_t)json_object_array_length(opening);
-    if (run->loop.no_truncation && window_full(run, stored_window(run) + nimport + nopen, err) != 0)
-        goto out;
-    /* SPEC 3: the sidecar says `running` before any native file is written */
+    }
     if (run->sidecars) {
-        json_object *r = running_sidecar(run, req, sc, run->stored + nimport + nopen);
-        const char *owner = svc_user_owner(r);
+        running = running_sidecar(run, req, sc, t->stored + nimport + nopen);
+        const char *owner = svc_user_owner(running);
         run->owner = owner ? svc_xstrdup(owner) : NULL;
         run->loop.owner = run->owner; /* memory recall's scope */
-        /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
-        if (svc_sidecar_write(s, r, svc_sync_spare(svc_sync_full(st->durable), st->durable), err) !=
-            0) {
-            json_object_put(r);
-            goto out;
-        }
-        running = r;
-        index_note(st, s->sid, running);
     }
-    if (begin_agent(run, sc, dirs_seen, err) != 0 || begin_window(run, &ids, err) != 0 ||
-        begin_inputs(run, import, opening, err) != 0)
-        goto out;
-    rc = 0;
+    rc = svc_turn_start(t, running, import, opening, run->loop.msgs, err);
+    run->loop.removed = t->removed;
 out:
-    if (rc != 0 && running)
-        begin_undo(run, sc);
-    svc_sess_unlock(s); /* never held across a model call */
-    if (rc != 0)
-        svc_lock_release(&run->run_lock);
     json_object_put(import);
     json_object_put(opening);
     json_object_put(running);
-    free(ids);
     return rc;
 }
 
@@ -742,15 +570,15 @@ static void run_recent(struct svc_run *run, json_object **recent, int64_t **ids)
     *recent = NULL;
     *ids = NULL;
     size_t n = json_object_array_length(run->loop.msgs);
-    int64_t k = run->next_id - run->input_id;
-    if (run->input_id < 0 || k <= 0 || (size_t)k > n)
+    int64_t k = run->turn.next_id - run->turn.input_id;
+    if (run->turn.input_id < 0 || k <= 0 || (size_t)k > n)
         return;
     *recent = json_object_new_array_ext((int)k);
     *ids = svc_xcalloc((size_t)k, sizeof **ids);
     for (int64_t i = 0; i < k; i++) {
         json_object_array_add(
             *recent, json_object_get(json_object_array_get_idx(run->loop.msgs, n - (size_t)k + i)));
-        (*ids)[i] = run->input_id + i;
+        (*ids)[i] = run->turn.input_id + i;
     }
 }
 
@@ -765,76 +593,39 @@ static void sync_memory_into(struct svc_run *run, json_object *sc)
     free(ids);
 }
 
-/* The directories above the messages directory, each synced once: a new session's
- * agent_<id>/ (messages/, agent.json), agents/, the session directory (agents/,
- * multi_agents/, session.json) and the root (the session directory). Before the commit
- * record, so a completed run's session cannot vanish in a power cut. */
-static int sync_new_dirs(const struct svc_sess *s, struct svc_err *err)
-{
-    char *agent = svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_ABS);
-    char *agents = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS);
-    int rc = 0;
-    if (svc_fsync_dir(agent, err) != 0 || svc_fsync_dir(agents, err) != 0 ||
-        svc_fsync_dir(s->dir, err) != 0 || svc_fsync_dir(s->st.root, err) != 0)
-        rc = -1;
-    free(agent);
-    free(agents);
-    return rc;
-}
-
 static void deliver_final_event(struct svc_run *run, json_object *ev)
 {
     if (run->loop.sink && run->loop.sink->on_event)
         run->loop.sink->on_event(run->loop.sink->ctx, ev);
 }
 
-/* Under the session lock, what the commit record depends on: the message names synced, the
- * directories a new session made synced, agent.json's counts written. */
-static int end_flush(struct svc_run *run, struct svc_err *err)
-{
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    if (svc_sess_lock(s, true, err) != 0)
-        return -1;
-    if (run->msgs_unsynced && svc_fsync_dir(s->msg_dir, err) != 0)
-        return -1;
-    run->msgs_unsynced = false;
-    if (run->dirs_unsynced &&
-        ((run->sidecars && svc_turns_create(s, err) != 0) || sync_new_dirs(s, err) != 0))
-        return -1;
-    run->dirs_unsynced = false;
-    if (!run->agent)
-        return 0;
-    svc_agent_set_counts(run->agent, run->loop.removed,
-                         svc_agent_model_calls(run->agent) + run->loop.loop_count);
-    /* with sidecars the turn line is the commit record and agent.json is not synced
-     * (see the budget at the top); native_file has no other record */
-    int sync = run->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);
-    return svc_sess_write_agent(s, run->agent, svc_sync_spare(sync, st->durable), err);
-}
+struct end_ctx {
+    struct svc_run *run;
+    const char *status;
+    const struct svc_err *failure;
+};
 
-/* The sidecar as the run leaves it (new reference): status, counts, error, token state. */
-static json_object *end_sidecar(struct svc_run *run, const char *status,
-                                const struct svc_err *failure)
+/* The sidecar as the run leaves it (sc read under the lock, after the turn line): status,
+ * counts, error, token state; SPEC 3 step 4, memory sync, follows the turn line. Done
+ * here, under the lock already held, its memory_state rides in the store's one sidecar
+ * write; a caller that publishes the run's end first (svc_run_defer_memory) syncs
+ * afterwards. A crash between the two leaves the `running` sidecar, completed from the
+ * turn line (memory.c finds a digest already written). */
+static void end_leave(void *ctx, json_object *sc)
 {
-    struct svc_sess *s = &run->sess;
-    json_object *cur = NULL, *sc;
-    if (svc_sess_sidecar(s, &cur, NULL) == 0 && cur)
-        sc = json_object_get(cur);
-    else
-        sc = svc_sidecar_new(s->sid, s->st.agent_id, model_name(run->cfg));
-    svc_sess_forget_sidecar(s);
+    const struct end_ctx *c = ctx;
+    struct svc_run *run = c->run;
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
-    svc_json_set_str(sc, "status", strcmp(status, "done") == 0 ? "idle" : status);
+    svc_json_set_str(sc, "status", strcmp(c->status, "done") == 0 ? "idle" : c->status);
     svc_json_set(sc, "current_run", NULL);
-    svc_json_set_int(sc, "message_count", run->stored);
+    svc_json_set_int(sc, "message_count", run->turn.stored);
     svc_json_set_str(sc, "updated_at", now);
-    if (!failure) {
+    if (!c->failure) {
         svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
         svc_json_set(sc, "last_error", NULL);
     } else {
-        svc_json_set(sc, "last_error", error_object(failure, run->run_id));
+        svc_json_set(sc, "last_error", error_object(c->failure, run->run_id));
     }
     /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
     if (json_object_array_length(run->loop.client_calls) > 0)
@@ -843,23 +634,15 @@ static json_object *end_sidecar(struct svc_run *run, const char *status,
         json_object_object_del(sc, "pending_tool_calls");
     svc_json_set(sc, "token_state",
                  svc_loop_token_state(&run->loop, svc_json_obj(sc, "token_state")));
-    return sc;
-}
-
-/* native_file writes no sidecar; the listing index still learns of the turn. */
-static void end_native(struct svc_run *run)
-{
-    json_object *derived = NULL;
-    if (svc_sidecar_derive(&run->sess, &derived, NULL) == 0)
-        index_note(&run->sess.st, run->sess.sid, derived);
-    json_object_put(derived);
+    if (!c->failure && run->cfg->sessions.sync_memory && !run->memory_defer) {
+        sync_memory_into(run, sc);
+        run->memory_synced = true;
+    }
 }
 
 static int run_end(struct svc_run *run, const struct svc_err *failure)
 {
     struct svc_err err;
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
     run->ended = true;
     run->content_str = svc_buf_steal(&run->loop.content);
     const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
@@ -872,46 +655,28 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
         deliver_final_event(run, ev);
         return 0;
     }
-    int rc = -1;
-    json_object *sc = NULL, *turn = NULL;
-    if (end_flush(run, &err) != 0)
-        goto out;
-    if (!run->sidecars) {
-        end_native(run);
-        rc = 0;
-        goto out;
-    }
-    sc = end_sidecar(run, status, failure);
-    turn = turn_line(run->run_id, status, run->input_id, json_object_get(run->output_ids),
-                     json_object_get(run->loop.events), json_object_get(run->loop.tool_trace),
-                     run->loop.prompt_tokens, run->loop.completion_tokens,
-                     failure ? error_object(failure, run->run_id) : NULL, run->started_at);
-    /* the commit record, synced (fdatasync); then the sidecar, not synced */
-    if (svc_turns_append(s, turn, &err) != 0)
-        goto out;
-    /* SPEC 3 step 4: memory sync follows the turn line. Done here, under the lock already
-     * held, its memory_state rides in the one sidecar write below; a caller that publishes
-     * the run's end first (svc_run_defer_memory) syncs afterwards. A crash between the two
-     * leaves the `running` sidecar, completed from the turn line (memory.c finds a digest
-     * already written). */
-    if (!failure && run->cfg->sessions.sync_memory && !run->memory_defer) {
-        sync_memory_into(run, sc);
-        run->memory_synced = true;
-    }
-    if (svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, st->durable), &err) != 0)
-        goto out;
-    index_note(st, s->sid, sc);
-    rc = 0;
-out:
+    struct svc_turn *t = &run->turn;
+    struct end_ctx c = {run, status, failure};
+    json_object *line =
+        run->sidecars
+            ? turn_line(run->run_id, status, t->input_id, json_object_get(t->output_ids),
+                        json_object_get(run->loop.events), json_object_get(run->loop.tool_trace),
+                        run->loop.prompt_tokens, run->loop.completion_tokens,
+                        failure ? error_object(failure, run->run_id) : NULL, run->started_at)
+            : NULL;
+    struct svc_turn_end e = {.removed = run->loop.removed,
+                             .model_calls = run->loop.loop_count,
+                             .line = line,
+                             .model = model_name(run->cfg),
+                             .leave = end_leave,
+                             .ctx = &c};
+    int rc = svc_turn_end(t, &e, &err);
     if (rc != 0) {
-        svc_logf("session %s run %s: could not record the run's end: %s", s->sid, run->run_id,
-                 err.message);
+        svc_logf("session %s run %s: could not record the run's end: %s", run->sess.sid,
+                 run->run_id, err.message);
         run->end_err = err;
     }
-    json_object_put(turn);
-    json_object_put(sc);
-    svc_sess_unlock(s);
-    svc_lock_release(&run->run_lock);
+    json_object_put(line);
     deliver_final_event(run, ev);
     return rc;
 }
@@ -971,10 +736,12 @@ void svc_run_free(struct svc_run *run)
         svc_err_set(&e, SVC_E_INTERNAL, "the run was abandoned before it executed");
         run_end(run, &e);
     }
-    svc_lock_release(&run->run_lock);
+    svc_lock_release(&run->turn.run_lock);
     svc_sess_close(&run->sess);
-    json_object_put(run->agent);
-    json_object_put(run->output_ids);
+    json_object_put(run->turn.agent);
+    json_object_put(run->turn.output_ids);
+    json_object_put(run->turn.last);
+    free(run->turn.ids);
     free(run->owner);
     svc_loop_free(&run->loop);
     free(run->content_str);
@@ -1012,12 +779,12 @@ out:
 
 int svc_run_lock_fd(const struct svc_run *run)
 {
-    return run->run_lock.fd;
+    return run->turn.run_lock.fd;
 }
 
 void svc_run_set_lock_fd(struct svc_run *run, int fd)
 {
-    run->run_lock.fd = fd;
+    run->turn.run_lock.fd = fd;
 }
 
 void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
@@ -1033,7 +800,7 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
         .finish_reason = loop->finish_reason[0] ? loop->finish_reason : "stop",
         .prompt_tokens = loop->prompt_tokens,
         .completion_tokens = loop->completion_tokens,
-        .last_message_id = run->next_id - 1,
+        .last_message_id = run->turn.next_id - 1,
         .events = loop->events,
         .tool_calls = loop->tool_calls,
         .client_calls = loop->client_calls,

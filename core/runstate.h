@@ -63,18 +63,10 @@ struct svc_run {
     bool sidecars;        /* provider svc_repository */
     char run_id[64];
     char started_at[SVC_TIME_LEN];
-    struct svc_lock run_lock;
     /* why run_end could not record the run's end, for the caller's error */
     struct svc_err end_err;
-    json_object *agent; /* agent.json (stateful) */
-    int64_t stored;     /* number of message files */
-    int64_t next_id;    /* largest stored id + 1 */
-    int64_t input_id;
-    bool msgs_unsynced; /* message files renamed whose directory is not synced yet */
-    bool dirs_unsynced; /* the session's directories are synced at the run's end: begin
-                           made some, or none of the session's runs has completed yet */
-    json_object *output_ids;
-    char *owner; /* the session's owner (user.h), heap, or NULL: the admins' */
+    struct svc_turn turn; /* the store's side of the run: locks, counts, what it stored */
+    char *owner;          /* the session's owner (user.h), heap, or NULL: the admins' */
     char *content_str;
     struct svc_loop loop;
     bool begun, ended;
