@@ -452,13 +452,12 @@ static json_object *loop_tools_offered(struct svc_loop *loop)
     return tools;
 }
 
-json_object *svc_loop_final_event(struct svc_loop *loop, const char *model,
-                                  const struct svc_err *failure)
+json_object *svc_loop_final_event(struct svc_loop *loop, const struct svc_err *failure)
 {
     json_object *ev;
     if (!failure) {
         ev = loop_event_new(loop, "done");
-        svc_json_set_str(ev, "model_id", model);
+        svc_json_set_str(ev, "model_id", loop->model);
         svc_json_set_int(ev, "tool_steps", loop->tool_steps);
     } else {
         ev = loop_event_new(loop, "error");
@@ -471,6 +470,7 @@ json_object *svc_loop_final_event(struct svc_loop *loop, const char *model,
 
 int svc_loop_run(struct svc_loop *loop, struct svc_err *err)
 {
+    svc_err_clear(err);
     json_object *ev = loop_event_new(loop, "phase");
     svc_json_set_str(ev, "phase", "start");
     loop_event_emit(loop, ev);
@@ -493,6 +493,9 @@ int svc_loop_run(struct svc_loop *loop, struct svc_err *err)
     }
     json_object_put(tools);
     free(system);
+    if (rc != 0 && err->code == SVC_OK)
+        svc_err_set(err, SVC_E_INTERNAL, "run failed");
+    loop->final = svc_loop_final_event(loop, rc == 0 ? NULL : err);
     return rc;
 }
 

@@ -266,6 +266,7 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     svc_sess_open(cfg, sid, &run->sess, NULL); /* svc_run_begin checked the id */
     svc_time_now_iso(run->started_at);
     svc_loop_init(&run->loop, cfg, run->run_id, run->sess.sid, req);
+    run->loop.model = model_name(cfg);
     run->turn = (struct svc_turn){.s = &run->sess, .run_lock = SVC_LOCK_INIT, .input_id = -1};
     run->turn.output_ids = json_object_new_array();
     if (run->stateful) { /* a stateless run stores nothing */
@@ -650,7 +651,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
     /* recorded in the turn line below; delivered to the sink only once the session is
      * committed and the run lock released, so whoever sees the final event (a stream, a
      * runner's record) can start the next run at once instead of meeting session_busy */
-    json_object *ev = svc_loop_final_event(&run->loop, model_name(run->cfg), failure);
+    json_object *ev = run->loop.final ? run->loop.final : svc_loop_final_event(&run->loop, failure);
     if (!run->stateful) {
         deliver_final_event(run, ev);
         return 0;
@@ -687,10 +688,7 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
         return svc_err_set(err, SVC_E_INTERNAL, "run is not active");
     run->loop.sink = sink;
     struct svc_err lerr;
-    svc_err_clear(&lerr);
     int rc = svc_loop_run(&run->loop, &lerr);
-    if (rc != 0 && lerr.code == SVC_OK)
-        svc_err_set(&lerr, SVC_E_INTERNAL, "run failed");
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
     run->loop.sink = NULL;
     /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */

@@ -3,8 +3,8 @@
  * session.h. The loop gets its own struct (the request's settings, the window, the tokens,
  * the trace), never the run: it stores each message through loop->store.
  *   svc_loop_init/free    the loop of a run (run_id and sid borrowed from it) / its memory.
- *   svc_loop_run          the loop over a begun run, from its start event: 0 when the model
- *                         answered, -1 with err otherwise (the lifecycle records the failure).
+ *   svc_loop_run          the loop over a begun run, from its start event to its final one
+ *                         (loop->final): 0 when the model answered, -1 with err otherwise.
  *   svc_loop_final_event  the run's one final event (done, or error with the failure's code
  *                         and message), recorded; borrowed: the lifecycle delivers it.
  *   svc_loop_token_state  the token_state object of the run (prev: the stored one or NULL). */
@@ -23,6 +23,7 @@
 struct svc_loop {
     const struct svc_config *cfg;
     const char *run_id, *sid; /* the run's, borrowed */
+    const char *model;        /* the model's name, borrowed */
     const char *owner;        /* the session's owner (user.h), borrowed, or NULL: the admins' */
     double started_mono;
     /* the request's settings (session.h) */
@@ -43,6 +44,7 @@ struct svc_loop {
     /* the trace */
     json_object *events;
     int64_t seq;
+    json_object *final; /* the final event svc_loop_run recorded (in events), or NULL */
     json_object *tool_trace;
     json_object *tool_calls;   /* OpenAI-shaped tool_calls of the run */
     json_object *client_calls; /* OpenAI tool_calls of client tools the run ended on */
@@ -79,8 +81,7 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
                    const char *sid, const struct svc_run_request *req);
 void svc_loop_free(struct svc_loop *loop);
 int svc_loop_run(struct svc_loop *loop, struct svc_err *err);
-json_object *svc_loop_final_event(struct svc_loop *loop, const char *model,
-                                  const struct svc_err *failure);
+json_object *svc_loop_final_event(struct svc_loop *loop, const struct svc_err *failure);
 json_object *svc_loop_token_state(const struct svc_loop *loop, json_object *prev);
 json_object *svc_loop_user_message(const char *text);
 
