@@ -607,6 +607,7 @@ int h_chat(struct http_req *r, struct svc_err *err)
 {
     struct chat_in in;
     struct svc_run *run = NULL;
+    char new_sid[SVC_ID_MAX + 1];
     int rc = -1;
     if (parse_chat(r, &in, err) < 0)
         goto out;
@@ -622,21 +623,21 @@ int h_chat(struct http_req *r, struct svc_err *err)
         json_object_put(rec);
         goto out;
     }
-    struct svc_run_request req = run_request_of(&in);
-    req.user = &r->user;
     /* The master repairs the session if this worker dies in the run: named before the run
      * begins, since the sidecar says `running` from inside svc_run_begin (a repair finds
      * nothing to do while the sidecar is not `running` or another process holds the run
-     * lock), and again after it, for a session id the run chose. */
-    if (in.t.sid)
-        held_set(in.t.sid);
+     * lock); so a new session's id is chosen here, not by the run. */
+    if (!in.t.sid) {
+        svc_random_id("sess", new_sid, sizeof new_sid);
+        in.t.sid = new_sid;
+    }
+    held_set(in.t.sid);
+    struct svc_run_request req = run_request_of(&in);
+    req.user = &r->user;
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
-    struct svc_run_answer ra;
-    svc_run_answer(run, &ra);
-    held_set(ra.session_id);
-    http_set_session(r, ra.session_id, true);
+    http_set_session(r, in.t.sid, true);
     rc = in.t.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
 out:
     svc_run_free(run);
