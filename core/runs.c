@@ -29,8 +29,7 @@ bool svc_run_id_valid(const char *id)
 
 static char *runs_dir(const struct svc_config *cfg)
 {
-    struct svc_store st;
-    svc_store_from_config(cfg, &st);
+    const struct svc_store st = {.root = cfg->sessions.root}; /* the root's path alone */
     return svc_store_root_path(&st, SVC_F_RUNS);
 }
 
