@@ -805,8 +805,13 @@ static int window_message(struct svc_sess *s, int64_t id, json_object **out, str
     return 0;
 }
 
-int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
-                         bool slide, json_object *out, struct svc_err *err)
+/* The effective messages (svc_store_effective_message) at positions from..to-1 appended to
+ * out, shared with this process's window cache (wincache.h) and so modified by nobody: a
+ * file unchanged since this process read or wrote it is not parsed again. ids NULL:
+ * position is id. slide: from is where the window starts, the cache forgets ids below it.
+ * From then on svc_sess_write_message keeps what it writes in the cache too. */
+static int read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
+                       bool slide, json_object *out, struct svc_err *err)
 {
     int mfd = open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
     s->win_life = s->st.cache && svc_cache_local(mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
@@ -907,7 +912,7 @@ int svc_turn_count(struct svc_turn *t, struct svc_err *err)
     /* through the window cache, where the restore finds it again */
     json_object *one = json_object_new_array();
     if (t->stored > 0 &&
-        svc_sess_read_window(s, t->stored - 1, t->stored, t->ids, false, one, NULL) == 0)
+        read_window(s, t->stored - 1, t->stored, t->ids, false, one, NULL) == 0)
         t->last = json_object_get(json_object_array_get_idx(one, 0));
     json_object_put(one);
     return 0;
@@ -970,7 +975,7 @@ static int turn_window(struct svc_turn *t, json_object *win, struct svc_err *err
 {
     for (int pass = 0; pass < 2; pass++) {
         int64_t from = t->removed < t->stored ? t->removed : t->stored;
-        if (svc_sess_read_window(t->s, from, t->stored, t->ids, true, win, err) == 0)
+        if (read_window(t->s, from, t->stored, t->ids, true, win, err) == 0)
             return 0;
         if (pass || t->ids)
             return -1;

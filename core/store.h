@@ -200,13 +200,6 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
  * length of the file written. */
 int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message, int sync,
                            size_t *bytes, struct svc_err *err);
-/* The effective messages (svc_store_effective_message) at positions from..to-1 appended to
- * out, shared with this process's window cache (wincache.h) and so modified by nobody: a
- * file unchanged since this process read or wrote it is not parsed again. ids NULL:
- * position is id. slide: from is where the window starts, the cache forgets ids below it.
- * From then on svc_sess_write_message keeps what it writes in the cache too. */
-int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
-                         bool slide, json_object *out, struct svc_err *err);
 /* lstat of message id's file through the same descriptor: true when it is a regular file. */
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
 
