@@ -810,8 +810,8 @@ static int window_message(struct svc_sess *s, int64_t id, json_object **out, str
  * file unchanged since this process read or wrote it is not parsed again. ids NULL:
  * position is id. slide: from is where the window starts, the cache forgets ids below it.
  * From then on svc_sess_write_message keeps what it writes in the cache too. */
-static int read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
-                       bool slide, json_object *out, struct svc_err *err)
+static int read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids, bool slide,
+                       json_object *out, struct svc_err *err)
 {
     int mfd = open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
     s->win_life = s->st.cache && svc_cache_local(mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
@@ -911,8 +911,7 @@ int svc_turn_count(struct svc_turn *t, struct svc_err *err)
         return -1;
     /* through the window cache, where the restore finds it again */
     json_object *one = json_object_new_array();
-    if (t->stored > 0 &&
-        read_window(s, t->stored - 1, t->stored, t->ids, false, one, NULL) == 0)
+    if (t->stored > 0 && read_window(s, t->stored - 1, t->stored, t->ids, false, one, NULL) == 0)
         t->last = json_object_get(json_object_array_get_idx(one, 0));
     json_object_put(one);
     return 0;
