@@ -25,7 +25,7 @@
 #include "util.h"
 
 /* Bump when the tables or the tokenizer change: an index of another schema is rebuilt. */
-#define SCHEMA "svc-search-2"
+#define SCHEMA "svc-search-3"
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
 #define TERMS_MAX 32
@@ -175,7 +175,8 @@ static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts
     for (int i = 0; *rc == SQLITE_OK && i < d->nphrase; i++) {
         double hits = phrase_hits(api, fts, i, rows, rc);
         double idf = log(((double)rows - hits + 0.5) / (hits + 0.5));
-        d->idf[i] = idf > 1e-6 ? idf : 1e-6; /* as fts5's bm25: a very common word weighs little */
+        d->idf[i] = idf > 0.01 ? idf : 0.01; /* a word in most messages weighs little (fts5's
+                                              * bm25: 1e-6, below the rank's resolution) */
     }
     if (*rc == SQLITE_OK)
         *rc = api->xSetAuxdata(fts, d, rank_data_free);
@@ -211,9 +212,9 @@ static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     double norm = 1.2 * (0.25 + 0.75 * (double)len / d->avgdl);
     for (int i = 0; i < d->nphrase && i <= TERMS_MAX; i++)
         score += d->idf[i] * freq[i] * 2.2 / (freq[i] + norm);
-    /* the score to 1/1024, and below that the session number (< 2^31) to order the ties */
-    double doc = (double)((api->xRowid(fts) >> MID_BITS) & 0x7fffffff);
-    sqlite3_result_double(ctx, -(floor(score * 1024 + 0.5) + doc / 2147483648.0) / 1024);
+    /* the score to 2^-20, and below that the session number (< 2^22) to order the ties */
+    double doc = (double)((api->xRowid(fts) >> MID_BITS) & 0x3fffff);
+    sqlite3_result_double(ctx, -(floor(score * 0x1p20 + 0.5) + doc / 0x1p22) / 0x1p20);
 }
 
 /* The last answer of svc_sees in this query: a page holds many rows of one session, and a
@@ -333,7 +334,7 @@ static int64_t doc_max(void)
 static const char *const tables =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"
-    " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT,"
+    " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT, seen REAL,"
     " archived INTEGER, created_at TEXT);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS msgs USING fts5(body, role UNINDEXED,"
     " tokenize='svcfold');";
@@ -714,9 +715,35 @@ static int add_message(int64_t doc, int64_t id, json_object *rec)
     return rc == SQLITE_OK ? 0 : -1;
 }
 
+static double mtime_of(const struct stat *st)
+{
+    return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec / 1e9;
+}
+
+/* Index message id of h anew (its row gone; none when the file is). *seen gets its mtime
+ * when later. */
+static int add_file(struct svc_sess *h, int64_t doc, int64_t id, double *seen)
+{
+    json_object *rec = NULL;
+    struct stat sb;
+    struct svc_err e = {0};
+    if (svc_sess_read_message(h, id, &rec, &sb, NULL, &e) != 0) {
+        if (e.code != SVC_E_NOT_FOUND)
+            svc_logf("search: session %s message %lld left out: %s", h->sid, (long long)id,
+                     e.message);
+        return 0;
+    }
+    if (mtime_of(&sb) > *seen)
+        *seen = mtime_of(&sb);
+    int rc = add_message(doc, id, rec);
+    json_object_put(rec);
+    return rc;
+}
+
 /* Index the messages of h from id `from` on (msgs: the listing's count, trusted when the
- * files agree); *next gets the largest id + 1. */
-static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t msgs, int64_t *next)
+ * files agree); *next gets the largest id + 1, *seen the newest mtime read. */
+static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t msgs, int64_t *next,
+                        double *seen)
 {
     int64_t count = 0, *ids = NULL;
     struct svc_err e = {0};
@@ -725,23 +752,39 @@ static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t m
     int rc = 0;
     for (int64_t k = ids ? 0 : from; k < count && rc == 0; k++) {
         int64_t id = ids ? ids[k] : k;
-        if (id < from || id >= (INT64_C(1) << MID_BITS))
-            continue;
-        json_object *rec = NULL;
-        if (svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0) {
-            svc_logf("search: session %s message %lld left out: %s", h->sid, (long long)id,
-                     e.message);
-            continue;
-        }
-        rc = add_message(doc, id, rec);
-        json_object_put(rec);
+        if (id >= from && id < (INT64_C(1) << MID_BITS))
+            rc = add_file(h, doc, id, seen);
     }
     free(ids);
     return rc;
 }
 
+/* A session that grew may also have had a message redacted or edited since it was read: the
+ * earlier files (below `from`) written after *seen are indexed anew, the others not read. */
+static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, double *seen)
+{
+    double was = *seen;
+    int rc = 0;
+    for (int64_t id = 0; id < from && id < (INT64_C(1) << MID_BITS) && rc == 0; id++) {
+        struct stat sb;
+        bool there = svc_sess_stat_message(h, id, &sb);
+        if (there && mtime_of(&sb) <= was)
+            continue;
+        sqlite3_stmt *st = NULL;
+        rc = prep("DELETE FROM msgs WHERE rowid = ?1", -1, &st, NULL) == SQLITE_OK ? 0 : -1;
+        if (rc == 0) {
+            sqlite3_bind_int64(st, 1, doc << MID_BITS | id);
+            rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+            sqlite3_reset(st);
+        }
+        if (rc == 0 && there)
+            rc = add_file(h, doc, id, seen);
+    }
+    return rc;
+}
+
 static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs, int64_t next,
-                     json_object *sum)
+                     double seen, json_object *sum)
 {
     sqlite3_stmt *st = NULL;
     int rc =
@@ -759,6 +802,7 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
         sqlite3_bind_text(st, 7, svc_json_str(sum, "updated_at", ""), -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 8, svc_json_bool(sum, "archived", false));
         sqlite3_bind_text(st, 9, svc_json_str(sum, "created_at", ""), -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 10, seen);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
     sqlite3_reset(st);
@@ -766,15 +810,19 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
 }
 
 /* Whether row doc is of this session: one deleted and made again under its id between two
- * queries has another created_at (its rows are then all replaced). */
-static bool same_session(int64_t doc, json_object *sum)
+ * queries has another created_at (its rows are then all replaced). *seen: the newest mtime
+ * its files had when read. */
+static bool same_session(int64_t doc, json_object *sum, double *seen)
 {
     sqlite3_stmt *st = NULL;
     bool same = false;
-    if (prep("SELECT created_at FROM docs WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
+    if (prep("SELECT created_at, seen FROM docs WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, doc);
-        const char *c =
-            sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        const char *c = NULL;
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            c = (const char *)sqlite3_column_text(st, 0);
+            *seen = sqlite3_column_double(st, 1);
+        }
         same = c && strcmp(c, svc_json_str(sum, "created_at", "")) == 0;
     }
     sqlite3_reset(st);
@@ -803,23 +851,26 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         return drop_session(sid) < 0 ? -1 : 0;
     }
     int rc = 0;
-    if (found && (msgs <= had || !same_session(doc, sum))) {
+    double seen = 0;
+    if (found && (msgs <= had || !same_session(doc, sum, &seen))) {
         rc = run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc);
         from = 0;
     }
     /* a new session's docs row first: its doc number names the message rows */
     if (rc == 0 && !found &&
-        (doc_write(sid, 0, 0, -1, 0, sum) != 0 || doc_row(sid, &doc, &was, &had, &from) != 1))
+        (doc_write(sid, 0, 0, -1, 0, 0, sum) != 0 || doc_row(sid, &doc, &was, &had, &from) != 1))
         rc = -1;
     next = from;
     if (rc == 0) {
         svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole (a read-only
                                        * root may have no lock to take) */
-        rc = add_messages(&h, doc, from, msgs, &next);
+        rc = recheck_messages(&h, doc, from, &seen);
+        if (rc == 0)
+            rc = add_messages(&h, doc, from, msgs, &next, &seen);
     }
     svc_sess_close(&h);
     if (rc == 0)
-        rc = doc_write(sid, doc, updated, msgs, next, sum);
+        rc = doc_write(sid, doc, updated, msgs, next, seen, sum);
     json_object_put(sum);
     return rc;
 }

@@ -145,6 +145,25 @@ is $s->req(PATCH => '/api/v1/chat/sessions/fold', body => { title => 'Renamed fo
 is search('platypus')->{json}{results}[0]{title}, 'Renamed fold', 'the new title';
 is sorted_hits('fox quick'), 'fold/0 fold/1', 'the earlier messages are still found';
 
+# a session that grew is indexed from its new messages on, and an earlier message another
+# program redacted meanwhile (its file rewritten, then a turn) is read again: its old words
+# leave, its new ones and the new turn's are found, the untouched ones stay
+{
+    chat('grow', 'first capybara message');
+    chat('grow', 'second wombat message');
+    is sorted_hits('capybara'), 'grow/0 grow/1', 'the first turn';
+    my $f = "$root/session_grow/agents/agent_svc-agent/messages/message_2.json";
+    my $rec = $JSON->decode(do { local (@ARGV, $/) = $f; <> });
+    $rec->{redact_message} = { role => 'user', content => [{ text => 'redacted to quokka' }] };
+    select(undef, undef, undef, 0.05); # a later mtime than the search read
+    SvcTest::write_file($f, $JSON->encode($rec));
+    chat('grow', 'third numbat message');
+    is sorted_hits('numbat'), 'grow/4 grow/5', 'the new turn is found';
+    is sorted_hits('wombat'), 'grow/3', 'the redacted message is no longer found by its old words';
+    is sorted_hits('quokka'), 'grow/2', '... but by its new ones';
+    is sorted_hits('capybara'), 'grow/0 grow/1', 'the earlier messages are still found';
+}
+
 # a session removed by another program and made again under its id, longer, between two
 # queries: only its new text is found
 is sorted_hits('filler30'), 'rank-weak/0 rank-weak/1', 'the old text before';
@@ -173,6 +192,40 @@ chat("page-$_", "pagination marker $_") for 1 .. 12;
     is $pages, 5, 'five pages';
     is scalar(keys %seen), 24, 'every hit';
     is scalar(grep { $_ > 1 } values %seen), 0, 'none twice';
+}
+
+# a word in more messages than the window (200): the newest 200 are ranked and paged, and
+# the densest of them comes first
+{
+    my $sid = 'wide';
+    my $adir = "$root/session_$sid/agents/agent_svc-agent";
+    make_path("$adir/messages");
+    my $ts = '2025-03-04T05:06:07.123456+00:00';
+    SvcTest::write_file("$root/session_$sid/session.json", $JSON->encode(
+        { session_id => $sid, session_type => 'AGENT', created_at => $ts, updated_at => $ts }));
+    SvcTest::write_file("$adir/agent.json", $JSON->encode(
+        { agent_id => 'svc-agent', state => {}, created_at => $ts, updated_at => $ts,
+          conversation_manager_state => { __name__ => 'SlidingWindowConversationManager',
+                                           removed_message_count => 0, model_call_count => 1 } }));
+    for my $i (0 .. 209) {
+        my $text = $i == 150 ? 'ubiquitous ubiquitous ubiquitous' : "ubiquitous word number $i here";
+        SvcTest::write_file("$adir/messages/message_$i.json", $JSON->encode(
+            { message => { role => 'user', content => [{ text => $text }] }, message_id => $i,
+              redact_message => undef, created_at => $ts, updated_at => $ts }));
+    }
+    my (%seen, $cursor, $pages);
+    for (1 .. 5) {
+        my $r = search('ubiquitous', '&limit=100' . (defined $cursor ? "&cursor=$cursor" : ''));
+        is $r->{status}, 200, 'a page of a word in 210 messages';
+        $pages++;
+        $seen{ $_->{message_id} }++ for @{ $r->{json}{results} };
+        is $r->{json}{results}[0]{message_id}, 150, '... the densest first' if $pages == 1;
+        $cursor = $r->{json}{next_cursor};
+        last unless defined $cursor;
+    }
+    is $pages, 2, 'two pages of 100';
+    is scalar(keys %seen), 200, 'the 200 newest matches';
+    is scalar(grep { $_ < 10 } keys %seen), 0, 'the oldest ten are not among them';
 }
 
 # a session removed by another program leaves the results
