@@ -245,7 +245,125 @@ static void sql_sees(sqlite3_context *ctx, int n, sqlite3_value **v)
     sqlite3_result_int(ctx, seen.sees);
 }
 
-/* svcfold, svcrank and svc_sees on a new connection. */
+/* ---- the snippet: SNIP_WORDS words around the best cluster of matches, one tokenizing ---- */
+
+#define SNIP_WORDS 16
+
+struct snip {
+    int lo, from; /* words kept from lo on; shown from `from` on */
+    int words;    /* words seen */
+    bool cut;     /* words after the window */
+    int start[2 * SNIP_WORDS], end[2 * SNIP_WORDS]; /* bytes of words lo.. */
+    unsigned char hit[2 * SNIP_WORDS];              /* which of them matched */
+};
+
+/* The window holding the most matches, starting two words before the first of them; the
+ * words from SNIP_WORDS before it on are kept, to show them when the text ends early. */
+static int snip_window(const Fts5ExtensionApi *api, Fts5Context *fts, struct snip *sn)
+{
+    int ninst = 0, best = -1, rc = api->xInstCount(fts, &ninst);
+    for (int i = 0; rc == SQLITE_OK && i < ninst; i++) {
+        int ph, col, off, n = 0;
+        rc = api->xInst(fts, i, &ph, &col, &off);
+        int from = off > 2 ? off - 2 : 0;
+        for (int k = 0; rc == SQLITE_OK && k < ninst; k++) {
+            int ph2, col2, off2;
+            rc = api->xInst(fts, k, &ph2, &col2, &off2);
+            n += col2 == 0 && off2 >= from && off2 < from + SNIP_WORDS;
+        }
+        if (col == 0 && n > best)
+            best = n, sn->from = from;
+    }
+    sn->lo = sn->from > SNIP_WORDS ? sn->from - SNIP_WORDS : 0;
+    for (int i = 0; rc == SQLITE_OK && i < ninst; i++) {
+        int ph, col, off;
+        rc = api->xInst(fts, i, &ph, &col, &off);
+        for (int w = off; rc == SQLITE_OK && col == 0 && w < off + api->xPhraseSize(fts, ph); w++)
+            if (w >= sn->lo && w < sn->lo + 2 * SNIP_WORDS)
+                sn->hit[w - sn->lo] = 1;
+    }
+    return rc;
+}
+
+static int snip_word(void *p, int flags, const char *tok, int ntok, int start, int end)
+{
+    struct snip *sn = p;
+    (void)tok;
+    (void)ntok;
+    if (flags & FTS5_TOKEN_COLOCATED)
+        return SQLITE_OK;
+    int w = sn->words++;
+    if (w >= sn->from + SNIP_WORDS) {
+        sn->cut = true;
+        return SQLITE_DONE; /* stop: the rest is not shown */
+    }
+    if (w >= sn->lo) {
+        sn->start[w - sn->lo] = start;
+        sn->end[w - sn->lo] = end;
+    }
+    return SQLITE_OK;
+}
+
+/* The words shown, the text between them as it is, ** around each run of matched words. */
+static char *snip_render(const struct snip *sn, const char *text, int n, int *len)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    int last = sn->words < sn->from + SNIP_WORDS ? sn->words : sn->from + SNIP_WORDS;
+    if (sn->from > 0)
+        svc_buf_adds(&b, "…");
+    for (int w = sn->from; w < last; w++) {
+        int k = w - sn->lo;
+        if (w > sn->from)
+            svc_buf_add(&b, text + sn->end[k - 1], (size_t)(sn->start[k] - sn->end[k - 1]));
+        if (sn->hit[k] && (w == sn->from || !sn->hit[k - 1]))
+            svc_buf_adds(&b, "**");
+        svc_buf_add(&b, text + sn->start[k], (size_t)(sn->end[k] - sn->start[k]));
+        if (sn->hit[k] && (w + 1 == last || !sn->hit[k + 1]))
+            svc_buf_adds(&b, "**");
+    }
+    if (sn->cut)
+        svc_buf_adds(&b, "…");
+    else if (last > sn->from) /* the text after the last word (a '?') */
+        svc_buf_add(&b, text + sn->end[last - 1 - sn->lo],
+                    (size_t)(n - sn->end[last - 1 - sn->lo]));
+    *len = (int)b.len;
+    return svc_buf_steal(&b);
+}
+
+/* svcsnip(msgs): up to SNIP_WORDS words of the body around its matches, the matched words
+ * in **, … where it was cut (fts5's snippet() tokenizes the text twice and reads its size). */
+static void svcsnip(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
+                    sqlite3_value **val)
+{
+    (void)nval;
+    (void)val;
+    struct snip sn = {0};
+    const char *text = NULL;
+    int n = 0, rc = api->xColumnText(fts, 0, &text, &n);
+    if (rc == SQLITE_OK)
+        rc = snip_window(api, fts, &sn);
+    if (rc == SQLITE_OK && text)
+        rc = api->xTokenize(fts, text, n, &sn, snip_word);
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    if (rc != SQLITE_OK || !text) {
+        if (rc != SQLITE_OK)
+            sqlite3_result_error_code(ctx, rc);
+        else
+            sqlite3_result_text(ctx, "", 0, SQLITE_STATIC);
+        return;
+    }
+    if (!sn.cut && sn.words - sn.from < SNIP_WORDS) /* the text ends early: show more before */
+        sn.from = sn.words > SNIP_WORDS ? sn.words - SNIP_WORDS : 0;
+    if (sn.from < sn.lo)
+        sn.from = sn.lo;
+    int len = 0;
+    char *out = snip_render(&sn, text, n, &len);
+    sqlite3_result_text(ctx, out, len, free);
+}
+
+/* svcfold, svcrank, svcsnip and svc_sees on a new connection. */
 static int register_fts5(sqlite3 *db)
 {
     fts5_api *api = NULL;
@@ -259,7 +377,8 @@ static int register_fts5(sqlite3 *db)
         return -1;
     fts5_tokenizer tok = {fold_create, fold_delete, fold_tokenize};
     if (api->xCreateTokenizer(api, "svcfold", api, &tok, NULL) != SQLITE_OK ||
-        api->xCreateFunction(api, "svcrank", NULL, svcrank, NULL) != SQLITE_OK)
+        api->xCreateFunction(api, "svcrank", NULL, svcrank, NULL) != SQLITE_OK ||
+        api->xCreateFunction(api, "svcsnip", NULL, svcsnip, NULL) != SQLITE_OK)
         return -1;
     return sqlite3_create_function(db, "svc_sees", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
                                    sql_sees, NULL, NULL) == SQLITE_OK
@@ -1147,7 +1266,7 @@ static int page_stmt(const char *match, const struct svc_search_query *q, int64_
     /* one pass: fts5 sorts by svcrank itself and makes the snippets of the rows read only */
 #define SQL(role)                                                                                  \
     "SELECT d.sid, d.title, d.updated_at, m.rowid & ?6, m.role,"                                   \
-    " snippet(msgs, 0, '**', '**', '…', 16) FROM msgs m JOIN docs d ON d.doc = (m.rowid >> ?7)"  \
+    " svcsnip(msgs) FROM msgs m JOIN docs d ON d.doc = (m.rowid >> ?7)"                            \
     " WHERE msgs MATCH ?1 AND rank MATCH 'svcrank()' AND m.rowid >= ?8" role                       \
     " AND (?2 OR d.archived = 0) AND (?9 IS NULL OR svc_sees(?9, d.sid))"                          \
     " ORDER BY rank LIMIT ?4 OFFSET ?5"

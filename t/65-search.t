@@ -105,6 +105,18 @@ is search('fox', '&cursor=zzz')->{status}, 400, 'a bad cursor';
     is hits('fox', '&role=assistant'), 'fold/1', 'role=assistant';
 }
 
+# a long message: 16 words around the match, cut on both sides, a phrase marked as one run;
+# a short one whole, its trailing punctuation kept
+{
+    chat('snip-long', join(' ', map { "pad$_" } 1 .. 20) . ' the okra gumbo recipe ' . join(' ', map { "tail$_" } 1 .. 20));
+    my $sn = search('"okra gumbo"', '&role=user')->{json}{results}[0]{snippet} // '';
+    is $sn, '…pad20 the **okra gumbo** recipe tail1 tail2 tail3 tail4 tail5 tail6 tail7 tail8 tail9 tail10 tail11…',
+        'a long message is cut around the phrase';
+    chat('snip-short', 'Where is the sorrel, Anna?');
+    is search('sorrel', '&role=user')->{json}{results}[0]{snippet}, 'Where is the **sorrel**, Anna?',
+        'a short message whole';
+}
+
 # best first: the message where the word weighs most comes first
 chat('rank-weak', 'zebra ' . join(' ', map { "filler$_" } 1 .. 60));
 chat('rank-strong', 'zebra zebra zebra');
