@@ -906,10 +906,15 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
                      double seen, json_object *sum)
 {
     sqlite3_stmt *st = NULL;
-    int rc =
-        prep("INSERT OR REPLACE INTO docs(doc, sid, updated, nmsgs, next_id, title, updated_at,"
-             " archived, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-             -1, &st, NULL);
+    /* a row there is updated in place: sid's index is left alone */
+    int rc = doc > 0 ? prep("UPDATE docs SET sid = ?2, updated = ?3, nmsgs = ?4, next_id = ?5,"
+                            " title = ?6, updated_at = ?7, archived = ?8, created_at = ?9,"
+                            " seen = ?10 WHERE doc = ?1",
+                            -1, &st, NULL)
+                     : prep("INSERT INTO docs(sid, updated, nmsgs, next_id, title, updated_at,"
+                            " archived, created_at, seen) VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+                            " ?10)",
+                            -1, &st, NULL);
     if (rc == SQLITE_OK) {
         if (doc > 0)
             sqlite3_bind_int64(st, 1, doc);

@@ -174,6 +174,15 @@ is sorted_hits('fox quick'), 'fold/0 fold/1', 'the earlier messages are still fo
     is sorted_hits('wombat'), 'grow/3', 'the redacted message is no longer found by its old words';
     is sorted_hits('quokka'), 'grow/2', '... but by its new ones';
     is sorted_hits('capybara'), 'grow/0 grow/1', 'the earlier messages are still found';
+    # a file not written since it was read is not read again: one damaged after the turn
+    # with its old mtime kept leaves its row as it was
+    my $f0 = "$root/session_grow/agents/agent_svc-agent/messages/message_0.json";
+    my @st = stat $f0;
+    chat('grow', 'fourth dugong message');
+    SvcTest::write_file($f0, 'not json');
+    utime $st[8], $st[9], $f0 or die "utime: $!";
+    is sorted_hits('dugong'), 'grow/6 grow/7', 'the next turn is found';
+    is sorted_hits('capybara'), 'grow/0 grow/1', '... and the file left alone was not read again';
 }
 
 # a session removed by another program and made again under its id, longer, between two
