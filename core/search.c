@@ -33,7 +33,7 @@
  * every message costs a fixed amount. A word's weight counts its messages up to DF_MAX and
  * estimates the rest. */
 #ifndef WINDOW
-#define WINDOW 200
+#define WINDOW 100
 #endif
 #ifndef DF_MAX
 #define DF_MAX 200

@@ -215,7 +215,7 @@ chat("page-$_", "pagination marker $_") for 1 .. 12;
     is scalar(grep { $_ > 1 } values %seen), 0, 'none twice';
 }
 
-# a word in more messages than the window (200): the newest 200 are ranked and paged, and
+# a word in more messages than the window (100): the newest 100 are ranked and paged, and
 # the densest of them comes first
 {
     my $sid = 'wide';
@@ -236,7 +236,7 @@ chat("page-$_", "pagination marker $_") for 1 .. 12;
     }
     my (%seen, $cursor, $pages);
     for (1 .. 5) {
-        my $r = search('ubiquitous', '&limit=100' . (defined $cursor ? "&cursor=$cursor" : ''));
+        my $r = search('ubiquitous', '&limit=50' . (defined $cursor ? "&cursor=$cursor" : ''));
         is $r->{status}, 200, 'a page of a word in 210 messages';
         $pages++;
         $seen{ $_->{message_id} }++ for @{ $r->{json}{results} };
@@ -244,9 +244,9 @@ chat("page-$_", "pagination marker $_") for 1 .. 12;
         $cursor = $r->{json}{next_cursor};
         last unless defined $cursor;
     }
-    is $pages, 2, 'two pages of 100';
-    is scalar(keys %seen), 200, 'the 200 newest matches';
-    is scalar(grep { $_ < 10 } keys %seen), 0, 'the oldest ten are not among them';
+    is $pages, 2, 'two pages of 50';
+    is scalar(keys %seen), 100, 'the 100 newest matches';
+    is scalar(grep { $_ < 110 } keys %seen), 0, 'the oldest 110 are not among them';
 }
 
 # a session removed by another program leaves the results
