@@ -29,15 +29,11 @@
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
 #define TERMS_MAX 32
-/* The matches ranked (docs/DECISIONS.md "Search ranking"): the newest WINDOW, so a word in
- * every message costs a fixed amount. A word's weight counts its messages up to DF_MAX and
- * estimates the rest. */
-#ifndef WINDOW
+/* The matches ranked (docs/DECISIONS.md "Full-text search"): the newest WINDOW, so a word
+ * in every message costs a fixed amount. A word's weight counts its messages up to DF_MAX
+ * and estimates the rest. */
 #define WINDOW 100
-#endif
-#ifndef DF_MAX
 #define DF_MAX 200
-#endif
 #define OFFSET_MAX WINDOW
 /* Sessions indexed per transaction while catching up (others may write in between). */
 #define BATCH 200
