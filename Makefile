@@ -14,7 +14,7 @@ TEST_HOOKS ?=
 ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
 LDLIBS  += $(PKG_LIBS)
 # libunistring (case folding and normalisation for search) has no pkg-config file on Debian
-LDLIBS  += -lunistring
+LDLIBS  += -lunistring -lm
 B       ?= build
 
 CORE_SRC := $(wildcard core/*.c)
