@@ -711,6 +711,27 @@ int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, 
     return 0;
 }
 
+/* message_<id>.json into name (at least 48 bytes): without printf, which cost three times
+ * the stat it names on a cached messages page (callgrind, 200 rows). */
+static void message_name(char *name, int64_t id)
+{
+    if (id < 0) { /* never a stored name; formatted as before */
+        snprintf(name, 48, MESSAGE_PRE "%lld" MESSAGE_SUF, (long long)id);
+        return;
+    }
+    char digits[24];
+    int n = 0;
+    uint64_t v = (uint64_t)id;
+    do
+        digits[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    memcpy(name, MESSAGE_PRE, sizeof MESSAGE_PRE - 1);
+    char *p = name + sizeof MESSAGE_PRE - 1;
+    while (n > 0)
+        *p++ = digits[--n];
+    memcpy(p, MESSAGE_SUF, sizeof MESSAGE_SUF); /* with its NUL */
+}
+
 static int open_messages_dir(struct svc_sess *s, int64_t id, struct svc_err *err)
 {
     if (s->msg_fd >= 0)
@@ -731,7 +752,7 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
     if (open_messages_dir(s, id, err) != 0)
         return -1;
     char name[48];
-    snprintf(name, sizeof name, MESSAGE_PRE "%lld" MESSAGE_SUF, (long long)id);
+    message_name(name, id);
     char *buf = NULL;
     size_t len = 0;
     int rc = svc_file_read_at(s->msg_fd, name, &buf, &len, st, err);
@@ -823,7 +844,7 @@ int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)
 {
     char name[48];
-    snprintf(name, sizeof name, MESSAGE_PRE "%lld" MESSAGE_SUF, (long long)id);
+    message_name(name, id);
     return open_messages_dir(s, id, NULL) == 0 &&
            fstatat(s->msg_fd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
 }
