@@ -336,6 +336,9 @@ int main(void)
             unlink(sp);
         free(sp);
     }
+    char *nm = svc_sess_message_path(&s1, -3, SVC_FROM_NAME);
+    is_str(nm, "message_-3.json", "a negative id is named as printf named it");
+    free(nm);
     struct stat nst;
     ok(!svc_sess_stat_message(&s1, 12, &nst) && !svc_sess_stat_message(&s1, 1, &nst),
        "stat_message: no message_12.json, no message_1.json");
