@@ -161,6 +161,8 @@ json_object *svc_feedback_read(const struct svc_sess *s)
 
 json_object *svc_feedback_of(json_object *entries, int64_t id)
 {
+    if (!entries)
+        return NULL; /* no feedback file: the common case, once per row of a page */
     char key[24];
     snprintf(key, sizeof key, "%lld", (long long)id);
     return svc_json_obj(entries, key);

@@ -242,11 +242,29 @@ static char *store_path(const struct svc_store *st, const char *sid, enum svc_fi
     return path_cat(n - first, p + first);
 }
 
+/* id in decimal into num (at least 24 bytes), NUL-terminated; returns its length. Without
+ * printf, which cost more than the stat a listed row or a cached message row makes. */
+static size_t id_digits(char *num, int64_t id)
+{
+    char rev[24];
+    size_t n = 0, k = 0;
+    uint64_t v = id < 0 ? 0 - (uint64_t)id : (uint64_t)id;
+    do
+        rev[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    if (id < 0)
+        num[k++] = '-';
+    while (n > 0)
+        num[k++] = rev[--n];
+    num[k] = '\0';
+    return k;
+}
+
 static char *store_message_path(const struct svc_store *st, const char *sid, int64_t id,
                                 enum svc_from from)
 {
     char num[24];
-    snprintf(num, sizeof num, "%lld", (long long)id);
+    id_digits(num, id);
     return store_path(st, sid, SVC_F_MESSAGES, num, from);
 }
 
@@ -278,7 +296,7 @@ int svc_sess_open_store(const struct svc_store *st, const char *sid, struct svc_
     if (svc_id_check(sid, err) != 0)
         return -1;
     s->st = *st;
-    snprintf(s->sid, sizeof s->sid, "%s", sid);
+    memcpy(s->sid, sid, strlen(sid) + 1); /* checked: at most SVC_ID_MAX */
     s->dir = store_path(st, sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
     s->msg_dir = store_path(st, sid, SVC_F_MESSAGES, NULL, SVC_FROM_ABS);
     return 0;
@@ -712,6 +730,15 @@ int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, 
     return 0;
 }
 
+/* message_<id>.json into name (at least 48 bytes). */
+static void message_name(char *name, int64_t id)
+{
+    memcpy(name, MESSAGE_PRE, sizeof MESSAGE_PRE - 1);
+    char *p = name + sizeof MESSAGE_PRE - 1;
+    p += id_digits(p, id);
+    memcpy(p, MESSAGE_SUF, sizeof MESSAGE_SUF); /* with its NUL */
+}
+
 static int open_messages_dir(struct svc_sess *s, int64_t id, struct svc_err *err)
 {
     if (s->msg_fd >= 0)
@@ -732,7 +759,7 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
     if (open_messages_dir(s, id, err) != 0)
         return -1;
     char name[48];
-    snprintf(name, sizeof name, MESSAGE_PRE "%lld" MESSAGE_SUF, (long long)id);
+    message_name(name, id);
     char *buf = NULL;
     size_t len = 0;
     int rc = svc_file_read_at(s->msg_fd, name, &buf, &len, st, err);
@@ -829,7 +856,7 @@ static int read_window(struct svc_sess *s, int64_t from, int64_t to, const int64
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)
 {
     char name[48];
-    snprintf(name, sizeof name, MESSAGE_PRE "%lld" MESSAGE_SUF, (long long)id);
+    message_name(name, id);
     return open_messages_dir(s, id, NULL) == 0 &&
            fstatat(s->msg_fd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
 }

@@ -323,6 +323,25 @@ int main(void)
        "a message file without a message object is SVC_E_IO");
     unlink(dmg);
     free(dmg);
+    /* the stat of a message names message_<id>.json for ids of one and of many digits */
+    const int64_t sids[] = {0, 10, 1234567890123};
+    for (int i = 0; i < 3; i++) {
+        struct stat mst;
+        char *sp = svc_sess_message_path(&s1, sids[i], SVC_FROM_ABS);
+        if (sids[i])
+            spit(sp, "{}");
+        ok(svc_sess_stat_message(&s1, sids[i], &mst) && mst.st_size == (sids[i] ? 2 : (off_t)len),
+           "stat_message finds message %lld", (long long)sids[i]);
+        if (sids[i])
+            unlink(sp);
+        free(sp);
+    }
+    char *nm = svc_sess_message_path(&s1, -3, SVC_FROM_NAME);
+    is_str(nm, "message_-3.json", "a negative id is named as printf named it");
+    free(nm);
+    struct stat nst;
+    ok(!svc_sess_stat_message(&s1, 12, &nst) && !svc_sess_stat_message(&s1, 1, &nst),
+       "stat_message: no message_12.json, no message_1.json");
 
     /* ---- message ids: numeric order, only message_<decimal>.json ---- */
     json_object *um = json_object_new_object();
