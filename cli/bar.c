@@ -27,10 +27,18 @@ void bar_draw(void *ctx, size_t done, size_t total, uint64_t bytes)
 {
     struct bar *b = ctx;
     double now = svc_time_monotonic();
-    if (!b->to || (done < total && now - b->last < 0.1))
+    if (!b->to || ((total == 0 || done < total) && now - b->last < 0.1))
         return;
     b->last = now;
-    int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
+    if (total == 0) {
+        char hb[32];
+        bar_human(bytes, hb, sizeof hb);
+        fprintf(b->to, "\r%s: %s   ", b->what, hb);
+        fflush(b->to);
+        b->shown = true;
+        return;
+    }
+    int width = 30, fill = (int)((double)done / (double)total * width);
     fprintf(b->to, "\r%s [", b->what);
     for (int i = 0; i < width; i++)
         fputc(i < fill ? '#' : '.', b->to);
