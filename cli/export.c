@@ -6,8 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "bar.h"
 #include "bundle.h"
 #include "chatgpt.h"
 #include "cmds.h"
@@ -30,51 +30,6 @@ static int fail(const struct svc_err *err)
 {
     fprintf(stderr, "svc: %s: %s\n", svc_err_name(err->code), err->message);
     return 1;
-}
-
-static void human(uint64_t n, char *out, size_t outsz)
-{
-    if (n < 1024)
-        snprintf(out, outsz, "%llu B", (unsigned long long)n);
-    else if (n < 1024 * 1024)
-        snprintf(out, outsz, "%.1f KB", n / 1024.0);
-    else if (n < 1024ULL * 1024 * 1024)
-        snprintf(out, outsz, "%.1f MB", n / 1048576.0);
-    else
-        snprintf(out, outsz, "%.2f GB", n / 1073741824.0);
-}
-
-struct bar {
-    const char *what;
-    double last;
-    bool shown;
-};
-
-/* At most ten redraws a second, and the last one. */
-static void bar_draw(void *ctx, size_t done, size_t total, uint64_t bytes)
-{
-    struct bar *b = ctx;
-    double now = svc_time_monotonic();
-    if (done < total && now - b->last < 0.1)
-        return;
-    b->last = now;
-    int width = 30, fill = total ? (int)((double)done / (double)total * width) : width;
-    char hb[32];
-    human(bytes, hb, sizeof hb);
-    printf("\r%s [", b->what);
-    for (int i = 0; i < width; i++)
-        putchar(i < fill ? '#' : '.');
-    printf("] %zu/%zu sessions, %s   ", done, total, hb);
-    fflush(stdout);
-    b->shown = true;
-}
-
-static void bar_end(struct bar *b)
-{
-    if (b->shown) {
-        printf("\r\033[K");
-        fflush(stdout);
-    }
 }
 
 int cmd_export(struct svc_config *cfg, int argc, char **argv)
@@ -130,9 +85,9 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     free(sts);
     if (rc != 0)
         return fail(&err);
-    struct bar b = {.what = "export"};
+    struct bar b;
     struct svc_export_progress pg = {bar_draw, &b};
-    rc = svc_export_write(ex, isatty(STDOUT_FILENO) ? &pg : NULL, &res, &err);
+    rc = svc_export_write(ex, bar_init(&b, stdout, "export", true) ? &pg : NULL, &res, &err);
     bar_end(&b);
     svc_export_free(ex);
     if (rc != 0)
@@ -151,7 +106,7 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     if (!where)
         where = svc_json_str(res, "export_file", "?");
     char hb[32];
-    human((uint64_t)svc_json_int(res, "bytes", 0), hb, sizeof hb);
+    bar_human((uint64_t)svc_json_int(res, "bytes", 0), hb, sizeof hb);
     printf("exported %lld sessions, %lld messages, %s, %zu warnings: %s\n",
            (long long)svc_json_int(res, "session_count", 0),
            (long long)svc_json_int(res, "message_count", 0), hb,
@@ -204,8 +159,8 @@ int cmd_import(struct svc_config *cfg, int argc, char **argv)
     if (!bundle)
         return usage(from ? "import --from chatgpt needs a FILE (conversations.json or the .zip)"
                           : "import needs a BUNDLE (a directory or a .tar.gz)");
-    struct bar b = {.what = "import"};
-    if (isatty(STDOUT_FILENO)) {
+    struct bar b;
+    if (bar_init(&b, stdout, "import", true)) {
         opt.progress.fn = bar_draw;
         opt.progress.ctx = &b;
     }

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bar.h"
 #include "cmds.h"
 #include "config.h"
 #include "erase.h"
@@ -220,16 +221,10 @@ static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
     return rc == 0 ? 0 : fail(&err);
 }
 
-/* A progress bar on stderr when it is a terminal. */
+/* fsck's progress through the bar (bar.h): sessions checked, no bytes. */
 static void fsck_progress(void *ctx, size_t done, size_t total)
 {
-    (void)ctx;
-    int width = 30, fill = total ? (int)(done * (size_t)width / total) : width;
-    fprintf(stderr, "\rfsck: [%.*s%*s] %zu/%zu sessions", fill, "##############################",
-            width - fill, "", done, total);
-    if (done == total)
-        fputc('\n', stderr);
-    fflush(stderr);
+    bar_draw(ctx, done, total, 0);
 }
 
 static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
@@ -254,11 +249,15 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
         return 1;
     }
     o.sessions = ids;
-    if (isatty(STDERR_FILENO))
+    struct bar b; /* on stderr: stdout carries the findings */
+    if (bar_init(&b, stderr, "fsck", false)) {
         o.progress = fsck_progress;
+        o.ctx = &b;
+    }
     struct svc_err err;
     json_object *rep = NULL;
     int rc = svc_fsck(cfg, &o, &rep, &err);
+    bar_end(&b);
     free(ids);
     if (rc != 0)
         return err.code == SVC_E_INVALID_SESSION_ID ? (fail(&err), 2) : fail(&err);

@@ -5,7 +5,9 @@
  * (relative to the root) and, for a line, its byte offset. Repair never removes or rewrites
  * a message file. A session is repaired holding its run lock and then its session lock, as
  * a run does, so repair is safe on a live root; a session with a live run is checked
- * without the checks a run makes untrue (counts, turns tail) and reported in "busy". */
+ * without the checks a run makes untrue (counts, turns tail) and reported in "busy".
+ * The root's sessions are walked in id order a batch at a time: memory is bounded whatever
+ * the root's size (what grows is the report: its problems and busy ids). */
 #ifndef SVC_FSCK_H
 #define SVC_FSCK_H
 
@@ -20,7 +22,7 @@ struct svc_fsck_opts {
     bool repair;
     const char *const *sessions; /* only these (validated ids), or all when nsessions is 0 */
     size_t nsessions;
-    /* called after each session: done of total (may be NULL) */
+    /* called after each session: done of total, the session names seen (may be NULL) */
     void (*progress)(void *ctx, size_t done, size_t total);
     void *ctx;
 };

@@ -325,6 +325,13 @@ static int problem(struct job *j, const char *rel, const char *what, struct svc_
     return 0;
 }
 
+/* The bytes of the bundle read so far, for the progress bar (import.h). */
+static void read_progress(struct job *j, uint64_t bytes)
+{
+    if (j->opt->progress.fn)
+        j->opt->progress.fn(j->opt->progress.ctx, 0, 0, bytes);
+}
+
 /* Pass 1: read every member, digest it, keep the manifest. */
 static int pass_read(struct job *j, struct svc_err *err)
 {
@@ -334,6 +341,7 @@ static int pass_read(struct job *j, struct svc_err *err)
     bool is_dir;
     uint64_t size;
     int r;
+    uint64_t seen = 0;
     EVP_MD_CTX *md = EVP_MD_CTX_new(); /* OpenSSL allocates with malloc: never NULL */
     char *buf = svc_xmalloc(65536);
     while ((r = src_next(&j->src, &rel, &is_dir, &size, err)) == 1) {
@@ -360,6 +368,8 @@ static int pass_read(struct job *j, struct svc_err *err)
                 memcpy(j->manifest_text + e->bytes, buf, (size_t)got);
             e->bytes += (uint64_t)got;
         }
+        seen += e->bytes;
+        read_progress(j, seen);
         if (got < 0) {
             r = -1;
             break;
@@ -614,6 +624,7 @@ static int pass_stage(struct job *j, struct svc_err *err)
             r = -1;
             break;
         }
+        read_progress(j, bytes);
     }
     src_close(&j->src);
     j->staged_bytes = bytes;

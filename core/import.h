@@ -22,7 +22,9 @@
 struct svc_import_options {
     bool overwrite;
     bool dry_run;
-    struct svc_export_progress progress; /* sessions renamed into place / to import */
+    /* while the bundle is read (checked, then staged): done and total 0, the bytes read;
+     * then the sessions renamed into place of those to import */
+    struct svc_export_progress progress;
 };
 
 int svc_import(const struct svc_config *cfg, const char *bundle,

@@ -4,6 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +17,35 @@
 #define OUTBUF (64 * 1024)
 #define USTAR_MAX_SIZE 077777777777ULL
 
+/* The writer's bytes gather in one of two input buffers; a full one goes to a compressor
+ * thread, which deflates it and hands the output to out while the caller fills the other:
+ * reading and rendering the sessions and compressing them share two cores, as tar and gzip
+ * do in `tar czf` (docs/BENCH.md, "export"). Without a thread, the caller compresses. */
+#define INBUF (256 * 1024)
+
 struct svc_tarw {
     svc_tar_out_fn out;
     void *ctx;
     z_stream z;
     bool z_ok;
     unsigned char obuf[OUTBUF];
-    uint64_t bytes_out;
+    unsigned char *in[2];
+    size_t inlen; /* bytes in in[cur], the caller's */
+    int cur;
+    _Atomic uint64_t bytes_out;
     uint64_t remaining; /* data still owed by the current file */
     uint64_t written;   /* data of the current file so far (for the padding) */
     bool in_file;
+    /* the hand-off, under mu: one job at a time (a buffer, and whether it ends the stream) */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t th;
+    bool th_ok;
+    const unsigned char *job;
+    size_t joblen;
+    int jobflush;
+    bool has_job, quit, failed;
+    struct svc_err terr; /* why the compressor failed */
 };
 
 static int z_feed(struct svc_tarw *w, const void *data, size_t len, int flush, struct svc_err *err)
@@ -48,17 +70,98 @@ static int z_feed(struct svc_tarw *w, const void *data, size_t len, int flush, s
     return 0;
 }
 
+/* The compressor thread: each job deflated and written out, until quit or the last job. */
+static void *compressor(void *arg)
+{
+    struct svc_tarw *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->has_job && !w->quit)
+            pthread_cond_wait(&w->cv, &w->mu);
+        if (!w->has_job)
+            break;
+        bool skip = w->failed; /* after a failure, jobs are only taken off the slot */
+        pthread_mutex_unlock(&w->mu);
+        struct svc_err e;
+        int rc = skip ? 0 : z_feed(w, w->job, w->joblen, w->jobflush, &e);
+        pthread_mutex_lock(&w->mu);
+        if (rc != 0) {
+            w->failed = true;
+            w->terr = e;
+        }
+        w->has_job = false;
+        pthread_cond_broadcast(&w->cv);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* in[cur] to the compressor (or deflated here without a thread); then the other buffer is
+ * the caller's. flush: Z_NO_FLUSH, or Z_FINISH for the last. */
+static int hand_off(struct svc_tarw *w, int flush, struct svc_err *err)
+{
+    if (!w->th_ok) {
+        int rc = z_feed(w, w->in[w->cur], w->inlen, flush, err);
+        w->inlen = 0;
+        return rc;
+    }
+    pthread_mutex_lock(&w->mu);
+    while (w->has_job)
+        pthread_cond_wait(&w->cv, &w->mu);
+    if (!w->failed) {
+        w->job = w->in[w->cur];
+        w->joblen = w->inlen;
+        w->jobflush = flush;
+        w->has_job = true;
+        pthread_cond_broadcast(&w->cv);
+    }
+    if (!w->failed && flush == Z_FINISH)
+        while (w->has_job)
+            pthread_cond_wait(&w->cv, &w->mu);
+    bool failed = w->failed;
+    if (failed)
+        *err = w->terr;
+    pthread_mutex_unlock(&w->mu);
+    w->cur ^= 1;
+    w->inlen = 0;
+    return failed ? -1 : 0;
+}
+
 static int put(struct svc_tarw *w, const void *data, size_t len, struct svc_err *err)
 {
     const unsigned char *p = data;
-    while (len > 0) { /* avail_in is 32 bits */
-        size_t n = len > (1u << 30) ? (1u << 30) : len;
-        if (z_feed(w, p, n, Z_NO_FLUSH, err) != 0)
-            return -1;
+    while (len > 0) {
+        size_t n = INBUF - w->inlen < len ? INBUF - w->inlen : len;
+        memcpy(w->in[w->cur] + w->inlen, p, n);
+        w->inlen += n;
         p += n;
         len -= n;
+        if (w->inlen == INBUF && hand_off(w, Z_NO_FLUSH, err) != 0)
+            return -1;
     }
     return 0;
+}
+
+/* The compressor thread, with every signal blocked (they stay the caller's to handle);
+ * false when it cannot be started (the caller then compresses). */
+static bool start_compressor(struct svc_tarw *w)
+{
+    if (pthread_mutex_init(&w->mu, NULL) != 0)
+        return false;
+    if (pthread_cond_init(&w->cv, NULL) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        return false;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    bool ok = pthread_create(&w->th, NULL, compressor, w) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (!ok) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+    }
+    return ok;
 }
 
 int svc_tarw_new(svc_tar_out_fn out, void *ctx, struct svc_tarw **out_w, struct svc_err *err)
@@ -73,6 +176,9 @@ int svc_tarw_new(svc_tar_out_fn out, void *ctx, struct svc_tarw **out_w, struct 
         return svc_err_set(err, SVC_E_NOMEM, "deflateInit failed");
     }
     w->z_ok = true;
+    w->in[0] = svc_xmalloc(INBUF);
+    w->in[1] = svc_xmalloc(INBUF);
+    w->th_ok = start_compressor(w);
     *out_w = w;
     return 0;
 }
@@ -216,7 +322,7 @@ int svc_tarw_finish(struct svc_tarw *w, struct svc_err *err)
         return svc_err_set(err, SVC_E_INTERNAL, "archive member not ended");
     if (put(w, zeros, sizeof zeros, err) != 0)
         return -1;
-    return z_feed(w, NULL, 0, Z_FINISH, err);
+    return hand_off(w, Z_FINISH, err);
 }
 
 uint64_t svc_tarw_bytes(const struct svc_tarw *w)
@@ -228,8 +334,19 @@ void svc_tarw_free(struct svc_tarw *w)
 {
     if (!w)
         return;
+    if (w->th_ok) { /* the job in hand is finished first: out is the caller's after this */
+        pthread_mutex_lock(&w->mu);
+        w->quit = true;
+        pthread_cond_broadcast(&w->cv);
+        pthread_mutex_unlock(&w->mu);
+        pthread_join(w->th, NULL);
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+    }
     if (w->z_ok)
         deflateEnd(&w->z);
+    free(w->in[0]);
+    free(w->in[1]);
     free(w);
 }
 

@@ -1,13 +1,13 @@
 /* tar: gzip-compressed tar archives, written as a stream and read back safely (SPEC 5).
- * Writer: ustar headers, with a pax extended header ('x') for a path longer than ustar holds
- * or a size of 8 GiB or more, so GNU tar, bsdtar and Python's tarfile read every archive;
- * the deflate (zlib, gzip wrapper) output goes to a callback in pieces of at most 64 KiB as
- * it is produced, so memory stays flat whatever the archive's size.
- * Reader: regular files and directories only. A member with an absolute path, a `..`
- * component, or of another type (hard or symbolic link, device, fifo, GNU long link) is
- * refused (SVC_E_IO naming the member), so nothing read from an archive can lead outside the
- * directory it is restored into. ustar prefixes, pax `path`/`size` and GNU long names are
- * understood. All functions return 0 or -1 with err. */
+ * Writer: ustar headers, with a pax header ('x') for a path longer than ustar holds or a size
+ * of 8 GiB or more, so GNU tar, bsdtar and Python's tarfile read every archive; deflate
+ * (gzip wrapper) runs on a thread of the writer's own and hands its output to a callback in
+ * pieces of at most 64 KiB, in flat memory; the callback's ctx is not the caller's to touch
+ * until svc_tarw_finish or svc_tarw_free returns. Reader: regular files and directories
+ * only. A member with an absolute path, a `..` component, or of another type (link, device,
+ * fifo, GNU long link) is refused (SVC_E_IO naming the member), so nothing read from an
+ * archive leads outside the directory it is restored into. ustar prefixes, pax `path`/`size`
+ * and GNU long names are understood. All functions return 0 or -1 with err. */
 #ifndef SVC_TAR_H
 #define SVC_TAR_H
 

@@ -366,6 +366,32 @@ ok -e "$root2/session_alpha/agents/agent_svc-agent/messages/message_4.json"
 is $s2->req(GET => '/api/v1/chat/sessions/alpha')->{json}{message_count}, 6, 'summary counts 6';
 $s2->stop;
 
+# ---- a download of many sessions is whole (the archive passes through the compressor
+# thread in many buffers: none lost, none twice, none out of order) ----
+{
+    my $n = 600;
+    my $home4 = SvcTest->make_home('');
+    my $gen = "$tmp/gen_sessions";
+    is system('cc', '-O2', '-o', $gen, SvcTest::repo() . '/bench/gen_sessions.c'), 0, 'gen_sessions built';
+    is system($gen, "$home4/agents/native_sessions", 'many-', 0, $n, 20), 0, "$n sessions of 20 messages";
+    my $s4 = SvcTest->start(home => $home4, workers => 1);
+    my $d = $s4->req(POST => '/api/v1/chat/sessions/export', body => { download => JSON::PP::true });
+    is $d->{status}, 200, "many: $n sessions downloaded";
+    SvcTest::write_file("$tmp/many.tar.gz", $d->{body} // '');
+    ok length($d->{body} // '') > 1_000_000, 'many: more than a megabyte, many buffers';
+    is system('gunzip', '-t', "$tmp/many.tar.gz"), 0, 'many: gunzip -t passes';
+    make_path("$tmp/many");
+    is system('tar', '-xzf', "$tmp/many.tar.gz", '-C', "$tmp/many"), 0, 'many: system tar extracts it';
+    my ($mtop) = listing("$tmp/many");
+    my $mm = check_bundle("$tmp/many/$mtop", 'many');
+    is $mm->{session_count}, $n, "many: $n sessions in the manifest";
+    is $mm->{message_count}, 20 * $n, 'many: every message';
+    my $list = $J->decode(slurp("$tmp/many/$mtop/sessions.json"));
+    is_deeply [map { $_->{session_id} } @$list], [map { sprintf 'many-%06d', $_ } 0 .. $n - 1],
+        'many: sessions.json lists each session once, in id order';
+    $s4->stop;
+}
+
 # ---- sessions disabled ----
 $s->stop;
 my $s3 = SvcTest->start(config => "sessions:\n  enabled: false\n");

@@ -122,6 +122,16 @@ is $one->{message_count}, 6, 'listed with 6 messages after the run';
 like $r->{out}, qr/given 4 earlier messages/, 'an imported session continues';
 is_deeply [msg_ids($dst, 'one')], [0 .. 5], 'ids continue';
 
+# on a terminal: the bytes of the bundle while it is read and checked, then the sessions
+SKIP: {
+    skip 'script(1) not installed', 2 unless system('script -V >/dev/null 2>&1') == 0;
+    my $tty_dst = new_home();
+    local $ENV{SVC_HOME} = $tty_dst->{home};
+    my $tty = `script -qec '@{[svc_bin()]} import $bundle' /dev/null`;
+    like $tty, qr{\rimport: [\d.]+ [KM]?B }, 'a terminal sees the bundle being read';
+    like $tty, qr{\rimport \[#+\.*\] \d/3 sessions}, 'then the sessions placed';
+}
+
 # ---- a second import skips; --overwrite replaces ----
 $r = svc($dst, 'import', $bundle);
 is $r->{rc}, 0, 'second import: exit 0';

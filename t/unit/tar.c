@@ -13,6 +13,54 @@ static int to_file(void *ctx, const void *data, size_t len)
     return fwrite(data, 1, len, ctx) == len ? 0 : -1;
 }
 
+/* An output that takes limit bytes, then fails (a client gone, a full disk). */
+struct capped {
+    size_t limit, got;
+};
+
+static int capped_out(void *ctx, const void *data, size_t len)
+{
+    struct capped *c = ctx;
+    (void)data;
+    if (c->got + len > c->limit)
+        return -1;
+    c->got += len;
+    return 0;
+}
+
+/* Incompressible bytes through a writer whose output fails after 100 KB: an error, not a
+ * hang, and the writer freed with or without finish. */
+static void failing_output(void)
+{
+    size_t n = 4 * 1024 * 1024;
+    unsigned char *data = malloc(n);
+    unsigned x = 12345;
+    for (size_t i = 0; i < n; i++)
+        data[i] = (unsigned char)((x = x * 1103515245u + 12345u) >> 16);
+    for (int finish = 0; finish < 2; finish++) {
+        struct capped c = {.limit = 100 * 1024};
+        struct svc_tarw *w = NULL;
+        struct svc_err err;
+        ok(svc_tarw_new(capped_out, &c, &w, &err) == 0, "writer to a failing output");
+        int rc = svc_tarw_file_begin(w, "big", n, 0, &err);
+        for (size_t off = 0; rc == 0 && off < n; off += 65536)
+            rc = svc_tarw_data(w, data + off, 65536, &err);
+        if (rc == 0)
+            rc = svc_tarw_file_end(w, &err);
+        if (rc == 0 && finish)
+            rc = svc_tarw_finish(w, &err);
+        if (finish || rc != 0) {
+            ok(rc != 0, "the failed output is an error (%s)",
+               finish ? "by finish" : "while writing");
+            is_str(err.message, "archive output failed", "named as the output's");
+        }
+        ok(c.got <= c.limit, "nothing written past the failure");
+        svc_tarw_free(w); /* returns: the compressor thread has stopped */
+        ok(1, "freed %s finish", finish ? "after" : "without");
+    }
+    free(data);
+}
+
 static int add_file(struct svc_tarw *w, const char *path, const char *data, size_t len)
 {
     struct svc_err err;
@@ -120,5 +168,6 @@ int main(void)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)
         return 1;
+    failing_output();
     return done_testing();
 }
