@@ -63,6 +63,9 @@ int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn
 /* The summary of sid in this process's copy as the last svc_index_each or listing left it
  * (new reference), or NULL when it has none or cannot read it. */
 json_object *svc_index_summary(const char *sid);
+/* Whether the last svc_index_list of this process was answered from memory because this
+ * host's listing database was being built (the answer is as correct, only slower). */
+bool svc_index_building(void);
 /* Rebuild the index from the directories now, under the root lock. */
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */
