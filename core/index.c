@@ -98,6 +98,7 @@ static int db_list(const struct svc_store *st, const struct svc_list_query *q, j
 static int db_build(const struct svc_store *st, const char *path);
 static const char *db_path(const struct svc_store *st);
 static int db_lock(const char *path, const char *suffix, int op);
+static int db_mkdir(const char *path);
 static struct {
     char *path;    /* the database of the root below */
     char *root;    /* the root it is for */
@@ -1405,8 +1406,8 @@ int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
     const char *path = db_path(st);
     D.live = false;
     svc_listdb_close();
-    if (svc_mkdirs(st->index_dir, 0700, err) != 0)
-        return -1;
+    if (db_mkdir(path) != 0)
+        return svc_err_errno(err, "build the listing database");
     int b = db_lock(path, ".build", LOCK_EX);
     int rc = b >= 0 ? db_build(st, path) : -1;
     if (b >= 0)
@@ -1544,10 +1545,11 @@ int64_t svc_index_count(const struct svc_store *st)
 /* ---- the listing database (listdb.h): this host's copy of the journal, read a page at a
  * time; the entries above serve only while it is being built (or when it is off) ---- */
 
-/* Journals up to this size are built into a database in the request that finds none (a
- * second or so); larger ones in a background process while lists are answered from
- * memory and say so (svc_index_building). */
+/* Journals up to this size (or roots without one of up to this many directories) are built
+ * into a database in the request that finds none (a second or so); larger ones in a background
+ * process while lists are answered from memory and say so (svc_index_building). */
 #define DB_SYNC_MAX ((off_t)16 << 20)
+#define DB_SYNC_DIRS 10000
 
 static const char *db_path(const struct svc_store *st)
 {
@@ -1745,6 +1747,18 @@ static int db_lock(const char *path, const char *suffix, int op)
     return fd;
 }
 
+/* The directory of the database at path. */
+static int db_mkdir(const char *path)
+{
+    char *dir = svc_xstrdup(path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    int rc = slash ? svc_mkdirs(dir, 0700, NULL) : 0;
+    free(dir);
+    return rc;
+}
+
 static void db_unlink(const char *path)
 {
     static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
@@ -1809,6 +1823,22 @@ static unsigned test_build_delay(void)
 #endif
 }
 
+/* Whether a build is quick enough for the request that needs it: the journal is small, or
+ * there is none and the root's link count says it has few directories (a count that has
+ * overflowed, 1, or another filesystem's 1 say nothing: built in the background). */
+static bool db_small(const struct svc_store *st)
+{
+    struct stat sb;
+    char *jp = svc_store_root_path(st, SVC_F_INDEX);
+    bool has = jp && stat(jp, &sb) == 0;
+    free(jp);
+    if (has)
+        return sb.st_size <= DB_SYNC_MAX;
+    if (stat(st->root, &sb) != 0)
+        return true; /* no root: nothing to build */
+    return sb.st_nlink >= 2 && sb.st_nlink <= DB_SYNC_DIRS + 2;
+}
+
 /* The background builder: the grandchild of a process that found no database to follow,
  * holding the build lock (fd b) until it is done. */
 static _Noreturn void db_builder(const struct svc_store *st, const char *path, int b,
@@ -1834,10 +1864,7 @@ static _Noreturn void db_builder(const struct svc_store *st, const char *path, i
 static int db_start_build(const struct svc_store *st, const char *path)
 {
     unsigned delay = test_build_delay();
-    struct stat jb;
-    char *jp = svc_store_root_path(st, SVC_F_INDEX);
-    bool here = !delay && (!jp || stat(jp, &jb) != 0 || jb.st_size <= DB_SYNC_MAX);
-    free(jp);
+    bool here = !delay && db_small(st);
     int b = db_lock(path, ".build", LOCK_EX | LOCK_NB);
     if (b < 0)
         return errno == EWOULDBLOCK ? 1 : -1;
@@ -1869,7 +1896,7 @@ static int db_ready(const struct svc_store *st, int *lk)
     D.live = false;
     for (int attempt = 0; attempt < 2; attempt++) {
         *lk = db_lock(path, ".lock", LOCK_SH);
-        if (*lk < 0 && errno == ENOENT && svc_mkdirs(st->index_dir, 0700, NULL) == 0)
+        if (*lk < 0 && errno == ENOENT && db_mkdir(path) == 0)
             *lk = db_lock(path, ".lock", LOCK_SH);
         if (*lk < 0)
             return -1;

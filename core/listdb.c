@@ -67,7 +67,7 @@ char *svc_listdb_path(const char *dir, const char *root)
     for (int i = 0; i < 8; i++)
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
     char *p = NULL;
-    svc_xasprintf(&p, "%s/list-%s.sqlite", dir, hex);
+    svc_xasprintf(&p, "%s/listing/%s.sqlite", dir, hex);
     return p;
 }
 

@@ -32,7 +32,7 @@ struct svc_listdb_row {
     double updated;
 };
 
-/* The database file for root under dir (heap). */
+/* The database file for root under dir: <dir>/listing/<16 hex digits>.sqlite (heap). */
 char *svc_listdb_path(const char *dir, const char *root);
 /* Open path (0), or -1 when it is missing, damaged or of another schema (then it is left
  * closed; create makes an empty one instead of failing on a missing file). */

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 # The listing database (SPEC 11, core/listdb.h): a pool with sessions.index_db on lists from
-# a per-host SQLite file under search.index_dir, fed from the root's journal. Every page
+# a per-host SQLite file under search.index_dir/listing, fed from the root's journal. Every page
 # equals what the directories hold: after turns of this pool, after a turn by another
 # process (the CLI, which appends to the journal), after a session directory copied in by
 # another program (a rescan of the root's names), after the file is deleted or overwritten
@@ -59,7 +59,7 @@ sub chat {
 
 for my $i (1 .. 20) { chat(sprintf('ld-%02d', $i), "question number $i about zebra$i") }
 is_deeply listing($s), scan(), 'every page equals the directories';
-my @db = glob "$home/search/list-*.sqlite";
+my @db = glob "$home/search/listing/*.sqlite";
 is scalar(@db), 1, 'one listing database under search.index_dir';
 my $db = $db[0];
 ok -s $db, '... and it is not empty';
