@@ -99,12 +99,14 @@ static int db_build(const struct svc_store *st, const char *path);
 static const char *db_path(const struct svc_store *st);
 static int db_lock(const char *path, const char *suffix, int op);
 static int db_mkdir(const char *path);
+static void db_release(int lk);
 static struct {
     char *path;    /* the database of the root below */
     char *root;    /* the root it is for */
     bool live;     /* the last look found it caught up: index.h's answers come from it */
     bool building; /* the last listing was answered from memory while it was built */
-} D;
+    int lockfd;    /* <path>.lock, open (db_hold), or -1 */
+} D = {.lockfd = -1};
 
 static size_t summary_bytes(const struct entry *e)
 {
@@ -1111,7 +1113,7 @@ void svc_index_warm(const struct svc_store *st)
          * and closed before the pool forks, a connection being no process's but one's */
         int lk = -1;
         if (db_ready(st, &lk) == 0)
-            close(lk);
+            db_release(lk);
         D.live = false;
         svc_listdb_close();
         return;
@@ -1335,7 +1337,7 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     int ready = st->index_dir ? db_ready(st, &lk) : -1;
     if (ready == 0) {
         int rc = db_list(st, q, out, stale, err);
-        close(lk);
+        db_release(lk);
         if (rc != 1)
             return rc;
         D.live = false;
@@ -1361,7 +1363,7 @@ int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn
     int lk = -1;
     if (st->index_dir && db_ready(st, &lk) == 0) {
         int rc = svc_listdb_each(mark, fn, ctx);
-        close(lk);
+        db_release(lk);
         return rc;
     }
     if (refresh(st) != 0)
@@ -1536,7 +1538,7 @@ int64_t svc_index_count(const struct svc_store *st)
     int lk = -1;
     if (st->index_dir && db_ready(st, &lk) == 0) {
         int64_t n = svc_listdb_count();
-        close(lk);
+        db_release(lk);
         return n;
     }
     return refresh(st) == 0 ? (int64_t)ix.n : -1;
@@ -1554,8 +1556,11 @@ int64_t svc_index_count(const struct svc_store *st)
 static const char *db_path(const struct svc_store *st)
 {
     static pid_t pid;
-    if (pid != getpid()) { /* a connection opened before a fork is the parent's */
+    if (pid != getpid()) { /* a connection, or lock, opened before a fork is the parent's */
         svc_listdb_forget();
+        if (D.lockfd >= 0)
+            close(D.lockfd);
+        D.lockfd = -1;
         D.live = false;
         pid = getpid();
     }
@@ -1563,6 +1568,9 @@ static const char *db_path(const struct svc_store *st)
         free(D.path);
         free(D.root);
         svc_listdb_close();
+        if (D.lockfd >= 0)
+            close(D.lockfd);
+        D.lockfd = -1;
         D.path = svc_listdb_path(st->index_dir, st->root);
         D.root = svc_xstrdup(st->root);
     }
@@ -1663,6 +1671,30 @@ static int db_rescan(const struct svc_store *st)
     return rc;
 }
 
+/* Whether the database at p can follow the journal f (the same generation, and file). */
+static bool db_follows(const struct svc_store *st, const struct svc_listdb_pos *p,
+                       const struct idxfile *f)
+{
+    return strcmp(p->gen, f->gen) == 0 && f->sb.st_size >= (off_t)p->offset &&
+           (st->shared || p->ino == (uint64_t)f->sb.st_ino);
+}
+
+/* Whether nothing was appended to the journal the database follows, and the root's names
+ * did not change, since it last read: the stamp names its generation, and the file at the
+ * journal's name is the one it read (inode, unless shared) with the size it read up to. */
+static bool db_unchanged(const struct svc_store *st, const struct stamp *s,
+                         struct svc_listdb_pos *p, const struct stat *rs)
+{
+    struct stat jb;
+    char *jp = svc_store_root_path(st, SVC_F_INDEX);
+    bool same = jp && lstat(jp, &jb) == 0 && S_ISREG(jb.st_mode) && svc_listdb_pos_get(p) == 0 &&
+                s->ok && strcmp(s->gen, p->gen) == 0 && s->size <= jb.st_size &&
+                jb.st_size == (off_t)p->offset && (st->shared || jb.st_ino == p->ino) &&
+                ts_ns(rs->st_mtim) == p->root_mtime;
+    free(jp);
+    return same;
+}
+
 /* Bring the open database up to the journal: 0, 1 when it cannot follow it (another
  * generation, a file that does not match its stamp, a line not ours: built anew), -1. */
 static int db_catch_up(const struct svc_store *st)
@@ -1672,15 +1704,16 @@ static int db_catch_up(const struct svc_store *st)
         return errno == ENOENT ? 1 : -1;
     struct stamp s;
     stamp_peek(st, &s);
+    struct svc_listdb_pos p;
+    if (db_unchanged(st, &s, &p, &rs))
+        return 0;
     struct idxfile f = {.fd = -1};
     if (index_open(st, &f) != 0 || !stamp_matches(&s, &f, false, st->shared)) {
         index_close(&f);
         return 1;
     }
-    struct svc_listdb_pos p;
     int rc = svc_listdb_begin() == 0 && svc_listdb_pos_get(&p) == 0 ? 0 : -1;
-    if (rc == 0 && (strcmp(p.gen, f.gen) != 0 || f.sb.st_size < p.offset ||
-                    (!st->shared && p.ino != (uint64_t)f.sb.st_ino)))
+    if (rc == 0 && !db_follows(st, &p, &f))
         rc = 1;
     off_t at = (off_t)p.offset;
     if (rc == 0 && f.sb.st_size > at)
@@ -1887,6 +1920,27 @@ static int db_start_build(const struct svc_store *st, const char *path)
     return 1;
 }
 
+/* The shared lock on the database, on a descriptor kept open (D.lockfd): -1 on error. */
+static int db_hold(const char *path)
+{
+    if (D.lockfd < 0) {
+        D.lockfd = db_lock(path, ".lock", LOCK_SH);
+        if (D.lockfd < 0 && errno == ENOENT && db_mkdir(path) == 0)
+            D.lockfd = db_lock(path, ".lock", LOCK_SH);
+        return D.lockfd;
+    }
+    while (flock(D.lockfd, LOCK_SH) != 0)
+        if (errno != EINTR)
+            return -1;
+    return D.lockfd;
+}
+
+static void db_release(int lk)
+{
+    if (lk >= 0)
+        flock(lk, LOCK_UN);
+}
+
 /* Whether index.h's answers can come from the database: 0 when it is open and caught up
  * (*lk: the shared lock to close once done with it), 1 while it is being built, -1 when it
  * cannot be had; on 1 and -1 they come from this process's entries. */
@@ -1895,9 +1949,7 @@ static int db_ready(const struct svc_store *st, int *lk)
     const char *path = db_path(st);
     D.live = false;
     for (int attempt = 0; attempt < 2; attempt++) {
-        *lk = db_lock(path, ".lock", LOCK_SH);
-        if (*lk < 0 && errno == ENOENT && db_mkdir(path) == 0)
-            *lk = db_lock(path, ".lock", LOCK_SH);
+        *lk = db_hold(path);
         if (*lk < 0)
             return -1;
         int rc = 1;
@@ -1913,7 +1965,7 @@ static int db_ready(const struct svc_store *st, int *lk)
             }
             return 0;
         }
-        close(*lk);
+        db_release(*lk);
         *lk = -1;
         svc_listdb_close();
         if (rc < 0)

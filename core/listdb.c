@@ -33,7 +33,7 @@ static const char tables[] =
     "CREATE INDEX IF NOT EXISTS s_p ON s(updated DESC, sid) WHERE pinned;"
     "CREATE INDEX IF NOT EXISTS s_seq ON s(seq);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS t USING fts5(title, content='s', content_rowid='rowid',"
-    " tokenize='trigram', detail='none');"
+    " tokenize='trigram');"
     "CREATE TRIGGER IF NOT EXISTS s_ai AFTER INSERT ON s BEGIN"
     " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
     "CREATE TRIGGER IF NOT EXISTS s_ad AFTER DELETE ON s BEGIN"
@@ -71,11 +71,29 @@ char *svc_listdb_path(const char *dir, const char *root)
     return p;
 }
 
+/* Pages' statements by their SQL (one per combination of filters asked lately). */
+static struct {
+    char *sql;
+    sqlite3_stmt *st;
+} pages[8];
+static unsigned pages_next;
+
+static void pages_clear(bool finalize)
+{
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
+        if (finalize)
+            sqlite3_finalize(pages[i].st);
+        free(pages[i].sql);
+    }
+    memset(pages, 0, sizeof pages);
+}
+
 void svc_listdb_close(void)
 {
     for (size_t i = 0; i < sizeof prepared / sizeof *prepared; i++)
         sqlite3_finalize(prepared[i].st);
     memset(prepared, 0, sizeof prepared);
+    pages_clear(true);
     if (L.db)
         sqlite3_close_v2(L.db);
     memset(&L, 0, sizeof L);
@@ -84,6 +102,7 @@ void svc_listdb_close(void)
 void svc_listdb_forget(void)
 {
     memset(prepared, 0, sizeof prepared);
+    pages_clear(false);
     memset(&L, 0, sizeof L);
 }
 
@@ -210,15 +229,24 @@ void svc_listdb_rollback(void)
 int svc_listdb_pos_get(struct svc_listdb_pos *p)
 {
     memset(p, 0, sizeof p[0]);
-    sqlite3_stmt *st = stmt("SELECT v FROM meta WHERE k = 'gen'");
+    p->offset = -1;
+    sqlite3_stmt *st = stmt("SELECT k, v FROM meta WHERE k IN ('gen', 'ino', 'offset',"
+                            " 'root_mtime')");
     if (!st)
         return -1;
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-        snprintf(p->gen, sizeof p->gen, "%s", (const char *)sqlite3_column_text(st, 0));
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        int64_t v = sqlite3_column_int64(st, 1);
+        if (strcmp(k, "gen") == 0 && sqlite3_column_text(st, 1))
+            snprintf(p->gen, sizeof p->gen, "%s", (const char *)sqlite3_column_text(st, 1));
+        else if (strcmp(k, "ino") == 0)
+            p->ino = (uint64_t)v;
+        else if (strcmp(k, "offset") == 0)
+            p->offset = v;
+        else if (strcmp(k, "root_mtime") == 0)
+            p->root_mtime = v;
+    }
     sqlite3_reset(st);
-    p->ino = (uint64_t)meta_int("ino");
-    p->offset = meta_int("offset");
-    p->root_mtime = meta_int("root_mtime");
     return p->offset < 0 ? -1 : 0;
 }
 
@@ -390,6 +418,28 @@ static int page_bind(sqlite3_stmt *st, const struct svc_list_query *q, const cha
     return 0;
 }
 
+/* The statement of a page's SQL (consumed), prepared once while it is asked for. */
+static sqlite3_stmt *page_stmt(struct svc_buf *sql)
+{
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++)
+        if (pages[i].sql && strcmp(pages[i].sql, sql->data) == 0) {
+            svc_buf_free(sql);
+            return pages[i].st;
+        }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v3(L.db, sql->data, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
+        SQLITE_OK) {
+        svc_buf_free(sql);
+        return NULL;
+    }
+    unsigned k = pages_next++ % (sizeof pages / sizeof *pages);
+    sqlite3_finalize(pages[k].st);
+    free(pages[k].sql);
+    pages[k].sql = svc_buf_steal(sql);
+    pages[k].st = st;
+    return st;
+}
+
 int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, const char *csid,
                     int limit, struct svc_listdb_row **rows, int *n)
 {
@@ -400,11 +450,10 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     struct svc_buf sql;
     svc_buf_init(&sql);
     page_sql(&sql, q, qlc, csid != NULL);
-    sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(L.db, sql.data, -1, &st, NULL);
-    svc_buf_free(&sql);
-    if (rc != SQLITE_OK)
+    sqlite3_stmt *st = page_stmt(&sql);
+    if (!st)
         return -1;
+    int rc;
     char *phrase = NULL;
     char needles[SVC_TAGS_MAX][SVC_TAG_LEN_MAX * 4 + 3];
     page_bind(st, q, qlc, cu, csid, limit, &phrase, needles);
@@ -419,7 +468,8 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
         k++;
     }
     bool ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
     free(phrase);
     if (!ok) {
         svc_listdb_page_free(v, k);
