@@ -359,20 +359,28 @@ int svc_listdb_has(const char *sid)
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* The page's SQL for q's filters, with its parameters numbered as page_bind binds them. */
-static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const char *qlc, bool after)
+/* The page's SQL for q's filters, with its parameters numbered as page_bind binds them. By
+ * default the rows are walked in listing order along an index, each filter checked, until
+ * the page is full; a title search with few matches (fts: fewer than FTS_FEW) is driven by
+ * the trigram table instead, its matches sorted (the '+' keeps the planner off the other
+ * indexes). */
+#define FTS_FEW 2000
+static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const char *qlc, bool after,
+                     bool fts)
 {
+    const char *x = fts ? "+" : "";
     svc_buf_adds(b, "SELECT sid, summary, status, msgs, updated FROM s WHERE 1");
     if (q->archived_only)
-        svc_buf_adds(b, " AND archived = 1");
+        svc_buf_printf(b, " AND %sarchived = 1", x);
     else if (!q->include_archived)
-        svc_buf_adds(b, " AND archived = 0");
+        svc_buf_printf(b, " AND %sarchived = 0", x);
     if (q->status && *q->status)
-        svc_buf_adds(b, " AND status = ?1");
+        svc_buf_printf(b, " AND %sstatus = ?1", x);
     if (q->owner)
-        svc_buf_adds(b, " AND owner = ?2");
+        svc_buf_printf(b, " AND %sowner = ?2", x);
     if (q->pinned && *q->pinned)
-        svc_buf_adds(b, strcmp(q->pinned, "true") == 0 ? " AND pinned" : " AND NOT pinned");
+        svc_buf_printf(b, strcmp(q->pinned, "true") == 0 ? " AND %spinned" : " AND NOT %spinned",
+                       x);
     if (qlc) {
         svc_buf_adds(b, " AND instr(title, ?3) > 0");
         if (svc_utf8_len(qlc) >= 3) /* the trigram table finds candidates for 3 or more */
@@ -381,8 +389,20 @@ static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const ch
     for (size_t i = 0; i < q->ntags; i++)
         svc_buf_printf(b, " AND instr(tags, ?%zu) > 0", 10 + i);
     if (after)
-        svc_buf_adds(b, " AND (updated < ?5 OR (updated = ?5 AND sid > ?6))");
-    svc_buf_adds(b, " ORDER BY updated DESC, sid LIMIT ?7");
+        svc_buf_printf(b, " AND (%supdated < ?5 OR (%supdated = ?5 AND sid > ?6))", x, x);
+    svc_buf_printf(b, " ORDER BY %supdated DESC, sid LIMIT ?7", x);
+}
+
+/* Whether the title search phrase matches fewer than FTS_FEW titles. */
+static bool fts_few(const char *phrase)
+{
+    sqlite3_stmt *st = stmt("SELECT count(*) FROM (SELECT 1 FROM t WHERE t MATCH ?1 LIMIT 2000)");
+    if (!st)
+        return false;
+    sqlite3_bind_text(st, 1, phrase, -1, SQLITE_STATIC);
+    bool few = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) < FTS_FEW;
+    sqlite3_reset(st);
+    return few;
 }
 
 /* q as an FTS5 string: one quoted phrase (a '"' doubled), matched as a substring. */
@@ -398,16 +418,13 @@ static char *fts_phrase(const char *qlc)
 }
 
 static int page_bind(sqlite3_stmt *st, const struct svc_list_query *q, const char *qlc, double cu,
-                     const char *csid, int limit, char **phrase,
+                     const char *csid, int limit, const char *phrase,
                      char (*needles)[SVC_TAG_LEN_MAX * 4 + 3])
 {
     sqlite3_bind_text(st, 1, q->status, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, q->owner, -1, SQLITE_STATIC);
-    if (qlc) {
-        sqlite3_bind_text(st, 3, qlc, -1, SQLITE_STATIC);
-        *phrase = fts_phrase(qlc);
-        sqlite3_bind_text(st, 4, *phrase, -1, SQLITE_STATIC);
-    }
+    sqlite3_bind_text(st, 3, qlc, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, phrase, -1, SQLITE_STATIC);
     for (size_t i = 0; i < q->ntags && i < SVC_TAGS_MAX; i++) {
         snprintf(needles[i], sizeof needles[i], "\x1f%s\x1f", q->tags[i]);
         sqlite3_bind_text(st, (int)(10 + i), needles[i], -1, SQLITE_STATIC);
@@ -447,16 +464,18 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     *n = 0;
     if (!L.db || q->ntags > SVC_TAGS_MAX)
         return -1;
+    char *phrase = qlc && svc_utf8_len(qlc) >= 3 ? fts_phrase(qlc) : NULL;
     struct svc_buf sql;
     svc_buf_init(&sql);
-    page_sql(&sql, q, qlc, csid != NULL);
+    page_sql(&sql, q, qlc, csid != NULL, phrase && fts_few(phrase));
     sqlite3_stmt *st = page_stmt(&sql);
-    if (!st)
+    if (!st) {
+        free(phrase);
         return -1;
+    }
     int rc;
-    char *phrase = NULL;
     char needles[SVC_TAGS_MAX][SVC_TAG_LEN_MAX * 4 + 3];
-    page_bind(st, q, qlc, cu, csid, limit, &phrase, needles);
+    page_bind(st, q, qlc, cu, csid, limit, phrase, needles);
     struct svc_listdb_row *v = svc_xcalloc((size_t)limit + 1, sizeof *v);
     int k = 0;
     while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
