@@ -100,6 +100,12 @@ static const char *db_path(const struct svc_store *st);
 static int db_lock(const char *path, const char *suffix, int op);
 static int db_mkdir(const char *path);
 static void db_release(int lk);
+static bool db_small(const struct svc_store *st);
+static void db_child_fds(int b);
+/* What a background process runs (it never returns: it exits). */
+typedef void db_child_fn(const struct svc_store *st, const char *path, int b);
+static int db_spawn(const struct svc_store *st, const char *path, const char *lock,
+                    db_child_fn *fn);
 static struct {
     char *path;    /* the database of the root below */
     char *root;    /* the root it is for */
@@ -1636,23 +1642,28 @@ static int db_apply_journal(int fd, off_t size, off_t *at)
     return rc;
 }
 
-/* A session another program added or removed, found by db_rescan: recorded in the journal
- * (for every other host and process) and in the database. */
-static void db_rescanned(void *ctx, const char *sid, bool gone)
+/* The names a rescan found different from the rows: added (gone false) or gone. */
+struct rescan {
+    char **sid;
+    bool *gone;
+    size_t n, cap;
+};
+
+static void rescan_note(void *ctx, const char *sid, bool gone)
 {
-    const struct svc_store *st = ctx;
-    json_object *sum = gone || !svc_store_session_exists(st, sid) ? NULL : summary_of(st, sid);
-    if (!gone && !sum)
-        return; /* not a session (yet): its directory is being made */
-    append_line(st, sid, sum);
-    svc_listdb_put(sid, sum);
-    json_object_put(sum);
-    done.scanned++;
+    struct rescan *r = ctx;
+    if (r->n == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 16;
+        r->sid = svc_xrealloc(r->sid, r->cap * sizeof *r->sid);
+        r->gone = svc_xrealloc(r->gone, r->cap * sizeof *r->gone);
+    }
+    r->sid[r->n] = svc_xstrdup(sid);
+    r->gone[r->n++] = gone;
 }
 
-/* The root's names against the rows, inside the caller's transaction: O(names) without
- * reading a summary, run when the root directory's mtime moved. */
-static int db_rescan(const struct svc_store *st)
+/* Compare the root's names with the rows (O(names), no summary read, no write lock: the
+ * names go to a temporary table of this connection). */
+static int db_rescan_collect(const struct svc_store *st, struct rescan *r)
 {
     DIR *d = opendir(st->root);
     if (!d)
@@ -1666,9 +1677,54 @@ static int db_rescan(const struct svc_store *st)
     }
     closedir(d);
     if (rc == 0)
-        rc = svc_listdb_seen_diff(db_rescanned, (void *)st);
+        rc = svc_listdb_seen_diff(rescan_note, r);
     svc_listdb_seen_reset();
     return rc;
+}
+
+/* Record what the rescan found, inside the caller's transaction, each checked again (the
+ * journal may have told since): another program's session is summarised, appended to the
+ * journal (for every other host and process) and added; a vanished one removed. */
+static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        bool exists = svc_store_session_exists(st, r->sid[i]);
+        json_object *sum = exists && !r->gone[i] && svc_listdb_has(r->sid[i]) == 0
+                               ? summary_of(st, r->sid[i])
+                               : NULL;
+        if (sum || (r->gone[i] && !exists)) {
+            append_line(st, r->sid[i], sum);
+            svc_listdb_put(r->sid[i], sum);
+            done.scanned++;
+        }
+        json_object_put(sum);
+        free(r->sid[i]);
+    }
+    free(r->sid);
+    free(r->gone);
+    memset(r, 0, sizeof *r);
+}
+
+/* The background rescanner of a large root: the grandchild of the process that saw the
+ * root's mtime move, holding the rescan lock (fd b) until it has recorded that mtime. */
+static _Noreturn void db_rescanner(const struct svc_store *st, const char *path, int b)
+{
+    db_child_fds(b);
+    int lk = db_lock(path, ".lock", LOCK_SH);
+    struct stat rs;
+    struct rescan r = {0};
+    struct svc_listdb_pos p;
+    int rc = lk >= 0 && stat(st->root, &rs) == 0 && svc_listdb_open(path, false) == 0 ? 0 : -1;
+    if (rc == 0)
+        rc = db_rescan_collect(st, &r);
+    if (rc == 0 && svc_listdb_begin() == 0 && svc_listdb_pos_get(&p) == 0) {
+        db_rescan_apply(st, &r);
+        p.root_mtime = ts_ns(rs.st_mtim);
+        rc = svc_listdb_pos_set(&p) == 0 && svc_listdb_commit() == 0 ? 0 : -1;
+    }
+    svc_listdb_rollback();
+    svc_listdb_close();
+    _exit(rc == 0 ? 0 : 1);
 }
 
 /* Whether the database at p can follow the journal f (the same generation, and file). */
@@ -1712,6 +1768,17 @@ static int db_catch_up(const struct svc_store *st)
         index_close(&f);
         return 1;
     }
+    /* the root's names moved: compared here when the root is small, else in the
+     * background (the page below comes from the rows as they are) */
+    bool moved = ts_ns(rs.st_mtim) != p.root_mtime;
+    if (moved && !db_small(st)) {
+        db_spawn(st, db_path(st), ".rescan", db_rescanner);
+        moved = false;
+    }
+    if (!moved && db_follows(st, &p, &f) && f.sb.st_size == (off_t)p.offset) {
+        index_close(&f);
+        return 0;
+    }
     int rc = svc_listdb_begin() == 0 && svc_listdb_pos_get(&p) == 0 ? 0 : -1;
     if (rc == 0 && !db_follows(st, &p, &f))
         rc = 1;
@@ -1719,8 +1786,10 @@ static int db_catch_up(const struct svc_store *st)
     if (rc == 0 && f.sb.st_size > at)
         rc = db_apply_journal(f.fd, f.sb.st_size, &at);
     index_close(&f);
-    if (rc == 0 && ts_ns(rs.st_mtim) != p.root_mtime) {
-        rc = db_rescan(st);
+    struct rescan r = {0};
+    if (rc == 0 && moved && ts_ns(rs.st_mtim) != p.root_mtime) {
+        rc = db_rescan_collect(st, &r);
+        db_rescan_apply(st, &r);
         p.root_mtime = ts_ns(rs.st_mtim);
     }
     p.offset = at;
@@ -1861,6 +1930,8 @@ static unsigned test_build_delay(void)
  * overflowed, 1, or another filesystem's 1 say nothing: built in the background). */
 static bool db_small(const struct svc_store *st)
 {
+    if (test_build_delay())
+        return false;
     struct stat sb;
     char *jp = svc_store_root_path(st, SVC_F_INDEX);
     bool has = jp && stat(jp, &sb) == 0;
@@ -1874,17 +1945,25 @@ static bool db_small(const struct svc_store *st)
 
 /* The background builder: the grandchild of a process that found no database to follow,
  * holding the build lock (fd b) until it is done. */
-static _Noreturn void db_builder(const struct svc_store *st, const char *path, int b,
-                                 unsigned delay)
+/* In a background process: this process's index, connection and descriptors are its
+ * parent's (b aside, the lock it holds). */
+static void db_child_fds(int b)
 {
     svc_index_reset(); /* closes its descriptors before the rest are */
     svc_listdb_forget();
+    D.lockfd = -1;
     struct rlimit rl;
     int maxfd =
         getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
     for (int fd = 3; fd < maxfd; fd++)
         if (fd != b)
             close(fd); /* the pool's sockets stay with the pool */
+}
+
+static _Noreturn void db_builder(const struct svc_store *st, const char *path, int b)
+{
+    db_child_fds(b);
+    unsigned delay = test_build_delay();
     if (delay)
         sleep(delay);
     svc_logf("index: building the listing database %s in the background (pid %d)", path,
@@ -1896,23 +1975,32 @@ static _Noreturn void db_builder(const struct svc_store *st, const char *path, i
  * forks: nothing to reap). 0 when it is built, 1 when it is being built, -1 when not. */
 static int db_start_build(const struct svc_store *st, const char *path)
 {
-    unsigned delay = test_build_delay();
-    bool here = !delay && db_small(st);
-    int b = db_lock(path, ".build", LOCK_EX | LOCK_NB);
-    if (b < 0)
-        return errno == EWOULDBLOCK ? 1 : -1;
+    bool here = db_small(st);
     if (here) {
+        int b = db_lock(path, ".build", LOCK_EX | LOCK_NB);
+        if (b < 0)
+            return errno == EWOULDBLOCK ? 1 : -1;
         int rc = db_build(st, path);
         close(b);
         return rc == 0 ? 0 : -1;
     }
+    return db_spawn(st, path, ".build", db_builder);
+}
+
+/* Run fn in a background process (two forks: nothing to reap) holding <path><lock>, unless
+ * another holds it already. 1 when one runs, -1 when it could not be started. */
+static int db_spawn(const struct svc_store *st, const char *path, const char *lock, db_child_fn *fn)
+{
+    int b = db_lock(path, lock, LOCK_EX | LOCK_NB);
+    if (b < 0)
+        return errno == EWOULDBLOCK ? 1 : -1;
     pid_t pid = fork();
     if (pid == 0) {
         if (fork() == 0)
-            db_builder(st, path, b, delay);
+            fn(st, path, b);
         _exit(0);
     }
-    close(b); /* the builder holds it */
+    close(b); /* the grandchild holds it */
     if (pid < 0)
         return -1;
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)

@@ -127,5 +127,20 @@ is_deeply listing($b, \%h2), scan(), 'after the build: whole';
 ok !exists $h2{'x-svc-index'}, '... from the database (no header)';
 is $b->req(GET => "$api?limit=5&cursor=bogus")->{status}, 400, 'a bad cursor: 400';
 
+# a large root (the hook makes every root one): a session copied in is found by a rescan in
+# the background, and no list waits for it
+system('cp', '-a', "$root/session_ld-07", "$root/session_ld-copy2") == 0 or die;
+for my $f ("$root/session_ld-copy2/svc_session.json", "$root/session_ld-copy2/session.json") {
+    my $t = SvcTest::read_file($f);
+    $t =~ s/"ld-07"/"ld-copy2"/g;
+    SvcTest::write_file($f, $t);
+}
+my $seen = SvcTest::wait_for(20, sub {
+    my $r = $b->req(GET => "$api?limit=100&include_archived=true");
+    grep { $_->{session_id} eq 'ld-copy2' } @{ $r->{json}{sessions} || [] };
+});
+ok $seen, 'a session copied into a large root is listed once the background rescan ran';
+is_deeply listing($b), scan(), '... and the pages equal the directories';
+
 unlike $b->log, qr/AddressSanitizer|runtime error/, 'no sanitizer report';
 done_testing();
