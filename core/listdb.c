@@ -155,31 +155,74 @@ static int meta_set_int(const char *k, int64_t v)
     return rc;
 }
 
+/* This boot of the machine (the kernel's boot_id), "" when it cannot be read. */
+static const char *boot_id(void)
+{
+    static char id[40];
+    static bool read;
+    if (!read) {
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+        if (f && fgets(id, sizeof id, f))
+            id[strcspn(id, "\n")] = '\0';
+        if (f)
+            fclose(f);
+        read = true;
+    }
+    return id;
+}
+
+/* Whether the file was written in this boot, with this schema: it is written without
+ * fsync (a derived file; a process that dies mid-write leaves the rollback journal, which
+ * the next connection plays back), so one that lived through a crash of the machine may be
+ * torn and is built anew instead. */
+static bool file_ok(void)
+{
+    sqlite3_stmt *st = NULL;
+    int schema = -1;
+    char *boot = NULL;
+    if (sqlite3_prepare_v2(L.db, "SELECT k, v FROM meta WHERE k IN ('schema', 'boot')", -1, &st,
+                           NULL) == SQLITE_OK)
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const char *k = (const char *)sqlite3_column_text(st, 0);
+            const char *v = (const char *)sqlite3_column_text(st, 1);
+            if (strcmp(k, "schema") == 0)
+                schema = sqlite3_column_int(st, 1);
+            else if (v && !boot)
+                boot = svc_xstrdup(v);
+        }
+    sqlite3_finalize(st);
+    bool ok = schema == atoi(SCHEMA) && boot && strcmp(boot, boot_id()) == 0;
+    free(boot);
+    return ok;
+}
+
 /* The connection's settings: a bounded page cache and no mmap, so that what a worker keeps
- * of the database is O(page) whatever the number of sessions (SPEC 11). */
+ * of the database is O(page) whatever the number of sessions (SPEC 11). A rollback
+ * journal, not WAL: a database built anew is renamed over the old one (index.c, under its
+ * lock), and a WAL file left by the old one's last connection would be taken for the new
+ * one's (or deleted under it); a new file is written by one process without any. */
 static int configure(bool create)
 {
     sqlite3_busy_timeout(L.db, 30000);
-    /* a rollback journal, not WAL: a database built anew is renamed over the old one
-     * (index.c, under its lock), and a WAL file left by the old one's last connection would
-     * be taken for the new one's (or deleted under it); a new file is written without any */
     if (sqlite3_exec(L.db,
                      create ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                            : "PRAGMA journal_mode=DELETE; PRAGMA synchronous=NORMAL;",
+                            : "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;",
                      NULL, NULL, NULL) != SQLITE_OK ||
         sqlite3_exec(L.db, "PRAGMA mmap_size=0; PRAGMA cache_size=-1024; PRAGMA temp_store=FILE;",
                      NULL, NULL, NULL) != SQLITE_OK)
         return -1;
-    if (!create) {
-        sqlite3_stmt *st = NULL;
-        bool ok = sqlite3_prepare_v2(L.db, "SELECT v FROM meta WHERE k = 'schema'", -1, &st,
-                                     NULL) == SQLITE_OK &&
-                  sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == atoi(SCHEMA);
-        sqlite3_finalize(st);
-        if (!ok)
-            return -1;
-    }
-    return sqlite3_exec(L.db, tables, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    if (!create && !file_ok())
+        return -1;
+    if (sqlite3_exec(L.db, tables, NULL, NULL, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_stmt *st = NULL;
+    bool ok =
+        !create || (sqlite3_prepare_v2(L.db, "INSERT OR REPLACE INTO meta VALUES ('boot', ?1)", -1,
+                                       &st, NULL) == SQLITE_OK &&
+                    sqlite3_bind_text(st, 1, boot_id(), -1, SQLITE_STATIC) == SQLITE_OK &&
+                    sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+    return ok ? 0 : -1;
 }
 
 int svc_listdb_open(const char *path, bool create)
