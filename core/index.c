@@ -107,12 +107,14 @@ typedef void db_child_fn(const struct svc_store *st, const char *path, int b);
 static int db_spawn(const struct svc_store *st, const char *path, const char *lock,
                     db_child_fn *fn);
 static struct {
-    char *path;    /* the database of the root below */
-    char *root;    /* the root it is for */
-    bool live;     /* the last look found it caught up: index.h's answers come from it */
-    bool building; /* the last listing was answered from memory while it was built */
-    int lockfd;    /* <path>.lock, open (db_hold), or -1 */
+    char *path;      /* the database of the root below */
+    char *root;      /* the root it is for */
+    bool live;       /* the last look found it caught up: index.h's answers come from it */
+    bool building;   /* the last listing was answered from memory while it was built */
+    int lockfd;      /* <path>.lock, open (db_hold), or -1 */
+    time_t retry_at; /* no build tried before then (one failed: disk full, read-only) */
 } D = {.lockfd = -1};
+#define DB_RETRY_S 10
 
 static size_t summary_bytes(const struct entry *e)
 {
@@ -2036,6 +2038,9 @@ static int db_ready(const struct svc_store *st, int *lk)
 {
     const char *path = db_path(st);
     D.live = false;
+    *lk = -1;
+    if (time(NULL) < D.retry_at)
+        return -1; /* a build here failed lately: from memory meanwhile */
     for (int attempt = 0; attempt < 2; attempt++) {
         *lk = db_hold(path);
         if (*lk < 0)
@@ -2059,6 +2064,8 @@ static int db_ready(const struct svc_store *st, int *lk)
         if (rc < 0)
             svc_logf("index: the listing database %s cannot be read: built anew", path);
         rc = db_start_build(st, path);
+        if (rc < 0)
+            D.retry_at = time(NULL) + DB_RETRY_S;
         if (rc != 0)
             return rc;
     }

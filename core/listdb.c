@@ -17,6 +17,8 @@
 #include "util.h"
 
 #define SCHEMA "1"
+/* A trigram in this many titles or more is not selective (fts_phrase). */
+#define FTS_FEW 2000
 
 /* The filters' columns beside the summary; each index serves the pages of one filter in
  * listing order (updated_at newest first, then session id), so a page reads O(page) rows;
@@ -34,7 +36,6 @@ static const char tables[] =
     "CREATE INDEX IF NOT EXISTS s_seq ON s(seq);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS t USING fts5(title, content='s', content_rowid='rowid',"
     " tokenize='trigram');"
-    "CREATE VIRTUAL TABLE IF NOT EXISTS tv USING fts5vocab('t', 'row');"
     "CREATE TRIGGER IF NOT EXISTS s_ai AFTER INSERT ON s BEGIN"
     " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
     "CREATE TRIGGER IF NOT EXISTS s_ad AFTER DELETE ON s BEGIN"
@@ -405,10 +406,8 @@ int svc_listdb_has(const char *sid)
 
 /* The page's SQL for q's filters, with its parameters numbered as page_bind binds them. By
  * default the rows are walked in listing order along an index, each filter checked, until
- * the page is full; a title search with few matches (fts: fewer than FTS_FEW) is driven by
- * the trigram table instead, its matches sorted (the '+' keeps the planner off the other
- * indexes). */
-#define FTS_FEW 2000
+ * the page is full; a selective title search (fts) is driven by the trigram table instead,
+ * its candidates sorted (the '+' keeps the planner off the other indexes). */
 static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const char *qlc, bool after,
                      bool fts)
 {
@@ -425,11 +424,10 @@ static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const ch
     if (q->pinned && *q->pinned)
         svc_buf_printf(b, strcmp(q->pinned, "true") == 0 ? " AND %spinned" : " AND NOT %spinned",
                        x);
-    if (qlc) {
+    if (qlc)
         svc_buf_adds(b, " AND instr(title, ?3) > 0");
-        if (svc_utf8_len(qlc) >= 3) /* the trigram table finds candidates for 3 or more */
-            svc_buf_adds(b, " AND rowid IN (SELECT rowid FROM t WHERE t MATCH ?4)");
-    }
+    if (fts) /* the trigram table's candidates (fts_phrase) */
+        svc_buf_adds(b, " AND rowid IN (SELECT rowid FROM t WHERE t MATCH ?4)");
     for (size_t i = 0; i < q->ntags; i++)
         svc_buf_printf(b, " AND instr(tags, ?%zu) > 0", 10 + i);
     if (after)
@@ -437,34 +435,37 @@ static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const ch
     svc_buf_printf(b, " ORDER BY %supdated DESC, sid LIMIT ?7", x);
 }
 
-/* Whether the title search phrase matches fewer than FTS_FEW titles. */
-static bool fts_few(const char *phrase)
+/* w (n bytes) as an FTS5 string: quoted, a '"' doubled. */
+static void fts_quote(struct svc_buf *b, const char *w, size_t n)
+{
+    svc_buf_adds(b, "\"");
+    for (size_t i = 0; i < n; i++)
+        svc_buf_printf(b, w[i] == '"' ? "\"\"" : "%c", w[i]);
+    svc_buf_adds(b, "\"");
+}
+
+/* How many titles hold trigram w (n bytes), counted up to FTS_FEW (the count stops there:
+ * a common trigram costs no more than a rare one). */
+static int64_t trigram_docs(const char *w, size_t n)
 {
     sqlite3_stmt *st = stmt("SELECT count(*) FROM (SELECT 1 FROM t WHERE t MATCH ?1 LIMIT 2000)");
     if (!st)
-        return false;
-    sqlite3_bind_text(st, 1, phrase, -1, SQLITE_STATIC);
-    bool few = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) < FTS_FEW;
+        return FTS_FEW;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    fts_quote(&b, w, n);
+    sqlite3_bind_text(st, 1, b.data, -1, SQLITE_STATIC);
+    int64_t d = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : FTS_FEW;
     sqlite3_reset(st);
-    return few;
-}
-
-/* The number of titles holding trigram w (n bytes), by the trigram table's vocabulary. */
-static int64_t trigram_docs(const char *w, size_t n)
-{
-    sqlite3_stmt *st = stmt("SELECT doc FROM tv WHERE term = ?1");
-    if (!st)
-        return 0;
-    sqlite3_bind_text(st, 1, w, (int)n, SQLITE_STATIC);
-    int64_t d = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    sqlite3_reset(st);
+    svc_buf_free(&b);
     return d;
 }
 
-/* q as an FTS5 query: its two rarest trigrams, each a quoted string (a '"' doubled), both
- * required. Every title holding q holds them; the page's instr() keeps only those holding
- * q, so which two are taken changes the speed, never the answer (the whole of q as one
- * phrase reads the long lists of its common trigrams: 16 ms at 100k sessions). */
+/* q as an FTS5 query when it is selective: its two rarest trigrams, both required, or
+ * NULL when even the rarest is in FTS_FEW titles or more (the page then walks the rows in
+ * order, checking each title, and fills soon). Every title holding q holds those two; the
+ * page's instr() keeps only the titles that hold q, so which two are taken changes the
+ * speed, never the answer (q as one phrase reads its common trigrams' lists whole). */
 static char *fts_phrase(const char *qlc)
 {
     const char *best[2] = {NULL, NULL};
@@ -480,21 +481,21 @@ static char *fts_phrase(const char *qlc)
             break;
         int64_t d = trigram_docs(p, (size_t)(e - p));
         int slot = d < bdocs[0] ? 0 : d < bdocs[1] ? 1 : -1;
-        if (slot == 0) {
+        if (slot == 0)
             best[1] = best[0], blen[1] = blen[0], bdocs[1] = bdocs[0];
-        }
         if (slot >= 0)
             best[slot] = p, blen[slot] = (size_t)(e - p), bdocs[slot] = d;
         for (p++; (*p & 0xC0) == 0x80; p++)
             ;
     }
+    if (!best[0] || bdocs[0] >= FTS_FEW)
+        return NULL;
     struct svc_buf b;
     svc_buf_init(&b);
     for (int t = 0; t < 2 && best[t]; t++) {
-        svc_buf_adds(&b, t ? " \"" : "\"");
-        for (size_t i = 0; i < blen[t]; i++)
-            svc_buf_printf(&b, best[t][i] == '"' ? "\"\"" : "%c", best[t][i]);
-        svc_buf_adds(&b, "\"");
+        if (t)
+            svc_buf_adds(&b, " ");
+        fts_quote(&b, best[t], blen[t]);
     }
     return svc_buf_steal(&b);
 }
@@ -549,7 +550,7 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     char *phrase = qlc && svc_utf8_len(qlc) >= 3 ? fts_phrase(qlc) : NULL;
     struct svc_buf sql;
     svc_buf_init(&sql);
-    page_sql(&sql, q, qlc, csid != NULL, phrase && fts_few(phrase));
+    page_sql(&sql, q, qlc, csid != NULL, phrase != NULL);
     sqlite3_stmt *st = page_stmt(&sql);
     if (!st) {
         free(phrase);
