@@ -1123,6 +1123,7 @@ void svc_index_warm(const struct svc_store *st)
         if (db_ready(st, &lk) == 0)
             db_release(lk);
         D.live = false;
+        D.retry_at = 0; /* the workers try for themselves */
         svc_listdb_close();
         return;
     }
@@ -2064,7 +2065,8 @@ static int db_ready(const struct svc_store *st, int *lk)
         if (rc < 0)
             svc_logf("index: the listing database %s cannot be read: built anew", path);
         rc = db_start_build(st, path);
-        if (rc < 0)
+        struct stat rs;
+        if (rc < 0 && stat(st->root, &rs) == 0) /* no root yet is no failure */
             D.retry_at = time(NULL) + DB_RETRY_S;
         if (rc != 0)
             return rc;
