@@ -2040,6 +2040,9 @@ static int db_ready(const struct svc_store *st, int *lk)
     const char *path = db_path(st);
     D.live = false;
     *lk = -1;
+    struct stat rs;
+    if (stat(st->root, &rs) != 0)
+        return -1; /* no root, no sessions: nothing is made for it */
     if (time(NULL) < D.retry_at)
         return -1; /* a build here failed lately: from memory meanwhile */
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -2065,8 +2068,7 @@ static int db_ready(const struct svc_store *st, int *lk)
         if (rc < 0)
             svc_logf("index: the listing database %s cannot be read: built anew", path);
         rc = db_start_build(st, path);
-        struct stat rs;
-        if (rc < 0 && stat(st->root, &rs) == 0) /* no root yet is no failure */
+        if (rc < 0 && stat(st->root, &rs) == 0) /* a root gone meanwhile is no failure */
             D.retry_at = time(NULL) + DB_RETRY_S;
         if (rc != 0)
             return rc;
