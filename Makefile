@@ -14,7 +14,7 @@ TEST_HOOKS ?=
 ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
 LDLIBS  += $(PKG_LIBS)
 # libunistring (case folding and normalisation for search) has no pkg-config file on Debian
-LDLIBS  += -lunistring
+LDLIBS  += -lunistring -lm
 B       ?= build
 
 CORE_SRC := $(wildcard core/*.c)
@@ -26,7 +26,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent clean format install torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window clean format install torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -188,6 +188,10 @@ bench: deps all
 # An agent's loop: a client-tool round trip and a stream replay (docs/BENCH.md).
 bench-agent: deps all
 	scripts/bench-agent
+
+# The window cache's gain in instructions per turn, cache auto against off (docs/CACHES.md).
+bench-window: deps all
+	scripts/bench-window
 
 # Several hosts on one GlusterFS volume against one host and local disk (docs/BENCH.md).
 bench-hosts: deps all

@@ -18,6 +18,7 @@
 #include "runs.h"
 #include "session.h"
 #include "toolsin.h"
+#include "turnin.h"
 #include "util.h"
 
 /* Pings go out when the stream was silent this long (SPEC: at least every 15 s).
@@ -32,29 +33,10 @@ static double ping_after(void)
 }
 
 struct chat_in {
-    json_object *body;       /* owned */
-    json_object *history;    /* owned array (entries shared with body), or NULL */
-    char *input;             /* heap, or NULL when the request only answers tool calls */
-    json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
-    const char *tool_choice; /* borrowed */
-    json_object *results;    /* owned: [{call_id, output, param}] of the tool messages, or NULL */
-    const char *sid;         /* borrowed (body or request) */
-    const char *user, *locale, *channel;
-    bool stream, include_usage, svc_v2;
-    bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
-    double temperature;
-    int64_t max_tokens;
+    struct turn_in t; /* results: of the tool messages */
+    bool include_usage;
     const char *max_tokens_param;
 };
-
-static void chat_in_free(struct chat_in *in)
-{
-    json_object_put(in->body);
-    json_object_put(in->history);
-    json_object_put(in->tools);
-    json_object_put(in->results);
-    free(in->input);
-}
 
 /* The input: the last user message with non-empty text; the messages before it are
  * history. Returns 0, or -1 with 422. */
@@ -221,8 +203,8 @@ static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err 
             continue;
         char *text = svc_openai_content_text(content); /* a string or an array: checked */
         if (*text) {
-            free(in->input);
-            in->input = text;
+            free(in->t.input);
+            in->t.input = text;
             last = (long)i;
         } else {
             free(text);
@@ -232,18 +214,18 @@ static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err 
     while (end > 0 && is_tool(msgs, end - 1))
         end--;
     if (end < n) { /* trailing tool messages: results, no new input */
-        free(in->input);
-        in->input = NULL;
-        in->results = tool_results_of(msgs, end, n);
+        free(in->t.input);
+        in->t.input = NULL;
+        in->t.results = tool_results_of(msgs, end, n);
         last = (long)end;
     } else if (last < 0) {
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user message with non-empty content");
     }
     if (last > 0) {
-        in->history = json_object_new_array();
+        in->t.history = json_object_new_array();
         for (long i = 0; i < last; i++)
-            json_object_array_add(in->history,
+            json_object_array_add(in->t.history,
                                   json_object_get(json_object_array_get_idx(msgs, (size_t)i)));
     }
     return 0;
@@ -265,29 +247,30 @@ static int sid_field(json_object *o, const char *key, const char *param, const c
 static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
-    if (http_body_json(r, false, &in->body, err) < 0)
+    if (http_body_json(r, false, &in->t.body, err) < 0)
         return -1;
-    json_object *b = in->body, *meta = NULL, *sopts = NULL, *msgs = NULL;
+    json_object *b = in->t.body, *meta = NULL, *sopts = NULL, *msgs = NULL;
     const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL, *turn_id = NULL;
-    if (sid_field(b, "session_id", NULL, &in->sid, err) < 0 ||
+    if (sid_field(b, "session_id", NULL, &in->t.sid, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
-        http_field_str(meta, "locale", "metadata.locale", false, &in->locale, err) < 0 ||
-        http_field_str(meta, "channel", "metadata.channel", false, &in->channel, err) < 0 ||
+        http_field_str(meta, "locale", "metadata.locale", false, &in->t.locale, err) < 0 ||
+        http_field_str(meta, "channel", "metadata.channel", false, &in->t.channel, err) < 0 ||
         http_field_str(meta, "turn_id", "metadata.turn_id", false, &turn_id, err) < 0 ||
         http_field_str(b, "model", NULL, false, &model, err) < 0 ||
-        http_field_str(b, "user", NULL, false, &in->user, err) < 0 ||
-        http_field_bool(b, "stream", NULL, false, &in->stream, err) < 0 ||
+        http_field_str(b, "user", NULL, false, &in->t.user, err) < 0 ||
+        http_field_bool(b, "stream", NULL, false, &in->t.stream, err) < 0 ||
         http_field_obj(b, "stream_options", NULL, false, &sopts, err) < 0 ||
         http_field_bool(sopts, "include_usage", "stream_options.include_usage", false,
                         &in->include_usage, err) < 0 ||
         http_field_arr(b, "messages", NULL, false, &msgs, err) < 0 ||
         http_field_str(b, "message", NULL, false, &legacy, err) < 0 ||
-        http_field_number_opt(b, "temperature", NULL, &in->has_temperature, &in->temperature, err) <
+        http_field_number_opt(b, "temperature", NULL, &in->t.has_temperature, &in->t.temperature,
+                              err) < 0 ||
+        http_field_int_opt(b, "max_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens, err) <
             0 ||
-        http_field_int_opt(b, "max_tokens", NULL, &in->has_max_tokens, &in->max_tokens, err) < 0 ||
-        toolsin_parse(b, true, &in->tools, &in->tool_choice, err) < 0)
+        toolsin_parse(b, true, &in->t.tools, &in->t.tool_choice, err) < 0)
         return -1;
     in->max_tokens_param = "max_tokens";
     bool has_mct = false; /* OpenAI's newer name, which wins */
@@ -295,18 +278,18 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     if (http_field_int_opt(b, "max_completion_tokens", NULL, &has_mct, &mct, err) < 0)
         return -1;
     if (has_mct) {
-        in->has_max_tokens = true;
-        in->max_tokens = mct;
+        in->t.has_max_tokens = true;
+        in->t.max_tokens = mct;
         in->max_tokens_param = "max_completion_tokens";
     }
     if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
                             "'metadata.event_format' must be openai.v1 or svc.v2");
-    in->svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
-    if (!in->sid)
-        in->sid = msid;
-    if (!in->sid)
-        in->sid = r->x_session_id;
+    in->t.svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
+    if (!in->t.sid)
+        in->t.sid = msid;
+    if (!in->t.sid)
+        in->t.sid = r->x_session_id;
     if (msgs)
         return parse_messages(in, msgs, err);
     json_object *legacy_v = NULL;
@@ -314,7 +297,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     if (legacy && check_text(legacy_v, "message", false, err) < 0)
         return -1;
     if (legacy && *legacy) {
-        in->input = svc_xstrdup(legacy);
+        in->t.input = svc_xstrdup(legacy);
         return 0;
     }
     if (legacy)
@@ -325,22 +308,8 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
 /* What core needs to begin a run, borrowed from the parsed body. */
 static struct svc_run_request run_request_of(const struct chat_in *in)
 {
-    struct svc_run_request req = {
-        .session_id = in->sid,
-        .input = in->input,
-        .history = in->history,
-        .user_id = in->user,
-        .channel = in->channel,
-        .locale = in->locale,
-        .has_temperature = in->has_temperature,
-        .temperature = in->temperature,
-        .has_max_tokens = in->has_max_tokens,
-        .max_tokens = in->max_tokens,
-        .max_tokens_param = in->max_tokens_param,
-        .client_tools = in->tools,
-        .tool_choice = in->tool_choice,
-        .tool_results = in->results,
-    };
+    struct svc_run_request req = turn_in_request(&in->t);
+    req.max_tokens_param = in->max_tokens_param;
     return req;
 }
 
@@ -356,17 +325,19 @@ struct answer {
 /* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
 static void answer_of_run(struct answer *a, struct svc_run *run, json_object **usage_owned)
 {
-    int64_t p, c;
-    svc_run_get_usage(run, &p, &c);
-    *usage_owned = svc_usage_new(p, c);
-    a->run_id = svc_run_get_id(run);
-    a->sid = svc_run_get_session_id(run);
-    a->model = svc_run_get_model(run);
-    a->content = svc_run_get_content(run);
-    a->finish = svc_run_get_finish_reason(run);
-    a->usage = *usage_owned;
-    a->events = svc_run_get_events(run);
-    a->tool_calls = svc_run_get_client_calls(run);
+    struct svc_run_answer ra;
+    svc_run_answer(run, &ra);
+    *usage_owned = svc_usage_new(ra.prompt_tokens, ra.completion_tokens);
+    *a = (struct answer){
+        .run_id = ra.run_id,
+        .sid = ra.session_id,
+        .model = ra.model,
+        .content = ra.content,
+        .finish = ra.finish_reason,
+        .usage = *usage_owned,
+        .events = ra.events,
+        .tool_calls = ra.client_calls,
+    };
 }
 
 static bool has_calls(const struct answer *a)
@@ -413,7 +384,7 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     svc_json_set(o, "choices", choices);
     svc_json_set(o, "usage", a->usage ? svc_json_copy(a->usage) : json_object_new_object());
     svc_json_set_str(o, "content", a->content);
-    if (in->svc_v2) {
+    if (in->t.svc_v2) {
         json_object *svc = json_object_new_object();
         svc_json_set_str(svc, "schema_version", "2.0");
         svc_json_set_str(svc, "run_id", a->run_id);
@@ -499,12 +470,12 @@ static int on_event(void *ctx, json_object *ev)
         json_object *chunk = chunk_new(s, NULL, NULL);
         svc_json_set(chunk, "svc_event", json_object_get(ev));
         return send_chunk(s, chunk) < 0 ? 1 : 0;
-    } else if (!s->in->svc_v2 || strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
+    } else if (!s->in->t.svc_v2 || strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
         /* openai.v1 shows content and tool reports only; the end is rendered after the run */
         return 0;
     }
     json_object *chunk = chunk_new(s, delta, NULL);
-    if (s->in->svc_v2)
+    if (s->in->t.svc_v2)
         svc_json_set(chunk, "svc_event", json_object_get(ev));
     return send_chunk(s, chunk) < 0 ? 1 : 0;
 }
@@ -573,8 +544,9 @@ static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *r
                        struct svc_err *err)
 {
     struct stream_ctx s;
-    stream_ctx_init(&s, r, in, svc_run_get_id(run), svc_run_get_session_id(run),
-                    svc_run_get_model(run));
+    struct svc_run_answer ra;
+    svc_run_answer(run, &ra);
+    stream_ctx_init(&s, r, in, ra.run_id, ra.session_id, ra.model);
     if (stream_begin(&s) < 0)
         return 0; /* client gone: svc_run_free ends the run */
     struct svc_run_sink sink = {on_event, should_cancel, on_idle, &s};
@@ -613,7 +585,7 @@ static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
     a.events = events;
     http_set_session(r, a.sid, true);
     http_set_header(r, "Idempotent-Replayed", "true");
-    if (!in->stream) {
+    if (!in->t.stream) {
         send_completion(r, in, &a);
     } else {
         struct stream_ctx s;
@@ -635,39 +607,42 @@ int h_chat(struct http_req *r, struct svc_err *err)
 {
     struct chat_in in;
     struct svc_run *run = NULL;
+    char new_sid[SVC_ID_MAX + 1];
     int rc = -1;
     if (parse_chat(r, &in, err) < 0)
         goto out;
-    http_set_session(r, in.sid, false);
+    http_set_session(r, in.t.sid, false);
     /* another user's session is missing to this one: never replayed (the run's begin
      * refuses to continue it) */
-    if (in.sid && r->idempotency_key &&
-        svc_session_visible(r->cfg, svc_user_scope(&r->user), in.sid, true, err) < 0)
+    if (in.t.sid && r->idempotency_key &&
+        svc_session_visible(r->cfg, svc_user_scope(&r->user), in.t.sid, true, err) < 0)
         goto out;
     json_object *rec = NULL;
-    if (svc_idem_sync_decide(r->cfg, in.sid, r->idempotency_key, &rec) == SVC_IDEM_REPLAY) {
+    if (svc_idem_sync_decide(r->cfg, in.t.sid, r->idempotency_key, &rec) == SVC_IDEM_REPLAY) {
         rc = idem_replay(r, &in, rec);
         json_object_put(rec);
         goto out;
     }
-    struct svc_run_request req = run_request_of(&in);
-    req.user = &r->user;
     /* The master repairs the session if this worker dies in the run: named before the run
      * begins, since the sidecar says `running` from inside svc_run_begin (a repair finds
      * nothing to do while the sidecar is not `running` or another process holds the run
-     * lock), and again after it, for a session id the run chose. */
-    if (in.sid)
-        held_set(in.sid);
+     * lock); so a new session's id is chosen here, not by the run. */
+    if (!in.t.sid) {
+        svc_random_id("sess", new_sid, sizeof new_sid);
+        in.t.sid = new_sid;
+    }
+    held_set(in.t.sid);
+    struct svc_run_request req = run_request_of(&in);
+    req.user = &r->user;
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
-    held_set(svc_run_get_session_id(run));
-    http_set_session(r, svc_run_get_session_id(run), true);
-    rc = in.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
+    http_set_session(r, in.t.sid, true);
+    rc = in.t.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
 out:
     svc_run_free(run);
     held_clear();
-    chat_in_free(&in);
+    turn_in_free(&in.t);
     return rc;
 }
 
@@ -693,9 +668,9 @@ int h_runs_create(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (parse_chat(r, &in, err) < 0)
         goto done;
-    http_set_session(r, in.sid, false);
-    if (in.sid && r->idempotency_key && /* a key replays (svc_runs_spawn): only one's own */
-        svc_session_visible(r->cfg, svc_user_scope(&r->user), in.sid, true, err) < 0)
+    http_set_session(r, in.t.sid, false);
+    if (in.t.sid && r->idempotency_key && /* a key replays (svc_runs_spawn): only one's own */
+        svc_session_visible(r->cfg, svc_user_scope(&r->user), in.t.sid, true, err) < 0)
         goto done;
     struct svc_run_request req = run_request_of(&in);
     req.user = &r->user;
@@ -710,7 +685,7 @@ int h_runs_create(struct http_req *r, struct svc_err *err)
     rc = 0;
 done:
     json_object_put(out);
-    chat_in_free(&in);
+    turn_in_free(&in.t);
     return rc;
 }
 

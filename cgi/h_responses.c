@@ -29,41 +29,30 @@
 #include "session.h"
 #include "store.h"
 #include "toolsin.h"
+#include "turnin.h"
 #include "util.h"
 
 #define PING_AFTER_S 10.0
 
 struct resp_in {
-    json_object *body;       /* owned */
-    json_object *history;    /* owned array of chat messages before the input, or NULL */
-    char *input;             /* heap, or NULL when the request only answers tool calls */
-    json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
-    const char *tool_choice; /* borrowed */
-    json_object *results;    /* owned: [{call_id, output, param}] of function_call_output items */
-    json_object *items;      /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
-    bool no_truncation;      /* truncation: "disabled" */
-    const char *sid;         /* borrowed from the body or the request */
-    json_object *prev;       /* owned: the stored response previous_response_id names */
-    json_object *branch;     /* owned: the summary of the session forked from it, or NULL */
-    const char *prev_id;     /* borrowed */
-    const char *instructions, *user, *locale, *channel; /* borrowed */
-    json_object *metadata;                              /* borrowed */
-    bool stream, store, svc_v2, background;
-    bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
-    double temperature;
-    int64_t max_tokens;
+    struct turn_in t;         /* results: of function_call_output items */
+    json_object *items;       /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
+    bool no_truncation;       /* truncation: "disabled" */
+    const char *sid;          /* borrowed from the body or the request */
+    json_object *prev;        /* owned: the stored response previous_response_id names */
+    json_object *branch;      /* owned: the summary of the session forked from it, or NULL */
+    const char *prev_id;      /* borrowed */
+    const char *instructions; /* borrowed */
+    json_object *metadata;    /* borrowed */
+    bool store, background;
 };
 
 static void resp_in_free(struct resp_in *in)
 {
-    json_object_put(in->body);
-    json_object_put(in->history);
+    turn_in_free(&in->t);
     json_object_put(in->prev);
     json_object_put(in->branch);
-    json_object_put(in->tools);
-    json_object_put(in->results);
     json_object_put(in->items);
-    free(in->input);
 }
 
 /* An input item as input_items lists it: typed, with an id, message text as parts. */
@@ -315,7 +304,7 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
             return -1;
         if (!*json_object_get_string(input))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "input", "'input' must not be empty");
-        in->input = svc_xstrdup(json_object_get_string(input));
+        in->t.input = svc_xstrdup(json_object_get_string(input));
         return 0;
     }
     if (!json_object_is_type(input, json_type_array))
@@ -337,19 +326,19 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
            strcmp(svc_json_str(json_object_array_get_idx(msgs, end - 1), "role", ""), "tool") == 0)
         end--;
     if (end < n) { /* trailing results, no new input */
-        in->results = results_of(msgs, end);
+        in->t.results = results_of(msgs, end);
         last = (long)end;
     } else if (last < 0) {
         svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "no user message with text in 'input'");
         goto out;
     } else {
-        in->input =
+        in->t.input =
             svc_xstrdup(svc_json_str(json_object_array_get_idx(msgs, (size_t)last), "content", ""));
     }
     if (last > 0) {
-        in->history = json_object_new_array();
+        in->t.history = json_object_new_array();
         for (long i = 0; i < last; i++)
-            json_object_array_add(in->history,
+            json_object_array_add(in->t.history,
                                   json_object_get(json_object_array_get_idx(msgs, (size_t)i)));
     }
     rc = 0;
@@ -364,7 +353,7 @@ static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err 
 {
     json_object *meta = NULL;
     const char *fmt = NULL;
-    if (http_field_obj(in->body, "metadata", NULL, false, &meta, err) < 0)
+    if (http_field_obj(in->t.body, "metadata", NULL, false, &meta, err) < 0)
         return -1;
     in->metadata = meta;
     if (!meta)
@@ -378,13 +367,13 @@ static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err 
     }
     if (http_field_str(meta, "session_id", "metadata.session_id", false, msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
-        http_field_str(meta, "locale", "metadata.locale", false, &in->locale, err) < 0 ||
-        http_field_str(meta, "channel", "metadata.channel", false, &in->channel, err) < 0)
+        http_field_str(meta, "locale", "metadata.locale", false, &in->t.locale, err) < 0 ||
+        http_field_str(meta, "channel", "metadata.channel", false, &in->t.channel, err) < 0)
         return -1;
     if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
                             "'metadata.event_format' must be openai.v1 or svc.v2");
-    in->svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
+    in->t.svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
     return 0;
 }
 
@@ -403,23 +392,26 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
-/* Whether the stored response o (id) is another user's (SPEC 14): then err says it is
- * missing, as for an unknown id. */
-static bool response_unseen(struct http_req *r, json_object *o, const char *id, struct svc_err *err)
+/* The stored response id (*out, a new reference) when the asker may see it: another user's
+ * is missing (SPEC 14), as an unknown id is. 0, or -1 with err and *out NULL. */
+static int response_get(struct http_req *r, const char *id, json_object **out, struct svc_err *err)
 {
+    if (svc_responses_get(r->cfg, id, out, err) < 0)
+        return -1;
     const char *scope = svc_user_scope(&r->user);
     if (!scope ||
-        svc_session_visible(r->cfg, scope, svc_json_str(o, "session_id", ""), false, NULL) == 0)
-        return false;
-    svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
-    return true;
+        svc_session_visible(r->cfg, scope, svc_json_str(*out, "session_id", ""), false, NULL) == 0)
+        return 0;
+    json_object_put(*out);
+    *out = NULL;
+    return svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
 }
 
 /* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
 static int parse_truncation(struct resp_in *in, struct svc_err *err)
 {
     const char *t = NULL;
-    if (http_field_str(in->body, "truncation", NULL, false, &t, err) < 0)
+    if (http_field_str(in->t.body, "truncation", NULL, false, &t, err) < 0)
         return -1;
     if (t && strcmp(t, "auto") != 0 && strcmp(t, "disabled") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
@@ -435,42 +427,42 @@ static int branch_from_prev(struct http_req *r, struct resp_in *in, struct svc_e
 {
     int64_t last = svc_json_int(in->prev, "last_message_id", -1), count = 0, next = 0;
     struct svc_sess s = SVC_SESS_INIT;
-    if (last < 0 || !in->sid || svc_sess_open(r->cfg, in->sid, &s, err) != 0)
-        return last < 0 || !in->sid ? 0 : -1;
+    if (last < 0 || !in->t.sid || svc_sess_open(r->cfg, in->t.sid, &s, err) != 0)
+        return last < 0 || !in->t.sid ? 0 : -1;
     int64_t *ids = NULL;
     int rc = svc_sess_message_count(&s, -1, &count, &next, &ids, err);
     svc_sess_close(&s);
     free(ids);
     if (rc != 0 || next - 1 <= last)
         return rc != 0 ? -1 : 0;
-    struct svc_fork_req f = {.session_id = in->sid, .has_message_id = true, .message_id = last};
+    struct svc_fork_req f = {.session_id = in->t.sid, .has_message_id = true, .message_id = last};
     if (svc_session_fork(r->cfg, &f, &in->branch, err) != 0)
         return -1;
-    in->sid = svc_json_str(in->branch, "session_id", NULL);
+    in->t.sid = svc_json_str(in->branch, "session_id", NULL);
     return 0;
 }
 
 static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
-    if (http_body_json(r, false, &in->body, err) < 0)
+    if (http_body_json(r, false, &in->t.body, err) < 0)
         return -1;
-    json_object *b = in->body, *input = NULL;
+    json_object *b = in->t.body, *input = NULL;
     const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL;
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||
         http_field_str(b, "instructions", NULL, false, &in->instructions, err) < 0 ||
-        http_field_str(b, "user", NULL, false, &in->user, err) < 0 ||
-        http_field_bool(b, "stream", NULL, false, &in->stream, err) < 0 ||
+        http_field_str(b, "user", NULL, false, &in->t.user, err) < 0 ||
+        http_field_bool(b, "stream", NULL, false, &in->t.stream, err) < 0 ||
         http_field_bool(b, "store", NULL, true, &in->store, err) < 0 ||
         http_field_bool(b, "background", NULL, false, &in->background, err) < 0 ||
         http_field_str(b, "previous_response_id", NULL, false, &in->prev_id, err) < 0 ||
         http_field_str(b, "session_id", NULL, false, &bsid, err) < 0 ||
-        http_field_number_opt(b, "temperature", NULL, &in->has_temperature, &in->temperature, err) <
-            0 ||
-        http_field_int_opt(b, "max_output_tokens", NULL, &in->has_max_tokens, &in->max_tokens,
+        http_field_number_opt(b, "temperature", NULL, &in->t.has_temperature, &in->t.temperature,
+                              err) < 0 ||
+        http_field_int_opt(b, "max_output_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens,
                            err) < 0 ||
         parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
-        toolsin_parse(b, false, &in->tools, &in->tool_choice, err) < 0)
+        toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0)
         return -1;
     json_object_object_get_ex(b, "input", &input);
     if (parse_input(in, input, err) < 0 || parse_truncation(in, err) < 0)
@@ -481,7 +473,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                             "'store': false runs without a session: send the whole input instead "
                             "of '%s'",
                             conv ? "conversation" : "previous_response_id");
-    if (in->background && (!in->store || in->tools))
+    if (in->background && (!in->store || in->t.tools))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "background",
                             "'background': true is stored and polled: it takes neither "
                             "'store': false nor client 'tools'");
@@ -495,23 +487,22 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "conversations need sessions.enabled: true");
     if (in->prev_id) {
-        if (svc_responses_get(r->cfg, in->prev_id, &in->prev, err) < 0 ||
-            response_unseen(r, in->prev, in->prev_id, err)) {
+        if (response_get(r, in->prev_id, &in->prev, err) < 0) {
             if (err->code == SVC_E_RESPONSE_NOT_FOUND)
                 svc_err_setp(err, SVC_E_RESPONSE_NOT_FOUND, "previous_response_id",
                              "previous response %.64s not found", in->prev_id);
             return -1;
         }
-        in->sid = svc_json_str(in->prev, "session_id", NULL);
+        in->t.sid = svc_json_str(in->prev, "session_id", NULL);
     }
-    if (!in->sid)
-        in->sid = conv;
-    if (!in->sid)
-        in->sid = msid;
-    if (!in->sid)
-        in->sid = bsid;
-    if (!in->sid)
-        in->sid = r->x_session_id;
+    if (!in->t.sid)
+        in->t.sid = conv;
+    if (!in->t.sid)
+        in->t.sid = msid;
+    if (!in->t.sid)
+        in->t.sid = bsid;
+    if (!in->t.sid)
+        in->t.sid = r->x_session_id;
     if (!r->cfg->sessions.enabled)
         in->store = false; /* nothing is kept: nothing to find again */
     return 0;
@@ -543,13 +534,6 @@ static json_object *usage_of(int64_t p, int64_t c)
     svc_json_set(u, "output_tokens_details", odet);
     svc_json_set_int(u, "total_tokens", p + c);
     return u;
-}
-
-static json_object *usage_object(struct svc_run *run)
-{
-    int64_t p, c;
-    svc_run_get_usage(run, &p, &c);
-    return usage_of(p, c);
 }
 
 static json_object *text_part(const char *text)
@@ -596,14 +580,15 @@ static json_object *function_call_out(json_object *tc, bool done)
 
 /* The output of an ended run: the message (a streamed one always: its events went out at
  * index 0), then a function_call item per client tool call awaiting its result. */
-static json_object *output_items(const struct resp_ctx *c, const char *text,
+static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
                                  const struct svc_err *failure)
 {
     json_object *output = json_object_new_array();
-    json_object *calls = failure ? NULL : svc_run_get_client_calls(c->run);
+    const char *text = a->content;
+    json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
     bool has_text = text && *text;
-    if ((!failure || has_text) && (c->in->stream || nc == 0 || has_text))
+    if ((!failure || has_text) && (c->in->t.stream || nc == 0 || has_text))
         json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
     for (size_t i = 0; i < nc; i++)
         json_object_array_add(output, function_call_out(json_object_array_get_idx(calls, i), true));
@@ -629,7 +614,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
 {
     const struct resp_in *in = c->in;
     bool ended = strcmp(status, "in_progress") != 0;
-    const char *text = ended ? svc_run_get_content(c->run) : NULL;
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "id", c->id);
     svc_json_set_str(o, "object", "response");
@@ -646,43 +632,43 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set(o, "incomplete_details", NULL);
     svc_json_set_str(o, "instructions", in->instructions);
     svc_json_set(o, "max_output_tokens",
-                 in->has_max_tokens ? json_object_new_int64(in->max_tokens) : NULL);
-    svc_json_set_str(o, "model", svc_run_get_model(c->run));
-    svc_json_set(o, "output", ended ? output_items(c, text, failure) : json_object_new_array());
+                 in->t.has_max_tokens ? json_object_new_int64(in->t.max_tokens) : NULL);
+    svc_json_set_str(o, "model", a.model);
+    svc_json_set(o, "output", ended ? output_items(c, &a, failure) : json_object_new_array());
     svc_json_set_bool(o, "parallel_tool_calls", true);
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
     svc_json_set(o, "temperature",
-                 in->has_temperature ? json_object_new_double(in->temperature) : NULL);
+                 in->t.has_temperature ? json_object_new_double(in->t.temperature) : NULL);
     json_object *fmt = json_object_new_object();
     svc_json_set_str(fmt, "type", "text");
     json_object *textcfg = json_object_new_object();
     svc_json_set(textcfg, "format", fmt);
     svc_json_set(o, "text", textcfg);
-    svc_json_set_str(o, "tool_choice", in->tool_choice ? in->tool_choice : "auto");
-    svc_json_set(o, "tools", tools_shown(in->tools));
+    svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
+    svc_json_set(o, "tools", tools_shown(in->t.tools));
     svc_json_set(o, "top_p", NULL);
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
-    svc_json_set(o, "usage", ended ? usage_object(c->run) : NULL);
-    svc_json_set_str(o, "user", in->user);
+    svc_json_set(o, "usage", ended ? usage_of(a.prompt_tokens, a.completion_tokens) : NULL);
+    svc_json_set_str(o, "user", in->t.user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
     if (c->r->cfg->sessions.enabled && in->store) {
         json_object *conv = json_object_new_object();
-        svc_json_set_str(conv, "id", svc_run_get_session_id(c->run));
+        svc_json_set_str(conv, "id", a.session_id);
         svc_json_set(o, "conversation", conv);
     } else {
         svc_json_set(o, "conversation", NULL);
     }
-    svc_json_set_str(o, "session_id", svc_run_get_session_id(c->run));
-    svc_json_set_str(o, "run_id", svc_run_get_id(c->run));
+    svc_json_set_str(o, "session_id", a.session_id);
+    svc_json_set_str(o, "run_id", a.run_id);
     if (ended && in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
-        svc_json_set_int(o, "last_message_id", svc_run_get_last_message_id(c->run));
-    if (in->svc_v2 && ended) {
+        svc_json_set_int(o, "last_message_id", a.last_message_id);
+    if (in->t.svc_v2 && ended) {
         json_object *svc = json_object_new_object();
         svc_json_set_str(svc, "schema_version", "2.0");
-        svc_json_set_str(svc, "run_id", svc_run_get_id(c->run));
-        svc_json_set(svc, "events", svc_json_copy(svc_run_get_events(c->run)));
+        svc_json_set_str(svc, "run_id", a.run_id);
+        svc_json_set(svc, "events", svc_json_copy(a.events));
         svc_json_set(o, "svc", svc);
     }
     return o;
@@ -782,7 +768,7 @@ static int on_event(void *ctx, json_object *ev)
     }
     bool tool = strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0;
     bool end = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
-    if (!tool && (!c->in->svc_v2 || end))
+    if (!tool && (!c->in->t.svc_v2 || end))
         return 0; /* the end is rendered after the run */
     /* svc's own event (tools always, the rest in svc.v2): a type clients skip */
     json_object *o = json_object_new_object();
@@ -810,7 +796,9 @@ static int on_idle(void *ctx)
  * arguments in one delta. 0, or -1 when the client is gone. */
 static int emit_calls(struct resp_ctx *c)
 {
-    json_object *calls = svc_run_get_client_calls(c->run);
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
+    json_object *calls = a.client_calls;
     for (size_t i = 0; i < json_object_array_length(calls); i++) {
         json_object *tc = json_object_array_get_idx(calls, i);
         json_object *item = function_call_out(tc, true);
@@ -878,7 +866,9 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
         (void)err;
         return 0;
     }
-    const char *text = svc_run_get_content(c->run);
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
+    const char *text = a.content;
     json_object *done = at_part(c);
     svc_json_set_str(done, "text", text);
     svc_json_set(done, "logprobs", json_object_new_array());
@@ -911,7 +901,7 @@ static const char *stored_text(json_object *resp, const char **msg_id)
 static int resp_replay(struct http_req *r, const struct resp_in *in, json_object *stored)
 {
     http_set_session(r, svc_json_str(stored, "session_id", NULL), false);
-    if (!in->stream) {
+    if (!in->t.stream) {
         http_send_json(r, 200, stored);
         json_object_put(stored);
         return 0;
@@ -963,26 +953,12 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
 /* The core run request of a Responses request (borrows from in and r). */
 static struct svc_run_request run_request_of(struct http_req *r, const struct resp_in *in)
 {
-    struct svc_run_request req = {
-        .session_id = in->sid,
-        .input = in->input,
-        .history = in->history,
-        .user_id = in->user,
-        .channel = in->channel,
-        .locale = in->locale,
-        .instructions = in->instructions,
-        .has_temperature = in->has_temperature,
-        .temperature = in->temperature,
-        .has_max_tokens = in->has_max_tokens,
-        .max_tokens = in->max_tokens,
-        .max_tokens_param = "max_output_tokens",
-        .user = &r->user,
-        .client_tools = in->tools,
-        .tool_choice = in->tool_choice,
-        .tool_results = in->results,
-        .stateless = !in->store,
-        .no_truncation = in->no_truncation,
-    };
+    struct svc_run_request req = turn_in_request(&in->t);
+    req.instructions = in->instructions;
+    req.max_tokens_param = "max_output_tokens";
+    req.user = &r->user;
+    req.stateless = !in->store;
+    req.no_truncation = in->no_truncation;
     return req;
 }
 
@@ -1006,7 +982,7 @@ static json_object *background_object(const struct resp_in *in, const char *id, 
     svc_json_set_bool(o, "store", true);
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
     svc_json_set(o, "usage", NULL);
-    svc_json_set_str(o, "user", in->user);
+    svc_json_set_str(o, "user", in->t.user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
     json_object *conv = json_object_new_object();
@@ -1250,7 +1226,7 @@ static int resp_background(struct http_req *r, struct resp_in *in, struct svc_er
         json_object *c = NULL;
         svc_runs_cancel(r->cfg, svc_json_str(run, "run_id", ""), &c, NULL);
         json_object_put(c);
-    } else if (in->stream) { /* the stream that bg_resume replays */
+    } else if (in->t.stream) { /* the stream that bg_resume replays */
         struct bg_stream b = {.r = r, .resp = o, .after = -1};
         snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", id + 5);
         bg_follow(&b);
@@ -1286,7 +1262,7 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     }
     if (in.prev && branch_from_prev(r, &in, err) < 0)
         goto out;
-    http_set_session(r, in.sid, false);
+    http_set_session(r, in.t.sid, false);
     if (in.background) {
         rc = resp_background(r, &in, err);
         goto out;
@@ -1295,14 +1271,16 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
-    http_set_session(r, svc_run_get_session_id(run), true);
+    struct svc_run_answer a;
+    svc_run_answer(run, &a);
+    http_set_session(r, a.session_id, true);
     struct resp_ctx c = {.r = r, .in = &in, .run = run, .created_at = (int64_t)svc_time_now()};
     svc_responses_new_id("resp_", c.id, sizeof c.id);
     svc_responses_new_id("msg_", c.msg_id, sizeof c.msg_id);
     const char *e = getenv("SVC_PING_INTERVAL_S");
     double v = e ? strtod(e, NULL) : 0;
     c.ping_after = (v >= 1 && v <= 15) ? v : PING_AFTER_S;
-    rc = in.stream ? resp_stream(&c, err) : resp_plain(&c, err);
+    rc = in.t.stream ? resp_stream(&c, err) : resp_plain(&c, err);
 out:
     svc_run_free(run);
     resp_in_free(&in);
@@ -1315,11 +1293,10 @@ static int response_seen(struct http_req *r, const char *id, struct svc_err *err
     json_object *o = NULL;
     if (!svc_user_scope(&r->user))
         return 0;
-    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+    if (response_get(r, id, &o, err) < 0)
         return -1;
-    bool unseen = response_unseen(r, o, id, err);
     json_object_put(o);
-    return unseen ? -1 : 0;
+    return 0;
 }
 
 int h_response_delete(struct http_req *r, struct svc_err *err)
@@ -1401,12 +1378,8 @@ int h_response_get(struct http_req *r, struct svc_err *err)
 {
     json_object *o = NULL;
     const char *id = http_param(r, "response_id");
-    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+    if (response_get(r, id, &o, err) < 0)
         return -1;
-    if (response_unseen(r, o, id, err)) {
-        json_object_put(o);
-        return -1;
-    }
     http_set_session(r, svc_json_str(o, "session_id", NULL), false);
     bool stream = false;
     if (http_query_bool(r, "stream", false, &stream, err) < 0) {
@@ -1427,12 +1400,8 @@ int h_response_cancel(struct http_req *r, struct svc_err *err)
 {
     json_object *o = NULL, *c = NULL;
     const char *id = http_param(r, "response_id");
-    if (svc_responses_get(r->cfg, id, &o, err) < 0)
+    if (response_get(r, id, &o, err) < 0)
         return -1;
-    if (response_unseen(r, o, id, err)) {
-        json_object_put(o);
-        return -1;
-    }
     const char *run_id = svc_json_str(o, "run_id", "");
     if (!svc_json_bool(o, "background", false)) {
         json_object_put(o);

@@ -212,8 +212,10 @@ static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
     if (svc_run_begin(cfg, &req, &run, &err) != 0)
         return fail(&err);
     int rc = svc_run_execute(run, NULL, &err);
+    struct svc_run_answer a;
+    svc_run_answer(run, &a);
     if (rc == 0)
-        printf("%s\n", svc_run_get_content(run));
+        printf("%s\n", a.content);
     svc_run_free(run);
     return rc == 0 ? 0 : fail(&err);
 }

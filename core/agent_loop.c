@@ -16,17 +16,30 @@
 
 /* ---- events ---- */
 
-json_object *svc_loop_event_new(struct svc_run *run, const char *type)
+json_object *svc_event_new(const char *run_id, const char *sid, int64_t seq, const char *type)
 {
-    return svc_event_new(run->run_id, run->sess.sid, ++run->seq, type);
+    char now[SVC_TIME_LEN];
+    json_object *ev = json_object_new_object();
+    svc_json_set_str(ev, "type", type);
+    svc_json_set_str(ev, "run_id", run_id);
+    svc_json_set_int(ev, "seq", seq);
+    svc_json_set_str(ev, "session_id", sid);
+    svc_json_set_str(ev, "schema_version", "2.0");
+    svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
+    return ev;
+}
+
+static json_object *loop_event_new(struct svc_loop *loop, const char *type)
+{
+    return svc_event_new(loop->run_id, loop->sid, ++loop->seq, type);
 }
 
 /* Record the event, hand it to the sink; returns nonzero when the sink wants to cancel. */
-int svc_loop_event_emit(struct svc_run *run, json_object *ev)
+static int loop_event_emit(struct svc_loop *loop, json_object *ev)
 {
-    json_object_array_add(run->events, ev);
-    if (run->sink && run->sink->on_event && run->sink->on_event(run->sink->ctx, ev)) {
-        run->cancel = run->cancel ? run->cancel : 1;
+    json_object_array_add(loop->events, ev);
+    if (loop->sink && loop->sink->on_event && loop->sink->on_event(loop->sink->ctx, ev)) {
+        loop->cancel = loop->cancel ? loop->cancel : 1;
         return 1;
     }
     return 0;
@@ -36,44 +49,44 @@ int svc_loop_event_emit(struct svc_run *run, json_object *ev)
 
 static int loop_should_cancel(void *ctx)
 {
-    struct svc_run *run = ctx;
-    if (run->cancel)
+    struct svc_loop *loop = ctx;
+    if (loop->cancel)
         return 1;
-    if (run->sink && run->sink->should_cancel && run->sink->should_cancel(run->sink->ctx))
-        run->cancel = 1;
-    else if (run->cfg->server.run_timeout_s > 0 &&
-             svc_time_monotonic() - run->started_mono > run->cfg->server.run_timeout_s)
-        run->cancel = 2;
-    return run->cancel != 0;
+    if (loop->sink && loop->sink->should_cancel && loop->sink->should_cancel(loop->sink->ctx))
+        loop->cancel = 1;
+    else if (loop->cfg->server.run_timeout_s > 0 &&
+             svc_time_monotonic() - loop->started_mono > loop->cfg->server.run_timeout_s)
+        loop->cancel = 2;
+    return loop->cancel != 0;
 }
 
 static int loop_on_idle(void *ctx)
 {
-    struct svc_run *run = ctx;
-    if (run->sink && run->sink->on_idle && run->sink->on_idle(run->sink->ctx))
-        run->cancel = run->cancel ? run->cancel : 1;
-    return loop_should_cancel(run);
+    struct svc_loop *loop = ctx;
+    if (loop->sink && loop->sink->on_idle && loop->sink->on_idle(loop->sink->ctx))
+        loop->cancel = loop->cancel ? loop->cancel : 1;
+    return loop_should_cancel(loop);
 }
 
 static int loop_on_delta(void *ctx, const char *text)
 {
-    struct svc_run *run = ctx;
-    svc_buf_adds(&run->content, text);
-    json_object *ev = svc_loop_event_new(run, "delta");
+    struct svc_loop *loop = ctx;
+    svc_buf_adds(&loop->content, text);
+    json_object *ev = loop_event_new(loop, "delta");
     svc_json_set_str(ev, "text", text);
-    if (svc_loop_event_emit(run, ev))
+    if (loop_event_emit(loop, ev))
         return 1;
-    return loop_should_cancel(run);
+    return loop_should_cancel(loop);
 }
 
 static void loop_on_retry(void *ctx, int attempt, int max_attempts, const char *text)
 {
-    struct svc_run *run = ctx;
-    json_object *ev = svc_loop_event_new(run, "retry");
+    struct svc_loop *loop = ctx;
+    json_object *ev = loop_event_new(loop, "retry");
     svc_json_set_int(ev, "attempt", attempt);
     svc_json_set_int(ev, "max_attempts", max_attempts);
     svc_json_set_str(ev, "text", text);
-    svc_loop_event_emit(run, ev);
+    loop_event_emit(loop, ev);
 }
 
 /* ---- helpers ---- */
@@ -109,13 +122,13 @@ static bool window_start_ok(json_object *msgs, size_t i)
 /* Slide the window so that at most window_size messages stay, starting at a user message
  * that is not a tool result. Emits context_compacted when it moved; with truncation
  * disabled it may not move (SVC_E_CONTEXT_LENGTH). */
-static int loop_apply_window(struct svc_run *run, struct svc_err *err)
+static int loop_apply_window(struct svc_loop *loop, struct svc_err *err)
 {
-    size_t count = json_object_array_length(run->msgs);
-    size_t win = (size_t)run->cfg->agent.window_size;
+    size_t count = json_object_array_length(loop->msgs);
+    size_t win = (size_t)loop->cfg->agent.window_size;
     if (count <= win)
         return 0;
-    if (run->no_truncation)
+    if (loop->no_truncation)
         return svc_err_setp(err, SVC_E_CONTEXT_LENGTH, "truncation",
                             "the run grew past the window of %zu messages and 'truncation' is "
                             "disabled",
@@ -123,37 +136,37 @@ static int loop_apply_window(struct svc_run *run, struct svc_err *err)
     /* the first valid start at or after count - win; failing that, the nearest one before
      * it (a window a little larger than asked beats one that starts mid tool exchange) */
     size_t trim = count - win;
-    while (trim < count && !window_start_ok(run->msgs, trim))
+    while (trim < count && !window_start_ok(loop->msgs, trim))
         trim++;
     if (trim == count) {
         trim = count - win;
-        while (trim > 0 && !window_start_ok(run->msgs, trim))
+        while (trim > 0 && !window_start_ok(loop->msgs, trim))
             trim--;
     }
     if (trim == 0)
         return 0;
-    json_object_array_del_idx(run->msgs, 0, trim);
-    run->removed += (int64_t)trim;
-    json_object *ev = svc_loop_event_new(run, "context_compacted");
-    svc_json_set_int(ev, "removed_message_count", run->removed);
-    svc_loop_event_emit(run, ev);
+    json_object_array_del_idx(loop->msgs, 0, trim);
+    loop->removed += (int64_t)trim;
+    json_object *ev = loop_event_new(loop, "context_compacted");
+    svc_json_set_int(ev, "removed_message_count", loop->removed);
+    loop_event_emit(loop, ev);
     return 0;
 }
 
 /* The messages the model is given: the window without a leading orphan toolResult, and with
  * a synthetic error result after any toolUse that has none. New reference. */
-static json_object *loop_model_request(struct svc_run *run)
+static json_object *loop_model_request(struct svc_loop *loop)
 {
     json_object *req = json_object_new_array();
-    size_t n = json_object_array_length(run->msgs), start = 0;
-    while (start < n && msg_has_block(json_object_array_get_idx(run->msgs, start), "toolResult"))
+    size_t n = json_object_array_length(loop->msgs), start = 0;
+    while (start < n && msg_has_block(json_object_array_get_idx(loop->msgs, start), "toolResult"))
         start++;
     for (size_t i = start; i < n; i++) {
-        json_object *m = json_object_array_get_idx(run->msgs, i);
+        json_object *m = json_object_array_get_idx(loop->msgs, i);
         json_object_array_add(req, json_object_get(m));
         if (strcmp(svc_json_str(m, "role", ""), "assistant") != 0 || !msg_has_block(m, "toolUse"))
             continue;
-        json_object *next = i + 1 < n ? json_object_array_get_idx(run->msgs, i + 1) : NULL;
+        json_object *next = i + 1 < n ? json_object_array_get_idx(loop->msgs, i + 1) : NULL;
         if (next && msg_has_block(next, "toolResult"))
             continue;
         if (i + 1 == n)
@@ -184,32 +197,41 @@ static json_object *loop_model_request(struct svc_run *run)
     return req;
 }
 
-json_object *svc_loop_token_state(struct svc_run *run, json_object *prev)
+json_object *svc_loop_token_state(const struct svc_loop *loop, json_object *prev)
 {
     json_object *ts = json_object_new_object();
-    int64_t total = run->prompt_tokens + run->completion_tokens;
-    svc_json_set_int(ts, "last_prompt_tokens", run->prompt_tokens);
-    svc_json_set_int(ts, "last_completion_tokens", run->completion_tokens);
+    int64_t total = loop->prompt_tokens + loop->completion_tokens;
+    svc_json_set_int(ts, "last_prompt_tokens", loop->prompt_tokens);
+    svc_json_set_int(ts, "last_completion_tokens", loop->completion_tokens);
     svc_json_set_int(ts, "last_total_tokens", total);
     svc_json_set_int(ts, "cumulative_prompt_tokens",
-                     svc_json_int(prev, "cumulative_prompt_tokens", 0) + run->prompt_tokens);
+                     svc_json_int(prev, "cumulative_prompt_tokens", 0) + loop->prompt_tokens);
     svc_json_set_int(ts, "cumulative_completion_tokens",
                      svc_json_int(prev, "cumulative_completion_tokens", 0) +
-                         run->completion_tokens);
+                         loop->completion_tokens);
     svc_json_set_int(ts, "cumulative_total_tokens",
                      svc_json_int(prev, "cumulative_total_tokens", 0) + total);
-    int64_t cw = run->cfg->model.context_window;
+    int64_t cw = loop->cfg->model.context_window;
     svc_json_set_int(ts, "model_context_window", cw);
-    double ratio = cw > 0 ? (double)run->prompt_tokens / (double)cw : 0.0;
+    double ratio = cw > 0 ? (double)loop->prompt_tokens / (double)cw : 0.0;
     svc_json_set(ts, "utilization_ratio", json_object_new_double(ratio));
-    svc_json_set_int(ts, "loop_count", run->loop_count);
-    svc_json_set_int(ts, "removed_message_count", run->removed);
+    svc_json_set_int(ts, "loop_count", loop->loop_count);
+    svc_json_set_int(ts, "removed_message_count", loop->removed);
     return ts;
 }
 
 /* ---- the agent loop ---- */
 
-static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_err *err)
+/* The run stores msg as its next message (loop->store), then the window keeps it. */
+static int loop_store(struct svc_loop *loop, json_object *msg, struct svc_err *err)
+{
+    if (loop->store && loop->store(loop->store_ctx, msg, err) != 0)
+        return -1;
+    json_object_array_add(loop->msgs, json_object_get(msg));
+    return 0;
+}
+
+static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_err *err)
 {
     json_object *content = json_object_new_array();
     size_t n = json_object_array_length(tool_uses);
@@ -219,15 +241,15 @@ static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_er
         const char *name = svc_json_str(tu, "name", "");
         json_object *input = NULL;
         json_object_object_get_ex(tu, "input", &input);
-        json_object *ev = svc_loop_event_new(run, "tool_start");
+        json_object *ev = loop_event_new(loop, "tool_start");
         svc_json_set_str(ev, "call_id", id);
         svc_json_set_str(ev, "tool", name);
         svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
-        svc_loop_event_emit(run, ev);
+        loop_event_emit(loop, ev);
         struct svc_tool_result res;
-        svc_tools_call_cancel(run->cfg, name, input, loop_should_cancel, run, &res);
-        run->tool_steps++;
-        ev = svc_loop_event_new(run, "tool_result");
+        svc_tools_call_cancel(loop->cfg, name, input, loop_should_cancel, loop, &res);
+        loop->tool_steps++;
+        ev = loop_event_new(loop, "tool_result");
         svc_json_set_str(ev, "call_id", id);
         svc_json_set_str(ev, "tool", name);
         svc_json_set_bool(ev, "ok", res.ok);
@@ -235,7 +257,7 @@ static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_er
         svc_json_set_str(ev, "error", res.ok ? NULL : res.content);
         svc_json_set_int(ev, "latency_ms", res.latency_ms);
         svc_json_set_bool(ev, "truncated", res.truncated);
-        svc_loop_event_emit(run, ev);
+        loop_event_emit(loop, ev);
         json_object *tr = json_object_new_object();
         svc_json_set_str(tr, "call_id", id);
         svc_json_set_str(tr, "tool", name);
@@ -244,7 +266,7 @@ static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_er
         svc_json_set_int(tr, "latency_ms", res.latency_ms);
         svc_json_set_bool(tr, "truncated", res.truncated);
         svc_json_set_str(tr, "error", res.ok ? NULL : res.content);
-        json_object_array_add(run->tool_trace, tr);
+        json_object_array_add(loop->tool_trace, tr);
         json_object *trb = json_object_new_object();
         svc_json_set_str(trb, "toolUseId", id);
         svc_json_set_str(trb, "status", res.ok ? "success" : "error");
@@ -261,25 +283,24 @@ static int loop_tools(struct svc_run *run, json_object *tool_uses, struct svc_er
     json_object *msg = json_object_new_object();
     svc_json_set_str(msg, "role", "user");
     svc_json_set(msg, "content", content);
-    int rc = svc_run_store_message(run, msg, true, err);
+    int rc = loop_store(loop, msg, err);
     json_object_put(msg);
     return rc;
 }
 
 /* The system prompt of the run's model calls (heap, or NULL for the configured one): the
  * memory recall prompt or the operator's, then the request's own (session.h). */
-static char *loop_system_prompt(struct svc_run *run)
+static char *loop_system_prompt(struct svc_loop *loop)
 {
-    char *recall =
-        svc_memory_system_prompt(run->cfg, run->sess.sid, run->owner); /* memory.recall */
-    if (!run->request_system)
+    char *recall = svc_memory_system_prompt(loop->cfg, loop->sid, loop->owner); /* memory.recall */
+    if (!loop->request_system)
         return recall;
-    const char *base = recall ? recall : run->cfg->model.system_prompt;
+    const char *base = recall ? recall : loop->cfg->model.system_prompt;
     char *joined = NULL;
     if (base && *base)
-        svc_xasprintf(&joined, "%s\n\n%s", base, run->request_system);
+        svc_xasprintf(&joined, "%s\n\n%s", base, loop->request_system);
     else
-        joined = svc_xstrdup(run->request_system);
+        joined = svc_xstrdup(loop->request_system);
     free(recall);
     return joined;
 }
@@ -317,140 +338,235 @@ static json_object *loop_reply_message(const struct svc_model_reply *reply)
 }
 
 /* Store the reply's assistant message, keep its OpenAI tool_calls, and emit token_usage. */
-static int loop_store_reply(struct svc_run *run, const struct svc_model_reply *reply,
+static int loop_store_reply(struct svc_loop *loop, const struct svc_model_reply *reply,
                             struct svc_err *err)
 {
     json_object *msg = loop_reply_message(reply);
-    int src = svc_run_store_message(run, msg, true, err);
+    int src = loop_store(loop, msg, err);
     if (src == 0 && json_object_array_length(reply->tool_uses) > 0) {
         json_object *proj = svc_openai_project(msg);
         json_object *tcs = svc_json_arr(json_object_array_get_idx(proj, 0), "tool_calls");
         for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++)
-            json_object_array_add(run->tool_calls,
+            json_object_array_add(loop->tool_calls,
                                   json_object_get(json_object_array_get_idx(tcs, i)));
         json_object_put(proj);
     }
     json_object_put(msg);
     if (src != 0)
         return -1;
-    json_object *ev = svc_loop_event_new(run, "token_usage");
-    json_object *ts = svc_loop_token_state(run, run->prev_tokens); /* the session's */
+    json_object *ev = loop_event_new(loop, "token_usage");
+    json_object *ts = svc_loop_token_state(loop, loop->prev_tokens); /* the session's */
     svc_json_merge(ev, ts);
     json_object_put(ts);
-    svc_loop_event_emit(run, ev);
+    loop_event_emit(loop, ev);
     return 0;
 }
 
 /* One model call over the current window. 0 with *reply filled (the caller frees it), or
  * -1 with err set and the call's token estimate counted. */
-static int loop_call_model(struct svc_run *run, const char *system, json_object *tools,
+static int loop_call_model(struct svc_loop *loop, const char *system, json_object *tools,
                            struct svc_model_reply *reply, struct svc_err *err)
 {
-    if (loop_apply_window(run, err) != 0) {
+    if (loop_apply_window(loop, err) != 0) {
         memset(reply, 0, sizeof *reply);
         return -1;
     }
-    json_object *ev = svc_loop_event_new(run, "phase");
+    json_object *ev = loop_event_new(loop, "phase");
     svc_json_set_str(ev, "phase", "model");
-    svc_loop_event_emit(run, ev);
-    json_object *req = loop_model_request(run);
+    loop_event_emit(loop, ev);
+    json_object *req = loop_model_request(loop);
     struct svc_model_call call = {
-        .cfg = run->cfg,
-        .system_prompt = system ? system : run->cfg->model.system_prompt,
-        .has_temperature = run->has_temperature,
-        .temperature = run->temperature,
-        .has_max_tokens = run->has_max_tokens,
-        .max_tokens = run->max_tokens,
+        .cfg = loop->cfg,
+        .system_prompt = system ? system : loop->cfg->model.system_prompt,
+        .has_temperature = loop->has_temperature,
+        .temperature = loop->temperature,
+        .has_max_tokens = loop->has_max_tokens,
+        .max_tokens = loop->max_tokens,
         .messages = req,
         .tools = tools,
-        .client_tools = run->client_names,
-        .tool_choice = run->tool_choice,
+        .client_tools = loop->client_names,
+        .tool_choice = loop->tool_choice,
         .on_delta = loop_on_delta,
         .should_cancel = loop_should_cancel,
         .on_idle = loop_on_idle,
         .on_retry = loop_on_retry,
-        .ctx = run,
+        .ctx = loop,
     };
     int mrc = svc_model_invoke(&call, reply, err);
     json_object_put(req);
-    run->prompt_tokens += reply->prompt_tokens; /* a failed call's is its estimate, or 0 */
-    run->completion_tokens += reply->completion_tokens;
+    loop->prompt_tokens += reply->prompt_tokens; /* a failed call's is its estimate, or 0 */
+    loop->completion_tokens += reply->completion_tokens;
     if (mrc != 0) {
-        if (err && err->code == SVC_E_CANCELLED && run->cancel == 2)
+        if (err && err->code == SVC_E_CANCELLED && loop->cancel == 2)
             svc_err_set(err, SVC_E_RUN_TIMEOUT, "the run took longer than run_timeout_s");
         return -1;
     }
-    run->loop_count++;
-    snprintf(run->finish_reason, sizeof run->finish_reason, "%s", reply->finish_reason);
+    loop->loop_count++;
+    snprintf(loop->finish_reason, sizeof loop->finish_reason, "%s", reply->finish_reason);
     return 0;
 }
 
 /* Whether the loop may go on: not past agent.max_tool_iterations, not cancelled. */
-static int loop_may_continue(struct svc_run *run, int iter, struct svc_err *err)
+static int loop_may_continue(struct svc_loop *loop, int iter, struct svc_err *err)
 {
-    if (iter > run->cfg->agent.max_tool_iterations)
+    if (iter > loop->cfg->agent.max_tool_iterations)
         return svc_err_set(err, SVC_E_TOOL_LOOP, "the model kept calling tools past %d iterations",
-                           run->cfg->agent.max_tool_iterations);
-    if (loop_should_cancel(run))
-        return svc_err_set(err, run->cancel == 2 ? SVC_E_RUN_TIMEOUT : SVC_E_CANCELLED,
-                           run->cancel == 2 ? "the run took longer than run_timeout_s"
-                                            : "run cancelled");
+                           loop->cfg->agent.max_tool_iterations);
+    if (loop_should_cancel(loop))
+        return svc_err_set(err, loop->cancel == 2 ? SVC_E_RUN_TIMEOUT : SVC_E_CANCELLED,
+                           loop->cancel == 2 ? "the run took longer than run_timeout_s"
+                                             : "run cancelled");
     return 0;
 }
 
 /* SPEC 12.1: a reply that calls a client tool ends the run; its OpenAI tool_calls (the
- * newest of run->tool_calls) go to the client. Returns whether it does. */
-static bool loop_client_calls(struct svc_run *run, json_object *tool_uses)
+ * newest of loop->tool_calls) go to the client. Returns whether it does. */
+static bool loop_client_calls(struct svc_loop *loop, json_object *tool_uses)
 {
     size_t n = json_object_array_length(tool_uses),
-           total = json_object_array_length(run->tool_calls);
+           total = json_object_array_length(loop->tool_calls);
     bool any = false;
     for (size_t i = 0; i < n; i++)
         any = any ||
-              svc_ctools_named(run->client_tools,
+              svc_ctools_named(loop->client_tools,
                                svc_json_str(json_object_array_get_idx(tool_uses, i), "name", ""));
     for (size_t i = total >= n ? total - n : 0; any && i < total; i++) {
-        json_object *tc = json_object_array_get_idx(run->tool_calls, i);
-        if (svc_ctools_named(run->client_tools,
+        json_object *tc = json_object_array_get_idx(loop->tool_calls, i);
+        if (svc_ctools_named(loop->client_tools,
                              svc_json_str(svc_json_obj(tc, "function"), "name", "")))
-            json_object_array_add(run->client_calls, json_object_get(tc));
+            json_object_array_add(loop->client_calls, json_object_get(tc));
     }
     if (any)
-        snprintf(run->finish_reason, sizeof run->finish_reason, "tool_calls");
+        snprintf(loop->finish_reason, sizeof loop->finish_reason, "tool_calls");
     return any;
 }
 
 /* svc's tools, then the request's client tools (new reference). */
-static json_object *loop_tools_offered(struct svc_run *run)
+static json_object *loop_tools_offered(struct svc_loop *loop)
 {
-    json_object *tools = svc_tools_spec(run->cfg);
-    size_t n = run->client_tools ? json_object_array_length(run->client_tools) : 0;
+    json_object *tools = svc_tools_spec(loop->cfg);
+    size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
     for (size_t i = 0; i < n; i++)
         json_object_array_add(tools,
-                              json_object_get(json_object_array_get_idx(run->client_tools, i)));
+                              json_object_get(json_object_array_get_idx(loop->client_tools, i)));
     return tools;
 }
 
-int svc_loop_run(struct svc_run *run, struct svc_err *err)
+json_object *svc_loop_final_event(struct svc_loop *loop, const struct svc_err *failure)
 {
-    json_object *tools = loop_tools_offered(run);
-    char *system = loop_system_prompt(run);
+    json_object *ev;
+    if (!failure) {
+        ev = loop_event_new(loop, "done");
+        svc_json_set_str(ev, "model_id", loop->model);
+        svc_json_set_int(ev, "tool_steps", loop->tool_steps);
+    } else {
+        ev = loop_event_new(loop, "error");
+        svc_json_set_str(ev, "message", failure->message);
+        svc_json_set_str(ev, "code", svc_err_name(failure->code));
+    }
+    json_object_array_add(loop->events, ev);
+    return ev;
+}
+
+int svc_loop_run(struct svc_loop *loop, struct svc_err *err)
+{
+    svc_err_clear(err);
+    json_object *ev = loop_event_new(loop, "phase");
+    svc_json_set_str(ev, "phase", "start");
+    loop_event_emit(loop, ev);
+    json_object *tools = loop_tools_offered(loop);
+    char *system = loop_system_prompt(loop);
     int rc = -1;
-    for (int iter = 0; loop_may_continue(run, iter, err) == 0; iter++) {
+    for (int iter = 0; loop_may_continue(loop, iter, err) == 0; iter++) {
         struct svc_model_reply reply;
-        if (loop_call_model(run, system, tools, &reply, err) != 0)
+        if (loop_call_model(loop, system, tools, &reply, err) != 0)
             break;
-        int step = loop_store_reply(run, &reply, err);
+        int step = loop_store_reply(loop, &reply, err);
         if (step == 0 && (json_object_array_length(reply.tool_uses) == 0 ||
-                          loop_client_calls(run, reply.tool_uses)))
+                          loop_client_calls(loop, reply.tool_uses)))
             rc = 0;
         else if (step == 0)
-            step = loop_tools(run, reply.tool_uses, err) == 0 ? 1 : -1;
+            step = loop_tools(loop, reply.tool_uses, err) == 0 ? 1 : -1;
         svc_model_reply_free(&reply);
         if (step != 1)
             break;
     }
     json_object_put(tools);
     free(system);
+    if (rc != 0 && err->code == SVC_OK)
+        svc_err_set(err, SVC_E_INTERNAL, "run failed");
+    loop->final = svc_loop_final_event(loop, rc == 0 ? NULL : err);
     return rc;
+}
+
+/* ---- the loop's life ---- */
+
+/* The request's system prompt (session.h): heap, or NULL when it has none. */
+static char *request_system_of(const struct svc_run_request *req)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    if (req->instructions && *req->instructions)
+        svc_buf_adds(&b, req->instructions);
+    size_t n = req->history ? json_object_array_length(req->history) : 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *m = json_object_array_get_idx(req->history, i), *content = NULL;
+        const char *role = svc_json_str(m, "role", "");
+        if (strcmp(role, "system") != 0 && strcmp(role, "developer") != 0)
+            continue;
+        json_object_object_get_ex(m, "content", &content);
+        char *text = content ? svc_openai_content_text(content) : NULL;
+        if (text && *text) {
+            if (b.len)
+                svc_buf_adds(&b, "\n\n");
+            svc_buf_adds(&b, text);
+        }
+        free(text);
+    }
+    return b.len ? svc_buf_steal(&b) : (svc_buf_free(&b), NULL);
+}
+
+void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const char *run_id,
+                   const char *sid, const struct svc_run_request *req)
+{
+    memset(loop, 0, sizeof *loop);
+    loop->cfg = cfg;
+    loop->run_id = run_id;
+    loop->sid = sid;
+    loop->started_mono = svc_time_monotonic();
+    loop->request_system = request_system_of(req);
+    loop->no_truncation = req->no_truncation;
+    loop->has_temperature = req->has_temperature;
+    loop->temperature = req->temperature;
+    loop->has_max_tokens = req->has_max_tokens;
+    loop->max_tokens = req->max_tokens;
+    loop->client_tools = req->client_tools ? svc_json_copy(req->client_tools) : NULL;
+    loop->client_names = json_object_new_array();
+    size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
+    for (size_t i = 0; i < n; i++)
+        json_object_array_add(loop->client_names,
+                              json_object_new_string(svc_json_str(
+                                  json_object_array_get_idx(loop->client_tools, i), "name", "")));
+    loop->tool_choice = req->tool_choice ? svc_xstrdup(req->tool_choice) : NULL;
+    loop->msgs = json_object_new_array();
+    loop->events = json_object_new_array();
+    loop->tool_trace = json_object_new_array();
+    loop->tool_calls = json_object_new_array();
+    loop->client_calls = json_object_new_array();
+    svc_buf_init(&loop->content);
+}
+
+void svc_loop_free(struct svc_loop *loop)
+{
+    free(loop->request_system);
+    json_object_put(loop->client_tools);
+    json_object_put(loop->client_names);
+    free(loop->tool_choice);
+    json_object_put(loop->msgs);
+    json_object_put(loop->prev_tokens);
+    json_object_put(loop->events);
+    json_object_put(loop->tool_trace);
+    json_object_put(loop->tool_calls);
+    json_object_put(loop->client_calls);
+    svc_buf_free(&loop->content);
 }

@@ -31,8 +31,9 @@
  *   the session directory's and svc_session.json's stats match.
  * - msgcache.c: rendered message rows by file (dev, inode, id); a stat under the shared
  *   lock ((size, mtime, ctime) the same; a file changed < 1 s ago is never kept).
- * - wincache.c: a session's parsed window messages, valid under the directory's content
- *   life (inotify) and while each file's (inode, size, mtime, ctime) is the one read.
+ * - wincache.c: a session's parsed window messages, read and filled through the handle
+ *   (store.c, read_window, under a turn), valid under the directory's content life (inotify)
+ *   and while each file's (inode, size, mtime, ctime) is the one read.
  * - cgi/h_sessions.c `last_get`: the detail text of the last summary (pointer identity of
  *   query.c's memo, held by a reference); off: the summary is rendered each time.
  * - cgi/h_base.c `last_health`: the health body of this second, keyed on all it shows.

@@ -31,6 +31,9 @@ void svc_idem_record_sync(const struct svc_config *cfg, struct svc_run *run, con
         return;
     const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
     struct svc_err e;
-    if (svc_runs_record_sync(cfg, run, failure ? NULL : key, status, failure, &e) < 0)
-        svc_logf("run record for %s failed: %s", svc_run_get_id(run), e.message);
+    if (svc_runs_record_sync(cfg, run, failure ? NULL : key, status, failure, &e) < 0) {
+        struct svc_run_answer a;
+        svc_run_answer(run, &a);
+        svc_logf("run record for %s failed: %s", a.run_id, e.message);
+    }
 }

@@ -208,8 +208,10 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
             status = "error";
         }
     } else {
-        svc_json_set_str(res, "run_id", svc_run_get_id(run));
-        svc_json_set_str(upd, "last_run_id", svc_run_get_id(run));
+        struct svc_run_answer a;
+        svc_run_answer(run, &a);
+        svc_json_set_str(res, "run_id", a.run_id);
+        svc_json_set_str(upd, "last_run_id", a.run_id);
         svc_json_set_str(upd, "last_run_at", svc_time_now_iso(buf));
         status = svc_run_status_of(svc_run_execute(run, NULL, &err) == 0 ? SVC_OK : err.code);
         svc_run_free(run);

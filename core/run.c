@@ -1,5 +1,7 @@
 /* run: the run lifecycle of SPEC 3 (contract in session.h): begin, finish, fail, cancel
- * and the repair of a run whose process died. The agent loop is agent_loop.c.
+ * and the repair of a run whose process died. The agent loop is agent_loop.c. What the
+ * run's files say is decided here; the store writes them, in the order below, through a
+ * turn (svc_turn_lock, svc_turn_start, svc_turn_store_output, svc_turn_end in store.c).
  *
  * Crash order. begin writes svc_session.json with status `running` before any native file
  * (session.json, agent.json, message files), so a process killed at any later write leaves
@@ -29,8 +31,9 @@
  * (started anew). A new session's first turn: 12 calls. Its directories are made without
  * a sync and session.json and agent.json written with fdatasync only; the directories
  * naming them (agent_<id>/, agents/, the session directory, the root) are synced once
- * each at the run's end, before the commit record (sync_new_dirs), svc_turns.jsonl made
- * empty just before so that its name is in the session directory's sync. A run that dies
+ * each at the run's end, before the commit record (store.c's turn_sync_dirs),
+ * svc_turns.jsonl made empty just before so that its name is in the session directory's
+ * sync. A run that dies
  * first leaves them unsynced: every run syncs them again until one of the session's runs
  * completes (turn_count 0; without sidecars, model_call_count 0). Before that sync a power cut
  * can lose the session, which has answered nothing: the `running` sidecar's own rename is
@@ -41,10 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "cache.h"
 #include "ctools.h"
 #include "fsio.h"
 #include "index.h"
@@ -59,51 +59,10 @@
 #include "store.h"
 #include "title.h"
 #include "util.h"
-#include "wincache.h"
 
 static const char *model_name(const struct svc_config *cfg)
 {
     return cfg->model.name ? cfg->model.name : "echo-1";
-}
-
-static int sync_file(const struct svc_store *st)
-{
-    return st->durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
-}
-
-/* Caller holds the exclusive session lock. */
-static int store_message_locked(struct svc_run *run, json_object *msg, bool is_output,
-                                struct svc_err *err)
-{
-    struct svc_sess *s = &run->sess;
-    /* the file is synced now; its directory once at the end of the run */
-    if (svc_sess_write_message(s, run->next_id, msg, sync_file(&s->st), NULL, err) != 0)
-        return -1;
-    /* the next turn takes it from the window cache, unless another program touches it */
-    struct stat fst;
-    if (run->win_life > 0 && svc_sess_stat_message(s, run->next_id, &fst))
-        svc_wincache_claim(s->sid, run->win_life, run->next_id, msg, &fst);
-    run->msgs_unsynced = s->st.durable;
-    if (is_output)
-        json_object_array_add(run->output_ids, json_object_new_int64(run->next_id));
-    run->next_id++;
-    run->stored++;
-    return 0;
-}
-
-int svc_run_store_message(struct svc_run *run, json_object *msg, bool is_output,
-                          struct svc_err *err)
-{
-    if (run->stateful) {
-        int rc = svc_sess_lock(&run->sess, true, err);
-        if (rc == 0)
-            rc = store_message_locked(run, msg, is_output, err);
-        svc_sess_unlock(&run->sess);
-        if (rc != 0)
-            return -1;
-    }
-    json_object_array_add(run->msgs, json_object_get(msg));
-    return 0;
 }
 
 static json_object *error_object(const struct svc_err *e, const char *run_id)
@@ -268,8 +227,9 @@ int svc_run_repair(struct svc_sess *s, struct svc_err *err)
     int rc = 0;
     if (svc_sess_sidecar(s, &sc, NULL) == 0 && stale_running(s, sc))
         rc = repair_locked(s, sc, err) == 0 ? 1 : -1;
-    svc_sess_forget_sidecar(s);
-    if (!held)
+    if (held)
+        svc_sess_forget_sidecar(s);
+    else
         svc_sess_unlock(s);
     return rc;
 }
@@ -286,46 +246,12 @@ int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, stru
 
 /* ---- begin ---- */
 
-/* The request's system prompt (session.h): heap, or NULL when it has none. */
-static char *request_system_of(const struct svc_run_request *req)
-{
-    struct svc_buf b;
-    svc_buf_init(&b);
-    if (req->instructions && *req->instructions)
-        svc_buf_adds(&b, req->instructions);
-    size_t n = req->history ? json_object_array_length(req->history) : 0;
-    for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(req->history, i), *content = NULL;
-        const char *role = svc_json_str(m, "role", "");
-        if (strcmp(role, "system") != 0 && strcmp(role, "developer") != 0)
-            continue;
-        json_object_object_get_ex(m, "content", &content);
-        char *text = content ? svc_openai_content_text(content) : NULL;
-        if (text && *text) {
-            if (b.len)
-                svc_buf_adds(&b, "\n\n");
-            svc_buf_adds(&b, text);
-        }
-        free(text);
-    }
-    return b.len ? svc_buf_steal(&b) : (svc_buf_free(&b), NULL);
-}
-
 static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_run_request *req)
 {
     struct svc_run *run = svc_xcalloc(1, sizeof *run);
     run->cfg = cfg;
     run->stateful = cfg->sessions.enabled && !req->stateless;
-    run->no_truncation = req->no_truncation;
     run->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
-    run->run_lock.fd = -1;
-    run->msgs = json_object_new_array();
-    run->output_ids = json_object_new_array();
-    run->events = json_object_new_array();
-    run->tool_trace = json_object_new_array();
-    run->tool_calls = json_object_new_array();
-    run->input_id = -1;
-    svc_buf_init(&run->content);
     if (req->run_id && *req->run_id)
         snprintf(run->run_id, sizeof run->run_id, "%s", req->run_id);
     else
@@ -337,49 +263,15 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
         svc_random_id("sess", sid, sizeof sid);
     svc_sess_open(cfg, sid, &run->sess, NULL); /* svc_run_begin checked the id */
     svc_time_now_iso(run->started_at);
-    run->started_mono = svc_time_monotonic();
-    run->request_system = request_system_of(req);
-    run->has_temperature = req->has_temperature;
-    run->temperature = req->temperature;
-    run->has_max_tokens = req->has_max_tokens;
-    run->max_tokens = req->max_tokens;
-    run->client_tools = req->client_tools ? svc_json_copy(req->client_tools) : NULL;
-    run->client_names = json_object_new_array();
-    for (size_t i = 0; run->client_tools && i < json_object_array_length(run->client_tools); i++)
-        json_object_array_add(run->client_names,
-                              json_object_new_string(svc_json_str(
-                                  json_object_array_get_idx(run->client_tools, i), "name", "")));
-    run->tool_choice = req->tool_choice ? svc_xstrdup(req->tool_choice) : NULL;
-    run->client_calls = json_object_new_array();
+    svc_loop_init(&run->loop, cfg, run->run_id, run->sess.sid, req);
+    run->loop.model = model_name(cfg);
+    run->turn = (struct svc_turn){.s = &run->sess, .run_lock = SVC_LOCK_INIT, .input_id = -1};
+    run->turn.output_ids = json_object_new_array();
+    if (run->stateful) { /* a stateless run stores nothing */
+        run->loop.store = svc_turn_store_output;
+        run->loop.store_ctx = &run->turn;
+    }
     return run;
-}
-
-/* The newest stored message (new reference), or NULL when there is none or it cannot be
- * read (then nothing is taken as pending). Through the window cache, where restore_window
- * finds it again: the turn still reads no file it has read since it last changed. */
-static json_object *last_stored(struct svc_run *run, const int64_t *ids)
-{
-    if (run->stored == 0)
-        return NULL;
-    struct svc_sess *s = &run->sess;
-    int64_t id = ids ? ids[run->stored - 1] : run->stored - 1;
-    int mfd = svc_sess_messages_fd(s);
-    int64_t life = svc_cache_on(run->cfg, mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
-    struct stat fst;
-    json_object *m = life > 0 && svc_sess_stat_message(s, id, &fst)
-                         ? svc_wincache_get(s->sid, life, id, &fst)
-                         : NULL;
-    json_object *rec = NULL;
-    if (m)
-        return json_object_get(m);
-    if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, NULL) != 0)
-        return NULL;
-    m = svc_store_effective_message(rec);
-    if (life > 0)
-        svc_wincache_put(s->sid, life, id, m, &fst);
-    json_object_get(m);
-    json_object_put(rec);
-    return m;
 }
 
 /* The messages a run stores before its first model call (SPEC 12.1): the results of the
@@ -393,7 +285,7 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
     *out = json_object_new_array();
     int rc = 0;
     if (req->tool_results && json_object_array_length(req->tool_results) > 0)
-        rc = svc_ctools_answer(pending, req->tool_results, &res, run->client_names, err);
+        rc = svc_ctools_answer(pending, req->tool_results, &res, run->loop.client_names, err);
     else
         res = svc_ctools_interrupted(pending);
     json_object_put(pending);
@@ -415,7 +307,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     json_object *out = NULL;
     if (sc)
         out = svc_json_copy(sc);
-    else if (run->stored > 0 && svc_sidecar_derive(&run->sess, &out, NULL) == 0)
+    else if (run->turn.stored > 0 && svc_sidecar_derive(&run->sess, &out, NULL) == 0)
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
         out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
@@ -424,7 +316,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     json_object_object_del(out, "pending_tool_calls"); /* this run answers them */
     if (req->user_id && !svc_user_owner(out))
         svc_json_set_str(out, "user_id", req->user_id);
-    if (!sc && run->stored == 0 && req->user && req->user->id)
+    if (!sc && run->turn.stored == 0 && req->user && req->user->id)
         svc_user_own(out, req->user->id); /* a new session: the asker owns it */
     if (req->channel)
         svc_json_set_str(out, "channel", req->channel);
@@ -444,46 +336,10 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     return out;
 }
 
-/* Restore the window: the messages from position removed_message_count on. With
- * contiguous ids (ids == NULL) position is id and only the window's files are read, and
- * of those only the ones this process has not read since they last changed (wincache.h:
- * a worker running turn after turn of a session parses the files the turns in between
- * added). The messages are shared with the cache: nothing modifies them. */
-static int restore_window(struct svc_run *run, const int64_t *ids, struct svc_err *err)
-{
-    struct svc_sess *s = &run->sess;
-    int64_t from = run->removed < run->stored ? run->removed : run->stored;
-    int mfd = svc_sess_messages_fd(s);
-    int64_t life = svc_cache_on(run->cfg, mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
-    run->win_life = life;
-    if (life > 0 && !ids)
-        svc_wincache_trim(s->sid, from); /* what the window slid past */
-    for (int64_t pos = from; pos < run->stored; pos++) {
-        int64_t id = ids ? ids[pos] : pos;
-        struct stat fst;
-        json_object *m = life > 0 && svc_sess_stat_message(s, id, &fst)
-                             ? svc_wincache_get(s->sid, life, id, &fst)
-                             : NULL;
-        if (m) {
-            json_object_array_add(run->msgs, json_object_get(m));
-            continue;
-        }
-        json_object *rec = NULL;
-        if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, err) != 0)
-            return -1;
-        m = svc_store_effective_message(rec);
-        if (life > 0)
-            svc_wincache_put(s->sid, life, id, m, &fst);
-        json_object_array_add(run->msgs, json_object_get(m));
-        json_object_put(rec);
-    }
-    return 0;
-}
-
 /* truncation "disabled": a window of count messages may not be cut (SPEC 12.3). */
 static int window_full(const struct svc_run *run, int64_t count, struct svc_err *err)
 {
-    if (!run->no_truncation || count <= run->cfg->agent.window_size)
+    if (!run->loop.no_truncation || count <= run->cfg->agent.window_size)
         return 0;
     return svc_err_setp(err, SVC_E_CONTEXT_LENGTH, "truncation",
                         "the conversation holds %lld messages, more than the window of %lld, and "
@@ -500,7 +356,8 @@ static int64_t stored_window(struct svc_run *run)
     if (svc_sess_read_agent(&run->sess, &agent, NULL) == 0)
         removed = svc_agent_removed_count(agent);
     json_object_put(agent);
-    return run->stored - (removed < run->stored ? removed : run->stored);
+    int64_t stored = run->turn.stored;
+    return stored - (removed < stored ? removed : stored);
 }
 
 /* A new session awaits only the calls at the end of the history it imports: results that
@@ -520,35 +377,6 @@ static int check_new_answers(struct svc_run *run, const struct svc_run_request *
     json_object_put(last);
     json_object_put(opening);
     return rc;
-}
-
-/* The session directory before any lock: refused when it is not a plain directory, made
- * when missing (synced at the run's end, sync_new_dirs), its layout checked when present.
- * *dirs_seen: the session and messages directories were seen just now. */
-static int begin_dirs(struct svc_run *run, const struct svc_run_request *req, bool *dirs_seen,
-                      struct svc_err *err)
-{
-    struct svc_sess *s = &run->sess;
-    struct stat lst;
-    bool exists = lstat(s->dir, &lst) == 0;
-    *dirs_seen = false;
-    if (exists && !S_ISDIR(lst.st_mode)) /* a symlink or a file: never follow it */
-        return svc_err_set(err, SVC_E_IO, "session path of %s is not a plain directory", s->sid);
-    /* GET /api/v1/chat/sessions/export and .../search are routes' paths (cgi/routes.c): svc
-     * makes no session it could not show there (one another program made is still served) */
-    if (!exists && (strcmp(s->sid, "export") == 0 || strcmp(s->sid, "search") == 0))
-        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                            "session id '%s' is reserved (the path of the %s route); choose "
-                            "another",
-                            s->sid, s->sid);
-    if (!exists && check_new_answers(run, req, err) != 0)
-        return -1;
-    if (!exists)
-        return svc_mkdirs_durable(s->st.root, 0755, s->st.durable, err) != 0 ||
-                       svc_mkdirs(s->dir, 0755, err) != 0
-                   ? -1
-                   : 0;
-    return svc_sess_check_layout(s, dirs_seen, err);
 }
 
 /* SPEC 14: a session the asker may not see is missing to them. sc is its sidecar (NULL:
@@ -579,28 +407,41 @@ static int check_user_unlocked(struct svc_run *run, const struct svc_run_request
     return rc;
 }
 
-/* Both locks, then the sidecar (*sc, borrowed from the handle): another user's session
- * missing, a stale `running` repaired (we hold the run lock), an archived session refused,
- * even under native_file. */
-static int begin_lock(struct svc_run *run, const struct svc_run_request *req, json_object **sc,
-                      struct svc_err *err)
+/* The session's directory (a new session's id and answers checked before it is made) and
+ * both locks, then the sidecar (run->turn.sc) and the count: another user's session
+ * missing, a stale `running` repaired (we hold the run lock) and counted again, an
+ * archived session refused, even under native_file. */
+static int begin_lock(struct svc_run *run, const struct svc_run_request *req, struct svc_err *err)
 {
-    struct svc_sess *s = &run->sess;
-    if (svc_lock_run_try(s->dir, &run->run_lock, err) != 0) {
+    struct svc_turn *t = &run->turn;
+    const char *sid = run->sess.sid;
+    int rc = svc_turn_lock(t, false, err);
+    /* GET /api/v1/chat/sessions/export and .../search are routes' paths (cgi/routes.c): svc
+     * makes no session it could not show there (one another program made is still served) */
+    if (rc == 1 && (strcmp(sid, "export") == 0 || strcmp(sid, "search") == 0))
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
+                            "session id '%s' is reserved (the path of the %s route); choose "
+                            "another",
+                            sid, sid);
+    if (rc == 1)
+        rc = check_new_answers(run, req, err) != 0 ? -1 : svc_turn_lock(t, true, err);
+    if (rc != 0) {
         if (err && err->code == SVC_E_SESSION_BUSY)
             check_user_unlocked(run, req, err); /* another's is missing, not busy */
         return -1;
     }
-    if (svc_sess_lock(s, true, err) != 0 || svc_sess_sidecar(s, sc, err) != 0 ||
-        check_user(run, req, *sc, err) != 0)
-        return -1;
-    if (*sc && run->sidecars && strcmp(svc_json_str(*sc, "status", ""), "running") == 0 &&
-        repair_locked(s, *sc, err) != 0)
-        return -1;
-    if (*sc && svc_json_bool(*sc, "archived", false))
-        return svc_err_set(err, SVC_E_SESSION_ARCHIVED,
-                           "session %s is archived; unarchive it first", s->sid);
-    return 0;
+    json_object *sc = t->sc;
+    bool stale = sc && run->sidecars && strcmp(svc_json_str(sc, "status", ""), "running") == 0;
+    if (check_user(run, req, sc, err) != 0 || (stale && repair_locked(&run->sess, sc, err) != 0))
+        rc = -1;
+    else if (sc && svc_json_bool(sc, "archived", false))
+        rc = svc_err_set(err, SVC_E_SESSION_ARCHIVED, "session %s is archived; unarchive it first",
+                         sid);
+    else if ((stale || !t->counted) && svc_turn_count(t, err) != 0)
+        rc = -1;
+    if (rc != 0)
+        svc_turn_release(t);
+    return rc;
 }
 
 /* The request's OpenAI history as native messages, stored on a session's first run when
@@ -609,7 +450,7 @@ static json_object *begin_history(struct svc_run *run, const struct svc_run_requ
                                   json_object *sc)
 {
     json_object *import = json_object_new_array();
-    bool first_run = run->stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
+    bool first_run = run->turn.stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
     if (!first_run || !req->history || !run->cfg->sessions.persist_openai_history)
         return import;
     size_t n = json_object_array_length(req->history);
@@ -621,144 +462,43 @@ static json_object *begin_history(struct svc_run *run, const struct svc_run_requ
     return import;
 }
 
-/* session.json and agent.json where missing (written synced, SVC_SYNC_FILE; the
- * directories naming them are synced once, at the run's end), and what the run keeps of
- * the agent record. */
-static int begin_agent(struct svc_run *run, json_object *sc, bool dirs_seen, struct svc_err *err)
-{
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    bool made = false;
-    if (svc_sess_ensure(s, dirs_seen, sync_file(st), &made, err) != 0)
-        return -1;
-    struct svc_err rerr;
-    if (svc_sess_read_agent(s, &run->agent, &rerr) != 0) {
-        if (rerr.code != SVC_E_NOT_FOUND) {
-            *err = rerr;
-            return -1;
-        }
-        run->agent = svc_store_new_agent(st->agent_id);
-        made = true;
-        if (svc_sess_write_agent(s, run->agent, sync_file(st), err) != 0)
-            return -1;
-    }
-    /* and again by every run until one of the session's runs completes (a new session has
-     * none): the run that made them may have died before its end synced them (a run that
-     * failed synced them too, but its turn_count stays 0: a few extra syncs there) */
-    bool completed = run->sidecars ? sc && svc_json_int(sc, "turn_count", 0) > 0
-                                   : svc_agent_model_calls(run->agent) > 0;
-    run->dirs_unsynced = st->durable && (made || !completed);
-    run->removed = svc_agent_removed_count(run->agent);
-    return 0;
-}
-
-/* The window from the message files; when a file of the trusted range is missing (removed
- * by another program), count by scanning and restore again. *ids may be replaced. */
-static int begin_window(struct svc_run *run, int64_t **ids, struct svc_err *err)
-{
-    if (restore_window(run, *ids, err) == 0)
-        return 0;
-    if (*ids)
-        return -1;
-    json_object_array_del_idx(run->msgs, 0, json_object_array_length(run->msgs));
-    if (svc_sess_message_count(&run->sess, -1, &run->stored, &run->next_id, ids, err) != 0)
-        return -1;
-    return restore_window(run, *ids, err);
-}
-
-/* The imported history, then the opening messages (begin_messages: tool results, the
- * user's input); the first of those is the run's input_id. */
-static int begin_inputs(struct svc_run *run, json_object *import, json_object *opening,
-                        struct svc_err *err)
-{
-    for (int pass = 0; pass < 2; pass++) {
-        json_object *list = pass ? opening : import;
-        if (pass)
-            run->input_id = run->next_id;
-        for (size_t i = 0; i < json_object_array_length(list); i++) {
-            json_object *m = json_object_array_get_idx(list, i);
-            if (store_message_locked(run, m, false, err) != 0)
-                return -1;
-            json_object_array_add(run->msgs, json_object_get(m));
-        }
-    }
-    return 0;
-}
-
-/* Begin failed (a disk error) after the sidecar said `running`: the session goes back to
- * what it was (sc, or no sidecar); if that cannot be written either, the `running` left is
- * repaired as interrupted. Through the spare, which holds that very file: on a full disk,
- * bytes rewritten over their own blocks need no new space. */
-static void begin_undo(struct svc_run *run, json_object *sc)
-{
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
-    if (sc && svc_sidecar_write(s, sc, svc_sync_spare(svc_sync_full(st->durable), st->durable),
-                                NULL) == 0)
-        index_note(st, s->sid, sc);
-    else if (!sc && path)
-        unlink(path);
-    free(path);
-}
-
+/* Locked, the run's meaning: its opening messages, the `running` sidecar; then the store
+ * writes them in its order (svc_turn_start). */
 static int begin_stateful(struct svc_run *run, const struct svc_run_request *req,
                           struct svc_err *err)
 {
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    int rc = -1;
-    int64_t *ids = NULL;
-    json_object *import = NULL, *running = NULL, *opening = NULL;
-    json_object *sc = NULL; /* borrowed from the handle */
-    bool dirs_seen = false;
-    if (begin_dirs(run, req, &dirs_seen, err) != 0 || begin_lock(run, req, &sc, err) != 0)
-        goto out;
-    run->prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
-    if (svc_sess_message_count(s, sc ? svc_json_int(sc, "message_count", -1) : -1, &run->stored,
-                               &run->next_id, &ids, err) != 0)
-        goto out;
-    import = begin_history(run, req, sc);
+    struct svc_turn *t = &run->turn;
+    if (begin_lock(run, req, err) != 0)
+        return -1;
+    json_object *sc = t->sc, *opening = NULL, *running = NULL;
+    run->loop.prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
+    json_object *import = begin_history(run, req, sc);
     int64_t nimport = (int64_t)json_object_array_length(import);
     json_object *last = nimport > 0
                             ? json_object_get(json_object_array_get_idx(import, nimport - 1))
-                            : last_stored(run, ids);
-    int brc = begin_messages(run, req, last, &opening, err);
+                            : json_object_get(t->last);
+    int rc = begin_messages(run, req, last, &opening, err);
     json_object_put(last);
-    if (brc != 0)
+    int64_t nopen = rc == 0 ? (int64_t)json_object_array_length(opening) : 0;
+    if (rc == 0 && run->loop.no_truncation &&
+        window_full(run, stored_window(run) + nimport + nopen, err) != 0)
+        rc = -1;
+    if (rc != 0) {
+        svc_turn_release(t);
         goto out;
-    int64_t nopen = (int64_t)json_object_array_length(opening);
-    if (run->no_truncation && window_full(run, stored_window(run) + nimport + nopen, err) != 0)
-        goto out;
-    /* SPEC 3: the sidecar says `running` before any native file is written */
-    if (run->sidecars) {
-        json_object *r = running_sidecar(run, req, sc, run->stored + nimport + nopen);
-        const char *owner = svc_user_owner(r);
-        run->owner = owner ? svc_xstrdup(owner) : NULL; /* memory recall's scope */
-        /* the session lock is held: the sidecar's spare may be used (core/fsio.h) */
-        if (svc_sidecar_write(s, r, svc_sync_spare(svc_sync_full(st->durable), st->durable), err) !=
-            0) {
-            json_object_put(r);
-            goto out;
-        }
-        running = r;
-        index_note(st, s->sid, running);
     }
-    if (begin_agent(run, sc, dirs_seen, err) != 0 || begin_window(run, &ids, err) != 0 ||
-        begin_inputs(run, import, opening, err) != 0)
-        goto out;
-    rc = 0;
+    if (run->sidecars) {
+        running = running_sidecar(run, req, sc, t->stored + nimport + nopen);
+        const char *owner = svc_user_owner(running);
+        run->owner = owner ? svc_xstrdup(owner) : NULL;
+        run->loop.owner = run->owner; /* memory recall's scope */
+    }
+    rc = svc_turn_start(t, running, import, opening, run->loop.msgs, err);
+    run->loop.removed = t->removed;
 out:
-    if (rc != 0 && running)
-        begin_undo(run, sc);
-    svc_sess_unlock(s); /* never held across a model call */
-    svc_sess_forget_sidecar(s);
-    if (rc != 0)
-        svc_lock_release(&run->run_lock);
     json_object_put(import);
     json_object_put(opening);
     json_object_put(running);
-    free(ids);
     return rc;
 }
 
@@ -793,21 +533,21 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
         for (size_t i = 0; i < n; i++) {
             json_object *nm = svc_openai_to_native(json_object_array_get_idx(req->history, i));
             if (nm)
-                json_object_array_add(run->msgs, nm);
+                json_object_array_add(run->loop.msgs, nm);
         }
-        size_t nm = json_object_array_length(run->msgs);
+        size_t nm = json_object_array_length(run->loop.msgs);
         json_object *opening = NULL;
-        if (begin_messages(run, req, nm ? json_object_array_get_idx(run->msgs, nm - 1) : NULL,
+        if (begin_messages(run, req, nm ? json_object_array_get_idx(run->loop.msgs, nm - 1) : NULL,
                            &opening, err) != 0) {
             run->ended = true;
             svc_run_free(run);
             return -1;
         }
         for (size_t i = 0; i < json_object_array_length(opening); i++)
-            json_object_array_add(run->msgs,
+            json_object_array_add(run->loop.msgs,
                                   json_object_get(json_object_array_get_idx(opening, i)));
         json_object_put(opening);
-        if (window_full(run, (int64_t)json_object_array_length(run->msgs), err) != 0) {
+        if (window_full(run, (int64_t)json_object_array_length(run->loop.msgs), err) != 0) {
             run->ended = true;
             svc_run_free(run);
             return -1;
@@ -820,7 +560,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 
 /* ---- end: finish, fail, cancel ---- */
 
-/* The messages this run stored (its input and outputs) are the tail of run->msgs with ids
+/* The messages this run stored (its input and outputs) are the tail of the window with ids
  * input_id .. next_id - 1: memory sync finds the pair there without reading a file. *recent
  * (new reference) and *ids (heap) are NULL when the tail is not whole (memory.c then reads
  * the files). */
@@ -828,16 +568,16 @@ static void run_recent(struct svc_run *run, json_object **recent, int64_t **ids)
 {
     *recent = NULL;
     *ids = NULL;
-    size_t n = json_object_array_length(run->msgs);
-    int64_t k = run->next_id - run->input_id;
-    if (run->input_id < 0 || k <= 0 || (size_t)k > n)
+    size_t n = json_object_array_length(run->loop.msgs);
+    int64_t k = run->turn.next_id - run->turn.input_id;
+    if (run->turn.input_id < 0 || k <= 0 || (size_t)k > n)
         return;
     *recent = json_object_new_array_ext((int)k);
     *ids = svc_xcalloc((size_t)k, sizeof **ids);
     for (int64_t i = 0; i < k; i++) {
         json_object_array_add(
-            *recent, json_object_get(json_object_array_get_idx(run->msgs, n - (size_t)k + i)));
-        (*ids)[i] = run->input_id + i;
+            *recent, json_object_get(json_object_array_get_idx(run->loop.msgs, n - (size_t)k + i)));
+        (*ids)[i] = run->turn.input_id + i;
     }
 }
 
@@ -852,169 +592,90 @@ static void sync_memory_into(struct svc_run *run, json_object *sc)
     free(ids);
 }
 
-/* The directories above the messages directory, each synced once: a new session's
- * agent_<id>/ (messages/, agent.json), agents/, the session directory (agents/,
- * multi_agents/, session.json) and the root (the session directory). Before the commit
- * record, so a completed run's session cannot vanish in a power cut. */
-static int sync_new_dirs(const struct svc_sess *s, struct svc_err *err)
-{
-    char *agent = svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_ABS);
-    char *agents = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS);
-    int rc = 0;
-    if (svc_fsync_dir(agent, err) != 0 || svc_fsync_dir(agents, err) != 0 ||
-        svc_fsync_dir(s->dir, err) != 0 || svc_fsync_dir(s->st.root, err) != 0)
-        rc = -1;
-    free(agent);
-    free(agents);
-    return rc;
-}
-
 static void deliver_final_event(struct svc_run *run, json_object *ev)
 {
-    if (run->sink && run->sink->on_event)
-        run->sink->on_event(run->sink->ctx, ev);
+    if (run->loop.sink && run->loop.sink->on_event)
+        run->loop.sink->on_event(run->loop.sink->ctx, ev);
 }
 
-/* The run's one final event: done, or error with the failure's code and message. */
-static json_object *final_event(struct svc_run *run, const struct svc_err *failure)
-{
-    json_object *ev;
-    if (!failure) {
-        ev = svc_loop_event_new(run, "done");
-        svc_json_set_str(ev, "model_id", model_name(run->cfg));
-        svc_json_set_int(ev, "tool_steps", run->tool_steps);
-    } else {
-        ev = svc_loop_event_new(run, "error");
-        svc_json_set_str(ev, "message", failure->message);
-        svc_json_set_str(ev, "code", svc_err_name(failure->code));
-    }
-    return ev;
-}
+struct end_ctx {
+    struct svc_run *run;
+    const char *status;
+    const struct svc_err *failure;
+};
 
-/* Under the session lock, what the commit record depends on: the message names synced, the
- * directories a new session made synced, agent.json's counts written. */
-static int end_flush(struct svc_run *run, struct svc_err *err)
+/* The sidecar as the run leaves it (sc read under the lock, after the turn line): status,
+ * counts, error, token state; SPEC 3 step 4, memory sync, follows the turn line. Done
+ * here, under the lock already held, its memory_state rides in the store's one sidecar
+ * write; a caller that publishes the run's end first (svc_run_defer_memory) syncs
+ * afterwards. A crash between the two leaves the `running` sidecar, completed from the
+ * turn line (memory.c finds a digest already written). */
+static void end_leave(void *ctx, json_object *sc)
 {
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
-    if (svc_sess_lock(s, true, err) != 0)
-        return -1;
-    if (run->msgs_unsynced && svc_fsync_dir(s->msg_dir, err) != 0)
-        return -1;
-    run->msgs_unsynced = false;
-    if (run->dirs_unsynced &&
-        ((run->sidecars && svc_turns_create(s, err) != 0) || sync_new_dirs(s, err) != 0))
-        return -1;
-    run->dirs_unsynced = false;
-    if (!run->agent)
-        return 0;
-    svc_agent_set_counts(run->agent, run->removed,
-                         svc_agent_model_calls(run->agent) + run->loop_count);
-    /* with sidecars the turn line is the commit record and agent.json is not synced
-     * (see the budget at the top); native_file has no other record */
-    int sync = run->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);
-    return svc_sess_write_agent(s, run->agent, svc_sync_spare(sync, st->durable), err);
-}
-
-/* The sidecar as the run leaves it (new reference): status, counts, error, token state. */
-static json_object *end_sidecar(struct svc_run *run, const char *status,
-                                const struct svc_err *failure)
-{
-    struct svc_sess *s = &run->sess;
-    json_object *cur = NULL, *sc;
-    if (svc_sess_sidecar(s, &cur, NULL) == 0 && cur)
-        sc = json_object_get(cur);
-    else
-        sc = svc_sidecar_new(s->sid, s->st.agent_id, model_name(run->cfg));
-    svc_sess_forget_sidecar(s);
+    const struct end_ctx *c = ctx;
+    struct svc_run *run = c->run;
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
-    svc_json_set_str(sc, "status", strcmp(status, "done") == 0 ? "idle" : status);
+    svc_json_set_str(sc, "status", strcmp(c->status, "done") == 0 ? "idle" : c->status);
     svc_json_set(sc, "current_run", NULL);
-    svc_json_set_int(sc, "message_count", run->stored);
+    svc_json_set_int(sc, "message_count", run->turn.stored);
     svc_json_set_str(sc, "updated_at", now);
-    if (!failure) {
+    if (!c->failure) {
         svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
         svc_json_set(sc, "last_error", NULL);
     } else {
-        svc_json_set(sc, "last_error", error_object(failure, run->run_id));
+        svc_json_set(sc, "last_error", error_object(c->failure, run->run_id));
     }
     /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
-    if (json_object_array_length(run->client_calls) > 0)
-        svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->client_calls));
+    if (json_object_array_length(run->loop.client_calls) > 0)
+        svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->loop.client_calls));
     else
         json_object_object_del(sc, "pending_tool_calls");
-    svc_json_set(sc, "token_state", svc_loop_token_state(run, svc_json_obj(sc, "token_state")));
-    return sc;
-}
-
-/* native_file writes no sidecar; the listing index still learns of the turn. */
-static void end_native(struct svc_run *run)
-{
-    json_object *derived = NULL;
-    if (svc_sidecar_derive(&run->sess, &derived, NULL) == 0)
-        index_note(&run->sess.st, run->sess.sid, derived);
-    json_object_put(derived);
+    svc_json_set(sc, "token_state",
+                 svc_loop_token_state(&run->loop, svc_json_obj(sc, "token_state")));
+    if (!c->failure && run->cfg->sessions.sync_memory && !run->memory_defer) {
+        sync_memory_into(run, sc);
+        run->memory_synced = true;
+    }
 }
 
 static int run_end(struct svc_run *run, const struct svc_err *failure)
 {
     struct svc_err err;
-    struct svc_sess *s = &run->sess;
-    const struct svc_store *st = &s->st;
     run->ended = true;
-    run->content_str = svc_buf_steal(&run->content);
+    run->content_str = svc_buf_steal(&run->loop.content);
     const char *status = svc_run_status_of(failure ? failure->code : SVC_OK);
-    svc_metrics_run(status, svc_time_monotonic() - run->started_mono);
+    svc_metrics_run(status, svc_time_monotonic() - run->loop.started_mono);
     /* recorded in the turn line below; delivered to the sink only once the session is
      * committed and the run lock released, so whoever sees the final event (a stream, a
      * runner's record) can start the next run at once instead of meeting session_busy */
-    json_object *ev = final_event(run, failure);
-    json_object_array_add(run->events, ev);
+    json_object *ev = run->loop.final ? run->loop.final : svc_loop_final_event(&run->loop, failure);
     if (!run->stateful) {
         deliver_final_event(run, ev);
         return 0;
     }
-    int rc = -1;
-    json_object *sc = NULL, *turn = NULL;
-    if (end_flush(run, &err) != 0)
-        goto out;
-    if (!run->sidecars) {
-        end_native(run);
-        rc = 0;
-        goto out;
-    }
-    sc = end_sidecar(run, status, failure);
-    turn = turn_line(run->run_id, status, run->input_id, json_object_get(run->output_ids),
-                     json_object_get(run->events), json_object_get(run->tool_trace),
-                     run->prompt_tokens, run->completion_tokens,
-                     failure ? error_object(failure, run->run_id) : NULL, run->started_at);
-    /* the commit record, synced (fdatasync); then the sidecar, not synced */
-    if (svc_turns_append(s, turn, &err) != 0)
-        goto out;
-    /* SPEC 3 step 4: memory sync follows the turn line. Done here, under the lock already
-     * held, its memory_state rides in the one sidecar write below; a caller that publishes
-     * the run's end first (svc_run_defer_memory) syncs afterwards. A crash between the two
-     * leaves the `running` sidecar, completed from the turn line (memory.c finds a digest
-     * already written). */
-    if (!failure && run->cfg->sessions.sync_memory && !run->memory_defer) {
-        sync_memory_into(run, sc);
-        run->memory_synced = true;
-    }
-    if (svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, st->durable), &err) != 0)
-        goto out;
-    index_note(st, s->sid, sc);
-    rc = 0;
-out:
+    struct svc_turn *t = &run->turn;
+    struct end_ctx c = {run, status, failure};
+    json_object *line =
+        run->sidecars
+            ? turn_line(run->run_id, status, t->input_id, json_object_get(t->output_ids),
+                        json_object_get(run->loop.events), json_object_get(run->loop.tool_trace),
+                        run->loop.prompt_tokens, run->loop.completion_tokens,
+                        failure ? error_object(failure, run->run_id) : NULL, run->started_at)
+            : NULL;
+    struct svc_turn_end e = {.removed = run->loop.removed,
+                             .model_calls = run->loop.loop_count,
+                             .line = line,
+                             .model = model_name(run->cfg),
+                             .leave = end_leave,
+                             .ctx = &c};
+    int rc = svc_turn_end(t, &e, &err);
     if (rc != 0) {
-        svc_logf("session %s run %s: could not record the run's end: %s", s->sid, run->run_id,
-                 err.message);
+        svc_logf("session %s run %s: could not record the run's end: %s", run->sess.sid,
+                 run->run_id, err.message);
         run->end_err = err;
     }
-    json_object_put(turn);
-    json_object_put(sc);
-    svc_sess_unlock(s);
-    svc_lock_release(&run->run_lock);
+    json_object_put(line);
     deliver_final_event(run, ev);
     return rc;
 }
@@ -1023,17 +684,11 @@ int svc_run_execute(struct svc_run *run, const struct svc_run_sink *sink, struct
 {
     if (!run->begun || run->ended)
         return svc_err_set(err, SVC_E_INTERNAL, "run is not active");
-    run->sink = sink;
-    json_object *ev = svc_loop_event_new(run, "phase");
-    svc_json_set_str(ev, "phase", "start");
-    svc_loop_event_emit(run, ev);
+    run->loop.sink = sink;
     struct svc_err lerr;
-    svc_err_clear(&lerr);
-    int rc = svc_loop_run(run, &lerr);
-    if (rc != 0 && lerr.code == SVC_OK)
-        svc_err_set(&lerr, SVC_E_INTERNAL, "run failed");
+    int rc = svc_loop_run(&run->loop, &lerr);
     int erc = run_end(run, rc == 0 ? NULL : &lerr);
-    run->sink = NULL;
+    run->loop.sink = NULL;
     /* SPEC 3.4 / 8: memory sync after finish_run; logged and recorded, never fails the run */
     run->memory_due = rc == 0 && erc == 0 && run->stateful && run->sidecars &&
                       run->cfg->sessions.sync_memory && !run->memory_synced;
@@ -1077,22 +732,14 @@ void svc_run_free(struct svc_run *run)
         svc_err_set(&e, SVC_E_INTERNAL, "the run was abandoned before it executed");
         run_end(run, &e);
     }
-    svc_lock_release(&run->run_lock);
+    svc_lock_release(&run->turn.run_lock);
     svc_sess_close(&run->sess);
-    json_object_put(run->agent);
-    json_object_put(run->prev_tokens);
-    json_object_put(run->msgs);
-    json_object_put(run->output_ids);
-    json_object_put(run->events);
-    json_object_put(run->tool_trace);
-    free(run->request_system);
+    json_object_put(run->turn.agent);
+    json_object_put(run->turn.output_ids);
+    json_object_put(run->turn.last);
+    free(run->turn.ids);
     free(run->owner);
-    json_object_put(run->tool_calls);
-    json_object_put(run->client_tools);
-    json_object_put(run->client_names);
-    free(run->tool_choice);
-    json_object_put(run->client_calls);
-    svc_buf_free(&run->content);
+    svc_loop_free(&run->loop);
     free(run->content_str);
     free(run);
 }
@@ -1122,63 +769,38 @@ int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
     svc_json_set_int(cur, "pid", (int64_t)svc_pid());
     rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
 out:
-    svc_sess_forget_sidecar(s);
     svc_sess_unlock(s);
     return rc;
 }
 
 int svc_run_lock_fd(const struct svc_run *run)
 {
-    return run->run_lock.fd;
+    return run->turn.run_lock.fd;
 }
 
 void svc_run_set_lock_fd(struct svc_run *run, int fd)
 {
-    run->run_lock.fd = fd;
+    run->turn.run_lock.fd = fd;
 }
 
-const char *svc_run_get_id(const struct svc_run *run)
+void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
 {
-    return run->run_id;
-}
-const char *svc_run_get_session_id(const struct svc_run *run)
-{
-    return run->sess.sid;
-}
-int64_t svc_run_get_last_message_id(const struct svc_run *run)
-{
-    return run->next_id - 1;
-}
-const char *svc_run_get_model(const struct svc_run *run)
-{
-    return model_name(run->cfg);
-}
-const char *svc_run_get_content(const struct svc_run *run)
-{
-    if (run->content_str)
-        return run->content_str;
-    return run->content.data ? run->content.data : "";
-}
-const char *svc_run_get_finish_reason(const struct svc_run *run)
-{
-    return run->finish_reason[0] ? run->finish_reason : "stop";
-}
-void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion)
-{
-    *prompt = run->prompt_tokens;
-    *completion = run->completion_tokens;
-}
-json_object *svc_run_get_events(const struct svc_run *run)
-{
-    return run->events;
-}
-json_object *svc_run_get_tool_calls(const struct svc_run *run)
-{
-    return run->tool_calls;
-}
-json_object *svc_run_get_client_calls(const struct svc_run *run)
-{
-    return run->client_calls;
+    const struct svc_loop *loop = &run->loop;
+    *out = (struct svc_run_answer){
+        .run_id = run->run_id,
+        .session_id = run->sess.sid,
+        .model = model_name(run->cfg),
+        .content = run->content_str     ? run->content_str
+                   : loop->content.data ? loop->content.data
+                                        : "",
+        .finish_reason = loop->finish_reason[0] ? loop->finish_reason : "stop",
+        .prompt_tokens = loop->prompt_tokens,
+        .completion_tokens = loop->completion_tokens,
+        .last_message_id = run->turn.next_id - 1,
+        .events = loop->events,
+        .tool_calls = loop->tool_calls,
+        .client_calls = loop->client_calls,
+    };
 }
 
 json_object *svc_usage_new(int64_t prompt, int64_t completion)
@@ -1188,19 +810,6 @@ json_object *svc_usage_new(int64_t prompt, int64_t completion)
     svc_json_set_int(u, "completion_tokens", completion);
     svc_json_set_int(u, "total_tokens", prompt + completion);
     return u;
-}
-
-json_object *svc_event_new(const char *run_id, const char *sid, int64_t seq, const char *type)
-{
-    char now[SVC_TIME_LEN];
-    json_object *ev = json_object_new_object();
-    svc_json_set_str(ev, "type", type);
-    svc_json_set_str(ev, "run_id", run_id);
-    svc_json_set_int(ev, "seq", seq);
-    svc_json_set_str(ev, "session_id", sid);
-    svc_json_set_str(ev, "schema_version", "2.0");
-    svc_json_set_str(ev, "timestamp", svc_time_now_iso(now));
-    return ev;
 }
 
 const char *svc_run_status_of(enum svc_errcode failure)

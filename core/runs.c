@@ -29,8 +29,7 @@ bool svc_run_id_valid(const char *id)
 
 static char *runs_dir(const struct svc_config *cfg)
 {
-    struct svc_store st;
-    svc_store_from_config(cfg, &st);
+    const struct svc_store st = {.root = cfg->sessions.root}; /* the root's path alone */
     return svc_store_root_path(&st, SVC_F_RUNS);
 }
 
@@ -75,15 +74,15 @@ static int read_record(const struct svc_config *cfg, const char *run_id, json_ob
     return 0;
 }
 
-static json_object *record_new(const char *run_id, const char *sid, const char *model)
+static json_object *record_new(const struct svc_run_answer *a)
 {
     char now[SVC_TIME_LEN];
     json_object *rec = json_object_new_object();
-    svc_json_set_str(rec, "run_id", run_id);
-    svc_json_set_str(rec, "session_id", sid);
+    svc_json_set_str(rec, "run_id", a->run_id);
+    svc_json_set_str(rec, "session_id", a->session_id);
     svc_json_set_str(rec, "status", "running");
     svc_json_set_int(rec, "event_count", 0);
-    svc_json_set_str(rec, "model", model);
+    svc_json_set_str(rec, "model", a->model);
     svc_json_set_str(rec, "content", "");
     svc_json_set(rec, "usage", NULL);
     svc_json_set(rec, "error", NULL);
@@ -92,30 +91,27 @@ static json_object *record_new(const char *run_id, const char *sid, const char *
     return rec;
 }
 
-static void record_finish_code(json_object *rec, struct svc_run *run, const char *status,
+static void record_finish_code(json_object *rec, const struct svc_run_answer *a, const char *status,
                                const char *code, const char *message);
 
 /* Fill the record's final fields from an ended run. */
-static void record_finish(json_object *rec, struct svc_run *run, const char *status,
+static void record_finish(json_object *rec, const struct svc_run_answer *a, const char *status,
                           const struct svc_err *failure)
 {
-    record_finish_code(rec, run, status, failure ? svc_err_name(failure->code) : NULL,
+    record_finish_code(rec, a, status, failure ? svc_err_name(failure->code) : NULL,
                        failure ? failure->message : NULL);
 }
 
 /* The same with the failure as its API code and message (code NULL: no failure). */
-static void record_finish_code(json_object *rec, struct svc_run *run, const char *status,
+static void record_finish_code(json_object *rec, const struct svc_run_answer *a, const char *status,
                                const char *code, const char *message)
 {
     char now[SVC_TIME_LEN];
     svc_json_set_str(rec, "status", status);
-    svc_json_set_int(rec, "event_count",
-                     (int64_t)json_object_array_length(svc_run_get_events(run)));
-    svc_json_set_str(rec, "content", svc_run_get_content(run));
-    svc_json_set_str(rec, "finish_reason", svc_run_get_finish_reason(run));
-    int64_t p, c;
-    svc_run_get_usage(run, &p, &c);
-    svc_json_set(rec, "usage", svc_usage_new(p, c));
+    svc_json_set_int(rec, "event_count", (int64_t)json_object_array_length(a->events));
+    svc_json_set_str(rec, "content", a->content);
+    svc_json_set_str(rec, "finish_reason", a->finish_reason);
+    svc_json_set(rec, "usage", svc_usage_new(a->prompt_tokens, a->completion_tokens));
     if (code) {
         json_object *e = json_object_new_object();
         svc_json_set_str(e, "code", code);
@@ -124,9 +120,9 @@ static void record_finish_code(json_object *rec, struct svc_run *run, const char
     } else {
         svc_json_set(rec, "error", NULL);
     }
-    svc_json_set(rec, "tool_calls", svc_json_copy(svc_run_get_tool_calls(run)));
-    if (json_object_array_length(svc_run_get_client_calls(run)) > 0) /* SPEC 12.1 */
-        svc_json_set(rec, "client_tool_calls", svc_json_copy(svc_run_get_client_calls(run)));
+    svc_json_set(rec, "tool_calls", svc_json_copy(a->tool_calls));
+    if (json_object_array_length(a->client_calls) > 0) /* SPEC 12.1 */
+        svc_json_set(rec, "client_tool_calls", svc_json_copy(a->client_calls));
     svc_json_set_str(rec, "finished_at", svc_time_now_iso(now));
 }
 
@@ -208,7 +204,9 @@ static int runner_on_event(void *ctx, json_object *ev)
          * last event finds the run ended (content and usage are final by now) */
         const char *code = done ? NULL : svc_json_str(ev, "code", "internal_error");
         const char *status = svc_run_status_of(done ? SVC_OK : svc_err_code(code));
-        record_finish_code(rn->rec, rn->run, status, code, svc_json_str(ev, "message", NULL));
+        struct svc_run_answer a;
+        svc_run_answer(rn->run, &a);
+        record_finish_code(rn->rec, &a, status, code, svc_json_str(ev, "message", NULL));
         rn->recorded = write_record(rn->cfg, rn->rec, NULL) == 0;
     }
     svc_json_append_line(rn->events_path, ev, false, NULL);
@@ -264,8 +262,10 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     sigprocmask(SIG_SETMASK, &none, NULL);
     svc_run_note_runner(run, NULL);
     struct runner rn = {.cfg = cfg, .run = run, .rec = rec};
-    rn.events_path = run_file(cfg, svc_run_get_id(run), SVC_RUN_EVENTS);
-    rn.cancel_path = run_file(cfg, svc_run_get_id(run), SVC_RUN_CANCEL);
+    struct svc_run_answer a;
+    svc_run_answer(run, &a);
+    rn.events_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
+    rn.cancel_path = run_file(cfg, a.run_id, SVC_RUN_CANCEL);
     struct svc_run_sink sink = {
         .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = &rn};
     struct svc_err err;
@@ -273,7 +273,8 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     svc_run_defer_memory(run); /* the record says done first; memory sync follows */
     int rc = svc_run_execute(run, &sink, &err);
     if (!rn.recorded) {
-        record_finish(rec, run, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
+        svc_run_answer(run, &a); /* final now */
+        record_finish(rec, &a, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
                       rc == 0 ? NULL : &err);
         write_record(cfg, rec, NULL);
     }
@@ -372,9 +373,10 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         return -1;
     int rc = -1, rlock = -1;
     bool recorded = false, idem_stored = false;
-    char *lock_path = run_file(cfg, svc_run_get_id(run), SVC_RUN_LOCK);
-    json_object *rec =
-        record_new(svc_run_get_id(run), svc_run_get_session_id(run), svc_run_get_model(run));
+    struct svc_run_answer a;
+    svc_run_answer(run, &a);
+    char *lock_path = run_file(cfg, a.run_id, SVC_RUN_LOCK);
+    json_object *rec = record_new(&a);
     recorded = true; /* from here on, files of this run may exist */
     rlock = svc_lock_file(lock_path, LOCK_EX, true);
     if (rlock < 0) {
@@ -387,9 +389,8 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
      * it answers (the client sees a 502), leaves a run that the client's retry with the
      * same key finds, whatever became of it, instead of starting a second one. */
     struct svc_err ierr;
-    if (idem_key &&
-        idem_store(cfg, svc_run_get_session_id(run), idem_key, svc_run_get_id(run), &ierr) != 0)
-        svc_logf("run %s: its Idempotency-Key could not be recorded: %s", svc_run_get_id(run),
+    if (idem_key && idem_store(cfg, a.session_id, idem_key, a.run_id, &ierr) != 0)
+        svc_logf("run %s: its Idempotency-Key could not be recorded: %s", a.run_id,
                  ierr.message); /* the run goes on; the key is simply not remembered */
     else if (idem_key)
         idem_stored = true;
@@ -398,7 +399,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
 #ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
     /* the worker dies here, after the run started and before it answers */
     const char *die = getenv("SVC_TEST_KILL_AFTER_SPAWN");
-    if (die && *die && strstr(svc_run_get_session_id(run), die))
+    if (die && *die && strstr(a.session_id, die))
         raise(SIGKILL);
 #endif
     *out = spawn_answer(rec);
@@ -408,13 +409,13 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     goto out;
 fail:
     if (idem_stored) {
-        char *ip = idem_file(cfg, svc_run_get_session_id(run), idem_key);
+        char *ip = idem_file(cfg, a.session_id, idem_key);
         if (ip)
             unlink(ip);
         free(ip);
     }
     if (recorded)
-        remove_run_files(cfg, svc_run_get_id(run)); /* no run was started: no record of one */
+        remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
     svc_run_free(run); /* ends the begun run as failed: the session stays usable */
 out:
     if (rlock >= 0)
@@ -645,12 +646,13 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     free(dir);
     if (rc != 0)
         return -1;
-    json_object *rec =
-        record_new(svc_run_get_id(run), svc_run_get_session_id(run), svc_run_get_model(run));
-    record_finish(rec, run, status, failure);
+    struct svc_run_answer a;
+    svc_run_answer(run, &a);
+    json_object *rec = record_new(&a);
+    record_finish(rec, &a, status, failure);
     /* the events file, so /api/chat/runs/{id}/events can replay a synchronous run too */
-    char *ev_path = run_file(cfg, svc_run_get_id(run), SVC_RUN_EVENTS);
-    json_object *events = svc_run_get_events(run);
+    char *ev_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
+    json_object *events = a.events;
     struct svc_buf b;
     svc_buf_init(&b);
     for (size_t i = 0; i < json_object_array_length(events); i++) {
@@ -669,12 +671,12 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     svc_buf_free(&b);
     free(ev_path);
     if (rc == 0) { /* a new record: its run id is new */
-        char *path = run_file(cfg, svc_run_get_id(run), SVC_RUN_RECORD);
+        char *path = run_file(cfg, a.run_id, SVC_RUN_RECORD);
         rc = svc_json_write_pretty_sync(path, rec, svc_sync_full(durable) | SVC_WRITE_NEW, err);
         free(path);
     }
     if (rc == 0 && key)
-        rc = idem_store(cfg, svc_run_get_session_id(run), key, svc_run_get_id(run), err);
+        rc = idem_store(cfg, a.session_id, key, a.run_id, err);
     json_object_put(rec);
     return rc;
 }

@@ -1,13 +1,13 @@
-/* runstate: the state of one run, shared by the run lifecycle (run.c: begin, finish, fail,
- * cancel, repair) and the agent loop (agent_loop.c: window, model calls, tool calls,
- * events). Private to those two modules; everyone else goes through session.h.
- *   svc_loop_run          the agent loop of a begun run: returns 0 when the model answered,
- *                         -1 with err otherwise (the lifecycle then records the failure).
- *   svc_loop_event_new/emit  a svc.v2 event of this run (new reference) / record it and
- *                         hand it to the sink (nonzero: the sink cancelled the run).
- *   svc_loop_token_state  the token_state object of the run (prev: the stored one or NULL).
- *   svc_run_store_message stores a native message as the next id (run.c) and keeps it in
- *                         the window; it takes the session lock itself. */
+/* runstate: the state of one run, private to the run lifecycle (run.c: begin, finish,
+ * fail, cancel, repair) and the agent loop (agent_loop.c); everyone else goes through
+ * session.h. The loop gets its own struct (the request's settings, the window, the tokens,
+ * the trace), never the run: it stores each message through loop->store.
+ *   svc_loop_init/free    the loop of a run (run_id and sid borrowed from it) / its memory.
+ *   svc_loop_run          the loop over a begun run, from its start event to its final one
+ *                         (loop->final): 0 when the model answered, -1 with err otherwise.
+ *   svc_loop_final_event  the run's one final event (done, or error with the failure's code
+ *                         and message), recorded; borrowed: the lifecycle delivers it.
+ *   svc_loop_token_state  the token_state object of the run (prev: the stored one or NULL). */
 #ifndef SVC_RUNSTATE_H
 #define SVC_RUNSTATE_H
 
@@ -20,62 +20,69 @@
 #include "store.h"
 #include "util.h"
 
+struct svc_loop {
+    const struct svc_config *cfg;
+    const char *run_id, *sid; /* the run's, borrowed */
+    const char *model;        /* the model's name, borrowed */
+    const char *owner;        /* the session's owner (user.h), borrowed, or NULL: the admins' */
+    double started_mono;
+    /* the request's settings (session.h) */
+    char *request_system; /* the request's system prompt, heap, or NULL */
+    bool no_truncation;   /* the window may not drop messages (SVC_E_CONTEXT_LENGTH) */
+    bool has_temperature, has_max_tokens;
+    double temperature;
+    int64_t max_tokens;
+    json_object *client_tools; /* the request's client tools (ctools.h), or NULL */
+    json_object *client_names; /* names whose results come from the client: offered, answered */
+    char *tool_choice;         /* heap, or NULL */
+    /* the window: effective native messages from removed_message_count on */
+    json_object *msgs;
+    int64_t removed;
+    /* the tokens */
+    json_object *prev_tokens; /* the session's token_state before this run, or NULL */
+    int64_t prompt_tokens, completion_tokens, loop_count, tool_steps;
+    /* the trace */
+    json_object *events;
+    int64_t seq;
+    json_object *final; /* the final event svc_loop_run recorded (in events), or NULL */
+    json_object *tool_trace;
+    json_object *tool_calls;   /* OpenAI-shaped tool_calls of the run */
+    json_object *client_calls; /* OpenAI tool_calls of client tools the run ended on */
+    struct svc_buf content;
+    char finish_reason[16];
+    /* the run around it: its sink, its cancel flag, where a message is stored (the next
+     * id; 0, or -1 with err) before the loop keeps it in the window */
+    const struct svc_run_sink *sink;
+    volatile sig_atomic_t cancel; /* 1 cancel, 2 timeout */
+    int (*store)(void *ctx, json_object *msg, struct svc_err *err);
+    void *store_ctx;
+};
+
 struct svc_run {
     const struct svc_config *cfg;
     struct svc_sess sess; /* the session handle: store, id, paths, session lock */
     bool stateful;        /* sessions.enabled, and the request does not ask for stateless */
-    bool no_truncation;   /* the window may not drop messages (SVC_E_CONTEXT_LENGTH) */
     bool sidecars;        /* provider svc_repository */
     char run_id[64];
     char started_at[SVC_TIME_LEN];
-    double started_mono;
-    struct svc_lock run_lock;
     /* why run_end could not record the run's end, for the caller's error */
     struct svc_err end_err;
-    json_object *agent; /* agent.json (stateful) */
-    json_object *msgs;  /* effective native messages from removed_message_count on */
-    int64_t removed;    /* removed_message_count */
-    int64_t stored;     /* number of message files */
-    int64_t next_id;    /* largest stored id + 1 */
-    int64_t input_id;
-    bool msgs_unsynced; /* message files renamed whose directory is not synced yet */
-    bool dirs_unsynced; /* the session's directories are synced at the run's end: begin
-                           made some, or none of the session's runs has completed yet */
-    int64_t win_life;   /* the window cache's life of the messages directory (wincache.h) */
-    json_object *output_ids;
-    json_object *events;
-    json_object *prev_tokens; /* the session's token_state before this run, or NULL */
-    int64_t seq;
-    json_object *tool_trace;
-    char *request_system; /* the request's system prompt (session.h), heap, or NULL */
+    struct svc_turn turn; /* the store's side of the run: locks, counts, what it stored */
     char *owner;          /* the session's owner (user.h), heap, or NULL: the admins' */
-    bool has_temperature, has_max_tokens; /* the request's generation settings (session.h) */
-    double temperature;
-    int64_t max_tokens;
-    json_object *tool_calls;   /* OpenAI-shaped tool_calls of the run */
-    json_object *client_tools; /* the request's client tools (ctools.h), or NULL */
-    json_object *client_names; /* names whose results come from the client: offered, answered */
-    char *tool_choice;         /* the request's, heap, or NULL */
-    json_object *client_calls; /* OpenAI tool_calls of client tools the run ended on */
-    struct svc_buf content;
     char *content_str;
-    char finish_reason[16];
-    int64_t prompt_tokens, completion_tokens, loop_count, tool_steps;
-    volatile sig_atomic_t cancel; /* 1 cancel, 2 timeout */
-    const struct svc_run_sink *sink;
+    struct svc_loop loop;
     bool begun, ended;
     bool memory_due;    /* finished well: memory sync still to do (svc_run_sync_memory) */
     bool memory_defer;  /* the caller syncs memory itself, after publishing the run's end */
     bool memory_synced; /* memory synced inside the run's end (run.c) */
 };
 
-int svc_loop_run(struct svc_run *run, struct svc_err *err);
-json_object *svc_loop_event_new(struct svc_run *run, const char *type);
-int svc_loop_event_emit(struct svc_run *run, json_object *ev);
-json_object *svc_loop_token_state(struct svc_run *run, json_object *prev);
+void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const char *run_id,
+                   const char *sid, const struct svc_run_request *req);
+void svc_loop_free(struct svc_loop *loop);
+int svc_loop_run(struct svc_loop *loop, struct svc_err *err);
+json_object *svc_loop_final_event(struct svc_loop *loop, const struct svc_err *failure);
+json_object *svc_loop_token_state(const struct svc_loop *loop, json_object *prev);
 json_object *svc_loop_user_message(const char *text);
-
-int svc_run_store_message(struct svc_run *run, json_object *msg, bool is_output,
-                          struct svc_err *err);
 
 #endif

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -24,13 +25,16 @@
 #include "util.h"
 
 /* Bump when the tables or the tokenizer change: an index of another schema is rebuilt. */
-#define SCHEMA "svc-search-2"
+#define SCHEMA "svc-search-3"
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
 #define TERMS_MAX 32
-/* The matches ranked: a word in most messages costs a fixed amount, not one per message. */
-#define CANDIDATES 2000
-#define OFFSET_MAX CANDIDATES
+/* The matches ranked (docs/DECISIONS.md "Full-text search"): the newest WINDOW, so a word
+ * in every message costs a fixed amount. A word's weight counts its messages up to DF_MAX
+ * and estimates the rest. */
+#define WINDOW 100
+#define DF_MAX 200
+#define OFFSET_MAX WINDOW
 /* Sessions indexed per transaction while catching up (others may write in between). */
 #define BATCH 200
 
@@ -103,7 +107,260 @@ static void fold_delete(Fts5Tokenizer *t)
     free(ft);
 }
 
-static int register_tokenizer(sqlite3 *db)
+/* ---- the ranking: bm25 whose word counts stop at DF_MAX (fts5's own reads every match) ---- */
+
+struct rank_data {
+    int nphrase;
+    double avgdl;
+    double *idf;
+};
+
+/* A phrase's messages, counted in rowid order up to DF_MAX. */
+struct df {
+    int64_t n, first, last; /* count, rowids of the first and last counted */
+};
+
+static int count_hit(const Fts5ExtensionApi *api, Fts5Context *fts, void *p)
+{
+    struct df *c = p;
+    c->last = api->xRowid(fts);
+    if (c->n++ == 0)
+        c->first = c->last;
+    return c->n >= DF_MAX ? SQLITE_DONE : SQLITE_OK; /* DONE: stop, no error */
+}
+
+static int64_t doc_max(void);
+
+/* A phrase's messages: counted to DF_MAX, then estimated from the share of sessions (in
+ * the order indexed) the first DF_MAX took, at most rows. */
+static double phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, int64_t rows,
+                          int *rc)
+{
+    struct df c = {0};
+    *rc = api->xQueryPhrase(fts, i, &c, count_hit);
+    if (c.n < DF_MAX)
+        return (double)c.n;
+    int64_t first = c.first >> MID_BITS, took = (c.last >> MID_BITS) - first + 1;
+    int64_t all = doc_max() - first + 1;
+    double est = all > took ? (double)c.n * (double)all / (double)took : (double)c.n;
+    return est < (double)rows ? est : (double)rows;
+}
+
+static void rank_data_free(void *p)
+{
+    struct rank_data *d = p;
+    free(d->idf);
+    free(d);
+}
+
+/* Per query: the mean message length and each phrase's weight, ln((N - n + .5) / (n + .5))
+ * as bm25, with n estimated past DF_MAX: a word in every message costs DF_MAX steps. */
+static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts, int *rc)
+{
+    struct rank_data *d = api->xGetAuxdata(fts, 0);
+    if (d)
+        return d;
+    sqlite3_int64 rows = 0, tokens = 0;
+    *rc = api->xRowCount(fts, &rows);
+    if (*rc == SQLITE_OK)
+        *rc = api->xColumnTotalSize(fts, 0, &tokens);
+    d = svc_xcalloc(1, sizeof *d);
+    d->nphrase = api->xPhraseCount(fts);
+    d->avgdl = rows > 0 ? (double)tokens / (double)rows : 1;
+    d->idf = svc_xcalloc((size_t)d->nphrase + 1, sizeof *d->idf);
+    for (int i = 0; *rc == SQLITE_OK && i < d->nphrase; i++) {
+        double hits = phrase_hits(api, fts, i, rows, rc);
+        double idf = log(((double)rows - hits + 0.5) / (hits + 0.5));
+        d->idf[i] = idf > 0.01 ? idf : 0.01; /* a word in most messages weighs little (fts5's
+                                              * bm25: 1e-6, below the rank's resolution) */
+    }
+    if (*rc == SQLITE_OK)
+        *rc = api->xSetAuxdata(fts, d, rank_data_free);
+    else
+        rank_data_free(d);
+    return *rc == SQLITE_OK ? d : NULL;
+}
+
+/* svcrank(msgs): -bm25 (k1 1.2, b 0.75) of the row, lower is better as fts5's rank; equal
+ * scores put the session indexed last first. */
+static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
+                    sqlite3_value **val)
+{
+    (void)nval;
+    (void)val;
+    int rc = SQLITE_OK, ninst = 0, len = 0;
+    struct rank_data *d = rank_data(api, fts, &rc);
+    double freq[TERMS_MAX + 1] = {0}, score = 0;
+    if (rc == SQLITE_OK)
+        rc = api->xInstCount(fts, &ninst);
+    for (int i = 0; rc == SQLITE_OK && i < ninst; i++) {
+        int phrase = 0, col = 0, off = 0;
+        rc = api->xInst(fts, i, &phrase, &col, &off);
+        if (rc == SQLITE_OK && phrase >= 0 && phrase <= TERMS_MAX)
+            freq[phrase] += 1;
+    }
+    if (rc == SQLITE_OK)
+        rc = api->xColumnSize(fts, 0, &len);
+    if (rc != SQLITE_OK) {
+        sqlite3_result_error_code(ctx, rc);
+        return;
+    }
+    double norm = 1.2 * (0.25 + 0.75 * (double)len / d->avgdl);
+    for (int i = 0; i < d->nphrase && i <= TERMS_MAX; i++)
+        score += d->idf[i] * freq[i] * 2.2 / (freq[i] + norm);
+    /* the score to 2^-20, and below that the session number (< 2^22) to order the ties */
+    double doc = (double)((api->xRowid(fts) >> MID_BITS) & 0x3fffff);
+    sqlite3_result_double(ctx, -(floor(score * 0x1p20 + 0.5) + doc / 0x1p22) / 0x1p20);
+}
+
+/* The last answer of svc_sees in this query: a page holds many rows of one session, and a
+ * summary is parsed for each look. */
+static struct {
+    char *sid;
+    bool sees;
+} seen;
+
+/* svc_sees(owner, sid): whether scope owner sees session sid, by its summary in the listing
+ * (another user's session is not there for this one, SPEC 14). */
+static void sql_sees(sqlite3_context *ctx, int n, sqlite3_value **v)
+{
+    (void)n;
+    const char *owner = (const char *)sqlite3_value_text(v[0]);
+    const char *sid = (const char *)sqlite3_value_text(v[1]);
+    if (!owner || !sid) {
+        sqlite3_result_int(ctx, 0);
+        return;
+    }
+    if (!seen.sid || strcmp(seen.sid, sid) != 0) {
+        json_object *sum = svc_index_summary(sid);
+        free(seen.sid);
+        seen.sid = svc_xstrdup(sid);
+        seen.sees = sum && svc_user_sees(owner, sum);
+        json_object_put(sum);
+    }
+    sqlite3_result_int(ctx, seen.sees);
+}
+
+/* ---- the snippet: SNIP_WORDS words around the best cluster of matches, one tokenizing ---- */
+
+#define SNIP_WORDS 16
+
+struct snip {
+    int lo, from; /* words kept from lo on; shown from `from` on */
+    int words;    /* words seen */
+    bool cut;     /* words after the window */
+    int start[2 * SNIP_WORDS], end[2 * SNIP_WORDS]; /* bytes of words lo.. */
+    unsigned char hit[2 * SNIP_WORDS];              /* which of them matched */
+};
+
+/* The window holding the most matches, starting two words before the first of them; the
+ * words from SNIP_WORDS before it on are kept, to show them when the text ends early. */
+static int snip_window(const Fts5ExtensionApi *api, Fts5Context *fts, struct snip *sn)
+{
+    int ninst = 0, best = -1, rc = api->xInstCount(fts, &ninst);
+    for (int i = 0; rc == SQLITE_OK && i < ninst; i++) {
+        int ph, col, off, n = 0;
+        rc = api->xInst(fts, i, &ph, &col, &off);
+        int from = off > 2 ? off - 2 : 0;
+        for (int k = 0; rc == SQLITE_OK && k < ninst; k++) {
+            int ph2, col2, off2;
+            rc = api->xInst(fts, k, &ph2, &col2, &off2);
+            n += col2 == 0 && off2 >= from && off2 < from + SNIP_WORDS;
+        }
+        if (col == 0 && n > best)
+            best = n, sn->from = from;
+    }
+    sn->lo = sn->from > SNIP_WORDS ? sn->from - SNIP_WORDS : 0;
+    for (int i = 0; rc == SQLITE_OK && i < ninst; i++) {
+        int ph, col, off;
+        rc = api->xInst(fts, i, &ph, &col, &off);
+        for (int w = off; rc == SQLITE_OK && col == 0 && w < off + api->xPhraseSize(fts, ph); w++)
+            if (w >= sn->lo && w < sn->lo + 2 * SNIP_WORDS)
+                sn->hit[w - sn->lo] = 1;
+    }
+    return rc;
+}
+
+static int snip_word(void *p, int flags, const char *tok, int ntok, int start, int end)
+{
+    struct snip *sn = p;
+    (void)tok;
+    (void)ntok;
+    if (flags & FTS5_TOKEN_COLOCATED)
+        return SQLITE_OK;
+    int w = sn->words++;
+    if (w >= sn->from + SNIP_WORDS) {
+        sn->cut = true;
+        return SQLITE_DONE; /* stop: the rest is not shown */
+    }
+    if (w >= sn->lo) {
+        sn->start[w - sn->lo] = start;
+        sn->end[w - sn->lo] = end;
+    }
+    return SQLITE_OK;
+}
+
+/* The words shown, the text between them as it is, ** around each run of matched words. */
+static char *snip_render(const struct snip *sn, const char *text, int n, int *len)
+{
+    struct svc_buf b;
+    svc_buf_init(&b);
+    int last = sn->words < sn->from + SNIP_WORDS ? sn->words : sn->from + SNIP_WORDS;
+    if (sn->from > 0)
+        svc_buf_adds(&b, "…");
+    for (int w = sn->from; w < last; w++) {
+        int k = w - sn->lo;
+        if (w > sn->from)
+            svc_buf_add(&b, text + sn->end[k - 1], (size_t)(sn->start[k] - sn->end[k - 1]));
+        if (sn->hit[k] && (w == sn->from || !sn->hit[k - 1]))
+            svc_buf_adds(&b, "**");
+        svc_buf_add(&b, text + sn->start[k], (size_t)(sn->end[k] - sn->start[k]));
+        if (sn->hit[k] && (w + 1 == last || !sn->hit[k + 1]))
+            svc_buf_adds(&b, "**");
+    }
+    if (sn->cut)
+        svc_buf_adds(&b, "…");
+    else if (last > sn->from) /* the text after the last word (a '?') */
+        svc_buf_add(&b, text + sn->end[last - 1 - sn->lo],
+                    (size_t)(n - sn->end[last - 1 - sn->lo]));
+    *len = (int)b.len;
+    return svc_buf_steal(&b);
+}
+
+/* svcsnip(msgs): up to SNIP_WORDS words of the body around its matches, the matched words
+ * in **, … where it was cut (fts5's snippet() tokenizes the text twice and reads its size). */
+static void svcsnip(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
+                    sqlite3_value **val)
+{
+    (void)nval;
+    (void)val;
+    struct snip sn = {0};
+    const char *text = NULL;
+    int n = 0, rc = api->xColumnText(fts, 0, &text, &n);
+    if (rc == SQLITE_OK)
+        rc = snip_window(api, fts, &sn);
+    if (rc == SQLITE_OK && text)
+        rc = api->xTokenize(fts, text, n, &sn, snip_word);
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    if (rc != SQLITE_OK || !text) {
+        if (rc != SQLITE_OK)
+            sqlite3_result_error_code(ctx, rc);
+        else
+            sqlite3_result_text(ctx, "", 0, SQLITE_STATIC);
+        return;
+    }
+    if (!sn.cut && sn.words - sn.from < SNIP_WORDS) /* the text ends early: show more before */
+        sn.from = sn.words > SNIP_WORDS ? sn.words - SNIP_WORDS : 0;
+    if (sn.from < sn.lo)
+        sn.from = sn.lo;
+    int len = 0;
+    char *out = snip_render(&sn, text, n, &len);
+    sqlite3_result_text(ctx, out, len, free);
+}
+
+/* svcfold, svcrank, svcsnip and svc_sees on a new connection. */
+static int register_fts5(sqlite3 *db)
 {
     fts5_api *api = NULL;
     sqlite3_stmt *st = NULL;
@@ -115,7 +372,14 @@ static int register_tokenizer(sqlite3 *db)
     if (!api)
         return -1;
     fts5_tokenizer tok = {fold_create, fold_delete, fold_tokenize};
-    return api->xCreateTokenizer(api, "svcfold", api, &tok, NULL) == SQLITE_OK ? 0 : -1;
+    if (api->xCreateTokenizer(api, "svcfold", api, &tok, NULL) != SQLITE_OK ||
+        api->xCreateFunction(api, "svcrank", NULL, svcrank, NULL) != SQLITE_OK ||
+        api->xCreateFunction(api, "svcsnip", NULL, svcsnip, NULL) != SQLITE_OK)
+        return -1;
+    return sqlite3_create_function(db, "svc_sees", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
+                                   sql_sees, NULL, NULL) == SQLITE_OK
+               ? 0
+               : -1;
 }
 
 /* ---- the file: where it lives, its stamp, opening or rebuilding it ---- */
@@ -145,7 +409,7 @@ static struct {
     struct {
         const char *sql; /* a string literal: known by its address */
         sqlite3_stmt *st;
-    } cache[16]; /* statements prepared once per connection */
+    } cache[24]; /* statements prepared once per connection */
 } S;
 
 /* sqlite3_prepare_v2 of a literal, once per connection; reset and unbound when reused. The
@@ -170,10 +434,22 @@ static int prep(const char *sql, int n, sqlite3_stmt **st, const char **tail)
     return rc;
 }
 
+/* The largest session number indexed (0 when none). */
+static int64_t doc_max(void)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = 0;
+    if (prep("SELECT max(doc) FROM docs", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return n;
+}
+
 static const char *const tables =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"
-    " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT,"
+    " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT, seen REAL,"
     " archived INTEGER, created_at TEXT);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS msgs USING fts5(body, role UNINDEXED,"
     " tokenize='svcfold');";
@@ -372,7 +648,7 @@ static int db_try_open(void)
         SQLITE_OK)
         return access(S.path, F_OK) == 0 ? 1 : -1;
     sqlite3_busy_timeout(S.db, 30000);
-    if (register_tokenizer(S.db) != 0)
+    if (register_fts5(S.db) != 0)
         return -1;
     int rc = sqlite3_exec(
         S.db,
@@ -554,9 +830,35 @@ static int add_message(int64_t doc, int64_t id, json_object *rec)
     return rc == SQLITE_OK ? 0 : -1;
 }
 
+static double mtime_of(const struct stat *st)
+{
+    return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec / 1e9;
+}
+
+/* Index message id of h anew (its row gone; none when the file is). *seen gets its mtime
+ * when later. */
+static int add_file(struct svc_sess *h, int64_t doc, int64_t id, double *seen)
+{
+    json_object *rec = NULL;
+    struct stat sb;
+    struct svc_err e = {0};
+    if (svc_sess_read_message(h, id, &rec, &sb, NULL, &e) != 0) {
+        if (e.code != SVC_E_NOT_FOUND)
+            svc_logf("search: session %s message %lld left out: %s", h->sid, (long long)id,
+                     e.message);
+        return 0;
+    }
+    if (mtime_of(&sb) > *seen)
+        *seen = mtime_of(&sb);
+    int rc = add_message(doc, id, rec);
+    json_object_put(rec);
+    return rc;
+}
+
 /* Index the messages of h from id `from` on (msgs: the listing's count, trusted when the
- * files agree); *next gets the largest id + 1. */
-static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t msgs, int64_t *next)
+ * files agree); *next gets the largest id + 1, *seen the newest mtime read. */
+static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t msgs, int64_t *next,
+                        double *seen)
 {
     int64_t count = 0, *ids = NULL;
     struct svc_err e = {0};
@@ -565,30 +867,50 @@ static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t m
     int rc = 0;
     for (int64_t k = ids ? 0 : from; k < count && rc == 0; k++) {
         int64_t id = ids ? ids[k] : k;
-        if (id < from || id >= (INT64_C(1) << MID_BITS))
-            continue;
-        json_object *rec = NULL;
-        if (svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0) {
-            svc_logf("search: session %s message %lld left out: %s", h->sid, (long long)id,
-                     e.message);
-            continue;
-        }
-        rc = add_message(doc, id, rec);
-        json_object_put(rec);
+        if (id >= from && id < (INT64_C(1) << MID_BITS))
+            rc = add_file(h, doc, id, seen);
     }
     free(ids);
     return rc;
 }
 
+/* A session that grew may also have had a message redacted or edited since it was read: the
+ * earlier files (below `from`) written after *seen are indexed anew, the others not read. */
+static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, double *seen)
+{
+    double was = *seen;
+    int rc = 0;
+    for (int64_t id = 0; id < from && id < (INT64_C(1) << MID_BITS) && rc == 0; id++) {
+        struct stat sb;
+        bool there = svc_sess_stat_message(h, id, &sb);
+        if (there && mtime_of(&sb) <= was)
+            continue;
+        sqlite3_stmt *st = NULL;
+        rc = prep("DELETE FROM msgs WHERE rowid = ?1", -1, &st, NULL) == SQLITE_OK ? 0 : -1;
+        if (rc == 0) {
+            sqlite3_bind_int64(st, 1, doc << MID_BITS | id);
+            rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+            sqlite3_reset(st);
+        }
+        if (rc == 0 && there)
+            rc = add_file(h, doc, id, seen);
+    }
+    return rc;
+}
+
 static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs, int64_t next,
-                     json_object *sum)
+                     double seen, json_object *sum)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(S.db,
-                                "INSERT OR REPLACE INTO docs(doc, sid, updated, nmsgs, next_id,"
-                                " title, updated_at, archived, created_at) VALUES (?1, ?2, ?3,"
-                                " ?4, ?5, ?6, ?7, ?8, ?9)",
-                                -1, &st, NULL);
+    /* a row there is updated in place: sid's index is left alone */
+    int rc = doc > 0 ? prep("UPDATE docs SET sid = ?2, updated = ?3, nmsgs = ?4, next_id = ?5,"
+                            " title = ?6, updated_at = ?7, archived = ?8, created_at = ?9,"
+                            " seen = ?10 WHERE doc = ?1",
+                            -1, &st, NULL)
+                     : prep("INSERT INTO docs(sid, updated, nmsgs, next_id, title, updated_at,"
+                            " archived, created_at, seen) VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
+                            " ?10)",
+                            -1, &st, NULL);
     if (rc == SQLITE_OK) {
         if (doc > 0)
             sqlite3_bind_int64(st, 1, doc);
@@ -600,22 +922,27 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
         sqlite3_bind_text(st, 7, svc_json_str(sum, "updated_at", ""), -1, SQLITE_STATIC);
         sqlite3_bind_int(st, 8, svc_json_bool(sum, "archived", false));
         sqlite3_bind_text(st, 9, svc_json_str(sum, "created_at", ""), -1, SQLITE_STATIC);
+        sqlite3_bind_double(st, 10, seen);
         rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
     }
-    sqlite3_finalize(st); /* prepared here, not cached: a reset alone leaked it */
+    sqlite3_reset(st);
     return rc == SQLITE_OK ? 0 : -1;
 }
 
 /* Whether row doc is of this session: one deleted and made again under its id between two
- * queries has another created_at (its rows are then all replaced). */
-static bool same_session(int64_t doc, json_object *sum)
+ * queries has another created_at (its rows are then all replaced). *seen: the newest mtime
+ * its files had when read. */
+static bool same_session(int64_t doc, json_object *sum, double *seen)
 {
     sqlite3_stmt *st = NULL;
     bool same = false;
-    if (prep("SELECT created_at FROM docs WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
+    if (prep("SELECT created_at, seen FROM docs WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, doc);
-        const char *c =
-            sqlite3_step(st) == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        const char *c = NULL;
+        if (sqlite3_step(st) == SQLITE_ROW) {
+            c = (const char *)sqlite3_column_text(st, 0);
+            *seen = sqlite3_column_double(st, 1);
+        }
         same = c && strcmp(c, svc_json_str(sum, "created_at", "")) == 0;
     }
     sqlite3_reset(st);
@@ -644,23 +971,26 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         return drop_session(sid) < 0 ? -1 : 0;
     }
     int rc = 0;
-    if (found && (msgs <= had || !same_session(doc, sum))) {
+    double seen = 0;
+    if (found && (msgs <= had || !same_session(doc, sum, &seen))) {
         rc = run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc);
         from = 0;
     }
     /* a new session's docs row first: its doc number names the message rows */
     if (rc == 0 && !found &&
-        (doc_write(sid, 0, 0, -1, 0, sum) != 0 || doc_row(sid, &doc, &was, &had, &from) != 1))
+        (doc_write(sid, 0, 0, -1, 0, 0, sum) != 0 || doc_row(sid, &doc, &was, &had, &from) != 1))
         rc = -1;
     next = from;
     if (rc == 0) {
         svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole (a read-only
                                        * root may have no lock to take) */
-        rc = add_messages(&h, doc, from, msgs, &next);
+        rc = recheck_messages(&h, doc, from, &seen);
+        if (rc == 0)
+            rc = add_messages(&h, doc, from, msgs, &next, &seen);
     }
     svc_sess_close(&h);
     if (rc == 0)
-        rc = doc_write(sid, doc, updated, msgs, next, sum);
+        rc = doc_write(sid, doc, updated, msgs, next, seen, sum);
     json_object_put(sum);
     return rc;
 }
@@ -897,74 +1227,94 @@ static json_object *result_row(sqlite3_stmt *st)
     return r;
 }
 
-/* Whether scope owner (NULL: an admin) sees session sid, by its summary in the index. */
-static bool row_visible(const char *owner, const char *sid)
+/* Whether sid's directory is there: a session removed in the listing's blind spot (a root
+ * mtime that did not move within the filesystem's clock tick) is not answered. A page holds
+ * many rows of one session: the last answer is kept for the page. */
+static bool session_there(const struct svc_store *store, const char *sid, char **last, bool *was)
 {
-    if (!owner)
-        return true;
-    json_object *sum = svc_index_summary(sid);
-    bool ok = sum && svc_user_sees(owner, sum);
-    json_object_put(sum);
-    return ok;
+    if (*last && strcmp(*last, sid) == 0)
+        return *was;
+    free(*last);
+    *last = svc_xstrdup(sid);
+    *was = svc_store_session_exists(store, sid);
+    return *was;
+}
+
+/* The rowid of the n-th newest match of match (and role), 0 when fewer match; -1 on error. */
+static int64_t nth_newest(const char *match, const char *role, int64_t n)
+{
+    static const char *const sql[2] = {
+        "SELECT rowid FROM msgs WHERE msgs MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
+        "SELECT rowid FROM msgs WHERE msgs MATCH ?1 AND role = ?3 ORDER BY rowid DESC"
+        " LIMIT 1 OFFSET ?2"};
+    sqlite3_stmt *st = NULL;
+    if (prep(sql[role != NULL], -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, n - 1);
+    if (role)
+        sqlite3_bind_text(st, 3, role, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    int64_t r = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : rc == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    return r;
+}
+
+/* The page's statement, bound: the matches from the WINDOW-th newest on, best first. */
+static int page_stmt(const char *match, const struct svc_search_query *q, int64_t offset,
+                     sqlite3_stmt **st)
+{
+    /* one pass: fts5 sorts by svcrank itself and makes the snippets of the rows read only */
+#define SQL(role)                                                                                  \
+    "SELECT d.sid, d.title, d.updated_at, m.rowid & ?6, m.role,"                                   \
+    " svcsnip(msgs) FROM msgs m JOIN docs d ON d.doc = (m.rowid >> ?7)"                            \
+    " WHERE msgs MATCH ?1 AND rank MATCH 'svcrank()' AND m.rowid >= ?8" role                       \
+    " AND (?2 OR d.archived = 0) AND (?9 IS NULL OR svc_sees(?9, d.sid))"                          \
+    " ORDER BY rank LIMIT ?4 OFFSET ?5"
+    static const char *const sql[2] = {SQL(""), SQL(" AND m.role = ?3")};
+#undef SQL
+    const char *role = q->role && *q->role ? q->role : NULL;
+    int64_t from = nth_newest(match, role, WINDOW);
+    if (from < 0 || prep(sql[role != NULL], -1, st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_text(*st, 1, match, -1, SQLITE_STATIC);
+    sqlite3_bind_int(*st, 2, q->include_archived);
+    if (role)
+        sqlite3_bind_text(*st, 3, role, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(*st, 4, q->limit + 1);
+    sqlite3_bind_int64(*st, 5, offset);
+    sqlite3_bind_int64(*st, 6, (INT64_C(1) << MID_BITS) - 1);
+    sqlite3_bind_int(*st, 7, MID_BITS);
+    sqlite3_bind_int64(*st, 8, from);
+    if (q->owner)
+        sqlite3_bind_text(*st, 9, q->owner, -1, SQLITE_STATIC);
+    return 0;
 }
 
 static int run_query(const struct svc_store *store, const char *match,
                      const struct svc_search_query *q, int64_t offset, json_object **out,
                      struct svc_err *err)
 {
-    /* bm25 ranks the CANDIDATES matches of the sessions indexed last (rowid order costs
-     * nothing); the snippets are made for the page only; the role is read from the rows
-     * only when asked */
-#define CAND(role)                                                                                 \
-    "WITH cand AS (SELECT rowid AS r, rank AS k FROM msgs WHERE msgs MATCH ?1" role                \
-    " ORDER BY rowid DESC LIMIT ?8),"
-#define PAGE                                                                                       \
-    " page AS (SELECT r, k FROM cand JOIN docs d ON d.doc = (r >> ?7)"                             \
-    " WHERE (?2 OR d.archived = 0) ORDER BY k, r DESC LIMIT ?4 OFFSET ?5)"                         \
-    " SELECT d.sid, d.title, d.updated_at, page.r & ?6, msgs.role,"                                \
-    " snippet(msgs, 0, '**', '**', '…', 16) FROM page JOIN msgs ON msgs.rowid = page.r"          \
-    " JOIN docs d ON d.doc = (page.r >> ?7) WHERE msgs MATCH ?1 ORDER BY page.k, page.r DESC"
-    static const char *const sql[2] = {CAND("") PAGE, CAND(" AND role = ?3") PAGE};
-#undef CAND
-#undef PAGE
-    bool role = q->role && *q->role;
     sqlite3_stmt *st = NULL;
-    int prc = prep(sql[role], -1, &st, NULL);
-    if (prc != SQLITE_OK)
+    free(seen.sid); /* one owner a query */
+    seen.sid = NULL;
+    if (page_stmt(match, q, offset, &st) != 0)
         return db_fail("search", err);
-    sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 2, q->include_archived);
-    if (role)
-        sqlite3_bind_text(st, 3, q->role, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, q->owner ? CANDIDATES : q->limit + 1);
-    sqlite3_bind_int64(st, 5, offset);
-    sqlite3_bind_int64(st, 6, (INT64_C(1) << MID_BITS) - 1);
-    sqlite3_bind_int(st, 7, MID_BITS);
-    sqlite3_bind_int(st, 8, CANDIDATES);
     json_object *results = json_object_new_array();
     int rc;
-    int64_t got = 0, shown = 0; /* rows consumed, rows answered */
-    bool more = false;
+    int64_t got = 0; /* rows consumed */
+    bool more = false, was = false;
+    char *last = NULL;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *sid = (const char *)sqlite3_column_text(st, 0);
-        /* another user's session is not there for this one (SPEC 14); a session removed in
-         * the listing's blind spot (a root mtime that did not move within the filesystem's
-         * clock tick) is not answered */
-        if (!row_visible(q->owner, sid)) {
-            if (shown < q->limit)
-                got++;
-            continue;
-        }
-        if (shown == q->limit) {
+        if (got == q->limit) {
             more = true;
             break;
         }
         got++;
-        if (svc_store_session_exists(store, sid)) {
+        if (session_there(store, (const char *)sqlite3_column_text(st, 0), &last, &was))
             json_object_array_add(results, result_row(st));
-            shown++;
-        }
     }
+    free(last);
     sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         json_object_put(results);

@@ -2,10 +2,11 @@
  * The index is derived and per host: <search.index_dir>/<hash of root and agent>.sqlite,
  * never on the session root (SQLite over NFS or FUSE is unsafe). Before each query it
  * catches up from the listing index (index.h): a session whose message_count grew gets its
- * new messages indexed, one whose updated_at changed otherwise is indexed anew (a rename,
- * a redaction), one the listing no longer has is dropped. A file that is missing, damaged
- * or stamped for another root, agent or schema is rebuilt. Words are folded as titles are
- * (fold.h); q's words, "phrases" and prefix* are quoted, never passed as FTS syntax. */
+ * new messages indexed (and its earlier files written since read), one whose updated_at
+ * changed otherwise is indexed anew (a rename, a redaction), one no longer listed dropped.
+ * A file that is missing, damaged or stamped for another root, agent or schema is rebuilt.
+ * Words are folded as titles are (fold.h); q's words, "phrases" and prefix* are quoted,
+ * never passed as FTS syntax. The newest 100 matches are ranked (bm25). */
 #ifndef SVC_SEARCH_H
 #define SVC_SEARCH_H
 

@@ -94,19 +94,20 @@ int svc_run_lock_fd(const struct svc_run *run);
 /* After the runner moved the descriptor (dup2), tell the run where it is now. */
 void svc_run_set_lock_fd(struct svc_run *run, int fd);
 
-/* Accessors, borrowed, valid until svc_run_free. */
-const char *svc_run_get_id(const struct svc_run *run);
-const char *svc_run_get_session_id(const struct svc_run *run);
-const char *svc_run_get_model(const struct svc_run *run);
-const char *svc_run_get_content(const struct svc_run *run);       /* final answer text, "" before */
-const char *svc_run_get_finish_reason(const struct svc_run *run); /* "stop", "length", ... */
-void svc_run_get_usage(const struct svc_run *run, int64_t *prompt, int64_t *completion);
-int64_t svc_run_get_last_message_id(const struct svc_run *run); /* the session's, -1 if none */
-json_object *svc_run_get_events(const struct svc_run *run);     /* array of svc.v2 events */
-/* OpenAI tool_calls made during the run (array, possibly empty). */
-json_object *svc_run_get_tool_calls(const struct svc_run *run);
-/* The OpenAI tool_calls of client tools the run ended on, awaiting results (maybe empty). */
-json_object *svc_run_get_client_calls(const struct svc_run *run);
+/* What a run answers with, filled at once by svc_run_answer; borrowed, valid until
+ * svc_run_free. content and finish_reason are final once the run executed ("" and "stop"
+ * before: fill it again after svc_run_execute). */
+struct svc_run_answer {
+    const char *run_id, *session_id, *model;
+    const char *content;       /* the answer's text */
+    const char *finish_reason; /* "stop", "length", "tool_calls", ... */
+    int64_t prompt_tokens, completion_tokens;
+    int64_t last_message_id;   /* the session's, -1 if none */
+    json_object *events;       /* array of svc.v2 events */
+    json_object *tool_calls;   /* OpenAI tool_calls made during the run (maybe empty) */
+    json_object *client_calls; /* those of client tools the run ended on, awaiting results */
+};
+void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out);
 
 /* Repair a stale `running` session (run lock free): status error, last_error interrupted,
  * message_count recounted, a turn line with error.code interrupted. No-op otherwise.

@@ -30,6 +30,7 @@ struct svc_store {
     bool durable;          /* sessions.fsync */
     bool sidecars;         /* provider svc_repository: svc_session.json and svc_turns.jsonl */
     bool shared;           /* sessions.shared resolved: other hosts write here too */
+    bool cache;            /* sessions.cache not off, root not shared: caches may serve (cache.h) */
     const char *index_dir; /* borrowed: where this host keeps the listing database, or NULL
                             * to list from memory (sessions.index_db off, or cache off) */
 };
@@ -124,6 +125,7 @@ struct svc_sess {
     bool exclusive; /* mode of lock when held */
     bool sidecar_read;
     json_object *sidecar; /* as read under the lock, or NULL */
+    int64_t win_life;     /* the window cache's life of msg_dir (wincache.h), 0: not cached */
 };
 #define SVC_SESS_INIT                                                                              \
     {                                                                                              \
@@ -141,7 +143,7 @@ char *svc_sess_path(const struct svc_sess *s, enum svc_file f, enum svc_from fro
 char *svc_sess_message_path(const struct svc_sess *s, int64_t id, enum svc_from from);
 bool svc_sess_exists(const struct svc_sess *s);
 int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err);
-void svc_sess_unlock(struct svc_sess *s);
+void svc_sess_unlock(struct svc_sess *s); /* and forgets the sidecar read under the lock */
 void svc_sess_close(struct svc_sess *s);
 /* A new, empty staging root beside the sessions, <root>/.svc_new-<hex> (heap path): a session
  * built whole under it (a handle on a store with this root) appears at once with
@@ -200,10 +202,49 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
  * length of the file written. */
 int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message, int sync,
                            size_t *bytes, struct svc_err *err);
-/* The messages directory's descriptor (borrowed, closed by svc_sess_close), or -1 when
- * it cannot be opened. */
-int svc_sess_messages_fd(struct svc_sess *s);
 /* lstat of message id's file through the same descriptor: true when it is a regular file. */
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
+
+/* A turn: the sequence of a run's writes under its locks, owned here; what they say is
+ * core/run.c's (its header gives the order's crash reasoning, FORMAT.md the files).
+ * svc_turn_lock (1: the session is missing, nothing made; create makes its directories)
+ * takes the run lock and the exclusive session lock, reads the sidecar and counts the
+ * messages (svc_turn_count again after a repair, or to learn why the count failed).
+ * svc_turn_start writes the `running` sidecar (NULL: none), session.json and agent.json
+ * where missing, reads the window into win and stores import then opening, then unlocks;
+ * on failure it puts the sidecar back and releases both locks, as svc_turn_release does.
+ * svc_turn_store_output is the agent loop's store. svc_turn_end syncs what the commit
+ * record depends on, writes agent.json, appends e->line, lets e->leave edit the sidecar
+ * read under the lock, writes it and releases both locks. */
+struct svc_turn {
+    struct svc_sess *s;       /* borrowed */
+    struct svc_lock run_lock; /* from svc_turn_lock to svc_turn_end or a failure */
+    json_object *sc;          /* read under the lock (borrowed from s), or NULL */
+    bool dirs_seen;           /* the layout check saw the session and messages directories */
+    bool counted;             /* stored, next_id and ids hold the count */
+    int64_t stored, next_id;  /* message files; the largest id + 1 */
+    int64_t *ids;             /* NULL: the ids are 0..stored-1; else sorted (heap) */
+    json_object *last;        /* the newest stored message, or NULL (owned) */
+    json_object *agent;       /* agent.json (owned) */
+    int64_t removed;          /* its removed_message_count */
+    int64_t input_id;         /* the first opening message's id, or -1 */
+    json_object *output_ids;  /* what svc_turn_store_output stored (owned) */
+    bool msgs_unsynced;       /* message files whose directory is not synced yet */
+    bool dirs_unsynced;       /* the session's directories are synced at the end */
+};
+struct svc_turn_end {
+    int64_t removed, model_calls; /* agent.json's counts: the window's, this run's calls */
+    json_object *line;            /* the turn line (sidecars only) */
+    const char *model;            /* for a sidecar made anew */
+    void (*leave)(void *ctx, json_object *sc);
+    void *ctx;
+};
+int svc_turn_lock(struct svc_turn *t, bool create, struct svc_err *err);
+int svc_turn_count(struct svc_turn *t, struct svc_err *err);
+void svc_turn_release(struct svc_turn *t);
+int svc_turn_start(struct svc_turn *t, json_object *running, json_object *import,
+                   json_object *opening, json_object *win, struct svc_err *err);
+int svc_turn_store_output(void *turn, json_object *msg, struct svc_err *err);
+int svc_turn_end(struct svc_turn *t, const struct svc_turn_end *e, struct svc_err *err);
 
 #endif

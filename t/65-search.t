@@ -105,6 +105,18 @@ is search('fox', '&cursor=zzz')->{status}, 400, 'a bad cursor';
     is hits('fox', '&role=assistant'), 'fold/1', 'role=assistant';
 }
 
+# a long message: 16 words around the match, cut on both sides, a phrase marked as one run;
+# a short one whole, its trailing punctuation kept
+{
+    chat('snip-long', join(' ', map { "pad$_" } 1 .. 20) . ' the okra gumbo recipe ' . join(' ', map { "tail$_" } 1 .. 20));
+    my $sn = search('"okra gumbo"', '&role=user')->{json}{results}[0]{snippet} // '';
+    is $sn, '…pad20 the **okra gumbo** recipe tail1 tail2 tail3 tail4 tail5 tail6 tail7 tail8 tail9 tail10 tail11…',
+        'a long message is cut around the phrase';
+    chat('snip-short', 'Where is the sorrel, Anna?');
+    is search('sorrel', '&role=user')->{json}{results}[0]{snippet}, 'Where is the **sorrel**, Anna?',
+        'a short message whole';
+}
+
 # best first: the message where the word weighs most comes first
 chat('rank-weak', 'zebra ' . join(' ', map { "filler$_" } 1 .. 60));
 chat('rank-strong', 'zebra zebra zebra');
@@ -145,6 +157,34 @@ is $s->req(PATCH => '/api/v1/chat/sessions/fold', body => { title => 'Renamed fo
 is search('platypus')->{json}{results}[0]{title}, 'Renamed fold', 'the new title';
 is sorted_hits('fox quick'), 'fold/0 fold/1', 'the earlier messages are still found';
 
+# a session that grew is indexed from its new messages on, and an earlier message another
+# program redacted meanwhile (its file rewritten, then a turn) is read again: its old words
+# leave, its new ones and the new turn's are found, the untouched ones stay
+{
+    chat('grow', 'first capybara message');
+    chat('grow', 'second wombat message');
+    is sorted_hits('capybara'), 'grow/0 grow/1', 'the first turn';
+    my $f = "$root/session_grow/agents/agent_svc-agent/messages/message_2.json";
+    my $rec = $JSON->decode(do { local (@ARGV, $/) = $f; <> });
+    $rec->{redact_message} = { role => 'user', content => [{ text => 'redacted to quokka' }] };
+    select(undef, undef, undef, 0.05); # a later mtime than the search read
+    SvcTest::write_file($f, $JSON->encode($rec));
+    chat('grow', 'third numbat message');
+    is sorted_hits('numbat'), 'grow/4 grow/5', 'the new turn is found';
+    is sorted_hits('wombat'), 'grow/3', 'the redacted message is no longer found by its old words';
+    is sorted_hits('quokka'), 'grow/2', '... but by its new ones';
+    is sorted_hits('capybara'), 'grow/0 grow/1', 'the earlier messages are still found';
+    # a file not written since it was read is not read again: one damaged after the turn
+    # with its old mtime kept leaves its row as it was
+    my $f0 = "$root/session_grow/agents/agent_svc-agent/messages/message_0.json";
+    my @st = stat $f0;
+    chat('grow', 'fourth dugong message');
+    SvcTest::write_file($f0, 'not json');
+    utime $st[8], $st[9], $f0 or die "utime: $!";
+    is sorted_hits('dugong'), 'grow/6 grow/7', 'the next turn is found';
+    is sorted_hits('capybara'), 'grow/0 grow/1', '... and the file left alone was not read again';
+}
+
 # a session removed by another program and made again under its id, longer, between two
 # queries: only its new text is found
 is sorted_hits('filler30'), 'rank-weak/0 rank-weak/1', 'the old text before';
@@ -173,6 +213,40 @@ chat("page-$_", "pagination marker $_") for 1 .. 12;
     is $pages, 5, 'five pages';
     is scalar(keys %seen), 24, 'every hit';
     is scalar(grep { $_ > 1 } values %seen), 0, 'none twice';
+}
+
+# a word in more messages than the window (100): the newest 100 are ranked and paged, and
+# the densest of them comes first
+{
+    my $sid = 'wide';
+    my $adir = "$root/session_$sid/agents/agent_svc-agent";
+    make_path("$adir/messages");
+    my $ts = '2025-03-04T05:06:07.123456+00:00';
+    SvcTest::write_file("$root/session_$sid/session.json", $JSON->encode(
+        { session_id => $sid, session_type => 'AGENT', created_at => $ts, updated_at => $ts }));
+    SvcTest::write_file("$adir/agent.json", $JSON->encode(
+        { agent_id => 'svc-agent', state => {}, created_at => $ts, updated_at => $ts,
+          conversation_manager_state => { __name__ => 'SlidingWindowConversationManager',
+                                           removed_message_count => 0, model_call_count => 1 } }));
+    for my $i (0 .. 209) {
+        my $text = $i == 150 ? 'ubiquitous ubiquitous ubiquitous' : "ubiquitous word number $i here";
+        SvcTest::write_file("$adir/messages/message_$i.json", $JSON->encode(
+            { message => { role => 'user', content => [{ text => $text }] }, message_id => $i,
+              redact_message => undef, created_at => $ts, updated_at => $ts }));
+    }
+    my (%seen, $cursor, $pages);
+    for (1 .. 5) {
+        my $r = search('ubiquitous', '&limit=50' . (defined $cursor ? "&cursor=$cursor" : ''));
+        is $r->{status}, 200, 'a page of a word in 210 messages';
+        $pages++;
+        $seen{ $_->{message_id} }++ for @{ $r->{json}{results} };
+        is $r->{json}{results}[0]{message_id}, 150, '... the densest first' if $pages == 1;
+        $cursor = $r->{json}{next_cursor};
+        last unless defined $cursor;
+    }
+    is $pages, 2, 'two pages of 50';
+    is scalar(keys %seen), 100, 'the 100 newest matches';
+    is scalar(grep { $_ < 110 } keys %seen), 0, 'the oldest 110 are not among them';
 }
 
 # a session removed by another program leaves the results

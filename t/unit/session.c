@@ -27,6 +27,14 @@ static void cleanup(void)
 
 static struct svc_config cfg;
 
+/* The run's answer, by value (session.h). */
+static struct svc_run_answer answer_of(const struct svc_run *run)
+{
+    struct svc_run_answer a;
+    svc_run_answer(run, &a);
+    return a;
+}
+
 /* A handle on sid (closed at the next call). */
 static struct svc_sess *sess(const char *sid)
 {
@@ -81,7 +89,7 @@ static int chat(const char *sid, const char *input, json_object *history, char *
         return -1;
     int rc = svc_run_execute(run, NULL, err);
     if (answer)
-        *answer = strdup(svc_run_get_content(run));
+        *answer = strdup(answer_of(run).content);
     svc_run_free(run);
     return rc;
 }
@@ -149,10 +157,10 @@ int main(void)
         struct svc_run_request req = {.input = "no id"};
         struct svc_run *run = NULL;
         ok(svc_run_begin(&cfg, &req, &run, &e) == 0, "begin without a session id");
-        const char *sid = run ? svc_run_get_session_id(run) : "";
+        const char *sid = run ? answer_of(run).session_id : "";
         ok(strncmp(sid, "sess-", 5) == 0 && strlen(sid) == 21 && svc_id_valid(sid),
            "generated id sess-<16 hex> (%s)", sid);
-        ok(strncmp(svc_run_get_id(run), "run-", 4) == 0 && strlen(svc_run_get_id(run)) == 20,
+        ok(strncmp(answer_of(run).run_id, "run-", 4) == 0 && strlen(answer_of(run).run_id) == 20,
            "generated run id run-<16 hex>");
         ok(svc_run_execute(run, NULL, &e) == 0, "execute");
         svc_run_free(run);
@@ -187,8 +195,8 @@ int main(void)
         ok(svc_session_repair_stale(&cfg, "s1", &e) == 0, "a live run is not repaired");
 
         ok(svc_run_execute(run, NULL, &e) == 0, "execute s1");
-        is_str(svc_run_get_content(run), "Echo: first (I was given 0 earlier messages.)", "answer");
-        json_object *evs = svc_run_get_events(run);
+        is_str(answer_of(run).content, "Echo: first (I was given 0 earlier messages.)", "answer");
+        json_object *evs = answer_of(run).events;
         size_t ne = json_object_array_length(evs);
         ok(ne >= 3, "events recorded");
         is_str(svc_json_str(json_object_array_get_idx(evs, 0), "type", ""), "phase",
@@ -336,9 +344,9 @@ int main(void)
         struct svc_run *run = NULL;
         ok(svc_run_begin(&cfg, &req, &run, &e) == 0, "begin tool run");
         ok(svc_run_execute(run, NULL, &e) == 0, "execute tool run");
-        ok(strncmp(svc_run_get_content(run), "Tool clock returned: ", 21) == 0,
+        ok(strncmp(answer_of(run).content, "Tool clock returned: ", 21) == 0,
            "answer quotes the tool");
-        is_int(json_object_array_length(svc_run_get_tool_calls(run)), 1, "one OpenAI tool call");
+        is_int(json_object_array_length(answer_of(run).tool_calls), 1, "one OpenAI tool call");
         svc_run_free(run);
         is_int(nmessages("tl"), 4, "user, assistant toolUse, user toolResult, assistant");
         json_object *rec = NULL;

@@ -1,0 +1,33 @@
+/* turnin: what chat completions (h_chat.c) and the Responses API (h_responses.c) both read
+ * from a request body for one turn, and the core run request it makes (session.h).
+ *   turn_in_free     releases what the struct owns.
+ *   turn_in_request  the run request, borrowing from in; the caller adds what only its API
+ *                    has (instructions, store, truncation, the asker). */
+#ifndef SVC_TURNIN_H
+#define SVC_TURNIN_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "session.h"
+
+struct turn_in {
+    json_object *body;       /* owned */
+    json_object *history;    /* owned array of chat messages before the input, or NULL */
+    char *input;             /* heap, or NULL when the request only answers tool calls */
+    json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
+    const char *tool_choice; /* borrowed */
+    json_object *results;    /* owned: [{call_id, output, param}] answering tool calls, or NULL */
+    const char *sid;         /* borrowed (body or request) */
+    const char *user, *locale, *channel; /* borrowed */
+    bool stream, svc_v2;
+    bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
+    double temperature;
+    int64_t max_tokens;
+};
+
+void turn_in_free(struct turn_in *in);
+struct svc_run_request turn_in_request(const struct turn_in *in);
+
+#endif
