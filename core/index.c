@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <math.h>
 #include <openssl/evp.h>
@@ -1069,38 +1070,40 @@ static bool run_alive(const struct svc_store *st, const char *sid)
     return alive;
 }
 
-/* The summary of e with message_count recounted, when a message file beyond its count
- * exists (written by another program, e.g. a Strands agent); NULL when the count holds.
- * One stat per listed session; the index learns the new summary. */
-static json_object *recounted(const struct svc_store *st, const struct entry *e)
+/* The summary of sid (listed with msgs messages and status) with message_count recounted,
+ * when a message file beyond its count exists (written by another program, e.g. a Strands
+ * agent); NULL when the count holds. One stat per listed session; the index learns the new
+ * summary. */
+static json_object *recounted(const struct svc_store *st, const char *sid, int64_t msgs,
+                              const char *status)
 {
-    if (e->msgs < 0 || strcmp(e->status, "running") == 0)
+    if (msgs < 0 || strcmp(status, "running") == 0)
         return NULL;
+    /* named on the stack: the handle and its heap paths only for a row that changed */
+    char path[PATH_MAX];
     struct stat sb;
-    bool beyond;
-    struct svc_sess h;
-    if (svc_sess_open_store(st, e->sid, &h, NULL) != 0)
+    bool rel = ix.root_fd_open;
+    if (!svc_store_message_path_in(st, sid, msgs, rel ? SVC_FROM_ROOT : SVC_FROM_ABS, path,
+                                   sizeof path))
         return NULL;
-    if (ix.root_fd_open) {
-        char *rel = svc_sess_message_path(&h, e->msgs, SVC_FROM_ROOT);
-        beyond = fstatat(ix.root_fd, rel, &sb, AT_SYMLINK_NOFOLLOW) == 0;
-        free(rel);
-    } else {
-        char *path = svc_sess_message_path(&h, e->msgs, SVC_FROM_ABS);
-        beyond = lstat(path, &sb) == 0;
-        free(path);
-    }
-    json_object *sum = beyond ? summary_of(st, e->sid) : NULL;
+    if ((rel ? fstatat(ix.root_fd, path, &sb, AT_SYMLINK_NOFOLLOW) : lstat(path, &sb)) != 0)
+        return NULL; /* the count holds */
+    json_object *sum = summary_of(st, sid);
     int64_t *ids = NULL, cnt = 0, next = 0;
-    if (!sum || svc_sess_message_count(&h, -1, &cnt, &next, &ids, NULL) != 0) {
-        svc_sess_close(&h);
+    struct svc_sess h;
+    if (!sum || svc_sess_open_store(st, sid, &h, NULL) != 0) {
         json_object_put(sum);
         return NULL;
     }
+    int rc = svc_sess_message_count(&h, -1, &cnt, &next, &ids, NULL);
     svc_sess_close(&h);
     free(ids);
+    if (rc != 0) {
+        json_object_put(sum);
+        return NULL;
+    }
     svc_json_set_int(sum, "message_count", cnt);
-    svc_index_update(st, e->sid, sum);
+    svc_index_update(st, sid, sum);
     return sum;
 }
 
@@ -1255,7 +1258,7 @@ static bool entry_matches(const struct entry *e, const struct svc_list_query *q,
 static json_object *page_summary(const struct svc_store *st, const struct entry *e,
                                  const char *text)
 {
-    json_object *raw = recounted(st, e);
+    json_object *raw = recounted(st, e->sid, e->msgs, e->status);
     if (raw)
         return raw;
     if (text)
@@ -2076,12 +2079,10 @@ static int db_ready(const struct svc_store *st, int *lk)
     return -1;
 }
 
-/* A page's row as list_page's helpers take an entry. */
+/* A page row's summary: the stored text spliced in as it is, or recounted (recounted). */
 static json_object *db_row_summary(const struct svc_store *st, const struct svc_listdb_row *r)
 {
-    struct entry e = {.sid = r->sid, .msgs = r->msgs, .updated = r->updated};
-    snprintf(e.status, sizeof e.status, "%s", r->status);
-    json_object *raw = recounted(st, &e);
+    json_object *raw = recounted(st, r->sid, r->msgs, r->status);
     return raw ? raw : svc_json_new_raw(r->summary);
 }
 

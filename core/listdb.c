@@ -564,7 +564,9 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         v[k].sid = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
         v[k].summary = svc_xstrdup((const char *)sqlite3_column_text(st, 1));
-        snprintf(v[k].status, sizeof v[k].status, "%s", (const char *)sqlite3_column_text(st, 2));
+        const char *status = (const char *)sqlite3_column_text(st, 2);
+        size_t sl = status ? strnlen(status, sizeof v[k].status - 1) : 0;
+        memcpy(v[k].status, status ? status : "", sl); /* calloc'd: NUL-terminated */
         v[k].msgs = sqlite3_column_int64(st, 3);
         v[k].updated = sqlite3_column_double(st, 4);
         k++;

@@ -271,6 +271,46 @@ static char *store_message_path(const struct svc_store *st, const char *sid, int
     return store_path(st, sid, SVC_F_MESSAGES, num, from);
 }
 
+/* Append n bytes of s at *at in buf (sz bytes); false when they do not fit. */
+static bool put(char *buf, size_t sz, size_t *at, const char *s, size_t n)
+{
+    if (*at + n >= sz)
+        return false;
+    memcpy(buf + *at, s, n);
+    *at += n;
+    return true;
+}
+
+size_t svc_store_message_path_in(const struct svc_store *st, const char *sid, int64_t id,
+                                 enum svc_from from, char *buf, size_t sz)
+{
+    /* "/agents/agent_<aid>/messages/message_" of the last agent id asked (a pure memo,
+     * cache.h): a listed row's path is then four copies, not thirteen parts measured */
+    static char aid[SVC_ID_MAX + 1], mid[SVC_ID_MAX + 64];
+    static size_t midlen;
+    if (midlen == 0 || strcmp(aid, st->agent_id) != 0) {
+        const char *p[16];
+        int n = sess_parts(st, "", SVC_F_MESSAGES, p) - 2; /* past session_<sid> */
+        char *m = path_cat(n, p + 2);
+        midlen = (size_t)snprintf(mid, sizeof mid, "%s/%s", m, MESSAGE_PRE);
+        free(m);
+        snprintf(aid, sizeof aid, "%s", st->agent_id);
+        if (midlen >= sizeof mid) {
+            aid[0] = '\0';
+            midlen = 0;
+        }
+    }
+    char num[24];
+    size_t at = 0, nl = id_digits(num, id);
+    bool ok = midlen &&
+              (from != SVC_FROM_ABS ||
+               (put(buf, sz, &at, st->root, strlen(st->root)) && put(buf, sz, &at, "/", 1))) &&
+              put(buf, sz, &at, names[SVC_F_DIR], strlen(names[SVC_F_DIR])) &&
+              put(buf, sz, &at, sid, strlen(sid)) && put(buf, sz, &at, mid, midlen) &&
+              put(buf, sz, &at, num, nl) && put(buf, sz, &at, MESSAGE_SUF, sizeof MESSAGE_SUF);
+    return ok ? at - 1 : 0;
+}
+
 bool svc_store_session_exists(const struct svc_store *st, const char *sid)
 {
     if (!svc_id_valid(sid))

@@ -97,6 +97,11 @@ const char *const *svc_store_lock_names(void);
 bool svc_store_is_lock(const char *name);
 /* Whether name is a lock or temporary file of the layout (never copied or reported). */
 bool svc_store_is_internal(const char *name);
+/* The path of session sid's message id file from the root or absolute (from: SVC_FROM_ROOT
+ * or SVC_FROM_ABS) into buf of sz bytes, without the heap (a listed row's check): its
+ * length, or 0 when it does not fit. */
+size_t svc_store_message_path_in(const struct svc_store *st, const char *sid, int64_t id,
+                                 enum svc_from from, char *buf, size_t sz);
 /* Whether session_<sid> exists as a real directory inside the root (no symlink escape). */
 bool svc_store_session_exists(const struct svc_store *st, const char *sid);
 /* The store a configuration describes (root, agent id, sessions.fsync, provider). */
