@@ -2000,6 +2000,9 @@ static int db_spawn(const struct svc_store *st, const char *path, const char *lo
     int b = db_lock(path, lock, LOCK_EX | LOCK_NB);
     if (b < 0)
         return errno == EWOULDBLOCK ? 1 : -1;
+    /* no lock of this connection across the fork: SQLite counts it per process, and the
+     * child's own connection would wait for it (the child forgets this one) */
+    svc_listdb_read_end();
     pid_t pid = fork();
     if (pid == 0) {
         if (fork() == 0)
@@ -2031,6 +2034,7 @@ static int db_hold(const char *path)
 
 static void db_release(int lk)
 {
+    svc_listdb_read_end();
     if (lk >= 0)
         flock(lk, LOCK_UN);
 }
@@ -2053,8 +2057,9 @@ static int db_ready(const struct svc_store *st, int *lk)
         if (*lk < 0)
             return -1;
         int rc = 1;
-        if (svc_listdb_current(path) || svc_listdb_open(path, false) == 0)
-            rc = db_catch_up(st);
+        if ((svc_listdb_current(path) || svc_listdb_open(path, false) == 0) &&
+            svc_listdb_read_begin() == 0)
+            rc = db_catch_up(st); /* and the page after it, in one read (db_release ends it) */
         if (rc == 0) {
             D.live = true;
             if (ix.loaded || ix.n) { /* a copy kept while it was built: given back */

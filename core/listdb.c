@@ -51,7 +51,8 @@ static struct {
     sqlite3 *db;
     dev_t dev;
     ino_t ino;
-    int64_t seq; /* the change number inside a transaction, 0 when not read yet */
+    int64_t seq;  /* the change number inside a transaction, 0 when not read yet */
+    bool reading; /* inside svc_listdb_read_begin's transaction */
 } L;
 
 /* Statements prepared once per connection (stmt), finalized when it closes. */
@@ -252,8 +253,26 @@ bool svc_listdb_current(const char *path)
     return L.db && stat(path, &sb) == 0 && sb.st_dev == L.dev && sb.st_ino == L.ino;
 }
 
+int svc_listdb_read_begin(void)
+{
+    sqlite3_stmt *st = L.db && !L.reading ? stmt("BEGIN") : NULL;
+    L.reading = st && sqlite3_step(st) == SQLITE_DONE;
+    return L.reading ? 0 : -1;
+}
+
+void svc_listdb_read_end(void)
+{
+    if (!L.reading)
+        return;
+    L.reading = false;
+    sqlite3_stmt *st = stmt("COMMIT");
+    if (!st || sqlite3_step(st) != SQLITE_DONE)
+        svc_listdb_rollback();
+}
+
 int svc_listdb_begin(void)
 {
+    svc_listdb_read_end();
     L.seq = 0;
     return L.db && sqlite3_exec(L.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 }
@@ -267,6 +286,7 @@ int svc_listdb_commit(void)
 void svc_listdb_rollback(void)
 {
     L.seq = 0;
+    L.reading = false;
     if (L.db && !sqlite3_get_autocommit(L.db))
         sqlite3_exec(L.db, "ROLLBACK", NULL, NULL, NULL);
 }

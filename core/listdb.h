@@ -42,6 +42,10 @@ bool svc_listdb_current(const char *path);
 void svc_listdb_close(void);
 /* Drop the connection without closing it: a forked child's, which is its parent's. */
 void svc_listdb_forget(void);
+/* One read transaction over the statements until svc_listdb_read_end (one lock and check
+ * of the file instead of one a statement); svc_listdb_begin ends it first. */
+int svc_listdb_read_begin(void);
+void svc_listdb_read_end(void);
 int svc_listdb_begin(void);
 int svc_listdb_commit(void);
 void svc_listdb_rollback(void);
