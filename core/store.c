@@ -861,6 +861,11 @@ bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)
            fstatat(s->msg_fd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
 }
 
+int svc_sess_messages_fd(struct svc_sess *s)
+{
+    return open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
+}
+
 json_object *svc_store_effective_message(json_object *rec)
 {
     json_object *r = svc_json_obj(rec, "redact_message");
