@@ -30,8 +30,11 @@ static struct {
 
 static unsigned bucket_of(dev_t dev, ino_t ino, int64_t id)
 {
-    uint64_t h = (uint64_t)ino * 0x9E3779B97F4A7C15ull ^ (uint64_t)dev ^ ((uint64_t)id << 17);
+    /* the directory is the same for a whole page: the id must reach the low bits */
+    uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 32) ^ (uint64_t)id) * 0x9E3779B97F4A7C15ull;
     h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ull;
+    h ^= h >> 32;
     return (unsigned)(h & (NBUCKETS - 1));
 }
 
