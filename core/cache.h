@@ -24,11 +24,13 @@
  * - query.c `dt.watched`: the detail of a session polled again, served without the lock
  *   while four content watches armed before its read saw nothing (local roots only) and
  *   the session directory's and svc_session.json's stats match.
- * - msgcache.c: rendered message rows by file (dev, inode, id); a stat under the shared
- *   lock ((size, mtime, ctime) the same; a file changed < 1 s ago is never kept).
+ * - msgcache.c: rendered message rows by (messages directory, id); the file's stat under
+ *   the shared lock ((inode, size, mtime, ctime) the same; a file changed < 1 s ago is never
+ *   kept), or no stat while the directory's content watch, armed before the rows were
+ *   checked, saw no change and the file had one link (local roots only).
  * - wincache.c: a session's parsed window messages, read and filled through the handle
- *   (store.c, read_window, under a turn), valid under the directory's content life (inotify)
- *   and while each file's (inode, size, mtime, ctime) is the one read.
+ *   (store.c, read_window, under a turn), valid under the directory's content life while
+ *   no event named the file (inotify, local roots only; a file of two links is not kept).
  * - cgi/h_sessions.c `last_get`: the detail text of the last summary (pointer identity of
  *   query.c's memo, held by a reference); off: the summary is rendered each time.
  * - cgi/h_base.c `last_health`: the health body of this second, keyed on all it shows.
