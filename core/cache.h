@@ -3,8 +3,9 @@
  * and answers the same (t/23-cache-off.t; CI runs the whole suite so). The rule: an entry
  * serves only after a check that sees every writer: a stat of what it covers ((inode,
  * size, mtime, ctime), under the shared session lock where the files are session files)
- * or the bytes themselves; inotify is a fast path on a local filesystem only (it does not
- * see other hosts' writes, SPEC 10), and `auto` turns every cache off elsewhere.
+ * or the bytes themselves; inotify is a fast path on a local filesystem only (it sees
+ * writes through the watched directory's names, not other hosts' (SPEC 10) nor those
+ * through a name elsewhere: docs/CACHES.md), and `auto` turns every cache off elsewhere.
  *   svc_cache_on(cfg, fd)  whether caches serve for the filesystem of fd (fd < 0: the root)
  *   svc_cache_local(fd)    whether that filesystem is local (statfs f_type)
  * Each cache below asks svc_cache_on before it is read or filled; docs/CACHES.md has the
