@@ -208,8 +208,7 @@ int main(void)
     struct stat hst = fake_st(3000, (off_t)SVC_WINCACHE_MAX_BYTES);
     svc_wincache_put("s1", life2, 500, huge, &hst);
     json_object_put(huge);
-    ok(svc_wincache_get("s1", life2, 500) == NULL,
-       "a message too large for the cache is not kept");
+    ok(svc_wincache_get("s1", life2, 500) == NULL, "a message too large for the cache is not kept");
     ok(svc_wincache_begin("s1", -1) == 0, "no directory: no life");
 
     svc_wincache_clear();
