@@ -9,6 +9,7 @@
 #include "feedback.h"
 #include "fork.h"
 #include "handlers.h"
+#include "index.h"
 #include "jsonx.h"
 #include "query.h"
 #include "search.h"
@@ -46,6 +47,8 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
     free(tags);
     if (rc < 0)
         return -1;
+    if (svc_index_building()) /* answered from memory meanwhile (docs/API.md) */
+        http_set_header(r, "X-Svc-Index", "building");
     return send_result(r, NULL, o);
 }
 

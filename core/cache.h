@@ -20,6 +20,11 @@
  *   the index file's (inode, size) read under the root lock, the root's mtime for rescans,
  *   and on each page a stat of each row's next message file: checks that see other hosts'
  *   writes, so `auto` keeps it on a shared root too; `off` drops it before each listing.
+ * - index.c + listdb.c: the listing database, this host's copy of the listing index on
+ *   local disk; before each page the journal's stamp, inode and size against the offset
+ *   the database has read, and the root's mtime against its last rescan (the bytes since
+ *   are applied first), then the per-row stat: checks that see other hosts' appends, so
+ *   `auto` keeps it on a shared root too; `off` lists from the in-memory copy instead.
  * - query.c `dt.memo`: the last (sidecar bytes, message count) -> detail summary; the
  *   bytes read under the shared lock compared whole, the count by a stat of message_<n>.
  * - query.c `dt.watched`: the detail of a session polled again, served without the lock

@@ -562,6 +562,7 @@ static const struct cfg_row cfg_rows[] = {
     {"sessions.export_allowed_dirs", CT_PATHS, C(sessions.export_allowed_dirs), .def = "[]"},
     {"sessions.fsync", CT_BOOL, C(sessions.fsync), .def = "true"},
     {"sessions.cache", CT_ENUM, C(sessions.cache), .def = "auto", .names = cache_modes},
+    {"sessions.index_db", CT_BOOL, C(sessions.index_db), .def = "true"},
     {"sessions.shared", CT_ENUM, C(sessions.shared), .def = "auto", .names = shared_modes},
 
     {"model.provider", CT_ENUM, C(model.provider), .def = "echo", .names = model_providers},

@@ -80,6 +80,7 @@ struct svc_config {
         char **export_allowed_dirs;  /* expanded, NULL-terminated (never NULL itself) */
         bool fsync;
         enum svc_cache_mode cache; /* auto: caches on where the root is local */
+        bool index_db; /* list from this host's SQLite copy of the index (default true) */
     } sessions;
     struct {
         enum svc_model_provider provider;

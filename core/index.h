@@ -1,11 +1,14 @@
-/* index: the root-level summary index that makes a list page cost the same with 100 or
- * 100,000 sessions (SPEC 4.3; the file, its stamp and compaction: docs/FORMAT.md).
- * Each process keeps the index in memory and reads only the bytes appended since its last
- * look (a new generation or a shorter file: read anew); a change of the root directory's
- * mtime rescans its names for sessions another program added or removed. A file that does
- * not match the stamp its last writer left in the root lock file is never answered from:
- * it is rebuilt from the directories under the root lock first. svc_index_update is best
- * effort: a failure is logged and never fails the caller. */
+/* index: the root-level summary index that makes a list page cost the same with 1,000 or
+ * 1,000,000 sessions (SPEC 4.3, 11; the journal, its stamp, the database: docs/FORMAT.md).
+ * The root's journal (.svc_index.jsonl) is appended by every writer; each host reads it
+ * into its listing database (listdb.h, st->index_dir), a page at a time, applying only the
+ * bytes appended since (another generation: built anew, in the background when large);
+ * without one (st->index_dir NULL, or while it is built) each process keeps it in memory.
+ * A change of the root directory's mtime compares its names with the index for sessions
+ * another program added or removed. A journal that does not match the stamp its last
+ * writer left in the root lock file is never answered from: it is rebuilt from the
+ * directories under the root lock first. svc_index_update is best effort: a failure is
+ * logged and never fails the caller. */
 #ifndef SVC_INDEX_H
 #define SVC_INDEX_H
 
@@ -63,6 +66,9 @@ int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn
 /* The summary of sid in this process's copy as the last svc_index_each or listing left it
  * (new reference), or NULL when it has none or cannot read it. */
 json_object *svc_index_summary(const char *sid);
+/* Whether the last svc_index_list of this process was answered from memory because this
+ * host's listing database was being built (the answer is as correct, only slower). */
+bool svc_index_building(void);
 /* Rebuild the index from the directories now, under the root lock. */
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */

@@ -186,6 +186,9 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
     st->durable = cfg->sessions.fsync;
     st->sidecars = cfg->sessions.provider == SVC_PROVIDER_SVC_REPOSITORY;
     st->shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
+    st->index_dir = cfg->sessions.index_db && cfg->sessions.cache != SVC_CACHE_OFF
+                        ? cfg->search.index_dir
+                        : NULL;
     st->cache = cfg->sessions.cache != SVC_CACHE_OFF && !st->shared;
 }
 

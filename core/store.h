@@ -25,12 +25,14 @@
 #define SVC_ID_MAX 128
 
 struct svc_store {
-    const char *root;     /* borrowed, expanded */
-    const char *agent_id; /* borrowed, valid id */
-    bool durable;         /* sessions.fsync */
-    bool sidecars;        /* provider svc_repository: svc_session.json and svc_turns.jsonl */
-    bool shared;          /* sessions.shared resolved: other hosts write here too */
-    bool cache;           /* sessions.cache not off, root not shared: caches may serve (cache.h) */
+    const char *root;      /* borrowed, expanded */
+    const char *agent_id;  /* borrowed, valid id */
+    bool durable;          /* sessions.fsync */
+    bool sidecars;         /* provider svc_repository: svc_session.json and svc_turns.jsonl */
+    bool shared;           /* sessions.shared resolved: other hosts write here too */
+    bool cache;            /* sessions.cache not off, root not shared: caches may serve (cache.h) */
+    const char *index_dir; /* borrowed: where this host keeps the listing database, or NULL
+                            * to list from memory (sessions.index_db off, or cache off) */
 };
 
 /* The files of the layout, by role; the comments give the path from the session directory

@@ -1,0 +1,698 @@
+#include "listdb.h"
+
+#include <openssl/evp.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include "fold.h"
+#include "jsonx.h"
+#include "labels.h"
+#include "log.h"
+#include "title.h"
+#include "user.h"
+#include "util.h"
+
+#define SCHEMA "1"
+/* A trigram in this many titles or more is not selective (fts_phrase). */
+#define FTS_FEW 2000
+
+/* The filters' columns beside the summary; each index serves the pages of one filter in
+ * listing order (updated_at newest first, then session id), so a page reads O(page) rows;
+ * titles folded for q= have a trigram table that finds matches without reading every row. */
+static const char tables[] =
+    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
+    "CREATE TABLE IF NOT EXISTS s(sid TEXT NOT NULL UNIQUE, updated REAL NOT NULL,"
+    " status TEXT NOT NULL, archived INT NOT NULL, pinned INT NOT NULL, owner TEXT, tags TEXT,"
+    " title TEXT NOT NULL, msgs INT NOT NULL, seq INT NOT NULL, summary TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS s_u ON s(updated DESC, sid);"
+    "CREATE INDEX IF NOT EXISTS s_a ON s(archived, updated DESC, sid);"
+    "CREATE INDEX IF NOT EXISTS s_st ON s(status, updated DESC, sid);"
+    "CREATE INDEX IF NOT EXISTS s_o ON s(owner, updated DESC, sid) WHERE owner IS NOT NULL;"
+    "CREATE INDEX IF NOT EXISTS s_p ON s(updated DESC, sid) WHERE pinned;"
+    "CREATE INDEX IF NOT EXISTS s_seq ON s(seq);"
+    "CREATE VIRTUAL TABLE IF NOT EXISTS t USING fts5(title, content='s', content_rowid='rowid',"
+    " tokenize='trigram');"
+    "CREATE TRIGGER IF NOT EXISTS s_ai AFTER INSERT ON s BEGIN"
+    " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
+    "CREATE TRIGGER IF NOT EXISTS s_ad AFTER DELETE ON s BEGIN"
+    " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title); END;"
+    "CREATE TRIGGER IF NOT EXISTS s_au AFTER UPDATE OF title ON s BEGIN"
+    " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title);"
+    " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
+    "CREATE TEMP TABLE IF NOT EXISTS seen(sid TEXT PRIMARY KEY) WITHOUT ROWID;"
+    "INSERT OR IGNORE INTO meta VALUES ('schema', " SCHEMA "), ('gen', ''), ('ino', 0),"
+    " ('offset', 0), ('root_mtime', 0), ('seq', 0), ('removed', 0);";
+
+static struct {
+    sqlite3 *db;
+    dev_t dev;
+    ino_t ino;
+    int64_t seq; /* the change number inside a transaction, 0 when not read yet */
+} L;
+
+/* Statements prepared once per connection (stmt), finalized when it closes. */
+static struct {
+    const char *sql;
+    sqlite3_stmt *st;
+} prepared[24];
+
+char *svc_listdb_path(const char *dir, const char *root)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    EVP_Digest(root, strlen(root), md, &mdlen, EVP_sha256(), NULL);
+    char hex[17];
+    for (int i = 0; i < 8; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    char *p = NULL;
+    svc_xasprintf(&p, "%s/listing/%s.sqlite", dir, hex);
+    return p;
+}
+
+/* Pages' statements by their SQL (one per combination of filters asked lately). */
+static struct {
+    char *sql;
+    sqlite3_stmt *st;
+} pages[8];
+static unsigned pages_next;
+
+static void pages_clear(bool finalize)
+{
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
+        if (finalize)
+            sqlite3_finalize(pages[i].st);
+        free(pages[i].sql);
+    }
+    memset(pages, 0, sizeof pages);
+}
+
+void svc_listdb_close(void)
+{
+    for (size_t i = 0; i < sizeof prepared / sizeof *prepared; i++)
+        sqlite3_finalize(prepared[i].st);
+    memset(prepared, 0, sizeof prepared);
+    pages_clear(true);
+    if (L.db)
+        sqlite3_close_v2(L.db);
+    memset(&L, 0, sizeof L);
+}
+
+void svc_listdb_forget(void)
+{
+    memset(prepared, 0, sizeof prepared);
+    pages_clear(false);
+    memset(&L, 0, sizeof L);
+}
+
+/* A statement, prepared once per connection and reset for reuse. */
+static sqlite3_stmt *stmt(const char *sql)
+{
+    for (size_t i = 0; i < sizeof prepared / sizeof *prepared; i++) {
+        if (prepared[i].sql == sql) {
+            sqlite3_reset(prepared[i].st);
+            sqlite3_clear_bindings(prepared[i].st);
+            return prepared[i].st;
+        }
+        if (!prepared[i].sql) {
+            sqlite3_stmt *st = NULL;
+            if (!L.db || sqlite3_prepare_v3(L.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
+                             SQLITE_OK)
+                return NULL;
+            prepared[i].sql = sql;
+            prepared[i].st = st;
+            return st;
+        }
+    }
+    return NULL;
+}
+
+static int64_t meta_int(const char *k)
+{
+    static const char q[] = "SELECT v FROM meta WHERE k = ?1";
+    sqlite3_stmt *st = stmt(q);
+    int64_t v = -1;
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    return v;
+}
+
+static int meta_set_int(const char *k, int64_t v)
+{
+    static const char q[] = "INSERT OR REPLACE INTO meta VALUES (?1, ?2)";
+    sqlite3_stmt *st = stmt(q);
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, v);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* This boot of the machine (the kernel's boot_id), "" when it cannot be read. */
+static const char *boot_id(void)
+{
+    static char id[40];
+    static bool read;
+    if (!read) {
+        FILE *f = fopen("/proc/sys/kernel/random/boot_id", "re");
+        if (f && fgets(id, sizeof id, f))
+            id[strcspn(id, "\n")] = '\0';
+        if (f)
+            fclose(f);
+        read = true;
+    }
+    return id;
+}
+
+/* Whether the file was written in this boot, with this schema: it is written without
+ * fsync (a derived file; a process that dies mid-write leaves the rollback journal, which
+ * the next connection plays back), so one that lived through a crash of the machine may be
+ * torn and is built anew instead. */
+static bool file_ok(void)
+{
+    sqlite3_stmt *st = NULL;
+    int schema = -1;
+    char *boot = NULL;
+    if (sqlite3_prepare_v2(L.db, "SELECT k, v FROM meta WHERE k IN ('schema', 'boot')", -1, &st,
+                           NULL) == SQLITE_OK)
+        while (sqlite3_step(st) == SQLITE_ROW) {
+            const char *k = (const char *)sqlite3_column_text(st, 0);
+            const char *v = (const char *)sqlite3_column_text(st, 1);
+            if (strcmp(k, "schema") == 0)
+                schema = sqlite3_column_int(st, 1);
+            else if (v && !boot)
+                boot = svc_xstrdup(v);
+        }
+    sqlite3_finalize(st);
+    bool ok = schema == atoi(SCHEMA) && boot && strcmp(boot, boot_id()) == 0;
+    free(boot);
+    return ok;
+}
+
+/* The connection's settings: a bounded page cache and no mmap, so that what a worker keeps
+ * of the database is O(page) whatever the number of sessions (SPEC 11). A rollback
+ * journal, not WAL: a database built anew is renamed over the old one (index.c, under its
+ * lock), and a WAL file left by the old one's last connection would be taken for the new
+ * one's (or deleted under it); a new file is written by one process without any. */
+static int configure(bool create)
+{
+    sqlite3_busy_timeout(L.db, 30000);
+    if (sqlite3_exec(L.db,
+                     create ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                            : "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;",
+                     NULL, NULL, NULL) != SQLITE_OK ||
+        sqlite3_exec(L.db, "PRAGMA mmap_size=0; PRAGMA cache_size=-1024; PRAGMA temp_store=FILE;",
+                     NULL, NULL, NULL) != SQLITE_OK)
+        return -1;
+    if (!create && !file_ok())
+        return -1;
+    if (sqlite3_exec(L.db, tables, NULL, NULL, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_stmt *st = NULL;
+    bool ok =
+        !create || (sqlite3_prepare_v2(L.db, "INSERT OR REPLACE INTO meta VALUES ('boot', ?1)", -1,
+                                       &st, NULL) == SQLITE_OK &&
+                    sqlite3_bind_text(st, 1, boot_id(), -1, SQLITE_STATIC) == SQLITE_OK &&
+                    sqlite3_step(st) == SQLITE_DONE);
+    sqlite3_finalize(st);
+    return ok ? 0 : -1;
+}
+
+int svc_listdb_open(const char *path, bool create)
+{
+    svc_listdb_close();
+    struct stat sb;
+    if (!create && stat(path, &sb) != 0)
+        return -1;
+    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    if (sqlite3_open_v2(path, &L.db, flags, NULL) != SQLITE_OK || configure(create) != 0 ||
+        stat(path, &sb) != 0) {
+        svc_logf("index: the listing database %s cannot be used (%s)", path,
+                 L.db ? sqlite3_errmsg(L.db) : "cannot open");
+        svc_listdb_close();
+        return -1;
+    }
+    L.dev = sb.st_dev;
+    L.ino = sb.st_ino;
+    return 0;
+}
+
+bool svc_listdb_current(const char *path)
+{
+    struct stat sb;
+    return L.db && stat(path, &sb) == 0 && sb.st_dev == L.dev && sb.st_ino == L.ino;
+}
+
+int svc_listdb_begin(void)
+{
+    L.seq = 0;
+    return L.db && sqlite3_exec(L.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+int svc_listdb_commit(void)
+{
+    L.seq = 0;
+    return L.db && sqlite3_exec(L.db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
+
+void svc_listdb_rollback(void)
+{
+    L.seq = 0;
+    if (L.db && !sqlite3_get_autocommit(L.db))
+        sqlite3_exec(L.db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+int svc_listdb_pos_get(struct svc_listdb_pos *p)
+{
+    memset(p, 0, sizeof p[0]);
+    p->offset = -1;
+    sqlite3_stmt *st = stmt("SELECT k, v FROM meta WHERE k IN ('gen', 'ino', 'offset',"
+                            " 'root_mtime')");
+    if (!st)
+        return -1;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(st, 0);
+        int64_t v = sqlite3_column_int64(st, 1);
+        if (strcmp(k, "gen") == 0 && sqlite3_column_text(st, 1))
+            snprintf(p->gen, sizeof p->gen, "%s", (const char *)sqlite3_column_text(st, 1));
+        else if (strcmp(k, "ino") == 0)
+            p->ino = (uint64_t)v;
+        else if (strcmp(k, "offset") == 0)
+            p->offset = v;
+        else if (strcmp(k, "root_mtime") == 0)
+            p->root_mtime = v;
+    }
+    sqlite3_reset(st);
+    return p->offset < 0 ? -1 : 0;
+}
+
+int svc_listdb_pos_set(const struct svc_listdb_pos *p)
+{
+    sqlite3_stmt *st = stmt("INSERT OR REPLACE INTO meta VALUES ('gen', ?1)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, p->gen, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    if (rc == 0 && meta_set_int("ino", (int64_t)p->ino) == 0 &&
+        meta_set_int("offset", p->offset) == 0 && meta_set_int("root_mtime", p->root_mtime) == 0)
+        return 0;
+    return -1;
+}
+
+/* The next change number: a new database starts from the clock in microseconds, above
+ * every mark an older one gave, so that svc_index_each walks it whole. */
+static int64_t next_seq(void)
+{
+    int64_t seq = L.seq > 0 ? L.seq : meta_int("seq");
+    if (seq <= 0) {
+        struct timeval tv;
+        gettimeofday(&tv, NULL);
+        seq = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+        meta_set_int("removed", seq);
+    }
+    meta_set_int("seq", ++seq);
+    L.seq = seq;
+    return seq;
+}
+
+/* tags as a row keeps them: "\x1f<tag>\x1f<tag>\x1f" (a tag has no control character). */
+static char *tags_joined(json_object *tags)
+{
+    size_t n = tags ? json_object_array_length(tags) : 0;
+    if (n == 0)
+        return NULL;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    svc_buf_adds(&b, "\x1f");
+    for (size_t i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(tags, i);
+        if (json_object_is_type(t, json_type_string))
+            svc_buf_printf(&b, "%s\x1f", json_object_get_string(t));
+    }
+    return svc_buf_steal(&b);
+}
+
+static int put_row(const char *sid, json_object *sum)
+{
+    static const char q[] =
+        "INSERT INTO s(sid, updated, status, archived, pinned, owner, tags, title, msgs, seq,"
+        " summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT(sid) DO"
+        " UPDATE SET updated = ?2, status = ?3, archived = ?4, pinned = ?5, owner = ?6,"
+        " tags = ?7, title = ?8, msgs = ?9, seq = ?10, summary = ?11";
+    int64_t seq = next_seq();
+    sqlite3_stmt *st = stmt(q);
+    if (!st)
+        return -1;
+    double t = 0;
+    svc_time_parse_iso(svc_json_str(sum, "updated_at", ""), &t);
+    char *title = svc_fold(svc_title_search_text(sum));
+    char *tags = tags_joined(svc_json_arr(sum, "tags"));
+    char *text = svc_json_dump_compact(sum);
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 2, t);
+    sqlite3_bind_text(st, 3, svc_json_str(sum, "status", "idle"), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(st, 4, svc_json_bool(sum, "archived", false));
+    sqlite3_bind_int(st, 5, svc_json_bool(sum, "pinned", false));
+    sqlite3_bind_text(st, 6, svc_user_owner(sum), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 7, tags, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 8, title ? title : "", -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 9, svc_json_int(sum, "message_count", -1));
+    sqlite3_bind_int64(st, 10, seq);
+    sqlite3_bind_text(st, 11, text, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    free(title);
+    free(tags);
+    free(text);
+    return rc;
+}
+
+int svc_listdb_put(const char *sid, json_object *summary)
+{
+    if (summary)
+        return put_row(sid, summary);
+    sqlite3_stmt *st = stmt("DELETE FROM s WHERE sid = ?1");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    bool gone = sqlite3_changes(L.db) > 0;
+    sqlite3_reset(st);
+    if (rc == 0 && gone)
+        rc = meta_set_int("removed", next_seq());
+    return rc;
+}
+
+int svc_listdb_has(const char *sid)
+{
+    sqlite3_stmt *st = stmt("SELECT 1 FROM s WHERE sid = ?1");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+/* The page's SQL for q's filters, with its parameters numbered as page_bind binds them. By
+ * default the rows are walked in listing order along an index, each filter checked, until
+ * the page is full; a selective title search (fts) is driven by the trigram table instead,
+ * its candidates sorted (the '+' keeps the planner off the other indexes). */
+static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const char *qlc, bool after,
+                     bool fts)
+{
+    const char *x = fts ? "+" : "";
+    svc_buf_adds(b, "SELECT sid, summary, status, msgs, updated FROM s WHERE 1");
+    if (q->archived_only)
+        svc_buf_printf(b, " AND %sarchived = 1", x);
+    else if (!q->include_archived)
+        svc_buf_printf(b, " AND %sarchived = 0", x);
+    if (q->status && *q->status)
+        svc_buf_printf(b, " AND %sstatus = ?1", x);
+    if (q->owner)
+        svc_buf_printf(b, " AND %sowner = ?2", x);
+    if (q->pinned && *q->pinned)
+        svc_buf_printf(b, strcmp(q->pinned, "true") == 0 ? " AND %spinned" : " AND NOT %spinned",
+                       x);
+    if (qlc)
+        svc_buf_adds(b, " AND instr(title, ?3) > 0");
+    if (fts) /* the trigram table's candidates (fts_phrase) */
+        svc_buf_adds(b, " AND rowid IN (SELECT rowid FROM t WHERE t MATCH ?4)");
+    for (size_t i = 0; i < q->ntags; i++)
+        svc_buf_printf(b, " AND instr(tags, ?%zu) > 0", 10 + i);
+    if (after)
+        svc_buf_printf(b, " AND (%supdated < ?5 OR (%supdated = ?5 AND sid > ?6))", x, x);
+    svc_buf_printf(b, " ORDER BY %supdated DESC, sid LIMIT ?7", x);
+}
+
+/* w (n bytes) as an FTS5 string: quoted, a '"' doubled. */
+static void fts_quote(struct svc_buf *b, const char *w, size_t n)
+{
+    svc_buf_adds(b, "\"");
+    for (size_t i = 0; i < n; i++)
+        svc_buf_printf(b, w[i] == '"' ? "\"\"" : "%c", w[i]);
+    svc_buf_adds(b, "\"");
+}
+
+/* How many titles hold trigram w (n bytes), counted up to FTS_FEW (the count stops there:
+ * a common trigram costs no more than a rare one). */
+static int64_t trigram_docs(const char *w, size_t n)
+{
+    sqlite3_stmt *st = stmt("SELECT count(*) FROM (SELECT 1 FROM t WHERE t MATCH ?1 LIMIT 2000)");
+    if (!st)
+        return FTS_FEW;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    fts_quote(&b, w, n);
+    sqlite3_bind_text(st, 1, b.data, -1, SQLITE_STATIC);
+    int64_t d = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : FTS_FEW;
+    sqlite3_reset(st);
+    svc_buf_free(&b);
+    return d;
+}
+
+/* q as an FTS5 query when it is selective: its two rarest trigrams, both required, or
+ * NULL when even the rarest is in FTS_FEW titles or more (the page then walks the rows in
+ * order, checking each title, and fills soon). Every title holding q holds those two; the
+ * page's instr() keeps only the titles that hold q, so which two are taken changes the
+ * speed, never the answer (q as one phrase reads its common trigrams' lists whole). */
+static char *fts_phrase(const char *qlc)
+{
+    const char *best[2] = {NULL, NULL};
+    size_t blen[2] = {0, 0};
+    int64_t bdocs[2] = {INT64_MAX, INT64_MAX};
+    for (const char *p = qlc; *p;) {
+        const char *e = p;
+        int k = 0;
+        for (; *e && k < 3; k++) /* three code points */
+            for (e++; (*e & 0xC0) == 0x80; e++)
+                ;
+        if (k < 3)
+            break;
+        int64_t d = trigram_docs(p, (size_t)(e - p));
+        int slot = d < bdocs[0] ? 0 : d < bdocs[1] ? 1 : -1;
+        if (slot == 0)
+            best[1] = best[0], blen[1] = blen[0], bdocs[1] = bdocs[0];
+        if (slot >= 0)
+            best[slot] = p, blen[slot] = (size_t)(e - p), bdocs[slot] = d;
+        for (p++; (*p & 0xC0) == 0x80; p++)
+            ;
+    }
+    if (!best[0] || bdocs[0] >= FTS_FEW)
+        return NULL;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    for (int t = 0; t < 2 && best[t]; t++) {
+        if (t)
+            svc_buf_adds(&b, " ");
+        fts_quote(&b, best[t], blen[t]);
+    }
+    return svc_buf_steal(&b);
+}
+
+static int page_bind(sqlite3_stmt *st, const struct svc_list_query *q, const char *qlc, double cu,
+                     const char *csid, int limit, const char *phrase,
+                     char (*needles)[SVC_TAG_LEN_MAX * 4 + 3])
+{
+    sqlite3_bind_text(st, 1, q->status, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, q->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, qlc, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, phrase, -1, SQLITE_STATIC);
+    for (size_t i = 0; i < q->ntags && i < SVC_TAGS_MAX; i++) {
+        snprintf(needles[i], sizeof needles[i], "\x1f%s\x1f", q->tags[i]);
+        sqlite3_bind_text(st, (int)(10 + i), needles[i], -1, SQLITE_STATIC);
+    }
+    sqlite3_bind_double(st, 5, cu);
+    sqlite3_bind_text(st, 6, csid, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 7, limit);
+    return 0;
+}
+
+/* The statement of a page's SQL (consumed), prepared once while it is asked for. */
+static sqlite3_stmt *page_stmt(struct svc_buf *sql)
+{
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++)
+        if (pages[i].sql && strcmp(pages[i].sql, sql->data) == 0) {
+            svc_buf_free(sql);
+            return pages[i].st;
+        }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v3(L.db, sql->data, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
+        SQLITE_OK) {
+        svc_buf_free(sql);
+        return NULL;
+    }
+    unsigned k = pages_next++ % (sizeof pages / sizeof *pages);
+    sqlite3_finalize(pages[k].st);
+    free(pages[k].sql);
+    pages[k].sql = svc_buf_steal(sql);
+    pages[k].st = st;
+    return st;
+}
+
+int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, const char *csid,
+                    int limit, struct svc_listdb_row **rows, int *n)
+{
+    *rows = NULL;
+    *n = 0;
+    if (!L.db || q->ntags > SVC_TAGS_MAX)
+        return -1;
+    char *phrase = qlc && svc_utf8_len(qlc) >= 3 ? fts_phrase(qlc) : NULL;
+    struct svc_buf sql;
+    svc_buf_init(&sql);
+    page_sql(&sql, q, qlc, csid != NULL, phrase != NULL);
+    sqlite3_stmt *st = page_stmt(&sql);
+    if (!st) {
+        free(phrase);
+        return -1;
+    }
+    int rc;
+    char needles[SVC_TAGS_MAX][SVC_TAG_LEN_MAX * 4 + 3];
+    page_bind(st, q, qlc, cu, csid, limit, phrase, needles);
+    struct svc_listdb_row *v = svc_xcalloc((size_t)limit + 1, sizeof *v);
+    int k = 0;
+    while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        v[k].sid = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
+        v[k].summary = svc_xstrdup((const char *)sqlite3_column_text(st, 1));
+        snprintf(v[k].status, sizeof v[k].status, "%s", (const char *)sqlite3_column_text(st, 2));
+        v[k].msgs = sqlite3_column_int64(st, 3);
+        v[k].updated = sqlite3_column_double(st, 4);
+        k++;
+    }
+    bool ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    free(phrase);
+    if (!ok) {
+        svc_listdb_page_free(v, k);
+        return -1;
+    }
+    *rows = v;
+    *n = k;
+    return 0;
+}
+
+void svc_listdb_page_free(struct svc_listdb_row *rows, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(rows[i].sid);
+        free(rows[i].summary);
+    }
+    free(rows);
+}
+
+json_object *svc_listdb_summary(const char *sid)
+{
+    sqlite3_stmt *st = L.db ? stmt("SELECT summary FROM s WHERE sid = ?1") : NULL;
+    if (!st)
+        return NULL;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    json_object *o = NULL;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    return o;
+}
+
+int64_t svc_listdb_count(void)
+{
+    sqlite3_stmt *st = L.db ? stmt("SELECT count(*) FROM s") : NULL;
+    int64_t n = -1;
+    if (st && sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    if (st)
+        sqlite3_reset(st);
+    return n;
+}
+
+int svc_listdb_each(uint64_t *mark, svc_index_each_fn *fn, void *ctx)
+{
+    int64_t seq = meta_int("seq"), removed = meta_int("removed");
+    if (seq < 0 || removed < 0)
+        return -1;
+    if (*mark == (uint64_t)seq && seq > 0)
+        return 0;
+    bool whole = *mark == 0 || (uint64_t)removed > *mark || *mark > (uint64_t)seq;
+    sqlite3_stmt *st = stmt("SELECT sid, updated, msgs, archived FROM s WHERE seq > ?1");
+    if (!st)
+        return -1;
+    sqlite3_bind_int64(st, 1, whole ? 0 : (int64_t)*mark);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1),
+           sqlite3_column_int64(st, 2), sqlite3_column_int(st, 3) != 0);
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return -1;
+    *mark = (uint64_t)(seq > 0 ? seq : 1);
+    return whole ? 1 : 0;
+}
+
+int svc_listdb_seen_reset(void)
+{
+    return L.db && sqlite3_exec(L.db, "DELETE FROM temp.seen", NULL, NULL, NULL) == SQLITE_OK ? 0
+                                                                                              : -1;
+}
+
+int svc_listdb_seen(const char *sid)
+{
+    sqlite3_stmt *st = stmt("INSERT OR IGNORE INTO temp.seen VALUES (?1)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    return rc;
+}
+
+/* One side of the difference between the names seen and the rows. */
+static int diff_side(const char *sql, bool gone, void (*fn)(void *, const char *, bool), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(L.db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    /* the names first, then the calls: fn changes the table being read */
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            v = svc_xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
+    }
+    sqlite3_finalize(st);
+    for (size_t i = 0; i < n; i++) {
+        fn(ctx, v[i], gone);
+        free(v[i]);
+    }
+    free(v);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int svc_listdb_seen_diff(void (*fn)(void *ctx, const char *sid, bool gone), void *ctx)
+{
+    if (!L.db)
+        return -1;
+    if (diff_side("SELECT sid FROM temp.seen WHERE sid NOT IN (SELECT sid FROM s)", false, fn,
+                  ctx) != 0 ||
+        diff_side("SELECT sid FROM s WHERE sid NOT IN (SELECT sid FROM temp.seen)", true, fn,
+                  ctx) != 0)
+        return -1;
+    return 0;
+}

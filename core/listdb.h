@@ -1,0 +1,71 @@
+/* listdb: this host's SQLite copy of the listing index (SPEC 11; docs/FORMAT.md "the listing
+ * database"), read a page at a time instead of held in memory. It is derived from the
+ * root's change journal (.svc_index.jsonl, index.c) and records how far into which journal
+ * generation it has read (struct svc_listdb_pos); index.c feeds it and decides when it
+ * must be built anew. One database a process, on a local disk; a missing, damaged or
+ * foreign file is never answered from: svc_listdb_open reports it and index.c rebuilds.
+ * Writes happen inside svc_listdb_begin/commit (BEGIN IMMEDIATE: one writer a host). */
+#ifndef SVC_LISTDB_H
+#define SVC_LISTDB_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "index.h"
+
+/* Where the database stands in the journal: its generation, inode (0 on a shared root),
+ * the offset read up to, and the root directory's mtime at the last rescan (ns). */
+struct svc_listdb_pos {
+    char gen[17];
+    uint64_t ino;
+    int64_t offset;
+    int64_t root_mtime;
+};
+
+/* One row of a page (strings owned by the page, freed by svc_listdb_page_free). */
+struct svc_listdb_row {
+    char *sid;
+    char *summary; /* compact JSON */
+    char status[12];
+    int64_t msgs;
+    double updated;
+};
+
+/* The database file for root under dir: <dir>/listing/<16 hex digits>.sqlite (heap). */
+char *svc_listdb_path(const char *dir, const char *root);
+/* Open path (0), or -1 when it is missing, damaged or of another schema (then it is left
+ * closed; create makes an empty one instead of failing on a missing file). */
+int svc_listdb_open(const char *path, bool create);
+/* Whether a database is open, and whether its file is still the one at path. */
+bool svc_listdb_current(const char *path);
+void svc_listdb_close(void);
+/* Drop the connection without closing it: a forked child's, which is its parent's. */
+void svc_listdb_forget(void);
+int svc_listdb_begin(void);
+int svc_listdb_commit(void);
+void svc_listdb_rollback(void);
+int svc_listdb_pos_get(struct svc_listdb_pos *p);
+int svc_listdb_pos_set(const struct svc_listdb_pos *p);
+/* Record sid's summary (NULL: sid is gone). */
+int svc_listdb_put(const char *sid, json_object *summary);
+/* Whether sid has a row: 1, 0, or -1 on error. */
+int svc_listdb_has(const char *sid);
+/* Up to limit rows of q after the cursor key (csid NULL: from the start), in listing
+ * order; *n gets how many. qlc is the folded title search or NULL. */
+int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, const char *csid,
+                    int limit, struct svc_listdb_row **rows, int *n);
+void svc_listdb_page_free(struct svc_listdb_row *rows, int n);
+/* The summary of sid (new reference) or NULL. */
+json_object *svc_listdb_summary(const char *sid);
+int64_t svc_listdb_count(void);
+/* svc_index_each over the rows: those changed after *mark (all when *mark predates the
+ * last removal); returns 1 when whole, 0 when not, -1 on error; *mark gets the new mark. */
+int svc_listdb_each(uint64_t *mark, svc_index_each_fn *fn, void *ctx);
+/* Rescan support: fn is called for each sid in names (a temporary table the caller fills
+ * with svc_listdb_seen) that has no row, then for each row not in names (gone true). */
+int svc_listdb_seen_reset(void);
+int svc_listdb_seen(const char *sid);
+int svc_listdb_seen_diff(void (*fn)(void *ctx, const char *sid, bool gone), void *ctx);
+
+#endif
