@@ -3,8 +3,9 @@
  * and answers the same (t/23-cache-off.t; CI runs the whole suite so). The rule: an entry
  * serves only after a check that sees every writer: a stat of what it covers ((inode,
  * size, mtime, ctime), under the shared session lock where the files are session files)
- * or the bytes themselves; inotify is a fast path on a local filesystem only (it does not
- * see other hosts' writes, SPEC 10), and `auto` turns every cache off elsewhere.
+ * or the bytes themselves; inotify is a fast path on a local filesystem only (it sees
+ * writes through the watched directory's names, not other hosts' (SPEC 10) nor those
+ * through a name elsewhere: docs/CACHES.md), and `auto` turns every cache off elsewhere.
  *   svc_cache_on(cfg, fd)  whether caches serve for the filesystem of fd (fd < 0: the root)
  *   svc_cache_local(fd)    whether that filesystem is local (statfs f_type)
  * Each cache below asks svc_cache_on before it is read or filled; docs/CACHES.md has the
@@ -29,11 +30,13 @@
  * - query.c `dt.watched`: the detail of a session polled again, served without the lock
  *   while four content watches armed before its read saw nothing (local roots only) and
  *   the session directory's and svc_session.json's stats match.
- * - msgcache.c: rendered message rows by file (dev, inode, id); a stat under the shared
- *   lock ((size, mtime, ctime) the same; a file changed < 1 s ago is never kept).
+ * - msgcache.c: rendered message rows by (messages directory, id); the file's stat under
+ *   the shared lock ((inode, size, mtime, ctime) the same; a file changed < 1 s ago is never
+ *   kept), or no stat while the directory's content watch, armed before the rows were
+ *   checked, saw no change and the file had one link (local roots only).
  * - wincache.c: a session's parsed window messages, read and filled through the handle
- *   (store.c, read_window, under a turn), valid under the directory's content life (inotify)
- *   and while each file's (inode, size, mtime, ctime) is the one read.
+ *   (store.c, read_window, under a turn), valid under the directory's content life while
+ *   no event named the file (inotify, local roots only; a file of two links is not kept).
  * - cgi/h_sessions.c `last_get`: the detail text of the last summary (pointer identity of
  *   query.c's memo, held by a reference); off: the summary is rendered each time.
  * - cgi/h_base.c `last_health`: the health body of this second, keyed on all it shows.

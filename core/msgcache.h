@@ -1,12 +1,13 @@
 /* msgcache: this process's cache of rendered message rows (svc_message_row, compact JSON),
- * so a messages page that was read before costs one fstatat per row instead of an open,
- * a read, a parse and a render.
- * An entry is keyed by the message file's identity (st_dev, st_ino) and the row's id and
- * holds while the file's size, mtime and ctime (ns) are those the row was rendered from:
- * one stat of the file, under the shared session lock, tells (another host's write shows
- * in it too). A file whose ctime is less than SVC_MSGCACHE_SETTLE_NS old is never stored:
- * a rewrite within one tick of the file system's clock could leave every stat field as it
- * was (git's "racy" rule), and a ctime cannot be set back by a program.
+ * so a messages page read before costs no open, read, parse or render: one fstatat per row,
+ * or none while the messages directory's content watch (dirwatch.h) saw no change.
+ * An entry is keyed by the messages directory's identity (st_dev, st_ino) and the row's id
+ * and holds while the file's (inode, size, mtime, ctime) are those it was rendered from:
+ * one stat, under the shared session lock, tells (another host's write shows in it too).
+ * It serves without that stat only under the watch's generation it was last checked under
+ * (begin arms one before any row is checked) and for a file with one link. A file whose
+ * ctime is less than SVC_MSGCACHE_SETTLE_NS old is never stored (a rewrite within one tick
+ * of the clock can leave every stat field as it was: git's "racy" rule).
  * At most SVC_MSGCACHE_MAX_BYTES of row text; storing past that empties the cache first.
  * One thread: a worker serves one request at a time. */
 #ifndef SVC_MSGCACHE_H
@@ -20,12 +21,25 @@
 #define SVC_MSGCACHE_MAX_BYTES (4u << 20)
 #define SVC_MSGCACHE_SETTLE_NS 1000000000LL
 
-/* The row for (st, id) if cached and still valid; *text is borrowed until the next
+/* A page's messages directory: its identity and the watch generation (0: none). */
+struct svc_msgcache_dir {
+    dev_t dev;
+    ino_t ino;
+    int64_t gen;
+};
+
+/* Fill *d for the messages directory open as dirfd of session sid, BEFORE any row is
+ * checked; watch: whether inotify may serve (a local filesystem). False: no cache. */
+bool svc_msgcache_begin(const char *sid, int dirfd, bool watch, struct svc_msgcache_dir *d);
+/* The row of id if cached and still valid: st (the file's lstat now) matches, or st is
+ * NULL and the entry was checked under d's generation. *text is borrowed until the next
  * svc_msgcache_put or svc_msgcache_clear. */
-bool svc_msgcache_get(const struct stat *st, int64_t id, const char **text, size_t *len);
-/* Remember text (copied) as the row of (st, id), unless the file is too recent or the
- * row alone is larger than the bound. Returns whether it was stored. */
-bool svc_msgcache_put(const struct stat *st, int64_t id, const char *text, size_t len);
+bool svc_msgcache_get(const struct svc_msgcache_dir *d, int64_t id, const struct stat *st,
+                      const char **text, size_t *len);
+/* Remember text (copied) as the row of id read from the file as st, unless the file is
+ * too recent or the row alone is larger than the bound. Returns whether it was stored. */
+bool svc_msgcache_put(const struct svc_msgcache_dir *d, int64_t id, const struct stat *st,
+                      const char *text, size_t len);
 void svc_msgcache_clear(void);
 /* Bytes of row text held and entries (for tests and the bench). */
 size_t svc_msgcache_bytes(void);

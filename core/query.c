@@ -474,17 +474,20 @@ static int messages_query_check(const struct svc_messages_query *q, struct svc_e
 }
 
 /* The row of message id (new reference): from the row cache when this very file was
- * rendered before (msgcache.h: one stat, no read), else read, rendered and kept. A damaged
- * file is a row saying so, never a failed page; a rated one is never cached (its feedback
- * is not in the message file). */
-static json_object *message_row_of(struct svc_sess *s, int64_t id, json_object *fb, bool cache)
+ * rendered before (msgcache.h: no stat while the directory's watch saw nothing, else one
+ * stat; no read), else read, rendered and kept. mc NULL: no cache. A damaged file is a row
+ * saying so, never a failed page; a rated one is never cached (its feedback is not in the
+ * message file). */
+static json_object *message_row_of(struct svc_sess *s, int64_t id, json_object *fb,
+                                   const struct svc_msgcache_dir *mc)
 {
     struct stat fst;
     const char *text;
     size_t tlen;
     json_object *rated = svc_feedback_of(fb, id);
-    if (!rated && cache && svc_sess_stat_message(s, id, &fst) &&
-        svc_msgcache_get(&fst, id, &text, &tlen))
+    if (!rated && mc &&
+        (svc_msgcache_get(mc, id, NULL, &text, &tlen) ||
+         (svc_sess_stat_message(s, id, &fst) && svc_msgcache_get(mc, id, &fst, &text, &tlen))))
         return svc_json_new_raw_len(text, tlen);
     json_object *rec = NULL;
     struct svc_err merr;
@@ -503,7 +506,7 @@ static json_object *message_row_of(struct svc_sess *s, int64_t id, json_object *
         return row;
     }
     char *rendered = svc_json_dump_compact(row);
-    if (cache && svc_msgcache_put(&fst, id, rendered, strlen(rendered))) {
+    if (mc && svc_msgcache_put(mc, id, &fst, rendered, strlen(rendered))) {
         json_object_put(row);
         row = svc_json_new_raw(rendered);
     }
@@ -541,10 +544,14 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     svc_json_set_str(res, "agent_id", s.st.agent_id);
     json_object *list = json_object_new_array();
     svc_json_set(res, "messages", list);
-    bool cache = svc_cache_on(cfg, -1);
+    /* the directory's watch is armed before any row is checked (msgcache.h) */
+    struct svc_msgcache_dir mc;
+    int mfd = svc_cache_on(cfg, -1) ? svc_sess_messages_fd(&s) : -1;
+    bool cache = mfd >= 0 && svc_msgcache_begin(sid, mfd, svc_cache_local(mfd), &mc);
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
         size_t pos = desc ? n - 1 - k : k;
-        json_object_array_add(list, message_row_of(&s, ids ? ids[pos] : (int64_t)pos, fb, cache));
+        json_object_array_add(
+            list, message_row_of(&s, ids ? ids[pos] : (int64_t)pos, fb, cache ? &mc : NULL));
     }
     if (off + count < n)
         svc_json_set_int(res, "next_offset", (int64_t)(off + count));

@@ -852,14 +852,12 @@ int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message,
     return rc;
 }
 
-/* Message id of the window (new reference), from the cache when its file is unchanged. */
+/* Message id of the window (new reference), from the cache while no event named its file. */
 static int window_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err)
 {
     int64_t life = s->win_life;
     struct stat fst;
-    json_object *m = life > 0 && svc_sess_stat_message(s, id, &fst)
-                         ? svc_wincache_get(s->sid, life, id, &fst)
-                         : NULL;
+    json_object *m = svc_wincache_get(s->sid, life, id);
     json_object *rec = NULL;
     if (m) {
         *out = json_object_get(m);
@@ -902,6 +900,11 @@ bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)
     message_name(name, id);
     return open_messages_dir(s, id, NULL) == 0 &&
            fstatat(s->msg_fd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
+}
+
+int svc_sess_messages_fd(struct svc_sess *s)
+{
+    return open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
 }
 
 json_object *svc_store_effective_message(json_object *rec)

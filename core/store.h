@@ -209,6 +209,8 @@ int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message,
                            size_t *bytes, struct svc_err *err);
 /* lstat of message id's file through the same descriptor: true when it is a regular file. */
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
+/* That descriptor (opened now if it was not), -1 when the directory cannot be opened. */
+int svc_sess_messages_fd(struct svc_sess *s);
 
 /* A turn: the sequence of a run's writes under its locks, owned here; what they say is
  * core/run.c's (its header gives the order's crash reasoning, FORMAT.md the files).

@@ -19,9 +19,6 @@ struct entry {
     struct entry *next;
     int64_t life;
     int64_t id;
-    ino_t ino; /* the file's identity when it was read or written */
-    off_t size;
-    struct timespec mtime, ctime;
     json_object *msg; /* a reference */
     size_t bytes;
     bool pending; /* claimed: waits for the one event of its own rename */
@@ -132,30 +129,15 @@ int64_t svc_wincache_begin(const char *sid, int dirfd)
     return svc_dirwatch_content_life(key, dirfd, &st);
 }
 
-static bool same_time(struct timespec a, struct timespec b)
+json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
 {
-    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
-static bool same_file(const struct entry *e, const struct stat *st)
-{
-    return st && e->ino == st->st_ino && e->size == st->st_size &&
-           same_time(e->mtime, st->st_mtim) && same_time(e->ctime, st->st_ctim);
-}
-
-json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id, const struct stat *st)
-{
-    if (life <= 0 || !st)
+    if (life <= 0)
         return NULL;
     struct entry **p = find(sid, id);
     if (!p)
         return NULL;
-    if ((*p)->pending) { /* the event of its rename never came: trust the file */
-        unlink_entry(p);
-        return NULL;
-    }
-    if ((*p)->life != life || !same_file(*p, st)) {
-        unlink_entry(p); /* changed without an event inotify reported (a hard link) */
+    if ((*p)->pending || (*p)->life != life) {
+        unlink_entry(p); /* the event of its rename never came, or an earlier life's */
         return NULL;
     }
     return (*p)->msg;
@@ -164,10 +146,11 @@ json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id, const s
 static void store(const char *sid, int64_t life, int64_t id, json_object *msg,
                   const struct stat *st, bool pending)
 {
-    if (life <= 0 || !msg || !st)
+    drop(sid, id); /* an entry of an earlier life */
+    /* a file another directory's name reaches can be written with no event here */
+    if (life <= 0 || !msg || !st || st->st_nlink != 1)
         return;
     size_t bytes = (size_t)st->st_size;
-    drop(sid, id); /* an entry of an earlier life */
     /* what the parsed message takes on the heap: json-c's objects and tables are several
      * times the file's text (measured: about 9 bytes per byte of a short message) */
     bytes = bytes * SVC_WINCACHE_HEAP_PER_BYTE + 256;
@@ -182,10 +165,6 @@ static void store(const char *sid, int64_t life, int64_t id, json_object *msg,
     e->msg = json_object_get(msg);
     e->bytes = bytes;
     e->pending = pending;
-    e->ino = st->st_ino;
-    e->size = st->st_size;
-    e->mtime = st->st_mtim;
-    e->ctime = st->st_ctim;
     memcpy(e->sid, sid, n);
     unsigned b = bucket_of(sid, id);
     e->next = wc.buckets[b];

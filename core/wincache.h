@@ -1,10 +1,10 @@
 /* wincache: this process's parsed messages of the windows it restored, so that a turn
  * parses only the message files that changed since. An entry (session, id) holds the
- * effective message (shared, modified by nobody) and serves while the content life of the
- * session's messages directory holds (dirwatch.h: an event naming message_<id>.json drops
- * it) and the file's (inode, size, mtime, ctime) are those the caller stats now.
+ * effective message (shared, modified by nobody) and serves, with no stat, while the content
+ * life of the session's messages directory holds (dirwatch.h: an event naming
+ * message_<id>.json drops it); a file of more than one link (st) is never kept.
  *   life = svc_wincache_begin(sid, dirfd)    poll the watch; the life (0: no cache)
- *   svc_wincache_get(sid, life, id, st)      the entry (borrowed) for the file as st, or NULL
+ *   svc_wincache_get(sid, life, id)          the entry (borrowed), or NULL
  *   svc_wincache_put(sid, life, id, m, st)   keep m (a new reference); st: the file read
  *   svc_wincache_claim(sid, life, id, m, st) the same for a file this process has just
  *                                            renamed into place: waits for that IN_MOVED_TO
@@ -23,7 +23,7 @@
 #define SVC_WINCACHE_TRIM 64
 
 int64_t svc_wincache_begin(const char *sid, int dirfd);
-json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id, const struct stat *st);
+json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id);
 void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg,
                       const struct stat *st);
 void svc_wincache_claim(const char *sid, int64_t life, int64_t id, json_object *msg,

@@ -94,6 +94,27 @@ ok scalar(grep { $_ eq 'HELLO 1' } @ga) && !grep({ $_ eq 'hello 1' } @ga),
 sleep 1.2;
 agree('a message rewritten in place');
 
+# the very next messages page after another program's rewrite in place (same inode, size
+# and mtime) and its rename over a file, no pause: the cached pool's rows had been served
+# without a stat under the directory's watch (core/msgcache.h)
+{
+    my $page = "$api/$sid/messages?limit=200";
+    get($on, $page) for 1 .. 2;
+    ok rewrite_keep_stat("$mdir/message_$id1.json", 'HELLO 1', 'HeLLO 1'), 'rewritten in place at once';
+    my $rows = get($on, $page);
+    is_deeply $rows, get($off, $page), 'the very next page agrees';
+    ok scalar(grep { $_->{content} eq 'HeLLO 1' } @{ $rows->{messages} }), 'and shows the rewrite';
+    sleep 1.2;
+    get($on, $page) for 1 .. 2;
+    my $f = "$mdir/message_$id1.json";
+    (my $t = SvcTest::read_file($f)) =~ s/HeLLO 1/hEllO 1/ or die;
+    SvcTest::write_file("$f.new", $t);
+    rename "$f.new", $f or die "rename: $!";
+    $rows = get($on, $page);
+    is_deeply $rows, get($off, $page), 'renamed over: the very next page agrees';
+    ok scalar(grep { $_->{content} eq 'hEllO 1' } @{ $rows->{messages} }), 'and shows it';
+}
+
 # a message file added by another program (a Strands agent)
 my @ids = sort { $a <=> $b } map { /message_(\d+)\.json$/ ? $1 : () } glob "$mdir/message_*.json";
 my $next = $ids[-1] + 1;
