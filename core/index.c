@@ -239,23 +239,6 @@ static const char *owner_intern(const char *id)
     return v[n++];
 }
 
-/* tags as an entry keeps them (a tag has no control character, labels.h). */
-static char *tags_joined(json_object *tags)
-{
-    size_t n = tags ? json_object_array_length(tags) : 0;
-    if (n == 0)
-        return NULL;
-    struct svc_buf b;
-    svc_buf_init(&b);
-    svc_buf_adds(&b, "\x1f");
-    for (size_t i = 0; i < n; i++) {
-        json_object *t = json_object_array_get_idx(tags, i);
-        if (json_object_is_type(t, json_type_string))
-            svc_buf_printf(&b, "%s\x1f", json_object_get_string(t));
-    }
-    return svc_buf_steal(&b);
-}
-
 /* Whether e has every tag q asks for. */
 static bool tags_match(const struct entry *e, const struct svc_list_query *q)
 {
@@ -295,7 +278,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
     e->msgs = svc_json_int(summary, "message_count", -1);
     e->owner = owner_intern(svc_user_owner(summary));
     free(e->tags);
-    e->tags = tags_joined(svc_json_arr(summary, "tags"));
+    e->tags = svc_labels_tags_joined(svc_json_arr(summary, "tags"));
 }
 
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
@@ -1867,17 +1850,6 @@ static int db_mkdir(const char *path)
     return rc;
 }
 
-static void db_unlink(const char *path)
-{
-    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
-        char *p = NULL;
-        svc_xasprintf(&p, "%s%s", path, suffix[i]);
-        unlink(p);
-        free(p);
-    }
-}
-
 /* Build the database at path from the journal (or the directories, when the journal is not
  * whole: refresh rebuilds it), through a temporary file renamed into place. The entries
  * are dropped afterwards: a process that lists from the database keeps none. */
@@ -1889,7 +1861,7 @@ static int db_build(const struct svc_store *st, const char *path)
     int rc = refresh(st);
     char *tmp = NULL;
     svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
-    db_unlink(tmp);
+    svc_file_unlink_db(tmp);
     if (rc == 0 && !ix.loaded)
         rc = 1; /* no root yet: nothing to build */
     /* a summary that cannot be read back from the journal (changed under this process
@@ -1902,7 +1874,7 @@ static int db_build(const struct svc_store *st, const char *path)
         rc = -1;
     if (lk >= 0)
         close(lk);
-    db_unlink(tmp);
+    svc_file_unlink_db(tmp);
     free(tmp);
     size_t n = ix.n;
     svc_index_reset();

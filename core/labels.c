@@ -74,3 +74,19 @@ json_object *svc_labels_tags_set(json_object *tags)
     json_object_put(seen);
     return out;
 }
+
+char *svc_labels_tags_joined(json_object *tags)
+{
+    size_t n = tags ? json_object_array_length(tags) : 0;
+    if (n == 0)
+        return NULL;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    svc_buf_adds(&b, "\x1f");
+    for (size_t i = 0; i < n; i++) {
+        json_object *t = json_object_array_get_idx(tags, i);
+        if (json_object_is_type(t, json_type_string))
+            svc_buf_printf(&b, "%s\x1f", json_object_get_string(t));
+    }
+    return svc_buf_steal(&b);
+}

@@ -345,23 +345,6 @@ static int64_t next_seq(void)
     return seq;
 }
 
-/* tags as a row keeps them: "\x1f<tag>\x1f<tag>\x1f" (a tag has no control character). */
-static char *tags_joined(json_object *tags)
-{
-    size_t n = tags ? json_object_array_length(tags) : 0;
-    if (n == 0)
-        return NULL;
-    struct svc_buf b;
-    svc_buf_init(&b);
-    svc_buf_adds(&b, "\x1f");
-    for (size_t i = 0; i < n; i++) {
-        json_object *t = json_object_array_get_idx(tags, i);
-        if (json_object_is_type(t, json_type_string))
-            svc_buf_printf(&b, "%s\x1f", json_object_get_string(t));
-    }
-    return svc_buf_steal(&b);
-}
-
 static int put_row(const char *sid, json_object *sum)
 {
     static const char q[] =
@@ -376,7 +359,7 @@ static int put_row(const char *sid, json_object *sum)
     double t = 0;
     svc_time_parse_iso(svc_json_str(sum, "updated_at", ""), &t);
     char *title = svc_fold(svc_title_search_text(sum));
-    char *tags = tags_joined(svc_json_arr(sum, "tags"));
+    char *tags = svc_labels_tags_joined(svc_json_arr(sum, "tags"));
     char *text = svc_json_dump_compact(sum);
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 2, t);

@@ -630,17 +630,6 @@ static bool stamp_ok(void)
     return ok;
 }
 
-static void unlink_index(const char *path)
-{
-    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
-        char *p = NULL;
-        svc_xasprintf(&p, "%s%s", path, suffix[i]);
-        unlink(p);
-        free(p);
-    }
-}
-
 /* Open the file and check it: 0, or 1 when it must be thrown away, -1 when unusable. */
 static int db_try_open(void)
 {
@@ -709,7 +698,7 @@ static int db_open(const struct svc_config *cfg, struct svc_err *err)
     if (rc == 1) {
         svc_logf("search: the index %s is damaged or another's: rebuilt", S.path);
         db_close();
-        unlink_index(S.path);
+        svc_file_unlink_db(S.path);
         rc = db_try_open();
     }
     if (rc != 0 || stat(S.path, &sb) != 0) {
@@ -732,7 +721,7 @@ static int db_fail(const char *what, struct svc_err *err)
         code == SQLITE_PROTOCOL) {
         svc_logf("search: the index %s is damaged: removed, the next query rebuilds it", S.path);
         db_close();
-        unlink_index(S.path);
+        svc_file_unlink_db(S.path);
         S.removed = true;
     }
     return -1;
@@ -1083,7 +1072,7 @@ static int catch_up(const struct svc_config *cfg, struct svc_err *err)
     if (stale == 1) {
         svc_logf("search: the index %s is damaged or another's: rebuilt", S.path);
         db_close();
-        unlink_index(S.path);
+        svc_file_unlink_db(S.path);
         S.removed = true;
         return svc_err_set(err, SVC_E_IO, "search index %s: another schema", S.path);
     }
