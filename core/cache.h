@@ -20,7 +20,7 @@
  *   the index file's (inode, size) read under the root lock, the root's mtime for rescans,
  *   and on each page a stat of each row's next message file: checks that see other hosts'
  *   writes, so `auto` keeps it on a shared root too; `off` drops it before each listing.
- * - index.c + listdb.c: the listing database, this host's copy of the listing index on
+ * - index_db.c + listdb.c: the listing database, this host's copy of the listing index on
  *   local disk; before each page the journal's stamp, inode and size against the offset
  *   the database has read, and the root's mtime against its last rescan (the bytes since
  *   are applied first), then the per-row stat: checks that see other hosts' appends, so

@@ -13,14 +13,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fold.h"
 #include "fsio.h"
+#include "index_int.h"
 #include "jsonx.h"
 #include "labels.h"
 #include "listdb.h"
@@ -32,90 +31,18 @@
 #include "user.h"
 #include "util.h"
 
-/* An entry keeps what sorting and filtering need; its summary stays in the index file
- * (off, len within the file open as ix.fd), or on the heap until a line of it is read back. */
-struct entry {
-    char *sid;
-    char *heap;     /* compact JSON summary, when not (yet) at off in the file */
-    off_t off;      /* where the summary's JSON starts in the index file, or -1 */
-    uint32_t len;   /* its length in bytes */
-    char *title_lc; /* title folded for q (svc_fold) */
-    double updated; /* epoch */
-    char status[12];
-    int64_t msgs;      /* message_count of the summary */
-    const char *owner; /* interned (owner_intern), NULL when it has none */
-    bool archived;
-    bool pinned;
-    char *tags;       /* the summary's tags as "\x1f<tag>\x1f<tag>\x1f", or NULL for none */
-    bool seen;        /* present in the latest directory scan */
-    uint64_t changed; /* the value of `changes` when it last changed (svc_index_each) */
-};
-
 /* A hash from sid to position keeps applying lines O(1). */
 struct slot {
     const char *sid;
     size_t pos;
 };
 
-/* This process's copy of the index (core/cache.h), dropped whole by svc_index_reset. */
-static struct {
-    char *root;
-    struct entry *v;
-    size_t n, cap;
-    bool sorted;
-    ino_t ino;
-    off_t offset;
-    struct timespec root_mtime;
-    bool loaded;
-    char gen[17]; /* generation of the index file read, "" before its first compaction */
-    int fd;       /* that file, kept open: entries point into it (valid when fd_open) */
-    bool fd_open;
-    int root_fd; /* the root directory, for the per-row stat relative to it (root_fd_open) */
-    bool root_fd_open;
-    dev_t root_dev;
-    ino_t root_ino;
-    dev_t dev;    /* device of the index file held as fd */
-    int stamp_fd; /* the root lock file, kept open for stamp_peek (stamp_fd_open) */
-    bool stamp_fd_open;
-    size_t live_bytes; /* what a compacted index would hold, kept as entries change */
-    struct slot *hs;   /* the hash, hcap slots pointing into v */
-    size_t hcap;
-} ix;
+struct index_mem ix;    /* index_int.h: this process's copy of the index */
+struct index_done done; /* index_int.h: what this process did, across resets */
 
-/* What this process did, across resets (svc_index_warm compares them): summaries applied,
- * rebuilds from the directories, summaries a rescan made from them, applied at the last
- * trim of the heap. */
-static struct {
-    unsigned long applied, rebuilds, scanned, trimmed_at;
-} done;
 /* Changes to the entries in this process, and the last one that removed entries (a walk
  * since then must be whole): svc_index_each's marks. */
 static uint64_t changes = 1, removed_at;
-
-/* The listing database's side (at the end of this file). */
-static int db_ready(const struct svc_store *st, int *lk);
-static int db_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
-                   json_object **stale, struct svc_err *err);
-static int db_build(const struct svc_store *st, const char *path);
-static const char *db_path(const struct svc_store *st);
-static int db_lock(const char *path, const char *suffix, int op);
-static int db_mkdir(const char *path);
-static void db_release(int lk);
-static bool db_small(const struct svc_store *st);
-static void db_child_fds(int b);
-/* What a background process runs (it never returns: it exits). */
-typedef void db_child_fn(const struct svc_store *st, const char *path, int b);
-static int db_spawn(const struct svc_store *st, const char *path, const char *lock,
-                    db_child_fn *fn);
-static struct {
-    char *path;      /* the database of the root below */
-    char *root;      /* the root it is for */
-    bool live;       /* the last look found it caught up: index.h's answers come from it */
-    bool building;   /* the last listing was answered from memory while it was built */
-    int lockfd;      /* <path>.lock, open (db_hold), or -1 */
-    time_t retry_at; /* no build tried before then (one failed: disk full, read-only) */
-} D = {.lockfd = -1};
-#define DB_RETRY_S 10
 
 static size_t summary_bytes(const struct entry *e)
 {
@@ -137,7 +64,7 @@ static void entry_free(struct entry *e)
 }
 
 /* The summary's JSON text (heap, caller frees), or NULL when it cannot be read. */
-static char *entry_summary(const struct entry *e)
+char *entry_summary(const struct entry *e)
 {
     if (e->heap)
         return svc_xstrdup(e->heap);
@@ -349,18 +276,6 @@ static int lock_root(const struct svc_store *st, bool *writable)
     return fd;
 }
 
-/* The stamp: what the index file looked like when a writer last left it whole, kept in the
- * first STAMP_LEN bytes of the lock file and written only under the root lock. A file that
- * does not match it (deleted, truncated, torn, edited, an older copy put back) is rebuilt
- * from the directories before anyone answers from it. */
-#define STAMP_LEN 128
-struct stamp {
-    char gen[17];
-    unsigned long long ino;
-    long long size, mtime;
-    bool ok;
-};
-
 static long long mtime_ns(const struct stat *sb)
 {
     return (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
@@ -389,7 +304,7 @@ static void stamp_parse(int fd, struct stamp *s)
 
 /* The stamp as it is now, read without the lock (a torn read only sends the reader to the
  * locked path). */
-static void stamp_peek(const struct svc_store *st, struct stamp *s)
+void stamp_peek(const struct svc_store *st, struct stamp *s)
 {
     /* the lock file is kept open between looks; one that lost its name (removed, or
      * replaced by a rename) is opened anew by name */
@@ -428,14 +343,6 @@ static void stamp_write(int lockfd, const char *gen, const struct stat *sb)
         svc_logf("index: could not write the index stamp: %s", strerror(errno));
 }
 
-/* The index file as found: descriptor, stat and generation ("" when it has no header). */
-struct idxfile {
-    int fd;
-    struct stat sb;
-    char gen[17];
-    bool shared; /* st->shared: read_lines drops the page cache first */
-};
-
 /* index_open with open flags (O_RDONLY, or O_RDWR | O_APPEND for the appender). */
 static int index_open_as(const struct svc_store *st, struct idxfile *f, int flags)
 {
@@ -468,7 +375,7 @@ static int index_open_as(const struct svc_store *st, struct idxfile *f, int flag
     return 0;
 }
 
-static int index_open(const struct svc_store *st, struct idxfile *f)
+int index_open(const struct svc_store *st, struct idxfile *f)
 {
     return index_open_as(st, f, O_RDONLY);
 }
@@ -495,7 +402,7 @@ static int index_look(const struct svc_store *st, struct idxfile *f)
     return index_open(st, f);
 }
 
-static void index_close(struct idxfile *f)
+void index_close(struct idxfile *f)
 {
     if (f->fd >= 0)
         close(f->fd);
@@ -504,7 +411,7 @@ static void index_close(struct idxfile *f)
 
 /* Whether the file is the one the stamp describes. Without the lock (exact false) a file
  * that grew since is accepted too: an appender writes its line before the stamp. */
-static bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, bool shared)
+bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, bool shared)
 {
     /* on a shared root another client may see another inode number or mtime for the same
      * file: only the generation in the file and its size are compared there */
@@ -519,7 +426,7 @@ static bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool e
 /* Append one line, under the root lock, to an index file that is whole. A missing or
  * damaged file is never appended to (nor created): the stamp is withdrawn and the next
  * reader rebuilds the index from the directories, which hold this change already. */
-static int append_line(const struct svc_store *st, const char *sid, json_object *summary)
+int append_line(const struct svc_store *st, const char *sid, json_object *summary)
 {
     json_object *line = json_object_new_object();
     svc_json_set_str(line, "session_id", sid);
@@ -675,7 +582,7 @@ static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
 }
 
 /* Summary of one session from its sidecar or, failing that, its native files. */
-static json_object *summary_of(const struct svc_store *st, const char *sid)
+json_object *summary_of(const struct svc_store *st, const char *sid)
 {
     json_object *sc = NULL;
     struct svc_sess h;
@@ -804,7 +711,7 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
 /* The locked path: the index file is checked against its stamp once more, with writers
  * excluded, and read on when whole, else rebuilt. Returns 0, or -1 when the root cannot be
  * read. force rebuilds in any case. */
-static int refresh_locked(const struct svc_store *st, bool force)
+int refresh_locked(const struct svc_store *st, bool force)
 {
     bool writable = false;
     int lock = lock_root(st, &writable);
@@ -929,7 +836,7 @@ static void write_compacted(const struct svc_store *st)
     close(lock);
 }
 
-static int refresh(const struct svc_store *st)
+int refresh(const struct svc_store *st)
 {
     if (!ix.root || strcmp(ix.root, st->root) != 0) {
         svc_index_reset();
@@ -995,7 +902,7 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(x->sid, y->sid);
 }
 
-static char *cursor_encode(const struct entry *e)
+char *cursor_encode(const struct entry *e)
 {
     char *raw = NULL;
     svc_xasprintf(&raw, "%.6f|%s", e->updated, e->sid);
@@ -1012,7 +919,7 @@ static char *cursor_encode(const struct entry *e)
     return (char *)out;
 }
 
-static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz)
+int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz)
 {
     size_t n = strlen(c);
     if (n == 0 || n > 400)
@@ -1045,7 +952,7 @@ static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
 }
 
 /* Whether a session listed as running has a live run (its run lock is held). */
-static bool run_alive(const struct svc_store *st, const char *sid)
+bool run_alive(const struct svc_store *st, const char *sid)
 {
     struct svc_sess h;
     bool alive = svc_sess_open_store(st, sid, &h, NULL) == 0 && svc_lock_run_held(h.dir);
@@ -1057,8 +964,8 @@ static bool run_alive(const struct svc_store *st, const char *sid)
  * when a message file beyond its count exists (written by another program, e.g. a Strands
  * agent); NULL when the count holds. One stat per listed session; the index learns the new
  * summary. */
-static json_object *recounted(const struct svc_store *st, const char *sid, int64_t msgs,
-                              const char *status)
+json_object *recounted(const struct svc_store *st, const char *sid, int64_t msgs,
+                       const char *status)
 {
     if (msgs < 0 || strcmp(status, "running") == 0)
         return NULL;
@@ -1537,574 +1444,4 @@ int64_t svc_index_count(const struct svc_store *st)
         return n;
     }
     return refresh(st) == 0 ? (int64_t)ix.n : -1;
-}
-
-/* ---- the listing database (listdb.h): this host's copy of the journal, read a page at a
- * time; the entries above serve only while it is being built (or when it is off) ---- */
-
-/* Journals up to this size (or roots without one of up to this many directories) are built
- * into a database in the request that finds none (a second or so); larger ones in a background
- * process while lists are answered from memory and say so (svc_index_building). */
-#define DB_SYNC_MAX ((off_t)16 << 20)
-#define DB_SYNC_DIRS 10000
-
-static const char *db_path(const struct svc_store *st)
-{
-    static pid_t pid;
-    if (pid != getpid()) { /* a connection, or lock, opened before a fork is the parent's */
-        svc_listdb_forget();
-        if (D.lockfd >= 0)
-            close(D.lockfd);
-        D.lockfd = -1;
-        D.live = false;
-        pid = getpid();
-    }
-    if (!D.path || strcmp(D.root, st->root) != 0) {
-        free(D.path);
-        free(D.root);
-        svc_listdb_close();
-        if (D.lockfd >= 0)
-            close(D.lockfd);
-        D.lockfd = -1;
-        D.path = svc_listdb_path(st->index_dir, st->root);
-        D.root = svc_xstrdup(st->root);
-    }
-    return D.path;
-}
-
-static long long ts_ns(struct timespec t)
-{
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
-/* Apply one journal line to the database: 0, 1 when it is not one of ours, -1 on error. */
-static int db_apply_line(const char *line, size_t n, off_t at)
-{
-    json_object *o = NULL;
-    if (svc_json_parse(line, n, &o, NULL) != 0)
-        return 1;
-    const char *sid = svc_json_str(o, "session_id", NULL);
-    json_object *sum = svc_json_obj(o, "summary"), *sumv = NULL;
-    bool has_sum = json_object_object_get_ex(o, "summary", &sumv);
-    int rc = 0;
-    if (sid && svc_id_valid(sid) && has_sum && (sum || !sumv))
-        rc = svc_listdb_put(sid, sum);
-    else if (!svc_json_str(o, "svc_index_generation", NULL) || at != 0)
-        rc = 1;
-    json_object_put(o);
-    return rc;
-}
-
-/* Apply the whole lines of the journal between *at and size; *at gets the end of the last
- * one applied (a line still being written is read next time). 0, 1 for a line not ours. */
-static int db_apply_journal(int fd, off_t size, off_t *at)
-{
-    size_t cap = 1 << 20, have = 0;
-    char *buf = svc_xmalloc(cap);
-    off_t pos = *at;
-    int rc = 0;
-    while (rc == 0 && pos + (off_t)have < size) {
-        if (have == cap) {
-            buf = svc_xrealloc(buf, cap * 2);
-            cap *= 2;
-        }
-        size_t want = cap - have;
-        if ((off_t)want > size - pos - (off_t)have)
-            want = (size_t)(size - pos - (off_t)have);
-        ssize_t got = pread(fd, buf + have, want, pos + (off_t)have);
-        if (got <= 0)
-            break;
-        have += (size_t)got;
-        size_t used = 0;
-        char *nl;
-        while (rc == 0 && (nl = memchr(buf + used, '\n', have - used))) {
-            size_t n = (size_t)(nl - (buf + used));
-            rc = n > 0 ? db_apply_line(buf + used, n, pos + (off_t)used) : 0;
-            used += n + 1;
-        }
-        memmove(buf, buf + used, have - used);
-        have -= used;
-        pos += (off_t)used;
-    }
-    free(buf);
-    *at = pos;
-    return rc;
-}
-
-/* The names a rescan found different from the rows: added (gone false) or gone. */
-struct rescan {
-    char **sid;
-    bool *gone;
-    size_t n, cap;
-};
-
-static void rescan_note(void *ctx, const char *sid, bool gone)
-{
-    struct rescan *r = ctx;
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 16;
-        r->sid = svc_xrealloc(r->sid, r->cap * sizeof *r->sid);
-        r->gone = svc_xrealloc(r->gone, r->cap * sizeof *r->gone);
-    }
-    r->sid[r->n] = svc_xstrdup(sid);
-    r->gone[r->n++] = gone;
-}
-
-/* Compare the root's names with the rows (O(names), no summary read, no write lock: the
- * names go to a temporary table of this connection). */
-static int db_rescan_collect(const struct svc_store *st, struct rescan *r)
-{
-    DIR *d = opendir(st->root);
-    if (!d)
-        return errno == ENOENT ? 0 : -1;
-    int rc = svc_listdb_seen_reset();
-    struct dirent *de;
-    while (rc == 0 && (de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
-        if (sid)
-            rc = svc_listdb_seen(sid);
-    }
-    closedir(d);
-    if (rc == 0)
-        rc = svc_listdb_seen_diff(rescan_note, r);
-    svc_listdb_seen_reset();
-    return rc;
-}
-
-/* Record what the rescan found, inside the caller's transaction, each checked again (the
- * journal may have told since): another program's session is summarised, appended to the
- * journal (for every other host and process) and added; a vanished one removed. */
-static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
-{
-    for (size_t i = 0; i < r->n; i++) {
-        bool exists = svc_store_session_exists(st, r->sid[i]);
-        json_object *sum = exists && !r->gone[i] && svc_listdb_has(r->sid[i]) == 0
-                               ? summary_of(st, r->sid[i])
-                               : NULL;
-        if (sum || (r->gone[i] && !exists)) {
-            append_line(st, r->sid[i], sum);
-            svc_listdb_put(r->sid[i], sum);
-            done.scanned++;
-        }
-        json_object_put(sum);
-        free(r->sid[i]);
-    }
-    free(r->sid);
-    free(r->gone);
-    memset(r, 0, sizeof *r);
-}
-
-/* The background rescanner of a large root: the grandchild of the process that saw the
- * root's mtime move, holding the rescan lock (fd b) until it has recorded that mtime. */
-static _Noreturn void db_rescanner(const struct svc_store *st, const char *path, int b)
-{
-    db_child_fds(b);
-    int lk = db_lock(path, ".lock", LOCK_SH);
-    struct stat rs;
-    struct rescan r = {0};
-    struct svc_listdb_pos p;
-    int rc = lk >= 0 && stat(st->root, &rs) == 0 && svc_listdb_open(path, false) == 0 ? 0 : -1;
-    if (rc == 0)
-        rc = db_rescan_collect(st, &r);
-    if (rc == 0 && svc_listdb_begin() == 0 && svc_listdb_pos_get(&p) == 0) {
-        db_rescan_apply(st, &r);
-        p.root_mtime = ts_ns(rs.st_mtim);
-        rc = svc_listdb_pos_set(&p) == 0 && svc_listdb_commit() == 0 ? 0 : -1;
-    }
-    svc_listdb_rollback();
-    svc_listdb_close();
-    _exit(rc == 0 ? 0 : 1);
-}
-
-/* Whether the database at p can follow the journal f (the same generation, and file). */
-static bool db_follows(const struct svc_store *st, const struct svc_listdb_pos *p,
-                       const struct idxfile *f)
-{
-    return strcmp(p->gen, f->gen) == 0 && f->sb.st_size >= (off_t)p->offset &&
-           (st->shared || p->ino == (uint64_t)f->sb.st_ino);
-}
-
-/* Whether nothing was appended to the journal the database follows, and the root's names
- * did not change, since it last read: the stamp names its generation, and the file at the
- * journal's name is the one it read (inode, unless shared) with the size it read up to. */
-static bool db_unchanged(const struct svc_store *st, const struct stamp *s,
-                         struct svc_listdb_pos *p, const struct stat *rs)
-{
-    struct stat jb;
-    char *jp = svc_store_root_path(st, SVC_F_INDEX);
-    bool same = jp && lstat(jp, &jb) == 0 && S_ISREG(jb.st_mode) && svc_listdb_pos_get(p) == 0 &&
-                s->ok && strcmp(s->gen, p->gen) == 0 && s->size <= jb.st_size &&
-                jb.st_size == (off_t)p->offset && (st->shared || jb.st_ino == p->ino) &&
-                ts_ns(rs->st_mtim) == p->root_mtime;
-    free(jp);
-    return same;
-}
-
-/* Bring the open database up to the journal: 0, 1 when it cannot follow it (another
- * generation, a file that does not match its stamp, a line not ours: built anew), -1. */
-static int db_catch_up(const struct svc_store *st)
-{
-    struct stat rs;
-    if (stat(st->root, &rs) != 0)
-        return errno == ENOENT ? 1 : -1;
-    struct stamp s;
-    stamp_peek(st, &s);
-    struct svc_listdb_pos p;
-    if (db_unchanged(st, &s, &p, &rs))
-        return 0;
-    struct idxfile f = {.fd = -1};
-    if (index_open(st, &f) != 0 || !stamp_matches(&s, &f, false, st->shared)) {
-        index_close(&f);
-        return 1;
-    }
-    /* the root's names moved: compared here when the root is small, else in the
-     * background (the page below comes from the rows as they are) */
-    bool moved = ts_ns(rs.st_mtim) != p.root_mtime;
-    if (moved && !db_small(st)) {
-        db_spawn(st, db_path(st), ".rescan", db_rescanner);
-        moved = false;
-    }
-    if (!moved && db_follows(st, &p, &f) && f.sb.st_size == (off_t)p.offset) {
-        index_close(&f);
-        return 0;
-    }
-    int rc = svc_listdb_begin() == 0 && svc_listdb_pos_get(&p) == 0 ? 0 : -1;
-    if (rc == 0 && !db_follows(st, &p, &f))
-        rc = 1;
-    off_t at = (off_t)p.offset;
-    if (rc == 0 && f.sb.st_size > at)
-        rc = db_apply_journal(f.fd, f.sb.st_size, &at);
-    index_close(&f);
-    struct rescan r = {0};
-    if (rc == 0 && moved && ts_ns(rs.st_mtim) != p.root_mtime) {
-        rc = db_rescan_collect(st, &r);
-        db_rescan_apply(st, &r);
-        p.root_mtime = ts_ns(rs.st_mtim);
-    }
-    p.offset = at;
-    if (rc == 0 && (svc_listdb_pos_set(&p) != 0 || svc_listdb_commit() != 0))
-        rc = -1;
-    if (rc != 0)
-        svc_listdb_rollback();
-    return rc;
-}
-
-/* Write this process's entries (just brought up to date by refresh) as a new database at
- * tmp, positioned where they stand in the journal. */
-static int db_write(const struct svc_store *st, const char *tmp)
-{
-    if (svc_listdb_open(tmp, true) != 0 || svc_listdb_begin() != 0)
-        return -1;
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < ix.n; i++) {
-        char *text = entry_summary(&ix.v[i]);
-        json_object *sum = text ? json_tokener_parse(text) : NULL;
-        rc = sum ? svc_listdb_put(ix.v[i].sid, sum) : -1;
-        json_object_put(sum);
-        free(text);
-        if (i % 100000 == 99999)
-            svc_logf("index: building the listing database: %zu of %zu sessions", i + 1, ix.n);
-    }
-    struct svc_listdb_pos p = {.offset = ix.offset, .root_mtime = ts_ns(ix.root_mtime)};
-    snprintf(p.gen, sizeof p.gen, "%s", ix.gen);
-    p.ino = st->shared ? 0 : (uint64_t)ix.ino;
-    if (rc == 0 && (svc_listdb_pos_set(&p) != 0 || svc_listdb_commit() != 0))
-        rc = -1;
-    if (rc != 0)
-        svc_listdb_rollback();
-    svc_listdb_close();
-    return rc;
-}
-
-/* The database's locks: <path>.lock, shared while a process uses the database and
- * exclusive to rename a new one over it; <path>.build, held by the process building one.
- * op is flock's; the descriptor, or -1 (EWOULDBLOCK with LOCK_NB when held). */
-static int db_lock(const char *path, const char *suffix, int op)
-{
-    char *p = NULL;
-    svc_xasprintf(&p, "%s%s", path, suffix);
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    free(p);
-    if (fd < 0)
-        return -1;
-    while (flock(fd, op) != 0) {
-        if (errno != EINTR) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-    }
-    return fd;
-}
-
-/* The directory of the database at path. */
-static int db_mkdir(const char *path)
-{
-    char *dir = svc_xstrdup(path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    int rc = slash ? svc_mkdirs(dir, 0700, NULL) : 0;
-    free(dir);
-    return rc;
-}
-
-/* Build the database at path from the journal (or the directories, when the journal is not
- * whole: refresh rebuilds it), through a temporary file renamed into place. The entries
- * are dropped afterwards: a process that lists from the database keeps none. */
-static int db_build(const struct svc_store *st, const char *path)
-{
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    svc_index_reset();
-    int rc = refresh(st);
-    char *tmp = NULL;
-    svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
-    svc_file_unlink_db(tmp);
-    if (rc == 0 && !ix.loaded)
-        rc = 1; /* no root yet: nothing to build */
-    /* a summary that cannot be read back from the journal (changed under this process
-     * since it was read): rebuilt from the directories, and written again */
-    for (int i = 0; rc == 0 && db_write(st, tmp) != 0; i++)
-        if (i == 2 || refresh_locked(st, true) != 0)
-            rc = -1;
-    int lk = rc == 0 ? db_lock(path, ".lock", LOCK_EX) : -1;
-    if (rc == 0 && (lk < 0 || rename(tmp, path) != 0))
-        rc = -1;
-    if (lk >= 0)
-        close(lk);
-    svc_file_unlink_db(tmp);
-    free(tmp);
-    size_t n = ix.n;
-    svc_index_reset();
-#ifdef __GLIBC__
-    malloc_trim(0);
-#endif
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (rc == 0)
-        svc_logf("index: built the listing database %s (%zu sessions, %.1f s)", path, n,
-                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-    else if (rc < 0)
-        svc_logf("index: could not build the listing database %s: %s", path, strerror(errno));
-    return rc;
-}
-
-/* How long a background build waits before it starts, and whether every build is one:
- * SVC_TEST_INDEX_BUILD_DELAY (seconds), in test builds only (docs/TESTING.md). */
-static unsigned test_build_delay(void)
-{
-#ifdef SVC_TEST_HOOKS
-    const char *v = getenv("SVC_TEST_INDEX_BUILD_DELAY");
-    return v ? (unsigned)atoi(v) : 0;
-#else
-    return 0;
-#endif
-}
-
-/* Whether a build is quick enough for the request that needs it: the journal is small, or
- * there is none and the root's link count says it has few directories (a count that has
- * overflowed, 1, or another filesystem's 1 say nothing: built in the background). */
-static bool db_small(const struct svc_store *st)
-{
-    if (test_build_delay())
-        return false;
-    struct stat sb;
-    char *jp = svc_store_root_path(st, SVC_F_INDEX);
-    bool has = jp && stat(jp, &sb) == 0;
-    free(jp);
-    if (has)
-        return sb.st_size <= DB_SYNC_MAX;
-    if (stat(st->root, &sb) != 0)
-        return true; /* no root: nothing to build */
-    return sb.st_nlink >= 2 && sb.st_nlink <= DB_SYNC_DIRS + 2;
-}
-
-/* The background builder: the grandchild of a process that found no database to follow,
- * holding the build lock (fd b) until it is done. */
-/* In a background process: this process's index, connection and descriptors are its
- * parent's (b aside, the lock it holds). */
-static void db_child_fds(int b)
-{
-    svc_index_reset(); /* closes its descriptors before the rest are */
-    svc_listdb_forget();
-    D.lockfd = -1;
-    struct rlimit rl;
-    int maxfd =
-        getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
-    for (int fd = 3; fd < maxfd; fd++)
-        if (fd != b)
-            close(fd); /* the pool's sockets stay with the pool */
-}
-
-static _Noreturn void db_builder(const struct svc_store *st, const char *path, int b)
-{
-    db_child_fds(b);
-    unsigned delay = test_build_delay();
-    if (delay)
-        sleep(delay);
-    svc_logf("index: building the listing database %s in the background (pid %d)", path,
-             (int)getpid());
-    _exit(db_build(st, path) < 0 ? 1 : 0);
-}
-
-/* Build the database: here when the journal is small, else in a background process (two
- * forks: nothing to reap). 0 when it is built, 1 when it is being built, -1 when not. */
-static int db_start_build(const struct svc_store *st, const char *path)
-{
-    bool here = db_small(st);
-    if (here) {
-        int b = db_lock(path, ".build", LOCK_EX | LOCK_NB);
-        if (b < 0)
-            return errno == EWOULDBLOCK ? 1 : -1;
-        int rc = db_build(st, path);
-        close(b);
-        return rc == 0 ? 0 : -1;
-    }
-    return db_spawn(st, path, ".build", db_builder);
-}
-
-/* Run fn in a background process (two forks: nothing to reap) holding <path><lock>, unless
- * another holds it already. 1 when one runs, -1 when it could not be started. */
-static int db_spawn(const struct svc_store *st, const char *path, const char *lock, db_child_fn *fn)
-{
-    int b = db_lock(path, lock, LOCK_EX | LOCK_NB);
-    if (b < 0)
-        return errno == EWOULDBLOCK ? 1 : -1;
-    /* no lock of this connection across the fork: SQLite counts it per process, and the
-     * child's own connection would wait for it (the child forgets this one) */
-    svc_listdb_read_end();
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (fork() == 0)
-            fn(st, path, b);
-        _exit(0);
-    }
-    close(b); /* the grandchild holds it */
-    if (pid < 0)
-        return -1;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-        ;
-    return 1;
-}
-
-/* The shared lock on the database, on a descriptor kept open (D.lockfd): -1 on error. */
-static int db_hold(const char *path)
-{
-    if (D.lockfd < 0) {
-        D.lockfd = db_lock(path, ".lock", LOCK_SH);
-        if (D.lockfd < 0 && errno == ENOENT && db_mkdir(path) == 0)
-            D.lockfd = db_lock(path, ".lock", LOCK_SH);
-        return D.lockfd;
-    }
-    while (flock(D.lockfd, LOCK_SH) != 0)
-        if (errno != EINTR)
-            return -1;
-    return D.lockfd;
-}
-
-static void db_release(int lk)
-{
-    svc_listdb_read_end();
-    if (lk >= 0)
-        flock(lk, LOCK_UN);
-}
-
-/* Whether index.h's answers can come from the database: 0 when it is open and caught up
- * (*lk: the shared lock to close once done with it), 1 while it is being built, -1 when it
- * cannot be had; on 1 and -1 they come from this process's entries. */
-static int db_ready(const struct svc_store *st, int *lk)
-{
-    const char *path = db_path(st);
-    D.live = false;
-    *lk = -1;
-    struct stat rs;
-    if (stat(st->root, &rs) != 0)
-        return -1; /* no root, no sessions: nothing is made for it */
-    if (time(NULL) < D.retry_at)
-        return -1; /* a build here failed lately: from memory meanwhile */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        *lk = db_hold(path);
-        if (*lk < 0)
-            return -1;
-        int rc = 1;
-        if ((svc_listdb_current(path) || svc_listdb_open(path, false) == 0) &&
-            svc_listdb_read_begin() == 0)
-            rc = db_catch_up(st); /* and the page after it, in one read (db_release ends it) */
-        if (rc == 0) {
-            D.live = true;
-            if (ix.loaded || ix.n) { /* a copy kept while it was built: given back */
-                svc_index_reset();
-#ifdef __GLIBC__
-                malloc_trim(0);
-#endif
-            }
-            return 0;
-        }
-        db_release(*lk);
-        *lk = -1;
-        svc_listdb_close();
-        if (rc < 0)
-            svc_logf("index: the listing database %s cannot be read: built anew", path);
-        rc = db_start_build(st, path);
-        if (rc < 0 && stat(st->root, &rs) == 0) /* a root gone meanwhile is no failure */
-            D.retry_at = time(NULL) + DB_RETRY_S;
-        if (rc != 0)
-            return rc;
-    }
-    return -1;
-}
-
-/* A page row's summary: the stored text spliced in as it is, or recounted (recounted). */
-static json_object *db_row_summary(const struct svc_store *st, const struct svc_listdb_row *r)
-{
-    json_object *raw = recounted(st, r->sid, r->msgs, r->status);
-    return raw ? raw : svc_json_new_raw(r->summary);
-}
-
-/* One page from the database: 0, -1 with err (a bad cursor), 1 when it could not be read. */
-static int db_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
-                   json_object **stale, struct svc_err *err)
-{
-    double cu = 0;
-    char csid[SVC_ID_MAX + 2] = "";
-    bool after = q->cursor && *q->cursor;
-    if (after && cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
-        return svc_err_setp(err, SVC_E_INVALID_QUERY, "cursor", "cursor is not valid");
-    int limit =
-        q->limit > 0 && q->limit <= SVC_LIST_LIMIT_MAX ? (int)q->limit : SVC_LIST_LIMIT_DEFAULT;
-    char *qlc = q->q && *q->q ? svc_fold(q->q) : NULL;
-    struct svc_listdb_row *rows = NULL;
-    int n = 0;
-    int rc = svc_listdb_page(q, qlc, cu, after ? csid : NULL, limit + 1, &rows, &n);
-    free(qlc);
-    if (rc != 0)
-        return 1;
-    json_object *list = json_object_new_array();
-    for (int k = 0; k < n && k < limit; k++) {
-        json_object_array_add(list, db_row_summary(st, &rows[k]));
-        if (stale && strcmp(rows[k].status, "running") == 0 && !run_alive(st, rows[k].sid)) {
-            if (!*stale)
-                *stale = json_object_new_array();
-            json_object_array_add(*stale, json_object_new_string(rows[k].sid));
-        }
-    }
-    char *cur = NULL;
-    if (n > limit) {
-        struct entry last = {.sid = rows[limit - 1].sid, .updated = rows[limit - 1].updated};
-        cur = cursor_encode(&last);
-    }
-    svc_listdb_page_free(rows, n);
-    json_object *res = json_object_new_object();
-    svc_json_set(res, "sessions", list);
-    svc_json_set_str(res, "next_cursor", cur);
-    free(cur);
-    *out = res;
-    return 0;
-}
-
-bool svc_index_building(void)
-{
-    return D.building;
 }

@@ -201,7 +201,7 @@ static bool file_ok(void)
 
 /* The connection's settings: a bounded page cache and no mmap, so that what a worker keeps
  * of the database is O(page) whatever the number of sessions (SPEC 11). A rollback
- * journal, not WAL: a database built anew is renamed over the old one (index.c, under its
+ * journal, not WAL: a database built anew is renamed over the old one (index_db.c, under its
  * lock), and a WAL file left by the old one's last connection would be taken for the new
  * one's (or deleted under it); a new file is written by one process without any. */
 static int configure(bool create)

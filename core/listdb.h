@@ -1,9 +1,9 @@
 /* listdb: this host's SQLite copy of the listing index (SPEC 11; docs/FORMAT.md "the listing
  * database"), read a page at a time instead of held in memory. It is derived from the
  * root's change journal (.svc_index.jsonl, index.c) and records how far into which journal
- * generation it has read (struct svc_listdb_pos); index.c feeds it and decides when it
+ * generation it has read (struct svc_listdb_pos); index_db.c feeds it and decides when it
  * must be built anew. One database a process, on a local disk; a missing, damaged or
- * foreign file is never answered from: svc_listdb_open reports it and index.c rebuilds.
+ * foreign file is never answered from: svc_listdb_open reports it and index_db.c rebuilds.
  * Writes happen inside svc_listdb_begin/commit (BEGIN IMMEDIATE: one writer a host). */
 #ifndef SVC_LISTDB_H
 #define SVC_LISTDB_H
