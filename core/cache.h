@@ -16,7 +16,7 @@
 /* The caches and memos (module: what it covers; how an entry is validated):
  * - dirwatch.c `dw`: one inotify instance and its watches; the fast path of the watches
  *   below, never an answer of its own (IN_Q_OVERFLOW or a broken instance drop them all).
- * - index.c `ix`: the root's listing index in memory; the stamp in the root lock file and
+ * - index.c `svc_ix`: the root's listing index in memory; the stamp in the root lock file and
  *   the index file's (inode, size) read under the root lock, the root's mtime for rescans,
  *   and on each page a stat of each row's next message file: checks that see other hosts'
  *   writes, so `auto` keeps it on a shared root too; `off` drops it before each listing.

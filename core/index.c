@@ -37,8 +37,8 @@ struct slot {
     size_t pos;
 };
 
-struct index_mem ix;    /* index_int.h: this process's copy of the index */
-struct index_done done; /* index_int.h: what this process did, across resets */
+struct index_mem svc_ix;       /* index_int.h: this process's copy of the index */
+struct index_done svc_ix_done; /* index_int.h: what this process did, across resets */
 
 /* Changes to the entries in this process, and the last one that removed entries (a walk
  * since then must be whole): svc_index_each's marks. */
@@ -56,7 +56,7 @@ static size_t entry_bytes(const struct entry *e)
 
 static void entry_free(struct entry *e)
 {
-    ix.live_bytes -= entry_bytes(e);
+    svc_ix.live_bytes -= entry_bytes(e);
     free(e->sid);
     free(e->heap);
     free(e->title_lc);
@@ -64,14 +64,14 @@ static void entry_free(struct entry *e)
 }
 
 /* The summary's JSON text (heap, caller frees), or NULL when it cannot be read. */
-char *entry_summary(const struct entry *e)
+char *svc_ix_entry_summary(const struct entry *e)
 {
     if (e->heap)
         return svc_xstrdup(e->heap);
-    if (!ix.fd_open || e->off < 0)
+    if (!svc_ix.fd_open || e->off < 0)
         return NULL;
     char *buf = svc_xmalloc((size_t)e->len + 1);
-    ssize_t got = pread(ix.fd, buf, e->len, e->off);
+    ssize_t got = pread(svc_ix.fd, buf, e->len, e->off);
     if (got != (ssize_t)e->len) {
         free(buf);
         return NULL;
@@ -82,33 +82,33 @@ char *entry_summary(const struct entry *e)
 
 static void close_index_fd(void)
 {
-    if (ix.fd_open)
-        close(ix.fd);
-    ix.fd_open = false;
-    ix.fd = -1;
+    if (svc_ix.fd_open)
+        close(svc_ix.fd);
+    svc_ix.fd_open = false;
+    svc_ix.fd = -1;
 }
 
 void svc_index_reset(void)
 {
-    for (size_t i = 0; i < ix.n; i++)
-        entry_free(&ix.v[i]);
-    free(ix.v);
-    free(ix.root);
+    for (size_t i = 0; i < svc_ix.n; i++)
+        entry_free(&svc_ix.v[i]);
+    free(svc_ix.v);
+    free(svc_ix.root);
     close_index_fd();
-    if (ix.root_fd_open)
-        close(ix.root_fd);
-    if (ix.stamp_fd_open)
-        close(ix.stamp_fd);
-    free(ix.hs); /* it points into the entries just freed */
-    memset(&ix, 0, sizeof ix);
+    if (svc_ix.root_fd_open)
+        close(svc_ix.root_fd);
+    if (svc_ix.stamp_fd_open)
+        close(svc_ix.stamp_fd);
+    free(svc_ix.hs); /* it points into the entries just freed */
+    memset(&svc_ix, 0, sizeof svc_ix);
     removed_at = ++changes;
 }
 
 static struct entry *find(const char *sid)
 {
-    for (size_t i = 0; i < ix.n; i++) /* linear: callers batch; n is small per call site */
-        if (strcmp(ix.v[i].sid, sid) == 0)
-            return &ix.v[i];
+    for (size_t i = 0; i < svc_ix.n; i++) /* linear: callers batch; n is small per call site */
+        if (strcmp(svc_ix.v[i].sid, sid) == 0)
+            return &svc_ix.v[i];
     return NULL;
 }
 
@@ -122,29 +122,29 @@ static size_t hash_str(const char *s)
 
 static void hash_rebuild(void)
 {
-    free(ix.hs);
-    ix.hcap = 1024;
-    while (ix.hcap < ix.n * 2 + 16)
-        ix.hcap *= 2;
-    ix.hs = svc_xcalloc(ix.hcap, sizeof *ix.hs);
-    for (size_t i = 0; i < ix.n; i++) {
-        size_t h = hash_str(ix.v[i].sid) & (ix.hcap - 1);
-        while (ix.hs[h].sid)
-            h = (h + 1) & (ix.hcap - 1);
-        ix.hs[h].sid = ix.v[i].sid;
-        ix.hs[h].pos = i;
+    free(svc_ix.hs);
+    svc_ix.hcap = 1024;
+    while (svc_ix.hcap < svc_ix.n * 2 + 16)
+        svc_ix.hcap *= 2;
+    svc_ix.hs = svc_xcalloc(svc_ix.hcap, sizeof *svc_ix.hs);
+    for (size_t i = 0; i < svc_ix.n; i++) {
+        size_t h = hash_str(svc_ix.v[i].sid) & (svc_ix.hcap - 1);
+        while (svc_ix.hs[h].sid)
+            h = (h + 1) & (svc_ix.hcap - 1);
+        svc_ix.hs[h].sid = svc_ix.v[i].sid;
+        svc_ix.hs[h].pos = i;
     }
 }
 
 static struct entry *lookup(const char *sid)
 {
-    if (!ix.hs)
+    if (!svc_ix.hs)
         return find(sid);
-    size_t h = hash_str(sid) & (ix.hcap - 1);
-    while (ix.hs[h].sid) {
-        if (strcmp(ix.hs[h].sid, sid) == 0)
-            return &ix.v[ix.hs[h].pos];
-        h = (h + 1) & (ix.hcap - 1);
+    size_t h = hash_str(sid) & (svc_ix.hcap - 1);
+    while (svc_ix.hs[h].sid) {
+        if (strcmp(svc_ix.hs[h].sid, sid) == 0)
+            return &svc_ix.v[svc_ix.hs[h].pos];
+        h = (h + 1) & (svc_ix.hcap - 1);
     }
     return NULL;
 }
@@ -182,7 +182,7 @@ static bool tags_match(const struct entry *e, const struct svc_list_query *q)
  * it is kept on the heap. */
 static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t len)
 {
-    ix.live_bytes -= summary_bytes(e);
+    svc_ix.live_bytes -= summary_bytes(e);
     free(e->heap);
     e->heap = NULL;
     free(e->title_lc);
@@ -194,7 +194,7 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
         e->len = 0;
         e->heap = svc_json_dump_compact(summary);
     }
-    ix.live_bytes += summary_bytes(e);
+    svc_ix.live_bytes += summary_bytes(e);
     e->title_lc = svc_fold(svc_title_search_text(summary));
     double t = 0;
     svc_time_parse_iso(svc_json_str(summary, "updated_at", ""), &t);
@@ -210,46 +210,46 @@ static void entry_fill(struct entry *e, json_object *summary, off_t off, size_t 
 
 static void apply(const char *sid, json_object *summary, off_t off, size_t len)
 {
-    done.applied++;
+    svc_ix_done.applied++;
     changes++;
     if (!summary)
         removed_at = changes;
     struct entry *e = lookup(sid);
     if (!summary) {
         if (e) {
-            size_t pos = (size_t)(e - ix.v);
+            size_t pos = (size_t)(e - svc_ix.v);
             entry_free(e);
-            ix.v[pos] = ix.v[--ix.n];
+            svc_ix.v[pos] = svc_ix.v[--svc_ix.n];
             hash_rebuild();
-            ix.sorted = false;
+            svc_ix.sorted = false;
         }
         return;
     }
     if (!e) {
-        if (ix.n == ix.cap) {
-            size_t cap = ix.cap ? ix.cap * 2 : 256;
-            struct entry *nv = svc_xrealloc(ix.v, cap * sizeof *nv);
-            ix.v = nv;
-            ix.cap = cap;
+        if (svc_ix.n == svc_ix.cap) {
+            size_t cap = svc_ix.cap ? svc_ix.cap * 2 : 256;
+            struct entry *nv = svc_xrealloc(svc_ix.v, cap * sizeof *nv);
+            svc_ix.v = nv;
+            svc_ix.cap = cap;
         }
-        e = &ix.v[ix.n++];
+        e = &svc_ix.v[svc_ix.n++];
         memset(e, 0, sizeof *e);
         e->sid = svc_xstrdup(sid);
-        ix.live_bytes += strlen(e->sid) + 32;
-        if (!ix.hs || ix.n * 2 > ix.hcap)
+        svc_ix.live_bytes += strlen(e->sid) + 32;
+        if (!svc_ix.hs || svc_ix.n * 2 > svc_ix.hcap)
             hash_rebuild();
         else {
-            size_t h = hash_str(e->sid) & (ix.hcap - 1);
-            while (ix.hs[h].sid)
-                h = (h + 1) & (ix.hcap - 1);
-            ix.hs[h].sid = e->sid;
-            ix.hs[h].pos = ix.n - 1;
+            size_t h = hash_str(e->sid) & (svc_ix.hcap - 1);
+            while (svc_ix.hs[h].sid)
+                h = (h + 1) & (svc_ix.hcap - 1);
+            svc_ix.hs[h].sid = e->sid;
+            svc_ix.hs[h].pos = svc_ix.n - 1;
         }
     }
     entry_fill(e, summary, off, len);
     e->changed = changes;
     e->seen = true;
-    ix.sorted = false;
+    svc_ix.sorted = false;
 }
 
 /* The root lock, exclusive. *writable tells whether the stamp can be written through it (a
@@ -304,16 +304,16 @@ static void stamp_parse(int fd, struct stamp *s)
 
 /* The stamp as it is now, read without the lock (a torn read only sends the reader to the
  * locked path). */
-void stamp_peek(const struct svc_store *st, struct stamp *s)
+void svc_ix_stamp_peek(const struct svc_store *st, struct stamp *s)
 {
     /* the lock file is kept open between looks; one that lost its name (removed, or
      * replaced by a rename) is opened anew by name */
     struct stat sb;
-    if (ix.stamp_fd_open && (fstat(ix.stamp_fd, &sb) != 0 || sb.st_nlink == 0)) {
-        close(ix.stamp_fd);
-        ix.stamp_fd_open = false;
+    if (svc_ix.stamp_fd_open && (fstat(svc_ix.stamp_fd, &sb) != 0 || sb.st_nlink == 0)) {
+        close(svc_ix.stamp_fd);
+        svc_ix.stamp_fd_open = false;
     }
-    if (!ix.stamp_fd_open) {
+    if (!svc_ix.stamp_fd_open) {
         char *p = svc_store_root_path(st, SVC_F_INDEX_LOCK);
         int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
         free(p);
@@ -321,11 +321,11 @@ void stamp_peek(const struct svc_store *st, struct stamp *s)
             stamp_parse(-1, s);
             return;
         }
-        ix.stamp_fd = fd;
-        ix.stamp_fd_open = true;
+        svc_ix.stamp_fd = fd;
+        svc_ix.stamp_fd_open = true;
     }
-    drop_cached(st, ix.stamp_fd);
-    stamp_parse(ix.stamp_fd, s);
+    drop_cached(st, svc_ix.stamp_fd);
+    stamp_parse(svc_ix.stamp_fd, s);
 }
 
 /* Record (gen, sb) as the whole index, or (gen NULL) that there is none to trust. */
@@ -375,34 +375,35 @@ static int index_open_as(const struct svc_store *st, struct idxfile *f, int flag
     return 0;
 }
 
-int index_open(const struct svc_store *st, struct idxfile *f)
+int svc_ix_index_open(const struct svc_store *st, struct idxfile *f)
 {
     return index_open_as(st, f, O_RDONLY);
 }
 
 /* index_open for the unlocked look of refresh: when the name still gives the file this
- * process holds open (ix.fd), one lstat says so (an inode number cannot be reused while
+ * process holds open (svc_ix.fd), one lstat says so (an inode number cannot be reused while
  * its file is held open) and f->fd stays -1; any other file is opened. */
 static int index_look(const struct svc_store *st, struct idxfile *f)
 {
-    if (ix.fd_open) {
+    if (svc_ix.fd_open) {
         char *path = svc_store_root_path(st, SVC_F_INDEX);
         struct stat sb;
-        bool held = path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_ino == ix.ino &&
-                    sb.st_dev == ix.dev && sb.st_size >= ix.offset;
+        bool held = path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
+                    sb.st_ino == svc_ix.ino && sb.st_dev == svc_ix.dev &&
+                    sb.st_size >= svc_ix.offset;
         free(path);
         if (held) {
             f->fd = -1;
             f->shared = st->shared;
             f->sb = sb;
-            snprintf(f->gen, sizeof f->gen, "%s", ix.gen);
+            snprintf(f->gen, sizeof f->gen, "%s", svc_ix.gen);
             return 0;
         }
     }
-    return index_open(st, f);
+    return svc_ix_index_open(st, f);
 }
 
-void index_close(struct idxfile *f)
+void svc_ix_index_close(struct idxfile *f)
 {
     if (f->fd >= 0)
         close(f->fd);
@@ -411,7 +412,7 @@ void index_close(struct idxfile *f)
 
 /* Whether the file is the one the stamp describes. Without the lock (exact false) a file
  * that grew since is accepted too: an appender writes its line before the stamp. */
-bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, bool shared)
+bool svc_ix_stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, bool shared)
 {
     /* on a shared root another client may see another inode number or mtime for the same
      * file: only the generation in the file and its size are compared there */
@@ -426,7 +427,7 @@ bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, b
 /* Append one line, under the root lock, to an index file that is whole. A missing or
  * damaged file is never appended to (nor created): the stamp is withdrawn and the next
  * reader rebuilds the index from the directories, which hold this change already. */
-int append_line(const struct svc_store *st, const char *sid, json_object *summary)
+int svc_ix_append_line(const struct svc_store *st, const char *sid, json_object *summary)
 {
     json_object *line = json_object_new_object();
     svc_json_set_str(line, "session_id", sid);
@@ -448,7 +449,7 @@ int append_line(const struct svc_store *st, const char *sid, json_object *summar
         rc = 0; /* no index yet (or deleted): the first listing builds it from the sidecars */
         goto out;
     }
-    if (!stamp_matches(&s, &f, true, st->shared)) {
+    if (!svc_ix_stamp_matches(&s, &f, true, st->shared)) {
         if (s.ok)
             stamp_write(lock, NULL, NULL);
         goto out;
@@ -474,7 +475,7 @@ int append_line(const struct svc_store *st, const char *sid, json_object *summar
         stamp_write(lock, NULL, NULL);
     }
 out:
-    index_close(&f);
+    svc_ix_index_close(&f);
     if (lock >= 0)
         close(lock);
     free(text);
@@ -484,7 +485,7 @@ out:
 
 void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary)
 {
-    if (append_line(st, sid, summary) != 0)
+    if (svc_ix_append_line(st, sid, summary) != 0)
         svc_logf("index: could not record session %s (the next listing rebuilds the index)", sid);
 }
 
@@ -518,11 +519,11 @@ static void apply_line(const char *line, size_t n, off_t at, bool *garbage)
 static void entries_clear(void)
 {
     removed_at = ++changes;
-    for (size_t i = 0; i < ix.n; i++)
-        entry_free(&ix.v[i]);
-    ix.n = 0;
+    for (size_t i = 0; i < svc_ix.n; i++)
+        entry_free(&svc_ix.v[i]);
+    svc_ix.n = 0;
     hash_rebuild();
-    ix.sorted = false;
+    svc_ix.sorted = false;
 }
 
 /* Read the lines of f that this process has not read yet (all of them when f is another
@@ -530,34 +531,34 @@ static void entries_clear(void)
  * that is not one of ours, *torn when the file ends inside a line. */
 static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
 {
-    if (!ix.fd_open || f->sb.st_ino != ix.ino || f->sb.st_size < ix.offset ||
-        strcmp(f->gen, ix.gen) != 0) {
-        snprintf(ix.gen, sizeof ix.gen, "%s", f->gen);
+    if (!svc_ix.fd_open || f->sb.st_ino != svc_ix.ino || f->sb.st_size < svc_ix.offset ||
+        strcmp(f->gen, svc_ix.gen) != 0) {
+        snprintf(svc_ix.gen, sizeof svc_ix.gen, "%s", f->gen);
         entries_clear();
-        ix.offset = 0;
-        ix.ino = f->sb.st_ino;
-        ix.dev = f->sb.st_dev;
+        svc_ix.offset = 0;
+        svc_ix.ino = f->sb.st_ino;
+        svc_ix.dev = f->sb.st_dev;
         close_index_fd();
-        ix.fd = f->fd;
-        ix.fd_open = true;
+        svc_ix.fd = f->fd;
+        svc_ix.fd_open = true;
     } else if (f->fd >= 0) {
-        close(f->fd); /* the same file as ix.fd */
+        close(f->fd); /* the same file as svc_ix.fd */
     }
     f->fd = -1;
-    if (f->sb.st_size == ix.offset)
+    if (f->sb.st_size == svc_ix.offset)
         return; /* nothing appended since the last look */
     if (f->shared)
-        posix_fadvise(ix.fd, 0, 0, POSIX_FADV_DONTNEED);
+        posix_fadvise(svc_ix.fd, 0, 0, POSIX_FADV_DONTNEED);
     size_t cap = 1 << 20, have = 0;
     char *buf = svc_xmalloc(cap);
-    off_t pos = ix.offset; /* file offset of buf[0] */
+    off_t pos = svc_ix.offset; /* file offset of buf[0] */
     for (;;) {
         if (have == cap) { /* one line longer than the buffer */
             char *nb = svc_xrealloc(buf, cap * 2);
             buf = nb;
             cap *= 2;
         }
-        ssize_t got = pread(ix.fd, buf + have, cap - have, pos + (off_t)have);
+        ssize_t got = pread(svc_ix.fd, buf + have, cap - have, pos + (off_t)have);
         if (got <= 0)
             break;
         have += (size_t)got;
@@ -577,12 +578,12 @@ static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
     }
     if (have > 0)
         *torn = true;
-    ix.offset = pos;
+    svc_ix.offset = pos;
     free(buf);
 }
 
 /* Summary of one session from its sidecar or, failing that, its native files. */
-json_object *summary_of(const struct svc_store *st, const char *sid)
+json_object *svc_ix_summary_of(const struct svc_store *st, const char *sid)
 {
     json_object *sc = NULL;
     struct svc_sess h;
@@ -612,17 +613,17 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_printf(&b, "{\"svc_index_generation\":\"%s\"}\n", gen);
-    off_t *at = svc_xcalloc(ix.n ? ix.n : 1, sizeof *at);
-    uint32_t *len = svc_xcalloc(ix.n ? ix.n : 1, sizeof *len);
+    off_t *at = svc_xcalloc(svc_ix.n ? svc_ix.n : 1, sizeof *at);
+    uint32_t *len = svc_xcalloc(svc_ix.n ? svc_ix.n : 1, sizeof *len);
     bool ok = writable;
-    for (size_t i = 0; ok && i < ix.n; i++) {
-        char *sum = entry_summary(&ix.v[i]);
+    for (size_t i = 0; ok && i < svc_ix.n; i++) {
+        char *sum = svc_ix_entry_summary(&svc_ix.v[i]);
         if (!sum) {
             ok = false; /* never write an index that lost a session */
             break;
         }
         svc_buf_adds(&b, "{\"session_id\":\"");
-        svc_buf_adds(&b, ix.v[i].sid); /* ids need no escaping */
+        svc_buf_adds(&b, svc_ix.v[i].sid); /* ids need no escaping */
         svc_buf_adds(&b, "\",\"summary\":");
         at[i] = (off_t)b.len;
         len[i] = (uint32_t)strlen(sum);
@@ -639,19 +640,19 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
         if (fd >= 0 && fstat(fd, &sb) == 0 && (size_t)sb.st_size == b.len) {
             stamp_write(lockfd, gen, &sb);
             close_index_fd();
-            ix.fd = fd;
-            ix.fd_open = true;
-            ix.ino = sb.st_ino;
-            ix.dev = sb.st_dev;
-            ix.offset = sb.st_size;
-            snprintf(ix.gen, sizeof ix.gen, "%s", gen);
-            for (size_t i = 0; i < ix.n; i++) {
-                ix.live_bytes -= summary_bytes(&ix.v[i]);
-                free(ix.v[i].heap);
-                ix.v[i].heap = NULL;
-                ix.v[i].off = at[i];
-                ix.v[i].len = len[i];
-                ix.live_bytes += summary_bytes(&ix.v[i]);
+            svc_ix.fd = fd;
+            svc_ix.fd_open = true;
+            svc_ix.ino = sb.st_ino;
+            svc_ix.dev = sb.st_dev;
+            svc_ix.offset = sb.st_size;
+            snprintf(svc_ix.gen, sizeof svc_ix.gen, "%s", gen);
+            for (size_t i = 0; i < svc_ix.n; i++) {
+                svc_ix.live_bytes -= summary_bytes(&svc_ix.v[i]);
+                free(svc_ix.v[i].heap);
+                svc_ix.v[i].heap = NULL;
+                svc_ix.v[i].off = at[i];
+                svc_ix.v[i].len = len[i];
+                svc_ix.live_bytes += summary_bytes(&svc_ix.v[i]);
             }
             written = true;
         } else if (fd >= 0) {
@@ -677,11 +678,11 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
     struct stat rs;
     entries_clear();
     close_index_fd();
-    ix.offset = 0;
-    ix.ino = 0;
-    ix.gen[0] = '\0';
+    svc_ix.offset = 0;
+    svc_ix.ino = 0;
+    svc_ix.gen[0] = '\0';
     if (stat(st->root, &rs) != 0) {
-        ix.loaded = false;
+        svc_ix.loaded = false;
         return errno == ENOENT ? 0 : -1;
     }
     DIR *d = opendir(st->root);
@@ -692,18 +693,18 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
         const char *sid = svc_store_session_of(de->d_name);
         if (!sid || !svc_store_session_exists(st, sid))
             continue;
-        json_object *sum = summary_of(st, sid);
+        json_object *sum = svc_ix_summary_of(st, sid);
         if (sum)
             apply(sid, sum, -1, 0);
         json_object_put(sum);
     }
     closedir(d);
-    ix.root_mtime = rs.st_mtim;
-    ix.loaded = true;
+    svc_ix.root_mtime = rs.st_mtim;
+    svc_ix.loaded = true;
     if (lockfd >= 0)
         write_out(st, lockfd, writable);
-    svc_logf("index: rebuilt from the directories (%zu sessions)", ix.n);
-    done.rebuilds++;
+    svc_logf("index: rebuilt from the directories (%zu sessions)", svc_ix.n);
+    svc_ix_done.rebuilds++;
     svc_metrics_index_rebuild();
     return 0;
 }
@@ -711,7 +712,7 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
 /* The locked path: the index file is checked against its stamp once more, with writers
  * excluded, and read on when whole, else rebuilt. Returns 0, or -1 when the root cannot be
  * read. force rebuilds in any case. */
-int refresh_locked(const struct svc_store *st, bool force)
+int svc_ix_refresh_locked(const struct svc_store *st, bool force)
 {
     bool writable = false;
     int lock = lock_root(st, &writable);
@@ -721,12 +722,13 @@ int refresh_locked(const struct svc_store *st, bool force)
     stamp_parse(lock, &s);
     struct idxfile f = {.fd = -1};
     bool whole = false;
-    if (!force && lock >= 0 && index_open(st, &f) == 0 && stamp_matches(&s, &f, true, st->shared)) {
+    if (!force && lock >= 0 && svc_ix_index_open(st, &f) == 0 &&
+        svc_ix_stamp_matches(&s, &f, true, st->shared)) {
         bool garbage = false, torn = false;
         read_lines(&f, &garbage, &torn);
-        whole = !garbage && !torn && ix.offset == s.size;
+        whole = !garbage && !torn && svc_ix.offset == s.size;
     }
-    index_close(&f);
+    svc_ix_index_close(&f);
     if (!whole)
         rc = rebuild(st, lock, writable);
     if (lock >= 0)
@@ -755,8 +757,8 @@ static int rescan(const struct svc_store *st)
     DIR *d = opendir(st->root);
     if (!d)
         return errno == ENOENT ? 0 : -1;
-    for (size_t i = 0; i < ix.n; i++)
-        ix.v[i].seen = false;
+    for (size_t i = 0; i < svc_ix.n; i++)
+        svc_ix.v[i].seen = false;
     struct dirent *de;
     while ((de = readdir(d))) {
         const char *sid = svc_store_session_of(de->d_name);
@@ -769,7 +771,7 @@ static int rescan(const struct svc_store *st)
         }
         if (!svc_store_session_exists(st, sid))
             continue;
-        json_object *sum = summary_of(st, sid);
+        json_object *sum = svc_ix_summary_of(st, sid);
         if (sum) {
             apply(sid, sum, -1, 0); /* kept on the heap as compact text until written */
             if (nadd == capadd) {
@@ -779,7 +781,7 @@ static int rescan(const struct svc_store *st)
             add[nadd].sid = svc_xstrdup(sid);
             add[nadd].updated = lookup(sid)->updated;
             nadd++;
-            done.scanned++;
+            svc_ix_done.scanned++;
         }
         json_object_put(sum);
     }
@@ -792,15 +794,15 @@ static int rescan(const struct svc_store *st)
         const struct entry *e = lookup(add[i].sid);
         json_object *raw = e && e->heap ? svc_json_new_raw(e->heap) : NULL;
         if (raw)
-            append_line(st, add[i].sid, raw);
+            svc_ix_append_line(st, add[i].sid, raw);
         json_object_put(raw);
         free(add[i].sid);
     }
     free(add);
-    for (size_t i = 0; i < ix.n;) {
-        if (!ix.v[i].seen) {
-            append_line(st, ix.v[i].sid, NULL);
-            apply(ix.v[i].sid, NULL, -1, 0); /* moves the last entry here */
+    for (size_t i = 0; i < svc_ix.n;) {
+        if (!svc_ix.v[i].seen) {
+            svc_ix_append_line(st, svc_ix.v[i].sid, NULL);
+            apply(svc_ix.v[i].sid, NULL, -1, 0); /* moves the last entry here */
         } else {
             i++;
         }
@@ -823,12 +825,12 @@ static void write_compacted(const struct svc_store *st)
     stamp_parse(lock, &s);
     struct idxfile f = {.fd = -1};
     bool whole = false;
-    if (index_open(st, &f) == 0 && stamp_matches(&s, &f, true, st->shared)) {
+    if (svc_ix_index_open(st, &f) == 0 && svc_ix_stamp_matches(&s, &f, true, st->shared)) {
         bool garbage = false, torn = false;
         read_lines(&f, &garbage, &torn);
-        whole = !garbage && !torn && ix.offset == s.size;
+        whole = !garbage && !torn && svc_ix.offset == s.size;
     }
-    index_close(&f);
+    svc_ix_index_close(&f);
     if (whole)
         write_out(st, lock, writable);
     else
@@ -836,60 +838,60 @@ static void write_compacted(const struct svc_store *st)
     close(lock);
 }
 
-int refresh(const struct svc_store *st)
+int svc_ix_refresh(const struct svc_store *st)
 {
-    if (!ix.root || strcmp(ix.root, st->root) != 0) {
+    if (!svc_ix.root || strcmp(svc_ix.root, st->root) != 0) {
         svc_index_reset();
-        ix.root = svc_xstrdup(st->root);
+        svc_ix.root = svc_xstrdup(st->root);
     }
     struct stat rs;
     if (stat(st->root, &rs) != 0) {
         if (errno != ENOENT)
             return -1;
         entries_clear(); /* no root yet: no sessions */
-        ix.loaded = false;
+        svc_ix.loaded = false;
         return 0;
     }
     /* the fast path: the file is the stamped one (or grew since): read what is new */
     struct stamp s;
-    stamp_peek(st, &s);
+    svc_ix_stamp_peek(st, &s);
     struct idxfile f = {.fd = -1};
     bool whole = false;
-    if (index_look(st, &f) == 0 && stamp_matches(&s, &f, false, st->shared)) {
+    if (index_look(st, &f) == 0 && svc_ix_stamp_matches(&s, &f, false, st->shared)) {
         bool garbage = false, torn = false;
         read_lines(&f, &garbage, &torn);
-        whole = !garbage && !torn && ix.offset >= s.size;
+        whole = !garbage && !torn && svc_ix.offset >= s.size;
     }
-    index_close(&f);
-    if (!whole && refresh_locked(st, false) != 0)
+    svc_ix_index_close(&f);
+    if (!whole && svc_ix_refresh_locked(st, false) != 0)
         return -1;
     /* the root as it was before the index was read serves below (an older mtime only
      * means one more rescan); after a rebuild, as it is now */
     if (!whole && stat(st->root, &rs) != 0)
         return 0;
-    if (!ix.root_fd_open || rs.st_dev != ix.root_dev || rs.st_ino != ix.root_ino) {
+    if (!svc_ix.root_fd_open || rs.st_dev != svc_ix.root_dev || rs.st_ino != svc_ix.root_ino) {
         /* (re)open the root: the per-row stat of a page walks from it, not from / */
-        if (ix.root_fd_open)
-            close(ix.root_fd);
-        ix.root_fd = open(st->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (svc_ix.root_fd_open)
+            close(svc_ix.root_fd);
+        svc_ix.root_fd = open(st->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         struct stat fs;
-        ix.root_fd_open = ix.root_fd >= 0 && fstat(ix.root_fd, &fs) == 0 &&
-                          fs.st_dev == rs.st_dev && fs.st_ino == rs.st_ino;
-        if (!ix.root_fd_open && ix.root_fd >= 0)
-            close(ix.root_fd);
-        ix.root_dev = rs.st_dev;
-        ix.root_ino = rs.st_ino;
+        svc_ix.root_fd_open = svc_ix.root_fd >= 0 && fstat(svc_ix.root_fd, &fs) == 0 &&
+                              fs.st_dev == rs.st_dev && fs.st_ino == rs.st_ino;
+        if (!svc_ix.root_fd_open && svc_ix.root_fd >= 0)
+            close(svc_ix.root_fd);
+        svc_ix.root_dev = rs.st_dev;
+        svc_ix.root_ino = rs.st_ino;
     }
-    if (!ix.loaded || rs.st_mtim.tv_sec != ix.root_mtime.tv_sec ||
-        rs.st_mtim.tv_nsec != ix.root_mtime.tv_nsec) {
+    if (!svc_ix.loaded || rs.st_mtim.tv_sec != svc_ix.root_mtime.tv_sec ||
+        rs.st_mtim.tv_nsec != svc_ix.root_mtime.tv_nsec) {
         /* a session directory was added, removed or swapped (svc import) */
         if (rescan(st) != 0)
             return -1;
-        ix.root_mtime = rs.st_mtim;
-        ix.loaded = true;
+        svc_ix.root_mtime = rs.st_mtim;
+        svc_ix.loaded = true;
     }
     /* compact when most of the log is superseded lines */
-    if (ix.fd_open && (size_t)ix.offset > 2 * ix.live_bytes + 65536)
+    if (svc_ix.fd_open && (size_t)svc_ix.offset > 2 * svc_ix.live_bytes + 65536)
         write_compacted(st);
     return 0;
 }
@@ -902,7 +904,7 @@ static int cmp_entry(const void *a, const void *b)
     return strcmp(x->sid, y->sid);
 }
 
-char *cursor_encode(const struct entry *e)
+char *svc_ix_cursor_encode(const struct entry *e)
 {
     char *raw = NULL;
     svc_xasprintf(&raw, "%.6f|%s", e->updated, e->sid);
@@ -919,7 +921,7 @@ char *cursor_encode(const struct entry *e)
     return (char *)out;
 }
 
-int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz)
+int svc_ix_cursor_decode(const char *c, double *updated, char *sid, size_t sidsz)
 {
     size_t n = strlen(c);
     if (n == 0 || n > 400)
@@ -952,7 +954,7 @@ int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz)
 }
 
 /* Whether a session listed as running has a live run (its run lock is held). */
-bool run_alive(const struct svc_store *st, const char *sid)
+bool svc_ix_run_alive(const struct svc_store *st, const char *sid)
 {
     struct svc_sess h;
     bool alive = svc_sess_open_store(st, sid, &h, NULL) == 0 && svc_lock_run_held(h.dir);
@@ -964,21 +966,21 @@ bool run_alive(const struct svc_store *st, const char *sid)
  * when a message file beyond its count exists (written by another program, e.g. a Strands
  * agent); NULL when the count holds. One stat per listed session; the index learns the new
  * summary. */
-json_object *recounted(const struct svc_store *st, const char *sid, int64_t msgs,
-                       const char *status)
+json_object *svc_ix_recounted(const struct svc_store *st, const char *sid, int64_t msgs,
+                              const char *status)
 {
     if (msgs < 0 || strcmp(status, "running") == 0)
         return NULL;
     /* named on the stack: the handle and its heap paths only for a row that changed */
     char path[PATH_MAX];
     struct stat sb;
-    bool rel = ix.root_fd_open;
+    bool rel = svc_ix.root_fd_open;
     if (!svc_store_message_path_in(st, sid, msgs, rel ? SVC_FROM_ROOT : SVC_FROM_ABS, path,
                                    sizeof path))
         return NULL;
-    if ((rel ? fstatat(ix.root_fd, path, &sb, AT_SYMLINK_NOFOLLOW) : lstat(path, &sb)) != 0)
+    if ((rel ? fstatat(svc_ix.root_fd, path, &sb, AT_SYMLINK_NOFOLLOW) : lstat(path, &sb)) != 0)
         return NULL; /* the count holds */
-    json_object *sum = summary_of(st, sid);
+    json_object *sum = svc_ix_summary_of(st, sid);
     int64_t *ids = NULL, cnt = 0, next = 0;
     struct svc_sess h;
     if (!sum || svc_sess_open_store(st, sid, &h, NULL) != 0) {
@@ -999,12 +1001,12 @@ json_object *recounted(const struct svc_store *st, const char *sid, int64_t msgs
 
 static void sort_entries(void)
 {
-    if (ix.sorted)
+    if (svc_ix.sorted)
         return;
-    if (ix.n > 1)
-        qsort(ix.v, ix.n, sizeof *ix.v, cmp_entry);
+    if (svc_ix.n > 1)
+        qsort(svc_ix.v, svc_ix.n, sizeof *svc_ix.v, cmp_entry);
     hash_rebuild();
-    ix.sorted = true;
+    svc_ix.sorted = true;
 }
 
 void svc_index_warm(const struct svc_store *st)
@@ -1013,22 +1015,23 @@ void svc_index_warm(const struct svc_store *st)
         /* nothing loaded: the database is built (here when small, else in the background)
          * and closed before the pool forks, a connection being no process's but one's */
         int lk = -1;
-        if (db_ready(st, &lk) == 0)
-            db_release(lk);
-        D.live = false;
-        D.retry_at = 0; /* the workers try for themselves */
+        if (svc_ix_db_ready(st, &lk) == 0)
+            svc_ix_db_release(lk);
+        svc_ix_db.live = false;
+        svc_ix_db.retry_at = 0; /* the workers try for themselves */
         svc_listdb_close();
         return;
     }
-    unsigned long rebuilt = done.rebuilds, made = done.scanned;
-    if (refresh(st) == 0 && (done.rebuilds != rebuilt || done.scanned != made) && ix.fd_open) {
+    unsigned long rebuilt = svc_ix_done.rebuilds, made = svc_ix_done.scanned;
+    if (svc_ix_refresh(st) == 0 &&
+        (svc_ix_done.rebuilds != rebuilt || svc_ix_done.scanned != made) && svc_ix.fd_open) {
         /* A rebuild parsed every sidecar, a rescan those of the sessions the index lacked
          * (written by another program since): their leftovers lie between the entries,
          * pages that can neither be shared usefully nor given back (127 MB RSS a process at
          * 100k sessions, against 26 MB loaded from the file; a worker's first listing after
          * 9,000 added sessions copied 13 MB of them). Load the file it wrote instead. */
         svc_index_reset();
-        refresh(st);
+        svc_ix_refresh(st);
     }
     sort_entries();
 #ifdef __GLIBC__
@@ -1039,13 +1042,13 @@ void svc_index_warm(const struct svc_store *st)
      * MB private a worker at 100k sessions, after one health request). Sorted here, once
      * per load, by allocations that no free chunk fits, the heap stays shared; the free
      * pages go back to the system. */
-    if (done.applied != done.trimmed_at) {
+    if (svc_ix_done.applied != svc_ix_done.trimmed_at) {
         for (int i = 0; i < 64; i++) {
             void *volatile p = malloc((size_t)4 << 20);
             free(p);
         }
         malloc_trim(0);
-        done.trimmed_at = done.applied;
+        svc_ix_done.trimmed_at = svc_ix_done.applied;
     }
 #endif
 }
@@ -1069,7 +1072,7 @@ static int cmp_page_off(const void *a, const void *b)
  * heap or its run could not be read (then the caller reads it on its own). */
 static char *read_page(const struct entry **page, int np, const char **text)
 {
-    if (!ix.fd_open || np == 0)
+    if (!svc_ix.fd_open || np == 0)
         return NULL;
     struct page_ref *by = svc_xcalloc((size_t)np, sizeof *by);
     int nf = 0;
@@ -1093,7 +1096,7 @@ static char *read_page(const struct entry **page, int np, const char **text)
         for (i++; i < nf && by[i].off <= hi + RUN_GAP; i++)
             hi = by[i].off + (off_t)by[i].len > hi ? by[i].off + (off_t)by[i].len : hi;
         size_t n = (size_t)(hi - lo);
-        if (pread(ix.fd, buf + at, n, lo) == (ssize_t)n)
+        if (pread(svc_ix.fd, buf + at, n, lo) == (ssize_t)n)
             for (int j = first; j < i; j++)
                 text[by[j].k] = buf + at + (by[j].off - lo);
         at += n;
@@ -1112,13 +1115,13 @@ static int page_start(const struct svc_list_query *q, size_t *start, struct svc_
     *start = 0;
     if (!q->cursor || !*q->cursor)
         return 0;
-    if (cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
+    if (svc_ix_cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "cursor", "cursor is not valid");
     struct entry key = {.sid = csid, .updated = cu};
-    size_t lo = 0, hi = ix.n;
+    size_t lo = 0, hi = svc_ix.n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (cmp_entry(&ix.v[mid], &key) <= 0)
+        if (cmp_entry(&svc_ix.v[mid], &key) <= 0)
             lo = mid + 1;
         else
             hi = mid;
@@ -1148,14 +1151,14 @@ static bool entry_matches(const struct entry *e, const struct svc_list_query *q,
 static json_object *page_summary(const struct svc_store *st, const struct entry *e,
                                  const char *text)
 {
-    json_object *raw = recounted(st, e->sid, e->msgs, e->status);
+    json_object *raw = svc_ix_recounted(st, e->sid, e->msgs, e->status);
     if (raw)
         return raw;
     if (text)
         return e->len >= 2 && text[0] == '{' && text[e->len - 1] == '}'
                    ? svc_json_new_raw_len(text, e->len)
                    : NULL;
-    char *sum = entry_summary(e);
+    char *sum = svc_ix_entry_summary(e);
     size_t n = sum ? strlen(sum) : 0;
     raw = n >= 2 && sum[0] == '{' && sum[n - 1] == '}' ? svc_json_new_raw(sum) : NULL;
     free(sum);
@@ -1175,13 +1178,13 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     const struct entry **page = svc_xcalloc((size_t)limit, sizeof *page);
     int np = 0;
     bool more = false;
-    for (size_t i = start; i < ix.n && !more; i++) {
-        if (!entry_matches(&ix.v[i], q, qlc))
+    for (size_t i = start; i < svc_ix.n && !more; i++) {
+        if (!entry_matches(&svc_ix.v[i], q, qlc))
             continue;
         if (np == limit)
             more = true;
         else
-            page[np++] = &ix.v[i];
+            page[np++] = &svc_ix.v[i];
     }
     free(qlc);
     /* their summaries, read in as few preads as the file allows: a page's lines sit
@@ -1202,7 +1205,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
         }
         json_object_array_add(list, raw);
         last = e;
-        if (stale && strcmp(e->status, "running") == 0 && !run_alive(st, e->sid)) {
+        if (stale && strcmp(e->status, "running") == 0 && !svc_ix_run_alive(st, e->sid)) {
             if (!*stale)
                 *stale = json_object_new_array();
             json_object_array_add(*stale, json_object_new_string(e->sid));
@@ -1221,7 +1224,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     }
     json_object *res = json_object_new_object();
     svc_json_set(res, "sessions", list);
-    char *cur = more && last ? cursor_encode(last) : NULL;
+    char *cur = more && last ? svc_ix_cursor_encode(last) : NULL;
     svc_json_set_str(res, "next_cursor", cur);
     free(cur);
     *out = res;
@@ -1234,25 +1237,25 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     *out = NULL;
     if (stale)
         *stale = NULL;
-    D.building = false;
+    svc_ix_db.building = false;
     int lk = -1;
-    int ready = st->index_dir ? db_ready(st, &lk) : -1;
+    int ready = st->index_dir ? svc_ix_db_ready(st, &lk) : -1;
     if (ready == 0) {
-        int rc = db_list(st, q, out, stale, err);
-        db_release(lk);
+        int rc = svc_ix_db_list(st, q, out, stale, err);
+        svc_ix_db_release(lk);
         if (rc != 1)
             return rc;
-        D.live = false;
+        svc_ix_db.live = false;
         svc_listdb_close(); /* read anew (or rebuilt) at the next look */
     }
-    D.building = ready == 1;
-    if (refresh(st) != 0)
+    svc_ix_db.building = ready == 1;
+    if (svc_ix_refresh(st) != 0)
         return svc_err_errno(err, "list sessions");
     int rc = list_page(st, q, out, stale, err);
     if (rc != 1)
         return rc;
     /* the file changed under this process after its check: rebuild, answer from that */
-    if (refresh_locked(st, true) != 0)
+    if (svc_ix_refresh_locked(st, true) != 0)
         return svc_err_errno(err, "list sessions");
     rc = list_page(st, q, out, stale, err);
     if (rc == 1)
@@ -1263,30 +1266,30 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
 int svc_index_each(const struct svc_store *st, uint64_t *mark, svc_index_each_fn *fn, void *ctx)
 {
     int lk = -1;
-    if (st->index_dir && db_ready(st, &lk) == 0) {
+    if (st->index_dir && svc_ix_db_ready(st, &lk) == 0) {
         int rc = svc_listdb_each(mark, fn, ctx);
-        db_release(lk);
+        svc_ix_db_release(lk);
         return rc;
     }
-    if (refresh(st) != 0)
+    if (svc_ix_refresh(st) != 0)
         return -1;
     if (*mark == changes)
         return 0;
     /* a mark above this copy's changes is the database's: walk whole */
     bool whole = *mark == 0 || removed_at > *mark || *mark > changes;
-    for (size_t i = 0; i < ix.n; i++)
-        if (whole || ix.v[i].changed > *mark)
-            fn(ctx, ix.v[i].sid, ix.v[i].updated, ix.v[i].msgs, ix.v[i].archived);
+    for (size_t i = 0; i < svc_ix.n; i++)
+        if (whole || svc_ix.v[i].changed > *mark)
+            fn(ctx, svc_ix.v[i].sid, svc_ix.v[i].updated, svc_ix.v[i].msgs, svc_ix.v[i].archived);
     *mark = changes;
     return whole ? 1 : 0;
 }
 
 json_object *svc_index_summary(const char *sid)
 {
-    if (D.live)
+    if (svc_ix_db.live)
         return svc_listdb_summary(sid);
     const struct entry *e = lookup(sid);
-    char *text = e ? entry_summary(e) : NULL;
+    char *text = e ? svc_ix_entry_summary(e) : NULL;
     json_object *o = text ? json_tokener_parse(text) : NULL;
     free(text);
     if (o && !json_object_is_type(o, json_type_object)) {
@@ -1298,22 +1301,22 @@ json_object *svc_index_summary(const char *sid)
 
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
 {
-    if (!ix.root || strcmp(ix.root, st->root) != 0) {
+    if (!svc_ix.root || strcmp(svc_ix.root, st->root) != 0) {
         svc_index_reset();
-        ix.root = svc_xstrdup(st->root);
+        svc_ix.root = svc_xstrdup(st->root);
     }
-    if (refresh_locked(st, true) != 0)
+    if (svc_ix_refresh_locked(st, true) != 0)
         return svc_err_errno(err, "rebuild the index");
     if (!st->index_dir)
         return 0;
     /* the database follows the journal just written: built now, by this process */
-    const char *path = db_path(st);
-    D.live = false;
+    const char *path = svc_ix_db_path(st);
+    svc_ix_db.live = false;
     svc_listdb_close();
-    if (db_mkdir(path) != 0)
+    if (svc_ix_db_mkdir(path) != 0)
         return svc_err_errno(err, "build the listing database");
-    int b = db_lock(path, ".build", LOCK_EX);
-    int rc = b >= 0 ? db_build(st, path) : -1;
+    int b = svc_ix_db_lock(path, ".build", LOCK_EX);
+    int rc = b >= 0 ? svc_ix_db_build(st, path) : -1;
     if (b >= 0)
         close(b);
     return rc < 0 ? svc_err_errno(err, "build the listing database") : 0;
@@ -1331,12 +1334,12 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
     json_object *map = NULL;
     char *buf = NULL;
     DIR *d = NULL;
-    if (index_open(st, &f) != 0) {
+    if (svc_ix_index_open(st, &f) != 0) {
         snprintf(why, whysz, "there is no index file (the next listing builds it)");
         rc = 2;
         goto out;
     }
-    if (!stamp_matches(&s, &f, true, st->shared)) {
+    if (!svc_ix_stamp_matches(&s, &f, true, st->shared)) {
         snprintf(why, whysz, "the index file is not the one its last writer left (stamp)");
         goto out;
     }
@@ -1382,7 +1385,7 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
         if (!sid || !svc_store_session_exists(st, sid))
             continue;
         json_object *have = svc_json_obj(map, sid);
-        json_object *want = summary_of(st, sid);
+        json_object *want = svc_ix_summary_of(st, sid);
         bool same = have && want && json_object_equal(have, want);
         json_object_put(want);
         if (!want)
@@ -1411,7 +1414,7 @@ out:
         closedir(d);
     free(buf);
     json_object_put(map);
-    index_close(&f);
+    svc_ix_index_close(&f);
     if (lock >= 0)
         close(lock);
     return rc;
@@ -1430,7 +1433,7 @@ int svc_index_verify(const struct svc_store *st, char *why, size_t whysz)
 
 void svc_index_resync(const struct svc_store *st, const char *sid)
 {
-    json_object *sum = svc_store_session_exists(st, sid) ? summary_of(st, sid) : NULL;
+    json_object *sum = svc_store_session_exists(st, sid) ? svc_ix_summary_of(st, sid) : NULL;
     svc_index_update(st, sid, sum);
     json_object_put(sum);
 }
@@ -1438,10 +1441,10 @@ void svc_index_resync(const struct svc_store *st, const char *sid)
 int64_t svc_index_count(const struct svc_store *st)
 {
     int lk = -1;
-    if (st->index_dir && db_ready(st, &lk) == 0) {
+    if (st->index_dir && svc_ix_db_ready(st, &lk) == 0) {
         int64_t n = svc_listdb_count();
-        db_release(lk);
+        svc_ix_db_release(lk);
         return n;
     }
-    return refresh(st) == 0 ? (int64_t)ix.n : -1;
+    return svc_ix_refresh(st) == 0 ? (int64_t)svc_ix.n : -1;
 }

@@ -36,31 +36,31 @@ static void db_child_fds(int b);
 typedef void db_child_fn(const struct svc_store *st, const char *path, int b);
 static int db_spawn(const struct svc_store *st, const char *path, const char *lock,
                     db_child_fn *fn);
-struct index_db D = {.lockfd = -1};
+struct index_db svc_ix_db = {.lockfd = -1};
 #define DB_RETRY_S 10
 
-const char *db_path(const struct svc_store *st)
+const char *svc_ix_db_path(const struct svc_store *st)
 {
     static pid_t pid;
     if (pid != getpid()) { /* a connection, or lock, opened before a fork is the parent's */
         svc_listdb_forget();
-        if (D.lockfd >= 0)
-            close(D.lockfd);
-        D.lockfd = -1;
-        D.live = false;
+        if (svc_ix_db.lockfd >= 0)
+            close(svc_ix_db.lockfd);
+        svc_ix_db.lockfd = -1;
+        svc_ix_db.live = false;
         pid = getpid();
     }
-    if (!D.path || strcmp(D.root, st->root) != 0) {
-        free(D.path);
-        free(D.root);
+    if (!svc_ix_db.path || strcmp(svc_ix_db.root, st->root) != 0) {
+        free(svc_ix_db.path);
+        free(svc_ix_db.root);
         svc_listdb_close();
-        if (D.lockfd >= 0)
-            close(D.lockfd);
-        D.lockfd = -1;
-        D.path = svc_listdb_path(st->index_dir, st->root);
-        D.root = svc_xstrdup(st->root);
+        if (svc_ix_db.lockfd >= 0)
+            close(svc_ix_db.lockfd);
+        svc_ix_db.lockfd = -1;
+        svc_ix_db.path = svc_listdb_path(st->index_dir, st->root);
+        svc_ix_db.root = svc_xstrdup(st->root);
     }
-    return D.path;
+    return svc_ix_db.path;
 }
 
 static long long ts_ns(struct timespec t)
@@ -170,12 +170,12 @@ static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
     for (size_t i = 0; i < r->n; i++) {
         bool exists = svc_store_session_exists(st, r->sid[i]);
         json_object *sum = exists && !r->gone[i] && svc_listdb_has(r->sid[i]) == 0
-                               ? summary_of(st, r->sid[i])
+                               ? svc_ix_summary_of(st, r->sid[i])
                                : NULL;
         if (sum || (r->gone[i] && !exists)) {
-            append_line(st, r->sid[i], sum);
+            svc_ix_append_line(st, r->sid[i], sum);
             svc_listdb_put(r->sid[i], sum);
-            done.scanned++;
+            svc_ix_done.scanned++;
         }
         json_object_put(sum);
         free(r->sid[i]);
@@ -190,7 +190,7 @@ static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
 static _Noreturn void db_rescanner(const struct svc_store *st, const char *path, int b)
 {
     db_child_fds(b);
-    int lk = db_lock(path, ".lock", LOCK_SH);
+    int lk = svc_ix_db_lock(path, ".lock", LOCK_SH);
     struct stat rs;
     struct rescan r = {0};
     struct svc_listdb_pos p;
@@ -239,24 +239,24 @@ static int db_catch_up(const struct svc_store *st)
     if (stat(st->root, &rs) != 0)
         return errno == ENOENT ? 1 : -1;
     struct stamp s;
-    stamp_peek(st, &s);
+    svc_ix_stamp_peek(st, &s);
     struct svc_listdb_pos p;
     if (db_unchanged(st, &s, &p, &rs))
         return 0;
     struct idxfile f = {.fd = -1};
-    if (index_open(st, &f) != 0 || !stamp_matches(&s, &f, false, st->shared)) {
-        index_close(&f);
+    if (svc_ix_index_open(st, &f) != 0 || !svc_ix_stamp_matches(&s, &f, false, st->shared)) {
+        svc_ix_index_close(&f);
         return 1;
     }
     /* the root's names moved: compared here when the root is small, else in the
      * background (the page below comes from the rows as they are) */
     bool moved = ts_ns(rs.st_mtim) != p.root_mtime;
     if (moved && !db_small(st)) {
-        db_spawn(st, db_path(st), ".rescan", db_rescanner);
+        db_spawn(st, svc_ix_db_path(st), ".rescan", db_rescanner);
         moved = false;
     }
     if (!moved && db_follows(st, &p, &f) && f.sb.st_size == (off_t)p.offset) {
-        index_close(&f);
+        svc_ix_index_close(&f);
         return 0;
     }
     int rc = svc_listdb_begin() == 0 && svc_listdb_pos_get(&p) == 0 ? 0 : -1;
@@ -265,7 +265,7 @@ static int db_catch_up(const struct svc_store *st)
     off_t at = (off_t)p.offset;
     if (rc == 0 && f.sb.st_size > at)
         rc = db_apply_journal(f.fd, f.sb.st_size, &at);
-    index_close(&f);
+    svc_ix_index_close(&f);
     struct rescan r = {0};
     if (rc == 0 && moved && ts_ns(rs.st_mtim) != p.root_mtime) {
         rc = db_rescan_collect(st, &r);
@@ -287,18 +287,18 @@ static int db_write(const struct svc_store *st, const char *tmp)
     if (svc_listdb_open(tmp, true) != 0 || svc_listdb_begin() != 0)
         return -1;
     int rc = 0;
-    for (size_t i = 0; rc == 0 && i < ix.n; i++) {
-        char *text = entry_summary(&ix.v[i]);
+    for (size_t i = 0; rc == 0 && i < svc_ix.n; i++) {
+        char *text = svc_ix_entry_summary(&svc_ix.v[i]);
         json_object *sum = text ? json_tokener_parse(text) : NULL;
-        rc = sum ? svc_listdb_put(ix.v[i].sid, sum) : -1;
+        rc = sum ? svc_listdb_put(svc_ix.v[i].sid, sum) : -1;
         json_object_put(sum);
         free(text);
         if (i % 100000 == 99999)
-            svc_logf("index: building the listing database: %zu of %zu sessions", i + 1, ix.n);
+            svc_logf("index: building the listing database: %zu of %zu sessions", i + 1, svc_ix.n);
     }
-    struct svc_listdb_pos p = {.offset = ix.offset, .root_mtime = ts_ns(ix.root_mtime)};
-    snprintf(p.gen, sizeof p.gen, "%s", ix.gen);
-    p.ino = st->shared ? 0 : (uint64_t)ix.ino;
+    struct svc_listdb_pos p = {.offset = svc_ix.offset, .root_mtime = ts_ns(svc_ix.root_mtime)};
+    snprintf(p.gen, sizeof p.gen, "%s", svc_ix.gen);
+    p.ino = st->shared ? 0 : (uint64_t)svc_ix.ino;
     if (rc == 0 && (svc_listdb_pos_set(&p) != 0 || svc_listdb_commit() != 0))
         rc = -1;
     if (rc != 0)
@@ -310,7 +310,7 @@ static int db_write(const struct svc_store *st, const char *tmp)
 /* The database's locks: <path>.lock, shared while a process uses the database and
  * exclusive to rename a new one over it; <path>.build, held by the process building one.
  * op is flock's; the descriptor, or -1 (EWOULDBLOCK with LOCK_NB when held). */
-int db_lock(const char *path, const char *suffix, int op)
+int svc_ix_db_lock(const char *path, const char *suffix, int op)
 {
     char *p = NULL;
     svc_xasprintf(&p, "%s%s", path, suffix);
@@ -330,7 +330,7 @@ int db_lock(const char *path, const char *suffix, int op)
 }
 
 /* The directory of the database at path. */
-int db_mkdir(const char *path)
+int svc_ix_db_mkdir(const char *path)
 {
     char *dir = svc_xstrdup(path);
     char *slash = strrchr(dir, '/');
@@ -344,30 +344,30 @@ int db_mkdir(const char *path)
 /* Build the database at path from the journal (or the directories, when the journal is not
  * whole: refresh rebuilds it), through a temporary file renamed into place. The entries
  * are dropped afterwards: a process that lists from the database keeps none. */
-int db_build(const struct svc_store *st, const char *path)
+int svc_ix_db_build(const struct svc_store *st, const char *path)
 {
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     svc_index_reset();
-    int rc = refresh(st);
+    int rc = svc_ix_refresh(st);
     char *tmp = NULL;
     svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
     svc_file_unlink_db(tmp);
-    if (rc == 0 && !ix.loaded)
+    if (rc == 0 && !svc_ix.loaded)
         rc = 1; /* no root yet: nothing to build */
     /* a summary that cannot be read back from the journal (changed under this process
      * since it was read): rebuilt from the directories, and written again */
     for (int i = 0; rc == 0 && db_write(st, tmp) != 0; i++)
-        if (i == 2 || refresh_locked(st, true) != 0)
+        if (i == 2 || svc_ix_refresh_locked(st, true) != 0)
             rc = -1;
-    int lk = rc == 0 ? db_lock(path, ".lock", LOCK_EX) : -1;
+    int lk = rc == 0 ? svc_ix_db_lock(path, ".lock", LOCK_EX) : -1;
     if (rc == 0 && (lk < 0 || rename(tmp, path) != 0))
         rc = -1;
     if (lk >= 0)
         close(lk);
     svc_file_unlink_db(tmp);
     free(tmp);
-    size_t n = ix.n;
+    size_t n = svc_ix.n;
     svc_index_reset();
 #ifdef __GLIBC__
     malloc_trim(0);
@@ -413,14 +413,14 @@ static bool db_small(const struct svc_store *st)
 }
 
 /* The background builder: the grandchild of a process that found no database to follow,
- * holding the build lock (fd b) until it is done. */
+ * holding the build lock (fd b) until it is svc_ix_done. */
 /* In a background process: this process's index, connection and descriptors are its
  * parent's (b aside, the lock it holds). */
 static void db_child_fds(int b)
 {
     svc_index_reset(); /* closes its descriptors before the rest are */
     svc_listdb_forget();
-    D.lockfd = -1;
+    svc_ix_db.lockfd = -1;
     struct rlimit rl;
     int maxfd =
         getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur : 65536;
@@ -437,7 +437,7 @@ static _Noreturn void db_builder(const struct svc_store *st, const char *path, i
         sleep(delay);
     svc_logf("index: building the listing database %s in the background (pid %d)", path,
              (int)getpid());
-    _exit(db_build(st, path) < 0 ? 1 : 0);
+    _exit(svc_ix_db_build(st, path) < 0 ? 1 : 0);
 }
 
 /* Build the database: here when the journal is small, else in a background process (two
@@ -446,10 +446,10 @@ static int db_start_build(const struct svc_store *st, const char *path)
 {
     bool here = db_small(st);
     if (here) {
-        int b = db_lock(path, ".build", LOCK_EX | LOCK_NB);
+        int b = svc_ix_db_lock(path, ".build", LOCK_EX | LOCK_NB);
         if (b < 0)
             return errno == EWOULDBLOCK ? 1 : -1;
-        int rc = db_build(st, path);
+        int rc = svc_ix_db_build(st, path);
         close(b);
         return rc == 0 ? 0 : -1;
     }
@@ -460,7 +460,7 @@ static int db_start_build(const struct svc_store *st, const char *path)
  * another holds it already. 1 when one runs, -1 when it could not be started. */
 static int db_spawn(const struct svc_store *st, const char *path, const char *lock, db_child_fn *fn)
 {
-    int b = db_lock(path, lock, LOCK_EX | LOCK_NB);
+    int b = svc_ix_db_lock(path, lock, LOCK_EX | LOCK_NB);
     if (b < 0)
         return errno == EWOULDBLOCK ? 1 : -1;
     /* no lock of this connection across the fork: SQLite counts it per process, and the
@@ -480,22 +480,22 @@ static int db_spawn(const struct svc_store *st, const char *path, const char *lo
     return 1;
 }
 
-/* The shared lock on the database, on a descriptor kept open (D.lockfd): -1 on error. */
+/* The shared lock on the database, on a descriptor kept open (svc_ix_db.lockfd): -1 on error. */
 static int db_hold(const char *path)
 {
-    if (D.lockfd < 0) {
-        D.lockfd = db_lock(path, ".lock", LOCK_SH);
-        if (D.lockfd < 0 && errno == ENOENT && db_mkdir(path) == 0)
-            D.lockfd = db_lock(path, ".lock", LOCK_SH);
-        return D.lockfd;
+    if (svc_ix_db.lockfd < 0) {
+        svc_ix_db.lockfd = svc_ix_db_lock(path, ".lock", LOCK_SH);
+        if (svc_ix_db.lockfd < 0 && errno == ENOENT && svc_ix_db_mkdir(path) == 0)
+            svc_ix_db.lockfd = svc_ix_db_lock(path, ".lock", LOCK_SH);
+        return svc_ix_db.lockfd;
     }
-    while (flock(D.lockfd, LOCK_SH) != 0)
+    while (flock(svc_ix_db.lockfd, LOCK_SH) != 0)
         if (errno != EINTR)
             return -1;
-    return D.lockfd;
+    return svc_ix_db.lockfd;
 }
 
-void db_release(int lk)
+void svc_ix_db_release(int lk)
 {
     svc_listdb_read_end();
     if (lk >= 0)
@@ -505,15 +505,15 @@ void db_release(int lk)
 /* Whether index.h's answers can come from the database: 0 when it is open and caught up
  * (*lk: the shared lock to close once done with it), 1 while it is being built, -1 when it
  * cannot be had; on 1 and -1 they come from this process's entries. */
-int db_ready(const struct svc_store *st, int *lk)
+int svc_ix_db_ready(const struct svc_store *st, int *lk)
 {
-    const char *path = db_path(st);
-    D.live = false;
+    const char *path = svc_ix_db_path(st);
+    svc_ix_db.live = false;
     *lk = -1;
     struct stat rs;
     if (stat(st->root, &rs) != 0)
         return -1; /* no root, no sessions: nothing is made for it */
-    if (time(NULL) < D.retry_at)
+    if (time(NULL) < svc_ix_db.retry_at)
         return -1; /* a build here failed lately: from memory meanwhile */
     for (int attempt = 0; attempt < 2; attempt++) {
         *lk = db_hold(path);
@@ -524,8 +524,8 @@ int db_ready(const struct svc_store *st, int *lk)
             svc_listdb_read_begin() == 0)
             rc = db_catch_up(st); /* and the page after it, in one read (db_release ends it) */
         if (rc == 0) {
-            D.live = true;
-            if (ix.loaded || ix.n) { /* a copy kept while it was built: given back */
+            svc_ix_db.live = true;
+            if (svc_ix.loaded || svc_ix.n) { /* a copy kept while it was built: given back */
                 svc_index_reset();
 #ifdef __GLIBC__
                 malloc_trim(0);
@@ -533,14 +533,14 @@ int db_ready(const struct svc_store *st, int *lk)
             }
             return 0;
         }
-        db_release(*lk);
+        svc_ix_db_release(*lk);
         *lk = -1;
         svc_listdb_close();
         if (rc < 0)
             svc_logf("index: the listing database %s cannot be read: built anew", path);
         rc = db_start_build(st, path);
         if (rc < 0 && stat(st->root, &rs) == 0) /* a root gone meanwhile is no failure */
-            D.retry_at = time(NULL) + DB_RETRY_S;
+            svc_ix_db.retry_at = time(NULL) + DB_RETRY_S;
         if (rc != 0)
             return rc;
     }
@@ -550,18 +550,18 @@ int db_ready(const struct svc_store *st, int *lk)
 /* A page row's summary: the stored text spliced in as it is, or recounted (recounted). */
 static json_object *db_row_summary(const struct svc_store *st, const struct svc_listdb_row *r)
 {
-    json_object *raw = recounted(st, r->sid, r->msgs, r->status);
+    json_object *raw = svc_ix_recounted(st, r->sid, r->msgs, r->status);
     return raw ? raw : svc_json_new_raw(r->summary);
 }
 
 /* One page from the database: 0, -1 with err (a bad cursor), 1 when it could not be read. */
-int db_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
-            json_object **stale, struct svc_err *err)
+int svc_ix_db_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
+                   json_object **stale, struct svc_err *err)
 {
     double cu = 0;
     char csid[SVC_ID_MAX + 2] = "";
     bool after = q->cursor && *q->cursor;
-    if (after && cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
+    if (after && svc_ix_cursor_decode(q->cursor, &cu, csid, sizeof csid) != 0)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "cursor", "cursor is not valid");
     int limit =
         q->limit > 0 && q->limit <= SVC_LIST_LIMIT_MAX ? (int)q->limit : SVC_LIST_LIMIT_DEFAULT;
@@ -575,7 +575,7 @@ int db_list(const struct svc_store *st, const struct svc_list_query *q, json_obj
     json_object *list = json_object_new_array();
     for (int k = 0; k < n && k < limit; k++) {
         json_object_array_add(list, db_row_summary(st, &rows[k]));
-        if (stale && strcmp(rows[k].status, "running") == 0 && !run_alive(st, rows[k].sid)) {
+        if (stale && strcmp(rows[k].status, "running") == 0 && !svc_ix_run_alive(st, rows[k].sid)) {
             if (!*stale)
                 *stale = json_object_new_array();
             json_object_array_add(*stale, json_object_new_string(rows[k].sid));
@@ -584,7 +584,7 @@ int db_list(const struct svc_store *st, const struct svc_list_query *q, json_obj
     char *cur = NULL;
     if (n > limit) {
         struct entry last = {.sid = rows[limit - 1].sid, .updated = rows[limit - 1].updated};
-        cur = cursor_encode(&last);
+        cur = svc_ix_cursor_encode(&last);
     }
     svc_listdb_page_free(rows, n);
     json_object *res = json_object_new_object();
@@ -597,5 +597,5 @@ int db_list(const struct svc_store *st, const struct svc_list_query *q, json_obj
 
 bool svc_index_building(void)
 {
-    return D.building;
+    return svc_ix_db.building;
 }

@@ -1,9 +1,9 @@
 /* index_int: what index.c (the listing index in memory and its journal) and index_db.c (its
  * orchestration with the listing database, listdb.h) share; private to the two, never
- * included elsewhere. index.c owns the entries (ix), the journal's stamp and file, and the
- * summaries; index_db.c owns the database's state (D) and answers index.h's calls from it
- * when db_ready says it is caught up (0: answer from it, then db_release; 1 while it is
- * built, -1 when it cannot be had: from the entries). */
+ * included elsewhere. index.c owns the entries (svc_ix), the journal's stamp and file, and the
+ * summaries; index_db.c owns the database's state (svc_ix_db) and answers index.h's calls from it
+ * when svc_ix_db_ready says it is caught up (0: answer from it, then svc_ix_db_release; 1 while it
+ * is built, -1 when it cannot be had: from the entries). */
 #ifndef SVC_INDEX_INT_H
 #define SVC_INDEX_INT_H
 
@@ -19,7 +19,7 @@
 #include "store.h"
 
 /* An entry keeps what sorting and filtering need; its summary stays in the index file
- * (off, len within the file open as ix.fd), or on the heap until a line of it is read back. */
+ * (off, len within the file open as svc_ix.fd), or on the heap until a line of it is read back. */
 struct entry {
     char *sid;
     char *heap;     /* compact JSON summary, when not (yet) at off in the file */
@@ -61,7 +61,7 @@ struct index_mem {
     struct slot *hs;   /* the hash, hcap slots pointing into v */
     size_t hcap;
 };
-extern struct index_mem ix;
+extern struct index_mem svc_ix;
 
 /* What this process did, across resets (svc_index_warm compares them): summaries applied,
  * rebuilds from the directories, summaries a rescan made from them, applied at the last
@@ -69,7 +69,7 @@ extern struct index_mem ix;
 struct index_done {
     unsigned long applied, rebuilds, scanned, trimmed_at;
 };
-extern struct index_done done;
+extern struct index_done svc_ix_done;
 
 /* The stamp: what the index file looked like when a writer last left it whole, kept in the
  * first STAMP_LEN bytes of the lock file and written only under the root lock. A file that
@@ -92,20 +92,20 @@ struct idxfile {
 };
 
 /* index.c, for the database's side. */
-void stamp_peek(const struct svc_store *st, struct stamp *s);
-bool stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, bool shared);
-int index_open(const struct svc_store *st, struct idxfile *f);
-void index_close(struct idxfile *f);
-int append_line(const struct svc_store *st, const char *sid, json_object *summary);
-json_object *summary_of(const struct svc_store *st, const char *sid);
-int refresh_locked(const struct svc_store *st, bool force);
-int refresh(const struct svc_store *st);
-char *entry_summary(const struct entry *e);
-char *cursor_encode(const struct entry *e);
-int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz);
-bool run_alive(const struct svc_store *st, const char *sid);
-json_object *recounted(const struct svc_store *st, const char *sid, int64_t msgs,
-                       const char *status);
+void svc_ix_stamp_peek(const struct svc_store *st, struct stamp *s);
+bool svc_ix_stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, bool shared);
+int svc_ix_index_open(const struct svc_store *st, struct idxfile *f);
+void svc_ix_index_close(struct idxfile *f);
+int svc_ix_append_line(const struct svc_store *st, const char *sid, json_object *summary);
+json_object *svc_ix_summary_of(const struct svc_store *st, const char *sid);
+int svc_ix_refresh_locked(const struct svc_store *st, bool force);
+int svc_ix_refresh(const struct svc_store *st);
+char *svc_ix_entry_summary(const struct entry *e);
+char *svc_ix_cursor_encode(const struct entry *e);
+int svc_ix_cursor_decode(const char *c, double *updated, char *sid, size_t sidsz);
+bool svc_ix_run_alive(const struct svc_store *st, const char *sid);
+json_object *svc_ix_recounted(const struct svc_store *st, const char *sid, int64_t msgs,
+                              const char *status);
 
 /* The listing database's side (index_db.c). */
 struct index_db {
@@ -116,14 +116,14 @@ struct index_db {
     int lockfd;      /* <path>.lock, open (db_hold), or -1 */
     time_t retry_at; /* no build tried before then (one failed: disk full, read-only) */
 };
-extern struct index_db D;
-int db_ready(const struct svc_store *st, int *lk);
-int db_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
-            json_object **stale, struct svc_err *err);
-int db_build(const struct svc_store *st, const char *path);
-const char *db_path(const struct svc_store *st);
-int db_lock(const char *path, const char *suffix, int op);
-int db_mkdir(const char *path);
-void db_release(int lk);
+extern struct index_db svc_ix_db;
+int svc_ix_db_ready(const struct svc_store *st, int *lk);
+int svc_ix_db_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
+                   json_object **stale, struct svc_err *err);
+int svc_ix_db_build(const struct svc_store *st, const char *path);
+const char *svc_ix_db_path(const struct svc_store *st);
+int svc_ix_db_lock(const char *path, const char *suffix, int op);
+int svc_ix_db_mkdir(const char *path);
+void svc_ix_db_release(int lk);
 
 #endif
