@@ -26,7 +26,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window clean format install torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -192,6 +192,10 @@ bench-agent: deps all
 # The window cache's gain in instructions per turn, cache auto against off (docs/CACHES.md).
 bench-window: deps all
 	scripts/bench-window
+
+# 1k and 100k sessions (BENCH_SCALE_SIZES adds 1000000): start, list, memory, fsck (docs/BENCH.md).
+bench-scale: deps all
+	SVC_BUILD=$(abspath $(B)) scripts/bench-scale
 
 # Several hosts on one GlusterFS volume against one host and local disk (docs/BENCH.md).
 bench-hosts: deps all
