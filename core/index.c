@@ -670,10 +670,164 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
     svc_buf_free(&b);
 }
 
-/* Rebuild the index from the directories, under the root lock (lockfd, or -1 when there is
- * no lock to take: then nothing is written). Sidecar writers append their index line under
- * the same lock after writing the sidecar, so no change made during the scan is lost. */
-static int rebuild(const struct svc_store *st, int lockfd, bool writable)
+/* A session a rebuild read without the root lock, with its mark from before the read. */
+struct scanned {
+    char *sid;
+    struct svc_sess_mark m;
+};
+
+/* SVC_TEST_INDEX_SCAN_GATE=<path>, in test builds only (docs/TESTING.md): a read of the
+ * directories creates <path>.waiting and waits for <path> once it has read every session. */
+static void test_scan_gate(void)
+{
+#ifdef SVC_TEST_HOOKS
+    const char *g = getenv("SVC_TEST_INDEX_SCAN_GATE");
+    char *w = NULL;
+    if (!g)
+        return;
+    svc_xasprintf(&w, "%s.waiting", g);
+    int fd = open(w, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd >= 0)
+        close(fd);
+    free(w);
+    while (access(g, F_OK) != 0)
+        usleep(10000);
+#endif
+}
+
+/* Read every session directory into the entries; each read one's mark goes to *sc. */
+static int scan_dirs(const struct svc_store *st, struct scanned **sc, size_t *nsc)
+{
+    DIR *d = opendir(st->root);
+    if (!d)
+        return -1;
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *sid = svc_store_session_of(de->d_name);
+        struct svc_sess_mark m;
+        if (!sid || svc_store_session_mark(st, sid, &m) != 0)
+            continue;
+        json_object *sum = svc_ix_summary_of(st, sid);
+        if (sum) {
+            apply(sid, sum, -1, 0);
+            if (*nsc == cap) {
+                cap = cap ? cap * 2 : 256;
+                *sc = svc_xrealloc(*sc, cap * sizeof **sc);
+            }
+            (*sc)[*nsc].sid = svc_xstrdup(sid);
+            (*sc)[(*nsc)++].m = m;
+        }
+        json_object_put(sum);
+    }
+    closedir(d);
+    test_scan_gate();
+    return 0;
+}
+
+/* Under the root lock again after scan_dirs: the sessions added since are read, those
+ * whose mark moved are read again, those gone are dropped. */
+static int scan_catch_up(const struct svc_store *st, const struct scanned *sc, size_t nsc)
+{
+    for (size_t i = 0; i < svc_ix.n; i++)
+        svc_ix.v[i].seen = false;
+    DIR *d = opendir(st->root);
+    if (!d)
+        return -1;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *sid = svc_store_session_of(de->d_name);
+        struct entry *e = sid ? lookup(sid) : NULL;
+        if (e)
+            e->seen = true;
+        else if (sid && svc_store_session_exists(st, sid)) {
+            json_object *sum = svc_ix_summary_of(st, sid);
+            if (sum)
+                apply(sid, sum, -1, 0);
+            json_object_put(sum);
+        }
+    }
+    closedir(d);
+    for (size_t i = 0; i < nsc; i++) {
+        struct entry *e = lookup(sc[i].sid);
+        struct svc_sess_mark m;
+        if (!e || !e->seen ||
+            (svc_store_session_mark(st, sc[i].sid, &m) == 0 && svc_store_mark_same(&m, &sc[i].m)))
+            continue;
+        json_object *sum = svc_ix_summary_of(st, sc[i].sid);
+        if (sum)
+            apply(sc[i].sid, sum, -1, 0);
+        else
+            e->seen = false;
+        json_object_put(sum);
+    }
+    for (size_t i = 0; i < svc_ix.n;)
+        if (!svc_ix.v[i].seen)
+            apply(svc_ix.v[i].sid, NULL, -1, 0); /* moves the last entry here */
+        else
+            i++;
+    return 0;
+}
+
+static void relock(int fd)
+{
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+        ;
+}
+
+/* The build lock, taken before the directories are read with the root lock (lockfd) let go:
+ * its descriptor, -1 when it cannot be had (a read-only root: read without it), or -2 when
+ * another process held it and it was waited for (its index is then there to read). */
+static int build_lock(const struct svc_store *st, int lockfd, bool may_wait)
+{
+    char *p = svc_store_root_path(st, SVC_F_INDEX_BUILD);
+    int fd = p ? open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
+    free(p);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0)
+        return fd;
+    if (errno != EWOULDBLOCK || !may_wait) {
+        close(fd);
+        return -1;
+    }
+    flock(lockfd, LOCK_UN);
+    while (flock(fd, LOCK_SH) != 0 && errno == EINTR)
+        ;
+    close(fd);
+    relock(lockfd);
+    return -2;
+}
+
+/* Read the directories into the entries. With the root lock (lockfd) they are read without
+ * it, so that writers never wait for a read of every session (they append nothing while no
+ * index is stamped: their changes are in the directories); what changed meanwhile is read
+ * again under it (scan_catch_up). 1 when another process's rebuild was waited for instead. */
+static int read_dirs(const struct svc_store *st, int lockfd, bool may_wait)
+{
+    int b = lockfd >= 0 ? build_lock(st, lockfd, may_wait) : -1;
+    if (b == -2)
+        return 1;
+    struct scanned *sc = NULL;
+    size_t nsc = 0;
+    if (lockfd >= 0)
+        flock(lockfd, LOCK_UN);
+    int rc = scan_dirs(st, &sc, &nsc);
+    if (lockfd >= 0) {
+        relock(lockfd);
+        if (rc == 0)
+            rc = scan_catch_up(st, sc, nsc);
+    }
+    for (size_t i = 0; i < nsc; i++)
+        free(sc[i].sid);
+    free(sc);
+    if (b >= 0)
+        close(b);
+    return rc;
+}
+
+/* Rebuild the index from the directories under the root lock (lockfd, or -1 when there is
+ * no lock to take: then nothing is written): 0, -1 when the root cannot be read, or 1 when
+ * another process's rebuild was waited for (may_wait) and its index is there to read. */
+static int rebuild(const struct svc_store *st, int lockfd, bool writable, bool may_wait)
 {
     struct stat rs;
     entries_clear();
@@ -685,20 +839,9 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
         svc_ix.loaded = false;
         return errno == ENOENT ? 0 : -1;
     }
-    DIR *d = opendir(st->root);
-    if (!d)
-        return -1;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
-        if (!sid || !svc_store_session_exists(st, sid))
-            continue;
-        json_object *sum = svc_ix_summary_of(st, sid);
-        if (sum)
-            apply(sid, sum, -1, 0);
-        json_object_put(sum);
-    }
-    closedir(d);
+    int rc = read_dirs(st, lockfd, may_wait);
+    if (rc != 0)
+        return rc;
     svc_ix.root_mtime = rs.st_mtim;
     svc_ix.loaded = true;
     if (lockfd >= 0)
@@ -709,28 +852,39 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable)
     return 0;
 }
 
-/* The locked path: the index file is checked against its stamp once more, with writers
- * excluded, and read on when whole, else rebuilt. Returns 0, or -1 when the root cannot be
- * read. force rebuilds in any case. */
-int svc_ix_refresh_locked(const struct svc_store *st, bool force)
+/* Whether the index file is whole by its stamp, read on (under the root lock, lock). */
+static bool read_whole(const struct svc_store *st, int lock)
 {
-    bool writable = false;
-    int lock = lock_root(st, &writable);
-    int rc = 0;
     struct stamp s;
     drop_cached(st, lock);
     stamp_parse(lock, &s);
     struct idxfile f = {.fd = -1};
     bool whole = false;
-    if (!force && lock >= 0 && svc_ix_index_open(st, &f) == 0 &&
+    if (lock >= 0 && svc_ix_index_open(st, &f) == 0 &&
         svc_ix_stamp_matches(&s, &f, true, st->shared)) {
         bool garbage = false, torn = false;
         read_lines(&f, &garbage, &torn);
         whole = !garbage && !torn && svc_ix.offset == s.size;
     }
     svc_ix_index_close(&f);
-    if (!whole)
-        rc = rebuild(st, lock, writable);
+    return whole;
+}
+
+/* The locked path: the index file is checked against its stamp once more, with writers
+ * excluded, and read on when whole, else rebuilt (or read once another process's rebuild
+ * is done). Returns 0, or -1 when the root cannot be read. force rebuilds in any case. */
+int svc_ix_refresh_locked(const struct svc_store *st, bool force)
+{
+    bool writable = false;
+    int lock = lock_root(st, &writable);
+    int rc = 0;
+    if (force || !read_whole(st, lock)) {
+        rc = rebuild(st, lock, writable, !force);
+        if (rc == 1 && !read_whole(st, lock))
+            rc = rebuild(st, lock, writable, false);
+        if (rc == 1)
+            rc = 0;
+    }
     if (lock >= 0)
         close(lock);
     return rc;
@@ -834,7 +988,7 @@ static void write_compacted(const struct svc_store *st)
     if (whole)
         write_out(st, lock, writable);
     else
-        rebuild(st, lock, writable);
+        rebuild(st, lock, writable, false);
     close(lock);
 }
 

@@ -45,6 +45,7 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_RUN_LOCK] = RUN_LOCK_NAME,
     [SVC_F_INDEX] = ".svc_index.jsonl",
     [SVC_F_INDEX_LOCK] = ".svc_index.lock",
+    [SVC_F_INDEX_BUILD] = ".svc_index.build",
     [SVC_F_RUNS] = ".svc_runs",
     [SVC_F_RESPONSES] = ".svc_responses",
     [SVC_F_IMPORT_LOCK] = ".svc_import.lock",
@@ -320,6 +321,43 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid)
     bool ok = lstat(dir, &lst) == 0 && S_ISDIR(lst.st_mode); /* a symlink is refused */
     free(dir);
     return ok;
+}
+
+int svc_store_session_mark(const struct svc_store *st, const char *sid, struct svc_sess_mark *m)
+{
+    memset(m, 0, sizeof *m);
+    if (!svc_id_valid(sid))
+        return -1;
+    char *dir = store_path(st, sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
+    char *side = store_path(st, sid, SVC_F_SIDECAR, NULL, SVC_FROM_ABS);
+    struct stat d, f;
+    int rc = lstat(dir, &d) == 0 && S_ISDIR(d.st_mode) ? 0 : -1;
+    if (rc == 0) {
+        m->dir_ino = d.st_ino;
+        m->dir_m = d.st_mtim;
+        m->dir_c = d.st_ctim;
+        if (lstat(side, &f) == 0) {
+            m->side_ino = f.st_ino;
+            m->side_size = f.st_size;
+            m->side_m = f.st_mtim;
+            m->side_c = f.st_ctim;
+        }
+    }
+    free(dir);
+    free(side);
+    return rc;
+}
+
+static bool ts_same(struct timespec a, struct timespec b)
+{
+    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+bool svc_store_mark_same(const struct svc_sess_mark *a, const struct svc_sess_mark *b)
+{
+    return a->dir_ino == b->dir_ino && a->side_ino == b->side_ino && a->side_size == b->side_size &&
+           ts_same(a->dir_m, b->dir_m) && ts_same(a->dir_c, b->dir_c) &&
+           ts_same(a->side_m, b->side_m) && ts_same(a->side_c, b->side_c);
 }
 
 /* ---- the handle ---- */

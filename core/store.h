@@ -54,6 +54,7 @@ enum svc_file {
     SVC_F_RUN_LOCK,       /* .svc.run.lock */
     SVC_F_INDEX,          /* <root>/.svc_index.jsonl */
     SVC_F_INDEX_LOCK,     /* <root>/.svc_index.lock */
+    SVC_F_INDEX_BUILD,    /* <root>/.svc_index.build: held while the index is read anew */
     SVC_F_RUNS,           /* <root>/.svc_runs */
     SVC_F_RESPONSES,      /* <root>/.svc_responses */
     SVC_F_IMPORT_LOCK,    /* <root>/.svc_import.lock */
@@ -104,6 +105,17 @@ size_t svc_store_message_path_in(const struct svc_store *st, const char *sid, in
                                  enum svc_from from, char *buf, size_t sz);
 /* Whether session_<sid> exists as a real directory inside the root (no symlink escape). */
 bool svc_store_session_exists(const struct svc_store *st, const char *sid);
+/* What shows that a session changed between two looks: its directory's and its sidecar's
+ * (inode, size, mtime, ctime); a sidecar that is missing counts as zeros. */
+struct svc_sess_mark {
+    ino_t dir_ino, side_ino;
+    off_t side_size;
+    struct timespec dir_m, dir_c, side_m, side_c;
+};
+/* Session sid's mark now: 0, or -1 when it is not a session directory. */
+int svc_store_session_mark(const struct svc_store *st, const char *sid, struct svc_sess_mark *m);
+/* Whether two marks are the same. */
+bool svc_store_mark_same(const struct svc_sess_mark *a, const struct svc_sess_mark *b);
 /* The store a configuration describes (root, agent id, sessions.fsync, provider). */
 void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st);
 /* The SVC_SYNC_* mask (fsio.h) of a write asked with sync (SVC_SYNC_STORE: sessions.fsync). */
