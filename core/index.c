@@ -673,8 +673,41 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
 /* A session a rebuild read without the root lock, with its mark from before the read. */
 struct scanned {
     char *sid;
+    ino_t ino; /* its directory's, from readdir */
     struct svc_sess_mark m;
 };
+
+static int cmp_ino(const void *a, const void *b)
+{
+    const struct scanned *x = a, *y = b;
+    return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+/* The root's session names, in inode order: on a cold disk, reading the directories in
+ * that order rather than readdir's hash order reads the inode tables nearly in sequence. */
+static int scan_names(const struct svc_store *st, struct scanned **sc, size_t *nsc)
+{
+    DIR *d = opendir(st->root);
+    if (!d)
+        return -1;
+    size_t cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *sid = svc_store_session_of(de->d_name);
+        if (!sid)
+            continue;
+        if (*nsc == cap) {
+            cap = cap ? cap * 2 : 256;
+            *sc = svc_xrealloc(*sc, cap * sizeof **sc);
+        }
+        (*sc)[*nsc].sid = svc_xstrdup(sid);
+        (*sc)[(*nsc)++].ino = de->d_ino;
+    }
+    closedir(d);
+    if (*nsc > 1)
+        qsort(*sc, *nsc, sizeof **sc, cmp_ino);
+    return 0;
+}
 
 /* SVC_TEST_INDEX_SCAN_GATE=<path>, in test builds only (docs/TESTING.md): a read of the
  * directories creates <path>.waiting and waits for <path> once it has read every session. */
@@ -695,32 +728,25 @@ static void test_scan_gate(void)
 #endif
 }
 
-/* Read every session directory into the entries; each read one's mark goes to *sc. */
+/* Read every session directory into the entries; *sc keeps those read, each with its mark. */
 static int scan_dirs(const struct svc_store *st, struct scanned **sc, size_t *nsc)
 {
-    DIR *d = opendir(st->root);
-    if (!d)
+    if (scan_names(st, sc, nsc) != 0)
         return -1;
-    size_t cap = 0;
-    struct dirent *de;
-    while ((de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
-        struct svc_sess_mark m;
-        if (!sid || svc_store_session_mark(st, sid, &m) != 0)
-            continue;
-        json_object *sum = svc_ix_summary_of(st, sid);
+    size_t kept = 0;
+    for (size_t i = 0; i < *nsc; i++) {
+        struct scanned *s = &(*sc)[i];
+        json_object *sum =
+            svc_store_session_mark(st, s->sid, &s->m) == 0 ? svc_ix_summary_of(st, s->sid) : NULL;
         if (sum) {
-            apply(sid, sum, -1, 0);
-            if (*nsc == cap) {
-                cap = cap ? cap * 2 : 256;
-                *sc = svc_xrealloc(*sc, cap * sizeof **sc);
-            }
-            (*sc)[*nsc].sid = svc_xstrdup(sid);
-            (*sc)[(*nsc)++].m = m;
+            apply(s->sid, sum, -1, 0);
+            (*sc)[kept++] = *s;
+        } else {
+            free(s->sid);
         }
         json_object_put(sum);
     }
-    closedir(d);
+    *nsc = kept;
     test_scan_gate();
     return 0;
 }
