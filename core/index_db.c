@@ -141,24 +141,38 @@ static void rescan_note(void *ctx, const char *sid, bool gone)
     r->gone[r->n++] = gone;
 }
 
-/* Compare the root's names with the rows (O(names), no summary read, no write lock: the
- * names go to a temporary table of this connection). */
+static int cmp_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Compare the root's names with the rows (O(names), no summary read, no write lock): the
+ * names sorted, merged with the rows read in id order. */
 static int db_rescan_collect(const struct svc_store *st, struct rescan *r)
 {
     DIR *d = opendir(st->root);
     if (!d)
         return errno == ENOENT ? 0 : -1;
-    int rc = svc_listdb_seen_reset();
+    char **v = NULL;
+    size_t n = 0, cap = 0;
     struct dirent *de;
-    while (rc == 0 && (de = readdir(d))) {
+    while ((de = readdir(d))) {
         const char *sid = svc_store_session_of(de->d_name);
-        if (sid)
-            rc = svc_listdb_seen(sid);
+        if (!sid)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            v = svc_xrealloc(v, cap * sizeof *v);
+        }
+        v[n++] = svc_xstrdup(sid);
     }
     closedir(d);
-    if (rc == 0)
-        rc = svc_listdb_seen_diff(rescan_note, r);
-    svc_listdb_seen_reset();
+    if (n > 1)
+        qsort(v, n, sizeof *v, cmp_name);
+    int rc = svc_listdb_diff_names(v, n, rescan_note, r);
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
     return rc;
 }
 

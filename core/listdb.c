@@ -43,7 +43,6 @@ static const char tables[] =
     "CREATE TRIGGER IF NOT EXISTS s_au AFTER UPDATE OF title ON s BEGIN"
     " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title);"
     " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
-    "CREATE TEMP TABLE IF NOT EXISTS seen(sid TEXT PRIMARY KEY) WITHOUT ROWID;"
     "INSERT OR IGNORE INTO meta VALUES ('schema', " SCHEMA "), ('gen', ''), ('ino', 0),"
     " ('offset', 0), ('root_mtime', 0), ('seq', 0), ('removed', 0);";
 
@@ -647,57 +646,53 @@ int svc_listdb_each(uint64_t *mark, svc_index_each_fn *fn, void *ctx)
     return whole ? 1 : 0;
 }
 
-int svc_listdb_seen_reset(void)
+/* A growing list of ids (owned when own). */
+struct idlist {
+    char **v;
+    size_t n, cap;
+};
+
+static void idlist_add(struct idlist *l, char *sid)
 {
-    return L.db && sqlite3_exec(L.db, "DELETE FROM temp.seen", NULL, NULL, NULL) == SQLITE_OK ? 0
-                                                                                              : -1;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 16;
+        l->v = svc_xrealloc(l->v, l->cap * sizeof *l->v);
+    }
+    l->v[l->n++] = sid;
 }
 
-int svc_listdb_seen(const char *sid)
-{
-    sqlite3_stmt *st = stmt("INSERT OR IGNORE INTO temp.seen VALUES (?1)");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(st);
-    return rc;
-}
-
-/* One side of the difference between the names seen and the rows. */
-static int diff_side(const char *sql, bool gone, void (*fn)(void *, const char *, bool), void *ctx)
+int svc_listdb_diff_names(char *const *names, size_t n,
+                          void (*fn)(void *ctx, const char *sid, bool gone), void *ctx)
 {
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(L.db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (!L.db ||
+        sqlite3_prepare_v2(L.db, "SELECT sid FROM s ORDER BY sid", -1, &st, NULL) != SQLITE_OK)
         return -1;
-    /* the names first, then the calls: fn changes the table being read */
-    char **v = NULL;
-    size_t n = 0, cap = 0;
+    /* the differences first, then the calls: fn changes the table being read */
+    struct idlist added = {0}, gone = {0};
+    size_t i = 0;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            v = svc_xrealloc(v, cap * sizeof *v);
-        }
-        v[n++] = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
+        const char *row = (const char *)sqlite3_column_text(st, 0);
+        int c = -1;
+        while (i < n && (c = strcmp(names[i], row)) < 0)
+            idlist_add(&added, names[i++]);
+        if (c == 0)
+            i++;
+        else
+            idlist_add(&gone, svc_xstrdup(row));
     }
     sqlite3_finalize(st);
-    for (size_t i = 0; i < n; i++) {
-        fn(ctx, v[i], gone);
-        free(v[i]);
+    while (i < n)
+        idlist_add(&added, names[i++]);
+    for (size_t k = 0; rc == SQLITE_DONE && k < added.n; k++)
+        fn(ctx, added.v[k], false);
+    for (size_t k = 0; k < gone.n; k++) {
+        if (rc == SQLITE_DONE)
+            fn(ctx, gone.v[k], true);
+        free(gone.v[k]);
     }
-    free(v);
+    free(added.v);
+    free(gone.v);
     return rc == SQLITE_DONE ? 0 : -1;
-}
-
-int svc_listdb_seen_diff(void (*fn)(void *ctx, const char *sid, bool gone), void *ctx)
-{
-    if (!L.db)
-        return -1;
-    if (diff_side("SELECT sid FROM temp.seen WHERE sid NOT IN (SELECT sid FROM s)", false, fn,
-                  ctx) != 0 ||
-        diff_side("SELECT sid FROM s WHERE sid NOT IN (SELECT sid FROM temp.seen)", true, fn,
-                  ctx) != 0)
-        return -1;
-    return 0;
 }

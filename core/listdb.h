@@ -66,10 +66,10 @@ int64_t svc_listdb_count(void);
 /* svc_index_each over the rows: those changed after *mark (all when *mark predates the
  * last removal); returns 1 when whole, 0 when not, -1 on error; *mark gets the new mark. */
 int svc_listdb_each(uint64_t *mark, svc_index_each_fn *fn, void *ctx);
-/* Rescan support: fn is called for each sid in names (a temporary table the caller fills
- * with svc_listdb_seen) that has no row, then for each row not in names (gone true). */
-int svc_listdb_seen_reset(void);
-int svc_listdb_seen(const char *sid);
-int svc_listdb_seen_diff(void (*fn)(void *ctx, const char *sid, bool gone), void *ctx);
+/* Rescan support: fn is called for each of the n names (sorted by strcmp) that has no row
+ * (gone false), then for each row whose id is not among them (gone true); one walk of the
+ * rows in id order. */
+int svc_listdb_diff_names(char *const *names, size_t n,
+                          void (*fn)(void *ctx, const char *sid, bool gone), void *ctx);
 
 #endif
