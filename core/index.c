@@ -745,6 +745,8 @@ static int scan_dirs(const struct svc_store *st, struct scanned **sc, size_t *ns
             free(s->sid);
         }
         json_object_put(sum);
+        if (i % 100000 == 99999)
+            svc_logf("index: reading the directories: %zu of %zu sessions", i + 1, *nsc);
     }
     *nsc = kept;
     test_scan_gate();
