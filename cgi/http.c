@@ -985,6 +985,11 @@ int http_send_error(struct http_req *r, const struct svc_err *err)
     }
     if (code == SVC_E_UNAVAILABLE) /* nothing was stored: a retry is safe once writable */
         http_set_header(r, "x-should-retry", "true");
+    if (code == SVC_E_INDEX_BUILDING) {
+        http_set_header(r, "Retry-After", "10");
+        http_set_header(r, "x-should-retry", "true");
+        http_set_header(r, "X-Svc-Index", "building");
+    }
     if (code == SVC_E_MISSING_TOKEN || code == SVC_E_INVALID_TOKEN)
         http_set_header(r, "WWW-Authenticate", "Bearer");
     json_object *e = http_error_object(err);

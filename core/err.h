@@ -47,6 +47,8 @@ enum svc_errcode {
     SVC_E_PERMISSION_DENIED,    /* permission_denied, 403: an admin endpoint asked by a user */
     SVC_E_SESSION_EXISTS,       /* session_exists, 409: a new session's id is taken */
     SVC_E_CONTEXT_LENGTH,       /* context_length_exceeded, 400: truncation disabled */
+    SVC_E_INDEX_BUILDING,       /* index_building, 503: a list while another process reads
+                                   every session directory to rebuild the index */
     SVC_E__MAX
 };
 

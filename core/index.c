@@ -803,9 +803,33 @@ static void relock(int fd)
         ;
 }
 
+/* How long a list waits for another process's rebuild before it answers index_building:
+ * below nginx's 120 s, so that two lists cannot hold both workers for a whole rebuild. */
+#define BUILD_WAIT_S 10
+
+/* Set while a list refreshes the index: it waits BUILD_WAIT_S at most (build_wait). */
+static bool wait_briefly;
+
+/* Wait for the build lock fd to be let go (shared): 0, or -1 after BUILD_WAIT_S when
+ * wait_briefly (a list), never otherwise. */
+static int build_wait(int fd)
+{
+    for (int i = 0; wait_briefly; i++) {
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+            return 0;
+        if (i == BUILD_WAIT_S * 20)
+            return -1;
+        usleep(50000);
+    }
+    while (flock(fd, LOCK_SH) != 0 && errno == EINTR)
+        ;
+    return 0;
+}
+
 /* The build lock, taken before the directories are read with the root lock (lockfd) let go:
- * its descriptor, -1 when it cannot be had (a read-only root: read without it), or -2 when
- * another process held it and it was waited for (its index is then there to read). */
+ * its descriptor, -1 when it cannot be had (a read-only root: read without it), -2 when
+ * another process held it and it was waited for (its index is then there to read), -3 when
+ * that wait ran out (build_wait). */
 static int build_lock(const struct svc_store *st, int lockfd, bool may_wait)
 {
     char *p = svc_store_root_path(st, SVC_F_INDEX_BUILD);
@@ -818,22 +842,22 @@ static int build_lock(const struct svc_store *st, int lockfd, bool may_wait)
         return -1;
     }
     flock(lockfd, LOCK_UN);
-    while (flock(fd, LOCK_SH) != 0 && errno == EINTR)
-        ;
+    int rc = build_wait(fd) == 0 ? -2 : -3;
     close(fd);
     relock(lockfd);
-    return -2;
+    return rc;
 }
 
 /* Read the directories into the entries. With the root lock (lockfd) they are read without
  * it, so that writers never wait for a read of every session (they append nothing while no
  * index is stamped: their changes are in the directories); what changed meanwhile is read
- * again under it (scan_catch_up). 1 when another process's rebuild was waited for instead. */
+ * again under it (scan_catch_up). 1 when another process's rebuild was waited for instead,
+ * 2 when that wait ran out. */
 static int read_dirs(const struct svc_store *st, int lockfd, bool may_wait)
 {
     int b = lockfd >= 0 ? build_lock(st, lockfd, may_wait) : -1;
-    if (b == -2)
-        return 1;
+    if (b == -2 || b == -3)
+        return b == -2 ? 1 : 2;
     struct scanned *sc = NULL;
     size_t nsc = 0;
     if (lockfd >= 0)
@@ -853,8 +877,9 @@ static int read_dirs(const struct svc_store *st, int lockfd, bool may_wait)
 }
 
 /* Rebuild the index from the directories under the root lock (lockfd, or -1 when there is
- * no lock to take: then nothing is written): 0, -1 when the root cannot be read, or 1 when
- * another process's rebuild was waited for (may_wait) and its index is there to read. */
+ * no lock to take: then nothing is written): 0, -1 when the root cannot be read, 1 when
+ * another process's rebuild was waited for (may_wait) and its index is there to read, 2
+ * when it is still going after the wait of a list (build_wait). */
 static int rebuild(const struct svc_store *st, int lockfd, bool writable, bool may_wait)
 {
     struct stat rs;
@@ -900,7 +925,8 @@ static bool read_whole(const struct svc_store *st, int lock)
 
 /* The locked path: the index file is checked against its stamp once more, with writers
  * excluded, and read on when whole, else rebuilt (or read once another process's rebuild
- * is done). Returns 0, or -1 when the root cannot be read. force rebuilds in any case. */
+ * is done). Returns 0, or -1 when the root cannot be read or (errno EAGAIN) another
+ * process's rebuild outlasted a list's wait. force rebuilds in any case. */
 int svc_ix_refresh_locked(const struct svc_store *st, bool force)
 {
     bool writable = false;
@@ -912,6 +938,10 @@ int svc_ix_refresh_locked(const struct svc_store *st, bool force)
             rc = rebuild(st, lock, writable, false);
         if (rc == 1)
             rc = 0;
+        if (rc == 2) {
+            errno = EAGAIN;
+            rc = -1;
+        }
     }
     if (lock >= 0)
         close(lock);
@@ -1431,7 +1461,14 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
         svc_listdb_close(); /* read anew (or rebuilt) at the next look */
     }
     svc_ix_db.building = ready == 1;
-    if (svc_ix_refresh(st) != 0)
+    wait_briefly = true;
+    int refreshed = svc_ix_refresh(st);
+    wait_briefly = false;
+    if (refreshed != 0 && errno == EAGAIN)
+        return svc_err_set(err, SVC_E_INDEX_BUILDING,
+                           "another process is rebuilding the session index from the "
+                           "directories; retry in a few seconds");
+    if (refreshed != 0)
         return svc_err_errno(err, "list sessions");
     int rc = list_page(st, q, out, stale, err);
     if (rc != 1)

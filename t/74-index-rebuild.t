@@ -68,6 +68,10 @@ is(timed_svc('chat', 'n1', 'a new session')->{rc}, 0, 'a new session does not wa
 is(timed_svc('sessions', 'delete', 'r5')->{rc}, 0, 'a deletion does not wait for it');
 is(timed_svc('sessions', 'archive', 'r3')->{rc}, 0, 'an archive does not wait for it');
 
+my $l = timed_svc('sessions', 'list');
+is($l->{rc}, 1, 'a list meanwhile waits a bounded time, then fails');
+like($l->{err}, qr/rebuilding the session index/, '... saying another process rebuilds the index');
+
 open my $fh, '>', $gate or die;
 close $fh;
 my $r = svc_wait($bg);
