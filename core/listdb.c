@@ -452,21 +452,41 @@ static void fts_quote(struct svc_buf *b, const char *w, size_t n)
     svc_buf_adds(b, "\"");
 }
 
-/* A title search's bounds: FTS_FEW and FTS_PROBE, or in test builds SVC_TEST_FTS_FEW=<n>
- * and half of it, so that a test's few titles take both paths (docs/TESTING.md). */
+/* The largest rowid of the titles (0 when there are none). */
+static int64_t max_rowid(void)
+{
+    sqlite3_stmt *st = stmt("SELECT max(rowid) FROM s");
+    int64_t r = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    if (st)
+        sqlite3_reset(st);
+    return r;
+}
+
+/* A title search's bounds: FTS_FEW and FTS_PROBE (in test builds SVC_TEST_FTS_FEW=<n> and
+ * half of it, so that a test's few titles take both paths: docs/TESTING.md), the titles
+ * (the largest rowid) and the page's rows. */
 struct fts_lim {
-    int64_t few, probe;
+    int64_t few, probe, rows, limit;
 };
 
-static struct fts_lim fts_lim(void)
+static struct fts_lim fts_lim(int limit)
 {
-    struct fts_lim l = {FTS_FEW, FTS_PROBE};
+    struct fts_lim l = {FTS_FEW, FTS_PROBE, max_rowid(), limit};
 #ifdef SVC_TEST_HOOKS
     const char *v = getenv("SVC_TEST_FTS_FEW");
-    if (v && atoi(v) >= 2)
-        l = (struct fts_lim){atoi(v), atoi(v) / 2};
+    if (v && atoi(v) >= 2) {
+        l.few = atoi(v);
+        l.probe = l.few / 2;
+    }
 #endif
     return l;
+}
+
+/* Whether m titles are better sorted than found by a walk in listing order: fewer than
+ * few, and fewer than the walk would read if they were spread evenly (limit * rows / m). */
+static bool fts_few(double m, struct fts_lim l)
+{
+    return m < (double)l.few && m * m < (double)l.limit * (double)l.rows;
 }
 
 /* How many titles match FTS5 query m, counted up to few (the count stops there). */
@@ -525,16 +545,6 @@ static const char *trigram_end(const char *p)
     return p;
 }
 
-/* The largest rowid of the titles (0 when there are none). */
-static int64_t max_rowid(void)
-{
-    sqlite3_stmt *st = stmt("SELECT max(rowid) FROM s");
-    int64_t r = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    if (st)
-        sqlite3_reset(st);
-    return r;
-}
-
 /* Keeps t in best if it is one of the two rarest so far (best[0] the rarest; a tie goes
  * to the one judged first). */
 static void keep_rarer(struct trigram best[2], const struct trigram *t)
@@ -558,7 +568,6 @@ static bool same_trigram(const struct trigram *a, const struct trigram *b)
  * It stops at two judged in fewer than few titles, or one in none. */
 static void rarest_two(const char *qlc, struct fts_lim l, struct trigram best[2])
 {
-    int64_t rows = max_rowid();
     const char **at = svc_xcalloc(strlen(qlc) + 1, sizeof *at); /* where each trigram starts */
     size_t n = 0;
     for (const char *p = qlc; trigram_end(p); n++) {
@@ -569,11 +578,11 @@ static void rarest_two(const char *qlc, struct fts_lim l, struct trigram best[2]
     for (size_t k = 0, i = n - 1; n > 0; k++) {
         struct trigram t = {at[i], (size_t)(trigram_end(at[i]) - at[i]), 0};
         if (!same_trigram(&best[0], &t) && !same_trigram(&best[1], &t)) {
-            trigram_est(&t, rows, l.probe);
+            trigram_est(&t, l.rows, l.probe);
             keep_rarer(best, &t);
         }
         if (i == 0 || k + 1 == FTS_PROBES || best[0].est < 1 ||
-            (best[1].p && best[1].est < (double)l.few))
+            (best[1].p && fts_few(best[1].est, l)))
             break;
         i = i >= 3 ? i - 3 : 0;
     }
@@ -581,20 +590,20 @@ static void rarest_two(const char *qlc, struct fts_lim l, struct trigram best[2]
 }
 
 /* q as an FTS5 query when it is selective: its two rarest trigrams (rarest_two), both
- * required, when fewer than FTS_FEW titles hold both (counted unless the rarest's exact
- * count says so); else NULL (the page then walks the rows in order, checking each title,
+ * required, when few titles hold both (fts_few; counted unless the rarest's exact count
+ * says so); else NULL (the page then walks the rows in order, checking each title,
  * and fills soon). Every title holding q holds those two; the page's instr() keeps only
  * the titles that hold q, so which two are taken changes the speed, never the answer (q
  * as one phrase, or a common trigram beside a rare one, reads the common one's list). */
-static char *fts_phrase(const char *qlc)
+static char *fts_phrase(const char *qlc, int limit)
 {
-    struct fts_lim l = fts_lim();
+    struct fts_lim l = fts_lim(limit);
     struct trigram best[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
     rarest_two(qlc, l, best);
     if (!best[0].p)
         return NULL;
-    bool known = best[0].est < (double)l.probe && best[0].est < (double)l.few;
-    if (known && best[1].est >= (double)l.few)
+    bool known = best[0].est < (double)l.probe && fts_few(best[0].est, l);
+    if (known && !fts_few(best[1].est, l))
         best[1].p = NULL; /* the rarest alone: fewer candidates than the common one's seeks */
     struct svc_buf b;
     svc_buf_init(&b);
@@ -603,7 +612,7 @@ static char *fts_phrase(const char *qlc)
             svc_buf_adds(&b, " ");
         fts_quote(&b, best[t].p, best[t].n);
     }
-    if (!known && fts_count(b.data, l.few) >= l.few) {
+    if (!known && !fts_few((double)fts_count(b.data, l.few), l)) {
         svc_buf_free(&b);
         return NULL;
     }
@@ -657,7 +666,7 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     *n = 0;
     if (!L.db || q->ntags > SVC_TAGS_MAX)
         return -1;
-    char *phrase = qlc && svc_utf8_len(qlc) >= 3 ? fts_phrase(qlc) : NULL;
+    char *phrase = qlc && svc_utf8_len(qlc) >= 3 ? fts_phrase(qlc, limit) : NULL;
     struct svc_buf sql;
     svc_buf_init(&sql);
     page_sql(&sql, q, qlc, csid != NULL, phrase != NULL);
