@@ -17,8 +17,13 @@
 #include "util.h"
 
 #define SCHEMA "1"
-/* A trigram in this many titles or more is not selective (fts_phrase). */
+/* A title search whose rarest trigrams are together in this many titles or more walks the
+ * rows in order instead of sorting the trigram table's candidates (fts_phrase). */
 #define FTS_FEW 2000
+/* A trigram's titles read to judge how many hold it (trigram_est), and how many of a
+ * query's trigrams are judged at most (rarest_two). */
+#define FTS_PROBE 64
+#define FTS_PROBES 8
 
 /* The filters' columns beside the summary; each index serves the pages of one filter in
  * listing order (updated_at newest first, then session id), so a page reads O(page) rows;
@@ -446,58 +451,169 @@ static void fts_quote(struct svc_buf *b, const char *w, size_t n)
     svc_buf_adds(b, "\"");
 }
 
-/* How many titles hold trigram w (n bytes), counted up to FTS_FEW (the count stops there:
- * a common trigram costs no more than a rare one). */
-static int64_t trigram_docs(const char *w, size_t n)
+/* The largest rowid of the titles (0 when there are none). */
+static int64_t max_rowid(void)
 {
-    sqlite3_stmt *st = stmt("SELECT count(*) FROM (SELECT 1 FROM t WHERE t MATCH ?1 LIMIT 2000)");
+    sqlite3_stmt *st = stmt("SELECT max(rowid) FROM s");
+    int64_t r = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+    if (st)
+        sqlite3_reset(st);
+    return r;
+}
+
+/* A title search's bounds: FTS_FEW and FTS_PROBE (in test builds SVC_TEST_FTS_FEW=<n> and
+ * half of it, so that a test's few titles take both paths: docs/TESTING.md), the titles
+ * (the largest rowid) and the page's rows. */
+struct fts_lim {
+    int64_t few, probe, rows, limit;
+};
+
+static struct fts_lim fts_lim(int limit)
+{
+    struct fts_lim l = {FTS_FEW, FTS_PROBE, max_rowid(), limit};
+#ifdef SVC_TEST_HOOKS
+    const char *v = getenv("SVC_TEST_FTS_FEW");
+    if (v && atoi(v) >= 2) {
+        l.few = atoi(v);
+        l.probe = l.few / 2;
+    }
+#endif
+    return l;
+}
+
+/* Whether m titles are better sorted than found by a walk in listing order: fewer than
+ * few, and fewer than the walk would read if they were spread evenly (limit * rows / m). */
+static bool fts_few(double m, struct fts_lim l)
+{
+    return m < (double)l.few && m * m < (double)l.limit * (double)l.rows;
+}
+
+/* How many titles match FTS5 query m, counted up to few (the count stops there). */
+static int64_t fts_count(const char *m, int64_t few)
+{
+    sqlite3_stmt *st = stmt("SELECT count(*) FROM (SELECT 1 FROM t WHERE t MATCH ?1 LIMIT ?2)");
     if (!st)
-        return FTS_FEW;
-    struct svc_buf b;
-    svc_buf_init(&b);
-    fts_quote(&b, w, n);
-    sqlite3_bind_text(st, 1, b.data, -1, SQLITE_STATIC);
-    int64_t d = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : FTS_FEW;
+        return few;
+    sqlite3_bind_text(st, 1, m, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, few);
+    int64_t d = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : few;
     sqlite3_reset(st);
-    svc_buf_free(&b);
     return d;
 }
 
-/* q as an FTS5 query when it is selective: its two rarest trigrams, both required, or
- * NULL when even the rarest is in FTS_FEW titles or more (the page then walks the rows in
- * order, checking each title, and fills soon). Every title holding q holds those two; the
- * page's instr() keeps only the titles that hold q, so which two are taken changes the
- * speed, never the answer (q as one phrase reads its common trigrams' lists whole). */
-static char *fts_phrase(const char *qlc)
+/* One of q's trigrams (p, n bytes) and about how many titles hold it (est): exact below
+ * the probe, else judged from how close together its first probe titles' rowids lie. */
+struct trigram {
+    const char *p;
+    size_t n;
+    double est;
+};
+
+/* t's estimate out of rows titles (the largest rowid): one read of probe rowids, where an
+ * exact count up to few reads that many for each common trigram of q. */
+static void trigram_est(struct trigram *t, int64_t rows, int64_t probe)
 {
-    const char *best[2] = {NULL, NULL};
-    size_t blen[2] = {0, 0};
-    int64_t bdocs[2] = {INT64_MAX, INT64_MAX};
-    for (const char *p = qlc; *p;) {
-        const char *e = p;
-        int k = 0;
-        for (; *e && k < 3; k++) /* three code points */
-            for (e++; (*e & 0xC0) == 0x80; e++)
-                ;
-        if (k < 3)
-            break;
-        int64_t d = trigram_docs(p, (size_t)(e - p));
-        int slot = d < bdocs[0] ? 0 : d < bdocs[1] ? 1 : -1;
-        if (slot == 0)
-            best[1] = best[0], blen[1] = blen[0], bdocs[1] = bdocs[0];
-        if (slot >= 0)
-            best[slot] = p, blen[slot] = (size_t)(e - p), bdocs[slot] = d;
+    sqlite3_stmt *st = stmt("SELECT count(*), min(r), max(r) FROM"
+                            " (SELECT rowid AS r FROM t WHERE t MATCH ?1 LIMIT ?2)");
+    t->est = (double)rows;
+    if (!st)
+        return;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    fts_quote(&b, t->p, t->n);
+    sqlite3_bind_text(st, 1, b.data, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 2, probe);
+    if (sqlite3_step(st) == SQLITE_ROW) {
+        int64_t c = sqlite3_column_int64(st, 0);
+        int64_t span = sqlite3_column_int64(st, 2) - sqlite3_column_int64(st, 1) + 1;
+        t->est = c < probe ? (double)c : (double)probe * (double)rows / (double)span;
+    }
+    sqlite3_reset(st);
+    svc_buf_free(&b);
+}
+
+/* The end of the trigram starting at p (three code points), NULL when p has fewer. */
+static const char *trigram_end(const char *p)
+{
+    for (int k = 0; k < 3; k++) {
+        if (!*p)
+            return NULL;
         for (p++; (*p & 0xC0) == 0x80; p++)
             ;
     }
-    if (!best[0] || bdocs[0] >= FTS_FEW)
+    return p;
+}
+
+/* Keeps t in best if it is one of the two rarest so far (best[0] the rarest; a tie goes
+ * to the one judged first). */
+static void keep_rarer(struct trigram best[2], const struct trigram *t)
+{
+    if (!best[0].p || t->est < best[0].est) {
+        best[1] = best[0];
+        best[0] = *t;
+    } else if (!best[1].p || t->est < best[1].est) {
+        best[1] = *t;
+    }
+}
+
+static bool same_trigram(const struct trigram *a, const struct trigram *b)
+{
+    return a->p && a->n == b->n && memcmp(a->p, b->p, b->n) == 0;
+}
+
+/* The two rarest of q's trigrams (best[0] the rarest), judging at most FTS_PROBES of them:
+ * every third from the last back to the first, which together cover q, the later first (a
+ * query's end is often its telling part: "session 47" of titles that all say "session").
+ * It stops at two judged in fewer than few titles, or one in none. */
+static void rarest_two(const char *qlc, struct fts_lim l, struct trigram best[2])
+{
+    const char **at = svc_xcalloc(strlen(qlc) + 1, sizeof *at); /* where each trigram starts */
+    size_t n = 0;
+    for (const char *p = qlc; trigram_end(p); n++) {
+        at[n] = p;
+        for (p++; (*p & 0xC0) == 0x80; p++) /* the next code point */
+            ;
+    }
+    for (size_t k = 0, i = n - 1; n > 0; k++) {
+        struct trigram t = {at[i], (size_t)(trigram_end(at[i]) - at[i]), 0};
+        if (!same_trigram(&best[0], &t) && !same_trigram(&best[1], &t)) {
+            trigram_est(&t, l.rows, l.probe);
+            keep_rarer(best, &t);
+        }
+        if (i == 0 || k + 1 == FTS_PROBES || best[0].est < 1 ||
+            (best[1].p && fts_few(best[1].est, l)))
+            break;
+        i = i >= 3 ? i - 3 : 0;
+    }
+    free(at);
+}
+
+/* q as an FTS5 query when it is selective: its two rarest trigrams (rarest_two), both
+ * required, when few titles hold both (fts_few; counted unless the rarest's exact count
+ * says so); else NULL (the page then walks the rows in order, checking each title,
+ * and fills soon). Every title holding q holds those two; the page's instr() keeps only
+ * the titles that hold q, so which two are taken changes the speed, never the answer (q
+ * as one phrase, or a common trigram beside a rare one, reads the common one's list). */
+static char *fts_phrase(const char *qlc, int limit)
+{
+    struct fts_lim l = fts_lim(limit);
+    struct trigram best[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
+    rarest_two(qlc, l, best);
+    if (!best[0].p)
         return NULL;
+    bool known = best[0].est < (double)l.probe && fts_few(best[0].est, l);
+    if (known && !fts_few(best[1].est, l))
+        best[1].p = NULL; /* the rarest alone: fewer candidates than the common one's seeks */
     struct svc_buf b;
     svc_buf_init(&b);
-    for (int t = 0; t < 2 && best[t]; t++) {
+    for (int t = 0; t < 2 && best[t].p; t++) {
         if (t)
             svc_buf_adds(&b, " ");
-        fts_quote(&b, best[t], blen[t]);
+        fts_quote(&b, best[t].p, best[t].n);
+    }
+    if (!known && !fts_few((double)fts_count(b.data, l.few), l)) {
+        svc_buf_free(&b);
+        return NULL;
     }
     return svc_buf_steal(&b);
 }
@@ -549,7 +665,7 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     *n = 0;
     if (!L.db || q->ntags > SVC_TAGS_MAX)
         return -1;
-    char *phrase = qlc && svc_utf8_len(qlc) >= 3 ? fts_phrase(qlc) : NULL;
+    char *phrase = qlc && svc_utf8_len(qlc) >= 3 ? fts_phrase(qlc, limit) : NULL;
     struct svc_buf sql;
     svc_buf_init(&sql);
     page_sql(&sql, q, qlc, csid != NULL, phrase != NULL);
