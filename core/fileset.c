@@ -10,7 +10,7 @@
 
 #include "util.h"
 
-#define BUCKET_RECORDS 65536
+#define BUCKET_RECORDS 16384
 #define BUCKETS_MAX 256
 
 struct svc_fileset {

@@ -1,6 +1,6 @@
 /* fileset: two lists of files (path, bytes, SHA-256) kept in temporary files ($TMPDIR, or
  * /tmp; unlinked at once) and matched by path in bounded memory: both are split by a hash
- * of the path into up to 256 buckets of about 65,536 records, each bucket then sorted in
+ * of the path into up to 256 buckets of about 16,384 records, each bucket then sorted in
  * memory (an import's read bundle against its manifest, core/import.c).
  *   svc_fileset_new / _add / _free   append records; nothing is kept in memory
  *   svc_fileset_join                 calls fn once per path of either list, with that
