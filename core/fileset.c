@@ -143,6 +143,8 @@ static int split(struct svc_fileset *f, FILE **bk, size_t nb, struct svc_err *er
     free(buf);
     if (rc == 0 && got < 0)
         rc = svc_err_errno(err, "read temporary file");
+    if (rc == 0 && ftruncate(fileno(f->f), 0) != 0) /* its disk back, now it is split */
+        rc = svc_err_errno(err, "truncate temporary file");
     return rc;
 }
 

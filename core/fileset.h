@@ -5,7 +5,8 @@
  *   svc_fileset_new / _add / _free   append records; nothing is kept in memory
  *   svc_fileset_join                 calls fn once per path of either list, with that
  *                                    path's records of each (n 0 when absent), in no
- *                                    particular order; fn returning non-zero stops it */
+ *                                    particular order; fn returning non-zero stops it;
+ *                                    both lists are used up (emptied) */
 #ifndef SVC_FILESET_H
 #define SVC_FILESET_H
 

@@ -584,7 +584,10 @@ static int verify(struct job *j, struct svc_err *err)
 {
     if (!j->mf)
         return svc_err_set(err, SVC_E_IO, "not an export bundle: no manifest.json");
-    if (manifest_read(j, err) != 0 || verify_head(j, err) != 0)
+    int rc = manifest_read(j, err);
+    fclose(j->mf); /* a copy of the tar's: its disk back */
+    j->mf = NULL;
+    if (rc != 0 || verify_head(j, err) != 0)
         return -1;
     sess_sort(&j->s);
     if (svc_fileset_join(j->have, j->want, join_one, j, err) != 0)
@@ -988,6 +991,20 @@ static int stage_all(struct job *j, struct svc_err *err)
     return rc;
 }
 
+/* Rename each staged session into place, in id order, the bar counting them. */
+static void place_all(struct job *j, size_t todo)
+{
+    size_t done = 0;
+    for (size_t i = 0; i < j->s.n; i++) {
+        if (j->s.v[i].state != S_IMPORT)
+            continue;
+        place(j, &j->s.v[i]);
+        done++;
+        if (j->opt->progress.fn)
+            j->opt->progress.fn(j->opt->progress.ctx, done, todo, j->staged_bytes);
+    }
+}
+
 int svc_import(const struct svc_config *cfg, const char *bundle,
                const struct svc_import_options *opt, json_object **out, struct svc_err *err)
 {
@@ -1037,15 +1054,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     }
     if (stage_all(&j, err) != 0)
         goto out;
-    size_t done = 0;
-    for (size_t i = 0; i < j.s.n; i++) {
-        if (j.s.v[i].state != S_IMPORT)
-            continue;
-        place(&j, &j.s.v[i]);
-        done++;
-        if (opt->progress.fn)
-            opt->progress.fn(opt->progress.ctx, done, todo, j.staged_bytes);
-    }
+    place_all(&j, todo);
     *out = report(&j);
     rc = 0;
 out:
