@@ -12,9 +12,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileset.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
+#include "jstream.h"
 #include "lock.h"
 #include "log.h"
 #include "sidecar.h"
@@ -22,72 +24,28 @@
 #include "tar.h"
 #include "util.h"
 
-#define MANIFEST_MAX (1024L * 1024 * 1024)
-
 /* ---- a bundle's members, from a directory or a .tar.gz ---- */
+
+/* A directory bundle is walked with one open directory a level, never listed whole. */
+#define WALK_DEPTH 64
 
 struct src {
     bool tar;
     char *path;
     struct svc_tarr *tr;
-    char **rel; /* directory: every member, walked first; dirs end with '/' */
-    size_t n, cap, i;
+    DIR *dir[WALK_DEPTH];       /* directory: the levels being walked */
+    char rel[8192];             /* directory: the current member's path */
+    size_t lvl[WALK_DEPTH + 1]; /* the length of rel at each level */
+    int depth;
     int fd; /* directory: the current file */
 };
-
-static void src_add(struct src *s, const char *rel)
-{
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 256;
-        s->rel = svc_xrealloc(s->rel, nc * sizeof *s->rel);
-        s->cap = nc;
-    }
-    s->rel[s->n++] = svc_xstrdup(rel);
-}
-
-static int src_walk(struct src *s, const char *rel, struct svc_err *err)
-{
-    char *abs = NULL;
-    svc_xasprintf(&abs, "%s%s%s", s->path, *rel ? "/" : "", rel);
-    DIR *d = opendir(abs);
-    free(abs);
-    if (!d)
-        return svc_err_errno(err, "read bundle directory");
-    int dfd = dirfd(d);
-    struct dirent *de;
-    int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
-        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-            continue;
-        char *child = NULL;
-        svc_xasprintf(&child, "%s%s%s", rel, *rel ? "/" : "", de->d_name);
-        struct stat sb;
-        if (fstatat(dfd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
-            rc = svc_err_errno(err, "stat bundle member");
-        else if (S_ISDIR(sb.st_mode)) {
-            char *with = NULL;
-            svc_xasprintf(&with, "%s/", child);
-            src_add(s, with);
-            free(with);
-            rc = src_walk(s, child, err);
-        } else if (S_ISREG(sb.st_mode)) {
-            src_add(s, child);
-        } else {
-            rc = svc_err_set(err, SVC_E_IO,
-                             "bundle member %.200s is a link or a special file: "
-                             "refused",
-                             child);
-        }
-        free(child);
-    }
-    closedir(d);
-    return rc;
-}
 
 static void src_close(struct src *s)
 {
     svc_tarr_close(s->tr);
     s->tr = NULL;
+    while (s->depth > 0)
+        closedir(s->dir[--s->depth]);
     if (s->fd >= 0)
         close(s->fd);
     s->fd = -1;
@@ -96,9 +54,6 @@ static void src_close(struct src *s)
 static void src_free(struct src *s)
 {
     src_close(s);
-    for (size_t i = 0; i < s->n; i++)
-        free(s->rel[i]);
-    free(s->rel);
     free(s->path);
 }
 
@@ -106,11 +61,59 @@ static void src_free(struct src *s)
 static int src_open(struct src *s, struct svc_err *err)
 {
     src_close(s);
-    s->i = 0;
     if (s->tar)
         return svc_tarr_open(s->path, &s->tr, err);
-    if (s->n == 0 && s->rel == NULL)
-        return src_walk(s, "", err);
+    s->dir[0] = opendir(s->path);
+    if (!s->dir[0])
+        return svc_err_errno(err, "read bundle directory");
+    s->depth = 1;
+    s->rel[0] = '\0';
+    s->lvl[0] = 0;
+    return 0;
+}
+
+/* The walk's next entry, its path in s->rel: 1 with *sb, 0 at the end, -1. */
+static int walk_next(struct src *s, struct stat *sb, struct svc_err *err)
+{
+    while (s->depth > 0) {
+        DIR *d = s->dir[s->depth - 1];
+        struct dirent *de = readdir(d);
+        if (!de) {
+            closedir(d);
+            s->depth--;
+            continue;
+        }
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        size_t at = s->lvl[s->depth - 1];
+        int n = snprintf(s->rel + at, sizeof s->rel - at, "%s%s", at ? "/" : "", de->d_name);
+        if (n < 0 || (size_t)n >= sizeof s->rel - at)
+            return svc_err_set(err, SVC_E_IO, "bundle member %.200s...: path too long", s->rel);
+        if (fstatat(dirfd(d), de->d_name, sb, AT_SYMLINK_NOFOLLOW) != 0)
+            return svc_err_errno(err, "stat bundle member");
+        if (S_ISDIR(sb->st_mode)) {
+            int fd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            DIR *sub = fd >= 0 ? fdopendir(fd) : NULL;
+            if (!sub) {
+                if (fd >= 0)
+                    close(fd);
+                return svc_err_errno(err, "read bundle directory");
+            }
+            if (s->depth == WALK_DEPTH) {
+                closedir(sub);
+                return svc_err_set(err, SVC_E_IO, "bundle member %.200s: too deep", s->rel);
+            }
+            s->dir[s->depth] = sub;
+            s->lvl[s->depth++] = at + (size_t)n;
+            return 1;
+        }
+        if (S_ISREG(sb->st_mode)) {
+            s->fd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+            return s->fd >= 0 ? 1 : svc_err_errno(err, "read bundle member");
+        }
+        return svc_err_set(err, SVC_E_IO,
+                           "bundle member %.200s is a link or a special file: refused", s->rel);
+    }
     return 0;
 }
 
@@ -132,25 +135,13 @@ static int src_next(struct src *s, const char **rel, bool *is_dir, uint64_t *siz
         close(s->fd);
         s->fd = -1;
     }
-    if (s->i >= s->n)
-        return 0;
-    static char buf[8192];
-    snprintf(buf, sizeof buf, "%s", s->rel[s->i++]);
-    size_t l = strlen(buf);
-    *is_dir = l && buf[l - 1] == '/';
-    if (*is_dir)
-        buf[l - 1] = '\0';
-    *rel = buf;
-    *size = 0;
-    if (*is_dir)
-        return 1;
-    char *abs = svc_path_join(s->path, buf);
-    s->fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    free(abs);
     struct stat sb;
-    if (s->fd < 0 || fstat(s->fd, &sb) != 0)
-        return svc_err_errno(err, "read bundle member");
-    *size = (uint64_t)sb.st_size;
+    int r = walk_next(s, &sb, err);
+    if (r != 1)
+        return r;
+    *rel = s->rel;
+    *is_dir = S_ISDIR(sb.st_mode);
+    *size = *is_dir ? 0 : (uint64_t)sb.st_size;
     return 1;
 }
 
@@ -168,50 +159,6 @@ static long src_read(struct src *s, void *buf, size_t n, struct svc_err *err)
 
 /* ---- digests ---- */
 
-struct fent {
-    char *path;
-    uint64_t bytes;
-    char sha[65];
-    bool seen;
-};
-
-struct fset {
-    struct fent *v;
-    size_t n, cap;
-};
-
-static struct fent *fset_add(struct fset *f, const char *path)
-{
-    if (f->n == f->cap) {
-        size_t nc = f->cap ? f->cap * 2 : 1024;
-        f->v = svc_xrealloc(f->v, nc * sizeof *f->v);
-        f->cap = nc;
-    }
-    struct fent *e = &f->v[f->n];
-    memset(e, 0, sizeof *e);
-    e->path = svc_xstrdup(path);
-    f->n++;
-    return e;
-}
-
-static int cmp_fent(const void *a, const void *b)
-{
-    return strcmp(((const struct fent *)a)->path, ((const struct fent *)b)->path);
-}
-
-static struct fent *fset_find(const struct fset *f, const char *path)
-{
-    struct fent key = {.path = (char *)path};
-    return f->n ? bsearch(&key, f->v, f->n, sizeof key, cmp_fent) : NULL;
-}
-
-static void fset_free(struct fset *f)
-{
-    for (size_t i = 0; i < f->n; i++)
-        free(f->v[i].path);
-    free(f->v);
-}
-
 static void hex32(const unsigned char *md, char *out)
 {
     static const char h[] = "0123456789abcdef";
@@ -222,35 +169,64 @@ static void hex32(const unsigned char *md, char *out)
     out[64] = '\0';
 }
 
+/* One file of a session as a number (FNV-1a of its path, size and digest): a session's
+ * staged files add up to what its manifest lists only if they are those files. */
+static uint64_t file_fp(const char *rel, uint64_t bytes, const char *sha)
+{
+    uint64_t h = 1469598103934665603ULL;
+    char nb[24];
+    snprintf(nb, sizeof nb, "%llu", (unsigned long long)bytes);
+    const char *parts[3] = {rel, nb, sha};
+    for (int k = 0; k < 3; k++)
+        for (const char *p = parts[k];; p++) {
+            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+            if (!*p)
+                break;
+        }
+    return h;
+}
+
 /* ---- sessions of the bundle ---- */
 
 enum { S_IMPORT, S_SKIP, S_FAIL };
 
+/* A session of the bundle: its id and outcome, about 60 bytes with the id's own. */
 struct sess {
-    char sid[SVC_ID_MAX + 2]; /* one more: an id too long is seen as one */
-    char *staged;             /* its directory in staging (heap), once a member is staged */
-    int state;
-    char reason[600];
+    char *sid;
+    char *reason; /* once skipped or failed */
+    uint64_t fp;  /* its manifest files' file_fp, less those staged: 0 once all are */
+    unsigned char state;
     bool exists;
+};
+
+struct sessions {
+    struct sess *v;
+    size_t n, cap;
 };
 
 struct job {
     const struct svc_config *cfg;
     const struct svc_import_options *opt;
     struct src src;
-    struct fset have; /* members read in pass 1 (path relative to the archive) */
-    struct fset want; /* the manifest's files (path relative to the bundle) */
-    char prefix[256]; /* the bundle's top directory inside the archive, "" or "x/" */
-    json_object *manifest;
-    char *manifest_text;
-    size_t manifest_len;
-    struct sess *s;
-    size_t ns, scap, last;
+    struct svc_fileset *have; /* members read in pass 1 (path relative to the archive) */
+    struct svc_fileset *want; /* the manifest's files (the same, prefix added) */
+    char prefix[256];         /* the bundle's top directory inside the archive, "" or "x/" */
+    FILE *mf;                 /* manifest.json: a copy (tar), or the file itself */
+    json_object *head;        /* the manifest's members but its files */
+    struct svc_err ferr;      /* the first bad entry of its files, reported after the head */
+    bool ferr_set;
+    struct svc_err herr; /* the first member refused on the side of what was read */
+    bool herr_set;
+    struct svc_err *err;
+    struct sessions s;     /* sorted by id once the manifest is read */
+    struct sessions extra; /* sessions of members the manifest does not list */
     char agent_id[SVC_ID_MAX + 2];
     char *staging;
     struct svc_store st;
     struct svc_store stg;   /* st with the staging directory as its root */
     char last_parent[4096]; /* the staging directory made last */
+    struct sess *cur;       /* the session staged last, and its directory in staging */
+    char *cur_staged;
     uint64_t staged_bytes;
 };
 
@@ -259,28 +235,68 @@ static int cmp_sess(const void *a, const void *b)
     return strcmp(((const struct sess *)a)->sid, ((const struct sess *)b)->sid);
 }
 
-static struct sess *sess_get(struct job *j, const char *sid, size_t n, bool add)
+static struct sess *sess_push(struct sessions *l, struct sess e)
 {
-    /* a session's files come together in the manifest: look at the last one first */
-    if (j->last < j->ns && strlen(j->s[j->last].sid) == n &&
-        strncmp(j->s[j->last].sid, sid, n) == 0)
-        return &j->s[j->last];
-    for (size_t i = j->ns; i-- > 0;)
-        if (strlen(j->s[i].sid) == n && strncmp(j->s[i].sid, sid, n) == 0)
-            return &j->s[j->last = i];
-    if (!add || n >= sizeof j->s[0].sid)
-        return NULL;
-    if (j->ns == j->scap) {
-        size_t nc = j->scap ? j->scap * 2 : 64;
-        j->s = svc_xrealloc(j->s, nc * sizeof *j->s);
-        j->scap = nc;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->v = svc_xrealloc(l->v, l->cap * sizeof *l->v);
     }
-    struct sess *e = &j->s[j->ns++];
-    memset(e, 0, sizeof *e);
-    memcpy(e->sid, sid, n);
-    e->sid[n] = '\0';
-    j->last = j->ns - 1;
-    return e;
+    l->v[l->n] = e;
+    return &l->v[l->n++];
+}
+
+/* Add sid (n bytes) to l unless it is its last one (a session's files come together). */
+static struct sess *sess_add(struct sessions *l, const char *sid, size_t n)
+{
+    if (l->n && strlen(l->v[l->n - 1].sid) == n && strncmp(l->v[l->n - 1].sid, sid, n) == 0)
+        return &l->v[l->n - 1];
+    return sess_push(l, (struct sess){.sid = svc_xstrndup(sid, n)});
+}
+
+static void sess_drop(struct sess *s)
+{
+    free(s->sid);
+    free(s->reason);
+}
+
+/* Sort l and keep one entry an id (a failed one first: it says why). */
+static void sess_sort(struct sessions *l)
+{
+    if (l->n > 1)
+        qsort(l->v, l->n, sizeof *l->v, cmp_sess);
+    size_t o = 0;
+    for (size_t i = 0; i < l->n; i++) {
+        if (o > 0 && strcmp(l->v[o - 1].sid, l->v[i].sid) == 0) {
+            struct sess *k = &l->v[o - 1];
+            if (k->state != S_FAIL && l->v[i].state == S_FAIL) {
+                struct sess t = *k;
+                *k = l->v[i];
+                l->v[i] = t;
+            }
+            sess_drop(&l->v[i]);
+            continue;
+        }
+        l->v[o++] = l->v[i];
+    }
+    l->n = o;
+}
+
+static struct sess *find_sess(const struct sessions *l, const char *sid, size_t n)
+{
+    char id[SVC_ID_MAX + 2];
+    if (n >= sizeof id || l->n == 0)
+        return NULL;
+    memcpy(id, sid, n);
+    id[n] = '\0';
+    struct sess key = {.sid = id};
+    return bsearch(&key, l->v, l->n, sizeof key, cmp_sess);
+}
+
+static void sess_free(struct sessions *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        sess_drop(&l->v[i]);
+    free(l->v);
 }
 
 /* A bundle's copy of the root (its session directories) is under native/. */
@@ -305,12 +321,20 @@ static const char *path_sid(const char *rel, size_t *n)
     return *n ? sid : NULL;
 }
 
+static void set_reason(struct sess *s, int state, const char *why)
+{
+    s->state = (unsigned char)state;
+    free(s->reason);
+    s->reason = svc_xstrdup(why);
+}
+
 static void fail_sess(struct sess *s, const char *fmt, const char *a, const char *b)
 {
     if (s->state == S_FAIL)
         return;
-    s->state = S_FAIL;
-    snprintf(s->reason, sizeof s->reason, fmt, a, b);
+    char why[600];
+    snprintf(why, sizeof why, fmt, a, b);
+    set_reason(s, S_FAIL, why);
 }
 
 /* A problem with one file: its session fails, or (outside native/) the bundle is refused. */
@@ -318,7 +342,9 @@ static int problem(struct job *j, const char *rel, const char *what, struct svc_
 {
     size_t n;
     const char *sid = path_sid(rel, &n);
-    struct sess *s = sid ? sess_get(j, sid, n, true) : NULL;
+    struct sess *s = NULL;
+    if (sid && n < SVC_ID_MAX + 2 && !(s = find_sess(&j->s, sid, n)))
+        s = sess_add(&j->extra, sid, n);
     if (!s)
         return svc_err_set(err, SVC_E_IO, "bundle damaged: %.300s: %s", rel, what);
     fail_sess(s, "%.300s: %s", rel, what);
@@ -332,64 +358,81 @@ static void read_progress(struct job *j, uint64_t bytes)
         j->opt->progress.fn(j->opt->progress.ctx, 0, 0, bytes);
 }
 
-/* Pass 1: read every member, digest it, keep the manifest. */
+/* manifest.json, met in pass 1 at rel: where verify reads it from. */
+static int manifest_found(struct job *j, const char *rel, struct svc_err *err)
+{
+    if (j->mf)
+        return svc_err_set(err, SVC_E_IO, "bundle has more than one manifest.json");
+    const char *slash = strchr(rel, '/');
+    snprintf(j->prefix, sizeof j->prefix, "%.*s", slash ? (int)(slash - rel + 1) : 0, rel);
+    if (j->src.tar) {
+        j->mf = svc_fileset_tmpfile(err);
+    } else {
+        char *abs = svc_path_join(j->src.path, rel);
+        int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        free(abs);
+        j->mf = fd >= 0 ? fdopen(fd, "r") : NULL;
+        if (!j->mf) {
+            svc_err_errno(err, "read manifest.json");
+            if (fd >= 0)
+                close(fd);
+        }
+    }
+    return j->mf ? 0 : -1;
+}
+
+/* Digest the current member (copying it to j->mf when it is the tar's manifest). */
+static int read_member(struct job *j, bool copy, uint64_t *bytes, char *sha, struct svc_err *err)
+{
+    EVP_MD_CTX *md = EVP_MD_CTX_new(); /* OpenSSL allocates with malloc: never NULL */
+    static char buf[65536];
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    long got;
+    *bytes = 0;
+    while ((got = src_read(&j->src, buf, sizeof buf, err)) > 0) {
+        EVP_DigestUpdate(md, buf, (size_t)got);
+        if (copy && fwrite(buf, 1, (size_t)got, j->mf) != (size_t)got)
+            got = svc_err_errno(err, "copy manifest.json");
+        *bytes += (uint64_t)got;
+    }
+    unsigned char d[32];
+    EVP_DigestFinal_ex(md, d, NULL);
+    EVP_MD_CTX_free(md);
+    hex32(d, sha);
+    return got < 0 ? -1 : 0;
+}
+
+/* Pass 1: read every member, digest it, keep the manifest aside. */
 static int pass_read(struct job *j, struct svc_err *err)
 {
-    if (src_open(&j->src, err) != 0)
+    if (src_open(&j->src, err) != 0 || svc_fileset_new(&j->have, err) != 0)
         return -1;
     const char *rel;
     bool is_dir;
-    uint64_t size;
+    uint64_t size, seen = 0;
     int r;
-    uint64_t seen = 0;
-    EVP_MD_CTX *md = EVP_MD_CTX_new(); /* OpenSSL allocates with malloc: never NULL */
-    char *buf = svc_xmalloc(65536);
     while ((r = src_next(&j->src, &rel, &is_dir, &size, err)) == 1) {
         if (is_dir)
             continue;
         const char *slash = strchr(rel, '/');
         bool is_manifest =
             strcmp(rel, "manifest.json") == 0 || (slash && strcmp(slash + 1, "manifest.json") == 0);
-        if (is_manifest) {
-            if (size > MANIFEST_MAX || j->manifest_text) {
-                r = svc_err_set(err, SVC_E_IO, "bundle has %s manifest.json",
-                                j->manifest_text ? "more than one" : "an oversized");
-                break;
-            }
-            snprintf(j->prefix, sizeof j->prefix, "%.*s", slash ? (int)(slash - rel + 1) : 0, rel);
-            j->manifest_text = svc_xmalloc((size_t)size + 1);
-        }
-        struct fent *e = fset_add(&j->have, rel);
-        EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-        long got;
-        while ((got = src_read(&j->src, buf, 65536, err)) > 0) {
-            EVP_DigestUpdate(md, buf, (size_t)got);
-            if (is_manifest && e->bytes + (uint64_t)got <= size)
-                memcpy(j->manifest_text + e->bytes, buf, (size_t)got);
-            e->bytes += (uint64_t)got;
-        }
-        seen += e->bytes;
-        read_progress(j, seen);
-        if (got < 0) {
+        if (is_manifest && manifest_found(j, rel, err) != 0) {
             r = -1;
             break;
         }
-        if (is_manifest) {
-            j->manifest_len = (size_t)(e->bytes < size ? e->bytes : size);
-            j->manifest_text[j->manifest_len] = '\0';
+        uint64_t bytes;
+        char sha[65];
+        if (read_member(j, is_manifest && j->src.tar, &bytes, sha, err) != 0 ||
+            svc_fileset_add(j->have, rel, bytes, sha, err) != 0) {
+            r = -1;
+            break;
         }
-        unsigned char d[32];
-        EVP_DigestFinal_ex(md, d, NULL);
-        hex32(d, e->sha);
+        seen += bytes;
+        read_progress(j, seen);
     }
-    EVP_MD_CTX_free(md);
-    free(buf);
     src_close(&j->src);
-    if (r < 0)
-        return -1;
-    if (j->have.n > 1)
-        qsort(j->have.v, j->have.n, sizeof *j->have.v, cmp_fent);
-    return 0;
+    return r < 0 ? -1 : 0;
 }
 
 static bool hex64(const char *s)
@@ -402,15 +445,74 @@ static bool hex64(const char *s)
     return true;
 }
 
-/* The manifest against what pass 1 read. */
-static int verify(struct job *j, struct svc_err *err)
+/* A member of the manifest but its files: kept in j->head. */
+static int manifest_member(void *ctx, const char *key, json_object *v)
 {
-    if (!j->manifest_text)
-        return svc_err_set(err, SVC_E_IO, "not an export bundle: no manifest.json");
-    if (svc_json_parse(j->manifest_text, j->manifest_len, &j->manifest, NULL) != 0 ||
-        !json_object_is_type(j->manifest, json_type_object))
+    struct job *j = ctx;
+    json_object_object_add(j->head, key, json_object_get(v));
+    return 0;
+}
+
+/* The first bad entry of the manifest's files, told once the rest is known to be JSON. */
+static int entry_bad(struct job *j, size_t i, const char *why)
+{
+    if (!j->ferr_set)
+        svc_err_set(&j->ferr, SVC_E_IO, "bundle damaged: manifest.json files[%zu] %s", i, why);
+    j->ferr_set = true;
+    return 0;
+}
+
+/* One entry of the manifest's files: into j->want, and its session into j->s. */
+static int manifest_file(void *ctx, size_t i, json_object *f)
+{
+    struct job *j = ctx;
+    if (j->ferr_set)
+        return 0;
+    const char *path = svc_json_str(f, "path", NULL);
+    const char *sha = svc_json_str(f, "sha256", NULL);
+    int64_t bytes = svc_json_int(f, "bytes", -1);
+    char norm[4096];
+    snprintf(norm, sizeof norm, "%s", path ? path : "");
+    if (!path || !svc_tar_path_normalize(norm) || strcmp(norm, path) != 0 || !hex64(sha) ||
+        bytes < 0 || strcmp(path, "manifest.json") == 0)
+        return entry_bad(j, i, "is not a valid entry");
+    size_t n;
+    const char *sid = path_sid(path, &n);
+    if (sid && n >= SVC_ID_MAX + 2) /* an id too long to be one */
+        return entry_bad(j, i, "names no valid session");
+    if (sid)
+        sess_add(&j->s, sid, n);
+    char *full = NULL;
+    svc_xasprintf(&full, "%s%s", j->prefix, path);
+    int rc = svc_fileset_add(j->want, full, (uint64_t)bytes, sha, j->err);
+    free(full);
+    return rc;
+}
+
+/* Read the manifest: its head into j->head, its files into j->want and j->s. */
+static int manifest_read(struct job *j, struct svc_err *err)
+{
+    j->head = json_object_new_object();
+    if (svc_fileset_new(&j->want, err) != 0)
+        return -1;
+    j->err = err;
+    struct svc_jstream_fns fns = {
+        .member = manifest_member, .each = "files", .element = manifest_file, .ctx = j};
+    if (fflush(j->mf) != 0 || fseeko(j->mf, 0, SEEK_SET) != 0)
+        return svc_err_errno(err, "read manifest.json");
+    struct svc_err jerr;
+    int rc = svc_jstream_object(j->mf, 64 * 1024 * 1024, &fns, &jerr);
+    if (rc == -1 && jerr.code == SVC_E_IO)
+        return svc_err_set(err, SVC_E_IO, "manifest.json: %s", jerr.message);
+    if (rc == -1)
         return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json is not a JSON object");
-    json_object *m = j->manifest;
+    return rc == 0 ? 0 : -1;
+}
+
+/* The manifest's head: its format, version and agent. */
+static int verify_head(struct job *j, struct svc_err *err)
+{
+    json_object *m = j->head;
     if (strcmp(svc_json_str(m, "format", ""), SVC_EXPORT_FORMAT) != 0)
         return svc_err_set(err, SVC_E_IO, "not an %s bundle (manifest.json format is '%.60s')",
                            SVC_EXPORT_FORMAT, svc_json_str(m, "format", ""));
@@ -423,79 +525,86 @@ static int verify(struct job *j, struct svc_err *err)
     if (!svc_id_valid(aid))
         return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json agent_id is not valid");
     snprintf(j->agent_id, sizeof j->agent_id, "%s", aid);
-    json_object *files = svc_json_arr(m, "files");
-    if (!files)
+    if (!svc_json_arr(m, "files"))
         return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json has no files list");
-    for (size_t i = 0; i < json_object_array_length(files); i++) {
-        json_object *f = json_object_array_get_idx(files, i);
-        const char *path = svc_json_str(f, "path", NULL);
-        const char *sha = svc_json_str(f, "sha256", NULL);
-        int64_t bytes = svc_json_int(f, "bytes", -1);
-        char norm[4096];
-        snprintf(norm, sizeof norm, "%s", path ? path : "");
-        if (!path || !svc_tar_path_normalize(norm) || strcmp(norm, path) != 0 || !hex64(sha) ||
-            bytes < 0 || strcmp(path, "manifest.json") == 0)
-            return svc_err_set(err, SVC_E_IO,
-                               "bundle damaged: manifest.json files[%zu] is not "
-                               "a valid entry",
-                               i);
-        struct fent *e = fset_add(&j->want, path);
-        e->bytes = (uint64_t)bytes;
-        snprintf(e->sha, sizeof e->sha, "%s", sha);
-        size_t n;
-        const char *sid = path_sid(path, &n);
-        if (sid && !sess_get(j, sid, n, true)) /* NULL: an id too long to be one */
-            return svc_err_set(err, SVC_E_IO,
-                               "bundle damaged: manifest.json files[%zu] names no valid session",
-                               i);
+    if (j->ferr_set) {
+        *err = j->ferr;
+        return -1;
     }
-    if (j->want.n > 1)
-        qsort(j->want.v, j->want.n, sizeof *j->want.v, cmp_fent);
+    return 0;
+}
+
+/* A member read that the manifest does not list (or a second member of one path). */
+static void have_only(struct job *j, const char *full)
+{
     size_t pl = strlen(j->prefix);
-    for (size_t i = 0; i < j->want.n; i++) {
-        struct fent *w = &j->want.v[i];
-        if (i > 0 && strcmp(w->path, j->want.v[i - 1].path) == 0)
-            return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json lists %.300s twice",
-                               w->path);
-        char *full = NULL;
-        svc_xasprintf(&full, "%s%s", j->prefix, w->path);
-        struct fent *h = fset_find(&j->have, full);
-        free(full);
-        int rc = 0;
-        if (!h)
-            rc = problem(j, w->path, "missing", err);
-        else {
-            h->seen = true;
-            if (h->bytes != w->bytes)
-                rc = problem(j, w->path, "size differs from the manifest", err);
-            else if (strcmp(h->sha, w->sha) != 0)
-                rc = problem(j, w->path, "SHA-256 differs from the manifest", err);
-        }
-        if (rc != 0)
-            return -1;
+    struct svc_err e;
+    int rc = 0;
+    if (strncmp(full, j->prefix, pl) != 0)
+        rc = svc_err_set(&e, SVC_E_IO, "bundle member %.300s lies outside the bundle's directory",
+                         full);
+    else if (strcmp(full + pl, "manifest.json") != 0)
+        rc = problem(j, full + pl, "not listed in manifest.json", &e);
+    if (rc != 0 && !j->herr_set) {
+        j->herr = e;
+        j->herr_set = true;
     }
-    for (size_t i = 0; i < j->have.n; i++) {
-        struct fent *h = &j->have.v[i];
-        if (h->seen)
-            continue;
-        if (strncmp(h->path, j->prefix, pl) != 0)
-            return svc_err_set(err, SVC_E_IO,
-                               "bundle member %.300s lies outside the bundle's "
-                               "directory",
-                               h->path);
-        const char *rel = h->path + pl;
-        if (strcmp(rel, "manifest.json") == 0)
-            continue;
-        if (problem(j, rel, "not listed in manifest.json", err) != 0)
-            return -1;
+}
+
+/* One path of what was read (h) and of the manifest (w) together. */
+static int join_one(void *ctx, const char *full, const struct svc_fileset_rec *h, size_t nh,
+                    const struct svc_fileset_rec *w, size_t nw)
+{
+    struct job *j = ctx;
+    const char *rel = full + strlen(j->prefix);
+    if (nw > 1)
+        return svc_err_set(j->err, SVC_E_IO, "bundle damaged: manifest.json lists %.300s twice",
+                           rel);
+    int rc = 0;
+    if (nw == 1) {
+        size_t n;
+        const char *sid = path_sid(rel, &n);
+        struct sess *s = sid ? find_sess(&j->s, sid, n) : NULL;
+        if (s)
+            s->fp += file_fp(rel, w->bytes, w->sha);
+        if (nh == 0)
+            rc = problem(j, rel, "missing", j->err);
+        else if (h->bytes != w->bytes)
+            rc = problem(j, rel, "size differs from the manifest", j->err);
+        else if (strcmp(h->sha, w->sha) != 0)
+            rc = problem(j, rel, "SHA-256 differs from the manifest", j->err);
     }
+    for (size_t k = nw; rc == 0 && k < nh; k++)
+        have_only(j, full);
+    return rc;
+}
+
+/* The manifest against what pass 1 read. */
+static int verify(struct job *j, struct svc_err *err)
+{
+    if (!j->mf)
+        return svc_err_set(err, SVC_E_IO, "not an export bundle: no manifest.json");
+    int rc = manifest_read(j, err);
+    fclose(j->mf); /* a copy of the tar's: its disk back */
+    j->mf = NULL;
+    if (rc != 0 || verify_head(j, err) != 0)
+        return -1;
+    sess_sort(&j->s);
+    if (svc_fileset_join(j->have, j->want, join_one, j, err) != 0)
+        return -1;
+    if (j->herr_set) {
+        *err = j->herr;
+        return -1;
+    }
+    for (size_t i = 0; i < j->extra.n; i++)
+        sess_push(&j->s, j->extra.v[i]);
+    j->extra.n = 0;
+    sess_sort(&j->s);
     /* session ids must be ids */
-    for (size_t i = 0; i < j->ns; i++)
-        if (!svc_id_valid(j->s[i].sid))
+    for (size_t i = 0; i < j->s.n; i++)
+        if (!svc_id_valid(j->s.v[i].sid))
             return svc_err_set(err, SVC_E_IO, "bundle damaged: '%.130s' is not a session id",
-                               j->s[i].sid);
-    if (j->ns > 1)
-        qsort(j->s, j->ns, sizeof *j->s, cmp_sess);
+                               j->s.v[i].sid);
     return 0;
 }
 
@@ -515,13 +624,6 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-static struct sess *find_sess(struct job *j, const char *sid)
-{
-    struct sess key;
-    snprintf(key.sid, sizeof key.sid, "%s", sid);
-    return j->ns ? bsearch(&key, j->s, j->ns, sizeof key, cmp_sess) : NULL;
-}
-
 /* mkdir, and mkdir -p only when the parent is missing (staging is ours: an existing entry
  * there is a directory we made). */
 static int mkdir_fast(const char *path, struct svc_err *err)
@@ -537,14 +639,16 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
 {
     char *dst = NULL;
     const char *inner = rel + native_pre() + strlen(s->sid); /* "" or "/..." */
-    if (!s->staged) {
+    if (j->cur != s) {
         struct svc_sess h;
         if (svc_sess_open_store(&j->stg, s->sid, &h, err) != 0)
             return -1;
-        s->staged = svc_xstrdup(h.dir);
+        free(j->cur_staged);
+        j->cur_staged = svc_xstrdup(h.dir);
+        j->cur = s;
         svc_sess_close(&h);
     }
-    svc_xasprintf(&dst, "%s%s", s->staged, inner);
+    svc_xasprintf(&dst, "%s%s", j->cur_staged, inner);
     int rc = 0;
     if (is_dir) {
         rc = mkdir_fast(dst, err);
@@ -592,9 +696,7 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
     if (rc != 0)
         return -1;
     *bytes += n;
-    struct fent *w = fset_find(&j->want, rel);
-    if (!w || w->bytes != n || strcmp(w->sha, sha) != 0)
-        fail_sess(s, "%.300s: %s", rel, "changed while it was imported");
+    s->fp -= file_fp(rel, n, sha);
     return 0;
 }
 
@@ -615,9 +717,7 @@ static int pass_stage(struct job *j, struct svc_err *err)
         const char *sid = path_sid(rel, &n);
         if (!sid)
             continue;
-        char id[SVC_ID_MAX + 2];
-        snprintf(id, sizeof id, "%.*s", (int)(n < SVC_ID_MAX + 1 ? n : SVC_ID_MAX + 1), sid);
-        struct sess *s = find_sess(j, id);
+        struct sess *s = find_sess(&j->s, sid, n);
         if (!s || s->state != S_IMPORT)
             continue;
         if (stage_member(j, s, rel, is_dir, &bytes, err) != 0) {
@@ -628,7 +728,12 @@ static int pass_stage(struct job *j, struct svc_err *err)
     }
     src_close(&j->src);
     j->staged_bytes = bytes;
-    return r < 0 ? -1 : 0;
+    if (r < 0)
+        return -1;
+    for (size_t i = 0; i < j->s.n; i++) /* a file changed, came or went since pass 1 */
+        if (j->s.v[i].state == S_IMPORT && j->s.v[i].fp != 0)
+            fail_sess(&j->s.v[i], "%s%s: changed while it was imported", NATIVE, j->s.v[i].sid);
+    return 0;
 }
 
 /* ---- into place ---- */
@@ -731,8 +836,7 @@ static void place(struct job *j, struct sess *s)
     if (!exists) {
         if (svc_rename_noreplace(staged, final) != 0) {
             if (errno == EEXIST) {
-                s->state = S_SKIP;
-                snprintf(s->reason, sizeof s->reason, "exists (created meanwhile)");
+                set_reason(s, S_SKIP, "exists (created meanwhile)");
             } else {
                 fail_sess(s, "rename into place: %s%s", strerror(errno), "");
             }
@@ -820,10 +924,10 @@ static json_object *report(struct job *j)
     json_object *r = json_object_new_object();
     json_object *imp = json_object_new_array(), *sk = json_object_new_array(),
                 *fl = json_object_new_array();
-    svc_json_set_str(r, "export_id", svc_json_str(j->manifest, "export_id", NULL));
+    svc_json_set_str(r, "export_id", svc_json_str(j->head, "export_id", NULL));
     svc_json_set_str(r, "agent_id", j->agent_id);
-    for (size_t i = 0; i < j->ns; i++) {
-        struct sess *s = &j->s[i];
+    for (size_t i = 0; i < j->s.n; i++) {
+        struct sess *s = &j->s.v[i];
         if (s->state == S_IMPORT) {
             json_object_array_add(imp, json_object_new_string(s->sid));
             continue;
@@ -851,8 +955,8 @@ static json_object *report(struct job *j)
 /* Which sessions of the bundle the root has already: skipped unless --overwrite. */
 static void mark_existing(struct job *j)
 {
-    for (size_t i = 0; i < j->ns; i++) {
-        struct sess *s = &j->s[i];
+    for (size_t i = 0; i < j->s.n; i++) {
+        struct sess *s = &j->s.v[i];
         if (s->state != S_IMPORT)
             continue;
         struct svc_sess h;
@@ -860,8 +964,7 @@ static void mark_existing(struct job *j)
         s->exists = svc_sess_open_store(&j->st, s->sid, &h, NULL) == 0 && lstat(h.dir, &lst) == 0;
         svc_sess_close(&h);
         if (s->exists && !j->opt->overwrite) {
-            s->state = S_SKIP;
-            snprintf(s->reason, sizeof s->reason, "exists (use --overwrite to replace it)");
+            set_reason(s, S_SKIP, "exists (use --overwrite to replace it)");
         }
     }
 }
@@ -886,6 +989,20 @@ static int stage_all(struct job *j, struct svc_err *err)
     if (fd >= 0)
         close(fd);
     return rc;
+}
+
+/* Rename each staged session into place, in id order, the bar counting them. */
+static void place_all(struct job *j, size_t todo)
+{
+    size_t done = 0;
+    for (size_t i = 0; i < j->s.n; i++) {
+        if (j->s.v[i].state != S_IMPORT)
+            continue;
+        place(j, &j->s.v[i]);
+        done++;
+        if (j->opt->progress.fn)
+            j->opt->progress.fn(j->opt->progress.ctx, done, todo, j->staged_bytes);
+    }
 }
 
 int svc_import(const struct svc_config *cfg, const char *bundle,
@@ -913,8 +1030,8 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
         goto out;
     mark_existing(&j);
     size_t todo = 0;
-    for (size_t i = 0; i < j.ns; i++)
-        todo += j.s[i].state == S_IMPORT;
+    for (size_t i = 0; i < j.s.n; i++)
+        todo += j.s.v[i].state == S_IMPORT;
     if (opt->dry_run) {
         *out = report(&j);
         rc = 0;
@@ -937,15 +1054,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     }
     if (stage_all(&j, err) != 0)
         goto out;
-    size_t done = 0;
-    for (size_t i = 0; i < j.ns; i++) {
-        if (j.s[i].state != S_IMPORT)
-            continue;
-        place(&j, &j.s[i]);
-        done++;
-        if (opt->progress.fn)
-            opt->progress.fn(opt->progress.ctx, done, todo, j.staged_bytes);
-    }
+    place_all(&j, todo);
     *out = report(&j);
     rc = 0;
 out:
@@ -956,12 +1065,13 @@ out:
     if (lockfd >= 0)
         close(lockfd);
     src_free(&j.src);
-    fset_free(&j.have);
-    fset_free(&j.want);
-    json_object_put(j.manifest);
-    free(j.manifest_text);
-    for (size_t i = 0; i < j.ns; i++)
-        free(j.s[i].staged);
-    free(j.s);
+    svc_fileset_free(j.have);
+    svc_fileset_free(j.want);
+    if (j.mf)
+        fclose(j.mf);
+    json_object_put(j.head);
+    sess_free(&j.s);
+    sess_free(&j.extra);
+    free(j.cur_staged);
     return rc;
 }
