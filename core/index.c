@@ -27,6 +27,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "sidecar.h"
+#include "summap.h"
 #include "title.h"
 #include "user.h"
 #include "util.h"
@@ -1541,6 +1542,119 @@ int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
     return rc < 0 ? svc_err_errno(err, "build the listing database") : 0;
 }
 
+/* Call fn for each line of fd between *at and size, in order, with its offset, until one
+ * returns nonzero (returned); *at gets the end of the last whole line read, so a line still
+ * being written (or torn) is left at *at. Memory: one line, or 1 MB. -1 on a read error. */
+int svc_ix_lines(int fd, off_t size, off_t *at, svc_ix_line_fn *fn, void *ctx)
+{
+    size_t cap = 1 << 20, have = 0;
+    char *buf = svc_xmalloc(cap);
+    off_t pos = *at;
+    int rc = 0;
+    while (rc == 0 && pos + (off_t)have < size) {
+        if (have == cap) { /* one line longer than the buffer */
+            buf = svc_xrealloc(buf, cap * 2);
+            cap *= 2;
+        }
+        size_t want = cap - have;
+        if ((off_t)want > size - pos - (off_t)have)
+            want = (size_t)(size - pos - (off_t)have);
+        ssize_t got = pread(fd, buf + have, want, pos + (off_t)have);
+        if (got <= 0) {
+            rc = got < 0 ? -1 : 0;
+            break;
+        }
+        have += (size_t)got;
+        size_t used = 0;
+        char *nl;
+        while (rc == 0 && (nl = memchr(buf + used, '\n', have - used))) {
+            size_t n = (size_t)(nl - (buf + used));
+            rc = n > 0 ? fn(ctx, buf + used, n, pos + (off_t)used) : 0;
+            used += n + 1;
+        }
+        memmove(buf, buf + used, have - used);
+        have -= used;
+        pos += (off_t)used;
+    }
+    free(buf);
+    *at = pos;
+    return rc;
+}
+
+/* What svc_index_verify learns of the journal: the last summary of each session in a map on
+ * disk (summap.h), so that its memory does not grow with the number of sessions. */
+struct verify {
+    struct svc_summap *map;
+    char *why;
+    size_t whysz;
+};
+
+/* One journal line into the map, as a listing would apply it: 0, 1 (why says what is wrong
+ * with it), -1. */
+static int verify_line(void *ctx, const char *line, size_t n, off_t at)
+{
+    struct verify *v = ctx;
+    json_object *o = NULL;
+    if (svc_json_parse(line, n, &o, NULL) != 0) {
+        snprintf(v->why, v->whysz, "line at byte %lld of the index is not JSON", (long long)at);
+        return 1;
+    }
+    const char *sid = svc_json_str(o, "session_id", NULL);
+    int rc = 0;
+    if (sid) {
+        json_object *sum = svc_json_obj(o, "summary");
+        size_t len = 0;
+        const char *text =
+            sum ? json_object_to_json_string_length(sum, JSON_C_TO_STRING_PLAIN, &len) : NULL;
+        rc = svc_summap_put(v->map, sid, text, len);
+    }
+    json_object_put(o);
+    return rc;
+}
+
+/* Every session directory against the map, in the directory's order: 0 when each has its
+ * summary and the map no other, 3 (why says which differs), -1. */
+static int verify_dirs(const struct svc_store *st, struct verify *v)
+{
+    DIR *d = opendir(st->root);
+    if (!d)
+        return -1;
+    struct dirent *de;
+    size_t found = 0;
+    int rc = 0;
+    while (rc == 0 && (de = readdir(d))) {
+        const char *sid = svc_store_session_of(de->d_name);
+        if (!sid || !svc_store_session_exists(st, sid))
+            continue;
+        json_object *want = svc_ix_summary_of(st, sid);
+        json_object *have = want ? svc_summap_get(v->map, sid) : NULL;
+        if (!want)
+            continue;
+        if (!have || !json_object_equal(have, want)) {
+            snprintf(v->why, v->whysz,
+                     have ? "the index holds an outdated summary of session %s"
+                          : "session %s is missing from the index",
+                     sid);
+            rc = 3; /* may be a writer between its sidecar and its line */
+        } else {
+            found++;
+        }
+        json_object_put(want);
+        json_object_put(have);
+    }
+    closedir(d);
+    int64_t listed = rc == 0 ? svc_summap_count(v->map) : 0;
+    if (rc == 0 && listed < 0)
+        return -1;
+    if (rc == 0 && (size_t)listed != found) {
+        snprintf(v->why, v->whysz, "the index lists %lld sessions, the root holds %zu",
+                 (long long)listed, found);
+        rc = 3; /* may be a writer between its sidecar and its line */
+    }
+    return rc;
+}
+
+/* The journal, under the root lock, against its stamp and then the directories. */
 static int verify_once(const struct svc_store *st, char *why, size_t whysz)
 {
     bool writable = false;
@@ -1549,90 +1663,25 @@ static int verify_once(const struct svc_store *st, char *why, size_t whysz)
     drop_cached(st, lock);
     stamp_parse(lock, &s);
     struct idxfile f = {.fd = -1};
+    struct verify v = {.why = why, .whysz = whysz};
     int rc = 1;
-    json_object *map = NULL;
-    char *buf = NULL;
-    DIR *d = NULL;
+    off_t at = 0;
     if (svc_ix_index_open(st, &f) != 0) {
         snprintf(why, whysz, "there is no index file (the next listing builds it)");
         rc = 2;
-        goto out;
-    }
-    if (!svc_ix_stamp_matches(&s, &f, true, st->shared)) {
+    } else if (!svc_ix_stamp_matches(&s, &f, true, st->shared)) {
         snprintf(why, whysz, "the index file is not the one its last writer left (stamp)");
-        goto out;
-    }
-    size_t len = (size_t)f.sb.st_size;
-    buf = svc_xmalloc(len + 1);
-    if (pread(f.fd, buf, len, 0) != (ssize_t)len) {
+    } else if (!(v.map = svc_summap_open())) {
+        svc_logf("index: cannot check the index (no temporary database)");
         rc = -1;
-        goto out;
+    } else if ((rc = svc_ix_lines(f.fd, f.sb.st_size, &at, verify_line, &v)) == 0 &&
+               at < f.sb.st_size) {
+        snprintf(why, whysz, "the index file ends inside a line (byte %lld)", (long long)at);
+        rc = 1;
+    } else if (rc == 0) {
+        rc = verify_dirs(st, &v);
     }
-    map = json_object_new_object();
-    for (size_t at = 0; at < len;) {
-        char *nl = memchr(buf + at, '\n', len - at);
-        if (!nl) {
-            snprintf(why, whysz, "the index file ends inside a line (byte %zu)", at);
-            goto out;
-        }
-        size_t n = (size_t)(nl - (buf + at));
-        json_object *o = NULL;
-        if (n > 0 && svc_json_parse(buf + at, n, &o, NULL) != 0) {
-            snprintf(why, whysz, "line at byte %zu of the index is not JSON", at);
-            goto out;
-        }
-        const char *sid = svc_json_str(o, "session_id", NULL);
-        if (sid) {
-            json_object *sum = svc_json_obj(o, "summary");
-            if (sum)
-                json_object_object_add(map, sid, json_object_get(sum));
-            else
-                json_object_object_del(map, sid);
-        }
-        json_object_put(o);
-        at += n + 1;
-    }
-    d = opendir(st->root);
-    if (!d) {
-        rc = -1;
-        goto out;
-    }
-    struct dirent *de;
-    size_t found = 0;
-    while ((de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
-        if (!sid || !svc_store_session_exists(st, sid))
-            continue;
-        json_object *have = svc_json_obj(map, sid);
-        json_object *want = svc_ix_summary_of(st, sid);
-        bool same = have && want && json_object_equal(have, want);
-        json_object_put(want);
-        if (!want)
-            continue;
-        if (!have) {
-            snprintf(why, whysz, "session %s is missing from the index", sid);
-            rc = 3; /* may be a writer between its sidecar and its line */
-            goto out;
-        }
-        if (!same) {
-            snprintf(why, whysz, "the index holds an outdated summary of session %s", sid);
-            rc = 3; /* may be a writer between its sidecar and its line */
-            goto out;
-        }
-        found++;
-    }
-    if ((size_t)json_object_object_length(map) != found) {
-        snprintf(why, whysz, "the index lists %d sessions, the root holds %zu",
-                 json_object_object_length(map), found);
-        rc = 3; /* may be a writer between its sidecar and its line */
-        goto out;
-    }
-    rc = 0;
-out:
-    if (d)
-        closedir(d);
-    free(buf);
-    json_object_put(map);
+    svc_summap_close(v.map);
     svc_ix_index_close(&f);
     if (lock >= 0)
         close(lock);

@@ -47,7 +47,8 @@ void svc_index_warm(const struct svc_store *st);
 /* svc fsck: whether the index file is whole (it matches the stamp its last writer left) and
  * holds, for every session directory and no other, the summary its sidecar gives. Returns
  * 0 when it does, 1 when not (why gets one line saying what differs), 2 when there is no
- * index file yet (nothing to distrust: the next listing builds it), -1 on error. */
+ * index file yet (nothing to distrust: the next listing builds it), -1 on error. Its memory
+ * does not grow with the root: the journal goes to a temporary file on disk (summap.h). */
 int svc_index_verify(const struct svc_store *st, char *why, size_t whysz);
 /* Record the session's summary as its sidecar (or native files) give it now: for a caller
  * that found the index behind the files (a process killed between its sidecar write and

@@ -69,7 +69,7 @@ static long long ts_ns(struct timespec t)
 }
 
 /* Apply one journal line to the database: 0, 1 when it is not one of ours, -1 on error. */
-static int db_apply_line(const char *line, size_t n, off_t at)
+static int db_apply_line(void *ctx, const char *line, size_t n, off_t at)
 {
     json_object *o = NULL;
     if (svc_json_parse(line, n, &o, NULL) != 0)
@@ -83,42 +83,6 @@ static int db_apply_line(const char *line, size_t n, off_t at)
     else if (!svc_json_str(o, "svc_index_generation", NULL) || at != 0)
         rc = 1;
     json_object_put(o);
-    return rc;
-}
-
-/* Apply the whole lines of the journal between *at and size; *at gets the end of the last
- * one applied (a line still being written is read next time). 0, 1 for a line not ours. */
-static int db_apply_journal(int fd, off_t size, off_t *at)
-{
-    size_t cap = 1 << 20, have = 0;
-    char *buf = svc_xmalloc(cap);
-    off_t pos = *at;
-    int rc = 0;
-    while (rc == 0 && pos + (off_t)have < size) {
-        if (have == cap) {
-            buf = svc_xrealloc(buf, cap * 2);
-            cap *= 2;
-        }
-        size_t want = cap - have;
-        if ((off_t)want > size - pos - (off_t)have)
-            want = (size_t)(size - pos - (off_t)have);
-        ssize_t got = pread(fd, buf + have, want, pos + (off_t)have);
-        if (got <= 0)
-            break;
-        have += (size_t)got;
-        size_t used = 0;
-        char *nl;
-        while (rc == 0 && (nl = memchr(buf + used, '\n', have - used))) {
-            size_t n = (size_t)(nl - (buf + used));
-            rc = n > 0 ? db_apply_line(buf + used, n, pos + (off_t)used) : 0;
-            used += n + 1;
-        }
-        memmove(buf, buf + used, have - used);
-        have -= used;
-        pos += (off_t)used;
-    }
-    free(buf);
-    *at = pos;
     return rc;
 }
 
@@ -278,7 +242,7 @@ static int db_catch_up(const struct svc_store *st)
         rc = 1;
     off_t at = (off_t)p.offset;
     if (rc == 0 && f.sb.st_size > at)
-        rc = db_apply_journal(f.fd, f.sb.st_size, &at);
+        rc = svc_ix_lines(f.fd, f.sb.st_size, &at, db_apply_line, NULL);
     svc_ix_index_close(&f);
     struct rescan r = {0};
     if (rc == 0 && moved && ts_ns(rs.st_mtim) != p.root_mtime) {

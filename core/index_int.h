@@ -104,6 +104,8 @@ char *svc_ix_entry_summary(const struct entry *e);
 char *svc_ix_cursor_encode(const struct entry *e);
 int svc_ix_cursor_decode(const char *c, double *updated, char *sid, size_t sidsz);
 bool svc_ix_run_alive(const struct svc_store *st, const char *sid);
+typedef int svc_ix_line_fn(void *ctx, const char *line, size_t n, off_t at);
+int svc_ix_lines(int fd, off_t size, off_t *at, svc_ix_line_fn *fn, void *ctx);
 json_object *svc_ix_recounted(const struct svc_store *st, const char *sid, int64_t msgs,
                               const char *status);
 
