@@ -164,7 +164,7 @@ for my $c (1 .. 4) {
     my $pid = fork // die;
     if (!$pid) {
         my $n = 0;
-        while (!-e $stop && $n < 600) {
+        while (!-e $stop && $n < 5000) { # until the listings are done (the stop file)
             my $sid = sprintf('load-%d-%03d', $c, $n++);
             my $st = chat($sid, "load $sid");
             print STDERR "load $sid: $st\n" if $st != 200;

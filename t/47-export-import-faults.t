@@ -32,7 +32,7 @@ sub tree {       # every path and size under a directory (lock files aside): its
     my ($d) = @_;
     my @out;
     File::Find::find({ no_chdir => 1, wanted => sub {
-        return if /\.svc_import\.lock$/;
+        return if /\.svc_(import\.lock|index\.build)$/;
         push @out, substr($_, length $d) . ':' . (-d $_ ? 'd' : -s _);
     } }, $d);
     return join "\n", sort @out;
