@@ -33,6 +33,7 @@ struct fsck {
     json_object *problems; /* array */
     json_object *busy;     /* array of ids */
     int64_t nproblems, nrepaired, nstale, nchecked;
+    const struct svc_fsck_opts *o;
 };
 
 static void problem(struct fsck *f, const char *sid, const char *rel, long long off,
@@ -718,6 +719,14 @@ static int check_all(struct fsck *f, const struct svc_fsck_opts *o, struct svc_e
     return 0;
 }
 
+/* The index check's walk of the directories, on the same bar as the sessions' check. */
+static void index_progress(void *ctx, size_t done)
+{
+    const struct fsck *f = ctx;
+    f->o->progress(f->o->ctx, done < (size_t)f->nchecked ? done : (size_t)f->nchecked,
+                   (size_t)f->nchecked);
+}
+
 /* What belongs to the whole root: run records, memory, temporary files, the index. */
 static void check_root(struct fsck *f)
 {
@@ -741,10 +750,11 @@ static void check_root(struct fsck *f)
         check_lock_file(f, NULL, lp, svc_store_name(SVC_F_INDEX_LOCK));
     free(lp);
     char why[300] = "";
-    if (svc_index_verify(&f->st, why, sizeof why) == 1) {
+    svc_index_progress_fn *pf = f->o->progress ? index_progress : NULL;
+    if (svc_index_verify(&f->st, why, sizeof why, pf, f) == 1) {
         struct svc_err ierr;
         bool fixed = f->repair && svc_index_rebuild(&f->st, &ierr) == 0 &&
-                     svc_index_verify(&f->st, why, sizeof why) != 1;
+                     svc_index_verify(&f->st, why, sizeof why, pf, f) != 1;
         problem(f, NULL, svc_store_name(SVC_F_INDEX), -1, "index", fixed, "%s%s", why,
                 fixed ? " (rebuilt from the directories)" : "");
     }
@@ -754,7 +764,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
              struct svc_err *err)
 {
     *report = NULL;
-    struct fsck f = {.cfg = cfg, .repair = o->repair};
+    struct fsck f = {.cfg = cfg, .repair = o->repair, .o = o};
     svc_store_from_config(cfg, &f.st);
     f.problems = json_object_new_array();
     f.busy = json_object_new_array();

@@ -1582,12 +1582,27 @@ int svc_ix_lines(int fd, off_t size, off_t *at, svc_ix_line_fn *fn, void *ctx)
 }
 
 /* What svc_index_verify learns of the journal: the last summary of each session in a map on
- * disk (summap.h), so that its memory does not grow with the number of sessions. */
+ * disk (summap.h), so that its memory does not grow with the number of sessions; and the
+ * sessions to look at again under the root lock (suspects: a mismatch seen without it, or
+ * a line appended since the map was read). */
 struct verify {
     struct svc_summap *map;
     char *why;
     size_t whysz;
+    char **sus;
+    size_t nsus, capsus;
+    bool note;                /* lines read go to the suspects too (the catch-up under the lock) */
+    size_t found, found_rows; /* sessions that matched; suspects that have a row */
 };
+
+static void suspect(struct verify *v, const char *sid)
+{
+    if (v->nsus == v->capsus) {
+        v->capsus = v->capsus ? v->capsus * 2 : 64;
+        v->sus = svc_xrealloc(v->sus, v->capsus * sizeof *v->sus);
+    }
+    v->sus[v->nsus++] = svc_xstrdup(sid);
+}
 
 /* One journal line into the map, as a listing would apply it: 0, 1 (why says what is wrong
  * with it), -1. */
@@ -1607,96 +1622,193 @@ static int verify_line(void *ctx, const char *line, size_t n, off_t at)
         const char *text =
             sum ? json_object_to_json_string_length(sum, JSON_C_TO_STRING_PLAIN, &len) : NULL;
         rc = svc_summap_put(v->map, sid, text, len);
+        if (v->note)
+            suspect(v, sid);
     }
     json_object_put(o);
     return rc;
 }
 
-/* Every session directory against the map, in the directory's order: 0 when each has its
- * summary and the map no other, 3 (why says which differs), -1. */
-static int verify_dirs(const struct svc_store *st, struct verify *v)
+/* Every session directory against the map, without the root lock (writers go on): the
+ * sessions that differ become suspects; progress every 1,000. */
+static int verify_dirs(const struct svc_store *st, struct verify *v, svc_index_progress_fn *pf,
+                       void *pctx)
 {
     DIR *d = opendir(st->root);
     if (!d)
         return -1;
     struct dirent *de;
-    size_t found = 0;
-    int rc = 0;
-    while (rc == 0 && (de = readdir(d))) {
+    size_t seen = 0;
+    while ((de = readdir(d))) {
         const char *sid = svc_store_session_of(de->d_name);
         if (!sid || !svc_store_session_exists(st, sid))
             continue;
         json_object *want = svc_ix_summary_of(st, sid);
         json_object *have = want ? svc_summap_get(v->map, sid) : NULL;
-        if (!want)
-            continue;
-        if (!have || !json_object_equal(have, want)) {
-            snprintf(v->why, v->whysz,
-                     have ? "the index holds an outdated summary of session %s"
-                          : "session %s is missing from the index",
-                     sid);
-            rc = 3; /* may be a writer between its sidecar and its line */
-        } else {
-            found++;
+        if (want && have && json_object_equal(have, want))
+            v->found++;
+        else if (want) {
+            suspect(v, sid);
+            v->found_rows += have != NULL;
         }
         json_object_put(want);
         json_object_put(have);
+        if (pf && ++seen % 1000 == 0)
+            pf(pctx, seen);
     }
     closedir(d);
-    int64_t listed = rc == 0 ? svc_summap_count(v->map) : 0;
-    if (rc == 0 && listed < 0)
+    test_scan_gate();
+    return 0;
+}
+
+struct extras {
+    const struct svc_store *st;
+    struct verify *v;
+};
+
+static void suspect_if_gone(void *ctx, const char *sid)
+{
+    struct extras *x = ctx;
+    if (!svc_store_session_exists(x->st, sid))
+        suspect(x->v, sid);
+}
+
+/* Rows of the map whose session is gone (an extra row), as suspects: only looked for when
+ * the counts say there is one (a session added or removed meanwhile says so too). */
+static int suspect_extras(const struct svc_store *st, struct verify *v)
+{
+    int64_t listed = svc_summap_count(v->map);
+    if (listed < 0)
         return -1;
-    if (rc == 0 && (size_t)listed != found) {
-        snprintf(v->why, v->whysz, "the index lists %lld sessions, the root holds %zu",
-                 (long long)listed, found);
-        rc = 3; /* may be a writer between its sidecar and its line */
+    if ((size_t)listed == v->found + v->found_rows)
+        return 0;
+    return svc_summap_each(v->map, suspect_if_gone, &(struct extras){st, v});
+}
+/* Look again, under the root lock after the catch-up, at each suspect: 0 when every one
+ * agrees now, 3 (why says which differs), -1. */
+static int verify_suspects(const struct svc_store *st, struct verify *v)
+{
+    size_t extras = 0;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < v->nsus; i++) {
+        const char *sid = v->sus[i];
+        json_object *want = svc_store_session_exists(st, sid) ? svc_ix_summary_of(st, sid) : NULL;
+        json_object *have = svc_summap_get(v->map, sid);
+        if (want && !have)
+            snprintf(v->why, v->whysz, "session %s is missing from the index", sid);
+        else if (want && !json_object_equal(have, want))
+            snprintf(v->why, v->whysz, "the index holds an outdated summary of session %s", sid);
+        else if (!want && have)
+            extras++;
+        rc = want && (!have || !json_object_equal(have, want)) ? 3 : 0;
+        json_object_put(want);
+        json_object_put(have);
+    }
+    int64_t listed = svc_summap_count(v->map);
+    if (rc == 0 && extras)
+        snprintf(v->why, v->whysz, "the index lists %lld sessions, the root holds %lld",
+                 (long long)listed, (long long)listed - (long long)extras);
+    return rc == 0 && extras ? 3 : listed < 0 ? -1 : rc;
+}
+
+static void verify_free(struct verify *v)
+{
+    for (size_t i = 0; i < v->nsus; i++)
+        free(v->sus[i]);
+    free(v->sus);
+    svc_summap_close(v->map);
+}
+
+/* The journal under the root lock: whole by its stamp, read into the map up to *at (0, 1 or
+ * 2 with why, -1); f stays open for the catch-up. */
+static int verify_journal(const struct svc_store *st, int lock, struct idxfile *f, struct verify *v,
+                          off_t *at)
+{
+    struct stamp s;
+    drop_cached(st, lock);
+    stamp_parse(lock, &s);
+    if (svc_ix_index_open(st, f) != 0) {
+        snprintf(v->why, v->whysz, "there is no index file (the next listing builds it)");
+        return 2;
+    }
+    if (!svc_ix_stamp_matches(&s, f, true, st->shared)) {
+        snprintf(v->why, v->whysz, "the index file is not the one its last writer left (stamp)");
+        return 1;
+    }
+    if (!(v->map = svc_summap_open())) {
+        svc_logf("index: cannot check the index (no temporary database)");
+        return -1;
+    }
+    int rc = svc_ix_lines(f->fd, f->sb.st_size, at, verify_line, v);
+    if (rc == 0 && *at < f->sb.st_size) {
+        snprintf(v->why, v->whysz, "the index file ends inside a line (byte %lld)", (long long)*at);
+        rc = 1;
     }
     return rc;
 }
 
-/* The journal, under the root lock, against its stamp and then the directories. */
-static int verify_once(const struct svc_store *st, char *why, size_t whysz)
+/* Under the root lock again: the lines appended since the map was read (the same file, by
+ * its stamp), then the suspects; a writer between its sidecar and its line is waited for
+ * three times. 0, 3 with why, 4 when the file was rewritten meanwhile, -1. */
+static int verify_catch_up(const struct svc_store *st, int lock, struct idxfile *f,
+                           struct verify *v, off_t *at)
+{
+    int rc = 3;
+    for (int attempt = 0; rc == 3 && attempt < 4; attempt++) {
+        if (attempt) {
+            flock(lock, LOCK_UN);
+            usleep(20000);
+        }
+        relock(lock);
+        struct stamp s;
+        drop_cached(st, lock);
+        stamp_parse(lock, &s);
+        struct stat sb;
+        if (!s.ok || strcmp(s.gen, f->gen) != 0 || fstat(f->fd, &sb) != 0 || s.size < *at) {
+            snprintf(v->why, v->whysz, "the index file was rewritten during the check");
+            return 4;
+        }
+        v->note = true;
+        if (svc_ix_lines(f->fd, (off_t)s.size, at, verify_line, v) != 0)
+            return -1;
+        rc = verify_suspects(st, v);
+    }
+    return rc;
+}
+
+/* The journal read under the root lock, the directories compared without it, what differs
+ * looked at again under it: writers wait for the read of the journal, not for the walk. */
+static int verify_once(const struct svc_store *st, char *why, size_t whysz,
+                       svc_index_progress_fn *pf, void *pctx)
 {
     bool writable = false;
     int lock = lock_root(st, &writable);
-    struct stamp s;
-    drop_cached(st, lock);
-    stamp_parse(lock, &s);
     struct idxfile f = {.fd = -1};
     struct verify v = {.why = why, .whysz = whysz};
-    int rc = 1;
     off_t at = 0;
-    if (svc_ix_index_open(st, &f) != 0) {
-        snprintf(why, whysz, "there is no index file (the next listing builds it)");
-        rc = 2;
-    } else if (!svc_ix_stamp_matches(&s, &f, true, st->shared)) {
-        snprintf(why, whysz, "the index file is not the one its last writer left (stamp)");
-    } else if (!(v.map = svc_summap_open())) {
-        svc_logf("index: cannot check the index (no temporary database)");
-        rc = -1;
-    } else if ((rc = svc_ix_lines(f.fd, f.sb.st_size, &at, verify_line, &v)) == 0 &&
-               at < f.sb.st_size) {
-        snprintf(why, whysz, "the index file ends inside a line (byte %lld)", (long long)at);
-        rc = 1;
-    } else if (rc == 0) {
-        rc = verify_dirs(st, &v);
+    int rc = lock < 0 ? -1 : verify_journal(st, lock, &f, &v, &at);
+    if (rc == 0) {
+        flock(lock, LOCK_UN);
+        rc = verify_dirs(st, &v, pf, pctx);
+        if (rc == 0)
+            rc = suspect_extras(st, &v);
+        if (rc == 0)
+            rc = verify_catch_up(st, lock, &f, &v, &at);
     }
-    svc_summap_close(v.map);
+    verify_free(&v);
     svc_ix_index_close(&f);
     if (lock >= 0)
         close(lock);
     return rc;
 }
 
-int svc_index_verify(const struct svc_store *st, char *why, size_t whysz)
+int svc_index_verify(const struct svc_store *st, char *why, size_t whysz,
+                     svc_index_progress_fn *progress, void *ctx)
 {
-    /* a writer may sit between its sidecar write and its index line: look again */
-    int rc = verify_once(st, why, whysz);
-    for (int i = 0; i < 3 && rc == 3; i++) {
-        usleep(20000);
-        rc = verify_once(st, why, whysz);
-    }
-    return rc == 3 ? 1 : rc;
+    int rc = verify_once(st, why, whysz, progress, ctx);
+    for (int i = 0; i < 2 && rc == 4; i++) /* compacted or rebuilt meanwhile: again */
+        rc = verify_once(st, why, whysz, progress, ctx);
+    return rc == 3 || rc == 4 ? 1 : rc;
 }
 
 void svc_index_resync(const struct svc_store *st, const char *sid)

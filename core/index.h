@@ -48,8 +48,12 @@ void svc_index_warm(const struct svc_store *st);
  * holds, for every session directory and no other, the summary its sidecar gives. Returns
  * 0 when it does, 1 when not (why gets one line saying what differs), 2 when there is no
  * index file yet (nothing to distrust: the next listing builds it), -1 on error. Its memory
- * does not grow with the root: the journal goes to a temporary file on disk (summap.h). */
-int svc_index_verify(const struct svc_store *st, char *why, size_t whysz);
+ * does not grow with the root: the journal goes to a temporary file on disk (summap.h).
+ * Writers wait only while the journal is read: the directories are walked without the root
+ * lock (progress every 1,000 sessions) and what differs is looked at again under it. */
+typedef void svc_index_progress_fn(void *ctx, size_t sessions_done);
+int svc_index_verify(const struct svc_store *st, char *why, size_t whysz,
+                     svc_index_progress_fn *progress, void *ctx);
 /* Record the session's summary as its sidecar (or native files) give it now: for a caller
  * that found the index behind the files (a process killed between its sidecar write and
  * its index line). Best effort, like svc_index_update. */

@@ -79,6 +79,18 @@ int64_t svc_summap_count(struct svc_summap *m)
     return n;
 }
 
+int svc_summap_each(struct svc_summap *m, void (*fn)(void *ctx, const char *sid), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    if (prep(m, "SELECT sid FROM m", &st) != 0)
+        return -1;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn(ctx, (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
 void svc_summap_close(struct svc_summap *m)
 {
     if (!m)

@@ -20,6 +20,8 @@ int svc_summap_put(struct svc_summap *m, const char *sid, const char *text, size
 json_object *svc_summap_get(struct svc_summap *m, const char *sid);
 /* How many sessions have a summary, or -1. */
 int64_t svc_summap_count(struct svc_summap *m);
+/* fn for each session id of the map (it must not change the map): 0, or -1. */
+int svc_summap_each(struct svc_summap *m, void (*fn)(void *ctx, const char *sid), void *ctx);
 void svc_summap_close(struct svc_summap *m);
 
 #endif

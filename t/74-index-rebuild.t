@@ -87,4 +87,37 @@ is(scalar(grep { /^r3 .* archived$/ } @$rows), 1, 'r3 is archived');
 my $f = svc($h, 'fsck');
 is($f->{rc}, 0, 'svc fsck finds nothing') or diag($f->{out} . $f->{err});
 
+# svc fsck's check of the index walks the directories without the root lock too: writes
+# made while it is held there neither wait nor show up as problems
+unlink $gate, "$gate.waiting";
+my $fb = svc_bg($h, { SVC_TEST_INDEX_SCAN_GATE => $gate }, 'fsck');
+$waited = 0;
+$waited += 0.05, sleep 0.05 until -e "$gate.waiting" || $waited > 30;
+ok(-e "$gate.waiting", 'fsck is walking the directories and holds');
+is(timed_svc('chat', 'r1', 'during fsck')->{rc}, 0, 'a turn does not wait for fsck');
+is(timed_svc('chat', 'n2', 'new during fsck')->{rc}, 0, 'a new session does not wait for it');
+is(timed_svc('sessions', 'delete', 'r6')->{rc}, 0, 'a deletion does not wait for it');
+open $fh, '>', $gate or die;
+close $fh;
+$f = svc_wait($fb);
+is($f->{rc}, 0, 'fsck finds nothing: the writes made meanwhile are in the index')
+    or diag($f->{out} . $f->{err});
+is_deeply(listed(), scan(), 'the list equals the directories after them');
+
+# and a difference already there is still found, whatever is written meanwhile: a sidecar
+# rewritten behind svc's back
+my $sc = json_file(sidecar_path($h, 'r4'));
+$sc->{title} = 'changed behind svc';
+spit(sidecar_path($h, 'r4'), jencode($sc));
+unlink $gate, "$gate.waiting";
+$fb = svc_bg($h, { SVC_TEST_INDEX_SCAN_GATE => $gate }, 'fsck');
+$waited = 0;
+$waited += 0.05, sleep 0.05 until -e "$gate.waiting" || $waited > 30;
+is(timed_svc('chat', 'r2', 'during the second fsck')->{rc}, 0, 'a turn meanwhile');
+open $fh, '>', $gate or die;
+close $fh;
+$f = svc_wait($fb);
+is($f->{rc}, 1, 'fsck: the summary changed behind svc is a problem');
+like($f->{out}, qr/outdated summary of session r4/, '... naming that session');
+
 done_testing();
