@@ -71,6 +71,8 @@ for my $db (1, 0) {
 SKIP: {
     skip 'GNU time (/usr/bin/time) not installed', 4
         unless system('/usr/bin/time -f %M true >/dev/null 2>&1') == 0;
+    skip 'a sanitizer build (its allocator keeps what is freed)', 4
+        if `nm -A @{[svc_bin()]} 2>/dev/null` =~ /__asan_init/;
     my $h = new_home(sessions_extra => "  index_db: false\n");
     my $peak = sub {
         my $out = "$tmp/time.out";
