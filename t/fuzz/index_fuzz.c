@@ -101,7 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size > 0 && (data[0] & 2)) {
         char why[200];
         svc_index_verify(&(struct svc_store){.root = root, .agent_id = "svc-agent"}, why,
-                         sizeof why);
+                         sizeof why, NULL, NULL);
     }
     free(first);
     return 0;
