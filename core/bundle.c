@@ -79,11 +79,6 @@ static void add_sid(struct svc_export *ex, const char *sid, size_t *cap)
     ex->nsids++;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static bool status_ok(const char *s)
 {
     static const char *ok[] = {"running", "idle", "error", "cancelled"};
@@ -308,7 +303,7 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
     if (!req->download && check_dest(ex, req, err) != 0)
         goto fail;
     if (ex->nsids > 1)
-        qsort(ex->sids, ex->nsids, sizeof *ex->sids, cmp_str);
+        qsort(ex->sids, ex->nsids, sizeof *ex->sids, svc_cmp_strp);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);

@@ -580,11 +580,6 @@ static void check_memory(struct fsck *f)
         closedir(d);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The root's sessions in id order, FSCK_BATCH at a time, in memory bounded whatever the
  * root's size: each pass over the root directory keeps, in a max-heap, the smallest ids
  * after the previous batch's last (a pass reads the directory only, about 0.5 us a name). */
@@ -657,7 +652,7 @@ static bool idscan_next(struct idscan *sc)
     sc->done = sc->n < sc->batch;
     if (sc->n == 0)
         return false;
-    qsort(sc->ids, sc->n, sizeof *sc->ids, cmp_str);
+    qsort(sc->ids, sc->n, sizeof *sc->ids, svc_cmp_strp);
     free(sc->last);
     sc->last = svc_xstrdup(sc->ids[sc->n - 1]);
     return true;

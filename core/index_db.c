@@ -105,11 +105,6 @@ static void rescan_note(void *ctx, const char *sid, bool gone)
     r->gone[r->n++] = gone;
 }
 
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Compare the root's names with the rows (O(names), no summary read, no write lock): the
  * names sorted, merged with the rows read in id order. */
 static int db_rescan_collect(const struct svc_store *st, struct rescan *r)
@@ -132,7 +127,7 @@ static int db_rescan_collect(const struct svc_store *st, struct rescan *r)
     }
     closedir(d);
     if (n > 1)
-        qsort(v, n, sizeof *v, cmp_name);
+        qsort(v, n, sizeof *v, svc_cmp_strp);
     int rc = svc_listdb_diff_names(v, n, rescan_note, r);
     for (size_t i = 0; i < n; i++)
         free(v[i]);

@@ -242,6 +242,11 @@ void svc_random_bytes(unsigned char *out, size_t n)
     }
 }
 
+int svc_cmp_strp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 void svc_random_hex(char *out, size_t nhex)
 {
     static const char hex[] = "0123456789abcdef";

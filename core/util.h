@@ -28,6 +28,8 @@ double svc_time_monotonic(void); /* monotonic seconds */
  * signals during requests, cgi/main.c). */
 void svc_sleep_s(double s);
 
+/* qsort's comparison of two char * (strcmp order: SQLite's BINARY, a listing's id order). */
+int svc_cmp_strp(const void *a, const void *b);
 /* This process's id, cached (forgotten in the child of a fork). */
 int svc_pid(void);
 /* n bytes from a per-process pool filled by OpenSSL's CSPRNG 256 bytes at a time; each byte
