@@ -68,6 +68,12 @@ static long long ts_ns(struct timespec t)
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
+/* What a build has read of the journal (ctx of db_apply_line; NULL in a catch-up). */
+struct db_feed {
+    size_t lines;
+    off_t size;
+};
+
 /* Apply one journal line to the database: 0, 1 when it is not one of ours, -1 on error. */
 static int db_apply_line(void *ctx, const char *line, size_t n, off_t at)
 {
@@ -83,6 +89,10 @@ static int db_apply_line(void *ctx, const char *line, size_t n, off_t at)
     else if (!svc_json_str(o, "svc_index_generation", NULL) || at != 0)
         rc = 1;
     json_object_put(o);
+    struct db_feed *feed = ctx;
+    if (feed && rc == 0 && ++feed->lines % 100000 == 0)
+        svc_logf("index: building the listing database: %zu lines, %lld of %lld MB of the journal",
+                 feed->lines, (long long)(at >> 20), (long long)(feed->size >> 20));
     return rc;
 }
 
@@ -253,6 +263,20 @@ static int db_catch_up(const struct svc_store *st)
     return rc;
 }
 
+/* Record where the new database stands, commit it and merge its title index; the
+ * connection is closed. A failed merge fails the build: a new database is written without
+ * a rollback journal, so a statement that fails may leave it torn. */
+static int db_finish(const struct svc_listdb_pos *p)
+{
+    int rc = svc_listdb_pos_set(p) == 0 && svc_listdb_commit() == 0 ? 0 : -1;
+    if (rc != 0)
+        svc_listdb_rollback();
+    if (rc == 0 && svc_listdb_optimize() != 0)
+        rc = -1;
+    svc_listdb_close();
+    return rc;
+}
+
 /* Write this process's entries (just brought up to date by refresh) as a new database at
  * tmp, positioned where they stand in the journal. */
 static int db_write(const struct svc_store *st, const char *tmp)
@@ -272,12 +296,61 @@ static int db_write(const struct svc_store *st, const char *tmp)
     struct svc_listdb_pos p = {.offset = svc_ix.offset, .root_mtime = ts_ns(svc_ix.root_mtime)};
     snprintf(p.gen, sizeof p.gen, "%s", svc_ix.gen);
     p.ino = st->shared ? 0 : (uint64_t)svc_ix.ino;
-    if (rc == 0 && (svc_listdb_pos_set(&p) != 0 || svc_listdb_commit() != 0))
-        rc = -1;
-    if (rc != 0)
+    if (rc != 0) {
         svc_listdb_rollback();
-    svc_listdb_close();
-    return rc;
+        svc_listdb_close();
+        return rc;
+    }
+    return db_finish(&p);
+}
+
+/* Whether a reader of the journal into memory would compact it (index.c: over twice what
+ * its live sessions take, plus 64 KB), a live session's line taken as the average line. */
+static bool db_compact_due(off_t size, size_t lines, int64_t rows)
+{
+    double live = lines ? (double)size / (double)lines * (double)rows : 0;
+    return (double)size > 2 * live + 65536;
+}
+
+/* Fill a new database at tmp from the journal a line at a time (memory: a line and SQLite's
+ * page cache, whatever the root's size), read without the root lock as db_catch_up reads
+ * it, and position it where the read stopped (a line being written is left to the next
+ * catch-up); then the root's names are compared with the rows, as a load rescans them.
+ * 0 (*n: its sessions), 1 when the journal is not whole by its stamp, or is due for
+ * compaction (both the work of svc_ix_refresh, in memory), -1. */
+static int db_stream(const struct svc_store *st, const char *tmp, size_t *n)
+{
+    struct stat rs;
+    struct stamp s;
+    struct idxfile f = {.fd = -1};
+    svc_ix_stamp_peek(st, &s);
+    if (stat(st->root, &rs) != 0 || svc_ix_index_open(st, &f) != 0 ||
+        !svc_ix_stamp_matches(&s, &f, false, st->shared)) {
+        svc_ix_index_close(&f);
+        return 1;
+    }
+    struct db_feed feed = {.size = f.sb.st_size};
+    off_t at = 0;
+    int rc = svc_listdb_open(tmp, true) == 0 && svc_listdb_begin() == 0 ? 0 : -1;
+    if (rc == 0)
+        rc = svc_ix_lines(f.fd, f.sb.st_size, &at, db_apply_line, &feed);
+    int64_t rows = rc == 0 ? svc_listdb_count() : -1;
+    if (rc == 0 && (at < (off_t)s.size || rows < 0 || db_compact_due(at, feed.lines, rows)))
+        rc = rows < 0 ? -1 : 1;
+    struct svc_listdb_pos p = {.offset = at, .root_mtime = ts_ns(rs.st_mtim)};
+    snprintf(p.gen, sizeof p.gen, "%s", f.gen);
+    p.ino = st->shared ? 0 : (uint64_t)f.sb.st_ino;
+    svc_ix_index_close(&f);
+    struct rescan r = {0};
+    if (rc == 0 && (rc = db_rescan_collect(st, &r)) == 0)
+        db_rescan_apply(st, &r);
+    if (rc != 0) {
+        svc_listdb_rollback();
+        svc_listdb_close();
+        return rc;
+    }
+    *n = (size_t)svc_listdb_count();
+    return db_finish(&p);
 }
 
 /* The database's locks: <path>.lock, shared while a process uses the database and
@@ -314,18 +387,11 @@ int svc_ix_db_mkdir(const char *path)
     return rc;
 }
 
-/* Build the database at path from the journal (or the directories, when the journal is not
- * whole: refresh rebuilds it), through a temporary file renamed into place. The entries
- * are dropped afterwards: a process that lists from the database keeps none. */
-int svc_ix_db_build(const struct svc_store *st, const char *path)
+/* The build from this process's entries: those of a journal rebuilt from the directories
+ * (when it is not whole) or compacted by refresh. *n: the sessions written. */
+static int db_build_loaded(const struct svc_store *st, const char *tmp, size_t *n)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    svc_index_reset();
     int rc = svc_ix_refresh(st);
-    char *tmp = NULL;
-    svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
-    svc_file_unlink_db(tmp);
     if (rc == 0 && !svc_ix.loaded)
         rc = 1; /* no root yet: nothing to build */
     /* a summary that cannot be read back from the journal (changed under this process
@@ -333,6 +399,28 @@ int svc_ix_db_build(const struct svc_store *st, const char *path)
     for (int i = 0; rc == 0 && db_write(st, tmp) != 0; i++)
         if (i == 2 || svc_ix_refresh_locked(st, true) != 0)
             rc = -1;
+    *n = svc_ix.n;
+    return rc;
+}
+
+/* Build the database at path through a temporary file renamed into place: streamed from a
+ * whole journal, else from the entries of svc_ix_refresh (which rebuilds the journal from
+ * the directories); those are dropped afterwards (a process that lists from the database
+ * keeps none). */
+int svc_ix_db_build(const struct svc_store *st, const char *path)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    svc_index_reset();
+    char *tmp = NULL;
+    svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
+    svc_file_unlink_db(tmp);
+    size_t n = 0;
+    int rc = db_stream(st, tmp, &n);
+    if (rc == 1) {
+        svc_file_unlink_db(tmp);
+        rc = db_build_loaded(st, tmp, &n);
+    }
     int lk = rc == 0 ? svc_ix_db_lock(path, ".lock", LOCK_EX) : -1;
     if (rc == 0 && (lk < 0 || rename(tmp, path) != 0))
         rc = -1;
@@ -340,7 +428,6 @@ int svc_ix_db_build(const struct svc_store *st, const char *path)
         close(lk);
     svc_file_unlink_db(tmp);
     free(tmp);
-    size_t n = svc_ix.n;
     svc_index_reset();
 #ifdef __GLIBC__
     malloc_trim(0);

@@ -739,6 +739,14 @@ int64_t svc_listdb_count(void)
     return n;
 }
 
+int svc_listdb_optimize(void)
+{
+    return L.db && sqlite3_exec(L.db, "INSERT INTO t(t) VALUES ('optimize')", NULL, NULL, NULL) ==
+                       SQLITE_OK
+               ? 0
+               : -1;
+}
+
 int svc_listdb_each(uint64_t *mark, svc_index_each_fn *fn, void *ctx)
 {
     int64_t seq = meta_int("seq"), removed = meta_int("removed");
