@@ -1051,6 +1051,103 @@ static void write_compacted(const struct svc_store *st)
     close(lock);
 }
 
+/* A compacted journal being written from rows (svc_ix_compact_from): lines gathered in b,
+ * written to fd a megabyte at a time. */
+struct rows_out {
+    int fd;
+    struct svc_buf b;
+};
+
+static int rows_flush(struct rows_out *o)
+{
+    size_t done = 0;
+    while (done < o->b.len) {
+        ssize_t w = write(o->fd, o->b.data + done, o->b.len - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    o->b.len = 0;
+    return 0;
+}
+
+static int rows_line(void *ctx, const char *sid, const char *summary)
+{
+    struct rows_out *o = ctx;
+    svc_buf_adds(&o->b, "{\"session_id\":\"");
+    svc_buf_adds(&o->b, sid); /* ids need no escaping */
+    svc_buf_adds(&o->b, "\",\"summary\":");
+    svc_buf_adds(&o->b, summary);
+    svc_buf_adds(&o->b, "}\n");
+    return o->b.len >= ((size_t)1 << 20) ? rows_flush(o) : 0;
+}
+
+/* Write a new generation of the journal at path from rows, through a temporary file renamed
+ * over it: its generation in gen, its stat in *sb. 0, or -1 with nothing replaced. */
+static int write_rows(const char *path, svc_ix_rows_fn *rows, char gen[17], struct stat *sb)
+{
+    size_t tl = strlen(path) + 64;
+    char *tmp = svc_xmalloc(tl), tail[48];
+    snprintf(tail, sizeof tail, ".tmp-%ld-compact", (long)getpid());
+    svc_temp_path(tmp, tl, path, tail);
+    unlink(tmp); /* left by a process of this pid that died */
+    struct rows_out o = {.fd =
+                             open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644)};
+    svc_buf_init(&o.b);
+    svc_random_hex(gen, 16);
+    svc_buf_printf(&o.b, "{\"svc_index_generation\":\"%s\"}\n", gen);
+    int rc = o.fd >= 0 && rows(rows_line, &o) == 0 && rows_flush(&o) == 0 ? 0 : -1;
+    if (o.fd >= 0 && close(o.fd) != 0)
+        rc = -1;
+    if (rc == 0 && (rename(tmp, path) != 0 || lstat(path, sb) != 0))
+        rc = -1;
+    if (rc != 0)
+        unlink(tmp);
+    svc_buf_free(&o.b);
+    free(tmp);
+    return rc;
+}
+
+/* Compaction from rows kept elsewhere (a listing database being built, index_db.c), under
+ * the root lock, when the journal is still generation gen and whole by its stamp: the
+ * lines past *at go to line first (then the rows hold every line), then rows writes one
+ * line a session as a new generation, stamped. 0 with nf's gen and sb the new file's; 1
+ * when the journal moved on (another generation, a line not ours); 2 when it cannot be
+ * written (a read-only root, a failed write: left as it was, read up to *at); -1 when
+ * line failed. */
+int svc_ix_compact_from(const struct svc_store *st, const char *gen, off_t *at,
+                        svc_ix_line_fn *line, void *ctx, svc_ix_rows_fn *rows, struct idxfile *nf)
+{
+    bool writable = false;
+    int lock = lock_root(st, &writable);
+    struct stamp s;
+    drop_cached(st, lock);
+    stamp_parse(lock, &s);
+    struct idxfile f = {.fd = -1};
+    int rc = lock >= 0 && !writable ? 2 : 1;
+    if (rc == 1 && lock >= 0 && svc_ix_index_open(st, &f) == 0 &&
+        svc_ix_stamp_matches(&s, &f, true, st->shared) && strcmp(f.gen, gen) == 0 &&
+        *at <= f.sb.st_size) {
+        rc = svc_ix_lines(f.fd, f.sb.st_size, at, line, ctx);
+        if (rc == 0 && *at != f.sb.st_size)
+            rc = 1;
+    }
+    svc_ix_index_close(&f);
+    char *path = rc == 0 ? svc_store_root_path(st, SVC_F_INDEX) : NULL;
+    if (rc == 0 && (!path || write_rows(path, rows, nf->gen, &nf->sb) != 0)) {
+        svc_logf("index: could not compact the journal: %s", strerror(errno));
+        rc = 2;
+    }
+    if (rc == 0)
+        stamp_write(lock, nf->gen, &nf->sb);
+    free(path);
+    if (lock >= 0)
+        close(lock);
+    return rc;
+}
+
 int svc_ix_refresh(const struct svc_store *st)
 {
     if (!svc_ix.root || strcmp(svc_ix.root, st->root) != 0) {

@@ -312,35 +312,73 @@ static bool db_compact_due(off_t size, size_t lines, int64_t rows)
     return (double)size > 2 * live + 65536;
 }
 
-/* Fill a new database at tmp from the journal a line at a time (memory: a line and SQLite's
- * page cache, whatever the root's size), read without the root lock as db_catch_up reads
- * it, and position it where the read stopped (a line being written is left to the next
- * catch-up); then the root's names are compared with the rows, as a load rescans them.
- * 0 (*n: its sessions), 1 when the journal is not whole by its stamp, or is due for
- * compaction (both the work of svc_ix_refresh, in memory), -1. */
-static int db_stream(const struct svc_store *st, const char *tmp, size_t *n)
+/* Compact the journal from the new database's rows when it is due (the in-memory readers'
+ * rule), p then positioned at the end of the new generation: 0 (also when the root cannot
+ * be written), 1 when the journal moved on meanwhile (svc_ix_refresh then reads it into
+ * memory), -1. */
+static int db_compact(const struct svc_store *st, struct svc_listdb_pos *p, struct db_feed *feed)
 {
-    struct stat rs;
+    int64_t rows = svc_listdb_count();
+    if (rows < 0)
+        return -1;
+    if (!db_compact_due((off_t)p->offset, feed->lines, rows))
+        return 0;
+    off_t at = (off_t)p->offset;
+    struct idxfile nf = {.fd = -1};
+    int rc = svc_ix_compact_from(st, p->gen, &at, db_apply_line, feed, svc_listdb_rows, &nf);
+    if (rc == 2)
+        p->offset = at; /* left uncompacted, as a reader in memory leaves it */
+    if (rc != 0)
+        return rc == 2 ? 0 : rc;
+    snprintf(p->gen, sizeof p->gen, "%s", nf.gen);
+    p->ino = st->shared ? 0 : (uint64_t)nf.sb.st_ino;
+    p->offset = nf.sb.st_size;
+    svc_logf("index: compacted the journal from the listing database (%lld to %lld bytes)",
+             (long long)at, (long long)nf.sb.st_size);
+    return 0;
+}
+
+/* Apply the whole journal to the open database, a line at a time (memory: a line and
+ * SQLite's page cache, whatever the root's size), read without the root lock as
+ * db_catch_up reads it; *p gets where the read stopped (a line being written is left to
+ * the next catch-up). 0, 1 when the journal is not whole by its stamp, -1. */
+static int db_feed_journal(const struct svc_store *st, struct svc_listdb_pos *p,
+                           struct db_feed *feed)
+{
     struct stamp s;
     struct idxfile f = {.fd = -1};
     svc_ix_stamp_peek(st, &s);
-    if (stat(st->root, &rs) != 0 || svc_ix_index_open(st, &f) != 0 ||
-        !svc_ix_stamp_matches(&s, &f, false, st->shared)) {
-        svc_ix_index_close(&f);
-        return 1;
-    }
-    struct db_feed feed = {.size = f.sb.st_size};
+    int rc = 1;
     off_t at = 0;
+    if (svc_ix_index_open(st, &f) == 0 && svc_ix_stamp_matches(&s, &f, false, st->shared)) {
+        feed->size = f.sb.st_size;
+        rc = svc_ix_lines(f.fd, f.sb.st_size, &at, db_apply_line, feed);
+    }
+    if (rc == 0 && at < (off_t)s.size)
+        rc = 1; /* the stamped part ends inside a line */
+    snprintf(p->gen, sizeof p->gen, "%s", f.gen);
+    p->ino = st->shared ? 0 : (uint64_t)f.sb.st_ino;
+    p->offset = at;
+    svc_ix_index_close(&f);
+    return rc;
+}
+
+/* Fill a new database at tmp from a whole journal (db_feed_journal), compact the journal
+ * from it when due, then compare the root's names with the rows as a load rescans them.
+ * 0 (*n: its sessions), 1 when the journal is not whole or moved on during a compaction
+ * (both the work of svc_ix_refresh, in memory), -1. */
+static int db_stream(const struct svc_store *st, const char *tmp, size_t *n)
+{
+    struct stat rs;
+    if (stat(st->root, &rs) != 0)
+        return 1;
+    struct svc_listdb_pos p = {.root_mtime = ts_ns(rs.st_mtim)};
+    struct db_feed feed = {0};
     int rc = svc_listdb_open(tmp, true) == 0 && svc_listdb_begin() == 0 ? 0 : -1;
     if (rc == 0)
-        rc = svc_ix_lines(f.fd, f.sb.st_size, &at, db_apply_line, &feed);
-    int64_t rows = rc == 0 ? svc_listdb_count() : -1;
-    if (rc == 0 && (at < (off_t)s.size || rows < 0 || db_compact_due(at, feed.lines, rows)))
-        rc = rows < 0 ? -1 : 1;
-    struct svc_listdb_pos p = {.offset = at, .root_mtime = ts_ns(rs.st_mtim)};
-    snprintf(p.gen, sizeof p.gen, "%s", f.gen);
-    p.ino = st->shared ? 0 : (uint64_t)f.sb.st_ino;
-    svc_ix_index_close(&f);
+        rc = db_feed_journal(st, &p, &feed);
+    if (rc == 0)
+        rc = db_compact(st, &p, &feed);
     struct rescan r = {0};
     if (rc == 0 && (rc = db_rescan_collect(st, &r)) == 0)
         db_rescan_apply(st, &r);

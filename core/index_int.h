@@ -106,6 +106,12 @@ int svc_ix_cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
 bool svc_ix_run_alive(const struct svc_store *st, const char *sid);
 typedef int svc_ix_line_fn(void *ctx, const char *line, size_t n, off_t at);
 int svc_ix_lines(int fd, off_t size, off_t *at, svc_ix_line_fn *fn, void *ctx);
+/* A source of rows for svc_ix_compact_from: emit called with each session's id and
+ * summary (compact JSON) in listing order; listdb.h's svc_listdb_rows is one. */
+typedef int svc_ix_rows_fn(int (*emit)(void *ectx, const char *sid, const char *summary),
+                           void *ectx);
+int svc_ix_compact_from(const struct svc_store *st, const char *gen, off_t *at,
+                        svc_ix_line_fn *line, void *ctx, svc_ix_rows_fn *rows, struct idxfile *nf);
 json_object *svc_ix_recounted(const struct svc_store *st, const char *sid, int64_t msgs,
                               const char *status);
 

@@ -739,6 +739,20 @@ int64_t svc_listdb_count(void)
     return n;
 }
 
+int svc_listdb_rows(int (*fn)(void *ctx, const char *sid, const char *summary), void *ctx)
+{
+    sqlite3_stmt *st = NULL;
+    if (!L.db || sqlite3_prepare_v2(L.db, "SELECT sid, summary FROM s ORDER BY updated DESC, sid",
+                                    -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    int rc, frc = 0;
+    while (frc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+        frc = fn(ctx, (const char *)sqlite3_column_text(st, 0),
+                 (const char *)sqlite3_column_text(st, 1));
+    sqlite3_finalize(st);
+    return frc != 0 ? frc : rc == SQLITE_DONE ? 0 : -1;
+}
+
 int svc_listdb_optimize(void)
 {
     return L.db && sqlite3_exec(L.db, "INSERT INTO t(t) VALUES ('optimize')", NULL, NULL, NULL) ==

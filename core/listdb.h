@@ -63,6 +63,9 @@ void svc_listdb_page_free(struct svc_listdb_row *rows, int n);
 /* The summary of sid (new reference) or NULL. */
 json_object *svc_listdb_summary(const char *sid);
 int64_t svc_listdb_count(void);
+/* Call fn with each row's id and summary, in listing order, until it returns nonzero
+ * (returned): the journal's compaction from a new database (index_db.c). -1 on error. */
+int svc_listdb_rows(int (*fn)(void *ctx, const char *sid, const char *summary), void *ctx);
 /* Merge the title trigram table into one segment (FTS5's optimize): a title search then
  * reads one b-tree a trigram, not one a segment. Run once a build is written (seconds at
  * 1,000,000 sessions). */

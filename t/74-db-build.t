@@ -3,7 +3,8 @@
 # issue 25) gives what the directories hold: a session directory another program copied
 # in, or removed, before the build is listed as it is (the build compares the root's names
 # with its rows); a journal mostly of superseded lines is compacted by the build (a new
-# generation, one line a session) as a load into memory compacts it.
+# generation, one line a session) as a load into memory compacts it, from the database's
+# rows.
 use strict;
 use warnings;
 use lib 't/lib';
@@ -35,6 +36,7 @@ sub built {
     is($r->{rc}, 0, 'the list answers') or diag($r->{err});
     like $r->{err}, qr/built the listing database/, '... it built the database';
     unlike $r->{err}, qr/rebuilt from the directories/, '... from the journal';
+    $h->{last_err} = $r->{err};
     my $rows = [sort map { "$_->{session_id} $_->{updated_at} "
             . ($_->{archived} ? 'archived' : 'active') } @{ jdecode($r->{out})->{sessions} }];
     return $rows;
@@ -69,6 +71,8 @@ is_deeply(built(), scan(), 'the database built from it lists the directories');
 my $short = -s $journal;
 cmp_ok $short, '<', 10000, "... and the build compacted the journal ($long -> $short bytes)";
 isnt gen_of(), $gen, '... into a new generation';
+like $h->{last_err}, qr/compacted the journal from the listing database \($long to $short bytes\)/,
+    '... from the rows of the database it built';
 is(svc($h, 'chat', 'b4', 'one more')->{rc}, 0, 'a turn after it');
 my $r = svc($h, 'sessions', 'list', '--limit', '500', '--all');
 unlike $r->{err}, qr/built the listing database/, 'the next list follows the database built';
