@@ -1200,8 +1200,11 @@ int svc_ix_refresh(const struct svc_store *st)
         svc_ix.root_mtime = rs.st_mtim;
         svc_ix.loaded = true;
     }
-    /* compact when most of the log is superseded lines */
-    if (svc_ix.fd_open && (size_t)svc_ix.offset > 2 * svc_ix.live_bytes + 65536)
+    /* compact when most of the log is superseded lines; not while this list stands in for
+     * a database being built: the build compacts it (from another generation it starts
+     * again) */
+    if (svc_ix.fd_open && !svc_ix_db.building &&
+        (size_t)svc_ix.offset > 2 * svc_ix.live_bytes + 65536)
         write_compacted(st);
     return 0;
 }

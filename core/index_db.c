@@ -314,8 +314,8 @@ static bool db_compact_due(off_t size, size_t lines, int64_t rows)
 
 /* Compact the journal from the new database's rows when it is due (the in-memory readers'
  * rule), p then positioned at the end of the new generation: 0 (also when the root cannot
- * be written), 1 when the journal moved on meanwhile (svc_ix_refresh then reads it into
- * memory), -1. */
+ * be written), 2 when the journal moved on meanwhile (another generation, a line not
+ * ours), -1. */
 static int db_compact(const struct svc_store *st, struct svc_listdb_pos *p, struct db_feed *feed)
 {
     int64_t rows = svc_listdb_count();
@@ -329,7 +329,7 @@ static int db_compact(const struct svc_store *st, struct svc_listdb_pos *p, stru
     if (rc == 2)
         p->offset = at; /* left uncompacted, as a reader in memory leaves it */
     if (rc != 0)
-        return rc == 2 ? 0 : rc;
+        return rc == 2 ? 0 : rc == 1 ? 2 : rc;
     snprintf(p->gen, sizeof p->gen, "%s", nf.gen);
     p->ino = st->shared ? 0 : (uint64_t)nf.sb.st_ino;
     p->offset = nf.sb.st_size;
@@ -365,8 +365,8 @@ static int db_feed_journal(const struct svc_store *st, struct svc_listdb_pos *p,
 
 /* Fill a new database at tmp from a whole journal (db_feed_journal), compact the journal
  * from it when due, then compare the root's names with the rows as a load rescans them.
- * 0 (*n: its sessions), 1 when the journal is not whole or moved on during a compaction
- * (both the work of svc_ix_refresh, in memory), -1. */
+ * 0 (*n: its sessions), 1 when the journal is not whole (svc_ix_refresh's work, in
+ * memory), 2 when it moved on to another generation meanwhile (streamed again), -1. */
 static int db_stream(const struct svc_store *st, const char *tmp, size_t *n)
 {
     struct stat rs;
@@ -454,8 +454,12 @@ int svc_ix_db_build(const struct svc_store *st, const char *path)
     svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
     svc_file_unlink_db(tmp);
     size_t n = 0;
-    int rc = db_stream(st, tmp, &n);
-    if (rc == 1) {
+    int rc = 2;
+    for (int i = 0; rc == 2 && i < 3; i++) {
+        svc_file_unlink_db(tmp);
+        rc = db_stream(st, tmp, &n);
+    }
+    if (rc > 0) {
         svc_file_unlink_db(tmp);
         rc = db_build_loaded(st, tmp, &n);
     }
