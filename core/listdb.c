@@ -16,7 +16,7 @@
 #include "user.h"
 #include "util.h"
 
-#define SCHEMA "1"
+#define SCHEMA "2"
 /* A title search whose rarest trigrams are together in this many titles or more walks the
  * rows in order instead of sorting the trigram table's candidates (fts_candidates). */
 #define FTS_FEW 2000
@@ -29,7 +29,8 @@
 
 /* The filters' columns beside the summary; each index serves the pages of one filter in
  * listing order (updated_at newest first, then session id), so a page reads O(page) rows;
- * titles folded for q= have a trigram table that finds matches without reading every row. */
+ * titles folded for q= have a trigram table that finds matches without reading every row,
+ * rewritten only when a title changes (each rewrite is a new FTS5 segment to search). */
 static const char tables[] =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS s(sid TEXT NOT NULL UNIQUE, updated REAL NOT NULL,"
@@ -47,7 +48,8 @@ static const char tables[] =
     " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
     "CREATE TRIGGER IF NOT EXISTS s_ad AFTER DELETE ON s BEGIN"
     " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title); END;"
-    "CREATE TRIGGER IF NOT EXISTS s_au AFTER UPDATE OF title ON s BEGIN"
+    "CREATE TRIGGER IF NOT EXISTS s_au AFTER UPDATE OF title ON s"
+    " WHEN old.title IS NOT new.title BEGIN"
     " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title);"
     " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
     "INSERT OR IGNORE INTO meta VALUES ('schema', " SCHEMA "), ('gen', ''), ('ino', 0),"
