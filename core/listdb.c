@@ -1,5 +1,6 @@
 #include "listdb.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "fold.h"
 #include "jsonx.h"
@@ -166,7 +168,8 @@ static int meta_set_int(const char *k, int64_t v)
     return rc;
 }
 
-/* This boot of the machine (the kernel's boot_id), "" when it cannot be read. */
+/* This boot of the machine (the kernel's boot_id; in test builds SVC_TEST_BOOT_ID, so that
+ * a test can reboot: docs/TESTING.md), "" when it cannot be read. */
 static const char *boot_id(void)
 {
     static char id[40];
@@ -177,15 +180,44 @@ static const char *boot_id(void)
             id[strcspn(id, "\n")] = '\0';
         if (f)
             fclose(f);
+#ifdef SVC_TEST_HOOKS
+        const char *t = getenv("SVC_TEST_BOOT_ID");
+        if (t)
+            snprintf(id, sizeof id, "%s", t);
+#endif
         read = true;
     }
     return id;
 }
 
-/* Whether the file was written in this boot, with this schema: it is written without
- * fsync (a derived file; a process that dies mid-write leaves the rollback journal, which
- * the next connection plays back), so one that lived through a crash of the machine may be
- * torn and is built anew instead. */
+/* The boot mark of a file whose every write reached the disk (svc_listdb_seal): it lives
+ * through a reboot. */
+#define SEALED "sealed"
+
+static int boot_set(const char *v)
+{
+    sqlite3_stmt *st = stmt("INSERT OR REPLACE INTO meta VALUES ('boot', ?1)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, v, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    return rc;
+}
+
+static bool boot_sealed(void)
+{
+    sqlite3_stmt *st = stmt("SELECT v = '" SEALED "' FROM meta WHERE k = 'boot'");
+    bool sealed = st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+    if (st)
+        sqlite3_reset(st);
+    return sealed;
+}
+
+/* Whether the file was written in this boot or sealed, with this schema: it is written
+ * without fsync (a derived file; a process that dies mid-write leaves the rollback journal,
+ * which the next connection plays back), so one that lived through a crash of the machine
+ * may be torn and is built anew instead. */
 static bool file_ok(void)
 {
     sqlite3_stmt *st = NULL;
@@ -202,7 +234,8 @@ static bool file_ok(void)
                 boot = svc_xstrdup(v);
         }
     sqlite3_finalize(st);
-    bool ok = schema == atoi(SCHEMA) && boot && strcmp(boot, boot_id()) == 0;
+    bool ok = schema == atoi(SCHEMA) && boot &&
+              (strcmp(boot, boot_id()) == 0 || strcmp(boot, SEALED) == 0);
     free(boot);
     return ok;
 }
@@ -226,14 +259,7 @@ static int configure(bool create)
         return -1;
     if (sqlite3_exec(L.db, tables, NULL, NULL, NULL) != SQLITE_OK)
         return -1;
-    sqlite3_stmt *st = NULL;
-    bool ok =
-        !create || (sqlite3_prepare_v2(L.db, "INSERT OR REPLACE INTO meta VALUES ('boot', ?1)", -1,
-                                       &st, NULL) == SQLITE_OK &&
-                    sqlite3_bind_text(st, 1, boot_id(), -1, SQLITE_STATIC) == SQLITE_OK &&
-                    sqlite3_step(st) == SQLITE_DONE);
-    sqlite3_finalize(st);
-    return ok ? 0 : -1;
+    return !create || boot_set(boot_id()) == 0 ? 0 : -1;
 }
 
 int svc_listdb_open(const char *path, bool create)
@@ -278,11 +304,51 @@ void svc_listdb_read_end(void)
         svc_listdb_rollback();
 }
 
+/* In a write transaction on a sealed file: the mark goes back to this boot, on the disk
+ * before any page of the write (synchronous=OFF orders nothing), so that a crash cannot
+ * leave a torn file marked sealed. */
+static int unseal(void)
+{
+    if (!boot_sealed())
+        return 0;
+    return boot_set(boot_id()) == 0 &&
+                   sqlite3_exec(L.db, "PRAGMA synchronous=FULL; COMMIT; PRAGMA synchronous=OFF;"
+                                      " BEGIN IMMEDIATE",
+                                NULL, NULL, NULL) == SQLITE_OK
+               ? 0
+               : -1;
+}
+
 int svc_listdb_begin(void)
 {
     svc_listdb_read_end();
     L.seq = 0;
-    return L.db && sqlite3_exec(L.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    if (!L.db || sqlite3_exec(L.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return -1;
+    if (unseal() != 0) {
+        svc_listdb_rollback();
+        return -1;
+    }
+    return 0;
+}
+
+int svc_listdb_seal(const char *path)
+{
+    if (svc_listdb_open(path, false) != 0)
+        return -1;
+    int fd = -1;
+    int rc = sqlite3_exec(L.db, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                         SQLITE_OK &&
+                     (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && fsync(fd) == 0 &&
+                     boot_set(SEALED) == 0 &&
+                     sqlite3_exec(L.db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK
+                 ? 0
+                 : -1;
+    if (fd >= 0)
+        close(fd);
+    svc_listdb_rollback();
+    svc_listdb_close();
+    return rc;
 }
 
 int svc_listdb_commit(void)
