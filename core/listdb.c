@@ -309,12 +309,11 @@ void svc_listdb_read_end(void)
  * leave a torn file marked sealed. */
 static int unseal(void)
 {
+    static const char synced[] =
+        "PRAGMA synchronous=FULL; COMMIT; PRAGMA synchronous=OFF; BEGIN IMMEDIATE";
     if (!boot_sealed())
         return 0;
-    return boot_set(boot_id()) == 0 &&
-                   sqlite3_exec(L.db, "PRAGMA synchronous=FULL; COMMIT; PRAGMA synchronous=OFF;"
-                                      " BEGIN IMMEDIATE",
-                                NULL, NULL, NULL) == SQLITE_OK
+    return boot_set(boot_id()) == 0 && sqlite3_exec(L.db, synced, NULL, NULL, NULL) == SQLITE_OK
                ? 0
                : -1;
 }
