@@ -873,6 +873,7 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
             master_signal(&m, sig);
         master_reap(&m);
     }
+    svc_sessions_seal(cfg);
     logmsg("stopped");
     return 0;
 }

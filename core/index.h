@@ -44,6 +44,9 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
 /* Bring this process's copy of the index up to date and sorted: a pool master calls it
  * before forking workers, so that each new worker starts with the index loaded. */
 void svc_index_warm(const struct svc_store *st);
+/* At a pool's orderly stop: flush this host's listing database to the disk and mark it so,
+ * so that it is used after a reboot instead of built anew (listdb.h svc_listdb_seal). */
+void svc_index_seal(const struct svc_store *st);
 /* svc fsck: whether the index file is whole (it matches the stamp its last writer left) and
  * holds, for every session directory and no other, the summary its sidecar gives. Returns
  * 0 when it does, 1 when not (why gets one line saying what differs), 2 when there is no

@@ -697,6 +697,18 @@ int svc_ix_db_list(const struct svc_store *st, const struct svc_list_query *q, j
     return 0;
 }
 
+void svc_index_seal(const struct svc_store *st)
+{
+    if (!st->index_dir)
+        return;
+    const char *path = svc_ix_db_path(st);
+    int lk = svc_ix_db_lock(path, ".lock", LOCK_SH);
+    if (lk >= 0 && svc_listdb_seal(path) == 0)
+        svc_logf("index: the listing database %s is on the disk (sealed)", path);
+    if (lk >= 0)
+        close(lk);
+}
+
 bool svc_index_building(void)
 {
     return svc_ix_db.building;

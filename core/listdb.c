@@ -1,5 +1,6 @@
 #include "listdb.h"
 
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include "fold.h"
 #include "jsonx.h"
@@ -16,18 +18,21 @@
 #include "user.h"
 #include "util.h"
 
-#define SCHEMA "1"
+#define SCHEMA "2"
 /* A title search whose rarest trigrams are together in this many titles or more walks the
- * rows in order instead of sorting the trigram table's candidates (fts_phrase). */
+ * rows in order instead of sorting the trigram table's candidates (fts_candidates). */
 #define FTS_FEW 2000
 /* A trigram's titles read to judge how many hold it (trigram_est), and how many of a
- * query's trigrams are judged at most (rarest_two). */
+ * query's trigrams are judged at most (rare_set). */
 #define FTS_PROBE 64
-#define FTS_PROBES 8
+#define FTS_PROBES 12
+/* A trigram in more than 1 / FTS_COMMON of the titles is left out of a search (rare_set). */
+#define FTS_COMMON 16
 
 /* The filters' columns beside the summary; each index serves the pages of one filter in
  * listing order (updated_at newest first, then session id), so a page reads O(page) rows;
- * titles folded for q= have a trigram table that finds matches without reading every row. */
+ * titles folded for q= have a trigram table that finds matches without reading every row,
+ * rewritten only when a title changes (each rewrite is a new FTS5 segment to search). */
 static const char tables[] =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS s(sid TEXT NOT NULL UNIQUE, updated REAL NOT NULL,"
@@ -45,7 +50,8 @@ static const char tables[] =
     " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
     "CREATE TRIGGER IF NOT EXISTS s_ad AFTER DELETE ON s BEGIN"
     " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title); END;"
-    "CREATE TRIGGER IF NOT EXISTS s_au AFTER UPDATE OF title ON s BEGIN"
+    "CREATE TRIGGER IF NOT EXISTS s_au AFTER UPDATE OF title ON s"
+    " WHEN old.title IS NOT new.title BEGIN"
     " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title);"
     " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
     "INSERT OR IGNORE INTO meta VALUES ('schema', " SCHEMA "), ('gen', ''), ('ino', 0),"
@@ -162,7 +168,8 @@ static int meta_set_int(const char *k, int64_t v)
     return rc;
 }
 
-/* This boot of the machine (the kernel's boot_id), "" when it cannot be read. */
+/* This boot of the machine (the kernel's boot_id; in test builds SVC_TEST_BOOT_ID, so that
+ * a test can reboot: docs/TESTING.md), "" when it cannot be read. */
 static const char *boot_id(void)
 {
     static char id[40];
@@ -173,15 +180,44 @@ static const char *boot_id(void)
             id[strcspn(id, "\n")] = '\0';
         if (f)
             fclose(f);
+#ifdef SVC_TEST_HOOKS
+        const char *t = getenv("SVC_TEST_BOOT_ID");
+        if (t)
+            snprintf(id, sizeof id, "%s", t);
+#endif
         read = true;
     }
     return id;
 }
 
-/* Whether the file was written in this boot, with this schema: it is written without
- * fsync (a derived file; a process that dies mid-write leaves the rollback journal, which
- * the next connection plays back), so one that lived through a crash of the machine may be
- * torn and is built anew instead. */
+/* The boot mark of a file whose every write reached the disk (svc_listdb_seal): it lives
+ * through a reboot. */
+#define SEALED "sealed"
+
+static int boot_set(const char *v)
+{
+    sqlite3_stmt *st = stmt("INSERT OR REPLACE INTO meta VALUES ('boot', ?1)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, v, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    return rc;
+}
+
+static bool boot_sealed(void)
+{
+    sqlite3_stmt *st = stmt("SELECT v = '" SEALED "' FROM meta WHERE k = 'boot'");
+    bool sealed = st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
+    if (st)
+        sqlite3_reset(st);
+    return sealed;
+}
+
+/* Whether the file was written in this boot or sealed, with this schema: it is written
+ * without fsync (a derived file; a process that dies mid-write leaves the rollback journal,
+ * which the next connection plays back), so one that lived through a crash of the machine
+ * may be torn and is built anew instead. */
 static bool file_ok(void)
 {
     sqlite3_stmt *st = NULL;
@@ -198,7 +234,8 @@ static bool file_ok(void)
                 boot = svc_xstrdup(v);
         }
     sqlite3_finalize(st);
-    bool ok = schema == atoi(SCHEMA) && boot && strcmp(boot, boot_id()) == 0;
+    bool ok = schema == atoi(SCHEMA) && boot &&
+              (strcmp(boot, boot_id()) == 0 || strcmp(boot, SEALED) == 0);
     free(boot);
     return ok;
 }
@@ -222,14 +259,7 @@ static int configure(bool create)
         return -1;
     if (sqlite3_exec(L.db, tables, NULL, NULL, NULL) != SQLITE_OK)
         return -1;
-    sqlite3_stmt *st = NULL;
-    bool ok =
-        !create || (sqlite3_prepare_v2(L.db, "INSERT OR REPLACE INTO meta VALUES ('boot', ?1)", -1,
-                                       &st, NULL) == SQLITE_OK &&
-                    sqlite3_bind_text(st, 1, boot_id(), -1, SQLITE_STATIC) == SQLITE_OK &&
-                    sqlite3_step(st) == SQLITE_DONE);
-    sqlite3_finalize(st);
-    return ok ? 0 : -1;
+    return !create || boot_set(boot_id()) == 0 ? 0 : -1;
 }
 
 int svc_listdb_open(const char *path, bool create)
@@ -274,11 +304,50 @@ void svc_listdb_read_end(void)
         svc_listdb_rollback();
 }
 
+/* In a write transaction on a sealed file: the mark goes back to this boot, on the disk
+ * before any page of the write (synchronous=OFF orders nothing), so that a crash cannot
+ * leave a torn file marked sealed. */
+static int unseal(void)
+{
+    static const char synced[] =
+        "PRAGMA synchronous=FULL; COMMIT; PRAGMA synchronous=OFF; BEGIN IMMEDIATE";
+    if (!boot_sealed())
+        return 0;
+    return boot_set(boot_id()) == 0 && sqlite3_exec(L.db, synced, NULL, NULL, NULL) == SQLITE_OK
+               ? 0
+               : -1;
+}
+
 int svc_listdb_begin(void)
 {
     svc_listdb_read_end();
     L.seq = 0;
-    return L.db && sqlite3_exec(L.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    if (!L.db || sqlite3_exec(L.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        return -1;
+    if (unseal() != 0) {
+        svc_listdb_rollback();
+        return -1;
+    }
+    return 0;
+}
+
+int svc_listdb_seal(const char *path)
+{
+    if (svc_listdb_open(path, false) != 0)
+        return -1;
+    int fd = -1;
+    int rc = sqlite3_exec(L.db, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE", NULL, NULL, NULL) ==
+                         SQLITE_OK &&
+                     (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && fsync(fd) == 0 &&
+                     boot_set(SEALED) == 0 &&
+                     sqlite3_exec(L.db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK
+                 ? 0
+                 : -1;
+    if (fd >= 0)
+        close(fd);
+    svc_listdb_rollback();
+    svc_listdb_close();
+    return rc;
 }
 
 int svc_listdb_commit(void)
@@ -433,8 +502,8 @@ static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const ch
                        x);
     if (qlc)
         svc_buf_adds(b, " AND instr(title, ?3) > 0");
-    if (fts) /* the trigram table's candidates (fts_phrase) */
-        svc_buf_adds(b, " AND rowid IN (SELECT rowid FROM t WHERE t MATCH ?4)");
+    if (fts) /* the trigram table's candidates (fts_candidates) */
+        svc_buf_adds(b, " AND rowid IN (SELECT value FROM json_each(?4))");
     for (size_t i = 0; i < q->ntags; i++)
         svc_buf_printf(b, " AND instr(tags, ?%zu) > 0", 10 + i);
     if (after)
@@ -461,21 +530,24 @@ static int64_t max_rowid(void)
     return r;
 }
 
-/* A title search's bounds: FTS_FEW and FTS_PROBE (in test builds SVC_TEST_FTS_FEW=<n> and
- * half of it, so that a test's few titles take both paths: docs/TESTING.md), the titles
- * (the largest rowid) and the page's rows. */
+/* A title search's bounds: FTS_FEW, FTS_PROBE and FTS_COMMON (in test builds
+ * SVC_TEST_FTS_FEW=<n>, half of it and n titles, so that a test's few titles take every
+ * path: docs/TESTING.md), the titles (the largest rowid) and the page's rows. */
 struct fts_lim {
     int64_t few, probe, rows, limit;
+    double common; /* a trigram in this many titles or more is common */
 };
 
 static struct fts_lim fts_lim(int limit)
 {
-    struct fts_lim l = {FTS_FEW, FTS_PROBE, max_rowid(), limit};
+    struct fts_lim l = {FTS_FEW, FTS_PROBE, max_rowid(), limit, 0};
+    l.common = (double)l.rows / FTS_COMMON;
 #ifdef SVC_TEST_HOOKS
     const char *v = getenv("SVC_TEST_FTS_FEW");
     if (v && atoi(v) >= 2) {
         l.few = atoi(v);
         l.probe = l.few / 2;
+        l.common = (double)l.few;
     }
 #endif
     return l;
@@ -488,17 +560,32 @@ static bool fts_few(double m, struct fts_lim l)
     return m < (double)l.few && m * m < (double)l.limit * (double)l.rows;
 }
 
-/* How many titles match FTS5 query m, counted up to few (the count stops there). */
-static int64_t fts_count(const char *m, int64_t few)
+/* The rowids of the titles that match FTS5 query m as a JSON array, when fts_few holds for
+ * their number (read up to few); else NULL. The page then reads those rows alone. */
+static char *fts_rowids(const char *m, struct fts_lim l)
 {
-    sqlite3_stmt *st = stmt("SELECT count(*) FROM (SELECT 1 FROM t WHERE t MATCH ?1 LIMIT ?2)");
+    sqlite3_stmt *st = stmt("SELECT rowid FROM t WHERE t MATCH ?1 LIMIT ?2");
     if (!st)
-        return few;
+        return NULL;
     sqlite3_bind_text(st, 1, m, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, few);
-    int64_t d = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : few;
+    sqlite3_bind_int64(st, 2, l.few);
+    int64_t *v = svc_xcalloc((size_t)l.few + 1, sizeof *v), n = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < l.few)
+        v[n++] = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
-    return d;
+    char *json = NULL;
+    if (rc == SQLITE_DONE && fts_few((double)n, l)) {
+        struct svc_buf b;
+        svc_buf_init(&b);
+        svc_buf_adds(&b, "[");
+        for (int64_t i = 0; i < n; i++)
+            svc_buf_printf(&b, i ? ",%lld" : "%lld", (long long)v[i]);
+        svc_buf_adds(&b, "]");
+        json = svc_buf_steal(&b);
+    }
+    free(v);
+    return json;
 }
 
 /* One of q's trigrams (p, n bytes) and about how many titles hold it (est): exact below
@@ -544,28 +631,57 @@ static const char *trigram_end(const char *p)
     return p;
 }
 
-/* Keeps t in best if it is one of the two rarest so far (best[0] the rarest; a tie goes
- * to the one judged first). */
-static void keep_rarer(struct trigram best[2], const struct trigram *t)
-{
-    if (!best[0].p || t->est < best[0].est) {
-        best[1] = best[0];
-        best[0] = *t;
-    } else if (!best[1].p || t->est < best[1].est) {
-        best[1] = *t;
-    }
-}
+/* The trigrams of q judged so far (at most FTS_PROBES) and which of them a search asks for. */
+struct trigram_set {
+    struct trigram t[FTS_PROBES];
+    bool keep[FTS_PROBES];
+    int n, kept;
+    double expect; /* titles expected to hold every kept one, as if independent */
+};
 
 static bool same_trigram(const struct trigram *a, const struct trigram *b)
 {
-    return a->p && a->n == b->n && memcmp(a->p, b->p, b->n) == 0;
+    return a->n == b->n && memcmp(a->p, b->p, b->n) == 0;
 }
 
-/* The two rarest of q's trigrams (best[0] the rarest), judging at most FTS_PROBES of them:
- * every third from the last back to the first, which together cover q, the later first (a
- * query's end is often its telling part: "session 47" of titles that all say "session").
- * It stops at two judged in fewer than few titles, or one in none. */
-static void rarest_two(const char *qlc, struct fts_lim l, struct trigram best[2])
+/* Judge q's trigram at p (unless judged already) and keep it unless common. Whether the
+ * set is done: the kept ones are expected together in under one title, or one is in none. */
+static bool judge(struct trigram_set *s, const char *p, struct fts_lim l)
+{
+    struct trigram t = {p, (size_t)(trigram_end(p) - p), 0};
+    for (int k = 0; k < s->n; k++)
+        if (same_trigram(&s->t[k], &t))
+            return false;
+    trigram_est(&t, l.rows, l.probe);
+    int k = s->n++;
+    s->t[k] = t;
+    if (t.est < l.common) {
+        s->keep[k] = true;
+        s->kept++;
+        s->expect *= t.est / (double)(l.rows > 0 ? l.rows : 1);
+    }
+    return t.est < 1 || (s->kept > 0 && s->expect < 1) || s->n == FTS_PROBES;
+}
+
+/* With no trigram of q uncommon, its two rarest: their titles counted then decide. */
+static void keep_two_rarest(struct trigram_set *s)
+{
+    for (int pass = 0; pass < 2 && s->kept < s->n; pass++) {
+        int r = -1;
+        for (int k = 0; k < s->n; k++)
+            if (!s->keep[k] && (r < 0 || s->t[k].est < s->t[r].est))
+                r = k;
+        s->keep[r] = true;
+        s->kept++;
+    }
+}
+
+/* The trigrams of q a search asks the trigram table for: every third from the last back
+ * to the first, which together cover q, the later first (a query's end is often its
+ * telling part: "session 47" of titles that all say "session"); then, when some are
+ * uncommon but not yet telling, the ones between them. Common ones are left out (their
+ * long lists cost more than they cut) unless none is uncommon (keep_two_rarest). */
+static void rare_set(const char *qlc, struct fts_lim l, struct trigram_set *s)
 {
     const char **at = svc_xcalloc(strlen(qlc) + 1, sizeof *at); /* where each trigram starts */
     size_t n = 0;
@@ -574,58 +690,51 @@ static void rarest_two(const char *qlc, struct fts_lim l, struct trigram best[2]
         for (p++; (*p & 0xC0) == 0x80; p++) /* the next code point */
             ;
     }
-    for (size_t k = 0, i = n - 1; n > 0; k++) {
-        struct trigram t = {at[i], (size_t)(trigram_end(at[i]) - at[i]), 0};
-        if (!same_trigram(&best[0], &t) && !same_trigram(&best[1], &t)) {
-            trigram_est(&t, l.rows, l.probe);
-            keep_rarer(best, &t);
-        }
-        if (i == 0 || k + 1 == FTS_PROBES || best[0].est < 1 ||
-            (best[1].p && fts_few(best[1].est, l)))
-            break;
-        i = i >= 3 ? i - 3 : 0;
-    }
+    s->expect = (double)l.rows;
+    bool done = false;
+    for (size_t i = n; i > 0 && !done; i = i > 3 ? i - 3 : 0)
+        done = judge(s, at[i - 1], l);
+    for (size_t i = n; i > 0 && !done && s->kept > 0; i--)
+        if ((n - i) % 3 != 0)
+            done = judge(s, at[i - 1], l);
+    if (s->kept == 0 && s->n > 0)
+        keep_two_rarest(s);
     free(at);
 }
 
-/* q as an FTS5 query when it is selective: its two rarest trigrams (rarest_two), both
- * required, when few titles hold both (fts_few; counted unless the rarest's exact count
- * says so); else NULL (the page then walks the rows in order, checking each title,
- * and fills soon). Every title holding q holds those two; the page's instr() keeps only
- * the titles that hold q, so which two are taken changes the speed, never the answer (q
- * as one phrase, or a common trigram beside a rare one, reads the common one's list). */
-static char *fts_phrase(const char *qlc, int limit)
+/* The titles that may hold q, as fts_rowids' JSON array, when they are few: those holding
+ * every trigram rare_set keeps; else NULL (the page then walks the rows in order, checking
+ * each title, and fills soon). Every title holding q holds those trigrams; the page's
+ * instr() keeps only the titles that hold q, so which are asked for changes the speed,
+ * never the answer. */
+static char *fts_candidates(const char *qlc, int limit)
 {
     struct fts_lim l = fts_lim(limit);
-    struct trigram best[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
-    rarest_two(qlc, l, best);
-    if (!best[0].p)
+    struct trigram_set s = {.n = 0};
+    rare_set(qlc, l, &s);
+    if (s.kept == 0)
         return NULL;
-    bool known = best[0].est < (double)l.probe && fts_few(best[0].est, l);
-    if (known && !fts_few(best[1].est, l))
-        best[1].p = NULL; /* the rarest alone: fewer candidates than the common one's seeks */
     struct svc_buf b;
     svc_buf_init(&b);
-    for (int t = 0; t < 2 && best[t].p; t++) {
-        if (t)
-            svc_buf_adds(&b, " ");
-        fts_quote(&b, best[t].p, best[t].n);
-    }
-    if (!known && !fts_few((double)fts_count(b.data, l.few), l)) {
-        svc_buf_free(&b);
-        return NULL;
-    }
-    return svc_buf_steal(&b);
+    for (int k = 0; k < s.n; k++)
+        if (s.keep[k]) {
+            if (b.len)
+                svc_buf_adds(&b, " ");
+            fts_quote(&b, s.t[k].p, s.t[k].n);
+        }
+    char *rowids = fts_rowids(b.data, l);
+    svc_buf_free(&b);
+    return rowids;
 }
 
 static int page_bind(sqlite3_stmt *st, const struct svc_list_query *q, const char *qlc, double cu,
-                     const char *csid, int limit, const char *phrase,
+                     const char *csid, int limit, const char *rowids,
                      char (*needles)[SVC_TAG_LEN_MAX * 4 + 3])
 {
     sqlite3_bind_text(st, 1, q->status, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, q->owner, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, qlc, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, phrase, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, rowids, -1, SQLITE_STATIC);
     for (size_t i = 0; i < q->ntags && i < SVC_TAGS_MAX; i++) {
         snprintf(needles[i], sizeof needles[i], "\x1f%s\x1f", q->tags[i]);
         sqlite3_bind_text(st, (int)(10 + i), needles[i], -1, SQLITE_STATIC);
@@ -665,18 +774,18 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     *n = 0;
     if (!L.db || q->ntags > SVC_TAGS_MAX)
         return -1;
-    char *phrase = qlc && svc_utf8_len(qlc) >= 3 ? fts_phrase(qlc, limit) : NULL;
+    char *rowids = qlc && svc_utf8_len(qlc) >= 3 ? fts_candidates(qlc, limit) : NULL;
     struct svc_buf sql;
     svc_buf_init(&sql);
-    page_sql(&sql, q, qlc, csid != NULL, phrase != NULL);
+    page_sql(&sql, q, qlc, csid != NULL, rowids != NULL);
     sqlite3_stmt *st = page_stmt(&sql);
     if (!st) {
-        free(phrase);
+        free(rowids);
         return -1;
     }
     int rc;
     char needles[SVC_TAGS_MAX][SVC_TAG_LEN_MAX * 4 + 3];
-    page_bind(st, q, qlc, cu, csid, limit, phrase, needles);
+    page_bind(st, q, qlc, cu, csid, limit, rowids, needles);
     struct svc_listdb_row *v = svc_xcalloc((size_t)limit + 1, sizeof *v);
     int k = 0;
     while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -692,7 +801,7 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     bool ok = rc == SQLITE_ROW || rc == SQLITE_DONE;
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
-    free(phrase);
+    free(rowids);
     if (!ok) {
         svc_listdb_page_free(v, k);
         return -1;

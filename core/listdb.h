@@ -40,12 +40,16 @@ int svc_listdb_open(const char *path, bool create);
 /* Whether a database is open, and whether its file is still the one at path. */
 bool svc_listdb_current(const char *path);
 void svc_listdb_close(void);
+/* Flush the file at path to the disk and mark it sealed: it is then used after a reboot
+ * (else it is built anew) until the next write lifts the mark. 0, or -1. */
+int svc_listdb_seal(const char *path);
 /* Drop the connection without closing it: a forked child's, which is its parent's. */
 void svc_listdb_forget(void);
 /* One read transaction over the statements until svc_listdb_read_end (one lock and check
  * of the file instead of one a statement); svc_listdb_begin ends it first. */
 int svc_listdb_read_begin(void);
 void svc_listdb_read_end(void);
+/* A write transaction (BEGIN IMMEDIATE); on a sealed file the seal is lifted first. */
 int svc_listdb_begin(void);
 int svc_listdb_commit(void);
 void svc_listdb_rollback(void);

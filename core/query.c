@@ -370,6 +370,15 @@ void svc_sessions_warm(const struct svc_config *cfg)
     svc_index_warm(&st);
 }
 
+void svc_sessions_seal(const struct svc_config *cfg)
+{
+    if (!cfg->sessions.enabled)
+        return;
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    svc_index_seal(&st);
+}
+
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
                     struct svc_err *err)
 {

@@ -35,6 +35,8 @@ int64_t svc_sessions_count(const struct svc_config *cfg);
 /* Load the listing index in this process (a pool master does, before forking workers, so
  * they inherit it instead of each reading it at its first list). */
 void svc_sessions_warm(const struct svc_config *cfg);
+/* At a pool's orderly stop, after its workers: keep the listing index across a reboot. */
+void svc_sessions_seal(const struct svc_config *cfg);
 /* The summary (sidecar without schema_version, message_count true to the files).
  * *out may be shared with a per-process memo of the last summary computed: the caller
  * reads it and releases its reference (json_object_put), and never modifies it.

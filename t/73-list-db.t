@@ -65,6 +65,18 @@ my $db = $db[0];
 ok -s $db, '... and it is not empty';
 is_deeply listing($s, undef, '&q=ZEBRA1'), [grep { $_->[3] =~ /zebra1/i } @{ scan() }],
     'a title search (q=, folded) equals the titles that contain it';
+SKIP: {
+    skip 'no sqlite3 program', 3 unless system('sqlite3 -version >/dev/null 2>&1') == 0;
+    # the trigram table's segments: each rewrite of a title's trigrams adds one to search
+    my $segs = sub { my $n = `sqlite3 '$db' 'SELECT count(*) FROM t_data'`; chomp $n; $n };
+    my $before = $segs->();
+    for (1 .. 3) { chat('ld-02', "another turn $_"); listing($s) }
+    is $segs->(), $before, 'turns that keep a title leave the trigram table as it was';
+    is $s->req(PATCH => "$api/ld-02", body => { title => 'Renamed okapi' })->{status}, 200,
+        'a rename';
+    is_deeply [map { $_->[0] } @{ listing($s, undef, '&q=okapi') }], ['ld-02'],
+        '... is found by its new title';
+}
 my $arch = $s->req(POST => "$api/ld-03/archive");
 is $arch->{status}, 200, 'archive one';
 my $plain = $s->req(GET => "$api?limit=100")->{json}{sessions};
@@ -143,4 +155,32 @@ ok $seen, 'a session copied into a large root is listed once the background resc
 is_deeply listing($b), scan(), '... and the pages equal the directories';
 
 unlike $b->log, qr/AddressSanitizer|runtime error/, 'no sanitizer report';
+$b->stop;
+
+# a reboot (SVC_TEST_BOOT_ID): the database of a pool that stopped in order is used as it
+# is; one that a write touched after that, and the machine then crashed, is built anew
+SKIP: {
+    skip 'no sqlite3 program', 10 unless system('sqlite3 -version >/dev/null 2>&1') == 0;
+    my $mark = sub { my $v = `sqlite3 '$db' "SELECT v FROM meta WHERE k = 'boot'"`; chomp $v; $v };
+    is $mark->(), 'sealed', 'a pool that stopped in order leaves its database sealed';
+    like $b->log, qr/listing database \Q$db\E is on the disk \(sealed\)/, '... and says so';
+    my $r = SvcTest->start(workers => 2, home => $home, env => { SVC_TEST_BOOT_ID => 'boot-2' });
+    my %h;
+    is_deeply listing($r, \%h), scan(), 'after a reboot the pages are whole';
+    ok !exists $h{'x-svc-index'}, '... from the sealed database at once (no building header)';
+    unlike $r->log, qr/building the listing database|built the listing database|cannot be used/,
+        '... which is not built anew';
+    is $mark->(), 'sealed', '... and reading it leaves the mark';
+    is $r->req(POST => '/api/chat', body => { session_id => 'ld-02', message => 'after the reboot' })
+        ->{status}, 200, 'a turn after the reboot';
+    listing($r);
+    is $mark->(), 'boot-2', 'the first write after it lifts the mark';
+    kill 'KILL', -$r->{pid}; # the machine crashes: nothing is flushed or sealed
+    $r->stop;
+    my $c = SvcTest->start(workers => 2, home => $home, env => { SVC_TEST_BOOT_ID => 'boot-3' });
+    is_deeply listing($c), scan(), 'after the crash and a reboot the pages are whole';
+    like $c->log, qr/listing database \Q$db\E cannot be used|built the listing database/,
+        '... from a database built anew';
+    $c->stop;
+}
 done_testing();
