@@ -33,7 +33,10 @@ void bar_draw(void *ctx, size_t done, size_t total, uint64_t bytes)
     if (total == 0) {
         char hb[32];
         bar_human(bytes, hb, sizeof hb);
-        fprintf(b->to, "\r%s: %s   ", b->what, hb);
+        if (b->bytes)
+            fprintf(b->to, "\r%s: %s   ", b->what, hb);
+        else
+            fprintf(b->to, "\r%s: %zu sessions   ", b->what, done);
         fflush(b->to);
         b->shown = true;
         return;

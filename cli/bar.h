@@ -21,7 +21,8 @@ struct bar {
 /* A bar named what on to; false (and a bar that draws nothing) when to is not a terminal. */
 bool bar_init(struct bar *b, FILE *to, const char *what, bool bytes);
 /* The progress callback of core (struct svc_export_progress): ctx is the bar. total 0:
- * nothing to count sessions against yet (an import reading its bundle): bytes alone. */
+ * nothing to count sessions against yet: bytes alone (an import reading its bundle), or
+ * the sessions done alone on a bar without bytes (an export applying its filters). */
 void bar_draw(void *ctx, size_t done, size_t total, uint64_t bytes);
 /* n bytes for a person: "512 B", "1.5 KB", "40.1 MB", "1.20 GB". */
 void bar_human(uint64_t n, char *out, size_t outsz);

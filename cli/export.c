@@ -80,7 +80,11 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     struct svc_err err;
     struct svc_export *ex = NULL;
     json_object *res = NULL;
+    struct bar sb;
+    struct svc_export_progress sp = {bar_draw, &sb};
+    req.selecting = bar_init(&sb, stdout, "export: selecting", false) ? &sp : NULL;
     int rc = svc_export_prepare(cfg, &req, &ex, &err);
+    bar_end(&sb);
     free(ids);
     free(sts);
     if (rc != 0)

@@ -127,7 +127,7 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
 static int select_filtered(struct svc_export *ex, const struct svc_export_request *req,
                            double after, double before, struct svc_err *err)
 {
-    size_t cap = 0;
+    size_t cap = 0, seen = 0;
     char *cursor = NULL;
     int rc = -1;
     for (;;) {
@@ -165,6 +165,9 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
                 add_sid(ex, sid, &cap);
             json_object_put(s);
         }
+        seen += list ? json_object_array_length(list) : 0;
+        if (req->selecting)
+            req->selecting->fn(req->selecting->ctx, seen, 0, 0);
         const char *next = svc_json_str(page, "next_cursor", NULL);
         free(cursor);
         cursor = next ? svc_xstrdup(next) : NULL;

@@ -40,6 +40,9 @@ struct svc_export_request {
     bool allow_partial;      /* a session that cannot be read is left out, not a failure */
     const char *owner;       /* NULL: any session; else only its own (core/user.h), and a
                               * named session of another owner is not found */
+    const struct svc_export_progress *selecting; /* NULL, or told after each page of the
+                                                  * listing how many sessions the filters
+                                                  * looked at (total 0) */
 };
 
 /* Called after each session and at the end (done == total). */

@@ -94,10 +94,11 @@ rmdir $lk or die "rmdir $lk: $!";
 
 # ---- a progress bar on a terminal (script(1) gives svc one) ----
 SKIP: {
-    skip 'script(1) not installed', 2 unless system('script -V >/dev/null 2>&1') == 0;
+    skip 'script(1) not installed', 3 unless system('script -V >/dev/null 2>&1') == 0;
     local $ENV{SVC_HOME} = $src->{home};
     my $cmd = svc_bin() . " export --include-archived --out $tmp/tty";
     my $tty = `script -qec '$cmd' /dev/null`;
+    like $tty, qr{\rexport: selecting: 3 sessions }, 'a terminal sees the sessions counted while selected';
     like $tty, qr{\rexport \[#+\.*\] \d+/3 sessions, [\d.]+ [KM]?B}, 'a terminal gets the progress bar';
     like $tty, qr/exported 3 sessions/, 'and the counts at the end';
 }
