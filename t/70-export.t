@@ -14,6 +14,7 @@ use Encode ();
 use File::Path qw(make_path);
 use File::Temp qw(tempdir);
 use SvcTest;
+use SvcCliTest ();
 
 my $home = SvcTest->make_home('');
 SvcTest::write_file("$home/agents.yaml", SvcTest::with_defaults(
@@ -371,8 +372,7 @@ $s2->stop;
 {
     my $n = 600;
     my $home4 = SvcTest->make_home('');
-    my $gen = "$tmp/gen_sessions";
-    is system('cc', '-O2', '-o', $gen, SvcTest::repo() . '/bench/gen_sessions.c'), 0, 'gen_sessions built';
+    my $gen = SvcCliTest::gen_sessions_bin($tmp);
     is system($gen, "$home4/agents/native_sessions", 'many-', 0, $n, 20), 0, "$n sessions of 20 messages";
     my $s4 = SvcTest->start(home => $home4, workers => 1);
     my $d = $s4->req(POST => '/api/v1/chat/sessions/export', body => { download => JSON::PP::true });

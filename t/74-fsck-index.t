@@ -13,8 +13,7 @@ use File::Temp ();
 use SvcCliTest;
 
 my $tmp = File::Temp::tempdir('svc-t-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-my $gen = "$tmp/gen_sessions";
-is(system('cc', '-O2', '-o', $gen, "$FindBin::Bin/../bench/gen_sessions.c"), 0, 'gen_sessions built');
+my $gen = gen_sessions_bin($tmp);
 
 sub gen { my ($h, $first, $n) = @_; system($gen, $h->{root}, 's-', $first, $n, 2) == 0 or die "gen_sessions" }
 sub index_finding {
@@ -69,10 +68,7 @@ for my $db (1, 0) {
 
 # memory: fsck's peak RSS (GNU time) at 1,000 sessions and at 8,000
 SKIP: {
-    skip 'GNU time (/usr/bin/time) not installed', 4
-        unless system('/usr/bin/time -f %M true >/dev/null 2>&1') == 0;
-    skip 'a sanitizer build (its allocator keeps what is freed)', 4
-        if `nm -A @{[svc_bin()]} 2>/dev/null` =~ /__asan_init/;
+    skip peak_rss_unreadable(), 4 if peak_rss_unreadable();
     my $h = new_home(sessions_extra => "  index_db: false\n");
     my $peak = sub {
         my $out = "$tmp/time.out";

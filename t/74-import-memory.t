@@ -9,17 +9,12 @@ use lib 't/lib';
 use Test::More;
 use File::Temp qw(tempdir);
 use SvcCliTest;
-use SvcTest ();
 
 my $time = '/usr/bin/time';
-plan skip_all => "$time (GNU time) is needed to read a child's peak RSS" unless -x $time;
-# AddressSanitizer keeps freed memory in quarantine: the RSS says nothing of what is live
-plan skip_all => 'a sanitizer build' if `nm -A @{[svc_bin()]} 2>/dev/null` =~ /__asan_init/;
+plan skip_all => peak_rss_unreadable() if peak_rss_unreadable();
 
 my $tmp = tempdir('svc-impmem-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-my $gen = "$tmp/gen_sessions";
-is system('cc', '-O2', '-o', $gen, SvcTest::repo() . '/bench/gen_sessions.c'), 0,
-    'gen_sessions built';
+my $gen = gen_sessions_bin($tmp);
 
 # A .tar.gz bundle of n sessions of 2 messages.
 sub bundle_of {

@@ -14,13 +14,29 @@ no warnings "exec";
 
 our @EXPORT = qw(new_home svc svc_bg svc_wait slurp spit jdecode jencode json_file py
   python_redump native_dir msg_dir msg_ids tree_listing TS_RE svc_bin sidecar_path
-  test_hooks_built);
+  test_hooks_built gen_sessions_bin peak_rss_unreadable);
 
 use constant TS_RE => qr/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00$/;
 
 my $BUILD = $ENV{SVC_BUILD} // 'build';
 
 sub svc_bin { File::Spec->rel2abs("$BUILD/svc") }
+
+# bench/gen_sessions.c built in $dir: the program's path (dies when cc fails).
+sub gen_sessions_bin {
+    my ($dir) = @_;
+    my $src = File::Spec->rel2abs(__FILE__) =~ s{t/lib/SvcCliTest\.pm\z}{bench/gen_sessions.c}r;
+    system('cc', '-O2', '-o', "$dir/gen_sessions", $src) == 0 or die "cc $src failed\n";
+    return "$dir/gen_sessions";
+}
+
+# Why a child's peak RSS (GNU time's %M) says nothing here, or undef when it can be read:
+# no /usr/bin/time, or a sanitizer build, whose allocator keeps what is freed.
+sub peak_rss_unreadable {
+    return 'GNU time (/usr/bin/time) is needed to read a peak RSS' unless -x '/usr/bin/time';
+    return 'a sanitizer build' if `nm -A @{[svc_bin()]} 2>/dev/null` =~ /__asan_init/;
+    return undef;
+}
 
 # Whether build/svc carries the crash hook (make TEST_HOOKS=1; `make test` builds so).
 sub test_hooks_built {
