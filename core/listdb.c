@@ -692,7 +692,7 @@ static void rare_set(const char *qlc, struct fts_lim l, struct trigram_set *s)
     }
     s->expect = (double)l.rows;
     bool done = false;
-    for (size_t i = n; i > 0 && !done; i = i > 3 ? i - 3 : 0)
+    for (size_t i = n; i > 0 && !done; i = i > 3 ? i - 3 : i > 1 ? 1 : 0)
         done = judge(s, at[i - 1], l);
     for (size_t i = n; i > 0 && !done && s->kept > 0; i--)
         if ((n - i) % 3 != 0)
