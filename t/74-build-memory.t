@@ -14,6 +14,7 @@ use SvcTest ();
 
 my $time = '/usr/bin/time';
 plan skip_all => peak_rss_unreadable() if peak_rss_unreadable();
+plan skip_all => 'no listing database with sessions.cache: off' if SvcTest::cache_off();
 
 my $tmp = tempdir('svc-dbmem-XXXXXX', TMPDIR => 1, CLEANUP => 1);
 my $gen = gen_sessions_bin($tmp);
