@@ -729,13 +729,45 @@ static void test_scan_gate(void)
 #endif
 }
 
-/* Read every session directory into the entries; *sc keeps those read, each with its mark. */
-static int scan_dirs(const struct svc_store *st, struct scanned **sc, size_t *nsc)
+/* A rebuild's progress, kept in its build lock file (fd) so that a list it holds up can say
+ * how far it is: "<read> <total>" at offset 0, written every PROGRESS_EVERY sessions. */
+#define PROGRESS_EVERY 1000
+
+static void progress_put(int fd, size_t done, size_t total)
+{
+    char line[48];
+    int n = snprintf(line, sizeof line, "%20zu %20zu\n", done, total);
+    if (fd >= 0 && pwrite(fd, line, (size_t)n, 0) != n)
+        return; /* a count not shown: the list's answer says less, nothing else */
+}
+
+/* The progress of the rebuild another process holds the build lock for: 0, or -1 when it
+ * has not counted the root's sessions yet (a total of 0). */
+static int progress_get(const struct svc_store *st, size_t *done, size_t *total)
+{
+    char *p = svc_store_root_path(st, SVC_F_INDEX_BUILD);
+    int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+    free(p);
+    char line[48] = "";
+    ssize_t n = fd >= 0 ? pread(fd, line, sizeof line - 1, 0) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return -1;
+    line[n] = '\0';
+    return sscanf(line, "%zu %zu", done, total) == 2 && *total > 0 ? 0 : -1;
+}
+
+/* Read every session directory into the entries; *sc keeps those read, each with its mark.
+ * bfd: the build lock file, for the progress (-1: none). */
+static int scan_dirs(const struct svc_store *st, int bfd, struct scanned **sc, size_t *nsc)
 {
     if (scan_names(st, sc, nsc) != 0)
         return -1;
     size_t kept = 0;
     for (size_t i = 0; i < *nsc; i++) {
+        if (i % PROGRESS_EVERY == 0)
+            progress_put(bfd, i, *nsc);
         struct scanned *s = &(*sc)[i];
         json_object *sum =
             svc_store_session_mark(st, s->sid, &s->m) == 0 ? svc_ix_summary_of(st, s->sid) : NULL;
@@ -749,6 +781,7 @@ static int scan_dirs(const struct svc_store *st, struct scanned **sc, size_t *ns
         if (i % 100000 == 99999)
             svc_logf("index: reading the directories: %zu of %zu sessions", i + 1, *nsc);
     }
+    progress_put(bfd, *nsc, *nsc);
     *nsc = kept;
     test_scan_gate();
     return 0;
@@ -836,8 +869,12 @@ static int build_lock(const struct svc_store *st, int lockfd, bool may_wait)
     char *p = svc_store_root_path(st, SVC_F_INDEX_BUILD);
     int fd = p ? open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
     free(p);
-    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0)
+    if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+        progress_put(fd, 0, 0); /* the last rebuild's count is not this one's */
         return fd;
+    }
+    if (fd < 0)
+        return -1;
     if (errno != EWOULDBLOCK || !may_wait) {
         close(fd);
         return -1;
@@ -863,7 +900,7 @@ static int read_dirs(const struct svc_store *st, int lockfd, bool may_wait)
     size_t nsc = 0;
     if (lockfd >= 0)
         flock(lockfd, LOCK_UN);
-    int rc = scan_dirs(st, &sc, &nsc);
+    int rc = scan_dirs(st, b, &sc, &nsc);
     if (lockfd >= 0) {
         relock(lockfd);
         if (rc == 0)
@@ -1544,6 +1581,20 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     return 0;
 }
 
+/* index_building, with how far the other process's rebuild is when it has counted. */
+static int building_err(const struct svc_store *st, struct svc_err *err)
+{
+    size_t done, total;
+    if (progress_get(st, &done, &total) != 0)
+        return svc_err_set(err, SVC_E_INDEX_BUILDING,
+                           "another process is rebuilding the session index from the "
+                           "directories; retry in a few seconds");
+    return svc_err_set(err, SVC_E_INDEX_BUILDING,
+                       "another process is rebuilding the session index from the directories "
+                       "(%zu of %zu sessions read); retry in a few seconds",
+                       done, total);
+}
+
 int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
                    json_object **stale, struct svc_err *err)
 {
@@ -1566,9 +1617,7 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     int refreshed = svc_ix_refresh(st);
     wait_briefly = false;
     if (refreshed != 0 && errno == EAGAIN)
-        return svc_err_set(err, SVC_E_INDEX_BUILDING,
-                           "another process is rebuilding the session index from the "
-                           "directories; retry in a few seconds");
+        return building_err(st, err);
     if (refreshed != 0)
         return svc_err_errno(err, "list sessions");
     int rc = list_page(st, q, out, stale, err);

@@ -3,7 +3,8 @@
 # svc never indexed) reads every session without the root lock: turns, new sessions and
 # deletions and archives made meanwhile neither wait for it nor get lost. A test hook
 # (SVC_TEST_INDEX_SCAN_GATE) holds the rebuild once it has read every session while the
-# writes run; the list after it must equal the directories.
+# writes run; the list after it must equal the directories. A list held up meanwhile says how
+# far the rebuild is.
 use strict;
 use warnings;
 use FindBin;
@@ -71,6 +72,7 @@ is(timed_svc('sessions', 'archive', 'r3')->{rc}, 0, 'an archive does not wait fo
 my $l = timed_svc('sessions', 'list');
 is($l->{rc}, 1, 'a list meanwhile waits a bounded time, then fails');
 like($l->{err}, qr/rebuilding the session index/, '... saying another process rebuilds the index');
+like($l->{err}, qr/\(6 of 6 sessions read\)/, '... and how far it is (held once all 6 are read)');
 
 open my $fh, '>', $gate or die;
 close $fh;
