@@ -16,6 +16,7 @@
 #include "bundle_out.h"
 #include "feedback.h"
 #include "fsio.h"
+#include "idlist.h"
 #include "jsonx.h"
 #include "query.h"
 #include "snapshot.h"
@@ -26,7 +27,7 @@
 struct svc_export {
     const struct svc_config *cfg;
     struct svc_store st;
-    char **sids;
+    struct svc_idlist *ids; /* the selection, sorted once prepared: on disk, not in memory */
     size_t nsids;
     char *dest; /* resolved destination directory (NULL for a download) */
     bool tar;
@@ -54,9 +55,7 @@ void svc_export_free(struct svc_export *ex)
 {
     if (!ex)
         return;
-    for (size_t i = 0; i < ex->nsids; i++)
-        free(ex->sids[i]);
-    free(ex->sids);
+    svc_idlist_free(ex->ids);
     free(ex->dest);
     json_object_put(ex->selection);
     json_object_put(ex->left_out);
@@ -67,17 +66,11 @@ void svc_export_free(struct svc_export *ex)
 
 /* ---- selection ---- */
 
-static void add_sid(struct svc_export *ex, const char *sid, size_t *cap)
-{
-    if (ex->nsids == *cap) {
-        size_t nc = *cap ? *cap * 2 : 64;
-        char **nv = svc_xrealloc(ex->sids, nc * sizeof *nv);
-        ex->sids = nv;
-        *cap = nc;
-    }
-    ex->sids[ex->nsids] = svc_xstrdup(sid);
-    ex->nsids++;
-}
+/* The named selection's "session_ids" holds this until the manifest is written: the ids
+ * then come from ex->ids, a line at a time. A C string has no NUL, so its text, "\u0000",
+ * is nothing else's in the manifest's head. */
+#define IDS_MARK "\0"
+#define IDS_MARK_TEXT "\"\\u0000\""
 
 static bool status_ok(const char *s)
 {
@@ -91,7 +84,6 @@ static bool status_ok(const char *s)
 static int select_named(struct svc_export *ex, const struct svc_export_request *req,
                         struct svc_err *err)
 {
-    size_t cap = 0;
     struct svc_buf missing;
     svc_buf_init(&missing);
     size_t nmissing = 0;
@@ -101,17 +93,15 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
             svc_buf_free(&missing);
             return -1;
         }
-        bool dup = false;
-        for (size_t k = 0; k < ex->nsids && !dup; k++)
-            dup = strcmp(ex->sids[k], sid) == 0;
-        if (dup)
-            continue;
         if (!svc_store_session_exists(&ex->st, sid) ||
             svc_session_visible(ex->cfg, req->owner, sid, false, NULL) != 0) {
             svc_buf_printf(&missing, "%s%s", nmissing++ ? ", " : "", sid);
             continue;
         }
-        add_sid(ex, sid, &cap);
+        if (svc_idlist_add(ex->ids, sid, err) != 0) { /* a repeated one is kept once */
+            svc_buf_free(&missing);
+            return -1;
+        }
     }
     if (nmissing) {
         svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session%s not found: %.400s",
@@ -123,16 +113,42 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
     return 0;
 }
 
+/* Whether the listed summary s passes the request's filters. */
+static bool row_selected(const struct svc_export_request *req, json_object *s, double after,
+                         double before)
+{
+    if (!req->include_archived && svc_json_bool(s, "archived", false))
+        return false;
+    if (req->n_statuses) {
+        bool hit = false;
+        for (size_t k = 0; k < req->n_statuses && !hit; k++)
+            hit = strcmp(svc_json_str(s, "status", "idle"), req->statuses[k]) == 0;
+        if (!hit)
+            return false;
+    }
+    double t = 0;
+    if ((req->updated_after || req->updated_before) &&
+        svc_time_parse_iso(svc_json_str(s, "updated_at", ""), &t) != 0)
+        return false;
+    if (req->updated_after && !(t > after))
+        return false;
+    return !(req->updated_before && !(t < before));
+}
+
 /* Every session of the listing index that matches the filters. */
 static int select_filtered(struct svc_export *ex, const struct svc_export_request *req,
                            double after, double before, struct svc_err *err)
 {
-    size_t cap = 0, seen = 0;
+    size_t seen = 0;
     char *cursor = NULL;
     int rc = -1;
     for (;;) {
-        struct svc_list_query q = {
-            .limit = 100, .cursor = cursor, .include_archived = true, .owner = req->owner};
+        /* the stored counts: the files are read anyway, a stat a row would only slow it */
+        struct svc_list_query q = {.limit = SVC_LIST_LIMIT_MAX,
+                                   .cursor = cursor,
+                                   .include_archived = true,
+                                   .owner = req->owner,
+                                   .stored_counts = true};
         json_object *page = NULL;
         if (svc_sessions_list(ex->cfg, &q, &page, err) != 0)
             goto out;
@@ -144,26 +160,14 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
             if (!txt || svc_json_parse(txt, strlen(txt), &s, NULL) != 0)
                 continue;
             const char *sid = svc_json_str(s, "session_id", "");
-            bool keep = svc_id_valid(sid);
-            if (keep && !req->include_archived && svc_json_bool(s, "archived", false))
-                keep = false;
-            if (keep && req->n_statuses) {
-                bool hit = false;
-                for (size_t k = 0; k < req->n_statuses && !hit; k++)
-                    hit = strcmp(svc_json_str(s, "status", "idle"), req->statuses[k]) == 0;
-                keep = hit;
-            }
-            double t = 0;
-            if (keep && (req->updated_after || req->updated_before) &&
-                svc_time_parse_iso(svc_json_str(s, "updated_at", ""), &t) != 0)
-                keep = false;
-            if (keep && req->updated_after && !(t > after))
-                keep = false;
-            if (keep && req->updated_before && !(t < before))
-                keep = false;
-            if (keep)
-                add_sid(ex, sid, &cap);
+            int r = svc_id_valid(sid) && row_selected(req, s, after, before)
+                        ? svc_idlist_add(ex->ids, sid, err)
+                        : 0;
             json_object_put(s);
+            if (r != 0) {
+                json_object_put(page);
+                goto out;
+            }
         }
         seen += list ? json_object_array_length(list) : 0;
         if (req->selecting)
@@ -300,13 +304,16 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
     ex->tar = req->tar || req->download;
     ex->allow_partial = req->allow_partial;
     ex->left_out = json_object_new_array();
+    if (svc_idlist_new(&ex->ids, err) != 0)
+        goto fail;
     if (req->n_session_ids ? select_named(ex, req, err) != 0
                            : select_filtered(ex, req, after, before, err) != 0)
         goto fail;
     if (!req->download && check_dest(ex, req, err) != 0)
         goto fail;
-    if (ex->nsids > 1)
-        qsort(ex->sids, ex->nsids, sizeof *ex->sids, svc_cmp_strp);
+    if (svc_idlist_sort(ex->ids, err) != 0)
+        goto fail;
+    ex->nsids = svc_idlist_count(ex->ids);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -317,11 +324,8 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
     svc_time_now_iso(ex->created_at);
     /* the selection as the manifest records it */
     json_object *sel = json_object_new_object();
-    if (req->n_session_ids) {
-        json_object *a = json_object_new_array();
-        for (size_t i = 0; i < ex->nsids; i++)
-            json_object_array_add(a, json_object_new_string(ex->sids[i]));
-        svc_json_set(sel, "session_ids", a);
+    if (req->n_session_ids) { /* the ids are written from ex->ids (manifest_head) */
+        svc_json_set(sel, "session_ids", json_object_new_string_len(IDS_MARK, 1));
     } else {
         svc_json_set_bool(sel, "include_archived", req->include_archived);
         json_object *a = json_object_new_array();
@@ -554,8 +558,42 @@ out:
     return rc;
 }
 
+/* The head's text (n bytes of txt) into f, the named ids written where IDS_MARK_TEXT stands,
+ * as the dumper would have written them (jsonx.c: an id needs no escape, svc_id_valid):
+ * each on a line two spaces deeper than the key's, the bracket at the key's depth. */
+static int manifest_head(struct svc_export *ex, FILE *f, const char *txt, size_t n,
+                         struct svc_err *err)
+{
+    const char *mark = strstr(txt, IDS_MARK_TEXT);
+    if (!mark || (size_t)(mark - txt) >= n) {
+        fwrite(txt, 1, n, f);
+        return 0;
+    }
+    const char *line = mark;
+    while (line > txt && line[-1] != '\n')
+        line--;
+    int depth = (int)strspn(line, " ");
+    fwrite(txt, 1, (size_t)(mark - txt), f);
+    if (svc_idlist_rewind(ex->ids, err) != 0)
+        return -1;
+    const char *sid;
+    int got;
+    size_t k = 0;
+    while ((got = svc_idlist_next(ex->ids, &sid, err)) == 1)
+        fprintf(f, "%s\n%*s\"%s\"", k++ ? "," : "[", depth + 2, "", sid);
+    if (got < 0)
+        return -1;
+    if (k)
+        fprintf(f, "\n%*s]", depth, "");
+    else
+        fputs("[]", f);
+    const char *rest = mark + strlen(IDS_MARK_TEXT);
+    fwrite(rest, 1, n - (size_t)(rest - txt), f);
+    return 0;
+}
+
 /* manifest.json into a spool, returns its fd (the caller closes). */
-static int manifest_build(const struct svc_export *ex, struct svc_bout *o, int64_t msgs,
+static int manifest_build(struct svc_export *ex, struct svc_bout *o, int64_t msgs,
                           json_object *warnings, struct svc_err *err)
 {
     int fd = svc_bout_spool(o->spooldir, err);
@@ -589,8 +627,12 @@ static int manifest_build(const struct svc_export *ex, struct svc_bout *o, int64
     n = n ? n - 1 : 0;
     while (n > 0 && (txt[n - 1] == '\n' || txt[n - 1] == ' '))
         n--;
-    fwrite(txt, 1, n, f);
+    int rc = manifest_head(ex, f, txt, n, err);
     free(txt);
+    if (rc != 0) {
+        fclose(f);
+        return -1;
+    }
     fputs(",\n  \"files\": [", f);
     rewind(o->list);
     char *line = NULL;
@@ -710,10 +752,14 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
     if (svc_bout_agg_open(o, err) != 0 || svc_bout_dir(o, "transcripts", o->now, err) != 0 ||
         svc_bout_dir(o, "native", o->now, err) != 0)
         return -1;
-    for (size_t i = 0; i < ex->nsids; i++) {
+    if (svc_idlist_rewind(ex->ids, err) != 0)
+        return -1;
+    const char *sid;
+    int got;
+    for (size_t i = 0; (got = svc_idlist_next(ex->ids, &sid, err)) == 1; i++) {
         struct svc_snap s;
         memset(&s, 0, sizeof s);
-        s.sid = ex->sids[i];
+        s.sid = sid;
         s.warnings = warnings;
         struct svc_err serr;
         int64_t m = 0;
@@ -735,6 +781,8 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         if (pg && pg->fn)
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
+    if (got < 0)
+        return -1;
     if (left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0)
         return -1;
     if (svc_bout_agg_close(o, err) != 0)

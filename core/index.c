@@ -1497,11 +1497,12 @@ static bool entry_matches(const struct entry *e, const struct svc_list_query *q,
 }
 
 /* The summary of a page's entry e as raw JSON (text: its line read with the page, or
- * NULL), recounted when another program added a message file since; NULL if unreadable. */
-static json_object *page_summary(const struct svc_store *st, const struct entry *e,
-                                 const char *text)
+ * NULL), recounted when another program added a message file since (unless q says not);
+ * NULL if unreadable. */
+static json_object *page_summary(const struct svc_store *st, const struct svc_list_query *q,
+                                 const struct entry *e, const char *text)
 {
-    json_object *raw = svc_ix_recounted(st, e->sid, e->msgs, e->status);
+    json_object *raw = q->stored_counts ? NULL : svc_ix_recounted(st, e->sid, e->msgs, e->status);
     if (raw)
         return raw;
     if (text)
@@ -1547,7 +1548,7 @@ static int list_page(const struct svc_store *st, const struct svc_list_query *q,
     bool unreadable = false;
     for (int k = 0; k < np && !unreadable; k++) {
         const struct entry *e = page[k];
-        json_object *raw = page_summary(st, e, text[k]);
+        json_object *raw = page_summary(st, q, e, text[k]);
         if (!raw) {
             svc_logf("index: the summary of session %s could not be read", e->sid);
             unreadable = true;

@@ -33,6 +33,8 @@ struct svc_list_query {
     const char *pinned;      /* NULL, "true" or "false" */
     const char *const *tags; /* ntags tags the session must all have (labels.h) */
     size_t ntags;
+    bool stored_counts; /* message_count as the index holds it, not recounted (a stat a
+                         * row): for a caller that reads the files anyway (an export) */
 };
 
 void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary);

@@ -649,10 +649,12 @@ int svc_ix_db_ready(const struct svc_store *st, int *lk)
     return -1;
 }
 
-/* A page row's summary: the stored text spliced in as it is, or recounted (recounted). */
-static json_object *db_row_summary(const struct svc_store *st, const struct svc_listdb_row *r)
+/* A page row's summary: the stored text spliced in as it is, or recounted (recounted)
+ * unless q says not. */
+static json_object *db_row_summary(const struct svc_store *st, const struct svc_list_query *q,
+                                   const struct svc_listdb_row *r)
 {
-    json_object *raw = svc_ix_recounted(st, r->sid, r->msgs, r->status);
+    json_object *raw = q->stored_counts ? NULL : svc_ix_recounted(st, r->sid, r->msgs, r->status);
     return raw ? raw : svc_json_new_raw(r->summary);
 }
 
@@ -676,7 +678,7 @@ int svc_ix_db_list(const struct svc_store *st, const struct svc_list_query *q, j
         return 1;
     json_object *list = json_object_new_array();
     for (int k = 0; k < n && k < limit; k++) {
-        json_object_array_add(list, db_row_summary(st, &rows[k]));
+        json_object_array_add(list, db_row_summary(st, q, &rows[k]));
         if (stale && strcmp(rows[k].status, "running") == 0 && !svc_ix_run_alive(st, rows[k].sid)) {
             if (!*stale)
                 *stale = json_object_new_array();

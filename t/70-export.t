@@ -392,6 +392,43 @@ $s2->stop;
     $s4->stop;
 }
 
+# ---- the selection: counts from the files, not the listing; named ids sorted, once each ----
+{
+    my $home5 = SvcTest->make_home('');
+    my $gen = SvcCliTest::gen_sessions_bin($tmp);
+    is system($gen, "$home5/agents/native_sessions", 'sel-', 0, 3, 2), 0, '3 sessions of 2 messages';
+    my $s5 = SvcTest->start(home => $home5, workers => 1);
+    is $s5->req(GET => '/api/v1/chat/sessions')->{json}{sessions}[0]{message_count}, 2,
+        'listed with 2 messages';
+    # another program (a Strands agent) adds a third message: the listing learns it at its
+    # next list, the export (which no longer asks the listing to recount) from the files
+    my $md = "$home5/agents/native_sessions/session_sel-000001/agents/agent_svc-agent/messages";
+    SvcTest::write_file("$md/message_2.json", slurp("$md/message_0.json") =~ s/"message_id": 0/"message_id": 2/r);
+    my $d = $s5->req(POST => '/api/v1/chat/sessions/export', body => { download => JSON::PP::true });
+    is $d->{status}, 200, 'sel: downloaded';
+    SvcTest::write_file("$tmp/sel.tar.gz", $d->{body} // '');
+    make_path("$tmp/sel");
+    is system('tar', '-xzf', "$tmp/sel.tar.gz", '-C', "$tmp/sel"), 0, 'sel: extracted';
+    my ($top) = listing("$tmp/sel");
+    my $m = check_bundle("$tmp/sel/$top", 'sel');
+    is $m->{message_count}, 7, 'sel: the message added behind svc counted';
+    my %count = map { $_->{session_id} => $_->{message_count} }
+        @{ $J->decode(slurp("$tmp/sel/$top/sessions.json")) };
+    is $count{'sel-000001'}, 3, 'sel: its summary counts 3';
+    $d = $s5->req(POST => '/api/v1/chat/sessions/export',
+                  body => { download => JSON::PP::true,
+                            session_ids => ['sel-000002', 'sel-000000', 'sel-000002'] });
+    is $d->{status}, 200, 'named: downloaded';
+    SvcTest::write_file("$tmp/named.tar.gz", $d->{body} // '');
+    make_path("$tmp/named");
+    is system('tar', '-xzf', "$tmp/named.tar.gz", '-C', "$tmp/named"), 0, 'named: extracted';
+    ($top) = listing("$tmp/named");
+    like slurp("$tmp/named/$top/manifest.json"),
+        qr/\n  "selection": \{\n    "session_ids": \[\n      "sel-000000",\n      "sel-000002"\n    \]\n  \},\n  "warnings": \[\],\n/,
+        'named: the manifest lists the ids sorted, once each, indented as the rest';
+    $s5->stop;
+}
+
 # ---- sessions disabled ----
 $s->stop;
 my $s3 = SvcTest->start(config => "sessions:\n  enabled: false\n");
