@@ -117,8 +117,7 @@ static uint64_t fnv1a(const char *s)
     return h ^ (h >> 29);
 }
 
-/* How many buckets for total records: about BUCKET_RECORDS each, within the open files. */
-static size_t bucket_count(size_t total)
+size_t svc_fileset_buckets(size_t total)
 {
     size_t n = total / BUCKET_RECORDS + 1, max = BUCKETS_MAX;
     struct rlimit rl;
@@ -221,7 +220,7 @@ static int join_bucket(FILE *fa, FILE *fb, svc_fileset_fn fn, void *ctx, struct 
 int svc_fileset_join(struct svc_fileset *a, struct svc_fileset *b, svc_fileset_fn fn, void *ctx,
                      struct svc_err *err)
 {
-    size_t nb = bucket_count(a->n + b->n);
+    size_t nb = svc_fileset_buckets(a->n + b->n);
     FILE **bk = svc_xcalloc(nb * 2, sizeof *bk);
     int rc = 0;
     for (size_t i = 0; i < nb * 2 && rc == 0; i++)
