@@ -21,6 +21,7 @@ struct svc_idtab {
     uint64_t why_end;
     size_t n, nb;
     size_t *start; /* nb + 1: where each bucket's records begin */
+    size_t *next;  /* nb: the record after the one found last in each bucket */
 };
 
 /* A record on disk (zeroed first: a record changed is told by its bytes). */
@@ -92,6 +93,7 @@ void svc_idtab_free(struct svc_idtab *t)
         if (fs[i])
             fclose(fs[i]);
     free(t->start);
+    free(t->next);
     free(t);
 }
 
@@ -320,6 +322,7 @@ int svc_idtab_fold(struct svc_idtab *t, svc_idtab_fn fn, void *ctx, struct svc_e
         rc = split(t, bk, nb, err);
     t->nb = nb;
     t->start = svc_xcalloc(nb + 1, sizeof *t->start);
+    t->next = svc_xcalloc(nb, sizeof *t->next);
     for (size_t i = 0; i < nb && rc == 0; i++) {
         t->start[i] = t->n;
         rc = fold_bucket(t, bk[i], fn, ctx, err);
@@ -327,11 +330,24 @@ int svc_idtab_fold(struct svc_idtab *t, svc_idtab_fn fn, void *ctx, struct svc_e
         bk[i] = NULL;
     }
     t->start[nb] = t->n;
+    memcpy(t->next, t->start, nb * sizeof *t->next);
     for (size_t i = 0; i < nb; i++)
         if (bk[i])
             fclose(bk[i]);
     free(bk);
     return rc;
+}
+
+/* Compare key with record at (read into *d): <0, 0, >0, or 2 with err set. */
+static int probe(struct svc_idtab *t, const char *key, size_t at, struct drec *d,
+                 struct svc_err *err)
+{
+    if (pread_all(t->tab, d, sizeof *d, (uint64_t)at * sizeof *d) != 0) {
+        svc_err_errno(err, "read temporary file");
+        return 2;
+    }
+    int c = strncmp(key, d->id, sizeof d->id);
+    return c < 0 ? -1 : c > 0;
 }
 
 int svc_idtab_find(struct svc_idtab *t, const char *id, size_t n, struct svc_idrec *r,
@@ -342,21 +358,30 @@ int svc_idtab_find(struct svc_idtab *t, const char *id, size_t n, struct svc_idr
         return 0;
     memcpy(key, id, n);
     key[n] = '\0';
-    size_t b = id_hash(key) % t->nb, lo = t->start[b], hi = t->start[b + 1];
+    size_t b = id_hash(key) % t->nb, lo = t->start[b], hi = t->start[b + 1], at = t->next[b];
     struct drec d;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (pread_all(t->tab, &d, sizeof d, (uint64_t)mid * sizeof d) != 0)
-            return svc_err_errno(err, "read temporary file");
-        int c = strncmp(key, d.id, sizeof d.id);
-        if (c == 0)
-            return from_disk(t, &d, mid, r, err) == 0 ? 1 : -1;
+    int c = 1;
+    if (at < hi) { /* ids looked up in order (a bundle's): the one after the last, first */
+        c = probe(t, key, at, &d, err);
         if (c < 0)
-            hi = mid;
-        else
-            lo = mid + 1;
+            hi = at;
+        else if (c > 0)
+            lo = at + 1;
     }
-    return 0;
+    while (c != 0 && c != 2 && lo < hi) {
+        at = lo + (hi - lo) / 2;
+        c = probe(t, key, at, &d, err);
+        if (c < 0)
+            hi = at;
+        else if (c > 0)
+            lo = at + 1;
+    }
+    if (c == 2)
+        return -1;
+    if (c != 0)
+        return 0;
+    t->next[b] = at + 1;
+    return from_disk(t, &d, at, r, err) == 0 ? 1 : -1;
 }
 
 /* fn on each record of one chunk read at i; the chunk written back when one changed. */
