@@ -202,15 +202,18 @@ int svc_idtab_put(struct svc_idtab *t, struct svc_idrec *r, struct svc_err *err)
     return 0;
 }
 
-/* Copy every event to the bucket of its id's hash, then give the events' disk back. */
-static int split(struct svc_idtab *t, FILE **bk, size_t nb, struct svc_err *err)
+/* Copy every event to the bucket of its id's hash (counted in cnt), then give the events'
+ * disk back. */
+static int split(struct svc_idtab *t, FILE **bk, size_t *cnt, size_t nb, struct svc_err *err)
 {
     if (fflush(t->ev) != 0 || fseeko(t->ev, 0, SEEK_SET) != 0)
         return svc_err_errno(err, "read temporary file");
     struct ev e;
     int got, rc = 0;
     while (rc == 0 && (got = ev_read(t->ev, &e)) == 1) {
-        if (ev_write(bk[id_hash(e.id) % nb], e.id, strlen(e.id), e.num, e.state, e.why) != 0)
+        size_t k = id_hash(e.id) % nb;
+        cnt[k]++;
+        if (ev_write(bk[k], e.id, strlen(e.id), e.num, e.state, e.why) != 0)
             rc = svc_err_errno(err, "write temporary file");
         free(e.id);
         free(e.why);
@@ -246,9 +249,12 @@ static void bucket_free(struct bucket *b)
     free(b->out);
 }
 
-/* Read a bucket's events whole, sorted by id, then by the order they were noted in. */
-static int bucket_load(FILE *f, struct bucket *b, struct svc_err *err)
+/* Read a bucket's n events whole (an array of that size), sorted by id, then by the order
+ * they were noted in. */
+static int bucket_load(FILE *f, size_t n, struct bucket *b, struct svc_err *err)
 {
+    b->cap = n;
+    b->v = svc_xmalloc((n ? n : 1) * sizeof *b->v);
     if (fflush(f) != 0 || fseeko(f, 0, SEEK_SET) != 0)
         return svc_err_errno(err, "read temporary file");
     struct ev e;
@@ -280,12 +286,12 @@ static int bucket_flush(struct svc_idtab *t, struct bucket *b, struct svc_err *e
 }
 
 /* One bucket's events, one record an id, onto the end of the table. */
-static int fold_bucket(struct svc_idtab *t, FILE *f, svc_idtab_fn fn, void *ctx,
+static int fold_bucket(struct svc_idtab *t, FILE *f, size_t n, svc_idtab_fn fn, void *ctx,
                        struct svc_err *err)
 {
     struct bucket b = {0};
     b.out = svc_xmalloc(CHUNK * sizeof *b.out);
-    int rc = bucket_load(f, &b, err);
+    int rc = bucket_load(f, n, &b, err);
     struct svc_idrec r;
     for (size_t i = 0, k; rc == 0 && i < b.n; i = k) {
         memset(&r, 0, sizeof r);
@@ -314,18 +320,19 @@ int svc_idtab_fold(struct svc_idtab *t, svc_idtab_fn fn, void *ctx, struct svc_e
         return svc_err_set(err, SVC_E_IO, "idtab: folded twice");
     size_t nb = svc_fileset_buckets(t->nev);
     FILE **bk = svc_xcalloc(nb, sizeof *bk);
+    size_t *cnt = svc_xcalloc(nb, sizeof *cnt);
     int rc = 0;
     for (size_t i = 0; i < nb && rc == 0; i++)
         if (!(bk[i] = svc_fileset_tmpfile(err)))
             rc = -1;
     if (rc == 0)
-        rc = split(t, bk, nb, err);
+        rc = split(t, bk, cnt, nb, err);
     t->nb = nb;
     t->start = svc_xcalloc(nb + 1, sizeof *t->start);
     t->next = svc_xcalloc(nb, sizeof *t->next);
     for (size_t i = 0; i < nb && rc == 0; i++) {
         t->start[i] = t->n;
-        rc = fold_bucket(t, bk[i], fn, ctx, err);
+        rc = fold_bucket(t, bk[i], cnt[i], fn, ctx, err);
         fclose(bk[i]); /* its disk back at once */
         bk[i] = NULL;
     }
@@ -335,6 +342,7 @@ int svc_idtab_fold(struct svc_idtab *t, svc_idtab_fn fn, void *ctx, struct svc_e
         if (bk[i])
             fclose(bk[i]);
     free(bk);
+    free(cnt);
     return rc;
 }
 
