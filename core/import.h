@@ -29,6 +29,8 @@ struct svc_import_options {
     struct svc_export_progress progress;
 };
 
+struct svc_idtab;
+
 enum svc_import_outcome { SVC_IMPORT_IMPORTED, SVC_IMPORT_SKIPPED, SVC_IMPORT_FAILED };
 
 struct svc_import_report {
