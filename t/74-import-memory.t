@@ -1,13 +1,14 @@
 #!/usr/bin/perl
 # `svc import` in bounded memory (issue 25): checking a bundle of 20,000 sessions (--dry-run)
-# peaks within 2 MB of checking one of 1,000. Before core/idtab.c a record a session and the
-# report's ids stayed in memory, about 165 bytes a session: 3.5 to 4.8 MB more here (and before
+# peaks within 2.5 MB of checking one of 1,000 (956 and 1,652 KB more in two runs: malloc's
+# heap and the buckets' fill vary). Before core/idtab.c a record a session and the report's
+# ids stayed in memory, about 165 bytes a session: 3.5 to 4.8 MB more here (and before
 # core/fileset.c the manifest was parsed whole, about 13 KB a session). A real import of
 # 1,000 sessions peaks near its check; SVC_TEST_IMPORT_BIG=1 also imports the 20,000 for
-# real and bounds it the same way (placing 20,000 sessions of small files takes 10 to 45 s
-# on a shared 2-core machine, too long for every run). The skipped and failed sessions read
-# back from disk: t/71-import.t. Each bundle is a .tar.gz of bench/gen_sessions.c's
-# sessions of one message, exported by `svc export`.
+# real and bounds it (placing 20,000 sessions of small files takes 10 to 45 s more on a
+# shared 2-core machine, too long for every run). The skipped and failed sessions read back
+# from disk: t/71-import.t. Each bundle is a .tar.gz of bench/gen_sessions.c's sessions of
+# one message, exported by `svc export`.
 use strict;
 use warnings;
 use lib 't/lib';
@@ -57,7 +58,7 @@ my %tgz = map { $_ => bundle_of($_) } $SMALL, $LARGE;
 my $small = import_rss($SMALL, $tgz{$SMALL}, 1);
 my $large = import_rss($LARGE, $tgz{$LARGE}, 1);
 my $more = $large - $small;
-cmp_ok $more, '<', 2048, "checking 20,000 sessions takes less than 2 MB more than 1,000 "
+cmp_ok $more, '<', 2560, "checking 20,000 sessions takes less than 2.5 MB more than 1,000 "
     . "(took $more KB)";
 my $real = import_rss($SMALL, $tgz{$SMALL}, 0);
 cmp_ok $real - $small, '<', 3072, "an import of 1,000 peaks within 3 MB of its check ($real KB)";
