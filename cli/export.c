@@ -139,6 +139,31 @@ static int chatgpt_report(json_object *rep, bool dry_run)
     return 0;
 }
 
+static void print_outcome(void *ctx, const char *sid, const char *reason)
+{
+    fprintf(stderr, "svc: %s %s: %s\n", (const char *)ctx, sid, reason);
+}
+
+/* The counts of a bundle's import, its skipped then failed sessions on stderr as the report
+ * reads them back from its temporary file. */
+static int bundle_report(struct svc_import_report *rep, bool dry_run)
+{
+    struct svc_err err;
+    if (rep->note)
+        fprintf(stderr, "svc: note: %s\n", rep->note);
+    if (svc_import_each(rep, SVC_IMPORT_SKIPPED, print_outcome, "skipped", &err) != 0 ||
+        svc_import_each(rep, SVC_IMPORT_FAILED, print_outcome, "failed", &err) != 0) {
+        svc_import_report_free(rep);
+        return fail(&err);
+    }
+    printf("%s %zu sessions, skipped %zu, failed %zu (bundle %s)\n",
+           dry_run ? "would import" : "imported", rep->imported, rep->skipped, rep->failed,
+           rep->export_id ? rep->export_id : "?");
+    int rc = rep->failed ? 1 : 0;
+    svc_import_report_free(rep);
+    return rc;
+}
+
 int cmd_import(struct svc_config *cfg, int argc, char **argv)
 {
     struct svc_import_options opt;
@@ -170,32 +195,11 @@ int cmd_import(struct svc_config *cfg, int argc, char **argv)
     }
     struct svc_err err;
     json_object *rep = NULL;
+    struct svc_import_report brep;
     int rc = from ? svc_chatgpt_import(cfg, bundle, &opt, &rep, &err)
-                  : svc_import(cfg, bundle, &opt, &rep, &err);
+                  : svc_import(cfg, bundle, &opt, &brep, &err);
     bar_end(&b);
     if (rc != 0)
         return fail(&err);
-    if (from)
-        return chatgpt_report(rep, opt.dry_run);
-    const char *note = svc_json_str(rep, "note", NULL);
-    if (note)
-        fprintf(stderr, "svc: note: %s\n", note);
-    static const char *kinds[2] = {"skipped", "failed"};
-    for (int k = 0; k < 2; k++) {
-        json_object *a = svc_json_arr(rep, kinds[k]);
-        for (size_t i = 0; a && i < json_object_array_length(a); i++) {
-            json_object *e = json_object_array_get_idx(a, i);
-            fprintf(stderr, "svc: %s %s: %s\n", kinds[k], svc_json_str(e, "session_id", "?"),
-                    svc_json_str(e, "reason", "?"));
-        }
-    }
-    json_object *imp = svc_json_arr(rep, "imported");
-    json_object *sk = svc_json_arr(rep, "skipped");
-    json_object *fl = svc_json_arr(rep, "failed");
-    size_t nf = fl ? json_object_array_length(fl) : 0;
-    printf("%s %zu sessions, skipped %zu, failed %zu (bundle %s)\n",
-           opt.dry_run ? "would import" : "imported", imp ? json_object_array_length(imp) : 0,
-           sk ? json_object_array_length(sk) : 0, nf, svc_json_str(rep, "export_id", "?"));
-    json_object_put(rep);
-    return nf ? 1 : 0;
+    return from ? chatgpt_report(rep, opt.dry_run) : bundle_report(&brep, opt.dry_run);
 }

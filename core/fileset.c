@@ -117,8 +117,7 @@ static uint64_t fnv1a(const char *s)
     return h ^ (h >> 29);
 }
 
-/* How many buckets for total records: about BUCKET_RECORDS each, within the open files. */
-static size_t bucket_count(size_t total)
+size_t svc_fileset_buckets(size_t total)
 {
     size_t n = total / BUCKET_RECORDS + 1, max = BUCKETS_MAX;
     struct rlimit rl;
@@ -128,8 +127,9 @@ static size_t bucket_count(size_t total)
     return n < max ? n : max;
 }
 
-/* Copy every record of f to bucket (hash of its path) of bk (side 0) or bk + nb (side 1). */
-static int split(struct svc_fileset *f, FILE **bk, size_t nb, struct svc_err *err)
+/* Copy every record of f to bucket (hash of its path) of bk (side 0) or bk + nb (side 1),
+ * counting them in cnt. */
+static int split(struct svc_fileset *f, FILE **bk, size_t *cnt, size_t nb, struct svc_err *err)
 {
     if (fflush(f->f) != 0 || fseeko(f->f, 0, SEEK_SET) != 0)
         return svc_err_errno(err, "read temporary file");
@@ -137,9 +137,12 @@ static int split(struct svc_fileset *f, FILE **bk, size_t nb, struct svc_err *er
     char *buf = NULL;
     size_t cap = 0;
     int got, rc = 0;
-    while (rc == 0 && (got = rec_read(f->f, &r, &buf, &cap)) == 1)
-        if (rec_write(bk[fnv1a(r.path) % nb], r.path, strlen(r.path), r.bytes, r.sha) != 0)
+    while (rc == 0 && (got = rec_read(f->f, &r, &buf, &cap)) == 1) {
+        size_t k = fnv1a(r.path) % nb;
+        cnt[k]++;
+        if (rec_write(bk[k], r.path, strlen(r.path), r.bytes, r.sha) != 0)
             rc = svc_err_errno(err, "write temporary file");
+    }
     free(buf);
     if (rc == 0 && got < 0)
         rc = svc_err_errno(err, "read temporary file");
@@ -159,9 +162,12 @@ static int cmp_rec(const void *a, const void *b)
                   ((const struct svc_fileset_rec *)b)->path);
 }
 
-/* Read a bucket whole, sorted by path. */
-static int side_load(FILE *f, struct side *s, struct svc_err *err)
+/* Read a bucket of n records whole (its array of that size: no doubling's slack), sorted by
+ * path. */
+static int side_load(FILE *f, size_t n, struct side *s, struct svc_err *err)
 {
+    s->cap = n;
+    s->v = svc_xmalloc((n ? n : 1) * sizeof *s->v);
     if (fflush(f) != 0 || fseeko(f, 0, SEEK_SET) != 0)
         return svc_err_errno(err, "read temporary file");
     struct svc_fileset_rec r;
@@ -192,12 +198,13 @@ static void side_free(struct side *s)
 }
 
 /* Walk both sorted sides of one bucket together, one fn call per path. */
-static int join_bucket(FILE *fa, FILE *fb, svc_fileset_fn fn, void *ctx, struct svc_err *err)
+static int join_bucket(FILE *fa, size_t na, FILE *fb, size_t nb, svc_fileset_fn fn, void *ctx,
+                       struct svc_err *err)
 {
     struct side a = {0}, b = {0};
-    int rc = side_load(fa, &a, err);
+    int rc = side_load(fa, na, &a, err);
     if (rc == 0)
-        rc = side_load(fb, &b, err);
+        rc = side_load(fb, nb, &b, err);
     size_t i = 0, k = 0;
     while (rc == 0 && (i < a.n || k < b.n)) {
         const char *p = i == a.n                         ? b.v[k].path
@@ -221,18 +228,19 @@ static int join_bucket(FILE *fa, FILE *fb, svc_fileset_fn fn, void *ctx, struct 
 int svc_fileset_join(struct svc_fileset *a, struct svc_fileset *b, svc_fileset_fn fn, void *ctx,
                      struct svc_err *err)
 {
-    size_t nb = bucket_count(a->n + b->n);
+    size_t nb = svc_fileset_buckets(a->n + b->n);
     FILE **bk = svc_xcalloc(nb * 2, sizeof *bk);
+    size_t *cnt = svc_xcalloc(nb * 2, sizeof *cnt);
     int rc = 0;
     for (size_t i = 0; i < nb * 2 && rc == 0; i++)
         if (!(bk[i] = svc_fileset_tmpfile(err)))
             rc = -1;
     if (rc == 0)
-        rc = split(a, bk, nb, err);
+        rc = split(a, bk, cnt, nb, err);
     if (rc == 0)
-        rc = split(b, bk + nb, nb, err);
+        rc = split(b, bk + nb, cnt + nb, nb, err);
     for (size_t i = 0; i < nb && rc == 0; i++) {
-        rc = join_bucket(bk[i], bk[nb + i], fn, ctx, err);
+        rc = join_bucket(bk[i], cnt[i], bk[nb + i], cnt[nb + i], fn, ctx, err);
         fclose(bk[i]);
         fclose(bk[nb + i]);
         bk[i] = bk[nb + i] = NULL;
@@ -241,5 +249,6 @@ int svc_fileset_join(struct svc_fileset *a, struct svc_fileset *b, svc_fileset_f
         if (bk[i])
             fclose(bk[i]);
     free(bk);
+    free(cnt);
     return rc;
 }

@@ -35,6 +35,9 @@ size_t svc_fileset_count(const struct svc_fileset *f);
 int svc_fileset_join(struct svc_fileset *a, struct svc_fileset *b, svc_fileset_fn fn, void *ctx,
                      struct svc_err *err);
 void svc_fileset_free(struct svc_fileset *f);
+/* How many buckets for total records: about 16,384 each, within the open files (two a
+ * bucket; core/idtab.c splits the same way). */
+size_t svc_fileset_buckets(size_t total);
 /* A temporary file of the same place, already unlinked (nothing left even if killed). */
 FILE *svc_fileset_tmpfile(struct svc_err *err);
 

@@ -14,6 +14,7 @@
 
 #include "fileset.h"
 #include "fsio.h"
+#include "idtab.h"
 #include "index.h"
 #include "jsonx.h"
 #include "jstream.h"
@@ -188,21 +189,8 @@ static uint64_t file_fp(const char *rel, uint64_t bytes, const char *sha)
 
 /* ---- sessions of the bundle ---- */
 
-enum { S_IMPORT, S_SKIP, S_FAIL };
-
-/* A session of the bundle: its id and outcome, about 60 bytes with the id's own. */
-struct sess {
-    char *sid;
-    char *reason; /* once skipped or failed */
-    uint64_t fp;  /* its manifest files' file_fp, less those staged: 0 once all are */
-    unsigned char state;
-    bool exists;
-};
-
-struct sessions {
-    struct sess *v;
-    size_t n, cap;
-};
+/* A session's outcome (struct svc_idrec's state): import.h's enum. */
+enum { S_IMPORT = SVC_IMPORT_IMPORTED, S_SKIP = SVC_IMPORT_SKIPPED, S_FAIL = SVC_IMPORT_FAILED };
 
 struct job {
     const struct svc_config *cfg;
@@ -218,86 +206,25 @@ struct job {
     struct svc_err herr; /* the first member refused on the side of what was read */
     bool herr_set;
     struct svc_err *err;
-    struct sessions s;     /* sorted by id once the manifest is read */
-    struct sessions extra; /* sessions of members the manifest does not list */
+    /* the sessions, one record each once the manifest is checked (num: its manifest files'
+     * file_fp, less those staged: 0 once all are) */
+    struct svc_idtab *tab;
+    char run_sid[SVC_ID_MAX + 2]; /* the manifest's session being read, and its file_fp */
+    size_t run_len;
+    uint64_t run_fp;
+    size_t count[3]; /* sessions by outcome */
+    size_t todo, done;
     char agent_id[SVC_ID_MAX + 2];
     char *staging;
     struct svc_store st;
     struct svc_store stg;   /* st with the staging directory as its root */
     char last_parent[4096]; /* the staging directory made last */
-    struct sess *cur;       /* the session staged last, and its directory in staging */
-    char *cur_staged;
+    struct svc_idrec cur;   /* the session of the member read last in pass 2 */
+    int cur_found;          /* -1 none yet, 0 not in the bundle's sessions, 1 */
+    bool cur_dirty;         /* cur.num changed */
+    char *cur_staged;       /* its directory in staging, once opened */
     uint64_t staged_bytes;
 };
-
-static int cmp_sess(const void *a, const void *b)
-{
-    return strcmp(((const struct sess *)a)->sid, ((const struct sess *)b)->sid);
-}
-
-static struct sess *sess_push(struct sessions *l, struct sess e)
-{
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 64;
-        l->v = svc_xrealloc(l->v, l->cap * sizeof *l->v);
-    }
-    l->v[l->n] = e;
-    return &l->v[l->n++];
-}
-
-/* Add sid (n bytes) to l unless it is its last one (a session's files come together). */
-static struct sess *sess_add(struct sessions *l, const char *sid, size_t n)
-{
-    if (l->n && strlen(l->v[l->n - 1].sid) == n && strncmp(l->v[l->n - 1].sid, sid, n) == 0)
-        return &l->v[l->n - 1];
-    return sess_push(l, (struct sess){.sid = svc_xstrndup(sid, n)});
-}
-
-static void sess_drop(struct sess *s)
-{
-    free(s->sid);
-    free(s->reason);
-}
-
-/* Sort l and keep one entry an id (a failed one first: it says why). */
-static void sess_sort(struct sessions *l)
-{
-    if (l->n > 1)
-        qsort(l->v, l->n, sizeof *l->v, cmp_sess);
-    size_t o = 0;
-    for (size_t i = 0; i < l->n; i++) {
-        if (o > 0 && strcmp(l->v[o - 1].sid, l->v[i].sid) == 0) {
-            struct sess *k = &l->v[o - 1];
-            if (k->state != S_FAIL && l->v[i].state == S_FAIL) {
-                struct sess t = *k;
-                *k = l->v[i];
-                l->v[i] = t;
-            }
-            sess_drop(&l->v[i]);
-            continue;
-        }
-        l->v[o++] = l->v[i];
-    }
-    l->n = o;
-}
-
-static struct sess *find_sess(const struct sessions *l, const char *sid, size_t n)
-{
-    char id[SVC_ID_MAX + 2];
-    if (n >= sizeof id || l->n == 0)
-        return NULL;
-    memcpy(id, sid, n);
-    id[n] = '\0';
-    struct sess key = {.sid = id};
-    return bsearch(&key, l->v, l->n, sizeof key, cmp_sess);
-}
-
-static void sess_free(struct sessions *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        sess_drop(&l->v[i]);
-    free(l->v);
-}
 
 /* A bundle's copy of the root (its session directories) is under native/. */
 #define NATIVE "native/"
@@ -321,20 +248,13 @@ static const char *path_sid(const char *rel, size_t *n)
     return *n ? sid : NULL;
 }
 
-static void set_reason(struct sess *s, int state, const char *why)
-{
-    s->state = (unsigned char)state;
-    free(s->reason);
-    s->reason = svc_xstrdup(why);
-}
-
-static void fail_sess(struct sess *s, const char *fmt, const char *a, const char *b)
+static void fail_sess(struct svc_idrec *s, const char *fmt, const char *a, const char *b)
 {
     if (s->state == S_FAIL)
         return;
     char why[600];
     snprintf(why, sizeof why, fmt, a, b);
-    set_reason(s, S_FAIL, why);
+    svc_idrec_set(s, S_FAIL, why);
 }
 
 /* A problem with one file: its session fails, or (outside native/) the bundle is refused. */
@@ -342,13 +262,11 @@ static int problem(struct job *j, const char *rel, const char *what, struct svc_
 {
     size_t n;
     const char *sid = path_sid(rel, &n);
-    struct sess *s = NULL;
-    if (sid && n < SVC_ID_MAX + 2 && !(s = find_sess(&j->s, sid, n)))
-        s = sess_add(&j->extra, sid, n);
-    if (!s)
+    if (!sid || n >= SVC_ID_MAX + 2)
         return svc_err_set(err, SVC_E_IO, "bundle damaged: %.300s: %s", rel, what);
-    fail_sess(s, "%.300s: %s", rel, what);
-    return 0;
+    char why[600];
+    snprintf(why, sizeof why, "%.300s: %s", rel, what);
+    return svc_idtab_note(j->tab, sid, n, 0, S_FAIL, why, err);
 }
 
 /* The bytes of the bundle read so far, for the progress bar (import.h). */
@@ -462,7 +380,30 @@ static int entry_bad(struct job *j, size_t i, const char *why)
     return 0;
 }
 
-/* One entry of the manifest's files: into j->want, and its session into j->s. */
+/* The manifest's files of one session come together: one event for a run of them. */
+static int run_flush(struct job *j, struct svc_err *err)
+{
+    int rc = 0;
+    if (j->run_len)
+        rc = svc_idtab_note(j->tab, j->run_sid, j->run_len, j->run_fp, S_IMPORT, NULL, err);
+    j->run_len = 0;
+    j->run_fp = 0;
+    return rc;
+}
+
+static int run_add(struct job *j, const char *sid, size_t n, uint64_t fp, struct svc_err *err)
+{
+    if (j->run_len != n || memcmp(j->run_sid, sid, n) != 0) {
+        if (run_flush(j, err) != 0)
+            return -1;
+        memcpy(j->run_sid, sid, n);
+        j->run_len = n;
+    }
+    j->run_fp += fp;
+    return 0;
+}
+
+/* One entry of the manifest's files: into j->want, and its session into j->tab. */
 static int manifest_file(void *ctx, size_t i, json_object *f)
 {
     struct job *j = ctx;
@@ -480,8 +421,8 @@ static int manifest_file(void *ctx, size_t i, json_object *f)
     const char *sid = path_sid(path, &n);
     if (sid && n >= SVC_ID_MAX + 2) /* an id too long to be one */
         return entry_bad(j, i, "names no valid session");
-    if (sid)
-        sess_add(&j->s, sid, n);
+    if (sid && run_add(j, sid, n, file_fp(path, (uint64_t)bytes, sha), j->err) != 0)
+        return -1;
     char *full = NULL;
     svc_xasprintf(&full, "%s%s", j->prefix, path);
     int rc = svc_fileset_add(j->want, full, (uint64_t)bytes, sha, j->err);
@@ -489,11 +430,11 @@ static int manifest_file(void *ctx, size_t i, json_object *f)
     return rc;
 }
 
-/* Read the manifest: its head into j->head, its files into j->want and j->s. */
+/* Read the manifest: its head into j->head, its files into j->want and j->tab. */
 static int manifest_read(struct job *j, struct svc_err *err)
 {
     j->head = json_object_new_object();
-    if (svc_fileset_new(&j->want, err) != 0)
+    if (svc_fileset_new(&j->want, err) != 0 || svc_idtab_new(&j->tab, err) != 0)
         return -1;
     j->err = err;
     struct svc_jstream_fns fns = {
@@ -506,7 +447,7 @@ static int manifest_read(struct job *j, struct svc_err *err)
         return svc_err_set(err, SVC_E_IO, "manifest.json: %s", jerr.message);
     if (rc == -1)
         return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json is not a JSON object");
-    return rc == 0 ? 0 : -1;
+    return rc == 0 ? run_flush(j, err) : -1;
 }
 
 /* The manifest's head: its format, version and agent. */
@@ -562,11 +503,6 @@ static int join_one(void *ctx, const char *full, const struct svc_fileset_rec *h
                            rel);
     int rc = 0;
     if (nw == 1) {
-        size_t n;
-        const char *sid = path_sid(rel, &n);
-        struct sess *s = sid ? find_sess(&j->s, sid, n) : NULL;
-        if (s)
-            s->fp += file_fp(rel, w->bytes, w->sha);
         if (nh == 0)
             rc = problem(j, rel, "missing", j->err);
         else if (h->bytes != w->bytes)
@@ -579,7 +515,30 @@ static int join_one(void *ctx, const char *full, const struct svc_fileset_rec *h
     return rc;
 }
 
-/* The manifest against what pass 1 read. */
+/* Whether the root has a session of this id. */
+static bool in_root(struct job *j, const char *sid)
+{
+    struct svc_sess h;
+    struct stat lst;
+    bool there = svc_sess_open_store(&j->st, sid, &h, NULL) == 0 && lstat(h.dir, &lst) == 0;
+    svc_sess_close(&h);
+    return there;
+}
+
+/* Each session of the bundle once, as the table is made: its id must be one; one the root
+ * has already is skipped unless --overwrite. */
+static int fold_one(void *ctx, struct svc_idrec *r)
+{
+    struct job *j = ctx;
+    if (!svc_id_valid(r->id))
+        return svc_err_set(j->err, SVC_E_IO, "bundle damaged: '%.130s' is not a session id", r->id);
+    if (r->state == S_IMPORT && !j->opt->overwrite && in_root(j, r->id))
+        svc_idrec_set(r, S_SKIP, "exists (use --overwrite to replace it)");
+    j->count[r->state]++;
+    return 0;
+}
+
+/* The manifest against what pass 1 read; then one record a session in j->tab. */
 static int verify(struct job *j, struct svc_err *err)
 {
     if (!j->mf)
@@ -589,23 +548,13 @@ static int verify(struct job *j, struct svc_err *err)
     j->mf = NULL;
     if (rc != 0 || verify_head(j, err) != 0)
         return -1;
-    sess_sort(&j->s);
     if (svc_fileset_join(j->have, j->want, join_one, j, err) != 0)
         return -1;
     if (j->herr_set) {
         *err = j->herr;
         return -1;
     }
-    for (size_t i = 0; i < j->extra.n; i++)
-        sess_push(&j->s, j->extra.v[i]);
-    j->extra.n = 0;
-    sess_sort(&j->s);
-    /* session ids must be ids */
-    for (size_t i = 0; i < j->s.n; i++)
-        if (!svc_id_valid(j->s.v[i].sid))
-            return svc_err_set(err, SVC_E_IO, "bundle damaged: '%.130s' is not a session id",
-                               j->s.v[i].sid);
-    return 0;
+    return svc_idtab_fold(j->tab, fold_one, j, err) == 0 ? 0 : -1;
 }
 
 /* ---- pass 2: staging ---- */
@@ -633,19 +582,41 @@ static int mkdir_fast(const char *path, struct svc_err *err)
     return errno == ENOENT ? svc_mkdirs(path, 0755, err) : svc_err_errno(err, "mkdir staging");
 }
 
-/* Write one member of a session into staging, checking it against the manifest. */
-static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_dir,
-                        uint64_t *bytes, struct svc_err *err)
+/* j->cur written back to the table when pass 2 changed it. */
+static int cur_flush(struct job *j, struct svc_err *err)
+{
+    int rc = j->cur_dirty ? svc_idtab_put(j->tab, &j->cur, err) : 0;
+    j->cur_dirty = false;
+    return rc;
+}
+
+/* The session of the member read (sid, n) into j->cur, looked up once for each run of its
+ * members (they come together): 1, 0 when the bundle's sessions have no such id, -1. */
+static int cur_session(struct job *j, const char *sid, size_t n, struct svc_err *err)
+{
+    if (j->cur_found >= 0 && strlen(j->cur.id) == n && memcmp(j->cur.id, sid, n) == 0)
+        return j->cur_found;
+    if (cur_flush(j, err) != 0)
+        return -1;
+    free(j->cur_staged);
+    j->cur_staged = NULL;
+    j->cur_found = svc_idtab_find(j->tab, sid, n, &j->cur, err);
+    if (j->cur_found == 0)
+        snprintf(j->cur.id, sizeof j->cur.id, "%.*s", (int)n, sid);
+    return j->cur_found;
+}
+
+/* Write one member of j->cur into staging, checking it against the manifest. */
+static int stage_member(struct job *j, const char *rel, bool is_dir, uint64_t *bytes,
+                        struct svc_err *err)
 {
     char *dst = NULL;
-    const char *inner = rel + native_pre() + strlen(s->sid); /* "" or "/..." */
-    if (j->cur != s) {
+    const char *inner = rel + native_pre() + strlen(j->cur.id); /* "" or "/..." */
+    if (!j->cur_staged) {
         struct svc_sess h;
-        if (svc_sess_open_store(&j->stg, s->sid, &h, err) != 0)
+        if (svc_sess_open_store(&j->stg, j->cur.id, &h, err) != 0)
             return -1;
-        free(j->cur_staged);
         j->cur_staged = svc_xstrdup(h.dir);
-        j->cur = s;
         svc_sess_close(&h);
     }
     svc_xasprintf(&dst, "%s%s", j->cur_staged, inner);
@@ -696,7 +667,8 @@ static int stage_member(struct job *j, struct sess *s, const char *rel, bool is_
     if (rc != 0)
         return -1;
     *bytes += n;
-    s->fp -= file_fp(rel, n, sha);
+    j->cur.num -= file_fp(rel, n, sha);
+    j->cur_dirty = true;
     return 0;
 }
 
@@ -717,10 +689,10 @@ static int pass_stage(struct job *j, struct svc_err *err)
         const char *sid = path_sid(rel, &n);
         if (!sid)
             continue;
-        struct sess *s = find_sess(&j->s, sid, n);
-        if (!s || s->state != S_IMPORT)
+        int found = cur_session(j, sid, n, err);
+        if (found == 0 || (found == 1 && j->cur.state != S_IMPORT))
             continue;
-        if (stage_member(j, s, rel, is_dir, &bytes, err) != 0) {
+        if (found < 0 || stage_member(j, rel, is_dir, &bytes, err) != 0) {
             r = -1;
             break;
         }
@@ -728,12 +700,7 @@ static int pass_stage(struct job *j, struct svc_err *err)
     }
     src_close(&j->src);
     j->staged_bytes = bytes;
-    if (r < 0)
-        return -1;
-    for (size_t i = 0; i < j->s.n; i++) /* a file changed, came or went since pass 1 */
-        if (j->s.v[i].state == S_IMPORT && j->s.v[i].fp != 0)
-            fail_sess(&j->s.v[i], "%s%s: changed while it was imported", NATIVE, j->s.v[i].sid);
-    return 0;
+    return r < 0 || cur_flush(j, err) != 0 ? -1 : 0;
 }
 
 /* ---- into place ---- */
@@ -816,13 +783,13 @@ static int swap_into_place(struct job *j, const char *sid, const char *staged, c
     return rc;
 }
 
-static void place(struct job *j, struct sess *s)
+static void place(struct job *j, struct svc_idrec *s)
 {
     struct svc_sess hs = SVC_SESS_INIT, ho = SVC_SESS_INIT;
     struct svc_lock orl = SVC_LOCK_INIT;
     struct svc_err e;
-    if (svc_sess_open_store(&j->stg, s->sid, &hs, &e) != 0 ||
-        svc_sess_open_store(&j->st, s->sid, &ho, &e) != 0) {
+    if (svc_sess_open_store(&j->stg, s->id, &hs, &e) != 0 ||
+        svc_sess_open_store(&j->st, s->id, &ho, &e) != 0) {
         fail_sess(s, "staging: %s%s", e.message, "");
         goto out;
     }
@@ -836,7 +803,7 @@ static void place(struct job *j, struct sess *s)
     if (!exists) {
         if (svc_rename_noreplace(staged, final) != 0) {
             if (errno == EEXIST) {
-                set_reason(s, S_SKIP, "exists (created meanwhile)");
+                svc_idrec_set(s, S_SKIP, "exists (created meanwhile)");
             } else {
                 fail_sess(s, "rename into place: %s%s", strerror(errno), "");
             }
@@ -856,7 +823,7 @@ static void place(struct job *j, struct sess *s)
             goto out;
         }
         /* one atomic swap: readers see the old session or the new one, never a mix */
-        if (swap_into_place(j, s->sid, staged, final) != 0) {
+        if (swap_into_place(j, s->id, staged, final) != 0) {
             fail_sess(s, "swap into place: %s%s", strerror(errno), "");
             goto out;
         }
@@ -868,7 +835,7 @@ static void place(struct job *j, struct sess *s)
     svc_sess_unlock(&hs);
     if (exists)
         svc_file_remove_tree(staged); /* the old session, now at the staging name */
-    index_tell(j, s->sid);
+    index_tell(j, s->id);
 out:
     svc_sess_unlock(&ho);
     svc_lock_release(&orl);
@@ -919,54 +886,52 @@ static void clean_stale(const char *root)
     closedir(d);
 }
 
-static json_object *report(struct job *j)
+/* The outcome: counts and the sessions' table, which *r now owns. */
+static void report(struct job *j, struct svc_import_report *r)
 {
-    json_object *r = json_object_new_object();
-    json_object *imp = json_object_new_array(), *sk = json_object_new_array(),
-                *fl = json_object_new_array();
-    svc_json_set_str(r, "export_id", svc_json_str(j->head, "export_id", NULL));
-    svc_json_set_str(r, "agent_id", j->agent_id);
-    for (size_t i = 0; i < j->s.n; i++) {
-        struct sess *s = &j->s.v[i];
-        if (s->state == S_IMPORT) {
-            json_object_array_add(imp, json_object_new_string(s->sid));
-            continue;
-        }
-        json_object *e = json_object_new_object();
-        svc_json_set_str(e, "session_id", s->sid);
-        svc_json_set_str(e, "reason", s->reason);
-        json_object_array_add(s->state == S_SKIP ? sk : fl, e);
-    }
-    svc_json_set(r, "imported", imp);
-    svc_json_set(r, "skipped", sk);
-    svc_json_set(r, "failed", fl);
-    if (strcmp(j->agent_id, j->cfg->sessions.agent_id) != 0) {
-        char note[400];
-        snprintf(note, sizeof note,
-                 "the bundle is of agent '%s', this root's agent is '%s': its sessions keep "
-                 "their messages under %s/%s%s/",
-                 j->agent_id, j->cfg->sessions.agent_id, svc_store_name(SVC_F_AGENTS),
-                 svc_store_name(SVC_F_AGENT_DIR), j->agent_id);
-        svc_json_set_str(r, "note", note);
-    }
-    return r;
+    const char *eid = svc_json_str(j->head, "export_id", NULL);
+    r->export_id = eid ? svc_xstrdup(eid) : NULL;
+    snprintf(r->agent_id, sizeof r->agent_id, "%s", j->agent_id);
+    if (strcmp(j->agent_id, j->cfg->sessions.agent_id) != 0)
+        svc_xasprintf(&r->note,
+                      "the bundle is of agent '%s', this root's agent is '%s': its sessions keep "
+                      "their messages under %s/%s%s/",
+                      j->agent_id, j->cfg->sessions.agent_id, svc_store_name(SVC_F_AGENTS),
+                      svc_store_name(SVC_F_AGENT_DIR), j->agent_id);
+    r->imported = j->count[S_IMPORT];
+    r->skipped = j->count[S_SKIP];
+    r->failed = j->count[S_FAIL];
+    r->tab = j->tab;
+    j->tab = NULL;
 }
 
-/* Which sessions of the bundle the root has already: skipped unless --overwrite. */
-static void mark_existing(struct job *j)
+struct each_ctx {
+    enum svc_import_outcome which;
+    svc_import_each_fn fn;
+    void *ctx;
+};
+
+static int each_one(void *ctx, struct svc_idrec *r)
 {
-    for (size_t i = 0; i < j->s.n; i++) {
-        struct sess *s = &j->s.v[i];
-        if (s->state != S_IMPORT)
-            continue;
-        struct svc_sess h;
-        struct stat lst;
-        s->exists = svc_sess_open_store(&j->st, s->sid, &h, NULL) == 0 && lstat(h.dir, &lst) == 0;
-        svc_sess_close(&h);
-        if (s->exists && !j->opt->overwrite) {
-            set_reason(s, S_SKIP, "exists (use --overwrite to replace it)");
-        }
-    }
+    struct each_ctx *c = ctx;
+    if (r->state == c->which)
+        c->fn(c->ctx, r->id, r->why);
+    return 0;
+}
+
+int svc_import_each(struct svc_import_report *r, enum svc_import_outcome which,
+                    svc_import_each_fn fn, void *ctx, struct svc_err *err)
+{
+    struct each_ctx c = {which, fn, ctx};
+    return r->tab ? svc_idtab_each(r->tab, each_one, &c, err) : 0;
+}
+
+void svc_import_report_free(struct svc_import_report *r)
+{
+    free(r->export_id);
+    free(r->note);
+    svc_idtab_free(r->tab);
+    memset(r, 0, sizeof *r);
 }
 
 /* Write every session to import into a staging directory under the root (its own store),
@@ -991,24 +956,35 @@ static int stage_all(struct job *j, struct svc_err *err)
     return rc;
 }
 
-/* Rename each staged session into place, in id order, the bar counting them. */
-static void place_all(struct job *j, size_t todo)
+/* One session after pass 2: failed if a file changed, came or went since pass 1, else
+ * renamed into place; counted by its outcome. */
+static int place_one(void *ctx, struct svc_idrec *r)
 {
-    size_t done = 0;
-    for (size_t i = 0; i < j->s.n; i++) {
-        if (j->s.v[i].state != S_IMPORT)
-            continue;
-        place(j, &j->s.v[i]);
-        done++;
+    struct job *j = ctx;
+    if (r->state == S_IMPORT && r->num != 0) {
+        fail_sess(r, "%s%s: changed while it was imported", NATIVE, r->id);
+    } else if (r->state == S_IMPORT) {
+        place(j, r);
+        j->done++;
         if (j->opt->progress.fn)
-            j->opt->progress.fn(j->opt->progress.ctx, done, todo, j->staged_bytes);
+            j->opt->progress.fn(j->opt->progress.ctx, j->done, j->todo, j->staged_bytes);
     }
+    j->count[r->state]++;
+    return 0;
+}
+
+/* Each staged session into place, in the table's order, the bar counting them. */
+static int place_all(struct job *j, struct svc_err *err)
+{
+    memset(j->count, 0, sizeof j->count);
+    return svc_idtab_each(j->tab, place_one, j, err);
 }
 
 int svc_import(const struct svc_config *cfg, const char *bundle,
-               const struct svc_import_options *opt, json_object **out, struct svc_err *err)
+               const struct svc_import_options *opt, struct svc_import_report *out,
+               struct svc_err *err)
 {
-    *out = NULL;
+    memset(out, 0, sizeof *out);
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled");
     struct job j;
@@ -1016,6 +992,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     j.cfg = cfg;
     j.opt = opt;
     j.src.fd = -1;
+    j.cur_found = -1;
     svc_store_from_config(cfg, &j.st);
     int lockfd = -1, rc = -1;
     struct stat sb;
@@ -1028,12 +1005,9 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     /* verify everything before the root is touched */
     if (pass_read(&j, err) != 0 || verify(&j, err) != 0)
         goto out;
-    mark_existing(&j);
-    size_t todo = 0;
-    for (size_t i = 0; i < j.s.n; i++)
-        todo += j.s.v[i].state == S_IMPORT;
+    j.todo = j.count[S_IMPORT];
     if (opt->dry_run) {
-        *out = report(&j);
+        report(&j, out);
         rc = 0;
         goto out;
     }
@@ -1047,15 +1021,14 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
         goto out;
     }
     clean_stale(j.st.root);
-    if (todo == 0) {
-        *out = report(&j);
+    if (j.todo == 0) {
+        report(&j, out);
         rc = 0;
         goto out;
     }
-    if (stage_all(&j, err) != 0)
+    if (stage_all(&j, err) != 0 || place_all(&j, err) != 0)
         goto out;
-    place_all(&j, todo);
-    *out = report(&j);
+    report(&j, out);
     rc = 0;
 out:
     if (j.staging) {
@@ -1070,8 +1043,7 @@ out:
     if (j.mf)
         fclose(j.mf);
     json_object_put(j.head);
-    sess_free(&j.s);
-    sess_free(&j.extra);
+    svc_idtab_free(j.tab);
     free(j.cur_staged);
     return rc;
 }

@@ -4,20 +4,22 @@
  * the manifest before anything is written; an unsafe member or a mismatch outside
  * native/session_<id>/ refuses the bundle, one inside fails that session. Each session is
  * then staged inside the root and renamed into place under its locks (an existing id only
- * with overwrite, else skipped): imported wholly or not at all, even if killed.
- * *report: {"export_id", "agent_id", "imported": [ids], "skipped": [{"session_id",
- * "reason"}], "failed": [{"session_id", "reason"}], "note"?} (new reference); the call
- * returns 0 when the bundle was read, even if sessions failed, and -1 when it was refused
- * (nothing written). dry_run verifies and reports without writing anything. */
+ * with overwrite, else skipped): imported wholly or not at all, even if killed. Memory stays
+ * flat whatever the bundle's size: files and sessions are kept in temporary files.
+ * Returns 0 with *report when the bundle was read, even if sessions failed; -1 when it was
+ * refused (nothing written) or a temporary file failed (sessions placed are whole). The
+ * report holds counts; svc_import_each reads its skipped or failed sessions back from disk,
+ * in id order (within each bucket of 16,384 past that many sessions, core/idtab.h). */
 #ifndef SVC_IMPORT_H
 #define SVC_IMPORT_H
 
-#include <json-c/json.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "bundle.h"
 #include "config.h"
 #include "err.h"
+#include "store.h"
 
 struct svc_import_options {
     bool overwrite;
@@ -27,7 +29,26 @@ struct svc_import_options {
     struct svc_export_progress progress;
 };
 
+struct svc_idtab;
+
+enum svc_import_outcome { SVC_IMPORT_IMPORTED, SVC_IMPORT_SKIPPED, SVC_IMPORT_FAILED };
+
+struct svc_import_report {
+    char *export_id; /* the manifest's, NULL when it has none */
+    char agent_id[SVC_ID_MAX + 2];
+    char *note; /* a bundle of another agent: where its messages go; else NULL */
+    size_t imported, skipped, failed;
+    struct svc_idtab *tab; /* the sessions and their outcome */
+};
+
+typedef void (*svc_import_each_fn)(void *ctx, const char *session_id, const char *reason);
+
 int svc_import(const struct svc_config *cfg, const char *bundle,
-               const struct svc_import_options *opt, json_object **report, struct svc_err *err);
+               const struct svc_import_options *opt, struct svc_import_report *report,
+               struct svc_err *err);
+/* fn on each session of that outcome (its reason; "" for one imported). 0, or -1. */
+int svc_import_each(struct svc_import_report *r, enum svc_import_outcome which,
+                    svc_import_each_fn fn, void *ctx, struct svc_err *err);
+void svc_import_report_free(struct svc_import_report *r);
 
 #endif

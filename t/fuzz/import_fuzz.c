@@ -112,18 +112,29 @@ static void gzip_file(const char *path, const uint8_t *p, size_t n)
     gzclose(gz);
 }
 
+static void count_one(void *ctx, const char *sid, const char *reason)
+{
+    (void)sid;
+    (void)reason;
+    (*(size_t *)ctx)++;
+}
+
 static void import_once(const char *bundle, bool overwrite, bool dry)
 {
     struct svc_import_options opt = {.overwrite = overwrite, .dry_run = dry};
-    json_object *rep = NULL;
+    struct svc_import_report rep;
     struct svc_err err;
+    size_t n = 0;
     if (svc_import(&cfg, bundle, &opt, &rep, &err) == 0) {
-        if (!rep)
+        if (!rep.tab)
             die("import answered 0 without a report");
-    } else if (rep) {
+        svc_import_each(&rep, SVC_IMPORT_FAILED, count_one, &n, &err);
+        if (n != rep.failed)
+            die("the failed sessions read back are not those counted");
+    } else if (rep.tab) {
         die("a refused import left a report");
     }
-    json_object_put(rep);
+    svc_import_report_free(&rep);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
