@@ -90,6 +90,8 @@ is +(listed($A, 'h-one') || {})->{message_count}, 4, 'A: list sees the turn of B
         my $pid = fork // die;
         if (!$pid) {
             my $r = chat($s, 'h-race', "/slow 20 racer $i");
+            print STDERR "# racer $i: $r->{status} ", substr($r->{body} // '', 0, 300), "\n"
+                unless $r->{status} == 200 || $r->{status} == 409;
             POSIX::_exit($r->{status} == 200 ? 0 : $r->{status} == 409 ? 1 : 2);
         }
         push @kids, $pid;
