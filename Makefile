@@ -122,7 +122,7 @@ torture: deps all
 	SVC_BUILD=$(abspath $(B)) scripts/torture --turns 10000
 
 # `make check`: every C file formatted as .clang-format says (a dry run, nothing is
-# rewritten), the session layout named in core/store.c only (check-layout), no C library
+# rewritten), the session layout named in core/layout.c only (check-layout), no C library
 # function defined by svc (check-libc), then each libFuzzer
 # harness for FUZZ_SECONDS on its corpus, t/fuzz/corpus/<name>/ (new inputs go to
 # build-fuzz/corpus-<name>/, the committed corpus is only read).
@@ -145,16 +145,16 @@ check-libc: all
 	  f=$$(nm --defined-only $$p | awk '$$2 ~ /^[TWi]$$/ { print $$3 }' | sort -u | comm -12 - $(B)/libc.funcs); \
 	  if [ -n "$$f" ]; then echo "  LIBC    $$p defines C library functions:" $$f; exit 1; fi; \
 	done; echo "  LIBC    no C library function defined in $(B)/svc or $(B)/svc-fcgi"
-# The session layout's names (store.h's enum svc_file) are spelled in core/store.c alone: a
+# The session layout's names (layout.h's enum svc_file) are spelled in core/layout.c alone: a
 # string literal holding one in any other source of the programs fails (comments aside).
 # cgi/routes.c holds HTTP paths (.../messages/{message_id}/...), not file names.
-LAYOUT_SRC := $(filter-out core/store.c cgi/routes.c,$(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch]))
+LAYOUT_SRC := $(filter-out core/layout.c cgi/routes.c,$(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch]))
 LAYOUT_RE  := "[^"]*(session_(%|")|/session_|session\.json|agent_(%|")|agents/agent_|agent\.json|/messages/|message_(%|"|[0-9<])|multi_agents|svc_turns\.jsonl|svc_memory\.json|\.svc\.(run\.)?lock|\.svc_(index|runs|responses|import))|"agents"
 check-layout:
-	@echo "  LAYOUT  names in core/store.c only ($(words $(LAYOUT_SRC)) other C files)"
+	@echo "  LAYOUT  names in core/layout.c only ($(words $(LAYOUT_SRC)) other C files)"
 	@for f in $(LAYOUT_SRC); do sed -e 's|/\*.*||' -e 's|^[[:space:]]*\*.*||' $$f | \
 	  grep -nE '$(LAYOUT_RE)' | sed "s|^|$$f:|"; done | grep . && \
-	  { echo "  LAYOUT  a layout name outside core/store.c: ask store.h for it"; exit 1; } || true
+	  { echo "  LAYOUT  a layout name outside core/layout.c: ask layout.h for it"; exit 1; } || true
 # Each harness runs with HOME an empty directory of its own (and no SVC_HOME): a harness
 # that writes into it (~/.svc) fails the check.
 check-fuzz: fuzz

@@ -96,7 +96,7 @@ static int sessions_delete(struct svc_config *cfg, int argc, char **argv)
     int rc = 0;
     struct svc_err err;
     for (int i = 0; i < argc; i++) /* every id checked first: a bad one deletes nothing */
-        if (svc_id_check(argv[i], &err) != 0)
+        if (svc_layout_id_check(argv[i], &err) != 0)
             return fail(&err), 2;
     for (int i = 0; i < argc; i++) {
         json_object *out = NULL;

@@ -89,7 +89,7 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
     size_t nmissing = 0;
     for (size_t i = 0; i < req->n_session_ids; i++) {
         const char *sid = req->session_ids[i];
-        if (svc_id_check(sid, err) != 0) {
+        if (svc_layout_id_check(sid, err) != 0) {
             svc_buf_free(&missing);
             return -1;
         }
@@ -160,7 +160,7 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
             if (!txt || svc_json_parse(txt, strlen(txt), &s, NULL) != 0)
                 continue;
             const char *sid = svc_json_str(s, "session_id", "");
-            int r = svc_id_valid(sid) && row_selected(req, s, after, before)
+            int r = svc_layout_id_valid(sid) && row_selected(req, s, after, before)
                         ? svc_idlist_add(ex->ids, sid, err)
                         : 0;
             json_object_put(s);
@@ -398,8 +398,8 @@ struct bmsg {
 /* The session's other native JSON files and its turn lines checked, so that damage is named. */
 static void warn_damaged(struct svc_snap *s)
 {
-    const char *json_files[] = {svc_store_name(SVC_F_SESSION), svc_store_name(SVC_F_SIDECAR),
-                                svc_store_name(SVC_F_MEMORY), svc_store_name(SVC_F_FEEDBACK),
+    const char *json_files[] = {svc_layout_name(SVC_F_SESSION), svc_layout_name(SVC_F_SIDECAR),
+                                svc_layout_name(SVC_F_MEMORY), svc_layout_name(SVC_F_FEEDBACK),
                                 s->agent_file};
     for (size_t k = 0; k < sizeof json_files / sizeof json_files[0]; k++) {
         const struct svc_snap_file *f = svc_snap_find(s, json_files[k]);
@@ -408,7 +408,7 @@ static void warn_damaged(struct svc_snap *s)
             svc_snap_warn_native(s, json_files[k], "damaged: not valid JSON");
         json_object_put(o2);
     }
-    const struct svc_snap_file *tf = svc_snap_find(s, svc_store_name(SVC_F_TURNS));
+    const struct svc_snap_file *tf = svc_snap_find(s, svc_layout_name(SVC_F_TURNS));
     if (tf) {
         int torn = 0;
         for (const char *p = tf->data; p < tf->data + tf->len;) {
@@ -424,7 +424,7 @@ static void warn_damaged(struct svc_snap *s)
             char m[80];
             snprintf(m, sizeof m, "%d torn or undecodable line%s skipped by readers", torn,
                      torn > 1 ? "s" : "");
-            svc_snap_warn_native(s, svc_store_name(SVC_F_TURNS), m);
+            svc_snap_warn_native(s, svc_layout_name(SVC_F_TURNS), m);
         }
     }
 }
@@ -492,7 +492,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         if (r != 0)
             goto out;
         int64_t id = f->data && strncmp(f->rel, s->msgdir, ml) == 0 && f->rel[ml] == '/'
-                         ? svc_store_message_id_of(f->rel + ml + 1)
+                         ? svc_layout_message_id_of(f->rel + ml + 1)
                          : -1;
         if (id >= 0) {
             mv[nm].id = id;
@@ -508,7 +508,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         }
     warn_damaged(s);
     /* messages.jsonl rows, the dataset row, the transcript */
-    const struct svc_snap_file *ff = svc_snap_find(s, svc_store_name(SVC_F_FEEDBACK));
+    const struct svc_snap_file *ff = svc_snap_find(s, svc_layout_name(SVC_F_FEEDBACK));
     fb = ff ? svc_feedback_parse(ff->data, ff->len) : NULL;
     json_object *dataset = json_object_new_array();
     json_object *rows = json_object_new_array(); /* for the transcript */
@@ -559,7 +559,7 @@ out:
 }
 
 /* The head's text (n bytes of txt) into f, the named ids written where IDS_MARK_TEXT stands,
- * as the dumper would have written them (jsonx.c: an id needs no escape, svc_id_valid):
+ * as the dumper would have written them (jsonx.c: an id needs no escape, svc_layout_id_valid):
  * each on a line two spaces deeper than the key's, the bracket at the key's depth. */
 static int manifest_head(struct svc_export *ex, FILE *f, const char *txt, size_t n,
                          struct svc_err *err)

@@ -42,7 +42,7 @@
  * - cgi/h_base.c `last_health`: the health body of this second, keyed on all it shows.
  * Pure memos, never stale (not switched): jsonx.c's last number formatted and its one
  * tokener, http.c's date of the current second, fsio.c's filesystem kind of the root,
- * store.c's messages directory path under the last agent id (svc_store_message_path_in). */
+ * layout.c's messages directory path under the last agent id (svc_layout_message_path_in). */
 
 #include <stdbool.h>
 

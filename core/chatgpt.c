@@ -285,7 +285,7 @@ static int plan_conv(json_object *o, size_t idx, struct conv *c, struct svc_err 
     if (!json_object_is_type(o, json_type_object) || !mapping || !cur || !id)
         return damaged(err, idx, "not a conversation (mapping, current_node and id)", NULL);
     snprintf(c->sid, sizeof c->sid, "%s%s", SID_PREFIX, id);
-    if (!svc_id_valid(c->sid) || strlen(SID_PREFIX) + strlen(id) > SVC_ID_MAX)
+    if (!svc_layout_id_valid(c->sid) || strlen(SID_PREFIX) + strlen(id) > SVC_ID_MAX)
         return damaged(err, idx, "its id is not one a session can take: ", id);
     c->title = svc_json_str(o, "title", "");
     c->created = epoch_of(o, "create_time", svc_time_now());
@@ -483,7 +483,7 @@ static int prepare_root(struct job *j, struct svc_err *err)
 {
     if (svc_mkdirs_durable(j->st.root, 0755, j->st.durable, err) != 0)
         return -1;
-    char *lp = svc_store_root_path(&j->st, SVC_F_IMPORT_LOCK);
+    char *lp = svc_layout_root_path(j->st.root, SVC_F_IMPORT_LOCK, NULL);
     j->lockfd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     free(lp);
     if (j->lockfd < 0)
@@ -493,7 +493,7 @@ static int prepare_root(struct job *j, struct svc_err *err)
             return svc_err_errno(err, "import lock");
     char hex[17];
     svc_random_hex(hex, 16);
-    svc_xasprintf(&j->staging, "%s/%s%s", j->st.root, svc_store_name(SVC_F_IMPORT_STAGING), hex);
+    svc_xasprintf(&j->staging, "%s/%s%s", j->st.root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);
     if (mkdir(j->staging, 0755) != 0) {
         free(j->staging);
         j->staging = NULL;

@@ -27,7 +27,7 @@
 #include "cron.h"
 #include "fsio.h"
 #include "jsonx.h"
-#include "store.h"
+#include "layout.h"
 #include "util.h"
 
 /* ------------------------------------------------------------------------------------ */
@@ -436,9 +436,9 @@ static const char *check_listen(const char *s)
 
 static const char *check_id(const char *s)
 {
-    return svc_id_valid(s) ? NULL
-                           : "not a valid id (1 to 128 characters of A-Za-z0-9._-, not "
-                             "starting with '.')";
+    return svc_layout_id_valid(s) ? NULL
+                                  : "not a valid id (1 to 128 characters of A-Za-z0-9._-, not "
+                                    "starting with '.')";
 }
 
 static const char *check_env_name(const char *s)

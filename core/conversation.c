@@ -332,7 +332,7 @@ static int new_id(const struct svc_store *st, const char *sid, char *id, size_t 
         svc_responses_new_id("conv_", id, sz);
         return 0;
     }
-    if (svc_id_check(sid, err) != 0)
+    if (svc_layout_id_check(sid, err) != 0)
         return -1;
     if (strcmp(sid, "export") == 0) /* as core/run.c: the export route's path */
         return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",

@@ -31,7 +31,7 @@ static int check_request(const struct svc_config *cfg, const struct svc_fork_req
     }
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    if (svc_id_check(f->new_id, err) != 0)
+    if (svc_layout_id_check(f->new_id, err) != 0)
         return -1;
     if (svc_store_session_exists(&st, f->new_id))
         return svc_err_setp(err, SVC_E_SESSION_EXISTS, "session_id", "session %s exists",

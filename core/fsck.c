@@ -148,7 +148,7 @@ static void check_temp(struct fsck *f, const char *sid, const char *abs, const c
  * left by a process that died when older than an hour (both live for milliseconds). */
 static void check_leftover(struct fsck *f, const char *name)
 {
-    const char *trash = svc_store_name(SVC_F_TRASH), *stage = svc_store_name(SVC_F_STAGE);
+    const char *trash = svc_layout_name(SVC_F_TRASH), *stage = svc_layout_name(SVC_F_STAGE);
     if (strncmp(name, trash, strlen(trash)) != 0 && strncmp(name, stage, strlen(stage)) != 0)
         return;
     char *abs = svc_path_join(f->st.root, name);
@@ -240,13 +240,13 @@ static int cmp_i64(const void *a, const void *b)
 static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char *adir,
                            const char *arel)
 {
-    const char *sid = s->sid, *an = svc_store_name(SVC_F_AGENT);
+    const char *sid = s->sid, *an = svc_layout_name(SVC_F_AGENT);
     char *abs = joinf("%s/%s", adir, an), *rel = joinf("%s/%s", arel, an);
     json_object *agent = NULL;
     if (parse_file(f, sid, abs, rel, &agent) == 1)
         problem(f, sid, rel, -1, "missing_file", false, "%s is missing", an);
     free(abs);
-    const char *mn = svc_store_name(SVC_F_MESSAGES);
+    const char *mn = svc_layout_name(SVC_F_MESSAGES);
     char *mdir = joinf("%s/%s", adir, mn), *mrel = joinf("%s/%s", arel, mn);
     int64_t *ids = NULL;
     size_t n = 0, cap = 0;
@@ -256,7 +256,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         char *fa = joinf("%s/%s", mdir, de->d_name), *fr = joinf("%s/%s", mrel, de->d_name);
-        int64_t id = svc_store_message_id_of(de->d_name);
+        int64_t id = svc_layout_message_id_of(de->d_name);
         if (is_temp(de->d_name)) {
             check_temp(f, sid, fa, fr);
         } else if (id < 0) {
@@ -346,7 +346,7 @@ static int parse_sess_file(struct fsck *f, const struct svc_sess *s, enum svc_fi
     int rc = parse_file(f, s->sid, abs, rel, o ? o : &none);
     json_object_put(none);
     if (rc == 1 && required)
-        problem(f, s->sid, rel, -1, "missing_file", false, "%s is missing", svc_store_name(which));
+        problem(f, s->sid, rel, -1, "missing_file", false, "%s is missing", svc_layout_name(which));
     free(abs);
     free(rel);
     return rc;
@@ -365,8 +365,8 @@ static void check_entries(struct fsck *f, const struct svc_sess *s)
         char *fa = joinf("%s/%s", s->dir, nm), *fr = joinf("%s/%s", rel, nm);
         bool known = false;
         for (size_t i = 0; i < sizeof session_files / sizeof *session_files; i++)
-            known = known || strcmp(nm, svc_store_name(session_files[i])) == 0;
-        if (svc_store_is_lock(nm)) {
+            known = known || strcmp(nm, svc_layout_name(session_files[i])) == 0;
+        if (svc_layout_is_lock(nm)) {
             check_lock_file(f, s->sid, fa, fr);
         } else if (is_temp(nm)) {
             check_temp(f, s->sid, fa, fr);
@@ -388,7 +388,7 @@ static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char
     int64_t count = -1;
     char *agents = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS);
     char *arel = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ROOT);
-    const char *apre = svc_store_name(SVC_F_AGENT_DIR);
+    const char *apre = svc_layout_name(SVC_F_AGENT_DIR);
     size_t apl = strlen(apre);
     DIR *d = opendir(agents);
     struct dirent *de;
@@ -398,7 +398,7 @@ static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char
             continue;
         char *fa = joinf("%s/%s", agents, nm), *fr = joinf("%s/%s", arel, nm);
         struct stat sb;
-        if (strncmp(nm, apre, apl) == 0 && svc_id_valid(nm + apl) && lstat(fa, &sb) == 0 &&
+        if (strncmp(nm, apre, apl) == 0 && svc_layout_id_valid(nm + apl) && lstat(fa, &sb) == 0 &&
             S_ISDIR(sb.st_mode)) {
             int64_t n = check_agent(f, s, fa, fr);
             if (aid && strcmp(nm + apl, aid) == 0)
@@ -492,33 +492,33 @@ static void check_session(struct fsck *f, const char *sid)
 /* <root>/.svc_runs: records, event files, idempotency keys, temp files. */
 static void check_runs(struct fsck *f)
 {
-    char *dir = svc_store_root_path(&f->st, SVC_F_RUNS);
+    char *dir = svc_layout_root_path(f->st.root, SVC_F_RUNS, NULL);
     char *id = NULL;
     DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
-        char *fa = joinf("%s/%s", dir, nm), *fr = joinf("%s/%s", svc_store_name(SVC_F_RUNS), nm);
+        char *fa = joinf("%s/%s", dir, nm), *fr = joinf("%s/%s", svc_layout_name(SVC_F_RUNS), nm);
         free(id);
         id = NULL;
         if (nm[0] == '.') {
         } else if (is_temp(nm)) {
             check_temp(f, NULL, fa, fr);
-        } else if ((id = svc_store_run_id_of(nm, SVC_RUN_EVENTS))) {
+        } else if ((id = svc_layout_run_id_of(nm, SVC_RUN_EVENTS))) {
             /* the runner holds <run>.lock while it appends */
-            char *lp = svc_store_run_path(f->st.root, id, SVC_RUN_LOCK);
+            char *lp = svc_layout_run_path(f->st.root, id, SVC_RUN_LOCK);
             int fd = open(lp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
             bool idle = fd < 0 || flock(fd, LOCK_EX | LOCK_NB) == 0;
             check_lines(f, NULL, fa, fr, !idle, f->repair && idle);
             if (fd >= 0)
                 close(fd);
             free(lp);
-        } else if ((id = svc_store_run_id_of(nm, SVC_RUN_RECORD))) {
+        } else if ((id = svc_layout_run_id_of(nm, SVC_RUN_RECORD))) {
             json_object *rec = NULL;
             if (parse_file(f, NULL, fa, fr, &rec) == 0 && strncmp(nm, "idem-", 5) != 0 &&
                 strcmp(svc_json_str(rec, "status", ""), "running") == 0) {
                 const char *rid = svc_json_str(rec, "run_id", "");
-                char *lp = svc_store_run_path(f->st.root, rid, SVC_RUN_LOCK);
+                char *lp = svc_layout_run_path(f->st.root, rid, SVC_RUN_LOCK);
                 int fd = svc_run_id_valid(rid) ? open(lp, O_RDWR | O_CLOEXEC) : -1;
                 bool dead = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
                 if (fd >= 0)
@@ -556,7 +556,7 @@ static void check_memory(struct fsck *f)
     DIR *d = mroot ? opendir(mroot) : NULL;
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        if (de->d_name[0] == '.' || !svc_id_valid(de->d_name))
+        if (de->d_name[0] == '.' || !svc_layout_id_valid(de->d_name))
             continue;
         char *fa = joinf("%s/%s/memory.jsonl", mroot, de->d_name);
         char *fr = joinf("memory/%s/memory.jsonl", de->d_name);
@@ -635,7 +635,7 @@ static bool idscan_next(struct idscan *sc)
     rewinddir(sc->d);
     struct dirent *de;
     while ((de = readdir(sc->d))) {
-        const char *sid = svc_store_session_of(de->d_name);
+        const char *sid = svc_layout_session_of(de->d_name);
         if (!sid)
             continue;
         sc->total += first;
@@ -672,7 +672,7 @@ static void idscan_free(struct idscan *sc)
 static int check_named(struct fsck *f, const struct svc_fsck_opts *o, struct svc_err *err)
 {
     for (size_t i = 0; i < o->nsessions; i++) {
-        if (svc_id_check(o->sessions[i], err) != 0)
+        if (svc_layout_id_check(o->sessions[i], err) != 0)
             return -1;
         if (!svc_store_session_exists(&f->st, o->sessions[i]))
             return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found",
@@ -740,9 +740,9 @@ static void check_root(struct fsck *f)
     }
     if (d)
         closedir(d);
-    char *lp = svc_store_root_path(&f->st, SVC_F_INDEX_LOCK);
+    char *lp = svc_layout_root_path(f->st.root, SVC_F_INDEX_LOCK, NULL);
     if (lp)
-        check_lock_file(f, NULL, lp, svc_store_name(SVC_F_INDEX_LOCK));
+        check_lock_file(f, NULL, lp, svc_layout_name(SVC_F_INDEX_LOCK));
     free(lp);
     char why[300] = "";
     svc_index_progress_fn *pf = f->o->progress ? index_progress : NULL;
@@ -750,7 +750,7 @@ static void check_root(struct fsck *f)
         struct svc_err ierr;
         bool fixed = f->repair && svc_index_rebuild(&f->st, &ierr) == 0 &&
                      svc_index_verify(&f->st, why, sizeof why, pf, f) != 1;
-        problem(f, NULL, svc_store_name(SVC_F_INDEX), -1, "index", fixed, "%s%s", why,
+        problem(f, NULL, svc_layout_name(SVC_F_INDEX), -1, "index", fixed, "%s%s", why,
                 fixed ? " (rebuilt from the directories)" : "");
     }
 }

@@ -232,13 +232,13 @@ struct job {
 /* The length of "native/session_", the part of a bundle path before the session id. */
 static size_t native_pre(void)
 {
-    return strlen(NATIVE) + strlen(svc_store_name(SVC_F_DIR));
+    return strlen(NATIVE) + strlen(svc_layout_name(SVC_F_DIR));
 }
 
 /* The session a bundle path belongs to: "native/session_<sid>[/...]" -> sid, n. */
 static const char *path_sid(const char *rel, size_t *n)
 {
-    const char *dp = svc_store_name(SVC_F_DIR);
+    const char *dp = svc_layout_name(SVC_F_DIR);
     if (strncmp(rel, NATIVE, strlen(NATIVE)) != 0 ||
         strncmp(rel + strlen(NATIVE), dp, strlen(dp)) != 0)
         return NULL;
@@ -463,7 +463,7 @@ static int verify_head(struct job *j, struct svc_err *err)
                            "bundle format_version %lld is not supported (this svc reads %d)",
                            (long long)ver, SVC_EXPORT_FORMAT_VERSION);
     const char *aid = svc_json_str(m, "agent_id", "");
-    if (!svc_id_valid(aid))
+    if (!svc_layout_id_valid(aid))
         return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json agent_id is not valid");
     snprintf(j->agent_id, sizeof j->agent_id, "%s", aid);
     if (!svc_json_arr(m, "files"))
@@ -530,7 +530,7 @@ static bool in_root(struct job *j, const char *sid)
 static int fold_one(void *ctx, struct svc_idrec *r)
 {
     struct job *j = ctx;
-    if (!svc_id_valid(r->id))
+    if (!svc_layout_id_valid(r->id))
         return svc_err_set(j->err, SVC_E_IO, "bundle damaged: '%.130s' is not a session id", r->id);
     if (r->state == S_IMPORT && !j->opt->overwrite && in_root(j, r->id))
         svc_idrec_set(r, S_SKIP, "exists (use --overwrite to replace it)");
@@ -752,7 +752,7 @@ static char *aside_path(const char *staging, const char *sid)
     if (svc_sess_open_store(&st, sid, &h, NULL) != 0)
         return NULL;
     char *name = svc_sess_path(&h, SVC_F_DIR, SVC_FROM_NAME), *p = NULL;
-    svc_xasprintf(&p, "%s/%s%s", staging, svc_store_name(SVC_F_IMPORT_ASIDE), name);
+    svc_xasprintf(&p, "%s/%s%s", staging, svc_layout_name(SVC_F_IMPORT_ASIDE), name);
     free(name);
     svc_sess_close(&h);
     return p;
@@ -812,7 +812,7 @@ static void place(struct job *j, struct svc_idrec *s)
     } else {
         if (!S_ISDIR(lst.st_mode)) {
             fail_sess(s, "the existing %s<id> is not a directory; left alone%s",
-                      svc_store_name(SVC_F_DIR), "");
+                      svc_layout_name(SVC_F_DIR), "");
             goto out;
         }
         if (svc_lock_run_try(final, &orl, &e) != 0 || svc_sess_lock(&ho, true, &e) != 0) {
@@ -850,11 +850,11 @@ static void put_back_aside(const char *root, const char *staging)
     DIR *d = opendir(staging);
     if (!d)
         return;
-    const char *pre = svc_store_name(SVC_F_IMPORT_ASIDE);
+    const char *pre = svc_layout_name(SVC_F_IMPORT_ASIDE);
     size_t pl = strlen(pre);
     struct dirent *de;
     while ((de = readdir(d))) {
-        if (strncmp(de->d_name, pre, pl) != 0 || !svc_store_session_of(de->d_name + pl))
+        if (strncmp(de->d_name, pre, pl) != 0 || !svc_layout_session_of(de->d_name + pl))
             continue;
         char *from = svc_path_join(staging, de->d_name), *to = svc_path_join(root, de->d_name + pl);
         if (from && to && svc_rename_noreplace(from, to) == 0)
@@ -873,7 +873,7 @@ static void clean_stale(const char *root)
         return;
     struct dirent *de;
     while ((de = readdir(d))) {
-        const char *pre = svc_store_name(SVC_F_IMPORT_STAGING);
+        const char *pre = svc_layout_name(SVC_F_IMPORT_STAGING);
         if (strncmp(de->d_name, pre, strlen(pre)) != 0)
             continue;
         char *p = svc_path_join(root, de->d_name);
@@ -896,8 +896,8 @@ static void report(struct job *j, struct svc_import_report *r)
         svc_xasprintf(&r->note,
                       "the bundle is of agent '%s', this root's agent is '%s': its sessions keep "
                       "their messages under %s/%s%s/",
-                      j->agent_id, j->cfg->sessions.agent_id, svc_store_name(SVC_F_AGENTS),
-                      svc_store_name(SVC_F_AGENT_DIR), j->agent_id);
+                      j->agent_id, j->cfg->sessions.agent_id, svc_layout_name(SVC_F_AGENTS),
+                      svc_layout_name(SVC_F_AGENT_DIR), j->agent_id);
     r->imported = j->count[S_IMPORT];
     r->skipped = j->count[S_SKIP];
     r->failed = j->count[S_FAIL];
@@ -940,7 +940,7 @@ static int stage_all(struct job *j, struct svc_err *err)
 {
     char hex[17];
     svc_random_hex(hex, 16);
-    svc_xasprintf(&j->staging, "%s/%s%s", j->st.root, svc_store_name(SVC_F_IMPORT_STAGING), hex);
+    svc_xasprintf(&j->staging, "%s/%s%s", j->st.root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);
     j->stg = j->st;
     j->stg.root = j->staging;
     if (mkdir(j->staging, 0755) != 0)
@@ -1013,7 +1013,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     }
     if (svc_mkdirs_durable(j.st.root, 0755, j.st.durable, err) != 0)
         goto out;
-    char *lp = svc_store_root_path(&j.st, SVC_F_IMPORT_LOCK);
+    char *lp = svc_layout_root_path(j.st.root, SVC_F_IMPORT_LOCK, NULL);
     lockfd = svc_lock_file(lp, LOCK_EX, true);
     free(lp);
     if (lockfd < 0) {

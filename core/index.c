@@ -257,7 +257,7 @@ static void apply(const char *sid, json_object *summary, off_t off, size_t len)
  * read-only root still gets a lock when the lock file exists). -1 when there is none. */
 static int lock_root(const struct svc_store *st, bool *writable)
 {
-    char *p = svc_store_root_path(st, SVC_F_INDEX_LOCK);
+    char *p = svc_layout_root_path(st->root, SVC_F_INDEX_LOCK, NULL);
     if (!p)
         return -1;
     *writable = true;
@@ -315,7 +315,7 @@ void svc_ix_stamp_peek(const struct svc_store *st, struct stamp *s)
         svc_ix.stamp_fd_open = false;
     }
     if (!svc_ix.stamp_fd_open) {
-        char *p = svc_store_root_path(st, SVC_F_INDEX_LOCK);
+        char *p = svc_layout_root_path(st->root, SVC_F_INDEX_LOCK, NULL);
         int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
         free(p);
         if (fd < 0) {
@@ -349,7 +349,7 @@ static int index_open_as(const struct svc_store *st, struct idxfile *f, int flag
 {
     f->fd = -1;
     f->gen[0] = '\0';
-    char *path = svc_store_root_path(st, SVC_F_INDEX);
+    char *path = svc_layout_root_path(st->root, SVC_F_INDEX, NULL);
     if (!path)
         return -1;
     f->fd = open(path, flags | O_CLOEXEC | O_NOFOLLOW);
@@ -387,7 +387,7 @@ int svc_ix_index_open(const struct svc_store *st, struct idxfile *f)
 static int index_look(const struct svc_store *st, struct idxfile *f)
 {
     if (svc_ix.fd_open) {
-        char *path = svc_store_root_path(st, SVC_F_INDEX);
+        char *path = svc_layout_root_path(st->root, SVC_F_INDEX, NULL);
         struct stat sb;
         bool held = path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) &&
                     sb.st_ino == svc_ix.ino && sb.st_dev == svc_ix.dev &&
@@ -502,7 +502,7 @@ static void apply_line(const char *line, size_t n, off_t at, bool *garbage)
     json_object *sum = svc_json_obj(o, "summary");
     json_object *sumv = NULL;
     bool has_sum = json_object_object_get_ex(o, "summary", &sumv);
-    if (sid && svc_id_valid(sid) && has_sum && (sum || !sumv)) {
+    if (sid && svc_layout_id_valid(sid) && has_sum && (sum || !sumv)) {
         /* our lines are {"session_id":"<sid>","summary":<S>}: point at S in the file */
         static const char key[] = ",\"summary\":";
         const char *k = memmem(line, n, key, sizeof key - 1);
@@ -632,7 +632,7 @@ static void write_out(const struct svc_store *st, int lockfd, bool writable)
         svc_buf_adds(&b, "}\n");
         free(sum);
     }
-    char *path = svc_store_root_path(st, SVC_F_INDEX);
+    char *path = svc_layout_root_path(st->root, SVC_F_INDEX, NULL);
     struct svc_err err = {0};
     bool written = false;
     if (ok && path && svc_file_write_atomic(path, b.data, b.len, false, &err) == 0) {
@@ -694,7 +694,7 @@ static int scan_names(const struct svc_store *st, struct scanned **sc, size_t *n
     size_t cap = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
+        const char *sid = svc_layout_session_of(de->d_name);
         if (!sid)
             continue;
         if (*nsc == cap) {
@@ -745,7 +745,7 @@ static void progress_put(int fd, size_t done, size_t total)
  * has not counted the root's sessions yet (a total of 0). */
 static int progress_get(const struct svc_store *st, size_t *done, size_t *total)
 {
-    char *p = svc_store_root_path(st, SVC_F_INDEX_BUILD);
+    char *p = svc_layout_root_path(st->root, SVC_F_INDEX_BUILD, NULL);
     int fd = p ? open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
     free(p);
     char line[48] = "";
@@ -798,7 +798,7 @@ static int scan_catch_up(const struct svc_store *st, const struct scanned *sc, s
         return -1;
     struct dirent *de;
     while ((de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
+        const char *sid = svc_layout_session_of(de->d_name);
         struct entry *e = sid ? lookup(sid) : NULL;
         if (e)
             e->seen = true;
@@ -866,7 +866,7 @@ static int build_wait(int fd)
  * that wait ran out (build_wait). */
 static int build_lock(const struct svc_store *st, int lockfd, bool may_wait)
 {
-    char *p = svc_store_root_path(st, SVC_F_INDEX_BUILD);
+    char *p = svc_layout_root_path(st->root, SVC_F_INDEX_BUILD, NULL);
     int fd = p ? open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644) : -1;
     free(p);
     if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0) {
@@ -1011,7 +1011,7 @@ static int rescan(const struct svc_store *st)
         svc_ix.v[i].seen = false;
     struct dirent *de;
     while ((de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
+        const char *sid = svc_layout_session_of(de->d_name);
         if (!sid)
             continue;
         struct entry *e = lookup(sid);
@@ -1172,7 +1172,7 @@ int svc_ix_compact_from(const struct svc_store *st, const char *gen, off_t *at,
             rc = 1;
     }
     svc_ix_index_close(&f);
-    char *path = rc == 0 ? svc_store_root_path(st, SVC_F_INDEX) : NULL;
+    char *path = rc == 0 ? svc_layout_root_path(st->root, SVC_F_INDEX, NULL) : NULL;
     if (rc == 0 && (!path || write_rows(path, rows, nf->gen, &nf->sb) != 0)) {
         svc_logf("index: could not compact the journal: %s", strerror(errno));
         rc = 2;
@@ -1298,7 +1298,7 @@ int svc_ix_cursor_decode(const char *c, double *updated, char *sid, size_t sidsz
         return -1;
     /* strip decode padding zeros */
     snprintf(sid, sidsz, "%s", bar + 1);
-    if (!svc_id_valid(sid))
+    if (!svc_layout_id_valid(sid))
         return -1;
     return 0;
 }
@@ -1325,8 +1325,8 @@ json_object *svc_ix_recounted(const struct svc_store *st, const char *sid, int64
     char path[PATH_MAX];
     struct stat sb;
     bool rel = svc_ix.root_fd_open;
-    if (!svc_store_message_path_in(st, sid, msgs, rel ? SVC_FROM_ROOT : SVC_FROM_ABS, path,
-                                   sizeof path))
+    if (!svc_layout_message_path_in(st->root, st->agent_id, sid, msgs,
+                                    rel ? SVC_FROM_ROOT : SVC_FROM_ABS, path, sizeof path))
         return NULL;
     if ((rel ? fstatat(svc_ix.root_fd, path, &sb, AT_SYMLINK_NOFOLLOW) : lstat(path, &sb)) != 0)
         return NULL; /* the count holds */
@@ -1790,7 +1790,7 @@ static int verify_dirs(const struct svc_store *st, struct verify *v, svc_index_p
     struct dirent *de;
     size_t seen = 0;
     while ((de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
+        const char *sid = svc_layout_session_of(de->d_name);
         if (!sid || !svc_store_session_exists(st, sid))
             continue;
         json_object *want = svc_ix_summary_of(st, sid);

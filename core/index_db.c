@@ -84,7 +84,7 @@ static int db_apply_line(void *ctx, const char *line, size_t n, off_t at)
     json_object *sum = svc_json_obj(o, "summary"), *sumv = NULL;
     bool has_sum = json_object_object_get_ex(o, "summary", &sumv);
     int rc = 0;
-    if (sid && svc_id_valid(sid) && has_sum && (sum || !sumv))
+    if (sid && svc_layout_id_valid(sid) && has_sum && (sum || !sumv))
         rc = svc_listdb_put(sid, sum);
     else if (!svc_json_str(o, "svc_index_generation", NULL) || at != 0)
         rc = 1;
@@ -126,7 +126,7 @@ static int db_rescan_collect(const struct svc_store *st, struct rescan *r)
     size_t n = 0, cap = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
-        const char *sid = svc_store_session_of(de->d_name);
+        const char *sid = svc_layout_session_of(de->d_name);
         if (!sid)
             continue;
         if (n == cap) {
@@ -205,7 +205,7 @@ static bool db_unchanged(const struct svc_store *st, const struct stamp *s,
                          struct svc_listdb_pos *p, const struct stat *rs)
 {
     struct stat jb;
-    char *jp = svc_store_root_path(st, SVC_F_INDEX);
+    char *jp = svc_layout_root_path(st->root, SVC_F_INDEX, NULL);
     bool same = jp && lstat(jp, &jb) == 0 && S_ISREG(jb.st_mode) && svc_listdb_pos_get(p) == 0 &&
                 s->ok && strcmp(s->gen, p->gen) == 0 && s->size <= jb.st_size &&
                 jb.st_size == (off_t)p->offset && (st->shared || jb.st_ino == p->ino) &&
@@ -504,7 +504,7 @@ static bool db_small(const struct svc_store *st)
     if (test_build_delay())
         return false;
     struct stat sb;
-    char *jp = svc_store_root_path(st, SVC_F_INDEX);
+    char *jp = svc_layout_root_path(st->root, SVC_F_INDEX, NULL);
     bool has = jp && stat(jp, &sb) == 0;
     free(jp);
     if (has)

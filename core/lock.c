@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "metrics.h"
-#include "store.h"
 #include "util.h"
 
 int svc_lock_file(const char *path, int how, bool create)
@@ -64,7 +64,7 @@ static int open_lock_file(const char *session_dir, const char *name, int how, st
     else if (errno == EWOULDBLOCK)
         svc_err_set(err, SVC_E_SESSION_BUSY, "a run is already in progress on this session");
     else /* EIO, ENOLCK: on NFS a lock the server dropped or refused */
-        svc_err_errno(err, name == svc_store_name(SVC_F_RUN_LOCK) ? "run lock" : "session lock");
+        svc_err_errno(err, name == svc_layout_name(SVC_F_RUN_LOCK) ? "run lock" : "session lock");
     return -1;
 }
 
@@ -72,8 +72,8 @@ int svc_lock_session(const char *session_dir, bool exclusive, struct svc_lock *l
                      struct svc_err *err)
 {
     lock->fd = -1;
-    int fd =
-        open_lock_file(session_dir, svc_store_name(SVC_F_LOCK), exclusive ? LOCK_EX : LOCK_SH, err);
+    int fd = open_lock_file(session_dir, svc_layout_name(SVC_F_LOCK), exclusive ? LOCK_EX : LOCK_SH,
+                            err);
     if (fd == NO_LOCK)
         return 0;
     if (fd < 0)
@@ -87,7 +87,8 @@ int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_
     lock->fd = -1;
     struct svc_err e;
     for (int tries = 1;; tries++) {
-        int fd = open_lock_file(session_dir, svc_store_name(SVC_F_RUN_LOCK), LOCK_EX | LOCK_NB, &e);
+        int fd =
+            open_lock_file(session_dir, svc_layout_name(SVC_F_RUN_LOCK), LOCK_EX | LOCK_NB, &e);
         if (fd >= 0) {
             lock->fd = fd;
             return 0;
@@ -104,7 +105,7 @@ int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_
 
 bool svc_lock_run_held(const char *session_dir)
 {
-    char *path = svc_path_join(session_dir, svc_store_name(SVC_F_RUN_LOCK));
+    char *path = svc_path_join(session_dir, svc_layout_name(SVC_F_RUN_LOCK));
     int fd = svc_lock_file(path, LOCK_SH | LOCK_NB, false);
     bool held = fd < 0 && errno == EWOULDBLOCK; /* ENOENT: nobody ever ran here */
     free(path);

@@ -439,7 +439,7 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
     if (svc_json_read_object_file(mpath, &mem, &re) != 0) {
         if (re.code != SVC_E_NOT_FOUND)
             svc_logf("session %s: %s unreadable, starting it anew: %s", sid,
-                     svc_store_name(SVC_F_MEMORY), re.message);
+                     svc_layout_name(SVC_F_MEMORY), re.message);
         mem = json_object_new_object();
         svc_json_set_int(mem, "schema_version", 1);
         svc_json_set_str(mem, "session_id", sid);

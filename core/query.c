@@ -216,8 +216,8 @@ static bool read_again(const char *msg_dir)
 static bool watch_arm(const struct svc_sess *s, int k, int64_t gen[4], struct stat dst[4])
 {
     char *agent = svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_NAME);
-    const char *names[4] = {s->dir, svc_store_name(SVC_F_AGENTS), agent,
-                            svc_store_name(SVC_F_MESSAGES)};
+    const char *names[4] = {s->dir, svc_layout_name(SVC_F_AGENTS), agent,
+                            svc_layout_name(SVC_F_MESSAGES)};
     int fd[4] = {-1, -1, -1, -1};
     bool ok = true;
     for (int i = 0; i < 4 && ok; i++) {
@@ -227,7 +227,7 @@ static bool watch_arm(const struct svc_sess *s, int k, int64_t gen[4], struct st
         char key[64];
         if (ok)
             gen[i] = svc_dirwatch_arm_content_ignoring(watch_key(k, i, key), fd[i], &dst[i],
-                                                       i == 0 ? svc_store_lock_names() : NULL);
+                                                       i == 0 ? svc_layout_lock_names() : NULL);
         ok = ok && gen[i] > 0;
     }
     for (int i = 0; i < 4; i++)

@@ -38,12 +38,12 @@ static int responses_dir(const struct svc_config *cfg, bool create, char **out, 
 {
     struct svc_store sst;
     svc_store_from_config(cfg, &sst);
-    *out = svc_store_root_path(&sst, SVC_F_RESPONSES);
+    *out = svc_layout_root_path(sst.root, SVC_F_RESPONSES, NULL);
     struct stat st;
     if (lstat(*out, &st) == 0) {
         if (S_ISDIR(st.st_mode))
             return 0;
-        svc_err_set(err, SVC_E_IO, "%s is not a plain directory", svc_store_name(SVC_F_RESPONSES));
+        svc_err_set(err, SVC_E_IO, "%s is not a plain directory", svc_layout_name(SVC_F_RESPONSES));
     } else if (!create) {
         svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response not found");
     } else if (svc_mkdirs_durable(*out, 0755, cfg->sessions.fsync, err) == 0) {

@@ -200,7 +200,7 @@ int svc_retention_apply(const struct svc_config *cfg, time_t now, bool dry_run,
 /* The state (new reference, {} when missing or damaged). */
 static json_object *state_read(const struct svc_store *st)
 {
-    char *path = svc_store_root_path(st, SVC_F_RETENTION);
+    char *path = svc_layout_root_path(st->root, SVC_F_RETENTION, NULL);
     json_object *o = NULL;
     if (svc_json_read_file(path, &o, NULL) != 0 || !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
@@ -240,7 +240,7 @@ static void run_recorded(const struct svc_config *cfg, const struct svc_store *s
         svc_logf("retention: %s", err.message);
     }
     json_object_put(rep);
-    char *path = svc_store_root_path(st, SVC_F_RETENTION);
+    char *path = svc_layout_root_path(st->root, SVC_F_RETENTION, NULL);
     if (svc_json_write_pretty(path, state, st->durable, &err) != 0)
         svc_logf("retention: its state could not be written: %s", err.message);
     free(path);
@@ -256,7 +256,7 @@ json_object *svc_retention_run_due(const struct svc_config *cfg, time_t now)
     svc_store_from_config(cfg, &st);
     struct svc_cron c;
     time_t now_min = now - ((now % 60) + 60) % 60;
-    char *lpath = svc_store_root_path(&st, SVC_F_RETENTION_LOCK);
+    char *lpath = svc_layout_root_path(st.root, SVC_F_RETENTION_LOCK, NULL);
     struct svc_err err;
     int fd = svc_cron_parse(cfg->retention.schedule, &c, &err) == 0 &&
                      svc_mkdirs(st.root, 0755, &err) == 0

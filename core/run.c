@@ -65,6 +65,30 @@ static const char *model_name(const struct svc_config *cfg)
     return cfg->model.name ? cfg->model.name : "echo-1";
 }
 
+static void run_event_add(void *ctx, const char *line, size_t n, size_t off)
+{
+    (void)off;
+    json_object *ev = svc_jsonl_object(line, n);
+    if (ev)
+        json_object_array_add(ctx, ev);
+}
+
+/* The events a run recorded, in order (new reference; empty when none or id invalid). */
+static json_object *run_events(const char *root, const char *run_id)
+{
+    json_object *arr = json_object_new_array();
+    char *buf = NULL;
+    size_t len = 0;
+    if (!run_id || strlen(run_id) > 64 || !svc_layout_id_valid(run_id))
+        return arr;
+    char *path = svc_layout_run_path(root, run_id, SVC_RUN_EVENTS);
+    if (svc_file_read(path, &buf, &len, NULL) == 0)
+        svc_jsonl_lines(buf, len, run_event_add, arr); /* a torn tail is not an event */
+    free(buf);
+    free(path);
+    return arr;
+}
+
 static json_object *error_object(const struct svc_err *e, const char *run_id)
 {
     char now[SVC_TIME_LEN];
@@ -173,7 +197,7 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
         svc_json_set_str(sc, "status", "error");
         svc_json_set(sc, "last_error", error_object(&ie, run_id));
         /* the events the run recorded (asynchronous runs), ended by the one error event */
-        json_object *events = svc_store_run_events(s->st.root, run_id);
+        json_object *events = run_events(s->st.root, run_id);
         size_t nev = json_object_array_length(events);
         const char *last_type =
             nev ? svc_json_str(json_object_array_get_idx(events, nev - 1), "type", "") : "";
@@ -512,7 +536,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
                             "no user input: the last user message is empty");
     if (svc_ctools_check(cfg, req->client_tools, req->tool_choice, err) != 0)
         return -1;
-    if (req->session_id && svc_id_check(req->session_id, err) != 0)
+    if (req->session_id && svc_layout_id_check(req->session_id, err) != 0)
         return -1;
     if (req->has_temperature && !(req->temperature >= 0 && req->temperature <= 2))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "temperature",

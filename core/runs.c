@@ -24,18 +24,18 @@
 
 bool svc_run_id_valid(const char *id)
 {
-    return id && strlen(id) <= 64 && svc_id_valid(id);
+    return id && strlen(id) <= 64 && svc_layout_id_valid(id);
 }
 
 static char *runs_dir(const struct svc_config *cfg)
 {
     const struct svc_store st = {.root = cfg->sessions.root}; /* the root's path alone */
-    return svc_store_root_path(&st, SVC_F_RUNS);
+    return svc_layout_root_path(st.root, SVC_F_RUNS, NULL);
 }
 
 static char *run_file(const struct svc_config *cfg, const char *run_id, enum svc_run_file f)
 {
-    return svc_store_run_path(cfg->sessions.root, run_id, f);
+    return svc_layout_run_path(cfg->sessions.root, run_id, f);
 }
 
 static void remove_run_files(const struct svc_config *cfg, const char *id);

@@ -53,7 +53,7 @@ int svc_sidecar_read(const struct svc_sess *s, json_object **out, struct svc_err
     char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
     int rc = svc_json_read_object_file(path, out, err);
     if (rc != 0 && svc_file_is_empty(path))
-        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", svc_store_name(SVC_F_SIDECAR));
+        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", svc_layout_name(SVC_F_SIDECAR));
     free(path);
     return rc;
 }
@@ -150,7 +150,7 @@ json_object *svc_sidecar_summary(json_object *sc)
 static int turns_errno(struct svc_err *err, const char *verb)
 {
     char what[64];
-    snprintf(what, sizeof what, "%s %s", verb, svc_store_name(SVC_F_TURNS));
+    snprintf(what, sizeof what, "%s %s", verb, svc_layout_name(SVC_F_TURNS));
     return svc_err_errno(err, what);
 }
 

@@ -75,7 +75,7 @@ static bool skipped_message(const struct svc_snap *s, const char *parent, const 
 {
     if (!s->nskip || strcmp(parent, s->msgdir) != 0)
         return false;
-    int64_t key = svc_store_message_id_of(name);
+    int64_t key = svc_layout_message_id_of(name);
     if (key < 0)
         return false;
     return bsearch(&key, s->skip, s->nskip, sizeof key, cmp_i64) != NULL;
@@ -131,7 +131,7 @@ static void walk(struct svc_snap *s, int dirfd, const char *rel)
     struct dirent *de;
     while ((de = readdir(d))) {
         const char *name = de->d_name;
-        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || svc_store_is_internal(name))
+        if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || svc_layout_is_internal(name))
             continue;
         char *child = NULL;
         svc_xasprintf(&child, "%s%s%s", rel, *rel ? "/" : "", name);
@@ -203,7 +203,7 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
     struct svc_err rerr;
     int src = svc_sidecar_read(&h, &sc, &rerr);
     if (src != 0 && rerr.code != SVC_E_NOT_FOUND)
-        svc_snap_warn_native(s, svc_store_name(SVC_F_SIDECAR), rerr.message);
+        svc_snap_warn_native(s, svc_layout_name(SVC_F_SIDECAR), rerr.message);
     if (svc_sess_message_ids(&h, &ids, &nids, NULL) != 0)
         nids = 0;
     if (in_flight && sc) {
@@ -221,7 +221,7 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
         }
     }
     if (!sc && svc_sidecar_derive(&h, &sc, &rerr) != 0) {
-        svc_snap_warn_native(s, svc_store_name(SVC_F_SESSION), rerr.message);
+        svc_snap_warn_native(s, svc_layout_name(SVC_F_SESSION), rerr.message);
         sc = svc_sidecar_new(s->sid, st->agent_id, NULL);
     }
     s->summary = svc_sidecar_summary(sc);

@@ -24,162 +24,6 @@
 #include "util.h"
 #include "wincache.h"
 
-/* Every name of the layout (FORMAT.md), and nowhere else in the code. */
-#define LOCK_NAME ".svc.lock"
-#define RUN_LOCK_NAME ".svc.run.lock"
-static const char *const lock_names[] = {LOCK_NAME, RUN_LOCK_NAME, NULL};
-static const char *const names[SVC_F__MAX] = {
-    [SVC_F_DIR] = "session_",
-    [SVC_F_SESSION] = "session.json",
-    [SVC_F_SIDECAR] = "svc_session.json",
-    [SVC_F_TURNS] = "svc_turns.jsonl",
-    [SVC_F_TURNS_CORRUPT] = "svc_turns.jsonl.corrupt",
-    [SVC_F_MEMORY] = "svc_memory.json",
-    [SVC_F_FEEDBACK] = "svc_feedback.json",
-    [SVC_F_AGENTS] = "agents",
-    [SVC_F_AGENT_DIR] = "agent_",
-    [SVC_F_AGENT] = "agent.json",
-    [SVC_F_MESSAGES] = "messages",
-    [SVC_F_MULTI_AGENTS] = "multi_agents",
-    [SVC_F_LOCK] = LOCK_NAME,
-    [SVC_F_RUN_LOCK] = RUN_LOCK_NAME,
-    [SVC_F_INDEX] = ".svc_index.jsonl",
-    [SVC_F_INDEX_LOCK] = ".svc_index.lock",
-    [SVC_F_INDEX_BUILD] = ".svc_index.build",
-    [SVC_F_RUNS] = ".svc_runs",
-    [SVC_F_RESPONSES] = ".svc_responses",
-    [SVC_F_IMPORT_LOCK] = ".svc_import.lock",
-    [SVC_F_IMPORT_STAGING] = ".svc_import-",
-    [SVC_F_IMPORT_ASIDE] = "old_",
-    [SVC_F_TRASH] = ".svc_trash-",
-    [SVC_F_STAGE] = ".svc_new-",
-    [SVC_F_RETENTION] = ".svc_retention.json",
-    [SVC_F_RETENTION_LOCK] = ".svc_retention.lock",
-};
-static const char *const run_suffix[SVC_RUN__MAX] = {
-    [SVC_RUN_RECORD] = ".json",
-    [SVC_RUN_EVENTS] = ".events.jsonl",
-    [SVC_RUN_CANCEL] = ".cancel",
-    [SVC_RUN_LOCK] = ".lock",
-};
-#define MESSAGE_PRE "message_"
-#define MESSAGE_SUF ".json"
-
-bool svc_id_valid(const char *id)
-{
-    if (!id || !*id || id[0] == '.')
-        return false;
-    size_t n = 0;
-    for (const char *p = id; *p; p++, n++) {
-        char c = *p;
-        if (n >= SVC_ID_MAX)
-            return false;
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
-int svc_id_check(const char *id, struct svc_err *err)
-{
-    if (!id || !*id)
-        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id", "session id is empty");
-    if (strlen(id) > SVC_ID_MAX)
-        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                            "session id is longer than %d characters", SVC_ID_MAX);
-    if (id[0] == '.')
-        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                            "session id must not start with '.'");
-    if (!svc_id_valid(id))
-        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, "session_id",
-                            "session id may contain only A-Z a-z 0-9 . _ -");
-    return 0;
-}
-
-/* Concatenate up to 16 strings into a new heap string (NULL prints as "(null)", as %s did).
- * Paths are built on every request: plain copies, no printf. */
-static char *path_cat(int n, const char *const *parts)
-{
-    const char *part[16];
-    size_t lens[16], total = 1;
-    for (int i = 0; i < n && i < 16; i++) {
-        part[i] = parts[i] ? parts[i] : "(null)";
-        lens[i] = strlen(part[i]);
-        total += lens[i];
-    }
-    char *out = svc_xmalloc(total), *p = out;
-    for (int i = 0; i < n && i < 16; i++) {
-        memcpy(p, part[i], lens[i]);
-        p += lens[i];
-    }
-    *p = '\0';
-    return out;
-}
-
-const char *svc_store_name(enum svc_file f)
-{
-    return f >= 0 && f < SVC_F__MAX ? names[f] : NULL;
-}
-
-char *svc_store_root_path(const struct svc_store *st, enum svc_file f)
-{
-    const char *parts[] = {st->root, "/", names[f]};
-    return path_cat(3, parts);
-}
-
-char *svc_store_run_path(const char *root, const char *run_id, enum svc_run_file f)
-{
-    const char *parts[] = {root, "/", names[SVC_F_RUNS], "/", run_id, run_suffix[f]};
-    return root ? path_cat(6, parts) : path_cat(2, parts + 4);
-}
-
-char *svc_store_run_id_of(const char *name, enum svc_run_file f)
-{
-    size_t n = strlen(name), m = strlen(run_suffix[f]);
-    if (n <= m || strcmp(name + n - m, run_suffix[f]) != 0)
-        return NULL;
-    return svc_xstrndup(name, n - m);
-}
-
-const char *svc_store_session_of(const char *name)
-{
-    size_t pl = strlen(names[SVC_F_DIR]);
-    return strncmp(name, names[SVC_F_DIR], pl) == 0 && svc_id_valid(name + pl) ? name + pl : NULL;
-}
-
-int64_t svc_store_message_id_of(const char *name)
-{
-    static const size_t pl = sizeof MESSAGE_PRE - 1;
-    if (strncmp(name, MESSAGE_PRE, pl) != 0)
-        return -1;
-    const char *p = name + pl, *d = p;
-    if (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
-        return -1; /* padded: not a name Strands writes */
-    int64_t id = 0;
-    while (*p >= '0' && *p <= '9' && p - d < 18)
-        id = id * 10 + (*p++ - '0');
-    return p > d && strcmp(p, MESSAGE_SUF) == 0 ? id : -1;
-}
-
-const char *const *svc_store_lock_names(void)
-{
-    return lock_names;
-}
-
-bool svc_store_is_lock(const char *name)
-{
-    for (int i = 0; lock_names[i]; i++)
-        if (strcmp(name, lock_names[i]) == 0)
-            return true;
-    return false;
-}
-
-bool svc_store_is_internal(const char *name)
-{
-    return strstr(name, ".tmp-") != NULL || svc_store_is_lock(name);
-}
-
 void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
 {
     st->root = cfg->sessions.root;
@@ -197,126 +41,11 @@ int svc_store_sync(const struct svc_store *st, int sync)
 {
     return sync == SVC_SYNC_STORE ? svc_sync_full(st->durable) : sync;
 }
-
-/* The parts of f's path from the root (session_<sid>[/...]) into p; returns their number. */
-static int sess_parts(const struct svc_store *st, const char *sid, enum svc_file f, const char **p)
-{
-    int n = 0;
-    p[n++] = names[SVC_F_DIR];
-    p[n++] = sid;
-    if (f == SVC_F_DIR)
-        return n;
-    p[n++] = "/";
-    if (f == SVC_F_AGENT_DIR || f == SVC_F_AGENT || f == SVC_F_MESSAGES) {
-        p[n++] = names[SVC_F_AGENTS];
-        p[n++] = "/";
-        p[n++] = names[SVC_F_AGENT_DIR];
-        p[n++] = st->agent_id;
-        if (f == SVC_F_AGENT_DIR)
-            return n;
-        p[n++] = "/";
-    }
-    p[n++] = names[f];
-    return n;
-}
-
-/* The path of f (a session's file) or, with num, of message num's file. */
-static char *store_path(const struct svc_store *st, const char *sid, enum svc_file f,
-                        const char *num, enum svc_from from)
-{
-    const char *p[16];
-    int n = 0;
-    if (from == SVC_FROM_ABS) {
-        p[n++] = st->root;
-        p[n++] = "/";
-    }
-    int top = n, first = 0; /* top: where session_<sid> starts */
-    n += sess_parts(st, sid, f, p + n);
-    if (num) {
-        const char *msg[] = {"/", MESSAGE_PRE, num, MESSAGE_SUF};
-        memcpy(p + n, msg, sizeof msg);
-        n += 4;
-    }
-    if (from == SVC_FROM_SESSION)
-        first = top + (f == SVC_F_DIR && !num ? 2 : 3);
-    else if (from == SVC_FROM_NAME)
-        for (int i = first = top; i < n; i++)
-            if (strcmp(p[i], "/") == 0)
-                first = i + 1;
-    return path_cat(n - first, p + first);
-}
-
-/* id in decimal into num (at least 24 bytes), NUL-terminated; returns its length. Without
- * printf, which cost more than the stat a listed row or a cached message row makes. */
-static size_t id_digits(char *num, int64_t id)
-{
-    char rev[24];
-    size_t n = 0, k = 0;
-    uint64_t v = id < 0 ? 0 - (uint64_t)id : (uint64_t)id;
-    do
-        rev[n++] = (char)('0' + v % 10);
-    while ((v /= 10) != 0);
-    if (id < 0)
-        num[k++] = '-';
-    while (n > 0)
-        num[k++] = rev[--n];
-    num[k] = '\0';
-    return k;
-}
-
-static char *store_message_path(const struct svc_store *st, const char *sid, int64_t id,
-                                enum svc_from from)
-{
-    char num[24];
-    id_digits(num, id);
-    return store_path(st, sid, SVC_F_MESSAGES, num, from);
-}
-
-/* Append n bytes of s at *at in buf (sz bytes); false when they do not fit. */
-static bool put(char *buf, size_t sz, size_t *at, const char *s, size_t n)
-{
-    if (*at + n >= sz)
-        return false;
-    memcpy(buf + *at, s, n);
-    *at += n;
-    return true;
-}
-
-size_t svc_store_message_path_in(const struct svc_store *st, const char *sid, int64_t id,
-                                 enum svc_from from, char *buf, size_t sz)
-{
-    /* "/agents/agent_<aid>/messages/message_" of the last agent id asked (a pure memo,
-     * cache.h): a listed row's path is then four copies, not thirteen parts measured */
-    static char aid[SVC_ID_MAX + 1], mid[SVC_ID_MAX + 64];
-    static size_t midlen;
-    if (midlen == 0 || strcmp(aid, st->agent_id) != 0) {
-        const char *p[16];
-        int n = sess_parts(st, "", SVC_F_MESSAGES, p) - 2; /* past session_<sid> */
-        char *m = path_cat(n, p + 2);
-        midlen = (size_t)snprintf(mid, sizeof mid, "%s/%s", m, MESSAGE_PRE);
-        free(m);
-        snprintf(aid, sizeof aid, "%s", st->agent_id);
-        if (midlen >= sizeof mid) {
-            aid[0] = '\0';
-            midlen = 0;
-        }
-    }
-    char num[24];
-    size_t at = 0, nl = id_digits(num, id);
-    bool ok = midlen &&
-              (from != SVC_FROM_ABS ||
-               (put(buf, sz, &at, st->root, strlen(st->root)) && put(buf, sz, &at, "/", 1))) &&
-              put(buf, sz, &at, names[SVC_F_DIR], strlen(names[SVC_F_DIR])) &&
-              put(buf, sz, &at, sid, strlen(sid)) && put(buf, sz, &at, mid, midlen) &&
-              put(buf, sz, &at, num, nl) && put(buf, sz, &at, MESSAGE_SUF, sizeof MESSAGE_SUF);
-    return ok ? at - 1 : 0;
-}
-
 bool svc_store_session_exists(const struct svc_store *st, const char *sid)
 {
-    if (!svc_id_valid(sid))
+    if (!svc_layout_id_valid(sid))
         return false;
-    char *dir = store_path(st, sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
+    char *dir = svc_layout_path(st->root, st->agent_id, sid, SVC_F_DIR, SVC_FROM_ABS);
     struct stat lst;
     bool ok = lstat(dir, &lst) == 0 && S_ISDIR(lst.st_mode); /* a symlink is refused */
     free(dir);
@@ -326,10 +55,10 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid)
 int svc_store_session_mark(const struct svc_store *st, const char *sid, struct svc_sess_mark *m)
 {
     memset(m, 0, sizeof *m);
-    if (!svc_id_valid(sid))
+    if (!svc_layout_id_valid(sid))
         return -1;
-    char *dir = store_path(st, sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
-    char *side = store_path(st, sid, SVC_F_SIDECAR, NULL, SVC_FROM_ABS);
+    char *dir = svc_layout_path(st->root, st->agent_id, sid, SVC_F_DIR, SVC_FROM_ABS);
+    char *side = svc_layout_path(st->root, st->agent_id, sid, SVC_F_SIDECAR, SVC_FROM_ABS);
     struct stat d, f;
     int rc = lstat(dir, &d) == 0 && S_ISDIR(d.st_mode) ? 0 : -1;
     if (rc == 0) {
@@ -374,23 +103,23 @@ int svc_sess_open_store(const struct svc_store *st, const char *sid, struct svc_
                         struct svc_err *err)
 {
     *s = (struct svc_sess)SVC_SESS_INIT;
-    if (svc_id_check(sid, err) != 0)
+    if (svc_layout_id_check(sid, err) != 0)
         return -1;
     s->st = *st;
     memcpy(s->sid, sid, strlen(sid) + 1); /* checked: at most SVC_ID_MAX */
-    s->dir = store_path(st, sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
-    s->msg_dir = store_path(st, sid, SVC_F_MESSAGES, NULL, SVC_FROM_ABS);
+    s->dir = svc_layout_path(st->root, st->agent_id, sid, SVC_F_DIR, SVC_FROM_ABS);
+    s->msg_dir = svc_layout_path(st->root, st->agent_id, sid, SVC_F_MESSAGES, SVC_FROM_ABS);
     return 0;
 }
 
 char *svc_sess_path(const struct svc_sess *s, enum svc_file f, enum svc_from from)
 {
-    return store_path(&s->st, s->sid, f, NULL, from);
+    return svc_layout_path(s->st.root, s->st.agent_id, s->sid, f, from);
 }
 
 char *svc_sess_message_path(const struct svc_sess *s, int64_t id, enum svc_from from)
 {
-    return store_message_path(&s->st, s->sid, id, from);
+    return svc_layout_message_path(s->st.root, s->st.agent_id, s->sid, id, from);
 }
 
 bool svc_sess_exists(const struct svc_sess *s)
@@ -434,8 +163,7 @@ char *svc_store_stage(const struct svc_store *st, struct svc_err *err)
 {
     char hex[17];
     svc_random_hex(hex, 16);
-    const char *parts[] = {st->root, "/", names[SVC_F_STAGE], hex};
-    char *stage = path_cat(4, parts);
+    char *stage = svc_layout_root_path(st->root, SVC_F_STAGE, hex);
     if (svc_mkdirs(st->root, 0755, err) != 0 ||
         (mkdir(stage, 0755) != 0 && svc_err_errno(err, "staging directory"))) {
         free(stage);
@@ -453,7 +181,7 @@ int svc_sess_publish(struct svc_sess *s, const struct svc_store *st, struct svc_
         rc = svc_fsync_dir(d, err);
         free(d);
     }
-    char *final = store_path(st, s->sid, SVC_F_DIR, NULL, SVC_FROM_ABS);
+    char *final = svc_layout_path(st->root, st->agent_id, s->sid, SVC_F_DIR, SVC_FROM_ABS);
     if (rc == 0 && renameat2(AT_FDCWD, s->dir, AT_FDCWD, final, RENAME_NOREPLACE) != 0)
         rc = errno == EEXIST || errno == ENOTEMPTY
                  ? svc_err_set(err, SVC_E_SESSION_EXISTS, "session %s exists", s->sid)
@@ -469,10 +197,11 @@ int svc_sess_remove(struct svc_sess *s, struct svc_err *err)
 {
     if (!svc_sess_exists(s))
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", s->sid);
-    char hex[17];
-    svc_random_hex(hex, 16);
-    const char *parts[] = {s->st.root, "/", names[SVC_F_TRASH], s->sid, "-", hex};
-    char *trash = path_cat(6, parts);
+    char tail[SVC_ID_MAX + 20];
+    memcpy(tail, s->sid, strlen(s->sid));
+    tail[strlen(s->sid)] = '-';
+    svc_random_hex(tail + strlen(s->sid) + 1, 16);
+    char *trash = svc_layout_root_path(s->st.root, SVC_F_TRASH, tail);
     if (rename(s->dir, trash) != 0) {
         free(trash);
         return svc_err_errno(err, "delete session");
@@ -556,7 +285,6 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
     char *paths[3] = {svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS),
                       svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_ABS),
                       svc_sess_path(s, SVC_F_MESSAGES, SVC_FROM_ABS)};
-    static const char *what[3] = {"agents", "agents/agent_<id>", "messages"};
     int rc = 0, why = 0, dirs = 0;
     /* the common case in one call: all three plain directories; else one lstat each */
     bool plain = dirs_plain(paths[2], &why, s->msg_fd < 0 ? &kept : NULL);
@@ -568,7 +296,7 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
         if (there && !S_ISDIR(lst.st_mode)) {
             rc = svc_err_set(err, SVC_E_IO,
                              "session %s: %s is a symbolic link or not a directory; refused",
-                             s->sid, what[i]);
+                             s->sid, paths[i] + strlen(s->dir) + 1);
         } else if (there) {
             dirs++;
             if (i == 2 && has_messages)
@@ -584,7 +312,7 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
     struct stat lst;
     if (turns && lstat(turns, &lst) == 0 && !S_ISREG(lst.st_mode))
         rc = svc_err_set(err, SVC_E_IO, "session %s: %s is a symbolic link or not a file; refused",
-                         s->sid, names[SVC_F_TURNS]);
+                         s->sid, svc_layout_name(SVC_F_TURNS));
     free(turns);
     if (rc != 0 && kept >= 0) {
         close(kept);
@@ -672,7 +400,7 @@ int svc_sess_read_agent(struct svc_sess *s, json_object **out, struct svc_err *e
     char *path = svc_sess_path(s, SVC_F_AGENT, SVC_FROM_ABS);
     int rc = svc_json_read_object_file(path, out, err);
     if (rc != 0 && svc_file_is_empty(path))
-        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", names[SVC_F_AGENT]);
+        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", svc_layout_name(SVC_F_AGENT));
     free(path);
     return rc;
 }
@@ -752,16 +480,8 @@ int svc_sess_message_ids(struct svc_sess *s, int64_t **ids, size_t *n, struct sv
         for (ssize_t off = 0; off < got;) {
             const struct dirent64 *de = (const struct dirent64 *)(buf + off);
             off += de->d_reclen;
-            const char *name = de->d_name;
-            if (strncmp(name, MESSAGE_PRE, sizeof MESSAGE_PRE - 1) != 0)
-                continue;
-            const char *num = name + sizeof MESSAGE_PRE - 1;
-            char *end;
-            if (*num < '0' || *num > '9')
-                continue;
-            errno = 0;
-            long long v = strtoll(num, &end, 10);
-            if (errno || strcmp(end, MESSAGE_SUF) != 0)
+            int64_t v = svc_layout_message_id_of(de->d_name);
+            if (v < 0)
                 continue;
             if (cnt == cap) {
                 cap = cap ? cap * 2 : 64;
@@ -811,15 +531,6 @@ int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, 
     return 0;
 }
 
-/* message_<id>.json into name (at least 48 bytes). */
-static void message_name(char *name, int64_t id)
-{
-    memcpy(name, MESSAGE_PRE, sizeof MESSAGE_PRE - 1);
-    char *p = name + sizeof MESSAGE_PRE - 1;
-    p += id_digits(p, id);
-    memcpy(p, MESSAGE_SUF, sizeof MESSAGE_SUF); /* with its NUL */
-}
-
 static int open_messages_dir(struct svc_sess *s, int64_t id, struct svc_err *err)
 {
     if (s->msg_fd >= 0)
@@ -827,9 +538,11 @@ static int open_messages_dir(struct svc_sess *s, int64_t id, struct svc_err *err
     s->msg_fd = open(s->msg_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (s->msg_fd >= 0)
         return 0;
-    if (errno == ENOENT)
-        return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: " MESSAGE_PRE "%lld" MESSAGE_SUF,
-                           (long long)id);
+    if (errno == ENOENT) {
+        char name[48];
+        svc_layout_message_name(name, id);
+        return svc_err_set(err, SVC_E_NOT_FOUND, "no such file: %s", name);
+    }
     return svc_err_errno(err, "open messages directory");
 }
 
@@ -840,7 +553,7 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
     if (open_messages_dir(s, id, err) != 0)
         return -1;
     char name[48];
-    message_name(name, id);
+    svc_layout_message_name(name, id);
     char *buf = NULL;
     size_t len = 0;
     int rc = svc_file_read_at(s->msg_fd, name, &buf, &len, st, err);
@@ -935,7 +648,7 @@ static int read_window(struct svc_sess *s, int64_t from, int64_t to, const int64
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st)
 {
     char name[48];
-    message_name(name, id);
+    svc_layout_message_name(name, id);
     return open_messages_dir(s, id, NULL) == 0 &&
            fstatat(s->msg_fd, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
 }
@@ -949,29 +662,6 @@ json_object *svc_store_effective_message(json_object *rec)
 {
     json_object *r = svc_json_obj(rec, "redact_message");
     return r ? r : svc_json_obj(rec, "message");
-}
-
-static void run_event_add(void *ctx, const char *line, size_t n, size_t off)
-{
-    (void)off;
-    json_object *ev = svc_jsonl_object(line, n);
-    if (ev)
-        json_object_array_add(ctx, ev);
-}
-
-json_object *svc_store_run_events(const char *root, const char *run_id)
-{
-    json_object *arr = json_object_new_array();
-    char *buf = NULL;
-    size_t len = 0;
-    if (!run_id || strlen(run_id) > 64 || !svc_id_valid(run_id))
-        return arr;
-    char *path = svc_store_run_path(root, run_id, SVC_RUN_EVENTS);
-    if (svc_file_read(path, &buf, &len, NULL) == 0)
-        svc_jsonl_lines(buf, len, run_event_add, arr); /* a torn tail is not an event */
-    free(buf);
-    free(path);
-    return arr;
 }
 
 /* ---- a turn: the sequence of a run's writes (core/run.c gives what they say) ---- */

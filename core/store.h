@@ -1,6 +1,6 @@
 /* store: the one door to a session's files (SPEC 2.1; the layout is in FORMAT.md).
- * Only store.c knows a file's name or a path's shape: everyone else opens a handle
- * (struct svc_sess) and asks it for a path, or asks svc_store_name for a name.
+ * Names and paths are layout.h's; everyone opens a handle (struct svc_sess) and asks it
+ * for a path, or asks layout.h for a name.
  * svc_sess_open validates the id (SVC_E_INVALID_SESSION_ID) and derives the session's
  * paths; it touches no file. svc_sess_lock takes the short lock (.svc.lock, lock.h) in the
  * mode asked (asking again in the mode held is a no-op): exclusive around every mutation,
@@ -19,10 +19,8 @@
 
 #include "config.h"
 #include "err.h"
+#include "layout.h"
 #include "lock.h"
-
-/* The longest session or agent id, in characters (SPEC 2.1). */
-#define SVC_ID_MAX 128
 
 struct svc_store {
     const char *root;      /* borrowed, expanded */
@@ -35,74 +33,6 @@ struct svc_store {
                             * to list from memory (sessions.index_db off, or cache off) */
 };
 
-/* The files of the layout, by role; the comments give the path from the session directory
- * (the last ones from the root). */
-enum svc_file {
-    SVC_F_DIR,            /* <root>/session_<sid> */
-    SVC_F_SESSION,        /* session.json */
-    SVC_F_SIDECAR,        /* svc_session.json */
-    SVC_F_TURNS,          /* svc_turns.jsonl */
-    SVC_F_TURNS_CORRUPT,  /* svc_turns.jsonl.corrupt (fsck's) */
-    SVC_F_MEMORY,         /* svc_memory.json */
-    SVC_F_FEEDBACK,       /* svc_feedback.json */
-    SVC_F_AGENTS,         /* agents */
-    SVC_F_AGENT_DIR,      /* agents/agent_<aid> */
-    SVC_F_AGENT,          /* agents/agent_<aid>/agent.json */
-    SVC_F_MESSAGES,       /* agents/agent_<aid>/messages */
-    SVC_F_MULTI_AGENTS,   /* multi_agents */
-    SVC_F_LOCK,           /* .svc.lock */
-    SVC_F_RUN_LOCK,       /* .svc.run.lock */
-    SVC_F_INDEX,          /* <root>/.svc_index.jsonl */
-    SVC_F_INDEX_LOCK,     /* <root>/.svc_index.lock */
-    SVC_F_INDEX_BUILD,    /* <root>/.svc_index.build: held while the index is read anew */
-    SVC_F_RUNS,           /* <root>/.svc_runs */
-    SVC_F_RESPONSES,      /* <root>/.svc_responses */
-    SVC_F_IMPORT_LOCK,    /* <root>/.svc_import.lock */
-    SVC_F_IMPORT_STAGING, /* <root>/.svc_import-<hex> */
-    SVC_F_IMPORT_ASIDE,   /* <staging>/old_session_<sid>: an overwritten session moved aside */
-    SVC_F_TRASH,          /* <root>/.svc_trash-<sid>-<hex>: a session being deleted */
-    SVC_F_STAGE,          /* <root>/.svc_new-<hex>: a new session being built */
-    SVC_F_RETENTION,      /* <root>/.svc_retention.json: the retention job's state */
-    SVC_F_RETENTION_LOCK, /* <root>/.svc_retention.lock: held while it runs */
-    SVC_F__MAX
-};
-/* Where a path starts: absolute, from the root, from the session directory, or the last
- * component alone. */
-enum svc_from { SVC_FROM_ABS, SVC_FROM_ROOT, SVC_FROM_SESSION, SVC_FROM_NAME };
-/* A run record's files in <root>/.svc_runs: <id>.json, .events.jsonl, .cancel, .lock. */
-enum svc_run_file { SVC_RUN_RECORD, SVC_RUN_EVENTS, SVC_RUN_CANCEL, SVC_RUN_LOCK, SVC_RUN__MAX };
-
-/* 1..SVC_ID_MAX chars of [A-Za-z0-9._-], not starting with '.'. */
-bool svc_id_valid(const char *id);
-/* SVC_E_INVALID_SESSION_ID with a message saying what is wrong; param "session_id". */
-int svc_id_check(const char *id, struct svc_err *err);
-
-/* The name of f (its last component); for the id-named ones (session_<sid>, agent_<aid>,
- * .svc_import-<hex>) the part before the id. */
-const char *svc_store_name(enum svc_file f);
-/* <root>/<name of f> for the root's own files (SVC_F_INDEX and after). */
-char *svc_store_root_path(const struct svc_store *st, enum svc_file f);
-/* <root>/.svc_runs/<run_id><suffix of f> (root NULL: the name alone). */
-char *svc_store_run_path(const char *root, const char *run_id, enum svc_run_file f);
-/* The events a run recorded, in order (new reference; empty when none or id invalid). */
-json_object *svc_store_run_events(const char *root, const char *run_id);
-/* The run id of a name in .svc_runs holding f's suffix (heap), else NULL. */
-char *svc_store_run_id_of(const char *name, enum svc_run_file f);
-/* The session id in a root entry's name session_<sid> (borrowed from name), else NULL. */
-const char *svc_store_session_of(const char *name);
-/* The id of a message file's name (message_<n>.json, n decimal without padding), else -1. */
-int64_t svc_store_message_id_of(const char *name);
-/* The names of a session's lock files, NULL-terminated (static). */
-const char *const *svc_store_lock_names(void);
-/* Whether name is one of them. */
-bool svc_store_is_lock(const char *name);
-/* Whether name is a lock or temporary file of the layout (never copied or reported). */
-bool svc_store_is_internal(const char *name);
-/* The path of session sid's message id file from the root or absolute (from: SVC_FROM_ROOT
- * or SVC_FROM_ABS) into buf of sz bytes, without the heap (a listed row's check): its
- * length, or 0 when it does not fit. */
-size_t svc_store_message_path_in(const struct svc_store *st, const char *sid, int64_t id,
-                                 enum svc_from from, char *buf, size_t sz);
 /* Whether session_<sid> exists as a real directory inside the root (no symlink escape). */
 bool svc_store_session_exists(const struct svc_store *st, const char *sid);
 /* What shows that a session changed between two looks: its directory's and its sidecar's

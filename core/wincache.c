@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 
 #include "dirwatch.h"
-#include "store.h"
+#include "layout.h"
 #include "util.h"
 
 #define NBUCKETS 4096u  /* a power of two */
@@ -97,7 +97,7 @@ static void on_change(const char *key, const char *name, uint32_t mask)
         drop_session(sid);
         return;
     }
-    int64_t id = svc_store_message_id_of(name);
+    int64_t id = svc_layout_message_id_of(name);
     struct entry **p = id >= 0 ? find(sid, id) : NULL;
     if (!p)
         return;

@@ -140,9 +140,9 @@ int main(void)
     ok(ino_of("s.json") == s1 && ino_of(".s.json" SVC_SPARE_SUFFIX) == s2,
        "two inodes take turns: none created, none freed");
     is_int(count_entries(".tmp-"), 1, "one spare, no temp file");
-    ok(svc_file_is_spare("s.json" SVC_SPARE_SUFFIX) && svc_store_is_internal("s.json.tmp-spare") &&
+    ok(svc_file_is_spare("s.json" SVC_SPARE_SUFFIX) && svc_layout_is_internal("s.json.tmp-spare") &&
            !svc_file_is_spare("s.json") && !svc_file_is_spare("s.json.tmp-1-ab"),
-       "svc_file_is_spare, svc_store_is_internal");
+       "svc_file_is_spare, svc_layout_is_internal");
     /* a spare hard-linked elsewhere (cp -al, a backup by links) is never written into */
     char *sp = path_of(".s.json" SVC_SPARE_SUFFIX), *hl = path_of("backup");
     if (link(sp, hl) != 0)

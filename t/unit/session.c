@@ -132,7 +132,7 @@ int main(void)
         int rc = svc_run_begin(&cfg, &req, &run, &e);
         ok(rc == -1 && e.code == SVC_E_INVALID_SESSION_ID, "svc_run_begin refuses bad id #%zu", i);
         ok(run == NULL, "bad id #%zu: no run", i);
-        ok(svc_id_check(bad[i], NULL) == -1, "svc_id_check refuses bad id #%zu", i);
+        ok(svc_layout_id_check(bad[i], NULL) == -1, "svc_layout_id_check refuses bad id #%zu", i);
         json_object *o = (json_object *)1;
         ok(svc_session_get(&cfg, bad[i], &o, &e) == -1 && e.code == SVC_E_INVALID_SESSION_ID,
            "svc_session_get refuses bad id #%zu", i);
@@ -158,7 +158,7 @@ int main(void)
         struct svc_run *run = NULL;
         ok(svc_run_begin(&cfg, &req, &run, &e) == 0, "begin without a session id");
         const char *sid = run ? answer_of(run).session_id : "";
-        ok(strncmp(sid, "sess-", 5) == 0 && strlen(sid) == 21 && svc_id_valid(sid),
+        ok(strncmp(sid, "sess-", 5) == 0 && strlen(sid) == 21 && svc_layout_id_valid(sid),
            "generated id sess-<16 hex> (%s)", sid);
         ok(strncmp(answer_of(run).run_id, "run-", 4) == 0 && strlen(answer_of(run).run_id) == 20,
            "generated run id run-<16 hex>");

@@ -69,9 +69,9 @@ int main(void)
             k += (size_t)snprintf(shown + k, sizeof shown - k,
                                   (*q < 0x21 || *q > 0x7e) ? "\\x%02x" : "%c", *q);
         shown[k] = '\0';
-        is_int(svc_id_valid(ids[i].id), ids[i].valid, "svc_id_valid('%s')", shown);
-        int rc = svc_id_check(ids[i].id, &e);
-        is_int(rc, ids[i].valid ? 0 : -1, "svc_id_check('%s')", shown);
+        is_int(svc_layout_id_valid(ids[i].id), ids[i].valid, "svc_layout_id_valid('%s')", shown);
+        int rc = svc_layout_id_check(ids[i].id, &e);
+        is_int(rc, ids[i].valid ? 0 : -1, "svc_layout_id_check('%s')", shown);
         if (!ids[i].valid) {
             is_int(e.code, SVC_E_INVALID_SESSION_ID, "'%s': SVC_E_INVALID_SESSION_ID", shown);
             is_str(e.param, "session_id", "'%s': param session_id", shown);
@@ -83,12 +83,12 @@ int main(void)
     id128[128] = '\0';
     memset(id129, 'b', 129);
     id129[129] = '\0';
-    ok(svc_id_valid(id128), "128 characters valid");
-    ok(svc_id_check(id128, NULL) == 0, "128 characters pass the check");
-    ok(!svc_id_valid(id129), "129 characters invalid");
-    ok(svc_id_check(id129, NULL) == -1, "129 characters fail the check");
-    ok(!svc_id_valid(NULL), "NULL invalid");
-    ok(svc_id_check(NULL, NULL) == -1, "NULL fails the check (err may be NULL)");
+    ok(svc_layout_id_valid(id128), "128 characters valid");
+    ok(svc_layout_id_check(id128, NULL) == 0, "128 characters pass the check");
+    ok(!svc_layout_id_valid(id129), "129 characters invalid");
+    ok(svc_layout_id_check(id129, NULL) == -1, "129 characters fail the check");
+    ok(!svc_layout_id_valid(NULL), "NULL invalid");
+    ok(svc_layout_id_check(NULL, NULL) == -1, "NULL fails the check (err may be NULL)");
 
     /* ---- paths ---- */
     char tmpl[] = "/tmp/svc-store-XXXXXX";
@@ -142,31 +142,31 @@ int main(void)
     p = svc_sess_message_path(&s1, 3, SVC_FROM_SESSION);
     is_str(p, "agents/agent_svc-agent/messages/message_3.json", "message path in the session");
     free(p);
-    p = svc_store_root_path(&st, SVC_F_INDEX);
+    p = svc_layout_root_path(st.root, SVC_F_INDEX, NULL);
     snprintf(want, sizeof want, "%s/.svc_index.jsonl", root);
     is_str(p, want, "the root's index");
     free(p);
-    p = svc_store_run_path(root, "run-1", SVC_RUN_EVENTS);
+    p = svc_layout_run_path(root, "run-1", SVC_RUN_EVENTS);
     snprintf(want, sizeof want, "%s/.svc_runs/run-1.events.jsonl", root);
     is_str(p, want, "a run's events");
     free(p);
-    p = svc_store_run_id_of("run-1.events.jsonl", SVC_RUN_EVENTS);
+    p = svc_layout_run_id_of("run-1.events.jsonl", SVC_RUN_EVENTS);
     is_str(p, "run-1", "the run id of an events file");
     free(p);
-    ok(!svc_store_run_id_of("run-1.events.jsonl", SVC_RUN_RECORD), "not a record");
-    is_str(svc_store_session_of("session_a.b"), "a.b", "session_of a session directory");
-    ok(!svc_store_session_of("session_") && !svc_store_session_of("session_.x") &&
-           !svc_store_session_of("sessions_a") && !svc_store_session_of(".svc_index.jsonl"),
+    ok(!svc_layout_run_id_of("run-1.events.jsonl", SVC_RUN_RECORD), "not a record");
+    is_str(svc_layout_session_of("session_a.b"), "a.b", "session_of a session directory");
+    ok(!svc_layout_session_of("session_") && !svc_layout_session_of("session_.x") &&
+           !svc_layout_session_of("sessions_a") && !svc_layout_session_of(".svc_index.jsonl"),
        "session_of: nothing else");
-    is_int(svc_store_message_id_of("message_0.json"), 0, "message_id_of 0");
-    is_int(svc_store_message_id_of("message_12.json"), 12, "message_id_of 12");
-    ok(svc_store_message_id_of("message_012.json") == -1 &&
-           svc_store_message_id_of("message_.json") == -1 &&
-           svc_store_message_id_of("message_1.json.tmp-1-ab") == -1 &&
-           svc_store_message_id_of("message_-1.json") == -1,
+    is_int(svc_layout_message_id_of("message_0.json"), 0, "message_id_of 0");
+    is_int(svc_layout_message_id_of("message_12.json"), 12, "message_id_of 12");
+    ok(svc_layout_message_id_of("message_012.json") == -1 &&
+           svc_layout_message_id_of("message_.json") == -1 &&
+           svc_layout_message_id_of("message_1.json.tmp-1-ab") == -1 &&
+           svc_layout_message_id_of("message_-1.json") == -1,
        "message_id_of: padded, empty, temp, negative are not message files");
-    ok(svc_store_is_lock(".svc.lock") && svc_store_is_lock(".svc.run.lock") &&
-           !svc_store_is_lock("svc.lock"),
+    ok(svc_layout_is_lock(".svc.lock") && svc_layout_is_lock(".svc.run.lock") &&
+           !svc_layout_is_lock("svc.lock"),
        "is_lock");
 
     /* ---- ensure ---- */

@@ -1,0 +1,93 @@
+/* layout: every name of the files svc and Strands keep under a sessions root (SPEC 2.1;
+ * docs/FORMAT.md), the ids that name sessions and agents, and the paths they make. The
+ * bottom of the storage floor: strings only, no I/O, nothing below it but err. The names
+ * are spelled here alone (`make check-layout`); everyone else asks. Paths returned are
+ * heap strings the caller frees. */
+#ifndef SVC_LAYOUT_H
+#define SVC_LAYOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+
+/* The longest session or agent id, in characters (SPEC 2.1). */
+#define SVC_ID_MAX 128
+
+/* The files of the layout, by role; the comments give the path from the session directory
+ * (the last ones from the root). */
+enum svc_file {
+    SVC_F_DIR,            /* <root>/session_<sid> */
+    SVC_F_SESSION,        /* session.json */
+    SVC_F_SIDECAR,        /* svc_session.json */
+    SVC_F_TURNS,          /* svc_turns.jsonl */
+    SVC_F_TURNS_CORRUPT,  /* svc_turns.jsonl.corrupt (fsck's) */
+    SVC_F_MEMORY,         /* svc_memory.json */
+    SVC_F_FEEDBACK,       /* svc_feedback.json */
+    SVC_F_AGENTS,         /* agents */
+    SVC_F_AGENT_DIR,      /* agents/agent_<aid> */
+    SVC_F_AGENT,          /* agents/agent_<aid>/agent.json */
+    SVC_F_MESSAGES,       /* agents/agent_<aid>/messages */
+    SVC_F_MULTI_AGENTS,   /* multi_agents */
+    SVC_F_LOCK,           /* .svc.lock */
+    SVC_F_RUN_LOCK,       /* .svc.run.lock */
+    SVC_F_INDEX,          /* <root>/.svc_index.jsonl */
+    SVC_F_INDEX_LOCK,     /* <root>/.svc_index.lock */
+    SVC_F_INDEX_BUILD,    /* <root>/.svc_index.build: held while the index is read anew */
+    SVC_F_RUNS,           /* <root>/.svc_runs */
+    SVC_F_RESPONSES,      /* <root>/.svc_responses */
+    SVC_F_IMPORT_LOCK,    /* <root>/.svc_import.lock */
+    SVC_F_IMPORT_STAGING, /* <root>/.svc_import-<hex> */
+    SVC_F_IMPORT_ASIDE,   /* <staging>/old_session_<sid>: an overwritten session moved aside */
+    SVC_F_TRASH,          /* <root>/.svc_trash-<sid>-<hex>: a session being deleted */
+    SVC_F_STAGE,          /* <root>/.svc_new-<hex>: a new session being built */
+    SVC_F_RETENTION,      /* <root>/.svc_retention.json: the retention job's state */
+    SVC_F_RETENTION_LOCK, /* <root>/.svc_retention.lock: held while it runs */
+    SVC_F__MAX
+};
+/* Where a path starts: absolute, from the root, from the session directory, or the last
+ * component alone. */
+enum svc_from { SVC_FROM_ABS, SVC_FROM_ROOT, SVC_FROM_SESSION, SVC_FROM_NAME };
+/* A run record's files in <root>/.svc_runs: <id>.json, .events.jsonl, .cancel, .lock. */
+enum svc_run_file { SVC_RUN_RECORD, SVC_RUN_EVENTS, SVC_RUN_CANCEL, SVC_RUN_LOCK, SVC_RUN__MAX };
+
+/* 1..SVC_ID_MAX chars of [A-Za-z0-9._-], not starting with '.'. */
+bool svc_layout_id_valid(const char *id);
+/* SVC_E_INVALID_SESSION_ID with a message saying what is wrong; param "session_id". */
+int svc_layout_id_check(const char *id, struct svc_err *err);
+
+/* The name of f (its last component); for the id-named ones (session_<sid>, agent_<aid>,
+ * .svc_import-<hex>) the part before the id. */
+const char *svc_layout_name(enum svc_file f);
+/* <root>/<name of f><tail> for the root's own files (SVC_F_INDEX and after); tail may be
+ * NULL. */
+char *svc_layout_root_path(const char *root, enum svc_file f, const char *tail);
+/* The path of f of session sid under agent aid, starting where from says, and of message
+ * id's file. */
+char *svc_layout_path(const char *root, const char *aid, const char *sid, enum svc_file f,
+                      enum svc_from from);
+char *svc_layout_message_path(const char *root, const char *aid, const char *sid, int64_t id,
+                              enum svc_from from);
+/* The same for a message file into buf of sz bytes, without the heap (a listed row's
+ * check), from SVC_FROM_ROOT or SVC_FROM_ABS: its length, or 0 when it does not fit. */
+size_t svc_layout_message_path_in(const char *root, const char *aid, const char *sid, int64_t id,
+                                  enum svc_from from, char *buf, size_t sz);
+/* message_<id>.json into name (at least 48 bytes). */
+void svc_layout_message_name(char *name, int64_t id);
+/* <root>/.svc_runs/<run_id><suffix of f> (root NULL: the name alone). */
+char *svc_layout_run_path(const char *root, const char *run_id, enum svc_run_file f);
+/* The run id of a name in .svc_runs holding f's suffix (heap), else NULL. */
+char *svc_layout_run_id_of(const char *name, enum svc_run_file f);
+/* The session id in a root entry's name session_<sid> (borrowed from name), else NULL. */
+const char *svc_layout_session_of(const char *name);
+/* The id of a message file's name (message_<n>.json, n decimal without padding), else -1. */
+int64_t svc_layout_message_id_of(const char *name);
+/* The names of a session's lock files, NULL-terminated (static). */
+const char *const *svc_layout_lock_names(void);
+/* Whether name is one of them. */
+bool svc_layout_is_lock(const char *name);
+/* Whether name is a lock or temporary file of the layout (never copied or reported). */
+bool svc_layout_is_internal(const char *name);
+
+#endif
