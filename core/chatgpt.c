@@ -13,6 +13,7 @@
 
 #include "fsio.h"
 #include "index.h"
+#include "journal.h"
 #include "jsonx.h"
 #include "sidecar.h"
 #include "store.h"
@@ -501,6 +502,7 @@ static int prepare_root(struct job *j, struct svc_err *err)
     }
     j->stg = j->st;
     j->stg.root = j->staging;
+    j->stg.staged = true;
     return 0;
 }
 
@@ -534,7 +536,7 @@ static int write_sessions(struct job *j, size_t todo, struct svc_err *err)
         if (rc == 1)
             j->c[i].reason = "exists (created meanwhile)";
         else if (j->summary[i])
-            svc_index_update(&j->st, j->c[i].sid, j->summary[i]);
+            svc_journal_note(&j->st, j->c[i].sid, j->summary[i]);
     }
     if (j->st.durable)
         svc_fsync_dir(j->st.root, NULL);

@@ -360,22 +360,20 @@ int svc_conv_create(const struct svc_config *cfg, const char *sid, json_object *
     struct svc_sess dst = SVC_SESS_INIT;
     json_object *sc = new_sidecar(cfg, id, st.agent_id, natives, metadata, owner);
     json_object *agent = svc_store_new_agent(st.agent_id);
-    char *stage = svc_store_stage(&st, err);
-    struct svc_store stg = st;
-    stg.root = stage;
+    json_object *sum = svc_sidecar_summary(sc);
+    struct svc_store stg;
+    char *stage = svc_store_stage(&st, &stg, err);
     int rc = -1;
     if (stage && svc_sess_open_store(&stg, id, &dst, err) == 0 &&
         svc_sess_ensure(&dst, false, file_sync(&dst), NULL, err) == 0 &&
         write_messages(&dst, natives, 0, err) == 0 &&
         svc_sess_write_agent(&dst, agent, file_sync(&dst), err) == 0 &&
         svc_sidecar_write(&dst, sc, file_sync(&dst), err) == 0 &&
-        svc_sess_publish(&dst, &st, err) == 0) {
-        json_object *sum = svc_sidecar_summary(sc);
-        svc_index_update(&st, id, sum);
+        svc_sess_publish(&dst, &st, sum, err) == 0) {
         *out = svc_conv_object(sum);
-        json_object_put(sum);
         rc = 0;
     }
+    json_object_put(sum);
     if (rc != 0 && stage)
         svc_file_remove_tree(stage);
     svc_sess_close(&dst);
@@ -407,7 +405,7 @@ static int lock_for_write(const struct svc_config *cfg, const char *sid, struct 
         svc_run_repair(s, err) < 0 || svc_sess_lock(s, true, err) != 0)
         return -1;
     json_object *sc = NULL;
-    if (svc_sess_sidecar(s, &sc, err) != 0)
+    if (svc_sidecar_get(s, &sc, err) != 0)
         return -1;
     if (sc && svc_json_bool(sc, "archived", false))
         return svc_err_set(err, SVC_E_SESSION_ARCHIVED, "session %s is archived", sid);
@@ -419,10 +417,10 @@ static int lock_for_write(const struct svc_config *cfg, const char *sid, struct 
 static int touch(struct svc_sess *s, json_object *added, struct svc_err *err)
 {
     json_object *sc = NULL;
-    if (svc_sess_sidecar(s, &sc, err) != 0)
+    if (svc_sidecar_get(s, &sc, err) != 0)
         return -1;
     if (!sc) { /* a session Strands wrote: the listing derives it from the files */
-        svc_index_resync(&s->st, s->sid);
+        svc_sidecar_resync(&s->st, s->sid);
         return 0;
     }
     char now[SVC_TIME_LEN];
@@ -432,9 +430,6 @@ static int touch(struct svc_sess *s, json_object *added, struct svc_err *err)
     svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
     if (svc_sidecar_write(s, sc, SVC_SYNC_STORE, err) != 0)
         return -1;
-    json_object *sum = svc_sidecar_summary(sc);
-    svc_index_update(&s->st, s->sid, sum);
-    json_object_put(sum);
     svc_sess_forget_sidecar(s);
     return 0;
 }

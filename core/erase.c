@@ -37,7 +37,6 @@ int svc_session_delete(const struct svc_config *cfg, const char *sid, json_objec
     if (svc_lock_run_try(s.dir, &run, err) != 0 || svc_sess_lock(&s, true, err) != 0 ||
         svc_memory_forget(cfg, sid, err) != 0 || svc_sess_remove(&s, err) != 0)
         goto out;
-    svc_index_update(&s.st, sid, NULL);
     forget_records(cfg, sid);
     svc_logf("session %s deleted", sid);
     *out = json_object_new_object();

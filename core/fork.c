@@ -127,7 +127,7 @@ static int build(struct svc_sess *src, struct svc_sess *dst, const struct svc_fo
     if (svc_sess_lock(src, false, err) != 0 || svc_sess_message_ids(src, &ids, &n, err) != 0 ||
         pick(f, ids, n, &last, &count, err) != 0)
         goto out;
-    if (svc_sess_sidecar(src, &from, NULL) != 0 || !from) {
+    if (svc_sidecar_get(src, &from, NULL) != 0 || !from) {
         if (svc_sidecar_derive(src, &from, err) != 0)
             goto out;
     } else {
@@ -161,16 +161,19 @@ int svc_session_fork(const struct svc_config *cfg, const struct svc_fork_req *f,
         svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", f->session_id);
         goto out;
     }
-    struct svc_store stg = src.st;
-    if (svc_sess_check_layout(&src, NULL, err) != 0 || !(stage = svc_store_stage(&src.st, err)))
+    struct svc_store stg;
+    if (svc_sess_check_layout(&src, NULL, err) != 0 ||
+        !(stage = svc_store_stage(&src.st, &stg, err)))
         goto out;
-    stg.root = stage;
     if (svc_sess_open_store(&stg, new_id, &dst, err) != 0)
         goto out;
-    if (build(&src, &dst, f, &sc, err) != 0 || svc_sess_publish(&dst, &src.st, err) != 0)
+    if (build(&src, &dst, f, &sc, err) != 0)
         goto out;
     json_object *sum = svc_sidecar_summary(sc);
-    svc_index_update(&src.st, new_id, sum);
+    if (svc_sess_publish(&dst, &src.st, sum, err) != 0) {
+        json_object_put(sum);
+        goto out;
+    }
     *out = sum;
     rc = 0;
 out:

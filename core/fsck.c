@@ -324,10 +324,6 @@ static bool recount(struct fsck *f, const struct svc_sess *s, int64_t files)
     if (svc_sidecar_read(s, &sc, &err) == 0) {
         svc_json_set_int(sc, "message_count", files);
         if (svc_sidecar_write(s, sc, SVC_SYNC_STORE, &err) == 0) {
-            json_object *sum = svc_sidecar_summary(sc);
-            if (sum)
-                svc_index_update(&f->st, s->sid, sum);
-            json_object_put(sum);
             ok = true;
         }
     }

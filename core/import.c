@@ -16,6 +16,7 @@
 #include "fsio.h"
 #include "idtab.h"
 #include "index.h"
+#include "journal.h"
 #include "jsonx.h"
 #include "jstream.h"
 #include "lock.h"
@@ -728,7 +729,7 @@ static void index_tell(struct job *j, const char *sid)
     svc_sess_close(&h);
     json_object *sum = svc_sidecar_summary(sc);
     if (sum)
-        svc_index_update(&j->st, sid, sum);
+        svc_journal_note(&j->st, sid, sum);
     json_object_put(sum);
     json_object_put(sc);
 }

@@ -20,6 +20,7 @@
 #include "fold.h"
 #include "fsio.h"
 #include "index_int.h"
+#include "journal.h"
 #include "jsonx.h"
 #include "labels.h"
 #include "listdb.h"
@@ -425,71 +426,6 @@ bool svc_ix_stamp_matches(const struct stamp *s, const struct idxfile *f, bool e
     return !exact && f->sb.st_size > s->size;
 }
 
-/* Append one line, under the root lock, to an index file that is whole. A missing or
- * damaged file is never appended to (nor created): the stamp is withdrawn and the next
- * reader rebuilds the index from the directories, which hold this change already. */
-int svc_ix_append_line(const struct svc_store *st, const char *sid, json_object *summary)
-{
-    json_object *line = json_object_new_object();
-    svc_json_set_str(line, "session_id", sid);
-    svc_json_set(line, "summary", summary ? json_object_get(summary) : NULL);
-    char *text = svc_json_dump_compact(line);
-    bool writable = false;
-    int lock = lock_root(st, &writable);
-    int rc = -1;
-    struct idxfile f = {.fd = -1};
-    if (lock < 0 || !writable)
-        goto out;
-    struct stamp s;
-    drop_cached(st, lock);
-    stamp_parse(lock, &s);
-    /* opened once, for the check and the append */
-    if (index_open_as(st, &f, O_RDWR | O_APPEND) != 0) {
-        if (s.ok)
-            stamp_write(lock, NULL, NULL);
-        rc = 0; /* no index yet (or deleted): the first listing builds it from the sidecars */
-        goto out;
-    }
-    if (!svc_ix_stamp_matches(&s, &f, true, st->shared)) {
-        if (s.ok)
-            stamp_write(lock, NULL, NULL);
-        goto out;
-    }
-    int fd = f.fd;
-    size_t n = strlen(text);
-    char *buf = svc_xmalloc(n + 1);
-    if (buf) {
-        memcpy(buf, text, n);
-        buf[n] = '\n';
-        ssize_t w = write(fd, buf, n + 1); /* one write: a line is whole or absent */
-        struct stat sb;
-        if (w == (ssize_t)(n + 1) && fstat(fd, &sb) == 0) {
-            stamp_write(lock, s.gen, &sb);
-            rc = 0;
-        } else if (w > 0 && ftruncate(fd, (off_t)s.size) == 0 && fstat(fd, &sb) == 0) {
-            stamp_write(lock, s.gen, &sb); /* a short write (disk full) taken back */
-        } else {
-            stamp_write(lock, NULL, NULL);
-        }
-        free(buf);
-    } else {
-        stamp_write(lock, NULL, NULL);
-    }
-out:
-    svc_ix_index_close(&f);
-    if (lock >= 0)
-        close(lock);
-    free(text);
-    json_object_put(line);
-    return rc;
-}
-
-void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary)
-{
-    if (svc_ix_append_line(st, sid, summary) != 0)
-        svc_logf("index: could not record session %s (the next listing rebuilds the index)", sid);
-}
-
 /* Apply one index line found at file offset at; *garbage when it is not one of ours. */
 static void apply_line(const char *line, size_t n, off_t at, bool *garbage)
 {
@@ -581,21 +517,6 @@ static void read_lines(struct idxfile *f, bool *garbage, bool *torn)
         *torn = true;
     svc_ix.offset = pos;
     free(buf);
-}
-
-/* Summary of one session from its sidecar or, failing that, its native files. */
-json_object *svc_ix_summary_of(const struct svc_store *st, const char *sid)
-{
-    json_object *sc = NULL;
-    struct svc_sess h;
-    bool got = svc_sess_open_store(st, sid, &h, NULL) == 0 &&
-               (svc_sidecar_read(&h, &sc, NULL) == 0 || svc_sidecar_derive(&h, &sc, NULL) == 0);
-    svc_sess_close(&h);
-    if (!got)
-        return NULL;
-    json_object *sum = svc_sidecar_summary(sc);
-    json_object_put(sc);
-    return sum;
 }
 
 /* Write the entries as a fresh index file and stamp it; the entries then point into it.
@@ -769,8 +690,9 @@ static int scan_dirs(const struct svc_store *st, int bfd, struct scanned **sc, s
         if (i % PROGRESS_EVERY == 0)
             progress_put(bfd, i, *nsc);
         struct scanned *s = &(*sc)[i];
-        json_object *sum =
-            svc_store_session_mark(st, s->sid, &s->m) == 0 ? svc_ix_summary_of(st, s->sid) : NULL;
+        json_object *sum = svc_store_session_mark(st, s->sid, &s->m) == 0
+                               ? svc_sidecar_summary_of(st, s->sid)
+                               : NULL;
         if (sum) {
             apply(s->sid, sum, -1, 0);
             (*sc)[kept++] = *s;
@@ -803,7 +725,7 @@ static int scan_catch_up(const struct svc_store *st, const struct scanned *sc, s
         if (e)
             e->seen = true;
         else if (sid && svc_store_session_exists(st, sid)) {
-            json_object *sum = svc_ix_summary_of(st, sid);
+            json_object *sum = svc_sidecar_summary_of(st, sid);
             if (sum)
                 apply(sid, sum, -1, 0);
             json_object_put(sum);
@@ -816,7 +738,7 @@ static int scan_catch_up(const struct svc_store *st, const struct scanned *sc, s
         if (!e || !e->seen ||
             (svc_store_session_mark(st, sc[i].sid, &m) == 0 && svc_store_mark_same(&m, &sc[i].m)))
             continue;
-        json_object *sum = svc_ix_summary_of(st, sc[i].sid);
+        json_object *sum = svc_sidecar_summary_of(st, sc[i].sid);
         if (sum)
             apply(sc[i].sid, sum, -1, 0);
         else
@@ -1021,7 +943,7 @@ static int rescan(const struct svc_store *st)
         }
         if (!svc_store_session_exists(st, sid))
             continue;
-        json_object *sum = svc_ix_summary_of(st, sid);
+        json_object *sum = svc_sidecar_summary_of(st, sid);
         if (sum) {
             apply(sid, sum, -1, 0); /* kept on the heap as compact text until written */
             if (nadd == capadd) {
@@ -1044,14 +966,14 @@ static int rescan(const struct svc_store *st)
         const struct entry *e = lookup(add[i].sid);
         json_object *raw = e && e->heap ? svc_json_new_raw(e->heap) : NULL;
         if (raw)
-            svc_ix_append_line(st, add[i].sid, raw);
+            svc_journal_note(st, add[i].sid, raw);
         json_object_put(raw);
         free(add[i].sid);
     }
     free(add);
     for (size_t i = 0; i < svc_ix.n;) {
         if (!svc_ix.v[i].seen) {
-            svc_ix_append_line(st, svc_ix.v[i].sid, NULL);
+            svc_journal_note(st, svc_ix.v[i].sid, NULL);
             apply(svc_ix.v[i].sid, NULL, -1, 0); /* moves the last entry here */
         } else {
             i++;
@@ -1330,7 +1252,7 @@ json_object *svc_ix_recounted(const struct svc_store *st, const char *sid, int64
         return NULL;
     if ((rel ? fstatat(svc_ix.root_fd, path, &sb, AT_SYMLINK_NOFOLLOW) : lstat(path, &sb)) != 0)
         return NULL; /* the count holds */
-    json_object *sum = svc_ix_summary_of(st, sid);
+    json_object *sum = svc_sidecar_summary_of(st, sid);
     int64_t *ids = NULL, cnt = 0, next = 0;
     struct svc_sess h;
     if (!sum || svc_sess_open_store(st, sid, &h, NULL) != 0) {
@@ -1345,7 +1267,7 @@ json_object *svc_ix_recounted(const struct svc_store *st, const char *sid, int64
         return NULL;
     }
     svc_json_set_int(sum, "message_count", cnt);
-    svc_index_update(st, sid, sum);
+    svc_journal_note(st, sid, sum);
     return sum;
 }
 
@@ -1793,7 +1715,7 @@ static int verify_dirs(const struct svc_store *st, struct verify *v, svc_index_p
         const char *sid = svc_layout_session_of(de->d_name);
         if (!sid || !svc_store_session_exists(st, sid))
             continue;
-        json_object *want = svc_ix_summary_of(st, sid);
+        json_object *want = svc_sidecar_summary_of(st, sid);
         json_object *have = want ? svc_summap_get(v->map, sid) : NULL;
         if (want && have && json_object_equal(have, want))
             v->found++;
@@ -1842,7 +1764,8 @@ static int verify_suspects(const struct svc_store *st, struct verify *v)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < v->nsus; i++) {
         const char *sid = v->sus[i];
-        json_object *want = svc_store_session_exists(st, sid) ? svc_ix_summary_of(st, sid) : NULL;
+        json_object *want =
+            svc_store_session_exists(st, sid) ? svc_sidecar_summary_of(st, sid) : NULL;
         json_object *have = svc_summap_get(v->map, sid);
         if (want && !have)
             snprintf(v->why, v->whysz, "session %s is missing from the index", sid);
@@ -1959,13 +1882,6 @@ int svc_index_verify(const struct svc_store *st, char *why, size_t whysz,
     for (int i = 0; i < 2 && rc == 4; i++) /* compacted or rebuilt meanwhile: again */
         rc = verify_once(st, why, whysz, progress, ctx);
     return rc == 3 || rc == 4 ? 1 : rc;
-}
-
-void svc_index_resync(const struct svc_store *st, const char *sid)
-{
-    json_object *sum = svc_store_session_exists(st, sid) ? svc_ix_summary_of(st, sid) : NULL;
-    svc_index_update(st, sid, sum);
-    json_object_put(sum);
 }
 
 int64_t svc_index_count(const struct svc_store *st)

@@ -1,14 +1,13 @@
 /* index: the root-level summary index that makes a list page cost the same with 1,000 or
  * 1,000,000 sessions (SPEC 4.3, 11; the journal, its stamp, the database: docs/FORMAT.md).
- * The root's journal (.svc_index.jsonl) is appended by every writer; each host reads it
+ * The root's journal (.svc_index.jsonl, journal.h) tells every change; each host reads it
  * into its listing database (listdb.h, st->index_dir), a page at a time, applying only the
  * bytes appended since (another generation: built anew, in the background when large);
  * without one (st->index_dir NULL, or while it is built) each process keeps it in memory.
  * A change of the root directory's mtime compares its names with the index for sessions
  * another program added or removed. A journal that does not match the stamp its last
  * writer left in the root lock file is never answered from: it is rebuilt from the
- * directories under the root lock first. svc_index_update is best effort: a failure is
- * logged and never fails the caller. */
+ * directories under the root lock first. */
 #ifndef SVC_INDEX_H
 #define SVC_INDEX_H
 
@@ -37,7 +36,6 @@ struct svc_list_query {
                          * row): for a caller that reads the files anyway (an export) */
 };
 
-void svc_index_update(const struct svc_store *st, const char *sid, json_object *summary);
 /* A page of summaries per q: {"sessions": [...], "next_cursor"}. When stale is not NULL,
  * *stale gets the ids on the page listed as running whose run lock nobody holds (an array,
  * new reference), or NULL when there are none: the caller repairs them and lists again. */
@@ -59,10 +57,6 @@ void svc_index_seal(const struct svc_store *st);
 typedef void svc_index_progress_fn(void *ctx, size_t sessions_done);
 int svc_index_verify(const struct svc_store *st, char *why, size_t whysz,
                      svc_index_progress_fn *progress, void *ctx);
-/* Record the session's summary as its sidecar (or native files) give it now: for a caller
- * that found the index behind the files (a process killed between its sidecar write and
- * its index line). Best effort, like svc_index_update. */
-void svc_index_resync(const struct svc_store *st, const char *sid);
 /* The number of sessions the index lists (this process's copy, brought up to date), or -1. */
 int64_t svc_index_count(const struct svc_store *st);
 /* Bring the index up to date and call fn, in no order, for each session it lists that

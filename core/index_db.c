@@ -19,9 +19,11 @@
 
 #include "fold.h"
 #include "fsio.h"
+#include "journal.h"
 #include "jsonx.h"
 #include "listdb.h"
 #include "log.h"
+#include "sidecar.h"
 #include "util.h"
 
 /* Journals up to this size (or roots without one of up to this many directories) are built
@@ -153,10 +155,10 @@ static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
     for (size_t i = 0; i < r->n; i++) {
         bool exists = svc_store_session_exists(st, r->sid[i]);
         json_object *sum = exists && !r->gone[i] && svc_listdb_has(r->sid[i]) == 0
-                               ? svc_ix_summary_of(st, r->sid[i])
+                               ? svc_sidecar_summary_of(st, r->sid[i])
                                : NULL;
         if (sum || (r->gone[i] && !exists)) {
-            svc_ix_append_line(st, r->sid[i], sum);
+            svc_journal_note(st, r->sid[i], sum);
             svc_listdb_put(r->sid[i], sum);
             svc_ix_done.scanned++;
         }

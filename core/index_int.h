@@ -96,8 +96,6 @@ void svc_ix_stamp_peek(const struct svc_store *st, struct stamp *s);
 bool svc_ix_stamp_matches(const struct stamp *s, const struct idxfile *f, bool exact, bool shared);
 int svc_ix_index_open(const struct svc_store *st, struct idxfile *f);
 void svc_ix_index_close(struct idxfile *f);
-int svc_ix_append_line(const struct svc_store *st, const char *sid, json_object *summary);
-json_object *svc_ix_summary_of(const struct svc_store *st, const char *sid);
 int svc_ix_refresh_locked(const struct svc_store *st, bool force);
 int svc_ix_refresh(const struct svc_store *st);
 char *svc_ix_entry_summary(const struct entry *e);

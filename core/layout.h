@@ -52,6 +52,21 @@ enum svc_from { SVC_FROM_ABS, SVC_FROM_ROOT, SVC_FROM_SESSION, SVC_FROM_NAME };
 /* A run record's files in <root>/.svc_runs: <id>.json, .events.jsonl, .cancel, .lock. */
 enum svc_run_file { SVC_RUN_RECORD, SVC_RUN_EVENTS, SVC_RUN_CANCEL, SVC_RUN_LOCK, SVC_RUN__MAX };
 
+/* Where a store's files are and how they are written (store.h's svc_store_from_config
+ * fills it from the configuration). */
+struct svc_store {
+    const char *root;      /* borrowed, expanded */
+    const char *agent_id;  /* borrowed, valid id */
+    bool durable;          /* sessions.fsync */
+    bool sidecars;         /* provider svc_repository: svc_session.json and svc_turns.jsonl */
+    bool shared;           /* sessions.shared resolved: other hosts write here too */
+    bool cache;            /* sessions.cache not off, root not shared: caches may serve (cache.h) */
+    const char *index_dir; /* borrowed: where this host keeps the listing database, or NULL
+                            * to list from memory (sessions.index_db off, or cache off) */
+    bool staged;           /* a staging root (svc_store_stage): the journal learns of its
+                            * sessions when they are published */
+};
+
 /* 1..SVC_ID_MAX chars of [A-Za-z0-9._-], not starting with '.'. */
 bool svc_layout_id_valid(const char *id);
 /* SVC_E_INVALID_SESSION_ID with a message saying what is wrong; param "session_id". */

@@ -402,14 +402,8 @@ static void record_state(const struct svc_sess *s, json_object *mem, const struc
     }
     svc_json_set(sc, "memory_state", memory_state_of(mem, error));
     if (svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) !=
-        0) { /* as run.c's end */
+        0) /* as run.c's end */
         svc_logf("session %s: memory state not recorded: %s", sid, e.message);
-    } else {
-        json_object *sum = svc_sidecar_summary(sc);
-        if (sum)
-            svc_index_update(&s->st, sid, sum);
-        json_object_put(sum);
-    }
     json_object_put(sc);
 }
 

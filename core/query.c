@@ -119,7 +119,7 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
         /* nothing to repair: the sidecar has left `running` but the index line never came
          * (its writer was killed in between): take the summary from the files */
         if (svc_session_repair_stale(cfg, sid, NULL) == 0)
-            svc_index_resync(&st, sid);
+            svc_sidecar_resync(&st, sid);
     }
     json_object_put(stale);
     json_object_put(*out);
@@ -542,7 +542,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
      * stat or two; a directory scan only when another program added a file */
     json_object *sc = NULL;
     int64_t trusted = -1, cnt = 0, next = 0;
-    if (svc_sess_sidecar(&s, &sc, NULL) == 0 && sc)
+    if (svc_sidecar_get(&s, &sc, NULL) == 0 && sc)
         trusted = svc_json_int(sc, "message_count", -1);
     if (svc_sess_message_count(&s, trusted, &cnt, &next, &ids, err) != 0)
         goto out;
@@ -608,12 +608,8 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
     mutate(sc, arg);
     if (svc_sidecar_write(&s, sc, SVC_SYNC_STORE, err) != 0)
         goto out;
-    json_object *sum = svc_sidecar_summary(sc);
-    svc_index_update(&s.st, sid, sum);
     if (summary)
-        *summary = sum;
-    else
-        json_object_put(sum);
+        *summary = svc_sidecar_summary(sc);
     rc = 0;
 out:
     svc_sess_close(&s);

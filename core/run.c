@@ -1,7 +1,7 @@
 /* run: the run lifecycle of SPEC 3 (contract in session.h): begin, finish, fail, cancel
  * and the repair of a run whose process died. The agent loop is agent_loop.c. What the
  * run's files say is decided here; the store writes them, in the order below, through a
- * turn (svc_turn_lock, svc_turn_start, svc_turn_store_output, svc_turn_end in store.c).
+ * turn (svc_turn_lock, svc_turn_start, svc_turn_store_output, svc_turn_end in turn.c).
  *
  * Crash order. begin writes svc_session.json with status `running` before any native file
  * (session.json, agent.json, message files), so a process killed at any later write leaves
@@ -47,7 +47,6 @@
 
 #include "ctools.h"
 #include "fsio.h"
-#include "index.h"
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
@@ -98,14 +97,6 @@ static json_object *error_object(const struct svc_err *e, const char *run_id)
     svc_json_set_str(o, "run_id", run_id);
     svc_json_set_str(o, "at", svc_time_now_iso(now));
     return o;
-}
-
-static void index_note(const struct svc_store *st, const char *sid, json_object *sc)
-{
-    json_object *sum = svc_sidecar_summary(sc);
-    if (sum)
-        svc_index_update(st, sid, sum);
-    json_object_put(sum);
 }
 
 static json_object *turn_line(const char *run_id, const char *status, int64_t input_id,
@@ -186,11 +177,9 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
             svc_json_set(sc, "last_error", e ? svc_json_copy(e) : NULL);
         }
         rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
-        if (rc == 0) {
-            index_note(&s->st, sid, sc);
+        if (rc == 0)
             svc_logf("completed run %s of session %s from its turn line: status %s", run_id, sid,
                      done ? "idle" : status);
-        }
     } else {
         struct svc_err ie;
         svc_err_set(&ie, SVC_E_INTERRUPTED, "the run's process ended before the run finished");
@@ -214,11 +203,9 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
         json_object_put(turn);
         if (rc == 0)
             rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
-        if (rc == 0) {
-            index_note(&s->st, sid, sc);
+        if (rc == 0)
             svc_logf("repaired stale run %s of session %s: status error (interrupted)", run_id,
                      sid);
-        }
     }
     json_object_put(last);
     json_object_put(outputs);
@@ -249,7 +236,7 @@ int svc_run_repair(struct svc_sess *s, struct svc_err *err)
         return svc_dir_writable(s->st.root, &why) ? -1 : 0;
     }
     int rc = 0;
-    if (svc_sess_sidecar(s, &sc, NULL) == 0 && stale_running(s, sc))
+    if (svc_sidecar_get(s, &sc, NULL) == 0 && stale_running(s, sc))
         rc = repair_locked(s, sc, err) == 0 ? 1 : -1;
     if (held)
         svc_sess_forget_sidecar(s);
@@ -783,7 +770,7 @@ int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
     struct svc_sess *s = &run->sess;
     json_object *sc = NULL;
     int rc = -1;
-    if (svc_sess_lock(s, true, err) != 0 || svc_sess_sidecar(s, &sc, err) != 0)
+    if (svc_sess_lock(s, true, err) != 0 || svc_sidecar_get(s, &sc, err) != 0)
         goto out;
     json_object *cur = svc_json_obj(sc, "current_run");
     if (!cur || strcmp(svc_json_str(cur, "run_id", ""), run->run_id) != 0) {

@@ -18,6 +18,7 @@
 
 #include "session.h"
 #include "store.h"
+#include "turn.h"
 #include "util.h"
 
 struct svc_loop {

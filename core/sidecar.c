@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fsio.h"
+#include "journal.h"
 #include "jsonx.h"
 #include "openai.h"
 #include "title.h"
@@ -58,12 +59,63 @@ int svc_sidecar_read(const struct svc_sess *s, json_object **out, struct svc_err
     return rc;
 }
 
+/* The journal learns of the session (in a staging root: when it is published). */
+static void note(const struct svc_sess *s, json_object *sc)
+{
+    if (s->st.staged)
+        return;
+    json_object *sum = sc ? svc_sidecar_summary(sc) : NULL;
+    svc_journal_note(&s->st, s->sid, sum);
+    json_object_put(sum);
+}
+
 int svc_sidecar_write(const struct svc_sess *s, json_object *sc, int sync, struct svc_err *err)
 {
     char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
     int rc = svc_json_write_pretty_sync(path, sc, svc_store_sync(&s->st, sync), err);
     free(path);
+    if (rc == 0)
+        note(s, sc);
     return rc;
+}
+
+json_object *svc_sidecar_summary_of(const struct svc_store *st, const char *sid)
+{
+    json_object *sc = NULL;
+    struct svc_sess h;
+    bool got = svc_sess_open_store(st, sid, &h, NULL) == 0 &&
+               (svc_sidecar_read(&h, &sc, NULL) == 0 || svc_sidecar_derive(&h, &sc, NULL) == 0);
+    svc_sess_close(&h);
+    if (!got)
+        return NULL;
+    json_object *sum = svc_sidecar_summary(sc);
+    json_object_put(sc);
+    return sum;
+}
+
+void svc_sidecar_resync(const struct svc_store *st, const char *sid)
+{
+    json_object *sum = svc_store_session_exists(st, sid) ? svc_sidecar_summary_of(st, sid) : NULL;
+    svc_journal_note(st, sid, sum);
+    json_object_put(sum);
+}
+
+int svc_sidecar_get(struct svc_sess *s, json_object **out, struct svc_err *err)
+{
+    if (!s->sidecar_read) {
+        struct svc_err rerr;
+        if (svc_sidecar_read(s, &s->sidecar, &rerr) != 0) {
+            s->sidecar = NULL;
+            if (rerr.code != SVC_E_NOT_FOUND) {
+                if (err)
+                    *err = rerr;
+                return -1;
+            }
+        }
+        s->sidecar_read = true;
+    }
+    *out = s->sidecar;
+    return 0;
 }
 
 int svc_sidecar_derive(struct svc_sess *s, json_object **out, struct svc_err *err)

@@ -22,17 +22,6 @@
 #include "layout.h"
 #include "lock.h"
 
-struct svc_store {
-    const char *root;      /* borrowed, expanded */
-    const char *agent_id;  /* borrowed, valid id */
-    bool durable;          /* sessions.fsync */
-    bool sidecars;         /* provider svc_repository: svc_session.json and svc_turns.jsonl */
-    bool shared;           /* sessions.shared resolved: other hosts write here too */
-    bool cache;            /* sessions.cache not off, root not shared: caches may serve (cache.h) */
-    const char *index_dir; /* borrowed: where this host keeps the listing database, or NULL
-                            * to list from memory (sessions.index_db off, or cache off) */
-};
-
 /* Whether session_<sid> exists as a real directory inside the root (no symlink escape). */
 bool svc_store_session_exists(const struct svc_store *st, const char *sid);
 /* What shows that a session changed between two looks: its directory's and its sidecar's
@@ -92,17 +81,19 @@ bool svc_sess_exists(const struct svc_sess *s);
 int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err);
 void svc_sess_unlock(struct svc_sess *s); /* and forgets the sidecar read under the lock */
 void svc_sess_close(struct svc_sess *s);
-/* A new, empty staging root beside the sessions, <root>/.svc_new-<hex> (heap path): a session
- * built whole under it (a handle on a store with this root) appears at once with
- * svc_sess_publish. Listings, exports and Strands ignore it. */
-char *svc_store_stage(const struct svc_store *st, struct svc_err *err);
+/* A new, empty staging root beside the sessions, <root>/.svc_new-<hex> (heap path), and *stg
+ * the store of it: a session built whole under it appears at once with svc_sess_publish.
+ * Listings, exports and Strands ignore it. */
+char *svc_store_stage(const struct svc_store *st, struct svc_store *stg, struct svc_err *err);
 /* Move s, built under a staging root, into st's root as session_<sid>: one rename that never
- * replaces (SVC_E_SESSION_EXISTS), its directories synced first when st is durable. The
- * staging root is removed either way. */
-int svc_sess_publish(struct svc_sess *s, const struct svc_store *st, struct svc_err *err);
+ * replaces (SVC_E_SESSION_EXISTS), its directories synced first when st is durable; then the
+ * journal learns summary (the published session's). The staging root is removed either way. */
+int svc_sess_publish(struct svc_sess *s, const struct svc_store *st, json_object *summary,
+                     struct svc_err *err);
 /* Delete the session's directory: renamed out of the root's namespace (to SVC_F_TRASH, which
- * listings, exports and Strands ignore; the root synced when durable), then removed. The
- * caller holds the exclusive lock and the run lock. SVC_E_SESSION_NOT_FOUND when missing. */
+ * listings, exports and Strands ignore; the root synced when durable), then removed, and
+ * the journal told. The caller holds the exclusive lock and the run lock.
+ * SVC_E_SESSION_NOT_FOUND when missing. */
 int svc_sess_remove(struct svc_sess *s, struct svc_err *err);
 
 /* The directories we write into (agents/, agents/agent_<aid>/, messages/) must be real
@@ -117,10 +108,8 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
  * session.json was created. */
 int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, struct svc_err *err);
 
-/* Read (once) the sidecar; a missing one is *out NULL and 0. SVC_E_IO when damaged. *out
- * is borrowed from the handle. */
-int svc_sess_sidecar(struct svc_sess *s, json_object **out, struct svc_err *err);
-/* Forget the sidecar read (after the caller rewrote it, or to read it again). */
+/* Forget the sidecar read under the lock (sidecar.h's svc_sidecar_get), after the caller
+ * rewrote it, or to read it again. */
 void svc_sess_forget_sidecar(struct svc_sess *s);
 
 /* Read agent.json (SVC_E_NOT_FOUND when missing, or empty: what a power cut can leave of
@@ -149,51 +138,16 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
  * length of the file written. */
 int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message, int sync,
                            size_t *bytes, struct svc_err *err);
+/* The effective messages (svc_store_effective_message) at positions from..to-1 appended to
+ * out (ids NULL: position is id), through this process's window cache (wincache.h): a
+ * file unchanged since this process read or wrote it is not parsed again. slide: from is
+ * where the window starts, the cache forgets ids below it; from then on
+ * svc_sess_write_message keeps what it writes in the cache too. */
+int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
+                         bool slide, json_object *out, struct svc_err *err);
 /* lstat of message id's file through the same descriptor: true when it is a regular file. */
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
 /* That descriptor (opened now if it was not), -1 when the directory cannot be opened. */
 int svc_sess_messages_fd(struct svc_sess *s);
-
-/* A turn: the sequence of a run's writes under its locks, owned here; what they say is
- * core/run.c's (its header gives the order's crash reasoning, FORMAT.md the files).
- * svc_turn_lock (1: the session is missing, nothing made; create makes its directories)
- * takes the run lock and the exclusive session lock, reads the sidecar and counts the
- * messages (svc_turn_count again after a repair, or to learn why the count failed).
- * svc_turn_start writes the `running` sidecar (NULL: none), session.json and agent.json
- * where missing, reads the window into win and stores import then opening, then unlocks;
- * on failure it puts the sidecar back and releases both locks, as svc_turn_release does.
- * svc_turn_store_output is the agent loop's store. svc_turn_end syncs what the commit
- * record depends on, writes agent.json, appends e->line, lets e->leave edit the sidecar
- * read under the lock, writes it and releases both locks. */
-struct svc_turn {
-    struct svc_sess *s;       /* borrowed */
-    struct svc_lock run_lock; /* from svc_turn_lock to svc_turn_end or a failure */
-    json_object *sc;          /* read under the lock (borrowed from s), or NULL */
-    bool dirs_seen;           /* the layout check saw the session and messages directories */
-    bool counted;             /* stored, next_id and ids hold the count */
-    int64_t stored, next_id;  /* message files; the largest id + 1 */
-    int64_t *ids;             /* NULL: the ids are 0..stored-1; else sorted (heap) */
-    json_object *last;        /* the newest stored message, or NULL (owned) */
-    json_object *agent;       /* agent.json (owned) */
-    int64_t removed;          /* its removed_message_count */
-    int64_t input_id;         /* the first opening message's id, or -1 */
-    json_object *output_ids;  /* what svc_turn_store_output stored (owned) */
-    bool msgs_unsynced;       /* message files whose directory is not synced yet */
-    bool dirs_unsynced;       /* the session's directories are synced at the end */
-};
-struct svc_turn_end {
-    int64_t removed, model_calls; /* agent.json's counts: the window's, this run's calls */
-    json_object *line;            /* the turn line (sidecars only) */
-    const char *model;            /* for a sidecar made anew */
-    void (*leave)(void *ctx, json_object *sc);
-    void *ctx;
-};
-int svc_turn_lock(struct svc_turn *t, bool create, struct svc_err *err);
-int svc_turn_count(struct svc_turn *t, struct svc_err *err);
-void svc_turn_release(struct svc_turn *t);
-int svc_turn_start(struct svc_turn *t, json_object *running, json_object *import,
-                   json_object *opening, json_object *win, struct svc_err *err);
-int svc_turn_store_output(void *turn, json_object *msg, struct svc_err *err);
-int svc_turn_end(struct svc_turn *t, const struct svc_turn_end *e, struct svc_err *err);
 
 #endif

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "index.h"
+#include "journal.h"
 #include "jsonx.h"
 #include "query.h"
 #include "store.h"
@@ -22,7 +23,7 @@ static void update(const char *sid, const char *title)
     svc_json_set_str(s, "session_id", sid);
     svc_json_set_str(s, "title", title);
     svc_json_set_str(s, "updated_at", "2026-01-01T00:00:00+00:00");
-    svc_index_update(&st, sid, s);
+    svc_journal_note(&st, sid, s);
     json_object_put(s);
 }
 
