@@ -69,14 +69,19 @@ static int time_q(const char *arg, int runs, double *t)
     int got = 0;
     for (int i = 0; i < runs; i++) {
         struct svc_list_query lq = {.limit = 50, .q = q};
-        struct svc_listdb_row *rows = NULL;
+        struct svc_list_page p = {.q = &lq, .qlc = q, .limit = 51};
+        struct svc_list_row *rows = NULL;
         double t0 = now_ms();
         svc_listdb_read_begin();
-        if (svc_listdb_page(&lq, q, 0, NULL, 51, &rows, &got) != 0)
+        if (svc_listdb_page(&p, &rows, &got) != 0)
             return 1;
         svc_listdb_read_end();
         t[i] = now_ms() - t0;
-        svc_listdb_page_free(rows, got);
+        for (int k = 0; k < got; k++) {
+            free(rows[k].sid);
+            free(rows[k].summary);
+        }
+        free(rows);
     }
     qsort(t, (size_t)runs, sizeof *t, cmp);
     printf("%-28s %2d rows  median %8.3f ms  p90 %8.3f ms\n", q ? arg : "(first page)", got,

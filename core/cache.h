@@ -16,11 +16,12 @@
 /* The caches and memos (module: what it covers; how an entry is validated):
  * - dirwatch.c `dw`: one inotify instance and its watches; the fast path of the watches
  *   below, never an answer of its own (IN_Q_OVERFLOW or a broken instance drop them all).
- * - index.c `svc_ix`: the root's listing index in memory; the stamp in the root lock file and
- *   the index file's (inode, size) read under the root lock, the root's mtime for rescans,
- *   and on each page a stat of each row's next message file: checks that see other hosts'
- *   writes, so `auto` keeps it on a shared root too; `off` drops it before each listing.
- * - index_db.c + listdb.c: the listing database, this host's copy of the listing index on
+ * - listmem.c `M`: the root's listing in memory; the stamp in the root lock file and the
+ *   journal's (inode, size) read under the root lock, the root's mtime for rescans, and on
+ *   each page a stat of each row's next message file (index.c): checks that see other
+ *   hosts' writes, so `auto` keeps it on a shared root too; `off` drops it before each
+ *   listing.
+ * - indexdb.c + listdb.c: the listing database, this host's copy of the listing index on
  *   local disk; before each page the journal's stamp, inode and size against the offset
  *   the database has read, and the root's mtime against its last rescan (the bytes since
  *   are applied first), then the per-row stat: checks that see other hosts' appends, so

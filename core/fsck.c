@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dirscan.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
@@ -741,11 +742,11 @@ static void check_root(struct fsck *f)
         check_lock_file(f, NULL, lp, svc_layout_name(SVC_F_INDEX_LOCK));
     free(lp);
     char why[300] = "";
-    svc_index_progress_fn *pf = f->o->progress ? index_progress : NULL;
-    if (svc_index_verify(&f->st, why, sizeof why, pf, f) == 1) {
+    svc_dirscan_progress_fn *pf = f->o->progress ? index_progress : NULL;
+    if (svc_dirscan_verify(&f->st, why, sizeof why, pf, f) == 1) {
         struct svc_err ierr;
         bool fixed = f->repair && svc_index_rebuild(&f->st, &ierr) == 0 &&
-                     svc_index_verify(&f->st, why, sizeof why, pf, f) != 1;
+                     svc_dirscan_verify(&f->st, why, sizeof why, pf, f) != 1;
         problem(f, NULL, svc_layout_name(SVC_F_INDEX), -1, "index", fixed, "%s%s", why,
                 fixed ? " (rebuilt from the directories)" : "");
     }

@@ -20,10 +20,12 @@
  * below nginx's 120 s, so that two lists cannot hold both workers for a whole rebuild. */
 #define BUILD_WAIT_S 10
 
-/* The lock file kept open between unlocked looks (svc_journal_peek). */
+/* The lock file kept open between unlocked looks (svc_journal_peek), by the process that
+ * opened it (a forked child's is its parent's, its descriptor maybe closed and reused). */
 static struct {
     int fd;
     bool open;
+    pid_t pid;
 } J;
 
 static long long mtime_ns(const struct stat *sb)
@@ -105,6 +107,8 @@ void svc_journal_peek(const struct svc_store *st, struct svc_journal *j)
     /* the lock file is kept open between looks; one that lost its name (removed, or
      * replaced by a rename) is opened anew by name */
     struct stat sb;
+    if (J.open && J.pid != getpid())
+        J.open = false;
     if (J.open && (fstat(J.fd, &sb) != 0 || sb.st_nlink == 0)) {
         close(J.fd);
         J.open = false;
@@ -114,6 +118,7 @@ void svc_journal_peek(const struct svc_store *st, struct svc_journal *j)
         J.fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
         free(p);
         J.open = J.fd >= 0;
+        J.pid = getpid();
     }
     stamp_parse(j, J.open ? J.fd : -1);
 }
@@ -363,7 +368,8 @@ int svc_journal_write(const struct svc_store *st, struct svc_journal *j, svc_jou
     if (rc == 0 && (rename(tmp, path) != 0 || lstat(path, &sb) != 0))
         rc = -1;
     if (rc != 0) {
-        svc_logf("index: could not write the index: %s", strerror(errno));
+        svc_logf("index: could not write the index (%s); listing from the directories",
+                 strerror(errno));
         unlink(tmp);
     } else {
         svc_journal_stamp(j, gen, &sb);

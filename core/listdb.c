@@ -242,7 +242,7 @@ static bool file_ok(void)
 
 /* The connection's settings: a bounded page cache and no mmap, so that what a worker keeps
  * of the database is O(page) whatever the number of sessions (SPEC 11). A rollback
- * journal, not WAL: a database built anew is renamed over the old one (index_db.c, under its
+ * journal, not WAL: a database built anew is renamed over the old one (indexdb.c, under its
  * lock), and a WAL file left by the old one's last connection would be taken for the new
  * one's (or deleted under it); a new file is written by one process without any. */
 static int configure(bool create)
@@ -767,9 +767,11 @@ static sqlite3_stmt *page_stmt(struct svc_buf *sql)
     return st;
 }
 
-int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, const char *csid,
-                    int limit, struct svc_listdb_row **rows, int *n)
+int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, int *n)
 {
+    const struct svc_list_query *q = p->q;
+    const char *qlc = p->qlc, *csid = p->csid;
+    int limit = p->limit;
     *rows = NULL;
     *n = 0;
     if (!L.db || q->ntags > SVC_TAGS_MAX)
@@ -785,8 +787,8 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     }
     int rc;
     char needles[SVC_TAGS_MAX][SVC_TAG_LEN_MAX * 4 + 3];
-    page_bind(st, q, qlc, cu, csid, limit, rowids, needles);
-    struct svc_listdb_row *v = svc_xcalloc((size_t)limit + 1, sizeof *v);
+    page_bind(st, q, qlc, p->cu, csid, limit, rowids, needles);
+    struct svc_list_row *v = svc_xcalloc((size_t)limit + 1, sizeof *v);
     int k = 0;
     while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         v[k].sid = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
@@ -802,22 +804,9 @@ int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, 
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     free(rowids);
-    if (!ok) {
-        svc_listdb_page_free(v, k);
-        return -1;
-    }
     *rows = v;
     *n = k;
-    return 0;
-}
-
-void svc_listdb_page_free(struct svc_listdb_row *rows, int n)
-{
-    for (int i = 0; i < n; i++) {
-        free(rows[i].sid);
-        free(rows[i].summary);
-    }
-    free(rows);
+    return ok ? 0 : -1;
 }
 
 json_object *svc_listdb_summary(const char *sid)
@@ -848,7 +837,7 @@ int64_t svc_listdb_count(void)
     return n;
 }
 
-int svc_listdb_rows(int (*fn)(void *ctx, const char *sid, const char *summary), void *ctx)
+int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 {
     sqlite3_stmt *st = NULL;
     if (!L.db || sqlite3_prepare_v2(L.db, "SELECT sid, summary FROM s ORDER BY updated DESC, sid",
@@ -870,18 +859,18 @@ int svc_listdb_optimize(void)
                : -1;
 }
 
-int svc_listdb_each(uint64_t *mark, svc_index_each_fn *fn, void *ctx)
+int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx)
 {
     int64_t seq = meta_int("seq"), removed = meta_int("removed");
     if (seq < 0 || removed < 0)
         return -1;
-    if (*mark == (uint64_t)seq && seq > 0)
+    if (mark->copy == 2 && mark->seq == (uint64_t)seq && seq > 0)
         return 0;
-    bool whole = *mark == 0 || (uint64_t)removed > *mark || *mark > (uint64_t)seq;
+    bool whole = mark->copy != 2 || (uint64_t)removed > mark->seq || mark->seq > (uint64_t)seq;
     sqlite3_stmt *st = stmt("SELECT sid, updated, msgs, archived FROM s WHERE seq > ?1");
     if (!st)
         return -1;
-    sqlite3_bind_int64(st, 1, whole ? 0 : (int64_t)*mark);
+    sqlite3_bind_int64(st, 1, whole ? 0 : (int64_t)mark->seq);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
         fn(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1),
@@ -889,7 +878,7 @@ int svc_listdb_each(uint64_t *mark, svc_index_each_fn *fn, void *ctx)
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return -1;
-    *mark = (uint64_t)(seq > 0 ? seq : 1);
+    *mark = (struct svc_list_mark){2, (uint64_t)(seq > 0 ? seq : 1)};
     return whole ? 1 : 0;
 }
 

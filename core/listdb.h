@@ -1,9 +1,9 @@
 /* listdb: this host's SQLite copy of the listing index (SPEC 11; docs/FORMAT.md "the listing
  * database"), read a page at a time instead of held in memory. It is derived from the
  * root's change journal (.svc_index.jsonl, index.c) and records how far into which journal
- * generation it has read (struct svc_listdb_pos); index_db.c feeds it and decides when it
+ * generation it has read (struct svc_listdb_pos); indexdb.c feeds it and decides when it
  * must be built anew. One database a process, on a local disk; a missing, damaged or
- * foreign file is never answered from: svc_listdb_open reports it and index_db.c rebuilds.
+ * foreign file is never answered from: svc_listdb_open reports it and indexdb.c rebuilds.
  * Writes happen inside svc_listdb_begin/commit (BEGIN IMMEDIATE: one writer a host). */
 #ifndef SVC_LISTDB_H
 #define SVC_LISTDB_H
@@ -12,7 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "index.h"
+#include "journal.h"
+#include "listing.h"
 
 /* Where the database stands in the journal: its generation, inode (0 on a shared root),
  * the offset read up to, and the root directory's mtime at the last rescan (ns). */
@@ -21,15 +22,6 @@ struct svc_listdb_pos {
     uint64_t ino;
     int64_t offset;
     int64_t root_mtime;
-};
-
-/* One row of a page (strings owned by the page, freed by svc_listdb_page_free). */
-struct svc_listdb_row {
-    char *sid;
-    char *summary; /* compact JSON */
-    char status[12];
-    int64_t msgs;
-    double updated;
 };
 
 /* The database file for root under dir: <dir>/listing/<16 hex digits>.sqlite (heap). */
@@ -59,24 +51,23 @@ int svc_listdb_pos_set(const struct svc_listdb_pos *p);
 int svc_listdb_put(const char *sid, json_object *summary);
 /* Whether sid has a row: 1, 0, or -1 on error. */
 int svc_listdb_has(const char *sid);
-/* Up to limit rows of q after the cursor key (csid NULL: from the start), in listing
- * order; *n gets how many. qlc is the folded title search or NULL. */
-int svc_listdb_page(const struct svc_list_query *q, const char *qlc, double cu, const char *csid,
-                    int limit, struct svc_listdb_row **rows, int *n);
-void svc_listdb_page_free(struct svc_listdb_row *rows, int n);
+/* Up to p->limit rows of the page, in listing order (*rows: a heap array of *n, freed by
+ * the caller with its strings also on failure). */
+int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, int *n);
 /* The summary of sid (new reference) or NULL. */
 json_object *svc_listdb_summary(const char *sid);
 int64_t svc_listdb_count(void);
 /* Call fn with each row's id and summary, in listing order, until it returns nonzero
- * (returned): the journal's compaction from a new database (index_db.c). -1 on error. */
-int svc_listdb_rows(int (*fn)(void *ctx, const char *sid, const char *summary), void *ctx);
+ * (returned): the journal written from a new database (indexdb.c). -1 on error. */
+int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx);
 /* Merge the title trigram table into one segment (FTS5's optimize): a title search then
  * reads one b-tree a trigram, not one a segment. Run once a build is written (seconds at
  * 1,000,000 sessions). */
 int svc_listdb_optimize(void);
-/* svc_index_each over the rows: those changed after *mark (all when *mark predates the
- * last removal); returns 1 when whole, 0 when not, -1 on error; *mark gets the new mark. */
-int svc_listdb_each(uint64_t *mark, svc_index_each_fn *fn, void *ctx);
+/* svc_index_each over the rows: those changed after *mark (all when *mark is another copy's
+ * or predates the last removal); returns 1 when whole, 0 when not, -1 on error; *mark gets
+ * the new mark. */
+int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx);
 /* Rescan support: fn is called for each of the n names (sorted by strcmp) that has no row
  * (gone false), then for each row whose id is not among them (gone true); one walk of the
  * rows in id order. */

@@ -37,7 +37,7 @@ struct svc_list_page {
     int limit; /* rows wanted: the page's and one more */
 };
 
-/* One row of a page (strings owned by the page, freed by svc_list_rows_free). */
+/* One row of a page (strings owned by the page's array). */
 struct svc_list_row {
     char *sid;
     char *summary; /* compact JSON */
@@ -45,7 +45,6 @@ struct svc_list_row {
     int64_t msgs;
     double updated;
 };
-void svc_list_rows_free(struct svc_list_row *rows, int n);
 
 /* A walk's mark (svc_index_each): which copy counted, and how far. A mark of another copy
  * (the memory copy's against the database's) sends the next walk whole. */
@@ -55,5 +54,11 @@ struct svc_list_mark {
 };
 typedef void svc_index_each_fn(void *ctx, const char *sid, double updated, int64_t msgs,
                                bool archived);
+
+/* How the listing runs work in the background (a build of a large database, a rescan of a
+ * large root): fn runs work(ctx) in a process of its own that nobody waits for, returning
+ * 0, or -1 when it could not be started. The programs decide (cgi/, cli/: index.h's
+ * svc_index_set_spawn); without one the work is done in the call that needs it. */
+typedef int svc_index_spawn_fn(void (*work)(void *ctx), void *ctx);
 
 #endif

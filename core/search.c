@@ -401,9 +401,9 @@ static struct {
     bool loaded;     /* the memo was read from the file */
     char gen[17];    /* the file's generation then (svc search --rebuild makes a new one) */
     int64_t version; /* PRAGMA data_version when the generation was last looked at */
-    uint64_t mark;   /* the listing's mark (index.h) when the index last caught up with it */
-    uint64_t walk;   /* walks of the listing */
-    dev_t dev;       /* the file the connection opened: another at the path is reopened */
+    struct svc_list_mark mark; /* the listing's (index.h) when the index last caught up with it */
+    uint64_t walk;             /* walks of the listing */
+    dev_t dev;                 /* the file the connection opened: another at the path is reopened */
     ino_t ino;
     bool removed; /* db_fail threw a damaged file away: worth one more try */
     struct {
@@ -538,7 +538,7 @@ static void db_close(void)
     S.db = NULL;
     memo_clear();
     S.loaded = false;
-    S.mark = 0;
+    S.mark = (struct svc_list_mark){0};
 }
 
 static int64_t data_version(void)
@@ -574,7 +574,7 @@ static int memo_load(void)
     if (same)
         return 0;
     memo_clear();
-    S.mark = 0;
+    S.mark = (struct svc_list_mark){0};
     sqlite3_stmt *st = NULL;
     if (prep("SELECT sid, updated, nmsgs FROM docs", -1, &st, NULL) != SQLITE_OK)
         return -1;
@@ -1078,7 +1078,7 @@ static int catch_up(const struct svc_config *cfg, struct svc_err *err)
     }
     if (stale != 0)
         return db_fail("read the sessions indexed", err);
-    uint64_t mark = S.mark;
+    struct svc_list_mark mark = S.mark;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     struct changed c = {0};
@@ -1092,7 +1092,7 @@ static int catch_up(const struct svc_config *cfg, struct svc_err *err)
         note_gone(&c);
     int rc = c.n ? apply_changes(cfg, &c, err) : 0;
     changed_free(&c);
-    S.mark = rc == 0 ? mark : 0;
+    S.mark = rc == 0 ? mark : (struct svc_list_mark){0};
     if (rc != 0)
         S.loaded = false; /* the memo may say more than was kept */
     return rc;

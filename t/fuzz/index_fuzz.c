@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "dirscan.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
@@ -100,8 +101,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (size > 0 && (data[0] & 2)) {
         char why[200];
-        svc_index_verify(&(struct svc_store){.root = root, .agent_id = "svc-agent"}, why,
-                         sizeof why, NULL, NULL);
+        svc_dirscan_verify(&(struct svc_store){.root = root, .agent_id = "svc-agent"}, why,
+                           sizeof why, NULL, NULL);
     }
     free(first);
     return 0;
