@@ -26,6 +26,10 @@
  *   the database has read, and the root's mtime against its last rescan (the bytes since
  *   are applied first), then the per-row stat: checks that see other hosts' appends, so
  *   `auto` keeps it on a shared root too; `off` lists from the in-memory copy instead.
+ * - search.c `S`: the message search index (hostdb.h, a per-host file) and the memo of what
+ *   it holds per session; caught up before each query from the listing's changes (each
+ *   session's updated_at and message_count), a file whose stamp or schema is another's
+ *   built anew; `off`: a temporary index built for each query.
  * - query.c `dt.memo`: the last (sidecar bytes, message count) -> detail summary; the
  *   bytes read under the shared lock compared whole, the count by a stat of message_<n>.
  * - query.c `dt.watched`: the detail of a session polled again, served without the lock

@@ -9,11 +9,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "hostdb.h"
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
 #include "sidecar.h"
-#include "summap.h"
 #include "util.h"
 
 /* A rebuild's progress is written to its gate every PROGRESS_EVERY sessions. */
@@ -217,7 +217,8 @@ int svc_dirscan_rebuild(const struct svc_store *st, struct svc_journal *j,
  * at again under the root lock (suspects: a mismatch seen without it, or a line appended
  * since the map was read). */
 struct verify {
-    struct svc_summap *map;
+    struct svc_hostdb map; /* m(sid, summary): a rowid table, summaries land in insertion
+                            * order on full pages (keyed by sid, 2.5 times the journal) */
     char *why;
     size_t whysz;
     char **sus;
@@ -253,12 +254,37 @@ static int verify_line(void *ctx, const char *line, size_t n, off_t at)
         size_t len = 0;
         const char *text =
             sum ? json_object_to_json_string_length(sum, JSON_C_TO_STRING_PLAIN, &len) : NULL;
-        rc = svc_summap_put(v->map, sid, text, len);
+        sqlite3_stmt *st =
+            svc_hostdb_stmt(&v->map, text ? "INSERT OR REPLACE INTO m VALUES (?1, ?2)"
+                                          : "DELETE FROM m WHERE sid = ?1");
+        if (st) {
+            sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+            sqlite3_bind_text(st, 2, text, (int)len, SQLITE_STATIC);
+        }
+        rc = st && sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
         if (v->note)
             suspect(v, sid);
     }
     json_object_put(o);
     return rc;
+}
+
+/* sid's summary in the map (new reference), or NULL. */
+static json_object *map_get(struct verify *v, const char *sid)
+{
+    sqlite3_stmt *st = svc_hostdb_stmt(&v->map, "SELECT summary FROM m WHERE sid = ?1");
+    json_object *o = NULL;
+    if (!st)
+        return NULL;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    return o;
 }
 
 /* Every session directory against the map, without the root lock (writers go on): the
@@ -276,7 +302,7 @@ static int verify_dirs(const struct svc_store *st, struct verify *v, svc_dirscan
         if (!sid || !svc_store_session_exists(st, sid))
             continue;
         json_object *want = svc_sidecar_summary_of(st, sid);
-        json_object *have = want ? svc_summap_get(v->map, sid) : NULL;
+        json_object *have = want ? map_get(v, sid) : NULL;
         if (want && have && json_object_equal(have, want))
             v->found++;
         else if (want) {
@@ -293,28 +319,23 @@ static int verify_dirs(const struct svc_store *st, struct verify *v, svc_dirscan
     return 0;
 }
 
-struct extras {
-    const struct svc_store *st;
-    struct verify *v;
-};
-
-static void suspect_if_gone(void *ctx, const char *sid)
-{
-    struct extras *x = ctx;
-    if (!svc_store_session_exists(x->st, sid))
-        suspect(x->v, sid);
-}
-
 /* Rows of the map whose session is gone (an extra row), as suspects: only looked for when
  * the counts say there is one (a session added or removed meanwhile says so too). */
 static int suspect_extras(const struct svc_store *st, struct verify *v)
 {
-    int64_t listed = svc_summap_count(v->map);
+    int64_t listed = svc_hostdb_int(&v->map, "SELECT count(*) FROM m", -1);
     if (listed < 0)
         return -1;
     if ((size_t)listed == v->found + v->found_rows)
         return 0;
-    return svc_summap_each(v->map, suspect_if_gone, &(struct extras){st, v});
+    sqlite3_stmt *sel = svc_hostdb_stmt(&v->map, "SELECT sid FROM m");
+    int rc = sel ? SQLITE_ROW : SQLITE_ERROR;
+    while (sel && (rc = sqlite3_step(sel)) == SQLITE_ROW)
+        if (!svc_store_session_exists(st, (const char *)sqlite3_column_text(sel, 0)))
+            suspect(v, (const char *)sqlite3_column_text(sel, 0));
+    if (sel)
+        sqlite3_reset(sel);
+    return rc == SQLITE_DONE ? 0 : -1;
 }
 
 /* Look again, under the root lock after the catch-up, at each suspect: 0 when every one
@@ -327,7 +348,7 @@ static int verify_suspects(const struct svc_store *st, struct verify *v)
         const char *sid = v->sus[i];
         json_object *want =
             svc_store_session_exists(st, sid) ? svc_sidecar_summary_of(st, sid) : NULL;
-        json_object *have = svc_summap_get(v->map, sid);
+        json_object *have = map_get(v, sid);
         if (want && !have)
             snprintf(v->why, v->whysz, "session %s is missing from the index", sid);
         else if (want && !json_object_equal(have, want))
@@ -338,7 +359,7 @@ static int verify_suspects(const struct svc_store *st, struct verify *v)
         json_object_put(want);
         json_object_put(have);
     }
-    int64_t listed = svc_summap_count(v->map);
+    int64_t listed = svc_hostdb_int(&v->map, "SELECT count(*) FROM m", -1);
     if (rc == 0 && extras)
         snprintf(v->why, v->whysz, "the index lists %lld sessions, the root holds %lld",
                  (long long)listed, (long long)listed - (long long)extras);
@@ -350,7 +371,7 @@ static void verify_free(struct verify *v)
     for (size_t i = 0; i < v->nsus; i++)
         free(v->sus[i]);
     free(v->sus);
-    svc_summap_close(v->map);
+    svc_hostdb_close(&v->map);
 }
 
 /* The journal under the root lock: whole by its stamp, read into the map up to *at (0, 1 or
@@ -367,8 +388,10 @@ static int verify_journal(const struct svc_store *st, struct svc_journal *j, str
         snprintf(v->why, v->whysz, "the index file is not the one its last writer left (stamp)");
         return 1;
     }
-    if (!(v->map = svc_summap_open())) {
-        svc_logf("index: cannot check the index (no temporary database)");
+    struct svc_err e;
+    if (svc_hostdb_temp(&v->map, "CREATE TABLE m(sid TEXT PRIMARY KEY, summary TEXT NOT NULL)",
+                        &e) != 0) {
+        svc_logf("index: cannot check the index (%s)", e.message);
         return -1;
     }
     int rc = svc_journal_lines(j->fd, j->sb.st_size, at, verify_line, v);

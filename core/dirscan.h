@@ -41,7 +41,7 @@ int svc_dirscan_rebuild(const struct svc_store *st, struct svc_journal *j,
  * session directory and no other, the summary its sidecar gives. 0 when it does, 1 when
  * not (why: one line saying what differs), 2 when there is no journal yet (the next
  * listing builds it), -1 on error. Its memory does not grow with the root (the journal
- * goes to a map on disk, spill.h); writers wait only while the journal is read. */
+ * goes to a temporary database, hostdb.h); writers wait only while the journal is read. */
 typedef void svc_dirscan_progress_fn(void *ctx, size_t sessions_done);
 int svc_dirscan_verify(const struct svc_store *st, char *why, size_t whysz,
                        svc_dirscan_progress_fn *progress, void *ctx);

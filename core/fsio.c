@@ -711,14 +711,3 @@ int svc_rename_noreplace(const char *from, const char *to)
         errno = EEXIST;
     return -1;
 }
-
-void svc_file_unlink_db(const char *path)
-{
-    static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};
-    for (size_t i = 0; i < sizeof suffix / sizeof *suffix; i++) {
-        char *p = NULL;
-        svc_xasprintf(&p, "%s%s", path, suffix[i]);
-        unlink(p);
-        free(p);
-    }
-}

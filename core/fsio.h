@@ -130,9 +130,6 @@ void svc_fs_fallback_note(const char *what, int err);
 /* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno
  * of the last failure. A missing path is 0. */
 int svc_file_remove_tree(const char *path);
-/* Remove an SQLite database at path with its -wal, -shm and -journal files (a derived
- * index thrown away); missing files are no error. */
-void svc_file_unlink_db(const char *path);
 /* Test hook, compiled only into test builds (make TEST_HOOKS=1, which `make test` and
  * `make asan` use): when SVC_TEST_CRASH_BEFORE_RENAME is "<substring>" or
  * "<substring>#<n>", the n-th write (default the first) of the process to a path containing

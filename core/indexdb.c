@@ -13,6 +13,7 @@
 
 #include "dirscan.h"
 #include "fsio.h"
+#include "hostdb.h"
 #include "journal.h"
 #include "jsonx.h"
 #include "listdb.h"
@@ -495,10 +496,10 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
     size_t n = 0;
     int rc = 2;
     for (int i = 0; rc == 2 && i < 3; i++) {
-        svc_file_unlink_db(tmp);
+        svc_hostdb_remove(tmp);
         rc = rebuild ? 1 : db_stream(st, tmp, &n);
         for (int k = 0; rc == 1 && k < 2; k++) {
-            svc_file_unlink_db(tmp);
+            svc_hostdb_remove(tmp);
             rc = db_rebuild(st, tmp, &n);
             rebuild = false;
         }
@@ -508,7 +509,7 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
         rc = -1;
     if (lk >= 0)
         close(lk);
-    svc_file_unlink_db(tmp);
+    svc_hostdb_remove(tmp);
     free(tmp);
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);

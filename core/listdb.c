@@ -1,8 +1,6 @@
 #include "listdb.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +9,7 @@
 #include <unistd.h>
 
 #include "fold.h"
+#include "hostdb.h"
 #include "jsonx.h"
 #include "labels.h"
 #include "log.h"
@@ -57,88 +56,50 @@ static const char tables[] =
     "INSERT OR IGNORE INTO meta VALUES ('schema', " SCHEMA "), ('gen', ''), ('ino', 0),"
     " ('offset', 0), ('root_mtime', 0), ('seq', 0), ('removed', 0);";
 
+/* The connection, with the pages' statements by their SQL (one per combination of filters
+ * asked lately). */
 static struct {
-    sqlite3 *db;
-    dev_t dev;
-    ino_t ino;
+    struct svc_hostdb h;
     int64_t seq;  /* the change number inside a transaction, 0 when not read yet */
     bool reading; /* inside svc_listdb_read_begin's transaction */
+    struct {
+        char *sql;
+        sqlite3_stmt *st;
+    } pages[8];
+    unsigned pages_next;
 } L;
 
-/* Statements prepared once per connection (stmt), finalized when it closes. */
-static struct {
-    const char *sql;
-    sqlite3_stmt *st;
-} prepared[24];
+/* A statement, prepared once per connection and reset for reuse. */
+static sqlite3_stmt *stmt(const char *sql)
+{
+    return svc_hostdb_stmt(&L.h, sql);
+}
 
 char *svc_listdb_path(const char *dir, const char *root)
 {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    EVP_Digest(root, strlen(root), md, &mdlen, EVP_sha256(), NULL);
-    char hex[17];
-    for (int i = 0; i < 8; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    char *p = NULL;
-    svc_xasprintf(&p, "%s/listing/%s.sqlite", dir, hex);
-    return p;
+    return svc_hostdb_path(dir, "listing", root, strlen(root));
 }
-
-/* Pages' statements by their SQL (one per combination of filters asked lately). */
-static struct {
-    char *sql;
-    sqlite3_stmt *st;
-} pages[8];
-static unsigned pages_next;
 
 static void pages_clear(bool finalize)
 {
-    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
+    for (size_t i = 0; i < sizeof L.pages / sizeof *L.pages; i++) {
         if (finalize)
-            sqlite3_finalize(pages[i].st);
-        free(pages[i].sql);
+            sqlite3_finalize(L.pages[i].st);
+        free(L.pages[i].sql);
     }
-    memset(pages, 0, sizeof pages);
 }
 
 void svc_listdb_close(void)
 {
-    for (size_t i = 0; i < sizeof prepared / sizeof *prepared; i++)
-        sqlite3_finalize(prepared[i].st);
-    memset(prepared, 0, sizeof prepared);
     pages_clear(true);
-    if (L.db)
-        sqlite3_close_v2(L.db);
+    svc_hostdb_close(&L.h);
     memset(&L, 0, sizeof L);
 }
 
 void svc_listdb_forget(void)
 {
-    memset(prepared, 0, sizeof prepared);
     pages_clear(false);
     memset(&L, 0, sizeof L);
-}
-
-/* A statement, prepared once per connection and reset for reuse. */
-static sqlite3_stmt *stmt(const char *sql)
-{
-    for (size_t i = 0; i < sizeof prepared / sizeof *prepared; i++) {
-        if (prepared[i].sql == sql) {
-            sqlite3_reset(prepared[i].st);
-            sqlite3_clear_bindings(prepared[i].st);
-            return prepared[i].st;
-        }
-        if (!prepared[i].sql) {
-            sqlite3_stmt *st = NULL;
-            if (!L.db || sqlite3_prepare_v3(L.db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
-                             SQLITE_OK)
-                return NULL;
-            prepared[i].sql = sql;
-            prepared[i].st = st;
-            return st;
-        }
-    }
-    return NULL;
 }
 
 static int64_t meta_int(const char *k)
@@ -214,28 +175,16 @@ static bool boot_sealed(void)
     return sealed;
 }
 
-/* Whether the file was written in this boot or sealed, with this schema: it is written
- * without fsync (a derived file; a process that dies mid-write leaves the rollback journal,
- * which the next connection plays back), so one that lived through a crash of the machine
- * may be torn and is built anew instead. */
+/* The stamp: whether the file was written in this boot or sealed, with this schema: it is
+ * written without fsync (a derived file; a process that dies mid-write leaves the rollback
+ * journal, which the next connection plays back), so one that lived through a crash of the
+ * machine may be torn and is built anew instead. */
 static bool file_ok(void)
 {
-    sqlite3_stmt *st = NULL;
-    int schema = -1;
-    char *boot = NULL;
-    if (sqlite3_prepare_v2(L.db, "SELECT k, v FROM meta WHERE k IN ('schema', 'boot')", -1, &st,
-                           NULL) == SQLITE_OK)
-        while (sqlite3_step(st) == SQLITE_ROW) {
-            const char *k = (const char *)sqlite3_column_text(st, 0);
-            const char *v = (const char *)sqlite3_column_text(st, 1);
-            if (strcmp(k, "schema") == 0)
-                schema = sqlite3_column_int(st, 1);
-            else if (v && !boot)
-                boot = svc_xstrdup(v);
-        }
-    sqlite3_finalize(st);
-    bool ok = schema == atoi(SCHEMA) && boot &&
+    char *schema = svc_hostdb_meta(&L.h, "schema"), *boot = svc_hostdb_meta(&L.h, "boot");
+    bool ok = schema && strcmp(schema, SCHEMA) == 0 && boot &&
               (strcmp(boot, boot_id()) == 0 || strcmp(boot, SEALED) == 0);
+    free(schema);
     free(boot);
     return ok;
 }
@@ -245,51 +194,34 @@ static bool file_ok(void)
  * journal, not WAL: a database built anew is renamed over the old one (indexdb.c, under its
  * lock), and a WAL file left by the old one's last connection would be taken for the new
  * one's (or deleted under it); a new file is written by one process without any. */
-static int configure(bool create)
-{
-    sqlite3_busy_timeout(L.db, 30000);
-    if (sqlite3_exec(L.db,
-                     create ? "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
-                            : "PRAGMA journal_mode=DELETE; PRAGMA synchronous=OFF;",
-                     NULL, NULL, NULL) != SQLITE_OK ||
-        sqlite3_exec(L.db, "PRAGMA mmap_size=0; PRAGMA cache_size=-1024; PRAGMA temp_store=FILE;",
-                     NULL, NULL, NULL) != SQLITE_OK)
-        return -1;
-    if (!create && !file_ok())
-        return -1;
-    if (sqlite3_exec(L.db, tables, NULL, NULL, NULL) != SQLITE_OK)
-        return -1;
-    return !create || boot_set(boot_id()) == 0 ? 0 : -1;
-}
+#define PRAGMAS                                                                                    \
+    "PRAGMA synchronous=OFF; PRAGMA mmap_size=0; PRAGMA cache_size=-1024;"                         \
+    " PRAGMA temp_store=FILE; PRAGMA journal_mode="
 
 int svc_listdb_open(const char *path, bool create)
 {
     svc_listdb_close();
-    struct stat sb;
-    if (!create && stat(path, &sb) != 0)
+    if (!create && access(path, F_OK) != 0)
         return -1;
-    int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
-    if (sqlite3_open_v2(path, &L.db, flags, NULL) != SQLITE_OK || configure(create) != 0 ||
-        stat(path, &sb) != 0) {
+    if (svc_hostdb_open(&L.h, path, create, NULL, create ? PRAGMAS "OFF" : PRAGMAS "DELETE") != 0 ||
+        (!create && !file_ok()) || svc_hostdb_exec(&L.h, tables) != 0 ||
+        (create && boot_set(boot_id()) != 0)) {
         svc_logf("index: the listing database %s cannot be used (%s)", path,
-                 L.db ? sqlite3_errmsg(L.db) : "cannot open");
+                 svc_hostdb_errmsg(&L.h));
         svc_listdb_close();
         return -1;
     }
-    L.dev = sb.st_dev;
-    L.ino = sb.st_ino;
     return 0;
 }
 
 bool svc_listdb_current(const char *path)
 {
-    struct stat sb;
-    return L.db && stat(path, &sb) == 0 && sb.st_dev == L.dev && sb.st_ino == L.ino;
+    return svc_hostdb_current(&L.h, path);
 }
 
 int svc_listdb_read_begin(void)
 {
-    sqlite3_stmt *st = L.db && !L.reading ? stmt("BEGIN") : NULL;
+    sqlite3_stmt *st = L.h.db && !L.reading ? stmt("BEGIN") : NULL;
     L.reading = st && sqlite3_step(st) == SQLITE_DONE;
     return L.reading ? 0 : -1;
 }
@@ -313,16 +245,14 @@ static int unseal(void)
         "PRAGMA synchronous=FULL; COMMIT; PRAGMA synchronous=OFF; BEGIN IMMEDIATE";
     if (!boot_sealed())
         return 0;
-    return boot_set(boot_id()) == 0 && sqlite3_exec(L.db, synced, NULL, NULL, NULL) == SQLITE_OK
-               ? 0
-               : -1;
+    return boot_set(boot_id()) == 0 && svc_hostdb_exec(&L.h, synced) == 0 ? 0 : -1;
 }
 
 int svc_listdb_begin(void)
 {
     svc_listdb_read_end();
     L.seq = 0;
-    if (!L.db || sqlite3_exec(L.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+    if (!L.h.db || svc_hostdb_exec(&L.h, "BEGIN IMMEDIATE") != 0)
         return -1;
     if (unseal() != 0) {
         svc_listdb_rollback();
@@ -336,11 +266,9 @@ int svc_listdb_seal(const char *path)
     if (svc_listdb_open(path, false) != 0)
         return -1;
     int fd = -1;
-    int rc = sqlite3_exec(L.db, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE", NULL, NULL, NULL) ==
-                         SQLITE_OK &&
+    int rc = svc_hostdb_exec(&L.h, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE") == 0 &&
                      (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && fsync(fd) == 0 &&
-                     boot_set(SEALED) == 0 &&
-                     sqlite3_exec(L.db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK
+                     boot_set(SEALED) == 0 && svc_hostdb_exec(&L.h, "COMMIT") == 0
                  ? 0
                  : -1;
     if (fd >= 0)
@@ -353,15 +281,15 @@ int svc_listdb_seal(const char *path)
 int svc_listdb_commit(void)
 {
     L.seq = 0;
-    return L.db && sqlite3_exec(L.db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+    return L.h.db && svc_hostdb_exec(&L.h, "COMMIT") == 0 ? 0 : -1;
 }
 
 void svc_listdb_rollback(void)
 {
     L.seq = 0;
     L.reading = false;
-    if (L.db && !sqlite3_get_autocommit(L.db))
-        sqlite3_exec(L.db, "ROLLBACK", NULL, NULL, NULL);
+    if (L.h.db && !sqlite3_get_autocommit(L.h.db))
+        svc_hostdb_exec(&L.h, "ROLLBACK");
 }
 
 int svc_listdb_pos_get(struct svc_listdb_pos *p)
@@ -462,7 +390,7 @@ int svc_listdb_put(const char *sid, json_object *summary)
         return -1;
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    bool gone = sqlite3_changes(L.db) > 0;
+    bool gone = sqlite3_changes(L.h.db) > 0;
     sqlite3_reset(st);
     if (rc == 0 && gone)
         rc = meta_set_int("removed", next_seq());
@@ -748,22 +676,22 @@ static int page_bind(sqlite3_stmt *st, const struct svc_list_query *q, const cha
 /* The statement of a page's SQL (consumed), prepared once while it is asked for. */
 static sqlite3_stmt *page_stmt(struct svc_buf *sql)
 {
-    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++)
-        if (pages[i].sql && strcmp(pages[i].sql, sql->data) == 0) {
+    for (size_t i = 0; i < sizeof L.pages / sizeof *L.pages; i++)
+        if (L.pages[i].sql && strcmp(L.pages[i].sql, sql->data) == 0) {
             svc_buf_free(sql);
-            return pages[i].st;
+            return L.pages[i].st;
         }
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v3(L.db, sql->data, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
+    if (sqlite3_prepare_v3(L.h.db, sql->data, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
         SQLITE_OK) {
         svc_buf_free(sql);
         return NULL;
     }
-    unsigned k = pages_next++ % (sizeof pages / sizeof *pages);
-    sqlite3_finalize(pages[k].st);
-    free(pages[k].sql);
-    pages[k].sql = svc_buf_steal(sql);
-    pages[k].st = st;
+    unsigned k = L.pages_next++ % (sizeof L.pages / sizeof *L.pages);
+    sqlite3_finalize(L.pages[k].st);
+    free(L.pages[k].sql);
+    L.pages[k].sql = svc_buf_steal(sql);
+    L.pages[k].st = st;
     return st;
 }
 
@@ -774,7 +702,7 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
     int limit = p->limit;
     *rows = NULL;
     *n = 0;
-    if (!L.db || q->ntags > SVC_TAGS_MAX)
+    if (!L.h.db || q->ntags > SVC_TAGS_MAX)
         return -1;
     char *rowids = qlc && svc_utf8_len(qlc) >= 3 ? fts_candidates(qlc, limit) : NULL;
     struct svc_buf sql;
@@ -811,7 +739,7 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
 
 json_object *svc_listdb_summary(const char *sid)
 {
-    sqlite3_stmt *st = L.db ? stmt("SELECT summary FROM s WHERE sid = ?1") : NULL;
+    sqlite3_stmt *st = L.h.db ? stmt("SELECT summary FROM s WHERE sid = ?1") : NULL;
     if (!st)
         return NULL;
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
@@ -828,7 +756,7 @@ json_object *svc_listdb_summary(const char *sid)
 
 int64_t svc_listdb_count(void)
 {
-    sqlite3_stmt *st = L.db ? stmt("SELECT count(*) FROM s") : NULL;
+    sqlite3_stmt *st = L.h.db ? stmt("SELECT count(*) FROM s") : NULL;
     int64_t n = -1;
     if (st && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
@@ -840,8 +768,9 @@ int64_t svc_listdb_count(void)
 int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 {
     sqlite3_stmt *st = NULL;
-    if (!L.db || sqlite3_prepare_v2(L.db, "SELECT sid, summary FROM s ORDER BY updated DESC, sid",
-                                    -1, &st, NULL) != SQLITE_OK)
+    if (!L.h.db ||
+        sqlite3_prepare_v2(L.h.db, "SELECT sid, summary FROM s ORDER BY updated DESC, sid", -1, &st,
+                           NULL) != SQLITE_OK)
         return -1;
     int rc, frc = 0;
     while (frc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -853,10 +782,7 @@ int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 
 int svc_listdb_optimize(void)
 {
-    return L.db && sqlite3_exec(L.db, "INSERT INTO t(t) VALUES ('optimize')", NULL, NULL, NULL) ==
-                       SQLITE_OK
-               ? 0
-               : -1;
+    return L.h.db && svc_hostdb_exec(&L.h, "INSERT INTO t(t) VALUES ('optimize')") == 0 ? 0 : -1;
 }
 
 int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx)
@@ -901,8 +827,8 @@ int svc_listdb_diff_names(char *const *names, size_t n,
                           void (*fn)(void *ctx, const char *sid, bool gone), void *ctx)
 {
     sqlite3_stmt *st = NULL;
-    if (!L.db ||
-        sqlite3_prepare_v2(L.db, "SELECT sid FROM s ORDER BY sid", -1, &st, NULL) != SQLITE_OK)
+    if (!L.h.db ||
+        sqlite3_prepare_v2(L.h.db, "SELECT sid FROM s ORDER BY sid", -1, &st, NULL) != SQLITE_OK)
         return -1;
     /* the differences first, then the calls: fn changes the table being read */
     struct idlist added = {0}, gone = {0};

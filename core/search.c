@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include "dirwatch.h"
 #include "fold.h"
 #include "fsio.h"
+#include "hostdb.h"
 #include "index.h"
 #include "jsonx.h"
 #include "log.h"
@@ -393,8 +393,8 @@ struct memo {
 };
 
 static struct {
-    sqlite3 *db;
-    char *path;
+    struct svc_hostdb h;
+    char *path; /* NULL: a temporary index for one request (sessions.cache off) */
     char *root, *agent;
     struct memo *v; /* open addressing, cap a power of two */
     size_t n, cap;
@@ -403,35 +403,14 @@ static struct {
     int64_t version; /* PRAGMA data_version when the generation was last looked at */
     struct svc_list_mark mark; /* the listing's (index.h) when the index last caught up with it */
     uint64_t walk;             /* walks of the listing */
-    dev_t dev;                 /* the file the connection opened: another at the path is reopened */
-    ino_t ino;
-    bool removed; /* db_fail threw a damaged file away: worth one more try */
-    struct {
-        const char *sql; /* a string literal: known by its address */
-        sqlite3_stmt *st;
-    } cache[24]; /* statements prepared once per connection */
+    bool removed;              /* db_fail threw a damaged file away: worth one more try */
 } S;
 
-/* sqlite3_prepare_v2 of a literal, once per connection; reset and unbound when reused. The
- * caller resets it when done (a statement left stepping holds a read transaction). */
-static int prep(const char *sql, int n, sqlite3_stmt **st, const char **tail)
+/* A literal's statement, prepared once per connection (hostdb.h): SQLITE_OK or an error. */
+static int prep(const char *sql, sqlite3_stmt **st)
 {
-    size_t i = 0, slots = sizeof S.cache / sizeof *S.cache;
-    for (; i < slots && S.cache[i].sql; i++) {
-        if (S.cache[i].sql == sql) {
-            *st = S.cache[i].st;
-            sqlite3_reset(*st);
-            sqlite3_clear_bindings(*st);
-            return SQLITE_OK;
-        }
-    }
-    *st = NULL;
-    if (i == slots)
-        return SQLITE_NOMEM; /* more statements than slots: a programming error */
-    int rc = sqlite3_prepare_v3(S.db, sql, n, SQLITE_PREPARE_PERSISTENT, st, tail);
-    if (rc == SQLITE_OK)
-        S.cache[i].sql = sql, S.cache[i].st = *st;
-    return rc;
+    *st = svc_hostdb_stmt(&S.h, sql);
+    return *st ? SQLITE_OK : SQLITE_ERROR;
 }
 
 /* The largest session number indexed (0 when none). */
@@ -439,20 +418,19 @@ static int64_t doc_max(void)
 {
     sqlite3_stmt *st = NULL;
     int64_t n = 0;
-    if (prep("SELECT max(doc) FROM docs", -1, &st, NULL) == SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
+    if (prep("SELECT max(doc) FROM docs", &st) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
     return n;
 }
 
-static const char *const tables =
-    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"
-    "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"
-    " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT, seen REAL,"
-    " archived INTEGER, created_at TEXT);"
-    "CREATE VIRTUAL TABLE IF NOT EXISTS msgs USING fts5(body, role UNINDEXED,"
-    " tokenize='svcfold');";
+#define TABLES                                                                                     \
+    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"                                 \
+    "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"           \
+    " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT, seen REAL,"       \
+    " archived INTEGER, created_at TEXT);"                                                         \
+    "CREATE VIRTUAL TABLE IF NOT EXISTS msgs USING fts5(body, role UNINDEXED,"                     \
+    " tokenize='svcfold');"
 
 static void memo_clear(void)
 {
@@ -530,12 +508,7 @@ static void memo_del(const char *sid)
 
 static void db_close(void)
 {
-    for (size_t i = 0; i < sizeof S.cache / sizeof *S.cache; i++)
-        sqlite3_finalize(S.cache[i].st);
-    memset(S.cache, 0, sizeof S.cache);
-    if (S.db) /* _v2: a statement still open cannot keep the connection (and its memory) */
-        sqlite3_close_v2(S.db);
-    S.db = NULL;
+    svc_hostdb_close(&S.h);
     memo_clear();
     S.loaded = false;
     S.mark = (struct svc_list_mark){0};
@@ -545,7 +518,7 @@ static int64_t data_version(void)
 {
     sqlite3_stmt *st = NULL;
     int64_t v = -1;
-    if (prep("PRAGMA data_version", -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    if (prep("PRAGMA data_version", &st) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
     return v;
@@ -576,7 +549,7 @@ static int memo_load(void)
     memo_clear();
     S.mark = (struct svc_list_mark){0};
     sqlite3_stmt *st = NULL;
-    if (prep("SELECT sid, updated, nmsgs FROM docs", -1, &st, NULL) != SQLITE_OK)
+    if (prep("SELECT sid, updated, nmsgs FROM docs", &st) != SQLITE_OK)
         return -1;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -589,107 +562,53 @@ static int memo_load(void)
 
 static char *meta_get(const char *k)
 {
-    sqlite3_stmt *st = NULL;
-    char *v = NULL;
-    if (prep("SELECT v FROM meta WHERE k = ?1", -1, &st, NULL) == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
-            v = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
-    }
-    sqlite3_reset(st);
-    return v;
+    return svc_hostdb_meta(&S.h, k);
 }
 
-static int meta_set(const char *k, const char *v)
-{
-    sqlite3_stmt *st = NULL;
-    int rc = prep("INSERT OR REPLACE INTO meta(k, v) VALUES (?1, ?2)", -1, &st, NULL);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 2, v, -1, SQLITE_STATIC);
-        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-    }
-    sqlite3_reset(st);
-    return rc == SQLITE_OK ? 0 : -1;
-}
-
-/* Whether the file's stamp names this schema, root and agent (a fresh file gets it). */
-static bool stamp_ok(void)
-{
-    char *schema = meta_get("schema"), *root = meta_get("root"), *agent = meta_get("agent");
-    bool fresh = !schema && !root && !agent, ok = false;
-    if (fresh)
-        ok = meta_set("schema", SCHEMA) == 0 && meta_set("root", S.root) == 0 &&
-             meta_set("agent", S.agent) == 0;
-    else
-        ok = schema && root && agent && strcmp(schema, SCHEMA) == 0 && strcmp(root, S.root) == 0 &&
-             strcmp(agent, S.agent) == 0;
-    free(schema);
-    free(root);
-    free(agent);
-    return ok;
-}
-
-/* Open the file and check it: 0, or 1 when it must be thrown away, -1 when unusable. */
+/* Open the file (or a temporary index) and check its stamp (this schema, root and agent;
+ * a fresh file gets it): 0, or 1 when it must be thrown away, -1 when unusable. */
 static int db_try_open(void)
 {
-    if (sqlite3_open_v2(S.path, &S.db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) !=
-        SQLITE_OK)
-        return access(S.path, F_OK) == 0 ? 1 : -1;
-    sqlite3_busy_timeout(S.db, 30000);
-    if (register_fts5(S.db) != 0)
-        return -1;
-    int rc = sqlite3_exec(
-        S.db,
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA mmap_size=268435456;"
-        " BEGIN IMMEDIATE;",
-        NULL, NULL, NULL);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_exec(S.db, tables, NULL, NULL, NULL);
-    bool ok = rc == SQLITE_OK && stamp_ok();
-    if (sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    static const char setup[] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+                                " PRAGMA mmap_size=268435456; BEGIN IMMEDIATE;" TABLES;
+    const char *const kv[] = {"schema", SCHEMA, "root", S.root, "agent", S.agent};
+    int rc = svc_hostdb_open(&S.h, S.path, true, register_fts5, setup);
+    int code = S.h.db ? sqlite3_errcode(S.h.db) : SQLITE_CANTOPEN;
+    bool ok = rc == 0 && svc_hostdb_stamped(&S.h, kv, 3);
+    if (svc_hostdb_exec(&S.h, "COMMIT") != 0)
         ok = false;
-    if (!ok)
-        return rc == SQLITE_BUSY || rc == SQLITE_LOCKED ? -1 : 1;
-    return 0;
+    if (ok)
+        return 0;
+    if (code == SQLITE_CANTOPEN)
+        return S.path && access(S.path, F_OK) == 0 ? 1 : -1;
+    return code == SQLITE_BUSY || code == SQLITE_LOCKED ? -1 : 1;
 }
 
-static char *index_path(const struct svc_config *cfg)
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    char *key = NULL;
-    svc_xasprintf(&key, "%s%c%s", cfg->sessions.root, 0, cfg->sessions.agent_id);
-    size_t keylen = strlen(cfg->sessions.root) + 1 + strlen(cfg->sessions.agent_id);
-    EVP_Digest(key, keylen, md, &mdlen, EVP_sha256(), NULL);
-    free(key);
-    char hex[17];
-    for (int i = 0; i < 8; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    char *p = NULL;
-    svc_xasprintf(&p, "%s/%s.sqlite", cfg->search.index_dir, hex);
-    return p;
-}
-
-/* The index of cfg's root open in S.db (rebuilt when damaged or another's). */
+/* The index of cfg's root open in S.h (rebuilt when damaged or another's); with caches off
+ * a temporary one, built for this request. */
 static int db_open(const struct svc_config *cfg, struct svc_err *err)
 {
-    struct stat sb;
-    if (S.db && strcmp(S.root, cfg->sessions.root) == 0 &&
-        strcmp(S.agent, cfg->sessions.agent_id) == 0 && stat(S.path, &sb) == 0 &&
-        sb.st_dev == S.dev && sb.st_ino == S.ino)
+    bool temp = cfg->sessions.cache == SVC_CACHE_OFF;
+    if (!temp && S.path && strcmp(S.root, cfg->sessions.root) == 0 &&
+        strcmp(S.agent, cfg->sessions.agent_id) == 0 && svc_hostdb_current(&S.h, S.path))
         return 0;
     db_close();
     free(S.path);
     free(S.root);
     free(S.agent);
-    S.path = index_path(cfg);
     S.root = svc_xstrdup(cfg->sessions.root);
     S.agent = svc_xstrdup(cfg->sessions.agent_id);
-    if (svc_mkdirs(cfg->search.index_dir, 0700, err) != 0)
+    size_t klen = strlen(S.root) + 1 + strlen(S.agent);
+    char *key = svc_xmalloc(klen + 1);
+    memcpy(key, S.root, strlen(S.root) + 1);
+    memcpy(key + strlen(S.root) + 1, S.agent, strlen(S.agent) + 1);
+    S.path = temp ? NULL : svc_hostdb_path(cfg->search.index_dir, NULL, key, klen);
+    free(key);
+    if (!temp && svc_mkdirs(cfg->search.index_dir, 0700, err) != 0)
         return -1;
-    bool local;
-    svc_fs_kind(cfg->search.index_dir, &local);
+    bool local = true;
+    if (!temp)
+        svc_fs_kind(cfg->search.index_dir, &local);
     if (!local)
         svc_logf("search: %s is on a network filesystem, where SQLite is unsafe: set "
                  "search.index_dir to a local directory",
@@ -698,30 +617,28 @@ static int db_open(const struct svc_config *cfg, struct svc_err *err)
     if (rc == 1) {
         svc_logf("search: the index %s is damaged or another's: rebuilt", S.path);
         db_close();
-        svc_file_unlink_db(S.path);
+        svc_hostdb_remove(S.path);
         rc = db_try_open();
     }
-    if (rc != 0 || stat(S.path, &sb) != 0) {
-        const char *why = S.db ? sqlite3_errmsg(S.db) : "cannot open";
-        svc_err_set(err, SVC_E_IO, "search index %s: %s", S.path, why);
+    if (rc != 0) {
+        svc_err_set(err, SVC_E_IO, "search index %s: %s", S.path ? S.path : "(temporary)",
+                    svc_hostdb_errmsg(&S.h));
         db_close();
         return -1;
     }
-    S.dev = sb.st_dev;
-    S.ino = sb.st_ino;
     return 0;
 }
 
 static int db_fail(const char *what, struct svc_err *err)
 {
-    int code = sqlite3_errcode(S.db);
-    svc_err_set(err, SVC_E_IO, "search index: %s: %s", what, sqlite3_errmsg(S.db));
+    int code = S.h.db ? sqlite3_errcode(S.h.db) : SQLITE_CANTOPEN;
+    svc_err_set(err, SVC_E_IO, "search index: %s: %s", what, svc_hostdb_errmsg(&S.h));
     /* a derived file: anything that says its bytes are wrong is cause to build it anew */
     if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_IOERR ||
         code == SQLITE_PROTOCOL) {
         svc_logf("search: the index %s is damaged: removed, the next query rebuilds it", S.path);
         db_close();
-        svc_file_unlink_db(S.path);
+        svc_hostdb_remove(S.path);
         S.removed = true;
     }
     return -1;
@@ -757,7 +674,7 @@ static char *message_text(json_object *rec, const char **role)
 static int run_doc(const char *sql, int64_t doc)
 {
     sqlite3_stmt *st = NULL;
-    int rc = prep(sql, -1, &st, NULL);
+    int rc = prep(sql, &st);
     if (rc == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, doc << MID_BITS);
         sqlite3_bind_int64(st, 2, (doc << MID_BITS) | ((INT64_C(1) << MID_BITS) - 1));
@@ -772,8 +689,7 @@ static int run_doc(const char *sql, int64_t doc)
 static int doc_row(const char *sid, int64_t *doc, double *updated, int64_t *msgs, int64_t *next)
 {
     sqlite3_stmt *st = NULL;
-    if (prep("SELECT doc, updated, nmsgs, next_id FROM docs WHERE sid = ?1", -1, &st, NULL) !=
-        SQLITE_OK)
+    if (prep("SELECT doc, updated, nmsgs, next_id FROM docs WHERE sid = ?1", &st) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st), found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
@@ -806,7 +722,7 @@ static int add_message(int64_t doc, int64_t id, json_object *rec)
     int rc = SQLITE_OK;
     if (*text) {
         sqlite3_stmt *st = NULL;
-        rc = prep("INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)", -1, &st, NULL);
+        rc = prep("INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)", &st);
         if (rc == SQLITE_OK) {
             sqlite3_bind_int64(st, 1, doc << MID_BITS | id);
             sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
@@ -875,7 +791,7 @@ static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, doubl
         if (there && mtime_of(&sb) <= was)
             continue;
         sqlite3_stmt *st = NULL;
-        rc = prep("DELETE FROM msgs WHERE rowid = ?1", -1, &st, NULL) == SQLITE_OK ? 0 : -1;
+        rc = prep("DELETE FROM msgs WHERE rowid = ?1", &st) == SQLITE_OK ? 0 : -1;
         if (rc == 0) {
             sqlite3_bind_int64(st, 1, doc << MID_BITS | id);
             rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
@@ -895,11 +811,11 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
     int rc = doc > 0 ? prep("UPDATE docs SET sid = ?2, updated = ?3, nmsgs = ?4, next_id = ?5,"
                             " title = ?6, updated_at = ?7, archived = ?8, created_at = ?9,"
                             " seen = ?10 WHERE doc = ?1",
-                            -1, &st, NULL)
+                            &st)
                      : prep("INSERT INTO docs(sid, updated, nmsgs, next_id, title, updated_at,"
                             " archived, created_at, seen) VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
                             " ?10)",
-                            -1, &st, NULL);
+                            &st);
     if (rc == SQLITE_OK) {
         if (doc > 0)
             sqlite3_bind_int64(st, 1, doc);
@@ -925,7 +841,7 @@ static bool same_session(int64_t doc, json_object *sum, double *seen)
 {
     sqlite3_stmt *st = NULL;
     bool same = false;
-    if (prep("SELECT created_at, seen FROM docs WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
+    if (prep("SELECT created_at, seen FROM docs WHERE doc = ?1", &st) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, doc);
         const char *c = NULL;
         if (sqlite3_step(st) == SQLITE_ROW) {
@@ -988,8 +904,7 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
 static int rollback(const char *what, struct svc_err *err)
 {
     db_fail(what, err);
-    if (S.db)
-        sqlite3_exec(S.db, "ROLLBACK", NULL, NULL, NULL);
+    svc_hostdb_exec(&S.h, "ROLLBACK");
     return -1;
 }
 
@@ -1044,7 +959,7 @@ static void changed_free(struct changed *c)
 static int apply_changes(const struct svc_config *cfg, struct changed *c, struct svc_err *err)
 {
     for (size_t i = 0; i < c->n; i += BATCH) {
-        if (sqlite3_exec(S.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+        if (svc_hostdb_exec(&S.h, "BEGIN IMMEDIATE") != 0)
             return db_fail("begin", err);
         for (size_t k = i; k < c->n && k < i + BATCH; k++) {
             bool gone = c->msgs[k] < 0;
@@ -1053,7 +968,7 @@ static int apply_changes(const struct svc_config *cfg, struct changed *c, struct
             if (rc < 0)
                 return rollback("index a session", err);
         }
-        if (sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+        if (svc_hostdb_exec(&S.h, "COMMIT") != 0)
             return rollback("commit", err);
         for (size_t k = i; k < c->n && k < i + BATCH; k++) {
             if (c->msgs[k] >= 0)
@@ -1072,7 +987,7 @@ static int catch_up(const struct svc_config *cfg, struct svc_err *err)
     if (stale == 1) {
         svc_logf("search: the index %s is damaged or another's: rebuilt", S.path);
         db_close();
-        svc_file_unlink_db(S.path);
+        svc_hostdb_remove(S.path);
         S.removed = true;
         return svc_err_set(err, SVC_E_IO, "search index %s: another schema", S.path);
     }
@@ -1237,7 +1152,7 @@ static int64_t nth_newest(const char *match, const char *role, int64_t n)
         "SELECT rowid FROM msgs WHERE msgs MATCH ?1 AND role = ?3 ORDER BY rowid DESC"
         " LIMIT 1 OFFSET ?2"};
     sqlite3_stmt *st = NULL;
-    if (prep(sql[role != NULL], -1, &st, NULL) != SQLITE_OK)
+    if (prep(sql[role != NULL], &st) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 2, n - 1);
@@ -1264,7 +1179,7 @@ static int page_stmt(const char *match, const struct svc_search_query *q, int64_
 #undef SQL
     const char *role = q->role && *q->role ? q->role : NULL;
     int64_t from = nth_newest(match, role, WINDOW);
-    if (from < 0 || prep(sql[role != NULL], -1, st, NULL) != SQLITE_OK)
+    if (from < 0 || prep(sql[role != NULL], st) != SQLITE_OK)
         return -1;
     sqlite3_bind_text(*st, 1, match, -1, SQLITE_STATIC);
     sqlite3_bind_int(*st, 2, q->include_archived);
@@ -1340,6 +1255,8 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
         if (rc == 0)
             break;
     }
+    if (!S.path)
+        db_close(); /* a temporary index serves one request */
     free(match);
     return rc;
 }
@@ -1348,7 +1265,7 @@ static int64_t count_of(const char *sql)
 {
     sqlite3_stmt *st = NULL;
     int64_t n = -1;
-    if (prep(sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    if (prep(sql, &st) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
     return n;
@@ -1363,21 +1280,20 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
         return -1;
     char gen[17];
     svc_random_hex(gen, 16);
-    if (sqlite3_exec(S.db, "BEGIN IMMEDIATE; DELETE FROM msgs; DELETE FROM docs", NULL, NULL,
-                     NULL) != SQLITE_OK ||
-        meta_set("generation", gen) != 0 ||
-        sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+    if (svc_hostdb_exec(&S.h, "BEGIN IMMEDIATE; DELETE FROM msgs; DELETE FROM docs") != 0 ||
+        svc_hostdb_meta_set(&S.h, "generation", gen) != 0 || svc_hostdb_exec(&S.h, "COMMIT") != 0)
         return rollback("empty the index", err);
     S.loaded = false; /* every process reads the empty memo anew */
     if (catch_up(cfg, err) != 0)
         return -1;
     /* one segment: what a query reads is then one b-tree per term */
-    if (sqlite3_exec(S.db, "INSERT INTO msgs(msgs) VALUES ('optimize')", NULL, NULL, NULL) !=
-        SQLITE_OK)
+    if (svc_hostdb_exec(&S.h, "INSERT INTO msgs(msgs) VALUES ('optimize')") != 0)
         return db_fail("optimize", err);
     if (sessions)
         *sessions = count_of("SELECT count(*) FROM docs");
     if (messages)
         *messages = count_of("SELECT count(*) FROM msgs");
+    if (!S.path)
+        db_close();
     return 0;
 }

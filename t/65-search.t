@@ -182,7 +182,10 @@ is sorted_hits('fox quick'), 'fold/0 fold/1', 'the earlier messages are still fo
     SvcTest::write_file($f0, 'not json');
     utime $st[8], $st[9], $f0 or die "utime: $!";
     is sorted_hits('dugong'), 'grow/6 grow/7', 'the next turn is found';
-    is sorted_hits('capybara'), 'grow/0 grow/1', '... and the file left alone was not read again';
+    # with every cache off the index is built for each query (hostdb.h): the damaged file
+    # is read, and its message is no longer found
+    is sorted_hits('capybara'), SvcTest::cache_off() ? 'grow/1' : 'grow/0 grow/1',
+        '... and the file left alone was not read again';
 }
 
 # a session removed by another program and made again under its id, longer, between two
@@ -263,8 +266,9 @@ SKIP: {
     is scalar(grep { /^page-2\// } split / /, hits('pagination', '&limit=100')), 0, 'a deleted session leaves';
 }
 
-# a damaged index file is rebuilt by the next query, whichever worker answers
-{
+# a damaged index file is rebuilt by the next query, whichever worker answers (with every
+# cache off there is no file: each query builds a temporary index)
+if (!SvcTest::cache_off()) {
     my @files = glob($s->home . '/search/*.sqlite');
     is scalar @files, 1, 'one index file under $SVC_HOME/search';
     for my $f (@files, glob($s->home . '/search/*.sqlite-*')) {
