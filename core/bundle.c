@@ -16,7 +16,7 @@
 #include "bundle_out.h"
 #include "feedback.h"
 #include "fsio.h"
-#include "idlist.h"
+#include "hostdb.h"
 #include "jsonx.h"
 #include "query.h"
 #include "snapshot.h"
@@ -27,7 +27,9 @@
 struct svc_export {
     const struct svc_config *cfg;
     struct svc_store st;
-    struct svc_idlist *ids; /* the selection, sorted once prepared: on disk, not in memory */
+    struct svc_hostdb ids; /* the selection: ids(id) in a temporary database, in id order */
+    sqlite3_stmt *walk;    /* ids_walk's, and its last step's result */
+    int walk_rc;
     size_t nsids;
     char *dest; /* resolved destination directory (NULL for a download) */
     bool tar;
@@ -46,16 +48,11 @@ const char *svc_export_id(const struct svc_export *ex)
     return ex->id;
 }
 
-size_t svc_export_session_total(const struct svc_export *ex)
-{
-    return ex->nsids;
-}
-
 void svc_export_free(struct svc_export *ex)
 {
     if (!ex)
         return;
-    svc_idlist_free(ex->ids);
+    svc_hostdb_close(&ex->ids);
     free(ex->dest);
     json_object_put(ex->selection);
     json_object_put(ex->left_out);
@@ -65,6 +62,40 @@ void svc_export_free(struct svc_export *ex)
 }
 
 /* ---- selection ---- */
+
+static int ids_add(struct svc_export *ex, const char *sid, struct svc_err *err)
+{
+    sqlite3_stmt *st = svc_hostdb_stmt(&ex->ids, "INSERT OR IGNORE INTO ids VALUES (?1)");
+    if (st)
+        sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    if (st && sqlite3_step(st) == SQLITE_DONE)
+        return 0;
+    return svc_err_set(err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(&ex->ids));
+}
+
+/* The selection in id order: ids_walk, ids_next until NULL (the id borrowed until the next
+ * call), then ids_end: 0, or -1 with err when the walk failed. */
+static void ids_walk(struct svc_export *ex)
+{
+    ex->walk = svc_hostdb_stmt(&ex->ids, "SELECT id FROM ids ORDER BY id");
+    ex->walk_rc = ex->walk ? SQLITE_ROW : SQLITE_ERROR;
+}
+
+static const char *ids_next(struct svc_export *ex)
+{
+    if (ex->walk_rc == SQLITE_ROW && (ex->walk_rc = sqlite3_step(ex->walk)) == SQLITE_ROW)
+        return (const char *)sqlite3_column_text(ex->walk, 0);
+    return NULL;
+}
+
+static int ids_end(struct svc_export *ex, struct svc_err *err)
+{
+    if (ex->walk)
+        sqlite3_reset(ex->walk);
+    if (ex->walk_rc == SQLITE_DONE)
+        return 0;
+    return svc_err_set(err, SVC_E_IO, "temporary database: %s", sqlite3_errstr(ex->walk_rc));
+}
 
 /* The named selection's "session_ids" holds this until the manifest is written: the ids
  * then come from ex->ids, a line at a time. A C string has no NUL, so its text, "\u0000",
@@ -98,7 +129,7 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
             svc_buf_printf(&missing, "%s%s", nmissing++ ? ", " : "", sid);
             continue;
         }
-        if (svc_idlist_add(ex->ids, sid, err) != 0) { /* a repeated one is kept once */
+        if (ids_add(ex, sid, err) != 0) { /* a repeated one is kept once */
             svc_buf_free(&missing);
             return -1;
         }
@@ -161,7 +192,7 @@ static int select_filtered(struct svc_export *ex, const struct svc_export_reques
                 continue;
             const char *sid = svc_json_str(s, "session_id", "");
             int r = svc_layout_id_valid(sid) && row_selected(req, s, after, before)
-                        ? svc_idlist_add(ex->ids, sid, err)
+                        ? ids_add(ex, sid, err)
                         : 0;
             json_object_put(s);
             if (r != 0) {
@@ -304,16 +335,15 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
     ex->tar = req->tar || req->download;
     ex->allow_partial = req->allow_partial;
     ex->left_out = json_object_new_array();
-    if (svc_idlist_new(&ex->ids, err) != 0)
+    if (svc_hostdb_temp(&ex->ids, "CREATE TABLE ids(id TEXT PRIMARY KEY) WITHOUT ROWID", 256,
+                        err) != 0)
         goto fail;
     if (req->n_session_ids ? select_named(ex, req, err) != 0
                            : select_filtered(ex, req, after, before, err) != 0)
         goto fail;
     if (!req->download && check_dest(ex, req, err) != 0)
         goto fail;
-    if (svc_idlist_sort(ex->ids, err) != 0)
-        goto fail;
-    ex->nsids = svc_idlist_count(ex->ids);
+    ex->nsids = (size_t)svc_hostdb_int(&ex->ids, "SELECT count(*) FROM ids", 0);
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
@@ -574,14 +604,12 @@ static int manifest_head(struct svc_export *ex, FILE *f, const char *txt, size_t
         line--;
     int depth = (int)strspn(line, " ");
     fwrite(txt, 1, (size_t)(mark - txt), f);
-    if (svc_idlist_rewind(ex->ids, err) != 0)
-        return -1;
+    ids_walk(ex);
     const char *sid;
-    int got;
     size_t k = 0;
-    while ((got = svc_idlist_next(ex->ids, &sid, err)) == 1)
+    while ((sid = ids_next(ex)))
         fprintf(f, "%s\n%*s\"%s\"", k++ ? "," : "[", depth + 2, "", sid);
-    if (got < 0)
+    if (ids_end(ex, err) != 0)
         return -1;
     if (k)
         fprintf(f, "\n%*s]", depth, "");
@@ -752,11 +780,9 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
     if (svc_bout_agg_open(o, err) != 0 || svc_bout_dir(o, "transcripts", o->now, err) != 0 ||
         svc_bout_dir(o, "native", o->now, err) != 0)
         return -1;
-    if (svc_idlist_rewind(ex->ids, err) != 0)
-        return -1;
+    ids_walk(ex);
     const char *sid;
-    int got;
-    for (size_t i = 0; (got = svc_idlist_next(ex->ids, &sid, err)) == 1; i++) {
+    for (size_t i = 0; (sid = ids_next(ex)); i++) {
         struct svc_snap s;
         memset(&s, 0, sizeof s);
         s.sid = sid;
@@ -781,7 +807,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         if (pg && pg->fn)
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
-    if (got < 0)
+    if (ids_end(ex, err) != 0)
         return -1;
     if (left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0)
         return -1;

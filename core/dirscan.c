@@ -390,7 +390,7 @@ static int verify_journal(const struct svc_store *st, struct svc_journal *j, str
     }
     struct svc_err e;
     if (svc_hostdb_temp(&v->map, "CREATE TABLE m(sid TEXT PRIMARY KEY, summary TEXT NOT NULL)",
-                        &e) != 0) {
+                        4096, &e) != 0) {
         svc_logf("index: cannot check the index (%s)", e.message);
         return -1;
     }

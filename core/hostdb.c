@@ -9,10 +9,6 @@
 
 #include "util.h"
 
-/* The page cache a temporary database may keep, in KiB (SQLite's negative cache_size): what
- * stays in memory whatever the number of sessions; the rest is read back from its file. */
-#define TEMP_CACHE_KIB 4096
-
 char *svc_hostdb_path(const char *dir, const char *sub, const char *key, size_t klen)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -46,13 +42,13 @@ int svc_hostdb_open(struct svc_hostdb *h, const char *path, bool create, int (*i
     return 0;
 }
 
-int svc_hostdb_temp(struct svc_hostdb *h, const char *schema, struct svc_err *err)
+int svc_hostdb_temp(struct svc_hostdb *h, const char *schema, int cache_kib, struct svc_err *err)
 {
     char *setup = NULL;
     svc_xasprintf(&setup,
                   "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-%d;"
                   " PRAGMA temp_store=FILE; PRAGMA mmap_size=0; %s; BEGIN;",
-                  TEMP_CACHE_KIB, schema);
+                  cache_kib, schema);
     int rc = svc_hostdb_open(h, NULL, true, NULL, setup);
     free(setup);
     if (rc != 0) {

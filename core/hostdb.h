@@ -46,8 +46,10 @@ char *svc_hostdb_path(const char *dir, const char *sub, const char *key, size_t 
  * reason logged by the owner from svc_hostdb_errmsg). The owner makes its directory. */
 int svc_hostdb_open(struct svc_hostdb *h, const char *path, bool create, int (*init)(sqlite3 *db),
                     const char *setup);
-/* A temporary database with schema: 0, or -1 with err. */
-int svc_hostdb_temp(struct svc_hostdb *h, const char *schema, struct svc_err *err);
+/* A temporary database with schema, keeping at most cache_kib KiB of its pages in memory
+ * (what stays in memory whatever the number of sessions; the rest is read back from its
+ * file): 0, or -1 with err. */
+int svc_hostdb_temp(struct svc_hostdb *h, const char *schema, int cache_kib, struct svc_err *err);
 /* Whether h is open on the file now at path. */
 bool svc_hostdb_current(const struct svc_hostdb *h, const char *path);
 /* sql, prepared once per connection, reset and unbound for reuse; NULL on error. The

@@ -12,9 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fileset.h"
 #include "fsio.h"
-#include "idtab.h"
+#include "hostdb.h"
 #include "index.h"
 #include "journal.h"
 #include "jsonx.h"
@@ -190,26 +189,171 @@ static uint64_t file_fp(const char *rel, uint64_t bytes, const char *sha)
 
 /* ---- sessions of the bundle ---- */
 
-/* A session's outcome (struct svc_idrec's state): import.h's enum. */
+/* A session's outcome (struct rec's state): import.h's enum. */
 enum { S_IMPORT = SVC_IMPORT_IMPORTED, S_SKIP = SVC_IMPORT_SKIPPED, S_FAIL = SVC_IMPORT_FAILED };
+
+/* What the import keeps of the bundle, in a temporary database (hostdb.h: its memory does
+ * not grow with the bundle): every file read (side 0) and listed by the manifest (side
+ * 1), matched by path; one record a session (num: its manifest files' file_fp, less those
+ * staged; the first state other than S_IMPORT noted wins, with its reason). */
+#define TABLES                                                                                     \
+    "CREATE TABLE files(side INT NOT NULL, path TEXT NOT NULL, bytes INT NOT NULL,"                \
+    " sha TEXT NOT NULL); CREATE TABLE sess(id TEXT PRIMARY KEY, num INT NOT NULL,"                \
+    " state INT NOT NULL, why TEXT NOT NULL) WITHOUT ROWID"
+#define WHY_MAX 640
+
+/* A session's record as read from sess. */
+struct rec {
+    char id[SVC_ID_MAX + 2];
+    uint64_t num;
+    unsigned char state;
+    char why[WHY_MAX]; /* "" when none */
+};
+
+static void rec_set(struct rec *r, unsigned char state, const char *why)
+{
+    r->state = state;
+    snprintf(r->why, sizeof r->why, "%s", why ? why : "");
+}
+
+static int db_err(struct svc_hostdb *db, struct svc_err *err)
+{
+    return svc_err_set(err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(db));
+}
+
+/* Session (sid, n) into *r: 1, 0 when it has no record, -1. */
+static int rec_find(struct svc_hostdb *db, const char *sid, size_t n, struct rec *r,
+                    struct svc_err *err)
+{
+    sqlite3_stmt *st = svc_hostdb_stmt(db, "SELECT num, state, why FROM sess WHERE id = ?1");
+    if (!st)
+        return db_err(db, err);
+    sqlite3_bind_text(st, 1, sid, (int)n, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        snprintf(r->id, sizeof r->id, "%.*s", (int)n, sid);
+        r->num = (uint64_t)sqlite3_column_int64(st, 0);
+        r->state = (unsigned char)sqlite3_column_int(st, 1);
+        snprintf(r->why, sizeof r->why, "%s", (const char *)sqlite3_column_text(st, 2));
+    }
+    sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : db_err(db, err);
+}
+
+static int rec_put(struct svc_hostdb *db, const struct rec *r, struct svc_err *err)
+{
+    sqlite3_stmt *st = svc_hostdb_stmt(db, "INSERT OR REPLACE INTO sess VALUES (?1, ?2, ?3, ?4)");
+    if (st) {
+        sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (int64_t)r->num); /* the fingerprints' sum wraps as uint64 */
+        sqlite3_bind_int(st, 3, r->state);
+        sqlite3_bind_text(st, 4, r->why, -1, SQLITE_STATIC);
+    }
+    return st && sqlite3_step(st) == SQLITE_DONE ? 0 : db_err(db, err);
+}
+
+/* An event of session (sid, n): num added to its record's; a state other than S_IMPORT with
+ * its reason, unless one came first. */
+static int note(struct svc_hostdb *db, const char *sid, size_t n, uint64_t num, unsigned char state,
+                const char *why, struct svc_err *err)
+{
+    struct rec r = {.state = S_IMPORT};
+    int found = rec_find(db, sid, n, &r, err);
+    if (found < 0)
+        return -1;
+    if (!found)
+        snprintf(r.id, sizeof r.id, "%.*s", (int)n, sid);
+    r.num += num;
+    if (r.state == S_IMPORT && state != S_IMPORT)
+        rec_set(&r, state, why);
+    return rec_put(db, &r, err);
+}
+
+/* fn on every record in id order, each written back when fn changed it; fn's non-zero
+ * return stops the walk and is returned (-1 with err on a database error). */
+static int recs_each(struct svc_hostdb *db, int (*fn)(void *ctx, struct rec *r), void *ctx,
+                     struct svc_err *err)
+{
+    struct rec r, was;
+    r.id[0] = '\0';
+    for (;;) {
+        sqlite3_stmt *st = svc_hostdb_stmt(
+            db, "SELECT id, num, state, why FROM sess WHERE id > ?1 ORDER BY id LIMIT 1");
+        if (!st)
+            return db_err(db, err);
+        sqlite3_bind_text(st, 1, r.id, -1, SQLITE_TRANSIENT);
+        int rc = sqlite3_step(st);
+        if (rc == SQLITE_ROW) {
+            snprintf(r.id, sizeof r.id, "%s", (const char *)sqlite3_column_text(st, 0));
+            r.num = (uint64_t)sqlite3_column_int64(st, 1);
+            r.state = (unsigned char)sqlite3_column_int(st, 2);
+            snprintf(r.why, sizeof r.why, "%s", (const char *)sqlite3_column_text(st, 3));
+        }
+        sqlite3_reset(st);
+        if (rc != SQLITE_ROW)
+            return rc == SQLITE_DONE ? 0 : db_err(db, err);
+        was = r;
+        if ((rc = fn(ctx, &r)) != 0)
+            return rc;
+        if ((r.num != was.num || r.state != was.state || strcmp(r.why, was.why) != 0) &&
+            rec_put(db, &r, err) != 0)
+            return -1;
+    }
+}
+
+/* A file read (side 0) or listed by the manifest (side 1). */
+static int file_add(struct svc_hostdb *db, int side, const char *path, uint64_t bytes,
+                    const char *sha, struct svc_err *err)
+{
+    sqlite3_stmt *st = svc_hostdb_stmt(db, "INSERT INTO files VALUES (?1, ?2, ?3, ?4)");
+    if (st) {
+        sqlite3_bind_int(st, 1, side);
+        sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, (int64_t)bytes);
+        sqlite3_bind_text(st, 4, sha, -1, SQLITE_STATIC);
+    }
+    return st && sqlite3_step(st) == SQLITE_DONE ? 0 : db_err(db, err);
+}
+
+/* A temporary file of $TMPDIR (or /tmp), already unlinked (nothing left even if killed). */
+static FILE *tmp_file(struct svc_err *err)
+{
+    const char *dir = getenv("TMPDIR");
+    char *p = NULL;
+    svc_xasprintf(&p, "%s/svc-import.XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkostemp(p, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(p);
+    free(p);
+    FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
+    if (!f) {
+        svc_err_errno(err, "temporary file");
+        if (fd >= 0)
+            close(fd);
+    }
+    return f;
+}
+
+/* A path's first record of one side, and how many it has. */
+struct frec {
+    uint64_t bytes;
+    char sha[65];
+    size_t n;
+};
 
 struct job {
     const struct svc_config *cfg;
     const struct svc_import_options *opt;
     struct src src;
-    struct svc_fileset *have; /* members read in pass 1 (path relative to the archive) */
-    struct svc_fileset *want; /* the manifest's files (the same, prefix added) */
-    char prefix[256];         /* the bundle's top directory inside the archive, "" or "x/" */
-    FILE *mf;                 /* manifest.json: a copy (tar), or the file itself */
-    json_object *head;        /* the manifest's members but its files */
-    struct svc_err ferr;      /* the first bad entry of its files, reported after the head */
+    struct svc_hostdb *db; /* TABLES: what was read, what the manifest lists, the sessions */
+    char prefix[256];      /* the bundle's top directory inside the archive, "" or "x/" */
+    FILE *mf;              /* manifest.json: a copy (tar), or the file itself */
+    json_object *head;     /* the manifest's members but its files */
+    struct svc_err ferr;   /* the first bad entry of its files, reported after the head */
     bool ferr_set;
     struct svc_err herr; /* the first member refused on the side of what was read */
     bool herr_set;
     struct svc_err *err;
-    /* the sessions, one record each once the manifest is checked (num: its manifest files'
-     * file_fp, less those staged: 0 once all are) */
-    struct svc_idtab *tab;
     char run_sid[SVC_ID_MAX + 2]; /* the manifest's session being read, and its file_fp */
     size_t run_len;
     uint64_t run_fp;
@@ -220,7 +364,7 @@ struct job {
     struct svc_store st;
     struct svc_store stg;   /* st with the staging directory as its root */
     char last_parent[4096]; /* the staging directory made last */
-    struct svc_idrec cur;   /* the session of the member read last in pass 2 */
+    struct rec cur;         /* the session of the member read last in pass 2 */
     int cur_found;          /* -1 none yet, 0 not in the bundle's sessions, 1 */
     bool cur_dirty;         /* cur.num changed */
     char *cur_staged;       /* its directory in staging, once opened */
@@ -249,13 +393,13 @@ static const char *path_sid(const char *rel, size_t *n)
     return *n ? sid : NULL;
 }
 
-static void fail_sess(struct svc_idrec *s, const char *fmt, const char *a, const char *b)
+static void fail_sess(struct rec *s, const char *fmt, const char *a, const char *b)
 {
     if (s->state == S_FAIL)
         return;
     char why[600];
     snprintf(why, sizeof why, fmt, a, b);
-    svc_idrec_set(s, S_FAIL, why);
+    rec_set(s, S_FAIL, why);
 }
 
 /* A problem with one file: its session fails, or (outside native/) the bundle is refused. */
@@ -267,7 +411,7 @@ static int problem(struct job *j, const char *rel, const char *what, struct svc_
         return svc_err_set(err, SVC_E_IO, "bundle damaged: %.300s: %s", rel, what);
     char why[600];
     snprintf(why, sizeof why, "%.300s: %s", rel, what);
-    return svc_idtab_note(j->tab, sid, n, 0, S_FAIL, why, err);
+    return note(j->db, sid, n, 0, S_FAIL, why, err);
 }
 
 /* The bytes of the bundle read so far, for the progress bar (import.h). */
@@ -285,7 +429,7 @@ static int manifest_found(struct job *j, const char *rel, struct svc_err *err)
     const char *slash = strchr(rel, '/');
     snprintf(j->prefix, sizeof j->prefix, "%.*s", slash ? (int)(slash - rel + 1) : 0, rel);
     if (j->src.tar) {
-        j->mf = svc_fileset_tmpfile(err);
+        j->mf = tmp_file(err);
     } else {
         char *abs = svc_path_join(j->src.path, rel);
         int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -324,7 +468,8 @@ static int read_member(struct job *j, bool copy, uint64_t *bytes, char *sha, str
 /* Pass 1: read every member, digest it, keep the manifest aside. */
 static int pass_read(struct job *j, struct svc_err *err)
 {
-    if (src_open(&j->src, err) != 0 || svc_fileset_new(&j->have, err) != 0)
+    j->db = svc_xcalloc(1, sizeof *j->db);
+    if (src_open(&j->src, err) != 0 || svc_hostdb_temp(j->db, TABLES, 1024, err) != 0)
         return -1;
     const char *rel;
     bool is_dir;
@@ -343,7 +488,7 @@ static int pass_read(struct job *j, struct svc_err *err)
         uint64_t bytes;
         char sha[65];
         if (read_member(j, is_manifest && j->src.tar, &bytes, sha, err) != 0 ||
-            svc_fileset_add(j->have, rel, bytes, sha, err) != 0) {
+            file_add(j->db, 0, rel, bytes, sha, err) != 0) {
             r = -1;
             break;
         }
@@ -386,7 +531,7 @@ static int run_flush(struct job *j, struct svc_err *err)
 {
     int rc = 0;
     if (j->run_len)
-        rc = svc_idtab_note(j->tab, j->run_sid, j->run_len, j->run_fp, S_IMPORT, NULL, err);
+        rc = note(j->db, j->run_sid, j->run_len, j->run_fp, S_IMPORT, NULL, err);
     j->run_len = 0;
     j->run_fp = 0;
     return rc;
@@ -404,7 +549,7 @@ static int run_add(struct job *j, const char *sid, size_t n, uint64_t fp, struct
     return 0;
 }
 
-/* One entry of the manifest's files: into j->want, and its session into j->tab. */
+/* One entry of the manifest's files, and its session's record. */
 static int manifest_file(void *ctx, size_t i, json_object *f)
 {
     struct job *j = ctx;
@@ -426,17 +571,15 @@ static int manifest_file(void *ctx, size_t i, json_object *f)
         return -1;
     char *full = NULL;
     svc_xasprintf(&full, "%s%s", j->prefix, path);
-    int rc = svc_fileset_add(j->want, full, (uint64_t)bytes, sha, j->err);
+    int rc = file_add(j->db, 1, full, (uint64_t)bytes, sha, j->err);
     free(full);
     return rc;
 }
 
-/* Read the manifest: its head into j->head, its files into j->want and j->tab. */
+/* Read the manifest: its head into j->head, its files and sessions into j->db. */
 static int manifest_read(struct job *j, struct svc_err *err)
 {
     j->head = json_object_new_object();
-    if (svc_fileset_new(&j->want, err) != 0 || svc_idtab_new(&j->tab, err) != 0)
-        return -1;
     j->err = err;
     struct svc_jstream_fns fns = {
         .member = manifest_member, .each = "files", .element = manifest_file, .ctx = j};
@@ -494,11 +637,10 @@ static void have_only(struct job *j, const char *full)
 }
 
 /* One path of what was read (h) and of the manifest (w) together. */
-static int join_one(void *ctx, const char *full, const struct svc_fileset_rec *h, size_t nh,
-                    const struct svc_fileset_rec *w, size_t nw)
+static int join_one(struct job *j, const char *full, const struct frec *h, const struct frec *w)
 {
-    struct job *j = ctx;
     const char *rel = full + strlen(j->prefix);
+    size_t nh = h->n, nw = w->n;
     if (nw > 1)
         return svc_err_set(j->err, SVC_E_IO, "bundle damaged: manifest.json lists %.300s twice",
                            rel);
@@ -528,18 +670,51 @@ static bool in_root(struct job *j, const char *sid)
 
 /* Each session of the bundle once, as the table is made: its id must be one; one the root
  * has already is skipped unless --overwrite. */
-static int fold_one(void *ctx, struct svc_idrec *r)
+static int fold_one(void *ctx, struct rec *r)
 {
     struct job *j = ctx;
     if (!svc_layout_id_valid(r->id))
         return svc_err_set(j->err, SVC_E_IO, "bundle damaged: '%.130s' is not a session id", r->id);
     if (r->state == S_IMPORT && !j->opt->overwrite && in_root(j, r->id))
-        svc_idrec_set(r, S_SKIP, "exists (use --overwrite to replace it)");
+        rec_set(r, S_SKIP, "exists (use --overwrite to replace it)");
     j->count[r->state]++;
     return 0;
 }
 
-/* The manifest against what pass 1 read; then one record a session in j->tab. */
+/* Each path of what was read and of the manifest, with its records of each side. */
+static int join(struct job *j, struct svc_err *err)
+{
+    sqlite3_stmt *st =
+        svc_hostdb_stmt(j->db, "SELECT path, side, bytes, sha FROM files ORDER BY path, side");
+    struct frec f[2] = {{0}};
+    char *path = NULL;
+    int rc = st ? 0 : db_err(j->db, err), step = SQLITE_ROW;
+    while (rc == 0 && step == SQLITE_ROW) {
+        step = sqlite3_step(st);
+        const char *p = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        if (path && (!p || strcmp(p, path) != 0)) {
+            rc = join_one(j, path, &f[0], &f[1]);
+            memset(f, 0, sizeof f);
+            free(path);
+            path = NULL;
+        }
+        if (!p || rc != 0)
+            continue;
+        if (!path)
+            path = svc_xstrdup(p);
+        struct frec *r = &f[sqlite3_column_int(st, 1) != 0];
+        if (r->n++ == 0) {
+            r->bytes = (uint64_t)sqlite3_column_int64(st, 2);
+            snprintf(r->sha, sizeof r->sha, "%s", (const char *)sqlite3_column_text(st, 3));
+        }
+    }
+    free(path);
+    if (st)
+        sqlite3_reset(st);
+    return rc == 0 && step != SQLITE_DONE ? db_err(j->db, err) : rc;
+}
+
+/* The manifest against what pass 1 read; then one record a session in j->db. */
 static int verify(struct job *j, struct svc_err *err)
 {
     if (!j->mf)
@@ -549,13 +724,13 @@ static int verify(struct job *j, struct svc_err *err)
     j->mf = NULL;
     if (rc != 0 || verify_head(j, err) != 0)
         return -1;
-    if (svc_fileset_join(j->have, j->want, join_one, j, err) != 0)
+    if (join(j, err) != 0)
         return -1;
     if (j->herr_set) {
         *err = j->herr;
         return -1;
     }
-    return svc_idtab_fold(j->tab, fold_one, j, err) == 0 ? 0 : -1;
+    return recs_each(j->db, fold_one, j, err) == 0 ? 0 : -1;
 }
 
 /* ---- pass 2: staging ---- */
@@ -586,7 +761,7 @@ static int mkdir_fast(const char *path, struct svc_err *err)
 /* j->cur written back to the table when pass 2 changed it. */
 static int cur_flush(struct job *j, struct svc_err *err)
 {
-    int rc = j->cur_dirty ? svc_idtab_put(j->tab, &j->cur, err) : 0;
+    int rc = j->cur_dirty ? rec_put(j->db, &j->cur, err) : 0;
     j->cur_dirty = false;
     return rc;
 }
@@ -601,7 +776,7 @@ static int cur_session(struct job *j, const char *sid, size_t n, struct svc_err 
         return -1;
     free(j->cur_staged);
     j->cur_staged = NULL;
-    j->cur_found = svc_idtab_find(j->tab, sid, n, &j->cur, err);
+    j->cur_found = rec_find(j->db, sid, n, &j->cur, err);
     if (j->cur_found == 0)
         snprintf(j->cur.id, sizeof j->cur.id, "%.*s", (int)n, sid);
     return j->cur_found;
@@ -784,7 +959,7 @@ static int swap_into_place(struct job *j, const char *sid, const char *staged, c
     return rc;
 }
 
-static void place(struct job *j, struct svc_idrec *s)
+static void place(struct job *j, struct rec *s)
 {
     struct svc_sess hs = SVC_SESS_INIT, ho = SVC_SESS_INIT;
     struct svc_lock orl = SVC_LOCK_INIT;
@@ -804,7 +979,7 @@ static void place(struct job *j, struct svc_idrec *s)
     if (!exists) {
         if (svc_rename_noreplace(staged, final) != 0) {
             if (errno == EEXIST) {
-                svc_idrec_set(s, S_SKIP, "exists (created meanwhile)");
+                rec_set(s, S_SKIP, "exists (created meanwhile)");
             } else {
                 fail_sess(s, "rename into place: %s%s", strerror(errno), "");
             }
@@ -902,36 +1077,35 @@ static void report(struct job *j, struct svc_import_report *r)
     r->imported = j->count[S_IMPORT];
     r->skipped = j->count[S_SKIP];
     r->failed = j->count[S_FAIL];
-    r->tab = j->tab;
-    j->tab = NULL;
-}
-
-struct each_ctx {
-    enum svc_import_outcome which;
-    svc_import_each_fn fn;
-    void *ctx;
-};
-
-static int each_one(void *ctx, struct svc_idrec *r)
-{
-    struct each_ctx *c = ctx;
-    if (r->state == c->which)
-        c->fn(c->ctx, r->id, r->why);
-    return 0;
+    r->tab = j->db;
+    j->db = NULL;
 }
 
 int svc_import_each(struct svc_import_report *r, enum svc_import_outcome which,
                     svc_import_each_fn fn, void *ctx, struct svc_err *err)
 {
-    struct each_ctx c = {which, fn, ctx};
-    return r->tab ? svc_idtab_each(r->tab, each_one, &c, err) : 0;
+    sqlite3_stmt *st =
+        r->tab ? svc_hostdb_stmt(r->tab, "SELECT id, why FROM sess WHERE state = ?1 ORDER BY id")
+               : NULL;
+    if (!r->tab)
+        return 0;
+    if (!st)
+        return db_err(r->tab, err);
+    sqlite3_bind_int(st, 1, which);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+        fn(ctx, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1));
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : db_err(r->tab, err);
 }
 
 void svc_import_report_free(struct svc_import_report *r)
 {
     free(r->export_id);
     free(r->note);
-    svc_idtab_free(r->tab);
+    if (r->tab)
+        svc_hostdb_close(r->tab);
+    free(r->tab);
     memset(r, 0, sizeof *r);
 }
 
@@ -959,7 +1133,7 @@ static int stage_all(struct job *j, struct svc_err *err)
 
 /* One session after pass 2: failed if a file changed, came or went since pass 1, else
  * renamed into place; counted by its outcome. */
-static int place_one(void *ctx, struct svc_idrec *r)
+static int place_one(void *ctx, struct rec *r)
 {
     struct job *j = ctx;
     if (r->state == S_IMPORT && r->num != 0) {
@@ -978,7 +1152,7 @@ static int place_one(void *ctx, struct svc_idrec *r)
 static int place_all(struct job *j, struct svc_err *err)
 {
     memset(j->count, 0, sizeof j->count);
-    return svc_idtab_each(j->tab, place_one, j, err);
+    return recs_each(j->db, place_one, j, err);
 }
 
 int svc_import(const struct svc_config *cfg, const char *bundle,
@@ -1039,12 +1213,13 @@ out:
     if (lockfd >= 0)
         close(lockfd);
     src_free(&j.src);
-    svc_fileset_free(j.have);
-    svc_fileset_free(j.want);
+
     if (j.mf)
         fclose(j.mf);
     json_object_put(j.head);
-    svc_idtab_free(j.tab);
+    if (j.db)
+        svc_hostdb_close(j.db);
+    free(j.db);
     free(j.cur_staged);
     return rc;
 }

@@ -5,11 +5,11 @@
  * native/session_<id>/ refuses the bundle, one inside fails that session. Each session is
  * then staged inside the root and renamed into place under its locks (an existing id only
  * with overwrite, else skipped): imported wholly or not at all, even if killed. Memory stays
- * flat whatever the bundle's size: files and sessions are kept in temporary files.
- * Returns 0 with *report when the bundle was read, even if sessions failed; -1 when it was
- * refused (nothing written) or a temporary file failed (sessions placed are whole). The
- * report holds counts; svc_import_each reads its skipped or failed sessions back from disk,
- * in id order (within each bucket of 16,384 past that many sessions, core/idtab.h). */
+ * flat whatever the bundle's size: files and sessions are kept in a temporary database
+ * (hostdb.h). Returns 0 with *report when the bundle was read, even if sessions failed; -1
+ * when it was refused (nothing written) or a temporary file failed (sessions placed are
+ * whole). The report holds counts; svc_import_each reads its skipped or failed sessions
+ * back from disk, in id order. */
 #ifndef SVC_IMPORT_H
 #define SVC_IMPORT_H
 
@@ -29,7 +29,7 @@ struct svc_import_options {
     struct svc_export_progress progress;
 };
 
-struct svc_idtab;
+struct svc_hostdb;
 
 enum svc_import_outcome { SVC_IMPORT_IMPORTED, SVC_IMPORT_SKIPPED, SVC_IMPORT_FAILED };
 
@@ -38,7 +38,7 @@ struct svc_import_report {
     char agent_id[SVC_ID_MAX + 2];
     char *note; /* a bundle of another agent: where its messages go; else NULL */
     size_t imported, skipped, failed;
-    struct svc_idtab *tab; /* the sessions and their outcome */
+    struct svc_hostdb *tab; /* the sessions and their outcome (a temporary database) */
 };
 
 typedef void (*svc_import_each_fn)(void *ctx, const char *session_id, const char *reason);

@@ -1,12 +1,11 @@
-/* jstream and fileset, the two halves of an import's bounded read: an object read a member
- * at a time (strings holding brackets and quotes, the array given an element at a time, bad
- * syntax anywhere refused), and two file lists matched by path across many buckets. */
+/* jstream, the first half of an import's bounded read: an object read a member at a time
+ * (strings holding brackets and quotes, the array given an element at a time, bad syntax
+ * anywhere refused). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "err.h"
-#include "fileset.h"
 #include "jstream.h"
 #include "tap.h"
 #include "util.h"
@@ -46,44 +45,6 @@ static int run(const char *text, struct seen *s)
     return rc;
 }
 
-static int n_paths, n_both, n_dup;
-
-static int on_path(void *ctx, const char *path, const struct svc_fileset_rec *a, size_t na,
-                   const struct svc_fileset_rec *b, size_t nb)
-{
-    (void)ctx;
-    (void)path;
-    n_paths++;
-    n_both += na == 1 && nb == 1 && a->bytes == b->bytes;
-    n_dup += nb > 1;
-    return 0;
-}
-
-static void fileset_join(void)
-{
-    struct svc_fileset *a, *b;
-    struct svc_err err;
-    const char *sha = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
-    ok(svc_fileset_new(&a, &err) == 0 && svc_fileset_new(&b, &err) == 0, "two filesets");
-    char p[64];
-    for (int i = 0; i < 40000; i++) { /* more than one bucket */
-        snprintf(p, sizeof p, "native/session_s-%06d/x.json", i);
-        svc_fileset_add(a, p, (uint64_t)i, sha, &err);
-        if (i % 2 == 0)
-            svc_fileset_add(b, p, (uint64_t)i, sha, &err);
-    }
-    svc_fileset_add(b, "only-listed", 1, sha, &err);
-    svc_fileset_add(b, "twice", 1, sha, &err);
-    svc_fileset_add(b, "twice", 1, sha, &err);
-    is_int(svc_fileset_count(a), 40000, "40000 read");
-    is_int(svc_fileset_join(a, b, on_path, NULL, &err), 0, "joined");
-    is_int(n_paths, 40002, "each path once");
-    is_int(n_both, 20000, "20000 on both sides, same size");
-    is_int(n_dup, 1, "a path listed twice is seen as such");
-    svc_fileset_free(a);
-    svc_fileset_free(b);
-}
-
 int main(void)
 {
     struct seen s;
@@ -110,6 +71,5 @@ int main(void)
     memcpy(big, "{\"a\": \"", 7);
     memcpy(big + sizeof big - 3, "\"}", 3);
     is_int(run(big, &s), -1, "a value over value_max");
-    fileset_join();
     return done_testing();
 }
