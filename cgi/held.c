@@ -2,7 +2,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 
 struct slot {
     volatile int used;
@@ -15,18 +14,16 @@ static struct {
     struct slot *mine; /* this worker's */
 } held;
 
-int held_init(int n)
+size_t held_size(int n)
 {
-    if (held.slots || n <= 0)
-        return 0;
-    void *p = mmap(NULL, (size_t)n * sizeof *held.slots, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return -1;
-    held.slots = p;
+    return n > 0 ? (size_t)n * sizeof *held.slots : 0;
+}
+
+void held_init(void *region, int n)
+{
+    held.slots = region;
     held.n = n;
-    memset(held.slots, 0, (size_t)n * sizeof *held.slots);
-    return 0;
+    memset(held.slots, 0, held_size(n));
 }
 
 int held_take(void)

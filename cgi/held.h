@@ -6,8 +6,12 @@
 #ifndef SVC_HELD_H
 #define SVC_HELD_H
 
-/* Master, before forking: room for n workers. 0, or -1 when shared memory is refused. */
-int held_init(int n);
+#include <stddef.h>
+
+/* Master, before forking: the room n workers' slots take, and that room (shared with the
+ * workers, main.c's shared_init). */
+size_t held_size(int n);
+void held_init(void *region, int n);
 /* Master: a free slot for a new worker (-1 when none), taken until held_release. */
 int held_take(void);
 /* Worker, after fork: this process writes to slot. */

@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -900,8 +901,6 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
 
     struct master m = {.pl = pl, .cfg = cfg, .o = o, .gen = 1};
     m.nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
-    if (held_init(MAX_CHILDREN) != 0)
-        logmsg("no shared memory for run slots: stale runs wait for their next reader");
     logmsg("master started: %d workers, max_requests %lld, config %s", m.nworkers,
            (long long)cfg->server.max_requests, cfg->source ? cfg->source : "(defaults)");
     for (;;) {
@@ -1015,6 +1014,20 @@ static int drop_privileges(const struct opts *o, uid_t uid, gid_t gid)
     return 0;
 }
 
+/* The pool's memory shared with its workers, mapped once before the first fork: the
+ * metrics' counters (core/metrics.h) and each worker's run slot (held.h). */
+static int shared_init(int slots)
+{
+    size_t m = (svc_metrics_size() + 63) & ~(size_t)63;
+    void *p =
+        mmap(NULL, m + held_size(slots), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    svc_metrics_share(p); /* a fresh anonymous mapping is zero: every counter starts at 0 */
+    held_init((char *)p + m, slots);
+    return 0;
+}
+
 /* Hand --log to --user, become --user/--group, then run the pool. */
 static int pool_run(struct pool *pl, struct svc_config *cfg, const struct opts *o, uid_t uid,
                     gid_t gid)
@@ -1024,8 +1037,10 @@ static int pool_run(struct pool *pl, struct svc_config *cfg, const struct opts *
     if (drop_privileges(o, uid, gid) < 0)
         return EXIT_CONFIG;
     apply_overrides(cfg, o);
-    if (svc_metrics_init() != 0)
-        logmsg("metrics: no shared memory (%s): /api/metrics counts per worker", strerror(errno));
+    if (shared_init(MAX_CHILDREN) != 0)
+        logmsg("no shared memory (%s): /api/metrics counts per worker, stale runs wait for their "
+               "next reader",
+               strerror(errno));
     return master_main(pl, cfg, o);
 }
 

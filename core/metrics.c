@@ -3,7 +3,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 static const double buckets[] = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
@@ -41,20 +40,18 @@ struct shm {
     struct minute minutes[MINUTES];
 };
 
-/* This process's counters until svc_metrics_init points m at the shared ones. */
+/* This process's counters until svc_metrics_share points m at the shared ones. */
 static struct shm own;
 static struct shm *m = &own;
 
-int svc_metrics_init(void)
+size_t svc_metrics_size(void)
 {
-    if (m != &own)
-        return 0;
-    void *p =
-        mmap(NULL, sizeof(struct shm), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return -1;
-    m = p; /* a fresh anonymous mapping is zero: every counter starts at 0 */
-    return 0;
+    return sizeof(struct shm);
+}
+
+void svc_metrics_share(void *region)
+{
+    m = region;
 }
 
 static void hist_add(struct hist *h, double seconds)

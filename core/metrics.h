@@ -1,7 +1,8 @@
 /* metrics: the pool's counters and histograms for GET /api/metrics (Prometheus text format).
- * svc_metrics_init maps one shared anonymous region; a pool master calls it before forking,
- * so every worker adds to the same counters and any worker answers for the whole pool.
- * Without it (the svc tool, plain CGI) the counters are this process's own. Counters are
+ * A pool master maps svc_metrics_size bytes of memory shared with its workers before it
+ * forks them and hands them over (svc_metrics_share), so every worker adds to the same
+ * counters and any worker answers for the whole pool. Without it (the svc tool, plain
+ * CGI) the counters are this process's own. Counters are
  * C11 atomics: recording never takes a lock and never fails a request. Durations are in
  * seconds; each histogram has the buckets of SVC_METRICS_BUCKETS. */
 #ifndef SVC_METRICS_H
@@ -14,8 +15,9 @@
 
 #define SVC_METRICS_ROUTES 64 /* route slots; the HTTP layer's route index, last = no route */
 
-/* Map the shared region (idempotent). 0, or -1 when mmap fails (metrics stay per process). */
-int svc_metrics_init(void);
+/* The counters' room, and where they are from now on (zeroed, shared by the pool). */
+size_t svc_metrics_size(void);
+void svc_metrics_share(void *region);
 void svc_metrics_http(int route, int status, double seconds);
 /* A run ended: status "done", "cancelled" or "error" (svc_run_status_of). */
 void svc_metrics_run(const char *status, double seconds);
