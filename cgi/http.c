@@ -78,7 +78,7 @@ static char *dup_or_null(const char *s)
     return (s && *s) ? svc_xstrdup(s) : NULL;
 }
 
-bool http_id_ok(const char *s)
+static bool id_ok(const char *s)
 {
     size_t n = 0;
     if (!s)
@@ -244,9 +244,9 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
     /* The client's own X-Request-Id when sane, else the web server's ($request_id passed
      * as REQUEST_ID, so nginx's access line and ours share it), else a new one. */
     const char *rid = v[P_X_REQUEST_ID];
-    if (!http_id_ok(rid))
+    if (!id_ok(rid))
         rid = v[P_REQUEST_ID];
-    if (http_id_ok(rid))
+    if (id_ok(rid))
         snprintf(r->request_id, sizeof r->request_id, "%s", rid);
     else
         new_request_id(r->request_id, sizeof r->request_id);
@@ -699,25 +699,6 @@ int http_field_bool(json_object *o, const char *key, const char *param, bool def
     return 0;
 }
 
-int http_field_int(json_object *o, const char *key, const char *param, int64_t def, int64_t min,
-                   int64_t max, int64_t *out, struct svc_err *err)
-{
-    json_object *v;
-    const char *pname = param ? param : key;
-    *out = def;
-    if (field_get(o, key, param, false, json_type_int, "an integer", &v, err) < 0)
-        return -1;
-    if (v) {
-        int64_t x = json_object_get_int64(v);
-        if (x < min || x > max)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, pname,
-                                "'%s' must be between %lld and %lld", pname, (long long)min,
-                                (long long)max);
-        *out = x;
-    }
-    return 0;
-}
-
 int http_field_number_opt(json_object *o, const char *key, const char *param, bool *set,
                           double *out, struct svc_err *err)
 {
@@ -818,7 +799,7 @@ void http_set_session(struct http_req *r, const char *sid, bool hdr)
     if (!sid)
         return;
     log_clean(r->session_id, sizeof r->session_id, sid);
-    if (hdr && http_id_ok(sid))
+    if (hdr && id_ok(sid))
         http_set_header(r, "X-Session-Id", sid);
 }
 
@@ -960,15 +941,6 @@ json_object *http_error_object(const struct svc_err *err)
         code = SVC_E_INTERNAL;
     const char *msg = (err && err->message[0]) ? err->message : svc_err_name(code);
     return error_object(msg, svc_err_type(code), err ? err->param : NULL, svc_err_name(code));
-}
-
-int http_send_error_raw(struct http_req *r, int status, const char *code, const char *type,
-                        const char *param, const char *message)
-{
-    json_object *e = error_object(message, type, param, code);
-    int rc = http_send_json(r, status, e);
-    json_object_put(e);
-    return rc;
 }
 
 int http_send_error(struct http_req *r, const struct svc_err *err)

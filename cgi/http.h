@@ -133,8 +133,6 @@ int http_field_str(json_object *o, const char *key, const char *param, bool requ
                    const char **out, struct svc_err *err);
 int http_field_bool(json_object *o, const char *key, const char *param, bool def, bool *out,
                     struct svc_err *err);
-int http_field_int(json_object *o, const char *key, const char *param, int64_t def, int64_t min,
-                   int64_t max, int64_t *out, struct svc_err *err);
 /* Optional number / integer: *set tells whether it was given (null counts as absent);
  * its range is core's to judge. */
 int http_field_number_opt(json_object *o, const char *key, const char *param, bool *set,
@@ -160,9 +158,6 @@ int http_send_json(struct http_req *r, int status, json_object *body);
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n);
 /* {"error":{"message","type","param","code"}} with the code's HTTP status. */
 int http_send_error(struct http_req *r, const struct svc_err *err);
-/* Same for a status/code pair core/err.h has no row for (501 not_implemented). */
-int http_send_error_raw(struct http_req *r, int status, const char *code, const char *type,
-                        const char *param, const char *message);
 /* New reference: the error object for err. */
 json_object *http_error_object(const struct svc_err *err);
 
@@ -191,8 +186,5 @@ int http_stream_write(struct http_req *r, const void *p, size_t n);
 /* Percent-decode n bytes of s into a heap string (never NULL); plus_space turns '+'
  * into ' '. "%00" and malformed escapes stay literal, so no NUL ever enters a value. */
 char *http_pct_decode(const char *s, size_t n, bool plus_space);
-
-/* Whether s is a sane id for X-Request-Id echoing: 1..128 of [A-Za-z0-9._-]. */
-bool http_id_ok(const char *s);
 
 #endif

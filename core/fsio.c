@@ -646,19 +646,10 @@ const char *svc_fs_kind(const char *path, bool *local)
     return "other";
 }
 
-/* sessions.shared: on, as last asked: a process serves one configuration */
-static bool forced_shared;
-
-bool svc_fs_shared_forced(void)
-{
-    return forced_shared;
-}
-
 bool svc_fs_shared(int mode, const char *root)
 {
     static char *seen_root;
     static bool seen_shared;
-    forced_shared = mode == SVC_SHARED_ON;
     if (mode != SVC_SHARED_AUTO)
         return mode == SVC_SHARED_ON;
     if (!seen_root || strcmp(seen_root, root) != 0) {

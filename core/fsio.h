@@ -118,9 +118,6 @@ bool svc_fs_local_magic(unsigned long magic);
 /* Whether a root is shared between hosts under sessions.shared = mode (enum
  * svc_shared_mode: auto asks svc_fs_kind once per process and root). */
 bool svc_fs_shared(int mode, const char *root);
-/* Whether the last svc_fs_shared call was told sessions.shared: on (a local disk that other
- * hosts write too): then no cache trusts inotify (svc_dirwatch_local). */
-bool svc_fs_shared_forced(void);
 /* rename(from, to) that never replaces to (EEXIST): renameat2 RENAME_NOREPLACE, or where
  * the filesystem refuses the flag (NFS, CephFS, GlusterFS) link+unlink for a file and
  * lstat+rename for a directory (rename refuses a non-empty one). 0, or -1 with errno. */

@@ -155,11 +155,6 @@ void svc_hostdb_close(struct svc_hostdb *h)
     memset(h, 0, sizeof *h);
 }
 
-void svc_hostdb_forget(struct svc_hostdb *h)
-{
-    memset(h, 0, sizeof *h);
-}
-
 void svc_hostdb_remove(const char *path)
 {
     static const char *const suffix[] = {"", "-wal", "-shm", "-journal"};

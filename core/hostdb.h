@@ -66,8 +66,6 @@ char *svc_hostdb_meta(struct svc_hostdb *h, const char *k);
 int svc_hostdb_meta_set(struct svc_hostdb *h, const char *k, const char *v);
 const char *svc_hostdb_errmsg(const struct svc_hostdb *h);
 void svc_hostdb_close(struct svc_hostdb *h);
-/* Drop the connection without closing it: a forked child's, which is its parent's. */
-void svc_hostdb_forget(struct svc_hostdb *h);
 /* Remove a database file and its journals. */
 void svc_hostdb_remove(const char *path);
 
