@@ -11,7 +11,12 @@ SAN     ?=
 # core/fsio.h and the others). `make test` and `make asan` set it and build into their own
 # directories, so build/ (what is installed) never carries them (`make no-test-hooks`).
 TEST_HOOKS ?=
-ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
+# The version, from one place: the file VERSION (svc --version, svc-fcgi --version, health,
+# the openapi document, make deb's debian/changelog).
+VERSION := $(shell cat VERSION)
+VERSION_DEF := -DSVC_VERSION='"$(VERSION)"'
+ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore \
+  $(VERSION_DEF) $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
 LDLIBS  += $(PKG_LIBS)
 # libunistring (case folding and normalisation for search) has no pkg-config file on Debian
 LDLIBS  += -lunistring -lm
@@ -32,7 +37,7 @@ all: $(B)/svc $(B)/svc-fcgi
 deps:
 	@scripts/install-deps
 
-$(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile
+$(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile VERSION
 	@mkdir -p $(dir $@)
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -84,7 +89,8 @@ asan: deps
 # The library and handlers are compiled once (coverage without libFuzzer's main), in
 # parallel; each harness links them. t/fuzz/sandbox.h keeps a harness's files out of ~/.svc.
 FUZZ := config json session index files http sse import jobs chatgpt
-FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi $(PKG_CFLAGS)
+FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi $(PKG_CFLAGS) \
+  $(VERSION_DEF)
 FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)))
 FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)
 .SECONDARY: $(FUZZ_OBJ)
