@@ -31,7 +31,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install deb torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -210,47 +210,74 @@ bench-hosts: deps all
 format:
 	clang-format -i $(C_FILES)
 
-# make install [PREFIX=/usr/local] [DESTDIR=...]: programs, units, sysusers.d, tmpfiles.d,
-# the nginx and Apache files, the README with the guides in docs/ (share/doc/svc, docs/ kept
-# as a directory so the README's links hold), and /etc/svc/agents.yaml (never over an
-# existing one; exports go to /var/lib/svc/exports, which the units and tmpfiles.d create,
-# instead of the seed's ~/Desktop/svc-chat-export for a person's machine). The nginx files
-# name the directory they are installed in (SYSCONFDIR/nginx/svc/).
-# svc-jobs.service/.timer are installed when nginx/ has them.
+# make install [PREFIX=/usr/local] [DESTDIR=...]: programs, man pages, units, sysusers.d,
+# tmpfiles.d, the nginx and Apache files, the README with the guides in docs/ (share/doc/svc,
+# docs/ kept as a directory so the README's links hold), and /etc/svc/agents.yaml (never
+# over an existing one; exports go to /var/lib/svc/exports, which the units and tmpfiles.d
+# create, instead of the seed's ~/Desktop/svc-chat-export for a person's machine). The nginx
+# files name the directory they are installed in (NGINXDIR) and each other through
+# NGINX_INCLUDE: `svc` (relative to nginx's configuration directory: /etc/nginx/svc) unless
+# given, as make deb gives /usr/share/svc/nginx. svc-jobs.service/.timer are installed when
+# nginx/ has them.
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(BINDIR)
+DATADIR    ?= $(PREFIX)/share/svc
+MANDIR     ?= $(PREFIX)/share/man
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+NGINXDIR   ?= $(SYSCONFDIR)/nginx/svc
+NGINX_INCLUDE ?= svc
+DASHBOARDDIR ?= $(NGINXDIR)/dashboard
+MODELDIR   ?= $(NGINXDIR)/model.d
+MODEL_INCLUDE ?= $(NGINX_INCLUDE)/model.d
 UNITS      := nginx/svc.service nginx/svc.socket $(wildcard nginx/svc-jobs.service nginx/svc-jobs.timer)
 NGINX_FILES := svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.conf \
                fastcgi_params.conf svc-upstream.conf nginx-example.conf
+MAN_PAGES  := $(wildcard man/*.[1-8])
+NGINX_SED  := -e 's|include svc/model.d/|include $(MODEL_INCLUDE)/|' -e 's|include svc/|include $(NGINX_INCLUDE)/|' \
+  -e 's|/etc/nginx/svc/dashboard/|$(DASHBOARDDIR)/|g' -e 's|/etc/nginx/svc/model.d/|$(MODELDIR)/|g' \
+  -e 's|/etc/nginx/svc/|$(NGINXDIR)/|g'
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d \
-	  $(DESTDIR)$(PREFIX)/share/svc/apache $(DESTDIR)$(PREFIX)/share/doc/svc/docs
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(NGINXDIR) $(DESTDIR)$(MODELDIR) $(DESTDIR)$(DASHBOARDDIR)/vendor \
+	  $(DESTDIR)$(DATADIR)/apache $(DESTDIR)$(PREFIX)/share/doc/svc/docs
 	install -d -m 0750 $(DESTDIR)$(SYSCONFDIR)/svc
-	install -m 0755 $(B)/svc $(B)/svc-fcgi $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(B)/svc $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(B)/svc-fcgi $(DESTDIR)$(SBINDIR)/
+	for m in $(MAN_PAGES); do install -d $(DESTDIR)$(MANDIR)/man$${m##*.} && \
+	  install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/ || exit 1; done
 	for u in $(UNITS); do \
-	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' $$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && \
-	  chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
+	  sed -e 's|/usr/local/bin/svc-fcgi|$(SBINDIR)/svc-fcgi|g' -e 's|/usr/local/bin/|$(BINDIR)/|g' $$u \
+	    > $(DESTDIR)$(UNITDIR)/$${u##*/} && chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
 	install -m 0644 nginx/svc.sysusers $(DESTDIR)$(SYSUSERSDIR)/svc.conf
 	install -m 0644 nginx/svc.tmpfiles $(DESTDIR)$(TMPFILESDIR)/svc.conf
 	for f in $(NGINX_FILES); do \
-	  sed 's|/etc/nginx/svc/|$(SYSCONFDIR)/nginx/svc/|g' nginx/$$f > $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f && \
-	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f || exit 1; done
-	install -m 0644 nginx/model.d/README $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d/
-	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/vendor
-	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/
-	install -m 0644 nginx/dashboard/vendor/* $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/vendor/
-	install -m 0644 nginx/apache-*.conf $(DESTDIR)$(PREFIX)/share/svc/apache/
+	  sed $(NGINX_SED) nginx/$$f > $(DESTDIR)$(NGINXDIR)/$$f && chmod 0644 $(DESTDIR)$(NGINXDIR)/$$f || exit 1; done
+	install -m 0644 nginx/model.d/README $(DESTDIR)$(MODELDIR)/
+	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(DASHBOARDDIR)/
+	install -m 0644 nginx/dashboard/vendor/* $(DESTDIR)$(DASHBOARDDIR)/vendor/
+	for f in nginx/apache-*.conf; do \
+	  sed 's|Define SVC_BIN_DIR /usr/local/bin|Define SVC_BIN_DIR $(SBINDIR)|' $$f \
+	    > $(DESTDIR)$(DATADIR)/apache/$${f##*/} && chmod 0644 $(DESTDIR)$(DATADIR)/apache/$${f##*/} || exit 1; done
 	install -m 0644 README $(DESTDIR)$(PREFIX)/share/doc/svc/
 	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/svc/docs/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \
-	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(PREFIX)/share/svc/agents.yaml)"; \
+	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(DATADIR)/agents.yaml)"; \
 	else sed 's|^\(  export_default_dir:\) ~/Desktop/svc-chat-export  |\1 /var/lib/svc/exports|' conf/agents.yaml \
 	  > $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml && chmod 0640 $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi
-	install -m 0644 conf/agents.yaml $(DESTDIR)$(PREFIX)/share/svc/agents.yaml
+	install -m 0644 conf/agents.yaml $(DESTDIR)$(DATADIR)/agents.yaml
+
+# make deb [DEB_DIR=build/deb]: the Debian package, built by Debian's tools
+# (dpkg-buildpackage -b -us -uc, debian/) in a copy of the tree under DEB_DIR, so that the
+# .deb, .changes and .buildinfo land in DEB_DIR and never beside the tree; debian/changelog
+# is written there from VERSION; lintian must report no error (debian/README.source lists
+# the warnings kept and why).
+DEB_DIR ?= build/deb
+deb:
+	@scripts/deb '$(DEB_DIR)'
 
 clean:
 	rm -rf build build-asan build-test build-fuzz
