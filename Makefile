@@ -27,7 +27,7 @@ CGI_SRC  := $(wildcard cgi/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard t/unit/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
-CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
+CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o) $(B)/gen/openapi.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
@@ -39,6 +39,21 @@ deps:
 
 $(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile VERSION
 	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# docs/openapi.yaml compiled into svc-fcgi as one string (GET /api/openapi.json converts it)
+%/gen/openapi.c: docs/openapi.yaml Makefile
+	@mkdir -p $(dir $@)
+	@echo "  GEN     $@"
+	@{ echo '/* docs/openapi.yaml as a string: written by the Makefile, do not edit */'; \
+	  echo 'const char *h_openapi_yaml(void);'; echo 'const char *h_openapi_yaml(void)'; \
+	  echo '{'; echo '    return'; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/        "/' -e 's/$$/\\n"/' $<; \
+	  echo '        ;'; echo '}'; } >$@
+
+.SECONDARY: $(B)/gen/openapi.c build-fuzz/gen/openapi.c
+$(B)/gen/%.o: $(B)/gen/%.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -91,7 +106,8 @@ asan: deps
 FUZZ := config json session index files http sse import jobs chatgpt
 FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi $(PKG_CFLAGS) \
   $(VERSION_DEF)
-FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)))
+FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)) \
+  build-fuzz/gen/openapi.c)
 FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)
 .SECONDARY: $(FUZZ_OBJ)
 fuzz:
@@ -100,6 +116,10 @@ fuzz:
 build-fuzz/obj/%.o: %.c $(wildcard core/*.h cgi/*.h) Makefile
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
+	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build-fuzz/obj/build-fuzz/gen/openapi.o: build-fuzz/gen/openapi.c
+	@mkdir -p $(dir $@)
 	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 build-fuzz/%_fuzz: t/fuzz/%_fuzz.c t/fuzz/sandbox.h $(FUZZ_OBJ)

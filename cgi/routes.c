@@ -29,6 +29,7 @@ static const struct route routes[] = {
     {"GET", "/api/jobs", h_jobs, false, true},
     {"GET", "/api/extensions", h_extensions, false, false},
     {"GET", "/api/metrics", h_metrics, false, true},
+    {"GET", "/api/openapi.json", h_openapi, true, false},
 
     {"POST", "/api/chat", h_chat, false, false},
     {"POST", "/api/v1/chat/completions", h_chat, false, false},
@@ -160,6 +161,13 @@ const char *http_route_name(int i, const char **method)
         return NULL;
     *method = routes[i].method;
     return routes[i].pattern;
+}
+
+void http_routes_print(FILE *f)
+{
+    for (size_t i = 0; i < NROUTES; i++)
+        fprintf(f, "%s %s%s%s\n", routes[i].method, routes[i].pattern,
+                routes[i].public ? " public" : "", routes[i].admin ? " admin" : "");
 }
 
 /* Route and run the request; *route gets the index of the route that served it, or
