@@ -283,7 +283,7 @@ install: all
 	  sed 's|Define SVC_BIN_DIR /usr/local/bin|Define SVC_BIN_DIR $(SBINDIR)|' $$f \
 	    > $(DESTDIR)$(DATADIR)/apache/$${f##*/} && chmod 0644 $(DESTDIR)$(DATADIR)/apache/$${f##*/} || exit 1; done
 	install -m 0644 README $(DESTDIR)$(PREFIX)/share/doc/svc/
-	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/svc/docs/
+	install -m 0644 docs/*.md docs/*.png docs/openapi.yaml $(DESTDIR)$(PREFIX)/share/doc/svc/docs/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \
 	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(DATADIR)/agents.yaml)"; \
 	else sed 's|^\(  export_default_dir:\) ~/Desktop/svc-chat-export  |\1 /var/lib/svc/exports|' conf/agents.yaml \

@@ -1390,12 +1390,14 @@ json_object *svc_config_keys(void)
     json_object *a = json_object_new_array();
     for (size_t i = 0; i < NROWS; i++)
         json_object_array_add(a, json_object_new_string(cfg_rows[i].name));
-    for (size_t li = 0; li < NLISTS; li++)
+    for (size_t li = 0; li < NLISTS; li++) {
+        json_object_array_add(a, json_object_new_string(cfg_lists[li].name));
         for (size_t i = 0; i < cfg_lists[li].nrows; i++) {
             char key[128];
             snprintf(key, sizeof key, "%s[].%s", cfg_lists[li].name, cfg_lists[li].rows[i].name);
             json_object_array_add(a, json_object_new_string(key));
         }
+    }
     return a;
 }
 

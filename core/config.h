@@ -149,8 +149,8 @@ void svc_config_free(struct svc_config *cfg);
 /* Effective configuration as SPEC 4.4 /api/config shows it: every key with defaults applied,
  * secrets as "***" when set and "" when unset, plus "source". New reference. */
 json_object *svc_config_to_json(const struct svc_config *cfg);
-/* Every key of the settings tables, in their order: "server.listen", ..., and the keys of
- * list items as "jobs[].id", "server.users[].role". New reference (svc config keys). */
+/* Every key of the settings tables, in their order: "server.listen", ..., then each list
+ * ("jobs") and the keys of its items ("jobs[].id"). New reference (svc config keys). */
 json_object *svc_config_keys(void);
 /* The bearer token in force: server.api_token, else the env var named by api_token_env;
  * NULL when neither is set (auth off). Borrowed. */
