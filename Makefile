@@ -78,10 +78,15 @@ unit: $(UNIT_BIN)
 
 # The whole suite: C unit tests, then integration tests through nginx.
 # Built with the test hooks into build-test/ (SVC_BUILD=$PWD/build-test for one test file).
+# Every answer the tests get is recorded in BUILD/answers (SVC_ANSWERS) and validated against
+# docs/openapi.yaml afterwards (t/openapi/answers.t), even when a test failed.
+SUITE = rm -rf $(1)/answers; \
+  SVC_ANSWERS=$(abspath $(1))/answers SVC_BUILD=$(abspath $(1)) prove -j2 --timer --exec t/run-one $(1)/t/ t/; \
+  suite=$$?; SVC_ANSWERS=$(abspath $(1))/answers prove t/openapi/answers.t && exit $$suite
 test: deps
 	@$(MAKE) --no-print-directory no-test-hooks
 	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
-	SVC_BUILD=$(abspath build-test) prove -j2 --timer --exec t/run-one build-test/t/ t/
+	$(call SUITE,build-test)
 
 # What gets installed (build/) must hold no test hook: none of their SVC_TEST_ names.
 no-test-hooks:
@@ -95,7 +100,7 @@ asan: deps
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all unit
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  SVC_BUILD=$(abspath build-asan) prove -j2 --timer --exec t/run-one build-asan/t/ t/
+	  sh -c '$(call SUITE,build-asan)'
 
 # libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
 # readers, the index file, line/run files with fsck, the HTTP request layer, the OpenAI SSE
