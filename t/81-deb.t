@@ -166,6 +166,7 @@ sub snapshot {
 }
 
 END { # a failed run leaves no package behind
+    local $?;
     if ($> == 0 && !(@ARGV && $ARGV[0] eq '--inside')
         && `dpkg-query -W -f='\${Status}' svc 2>/dev/null` =~ /installed|config-files/) {
         system("flock /tmp/svc-apt.lock dpkg -P svc >/dev/null 2>&1");

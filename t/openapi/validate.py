@@ -10,7 +10,8 @@ not matter; HEAD as GET), its status to a response of that operation (the status
 4XX or 5XX, else default), its media type to one of that response's, and its JSON body
 validated against that schema (JSON Schema 2020-12, the dialect of OpenAPI 3.1). A path no
 operation has, or a method its path does not take, must be answered with the error
-object. Prints one line per kind of mismatch (with how many answers and which tests) and
+object. An HTML page is the web server's own (svc-fcgi never answers HTML) and is only
+counted. Prints one line per kind of mismatch (with how many answers and which tests) and
 the counts; exits 1 when there is a mismatch. Debian 12's python3-yaml and
 python3-jsonschema (4.10) are enough.
 """
@@ -95,6 +96,11 @@ def main():
             status = str(a["status"])
             ctype = a.get("content_type", "").split(";")[0].strip().lower()
             test = a.get("test", "?")
+            if ctype == "text/html":
+                # the web server's own page (Apache's or nginx's 401 of basic auth, a 502
+                # without svc-errors.conf): svc-fcgi never answers HTML
+                counts["web server pages"] += 1
+                continue
             tpl = next((t for rx, t, _ in paths if rx.match(path)), None)
             op = doc["paths"][tpl].get(method) if tpl else None
             if op is None:
@@ -138,9 +144,10 @@ def main():
         print("MISMATCH %s [%d answer%s; %s]" % (key, n, "" if n == 1 else "s",
                                                ", ".join(sorted(tests)[:5])))
     print("SUMMARY %d files, %d answers, %d validated, %d without a body, %d outside the "
-          "document, %d mismatches" % (len(files), counts["answers"], counts["validated"],
-                                      counts["without a body"], counts["outside the document"],
-                                      sum(n for n, _ in problems.values())))
+          "document, %d pages of the web server, %d mismatches"
+          % (len(files), counts["answers"], counts["validated"], counts["without a body"],
+             counts["outside the document"], counts["web server pages"],
+             sum(n for n, _ in problems.values())))
     return 1 if problems else 0
 
 
