@@ -3,7 +3,8 @@
 # lintian reports no error and no warning that debian/README.source does not explain; it
 # holds what the SPEC lists; `dpkg -i` on this machine creates the svc user, /var/lib/svc and
 # /etc/svc (root:svc 0750, agents.yaml 0640, a conffile whose local edit survives a
-# reinstall); the installed units' ExecStart, run by hand as svc.socket + svc.service
+# reinstall); the installed units pass systemd-analyze verify (programs and man pages where
+# they name them); their ExecStart, run by hand as svc.socket + svc.service
 # would run it (the socket on fd 0, User=, Environment=), answers a chat through a private
 # nginx that includes the installed snippets; `dpkg -r` keeps the configuration and the
 # sessions, `dpkg -P` removes them, and nothing the package made is left but the svc user.
@@ -102,6 +103,13 @@ is mode_owner('/etc/svc/agents.yaml'), "0640 0:$svc_gid", '/etc/svc/agents.yaml 
 is `/usr/bin/svc --version`, "svc $version\n", 'svc --version says VERSION';
 is `/usr/sbin/svc-fcgi --version`, "svc-fcgi $version\n", 'svc-fcgi --version too';
 like `man -w svc-fcgi 2>&1`, qr{/usr/share/man/man8/svc-fcgi\.8\.gz}, 'man svc-fcgi finds the page';
+SKIP: {
+    skip 'systemd-analyze missing', 1 unless -x '/usr/bin/systemd-analyze';
+    my $units = join ' ', map { "/lib/systemd/system/$_" } qw(svc.socket svc.service svc-jobs.service svc-jobs.timer);
+    my $v = `systemd-analyze verify $units 2>&1`;
+    ok $? == 0 && $v eq '', 'systemd-analyze verify: the installed units, their programs and man pages'
+        or diag $v;
+}
 
 # the local edit of a conffile survives a reinstall of the package
 my $conf = SvcTest::read_file('/etc/svc/agents.yaml') // '';
