@@ -42,11 +42,16 @@ sub entries {
 # svc(1): the subcommands of `svc --help`, "svc sessions list ...", "svc config check|show"
 my $help = `'$B/svc' --help 2>&1`;
 is $? >> 8, 0, 'svc --help';
-my (%sub, %opt);
+my (%sub, %opt, $cmd);
 for my $line (split /\n/, $help) {
-    next unless $line =~ /^\s+svc (\w[\w-]*)(?: ([a-z][\w-]*(?:\|[a-z][\w-]*)*)(?=\s|$))?/;
-    my ($cmd, $subs) = ($1, $2);
-    $sub{$subs ? "$cmd $_" : $cmd} = 1 for $subs ? split(/\|/, $subs) : (undef);
+    if ($line =~ /^\s+svc (\w[\w-]*)(?: ([a-z][\w-]*(?:\|[a-z][\w-]*)*)(?=\s|$))?/) {
+        my $subs = $2;
+        $cmd = $1;
+        $sub{$subs ? "$cmd $_" : $cmd} = 1 for $subs ? split(/\|/, $subs) : (undef);
+    } elsif ($line !~ /^\s+\[/) { # not the continuation of the command above
+        undef $cmd;
+    }
+    next unless $cmd;
     $opt{$_} = $cmd for $line =~ /(--[a-z][\w-]*)/g;
 }
 ok scalar(keys %sub) >= 15, scalar(keys %sub) . ' subcommands in svc --help' or diag $help;
