@@ -28,7 +28,7 @@ CGI_SRC  := $(wildcard cgi/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard t/unit/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
-CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o) $(B)/gen/openapi.o
+CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o) $(B)/cgi/openapi_yaml.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
@@ -43,8 +43,9 @@ $(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile VERSION
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-# docs/openapi.yaml compiled into svc-fcgi as one string (GET /api/openapi.json converts it)
-%/gen/openapi.c: docs/openapi.yaml Makefile
+# docs/openapi.yaml compiled into svc-fcgi as one string (GET /api/openapi.json converts it),
+# its object among cgi/'s
+%/cgi/openapi_yaml.c: docs/openapi.yaml Makefile
 	@mkdir -p $(dir $@)
 	@echo "  GEN     $@"
 	@{ echo '/* docs/openapi.yaml as a string: written by the Makefile, do not edit */'; \
@@ -53,8 +54,8 @@ $(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile VERSION
 	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/        "/' -e 's/$$/\\n"/' $<; \
 	  echo '        ;'; echo '}'; } >$@
 
-.SECONDARY: $(B)/gen/openapi.c build-fuzz/gen/openapi.c
-$(B)/gen/%.o: $(B)/gen/%.c
+.SECONDARY: $(B)/cgi/openapi_yaml.c build-fuzz/cgi/openapi_yaml.c
+$(B)/cgi/openapi_yaml.o: $(B)/cgi/openapi_yaml.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -113,7 +114,7 @@ FUZZ := config json session index files http sse import jobs chatgpt
 FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE $(WARN) -Icore -Icgi $(PKG_CFLAGS) \
   $(VERSION_DEF)
 FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)) \
-  build-fuzz/gen/openapi.c)
+  build-fuzz/cgi/openapi_yaml.c)
 FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)
 .SECONDARY: $(FUZZ_OBJ)
 fuzz:
@@ -124,7 +125,7 @@ build-fuzz/obj/%.o: %.c $(wildcard core/*.h cgi/*.h) Makefile
 	@echo "  CC      $@"
 	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-build-fuzz/obj/build-fuzz/gen/openapi.o: build-fuzz/gen/openapi.c
+build-fuzz/obj/build-fuzz/cgi/openapi_yaml.o: build-fuzz/cgi/openapi_yaml.c
 	@mkdir -p $(dir $@)
 	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
