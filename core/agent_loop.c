@@ -247,7 +247,7 @@ static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_
         svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
         loop_event_emit(loop, ev);
         struct svc_tool_result res;
-        svc_tools_call_cancel(loop->cfg, name, input, loop_should_cancel, loop, &res);
+        svc_tools_call(loop->cfg, loop->user, name, input, loop_should_cancel, loop, &res);
         loop->tool_steps++;
         ev = loop_event_new(loop, "tool_result");
         svc_json_set_str(ev, "call_id", id);
@@ -270,10 +270,12 @@ static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_
         json_object *trb = json_object_new_object();
         svc_json_set_str(trb, "toolUseId", id);
         svc_json_set_str(trb, "status", res.ok ? "success" : "error");
-        json_object *items = json_object_new_array();
-        json_object *t = json_object_new_object();
-        svc_json_set_str(t, "text", res.content ? res.content : "");
-        json_object_array_add(items, t);
+        json_object *items = res.blocks ? json_object_get(res.blocks) : json_object_new_array();
+        if (!res.blocks || json_object_array_length(items) == 0) {
+            json_object *t = json_object_new_object();
+            svc_json_set_str(t, "text", res.content ? res.content : "");
+            json_object_array_add(items, t);
+        }
         svc_json_set(trb, "content", items);
         json_object *blk = json_object_new_object();
         svc_json_set(blk, "toolResult", trb);
@@ -444,7 +446,7 @@ static bool loop_client_calls(struct svc_loop *loop, json_object *tool_uses)
 /* svc's tools, then the request's client tools (new reference). */
 static json_object *loop_tools_offered(struct svc_loop *loop)
 {
-    json_object *tools = svc_tools_spec(loop->cfg);
+    json_object *tools = svc_tools_spec(loop->cfg, loop->user);
     size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
     for (size_t i = 0; i < n; i++)
         json_object_array_add(tools,
@@ -533,6 +535,7 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->cfg = cfg;
     loop->run_id = run_id;
     loop->sid = sid;
+    loop->user = req->user ? req->user->id : NULL;
     loop->started_mono = svc_time_monotonic();
     loop->request_system = request_system_of(req);
     loop->no_truncation = req->no_truncation;

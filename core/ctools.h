@@ -12,9 +12,9 @@
 #include "err.h"
 
 /* The request's tools ({name, description, parameters}) and tool_choice: a name clashing
- * with svc's tools, or a named choice no tool has, is refused. */
-int svc_ctools_check(const struct svc_config *cfg, json_object *tools, const char *tool_choice,
-                     struct svc_err *err);
+ * with svc's tools for user (tools.h), or a named choice no tool has, is refused. */
+int svc_ctools_check(const struct svc_config *cfg, const char *user, json_object *tools,
+                     const char *tool_choice, struct svc_err *err);
 /* The toolUse blocks of the newest message (msg, may be NULL) that await results:
  * [{toolUseId, name, input}], new reference. */
 json_object *svc_ctools_pending(json_object *msg);

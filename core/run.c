@@ -510,7 +510,8 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
     if ((!req->input || !*req->input) && !answers)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
-    if (svc_ctools_check(cfg, req->client_tools, req->tool_choice, err) != 0)
+    if (svc_ctools_check(cfg, req->user ? req->user->id : NULL, req->client_tools, req->tool_choice,
+                         err) != 0)
         return -1;
     if (req->session_id && svc_id_check(req->session_id, err) != 0)
         return -1;

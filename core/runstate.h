@@ -25,6 +25,7 @@ struct svc_loop {
     const char *run_id, *sid; /* the run's, borrowed */
     const char *model;        /* the model's name, borrowed */
     const char *owner;        /* the session's owner (user.h), borrowed, or NULL: the admins' */
+    const char *user;         /* who asks (user.h), borrowed, or NULL: the api_token admin */
     double started_mono;
     /* the request's settings (session.h) */
     char *request_system; /* the request's system prompt, heap, or NULL */
