@@ -277,6 +277,8 @@ static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_
             json_object_array_add(items, t);
         }
         svc_json_set(trb, "content", items);
+        if (res.structured)
+            svc_json_set(trb, "structuredContent", json_object_get(res.structured));
         json_object *blk = json_object_new_object();
         svc_json_set(blk, "toolResult", trb);
         json_object_array_add(content, blk);

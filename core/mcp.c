@@ -764,12 +764,13 @@ static void call_result(json_object *res, struct svc_tool_result *out)
             svc_buf_adds(&t, "\n");
         json_object_array_add(out->blocks, result_block(json_object_array_get_idx(content, i), &t));
     }
-    json_object *sc = NULL;
+    json_object *sc = NULL; /* kept beside the content, as Strands' MCP client keeps it */
     if (json_object_object_get_ex(res, "structuredContent", &sc) && sc) {
-        json_object *b = json_object_new_object();
-        svc_json_set(b, "json", svc_json_copy(sc));
-        json_object_array_add(out->blocks, b);
-        if (!t.len) {
+        out->structured = svc_json_copy(sc);
+        if (json_object_array_length(out->blocks) == 0) { /* then it is all the model gets */
+            json_object *b = json_object_new_object();
+            svc_json_set(b, "json", svc_json_copy(sc));
+            json_object_array_add(out->blocks, b);
             char *s = svc_json_dump_compact(sc);
             svc_buf_adds(&t, s);
             free(s);

@@ -45,8 +45,8 @@ void svc_mcp_remote_close(struct svc_mcp_conn *c);
  * call on c), or -1 with err (the server's state says failed). */
 int svc_mcp_list(struct svc_mcp_conn *c, json_object **tools, struct svc_err *err);
 /* Call tool (its bare name) with args (borrowed; NULL is {}): *out as tools.h, its blocks the
- * Strands toolResult content (text as text, an image as an image block, structuredContent
- * as a json block); ok false for isError, a JSON-RPC error, a dead server, a timeout or a
+ * Strands toolResult content (text as text, an image as an image block), structuredContent
+ * apart (a json block too when there is no content); ok false for isError, a JSON-RPC error, a dead server, a timeout or a
  * cancel (should_cancel, polled, may be NULL), with the reason as its text. */
 void svc_mcp_call(struct svc_mcp_conn *c, const char *tool, json_object *args,
                   int (*should_cancel)(void *ctx), void *ctx, struct svc_tool_result *out);

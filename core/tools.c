@@ -163,4 +163,6 @@ void svc_tool_result_free(struct svc_tool_result *r)
     r->content = NULL;
     json_object_put(r->blocks);
     r->blocks = NULL;
+    json_object_put(r->structured);
+    r->structured = NULL;
 }

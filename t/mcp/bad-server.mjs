@@ -2,12 +2,14 @@
 // Tools: ok (answers its arguments), slow (sleeps `seconds`), crash (exits at once),
 // garbage (writes a line that is not JSON), error (a JSON-RPC error), pid (its process id).
 // With argv[2] "no-init" it exits before answering initialize; each start is appended to
-// the file named by argv[3] when given (the test counts restarts).
+// the file named by argv[3] when given. It never exits on its own when its input closes (a
+// timer keeps it alive), so only svc can end it.
 import fs from 'node:fs';
 import readline from 'node:readline';
 
 const mode = process.argv[2] || '';
 if (process.argv[3]) fs.appendFileSync(process.argv[3], `${process.pid}\n`);
+setInterval(() => {}, 1 << 30);
 const send = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const tools = ['ok', 'slow', 'crash', 'garbage', 'error', 'pid'].map((name) => ({
     name, description: `misbehaves: ${name}`,
