@@ -29,6 +29,7 @@ struct svc_mcp_conn {
     const struct svc_mcp_server *srv; /* configured, or NULL: a request's own */
     bool stdio;                       /* else Streamable HTTP */
     const char *url;                  /* HTTP: where */
+    char *own_url;                    /* a request's own server: url, owned */
     json_object *headers;             /* a request's own server: {name: value}, owned */
     int timeout_s;
     enum mcp_state state;
@@ -815,7 +816,7 @@ struct svc_mcp_conn *svc_mcp_remote_open(const char *label, const char *url, jso
 {
     struct svc_mcp_conn *c = svc_xcalloc(1, sizeof *c);
     c->name = svc_xstrdup(label);
-    c->url = svc_xstrdup(url);
+    c->url = c->own_url = svc_xstrdup(url);
     c->headers = headers ? svc_json_copy(headers) : json_object_new_object();
     c->timeout_s = timeout_s;
     c->pid = -1;
@@ -829,7 +830,7 @@ void svc_mcp_remote_close(struct svc_mcp_conn *c)
         return;
     conn_stop(c);
     free(c->name);
-    free((char *)c->url);
+    free(c->own_url);
     json_object_put(c->headers);
     free(c);
 }
