@@ -86,10 +86,9 @@ static json_object *result_for(json_object *results, const char *id)
     return NULL;
 }
 
-int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
-                      json_object *names, struct svc_err *err)
+/* Each result answers a pending call, once. */
+static int check_results(json_object *pending, json_object *results, struct svc_err *err)
 {
-    *out = NULL;
     size_t n = json_object_array_length(results);
     for (size_t i = 0; i < n; i++) {
         json_object *r = json_object_array_get_idx(results, i);
@@ -109,6 +108,15 @@ int svc_ctools_answer(json_object *pending, json_object *results, json_object **
                 return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                                     "'%s': tool call '%.64s' is answered twice", param, id);
     }
+    return 0;
+}
+
+int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
+                      json_object *names, struct svc_err *err)
+{
+    *out = NULL;
+    if (check_results(pending, results, err) != 0)
+        return -1;
     json_object *content = json_object_new_array();
     for (size_t k = 0; k < json_object_array_length(pending); k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
@@ -121,6 +129,32 @@ int svc_ctools_answer(json_object *pending, json_object *results, json_object **
                                 : result_block(id, "error", "No result was given."));
     }
     *out = user_message(content);
+    return 0;
+}
+
+bool svc_ctools_approvals(json_object *results)
+{
+    json_object *v = NULL;
+    for (size_t i = 0; results && i < json_object_array_length(results); i++)
+        if (json_object_object_get_ex(json_object_array_get_idx(results, i), "approve", &v))
+            return true;
+    return false;
+}
+
+int svc_ctools_resume(json_object *pending, json_object *results, json_object **out,
+                      struct svc_err *err)
+{
+    *out = NULL;
+    if (check_results(pending, results, err) != 0)
+        return -1;
+    *out = json_object_new_array();
+    for (size_t k = 0; k < json_object_array_length(pending); k++) {
+        json_object *tu = svc_json_copy(json_object_array_get_idx(pending, k));
+        json_object *r = result_for(results, svc_json_str(tu, "toolUseId", ""));
+        if (r)
+            svc_json_set(tu, "answer", json_object_get(r));
+        json_object_array_add(*out, tu);
+    }
     return 0;
 }
 

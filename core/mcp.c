@@ -1,5 +1,6 @@
 #include "mcp.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -798,6 +799,47 @@ bool svc_mcp_usable(const struct svc_mcp_server *s, const char *user)
         return true;
     for (char *const *u = s->users; user && *u; u++)
         if (strcmp(*u, user) == 0)
+            return true;
+    return false;
+}
+
+/* scheme, host, port and path of url, lower-cased where case does not matter; -1 when it is
+ * not an http(s) URL or carries user info. */
+static int url_parts(const char *url, char parts[4][512])
+{
+    CURLU *u = curl_url();
+    static const CURLUPart which[4] = {CURLUPART_SCHEME, CURLUPART_HOST, CURLUPART_PORT,
+                                       CURLUPART_PATH};
+    char *user = NULL;
+    int rc = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+                     curl_url_get(u, CURLUPART_USER, &user, 0) == CURLUE_NO_USER
+                 ? 0
+                 : -1;
+    for (int i = 0; rc == 0 && i < 4; i++) {
+        char *v = NULL;
+        if (curl_url_get(u, which[i], &v, i == 2 ? CURLU_DEFAULT_PORT : 0) != CURLUE_OK)
+            rc = -1;
+        else
+            snprintf(parts[i], 512, "%s", v);
+        curl_free(v);
+        for (char *p = parts[i]; rc == 0 && i < 2 && *p; p++)
+            *p = (char)tolower((unsigned char)*p);
+    }
+    if (rc == 0 && strcmp(parts[0], "http") != 0 && strcmp(parts[0], "https") != 0)
+        rc = -1;
+    curl_free(user);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+bool svc_mcp_url_allowed(char *const *allow, const char *url)
+{
+    char want[4][512], a[4][512];
+    if (url_parts(url, want) != 0)
+        return false;
+    for (; allow && *allow; allow++)
+        if (url_parts(*allow, a) == 0 && strcmp(a[0], want[0]) == 0 && strcmp(a[1], want[1]) == 0 &&
+            strcmp(a[2], want[2]) == 0 && strncmp(want[3], a[3], strlen(a[3])) == 0)
             return true;
     return false;
 }

@@ -26,12 +26,17 @@
 #include "tools.h"
 
 #define SVC_MCP_RETRY_S 5.0
+#define SVC_MCP_REMOTE_TIMEOUT_S 30 /* a request's own server: one call */
 
 struct svc_mcp_conn;
 
 /* Whether user (NULL: the admin of server.api_token) may use server s: enabled, and its
  * users: empty or naming user. */
 bool svc_mcp_usable(const struct svc_mcp_server *s, const char *user);
+/* Whether url lies under one of allow (mcp.remote_allow): an http(s) URL without user
+ * info whose scheme, host and port are an entry's and whose path starts with its path
+ * (parsed, so "http://a:1@b/" is host b, never a). */
+bool svc_mcp_url_allowed(char *const *allow, const char *url);
 /* The connection of configured server name (borrowed from the table), NULL when none. */
 struct svc_mcp_conn *svc_mcp_configured(const struct svc_config *cfg, const char *name);
 /* A connection of a request's own server (Responses "type": "mcp"): label names it, url is
@@ -46,8 +51,9 @@ void svc_mcp_remote_close(struct svc_mcp_conn *c);
 int svc_mcp_list(struct svc_mcp_conn *c, json_object **tools, struct svc_err *err);
 /* Call tool (its bare name) with args (borrowed; NULL is {}): *out as tools.h, its blocks the
  * Strands toolResult content (text as text, an image as an image block), structuredContent
- * apart (a json block too when there is no content); ok false for isError, a JSON-RPC error, a dead server, a timeout or a
- * cancel (should_cancel, polled, may be NULL), with the reason as its text. */
+ * apart (a json block too when there is no content); ok false for isError, a JSON-RPC error, a dead
+ * server, a timeout or a cancel (should_cancel, polled, may be NULL), with the reason as its text.
+ */
 void svc_mcp_call(struct svc_mcp_conn *c, const char *tool, json_object *args,
                   int (*should_cancel)(void *ctx), void *ctx, struct svc_tool_result *out);
 /* The server as GET /api/extensions shows it: {name, transport, state ("ready", "failed",

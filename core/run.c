@@ -284,7 +284,10 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
     json_object *pending = svc_ctools_pending(last), *res = NULL;
     *out = json_object_new_array();
     int rc = 0;
-    if (req->tool_results && json_object_array_length(req->tool_results) > 0)
+    if (svc_ctools_approvals(req->tool_results)) {
+        json_object_put(run->loop.resume);
+        rc = svc_ctools_resume(pending, req->tool_results, &run->loop.resume, err);
+    } else if (req->tool_results && json_object_array_length(req->tool_results) > 0)
         rc = svc_ctools_answer(pending, req->tool_results, &res, run->loop.client_names, err);
     else
         res = svc_ctools_interrupted(pending);

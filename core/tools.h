@@ -14,8 +14,8 @@
 
 struct svc_tool_result {
     bool ok;
-    char *content;       /* heap: the tool's output text (error text when !ok) */
-    json_object *blocks; /* the Strands toolResult content, or NULL: [{"text": content}] */
+    char *content;           /* heap: the tool's output text (error text when !ok) */
+    json_object *blocks;     /* the Strands toolResult content, or NULL: [{"text": content}] */
     json_object *structured; /* the toolResult's structuredContent (MCP), or NULL */
     bool truncated;
     long latency_ms;
