@@ -17,6 +17,7 @@ use lib 't/lib';
 use Test::More;
 use SvcTest;
 use FakeOpenAI;
+use FakeMCP;
 use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(time sleep);
@@ -55,6 +56,7 @@ ok(SvcTest::wait_for(20, sub { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$por
 my $wild = IO::Socket::INET->new(PeerAddr => "127.0.0.2:$port");
 ok(!$wild, 'and on loopback 127.0.0.1 only');
 
+my $fmcp = FakeMCP->start; # plain JSON answers, pages, headers, a session that expires
 my $home = SvcTest->make_home('');
 my $share = "$home/share";
 mkdir $share;
@@ -77,6 +79,9 @@ mcp_servers:
     url: http://127.0.0.1:$port/mcp
     headers_env: {X-Test-Token: MCP_HEADER_TOKEN}
     allowed_tools: [echo, get-sum]
+  - name: json
+    url: ${\ $fmcp->url}
+    headers_env: {X-Test-Token: MCP_HEADER_TOKEN}
   - name: bad
     command: ["$node", "$BAD", normal, "$starts"]
     timeout_s: 2
@@ -115,7 +120,8 @@ sub answer { $_[0]{json}{choices}[0]{message}{content} // '' }
 my $r = $s->req(GET => '/api/extensions', headers => $as{root});
 is $r->{status}, 200, 'extensions 200';
 my %m = map { $_->{name} => $_ } @{ $r->{json}{mcp_servers} // [] };
-is_deeply [sort keys %m], [qw(alices bad broken everything files web)], 'an admin sees every server';
+is_deeply [sort keys %m], [qw(alices bad broken everything files json web)], 'an admin sees every server';
+is_deeply [map { $_->{name} } @{ $m{json}{tools} }], [qw(one two)], 'tools/list followed nextCursor';
 is $m{files}{transport}, 'stdio', 'files: stdio';
 is $m{web}{transport}, 'streamable_http', 'web: streamable_http';
 is $m{$_}{state}, 'ready', "$_: ready" for qw(files everything web bad);
@@ -134,6 +140,27 @@ ok !$seen{alices} && $seen{files}, "bob does not see alice's server";
 %seen = map { $_->{name} => 1 }
         @{ $s->req(GET => '/api/extensions', headers => $as{alice})->{json}{mcp_servers} };
 ok $seen{alices}, 'alice sees hers';
+
+# ---- Streamable HTTP in detail, against FakeMCP: JSON answers, headers, sessions ----
+$r = chat('root', 'm-json1', '/tool json__one {"a":1}');
+is answer($r), 'Tool json__one returned: one: {"a":1}', 'a JSON (not SSE) answer';
+my @fr = @{ $fmcp->requests };
+my ($init) = grep { ($_->{body}{method} // '') eq 'initialize' } @fr;
+my ($call) = grep { ($_->{body}{method} // '') eq 'tools/call' } @fr;
+is $init->{body}{params}{protocolVersion}, '2025-06-18', 'initialize offers 2025-06-18';
+ok !exists $init->{headers}{'mcp-protocol-version'}, 'initialize carries no MCP-Protocol-Version';
+is $call->{headers}{'mcp-protocol-version'}, '2025-06-18', 'later requests carry the negotiated revision';
+is $call->{headers}{'mcp-session-id'}, 'sess-1', 'and the Mcp-Session-Id the server gave';
+like $call->{headers}{accept}, qr{application/json.*text/event-stream}, 'Accept: both answers';
+is $call->{headers}{'x-test-token'}, 'h3ader-token-value', 'headers_env: the header from its variable';
+ok((grep { !defined $_->{body}{id} && ($_->{body}{method} // '') eq 'notifications/initialized' } @fr),
+   'notifications/initialized sent');
+$fmcp->expire;
+$r = chat('root', 'm-json2', '/tool json__one {"b":2}');
+is answer($r), 'Tool json__one returned: one: {"b":2}', 'a session the server ended: initialized again';
+is $fmcp->requests->[-1]{headers}{'mcp-session-id'}, 'sess-2', 'with the new session';
+$r = chat('root', 'm-json3', '/tool json__two {}');
+like answer($r), qr/^Tool json__two failed: two always fails/, 'isError over HTTP';
 
 $r = $s->req(GET => '/api/config', headers => $as{root});
 is $r->{json}{mcp_servers}[1]{env}{MCP_SECRET_VALUE}, '***', '/api/config: env values are ***';
@@ -287,6 +314,8 @@ $s->stop;
 $o->stop;
 ok SvcTest::wait_for(10, sub { !servers_of() }), 'after the pools stopped no MCP server is left'
     or diag join ' ', servers_of();
+is $fmcp->requests->[-1]{method}, 'DELETE', 'and the HTTP session was ended';
+$fmcp->stop;
 $fake->stop;
 
 done_testing;
