@@ -255,6 +255,23 @@ is $tr->{content}[0]{text}, 'unknown tool: alices__ok', 'it is unknown to him';
 $r = chat('alice', 'm-alice', '/tool alices__ok {"x":1}');
 is answer($r), 'Tool alices__ok returned: {"x":1}', 'alice can';
 
+# ---- the dashboard: the Status view and a transcript, in chromium (skipped without it) ----
+SKIP: {
+    my $bdir = "$repo/t/node/browser";
+    skip 'chromium or playwright-core missing (t/60-dashboard.t installs it)', 1
+        unless -x '/usr/bin/chromium' && -f "$bdir/node_modules/playwright-core/package.json";
+    my $shots = SvcTest->build . '/dashboard';
+    mkdir $shots;
+    my $out = `'$node' '$bdir/mcp.mjs' --base '${\ $s->url}' --token tok-root --sid m-read --shots '$shots' 2>&1`;
+    my $done;
+    for (split /\n/, $out) {
+        my $c = eval { $J->decode($_) } or do { diag $_; next };
+        $done = 1, next if $c->{done};
+        ok $c->{ok}, "dashboard: $c->{name}" or diag $c->{diag} // '';
+    }
+    ok $done, 'dashboard: the browser script ran to its end';
+}
+
 # ---- the openai provider: the model decides to use the tool from a plain prompt ----
 my $fake = FakeOpenAI->start(rules => [{ prompt => qr/what does a\.txt say/i,
     tool => 'files__read_file', arguments => qq({"path":"$share/a.txt"}) }]);
@@ -315,6 +332,17 @@ $o->stop;
 ok SvcTest::wait_for(10, sub { !servers_of() }), 'after the pools stopped no MCP server is left'
     or diag join ' ', servers_of();
 is $fmcp->requests->[-1]{method}, 'DELETE', 'and the HTTP session was ended';
+
+# the exported transcript names the server of each call
+my $out = "$home/exp";
+{
+    local $ENV{SVC_HOME} = $home;
+    system(SvcTest->build . '/svc', 'export', '--session', 'm-read', '--out', $out) == 0
+        or diag 'svc export failed';
+}
+my ($md) = glob "$out/*/transcripts/m-read.md";
+like SvcTest::read_file($md // '') // '', qr/\*\*Tool call\*\* `files__read_file` \(id `[^`]+`, MCP server `files`\)/,
+     'export transcript: the call with its MCP server';
 $fmcp->stop;
 $fake->stop;
 
