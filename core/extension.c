@@ -318,8 +318,8 @@ static int child_poll_once(struct child *c, double left)
         pf[npf++] = (struct pollfd){.fd = c->ep[0], .events = POLLIN};
     }
     int ms = (int)(left * 1000) + 1;
-    if (ms > 50)
-        ms = 50; /* the child's exit is noticed by child_check_exit */
+    if (ms > (npf ? 50 : 1)) /* the child's exit is noticed by child_check_exit: soon, */
+        ms = npf ? 50 : 1;   /* once it closed its output (it is about to exit) */
     int pr = poll(pf, (nfds_t)npf, ms);
     if (pr < 0 && errno != EINTR)
         return -1;
