@@ -141,8 +141,8 @@ static int on_text(struct wait *w, const char *s, size_t n)
     if (svc_json_parse(s, n, &msg, NULL) != 0 || !json_object_is_type(msg, json_type_object)) {
         json_object_put(msg);
         w->got = true;
-        return svc_err_set(w->err, SVC_E_UPSTREAM, "%s wrote something that is not JSON-RPC: %.80s",
-                           w->c->name, s);
+        return svc_err_set(w->err, SVC_E_UPSTREAM, "%s wrote something that is not JSON-RPC: %.*s",
+                           w->c->name, (int)(n < 80 ? n : 80), s);
     }
     int rc = on_message(w, msg);
     json_object_put(msg);
@@ -186,39 +186,28 @@ static void close_fds(struct svc_mcp_conn *c)
     svc_buf_free(&c->err);
 }
 
-/* Kill the server's group (whatever it started goes too) and reap it; an exit of its own
- * is logged. */
-static void stdio_stop(struct svc_mcp_conn *c)
+/* Reap the server (blocking: after SIGKILL to its group, whatever it started goes too, or
+ * only when it exited); an end of its own is logged. Whether it was reaped. */
+static bool stdio_reap(struct svc_mcp_conn *c, bool kill_it)
 {
     int status = 0;
-    if (c->pid > 0) {
-        kill(-c->pid, SIGKILL);
-        while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
-            ;
-        if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
-            svc_logf("mcp %s: server %d %s %d", c->name, (int)c->pid,
-                     WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
-                     WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        c->pid = -1;
-    }
-    close_fds(c);
-}
-
-/* Whether the server is still there; a dead one is reaped and logged. */
-static bool stdio_alive(struct svc_mcp_conn *c)
-{
-    int status;
     if (c->pid <= 0)
-        return false;
-    if (waitpid(c->pid, &status, WNOHANG) == 0)
         return true;
-    svc_logf("mcp %s: server %d %s %d", c->name, (int)c->pid,
-             WIFSIGNALED(status) ? "killed by signal" : "exited with status",
-             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    if (kill_it)
+        kill(-c->pid, SIGKILL);
+    pid_t r;
+    while ((r = waitpid(c->pid, &status, kill_it ? 0 : WNOHANG)) < 0 && errno == EINTR)
+        ;
+    if (r == 0)
+        return false;
+    if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+        svc_logf("mcp %s: server %d %s %d", c->name, (int)c->pid,
+                 WIFSIGNALED(status) ? "was killed by signal" : "exited with status",
+                 WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     kill(-c->pid, SIGKILL);
     c->pid = -1;
     close_fds(c);
-    return false;
+    return true;
 }
 
 static int stdio_start(struct svc_mcp_conn *c, struct svc_err *err)
@@ -249,38 +238,26 @@ static int stdio_start(struct svc_mcp_conn *c, struct svc_err *err)
     return 0;
 }
 
-/* Every whole line of buf to line(); the rest stays. -1 when line() says so. */
-static int stdio_lines(struct svc_buf *buf, int (*line)(void *ctx, char *s, size_t n), void *ctx)
-{
-    size_t off = 0;
-    int rc = 0;
-    char *nl;
-    while (rc == 0 && (nl = memchr(buf->data + off, '\n', buf->len - off))) {
-        size_t n = (size_t)(nl - (buf->data + off));
-        *nl = '\0';
-        if (n > 0 && nl[-1] == '\r')
-            nl[-1] = '\0', n--;
-        rc = n > 0 ? line(ctx, buf->data + off, n) : 0;
-        off = (size_t)(nl - buf->data) + 1;
-    }
-    memmove(buf->data, buf->data + off, buf->len - off);
-    buf->len -= off;
-    buf->data[buf->len] = '\0';
-    return rc;
-}
-
-static int stderr_line(void *ctx, char *s, size_t n)
+static void stderr_line(void *ctx, const char *s, size_t n, size_t off)
 {
     struct svc_mcp_conn *c = ctx;
-    svc_logf("mcp %s: %.*s", c->name, MCP_STDERR_LINE, s);
-    return 0;
+    svc_logf("mcp %s: %.*s", c->name, (int)(n < MCP_STDERR_LINE ? n : MCP_STDERR_LINE), s);
 }
 
-static int stdout_line(void *ctx, char *s, size_t n)
+static void stdout_line(void *ctx, const char *s, size_t n, size_t off)
 {
     struct wait *w = ctx;
-    int rc = on_text(w, s, n);
-    return rc != 0 ? -1 : w->got ? 1 : 0; /* stop at the answer */
+    if (!w->got) /* lines after the answer: for the next request (nothing is pending) */
+        on_text(w, s, n);
+}
+
+/* The whole lines of buf (jsonx.h's reader) to each; the rest stays. */
+static void stdio_lines(struct svc_buf *buf, void (*each)(void *, const char *, size_t, size_t),
+                        void *ctx)
+{
+    size_t used = svc_jsonl_lines(buf->data, buf->len, each, ctx);
+    memmove(buf->data, buf->data + used, buf->len - used);
+    buf->len -= used;
 }
 
 /* Read what fd i has into its buffer. 0, or -1 at EOF or a read error. */
@@ -304,11 +281,10 @@ static int stdio_read(struct svc_mcp_conn *c, int i)
 static int stdio_wait(struct svc_mcp_conn *c, struct wait *w)
 {
     for (;;) {
-        if (c->out.len > 0) {
-            int rc = stdio_lines(&c->out, stdout_line, w);
-            if (rc != 0 || w->got)
-                return w->res ? 0 : -1;
-        }
+        if (c->out.len > 0)
+            stdio_lines(&c->out, stdout_line, w);
+        if (w->got)
+            return w->res ? 0 : -1;
         if (c->err.len > 0)
             stdio_lines(&c->err, stderr_line, c);
         if (wait_expired(w) != 0)
@@ -495,23 +471,30 @@ static int http_post(struct svc_mcp_conn *c, const char *body, struct wait *w)
 
 /* ---- both ---- */
 
+/* Send msg; with w->id, handle what comes until its answer. 0, or -1 with w->err. */
+static int conn_write(struct svc_mcp_conn *c, json_object *msg, struct wait *w)
+{
+    char *s = svc_json_dump_compact(msg), *line = NULL;
+    int rc;
+    if (c->stdio) {
+        svc_xasprintf(&line, "%s\n", s);
+        rc = stdio_send(c, line, w->err);
+        if (rc == 0 && w->id > 0)
+            rc = stdio_wait(c, w);
+    } else {
+        rc = http_post(c, s, w);
+    }
+    free(line);
+    free(s);
+    return rc;
+}
+
 /* Send a message that awaits nothing (a notification, a reply). */
 static int conn_send(struct svc_mcp_conn *c, json_object *msg, struct svc_err *err)
 {
-    char *s = svc_json_dump_compact(msg);
-    int rc;
-    if (c->stdio) {
-        char *line = NULL;
-        svc_xasprintf(&line, "%s\n", s);
-        rc = stdio_send(c, line, err);
-        free(line);
-    } else {
-        struct svc_err e;
-        struct wait w = {.c = c, .err = err ? err : &e, .deadline = svc_time_monotonic() + 1e9};
-        rc = http_post(c, s, &w);
-    }
-    free(s);
-    return rc;
+    struct svc_err e;
+    struct wait w = {.c = c, .err = err ? err : &e, .deadline = svc_time_monotonic() + 1e9};
+    return conn_write(c, msg, &w);
 }
 
 /* A request: 0 with *res (a new reference), or -1 with err. */
@@ -529,33 +512,21 @@ static int conn_rpc(struct svc_mcp_conn *c, const char *method, json_object *par
                      .last_poll = now};
     c->answered = false;
     json_object *msg = rpc_new(method, params, w.id);
-    char *s = svc_json_dump_compact(msg);
+    int rc = conn_write(c, msg, &w);
     json_object_put(msg);
-    int rc;
-    if (c->stdio) {
-        char *line = NULL;
-        svc_xasprintf(&line, "%s\n", s);
-        rc = stdio_send(c, line, err);
-        free(line);
-        if (rc == 0)
-            rc = stdio_wait(c, &w);
-    } else {
-        rc = http_post(c, s, &w);
+    if (rc == 0) {
+        *res = w.res;
+        return 0;
     }
-    free(s);
-    if (rc != 0) {
-        json_object_put(w.res);
-        if (w.cancelled && c->stdio) { /* tell it; its late answer is skipped */
-            json_object *p = json_object_new_object();
-            svc_json_set_int(p, "requestId", w.id);
-            json_object *note = rpc_new("notifications/cancelled", p, 0);
-            conn_send(c, note, NULL);
-            json_object_put(note);
-        }
-        return -1;
+    json_object_put(w.res);
+    if (w.cancelled && c->stdio) { /* tell it; its late answer is skipped */
+        json_object *p = json_object_new_object();
+        svc_json_set_int(p, "requestId", w.id);
+        msg = rpc_new("notifications/cancelled", p, 0);
+        conn_send(c, msg, NULL);
+        json_object_put(msg);
     }
-    *res = w.res;
-    return 0;
+    return -1;
 }
 
 static void conn_forget(struct svc_mcp_conn *c)
@@ -571,7 +542,7 @@ static void conn_forget(struct svc_mcp_conn *c)
 static void conn_stop(struct svc_mcp_conn *c)
 {
     if (c->stdio) {
-        stdio_stop(c);
+        stdio_reap(c, true);
     } else if (c->session) { /* end the session politely, a second at most */
         struct svc_err e;
         int t = c->timeout_s;
@@ -708,7 +679,7 @@ static void table_for(const struct svc_config *cfg)
 /* Started, initialized and listed, or -1 with err (the state says why). */
 static int conn_ready(struct svc_mcp_conn *c, struct svc_err *err)
 {
-    if (c->stdio && c->pid > 0 && !stdio_alive(c))
+    if (c->stdio && c->pid > 0 && stdio_reap(c, false))
         conn_stop(c); /* died since: started again below */
     if (c->state == MCP_FAILED && svc_time_monotonic() - c->failed_at < SVC_MCP_RETRY_S)
         return svc_err_set(err, SVC_E_UPSTREAM, "%s", c->last_error);
@@ -927,7 +898,7 @@ json_object *svc_mcp_status(struct svc_mcp_conn *c, bool start)
     struct svc_err err;
     if (start)
         conn_ready(c, &err);
-    else if (c->stdio && c->pid > 0 && !stdio_alive(c))
+    else if (c->stdio && c->pid > 0 && stdio_reap(c, false))
         conn_stop(c);
     json_object *o = json_object_new_object(), *tools = json_object_new_array();
     svc_json_set_str(o, "name", c->name);
