@@ -246,6 +246,15 @@ failing('garbage', qr/^bad wrote something that is not JSON-RPC: this is not jso
 failing('error', qr/^bad answered error -32000: broken on purpose$/);
 my $pid3 = bad_pid();
 ok $pid3 && $pid3 == bad_pid(), 'a JSON-RPC error keeps the server; a warm server is reused';
+is answer(chat('root', 'm-ask', '/tool bad__ask {}')), 'Tool bad__ask returned: {}; error -32601',
+    "the server's ping is answered, its other requests refused (-32601)";
+ok !(grep { $_->{name} eq 'extra' } @{ (grep { $_->{name} eq 'bad' } @{
+    $s->req(GET => '/api/extensions', headers => $as{root})->{json}{mcp_servers} })[0]{tools} }),
+   'no tool "extra" yet';
+chat('root', 'm-grow', '/tool bad__grow {}');
+ok((grep { $_->{name} eq 'extra' } @{ (grep { $_->{name} eq 'bad' } @{
+    $s->req(GET => '/api/extensions', headers => $as{root})->{json}{mcp_servers} })[0]{tools} }),
+   'notifications/tools/list_changed: the list is read again, with the new tool');
 
 # ---- users ----
 $r = chat('bob', 'm-bob', '/tool alices__ok {"x":1}');
