@@ -210,6 +210,18 @@ static bool stdio_reap(struct svc_mcp_conn *c, bool kill_it)
     return true;
 }
 
+/* Whether name is the variable of one of svc's own secrets (the model's key, the API
+ * token, a user's token): env_pass never hands those on. */
+static bool own_secret(const char *name)
+{
+    const struct svc_config *cfg = S.cfg;
+    bool own =
+        strcmp(name, cfg->model.api_key_env) == 0 || strcmp(name, cfg->server.api_token_env) == 0;
+    for (size_t i = 0; !own && i < cfg->server.nusers; i++)
+        own = strcmp(name, cfg->server.users[i].token_env) == 0;
+    return own;
+}
+
 static int stdio_start(struct svc_mcp_conn *c, struct svc_err *err)
 {
     const struct svc_mcp_server *s = c->srv;
@@ -220,8 +232,13 @@ static int stdio_start(struct svc_mcp_conn *c, struct svc_err *err)
     items[k++] = svc_xstrdup(getenv("PATH") ? "PATH" : "PATH=/usr/local/bin:/usr/bin:/bin");
     items[k++] = svc_xstrdup("HOME");
     items[k++] = svc_xstrdup("LANG");
-    for (size_t i = 0; i < n; i++)
-        items[k++] = svc_xstrdup(s->env_pass[i]);
+    for (size_t i = 0; i < n; i++) {
+        if (own_secret(s->env_pass[i]))
+            svc_logf("mcp %s: env_pass %s is svc's own secret: not passed", c->name,
+                     s->env_pass[i]);
+        else
+            items[k++] = svc_xstrdup(s->env_pass[i]);
+    }
     json_object_object_foreach(s->env, key, val)
     {
         svc_xasprintf(&items[k], "%s=%s", key, json_object_get_string(val));

@@ -74,7 +74,7 @@ mcp_servers:
   - name: everything
     command: ["$node", "$EV", stdio, "$home/mcp-marker"]
     env: {MCP_SECRET_VALUE: s3cret-env-value}
-    env_pass: [MCP_PASSED]
+    env_pass: [MCP_PASSED, OPENAI_API_KEY, ROOT_TOKEN]
   - name: web
     url: http://127.0.0.1:$port/mcp
     headers_env: {X-Test-Token: MCP_HEADER_TOKEN}
@@ -217,6 +217,8 @@ is $envs->{MCP_SECRET_VALUE}, 's3cret-env-value', 'env: the entry reaches the se
 is $envs->{MCP_PASSED}, 'passed-on', 'env_pass: passed on';
 is_deeply [grep { !/^(PATH|HOME|LANG|MCP_SECRET_VALUE|MCP_PASSED)$/ } sort keys %$envs], [],
     'env: nothing else (no OPENAI_API_KEY, no svc token)' or diag explain [sort keys %$envs];
+like $s->log, qr/mcp everything: env_pass OPENAI_API_KEY is svc's own secret: not passed/,
+     "env_pass never hands on svc's own secrets (the model's key, a user's token)";
 
 # ---- misbehaving: every failure an error result the model sees, the run goes on ----
 sub failing {
