@@ -437,12 +437,9 @@ static int http_post(struct svc_mcp_conn *c, const char *body, struct wait *w)
     struct post p = {.w = w};
     svc_sse_init(&p.sse, post_event, w);
     svc_buf_init(&p.body);
-    CURL *h = curl_easy_init(), *saved = c->h;
-    if (!h || svc_httpc_init(w->err) != 0) {
-        if (h)
-            curl_easy_cleanup(h);
+    CURL *h = svc_httpc_init(w->err) == 0 ? curl_easy_init() : NULL, *saved = c->h;
+    if (!h)
         return svc_err_set(w->err, SVC_E_INTERNAL, "libcurl could not create a handle");
-    }
     struct curl_slist *hdrs = post_headers(c);
     char errbuf[CURL_ERROR_SIZE] = "";
     c->h = h;
