@@ -344,12 +344,33 @@ ok SvcTest::wait_for(10, sub { !servers_of() }), 'after the pools stopped no MCP
     or diag join ' ', servers_of();
 is $fmcp->requests->[-1]{method}, 'DELETE', 'and the HTTP session was ended';
 
+# svc mcp list / call: the same servers from the command line, stopped when it ends
+{
+    local $ENV{SVC_HOME} = $home;
+    local @ENV{keys %env} = values %env;
+    my $svc = SvcTest->build . '/svc';
+    my $out = `'$svc' mcp list files 2>/dev/null`;
+    my $l = eval { $J->decode($out) } // {};
+    is $l->{mcp_servers}[0]{state}, 'ready', 'svc mcp list files: ready';
+    ok((grep { $_->{name} eq 'read_file' } @{ $l->{mcp_servers}[0]{tools} }), 'with its tools');
+    `'$svc' mcp list broken 2>/dev/null`;
+    is $? >> 8, 1, 'svc mcp list broken: exit 1 (failed)';
+    $out = `'$svc' mcp call files read_file '{"path":"$share/a.txt"}' 2>/dev/null`;
+    my $c = eval { $J->decode($out) } // {};
+    ok $c->{ok} && $c->{text} eq "hello from the share\n", 'svc mcp call: the result' or diag $out;
+    `'$svc' mcp call files read_file '{"path":"/etc/passwd"}' 2>/dev/null`;
+    is $? >> 8, 1, 'svc mcp call: exit 1 for an error result';
+    `'$svc' mcp call nosuch x '{}' 2>/dev/null`;
+    is $? >> 8, 1, 'svc mcp call of an unknown server: exit 1';
+    ok SvcTest::wait_for(5, sub { !servers_of() }), 'svc leaves no server running';
+}
+
 # the exported transcript names the server of each call
 my $out = "$home/exp";
 {
     local $ENV{SVC_HOME} = $home;
-    system(SvcTest->build . '/svc', 'export', '--session', 'm-read', '--out', $out) == 0
-        or diag 'svc export failed';
+    my $svc = SvcTest->build . '/svc';
+    system("'$svc' export --session m-read --out '$out' >/dev/null") == 0 or diag 'svc export failed';
 }
 my ($md) = glob "$out/*/transcripts/m-read.md";
 like SvcTest::read_file($md // '') // '', qr/\*\*Tool call\*\* `files__read_file` \(id `[^`]+`, MCP server `files`\)/,
