@@ -7,7 +7,9 @@
  *   h_export.c    POST /api/v1/chat/sessions/export (SPEC 5)
  *   h_models.c    /api/v1/models (SPEC 4.1)
  *   h_responses.c the Responses API (SPEC 4.1)
- *   h_conversations.c the Conversations API (SPEC 12.2) */
+ *   h_conversations.c the Conversations API (SPEC 12.2)
+ * What a route names (a session, run or response) the router has checked before its handler
+ * runs (access.h): a handler never checks visibility. */
 #ifndef SVC_HANDLERS_H
 #define SVC_HANDLERS_H
 
@@ -20,6 +22,9 @@ int h_me(struct http_req *r, struct svc_err *err);
 int h_jobs(struct http_req *r, struct svc_err *err);
 int h_extensions(struct http_req *r, struct svc_err *err);
 int h_metrics(struct http_req *r, struct svc_err *err);
+int h_openapi(struct http_req *r, struct svc_err *err);
+/* docs/openapi.yaml's text (build/cgi/openapi_yaml.c, written by the Makefile). */
+const char *h_openapi_yaml(void);
 /* Process start (master) for uptime_s and pid; set once by main.c before forking. */
 extern double h_base_started_at;
 extern int h_base_master_pid;
