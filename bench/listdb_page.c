@@ -52,7 +52,7 @@ static int make(const char *path, long n)
         json_object_object_add(o, "status", json_object_new_string("idle"));
         json_object_object_add(o, "message_count", json_object_new_int(2));
         json_object_object_add(o, "filler", json_object_new_string(filler));
-        int rc = svc_listdb_put(sid, o);
+        int rc = svc_listdb_put(sid, o, NULL, 0);
         json_object_put(o);
         if (rc != 0)
             return 1;

@@ -16,7 +16,6 @@
 #include "journal.h"
 #include "jsonx.h"
 #include "listdb.h"
-#include "listmem.h"
 #include "lock.h"
 #include "log.h"
 #include "sidecar.h"
@@ -24,8 +23,8 @@
 
 /* Which copy answers, and the root a page's rows are checked from. */
 static struct {
-    bool live;     /* the last look found the database caught up: answers come from it */
-    bool building; /* the last listing was answered from memory while it was built */
+    bool live;     /* the last look found this host's database caught up: it answers */
+    bool building; /* the last listing was answered from this process's copy meanwhile */
     int root_fd;   /* the root directory, for the per-row stat relative to it (root_open) */
     bool root_open;
     dev_t root_dev;
@@ -39,7 +38,7 @@ void svc_index_set_spawn(svc_index_spawn_fn *fn)
 
 void svc_index_reset(void)
 {
-    svc_listmem_reset();
+    svc_indexdb_own_close();
 }
 
 static char *cursor_encode(double updated, const char *sid)
@@ -196,34 +195,28 @@ static int building_err(const struct svc_store *st, struct svc_err *err)
                        done, total);
 }
 
-/* Whether the database answers (I.live; 1 while it is built, -1 when it cannot be had); a
- * memory copy kept while it was built is given back once it does. */
-static int db_ready(const struct svc_store *st)
+/* Which copy answers: this host's database when it is caught up (*ready 0; I.live), else
+ * this process's own (*ready 1 while the file is built, -1 when there is none or it cannot
+ * be had; a copy of its own kept meanwhile is given back once the file answers). 0 with
+ * the copy selected (listdb.h) in a read transaction until svc_indexdb_release, 1 when
+ * there is no root (no sessions), or -1 with err. */
+static int db_ready(const struct svc_store *st, bool brief, int *ready, struct svc_err *err)
 {
-    int ready = st->index_dir ? svc_indexdb_ready(st) : -1;
-    I.live = ready == 0;
-    if (I.live && svc_listmem_loaded())
-        svc_listmem_reset();
-    return ready;
-}
-
-/* A page from the memory copy: 0, or -1 with err. */
-static int mem_page(const struct svc_store *st, const struct svc_list_page *p,
-                    struct svc_list_row **rows, int *n, struct svc_err *err)
-{
-    if (svc_listmem_refresh(st, true, !I.building) != 0)
-        return errno == EAGAIN ? building_err(st, err) : svc_err_errno(err, "list sessions");
-    if (svc_listmem_page(p, rows, n) == 0)
+    struct stat rs;
+    if (stat(st->root, &rs) != 0 && errno == ENOENT)
+        return 1; /* no root yet: no sessions */
+    *ready = st->index_dir ? svc_indexdb_ready(st) : -1;
+    I.live = *ready == 0;
+    if (I.live) {
+        svc_indexdb_own_close();
+        svc_listdb_select(false);
         return 0;
-    /* the journal changed under this process after its check: rebuild, answer from that */
-    rows_free(*rows, *n);
-    *rows = NULL;
-    *n = 0;
-    if (svc_listmem_rebuild(st) != 0)
-        return svc_err_errno(err, "list sessions");
-    if (svc_listmem_page(p, rows, n) != 0)
-        return svc_err_set(err, SVC_E_IO, "the session index could not be read");
-    return 0;
+    }
+    if (svc_indexdb_own(st, brief, false) == 0)
+        return 0;
+    if (errno == EAGAIN)
+        return building_err(st, err);
+    return svc_err_errno(err, "list sessions");
 }
 
 int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
@@ -245,28 +238,30 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
     p.qlc = qlc;
     root_open(st);
     struct svc_list_row *rows = NULL;
-    int n = 0, rc = -1;
-    int ready = db_ready(st);
-    I.building = ready == 1;
-    if (ready == 0) {
+    int n = 0, ready = -1, rc = -1, got = 0;
+    for (int attempt = 0; rc != 0 && got == 0 && attempt < 2; attempt++) {
+        if ((got = db_ready(st, true, &ready, err)) != 0)
+            break;
+        I.building = ready == 1;
         if (svc_listdb_page(&p, &rows, &n) == 0) {
             *out = answer(st, &p, rows, n, stale);
             rc = 0;
         }
         svc_indexdb_release();
-        if (rc != 0) { /* read anew (or rebuilt) at the next look; from memory meanwhile */
-            rows_free(rows, n);
-            rows = NULL;
-            n = 0;
+        rows_free(rows, n);
+        rows = NULL;
+        n = 0;
+        if (rc != 0 && I.live) /* read anew (or rebuilt) at the next look */
             svc_indexdb_close();
-        }
+        else if (rc != 0) /* the own copy is made anew */
+            svc_indexdb_own_close();
     }
-    if (rc != 0) {
-        rc = mem_page(st, &p, &rows, &n, err);
-        if (rc == 0)
-            *out = answer(st, &p, rows, n, stale);
+    if (got == 1) { /* no root */
+        *out = answer(st, &p, NULL, 0, stale);
+        rc = 0;
+    } else if (rc != 0 && got == 0) {
+        svc_err_set(err, SVC_E_IO, "the session index could not be read");
     }
-    rows_free(rows, n);
     free(qlc);
     return rc;
 }
@@ -274,41 +269,41 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
 int svc_index_each(const struct svc_store *st, struct svc_list_mark *mark, svc_index_each_fn *fn,
                    void *ctx)
 {
-    if (db_ready(st) == 0) {
-        int rc = svc_listdb_each(mark, fn, ctx);
-        svc_indexdb_release();
-        return rc;
-    }
-    if (svc_listmem_refresh(st, false, !I.building) != 0)
-        return -1;
-    return svc_listmem_each(mark, fn, ctx);
+    int ready, got;
+    struct svc_err err;
+    if ((got = db_ready(st, false, &ready, &err)) != 0)
+        return got == 1 ? 1 : -1;
+    int rc = svc_listdb_each(mark, fn, ctx);
+    svc_indexdb_release();
+    return rc;
 }
 
 json_object *svc_index_summary(const char *sid)
 {
-    return I.live ? svc_listdb_summary(sid) : svc_listmem_summary(sid);
+    svc_listdb_select(!I.live);
+    return svc_listdb_summary(sid);
 }
 
 int64_t svc_index_count(const struct svc_store *st)
 {
-    if (db_ready(st) == 0) {
-        int64_t n = svc_listdb_count();
-        svc_indexdb_release();
-        return n;
-    }
-    return svc_listmem_refresh(st, false, !I.building) == 0 ? (int64_t)svc_listmem_count() : -1;
+    int ready, got;
+    struct svc_err err;
+    if ((got = db_ready(st, false, &ready, &err)) != 0)
+        return got == 1 ? 0 : -1;
+    int64_t n = svc_listdb_count();
+    svc_indexdb_release();
+    return n;
 }
 
 void svc_index_warm(const struct svc_store *st)
 {
-    if (!st->index_dir) {
-        svc_listmem_warm(st);
-        return;
-    }
-    if (db_ready(st) == 0)
+    int ready;
+    struct svc_err err;
+    if (db_ready(st, false, &ready, &err) == 0)
         svc_indexdb_release();
     I.live = false;
-    svc_indexdb_close();
+    svc_indexdb_close(); /* a connection is no process's but one's */
+    svc_indexdb_own_close();
 }
 
 void svc_index_seal(const struct svc_store *st)
@@ -325,7 +320,8 @@ bool svc_index_building(void)
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err)
 {
     I.live = false;
-    if (st->index_dir ? svc_indexdb_build(st, true) != 0 : svc_listmem_rebuild(st) != 0)
-        return svc_err_errno(err, "rebuild the index");
-    return 0;
+    int rc = st->index_dir ? svc_indexdb_build(st, true) : svc_indexdb_own(st, false, true);
+    if (!st->index_dir)
+        svc_indexdb_release();
+    return rc == 0 ? 0 : svc_err_errno(err, "rebuild the index");
 }

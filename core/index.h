@@ -4,8 +4,8 @@
  * each call from this host's listing database (indexdb.h: st->index_dir, caught up with
  * the bytes appended since before each answer; built anew from another generation, in
  * the background when large) or, without one or while it is built, from this process's
- * memory copy (listmem.h). Both read the same journal; a page's rows from either are
- * checked here (a message file beyond the stored count recounted, a `running` session
+ * own copy (a temporary database made and kept the same way). A page's rows from either
+ * are checked here (a message file beyond the stored count recounted, a `running` session
  * without a live run reported stale) and the cursor made. */
 #ifndef SVC_INDEX_H
 #define SVC_INDEX_H

@@ -36,7 +36,8 @@ static struct {
     int lockfd;      /* <path>.lock, open (hold), or -1 */
     time_t retry_at; /* no build tried before then (one failed: disk full, read-only) */
     svc_index_spawn_fn *spawn;
-    struct { /* the background work's arguments (copied into its process) */
+    char *own; /* the root of this process's own copy, when it is open */
+    struct {   /* the background work's arguments (copied into its process) */
         struct svc_store st;
         const char *path;
         int rc; /* done here: its result (0, 1 when another did it, -1) */
@@ -51,19 +52,40 @@ void svc_indexdb_set_spawn(svc_index_spawn_fn *fn)
 void svc_indexdb_close(void)
 {
     D.retry_at = 0; /* the next look tries again */
+    svc_listdb_select(false);
     svc_listdb_close();
     if (D.lockfd >= 0)
         close(D.lockfd);
     D.lockfd = -1;
 }
 
+void svc_indexdb_own_close(void)
+{
+    svc_listdb_select(true);
+    svc_listdb_close();
+    free(D.own);
+    D.own = NULL;
+}
+
+/* Connections and locks opened before a fork are the parent's: forgotten in the child. */
+static void db_forked(void)
+{
+    if (D.pid == getpid())
+        return;
+    for (int own = 0; own < 2; own++) {
+        svc_listdb_select(own);
+        svc_listdb_forget();
+    }
+    free(D.own);
+    D.own = NULL;
+    D.lockfd = -1;
+    D.pid = getpid();
+}
+
 static const char *db_path(const struct svc_store *st)
 {
-    if (D.pid != getpid()) { /* a connection, or lock, opened before a fork is the parent's */
-        svc_listdb_forget();
-        D.lockfd = -1;
-        D.pid = getpid();
-    }
+    db_forked();
+    svc_listdb_select(false);
     if (!D.path || strcmp(D.root, st->root) != 0) {
         free(D.path);
         free(D.root);
@@ -120,7 +142,8 @@ static int db_apply_line(void *ctx, const char *line, size_t n, off_t at)
     off_t so;
     size_t sl;
     int kind = svc_journal_line(line, n, at, &o, &sid, &sum, &so, &sl);
-    int rc = kind == 1 ? svc_listdb_put(sid, sum) : kind == 0 ? 0 : 1;
+    const char *text = so >= 0 ? line + (so - at) : NULL; /* the summary's bytes in the line */
+    int rc = kind == 1 ? svc_listdb_put(sid, sum, text, sl) : kind == 0 ? 0 : 1;
     json_object_put(o);
     struct db_feed *feed = ctx;
     if (feed && rc == 0 && ++feed->lines % 100000 == 0)
@@ -181,7 +204,7 @@ static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
                                : NULL;
         if (sum || (r->gone[i] && !exists)) {
             svc_journal_note(st, r->sid[i], sum);
-            svc_listdb_put(r->sid[i], sum);
+            svc_listdb_put(r->sid[i], sum, NULL, 0);
         }
         json_object_put(sum);
     }
@@ -202,7 +225,8 @@ static int db_rescan(const struct svc_store *st)
 static void db_rescanner(void *ctx)
 {
     (void)ctx;
-    svc_listdb_forget();
+    db_forked();
+    svc_listdb_select(false);
     int b = db_lock(D.job.path, ".rescan", LOCK_EX | LOCK_NB);
     int lk = b >= 0 ? db_lock(D.job.path, ".lock", LOCK_SH) : -1;
     struct stat rs;
@@ -319,7 +343,7 @@ static int db_catch_up(const struct svc_store *st, const char *path)
     /* the root's names moved: compared here when the root is small, else in the
      * background (the page below comes from the rows as they are) */
     bool moved = ts_ns(rs.st_mtim) != p.root_mtime;
-    if (moved && !db_small(st) && D.spawn) {
+    if (moved && path && !db_small(st) && D.spawn) {
         db_spawn(st, path, ".rescan", db_rescanner);
         moved = false;
     }
@@ -343,21 +367,6 @@ static int db_catch_up(const struct svc_store *st, const char *path)
         rc = -1;
     if (rc != 0)
         svc_listdb_rollback();
-    return rc;
-}
-
-/* Record where the new database stands, commit it and merge its title index; the
- * connection is closed. A failed merge fails the build: a new database is written without
- * a rollback journal, so a statement that fails may leave it torn. */
-static int db_finish(int rc, const struct svc_listdb_pos *p)
-{
-    if (rc == 0 && (svc_listdb_pos_set(p) != 0 || svc_listdb_commit() != 0))
-        rc = -1;
-    if (rc != 0)
-        svc_listdb_rollback();
-    if (rc == 0 && svc_listdb_optimize() != 0)
-        rc = -1;
-    svc_listdb_close();
     return rc;
 }
 
@@ -408,85 +417,99 @@ static int db_compact(const struct svc_store *st, struct svc_listdb_pos *p, stru
     return rc;
 }
 
-/* Fill a new database at tmp from a whole journal, a line at a time (memory: a line and
- * SQLite's page cache, whatever the root's size), read without the root lock as a
- * catch-up reads it; compact the journal from it when due, then compare the root's names
- * with the rows as a load rescans them. 0 (*n: its sessions), 1 when the journal is not
- * whole, 2 when it moved on to another generation meanwhile (streamed again), -1. */
-static int db_stream(const struct svc_store *st, const char *tmp, size_t *n)
+/* Fill the new, open database (in its write transaction) from a whole journal, a line at
+ * a time (memory: a line and SQLite's page cache, whatever the root's size), read without
+ * the root lock as a catch-up reads it; compact the journal from it when due, then compare
+ * the root's names with the rows as a load rescans them. 0 with *p where it stands, 1 when
+ * the journal is not whole, 2 when it moved on to another generation meanwhile, -1. */
+static int db_stream(const struct svc_store *st, struct svc_listdb_pos *p)
 {
     struct stat rs;
     if (stat(st->root, &rs) != 0)
         return 1;
-    struct svc_listdb_pos p = {.root_mtime = ts_ns(rs.st_mtim)};
+    p->root_mtime = ts_ns(rs.st_mtim);
     struct db_feed feed = {0};
     struct svc_journal j;
-    int rc = svc_listdb_open(tmp, true) == 0 && svc_listdb_begin() == 0 ? 0 : -1;
     svc_journal_peek(st, &j);
     off_t at = 0;
-    if (rc == 0 && svc_journal_open(st, &j) != 1)
-        rc = 1;
+    int rc = svc_journal_open(st, &j) == 1 ? 0 : 1;
     if (rc == 0) {
         feed.size = j.sb.st_size;
         rc = svc_journal_lines(j.fd, j.sb.st_size, &at, db_apply_line, &feed);
     }
     if (rc == 0 && at < (off_t)j.stamp.size)
         rc = 1; /* the stamped part ends inside a line */
-    snprintf(p.gen, sizeof p.gen, "%s", j.gen);
-    p.ino = st->shared ? 0 : (uint64_t)j.sb.st_ino;
-    p.offset = at;
+    snprintf(p->gen, sizeof p->gen, "%s", j.gen);
+    p->ino = st->shared ? 0 : (uint64_t)j.sb.st_ino;
+    p->offset = at;
     svc_journal_done(&j);
     if (rc == 0)
-        rc = db_compact(st, &p, &feed);
-    if (rc == 0)
-        rc = db_rescan(st);
-    *n = rc == 0 ? (size_t)svc_listdb_count() : 0;
-    if (rc > 0) {
-        svc_listdb_rollback();
-        svc_listdb_close();
-        return rc;
-    }
-    return db_finish(rc, &p);
+        rc = db_compact(st, p, &feed);
+    return rc == 0 ? db_rescan(st) : rc;
 }
 
 static int sink_put(void *ctx, const char *sid, json_object *summary)
 {
     (void)ctx;
-    return svc_listdb_put(sid, summary);
+    return svc_listdb_put(sid, summary, NULL, 0);
 }
 
-/* Fill a new database at tmp with the journal rebuilt from the directories into it. 0 (*n:
- * its sessions), 2 when another process's rebuild was waited for instead (its journal is
- * there to stream), -1. */
-static int db_rebuild(const struct svc_store *st, const char *tmp, size_t *n)
+/* Fill the new, open database with the journal rebuilt from the directories into it: 0
+ * with *p, 2 when another process's rebuild was waited for instead (its journal is there to
+ * stream), 3 when a brief wait for it ran out, -1. */
+static int db_rebuild(const struct svc_store *st, struct svc_listdb_pos *p, bool brief)
 {
     struct svc_journal j;
     struct svc_dirscan_sink sink = {sink_put, rows, NULL};
     struct timespec mtime;
     bool written = false;
-    int rc = svc_listdb_open(tmp, true) == 0 && svc_listdb_begin() == 0 ? 0 : -1;
-    if (svc_journal_lock(st, &j) != 0)
-        rc = -1;
-    if (rc == 0)
-        rc = svc_dirscan_rebuild(st, &j, &sink, true, false, &mtime, &written);
-    struct svc_listdb_pos p = {.root_mtime = ts_ns(mtime)};
-    if (rc == 0 && written) {
-        snprintf(p.gen, sizeof p.gen, "%s", j.gen);
-        p.ino = st->shared ? 0 : (uint64_t)j.sb.st_ino;
-        p.offset = j.sb.st_size;
+    int rc = svc_journal_lock(st, &j) == 0
+                 ? svc_dirscan_rebuild(st, &j, &sink, true, brief, &mtime, &written)
+                 : -1;
+    if (rc == 0) {
+        *p = (struct svc_listdb_pos){.root_mtime = ts_ns(mtime)};
+        if (written) {
+            snprintf(p->gen, sizeof p->gen, "%s", j.gen);
+            p->ino = st->shared ? 0 : (uint64_t)j.sb.st_ino;
+            p->offset = j.sb.st_size;
+        }
     }
     svc_journal_done(&j);
-    *n = rc == 0 ? (size_t)svc_listdb_count() : 0;
-    if (rc == 1) {
-        svc_listdb_rollback();
-        svc_listdb_close();
-        return 2;
-    }
-    return db_finish(rc, &p);
+    return rc == 1 ? 2 : rc == 2 ? 3 : rc;
 }
 
-/* Build the database at path through a temporary file renamed into place: streamed from a
- * whole journal, else with the journal rebuilt from the directories (rebuild: in any case). */
+/* A database made anew at path (NULL: this process's own, temporary) and left open,
+ * committed: streamed from a whole journal, else (rebuild: in any case) with the journal
+ * rebuilt from the directories into it. 0 (*n: its sessions), -1 (errno EAGAIN when a brief
+ * wait for another process's rebuild ran out). */
+static int db_make(const struct svc_store *st, const char *path, bool rebuild, bool brief,
+                   size_t *n)
+{
+    int rc = rebuild ? 1 : 2; /* 1: rebuild next, 2: stream next */
+    for (int i = 0; (rc == 1 || rc == 2) && i < 5; i++) {
+        if (path)
+            svc_hostdb_remove(path);
+        struct svc_listdb_pos p = {0};
+        bool again = rc == 1;
+        rc = svc_listdb_open(path, true) == 0 && svc_listdb_begin() == 0 ? 0 : -1;
+        if (rc == 0)
+            rc = again ? db_rebuild(st, &p, brief) : db_stream(st, &p);
+        if (rc == 0 && (svc_listdb_pos_set(&p) != 0 || svc_listdb_commit() != 0))
+            rc = -1;
+        if (rc != 0) {
+            svc_listdb_rollback();
+            svc_listdb_close();
+        }
+    }
+    *n = rc == 0 ? (size_t)svc_listdb_count() : 0;
+    if (rc == 3)
+        errno = EAGAIN;
+    return rc == 0 ? 0 : -1;
+}
+
+/* Build this host's database at path through a temporary file renamed into place, its title
+ * index merged (a failed merge fails the build: a new file is written without a rollback
+ * journal, so a statement that fails may leave it torn). */
 static int db_build(const struct svc_store *st, const char *path, bool rebuild)
 {
     struct timespec t0;
@@ -494,16 +517,11 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
     char *tmp = NULL;
     svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
     size_t n = 0;
-    int rc = 2;
-    for (int i = 0; rc == 2 && i < 3; i++) {
-        svc_hostdb_remove(tmp);
-        rc = rebuild ? 1 : db_stream(st, tmp, &n);
-        for (int k = 0; rc == 1 && k < 2; k++) {
-            svc_hostdb_remove(tmp);
-            rc = db_rebuild(st, tmp, &n);
-            rebuild = false;
-        }
-    }
+    svc_listdb_select(false);
+    int rc = db_make(st, tmp, rebuild, false, &n);
+    if (rc == 0 && svc_listdb_optimize() != 0)
+        rc = -1;
+    svc_listdb_close();
     int lk = rc == 0 ? db_lock(path, ".lock", LOCK_EX) : -1;
     if (rc == 0 && (lk < 0 || rename(tmp, path) != 0))
         rc = -1;
@@ -525,7 +543,7 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
 static void db_builder(void *ctx)
 {
     (void)ctx;
-    svc_listdb_forget();
+    db_forked();
     int b = db_lock(D.job.path, ".build", LOCK_EX | LOCK_NB);
     D.job.rc = 1;
     if (b < 0)
@@ -567,6 +585,32 @@ void svc_indexdb_release(void)
     svc_listdb_read_end();
     if (D.lockfd >= 0)
         flock(D.lockfd, LOCK_UN);
+}
+
+int svc_indexdb_own(const struct svc_store *st, bool brief, bool rebuild)
+{
+    db_forked();
+    if (D.own && (rebuild || strcmp(D.own, st->root) != 0))
+        svc_indexdb_own_close();
+    svc_listdb_select(true);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        size_t n;
+        bool made = !D.own;
+        if (made && db_make(st, NULL, rebuild, brief, &n) != 0)
+            return -1;
+        if (made)
+            D.own = svc_xstrdup(st->root);
+        /* one just made answers as it is: on a root where the journal cannot be written
+         * (disk full, read-only) it follows none, and is made again at the next look */
+        int rc = svc_listdb_read_begin() == 0 ? made ? 0 : db_catch_up(st, NULL) : -1;
+        if (rc == 0)
+            return 0;
+        svc_indexdb_own_close(); /* it cannot follow the journal: made anew */
+        svc_listdb_select(true);
+        if (rc < 0)
+            return -1;
+    }
+    return -1;
 }
 
 int svc_indexdb_ready(const struct svc_store *st)

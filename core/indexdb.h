@@ -7,7 +7,8 @@
  * from a whole journal (compacting it from the new rows when it is mostly superseded
  * lines), or with the journal rebuilt from the directories into it (dirscan.h). Small
  * builds happen in the call; large ones, and rescans of large roots, in a process the
- * program's spawner starts, while index.h answers from memory. Locks: <db>.lock, shared
+ * program's spawner starts, while index.h answers from this process's own copy: a
+ * temporary database (hostdb.h) made and caught up the same way. Locks: <db>.lock, shared
  * while a process reads the database and exclusive to rename a new one over it;
  * <db>.build and <db>.rescan, held by the process doing that work. */
 #ifndef SVC_INDEXDB_H
@@ -18,10 +19,17 @@
 #include "layout.h"
 #include "listing.h"
 
-/* Whether index.h's answers can come from the database: 0 when it is open and caught up
- * (its reads then are one read transaction, with the shared lock held, until
- * svc_indexdb_release), 1 while it is being built, -1 when it cannot be had. */
+/* Whether index.h's answers can come from this host's database: 0 when it is open and
+ * caught up (listdb.h's calls address it; its reads then are one read transaction, with
+ * the shared lock held, until svc_indexdb_release), 1 while it is being built, -1 when it
+ * cannot be had. */
 int svc_indexdb_ready(const struct svc_store *st);
+/* The same of this process's own copy, a temporary database made from the journal when it
+ * has none (rebuild: the journal rebuilt from the directories first): without a file
+ * (sessions.index_db off, caches off) or while it is built. 0, or -1 (errno EAGAIN: a
+ * brief wait, a list's, for another process's rebuild of the journal ran out). */
+int svc_indexdb_own(const struct svc_store *st, bool brief, bool rebuild);
+void svc_indexdb_own_close(void);
 void svc_indexdb_release(void);
 /* Build it now, in this process (rebuild: the journal rebuilt from the directories first):
  * 0, or -1 with errno. */

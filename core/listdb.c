@@ -31,13 +31,18 @@
 /* The filters' columns beside the summary; each index serves the pages of one filter in
  * listing order (updated_at newest first, then session id), so a page reads O(page) rows;
  * titles folded for q= have a trigram table that finds matches without reading every row,
- * rewritten only when a title changes (each rewrite is a new FTS5 segment to search). */
-static const char tables[] =
-    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
-    "CREATE TABLE IF NOT EXISTS s(sid TEXT NOT NULL UNIQUE, updated REAL NOT NULL,"
-    " status TEXT NOT NULL, archived INT NOT NULL, pinned INT NOT NULL, owner TEXT, tags TEXT,"
-    " title TEXT NOT NULL, msgs INT NOT NULL, seq INT NOT NULL, summary TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS s_u ON s(updated DESC, sid);"
+ * rewritten only when a title changes (each rewrite is a new FTS5 segment to search). A
+ * process's own copy, made for a while (or with caches off, for one listing), has the
+ * listing order's index alone: its filters are checked row by row in that order. */
+#define TABLES                                                                                     \
+    "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"                        \
+    "CREATE TABLE IF NOT EXISTS s(sid TEXT NOT NULL UNIQUE, updated REAL NOT NULL,"                \
+    " status TEXT NOT NULL, archived INT NOT NULL, pinned INT NOT NULL, owner TEXT, tags TEXT,"    \
+    " title TEXT NOT NULL, msgs INT NOT NULL, seq INT NOT NULL, summary TEXT NOT NULL);"           \
+    "CREATE INDEX IF NOT EXISTS s_u ON s(updated DESC, sid);"                                      \
+    "INSERT OR IGNORE INTO meta VALUES ('schema', " SCHEMA "), ('gen', ''), ('ino', 0),"           \
+    " ('offset', 0), ('root_mtime', 0), ('seq', 0), ('removed', 0);"
+static const char file_tables[] = TABLES
     "CREATE INDEX IF NOT EXISTS s_a ON s(archived, updated DESC, sid);"
     "CREATE INDEX IF NOT EXISTS s_st ON s(status, updated DESC, sid);"
     "CREATE INDEX IF NOT EXISTS s_o ON s(owner, updated DESC, sid) WHERE owner IS NOT NULL;"
@@ -52,27 +57,34 @@ static const char tables[] =
     "CREATE TRIGGER IF NOT EXISTS s_au AFTER UPDATE OF title ON s"
     " WHEN old.title IS NOT new.title BEGIN"
     " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title);"
-    " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;"
-    "INSERT OR IGNORE INTO meta VALUES ('schema', " SCHEMA "), ('gen', ''), ('ino', 0),"
-    " ('offset', 0), ('root_mtime', 0), ('seq', 0), ('removed', 0);";
+    " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;";
 
 /* The connection, with the pages' statements by their SQL (one per combination of filters
  * asked lately). */
-static struct {
+struct conn {
     struct svc_hostdb h;
     int64_t seq;  /* the change number inside a transaction, 0 when not read yet */
     bool reading; /* inside svc_listdb_read_begin's transaction */
+    bool fts;     /* it has the title trigram table (a file; not a process's own copy) */
     struct {
         char *sql;
         sqlite3_stmt *st;
     } pages[8];
     unsigned pages_next;
-} L;
+};
+/* This host's file and this process's own copy (svc_listdb_select), and the one the calls
+ * address. */
+static struct conn conns[2], *L = &conns[0];
+
+void svc_listdb_select(bool own)
+{
+    L = &conns[own];
+}
 
 /* A statement, prepared once per connection and reset for reuse. */
 static sqlite3_stmt *stmt(const char *sql)
 {
-    return svc_hostdb_stmt(&L.h, sql);
+    return svc_hostdb_stmt(&L->h, sql);
 }
 
 char *svc_listdb_path(const char *dir, const char *root)
@@ -82,24 +94,24 @@ char *svc_listdb_path(const char *dir, const char *root)
 
 static void pages_clear(bool finalize)
 {
-    for (size_t i = 0; i < sizeof L.pages / sizeof *L.pages; i++) {
+    for (size_t i = 0; i < sizeof L->pages / sizeof *L->pages; i++) {
         if (finalize)
-            sqlite3_finalize(L.pages[i].st);
-        free(L.pages[i].sql);
+            sqlite3_finalize(L->pages[i].st);
+        free(L->pages[i].sql);
     }
 }
 
 void svc_listdb_close(void)
 {
     pages_clear(true);
-    svc_hostdb_close(&L.h);
-    memset(&L, 0, sizeof L);
+    svc_hostdb_close(&L->h);
+    memset(L, 0, sizeof *L);
 }
 
 void svc_listdb_forget(void)
 {
     pages_clear(false);
-    memset(&L, 0, sizeof L);
+    memset(L, 0, sizeof *L);
 }
 
 static int64_t meta_int(const char *k)
@@ -181,7 +193,7 @@ static bool boot_sealed(void)
  * machine may be torn and is built anew instead. */
 static bool file_ok(void)
 {
-    char *schema = svc_hostdb_meta(&L.h, "schema"), *boot = svc_hostdb_meta(&L.h, "boot");
+    char *schema = svc_hostdb_meta(&L->h, "schema"), *boot = svc_hostdb_meta(&L->h, "boot");
     bool ok = schema && strcmp(schema, SCHEMA) == 0 && boot &&
               (strcmp(boot, boot_id()) == 0 || strcmp(boot, SEALED) == 0);
     free(schema);
@@ -203,34 +215,37 @@ int svc_listdb_open(const char *path, bool create)
     svc_listdb_close();
     if (!create && access(path, F_OK) != 0)
         return -1;
-    if (svc_hostdb_open(&L.h, path, create, NULL, create ? PRAGMAS "OFF" : PRAGMAS "DELETE") != 0 ||
-        (!create && !file_ok()) || svc_hostdb_exec(&L.h, tables) != 0 ||
+    /* a new file is written by one process, without a journal; a temporary one keeps its */
+    const char *pragmas = create && path ? PRAGMAS "OFF" : PRAGMAS "DELETE";
+    if (svc_hostdb_open(&L->h, path, create, NULL, pragmas) != 0 || (!create && !file_ok()) ||
+        svc_hostdb_exec(&L->h, path ? file_tables : TABLES) != 0 ||
         (create && boot_set(boot_id()) != 0)) {
-        svc_logf("index: the listing database %s cannot be used (%s)", path,
-                 svc_hostdb_errmsg(&L.h));
+        svc_logf("index: the listing database %s cannot be used (%s)", path ? path : "(own)",
+                 svc_hostdb_errmsg(&L->h));
         svc_listdb_close();
         return -1;
     }
+    L->fts = path != NULL;
     return 0;
 }
 
 bool svc_listdb_current(const char *path)
 {
-    return svc_hostdb_current(&L.h, path);
+    return svc_hostdb_current(&L->h, path);
 }
 
 int svc_listdb_read_begin(void)
 {
-    sqlite3_stmt *st = L.h.db && !L.reading ? stmt("BEGIN") : NULL;
-    L.reading = st && sqlite3_step(st) == SQLITE_DONE;
-    return L.reading ? 0 : -1;
+    sqlite3_stmt *st = L->h.db && !L->reading ? stmt("BEGIN") : NULL;
+    L->reading = st && sqlite3_step(st) == SQLITE_DONE;
+    return L->reading ? 0 : -1;
 }
 
 void svc_listdb_read_end(void)
 {
-    if (!L.reading)
+    if (!L->reading)
         return;
-    L.reading = false;
+    L->reading = false;
     sqlite3_stmt *st = stmt("COMMIT");
     if (!st || sqlite3_step(st) != SQLITE_DONE)
         svc_listdb_rollback();
@@ -245,14 +260,14 @@ static int unseal(void)
         "PRAGMA synchronous=FULL; COMMIT; PRAGMA synchronous=OFF; BEGIN IMMEDIATE";
     if (!boot_sealed())
         return 0;
-    return boot_set(boot_id()) == 0 && svc_hostdb_exec(&L.h, synced) == 0 ? 0 : -1;
+    return boot_set(boot_id()) == 0 && svc_hostdb_exec(&L->h, synced) == 0 ? 0 : -1;
 }
 
 int svc_listdb_begin(void)
 {
     svc_listdb_read_end();
-    L.seq = 0;
-    if (!L.h.db || svc_hostdb_exec(&L.h, "BEGIN IMMEDIATE") != 0)
+    L->seq = 0;
+    if (!L->h.db || svc_hostdb_exec(&L->h, "BEGIN IMMEDIATE") != 0)
         return -1;
     if (unseal() != 0) {
         svc_listdb_rollback();
@@ -266,9 +281,9 @@ int svc_listdb_seal(const char *path)
     if (svc_listdb_open(path, false) != 0)
         return -1;
     int fd = -1;
-    int rc = svc_hostdb_exec(&L.h, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE") == 0 &&
+    int rc = svc_hostdb_exec(&L->h, "PRAGMA synchronous=FULL; BEGIN IMMEDIATE") == 0 &&
                      (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 && fsync(fd) == 0 &&
-                     boot_set(SEALED) == 0 && svc_hostdb_exec(&L.h, "COMMIT") == 0
+                     boot_set(SEALED) == 0 && svc_hostdb_exec(&L->h, "COMMIT") == 0
                  ? 0
                  : -1;
     if (fd >= 0)
@@ -280,16 +295,16 @@ int svc_listdb_seal(const char *path)
 
 int svc_listdb_commit(void)
 {
-    L.seq = 0;
-    return L.h.db && svc_hostdb_exec(&L.h, "COMMIT") == 0 ? 0 : -1;
+    L->seq = 0;
+    return L->h.db && svc_hostdb_exec(&L->h, "COMMIT") == 0 ? 0 : -1;
 }
 
 void svc_listdb_rollback(void)
 {
-    L.seq = 0;
-    L.reading = false;
-    if (L.h.db && !sqlite3_get_autocommit(L.h.db))
-        svc_hostdb_exec(&L.h, "ROLLBACK");
+    L->seq = 0;
+    L->reading = false;
+    if (L->h.db && !sqlite3_get_autocommit(L->h.db))
+        svc_hostdb_exec(&L->h, "ROLLBACK");
 }
 
 int svc_listdb_pos_get(struct svc_listdb_pos *p)
@@ -334,19 +349,20 @@ int svc_listdb_pos_set(const struct svc_listdb_pos *p)
  * every mark an older one gave, so that svc_index_each walks it whole. */
 static int64_t next_seq(void)
 {
-    int64_t seq = L.seq > 0 ? L.seq : meta_int("seq");
+    int64_t seq = L->seq > 0 ? L->seq : meta_int("seq");
     if (seq <= 0) {
         struct timeval tv;
         gettimeofday(&tv, NULL);
         seq = (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
         meta_set_int("removed", seq);
+        meta_set_int("born", seq); /* which database counted (struct svc_list_mark) */
     }
     meta_set_int("seq", ++seq);
-    L.seq = seq;
+    L->seq = seq;
     return seq;
 }
 
-static int put_row(const char *sid, json_object *sum)
+static int put_row(const char *sid, json_object *sum, const char *raw, size_t rawlen)
 {
     static const char q[] =
         "INSERT INTO s(sid, updated, status, archived, pinned, owner, tags, title, msgs, seq,"
@@ -361,7 +377,7 @@ static int put_row(const char *sid, json_object *sum)
     svc_time_parse_iso(svc_json_str(sum, "updated_at", ""), &t);
     char *title = svc_fold(svc_title_search_text(sum));
     char *tags = svc_labels_tags_joined(svc_json_arr(sum, "tags"));
-    char *text = svc_json_dump_compact(sum);
+    char *text = raw ? NULL : svc_json_dump_compact(sum);
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     sqlite3_bind_double(st, 2, t);
     sqlite3_bind_text(st, 3, svc_json_str(sum, "status", "idle"), -1, SQLITE_TRANSIENT);
@@ -372,7 +388,7 @@ static int put_row(const char *sid, json_object *sum)
     sqlite3_bind_text(st, 8, title ? title : "", -1, SQLITE_STATIC);
     sqlite3_bind_int64(st, 9, svc_json_int(sum, "message_count", -1));
     sqlite3_bind_int64(st, 10, seq);
-    sqlite3_bind_text(st, 11, text, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 11, raw ? raw : text, raw ? (int)rawlen : -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
     sqlite3_reset(st);
     free(title);
@@ -381,16 +397,16 @@ static int put_row(const char *sid, json_object *sum)
     return rc;
 }
 
-int svc_listdb_put(const char *sid, json_object *summary)
+int svc_listdb_put(const char *sid, json_object *summary, const char *text, size_t len)
 {
     if (summary)
-        return put_row(sid, summary);
+        return put_row(sid, summary, text, len);
     sqlite3_stmt *st = stmt("DELETE FROM s WHERE sid = ?1");
     if (!st)
         return -1;
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    bool gone = sqlite3_changes(L.h.db) > 0;
+    bool gone = sqlite3_changes(L->h.db) > 0;
     sqlite3_reset(st);
     if (rc == 0 && gone)
         rc = meta_set_int("removed", next_seq());
@@ -489,7 +505,7 @@ static bool fts_few(double m, struct fts_lim l)
 }
 
 /* The rowids of the titles that match FTS5 query m as a JSON array, when fts_few holds for
- * their number (read up to few); else NULL. The page then reads those rows alone. */
+ * their number (read up to few); else NULL-> The page then reads those rows alone. */
 static char *fts_rowids(const char *m, struct fts_lim l)
 {
     sqlite3_stmt *st = stmt("SELECT rowid FROM t WHERE t MATCH ?1 LIMIT ?2");
@@ -676,22 +692,22 @@ static int page_bind(sqlite3_stmt *st, const struct svc_list_query *q, const cha
 /* The statement of a page's SQL (consumed), prepared once while it is asked for. */
 static sqlite3_stmt *page_stmt(struct svc_buf *sql)
 {
-    for (size_t i = 0; i < sizeof L.pages / sizeof *L.pages; i++)
-        if (L.pages[i].sql && strcmp(L.pages[i].sql, sql->data) == 0) {
+    for (size_t i = 0; i < sizeof L->pages / sizeof *L->pages; i++)
+        if (L->pages[i].sql && strcmp(L->pages[i].sql, sql->data) == 0) {
             svc_buf_free(sql);
-            return L.pages[i].st;
+            return L->pages[i].st;
         }
     sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v3(L.h.db, sql->data, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
+    if (sqlite3_prepare_v3(L->h.db, sql->data, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) !=
         SQLITE_OK) {
         svc_buf_free(sql);
         return NULL;
     }
-    unsigned k = L.pages_next++ % (sizeof L.pages / sizeof *L.pages);
-    sqlite3_finalize(L.pages[k].st);
-    free(L.pages[k].sql);
-    L.pages[k].sql = svc_buf_steal(sql);
-    L.pages[k].st = st;
+    unsigned k = L->pages_next++ % (sizeof L->pages / sizeof *L->pages);
+    sqlite3_finalize(L->pages[k].st);
+    free(L->pages[k].sql);
+    L->pages[k].sql = svc_buf_steal(sql);
+    L->pages[k].st = st;
     return st;
 }
 
@@ -702,9 +718,9 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
     int limit = p->limit;
     *rows = NULL;
     *n = 0;
-    if (!L.h.db || q->ntags > SVC_TAGS_MAX)
+    if (!L->h.db || q->ntags > SVC_TAGS_MAX)
         return -1;
-    char *rowids = qlc && svc_utf8_len(qlc) >= 3 ? fts_candidates(qlc, limit) : NULL;
+    char *rowids = L->fts && qlc && svc_utf8_len(qlc) >= 3 ? fts_candidates(qlc, limit) : NULL;
     struct svc_buf sql;
     svc_buf_init(&sql);
     page_sql(&sql, q, qlc, csid != NULL, rowids != NULL);
@@ -739,7 +755,7 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
 
 json_object *svc_listdb_summary(const char *sid)
 {
-    sqlite3_stmt *st = L.h.db ? stmt("SELECT summary FROM s WHERE sid = ?1") : NULL;
+    sqlite3_stmt *st = L->h.db ? stmt("SELECT summary FROM s WHERE sid = ?1") : NULL;
     if (!st)
         return NULL;
     sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
@@ -756,7 +772,7 @@ json_object *svc_listdb_summary(const char *sid)
 
 int64_t svc_listdb_count(void)
 {
-    sqlite3_stmt *st = L.h.db ? stmt("SELECT count(*) FROM s") : NULL;
+    sqlite3_stmt *st = L->h.db ? stmt("SELECT count(*) FROM s") : NULL;
     int64_t n = -1;
     if (st && sqlite3_step(st) == SQLITE_ROW)
         n = sqlite3_column_int64(st, 0);
@@ -768,9 +784,9 @@ int64_t svc_listdb_count(void)
 int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 {
     sqlite3_stmt *st = NULL;
-    if (!L.h.db ||
-        sqlite3_prepare_v2(L.h.db, "SELECT sid, summary FROM s ORDER BY updated DESC, sid", -1, &st,
-                           NULL) != SQLITE_OK)
+    if (!L->h.db ||
+        sqlite3_prepare_v2(L->h.db, "SELECT sid, summary FROM s ORDER BY updated DESC, sid", -1,
+                           &st, NULL) != SQLITE_OK)
         return -1;
     int rc, frc = 0;
     while (frc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -782,17 +798,18 @@ int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 
 int svc_listdb_optimize(void)
 {
-    return L.h.db && svc_hostdb_exec(&L.h, "INSERT INTO t(t) VALUES ('optimize')") == 0 ? 0 : -1;
+    return L->h.db && svc_hostdb_exec(&L->h, "INSERT INTO t(t) VALUES ('optimize')") == 0 ? 0 : -1;
 }
 
 int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx)
 {
-    int64_t seq = meta_int("seq"), removed = meta_int("removed");
+    int64_t seq = meta_int("seq"), removed = meta_int("removed"), born = meta_int("born");
     if (seq < 0 || removed < 0)
         return -1;
-    if (mark->copy == 2 && mark->seq == (uint64_t)seq && seq > 0)
+    if (mark->copy == (uint64_t)born && mark->seq == (uint64_t)seq && seq > 0)
         return 0;
-    bool whole = mark->copy != 2 || (uint64_t)removed > mark->seq || mark->seq > (uint64_t)seq;
+    bool whole =
+        mark->copy != (uint64_t)born || (uint64_t)removed > mark->seq || mark->seq > (uint64_t)seq;
     sqlite3_stmt *st = stmt("SELECT sid, updated, msgs, archived FROM s WHERE seq > ?1");
     if (!st)
         return -1;
@@ -804,7 +821,7 @@ int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx
     sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return -1;
-    *mark = (struct svc_list_mark){2, (uint64_t)(seq > 0 ? seq : 1)};
+    *mark = (struct svc_list_mark){(uint64_t)born, (uint64_t)(seq > 0 ? seq : 1)};
     return whole ? 1 : 0;
 }
 
@@ -827,8 +844,8 @@ int svc_listdb_diff_names(char *const *names, size_t n,
                           void (*fn)(void *ctx, const char *sid, bool gone), void *ctx)
 {
     sqlite3_stmt *st = NULL;
-    if (!L.h.db ||
-        sqlite3_prepare_v2(L.h.db, "SELECT sid FROM s ORDER BY sid", -1, &st, NULL) != SQLITE_OK)
+    if (!L->h.db ||
+        sqlite3_prepare_v2(L->h.db, "SELECT sid FROM s ORDER BY sid", -1, &st, NULL) != SQLITE_OK)
         return -1;
     /* the differences first, then the calls: fn changes the table being read */
     struct idlist added = {0}, gone = {0};

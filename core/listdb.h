@@ -24,10 +24,14 @@ struct svc_listdb_pos {
     int64_t root_mtime;
 };
 
+/* Which of this process's two databases the calls below address: this host's file, or
+ * (own) a temporary copy of its own (indexdb.h), each with its own connection. */
+void svc_listdb_select(bool own);
 /* The database file for root under dir: <dir>/listing/<16 hex digits>.sqlite (heap). */
 char *svc_listdb_path(const char *dir, const char *root);
 /* Open path (0), or -1 when it is missing, damaged or of another schema (then it is left
- * closed; create makes an empty one instead of failing on a missing file). */
+ * closed; create makes an empty one instead of failing on a missing file; path NULL: a
+ * temporary one). */
 int svc_listdb_open(const char *path, bool create);
 /* Whether a database is open, and whether its file is still the one at path. */
 bool svc_listdb_current(const char *path);
@@ -47,8 +51,9 @@ int svc_listdb_commit(void);
 void svc_listdb_rollback(void);
 int svc_listdb_pos_get(struct svc_listdb_pos *p);
 int svc_listdb_pos_set(const struct svc_listdb_pos *p);
-/* Record sid's summary (NULL: sid is gone). */
-int svc_listdb_put(const char *sid, json_object *summary);
+/* Record sid's summary (NULL: sid is gone); text (len bytes) is its compact JSON when the
+ * caller has it (a journal line's), else NULL. */
+int svc_listdb_put(const char *sid, json_object *summary, const char *text, size_t len);
 /* Whether sid has a row: 1, 0, or -1 on error. */
 int svc_listdb_has(const char *sid);
 /* Up to p->limit rows of the page, in listing order (*rows: a heap array of *n, freed by

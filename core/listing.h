@@ -1,6 +1,5 @@
-/* listing: what the session listing's parts share (index.h's dispatcher, its memory copy
- * listmem.h and its database listdb.h): the query, a page's rows, the marks of a walk.
- * Types only. */
+/* listing: what the session listing's parts share (index.h's dispatcher, indexdb.h and
+ * listdb.h): the query, a page's rows, the marks of a walk, the spawner. Types only. */
 #ifndef SVC_LISTING_H
 #define SVC_LISTING_H
 
@@ -46,10 +45,11 @@ struct svc_list_row {
     double updated;
 };
 
-/* A walk's mark (svc_index_each): which copy counted, and how far. A mark of another copy
- * (the memory copy's against the database's) sends the next walk whole. */
+/* A walk's mark (svc_index_each): which database counted, and how far. A mark of another
+ * (a process's own copy against this host's file, or one made since) sends the next walk
+ * whole. */
 struct svc_list_mark {
-    int copy; /* 0: none yet; 1: a memory copy; 2: the listing database */
+    uint64_t copy; /* 0: none yet; else the database's first change number */
     uint64_t seq;
 };
 typedef void svc_index_each_fn(void *ctx, const char *sid, double updated, int64_t msgs,
