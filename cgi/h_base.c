@@ -14,6 +14,7 @@
 #include "tools.h"
 #include "user.h"
 #include "util.h"
+#include "yamlx.h"
 
 double h_base_started_at;
 int h_base_master_pid;
@@ -146,7 +147,7 @@ int h_openapi(struct http_req *r, struct svc_err *err)
 {
     if (!openapi.doc) {
         const char *y = h_openapi_yaml();
-        if (svc_config_yaml_to_json("docs/openapi.yaml", y, strlen(y), &openapi.doc, err) < 0)
+        if (svc_yaml_json("docs/openapi.yaml", y, strlen(y), &openapi.doc, err) < 0)
             return -1;
         svc_json_set_str(svc_json_obj(openapi.doc, "info"), "version", SVC_VERSION);
     }

@@ -1,10 +1,7 @@
 /* config: agents.yaml into struct svc_config.
  *
  * Two layers, in cgit's manner:
- *  - the walker (cfgy_*) knows YAML syntax only. It composes the document with libyaml,
- *    walks mappings and sequences, and calls back with the key path ("server.workers",
- *    "jobs[1].schedule"), the node's kind, its scalar text and its 1-based line and column.
- *    The callback answers SKIP or DESCEND, and is called again when a descended node is left.
+ *  - the walker (yamlx.h) knows YAML syntax only.
  *  - the settings layer (cfg_*) knows meaning only: one table row per setting (name, type,
  *    bounds, default as YAML text, secret flag, offset into the struct). Loading, defaults,
  *    validation messages, svc_config_to_json, redaction and svc_config_free all read the
@@ -22,396 +19,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "cron.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "layout.h"
 #include "util.h"
-
-/* ------------------------------------------------------------------------------------ */
-/* The walker: YAML syntax only.                                                          */
-
-enum cfgy_kind { CFGY_NULL, CFGY_SCALAR, CFGY_SEQ, CFGY_MAP };
-
-#define CFGY_SKIP 0
-#define CFGY_DESCEND 1
-
-/* Caps for converting a free-form YAML subtree (extension parameters) into JSON: aliases
- * can make a small document describe a huge or cyclic tree. */
-#define CFGY_JSON_DEPTH 64
-#define CFGY_JSON_NODES 100000
-
-struct cfgy_node {
-    const char *file; /* name used in messages */
-    const char *path; /* "server.workers", "jobs[1].schedule", "sessions.export_allowed_dirs[0]" */
-    const char *key;  /* the last mapping key; NULL for a sequence item */
-    size_t index;     /* position in the parent sequence (items only) */
-    int depth;        /* 1 for top-level keys */
-    enum cfgy_kind kind;
-    const char *text; /* scalars (and null): the value, NUL-terminated */
-    size_t len;
-    bool plain;            /* unquoted scalar */
-    size_t count;          /* items of a sequence, pairs of a mapping */
-    int line, col;         /* of the value, 1-based */
-    int key_line, key_col; /* of the key (the value's own position for sequence items) */
-    bool leaving;          /* second call, after the children of a descended node */
-    yaml_document_t *doc;  /* for cfgy_to_json */
-    yaml_node_t *node;
-};
-
-/* Return CFGY_SKIP, CFGY_DESCEND (entering only), or -1 after filling err. */
-typedef int (*cfgy_fn)(void *ctx, const struct cfgy_node *n, struct svc_err *err);
-
-struct cfgy {
-    const char *file;
-    yaml_document_t *doc;
-    struct svc_buf path;
-    cfgy_fn fn;
-    void *ctx;
-    struct svc_err *err;
-};
-
-/* The one error format of this module. Returns -1. */
-static int __attribute__((format(printf, 6, 7)))
-cfg_fail(struct svc_err *err, const char *file, int line, int col, const char *key, const char *fmt,
-         ...)
-{
-    char what[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    if (key && *key)
-        return svc_err_setp(err, SVC_E_CONFIG, key, "%s:%d:%d: %s: %s", file, line, col, key, what);
-    return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: %s", file, line, col, what);
-}
-
-static int cfgy_line(yaml_mark_t m)
-{
-    return m.line >= (size_t)INT32_MAX ? INT32_MAX : (int)m.line + 1;
-}
-
-static int cfgy_col(yaml_mark_t m)
-{
-    return m.column >= (size_t)INT32_MAX ? INT32_MAX : (int)m.column + 1;
-}
-
-static bool cfgy_is_null(const char *s, size_t len)
-{
-    return len == 0 || (len == 1 && s[0] == '~') || (len == 4 && strncasecmp(s, "null", 4) == 0);
-}
-
-static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth);
-
-static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t index, int depth)
-{
-    size_t saved = y->path.len;
-    int rc;
-    if (key) {
-        if (saved)
-            svc_buf_add(&y->path, ".", 1);
-        svc_buf_add(&y->path, (const char *)key->data.scalar.value, key->data.scalar.length);
-    } else {
-        svc_buf_printf(&y->path, "[%zu]", index);
-    }
-
-    struct cfgy_node n = {
-        .file = y->file,
-        .path = y->path.data,
-        .key = key ? (const char *)key->data.scalar.value : NULL,
-        .index = index,
-        .depth = depth,
-        .line = cfgy_line(val->start_mark),
-        .col = cfgy_col(val->start_mark),
-        .doc = y->doc,
-        .node = val,
-    };
-    n.key_line = key ? cfgy_line(key->start_mark) : n.line;
-    n.key_col = key ? cfgy_col(key->start_mark) : n.col;
-    switch (val->type) {
-    case YAML_SCALAR_NODE:
-        n.text = (const char *)val->data.scalar.value;
-        n.len = val->data.scalar.length;
-        n.plain = val->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        n.kind = n.plain && cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
-        break;
-    case YAML_SEQUENCE_NODE:
-        n.kind = CFGY_SEQ;
-        n.count = (size_t)(val->data.sequence.items.top - val->data.sequence.items.start);
-        break;
-    case YAML_MAPPING_NODE:
-        n.kind = CFGY_MAP;
-        n.count = (size_t)(val->data.mapping.pairs.top - val->data.mapping.pairs.start);
-        break;
-    default:
-        n.kind = CFGY_NULL;
-        n.text = "";
-        break;
-    }
-
-    rc = y->fn(y->ctx, &n, y->err);
-    if (rc == CFGY_DESCEND) {
-        rc = cfgy_children(y, val, depth);
-        if (rc == 0) {
-            n.leaving = true;
-            n.path = y->path.data; /* the children may have moved the buffer */
-            rc = y->fn(y->ctx, &n, y->err);
-        }
-    }
-    y->path.len = saved;
-    y->path.data[saved] = '\0';
-    return rc < 0 ? -1 : 0;
-}
-
-static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth)
-{
-    if (node->type == YAML_MAPPING_NODE) {
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(y->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(y->doc, p->value);
-            if (!k || !v)
-                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
-            if (k->type != YAML_SCALAR_NODE)
-                return cfg_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                y->path.data, "keys must be scalars");
-            if (strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
-                return cfg_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                y->path.data, "a key contains a NUL character");
-            if (cfgy_visit(y, v, k, 0, depth + 1) < 0)
-                return -1;
-        }
-    } else if (node->type == YAML_SEQUENCE_NODE) {
-        size_t i = 0;
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++, i++) {
-            yaml_node_t *v = yaml_document_get_node(y->doc, *it);
-            if (!v)
-                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
-            if (cfgy_visit(y, v, NULL, i, depth + 1) < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-/* 1-based line and column of a byte offset (libyaml's reader errors carry only that). */
-static void cfgy_offset_mark(const char *buf, size_t len, size_t off, int *line, int *col)
-{
-    int l = 1, c = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (buf[i] == '\n') {
-            l++;
-            c = 1;
-        } else if (((unsigned char)buf[i] & 0xC0) != 0x80) {
-            c++;
-        }
-    }
-    *line = l;
-    *col = c;
-}
-
-static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf, size_t len,
-                             struct svc_err *err)
-{
-    int line, col;
-    /* malloc aborts (err.h), so a memory error is libyaml's own limit on a stack or string */
-    if (p->error == YAML_MEMORY_ERROR)
-        return svc_err_set(err, SVC_E_CONFIG, "%s: too large to parse", file);
-    if (p->error == YAML_READER_ERROR) {
-        cfgy_offset_mark(buf, len, p->problem_offset, &line, &col);
-    } else {
-        line = cfgy_line(p->problem_mark);
-        col = cfgy_col(p->problem_mark);
-    }
-    const char *problem = p->problem ? p->problem : "unknown error";
-    if (p->context)
-        return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s (%s)", file, line, col,
-                           problem, p->context);
-    return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s", file, line, col, problem);
-}
-
-/* Parse buf and walk its top-level mapping with fn. An empty stream, or one whose only
- * document is null, walks nothing. Returns 0 or -1 with err. */
-static int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *ctx,
-                     struct svc_err *err)
-{
-    yaml_parser_t parser;
-    yaml_document_t doc, extra;
-    bool have_doc = false, have_extra = false;
-    struct cfgy y = {.file = file, .doc = &doc, .fn = fn, .ctx = ctx, .err = err};
-    int rc = -1;
-
-    svc_buf_init(&y.path);
-    (void)yaml_parser_initialize(&parser); /* fails only when malloc does: never (err.h) */
-    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-
-    if (!yaml_parser_load(&parser, &doc)) {
-        cfgy_syntax_error(&parser, file, buf, len, err);
-        goto out;
-    }
-    have_doc = true;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root) {
-        /* A second document is refused rather than silently ignored. */
-        if (!yaml_parser_load(&parser, &extra)) {
-            cfgy_syntax_error(&parser, file, buf, len, err);
-            goto out;
-        }
-        have_extra = true;
-        yaml_node_t *root2 = yaml_document_get_root_node(&extra);
-        if (root2) {
-            cfg_fail(err, file, cfgy_line(extra.start_mark), cfgy_col(extra.start_mark), NULL,
-                     "a second YAML document is not supported");
-            goto out;
-        }
-    }
-    if (!root ||
-        (root->type == YAML_SCALAR_NODE && root->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-         cfgy_is_null((const char *)root->data.scalar.value, root->data.scalar.length))) {
-        rc = 0;
-        goto out;
-    }
-    if (root->type != YAML_MAPPING_NODE) {
-        cfg_fail(err, file, cfgy_line(root->start_mark), cfgy_col(root->start_mark), NULL,
-                 "the top level must be a mapping");
-        goto out;
-    }
-    svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
-    y.path.data[0] = '\0';
-    rc = cfgy_children(&y, root, 0);
-out:
-    if (have_extra)
-        yaml_document_delete(&extra);
-    if (have_doc)
-        yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    svc_buf_free(&y.path);
-    return rc;
-}
-
-/* YAML 1.2 core-schema scalar into JSON: null, true/false, integers, floats; else a string.
- * Quoted scalars are always strings. */
-static json_object *cfgy_json_scalar(const yaml_node_t *node)
-{
-    const char *s = (const char *)node->data.scalar.value;
-    size_t len = node->data.scalar.length;
-    if (node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return json_object_new_string_len(s, (int)len);
-    if (cfgy_is_null(s, len))
-        return NULL; /* JSON null */
-    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0)
-        return json_object_new_boolean(1);
-    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0)
-        return json_object_new_boolean(0);
-    if (len > 0 && len == strlen(s) && strspn(s, "0123456789+-.eE") == len &&
-        strpbrk(s, "0123456789")) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (*end == '\0' && errno == 0)
-            return json_object_new_int64(v);
-        errno = 0;
-        double d = strtod(s, &end);
-        if (*end == '\0' && isfinite(d))
-            return json_object_new_double(d);
-    }
-    return json_object_new_string_len(s, (int)len);
-}
-
-static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int depth, size_t *budget,
-                          json_object **out, struct svc_err *err)
-{
-    *out = NULL;
-    if (depth > CFGY_JSON_DEPTH || ++*budget > CFGY_JSON_NODES)
-        return cfg_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
-                        at->path, "nested too deeply or too large");
-    switch (node->type) {
-    case YAML_SCALAR_NODE:
-        if (node->data.scalar.length > (size_t)INT32_MAX)
-            return cfg_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
-                            at->path, "value too long");
-        *out = cfgy_json_scalar(node); /* NULL is JSON null */
-        return 0;
-    case YAML_SEQUENCE_NODE: {
-        json_object *arr = json_object_new_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++) {
-            yaml_node_t *v = yaml_document_get_node(at->doc, *it);
-            json_object *jv;
-            if (!v) {
-                json_object_put(arr);
-                return svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
-            }
-            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0) {
-                json_object_put(arr);
-                return -1;
-            }
-            json_object_array_add(arr, jv);
-        }
-        *out = arr;
-        return 0;
-    }
-    case YAML_MAPPING_NODE: {
-        json_object *obj = json_object_new_object();
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(at->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(at->doc, p->value);
-            json_object *jv;
-            if (!k || !v) {
-                json_object_put(obj);
-                return svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
-            }
-            if (k->type != YAML_SCALAR_NODE ||
-                strlen((const char *)k->data.scalar.value) != k->data.scalar.length) {
-                json_object_put(obj);
-                return cfg_fail(err, at->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                at->path, "keys must be scalars");
-            }
-            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0) {
-                json_object_put(obj);
-                return -1;
-            }
-            json_object_object_add(obj, (const char *)k->data.scalar.value, jv);
-        }
-        *out = obj;
-        return 0;
-    }
-    default:
-        return 0;
-    }
-}
-
-/* The subtree under n as JSON (new reference; NULL for a null node). */
-static int cfgy_to_json(const struct cfgy_node *n, json_object **out, struct svc_err *err)
-{
-    size_t budget = 0;
-    return cfgy_json_node(n, n->node, 0, &budget, out, err);
-}
-
-/* The walker's visit for svc_config_yaml_to_json: each top-level key's subtree into ctx. */
-static int cfgy_collect(void *ctx, const struct cfgy_node *n, struct svc_err *err)
-{
-    json_object *v = NULL;
-    if (cfgy_to_json(n, &v, err) < 0)
-        return -1;
-    json_object_object_add(ctx, n->key, v);
-    return CFGY_SKIP;
-}
-
-int svc_config_yaml_to_json(const char *name, const char *buf, size_t len, json_object **out,
-                            struct svc_err *err)
-{
-    *out = json_object_new_object();
-    if (cfgy_walk(name, buf, len, cfgy_collect, *out, err) == 0)
-        return 0;
-    json_object_put(*out);
-    *out = NULL;
-    return -1;
-}
+#include "yamlx.h"
 
 /* ------------------------------------------------------------------------------------ */
 /* The settings: one row each.                                                            */
@@ -887,16 +501,16 @@ static int parse_bool(const char *s)
 }
 
 /* What a value is, for "expected X, got Y": the text itself unless secret. */
-static void describe(const struct cfg_row *r, const struct cfgy_node *n, char *buf, size_t sz)
+static void describe(const struct cfg_row *r, const struct svc_yaml_node *n, char *buf, size_t sz)
 {
     switch (n->kind) {
-    case CFGY_NULL:
+    case SVC_YAML_NULL:
         snprintf(buf, sz, "null");
         break;
-    case CFGY_SEQ:
+    case SVC_YAML_SEQ:
         snprintf(buf, sz, "a sequence");
         break;
-    case CFGY_MAP:
+    case SVC_YAML_MAP:
         snprintf(buf, sz, "a mapping");
         break;
     default:
@@ -918,7 +532,7 @@ static void range_text(const struct cfg_row *r, char *buf, size_t sz)
         snprintf(buf, sz, "%lld..%lld", (long long)r->min, (long long)r->max);
 }
 
-static char *dup_checked(const struct cfgy_node *n)
+static char *dup_checked(const struct svc_yaml_node *n)
 {
     char *s = svc_xmalloc(n->len + 1);
     memcpy(s, n->text, n->len);
@@ -928,16 +542,16 @@ static char *dup_checked(const struct cfgy_node *n)
 
 /* Store a scalar (or null) node into row r of base; messages name n->path.
  * Return 0, or -1 with err. */
-#define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
+#define FAIL(...) svc_yaml_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
 
-static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+static int store_str(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
                      const char *got, struct svc_err *err)
 {
-    bool scalar = n->kind == CFGY_SCALAR || n->kind == CFGY_NULL;
-    if (!scalar || (r->type == CT_PATH && n->kind == CFGY_NULL))
+    bool scalar = n->kind == SVC_YAML_SCALAR || n->kind == SVC_YAML_NULL;
+    if (!scalar || (r->type == CT_PATH && n->kind == SVC_YAML_NULL))
         return FAIL("expected %s, got %s", r->type == CT_PATH ? "a path" : "a string", got);
-    const char *text = n->kind == CFGY_NULL ? "" : n->text;
-    size_t len = n->kind == CFGY_NULL ? 0 : n->len;
+    const char *text = n->kind == SVC_YAML_NULL ? "" : n->text;
+    size_t len = n->kind == SVC_YAML_NULL ? 0 : n->len;
     if (r->type == CT_PATH && len == 0)
         return FAIL("expected a path, got an empty string");
     if ((int64_t)len < r->min)
@@ -953,18 +567,18 @@ static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node
     return 0;
 }
 
-static int store_int(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+static int store_int(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
                      const char *got, struct svc_err *err)
 {
     int64_t v;
     char range[64];
     range_text(r, range, sizeof range);
-    if (r->type == CT_INT64_NULL && n->kind == CFGY_NULL) {
+    if (r->type == CT_INT64_NULL && n->kind == SVC_YAML_NULL) {
         *FIELD(base, r->has_off, bool) = false;
         *FIELD(base, r->off, int64_t) = 0;
         return 0;
     }
-    if (n->kind != CFGY_SCALAR || !n->plain || !parse_int64(n->text, &v))
+    if (n->kind != SVC_YAML_SCALAR || !n->plain || !parse_int64(n->text, &v))
         return FAIL("expected an integer%s, got %s", r->type == CT_INT64_NULL ? " or null" : "",
                     got);
     if (v < r->min || v > r->max)
@@ -979,16 +593,16 @@ static int store_int(const struct cfg_row *r, void *base, const struct cfgy_node
     return 0;
 }
 
-static int store_double(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+static int store_double(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
                         const char *got, struct svc_err *err)
 {
     double d;
-    if (n->kind == CFGY_NULL) {
+    if (n->kind == SVC_YAML_NULL) {
         *FIELD(base, r->has_off, bool) = false;
         *FIELD(base, r->off, double) = 0;
         return 0;
     }
-    if (n->kind != CFGY_SCALAR || !n->plain || !parse_double(n->text, &d))
+    if (n->kind != SVC_YAML_SCALAR || !n->plain || !parse_double(n->text, &d))
         return FAIL("expected a number or null, got %s", got);
     if (d < r->dmin || d > r->dmax)
         return FAIL("%g is out of range (%g..%g)", d, r->dmin, r->dmax);
@@ -997,10 +611,10 @@ static int store_double(const struct cfg_row *r, void *base, const struct cfgy_n
     return 0;
 }
 
-static int store_enum(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+static int store_enum(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
                       const char *got, struct svc_err *err)
 {
-    if (n->kind == CFGY_SCALAR)
+    if (n->kind == SVC_YAML_SCALAR)
         for (int i = 0; r->names[i]; i++)
             if (strcmp(r->names[i], n->text) == 0) {
                 *FIELD(base, r->off, int) = i;
@@ -1013,18 +627,18 @@ static int store_enum(const struct cfg_row *r, void *base, const struct cfgy_nod
                  : r->names[i + 1] ? ", "
                                    : " or ",
                  r->names[i]);
-    if (n->kind == CFGY_SCALAR)
+    if (n->kind == SVC_YAML_SCALAR)
         return FAIL("unknown value %s (expected %s)", got, expected);
     return FAIL("expected %s, got %s", expected, got);
 }
 
 /* A scalar where a sequence or mapping belongs: only null, for a list that may be empty. */
-static int store_list(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+static int store_list(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
                       const char *got, struct svc_err *err)
 {
     if (r->type == CT_JSON)
         return FAIL("expected a mapping, got %s", got);
-    if (n->kind == CFGY_NULL && r->min == 0) {
+    if (n->kind == SVC_YAML_NULL && r->min == 0) {
         char **v = svc_xcalloc(1, sizeof *v);
         row_free(r, base);
         *FIELD(base, r->off, char **) = v;
@@ -1034,12 +648,12 @@ static int store_list(const struct cfg_row *r, void *base, const struct cfgy_nod
                 got);
 }
 
-static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+static int row_store(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
                      struct svc_err *err)
 {
     char got[96];
     describe(r, n, got, sizeof got);
-    if (n->kind == CFGY_SCALAR && strlen(n->text) != n->len)
+    if (n->kind == SVC_YAML_SCALAR && strlen(n->text) != n->len)
         return FAIL("contains a NUL character");
     switch (r->type) {
     case CT_STR:
@@ -1052,7 +666,7 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
     case CT_DOUBLE_NULL:
         return store_double(r, base, n, got, err);
     case CT_BOOL: {
-        int b = n->kind == CFGY_SCALAR && n->plain ? parse_bool(n->text) : -1;
+        int b = n->kind == SVC_YAML_SCALAR && n->plain ? parse_bool(n->text) : -1;
         if (b < 0)
             return FAIL("expected true or false, got %s", got);
         *FIELD(base, r->off, bool) = b;
@@ -1088,17 +702,17 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
         *FIELD(base, r->off, json_object *) = j;
         return 0;
     }
-    struct cfgy_node n = {.file = "<defaults>",
-                          .path = r->name,
-                          .text = r->def,
-                          .len = strlen(r->def),
-                          .plain = true,
-                          .line = 1,
-                          .col = 1};
+    struct svc_yaml_node n = {.file = "<defaults>",
+                              .path = r->name,
+                              .text = r->def,
+                              .len = strlen(r->def),
+                              .plain = true,
+                              .line = 1,
+                              .col = 1};
     if (strcmp(r->def, "[]") == 0)
-        n.kind = CFGY_NULL; /* an empty list */
+        n.kind = SVC_YAML_NULL; /* an empty list */
     else
-        n.kind = cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
+        n.kind = svc_yaml_is_null(n.text, n.len) ? SVC_YAML_NULL : SVC_YAML_SCALAR;
     if (row_store(r, base, &n, err) < 0) {
         if (err && err->code == SVC_E_CONFIG)
             err->code = SVC_E_INTERNAL; /* a bad default is a bug in the table */
@@ -1119,7 +733,7 @@ static int rows_default(const struct cfg_row *rows, size_t nrows, void *base, co
 /* ------------------------------------------------------------------------------------ */
 /* The walker's callback: meaning.                                                        */
 
-static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
+static int cfg_warn_unknown(struct cfg_load *c, const struct svc_yaml_node *n, struct svc_err *err)
 {
     struct svc_config *cfg = c->cfg;
     char **w = svc_xrealloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
@@ -1130,14 +744,14 @@ static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struc
     char *s = svc_buf_steal(&b);
     w[cfg->nwarnings++] = s;
     w[cfg->nwarnings] = NULL;
-    return CFGY_SKIP;
+    return SVC_YAML_SKIP;
 }
 
 /* Apply node n to row r of base; lists descend into a FR_LIST frame at fr. */
 static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
-                     const struct cfgy_node *n, struct cfg_frame *fr, struct svc_err *err)
+                     const struct svc_yaml_node *n, struct cfg_frame *fr, struct svc_err *err)
 {
-    if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
+    if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == SVC_YAML_SEQ) {
         char **v = svc_xcalloc(n->count + 1, sizeof *v);
         row_free(r, base);
         *FIELD(base, r->off, char **) = v;
@@ -1145,22 +759,22 @@ static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
         fr->kind = FR_LIST;
         fr->row = r;
         fr->base = base;
-        return CFGY_DESCEND;
+        return SVC_YAML_DESCEND;
     }
-    if (r->type == CT_JSON && n->kind == CFGY_MAP) {
+    if (r->type == CT_JSON && n->kind == SVC_YAML_MAP) {
         json_object *j;
-        if (cfgy_to_json(n, &j, err) < 0)
+        if (svc_yaml_to_json(n, &j, err) < 0)
             return -1;
         row_free(r, base);
         *FIELD(base, r->off, json_object *) = j;
-        return CFGY_SKIP;
+        return SVC_YAML_SKIP;
     }
-    return row_store(r, base, n, err) < 0 ? -1 : CFGY_SKIP;
+    return row_store(r, base, n, err) < 0 ? -1 : SVC_YAML_SKIP;
 }
 
-static int cfg_dup(const struct cfgy_node *n, struct svc_err *err)
+static int cfg_dup(const struct svc_yaml_node *n, struct svc_err *err)
 {
-    return cfg_fail(err, n->file, n->key_line, n->key_col, n->path, "duplicate key");
+    return svc_yaml_fail(err, n->file, n->key_line, n->key_col, n->path, "duplicate key");
 }
 
 /* The list named name ("jobs", "server.users"), or NULL. */
@@ -1173,17 +787,18 @@ static const struct cfg_list *list_named(const char *name)
 }
 
 /* Enter the sequence of list l at node n; its items are read into frame fr. */
-static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l, const struct cfgy_node *n,
-                          struct cfg_frame *fr, struct svc_err *err)
+static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l,
+                          const struct svc_yaml_node *n, struct cfg_frame *fr, struct svc_err *err)
 {
     uint64_t bit = 1ull << (size_t)(l - cfg_lists);
     if (c->lists_seen & bit)
         return cfg_dup(n, err);
     c->lists_seen |= bit;
-    if (n->kind == CFGY_NULL)
-        return CFGY_SKIP;
-    if (n->kind != CFGY_SEQ)
-        return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a sequence of mappings");
+    if (n->kind == SVC_YAML_NULL)
+        return SVC_YAML_SKIP;
+    if (n->kind != SVC_YAML_SEQ)
+        return svc_yaml_fail(err, n->file, n->line, n->col, n->path,
+                             "expected a sequence of mappings");
     if (n->count > 0) {
         void *arr = svc_xcalloc(n->count, l->size);
         memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
@@ -1192,10 +807,10 @@ static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l, const st
     memset(fr, 0, sizeof *fr);
     fr->kind = FR_ITEMS;
     fr->list = l;
-    return CFGY_DESCEND;
+    return SVC_YAML_DESCEND;
 }
 
-static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
+static int cfg_enter_root(struct cfg_load *c, const struct svc_yaml_node *n, struct svc_err *err)
 {
     struct cfg_frame *fr = &c->fr[1];
     const struct cfg_list *l = list_named(n->key);
@@ -1208,35 +823,35 @@ static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct 
         if (c->sections_seen & (1ull << i))
             return cfg_dup(n, err);
         c->sections_seen |= 1ull << i;
-        if (n->kind == CFGY_NULL)
-            return CFGY_SKIP;
-        if (n->kind != CFGY_MAP)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
+        if (n->kind == SVC_YAML_NULL)
+            return SVC_YAML_SKIP;
+        if (n->kind != SVC_YAML_MAP)
+            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
         memset(fr, 0, sizeof *fr);
         fr->kind = FR_SECTION;
         fr->rows = cfg_rows;
         fr->nrows = NROWS;
         fr->section = cfg_rows[i].name;
         fr->seclen = klen;
-        return CFGY_DESCEND;
+        return SVC_YAML_DESCEND;
     }
     return cfg_warn_unknown(c, n, err);
 }
 
 /* Leaving a jobs[i] / extensions[i] mapping: required keys, unique key. */
-static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct cfgy_node *n,
+static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct svc_yaml_node *n,
                           struct svc_err *err)
 {
     const struct cfg_list *l = fr->list;
     const char *why = l->check ? l->check(fr->base) : NULL;
     if (why)
-        return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
+        return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "%s", why);
     for (size_t i = 0; i < l->nrows; i++) {
         const struct cfg_row *r = &l->rows[i];
         char key[256];
         snprintf(key, sizeof key, "%s.%s", n->path, r->name);
         if ((r->flags & F_REQUIRED) && !(fr->seen & (1ull << i)))
-            return cfg_fail(err, n->file, n->line, n->col, key, "missing required key");
+            return svc_yaml_fail(err, n->file, n->line, n->col, key, "missing required key");
         if (strcmp(r->name, l->unique) != 0)
             continue;
         const char *mine = *FIELD(fr->base, r->off, char *);
@@ -1244,14 +859,14 @@ static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct
         for (size_t k = 0; k < n->index; k++) {
             const char *other = *FIELD(arr + k * l->size, r->off, char *);
             if (other && mine && strcmp(other, mine) == 0)
-                return cfg_fail(err, n->file, fr->line[i], fr->col[i], key,
-                                "'%s' is already used by %s[%zu]", mine, l->name, k);
+                return svc_yaml_fail(err, n->file, fr->line[i], fr->col[i], key,
+                                     "'%s' is already used by %s[%zu]", mine, l->name, k);
         }
     }
-    return CFGY_SKIP;
+    return SVC_YAML_SKIP;
 }
 
-static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
+static int cfg_visit(void *vctx, const struct svc_yaml_node *n, struct svc_err *err)
 {
     struct cfg_load *c = vctx;
     if (n->depth < 1 || n->depth >= (int)(sizeof c->fr / sizeof c->fr[0]))
@@ -1263,8 +878,8 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         if (self->kind == FR_ITEM)
             return cfg_leave_item(c, self, n, err);
         if (self->kind == FR_LIST && (int64_t)self->n < self->row->min)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
-        return CFGY_SKIP;
+            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+        return SVC_YAML_SKIP;
     }
 
     switch (parent->kind) {
@@ -1290,8 +905,8 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
     }
     case FR_ITEMS: {
         const struct cfg_list *l = parent->list;
-        if (n->kind != CFGY_MAP)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
+        if (n->kind != SVC_YAML_MAP)
+            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
         memset(self, 0, sizeof *self);
         self->kind = FR_ITEM;
         self->list = l;
@@ -1300,7 +915,7 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         self->base = (char *)list_array(c->cfg, l) + n->index * l->size;
         if (rows_default(l->rows, l->nrows, self->base, c->cfg->home, err) < 0)
             return -1;
-        return CFGY_DESCEND;
+        return SVC_YAML_DESCEND;
     }
     case FR_ITEM:
         for (size_t i = 0; i < parent->nrows; i++) {
@@ -1318,19 +933,20 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         const struct cfg_row *r = parent->row;
         char got[96];
         describe(r, n, got, sizeof got);
-        if (n->kind != CFGY_SCALAR)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected %s, got %s",
-                            r->type == CT_PATHS ? "a path" : "a string", got);
+        if (n->kind != SVC_YAML_SCALAR)
+            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "expected %s, got %s",
+                                 r->type == CT_PATHS ? "a path" : "a string", got);
         if (strlen(n->text) != n->len)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "contains a NUL character");
+            return svc_yaml_fail(err, n->file, n->line, n->col, n->path,
+                                 "contains a NUL character");
         if (n->len == 0)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
         const char *why = r->check ? r->check(n->text) : NULL;
         if (why)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
+            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "%s", why);
         char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : dup_checked(n);
         (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
-        return CFGY_SKIP;
+        return SVC_YAML_SKIP;
     }
     }
     return svc_err_set(err, SVC_E_INTERNAL, "config: bad walker state");
@@ -1392,7 +1008,7 @@ static int config_load(struct svc_config *cfg, const char *buf, size_t len, cons
     memset(&c, 0, sizeof c);
     c.cfg = cfg;
     c.fr[0].kind = FR_ROOT;
-    if (cfgy_walk(file, buf ? buf : "", buf ? len : 0, cfg_visit, &c, err) < 0)
+    if (svc_yaml_walk(file, buf ? buf : "", buf ? len : 0, cfg_visit, &c, err) < 0)
         goto fail;
     return 0;
 fail:
