@@ -26,7 +26,7 @@ int access_response(struct http_req *r, const char *id, json_object **out, struc
 
 /* A run or response of id when r's caller sees its session: an admin sees every one, and
  * the handler answers for a missing one as it reads it. */
-static int stored_seen(struct http_req *r, enum access a, const char *id, struct svc_err *err)
+static int stored_seen(struct http_req *r, enum access_rule a, const char *id, struct svc_err *err)
 {
     json_object *o = NULL;
     if (!svc_user_scope(&r->user))
@@ -39,7 +39,7 @@ static int stored_seen(struct http_req *r, enum access a, const char *id, struct
     return rc < 0 ? -1 : 0;
 }
 
-int access_check(struct http_req *r, enum access a, struct svc_err *err)
+int access_check(struct http_req *r, enum access_rule a, struct svc_err *err)
 {
     const char *id = r->nparams > 0 ? r->param_values[0] : NULL;
     switch (a) {

@@ -10,7 +10,7 @@
 
 #include "http.h"
 
-enum access {
+enum access_rule {
     ACCESS_UNSET,    /* a row that names no rule: never served (500) */
     ACCESS_PUBLIC,   /* anyone, no bearer token needed */
     ACCESS_ADMIN,    /* admins only: 403 permission_denied for a user */
@@ -22,7 +22,7 @@ enum access {
 
 /* 0 when r's caller may reach what the route names under rule a, else -1 with err: 403, the
  * answer of a missing session, run or response, or 500 for ACCESS_UNSET. */
-int access_check(struct http_req *r, enum access a, struct svc_err *err);
+int access_check(struct http_req *r, enum access_rule a, struct svc_err *err);
 /* Stored response id (*out, a new reference) when the caller sees its session, else -1 with
  * what an unknown id answers (SVC_E_RESPONSE_NOT_FOUND) and *out NULL. */
 int access_response(struct http_req *r, const char *id, json_object **out, struct svc_err *err);

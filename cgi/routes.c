@@ -21,7 +21,7 @@
 struct route {
     const char *method;
     const char *pattern;
-    enum access access; /* who may call it and what it names (access.h) */
+    enum access_rule access; /* who may call it and what it names (access.h) */
     http_handler fn;
 };
 

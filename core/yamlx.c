@@ -342,7 +342,7 @@ int svc_yaml_to_json(const struct svc_yaml_node *n, json_object **out, struct sv
     return yw_json_node(n, n->node, 0, &budget, out, err);
 }
 
-/* The walker's visit for svc_config_yaml_to_json: each top-level key's subtree into ctx. */
+/* The walker's visit for svc_yaml_json: each top-level key's subtree into ctx. */
 static int yw_collect(void *ctx, const struct svc_yaml_node *n, struct svc_err *err)
 {
     json_object *v = NULL;
