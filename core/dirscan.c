@@ -269,24 +269,6 @@ static int verify_line(void *ctx, const char *line, size_t n, off_t at)
     return rc;
 }
 
-/* sid's summary in the map (new reference), or NULL. */
-static json_object *map_get(struct verify *v, const char *sid)
-{
-    sqlite3_stmt *st = svc_hostdb_stmt(&v->map, "SELECT summary FROM m WHERE sid = ?1");
-    json_object *o = NULL;
-    if (!st)
-        return NULL;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
-    sqlite3_reset(st);
-    if (o && !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        o = NULL;
-    }
-    return o;
-}
-
 /* Every session directory against the map, without the root lock (writers go on): the
  * sessions that differ become suspects; progress every 1,000. */
 static int verify_dirs(const struct svc_store *st, struct verify *v, svc_dirscan_progress_fn *pf,
@@ -302,7 +284,8 @@ static int verify_dirs(const struct svc_store *st, struct verify *v, svc_dirscan
         if (!sid || !svc_store_session_exists(st, sid))
             continue;
         json_object *want = svc_sidecar_summary_of(st, sid);
-        json_object *have = want ? map_get(v, sid) : NULL;
+        json_object *have =
+            want ? svc_hostdb_object(&v->map, "SELECT summary FROM m WHERE sid = ?1", sid) : NULL;
         if (want && have && json_object_equal(have, want))
             v->found++;
         else if (want) {
@@ -348,7 +331,7 @@ static int verify_suspects(const struct svc_store *st, struct verify *v)
         const char *sid = v->sus[i];
         json_object *want =
             svc_store_session_exists(st, sid) ? svc_sidecar_summary_of(st, sid) : NULL;
-        json_object *have = map_get(v, sid);
+        json_object *have = svc_hostdb_object(&v->map, "SELECT summary FROM m WHERE sid = ?1", sid);
         if (want && !have)
             snprintf(v->why, v->whysz, "session %s is missing from the index", sid);
         else if (want && !json_object_equal(have, want))

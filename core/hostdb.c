@@ -101,6 +101,23 @@ int64_t svc_hostdb_int(struct svc_hostdb *h, const char *sql, int64_t def)
     return v;
 }
 
+json_object *svc_hostdb_object(struct svc_hostdb *h, const char *sql, const char *key)
+{
+    sqlite3_stmt *st = svc_hostdb_stmt(h, sql);
+    json_object *o = NULL;
+    if (!st)
+        return NULL;
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+    sqlite3_reset(st);
+    if (o && !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        o = NULL;
+    }
+    return o;
+}
+
 char *svc_hostdb_meta(struct svc_hostdb *h, const char *k)
 {
     sqlite3_stmt *st = svc_hostdb_stmt(h, "SELECT v FROM meta WHERE k = ?1");

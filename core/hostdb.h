@@ -18,6 +18,7 @@
 #ifndef SVC_HOSTDB_H
 #define SVC_HOSTDB_H
 
+#include <json-c/json.h>
 #include <sqlite3.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -58,6 +59,9 @@ sqlite3_stmt *svc_hostdb_stmt(struct svc_hostdb *h, const char *sql);
 int svc_hostdb_exec(struct svc_hostdb *h, const char *sql);
 /* The first column of sql's first row as an integer (def when none or on error). */
 int64_t svc_hostdb_int(struct svc_hostdb *h, const char *sql, int64_t def);
+/* The first column of sql's first row (?1 bound to key) parsed as a JSON object (new
+ * reference), or NULL when there is none or it is not one. */
+json_object *svc_hostdb_object(struct svc_hostdb *h, const char *sql, const char *key);
 /* The stamp: the meta table (k TEXT PRIMARY KEY, v) holds each of the n pairs kv[2i],
  * kv[2i+1]; a file that has none of them (fresh) gets them written. */
 bool svc_hostdb_stamped(struct svc_hostdb *h, const char *const *kv, size_t n);

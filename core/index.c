@@ -16,7 +16,6 @@
 #include "journal.h"
 #include "jsonx.h"
 #include "listdb.h"
-#include "lock.h"
 #include "log.h"
 #include "sidecar.h"
 #include "util.h"
@@ -138,15 +137,6 @@ static json_object *recounted(const struct svc_store *st, const struct svc_list_
     return sum;
 }
 
-/* Whether a session listed as running has a live run (its run lock is held). */
-static bool run_alive(const struct svc_store *st, const char *sid)
-{
-    struct svc_sess h;
-    bool alive = svc_sess_open_store(st, sid, &h, NULL) == 0 && svc_lock_run_held(h.dir);
-    svc_sess_close(&h);
-    return alive;
-}
-
 /* The answer from a page's rows (p->limit of them wanted: one more than the page says
  * there is more): {"sessions": [...], "next_cursor"}, the stale sessions into *stale. */
 static json_object *answer(const struct svc_store *st, const struct svc_list_page *p,
@@ -158,7 +148,7 @@ static json_object *answer(const struct svc_store *st, const struct svc_list_pag
         const struct svc_list_row *r = &rows[k];
         json_object *raw = p->q->stored_counts ? NULL : recounted(st, r);
         json_object_array_add(list, raw ? raw : svc_json_new_raw(r->summary));
-        if (stale && strcmp(r->status, "running") == 0 && !run_alive(st, r->sid)) {
+        if (stale && strcmp(r->status, "running") == 0 && !svc_store_run_held(st, r->sid)) {
             if (!*stale)
                 *stale = json_object_new_array();
             json_object_array_add(*stale, json_object_new_string(r->sid));

@@ -755,19 +755,7 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
 
 json_object *svc_listdb_summary(const char *sid)
 {
-    sqlite3_stmt *st = L->h.db ? stmt("SELECT summary FROM s WHERE sid = ?1") : NULL;
-    if (!st)
-        return NULL;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    json_object *o = NULL;
-    if (sqlite3_step(st) == SQLITE_ROW)
-        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
-    sqlite3_reset(st);
-    if (o && !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        o = NULL;
-    }
-    return o;
+    return svc_hostdb_object(&L->h, "SELECT summary FROM s WHERE sid = ?1", sid);
 }
 
 int64_t svc_listdb_count(void)

@@ -11,7 +11,6 @@
 #include "cron.h"
 #include "erase.h"
 #include "jsonx.h"
-#include "lock.h"
 #include "log.h"
 #include "query.h"
 #include "store.h"
@@ -44,14 +43,6 @@ static const char *decide(const struct svc_config *cfg, json_object *sum, time_t
     return NULL;
 }
 
-static bool run_held(const struct svc_config *cfg, const char *sid)
-{
-    struct svc_sess s;
-    bool held = svc_sess_open(cfg, sid, &s, NULL) == 0 && svc_lock_run_held(s.dir);
-    svc_sess_close(&s);
-    return held;
-}
-
 static void add_action(json_object *actions, const char *sid, const char *action, const char *why)
 {
     json_object *a = json_object_new_object();
@@ -64,6 +55,8 @@ static void add_action(json_object *actions, const char *sid, const char *action
 /* The actions for every session the index lists, page by page. */
 static int plan(const struct svc_config *cfg, time_t now, json_object *actions, struct svc_err *err)
 {
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
     struct svc_list_query q = {.limit = SVC_LIST_LIMIT_MAX, .include_archived = true};
     char *cursor = NULL;
     do {
@@ -86,7 +79,7 @@ static int plan(const struct svc_config *cfg, time_t now, json_object *actions, 
             const char *sid = svc_json_str(sum, "session_id", "");
             char why[96];
             const char *action = decide(cfg, sum, now, why, sizeof why);
-            if (action && run_held(cfg, sid))
+            if (action && svc_store_run_held(&st, sid))
                 add_action(actions, sid, "skip", "a run holds it");
             else if (action)
                 add_action(actions, sid, action, why);
@@ -129,14 +122,17 @@ static int export_first(const struct svc_config *cfg, json_object *actions, json
 /* Carry out the actions; a session that cannot be changed becomes a skip. */
 static void carry_out(const struct svc_config *cfg, json_object *actions)
 {
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
     for (size_t i = 0; i < json_object_array_length(actions); i++) {
         json_object *a = json_object_array_get_idx(actions, i), *o = NULL;
         const char *sid = svc_json_str(a, "session_id", ""), *act = svc_json_str(a, "action", "");
         struct svc_err e;
         int rc = 0;
         if (strcmp(act, "archive") == 0)
-            rc = run_held(cfg, sid) ? svc_err_set(&e, SVC_E_SESSION_BUSY, "a run holds it")
-                                    : svc_session_set_archived(cfg, sid, true, &o, &e);
+            rc = svc_store_run_held(&st, sid)
+                     ? svc_err_set(&e, SVC_E_SESSION_BUSY, "a run holds it")
+                     : svc_session_set_archived(cfg, sid, true, &o, &e);
         else if (strcmp(act, "delete") == 0)
             rc = svc_session_delete(cfg, sid, &o, &e);
         json_object_put(o);

@@ -51,12 +51,7 @@ json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *
 
 int svc_sidecar_read(const struct svc_sess *s, json_object **out, struct svc_err *err)
 {
-    char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
-    int rc = svc_json_read_object_file(path, out, err);
-    if (rc != 0 && svc_file_is_empty(path))
-        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", svc_layout_name(SVC_F_SIDECAR));
-    free(path);
-    return rc;
+    return svc_sess_read_object(s, SVC_F_SIDECAR, out, err);
 }
 
 /* The journal learns of the session (in a staging root: when it is published). */

@@ -382,14 +382,28 @@ json_object *svc_store_new_agent(const char *agent_id)
     return a;
 }
 
-int svc_sess_read_agent(struct svc_sess *s, json_object **out, struct svc_err *err)
+int svc_sess_read_object(const struct svc_sess *s, enum svc_file f, json_object **out,
+                         struct svc_err *err)
 {
-    char *path = svc_sess_path(s, SVC_F_AGENT, SVC_FROM_ABS);
+    char *path = svc_sess_path(s, f, SVC_FROM_ABS);
     int rc = svc_json_read_object_file(path, out, err);
     if (rc != 0 && svc_file_is_empty(path))
-        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", svc_layout_name(SVC_F_AGENT));
+        rc = svc_err_set(err, SVC_E_NOT_FOUND, "%s is empty", svc_layout_name(f));
     free(path);
     return rc;
+}
+
+int svc_sess_read_agent(struct svc_sess *s, json_object **out, struct svc_err *err)
+{
+    return svc_sess_read_object(s, SVC_F_AGENT, out, err);
+}
+
+bool svc_store_run_held(const struct svc_store *st, const char *sid)
+{
+    struct svc_sess h;
+    bool held = svc_sess_open_store(st, sid, &h, NULL) == 0 && svc_lock_run_held(h.dir);
+    svc_sess_close(&h);
+    return held;
 }
 
 int svc_sess_write_agent(struct svc_sess *s, json_object *agent, int sync, struct svc_err *err)

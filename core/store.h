@@ -22,6 +22,8 @@
 #include "layout.h"
 #include "lock.h"
 
+/* Whether some process holds session sid's run lock (a run is live). */
+bool svc_store_run_held(const struct svc_store *st, const char *sid);
 /* Whether session_<sid> exists as a real directory inside the root (no symlink escape). */
 bool svc_store_session_exists(const struct svc_store *st, const char *sid);
 /* What shows that a session changed between two looks: its directory's and its sidecar's
@@ -112,8 +114,12 @@ int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, st
  * rewrote it, or to read it again. */
 void svc_sess_forget_sidecar(struct svc_sess *s);
 
-/* Read agent.json (SVC_E_NOT_FOUND when missing, or empty: what a power cut can leave of
- * a replacement that was not synced, see core/run.c). *out is a new reference. */
+/* Read the session's file f as a JSON object (SVC_E_NOT_FOUND when missing, or empty: what
+ * a power cut can leave of a replacement that was not synced, see core/run.c). *out is a
+ * new reference. */
+int svc_sess_read_object(const struct svc_sess *s, enum svc_file f, json_object **out,
+                         struct svc_err *err);
+/* The same of agent.json. */
 int svc_sess_read_agent(struct svc_sess *s, json_object **out, struct svc_err *err);
 /* Write agent.json, setting updated_at and keeping created_at and unknown keys of *agent. */
 int svc_sess_write_agent(struct svc_sess *s, json_object *agent, int sync, struct svc_err *err);
