@@ -35,7 +35,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     bool degraded = cfg->sessions.enabled && !writable;
     int64_t uptime = (int64_t)(svc_time_now() - h_base_started_at);
     bool cache = svc_cache_on(cfg, -1);
-    if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == http_pid() &&
+    if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == svc_pid() &&
         last_health.uptime == uptime && last_health.writable == writable &&
         last_health.reason == reason) {
         json_object *raw = svc_json_new_raw(last_health.text);
@@ -51,7 +51,7 @@ int h_health(struct http_req *r, struct svc_err *err)
         svc_json_set_str(o, "reason", reason);
     svc_json_set_str(o, "version", SVC_VERSION);
     svc_json_set_int(o, "pid", h_base_master_pid);
-    svc_json_set_int(o, "worker_pid", (int64_t)http_pid());
+    svc_json_set_int(o, "worker_pid", (int64_t)svc_pid());
     svc_json_set_int(o, "uptime_s", uptime);
     json_object *s = json_object_new_object();
     svc_json_set_bool(s, "enabled", cfg->sessions.enabled);
@@ -70,7 +70,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     free(last_health.text);
     last_health.text = cache ? svc_json_dump_compact(o) : NULL;
     last_health.cfg = cfg;
-    last_health.pid = http_pid();
+    last_health.pid = svc_pid();
     last_health.uptime = uptime;
     last_health.writable = writable;
     last_health.reason = reason;

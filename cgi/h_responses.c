@@ -14,6 +14,7 @@
  * function_call items, and function_call_output items answer them. `background: true`
  * (SPEC 12.3) runs detached (runs.h); GET polls the run's record (or, with stream=true,
  * replays its events after starting_after), POST .../cancel stops it. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,6 @@
 #include "toolsin.h"
 #include "turnin.h"
 #include "util.h"
-
-#define PING_AFTER_S 10.0
 
 struct resp_in {
     struct turn_in t;         /* results: of function_call_output items */
@@ -497,15 +496,15 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
 /* ---- rendering ---- */
 
 struct resp_ctx {
-    struct http_req *r;
+    struct http_req *r; /* first: the sink's http_sink_gone and http_sink_idle read it */
     const struct resp_in *in;
     struct svc_run *run;
     char id[SVC_RESPONSE_ID_LEN];
     char msg_id[48];
     int64_t created_at;
     int64_t seq;
-    double ping_after;
 };
+_Static_assert(offsetof(struct resp_ctx, r) == 0, "the sink's helpers read r first");
 
 static json_object *usage_of(int64_t p, int64_t c)
 {
@@ -762,22 +761,6 @@ static int on_event(void *ctx, json_object *ev)
     return emit(c, "svc.event", o) < 0 ? 1 : 0;
 }
 
-static int should_cancel(void *ctx)
-{
-    struct resp_ctx *c = ctx;
-    return c->r->client_gone ? 1 : 0;
-}
-
-static int on_idle(void *ctx)
-{
-    struct resp_ctx *c = ctx;
-    if (c->r->client_gone)
-        return 1;
-    if (svc_time_monotonic() - c->r->last_write >= c->ping_after)
-        return http_sse_ping(c->r) < 0 ? 1 : 0;
-    return 0;
-}
-
 /* The client tool calls the run ended on, each as an output item from index 1 with its
  * arguments in one delta. 0, or -1 when the client is gone. */
 static int emit_calls(struct resp_ctx *c)
@@ -826,7 +809,7 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
                            with_response(response_object(c, "in_progress", NULL)), item, part};
     if (emit_seq(c, 4, opening, objs) < 0)
         return 0;
-    struct svc_run_sink sink = {on_event, should_cancel, on_idle, c};
+    struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, c};
     struct svc_err ferr;
     svc_err_clear(&ferr);
     int rc = svc_run_execute(c->run, &sink, &ferr);
@@ -1148,7 +1131,7 @@ static int bg_follow(struct bg_stream *b)
         if (rc < 0 || ended || (finished && n == 0))
             return 0;
         if (!finished && svc_runs_wait(b->r->cfg, run_id, 1000) == 0 &&
-            svc_time_monotonic() - b->r->last_write >= PING_AFTER_S && http_sse_ping(b->r) < 0)
+            svc_time_monotonic() - b->r->last_write >= HTTP_PING_AFTER_S && http_sse_ping(b->r) < 0)
             return 0;
     }
 }
@@ -1263,9 +1246,6 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     struct resp_ctx c = {.r = r, .in = &in, .run = run, .created_at = (int64_t)svc_time_now()};
     svc_responses_new_id("resp_", c.id, sizeof c.id);
     svc_responses_new_id("msg_", c.msg_id, sizeof c.msg_id);
-    const char *e = getenv("SVC_PING_INTERVAL_S");
-    double v = e ? strtod(e, NULL) : 0;
-    c.ping_after = (v >= 1 && v <= 15) ? v : PING_AFTER_S;
     rc = in.t.stream ? resp_stream(&c, err) : resp_plain(&c, err);
 out:
     svc_run_free(run);

@@ -507,7 +507,7 @@ static int next_connection(struct worker *w, FCGX_Request *fr)
 static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
 {
     struct http_req r;
-    http_req_init_fcgi(&r, fr, cfg);
+    http_req_init(&r, fr, cfg);
     http_dispatch(&r);
     held_clear();
     http_finish(&r);
@@ -883,7 +883,7 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
 static int serve_cgi(const struct svc_config *cfg, const struct svc_err *cfg_err)
 {
     struct http_req r;
-    http_req_init_cgi(&r, cfg_err ? NULL : cfg);
+    http_req_init(&r, NULL, cfg_err ? NULL : cfg);
     if (cfg_err)
         http_send_error(&r, cfg_err);
     else

@@ -46,11 +46,6 @@ const char *svc_export_id(const struct svc_export *ex)
     return ex->id;
 }
 
-size_t svc_export_session_total(const struct svc_export *ex)
-{
-    return ex->nsids;
-}
-
 void svc_export_free(struct svc_export *ex)
 {
     if (!ex)

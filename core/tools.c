@@ -62,12 +62,6 @@ json_object *svc_tools_spec(const struct svc_config *cfg)
     return arr;
 }
 
-void svc_tools_call(const struct svc_config *cfg, const char *name, json_object *input,
-                    struct svc_tool_result *out)
-{
-    svc_tools_call_cancel(cfg, name, input, NULL, NULL, out);
-}
-
 void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_object *input,
                            int (*should_cancel)(void *ctx), void *ctx, struct svc_tool_result *out)
 {

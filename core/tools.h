@@ -21,9 +21,8 @@ json_object *svc_tools_spec(const struct svc_config *cfg); /* new reference */
 /* Every tool as GET /api/extensions lists it: [{name, kind, description, parameters, enabled,
  * builtin}], built-ins first; commands and environment are never included. New reference. */
 json_object *svc_tools_list(const struct svc_config *cfg);
-void svc_tools_call(const struct svc_config *cfg, const char *name, json_object *input,
-                    struct svc_tool_result *out);
-/* The same; a running extension is stopped when should_cancel (polled) returns nonzero. */
+/* Run tool name on input; a running extension is stopped when should_cancel (polled, may be
+ * NULL) returns nonzero. */
 void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_object *input,
                            int (*should_cancel)(void *ctx), void *ctx, struct svc_tool_result *out);
 void svc_tool_result_free(struct svc_tool_result *r);
