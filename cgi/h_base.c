@@ -38,11 +38,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == svc_pid() &&
         last_health.uptime == uptime && last_health.writable == writable &&
         last_health.reason == reason) {
-        json_object *raw = svc_json_new_raw(last_health.text);
-        http_send_json(r, degraded ? 503 : 200, raw);
-        json_object_put(raw);
-        (void)err;
-        return 0;
+        return http_reply(r, degraded ? 503 : 200, svc_json_new_raw(last_health.text));
     }
 
     json_object *o = json_object_new_object();
@@ -74,19 +70,12 @@ int h_health(struct http_req *r, struct svc_err *err)
     last_health.uptime = uptime;
     last_health.writable = writable;
     last_health.reason = reason;
-    int rc = http_send_json(r, degraded ? 503 : 200, o);
-    json_object_put(o);
-    (void)err;
-    (void)rc;
-    return 0;
+    return http_reply(r, degraded ? 503 : 200, o);
 }
 
 int h_config(struct http_req *r, struct svc_err *err)
 {
-    json_object *o = svc_config_to_json(r->cfg);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, svc_config_to_json(r->cfg));
 }
 
 /* Who the token acts for, so that a page can say who is signed in (SPEC 14). */
@@ -96,30 +85,25 @@ int h_me(struct http_req *r, struct svc_err *err)
     svc_json_set_str(o, "user_id", r->user.id);
     svc_json_set_bool(o, "admin", r->user.admin);
     svc_json_set_bool(o, "users", svc_users_enabled(r->cfg));
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    (void)err;
-    return 0;
+    return http_reply(r, 200, o);
+}
+
+/* {key: v} (v taken), 200. */
+static int reply_one(struct http_req *r, const char *key, json_object *v)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set(o, key, v);
+    return http_reply(r, 200, o);
 }
 
 int h_jobs(struct http_req *r, struct svc_err *err)
 {
-    json_object *out = json_object_new_object();
-    svc_json_set(out, "jobs", svc_jobs_list(r->cfg, svc_jobs_now())); /* core/jobs.h */
-    http_send_json(r, 200, out);
-    json_object_put(out);
-    (void)err;
-    return 0;
+    return reply_one(r, "jobs", svc_jobs_list(r->cfg, svc_jobs_now())); /* core/jobs.h */
 }
 
 int h_extensions(struct http_req *r, struct svc_err *err)
 {
-    json_object *out = json_object_new_object();
-    svc_json_set(out, "extensions", svc_tools_list(r->cfg));
-    http_send_json(r, 200, out);
-    json_object_put(out);
-    (void)err;
-    return 0;
+    return reply_one(r, "extensions", svc_tools_list(r->cfg));
 }
 
 /* GET /api/metrics: the pool's counters in the Prometheus text format (core/metrics.h). */
@@ -130,6 +114,5 @@ int h_metrics(struct http_req *r, struct svc_err *err)
     svc_metrics_render(&b, http_route_name, svc_sessions_count(r->cfg));
     http_send_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data ? b.data : "", b.len);
     svc_buf_free(&b);
-    (void)err;
     return 0;
 }

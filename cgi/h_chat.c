@@ -617,14 +617,10 @@ out:
 
 int h_session_tokens(struct http_req *r, struct svc_err *err)
 {
-    const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
-    http_set_session(r, sid, false);
-    if (svc_session_tokens(r->cfg, sid, &o, err) < 0)
+    if (svc_session_tokens(r->cfg, http_param(r, "session_id"), &o, err) < 0)
         return -1;
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 /* ---- asynchronous runs (SPEC 4.2) ---- */
@@ -669,10 +665,8 @@ int h_run_get(struct http_req *r, struct svc_err *err)
         json_object_object_get_ex(rec, fields[i], &v);
         svc_json_set(o, fields[i], json_object_get(v));
     }
-    http_send_json(r, 200, o);
-    json_object_put(o);
     json_object_put(rec);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 /* The final event is appended a moment before the run's record says it ended: a stream
@@ -747,7 +741,5 @@ int h_run_cancel(struct http_req *r, struct svc_err *err)
     json_object *o = NULL;
     if (svc_runs_cancel(r->cfg, http_param(r, "run_id"), &o, err) < 0)
         return -1;
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }

@@ -20,9 +20,7 @@ static int send_obj(struct http_req *r, const char *sid, json_object *o)
 {
     if (sid)
         http_set_session(r, sid, false);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 /* OpenAI's list shape around data (taken). */
@@ -195,7 +193,6 @@ int h_conversation_items(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
     json_object *all = NULL;
-    http_set_session(r, sid, false);
     if (svc_conv_items(r->cfg, sid, &all, err) < 0)
         return -1;
     int rc = send_page(r, all, false, err);

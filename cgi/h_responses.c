@@ -1262,9 +1262,7 @@ int h_response_delete(struct http_req *r, struct svc_err *err)
     svc_json_set_str(o, "id", id);
     svc_json_set_str(o, "object", "response");
     svc_json_set_bool(o, "deleted", true);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 /* Where the page starts: after the item named `after` (400 invalid_query when no item has
@@ -1321,10 +1319,8 @@ int h_response_input_items(struct http_req *r, struct svc_err *err)
                      got ? svc_json_str(json_object_array_get_idx(data, got - 1), "id", NULL)
                          : NULL);
     svc_json_set_bool(o, "has_more", start + got < n);
-    http_send_json(r, 200, o);
-    json_object_put(o);
     json_object_put(items);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 int h_response_get(struct http_req *r, struct svc_err *err)
@@ -1342,9 +1338,7 @@ int h_response_get(struct http_req *r, struct svc_err *err)
     if (stream)
         return bg_resume(r, o, err);
     background_refresh(r, o);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 /* POST /api/v1/responses/{id}/cancel: a background response's run is asked to stop and the
@@ -1371,7 +1365,5 @@ int h_response_cancel(struct http_req *r, struct svc_err *err)
         }
     json_object_put(c);
     background_refresh(r, o);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }

@@ -823,6 +823,13 @@ int http_send_json(struct http_req *r, int status, json_object *body)
     return rc;
 }
 
+int http_reply(struct http_req *r, int status, json_object *body)
+{
+    http_send_json(r, status, body);
+    json_object_put(body);
+    return 0;
+}
+
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n)
 {
     int rc = send_headers(r, status, ctype, (long long)n);

@@ -151,6 +151,8 @@ void http_mark_run_began(struct http_req *r);
 /* Send a complete JSON response (body borrowed). Returns 0, -1 when the client is gone.
  * Buffered: it leaves with http_finish (SSE helpers flush at once). */
 int http_send_json(struct http_req *r, int status, json_object *body);
+/* The same with body consumed (released once sent); returns 0: a handler's last call. */
+int http_reply(struct http_req *r, int status, json_object *body);
 /* The same for a text body of content type ctype. */
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n);
 /* {"error":{"message","type","param","code"}} with the code's HTTP status. */
