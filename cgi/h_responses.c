@@ -530,12 +530,12 @@ static json_object *text_part(const char *text)
     return p;
 }
 
-/* The assistant message item; text NULL: in progress, no content yet. status: in_progress,
- * completed, or incomplete (a failed run's partial text). */
-static json_object *message_item(const struct resp_ctx *c, const char *text, const char *status)
+/* The assistant message item msg_id; text NULL: in progress, no content yet. status:
+ * in_progress, completed, or incomplete (a failed run's partial text). */
+static json_object *message_item(const char *msg_id, const char *text, const char *status)
 {
     json_object *m = json_object_new_object();
-    svc_json_set_str(m, "id", c->msg_id);
+    svc_json_set_str(m, "id", msg_id);
     svc_json_set_str(m, "type", "message");
     svc_json_set_str(m, "status", status);
     svc_json_set_str(m, "role", "assistant");
@@ -574,7 +574,8 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     size_t nc = calls ? json_object_array_length(calls) : 0;
     bool has_text = text && *text;
     if ((!failure || has_text) && (c->in->t.stream || nc == 0 || has_text))
-        json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
+        json_object_array_add(output,
+                              message_item(c->msg_id, text, failure ? "incomplete" : "completed"));
     for (size_t i = 0; i < nc; i++)
         json_object_array_add(output, function_call_out(json_object_array_get_idx(calls, i), true));
     return output;
@@ -739,18 +740,57 @@ static json_object *at_part(const struct resp_ctx *c)
     return o;
 }
 
+/* The opening events of a streamed answer: created and in_progress with pending (the
+ * response before its output, taken), the message item and its text part added. */
+static int emit_opening(struct resp_ctx *c, json_object *pending)
+{
+    json_object *item = json_object_new_object();
+    svc_json_set_int(item, "output_index", 0);
+    svc_json_set(item, "item", message_item(c->msg_id, NULL, "in_progress"));
+    json_object *part = at_part(c);
+    svc_json_set(part, "part", text_part(""));
+    static const char *const types[] = {"response.created", "response.in_progress",
+                                        "response.output_item.added",
+                                        "response.content_part.added"};
+    json_object *objs[] = {with_response(json_object_get(pending)), with_response(pending), item,
+                           part};
+    return emit_seq(c, 4, types, objs);
+}
+
+/* The events that close the message's text (its whole text). */
+static int emit_closing(struct resp_ctx *c, const char *text)
+{
+    json_object *done = at_part(c);
+    svc_json_set_str(done, "text", text);
+    svc_json_set(done, "logprobs", json_object_new_array());
+    json_object *part = at_part(c);
+    svc_json_set(part, "part", text_part(text));
+    json_object *item = json_object_new_object();
+    svc_json_set_int(item, "output_index", 0);
+    svc_json_set(item, "item", message_item(c->msg_id, text, "completed"));
+    static const char *const types[] = {"response.output_text.done", "response.content_part.done",
+                                        "response.output_item.done"};
+    json_object *objs[] = {done, part, item};
+    return emit_seq(c, 3, types, objs);
+}
+
+/* A delta of the message's text. */
+static int emit_delta(struct resp_ctx *c, const char *text)
+{
+    json_object *o = at_part(c);
+    svc_json_set_str(o, "delta", text);
+    svc_json_set(o, "logprobs", json_object_new_array());
+    return emit(c, "response.output_text.delta", o);
+}
+
 static int on_event(void *ctx, json_object *ev)
 {
     struct resp_ctx *c = ctx;
     if (c->r->client_gone)
         return 1;
     const char *type = svc_json_str(ev, "type", "");
-    if (strcmp(type, "delta") == 0) {
-        json_object *o = at_part(c);
-        svc_json_set_str(o, "delta", svc_json_str(ev, "text", ""));
-        svc_json_set(o, "logprobs", json_object_new_array());
-        return emit(c, "response.output_text.delta", o) < 0 ? 1 : 0;
-    }
+    if (strcmp(type, "delta") == 0)
+        return emit_delta(c, svc_json_str(ev, "text", "")) < 0 ? 1 : 0;
     bool tool = strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0;
     bool end = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
     if (!tool && (!c->in->t.svc_v2 || end))
@@ -795,20 +835,8 @@ static int emit_calls(struct resp_ctx *c)
 static int resp_stream(struct resp_ctx *c, struct svc_err *err)
 {
     struct http_req *r = c->r;
-    if (http_sse_begin(r) < 0)
+    if (http_sse_begin(r) < 0 || emit_opening(c, response_object(c, "in_progress", NULL)) < 0)
         return 0; /* client gone: svc_run_free ends the run */
-    json_object *item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
-    svc_json_set(item, "item", message_item(c, NULL, "in_progress"));
-    json_object *part = at_part(c);
-    svc_json_set(part, "part", text_part(""));
-    static const char *const opening[] = {"response.created", "response.in_progress",
-                                          "response.output_item.added",
-                                          "response.content_part.added"};
-    json_object *objs[] = {with_response(response_object(c, "in_progress", NULL)),
-                           with_response(response_object(c, "in_progress", NULL)), item, part};
-    if (emit_seq(c, 4, opening, objs) < 0)
-        return 0;
     struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, c};
     struct svc_err ferr;
     svc_err_clear(&ferr);
@@ -837,19 +865,7 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     }
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    const char *text = a.content;
-    json_object *done = at_part(c);
-    svc_json_set_str(done, "text", text);
-    svc_json_set(done, "logprobs", json_object_new_array());
-    part = at_part(c);
-    svc_json_set(part, "part", text_part(text));
-    item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
-    svc_json_set(item, "item", message_item(c, text, "completed"));
-    static const char *const closing[] = {"response.output_text.done", "response.content_part.done",
-                                          "response.output_item.done"};
-    json_object *last[] = {done, part, item};
-    if (emit_seq(c, 3, closing, last) == 0 && emit_calls(c) == 0)
+    if (emit_closing(c, a.content) == 0 && emit_calls(c) == 0)
         emit(c, "response.completed", with_response(resp));
     else
         json_object_put(resp);
@@ -870,52 +886,24 @@ static const char *stored_text(json_object *resp, const char **msg_id)
 static int resp_replay(struct http_req *r, const struct resp_in *in, json_object *stored)
 {
     http_set_session(r, svc_json_str(stored, "session_id", NULL), false);
-    if (!in->t.stream) {
-        http_send_json(r, 200, stored);
-        json_object_put(stored);
-        return 0;
-    }
+    if (!in->t.stream)
+        return http_reply(r, 200, stored);
     struct resp_ctx c = {.r = r, .in = in};
     const char *msg_id = "";
     const char *text = stored_text(stored, &msg_id);
     snprintf(c.msg_id, sizeof c.msg_id, "%s", msg_id);
-    if (http_sse_begin(r) < 0)
+    if (http_sse_begin(r) < 0) {
+        json_object_put(stored);
         return 0;
+    }
     json_object *pending = svc_json_copy(stored);
     svc_json_set_str(pending, "status", "in_progress");
     svc_json_set(pending, "output", json_object_new_array());
     svc_json_set(pending, "usage", NULL);
-    json_object *added = json_object_new_object();
-    svc_json_set_int(added, "output_index", 0);
-    svc_json_set(added, "item", message_item(&c, NULL, "in_progress"));
-    json_object *part = at_part(&c);
-    svc_json_set(part, "part", text_part(""));
-    json_object *delta = at_part(&c);
-    svc_json_set_str(delta, "delta", text);
-    svc_json_set(delta, "logprobs", json_object_new_array());
-    json_object *done = at_part(&c);
-    svc_json_set_str(done, "text", text);
-    svc_json_set(done, "logprobs", json_object_new_array());
-    json_object *part_done = at_part(&c);
-    svc_json_set(part_done, "part", text_part(text));
-    json_object *item_done = json_object_new_object();
-    svc_json_set_int(item_done, "output_index", 0);
-    svc_json_set(item_done, "item", message_item(&c, text, "completed"));
-    static const char *const seq[] = {"response.created",           "response.in_progress",
-                                      "response.output_item.added", "response.content_part.added",
-                                      "response.output_text.delta", "response.output_text.done",
-                                      "response.content_part.done", "response.output_item.done",
-                                      "response.completed"};
-    json_object *objs[] = {with_response(json_object_get(pending)),
-                           with_response(pending),
-                           added,
-                           part,
-                           delta,
-                           done,
-                           part_done,
-                           item_done,
-                           with_response(stored)};
-    emit_seq(&c, sizeof seq / sizeof *seq, seq, objs);
+    if (emit_opening(&c, pending) == 0 && emit_delta(&c, text) == 0 && emit_closing(&c, text) == 0)
+        emit(&c, "response.completed", with_response(stored));
+    else
+        json_object_put(stored);
     return 0;
 }
 
@@ -978,15 +966,9 @@ static void background_refresh(struct http_req *r, json_object *o)
     if (strcmp(st, "done") == 0) {
         char msg[48];
         snprintf(msg, sizeof msg, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
-        json_object *item = json_object_new_object(), *parts = json_object_new_array();
-        svc_json_set_str(item, "id", msg);
-        svc_json_set_str(item, "type", "message");
-        svc_json_set_str(item, "status", "completed");
-        svc_json_set_str(item, "role", "assistant");
-        json_object_array_add(parts, text_part(svc_json_str(rec, "content", "")));
-        svc_json_set(item, "content", parts);
         json_object *out = json_object_new_array();
-        json_object_array_add(out, item);
+        json_object_array_add(out,
+                              message_item(msg, svc_json_str(rec, "content", ""), "completed"));
         svc_json_set(o, "output", out);
         json_object *u = svc_json_obj(rec, "usage");
         svc_json_set(
