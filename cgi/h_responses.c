@@ -1247,62 +1247,13 @@ int h_response_delete(struct http_req *r, struct svc_err *err)
     return http_reply(r, 200, o);
 }
 
-/* Where the page starts: after the item named `after` (400 invalid_query when no item has
- * that id), else at the first. */
-static int page_start(json_object *items, const char *after, bool desc, size_t *start,
-                      struct svc_err *err)
-{
-    size_t n = json_object_array_length(items);
-    *start = 0;
-    if (!after)
-        return 0;
-    for (size_t k = 0; k < n; k++) {
-        json_object *it = json_object_array_get_idx(items, desc ? n - 1 - k : k);
-        if (strcmp(svc_json_str(it, "id", ""), after) == 0) {
-            *start = k + 1;
-            return 0;
-        }
-    }
-    return svc_err_setp(err, SVC_E_INVALID_QUERY, "after", "no input item has the id '%.64s'",
-                        after);
-}
-
 /* GET /api/v1/responses/{id}/input_items?limit=20&order=desc&after= (SPEC 12.3). */
 int h_response_input_items(struct http_req *r, struct svc_err *err)
 {
-    const char *order = NULL, *after = NULL;
-    int64_t limit = 20;
     json_object *items = NULL;
-    if (http_query_int(r, "limit", 20, 1, 100, &limit, err) < 0 ||
-        http_query_str(r, "order", &order, err) < 0 || http_query_str(r, "after", &after, err) < 0)
-        return -1;
-    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0)
-        return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "'order' must be asc or desc");
-    bool desc = !order || strcmp(order, "desc") == 0;
-    size_t start = 0;
     if (svc_responses_input_items(r->cfg, http_param(r, "response_id"), &items, err) < 0)
         return -1;
-    if (page_start(items, after, desc, &start, err) < 0) {
-        json_object_put(items);
-        return -1;
-    }
-    size_t n = json_object_array_length(items);
-    json_object *data = json_object_new_array();
-    for (size_t k = start; k < n && (int64_t)(k - start) < limit; k++)
-        json_object_array_add(
-            data, json_object_get(json_object_array_get_idx(items, desc ? n - 1 - k : k)));
-    size_t got = json_object_array_length(data);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "object", "list");
-    svc_json_set(o, "data", data);
-    svc_json_set_str(o, "first_id",
-                     got ? svc_json_str(json_object_array_get_idx(data, 0), "id", NULL) : NULL);
-    svc_json_set_str(o, "last_id",
-                     got ? svc_json_str(json_object_array_get_idx(data, got - 1), "id", NULL)
-                         : NULL);
-    svc_json_set_bool(o, "has_more", start + got < n);
-    json_object_put(items);
-    return http_reply(r, 200, o);
+    return http_send_page(r, items, false, err);
 }
 
 int h_response_get(struct http_req *r, struct svc_err *err)

@@ -830,6 +830,51 @@ int http_reply(struct http_req *r, int status, json_object *body)
     return 0;
 }
 
+json_object *http_list(json_object *data, bool has_more)
+{
+    size_t n = json_object_array_length(data);
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "object", "list");
+    svc_json_set(o, "data", data);
+    svc_json_set_str(o, "first_id",
+                     n ? svc_json_str(json_object_array_get_idx(data, 0), "id", NULL) : NULL);
+    svc_json_set_str(o, "last_id",
+                     n ? svc_json_str(json_object_array_get_idx(data, n - 1), "id", NULL) : NULL);
+    svc_json_set_bool(o, "has_more", has_more);
+    return o;
+}
+
+int http_send_page(struct http_req *r, json_object *all, bool all_desc, struct svc_err *err)
+{
+    int64_t limit = 0;
+    const char *after = NULL, *order = NULL;
+    int rc = -1;
+    if (http_query_int(r, "limit", 20, 1, 100, &limit, err) < 0 ||
+        http_query_str(r, "after", &after, err) < 0 || http_query_str(r, "order", &order, err) < 0)
+        goto out;
+    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
+        svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "'order' must be asc or desc");
+        goto out;
+    }
+    bool rev = !(order && strcmp(order, "asc") == 0) != all_desc;
+    size_t n = json_object_array_length(all), start = 0;
+#define AT(i) json_object_array_get_idx(all, rev ? n - 1 - (i) : (i))
+    while (after && start < n && strcmp(svc_json_str(AT(start), "id", ""), after) != 0)
+        start++;
+    if (after && start++ == n) {
+        svc_err_setp(err, SVC_E_INVALID_QUERY, "after", "no item here has the id '%.64s'", after);
+        goto out;
+    }
+    json_object *data = json_object_new_array();
+    for (size_t i = start; i < n && i < start + (size_t)limit; i++)
+        json_object_array_add(data, json_object_get(AT(i)));
+#undef AT
+    rc = http_reply(r, 200, http_list(data, start + json_object_array_length(data) < n));
+out:
+    json_object_put(all);
+    return rc;
+}
+
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n)
 {
     int rc = send_headers(r, status, ctype, (long long)n);

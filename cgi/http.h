@@ -153,6 +153,13 @@ void http_mark_run_began(struct http_req *r);
 int http_send_json(struct http_req *r, int status, json_object *body);
 /* The same with body consumed (released once sent); returns 0: a handler's last call. */
 int http_reply(struct http_req *r, int status, json_object *body);
+/* OpenAI's list {"object": "list", "data", "first_id", "last_id", "has_more"} around data
+ * (taken; its objects carry an "id"). */
+json_object *http_list(json_object *data, bool has_more);
+/* A page of all (taken; newest first when all_desc) as an OpenAI list, sent with 200: the
+ * query's limit (1..100, 20), order (asc or desc, the default) and after (the id that ends
+ * the previous page; none with it is 400 invalid_query). 0, or -1 with err and nothing sent. */
+int http_send_page(struct http_req *r, json_object *all, bool all_desc, struct svc_err *err);
 /* The same for a text body of content type ctype. */
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n);
 /* {"error":{"message","type","param","code"}} with the code's HTTP status. */
