@@ -93,50 +93,21 @@ int h_conversation_delete(struct http_req *r, struct svc_err *err)
     return send_obj(r, sid, o);
 }
 
-/* Every session the asker sees, as conversation objects, newest first. */
-static int all_conversations(struct http_req *r, json_object **out, struct svc_err *err)
+static int add_conversation(void *all, json_object *sum, struct svc_err *err)
 {
-    struct svc_list_query q;
-    memset(&q, 0, sizeof q);
-    q.limit = SVC_LIST_LIMIT_MAX;
-    q.owner = svc_user_scope(&r->user);
-    json_object *all = json_object_new_array();
-    char *cursor = NULL;
-    do {
-        json_object *page = NULL;
-        q.cursor = cursor;
-        if (svc_sessions_list(r->cfg, &q, &page, err) < 0) {
-            free(cursor);
-            json_object_put(all);
-            return -1;
-        }
-        json_object *ss = svc_json_arr(page, "sessions");
-        for (size_t i = 0; ss && i < json_object_array_length(ss); i++) {
-            json_object *el = json_object_array_get_idx(ss, i), *sum = NULL;
-            /* a page's rows are the index's text, unparsed (jsonx.h's raw nodes) */
-            if (json_object_is_type(el, json_type_string))
-                svc_json_parse(json_object_get_string(el), json_object_get_string_len(el), &sum,
-                               NULL);
-            else
-                sum = json_object_get(el);
-            if (sum)
-                json_object_array_add(all, svc_conv_object(sum));
-            json_object_put(sum);
-        }
-        const char *next = svc_json_str(page, "next_cursor", NULL);
-        free(cursor);
-        cursor = next ? svc_xstrdup(next) : NULL;
-        json_object_put(page);
-    } while (cursor);
-    *out = all;
+    json_object_array_add(all, svc_conv_object(sum));
     return 0;
 }
 
 int h_conversations_list(struct http_req *r, struct svc_err *err)
 {
-    json_object *all = NULL;
-    if (all_conversations(r, &all, err) < 0)
+    /* every session the asker sees, as conversation objects, newest first */
+    struct svc_list_query q = {.owner = svc_user_scope(&r->user)};
+    json_object *all = json_object_new_array();
+    if (svc_sessions_each(r->cfg, &q, add_conversation, all, err) < 0) {
+        json_object_put(all);
         return -1;
+    }
     return http_send_page(r, all, true, err);
 }
 
