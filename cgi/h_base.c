@@ -13,8 +13,21 @@
 #include "user.h"
 #include "util.h"
 
-double h_base_started_at;
-int h_base_master_pid;
+static struct {
+    double at;
+    int master_pid;
+} started;
+
+void h_base_start(double at, int master_pid)
+{
+    started.at = at;
+    started.master_pid = master_pid;
+}
+
+double h_base_started(void)
+{
+    return started.at;
+}
 
 /* The last body answered: it changes once a second (uptime_s) or when the root's state
  * does, so a polled health check reuses its text instead of building it again. */
@@ -33,7 +46,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     const char *reason = NULL;
     bool writable = svc_dir_writable(cfg->sessions.root, &reason);
     bool degraded = cfg->sessions.enabled && !writable;
-    int64_t uptime = (int64_t)(svc_time_now() - h_base_started_at);
+    int64_t uptime = (int64_t)(svc_time_now() - started.at);
     bool cache = svc_cache_on(cfg, -1);
     if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == svc_pid() &&
         last_health.uptime == uptime && last_health.writable == writable &&
@@ -46,7 +59,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     if (degraded)
         svc_json_set_str(o, "reason", reason);
     svc_json_set_str(o, "version", SVC_VERSION);
-    svc_json_set_int(o, "pid", h_base_master_pid);
+    svc_json_set_int(o, "pid", started.master_pid);
     svc_json_set_int(o, "worker_pid", (int64_t)svc_pid());
     svc_json_set_int(o, "uptime_s", uptime);
     json_object *s = json_object_new_object();

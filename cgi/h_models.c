@@ -19,7 +19,7 @@ static json_object *model_object(const struct svc_config *cfg)
     json_object *m = json_object_new_object();
     svc_json_set_str(m, "id", configured_model(cfg));
     svc_json_set_str(m, "object", "model");
-    svc_json_set_int(m, "created", (int64_t)h_base_started_at);
+    svc_json_set_int(m, "created", (int64_t)h_base_started());
     svc_json_set_str(m, "owned_by", "svc");
     return m;
 }

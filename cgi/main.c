@@ -1119,8 +1119,7 @@ int main(int argc, char **argv)
         logmsg("FCGX_Init failed");
         return EXIT_FAIL;
     }
-    h_base_started_at = svc_time_now();
-    h_base_master_pid = (int)getpid();
+    h_base_start(svc_time_now(), (int)getpid());
     bool cgi = false;
     struct pool pl = {
         .listen_fd = inherited_socket(&o, &cgi), .inherited_flags = -1, .log_path = o.log};
