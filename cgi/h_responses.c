@@ -502,7 +502,8 @@ struct resp_ctx {
     char id[SVC_RESPONSE_ID_LEN];
     char msg_id[48];
     int64_t created_at;
-    int64_t seq;
+    int64_t seq;  /* the next event's sequence_number */
+    int64_t from; /* events numbered below it are not sent (a resumed stream) */
 };
 _Static_assert(offsetof(struct resp_ctx, r) == 0, "the sink's helpers read r first");
 
@@ -697,9 +698,14 @@ static int resp_plain(struct resp_ctx *c, struct svc_err *err)
 /* One stream event: "type" and "sequence_number" first, then the fields of o (consumed). */
 static int emit(struct resp_ctx *c, const char *type, json_object *o)
 {
+    int64_t seq = c->seq++;
+    if (seq < c->from) {
+        json_object_put(o);
+        return 0;
+    }
     json_object *ev = json_object_new_object();
     svc_json_set_str(ev, "type", type);
-    svc_json_set_int(ev, "sequence_number", c->seq++);
+    svc_json_set_int(ev, "sequence_number", seq);
     if (o) {
         json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
         json_object_put(o);
@@ -990,86 +996,24 @@ static void background_refresh(struct http_req *r, json_object *o)
  * message (created, in_progress, output_item.added, content_part.added), run event seq k
  * is 3 + k (delta: output_text.delta; others: svc.event), and its done closes with 3 + k..
  * 6 + k (output_text.done, content_part.done, output_item.done, response.completed); its
- * error is response.failed at 3 + k. */
+ * error is response.failed at 3 + k. The events are those of a foreground stream (emit_*),
+ * numbered here. */
 
 struct bg_stream {
-    struct http_req *r;
+    struct resp_ctx c; /* msg_id, the numbering (from the run's events) and from */
     json_object *resp; /* the stored object, refreshed at the end */
-    char msg_id[48];
-    int64_t after; /* starting_after: events up to it are skipped */
 };
-
-/* One event numbered seq, skipped when seq <= after; o consumed. 0, or -1 when gone. */
-static int bg_emit(struct bg_stream *b, int64_t seq, const char *type, json_object *o)
-{
-    if (seq <= b->after) {
-        json_object_put(o);
-        return 0;
-    }
-    json_object *ev = json_object_new_object();
-    svc_json_set_str(ev, "type", type);
-    svc_json_set_int(ev, "sequence_number", seq);
-    json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
-    json_object_put(o);
-    int rc = http_sse_event(b->r, type, ev);
-    json_object_put(ev);
-    return rc;
-}
-
-/* The text part's position fields, and the text under key when key is not NULL. */
-static json_object *bg_pos(const struct bg_stream *b, const char *key, const char *text)
-{
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "item_id", b->msg_id);
-    svc_json_set_int(o, "output_index", 0);
-    svc_json_set_int(o, "content_index", 0);
-    if (key)
-        svc_json_set_str(o, key, text);
-    return o;
-}
-
-static int bg_open(struct bg_stream *b)
-{
-    json_object *item = json_object_new_object();
-    svc_json_set_str(item, "id", b->msg_id);
-    svc_json_set_str(item, "type", "message");
-    svc_json_set_str(item, "status", "in_progress");
-    svc_json_set_str(item, "role", "assistant");
-    svc_json_set(item, "content", json_object_new_array());
-    json_object *added = json_object_new_object();
-    svc_json_set_int(added, "output_index", 0);
-    svc_json_set(added, "item", item);
-    json_object *part = bg_pos(b, NULL, NULL);
-    svc_json_set(part, "part", text_part(""));
-    return bg_emit(b, 0, "response.created", with_response(svc_json_copy(b->resp))) < 0 ||
-                   bg_emit(b, 1, "response.in_progress", with_response(svc_json_copy(b->resp))) <
-                       0 ||
-                   bg_emit(b, 2, "response.output_item.added", added) < 0 ||
-                   bg_emit(b, 3, "response.content_part.added", part) < 0
-               ? -1
-               : 0;
-}
 
 /* The closing events after the run's done (seq k) or error. */
 static int bg_close(struct bg_stream *b, int64_t k, bool done)
 {
-    background_refresh(b->r, b->resp);
+    background_refresh(b->c.r, b->resp);
+    b->c.seq = 3 + k;
     if (!done)
-        return bg_emit(b, 3 + k, "response.failed", with_response(svc_json_copy(b->resp)));
-    json_object *out = svc_json_arr(b->resp, "output");
-    json_object *item = out ? json_object_array_get_idx(out, 0) : NULL;
-    json_object *parts = item ? svc_json_arr(item, "content") : NULL;
-    json_object *part = parts ? json_object_array_get_idx(parts, 0) : NULL;
-    const char *text = svc_json_str(part, "text", "");
-    json_object *pd = bg_pos(b, NULL, NULL), *idone = json_object_new_object();
-    svc_json_set(pd, "part", text_part(text));
-    svc_json_set_int(idone, "output_index", 0);
-    svc_json_set(idone, "item", item ? json_object_get(item) : json_object_new_object());
-    return bg_emit(b, 3 + k, "response.output_text.done", bg_pos(b, "text", text)) < 0 ||
-                   bg_emit(b, 4 + k, "response.content_part.done", pd) < 0 ||
-                   bg_emit(b, 5 + k, "response.output_item.done", idone) < 0 ||
-                   bg_emit(b, 6 + k, "response.completed", with_response(svc_json_copy(b->resp))) <
-                       0
+        return emit(&b->c, "response.failed", with_response(svc_json_copy(b->resp)));
+    const char *msg_id = "";
+    return emit_closing(&b->c, stored_text(b->resp, &msg_id)) < 0 ||
+                   emit(&b->c, "response.completed", with_response(svc_json_copy(b->resp))) < 0
                ? -1
                : 0;
 }
@@ -1083,26 +1027,26 @@ static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
         *ended = true;
         return bg_close(b, k, strcmp(type, "done") == 0);
     }
+    b->c.seq = 3 + k;
     if (strcmp(type, "delta") == 0)
-        return bg_emit(b, 3 + k, "response.output_text.delta",
-                       bg_pos(b, "delta", svc_json_str(ev, "text", "")));
+        return emit_delta(&b->c, svc_json_str(ev, "text", ""));
     json_object *o = json_object_new_object();
     svc_json_set(o, "svc_event", json_object_get(ev));
-    return bg_emit(b, 3 + k, "svc.event", o);
+    return emit(&b->c, "svc.event", o);
 }
 
-/* Follow the run's events from the start, sending those after b->after, until its end. */
+/* Follow the run's events from the start, sending those from b->c.from, until its end. */
 static int bg_follow(struct bg_stream *b)
 {
     const char *run_id = svc_json_str(b->resp, "run_id", "");
-    if (http_sse_begin(b->r) < 0 || bg_open(b) < 0)
+    if (http_sse_begin(b->c.r) < 0 || emit_opening(&b->c, svc_json_copy(b->resp)) < 0)
         return 0;
     long cursor = 0;
     for (;;) {
         json_object *events = NULL;
         bool finished = false, ended = false;
         long next = cursor;
-        if (svc_runs_events(b->r->cfg, run_id, cursor, &events, &next, &finished, NULL) < 0)
+        if (svc_runs_events(b->c.r->cfg, run_id, cursor, &events, &next, &finished, NULL) < 0)
             return 0;
         int rc = 0;
         for (size_t i = 0; i < json_object_array_length(events) && !ended && rc == 0; i++)
@@ -1112,8 +1056,9 @@ static int bg_follow(struct bg_stream *b)
         cursor = next;
         if (rc < 0 || ended || (finished && n == 0))
             return 0;
-        if (!finished && svc_runs_wait(b->r->cfg, run_id, 1000) == 0 &&
-            svc_time_monotonic() - b->r->last_write >= HTTP_PING_AFTER_S && http_sse_ping(b->r) < 0)
+        if (!finished && svc_runs_wait(b->c.r->cfg, run_id, 1000) == 0 &&
+            svc_time_monotonic() - b->c.r->last_write >= HTTP_PING_AFTER_S &&
+            http_sse_ping(b->c.r) < 0)
             return 0;
     }
 }
@@ -1137,7 +1082,7 @@ static int64_t bg_last_seq(const struct svc_config *cfg, const char *run_id)
 static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
 {
     int64_t after = -1;
-    struct bg_stream b = {.r = r, .resp = o};
+    struct bg_stream b = {.c = {.r = r}, .resp = o};
     int rc = http_query_int(r, "starting_after", -1, -1, INT32_MAX, &after, err);
     if (rc == 0 && !svc_json_bool(o, "background", false))
         rc = svc_err_setp(err, SVC_E_INVALID_QUERY, "stream",
@@ -1149,8 +1094,8 @@ static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
                           "starting_after %lld is past the stream's end (%lld)", (long long)after,
                           (long long)last);
     if (rc == 0) {
-        b.after = after;
-        snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
+        b.c.from = after + 1;
+        snprintf(b.c.msg_id, sizeof b.c.msg_id, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
         rc = bg_follow(&b);
     }
     json_object_put(o);
@@ -1178,8 +1123,8 @@ static int resp_background(struct http_req *r, struct resp_in *in, struct svc_er
         svc_runs_cancel(r->cfg, svc_json_str(run, "run_id", ""), &c, NULL);
         json_object_put(c);
     } else if (in->t.stream) { /* the stream that bg_resume replays */
-        struct bg_stream b = {.r = r, .resp = o, .after = -1};
-        snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", id + 5);
+        struct bg_stream b = {.c = {.r = r}, .resp = o};
+        snprintf(b.c.msg_id, sizeof b.c.msg_id, "msg_%s", id + 5);
         bg_follow(&b);
     } else {
         http_send_json(r, 200, o);
