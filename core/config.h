@@ -39,6 +39,20 @@ struct svc_extension {
     bool enabled;
 };
 
+/* One of mcp_servers (SPEC 16): stdio (command) or Streamable HTTP (url), never both. */
+struct svc_mcp_server {
+    char *name;               /* [a-z0-9_-]{1,32} without "__": its tools are <name>__<tool> */
+    char **command;           /* argv, NULL-terminated, or NULL for an HTTP server */
+    char *url;                /* "" for a stdio server */
+    json_object *env;         /* {NAME: value} added to the child's PATH, HOME and LANG */
+    char **env_pass;          /* names copied from our environment when set */
+    json_object *headers_env; /* {Header: VARIABLE}: each header's value from a variable */
+    int timeout_s;            /* one call (and the start) */
+    char **allowed_tools;     /* empty: every tool the server lists */
+    char **users;             /* empty: every user; else these user ids (SPEC 14) */
+    bool enabled;
+};
+
 enum svc_role { SVC_ROLE_USER, SVC_ROLE_ADMIN };
 
 /* One of server.users (SPEC 14): its token is named, never given in clear. */
@@ -120,6 +134,11 @@ struct svc_config {
     size_t njobs;
     struct svc_extension *extensions;
     size_t nextensions;
+    struct svc_mcp_server *mcp_servers;
+    size_t nmcp_servers;
+    struct {
+        char **remote_allow; /* URL prefixes a Responses "type": "mcp" tool may name */
+    } mcp;
 
     char *home;      /* $SVC_HOME or ~/.svc, expanded */
     char *source;    /* path of the file read, or NULL when none existed */
@@ -149,12 +168,20 @@ void svc_config_free(struct svc_config *cfg);
 /* Effective configuration as SPEC 4.4 /api/config shows it: every key with defaults applied,
  * secrets as "***" when set and "" when unset, plus "source". New reference. */
 json_object *svc_config_to_json(const struct svc_config *cfg);
+/* Every key of the settings tables, in their order: "server.listen", ..., then each list
+ * ("jobs") and the keys of its items ("jobs[].id"). New reference (svc config keys). */
+json_object *svc_config_keys(void);
 /* The bearer token in force: server.api_token, else the env var named by api_token_env;
  * NULL when neither is set (auth off). Borrowed. */
 const char *svc_config_api_token(const struct svc_config *cfg);
 /* An octal setting (server.socket_mode, server.umask) as a number; the loader has checked
  * it, so this cannot fail for a loaded config. */
 unsigned svc_config_octal(const char *text);
+/* A YAML document whose top level is a mapping (docs/openapi.yaml) as JSON, scalars typed
+ * by YAML 1.2's core schema (quoted ones are strings). 0, or -1 with err (SVC_E_CONFIG,
+ * "<name>:<line>:<col>: ..."). */
+int svc_config_yaml_to_json(const char *name, const char *buf, size_t len, json_object **out,
+                            struct svc_err *err);
 /* The model API key in force (model.api_key, else env api_key_env); NULL when unset. */
 const char *svc_config_model_api_key(const struct svc_config *cfg);
 
