@@ -1,8 +1,8 @@
 // config_fuzz: libFuzzer harness for the agents.yaml loader (svc_config_load_buffer).
 // Every input must either load or fail with SVC_E_CONFIG, and leave nothing
 // behind after svc_config_free (ASan's leak check runs at exit).
-// Built by `make fuzz` (build-fuzz/config_fuzz) and run on t/fuzz/corpus/config by
-// `make check`; by hand: build-fuzz/config_fuzz -max_total_time=60 t/fuzz/corpus/config
+// Built by `make fuzz` (build-fuzz/config_fuzz) and run by `make check` on
+// t/fuzz/corpus/config; alone: build-fuzz/config_fuzz -max_total_time=60 t/fuzz/corpus/config
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
