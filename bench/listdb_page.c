@@ -79,7 +79,7 @@ static int time_q(const char *arg, int runs, double *t)
         t[i] = now_ms() - t0;
         for (int k = 0; k < got; k++) {
             free(rows[k].sid);
-            free(rows[k].summary);
+            json_object_put(rows[k].summary);
         }
         free(rows);
     }

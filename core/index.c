@@ -147,7 +147,7 @@ static json_object *answer(const struct svc_store *st, const struct svc_list_pag
     for (int k = 0; k < n && k < limit; k++) {
         const struct svc_list_row *r = &rows[k];
         json_object *raw = p->q->stored_counts ? NULL : recounted(st, r);
-        json_object_array_add(list, raw ? raw : svc_json_new_raw(r->summary));
+        json_object_array_add(list, raw ? raw : json_object_get(r->summary));
         if (stale && strcmp(r->status, "running") == 0 && !svc_store_run_held(st, r->sid)) {
             if (!*stale)
                 *stale = json_object_new_array();
@@ -166,7 +166,7 @@ static void rows_free(struct svc_list_row *rows, int n)
 {
     for (int i = 0; i < n; i++) {
         free(rows[i].sid);
-        free(rows[i].summary);
+        json_object_put(rows[i].summary);
     }
     free(rows);
 }

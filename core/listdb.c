@@ -736,7 +736,8 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
     int k = 0;
     while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         v[k].sid = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
-        v[k].summary = svc_xstrdup((const char *)sqlite3_column_text(st, 1));
+        v[k].summary = svc_json_new_raw_len((const char *)sqlite3_column_text(st, 1),
+                                            (size_t)sqlite3_column_bytes(st, 1));
         const char *status = (const char *)sqlite3_column_text(st, 2);
         size_t sl = status ? strnlen(status, sizeof v[k].status - 1) : 0;
         memcpy(v[k].status, status ? status : "", sl); /* calloc'd: NUL-terminated */

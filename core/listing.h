@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <json-c/json.h>
+
 /* A listing request (SPEC 4.3), parsed by the caller; query.h validates it. */
 #define SVC_LIST_LIMIT_DEFAULT 50
 #define SVC_LIST_LIMIT_MAX 500
@@ -36,10 +38,10 @@ struct svc_list_page {
     int limit; /* rows wanted: the page's and one more */
 };
 
-/* One row of a page (strings owned by the page's array). */
+/* One row of a page (owned by the page's array). */
 struct svc_list_row {
     char *sid;
-    char *summary; /* compact JSON */
+    json_object *summary; /* its compact JSON, as a raw node (jsonx.h) */
     char status[12];
     int64_t msgs;
     double updated;

@@ -376,7 +376,7 @@ void svc_buf_init(struct svc_buf *b)
 void svc_buf_add(struct svc_buf *b, const char *s, size_t n)
 {
     if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
+        size_t cap = b->cap ? b->cap : 4096;
         while (cap < b->len + n + 1)
             cap *= 2;
         b->data = svc_xrealloc(b->data, cap);
