@@ -35,6 +35,7 @@ static double ping_after(void)
 struct chat_in {
     struct turn_in t; /* results: of the tool messages */
     bool include_usage;
+    bool stateless; /* store: false */
     const char *max_tokens_param;
 };
 
@@ -251,6 +252,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         return -1;
     json_object *b = in->t.body, *meta = NULL, *sopts = NULL, *msgs = NULL;
     const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL, *turn_id = NULL;
+    bool store = true;
     if (sid_field(b, "session_id", NULL, &in->t.sid, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
@@ -270,8 +272,11 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
                               err) < 0 ||
         http_field_int_opt(b, "max_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens, err) <
             0 ||
-        toolsin_parse(b, true, &in->t.tools, &in->t.tool_choice, err) < 0)
+        toolsin_parse(b, true, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        http_field_bool(b, "store", NULL, true, &store, err) < 0 ||
+        turn_in_settings(&in->t, TURN_CHAT, err) < 0)
         return -1;
+    in->stateless = !store; /* as the Responses API's store: false (SPEC 12.3) */
     in->max_tokens_param = "max_tokens";
     bool has_mct = false; /* OpenAI's newer name, which wins */
     int64_t mct = 0;
@@ -310,6 +315,7 @@ static struct svc_run_request run_request_of(const struct chat_in *in)
 {
     struct svc_run_request req = turn_in_request(&in->t);
     req.max_tokens_param = in->max_tokens_param;
+    req.stateless = in->stateless;
     return req;
 }
 
@@ -320,6 +326,7 @@ struct answer {
     json_object *usage;      /* {prompt_tokens, completion_tokens, total_tokens} */
     json_object *events;     /* the run's svc.v2 events */
     json_object *tool_calls; /* client tool calls awaiting results (SPEC 12.1), or NULL */
+    json_object *logprobs;   /* the answer's logprobs.content when asked for, or NULL */
 };
 
 /* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
@@ -328,6 +335,12 @@ static void answer_of_run(struct answer *a, struct svc_run *run, json_object **u
     struct svc_run_answer ra;
     svc_run_answer(run, &ra);
     *usage_owned = svc_usage_new(ra.prompt_tokens, ra.completion_tokens);
+    json_object *d = json_object_new_object(); /* OpenAI's details (SPEC 15) */
+    svc_json_set_int(d, "cached_tokens", ra.cached_tokens);
+    svc_json_set(*usage_owned, "prompt_tokens_details", d);
+    d = json_object_new_object();
+    svc_json_set_int(d, "reasoning_tokens", ra.reasoning_tokens);
+    svc_json_set(*usage_owned, "completion_tokens_details", d);
     *a = (struct answer){
         .run_id = ra.run_id,
         .sid = ra.session_id,
@@ -337,7 +350,19 @@ static void answer_of_run(struct answer *a, struct svc_run *run, json_object **u
         .usage = *usage_owned,
         .events = ra.events,
         .tool_calls = ra.client_calls,
+        .logprobs = ra.logprobs,
     };
+}
+
+/* choices[0].logprobs: {"content", "refusal"} when they were asked for, else null. */
+static json_object *logprobs_of(const struct answer *a)
+{
+    if (!a->logprobs)
+        return NULL;
+    json_object *o = json_object_new_object();
+    svc_json_set(o, "content", svc_json_copy(a->logprobs));
+    svc_json_set(o, "refusal", NULL);
+    return o;
 }
 
 static bool has_calls(const struct answer *a)
@@ -376,9 +401,11 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     json_object *msg = json_object_new_object();
     svc_json_set_str(msg, "role", "assistant");
     svc_json_set_str(msg, "content", has_calls(a) && !*a->content ? NULL : a->content);
+    svc_json_set(msg, "refusal", NULL);
     if (has_calls(a))
         svc_json_set(msg, "tool_calls", svc_json_copy(a->tool_calls));
     svc_json_set(choice, "message", msg);
+    svc_json_set(choice, "logprobs", logprobs_of(a));
     svc_json_set_str(choice, "finish_reason", a->finish);
     json_object_array_add(choices, choice);
     svc_json_set(o, "choices", choices);
@@ -499,7 +526,10 @@ static void stream_finish(struct stream_ctx *s, const struct answer *a)
 {
     if (has_calls(a) && send_tool_calls(s, a->tool_calls) < 0)
         return;
-    if (send_chunk(s, chunk_new(s, NULL, a->finish)) < 0)
+    json_object *last = chunk_new(s, NULL, a->finish), *lp = logprobs_of(a);
+    if (lp) /* the whole answer's, with its last chunk */
+        svc_json_set(json_object_array_get_idx(svc_json_arr(last, "choices"), 0), "logprobs", lp);
+    if (send_chunk(s, last) < 0)
         return;
     if (s->in->include_usage) {
         json_object *u = completion_base(a, "chat.completion.chunk", s->created);

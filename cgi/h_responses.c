@@ -42,6 +42,7 @@ struct resp_in {
     json_object *prev;        /* owned: the stored response previous_response_id names */
     json_object *branch;      /* owned: the summary of the session forked from it, or NULL */
     const char *prev_id;      /* borrowed */
+    const char *conv;         /* borrowed: the conversation the request named, or NULL */
     const char *instructions; /* borrowed */
     json_object *metadata;    /* borrowed */
     bool store, background;
@@ -462,8 +463,10 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         http_field_int_opt(b, "max_output_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens,
                            err) < 0 ||
         parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
-        toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0)
+        toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        turn_in_settings(&in->t, TURN_RESP, err) < 0)
         return -1;
+    in->conv = conv;
     json_object_object_get_ex(b, "input", &input);
     if (parse_input(in, input, err) < 0 || parse_truncation(in, err) < 0)
         return -1;
@@ -519,18 +522,19 @@ struct resp_ctx {
     int64_t created_at;
     int64_t seq;
     double ping_after;
+    bool msg_open; /* streaming: the message item was announced */
 };
 
-static json_object *usage_of(int64_t p, int64_t c)
+static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reasoning)
 {
     json_object *u = json_object_new_object();
     svc_json_set_int(u, "input_tokens", p);
     json_object *idet = json_object_new_object();
-    svc_json_set_int(idet, "cached_tokens", 0);
+    svc_json_set_int(idet, "cached_tokens", cached);
     svc_json_set(u, "input_tokens_details", idet);
     svc_json_set_int(u, "output_tokens", c);
     json_object *odet = json_object_new_object();
-    svc_json_set_int(odet, "reasoning_tokens", 0);
+    svc_json_set_int(odet, "reasoning_tokens", reasoning);
     svc_json_set(u, "output_tokens_details", odet);
     svc_json_set_int(u, "total_tokens", p + c);
     return u;
@@ -561,13 +565,15 @@ static json_object *message_item(const struct resp_ctx *c, const char *text, con
     return m;
 }
 
-/* The function_call item of a client tool call (an OpenAI tool_calls entry); its id is
- * derived from the call's, so the streamed item and the stored one agree. */
-static json_object *function_call_out(json_object *tc, bool done)
+/* The function_call item of a client tool call (an OpenAI tool_calls entry, the k-th of the
+ * response): its id, fc_<the response's hex>_<k>, is the same streamed and stored, and an
+ * item_reference to it finds the response. */
+static json_object *function_call_out(const struct resp_ctx *c, json_object *tc, size_t k,
+                                      bool done)
 {
     json_object *fn = svc_json_obj(tc, "function");
-    char id[160];
-    snprintf(id, sizeof id, "fc_%s", svc_json_str(tc, "id", ""));
+    char id[64];
+    snprintf(id, sizeof id, "fc_%s_%zu", c->id + 5, k);
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "id", id);
     svc_json_set_str(o, "type", "function_call");
@@ -578,21 +584,74 @@ static json_object *function_call_out(json_object *tc, bool done)
     return o;
 }
 
-/* The output of an ended run: the message (a streamed one always: its events went out at
- * index 0), then a function_call item per client tool call awaiting its result. */
+/* Whether the output has a message item: text came, or nothing else did (SPEC 15: a
+ * streamed turn has the same items as a plain one, no empty message before its calls). */
+static bool has_message(const struct svc_run_answer *a, const struct svc_err *failure)
+{
+    bool text = a->content && *a->content;
+    size_t nc = failure || !a->client_calls ? 0 : json_object_array_length(a->client_calls);
+    return failure ? text : text || nc == 0;
+}
+
+/* The output of an ended run: the message when it has one, then a function_call item per
+ * client tool call awaiting its result. */
 static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
-                                 const struct svc_err *failure)
+                                 const char *status, const struct svc_err *failure)
 {
     json_object *output = json_object_new_array();
-    const char *text = a->content;
     json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
-    bool has_text = text && *text;
-    if ((!failure || has_text) && (c->in->t.stream || nc == 0 || has_text))
-        json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
+    if (has_message(a, failure)) {
+        json_object *m = message_item(c, a->content, failure ? "incomplete" : status);
+        json_object *part = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
+        svc_json_set(part, "logprobs", a->logprobs ? svc_json_copy(a->logprobs)
+                                                   : json_object_new_array());
+        json_object_array_add(output, m);
+    }
     for (size_t i = 0; i < nc; i++)
-        json_object_array_add(output, function_call_out(json_object_array_get_idx(calls, i), true));
+        json_object_array_add(output,
+                              function_call_out(c, json_object_array_get_idx(calls, i), i, true));
     return output;
+}
+
+/* The status of an ended run's response: incomplete when the model stopped at the token
+ * limit (SPEC 15), else completed or failed. */
+static const char *ended_status(const struct resp_ctx *c, const struct svc_err *failure)
+{
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
+    return failure ? "failed" : strcmp(a.finish_reason, "length") == 0 ? "incomplete" : "completed";
+}
+
+/* The settings the object echoes as OpenAI does (SPEC 15): what the request gave, else
+ * OpenAI's defaults. */
+static void echo_settings(json_object *o, json_object *b)
+{
+    static const char *const keys[] = {"top_p", "top_logprobs", "service_tier", "prompt_cache_key",
+                                       "safety_identifier", "max_tool_calls"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_object *v = NULL;
+        json_object_object_get_ex(b, keys[i], &v);
+        svc_json_set(o, keys[i], json_object_get(v));
+    }
+    json_object *v = NULL;
+    svc_json_set_bool(o, "parallel_tool_calls", true);
+    if (json_object_object_get_ex(b, "parallel_tool_calls", &v) && v)
+        svc_json_set(o, "parallel_tool_calls", json_object_get(v));
+    json_object *reasoning = json_object_new_object(), *text = json_object_new_object();
+    svc_json_set_str(reasoning, "effort", svc_json_str(svc_json_obj(b, "reasoning"), "effort", NULL));
+    svc_json_set(reasoning, "summary", NULL);
+    svc_json_set(o, "reasoning", reasoning);
+    json_object *fmt = svc_json_obj(svc_json_obj(b, "text"), "format");
+    if (fmt) {
+        svc_json_set(text, "format", svc_json_copy(fmt));
+    } else {
+        svc_json_set(text, "format", json_object_new_object());
+        svc_json_set_str(svc_json_obj(text, "format"), "type", "text");
+    }
+    svc_json_set_str(text, "verbosity",
+                     svc_json_str(svc_json_obj(b, "text"), "verbosity", "medium"));
+    svc_json_set(o, "text", text);
 }
 
 /* The request's tools as the Responses API shows them. */
@@ -629,31 +688,34 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     } else {
         svc_json_set(o, "error", NULL);
     }
-    svc_json_set(o, "incomplete_details", NULL);
+    json_object *why = NULL;
+    if (strcmp(status, "incomplete") == 0) {
+        why = json_object_new_object();
+        svc_json_set_str(why, "reason", "max_output_tokens");
+    }
+    svc_json_set(o, "incomplete_details", why);
     svc_json_set_str(o, "instructions", in->instructions);
     svc_json_set(o, "max_output_tokens",
                  in->t.has_max_tokens ? json_object_new_int64(in->t.max_tokens) : NULL);
     svc_json_set_str(o, "model", a.model);
-    svc_json_set(o, "output", ended ? output_items(c, &a, failure) : json_object_new_array());
-    svc_json_set_bool(o, "parallel_tool_calls", true);
+    svc_json_set(o, "output",
+                 ended ? output_items(c, &a, status, failure) : json_object_new_array());
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
     svc_json_set(o, "temperature",
                  in->t.has_temperature ? json_object_new_double(in->t.temperature) : NULL);
-    json_object *fmt = json_object_new_object();
-    svc_json_set_str(fmt, "type", "text");
-    json_object *textcfg = json_object_new_object();
-    svc_json_set(textcfg, "format", fmt);
-    svc_json_set(o, "text", textcfg);
+    echo_settings(o, in->t.body);
     svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
     svc_json_set(o, "tools", tools_shown(in->t.tools));
-    svc_json_set(o, "top_p", NULL);
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
-    svc_json_set(o, "usage", ended ? usage_of(a.prompt_tokens, a.completion_tokens) : NULL);
+    svc_json_set(o, "usage",
+                 ended ? usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens,
+                                  a.reasoning_tokens)
+                       : NULL);
     svc_json_set_str(o, "user", in->t.user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    if (c->r->cfg->sessions.enabled && in->store) {
+    if (in->conv) { /* SPEC 15: null unless the request named one */
         json_object *conv = json_object_new_object();
         svc_json_set_str(conv, "id", a.session_id);
         svc_json_set(o, "conversation", conv);
@@ -700,7 +762,7 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
 {
     int rc = svc_run_execute(c->run, NULL, err);
-    json_object *resp = response_object(c, rc == 0 ? "completed" : "failed", rc == 0 ? NULL : err);
+    json_object *resp = response_object(c, ended_status(c, rc == 0 ? NULL : err), rc == 0 ? NULL : err);
     keep_response(c, resp, rc == 0 ? NULL : err);
     if (rc == 0)
         http_send_json(c->r, 200, resp);
@@ -754,6 +816,24 @@ static json_object *at_part(const struct resp_ctx *c)
     return o;
 }
 
+/* The message item announced (output_item.added, content_part.added) before its first
+ * text: a turn with no text has none (SPEC 15). 0, or -1 when the client is gone. */
+static int open_message(struct resp_ctx *c)
+{
+    if (c->msg_open)
+        return 0;
+    c->msg_open = true;
+    json_object *item = json_object_new_object();
+    svc_json_set_int(item, "output_index", 0);
+    svc_json_set(item, "item", message_item(c, NULL, "in_progress"));
+    json_object *part = at_part(c);
+    svc_json_set(part, "part", text_part(""));
+    static const char *const types[] = {"response.output_item.added",
+                                        "response.content_part.added"};
+    json_object *objs[] = {item, part};
+    return emit_seq(c, 2, types, objs);
+}
+
 static int on_event(void *ctx, json_object *ev)
 {
     struct resp_ctx *c = ctx;
@@ -761,6 +841,8 @@ static int on_event(void *ctx, json_object *ev)
         return 1;
     const char *type = svc_json_str(ev, "type", "");
     if (strcmp(type, "delta") == 0) {
+        if (open_message(c) < 0)
+            return 1;
         json_object *o = at_part(c);
         svc_json_set_str(o, "delta", svc_json_str(ev, "text", ""));
         svc_json_set(o, "logprobs", json_object_new_array());
@@ -801,14 +883,14 @@ static int emit_calls(struct resp_ctx *c)
     json_object *calls = a.client_calls;
     for (size_t i = 0; i < json_object_array_length(calls); i++) {
         json_object *tc = json_object_array_get_idx(calls, i);
-        json_object *item = function_call_out(tc, true);
+        json_object *item = function_call_out(c, tc, i, true);
         const char *args = svc_json_str(item, "arguments", "{}");
         json_object *objs[4];
         for (int k = 0; k < 4; k++) {
             objs[k] = json_object_new_object();
-            svc_json_set_int(objs[k], "output_index", (int64_t)i + 1);
+            svc_json_set_int(objs[k], "output_index", (int64_t)i + (c->msg_open ? 1 : 0));
         }
-        svc_json_set(objs[0], "item", function_call_out(tc, false));
+        svc_json_set(objs[0], "item", function_call_out(c, tc, i, false));
         svc_json_set_str(objs[1], "item_id", svc_json_str(item, "id", ""));
         svc_json_set_str(objs[1], "delta", args);
         svc_json_set_str(objs[2], "item_id", svc_json_str(item, "id", ""));
@@ -823,30 +905,40 @@ static int emit_calls(struct resp_ctx *c)
     return 0;
 }
 
+/* The message item's closing events, with its text (and logprobs) as stored. */
+static int close_message(struct resp_ctx *c, json_object *resp)
+{
+    json_object *item = json_object_array_get_idx(svc_json_arr(resp, "output"), 0);
+    json_object *part = json_object_array_get_idx(svc_json_arr(item, "content"), 0);
+    json_object *done = at_part(c), *pdone = at_part(c), *idone = json_object_new_object();
+    svc_json_set_str(done, "text", svc_json_str(part, "text", ""));
+    svc_json_set(done, "logprobs", json_object_get(svc_json_arr(part, "logprobs")));
+    svc_json_set(pdone, "part", json_object_get(part));
+    svc_json_set_int(idone, "output_index", 0);
+    svc_json_set(idone, "item", json_object_get(item));
+    static const char *const closing[] = {"response.output_text.done", "response.content_part.done",
+                                          "response.output_item.done"};
+    json_object *objs[] = {done, pdone, idone};
+    return emit_seq(c, 3, closing, objs);
+}
+
 static int resp_stream(struct resp_ctx *c, struct svc_err *err)
 {
     struct http_req *r = c->r;
     if (http_sse_begin(r) < 0)
         return 0; /* client gone: svc_run_free ends the run */
-    json_object *item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
-    svc_json_set(item, "item", message_item(c, NULL, "in_progress"));
-    json_object *part = at_part(c);
-    svc_json_set(part, "part", text_part(""));
-    static const char *const opening[] = {"response.created", "response.in_progress",
-                                          "response.output_item.added",
-                                          "response.content_part.added"};
+    static const char *const opening[] = {"response.created", "response.in_progress"};
     json_object *objs[] = {with_response(response_object(c, "in_progress", NULL)),
-                           with_response(response_object(c, "in_progress", NULL)), item, part};
-    if (emit_seq(c, 4, opening, objs) < 0)
+                           with_response(response_object(c, "in_progress", NULL))};
+    if (emit_seq(c, 2, opening, objs) < 0)
         return 0;
     struct svc_run_sink sink = {on_event, should_cancel, on_idle, c};
     struct svc_err ferr;
     svc_err_clear(&ferr);
     int rc = svc_run_execute(c->run, &sink, &ferr);
-    json_object *resp =
-        response_object(c, rc == 0 ? "completed" : "failed", rc == 0 ? NULL : &ferr);
-    keep_response(c, resp, rc == 0 ? NULL : &ferr);
+    const struct svc_err *failure = rc == 0 ? NULL : &ferr;
+    json_object *resp = response_object(c, ended_status(c, failure), failure);
+    keep_response(c, resp, failure); /* what response.completed carries */
     if (r->client_gone) {
         json_object_put(resp);
         return 0;
@@ -868,20 +960,11 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     }
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    const char *text = a.content;
-    json_object *done = at_part(c);
-    svc_json_set_str(done, "text", text);
-    svc_json_set(done, "logprobs", json_object_new_array());
-    part = at_part(c);
-    svc_json_set(part, "part", text_part(text));
-    item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
-    svc_json_set(item, "item", message_item(c, text, "completed"));
-    static const char *const closing[] = {"response.output_text.done", "response.content_part.done",
-                                          "response.output_item.done"};
-    json_object *last[] = {done, part, item};
-    if (emit_seq(c, 3, closing, last) == 0 && emit_calls(c) == 0)
-        emit(c, "response.completed", with_response(resp));
+    bool msg = has_message(&a, NULL);
+    if ((!msg || (open_message(c) == 0 && close_message(c, resp) == 0)) && emit_calls(c) == 0)
+        emit(c, strcmp(svc_json_str(resp, "status", ""), "incomplete") == 0 ? "response.incomplete"
+                                                                             : "response.completed",
+             with_response(resp));
     else
         json_object_put(resp);
     return 0;
@@ -985,9 +1068,10 @@ static json_object *background_object(const struct resp_in *in, const char *id, 
     svc_json_set_str(o, "user", in->t.user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    json_object *conv = json_object_new_object();
+    json_object *conv = in->conv ? json_object_new_object() : NULL;
     svc_json_set_str(conv, "id", svc_json_str(run, "session_id", NULL));
     svc_json_set(o, "conversation", conv);
+    echo_settings(o, in->t.body);
     svc_json_set_str(o, "session_id", svc_json_str(run, "session_id", NULL));
     svc_json_set_str(o, "run_id", svc_json_str(run, "run_id", NULL));
     return o;
@@ -1022,7 +1106,8 @@ static void background_refresh(struct http_req *r, json_object *o)
         json_object *u = svc_json_obj(rec, "usage");
         svc_json_set(
             o, "usage",
-            usage_of(svc_json_int(u, "prompt_tokens", 0), svc_json_int(u, "completion_tokens", 0)));
+            usage_of(svc_json_int(u, "prompt_tokens", 0), svc_json_int(u, "completion_tokens", 0),
+                     0, 0));
     }
     json_object *e = svc_json_obj(rec, "error");
     if (strcmp(st, "error") == 0 && e) {
@@ -1276,7 +1361,7 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     http_set_session(r, a.session_id, true);
     struct resp_ctx c = {.r = r, .in = &in, .run = run, .created_at = (int64_t)svc_time_now()};
     svc_responses_new_id("resp_", c.id, sizeof c.id);
-    svc_responses_new_id("msg_", c.msg_id, sizeof c.msg_id);
+    snprintf(c.msg_id, sizeof c.msg_id, "msg_%.32s", c.id + 5); /* item_reference finds it */
     const char *e = getenv("SVC_PING_INTERVAL_S");
     double v = e ? strtod(e, NULL) : 0;
     c.ping_after = (v >= 1 && v <= 15) ? v : PING_AFTER_S;

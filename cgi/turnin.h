@@ -2,7 +2,12 @@
  * from a request body for one turn, and the core run request it makes (session.h).
  *   turn_in_free     releases what the struct owns.
  *   turn_in_request  the run request, borrowing from in; the caller adds what only its API
- *                    has (instructions, store, truncation, the asker). */
+ *                    has (instructions, store, truncation, the asker).
+ *   turn_in_settings the generation settings of the body (SPEC 15): every field of the body is
+ *                    one svc reads, one passed on to the model (into in->settings, in chat
+ *                    completions' spelling: text.format is response_format, reasoning.effort
+ *                    reasoning_effort, ...) or refused; an unknown field is refused too (422
+ *                    invalid_field naming it), as is n other than 1. */
 #ifndef SVC_TURNIN_H
 #define SVC_TURNIN_H
 
@@ -19,6 +24,7 @@ struct turn_in {
     json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
     const char *tool_choice; /* borrowed */
     json_object *results;    /* owned: [{call_id, output, param}] answering tool calls, or NULL */
+    json_object *settings;   /* owned: generation settings passed on (turn_in_settings) */
     const char *sid;         /* borrowed (body or request) */
     const char *user, *locale, *channel; /* borrowed */
     bool stream, svc_v2;
@@ -27,7 +33,11 @@ struct turn_in {
     int64_t max_tokens;
 };
 
+#define TURN_CHAT 1u
+#define TURN_RESP 2u
+
 void turn_in_free(struct turn_in *in);
+int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err);
 struct svc_run_request turn_in_request(const struct turn_in *in);
 
 #endif

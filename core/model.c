@@ -9,6 +9,7 @@
 #include "metrics.h"
 #include "model_openai.h"
 #include "openai.h"
+#include "schema.h"
 #include "util.h"
 
 static int64_t tokens_of(size_t chars)
@@ -74,6 +75,76 @@ static int echo_stream(const struct svc_model_call *call, const char *text, long
         p = e;
     }
     return 0;
+}
+
+/* SPEC 15, the echo model honouring the request's settings: the answer in the response
+ * format asked for (json_schema: a value the schema accepts, its first string the input;
+ * json_object: {"echo": answer}), cut before the first stop string, then at max_tokens
+ * tokens of 4 characters (on a UTF-8 boundary; finish "length"). */
+static void echo_shape(const struct svc_model_call *call, const char *input, char **answer,
+                       struct svc_model_reply *out)
+{
+    json_object *fmt = svc_json_obj(call->settings, "response_format"), *v = NULL;
+    const char *type = svc_json_str(fmt, "type", "text");
+    if (strcmp(type, "text") != 0) {
+        json_object *o = NULL;
+        if (strcmp(type, "json_schema") == 0) {
+            o = svc_schema_example(svc_json_obj(svc_json_obj(fmt, "json_schema"), "schema"),
+                                   input);
+        } else {
+            o = json_object_new_object();
+            svc_json_set_str(o, "echo", *answer);
+        }
+        free(*answer);
+        *answer = o ? svc_json_dump_compact(o) : svc_xstrdup("null");
+        json_object_put(o);
+    }
+    json_object_object_get_ex(call->settings, "stop", &v);
+    size_t nstop = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : v ? 1 : 0;
+    for (size_t i = 0; i < nstop; i++) {
+        const char *stop = json_object_get_string(
+            json_object_is_type(v, json_type_array) ? json_object_array_get_idx(v, i) : v);
+        char *at = stop && *stop ? strstr(*answer, stop) : NULL;
+        if (at)
+            *at = '\0';
+    }
+    size_t len = strlen(*answer);
+    if (call->has_max_tokens && call->max_tokens >= 0 && (int64_t)len > call->max_tokens * 4) {
+        len = (size_t)call->max_tokens * 4;
+        while (len > 0 && ((unsigned char)(*answer)[len] & 0xC0) == 0x80)
+            len--;
+        (*answer)[len] = '\0';
+        snprintf(out->finish_reason, sizeof out->finish_reason, "length");
+    }
+}
+
+/* logprobs asked for: one entry a streamed word, each as likely as can be (logprob 0). */
+static json_object *echo_logprobs(const struct svc_model_call *call, const char *text)
+{
+    if (!svc_json_bool(call->settings, "logprobs", false))
+        return NULL;
+    bool top = svc_json_int(call->settings, "top_logprobs", 0) > 0;
+    json_object *out = json_object_new_array();
+    for (const char *p = text; *p;) {
+        const char *e = p;
+        while (*e && *e != ' ')
+            e++;
+        while (*e == ' ')
+            e++;
+        json_object *lp = json_object_new_object(), *bytes = json_object_new_array();
+        for (const char *b = p; b < e; b++)
+            json_object_array_add(bytes, json_object_new_int((unsigned char)*b));
+        svc_json_set(lp, "token", json_object_new_string_len(p, (int)(e - p)));
+        svc_json_set(lp, "logprob", json_object_new_double(0));
+        svc_json_set(lp, "bytes", bytes);
+        json_object *tops = json_object_new_array();
+        if (top)
+            json_object_array_add(tops, svc_json_copy(lp));
+        svc_json_set(lp, "top_logprobs", tops);
+        json_object_array_add(out, lp);
+        p = e;
+    }
+    return out;
 }
 
 static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
@@ -162,11 +233,13 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         svc_xasprintf(&answer, "Echo: %s (I was given %zu earlier messages.)", text,
                       n > 0 ? n - 1 : 0);
     }
+    snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
+    echo_shape(call, tr ? answer : text, &answer, out);
     if (echo_stream(call, answer, delay, err) != 0)
         goto done;
+    out->logprobs = echo_logprobs(call, answer);
     out->text = answer;
     answer = NULL;
-    snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
     out->prompt_tokens = tokens_of(chars);
     out->completion_tokens = tokens_of(strlen(out->text));
     rc = 0;
@@ -286,4 +359,6 @@ void svc_model_reply_free(struct svc_model_reply *r)
     r->text = NULL;
     json_object_put(r->tool_uses);
     r->tool_uses = NULL;
+    json_object_put(r->logprobs);
+    r->logprobs = NULL;
 }

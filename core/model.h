@@ -26,6 +26,8 @@ struct svc_model_call {
     bool has_temperature, has_max_tokens;
     double temperature;
     int64_t max_tokens;
+    const char *max_tokens_param; /* the request's spelling of max_tokens, NULL: max_tokens */
+    json_object *settings;     /* borrowed generation settings (session.h), or NULL */
     json_object *messages;     /* borrowed array of native messages (the window) */
     json_object *tools;        /* borrowed array of {name, description, parameters} */
     json_object *client_tools; /* borrowed names of the tools the client runs (SPEC 12.1) */
@@ -43,6 +45,8 @@ struct svc_model_reply {
     json_object *tool_uses; /* array of {toolUseId, name, input}; new reference, maybe empty */
     int64_t prompt_tokens;
     int64_t completion_tokens;
+    int64_t cached_tokens, reasoning_tokens; /* usage details the server gave, else 0 */
+    json_object *logprobs;  /* chat's logprobs.content entries when asked for, or NULL */
     char finish_reason[16]; /* "stop", "tool_calls", "length" */
     int64_t latency_ms;
 };

@@ -53,6 +53,10 @@ struct svc_run_request {
      * when it can, where the window would drop messages. */
     bool stateless;
     bool no_truncation;
+    /* SPEC 15: generation settings in chat completions' spelling (top_p, stop, seed,
+     * response_format, ...), checked at the edge: passed unchanged to an `openai` model; the
+     * echo model honours stop, response_format and logprobs. Borrowed, or NULL. */
+    json_object *settings;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured
@@ -102,6 +106,8 @@ struct svc_run_answer {
     const char *content;       /* the answer's text */
     const char *finish_reason; /* "stop", "length", "tool_calls", ... */
     int64_t prompt_tokens, completion_tokens;
+    int64_t cached_tokens, reasoning_tokens; /* the model server's usage details, or 0 */
+    json_object *logprobs;     /* chat's logprobs.content of the answer, or NULL */
     int64_t last_message_id;   /* the session's, -1 if none */
     json_object *events;       /* array of svc.v2 events */
     json_object *tool_calls;   /* OpenAI tool_calls made during the run (maybe empty) */
