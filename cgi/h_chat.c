@@ -39,8 +39,6 @@ struct chat_in {
     const char *max_tokens_param;
 };
 
-/* The input: the last user message with non-empty text; the messages before it are
- * history. Returns 0, or -1 with 422. */
 /* A string field without NUL bytes (a C string would cut it short): 0, or -1 with 422. */
 static int check_text(json_object *v, const char *param, bool nullable, struct svc_err *err)
 {
@@ -161,75 +159,13 @@ static int check_message(json_object *m, size_t i, struct svc_err *err)
     return 0;
 }
 
-/* The role "tool" messages of msgs[from, to) as tool results (SPEC 12.1). */
-static json_object *tool_results_of(json_object *msgs, size_t from, size_t to)
-{
-    json_object *out = json_object_new_array();
-    for (size_t i = from; i < to; i++) {
-        json_object *m = json_object_array_get_idx(msgs, i), *content = NULL;
-        json_object_object_get_ex(m, "content", &content);
-        char *text = content ? svc_openai_content_text(content) : NULL;
-        char p[96];
-        snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
-        json_object *r = json_object_new_object();
-        svc_json_set_str(r, "call_id", svc_json_str(m, "tool_call_id", ""));
-        svc_json_set_str(r, "output", text ? text : "");
-        svc_json_set_str(r, "param", p);
-        json_object_array_add(out, r);
-        free(text);
-    }
-    return out;
-}
-
-static bool is_tool(json_object *msgs, size_t i)
-{
-    return strcmp(svc_json_str(json_object_array_get_idx(msgs, i), "role", ""), "tool") == 0;
-}
-
-/* The input: the last user message with non-empty text, unless role "tool" messages end
- * the list: they answer the pending client tool calls and there is no new text. The
- * messages before either are history. Every message is checked first. Returns 0, or -1
- * with 422. */
+/* Every message is checked, then the list is split (turnin.h). Returns 0, or -1 with 422. */
 static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err *err)
 {
-    size_t n = json_object_array_length(msgs);
-    long last = -1;
-    for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(msgs, i);
-        if (check_message(m, i, err) < 0)
+    for (size_t i = 0; i < json_object_array_length(msgs); i++)
+        if (check_message(json_object_array_get_idx(msgs, i), i, err) < 0)
             return -1;
-        json_object *content = NULL;
-        json_object_object_get_ex(m, "content", &content);
-        if (strcmp(svc_json_str(m, "role", ""), "user") != 0 || !content)
-            continue;
-        char *text = svc_openai_content_text(content); /* a string or an array: checked */
-        if (*text) {
-            free(in->t.input);
-            in->t.input = text;
-            last = (long)i;
-        } else {
-            free(text);
-        }
-    }
-    size_t end = n;
-    while (end > 0 && is_tool(msgs, end - 1))
-        end--;
-    if (end < n) { /* trailing tool messages: results, no new input */
-        free(in->t.input);
-        in->t.input = NULL;
-        in->t.results = tool_results_of(msgs, end, n);
-        last = (long)end;
-    } else if (last < 0) {
-        return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
-                            "no user message with non-empty content");
-    }
-    if (last > 0) {
-        in->t.history = json_object_new_array();
-        for (long i = 0; i < last; i++)
-            json_object_array_add(in->t.history,
-                                  json_object_get(json_object_array_get_idx(msgs, (size_t)i)));
-    }
-    return 0;
+    return turn_in_split(&in->t, msgs, "messages", err);
 }
 
 /* A session id field: a string, and one with a NUL inside is an invalid session id. */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conversation.h"
 #include "fork.h"
 #include "handlers.h"
 #include "idem.h"
@@ -222,21 +223,6 @@ static int function_output_item(json_object *item, size_t i, json_object *msgs, 
     return 0;
 }
 
-/* The trailing function_call_output items of msgs[end, n) as tool results. */
-static json_object *results_of(json_object *msgs, size_t end)
-{
-    json_object *out = json_object_new_array();
-    for (size_t i = end; i < json_object_array_length(msgs); i++) {
-        json_object *m = json_object_array_get_idx(msgs, i);
-        json_object *r = json_object_new_object();
-        svc_json_set_str(r, "call_id", svc_json_str(m, "tool_call_id", ""));
-        svc_json_set_str(r, "output", svc_json_str(m, "content", ""));
-        svc_json_set_str(r, "param", svc_json_str(m, "param", "input"));
-        json_object_array_add(out, r);
-    }
-    return out;
-}
-
 /* A message item as the chat message it stands for ({role, content} with its text). */
 static int message_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
@@ -266,8 +252,44 @@ static int message_in(json_object *item, size_t i, json_object *msgs, struct svc
     return 0;
 }
 
+static int response_get(struct http_req *r, const char *id, json_object **out,
+                        struct svc_err *err);
+
+/* An item_reference (SPEC 15): the item it names, of a stored response (msg_<hex>,
+ * fc_<hex>_<k>: the response resp_<hex>) or a conversation (conversation.h) of the asker,
+ * in any session; *out a new reference. An unknown id is 422 naming input[i].id. */
+static int item_ref(struct http_req *r, json_object *item, size_t i, json_object **out,
+                    struct svc_err *err)
+{
+    const char *id = NULL, *hex = NULL;
+    char p[64], rid[SVC_RESPONSE_ID_LEN];
+    snprintf(p, sizeof p, "input[%zu].id", i);
+    *out = NULL;
+    if (http_field_str(item, "id", p, true, &id, err) < 0)
+        return -1;
+    if (strncmp(id, "msg_", 4) == 0 || strncmp(id, "fc_", 3) == 0)
+        hex = strchr(id, '_') + 1;
+    json_object *resp = NULL;
+    if (hex && strspn(hex, "0123456789abcdef") == 32 && (!hex[32] || hex[32] == '_')) {
+        snprintf(rid, sizeof rid, "resp_%.32s", hex);
+        json_object *output = response_get(r, rid, &resp, NULL) == 0
+                                  ? svc_json_arr(resp, "output") : NULL;
+        for (size_t k = 0; output && !*out && k < json_object_array_length(output); k++)
+            if (strcmp(svc_json_str(json_object_array_get_idx(output, k), "id", ""), id) == 0)
+                *out = json_object_get(json_object_array_get_idx(output, k));
+    } else {
+        svc_conv_find_item(r->cfg, svc_user_scope(&r->user), id, out, NULL);
+    }
+    json_object_put(resp);
+    return *out ? 0
+                : svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                               "'%s': no stored item '%.64s' (of a response or conversation)", p,
+                               id);
+}
+
 /* One input item appended to msgs as chat messages, by its type. */
-static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+static int item_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                   struct svc_err *err)
 {
     char p[96];
     const char *type = NULL;
@@ -279,15 +301,22 @@ static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_er
         return -1;
     if (!type || strcmp(type, "message") == 0)
         return message_in(item, i, msgs, err);
-    if (strcmp(type, "item_reference") == 0)
-        return 0;
+    if (strcmp(type, "item_reference") == 0) {
+        json_object *ref = NULL;
+        int rc = item_ref(r, item, i, &ref, err);
+        if (rc == 0 && strcmp(svc_json_str(ref, "type", ""), "item_reference") != 0)
+            rc = item_in(r, ref, i, msgs, err);
+        json_object_put(ref);
+        return rc;
+    }
     if (strcmp(type, "function_call") == 0)
         return function_call_item(item, i, msgs, err);
     if (strcmp(type, "function_call_output") == 0)
         return function_output_item(item, i, msgs, err);
     return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                        "'%s' must be message, function_call or function_call_output, not %.64s", p,
-                        type);
+                        "'%s' must be message, function_call, function_call_output or "
+                        "item_reference, not %.64s",
+                        p, type);
 }
 
 /* `input`: a string, or a list of items: messages ({"role", "content"}, "type": "message"
@@ -296,7 +325,8 @@ static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_er
  * answer the pending client tool calls. What comes before is history (imported on a
  * session's first run, as for /api/chat). item_reference items point at what the session
  * already holds and are skipped; other item types are refused. */
-static int parse_input(struct resp_in *in, json_object *input, struct svc_err *err)
+static int parse_input(struct http_req *r, struct resp_in *in, json_object *input,
+                       struct svc_err *err)
 {
     if (!input)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "'input' is required");
@@ -314,35 +344,9 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
     json_object *msgs = json_object_new_array();
     int rc = -1;
     for (size_t i = 0; i < json_object_array_length(input); i++)
-        if (item_in(json_object_array_get_idx(input, i), i, msgs, err) < 0)
+        if (item_in(r, json_object_array_get_idx(input, i), i, msgs, err) < 0)
             goto out;
-    size_t n = json_object_array_length(msgs), end = n;
-    long last = -1;
-    for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(msgs, i);
-        if (strcmp(svc_json_str(m, "role", ""), "user") == 0 && *svc_json_str(m, "content", ""))
-            last = (long)i;
-    }
-    while (end > 0 &&
-           strcmp(svc_json_str(json_object_array_get_idx(msgs, end - 1), "role", ""), "tool") == 0)
-        end--;
-    if (end < n) { /* trailing results, no new input */
-        in->t.results = results_of(msgs, end);
-        last = (long)end;
-    } else if (last < 0) {
-        svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "no user message with text in 'input'");
-        goto out;
-    } else {
-        in->t.input =
-            svc_xstrdup(svc_json_str(json_object_array_get_idx(msgs, (size_t)last), "content", ""));
-    }
-    if (last > 0) {
-        in->t.history = json_object_new_array();
-        for (long i = 0; i < last; i++)
-            json_object_array_add(in->t.history,
-                                  json_object_get(json_object_array_get_idx(msgs, (size_t)i)));
-    }
-    rc = 0;
+    rc = turn_in_split(&in->t, msgs, "input", err);
 out:
     json_object_put(msgs);
     return rc;
@@ -468,7 +472,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return -1;
     in->conv = conv;
     json_object_object_get_ex(b, "input", &input);
-    if (parse_input(in, input, err) < 0 || parse_truncation(in, err) < 0)
+    if (parse_input(r, in, input, err) < 0 || parse_truncation(in, err) < 0)
         return -1;
     in->items = input_items_of(input);
     if (!in->store && (conv || in->prev_id))

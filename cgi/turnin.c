@@ -6,6 +6,7 @@
 
 #include "http.h"
 #include "jsonx.h"
+#include "openai.h"
 
 void turn_in_free(struct turn_in *in)
 {
@@ -34,6 +35,7 @@ struct svc_run_request turn_in_request(const struct turn_in *in)
         .tool_choice = in->tool_choice,
         .tool_results = in->results,
         .settings = in->settings,
+        .no_input = in->no_input,
     };
     return req;
 }
@@ -291,4 +293,58 @@ int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err)
         svc_json_set(s, key, json_object_get(v));
     }
     return api == TURN_CHAT ? chat_only(in->body, s, err) : resp_only(in->body, s, err);
+}
+
+/* ---- the request's messages (SPEC 15: the whole list, whatever it ends with) ---- */
+
+static const char *role_at(json_object *msgs, size_t i)
+{
+    return svc_json_str(json_object_array_get_idx(msgs, i), "role", "");
+}
+
+int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, struct svc_err *err)
+{
+    size_t n = json_object_array_length(msgs), end = n, last = n;
+    while (end > 0 && strcmp(role_at(msgs, end - 1), "tool") == 0)
+        end--;
+    while (last > 0 && (strcmp(role_at(msgs, last - 1), "system") == 0 ||
+                        strcmp(role_at(msgs, last - 1), "developer") == 0))
+        last--;
+    bool asked = false; /* a conversation begins with someone's input */
+    for (size_t i = 0; i < n && !asked; i++)
+        asked = strcmp(role_at(msgs, i), "user") == 0 || strcmp(role_at(msgs, i), "tool") == 0;
+    if (!asked)
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, param, "'%s' holds no user message", param);
+    size_t hist = end; /* messages before the new input */
+    if (end < n) {     /* trailing tool results answer the pending calls */
+        in->results = json_object_new_array();
+        for (size_t i = end; i < n; i++) {
+            json_object *m = json_object_array_get_idx(msgs, i), *content = NULL;
+            json_object_object_get_ex(m, "content", &content);
+            char *text = content ? svc_openai_content_text(content) : NULL;
+            json_object *res = json_object_new_object();
+            svc_json_set_str(res, "call_id", svc_json_str(m, "tool_call_id", ""));
+            svc_json_set_str(res, "output", text ? text : "");
+            char p[96];
+            snprintf(p, sizeof p, "%s[%zu].tool_call_id", param, i);
+            svc_json_set_str(res, "param", svc_json_str(m, "param", p));
+            json_object_array_add(in->results, res);
+            free(text);
+        }
+    } else if (strcmp(role_at(msgs, last - 1), "user") == 0) {
+        json_object *content = NULL;
+        json_object_object_get_ex(json_object_array_get_idx(msgs, last - 1), "content", &content);
+        in->input = content ? svc_openai_content_text(content) : NULL;
+        if (!in->input || !*in->input)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                                "the last user message of '%s' has no text", param);
+        hist = last - 1;
+    } else {
+        in->no_input = true; /* ends with the assistant: the model goes on from there */
+    }
+    in->history = json_object_new_array();
+    for (size_t i = 0; i < n; i++)
+        if (i < hist || (i >= last && i != last - 1 && i < end)) /* system after the input */
+            json_object_array_add(in->history, json_object_get(json_object_array_get_idx(msgs, i)));
+    return 0;
 }

@@ -28,6 +28,7 @@ struct turn_in {
     const char *sid;         /* borrowed (body or request) */
     const char *user, *locale, *channel; /* borrowed */
     bool stream, svc_v2;
+    bool no_input; /* the list ends with an assistant message: no new input (turn_in_split) */
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
     double temperature;
     int64_t max_tokens;
@@ -38,6 +39,12 @@ struct turn_in {
 
 void turn_in_free(struct turn_in *in);
 int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err);
+/* The request's whole list of chat messages (checked; tool messages with tool_call_id and
+ * the param naming them) split as SPEC 15 says: trailing tool messages are results, else a
+ * last user message is the input, else (an assistant message ends it) there is no new
+ * input and the model continues from the whole list; everything else is history, in order.
+ * param names the list in errors. */
+int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, struct svc_err *err);
 struct svc_run_request turn_in_request(const struct turn_in *in);
 
 #endif

@@ -37,4 +37,9 @@ int svc_conv_items(const struct svc_config *cfg, const char *sid, json_object **
 int svc_conv_item(const struct svc_config *cfg, const char *sid, const char *item_id, bool redact,
                   json_object **out, struct svc_err *err);
 
+/* An item of any conversation that scope (user.h; NULL: an admin) sees, by its id alone (the
+ * session is in it); SVC_E_NOT_FOUND for another user's, as for a missing one. */
+int svc_conv_find_item(const struct svc_config *cfg, const char *scope, const char *item_id,
+                       json_object **out, struct svc_err *err);
+
 #endif

@@ -270,13 +270,16 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
     else if (cfg->model.has_max_tokens)
         svc_json_set_int(req, "max_tokens", cfg->model.max_tokens);
     /* the request's own settings, unchanged (SPEC 15); svc's keys above stay svc's */
-    json_object_object_foreach(call->settings, key, val)
+    json_object *settings = call->settings ? call->settings : json_object_new_object();
+    json_object_object_foreach(settings, key, val)
     {
         bool ours = json_object_object_get_ex(req, key, NULL);
         bool toolish = strcmp(key, "parallel_tool_calls") == 0;
         if (!ours && (!toolish || tools))
             svc_json_set(req, key, json_object_get(val));
     }
+    if (!call->settings)
+        json_object_put(settings);
     return req;
 }
 

@@ -507,7 +507,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 {
     *out = NULL;
     bool answers = req->tool_results && json_object_array_length(req->tool_results) > 0;
-    if ((!req->input || !*req->input) && !answers)
+    if ((!req->input || !*req->input) && !answers && !req->no_input)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
     if (svc_ctools_check(cfg, req->client_tools, req->tool_choice, err) != 0)

@@ -57,6 +57,9 @@ struct svc_run_request {
      * response_format, ...), checked at the edge: passed unchanged to an `openai` model; the
      * echo model honours stop, response_format and logprobs. Borrowed, or NULL. */
     json_object *settings;
+    /* SPEC 15: the request's list ends with an assistant message: no input, the model
+     * continues from the history (stored first on a new session) */
+    bool no_input;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured

@@ -214,7 +214,10 @@ my ($done) = grep { ref $_ && $_->{type} eq 'response.output_item.done' && $_->{
 is_deeply decode_json($done->{item}{arguments}), { city => 'Lima' }, 'responses stream: the arguments';
 is $types[-1], 'response.completed', 'responses stream: completed last';
 my ($comp) = grep { ref $_ && $_->{type} eq 'response.completed' } @$ev;
-is $comp->{response}{output}[1]{call_id}, $done->{item}{call_id}, 'responses stream: the call in the final output';
+is $comp->{response}{output}[0]{call_id}, $done->{item}{call_id}, 'responses stream: the call in the final output';
+# SPEC 15: the same items as without streaming: no empty message item before the call
+ok !(grep { ref $_ && ($_->{item}{type} // '') eq 'message' } @$ev), 'responses stream: no message item before the call';
+is scalar @{ $comp->{response}{output} }, 1, 'responses stream: the call is the only output item';
 
 # ---- the openai provider: tools to the model server, its calls back ----
 my $fake = FakeOpenAI->start;
