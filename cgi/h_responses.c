@@ -29,6 +29,7 @@
 #include "runs.h"
 #include "session.h"
 #include "store.h"
+#include "tools.h"
 #include "toolsin.h"
 #include "turnin.h"
 #include "util.h"
@@ -1372,6 +1373,47 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     rc = in.t.stream ? resp_stream(&c, err) : resp_plain(&c, err);
 out:
     svc_run_free(run);
+    resp_in_free(&in);
+    return rc;
+}
+
+/* POST /api/v1/responses/input_tokens (SPEC 15): what a create request with this body would
+ * send, counted as svc counts (4 characters a token): the system prompts, the tools, the
+ * named session's messages and the request's own. Nothing runs, nothing is stored. */
+int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
+{
+    struct resp_in in;
+    int rc = -1;
+    if (parse_responses(r, &in, err) < 0)
+        goto out;
+    size_t chars = 0;
+    const char *sys = r->cfg->model.system_prompt;
+    chars += (sys ? strlen(sys) : 0) + (in.instructions ? strlen(in.instructions) : 0) +
+             (in.t.input ? strlen(in.t.input) : 0);
+    json_object *own = svc_tools_spec(r->cfg);
+    json_object *parts[] = {in.t.history, in.t.results, in.t.tools, own};
+    for (int k = 0; k < 4; k++) {
+        char *j = parts[k] ? svc_json_dump_compact(parts[k]) : NULL;
+        chars += j ? strlen(j) : 0;
+        free(j);
+    }
+    json_object_put(own);
+    json_object *items = NULL;
+    if (in.t.sid && svc_session_visible(r->cfg, svc_user_scope(&r->user), in.t.sid, false, err) < 0)
+        goto out;
+    if (in.t.sid && svc_conv_items(r->cfg, in.t.sid, &items, NULL) == 0) {
+        char *j = svc_json_dump_compact(items);
+        chars += j ? strlen(j) : 0;
+        free(j);
+    }
+    json_object_put(items);
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "object", "response.input_tokens");
+    svc_json_set_int(o, "input_tokens", (int64_t)((chars + 3) / 4));
+    http_send_json(r, 200, o);
+    json_object_put(o);
+    rc = 0;
+out:
     resp_in_free(&in);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "handlers.h"
 #include "http.h"
 #include "metrics.h"
+#include "responses.h"
 #include "util.h"
 
 struct route {
@@ -42,6 +43,8 @@ static const struct route routes[] = {
     {"GET", "/api/v1/models/{model_id}", h_model_get, false, false},
     {"POST", "/api/v1/responses", h_responses_create, false, false},
     {"POST", "/api/responses", h_responses_create, false, false},
+    {"POST", "/api/v1/responses/input_tokens", h_responses_input_tokens, false, false},
+    {"POST", "/api/responses/input_tokens", h_responses_input_tokens, false, false},
     {"GET", "/api/v1/responses/{response_id}", h_response_get, false, false},
     {"GET", "/api/responses/{response_id}", h_response_get, false, false},
     {"DELETE", "/api/v1/responses/{response_id}", h_response_delete, false, false},
@@ -120,6 +123,15 @@ static bool match(const char *pattern, const struct seg *segs, int nsegs, struct
         if (param) {
             if (segs[i].n == 0)
                 return false;
+            /* SPEC 15: a path under /responses/ that is no response id is no route's */
+            if (pat[i].n == 13 && memcmp(pat[i].p, "{response_id}", 13) == 0) {
+                char id[SVC_RESPONSE_ID_LEN];
+                if (segs[i].n >= sizeof id)
+                    return false;
+                snprintf(id, sizeof id, "%.*s", (int)segs[i].n, segs[i].p);
+                if (!svc_responses_id_valid(id))
+                    return false;
+            }
         } else if (pat[i].n != segs[i].n || memcmp(pat[i].p, segs[i].p, segs[i].n) != 0) {
             return false;
         }
@@ -213,7 +225,8 @@ static void dispatch(struct http_req *r, int *route)
             svc_err_set(&err, SVC_E_METHOD_NOT_ALLOWED,
                         "method %s is not allowed here; allowed: %s", r->method, allow);
         } else {
-            svc_err_set(&err, SVC_E_NOT_FOUND, "no such endpoint");
+            svc_err_set(&err, SVC_E_NOT_FOUND, "no such endpoint: %s %.200s", r->method,
+                        r->route ? r->route : "");
         }
         http_send_error(r, &err);
         return;

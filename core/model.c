@@ -147,6 +147,54 @@ static json_object *echo_logprobs(const struct svc_model_call *call, const char 
     return out;
 }
 
+/* The tool the echo model calls, or NULL: "/tool <name> <json>" (its input: the JSON
+ * object, else {}), or a tool_choice that names one of the tools offered or is "required"
+ * (the first client tool): its input then what its parameters' schema accepts (schema.h),
+ * so that a client forcing a function for structured output gets one offline. */
+static char *echo_tool_asked(const struct svc_model_call *call, const char *text,
+                             json_object **input)
+{
+    const char *choice = call->tool_choice;
+    *input = NULL;
+    if (choice && strcmp(choice, "none") == 0)
+        return NULL;
+    if (strncmp(text, "/tool ", 6) == 0) {
+        const char *name = text + 6;
+        while (*name == ' ')
+            name++;
+        const char *ne = name;
+        while (*ne && *ne != ' ')
+            ne++;
+        char *tname = svc_xstrndup(name, (size_t)(ne - name));
+        while (*ne == ' ')
+            ne++;
+        if (*ne && (svc_json_parse(ne, strlen(ne), input, NULL) != 0 ||
+                    !json_object_is_type(*input, json_type_object))) {
+            json_object_put(*input);
+            *input = NULL;
+        }
+        if (!*input)
+            *input = json_object_new_object();
+        return tname;
+    }
+    if (!choice || strcmp(choice, "auto") == 0)
+        return NULL;
+    bool any = strcmp(choice, "required") == 0;
+    for (size_t i = 0; call->tools && i < json_object_array_length(call->tools); i++) {
+        json_object *t = json_object_array_get_idx(call->tools, i);
+        const char *name = svc_json_str(t, "name", "");
+        if (any ? svc_ctools_named(call->client_tools, name) : strcmp(name, choice) == 0) {
+            *input = svc_schema_example(svc_json_obj(t, "parameters"), text);
+            if (!json_object_is_type(*input, json_type_object)) {
+                json_object_put(*input);
+                *input = json_object_new_object();
+            }
+            return svc_xstrdup(name);
+        }
+    }
+    return NULL;
+}
+
 static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
                        struct svc_err *err)
 {
@@ -161,7 +209,8 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     json_object *last = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
     json_object *tr = last ? last_tool_result(last) : NULL;
     char *input = last ? svc_native_text(last) : svc_xstrdup("");
-    char *answer = NULL;
+    char *answer = NULL, *tname = NULL;
+    json_object *input_obj = NULL;
     long delay = 0;
     int rc = -1;
     out->tool_uses = json_object_new_array();
@@ -194,32 +243,13 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
             svc_xasprintf(&answer, "Tool %s %s: %s", tname,
                           strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
         free(res);
-    } else if (strncmp(text, "/tool ", 6) == 0 &&
-               !(call->tool_choice && strcmp(call->tool_choice, "none") == 0)) {
-        const char *name = text + 6;
-        while (*name == ' ')
-            name++;
-        const char *ne = name;
-        while (*ne && *ne != ' ')
-            ne++;
-        char *tname = svc_xstrndup(name, (size_t)(ne - name));
-        json_object *input_obj = NULL;
-        while (*ne == ' ')
-            ne++;
-        if (*ne && (svc_json_parse(ne, strlen(ne), &input_obj, NULL) != 0 ||
-                    !json_object_is_type(input_obj, json_type_object))) {
-            json_object_put(input_obj);
-            input_obj = NULL;
-        }
-        if (!input_obj)
-            input_obj = json_object_new_object();
-        char id[32];
-        char hex[13];
+    } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {
+        char id[32], hex[13];
         svc_random_hex(hex, 12);
         snprintf(id, sizeof id, "call_%s", hex);
         json_object *tu = json_object_new_object();
         svc_json_set_str(tu, "toolUseId", id);
-        svc_json_set_str(tu, "name", tname ? tname : "");
+        svc_json_set_str(tu, "name", tname);
         svc_json_set(tu, "input", input_obj);
         json_object_array_add(out->tool_uses, tu);
         free(tname);
