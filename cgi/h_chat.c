@@ -583,6 +583,8 @@ int h_chat(struct http_req *r, struct svc_err *err)
     if (in.t.sid && r->idempotency_key &&
         svc_session_visible(r->cfg, svc_user_scope(&r->user), in.t.sid, true, err) < 0)
         goto out;
+    if (!in.stateless && turn_in_continue(&in.t, r->cfg, &r->user) == 1)
+        http_set_session(r, in.t.sid, false);
     json_object *rec = NULL;
     if (svc_idem_sync_decide(r->cfg, in.t.sid, r->idempotency_key, &rec) == SVC_IDEM_REPLAY) {
         rc = idem_replay(r, &in, rec);

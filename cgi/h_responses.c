@@ -1352,6 +1352,8 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     }
     if (in.prev && branch_from_prev(r, &in, err) < 0)
         goto out;
+    if (in.store)
+        turn_in_continue(&in.t, r->cfg, &r->user);
     http_set_session(r, in.t.sid, false);
     if (in.background) {
         rc = resp_background(r, &in, err);

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "http.h"
+#include "chain.h"
 #include "jsonx.h"
+#include "log.h"
 #include "openai.h"
 
 void turn_in_free(struct turn_in *in)
@@ -16,6 +18,7 @@ void turn_in_free(struct turn_in *in)
     json_object_put(in->results);
     json_object_put(in->settings);
     free(in->input);
+    free(in->continued);
 }
 
 struct svc_run_request turn_in_request(const struct turn_in *in)
@@ -36,6 +39,7 @@ struct svc_run_request turn_in_request(const struct turn_in *in)
         .tool_results = in->results,
         .settings = in->settings,
         .no_input = in->no_input,
+        .append_history = in->append_history,
     };
     return req;
 }
@@ -347,4 +351,29 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
         if (i < hist || (i >= last && i != last - 1 && i < end)) /* system after the input */
             json_object_array_add(in->history, json_object_get(json_object_array_get_idx(msgs, i)));
     return 0;
+}
+
+int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user)
+{
+    if (in->sid || !cfg->sessions.enabled || !cfg->sessions.continue_stateless || !in->history ||
+        json_object_array_length(in->history) == 0)
+        return 0;
+    char *sid = NULL;
+    size_t used = 0;
+    struct svc_err e;
+    if (svc_chain_resolve(cfg, user ? user->id : NULL, in->history, &sid, &used, &e) < 0) {
+        svc_logf("continue_stateless: no lookup (%s): a new session", e.message);
+        return 0;
+    }
+    if (!sid)
+        return 0;
+    json_object *rest = json_object_new_array();
+    for (size_t i = used; i < json_object_array_length(in->history); i++)
+        json_object_array_add(rest, json_object_get(json_object_array_get_idx(in->history, i)));
+    json_object_put(in->history);
+    in->history = rest;
+    in->append_history = true;
+    in->continued = sid;
+    in->sid = sid;
+    return 1;
 }

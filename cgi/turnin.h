@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "session.h"
+#include "user.h"
 
 struct turn_in {
     json_object *body;       /* owned */
@@ -29,6 +30,8 @@ struct turn_in {
     const char *user, *locale, *channel; /* borrowed */
     bool stream, svc_v2;
     bool no_input; /* the list ends with an assistant message: no new input (turn_in_split) */
+    bool append_history; /* history continues a stored transcript (turn_in_continue) */
+    char *continued;     /* heap: the session turn_in_continue chose, or NULL */
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
     double temperature;
     int64_t max_tokens;
@@ -45,6 +48,11 @@ int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err);
  * input and the model continues from the whole list; everything else is history, in order.
  * param names the list in errors. */
 int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, struct svc_err *err);
+/* SPEC 15, sessions.continue_stateless: a request naming no session whose history begins
+ * with the whole transcript of a session of the asker's continues it (a fork of it where
+ * the history leaves it: chain.h): in->sid names it and history keeps what comes after.
+ * 1 when it did, 0 when not (a failed lookup is logged and makes a new session). */
+int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user);
 struct svc_run_request turn_in_request(const struct turn_in *in);
 
 #endif

@@ -451,7 +451,8 @@ static json_object *begin_history(struct svc_run *run, const struct svc_run_requ
 {
     json_object *import = json_object_new_array();
     bool first_run = run->turn.stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
-    if (!first_run || !req->history || !run->cfg->sessions.persist_openai_history)
+    if (!(first_run || req->append_history) || !req->history ||
+        !run->cfg->sessions.persist_openai_history)
         return import;
     size_t n = json_object_array_length(req->history);
     for (size_t i = 0; i < n; i++) {

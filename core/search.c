@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <unistr.h>
 
+#include "chain.h"
 #include "dirwatch.h"
 #include "fold.h"
 #include "fsio.h"
@@ -25,7 +26,7 @@
 #include "util.h"
 
 /* Bump when the tables or the tokenizer change: an index of another schema is rebuilt. */
-#define SCHEMA "svc-search-3"
+#define SCHEMA "svc-search-4"
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
 #define TERMS_MAX 32
@@ -450,7 +451,11 @@ static const char *const tables =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"
     " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT, seen REAL,"
-    " archived INTEGER, created_at TEXT);"
+    " archived INTEGER, created_at TEXT, chain_n INTEGER, ran INTEGER);"
+    "CREATE TABLE IF NOT EXISTS chain(key INTEGER NOT NULL, doc INTEGER NOT NULL,"
+    " pos INTEGER NOT NULL, mid INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS chain_key ON chain(key);"
+    "CREATE INDEX IF NOT EXISTS chain_doc ON chain(doc);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS msgs USING fts5(body, role UNINDEXED,"
     " tokenize='svcfold');";
 
@@ -794,7 +799,8 @@ static int drop_session(const char *sid)
     int found = doc_row(sid, &doc, &updated, &msgs, &next);
     if (found <= 0)
         return found;
-    if (run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc) != 0)
+    if (run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc) != 0 ||
+        run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
         return -1;
     return run_doc("DELETE FROM docs WHERE doc = ?3", doc);
 }
@@ -938,6 +944,48 @@ static bool same_session(int64_t doc, json_object *sum, double *seen)
     return same;
 }
 
+/* The session's transcript keys (chain.h) anew: one row a message, from all its files. */
+static int chain_session(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs)
+{
+    int64_t count = 0, next = 0, *ids = NULL, pos = 0;
+    struct svc_err e = {0};
+    sqlite3_stmt *st = NULL;
+    if (run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
+        return -1;
+    unsigned char key[32];
+    svc_chain_seed(svc_user_owner(sum), key);
+    int rc = 0;
+    if (svc_sess_message_count(h, msgs, &count, &next, &ids, &e) != 0)
+        count = 0; /* no messages directory: no keys */
+    for (int64_t k = 0; k < count && rc == 0; k++) {
+        int64_t id = ids ? ids[k] : k;
+        json_object *rec = NULL;
+        if (svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0)
+            continue;
+        if (svc_chain_step(key, svc_store_effective_message(rec)) &&
+            prep("INSERT INTO chain(key, doc, pos, mid) VALUES (?1, ?2, ?3, ?4)", -1, &st, NULL) ==
+                SQLITE_OK) {
+            sqlite3_bind_int64(st, 1, svc_chain_id(key));
+            sqlite3_bind_int64(st, 2, doc);
+            sqlite3_bind_int64(st, 3, ++pos);
+            sqlite3_bind_int64(st, 4, id);
+            rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+            sqlite3_reset(st);
+        }
+        json_object_put(rec);
+    }
+    free(ids);
+    if (rc == 0 && prep("UPDATE docs SET chain_n = ?2, ran = ?3 WHERE doc = ?1", -1, &st, NULL) ==
+                       SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, doc);
+        sqlite3_bind_int64(st, 2, pos);
+        sqlite3_bind_int(st, 3, svc_json_int(sum, "run_count", 0) > 0);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+        sqlite3_reset(st);
+    }
+    return rc;
+}
+
 /* Bring one session's rows to what the listing says (updated, msgs), inside a transaction:
  * new messages only when the count grew, all of them anew when it did not or the session
  * was made again. */
@@ -977,9 +1025,11 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         if (rc == 0)
             rc = add_messages(&h, doc, from, msgs, &next, &seen);
     }
-    svc_sess_close(&h);
     if (rc == 0)
         rc = doc_write(sid, doc, updated, msgs, next, seen, sum);
+    if (rc == 0)
+        rc = chain_session(&h, doc, sum, msgs);
+    svc_sess_close(&h);
     json_object_put(sum);
     return rc;
 }
@@ -1380,4 +1430,57 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
     if (messages)
         *messages = count_of("SELECT count(*) FROM msgs");
     return 0;
+}
+
+/* The session not archived with a row keyed key: a session's tip (pos its chain_n) before a
+ * fork point, one that ran turns before one that only holds items (a client's own store,
+ * kept by the Conversations API), then the newest. 1 with *hit, 0 none, -1 error. */
+static int chain_at(int64_t key, struct svc_chain_hit *hit)
+{
+    sqlite3_stmt *st = NULL;
+    if (prep("SELECT d.sid, c.pos, c.mid, d.chain_n FROM chain c JOIN docs d ON d.doc = c.doc"
+             " WHERE c.key = ?1 AND NOT d.archived ORDER BY c.pos = d.chain_n DESC, d.ran DESC,"
+             " d.updated DESC LIMIT 1",
+             -1, &st, NULL) != SQLITE_OK)
+        return -1;
+    sqlite3_bind_int64(st, 1, key);
+    int rc = sqlite3_step(st), found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
+    if (found == 1) {
+        snprintf(hit->sid, sizeof hit->sid, "%s", (const char *)sqlite3_column_text(st, 0));
+        hit->pos = sqlite3_column_int64(st, 1);
+        hit->mid = sqlite3_column_int64(st, 2);
+        hit->total = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
+    return found;
+}
+
+int svc_search_chain_find(const struct svc_config *cfg, const int64_t *ids, size_t n,
+                          struct svc_chain_hit *hit, struct svc_err *err)
+{
+    int rc = -1;
+    S.removed = false;
+    for (int tries = 0; tries < 2 && (tries == 0 || S.removed); tries++) {
+        S.removed = false;
+        if (db_open(cfg, err) == 0 && catch_up(cfg, err) == 0)
+            rc = 0;
+        if (rc == 0)
+            break;
+    }
+    /* a key found at k means the same session holds k - 1 too: the longest, by bisection */
+    size_t lo = 0, hi = n; /* found for lo (0: nothing), not known above */
+    struct svc_chain_hit h;
+    while (rc == 0 && lo < hi) {
+        size_t mid = lo + (hi - lo + 1) / 2;
+        int f = chain_at(ids[mid - 1], &h);
+        if (f < 0)
+            return db_fail("look up a transcript", err);
+        if (f == 1) {
+            lo = mid;
+            *hit = h;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    return rc < 0 ? -1 : lo > 0;
 }

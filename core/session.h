@@ -60,6 +60,9 @@ struct svc_run_request {
     /* SPEC 15: the request's list ends with an assistant message: no input, the model
      * continues from the history (stored first on a new session) */
     bool no_input;
+    /* history is stored before the input even on a session that has runs (the rest of a
+     * list whose beginning is the session's transcript: chain.h) */
+    bool append_history;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured

@@ -54,6 +54,8 @@ for my $line (split /\n/, $raw) {
     elsif ($o->{end}) { $ended = 1 }
 }
 ok($ended, 'the framework script ran to its end');
+is($notes{langgraph_sessions}[0]{count}, 1,
+   'LangGraph: one ReAct run with a tool leaves one session (sessions.continue_stateless)');
 
 # what reached the model server from LangGraph through svc
 my @reqs = grep { ref $_->{body} eq 'HASH' } @{ $fake->requests };
