@@ -253,8 +253,7 @@ static int message_in(json_object *item, size_t i, json_object *msgs, struct svc
     return 0;
 }
 
-static int response_get(struct http_req *r, const char *id, json_object **out,
-                        struct svc_err *err);
+static int response_get(struct http_req *r, const char *id, json_object **out, struct svc_err *err);
 
 /* An item_reference (SPEC 15): the item it names, of a stored response (msg_<hex>,
  * fc_<hex>_<k>: the response resp_<hex>) or a conversation (conversation.h) of the asker,
@@ -273,8 +272,8 @@ static int item_ref(struct http_req *r, json_object *item, size_t i, json_object
     json_object *resp = NULL;
     if (hex && strspn(hex, "0123456789abcdef") == 32 && (!hex[32] || hex[32] == '_')) {
         snprintf(rid, sizeof rid, "resp_%.32s", hex);
-        json_object *output = response_get(r, rid, &resp, NULL) == 0
-                                  ? svc_json_arr(resp, "output") : NULL;
+        json_object *output =
+            response_get(r, rid, &resp, NULL) == 0 ? svc_json_arr(resp, "output") : NULL;
         for (size_t k = 0; output && !*out && k < json_object_array_length(output); k++)
             if (strcmp(svc_json_str(json_object_array_get_idx(output, k), "id", ""), id) == 0)
                 *out = json_object_get(json_object_array_get_idx(output, k));
@@ -609,8 +608,8 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     if (has_message(a, failure)) {
         json_object *m = message_item(c, a->content, failure ? "incomplete" : status);
         json_object *part = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
-        svc_json_set(part, "logprobs", a->logprobs ? svc_json_copy(a->logprobs)
-                                                   : json_object_new_array());
+        svc_json_set(part, "logprobs",
+                     a->logprobs ? svc_json_copy(a->logprobs) : json_object_new_array());
         json_object_array_add(output, m);
     }
     for (size_t i = 0; i < nc; i++)
@@ -632,8 +631,9 @@ static const char *ended_status(const struct resp_ctx *c, const struct svc_err *
  * OpenAI's defaults. */
 static void echo_settings(json_object *o, json_object *b)
 {
-    static const char *const keys[] = {"top_p", "top_logprobs", "service_tier", "prompt_cache_key",
-                                       "safety_identifier", "max_tool_calls"};
+    static const char *const keys[] = {
+        "top_p",         "top_logprobs", "service_tier", "prompt_cache_key", "safety_identifier",
+        "max_tool_calls"};
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
         json_object *v = NULL;
         json_object_object_get_ex(b, keys[i], &v);
@@ -644,7 +644,8 @@ static void echo_settings(json_object *o, json_object *b)
     if (json_object_object_get_ex(b, "parallel_tool_calls", &v) && v)
         svc_json_set(o, "parallel_tool_calls", json_object_get(v));
     json_object *reasoning = json_object_new_object(), *text = json_object_new_object();
-    svc_json_set_str(reasoning, "effort", svc_json_str(svc_json_obj(b, "reasoning"), "effort", NULL));
+    svc_json_set_str(reasoning, "effort",
+                     svc_json_str(svc_json_obj(b, "reasoning"), "effort", NULL));
     svc_json_set(reasoning, "summary", NULL);
     svc_json_set(o, "reasoning", reasoning);
     json_object *fmt = svc_json_obj(svc_json_obj(b, "text"), "format");
@@ -713,10 +714,10 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
     svc_json_set(o, "tools", tools_shown(in->t.tools));
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
-    svc_json_set(o, "usage",
-                 ended ? usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens,
-                                  a.reasoning_tokens)
-                       : NULL);
+    svc_json_set(
+        o, "usage",
+        ended ? usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.reasoning_tokens)
+              : NULL);
     svc_json_set_str(o, "user", in->t.user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
@@ -767,7 +768,8 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
 {
     int rc = svc_run_execute(c->run, NULL, err);
-    json_object *resp = response_object(c, ended_status(c, rc == 0 ? NULL : err), rc == 0 ? NULL : err);
+    json_object *resp =
+        response_object(c, ended_status(c, rc == 0 ? NULL : err), rc == 0 ? NULL : err);
     keep_response(c, resp, rc == 0 ? NULL : err);
     if (rc == 0)
         http_send_json(c->r, 200, resp);
@@ -967,8 +969,9 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     svc_run_answer(c->run, &a);
     bool msg = has_message(&a, NULL);
     if ((!msg || (open_message(c) == 0 && close_message(c, resp) == 0)) && emit_calls(c) == 0)
-        emit(c, strcmp(svc_json_str(resp, "status", ""), "incomplete") == 0 ? "response.incomplete"
-                                                                             : "response.completed",
+        emit(c,
+             strcmp(svc_json_str(resp, "status", ""), "incomplete") == 0 ? "response.incomplete"
+                                                                         : "response.completed",
              with_response(resp));
     else
         json_object_put(resp);
@@ -1109,10 +1112,9 @@ static void background_refresh(struct http_req *r, json_object *o)
         json_object_array_add(out, item);
         svc_json_set(o, "output", out);
         json_object *u = svc_json_obj(rec, "usage");
-        svc_json_set(
-            o, "usage",
-            usage_of(svc_json_int(u, "prompt_tokens", 0), svc_json_int(u, "completion_tokens", 0),
-                     0, 0));
+        svc_json_set(o, "usage",
+                     usage_of(svc_json_int(u, "prompt_tokens", 0),
+                              svc_json_int(u, "completion_tokens", 0), 0, 0));
     }
     json_object *e = svc_json_obj(rec, "error");
     if (strcmp(st, "error") == 0 && e) {

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
 #include "chain.h"
+#include "http.h"
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
@@ -156,7 +156,9 @@ static int gfield_check(const struct gfield *f, json_object *v, struct svc_err *
                    : svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be an object", n);
     case G_STOP: {
         bool ok = json_object_is_type(v, json_type_string);
-        size_t k = ok ? 0 : json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 9;
+        size_t k = ok                                        ? 0
+                   : json_object_is_type(v, json_type_array) ? json_object_array_length(v)
+                                                             : 9;
         ok = ok || k <= 4;
         for (size_t i = 0; ok && !json_object_is_type(v, json_type_string) && i < k; i++)
             ok = json_object_is_type(json_object_array_get_idx(v, i), json_type_string);
@@ -239,11 +241,15 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
         svc_json_set_str(s, "verbosity", verb);
     if (effort)
         svc_json_set_str(s, "reasoning_effort", effort);
-    static const char *const known[] = {
-        "message.output_text.logprobs",   "reasoning.encrypted_content",
-        "file_search_call.results",       "web_search_call.results",
-        "web_search_call.action.sources", "message.input_image.image_url",
-        "computer_call_output.output.image_url", "code_interpreter_call.outputs", NULL};
+    static const char *const known[] = {"message.output_text.logprobs",
+                                        "reasoning.encrypted_content",
+                                        "file_search_call.results",
+                                        "web_search_call.results",
+                                        "web_search_call.action.sources",
+                                        "message.input_image.image_url",
+                                        "computer_call_output.output.image_url",
+                                        "code_interpreter_call.outputs",
+                                        NULL};
     for (size_t i = 0; include && i < json_object_array_length(include); i++) {
         const char *v = json_object_get_string(json_object_array_get_idx(include, i));
         size_t k = 0;
@@ -251,7 +257,8 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
             k++;
         char p[32];
         snprintf(p, sizeof p, "include[%zu]", i);
-        if (!known[k] || !json_object_is_type(json_object_array_get_idx(include, i), json_type_string))
+        if (!known[k] ||
+            !json_object_is_type(json_object_array_get_idx(include, i), json_type_string))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' is not a known include", p);
         if (k == 0)
             svc_json_set_bool(s, "logprobs", true);

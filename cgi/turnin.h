@@ -29,7 +29,7 @@ struct turn_in {
     const char *sid;         /* borrowed (body or request) */
     const char *user, *locale, *channel; /* borrowed */
     bool stream, svc_v2;
-    bool no_input; /* the list ends with an assistant message: no new input (turn_in_split) */
+    bool no_input;       /* the list ends with an assistant message: no new input (turn_in_split) */
     bool append_history; /* history continues a stored transcript (turn_in_continue) */
     char *continued;     /* heap: the session turn_in_continue chose, or NULL */
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */

@@ -28,7 +28,8 @@ static void canon_blocks(struct svc_buf *b, json_object *content)
             json_object *input = NULL;
             json_object_object_get_ex(v, "input", &input);
             char *j = input ? svc_json_dump_compact(input) : NULL;
-            svc_buf_adds(b, "\x1e" "call\x1f");
+            svc_buf_adds(b, "\x1e"
+                            "call\x1f");
             svc_buf_adds(b, svc_json_str(v, "toolUseId", ""));
             svc_buf_adds(b, "\x1f");
             svc_buf_adds(b, svc_json_str(v, "name", ""));
@@ -36,7 +37,8 @@ static void canon_blocks(struct svc_buf *b, json_object *content)
             svc_buf_adds(b, j ? j : "{}");
             free(j);
         } else if ((v = svc_json_obj(blk, "toolResult"))) {
-            svc_buf_adds(b, "\x1e" "result\x1f");
+            svc_buf_adds(b, "\x1e"
+                            "result\x1f");
             svc_buf_adds(b, svc_json_str(v, "toolUseId", ""));
             svc_buf_adds(b, "\x1f");
             json_object *items = svc_json_arr(v, "content");
@@ -90,8 +92,8 @@ int svc_chain_resolve(const struct svc_config *cfg, const char *owner, json_obje
     struct svc_chain_hit hit;
     int rc = m ? svc_search_chain_find(cfg, ids, m, &hit, err) : 0;
     if (rc == 1 && hit.pos < hit.total) { /* its transcript goes on: the turn runs in a fork */
-        struct svc_fork_req f = {.session_id = hit.sid, .has_message_id = true,
-                                 .message_id = hit.mid};
+        struct svc_fork_req f = {
+            .session_id = hit.sid, .has_message_id = true, .message_id = hit.mid};
         json_object *sum = NULL;
         rc = svc_session_fork(cfg, &f, &sum, err) == 0 ? 1 : -1;
         if (rc == 1)

@@ -89,8 +89,7 @@ static void echo_shape(const struct svc_model_call *call, const char *input, cha
     if (strcmp(type, "text") != 0) {
         json_object *o = NULL;
         if (strcmp(type, "json_schema") == 0) {
-            o = svc_schema_example(svc_json_obj(svc_json_obj(fmt, "json_schema"), "schema"),
-                                   input);
+            o = svc_schema_example(svc_json_obj(svc_json_obj(fmt, "json_schema"), "schema"), input);
         } else {
             o = json_object_new_object();
             svc_json_set_str(o, "echo", *answer);
@@ -100,7 +99,9 @@ static void echo_shape(const struct svc_model_call *call, const char *input, cha
         json_object_put(o);
     }
     json_object_object_get_ex(call->settings, "stop", &v);
-    size_t nstop = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : v ? 1 : 0;
+    size_t nstop = json_object_is_type(v, json_type_array) ? json_object_array_length(v)
+                   : v                                     ? 1
+                                                           : 0;
     for (size_t i = 0; i < nstop; i++) {
         const char *stop = json_object_get_string(
             json_object_is_type(v, json_type_array) ? json_object_array_get_idx(v, i) : v);
@@ -235,12 +236,12 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         }
         char *res = svc_buf_steal(&b);
         const char *status = svc_json_str(tr, "status", "success");
-        const char *tname = tool_name_for(msgs, svc_json_str(tr, "toolUseId", ""));
-        if (svc_ctools_named(call->client_tools, tname))
-            svc_xasprintf(&answer, "Echo: tool %s %s %s", tname,
+        const char *used = tool_name_for(msgs, svc_json_str(tr, "toolUseId", ""));
+        if (svc_ctools_named(call->client_tools, used))
+            svc_xasprintf(&answer, "Echo: tool %s %s %s", used,
                           strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
         else
-            svc_xasprintf(&answer, "Tool %s %s: %s", tname,
+            svc_xasprintf(&answer, "Tool %s %s: %s", used,
                           strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
         free(res);
     } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {

@@ -27,11 +27,11 @@ struct svc_model_call {
     double temperature;
     int64_t max_tokens;
     const char *max_tokens_param; /* the request's spelling of max_tokens, NULL: max_tokens */
-    json_object *settings;     /* borrowed generation settings (session.h), or NULL */
-    json_object *messages;     /* borrowed array of native messages (the window) */
-    json_object *tools;        /* borrowed array of {name, description, parameters} */
-    json_object *client_tools; /* borrowed names of the tools the client runs (SPEC 12.1) */
-    const char *tool_choice;   /* NULL (auto), "auto", "none", "required" or a tool's name */
+    json_object *settings;        /* borrowed generation settings (session.h), or NULL */
+    json_object *messages;        /* borrowed array of native messages (the window) */
+    json_object *tools;           /* borrowed array of {name, description, parameters} */
+    json_object *client_tools;    /* borrowed names of the tools the client runs (SPEC 12.1) */
+    const char *tool_choice;      /* NULL (auto), "auto", "none", "required" or a tool's name */
     int (*on_delta)(void *ctx, const char *text); /* may be NULL */
     int (*should_cancel)(void *ctx);              /* may be NULL; polled between chunks */
     int (*on_idle)(void *ctx);                    /* may be NULL; while waiting */

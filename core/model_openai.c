@@ -59,9 +59,9 @@ struct oa {
     bool have_usage;
     int64_t prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens;
     json_object *logprobs; /* logprobs.content entries of choice 0, or NULL */
-    bool got_event;     /* at least one chunk was handled */
-    bool done;          /* data: [DONE] */
-    double retry_after; /* seconds, < 0 when the server sent none */
+    bool got_event;        /* at least one chunk was handled */
+    bool done;             /* data: [DONE] */
+    double retry_after;    /* seconds, < 0 when the server sent none */
     double retry_after_ms;
 };
 

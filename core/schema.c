@@ -66,11 +66,13 @@ static const char *ex_type(json_object *s)
 
 static json_object *ex_string(struct ex *x, json_object *s)
 {
-    static const char *const formats[][2] = {
-        {"date-time", "1970-01-01T00:00:00Z"}, {"date", "1970-01-01"},
-        {"time", "00:00:00"},                  {"email", "echo@example.com"},
-        {"uri", "https://example.com/"},       {"url", "https://example.com/"},
-        {"uuid", "00000000-0000-4000-8000-000000000000"}};
+    static const char *const formats[][2] = {{"date-time", "1970-01-01T00:00:00Z"},
+                                             {"date", "1970-01-01"},
+                                             {"time", "00:00:00"},
+                                             {"email", "echo@example.com"},
+                                             {"uri", "https://example.com/"},
+                                             {"url", "https://example.com/"},
+                                             {"uuid", "00000000-0000-4000-8000-000000000000"}};
     const char *fmt = svc_json_str(s, "format", NULL);
     for (size_t i = 0; fmt && i < sizeof formats / sizeof *formats; i++)
         if (strcmp(fmt, formats[i][0]) == 0)

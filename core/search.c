@@ -975,8 +975,8 @@ static int chain_session(struct svc_sess *h, int64_t doc, json_object *sum, int6
         json_object_put(rec);
     }
     free(ids);
-    if (rc == 0 && prep("UPDATE docs SET chain_n = ?2, ran = ?3 WHERE doc = ?1", -1, &st, NULL) ==
-                       SQLITE_OK) {
+    if (rc == 0 &&
+        prep("UPDATE docs SET chain_n = ?2, ran = ?3 WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, doc);
         sqlite3_bind_int64(st, 2, pos);
         sqlite3_bind_int(st, 3, svc_json_int(sum, "run_count", 0) > 0);

@@ -113,9 +113,9 @@ struct svc_run_answer {
     const char *finish_reason; /* "stop", "length", "tool_calls", ... */
     int64_t prompt_tokens, completion_tokens;
     int64_t cached_tokens, reasoning_tokens; /* the model server's usage details, or 0 */
-    json_object *logprobs;     /* chat's logprobs.content of the answer, or NULL */
-    int64_t last_message_id;   /* the session's, -1 if none */
-    json_object *events;       /* array of svc.v2 events */
+    json_object *logprobs;                   /* chat's logprobs.content of the answer, or NULL */
+    int64_t last_message_id;                 /* the session's, -1 if none */
+    json_object *events;                     /* array of svc.v2 events */
     json_object *tool_calls;   /* OpenAI tool_calls made during the run (maybe empty) */
     json_object *client_calls; /* those of client tools the run ended on, awaiting results */
 };
