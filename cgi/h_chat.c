@@ -42,13 +42,7 @@ struct chat_in {
 /* A string field without NUL bytes (a C string would cut it short): 0, or -1 with 422. */
 static int check_text(json_object *v, const char *param, bool nullable, struct svc_err *err)
 {
-    if (!v && nullable)
-        return 0;
-    if (!json_object_is_type(v, json_type_string))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a string", param);
-    if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must not contain NUL", param);
-    return 0;
+    return !v && nullable ? 0 : turn_in_text(v, param, err);
 }
 
 /* OpenAI message content: a string, null, or an array of parts ({type, text} for text). */

@@ -111,8 +111,11 @@ static int split(const char *path, struct seg *segs, int max)
     return n;
 }
 
-/* Whether segs match the pattern; fills r's params when r is not NULL. */
-static bool match(const char *pattern, const struct seg *segs, int nsegs, struct http_req *r)
+/* Whether segs match the pattern; fills r's params when r is not NULL. strict: a
+ * {response_id} segment must have a response id's shape (SPEC 15: a path under /responses/
+ * that is neither a route nor a response id is 404, not 405). */
+static bool match(const char *pattern, const struct seg *segs, int nsegs, struct http_req *r,
+                  bool strict)
 {
     struct seg pat[MAX_SEGS];
     int np = split(pattern, pat, MAX_SEGS);
@@ -123,8 +126,7 @@ static bool match(const char *pattern, const struct seg *segs, int nsegs, struct
         if (param) {
             if (segs[i].n == 0)
                 return false;
-            /* SPEC 15: a path under /responses/ that is no response id is no route's */
-            if (pat[i].n == 13 && memcmp(pat[i].p, "{response_id}", 13) == 0) {
+            if (strict && pat[i].n == 13 && memcmp(pat[i].p, "{response_id}", 13) == 0) {
                 char id[SVC_RESPONSE_ID_LEN];
                 if (segs[i].n >= sizeof id)
                     return false;
@@ -192,7 +194,7 @@ static void dispatch(struct http_req *r, int *route)
     bool literal_path = false; /* a literal route matched: the parameter routes after it do not */
     for (size_t i = 0; nsegs > 0 && i < NROUTES; i++) {
         bool literal = !strchr(routes[i].pattern, '{');
-        if ((literal_path && !literal) || !match(routes[i].pattern, segs, nsegs, NULL))
+        if ((literal_path && !literal) || !match(routes[i].pattern, segs, nsegs, NULL, false))
             continue;
         literal_path = literal_path || literal;
         path_known = true;
@@ -205,6 +207,12 @@ static void dispatch(struct http_req *r, int *route)
             snprintf(allow + l, sizeof allow - l, "%s%s", l ? ", " : "", routes[i].method);
         }
     }
+    /* a path known only through a {response_id} that is none: no route's (404, not 405) */
+    bool known_strictly = false;
+    for (size_t i = 0; !hit && path_known && i < NROUTES && !known_strictly; i++)
+        known_strictly = match(routes[i].pattern, segs, nsegs, NULL, true);
+    if (!hit && path_known && !known_strictly)
+        path_known = false;
     if (strstr(allow, "GET")) {
         size_t l = strlen(allow);
         snprintf(allow + l, sizeof allow - l, ", HEAD");
@@ -238,7 +246,7 @@ static void dispatch(struct http_req *r, int *route)
         http_send_error(r, &err);
         return;
     }
-    match(hit->pattern, segs, nsegs, r);
+    match(hit->pattern, segs, nsegs, r, false);
     *route = (int)(hit - routes);
     int rc = hit->fn(r, &err);
     if (rc < 0) {

@@ -384,3 +384,12 @@ int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const str
     in->sid = sid;
     return 1;
 }
+
+int turn_in_text(json_object *v, const char *param, struct svc_err *err)
+{
+    if (!json_object_is_type(v, json_type_string))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a string", param);
+    if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must not contain NUL", param);
+    return 0;
+}

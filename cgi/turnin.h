@@ -52,6 +52,8 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
  * with the whole transcript of a session of the asker's continues it (a fork of it where
  * the history leaves it: chain.h): in->sid names it and history keeps what comes after.
  * 1 when it did, 0 when not (a failed lookup is logged and makes a new session). */
+/* A string without NUL bytes: 0, or -1 with 422 invalid_field naming param. */
+int turn_in_text(json_object *v, const char *param, struct svc_err *err);
 int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user);
 struct svc_run_request turn_in_request(const struct turn_in *in);
 
