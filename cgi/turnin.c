@@ -313,19 +313,32 @@ static const char *role_at(json_object *msgs, size_t i)
     return svc_json_str(json_object_array_get_idx(msgs, i), "role", "");
 }
 
+static bool has_text(json_object *msgs, size_t i)
+{
+    json_object *content = NULL;
+    json_object_object_get_ex(json_object_array_get_idx(msgs, i), "content", &content);
+    char *text = content ? svc_openai_content_text(content) : NULL;
+    bool some = text && *text;
+    free(text);
+    return some;
+}
+
 int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, struct svc_err *err)
 {
     size_t n = json_object_array_length(msgs), end = n, last = n;
     while (end > 0 && strcmp(role_at(msgs, end - 1), "tool") == 0)
         end--;
-    while (last > 0 && (strcmp(role_at(msgs, last - 1), "system") == 0 ||
-                        strcmp(role_at(msgs, last - 1), "developer") == 0))
-        last--;
+    while (last > 0 &&
+           (strcmp(role_at(msgs, last - 1), "system") == 0 ||
+            strcmp(role_at(msgs, last - 1), "developer") == 0 ||
+            (strcmp(role_at(msgs, last - 1), "user") == 0 && !has_text(msgs, last - 1))))
+        last--;         /* a trailing user message without text says nothing: left out */
     bool asked = false; /* a conversation begins with someone's input */
     for (size_t i = 0; i < n && !asked; i++)
         asked = strcmp(role_at(msgs, i), "user") == 0 || strcmp(role_at(msgs, i), "tool") == 0;
-    if (!asked)
-        return svc_err_setp(err, SVC_E_MISSING_FIELD, param, "'%s' holds no user message", param);
+    if (!asked || (last == 0 && end == n))
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, param, "'%s' holds no user message with text",
+                            param);
     size_t hist = end; /* messages before the new input */
     if (end < n) {     /* trailing tool results answer the pending calls */
         in->results = json_object_new_array();
@@ -355,7 +368,7 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
     }
     in->history = json_object_new_array();
     for (size_t i = 0; i < n; i++)
-        if (i < hist || (i >= last && i != last - 1 && i < end)) /* system after the input */
+        if (i < hist || (i >= last && i < end && strcmp(role_at(msgs, i), "user") != 0))
             json_object_array_add(in->history, json_object_get(json_object_array_get_idx(msgs, i)));
     return 0;
 }

@@ -292,7 +292,7 @@ static void test_to_json_defaults(void)
            "\"umask\":\"027\",\"base_path\":\"\",\"user_param\":\"\",\"admins\":[],\"users\":[]},"
            "\"sessions\":{\"enabled\":true,\"provider\":"
            "\"svc_repository\",\"root\":\"/home/tester/.svc/agents/native_sessions\","
-           "\"agent_id\":\"svc-agent\",\"persist_openai_history\":true,\"sync_memory\":true,"
+           "\"agent_id\":\"svc-agent\",\"persist_openai_history\":true,\"continue_stateless\":true,\"sync_memory\":true,"
            "\"export_default_dir\":\"/home/tester/Desktop/svc-chat-export\","
            "\"export_allowed_dirs\":[],\"fsync\":true,\"cache\":\"auto\",\"index_db\":true,"
            "\"shared\":\"auto\"},"
