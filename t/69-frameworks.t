@@ -37,10 +37,14 @@ my $oa = SvcTest->start(config => "model:\n  provider: openai\n  name: fake-1\n 
 
 # LangGraph on the openai provider: the model calls the tool, answers, then is asked for the
 # structured response (its responseFormat as a forced function or a response format)
-$fake->script({ tool_calls => [{ name => 'get_weather', arguments => '{"city":"Bern"}' }] },
-              { content => 'It is sunny in Bern.' },
-              { content => '{"city":"Bern","sky":"sunny"}',
-                tool_calls => undef });
+my $lg = '/tool get_weather {"city":"Bern"}';
+$fake->script({ when => $lg, tool_calls => [{ name => 'get_weather', arguments => '{"city":"Bern"}' }] },
+              { when => $lg, content => 'It is sunny in Bern.' },
+              { when => $lg, content => '{"city":"Bern","sky":"sunny"}' });
+
+# the Agents SDK's outputType and the AI SDK's Output.object on the openai provider: the
+# model server answers in the format it was asked for (what it was sent is checked below)
+$fake->script({ when => 'format please', content => '{"city":"Paris","sky":"scripted"}' }) for 1 .. 2;
 
 my %notes;
 my $raw = `cd '$dir' && SVC_BASE='${\ $s->url('/api/v1')}' SVC_BASE_OA='${\ $oa->url('/api/v1')}' timeout 300 node frameworks.mjs 2>&1`;
@@ -57,8 +61,18 @@ ok($ended, 'the framework script ran to its end');
 is($notes{langgraph_sessions}[0]{count}, 1,
    'LangGraph: one ReAct run with a tool leaves one session (sessions.continue_stateless)');
 
-# what reached the model server from LangGraph through svc
-my @reqs = grep { ref $_->{body} eq 'HASH' } @{ $fake->requests };
+# what reached the model server
+my @all = grep { ref $_->{body} eq 'HASH' } @{ $fake->requests };
+my @fmt = grep { ($_->{body}{messages}[-1]{content} // '') eq 'format please' } @all;
+is(scalar @fmt, 2, 'the Agents SDK and the AI SDK each asked the model server once');
+for my $q (@fmt) {
+    my $rf = $q->{body}{response_format} // {};
+    is($rf->{type}, 'json_schema', 'their format reached the model server as response_format');
+    is_deeply([sort keys %{ $rf->{json_schema}{schema}{properties} // {} }], [qw(city sky)],
+              '... with their schema');
+}
+# LangGraph through svc
+my @reqs = grep { ($_->{body}{messages}[-1]{content} // '') ne 'format please' } @all;
 cmp_ok(scalar @reqs, '>=', 3, 'LangGraph: three model calls reached the model server');
 my ($second) = grep { (grep { ($_->{role} // '') eq 'tool' } @{ $_->{body}{messages} }) } @reqs;
 ok($second, 'LangGraph: the tool result reached the model server');

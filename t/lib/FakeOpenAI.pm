@@ -11,7 +11,8 @@ package FakeOpenAI;
 #   $fake->script(@answers);               # the next requests' answers, one each, in order
 #   $fake->stop;
 #
-# A scripted answer (a hash) overrides what follows for one request: {content => TEXT}
+# A scripted answer (a hash) overrides what follows for one request (with when => TEXT, only
+# for a request whose last user message is TEXT): {content => TEXT}
 # (streamed word by word), {tool_calls => [{name, arguments}]}, {status => 400, error =>
 # {message, param, ...}} (that HTTP error), and usage => {...} for the usage chunk.
 #
@@ -118,13 +119,15 @@ sub script {
     close $fh;
 }
 
-# In the child: the first scripted answer, taken off the list; undef when none is left.
+# In the child: the first scripted answer for a request whose last user message is $text
+# (an answer with `when` only for that text), taken off the list; undef when none is left.
 sub _next_scripted {
-    my ($log) = @_;
+    my ($log, $text) = @_;
     open my $fh, '+<', "$log.script" or return undef;
     flock($fh, LOCK_EX);
     my @l = <$fh>;
-    my $first = shift @l;
+    my ($i) = grep { my $w = $J->decode($l[$_])->{when}; !defined $w || $w eq $text } 0 .. $#l;
+    my $first = defined $i ? splice(@l, $i, 1) : undef;
     seek($fh, 0, 0);
     truncate($fh, 0);
     print $fh @l;
@@ -308,7 +311,7 @@ sub _serve {
     }
 
     my ($answer, @tool_calls);
-    my $sc = _next_scripted($log);
+    my $sc = _next_scripted($log, $text);
     my $usage = $sc && $sc->{usage} ? $sc->{usage}
       : { prompt_tokens => 11, completion_tokens => 7, total_tokens => 18 };
     if ($sc && $sc->{status}) {

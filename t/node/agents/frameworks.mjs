@@ -62,6 +62,10 @@ await part("agents", async () => {
   const a = await run(agent, "first turn");
   const b = await run(agent, "second turn", { previousResponseId: a.lastResponseId });
   ok(/1 earlier messages|2 earlier messages/.test(b.finalOutput), "agents: previousResponseId continues", b.finalOutput);
+  const { OpenAIResponsesModel } = await import("@openai/agents");
+  const oaModel = new OpenAIResponsesModel(new OpenAI({ baseURL: BASE_OA, apiKey: KEY }), "fake-1");
+  const r3 = await run(new Agent({ name: "typed", model: oaModel, outputType: Weather }), "format please");
+  is(r3.finalOutput && r3.finalOutput.sky, "scripted", "agents openai: outputType parsed from the model server's answer");
   const session = new OpenAIConversationsSession({ client });
   await run(agent, "remember: blue", { session });
   const c = await run(agent, "what did I say?", { session });
@@ -115,7 +119,15 @@ await part("aisdk", async () => {
     const messages = [{ role: "user", content: "turn one" }, ...t1.response.messages, { role: "user", content: "turn two" }];
     const t2 = await generateText({ model, messages, maxRetries: 0 });
     ok(/^Echo: turn two \(I was given 2 earlier messages/.test(t2.text), `aisdk ${label}: multi-turn history reached the model`, t2.text);
+    if (label === "responses") {
+      const items = await get(`/responses/${t2.response.id}/input_items?order=asc`);
+      ok(items.data.some((i) => i.type === "item_reference"), "aisdk responses: the earlier answer went by item_reference", items.data);
+    }
   }
+  // against the openai provider: the format reaches the model server (FakeOpenAI answers it)
+  const oa = createOpenAI({ baseURL: BASE_OA, apiKey: KEY });
+  const fo = await generateText({ model: oa("echo-1"), prompt: "format please", output: Output.object({ schema: Weather }), maxRetries: 0 });
+  is(fo.output && fo.output.sky, "scripted", "aisdk openai: Output.object parsed from the model server's answer");
 });
 
 await part("mastra", async () => {
