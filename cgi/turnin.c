@@ -40,6 +40,7 @@ struct svc_run_request turn_in_request(const struct turn_in *in)
         .settings = in->settings,
         .no_input = in->no_input,
         .append_history = in->append_history,
+        .expect_count = in->expect_count,
     };
     return req;
 }
@@ -381,7 +382,8 @@ int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const str
     char *sid = NULL;
     size_t used = 0;
     struct svc_err e;
-    if (svc_chain_resolve(cfg, user ? user->id : NULL, in->history, &sid, &used, &e) < 0) {
+    if (svc_chain_resolve(cfg, user ? user->id : NULL, in->history, &sid, &used, &in->expect_count,
+                          &e) < 0) {
         svc_logf("continue_stateless: no lookup (%s): a new session", e.message);
         return 0;
     }

@@ -32,6 +32,7 @@ struct turn_in {
     bool no_input;       /* the list ends with an assistant message: no new input (turn_in_split) */
     bool append_history; /* history continues a stored transcript (turn_in_continue) */
     char *continued;     /* heap: the session turn_in_continue chose, or NULL */
+    int64_t expect_count; /* its messages when it was chosen (0: a fork, no check) */
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
     double temperature;
     int64_t max_tokens;

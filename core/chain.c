@@ -72,7 +72,7 @@ int64_t svc_chain_id(const unsigned char key[32])
 }
 
 int svc_chain_resolve(const struct svc_config *cfg, const char *owner, json_object *hist,
-                      char **sid, size_t *used, struct svc_err *err)
+                      char **sid, size_t *used, int64_t *count, struct svc_err *err)
 {
     size_t n = hist ? json_object_array_length(hist) : 0, m = 0;
     int64_t *ids = svc_xcalloc(n + 1, sizeof *ids);
@@ -89,8 +89,11 @@ int svc_chain_resolve(const struct svc_config *cfg, const char *owner, json_obje
     }
     *sid = NULL;
     *used = 0;
+    *count = 0;
     struct svc_chain_hit hit;
     int rc = m ? svc_search_chain_find(cfg, ids, m, &hit, err) : 0;
+    if (rc == 1 && hit.pos == hit.total)
+        *count = hit.msgs;
     if (rc == 1 && hit.pos < hit.total) { /* its transcript goes on: the turn runs in a fork */
         struct svc_fork_req f = {
             .session_id = hit.sid, .has_message_id = true, .message_id = hit.mid};

@@ -15,7 +15,9 @@
  *                                    transcript equals the longest prefix of hist (a fork
  *                                    of it when its transcript goes on past that prefix,
  *                                    svc_session_fork), *sid (heap) and *used, how many of
- *                                    hist's messages it holds; *sid NULL when none. */
+ *                                    hist's messages it holds, *count the messages the
+ *                                    session holds (for svc_run_request.expect_count; 0 for
+ *                                    a fork); *sid NULL when none. */
 #ifndef SVC_CHAIN_H
 #define SVC_CHAIN_H
 
@@ -31,6 +33,6 @@ void svc_chain_seed(const char *owner, unsigned char key[32]);
 bool svc_chain_step(unsigned char key[32], json_object *native_msg);
 int64_t svc_chain_id(const unsigned char key[32]);
 int svc_chain_resolve(const struct svc_config *cfg, const char *owner, json_object *hist,
-                      char **sid, size_t *used, struct svc_err *err);
+                      char **sid, size_t *used, int64_t *count, struct svc_err *err);
 
 #endif

@@ -1438,7 +1438,8 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
 static int chain_at(int64_t key, struct svc_chain_hit *hit)
 {
     sqlite3_stmt *st = NULL;
-    if (prep("SELECT d.sid, c.pos, c.mid, d.chain_n FROM chain c JOIN docs d ON d.doc = c.doc"
+    if (prep("SELECT d.sid, c.pos, c.mid, d.chain_n, d.nmsgs FROM chain c JOIN docs d"
+             " ON d.doc = c.doc"
              " WHERE c.key = ?1 AND NOT d.archived ORDER BY c.pos = d.chain_n DESC, d.ran DESC,"
              " d.updated DESC LIMIT 1",
              -1, &st, NULL) != SQLITE_OK)
@@ -1450,6 +1451,7 @@ static int chain_at(int64_t key, struct svc_chain_hit *hit)
         hit->pos = sqlite3_column_int64(st, 1);
         hit->mid = sqlite3_column_int64(st, 2);
         hit->total = sqlite3_column_int64(st, 3);
+        hit->msgs = sqlite3_column_int64(st, 4);
     }
     sqlite3_reset(st);
     return found;

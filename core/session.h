@@ -63,6 +63,9 @@ struct svc_run_request {
     /* history is stored before the input even on a session that has runs (the rest of a
      * list whose beginning is the session's transcript: chain.h) */
     bool append_history;
+    /* > 0: the session must hold that many messages, else SVC_E_SESSION_BUSY (it changed
+     * since the request was matched to it, chain.h) */
+    int64_t expect_count;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured
