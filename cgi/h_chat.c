@@ -259,24 +259,12 @@ struct answer {
     json_object *logprobs;   /* the answer's logprobs.content when asked for, or NULL */
 };
 
-/* OpenAI's usage details (SPEC 15) into u: cached and reasoning tokens. */
-static void usage_details(json_object *u, int64_t cached, int64_t reasoning)
-{
-    json_object *d = json_object_new_object();
-    svc_json_set_int(d, "cached_tokens", cached);
-    svc_json_set(u, "prompt_tokens_details", d);
-    d = json_object_new_object();
-    svc_json_set_int(d, "reasoning_tokens", reasoning);
-    svc_json_set(u, "completion_tokens_details", d);
-}
-
 /* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
 static void answer_of_run(struct answer *a, struct svc_run *run, json_object **usage_owned)
 {
     struct svc_run_answer ra;
     svc_run_answer(run, &ra);
-    *usage_owned = svc_usage_new(ra.prompt_tokens, ra.completion_tokens);
-    usage_details(*usage_owned, ra.cached_tokens, ra.reasoning_tokens);
+    *usage_owned = svc_usage_of(&ra);
     *a = (struct answer){
         .run_id = ra.run_id,
         .sid = ra.session_id,
@@ -546,8 +534,6 @@ static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
     };
     if (!a.usage)
         a.usage = svc_usage_new(0, 0);
-    if (!svc_json_obj(a.usage, "prompt_tokens_details")) /* recorded before SPEC 15 */
-        usage_details(a.usage, 0, 0);
     bool finished;
     json_object *events = NULL;
     if (svc_runs_events(r->cfg, a.run_id, 0, &events, NULL, &finished, NULL) < 0)

@@ -815,6 +815,16 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
     };
 }
 
+json_object *svc_usage_of(const struct svc_run_answer *a)
+{
+    json_object *u = svc_usage_new(a->prompt_tokens, a->completion_tokens), *d;
+    svc_json_set(u, "prompt_tokens_details", d = json_object_new_object());
+    svc_json_set_int(d, "cached_tokens", a->cached_tokens);
+    svc_json_set(u, "completion_tokens_details", d = json_object_new_object());
+    svc_json_set_int(d, "reasoning_tokens", a->reasoning_tokens);
+    return u;
+}
+
 json_object *svc_usage_new(int64_t prompt, int64_t completion)
 {
     json_object *u = json_object_new_object();

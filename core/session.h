@@ -133,6 +133,9 @@ int svc_run_repair(struct svc_sess *s, struct svc_err *err);
 /* The same for a caller without a handle (it opens one). */
 int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, struct svc_err *err);
 
+/* An answer's usage as chat completions gives it (SPEC 15): svc_usage_new's and OpenAI's
+ * prompt_tokens_details.cached_tokens and completion_tokens_details.reasoning_tokens. */
+json_object *svc_usage_of(const struct svc_run_answer *a);
 /* The one shape of a run's usage: {"prompt_tokens", "completion_tokens", "total_tokens"}. */
 json_object *svc_usage_new(int64_t prompt, int64_t completion);
 /* A svc.v2 event's envelope: type, run_id, seq, session_id, schema_version and timestamp. */
