@@ -820,9 +820,12 @@ static void background_refresh(struct http_req *r, json_object *o)
         json_object_array_add(out, item);
         svc_json_set(o, "output", out);
         json_object *u = svc_json_obj(rec, "usage");
-        svc_json_set(o, "usage",
-                     usage_of(svc_json_int(u, "prompt_tokens", 0),
-                              svc_json_int(u, "completion_tokens", 0), 0, 0));
+        svc_json_set(
+            o, "usage",
+            usage_of(
+                svc_json_int(u, "prompt_tokens", 0), svc_json_int(u, "completion_tokens", 0),
+                svc_json_int(svc_json_obj(u, "prompt_tokens_details"), "cached_tokens", 0),
+                svc_json_int(svc_json_obj(u, "completion_tokens_details"), "reasoning_tokens", 0)));
     }
     json_object *e = svc_json_obj(rec, "error");
     if (strcmp(st, "error") == 0 && e) {
