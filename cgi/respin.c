@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "conversation.h"
 #include "jsonx.h"
-#include "query.h"
 #include "responses.h"
 #include "user.h"
 #include "util.h"
@@ -214,11 +214,7 @@ static int item_ref(struct http_req *r, json_object *item, size_t i, json_object
     if (hex && strspn(hex, "0123456789abcdef") == 32 && (!hex[32] || hex[32] == '_')) {
         snprintf(rid, sizeof rid, "resp_%.32s", hex);
         json_object *output =
-            svc_responses_get(r->cfg, rid, &resp, NULL) == 0 &&
-                    svc_session_visible(r->cfg, svc_user_scope(&r->user),
-                                        svc_json_str(resp, "session_id", ""), false, NULL) == 0
-                ? svc_json_arr(resp, "output")
-                : NULL;
+            access_response(r, rid, &resp, NULL) == 0 ? svc_json_arr(resp, "output") : NULL;
         for (size_t k = 0; output && !*out && k < json_object_array_length(output); k++)
             if (strcmp(svc_json_str(json_object_array_get_idx(output, k), "id", ""), id) == 0)
                 *out = json_object_get(json_object_array_get_idx(output, k));

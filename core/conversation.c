@@ -599,3 +599,17 @@ int svc_conv_find_item(const struct svc_config *cfg, const char *scope, const ch
         return svc_err_set(err, SVC_E_NOT_FOUND, "item %.64s not found", item_id);
     return svc_conv_item(cfg, sid, item_id, false, out, err);
 }
+
+int svc_conv_items_seen(const struct svc_config *cfg, const char *scope, const char *sid,
+                        json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    struct svc_err e;
+    if (svc_session_visible(cfg, scope, sid, true, err) != 0)
+        return -1;
+    if (svc_conv_items(cfg, sid, out, &e) != 0 && e.code != SVC_E_SESSION_NOT_FOUND) {
+        *err = e;
+        return -1;
+    }
+    return 0;
+}

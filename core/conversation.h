@@ -42,4 +42,9 @@ int svc_conv_item(const struct svc_config *cfg, const char *sid, const char *ite
 int svc_conv_find_item(const struct svc_config *cfg, const char *scope, const char *item_id,
                        json_object **out, struct svc_err *err);
 
+/* The items of session sid when scope sees it (the answer of a missing session otherwise);
+ * a session that does not exist yet has none (*out NULL). */
+int svc_conv_items_seen(const struct svc_config *cfg, const char *scope, const char *sid,
+                        json_object **out, struct svc_err *err);
+
 #endif
