@@ -38,6 +38,9 @@
 #define OFFSET_MAX WINDOW
 /* Sessions indexed per transaction while catching up (others may write in between). */
 #define BATCH 200
+/* A transcript lookup (svc_search_chain_find) catches up for at most this long, newest
+ * sessions first; what is left waits for the next lookup or search. */
+#define CHAIN_BUDGET_S 0.25
 
 /* ---- the tokenizer: unicode61's words, each folded like a title (fold.h) ---- */
 
@@ -1090,33 +1093,60 @@ static void changed_free(struct changed *c)
     free(c->msgs);
 }
 
-/* Apply the changes, BATCH sessions per transaction. */
-static int apply_changes(const struct svc_config *cfg, struct changed *c, struct svc_err *err)
+/* The changes newest first (by updated), as indexes into c. */
+struct order {
+    double updated;
+    size_t i;
+};
+
+static int order_cmp(const void *a, const void *b)
 {
-    for (size_t i = 0; i < c->n; i += BATCH) {
-        if (sqlite3_exec(S.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-            return db_fail("begin", err);
-        for (size_t k = i; k < c->n && k < i + BATCH; k++) {
-            bool gone = c->msgs[k] < 0;
-            int rc = gone ? drop_session(c->sid[k])
-                          : index_session(cfg, c->sid[k], c->updated[k], c->msgs[k]);
-            if (rc < 0)
-                return rollback("index a session", err);
+    double x = ((const struct order *)a)->updated, y = ((const struct order *)b)->updated;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Apply the changes, BATCH sessions per transaction, the newest first; with until (a
+ * monotonic time, 0: none) past, stop between two transactions: 1 (the rest waits for the
+ * next catch-up), else 0, or -1. */
+static int apply_changes(const struct svc_config *cfg, struct changed *c, double until,
+                         struct svc_err *err)
+{
+    struct order *o = svc_xcalloc(c->n, sizeof *o);
+    for (size_t k = 0; k < c->n; k++)
+        o[k] = (struct order){c->updated[k], k};
+    qsort(o, c->n, sizeof *o, order_cmp);
+    int rc = 0;
+    for (size_t i = 0; i < c->n && rc == 0; i += BATCH) {
+        if (until > 0 && i > 0 && svc_time_monotonic() > until) {
+            rc = 1;
+            break;
         }
-        if (sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-            return rollback("commit", err);
-        for (size_t k = i; k < c->n && k < i + BATCH; k++) {
-            if (c->msgs[k] >= 0)
-                memo_put(c->sid[k], c->updated[k], c->msgs[k]);
+        if (sqlite3_exec(S.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+            rc = db_fail("begin", err);
+            break;
+        }
+        for (size_t k = i; k < c->n && k < i + BATCH && rc == 0; k++) {
+            size_t j = o[k].i;
+            if ((c->msgs[j] < 0 ? drop_session(c->sid[j])
+                                : index_session(cfg, c->sid[j], c->updated[j], c->msgs[j])) < 0)
+                rc = rollback("index a session", err);
+        }
+        if (rc == 0 && sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            rc = rollback("commit", err);
+        for (size_t k = i; rc == 0 && k < c->n && k < i + BATCH; k++) {
+            size_t j = o[k].i;
+            if (c->msgs[j] >= 0)
+                memo_put(c->sid[j], c->updated[j], c->msgs[j]);
             else
-                memo_del(c->sid[k]);
+                memo_del(c->sid[j]);
         }
     }
-    return 0;
+    free(o);
+    return rc;
 }
 
 /* Compare with the memo what the listing says changed since the last time. */
-static int catch_up(const struct svc_config *cfg, struct svc_err *err)
+static int catch_up(const struct svc_config *cfg, double until, struct svc_err *err)
 {
     int stale = memo_load();
     if (stale == 1) {
@@ -1140,8 +1170,10 @@ static int catch_up(const struct svc_config *cfg, struct svc_err *err)
     }
     if (whole) /* the listing named every session: those it did not are gone */
         note_gone(&c);
-    int rc = c.n ? apply_changes(cfg, &c, err) : 0;
+    int rc = c.n ? apply_changes(cfg, &c, until, err) : 0;
     changed_free(&c);
+    if (rc == 1) /* out of time: the next walk finds the rest (the memo skips what was done) */
+        return 0;
     S.mark = rc == 0 ? mark : 0;
     if (rc != 0)
         S.loaded = false; /* the memo may say more than was kept */
@@ -1385,7 +1417,7 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
     svc_store_from_config(cfg, &st);
     for (int tries = 0; cfg->sessions.enabled && tries < 2 && (tries == 0 || S.removed); tries++) {
         S.removed = false;
-        if (db_open(cfg, err) == 0 && catch_up(cfg, err) == 0)
+        if (db_open(cfg, err) == 0 && catch_up(cfg, 0, err) == 0)
             rc = run_query(&st, match, q, offset, out, err);
         if (rc == 0)
             break;
@@ -1419,7 +1451,7 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
         sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         return rollback("empty the index", err);
     S.loaded = false; /* every process reads the empty memo anew */
-    if (catch_up(cfg, err) != 0)
+    if (catch_up(cfg, 0, err) != 0)
         return -1;
     /* one segment: what a query reads is then one b-tree per term */
     if (sqlite3_exec(S.db, "INSERT INTO msgs(msgs) VALUES ('optimize')", NULL, NULL, NULL) !=
@@ -1464,7 +1496,8 @@ int svc_search_chain_find(const struct svc_config *cfg, const int64_t *ids, size
     S.removed = false;
     for (int tries = 0; tries < 2 && (tries == 0 || S.removed); tries++) {
         S.removed = false;
-        if (db_open(cfg, err) == 0 && catch_up(cfg, err) == 0)
+        if (db_open(cfg, err) == 0 &&
+            catch_up(cfg, svc_time_monotonic() + CHAIN_BUDGET_S, err) == 0)
             rc = 0;
         if (rc == 0)
             break;

@@ -40,7 +40,8 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
 int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t *messages,
                        struct svc_err *err);
 
-/* The transcript keys (chain.h) of this host's index, caught up first: the session (not
+/* The transcript keys (chain.h) of this host's index, caught up first for at most a quarter
+ * of a second, the newest sessions first (the rest at the next lookup or search): the session (not
  * archived) holding the longest prefix of ids[0..n), the tip of a session before a longer
  * one, the newest first. 1 with *hit (pos: how many of ids it holds, mid: the id of its
  * message there, total: its keyed messages, msgs: its messages), 0 when none, -1 with err. */
