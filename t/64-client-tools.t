@@ -218,6 +218,8 @@ is $comp->{response}{output}[0]{call_id}, $done->{item}{call_id}, 'responses str
 # SPEC 15: the same items as without streaming: no empty message item before the call
 ok !(grep { ref $_ && ($_->{item}{type} // '') eq 'message' } @$ev), 'responses stream: no message item before the call';
 is scalar @{ $comp->{response}{output} }, 1, 'responses stream: the call is the only output item';
+is_deeply $s->req(GET => "/api/v1/responses/$comp->{response}{id}")->{json}, $comp->{response},
+    'responses stream: the stored response is what response.completed carried';
 
 # ---- the openai provider: tools to the model server, its calls back ----
 my $fake = FakeOpenAI->start;
