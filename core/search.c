@@ -454,7 +454,7 @@ static const char *const tables =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"
     " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT, seen REAL,"
-    " archived INTEGER, created_at TEXT, chain_n INTEGER, ran INTEGER);"
+    " archived INTEGER, created_at TEXT, chain_n INTEGER, ran INTEGER, chain_key BLOB);"
     "CREATE TABLE IF NOT EXISTS chain(key INTEGER NOT NULL, doc INTEGER NOT NULL,"
     " pos INTEGER NOT NULL, mid INTEGER NOT NULL);"
     "CREATE INDEX IF NOT EXISTS chain_key ON chain(key);"
@@ -947,23 +947,40 @@ static bool same_session(int64_t doc, json_object *sum, double *seen)
     return same;
 }
 
-/* The session's transcript keys (chain.h) anew: one row a message, from all its files. */
-static int chain_session(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs)
+/* The session's transcript keys (chain.h), one row a message: those of its messages from
+ * id from on after the keys it has (from 0, or none kept: all of them anew). */
+static int chain_session(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
+                         int64_t from)
 {
     int64_t count = 0, next = 0, *ids = NULL, pos = 0;
     struct svc_err e = {0};
     sqlite3_stmt *st = NULL;
-    if (run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
-        return -1;
     unsigned char key[32];
-    svc_chain_seed(svc_user_owner(sum), key);
+    /* from a session's keys so far (those of the messages before from), else all anew */
+    if (from > 0 &&
+        prep("SELECT chain_key, chain_n FROM docs WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, doc);
+        bool have = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 32;
+        if (have) {
+            memcpy(key, sqlite3_column_blob(st, 0), 32);
+            pos = sqlite3_column_int64(st, 1);
+        }
+        sqlite3_reset(st);
+        from = have ? from : 0;
+    }
+    if (from <= 0) {
+        from = pos = 0;
+        svc_chain_seed(svc_user_owner(sum), key);
+        if (run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
+            return -1;
+    }
     int rc = 0;
     if (svc_sess_message_count(h, msgs, &count, &next, &ids, &e) != 0)
         count = 0; /* no messages directory: no keys */
     for (int64_t k = 0; k < count && rc == 0; k++) {
         int64_t id = ids ? ids[k] : k;
         json_object *rec = NULL;
-        if (svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0)
+        if (id < from || svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0)
             continue;
         if (svc_chain_step(key, svc_store_effective_message(rec)) &&
             prep("INSERT INTO chain(key, doc, pos, mid) VALUES (?1, ?2, ?3, ?4)", -1, &st, NULL) ==
@@ -978,11 +995,12 @@ static int chain_session(struct svc_sess *h, int64_t doc, json_object *sum, int6
         json_object_put(rec);
     }
     free(ids);
-    if (rc == 0 &&
-        prep("UPDATE docs SET chain_n = ?2, ran = ?3 WHERE doc = ?1", -1, &st, NULL) == SQLITE_OK) {
+    if (rc == 0 && prep("UPDATE docs SET chain_n = ?2, ran = ?3, chain_key = ?4 WHERE doc = ?1", -1,
+                        &st, NULL) == SQLITE_OK) {
         sqlite3_bind_int64(st, 1, doc);
         sqlite3_bind_int64(st, 2, pos);
         sqlite3_bind_int(st, 3, svc_json_int(sum, "run_count", 0) > 0);
+        sqlite3_bind_blob(st, 4, key, 32, SQLITE_STATIC);
         rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
         sqlite3_reset(st);
     }
@@ -1016,6 +1034,7 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         rc = run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc);
         from = 0;
     }
+    int64_t chain_from = from;
     /* a new session's docs row first: its doc number names the message rows */
     if (rc == 0 && !found &&
         (doc_write(sid, 0, 0, -1, 0, 0, sum) != 0 || doc_row(sid, &doc, &was, &had, &from) != 1))
@@ -1024,14 +1043,17 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
     if (rc == 0) {
         svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole (a read-only
                                        * root may have no lock to take) */
+        double before = seen;
         rc = recheck_messages(&h, doc, from, &seen);
+        if (seen != before)
+            chain_from = 0; /* an earlier message changed: every key after it did */
         if (rc == 0)
             rc = add_messages(&h, doc, from, msgs, &next, &seen);
     }
     if (rc == 0)
         rc = doc_write(sid, doc, updated, msgs, next, seen, sum);
     if (rc == 0)
-        rc = chain_session(&h, doc, sum, msgs);
+        rc = chain_session(&h, doc, sum, msgs, chain_from);
     svc_sess_close(&h);
     json_object_put(sum);
     return rc;

@@ -56,6 +56,15 @@ my $cont = chat(alice => u('hello'), a($one->{content}), u('and again'), a($two-
 is $cont->{session_id}, $sid, 'a list ending with the answer continues the session';
 is scalar @{ msgs(alice => $sid) }, 7, 'only the new answer was stored';
 
+# a redaction changes the transcript: the old history no longer equals it (a fork where
+# they still agree, before the redacted message)
+my $del = $s->req(DELETE => "/api/v1/conversations/$sid/items/msg_${sid}_3", headers => { authorization => "Bearer $tok{alice}" });
+is $del->{status}, 200, 'an item deleted (its message redacted)' or diag $del->{body};
+my $after = chat(alice => u('hello'), a($one->{content}), u('and again'), a($two->{content}), u('fourth'));
+isnt $after->{session_id}, $sid, 'the history before the redaction no longer continues the session';
+$sum = $s->req(GET => "/api/v1/chat/sessions/$after->{session_id}", headers => { authorization => "Bearer $tok{alice}" })->{json};
+is_deeply $sum->{forked_from}, { session_id => $sid, message_id => 2 }, 'a fork where they still agree';
+
 # never across users
 my $bobs = chat(bob => u('hello'), a($one->{content}), u('and again'));
 isnt $bobs->{session_id}, $sid, "another user's equal history is a new session";
