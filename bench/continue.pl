@@ -3,6 +3,7 @@
 # continue_stateless: the cost of a turn whose earlier messages are looked up, against a
 # turn naming its session, at N sessions; and the first lookup after N sessions were made.
 use strict; use warnings; use lib 't/lib'; use SvcTest; use Time::HiRes qw(time);
+$| = 1;
 my $N = shift // 1000;
 my $s = SvcTest->start(workers => 2);
 my $t0 = time;
