@@ -1,8 +1,10 @@
 /* h_chat: POST /api/chat and its alias /api/v1/chat/completions (SPEC 4.1), the tokens
- * compatibility route, and (not wired yet) the asynchronous runs of SPEC 4.2.
- * The handler parses the OpenAI body, hands the run to core/session.h, and renders the
- * chat.completion object or the chat.completion.chunk stream; the request's function tools
- * (SPEC 12.1) go to core, and a run that ends on their calls answers tool_calls. */
+ * compatibility route, and the asynchronous runs of SPEC 4.2.
+ * The handler parses the OpenAI body (its whole list and its settings: turnin.h), finds the
+ * session a body naming none continues (SPEC 15), hands the run to core/session.h, and
+ * renders the chat.completion object or the chat.completion.chunk stream; the request's
+ * function tools (SPEC 12.1) go to core, and a run that ends on their calls answers
+ * tool_calls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,5 +1,7 @@
-/* h_responses: the subset of OpenAI's Responses API that stock clients use (SPEC 4.1):
- * POST /api/v1/responses (also /api/responses) and GET /api/v1/responses/{id}.
+/* h_responses: OpenAI's Responses API as clients and agent frameworks use it (SPEC 4.1, 12,
+ * 15): POST /api/v1/responses (also /api/responses), GET/DELETE /api/v1/responses/{id},
+ * .../input_items, .../cancel and POST .../input_tokens. The input is read by respin.c and
+ * the generation settings by turnin.c; the object echoes them as OpenAI does.
  * The body becomes a core run request and goes through the run lifecycle /api/chat uses
  * (core/session.h: begin, execute with a sink, free), so locks, events, sidecars and the
  * turn line are the same; the answer is rendered as a response object or its event
@@ -7,7 +9,8 @@
  * from any worker.
  * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`
  * (a fork of it up to that response when it is not the newest turn: a branch), else
- * metadata.session_id, session_id, the X-Session-Id header, else a new one. The client sends only
+ * metadata.session_id, session_id, the X-Session-Id header, else the session whose transcript
+ * the input's earlier items equal (turn_in_continue), else a new one. The client sends only
  * the new input: the session holds the history. Tool calls svc executes itself are reported as
  * `svc.event` stream events and stored in the transcript, never returned as function_call items
  * awaiting output; the request's own function tools (SPEC 12.1) are: their calls end the run as

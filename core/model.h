@@ -3,7 +3,11 @@
  * says how many earlier messages it was given, streams word by word, counts 4 characters a
  * token, and on "/tool <name> <json>" asks for that tool, then answers with its result
  * ("Tool <name> returned: ..."; a client tool's: "Echo: tool <name> returned <text>"); with
- * tool_choice "none" it calls no tool.
+ * tool_choice "none" it calls no tool, with one naming a tool (or "required": the first
+ * client tool) it calls that one with what its parameters' schema accepts. It honours the
+ * settings it can (SPEC 15): response_format (schema.h makes a json_schema's value, its
+ * first string the input), stop, max_tokens (4 characters a token, finish "length") and
+ * logprobs (0 a word).
  * Testing aid: an input starting with "/slow <ms> " makes echo pause <ms> milliseconds
  * (at most 10000) before each word, so tests can catch a run in flight.
  * Deltas go to on_delta as they are produced; a nonzero return cancels the call with
