@@ -181,6 +181,9 @@ static json_object *oa_tools_json(json_object *tools)
             svc_json_set(p, "properties", json_object_new_object());
             svc_json_set(fn, "parameters", p);
         }
+        json_object *strict = NULL;
+        if (json_object_object_get_ex(t, "strict", &strict) && strict)
+            svc_json_set(fn, "strict", json_object_get(strict));
         json_object *tool = json_object_new_object();
         svc_json_set_str(tool, "type", "function");
         svc_json_set(tool, "function", fn);

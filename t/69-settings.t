@@ -41,6 +41,11 @@ for my $k (sort keys %settings) {
 is $b->{max_completion_tokens}, 50, 'max_completion_tokens kept its spelling';
 ok !exists $b->{max_tokens}, 'and no max_tokens beside it';
 ok $b->{tools}, '(with svc\'s own tools, which parallel_tool_calls goes with)';
+$r = $oa->req(POST => '/api/v1/responses', body => { input => 'hi', tools => [{ type => 'function',
+    name => 'get_weather', strict => $T, parameters => { type => 'object', properties => {} } }] });
+my ($gw) = grep { $_->{function}{name} eq 'get_weather' } @{ sent()->{tools} };
+ok $gw->{function}{strict}, "a function tool's strict reached the model";
+is $r->{json}{tools}[0]{strict}, $T, '... and is echoed in the Responses object';
 
 # ---- the Responses API: its spellings mapped to chat's, echoed as OpenAI echoes them ----
 $fake->script({ content => 'Fine.', usage => { prompt_tokens => 20, completion_tokens => 5, total_tokens => 25,
