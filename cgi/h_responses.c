@@ -577,28 +577,29 @@ static int on_idle(void *ctx)
     return 0;
 }
 
-/* The client tool calls the run ended on, each as an output item from index 1 with its
- * arguments in one delta. 0, or -1 when the client is gone. */
-static int emit_calls(struct resp_ctx *c)
+/* The function_call items of the response's output, each as its four events at its own
+ * output index (the item as stored, its arguments in one delta). 0, or -1 when gone. */
+static int emit_calls(struct resp_ctx *c, json_object *resp)
 {
-    struct svc_run_answer a;
-    svc_run_answer(c->run, &a);
-    json_object *calls = a.client_calls;
-    for (size_t i = 0; i < json_object_array_length(calls); i++) {
-        json_object *tc = json_object_array_get_idx(calls, i);
-        json_object *item = function_call_out(c, tc, i, true);
+    json_object *out = svc_json_arr(resp, "output");
+    for (size_t i = 0; i < json_object_array_length(out); i++) {
+        json_object *item = json_object_array_get_idx(out, i);
+        if (strcmp(svc_json_str(item, "type", ""), "function_call") != 0)
+            continue;
         const char *args = svc_json_str(item, "arguments", "{}");
-        json_object *objs[4];
+        json_object *objs[4], *added = svc_json_copy(item);
+        svc_json_set_str(added, "status", "in_progress");
+        svc_json_set_str(added, "arguments", "");
         for (int k = 0; k < 4; k++) {
             objs[k] = json_object_new_object();
-            svc_json_set_int(objs[k], "output_index", (int64_t)i + (c->msg_open ? 1 : 0));
+            svc_json_set_int(objs[k], "output_index", (int64_t)i);
         }
-        svc_json_set(objs[0], "item", function_call_out(c, tc, i, false));
+        svc_json_set(objs[0], "item", added);
         svc_json_set_str(objs[1], "item_id", svc_json_str(item, "id", ""));
         svc_json_set_str(objs[1], "delta", args);
         svc_json_set_str(objs[2], "item_id", svc_json_str(item, "id", ""));
         svc_json_set_str(objs[2], "arguments", args);
-        svc_json_set(objs[3], "item", item);
+        svc_json_set(objs[3], "item", json_object_get(item));
         static const char *const types[] = {
             "response.output_item.added", "response.function_call_arguments.delta",
             "response.function_call_arguments.done", "response.output_item.done"};
@@ -624,6 +625,8 @@ static int close_message(struct resp_ctx *c, json_object *resp)
     json_object *objs[] = {done, pdone, idone};
     return emit_seq(c, 3, closing, objs);
 }
+
+static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, json_object *delta);
 
 static int resp_stream(struct resp_ctx *c, struct svc_err *err)
 {
@@ -663,28 +666,31 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     }
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    bool msg = has_message(&a, NULL);
-    if ((!msg || (open_message(c) == 0 && close_message(c, resp) == 0)) && emit_calls(c) == 0)
+    emit_end(c, resp, has_message(&a, NULL), NULL);
+    return 0;
+}
+
+/* The rest of a stream once the run ended: the message item (announced now if no text
+ * came; delta, when not NULL, its text in one piece), the calls, then response.completed
+ * (response.incomplete at the token limit) with resp, which is consumed. */
+static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, json_object *delta)
+{
+    bool ok =
+        !msg || (open_message(c) == 0 &&
+                 (!delta || emit(c, "response.output_text.delta", json_object_get(delta)) == 0) &&
+                 close_message(c, resp) == 0);
+    if (ok && emit_calls(c, resp) == 0)
         emit(c,
              strcmp(svc_json_str(resp, "status", ""), "incomplete") == 0 ? "response.incomplete"
                                                                          : "response.completed",
              with_response(resp));
     else
         json_object_put(resp);
-    return 0;
-}
-
-/* The text and message id of a stored, completed response's first output item. */
-static const char *stored_text(json_object *resp, const char **msg_id)
-{
-    json_object *item = json_object_array_get_idx(svc_json_arr(resp, "output"), 0);
-    json_object *part = json_object_array_get_idx(svc_json_arr(item, "content"), 0);
-    *msg_id = svc_json_str(item, "id", "");
-    return svc_json_str(part, "text", "");
+    json_object_put(delta);
 }
 
 /* Answer again with a stored response (Idempotency-Key seen before): the object as it was,
- * or, streamed, the event sequence of a run that produced its text in one delta. */
+ * or, streamed, the events of a run that produced its text in one delta and its calls. */
 static int resp_replay(struct http_req *r, const struct resp_in *in, json_object *stored)
 {
     http_set_session(r, svc_json_str(stored, "session_id", NULL), false);
@@ -694,46 +700,29 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
         return 0;
     }
     struct resp_ctx c = {.r = r, .in = in};
-    const char *msg_id = "";
-    const char *text = stored_text(stored, &msg_id);
-    snprintf(c.msg_id, sizeof c.msg_id, "%s", msg_id);
-    if (http_sse_begin(r) < 0)
+    json_object *first = json_object_array_get_idx(svc_json_arr(stored, "output"), 0);
+    bool msg = strcmp(svc_json_str(first, "type", ""), "message") == 0;
+    snprintf(c.msg_id, sizeof c.msg_id, "%s", msg ? svc_json_str(first, "id", "") : "");
+    if (http_sse_begin(r) < 0) {
+        json_object_put(stored);
         return 0;
-    json_object *pending = svc_json_copy(stored);
+    }
+    json_object *pending = svc_json_copy(stored), *delta = at_part(&c);
     svc_json_set_str(pending, "status", "in_progress");
     svc_json_set(pending, "output", json_object_new_array());
     svc_json_set(pending, "usage", NULL);
-    json_object *added = json_object_new_object();
-    svc_json_set_int(added, "output_index", 0);
-    svc_json_set(added, "item", message_item(&c, NULL, "in_progress"));
-    json_object *part = at_part(&c);
-    svc_json_set(part, "part", text_part(""));
-    json_object *delta = at_part(&c);
-    svc_json_set_str(delta, "delta", text);
+    json_object *parts = msg ? svc_json_arr(first, "content") : NULL;
+    json_object *part = parts ? json_object_array_get_idx(parts, 0) : NULL;
+    svc_json_set_str(delta, "delta", svc_json_str(part, "text", ""));
     svc_json_set(delta, "logprobs", json_object_new_array());
-    json_object *done = at_part(&c);
-    svc_json_set_str(done, "text", text);
-    svc_json_set(done, "logprobs", json_object_new_array());
-    json_object *part_done = at_part(&c);
-    svc_json_set(part_done, "part", text_part(text));
-    json_object *item_done = json_object_new_object();
-    svc_json_set_int(item_done, "output_index", 0);
-    svc_json_set(item_done, "item", message_item(&c, text, "completed"));
-    static const char *const seq[] = {"response.created",           "response.in_progress",
-                                      "response.output_item.added", "response.content_part.added",
-                                      "response.output_text.delta", "response.output_text.done",
-                                      "response.content_part.done", "response.output_item.done",
-                                      "response.completed"};
-    json_object *objs[] = {with_response(json_object_get(pending)),
-                           with_response(pending),
-                           added,
-                           part,
-                           delta,
-                           done,
-                           part_done,
-                           item_done,
-                           with_response(stored)};
-    emit_seq(&c, sizeof seq / sizeof *seq, seq, objs);
+    static const char *const opening[] = {"response.created", "response.in_progress"};
+    json_object *objs[] = {with_response(json_object_get(pending)), with_response(pending)};
+    if (emit_seq(&c, 2, opening, objs) == 0)
+        emit_end(&c, stored, msg, delta);
+    else {
+        json_object_put(stored);
+        json_object_put(delta);
+    }
     return 0;
 }
 
