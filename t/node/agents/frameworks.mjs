@@ -119,6 +119,8 @@ await part("aisdk", async () => {
     const messages = [{ role: "user", content: "turn one" }, ...t1.response.messages, { role: "user", content: "turn two" }];
     const t2 = await generateText({ model, messages, maxRetries: 0 });
     ok(/^Echo: turn two \(I was given 2 earlier messages/.test(t2.text), `aisdk ${label}: multi-turn history reached the model`, t2.text);
+    const sid = (r) => r.response.headers && r.response.headers["x-session-id"];
+    ok(sid(t1) && sid(t2) === sid(t1), `aisdk ${label}: the second turn continued the first's session`, [sid(t1), sid(t2)]);
     if (label === "responses") {
       const items = await get(`/responses/${t2.response.id}/input_items?order=asc`);
       ok(items.data.some((i) => i.type === "item_reference"), "aisdk responses: the earlier answer went by item_reference", items.data);
