@@ -52,6 +52,8 @@ struct resp_in {
     const char *conv;         /* borrowed: the conversation the request named, or NULL */
     const char *instructions; /* borrowed */
     json_object *metadata;    /* borrowed */
+    json_object *mcp;         /* owned: the "type": "mcp" tools as run specs (toolsin.h) */
+    json_object *mcp_shown;   /* owned: the same as the response echoes them */
     bool store, background;
 };
 
@@ -61,6 +63,8 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->prev);
     json_object_put(in->branch);
     json_object_put(in->items);
+    json_object_put(in->mcp);
+    json_object_put(in->mcp_shown);
 }
 
 /* metadata: an object of strings (OpenAI's rule); event_format, locale, channel and
@@ -106,6 +110,22 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
         return -1;
     *out = json_object_get_string(v);
     return 0;
+}
+
+/* A server whose tools the previous response had was listed then or before (SPEC 16: once
+ * per server and conversation): no mcp_list_tools item again. */
+static void mcp_listed_before(struct resp_in *in)
+{
+    json_object *tools = svc_json_arr(in->prev, "tools");
+    for (size_t i = 0; in->mcp && i < json_object_array_length(in->mcp); i++) {
+        json_object *spec = json_object_array_get_idx(in->mcp, i);
+        for (size_t k = 0; tools && k < json_object_array_length(tools); k++) {
+            json_object *t = json_object_array_get_idx(tools, k);
+            if (strcmp(svc_json_str(t, "type", ""), "mcp") == 0 &&
+                strcmp(svc_json_str(t, "server_label", ""), svc_json_str(spec, "label", "")) == 0)
+                svc_json_set_bool(spec, "listed", true);
+        }
+    }
 }
 
 /* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
@@ -164,6 +184,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                            err) < 0 ||
         parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
         toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        toolsin_mcp(r->cfg, &r->user, b, &in->mcp, &in->mcp_shown, err) < 0 ||
         turn_in_settings(&in->t, TURN_RESP, err) < 0)
         return -1;
     in->conv = conv;
@@ -176,10 +197,10 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                             "'store': false runs without a session: send the whole input instead "
                             "of '%s'",
                             conv ? "conversation" : "previous_response_id");
-    if (in->background && (!in->store || in->t.tools))
+    if (in->background && (!in->store || in->t.tools || in->mcp))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "background",
                             "'background': true is stored and polled: it takes neither "
-                            "'store': false nor client 'tools'");
+                            "'store': false nor client or mcp 'tools'");
     if (in->background && !r->cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "background responses need sessions.enabled: true");
@@ -197,6 +218,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
             return -1;
         }
         in->t.sid = svc_json_str(in->prev, "session_id", NULL);
+        mcp_listed_before(in);
     }
     if (!in->t.sid)
         in->t.sid = conv;
@@ -222,7 +244,9 @@ struct resp_ctx {
     int64_t created_at;
     int64_t seq;
     double ping_after;
-    bool msg_open; /* streaming: the message item was announced */
+    bool msg_open;     /* streaming: the message item was announced */
+    int64_t msg_index; /* its output index */
+    int64_t next;      /* streaming: the next output index */
 };
 
 static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reasoning)
@@ -293,24 +317,125 @@ static bool has_message(const struct svc_run_answer *a, const struct svc_err *fa
     return failure ? text : text || nc == 0;
 }
 
-/* The output of an ended run: the message when it has one, then a function_call item per
- * client tool call awaiting its result. */
+/* The request's remote MCP server a tool name ("<label>__<tool>") belongs to: its label
+ * (borrowed), *tool the bare name; NULL when none. */
+static const char *mcp_label_of(const struct resp_ctx *c, const char *name, const char **tool)
+{
+    const char *sep = strstr(name, "__");
+    for (size_t i = 0; sep && c->in->mcp && i < json_object_array_length(c->in->mcp); i++) {
+        const char *label = svc_json_str(json_object_array_get_idx(c->in->mcp, i), "label", "");
+        if (strlen(label) == (size_t)(sep - name) && strncmp(label, name, strlen(label)) == 0)
+            return *tool = sep + 2, label;
+    }
+    return NULL;
+}
+
+/* The mcp_approval_request item of a call awaiting approval (SPEC 16). */
+static json_object *approval_out(json_object *tc, const char *label, const char *tool)
+{
+    json_object *fn = svc_json_obj(tc, "function"), *o = json_object_new_object();
+    char id[160];
+    snprintf(id, sizeof id, "mcpr_%s", svc_json_str(tc, "id", ""));
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "type", "mcp_approval_request");
+    svc_json_set_str(o, "arguments", svc_json_str(fn, "arguments", "{}"));
+    svc_json_set_str(o, "name", tool);
+    svc_json_set_str(o, "server_label", label);
+    return o;
+}
+
+/* The mcp_call item of a call the run made (its tool_result event; the arguments from its
+ * tool_start). */
+static json_object *mcp_call_out(json_object *events, json_object *ev, const char *label,
+                                 const char *tool)
+{
+    const char *id = svc_json_str(ev, "call_id", "");
+    json_object *o = json_object_new_object();
+    char buf[160];
+    snprintf(buf, sizeof buf, "mcp_%s", id);
+    svc_json_set_str(o, "id", buf);
+    svc_json_set_str(o, "type", "mcp_call");
+    snprintf(buf, sizeof buf, "mcpr_%s", id);
+    svc_json_set_str(o, "approval_request_id", svc_json_bool(ev, "approved", false) ? buf : NULL);
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        json_object *st = json_object_array_get_idx(events, i);
+        if (strcmp(svc_json_str(st, "type", ""), "tool_start") == 0 &&
+            strcmp(svc_json_str(st, "call_id", ""), id) == 0) {
+            char *args = svc_json_dump_compact(svc_json_obj(st, "arguments"));
+            svc_json_set_str(o, "arguments", args);
+            free(args);
+        }
+    }
+    svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
+    svc_json_set_str(o, "name", tool);
+    svc_json_set_str(o, "output", svc_json_str(ev, "content", NULL));
+    svc_json_set_str(o, "server_label", label);
+    svc_json_set_str(o, "status", svc_json_bool(ev, "ok", false) ? "completed" : "failed");
+    return o;
+}
+
+/* The output item a run event stands for (SPEC 16): a server's mcp_list_tools, a remote
+ * call's mcp_call; NULL for any other event. events: the run's, up to ev at least. */
+static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events, json_object *ev)
+{
+    const char *type = svc_json_str(ev, "type", ""), *tool = NULL, *label;
+    if (!c->in->mcp)
+        return NULL;
+    if (strcmp(type, "mcp_list_tools") == 0) {
+        char id[160];
+        json_object *o = json_object_new_object();
+        snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, svc_json_str(ev, "server_label", ""));
+        svc_json_set_str(o, "id", id);
+        svc_json_set_str(o, "type", "mcp_list_tools");
+        svc_json_set_str(o, "server_label", svc_json_str(ev, "server_label", ""));
+        svc_json_set(o, "tools", json_object_get(svc_json_arr(ev, "tools")));
+        svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
+        return o;
+    }
+    if (strcmp(type, "tool_result") == 0 &&
+        (label = mcp_label_of(c, svc_json_str(ev, "tool", ""), &tool)))
+        return mcp_call_out(events, ev, label, tool);
+    return NULL;
+}
+
+/* A call the run ended on (the k-th): a function_call item, or an mcp_approval_request. */
+static json_object *call_out(const struct resp_ctx *c, json_object *tc, size_t k)
+{
+    const char *tool = NULL;
+    const char *label =
+        mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool);
+    return label ? approval_out(tc, label, tool) : function_call_out(c, tc, k, true);
+}
+
+/* The output of an ended run, in the order things happened (a stream announces them so, and
+ * SPEC 15 wants the same items either way): the MCP items and the message where its first
+ * text came (at the end when it had none), then an item per call awaiting its result or
+ * approval. */
 static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
                                  const char *status, const struct svc_err *failure)
 {
-    json_object *output = json_object_new_array();
+    json_object *output = json_object_new_array(), *m = NULL;
     json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
     if (has_message(a, failure)) {
-        json_object *m = message_item(c, a->content, failure ? "incomplete" : status);
+        m = message_item(c, a->content, failure ? "incomplete" : status);
         json_object *part = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
         svc_json_set(part, "logprobs",
                      a->logprobs ? svc_json_copy(a->logprobs) : json_object_new_array());
-        json_object_array_add(output, m);
     }
+    for (size_t i = 0; i < json_object_array_length(a->events); i++) {
+        json_object *ev = json_object_array_get_idx(a->events, i), *item;
+        if (m && strcmp(svc_json_str(ev, "type", ""), "delta") == 0) {
+            json_object_array_add(output, m);
+            m = NULL;
+        } else if ((item = mcp_event_item(c, a->events, ev))) {
+            json_object_array_add(output, item);
+        }
+    }
+    if (m)
+        json_object_array_add(output, m);
     for (size_t i = 0; i < nc; i++)
-        json_object_array_add(output,
-                              function_call_out(c, json_object_array_get_idx(calls, i), i, true));
+        json_object_array_add(output, call_out(c, json_object_array_get_idx(calls, i), i));
     return output;
 }
 
@@ -408,7 +533,10 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
                  in->t.has_temperature ? json_object_new_double(in->t.temperature) : NULL);
     echo_settings(o, in->t.body);
     svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
-    svc_json_set(o, "tools", tools_shown(in->t.tools));
+    json_object *tools = tools_shown(in->t.tools);
+    for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
+        json_object_array_add(tools, json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
+    svc_json_set(o, "tools", tools);
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
     svc_json_set(
         o, "usage",
@@ -514,7 +642,7 @@ static json_object *at_part(const struct resp_ctx *c)
 {
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "item_id", c->msg_id);
-    svc_json_set_int(o, "output_index", 0);
+    svc_json_set_int(o, "output_index", c->msg_index);
     svc_json_set_int(o, "content_index", 0);
     return o;
 }
@@ -526,14 +654,29 @@ static int open_message(struct resp_ctx *c)
     if (c->msg_open)
         return 0;
     c->msg_open = true;
+    c->msg_index = c->next++;
     json_object *item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
+    svc_json_set_int(item, "output_index", c->msg_index);
     svc_json_set(item, "item", message_item(c, NULL, "in_progress"));
     json_object *part = at_part(c);
     svc_json_set(part, "part", text_part(""));
     static const char *const types[] = {"response.output_item.added",
                                         "response.content_part.added"};
     json_object *objs[] = {item, part};
+    return emit_seq(c, 2, types, objs);
+}
+
+/* An item that is whole when it appears (an MCP one) at index i: added, then done; item
+ * consumed. 0, or -1 when the client is gone. */
+static int emit_item(struct resp_ctx *c, int64_t i, json_object *item)
+{
+    json_object *objs[2] = {json_object_new_object(), json_object_new_object()};
+    for (int k = 0; k < 2; k++) {
+        svc_json_set_int(objs[k], "output_index", i);
+        svc_json_set(objs[k], "item", json_object_get(item));
+    }
+    json_object_put(item);
+    static const char *const types[] = {"response.output_item.added", "response.output_item.done"};
     return emit_seq(c, 2, types, objs);
 }
 
@@ -551,6 +694,11 @@ static int on_event(void *ctx, json_object *ev)
         svc_json_set(o, "logprobs", json_object_new_array());
         return emit(c, "response.output_text.delta", o) < 0 ? 1 : 0;
     }
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
+    json_object *item = mcp_event_item(c, a.events, ev);
+    if (item && emit_item(c, c->next++, item) < 0)
+        return 1;
     bool tool = strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0;
     bool end = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
     if (!tool && (!c->in->t.svc_v2 || end))
@@ -577,14 +725,23 @@ static int on_idle(void *ctx)
     return 0;
 }
 
-/* The function_call items of the response's output, each as its four events at its own
- * output index (the item as stored, its arguments in one delta). 0, or -1 when gone. */
-static int emit_calls(struct resp_ctx *c, json_object *resp)
+/* The response's output items a stream has not announced yet, at their output index: the
+ * calls the run ended on (function_call: its four events, the arguments in one delta;
+ * mcp_approval_request: added and done) and, replaying (all), the MCP items too. 0, or -1
+ * when the client is gone. */
+static int emit_calls(struct resp_ctx *c, json_object *resp, bool all)
 {
     json_object *out = svc_json_arr(resp, "output");
     for (size_t i = 0; i < json_object_array_length(out); i++) {
         json_object *item = json_object_array_get_idx(out, i);
-        if (strcmp(svc_json_str(item, "type", ""), "function_call") != 0)
+        const char *type = svc_json_str(item, "type", "");
+        if (strcmp(type, "mcp_approval_request") == 0 ||
+            (all && strcmp(type, "message") != 0 && strcmp(type, "function_call") != 0)) {
+            if (emit_item(c, (int64_t)i, json_object_get(item)) < 0)
+                return -1;
+            continue;
+        }
+        if (strcmp(type, "function_call") != 0)
             continue;
         const char *args = svc_json_str(item, "arguments", "{}");
         json_object *objs[4], *added = svc_json_copy(item);
@@ -612,13 +769,14 @@ static int emit_calls(struct resp_ctx *c, json_object *resp)
 /* The message item's closing events, with its text (and logprobs) as stored. */
 static int close_message(struct resp_ctx *c, json_object *resp)
 {
-    json_object *item = json_object_array_get_idx(svc_json_arr(resp, "output"), 0);
+    json_object *item =
+        json_object_array_get_idx(svc_json_arr(resp, "output"), (size_t)c->msg_index);
     json_object *part = json_object_array_get_idx(svc_json_arr(item, "content"), 0);
     json_object *done = at_part(c), *pdone = at_part(c), *idone = json_object_new_object();
     svc_json_set_str(done, "text", svc_json_str(part, "text", ""));
     svc_json_set(done, "logprobs", json_object_get(svc_json_arr(part, "logprobs")));
     svc_json_set(pdone, "part", json_object_get(part));
-    svc_json_set_int(idone, "output_index", 0);
+    svc_json_set_int(idone, "output_index", c->msg_index);
     svc_json_set(idone, "item", json_object_get(item));
     static const char *const closing[] = {"response.output_text.done", "response.content_part.done",
                                           "response.output_item.done"};
@@ -626,7 +784,7 @@ static int close_message(struct resp_ctx *c, json_object *resp)
     return emit_seq(c, 3, closing, objs);
 }
 
-static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, json_object *delta);
+static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, json_object *delta, bool all);
 
 static int resp_stream(struct resp_ctx *c, struct svc_err *err)
 {
@@ -666,20 +824,21 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     }
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    emit_end(c, resp, has_message(&a, NULL), NULL);
+    emit_end(c, resp, has_message(&a, NULL), NULL, false);
     return 0;
 }
 
 /* The rest of a stream once the run ended: the message item (announced now if no text
- * came; delta, when not NULL, its text in one piece), the calls, then response.completed
- * (response.incomplete at the token limit) with resp, which is consumed. */
-static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, json_object *delta)
+ * came; delta, when not NULL, its text in one piece), the calls (all: every other item, a
+ * replay), then response.completed (response.incomplete at the token limit) with resp,
+ * which is consumed. */
+static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, json_object *delta, bool all)
 {
     bool ok =
         !msg || (open_message(c) == 0 &&
                  (!delta || emit(c, "response.output_text.delta", json_object_get(delta)) == 0) &&
                  close_message(c, resp) == 0);
-    if (ok && emit_calls(c, resp) == 0)
+    if (ok && emit_calls(c, resp, all) == 0)
         emit(c,
              strcmp(svc_json_str(resp, "status", ""), "incomplete") == 0 ? "response.incomplete"
                                                                          : "response.completed",
@@ -700,8 +859,11 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
         return 0;
     }
     struct resp_ctx c = {.r = r, .in = in};
-    json_object *first = json_object_array_get_idx(svc_json_arr(stored, "output"), 0);
-    bool msg = strcmp(svc_json_str(first, "type", ""), "message") == 0;
+    json_object *out = svc_json_arr(stored, "output"), *first = NULL;
+    for (size_t i = 0; out && !first && i < json_object_array_length(out); i++)
+        if (strcmp(svc_json_str(json_object_array_get_idx(out, i), "type", ""), "message") == 0)
+            first = json_object_array_get_idx(out, (size_t)(c.next = (int64_t)i));
+    bool msg = first != NULL;
     snprintf(c.msg_id, sizeof c.msg_id, "%s", msg ? svc_json_str(first, "id", "") : "");
     if (http_sse_begin(r) < 0) {
         json_object_put(stored);
@@ -718,7 +880,7 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
     static const char *const opening[] = {"response.created", "response.in_progress"};
     json_object *objs[] = {with_response(json_object_get(pending)), with_response(pending)};
     if (emit_seq(&c, 2, opening, objs) == 0)
-        emit_end(&c, stored, msg, delta);
+        emit_end(&c, stored, msg, delta, true);
     else {
         json_object_put(stored);
         json_object_put(delta);
@@ -735,6 +897,7 @@ static struct svc_run_request run_request_of(struct http_req *r, const struct re
     req.user = &r->user;
     req.stateless = !in->store;
     req.no_truncation = in->no_truncation;
+    req.mcp_tools = in->mcp;
     return req;
 }
 
@@ -1083,7 +1246,7 @@ int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
     const char *sys = r->cfg->model.system_prompt;
     chars += (sys ? strlen(sys) : 0) + (in.instructions ? strlen(in.instructions) : 0) +
              (in.t.input ? strlen(in.t.input) : 0);
-    json_object *own = svc_tools_spec(r->cfg);
+    json_object *own = svc_tools_spec(r->cfg, r->user.id);
     json_object *parts[] = {in.t.history, in.t.results, in.t.tools, own};
     for (int k = 0; k < 4; k++) {
         char *j = parts[k] ? svc_json_dump_compact(parts[k]) : NULL;

@@ -196,6 +196,62 @@ static int message_in(json_object *item, size_t i, json_object *msgs, struct svc
     return 0;
 }
 
+/* An mcp_approval_response item (SPEC 16) as the answer to the call it approves or declines:
+ * a role "tool" message with "approve", like a function_call_output. */
+static int approval_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL;
+    char p[96], q[96];
+    snprintf(p, sizeof p, "input[%zu].approval_request_id", i);
+    snprintf(q, sizeof q, "input[%zu].approve", i);
+    json_object *v = NULL;
+    if (http_field_str(item, "approval_request_id", p, true, &id, err) < 0)
+        return -1;
+    if (!json_object_object_get_ex(item, "approve", &v) ||
+        !json_object_is_type(v, json_type_boolean))
+        return svc_err_setp(err, v ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, q,
+                            "'%s' must be true or false", q);
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", "tool");
+    svc_json_set_str(m, "tool_call_id", strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id);
+    svc_json_set_bool(m, "approve", json_object_get_boolean(v));
+    svc_json_set_str(m, "param", p);
+    json_object_array_add(msgs, m);
+    return 0;
+}
+
+/* An mcp_call item a client sends back (a stateless history): the call and its result, as
+ * a function_call and its output. */
+static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *label = NULL, *name = NULL, *id = NULL;
+    char p[96], *full = NULL;
+    snprintf(p, sizeof p, "input[%zu].server_label", i);
+    if (http_field_str(item, "server_label", p, true, &label, err) < 0)
+        return -1;
+    snprintf(p, sizeof p, "input[%zu].name", i);
+    if (http_field_str(item, "name", p, true, &name, err) < 0)
+        return -1;
+    snprintf(p, sizeof p, "input[%zu].id", i);
+    if (http_field_str(item, "id", p, true, &id, err) < 0)
+        return -1;
+    json_object *call = svc_json_copy(item), *out = json_object_new_object();
+    svc_xasprintf(&full, "%s__%s", label, name);
+    svc_json_set_str(call, "name", full);
+    svc_json_set_str(call, "call_id", id);
+    svc_json_set_str(out, "call_id", id);
+    const char *error = svc_json_str(item, "error", NULL);
+    svc_json_set_str(out, "output", error ? error : svc_json_str(item, "output", ""));
+    int rc =
+        function_call_item(call, i, msgs, err) < 0 || function_output_item(out, i, msgs, err) < 0
+            ? -1
+            : 0;
+    free(full);
+    json_object_put(call);
+    json_object_put(out);
+    return rc;
+}
+
 /* An item_reference (SPEC 15): the item it names, of a stored response (msg_<hex>,
  * fc_<hex>_<k>: the response resp_<hex>) or a conversation (conversation.h) of the asker,
  * in any session; *out a new reference. An unknown id is 422 naming input[i].id. */
@@ -250,22 +306,24 @@ static int item_in(struct http_req *r, json_object *item, size_t i, json_object 
         json_object_put(ref);
         return rc;
     }
+    if (strcmp(type, "mcp_list_tools") == 0 || strcmp(type, "mcp_approval_request") == 0)
+        return 0; /* a listing, or what the session holds (SPEC 16) */
+    if (strcmp(type, "mcp_approval_response") == 0)
+        return approval_item(item, i, msgs, err);
+    if (strcmp(type, "mcp_call") == 0)
+        return mcp_call_item(item, i, msgs, err);
     if (strcmp(type, "function_call") == 0)
         return function_call_item(item, i, msgs, err);
     if (strcmp(type, "function_call_output") == 0)
         return function_output_item(item, i, msgs, err);
     return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                        "'%s' must be message, function_call, function_call_output or "
-                        "item_reference, not %.64s",
+                        "'%s' must be message, function_call, function_call_output, "
+                        "item_reference or an mcp_ item, not %.64s",
                         p, type);
 }
 
-/* `input`: a string, or a list of items: messages ({"role", "content"}, "type": "message"
- * optional), function_call and function_call_output items (SPEC 12.1). The last user
- * message with text is the input, unless function_call_output items end the list: they
- * answer the pending client tool calls. What comes before is history (imported on a
- * session's first run, as for /api/chat). item_reference items point at what the session
- * already holds and are skipped; other item types are refused. */
+/* `input` (respin.h): every item becomes chat messages (an item_reference the item it names),
+ * then turn_in_split reads the list; other item types are refused. */
 int respin_input(struct http_req *r, struct turn_in *t, json_object *input, struct svc_err *err)
 {
     if (!input)

@@ -353,6 +353,9 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
             char p[96];
             snprintf(p, sizeof p, "%s[%zu].tool_call_id", param, i);
             svc_json_set_str(res, "param", svc_json_str(m, "param", p));
+            json_object *approve = NULL; /* an MCP call's approval (SPEC 16) */
+            if (json_object_object_get_ex(m, "approve", &approve))
+                svc_json_set(res, "approve", json_object_get(approve));
             json_object_array_add(in->results, res);
             free(text);
         }
