@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "edge.h"
 #include "fsio.h"
 #include "handlers.h"
 #include "jobs.h"
@@ -24,6 +25,7 @@ static struct {
     int64_t uptime;
     bool writable;
     const char *reason;
+    bool exposed;
     char *text; /* compact JSON (heap) */
 } last_health;
 
@@ -35,9 +37,10 @@ int h_health(struct http_req *r, struct svc_err *err)
     bool degraded = cfg->sessions.enabled && !writable;
     int64_t uptime = (int64_t)(svc_time_now() - h_base_started_at);
     bool cache = svc_cache_on(cfg, -1);
+    bool exposed = edge_exposed(r);
     if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == http_pid() &&
         last_health.uptime == uptime && last_health.writable == writable &&
-        last_health.reason == reason) {
+        last_health.reason == reason && last_health.exposed == exposed) {
         json_object *raw = svc_json_new_raw(last_health.text);
         http_send_json(r, degraded ? 503 : 200, raw);
         json_object_put(raw);
@@ -67,6 +70,15 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set_str(m, "provider", cfg->model.provider == SVC_MODEL_OPENAI ? "openai" : "echo");
     svc_json_set_str(m, "name", cfg->model.name);
     svc_json_set(o, "model", m);
+    json_object *warn = json_object_new_array();
+    if (exposed)
+        json_object_array_add(
+            warn, json_object_new_string(
+                      "no token and no users, and this server is reachable beyond loopback (this "
+                      "request came through a public address): whoever reaches it reads and runs "
+                      "every session; set server.api_token or server.users, or have the web "
+                      "server authenticate (docs/OPS.md, \"Safe by default\")"));
+    svc_json_set(o, "warnings", warn);
     free(last_health.text);
     last_health.text = cache ? svc_json_dump_compact(o) : NULL;
     last_health.cfg = cfg;
@@ -74,6 +86,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     last_health.uptime = uptime;
     last_health.writable = writable;
     last_health.reason = reason;
+    last_health.exposed = exposed;
     int rc = http_send_json(r, degraded ? 503 : 200, o);
     json_object_put(o);
     (void)err;

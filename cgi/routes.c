@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "edge.h"
 #include "handlers.h"
 #include "http.h"
 #include "metrics.h"
@@ -219,6 +220,10 @@ static void dispatch(struct http_req *r, int *route)
         return;
     }
 
+    if (edge_check(r, &err) < 0) { /* 415, 403 cross_site_refused (edge.h) */
+        http_send_error(r, &err);
+        return;
+    }
     /* every route, even one that ignores its body, refuses a body over max_body_bytes
      * before it acts (413, nothing changed) */
     if (r->content_length > 0 && http_read_body(r, &err) < 0) {

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "acl.h"
 #include "cron.h"
 #include "fsio.h"
 #include "jsonx.h"
@@ -405,7 +406,8 @@ enum cfg_type {
     CT_INT64_NULL,  /* int64_t + bool has_: an integer in [min, max], or null */
     CT_ENUM,        /* int-sized enum: one of names[] */
     CT_PATHS,       /* char **, NULL-terminated, each `~` expanded */
-    CT_STRS,        /* char **, NULL-terminated, each a non-empty string; min = least count */
+    CT_STRS,        /* char **, NULL-terminated, each a non-empty string passing check;
+                     * min = least count */
     CT_JSON,        /* json_object *, from a YAML mapping */
 };
 
@@ -548,6 +550,7 @@ static const struct cfg_row cfg_rows[] = {
     {"server.base_path", CT_STR, C(server.base_path), .def = "", .check = check_base_path},
     {"server.user_param", CT_STR, C(server.user_param), .def = "", .check = check_env_name},
     {"server.admins", CT_STRS, C(server.admins), .def = "[]"},
+    {"server.fcgi_allow", CT_STRS, C(server.fcgi_allow), .def = "[]", .check = svc_acl_check},
 
     {"sessions.enabled", CT_BOOL, C(sessions.enabled), .def = "true"},
     {"sessions.provider", CT_ENUM, C(sessions.provider), .def = "svc_repository",
@@ -1239,6 +1242,9 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
             return cfg_fail(err, n->file, n->line, n->col, n->path, "contains a NUL character");
         if (n->len == 0)
             return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+        const char *why = r->check ? r->check(n->text) : NULL;
+        if (why)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
         char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : dup_checked(n);
         (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
         return CFGY_SKIP;

@@ -240,17 +240,17 @@ sub root {
     return "$s->{home}/agents/native_sessions";
 }
 
-# {status, headers, body, json}. body: a ref is sent as JSON, a string as it is.
+# {status, headers, body, json}. body: a ref is sent as JSON, a string as it is; either
+# as application/json unless headers name another content-type (undef: HTTP::Tiny's own).
 sub req {
     my ($s, $method, $path, %o) = @_;
     my %h = %{ $o{headers} || {} };
     my %args = (headers => \%h);
     if (exists $o{body}) {
         my $b = $o{body};
-        if (ref $b) {
-            $b = $JSON->encode($b);
-            $h{'content-type'} //= 'application/json';
-        }
+        $b = $JSON->encode($b) if ref $b;
+        $h{'content-type'} = 'application/json' unless exists $h{'content-type'};
+        delete $h{'content-type'} unless defined $h{'content-type'};
         $args{content} = $b;
     }
     my $r = $s->{http}->request($method, $s->url($path), \%args);
