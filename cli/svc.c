@@ -68,23 +68,34 @@ static int parse_int(const char *s, long min, long max, long *out)
     return 0;
 }
 
+/* `config check [--allow-unknown]`: the warnings, then ok; exit 1 when there is a warning
+ * (an unknown key drops what it meant to set) unless --allow-unknown. `config show`. */
 static int cmd_config(struct svc_config *cfg, int argc, char **argv)
 {
-    if (argc != 1)
-        return usage("config needs check or show");
+    bool allow = argc == 2 && strcmp(argv[1], "--allow-unknown") == 0;
+    if (argc < 1 || (argc == 2 && !allow) || argc > 2)
+        return usage("config needs check [--allow-unknown] or show");
     if (strcmp(argv[0], "check") == 0) {
         for (size_t i = 0; i < cfg->nwarnings; i++)
             fprintf(stderr, "svc: warning: %s\n", cfg->warnings[i]);
-        printf("%s: ok\n", cfg->source ? cfg->source : "(defaults: no agents.yaml)");
+        const char *src = cfg->source ? cfg->source : "(defaults: no agents.yaml)";
+        if (cfg->nwarnings > 0 && !allow) {
+            fprintf(stderr,
+                    "svc: %s: %zu warning%s (unknown keys are ignored; --allow-unknown accepts "
+                    "them)\n",
+                    src, cfg->nwarnings, cfg->nwarnings == 1 ? "" : "s");
+            return 1;
+        }
+        printf("%s: ok\n", src);
         return 0;
     }
-    if (strcmp(argv[0], "show") == 0) {
+    if (strcmp(argv[0], "show") == 0 && argc == 1) {
         json_object *o = svc_config_to_json(cfg);
         print_json(o);
         json_object_put(o);
         return 0;
     }
-    return usage("config needs check or show");
+    return usage("config needs check [--allow-unknown] or show");
 }
 
 /* `sessions delete ID...`: each one deleted or its error line; exit 1 when one failed, 2
@@ -375,7 +386,7 @@ static const struct command {
     const char *usage; /* one or more "  svc ...\n" lines */
     int (*run)(struct svc_config *cfg, int argc, char **argv);
 } commands[] = {
-    {"config", "  svc config check|show\n", cmd_config},
+    {"config", "  svc config check [--allow-unknown] | show\n", cmd_config},
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
      "                    [--user ID] [--pinned true|false] [--tag T]...\n"
