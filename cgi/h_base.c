@@ -1,4 +1,5 @@
 /* h_base: the base endpoints of SPEC 4.4: health, config, jobs, extensions. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,7 @@ static struct {
     int pid; /* the worker's: a forked child builds its own */
     int64_t uptime;
     bool writable;
-    const char *reason;
+    char reason[512]; /* when not writable */
     bool exposed;
     char *text; /* compact JSON (heap) */
 } last_health;
@@ -32,15 +33,15 @@ static struct {
 int h_health(struct http_req *r, struct svc_err *err)
 {
     const struct svc_config *cfg = r->cfg;
-    const char *reason = NULL;
-    bool writable = svc_dir_writable(cfg->sessions.root, &reason);
+    char reason[512] = "";
+    bool writable = svc_dir_writable("session root", cfg->sessions.root, reason, sizeof reason);
     bool degraded = cfg->sessions.enabled && !writable;
     int64_t uptime = (int64_t)(svc_time_now() - h_base_started_at);
     bool cache = svc_cache_on(cfg, -1);
     bool exposed = edge_exposed(r);
     if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == http_pid() &&
         last_health.uptime == uptime && last_health.writable == writable &&
-        last_health.reason == reason && last_health.exposed == exposed) {
+        strcmp(last_health.reason, reason) == 0 && last_health.exposed == exposed) {
         json_object *raw = svc_json_new_raw(last_health.text);
         http_send_json(r, degraded ? 503 : 200, raw);
         json_object_put(raw);
@@ -50,8 +51,12 @@ int h_health(struct http_req *r, struct svc_err *err)
 
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "status", degraded ? "degraded" : "ok");
-    if (degraded)
+    json_object *reasons = json_object_new_array(); /* what makes it degraded, each named */
+    if (degraded) {
         svc_json_set_str(o, "reason", reason);
+        json_object_array_add(reasons, json_object_new_string(reason));
+    }
+    svc_json_set(o, "reasons", reasons);
     svc_json_set_str(o, "version", SVC_VERSION);
     svc_json_set_int(o, "pid", h_base_master_pid);
     svc_json_set_int(o, "worker_pid", (int64_t)http_pid());
@@ -85,7 +90,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     last_health.pid = http_pid();
     last_health.uptime = uptime;
     last_health.writable = writable;
-    last_health.reason = reason;
+    snprintf(last_health.reason, sizeof last_health.reason, "%s", reason);
     last_health.exposed = exposed;
     int rc = http_send_json(r, degraded ? 503 : 200, o);
     json_object_put(o);

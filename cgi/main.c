@@ -57,6 +57,7 @@
 
 #include "acl.h"
 #include "config.h"
+#include "fsio.h"
 #include "handlers.h"
 #include "held.h"
 #include "http.h"
@@ -495,6 +496,20 @@ static int exposure_check(int listen_fd, const struct svc_config *cfg)
     return 0;
 }
 
+/* The roots svc writes, checked as the user it runs as: one line for each that cannot be
+ * written, naming it and the error (at start and on reload; health and every 503 say the
+ * same, core/fsio.h). */
+static void roots_check(const struct svc_config *cfg)
+{
+    char why[512];
+    if (cfg->sessions.enabled &&
+        !svc_dir_writable("session root", cfg->sessions.root, why, sizeof why))
+        logmsg("%s: reads go on; turns and other writes answer 503 service_unavailable", why);
+    if (cfg->sessions.enabled && cfg->sessions.sync_memory &&
+        !svc_dir_writable("memory root", cfg->memory.root, why, sizeof why))
+        logmsg("%s: runs go on without their memory digests", why);
+}
+
 /* The next connection from the listener: waits in poll(2) with the signals while the queue
  * is empty (another worker may have taken what woke us: the accept then fails with EAGAIN).
  * -1 when a signal came first, or a stopping worker finds the queue empty; *failed is errno
@@ -851,6 +866,7 @@ static void master_reload(struct master *m)
         return;
     }
     apply_overrides(&ncfg, m->o);
+    roots_check(&ncfg);
     if (!m->o->listen && m->pl->unix_path && ncfg.server.listen && m->cfg->server.listen &&
         strcmp(ncfg.server.listen, m->cfg->server.listen) != 0)
         logmsg("reload: server.listen changed; it takes effect on restart");
@@ -1066,6 +1082,7 @@ static int pool_run(struct pool *pl, struct svc_config *cfg, const struct opts *
     int rc = exposure_check(pl->listen_fd, cfg);
     if (rc != 0)
         return rc;
+    roots_check(cfg);
     apply_overrides(cfg, o);
     if (svc_metrics_init() != 0)
         logmsg("metrics: no shared memory (%s): /api/metrics counts per worker", strerror(errno));
