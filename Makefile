@@ -181,7 +181,7 @@ endif
 run:
 	@scripts/install-deps --serve
 	@$(MAKE) --no-print-directory all
-	@SVC_BUILD=$(abspath $(B)) scripts/serve --port '$(PORT)'
+	@SVC_BUILD=$(abspath $(B)) exec scripts/serve --port '$(PORT)'
 
 bench: deps all
 	scripts/bench
