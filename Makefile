@@ -27,7 +27,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-bodies bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -185,6 +185,10 @@ run:
 
 bench: deps all
 	scripts/bench
+
+# The largest bodies against a small turn (docs/BENCH.md "Largest bodies").
+bench-bodies: deps all
+	SVC_BUILD=$(abspath $(B)) scripts/bench-bodies
 
 # An agent's loop: a client-tool round trip and a stream replay (docs/BENCH.md).
 bench-agent: deps all
