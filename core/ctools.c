@@ -18,19 +18,17 @@ bool svc_ctools_named(json_object *tools, const char *name)
     return false;
 }
 
-int svc_ctools_check(const struct svc_config *cfg, json_object *tools, const char *tool_choice,
-                     struct svc_err *err)
+int svc_ctools_check(const struct svc_config *cfg, const char *user, json_object *tools,
+                     const char *tool_choice, struct svc_err *err)
 {
-    json_object *own = svc_tools_spec(cfg);
     int rc = 0;
     size_t n = tools ? json_object_array_length(tools) : 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const char *name = svc_json_str(json_object_array_get_idx(tools, i), "name", "");
-        if (svc_ctools_named(own, name))
+        if (svc_tools_owns(cfg, user, name))
             rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "tools",
                               "tool '%.64s' clashes with a tool svc runs itself; rename it", name);
     }
-    json_object_put(own);
     if (rc == 0 && tool_choice && strcmp(tool_choice, "auto") != 0 &&
         strcmp(tool_choice, "none") != 0 && strcmp(tool_choice, "required") != 0 &&
         !svc_ctools_named(tools, tool_choice))
@@ -77,11 +75,10 @@ static json_object *user_message(json_object *content)
     return m;
 }
 
-int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
-                      json_object *names, struct svc_err *err)
+/* Each result answers a pending call, once: the results by call id (a hash: linear in the
+ * body, however long; new reference), or NULL with err. */
+static json_object *check_results(json_object *pending, json_object *results, struct svc_err *err)
 {
-    *out = NULL;
-    /* the pending ids and the answered ones as hashes: linear in the body, however long */
     json_object *open = json_object_new_object(), *answered = json_object_new_object();
     for (size_t k = 0; k < json_object_array_length(pending); k++)
         json_object_object_add(
@@ -106,14 +103,31 @@ int svc_ctools_answer(json_object *pending, json_object *results, json_object **
     json_object_put(open);
     if (rc < 0) {
         json_object_put(answered);
-        return -1;
+        return NULL;
     }
+    return answered;
+}
+
+/* The result answering call id in answered (check_results), or NULL. */
+static json_object *result_for(json_object *answered, const char *id)
+{
+    json_object *r = NULL;
+    json_object_object_get_ex(answered, id, &r);
+    return r;
+}
+
+int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
+                      json_object *names, struct svc_err *err)
+{
+    *out = NULL;
+    json_object *answered = check_results(pending, results, err);
+    if (!answered)
+        return -1;
     json_object *content = json_object_new_array();
     for (size_t k = 0; k < json_object_array_length(pending); k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
         const char *id = svc_json_str(tu, "toolUseId", "");
-        json_object *r = NULL;
-        json_object_object_get_ex(answered, id, &r);
+        json_object *r = result_for(answered, id);
         if (r)
             json_object_array_add(names, json_object_new_string(svc_json_str(tu, "name", "")));
         json_object_array_add(content,
@@ -122,6 +136,34 @@ int svc_ctools_answer(json_object *pending, json_object *results, json_object **
     }
     json_object_put(answered);
     *out = user_message(content);
+    return 0;
+}
+
+bool svc_ctools_approvals(json_object *results)
+{
+    json_object *v = NULL;
+    for (size_t i = 0; results && i < json_object_array_length(results); i++)
+        if (json_object_object_get_ex(json_object_array_get_idx(results, i), "approve", &v))
+            return true;
+    return false;
+}
+
+int svc_ctools_resume(json_object *pending, json_object *results, json_object **out,
+                      struct svc_err *err)
+{
+    *out = NULL;
+    json_object *answered = check_results(pending, results, err);
+    if (!answered)
+        return -1;
+    *out = json_object_new_array();
+    for (size_t k = 0; k < json_object_array_length(pending); k++) {
+        json_object *tu = svc_json_copy(json_object_array_get_idx(pending, k));
+        json_object *r = result_for(answered, svc_json_str(tu, "toolUseId", ""));
+        if (r)
+            svc_json_set(tu, "answer", json_object_get(r));
+        json_object_array_add(*out, tu);
+    }
+    json_object_put(answered);
     return 0;
 }
 
