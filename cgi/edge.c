@@ -14,10 +14,13 @@ static bool safe_method(const char *m)
     return strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0;
 }
 
-/* Whether the request carries a body: a length above 0, or (FastCGI without a length) bytes
+/* Whether the request carries a body whose type counts: a length above 0 (not above
+ * max_body_bytes: that body is 413's, before its type), or (FastCGI without a length) bytes
  * on its stdin, which a web server that streams a body may send. */
 static bool has_body(struct http_req *r)
 {
+    if (r->content_length > r->cfg->server.max_body_bytes)
+        return false;
     if (r->content_length >= 0 || !r->fcgx || safe_method(r->method))
         return r->content_length > 0;
     struct svc_err e;

@@ -11,12 +11,15 @@ package SvcTest;
 #
 # agents.yaml gets `sessions: fsync: false` unless the config sets fsync itself, and
 # `sessions: cache: off` when SVC_TEST_CACHE=off (the suite with every cache off, CI).
-# The server runs in its own process group and is stopped in stop(), DESTROY and END.
+# The server runs in its own process group and is stopped in stop(), DESTROY and END; its
+# temporary files (serve's nginx prefix among them) are made in the home (TMPDIR), so even
+# one stop() had to kill leaves nothing in /tmp.
 use strict;
 use warnings;
 
 use Cwd qw(abs_path);
 use File::Basename qw(dirname);
+use File::Path ();
 use File::Temp qw(tempdir);
 use HTTP::Tiny;
 use IO::Select;
@@ -148,6 +151,9 @@ sub _start_once {
         delete @ENV{qw(SVC_API_TOKEN SVC_CONFIG OPENAI_API_KEY)};
         $ENV{SVC_HOME} = $home;
         $ENV{SVC_BUILD} = build();
+        # serve's prefix (and the pool's temporary files) inside the home, which goes with
+        # the test: a server stop() had to kill leaves no svc-serve.* in /tmp
+        $ENV{TMPDIR} = $home;
         my $env = $o{env} || {};
         $ENV{$_} = $env->{$_} for keys %$env;
         exec @cmd or POSIX::_exit(127);
@@ -404,6 +410,7 @@ sub stop {
     }
     kill 'KILL', -$pid;    # leftovers of the group, if any
     waitpid($pid, 0) unless $gone;
+    File::Path::remove_tree($_) for glob("$s->{home}/svc-serve.*");    # a killed serve's prefix
     close $s->{out} if $s->{out};
     # sanitizer builds (make asan): a report in the server log fails the test
     my $log = $s->log;

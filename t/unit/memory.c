@@ -206,7 +206,8 @@ int main(void)
     mj = svc_sess_path(sess(&cfg, "m1"), SVC_F_MEMORY, SVC_FROM_ABS);
     unlink(mj);
     free(mj);
-    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), NULL, &err) == 0, "sync m1 with its line 100 KiB back");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), NULL, &err) == 0,
+       "sync m1 with its line 100 KiB back");
     is_int(count_lines(mfile), 1002, "found past the first 64 KiB: not written again");
     /* the caller's own messages: the pair is taken from them (ids as given), no file read */
     json_object *recent = json_object_new_array();
