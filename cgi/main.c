@@ -490,6 +490,9 @@ static int exposure_check(int listen_fd, const struct svc_config *cfg)
                cfg->server.user_param);
         return EXIT_CONFIG;
     }
+    if (!given && !svc_acl_loopback_addr((struct sockaddr *)&ss))
+        logmsg("server.fcgi_allow is empty: this TCP listener takes loopback peers only; list "
+               "the web servers that connect from elsewhere (docs/OPS.md, \"Safe by default\")");
     if (beyond && !svc_config_api_token(cfg) && !svc_users_enabled(cfg))
         logmsg("WARNING: no server.api_token and no users, and server.fcgi_allow admits peers "
                "beyond loopback: whoever reaches them reads and runs every session; set a token "

@@ -143,6 +143,12 @@ bool svc_acl_beyond_loopback(const struct svc_acl *a)
     return false;
 }
 
+bool svc_acl_loopback_addr(const struct sockaddr *sa)
+{
+    struct svc_acl_net h;
+    return host_of(sa, &h) && loopback_net(&h);
+}
+
 bool svc_acl_text_loopback(const char *text)
 {
     struct svc_acl_net n;

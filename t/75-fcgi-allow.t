@@ -42,6 +42,7 @@ sub health {
     my $port = SvcTest::free_port();
     my $p = pool_with("server:\n  fcgi_allow: [127.0.0.1/32]\n", "tcp:127.0.0.1:$port");
     is health("127.0.0.1:$port", '127.0.0.1')->{status}, 200, 'fcgi_allow 127.0.0.1/32: 127.0.0.1 served';
+    unlike SvcOps::slurp($p->{log}), qr/fcgi_allow is empty/, 'a list given: no such line';
     my $r = health("127.0.0.1:$port", '127.0.0.2');
     ok $r->{closed} && $r->{bytes} == 0, 'from 127.0.0.2: closed, not a byte answered' or diag explain $r;
     ok FcgiClient::closed_unread(to => "127.0.0.1:$port", from => '127.0.0.2'),
@@ -61,13 +62,15 @@ sub health {
 # ---- the default on TCP: loopback only ----
 my ($ext) = grep { !/^127\./ && /^\d+\.\d+\.\d+\.\d+$/ } split ' ', `hostname -I 2>/dev/null`;
 SKIP: {
-    skip 'no IPv4 address beyond loopback on this machine', 3 unless $ext;
+    skip 'no IPv4 address beyond loopback on this machine', 4 unless $ext;
     my $port = SvcTest::free_port();
     my $p = pool_with('', "tcp:*:$port");
     is health("127.0.0.1:$port", '127.0.0.2')->{status}, 200, 'default list: 127.0.0.2 (loopback) served';
     my $r = health("$ext:$port", $ext);
     ok $r->{closed} && $r->{bytes} == 0, "default list: $ext (this host's own, beyond loopback) refused";
     unlike SvcOps::slurp($p->{log}), qr/WARNING/, 'no warning: nothing beyond loopback may connect';
+    like SvcOps::slurp($p->{log}), qr/server\.fcgi_allow is empty: this TCP listener takes loopback peers only/,
+         'tcp:* without a list: the log says only loopback peers are taken';
     SvcOps::stop_pid($p->{pid});
 }
 

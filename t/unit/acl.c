@@ -50,6 +50,11 @@ static void test_match(void)
         sa_family_t family;
     } unix_peer = {AF_UNIX};
     ok(!svc_acl_match(&lo, (struct sockaddr *)(void *)&unix_peer), "no address, no match");
+    struct sockaddr_in any = {.sin_family = AF_INET}, lo4 = {.sin_family = AF_INET};
+    inet_pton(AF_INET, "127.0.0.1", &lo4.sin_addr);
+    ok(svc_acl_loopback_addr((struct sockaddr *)&lo4) &&
+           !svc_acl_loopback_addr((struct sockaddr *)&any),
+       "a listener on 127.0.0.1 is loopback, one on 0.0.0.0 is not");
     svc_acl_add(&lo, "0.0.0.0/0");
     ok(svc_acl_beyond_loopback(&lo) && in(&lo, "8.8.8.8"), "0.0.0.0/0 admits every IPv4 peer");
     svc_acl_free(&lo);
