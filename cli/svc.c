@@ -78,7 +78,7 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
 {
     bool allow = argc == 2 && strcmp(argv[1], "--allow-unknown") == 0;
     if (argc < 1 || (argc == 2 && !allow) || argc > 2)
-        return usage("config needs check [--allow-unknown] or show");
+        return usage("config needs check [--allow-unknown], show or keys");
     if (strcmp(argv[0], "check") == 0) {
         for (size_t i = 0; i < cfg->nwarnings; i++)
             fprintf(stderr, "svc: warning: %s\n", cfg->warnings[i]);
@@ -99,7 +99,14 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
         json_object_put(o);
         return 0;
     }
-    return usage("config needs check [--allow-unknown] or show");
+    if (strcmp(argv[0], "keys") == 0 && argc == 1) { /* one a line: the man page's list (agents.yaml(5)) */
+        json_object *keys = svc_config_keys();
+        for (size_t i = 0; i < json_object_array_length(keys); i++)
+            printf("%s\n", json_object_get_string(json_object_array_get_idx(keys, i)));
+        json_object_put(keys);
+        return 0;
+    }
+    return usage("config needs check [--allow-unknown], show or keys");
 }
 
 /* `sessions delete ID...`: each one deleted or its error line; exit 1 when one failed, 2
@@ -488,7 +495,7 @@ static const struct command {
     const char *usage; /* one or more "  svc ...\n" lines */
     int (*run)(struct svc_config *cfg, int argc, char **argv);
 } commands[] = {
-    {"config", "  svc config check [--allow-unknown] | show\n", cmd_config},
+    {"config", "  svc config check [--allow-unknown] | show | keys\n", cmd_config},
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
      "                    [--user ID] [--pinned true|false] [--tag T]...\n"
