@@ -99,8 +99,8 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
         json_object_put(o);
         return 0;
     }
-    if (strcmp(argv[0], "keys") == 0 &&
-        argc == 1) { /* one a line: the man page's list (agents.yaml(5)) */
+    /* one a line: the man page's list (agents.yaml(5)) */
+    if (strcmp(argv[0], "keys") == 0 && argc == 1) {
         json_object *keys = svc_config_keys();
         for (size_t i = 0; i < json_object_array_length(keys); i++)
             printf("%s\n", json_object_get_string(json_object_array_get_idx(keys, i)));
