@@ -32,7 +32,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o) $(B)/cgi/openapi_yaml.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install deb torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-bodies bench-hosts bench-agent bench-window bench-scale clean format install deb torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -97,11 +97,13 @@ no-test-hooks:
 	  echo "test hooks compiled into build/ (put them under #ifdef SVC_TEST_HOOKS)"; exit 1; fi
 
 # The whole suite under AddressSanitizer and UBSan, in its own build dir.
+# The flags reach the suite too: a test that builds (t/75-route-access, t/53, t/55) builds
+# as the asan build did.
+ASAN_VARS = CC=clang CFLAGS="-O1 -g" LDFLAGS="-fsanitize=address,undefined" \
+  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 asan: deps
-	@$(MAKE) --no-print-directory B=build-asan TEST_HOOKS=1 CC=clang CFLAGS="-O1 -g" \
-	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  LDFLAGS="-fsanitize=address,undefined" all unit
-	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	@$(MAKE) --no-print-directory B=build-asan TEST_HOOKS=1 $(ASAN_VARS) all unit
+	$(ASAN_VARS) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  sh -c '$(call SUITE,build-asan)'
 
 # libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
@@ -213,10 +215,14 @@ endif
 run:
 	@scripts/install-deps --serve
 	@$(MAKE) --no-print-directory all
-	@SVC_BUILD=$(abspath $(B)) scripts/serve --port '$(PORT)'
+	@SVC_BUILD=$(abspath $(B)) exec scripts/serve --port '$(PORT)'
 
 bench: deps all
 	scripts/bench
+
+# The largest bodies against a small turn (docs/BENCH.md "Largest bodies").
+bench-bodies: deps all
+	SVC_BUILD=$(abspath $(B)) scripts/bench-bodies
 
 # An agent's loop: a client-tool round trip and a stream replay (docs/BENCH.md).
 bench-agent: deps all

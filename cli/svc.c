@@ -12,6 +12,8 @@
 #include "config.h"
 #include "erase.h"
 #include "fsck.h"
+#include "hostdb.h"
+#include "index.h"
 #include "jobs.h"
 #include "jsonx.h"
 #include "mcp.h"
@@ -69,30 +71,42 @@ static int parse_int(const char *s, long min, long max, long *out)
     return 0;
 }
 
+/* `config check [--allow-unknown]`: the warnings, then ok; exit 1 when there is a warning
+ * (an unknown key drops what it meant to set) unless --allow-unknown. `config show`. */
 static int cmd_config(struct svc_config *cfg, int argc, char **argv)
 {
-    if (argc != 1)
-        return usage("config needs check, show or keys");
+    bool allow = argc == 2 && strcmp(argv[1], "--allow-unknown") == 0;
+    if (argc < 1 || (argc == 2 && !allow) || argc > 2)
+        return usage("config needs check [--allow-unknown], show or keys");
     if (strcmp(argv[0], "check") == 0) {
         for (size_t i = 0; i < cfg->nwarnings; i++)
             fprintf(stderr, "svc: warning: %s\n", cfg->warnings[i]);
-        printf("%s: ok\n", cfg->source ? cfg->source : "(defaults: no agents.yaml)");
+        const char *src = cfg->source ? cfg->source : "(defaults: no agents.yaml)";
+        if (cfg->nwarnings > 0 && !allow) {
+            fprintf(stderr,
+                    "svc: %s: %zu warning%s (unknown keys are ignored; --allow-unknown accepts "
+                    "them)\n",
+                    src, cfg->nwarnings, cfg->nwarnings == 1 ? "" : "s");
+            return 1;
+        }
+        printf("%s: ok\n", src);
         return 0;
     }
-    if (strcmp(argv[0], "show") == 0) {
+    if (strcmp(argv[0], "show") == 0 && argc == 1) {
         json_object *o = svc_config_to_json(cfg);
         print_json(o);
         json_object_put(o);
         return 0;
     }
-    if (strcmp(argv[0], "keys") == 0) { /* one a line: the man page's list (agents.yaml(5)) */
+    /* one a line: the man page's list (agents.yaml(5)) */
+    if (strcmp(argv[0], "keys") == 0 && argc == 1) {
         json_object *keys = svc_config_keys();
         for (size_t i = 0; i < json_object_array_length(keys); i++)
             printf("%s\n", json_object_get_string(json_object_array_get_idx(keys, i)));
         json_object_put(keys);
         return 0;
     }
-    return usage("config needs check, show or keys");
+    return usage("config needs check [--allow-unknown], show or keys");
 }
 
 /* `sessions delete ID...`: each one deleted or its error line; exit 1 when one failed, 2
@@ -300,27 +314,95 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
     return left > 0 ? 1 : 0;
 }
 
-/* Sync a session's newest pair now (after a failure was fixed); prints svc_memory.json. */
-static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
+/* The sessions to sync, in a temporary database (one id a row, kept in id order). */
+static int note_sid(struct svc_hostdb *ids, const char *sid)
 {
-    if (argc != 2 || strcmp(argv[0], "sync") != 0)
-        return usage("memory needs: sync SESSION");
+    sqlite3_stmt *st = svc_hostdb_stmt(ids, "INSERT OR IGNORE INTO ids VALUES (?1)");
+    if (!st)
+        return -1;
+    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -1;
+}
+
+static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs, bool archived)
+{
+    (void)updated, (void)msgs, (void)archived;
+    note_sid(ctx, sid); /* a failed insert shows as a count short; the next run syncs it */
+}
+
+/* Sync one session with what the memory file holds (have); its error on stderr. */
+static int sync_one(struct svc_config *cfg, const char *sid, struct svc_hostdb *have)
+{
     struct svc_err err;
     struct svc_sess s;
-    if (svc_sess_open(cfg, argv[1], &s, &err) != 0 || svc_memory_sync(cfg, &s, &err) != 0) {
-        svc_sess_close(&s);
-        return fail(&err);
-    }
-    char *path = svc_sess_path(&s, SVC_F_MEMORY, SVC_FROM_ABS);
+    int rc = svc_sess_open(cfg, sid, &s, &err) == 0 ? svc_memory_sync(cfg, &s, have, &err) : -1;
+    svc_sess_close(&s);
+    if (rc != 0)
+        fprintf(stderr, "svc: %s: %s: %s\n", sid, svc_err_name(err.code), err.message);
+    return rc;
+}
+
+/* One session's memory state as svc memory sync left it. */
+static void print_memory_state(struct svc_config *cfg, const char *sid)
+{
+    struct svc_err err;
+    struct svc_sess s;
+    char *path = svc_sess_open(cfg, sid, &s, &err) == 0
+                     ? svc_sess_path(&s, SVC_F_MEMORY, SVC_FROM_ABS)
+                     : NULL;
     svc_sess_close(&s);
     json_object *o = NULL;
-    if (svc_json_read_file(path, &o, NULL) == 0)
+    if (path && svc_json_read_file(path, &o, NULL) == 0)
         print_json(o);
     else
         printf("{}\n"); /* no pair to sync yet */
     json_object_put(o);
     free(path);
-    return 0;
+}
+
+/* `memory sync [SESSION...]`: each session's newest pair synced now (after a failure was
+ * fixed), and a pair synced already whose digest the memory file lacks written again (a
+ * root restored without its memory); every session when none is named. One session prints
+ * its svc_memory.json; more print the counts. Exit 1 when one failed. */
+static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc < 1 || strcmp(argv[0], "sync") != 0)
+        return usage("memory needs: sync [SESSION...]");
+    struct svc_err err;
+    struct svc_hostdb *have = svc_memory_have(cfg, &err);
+    struct svc_hostdb ids = {0};
+    if (!have || svc_hostdb_temp(&ids, "CREATE TABLE ids(id TEXT PRIMARY KEY) WITHOUT ROWID",
+                                 256, &err) != 0) {
+        svc_memory_have_free(have);
+        return fail(&err);
+    }
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    struct svc_list_mark mark = {0};
+    int rc = 0;
+    for (int i = 1; rc == 0 && i < argc; i++)
+        rc = note_sid(&ids, argv[i]);
+    if (rc == 0 && argc == 1 && svc_index_each(&st, &mark, note_listed, &ids) < 0)
+        rc = svc_err_errno(&err, "list the sessions");
+    else if (rc != 0)
+        svc_err_set(&err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(&ids));
+    size_t done = 0, failed = 0;
+    sqlite3_stmt *walk = rc == 0 ? svc_hostdb_stmt(&ids, "SELECT id FROM ids ORDER BY id") : NULL;
+    while (walk && sqlite3_step(walk) == SQLITE_ROW) {
+        failed += sync_one(cfg, (const char *)sqlite3_column_text(walk, 0), have) != 0;
+        done++;
+    }
+    svc_memory_have_free(have);
+    svc_hostdb_close(&ids);
+    if (rc < 0)
+        return fail(&err);
+    if (argc == 2 && failed == 0)
+        print_memory_state(cfg, argv[1]);
+    else if (argc != 2)
+        printf("memory sync: %zu sessions, %zu failed\n", done, failed);
+    return failed ? 1 : 0;
 }
 
 /* `jobs list` prints every job with its state; `jobs run-due` (cron, a systemd timer)
@@ -431,7 +513,7 @@ static const struct command {
     const char *usage; /* one or more "  svc ...\n" lines */
     int (*run)(struct svc_config *cfg, int argc, char **argv);
 } commands[] = {
-    {"config", "  svc config check|show|keys\n", cmd_config},
+    {"config", "  svc config check|show|keys\n  svc config check [--allow-unknown]\n", cmd_config},
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
      "                    [--user ID] [--pinned true|false] [--tag T]...\n"
@@ -452,7 +534,7 @@ static const struct command {
      "  svc search QUERY [--limit N] [--cursor C] [--all] [--role user|assistant|tool]\n"
      "  svc search --rebuild\n",
      cmd_search},
-    {"memory", "  svc memory sync SESSION\n", cmd_memory},
+    {"memory", "  svc memory sync [SESSION...]\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
     {"retention", "  svc retention [--dry-run]\n", cmd_retention},
     {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},

@@ -1,14 +1,15 @@
 /* config: agents.yaml into struct svc_config.
  *
  * Two layers, in cgit's manner:
- *  - the walker (yamlx.h) knows YAML syntax only.
- *  - the settings layer (cfg_*) knows meaning only: one table row per setting (name, type,
+ *  - the walker (cfgy.h) knows YAML syntax only, and calls back with each key path.
+ *  - the settings layer (cfg_*, here) knows meaning only: one table row per setting (name, type,
  *    bounds, default as YAML text, secret flag, offset into the struct). Loading, defaults,
  *    validation messages, svc_config_to_json, redaction and svc_config_free all read the
  *    tables. jobs[] and extensions[] items have tables of their own, read by the same code.
  *
  * Errors: "<file>:<line>:<col>: <key>: <what is wrong>" (SVC_E_CONFIG, param = key).
- * Warnings (cfg->warnings): "<file>:<line>:<col>: unknown key '<key>'". */
+ * Warnings (cfg->warnings): "<file>:<line>:<col>: unknown key '<key>'", with " (did you mean
+ * `<known key>`?)" when a known key in its place is a few letters off. */
 #include "config.h"
 
 #include <ctype.h>
@@ -20,12 +21,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
+#include "cfgy.h"
 #include "cron.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "layout.h"
 #include "util.h"
-#include "yamlx.h"
+
+#define cfg_fail cfgy_fail /* the one error format (cfgy.h) */
+
+/* The walker's visit for svc_config_yaml_to_json: each top-level key's subtree into ctx. */
+static int cfgy_collect(void *ctx, const struct cfgy_node *n, struct svc_err *err)
+{
+    json_object *v = NULL;
+    if (cfgy_to_json(n, &v, err) < 0)
+        return -1;
+    json_object_object_add(ctx, n->key, v);
+    return CFGY_SKIP;
+}
+
+int svc_config_yaml_to_json(const char *name, const char *buf, size_t len, json_object **out,
+                            struct svc_err *err)
+{
+    *out = json_object_new_object();
+    if (cfgy_walk(name, buf, len, cfgy_collect, *out, err) == 0)
+        return 0;
+    json_object_put(*out);
+    *out = NULL;
+    return -1;
+}
 
 /* ------------------------------------------------------------------------------------ */
 /* The settings: one row each.                                                            */
@@ -40,7 +65,8 @@ enum cfg_type {
     CT_INT64_NULL,  /* int64_t + bool has_: an integer in [min, max], or null */
     CT_ENUM,        /* int-sized enum: one of names[] */
     CT_PATHS,       /* char **, NULL-terminated, each `~` expanded */
-    CT_STRS,        /* char **, NULL-terminated, each a non-empty string; min = least count */
+    CT_STRS,        /* char **, NULL-terminated, each a non-empty string passing check;
+                     * min = least count */
     CT_JSON,        /* json_object *, from a YAML mapping */
 };
 
@@ -72,8 +98,8 @@ static const char *check_listen(const char *s)
 static const char *check_id(const char *s)
 {
     return svc_layout_id_valid(s) ? NULL
-                                  : "not a valid id (1 to 128 characters of A-Za-z0-9._-, not "
-                                    "starting with '.')";
+                           : "not a valid id (1 to 128 characters of A-Za-z0-9._-, not "
+                             "starting with '.')";
 }
 
 static const char *check_env_name(const char *s)
@@ -183,6 +209,7 @@ static const struct cfg_row cfg_rows[] = {
     {"server.base_path", CT_STR, C(server.base_path), .def = "", .check = check_base_path},
     {"server.user_param", CT_STR, C(server.user_param), .def = "", .check = check_env_name},
     {"server.admins", CT_STRS, C(server.admins), .def = "[]"},
+    {"server.fcgi_allow", CT_STRS, C(server.fcgi_allow), .def = "[]", .check = svc_acl_check},
 
     {"sessions.enabled", CT_BOOL, C(sessions.enabled), .def = "true"},
     {"sessions.provider", CT_ENUM, C(sessions.provider), .def = "svc_repository",
@@ -191,6 +218,7 @@ static const struct cfg_row cfg_rows[] = {
      .flags = F_HOMEREL},
     {"sessions.agent_id", CT_STR, C(sessions.agent_id), .def = "svc-agent", .check = check_id},
     {"sessions.persist_openai_history", CT_BOOL, C(sessions.persist_openai_history), .def = "true"},
+    {"sessions.continue_stateless", CT_BOOL, C(sessions.continue_stateless), .def = "true"},
     {"sessions.sync_memory", CT_BOOL, C(sessions.sync_memory), .def = "true"},
     {"sessions.export_default_dir", CT_PATH, C(sessions.export_default_dir),
      .def = "~/Desktop/svc-chat-export"},
@@ -501,16 +529,16 @@ static int parse_bool(const char *s)
 }
 
 /* What a value is, for "expected X, got Y": the text itself unless secret. */
-static void describe(const struct cfg_row *r, const struct svc_yaml_node *n, char *buf, size_t sz)
+static void describe(const struct cfg_row *r, const struct cfgy_node *n, char *buf, size_t sz)
 {
     switch (n->kind) {
-    case SVC_YAML_NULL:
+    case CFGY_NULL:
         snprintf(buf, sz, "null");
         break;
-    case SVC_YAML_SEQ:
+    case CFGY_SEQ:
         snprintf(buf, sz, "a sequence");
         break;
-    case SVC_YAML_MAP:
+    case CFGY_MAP:
         snprintf(buf, sz, "a mapping");
         break;
     default:
@@ -532,7 +560,7 @@ static void range_text(const struct cfg_row *r, char *buf, size_t sz)
         snprintf(buf, sz, "%lld..%lld", (long long)r->min, (long long)r->max);
 }
 
-static char *dup_checked(const struct svc_yaml_node *n)
+static char *dup_checked(const struct cfgy_node *n)
 {
     char *s = svc_xmalloc(n->len + 1);
     memcpy(s, n->text, n->len);
@@ -542,16 +570,16 @@ static char *dup_checked(const struct svc_yaml_node *n)
 
 /* Store a scalar (or null) node into row r of base; messages name n->path.
  * Return 0, or -1 with err. */
-#define FAIL(...) svc_yaml_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
+#define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
 
-static int store_str(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
+static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node *n,
                      const char *got, struct svc_err *err)
 {
-    bool scalar = n->kind == SVC_YAML_SCALAR || n->kind == SVC_YAML_NULL;
-    if (!scalar || (r->type == CT_PATH && n->kind == SVC_YAML_NULL))
+    bool scalar = n->kind == CFGY_SCALAR || n->kind == CFGY_NULL;
+    if (!scalar || (r->type == CT_PATH && n->kind == CFGY_NULL))
         return FAIL("expected %s, got %s", r->type == CT_PATH ? "a path" : "a string", got);
-    const char *text = n->kind == SVC_YAML_NULL ? "" : n->text;
-    size_t len = n->kind == SVC_YAML_NULL ? 0 : n->len;
+    const char *text = n->kind == CFGY_NULL ? "" : n->text;
+    size_t len = n->kind == CFGY_NULL ? 0 : n->len;
     if (r->type == CT_PATH && len == 0)
         return FAIL("expected a path, got an empty string");
     if ((int64_t)len < r->min)
@@ -567,18 +595,18 @@ static int store_str(const struct cfg_row *r, void *base, const struct svc_yaml_
     return 0;
 }
 
-static int store_int(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
+static int store_int(const struct cfg_row *r, void *base, const struct cfgy_node *n,
                      const char *got, struct svc_err *err)
 {
     int64_t v;
     char range[64];
     range_text(r, range, sizeof range);
-    if (r->type == CT_INT64_NULL && n->kind == SVC_YAML_NULL) {
+    if (r->type == CT_INT64_NULL && n->kind == CFGY_NULL) {
         *FIELD(base, r->has_off, bool) = false;
         *FIELD(base, r->off, int64_t) = 0;
         return 0;
     }
-    if (n->kind != SVC_YAML_SCALAR || !n->plain || !parse_int64(n->text, &v))
+    if (n->kind != CFGY_SCALAR || !n->plain || !parse_int64(n->text, &v))
         return FAIL("expected an integer%s, got %s", r->type == CT_INT64_NULL ? " or null" : "",
                     got);
     if (v < r->min || v > r->max)
@@ -593,16 +621,16 @@ static int store_int(const struct cfg_row *r, void *base, const struct svc_yaml_
     return 0;
 }
 
-static int store_double(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
+static int store_double(const struct cfg_row *r, void *base, const struct cfgy_node *n,
                         const char *got, struct svc_err *err)
 {
     double d;
-    if (n->kind == SVC_YAML_NULL) {
+    if (n->kind == CFGY_NULL) {
         *FIELD(base, r->has_off, bool) = false;
         *FIELD(base, r->off, double) = 0;
         return 0;
     }
-    if (n->kind != SVC_YAML_SCALAR || !n->plain || !parse_double(n->text, &d))
+    if (n->kind != CFGY_SCALAR || !n->plain || !parse_double(n->text, &d))
         return FAIL("expected a number or null, got %s", got);
     if (d < r->dmin || d > r->dmax)
         return FAIL("%g is out of range (%g..%g)", d, r->dmin, r->dmax);
@@ -611,10 +639,10 @@ static int store_double(const struct cfg_row *r, void *base, const struct svc_ya
     return 0;
 }
 
-static int store_enum(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
+static int store_enum(const struct cfg_row *r, void *base, const struct cfgy_node *n,
                       const char *got, struct svc_err *err)
 {
-    if (n->kind == SVC_YAML_SCALAR)
+    if (n->kind == CFGY_SCALAR)
         for (int i = 0; r->names[i]; i++)
             if (strcmp(r->names[i], n->text) == 0) {
                 *FIELD(base, r->off, int) = i;
@@ -627,18 +655,18 @@ static int store_enum(const struct cfg_row *r, void *base, const struct svc_yaml
                  : r->names[i + 1] ? ", "
                                    : " or ",
                  r->names[i]);
-    if (n->kind == SVC_YAML_SCALAR)
+    if (n->kind == CFGY_SCALAR)
         return FAIL("unknown value %s (expected %s)", got, expected);
     return FAIL("expected %s, got %s", expected, got);
 }
 
 /* A scalar where a sequence or mapping belongs: only null, for a list that may be empty. */
-static int store_list(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
+static int store_list(const struct cfg_row *r, void *base, const struct cfgy_node *n,
                       const char *got, struct svc_err *err)
 {
     if (r->type == CT_JSON)
         return FAIL("expected a mapping, got %s", got);
-    if (n->kind == SVC_YAML_NULL && r->min == 0) {
+    if (n->kind == CFGY_NULL && r->min == 0) {
         char **v = svc_xcalloc(1, sizeof *v);
         row_free(r, base);
         *FIELD(base, r->off, char **) = v;
@@ -648,12 +676,12 @@ static int store_list(const struct cfg_row *r, void *base, const struct svc_yaml
                 got);
 }
 
-static int row_store(const struct cfg_row *r, void *base, const struct svc_yaml_node *n,
+static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node *n,
                      struct svc_err *err)
 {
     char got[96];
     describe(r, n, got, sizeof got);
-    if (n->kind == SVC_YAML_SCALAR && strlen(n->text) != n->len)
+    if (n->kind == CFGY_SCALAR && strlen(n->text) != n->len)
         return FAIL("contains a NUL character");
     switch (r->type) {
     case CT_STR:
@@ -666,7 +694,7 @@ static int row_store(const struct cfg_row *r, void *base, const struct svc_yaml_
     case CT_DOUBLE_NULL:
         return store_double(r, base, n, got, err);
     case CT_BOOL: {
-        int b = n->kind == SVC_YAML_SCALAR && n->plain ? parse_bool(n->text) : -1;
+        int b = n->kind == CFGY_SCALAR && n->plain ? parse_bool(n->text) : -1;
         if (b < 0)
             return FAIL("expected true or false, got %s", got);
         *FIELD(base, r->off, bool) = b;
@@ -702,17 +730,17 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
         *FIELD(base, r->off, json_object *) = j;
         return 0;
     }
-    struct svc_yaml_node n = {.file = "<defaults>",
-                              .path = r->name,
-                              .text = r->def,
-                              .len = strlen(r->def),
-                              .plain = true,
-                              .line = 1,
-                              .col = 1};
+    struct cfgy_node n = {.file = "<defaults>",
+                          .path = r->name,
+                          .text = r->def,
+                          .len = strlen(r->def),
+                          .plain = true,
+                          .line = 1,
+                          .col = 1};
     if (strcmp(r->def, "[]") == 0)
-        n.kind = SVC_YAML_NULL; /* an empty list */
+        n.kind = CFGY_NULL; /* an empty list */
     else
-        n.kind = svc_yaml_is_null(n.text, n.len) ? SVC_YAML_NULL : SVC_YAML_SCALAR;
+        n.kind = cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
     if (row_store(r, base, &n, err) < 0) {
         if (err && err->code == SVC_E_CONFIG)
             err->code = SVC_E_INTERNAL; /* a bad default is a bug in the table */
@@ -733,25 +761,98 @@ static int rows_default(const struct cfg_row *rows, size_t nrows, void *base, co
 /* ------------------------------------------------------------------------------------ */
 /* The walker's callback: meaning.                                                        */
 
-static int cfg_warn_unknown(struct cfg_load *c, const struct svc_yaml_node *n, struct svc_err *err)
+/* Edit distance of a and b (case folded), at most 64 characters each; larger beyond. */
+static size_t key_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[65];
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            bool same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            size_t best = diag + (same ? 0 : 1);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Keep name (len bytes) in *best when it is nearer key than what is there. */
+static void key_nearer(const char *key, const char *name, size_t len, char *best, size_t *dist)
+{
+    char cand[128];
+    snprintf(cand, sizeof cand, "%.*s", (int)len, name);
+    size_t d = key_distance(key, cand);
+    if (d < *dist) {
+        *dist = d;
+        snprintf(best, 128, "%s", cand);
+    }
+}
+
+/* The known key nearest to n's key in its place (a section, a setting of the section, a
+ * key of a list item), into best ("" when none is near: at most a third of its letters
+ * off, and at least one). */
+static void cfg_closest(const struct cfg_frame *parent, const struct cfgy_node *n, char best[128])
+{
+    size_t dist = SIZE_MAX;
+    best[0] = '\0';
+    if (parent->kind == FR_ITEM) {
+        for (size_t i = 0; i < parent->nrows; i++)
+            key_nearer(n->key, parent->rows[i].name, strlen(parent->rows[i].name), best, &dist);
+    } else if (parent->kind == FR_ROOT) {
+        for (size_t i = 0; i < NROWS; i++)
+            key_nearer(n->key, cfg_rows[i].name, strcspn(cfg_rows[i].name, "."), best, &dist);
+        for (size_t i = 0; i < NLISTS; i++)
+            if (!strchr(cfg_lists[i].name, '.'))
+                key_nearer(n->key, cfg_lists[i].name, strlen(cfg_lists[i].name), best, &dist);
+    } else if (parent->kind == FR_SECTION) {
+        size_t sl = parent->seclen;
+        for (size_t i = 0; i < NROWS + NLISTS; i++) {
+            const char *name = i < NROWS ? cfg_rows[i].name : cfg_lists[i - NROWS].name;
+            if (strncmp(name, parent->section, sl) == 0 && name[sl] == '.')
+                key_nearer(n->key, name + sl + 1, strlen(name + sl + 1), best, &dist);
+        }
+    }
+    size_t len = strlen(n->key);
+    if (dist > (len / 3 > 1 ? len / 3 : 1))
+        best[0] = '\0';
+}
+
+static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
 {
     struct svc_config *cfg = c->cfg;
     char **w = svc_xrealloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
     cfg->warnings = w;
+    char near[128];
+    cfg_closest(&c->fr[n->depth - 1], n, near);
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_printf(&b, "%s:%d:%d: unknown key '%s'", n->file, n->key_line, n->key_col, n->path);
+    if (near[0]) {
+        size_t keep = strlen(n->path) - strlen(n->key); /* the path up to the key */
+        svc_buf_printf(&b, " (did you mean `%.*s%s`?)", (int)keep, n->path, near);
+    }
     char *s = svc_buf_steal(&b);
     w[cfg->nwarnings++] = s;
     w[cfg->nwarnings] = NULL;
-    return SVC_YAML_SKIP;
+    return CFGY_SKIP;
 }
 
 /* Apply node n to row r of base; lists descend into a FR_LIST frame at fr. */
 static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
-                     const struct svc_yaml_node *n, struct cfg_frame *fr, struct svc_err *err)
+                     const struct cfgy_node *n, struct cfg_frame *fr, struct svc_err *err)
 {
-    if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == SVC_YAML_SEQ) {
+    if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
         char **v = svc_xcalloc(n->count + 1, sizeof *v);
         row_free(r, base);
         *FIELD(base, r->off, char **) = v;
@@ -759,22 +860,22 @@ static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
         fr->kind = FR_LIST;
         fr->row = r;
         fr->base = base;
-        return SVC_YAML_DESCEND;
+        return CFGY_DESCEND;
     }
-    if (r->type == CT_JSON && n->kind == SVC_YAML_MAP) {
+    if (r->type == CT_JSON && n->kind == CFGY_MAP) {
         json_object *j;
-        if (svc_yaml_to_json(n, &j, err) < 0)
+        if (cfgy_to_json(n, &j, err) < 0)
             return -1;
         row_free(r, base);
         *FIELD(base, r->off, json_object *) = j;
-        return SVC_YAML_SKIP;
+        return CFGY_SKIP;
     }
-    return row_store(r, base, n, err) < 0 ? -1 : SVC_YAML_SKIP;
+    return row_store(r, base, n, err) < 0 ? -1 : CFGY_SKIP;
 }
 
-static int cfg_dup(const struct svc_yaml_node *n, struct svc_err *err)
+static int cfg_dup(const struct cfgy_node *n, struct svc_err *err)
 {
-    return svc_yaml_fail(err, n->file, n->key_line, n->key_col, n->path, "duplicate key");
+    return cfg_fail(err, n->file, n->key_line, n->key_col, n->path, "duplicate key");
 }
 
 /* The list named name ("jobs", "server.users"), or NULL. */
@@ -787,18 +888,17 @@ static const struct cfg_list *list_named(const char *name)
 }
 
 /* Enter the sequence of list l at node n; its items are read into frame fr. */
-static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l,
-                          const struct svc_yaml_node *n, struct cfg_frame *fr, struct svc_err *err)
+static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l, const struct cfgy_node *n,
+                          struct cfg_frame *fr, struct svc_err *err)
 {
     uint64_t bit = 1ull << (size_t)(l - cfg_lists);
     if (c->lists_seen & bit)
         return cfg_dup(n, err);
     c->lists_seen |= bit;
-    if (n->kind == SVC_YAML_NULL)
-        return SVC_YAML_SKIP;
-    if (n->kind != SVC_YAML_SEQ)
-        return svc_yaml_fail(err, n->file, n->line, n->col, n->path,
-                             "expected a sequence of mappings");
+    if (n->kind == CFGY_NULL)
+        return CFGY_SKIP;
+    if (n->kind != CFGY_SEQ)
+        return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a sequence of mappings");
     if (n->count > 0) {
         void *arr = svc_xcalloc(n->count, l->size);
         memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
@@ -807,10 +907,10 @@ static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l,
     memset(fr, 0, sizeof *fr);
     fr->kind = FR_ITEMS;
     fr->list = l;
-    return SVC_YAML_DESCEND;
+    return CFGY_DESCEND;
 }
 
-static int cfg_enter_root(struct cfg_load *c, const struct svc_yaml_node *n, struct svc_err *err)
+static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
 {
     struct cfg_frame *fr = &c->fr[1];
     const struct cfg_list *l = list_named(n->key);
@@ -823,35 +923,35 @@ static int cfg_enter_root(struct cfg_load *c, const struct svc_yaml_node *n, str
         if (c->sections_seen & (1ull << i))
             return cfg_dup(n, err);
         c->sections_seen |= 1ull << i;
-        if (n->kind == SVC_YAML_NULL)
-            return SVC_YAML_SKIP;
-        if (n->kind != SVC_YAML_MAP)
-            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
+        if (n->kind == CFGY_NULL)
+            return CFGY_SKIP;
+        if (n->kind != CFGY_MAP)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
         memset(fr, 0, sizeof *fr);
         fr->kind = FR_SECTION;
         fr->rows = cfg_rows;
         fr->nrows = NROWS;
         fr->section = cfg_rows[i].name;
         fr->seclen = klen;
-        return SVC_YAML_DESCEND;
+        return CFGY_DESCEND;
     }
     return cfg_warn_unknown(c, n, err);
 }
 
 /* Leaving a jobs[i] / extensions[i] mapping: required keys, unique key. */
-static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct svc_yaml_node *n,
+static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct cfgy_node *n,
                           struct svc_err *err)
 {
     const struct cfg_list *l = fr->list;
     const char *why = l->check ? l->check(fr->base) : NULL;
     if (why)
-        return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "%s", why);
+        return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
     for (size_t i = 0; i < l->nrows; i++) {
         const struct cfg_row *r = &l->rows[i];
         char key[256];
         snprintf(key, sizeof key, "%s.%s", n->path, r->name);
         if ((r->flags & F_REQUIRED) && !(fr->seen & (1ull << i)))
-            return svc_yaml_fail(err, n->file, n->line, n->col, key, "missing required key");
+            return cfg_fail(err, n->file, n->line, n->col, key, "missing required key");
         if (strcmp(r->name, l->unique) != 0)
             continue;
         const char *mine = *FIELD(fr->base, r->off, char *);
@@ -859,14 +959,14 @@ static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct
         for (size_t k = 0; k < n->index; k++) {
             const char *other = *FIELD(arr + k * l->size, r->off, char *);
             if (other && mine && strcmp(other, mine) == 0)
-                return svc_yaml_fail(err, n->file, fr->line[i], fr->col[i], key,
-                                     "'%s' is already used by %s[%zu]", mine, l->name, k);
+                return cfg_fail(err, n->file, fr->line[i], fr->col[i], key,
+                                "'%s' is already used by %s[%zu]", mine, l->name, k);
         }
     }
-    return SVC_YAML_SKIP;
+    return CFGY_SKIP;
 }
 
-static int cfg_visit(void *vctx, const struct svc_yaml_node *n, struct svc_err *err)
+static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
 {
     struct cfg_load *c = vctx;
     if (n->depth < 1 || n->depth >= (int)(sizeof c->fr / sizeof c->fr[0]))
@@ -878,8 +978,8 @@ static int cfg_visit(void *vctx, const struct svc_yaml_node *n, struct svc_err *
         if (self->kind == FR_ITEM)
             return cfg_leave_item(c, self, n, err);
         if (self->kind == FR_LIST && (int64_t)self->n < self->row->min)
-            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
-        return SVC_YAML_SKIP;
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+        return CFGY_SKIP;
     }
 
     switch (parent->kind) {
@@ -905,8 +1005,8 @@ static int cfg_visit(void *vctx, const struct svc_yaml_node *n, struct svc_err *
     }
     case FR_ITEMS: {
         const struct cfg_list *l = parent->list;
-        if (n->kind != SVC_YAML_MAP)
-            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
+        if (n->kind != CFGY_MAP)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
         memset(self, 0, sizeof *self);
         self->kind = FR_ITEM;
         self->list = l;
@@ -915,7 +1015,7 @@ static int cfg_visit(void *vctx, const struct svc_yaml_node *n, struct svc_err *
         self->base = (char *)list_array(c->cfg, l) + n->index * l->size;
         if (rows_default(l->rows, l->nrows, self->base, c->cfg->home, err) < 0)
             return -1;
-        return SVC_YAML_DESCEND;
+        return CFGY_DESCEND;
     }
     case FR_ITEM:
         for (size_t i = 0; i < parent->nrows; i++) {
@@ -933,20 +1033,19 @@ static int cfg_visit(void *vctx, const struct svc_yaml_node *n, struct svc_err *
         const struct cfg_row *r = parent->row;
         char got[96];
         describe(r, n, got, sizeof got);
-        if (n->kind != SVC_YAML_SCALAR)
-            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "expected %s, got %s",
-                                 r->type == CT_PATHS ? "a path" : "a string", got);
+        if (n->kind != CFGY_SCALAR)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected %s, got %s",
+                            r->type == CT_PATHS ? "a path" : "a string", got);
         if (strlen(n->text) != n->len)
-            return svc_yaml_fail(err, n->file, n->line, n->col, n->path,
-                                 "contains a NUL character");
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "contains a NUL character");
         if (n->len == 0)
-            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
         const char *why = r->check ? r->check(n->text) : NULL;
         if (why)
-            return svc_yaml_fail(err, n->file, n->line, n->col, n->path, "%s", why);
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
         char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : dup_checked(n);
         (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
-        return SVC_YAML_SKIP;
+        return CFGY_SKIP;
     }
     }
     return svc_err_set(err, SVC_E_INTERNAL, "config: bad walker state");
@@ -1008,7 +1107,7 @@ static int config_load(struct svc_config *cfg, const char *buf, size_t len, cons
     memset(&c, 0, sizeof c);
     c.cfg = cfg;
     c.fr[0].kind = FR_ROOT;
-    if (svc_yaml_walk(file, buf ? buf : "", buf ? len : 0, cfg_visit, &c, err) < 0)
+    if (cfgy_walk(file, buf ? buf : "", buf ? len : 0, cfg_visit, &c, err) < 0)
         goto fail;
     return 0;
 fail:

@@ -79,6 +79,8 @@ struct svc_config {
         char *base_path;        /* "" or "/prefix" (no trailing '/'): routes mounted under it */
         char *user_param;       /* "" or a FastCGI parameter naming the user (REMOTE_USER) */
         char **admins;          /* which users of user_param are admins, NULL-terminated */
+        char **fcgi_allow;      /* FastCGI peers allowed (core/acl.h texts), NULL-terminated;
+                                 * none: loopback only on a TCP listener (SPEC 19) */
         struct svc_user_conf *users;
         size_t nusers;
     } server;
@@ -88,6 +90,7 @@ struct svc_config {
         char *root;     /* expanded; default $SVC_HOME/agents/native_sessions */
         char *agent_id; /* default "svc-agent"; validated like a session id */
         bool persist_openai_history;
+        bool continue_stateless; /* SPEC 15: one session per conversation (chain.h) */
         bool sync_memory;
         enum svc_shared_mode shared; /* auto, on or off; default auto */
         char *export_default_dir;    /* expanded; default ~/Desktop/svc-chat-export */
@@ -177,6 +180,11 @@ const char *svc_config_api_token(const struct svc_config *cfg);
 /* An octal setting (server.socket_mode, server.umask) as a number; the loader has checked
  * it, so this cannot fail for a loaded config. */
 unsigned svc_config_octal(const char *text);
+/* A YAML document whose top level is a mapping (docs/openapi.yaml) as JSON, scalars typed
+ * by YAML 1.2's core schema (quoted ones are strings). 0, or -1 with err (SVC_E_CONFIG,
+ * "<name>:<line>:<col>: ..."). */
+int svc_config_yaml_to_json(const char *name, const char *buf, size_t len, json_object **out,
+                            struct svc_err *err);
 /* The model API key in force (model.api_key, else env api_key_env); NULL when unset. */
 const char *svc_config_model_api_key(const struct svc_config *cfg);
 

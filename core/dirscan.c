@@ -174,6 +174,29 @@ static int catch_up(const struct svc_store *st, const struct svc_dirscan_sink *s
     return rc;
 }
 
+/* Rebuilds that could not be kept (a root that cannot be written): said once per process
+ * in the log, not at each listing; and whether the last one was such. */
+static struct {
+    unsigned long unkept;
+    bool unkept_last;
+} D;
+
+static void said_rebuilt(const struct svc_store *st, const struct svc_journal *j, size_t n)
+{
+    D.unkept_last = j->lock < 0 || !j->writable;
+    if (!D.unkept_last)
+        svc_logf("index: rebuilt from the directories (%zu sessions)", n);
+    else if (D.unkept++ == 0)
+        svc_logf("index: the session root %s cannot be written: each listing reads its "
+                 "directories (%zu sessions now); no index is kept until it can be",
+                 st->root, n);
+}
+
+bool svc_dirscan_unkept(void)
+{
+    return D.unkept_last;
+}
+
 int svc_dirscan_rebuild(const struct svc_store *st, struct svc_journal *j,
                         const struct svc_dirscan_sink *sink, bool may_wait, bool brief,
                         struct timespec *mtime, bool *written)
@@ -205,7 +228,7 @@ int svc_dirscan_rebuild(const struct svc_store *st, struct svc_journal *j,
         if (!*written)
             svc_journal_stamp(j, NULL, NULL); /* nobody trusts an older file */
     }
-    svc_logf("index: rebuilt from the directories (%zu sessions)", count);
+    said_rebuilt(st, j, count);
     svc_metrics_index_rebuild();
     return 0;
 }

@@ -5,6 +5,7 @@
  *   svc_dirscan_names    the root's session ids, sorted by strcmp
  *   svc_dirscan_rebuild  every session's summary into a sink (a memory copy, or a listing
  *                        database being built), then the journal written anew from it
+ *   svc_dirscan_unkept   whether the last rebuild could not be kept
  *   svc_dirscan_verify   svc fsck: the journal against the directories */
 #ifndef SVC_DIRSCAN_H
 #define SVC_DIRSCAN_H
@@ -36,6 +37,9 @@ struct svc_dirscan_sink {
 int svc_dirscan_rebuild(const struct svc_store *st, struct svc_journal *j,
                         const struct svc_dirscan_sink *sink, bool may_wait, bool brief,
                         struct timespec *mtime, bool *written);
+/* Whether the last rebuild could not be kept (a root that cannot be written: said once per
+ * process in the log instead of at each listing). */
+bool svc_dirscan_unkept(void);
 
 /* svc fsck: whether the journal is whole (it matches its stamp) and holds, for every
  * session directory and no other, the summary its sidecar gives. 0 when it does, 1 when

@@ -531,7 +531,7 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
     free(tmp);
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (rc == 0)
+    if (rc == 0 && !svc_dirscan_unkept()) /* else rebuilt at each listing: said once */
         svc_logf("index: built the listing database %s (%zu sessions, %.1f s)", path, n,
                  (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     else

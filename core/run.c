@@ -232,8 +232,8 @@ int svc_run_repair(struct svc_sess *s, struct svc_err *err)
     bool held = s->lock.fd >= 0;
     svc_sess_forget_sidecar(s);
     if (svc_sess_lock(s, true, err) != 0) {
-        const char *why; /* on a root nobody can write, it is read as it is on disk */
-        return svc_dir_writable(s->st.root, &why) ? -1 : 0;
+        char why[512]; /* on a root nobody can write, it is read as it is on disk */
+        return svc_dir_writable("session root", s->st.root, why, sizeof why) ? -1 : 0;
     }
     int rc = 0;
     if (svc_sidecar_get(s, &sc, NULL) == 0 && stale_running(s, sc))
@@ -465,7 +465,8 @@ static json_object *begin_history(struct svc_run *run, const struct svc_run_requ
 {
     json_object *import = json_object_new_array();
     bool first_run = run->turn.stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
-    if (!first_run || !req->history || !run->cfg->sessions.persist_openai_history)
+    if (!(first_run || req->append_history) || !req->history ||
+        !run->cfg->sessions.persist_openai_history)
         return import;
     size_t n = json_object_array_length(req->history);
     for (size_t i = 0; i < n; i++) {
@@ -484,6 +485,14 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     struct svc_turn *t = &run->turn;
     if (begin_lock(run, req, err) != 0)
         return -1;
+    if (req->expect_count > 0 && t->stored != req->expect_count) {
+        svc_turn_release(t); /* it grew since the request was matched to it: a retry matches
+                              * again (a fork now) */
+        return svc_err_set(err, SVC_E_SESSION_BUSY,
+                           "session %s changed while this request was "
+                           "matched to it; retry",
+                           run->sess.sid);
+    }
     json_object *sc = t->sc, *opening = NULL, *running = NULL;
     run->loop.prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     json_object *import = begin_history(run, req, sc);
@@ -521,7 +530,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 {
     *out = NULL;
     bool answers = req->tool_results && json_object_array_length(req->tool_results) > 0;
-    if ((!req->input || !*req->input) && !answers)
+    if ((!req->input || !*req->input) && !answers && !req->no_input)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
     if (svc_ctools_check(cfg, req->user ? req->user->id : NULL, req->client_tools, req->tool_choice,
@@ -811,11 +820,24 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
         .finish_reason = loop->finish_reason[0] ? loop->finish_reason : "stop",
         .prompt_tokens = loop->prompt_tokens,
         .completion_tokens = loop->completion_tokens,
+        .cached_tokens = loop->cached_tokens,
+        .reasoning_tokens = loop->reasoning_tokens,
+        .logprobs = loop->logprobs,
         .last_message_id = run->turn.next_id - 1,
         .events = loop->events,
         .tool_calls = loop->tool_calls,
         .client_calls = loop->client_calls,
     };
+}
+
+json_object *svc_usage_of(const struct svc_run_answer *a)
+{
+    json_object *u = svc_usage_new(a->prompt_tokens, a->completion_tokens), *d;
+    svc_json_set(u, "prompt_tokens_details", d = json_object_new_object());
+    svc_json_set_int(d, "cached_tokens", a->cached_tokens);
+    svc_json_set(u, "completion_tokens_details", d = json_object_new_object());
+    svc_json_set_int(d, "reasoning_tokens", a->reasoning_tokens);
+    return u;
 }
 
 json_object *svc_usage_new(int64_t prompt, int64_t completion)
