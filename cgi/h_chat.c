@@ -151,11 +151,6 @@ static int check_message(json_object *m, size_t i, struct svc_err *err)
         json_object_object_get_ex(fn, "arguments", &v);
         if (check_text(v, p, true, err) < 0)
             return -1;
-        size_t at;
-        if (v && svc_json_has_big_int(json_object_get_string(v),
-                                      (size_t)json_object_get_string_len(v), &at))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                                "'%s' holds an integer that does not fit in 64 bits", p);
     }
     return 0;
 }

@@ -196,7 +196,7 @@ static json_object *tool_block(json_object *item, bool call, const char *p, stru
         const char *name = need_str(item, "name", p, err);
         const char *args = svc_json_str(item, "arguments", "{}");
         json_object *input = NULL;
-        if (name && (svc_json_parse(args, strlen(args), &input, NULL) != 0 ||
+        if (name && (svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
                      !json_object_is_type(input, json_type_object)))
             svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s.arguments' must be a JSON object", p);
         if (!name || !json_object_is_type(input, json_type_object)) {

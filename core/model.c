@@ -135,7 +135,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         json_object *input_obj = NULL;
         while (*ne == ' ')
             ne++;
-        if (*ne && (svc_json_parse(ne, strlen(ne), &input_obj, NULL) != 0 ||
+        if (*ne && (svc_json_parse_python(ne, strlen(ne), &input_obj, NULL) != 0 ||
                     !json_object_is_type(input_obj, json_type_object))) {
             json_object_put(input_obj);
             input_obj = NULL;

@@ -195,7 +195,7 @@ json_object *svc_openai_to_native(json_object *om)
             svc_json_set_str(tu, "name", svc_json_str(fn, "name", ""));
             const char *args = svc_json_str(fn, "arguments", "{}");
             json_object *input = NULL;
-            if (svc_json_parse(args, strlen(args), &input, NULL) != 0 ||
+            if (svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
                 !json_object_is_type(input, json_type_object)) {
                 json_object_put(input);
                 input = json_object_new_object();
