@@ -359,7 +359,7 @@ int svc_conv_create(const struct svc_config *cfg, const char *sid, json_object *
         return -1;
     struct svc_sess dst = SVC_SESS_INIT;
     json_object *sc = new_sidecar(cfg, id, st.agent_id, natives, metadata, owner);
-    json_object *agent = svc_store_new_agent(st.agent_id);
+    json_object *agent = svc_store_new_agent(&st);
     char *stage = svc_store_stage(&st, err);
     struct svc_store stg = st;
     stg.root = stage;

@@ -464,8 +464,7 @@ static size_t big_int_end(const char *buf, size_t len, size_t i)
 
 /* Calls each(ctx, at, end) for every integer beyond 64 bits of buf, outside strings;
  * returns how many. */
-static size_t big_ints(const char *buf, size_t len, void (*each)(void *, size_t, size_t),
-                       void *ctx)
+static size_t big_ints(const char *buf, size_t len, void (*each)(void *, size_t, size_t), void *ctx)
 {
     bool in_str = false;
     size_t count = 0;
@@ -490,8 +489,8 @@ static size_t big_ints(const char *buf, size_t len, void (*each)(void *, size_t,
             if (each)
                 each(ctx, i, end);
         }
-        while (i + 1 < len && ((buf[i + 1] >= '0' && buf[i + 1] <= '9') ||
-                               strchr(".eE+-", buf[i + 1])))
+        while (i + 1 < len &&
+               ((buf[i + 1] >= '0' && buf[i + 1] <= '9') || strchr(".eE+-", buf[i + 1])))
             i++;
     }
     return count;
@@ -629,7 +628,8 @@ static int parse_plain(const char *buf, size_t len, json_object **out, struct sv
 
 static void python_floats(json_object *o)
 {
-    const char *text = json_object_is_type(o, json_type_double) ? json_object_get_userdata(o) : NULL;
+    const char *text =
+        json_object_is_type(o, json_type_double) ? json_object_get_userdata(o) : NULL;
     if (text && strpbrk(text, ".eE")) /* a float; an integer beyond 64 bits stays as it is */
         json_object_set_double(o, json_object_get_double(o));
     else if (json_object_is_type(o, json_type_array)) {

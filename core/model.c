@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmgr.h"
 #include "ctools.h"
 #include "jsonx.h"
 #include "metrics.h"
@@ -104,7 +105,9 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
             delay = 10000;
         text = *end == ' ' ? end + 1 : end;
     }
-    if (tr) {
+    if (svc_cm_is_request(call->system_prompt)) {
+        answer = svc_cm_echo_summary(msgs); /* SPEC 17: deterministic, offline */
+    } else if (tr) {
         struct svc_buf b;
         svc_buf_init(&b);
         json_object *items = svc_json_arr(tr, "content");

@@ -495,6 +495,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     }
     rc = svc_turn_start(t, running, import, opening, run->loop.msgs, err);
     run->loop.removed = t->removed;
+    if (rc == 0)
+        svc_loop_manager(&run->loop, t->agent);
 out:
     json_object_put(import);
     json_object_put(opening);
@@ -535,6 +537,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
             if (nm)
                 json_object_array_add(run->loop.msgs, nm);
         }
+        svc_loop_manager(&run->loop, NULL);
         size_t nm = json_object_array_length(run->loop.msgs);
         json_object *opening = NULL;
         if (begin_messages(run, req, nm ? json_object_array_get_idx(run->loop.msgs, nm - 1) : NULL,
@@ -665,6 +668,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
             : NULL;
     struct svc_turn_end e = {.removed = run->loop.removed,
                              .model_calls = run->loop.loop_count,
+                             .summary = run->loop.summary_new ? run->loop.summary : NULL,
                              .line = line,
                              .model = model_name(run->cfg),
                              .leave = end_leave,

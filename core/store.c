@@ -16,6 +16,7 @@
 #endif
 
 #include "cache.h"
+#include "cmgr.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
@@ -191,6 +192,7 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
                         ? cfg->search.index_dir
                         : NULL;
     st->cache = cfg->sessions.cache != SVC_CACHE_OFF && !st->shared;
+    st->manager = cfg->agent.conversation_manager;
 }
 
 int svc_store_sync(const struct svc_store *st, int sync)
@@ -642,18 +644,14 @@ out:
     return rc;
 }
 
-json_object *svc_store_new_agent(const char *agent_id)
+json_object *svc_store_new_agent(const struct svc_store *st)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     json_object *a = json_object_new_object();
-    svc_json_set_str(a, "agent_id", agent_id);
+    svc_json_set_str(a, "agent_id", st->agent_id);
     svc_json_set(a, "state", json_object_new_object());
-    json_object *cm = json_object_new_object();
-    svc_json_set_str(cm, "__name__", "SlidingWindowConversationManager");
-    svc_json_set_int(cm, "removed_message_count", 0);
-    svc_json_set_int(cm, "model_call_count", 0);
-    svc_json_set(a, "conversation_manager_state", cm);
+    svc_json_set(a, "conversation_manager_state", svc_cm_new_state(st->manager));
     json_object *is = json_object_new_object();
     json_object *intr = json_object_new_object();
     svc_json_set(intr, "interrupts", json_object_new_object());
@@ -711,7 +709,8 @@ void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_cal
         svc_json_set(agent, "conversation_manager_state", cm);
     }
     svc_json_set_int(cm, "removed_message_count", removed);
-    svc_json_set_int(cm, "model_call_count", model_calls);
+    if (!svc_cm_summarizing(agent))
+        svc_json_set_int(cm, "model_call_count", model_calls);
 }
 
 /* ---- message files ---- */
@@ -1065,7 +1064,7 @@ static int turn_agent(struct svc_turn *t, struct svc_err *err)
             *err = rerr;
             return -1;
         }
-        t->agent = svc_store_new_agent(s->st.agent_id);
+        t->agent = svc_store_new_agent(&s->st);
         made = true;
         if (svc_sess_write_agent(s, t->agent, turn_sync(t), err) != 0)
             return -1;
@@ -1217,6 +1216,7 @@ static int turn_flush(struct svc_turn *t, const struct svc_turn_end *e, struct s
     if (!t->agent)
         return 0;
     svc_agent_set_counts(t->agent, e->removed, svc_agent_model_calls(t->agent) + e->model_calls);
+    svc_cm_set_summary(t->agent, e->summary);
     /* with sidecars the turn line is the commit record and agent.json is not synced (see
      * core/run.c's budget); native_file has no other record */
     int sync = st->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);

@@ -33,6 +33,7 @@ struct svc_store {
     bool cache;            /* sessions.cache not off, root not shared: caches may serve (cache.h) */
     const char *index_dir; /* borrowed: where this host keeps the listing database, or NULL
                             * to list from memory (sessions.index_db off, or cache off) */
+    enum svc_conv_manager manager; /* agent.conversation_manager: a new agent.json's (cmgr.h) */
 };
 
 /* The files of the layout, by role; the comments give the path from the session directory
@@ -122,9 +123,11 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st);
 #define SVC_SYNC_STORE (-1)
 int svc_store_sync(const struct svc_store *st, int sync);
 
-/* A fresh agent record (new reference) with removed_message_count 0, model_call_count 0. */
-json_object *svc_store_new_agent(const char *agent_id);
-/* conversation_manager_state.removed_message_count / model_call_count (0 when absent). */
+/* A fresh agent record (new reference) of st's agent id, with a fresh state of st's
+ * conversation manager (cmgr.h). */
+json_object *svc_store_new_agent(const struct svc_store *st);
+/* conversation_manager_state.removed_message_count / model_call_count (0 when absent); the
+ * count of model calls is set only where the state has one (the sliding window's). */
 int64_t svc_agent_removed_count(json_object *agent);
 void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_calls);
 int64_t svc_agent_model_calls(json_object *agent);
@@ -253,6 +256,7 @@ struct svc_turn {
 };
 struct svc_turn_end {
     int64_t removed, model_calls; /* agent.json's counts: the window's, this run's calls */
+    json_object *summary;         /* the summary this run made (cmgr.h), or NULL */
     json_object *line;            /* the turn line (sidecars only) */
     const char *model;            /* for a sidecar made anew */
     void (*leave)(void *ctx, json_object *sc);
