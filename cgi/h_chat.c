@@ -14,6 +14,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
+#include "parts.h"
 #include "query.h"
 #include "runs.h"
 #include "session.h"
@@ -52,8 +53,10 @@ static int check_text(json_object *v, const char *param, bool nullable, struct s
     return 0;
 }
 
-/* OpenAI message content: a string, null, or an array of parts ({type, text} for text). */
-static int check_content(json_object *content, const char *param, struct svc_err *err)
+/* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
+ * images and files in a user message, parts.h). */
+static int check_content(json_object *content, const char *param, bool media, int64_t max_bytes,
+                         struct svc_err *err)
 {
     if (!content)
         return 0;
@@ -79,6 +82,11 @@ static int check_content(json_object *content, const char *param, struct svc_err
             snprintf(tp, sizeof tp, "%s.text", pp);
             if (check_text(text, tp, false, err) < 0)
                 return -1;
+        } else if (!media) {
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, tp,
+                                "'%s': only a user message may carry images or files", tp);
+        } else if (svc_parts_check(part, pp, max_bytes, err) < 0) {
+            return -1;
         }
     }
     return 0;
@@ -86,7 +94,7 @@ static int check_content(json_object *content, const char *param, struct svc_err
 
 /* One message of the request, whatever its place: role and the fields of that role are
  * checked, so that history imported into the session is never stored half-understood. */
-static int check_message(json_object *m, size_t i, struct svc_err *err)
+static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc_err *err)
 {
     char p[96];
     snprintf(p, sizeof p, "messages[%zu]", i);
@@ -106,7 +114,7 @@ static int check_message(json_object *m, size_t i, struct svc_err *err)
     json_object *content = NULL;
     json_object_object_get_ex(m, "content", &content);
     snprintf(p, sizeof p, "messages[%zu].content", i);
-    if (check_content(content, p, err) < 0)
+    if (check_content(content, p, strcmp(role, "user") == 0, max_bytes, err) < 0)
         return -1;
     if (strcmp(role, "tool") == 0) {
         json_object *id = NULL;
@@ -184,22 +192,25 @@ static bool is_tool(json_object *msgs, size_t i)
  * the list: they answer the pending client tool calls and there is no new text. The
  * messages before either are history. Every message is checked first. Returns 0, or -1
  * with 422. */
-static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err *err)
+static int parse_messages(struct chat_in *in, json_object *msgs, int64_t max_bytes,
+                          struct svc_err *err)
 {
     size_t n = json_object_array_length(msgs);
     long last = -1;
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(msgs, i);
-        if (check_message(m, i, err) < 0)
+        if (check_message(m, i, max_bytes, err) < 0)
             return -1;
         json_object *content = NULL;
         json_object_object_get_ex(m, "content", &content);
         if (strcmp(svc_json_str(m, "role", ""), "user") != 0 || !content)
             continue;
         char *text = svc_openai_content_text(content); /* a string or an array: checked */
-        if (*text) {
+        if (*text || svc_openai_has_media(content)) {
             free(in->t.input);
             in->t.input = text;
+            json_object_put(in->t.input_content);
+            in->t.input_content = json_object_get(content);
             last = (long)i;
         } else {
             free(text);
@@ -211,6 +222,8 @@ static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err 
     if (end < n) { /* trailing tool messages: results, no new input */
         free(in->t.input);
         in->t.input = NULL;
+        json_object_put(in->t.input_content);
+        in->t.input_content = NULL;
         in->t.results = tool_results_of(msgs, end, n);
         last = (long)end;
     } else if (last < 0) {
@@ -286,7 +299,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     if (!in->t.sid)
         in->t.sid = r->x_session_id;
     if (msgs)
-        return parse_messages(in, msgs, err);
+        return parse_messages(in, msgs, r->cfg->limits.max_image_bytes, err);
     json_object *legacy_v = NULL;
     json_object_object_get_ex(b, "message", &legacy_v);
     if (legacy && check_text(legacy_v, "message", false, err) < 0)

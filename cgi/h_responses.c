@@ -23,6 +23,8 @@
 #include "idem.h"
 #include "jsonx.h"
 #include "log.h"
+#include "openai.h"
+#include "parts.h"
 #include "query.h"
 #include "responses.h"
 #include "runs.h"
@@ -236,8 +238,47 @@ static json_object *results_of(json_object *msgs, size_t end)
     return out;
 }
 
-/* A message item as the chat message it stands for ({role, content} with its text). */
-static int message_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+/* The chat parts of a user message's content list with images or files (input_image,
+ * input_file: parts.h) in *out (new reference); NULL when it has none. */
+static int media_parts(struct http_req *r, json_object *content, const char *param,
+                       json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    size_t n =
+        json_object_is_type(content, json_type_array) ? json_object_array_length(content) : 0;
+    bool media = false;
+    for (size_t k = 0; k < n && !media; k++) {
+        const char *type = svc_json_str(json_object_array_get_idx(content, k), "type", "");
+        media = strcmp(type, "input_image") == 0 || strcmp(type, "input_file") == 0;
+    }
+    if (!media)
+        return 0;
+    *out = json_object_new_array();
+    for (size_t k = 0; k < n; k++) {
+        json_object *part = json_object_array_get_idx(content, k), *chat = NULL;
+        const char *t = svc_json_str(part, "text", NULL);
+        char pp[160];
+        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
+        if (t) {
+            chat = json_object_new_object();
+            svc_json_set_str(chat, "type", "text");
+            svc_json_set_str(chat, "text", t);
+        } else if (svc_parts_from_responses(part, pp, &chat, err) < 0 ||
+                   svc_parts_check(chat, pp, r->cfg->limits.max_image_bytes, err) < 0) {
+            json_object_put(chat);
+            json_object_put(*out);
+            *out = NULL;
+            return -1;
+        }
+        json_object_array_add(*out, chat);
+    }
+    return 0;
+}
+
+/* A message item as the chat message it stands for ({role, content} with its text; a user
+ * message's images and files as chat parts). */
+static int message_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                      struct svc_err *err)
 {
     static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
     const char *role = NULL;
@@ -255,18 +296,26 @@ static int message_in(json_object *item, size_t i, json_object *msgs, struct svc
     snprintf(p, sizeof p, "input[%zu].content", i);
     json_object_object_get_ex(item, "content", &content);
     char *text = NULL;
-    if (content_text(content, p, &text, err) < 0)
+    json_object *parts = NULL;
+    if (content_text(content, p, &text, err) < 0 ||
+        (strcmp(role, "user") == 0 && media_parts(r, content, p, &parts, err) < 0)) {
+        free(text);
         return -1;
+    }
     json_object *m = json_object_new_object();
     svc_json_set_str(m, "role", role);
-    svc_json_set_str(m, "content", text);
+    if (parts)
+        svc_json_set(m, "content", parts);
+    else
+        svc_json_set_str(m, "content", text);
     json_object_array_add(msgs, m);
     free(text);
     return 0;
 }
 
 /* One input item appended to msgs as chat messages, by its type. */
-static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+static int item_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                   struct svc_err *err)
 {
     char p[96];
     const char *type = NULL;
@@ -277,7 +326,7 @@ static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_er
     if (http_field_str(item, "type", p, false, &type, err) < 0)
         return -1;
     if (!type || strcmp(type, "message") == 0)
-        return message_in(item, i, msgs, err);
+        return message_in(r, item, i, msgs, err);
     if (strcmp(type, "item_reference") == 0)
         return 0;
     if (strcmp(type, "function_call") == 0)
@@ -295,7 +344,8 @@ static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_er
  * answer the pending client tool calls. What comes before is history (imported on a
  * session's first run, as for /api/chat). item_reference items point at what the session
  * already holds and are skipped; other item types are refused. */
-static int parse_input(struct resp_in *in, json_object *input, struct svc_err *err)
+static int parse_input(struct http_req *r, struct resp_in *in, json_object *input,
+                       struct svc_err *err)
 {
     if (!input)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "'input' is required");
@@ -313,13 +363,14 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
     json_object *msgs = json_object_new_array();
     int rc = -1;
     for (size_t i = 0; i < json_object_array_length(input); i++)
-        if (item_in(json_object_array_get_idx(input, i), i, msgs, err) < 0)
+        if (item_in(r, json_object_array_get_idx(input, i), i, msgs, err) < 0)
             goto out;
     size_t n = json_object_array_length(msgs), end = n;
     long last = -1;
     for (size_t i = 0; i < n; i++) {
         json_object *m = json_object_array_get_idx(msgs, i);
-        if (strcmp(svc_json_str(m, "role", ""), "user") == 0 && *svc_json_str(m, "content", ""))
+        if (strcmp(svc_json_str(m, "role", ""), "user") == 0 &&
+            (*svc_json_str(m, "content", "") || svc_json_arr(m, "content")))
             last = (long)i;
     }
     while (end > 0 &&
@@ -332,8 +383,11 @@ static int parse_input(struct resp_in *in, json_object *input, struct svc_err *e
         svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "no user message with text in 'input'");
         goto out;
     } else {
+        json_object *m = json_object_array_get_idx(msgs, (size_t)last),
+                    *parts = svc_json_arr(m, "content");
         in->t.input =
-            svc_xstrdup(svc_json_str(json_object_array_get_idx(msgs, (size_t)last), "content", ""));
+            parts ? svc_openai_content_text(parts) : svc_xstrdup(svc_json_str(m, "content", ""));
+        in->t.input_content = parts ? json_object_get(parts) : NULL;
     }
     if (last > 0) {
         in->t.history = json_object_new_array();
@@ -465,7 +519,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0)
         return -1;
     json_object_object_get_ex(b, "input", &input);
-    if (parse_input(in, input, err) < 0 || parse_truncation(in, err) < 0)
+    if (parse_input(r, in, input, err) < 0 || parse_truncation(in, err) < 0)
         return -1;
     in->items = input_items_of(input);
     if (!in->store && (conv || in->prev_id))

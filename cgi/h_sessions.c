@@ -107,6 +107,7 @@ int h_session_messages(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     struct svc_messages_query q;
+    const char *include = NULL;
     memset(&q, 0, sizeof q);
     http_set_session(r, sid, false);
     /* types only: core/query.c decides the ranges and values */
@@ -115,7 +116,13 @@ int h_session_messages(struct http_req *r, struct svc_err *err)
         http_query_int(r, "offset", 0, INT64_MIN, INT64_MAX, &q.offset, err) < 0 ||
         http_query_str(r, "order", &q.order, err) < 0 ||
         http_query_bool(r, "include_turns", false, &q.include_turns, err) < 0 ||
-        svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0)
+        http_query_str(r, "include", &include, err) < 0)
+        return -1;
+    if (include && strcmp(include, "bytes") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "include",
+                            "query parameter 'include' may only be 'bytes'");
+    q.include_bytes = include != NULL;
+    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0)
         return -1;
     json_object *o = NULL;
     if (svc_session_messages(r->cfg, sid, &q, &o, err) < 0)

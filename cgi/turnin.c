@@ -8,6 +8,7 @@ void turn_in_free(struct turn_in *in)
     json_object_put(in->history);
     json_object_put(in->tools);
     json_object_put(in->results);
+    json_object_put(in->input_content);
     free(in->input);
 }
 
@@ -16,6 +17,7 @@ struct svc_run_request turn_in_request(const struct turn_in *in)
     struct svc_run_request req = {
         .session_id = in->sid,
         .input = in->input,
+        .input_content = in->input_content,
         .history = in->history,
         .user_id = in->user,
         .channel = in->channel,

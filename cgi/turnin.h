@@ -13,13 +13,14 @@
 #include "session.h"
 
 struct turn_in {
-    json_object *body;       /* owned */
-    json_object *history;    /* owned array of chat messages before the input, or NULL */
-    char *input;             /* heap, or NULL when the request only answers tool calls */
-    json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
-    const char *tool_choice; /* borrowed */
-    json_object *results;    /* owned: [{call_id, output, param}] answering tool calls, or NULL */
-    const char *sid;         /* borrowed (body or request) */
+    json_object *body;          /* owned */
+    json_object *history;       /* owned array of chat messages before the input, or NULL */
+    char *input;                /* heap, or NULL when the request only answers tool calls */
+    json_object *input_content; /* owned: the input's OpenAI content (chat parts), or NULL */
+    json_object *tools;         /* owned: client tools (toolsin.h), or NULL */
+    const char *tool_choice;    /* borrowed */
+    json_object *results; /* owned: [{call_id, output, param}] answering tool calls, or NULL */
+    const char *sid;      /* borrowed (body or request) */
     const char *user, *locale, *channel; /* borrowed */
     bool stream, svc_v2;
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */

@@ -11,6 +11,7 @@
 #include "labels.h"
 #include "lock.h"
 #include "openai.h"
+#include "parts.h"
 #include "responses.h"
 #include "session.h"
 #include "sidecar.h"
@@ -21,8 +22,10 @@
 
 /* ---- native messages -> items ---- */
 
-static json_object *message_item(const char *sid, int64_t id, const char *role, const char *text)
+/* A message item: its text, then its images and documents (input_image, input_file). */
+static json_object *message_item(const char *sid, int64_t id, json_object *m, const char *text)
 {
+    const char *role = svc_json_str(m, "role", "user");
     bool assistant = strcmp(role, "assistant") == 0;
     json_object *it = json_object_new_object(), *parts = json_object_new_array();
     char *iid = NULL;
@@ -36,7 +39,16 @@ static json_object *message_item(const char *sid, int64_t id, const char *role, 
     svc_json_set_str(part, "text", text);
     if (assistant)
         svc_json_set(part, "annotations", json_object_new_array());
-    json_object_array_add(parts, part);
+    if (*text)
+        json_object_array_add(parts, part);
+    else
+        json_object_put(part);
+    json_object *c = svc_json_arr(m, "content");
+    for (size_t i = 0; c && i < json_object_array_length(c); i++) {
+        json_object *p = svc_parts_responses(json_object_array_get_idx(c, i));
+        if (p)
+            json_object_array_add(parts, p);
+    }
     svc_json_set(it, "content", parts);
     free(iid);
     return it;
@@ -74,9 +86,11 @@ static void items_of(const char *sid, int64_t id, json_object *m, json_object *o
     if (svc_native_erased(m))
         return;
     char *text = svc_native_text(m);
-    if (*text)
-        json_object_array_add(out, message_item(sid, id, svc_json_str(m, "role", "user"), text));
+    char *media = svc_parts_describe(m);
+    if (*text || media)
+        json_object_array_add(out, message_item(sid, id, m, text));
     free(text);
+    free(media);
     json_object *content = svc_json_arr(m, "content");
     json_object *proj = svc_openai_project(m); /* its tool messages carry the results' text */
     size_t n = content ? json_object_array_length(content) : 0, results = 0;

@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "model_openai.h"
 #include "openai.h"
+#include "parts.h"
 #include "util.h"
 
 static int64_t tokens_of(size_t chars)
@@ -162,8 +163,11 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         rc = 0;
         goto done;
     } else {
-        svc_xasprintf(&answer, "Echo: %s (I was given %zu earlier messages.)", text,
-                      n > 0 ? n - 1 : 0);
+        char *att = last ? svc_parts_describe(last) : NULL; /* SPEC 17 */
+        svc_xasprintf(&answer, "Echo: %s (I was given %zu earlier messages.)%s%s%s", text,
+                      n > 0 ? n - 1 : 0, att ? " (Attached: " : "", att ? att : "",
+                      att ? ".)" : "");
+        free(att);
     }
     if (echo_stream(call, answer, delay, err) != 0)
         goto done;

@@ -17,6 +17,7 @@
 #include "lock.h"
 #include "msgcache.h"
 #include "openai.h"
+#include "parts.h"
 #include "session.h"
 #include "sidecar.h"
 #include "store.h"
@@ -440,6 +441,15 @@ out:
     return rc;
 }
 
+/* The session API's parts of a message (SPEC 17, parts.h), new reference. */
+static json_object *message_parts(json_object *m, bool bytes)
+{
+    json_object *parts = json_object_new_array(), *c = svc_json_arr(m, "content");
+    for (size_t i = 0; c && i < json_object_array_length(c); i++)
+        json_object_array_add(parts, svc_parts_view(json_object_array_get_idx(c, i), bytes));
+    return parts;
+}
+
 json_object *svc_message_row(json_object *rec, int64_t id)
 {
     json_object *m = svc_store_effective_message(rec);
@@ -463,6 +473,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
     free(text);
     svc_json_set_str(row, "created_at", svc_json_str(rec, "created_at", NULL));
     svc_json_set_str(row, "updated_at", svc_json_str(rec, "updated_at", NULL));
+    svc_json_set(row, "parts", message_parts(m, false));
     svc_json_set(row, "raw_native", svc_json_copy(m));
     svc_json_set(row, "openai_messages", svc_openai_project(m));
     return row;
@@ -488,7 +499,7 @@ static int messages_query_check(const struct svc_messages_query *q, struct svc_e
  * saying so, never a failed page; a rated one is never cached (its feedback is not in the
  * message file). */
 static json_object *message_row_of(struct svc_sess *s, int64_t id, json_object *fb,
-                                   const struct svc_msgcache_dir *mc)
+                                   const struct svc_msgcache_dir *mc, bool bytes)
 {
     struct stat fst;
     const char *text;
@@ -509,11 +520,13 @@ static json_object *message_row_of(struct svc_sess *s, int64_t id, json_object *
         return row;
     }
     json_object *row = svc_message_row(rec, id);
+    if (bytes) /* images and documents with their data (never cached) */
+        svc_json_set(row, "parts", message_parts(svc_store_effective_message(rec), true));
     json_object_put(rec);
-    if (rated) {
+    if (rated)
         svc_json_set(row, "feedback", json_object_get(rated));
+    if (rated || bytes)
         return row;
-    }
     char *rendered = svc_json_dump_compact(row);
     if (mc && svc_msgcache_put(mc, id, &fst, rendered, strlen(rendered))) {
         json_object_put(row);
@@ -559,8 +572,9 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     bool cache = mfd >= 0 && svc_msgcache_begin(sid, mfd, svc_cache_local(mfd), &mc);
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
         size_t pos = desc ? n - 1 - k : k;
-        json_object_array_add(
-            list, message_row_of(&s, ids ? ids[pos] : (int64_t)pos, fb, cache ? &mc : NULL));
+        json_object_array_add(list, message_row_of(&s, ids ? ids[pos] : (int64_t)pos, fb,
+                                                   cache && !q->include_bytes ? &mc : NULL,
+                                                   q->include_bytes));
     }
     if (off + count < n)
         svc_json_set_int(res, "next_offset", (int64_t)(off + count));

@@ -25,6 +25,7 @@ struct svc_messages_query {
     int64_t offset;     /* >= 0 */
     const char *order;  /* NULL, "asc" or "desc" (newest first) */
     bool include_turns; /* with offset 0: add "turns" */
+    bool include_bytes; /* parts carry images' and documents' data URLs (never cached) */
 };
 
 /* {"sessions": [summary...], "next_cursor": "..."|null} */
@@ -52,7 +53,8 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
                          const struct svc_messages_query *q, json_object **out,
                          struct svc_err *err);
 /* One row of "messages" for a message record (borrowed): {"message_id", "role", "content",
- * "created_at", "updated_at", "raw_native", "openai_messages"} (new reference). */
+ * "created_at", "updated_at", "parts" (parts.h, without data), "raw_native",
+ * "openai_messages"} (new reference). */
 json_object *svc_message_row(json_object *rec, int64_t id);
 /* {"archived": bool, "session_id"}; idempotent. */
 int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool archived,

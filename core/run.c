@@ -293,8 +293,15 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
         return -1;
     if (res)
         json_object_array_add(*out, res);
-    if (req->input && *req->input)
+    if (svc_openai_has_media(req->input_content)) {
+        json_object *om = json_object_new_object();
+        svc_json_set_str(om, "role", "user");
+        svc_json_set(om, "content", json_object_get(req->input_content));
+        json_object_array_add(*out, svc_openai_to_native(om));
+        json_object_put(om);
+    } else if (req->input && *req->input) {
         json_object_array_add(*out, svc_loop_user_message(req->input));
+    }
     return 0;
 }
 
@@ -509,7 +516,7 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 {
     *out = NULL;
     bool answers = req->tool_results && json_object_array_length(req->tool_results) > 0;
-    if ((!req->input || !*req->input) && !answers)
+    if ((!req->input || !*req->input) && !answers && !svc_openai_has_media(req->input_content))
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
     if (svc_ctools_check(cfg, req->client_tools, req->tool_choice, err) != 0)

@@ -23,9 +23,13 @@
 
 struct svc_run_request {
     const char *session_id; /* NULL: a new random id ("sess-<16 hex>") */
-    const char *input;      /* the latest user input; required, non-empty */
-    json_object *history;   /* borrowed OpenAI messages before the input, or NULL */
-    const char *user_id;    /* NULL: "anonymous"; never over an owner's id (user.h) */
+    const char *input;      /* the latest user input; required, non-empty (unless images or
+                             * files are the input) */
+    /* borrowed: the input's OpenAI content when it carries images or files (parts.h, checked
+     * by the caller), or NULL: the input is its text */
+    json_object *input_content;
+    json_object *history; /* borrowed OpenAI messages before the input, or NULL */
+    const char *user_id;  /* NULL: "anonymous"; never over an owner's id (user.h) */
     /* Who asks (core/user.h), NULL for the admin of server.api_token: a session it may not
      * see is SVC_E_SESSION_NOT_FOUND (never session_busy or session_archived), and a new
      * session records user->id as its owner. */
