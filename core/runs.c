@@ -692,7 +692,7 @@ static void remove_run_files(const struct svc_config *cfg, const char *id)
     }
 }
 
-static int remove_old_run(void *ctx, const char *id, const struct stat *sb)
+static int remove_old_run(const void *ctx, const char *id, const struct stat *sb)
 {
     const struct svc_config *cfg = ctx;
     if (strncmp(id, "idem-", 5) == 0) {
@@ -721,7 +721,7 @@ int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
     char *stamp = dir ? svc_path_join(dir, ".pruned") : NULL;
     int removed = 0;
     if (dir && stamp)
-        removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_run, (void *)cfg);
+        removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_run, cfg);
     free(dir);
     free(stamp);
     return removed;
