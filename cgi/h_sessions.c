@@ -91,6 +91,14 @@ int h_session_get(struct http_req *r, struct svc_err *err)
         json_object_put(o);
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
     }
+    json_object *strands = svc_session_strands(r->cfg, sid); /* SPEC 17: read-only */
+    if (strands) {
+        json_object *c = svc_json_copy(o);
+        svc_json_merge(c, strands);
+        json_object_put(strands);
+        json_object_put(o);
+        return send_result(r, sid, c);
+    }
     if (!svc_cache_on(r->cfg, -1))
         return send_result(r, sid, o);
     if (o != last_get.o) {

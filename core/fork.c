@@ -143,6 +143,7 @@ static int build(struct svc_sess *src, struct svc_sess *dst, const struct svc_fo
     *sc = new_sidecar(f, from, dst->sid, dst->st.agent_id, last, count);
     if (svc_sess_ensure(dst, false, file_sync(dst), NULL, err) == 0 &&
         copy_messages(src, dst, ids, count, err) == 0 && write_agent(src, dst, count, err) == 0 &&
+        svc_sess_copy_multi_agents(src, dst, file_sync(dst), err) == 0 &&
         svc_sidecar_write(dst, *sc, file_sync(dst), err) == 0)
         rc = 0;
 out:

@@ -21,6 +21,7 @@
 #include "session.h"
 #include "sidecar.h"
 #include "store.h"
+#include "strands.h"
 #include "title.h"
 #include "user.h"
 #include "util.h"
@@ -351,6 +352,39 @@ static int get_summary_locked(struct svc_sess *s, bool cache, json_object **sc_o
         free(raw);
     *sc_out = sc;
     return 0;
+}
+
+static void multi_agent_view(void *ctx, const char *id, const char *abs, const char *rel)
+{
+    json_object *state = NULL;
+    (void)id;
+    (void)rel;
+    if (svc_json_read_object_file(abs, &state, NULL) == 0)
+        json_object_array_add(ctx, svc_strands_multi_agent(state));
+    json_object_put(state);
+}
+
+json_object *svc_session_strands(const struct svc_config *cfg, const char *sid)
+{
+    struct svc_sess s;
+    json_object *agent = NULL, *out = json_object_new_object(), *multi = json_object_new_array();
+    if (svc_sess_open(cfg, sid, &s, NULL) == 0) {
+        svc_sess_read_agent(&s, &agent, NULL); /* one file, replaced whole: no lock */
+        svc_sess_multi_agents(&s, multi_agent_view, multi);
+    }
+    svc_sess_close(&s);
+    json_object *intr = svc_strands_interrupts(agent);
+    if (intr)
+        svc_json_set(out, "interrupts", intr);
+    if (json_object_array_length(multi))
+        svc_json_set(out, "multi_agents", json_object_get(multi));
+    json_object_put(multi);
+    json_object_put(agent);
+    if (json_object_object_length(out) == 0) {
+        json_object_put(out);
+        return NULL;
+    }
+    return out;
 }
 
 int64_t svc_sessions_count(const struct svc_config *cfg)

@@ -78,9 +78,10 @@ struct svc_run {
     char *content_str;
     struct svc_loop loop;
     bool begun, ended;
-    bool memory_due;    /* finished well: memory sync still to do (svc_run_sync_memory) */
-    bool memory_defer;  /* the caller syncs memory itself, after publishing the run's end */
-    bool memory_synced; /* memory synced inside the run's end (run.c) */
+    bool interrupt_closed; /* it closes agent.json's Strands interrupt (strands.h) */
+    bool memory_due;       /* finished well: memory sync still to do (svc_run_sync_memory) */
+    bool memory_defer;     /* the caller syncs memory itself, after publishing the run's end */
+    bool memory_synced;    /* memory synced inside the run's end (run.c) */
 };
 
 void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const char *run_id,

@@ -65,6 +65,8 @@ static const char *const run_suffix[SVC_RUN__MAX] = {
 };
 #define MESSAGE_PRE "message_"
 #define MESSAGE_SUF ".json"
+#define MULTI_AGENT_PRE "multi_agent_"
+#define MULTI_AGENT_FILE "multi_agent.json"
 
 bool svc_id_valid(const char *id)
 {
@@ -711,6 +713,82 @@ void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_cal
     svc_json_set_int(cm, "removed_message_count", removed);
     if (!svc_cm_summarizing(agent))
         svc_json_set_int(cm, "model_call_count", model_calls);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t svc_sess_multi_agents(const struct svc_sess *s,
+                             void (*each)(void *ctx, const char *id, const char *abs,
+                                          const char *rel),
+                             void *ctx)
+{
+    char *dir = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
+    char *rel = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ROOT);
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    char **ids = NULL;
+    size_t n = 0, cap = 0, pre = strlen(MULTI_AGENT_PRE);
+    while (d && (de = readdir(d)))
+        if (strncmp(de->d_name, MULTI_AGENT_PRE, pre) == 0 && svc_id_valid(de->d_name + pre)) {
+            if (n == cap)
+                ids = svc_xrealloc(ids, (cap = cap ? cap * 2 : 8) * sizeof *ids);
+            ids[n++] = svc_xstrdup(de->d_name + pre);
+        }
+    if (d)
+        closedir(d);
+    if (n)
+        qsort(ids, n, sizeof *ids, cmp_str);
+    for (size_t i = 0; i < n; i++) {
+        const char *pa[] = {dir, "/", MULTI_AGENT_PRE, ids[i], "/", MULTI_AGENT_FILE};
+        const char *pr[] = {rel, "/", MULTI_AGENT_PRE, ids[i], "/", MULTI_AGENT_FILE};
+        char *fa = path_cat(6, pa), *fr = path_cat(6, pr);
+        each(ctx, ids[i], fa, fr);
+        free(fa);
+        free(fr);
+        free(ids[i]);
+    }
+    free(ids);
+    free(dir);
+    free(rel);
+    return n;
+}
+
+struct copy_multi {
+    const struct svc_sess *dst;
+    int sync;
+    struct svc_err *err;
+    int rc;
+};
+
+static void copy_multi_one(void *ctx, const char *id, const char *abs, const char *rel)
+{
+    struct copy_multi *c = ctx;
+    char *buf = NULL, *dir = svc_sess_path(c->dst, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
+    size_t len = 0;
+    const char *pd[] = {dir, "/", MULTI_AGENT_PRE, id};
+    char *sub = path_cat(4, pd);
+    const char *pf[] = {sub, "/", MULTI_AGENT_FILE};
+    char *file = path_cat(3, pf);
+    (void)rel;
+    if (c->rc == 0 && svc_file_read(abs, &buf, &len, NULL) == 0 &&
+        (svc_mkdirs(sub, 0777, c->err) != 0 ||
+         svc_file_write_synced(file, buf, len, c->sync, c->err) != 0))
+        c->rc = -1;
+    free(buf);
+    free(file);
+    free(sub);
+    free(dir);
+}
+
+int svc_sess_copy_multi_agents(const struct svc_sess *src, const struct svc_sess *dst, int sync,
+                               struct svc_err *err)
+{
+    struct copy_multi c = {dst, svc_store_sync(&dst->st, sync), err, 0};
+    svc_sess_multi_agents(src, copy_multi_one, &c);
+    return c.rc;
 }
 
 /* ---- message files ---- */
