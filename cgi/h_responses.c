@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compact.h"
 #include "fork.h"
 #include "handlers.h"
 #include "idem.h"
@@ -313,6 +314,26 @@ static int message_in(struct http_req *r, json_object *item, size_t i, json_obje
     return 0;
 }
 
+/* A compaction item (SPEC 15, core/compact.h) as the summary it sealed: a user message. */
+static int compaction_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                         struct svc_err *err)
+{
+    char p[96];
+    json_object *summary = NULL;
+    snprintf(p, sizeof p, "input[%zu].encrypted_content", i);
+    if (svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
+                         svc_user_scope(&r->user), p, &summary, err) < 0)
+        return -1;
+    json_object *m = json_object_new_object();
+    char *text = svc_native_text(summary);
+    svc_json_set_str(m, "role", "user");
+    svc_json_set_str(m, "content", text);
+    json_object_array_add(msgs, m);
+    free(text);
+    json_object_put(summary);
+    return 0;
+}
+
 /* One input item appended to msgs as chat messages, by its type. */
 static int item_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
                    struct svc_err *err)
@@ -329,13 +350,16 @@ static int item_in(struct http_req *r, json_object *item, size_t i, json_object 
         return message_in(r, item, i, msgs, err);
     if (strcmp(type, "item_reference") == 0)
         return 0;
+    if (strcmp(type, "compaction") == 0)
+        return compaction_in(r, item, i, msgs, err);
     if (strcmp(type, "function_call") == 0)
         return function_call_item(item, i, msgs, err);
     if (strcmp(type, "function_call_output") == 0)
         return function_output_item(item, i, msgs, err);
     return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                        "'%s' must be message, function_call or function_call_output, not %.64s", p,
-                        type);
+                        "'%s' must be message, function_call, function_call_output or compaction, "
+                        "not %.64s",
+                        p, type);
 }
 
 /* `input`: a string, or a list of items: messages ({"role", "content"}, "type": "message"
@@ -461,6 +485,32 @@ static int response_get(struct http_req *r, const char *id, json_object **out, s
     return svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
 }
 
+/* `context_management`: [{"type": "compaction", "compact_threshold": tokens}] (SPEC 15). */
+static int parse_context_management(struct resp_in *in, struct svc_err *err)
+{
+    json_object *cm = NULL;
+    if (http_field_arr(in->t.body, "context_management", NULL, false, &cm, err) < 0)
+        return -1;
+    for (size_t i = 0; cm && i < json_object_array_length(cm); i++) {
+        json_object *e = json_object_array_get_idx(cm, i);
+        const char *type = NULL;
+        char p[96];
+        snprintf(p, sizeof p, "context_management[%zu].type", i);
+        if (http_field_str(e, "type", p, true, &type, err) < 0)
+            return -1;
+        if (strcmp(type, "compaction") != 0)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be compaction", p);
+        snprintf(p, sizeof p, "context_management[%zu].compact_threshold", i);
+        bool has = false;
+        if (http_field_int_opt(e, "compact_threshold", p, &has, &in->t.compact_threshold, err) < 0)
+            return -1;
+        if (!has || in->t.compact_threshold < 1)
+            return svc_err_setp(err, has ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
+                                "'%s' must be a number of tokens of at least 1", p);
+    }
+    return 0;
+}
+
 /* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
 static int parse_truncation(struct resp_in *in, struct svc_err *err)
 {
@@ -519,7 +569,8 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0)
         return -1;
     json_object_object_get_ex(b, "input", &input);
-    if (parse_input(r, in, input, err) < 0 || parse_truncation(in, err) < 0)
+    if (parse_input(r, in, input, err) < 0 || parse_truncation(in, err) < 0 ||
+        parse_context_management(in, err) < 0)
         return -1;
     in->items = input_items_of(input);
     if (!in->store && (conv || in->prev_id))
@@ -639,6 +690,18 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
 {
     json_object *output = json_object_new_array();
     const char *text = a->content;
+    char *sealed = NULL; /* the window this run compacted (context_management, SPEC 15) */
+    if (a->summary && c->in->t.compact_threshold > 0 &&
+        svc_compact_seal(c->r->cfg, a->summary, c->r->user.id, &sealed, NULL) == 0) {
+        json_object *item = json_object_new_object();
+        char id[48];
+        svc_responses_new_id("cmpi_", id, sizeof id);
+        svc_json_set_str(item, "type", "compaction");
+        svc_json_set_str(item, "id", id);
+        svc_json_set_str(item, "encrypted_content", sealed);
+        json_object_array_add(output, item);
+        free(sealed);
+    }
     json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
     bool has_text = text && *text;

@@ -42,6 +42,8 @@ static const struct route routes[] = {
     {"GET", "/api/v1/models/{model_id}", h_model_get, false, false},
     {"POST", "/api/v1/responses", h_responses_create, false, false},
     {"POST", "/api/responses", h_responses_create, false, false},
+    {"POST", "/api/v1/responses/compact", h_responses_compact, false, false},
+    {"POST", "/api/responses/compact", h_responses_compact, false, false},
     {"GET", "/api/v1/responses/{response_id}", h_response_get, false, false},
     {"GET", "/api/responses/{response_id}", h_response_get, false, false},
     {"DELETE", "/api/v1/responses/{response_id}", h_response_delete, false, false},

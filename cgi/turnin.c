@@ -18,6 +18,7 @@ struct svc_run_request turn_in_request(const struct turn_in *in)
         .session_id = in->sid,
         .input = in->input,
         .input_content = in->input_content,
+        .compact_threshold = in->compact_threshold,
         .history = in->history,
         .user_id = in->user,
         .channel = in->channel,

@@ -26,6 +26,7 @@ struct turn_in {
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
     double temperature;
     int64_t max_tokens;
+    int64_t compact_threshold; /* context_management (Responses), or 0 */
 };
 
 void turn_in_free(struct turn_in *in);

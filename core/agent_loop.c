@@ -140,9 +140,9 @@ void svc_loop_manager(struct svc_loop *loop, json_object *agent)
  * among them) summarised by the model into one user message that heads the window from then
  * on; removed_message_count counts the stored messages it stands for. When none may go (the
  * newest preserve_recent_messages stay), the window stays whole. */
-static int loop_summarize(struct svc_loop *loop, struct svc_err *err)
+static int loop_summarize(struct svc_loop *loop, bool all, struct svc_err *err)
 {
-    size_t n = svc_cm_split(loop->cfg, loop->msgs);
+    size_t n = svc_cm_split(loop->cfg, loop->msgs, all);
     if (n == 0)
         return 0;
     json_object *req = svc_cm_request(loop->msgs, n);
@@ -177,6 +177,27 @@ static int loop_summarize(struct svc_loop *loop, struct svc_err *err)
     return 0;
 }
 
+/* The window's size in tokens as svc counts them (4 characters a token). */
+static int64_t window_tokens(const struct svc_loop *loop)
+{
+    size_t chars = 0;
+    for (size_t i = 0; i < json_object_array_length(loop->msgs); i++) {
+        char *t = svc_native_text(json_object_array_get_idx(loop->msgs, i));
+        chars += strlen(t);
+        free(t);
+    }
+    return (int64_t)((chars + 3) / 4);
+}
+
+/* SPEC 15 context_management: past the request's threshold, every message but the newest
+ * preserve_recent_messages is summarised, as /responses/compact does. */
+static int loop_compact(struct svc_loop *loop, struct svc_err *err)
+{
+    if (loop->compact_threshold <= 0 || window_tokens(loop) <= loop->compact_threshold)
+        return 0;
+    return loop_summarize(loop, true, err);
+}
+
 /* Slide the window so that at most window_size messages stay, starting at a user message
  * that is not a tool result, or summarise its oldest ones (loop_summarize). Emits
  * context_compacted when it moved; with truncation disabled it may not move
@@ -193,7 +214,7 @@ static int loop_apply_window(struct svc_loop *loop, struct svc_err *err)
                             "disabled",
                             win);
     for (size_t left = count; loop->summarizing && left > win;) {
-        if (loop_summarize(loop, err) != 0)
+        if (loop_summarize(loop, false, err) != 0)
             return -1;
         size_t now = json_object_array_length(loop->msgs);
         if (now >= left) /* nothing more may go */
@@ -436,7 +457,7 @@ static int loop_store_reply(struct svc_loop *loop, const struct svc_model_reply 
 static int loop_call_model(struct svc_loop *loop, const char *system, json_object *tools,
                            struct svc_model_reply *reply, struct svc_err *err)
 {
-    if (loop_apply_window(loop, err) != 0) {
+    if (loop_apply_window(loop, err) != 0 || loop_compact(loop, err) != 0) {
         memset(reply, 0, sizeof *reply);
         return -1;
     }
@@ -605,6 +626,7 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->started_mono = svc_time_monotonic();
     loop->request_system = request_system_of(req);
     loop->no_truncation = req->no_truncation;
+    loop->compact_threshold = req->compact_threshold;
     loop->has_temperature = req->has_temperature;
     loop->temperature = req->temperature;
     loop->has_max_tokens = req->has_max_tokens;

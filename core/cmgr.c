@@ -66,7 +66,7 @@ json_object *svc_cm_summary(json_object *agent)
 void svc_cm_set_summary(json_object *agent, json_object *summary)
 {
     json_object *cm = svc_json_obj(agent, "conversation_manager_state");
-    if (cm && summary)
+    if (cm && summary && svc_cm_summarizing(agent)) /* never into another manager's state */
         svc_json_set(cm, "summary_message", json_object_get(summary)); /* in place */
 }
 
@@ -79,10 +79,10 @@ static bool has_block(json_object *msg, const char *key)
     return false;
 }
 
-size_t svc_cm_split(const struct svc_config *cfg, json_object *window)
+size_t svc_cm_split(const struct svc_config *cfg, json_object *window, bool all)
 {
     size_t n = json_object_array_length(window);
-    double ratio = cfg->agent.has_summary_ratio ? cfg->agent.summary_ratio : 0.3;
+    double ratio = all ? 1.0 : cfg->agent.has_summary_ratio ? cfg->agent.summary_ratio : 0.3;
     size_t keep = (size_t)cfg->agent.preserve_recent_messages;
     size_t count = (size_t)((double)n * ratio); /* Python's int(): toward zero */
     if (count < 1)

@@ -7,10 +7,12 @@
  *   svc_cm_new_state     a fresh state (new reference) of the manager asked for.
  *   svc_cm_summarizing   whether agent.json's state is the summarizing manager's.
  *   svc_cm_summary       its summary_message (borrowed), or NULL.
- *   svc_cm_set_summary   the summary (a new summarizing state's stays null until one is made).
+ *   svc_cm_set_summary   the summary, into a summarizing state only (a new one's stays null
+ *                        until one is made).
  *   svc_cm_split         how many of the window's oldest messages a summary takes, by Strands'
  *                        rule (summary_ratio of them, never the newest preserve_recent_messages,
- *                        never splitting a toolUse from its result); 0 when it cannot.
+ *                        never splitting a toolUse from its result; all: every message but
+ *                        those, as compaction takes them); 0 when it cannot.
  *   svc_cm_request       the summarization call's messages (new reference): the messages taken,
  *                        then Strands' request; svc_cm_prompt is its system prompt (Strands'
  *                        default), svc_cm_is_request tells a call that carries it.
@@ -29,7 +31,7 @@ json_object *svc_cm_new_state(enum svc_conv_manager kind);
 bool svc_cm_summarizing(json_object *agent);
 json_object *svc_cm_summary(json_object *agent);
 void svc_cm_set_summary(json_object *agent, json_object *summary);
-size_t svc_cm_split(const struct svc_config *cfg, json_object *window);
+size_t svc_cm_split(const struct svc_config *cfg, json_object *window, bool all);
 json_object *svc_cm_request(json_object *window, size_t count);
 const char *svc_cm_prompt(void);
 bool svc_cm_is_request(const char *system_prompt);

@@ -81,7 +81,7 @@ static json_object *tool_item(const char *sid, int64_t id, size_t k, json_object
 }
 
 /* The items of message id (m: its effective message), appended to out. */
-static void items_of(const char *sid, int64_t id, json_object *m, json_object *out)
+void svc_conv_message_items(const char *sid, int64_t id, json_object *m, json_object *out)
 {
     if (svc_native_erased(m))
         return;
@@ -256,16 +256,17 @@ static void add_tool(json_object *out, json_object *blk, bool call)
     json_object_array_add(out, native(call ? "assistant" : "user", blk));
 }
 
-int svc_conv_parse_items(json_object *items, json_object **out, struct svc_err *err)
+int svc_conv_parse_items(json_object *items, const char *param, json_object **out,
+                         struct svc_err *err)
 {
     *out = NULL;
     if (!json_object_is_type(items, json_type_array))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, "items", "'items' must be a list of items");
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a list of items", param);
     json_object *msgs = json_object_new_array();
     for (size_t i = 0; i < json_object_array_length(items); i++) {
         json_object *item = json_object_array_get_idx(items, i), *m = NULL;
-        char p[48];
-        snprintf(p, sizeof p, "items[%zu]", i);
+        char p[64];
+        snprintf(p, sizeof p, "%.32s[%zu]", param, i);
         const char *type = svc_json_str(item, "type", "message");
         if (!json_object_is_type(item, json_type_object)) {
             svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
@@ -472,7 +473,7 @@ int svc_conv_append(const struct svc_config *cfg, const char *sid, json_object *
         goto out;
     *out = json_object_new_array();
     for (size_t i = 0; i < k; i++)
-        items_of(sid, next + (int64_t)i, json_object_array_get_idx(natives, i), *out);
+        svc_conv_message_items(sid, next + (int64_t)i, json_object_array_get_idx(natives, i), *out);
     rc = 0;
 out:
     free(ids);
@@ -499,7 +500,7 @@ int svc_conv_items(const struct svc_config *cfg, const char *sid, json_object **
             json_object_put(items);
             goto out;
         }
-        items_of(sid, ids[i], svc_store_effective_message(rec), items);
+        svc_conv_message_items(sid, ids[i], svc_store_effective_message(rec), items);
         json_object_put(rec);
     }
     *out = items;
@@ -549,7 +550,7 @@ static int redact(struct svc_sess *s, json_object *rec, int64_t id, struct svc_e
 static json_object *find_item(const char *sid, int64_t id, json_object *m, const char *item_id)
 {
     json_object *items = json_object_new_array(), *hit = NULL;
-    items_of(sid, id, m, items);
+    svc_conv_message_items(sid, id, m, items);
     for (size_t i = 0; !hit && i < json_object_array_length(items); i++) {
         json_object *it = json_object_array_get_idx(items, i);
         if (strcmp(svc_json_str(it, "id", ""), item_id) == 0)

@@ -853,6 +853,7 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
         .events = loop->events,
         .tool_calls = loop->tool_calls,
         .client_calls = loop->client_calls,
+        .summary = loop->summary_new ? loop->summary : NULL,
     };
 }
 

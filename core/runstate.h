@@ -41,9 +41,10 @@ struct svc_loop {
      * summary of those before when the session's manager summarises (cmgr.h) */
     json_object *msgs;
     int64_t removed;
-    bool summarizing;     /* past the window, the oldest messages are summarised */
-    json_object *summary; /* the window's first message when it is the summary, or NULL */
-    bool summary_new;     /* this run made it: agent.json takes it at the run's end */
+    bool summarizing;          /* past the window, the oldest messages are summarised */
+    json_object *summary;      /* the window's first message when it is the summary, or NULL */
+    bool summary_new;          /* this run made it: agent.json takes it at the run's end */
+    int64_t compact_threshold; /* the request's context_management (session.h), or 0 */
     /* the tokens */
     json_object *prev_tokens; /* the session's token_state before this run, or NULL */
     int64_t prompt_tokens, completion_tokens, loop_count, tool_steps;

@@ -57,6 +57,11 @@ struct svc_run_request {
      * when it can, where the window would drop messages. */
     bool stateless;
     bool no_truncation;
+    /* SPEC 15 context_management compaction: before a model call whose window passes this
+     * many tokens (4 characters a token), its oldest messages are summarised as section
+     * 17's summarizing manager does (kept in agent.json only when the session's manager is
+     * the summarizing one); 0: never. */
+    int64_t compact_threshold;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured
@@ -110,6 +115,7 @@ struct svc_run_answer {
     json_object *events;       /* array of svc.v2 events */
     json_object *tool_calls;   /* OpenAI tool_calls made during the run (maybe empty) */
     json_object *client_calls; /* those of client tools the run ended on, awaiting results */
+    json_object *summary;      /* the summary this run made of its window (cmgr.h), or NULL */
 };
 void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out);
 

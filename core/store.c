@@ -56,6 +56,7 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_STAGE] = ".svc_new-",
     [SVC_F_RETENTION] = ".svc_retention.json",
     [SVC_F_RETENTION_LOCK] = ".svc_retention.lock",
+    [SVC_F_COMPACTION_KEY] = ".svc_compaction.key",
 };
 static const char *const run_suffix[SVC_RUN__MAX] = {
     [SVC_RUN_RECORD] = ".json",

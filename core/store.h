@@ -65,6 +65,7 @@ enum svc_file {
     SVC_F_STAGE,          /* <root>/.svc_new-<hex>: a new session being built */
     SVC_F_RETENTION,      /* <root>/.svc_retention.json: the retention job's state */
     SVC_F_RETENTION_LOCK, /* <root>/.svc_retention.lock: held while it runs */
+    SVC_F_COMPACTION_KEY, /* <root>/.svc_compaction.key: the seal of compaction items */
     SVC_F__MAX
 };
 /* Where a path starts: absolute, from the root, from the session directory, or the last

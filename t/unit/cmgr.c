@@ -39,7 +39,7 @@ static size_t split(double ratio, int keep, const char *pat)
     cfg.agent.summary_ratio = ratio;
     cfg.agent.preserve_recent_messages = keep;
     json_object *w = window(pat);
-    size_t n = svc_cm_split(&cfg, w);
+    size_t n = svc_cm_split(&cfg, w, false);
     json_object_put(w);
     return n;
 }
