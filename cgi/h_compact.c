@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "compact.h"
 #include "conversation.h"
 #include "handlers.h"
@@ -42,16 +43,15 @@ static int named_session(struct http_req *r, json_object *b, json_object **prev,
     if (conv && !*sid && http_field_str(b, "conversation", NULL, false, sid, err) < 0)
         return -1;
     if (prev_id) {
-        if (svc_responses_get(r->cfg, prev_id, prev, err) < 0)
+        if (access_response(r, prev_id, prev, err) < 0)
             return -1;
         *sid = svc_json_str(*prev, "session_id", NULL);
     }
     if (!*sid)
         *sid = meta_sid;
-    if (*sid && svc_session_visible(r->cfg, svc_user_scope(&r->user), *sid, false, err) < 0)
-        return prev_id && err->code == SVC_E_SESSION_NOT_FOUND
-                   ? svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", prev_id)
-                   : -1;
+    if (*sid && !prev_id &&
+        svc_session_visible(r->cfg, svc_user_scope(&r->user), *sid, false, err) < 0)
+        return -1;
     return 0;
 }
 

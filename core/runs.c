@@ -19,6 +19,7 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "query.h"
 #include "store.h"
 #include "util.h"
 
@@ -296,13 +297,15 @@ static json_object *spawn_answer(json_object *rec)
     return o;
 }
 
-/* The run an Idempotency-Key already names, answered as its spawn was: true with *out set. */
-static bool idem_replay(const struct svc_config *cfg, const char *sid, const char *key,
-                        json_object **out)
+/* The run an Idempotency-Key already names, answered as its spawn was: true with *out set.
+ * Never for a session the asker may not see (idem.h): the begin answers it as missing. */
+static bool idem_replay(const struct svc_config *cfg, const struct svc_run_request *req,
+                        const char *key, json_object **out)
 {
     char existing[80];
     json_object *rec = NULL;
-    if (idem_lookup(cfg, sid, key, existing, sizeof existing) != 0 ||
+    if (svc_session_visible(cfg, svc_user_scope(req->user), req->session_id, true, NULL) != 0 ||
+        idem_lookup(cfg, req->session_id, key, existing, sizeof existing) != 0 ||
         svc_runs_get(cfg, existing, &rec, NULL) != 0)
         return false;
     *out = spawn_answer(rec);
@@ -358,7 +361,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "asynchronous runs need sessions.enabled: true");
-    if (idem_key && req->session_id && idem_replay(cfg, req->session_id, idem_key, out)) {
+    if (idem_key && req->session_id && idem_replay(cfg, req, idem_key, out)) {
         *replayed = true;
         return 0;
     }
