@@ -6,7 +6,9 @@
  * user input when the context is shorter) are summarised by the model as section 17's
  * summarizing manager summarises, and sealed (core/compact.h); the answer is
  * {"id", "object": "response.compaction", "created_at", "output": [the compaction item,
- * then the kept messages' items], "usage"}. Nothing is stored: the session is unchanged. */
+ * then the kept messages' items], "usage"}. Nothing is stored: the session is unchanged.
+ * Also the Responses input's pieces of SPEC 15 and 17 (turnin.h): images and files, the
+ * compaction item, context_management. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +19,98 @@
 #include "handlers.h"
 #include "jsonx.h"
 #include "openai.h"
+#include "parts.h"
 #include "query.h"
 #include "responses.h"
+#include "turnin.h"
 #include "util.h"
+
+/* ---- the Responses input it adds: images and files, compaction items, context_management ---- */
+
+/* The chat parts of a user message's content list with images or files (input_image,
+ * input_file: parts.h) in *out (new reference); NULL when it has none. */
+int resp_media_parts(struct http_req *r, json_object *content, const char *param, json_object **out,
+                     struct svc_err *err)
+{
+    *out = NULL;
+    size_t n =
+        json_object_is_type(content, json_type_array) ? json_object_array_length(content) : 0;
+    bool media = false;
+    for (size_t k = 0; k < n && !media; k++) {
+        const char *type = svc_json_str(json_object_array_get_idx(content, k), "type", "");
+        media = strcmp(type, "input_image") == 0 || strcmp(type, "input_file") == 0;
+    }
+    if (!media)
+        return 0;
+    *out = json_object_new_array();
+    for (size_t k = 0; k < n; k++) {
+        json_object *part = json_object_array_get_idx(content, k), *chat = NULL;
+        const char *t = svc_json_str(part, "text", NULL);
+        char pp[160];
+        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
+        if (t) {
+            chat = json_object_new_object();
+            svc_json_set_str(chat, "type", "text");
+            svc_json_set_str(chat, "text", t);
+        } else if (svc_parts_from_responses(part, pp, &chat, err) < 0 ||
+                   svc_parts_check(chat, pp, r->cfg->limits.max_image_bytes, err) < 0) {
+            json_object_put(chat);
+            json_object_put(*out);
+            *out = NULL;
+            return -1;
+        }
+        json_object_array_add(*out, chat);
+    }
+    return 0;
+}
+
+/* A compaction item (SPEC 15, core/compact.h) as the summary it sealed: a user message. */
+int resp_compaction_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                       struct svc_err *err)
+{
+    char p[96];
+    json_object *summary = NULL;
+    snprintf(p, sizeof p, "input[%zu].encrypted_content", i);
+    if (svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
+                         svc_user_scope(&r->user), p, &summary, err) < 0)
+        return -1;
+    json_object *m = json_object_new_object();
+    char *text = svc_native_text(summary);
+    svc_json_set_str(m, "role", "user");
+    svc_json_set_str(m, "content", text);
+    json_object_array_add(msgs, m);
+    free(text);
+    json_object_put(summary);
+    return 0;
+}
+
+/* `context_management`: [{"type": "compaction", "compact_threshold": tokens}] (SPEC 15). */
+int resp_context_management(json_object *body, int64_t *threshold, struct svc_err *err)
+{
+    json_object *cm = NULL;
+    if (http_field_arr(body, "context_management", NULL, false, &cm, err) < 0)
+        return -1;
+    for (size_t i = 0; cm && i < json_object_array_length(cm); i++) {
+        json_object *e = json_object_array_get_idx(cm, i);
+        const char *type = NULL;
+        char p[96];
+        snprintf(p, sizeof p, "context_management[%zu].type", i);
+        if (http_field_str(e, "type", p, true, &type, err) < 0)
+            return -1;
+        if (strcmp(type, "compaction") != 0)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be compaction", p);
+        snprintf(p, sizeof p, "context_management[%zu].compact_threshold", i);
+        bool has = false;
+        if (http_field_int_opt(e, "compact_threshold", p, &has, threshold, err) < 0)
+            return -1;
+        if (!has || *threshold < 1)
+            return svc_err_setp(err, has ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
+                                "'%s' must be a number of tokens of at least 1", p);
+    }
+    return 0;
+}
+
+/* ---- POST /api/v1/responses/compact ---- */
 
 static const char *const fields[] = {"model",        "input",    "previous_response_id",
                                      "conversation", "metadata", NULL};
@@ -119,18 +210,27 @@ static size_t split_at(const struct svc_config *cfg, json_object *ctx)
     return at < n ? at : 0;
 }
 
-static json_object *compaction_object(struct http_req *r, const char *sid, json_object *ctx,
-                                      json_object *ids, size_t at, const char *sealed, int64_t p,
-                                      int64_t c)
+json_object *resp_compaction_item(struct http_req *r, json_object *summary, struct svc_err *err)
 {
-    char id[48], item_id[48];
-    svc_responses_new_id("cmp_", id, sizeof id);
-    svc_responses_new_id("cmpi_", item_id, sizeof item_id);
-    json_object *o = json_object_new_object(), *out = json_object_new_array();
-    json_object *item = json_object_new_object(), *u = json_object_new_object();
+    char *sealed = NULL, id[48];
+    if (svc_compact_seal(r->cfg, summary, r->user.id, &sealed, err) != 0)
+        return NULL;
+    json_object *item = json_object_new_object();
+    svc_responses_new_id("cmpi_", id, sizeof id);
     svc_json_set_str(item, "type", "compaction");
-    svc_json_set_str(item, "id", item_id);
+    svc_json_set_str(item, "id", id);
     svc_json_set_str(item, "encrypted_content", sealed);
+    free(sealed);
+    return item;
+}
+
+static json_object *compaction_object(const char *sid, json_object *ctx, json_object *ids,
+                                      size_t at, json_object *item, int64_t p, int64_t c)
+{
+    char id[48];
+    svc_responses_new_id("cmp_", id, sizeof id);
+    json_object *o = json_object_new_object(), *out = json_object_new_array();
+    json_object *u = json_object_new_object();
     json_object_array_add(out, item);
     for (size_t i = at; i < json_object_array_length(ctx); i++) {
         int64_t mid = json_object_get_int64(json_object_array_get_idx(ids, i));
@@ -145,7 +245,6 @@ static json_object *compaction_object(struct http_req *r, const char *sid, json_
     svc_json_set_int(u, "output_tokens", c);
     svc_json_set_int(u, "total_tokens", p + c);
     svc_json_set(o, "usage", u);
-    (void)r;
     return o;
 }
 
@@ -154,7 +253,6 @@ int h_responses_compact(struct http_req *r, struct svc_err *err)
     json_object *b = NULL, *prev = NULL, *input = NULL, *summary = NULL;
     json_object *ctx = json_object_new_array(), *ids = json_object_new_array();
     const char *sid = NULL, *model = NULL;
-    char *sealed = NULL;
     int rc = -1;
     if (http_body_json(r, false, &b, err) < 0)
         goto out;
@@ -188,18 +286,17 @@ int h_responses_compact(struct http_req *r, struct svc_err *err)
     for (size_t i = 0; i < at; i++)
         json_object_array_add(older, json_object_get(json_object_array_get_idx(ctx, i)));
     int64_t p = 0, c = 0;
-    rc = svc_compact_summary(r->cfg, older, &summary, &p, &c, err) == 0 &&
-                 svc_compact_seal(r->cfg, summary, r->user.id, &sealed, err) == 0
-             ? 0
-             : -1;
+    json_object *item = svc_compact_summary(r->cfg, older, &summary, &p, &c, err) == 0
+                            ? resp_compaction_item(r, summary, err)
+                            : NULL;
     json_object_put(older);
-    if (rc == 0) {
-        json_object *o = compaction_object(r, sid, ctx, ids, at, sealed, p, c);
+    if (item) {
+        json_object *o = compaction_object(sid, ctx, ids, at, item, p, c);
         http_send_json(r, 200, o);
         json_object_put(o);
+        rc = 0;
     }
 out:
-    free(sealed);
     json_object_put(summary);
     json_object_put(prev);
     json_object_put(ctx);

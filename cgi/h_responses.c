@@ -19,7 +19,6 @@
 #include <string.h>
 
 #include "access.h"
-#include "compact.h"
 #include "fork.h"
 #include "handlers.h"
 #include "idem.h"
@@ -240,43 +239,6 @@ static json_object *results_of(json_object *msgs, size_t end)
     return out;
 }
 
-/* The chat parts of a user message's content list with images or files (input_image,
- * input_file: parts.h) in *out (new reference); NULL when it has none. */
-static int media_parts(struct http_req *r, json_object *content, const char *param,
-                       json_object **out, struct svc_err *err)
-{
-    *out = NULL;
-    size_t n =
-        json_object_is_type(content, json_type_array) ? json_object_array_length(content) : 0;
-    bool media = false;
-    for (size_t k = 0; k < n && !media; k++) {
-        const char *type = svc_json_str(json_object_array_get_idx(content, k), "type", "");
-        media = strcmp(type, "input_image") == 0 || strcmp(type, "input_file") == 0;
-    }
-    if (!media)
-        return 0;
-    *out = json_object_new_array();
-    for (size_t k = 0; k < n; k++) {
-        json_object *part = json_object_array_get_idx(content, k), *chat = NULL;
-        const char *t = svc_json_str(part, "text", NULL);
-        char pp[160];
-        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
-        if (t) {
-            chat = json_object_new_object();
-            svc_json_set_str(chat, "type", "text");
-            svc_json_set_str(chat, "text", t);
-        } else if (svc_parts_from_responses(part, pp, &chat, err) < 0 ||
-                   svc_parts_check(chat, pp, r->cfg->limits.max_image_bytes, err) < 0) {
-            json_object_put(chat);
-            json_object_put(*out);
-            *out = NULL;
-            return -1;
-        }
-        json_object_array_add(*out, chat);
-    }
-    return 0;
-}
-
 /* A message item as the chat message it stands for ({role, content} with its text; a user
  * message's images and files as chat parts). */
 static int message_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
@@ -300,7 +262,7 @@ static int message_in(struct http_req *r, json_object *item, size_t i, json_obje
     char *text = NULL;
     json_object *parts = NULL;
     if (content_text(content, p, &text, err) < 0 ||
-        (strcmp(role, "user") == 0 && media_parts(r, content, p, &parts, err) < 0)) {
+        (strcmp(role, "user") == 0 && resp_media_parts(r, content, p, &parts, err) < 0)) {
         free(text);
         return -1;
     }
@@ -312,26 +274,6 @@ static int message_in(struct http_req *r, json_object *item, size_t i, json_obje
         svc_json_set_str(m, "content", text);
     json_object_array_add(msgs, m);
     free(text);
-    return 0;
-}
-
-/* A compaction item (SPEC 15, core/compact.h) as the summary it sealed: a user message. */
-static int compaction_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
-                         struct svc_err *err)
-{
-    char p[96];
-    json_object *summary = NULL;
-    snprintf(p, sizeof p, "input[%zu].encrypted_content", i);
-    if (svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
-                         svc_user_scope(&r->user), p, &summary, err) < 0)
-        return -1;
-    json_object *m = json_object_new_object();
-    char *text = svc_native_text(summary);
-    svc_json_set_str(m, "role", "user");
-    svc_json_set_str(m, "content", text);
-    json_object_array_add(msgs, m);
-    free(text);
-    json_object_put(summary);
     return 0;
 }
 
@@ -352,7 +294,7 @@ static int item_in(struct http_req *r, json_object *item, size_t i, json_object 
     if (strcmp(type, "item_reference") == 0)
         return 0;
     if (strcmp(type, "compaction") == 0)
-        return compaction_in(r, item, i, msgs, err);
+        return resp_compaction_in(r, item, i, msgs, err);
     if (strcmp(type, "function_call") == 0)
         return function_call_item(item, i, msgs, err);
     if (strcmp(type, "function_call_output") == 0)
@@ -471,32 +413,6 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
-/* `context_management`: [{"type": "compaction", "compact_threshold": tokens}] (SPEC 15). */
-static int parse_context_management(struct resp_in *in, struct svc_err *err)
-{
-    json_object *cm = NULL;
-    if (http_field_arr(in->t.body, "context_management", NULL, false, &cm, err) < 0)
-        return -1;
-    for (size_t i = 0; cm && i < json_object_array_length(cm); i++) {
-        json_object *e = json_object_array_get_idx(cm, i);
-        const char *type = NULL;
-        char p[96];
-        snprintf(p, sizeof p, "context_management[%zu].type", i);
-        if (http_field_str(e, "type", p, true, &type, err) < 0)
-            return -1;
-        if (strcmp(type, "compaction") != 0)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be compaction", p);
-        snprintf(p, sizeof p, "context_management[%zu].compact_threshold", i);
-        bool has = false;
-        if (http_field_int_opt(e, "compact_threshold", p, &has, &in->t.compact_threshold, err) < 0)
-            return -1;
-        if (!has || in->t.compact_threshold < 1)
-            return svc_err_setp(err, has ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
-                                "'%s' must be a number of tokens of at least 1", p);
-    }
-    return 0;
-}
-
 /* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
 static int parse_truncation(struct resp_in *in, struct svc_err *err)
 {
@@ -556,7 +472,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return -1;
     json_object_object_get_ex(b, "input", &input);
     if (parse_input(r, in, input, err) < 0 || parse_truncation(in, err) < 0 ||
-        parse_context_management(in, err) < 0)
+        resp_context_management(in->t.body, &in->t.compact_threshold, err) < 0)
         return -1;
     in->items = input_items_of(input);
     if (!in->store && (conv || in->prev_id))
@@ -676,18 +592,12 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
 {
     json_object *output = json_object_new_array();
     const char *text = a->content;
-    char *sealed = NULL; /* the window this run compacted (context_management, SPEC 15) */
-    if (a->summary && c->in->t.compact_threshold > 0 &&
-        svc_compact_seal(c->r->cfg, a->summary, c->r->user.id, &sealed, NULL) == 0) {
-        json_object *item = json_object_new_object();
-        char id[48];
-        svc_responses_new_id("cmpi_", id, sizeof id);
-        svc_json_set_str(item, "type", "compaction");
-        svc_json_set_str(item, "id", id);
-        svc_json_set_str(item, "encrypted_content", sealed);
-        json_object_array_add(output, item);
-        free(sealed);
-    }
+    /* the window this run compacted (context_management, SPEC 15) */
+    json_object *compacted = a->summary && c->in->t.compact_threshold > 0
+                                 ? resp_compaction_item(c->r, a->summary, NULL)
+                                 : NULL;
+    if (compacted)
+        json_object_array_add(output, compacted);
     json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
     bool has_text = text && *text;

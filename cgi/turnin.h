@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "http.h"
 #include "session.h"
 
 struct turn_in {
@@ -30,6 +31,17 @@ struct turn_in {
 };
 
 void turn_in_free(struct turn_in *in);
+/* The Responses input's pieces of SPEC 15 and 17 (h_compact.c): a user message's content
+ * list with input_image / input_file parts as chat parts (*out, new reference; NULL when it
+ * has none); a compaction item as the user message holding its summary, appended to msgs;
+ * context_management's compaction threshold (0 when absent). 0, or -1 with err. */
+int resp_media_parts(struct http_req *r, json_object *content, const char *param, json_object **out,
+                     struct svc_err *err);
+int resp_compaction_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                       struct svc_err *err);
+int resp_context_management(json_object *body, int64_t *threshold, struct svc_err *err);
+/* The compaction item sealing summary for r's caller (new reference), or NULL with err. */
+json_object *resp_compaction_item(struct http_req *r, json_object *summary, struct svc_err *err);
 struct svc_run_request turn_in_request(const struct turn_in *in);
 
 #endif

@@ -593,7 +593,6 @@ static const struct cfg_row cfg_rows[] = {
      .has_off = C(agent.has_summary_ratio), .dmin = 0.1, .dmax = 0.8, .def = "0.3"},
     {"agent.preserve_recent_messages", CT_INT, C(agent.preserve_recent_messages), .min = 0,
      .max = 10000, .def = "10"},
-
     {"limits.max_image_bytes", CT_INT64, C(limits.max_image_bytes), .min = 1, .max = 1073741824,
      .def = "5242880"},
 

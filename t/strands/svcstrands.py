@@ -44,6 +44,17 @@ def _result_text(message):
     return " | ".join(out)
 
 
+def plain(o):
+    """o with every bytes value as {"bytes": its length}, for JSON."""
+    if isinstance(o, bytes):
+        return {"bytes": len(o)}
+    if isinstance(o, dict):
+        return {k: plain(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [plain(v) for v in o]
+    return o
+
+
 def _media(message):
     """What a message carries besides text, as the model would see it."""
     seen = []
@@ -85,14 +96,6 @@ class ScriptedModel(Model):
     def _record(self, messages, system_prompt):
         if not self.log:
             return
-        def plain(o):
-            if isinstance(o, bytes):
-                return {"bytes": len(o)}
-            if isinstance(o, dict):
-                return {k: plain(v) for k, v in o.items()}
-            if isinstance(o, list):
-                return [plain(v) for v in o]
-            return o
         with open(self.log, "a", encoding="utf-8") as f:
             f.write(json.dumps({"system": system_prompt, "messages": plain(messages)}) + "\n")
 

@@ -48,20 +48,12 @@ def main():
     else:
         prompt = a.prompt
     res = ag(prompt)
-    def plain(o):
-        if isinstance(o, bytes):
-            return {"bytes": len(o)}
-        if isinstance(o, dict):
-            return {k: plain(v) for k, v in o.items()}
-        if isinstance(o, list):
-            return [plain(v) for v in o]
-        return o
     print(json.dumps({
         "stop_reason": res.stop_reason,
         "text": svcstrands._text(res.message) if res.message else "",
         "interrupts": [{"id": i.id, "name": i.name, "reason": i.reason}
                        for i in (res.interrupts or [])],
-        "messages": plain(ag.messages),
+        "messages": svcstrands.plain(ag.messages),
     }))
 
 
