@@ -87,14 +87,12 @@ int h_session_get(struct http_req *r, struct svc_err *err)
     http_set_session(r, sid, false);
     if (svc_session_get(r->cfg, sid, &o, err) < 0)
         return -1;
-    json_object *strands = svc_session_strands(r->cfg, sid); /* SPEC 17: read-only */
-    if (strands) {
-        json_object *c = svc_json_copy(o);
-        svc_json_merge(c, strands);
-        json_object_put(strands);
+    json_object *full = svc_session_with_strands(r->cfg, sid, json_object_get(o));
+    if (full != o) { /* SPEC 17: with what Strands keeps, read-only */
         json_object_put(o);
-        return send_result(r, sid, c);
+        return send_result(r, sid, full);
     }
+    json_object_put(full);
     if (!svc_cache_on(r->cfg, -1))
         return send_result(r, sid, o);
     if (o != last_get.o) {

@@ -364,7 +364,7 @@ static void multi_agent_view(void *ctx, const char *id, const char *abs, const c
     json_object_put(state);
 }
 
-json_object *svc_session_strands(const struct svc_config *cfg, const char *sid)
+static json_object *session_strands(const struct svc_config *cfg, const char *sid)
 {
     struct svc_sess s;
     json_object *agent = NULL, *out = json_object_new_object(), *multi = json_object_new_array();
@@ -385,6 +385,19 @@ json_object *svc_session_strands(const struct svc_config *cfg, const char *sid)
         return NULL;
     }
     return out;
+}
+
+json_object *svc_session_with_strands(const struct svc_config *cfg, const char *sid,
+                                      json_object *summary)
+{
+    json_object *extra = session_strands(cfg, sid);
+    if (!extra)
+        return summary;
+    json_object *c = svc_json_copy(summary);
+    svc_json_merge(c, extra);
+    json_object_put(extra);
+    json_object_put(summary);
+    return c;
 }
 
 int64_t svc_sessions_count(const struct svc_config *cfg)

@@ -48,11 +48,12 @@ void svc_sessions_seal(const struct svc_config *cfg);
  * a stale one). Only on local filesystems; query.c says why a change cannot be missed. */
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
                     struct svc_err *err);
-/* What Strands keeps in session sid that its detail shows read-only (SPEC 17, strands.h):
- * {"interrupts": [...], "multi_agents": [...]}, each only when there is one; NULL when
- * neither (new reference). Reads agent.json and the multi-agent states, no lock (each file
- * is replaced whole). */
-json_object *svc_session_strands(const struct svc_config *cfg, const char *sid);
+/* The detail: summary (svc_session_get's, its reference taken) with what Strands keeps in
+ * session sid shown read-only (SPEC 17, strands.h): "interrupts" and "multi_agents", each
+ * only when there is one (then a copy, the memo untouched). Reads agent.json and the
+ * multi-agent states, no lock (each file is replaced whole). */
+json_object *svc_session_with_strands(const struct svc_config *cfg, const char *sid,
+                                      json_object *summary);
 /* {"session_id","agent_id","messages":[...],"next_offset","total"[, "turns"]} */
 int svc_session_messages(const struct svc_config *cfg, const char *sid,
                          const struct svc_messages_query *q, json_object **out,

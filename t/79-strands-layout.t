@@ -9,6 +9,7 @@ use strict;
 use warnings;
 use lib 't/lib';
 use Test::More;
+use File::Temp ();
 use SvcTest;
 use SvcCliTest ();
 use FakeOpenAI;
@@ -200,6 +201,54 @@ PY
     my $r = SvcCliTest::svc($cli, 'fsck', '--json');
     is $r->{rc}, 1, 'a damaged multi_agent.json is a problem';
     like $r->{out}, qr{session_team/multi_agents/multi_agent_pipeline/multi_agent\.json}, '... named';
+}
+
+# ---- every Strands content block round-trips untouched: a turn, a fork, export and import ----
+{
+    my $b64 = { __bytes_encoded__ => JSON::PP::true, data => 'AAECAwQ=' };
+    my @blocks = (
+        { text => 'all the blocks' },
+        { image => { format => 'png', source => { bytes => $b64 } } },
+        { document => { format => 'pdf', name => 'r', source => { bytes => $b64 } } },
+        { video => { format => 'mp4', source => { bytes => $b64 } } },
+        { cachePoint => { type => 'default' } },
+        { guardContent => { text => { text => 'guarded', qualifiers => ['grounding_source'] } } },
+    );
+    my @answer = (
+        { reasoningContent => { reasoningText => { text => 'thinking', signature => 'sig-1' } } },
+        { reasoningContent => { redactedContent => $b64 } },
+        { citationsContent => { citations => [{ title => 't', location => { documentChar => { documentIndex => 0, start => 0, end => 3 } },
+                                                sourceContent => [{ text => 'abc' }] }], content => [{ text => 'cited' }] } },
+        { text => 'and text' },
+        { toolUse => { toolUseId => 'b1', name => 'x', input => { q => 1.5 } } },
+    );
+    my @result = ({ toolResult => { toolUseId => 'b1', status => 'success', content => [
+        { text => 'r' }, { json => { k => [1, 2] } }, { image => { format => 'gif', source => { bytes => $b64 } } },
+        { document => { format => 'txt', name => 'd', source => { bytes => $b64 } } }] } });
+    lay('blocks', [{ role => 'user', content => \@blocks }, { role => 'assistant', content => \@answer },
+                   { role => 'user', content => \@result }, at('ok')]);
+    my $dir = adir('blocks') . '/messages';
+    my %bytes = map { $_ => SvcTest::read_file("$dir/message_$_.json") } 0 .. 3;
+    chat('blocks', { role => 'user', content => 'next' });
+    is SvcTest::read_file("$dir/message_$_.json"), $bytes{$_}, "message $_ untouched by a turn" for 0 .. 3;
+    my $p = $s->req(GET => '/api/v1/chat/sessions/blocks/messages')->{json}{messages};
+    is_deeply [map { $_->{type} } @{ $p->[0]{parts} }], [qw(text image document video cache_point guard)],
+        'parts of the user message';
+    is_deeply [map { $_->{type} } @{ $p->[1]{parts} }], [qw(reasoning reasoning citations text tool_use)],
+        'parts of the answer';
+    ok $p->[1]{parts}[0]{signed} && $p->[1]{parts}[1]{redacted}, 'reasoning: signed, redacted';
+    is_deeply [map { $_->{type} } @{ $p->[2]{parts}[0]{parts} }], [qw(text json image document)], 'a tool result\'s parts';
+    my $r = $s->req(POST => '/api/v1/chat/sessions/blocks/fork', body => { session_id => 'blocks-fork', message_id => 3 });
+    is $r->{status}, 201, 'forked';
+    is SvcTest::read_file(adir('blocks-fork') . "/messages/message_$_.json") =~ s/"(created|updated)_at": "[^"]*"//gr,
+       $bytes{$_} =~ s/"(created|updated)_at": "[^"]*"//gr, "message $_ the same in the fork" for 0 .. 3;
+    my $out = File::Temp::tempdir(CLEANUP => 1);
+    is SvcCliTest::svc($cli, 'export', '--session', 'blocks', '--out', $out)->{rc}, 0, 'exported';
+    my ($bundle) = glob("$out/*");
+    is $s->req(DELETE => '/api/v1/chat/sessions/blocks')->{status}, 200, 'deleted';
+    is SvcCliTest::svc($cli, 'import', $bundle)->{rc}, 0, 'imported';
+    is SvcTest::read_file("$dir/message_$_.json"), $bytes{$_}, "message $_ byte for byte after export and import" for 0 .. 3;
+    like SvcTest::read_file("$bundle/transcripts/blocks.md"), qr/image: png.*document "r": pdf/s, 'the transcript names them';
 }
 
 $s->stop;
