@@ -377,7 +377,8 @@ static json_object *session_strands(const struct svc_config *cfg, const char *si
     if (intr)
         svc_json_set(out, "interrupts", intr);
     if (json_object_array_length(multi))
-        svc_json_set(out, "multi_agents", json_object_get(multi));
+        /* the detail's key is the directory's name (SPEC 17), which store.h spells */
+        svc_json_set(out, svc_store_name(SVC_F_MULTI_AGENTS), json_object_get(multi));
     json_object_put(multi);
     json_object_put(agent);
     if (json_object_object_length(out) == 0) {
