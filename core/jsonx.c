@@ -384,8 +384,29 @@ static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
     return j;
 }
 
-static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
+/* The end of the integer beyond 64 bits at buf[i] (a number's first byte), or 0 when the
+ * number there fits or is not an integer. */
+static size_t big_int_end(const char *buf, size_t len, size_t i)
 {
+    size_t j = i;
+    bool neg = buf[j] == '-', integral = true;
+    if (neg)
+        j++;
+    size_t d0 = j;
+    while (j < len && ((buf[j] >= '0' && buf[j] <= '9') || strchr(".eE+-", buf[j]))) {
+        if (buf[j] == '.' || buf[j] == 'e' || buf[j] == 'E')
+            integral = false;
+        j++;
+    }
+    size_t nd = j - d0;
+    const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
+    return integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0)) ? j : 0;
+}
+
+/* *bigs gets how many integers beyond 64 bits the text holds (big_int_end). */
+static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_err *err)
+{
+    *bigs = 0;
     if (!svc_utf8_valid(buf, len))
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: not valid UTF-8");
     bool in_str = false, nul_in_str = false;
@@ -423,6 +444,8 @@ static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
             if (end == 0)
                 return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: bad number at byte %zu",
                                    i);
+            if (plain && end - i > 18 && big_int_end(buf, len, i))
+                ++*bigs;
             if (!plain) { /* 1e400 would read as infinity, which JSON cannot carry */
                 char num[512];
                 size_t n = end - i < sizeof num - 1 ? end - i : sizeof num - 1;
@@ -441,25 +464,6 @@ static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
                            c >= 0x20 && c < 0x7f ? c : '?', i);
     }
     return 0;
-}
-
-/* The end of the integer beyond 64 bits at buf[i] (a number's first byte), or 0 when the
- * number there fits or is not an integer. */
-static size_t big_int_end(const char *buf, size_t len, size_t i)
-{
-    size_t j = i;
-    bool neg = buf[j] == '-', integral = true;
-    if (neg)
-        j++;
-    size_t d0 = j;
-    while (j < len && ((buf[j] >= '0' && buf[j] <= '9') || strchr(".eE+-", buf[j]))) {
-        if (buf[j] == '.' || buf[j] == 'e' || buf[j] == 'E')
-            integral = false;
-        j++;
-    }
-    size_t nd = j - d0;
-    const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
-    return integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0)) ? j : 0;
 }
 
 /* Calls each(ctx, at, end) for every integer beyond 64 bits of buf, outside strings;
@@ -559,9 +563,10 @@ static int parse_plain(const char *buf, size_t len, json_object **out, struct sv
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
 {
     *out = NULL;
-    if (strict_prescan(buf, len, err) != 0)
+    size_t bigs = 0;
+    if (strict_prescan(buf, len, &bigs, err) != 0)
         return -1;
-    if (big_ints(buf, len, NULL, NULL) == 0)
+    if (bigs == 0) /* the common case: one pass over the text before json-c's */
         return parse_plain(buf, len, out, err);
     struct svc_buf q;
     svc_buf_init(&q);
