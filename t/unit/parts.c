@@ -49,9 +49,12 @@ int main(void)
     free(s);
     s = block_of("{\"type\":\"image_url\",\"image_url\":\"https://x.test/a/cat.WEBP?s=1\"}");
     is_str(s,
-           "{\"image\":{\"format\":\"png\",\"source\":{\"location\":{\"type\":\"url\",\"url\":"
+           "{\"image\":{\"format\":\"webp\",\"source\":{\"location\":{\"type\":\"url\",\"url\":"
            "\"https://x.test/a/cat.WEBP?s=1\"}}}}",
-           "a URL image kept as its location (the format from a plain extension only)");
+           "a URL image kept as its location, the format from its extension");
+    free(s);
+    s = block_of("{\"type\":\"image_url\",\"image_url\":\"https://x.test/img\"}");
+    ok(s && strstr(s, "\"format\":\"png\""), "no extension: png");
     free(s);
     s = block_of("{\"type\":\"file\",\"file\":{\"filename\":\"notes.md\",\"file_data\":"
                  "\"data:application/octet-stream;base64,aGk=\"}}");
