@@ -302,13 +302,17 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
     *out = json_object_new_array();
     int rc = 0;
     run->interrupt_closed = intr != NULL; /* a state left activated is stale otherwise */
-    if (intr && waits_on(last, intr))
+    if (intr && waits_on(last, intr)) {
         rc = svc_strands_close(agent, answers ? req->tool_results : NULL, &res,
                                run->loop.client_names, err);
-    else if (answers)
+    } else if (svc_ctools_approvals(req->tool_results)) {
+        json_object_put(run->loop.resume);
+        rc = svc_ctools_resume(pending, req->tool_results, &run->loop.resume, err);
+    } else if (answers) {
         rc = svc_ctools_answer(pending, req->tool_results, &res, run->loop.client_names, err);
-    else
+    } else {
         res = svc_ctools_interrupted(pending);
+    }
     json_object_put(pending);
     json_object_put(intr);
     if (rc != 0)
@@ -561,7 +565,8 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
     if ((!req->input || !*req->input) && !answers && !svc_openai_has_media(req->input_content))
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
-    if (svc_ctools_check(cfg, req->client_tools, req->tool_choice, err) != 0)
+    if (svc_ctools_check(cfg, req->user ? req->user->id : NULL, req->client_tools, req->tool_choice,
+                         err) != 0)
         return -1;
     if (req->session_id && svc_id_check(req->session_id, err) != 0)
         return -1;
