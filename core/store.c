@@ -728,7 +728,11 @@ size_t svc_sess_multi_agents(const struct svc_sess *s,
 {
     char *dir = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
     char *rel = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ROOT);
-    DIR *d = opendir(dir);
+    struct stat sb;
+    /* a directory's link count is 2 plus its subdirectories where the filesystem keeps it
+     * (ext4, xfs, tmpfs; btrfs says 1): an empty multi_agents/ is not listed */
+    bool none = stat(dir, &sb) != 0 || (S_ISDIR(sb.st_mode) && sb.st_nlink == 2);
+    DIR *d = none ? NULL : opendir(dir);
     struct dirent *de;
     char **ids = NULL;
     size_t n = 0, cap = 0, pre = strlen(MULTI_AGENT_PRE);
