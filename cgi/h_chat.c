@@ -1,8 +1,10 @@
 /* h_chat: POST /api/chat and its alias /api/v1/chat/completions (SPEC 4.1), the tokens
  * compatibility route, and the asynchronous runs of SPEC 4.2 (core/runs.h).
- * The handler parses the OpenAI body, hands the run to core/session.h, and renders the
- * chat.completion object or the chat.completion.chunk stream; the request's function tools
- * (SPEC 12.1) go to core, and a run that ends on their calls answers tool_calls. */
+ * The handler parses the OpenAI body (its whole list and its settings: turnin.h), finds the
+ * session a body naming none continues (SPEC 15), hands the run to core/session.h, and
+ * renders the chat.completion object or the chat.completion.chunk stream; the request's
+ * function tools (SPEC 12.1) go to core, and a run that ends on their calls answers
+ * tool_calls. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,21 +28,14 @@
 struct chat_in {
     struct turn_in t; /* results: of the tool messages */
     bool include_usage;
+    bool stateless; /* store: false */
     const char *max_tokens_param;
 };
 
-/* The input: the last user message with non-empty text; the messages before it are
- * history. Returns 0, or -1 with 422. */
 /* A string field without NUL bytes (a C string would cut it short): 0, or -1 with 422. */
 static int check_text(json_object *v, const char *param, bool nullable, struct svc_err *err)
 {
-    if (!v && nullable)
-        return 0;
-    if (!json_object_is_type(v, json_type_string))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a string", param);
-    if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must not contain NUL", param);
-    return 0;
+    return !v && nullable ? 0 : turn_in_text(v, param, err);
 }
 
 /* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
@@ -153,80 +148,14 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     return 0;
 }
 
-/* The role "tool" messages of msgs[from, to) as tool results (SPEC 12.1). */
-static json_object *tool_results_of(json_object *msgs, size_t from, size_t to)
-{
-    json_object *out = json_object_new_array();
-    for (size_t i = from; i < to; i++) {
-        json_object *m = json_object_array_get_idx(msgs, i), *content = NULL;
-        json_object_object_get_ex(m, "content", &content);
-        char *text = content ? svc_openai_content_text(content) : NULL;
-        char p[96];
-        snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
-        json_object *r = json_object_new_object();
-        svc_json_set_str(r, "call_id", svc_json_str(m, "tool_call_id", ""));
-        svc_json_set_str(r, "output", text ? text : "");
-        svc_json_set_str(r, "param", p);
-        json_object_array_add(out, r);
-        free(text);
-    }
-    return out;
-}
-
-static bool is_tool(json_object *msgs, size_t i)
-{
-    return strcmp(svc_json_str(json_object_array_get_idx(msgs, i), "role", ""), "tool") == 0;
-}
-
-/* The input: the last user message with non-empty text, unless role "tool" messages end
- * the list: they answer the pending client tool calls and there is no new text. The
- * messages before either are history. Every message is checked first. Returns 0, or -1
- * with 422. */
+/* Every message is checked, then the list is split (turnin.h). Returns 0, or -1 with 422. */
 static int parse_messages(struct chat_in *in, json_object *msgs, int64_t max_bytes,
                           struct svc_err *err)
 {
-    size_t n = json_object_array_length(msgs);
-    long last = -1;
-    for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(msgs, i);
-        if (check_message(m, i, max_bytes, err) < 0)
+    for (size_t i = 0; i < json_object_array_length(msgs); i++)
+        if (check_message(json_object_array_get_idx(msgs, i), i, max_bytes, err) < 0)
             return -1;
-        json_object *content = NULL;
-        json_object_object_get_ex(m, "content", &content);
-        if (strcmp(svc_json_str(m, "role", ""), "user") != 0 || !content)
-            continue;
-        char *text = svc_openai_content_text(content); /* a string or an array: checked */
-        if (*text || svc_openai_has_media(content)) {
-            free(in->t.input);
-            in->t.input = text;
-            json_object_put(in->t.input_content);
-            in->t.input_content = json_object_get(content);
-            last = (long)i;
-        } else {
-            free(text);
-        }
-    }
-    size_t end = n;
-    while (end > 0 && is_tool(msgs, end - 1))
-        end--;
-    if (end < n) { /* trailing tool messages: results, no new input */
-        free(in->t.input);
-        in->t.input = NULL;
-        json_object_put(in->t.input_content);
-        in->t.input_content = NULL;
-        in->t.results = tool_results_of(msgs, end, n);
-        last = (long)end;
-    } else if (last < 0) {
-        return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
-                            "no user message with non-empty content");
-    }
-    if (last > 0) {
-        in->t.history = json_object_new_array();
-        for (long i = 0; i < last; i++)
-            json_object_array_add(in->t.history,
-                                  json_object_get(json_object_array_get_idx(msgs, (size_t)i)));
-    }
-    return 0;
+    return turn_in_split(&in->t, msgs, "messages", err);
 }
 
 /* A session id field: a string, and one with a NUL inside is an invalid session id. */
@@ -249,6 +178,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         return -1;
     json_object *b = in->t.body, *meta = NULL, *sopts = NULL, *msgs = NULL;
     const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL, *turn_id = NULL;
+    bool store = true;
     if (sid_field(b, "session_id", NULL, &in->t.sid, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
@@ -268,8 +198,11 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
                               err) < 0 ||
         http_field_int_opt(b, "max_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens, err) <
             0 ||
-        toolsin_parse(b, true, &in->t.tools, &in->t.tool_choice, err) < 0)
+        toolsin_parse(b, true, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        http_field_bool(b, "store", NULL, true, &store, err) < 0 ||
+        turn_in_settings(&in->t, TURN_CHAT, err) < 0)
         return -1;
+    in->stateless = !store; /* as the Responses API's store: false (SPEC 12.3) */
     in->max_tokens_param = "max_tokens";
     bool has_mct = false; /* OpenAI's newer name, which wins */
     int64_t mct = 0;
@@ -308,6 +241,7 @@ static struct svc_run_request run_request_of(const struct chat_in *in)
 {
     struct svc_run_request req = turn_in_request(&in->t);
     req.max_tokens_param = in->max_tokens_param;
+    req.stateless = in->stateless;
     return req;
 }
 
@@ -318,6 +252,7 @@ struct answer {
     json_object *usage;      /* {prompt_tokens, completion_tokens, total_tokens} */
     json_object *events;     /* the run's svc.v2 events */
     json_object *tool_calls; /* client tool calls awaiting results (SPEC 12.1), or NULL */
+    json_object *logprobs;   /* the answer's logprobs.content when asked for, or NULL */
 };
 
 /* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
@@ -325,7 +260,7 @@ static void answer_of_run(struct answer *a, struct svc_run *run, json_object **u
 {
     struct svc_run_answer ra;
     svc_run_answer(run, &ra);
-    *usage_owned = svc_usage_new(ra.prompt_tokens, ra.completion_tokens);
+    *usage_owned = svc_usage_of(&ra);
     *a = (struct answer){
         .run_id = ra.run_id,
         .sid = ra.session_id,
@@ -335,7 +270,19 @@ static void answer_of_run(struct answer *a, struct svc_run *run, json_object **u
         .usage = *usage_owned,
         .events = ra.events,
         .tool_calls = ra.client_calls,
+        .logprobs = ra.logprobs,
     };
+}
+
+/* choices[0].logprobs: {"content", "refusal"} when they were asked for, else null. */
+static json_object *logprobs_of(const struct answer *a)
+{
+    if (!a->logprobs)
+        return NULL;
+    json_object *o = json_object_new_object();
+    svc_json_set(o, "content", svc_json_copy(a->logprobs));
+    svc_json_set(o, "refusal", NULL);
+    return o;
 }
 
 static bool has_calls(const struct answer *a)
@@ -374,9 +321,11 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     json_object *msg = json_object_new_object();
     svc_json_set_str(msg, "role", "assistant");
     svc_json_set_str(msg, "content", has_calls(a) && !*a->content ? NULL : a->content);
+    svc_json_set(msg, "refusal", NULL);
     if (has_calls(a))
         svc_json_set(msg, "tool_calls", svc_json_copy(a->tool_calls));
     svc_json_set(choice, "message", msg);
+    svc_json_set(choice, "logprobs", logprobs_of(a));
     svc_json_set_str(choice, "finish_reason", a->finish);
     json_object_array_add(choices, choice);
     svc_json_set(o, "choices", choices);
@@ -497,7 +446,10 @@ static void stream_finish(struct stream_ctx *s, const struct answer *a)
 {
     if (has_calls(a) && send_tool_calls(s, a->tool_calls) < 0)
         return;
-    if (send_chunk(s, chunk_new(s, NULL, a->finish)) < 0)
+    json_object *last = chunk_new(s, NULL, a->finish), *lp = logprobs_of(a);
+    if (lp) /* the whole answer's, with its last chunk */
+        svc_json_set(json_object_array_get_idx(svc_json_arr(last, "choices"), 0), "logprobs", lp);
+    if (send_chunk(s, last) < 0)
         return;
     if (s->in->include_usage) {
         json_object *u = completion_base(a, "chat.completion.chunk", s->created);
@@ -556,9 +508,11 @@ static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
         .model = svc_json_str(rec, "model", ""),
         .content = svc_json_str(rec, "content", ""),
         .finish = svc_json_str(rec, "finish_reason", "stop"),
-        .usage = svc_json_obj(rec, "usage"),
+        .usage = svc_json_copy(svc_json_obj(rec, "usage")),
         .tool_calls = svc_json_arr(rec, "client_tool_calls"),
     };
+    if (!a.usage)
+        a.usage = svc_usage_new(0, 0);
     bool finished;
     json_object *events = NULL;
     if (svc_runs_events(r->cfg, a.run_id, 0, &events, NULL, &finished, NULL) < 0)
@@ -581,6 +535,7 @@ static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
         }
     }
     json_object_put(events);
+    json_object_put(a.usage);
     return 0;
 }
 
@@ -593,6 +548,8 @@ int h_chat(struct http_req *r, struct svc_err *err)
     if (parse_chat(r, &in, err) < 0)
         goto out;
     http_set_session(r, in.t.sid, false);
+    if (!in.stateless && turn_in_continue(&in.t, r->cfg, &r->user) == 1)
+        http_set_session(r, in.t.sid, false);
     json_object *rec = NULL;
     if (svc_idem_sync_decide(r->cfg, &r->user, in.t.sid, r->idempotency_key, &rec) ==
         SVC_IDEM_REPLAY) {

@@ -1,5 +1,7 @@
-/* h_responses: the subset of OpenAI's Responses API that stock clients use (SPEC 4.1):
- * POST /api/v1/responses (also /api/responses) and GET /api/v1/responses/{id}.
+/* h_responses: OpenAI's Responses API as clients and agent frameworks use it (SPEC 4.1, 12,
+ * 15): POST /api/v1/responses (also /api/responses), GET/DELETE /api/v1/responses/{id},
+ * .../input_items, .../cancel and POST .../input_tokens. The input is read by respin.c and
+ * the generation settings by turnin.c; the object echoes them as OpenAI does.
  * The body becomes a core run request and goes through the run lifecycle /api/chat uses
  * (core/session.h: begin, execute with a sink, free), so locks, events, sidecars and the
  * turn line are the same; the answer is rendered as a response object or its event
@@ -7,7 +9,8 @@
  * from any worker.
  * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`
  * (a fork of it up to that response when it is not the newest turn: a branch), else
- * metadata.session_id, session_id, the X-Session-Id header, else a new one. The client sends only
+ * metadata.session_id, session_id, the X-Session-Id header, else the session whose transcript
+ * the input's earlier items equal (turn_in_continue), else a new one. The client sends only
  * the new input: the session holds the history. Tool calls svc executes itself are reported as
  * `svc.event` stream events and stored in the transcript, never returned as function_call items
  * awaiting output; the request's own function tools (SPEC 12.1) are: their calls end the run as
@@ -20,18 +23,19 @@
 #include <string.h>
 
 #include "access.h"
+#include "conversation.h"
 #include "fork.h"
 #include "handlers.h"
 #include "idem.h"
 #include "jsonx.h"
 #include "log.h"
-#include "openai.h"
-#include "parts.h"
 #include "query.h"
+#include "respin.h"
 #include "responses.h"
 #include "runs.h"
 #include "session.h"
 #include "store.h"
+#include "tools.h"
 #include "toolsin.h"
 #include "turnin.h"
 #include "util.h"
@@ -44,6 +48,7 @@ struct resp_in {
     json_object *prev;        /* owned: the stored response previous_response_id names */
     json_object *branch;      /* owned: the summary of the session forked from it, or NULL */
     const char *prev_id;      /* borrowed */
+    const char *conv;         /* borrowed: the conversation the request named, or NULL */
     const char *instructions; /* borrowed */
     json_object *metadata;    /* borrowed */
     json_object *mcp;         /* owned: the "type": "mcp" tools as run specs (toolsin.h) */
@@ -61,382 +66,6 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->mcp_shown);
 }
 
-/* An input item as input_items lists it: typed, with an id, message text as parts. */
-static json_object *input_item(json_object *item)
-{
-    json_object *o = svc_json_copy(item);
-    if (!svc_json_str(o, "type", NULL))
-        svc_json_set_str(o, "type", "message");
-    const char *type = svc_json_str(o, "type", "message");
-    json_object *content = NULL;
-    json_object_object_get_ex(o, "content", &content);
-    if (strcmp(type, "message") == 0 && json_object_is_type(content, json_type_string)) {
-        bool out = strcmp(svc_json_str(o, "role", ""), "assistant") == 0;
-        json_object *part = json_object_new_object();
-        svc_json_set_str(part, "type", out ? "output_text" : "input_text");
-        svc_json_set_str(part, "text", json_object_get_string(content));
-        json_object *parts = json_object_new_array();
-        json_object_array_add(parts, part);
-        svc_json_set(o, "content", parts);
-    }
-    bool ref = strcmp(type, "item_reference") == 0;
-    if (!ref && !svc_json_str(o, "id", NULL)) {
-        char id[48];
-        svc_responses_new_id(strcmp(type, "message") == 0 ? "msg_" : "fco_", id, sizeof id);
-        svc_json_set_str(o, "id", id);
-    }
-    if (!ref && !svc_json_str(o, "status", NULL))
-        svc_json_set_str(o, "status", "completed");
-    return o;
-}
-
-/* The input as items: a string is one user message. */
-static json_object *input_items_of(json_object *input)
-{
-    json_object *items = json_object_new_array();
-    if (json_object_is_type(input, json_type_string)) {
-        json_object *m = json_object_new_object();
-        svc_json_set_str(m, "role", "user");
-        svc_json_set(m, "content", json_object_get(input));
-        json_object_array_add(items, input_item(m));
-        json_object_put(m);
-        return items;
-    }
-    for (size_t i = 0; i < json_object_array_length(input); i++)
-        json_object_array_add(items, input_item(json_object_array_get_idx(input, i)));
-    return items;
-}
-
-/* A string without NUL bytes: 0, or -1 with 422 invalid_field. */
-static int text_ok(json_object *v, const char *param, struct svc_err *err)
-{
-    if (!json_object_is_type(v, json_type_string))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a string", param);
-    if (strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must not contain NUL", param);
-    return 0;
-}
-
-/* The text of an input item's content: a string, or the text parts (input_text,
- * output_text, text) of a list, joined by newlines; other parts (images, files) carry no
- * text and are left out. *out is heap. */
-static int content_text(json_object *content, const char *param, char **out, struct svc_err *err)
-{
-    *out = NULL;
-    if (json_object_is_type(content, json_type_string)) {
-        if (text_ok(content, param, err) < 0)
-            return -1;
-        *out = svc_xstrdup(json_object_get_string(content));
-        return 0;
-    }
-    if (!json_object_is_type(content, json_type_array))
-        return svc_err_setp(err, content ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, param,
-                            "'%s' must be a string or a list of content parts", param);
-    struct svc_buf b;
-    svc_buf_init(&b);
-    for (size_t k = 0; k < json_object_array_length(content); k++) {
-        json_object *part = json_object_array_get_idx(content, k), *text = NULL;
-        char pp[160];
-        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
-        const char *type = NULL;
-        if (!json_object_is_type(part, json_type_object)) {
-            svc_buf_free(&b);
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
-        }
-        char tp[176];
-        snprintf(tp, sizeof tp, "%s.type", pp);
-        if (http_field_str(part, "type", tp, true, &type, err) < 0) {
-            svc_buf_free(&b);
-            return -1;
-        }
-        if (strcmp(type, "input_text") != 0 && strcmp(type, "output_text") != 0 &&
-            strcmp(type, "text") != 0)
-            continue;
-        snprintf(tp, sizeof tp, "%s.text", pp);
-        json_object_object_get_ex(part, "text", &text);
-        if (text_ok(text, tp, err) < 0) {
-            svc_buf_free(&b);
-            return -1;
-        }
-        if (b.len)
-            svc_buf_adds(&b, "\n");
-        svc_buf_adds(&b, json_object_get_string(text));
-    }
-    *out = b.data ? svc_buf_steal(&b) : svc_xstrdup("");
-    return 0;
-}
-
-/* A function_call item as the chat message it stands for: an assistant tool_calls entry,
- * added to msgs' last message when that is an assistant's (parallel calls). */
-static int function_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
-{
-    const char *id = NULL, *name = NULL, *args = NULL;
-    char p[3][96];
-    snprintf(p[0], sizeof p[0], "input[%zu].call_id", i);
-    snprintf(p[1], sizeof p[1], "input[%zu].name", i);
-    snprintf(p[2], sizeof p[2], "input[%zu].arguments", i);
-    if (http_field_str(item, "call_id", p[0], true, &id, err) < 0 ||
-        http_field_str(item, "name", p[1], true, &name, err) < 0 ||
-        http_field_str(item, "arguments", p[2], false, &args, err) < 0)
-        return -1;
-    size_t n = json_object_array_length(msgs);
-    json_object *m = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
-    if (!m || strcmp(svc_json_str(m, "role", ""), "assistant") != 0) {
-        m = json_object_new_object();
-        svc_json_set_str(m, "role", "assistant");
-        svc_json_set(m, "content", NULL);
-        json_object_array_add(msgs, m);
-    }
-    json_object *calls = svc_json_arr(m, "tool_calls");
-    if (!calls) {
-        calls = json_object_new_array();
-        svc_json_set(m, "tool_calls", calls);
-    }
-    json_object *fn = json_object_new_object();
-    svc_json_set_str(fn, "name", name);
-    svc_json_set_str(fn, "arguments", args ? args : "{}");
-    json_object *tc = json_object_new_object();
-    svc_json_set_str(tc, "id", id);
-    svc_json_set_str(tc, "type", "function");
-    svc_json_set(tc, "function", fn);
-    json_object_array_add(calls, tc);
-    return 0;
-}
-
-/* A function_call_output item as a role "tool" chat message (param: where it was). */
-static int function_output_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
-{
-    const char *id = NULL;
-    json_object *output = NULL;
-    char p[96], q[96];
-    snprintf(p, sizeof p, "input[%zu].call_id", i);
-    snprintf(q, sizeof q, "input[%zu].output", i);
-    if (http_field_str(item, "call_id", p, true, &id, err) < 0)
-        return -1;
-    json_object_object_get_ex(item, "output", &output);
-    char *text = NULL;
-    if (content_text(output, q, &text, err) < 0)
-        return -1;
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "tool");
-    svc_json_set_str(m, "tool_call_id", id);
-    svc_json_set_str(m, "content", text);
-    svc_json_set_str(m, "param", p);
-    json_object_array_add(msgs, m);
-    free(text);
-    return 0;
-}
-
-/* The trailing function_call_output items of msgs[end, n) as tool results. */
-static json_object *results_of(json_object *msgs, size_t end)
-{
-    json_object *out = json_object_new_array();
-    for (size_t i = end; i < json_object_array_length(msgs); i++) {
-        json_object *m = json_object_array_get_idx(msgs, i);
-        json_object *r = json_object_new_object();
-        svc_json_set_str(r, "call_id", svc_json_str(m, "tool_call_id", ""));
-        svc_json_set_str(r, "output", svc_json_str(m, "content", ""));
-        svc_json_set_str(r, "param", svc_json_str(m, "param", "input"));
-        json_object *approve = NULL;
-        if (json_object_object_get_ex(m, "approve", &approve))
-            svc_json_set(r, "approve", json_object_get(approve));
-        json_object_array_add(out, r);
-    }
-    return out;
-}
-
-/* A message item as the chat message it stands for ({role, content} with its text; a user
- * message's images and files as chat parts). */
-static int message_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
-                      struct svc_err *err)
-{
-    static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
-    const char *role = NULL;
-    json_object *content = NULL;
-    char p[96];
-    snprintf(p, sizeof p, "input[%zu].role", i);
-    if (http_field_str(item, "role", p, true, &role, err) < 0)
-        return -1;
-    bool known = false;
-    for (int k = 0; roles[k]; k++)
-        known = known || strcmp(role, roles[k]) == 0;
-    if (!known)
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                            "'%s' must be user, assistant, system or developer", p);
-    snprintf(p, sizeof p, "input[%zu].content", i);
-    json_object_object_get_ex(item, "content", &content);
-    char *text = NULL;
-    json_object *parts = NULL;
-    if (content_text(content, p, &text, err) < 0 ||
-        (strcmp(role, "user") == 0 && resp_media_parts(r, content, p, &parts, err) < 0)) {
-        free(text);
-        return -1;
-    }
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", role);
-    if (parts)
-        svc_json_set(m, "content", parts);
-    else
-        svc_json_set_str(m, "content", text);
-    json_object_array_add(msgs, m);
-    free(text);
-    return 0;
-}
-
-/* An mcp_approval_response item (SPEC 16) as the answer to the call it approves or declines:
- * a role "tool" message with "approve", like a function_call_output. */
-static int approval_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
-{
-    const char *id = NULL;
-    bool approve = false;
-    char p[96], q[96];
-    snprintf(p, sizeof p, "input[%zu].approval_request_id", i);
-    snprintf(q, sizeof q, "input[%zu].approve", i);
-    json_object *v = NULL;
-    if (http_field_str(item, "approval_request_id", p, true, &id, err) < 0)
-        return -1;
-    if (!json_object_object_get_ex(item, "approve", &v) ||
-        !json_object_is_type(v, json_type_boolean))
-        return svc_err_setp(err, v ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, q,
-                            "'%s' must be true or false", q);
-    approve = json_object_get_boolean(v);
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "tool");
-    svc_json_set_str(m, "tool_call_id", strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id);
-    svc_json_set_bool(m, "approve", approve);
-    svc_json_set_str(m, "param", p);
-    json_object_array_add(msgs, m);
-    return 0;
-}
-
-/* An mcp_call item a client sends back (a stateless history): the call and its result, as
- * a function_call and its output. */
-static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
-{
-    const char *label = NULL, *name = NULL, *id = NULL;
-    char p[96], *full = NULL;
-    snprintf(p, sizeof p, "input[%zu].server_label", i);
-    if (http_field_str(item, "server_label", p, true, &label, err) < 0)
-        return -1;
-    snprintf(p, sizeof p, "input[%zu].name", i);
-    if (http_field_str(item, "name", p, true, &name, err) < 0)
-        return -1;
-    snprintf(p, sizeof p, "input[%zu].id", i);
-    if (http_field_str(item, "id", p, true, &id, err) < 0)
-        return -1;
-    json_object *call = svc_json_copy(item), *out = json_object_new_object();
-    svc_xasprintf(&full, "%s__%s", label, name);
-    svc_json_set_str(call, "name", full);
-    svc_json_set_str(call, "call_id", id);
-    svc_json_set_str(out, "call_id", id);
-    const char *error = svc_json_str(item, "error", NULL);
-    svc_json_set_str(out, "output", error ? error : svc_json_str(item, "output", ""));
-    int rc =
-        function_call_item(call, i, msgs, err) < 0 || function_output_item(out, i, msgs, err) < 0
-            ? -1
-            : 0;
-    free(full);
-    json_object_put(call);
-    json_object_put(out);
-    return rc;
-}
-
-/* One input item appended to msgs as chat messages, by its type. */
-static int item_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
-                   struct svc_err *err)
-{
-    char p[96];
-    const char *type = NULL;
-    snprintf(p, sizeof p, "input[%zu]", i);
-    if (!json_object_is_type(item, json_type_object))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
-    snprintf(p, sizeof p, "input[%zu].type", i);
-    if (http_field_str(item, "type", p, false, &type, err) < 0)
-        return -1;
-    if (!type || strcmp(type, "message") == 0)
-        return message_in(r, item, i, msgs, err);
-    if (strcmp(type, "item_reference") == 0 || strcmp(type, "mcp_list_tools") == 0 ||
-        strcmp(type, "mcp_approval_request") == 0)
-        return 0; /* what the session holds, or a listing (SPEC 16) */
-    if (strcmp(type, "mcp_approval_response") == 0)
-        return approval_item(item, i, msgs, err);
-    if (strcmp(type, "mcp_call") == 0)
-        return mcp_call_item(item, i, msgs, err);
-    if (strcmp(type, "compaction") == 0)
-        return resp_compaction_in(r, item, i, msgs, err);
-    if (strcmp(type, "function_call") == 0)
-        return function_call_item(item, i, msgs, err);
-    if (strcmp(type, "function_call_output") == 0)
-        return function_output_item(item, i, msgs, err);
-    return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                        "'%s' must be message, function_call, function_call_output or compaction, "
-                        "not %.64s",
-                        p, type);
-}
-
-/* `input`: a string, or a list of items: messages ({"role", "content"}, "type": "message"
- * optional), function_call and function_call_output items (SPEC 12.1). The last user
- * message with text is the input, unless function_call_output items end the list: they
- * answer the pending client tool calls. What comes before is history (imported on a
- * session's first run, as for /api/chat). item_reference items point at what the session
- * already holds and are skipped; other item types are refused. */
-static int parse_input(struct http_req *r, struct resp_in *in, json_object *input,
-                       struct svc_err *err)
-{
-    if (!input)
-        return svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "'input' is required");
-    if (json_object_is_type(input, json_type_string)) {
-        if (text_ok(input, "input", err) < 0)
-            return -1;
-        if (!*json_object_get_string(input))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, "input", "'input' must not be empty");
-        in->t.input = svc_xstrdup(json_object_get_string(input));
-        return 0;
-    }
-    if (!json_object_is_type(input, json_type_array))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, "input",
-                            "'input' must be a string or a list of messages");
-    json_object *msgs = json_object_new_array();
-    int rc = -1;
-    for (size_t i = 0; i < json_object_array_length(input); i++)
-        if (item_in(r, json_object_array_get_idx(input, i), i, msgs, err) < 0)
-            goto out;
-    size_t n = json_object_array_length(msgs), end = n;
-    long last = -1;
-    for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(msgs, i);
-        if (strcmp(svc_json_str(m, "role", ""), "user") == 0 &&
-            (*svc_json_str(m, "content", "") || svc_json_arr(m, "content")))
-            last = (long)i;
-    }
-    while (end > 0 &&
-           strcmp(svc_json_str(json_object_array_get_idx(msgs, end - 1), "role", ""), "tool") == 0)
-        end--;
-    if (end < n) { /* trailing results, no new input */
-        in->t.results = results_of(msgs, end);
-        last = (long)end;
-    } else if (last < 0) {
-        svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "no user message with text in 'input'");
-        goto out;
-    } else {
-        json_object *m = json_object_array_get_idx(msgs, (size_t)last),
-                    *parts = svc_json_arr(m, "content");
-        in->t.input =
-            parts ? svc_openai_content_text(parts) : svc_xstrdup(svc_json_str(m, "content", ""));
-        in->t.input_content = parts ? json_object_get(parts) : NULL;
-    }
-    if (last > 0) {
-        in->t.history = json_object_new_array();
-        for (long i = 0; i < last; i++)
-            json_object_array_add(in->t.history,
-                                  json_object_get(json_object_array_get_idx(msgs, (size_t)i)));
-    }
-    rc = 0;
-out:
-    json_object_put(msgs);
-    return rc;
-}
-
 /* metadata: an object of strings (OpenAI's rule); event_format, locale, channel and
  * session_id are read from it. */
 static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err *err)
@@ -452,7 +81,7 @@ static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err 
     {
         char p[96];
         snprintf(p, sizeof p, "metadata.%.64s", key);
-        if (text_ok(val, p, err) < 0)
+        if (turn_in_text(val, p, err) < 0)
             return -1;
     }
     if (http_field_str(meta, "session_id", "metadata.session_id", false, msid, err) < 0 ||
@@ -476,7 +105,7 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
         return 0;
     if (json_object_is_type(v, json_type_object))
         return http_field_str(v, "id", "conversation.id", true, out, err);
-    if (text_ok(v, "conversation", err) < 0)
+    if (turn_in_text(v, "conversation", err) < 0)
         return -1;
     *out = json_object_get_string(v);
     return 0;
@@ -554,13 +183,15 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                            err) < 0 ||
         parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
         toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0 ||
-        toolsin_mcp(r->cfg, &r->user, b, &in->mcp, &in->mcp_shown, err) < 0)
+        toolsin_mcp(r->cfg, &r->user, b, &in->mcp, &in->mcp_shown, err) < 0 ||
+        turn_in_settings(&in->t, TURN_RESP, err) < 0)
         return -1;
+    in->conv = conv;
     json_object_object_get_ex(b, "input", &input);
-    if (parse_input(r, in, input, err) < 0 || parse_truncation(in, err) < 0 ||
+    if (respin_input(r, &in->t, input, err) < 0 || parse_truncation(in, err) < 0 ||
         resp_context_management(in->t.body, &in->t.compact_threshold, err) < 0)
         return -1;
-    in->items = input_items_of(input);
+    in->items = respin_items(input);
     if (!in->store && (conv || in->prev_id))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "store",
                             "'store': false runs without a session: send the whole input instead "
@@ -611,21 +242,24 @@ struct resp_ctx {
     char id[SVC_RESPONSE_ID_LEN];
     char msg_id[48];
     int64_t created_at;
-    int64_t seq;  /* the next event's sequence_number */
-    int64_t from; /* events numbered below it are not sent (a resumed stream) */
+    int64_t seq;       /* the next event's sequence_number */
+    int64_t from;      /* events numbered below it are not sent (a resumed stream) */
+    bool msg_open;     /* streaming: the message item was announced */
+    int64_t msg_index; /* its output index */
+    int64_t next;      /* streaming: the next output index */
 };
 _Static_assert(offsetof(struct resp_ctx, r) == 0, "the sink's helpers read r first");
 
-static json_object *usage_of(int64_t p, int64_t c)
+static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reasoning)
 {
     json_object *u = json_object_new_object();
     svc_json_set_int(u, "input_tokens", p);
     json_object *idet = json_object_new_object();
-    svc_json_set_int(idet, "cached_tokens", 0);
+    svc_json_set_int(idet, "cached_tokens", cached);
     svc_json_set(u, "input_tokens_details", idet);
     svc_json_set_int(u, "output_tokens", c);
     json_object *odet = json_object_new_object();
-    svc_json_set_int(odet, "reasoning_tokens", 0);
+    svc_json_set_int(odet, "reasoning_tokens", reasoning);
     svc_json_set(u, "output_tokens_details", odet);
     svc_json_set_int(u, "total_tokens", p + c);
     return u;
@@ -656,13 +290,15 @@ static json_object *message_item(const char *msg_id, const char *text, const cha
     return m;
 }
 
-/* The function_call item of a client tool call (an OpenAI tool_calls entry); its id is
- * derived from the call's, so the streamed item and the stored one agree. */
-static json_object *function_call_out(json_object *tc, bool done)
+/* The function_call item of a client tool call (an OpenAI tool_calls entry, the k-th of the
+ * response): its id, fc_<the response's hex>_<k>, is the same streamed and stored, and an
+ * item_reference to it finds the response. */
+static json_object *function_call_out(const struct resp_ctx *c, json_object *tc, size_t k,
+                                      bool done)
 {
     json_object *fn = svc_json_obj(tc, "function");
-    char id[160];
-    snprintf(id, sizeof id, "fc_%s", svc_json_str(tc, "id", ""));
+    char id[64];
+    snprintf(id, sizeof id, "fc_%s_%zu", c->id + 5, k);
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "id", id);
     svc_json_set_str(o, "type", "function_call");
@@ -671,6 +307,15 @@ static json_object *function_call_out(json_object *tc, bool done)
     svc_json_set_str(o, "name", svc_json_str(fn, "name", ""));
     svc_json_set_str(o, "arguments", done ? svc_json_str(fn, "arguments", "{}") : "");
     return o;
+}
+
+/* Whether the output has a message item: text came, or nothing else did (SPEC 15: a
+ * streamed turn has the same items as a plain one, no empty message before its calls). */
+static bool has_message(const struct svc_run_answer *a, const struct svc_err *failure)
+{
+    bool text = a->content && *a->content;
+    size_t nc = failure || !a->client_calls ? 0 : json_object_array_length(a->client_calls);
+    return failure ? text : text || nc == 0;
 }
 
 /* The request's remote MCP server a tool name ("<label>__<tool>") belongs to: its label
@@ -730,66 +375,117 @@ static json_object *mcp_call_out(json_object *events, json_object *ev, const cha
     return o;
 }
 
-/* The MCP items of a run (SPEC 16), in order: each server's mcp_list_tools, each call's
- * mcp_call. */
-static void mcp_items(const struct resp_ctx *c, const struct svc_run_answer *a, json_object *out)
+/* The output item a run event stands for (SPEC 16): a server's mcp_list_tools, a remote
+ * call's mcp_call; NULL for any other event. events: the run's, up to ev at least. */
+static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events, json_object *ev)
 {
-    const char *tool = NULL, *label;
-    for (size_t i = 0; c->in->mcp && i < json_object_array_length(a->events); i++) {
-        json_object *ev = json_object_array_get_idx(a->events, i);
-        const char *type = svc_json_str(ev, "type", "");
-        if (strcmp(type, "mcp_list_tools") == 0) {
-            char id[160];
-            json_object *o = json_object_new_object();
-            snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, svc_json_str(ev, "server_label", ""));
-            svc_json_set_str(o, "id", id);
-            svc_json_set_str(o, "type", "mcp_list_tools");
-            svc_json_set_str(o, "server_label", svc_json_str(ev, "server_label", ""));
-            svc_json_set(o, "tools", json_object_get(svc_json_arr(ev, "tools")));
-            svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
-            json_object_array_add(out, o);
-        } else if (strcmp(type, "tool_result") == 0 &&
-                   (label = mcp_label_of(c, svc_json_str(ev, "tool", ""), &tool))) {
-            json_object_array_add(out, mcp_call_out(a->events, ev, label, tool));
-        }
+    const char *type = svc_json_str(ev, "type", ""), *tool = NULL, *label;
+    if (!c->in->mcp)
+        return NULL;
+    if (strcmp(type, "mcp_list_tools") == 0) {
+        char id[160];
+        json_object *o = json_object_new_object();
+        snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, svc_json_str(ev, "server_label", ""));
+        svc_json_set_str(o, "id", id);
+        svc_json_set_str(o, "type", "mcp_list_tools");
+        svc_json_set_str(o, "server_label", svc_json_str(ev, "server_label", ""));
+        svc_json_set(o, "tools", json_object_get(svc_json_arr(ev, "tools")));
+        svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
+        return o;
     }
+    if (strcmp(type, "tool_result") == 0 &&
+        (label = mcp_label_of(c, svc_json_str(ev, "tool", ""), &tool)))
+        return mcp_call_out(events, ev, label, tool);
+    return NULL;
 }
 
-/* A call the run ended on: a function_call item, or an mcp_approval_request item. */
-static json_object *call_out(const struct resp_ctx *c, json_object *tc)
+/* A call the run ended on (the k-th): a function_call item, or an mcp_approval_request. */
+static json_object *call_out(const struct resp_ctx *c, json_object *tc, size_t k)
 {
     const char *tool = NULL;
     const char *label =
         mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool);
-    return label ? approval_out(tc, label, tool) : function_call_out(tc, true);
+    return label ? approval_out(tc, label, tool) : function_call_out(c, tc, k, true);
 }
 
-/* The output of an ended run: the MCP items, the message, then an item per call awaiting its
- * result or approval. A stream has its message first: its events went out at index 0. */
+/* The output of an ended run, in the order things happened (a stream announces them so, and
+ * SPEC 15 wants the same items either way): the MCP items and the message where its first
+ * text came (at the end when it had none), then an item per call awaiting its result or
+ * approval. */
 static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
-                                 const struct svc_err *failure)
+                                 const char *status, const struct svc_err *failure)
 {
-    json_object *output = json_object_new_array();
-    const char *text = a->content;
+    json_object *output = json_object_new_array(), *m = NULL;
+    json_object *calls = failure ? NULL : a->client_calls;
+    size_t nc = calls ? json_object_array_length(calls) : 0;
     /* the window this run compacted (context_management, SPEC 15) */
     json_object *compacted = a->summary && c->in->t.compact_threshold > 0
                                  ? resp_compaction_item(c->r, a->summary, NULL)
                                  : NULL;
     if (compacted)
         json_object_array_add(output, compacted);
-    json_object *calls = failure ? NULL : a->client_calls;
-    size_t nc = calls ? json_object_array_length(calls) : 0;
-    bool has_text = text && *text;
-    if (!c->in->t.stream)
-        mcp_items(c, a, output);
-    if ((!failure || has_text) && (c->in->t.stream || nc == 0 || has_text))
-        json_object_array_add(output,
-                              message_item(c->msg_id, text, failure ? "incomplete" : "completed"));
-    if (c->in->t.stream)
-        mcp_items(c, a, output);
+    if (has_message(a, failure)) {
+        m = message_item(c->msg_id, a->content, failure ? "incomplete" : status);
+        json_object *part = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
+        svc_json_set(part, "logprobs",
+                     a->logprobs ? svc_json_copy(a->logprobs) : json_object_new_array());
+    }
+    for (size_t i = 0; i < json_object_array_length(a->events); i++) {
+        json_object *ev = json_object_array_get_idx(a->events, i), *item;
+        if (m && strcmp(svc_json_str(ev, "type", ""), "delta") == 0) {
+            json_object_array_add(output, m);
+            m = NULL;
+        } else if ((item = mcp_event_item(c, a->events, ev))) {
+            json_object_array_add(output, item);
+        }
+    }
+    if (m)
+        json_object_array_add(output, m);
     for (size_t i = 0; i < nc; i++)
-        json_object_array_add(output, call_out(c, json_object_array_get_idx(calls, i)));
+        json_object_array_add(output, call_out(c, json_object_array_get_idx(calls, i), i));
     return output;
+}
+
+/* The status of an ended run's response: incomplete when the model stopped at the token
+ * limit (SPEC 15), else completed or failed. */
+static const char *ended_status(const struct resp_ctx *c, const struct svc_err *failure)
+{
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
+    return failure ? "failed" : strcmp(a.finish_reason, "length") == 0 ? "incomplete" : "completed";
+}
+
+/* The settings the object echoes as OpenAI does (SPEC 15): what the request gave, else
+ * OpenAI's defaults. */
+static void echo_settings(json_object *o, json_object *b)
+{
+    static const char *const keys[] = {
+        "top_p",         "top_logprobs", "service_tier", "prompt_cache_key", "safety_identifier",
+        "max_tool_calls"};
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+        json_object *v = NULL;
+        json_object_object_get_ex(b, keys[i], &v);
+        svc_json_set(o, keys[i], json_object_get(v));
+    }
+    json_object *v = NULL;
+    svc_json_set_bool(o, "parallel_tool_calls", true);
+    if (json_object_object_get_ex(b, "parallel_tool_calls", &v) && v)
+        svc_json_set(o, "parallel_tool_calls", json_object_get(v));
+    json_object *reasoning = json_object_new_object(), *text = json_object_new_object();
+    svc_json_set_str(reasoning, "effort",
+                     svc_json_str(svc_json_obj(b, "reasoning"), "effort", NULL));
+    svc_json_set(reasoning, "summary", NULL);
+    svc_json_set(o, "reasoning", reasoning);
+    json_object *fmt = svc_json_obj(svc_json_obj(b, "text"), "format");
+    if (fmt) {
+        svc_json_set(text, "format", svc_json_copy(fmt));
+    } else {
+        svc_json_set(text, "format", json_object_new_object());
+        svc_json_set_str(svc_json_obj(text, "format"), "type", "text");
+    }
+    svc_json_set_str(text, "verbosity",
+                     svc_json_str(svc_json_obj(b, "text"), "verbosity", "medium"));
+    svc_json_set(o, "text", text);
 }
 
 /* The request's tools as the Responses API shows them. */
@@ -826,34 +522,37 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     } else {
         svc_json_set(o, "error", NULL);
     }
-    svc_json_set(o, "incomplete_details", NULL);
+    json_object *why = NULL;
+    if (strcmp(status, "incomplete") == 0) {
+        why = json_object_new_object();
+        svc_json_set_str(why, "reason", "max_output_tokens");
+    }
+    svc_json_set(o, "incomplete_details", why);
     svc_json_set_str(o, "instructions", in->instructions);
     svc_json_set(o, "max_output_tokens",
                  in->t.has_max_tokens ? json_object_new_int64(in->t.max_tokens) : NULL);
     svc_json_set_str(o, "model", a.model);
-    svc_json_set(o, "output", ended ? output_items(c, &a, failure) : json_object_new_array());
-    svc_json_set_bool(o, "parallel_tool_calls", true);
+    svc_json_set(o, "output",
+                 ended ? output_items(c, &a, status, failure) : json_object_new_array());
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
     svc_json_set(o, "temperature",
                  in->t.has_temperature ? json_object_new_double(in->t.temperature) : NULL);
-    json_object *fmt = json_object_new_object();
-    svc_json_set_str(fmt, "type", "text");
-    json_object *textcfg = json_object_new_object();
-    svc_json_set(textcfg, "format", fmt);
-    svc_json_set(o, "text", textcfg);
+    echo_settings(o, in->t.body);
     svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
     json_object *tools = tools_shown(in->t.tools);
     for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
         json_object_array_add(tools, json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
     svc_json_set(o, "tools", tools);
-    svc_json_set(o, "top_p", NULL);
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
-    svc_json_set(o, "usage", ended ? usage_of(a.prompt_tokens, a.completion_tokens) : NULL);
+    svc_json_set(
+        o, "usage",
+        ended ? usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.reasoning_tokens)
+              : NULL);
     svc_json_set_str(o, "user", in->t.user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    if (c->r->cfg->sessions.enabled && in->store) {
+    if (in->conv) { /* SPEC 15: null unless the request named one */
         json_object *conv = json_object_new_object();
         svc_json_set_str(conv, "id", a.session_id);
         svc_json_set(o, "conversation", conv);
@@ -900,7 +599,8 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
 {
     int rc = svc_run_execute(c->run, NULL, err);
-    json_object *resp = response_object(c, rc == 0 ? "completed" : "failed", rc == 0 ? NULL : err);
+    json_object *resp =
+        response_object(c, ended_status(c, rc == 0 ? NULL : err), rc == 0 ? NULL : err);
     keep_response(c, resp, rc == 0 ? NULL : err);
     if (rc == 0)
         http_send_json(c->r, 200, resp);
@@ -954,52 +654,81 @@ static json_object *at_part(const struct resp_ctx *c)
 {
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "item_id", c->msg_id);
-    svc_json_set_int(o, "output_index", 0);
+    svc_json_set_int(o, "output_index", c->msg_index);
     svc_json_set_int(o, "content_index", 0);
     return o;
 }
 
-/* The opening events of a streamed answer: created and in_progress with pending (the
- * response before its output, taken), the message item and its text part added. */
+/* The opening events of a stream: created and in_progress with pending (the response
+ * before its output, taken). */
 static int emit_opening(struct resp_ctx *c, json_object *pending)
 {
+    static const char *const types[] = {"response.created", "response.in_progress"};
+    json_object *objs[] = {with_response(json_object_get(pending)), with_response(pending)};
+    return emit_seq(c, 2, types, objs);
+}
+
+/* The message item announced (output_item.added, content_part.added) before its first
+ * text: a turn with no text has none (SPEC 15). 0, or -1 when the client is gone. */
+static int open_message(struct resp_ctx *c)
+{
+    if (c->msg_open)
+        return 0;
+    c->msg_open = true;
+    c->msg_index = c->next++;
     json_object *item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
+    svc_json_set_int(item, "output_index", c->msg_index);
     svc_json_set(item, "item", message_item(c->msg_id, NULL, "in_progress"));
     json_object *part = at_part(c);
     svc_json_set(part, "part", text_part(""));
-    static const char *const types[] = {"response.created", "response.in_progress",
-                                        "response.output_item.added",
+    static const char *const types[] = {"response.output_item.added",
                                         "response.content_part.added"};
-    json_object *objs[] = {with_response(json_object_get(pending)), with_response(pending), item,
-                           part};
-    return emit_seq(c, 4, types, objs);
+    json_object *objs[] = {item, part};
+    return emit_seq(c, 2, types, objs);
 }
 
-/* The events that close the message's text (its whole text). */
-static int emit_closing(struct resp_ctx *c, const char *text)
-{
-    json_object *done = at_part(c);
-    svc_json_set_str(done, "text", text);
-    svc_json_set(done, "logprobs", json_object_new_array());
-    json_object *part = at_part(c);
-    svc_json_set(part, "part", text_part(text));
-    json_object *item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
-    svc_json_set(item, "item", message_item(c->msg_id, text, "completed"));
-    static const char *const types[] = {"response.output_text.done", "response.content_part.done",
-                                        "response.output_item.done"};
-    json_object *objs[] = {done, part, item};
-    return emit_seq(c, 3, types, objs);
-}
-
-/* A delta of the message's text. */
+/* A delta of the message's text, the message announced first if it was not. */
 static int emit_delta(struct resp_ctx *c, const char *text)
 {
+    if (open_message(c) < 0)
+        return -1;
     json_object *o = at_part(c);
     svc_json_set_str(o, "delta", text);
     svc_json_set(o, "logprobs", json_object_new_array());
     return emit(c, "response.output_text.delta", o);
+}
+
+/* The message item's closing events, with item's text and logprobs (the item as stored;
+ * NULL: an empty text). */
+static int emit_closing(struct resp_ctx *c, json_object *item)
+{
+    json_object *m = item ? json_object_get(item) : message_item(c->msg_id, "", "completed");
+    json_object *part = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
+    json_object *lp = svc_json_arr(part, "logprobs");
+    json_object *done = at_part(c), *pdone = at_part(c), *idone = json_object_new_object();
+    svc_json_set_str(done, "text", svc_json_str(part, "text", ""));
+    svc_json_set(done, "logprobs", lp ? json_object_get(lp) : json_object_new_array());
+    svc_json_set(pdone, "part", json_object_get(part));
+    svc_json_set_int(idone, "output_index", c->msg_index);
+    svc_json_set(idone, "item", m);
+    static const char *const types[] = {"response.output_text.done", "response.content_part.done",
+                                        "response.output_item.done"};
+    json_object *objs[] = {done, pdone, idone};
+    return emit_seq(c, 3, types, objs);
+}
+
+/* An item that is whole when it appears (an MCP one) at index i: added, then done; item
+ * consumed. 0, or -1 when the client is gone. */
+static int emit_item(struct resp_ctx *c, int64_t i, json_object *item)
+{
+    json_object *objs[2] = {json_object_new_object(), json_object_new_object()};
+    for (int k = 0; k < 2; k++) {
+        svc_json_set_int(objs[k], "output_index", i);
+        svc_json_set(objs[k], "item", json_object_get(item));
+    }
+    json_object_put(item);
+    static const char *const types[] = {"response.output_item.added", "response.output_item.done"};
+    return emit_seq(c, 2, types, objs);
 }
 
 static int on_event(void *ctx, json_object *ev)
@@ -1010,6 +739,11 @@ static int on_event(void *ctx, json_object *ev)
     const char *type = svc_json_str(ev, "type", "");
     if (strcmp(type, "delta") == 0)
         return emit_delta(c, svc_json_str(ev, "text", "")) < 0 ? 1 : 0;
+    struct svc_run_answer a;
+    svc_run_answer(c->run, &a);
+    json_object *item = mcp_event_item(c, a.events, ev);
+    if (item && emit_item(c, c->next++, item) < 0)
+        return 1;
     bool tool = strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0;
     bool end = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
     if (!tool && (!c->in->t.svc_v2 || end))
@@ -1020,54 +754,38 @@ static int on_event(void *ctx, json_object *ev)
     return emit(c, "svc.event", o) < 0 ? 1 : 0;
 }
 
-/* The client tool calls the run ended on, each as an output item from index 1 with its
- * arguments in one delta. 0, or -1 when the client is gone. */
-static int emit_calls(struct resp_ctx *c)
+/* The response's output items a stream has not announced yet, at their output index: the
+ * calls the run ended on (function_call: its four events, the arguments in one delta;
+ * mcp_approval_request: added and done) and, replaying (all), the MCP items too. 0, or -1
+ * when the client is gone. */
+static int emit_calls(struct resp_ctx *c, json_object *resp, bool all)
 {
-    struct svc_run_answer a;
-    svc_run_answer(c->run, &a);
-    json_object *calls = a.client_calls, *mcp = json_object_new_array();
-    mcp_items(c, &a, mcp); /* then the MCP items (SPEC 16), each added and done */
-    for (size_t i = 0; i < json_object_array_length(calls); i++) {
-        json_object *tc = json_object_array_get_idx(calls, i);
-        const char *tool = NULL;
-        if (mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool))
-            json_object_array_add(mcp, call_out(c, tc));
-    }
-    size_t nm = json_object_array_length(mcp), at = 1;
-    for (size_t i = 0; i < nm; i++, at++) {
-        json_object *objs[2] = {json_object_new_object(), json_object_new_object()};
-        for (int k = 0; k < 2; k++) {
-            svc_json_set_int(objs[k], "output_index", (int64_t)at);
-            svc_json_set(objs[k], "item", json_object_get(json_object_array_get_idx(mcp, i)));
-        }
-        static const char *const types[] = {"response.output_item.added",
-                                            "response.output_item.done"};
-        if (emit_seq(c, 2, types, objs) < 0) {
-            json_object_put(mcp);
-            return -1;
-        }
-    }
-    json_object_put(mcp);
-    for (size_t i = 0; i < json_object_array_length(calls); i++) {
-        json_object *tc = json_object_array_get_idx(calls, i);
-        const char *tool = NULL;
-        if (mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool))
+    json_object *out = svc_json_arr(resp, "output");
+    for (size_t i = 0; i < json_object_array_length(out); i++) {
+        json_object *item = json_object_array_get_idx(out, i);
+        const char *type = svc_json_str(item, "type", "");
+        if (strcmp(type, "mcp_approval_request") == 0 ||
+            (all && strcmp(type, "message") != 0 && strcmp(type, "function_call") != 0)) {
+            if (emit_item(c, (int64_t)i, json_object_get(item)) < 0)
+                return -1;
             continue;
-        json_object *item = function_call_out(tc, true);
+        }
+        if (strcmp(type, "function_call") != 0)
+            continue;
         const char *args = svc_json_str(item, "arguments", "{}");
-        json_object *objs[4];
+        json_object *objs[4], *added = svc_json_copy(item);
+        svc_json_set_str(added, "status", "in_progress");
+        svc_json_set_str(added, "arguments", "");
         for (int k = 0; k < 4; k++) {
             objs[k] = json_object_new_object();
-            svc_json_set_int(objs[k], "output_index", (int64_t)at);
+            svc_json_set_int(objs[k], "output_index", (int64_t)i);
         }
-        at++;
-        svc_json_set(objs[0], "item", function_call_out(tc, false));
+        svc_json_set(objs[0], "item", added);
         svc_json_set_str(objs[1], "item_id", svc_json_str(item, "id", ""));
         svc_json_set_str(objs[1], "delta", args);
         svc_json_set_str(objs[2], "item_id", svc_json_str(item, "id", ""));
         svc_json_set_str(objs[2], "arguments", args);
-        svc_json_set(objs[3], "item", item);
+        svc_json_set(objs[3], "item", json_object_get(item));
         static const char *const types[] = {
             "response.output_item.added", "response.function_call_arguments.delta",
             "response.function_call_arguments.done", "response.output_item.done"};
@@ -1075,6 +793,26 @@ static int emit_calls(struct resp_ctx *c)
             return -1;
     }
     return 0;
+}
+
+/* The rest of a stream once the run ended: the message item (announced now if no text
+ * came; text, when not NULL, its text in one delta), the calls (all: every other item, a
+ * replay), then response.completed (response.incomplete at the token limit) with resp,
+ * which is consumed. */
+static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, const char *text, bool all)
+{
+    json_object *out = svc_json_arr(resp, "output");
+    bool ok =
+        !msg ||
+        (open_message(c) == 0 && (!text || emit_delta(c, text) == 0) &&
+         emit_closing(c, out ? json_object_array_get_idx(out, (size_t)c->msg_index) : NULL) == 0);
+    if (ok && emit_calls(c, resp, all) == 0)
+        emit(c,
+             strcmp(svc_json_str(resp, "status", ""), "incomplete") == 0 ? "response.incomplete"
+                                                                         : "response.completed",
+             with_response(resp));
+    else
+        json_object_put(resp);
 }
 
 static int resp_stream(struct resp_ctx *c, struct svc_err *err)
@@ -1086,9 +824,9 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     struct svc_err ferr;
     svc_err_clear(&ferr);
     int rc = svc_run_execute(c->run, &sink, &ferr);
-    json_object *resp =
-        response_object(c, rc == 0 ? "completed" : "failed", rc == 0 ? NULL : &ferr);
-    keep_response(c, resp, rc == 0 ? NULL : &ferr);
+    const struct svc_err *failure = rc == 0 ? NULL : &ferr;
+    json_object *resp = response_object(c, ended_status(c, failure), failure);
+    keep_response(c, resp, failure); /* what response.completed carries */
     if (r->client_gone) {
         json_object_put(resp);
         return 0;
@@ -1110,33 +848,23 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     }
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    if (emit_closing(c, a.content) == 0 && emit_calls(c) == 0)
-        emit(c, "response.completed", with_response(resp));
-    else
-        json_object_put(resp);
+    emit_end(c, resp, has_message(&a, NULL), NULL, false);
     return 0;
 }
 
-/* The text and message id of a stored, completed response's first output item. */
-static const char *stored_text(json_object *resp, const char **msg_id)
-{
-    json_object *item = json_object_array_get_idx(svc_json_arr(resp, "output"), 0);
-    json_object *part = json_object_array_get_idx(svc_json_arr(item, "content"), 0);
-    *msg_id = svc_json_str(item, "id", "");
-    return svc_json_str(part, "text", "");
-}
-
 /* Answer again with a stored response (Idempotency-Key seen before): the object as it was,
- * or, streamed, the event sequence of a run that produced its text in one delta. */
+ * or, streamed, the events of a run that produced its text in one delta and its calls. */
 static int resp_replay(struct http_req *r, const struct resp_in *in, json_object *stored)
 {
     http_set_session(r, svc_json_str(stored, "session_id", NULL), false);
     if (!in->t.stream)
         return http_reply(r, 200, stored);
     struct resp_ctx c = {.r = r, .in = in};
-    const char *msg_id = "";
-    const char *text = stored_text(stored, &msg_id);
-    snprintf(c.msg_id, sizeof c.msg_id, "%s", msg_id);
+    json_object *out = svc_json_arr(stored, "output"), *first = NULL;
+    for (size_t i = 0; out && !first && i < json_object_array_length(out); i++)
+        if (strcmp(svc_json_str(json_object_array_get_idx(out, i), "type", ""), "message") == 0)
+            first = json_object_array_get_idx(out, (size_t)(c.next = (int64_t)i));
+    snprintf(c.msg_id, sizeof c.msg_id, "%s", svc_json_str(first, "id", ""));
     if (http_sse_begin(r) < 0) {
         json_object_put(stored);
         return 0;
@@ -1145,8 +873,10 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
     svc_json_set_str(pending, "status", "in_progress");
     svc_json_set(pending, "output", json_object_new_array());
     svc_json_set(pending, "usage", NULL);
-    if (emit_opening(&c, pending) == 0 && emit_delta(&c, text) == 0 && emit_closing(&c, text) == 0)
-        emit(&c, "response.completed", with_response(stored));
+    json_object *parts = svc_json_arr(first, "content");
+    json_object *part = parts ? json_object_array_get_idx(parts, 0) : NULL;
+    if (emit_opening(&c, pending) == 0)
+        emit_end(&c, stored, first != NULL, svc_json_str(part, "text", ""), true);
     else
         json_object_put(stored);
     return 0;
@@ -1188,9 +918,11 @@ static json_object *background_object(const struct resp_in *in, const char *id, 
     svc_json_set_str(o, "user", in->t.user);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    json_object *conv = json_object_new_object();
-    svc_json_set_str(conv, "id", svc_json_str(run, "session_id", NULL));
+    json_object *conv = in->conv ? json_object_new_object() : NULL;
+    if (conv)
+        svc_json_set_str(conv, "id", svc_json_str(run, "session_id", NULL));
     svc_json_set(o, "conversation", conv);
+    echo_settings(o, in->t.body);
     svc_json_set_str(o, "session_id", svc_json_str(run, "session_id", NULL));
     svc_json_set_str(o, "run_id", svc_json_str(run, "run_id", NULL));
     return o;
@@ -1219,7 +951,10 @@ static void background_refresh(struct http_req *r, json_object *o)
         json_object *u = svc_json_obj(rec, "usage");
         svc_json_set(
             o, "usage",
-            usage_of(svc_json_int(u, "prompt_tokens", 0), svc_json_int(u, "completion_tokens", 0)));
+            usage_of(
+                svc_json_int(u, "prompt_tokens", 0), svc_json_int(u, "completion_tokens", 0),
+                svc_json_int(svc_json_obj(u, "prompt_tokens_details"), "cached_tokens", 0),
+                svc_json_int(svc_json_obj(u, "completion_tokens_details"), "reasoning_tokens", 0)));
     }
     json_object *e = svc_json_obj(rec, "error");
     if (strcmp(st, "error") == 0 && e) {
@@ -1251,8 +986,8 @@ static int bg_close(struct bg_stream *b, int64_t k, bool done)
     b->c.seq = 3 + k;
     if (!done)
         return emit(&b->c, "response.failed", with_response(svc_json_copy(b->resp)));
-    const char *msg_id = "";
-    return emit_closing(&b->c, stored_text(b->resp, &msg_id)) < 0 ||
+    json_object *out = svc_json_arr(b->resp, "output");
+    return emit_closing(&b->c, out ? json_object_array_get_idx(out, 0) : NULL) < 0 ||
                    emit(&b->c, "response.completed", with_response(svc_json_copy(b->resp))) < 0
                ? -1
                : 0;
@@ -1279,7 +1014,8 @@ static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
 static int bg_follow(struct bg_stream *b)
 {
     const char *run_id = svc_json_str(b->resp, "run_id", "");
-    if (http_sse_begin(b->c.r) < 0 || emit_opening(&b->c, svc_json_copy(b->resp)) < 0)
+    if (http_sse_begin(b->c.r) < 0 || emit_opening(&b->c, svc_json_copy(b->resp)) < 0 ||
+        open_message(&b->c) < 0)
         return 0;
     long cursor = 0;
     for (;;) {
@@ -1398,6 +1134,8 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     }
     if (in.prev && branch_from_prev(r, &in, err) < 0)
         goto out;
+    if (in.store)
+        turn_in_continue(&in.t, r->cfg, &r->user);
     http_set_session(r, in.t.sid, false);
     if (in.background) {
         rc = resp_background(r, &in, err);
@@ -1412,10 +1150,50 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     http_set_session(r, a.session_id, true);
     struct resp_ctx c = {.r = r, .in = &in, .run = run, .created_at = (int64_t)svc_time_now()};
     svc_responses_new_id("resp_", c.id, sizeof c.id);
-    svc_responses_new_id("msg_", c.msg_id, sizeof c.msg_id);
+    snprintf(c.msg_id, sizeof c.msg_id, "msg_%.32s", c.id + 5); /* item_reference finds it */
     rc = in.t.stream ? resp_stream(&c, err) : resp_plain(&c, err);
 out:
     svc_run_free(run);
+    resp_in_free(&in);
+    return rc;
+}
+
+/* POST /api/v1/responses/input_tokens (SPEC 15): what a create request with this body would
+ * send, counted as svc counts (4 characters a token): the system prompts, the tools, the
+ * named session's messages and the request's own. Nothing runs, nothing is stored. */
+int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
+{
+    struct resp_in in;
+    int rc = -1;
+    if (parse_responses(r, &in, err) < 0)
+        goto out;
+    size_t chars = 0;
+    const char *sys = r->cfg->model.system_prompt;
+    chars += (sys ? strlen(sys) : 0) + (in.instructions ? strlen(in.instructions) : 0) +
+             (in.t.input ? strlen(in.t.input) : 0);
+    json_object *own = svc_tools_spec(r->cfg, r->user.id);
+    json_object *parts[] = {in.t.history, in.t.results, in.t.tools, own};
+    for (int k = 0; k < 4; k++) {
+        char *j = parts[k] ? svc_json_dump_compact(parts[k]) : NULL;
+        chars += j ? strlen(j) : 0;
+        free(j);
+    }
+    json_object_put(own);
+    json_object *items = NULL;
+    if (in.t.sid &&
+        svc_conv_items_seen(r->cfg, svc_user_scope(&r->user), in.t.sid, &items, err) < 0)
+        goto out;
+    if (items) {
+        char *j = svc_json_dump_compact(items);
+        chars += j ? strlen(j) : 0;
+        free(j);
+    }
+    json_object_put(items);
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "object", "response.input_tokens");
+    svc_json_set_int(o, "input_tokens", (int64_t)((chars + 3) / 4));
+    rc = http_reply(r, 200, o);
+out:
     resp_in_free(&in);
     return rc;
 }

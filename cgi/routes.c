@@ -14,6 +14,7 @@
 #include "handlers.h"
 #include "http.h"
 #include "metrics.h"
+#include "responses.h"
 #include "util.h"
 
 /* A row names its access rule before its handler: a row written without one does not
@@ -48,6 +49,8 @@ static const struct route routes[] = {
     {"POST", "/api/responses", ACCESS_CALLER, h_responses_create},
     {"POST", "/api/v1/responses/compact", ACCESS_CALLER, h_responses_compact},
     {"POST", "/api/responses/compact", ACCESS_CALLER, h_responses_compact},
+    {"POST", "/api/v1/responses/input_tokens", ACCESS_CALLER, h_responses_input_tokens},
+    {"POST", "/api/responses/input_tokens", ACCESS_CALLER, h_responses_input_tokens},
     {"GET", "/api/v1/responses/{response_id}", ACCESS_RESPONSE, h_response_get},
     {"GET", "/api/responses/{response_id}", ACCESS_RESPONSE, h_response_get},
     {"DELETE", "/api/v1/responses/{response_id}", ACCESS_RESPONSE, h_response_delete},
@@ -114,8 +117,11 @@ static int split(const char *path, struct seg *segs, int max)
     return n;
 }
 
-/* Whether segs match the pattern; fills r's params when r is not NULL. */
-static bool match(const char *pattern, const struct seg *segs, int nsegs, struct http_req *r)
+/* Whether segs match the pattern; fills r's params when r is not NULL. strict: a
+ * {response_id} segment must have a response id's shape (SPEC 15: a path under /responses/
+ * that is neither a route nor a response id is 404, not 405). */
+static bool match(const char *pattern, const struct seg *segs, int nsegs, struct http_req *r,
+                  bool strict)
 {
     struct seg pat[MAX_SEGS];
     int np = split(pattern, pat, MAX_SEGS);
@@ -126,6 +132,14 @@ static bool match(const char *pattern, const struct seg *segs, int nsegs, struct
         if (param) {
             if (segs[i].n == 0)
                 return false;
+            if (strict && pat[i].n == 13 && memcmp(pat[i].p, "{response_id}", 13) == 0) {
+                char id[SVC_RESPONSE_ID_LEN];
+                if (segs[i].n >= sizeof id)
+                    return false;
+                snprintf(id, sizeof id, "%.*s", (int)segs[i].n, segs[i].p);
+                if (!svc_responses_id_valid(id))
+                    return false;
+            }
         } else if (pat[i].n != segs[i].n || memcmp(pat[i].p, segs[i].p, segs[i].n) != 0) {
             return false;
         }
@@ -195,7 +209,7 @@ static void dispatch(struct http_req *r, int *route)
     bool literal_path = false; /* a literal route matched: the parameter routes after it do not */
     for (size_t i = 0; nsegs > 0 && i < NROUTES; i++) {
         bool literal = !strchr(routes[i].pattern, '{');
-        if ((literal_path && !literal) || !match(routes[i].pattern, segs, nsegs, NULL))
+        if ((literal_path && !literal) || !match(routes[i].pattern, segs, nsegs, NULL, false))
             continue;
         literal_path = literal_path || literal;
         path_known = true;
@@ -208,6 +222,12 @@ static void dispatch(struct http_req *r, int *route)
             snprintf(allow + l, sizeof allow - l, "%s%s", l ? ", " : "", routes[i].method);
         }
     }
+    /* a path known only through a {response_id} that is none: no route's (404, not 405) */
+    bool known_strictly = false;
+    for (size_t i = 0; !hit && path_known && i < NROUTES && !known_strictly; i++)
+        known_strictly = match(routes[i].pattern, segs, nsegs, NULL, true);
+    if (!hit && path_known && !known_strictly)
+        path_known = false;
     if (strstr(allow, "GET")) {
         size_t l = strlen(allow);
         snprintf(allow + l, sizeof allow - l, ", HEAD");
@@ -223,7 +243,8 @@ static void dispatch(struct http_req *r, int *route)
             svc_err_set(&err, SVC_E_METHOD_NOT_ALLOWED,
                         "method %s is not allowed here; allowed: %s", r->method, allow);
         } else {
-            svc_err_set(&err, SVC_E_NOT_FOUND, "no such endpoint");
+            svc_err_set(&err, SVC_E_NOT_FOUND, "no such endpoint: %s %.200s", r->method,
+                        r->route ? r->route : "");
         }
         http_send_error(r, &err);
         return;
@@ -231,7 +252,7 @@ static void dispatch(struct http_req *r, int *route)
 
     /* what the route names, checked once here (access.h); then every route, even one that
      * ignores its body, refuses a body over max_body_bytes before it acts (413) */
-    match(hit->pattern, segs, nsegs, r);
+    match(hit->pattern, segs, nsegs, r, false);
     *route = (int)(hit - routes);
     if (access_check(r, hit->access, &err) < 0 ||
         (r->content_length > 0 && http_read_body(r, &err) < 0)) {

@@ -9,7 +9,7 @@
 #include "mcp.h"
 #include "util.h"
 
-/* One tool: {name, description, parameters} appended to out. */
+/* One tool: {name, description, parameters, strict} appended to out. */
 static int tool_one(json_object *t, size_t i, bool nested, json_object *out, struct svc_err *err)
 {
     char p[96], q[128];
@@ -46,6 +46,11 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, str
     snprintf(q, sizeof q, "%s.parameters", p);
     if (http_field_obj(fn, "parameters", q, false, &params, err) < 0)
         return -1;
+    json_object *strict = NULL; /* passed on to the model (SPEC 15) */
+    snprintf(q, sizeof q, "%s.strict", p);
+    if (json_object_object_get_ex(fn, "strict", &strict) && strict &&
+        !json_object_is_type(strict, json_type_boolean))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be a boolean", q);
     for (size_t k = 0; k < json_object_array_length(out); k++)
         if (strcmp(svc_json_str(json_object_array_get_idx(out, k), "name", ""), name) == 0)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "tool '%.64s' is given twice", name);
@@ -55,6 +60,8 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, str
         svc_json_set_str(o, "description", desc);
     if (params)
         svc_json_set(o, "parameters", svc_json_copy(params));
+    if (strict)
+        svc_json_set(o, "strict", json_object_get(strict));
     json_object_array_add(out, o);
     return 0;
 }

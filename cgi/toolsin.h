@@ -2,7 +2,7 @@
  * chat completions' {"type": "function", "function": {name, description, parameters}} or
  * the Responses API's flat {"type": "function", name, description, parameters}.
  *   toolsin_parse  reads `tools`, `tool_choice` and `parallel_tool_calls` (accepted): *tools
- *                  is a new array of {name, description, parameters} or NULL when none were
+ *                  is a new array of {name, description, parameters, strict} or NULL when none were
  *                  given, *choice is borrowed from the body (NULL, a mode, or a tool's name).
  *                  A malformed field is 422 naming it; core checks clashes (core/ctools.h). */
 #ifndef SVC_TOOLSIN_H

@@ -2,7 +2,12 @@
  * from a request body for one turn, and the core run request it makes (session.h).
  *   turn_in_free     releases what the struct owns.
  *   turn_in_request  the run request, borrowing from in; the caller adds what only its API
- *                    has (instructions, store, truncation, the asker). */
+ *                    has (instructions, store, truncation, the asker).
+ *   turn_in_settings the generation settings of the body (SPEC 15): every field of the body is
+ *                    one svc reads, one passed on to the model (into in->settings, in chat
+ *                    completions' spelling: text.format is response_format, reasoning.effort
+ *                    reasoning_effort, ...) or refused; an unknown field is refused too (422
+ *                    invalid_field naming it), as is n other than 1. */
 #ifndef SVC_TURNIN_H
 #define SVC_TURNIN_H
 
@@ -12,6 +17,7 @@
 
 #include "http.h"
 #include "session.h"
+#include "user.h"
 
 struct turn_in {
     json_object *body;          /* owned */
@@ -20,17 +26,39 @@ struct turn_in {
     json_object *input_content; /* owned: the input's OpenAI content (chat parts), or NULL */
     json_object *tools;         /* owned: client tools (toolsin.h), or NULL */
     const char *tool_choice;    /* borrowed */
-    json_object *results; /* owned: [{call_id, output, param}] answering tool calls, or NULL */
-    const char *sid;      /* borrowed (body or request) */
+    json_object *results;  /* owned: [{call_id, output, param}] answering tool calls, or NULL */
+    json_object *settings; /* owned: generation settings passed on (turn_in_settings) */
+    const char *sid;       /* borrowed (body or request) */
     const char *user, *locale, *channel; /* borrowed */
     bool stream, svc_v2;
+    bool no_input;       /* the list ends with an assistant message: no new input (turn_in_split) */
+    bool append_history; /* history continues a stored transcript (turn_in_continue) */
+    char *continued;     /* heap: the session turn_in_continue chose, or NULL */
+    int64_t expect_count; /* its messages when it was chosen (0: a fork, no check) */
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
     double temperature;
     int64_t max_tokens;
     int64_t compact_threshold; /* context_management (Responses), or 0 */
 };
 
+#define TURN_CHAT 1u
+#define TURN_RESP 2u
+
 void turn_in_free(struct turn_in *in);
+int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err);
+/* The request's whole list of chat messages (checked; tool messages with tool_call_id and
+ * the param naming them) split as SPEC 15 says: trailing tool messages are results, else a
+ * last user message is the input, else (an assistant message ends it) there is no new
+ * input and the model continues from the whole list; everything else is history, in order.
+ * param names the list in errors. */
+int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, struct svc_err *err);
+/* SPEC 15, sessions.continue_stateless: a request naming no session whose history begins
+ * with the whole transcript of a session of the asker's continues it (a fork of it where
+ * the history leaves it: chain.h): in->sid names it and history keeps what comes after.
+ * 1 when it did, 0 when not (a failed lookup is logged and makes a new session). */
+/* A string without NUL bytes: 0, or -1 with 422 invalid_field naming param. */
+int turn_in_text(json_object *v, const char *param, struct svc_err *err);
+int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user);
 /* The Responses input's pieces of SPEC 15 and 17 (h_compact.c): a user message's content
  * list with input_image / input_file parts as chat parts (*out, new reference; NULL when it
  * has none); a compaction item as the user message holding its summary, appended to msgs;

@@ -610,6 +610,8 @@ static int loop_call_model(struct svc_loop *loop, const char *system, json_objec
         .temperature = loop->temperature,
         .has_max_tokens = loop->has_max_tokens,
         .max_tokens = loop->max_tokens,
+        .max_tokens_param = loop->max_tokens_param,
+        .settings = loop->settings,
         .messages = req,
         .tools = tools,
         .client_tools = loop->client_names,
@@ -624,6 +626,14 @@ static int loop_call_model(struct svc_loop *loop, const char *system, json_objec
     json_object_put(req);
     loop->prompt_tokens += reply->prompt_tokens; /* a failed call's is its estimate, or 0 */
     loop->completion_tokens += reply->completion_tokens;
+    loop->cached_tokens += reply->cached_tokens;
+    loop->reasoning_tokens += reply->reasoning_tokens;
+    for (size_t i = 0; reply->logprobs && i < json_object_array_length(reply->logprobs); i++) {
+        if (!loop->logprobs)
+            loop->logprobs = json_object_new_array();
+        json_object_array_add(loop->logprobs,
+                              json_object_get(json_object_array_get_idx(reply->logprobs, i)));
+    }
     if (mrc != 0) {
         if (err && err->code == SVC_E_CANCELLED && loop->cancel == 2)
             svc_err_set(err, SVC_E_RUN_TIMEOUT, "the run took longer than run_timeout_s");
@@ -803,6 +813,8 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->temperature = req->temperature;
     loop->has_max_tokens = req->has_max_tokens;
     loop->max_tokens = req->max_tokens;
+    loop->max_tokens_param = req->max_tokens_param ? svc_xstrdup(req->max_tokens_param) : NULL;
+    loop->settings = req->settings ? svc_json_copy(req->settings) : NULL;
     loop->client_tools = req->client_tools ? svc_json_copy(req->client_tools) : NULL;
     loop->client_names = json_object_new_array();
     size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
@@ -834,6 +846,9 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
 void svc_loop_free(struct svc_loop *loop)
 {
     free(loop->request_system);
+    free(loop->max_tokens_param);
+    json_object_put(loop->settings);
+    json_object_put(loop->logprobs);
     json_object_put(loop->client_tools);
     json_object_put(loop->client_names);
     free(loop->tool_choice);

@@ -579,6 +579,7 @@ static const struct cfg_row cfg_rows[] = {
      .flags = F_HOMEREL},
     {"sessions.agent_id", CT_STR, C(sessions.agent_id), .def = "svc-agent", .check = check_id},
     {"sessions.persist_openai_history", CT_BOOL, C(sessions.persist_openai_history), .def = "true"},
+    {"sessions.continue_stateless", CT_BOOL, C(sessions.continue_stateless), .def = "true"},
     {"sessions.sync_memory", CT_BOOL, C(sessions.sync_memory), .def = "true"},
     {"sessions.export_default_dir", CT_PATH, C(sessions.export_default_dir),
      .def = "~/Desktop/svc-chat-export"},

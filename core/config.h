@@ -90,6 +90,7 @@ struct svc_config {
         char *root;     /* expanded; default $SVC_HOME/agents/native_sessions */
         char *agent_id; /* default "svc-agent"; validated like a session id */
         bool persist_openai_history;
+        bool continue_stateless; /* SPEC 15: one session per conversation (chain.h) */
         bool sync_memory;
         enum svc_shared_mode shared; /* auto, on or off; default auto */
         char *export_default_dir;    /* expanded; default ~/Desktop/svc-chat-export */

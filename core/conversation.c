@@ -12,6 +12,7 @@
 #include "lock.h"
 #include "openai.h"
 #include "parts.h"
+#include "query.h"
 #include "responses.h"
 #include "session.h"
 #include "sidecar.h"
@@ -594,4 +595,36 @@ out:
     svc_sess_close(&s);
     svc_lock_release(&run_lock);
     return rc;
+}
+
+int svc_conv_find_item(const struct svc_config *cfg, const char *scope, const char *item_id,
+                       json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    const char *us = strchr(item_id, '_'), *end = item_id + strlen(item_id);
+    int parts = strncmp(item_id, "msg_", 4) == 0 ? 1 : 2; /* fc_ and fco_: _<n>_<k> */
+    for (int k = 0; us && k < parts && end > us; k++)
+        while (--end > us && *end != '_')
+            ;
+    if (!us || end <= us + 1 || (size_t)(end - us - 1) > SVC_ID_MAX)
+        return svc_err_set(err, SVC_E_NOT_FOUND, "item %.64s not found", item_id);
+    char sid[SVC_ID_MAX + 1];
+    snprintf(sid, sizeof sid, "%.*s", (int)(end - us - 1), us + 1);
+    if (svc_id_check(sid, NULL) != 0 || svc_session_visible(cfg, scope, sid, false, err) != 0)
+        return svc_err_set(err, SVC_E_NOT_FOUND, "item %.64s not found", item_id);
+    return svc_conv_item(cfg, sid, item_id, false, out, err);
+}
+
+int svc_conv_items_seen(const struct svc_config *cfg, const char *scope, const char *sid,
+                        json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    struct svc_err e;
+    if (svc_session_visible(cfg, scope, sid, true, err) != 0)
+        return -1;
+    if (svc_conv_items(cfg, sid, out, &e) != 0 && e.code != SVC_E_SESSION_NOT_FOUND) {
+        *err = e;
+        return -1;
+    }
+    return 0;
 }

@@ -40,4 +40,14 @@ int svc_conv_items(const struct svc_config *cfg, const char *sid, json_object **
 int svc_conv_item(const struct svc_config *cfg, const char *sid, const char *item_id, bool redact,
                   json_object **out, struct svc_err *err);
 
+/* An item of any conversation that scope (user.h; NULL: an admin) sees, by its id alone (the
+ * session is in it); SVC_E_NOT_FOUND for another user's, as for a missing one. */
+int svc_conv_find_item(const struct svc_config *cfg, const char *scope, const char *item_id,
+                       json_object **out, struct svc_err *err);
+
+/* The items of session sid when scope sees it (the answer of a missing session otherwise);
+ * a session that does not exist yet has none (*out NULL). */
+int svc_conv_items_seen(const struct svc_config *cfg, const char *scope, const char *sid,
+                        json_object **out, struct svc_err *err);
+
 #endif

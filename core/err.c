@@ -45,6 +45,7 @@ static const struct {
     [SVC_E_SESSION_EXISTS] = {"session_exists", "conflict_error", 409},
     [SVC_E_CONTEXT_LENGTH] = {"context_length_exceeded", "invalid_request_error", 400},
     [SVC_E_INDEX_BUILDING] = {"index_building", "server_error", 503},
+    [SVC_E_UPSTREAM_REFUSED] = {"upstream_refused", "invalid_request_error", 400},
 };
 
 /* Cut a UTF-8 sequence that a truncation to the buffer's size left incomplete at the end

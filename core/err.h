@@ -49,6 +49,8 @@ enum svc_errcode {
     SVC_E_CONTEXT_LENGTH,       /* context_length_exceeded, 400: truncation disabled */
     SVC_E_INDEX_BUILDING,       /* index_building, 503: a list while another process reads
                                    every session directory to rebuild the index */
+    SVC_E_UPSTREAM_REFUSED,     /* upstream_refused, 400: the model server refused the request
+                                   (its 400 or 422: a setting it does not take) */
     SVC_E__MAX
 };
 

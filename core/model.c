@@ -11,6 +11,7 @@
 #include "model_openai.h"
 #include "openai.h"
 #include "parts.h"
+#include "schema.h"
 #include "util.h"
 
 static int64_t tokens_of(size_t chars)
@@ -78,6 +79,125 @@ static int echo_stream(const struct svc_model_call *call, const char *text, long
     return 0;
 }
 
+/* SPEC 15, the echo model honouring the request's settings: the answer in the response
+ * format asked for (json_schema: a value the schema accepts, its first string the input;
+ * json_object: {"echo": answer}), cut before the first stop string, then at max_tokens
+ * tokens of 4 characters (on a UTF-8 boundary; finish "length"). */
+static void echo_shape(const struct svc_model_call *call, const char *input, char **answer,
+                       struct svc_model_reply *out)
+{
+    json_object *fmt = svc_json_obj(call->settings, "response_format"), *v = NULL;
+    const char *type = svc_json_str(fmt, "type", "text");
+    if (strcmp(type, "text") != 0) {
+        json_object *o = NULL;
+        if (strcmp(type, "json_schema") == 0) {
+            o = svc_schema_example(svc_json_obj(svc_json_obj(fmt, "json_schema"), "schema"), input);
+        } else {
+            o = json_object_new_object();
+            svc_json_set_str(o, "echo", *answer);
+        }
+        free(*answer);
+        *answer = o ? svc_json_dump_compact(o) : svc_xstrdup("null");
+        json_object_put(o);
+    }
+    json_object_object_get_ex(call->settings, "stop", &v);
+    size_t nstop = json_object_is_type(v, json_type_array) ? json_object_array_length(v)
+                   : v                                     ? 1
+                                                           : 0;
+    for (size_t i = 0; i < nstop; i++) {
+        const char *stop = json_object_get_string(
+            json_object_is_type(v, json_type_array) ? json_object_array_get_idx(v, i) : v);
+        char *at = stop && *stop ? strstr(*answer, stop) : NULL;
+        if (at)
+            *at = '\0';
+    }
+    size_t len = strlen(*answer);
+    if (call->has_max_tokens && call->max_tokens >= 0 && (int64_t)len > call->max_tokens * 4) {
+        len = (size_t)call->max_tokens * 4;
+        while (len > 0 && ((unsigned char)(*answer)[len] & 0xC0) == 0x80)
+            len--;
+        (*answer)[len] = '\0';
+        snprintf(out->finish_reason, sizeof out->finish_reason, "length");
+    }
+}
+
+/* logprobs asked for: one entry a streamed word, each as likely as can be (logprob 0). */
+static json_object *echo_logprobs(const struct svc_model_call *call, const char *text)
+{
+    if (!svc_json_bool(call->settings, "logprobs", false))
+        return NULL;
+    bool top = svc_json_int(call->settings, "top_logprobs", 0) > 0;
+    json_object *out = json_object_new_array();
+    for (const char *p = text; *p;) {
+        const char *e = p;
+        while (*e && *e != ' ')
+            e++;
+        while (*e == ' ')
+            e++;
+        json_object *lp = json_object_new_object(), *bytes = json_object_new_array();
+        for (const char *b = p; b < e; b++)
+            json_object_array_add(bytes, json_object_new_int((unsigned char)*b));
+        svc_json_set(lp, "token", json_object_new_string_len(p, (int)(e - p)));
+        svc_json_set(lp, "logprob", json_object_new_double(0));
+        svc_json_set(lp, "bytes", bytes);
+        json_object *tops = json_object_new_array();
+        if (top)
+            json_object_array_add(tops, svc_json_copy(lp));
+        svc_json_set(lp, "top_logprobs", tops);
+        json_object_array_add(out, lp);
+        p = e;
+    }
+    return out;
+}
+
+/* The tool the echo model calls, or NULL: "/tool <name> <json>" (its input: the JSON
+ * object, else {}), or a tool_choice that names one of the tools offered or is "required"
+ * (the first client tool): its input then what its parameters' schema accepts (schema.h),
+ * so that a client forcing a function for structured output gets one offline. */
+static char *echo_tool_asked(const struct svc_model_call *call, const char *text,
+                             json_object **input)
+{
+    const char *choice = call->tool_choice;
+    *input = NULL;
+    if (choice && strcmp(choice, "none") == 0)
+        return NULL;
+    if (strncmp(text, "/tool ", 6) == 0) {
+        const char *name = text + 6;
+        while (*name == ' ')
+            name++;
+        const char *ne = name;
+        while (*ne && *ne != ' ')
+            ne++;
+        char *tname = svc_xstrndup(name, (size_t)(ne - name));
+        while (*ne == ' ')
+            ne++;
+        if (*ne && (svc_json_parse_python(ne, strlen(ne), input, NULL) != 0 ||
+                    !json_object_is_type(*input, json_type_object))) {
+            json_object_put(*input);
+            *input = NULL;
+        }
+        if (!*input)
+            *input = json_object_new_object();
+        return tname;
+    }
+    if (!choice || strcmp(choice, "auto") == 0)
+        return NULL;
+    bool any = strcmp(choice, "required") == 0;
+    for (size_t i = 0; call->tools && i < json_object_array_length(call->tools); i++) {
+        json_object *t = json_object_array_get_idx(call->tools, i);
+        const char *name = svc_json_str(t, "name", "");
+        if (any ? svc_ctools_named(call->client_tools, name) : strcmp(name, choice) == 0) {
+            *input = svc_schema_example(svc_json_obj(t, "parameters"), text);
+            if (!json_object_is_type(*input, json_type_object)) {
+                json_object_put(*input);
+                *input = json_object_new_object();
+            }
+            return svc_xstrdup(name);
+        }
+    }
+    return NULL;
+}
+
 static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply *out,
                        struct svc_err *err)
 {
@@ -92,7 +212,8 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     json_object *last = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
     json_object *tr = last ? last_tool_result(last) : NULL;
     char *input = last ? svc_native_text(last) : svc_xstrdup("");
-    char *answer = NULL;
+    char *answer = NULL, *tname = NULL;
+    json_object *input_obj = NULL;
     long delay = 0;
     int rc = -1;
     out->tool_uses = json_object_new_array();
@@ -119,40 +240,21 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         }
         char *res = svc_buf_steal(&b);
         const char *status = svc_json_str(tr, "status", "success");
-        const char *tname = tool_name_for(msgs, svc_json_str(tr, "toolUseId", ""));
-        if (svc_ctools_named(call->client_tools, tname))
-            svc_xasprintf(&answer, "Echo: tool %s %s %s", tname,
+        const char *used = tool_name_for(msgs, svc_json_str(tr, "toolUseId", ""));
+        if (svc_ctools_named(call->client_tools, used))
+            svc_xasprintf(&answer, "Echo: tool %s %s %s", used,
                           strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
         else
-            svc_xasprintf(&answer, "Tool %s %s: %s", tname,
+            svc_xasprintf(&answer, "Tool %s %s: %s", used,
                           strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
         free(res);
-    } else if (strncmp(text, "/tool ", 6) == 0 &&
-               !(call->tool_choice && strcmp(call->tool_choice, "none") == 0)) {
-        const char *name = text + 6;
-        while (*name == ' ')
-            name++;
-        const char *ne = name;
-        while (*ne && *ne != ' ')
-            ne++;
-        char *tname = svc_xstrndup(name, (size_t)(ne - name));
-        json_object *input_obj = NULL;
-        while (*ne == ' ')
-            ne++;
-        if (*ne && (svc_json_parse_python(ne, strlen(ne), &input_obj, NULL) != 0 ||
-                    !json_object_is_type(input_obj, json_type_object))) {
-            json_object_put(input_obj);
-            input_obj = NULL;
-        }
-        if (!input_obj)
-            input_obj = json_object_new_object();
-        char id[32];
-        char hex[13];
+    } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {
+        char id[32], hex[13];
         svc_random_hex(hex, 12);
         snprintf(id, sizeof id, "call_%s", hex);
         json_object *tu = json_object_new_object();
         svc_json_set_str(tu, "toolUseId", id);
-        svc_json_set_str(tu, "name", tname ? tname : "");
+        svc_json_set_str(tu, "name", tname);
         svc_json_set(tu, "input", input_obj);
         json_object_array_add(out->tool_uses, tu);
         free(tname);
@@ -169,11 +271,13 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
                       att ? ".)" : "");
         free(att);
     }
+    snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
+    echo_shape(call, tr ? answer : text, &answer, out);
     if (echo_stream(call, answer, delay, err) != 0)
         goto done;
+    out->logprobs = echo_logprobs(call, answer);
     out->text = answer;
     answer = NULL;
-    snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
     out->prompt_tokens = tokens_of(chars);
     out->completion_tokens = tokens_of(strlen(out->text));
     rc = 0;
@@ -293,4 +397,6 @@ void svc_model_reply_free(struct svc_model_reply *r)
     r->text = NULL;
     json_object_put(r->tool_uses);
     r->tool_uses = NULL;
+    json_object_put(r->logprobs);
+    r->logprobs = NULL;
 }

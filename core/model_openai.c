@@ -55,9 +55,10 @@ struct oa {
     size_t ntools;
     char finish[16];
     bool have_usage;
-    int64_t prompt_tokens, completion_tokens;
-    bool got_event;     /* at least one chunk was handled */
-    double retry_after; /* seconds, < 0 when the server sent none */
+    int64_t prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens;
+    json_object *logprobs; /* logprobs.content entries of choice 0, or NULL */
+    bool got_event;        /* at least one chunk was handled */
+    double retry_after;    /* seconds, < 0 when the server sent none */
     double retry_after_ms;
 };
 
@@ -142,7 +143,9 @@ static void oa_reset_attempt(struct oa *st)
     st->ntools = 0;
     st->finish[0] = '\0';
     st->have_usage = false;
-    st->prompt_tokens = st->completion_tokens = 0;
+    st->prompt_tokens = st->completion_tokens = st->cached_tokens = st->reasoning_tokens = 0;
+    json_object_put(st->logprobs);
+    st->logprobs = NULL;
     st->got_event = false;
     st->retry_after = -1;
     st->retry_after_ms = -1;
@@ -176,6 +179,9 @@ static json_object *oa_tools_json(json_object *tools)
             svc_json_set(p, "properties", json_object_new_object());
             svc_json_set(fn, "parameters", p);
         }
+        json_object *strict = NULL;
+        if (json_object_object_get_ex(t, "strict", &strict) && strict)
+            svc_json_set(fn, "strict", json_object_get(strict));
         json_object *tool = json_object_new_object();
         svc_json_set_str(tool, "type", "function");
         svc_json_set(tool, "function", fn);
@@ -257,10 +263,24 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
         svc_json_set(req, "temperature", json_object_new_double(call->temperature));
     else if (cfg->model.has_temperature)
         svc_json_set(req, "temperature", json_object_new_double(cfg->model.temperature));
+    const char *mtp = call->max_tokens_param && strcmp(call->max_tokens_param, "max_tokens") != 0
+                          ? "max_completion_tokens"
+                          : "max_tokens";
     if (call->has_max_tokens)
-        svc_json_set_int(req, "max_tokens", call->max_tokens);
+        svc_json_set_int(req, mtp, call->max_tokens);
     else if (cfg->model.has_max_tokens)
         svc_json_set_int(req, "max_tokens", cfg->model.max_tokens);
+    /* the request's own settings, unchanged (SPEC 15); svc's keys above stay svc's */
+    json_object *settings = call->settings ? call->settings : json_object_new_object();
+    json_object_object_foreach(settings, key, val)
+    {
+        bool ours = json_object_object_get_ex(req, key, NULL);
+        bool toolish = strcmp(key, "parallel_tool_calls") == 0;
+        if (!ours && (!toolish || tools))
+            svc_json_set(req, key, json_object_get(val));
+    }
+    if (!call->settings)
+        json_object_put(settings);
     return req;
 }
 
@@ -376,6 +396,10 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
         st->have_usage = true;
         st->prompt_tokens = svc_json_int(usage, "prompt_tokens", 0);
         st->completion_tokens = svc_json_int(usage, "completion_tokens", 0);
+        st->cached_tokens =
+            svc_json_int(svc_json_obj(usage, "prompt_tokens_details"), "cached_tokens", 0);
+        st->reasoning_tokens =
+            svc_json_int(svc_json_obj(usage, "completion_tokens_details"), "reasoning_tokens", 0);
     }
     json_object *choices = svc_json_arr(chunk, "choices");
     size_t n = choices ? json_object_array_length(choices) : 0;
@@ -404,6 +428,12 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
             json_object *tcs = svc_json_arr(d, "tool_calls");
             if (tcs)
                 oa_tool_calls(st, tcs, whole_message);
+        }
+        json_object *lp = svc_json_arr(svc_json_obj(ch, "logprobs"), "content");
+        for (size_t k = 0; lp && k < json_object_array_length(lp); k++) {
+            if (!st->logprobs)
+                st->logprobs = json_object_new_array();
+            json_object_array_add(st->logprobs, json_object_get(json_object_array_get_idx(lp, k)));
         }
         const char *fr = svc_json_str(ch, "finish_reason", NULL);
         if (fr && *fr)
@@ -593,6 +623,18 @@ static char *oa_error_message(const char *body, size_t len)
     return msg;
 }
 
+/* The error body's error.param (a field of the request) into err->param. */
+static void oa_error_param(const char *body, struct svc_err *err)
+{
+    json_object *o = NULL;
+    if (!err || svc_json_parse(body, strlen(body), &o, NULL) != 0)
+        return;
+    const char *p = svc_json_str(svc_json_obj(o, "error"), "param", NULL);
+    if (p)
+        snprintf(err->param, sizeof err->param, "%s", p);
+    json_object_put(o);
+}
+
 static bool oa_connect_error(CURLcode cc)
 {
     switch (cc) {
@@ -669,9 +711,12 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         /* redact the whole body before any excerpt is cut from it */
         char *body = svc_openai_redact(st->body.data ? st->body.data : "", st->key);
         char *m = oa_error_message(body, strlen(body));
+        bool refused = status == 400 || status == 422;
+        oa_fail(st, err, refused ? SVC_E_UPSTREAM_REFUSED : SVC_E_UPSTREAM,
+                "model server answered HTTP %ld%s%s", status, m ? ": " : "", m ? m : "");
+        if (refused) /* the field the server names, so the client knows which it refused */
+            oa_error_param(body, err);
         free(body);
-        oa_fail(st, err, SVC_E_UPSTREAM, "model server answered HTTP %ld%s%s", status,
-                m ? ": " : "", m ? m : "");
         free(m);
         return status == 429 || status >= 500 ? OA_RETRY : OA_FAIL;
     }
@@ -848,9 +893,13 @@ static void oa_reply(struct oa *st, size_t prompt_chars, struct svc_model_reply 
              (!*fr || strcmp(fr, "tool_calls") == 0 || strcmp(fr, "function_call") == 0))
         fr = "stop";
     snprintf(out->finish_reason, sizeof out->finish_reason, "%s", fr);
+    out->logprobs = st->logprobs;
+    st->logprobs = NULL;
     if (st->have_usage) {
         out->prompt_tokens = st->prompt_tokens;
         out->completion_tokens = st->completion_tokens;
+        out->cached_tokens = st->cached_tokens;
+        out->reasoning_tokens = st->reasoning_tokens;
     } else {
         out->prompt_tokens = (int64_t)((prompt_chars + 3) / 4);
         out->completion_tokens = (int64_t)((strlen(out->text) + arg_chars + 3) / 4);

@@ -1,11 +1,14 @@
 /* model_openai: the `openai` model provider (SPEC 1 `model:`, 4.1, 9), over libcurl.
  * POSTs {model.base_url}/chat/completions with stream: true and include_usage, the system
- * prompt, the window projected to OpenAI messages and the tools as functions; parses the SSE
+ * prompt, the window projected to OpenAI messages, the tools as functions and the request's
+ * settings unchanged (SPEC 15; max_tokens as the request spelled it); parses the SSE
  * answer as it arrives (content deltas go to on_delta at once, tool_calls pieces are joined by
  * index), and also accepts a plain JSON answer from servers that ignore `stream`.
  * Cancellation (should_cancel, on_delta/on_idle nonzero) aborts the transfer: SVC_E_CANCELLED.
  * Timeouts (model.timeout_s, whole request): SVC_E_UPSTREAM_TIMEOUT. HTTP errors and
- * unreachable servers: SVC_E_UPSTREAM with the server's message, the API key redacted.
+ * unreachable servers: SVC_E_UPSTREAM with the server's message, the API key redacted; its
+ * 400 or 422 (a request it refuses) SVC_E_UPSTREAM_REFUSED with the param it names.
+ * Usage details (cached, reasoning tokens) and logprobs come back in the reply.
  * 429, 5xx and connection failures are retried up to model.max_retries times (backoff 0.5 s
  * doubling to at most 8 s, or Retry-After up to 30 s), never once a delta was delivered.
  * Without a usage chunk the token counts are estimated at 4 characters a token. */

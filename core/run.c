@@ -484,7 +484,8 @@ static json_object *begin_history(struct svc_run *run, const struct svc_run_requ
 {
     json_object *import = json_object_new_array();
     bool first_run = run->turn.stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
-    if (!first_run || !req->history || !run->cfg->sessions.persist_openai_history)
+    if (!(first_run || req->append_history) || !req->history ||
+        !run->cfg->sessions.persist_openai_history)
         return import;
     size_t n = json_object_array_length(req->history);
     for (size_t i = 0; i < n; i++) {
@@ -518,6 +519,14 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     struct svc_turn *t = &run->turn;
     if (begin_lock(run, req, err) != 0)
         return -1;
+    if (req->expect_count > 0 && t->stored != req->expect_count) {
+        svc_turn_release(t); /* it grew since the request was matched to it: a retry matches
+                              * again (a fork now) */
+        return svc_err_set(err, SVC_E_SESSION_BUSY,
+                           "session %s changed while this request was "
+                           "matched to it; retry",
+                           run->sess.sid);
+    }
     json_object *sc = t->sc, *opening = NULL, *running = NULL;
     run->loop.prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     json_object *import = begin_history(run, req, sc);
@@ -562,7 +571,8 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 {
     *out = NULL;
     bool answers = req->tool_results && json_object_array_length(req->tool_results) > 0;
-    if ((!req->input || !*req->input) && !answers && !svc_openai_has_media(req->input_content))
+    if ((!req->input || !*req->input) && !answers && !req->no_input &&
+        !svc_openai_has_media(req->input_content))
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
     if (svc_ctools_check(cfg, req->user ? req->user->id : NULL, req->client_tools, req->tool_choice,
@@ -854,12 +864,25 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
         .finish_reason = loop->finish_reason[0] ? loop->finish_reason : "stop",
         .prompt_tokens = loop->prompt_tokens,
         .completion_tokens = loop->completion_tokens,
+        .cached_tokens = loop->cached_tokens,
+        .reasoning_tokens = loop->reasoning_tokens,
+        .logprobs = loop->logprobs,
         .last_message_id = run->turn.next_id - 1,
         .events = loop->events,
         .tool_calls = loop->tool_calls,
         .client_calls = loop->client_calls,
         .summary = loop->summary_new ? loop->summary : NULL,
     };
+}
+
+json_object *svc_usage_of(const struct svc_run_answer *a)
+{
+    json_object *u = svc_usage_new(a->prompt_tokens, a->completion_tokens), *d;
+    svc_json_set(u, "prompt_tokens_details", d = json_object_new_object());
+    svc_json_set_int(d, "cached_tokens", a->cached_tokens);
+    svc_json_set(u, "completion_tokens_details", d = json_object_new_object());
+    svc_json_set_int(d, "reasoning_tokens", a->reasoning_tokens);
+    return u;
 }
 
 json_object *svc_usage_new(int64_t prompt, int64_t completion)

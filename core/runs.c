@@ -113,7 +113,7 @@ static void record_finish_code(json_object *rec, const struct svc_run_answer *a,
     svc_json_set_int(rec, "event_count", (int64_t)json_object_array_length(a->events));
     svc_json_set_str(rec, "content", a->content);
     svc_json_set_str(rec, "finish_reason", a->finish_reason);
-    svc_json_set(rec, "usage", svc_usage_new(a->prompt_tokens, a->completion_tokens));
+    svc_json_set(rec, "usage", svc_usage_of(a));
     if (code) {
         json_object *e = json_object_new_object();
         svc_json_set_str(e, "code", code);

@@ -36,6 +36,8 @@ struct svc_loop {
     bool has_temperature, has_max_tokens;
     double temperature;
     int64_t max_tokens;
+    char *max_tokens_param;    /* heap, or NULL */
+    json_object *settings;     /* the request's generation settings (a copy), or NULL */
     json_object *client_tools; /* the request's client tools (ctools.h), or NULL */
     json_object *client_names; /* names whose results come from the client: offered, answered */
     char *tool_choice;         /* heap, or NULL */
@@ -61,6 +63,8 @@ struct svc_loop {
     /* the tokens */
     json_object *prev_tokens; /* the session's token_state before this run, or NULL */
     int64_t prompt_tokens, completion_tokens, loop_count, tool_steps;
+    int64_t cached_tokens, reasoning_tokens;
+    json_object *logprobs; /* of the answer's model calls, when asked for, or NULL */
     /* the trace */
     json_object *events;
     int64_t seq;

@@ -1,4 +1,5 @@
 #include "search.h"
+#include "search_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +26,7 @@
 #include "util.h"
 
 /* Bump when the tables or the tokenizer change: an index of another schema is rebuilt. */
-#define SCHEMA "svc-search-3"
+#define SCHEMA "svc-search-4"
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
 #define TERMS_MAX 32
@@ -409,7 +410,7 @@ static struct {
     struct {
         const char *sql; /* a string literal: known by its address */
         sqlite3_stmt *st;
-    } cache[24]; /* statements prepared once per connection */
+    } cache[32]; /* statements prepared once per connection */
 } S;
 
 /* sqlite3_prepare_v2 of a literal, once per connection; reset and unbound when reused. The
@@ -450,7 +451,11 @@ static const char *const tables =
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"
     "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"
     " updated REAL, nmsgs INTEGER, next_id INTEGER, title TEXT, updated_at TEXT, seen REAL,"
-    " archived INTEGER, created_at TEXT);"
+    " archived INTEGER, created_at TEXT, chain_n INTEGER, ran INTEGER, chain_key BLOB);"
+    "CREATE TABLE IF NOT EXISTS chain(key INTEGER NOT NULL, doc INTEGER NOT NULL,"
+    " pos INTEGER NOT NULL, mid INTEGER NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS chain_key ON chain(key);"
+    "CREATE INDEX IF NOT EXISTS chain_doc ON chain(doc);"
     "CREATE VIRTUAL TABLE IF NOT EXISTS msgs USING fts5(body, role UNINDEXED,"
     " tokenize='svcfold');";
 
@@ -794,7 +799,8 @@ static int drop_session(const char *sid)
     int found = doc_row(sid, &doc, &updated, &msgs, &next);
     if (found <= 0)
         return found;
-    if (run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc) != 0)
+    if (run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc) != 0 ||
+        run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
         return -1;
     return run_doc("DELETE FROM docs WHERE doc = ?3", doc);
 }
@@ -965,6 +971,7 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         rc = run_doc("DELETE FROM msgs WHERE rowid BETWEEN ?1 AND ?2", doc);
         from = 0;
     }
+    int64_t chain_from = from;
     /* a new session's docs row first: its doc number names the message rows */
     if (rc == 0 && !found &&
         (doc_write(sid, 0, 0, -1, 0, 0, sum) != 0 || doc_row(sid, &doc, &was, &had, &from) != 1))
@@ -973,13 +980,18 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
     if (rc == 0) {
         svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole (a read-only
                                        * root may have no lock to take) */
+        double before = seen;
         rc = recheck_messages(&h, doc, from, &seen);
+        if (seen != before)
+            chain_from = 0; /* an earlier message changed: every key after it did */
         if (rc == 0)
             rc = add_messages(&h, doc, from, msgs, &next, &seen);
     }
-    svc_sess_close(&h);
     if (rc == 0)
         rc = doc_write(sid, doc, updated, msgs, next, seen, sum);
+    if (rc == 0)
+        rc = svc_search_chain_index(&h, doc, sum, msgs, chain_from);
+    svc_sess_close(&h);
     json_object_put(sum);
     return rc;
 }
@@ -1040,33 +1052,60 @@ static void changed_free(struct changed *c)
     free(c->msgs);
 }
 
-/* Apply the changes, BATCH sessions per transaction. */
-static int apply_changes(const struct svc_config *cfg, struct changed *c, struct svc_err *err)
+/* The changes newest first (by updated), as indexes into c. */
+struct order {
+    double updated;
+    size_t i;
+};
+
+static int order_cmp(const void *a, const void *b)
 {
-    for (size_t i = 0; i < c->n; i += BATCH) {
-        if (sqlite3_exec(S.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-            return db_fail("begin", err);
-        for (size_t k = i; k < c->n && k < i + BATCH; k++) {
-            bool gone = c->msgs[k] < 0;
-            int rc = gone ? drop_session(c->sid[k])
-                          : index_session(cfg, c->sid[k], c->updated[k], c->msgs[k]);
-            if (rc < 0)
-                return rollback("index a session", err);
+    double x = ((const struct order *)a)->updated, y = ((const struct order *)b)->updated;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Apply the changes, BATCH sessions per transaction, the newest first; with until (a
+ * monotonic time, 0: none) past, stop between two transactions: 1 (the rest waits for the
+ * next catch-up), else 0, or -1. */
+static int apply_changes(const struct svc_config *cfg, struct changed *c, double until,
+                         struct svc_err *err)
+{
+    struct order *o = svc_xcalloc(c->n, sizeof *o);
+    for (size_t k = 0; k < c->n; k++)
+        o[k] = (struct order){c->updated[k], k};
+    qsort(o, c->n, sizeof *o, order_cmp);
+    int rc = 0;
+    for (size_t i = 0; i < c->n && rc == 0; i += BATCH) {
+        if (until > 0 && i > 0 && svc_time_monotonic() > until) {
+            rc = 1;
+            break;
         }
-        if (sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
-            return rollback("commit", err);
-        for (size_t k = i; k < c->n && k < i + BATCH; k++) {
-            if (c->msgs[k] >= 0)
-                memo_put(c->sid[k], c->updated[k], c->msgs[k]);
+        if (sqlite3_exec(S.db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
+            rc = db_fail("begin", err);
+            break;
+        }
+        for (size_t k = i; k < c->n && k < i + BATCH && rc == 0; k++) {
+            size_t j = o[k].i;
+            if ((c->msgs[j] < 0 ? drop_session(c->sid[j])
+                                : index_session(cfg, c->sid[j], c->updated[j], c->msgs[j])) < 0)
+                rc = rollback("index a session", err);
+        }
+        if (rc == 0 && sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+            rc = rollback("commit", err);
+        for (size_t k = i; rc == 0 && k < c->n && k < i + BATCH; k++) {
+            size_t j = o[k].i;
+            if (c->msgs[j] >= 0)
+                memo_put(c->sid[j], c->updated[j], c->msgs[j]);
             else
-                memo_del(c->sid[k]);
+                memo_del(c->sid[j]);
         }
     }
-    return 0;
+    free(o);
+    return rc;
 }
 
 /* Compare with the memo what the listing says changed since the last time. */
-static int catch_up(const struct svc_config *cfg, struct svc_err *err)
+static int catch_up(const struct svc_config *cfg, double until, struct svc_err *err)
 {
     int stale = memo_load();
     if (stale == 1) {
@@ -1090,8 +1129,10 @@ static int catch_up(const struct svc_config *cfg, struct svc_err *err)
     }
     if (whole) /* the listing named every session: those it did not are gone */
         note_gone(&c);
-    int rc = c.n ? apply_changes(cfg, &c, err) : 0;
+    int rc = c.n ? apply_changes(cfg, &c, until, err) : 0;
     changed_free(&c);
+    if (rc == 1) /* out of time: the next walk finds the rest (the memo skips what was done) */
+        return 0;
     S.mark = rc == 0 ? mark : 0;
     if (rc != 0)
         S.loaded = false; /* the memo may say more than was kept */
@@ -1335,7 +1376,7 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
     svc_store_from_config(cfg, &st);
     for (int tries = 0; cfg->sessions.enabled && tries < 2 && (tries == 0 || S.removed); tries++) {
         S.removed = false;
-        if (db_open(cfg, err) == 0 && catch_up(cfg, err) == 0)
+        if (db_open(cfg, err) == 0 && catch_up(cfg, 0, err) == 0)
             rc = run_query(&st, match, q, offset, out, err);
         if (rc == 0)
             break;
@@ -1369,7 +1410,7 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
         sqlite3_exec(S.db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
         return rollback("empty the index", err);
     S.loaded = false; /* every process reads the empty memo anew */
-    if (catch_up(cfg, err) != 0)
+    if (catch_up(cfg, 0, err) != 0)
         return -1;
     /* one segment: what a query reads is then one b-tree per term */
     if (sqlite3_exec(S.db, "INSERT INTO msgs(msgs) VALUES ('optimize')", NULL, NULL, NULL) !=
@@ -1380,4 +1421,32 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
     if (messages)
         *messages = count_of("SELECT count(*) FROM msgs");
     return 0;
+}
+
+/* ---- for search_chain.c (search_int.h) ---- */
+
+int svc_search_prep(const char *sql, sqlite3_stmt **st)
+{
+    return prep(sql, -1, st, NULL);
+}
+
+int svc_search_doc_sql(const char *sql, int64_t doc)
+{
+    return run_doc(sql, doc);
+}
+
+int svc_search_fail(const char *what, struct svc_err *err)
+{
+    return db_fail(what, err);
+}
+
+int svc_search_ready(const struct svc_config *cfg, double until, struct svc_err *err)
+{
+    S.removed = false;
+    for (int tries = 0; tries < 2 && (tries == 0 || S.removed); tries++) {
+        S.removed = false;
+        if (db_open(cfg, err) == 0 && catch_up(cfg, until, err) == 0)
+            return 0;
+    }
+    return -1;
 }

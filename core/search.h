@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "err.h"
+#include "store.h"
 
 #define SVC_SEARCH_Q_MAX 1024 /* bytes */
 #define SVC_SEARCH_LIMIT_DEFAULT 20
@@ -38,5 +39,18 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
  * NULL) get what it holds. */
 int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t *messages,
                        struct svc_err *err);
+
+/* The transcript keys (chain.h) of this host's index, caught up first for at most a quarter
+ * of a second, the newest sessions first (the rest at the next lookup or search): the session (not
+ * archived) holding the longest prefix of ids[0..n), the tip of a session before a longer
+ * one, the newest first. 1 with *hit (pos: how many of ids it holds, mid: the id of its
+ * message there, total: its keyed messages, msgs: its messages), 0 when none, -1 with err. */
+struct svc_chain_hit {
+    char sid[SVC_ID_MAX + 1];
+    int64_t pos, mid, total;
+    int64_t msgs; /* the session's message count when it was indexed */
+};
+int svc_search_chain_find(const struct svc_config *cfg, const int64_t *ids, size_t n,
+                          struct svc_chain_hit *hit, struct svc_err *err);
 
 #endif

@@ -63,6 +63,19 @@ struct svc_run_request {
      * when it can, where the window would drop messages. */
     bool stateless;
     bool no_truncation;
+    /* SPEC 15: generation settings in chat completions' spelling (top_p, stop, seed,
+     * response_format, ...), checked at the edge: passed unchanged to an `openai` model; the
+     * echo model honours stop, response_format and logprobs. Borrowed, or NULL. */
+    json_object *settings;
+    /* SPEC 15: the request's list ends with an assistant message: no input, the model
+     * continues from the history (stored first on a new session) */
+    bool no_input;
+    /* history is stored before the input even on a session that has runs (the rest of a
+     * list whose beginning is the session's transcript: chain.h) */
+    bool append_history;
+    /* > 0: the session must hold that many messages, else SVC_E_SESSION_BUSY (it changed
+     * since the request was matched to it, chain.h) */
+    int64_t expect_count;
     /* SPEC 15 context_management compaction: before a model call whose window passes this
      * many tokens (4 characters a token), its oldest messages are summarised as section
      * 17's summarizing manager does (kept in agent.json only when the session's manager is
@@ -117,8 +130,10 @@ struct svc_run_answer {
     const char *content;       /* the answer's text */
     const char *finish_reason; /* "stop", "length", "tool_calls", ... */
     int64_t prompt_tokens, completion_tokens;
-    int64_t last_message_id;   /* the session's, -1 if none */
-    json_object *events;       /* array of svc.v2 events */
+    int64_t cached_tokens, reasoning_tokens; /* the model server's usage details, or 0 */
+    json_object *logprobs;                   /* chat's logprobs.content of the answer, or NULL */
+    int64_t last_message_id;                 /* the session's, -1 if none */
+    json_object *events;                     /* array of svc.v2 events */
     json_object *tool_calls;   /* OpenAI tool_calls made during the run (maybe empty) */
     json_object *client_calls; /* those of client tools the run ended on, awaiting results */
     json_object *summary;      /* the summary this run made of its window (cmgr.h), or NULL */
@@ -134,6 +149,9 @@ int svc_run_repair(struct svc_sess *s, struct svc_err *err);
 /* The same for a caller without a handle (it opens one). */
 int svc_session_repair_stale(const struct svc_config *cfg, const char *sid, struct svc_err *err);
 
+/* An answer's usage as chat completions gives it (SPEC 15): svc_usage_new's and OpenAI's
+ * prompt_tokens_details.cached_tokens and completion_tokens_details.reasoning_tokens. */
+json_object *svc_usage_of(const struct svc_run_answer *a);
 /* The one shape of a run's usage: {"prompt_tokens", "completion_tokens", "total_tokens"}. */
 json_object *svc_usage_new(int64_t prompt, int64_t completion);
 /* A svc.v2 event's envelope: type, run_id, seq, session_id, schema_version and timestamp. */

@@ -70,7 +70,7 @@ is $q->{temperature}, 0.25, 'temperature forwarded';
 is $q->{max_tokens}, 50, 'max_tokens forwarded';
 $r = $s->req(POST => '/api/chat', body => { session_id => 'gs-1', max_completion_tokens => 7,
     messages => [{ role => 'user', content => 'settings two' }] });
-is request_for('settings two')->{max_tokens}, 7, 'max_completion_tokens forwarded as max_tokens';
+is request_for('settings two')->{max_completion_tokens}, 7, 'max_completion_tokens forwarded as it was spelled (SPEC 15)';
 $r = $s->req(POST => '/api/chat', body => { session_id => 'gs-1', message => 'settings three' });
 $q = request_for('settings three');
 ok !exists $q->{temperature} && !exists $q->{max_tokens}, 'the next request: the configured ones (none)';
@@ -80,7 +80,7 @@ is $r->{json}{temperature}, 1, 'responses: temperature in the object';
 is $r->{json}{max_output_tokens}, 9, 'responses: max_output_tokens in the object';
 $q = request_for('settings four');
 is $q->{temperature}, 1, 'responses: temperature forwarded';
-is $q->{max_tokens}, 9, 'responses: max_output_tokens forwarded as max_tokens';
+is $q->{max_completion_tokens}, 9, 'responses: max_output_tokens forwarded as max_completion_tokens';
 
 # bad values: 422 naming the field, nothing written, the model never asked
 sub roots { opendir my $d, $s->root or return 0; scalar grep { /^session_/ } readdir $d }

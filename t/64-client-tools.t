@@ -180,6 +180,17 @@ is $r->{status}, 200, 'responses: 200' or diag $r->{body};
 my @out = @{ $r->{json}{output} };
 is scalar @out, 1, 'responses: one output item';
 is $out[0]{type}, 'function_call', 'responses: a function_call item';
+# streamed again with the request's Idempotency-Key: the stored items as events, no message
+my $rk = $s->req(POST => '/api/v1/responses', headers => { 'Idempotency-Key' => 'ct-rkey' }, body => { model => 'echo-1',
+    input => '/tool get_weather {"city":"Oslo"}', tools => [$RWEATHER] });
+my $rks = $s->sse('/api/v1/responses', headers => { 'Idempotency-Key' => 'ct-rkey' }, body => { model => 'echo-1',
+    input => '/tool get_weather {"city":"Oslo"}', tools => [$RWEATHER], stream => JSON::PP::true })->{events};
+is_deeply [map { $_->{type} } grep { ref } @$rks],
+    [qw(response.created response.in_progress response.output_item.added response.function_call_arguments.delta
+        response.function_call_arguments.done response.output_item.done response.completed)],
+    'responses: a stored call replayed as a stream has the items the plain answer had';
+my ($rkc) = grep { ref && $_->{type} eq 'response.completed' } @$rks;
+is_deeply $rkc->{response}, $rk->{json}, 'responses: and completes with the stored response';
 is $out[0]{status}, 'completed', 'responses: status completed';
 is $out[0]{name}, 'get_weather', 'responses: name';
 is_deeply decode_json($out[0]{arguments}), { city => 'Rome' }, 'responses: arguments';
@@ -214,7 +225,12 @@ my ($done) = grep { ref $_ && $_->{type} eq 'response.output_item.done' && $_->{
 is_deeply decode_json($done->{item}{arguments}), { city => 'Lima' }, 'responses stream: the arguments';
 is $types[-1], 'response.completed', 'responses stream: completed last';
 my ($comp) = grep { ref $_ && $_->{type} eq 'response.completed' } @$ev;
-is $comp->{response}{output}[1]{call_id}, $done->{item}{call_id}, 'responses stream: the call in the final output';
+is $comp->{response}{output}[0]{call_id}, $done->{item}{call_id}, 'responses stream: the call in the final output';
+# SPEC 15: the same items as without streaming: no empty message item before the call
+ok !(grep { ref $_ && ($_->{item}{type} // '') eq 'message' } @$ev), 'responses stream: no message item before the call';
+is scalar @{ $comp->{response}{output} }, 1, 'responses stream: the call is the only output item';
+is_deeply $s->req(GET => "/api/v1/responses/$comp->{response}{id}")->{json}, $comp->{response},
+    'responses stream: the stored response is what response.completed carried';
 
 # ---- the openai provider: tools to the model server, its calls back ----
 my $fake = FakeOpenAI->start;

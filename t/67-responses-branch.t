@@ -58,7 +58,7 @@ my $x = turn(alice => 'other', $a->{id});
 my $br = $x->{session_id};
 isnt $br, $main, 'an older response forks a new session';
 like $x->{output}[0]{content}[0]{text}, qr/2 earlier messages/, 'the model saw turn one only';
-is $x->{conversation}{id}, $br, 'conversation names the branch';
+is $x->{conversation}, undef, 'conversation null: the request named none (SPEC 15)';
 is files($br), 4, 'the branch: 2 copied + 1 turn';
 is files($main), 4, 'the main line is untouched';
 my $sum = as(alice => GET => "/api/v1/chat/sessions/$br")->{json};

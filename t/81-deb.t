@@ -163,13 +163,15 @@ sub dpkg {
     is $? >> 8, 0, "dpkg @args" or diag $o;
 }
 
-# The names containing "svc" where a package's files, users and systemd links go.
+# The paths with a component named svc, svc.*, svc-* or svc_* where a package's files, users
+# and systemd links go (not every name containing "svc": another test's GlusterFS logs under
+# /var/log/glusterfs carry its temp dir's name, tmp-svc-gluster-*).
 sub snapshot {
     my %seen;
     my @roots = grep { -d } qw(/etc /var/lib /var/log /usr/bin /usr/sbin /usr/share/man
                                /usr/share/doc /usr/share/svc /usr/lib/sysusers.d
                                /usr/lib/tmpfiles.d /lib/systemd /var/lib/dpkg/info);
-    for (split /\n/, `find @roots -xdev 2>/dev/null`) { $seen{$_} = 1 if m{svc}i }
+    for (split /\n/, `find @roots -xdev 2>/dev/null`) { $seen{$_} = 1 if m{/svc(?:[._-][^/]*)?(?:/|$)}i }
     return \%seen;
 }
 

@@ -8,7 +8,13 @@ package FakeOpenAI;
 #   $fake->base_url;                       # "http://127.0.0.1:PORT/v1"
 #   $fake->requests;                       # [{method, path, headers => {lc name => value}, body => decoded JSON}, ...]
 #   $fake->request_for($text);             # the body of the request whose last message is $text
+#   $fake->script(@answers);               # the next requests' answers, one each, in order
 #   $fake->stop;
+#
+# A scripted answer (a hash) overrides what follows for one request (with when => TEXT, only
+# for a request whose last user message is TEXT): {content => TEXT}
+# (streamed word by word), {tool_calls => [{name, arguments}]}, {status => 400, error =>
+# {message, param, ...}} (that HTTP error), and usage => {...} for the usage chunk.
 #
 # What it answers, from the last user message (after a trailing tool message it answers
 # "Tool <name> said: <content>" instead):
@@ -106,6 +112,30 @@ sub clear {
     my ($self) = @_;
     open my $fh, '>', $self->{log} or die "$self->{log}: $!";
     close $fh;
+}
+
+sub script {
+    my ($self, @answers) = @_;
+    open my $fh, '>>', "$self->{log}.script" or die "$self->{log}.script: $!";
+    flock($fh, LOCK_EX);
+    print $fh $J->encode($_), "\n" for @answers;
+    close $fh;
+}
+
+# In the child: the first scripted answer for a request whose last user message is $text
+# (an answer with `when` only for that text), taken off the list; undef when none is left.
+sub _next_scripted {
+    my ($log, $text) = @_;
+    open my $fh, '+<', "$log.script" or return undef;
+    flock($fh, LOCK_EX);
+    my @l = <$fh>;
+    my ($i) = grep { my $w = $J->decode($l[$_])->{when}; !defined $w || $w eq $text } 0 .. $#l;
+    my $first = defined $i ? splice(@l, $i, 1) : undef;
+    seek($fh, 0, 0);
+    truncate($fh, 0);
+    print $fh @l;
+    close $fh;
+    return defined $first ? $J->decode($first) : undef;
 }
 
 sub stop {
@@ -286,7 +316,18 @@ sub _serve {
     my ($answer, @tool_calls);
     my %offered = map { ($_->{function}{name} // '') => 1 } @{ $body->{tools} // [] };
     my ($rule) = grep { $text =~ $_->{prompt} && $offered{ $_->{tool} } } @{ $rules // [] };
-    if ($rule && ($last->{role} // '') ne 'tool') {
+    my $sc = _next_scripted($log, $text);
+    my $usage = $sc && $sc->{usage} ? $sc->{usage}
+      : { prompt_tokens => 11, completion_tokens => 7, total_tokens => 18 };
+    if ($sc && $sc->{status}) {
+        return _respond_json($c, $sc->{status}, { error => { type => 'invalid_request_error',
+            code => undef, param => undef, %{ $sc->{error} // {} } } });
+    } elsif ($sc && $sc->{tool_calls}) {
+        @tool_calls = map { { id => $_->{id} // 'call_' . int(rand(1e9)), name => $_->{name},
+            arguments => $_->{arguments} // '{}' } } @{ $sc->{tool_calls} };
+    } elsif ($sc) {
+        $answer = $sc->{content};
+    } elsif ($rule && ($last->{role} // '') ne 'tool') {
         @tool_calls = ({ id => 'call_' . int(rand(1e9)), name => $rule->{tool},
                          arguments => $rule->{arguments} // '{}' });
     } elsif ($text =~ /^loop tool (\S+)\s*(.*)$/s) {
@@ -309,7 +350,6 @@ sub _serve {
         my $n = scalar @$msgs;
         $answer = "You said: $text ($n messages)";
     }
-    my $usage = { prompt_tokens => 11, completion_tokens => 7, total_tokens => 18 };
 
     if ((defined $body->{stream} && !$body->{stream}) || $text =~ /^nostream/) {
         my $msg = { role => 'assistant', content => $answer };

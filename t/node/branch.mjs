@@ -11,22 +11,23 @@ const ids = {};
 
 try {
   const a = await client.responses.create({ model: "echo-1", input: "turn one" });
+  is(a.conversation, null, "conversation is null unless the request named one (SPEC 15)");
   const b = await client.responses.create({ model: "echo-1", input: "turn two", previous_response_id: a.id });
-  is(b.conversation.id, a.conversation.id, "the newest response continues in place");
+  is(b.session_id, a.session_id, "the newest response continues in place");
   const c = await client.responses.create({ model: "echo-1", input: "turn three", previous_response_id: b.id });
   like(c.output_text, /4 earlier messages/, "the main line has 4 messages before turn three");
   const x = await client.responses.create({ model: "echo-1", input: "other two", previous_response_id: a.id });
-  ok(x.conversation.id !== a.conversation.id, "an older response forks a new session", x.conversation.id);
+  ok(x.session_id !== a.session_id, "an older response forks a new session", x.session_id);
   ok(/2 earlier messages/.test(x.output_text), "the branch holds turn one only", x.output_text);
   is(x.previous_response_id, a.id, "previous_response_id echoed on the branch");
   const y = await client.responses.create({ model: "echo-1", input: "other three", previous_response_id: x.id });
-  is(y.conversation.id, x.conversation.id, "the branch's newest response continues the branch");
+  is(y.session_id, x.session_id, "the branch's newest response continues the branch");
   ok(/4 earlier messages/.test(y.output_text), "the branch grew by one turn", y.output_text);
   const d = await client.responses.create({ model: "echo-1", input: "turn four", previous_response_id: c.id });
-  is(d.conversation.id, a.conversation.id, "the main line is untouched and continues in place");
+  is(d.session_id, a.session_id, "the main line is untouched and continues in place");
   ok(/6 earlier messages/.test(d.output_text), "the main line has its 6 messages", d.output_text);
-  ids.branch = x.conversation.id;
-  ids.main = a.conversation.id;
+  ids.branch = x.session_id;
+  ids.main = a.session_id;
 } catch (e) {
   ok(false, "no exception", e && e.stack ? e.stack : e);
 }

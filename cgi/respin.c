@@ -1,0 +1,362 @@
+#include "respin.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "access.h"
+#include "conversation.h"
+#include "jsonx.h"
+#include "responses.h"
+#include "user.h"
+#include "util.h"
+
+/* An input item as input_items lists it: typed, with an id, message text as parts. */
+static json_object *input_item(json_object *item)
+{
+    json_object *o = svc_json_copy(item);
+    if (!svc_json_str(o, "type", NULL))
+        svc_json_set_str(o, "type", "message");
+    const char *type = svc_json_str(o, "type", "message");
+    json_object *content = NULL;
+    json_object_object_get_ex(o, "content", &content);
+    if (strcmp(type, "message") == 0 && json_object_is_type(content, json_type_string)) {
+        bool out = strcmp(svc_json_str(o, "role", ""), "assistant") == 0;
+        json_object *part = json_object_new_object();
+        svc_json_set_str(part, "type", out ? "output_text" : "input_text");
+        svc_json_set_str(part, "text", json_object_get_string(content));
+        json_object *parts = json_object_new_array();
+        json_object_array_add(parts, part);
+        svc_json_set(o, "content", parts);
+    }
+    bool ref = strcmp(type, "item_reference") == 0;
+    if (!ref && !svc_json_str(o, "id", NULL)) {
+        char id[48];
+        svc_responses_new_id(strcmp(type, "message") == 0 ? "msg_" : "fco_", id, sizeof id);
+        svc_json_set_str(o, "id", id);
+    }
+    if (!ref && !svc_json_str(o, "status", NULL))
+        svc_json_set_str(o, "status", "completed");
+    return o;
+}
+
+/* The input as items: a string is one user message. */
+json_object *respin_items(json_object *input)
+{
+    json_object *items = json_object_new_array();
+    if (json_object_is_type(input, json_type_string)) {
+        json_object *m = json_object_new_object();
+        svc_json_set_str(m, "role", "user");
+        svc_json_set(m, "content", json_object_get(input));
+        json_object_array_add(items, input_item(m));
+        json_object_put(m);
+        return items;
+    }
+    for (size_t i = 0; i < json_object_array_length(input); i++)
+        json_object_array_add(items, input_item(json_object_array_get_idx(input, i)));
+    return items;
+}
+
+/* The text of an input item's content: a string, or the text parts (input_text,
+ * output_text, text) of a list, joined by newlines; other parts (images, files) carry no
+ * text and are left out. *out is heap. */
+static int content_text(json_object *content, const char *param, char **out, struct svc_err *err)
+{
+    *out = NULL;
+    if (json_object_is_type(content, json_type_string)) {
+        if (turn_in_text(content, param, err) < 0)
+            return -1;
+        *out = svc_xstrdup(json_object_get_string(content));
+        return 0;
+    }
+    if (!json_object_is_type(content, json_type_array))
+        return svc_err_setp(err, content ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, param,
+                            "'%s' must be a string or a list of content parts", param);
+    struct svc_buf b;
+    svc_buf_init(&b);
+    for (size_t k = 0; k < json_object_array_length(content); k++) {
+        json_object *part = json_object_array_get_idx(content, k), *text = NULL;
+        char pp[160];
+        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
+        const char *type = NULL;
+        if (!json_object_is_type(part, json_type_object)) {
+            svc_buf_free(&b);
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
+        }
+        char tp[176];
+        snprintf(tp, sizeof tp, "%s.type", pp);
+        if (http_field_str(part, "type", tp, true, &type, err) < 0) {
+            svc_buf_free(&b);
+            return -1;
+        }
+        if (strcmp(type, "input_text") != 0 && strcmp(type, "output_text") != 0 &&
+            strcmp(type, "text") != 0)
+            continue;
+        snprintf(tp, sizeof tp, "%s.text", pp);
+        json_object_object_get_ex(part, "text", &text);
+        if (turn_in_text(text, tp, err) < 0) {
+            svc_buf_free(&b);
+            return -1;
+        }
+        if (b.len)
+            svc_buf_adds(&b, "\n");
+        svc_buf_adds(&b, json_object_get_string(text));
+    }
+    *out = b.data ? svc_buf_steal(&b) : svc_xstrdup("");
+    return 0;
+}
+
+/* A function_call item as the chat message it stands for: an assistant tool_calls entry,
+ * added to msgs' last message when that is an assistant's (parallel calls). */
+static int function_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL, *name = NULL, *args = NULL;
+    char p[3][96];
+    snprintf(p[0], sizeof p[0], "input[%zu].call_id", i);
+    snprintf(p[1], sizeof p[1], "input[%zu].name", i);
+    snprintf(p[2], sizeof p[2], "input[%zu].arguments", i);
+    if (http_field_str(item, "call_id", p[0], true, &id, err) < 0 ||
+        http_field_str(item, "name", p[1], true, &name, err) < 0 ||
+        http_field_str(item, "arguments", p[2], false, &args, err) < 0)
+        return -1;
+    size_t n = json_object_array_length(msgs);
+    json_object *m = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
+    if (!m || strcmp(svc_json_str(m, "role", ""), "assistant") != 0) {
+        m = json_object_new_object();
+        svc_json_set_str(m, "role", "assistant");
+        svc_json_set(m, "content", NULL);
+        json_object_array_add(msgs, m);
+    }
+    json_object *calls = svc_json_arr(m, "tool_calls");
+    if (!calls) {
+        calls = json_object_new_array();
+        svc_json_set(m, "tool_calls", calls);
+    }
+    json_object *fn = json_object_new_object();
+    svc_json_set_str(fn, "name", name);
+    svc_json_set_str(fn, "arguments", args ? args : "{}");
+    json_object *tc = json_object_new_object();
+    svc_json_set_str(tc, "id", id);
+    svc_json_set_str(tc, "type", "function");
+    svc_json_set(tc, "function", fn);
+    json_object_array_add(calls, tc);
+    return 0;
+}
+
+/* A function_call_output item as a role "tool" chat message (param: where it was). */
+static int function_output_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL;
+    json_object *output = NULL;
+    char p[96], q[96];
+    snprintf(p, sizeof p, "input[%zu].call_id", i);
+    snprintf(q, sizeof q, "input[%zu].output", i);
+    if (http_field_str(item, "call_id", p, true, &id, err) < 0)
+        return -1;
+    json_object_object_get_ex(item, "output", &output);
+    char *text = NULL;
+    if (content_text(output, q, &text, err) < 0)
+        return -1;
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", "tool");
+    svc_json_set_str(m, "tool_call_id", id);
+    svc_json_set_str(m, "content", text);
+    svc_json_set_str(m, "param", p);
+    json_object_array_add(msgs, m);
+    free(text);
+    return 0;
+}
+
+/* A message item as the chat message it stands for ({role, content} with its text; a user
+ * message's images and files as chat parts, SPEC 17). */
+static int message_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                      struct svc_err *err)
+{
+    static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
+    const char *role = NULL;
+    json_object *content = NULL;
+    char p[96];
+    snprintf(p, sizeof p, "input[%zu].role", i);
+    if (http_field_str(item, "role", p, true, &role, err) < 0)
+        return -1;
+    bool known = false;
+    for (int k = 0; roles[k]; k++)
+        known = known || strcmp(role, roles[k]) == 0;
+    if (!known)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s' must be user, assistant, system or developer", p);
+    snprintf(p, sizeof p, "input[%zu].content", i);
+    json_object_object_get_ex(item, "content", &content);
+    char *text = NULL;
+    json_object *parts = NULL;
+    if (content_text(content, p, &text, err) < 0 ||
+        (strcmp(role, "user") == 0 && resp_media_parts(r, content, p, &parts, err) < 0)) {
+        free(text);
+        return -1;
+    }
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", role);
+    if (parts)
+        svc_json_set(m, "content", parts);
+    else
+        svc_json_set_str(m, "content", text);
+    json_object_array_add(msgs, m);
+    free(text);
+    return 0;
+}
+
+/* An mcp_approval_response item (SPEC 16) as the answer to the call it approves or declines:
+ * a role "tool" message with "approve", like a function_call_output. */
+static int approval_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL;
+    char p[96], q[96];
+    snprintf(p, sizeof p, "input[%zu].approval_request_id", i);
+    snprintf(q, sizeof q, "input[%zu].approve", i);
+    json_object *v = NULL;
+    if (http_field_str(item, "approval_request_id", p, true, &id, err) < 0)
+        return -1;
+    if (!json_object_object_get_ex(item, "approve", &v) ||
+        !json_object_is_type(v, json_type_boolean))
+        return svc_err_setp(err, v ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, q,
+                            "'%s' must be true or false", q);
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", "tool");
+    svc_json_set_str(m, "tool_call_id", strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id);
+    svc_json_set_bool(m, "approve", json_object_get_boolean(v));
+    svc_json_set_str(m, "param", p);
+    json_object_array_add(msgs, m);
+    return 0;
+}
+
+/* An mcp_call item a client sends back (a stateless history): the call and its result, as
+ * a function_call and its output. */
+static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *label = NULL, *name = NULL, *id = NULL;
+    char p[96], *full = NULL;
+    snprintf(p, sizeof p, "input[%zu].server_label", i);
+    if (http_field_str(item, "server_label", p, true, &label, err) < 0)
+        return -1;
+    snprintf(p, sizeof p, "input[%zu].name", i);
+    if (http_field_str(item, "name", p, true, &name, err) < 0)
+        return -1;
+    snprintf(p, sizeof p, "input[%zu].id", i);
+    if (http_field_str(item, "id", p, true, &id, err) < 0)
+        return -1;
+    json_object *call = svc_json_copy(item), *out = json_object_new_object();
+    svc_xasprintf(&full, "%s__%s", label, name);
+    svc_json_set_str(call, "name", full);
+    svc_json_set_str(call, "call_id", id);
+    svc_json_set_str(out, "call_id", id);
+    const char *error = svc_json_str(item, "error", NULL);
+    svc_json_set_str(out, "output", error ? error : svc_json_str(item, "output", ""));
+    int rc =
+        function_call_item(call, i, msgs, err) < 0 || function_output_item(out, i, msgs, err) < 0
+            ? -1
+            : 0;
+    free(full);
+    json_object_put(call);
+    json_object_put(out);
+    return rc;
+}
+
+/* An item_reference (SPEC 15): the item it names, of a stored response (msg_<hex>,
+ * fc_<hex>_<k>: the response resp_<hex>) or a conversation (conversation.h) of the asker,
+ * in any session; *out a new reference. An unknown id is 422 naming input[i].id. */
+static int item_ref(struct http_req *r, json_object *item, size_t i, json_object **out,
+                    struct svc_err *err)
+{
+    const char *id = NULL, *hex = NULL;
+    char p[64], rid[SVC_RESPONSE_ID_LEN];
+    snprintf(p, sizeof p, "input[%zu].id", i);
+    *out = NULL;
+    if (http_field_str(item, "id", p, true, &id, err) < 0)
+        return -1;
+    if (strncmp(id, "msg_", 4) == 0 || strncmp(id, "fc_", 3) == 0)
+        hex = strchr(id, '_') + 1;
+    json_object *resp = NULL;
+    if (hex && strspn(hex, "0123456789abcdef") == 32 && (!hex[32] || hex[32] == '_')) {
+        snprintf(rid, sizeof rid, "resp_%.32s", hex);
+        json_object *output =
+            access_response(r, rid, &resp, NULL) == 0 ? svc_json_arr(resp, "output") : NULL;
+        for (size_t k = 0; output && !*out && k < json_object_array_length(output); k++)
+            if (strcmp(svc_json_str(json_object_array_get_idx(output, k), "id", ""), id) == 0)
+                *out = json_object_get(json_object_array_get_idx(output, k));
+    } else {
+        svc_conv_find_item(r->cfg, svc_user_scope(&r->user), id, out, NULL);
+    }
+    json_object_put(resp);
+    return *out ? 0
+                : svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                               "'%s': no stored item '%.64s' (of a response or conversation)", p,
+                               id);
+}
+
+/* One input item appended to msgs as chat messages, by its type. */
+static int item_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                   struct svc_err *err)
+{
+    char p[96];
+    const char *type = NULL;
+    snprintf(p, sizeof p, "input[%zu]", i);
+    if (!json_object_is_type(item, json_type_object))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    snprintf(p, sizeof p, "input[%zu].type", i);
+    if (http_field_str(item, "type", p, false, &type, err) < 0)
+        return -1;
+    if (!type || strcmp(type, "message") == 0)
+        return message_in(r, item, i, msgs, err);
+    if (strcmp(type, "compaction") == 0)
+        return resp_compaction_in(r, item, i, msgs, err);
+    if (strcmp(type, "item_reference") == 0) {
+        json_object *ref = NULL;
+        int rc = item_ref(r, item, i, &ref, err);
+        if (rc == 0 && strcmp(svc_json_str(ref, "type", ""), "item_reference") != 0)
+            rc = item_in(r, ref, i, msgs, err);
+        json_object_put(ref);
+        return rc;
+    }
+    if (strcmp(type, "mcp_list_tools") == 0 || strcmp(type, "mcp_approval_request") == 0)
+        return 0; /* a listing, or what the session holds (SPEC 16) */
+    if (strcmp(type, "mcp_approval_response") == 0)
+        return approval_item(item, i, msgs, err);
+    if (strcmp(type, "mcp_call") == 0)
+        return mcp_call_item(item, i, msgs, err);
+    if (strcmp(type, "function_call") == 0)
+        return function_call_item(item, i, msgs, err);
+    if (strcmp(type, "function_call_output") == 0)
+        return function_output_item(item, i, msgs, err);
+    return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                        "'%s' must be message, function_call, function_call_output, "
+                        "item_reference, compaction or an mcp_ item, not %.64s",
+                        p, type);
+}
+
+/* `input` (respin.h): every item becomes chat messages (an item_reference the item it names),
+ * then turn_in_split reads the list; other item types are refused. */
+int respin_input(struct http_req *r, struct turn_in *t, json_object *input, struct svc_err *err)
+{
+    if (!input)
+        return svc_err_setp(err, SVC_E_MISSING_FIELD, "input", "'input' is required");
+    if (json_object_is_type(input, json_type_string)) {
+        if (turn_in_text(input, "input", err) < 0)
+            return -1;
+        if (!*json_object_get_string(input))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, "input", "'input' must not be empty");
+        t->input = svc_xstrdup(json_object_get_string(input));
+        return 0;
+    }
+    if (!json_object_is_type(input, json_type_array))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "input",
+                            "'input' must be a string or a list of messages");
+    json_object *msgs = json_object_new_array();
+    int rc = -1;
+    for (size_t i = 0; i < json_object_array_length(input); i++)
+        if (item_in(r, json_object_array_get_idx(input, i), i, msgs, err) < 0)
+            goto out;
+    rc = turn_in_split(t, msgs, "input", err);
+out:
+    json_object_put(msgs);
+    return rc;
+}
