@@ -32,7 +32,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o) $(B)/cgi/openapi_yaml.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install deb torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-bodies bench-hosts bench-agent bench-window bench-scale clean format install deb torture valgrind
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -213,10 +213,14 @@ endif
 run:
 	@scripts/install-deps --serve
 	@$(MAKE) --no-print-directory all
-	@SVC_BUILD=$(abspath $(B)) scripts/serve --port '$(PORT)'
+	@SVC_BUILD=$(abspath $(B)) exec scripts/serve --port '$(PORT)'
 
 bench: deps all
 	scripts/bench
+
+# The largest bodies against a small turn (docs/BENCH.md "Largest bodies").
+bench-bodies: deps all
+	SVC_BUILD=$(abspath $(B)) scripts/bench-bodies
 
 # An agent's loop: a client-tool round trip and a stream replay (docs/BENCH.md).
 bench-agent: deps all

@@ -1,10 +1,12 @@
 /* h_base: the base endpoints of SPEC 4.4: health, config, jobs, extensions, metrics, and the
  * OpenAPI document (SPEC 18). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache.h"
 #include "config.h"
+#include "edge.h"
 #include "fsio.h"
 #include "handlers.h"
 #include "jobs.h"
@@ -38,28 +40,34 @@ static struct {
     int pid; /* the worker's: a forked child builds its own */
     int64_t uptime;
     bool writable;
-    const char *reason;
+    char reason[512]; /* when not writable */
+    bool exposed;
     char *text; /* compact JSON (heap) */
 } last_health;
 
 int h_health(struct http_req *r, struct svc_err *err)
 {
     const struct svc_config *cfg = r->cfg;
-    const char *reason = NULL;
-    bool writable = svc_dir_writable(cfg->sessions.root, &reason);
+    char reason[512] = "";
+    bool writable = svc_dir_writable("session root", cfg->sessions.root, reason, sizeof reason);
     bool degraded = cfg->sessions.enabled && !writable;
     int64_t uptime = (int64_t)(svc_time_now() - started.at);
     bool cache = svc_cache_on(cfg, -1);
+    bool exposed = edge_exposed(r);
     if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == svc_pid() &&
         last_health.uptime == uptime && last_health.writable == writable &&
-        last_health.reason == reason) {
+        strcmp(last_health.reason, reason) == 0 && last_health.exposed == exposed) {
         return http_reply(r, degraded ? 503 : 200, svc_json_new_raw(last_health.text));
     }
 
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "status", degraded ? "degraded" : "ok");
-    if (degraded)
+    json_object *reasons = json_object_new_array(); /* what makes it degraded, each named */
+    if (degraded) {
         svc_json_set_str(o, "reason", reason);
+        json_object_array_add(reasons, json_object_new_string(reason));
+    }
+    svc_json_set(o, "reasons", reasons);
     svc_json_set_str(o, "version", SVC_VERSION);
     svc_json_set_int(o, "pid", started.master_pid);
     svc_json_set_int(o, "worker_pid", (int64_t)svc_pid());
@@ -78,13 +86,23 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set_str(m, "provider", cfg->model.provider == SVC_MODEL_OPENAI ? "openai" : "echo");
     svc_json_set_str(m, "name", cfg->model.name);
     svc_json_set(o, "model", m);
+    json_object *warn = json_object_new_array();
+    if (exposed)
+        json_object_array_add(
+            warn, json_object_new_string(
+                      "no token and no users, and this server is reachable beyond loopback (this "
+                      "request came through a public address): whoever reaches it reads and runs "
+                      "every session; set server.api_token or server.users, or have the web "
+                      "server authenticate (docs/OPS.md, \"Safe by default\")"));
+    svc_json_set(o, "warnings", warn);
     free(last_health.text);
     last_health.text = cache ? svc_json_dump_compact(o) : NULL;
     last_health.cfg = cfg;
     last_health.pid = svc_pid();
     last_health.uptime = uptime;
     last_health.writable = writable;
-    last_health.reason = reason;
+    snprintf(last_health.reason, sizeof last_health.reason, "%s", reason);
+    last_health.exposed = exposed;
     return http_reply(r, degraded ? 503 : 200, o);
 }
 

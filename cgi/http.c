@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "edge.h"
 #include "jsonx.h"
 #include "util.h"
 
@@ -103,6 +104,11 @@ enum {
     P_X_REQUEST_ID,
     P_REQUEST_ID,
     P_SVC_BASE_PATH,
+    P_HOST,
+    P_ORIGIN,
+    P_SEC_FETCH_SITE,
+    P_REMOTE_ADDR,
+    P_SERVER_ADDR,
     P_COUNT
 };
 
@@ -114,11 +120,13 @@ static const struct {
     {                                                                                              \
         s, sizeof s - 1                                                                            \
     }
-    PN("REQUEST_METHOD"),     PN("REQUEST_URI"),       PN("SCRIPT_NAME"),
-    PN("PATH_INFO"),          PN("QUERY_STRING"),      PN("HTTP_AUTHORIZATION"),
-    PN("CONTENT_TYPE"),       PN("HTTP_X_SESSION_ID"), PN("HTTP_IDEMPOTENCY_KEY"),
-    PN("HTTP_LAST_EVENT_ID"), PN("CONTENT_LENGTH"),    PN("HTTP_X_REQUEST_ID"),
-    PN("REQUEST_ID"),         PN("SVC_BASE_PATH"),
+    PN("REQUEST_METHOD"),     PN("REQUEST_URI"),         PN("SCRIPT_NAME"),
+    PN("PATH_INFO"),          PN("QUERY_STRING"),        PN("HTTP_AUTHORIZATION"),
+    PN("CONTENT_TYPE"),       PN("HTTP_X_SESSION_ID"),   PN("HTTP_IDEMPOTENCY_KEY"),
+    PN("HTTP_LAST_EVENT_ID"), PN("CONTENT_LENGTH"),      PN("HTTP_X_REQUEST_ID"),
+    PN("REQUEST_ID"),         PN("SVC_BASE_PATH"),       PN("HTTP_HOST"),
+    PN("HTTP_ORIGIN"),        PN("HTTP_SEC_FETCH_SITE"), PN("REMOTE_ADDR"),
+    PN("SERVER_ADDR"),
 #undef PN
 };
 
@@ -218,6 +226,11 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
     r->x_session_id = dup_or_null(v[P_X_SESSION_ID]);
     r->idempotency_key = dup_or_null(v[P_IDEMPOTENCY_KEY]);
     r->last_event_id = dup_or_null(v[P_LAST_EVENT_ID]);
+    r->host = dup_or_null(v[P_HOST]);
+    r->origin = dup_or_null(v[P_ORIGIN]);
+    r->fetch_site = dup_or_null(v[P_SEC_FETCH_SITE]);
+    snprintf(r->remote_addr, sizeof r->remote_addr, "%s", v[P_REMOTE_ADDR] ? v[P_REMOTE_ADDR] : "");
+    snprintf(r->server_addr, sizeof r->server_addr, "%s", v[P_SERVER_ADDR] ? v[P_SERVER_ADDR] : "");
 
     const char *cl = v[P_CONTENT_LENGTH];
     if (cl && *cl) {
@@ -249,6 +262,9 @@ void http_req_free(struct http_req *r)
     free(r->x_session_id);
     free(r->idempotency_key);
     free(r->last_event_id);
+    free(r->host);
+    free(r->origin);
+    free(r->fetch_site);
     for (int i = 0; i < r->nparams; i++) {
         free(r->param_names[i]);
         free(r->param_values[i]);
@@ -610,6 +626,10 @@ int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct 
     if (!json_object_is_type(o, json_type_object)) {
         json_object_put(o);
         return svc_err_set(err, SVC_E_INVALID_JSON, "request body must be a JSON object");
+    }
+    if (edge_lists(o, err) < 0) {
+        json_object_put(o);
+        return -1;
     }
     *out = o;
     return 0;

@@ -55,6 +55,11 @@ struct http_req {
     char user_name[SVC_ID_MAX +
                    1]; /* user.id when the web server named the user (server.user_param) */
 
+    /* What edge.h judges the request by, copied at init: HTTP_HOST, HTTP_ORIGIN and
+     * HTTP_SEC_FETCH_SITE (NULL when absent), REMOTE_ADDR and SERVER_ADDR ("" when absent). */
+    char *host, *origin, *fetch_site;
+    char remote_addr[48], server_addr[48];
+
     /* Route parameters, percent-decoded ("%00" and bad escapes stay literal). */
     int nparams;
     char *param_names[HTTP_MAX_PARAMS];
@@ -123,8 +128,9 @@ int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, s
 /* Read the body once, at most server.max_body_bytes (else 413 body_too_large, the rest is
  * drained without being kept). r->body is NUL-terminated; r->body_len excludes the NUL. */
 int http_read_body(struct http_req *r, struct svc_err *err);
-/* Read the body and parse it as a JSON object (400 invalid_json). *out is a new reference.
- * An empty body is an empty object when empty_ok, else invalid_json. */
+/* Read the body and parse it as a JSON object (400 invalid_json) whose lists are within
+ * their limits (edge.h). *out is a new reference. An empty body is an empty object when
+ * empty_ok, else invalid_json. */
 int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct svc_err *err);
 
 /* Typed fields of a JSON object (borrowed results). Absent or null: *out is the default

@@ -22,6 +22,10 @@
  * privileges after binding (and before reading any session). Refusals at start are one line
  * naming the setting, with the exit codes below (docs/OPS.md, "svc-fcgi").
  *
+ * Peers (SPEC 19): a TCP connection from outside server.fcgi_allow (and FCGI_WEB_SERVER_ADDRS;
+ * loopback when neither names one) is closed before a byte is read; server.user_param on a
+ * TCP listener without such a list is refused at start and on reload.
+ *
  * Worker: accepts a connection, waits for its first bytes, hands it to libfcgi and serves
  * the request; signals are seen between requests. A worker exits after max_requests. Runs
  * it forks reset their signal mask (core/runs.c); programs it spawns get it reset. */
@@ -51,7 +55,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "config.h"
+#include "fsio.h"
 #include "handlers.h"
 #include "held.h"
 #include "http.h"
@@ -60,6 +66,7 @@
 #include "metrics.h"
 #include "query.h"
 #include "session.h"
+#include "user.h"
 #include "util.h"
 
 #define BACKLOG 256
@@ -339,6 +346,7 @@ struct worker {
     bool stop, nodrain, reopen;
     double stop_at; /* monotonic time the stop was seen */
     const char *log_path;
+    struct svc_acl acl; /* the peers allowed (allow_list) */
 };
 
 /* How long a new connection may stay silent on a unix socket (libfcgi's rule for those) and,
@@ -396,24 +404,111 @@ static bool await_bytes(struct worker *w, int fd, bool limited)
     }
 }
 
-/* libfcgi's FCGI_WEB_SERVER_ADDRS, which its own accept checked: a comma-separated list of
- * the IPv4 peers allowed (unset or empty: any), compared as libfcgi does, with inet_addr. */
-static bool peer_allowed(const struct sockaddr_storage *ss)
+/* The FastCGI peers a pool accepts (SPEC 19): those of server.fcgi_allow and of libfcgi's
+ * FCGI_WEB_SERVER_ADDRS (comma-separated, as libfcgi read it; IPv6 too now) together; when
+ * neither names one, loopback only. A peer without an address (a unix socket) is the
+ * socket mode's to guard. Returns whether a list was given, or -1 after logging an entry of
+ * FCGI_WEB_SERVER_ADDRS that is not an address (the settings' are checked at load). */
+static int allow_list(const struct svc_config *cfg, struct svc_acl *a)
 {
-    const char *p = getenv("FCGI_WEB_SERVER_ADDRS");
-    if (!p || !*p || ss->ss_family != AF_INET)
-        return true;
-    in_addr_t peer = ((const struct sockaddr_in *)ss)->sin_addr.s_addr;
-    for (;;) {
+    int given = 0;
+    for (char **p = cfg->server.fcgi_allow; p && *p; p++, given = 1)
+        svc_acl_add(a, *p);
+    const char *env = getenv("FCGI_WEB_SERVER_ADDRS");
+    for (const char *p = env; p && *p;) {
         char one[64];
         size_t n = strcspn(p, ",");
-        snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : 0), p);
-        if (inet_addr(one) == peer)
-            return true;
-        if (!p[n])
-            return false;
-        p += n + 1;
+        snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
+        if (n > 0 && svc_acl_add(a, one) < 0) {
+            logmsg("FCGI_WEB_SERVER_ADDRS: '%s' is not an IPv4 or IPv6 address or network", one);
+            return -1;
+        }
+        given = given || n > 0;
+        p += n + (p[n] ? 1 : 0);
     }
+    if (!given)
+        svc_acl_add_loopback(a);
+    return given;
+}
+
+/* Whether the peer of a new connection may speak FastCGI to us; a refusal is logged at most
+ * once a minute per worker (a scan must not fill the log), with the count. */
+static bool peer_allowed(const struct svc_acl *a, const struct sockaddr_storage *ss)
+{
+    static double last_log;
+    static unsigned refused;
+    if (ss->ss_family != AF_INET && ss->ss_family != AF_INET6)
+        return true;
+    if (svc_acl_match(a, (const struct sockaddr *)ss))
+        return true;
+    refused++;
+    double now = svc_time_monotonic();
+    if (last_log == 0 || now - last_log >= 60) {
+        char host[INET6_ADDRSTRLEN] = "?";
+        const void *addr = ss->ss_family == AF_INET
+                               ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+                               : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+        inet_ntop(ss->ss_family, addr, host, sizeof host);
+        logmsg("refused a FastCGI connection from %s: not in server.fcgi_allow (%u refused since "
+               "the last such line)",
+               host, refused);
+        last_log = now;
+        refused = 0;
+    }
+    return false;
+}
+
+/* What the listener and the settings expose (SPEC 19), at start and on reload:
+ * server.user_param on a TCP listener without an allow list is refused (whoever reaches the
+ * port could name any user); no token and no users while peers beyond loopback may connect
+ * is said loudly. Returns 0, or EXIT_CONFIG after logging. */
+static int exposure_check(int listen_fd, const struct svc_config *cfg)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    bool tcp = getsockname(listen_fd, (struct sockaddr *)&ss, &len) == 0 &&
+               (ss.ss_family == AF_INET || ss.ss_family == AF_INET6);
+    struct svc_acl a = {0};
+    int given = allow_list(cfg, &a);
+    bool beyond = svc_acl_beyond_loopback(&a);
+    svc_acl_free(&a);
+    if (given < 0)
+        return EXIT_CONFIG;
+    if (!tcp) {
+        if (cfg->server.fcgi_allow && cfg->server.fcgi_allow[0])
+            logmsg("server.fcgi_allow: not used on a unix socket, which its mode guards "
+                   "(server.socket_mode, server.socket_group)");
+        return 0;
+    }
+    if (cfg->server.user_param[0] && !given) {
+        logmsg("server.user_param: refusing to start: on a TCP listener any process that reaches "
+               "the port could send %s and act as any user; list the web servers' addresses in "
+               "server.fcgi_allow (e.g. [127.0.0.1]) or listen on a unix socket",
+               cfg->server.user_param);
+        return EXIT_CONFIG;
+    }
+    if (!given && !svc_acl_loopback_addr((struct sockaddr *)&ss))
+        logmsg("server.fcgi_allow is empty: this TCP listener takes loopback peers only; list "
+               "the web servers that connect from elsewhere (docs/OPS.md, \"Safe by default\")");
+    if (beyond && !svc_config_api_token(cfg) && !svc_users_enabled(cfg))
+        logmsg("WARNING: no server.api_token and no users, and server.fcgi_allow admits peers "
+               "beyond loopback: whoever reaches them reads and runs every session; set a token "
+               "or users first (docs/OPS.md, \"Safe by default\")");
+    return 0;
+}
+
+/* The roots svc writes, checked as the user it runs as: one line for each that cannot be
+ * written, naming it and the error (at start and on reload; health and every 503 say the
+ * same, core/fsio.h). */
+static void roots_check(const struct svc_config *cfg)
+{
+    char why[512];
+    if (cfg->sessions.enabled &&
+        !svc_dir_writable("session root", cfg->sessions.root, why, sizeof why))
+        logmsg("%s: reads go on; turns and other writes answer 503 service_unavailable", why);
+    if (cfg->sessions.enabled && cfg->sessions.sync_memory &&
+        !svc_dir_writable("memory root", cfg->memory.root, why, sizeof why))
+        logmsg("%s: runs go on without their memory digests", why);
 }
 
 /* The next connection from the listener: waits in poll(2) with the signals while the queue
@@ -426,7 +521,7 @@ static int accept_next(struct worker *w, int *failed)
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
         int fd = accept4(w->listen_fd, (struct sockaddr *)&ss, &len, SOCK_CLOEXEC);
-        if (fd >= 0 && peer_allowed(&ss)) {
+        if (fd >= 0 && peer_allowed(&w->acl, &ss)) {
             int one = 1; /* answers go out as written: disable Nagle, as libfcgi did */
             if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6)
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -548,6 +643,8 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     struct worker w = {.listen_fd = listen_fd, .drain = drain, .log_path = log_path};
     w.local = getsockname(listen_fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
     w.sfd = worker_signal_fd();
+    if (allow_list(cfg, &w.acl) < 0) /* the master checked it: only if the environment moved */
+        return 1;
     if (w.sfd < 0) {
         logmsg("worker: signalfd: %s", strerror(errno));
         return 1;
@@ -587,6 +684,7 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     }
     FCGX_Free(&fr, 0);
     close(w.sfd);
+    svc_acl_free(&w.acl);
     return rc;
 }
 
@@ -769,7 +867,13 @@ static void master_reload(struct master *m)
         return;
     }
     log_warnings(&ncfg);
+    if (m->pl->listen_fd >= 0 && exposure_check(m->pl->listen_fd, &ncfg) != 0) {
+        logmsg("reload refused, keeping the running configuration");
+        svc_config_free(&ncfg);
+        return;
+    }
     apply_overrides(&ncfg, m->o);
+    roots_check(&ncfg);
     if (!m->o->listen && m->pl->unix_path && ncfg.server.listen && m->cfg->server.listen &&
         strcmp(ncfg.server.listen, m->cfg->server.listen) != 0)
         logmsg("reload: server.listen changed; it takes effect on restart");
@@ -967,6 +1071,10 @@ static int pool_run(struct pool *pl, struct svc_config *cfg, const struct opts *
         logmsg("--log: cannot hand %s to --user: %s", o->log, strerror(errno));
     if (drop_privileges(o, uid, gid) < 0)
         return EXIT_CONFIG;
+    int rc = exposure_check(pl->listen_fd, cfg);
+    if (rc != 0)
+        return rc;
+    roots_check(cfg);
     apply_overrides(cfg, o);
     if (svc_metrics_init() != 0)
         logmsg("metrics: no shared memory (%s): /api/metrics counts per worker", strerror(errno));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "edge.h"
 #include "handlers.h"
 #include "http.h"
 #include "metrics.h"
@@ -250,6 +251,10 @@ static void dispatch(struct http_req *r, int *route)
         return;
     }
 
+    if (edge_check(r, &err) < 0) { /* 415, 403 cross_site_refused (edge.h) */
+        http_send_error(r, &err);
+        return;
+    }
     /* what the route names, checked once here (access.h); then every route, even one that
      * ignores its body, refuses a body over max_body_bytes before it acts (413) */
     match(hit->pattern, segs, nsegs, r, false);

@@ -9,10 +9,12 @@
 #include "mcp.h"
 #include "util.h"
 
-/* One tool: {name, description, parameters, strict} appended to out. */
-static int tool_one(json_object *t, size_t i, bool nested, json_object *out, struct svc_err *err)
+/* One tool: {name, description, parameters, strict} appended to out; seen holds the names so
+ * far (a hash: the check stays linear in the number of tools). */
+static int tool_one(json_object *t, size_t i, bool nested, json_object *out, json_object *seen,
+                    struct svc_err *err)
 {
-    char p[96], q[128];
+    char p[96], q[128], qname[128];
     const char *type = NULL, *name = NULL, *desc = NULL;
     json_object *fn = t, *params = NULL;
     snprintf(p, sizeof p, "tools[%zu]", i);
@@ -32,14 +34,14 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, str
             return -1;
         snprintf(p, sizeof p, "tools[%zu].function", i);
     }
-    snprintf(q, sizeof q, "%s.name", p);
-    if (http_field_str(fn, "name", q, true, &name, err) < 0)
+    snprintf(qname, sizeof qname, "%s.name", p);
+    if (http_field_str(fn, "name", qname, true, &name, err) < 0)
         return -1;
     if (!*name || strlen(name) > 64 ||
         strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST"
                      "UVWXYZ0123456789_-") != strlen(name))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
-                            "'%s' must be 1 to 64 letters, digits, '_' or '-'", q);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, qname,
+                            "'%s' must be 1 to 64 letters, digits, '_' or '-'", qname);
     snprintf(q, sizeof q, "%s.description", p);
     if (http_field_str(fn, "description", q, false, &desc, err) < 0)
         return -1;
@@ -51,9 +53,9 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, str
     if (json_object_object_get_ex(fn, "strict", &strict) && strict &&
         !json_object_is_type(strict, json_type_boolean))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be a boolean", q);
-    for (size_t k = 0; k < json_object_array_length(out); k++)
-        if (strcmp(svc_json_str(json_object_array_get_idx(out, k), "name", ""), name) == 0)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "tool '%.64s' is given twice", name);
+    if (json_object_object_get_ex(seen, name, NULL))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, qname, "tool '%.64s' is given twice", name);
+    json_object_object_add(seen, name, NULL);
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "name", name);
     if (desc)
@@ -107,12 +109,15 @@ int toolsin_parse(json_object *body, bool nested, json_object **tools, const cha
         return -1;
     if (!arr || json_object_array_length(arr) == 0)
         return 0;
-    json_object *out = json_object_new_array();
-    for (size_t i = 0; i < json_object_array_length(arr); i++)
-        if (tool_one(json_object_array_get_idx(arr, i), i, nested, out, err) < 0) {
-            json_object_put(out);
-            return -1;
-        }
+    json_object *out = json_object_new_array(), *seen = json_object_new_object();
+    int rc = 0;
+    for (size_t i = 0; i < json_object_array_length(arr) && rc == 0; i++)
+        rc = tool_one(json_object_array_get_idx(arr, i), i, nested, out, seen, err);
+    json_object_put(seen);
+    if (rc < 0) {
+        json_object_put(out);
+        return -1;
+    }
     if (json_object_array_length(out) == 0)
         json_object_put(out);
     else

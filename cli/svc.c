@@ -12,6 +12,8 @@
 #include "config.h"
 #include "erase.h"
 #include "fsck.h"
+#include "idlist.h"
+#include "index.h"
 #include "jobs.h"
 #include "jsonx.h"
 #include "mcp.h"
@@ -20,6 +22,7 @@
 #include "retention.h"
 #include "session.h"
 #include "store.h"
+#include "summap.h"
 #include "util.h"
 
 static void print_usage(FILE *f);
@@ -69,30 +72,42 @@ static int parse_int(const char *s, long min, long max, long *out)
     return 0;
 }
 
+/* `config check [--allow-unknown]`: the warnings, then ok; exit 1 when there is a warning
+ * (an unknown key drops what it meant to set) unless --allow-unknown. `config show`. */
 static int cmd_config(struct svc_config *cfg, int argc, char **argv)
 {
-    if (argc != 1)
-        return usage("config needs check, show or keys");
+    bool allow = argc == 2 && strcmp(argv[1], "--allow-unknown") == 0;
+    if (argc < 1 || (argc == 2 && !allow) || argc > 2)
+        return usage("config needs check [--allow-unknown], show or keys");
     if (strcmp(argv[0], "check") == 0) {
         for (size_t i = 0; i < cfg->nwarnings; i++)
             fprintf(stderr, "svc: warning: %s\n", cfg->warnings[i]);
-        printf("%s: ok\n", cfg->source ? cfg->source : "(defaults: no agents.yaml)");
+        const char *src = cfg->source ? cfg->source : "(defaults: no agents.yaml)";
+        if (cfg->nwarnings > 0 && !allow) {
+            fprintf(stderr,
+                    "svc: %s: %zu warning%s (unknown keys are ignored; --allow-unknown accepts "
+                    "them)\n",
+                    src, cfg->nwarnings, cfg->nwarnings == 1 ? "" : "s");
+            return 1;
+        }
+        printf("%s: ok\n", src);
         return 0;
     }
-    if (strcmp(argv[0], "show") == 0) {
+    if (strcmp(argv[0], "show") == 0 && argc == 1) {
         json_object *o = svc_config_to_json(cfg);
         print_json(o);
         json_object_put(o);
         return 0;
     }
-    if (strcmp(argv[0], "keys") == 0) { /* one a line: the man page's list (agents.yaml(5)) */
+    /* one a line: the man page's list (agents.yaml(5)) */
+    if (strcmp(argv[0], "keys") == 0 && argc == 1) {
         json_object *keys = svc_config_keys();
         for (size_t i = 0; i < json_object_array_length(keys); i++)
             printf("%s\n", json_object_get_string(json_object_array_get_idx(keys, i)));
         json_object_put(keys);
         return 0;
     }
-    return usage("config needs check, show or keys");
+    return usage("config needs check [--allow-unknown], show or keys");
 }
 
 /* `sessions delete ID...`: each one deleted or its error line; exit 1 when one failed, 2
@@ -303,27 +318,77 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
     return left > 0 ? 1 : 0;
 }
 
-/* Sync a session's newest pair now (after a failure was fixed); prints svc_memory.json. */
-static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
+static void note_sid(void *ctx, const char *sid, double updated, int64_t msgs, bool archived)
 {
-    if (argc != 2 || strcmp(argv[0], "sync") != 0)
-        return usage("memory needs: sync SESSION");
+    (void)updated, (void)msgs, (void)archived;
+    svc_idlist_add(ctx, sid, NULL);
+}
+
+/* Sync one session with what the memory file holds (have); its error on stderr. */
+static int sync_one(struct svc_config *cfg, const char *sid, struct svc_summap *have)
+{
     struct svc_err err;
     struct svc_sess s;
-    if (svc_sess_open(cfg, argv[1], &s, &err) != 0 || svc_memory_sync(cfg, &s, &err) != 0) {
-        svc_sess_close(&s);
+    int rc = svc_sess_open(cfg, sid, &s, &err) == 0 ? svc_memory_sync(cfg, &s, have, &err) : -1;
+    svc_sess_close(&s);
+    if (rc != 0)
+        fprintf(stderr, "svc: %s: %s: %s\n", sid, svc_err_name(err.code), err.message);
+    return rc;
+}
+
+/* `memory sync [SESSION...]`: each session's newest pair synced now (after a failure was
+ * fixed), and a pair synced already whose digest the memory file lacks written again (a
+ * root restored without its memory); every session when none is named. One session prints
+ * its svc_memory.json; more print the counts. Exit 1 when one failed. */
+static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
+{
+    if (argc < 1 || strcmp(argv[0], "sync") != 0)
+        return usage("memory needs: sync [SESSION...]");
+    struct svc_err err;
+    struct svc_summap *have = svc_memory_have(cfg, &err);
+    if (!have)
+        return fail(&err);
+    struct svc_idlist *ids = NULL;
+    struct svc_store st;
+    svc_store_from_config(cfg, &st);
+    uint64_t mark = 0;
+    int rc = svc_idlist_new(&ids, &err);
+    for (int i = 1; rc == 0 && i < argc; i++)
+        rc = svc_idlist_add(ids, argv[i], &err);
+    if (rc == 0 && argc == 1 && svc_index_each(&st, &mark, note_sid, ids) < 0)
+        rc = svc_err_errno(&err, "list the sessions");
+    if (rc == 0 && (svc_idlist_sort(ids, &err) != 0 || svc_idlist_rewind(ids, &err) != 0))
+        rc = -1;
+    size_t done = 0, failed = 0;
+    const char *sid;
+    while (rc == 0 && (rc = svc_idlist_next(ids, &sid, &err)) == 1) {
+        failed += sync_one(cfg, sid, have) != 0;
+        done++;
+        rc = 0;
+    }
+    svc_summap_close(have);
+    if (rc < 0) {
+        svc_idlist_free(ids);
         return fail(&err);
     }
-    char *path = svc_sess_path(&s, SVC_F_MEMORY, SVC_FROM_ABS);
-    svc_sess_close(&s);
-    json_object *o = NULL;
-    if (svc_json_read_file(path, &o, NULL) == 0)
-        print_json(o);
-    else
-        printf("{}\n"); /* no pair to sync yet */
-    json_object_put(o);
-    free(path);
-    return 0;
+    if (argc == 2 && failed == 0) { /* one session: its memory state */
+        struct svc_sess s;
+        char *path = svc_sess_open(cfg, argv[1], &s, &err) == 0
+                         ? svc_sess_path(&s, SVC_F_MEMORY, SVC_FROM_ABS)
+                         : NULL;
+        svc_sess_close(&s);
+        json_object *o = NULL;
+        if (path && svc_json_read_file(path, &o, NULL) == 0)
+            print_json(o);
+        else
+            printf("{}\n"); /* no pair to sync yet */
+        json_object_put(o);
+        free(path);
+    } else if (argc != 2) {
+        printf("memory sync: %zu sessions, %zu failed\n", done, failed);
+    }
+    svc_idlist_free(ids);
+    return failed ? 1 : 0;
 }
 
 /* `jobs list` prints every job with its state; `jobs run-due` (cron, a systemd timer)
@@ -434,7 +499,7 @@ static const struct command {
     const char *usage; /* one or more "  svc ...\n" lines */
     int (*run)(struct svc_config *cfg, int argc, char **argv);
 } commands[] = {
-    {"config", "  svc config check|show|keys\n", cmd_config},
+    {"config", "  svc config check|show|keys\n  svc config check [--allow-unknown]\n", cmd_config},
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
      "                    [--user ID] [--pinned true|false] [--tag T]...\n"
@@ -455,7 +520,7 @@ static const struct command {
      "  svc search QUERY [--limit N] [--cursor C] [--all] [--role user|assistant|tool]\n"
      "  svc search --rebuild\n",
      cmd_search},
-    {"memory", "  svc memory sync SESSION\n", cmd_memory},
+    {"memory", "  svc memory sync [SESSION...]\n", cmd_memory},
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
     {"retention", "  svc retention [--dry-run]\n", cmd_retention},
     {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},

@@ -18,9 +18,11 @@
 #include "fsio.h"
 #include "idlist.h"
 #include "jsonx.h"
+#include "memory.h"
 #include "query.h"
 #include "snapshot.h"
 #include "store.h"
+#include "summap.h"
 #include "transcript.h"
 #include "util.h"
 
@@ -39,6 +41,7 @@ struct svc_export {
     struct svc_err left_err; /* the first one's cause */
     struct svc_buf ratings;  /* feedback.jsonl */
     struct svc_feedback_pairs *pairs;
+    struct svc_summap *exported; /* the ids written, when there is a memory file */
 };
 
 const char *svc_export_id(const struct svc_export *ex)
@@ -56,6 +59,7 @@ void svc_export_free(struct svc_export *ex)
     json_object_put(ex->left_out);
     svc_buf_free(&ex->ratings);
     svc_feedback_pairs_free(ex->pairs);
+    svc_summap_close(ex->exported);
     free(ex);
 }
 
@@ -634,53 +638,6 @@ static int manifest_build(struct svc_export *ex, struct svc_bout *o, int64_t msg
     return dup_fd >= 0 ? dup_fd : svc_err_errno(err, "manifest");
 }
 
-static int copy_fd_to_file(int fd, const char *path, struct svc_err *err)
-{
-    int out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (out < 0)
-        return svc_err_errno(err, "write manifest");
-    char buf[65536];
-    int rc = lseek(fd, 0, SEEK_SET) == 0 ? 0 : -1;
-    while (rc == 0) {
-        ssize_t got = read(fd, buf, sizeof buf);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0) {
-            rc = got < 0 ? -1 : 0;
-            break;
-        }
-        rc = svc_bout_write_all(out, buf, (size_t)got);
-    }
-    if (close(out) != 0)
-        rc = -1;
-    return rc == 0 ? 0 : svc_err_errno(err, "write manifest");
-}
-
-static int manifest_sha(int fd, char *sha, uint64_t *bytes)
-{
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 || lseek(fd, 0, SEEK_SET) != 0) {
-        EVP_MD_CTX_free(md);
-        return -1;
-    }
-    char buf[65536];
-    *bytes = 0;
-    for (;;) {
-        ssize_t got = read(fd, buf, sizeof buf);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            break;
-        EVP_DigestUpdate(md, buf, (size_t)got);
-        *bytes += (uint64_t)got;
-    }
-    unsigned char d[32];
-    EVP_DigestFinal_ex(md, d, NULL);
-    EVP_MD_CTX_free(md);
-    svc_bout_hex(d, sha);
-    return 0;
-}
-
 /* Whether the sessions left out fail the export (not allow_partial): err then names them,
  * with the first one's cause, so a backup never ends quietly short of what it was asked. */
 static bool left_out_fails(const struct svc_export *ex, struct svc_err *err)
@@ -705,6 +662,58 @@ static bool left_out_fails(const struct svc_export *ex, struct svc_err *err)
     return true;
 }
 
+/* Whether the agent has a memory file (no file: no memory/ in the bundle). */
+static bool memory_file_of(const struct svc_export *ex)
+{
+    char *dir = svc_path_join(ex->cfg->memory.root, ex->cfg->sessions.agent_id);
+    char *file = svc_path_join(dir, "memory.jsonl");
+    bool there = access(file, R_OK) == 0;
+    free(file);
+    free(dir);
+    return there;
+}
+
+struct mem_out {
+    struct svc_summap *exported;
+    FILE *f;
+    size_t n;
+};
+
+static int mem_line(void *ctx, const char *sid, const char *line, size_t n)
+{
+    struct mem_out *m = ctx;
+    json_object *hit = svc_summap_get(m->exported, sid);
+    if (!hit)
+        return 0;
+    json_object_put(hit);
+    m->n++;
+    return fwrite(line, 1, n, m->f) == n ? 0 : 1;
+}
+
+/* memory/<agent_id>.jsonl: the digests of the sessions exported, as the memory file has
+ * them (each with its owner), in its order; spooled, so memory stays flat (SPEC 19). */
+static int emit_memory(struct svc_export *ex, struct svc_bout *o, struct svc_err *err)
+{
+    if (!ex->exported)
+        return 0;
+    int fd = svc_bout_spool(o->spooldir, err);
+    struct mem_out m = {.exported = ex->exported, .f = fd >= 0 ? fdopen(dup(fd), "w") : NULL};
+    int rc = m.f ? svc_memory_each(ex->cfg, ex->cfg->sessions.agent_id, mem_line, &m, err)
+                 : svc_err_errno(err, "spool");
+    if (m.f && fclose(m.f) != 0 && rc == 0)
+        rc = 1;
+    if (rc > 0)
+        rc = svc_err_errno(err, "spool memory digests");
+    char rel[SVC_ID_MAX + 16];
+    snprintf(rel, sizeof rel, "memory/%s.jsonl", ex->cfg->sessions.agent_id);
+    if (rc == 0 && m.n > 0 &&
+        (svc_bout_dir(o, "memory", o->now, err) != 0 || svc_bout_file_fd(o, rel, fd, err) != 0))
+        rc = -1;
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
 /* Write every part of the bundle into o; *msgs, *warnings for the answer. */
 static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_export_progress *pg,
                    int64_t *msgs_out, json_object *warnings, struct svc_err *err)
@@ -712,6 +721,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
     int64_t msgs = 0;
     o->now = time(NULL);
     o->top = json_object_new_array();
+    ex->exported = memory_file_of(ex) ? svc_summap_open() : NULL;
     int lfd = svc_bout_spool(o->spooldir, err);
     if (lfd < 0)
         return -1;
@@ -750,6 +760,8 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
             continue;
         }
         int rc = emit_session(ex, o, &s, &m, err);
+        if (rc == 0 && ex->exported)
+            svc_summap_put(ex->exported, s.sid, "{}", 2);
         svc_snap_free(&s);
         if (rc != 0)
             return -1;
@@ -760,32 +772,15 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
     }
     if (got < 0)
         return -1;
-    if (left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0)
+    if (left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0 || emit_memory(ex, o, err) != 0)
         return -1;
     if (svc_bout_agg_close(o, err) != 0)
         return -1;
     int mfd = manifest_build(ex, o, msgs, warnings, err);
     if (mfd < 0)
         return -1;
-    int rc;
-    if (o->tar) {
-        rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
-    } else {
-        char *path = NULL;
-        svc_xasprintf(&path, "%s/manifest.json", o->tmpdir);
-        rc = copy_fd_to_file(mfd, path, err);
-        free(path);
-        char sha[65];
-        uint64_t bytes = 0;
-        if (rc == 0 && manifest_sha(mfd, sha, &bytes) == 0) {
-            json_object *e = json_object_new_object();
-            svc_json_set_str(e, "path", "manifest.json");
-            svc_json_set_int(e, "bytes", (int64_t)bytes);
-            svc_json_set_str(e, "sha256", sha);
-            json_object_array_add(o->top, e);
-            o->bytes += bytes;
-        }
-    }
+    /* listed in the answer, not in itself: its entry goes to the spent list */
+    int rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
     close(mfd);
     if (rc != 0)
         return -1;

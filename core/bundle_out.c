@@ -128,16 +128,21 @@ int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err
     if (fstat(fd, &sb) != 0 || lseek(fd, 0, SEEK_SET) != 0)
         return svc_err_errno(err, "spool");
     char *p = NULL;
-    svc_xasprintf(&p, "%s%s", o->prefix, rel);
-    int rc = svc_tarw_file_begin(o->tw, p, (uint64_t)sb.st_size, o->now, err);
+    int rc = 0, dst = -1;
+    if (o->tar) {
+        svc_xasprintf(&p, "%s%s", o->prefix, rel);
+        rc = svc_tarw_file_begin(o->tw, p, (uint64_t)sb.st_size, o->now, err);
+    } else if ((rc = mkparent(o, rel, err)) == 0) {
+        svc_xasprintf(&p, "%s/%s", o->tmpdir, rel);
+        dst = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        rc = dst < 0 ? svc_err_errno(err, "write bundle file") : 0;
+    }
     free(p);
     if (rc != 0)
         return -1;
     EVP_MD_CTX *md = EVP_MD_CTX_new();
-    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1) {
-        EVP_MD_CTX_free(md);
-        return svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
-    }
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+        rc = svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
     char buf[65536];
     uint64_t left = (uint64_t)sb.st_size;
     while (rc == 0 && left > 0) {
@@ -149,7 +154,10 @@ int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err
             break;
         }
         EVP_DigestUpdate(md, buf, (size_t)got);
-        rc = svc_tarw_data(o->tw, buf, (size_t)got, err);
+        if (o->tar)
+            rc = svc_tarw_data(o->tw, buf, (size_t)got, err);
+        else if (svc_bout_write_all(dst, buf, (size_t)got) != 0)
+            rc = svc_err_errno(err, "write bundle file");
         left -= (uint64_t)got;
     }
     unsigned char d[32];
@@ -157,7 +165,9 @@ int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
     svc_bout_hex(d, sha);
-    if (rc != 0 || svc_tarw_file_end(o->tw, err) != 0)
+    if (dst >= 0 && close(dst) != 0 && rc == 0)
+        rc = svc_err_errno(err, "write bundle file");
+    if (rc != 0 || (o->tar && svc_tarw_file_end(o->tw, err) != 0))
         return -1;
     return record(o, rel, (uint64_t)sb.st_size, sha, err);
 }

@@ -58,7 +58,7 @@ int svc_bout_dir(struct svc_bout *o, const char *rel, time_t mtime, struct svc_e
 /* A file from memory. */
 int svc_bout_file(struct svc_bout *o, const char *rel, const void *data, size_t len, time_t mtime,
                   struct svc_err *err);
-/* A file from an fd, from its start (tar output only). */
+/* A file from an fd, from its start. */
 int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err *err);
 /* An unnamed temporary file in dir (gone when closed, even after a crash). */
 int svc_bout_spool(const char *dir, struct svc_err *err);

@@ -1,17 +1,15 @@
 /* config: agents.yaml into struct svc_config.
  *
  * Two layers, in cgit's manner:
- *  - the walker (cfgy_*) knows YAML syntax only. It composes the document with libyaml,
- *    walks mappings and sequences, and calls back with the key path ("server.workers",
- *    "jobs[1].schedule"), the node's kind, its scalar text and its 1-based line and column.
- *    The callback answers SKIP or DESCEND, and is called again when a descended node is left.
- *  - the settings layer (cfg_*) knows meaning only: one table row per setting (name, type,
+ *  - the walker (cfgy.h) knows YAML syntax only, and calls back with each key path.
+ *  - the settings layer (cfg_*, here) knows meaning only: one table row per setting (name, type,
  *    bounds, default as YAML text, secret flag, offset into the struct). Loading, defaults,
  *    validation messages, svc_config_to_json, redaction and svc_config_free all read the
  *    tables. jobs[] and extensions[] items have tables of their own, read by the same code.
  *
  * Errors: "<file>:<line>:<col>: <key>: <what is wrong>" (SVC_E_CONFIG, param = key).
- * Warnings (cfg->warnings): "<file>:<line>:<col>: unknown key '<key>'". */
+ * Warnings (cfg->warnings): "<file>:<line>:<col>: unknown key '<key>'", with " (did you mean
+ * `<known key>`?)" when a known key in its place is a few letters off. */
 #include "config.h"
 
 #include <ctype.h>
@@ -22,375 +20,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
+#include "acl.h"
+#include "cfgy.h"
 #include "cron.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "store.h"
 #include "util.h"
 
-/* ------------------------------------------------------------------------------------ */
-/* The walker: YAML syntax only.                                                          */
-
-enum cfgy_kind { CFGY_NULL, CFGY_SCALAR, CFGY_SEQ, CFGY_MAP };
-
-#define CFGY_SKIP 0
-#define CFGY_DESCEND 1
-
-/* Caps for converting a free-form YAML subtree (extension parameters) into JSON: aliases
- * can make a small document describe a huge or cyclic tree. */
-#define CFGY_JSON_DEPTH 64
-#define CFGY_JSON_NODES 100000
-
-struct cfgy_node {
-    const char *file; /* name used in messages */
-    const char *path; /* "server.workers", "jobs[1].schedule", "sessions.export_allowed_dirs[0]" */
-    const char *key;  /* the last mapping key; NULL for a sequence item */
-    size_t index;     /* position in the parent sequence (items only) */
-    int depth;        /* 1 for top-level keys */
-    enum cfgy_kind kind;
-    const char *text; /* scalars (and null): the value, NUL-terminated */
-    size_t len;
-    bool plain;            /* unquoted scalar */
-    size_t count;          /* items of a sequence, pairs of a mapping */
-    int line, col;         /* of the value, 1-based */
-    int key_line, key_col; /* of the key (the value's own position for sequence items) */
-    bool leaving;          /* second call, after the children of a descended node */
-    yaml_document_t *doc;  /* for cfgy_to_json */
-    yaml_node_t *node;
-};
-
-/* Return CFGY_SKIP, CFGY_DESCEND (entering only), or -1 after filling err. */
-typedef int (*cfgy_fn)(void *ctx, const struct cfgy_node *n, struct svc_err *err);
-
-struct cfgy {
-    const char *file;
-    yaml_document_t *doc;
-    struct svc_buf path;
-    cfgy_fn fn;
-    void *ctx;
-    struct svc_err *err;
-};
-
-/* The one error format of this module. Returns -1. */
-static int __attribute__((format(printf, 6, 7)))
-cfg_fail(struct svc_err *err, const char *file, int line, int col, const char *key, const char *fmt,
-         ...)
-{
-    char what[384];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
-    va_end(ap);
-    if (key && *key)
-        return svc_err_setp(err, SVC_E_CONFIG, key, "%s:%d:%d: %s: %s", file, line, col, key, what);
-    return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: %s", file, line, col, what);
-}
-
-static int cfgy_line(yaml_mark_t m)
-{
-    return m.line >= (size_t)INT32_MAX ? INT32_MAX : (int)m.line + 1;
-}
-
-static int cfgy_col(yaml_mark_t m)
-{
-    return m.column >= (size_t)INT32_MAX ? INT32_MAX : (int)m.column + 1;
-}
-
-static bool cfgy_is_null(const char *s, size_t len)
-{
-    return len == 0 || (len == 1 && s[0] == '~') || (len == 4 && strncasecmp(s, "null", 4) == 0);
-}
-
-static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth);
-
-static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t index, int depth)
-{
-    size_t saved = y->path.len;
-    int rc;
-    if (key) {
-        if (saved)
-            svc_buf_add(&y->path, ".", 1);
-        svc_buf_add(&y->path, (const char *)key->data.scalar.value, key->data.scalar.length);
-    } else {
-        svc_buf_printf(&y->path, "[%zu]", index);
-    }
-
-    struct cfgy_node n = {
-        .file = y->file,
-        .path = y->path.data,
-        .key = key ? (const char *)key->data.scalar.value : NULL,
-        .index = index,
-        .depth = depth,
-        .line = cfgy_line(val->start_mark),
-        .col = cfgy_col(val->start_mark),
-        .doc = y->doc,
-        .node = val,
-    };
-    n.key_line = key ? cfgy_line(key->start_mark) : n.line;
-    n.key_col = key ? cfgy_col(key->start_mark) : n.col;
-    switch (val->type) {
-    case YAML_SCALAR_NODE:
-        n.text = (const char *)val->data.scalar.value;
-        n.len = val->data.scalar.length;
-        n.plain = val->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        n.kind = n.plain && cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
-        break;
-    case YAML_SEQUENCE_NODE:
-        n.kind = CFGY_SEQ;
-        n.count = (size_t)(val->data.sequence.items.top - val->data.sequence.items.start);
-        break;
-    case YAML_MAPPING_NODE:
-        n.kind = CFGY_MAP;
-        n.count = (size_t)(val->data.mapping.pairs.top - val->data.mapping.pairs.start);
-        break;
-    default:
-        n.kind = CFGY_NULL;
-        n.text = "";
-        break;
-    }
-
-    rc = y->fn(y->ctx, &n, y->err);
-    if (rc == CFGY_DESCEND) {
-        rc = cfgy_children(y, val, depth);
-        if (rc == 0) {
-            n.leaving = true;
-            n.path = y->path.data; /* the children may have moved the buffer */
-            rc = y->fn(y->ctx, &n, y->err);
-        }
-    }
-    y->path.len = saved;
-    y->path.data[saved] = '\0';
-    return rc < 0 ? -1 : 0;
-}
-
-static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth)
-{
-    if (node->type == YAML_MAPPING_NODE) {
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(y->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(y->doc, p->value);
-            if (!k || !v)
-                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
-            if (k->type != YAML_SCALAR_NODE)
-                return cfg_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                y->path.data, "keys must be scalars");
-            if (strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
-                return cfg_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                y->path.data, "a key contains a NUL character");
-            if (cfgy_visit(y, v, k, 0, depth + 1) < 0)
-                return -1;
-        }
-    } else if (node->type == YAML_SEQUENCE_NODE) {
-        size_t i = 0;
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++, i++) {
-            yaml_node_t *v = yaml_document_get_node(y->doc, *it);
-            if (!v)
-                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
-            if (cfgy_visit(y, v, NULL, i, depth + 1) < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-/* 1-based line and column of a byte offset (libyaml's reader errors carry only that). */
-static void cfgy_offset_mark(const char *buf, size_t len, size_t off, int *line, int *col)
-{
-    int l = 1, c = 1;
-    for (size_t i = 0; i < off && i < len; i++) {
-        if (buf[i] == '\n') {
-            l++;
-            c = 1;
-        } else if (((unsigned char)buf[i] & 0xC0) != 0x80) {
-            c++;
-        }
-    }
-    *line = l;
-    *col = c;
-}
-
-static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf, size_t len,
-                             struct svc_err *err)
-{
-    int line, col;
-    /* malloc aborts (err.h), so a memory error is libyaml's own limit on a stack or string */
-    if (p->error == YAML_MEMORY_ERROR)
-        return svc_err_set(err, SVC_E_CONFIG, "%s: too large to parse", file);
-    if (p->error == YAML_READER_ERROR) {
-        cfgy_offset_mark(buf, len, p->problem_offset, &line, &col);
-    } else {
-        line = cfgy_line(p->problem_mark);
-        col = cfgy_col(p->problem_mark);
-    }
-    const char *problem = p->problem ? p->problem : "unknown error";
-    if (p->context)
-        return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s (%s)", file, line, col,
-                           problem, p->context);
-    return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s", file, line, col, problem);
-}
-
-/* Parse buf and walk its top-level mapping with fn. An empty stream, or one whose only
- * document is null, walks nothing. Returns 0 or -1 with err. */
-static int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *ctx,
-                     struct svc_err *err)
-{
-    yaml_parser_t parser;
-    yaml_document_t doc, extra;
-    bool have_doc = false, have_extra = false;
-    struct cfgy y = {.file = file, .doc = &doc, .fn = fn, .ctx = ctx, .err = err};
-    int rc = -1;
-
-    svc_buf_init(&y.path);
-    (void)yaml_parser_initialize(&parser); /* fails only when malloc does: never (err.h) */
-    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-
-    if (!yaml_parser_load(&parser, &doc)) {
-        cfgy_syntax_error(&parser, file, buf, len, err);
-        goto out;
-    }
-    have_doc = true;
-    yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root) {
-        /* A second document is refused rather than silently ignored. */
-        if (!yaml_parser_load(&parser, &extra)) {
-            cfgy_syntax_error(&parser, file, buf, len, err);
-            goto out;
-        }
-        have_extra = true;
-        yaml_node_t *root2 = yaml_document_get_root_node(&extra);
-        if (root2) {
-            cfg_fail(err, file, cfgy_line(extra.start_mark), cfgy_col(extra.start_mark), NULL,
-                     "a second YAML document is not supported");
-            goto out;
-        }
-    }
-    if (!root ||
-        (root->type == YAML_SCALAR_NODE && root->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-         cfgy_is_null((const char *)root->data.scalar.value, root->data.scalar.length))) {
-        rc = 0;
-        goto out;
-    }
-    if (root->type != YAML_MAPPING_NODE) {
-        cfg_fail(err, file, cfgy_line(root->start_mark), cfgy_col(root->start_mark), NULL,
-                 "the top level must be a mapping");
-        goto out;
-    }
-    svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
-    y.path.data[0] = '\0';
-    rc = cfgy_children(&y, root, 0);
-out:
-    if (have_extra)
-        yaml_document_delete(&extra);
-    if (have_doc)
-        yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
-    svc_buf_free(&y.path);
-    return rc;
-}
-
-/* YAML 1.2 core-schema scalar into JSON: null, true/false, integers, floats; else a string.
- * Quoted scalars are always strings. */
-static json_object *cfgy_json_scalar(const yaml_node_t *node)
-{
-    const char *s = (const char *)node->data.scalar.value;
-    size_t len = node->data.scalar.length;
-    if (node->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
-        return json_object_new_string_len(s, (int)len);
-    if (cfgy_is_null(s, len))
-        return NULL; /* JSON null */
-    if (strcmp(s, "true") == 0 || strcmp(s, "True") == 0 || strcmp(s, "TRUE") == 0)
-        return json_object_new_boolean(1);
-    if (strcmp(s, "false") == 0 || strcmp(s, "False") == 0 || strcmp(s, "FALSE") == 0)
-        return json_object_new_boolean(0);
-    if (len > 0 && len == strlen(s) && strspn(s, "0123456789+-.eE") == len &&
-        strpbrk(s, "0123456789")) {
-        char *end;
-        errno = 0;
-        long long v = strtoll(s, &end, 10);
-        if (*end == '\0' && errno == 0)
-            return json_object_new_int64(v);
-        errno = 0;
-        double d = strtod(s, &end);
-        if (*end == '\0' && isfinite(d))
-            return json_object_new_double(d);
-    }
-    return json_object_new_string_len(s, (int)len);
-}
-
-static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int depth, size_t *budget,
-                          json_object **out, struct svc_err *err)
-{
-    *out = NULL;
-    if (depth > CFGY_JSON_DEPTH || ++*budget > CFGY_JSON_NODES)
-        return cfg_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
-                        at->path, "nested too deeply or too large");
-    switch (node->type) {
-    case YAML_SCALAR_NODE:
-        if (node->data.scalar.length > (size_t)INT32_MAX)
-            return cfg_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
-                            at->path, "value too long");
-        *out = cfgy_json_scalar(node); /* NULL is JSON null */
-        return 0;
-    case YAML_SEQUENCE_NODE: {
-        json_object *arr = json_object_new_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++) {
-            yaml_node_t *v = yaml_document_get_node(at->doc, *it);
-            json_object *jv;
-            if (!v) {
-                json_object_put(arr);
-                return svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
-            }
-            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0) {
-                json_object_put(arr);
-                return -1;
-            }
-            json_object_array_add(arr, jv);
-        }
-        *out = arr;
-        return 0;
-    }
-    case YAML_MAPPING_NODE: {
-        json_object *obj = json_object_new_object();
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(at->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(at->doc, p->value);
-            json_object *jv;
-            if (!k || !v) {
-                json_object_put(obj);
-                return svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
-            }
-            if (k->type != YAML_SCALAR_NODE ||
-                strlen((const char *)k->data.scalar.value) != k->data.scalar.length) {
-                json_object_put(obj);
-                return cfg_fail(err, at->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                at->path, "keys must be scalars");
-            }
-            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0) {
-                json_object_put(obj);
-                return -1;
-            }
-            json_object_object_add(obj, (const char *)k->data.scalar.value, jv);
-        }
-        *out = obj;
-        return 0;
-    }
-    default:
-        return 0;
-    }
-}
-
-/* The subtree under n as JSON (new reference; NULL for a null node). */
-static int cfgy_to_json(const struct cfgy_node *n, json_object **out, struct svc_err *err)
-{
-    size_t budget = 0;
-    return cfgy_json_node(n, n->node, 0, &budget, out, err);
-}
+#define cfg_fail cfgy_fail /* the one error format (cfgy.h) */
 
 /* The walker's visit for svc_config_yaml_to_json: each top-level key's subtree into ctx. */
 static int cfgy_collect(void *ctx, const struct cfgy_node *n, struct svc_err *err)
@@ -426,7 +65,8 @@ enum cfg_type {
     CT_INT64_NULL,  /* int64_t + bool has_: an integer in [min, max], or null */
     CT_ENUM,        /* int-sized enum: one of names[] */
     CT_PATHS,       /* char **, NULL-terminated, each `~` expanded */
-    CT_STRS,        /* char **, NULL-terminated, each a non-empty string; min = least count */
+    CT_STRS,        /* char **, NULL-terminated, each a non-empty string passing check;
+                     * min = least count */
     CT_JSON,        /* json_object *, from a YAML mapping */
 };
 
@@ -571,6 +211,7 @@ static const struct cfg_row cfg_rows[] = {
     {"server.base_path", CT_STR, C(server.base_path), .def = "", .check = check_base_path},
     {"server.user_param", CT_STR, C(server.user_param), .def = "", .check = check_env_name},
     {"server.admins", CT_STRS, C(server.admins), .def = "[]"},
+    {"server.fcgi_allow", CT_STRS, C(server.fcgi_allow), .def = "[]", .check = svc_acl_check},
 
     {"sessions.enabled", CT_BOOL, C(sessions.enabled), .def = "true"},
     {"sessions.provider", CT_ENUM, C(sessions.provider), .def = "svc_repository",
@@ -1130,14 +771,87 @@ static int rows_default(const struct cfg_row *rows, size_t nrows, void *base, co
 /* ------------------------------------------------------------------------------------ */
 /* The walker's callback: meaning.                                                        */
 
+/* Edit distance of a and b (case folded), at most 64 characters each; larger beyond. */
+static size_t key_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b), row[65];
+    if (la > 64 || lb > 64)
+        return SIZE_MAX;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            bool same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            size_t best = diag + (same ? 0 : 1);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Keep name (len bytes) in *best when it is nearer key than what is there. */
+static void key_nearer(const char *key, const char *name, size_t len, char *best, size_t *dist)
+{
+    char cand[128];
+    snprintf(cand, sizeof cand, "%.*s", (int)len, name);
+    size_t d = key_distance(key, cand);
+    if (d < *dist) {
+        *dist = d;
+        snprintf(best, 128, "%s", cand);
+    }
+}
+
+/* The known key nearest to n's key in its place (a section, a setting of the section, a
+ * key of a list item), into best ("" when none is near: at most a third of its letters
+ * off, and at least one). */
+static void cfg_closest(const struct cfg_frame *parent, const struct cfgy_node *n, char best[128])
+{
+    size_t dist = SIZE_MAX;
+    best[0] = '\0';
+    if (parent->kind == FR_ITEM) {
+        for (size_t i = 0; i < parent->nrows; i++)
+            key_nearer(n->key, parent->rows[i].name, strlen(parent->rows[i].name), best, &dist);
+    } else if (parent->kind == FR_ROOT) {
+        for (size_t i = 0; i < NROWS; i++)
+            key_nearer(n->key, cfg_rows[i].name, strcspn(cfg_rows[i].name, "."), best, &dist);
+        for (size_t i = 0; i < NLISTS; i++)
+            if (!strchr(cfg_lists[i].name, '.'))
+                key_nearer(n->key, cfg_lists[i].name, strlen(cfg_lists[i].name), best, &dist);
+    } else if (parent->kind == FR_SECTION) {
+        size_t sl = parent->seclen;
+        for (size_t i = 0; i < NROWS + NLISTS; i++) {
+            const char *name = i < NROWS ? cfg_rows[i].name : cfg_lists[i - NROWS].name;
+            if (strncmp(name, parent->section, sl) == 0 && name[sl] == '.')
+                key_nearer(n->key, name + sl + 1, strlen(name + sl + 1), best, &dist);
+        }
+    }
+    size_t len = strlen(n->key);
+    if (dist > (len / 3 > 1 ? len / 3 : 1))
+        best[0] = '\0';
+}
+
 static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
 {
     struct svc_config *cfg = c->cfg;
     char **w = svc_xrealloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
     cfg->warnings = w;
+    char near[128];
+    cfg_closest(&c->fr[n->depth - 1], n, near);
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_printf(&b, "%s:%d:%d: unknown key '%s'", n->file, n->key_line, n->key_col, n->path);
+    if (near[0]) {
+        size_t keep = strlen(n->path) - strlen(n->key); /* the path up to the key */
+        svc_buf_printf(&b, " (did you mean `%.*s%s`?)", (int)keep, n->path, near);
+    }
     char *s = svc_buf_steal(&b);
     w[cfg->nwarnings++] = s;
     w[cfg->nwarnings] = NULL;

@@ -81,6 +81,8 @@ struct svc_config {
         char *base_path;        /* "" or "/prefix" (no trailing '/'): routes mounted under it */
         char *user_param;       /* "" or a FastCGI parameter naming the user (REMOTE_USER) */
         char **admins;          /* which users of user_param are admins, NULL-terminated */
+        char **fcgi_allow;      /* FastCGI peers allowed (core/acl.h texts), NULL-terminated;
+                                 * none: loopback only on a TCP listener (SPEC 19) */
         struct svc_user_conf *users;
         size_t nusers;
     } server;

@@ -75,59 +75,66 @@ static json_object *user_message(json_object *content)
     return m;
 }
 
-/* The result of results answering call id, or NULL. */
-static json_object *result_for(json_object *results, const char *id)
+/* Each result answers a pending call, once: the results by call id (a hash: linear in the
+ * body, however long; new reference), or NULL with err. */
+static json_object *check_results(json_object *pending, json_object *results, struct svc_err *err)
 {
-    for (size_t i = 0; i < json_object_array_length(results); i++) {
-        json_object *r = json_object_array_get_idx(results, i);
-        if (strcmp(svc_json_str(r, "call_id", ""), id) == 0)
-            return r;
-    }
-    return NULL;
-}
-
-/* Each result answers a pending call, once. */
-static int check_results(json_object *pending, json_object *results, struct svc_err *err)
-{
+    json_object *open = json_object_new_object(), *answered = json_object_new_object();
+    for (size_t k = 0; k < json_object_array_length(pending); k++)
+        json_object_object_add(
+            open, svc_json_str(json_object_array_get_idx(pending, k), "toolUseId", ""), NULL);
+    int rc = 0;
     size_t n = json_object_array_length(results);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         json_object *r = json_object_array_get_idx(results, i);
         const char *id = svc_json_str(r, "call_id", "");
         const char *param = svc_json_str(r, "param", "tool_call_id");
-        bool known = false;
-        for (size_t k = 0; k < json_object_array_length(pending) && !known; k++)
-            known = strcmp(svc_json_str(json_object_array_get_idx(pending, k), "toolUseId", ""),
-                           id) == 0;
-        if (!known)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
-                                "'%s': no pending tool call has the id '%.64s' (unknown or "
-                                "already answered)",
-                                param, id);
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(svc_json_str(json_object_array_get_idx(results, k), "call_id", ""), id) == 0)
-                return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
-                                    "'%s': tool call '%.64s' is answered twice", param, id);
+        if (!json_object_object_get_ex(open, id, NULL))
+            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                              "'%s': no pending tool call has the id '%.64s' (unknown or "
+                              "already answered)",
+                              param, id);
+        else if (json_object_object_get_ex(answered, id, NULL))
+            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                              "'%s': tool call '%.64s' is answered twice", param, id);
+        else
+            json_object_object_add(answered, id, json_object_get(r));
     }
-    return 0;
+    json_object_put(open);
+    if (rc < 0) {
+        json_object_put(answered);
+        return NULL;
+    }
+    return answered;
+}
+
+/* The result answering call id in answered (check_results), or NULL. */
+static json_object *result_for(json_object *answered, const char *id)
+{
+    json_object *r = NULL;
+    json_object_object_get_ex(answered, id, &r);
+    return r;
 }
 
 int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
                       json_object *names, struct svc_err *err)
 {
     *out = NULL;
-    if (check_results(pending, results, err) != 0)
+    json_object *answered = check_results(pending, results, err);
+    if (!answered)
         return -1;
     json_object *content = json_object_new_array();
     for (size_t k = 0; k < json_object_array_length(pending); k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
         const char *id = svc_json_str(tu, "toolUseId", "");
-        json_object *r = result_for(results, id);
+        json_object *r = result_for(answered, id);
         if (r)
             json_object_array_add(names, json_object_new_string(svc_json_str(tu, "name", "")));
         json_object_array_add(content,
                               r ? result_block(id, "success", svc_json_str(r, "output", ""))
                                 : result_block(id, "error", "No result was given."));
     }
+    json_object_put(answered);
     *out = user_message(content);
     return 0;
 }
@@ -145,16 +152,18 @@ int svc_ctools_resume(json_object *pending, json_object *results, json_object **
                       struct svc_err *err)
 {
     *out = NULL;
-    if (check_results(pending, results, err) != 0)
+    json_object *answered = check_results(pending, results, err);
+    if (!answered)
         return -1;
     *out = json_object_new_array();
     for (size_t k = 0; k < json_object_array_length(pending); k++) {
         json_object *tu = svc_json_copy(json_object_array_get_idx(pending, k));
-        json_object *r = result_for(results, svc_json_str(tu, "toolUseId", ""));
+        json_object *r = result_for(answered, svc_json_str(tu, "toolUseId", ""));
         if (r)
             svc_json_set(tu, "answer", json_object_get(r));
         json_object_array_add(*out, tu);
     }
+    json_object_put(answered);
     return 0;
 }
 

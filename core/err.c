@@ -46,6 +46,8 @@ static const struct {
     [SVC_E_CONTEXT_LENGTH] = {"context_length_exceeded", "invalid_request_error", 400},
     [SVC_E_INDEX_BUILDING] = {"index_building", "server_error", 503},
     [SVC_E_UPSTREAM_REFUSED] = {"upstream_refused", "invalid_request_error", 400},
+    [SVC_E_MEDIA_TYPE] = {"unsupported_media_type", "invalid_request_error", 415},
+    [SVC_E_CROSS_SITE] = {"cross_site_refused", "permission_error", 403},
 };
 
 /* Cut a UTF-8 sequence that a truncation to the buffer's size left incomplete at the end

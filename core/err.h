@@ -51,6 +51,8 @@ enum svc_errcode {
                                    every session directory to rebuild the index */
     SVC_E_UPSTREAM_REFUSED,     /* upstream_refused, 400: the model server refused the request
                                    (its 400 or 422: a setting it does not take) */
+    SVC_E_MEDIA_TYPE,           /* unsupported_media_type, 415: a body that is not JSON */
+    SVC_E_CROSS_SITE,           /* cross_site_refused, 403: a write from another site */
     SVC_E__MAX
 };
 

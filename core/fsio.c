@@ -538,11 +538,11 @@ void svc_file_each_json(const char *dir, void (*fn)(void *ctx, const char *id, c
     closedir(d);
 }
 
-bool svc_dir_writable(const char *root, const char **reason)
+bool svc_dir_writable(const char *what, const char *root, char *why, size_t whysz)
 {
     struct stat st;
     if (!root || !*root) {
-        *reason = "session root is not configured";
+        snprintf(why, whysz, "%s: not configured", what);
         return false;
     }
     /* Common case in one system call: "<root>/." resolves only when root is a directory
@@ -558,19 +558,23 @@ bool svc_dir_writable(const char *root, const char **reason)
     }
     if (stat(root, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
-            *reason = "session root is not a directory";
+            snprintf(why, whysz, "%s %s: not a directory", what, root);
             return false;
         }
         if (access(root, W_OK | X_OK) != 0) {
-            *reason = errno == EROFS ? "session root is on a read-only file system"
-                                     : "session root is not writable";
+            snprintf(why, whysz, "%s %s: not writable: %s", what, root, strerror(errno));
             return false;
         }
         return true;
     }
+    if (errno != ENOENT) {
+        snprintf(why, whysz, "%s %s: %s", what, root, strerror(errno));
+        return false;
+    }
+    /* missing: it can be made when its nearest existing ancestor is a writable directory */
     char *p = svc_xstrdup(root);
     bool ok = false;
-    *reason = "session root cannot be created";
+    snprintf(why, whysz, "%s %s: missing, and cannot be created", what, root);
     for (;;) {
         char *slash = strrchr(p, '/');
         if (!slash) { /* a relative root: its first component is made in the current directory */
@@ -582,7 +586,11 @@ bool svc_dir_writable(const char *root, const char **reason)
         else
             *slash = '\0';
         if (stat(p, &st) == 0) {
-            ok = S_ISDIR(st.st_mode) && access(p, W_OK | X_OK) == 0;
+            if (!S_ISDIR(st.st_mode))
+                snprintf(why, whysz, "%s %s: missing, and %s is not a directory", what, root, p);
+            else if (!(ok = access(p, W_OK | X_OK) == 0))
+                snprintf(why, whysz, "%s %s: missing, and %s cannot be written: %s", what, root, p,
+                         strerror(errno));
             break;
         }
         if (errno != ENOENT || strcmp(p, "/") == 0)
@@ -594,11 +602,11 @@ bool svc_dir_writable(const char *root, const char **reason)
 
 int svc_err_unwritable(const char *root, struct svc_err *err)
 {
-    const char *reason;
-    if (err && err->code == SVC_E_IO && !svc_dir_writable(root, &reason)) {
+    char why[512];
+    if (err && err->code == SVC_E_IO && !svc_dir_writable("session root", root, why, sizeof why)) {
         char cause[sizeof err->message];
         snprintf(cause, sizeof cause, "%s", err->message);
-        svc_err_set(err, SVC_E_UNAVAILABLE, "%s (%s); sessions can still be read", reason, cause);
+        svc_err_set(err, SVC_E_UNAVAILABLE, "%s (%s); sessions can still be read", why, cause);
     }
     return -1;
 }

@@ -102,9 +102,10 @@ int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s
  * a missing dir has none. */
 void svc_file_each_json(const char *dir, void (*fn)(void *ctx, const char *id, const char *path),
                         void *ctx);
-/* Whether the session root is writable, or can be created: the nearest existing ancestor
- * is a writable directory. *reason gets a short text when not. */
-bool svc_dir_writable(const char *root, const char **reason);
+/* Whether root is writable, or can be created: the nearest existing ancestor is a writable
+ * directory. When not, why gets "<what> <root>: <the reason, with the system's error>"
+ * ("session root /srv/svc: not writable: Read-only file system"). */
+bool svc_dir_writable(const char *what, const char *root, char *why, size_t whysz);
 /* After a failed write under root: an SVC_E_IO becomes SVC_E_UNAVAILABLE with that reason
  * when root cannot take a write (the service's state, as health's `degraded`, not a disk
  * fault). Returns -1. */

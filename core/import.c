@@ -21,6 +21,7 @@
 #include "jstream.h"
 #include "lock.h"
 #include "log.h"
+#include "memory.h"
 #include "sidecar.h"
 #include "store.h"
 #include "tar.h"
@@ -225,6 +226,8 @@ struct job {
     bool cur_dirty;         /* cur.num changed */
     char *cur_staged;       /* its directory in staging, once opened */
     uint64_t staged_bytes;
+    FILE *memf;                     /* memory/<agent>.jsonl as read in pass 1 (a copy) */
+    char mem_agent[SVC_ID_MAX + 2]; /* the <agent> of its name */
 };
 
 /* A bundle's copy of the root (its session directories) is under native/. */
@@ -305,8 +308,9 @@ static int manifest_found(struct job *j, const char *rel, struct svc_err *err)
     return j->mf ? 0 : -1;
 }
 
-/* Digest the current member (copying it to j->mf when it is the tar's manifest). */
-static int read_member(struct job *j, bool copy, uint64_t *bytes, char *sha, struct svc_err *err)
+/* Digest the current member, copying it to copy (the tar's manifest, the memory digests)
+ * when not NULL. */
+static int read_member(struct job *j, FILE *copy, uint64_t *bytes, char *sha, struct svc_err *err)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new(); /* OpenSSL allocates with malloc: never NULL */
     static char buf[65536];
@@ -315,8 +319,8 @@ static int read_member(struct job *j, bool copy, uint64_t *bytes, char *sha, str
     *bytes = 0;
     while ((got = src_read(&j->src, buf, sizeof buf, err)) > 0) {
         EVP_DigestUpdate(md, buf, (size_t)got);
-        if (copy && fwrite(buf, 1, (size_t)got, j->mf) != (size_t)got)
-            got = svc_err_errno(err, "copy manifest.json");
+        if (copy && fwrite(buf, 1, (size_t)got, copy) != (size_t)got)
+            got = svc_err_errno(err, "copy a member");
         *bytes += (uint64_t)got;
     }
     unsigned char d[32];
@@ -324,6 +328,23 @@ static int read_member(struct job *j, bool copy, uint64_t *bytes, char *sha, str
     EVP_MD_CTX_free(md);
     hex32(d, sha);
     return got < 0 ? -1 : 0;
+}
+
+/* The memory digests of the bundle, "[<top>/]memory/<agent>.jsonl" (SPEC 19): *copy is a
+ * temporary file to keep them in as they are read (and checked); NULL for another member. */
+static int memory_member(struct job *j, const char *rel, FILE **copy, struct svc_err *err)
+{
+    const char *slash = strchr(rel, '/');
+    const char *m = strncmp(rel, "memory/", 7) == 0 ? rel : slash ? slash + 1 : "";
+    size_t n = strlen(m);
+    *copy = NULL;
+    if (strncmp(m, "memory/", 7) != 0 || n < 14 || strcmp(m + n - 6, ".jsonl") != 0 ||
+        strchr(m + 7, '/') || j->memf)
+        return 0;
+    snprintf(j->mem_agent, sizeof j->mem_agent, "%.*s", (int)(n - 13), m + 7);
+    j->memf = svc_fileset_tmpfile(err);
+    *copy = j->memf;
+    return j->memf ? 0 : -1;
 }
 
 /* Pass 1: read every member, digest it, keep the manifest aside. */
@@ -345,9 +366,14 @@ static int pass_read(struct job *j, struct svc_err *err)
             r = -1;
             break;
         }
+        FILE *copy = is_manifest && j->src.tar ? j->mf : NULL;
+        if (!is_manifest && !copy && memory_member(j, rel, &copy, err) != 0) {
+            r = -1;
+            break;
+        }
         uint64_t bytes;
         char sha[65];
-        if (read_member(j, is_manifest && j->src.tar, &bytes, sha, err) != 0 ||
+        if (read_member(j, copy, &bytes, sha, err) != 0 ||
             svc_fileset_add(j->have, rel, bytes, sha, err) != 0) {
             r = -1;
             break;
@@ -804,6 +830,14 @@ static void place(struct job *j, struct svc_idrec *s)
         fail_sess(s, "staging: %s", e.message);
         goto out;
     }
+    /* its memory state names this host's memory file, where its digests go (SPEC 19) */
+    char *state = svc_sess_path(&hs, SVC_F_MEMORY, SVC_FROM_ABS);
+    int moved = svc_memory_relocate(j->cfg, j->agent_id, state, &e);
+    free(state);
+    if (moved != 0) {
+        fail_sess(s, "staging: %s", e.message);
+        goto out;
+    }
     struct stat lst;
     bool exists = lstat(final, &lst) == 0;
     if (!exists) {
@@ -978,11 +1012,30 @@ static int place_one(void *ctx, struct svc_idrec *r)
     return 0;
 }
 
-/* Each staged session into place, in the table's order, the bar counting them. */
+/* Whether sid is a session the import put in place. */
+static bool imported(void *ctx, const char *sid)
+{
+    struct job *j = ctx;
+    struct svc_idrec r;
+    struct svc_err e;
+    return svc_idtab_find(j->tab, sid, strlen(sid), &r, &e) == 1 && r.state == S_IMPORT;
+}
+
+/* Each staged session into place, in the table's order, the bar counting them; then the
+ * bundle's memory digests of those into the memory file, in place of any they had there.
+ * Digests that cannot be written are said in the log: the sessions are imported. */
 static int place_all(struct job *j, struct svc_err *err)
 {
     memset(j->count, 0, sizeof j->count);
-    return svc_idtab_each(j->tab, place_one, j, err);
+    if (svc_idtab_each(j->tab, place_one, j, err) != 0)
+        return -1;
+    struct svc_err e;
+    if (j->memf && j->count[S_IMPORT] > 0 && strcmp(j->mem_agent, j->agent_id) == 0 &&
+        (fseek(j->memf, 0, SEEK_SET) != 0 ||
+         svc_memory_replace(j->cfg, j->agent_id, j->memf, imported, j, &e) != 0))
+        svc_logf("import: the memory digests of the imported sessions were not written: %s",
+                 e.message);
+    return 0;
 }
 
 int svc_import(const struct svc_config *cfg, const char *bundle,
@@ -1045,6 +1098,8 @@ out:
     src_free(&j.src);
     svc_fileset_free(j.have);
     svc_fileset_free(j.want);
+    if (j.memf)
+        fclose(j.memf);
     if (j.mf)
         fclose(j.mf);
     json_object_put(j.head);

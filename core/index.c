@@ -945,7 +945,13 @@ static int rebuild(const struct svc_store *st, int lockfd, bool writable, bool m
     svc_ix.loaded = true;
     if (lockfd >= 0)
         write_out(st, lockfd, writable);
-    svc_logf("index: rebuilt from the directories (%zu sessions)", svc_ix.n);
+    svc_ix_done.unkept_last = lockfd < 0 || !writable;
+    if (!svc_ix_done.unkept_last)
+        svc_logf("index: rebuilt from the directories (%zu sessions)", svc_ix.n);
+    else if (svc_ix_done.unkept++ == 0)
+        svc_logf("index: the session root %s cannot be written: each listing reads its "
+                 "directories (%zu sessions now); no index is kept until it can be",
+                 st->root, svc_ix.n);
     svc_ix_done.rebuilds++;
     svc_metrics_index_rebuild();
     return 0;

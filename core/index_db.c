@@ -476,7 +476,7 @@ int svc_ix_db_build(const struct svc_store *st, const char *path)
 #endif
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (rc == 0)
+    if (rc == 0 && !svc_ix_done.unkept_last) /* else rebuilt at each listing: said once */
         svc_logf("index: built the listing database %s (%zu sessions, %.1f s)", path, n,
                  (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     else if (rc < 0)

@@ -65,9 +65,11 @@ extern struct index_mem svc_ix;
 
 /* What this process did, across resets (svc_index_warm compares them): summaries applied,
  * rebuilds from the directories, summaries a rescan made from them, applied at the last
- * trim of the heap. */
+ * trim of the heap; rebuilds that could not be kept (a root that cannot be written: said
+ * once in the log, not at each listing), and whether the last one was such. */
 struct index_done {
-    unsigned long applied, rebuilds, scanned, trimmed_at;
+    unsigned long applied, rebuilds, scanned, trimmed_at, unkept;
+    bool unkept_last;
 };
 extern struct index_done svc_ix_done;
 

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "openai.h"
 #include "sidecar.h"
 #include "store.h"
+#include "summap.h"
 #include "user.h"
 #include "util.h"
 
@@ -292,48 +294,145 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
     return rc;
 }
 
-/* Whether a line of the memory file is a digest of sid (a needle first: most are not). */
-static bool line_of(const char *line, size_t n, const char *needle, const char *sid)
+/* ---- the whole file: export, import, forget (SPEC 19) ---- */
+
+/* The session a digest line is of, into sid ("" when it is not a digest). */
+static void line_sid(const char *line, size_t n, char sid[SVC_ID_MAX + 1])
 {
-    if (!memmem(line, n, needle, strlen(needle)))
-        return false;
     json_object *o = NULL;
-    bool is = svc_json_parse(line, n, &o, NULL) == 0 &&
-              strcmp(svc_json_str(o, "session_id", ""), sid) == 0;
+    sid[0] = '\0';
+    if (svc_json_parse(line, n, &o, NULL) == 0)
+        snprintf(sid, SVC_ID_MAX + 1, "%s", svc_json_str(o, "session_id", ""));
     json_object_put(o);
-    return is;
+}
+
+int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_line_fn *fn,
+                    void *ctx, struct svc_err *err)
+{
+    char *dir = svc_path_join(cfg->memory.root, agent), *file = svc_path_join(dir, "memory.jsonl");
+    struct svc_err lerr;
+    /* a root that cannot be written (an export of a read-only root) is read unlocked: an
+     * append is one write, and a torn last line is skipped as not written yet */
+    int lk = svc_is_dir(dir) ? memory_lock(dir, LOCK_SH, &lerr) : -1;
+    FILE *f = fopen(file, "re");
+    int rc = f || errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
+    char *line = NULL, sid[SVC_ID_MAX + 1];
+    size_t cap = 0;
+    ssize_t n;
+    while (rc == 0 && f && (n = getline(&line, &cap, f)) > 0) {
+        if (line[n - 1] != '\n')
+            break;
+        line_sid(line, (size_t)n - 1, sid);
+        if (sid[0])
+            rc = fn(ctx, sid, line, (size_t)n);
+    }
+    if (f && ferror(f) && rc == 0)
+        rc = svc_err_errno(err, "read memory file");
+    if (f)
+        fclose(f);
+    if (lk >= 0)
+        close(lk);
+    free(line);
+    free(file);
+    free(dir);
+    return rc;
+}
+
+/* Copy the lines of from (digest lines of the sessions keep() names, when keep) to out. */
+static int copy_lines(FILE *from, FILE *out, bool (*keep)(void *ctx, const char *sid), void *ctx,
+                      bool want)
+{
+    char *line = NULL, sid[SVC_ID_MAX + 1];
+    size_t cap = 0;
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && (n = getline(&line, &cap, from)) > 0) {
+        if (line[n - 1] != '\n')
+            break; /* a torn last line: not written yet */
+        line_sid(line, (size_t)n - 1, sid);
+        if ((sid[0] && keep(ctx, sid)) == want && fwrite(line, 1, (size_t)n, out) != (size_t)n)
+            rc = -1;
+    }
+    free(line);
+    return rc == 0 && !ferror(from) ? 0 : -1;
+}
+
+int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *add,
+                       bool (*ours)(void *ctx, const char *sid), void *ctx, struct svc_err *err)
+{
+    char *dir = svc_path_join(cfg->memory.root, agent), *file = svc_path_join(dir, "memory.jsonl");
+    char tmp[4096], tail[64], hex[17];
+    svc_random_hex(hex, 16);
+    snprintf(tail, sizeof tail, ".tmp-%d-%s", (int)getpid(), hex);
+    svc_temp_path(tmp, sizeof tmp, file, tail);
+    int rc = 0, lk = -1;
+    FILE *old = NULL, *out = NULL;
+    if (!svc_is_dir(dir) && !add)
+        goto out; /* nothing to forget */
+    if (!svc_is_dir(dir) && svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0) {
+        rc = -1;
+        goto out;
+    }
+    if ((lk = memory_lock(dir, LOCK_EX, err)) < 0) {
+        rc = -1;
+        goto out;
+    }
+    old = fopen(file, "re");
+    if (!old && (errno != ENOENT || !add)) {
+        rc = errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
+        goto out;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+    out = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!out || (old && copy_lines(old, out, ours, ctx, false) != 0) ||
+        (add && copy_lines(add, out, ours, ctx, true) != 0) || fflush(out) != 0 ||
+        (cfg->sessions.fsync && fdatasync(fileno(out)) != 0) || rename(tmp, file) != 0) {
+        rc = svc_err_errno(err, "rewrite memory file");
+        unlink(tmp);
+    } else if (cfg->sessions.fsync) {
+        rc = svc_fsync_dir(dir, err);
+    }
+out:
+    if (out)
+        fclose(out);
+    if (old)
+        fclose(old);
+    if (lk >= 0)
+        close(lk);
+    free(file);
+    free(dir);
+    return rc;
+}
+
+static bool is_sid(void *ctx, const char *sid)
+{
+    return strcmp(sid, ctx) == 0;
 }
 
 int svc_memory_forget(const struct svc_config *cfg, const char *sid, struct svc_err *err)
 {
-    char *dir = agent_dir(cfg), *file = svc_path_join(dir, "memory.jsonl"), *buf = NULL;
-    size_t len = 0, kept = 0;
-    int rc = 0, fd = -1;
-    if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_EX, err)) < 0)
-        rc = -1;
-    struct svc_err rerr;
-    if (fd >= 0 && svc_file_read(file, &buf, &len, &rerr) != 0 && rerr.code != SVC_E_NOT_FOUND) {
-        *err = rerr;
-        rc = -1;
+    return svc_memory_replace(cfg, cfg->sessions.agent_id, NULL, is_sid, (void *)(uintptr_t)sid,
+                              err);
+}
+
+int svc_memory_relocate(const struct svc_config *cfg, const char *agent, const char *state,
+                        struct svc_err *err)
+{
+    json_object *mem = NULL;
+    struct svc_err re;
+    if (svc_json_read_object_file(state, &mem, &re) != 0)
+        return re.code == SVC_E_NOT_FOUND ? 0 : (*err = re, -1);
+    int rc = 0;
+    char *dir = svc_path_join(cfg->memory.root, agent);
+    char *file = svc_path_join(dir, "memory.jsonl");
+    const char *was = svc_json_str(mem, "memory_file", NULL);
+    if (was && strcmp(was, file) != 0) {
+        svc_json_set_str(mem, "memory_file", file);
+        rc = svc_json_write_pretty_sync(state, mem, SVC_SYNC_NONE, err);
     }
-    char needle[SVC_ID_MAX + 3];
-    snprintf(needle, sizeof needle, "\"%s\"", sid);
-    for (size_t at = 0; buf && at < len;) {
-        char *nl = memchr(buf + at, '\n', len - at);
-        size_t n = nl ? (size_t)(nl - (buf + at)) + 1 : len - at;
-        if (!line_of(buf + at, n, needle, sid)) {
-            memmove(buf + kept, buf + at, n);
-            kept += n;
-        }
-        at += n;
-    }
-    if (rc == 0 && buf && kept < len)
-        rc = svc_file_write_atomic(file, buf, kept, cfg->sessions.fsync, err);
-    if (fd >= 0)
-        close(fd);
-    free(buf);
     free(file);
     free(dir);
+    json_object_put(mem);
     return rc;
 }
 
@@ -414,18 +513,61 @@ static void record_state(const struct svc_sess *s, json_object *mem, const struc
 }
 
 static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
-                        const int64_t *recent_ids, bool refuse_during_run, struct svc_err *err);
+                        const int64_t *recent_ids, bool refuse_during_run, int64_t have,
+                        struct svc_err *err);
 
-int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_err *err)
+/* The newest message_id among sid's digests in have (-1 for none). */
+static int64_t have_of(struct svc_summap *have, const char *sid)
 {
-    return sync_session(cfg, s, NULL, NULL, true, err);
+    json_object *o = svc_summap_get(have, sid);
+    int64_t id = svc_json_int(o, "m", -1);
+    json_object_put(o);
+    return id;
+}
+
+int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_summap *have,
+                    struct svc_err *err)
+{
+    return sync_session(cfg, s, NULL, NULL, true, have ? have_of(have, s->sid) : INT64_MAX, err);
+}
+
+static int have_line(void *ctx, const char *sid, const char *line, size_t n)
+{
+    json_object *o = NULL;
+    int64_t id = svc_json_parse(line, n, &o, NULL) == 0 ? svc_json_int(o, "message_id", -1) : -1;
+    json_object_put(o);
+    if (id <= have_of(ctx, sid))
+        return 0;
+    char v[48];
+    int len = snprintf(v, sizeof v, "{\"m\":%lld}", (long long)id);
+    return svc_summap_put(ctx, sid, v, (size_t)len) == 0 ? 0 : 1;
+}
+
+struct svc_summap *svc_memory_have(const struct svc_config *cfg, struct svc_err *err)
+{
+    struct svc_summap *m = svc_summap_open();
+    if (!m) {
+        svc_err_set(err, SVC_E_IO, "memory sync: no temporary map (SQLite)");
+        return NULL;
+    }
+    int rc = svc_memory_each(cfg, cfg->sessions.agent_id, have_line, m, err);
+    if (rc > 0)
+        svc_err_set(err, SVC_E_IO, "memory sync: the temporary map failed");
+    if (rc != 0) {
+        svc_summap_close(m);
+        return NULL;
+    }
+    return m;
 }
 
 /* The sync itself; the caller holds the exclusive session lock. in_run: a run's own sync
- * at its end (recent holds what it stored). With sc the memory_state goes into sc (a
- * sidecar the caller writes next), else into the sidecar on disk. */
+ * at its end (recent holds what it stored). have: the newest message_id of the session's
+ * digests in the memory file, as svc memory sync found it (INT64_MAX: not looked at); a
+ * pair synced already but not there is written again. With sc the memory_state goes into sc
+ * (a sidecar the caller writes next), else into the sidecar on disk. */
 static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
-                       const int64_t *recent_ids, bool in_run, json_object *sc, struct svc_err *err)
+                       const int64_t *recent_ids, bool in_run, int64_t have, json_object *sc,
+                       struct svc_err *err)
 {
     const char *sid = s->sid;
     struct svc_err e;
@@ -462,10 +604,12 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
             goto out;
         pr = svc_memory_pair(msgs, ids, &user, &assistant, &mid);
     }
-    if (pr == 0 || svc_json_int(mem, "last_synced_message_id", -1) >= mid) {
+    bool lost = have < mid; /* synced, yet its digest is not in the memory file */
+    if (pr == 0 || (svc_json_int(mem, "last_synced_message_id", -1) >= mid && !lost)) {
         rc = 0; /* no pair, or this pair is synced already */
         goto out;
     }
+    look_back = look_back && !lost;
     dir = agent_dir(cfg);
     file = svc_path_join(dir, "memory.jsonl");
     char now[SVC_TIME_LEN];
@@ -489,9 +633,10 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
         svc_err_set(&e, e.code, "memory file %s: %s", file, what);
         goto out;
     }
+    bool again = svc_json_int(mem, "last_synced_message_id", -1) >= mid;
     svc_json_set_int(mem, "last_synced_message_id", mid);
     svc_json_set_str(mem, "memory_file", file);
-    svc_json_set_int(mem, "digests", svc_json_int(mem, "digests", 0) + 1);
+    svc_json_set_int(mem, "digests", svc_json_int(mem, "digests", 0) + (again ? 0 : 1));
     svc_json_set_str(mem, "updated_at", now);
     /* rebuilt when unreadable; the session lock is held, so its spare may be used */
     if (svc_json_write_pretty_sync(mpath, mem, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) !=
@@ -525,14 +670,15 @@ out:
 int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                            const int64_t *recent_ids, struct svc_err *err)
 {
-    return sync_session(cfg, s, recent, recent_ids, false, err);
+    return sync_session(cfg, s, recent, recent_ids, false, INT64_MAX, err);
 }
 
 /* Lock the session and sync it. refuse_during_run (svc memory sync): a run holding the run
  * lock is refused as session_busy, checked under the session lock; the run syncs its own
  * pair when it ends, and sync_locked relies on nobody else writing it meanwhile. */
 static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
-                        const int64_t *recent_ids, bool refuse_during_run, struct svc_err *err)
+                        const int64_t *recent_ids, bool refuse_during_run, int64_t have,
+                        struct svc_err *err)
 {
     const char *sid = s->sid;
     struct svc_err e;
@@ -554,7 +700,7 @@ static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_o
                     "it ends: try again after it",
                     sid);
     } else {
-        rc = sync_locked(cfg, s, recent, recent_ids, false, NULL, err);
+        rc = sync_locked(cfg, s, recent, recent_ids, false, have, NULL, err);
     }
     svc_sess_unlock(s);
     return rc;
@@ -563,7 +709,7 @@ static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_o
 int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, json_object *sc, struct svc_err *err)
 {
-    return sync_locked(cfg, s, recent, recent_ids, true, sc, err);
+    return sync_locked(cfg, s, recent, recent_ids, true, INT64_MAX, sc, err);
 }
 
 /* ---- recall ---- */

@@ -13,11 +13,15 @@
 #define SVC_MEMORY_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "err.h"
 #include "store.h"
+
+struct svc_summap;
 
 #define SVC_MEMORY_SIDE_MAX 280 /* code points of each side of a digest */
 #define SVC_MEMORY_TAIL (1024 * 1024)
@@ -35,7 +39,13 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
  * An unknown session, a configuration
  * without memory sync (sessions disabled, native_file, sync_memory off), or a run in
  * progress on the session (session_busy) is -1 with err and touches nothing. */
-int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_err *err);
+int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_summap *have,
+                    struct svc_err *err);
+/* For svc memory sync: what the memory file holds, the newest message_id of each session's
+ * digests, in a map on disk (summap.h); given to svc_memory_sync, a pair synced already
+ * whose digest is not there (a root restored without its memory, a memory.root that moved)
+ * is written again. NULL with err when the file cannot be read. */
+struct svc_summap *svc_memory_have(const struct svc_config *cfg, struct svc_err *err);
 /* The same, for a caller that holds the session's newest messages already (a run that just
  * stored them): recent is a json array of them, oldest first, recent_ids[i] the id of element
  * i, and no message newer than the last one may exist. The pair is looked for there first,
@@ -49,9 +59,25 @@ int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, jso
  * the caller's. */
 int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, json_object *sc, struct svc_err *err);
-/* A deleted session's digests out of the memory file: rewritten without them (atomic) under
- * the memory lock. A missing file, or none of its digests there, writes nothing. */
+/* A deleted session's digests out of the memory file (svc_memory_replace, nothing added). */
 int svc_memory_forget(const struct svc_config *cfg, const char *sid, struct svc_err *err);
+
+/* The whole memory file of agent, for export and import (SPEC 19), in bounded memory (a line
+ * at a time). svc_memory_each calls fn on each digest line (with its '\n') and its session,
+ * oldest first, under the shared memory lock (unlocked where the lock cannot be made: a
+ * read-only root); fn's nonzero return ends the walk and is returned. svc_memory_replace
+ * rewrites the file atomically under the memory lock: the digests of the sessions ours()
+ * names are left out, then those of add (digest lines, read from its position; NULL: none)
+ * appended, the other lines kept in order. A missing file has no lines. 0 or -1 with err. */
+typedef int svc_memory_line_fn(void *ctx, const char *sid, const char *line, size_t n);
+int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_line_fn *fn,
+                    void *ctx, struct svc_err *err);
+int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *add,
+                       bool (*ours)(void *ctx, const char *sid), void *ctx, struct svc_err *err);
+/* A restored session's memory state (state: the path of its svc_memory.json) points at the
+ * memory file of agent under this configuration's memory.root; no state file: nothing. */
+int svc_memory_relocate(const struct svc_config *cfg, const char *agent, const char *state,
+                        struct svc_err *err);
 /* The system prompt with recall for a run on sid, whose owner is owner (user.h; NULL: the
  * admins'): only digests of sessions of the same owner are recalled (SPEC 14). NULL when
  * memory.recall is 0 or there is nothing to recall (use cfg->model.system_prompt), else a

@@ -222,8 +222,8 @@ int svc_run_repair(struct svc_sess *s, struct svc_err *err)
     bool held = s->lock.fd >= 0;
     svc_sess_forget_sidecar(s);
     if (svc_sess_lock(s, true, err) != 0) {
-        const char *why; /* on a root nobody can write, it is read as it is on disk */
-        return svc_dir_writable(s->st.root, &why) ? -1 : 0;
+        char why[512]; /* on a root nobody can write, it is read as it is on disk */
+        return svc_dir_writable("session root", s->st.root, why, sizeof why) ? -1 : 0;
     }
     int rc = 0;
     if (svc_sess_sidecar(s, &sc, NULL) == 0 && stale_running(s, sc))

@@ -224,6 +224,17 @@ sub ids_of { [map { $_->{session_id} } @{ $_[0]{sessions} }] }
     $r = svc($h, 'config', 'check');
     is($r->{rc}, 0, 'config check: exit 0');
     like($r->{out}, qr/agents\.yaml: ok/, 'config check names the file');
+    # a misspelt key (SPEC 19): named with its line and the nearest known key; exit 1
+    my $ht = new_home(yaml_extra => "sesions:\n  root: /elsewhere\n");
+    $r = svc($ht, 'config', 'check');
+    is($r->{rc}, 1, 'config check with an unknown key: exit 1');
+    like($r->{err}, qr/agents\.yaml:\d+:1: unknown key 'sesions' \(did you mean `sessions`\?\)/,
+         'the key, its line and the nearest known key');
+    unlike($r->{out}, qr/: ok/, 'not ok');
+    $r = svc($ht, 'config', 'check', '--allow-unknown');
+    is($r->{rc}, 0, 'config check --allow-unknown: exit 0');
+    like($r->{out}, qr/agents\.yaml: ok/, 'and ok');
+    is(svc($ht, 'config', 'check', '--bogus')->{rc}, 2, 'config check --bogus: usage, exit 2');
     $r = svc($h, 'config', 'show');
     is($r->{rc}, 0, 'config show: exit 0');
     ok(eval { jdecode($r->{out}); 1 }, 'config show prints JSON');

@@ -79,7 +79,7 @@ sub raw_health {
     my ($v) = @_;
     my $sock = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $s->port, Timeout => 10)
         or die "connect: $!";
-    print $sock "GET /api/health HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Request-Id: $v\r\n\r\n";
+    print $sock "GET /api/health HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nX-Request-Id: $v\r\n\r\n";
     local $/;
     my $resp = <$sock> // '';
     close $sock;

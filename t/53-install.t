@@ -89,7 +89,7 @@ is SvcTest::read_file($conf), "server:\n  workers: 3\n", 'an existing agents.yam
 
 SKIP: {
     skip 'systemd-analyze missing', 6 unless -x '/usr/bin/systemd-analyze';
-    skip 'needs root and a mount namespace (unshare)', 6
+    skip 'needs root and a mount namespace (unshare)', 10
         unless $> == 0 && system('unshare --mount --propagation private true 2>/dev/null') == 0;
     # the installed units as they are, where they say their programs are: the staged $prefix
     # mounted at $prefix in a private mount namespace (issue 23, item 6)
@@ -158,15 +158,20 @@ EOF
 # namespace where the staged /etc/nginx and a fresh /run are where make install's files say
 # they are; the installed svc-fcgi listens on svc.socket's /run/svc/svc.sock.
 SKIP: {
-    skip 'needs root and a mount namespace (unshare)', 6
+    skip 'needs root and a mount namespace (unshare)', 10
         unless $> == 0 && system('unshare --mount --propagation private true 2>/dev/null') == 0;
     my $ex = SvcTest::read_file("$dest/etc/nginx/svc/nginx-example.conf") // '';
     my $port = SvcTest::free_port();
-    (my $copy = $ex) =~ s/^(\s*)listen 8080;$/${1}listen 127.0.0.1:$port;/m;
+    # as shipped, nothing listens beyond loopback (SPEC 19); the public line is a comment
+    my @listen = $ex =~ /^\s*listen\s+([^;]+);/mg;
+    is_deeply([grep { !/^(127\.0\.0\.1|\[::1\]):8080( default_server)?$/ } @listen], [],
+              'nginx-example.conf listens on 127.0.0.1 and [::1] only') or diag explain \@listen;
+    like($ex, qr/^\s*#\s*listen 8080;/m, 'the public address is a commented line');
+    (my $copy = $ex) =~ s/^(\s*listen\s+\S+):8080\b/$1:$port/mg;
     my @a = split /\n/, $ex;
     my @b = split /\n/, $copy;
-    is(scalar(grep { $a[$_] ne ($b[$_] // '') } 0 .. $#a), 1,
-       'nginx-example.conf: one line edited (the port)');
+    is(scalar(grep { $a[$_] ne ($b[$_] // '') } 0 .. $#a), scalar(@listen),
+       'nginx-example.conf: only the port of its listen lines edited');
     SvcTest::write_file("$dest/etc/nginx/nginx.conf", $copy);
     my $w = SvcOps::tmpdir();
     mkdir "$w/home";
@@ -189,6 +194,8 @@ echo "dashboard \$(curl -s http://127.0.0.1:$port/ | grep -ci '<html')"
 echo "vendor \$(curl -s -o /dev/null -w '%{http_code}:%{content_type}' http://127.0.0.1:$port/vendor/markdown-it.min.js | tr -d ' ')"
 echo "chat \$(curl -s -H 'content-type: application/json' -d $chat http://127.0.0.1:$port/api/chat | grep -c 'Echo: hi')"
 echo "nope \$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$port/api/nope)"
+echo "foreign \$(curl -s -o /dev/null -w '%{http_code}' -H 'Host: attacker.example' http://127.0.0.1:$port/api/health)"
+echo "v6 \$(curl -s -g -o /dev/null -w '%{http_code}' 'http://[::1]:$port/api/health')"
 nginx -s quit
 for i in \$(seq 100); do [ -e /run/nginx.pid ] || break; sleep 0.05; done
 kill \$fcgi; wait \$fcgi || true
@@ -204,6 +211,8 @@ SH
     like($r{vendor} // '', qr{^200:(text|application)/javascript}, 'the vendored Markdown library, as a script');
     is($r{chat}, 1, 'a chat turn');
     is($r{nope}, 404, 'an unknown endpoint: 404');
+    is($r{foreign}, 421, 'another host name (a DNS-rebinding page): 421 from the default server');
+    is($r{v6}, 200, 'GET /api/health on [::1]');
 }
 
 done_testing;

@@ -124,6 +124,12 @@ sub checks {
     my $text = join '', map { ref $_ ? $_->{choices}[0]{delta}{content} // '' : '' } @{ $sse->{events} };
     like $text, qr/one two three four five six/, "$name: the whole answer streamed";
 
+    # another host name (DNS rebinding): Apache answers 421 itself, as JSON
+    my $reb = `curl -s -i -H 'Host: attacker.example' -H 'Authorization: Bearer $token' http://127.0.0.1:$ap->{port}/api/v1/chat/sessions`;
+    like $reb, qr{^HTTP/1\.1 421 }, "$name: Host: attacker.example: 421";
+    like $reb, qr{"code":"unknown_host"}, "$name: unknown_host, as JSON";
+    unlike $reb, qr{ap-$name}, "$name: no session listed";
+
     $r = $cli->req(GET => '/api/v1/chat/sessions/a%2Fb', headers => $auth);
     is $r->{status}, 400, "$name: %2F in a session id reaches svc: 400";
     is $r->{json} && $r->{json}{error}{code}, 'invalid_session_id', "$name: as svc's JSON";
@@ -183,14 +189,14 @@ SKIP: {
     my $h2 = SvcTest->make_home("server:\n  api_token: $token\n  socket_group: $grp\n");
     chmod 0755, $h2;
     my $pool = SvcOps::pool(home => $h2, sock => "$sdir/p.sock", workers => 2);
-    my $ap = apache('proxy_fcgi', [qw(proxy proxy_fcgi setenvif headers)],
+    my $ap = apache('proxy_fcgi', [qw(proxy proxy_fcgi setenvif headers alias)],
                     "Define SVC_SOCKET $sdir/p.sock\nInclude $repo/nginx/apache-proxy-fcgi.conf\n");
     checks('proxy_fcgi', $ap, $h2);
     SvcOps::stop_pid($ap->{pid});
 
     # the file included inside a <VirtualHost> (its other documented place): the same
     # answers, %2F included (AllowEncodedSlashes is then the vhost's)
-    $ap = apache('proxy_fcgi-vhost', [qw(proxy proxy_fcgi setenvif headers)],
+    $ap = apache('proxy_fcgi-vhost', [qw(proxy proxy_fcgi setenvif headers alias)],
                  "Define SVC_SOCKET $sdir/p.sock\n<VirtualHost *:*>\nServerName localhost\n"
                  . "Include $repo/nginx/apache-proxy-fcgi.conf\n</VirtualHost>\n");
     checks('proxy_fcgi-vhost', $ap, $h2);
@@ -211,7 +217,7 @@ SKIP: {
                                                     qw(dave carol erin));
     chmod 0644, "$sdir/htpasswd";
     my $pool = SvcOps::pool(home => $h, sock => "$sdir/p.sock", workers => 2);
-    my $ap = apache('users', [qw(proxy proxy_fcgi setenvif headers auth_basic authn_file authn_core authz_user)],
+    my $ap = apache('users', [qw(proxy proxy_fcgi setenvif headers alias auth_basic authn_file authn_core authz_user)],
                     "Define SVC_SOCKET $sdir/p.sock\nInclude $repo/nginx/apache-proxy-fcgi.conf\n"
                     . "<Location \"/api/\">\n    AuthType Basic\n    AuthName \"svc\"\n"
                     . "    AuthBasicProvider file\n    AuthUserFile $sdir/htpasswd\n"

@@ -58,7 +58,12 @@ my $s = SvcTest->start(config => "sessions:\n  root: $ro\n  export_default_dir: 
 my $h = $s->req(GET => '/api/health');
 is($h->{status}, 503, 'health: 503');
 is($h->{json}{status}, 'degraded', 'health: degraded');
-like($h->{json}{reason} // '', qr/read-only/, 'health: the reason names the read-only root');
+like($h->{json}{reason} // '', qr/read-only/i, 'health: the reason names the read-only root');
+# the root named with the system's error (SPEC 19, issue 35 item 8), in reasons too
+is_deeply($h->{json}{reasons}, ["session root $ro: not writable: Read-only file system"],
+          'health: reasons names the root and the error');
+like($s->log, qr/session root \Q$ro\E: not writable: Read-only file system: reads go on/,
+     'at start: the root and the error in the log');
 my $l = $s->req(GET => '/api/v1/chat/sessions');
 is($l->{status}, 200, 'list: 200');
 is(join(',', sort map { $_->{session_id} } @{ $l->{json}{sessions} || [] }), 'r1,r2,r3',
@@ -84,7 +89,8 @@ for my $c (['r1', 0], ['r1', 1], ['fresh', 0]) {
         messages => [{ role => 'user', content => 'more' }] });
     is($r->{status}, 503, "$what: 503") or diag $r->{body};
     is($r->{json} && $r->{json}{error}{code}, 'service_unavailable', "$what: service_unavailable");
-    like($r->{json} && $r->{json}{error}{message}, qr/read-only file system/i, "$what: the reason");
+    like($r->{json} && $r->{json}{error}{message}, qr/^session root \Q$ro\E: not writable: Read-only file system/,
+         "$what: the reason names the root and the error");
     is($r->{headers}{'x-should-retry'}, 'true', "$what: x-should-retry: true");
 }
 # The other writes answer the same: an asynchronous run, a Responses API turn, a rename, an
@@ -97,8 +103,21 @@ for my $c ([POST => '/api/chat/runs', { session_id => 'r2', messages => [{ role 
     my $r = $s->req($m => $p, body => $b);
     is($r->{status}, 503, "$m $p: 503") or diag $r->{body};
     is($r->{json} && $r->{json}{error}{code}, 'service_unavailable', "$m $p: service_unavailable");
+    like($r->{json} && $r->{json}{error}{message}, qr/^session root \Q$ro\E: not writable: Read-only file system/,
+         "$m $p: the root and the error");
 }
 is(state_of(), $before, 'the turns changed nothing on disk');
+# listings do not claim an index was rebuilt (none can be kept): one line says why, once
+$s->req(GET => '/api/v1/chat/sessions') for 1 .. 6;
+unlike($s->log, qr/index: rebuilt from the directories|index: built the listing database/,
+       'no "index: rebuilt" or "built" lines for listings of a root that cannot be written');
+my @said = $s->log =~ /(index: the session root \Q$ro\E cannot be written)/g;
+cmp_ok(scalar @said, '>=', 1, 'the index says once per process why it keeps none');
+# a reload names it again
+kill 'HUP', $s->master_pid;
+ok(SvcTest::wait_for(10, sub { $s->log =~ /reloaded configuration/ }), 'SIGHUP: reloaded');
+my @start = $s->log =~ /(session root \Q$ro\E: not writable: Read-only file system: reads go on)/g;
+is(scalar @start, 2, 'on reload: the root and the error in the log again');
 
 # The export reads and needs no write: whole, no warning, nothing left out.
 my $r = $s->req(POST => '/api/v1/chat/sessions/export', body => {});
@@ -128,6 +147,22 @@ $x = svc($c, 'chat', 'r2', 'more');
 is($x->{rc}, 1, 'svc chat: exit 1');
 like($x->{err}, qr/^svc: service_unavailable: .*read-only file system/im, 'svc chat: the reason');
 is(state_of(), $before, 'the svc tool changed nothing on disk');
+
+# a root that is missing, under a directory that cannot be written: named with its parent
+{
+    my $miss = "$ro/not/there";
+    my $s2 = SvcTest->start(config => "sessions:\n  root: $miss\n");
+    my $h2 = $s2->req(GET => '/api/health');
+    is($h2->{status}, 503, 'a missing root that cannot be made: health 503');
+    is_deeply($h2->{json}{reasons}, ["session root $miss: missing, and $ro cannot be written: Read-only file system"],
+              'health: reasons names the root, the directory in the way and the error');
+    my $t = $s2->req(POST => '/api/chat', body => { session_id => 'm1', messages => [{ role => 'user', content => 'x' }] });
+    like($t->{json} && $t->{json}{error}{message}, qr/^session root \Q$miss\E: missing, and \Q$ro\E cannot be written/,
+         'a turn: 503 names them too');
+    like($s2->log, qr/session root \Q$miss\E: missing, and \Q$ro\E cannot be written: Read-only file system: reads go on/,
+         'at start: in the log');
+    $s2->stop;
+}
 
 system("umount $ro") == 0 or diag "umount: $?";
 $mounted = 0;

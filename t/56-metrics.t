@@ -150,7 +150,7 @@ sub get_from {
     my $c = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $s->port,
                                   LocalAddr => $local, Proto => 'tcp', Timeout => 5)
         or return "connect: $!";
-    print $c "GET /api/metrics HTTP/1.0\r\nHost: x\r\n\r\n";
+    print $c "GET /api/metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
     local $/;
     my $resp = <$c> // '';
     return $resp =~ m{^HTTP/1\.\d (\d+)} ? $1 : "no answer";

@@ -6,10 +6,15 @@ package Gluster;
 #   $g->mount_a; $g->mount_b;        # the two mount points of the one volume
 #   $g->stop;                        # umount, volume stop/delete, glusterd killed by its pid
 #
+#   my $g = Gluster->start(volume => 0);   # glusterd only, for a test that makes its volume
+#   $g->host; $g->cli_log; $g->track(volume => $v); $g->track(mount => $dir);  # stop() tears down
+#
 # glusterd runs with its own working directory and pid file in the test's temp directory;
 # the volume and mount options are those of PLATFORM-NOTES (read-after-write between
 # clients). stop() also runs from DESTROY, END and on SIGINT/SIGTERM, so a test that dies
-# leaves no daemon, volume or mount behind.
+# leaves no daemon, volume or mount behind. glusterd's port (24007) is machine-wide: start
+# holds /tmp/svc-gluster.lock (flock) until stop, unless a process it runs under holds it
+# already (`flock /tmp/svc-gluster.lock prove ...`), so two such tests wait for each other.
 use strict;
 use warnings;
 
@@ -49,13 +54,40 @@ sub _cannot {
     return undef;
 }
 
+our $LOCK = '/tmp/svc-gluster.lock';
+
+# Whether a process this one runs under holds $LOCK (flock(1) around the test run).
+sub _ancestor_holds {
+    my @st = stat $LOCK or return 0;
+    my %holders;
+    open my $lk, '<', '/proc/locks' or return 0;
+    while (<$lk>) {
+        my @f = split;
+        next unless ($f[1] // '') eq 'FLOCK';
+        my ($ino) = ($f[5] // '') =~ /:(\d+)$/;
+        $holders{ $f[4] } = 1 if defined $ino && $ino == $st[1];
+    }
+    for (my $p = getppid(); $p > 1;) {
+        return 1 if $holders{$p};
+        open my $fh, '<', "/proc/$p/stat" or last;
+        my ($ppid) = (<$fh> // '') =~ /\)\s+\S+\s+(\d+)/ or last;
+        $p = $ppid;
+    }
+    return 0;
+}
+
 sub start {
     my ($class, %o) = @_;
     require IO::Socket::INET;
     local $ENV{PATH} = "$ENV{PATH}:/usr/sbin:/sbin";
+    my $lockfh;
+    unless (_ancestor_holds()) {
+        open $lockfh, '>>', $LOCK or die "GlusterFS cannot run: $LOCK: $!\n";
+        flock($lockfh, 2) or die "GlusterFS cannot run: flock $LOCK: $!\n";
+    }
     if (my $why = _cannot()) { die "GlusterFS cannot run: $why\n" }
     my $dir = tempdir('svc-gluster-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-    my $self = bless { dir => $dir, vol => "svct$$", host => hostname() }, $class;
+    my $self = bless { dir => $dir, vol => "svct$$", host => hostname(), lockfh => $lockfh }, $class;
     $LIVE{"$self"} = $self;
     mkdir "$dir/$_" for qw(wd log a b);
     open my $in, '<', '/etc/glusterfs/glusterd.vol' or die "GlusterFS cannot run: glusterd.vol: $!\n";
@@ -72,6 +104,7 @@ sub start {
         $self->_fail('glusterd does not answer') if time > $deadline;
         sleep 0.1;
     }
+    return $self if defined $o{volume} && !$o{volume};
     my $h = $self->{host};
     $self->_gstep('volume create', 'volume', 'create', $self->{vol}, "$h:$dir/b1", "$h:$dir/b2", 'force');
     $self->{created} = 1;
@@ -139,6 +172,14 @@ sub _fail {
 }
 
 sub dir     { $_[0]{dir} }
+sub host    { $_[0]{host} }
+sub cli_log { "$_[0]{dir}/log/cli.log" }
+# A volume (stopped and deleted) or a mount (unmounted) a test made, for stop().
+sub track {
+    my ($self, %o) = @_;
+    if ($o{volume}) { $self->{vol} = $o{volume}; $self->{created} = $self->{started} = 1 }
+    $self->{mounted}{ $o{mount} } = _client_pid($o{mount}) || -1 if $o{mount};
+}
 sub mount_a { "$_[0]{dir}/a" }
 sub mount_b { "$_[0]{dir}/b" }
 sub volume  { $_[0]{vol} }
@@ -150,7 +191,7 @@ sub stop {
     local $ENV{PATH} = "$ENV{PATH}:/usr/sbin:/sbin";
     eval { $self->{before_stop}->() } if $self->{before_stop};
     for my $m (sort keys %{ $self->{mounted} || {} }) {
-        my $p = "$self->{dir}/$m";
+        my $p = $m =~ m{^/} ? $m : "$self->{dir}/$m";
         # a process still holding a file there makes it busy: detach it lazily then
         ($self->_run('umount', $p))[0] or $self->_run('umount', '-l', $p);
         my $client = $self->{mounted}{$m};
@@ -164,6 +205,7 @@ sub stop {
         sleep 0.05 while kill(0, $pid) && time < $deadline && !waitpid($pid, POSIX::WNOHANG());
         kill 'KILL', $pid if kill 0, $pid;
     }
+    close $self->{lockfh} if $self->{lockfh};
 }
 
 sub DESTROY { $_[0]->stop }

@@ -15,12 +15,15 @@ package SvcTest;
 #
 # agents.yaml gets `sessions: fsync: false` unless the config sets fsync itself, and
 # `sessions: cache: off` when SVC_TEST_CACHE=off (the suite with every cache off, CI).
-# The server runs in its own process group and is stopped in stop(), DESTROY and END.
+# The server runs in its own process group and is stopped in stop(), DESTROY and END; its
+# temporary files (serve's nginx prefix among them) are made in a directory of its own
+# (TMPDIR), removed with the test, so even one stop() had to kill leaves nothing in /tmp.
 use strict;
 use warnings;
 
 use Cwd qw(abs_path);
 use File::Basename qw(dirname);
+use File::Path ();
 use File::Temp qw(tempdir);
 use HTTP::Tiny;
 use IO::Select;
@@ -136,6 +139,7 @@ sub _start_once {
     my $port = free_port();
     my $log = "$home/serve.log";
     unlink $log;
+    my $tmp = tempdir('svc-tmp-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     my @cmd = ("$REPO/scripts/serve", '--port', $port, '--home', $home,
                '--config', "$home/agents.yaml");
     push @cmd, '--workers', $o{workers} if $o{workers};
@@ -152,12 +156,15 @@ sub _start_once {
         delete @ENV{qw(SVC_API_TOKEN SVC_CONFIG OPENAI_API_KEY)};
         $ENV{SVC_HOME} = $home;
         $ENV{SVC_BUILD} = build();
+        # serve's prefix (and the pool's temporary files) in a directory that goes with the
+        # test: a server stop() had to kill leaves no svc-serve.* in /tmp
+        $ENV{TMPDIR} = $tmp;
         my $env = $o{env} || {};
         $ENV{$_} = $env->{$_} for keys %$env;
         exec @cmd or POSIX::_exit(127);
     }
     close $wr;
-    my $self = bless { pid => $pid, port => $port, home => $home, log => $log, out => $rd,
+    my $self = bless { pid => $pid, port => $port, home => $home, log => $log, out => $rd, tmp => $tmp,
                        http => HTTP::Tiny->new(timeout => 30, keep_alive => 0) }, $class;
     $LIVE{$pid} = $self;
 
@@ -244,17 +251,17 @@ sub root {
     return "$s->{home}/agents/native_sessions";
 }
 
-# {status, headers, body, json}. body: a ref is sent as JSON, a string as it is.
+# {status, headers, body, json}. body: a ref is sent as JSON, a string as it is; either
+# as application/json unless headers name another content-type (undef: HTTP::Tiny's own).
 sub req {
     my ($s, $method, $path, %o) = @_;
     my %h = %{ $o{headers} || {} };
     my %args = (headers => \%h);
     if (exists $o{body}) {
         my $b = $o{body};
-        if (ref $b) {
-            $b = $JSON->encode($b);
-            $h{'content-type'} //= 'application/json';
-        }
+        $b = $JSON->encode($b) if ref $b;
+        $h{'content-type'} = 'application/json' unless exists $h{'content-type'};
+        delete $h{'content-type'} unless defined $h{'content-type'};
         $args{content} = $b;
     }
     my $r = $s->{http}->request($method, $s->url($path), \%args);
@@ -428,6 +435,7 @@ sub stop {
     }
     kill 'KILL', -$pid;    # leftovers of the group, if any
     waitpid($pid, 0) unless $gone;
+    File::Path::remove_tree($_) for glob("$s->{tmp}/svc-serve.*");    # a killed serve's prefix
     close $s->{out} if $s->{out};
     # sanitizer builds (make asan): a report in the server log fails the test
     my $log = $s->log;

@@ -289,7 +289,8 @@ static void test_to_json_defaults(void)
            "{\"server\":{\"listen\":\"unix:/run/svc/svc.sock\",\"workers\":4,\"max_requests\":"
            "10000,\"max_body_bytes\":1048576,\"api_token_env\":\"SVC_API_TOKEN\",\"api_token\":"
            "\"\",\"run_timeout_s\":300,\"socket_mode\":\"0660\",\"socket_group\":\"\","
-           "\"umask\":\"027\",\"base_path\":\"\",\"user_param\":\"\",\"admins\":[],\"users\":[]},"
+           "\"umask\":\"027\",\"base_path\":\"\",\"user_param\":\"\",\"admins\":[],"
+           "\"fcgi_allow\":[],\"users\":[]},"
            "\"sessions\":{\"enabled\":true,\"provider\":"
            "\"svc_repository\",\"root\":\"/home/tester/.svc/agents/native_sessions\","
            "\"agent_id\":\"svc-agent\",\"persist_openai_history\":true,"
@@ -449,11 +450,40 @@ static void test_warnings(void)
             "extra: [1]\n") == 0,
        "unknown keys are not errors");
     is_int(cfg.nwarnings, 3, "three warnings");
-    is_str(cfg.warnings[0], "t.yaml:2:3: unknown key 'server.wrkers'", "nested unknown key");
+    is_str(cfg.warnings[0],
+           "t.yaml:2:3: unknown key 'server.wrkers' (did you mean `server.workers`?)",
+           "nested unknown key, with the nearest known one");
     is_str(cfg.warnings[1], "t.yaml:4:1: unknown key 'foo'", "unknown section");
     is_str(cfg.warnings[2], "t.yaml:8:3: unknown key 'model.extra'", "unknown key with a list");
     ok(cfg.warnings[3] == NULL, "warnings NULL-terminated");
     is_int(cfg.server.workers, 5, "known keys still applied");
+    svc_config_free(&cfg);
+
+    /* the nearest known key in the key's own place: a section, a setting, an item's key */
+    ok(load("sesions:\n  fsync: false\nServer:\n  workers: 2\njobs:\n  - id: j\n    "
+            "schedule: \"* * * * *\"\n    session_id: s\n    input: x\n    enabld: true\n"
+            "server:\n  users:\n    - id: u\n      token_env: T\n      rol: admin\n  "
+            "fcgi_alow: [127.0.0.1]\n") == 0,
+       "typos load, with warnings");
+    is_int(cfg.nwarnings, 5, "five warnings");
+    is_str(cfg.warnings[0], "t.yaml:1:1: unknown key 'sesions' (did you mean `sessions`?)",
+           "a top-level typo: the whole block would fall back to defaults");
+    is_str(cfg.warnings[1], "t.yaml:3:1: unknown key 'Server' (did you mean `server`?)",
+           "case counts as a letter off");
+    is_str(cfg.warnings[2],
+           "t.yaml:10:5: unknown key 'jobs[0].enabld' (did you mean `jobs[0].enabled`?)",
+           "a key of a list item");
+    is_str(cfg.warnings[3],
+           "t.yaml:15:7: unknown key 'server.users[0].rol' (did you mean `server.users[0].role`?)",
+           "a key of a list item in a section");
+    is_str(cfg.warnings[4],
+           "t.yaml:16:3: unknown key 'server.fcgi_alow' (did you mean `server.fcgi_allow`?)",
+           "a setting of a section");
+    svc_config_free(&cfg);
+    ok(load("xyzzy: 1\nmodel:\n  temprature_of_the_model: 1\n") == 0 && cfg.nwarnings == 2 &&
+           strstr(cfg.warnings[0], "did you mean") == NULL &&
+           strstr(cfg.warnings[1], "did you mean") == NULL,
+       "nothing near: no suggestion");
     svc_config_free(&cfg);
 }
 

@@ -165,13 +165,13 @@ int main(void)
     char *mfile = NULL;
     if (asprintf(&mfile, "%s/memory/svc-agent/memory.jsonl", home) < 0)
         return 1;
-    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), &err) == 0, "sync m1");
-    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), &err) == 0, "sync m1 again");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), NULL, &err) == 0, "sync m1");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), NULL, &err) == 0, "sync m1 again");
     is_int(count_lines(mfile), 1, "the same pair is appended once");
     /* svc_memory.json lost (a sync that died before recording itself): still no duplicate */
     char *mj = svc_sess_path(sess(&cfg, "m1"), SVC_F_MEMORY, SVC_FROM_ABS);
     unlink(mj);
-    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), &err) == 0, "sync m1 without svc_memory.json");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), NULL, &err) == 0, "sync m1 without svc_memory.json");
     is_int(count_lines(mfile), 1, "the line already in the memory file is not written again");
     json_object *mem = NULL;
     ok(svc_json_read_file(mj, &mem, NULL) == 0, "svc_memory.json written again");
@@ -179,7 +179,7 @@ int main(void)
     is_str(svc_json_str(mem, "memory_file", ""), mfile, "memory_file");
     json_object_put(mem);
     free(mj);
-    ok(svc_memory_sync(&cfg, sess(&cfg, "m2"), &err) == 0, "sync m2");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m2"), NULL, &err) == 0, "sync m2");
     is_int(count_lines(mfile), 2, "m2's pair appended");
 
     /* recall: the other session's digests only */
@@ -206,7 +206,8 @@ int main(void)
     mj = svc_sess_path(sess(&cfg, "m1"), SVC_F_MEMORY, SVC_FROM_ABS);
     unlink(mj);
     free(mj);
-    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), &err) == 0, "sync m1 with its line 100 KiB back");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m1"), NULL, &err) == 0,
+       "sync m1 with its line 100 KiB back");
     is_int(count_lines(mfile), 1002, "found past the first 64 KiB: not written again");
     /* the caller's own messages: the pair is taken from them (ids as given), no file read */
     json_object *recent = json_object_new_array();
@@ -246,7 +247,7 @@ int main(void)
     json_object_put(nq);
     json_object_put(na);
     svc_err_clear(&err);
-    ok(svc_memory_sync(&cfg, sess(&cfg, "m2"), &err) == -1, "sync into a blocked root fails");
+    ok(svc_memory_sync(&cfg, sess(&cfg, "m2"), NULL, &err) == -1, "sync into a blocked root fails");
     is_int(err.code, SVC_E_IO, "io_error");
     json_object *sc = NULL;
     svc_sidecar_read(sess(&cfg, "m2"), &sc, NULL);
