@@ -17,6 +17,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
+#include "parts.h"
 #include "query.h"
 #include "runs.h"
 #include "session.h"
@@ -37,8 +38,10 @@ static int check_text(json_object *v, const char *param, bool nullable, struct s
     return !v && nullable ? 0 : turn_in_text(v, param, err);
 }
 
-/* OpenAI message content: a string, null, or an array of parts ({type, text} for text). */
-static int check_content(json_object *content, const char *param, struct svc_err *err)
+/* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
+ * images and files in a user message, parts.h). */
+static int check_content(json_object *content, const char *param, bool media, int64_t max_bytes,
+                         struct svc_err *err)
 {
     if (!content)
         return 0;
@@ -64,6 +67,11 @@ static int check_content(json_object *content, const char *param, struct svc_err
             snprintf(tp, sizeof tp, "%s.text", pp);
             if (check_text(text, tp, false, err) < 0)
                 return -1;
+        } else if (!media) {
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, tp,
+                                "'%s': only a user message may carry images or files", tp);
+        } else if (svc_parts_check(part, pp, max_bytes, err) < 0) {
+            return -1;
         }
     }
     return 0;
@@ -71,7 +79,7 @@ static int check_content(json_object *content, const char *param, struct svc_err
 
 /* One message of the request, whatever its place: role and the fields of that role are
  * checked, so that history imported into the session is never stored half-understood. */
-static int check_message(json_object *m, size_t i, struct svc_err *err)
+static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc_err *err)
 {
     char p[96];
     snprintf(p, sizeof p, "messages[%zu]", i);
@@ -91,7 +99,7 @@ static int check_message(json_object *m, size_t i, struct svc_err *err)
     json_object *content = NULL;
     json_object_object_get_ex(m, "content", &content);
     snprintf(p, sizeof p, "messages[%zu].content", i);
-    if (check_content(content, p, err) < 0)
+    if (check_content(content, p, strcmp(role, "user") == 0, max_bytes, err) < 0)
         return -1;
     if (strcmp(role, "tool") == 0) {
         json_object *id = NULL;
@@ -136,20 +144,16 @@ static int check_message(json_object *m, size_t i, struct svc_err *err)
         json_object_object_get_ex(fn, "arguments", &v);
         if (check_text(v, p, true, err) < 0)
             return -1;
-        size_t at;
-        if (v && svc_json_has_big_int(json_object_get_string(v),
-                                      (size_t)json_object_get_string_len(v), &at))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                                "'%s' holds an integer that does not fit in 64 bits", p);
     }
     return 0;
 }
 
 /* Every message is checked, then the list is split (turnin.h). Returns 0, or -1 with 422. */
-static int parse_messages(struct chat_in *in, json_object *msgs, struct svc_err *err)
+static int parse_messages(struct chat_in *in, json_object *msgs, int64_t max_bytes,
+                          struct svc_err *err)
 {
     for (size_t i = 0; i < json_object_array_length(msgs); i++)
-        if (check_message(json_object_array_get_idx(msgs, i), i, err) < 0)
+        if (check_message(json_object_array_get_idx(msgs, i), i, max_bytes, err) < 0)
             return -1;
     return turn_in_split(&in->t, msgs, "messages", err);
 }
@@ -218,7 +222,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     if (!in->t.sid)
         in->t.sid = r->x_session_id;
     if (msgs)
-        return parse_messages(in, msgs, err);
+        return parse_messages(in, msgs, r->cfg->limits.max_image_bytes, err);
     json_object *legacy_v = NULL;
     json_object_object_get_ex(b, "message", &legacy_v);
     if (legacy && check_text(legacy_v, "message", false, err) < 0)

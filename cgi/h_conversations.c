@@ -33,7 +33,7 @@ int h_conversations_create(struct http_req *r, struct svc_err *err)
     if (rc == 0)
         rc = http_field_str(body, "session_id", NULL, false, &sid, err);
     if (rc == 0 && items)
-        rc = svc_conv_parse_items(items, &natives, err);
+        rc = svc_conv_parse_items(items, "items", &natives, err);
     if (rc == 0)
         rc = svc_conv_create(r->cfg, sid, natives, metadata, r->user.id, &o, err);
     json_object_put(natives);
@@ -128,7 +128,7 @@ int h_conversation_items_add(struct http_req *r, struct svc_err *err)
         return -1;
     int rc = http_field_arr(body, "items", NULL, true, &items, err);
     if (rc == 0)
-        rc = svc_conv_parse_items(items, &natives, err);
+        rc = svc_conv_parse_items(items, "items", &natives, err);
     if (rc == 0 && json_object_array_length(natives) == 0)
         rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "items", "'items' must not be empty");
     if (rc == 0)

@@ -188,7 +188,8 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return -1;
     in->conv = conv;
     json_object_object_get_ex(b, "input", &input);
-    if (respin_input(r, &in->t, input, err) < 0 || parse_truncation(in, err) < 0)
+    if (respin_input(r, &in->t, input, err) < 0 || parse_truncation(in, err) < 0 ||
+        resp_context_management(in->t.body, &in->t.compact_threshold, err) < 0)
         return -1;
     in->items = respin_items(input);
     if (!in->store && (conv || in->prev_id))
@@ -417,6 +418,12 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     json_object *output = json_object_new_array(), *m = NULL;
     json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
+    /* the window this run compacted (context_management, SPEC 15) */
+    json_object *compacted = a->summary && c->in->t.compact_threshold > 0
+                                 ? resp_compaction_item(c->r, a->summary, NULL)
+                                 : NULL;
+    if (compacted)
+        json_object_array_add(output, compacted);
     if (has_message(a, failure)) {
         m = message_item(c->msg_id, a->content, failure ? "incomplete" : status);
         json_object *part = json_object_array_get_idx(svc_json_arr(m, "content"), 0);

@@ -77,6 +77,12 @@ int h_session_get(struct http_req *r, struct svc_err *err)
     json_object *o = NULL;
     if (svc_session_get(r->cfg, sid, &o, err) < 0)
         return -1;
+    json_object *full = svc_session_with_strands(r->cfg, sid, json_object_get(o));
+    if (full != o) { /* SPEC 17: with what Strands keeps, read-only */
+        json_object_put(o);
+        return http_reply(r, 200, full);
+    }
+    json_object_put(full);
     if (!svc_cache_on(r->cfg, -1))
         return http_reply(r, 200, o);
     if (o != last_get.o) {
@@ -93,14 +99,20 @@ int h_session_messages(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     struct svc_messages_query q;
+    const char *include = NULL;
     memset(&q, 0, sizeof q);
     /* types only: core/query.c decides the ranges and values */
     if (http_query_int(r, "limit", SVC_MESSAGES_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit,
                        err) < 0 ||
         http_query_int(r, "offset", 0, INT64_MIN, INT64_MAX, &q.offset, err) < 0 ||
         http_query_str(r, "order", &q.order, err) < 0 ||
-        http_query_bool(r, "include_turns", false, &q.include_turns, err) < 0)
+        http_query_bool(r, "include_turns", false, &q.include_turns, err) < 0 ||
+        http_query_str(r, "include", &include, err) < 0)
         return -1;
+    if (include && strcmp(include, "bytes") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "include",
+                            "query parameter 'include' may only be 'bytes'");
+    q.include_bytes = include != NULL;
     json_object *o = NULL;
     if (svc_session_messages(r->cfg, sid, &q, &o, err) < 0)
         return -1;

@@ -59,6 +59,7 @@ int h_model_get(struct http_req *r, struct svc_err *err);
 
 /* h_responses.c */
 int h_responses_create(struct http_req *r, struct svc_err *err);
+int h_responses_compact(struct http_req *r, struct svc_err *err);
 int h_responses_input_tokens(struct http_req *r, struct svc_err *err);
 int h_response_get(struct http_req *r, struct svc_err *err);
 int h_response_delete(struct http_req *r, struct svc_err *err);

@@ -621,7 +621,7 @@ int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct 
     if (memchr(r->body, '\0', r->body_len))
         return svc_err_set(err, SVC_E_INVALID_JSON, "request body contains a NUL byte");
     json_object *o = NULL;
-    if (svc_json_parse_request(r->body, r->body_len, &o, err) < 0)
+    if (svc_json_parse_python(r->body, r->body_len, &o, err) < 0)
         return -1;
     if (!json_object_is_type(o, json_type_object)) {
         json_object_put(o);

@@ -167,8 +167,10 @@ static int function_output_item(json_object *item, size_t i, json_object *msgs, 
     return 0;
 }
 
-/* A message item as the chat message it stands for ({role, content} with its text). */
-static int message_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+/* A message item as the chat message it stands for ({role, content} with its text; a user
+ * message's images and files as chat parts, SPEC 17). */
+static int message_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                      struct svc_err *err)
 {
     static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
     const char *role = NULL;
@@ -186,11 +188,18 @@ static int message_in(json_object *item, size_t i, json_object *msgs, struct svc
     snprintf(p, sizeof p, "input[%zu].content", i);
     json_object_object_get_ex(item, "content", &content);
     char *text = NULL;
-    if (content_text(content, p, &text, err) < 0)
+    json_object *parts = NULL;
+    if (content_text(content, p, &text, err) < 0 ||
+        (strcmp(role, "user") == 0 && resp_media_parts(r, content, p, &parts, err) < 0)) {
+        free(text);
         return -1;
+    }
     json_object *m = json_object_new_object();
     svc_json_set_str(m, "role", role);
-    svc_json_set_str(m, "content", text);
+    if (parts)
+        svc_json_set(m, "content", parts);
+    else
+        svc_json_set_str(m, "content", text);
     json_object_array_add(msgs, m);
     free(text);
     return 0;
@@ -297,7 +306,9 @@ static int item_in(struct http_req *r, json_object *item, size_t i, json_object 
     if (http_field_str(item, "type", p, false, &type, err) < 0)
         return -1;
     if (!type || strcmp(type, "message") == 0)
-        return message_in(item, i, msgs, err);
+        return message_in(r, item, i, msgs, err);
+    if (strcmp(type, "compaction") == 0)
+        return resp_compaction_in(r, item, i, msgs, err);
     if (strcmp(type, "item_reference") == 0) {
         json_object *ref = NULL;
         int rc = item_ref(r, item, i, &ref, err);
@@ -318,7 +329,7 @@ static int item_in(struct http_req *r, json_object *item, size_t i, json_object 
         return function_output_item(item, i, msgs, err);
     return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                         "'%s' must be message, function_call, function_call_output, "
-                        "item_reference or an mcp_ item, not %.64s",
+                        "item_reference, compaction or an mcp_ item, not %.64s",
                         p, type);
 }
 

@@ -48,6 +48,8 @@ static const struct route routes[] = {
     {"GET", "/api/v1/models/{model_id}", ACCESS_CALLER, h_model_get},
     {"POST", "/api/v1/responses", ACCESS_CALLER, h_responses_create},
     {"POST", "/api/responses", ACCESS_CALLER, h_responses_create},
+    {"POST", "/api/v1/responses/compact", ACCESS_CALLER, h_responses_compact},
+    {"POST", "/api/responses/compact", ACCESS_CALLER, h_responses_compact},
     {"POST", "/api/v1/responses/input_tokens", ACCESS_CALLER, h_responses_input_tokens},
     {"POST", "/api/responses/input_tokens", ACCESS_CALLER, h_responses_input_tokens},
     {"GET", "/api/v1/responses/{response_id}", ACCESS_RESPONSE, h_response_get},

@@ -16,6 +16,7 @@ void turn_in_free(struct turn_in *in)
     json_object_put(in->history);
     json_object_put(in->tools);
     json_object_put(in->results);
+    json_object_put(in->input_content);
     json_object_put(in->settings);
     free(in->input);
     free(in->continued);
@@ -26,6 +27,8 @@ struct svc_run_request turn_in_request(const struct turn_in *in)
     struct svc_run_request req = {
         .session_id = in->sid,
         .input = in->input,
+        .input_content = in->input_content,
+        .compact_threshold = in->compact_threshold,
         .history = in->history,
         .user_id = in->user,
         .channel = in->channel,
@@ -115,7 +118,7 @@ static const struct gfield gfields[] = {
     {"function_call", TURN_CHAT, G_REFUSE, 0, 0},
     {"prompt", TURN_RESP, G_REFUSE, 0, 0},
     {"max_tool_calls", TURN_RESP, G_REFUSE, 0, 0},
-    {"context_management", TURN_RESP, G_REFUSE, 0, 0},
+    {"context_management", TURN_RESP, G_SVC, 0, 0},
 };
 #undef BOTH
 
@@ -319,7 +322,7 @@ static bool has_text(json_object *msgs, size_t i)
     json_object *content = NULL;
     json_object_object_get_ex(json_object_array_get_idx(msgs, i), "content", &content);
     char *text = content ? svc_openai_content_text(content) : NULL;
-    bool some = text && *text;
+    bool some = (text && *text) || svc_openai_has_media(content); /* images say something */
     free(text);
     return some;
 }
@@ -363,7 +366,9 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
         json_object *content = NULL;
         json_object_object_get_ex(json_object_array_get_idx(msgs, last - 1), "content", &content);
         in->input = content ? svc_openai_content_text(content) : NULL;
-        if (!in->input || !*in->input)
+        if (svc_openai_has_media(content)) /* images and files (SPEC 17) */
+            in->input_content = json_object_get(content);
+        else if (!in->input || !*in->input)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                                 "the last user message of '%s' has no text", param);
         hist = last - 1;

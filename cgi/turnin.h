@@ -15,18 +15,20 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "http.h"
 #include "session.h"
 #include "user.h"
 
 struct turn_in {
-    json_object *body;       /* owned */
-    json_object *history;    /* owned array of chat messages before the input, or NULL */
-    char *input;             /* heap, or NULL when the request only answers tool calls */
-    json_object *tools;      /* owned: client tools (toolsin.h), or NULL */
-    const char *tool_choice; /* borrowed */
-    json_object *results;    /* owned: [{call_id, output, param}] answering tool calls, or NULL */
-    json_object *settings;   /* owned: generation settings passed on (turn_in_settings) */
-    const char *sid;         /* borrowed (body or request) */
+    json_object *body;          /* owned */
+    json_object *history;       /* owned array of chat messages before the input, or NULL */
+    char *input;                /* heap, or NULL when the request only answers tool calls */
+    json_object *input_content; /* owned: the input's OpenAI content (chat parts), or NULL */
+    json_object *tools;         /* owned: client tools (toolsin.h), or NULL */
+    const char *tool_choice;    /* borrowed */
+    json_object *results;  /* owned: [{call_id, output, param}] answering tool calls, or NULL */
+    json_object *settings; /* owned: generation settings passed on (turn_in_settings) */
+    const char *sid;       /* borrowed (body or request) */
     const char *user, *locale, *channel; /* borrowed */
     bool stream, svc_v2;
     bool no_input;       /* the list ends with an assistant message: no new input (turn_in_split) */
@@ -36,6 +38,7 @@ struct turn_in {
     bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
     double temperature;
     int64_t max_tokens;
+    int64_t compact_threshold; /* context_management (Responses), or 0 */
 };
 
 #define TURN_CHAT 1u
@@ -56,6 +59,17 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
 /* A string without NUL bytes: 0, or -1 with 422 invalid_field naming param. */
 int turn_in_text(json_object *v, const char *param, struct svc_err *err);
 int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user);
+/* The Responses input's pieces of SPEC 15 and 17 (h_compact.c): a user message's content
+ * list with input_image / input_file parts as chat parts (*out, new reference; NULL when it
+ * has none); a compaction item as the user message holding its summary, appended to msgs;
+ * context_management's compaction threshold (0 when absent). 0, or -1 with err. */
+int resp_media_parts(struct http_req *r, json_object *content, const char *param, json_object **out,
+                     struct svc_err *err);
+int resp_compaction_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
+                       struct svc_err *err);
+int resp_context_management(json_object *body, int64_t *threshold, struct svc_err *err);
+/* The compaction item sealing summary for r's caller (new reference), or NULL with err. */
+json_object *resp_compaction_item(struct http_req *r, json_object *summary, struct svc_err *err);
 struct svc_run_request turn_in_request(const struct turn_in *in);
 
 #endif

@@ -209,10 +209,13 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
                strcmp(sub, "unarchive") == 0) {
         if (argc != 2)
             return usage("this subcommand needs exactly one SESSION");
-        if (strcmp(sub, "show") == 0)
+        if (strcmp(sub, "show") == 0) {
             rc = svc_session_get(cfg, argv[1], &out, &err);
-        else
+            if (rc == 0) /* SPEC 17: with what Strands keeps there, as the API shows it */
+                out = svc_session_with_strands(cfg, argv[1], out);
+        } else {
             rc = svc_session_set_archived(cfg, argv[1], strcmp(sub, "archive") == 0, &out, &err);
+        }
     } else if (strcmp(sub, "delete") == 0) {
         return sessions_delete(cfg, argc - 1, argv + 1);
     } else {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmgr.h"
 #include "ctools.h"
 #include "jsonx.h"
 #include "mcp.h"
@@ -120,9 +121,88 @@ static bool window_start_ok(json_object *msgs, size_t i)
     return strcmp(svc_json_str(m, "role", ""), "assistant") != 0 && !msg_has_block(m, "toolResult");
 }
 
+void svc_loop_manager(struct svc_loop *loop, json_object *agent)
+{
+    loop->summarizing = agent ? svc_cm_summarizing(agent)
+                              : loop->cfg->agent.conversation_manager == SVC_CM_SUMMARIZING;
+    json_object *summary = agent ? svc_cm_summary(agent) : NULL;
+    if (!summary)
+        return;
+    json_object *msgs = json_object_new_array();
+    json_object_array_add(msgs, json_object_get(summary));
+    for (size_t i = 0; i < json_object_array_length(loop->msgs); i++)
+        json_object_array_add(msgs, json_object_get(json_object_array_get_idx(loop->msgs, i)));
+    json_object_put(loop->msgs);
+    loop->msgs = msgs;
+    loop->summary = json_object_get(summary);
+}
+
+/* SPEC 17, Strands' SummarizingConversationManager: the window's oldest messages (its summary
+ * among them) summarised by the model into one user message that heads the window from then
+ * on; removed_message_count counts the stored messages it stands for. When none may go (the
+ * newest preserve_recent_messages stay), the window stays whole. */
+static int loop_summarize(struct svc_loop *loop, bool all, struct svc_err *err)
+{
+    size_t n = svc_cm_split(loop->cfg, loop->msgs, all);
+    if (n == 0)
+        return 0;
+    json_object *req = svc_cm_request(loop->msgs, n);
+    struct svc_model_call call = {
+        .cfg = loop->cfg,
+        .system_prompt = svc_cm_prompt(),
+        .messages = req,
+        .should_cancel = loop_should_cancel,
+        .on_idle = loop_on_idle,
+        .on_retry = loop_on_retry,
+        .ctx = loop,
+    };
+    struct svc_model_reply reply;
+    int rc = svc_model_invoke(&call, &reply, err);
+    json_object_put(req);
+    loop->prompt_tokens += reply.prompt_tokens;
+    loop->completion_tokens += reply.completion_tokens;
+    if (rc != 0)
+        return -1;
+    json_object *summary = svc_loop_user_message(reply.text ? reply.text : "");
+    svc_model_reply_free(&reply);
+    loop->removed += (int64_t)n - (loop->summary ? 1 : 0);
+    json_object_array_del_idx(loop->msgs, 1, n - 1);
+    json_object_array_put_idx(loop->msgs, 0, json_object_get(summary));
+    json_object_put(loop->summary);
+    loop->summary = summary;
+    loop->summary_new = true;
+    json_object *ev = loop_event_new(loop, "context_compacted");
+    svc_json_set_int(ev, "removed_message_count", loop->removed);
+    svc_json_set_int(ev, "summarized_messages", (int64_t)n);
+    loop_event_emit(loop, ev);
+    return 0;
+}
+
+/* The window's size in tokens as svc counts them (4 characters a token). */
+static int64_t window_tokens(const struct svc_loop *loop)
+{
+    size_t chars = 0;
+    for (size_t i = 0; i < json_object_array_length(loop->msgs); i++) {
+        char *t = svc_native_text(json_object_array_get_idx(loop->msgs, i));
+        chars += strlen(t);
+        free(t);
+    }
+    return (int64_t)((chars + 3) / 4);
+}
+
+/* SPEC 15 context_management: past the request's threshold, every message but the newest
+ * preserve_recent_messages is summarised, as /responses/compact does. */
+static int loop_compact(struct svc_loop *loop, struct svc_err *err)
+{
+    if (loop->compact_threshold <= 0 || window_tokens(loop) <= loop->compact_threshold)
+        return 0;
+    return loop_summarize(loop, true, err);
+}
+
 /* Slide the window so that at most window_size messages stay, starting at a user message
- * that is not a tool result. Emits context_compacted when it moved; with truncation
- * disabled it may not move (SVC_E_CONTEXT_LENGTH). */
+ * that is not a tool result, or summarise its oldest ones (loop_summarize). Emits
+ * context_compacted when it moved; with truncation disabled it may not move
+ * (SVC_E_CONTEXT_LENGTH). */
 static int loop_apply_window(struct svc_loop *loop, struct svc_err *err)
 {
     size_t count = json_object_array_length(loop->msgs);
@@ -134,6 +214,16 @@ static int loop_apply_window(struct svc_loop *loop, struct svc_err *err)
                             "the run grew past the window of %zu messages and 'truncation' is "
                             "disabled",
                             win);
+    for (size_t left = count; loop->summarizing && left > win;) {
+        if (loop_summarize(loop, false, err) != 0)
+            return -1;
+        size_t now = json_object_array_length(loop->msgs);
+        if (now >= left) /* nothing more may go */
+            return 0;
+        left = now;
+    }
+    if (loop->summarizing)
+        return 0;
     /* the first valid start at or after count - win; failing that, the nearest one before
      * it (a window a little larger than asked beats one that starts mid tool exchange) */
     size_t trim = count - win;
@@ -505,7 +595,7 @@ static int loop_store_reply(struct svc_loop *loop, const struct svc_model_reply 
 static int loop_call_model(struct svc_loop *loop, const char *system, json_object *tools,
                            struct svc_model_reply *reply, struct svc_err *err)
 {
-    if (loop_apply_window(loop, err) != 0) {
+    if (loop_apply_window(loop, err) != 0 || loop_compact(loop, err) != 0) {
         memset(reply, 0, sizeof *reply);
         return -1;
     }
@@ -718,6 +808,7 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->started_mono = svc_time_monotonic();
     loop->request_system = request_system_of(req);
     loop->no_truncation = req->no_truncation;
+    loop->compact_threshold = req->compact_threshold;
     loop->has_temperature = req->has_temperature;
     loop->temperature = req->temperature;
     loop->has_max_tokens = req->has_max_tokens;
@@ -769,6 +860,7 @@ void svc_loop_free(struct svc_loop *loop)
     free(loop->mcp);
     json_object_put(loop->resume);
     json_object_put(loop->msgs);
+    json_object_put(loop->summary);
     json_object_put(loop->prev_tokens);
     json_object_put(loop->events);
     json_object_put(loop->tool_trace);

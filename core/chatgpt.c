@@ -342,7 +342,7 @@ static int write_heads(struct svc_sess *h, const struct conv *c, struct svc_err 
     int rc = svc_json_write_native_sync(p, sess, SVC_SYNC_STORE, err);
     free(p);
     json_object_put(sess);
-    json_object *agent = svc_store_new_agent(h->st.agent_id);
+    json_object *agent = svc_store_new_agent(&h->st);
     svc_json_set_str(agent, "created_at", created);
     svc_json_set_str(agent, "updated_at", updated);
     p = svc_sess_path(h, SVC_F_AGENT, SVC_FROM_ABS);

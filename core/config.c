@@ -181,11 +181,13 @@ unsigned svc_config_octal(const char *text)
 static const char *const session_providers[] = {"svc_repository", "native_file", NULL};
 static const char *const model_providers[] = {"echo", "openai", NULL};
 static const char *const cache_modes[] = {"auto", "off", NULL};
+static const char *const conv_managers[] = {"sliding_window", "summarizing", NULL};
 static const char *const shared_modes[] = {"auto", "on", "off", NULL};
 
 _Static_assert(sizeof(enum svc_session_provider) == sizeof(int), "enum is int-sized");
 _Static_assert(sizeof(enum svc_model_provider) == sizeof(int), "enum is int-sized");
 _Static_assert(sizeof(enum svc_cache_mode) == sizeof(int), "enum is int-sized");
+_Static_assert(sizeof(enum svc_conv_manager) == sizeof(int), "enum is int-sized");
 _Static_assert(sizeof(enum svc_shared_mode) == sizeof(int), "enum is int-sized");
 
 #define C(f) offsetof(struct svc_config, f)
@@ -248,6 +250,14 @@ static const struct cfg_row cfg_rows[] = {
     {"agent.window_size", CT_INT, C(agent.window_size), .min = 2, .max = 10000, .def = "40"},
     {"agent.max_tool_iterations", CT_INT, C(agent.max_tool_iterations), .min = 1, .max = 100,
      .def = "8"},
+    {"agent.conversation_manager", CT_ENUM, C(agent.conversation_manager), .def = "sliding_window",
+     .names = conv_managers},
+    {"agent.summary_ratio", CT_DOUBLE_NULL, C(agent.summary_ratio),
+     .has_off = C(agent.has_summary_ratio), .dmin = 0.1, .dmax = 0.8, .def = "0.3"},
+    {"agent.preserve_recent_messages", CT_INT, C(agent.preserve_recent_messages), .min = 0,
+     .max = 10000, .def = "10"},
+    {"limits.max_image_bytes", CT_INT64, C(limits.max_image_bytes), .min = 1, .max = 1073741824,
+     .def = "5242880"},
 
     {"memory.root", CT_PATH, C(memory.root), .def = "memory", .flags = F_HOMEREL},
     {"memory.recall", CT_INT, C(memory.recall), .min = 0, .max = 100, .def = "0"},

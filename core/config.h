@@ -15,6 +15,8 @@
 
 enum svc_session_provider { SVC_PROVIDER_SVC_REPOSITORY, SVC_PROVIDER_NATIVE_FILE };
 enum svc_model_provider { SVC_MODEL_ECHO, SVC_MODEL_OPENAI };
+/* agent.conversation_manager: the manager a new session's agent.json names (cmgr.h). */
+enum svc_conv_manager { SVC_CM_SLIDING_WINDOW, SVC_CM_SUMMARIZING };
 enum svc_cache_mode { SVC_CACHE_AUTO, SVC_CACHE_OFF }; /* sessions.cache (cache.h) */
 /* sessions.shared: auto decides by the root's filesystem (svc_fs_shared, fsio.h). */
 enum svc_shared_mode { SVC_SHARED_AUTO, SVC_SHARED_ON, SVC_SHARED_OFF };
@@ -115,9 +117,16 @@ struct svc_config {
         char *system_prompt;
     } model;
     struct {
-        int window_size;         /* 2..10000, default 40 */
-        int max_tool_iterations; /* 1..100, default 8 */
+        int window_size;                            /* 2..10000, default 40 */
+        int max_tool_iterations;                    /* 1..100, default 8 */
+        enum svc_conv_manager conversation_manager; /* default sliding_window */
+        bool has_summary_ratio;                     /* null: the default */
+        double summary_ratio;                       /* 0.1..0.8, default 0.3 (Strands') */
+        int preserve_recent_messages;               /* 0..10000, default 10 (Strands') */
     } agent;
+    struct {
+        int64_t max_image_bytes; /* one image or file of a request, decoded; default 5 MB */
+    } limits;
     struct {
         char *root; /* expanded; default $SVC_HOME/memory */
         int recall; /* 0..100, default 0 */

@@ -11,6 +11,7 @@
 #include "labels.h"
 #include "lock.h"
 #include "openai.h"
+#include "parts.h"
 #include "query.h"
 #include "responses.h"
 #include "session.h"
@@ -22,8 +23,10 @@
 
 /* ---- native messages -> items ---- */
 
-static json_object *message_item(const char *sid, int64_t id, const char *role, const char *text)
+/* A message item: its text, then its images and documents (input_image, input_file). */
+static json_object *message_item(const char *sid, int64_t id, json_object *m, const char *text)
 {
+    const char *role = svc_json_str(m, "role", "user");
     bool assistant = strcmp(role, "assistant") == 0;
     json_object *it = json_object_new_object(), *parts = json_object_new_array();
     char *iid = NULL;
@@ -37,7 +40,16 @@ static json_object *message_item(const char *sid, int64_t id, const char *role, 
     svc_json_set_str(part, "text", text);
     if (assistant)
         svc_json_set(part, "annotations", json_object_new_array());
-    json_object_array_add(parts, part);
+    if (*text)
+        json_object_array_add(parts, part);
+    else
+        json_object_put(part);
+    json_object *c = svc_json_arr(m, "content");
+    for (size_t i = 0; c && i < json_object_array_length(c); i++) {
+        json_object *p = svc_parts_responses(json_object_array_get_idx(c, i));
+        if (p)
+            json_object_array_add(parts, p);
+    }
     svc_json_set(it, "content", parts);
     free(iid);
     return it;
@@ -70,14 +82,16 @@ static json_object *tool_item(const char *sid, int64_t id, size_t k, json_object
 }
 
 /* The items of message id (m: its effective message), appended to out. */
-static void items_of(const char *sid, int64_t id, json_object *m, json_object *out)
+void svc_conv_message_items(const char *sid, int64_t id, json_object *m, json_object *out)
 {
     if (svc_native_erased(m))
         return;
     char *text = svc_native_text(m);
-    if (*text)
-        json_object_array_add(out, message_item(sid, id, svc_json_str(m, "role", "user"), text));
+    char *media = svc_parts_describe(m);
+    if (*text || media)
+        json_object_array_add(out, message_item(sid, id, m, text));
     free(text);
+    free(media);
     json_object *content = svc_json_arr(m, "content");
     json_object *proj = svc_openai_project(m); /* its tool messages carry the results' text */
     size_t n = content ? json_object_array_length(content) : 0, results = 0;
@@ -197,7 +211,7 @@ static json_object *tool_block(json_object *item, bool call, const char *p, stru
         const char *name = need_str(item, "name", p, err);
         const char *args = svc_json_str(item, "arguments", "{}");
         json_object *input = NULL;
-        if (name && (svc_json_parse(args, strlen(args), &input, NULL) != 0 ||
+        if (name && (svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
                      !json_object_is_type(input, json_type_object)))
             svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s.arguments' must be a JSON object", p);
         if (!name || !json_object_is_type(input, json_type_object)) {
@@ -243,16 +257,17 @@ static void add_tool(json_object *out, json_object *blk, bool call)
     json_object_array_add(out, native(call ? "assistant" : "user", blk));
 }
 
-int svc_conv_parse_items(json_object *items, json_object **out, struct svc_err *err)
+int svc_conv_parse_items(json_object *items, const char *param, json_object **out,
+                         struct svc_err *err)
 {
     *out = NULL;
     if (!json_object_is_type(items, json_type_array))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, "items", "'items' must be a list of items");
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a list of items", param);
     json_object *msgs = json_object_new_array();
     for (size_t i = 0; i < json_object_array_length(items); i++) {
         json_object *item = json_object_array_get_idx(items, i), *m = NULL;
-        char p[48];
-        snprintf(p, sizeof p, "items[%zu]", i);
+        char p[64];
+        snprintf(p, sizeof p, "%.32s[%zu]", param, i);
         const char *type = svc_json_str(item, "type", "message");
         if (!json_object_is_type(item, json_type_object)) {
             svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
@@ -360,7 +375,7 @@ int svc_conv_create(const struct svc_config *cfg, const char *sid, json_object *
         return -1;
     struct svc_sess dst = SVC_SESS_INIT;
     json_object *sc = new_sidecar(cfg, id, st.agent_id, natives, metadata, owner);
-    json_object *agent = svc_store_new_agent(st.agent_id);
+    json_object *agent = svc_store_new_agent(&st);
     json_object *sum = svc_sidecar_summary(sc);
     struct svc_store stg;
     char *stage = svc_store_stage(&st, &stg, err);
@@ -454,7 +469,7 @@ int svc_conv_append(const struct svc_config *cfg, const char *sid, json_object *
         goto out;
     *out = json_object_new_array();
     for (size_t i = 0; i < k; i++)
-        items_of(sid, next + (int64_t)i, json_object_array_get_idx(natives, i), *out);
+        svc_conv_message_items(sid, next + (int64_t)i, json_object_array_get_idx(natives, i), *out);
     rc = 0;
 out:
     free(ids);
@@ -481,7 +496,7 @@ int svc_conv_items(const struct svc_config *cfg, const char *sid, json_object **
             json_object_put(items);
             goto out;
         }
-        items_of(sid, ids[i], svc_store_effective_message(rec), items);
+        svc_conv_message_items(sid, ids[i], svc_store_effective_message(rec), items);
         json_object_put(rec);
     }
     *out = items;
@@ -531,7 +546,7 @@ static int redact(struct svc_sess *s, json_object *rec, int64_t id, struct svc_e
 static json_object *find_item(const char *sid, int64_t id, json_object *m, const char *item_id)
 {
     json_object *items = json_object_new_array(), *hit = NULL;
-    items_of(sid, id, m, items);
+    svc_conv_message_items(sid, id, m, items);
     for (size_t i = 0; !hit && i < json_object_array_length(items); i++) {
         json_object *it = json_object_array_get_idx(items, i);
         if (strcmp(svc_json_str(it, "id", ""), item_id) == 0)

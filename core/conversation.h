@@ -16,8 +16,11 @@
 #include "config.h"
 #include "err.h"
 
-/* OpenAI items -> native messages (new array in *out); 422 naming "items[i]..." otherwise. */
-int svc_conv_parse_items(json_object *items, json_object **out, struct svc_err *err);
+/* OpenAI items -> native messages (new array in *out); 422 naming "<param>[i]..." otherwise. */
+int svc_conv_parse_items(json_object *items, const char *param, json_object **out,
+                         struct svc_err *err);
+/* The items of message id of session sid (m: its effective message), appended to out. */
+void svc_conv_message_items(const char *sid, int64_t id, json_object *m, json_object *out);
 /* {"id", "object": "conversation", "created_at" (unix seconds), "metadata"} of a summary. */
 json_object *svc_conv_object(json_object *summary);
 /* A new session holding natives (may be NULL) with metadata (checked; may be NULL), owned

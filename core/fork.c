@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "cmgr.h"
 #include "fsio.h"
 #include "index.h"
 #include "jsonx.h"
@@ -77,12 +78,18 @@ static int copy_messages(struct svc_sess *src, struct svc_sess *dst, const int64
 static int write_agent(struct svc_sess *src, struct svc_sess *dst, size_t count,
                        struct svc_err *err)
 {
-    json_object *old = NULL, *a = svc_store_new_agent(dst->st.agent_id);
+    json_object *old = NULL, *a = svc_store_new_agent(&dst->st);
     if (svc_sess_read_agent(src, &old, NULL) == 0) {
         json_object *state = svc_json_obj(old, "state");
         if (state)
             svc_json_set(a, "state", svc_json_copy(state));
+        /* the source's manager (SPEC 17), its summary while the copy reaches past it */
+        json_object *cm = svc_json_obj(old, "conversation_manager_state");
         int64_t removed = svc_agent_removed_count(old);
+        if (cm)
+            svc_json_set(a, "conversation_manager_state", svc_json_copy(cm));
+        if (cm && removed >= (int64_t)count && svc_cm_summary(old))
+            svc_json_set(svc_json_obj(a, "conversation_manager_state"), "summary_message", NULL);
         svc_agent_set_counts(a, removed < (int64_t)count ? removed : 0, 0);
     }
     int rc = svc_sess_write_agent(dst, a, file_sync(dst), err);
@@ -136,6 +143,7 @@ static int build(struct svc_sess *src, struct svc_sess *dst, const struct svc_fo
     *sc = new_sidecar(f, from, dst->sid, dst->st.agent_id, last, count);
     if (svc_sess_ensure(dst, false, file_sync(dst), NULL, err) == 0 &&
         copy_messages(src, dst, ids, count, err) == 0 && write_agent(src, dst, count, err) == 0 &&
+        svc_sess_copy_multi_agents(src, dst, file_sync(dst), err) == 0 &&
         svc_sidecar_write(dst, *sc, file_sync(dst), err) == 0)
         rc = 0;
 out:

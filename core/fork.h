@@ -1,7 +1,8 @@
 /* fork: a new session from the first messages of another (SPEC 13.3). The new session is
  * built whole in a staging root (store.h) from copies of messages 0..n, read under the
  * source's shared lock (a redacted message is copied redacted), with a fresh session.json
- * and agent.json (the source's agent state; its window start when the copy reaches it) and
+ * and agent.json (the source's agent state and conversation manager; its window start and
+ * summary when the copy reaches them), the multi-agent states byte for byte (SPEC 17), and
  * a sidecar with the source's title, model and user and `forked_from: {"session_id",
  * "message_id"}`; it appears in one rename that never replaces a session. Strands reads it
  * as an ordinary session. The source is not changed. */

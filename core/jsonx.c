@@ -201,6 +201,13 @@ static void dump_int(struct svc_buf *b, json_object *o)
 
 static void dump_double(struct svc_buf *b, json_object *o)
 {
+    /* a number parsed from text keeps that text (json-c's double_s): a float as written,
+     * or an integer beyond 64 bits (svc_json_parse) */
+    const char *text = json_object_get_userdata(o);
+    if (text) {
+        puts_(b, text);
+        return;
+    }
     double d = json_object_get_double(o);
     if (!isfinite(d)) {
         puts_(b, "null"); /* never NaN/Infinity on disk */
@@ -377,8 +384,29 @@ static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
     return j;
 }
 
-static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
+/* The end of the integer beyond 64 bits at buf[i] (a number's first byte), or 0 when the
+ * number there fits or is not an integer. */
+static size_t big_int_end(const char *buf, size_t len, size_t i)
 {
+    size_t j = i;
+    bool neg = buf[j] == '-', integral = true;
+    if (neg)
+        j++;
+    size_t d0 = j;
+    while (j < len && ((buf[j] >= '0' && buf[j] <= '9') || strchr(".eE+-", buf[j]))) {
+        if (buf[j] == '.' || buf[j] == 'e' || buf[j] == 'E')
+            integral = false;
+        j++;
+    }
+    size_t nd = j - d0;
+    const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
+    return integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0)) ? j : 0;
+}
+
+/* *bigs gets how many integers beyond 64 bits the text holds (big_int_end). */
+static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_err *err)
+{
+    *bigs = 0;
     if (!svc_utf8_valid(buf, len))
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: not valid UTF-8");
     bool in_str = false, nul_in_str = false;
@@ -416,6 +444,8 @@ static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
             if (end == 0)
                 return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: bad number at byte %zu",
                                    i);
+            if (plain && end - i > 18 && big_int_end(buf, len, i))
+                ++*bigs;
             if (!plain) { /* 1e400 would read as infinity, which JSON cannot carry */
                 char num[512];
                 size_t n = end - i < sizeof num - 1 ? end - i : sizeof num - 1;
@@ -436,11 +466,129 @@ static int strict_prescan(const char *buf, size_t len, struct svc_err *err)
     return 0;
 }
 
+/* Calls each(ctx, at, end) for every integer beyond 64 bits of buf, outside strings;
+ * returns how many. */
+static size_t big_ints(const char *buf, size_t len, void (*each)(void *, size_t, size_t), void *ctx)
+{
+    bool in_str = false;
+    size_t count = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = buf[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+            continue;
+        }
+        if (c == '"') {
+            in_str = true;
+            continue;
+        }
+        if (c != '-' && (c < '0' || c > '9'))
+            continue;
+        size_t end = big_int_end(buf, len, i);
+        if (end) {
+            count++;
+            if (each)
+                each(ctx, i, end);
+        }
+        while (i + 1 < len &&
+               ((buf[i + 1] >= '0' && buf[i + 1] <= '9') || strchr(".eE+-", buf[i + 1])))
+            i++;
+    }
+    return count;
+}
+
+/* json-c saturates integers beyond 64 bits: the text is parsed with each one quoted behind
+ * this marker, and the strings it makes become numbers that keep their digits. */
+static const char big_mark[] = "\\u0000svc-int:";
+#define BIG_MARK_DECODED "\0svc-int:"
+
+struct quote_ctx {
+    const char *buf;
+    struct svc_buf *out;
+    size_t done;
+};
+
+static void quote_big(void *ctx, size_t at, size_t end)
+{
+    struct quote_ctx *q = ctx;
+    svc_buf_add(q->out, q->buf + q->done, at - q->done);
+    svc_buf_adds(q->out, "\"");
+    svc_buf_adds(q->out, big_mark);
+    svc_buf_add(q->out, q->buf + at, end - at);
+    svc_buf_adds(q->out, "\"");
+    q->done = end;
+}
+
+/* The marked string o as the number it stands for (new reference), or NULL. */
+static json_object *big_unmark(json_object *o)
+{
+    size_t mk = sizeof BIG_MARK_DECODED - 1;
+    if (!json_object_is_type(o, json_type_string) || (size_t)json_object_get_string_len(o) <= mk ||
+        memcmp(json_object_get_string(o), BIG_MARK_DECODED, mk) != 0)
+        return NULL;
+    const char *digits = json_object_get_string(o) + mk;
+    json_object *n = json_object_new_double_s(strtod(digits, NULL), digits);
+    if (!n)
+        svc_oom(strlen(digits));
+    return n;
+}
+
+static void big_restore(json_object *o)
+{
+    if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+            json_object *v = json_object_array_get_idx(o, i), *n = big_unmark(v);
+            if (n)
+                json_object_array_put_idx(o, i, n);
+            else
+                big_restore(v);
+        }
+    } else if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, key, v)
+        {
+            json_object *n = big_unmark(v);
+            if (n)
+                json_object_object_add(o, key, n); /* replaces in place */
+            else
+                big_restore(v);
+        }
+    }
+}
+
+static int parse_plain(const char *buf, size_t len, json_object **out, struct svc_err *err);
+
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
 {
     *out = NULL;
-    if (strict_prescan(buf, len, err) != 0)
+    size_t bigs = 0;
+    if (strict_prescan(buf, len, &bigs, err) != 0)
         return -1;
+    if (bigs == 0) /* the common case: one pass over the text before json-c's */
+        return parse_plain(buf, len, out, err);
+    struct svc_buf q;
+    svc_buf_init(&q);
+    struct quote_ctx ctx = {buf, &q, 0};
+    big_ints(buf, len, quote_big, &ctx);
+    svc_buf_add(&q, buf + ctx.done, len - ctx.done);
+    int rc = parse_plain(q.data, q.len, out, err);
+    svc_buf_free(&q);
+    if (rc == 0) {
+        json_object *n = big_unmark(*out);
+        if (n) {
+            json_object_put(*out);
+            *out = n;
+        }
+        big_restore(*out);
+    }
+    return rc;
+}
+
+/* The parse proper, of text strict_prescan passed. */
+static int parse_plain(const char *buf, size_t len, json_object **out, struct svc_err *err)
+{
     /* one tokener for the process, reset for each document (a page parses hundreds);
      * parsing never nests, and the processes are single-threaded */
     static json_tokener *tok;
@@ -483,53 +631,30 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
     return 0;
 }
 
-bool svc_json_has_big_int(const char *buf, size_t len, size_t *at)
+static void python_floats(json_object *o)
 {
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = buf[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-            continue;
+    const char *text =
+        json_object_is_type(o, json_type_double) ? json_object_get_userdata(o) : NULL;
+    if (text && strpbrk(text, ".eE")) /* a float; an integer beyond 64 bits stays as it is */
+        json_object_set_double(o, json_object_get_double(o));
+    else if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            python_floats(json_object_array_get_idx(o, i));
+    } else if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, key, v)
+        {
+            (void)key;
+            python_floats(v);
         }
-        if (c == '"') {
-            in_str = true;
-            continue;
-        }
-        if (c != '-' && (c < '0' || c > '9'))
-            continue;
-        size_t j = i;
-        bool neg = buf[j] == '-', integral = true;
-        if (neg)
-            j++;
-        size_t d0 = j;
-        while (j < len && ((buf[j] >= '0' && buf[j] <= '9') || strchr(".eE+-", buf[j]))) {
-            if (buf[j] == '.' || buf[j] == 'e' || buf[j] == 'E')
-                integral = false;
-            j++;
-        }
-        size_t nd = j - d0;
-        const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
-        if (integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0))) {
-            *at = i;
-            return true;
-        }
-        i = j - 1;
     }
-    return false;
 }
 
-int svc_json_parse_request(const char *buf, size_t len, json_object **out, struct svc_err *err)
+int svc_json_parse_python(const char *buf, size_t len, json_object **out, struct svc_err *err)
 {
-    size_t at = 0;
-    *out = NULL;
-    if (svc_json_has_big_int(buf, len, &at))
-        return svc_err_set(err, SVC_E_INVALID_JSON,
-                           "invalid JSON: integer at byte %zu does not fit in 64 bits", at);
-    return svc_json_parse(buf, len, out, err);
+    if (svc_json_parse(buf, len, out, err) != 0)
+        return -1;
+    python_floats(*out);
+    return 0;
 }
 
 int svc_json_read_file(const char *path, json_object **out, struct svc_err *err)

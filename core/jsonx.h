@@ -26,14 +26,15 @@ json_object *svc_json_new_raw(const char *json);
 json_object *svc_json_new_raw_len(const char *json, size_t len);
 
 /* Parse a buffer; SVC_E_INVALID_JSON with the tokener's message on failure.
- * Rejects NaN/Infinity and trailing garbage. *out is a new reference. */
+ * Rejects NaN/Infinity and trailing garbage. *out is a new reference. Numbers keep their
+ * text: a float is written back as it was read, an integer beyond 64 bits (which json-c
+ * would saturate) becomes a double node that keeps its digits (getters see its rounded
+ * value; svc_json_int its default). */
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
-/* Whether JSON text holds an integer beyond int64 (json-c would saturate it); *at gets
- * its byte offset. */
-bool svc_json_has_big_int(const char *buf, size_t len, size_t *at);
-/* The same for request bodies, which also refuses integers beyond 64 bits (json-c would
- * store them saturated, so a session would keep a number the client never sent). */
-int svc_json_parse_request(const char *buf, size_t len, json_object **out, struct svc_err *err);
+/* The same parse, then floats are written as Python writes what its json.loads read (the
+ * shortest text that reads back, 1E+2 as 100.0): for request bodies and tool call
+ * arguments, which svc stores as Strands would. Integers keep their digits, as in Python. */
+int svc_json_parse_python(const char *buf, size_t len, json_object **out, struct svc_err *err);
 /* Read and parse a file (SVC_E_NOT_FOUND when missing, SVC_E_IO when not JSON). */
 int svc_json_read_file(const char *path, json_object **out, struct svc_err *err);
 /* Same, and the document must be an object (SVC_E_IO "damaged <name>" otherwise). */

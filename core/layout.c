@@ -37,6 +37,7 @@ static const char *const names[SVC_F__MAX] = {
     [SVC_F_STAGE] = ".svc_new-",
     [SVC_F_RETENTION] = ".svc_retention.json",
     [SVC_F_RETENTION_LOCK] = ".svc_retention.lock",
+    [SVC_F_COMPACTION_KEY] = ".svc_compaction.key",
 };
 static const char *const run_suffix[SVC_RUN__MAX] = {
     [SVC_RUN_RECORD] = ".json",
@@ -129,6 +130,23 @@ const char *svc_layout_session_of(const char *name)
     size_t pl = strlen(names[SVC_F_DIR]);
     return strncmp(name, names[SVC_F_DIR], pl) == 0 && svc_layout_id_valid(name + pl) ? name + pl
                                                                                       : NULL;
+}
+
+#define MULTI_AGENT_PRE "multi_agent_"
+#define MULTI_AGENT_FILE "multi_agent.json"
+
+const char *svc_layout_multi_agent_of(const char *name)
+{
+    size_t pl = sizeof MULTI_AGENT_PRE - 1;
+    return strncmp(name, MULTI_AGENT_PRE, pl) == 0 && svc_layout_id_valid(name + pl) ? name + pl
+                                                                                    : NULL;
+}
+
+char *svc_layout_multi_agent_path(const char *dir, const char *id, bool file)
+{
+    char *p = NULL;
+    svc_xasprintf(&p, "%s/" MULTI_AGENT_PRE "%s%s", dir, id, file ? "/" MULTI_AGENT_FILE : "");
+    return p;
 }
 
 int64_t svc_layout_message_id_of(const char *name)

@@ -44,6 +44,7 @@ enum svc_file {
     SVC_F_STAGE,          /* <root>/.svc_new-<hex>: a new session being built */
     SVC_F_RETENTION,      /* <root>/.svc_retention.json: the retention job's state */
     SVC_F_RETENTION_LOCK, /* <root>/.svc_retention.lock: held while it runs */
+    SVC_F_COMPACTION_KEY, /* <root>/.svc_compaction.key: the seal of compaction items */
     SVC_F__MAX
 };
 /* Where a path starts: absolute, from the root, from the session directory, or the last
@@ -65,6 +66,8 @@ struct svc_store {
                             * to list from memory (sessions.index_db off, or cache off) */
     bool staged;           /* a staging root (svc_store_stage): the journal learns of its
                             * sessions when they are published */
+    int manager;           /* agent.conversation_manager (enum svc_conv_manager, config.h):
+                            * a new agent.json's state (cmgr.h) */
 };
 
 /* 1..SVC_ID_MAX chars of [A-Za-z0-9._-], not starting with '.'. */
@@ -96,6 +99,10 @@ char *svc_layout_run_path(const char *root, const char *run_id, enum svc_run_fil
 char *svc_layout_run_id_of(const char *name, enum svc_run_file f);
 /* The session id in a root entry's name session_<sid> (borrowed from name), else NULL. */
 const char *svc_layout_session_of(const char *name);
+/* The id in a multi_agents/ entry's name multi_agent_<id> (borrowed from name), else NULL;
+ * <dir>/multi_agent_<id>, with /multi_agent.json when file (heap). */
+const char *svc_layout_multi_agent_of(const char *name);
+char *svc_layout_multi_agent_path(const char *dir, const char *id, bool file);
 /* The id of a message file's name (message_<n>.json, n decimal without padding), else -1. */
 int64_t svc_layout_message_id_of(const char *name);
 /* The names of a session's lock files, NULL-terminated (static). */

@@ -4,11 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmgr.h"
 #include "ctools.h"
 #include "jsonx.h"
 #include "metrics.h"
 #include "model_openai.h"
 #include "openai.h"
+#include "parts.h"
 #include "schema.h"
 #include "util.h"
 
@@ -169,7 +171,7 @@ static char *echo_tool_asked(const struct svc_model_call *call, const char *text
         char *tname = svc_xstrndup(name, (size_t)(ne - name));
         while (*ne == ' ')
             ne++;
-        if (*ne && (svc_json_parse(ne, strlen(ne), input, NULL) != 0 ||
+        if (*ne && (svc_json_parse_python(ne, strlen(ne), input, NULL) != 0 ||
                     !json_object_is_type(*input, json_type_object))) {
             json_object_put(*input);
             *input = NULL;
@@ -225,7 +227,9 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
             delay = 10000;
         text = *end == ' ' ? end + 1 : end;
     }
-    if (tr) {
+    if (svc_cm_is_request(call->system_prompt)) {
+        answer = svc_cm_echo_summary(msgs); /* SPEC 17: deterministic, offline */
+    } else if (tr) {
         struct svc_buf b;
         svc_buf_init(&b);
         json_object *items = svc_json_arr(tr, "content");
@@ -261,8 +265,11 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         rc = 0;
         goto done;
     } else {
-        svc_xasprintf(&answer, "Echo: %s (I was given %zu earlier messages.)", text,
-                      n > 0 ? n - 1 : 0);
+        char *att = last ? svc_parts_describe(last) : NULL; /* SPEC 17 */
+        svc_xasprintf(&answer, "Echo: %s (I was given %zu earlier messages.)%s%s%s", text,
+                      n > 0 ? n - 1 : 0, att ? " (Attached: " : "", att ? att : "",
+                      att ? ".)" : "");
+        free(att);
     }
     snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
     echo_shape(call, tr ? answer : text, &answer, out);

@@ -1,6 +1,8 @@
 /* model: one model call over a window of native messages.
  * The `echo` provider (SPEC 9) is built in and offline: it quotes the latest user input and
- * says how many earlier messages it was given, streams word by word, counts 4 characters a
+ * says how many earlier messages it was given and which images and documents the input
+ * carries ("(Attached: image png of 68 bytes.)"), and answers a summarization request
+ * (cmgr.h) with a deterministic summary; it streams word by word, counts 4 characters a
  * token, and on "/tool <name> <json>" asks for that tool, then answers with its result
  * ("Tool <name> returned: ..."; a client tool's: "Echo: tool <name> returned <text>"); with
  * tool_choice "none" it calls no tool, with one naming a tool (or "required": the first

@@ -795,7 +795,7 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
         json_object *input = NULL;
         const char *args = t->args.data ? t->args.data : "";
         *arg_chars += strlen(t->name) + t->args.len;
-        if (!*args || svc_json_parse(args, strlen(args), &input, NULL) != 0 ||
+        if (!*args || svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
             !json_object_is_type(input, json_type_object)) {
             json_object_put(input);
             input = json_object_new_object();

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "parts.h"
 #include "util.h"
 
 char *svc_native_text(json_object *msg)
@@ -67,6 +68,46 @@ static char *tool_result_text(json_object *tr)
     return svc_buf_steal(&b);
 }
 
+/* A text content part. */
+static json_object *text_part(const char *t)
+{
+    json_object *p = json_object_new_object();
+    svc_json_set_str(p, "type", "text");
+    svc_json_set_str(p, "text", t);
+    return p;
+}
+
+/* The images and documents of a toolResult as chat parts, appended to media (an OpenAI tool
+ * message carries text only: they follow in a user message, as Strands' openai model does). */
+static void result_media(json_object *tr, json_object *media)
+{
+    json_object *items = svc_json_arr(tr, "content");
+    for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+        json_object *p = svc_parts_openai(json_object_array_get_idx(items, i));
+        if (p)
+            json_object_array_add(media, p);
+    }
+}
+
+/* A user message's content with its images and documents: the parts in order (new
+ * reference), or NULL when it has none (its content is then its text). */
+static json_object *user_parts(json_object *content)
+{
+    size_t n = content ? json_object_array_length(content) : 0;
+    json_object *parts = NULL;
+    for (size_t i = 0; i < n && !parts; i++)
+        if (svc_json_obj(json_object_array_get_idx(content, i), "image") ||
+            svc_json_obj(json_object_array_get_idx(content, i), "document"))
+            parts = json_object_new_array();
+    for (size_t i = 0; parts && i < n; i++) {
+        json_object *blk = json_object_array_get_idx(content, i), *p = svc_parts_openai(blk);
+        const char *t = svc_json_str(blk, "text", NULL);
+        if (p || t)
+            json_object_array_add(parts, p ? p : text_part(t));
+    }
+    return parts;
+}
+
 json_object *svc_openai_project(json_object *msg)
 {
     json_object *out = json_object_new_array();
@@ -77,7 +118,7 @@ json_object *svc_openai_project(json_object *msg)
     struct svc_buf text;
     svc_buf_init(&text);
     json_object *tool_calls = NULL;
-    json_object *results = json_object_new_array();
+    json_object *results = json_object_new_array(), *media = json_object_new_array();
     for (size_t i = 0; i < n; i++) {
         json_object *blk = json_object_array_get_idx(content, i);
         const char *t = svc_json_str(blk, "text", NULL);
@@ -108,22 +149,32 @@ json_object *svc_openai_project(json_object *msg)
             svc_json_set_str(m, "content", rt ? rt : "");
             free(rt);
             json_object_array_add(results, m);
+            result_media(tr, media);
         }
     }
     char *txt = svc_buf_steal(&text);
     if (json_object_array_length(results) > 0) {
         for (size_t i = 0; i < json_object_array_length(results); i++)
             json_object_array_add(out, json_object_get(json_object_array_get_idx(results, i)));
-        if (*txt) { /* user text alongside results */
+        if (*txt || json_object_array_length(media)) { /* user text or media alongside */
             json_object *m = json_object_new_object();
             svc_json_set_str(m, "role", "user");
-            svc_json_set_str(m, "content", txt);
+            if (json_object_array_length(media)) {
+                if (*txt)
+                    json_object_array_put_idx(media, json_object_array_length(media),
+                                              text_part(txt));
+                svc_json_set(m, "content", json_object_get(media));
+            } else {
+                svc_json_set_str(m, "content", txt);
+            }
             json_object_array_add(out, m);
         }
     } else {
-        json_object *m = json_object_new_object();
+        json_object *m = json_object_new_object(), *parts = assistant ? NULL : user_parts(content);
         svc_json_set_str(m, "role", assistant ? "assistant" : "user");
-        if (assistant && tool_calls && !(txt && *txt))
+        if (parts)
+            svc_json_set(m, "content", parts);
+        else if (assistant && tool_calls && !(txt && *txt))
             svc_json_set(m, "content", NULL);
         else
             svc_json_set_str(m, "content", txt ? txt : "");
@@ -134,6 +185,7 @@ json_object *svc_openai_project(json_object *msg)
     }
     json_object_put(tool_calls);
     json_object_put(results);
+    json_object_put(media);
     free(txt);
     return out;
 }
@@ -160,6 +212,18 @@ char *svc_openai_content_text(json_object *content)
     return svc_buf_steal(&b);
 }
 
+bool svc_openai_has_media(json_object *content)
+{
+    size_t n =
+        json_object_is_type(content, json_type_array) ? json_object_array_length(content) : 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *type = svc_json_str(json_object_array_get_idx(content, i), "type", "text");
+        if (strcmp(type, "image_url") == 0 || strcmp(type, "file") == 0)
+            return true;
+    }
+    return false;
+}
+
 static json_object *text_block(const char *t)
 {
     json_object *blk = json_object_new_object();
@@ -177,7 +241,12 @@ json_object *svc_openai_to_native(json_object *om)
     char *text = content_v ? svc_openai_content_text(content_v) : NULL;
     json_object *msg = NULL;
     json_object *blocks = json_object_new_array();
-    if (strcmp(role, "user") == 0) {
+    if (strcmp(role, "user") == 0 && svc_openai_has_media(content_v)) {
+        for (size_t i = 0; i < json_object_array_length(content_v); i++)
+            json_object_array_add(blocks, svc_parts_block(json_object_array_get_idx(content_v, i)));
+        msg = json_object_new_object();
+        svc_json_set_str(msg, "role", "user");
+    } else if (strcmp(role, "user") == 0) {
         if (text && *text)
             json_object_array_add(blocks, text_block(text));
         msg = json_object_new_object();
@@ -195,7 +264,7 @@ json_object *svc_openai_to_native(json_object *om)
             svc_json_set_str(tu, "name", svc_json_str(fn, "name", ""));
             const char *args = svc_json_str(fn, "arguments", "{}");
             json_object *input = NULL;
-            if (svc_json_parse(args, strlen(args), &input, NULL) != 0 ||
+            if (svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
                 !json_object_is_type(input, json_type_object)) {
                 json_object_put(input);
                 input = json_object_new_object();

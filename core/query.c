@@ -17,9 +17,11 @@
 #include "lock.h"
 #include "msgcache.h"
 #include "openai.h"
+#include "parts.h"
 #include "session.h"
 #include "sidecar.h"
 #include "store.h"
+#include "strands.h"
 #include "title.h"
 #include "user.h"
 #include "util.h"
@@ -386,6 +388,53 @@ static int get_summary_locked(struct svc_sess *s, bool cache, json_object **sc_o
     return 0;
 }
 
+static void multi_agent_view(void *ctx, const char *id, const char *abs, const char *rel)
+{
+    json_object *state = NULL;
+    (void)id;
+    (void)rel;
+    if (svc_json_read_object_file(abs, &state, NULL) == 0)
+        json_object_array_add(ctx, svc_strands_multi_agent(state));
+    json_object_put(state);
+}
+
+static json_object *session_strands(const struct svc_config *cfg, const char *sid)
+{
+    struct svc_sess s;
+    json_object *agent = NULL, *out = json_object_new_object(), *multi = json_object_new_array();
+    if (svc_sess_open(cfg, sid, &s, NULL) == 0) {
+        svc_sess_read_agent(&s, &agent, NULL); /* one file, replaced whole: no lock */
+        svc_sess_multi_agents(&s, multi_agent_view, multi);
+    }
+    svc_sess_close(&s);
+    json_object *intr = svc_strands_interrupts(agent);
+    if (intr)
+        svc_json_set(out, "interrupts", intr);
+    if (json_object_array_length(multi))
+        /* the detail's key is the directory's name (SPEC 17), which store.h spells */
+        svc_json_set(out, svc_layout_name(SVC_F_MULTI_AGENTS), json_object_get(multi));
+    json_object_put(multi);
+    json_object_put(agent);
+    if (json_object_object_length(out) == 0) {
+        json_object_put(out);
+        return NULL;
+    }
+    return out;
+}
+
+json_object *svc_session_with_strands(const struct svc_config *cfg, const char *sid,
+                                      json_object *summary)
+{
+    json_object *extra = session_strands(cfg, sid);
+    if (!extra)
+        return summary;
+    json_object *c = svc_json_copy(summary);
+    svc_json_merge(c, extra);
+    json_object_put(extra);
+    json_object_put(summary);
+    return c;
+}
+
 int64_t svc_sessions_count(const struct svc_config *cfg)
 {
     if (!cfg->sessions.enabled)
@@ -474,6 +523,15 @@ out:
     return rc;
 }
 
+/* The session API's parts of a message (SPEC 17, parts.h), new reference. */
+static json_object *message_parts(json_object *m, bool bytes)
+{
+    json_object *parts = json_object_new_array(), *c = svc_json_arr(m, "content");
+    for (size_t i = 0; c && i < json_object_array_length(c); i++)
+        json_object_array_add(parts, svc_parts_view(json_object_array_get_idx(c, i), bytes));
+    return parts;
+}
+
 json_object *svc_message_row(json_object *rec, int64_t id)
 {
     json_object *m = svc_store_effective_message(rec);
@@ -497,6 +555,7 @@ json_object *svc_message_row(json_object *rec, int64_t id)
     free(text);
     svc_json_set_str(row, "created_at", svc_json_str(rec, "created_at", NULL));
     svc_json_set_str(row, "updated_at", svc_json_str(rec, "updated_at", NULL));
+    svc_json_set(row, "parts", message_parts(m, false));
     svc_json_set(row, "raw_native", svc_json_copy(m));
     svc_json_set(row, "openai_messages", svc_openai_project(m));
     return row;
@@ -522,7 +581,7 @@ static int messages_query_check(const struct svc_messages_query *q, struct svc_e
  * saying so, never a failed page; a rated one is never cached (its feedback is not in the
  * message file). */
 static json_object *message_row_of(struct svc_sess *s, int64_t id, json_object *fb,
-                                   const struct svc_msgcache_dir *mc)
+                                   const struct svc_msgcache_dir *mc, bool bytes)
 {
     struct stat fst;
     const char *text;
@@ -543,11 +602,13 @@ static json_object *message_row_of(struct svc_sess *s, int64_t id, json_object *
         return row;
     }
     json_object *row = svc_message_row(rec, id);
+    if (bytes) /* images and documents with their data (never cached) */
+        svc_json_set(row, "parts", message_parts(svc_store_effective_message(rec), true));
     json_object_put(rec);
-    if (rated) {
+    if (rated)
         svc_json_set(row, "feedback", json_object_get(rated));
+    if (rated || bytes)
         return row;
-    }
     char *rendered = svc_json_dump_compact(row);
     if (mc && svc_msgcache_put(mc, id, &fst, rendered, strlen(rendered))) {
         json_object_put(row);
@@ -593,8 +654,9 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
     bool cache = mfd >= 0 && svc_msgcache_begin(sid, mfd, svc_cache_local(mfd), &mc);
     for (size_t k = off; k < n && count < (size_t)q->limit; k++, count++) {
         size_t pos = desc ? n - 1 - k : k;
-        json_object_array_add(
-            list, message_row_of(&s, ids ? ids[pos] : (int64_t)pos, fb, cache ? &mc : NULL));
+        json_object_array_add(list, message_row_of(&s, ids ? ids[pos] : (int64_t)pos, fb,
+                                                   cache && !q->include_bytes ? &mc : NULL,
+                                                   q->include_bytes));
     }
     if (off + count < n)
         svc_json_set_int(res, "next_offset", (int64_t)(off + count));

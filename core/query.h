@@ -25,6 +25,7 @@ struct svc_messages_query {
     int64_t offset;     /* >= 0 */
     const char *order;  /* NULL, "asc" or "desc" (newest first) */
     bool include_turns; /* with offset 0: add "turns" */
+    bool include_bytes; /* parts carry images' and documents' data URLs (never cached) */
 };
 
 /* {"sessions": [summary...], "next_cursor": "..."|null} */
@@ -52,12 +53,19 @@ void svc_sessions_seal(const struct svc_config *cfg);
  * a stale one). Only on local filesystems; query.c says why a change cannot be missed. */
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
                     struct svc_err *err);
+/* The detail: summary (svc_session_get's, its reference taken) with what Strands keeps in
+ * session sid shown read-only (SPEC 17, strands.h): "interrupts" and "multi_agents", each
+ * only when there is one (then a copy, the memo untouched). Reads agent.json and the
+ * multi-agent states, no lock (each file is replaced whole). */
+json_object *svc_session_with_strands(const struct svc_config *cfg, const char *sid,
+                                      json_object *summary);
 /* {"session_id","agent_id","messages":[...],"next_offset","total"[, "turns"]} */
 int svc_session_messages(const struct svc_config *cfg, const char *sid,
                          const struct svc_messages_query *q, json_object **out,
                          struct svc_err *err);
 /* One row of "messages" for a message record (borrowed): {"message_id", "role", "content",
- * "created_at", "updated_at", "raw_native", "openai_messages"} (new reference). */
+ * "created_at", "updated_at", "parts" (parts.h, without data), "raw_native",
+ * "openai_messages"} (new reference). */
 json_object *svc_message_row(json_object *rec, int64_t id);
 /* {"archived": bool, "session_id"}; idempotent. */
 int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool archived,

@@ -56,6 +56,7 @@
 #include "runstate.h"
 #include "sidecar.h"
 #include "store.h"
+#include "strands.h"
 #include "title.h"
 #include "util.h"
 
@@ -285,30 +286,59 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     return run;
 }
 
-/* The messages a run stores before its first model call (SPEC 12.1): the results of the
- * client tool calls the newest message (last, may be NULL) awaits, or error results for them
- * when new input comes instead, then the user input. *out: a new array; 422 for a result
- * that answers no pending call, before anything is written. */
+/* Whether the calls a Strands interrupt waits on (pending, strands.h) are those of last. */
+static bool waits_on(json_object *last, json_object *pending)
+{
+    json_object *calls = svc_ctools_pending(last);
+    size_t found = 0;
+    for (size_t i = 0; i < json_object_array_length(pending); i++)
+        for (size_t k = 0; k < json_object_array_length(calls); k++)
+            found +=
+                strcmp(svc_json_str(json_object_array_get_idx(pending, i), "toolUseId", ""),
+                       svc_json_str(json_object_array_get_idx(calls, k), "toolUseId", "-")) == 0;
+    json_object_put(calls);
+    return found == json_object_array_length(pending);
+}
+
+/* The messages a run stores before its first model call (SPEC 12.1, 17): the results of
+ * the calls the newest message (last, may be NULL) awaits (a Strands interrupt's, closed as
+ * strands.h says, when agent.json holds one), or error results for them when new input
+ * comes instead, then the user input. */
 static int begin_messages(struct svc_run *run, const struct svc_run_request *req, json_object *last,
-                          json_object **out, struct svc_err *err)
+                          json_object *agent, json_object **out, struct svc_err *err)
 {
     json_object *pending = svc_ctools_pending(last), *res = NULL;
+    json_object *intr = svc_strands_pending(agent);
+    bool answers = req->tool_results && json_object_array_length(req->tool_results) > 0;
     *out = json_object_new_array();
     int rc = 0;
-    if (svc_ctools_approvals(req->tool_results)) {
+    run->interrupt_closed = intr != NULL; /* a state left activated is stale otherwise */
+    if (intr && waits_on(last, intr)) {
+        rc = svc_strands_close(agent, answers ? req->tool_results : NULL, &res,
+                               run->loop.client_names, err);
+    } else if (svc_ctools_approvals(req->tool_results)) {
         json_object_put(run->loop.resume);
         rc = svc_ctools_resume(pending, req->tool_results, &run->loop.resume, err);
-    } else if (req->tool_results && json_object_array_length(req->tool_results) > 0)
+    } else if (answers) {
         rc = svc_ctools_answer(pending, req->tool_results, &res, run->loop.client_names, err);
-    else
+    } else {
         res = svc_ctools_interrupted(pending);
+    }
     json_object_put(pending);
+    json_object_put(intr);
     if (rc != 0)
         return -1;
     if (res)
         json_object_array_add(*out, res);
-    if (req->input && *req->input)
+    if (svc_openai_has_media(req->input_content)) {
+        json_object *om = json_object_new_object();
+        svc_json_set_str(om, "role", "user");
+        svc_json_set(om, "content", json_object_get(req->input_content));
+        json_object_array_add(*out, svc_openai_to_native(om));
+        json_object_put(om);
+    } else if (req->input && *req->input) {
         json_object_array_add(*out, svc_loop_user_message(req->input));
+    }
     return 0;
 }
 
@@ -387,7 +417,7 @@ static int check_new_answers(struct svc_run *run, const struct svc_run_request *
                    : 0;
     while (n > 0 && !last)
         last = svc_openai_to_native(json_object_array_get_idx(req->history, --n));
-    int rc = begin_messages(run, req, last, &opening, err);
+    int rc = begin_messages(run, req, last, NULL, &opening, err);
     json_object_put(last);
     json_object_put(opening);
     return rc;
@@ -477,6 +507,21 @@ static json_object *begin_history(struct svc_run *run, const struct svc_run_requ
     return import;
 }
 
+/* The Strands interrupt this run closed (strands.h) deactivated in agent.json at once,
+ * right after the message that closes it: Strands never runs its calls again. Should that
+ * write fail, the run's end writes the same record. */
+static void close_interrupt(struct svc_run *run)
+{
+    struct svc_turn *t = &run->turn;
+    struct svc_err err;
+    svc_strands_deactivate(t->agent);
+    if (svc_sess_lock(&run->sess, true, &err) != 0 ||
+        svc_sess_write_agent(&run->sess, t->agent, SVC_SYNC_STORE, &err) != 0)
+        svc_logf("session %s: the closed interrupt is recorded at the run's end: %s", run->sess.sid,
+                 err.message);
+    svc_sess_unlock(&run->sess);
+}
+
 /* Locked, the run's meaning: its opening messages, the `running` sidecar; then the store
  * writes them in its order (svc_turn_start). */
 static int begin_stateful(struct svc_run *run, const struct svc_run_request *req,
@@ -500,7 +545,10 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     json_object *last = nimport > 0
                             ? json_object_get(json_object_array_get_idx(import, nimport - 1))
                             : json_object_get(t->last);
-    int rc = begin_messages(run, req, last, &opening, err);
+    json_object *agent = NULL;
+    svc_sess_read_agent(&run->sess, &agent, NULL);
+    int rc = begin_messages(run, req, last, agent, &opening, err);
+    json_object_put(agent);
     json_object_put(last);
     int64_t nopen = rc == 0 ? (int64_t)json_object_array_length(opening) : 0;
     if (rc == 0 && run->loop.no_truncation &&
@@ -518,6 +566,10 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     }
     rc = svc_turn_start(t, running, import, opening, run->loop.msgs, err);
     run->loop.removed = t->removed;
+    if (rc == 0)
+        svc_loop_manager(&run->loop, t->agent);
+    if (rc == 0 && run->interrupt_closed)
+        close_interrupt(run);
 out:
     json_object_put(import);
     json_object_put(opening);
@@ -530,7 +582,8 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
 {
     *out = NULL;
     bool answers = req->tool_results && json_object_array_length(req->tool_results) > 0;
-    if ((!req->input || !*req->input) && !answers && !req->no_input)
+    if ((!req->input || !*req->input) && !answers && !req->no_input &&
+        !svc_openai_has_media(req->input_content))
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
     if (svc_ctools_check(cfg, req->user ? req->user->id : NULL, req->client_tools, req->tool_choice,
@@ -559,10 +612,11 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
             if (nm)
                 json_object_array_add(run->loop.msgs, nm);
         }
+        svc_loop_manager(&run->loop, NULL);
         size_t nm = json_object_array_length(run->loop.msgs);
         json_object *opening = NULL;
         if (begin_messages(run, req, nm ? json_object_array_get_idx(run->loop.msgs, nm - 1) : NULL,
-                           &opening, err) != 0) {
+                           NULL, &opening, err) != 0) {
             run->ended = true;
             svc_run_free(run);
             return -1;
@@ -689,6 +743,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
             : NULL;
     struct svc_turn_end e = {.removed = run->loop.removed,
                              .model_calls = run->loop.loop_count,
+                             .summary = run->loop.summary_new ? run->loop.summary : NULL,
                              .line = line,
                              .model = model_name(run->cfg),
                              .leave = end_leave,
@@ -827,6 +882,7 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
         .events = loop->events,
         .tool_calls = loop->tool_calls,
         .client_calls = loop->client_calls,
+        .summary = loop->summary_new ? loop->summary : NULL,
     };
 }
 

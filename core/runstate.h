@@ -7,7 +7,9 @@
  *                         (loop->final): 0 when the model answered, -1 with err otherwise.
  *   svc_loop_final_event  the run's one final event (done, or error with the failure's code
  *                         and message), recorded; borrowed: the lifecycle delivers it.
- *   svc_loop_token_state  the token_state object of the run (prev: the stored one or NULL). */
+ *   svc_loop_token_state  the token_state object of the run (prev: the stored one or NULL).
+ *   svc_loop_manager      the conversation manager of the window from agent.json (NULL: a
+ *                         stateless run, the configured one), its summary put first. */
 #ifndef SVC_RUNSTATE_H
 #define SVC_RUNSTATE_H
 
@@ -51,9 +53,14 @@ struct svc_loop {
         json_object *tools;
     } * mcp;
     size_t nmcp;
-    /* the window: effective native messages from removed_message_count on */
+    /* the window: effective native messages from removed_message_count on, after the
+     * summary of those before when the session's manager summarises (cmgr.h) */
     json_object *msgs;
     int64_t removed;
+    bool summarizing;          /* past the window, the oldest messages are summarised */
+    json_object *summary;      /* the window's first message when it is the summary, or NULL */
+    bool summary_new;          /* this run made it: agent.json takes it at the run's end */
+    int64_t compact_threshold; /* the request's context_management (session.h), or 0 */
     /* the tokens */
     json_object *prev_tokens; /* the session's token_state before this run, or NULL */
     int64_t prompt_tokens, completion_tokens, loop_count, tool_steps;
@@ -90,9 +97,10 @@ struct svc_run {
     char *content_str;
     struct svc_loop loop;
     bool begun, ended;
-    bool memory_due;    /* finished well: memory sync still to do (svc_run_sync_memory) */
-    bool memory_defer;  /* the caller syncs memory itself, after publishing the run's end */
-    bool memory_synced; /* memory synced inside the run's end (run.c) */
+    bool interrupt_closed; /* it closes agent.json's Strands interrupt (strands.h) */
+    bool memory_due;       /* finished well: memory sync still to do (svc_run_sync_memory) */
+    bool memory_defer;     /* the caller syncs memory itself, after publishing the run's end */
+    bool memory_synced;    /* memory synced inside the run's end (run.c) */
 };
 
 void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const char *run_id,
@@ -102,5 +110,6 @@ int svc_loop_run(struct svc_loop *loop, struct svc_err *err);
 json_object *svc_loop_final_event(struct svc_loop *loop, const struct svc_err *failure);
 json_object *svc_loop_token_state(const struct svc_loop *loop, json_object *prev);
 json_object *svc_loop_user_message(const char *text);
+void svc_loop_manager(struct svc_loop *loop, json_object *agent);
 
 #endif

@@ -23,9 +23,13 @@
 
 struct svc_run_request {
     const char *session_id; /* NULL: a new random id ("sess-<16 hex>") */
-    const char *input;      /* the latest user input; required, non-empty */
-    json_object *history;   /* borrowed OpenAI messages before the input, or NULL */
-    const char *user_id;    /* NULL: "anonymous"; never over an owner's id (user.h) */
+    const char *input;      /* the latest user input; required, non-empty (unless images or
+                             * files are the input) */
+    /* borrowed: the input's OpenAI content when it carries images or files (parts.h, checked
+     * by the caller), or NULL: the input is its text */
+    json_object *input_content;
+    json_object *history; /* borrowed OpenAI messages before the input, or NULL */
+    const char *user_id;  /* NULL: "anonymous"; never over an owner's id (user.h) */
     /* Who asks (core/user.h), NULL for the admin of server.api_token: a session it may not
      * see is SVC_E_SESSION_NOT_FOUND (never session_busy or session_archived), and a new
      * session records user->id as its owner. */
@@ -72,6 +76,11 @@ struct svc_run_request {
     /* > 0: the session must hold that many messages, else SVC_E_SESSION_BUSY (it changed
      * since the request was matched to it, chain.h) */
     int64_t expect_count;
+    /* SPEC 15 context_management compaction: before a model call whose window passes this
+     * many tokens (4 characters a token), its oldest messages are summarised as section
+     * 17's summarizing manager does (kept in agent.json only when the session's manager is
+     * the summarizing one); 0: never. */
+    int64_t compact_threshold;
 };
 /* The request's own system prompt: `instructions`, then the text of every system and
  * developer message of history, joined by blank lines. It is added after the configured
@@ -127,6 +136,7 @@ struct svc_run_answer {
     json_object *events;                     /* array of svc.v2 events */
     json_object *tool_calls;   /* OpenAI tool_calls made during the run (maybe empty) */
     json_object *client_calls; /* those of client tools the run ended on, awaiting results */
+    json_object *summary;      /* the summary this run made of its window (cmgr.h), or NULL */
 };
 void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out);
 

@@ -16,6 +16,7 @@
 #endif
 
 #include "cache.h"
+#include "cmgr.h"
 #include "fsio.h"
 #include "journal.h"
 #include "jsonx.h"
@@ -33,6 +34,7 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
                         ? cfg->search.index_dir
                         : NULL;
     st->cache = cfg->sessions.cache != SVC_CACHE_OFF && !st->shared;
+    st->manager = (int)cfg->agent.conversation_manager;
 }
 
 int svc_store_sync(const struct svc_store *st, int sync)
@@ -357,18 +359,15 @@ out:
     return rc;
 }
 
-json_object *svc_store_new_agent(const char *agent_id)
+json_object *svc_store_new_agent(const struct svc_store *st)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     json_object *a = json_object_new_object();
-    svc_json_set_str(a, "agent_id", agent_id);
+    svc_json_set_str(a, "agent_id", st->agent_id);
     svc_json_set(a, "state", json_object_new_object());
-    json_object *cm = json_object_new_object();
-    svc_json_set_str(cm, "__name__", "SlidingWindowConversationManager");
-    svc_json_set_int(cm, "removed_message_count", 0);
-    svc_json_set_int(cm, "model_call_count", 0);
-    svc_json_set(a, "conversation_manager_state", cm);
+    svc_json_set(a, "conversation_manager_state",
+                 svc_cm_new_state((enum svc_conv_manager)st->manager));
     json_object *is = json_object_new_object();
     json_object *intr = json_object_new_object();
     svc_json_set(intr, "interrupts", json_object_new_object());
@@ -440,7 +439,97 @@ void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_cal
         svc_json_set(agent, "conversation_manager_state", cm);
     }
     svc_json_set_int(cm, "removed_message_count", removed);
-    svc_json_set_int(cm, "model_call_count", model_calls);
+    if (!svc_cm_summarizing(agent))
+        svc_json_set_int(cm, "model_call_count", model_calls);
+}
+
+/* ---- multi-agent states (a Strands Swarm's or Graph's) ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The ids of dir's multi_agent_<id> entries, sorted (heap array of heap ids). */
+static size_t multi_ids(const char *dir, char ***out)
+{
+    struct stat sb;
+    /* a directory's link count is 2 plus its subdirectories where the filesystem keeps it
+     * (ext4, xfs, tmpfs; btrfs says 1): an empty multi_agents/ is not listed */
+    bool none = stat(dir, &sb) != 0 || (S_ISDIR(sb.st_mode) && sb.st_nlink == 2);
+    DIR *d = none ? NULL : opendir(dir);
+    struct dirent *de;
+    char **ids = NULL;
+    size_t n = 0, cap = 0;
+    const char *id;
+    while (d && (de = readdir(d)))
+        if ((id = svc_layout_multi_agent_of(de->d_name))) {
+            if (n == cap)
+                ids = svc_xrealloc(ids, (cap = cap ? cap * 2 : 8) * sizeof *ids);
+            ids[n++] = svc_xstrdup(id);
+        }
+    if (d)
+        closedir(d);
+    if (n)
+        qsort(ids, n, sizeof *ids, cmp_str);
+    *out = ids;
+    return n;
+}
+
+size_t svc_sess_multi_agents(const struct svc_sess *s,
+                             void (*each)(void *ctx, const char *id, const char *abs,
+                                          const char *rel),
+                             void *ctx)
+{
+    char *dir = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
+    char *rel = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ROOT);
+    char **ids = NULL;
+    size_t n = multi_ids(dir, &ids);
+    for (size_t i = 0; i < n; i++) {
+        char *fa = svc_layout_multi_agent_path(dir, ids[i], true);
+        char *fr = svc_layout_multi_agent_path(rel, ids[i], true);
+        each(ctx, ids[i], fa, fr);
+        free(fa);
+        free(fr);
+        free(ids[i]);
+    }
+    free(ids);
+    free(dir);
+    free(rel);
+    return n;
+}
+
+struct copy_multi {
+    const struct svc_sess *dst;
+    int sync;
+    struct svc_err *err;
+    int rc;
+};
+
+static void copy_multi_one(void *ctx, const char *id, const char *abs, const char *rel)
+{
+    struct copy_multi *c = ctx;
+    char *buf = NULL, *dir = svc_sess_path(c->dst, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
+    char *sub = svc_layout_multi_agent_path(dir, id, false);
+    char *file = svc_layout_multi_agent_path(dir, id, true);
+    size_t len = 0;
+    (void)rel;
+    if (c->rc == 0 && svc_file_read(abs, &buf, &len, NULL) == 0 &&
+        (svc_mkdirs(sub, 0777, c->err) != 0 ||
+         svc_file_write_synced(file, buf, len, c->sync, c->err) != 0))
+        c->rc = -1;
+    free(buf);
+    free(file);
+    free(sub);
+    free(dir);
+}
+
+int svc_sess_copy_multi_agents(const struct svc_sess *src, const struct svc_sess *dst, int sync,
+                               struct svc_err *err)
+{
+    struct copy_multi c = {dst, svc_store_sync(&dst->st, sync), err, 0};
+    svc_sess_multi_agents(src, copy_multi_one, &c);
+    return c.rc;
 }
 
 /* ---- message files ---- */

@@ -43,9 +43,11 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st);
 #define SVC_SYNC_STORE (-1)
 int svc_store_sync(const struct svc_store *st, int sync);
 
-/* A fresh agent record (new reference) with removed_message_count 0, model_call_count 0. */
-json_object *svc_store_new_agent(const char *agent_id);
-/* conversation_manager_state.removed_message_count / model_call_count (0 when absent). */
+/* A fresh agent record (new reference) of st's agent id, with a fresh state of st's
+ * conversation manager (cmgr.h). */
+json_object *svc_store_new_agent(const struct svc_store *st);
+/* conversation_manager_state.removed_message_count / model_call_count (0 when absent); the
+ * count of model calls is set only where the state has one (the sliding window's). */
 int64_t svc_agent_removed_count(json_object *agent);
 void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_calls);
 int64_t svc_agent_model_calls(json_object *agent);
@@ -103,6 +105,16 @@ int svc_sess_remove(struct svc_sess *s, struct svc_err *err);
  * could lead out of the root. SVC_E_IO when one is not. *has_messages (may be NULL): the
  * messages directory is there; the check's O_PATH descriptor of it becomes the handle's. */
 int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err *err);
+/* The multi-agent states a Strands Swarm or Graph wrote (SPEC 17), in id order: each(ctx,
+ * id, absolute path, path from the root) for every multi_agent_<id> directory of
+ * multi_agents/ (its state file may be missing). Returns how many. */
+size_t svc_sess_multi_agents(const struct svc_sess *s,
+                             void (*each)(void *ctx, const char *id, const char *abs,
+                                          const char *rel),
+                             void *ctx);
+/* Copy src's multi-agent state files into dst, byte for byte (a missing one is skipped). */
+int svc_sess_copy_multi_agents(const struct svc_sess *src, const struct svc_sess *dst, int sync,
+                               struct svc_err *err);
 /* Create the root, the session directory, the messages directory and session.json (when
  * missing, even if the directory exists; not agent.json). dirs_seen: the caller has just
  * seen the session and messages directories (svc_sess_check_layout, under the run lock),

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cmgr.h"
 #include "fsio.h"
 #include "jsonx.h"
 #include "sidecar.h"
@@ -93,7 +94,7 @@ static int turn_agent(struct svc_turn *t, struct svc_err *err)
             *err = rerr;
             return -1;
         }
-        t->agent = svc_store_new_agent(s->st.agent_id);
+        t->agent = svc_store_new_agent(&s->st);
         made = true;
         if (svc_sess_write_agent(s, t->agent, turn_sync(t), err) != 0)
             return -1;
@@ -242,6 +243,7 @@ static int turn_flush(struct svc_turn *t, const struct svc_turn_end *e, struct s
     if (!t->agent)
         return 0;
     svc_agent_set_counts(t->agent, e->removed, svc_agent_model_calls(t->agent) + e->model_calls);
+    svc_cm_set_summary(t->agent, e->summary);
     /* with sidecars the turn line is the commit record and agent.json is not synced (see
      * core/run.c's budget); native_file has no other record */
     int sync = st->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);

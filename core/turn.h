@@ -39,6 +39,7 @@ struct svc_turn {
 };
 struct svc_turn_end {
     int64_t removed, model_calls; /* agent.json's counts: the window's, this run's calls */
+    json_object *summary;         /* the summary this run made (cmgr.h), or NULL */
     json_object *line;            /* the turn line (sidecars only) */
     const char *model;            /* for a sidecar made anew */
     void (*leave)(void *ctx, json_object *sc);

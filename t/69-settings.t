@@ -140,7 +140,7 @@ $r = $s->req(POST => '/api/v1/responses/input_tokens', body => { model => 'echo-
 is $r->{status}, 200, 'input_tokens: 200' or diag $r->{body};
 is $r->{json}{object}, 'response.input_tokens', 'its object';
 cmp_ok $r->{json}{input_tokens}, '>=', 100, 'counts the input at 4 characters a token';
-for my $p ('/api/v1/responses/compact', '/api/v1/responses/nope/extra', '/api/v1/responses/nope') {
+for my $p ('/api/v1/responses/compacted', '/api/v1/responses/nope/extra', '/api/v1/responses/nope') {
     $r = $s->req(POST => $p, body => { input => 'x' });
     is $r->{status}, 404, "POST $p: 404, not 405";
     like $r->{json}{error}{message} // '', qr{\Q$p\E}, 'naming the path';

@@ -436,8 +436,30 @@ function renderSummary(s) {
     for (const li of $('list-pane').querySelectorAll('li.row')) li.classList.toggle('current', li.dataset.sid === s.session_id);
 }
 
+// What Strands keeps in the session, read-only (SPEC 17): an interrupt it waits on, and
+// the state of its Swarms and Graphs.
+function renderStrands(s) {
+    const box = $('s-strands');
+    const intr = (s && s.interrupts) || [];
+    const multi = (s && s.multi_agents) || [];
+    box.hidden = !intr.length && !multi.length;
+    box.replaceChildren();
+    if (intr.length) {
+        box.append(h('p', { class: 'notice', text: 'Strands is waiting for an answer: ' + intr.map((i) =>
+            (i.name || 'interrupt') + ' (tool ' + (i.tool || '?') + ')').join(', ') +
+            '. A new message declines it; the call is then never run.' }));
+    }
+    if (multi.length) {
+        box.append(h('p', { class: 'muted', text: 'Multi-agent state (kept by Strands, read-only):' }),
+            h('ul', { 'aria-label': 'Multi-agent state' }, ...multi.map((m) => h('li', {},
+                h('code', { text: m.id || '?' }), ' — ' + (m.type || '?') + ', ' + (m.status || '?') +
+                ((m.node_history || m.completed_nodes) ? ', nodes: ' + (m.node_history || m.completed_nodes).join(' → ') : '')))));
+    }
+}
+
 // Where a branch came from, whether it is pinned, its tags.
 function renderHistory(s) {
+    renderStrands(s);
     const ff = s && s.forked_from;
     const p = $('s-forked');
     p.hidden = !ff;
@@ -514,11 +536,29 @@ function jsonPre(v) {
     return h('pre', { class: 'code' }, h('code', { text }));
 }
 
+const IMAGE_MIME = { png: 'image/png', jpeg: 'image/jpeg', gif: 'image/gif', webp: 'image/webp' };
+
+// An image or document block, named by kind, name, format and size (a URL image by its
+// address, never loaded: svc does not fetch it and neither does this page); files are chips.
 function attachmentBlock(kind, b) {
     const fmt = (b && b.format) || 'unknown format';
     const name = b && b.name ? b.name + ' — ' : '';
-    return h('p', { class: 'attachment' }, h('span', { class: 'att-kind', text: kind }), ' ',
-        name + fmt + ', ' + fmtBytes(byteSize(b && b.source)));
+    const url = b && b.source && b.source.location && b.source.location.url;
+    return h('p', { class: 'attachment' + (kind === 'Document' ? ' chip' : '') }, h('span', { class: 'att-kind', text: kind }), ' ',
+        name + fmt + ', ' + (url ? 'at ' + url : fmtBytes(byteSize(b && b.source))));
+}
+
+// An image block: shown from its bytes (a data: URL), then named.
+function imageBlock(b) {
+    const bytes = b && b.source && b.source.bytes;
+    const data = bytes && (typeof bytes === 'string' ? bytes : bytes.data);
+    const frag = h('div', { class: 'image' });
+    if (typeof data === 'string' && IMAGE_MIME[b.format]) {
+        frag.append(h('img', { class: 'msg-image', src: 'data:' + IMAGE_MIME[b.format] + ';base64,' + data,
+            alt: 'Image (' + b.format + ', ' + fmtBytes(byteSize(b.source)) + ')' }));
+    }
+    frag.append(attachmentBlock('Image', b));
+    return frag;
 }
 
 function toolResultBody(parts) {
@@ -526,7 +566,7 @@ function toolResultBody(parts) {
     for (const p of parts || []) {
         if (typeof p.text === 'string') body.append(h('pre', { class: 'code' }, h('code', { text: p.text })));
         else if (p.json !== undefined) body.append(jsonPre(p.json));
-        else if (p.image) body.append(attachmentBlock('Image', p.image));
+        else if (p.image) body.append(imageBlock(p.image));
         else if (p.document) body.append(attachmentBlock('Document', p.document));
     }
     if (!body.firstChild) body.append(h('p', { class: 'muted', text: '(empty result)' }));
@@ -577,7 +617,7 @@ function messageBody(m) {
         } else if (b.toolResult) {
             frag.append(toolResultBlock(b.toolResult.toolUseId, b.toolResult.status, b.toolResult.content,
                 toolNames.get(b.toolResult.toolUseId)));
-        } else if (b.image) frag.append(attachmentBlock('Image', b.image));
+        } else if (b.image) frag.append(imageBlock(b.image));
         else if (b.document) frag.append(attachmentBlock('Document', b.document));
         else if (b.reasoningContent) {
             const rt = b.reasoningContent.reasoningText;
@@ -911,10 +951,10 @@ function setBusy(busy) {
     $('chat-bg').disabled = busy;
 }
 
-async function sendChat(text) {
+async function sendChat(text, files = []) {
     busy(1);
     try {
-        await sendChatInner(text);
+        await sendChatInner(text, files);
     } finally {
         busy(-1);
     }
@@ -964,14 +1004,18 @@ function failedChat(c) {
             (partial ? 'What had arrived is kept on this page; the server does not store it.' : '') }));
     } else {
         $('chat-error').textContent = describeError(failure);
-        if (c.gen === current.gen) restoreInput(c.text);
+        if (c.gen === current.gen) {
+            restoreInput(c.text);
+            if (!attached.length) attached.push(...c.files); // what was attached comes back too
+            renderAttachments();
+        }
     }
     if (!partial) bubble.li.remove();
     if (!current.sid && c.gen === current.gen) c.userItem.remove(); // no session: nothing was stored
     return partial;
 }
 
-async function sendChatInner(text) {
+async function sendChatInner(text, files) {
     const ctl = new AbortController();
     current.chat = ctl;
     const gen = current.gen;
@@ -980,19 +1024,24 @@ async function sendChatInner(text) {
     setBusy(true);
     $('chat-error').textContent = '';
     $('transcript').querySelector('.msg.empty')?.remove();
-    const userItem = messageItem('user', new Date().toISOString(), h('div', { class: 'msg-body' }, renderMarkdown(text)), '');
+    const shown = h('div', { class: 'msg-body' }, renderMarkdown(text));
+    for (const a of files) {
+        shown.append(a.type.startsWith('image/') ? h('img', { class: 'msg-image', src: a.url, alt: 'Image ' + a.name })
+            : h('p', { class: 'attachment chip' }, h('span', { class: 'att-kind', text: 'Document' }), ' ' + a.name));
+    }
+    const userItem = messageItem('user', new Date().toISOString(), shown, '');
     $('transcript').append(userItem);
     const bubble = liveBubble();
     $('transcript').append(bubble.li);
     scrollTranscriptEnd();
     const body = {
-        messages: [{ role: 'user', content: text }],
+        messages: [{ role: 'user', content: messageContent(text, files) }],
         stream: true,
         stream_options: { include_usage: true },
         metadata: { event_format: 'svc.v2', channel: 'dashboard', locale: navigator.language || 'en' },
     };
     if (current.sid) body.session_id = current.sid;
-    const c = { text, gen, bubble, userItem, listed: false, failure: null };
+    const c = { text, files, gen, bubble, userItem, listed: false, failure: null };
     try {
         await stream('POST', 'api/chat', body, (d) => chatChunk(c, d), { signal: ctl.signal });
     } catch (e) {
@@ -1023,10 +1072,10 @@ async function sendChatInner(text) {
     if (gen === current.gen) $('chat-input').focus();
 }
 
-async function startBackgroundRun(text) {
+async function startBackgroundRun(text, files = []) {
     const gen = current.gen;
     $('chat-error').textContent = '';
-    const body = { messages: [{ role: 'user', content: text }], metadata: { channel: 'dashboard' } };
+    const body = { messages: [{ role: 'user', content: messageContent(text, files) }], metadata: { channel: 'dashboard' } };
     if (current.sid) body.session_id = current.sid;
     try {
         const r = await api('POST', 'api/chat/runs', body);
@@ -1039,14 +1088,79 @@ async function startBackgroundRun(text) {
     }
 }
 
+// ---- attachments: images and documents by paste, drop or the picker (SPEC 17) ----------
+
+const attached = []; // {name, type, url (a data: URL), size}
+
+function renderAttachments() {
+    const ul = $('attachments');
+    ul.hidden = attached.length === 0;
+    ul.replaceChildren(...attached.map((a, i) => h('li', {},
+        a.type.startsWith('image/') ? h('img', { src: a.url, alt: '' }) : null,
+        h('span', { text: a.name + ' (' + fmtBytes(a.size) + ')' }),
+        h('button', { type: 'button', class: 'chip-x', text: '×', 'aria-label': 'Remove ' + a.name, title: 'Remove ' + a.name,
+            onclick: () => { attached.splice(i, 1); renderAttachments(); $('chat-input').focus(); } }))));
+}
+
+function attachFiles(files) {
+    for (const f of files || []) {
+        const r = new FileReader();
+        r.onload = () => {
+            attached.push({ name: f.name || 'pasted image', type: f.type || 'application/octet-stream', url: r.result, size: f.size });
+            renderAttachments();
+        };
+        r.readAsDataURL(f);
+    }
+}
+
+// The message content: the text alone, or parts (text, image_url, file) with what is attached.
+function messageContent(text, files) {
+    if (!files.length) return text;
+    const parts = text ? [{ type: 'text', text }] : [];
+    for (const a of files) {
+        if (a.type.startsWith('image/')) parts.push({ type: 'image_url', image_url: { url: a.url } });
+        else parts.push({ type: 'file', file: { filename: a.name, file_data: a.url } });
+    }
+    return parts;
+}
+
+$('attach-btn').addEventListener('click', () => $('attach-input').click());
+$('attach-input').addEventListener('change', (ev) => {
+    attachFiles(ev.target.files);
+    ev.target.value = '';
+});
+$('chat-input').addEventListener('paste', (ev) => {
+    const files = [...((ev.clipboardData && ev.clipboardData.files) || [])];
+    if (files.length) {
+        ev.preventDefault();
+        attachFiles(files);
+    }
+});
+$('chat-form').addEventListener('dragover', (ev) => {
+    if (ev.dataTransfer && [...ev.dataTransfer.types].includes('Files')) {
+        ev.preventDefault();
+        $('chat-form').classList.add('dropping');
+    }
+});
+$('chat-form').addEventListener('dragleave', () => $('chat-form').classList.remove('dropping'));
+$('chat-form').addEventListener('drop', (ev) => {
+    $('chat-form').classList.remove('dropping');
+    if (ev.dataTransfer && ev.dataTransfer.files.length) {
+        ev.preventDefault();
+        attachFiles(ev.dataTransfer.files);
+    }
+});
+
 $('chat-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const input = $('chat-input');
     const text = input.value.trim();
-    if (!text || current.chat) return;
+    if ((!text && !attached.length) || current.chat) return;
     input.value = '';
-    if ($('chat-bg').checked) startBackgroundRun(text);
-    else sendChat(text);
+    const files = attached.splice(0, attached.length);
+    renderAttachments();
+    if ($('chat-bg').checked) startBackgroundRun(text, files);
+    else sendChat(text, files);
 });
 $('chat-input').addEventListener('keydown', (ev) => {
     if (ev.key === 'Enter' && !ev.shiftKey && !ev.isComposing) {

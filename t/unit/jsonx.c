@@ -113,6 +113,39 @@ int main(void)
         "escapes without DEL",
         "{\n  \"c\": \"\\u0000\\u0001\\u001f\\b\\f\\n\\r\\t\\\"\\\\ end\",\n  \"k\\\"\\\\\": 1\n}",
         "{\"c\":\"\\u0000\\u0001\\u001f\\b\\f\\n\\r\\t\\\"\\\\ end\",\"k\\\"\\\\\":1}");
+    /* SPEC 17: numbers keep their text (Python keeps big integers; what it wrote as a float
+     * comes back as written) */
+    roundtrip("big integers",
+              "{\n  \"big\": 123456789012345678901234567890,\n  \"neg\": "
+              "-99999999999999999999,\n  \"u64\": 18446744073709551615,\n  \"in\": [\n    "
+              "9223372036854775808,\n    -9223372036854775809\n  ]\n}",
+              "{\"big\":123456789012345678901234567890,\"neg\":-99999999999999999999,\"u64\":"
+              "18446744073709551615,\"in\":[9223372036854775808,-9223372036854775809]}");
+    roundtrip("a big integer alone", "123456789012345678901234567890",
+              "123456789012345678901234567890");
+    roundtrip("floats as written", "[\n  1.10,\n  1E+2,\n  0.30000000000000004,\n  5e-324\n]",
+              "[1.10,1E+2,0.30000000000000004,5e-324]");
+    {
+        const char *txt = "{\"s\":\"123456789012345678901234567890\",\"f\":1E+2,\"b\":"
+                          "123456789012345678901234567890,\"x\":1.10}";
+        json_object *o = parse(txt), *c = svc_json_copy(o);
+        char *s = svc_json_dump_compact(c);
+        is_str(s, txt, "a deep copy keeps every number's text, a string of digits stays a string");
+        free(s);
+        ok(svc_json_int(o, "b", -7) == -7, "svc_json_int does not read a big integer");
+        json_object_put(c);
+        json_object_put(o);
+        o = NULL;
+        struct svc_err e;
+        ok(svc_json_parse_python(txt, strlen(txt), &o, &e) == 0, "parse_python");
+        s = svc_json_dump_compact(o);
+        is_str(s,
+               "{\"s\":\"123456789012345678901234567890\",\"f\":100.0,\"b\":"
+               "123456789012345678901234567890,\"x\":1.1}",
+               "parse_python: floats as Python writes them, integers exact");
+        free(s);
+        json_object_put(o);
+    }
     roundtrip("top-level empty object", "{}", "{}");
     roundtrip("top-level empty array", "[]", "[]");
     roundtrip("top-level string", "\"x\"", "\"x\"");

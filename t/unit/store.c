@@ -228,7 +228,7 @@ int main(void)
     svc_sess_close(&h);
 
     /* ---- agent.json ---- */
-    json_object *a = svc_store_new_agent("svc-agent");
+    json_object *a = svc_store_new_agent(&st);
     svc_json_set_str(a, "created_at", "2025-01-01T00:00:00.000000+00:00");
     svc_json_set_str(a, "updated_at", "2025-01-01T00:00:00.000000+00:00");
     char *ad = svc_json_dump_native(a);

@@ -890,8 +890,11 @@ try {
         const att = await page.locator('#transcript .attachment').allTextContents();
         check('an image is named with its format and size', att.some((t) => /Image png, 2\.0 KB/.test(t)), att.join(' | '));
         check('a document is named with its name, format and size', att.some((t) => /Document report<script> — pdf, 5 B/.test(t)), att.join(' | '));
-        check('attachments: no element from their names, nothing loaded', await page.evaluate(() =>
-            document.querySelectorAll('#transcript img, #transcript script').length === 0 && window.pwnedBy === undefined));
+        check('attachments: no element from their names, only the image from its bytes', await page.evaluate(() =>
+            document.querySelectorAll('#transcript script').length === 0 && window.pwnedBy === undefined &&
+            [...document.querySelectorAll('#transcript img')].map((i) => i.getAttribute('src').slice(0, 22)).join() ===
+            'data:image/png;base64,'));
+        check('the document is a chip', await page.locator('#transcript .attachment.chip', { hasText: 'report<script>' }).count() === 1);
         // a damaged message file: the API's row says why, and so does the page
         const rows = (await apiGet('/api/v1/chat/sessions/attach-1/messages?limit=10')).json;
         const bad = rows && rows.messages.find((m) => m.message_id === 2);
@@ -899,9 +902,63 @@ try {
         const badLi = page.getByRole('list', { name: 'Transcript' }).getByRole('listitem').filter({ hasText: 'Damaged message' });
         const badText = bad ? await badLi.textContent() : '';
         check('a damaged message shows its error, not an empty bubble', bad && badText.includes(bad.error), badText);
+        // ---- what Strands keeps, read-only: an interrupt it waits on, a Swarm's state ----
+        const sdir = ROOT + '/session_attach-1';
+        mkdirSync(sdir + '/multi_agents/multi_agent_team', { recursive: true });
+        dump(sdir + '/multi_agents/multi_agent_team/multi_agent.json', { type: 'swarm', id: 'team', status: 'completed',
+            node_history: ['alpha', 'beta'], node_results: {}, next_nodes_to_execute: [], current_task: 'x',
+            context: {}, _internal_state: { interrupt_state: { interrupts: {}, context: {}, activated: false } } });
+        const call = { role: 'assistant', content: [{ toolUse: { toolUseId: 'c7', name: 'dangerous', input: {} } }] };
+        const iid = 'v1:before_tool_call:c7:0f0f';
+        dump(adir + '/agent.json', { agent_id: 'svc-agent', state: {}, conversation_manager_state: { __name__: 'SlidingWindowConversationManager', removed_message_count: 0, model_call_count: 1 },
+            _internal_state: { interrupt_state: { interrupts: { [iid]: { id: iid, name: 'approve-it', reason: null, response: null } },
+                context: { tool_use_message: call, tool_results: [] }, activated: true }, model_state: {} }, created_at: ts, updated_at: ts });
+        await page.reload();
+        await page.locator('#s-strands').waitFor();
+        const st = await page.locator('#s-strands').textContent();
+        check('the detail shows the Swarm read-only', /team — swarm, completed, nodes: alpha → beta/.test(st), st);
+        check('... and the interrupt Strands waits on', /approve-it \(tool dangerous\)/.test(st), st);
+        await page.locator('#s-title').scrollIntoViewIfNeeded();
+        await page.screenshot({ path: SHOTS + '/dashboard-strands.png' });
     } else {
         skip('images and documents are named', 'no --root given');
     }
+
+    // ---- attaching: the picker, a paste and a drop; the echo model says what it got ----
+    await newSession(page);
+    const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAC0lEQVR42mNgAAIAAAUAAen63NgAAAAASUVORK5CYII=', 'base64');
+    await page.locator('#attach-input').setInputFiles([{ name: 'dot.png', mimeType: 'image/png', buffer: PNG },
+        { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('some notes\n') }]);
+    await page.locator('#attachments li').nth(1).waitFor();
+    check('the picker: two attachments shown, the image as a thumbnail', await page.locator('#attachments li img').count() === 1);
+    await page.screenshot({ path: SHOTS + '/dashboard-attach.png' });
+    const b1 = await page.locator('#transcript > li.role-assistant').count();
+    await page.fill('#chat-input', 'what are these?');
+    await page.press('#chat-input', 'Enter');
+    const said = await answered(page, b1);
+    check('sent as parts: the model was given both', /Attached: image png of 68 bytes, document txt "notes\.txt" of 11 bytes/.test(said), said);
+    check('the sent image shows in the transcript', await page.locator('#transcript img.msg-image').count() >= 1);
+    check('the attachments are cleared once sent', await page.locator('#attachments').isHidden());
+    await page.screenshot({ path: SHOTS + '/dashboard-attached.png' });
+    for (const how of ['paste', 'drop']) {
+        await page.evaluate(([kind, b64]) => {
+            const bin = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
+            const dt = new DataTransfer();
+            dt.items.add(new File([bin], kind + '.png', { type: 'image/png' }));
+            const target = kind === 'paste' ? document.getElementById('chat-input') : document.getElementById('chat-form');
+            const ev = kind === 'paste' ? new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true })
+                : new DragEvent('drop', { dataTransfer: dt, bubbles: true, cancelable: true });
+            target.dispatchEvent(ev);
+        }, [how, PNG.toString('base64')]);
+        await page.locator('#attachments li', { hasText: how + '.png' }).waitFor();
+        check(how + ': the image is attached', true);
+    }
+    await page.getByRole('button', { name: 'Remove paste.png' }).click();
+    check('an attachment can be removed', await page.locator('#attachments li').count() === 1);
+    const b2 = await page.locator('#transcript > li.role-assistant').count();
+    await page.press('#chat-input', 'Enter');
+    const said2 = await answered(page, b2);
+    check('an image alone is sent', /Attached: image png of 68 bytes\.\)/.test(said2), said2);
 
     check('no page errors', pageErrors.length === 0, pageErrors.join(' | '));
     check('nothing fetched from outside', external.length === 0, external.join(' '));

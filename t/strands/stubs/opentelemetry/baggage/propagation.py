@@ -1,0 +1,5 @@
+from .._noop import Noop
+
+
+class W3CBaggagePropagator(Noop):
+    pass

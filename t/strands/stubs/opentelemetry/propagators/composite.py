@@ -1,0 +1,5 @@
+from .._noop import Noop
+
+
+class CompositePropagator(Noop):
+    pass

@@ -1,0 +1,9 @@
+from ..._noop import Noop
+
+
+class ConsoleMetricExporter(Noop):
+    pass
+
+
+class PeriodicExportingMetricReader(Noop):
+    pass

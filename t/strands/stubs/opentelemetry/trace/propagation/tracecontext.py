@@ -1,0 +1,5 @@
+from ..._noop import Noop
+
+
+class TraceContextTextMapPropagator(Noop):
+    pass

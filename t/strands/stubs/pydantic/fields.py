@@ -1,0 +1,4 @@
+class FieldInfo:
+    def __init__(self, default=..., description=None):
+        self.default = default
+        self.description = description
