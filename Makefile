@@ -26,7 +26,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind powercut
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -121,12 +121,33 @@ valgrind: deps
 torture: deps all
 	SVC_BUILD=$(abspath $(B)) scripts/torture --turns 10000
 
+# svc under simulated power cuts (docs/TESTING.md "Power cuts"): pcfs, a FUSE filesystem
+# that keeps what was not synced apart and loses it at a cut, and nosync.so, a preload that
+# turns fsync, fdatasync and syncfs into no-ops (LD_PRELOAD=$(B)/powercut/nosync.so make
+# powercut must fail). Test tools, built apart from what gets installed. A cut before each
+# sync of a few turns, then POWERCUT_POINTS random cuts of a mixed load (seed POWERCUT_SEED,
+# else drawn and printed); LD_PRELOAD reaches the svc processes it starts.
+POWERCUT_POINTS ?= 6
+POWERCUT_SEED ?=
+$(B)/powercut/pcfs: t/powercut/pcfs.c Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) $(CFLAGS) -std=c11 -D_GNU_SOURCE $(WARN) $$(pkg-config --cflags fuse3) -o $@ $< \
+	  $$(pkg-config --libs fuse3) -lpthread
+$(B)/powercut/nosync.so: t/powercut/nosync.c Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) $(CFLAGS) -std=c11 -D_GNU_SOURCE $(WARN) -shared -fPIC -o $@ $<
+powercut: deps
+	@$(MAKE) --no-print-directory all $(B)/powercut/pcfs $(B)/powercut/nosync.so
+	SVC_BUILD=$(abspath $(B)) t/powercut/run --points $(POWERCUT_POINTS) $(if $(POWERCUT_SEED),--seed $(POWERCUT_SEED))
+
 # `make check`: every C file formatted as .clang-format says (a dry run, nothing is
 # rewritten), the session layout named in core/store.c only (check-layout), no C library
 # function defined by svc (check-libc), then each libFuzzer
 # harness for FUZZ_SECONDS on its corpus, t/fuzz/corpus/<name>/ (new inputs go to
 # build-fuzz/corpus-<name>/, the committed corpus is only read).
-C_FILES := $(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch] t/fuzz/*.[ch] bench/*.c)
+C_FILES := $(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch] t/fuzz/*.[ch] t/powercut/*.c bench/*.c)
 FUZZ_SECONDS ?= 30
 .PHONY: check check-format check-layout check-libc check-fuzz
 check: check-format check-layout check-libc check-fuzz
