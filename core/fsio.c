@@ -74,9 +74,9 @@ void svc_test_crash_point(const char *path)
  * file's blocks are then freed (a discard on a mount with -o discard); an exchange does
  * neither, and a file replaced again before writeback never reaches the disk. The cost is
  * the guarantee auto_da_alloc gives unsynced replacements: after a power cut such a file
- * can come back empty, which every reader of a file written unsynced takes as missing
- * (core/run.c's fsync budget). Falls back to rename when there is nothing to exchange
- * with or the filesystem cannot exchange. */
+ * can come back empty. Only a store that promises nothing across a power cut
+ * (sessions.fsync false) writes unsynced (fsio.h svc_sync_spare). Falls back to rename when
+ * there is nothing to exchange with or the filesystem cannot exchange. */
 static int replace_with(const char *tmp, const char *path, bool unsynced)
 {
     if (unsynced) {
