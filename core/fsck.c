@@ -513,7 +513,14 @@ static void check_runs(struct fsck *f)
             if (fd >= 0)
                 close(fd);
             free(lp);
-        } else if ((id = svc_store_run_id_of(nm, SVC_RUN_RECORD))) {
+        } else if ((id = svc_store_run_id_of(nm, SVC_RUN_RECORD)) && svc_file_is_empty(fa)) {
+            /* a synchronous run's record is written without a sync (runs.c): a power cut
+             * can leave it empty; its session's turn line keeps the run */
+            bool fixed = f->repair && unlink(fa) == 0;
+            problem(f, NULL, fr, -1, "empty_run_record", fixed,
+                    "an empty run record (a power cut before it was written back)%s",
+                    fixed ? " (removed)" : "");
+        } else if (id) {
             json_object *rec = NULL;
             if (parse_file(f, NULL, fa, fr, &rec) == 0 && strncmp(nm, "idem-", 5) != 0 &&
                 strcmp(svc_json_str(rec, "status", ""), "running") == 0) {
