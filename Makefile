@@ -26,7 +26,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind powercut
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind powercut powercut-tools
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -60,7 +60,7 @@ unit: $(UNIT_BIN)
 # Built with the test hooks into build-test/ (SVC_BUILD=$PWD/build-test for one test file).
 test: deps
 	@$(MAKE) --no-print-directory no-test-hooks
-	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
+	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit powercut-tools
 	SVC_BUILD=$(abspath build-test) prove -j2 --timer --exec t/run-one build-test/t/ t/
 
 # What gets installed (build/) must hold no test hook: none of their SVC_TEST_ names.
@@ -73,7 +73,7 @@ no-test-hooks:
 asan: deps
 	@$(MAKE) --no-print-directory B=build-asan TEST_HOOKS=1 CC=clang CFLAGS="-O1 -g" \
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
-	  LDFLAGS="-fsanitize=address,undefined" all unit
+	  LDFLAGS="-fsanitize=address,undefined" all unit powercut-tools
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  SVC_BUILD=$(abspath build-asan) prove -j2 --timer --exec t/run-one build-asan/t/ t/
 
@@ -138,8 +138,9 @@ $(B)/powercut/nosync.so: t/powercut/nosync.c Makefile
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
 	@$(CC) $(CFLAGS) -std=c11 -D_GNU_SOURCE $(WARN) -shared -fPIC -o $@ $<
+powercut-tools: $(B)/powercut/pcfs $(B)/powercut/nosync.so
 powercut: deps
-	@$(MAKE) --no-print-directory all $(B)/powercut/pcfs $(B)/powercut/nosync.so
+	@$(MAKE) --no-print-directory all powercut-tools
 	SVC_BUILD=$(abspath $(B)) t/powercut/run --points $(POWERCUT_POINTS) $(if $(POWERCUT_SEED),--seed $(POWERCUT_SEED))
 
 # `make check`: every C file formatted as .clang-format says (a dry run, nothing is

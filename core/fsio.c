@@ -104,6 +104,53 @@ int svc_fsync_dir(const char *dir, struct svc_err *err)
     return rc == 0 ? 0 : svc_err_errno(err, "fsync directory");
 }
 
+/* fdatasync every regular file and fsync every directory under the open directory dfd,
+ * then dfd itself: its entries are durable once their own are. */
+static int sync_walk(int dfd)
+{
+    int dd = dup(dfd);
+    DIR *d = dd >= 0 ? fdopendir(dd) : NULL;
+    if (!d) {
+        if (dd >= 0)
+            close(dd);
+        return -1;
+    }
+    int rc = 0;
+    for (struct dirent *de; rc == 0 && (de = readdir(d));) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat sb;
+        if (fd < 0) {
+            rc = errno == ELOOP ? 0 : -1; /* a symbolic link: nothing to sync */
+            continue;
+        }
+        if (fstat(fd, &sb) != 0)
+            rc = -1;
+        else if (S_ISDIR(sb.st_mode))
+            rc = sync_walk(fd);
+        else if (S_ISREG(sb.st_mode))
+            rc = fdatasync(fd);
+        close(fd);
+    }
+    closedir(d);
+    return rc == 0 ? fsync(dfd) : rc;
+}
+
+int svc_sync_tree(const char *dir, struct svc_err *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return svc_err_errno(err, "open directory");
+    bool local = false;
+    svc_fs_kind(dir, &local);
+    int rc = local ? syncfs(fd) : sync_walk(fd);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc == 0 ? 0 : svc_err_errno(err, "sync");
+}
+
 int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
                           struct svc_err *err)
 {

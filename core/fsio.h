@@ -59,6 +59,13 @@ static inline int svc_sync_spare(int sync, bool durable)
 int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err);
 int svc_fsync_dir(const char *dir, struct svc_err *err);
+/* Everything written under dir reaches the disk, names and data: syncfs(2) where the
+ * filesystem is local (one call, the whole filesystem), else an fdatasync of each file and
+ * an fsync of each directory under it, children first: FUSE (GlusterFS) never passes a
+ * syncfs on to the filesystem, so there it syncs nothing (make powercut found imports and
+ * exports empty after a power cut). For trees written without syncs (staged imports,
+ * export bundles) before they are renamed into place. */
+int svc_sync_tree(const char *dir, struct svc_err *err);
 int svc_file_append(const char *path, const void *data, size_t len, bool durable,
                     struct svc_err *err);
 /* Write a file that does not exist yet straight under its name (no temp file, no rename):

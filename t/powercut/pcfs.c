@@ -171,6 +171,14 @@ static int remove_name(const char *r, int flags)
 
 /* ---- making things durable ---- */
 
+/* Whether a directory entry is a name a disk would hold: not "." or "..", nor the name
+ * libfuse gives a file unlinked while open (.fuse_hidden*: it has none on a disk). */
+static bool named(const char *name)
+{
+    return strcmp(name, ".") != 0 && strcmp(name, "..") != 0 &&
+           strncmp(name, ".fuse_hidden", 12) != 0;
+}
+
 static char *read_fd(int fd, size_t *len)
 {
     size_t cap = 65536, n = 0;
@@ -245,8 +253,7 @@ static void sync_dir(int base, const char *rel)
     d->mode = st.st_mode;
     ents_free(d);
     for (struct dirent *e; (e = readdir(dir));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        if (!named(e->d_name) || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
         struct obj *o = obj_of(&st);
         if (S_ISLNK(st.st_mode) && !o->target) {
@@ -291,8 +298,7 @@ static void flush_tree(const char *rel)
     }
     for (struct dirent *e; (e = readdir(dir));) {
         struct stat st;
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        if (!named(e->d_name) || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
         char sub[PATH_MAX];
         snprintf(sub, sizeof sub, "%s/%s", rel, e->d_name);
@@ -362,8 +368,7 @@ static void image_journal(const char *rel, const char *path)
     }
     mkdir(path, st.st_mode & 07777);
     for (struct dirent *e; (e = readdir(dir));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
-            fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        if (!named(e->d_name) || fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
             continue;
         char sub[PATH_MAX], subrel[PATH_MAX];
         snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
@@ -527,6 +532,15 @@ static struct obj *parent_of(const char *r)
     return obj_of(&st);
 }
 
+/* o went from directory pf (as the path f) to pt (as t): a move until one of them is synced. */
+static void moved(struct obj *o, struct obj *pf, const char *f, struct obj *pt, const char *t)
+{
+    fs.moves = realloc(fs.moves, (fs.nmoves + 1) * sizeof *fs.moves);
+    const char *fb = strrchr(f, '/'), *tb = strrchr(t, '/');
+    fs.moves[fs.nmoves++] =
+        (struct move){o, pf, pt, xstrdup(fb ? fb + 1 : f), xstrdup(tb ? tb + 1 : t)};
+}
+
 static int op_rename(const char *from, const char *to, unsigned int flags)
 {
     ENTER(true, false);
@@ -534,16 +548,14 @@ static int op_rename(const char *from, const char *to, unsigned int flags)
     const char *f = rel(from), *t = rel(to);
     struct obj *pf = parent_of(f), *pt = parent_of(t);
     struct obj *o = fstatat(fs.bfd, f, &st, AT_SYMLINK_NOFOLLOW) == 0 ? obj_of(&st) : NULL;
-    bool replaces = !(flags & RENAME_EXCHANGE) &&
-                    fstatat(fs.bfd, t, &over, AT_SYMLINK_NOFOLLOW) == 0 && over.st_ino != st.st_ino;
+    bool there = fstatat(fs.bfd, t, &over, AT_SYMLINK_NOFOLLOW) == 0;
     int rc = renameat2(fs.bfd, f, fs.bfd, t, flags);
-    if (rc == 0 && replaces)
+    if (rc == 0 && there && !(flags & RENAME_EXCHANGE) && over.st_ino != st.st_ino)
         name_gone(&over);
-    if (rc == 0 && o && pf && pt && pf != pt && !(flags & RENAME_EXCHANGE)) {
-        fs.moves = realloc(fs.moves, (fs.nmoves + 1) * sizeof *fs.moves);
-        const char *fb = strrchr(f, '/'), *tb = strrchr(t, '/');
-        fs.moves[fs.nmoves++] =
-            (struct move){o, pf, pt, xstrdup(fb ? fb + 1 : f), xstrdup(tb ? tb + 1 : t)};
+    if (rc == 0 && o && pf && pt && pf != pt) {
+        moved(o, pf, f, pt, t);
+        if (there && (flags & RENAME_EXCHANGE)) /* the other one went the other way */
+            moved(obj_of(&over), pt, t, pf, f);
     }
     RET(rc, true);
 }
@@ -749,7 +761,6 @@ static void *control(void *arg)
 static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 {
     cfg->use_ino = 1;
-    cfg->hard_remove = 1; /* no .fuse_hidden files: handles keep unlinked files */
     cfg->nullpath_ok = 1;
     if (fs.ctl) {
         struct sockaddr_un a = {.sun_family = AF_UNIX};
