@@ -418,6 +418,41 @@ static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char
     return count;
 }
 
+/* A first run stopped before it stored a message (its `running` sidecar comes first, SPEC
+ * 3): session.json or agent.json missing, no message file. A power cut leaves one (ext4
+ * commits the directories' names before the files' data); nothing anyone wrote is in it. */
+static bool unborn(struct svc_sess *s)
+{
+    int64_t *ids = NULL;
+    size_t n = 0;
+    if (svc_sess_message_ids(s, &ids, &n, NULL) != 0)
+        return false;
+    free(ids);
+    char *sj = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
+    char *aj = svc_sess_path(s, SVC_F_AGENT, SVC_FROM_ABS);
+    struct stat sb;
+    bool missing = n == 0 && (lstat(sj, &sb) != 0 || lstat(aj, &sb) != 0);
+    free(sj);
+    free(aj);
+    return missing;
+}
+
+/* The native files an unborn session lacks, written fresh as its next run would. */
+static int complete_unborn(struct svc_sess *s, struct svc_err *err)
+{
+    if (svc_sess_ensure(s, false, SVC_SYNC_STORE, NULL, err) != 0)
+        return -1;
+    json_object *a = NULL;
+    if (svc_sess_read_agent(s, &a, NULL) == 0) {
+        json_object_put(a);
+        return 0;
+    }
+    a = svc_store_new_agent(s->st.agent_id);
+    int rc = svc_sess_write_agent(s, a, SVC_SYNC_STORE, err);
+    json_object_put(a);
+    return rc;
+}
+
 static void check_session(struct fsck *f, const char *sid)
 {
     struct svc_sess s;
@@ -456,6 +491,16 @@ static void check_session(struct fsck *f, const char *sid)
     if (live)
         json_object_array_add(f->busy, json_object_new_string(sid));
     bool fix = f->repair && !live;
+    if (sc && !live && unborn(&s)) {
+        struct svc_err err;
+        bool fixed = fix && complete_unborn(&s, &err) == 0;
+        problem(f, sid, scr, -1, "unborn_session", fixed,
+                "a first run stopped before it stored a message: session.json or agent.json "
+                "missing, no message%s",
+                fixed ? " (written fresh, as its next run would)" : "");
+        if (!fixed)
+            goto done;
+    }
 
     parse_sess_file(f, &s, SVC_F_SESSION, NULL, sc != NULL);
 
@@ -481,7 +526,7 @@ static void check_session(struct fsck *f, const char *sid)
     free(tr);
     parse_sess_file(f, &s, SVC_F_MEMORY, NULL, false);
     parse_sess_file(f, &s, SVC_F_FEEDBACK, NULL, false);
-
+done:
     svc_sess_unlock(&s);
     svc_lock_release(&runl);
     json_object_put(sc);

@@ -4,6 +4,10 @@
 #   - a synchronous run's record is written without a sync, so a power cut can leave it
 #     empty: the API answers 404 run_not_found for it (not 500), and `svc fsck` reports
 #     it as empty_run_record and --repair removes it;
+#   - a new session's first run cut before it stored a message leaves its directory with
+#     the `running` sidecar and without session.json or agent.json (ext4 commits the
+#     names of the directories before the data of the files): `svc fsck` reports it as
+#     unborn_session, not as missing files, and --repair writes them fresh;
 #   - `svc import` and `svc export` on a FUSE filesystem (pcfs here; GlusterFS in
 #     production) leave their sessions and bundles whole after a power cut once they said
 #     they were done: they synced with syncfs(2), which FUSE never passes on.
@@ -47,6 +51,30 @@ my $J = JSON::PP->new->utf8->canonical;
     ok(!-e $rec, 'gone');
     is($fsck->()->{counts}{problems}, 0, 'a second fsck finds nothing');
     $s->stop;
+}
+
+# ---- a first run cut before its first message ----
+{
+    my $t = tempdir('svc-t75-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    SvcTest::write_file("$t/agents.yaml", "sessions:\n  fsync: true\n");
+    local $ENV{SVC_HOME} = $t;
+    local $ENV{SVC_CONFIG} = "$t/agents.yaml";
+    my $svc = SvcTest::build() . '/svc';
+    system("'$svc' chat born 'hello' >/dev/null") == 0 or die;
+    my $d = "$t/agents/native_sessions/session_born";
+    my $sc = $J->decode(SvcTest::read_file("$d/svc_session.json"));
+    $sc->{status} = 'running';    # what the cut left: the first write, and the directories
+    SvcTest::write_file("$d/svc_session.json", $J->encode($sc));
+    unlink "$d/session.json", "$d/svc_turns.jsonl", "$d/agents/agent_svc-agent/agent.json",
+        glob("$d/agents/agent_svc-agent/messages/*");
+    my $fsck = sub { $J->decode(scalar `'$svc' fsck --json @_ 2>/dev/null`) };
+    my $kinds = sub { [sort map { $_->{kind} } @{ $_[0]{problems} }] };
+    is_deeply($kinds->($fsck->()), [qw(stale_run unborn_session)], 'fsck: a stale run in an unborn session, no missing files');
+    my $rep = $fsck->('--repair');
+    ok(!grep({ !$_->{repaired} } @{ $rep->{problems} }), 'fsck --repair repairs both');
+    ok(-s "$d/session.json" && -s "$d/agents/agent_svc-agent/agent.json", 'session.json and agent.json written');
+    is($fsck->()->{counts}{problems}, 0, 'a second fsck finds nothing');
+    is(system("'$svc' chat born 'again' >/dev/null"), 0, 'and the session takes a run');
 }
 
 # ---- import and export on FUSE ----
