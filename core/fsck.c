@@ -437,22 +437,6 @@ static bool unborn(struct svc_sess *s)
     return missing;
 }
 
-/* The native files an unborn session lacks, written fresh as its next run would. */
-static int complete_unborn(struct svc_sess *s, struct svc_err *err)
-{
-    if (svc_sess_ensure(s, false, SVC_SYNC_STORE, NULL, err) != 0)
-        return -1;
-    json_object *a = NULL;
-    if (svc_sess_read_agent(s, &a, NULL) == 0) {
-        json_object_put(a);
-        return 0;
-    }
-    a = svc_store_new_agent(s->st.agent_id);
-    int rc = svc_sess_write_agent(s, a, SVC_SYNC_STORE, err);
-    json_object_put(a);
-    return rc;
-}
-
 static void check_session(struct fsck *f, const char *sid)
 {
     struct svc_sess s;
@@ -493,7 +477,7 @@ static void check_session(struct fsck *f, const char *sid)
     bool fix = f->repair && !live;
     if (sc && !live && unborn(&s)) {
         struct svc_err err;
-        bool fixed = fix && complete_unborn(&s, &err) == 0;
+        bool fixed = fix && svc_sess_ensure_natives(&s, SVC_SYNC_STORE, &err) == 0;
         problem(f, sid, scr, -1, "unborn_session", fixed,
                 "a first run stopped before it stored a message: session.json or agent.json "
                 "missing, no message%s",

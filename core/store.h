@@ -186,6 +186,10 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
  * so only session.json is looked for. *made (may be NULL): set true when a directory or
  * session.json was created. */
 int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, struct svc_err *err);
+/* svc_sess_ensure, and agent.json fresh when missing or empty: the native files a session
+ * whose first run stopped before it stored a message lacks (a power cut leaves its
+ * directories and its `running` sidecar), for a writer that adds messages outside a run. */
+int svc_sess_ensure_natives(struct svc_sess *s, int sync, struct svc_err *err);
 
 /* Read (once) the sidecar; a missing one is *out NULL and 0. SVC_E_IO when damaged. *out
  * is borrowed from the handle. */

@@ -7,7 +7,8 @@
 #   - a new session's first run cut before it stored a message leaves its directory with
 #     the `running` sidecar and without session.json or agent.json (ext4 commits the
 #     names of the directories before the data of the files): `svc fsck` reports it as
-#     unborn_session, not as missing files, and --repair writes them fresh;
+#     unborn_session, not as missing files, and --repair writes them fresh; items added to
+#     it through the Conversations API are stored (it answered 500: no messages directory);
 #   - `svc import` and `svc export` on a FUSE filesystem (pcfs here; GlusterFS in
 #     production) leave their sessions and bundles whole after a power cut once they said
 #     they were done: they synced with syncfs(2), which FUSE never passes on.
@@ -50,6 +51,22 @@ my $J = JSON::PP->new->utf8->canonical;
     ok($rep->{problems}[0]{repaired}, 'fsck --repair removes it');
     ok(!-e $rec, 'gone');
     is($fsck->()->{counts}{problems}, 0, 'a second fsck finds nothing');
+
+    # an unborn session: its directory and its sidecar only
+    is($s->req(POST => '/api/chat', body => { session_id => 'unborn', messages => [{ role => 'user', content => 'hi' }] })->{status},
+        200, 'a turn on another session');
+    my $d = $s->root . '/session_unborn';
+    system('rm', '-rf', "$d/agents", "$d/session.json", "$d/svc_turns.jsonl") == 0 or die;
+    my $sc = $J->decode(SvcTest::read_file("$d/svc_session.json"));
+    @$sc{qw(status message_count)} = ('running', 0);    # as its first run began
+    SvcTest::write_file("$d/svc_session.json", $J->encode($sc));
+    $r = $s->req(POST => '/api/v1/conversations/unborn/items',
+        body => { items => [{ type => 'message', role => 'user', content => 'after the cut' }] });
+    is($r->{status}, 200, 'items added to an unborn session') or diag $r->{body};
+    $r = $s->req(GET => '/api/v1/conversations/unborn/items?order=asc');
+    is_deeply([map { $_->{content}[0]{text} } @{ $r->{json}{data} || [] }], ['after the cut'], 'and stored');
+    my $left = $fsck->();
+    is($left->{counts}{problems}, 0, "fsck finds nothing to repair") or diag explain $left->{problems};
     $s->stop;
 }
 
