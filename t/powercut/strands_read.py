@@ -7,8 +7,10 @@ STRANDS_SRC names a local copy of the SDK's source (the directory holding strand
 tree's t/strands/stubs, when there, stands in for third-party modules Debian lacks. For each
 session_<id>/ under ROOT the SDK's FileSessionManager reads session.json, then each agent's
 agent.json and all its messages, as a restore does (its repository methods, called on the
-files as they are: nothing is written). Prints one line per session it cannot read and
-exits 1 when there is one.
+files as they are: nothing is written). A session or agent without its file and without
+messages is one a restore creates (a first run cut before its first message); messages
+without them would be lost by it. Prints one line per session it cannot read and exits 1
+when there is one.
 """
 import os
 import sys
@@ -29,12 +31,13 @@ for name in sorted(os.listdir(root)):
     try:
         agents_dir = os.path.join(root, name, "agents")
         agents = sorted(a[len("agent_"):] for a in os.listdir(agents_dir)) if os.path.isdir(agents_dir) else []
-        if repo.read_session(sid) is None and agents:
-            raise ValueError("agents but no session.json")
+        session = repo.read_session(sid)
         for aid in agents:
-            if repo.read_agent(sid, aid) is None:
-                raise ValueError(f"agent {aid}: no agent.json")
-            repo.list_messages(sid, aid, limit=None)
+            agent = repo.read_agent(sid, aid)
+            mdir = os.path.join(agents_dir, f"agent_{aid}", "messages")
+            messages = repo.list_messages(sid, aid, limit=None) if os.path.isdir(mdir) else []
+            if messages and (session is None or agent is None):
+                raise ValueError(f"agent {aid}: {len(messages)} messages, no session.json or agent.json")
     except Exception as e:  # the SDK's own exceptions and json's
         bad += 1
         print(f"session {sid}: {type(e).__name__}: {e}")
