@@ -3,7 +3,8 @@ CC      ?= cc
 PKGS    := fcgi json-c yaml-0.1 zlib libcurl libcrypto sqlite3
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lfcgi -ljson-c -lyaml -lz -lcurl -lcrypto -lsqlite3)
-WARN    := -Wall -Wextra -Werror -Wno-unused-parameter
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wmissing-prototypes -Wformat=2 \
+           -Wcast-qual -Wvla -Wundef
 CFLAGS  ?= -O2 -g
 # SAN is the sanitizer flags of `make asan`; kept apart so CFLAGS on the command line works.
 SAN     ?=
@@ -84,7 +85,7 @@ asan: deps
 # The library and handlers are compiled once (coverage without libFuzzer's main), in
 # parallel; each harness links them. t/fuzz/sandbox.h keeps a harness's files out of ~/.svc.
 FUZZ := config json session index files http sse import jobs chatgpt
-FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE -Icore -Icgi $(PKG_CFLAGS)
+FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE $(WARN) -Icore -Icgi $(PKG_CFLAGS)
 FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)))
 FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)
 .SECONDARY: $(FUZZ_OBJ)

@@ -612,13 +612,9 @@ int h_chat(struct http_req *r, struct svc_err *err)
     if (parse_chat(r, &in, err) < 0)
         goto out;
     http_set_session(r, in.t.sid, false);
-    /* another user's session is missing to this one: never replayed (the run's begin
-     * refuses to continue it) */
-    if (in.t.sid && r->idempotency_key &&
-        svc_session_visible(r->cfg, svc_user_scope(&r->user), in.t.sid, true, err) < 0)
-        goto out;
     json_object *rec = NULL;
-    if (svc_idem_sync_decide(r->cfg, in.t.sid, r->idempotency_key, &rec) == SVC_IDEM_REPLAY) {
+    if (svc_idem_sync_decide(r->cfg, &r->user, in.t.sid, r->idempotency_key, &rec) ==
+        SVC_IDEM_REPLAY) {
         rc = idem_replay(r, &in, rec);
         json_object_put(rec);
         goto out;
@@ -651,8 +647,7 @@ int h_session_tokens(struct http_req *r, struct svc_err *err)
     const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
     http_set_session(r, sid, false);
-    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
-        svc_session_tokens(r->cfg, sid, &o, err) < 0)
+    if (svc_session_tokens(r->cfg, sid, &o, err) < 0)
         return -1;
     http_send_json(r, 200, o);
     json_object_put(o);
@@ -669,9 +664,6 @@ int h_runs_create(struct http_req *r, struct svc_err *err)
     if (parse_chat(r, &in, err) < 0)
         goto done;
     http_set_session(r, in.t.sid, false);
-    if (in.t.sid && r->idempotency_key && /* a key replays (svc_runs_spawn): only one's own */
-        svc_session_visible(r->cfg, svc_user_scope(&r->user), in.t.sid, true, err) < 0)
-        goto done;
     struct svc_run_request req = run_request_of(&in);
     req.user = &r->user;
     bool replayed = false;
@@ -689,29 +681,13 @@ done:
     return rc;
 }
 
-/* The run's record, when the asker sees its session: another user's run is missing to
- * them, with the answer of a missing run (SPEC 14). */
-static int run_record_seen(struct http_req *r, const char *run_id, json_object **rec,
-                           struct svc_err *err)
-{
-    if (svc_runs_get(r->cfg, run_id, rec, err) < 0)
-        return -1;
-    const char *scope = svc_user_scope(&r->user);
-    if (!scope ||
-        svc_session_visible(r->cfg, scope, svc_json_str(*rec, "session_id", ""), false, NULL) == 0)
-        return 0;
-    json_object_put(*rec);
-    *rec = NULL;
-    return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run %s not found", run_id);
-}
-
 int h_run_get(struct http_req *r, struct svc_err *err)
 {
     static const char *fields[] = {"run_id",     "session_id",  "status", "event_count",
                                    "model",      "content",     "usage",  "error",
                                    "created_at", "finished_at", NULL};
     json_object *rec = NULL;
-    if (run_record_seen(r, http_param(r, "run_id"), &rec, err) < 0)
+    if (svc_runs_get(r->cfg, http_param(r, "run_id"), &rec, err) < 0)
         return -1;
     http_set_session(r, svc_json_str(rec, "session_id", ""), false);
     json_object *o = json_object_new_object();
@@ -750,7 +726,7 @@ int h_run_events(struct http_req *r, struct svc_err *err)
     json_object *rec = NULL;
     if (http_query_int(r, "cursor", 0, 0, INT32_MAX, &cursor, err) < 0)
         return -1;
-    if (run_record_seen(r, run_id, &rec, err) < 0) /* 404 before the stream starts */
+    if (svc_runs_get(r->cfg, run_id, &rec, err) < 0) /* 404 before the stream starts */
         return -1;
     http_set_session(r, svc_json_str(rec, "session_id", ""), false);
     json_object_put(rec);
@@ -795,10 +771,7 @@ int h_run_events(struct http_req *r, struct svc_err *err)
 
 int h_run_cancel(struct http_req *r, struct svc_err *err)
 {
-    json_object *o = NULL, *rec = NULL;
-    if (run_record_seen(r, http_param(r, "run_id"), &rec, err) < 0)
-        return -1;
-    json_object_put(rec);
+    json_object *o = NULL;
     if (svc_runs_cancel(r->cfg, http_param(r, "run_id"), &o, err) < 0)
         return -1;
     http_send_json(r, 200, o);

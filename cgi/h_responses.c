@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "fork.h"
 #include "handlers.h"
 #include "idem.h"
@@ -392,21 +393,6 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
-/* The stored response id (*out, a new reference) when the asker may see it: another user's
- * is missing (SPEC 14), as an unknown id is. 0, or -1 with err and *out NULL. */
-static int response_get(struct http_req *r, const char *id, json_object **out, struct svc_err *err)
-{
-    if (svc_responses_get(r->cfg, id, out, err) < 0)
-        return -1;
-    const char *scope = svc_user_scope(&r->user);
-    if (!scope ||
-        svc_session_visible(r->cfg, scope, svc_json_str(*out, "session_id", ""), false, NULL) == 0)
-        return 0;
-    json_object_put(*out);
-    *out = NULL;
-    return svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
-}
-
 /* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
 static int parse_truncation(struct resp_in *in, struct svc_err *err)
 {
@@ -487,7 +473,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "conversations need sessions.enabled: true");
     if (in->prev_id) {
-        if (response_get(r, in->prev_id, &in->prev, err) < 0) {
+        if (access_response(r, in->prev_id, &in->prev, err) < 0) {
             if (err->code == SVC_E_RESPONSE_NOT_FOUND)
                 svc_err_setp(err, SVC_E_RESPONSE_NOT_FOUND, "previous_response_id",
                              "previous response %.64s not found", in->prev_id);
@@ -1287,22 +1273,10 @@ out:
     return rc;
 }
 
-/* 0 when the asker may see stored response id, else -1 with what an unknown id answers. */
-static int response_seen(struct http_req *r, const char *id, struct svc_err *err)
-{
-    json_object *o = NULL;
-    if (!svc_user_scope(&r->user))
-        return 0;
-    if (response_get(r, id, &o, err) < 0)
-        return -1;
-    json_object_put(o);
-    return 0;
-}
-
 int h_response_delete(struct http_req *r, struct svc_err *err)
 {
     const char *id = http_param(r, "response_id");
-    if (response_seen(r, id, err) < 0 || svc_responses_delete(r->cfg, id, err) < 0)
+    if (svc_responses_delete(r->cfg, id, err) < 0)
         return -1;
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "id", id);
@@ -1346,8 +1320,7 @@ int h_response_input_items(struct http_req *r, struct svc_err *err)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "'order' must be asc or desc");
     bool desc = !order || strcmp(order, "desc") == 0;
     size_t start = 0;
-    if (response_seen(r, http_param(r, "response_id"), err) < 0 ||
-        svc_responses_input_items(r->cfg, http_param(r, "response_id"), &items, err) < 0)
+    if (svc_responses_input_items(r->cfg, http_param(r, "response_id"), &items, err) < 0)
         return -1;
     if (page_start(items, after, desc, &start, err) < 0) {
         json_object_put(items);
@@ -1378,7 +1351,7 @@ int h_response_get(struct http_req *r, struct svc_err *err)
 {
     json_object *o = NULL;
     const char *id = http_param(r, "response_id");
-    if (response_get(r, id, &o, err) < 0)
+    if (svc_responses_get(r->cfg, id, &o, err) < 0)
         return -1;
     http_set_session(r, svc_json_str(o, "session_id", NULL), false);
     bool stream = false;
@@ -1400,7 +1373,7 @@ int h_response_cancel(struct http_req *r, struct svc_err *err)
 {
     json_object *o = NULL, *c = NULL;
     const char *id = http_param(r, "response_id");
-    if (response_get(r, id, &o, err) < 0)
+    if (svc_responses_get(r->cfg, id, &o, err) < 0)
         return -1;
     const char *run_id = svc_json_str(o, "run_id", "");
     if (!svc_json_bool(o, "background", false)) {

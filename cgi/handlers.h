@@ -7,7 +7,9 @@
  *   h_export.c    POST /api/v1/chat/sessions/export (SPEC 5)
  *   h_models.c    /api/v1/models (SPEC 4.1)
  *   h_responses.c the Responses API (SPEC 4.1)
- *   h_conversations.c the Conversations API (SPEC 12.2) */
+ *   h_conversations.c the Conversations API (SPEC 12.2)
+ * What a route names (a session, run or response) the router has checked before its handler
+ * runs (access.h): a handler never checks visibility. */
 #ifndef SVC_HANDLERS_H
 #define SVC_HANDLERS_H
 

@@ -623,7 +623,7 @@ struct pool {
     const char *log_path; /* --log FILE or NULL */
 };
 
-static pid_t spawn_worker(const struct pool *pl, const struct svc_config *cfg, unsigned gen)
+static pid_t spawn_worker(const struct pool *pl, struct svc_config *cfg, unsigned gen)
 {
     if (nchildren >= MAX_CHILDREN)
         return -1;
@@ -640,7 +640,7 @@ static pid_t spawn_worker(const struct pool *pl, const struct svc_config *cfg, u
         held_attach(slot);
         /* only a unix socket we unlink has a queue that stops growing: drain it */
         int rc = worker_main(pl->listen_fd, cfg, master, pl->own && pl->unix_path, pl->log_path);
-        svc_config_free((struct svc_config *)cfg);
+        svc_config_free(cfg);
         exit(rc); /* exit, not _exit: LeakSanitizer runs at exit in asan builds */
     }
     children[nchildren].pid = pid;

@@ -4,78 +4,81 @@
  * segment and is refused by the id check of core/). Literal routes come before parameter
  * routes that could match the same path, and a path a literal route (no {name}) matches
  * belongs to the literal routes only: GET /api/v1/chat/sessions/export is 405 (Allow:
- * POST), not the detail of a session named "export". */
+ * POST), not the detail of a session named "export". Each row's access rule (access.h) is
+ * checked here, before the handler runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "handlers.h"
 #include "http.h"
 #include "metrics.h"
 #include "util.h"
 
+/* A row names its access rule before its handler: a row written without one does not
+ * compile, and one left ACCESS_UNSET (designated initializers) is never served. */
 struct route {
     const char *method;
     const char *pattern;
+    enum access access; /* who may call it and what it names (access.h) */
     http_handler fn;
-    bool public; /* no bearer token needed */
-    bool admin;  /* admins only (SPEC 14): 403 permission_denied for a user */
 };
 
 static const struct route routes[] = {
-    {"GET", "/api/health", h_health, true, false},
-    {"GET", "/api/config", h_config, false, true},
-    {"GET", "/api/me", h_me, false, false},
-    {"GET", "/api/jobs", h_jobs, false, true},
-    {"GET", "/api/extensions", h_extensions, false, false},
-    {"GET", "/api/metrics", h_metrics, false, true},
+    {"GET", "/api/health", ACCESS_PUBLIC, h_health},
+    {"GET", "/api/config", ACCESS_ADMIN, h_config},
+    {"GET", "/api/me", ACCESS_CALLER, h_me},
+    {"GET", "/api/jobs", ACCESS_ADMIN, h_jobs},
+    {"GET", "/api/extensions", ACCESS_CALLER, h_extensions},
+    {"GET", "/api/metrics", ACCESS_ADMIN, h_metrics},
 
-    {"POST", "/api/chat", h_chat, false, false},
-    {"POST", "/api/v1/chat/completions", h_chat, false, false},
-    {"GET", "/api/chat/sessions/{session_id}/tokens", h_session_tokens, false, false},
-    {"POST", "/api/chat/runs", h_runs_create, false, false},
-    {"GET", "/api/chat/runs/{run_id}", h_run_get, false, false},
-    {"GET", "/api/chat/runs/{run_id}/events", h_run_events, false, false},
-    {"POST", "/api/chat/runs/{run_id}/cancel", h_run_cancel, false, false},
+    {"POST", "/api/chat", ACCESS_CALLER, h_chat},
+    {"POST", "/api/v1/chat/completions", ACCESS_CALLER, h_chat},
+    {"GET", "/api/chat/sessions/{session_id}/tokens", ACCESS_SESSION, h_session_tokens},
+    {"POST", "/api/chat/runs", ACCESS_CALLER, h_runs_create},
+    {"GET", "/api/chat/runs/{run_id}", ACCESS_RUN, h_run_get},
+    {"GET", "/api/chat/runs/{run_id}/events", ACCESS_RUN, h_run_events},
+    {"POST", "/api/chat/runs/{run_id}/cancel", ACCESS_RUN, h_run_cancel},
 
-    {"GET", "/api/v1/models", h_models_list, false, false},
-    {"GET", "/api/v1/models/{model_id}", h_model_get, false, false},
-    {"POST", "/api/v1/responses", h_responses_create, false, false},
-    {"POST", "/api/responses", h_responses_create, false, false},
-    {"GET", "/api/v1/responses/{response_id}", h_response_get, false, false},
-    {"GET", "/api/responses/{response_id}", h_response_get, false, false},
-    {"DELETE", "/api/v1/responses/{response_id}", h_response_delete, false, false},
-    {"DELETE", "/api/responses/{response_id}", h_response_delete, false, false},
-    {"GET", "/api/v1/responses/{response_id}/input_items", h_response_input_items, false, false},
-    {"GET", "/api/responses/{response_id}/input_items", h_response_input_items, false, false},
-    {"POST", "/api/v1/responses/{response_id}/cancel", h_response_cancel, false, false},
-    {"POST", "/api/responses/{response_id}/cancel", h_response_cancel, false, false},
+    {"GET", "/api/v1/models", ACCESS_CALLER, h_models_list},
+    {"GET", "/api/v1/models/{model_id}", ACCESS_CALLER, h_model_get},
+    {"POST", "/api/v1/responses", ACCESS_CALLER, h_responses_create},
+    {"POST", "/api/responses", ACCESS_CALLER, h_responses_create},
+    {"GET", "/api/v1/responses/{response_id}", ACCESS_RESPONSE, h_response_get},
+    {"GET", "/api/responses/{response_id}", ACCESS_RESPONSE, h_response_get},
+    {"DELETE", "/api/v1/responses/{response_id}", ACCESS_RESPONSE, h_response_delete},
+    {"DELETE", "/api/responses/{response_id}", ACCESS_RESPONSE, h_response_delete},
+    {"GET", "/api/v1/responses/{response_id}/input_items", ACCESS_RESPONSE, h_response_input_items},
+    {"GET", "/api/responses/{response_id}/input_items", ACCESS_RESPONSE, h_response_input_items},
+    {"POST", "/api/v1/responses/{response_id}/cancel", ACCESS_RESPONSE, h_response_cancel},
+    {"POST", "/api/responses/{response_id}/cancel", ACCESS_RESPONSE, h_response_cancel},
 
-    {"POST", "/api/v1/conversations", h_conversations_create, false, false},
-    {"GET", "/api/v1/conversations", h_conversations_list, false, false},
-    {"GET", "/api/v1/conversations/{conversation_id}", h_conversation_get, false, false},
-    {"POST", "/api/v1/conversations/{conversation_id}", h_conversation_update, false, false},
-    {"DELETE", "/api/v1/conversations/{conversation_id}", h_conversation_delete, false, false},
-    {"GET", "/api/v1/conversations/{conversation_id}/items", h_conversation_items, false, false},
-    {"POST", "/api/v1/conversations/{conversation_id}/items", h_conversation_items_add, false,
-     false},
-    {"GET", "/api/v1/conversations/{conversation_id}/items/{item_id}", h_conversation_item, false,
-     false},
-    {"DELETE", "/api/v1/conversations/{conversation_id}/items/{item_id}",
-     h_conversation_item_delete, false, false},
+    {"POST", "/api/v1/conversations", ACCESS_CALLER, h_conversations_create},
+    {"GET", "/api/v1/conversations", ACCESS_CALLER, h_conversations_list},
+    {"GET", "/api/v1/conversations/{conversation_id}", ACCESS_SESSION, h_conversation_get},
+    {"POST", "/api/v1/conversations/{conversation_id}", ACCESS_SESSION, h_conversation_update},
+    {"DELETE", "/api/v1/conversations/{conversation_id}", ACCESS_SESSION, h_conversation_delete},
+    {"GET", "/api/v1/conversations/{conversation_id}/items", ACCESS_SESSION, h_conversation_items},
+    {"POST", "/api/v1/conversations/{conversation_id}/items", ACCESS_SESSION,
+     h_conversation_items_add},
+    {"GET", "/api/v1/conversations/{conversation_id}/items/{item_id}", ACCESS_SESSION,
+     h_conversation_item},
+    {"DELETE", "/api/v1/conversations/{conversation_id}/items/{item_id}", ACCESS_SESSION,
+     h_conversation_item_delete},
 
-    {"GET", "/api/v1/chat/sessions", h_sessions_list, false, false},
-    {"POST", "/api/v1/chat/sessions/export", h_sessions_export, false, false},
-    {"GET", "/api/v1/chat/sessions/search", h_sessions_search, false, false},
-    {"GET", "/api/v1/chat/sessions/{session_id}", h_session_get, false, false},
-    {"PATCH", "/api/v1/chat/sessions/{session_id}", h_session_patch, false, false},
-    {"GET", "/api/v1/chat/sessions/{session_id}/messages", h_session_messages, false, false},
-    {"POST", "/api/v1/chat/sessions/{session_id}/archive", h_session_archive, false, false},
-    {"POST", "/api/v1/chat/sessions/{session_id}/unarchive", h_session_unarchive, false, false},
-    {"DELETE", "/api/v1/chat/sessions/{session_id}", h_session_delete, false, false},
-    {"POST", "/api/v1/chat/sessions/{session_id}/fork", h_session_fork, false, false},
-    {"PUT", "/api/v1/chat/sessions/{session_id}/messages/{message_id}/feedback", h_message_feedback,
-     false, false},
+    {"GET", "/api/v1/chat/sessions", ACCESS_CALLER, h_sessions_list},
+    {"POST", "/api/v1/chat/sessions/export", ACCESS_CALLER, h_sessions_export},
+    {"GET", "/api/v1/chat/sessions/search", ACCESS_CALLER, h_sessions_search},
+    {"GET", "/api/v1/chat/sessions/{session_id}", ACCESS_SESSION, h_session_get},
+    {"PATCH", "/api/v1/chat/sessions/{session_id}", ACCESS_SESSION, h_session_patch},
+    {"GET", "/api/v1/chat/sessions/{session_id}/messages", ACCESS_SESSION, h_session_messages},
+    {"POST", "/api/v1/chat/sessions/{session_id}/archive", ACCESS_SESSION, h_session_archive},
+    {"POST", "/api/v1/chat/sessions/{session_id}/unarchive", ACCESS_SESSION, h_session_unarchive},
+    {"DELETE", "/api/v1/chat/sessions/{session_id}", ACCESS_SESSION, h_session_delete},
+    {"POST", "/api/v1/chat/sessions/{session_id}/fork", ACCESS_SESSION, h_session_fork},
+    {"PUT", "/api/v1/chat/sessions/{session_id}/messages/{message_id}/feedback", ACCESS_SESSION,
+     h_message_feedback},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
 
@@ -198,12 +201,7 @@ static void dispatch(struct http_req *r, int *route)
         snprintf(allow + l, sizeof allow - l, ", HEAD");
     }
 
-    if (!(hit && hit->public) && check_auth(r, &err) < 0) {
-        http_send_error(r, &err);
-        return;
-    }
-    if (hit && hit->admin && !r->user.admin) {
-        svc_err_set(&err, SVC_E_PERMISSION_DENIED, "this endpoint is for admins");
+    if (!(hit && hit->access == ACCESS_PUBLIC) && check_auth(r, &err) < 0) {
         http_send_error(r, &err);
         return;
     }
@@ -219,14 +217,15 @@ static void dispatch(struct http_req *r, int *route)
         return;
     }
 
-    /* every route, even one that ignores its body, refuses a body over max_body_bytes
-     * before it acts (413, nothing changed) */
-    if (r->content_length > 0 && http_read_body(r, &err) < 0) {
+    /* what the route names, checked once here (access.h); then every route, even one that
+     * ignores its body, refuses a body over max_body_bytes before it acts (413) */
+    match(hit->pattern, segs, nsegs, r);
+    *route = (int)(hit - routes);
+    if (access_check(r, hit->access, &err) < 0 ||
+        (r->content_length > 0 && http_read_body(r, &err) < 0)) {
         http_send_error(r, &err);
         return;
     }
-    match(hit->pattern, segs, nsegs, r);
-    *route = (int)(hit - routes);
     int rc = hit->fn(r, &err);
     if (rc < 0) {
         if (err.code == SVC_OK)

@@ -9,6 +9,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#define ZLIB_CONST /* next_in points to const bytes */
 #include <zlib.h>
 
 #include "fsio.h"
@@ -111,7 +112,7 @@ static int zip_member(const unsigned char *z, size_t n, char **out, size_t *len,
             free(buf);
             return svc_err_set(err, SVC_E_NOMEM, "zlib: inflateInit2 failed");
         }
-        zs.next_in = (unsigned char *)(z + m.data);
+        zs.next_in = (const unsigned char *)(z + m.data);
         zs.avail_in = m.csize;
         zs.next_out = (unsigned char *)buf;
         zs.avail_out = m.usize;

@@ -1450,9 +1450,9 @@ json_object *svc_config_to_json(const struct svc_config *cfg)
         const char *dot = strchr(l->name, '.');
         json_object *parent = root;
         if (dot) { /* a list in a section: its rows made the section's object above */
-            char sec[32];
-            snprintf(sec, sizeof sec, "%.*s", (int)(dot - l->name), l->name);
-            json_object_object_get_ex(root, sec, &parent);
+            char lname[32];
+            snprintf(lname, sizeof lname, "%.*s", (int)(dot - l->name), l->name);
+            json_object_object_get_ex(root, lname, &parent);
         }
         json_object_object_add(parent, dot ? dot + 1 : l->name, arr);
     }

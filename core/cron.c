@@ -76,7 +76,9 @@ static const char *parse_field(int f, const char *s, size_t len, uint64_t *bits)
             p++;
             if (!isdigit((unsigned char)*p))
                 return "bad step";
-            long st = strtol(p, (char **)&p, 10);
+            char *end;
+            long st = strtol(p, &end, 10);
+            p = end;
             if (st < 1 || st > hi)
                 return "step out of range";
             step = (int)st;

@@ -193,7 +193,7 @@ static int side_load(FILE *f, size_t n, struct side *s, struct svc_err *err)
 static void side_free(struct side *s)
 {
     for (size_t i = 0; i < s->n; i++)
-        free((char *)s->v[i].path);
+        free(s->v[i].path);
     free(s->v);
 }
 
@@ -211,14 +211,14 @@ static int join_bucket(FILE *fa, size_t na, FILE *fb, size_t nb, svc_fileset_fn 
                         : k == b.n                       ? a.v[i].path
                         : cmp_rec(&a.v[i], &b.v[k]) <= 0 ? a.v[i].path
                                                          : b.v[k].path;
-        size_t na = 0, nb = 0;
-        while (i + na < a.n && strcmp(a.v[i + na].path, p) == 0)
-            na++;
-        while (k + nb < b.n && strcmp(b.v[k + nb].path, p) == 0)
-            nb++;
-        rc = fn(ctx, p, na ? &a.v[i] : NULL, na, nb ? &b.v[k] : NULL, nb);
-        i += na;
-        k += nb;
+        size_t ca = 0, cb = 0;
+        while (i + ca < a.n && strcmp(a.v[i + ca].path, p) == 0)
+            ca++;
+        while (k + cb < b.n && strcmp(b.v[k + cb].path, p) == 0)
+            cb++;
+        rc = fn(ctx, p, ca ? &a.v[i] : NULL, ca, cb ? &b.v[k] : NULL, cb);
+        i += ca;
+        k += cb;
     }
     side_free(&a);
     side_free(&b);

@@ -19,7 +19,7 @@
 struct svc_fileset;
 
 struct svc_fileset_rec {
-    const char *path;
+    char *path; /* owned by the set */
     uint64_t bytes;
     char sha[65]; /* lower-case hex */
 };

@@ -533,8 +533,9 @@ int svc_file_remove_tree(const char *path)
 }
 
 int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s,
-                            int (*remove_one)(void *ctx, const char *id, const struct stat *sb),
-                            void *ctx)
+                            int (*remove_one)(const void *ctx, const char *id,
+                                              const struct stat *sb),
+                            const void *ctx)
 {
     double now = svc_time_now();
     struct stat sb;

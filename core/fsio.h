@@ -104,8 +104,9 @@ bool svc_file_is_spare(const char *name);
  * many files it removed. Returns the sum; errors only make it remove less. */
 struct stat;
 int svc_file_prune_old_json(const char *dir, const char *stamp, double max_age_s,
-                            int (*remove_one)(void *ctx, const char *id, const struct stat *sb),
-                            void *ctx);
+                            int (*remove_one)(const void *ctx, const char *id,
+                                              const struct stat *sb),
+                            const void *ctx);
 /* Call fn(ctx, id, path) on each regular "<id>.json" file of dir (not followed if a link);
  * a missing dir has none. */
 void svc_file_each_json(const char *dir, void (*fn)(void *ctx, const char *id, const char *path),

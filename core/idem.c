@@ -4,14 +4,16 @@
 
 #include "jsonx.h"
 #include "log.h"
+#include "query.h"
 #include "runs.h"
 
-enum svc_idem_sync svc_idem_sync_decide(const struct svc_config *cfg, const char *sid,
-                                        const char *key, json_object **record)
+enum svc_idem_sync svc_idem_sync_decide(const struct svc_config *cfg, const struct svc_user *user,
+                                        const char *sid, const char *key, json_object **record)
 {
     *record = NULL;
     /* the one place that says when a key applies: a new session or no sessions has none */
-    if (!key || !sid || !cfg->sessions.enabled)
+    if (!key || !sid || !cfg->sessions.enabled ||
+        svc_session_visible(cfg, svc_user_scope(user), sid, true, NULL) != 0)
         return SVC_IDEM_NEW_TURN;
     json_object *rec = NULL;
     struct svc_err e;

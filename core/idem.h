@@ -7,6 +7,8 @@
  *    be retried with the same key.
  *  - POST /api/chat/runs: a key already seen returns the same run whatever its state; the
  *    key is stored before the runner starts (svc_runs_spawn applies this).
+ *  - A key never replays a session the asker may not see (SPEC 14): its turn goes on to the
+ *    run's begin, which answers it as missing.
  *  - The Responses API records its runs without a key. */
 #ifndef SVC_IDEM_H
 #define SVC_IDEM_H
@@ -23,11 +25,12 @@ enum svc_idem_sync {
 };
 
 /* The decision for a synchronous turn on session sid (NULL: a new session) with key (NULL:
- * no header). With SVC_IDEM_REPLAY, *record is the stored run record (new ref, the fields
- * of svc_runs_get); otherwise *record is NULL. Never fails: a key that cannot be looked up
- * is treated as unseen. */
-enum svc_idem_sync svc_idem_sync_decide(const struct svc_config *cfg, const char *sid,
-                                        const char *key, json_object **record);
+ * no header), asked by user (user.h): a session user may not see is never replayed (its
+ * turn then answers it as missing, as the run's begin does). With SVC_IDEM_REPLAY, *record is the
+ * stored run record (new ref, the fields of svc_runs_get); otherwise *record is NULL. Never fails:
+ * a key that cannot be looked up is treated as unseen. */
+enum svc_idem_sync svc_idem_sync_decide(const struct svc_config *cfg, const struct svc_user *user,
+                                        const char *sid, const char *key, json_object **record);
 
 /* Record an ended synchronous run (failure NULL: it completed) so GET /api/chat/runs/{id}
  * answers for it: status `done`, `cancelled` (cancelled or timed out) or `error`, and under

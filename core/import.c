@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,12 +249,17 @@ static const char *path_sid(const char *rel, size_t *n)
     return *n ? sid : NULL;
 }
 
-static void fail_sess(struct svc_idrec *s, const char *fmt, const char *a, const char *b)
+static void fail_sess(struct svc_idrec *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void fail_sess(struct svc_idrec *s, const char *fmt, ...)
 {
     if (s->state == S_FAIL)
         return;
     char why[600];
-    snprintf(why, sizeof why, fmt, a, b);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
     svc_idrec_set(s, S_FAIL, why);
 }
 
@@ -790,12 +796,12 @@ static void place(struct job *j, struct svc_idrec *s)
     struct svc_err e;
     if (svc_sess_open_store(&j->stg, s->id, &hs, &e) != 0 ||
         svc_sess_open_store(&j->st, s->id, &ho, &e) != 0) {
-        fail_sess(s, "staging: %s%s", e.message, "");
+        fail_sess(s, "staging: %s", e.message);
         goto out;
     }
     const char *staged = hs.dir, *final = ho.dir;
     if (svc_mkdirs(staged, 0755, &e) != 0 || svc_sess_lock(&hs, true, &e) != 0) {
-        fail_sess(s, "staging: %s%s", e.message, "");
+        fail_sess(s, "staging: %s", e.message);
         goto out;
     }
     struct stat lst;
@@ -805,26 +811,25 @@ static void place(struct job *j, struct svc_idrec *s)
             if (errno == EEXIST) {
                 svc_idrec_set(s, S_SKIP, "exists (created meanwhile)");
             } else {
-                fail_sess(s, "rename into place: %s%s", strerror(errno), "");
+                fail_sess(s, "rename into place: %s", strerror(errno));
             }
             goto out;
         }
     } else {
         if (!S_ISDIR(lst.st_mode)) {
-            fail_sess(s, "the existing %s<id> is not a directory; left alone%s",
-                      svc_store_name(SVC_F_DIR), "");
+            fail_sess(s, "the existing %s<id> is not a directory; left alone",
+                      svc_store_name(SVC_F_DIR));
             goto out;
         }
         if (svc_lock_run_try(final, &orl, &e) != 0 || svc_sess_lock(&ho, true, &e) != 0) {
-            fail_sess(s, "%s%s",
+            fail_sess(s, "%s",
                       e.code == SVC_E_SESSION_BUSY ? "a run is in progress on the existing session"
-                                                   : e.message,
-                      "");
+                                                   : e.message);
             goto out;
         }
         /* one atomic swap: readers see the old session or the new one, never a mix */
         if (swap_into_place(j, s->id, staged, final) != 0) {
-            fail_sess(s, "swap into place: %s%s", strerror(errno), "");
+            fail_sess(s, "swap into place: %s", strerror(errno));
             goto out;
         }
     }

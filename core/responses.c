@@ -231,7 +231,7 @@ out:
     return rc;
 }
 
-static int remove_old_response(void *ctx, const char *id, const struct stat *sb)
+static int remove_old_response(const void *ctx, const char *id, const struct stat *sb)
 {
     if (!svc_responses_id_valid(id) && !key_name_valid(id))
         return 0;

@@ -19,6 +19,7 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "query.h"
 #include "store.h"
 #include "util.h"
 
@@ -298,13 +299,15 @@ static json_object *spawn_answer(json_object *rec)
     return o;
 }
 
-/* The run an Idempotency-Key already names, answered as its spawn was: true with *out set. */
-static bool idem_replay(const struct svc_config *cfg, const char *sid, const char *key,
-                        json_object **out)
+/* The run an Idempotency-Key already names, answered as its spawn was: true with *out set.
+ * Never for a session the asker may not see (idem.h): the begin answers it as missing. */
+static bool idem_replay(const struct svc_config *cfg, const struct svc_run_request *req,
+                        const char *key, json_object **out)
 {
     char existing[80];
     json_object *rec = NULL;
-    if (idem_lookup(cfg, sid, key, existing, sizeof existing) != 0 ||
+    if (svc_session_visible(cfg, svc_user_scope(req->user), req->session_id, true, NULL) != 0 ||
+        idem_lookup(cfg, req->session_id, key, existing, sizeof existing) != 0 ||
         svc_runs_get(cfg, existing, &rec, NULL) != 0)
         return false;
     *out = spawn_answer(rec);
@@ -360,7 +363,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "asynchronous runs need sessions.enabled: true");
-    if (idem_key && req->session_id && idem_replay(cfg, req->session_id, idem_key, out)) {
+    if (idem_key && req->session_id && idem_replay(cfg, req, idem_key, out)) {
         *replayed = true;
         return 0;
     }
@@ -694,7 +697,7 @@ static void remove_run_files(const struct svc_config *cfg, const char *id)
     }
 }
 
-static int remove_old_run(void *ctx, const char *id, const struct stat *sb)
+static int remove_old_run(const void *ctx, const char *id, const struct stat *sb)
 {
     const struct svc_config *cfg = ctx;
     if (strncmp(id, "idem-", 5) == 0) {
@@ -723,7 +726,7 @@ int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
     char *stamp = dir ? svc_path_join(dir, ".pruned") : NULL;
     int removed = 0;
     if (dir && stamp)
-        removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_run, (void *)cfg);
+        removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_run, cfg);
     free(dir);
     free(stamp);
     return removed;

@@ -218,7 +218,7 @@ static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
 static struct {
     char *sid;
     bool sees;
-} seen;
+} sees_memo;
 
 /* svc_sees(owner, sid): whether scope owner sees session sid, by its summary in the listing
  * (another user's session is not there for this one, SPEC 14). */
@@ -231,14 +231,14 @@ static void sql_sees(sqlite3_context *ctx, int n, sqlite3_value **v)
         sqlite3_result_int(ctx, 0);
         return;
     }
-    if (!seen.sid || strcmp(seen.sid, sid) != 0) {
+    if (!sees_memo.sid || strcmp(sees_memo.sid, sid) != 0) {
         json_object *sum = svc_index_summary(sid);
-        free(seen.sid);
-        seen.sid = svc_xstrdup(sid);
-        seen.sees = sum && svc_user_sees(owner, sum);
+        free(sees_memo.sid);
+        sees_memo.sid = svc_xstrdup(sid);
+        sees_memo.sees = sum && svc_user_sees(owner, sum);
         json_object_put(sum);
     }
-    sqlite3_result_int(ctx, seen.sees);
+    sqlite3_result_int(ctx, sees_memo.sees);
 }
 
 /* ---- the snippet: SNIP_WORDS words around the best cluster of matches, one tokenizing ---- */
@@ -1285,8 +1285,8 @@ static int run_query(const struct svc_store *store, const char *match,
                      struct svc_err *err)
 {
     sqlite3_stmt *st = NULL;
-    free(seen.sid); /* one owner a query */
-    seen.sid = NULL;
+    free(sees_memo.sid); /* one owner a query */
+    sees_memo.sid = NULL;
     if (page_stmt(match, q, offset, &st) != 0)
         return db_fail("search", err);
     json_object *results = json_object_new_array();

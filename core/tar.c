@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#define ZLIB_CONST /* next_in points to const bytes */
 #include <zlib.h>
 
 #define BLOCK 512
@@ -50,7 +51,7 @@ struct svc_tarw {
 
 static int z_feed(struct svc_tarw *w, const void *data, size_t len, int flush, struct svc_err *err)
 {
-    w->z.next_in = (Bytef *)data;
+    w->z.next_in = data;
     w->z.avail_in = (uInt)len;
     for (;;) {
         w->z.next_out = w->obuf;

@@ -29,6 +29,7 @@ static void setup(void)
     snprintf(file, sizeof file, "%s/export.zip", work);
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); /* libFuzzer calls it */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg.home)

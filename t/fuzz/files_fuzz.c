@@ -39,6 +39,7 @@ static void setup(void)
     svc_mkdirs(p, 0755, NULL);
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); /* libFuzzer calls it */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg.sessions.root)

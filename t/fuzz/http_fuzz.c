@@ -29,6 +29,7 @@ static char *field(const char **p, const char *end)
     return s;
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); /* libFuzzer calls it */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg.sessions.root) {
@@ -44,6 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char *method = field(&p, end), *uri = field(&p, end), *key = field(&p, end),
          *sid = field(&p, end);
     size_t blen = (size_t)(end - p);
+    char *body = NULL;
     if (strcmp(method, "POST") == 0 && strstr(uri, "/runs") && !strstr(uri, "/cancel"))
         goto out; /* would fork a detached runner */
     setenv("REQUEST_METHOD", method, 1);
@@ -62,7 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char len[32];
     snprintf(len, sizeof len, "%zu", blen);
     setenv("CONTENT_LENGTH", len, 1);
-    FILE *in = fmemopen((void *)(blen ? p : "x"), blen ? blen : 1, "r");
+    body = malloc(blen ? blen : 1); /* fmemopen takes a writable buffer */
+    if (body)
+        memcpy(body, blen ? p : "x", blen ? blen : 1);
+    FILE *in = body ? fmemopen(body, blen ? blen : 1, "r") : NULL;
     if (!in)
         goto out;
     FILE *saved = stdin;
@@ -75,6 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     stdin = saved;
     fclose(in);
 out:
+    free(body);
     free(method);
     free(uri);
     free(key);

@@ -137,6 +137,7 @@ static void import_once(const char *bundle, bool overwrite, bool dry)
     svc_import_report_free(&rep);
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); /* libFuzzer calls it */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg.sessions.root)

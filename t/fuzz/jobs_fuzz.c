@@ -55,6 +55,7 @@ static void setup(void)
     snprintf(state, sizeof state, "%s/state.json", p);
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); /* libFuzzer calls it */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!cfg.home)

@@ -8,6 +8,7 @@
 
 #include "jsonx.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size); /* libFuzzer calls it */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     json_object *o = NULL;

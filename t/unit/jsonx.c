@@ -80,7 +80,7 @@ static void python_float_repr(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[64];
         svc_json_format_double(cases[i].d, out, sizeof out);
-        is_str(out, cases[i].want, "double written as Python's repr: %s", cases[i].want);
+        is_str(out, cases[i].want, "double written as Python's repr: %.17g", cases[i].d);
     }
 }
 

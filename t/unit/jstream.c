@@ -37,12 +37,14 @@ static int on_elem(void *ctx, size_t i, json_object *v)
 static int run(const char *text, struct seen *s)
 {
     memset(s, 0, sizeof *s);
-    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    char *copy = strdup(text); /* fmemopen takes a writable buffer */
+    FILE *f = fmemopen(copy, strlen(copy), "r");
     struct svc_jstream_fns fns = {
         .member = on_member, .each = "files", .element = on_elem, .ctx = s};
     struct svc_err err;
     int rc = svc_jstream_object(f, 1024, &fns, &err);
     fclose(f);
+    free(copy);
     return rc;
 }
 

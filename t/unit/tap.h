@@ -9,6 +9,7 @@
 #include <string.h>
 
 static int tap_n, tap_fail;
+static int tap_ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int tap_ok(int cond, const char *fmt, ...)
 {
     va_list ap;
