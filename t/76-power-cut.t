@@ -72,7 +72,7 @@ my $J = JSON::PP->new->utf8->canonical;
 
 # ---- a first run cut before its first message ----
 {
-    my $t = tempdir('svc-t75-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $t = tempdir('svc-t76-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     SvcTest::write_file("$t/agents.yaml", "sessions:\n  fsync: true\n");
     local $ENV{SVC_HOME} = $t;
     local $ENV{SVC_CONFIG} = "$t/agents.yaml";
@@ -98,7 +98,7 @@ my $J = JSON::PP->new->utf8->canonical;
 {
     my $why = PowerCut::unavailable();
     die "pcfs cannot run here: $why\n" if $why;
-    my $t = tempdir('svc-t75-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    my $t = tempdir('svc-t76-XXXXXX', TMPDIR => 1, CLEANUP => 1);
     my $svc = SvcTest::build() . '/svc';
     mkdir $_ for "$t/src", "$t/backing", "$t/mnt";
     SvcTest::write_file("$t/agents.yaml", "sessions:\n  fsync: true\n  shared: off\n");
