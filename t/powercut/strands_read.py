@@ -3,7 +3,8 @@
 
     STRANDS_SRC=/path/to/sdk-python/src python3 t/powercut/strands_read.py ROOT
 
-STRANDS_SRC names a local copy of the SDK's source (the directory holding strands/); the
+STRANDS_SRC names a local copy of the SDK's source (the directory holding strands/, or the
+checkout holding src/strands/); the
 tree's t/strands/stubs, when there, stands in for third-party modules Debian lacks. For each
 session_<id>/ under ROOT the SDK's FileSessionManager reads session.json, then each agent's
 agent.json and all its messages, as a restore does (its repository methods, called on the
@@ -17,7 +18,10 @@ import sys
 
 here = os.path.dirname(os.path.abspath(__file__))
 stubs = os.path.join(here, "..", "strands", "stubs")
-sys.path[:0] = [p for p in (stubs, os.environ["STRANDS_SRC"]) if os.path.isdir(p)]
+src = os.environ["STRANDS_SRC"]
+if os.path.isdir(os.path.join(src, "src", "strands")):
+    src = os.path.join(src, "src")
+sys.path[:0] = [p for p in (stubs, src) if os.path.isdir(p)]
 from strands.session.file_session_manager import FileSessionManager  # noqa: E402
 
 root = sys.argv[1]
