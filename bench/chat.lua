@@ -6,6 +6,7 @@
 -- existing sessions. POOL well above the connections per thread keeps 409 session_busy rare.
 -- With a 4th arg "gen" the pool's ids are "<tag><k>" with k zero-padded to 6 digits, the
 -- names bench/gen_sessions.c gives (turns on pre-generated sessions of a known length).
+-- A 5th arg is the message instead of "hi" (no quotes or backslashes: "/tool ext {}").
 -- Prints the first non-2xx answer of each thread ("first error: ...") at the end.
 local threads = {}
 
@@ -19,6 +20,7 @@ function init(args)
   path = args[2] or "/api/chat"
   pool = tonumber(args[3] or "0") or 0
   gen = args[4] == "gen"
+  content = args[5] or "hi"
   counter = 0
   errors = 0
   errbody = nil
@@ -36,7 +38,7 @@ function request()
   else
     sid = string.format("%s-t%d-%d", tag, tid, counter)
   end
-  local body = '{"session_id":"' .. sid .. '","messages":[{"role":"user","content":"hi"}]}'
+  local body = '{"session_id":"' .. sid .. '","messages":[{"role":"user","content":"' .. content .. '"}]}'
   return wrk.format("POST", path, headers, body)
 end
 

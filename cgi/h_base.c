@@ -114,8 +114,7 @@ int h_jobs(struct http_req *r, struct svc_err *err)
 
 int h_extensions(struct http_req *r, struct svc_err *err)
 {
-    json_object *out = json_object_new_object();
-    svc_json_set(out, "extensions", svc_tools_list(r->cfg));
+    json_object *out = svc_tools_list(r->cfg, r->user.id, r->user.admin);
     http_send_json(r, 200, out);
     json_object_put(out);
     (void)err;

@@ -45,6 +45,8 @@ struct resp_in {
     const char *prev_id;      /* borrowed */
     const char *instructions; /* borrowed */
     json_object *metadata;    /* borrowed */
+    json_object *mcp;         /* owned: the "type": "mcp" tools as run specs (toolsin.h) */
+    json_object *mcp_shown;   /* owned: the same as the response echoes them */
     bool store, background;
 };
 
@@ -54,6 +56,8 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->prev);
     json_object_put(in->branch);
     json_object_put(in->items);
+    json_object_put(in->mcp);
+    json_object_put(in->mcp_shown);
 }
 
 /* An input item as input_items lists it: typed, with an id, message text as parts. */
@@ -232,6 +236,9 @@ static json_object *results_of(json_object *msgs, size_t end)
         svc_json_set_str(r, "call_id", svc_json_str(m, "tool_call_id", ""));
         svc_json_set_str(r, "output", svc_json_str(m, "content", ""));
         svc_json_set_str(r, "param", svc_json_str(m, "param", "input"));
+        json_object *approve = NULL;
+        if (json_object_object_get_ex(m, "approve", &approve))
+            svc_json_set(r, "approve", json_object_get(approve));
         json_object_array_add(out, r);
     }
     return out;
@@ -266,6 +273,64 @@ static int message_in(json_object *item, size_t i, json_object *msgs, struct svc
     return 0;
 }
 
+/* An mcp_approval_response item (SPEC 16) as the answer to the call it approves or declines:
+ * a role "tool" message with "approve", like a function_call_output. */
+static int approval_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *id = NULL;
+    bool approve = false;
+    char p[96], q[96];
+    snprintf(p, sizeof p, "input[%zu].approval_request_id", i);
+    snprintf(q, sizeof q, "input[%zu].approve", i);
+    json_object *v = NULL;
+    if (http_field_str(item, "approval_request_id", p, true, &id, err) < 0)
+        return -1;
+    if (!json_object_object_get_ex(item, "approve", &v) ||
+        !json_object_is_type(v, json_type_boolean))
+        return svc_err_setp(err, v ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, q,
+                            "'%s' must be true or false", q);
+    approve = json_object_get_boolean(v);
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", "tool");
+    svc_json_set_str(m, "tool_call_id", strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id);
+    svc_json_set_bool(m, "approve", approve);
+    svc_json_set_str(m, "param", p);
+    json_object_array_add(msgs, m);
+    return 0;
+}
+
+/* An mcp_call item a client sends back (a stateless history): the call and its result, as
+ * a function_call and its output. */
+static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
+{
+    const char *label = NULL, *name = NULL, *id = NULL;
+    char p[96], *full = NULL;
+    snprintf(p, sizeof p, "input[%zu].server_label", i);
+    if (http_field_str(item, "server_label", p, true, &label, err) < 0)
+        return -1;
+    snprintf(p, sizeof p, "input[%zu].name", i);
+    if (http_field_str(item, "name", p, true, &name, err) < 0)
+        return -1;
+    snprintf(p, sizeof p, "input[%zu].id", i);
+    if (http_field_str(item, "id", p, true, &id, err) < 0)
+        return -1;
+    json_object *call = svc_json_copy(item), *out = json_object_new_object();
+    svc_xasprintf(&full, "%s__%s", label, name);
+    svc_json_set_str(call, "name", full);
+    svc_json_set_str(call, "call_id", id);
+    svc_json_set_str(out, "call_id", id);
+    const char *error = svc_json_str(item, "error", NULL);
+    svc_json_set_str(out, "output", error ? error : svc_json_str(item, "output", ""));
+    int rc =
+        function_call_item(call, i, msgs, err) < 0 || function_output_item(out, i, msgs, err) < 0
+            ? -1
+            : 0;
+    free(full);
+    json_object_put(call);
+    json_object_put(out);
+    return rc;
+}
+
 /* One input item appended to msgs as chat messages, by its type. */
 static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
@@ -279,8 +344,13 @@ static int item_in(json_object *item, size_t i, json_object *msgs, struct svc_er
         return -1;
     if (!type || strcmp(type, "message") == 0)
         return message_in(item, i, msgs, err);
-    if (strcmp(type, "item_reference") == 0)
-        return 0;
+    if (strcmp(type, "item_reference") == 0 || strcmp(type, "mcp_list_tools") == 0 ||
+        strcmp(type, "mcp_approval_request") == 0)
+        return 0; /* what the session holds, or a listing (SPEC 16) */
+    if (strcmp(type, "mcp_approval_response") == 0)
+        return approval_item(item, i, msgs, err);
+    if (strcmp(type, "mcp_call") == 0)
+        return mcp_call_item(item, i, msgs, err);
     if (strcmp(type, "function_call") == 0)
         return function_call_item(item, i, msgs, err);
     if (strcmp(type, "function_call_output") == 0)
@@ -393,6 +463,22 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
+/* A server whose tools the previous response had was listed then or before (SPEC 16: once
+ * per server and conversation): no mcp_list_tools item again. */
+static void mcp_listed_before(struct resp_in *in)
+{
+    json_object *tools = svc_json_arr(in->prev, "tools");
+    for (size_t i = 0; in->mcp && i < json_object_array_length(in->mcp); i++) {
+        json_object *spec = json_object_array_get_idx(in->mcp, i);
+        for (size_t k = 0; tools && k < json_object_array_length(tools); k++) {
+            json_object *t = json_object_array_get_idx(tools, k);
+            if (strcmp(svc_json_str(t, "type", ""), "mcp") == 0 &&
+                strcmp(svc_json_str(t, "server_label", ""), svc_json_str(spec, "label", "")) == 0)
+                svc_json_set_bool(spec, "listed", true);
+        }
+    }
+}
+
 /* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
 static int parse_truncation(struct resp_in *in, struct svc_err *err)
 {
@@ -448,7 +534,8 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         http_field_int_opt(b, "max_output_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens,
                            err) < 0 ||
         parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
-        toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0)
+        toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        toolsin_mcp(r->cfg, &r->user, b, &in->mcp, &in->mcp_shown, err) < 0)
         return -1;
     json_object_object_get_ex(b, "input", &input);
     if (parse_input(in, input, err) < 0 || parse_truncation(in, err) < 0)
@@ -459,10 +546,10 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                             "'store': false runs without a session: send the whole input instead "
                             "of '%s'",
                             conv ? "conversation" : "previous_response_id");
-    if (in->background && (!in->store || in->t.tools))
+    if (in->background && (!in->store || in->t.tools || in->mcp))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "background",
                             "'background': true is stored and polled: it takes neither "
-                            "'store': false nor client 'tools'");
+                            "'store': false nor client or mcp 'tools'");
     if (in->background && !r->cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED,
                            "background responses need sessions.enabled: true");
@@ -480,6 +567,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
             return -1;
         }
         in->t.sid = svc_json_str(in->prev, "session_id", NULL);
+        mcp_listed_before(in);
     }
     if (!in->t.sid)
         in->t.sid = conv;
@@ -564,8 +652,99 @@ static json_object *function_call_out(json_object *tc, bool done)
     return o;
 }
 
-/* The output of an ended run: the message (a streamed one always: its events went out at
- * index 0), then a function_call item per client tool call awaiting its result. */
+/* The request's remote MCP server a tool name ("<label>__<tool>") belongs to: its label
+ * (borrowed), *tool the bare name; NULL when none. */
+static const char *mcp_label_of(const struct resp_ctx *c, const char *name, const char **tool)
+{
+    const char *sep = strstr(name, "__");
+    for (size_t i = 0; sep && c->in->mcp && i < json_object_array_length(c->in->mcp); i++) {
+        const char *label = svc_json_str(json_object_array_get_idx(c->in->mcp, i), "label", "");
+        if (strlen(label) == (size_t)(sep - name) && strncmp(label, name, strlen(label)) == 0)
+            return *tool = sep + 2, label;
+    }
+    return NULL;
+}
+
+/* The mcp_approval_request item of a call awaiting approval (SPEC 16). */
+static json_object *approval_out(json_object *tc, const char *label, const char *tool)
+{
+    json_object *fn = svc_json_obj(tc, "function"), *o = json_object_new_object();
+    char id[160];
+    snprintf(id, sizeof id, "mcpr_%s", svc_json_str(tc, "id", ""));
+    svc_json_set_str(o, "id", id);
+    svc_json_set_str(o, "type", "mcp_approval_request");
+    svc_json_set_str(o, "arguments", svc_json_str(fn, "arguments", "{}"));
+    svc_json_set_str(o, "name", tool);
+    svc_json_set_str(o, "server_label", label);
+    return o;
+}
+
+/* The mcp_call item of a call the run made (its tool_result event; the arguments from its
+ * tool_start). */
+static json_object *mcp_call_out(json_object *events, json_object *ev, const char *label,
+                                 const char *tool)
+{
+    const char *id = svc_json_str(ev, "call_id", "");
+    json_object *o = json_object_new_object();
+    char buf[160];
+    snprintf(buf, sizeof buf, "mcp_%s", id);
+    svc_json_set_str(o, "id", buf);
+    svc_json_set_str(o, "type", "mcp_call");
+    snprintf(buf, sizeof buf, "mcpr_%s", id);
+    svc_json_set_str(o, "approval_request_id", svc_json_bool(ev, "approved", false) ? buf : NULL);
+    for (size_t i = 0; i < json_object_array_length(events); i++) {
+        json_object *st = json_object_array_get_idx(events, i);
+        if (strcmp(svc_json_str(st, "type", ""), "tool_start") == 0 &&
+            strcmp(svc_json_str(st, "call_id", ""), id) == 0) {
+            char *args = svc_json_dump_compact(svc_json_obj(st, "arguments"));
+            svc_json_set_str(o, "arguments", args);
+            free(args);
+        }
+    }
+    svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
+    svc_json_set_str(o, "name", tool);
+    svc_json_set_str(o, "output", svc_json_str(ev, "content", NULL));
+    svc_json_set_str(o, "server_label", label);
+    svc_json_set_str(o, "status", svc_json_bool(ev, "ok", false) ? "completed" : "failed");
+    return o;
+}
+
+/* The MCP items of a run (SPEC 16), in order: each server's mcp_list_tools, each call's
+ * mcp_call. */
+static void mcp_items(const struct resp_ctx *c, const struct svc_run_answer *a, json_object *out)
+{
+    const char *tool = NULL, *label;
+    for (size_t i = 0; c->in->mcp && i < json_object_array_length(a->events); i++) {
+        json_object *ev = json_object_array_get_idx(a->events, i);
+        const char *type = svc_json_str(ev, "type", "");
+        if (strcmp(type, "mcp_list_tools") == 0) {
+            char id[160];
+            json_object *o = json_object_new_object();
+            snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, svc_json_str(ev, "server_label", ""));
+            svc_json_set_str(o, "id", id);
+            svc_json_set_str(o, "type", "mcp_list_tools");
+            svc_json_set_str(o, "server_label", svc_json_str(ev, "server_label", ""));
+            svc_json_set(o, "tools", json_object_get(svc_json_arr(ev, "tools")));
+            svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
+            json_object_array_add(out, o);
+        } else if (strcmp(type, "tool_result") == 0 &&
+                   (label = mcp_label_of(c, svc_json_str(ev, "tool", ""), &tool))) {
+            json_object_array_add(out, mcp_call_out(a->events, ev, label, tool));
+        }
+    }
+}
+
+/* A call the run ended on: a function_call item, or an mcp_approval_request item. */
+static json_object *call_out(const struct resp_ctx *c, json_object *tc)
+{
+    const char *tool = NULL;
+    const char *label =
+        mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool);
+    return label ? approval_out(tc, label, tool) : function_call_out(tc, true);
+}
+
+/* The output of an ended run: the MCP items, the message, then an item per call awaiting its
+ * result or approval. A stream has its message first: its events went out at index 0. */
 static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
                                  const struct svc_err *failure)
 {
@@ -574,10 +753,14 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
     bool has_text = text && *text;
+    if (!c->in->t.stream)
+        mcp_items(c, a, output);
     if ((!failure || has_text) && (c->in->t.stream || nc == 0 || has_text))
         json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
+    if (c->in->t.stream)
+        mcp_items(c, a, output);
     for (size_t i = 0; i < nc; i++)
-        json_object_array_add(output, function_call_out(json_object_array_get_idx(calls, i), true));
+        json_object_array_add(output, call_out(c, json_object_array_get_idx(calls, i)));
     return output;
 }
 
@@ -632,7 +815,10 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set(textcfg, "format", fmt);
     svc_json_set(o, "text", textcfg);
     svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
-    svc_json_set(o, "tools", tools_shown(in->t.tools));
+    json_object *tools = tools_shown(in->t.tools);
+    for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
+        json_object_array_add(tools, json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
+    svc_json_set(o, "tools", tools);
     svc_json_set(o, "top_p", NULL);
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
     svc_json_set(o, "usage", ended ? usage_of(a.prompt_tokens, a.completion_tokens) : NULL);
@@ -784,16 +970,42 @@ static int emit_calls(struct resp_ctx *c)
 {
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    json_object *calls = a.client_calls;
+    json_object *calls = a.client_calls, *mcp = json_object_new_array();
+    mcp_items(c, &a, mcp); /* then the MCP items (SPEC 16), each added and done */
     for (size_t i = 0; i < json_object_array_length(calls); i++) {
         json_object *tc = json_object_array_get_idx(calls, i);
+        const char *tool = NULL;
+        if (mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool))
+            json_object_array_add(mcp, call_out(c, tc));
+    }
+    size_t nm = json_object_array_length(mcp), at = 1;
+    for (size_t i = 0; i < nm; i++, at++) {
+        json_object *objs[2] = {json_object_new_object(), json_object_new_object()};
+        for (int k = 0; k < 2; k++) {
+            svc_json_set_int(objs[k], "output_index", (int64_t)at);
+            svc_json_set(objs[k], "item", json_object_get(json_object_array_get_idx(mcp, i)));
+        }
+        static const char *const types[] = {"response.output_item.added",
+                                            "response.output_item.done"};
+        if (emit_seq(c, 2, types, objs) < 0) {
+            json_object_put(mcp);
+            return -1;
+        }
+    }
+    json_object_put(mcp);
+    for (size_t i = 0; i < json_object_array_length(calls); i++) {
+        json_object *tc = json_object_array_get_idx(calls, i);
+        const char *tool = NULL;
+        if (mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool))
+            continue;
         json_object *item = function_call_out(tc, true);
         const char *args = svc_json_str(item, "arguments", "{}");
         json_object *objs[4];
         for (int k = 0; k < 4; k++) {
             objs[k] = json_object_new_object();
-            svc_json_set_int(objs[k], "output_index", (int64_t)i + 1);
+            svc_json_set_int(objs[k], "output_index", (int64_t)at);
         }
+        at++;
         svc_json_set(objs[0], "item", function_call_out(tc, false));
         svc_json_set_str(objs[1], "item_id", svc_json_str(item, "id", ""));
         svc_json_set_str(objs[1], "delta", args);
@@ -945,6 +1157,7 @@ static struct svc_run_request run_request_of(struct http_req *r, const struct re
     req.user = &r->user;
     req.stateless = !in->store;
     req.no_truncation = in->no_truncation;
+    req.mcp_tools = in->mcp;
     return req;
 }
 

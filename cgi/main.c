@@ -56,6 +56,7 @@
 #include "held.h"
 #include "http.h"
 #include "log.h"
+#include "mcp.h"
 #include "metrics.h"
 #include "query.h"
 #include "session.h"
@@ -640,6 +641,7 @@ static pid_t spawn_worker(const struct pool *pl, struct svc_config *cfg, unsigne
         held_attach(slot);
         /* only a unix socket we unlink has a queue that stops growing: drain it */
         int rc = worker_main(pl->listen_fd, cfg, master, pl->own && pl->unix_path, pl->log_path);
+        svc_mcp_stop_all(); /* a worker's MCP servers end with it (SPEC 16) */
         svc_config_free(cfg);
         exit(rc); /* exit, not _exit: LeakSanitizer runs at exit in asan builds */
     }
@@ -1165,6 +1167,7 @@ int main(int argc, char **argv)
         rc = serve_cgi(&cfg, NULL);
     else if ((rc = pool_open(&pl, &o, &cfg)) == 0)
         rc = pool_run(&pl, &cfg, &o, uid, gid);
+    svc_mcp_stop_all();
     pool_close(&pl);
     svc_config_free(&cfg);
     return rc;

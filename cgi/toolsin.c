@@ -1,10 +1,13 @@
 #include "toolsin.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "http.h"
 #include "jsonx.h"
+#include "mcp.h"
+#include "util.h"
 
 /* One tool: {name, description, parameters} appended to out. */
 static int tool_one(json_object *t, size_t i, bool nested, json_object *out, struct svc_err *err)
@@ -18,9 +21,11 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, str
     snprintf(q, sizeof q, "%s.type", p);
     if (http_field_str(t, "type", q, true, &type, err) < 0)
         return -1;
+    if (!nested && strcmp(type, "mcp") == 0)
+        return 0; /* toolsin_mcp reads it */
     if (strcmp(type, "function") != 0)
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
-                            "'%s' must be function: svc takes function tools only", q);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be function%s", q,
+                            nested ? "" : " or mcp");
     if (nested) {
         snprintf(q, sizeof q, "%s.function", p);
         if (http_field_obj(t, "function", q, true, &fn, err) < 0)
@@ -101,6 +106,217 @@ int toolsin_parse(json_object *body, bool nested, json_object **tools, const cha
             json_object_put(out);
             return -1;
         }
-    *tools = out;
+    if (json_object_array_length(out) == 0)
+        json_object_put(out);
+    else
+        *tools = out;
+    return 0;
+}
+
+/* ---- remote MCP servers (SPEC 16) ---- */
+
+/* A list of tool names, or {"tool_names": [...]}: a new array of the names. */
+static int mcp_names(json_object *v, const char *param, json_object **out, struct svc_err *err)
+{
+    json_object *names = v;
+    *out = NULL;
+    if (json_object_is_type(v, json_type_object)) {
+        json_object_object_foreach(v, k, val)
+        {
+            (void)val;
+            if (strcmp(k, "tool_names") != 0)
+                return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                                    "'%s' takes tool_names only (not %.32s)", param, k);
+        }
+        names = NULL;
+        json_object_object_get_ex(v, "tool_names", &names);
+    }
+    if (!json_object_is_type(names, json_type_array))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                            "'%s' must be a list of tool names or {\"tool_names\": [...]}", param);
+    for (size_t i = 0; i < json_object_array_length(names); i++)
+        if (!json_object_is_type(json_object_array_get_idx(names, i), json_type_string))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must list strings", param);
+    *out = json_object_get(names);
+    return 0;
+}
+
+/* require_approval: "always", "never" or {"always": names, "never": names} (the rest
+ * always) as {"default", "always", "never"}. */
+static int mcp_approval(json_object *t, const char *p, json_object *spec, struct svc_err *err)
+{
+    char q[128];
+    json_object *v = NULL, *ap = json_object_new_object();
+    snprintf(q, sizeof q, "%s.require_approval", p);
+    svc_json_set(spec, "approval", ap);
+    svc_json_set_str(ap, "default", "always");
+    if (!json_object_object_get_ex(t, "require_approval", &v) || !v)
+        return 0;
+    if (json_object_is_type(v, json_type_string)) {
+        const char *s = json_object_get_string(v);
+        if (strcmp(s, "always") != 0 && strcmp(s, "never") != 0)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
+                                "'%s' must be always, never or a filter", q);
+        svc_json_set_str(ap, "default", s);
+        return 0;
+    }
+    if (!json_object_is_type(v, json_type_object))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be always, never or a filter",
+                            q);
+    json_object_object_foreach(v, k, val)
+    {
+        char r[160];
+        json_object *names = NULL;
+        snprintf(r, sizeof r, "%s.%.16s", q, k);
+        if (strcmp(k, "always") != 0 && strcmp(k, "never") != 0)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, r, "'%s' is not always or never", r);
+        if (mcp_names(val, r, &names, err) < 0)
+            return -1;
+        svc_json_set(ap, k, names);
+    }
+    return 0;
+}
+
+/* The headers of a remote server: headers (an object of strings) and authorization. */
+static int mcp_headers(json_object *t, const char *p, json_object *spec, struct svc_err *err)
+{
+    char q[128];
+    json_object *h = NULL, *out = json_object_new_object();
+    const char *auth = NULL;
+    svc_json_set(spec, "headers", out);
+    snprintf(q, sizeof q, "%s.headers", p);
+    if (http_field_obj(t, "headers", q, false, &h, err) < 0)
+        return -1;
+    if (!h)
+        h = out; /* none: an empty object to walk */
+    json_object_object_foreach(h, k, v)
+    {
+        if (!json_object_is_type(v, json_type_string) || strchr(json_object_get_string(v), '\n') ||
+            strchr(json_object_get_string(v), '\r') ||
+            strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                      "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(k))
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
+                                "'%s' must map header names to one-line strings", q);
+        svc_json_set_str(out, k, json_object_get_string(v));
+    }
+    snprintf(q, sizeof q, "%s.authorization", p);
+    if (http_field_str(t, "authorization", q, false, &auth, err) < 0)
+        return -1;
+    if (auth && (strchr(auth, '\n') || strchr(auth, '\r')))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be one line", q);
+    if (auth) {
+        char *b = NULL;
+        svc_xasprintf(&b, "Bearer %s", auth);
+        svc_json_set_str(out, "Authorization", b);
+        free(b);
+    }
+    return 0;
+}
+
+/* The server a tool names: a URL under mcp.remote_allow, or a configured server u may use. */
+static int mcp_where(const struct svc_config *cfg, const struct svc_user *u, json_object *t,
+                     const char *p, json_object *spec, struct svc_err *err)
+{
+    char q[128];
+    const char *label = NULL, *url = NULL;
+    snprintf(q, sizeof q, "%s.server_label", p);
+    if (http_field_str(t, "server_label", q, true, &label, err) < 0)
+        return -1;
+    size_t n = strlen(label);
+    if (n < 1 || n > 32 || strstr(label, "__") ||
+        strspn(label, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") != n)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
+                            "'%s' must be 1 to 32 letters, digits, '_' or '-' (no \"__\")", q);
+    svc_json_set_str(spec, "label", label);
+    const struct svc_mcp_server *conf = NULL;
+    for (size_t i = 0; i < cfg->nmcp_servers; i++)
+        if (strcmp(cfg->mcp_servers[i].name, label) == 0 &&
+            svc_mcp_usable(&cfg->mcp_servers[i], u->id))
+            conf = &cfg->mcp_servers[i];
+    snprintf(q, sizeof q, "%s.server_url", p);
+    if (http_field_str(t, "server_url", q, false, &url, err) < 0)
+        return -1;
+    if (url && conf)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
+                            "'%s' names a configured MCP server: leave out '%s' to use it", label,
+                            q);
+    if (url && !svc_mcp_url_allowed(cfg->mcp.remote_allow, url))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
+                            "'%s' is not under mcp.remote_allow: svc calls only the MCP servers "
+                            "its operator allowed",
+                            q);
+    if (!url && !conf)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
+                            "'%s' is required: no configured MCP server is named '%.32s'", q,
+                            label);
+    svc_json_set_str(spec, "url", url);
+    return 0;
+}
+
+/* One "type": "mcp" tool: its spec (session.h, mcp_tools) and the tool as a response shows it. */
+static int mcp_one(const struct svc_config *cfg, const struct svc_user *u, json_object *t, size_t i,
+                   json_object *specs, json_object *shown, struct svc_err *err)
+{
+    static const char *const keys[] = {
+        "type",    "server_label",     "server_url",         "allowed_tools",
+        "headers", "require_approval", "server_description", "authorization",
+        NULL};
+    char p[64], q[128];
+    json_object *v = NULL, *allowed = NULL, *spec = json_object_new_object();
+    json_object_array_add(specs, spec);
+    snprintf(p, sizeof p, "tools[%zu]", i);
+    json_object_object_foreach(t, k, val)
+    {
+        (void)val;
+        bool known = false;
+        for (int j = 0; keys[j] && !known; j++)
+            known = strcmp(k, keys[j]) == 0;
+        snprintf(q, sizeof q, "%s.%.32s", p, k);
+        if (!known)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' is not supported", q);
+    }
+    if (mcp_where(cfg, u, t, p, spec, err) < 0 || mcp_approval(t, p, spec, err) < 0 ||
+        mcp_headers(t, p, spec, err) < 0)
+        return -1;
+    snprintf(q, sizeof q, "%s.headers", p);
+    if (!svc_json_str(spec, "url", NULL) &&
+        json_object_object_length(svc_json_obj(spec, "headers")))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
+                            "'%s' is for a server_url: a configured server has its own", q);
+    snprintf(q, sizeof q, "%s.allowed_tools", p);
+    if (json_object_object_get_ex(t, "allowed_tools", &v) && v &&
+        mcp_names(v, q, &allowed, err) < 0)
+        return -1;
+    svc_json_set(spec, "allowed", allowed);
+    for (size_t j = 0; j + 1 < json_object_array_length(specs); j++)
+        if (strcmp(svc_json_str(json_object_array_get_idx(specs, j), "label", ""),
+                   svc_json_str(spec, "label", "")) == 0)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                                "'%s': server_label '%.32s' is given twice", p,
+                                svc_json_str(spec, "label", ""));
+    json_object *echo = svc_json_copy(t);
+    json_object_object_del(echo, "authorization");
+    if (json_object_object_get_ex(echo, "headers", &v))
+        svc_json_set(echo, "headers", NULL); /* never shown nor stored */
+    json_object_array_add(shown, echo);
+    return 0;
+}
+
+int toolsin_mcp(const struct svc_config *cfg, const struct svc_user *u, json_object *body,
+                json_object **specs, json_object **shown, struct svc_err *err)
+{
+    json_object *arr = svc_json_arr(body, "tools");
+    *specs = *shown = NULL;
+    for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+        json_object *t = json_object_array_get_idx(arr, i);
+        if (strcmp(svc_json_str(t, "type", ""), "mcp") != 0)
+            continue;
+        if (!*specs) {
+            *specs = json_object_new_array();
+            *shown = json_object_new_array();
+        }
+        if (mcp_one(cfg, u, t, i, *specs, *shown, err) < 0)
+            return -1;
+    }
     return 0;
 }

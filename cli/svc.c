@@ -14,6 +14,7 @@
 #include "fsck.h"
 #include "jobs.h"
 #include "jsonx.h"
+#include "mcp.h"
 #include "memory.h"
 #include "query.h"
 #include "retention.h"
@@ -369,6 +370,54 @@ static int cmd_retention(struct svc_config *cfg, int argc, char **argv)
     return 0;
 }
 
+/* `mcp list [NAME]` (exit 1 when a server listed failed), `mcp call NAME TOOL JSON` (exit 1
+ * when the result is an error): SPEC 16, as an admin sees the servers. */
+static int cmd_mcp(struct svc_config *cfg, int argc, char **argv)
+{
+    bool list = argc >= 1 && argc <= 2 && strcmp(argv[0], "list") == 0;
+    if (!list && !(argc == 4 && strcmp(argv[0], "call") == 0))
+        return usage("mcp needs list [NAME] or call NAME TOOL JSON");
+    struct svc_mcp_conn *c = argc > 1 ? svc_mcp_configured(cfg, argv[1]) : NULL;
+    if (argc > 1 && !c) {
+        fprintf(stderr, "svc: not_found: no MCP server named '%s' in mcp_servers\n", argv[1]);
+        return 1;
+    }
+    json_object *out = json_object_new_object(), *args = NULL;
+    int rc = 0;
+    if (list) {
+        json_object *all = c ? NULL : svc_tools_list(cfg, NULL, true), *rows = NULL;
+        if (c) {
+            rows = json_object_new_array();
+            json_object_array_add(rows, svc_mcp_status(c, true));
+        } else {
+            rows = json_object_get(svc_json_arr(all, "mcp_servers"));
+        }
+        for (size_t i = 0; i < json_object_array_length(rows); i++)
+            rc |= strcmp(svc_json_str(json_object_array_get_idx(rows, i), "state", ""), "failed") ==
+                  0;
+        json_object_object_add(out, "mcp_servers", rows);
+        json_object_put(all);
+    } else if (svc_json_parse(argv[3], strlen(argv[3]), &args, NULL) != 0 ||
+               !json_object_is_type(args, json_type_object)) {
+        json_object_put(args);
+        json_object_put(out);
+        return usage("mcp call: JSON must be an object of the tool's arguments");
+    } else {
+        struct svc_tool_result res;
+        svc_mcp_call(c, argv[2], args, NULL, NULL, &res);
+        svc_json_set_bool(out, "ok", res.ok);
+        svc_json_set_str(out, "text", res.content);
+        svc_json_set(out, "content", json_object_get(res.blocks));
+        svc_json_set_int(out, "latency_ms", res.latency_ms);
+        rc = !res.ok;
+        svc_tool_result_free(&res);
+        json_object_put(args);
+    }
+    print_json(out);
+    json_object_put(out);
+    return rc;
+}
+
 /* The commands: a new one is a row here (its usage lines and its handler). */
 static const struct command {
     const char *name;
@@ -400,6 +449,7 @@ static const struct command {
     {"jobs", "  svc jobs list|run-due\n", cmd_jobs},
     {"retention", "  svc retention [--dry-run]\n", cmd_retention},
     {"fsck", "  svc fsck [--repair] [--session ID]... [--json]\n", cmd_fsck},
+    {"mcp", "  svc mcp list [NAME]\n  svc mcp call NAME TOOL JSON\n", cmd_mcp},
     {"help", "  svc help\n", NULL}, /* handled in main, before the configuration is read */
 };
 
@@ -454,6 +504,7 @@ int main(int argc, char **argv)
         if (strcmp(cmd, commands[k].name) == 0)
             c = &commands[k];
     rc = c && c->run ? c->run(&cfg, argc - i, argv + i) : usage("unknown command");
+    svc_mcp_stop_all(); /* the MCP servers a command started end with it */
     svc_config_free(&cfg);
     return rc;
 }

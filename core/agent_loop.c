@@ -7,6 +7,7 @@
 
 #include "ctools.h"
 #include "jsonx.h"
+#include "mcp.h"
 #include "memory.h"
 #include "model.h"
 #include "openai.h"
@@ -231,53 +232,190 @@ static int loop_store(struct svc_loop *loop, json_object *msg, struct svc_err *e
     return 0;
 }
 
+/* ---- the request's remote MCP servers (SPEC 16) ---- */
+
+/* The request's server a tool name ("<label>__<tool>") belongs to, or NULL; *tool is the
+ * bare tool name. */
+static struct svc_loop_mcp *loop_mcp_of(struct svc_loop *loop, const char *name, const char **tool)
+{
+    const char *sep = strstr(name, "__");
+    for (size_t i = 0; sep && i < loop->nmcp; i++)
+        if (strlen(loop->mcp[i].label) == (size_t)(sep - name) &&
+            strncmp(loop->mcp[i].label, name, (size_t)(sep - name)) == 0) {
+            *tool = sep + 2;
+            return &loop->mcp[i];
+        }
+    return NULL;
+}
+
+/* Whether the request lets the model see tool of m (its allowed tools). */
+static bool loop_mcp_allows(const struct svc_loop_mcp *m, const char *tool)
+{
+    json_object *allowed = svc_json_arr(m->spec, "allowed");
+    return !allowed || svc_ctools_named(allowed, tool);
+}
+
+/* Whether a call of name waits for the client's approval (require_approval). */
+static bool loop_needs_approval(struct svc_loop *loop, const char *name)
+{
+    const char *tool = NULL;
+    struct svc_loop_mcp *m = loop_mcp_of(loop, name, &tool);
+    json_object *ap = m ? svc_json_obj(m->spec, "approval") : NULL;
+    if (!m || svc_ctools_named(svc_json_arr(ap, "never"), tool))
+        return false;
+    return svc_ctools_named(svc_json_arr(ap, "always"), tool) ||
+           strcmp(svc_json_str(ap, "default", "always"), "never") != 0;
+}
+
+/* Connect and list each server of the request; an mcp_list_tools event for those the
+ * conversation has not listed yet (with the error when the listing failed). */
+static void loop_mcp_list(struct svc_loop *loop)
+{
+    for (size_t i = 0; i < loop->nmcp; i++) {
+        struct svc_loop_mcp *m = &loop->mcp[i];
+        json_object *tools = NULL, *shown = json_object_new_array();
+        struct svc_err err;
+        svc_err_clear(&err);
+        if (m->conn && svc_mcp_list(m->conn, &tools, &err) == 0)
+            m->tools = json_object_get(tools);
+        else if (!m->conn)
+            svc_err_set(&err, SVC_E_INVALID_FIELD, "no MCP server %s", m->label);
+        for (size_t k = 0; m->tools && k < json_object_array_length(m->tools); k++) {
+            json_object *t = json_object_array_get_idx(m->tools, k),
+                        *row = json_object_new_object();
+            if (!loop_mcp_allows(m, svc_json_str(t, "name", ""))) {
+                json_object_put(row);
+                continue;
+            }
+            svc_json_set_str(row, "name", svc_json_str(t, "name", ""));
+            svc_json_set_str(row, "description", svc_json_str(t, "description", NULL));
+            svc_json_set(row, "input_schema", json_object_get(svc_json_obj(t, "inputSchema")));
+            svc_json_set(row, "annotations", json_object_get(svc_json_obj(t, "annotations")));
+            json_object_array_add(shown, row);
+        }
+        if (svc_json_bool(m->spec, "listed", false)) {
+            json_object_put(shown);
+            continue;
+        }
+        json_object *ev = loop_event_new(loop, "mcp_list_tools");
+        svc_json_set_str(ev, "server_label", m->label);
+        svc_json_set(ev, "tools", shown);
+        svc_json_set_str(ev, "error", m->tools ? NULL : err.message);
+        loop_event_emit(loop, ev);
+    }
+}
+
+/* ---- tool calls ---- */
+
+/* How a call is answered: run here, the client's output, declined, or no result (a client
+ * tool or a call awaiting approval that the request did not answer). */
+enum tool_kind { TK_RUN, TK_OUTPUT, TK_DECLINED, TK_NONE };
+
+static enum tool_kind loop_tool_kind(struct svc_loop *loop, json_object *tu)
+{
+    json_object *ans = svc_json_obj(tu, "answer"), *ap = NULL;
+    const char *name = svc_json_str(tu, "name", "");
+    if (ans && !json_object_object_get_ex(ans, "approve", &ap))
+        return TK_OUTPUT;
+    if (ans)
+        return json_object_get_boolean(ap) ? TK_RUN : TK_DECLINED;
+    if (svc_ctools_named(loop->client_tools, name) || loop_needs_approval(loop, name))
+        return TK_NONE;
+    return TK_RUN;
+}
+
+static void loop_tool_result(struct svc_loop *loop, json_object *tu, enum tool_kind kind,
+                             struct svc_tool_result *res)
+{
+    const char *name = svc_json_str(tu, "name", ""), *tool = NULL;
+    json_object *input = NULL;
+    json_object_object_get_ex(tu, "input", &input);
+    memset(res, 0, sizeof *res);
+    struct svc_loop_mcp *m = kind == TK_RUN ? loop_mcp_of(loop, name, &tool) : NULL;
+    if (kind == TK_OUTPUT) {
+        res->ok = true;
+        res->content = svc_xstrdup(svc_json_str(svc_json_obj(tu, "answer"), "output", ""));
+    } else if (kind != TK_RUN) {
+        res->content =
+            svc_xstrdup(kind == TK_DECLINED ? "The call was declined: it was not approved."
+                                            : "No result was given.");
+    } else if (m && !loop_mcp_allows(m, tool)) {
+        svc_xasprintf(&res->content, "unknown tool: %s", name);
+    } else if (m && m->remote) {
+        svc_mcp_call(m->conn, tool, input, loop_should_cancel, loop, res);
+    } else {
+        svc_tools_call(loop->cfg, loop->user, name, input, loop_should_cancel, loop, res);
+    }
+}
+
+/* The tool_start / tool_result events and the trace entry of a call run here. */
+static void loop_tool_report(struct svc_loop *loop, json_object *tu,
+                             const struct svc_tool_result *res, bool start)
+{
+    const char *id = svc_json_str(tu, "toolUseId", ""), *name = svc_json_str(tu, "name", "");
+    json_object *input = svc_json_obj(tu, "input");
+    json_object *ev = loop_event_new(loop, start ? "tool_start" : "tool_result");
+    svc_json_set_str(ev, "call_id", id);
+    svc_json_set_str(ev, "tool", name);
+    if (svc_json_obj(tu, "answer"))
+        svc_json_set_bool(ev, "approved", true);
+    if (start) {
+        svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
+        loop_event_emit(loop, ev);
+        return;
+    }
+    svc_json_set_bool(ev, "ok", res->ok);
+    svc_json_set_str(ev, "content", res->ok ? res->content : NULL);
+    svc_json_set_str(ev, "error", res->ok ? NULL : res->content);
+    svc_json_set_int(ev, "latency_ms", res->latency_ms);
+    svc_json_set_bool(ev, "truncated", res->truncated);
+    loop_event_emit(loop, ev);
+    json_object *tr = json_object_new_object();
+    svc_json_set_str(tr, "call_id", id);
+    svc_json_set_str(tr, "tool", name);
+    svc_json_set(tr, "arguments", input ? svc_json_copy(input) : json_object_new_object());
+    svc_json_set_bool(tr, "ok", res->ok);
+    svc_json_set_int(tr, "latency_ms", res->latency_ms);
+    svc_json_set_bool(tr, "truncated", res->truncated);
+    svc_json_set_str(tr, "error", res->ok ? NULL : res->content);
+    json_object_array_add(loop->tool_trace, tr);
+}
+
+/* The toolResult block of a result: its blocks (text when it has none), structuredContent. */
+static json_object *loop_result_block(const char *id, const struct svc_tool_result *res)
+{
+    json_object *trb = json_object_new_object();
+    svc_json_set_str(trb, "toolUseId", id);
+    svc_json_set_str(trb, "status", res->ok ? "success" : "error");
+    json_object *items = res->blocks ? json_object_get(res->blocks) : json_object_new_array();
+    if (json_object_array_length(items) == 0) {
+        json_object *t = json_object_new_object();
+        svc_json_set_str(t, "text", res->content ? res->content : "");
+        json_object_array_add(items, t);
+    }
+    svc_json_set(trb, "content", items);
+    if (res->structured)
+        svc_json_set(trb, "structuredContent", json_object_get(res->structured));
+    json_object *blk = json_object_new_object();
+    svc_json_set(blk, "toolResult", trb);
+    return blk;
+}
+
 static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_err *err)
 {
     json_object *content = json_object_new_array();
-    size_t n = json_object_array_length(tool_uses);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < json_object_array_length(tool_uses); i++) {
         json_object *tu = json_object_array_get_idx(tool_uses, i);
-        const char *id = svc_json_str(tu, "toolUseId", "");
-        const char *name = svc_json_str(tu, "name", "");
-        json_object *input = NULL;
-        json_object_object_get_ex(tu, "input", &input);
-        json_object *ev = loop_event_new(loop, "tool_start");
-        svc_json_set_str(ev, "call_id", id);
-        svc_json_set_str(ev, "tool", name);
-        svc_json_set(ev, "arguments", input ? svc_json_copy(input) : json_object_new_object());
-        loop_event_emit(loop, ev);
         struct svc_tool_result res;
-        svc_tools_call_cancel(loop->cfg, name, input, loop_should_cancel, loop, &res);
-        loop->tool_steps++;
-        ev = loop_event_new(loop, "tool_result");
-        svc_json_set_str(ev, "call_id", id);
-        svc_json_set_str(ev, "tool", name);
-        svc_json_set_bool(ev, "ok", res.ok);
-        svc_json_set_str(ev, "content", res.ok ? res.content : NULL);
-        svc_json_set_str(ev, "error", res.ok ? NULL : res.content);
-        svc_json_set_int(ev, "latency_ms", res.latency_ms);
-        svc_json_set_bool(ev, "truncated", res.truncated);
-        loop_event_emit(loop, ev);
-        json_object *tr = json_object_new_object();
-        svc_json_set_str(tr, "call_id", id);
-        svc_json_set_str(tr, "tool", name);
-        svc_json_set(tr, "arguments", input ? svc_json_copy(input) : json_object_new_object());
-        svc_json_set_bool(tr, "ok", res.ok);
-        svc_json_set_int(tr, "latency_ms", res.latency_ms);
-        svc_json_set_bool(tr, "truncated", res.truncated);
-        svc_json_set_str(tr, "error", res.ok ? NULL : res.content);
-        json_object_array_add(loop->tool_trace, tr);
-        json_object *trb = json_object_new_object();
-        svc_json_set_str(trb, "toolUseId", id);
-        svc_json_set_str(trb, "status", res.ok ? "success" : "error");
-        json_object *items = json_object_new_array();
-        json_object *t = json_object_new_object();
-        svc_json_set_str(t, "text", res.content ? res.content : "");
-        json_object_array_add(items, t);
-        svc_json_set(trb, "content", items);
-        json_object *blk = json_object_new_object();
-        svc_json_set(blk, "toolResult", trb);
-        json_object_array_add(content, blk);
+        enum tool_kind kind = loop_tool_kind(loop, tu);
+        if (kind == TK_RUN)
+            loop_tool_report(loop, tu, NULL, true);
+        loop_tool_result(loop, tu, kind, &res);
+        if (kind == TK_RUN) {
+            loop_tool_report(loop, tu, &res, false);
+            loop->tool_steps++;
+        }
+        json_object_array_add(content, loop_result_block(svc_json_str(tu, "toolUseId", ""), &res));
         svc_tool_result_free(&res);
     }
     json_object *msg = json_object_new_object();
@@ -419,21 +557,26 @@ static int loop_may_continue(struct svc_loop *loop, int iter, struct svc_err *er
     return 0;
 }
 
-/* SPEC 12.1: a reply that calls a client tool ends the run; its OpenAI tool_calls (the
- * newest of loop->tool_calls) go to the client. Returns whether it does. */
+/* Whether a call of name ends the run: a client tool's (SPEC 12.1), or an MCP call that
+ * awaits the client's approval (SPEC 16). */
+static bool loop_ends_with(struct svc_loop *loop, const char *name)
+{
+    return svc_ctools_named(loop->client_tools, name) || loop_needs_approval(loop, name);
+}
+
+/* A reply with a call that ends the run: its OpenAI tool_calls (the newest of
+ * loop->tool_calls) go to the client. Returns whether it does. */
 static bool loop_client_calls(struct svc_loop *loop, json_object *tool_uses)
 {
     size_t n = json_object_array_length(tool_uses),
            total = json_object_array_length(loop->tool_calls);
     bool any = false;
     for (size_t i = 0; i < n; i++)
-        any = any ||
-              svc_ctools_named(loop->client_tools,
-                               svc_json_str(json_object_array_get_idx(tool_uses, i), "name", ""));
+        any = any || loop_ends_with(
+                         loop, svc_json_str(json_object_array_get_idx(tool_uses, i), "name", ""));
     for (size_t i = total >= n ? total - n : 0; any && i < total; i++) {
         json_object *tc = json_object_array_get_idx(loop->tool_calls, i);
-        if (svc_ctools_named(loop->client_tools,
-                             svc_json_str(svc_json_obj(tc, "function"), "name", "")))
+        if (loop_ends_with(loop, svc_json_str(svc_json_obj(tc, "function"), "name", "")))
             json_object_array_add(loop->client_calls, json_object_get(tc));
     }
     if (any)
@@ -441,10 +584,35 @@ static bool loop_client_calls(struct svc_loop *loop, json_object *tool_uses)
     return any;
 }
 
-/* svc's tools, then the request's client tools (new reference). */
+/* svc's tools (those of a server the request names as it allows them), the request's
+ * remote MCP servers' tools, then its client tools (new reference). */
 static json_object *loop_tools_offered(struct svc_loop *loop)
 {
-    json_object *tools = svc_tools_spec(loop->cfg);
+    json_object *all = svc_tools_spec(loop->cfg, loop->user), *tools = json_object_new_array();
+    const char *tool = NULL;
+    for (size_t i = 0; i < json_object_array_length(all); i++) {
+        json_object *t = json_object_array_get_idx(all, i);
+        struct svc_loop_mcp *m = loop_mcp_of(loop, svc_json_str(t, "name", ""), &tool);
+        if (!m || loop_mcp_allows(m, tool))
+            json_object_array_add(tools, json_object_get(t));
+    }
+    json_object_put(all);
+    for (size_t i = 0; i < loop->nmcp; i++) {
+        struct svc_loop_mcp *m = &loop->mcp[i];
+        for (size_t k = 0; m->remote && m->tools && k < json_object_array_length(m->tools); k++) {
+            json_object *t = json_object_array_get_idx(m->tools, k), *o = json_object_new_object();
+            char name[128];
+            snprintf(name, sizeof name, "%s__%s", m->label, svc_json_str(t, "name", ""));
+            if (!loop_mcp_allows(m, svc_json_str(t, "name", "")) || strlen(name) > 64) {
+                json_object_put(o);
+                continue;
+            }
+            svc_json_set_str(o, "name", name);
+            svc_json_set_str(o, "description", svc_json_str(t, "description", ""));
+            svc_json_set(o, "parameters", json_object_get(svc_json_obj(t, "inputSchema")));
+            json_object_array_add(tools, o);
+        }
+    }
     size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
     for (size_t i = 0; i < n; i++)
         json_object_array_add(tools,
@@ -474,10 +642,13 @@ int svc_loop_run(struct svc_loop *loop, struct svc_err *err)
     json_object *ev = loop_event_new(loop, "phase");
     svc_json_set_str(ev, "phase", "start");
     loop_event_emit(loop, ev);
+    loop_mcp_list(loop);
     json_object *tools = loop_tools_offered(loop);
     char *system = loop_system_prompt(loop);
     int rc = -1;
-    for (int iter = 0; loop_may_continue(loop, iter, err) == 0; iter++) {
+    /* calls the request answered or approved: their results first (ctools.h) */
+    bool go = !loop->resume || loop_tools(loop, loop->resume, err) == 0;
+    for (int iter = 0; go && loop_may_continue(loop, iter, err) == 0; iter++) {
         struct svc_model_reply reply;
         if (loop_call_model(loop, system, tools, &reply, err) != 0)
             break;
@@ -533,6 +704,7 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->cfg = cfg;
     loop->run_id = run_id;
     loop->sid = sid;
+    loop->user = req->user ? req->user->id : NULL;
     loop->started_mono = svc_time_monotonic();
     loop->request_system = request_system_of(req);
     loop->no_truncation = req->no_truncation;
@@ -548,6 +720,18 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
                               json_object_new_string(svc_json_str(
                                   json_object_array_get_idx(loop->client_tools, i), "name", "")));
     loop->tool_choice = req->tool_choice ? svc_xstrdup(req->tool_choice) : NULL;
+    loop->nmcp = req->mcp_tools ? json_object_array_length(req->mcp_tools) : 0;
+    loop->mcp = svc_xcalloc(loop->nmcp + 1, sizeof *loop->mcp);
+    for (size_t i = 0; i < loop->nmcp; i++) {
+        struct svc_loop_mcp *m = &loop->mcp[i];
+        m->spec = json_object_array_get_idx(req->mcp_tools, i);
+        m->label = svc_json_str(m->spec, "label", "");
+        const char *url = svc_json_str(m->spec, "url", NULL);
+        m->remote = url != NULL;
+        m->conn = url ? svc_mcp_remote_open(m->label, url, svc_json_obj(m->spec, "headers"),
+                                            SVC_MCP_REMOTE_TIMEOUT_S)
+                      : svc_mcp_configured(cfg, m->label);
+    }
     loop->msgs = json_object_new_array();
     loop->events = json_object_new_array();
     loop->tool_trace = json_object_new_array();
@@ -562,6 +746,13 @@ void svc_loop_free(struct svc_loop *loop)
     json_object_put(loop->client_tools);
     json_object_put(loop->client_names);
     free(loop->tool_choice);
+    for (size_t i = 0; loop->mcp && i < loop->nmcp; i++) {
+        if (loop->mcp[i].remote)
+            svc_mcp_remote_close(loop->mcp[i].conn);
+        json_object_put(loop->mcp[i].tools);
+    }
+    free(loop->mcp);
+    json_object_put(loop->resume);
     json_object_put(loop->msgs);
     json_object_put(loop->prev_tokens);
     json_object_put(loop->events);

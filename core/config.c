@@ -599,6 +599,7 @@ static const struct cfg_row cfg_rows[] = {
     {"retention.export_before_delete", CT_STR, C(retention.export_before_delete), .def = ""},
     {"retention.schedule", CT_STR, C(retention.schedule), .def = "17 3 * * *", .check = check_cron},
     {"search.index_dir", CT_PATH, C(search.index_dir), .def = "search", .flags = F_HOMEREL},
+    {"mcp.remote_allow", CT_STRS, C(mcp.remote_allow), .def = "[]", .check = check_url},
 };
 #undef C
 
@@ -628,6 +629,67 @@ static const struct cfg_row ext_rows[] = {
     {"enabled", CT_BOOL, X(enabled), .def = "true"},
 };
 #undef X
+
+static const char *check_mcp_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 32 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") != n ||
+        strstr(s, "__"))
+        return "not a valid server name (1 to 32 characters of a-z0-9_-, without \"__\")";
+    return NULL;
+}
+
+/* Each value of a mapping: a scalar (env) or a variable's name (headers_env). */
+static const char *check_mcp_map(json_object *m, bool names)
+{
+    json_object_object_foreach(m, k, v)
+    {
+        if (!*k || (names ? strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                      "0123456789-_") != strlen(k)
+                          : check_env_name(k) != NULL))
+            return names ? "headers_env: a header name is letters, digits, - and _"
+                         : "env: not a valid environment variable name";
+        if (names && (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v) ||
+                      check_env_name(json_object_get_string(v))))
+            return "headers_env: each value names an environment variable";
+        if (!names && (!v || json_object_is_type(v, json_type_object) ||
+                       json_object_is_type(v, json_type_array)))
+            return "env: each value is a string";
+    }
+    return NULL;
+}
+
+/* A server is stdio (command) or Streamable HTTP (url), with well-formed maps. */
+static const char *check_mcp(const void *item)
+{
+    const struct svc_mcp_server *m = item;
+    if ((m->command != NULL) == (m->url && *m->url))
+        return "give exactly one of command (stdio) and url (Streamable HTTP)";
+    if (m->command && json_object_object_length(m->headers_env) > 0)
+        return "headers_env is for a url server";
+    const char *why = check_mcp_map(m->env, false);
+    return why ? why : check_mcp_map(m->headers_env, true);
+}
+
+static const char *check_opt_url(const char *s)
+{
+    return *s ? check_url(s) : NULL;
+}
+
+#define M(f) offsetof(struct svc_mcp_server, f)
+static const struct cfg_row mcp_rows[] = {
+    {"name", CT_STR, M(name), .check = check_mcp_name, .flags = F_REQUIRED},
+    {"command", CT_STRS, M(command), .min = 1},
+    {"url", CT_STR, M(url), .def = "", .check = check_opt_url},
+    {"env", CT_JSON, M(env), .def = "{}", .flags = F_SECRET},
+    {"env_pass", CT_STRS, M(env_pass), .def = "[]", .check = check_env_name},
+    {"headers_env", CT_JSON, M(headers_env), .def = "{}", .flags = F_SECRET},
+    {"timeout_s", CT_INT, M(timeout_s), .min = 1, .max = 600, .def = "30"},
+    {"allowed_tools", CT_STRS, M(allowed_tools), .def = "[]"},
+    {"users", CT_STRS, M(users), .def = "[]", .check = check_id},
+    {"enabled", CT_BOOL, M(enabled), .def = "true"},
+};
+#undef M
 
 static const char *const user_roles[] = {"user", "admin", NULL};
 _Static_assert(sizeof(enum svc_role) == sizeof(int), "enum is int-sized");
@@ -684,6 +746,9 @@ static const struct cfg_list cfg_lists[] = {
     {"extensions", ext_rows, sizeof ext_rows / sizeof ext_rows[0], sizeof(struct svc_extension),
      offsetof(struct svc_config, extensions), offsetof(struct svc_config, nextensions), "name",
      NULL},
+    {"mcp_servers", mcp_rows, sizeof mcp_rows / sizeof mcp_rows[0], sizeof(struct svc_mcp_server),
+     offsetof(struct svc_config, mcp_servers), offsetof(struct svc_config, nmcp_servers), "name",
+     check_mcp},
     {"server.users", user_rows, sizeof user_rows / sizeof user_rows[0],
      sizeof(struct svc_user_conf), offsetof(struct svc_config, server.users),
      offsetof(struct svc_config, server.nusers), "id", check_user},
@@ -1239,6 +1304,9 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
             return cfg_fail(err, n->file, n->line, n->col, n->path, "contains a NUL character");
         if (n->len == 0)
             return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+        const char *why = r->check ? r->check(n->text) : NULL;
+        if (why)
+            return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
         char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : dup_checked(n);
         (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
         return CFGY_SKIP;
@@ -1408,8 +1476,15 @@ static json_object *row_to_json(const struct cfg_row *r, const void *base)
     case CT_STRS:
         return strv_to_json(*CFIELD(base, r->off, char **));
     case CT_JSON: {
-        json_object *j = *CFIELD(base, r->off, json_object *);
-        return j ? svc_json_copy(j) : NULL;
+        json_object *j = *CFIELD(base, r->off, json_object *), *o = j ? svc_json_copy(j) : NULL;
+        if (o && (r->flags & F_SECRET)) { /* every value is a secret, the keys are not */
+            json_object_object_foreach(o, k, v)
+            {
+                (void)v;
+                json_object_object_add(o, k, json_object_new_string("***"));
+            }
+        }
+        return o;
     }
     }
     return NULL;

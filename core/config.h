@@ -39,6 +39,20 @@ struct svc_extension {
     bool enabled;
 };
 
+/* One of mcp_servers (SPEC 16): stdio (command) or Streamable HTTP (url), never both. */
+struct svc_mcp_server {
+    char *name;               /* [a-z0-9_-]{1,32} without "__": its tools are <name>__<tool> */
+    char **command;           /* argv, NULL-terminated, or NULL for an HTTP server */
+    char *url;                /* "" for a stdio server */
+    json_object *env;         /* {NAME: value} added to the child's PATH, HOME and LANG */
+    char **env_pass;          /* names copied from our environment when set */
+    json_object *headers_env; /* {Header: VARIABLE}: each header's value from a variable */
+    int timeout_s;            /* one call (and the start) */
+    char **allowed_tools;     /* empty: every tool the server lists */
+    char **users;             /* empty: every user; else these user ids (SPEC 14) */
+    bool enabled;
+};
+
 enum svc_role { SVC_ROLE_USER, SVC_ROLE_ADMIN };
 
 /* One of server.users (SPEC 14): its token is named, never given in clear. */
@@ -120,6 +134,11 @@ struct svc_config {
     size_t njobs;
     struct svc_extension *extensions;
     size_t nextensions;
+    struct svc_mcp_server *mcp_servers;
+    size_t nmcp_servers;
+    struct {
+        char **remote_allow; /* URL prefixes a Responses "type": "mcp" tool may name */
+    } mcp;
 
     char *home;      /* $SVC_HOME or ~/.svc, expanded */
     char *source;    /* path of the file read, or NULL when none existed */

@@ -18,19 +18,17 @@ bool svc_ctools_named(json_object *tools, const char *name)
     return false;
 }
 
-int svc_ctools_check(const struct svc_config *cfg, json_object *tools, const char *tool_choice,
-                     struct svc_err *err)
+int svc_ctools_check(const struct svc_config *cfg, const char *user, json_object *tools,
+                     const char *tool_choice, struct svc_err *err)
 {
-    json_object *own = svc_tools_spec(cfg);
     int rc = 0;
     size_t n = tools ? json_object_array_length(tools) : 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const char *name = svc_json_str(json_object_array_get_idx(tools, i), "name", "");
-        if (svc_ctools_named(own, name))
+        if (svc_tools_owns(cfg, user, name))
             rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "tools",
                               "tool '%.64s' clashes with a tool svc runs itself; rename it", name);
     }
-    json_object_put(own);
     if (rc == 0 && tool_choice && strcmp(tool_choice, "auto") != 0 &&
         strcmp(tool_choice, "none") != 0 && strcmp(tool_choice, "required") != 0 &&
         !svc_ctools_named(tools, tool_choice))
@@ -88,10 +86,9 @@ static json_object *result_for(json_object *results, const char *id)
     return NULL;
 }
 
-int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
-                      json_object *names, struct svc_err *err)
+/* Each result answers a pending call, once. */
+static int check_results(json_object *pending, json_object *results, struct svc_err *err)
 {
-    *out = NULL;
     size_t n = json_object_array_length(results);
     for (size_t i = 0; i < n; i++) {
         json_object *r = json_object_array_get_idx(results, i);
@@ -111,6 +108,15 @@ int svc_ctools_answer(json_object *pending, json_object *results, json_object **
                 return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                                     "'%s': tool call '%.64s' is answered twice", param, id);
     }
+    return 0;
+}
+
+int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
+                      json_object *names, struct svc_err *err)
+{
+    *out = NULL;
+    if (check_results(pending, results, err) != 0)
+        return -1;
     json_object *content = json_object_new_array();
     for (size_t k = 0; k < json_object_array_length(pending); k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
@@ -123,6 +129,32 @@ int svc_ctools_answer(json_object *pending, json_object *results, json_object **
                                 : result_block(id, "error", "No result was given."));
     }
     *out = user_message(content);
+    return 0;
+}
+
+bool svc_ctools_approvals(json_object *results)
+{
+    json_object *v = NULL;
+    for (size_t i = 0; results && i < json_object_array_length(results); i++)
+        if (json_object_object_get_ex(json_object_array_get_idx(results, i), "approve", &v))
+            return true;
+    return false;
+}
+
+int svc_ctools_resume(json_object *pending, json_object *results, json_object **out,
+                      struct svc_err *err)
+{
+    *out = NULL;
+    if (check_results(pending, results, err) != 0)
+        return -1;
+    *out = json_object_new_array();
+    for (size_t k = 0; k < json_object_array_length(pending); k++) {
+        json_object *tu = svc_json_copy(json_object_array_get_idx(pending, k));
+        json_object *r = result_for(results, svc_json_str(tu, "toolUseId", ""));
+        if (r)
+            svc_json_set(tu, "answer", json_object_get(r));
+        json_object_array_add(*out, tu);
+    }
     return 0;
 }
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -57,17 +58,18 @@ static void close_fd(int *fd)
     }
 }
 
-/* The environment of the child: only the entry's items. Heap array of heap strings. */
-static char **child_env(const struct svc_extension *x, const char **path)
+/* The environment of the child: only these items ("NAME=value", or "NAME" copied from ours
+ * when set). Heap array of heap strings; *path is its PATH (or the default). */
+static char **child_env(char *const *items, const char **path)
 {
     size_t n = 0;
-    while (x->env && x->env[n])
+    while (items && items[n])
         n++;
     char **env = svc_xcalloc(n + 1, sizeof *env);
     size_t k = 0;
     *path = DEFAULT_PATH;
     for (size_t i = 0; i < n; i++) {
-        const char *e = x->env[i];
+        const char *e = items[i];
         char *item = NULL;
         if (strchr(e, '=')) {
             item = svc_xstrdup(e);
@@ -200,9 +202,7 @@ static void drain(int *fd, struct svc_buf *buf, size_t keep, bool *over)
     }
 }
 
-/* write(2) that cannot raise SIGPIPE in a program that did not ignore it (the svc tool): a
- * child that exits without reading its stdin is EPIPE here, nothing more. */
-static ssize_t write_nosigpipe(int fd, const void *buf, size_t len)
+ssize_t svc_ext_write(int fd, const void *buf, size_t len)
 {
     sigset_t pipe_set, old;
     sigemptyset(&pipe_set);
@@ -318,15 +318,15 @@ static int child_poll_once(struct child *c, double left)
         pf[npf++] = (struct pollfd){.fd = c->ep[0], .events = POLLIN};
     }
     int ms = (int)(left * 1000) + 1;
-    if (ms > 50)
-        ms = 50; /* the child's exit is noticed by child_check_exit */
+    if (ms > (npf ? 50 : 1)) /* the child's exit is noticed by child_check_exit: soon, */
+        ms = npf ? 50 : 1;   /* once it closed its output (it is about to exit) */
     int pr = poll(pf, (nfds_t)npf, ms);
     if (pr < 0 && errno != EINTR)
         return -1;
     if (pr <= 0)
         return 0;
     if (iin >= 0 && pf[iin].revents) {
-        ssize_t w = write_nosigpipe(c->in[1], c->input + c->in_off, c->in_len - c->in_off);
+        ssize_t w = svc_ext_write(c->in[1], c->input + c->in_off, c->in_len - c->in_off);
         if (w > 0)
             c->in_off += (size_t)w;
         if ((w < 0 && errno != EAGAIN && errno != EINTR) || c->in_off == c->in_len)
@@ -420,6 +420,86 @@ static void child_free(struct child *c)
     svc_buf_free(&c->ebuf);
 }
 
+/* In the child of svc_ext_spawn's fork: only async-signal-safe calls, then exec. */
+static void __attribute__((noreturn))
+spawned_child(pid_t parent, const char *prog, char *const argv[], char **env, const int p[4][2])
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(127); /* the parent is already gone */
+    setpgid(0, 0);
+    if (dup2(p[0][0], 0) < 0 || dup2(p[1][1], 1) < 0 || dup2(p[2][1], 2) < 0)
+        _exit(127);
+    unsigned status_fd = (unsigned)p[3][1]; /* at least 3, close-on-exec: kept to the exec */
+    if (status_fd > 3)
+        close_range(3, status_fd - 1, 0);
+    close_range(status_fd + 1, ~0U, 0);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; sig++)
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &dfl, NULL);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(prog, argv, env);
+    int e = errno;
+    if (write((int)status_fd, &e, sizeof e) < 0)
+        _exit(127);
+    _exit(127);
+}
+
+pid_t svc_ext_spawn(char *const argv[], char *const env_items[], int fds[3], struct svc_err *err)
+{
+    int p[4][2] = {{-1, -1}, {-1, -1}, {-1, -1}, {-1, -1}};
+    const char *path = NULL;
+    char **env = child_env(env_items, &path);
+    char *prog = resolve(argv[0], path);
+    pid_t pid = -1, parent = getpid();
+    int e = 0;
+    if (!prog) {
+        svc_err_set(err, SVC_E_INTERNAL, "cannot run %s: %s", argv[0], strerror(errno));
+        goto out;
+    }
+    for (int i = 0; i < 4; i++)
+        if (make_pipe(p[i]) != 0) {
+            svc_err_set(err, SVC_E_INTERNAL, "cannot make pipes: %s", strerror(errno));
+            goto out;
+        }
+    pid = fork();
+    if (pid == 0)
+        spawned_child(parent, prog, argv, env, (const int(*)[2])p);
+    if (pid < 0) {
+        svc_err_set(err, SVC_E_INTERNAL, "cannot fork: %s", strerror(errno));
+        goto out;
+    }
+    close_fd(&p[3][1]);
+    ssize_t got; /* the exec's verdict: EOF when it worked, its errno when not */
+    while ((got = read(p[3][0], &e, sizeof e)) < 0 && errno == EINTR)
+        ;
+    if (got == (ssize_t)sizeof e) {
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        svc_err_set(err, SVC_E_INTERNAL, "cannot run %s: %s", argv[0], strerror(e));
+        pid = -1;
+        goto out;
+    }
+    for (int i = 0; i < 3; i++) {
+        fds[i] = i == 0 ? p[0][1] : p[i][0];
+        p[i][i == 0 ? 1 : 0] = -1;
+        fcntl(fds[i], F_SETFL, O_NONBLOCK);
+    }
+out:
+    for (int i = 0; i < 4; i++) {
+        close_fd(&p[i][0]);
+        close_fd(&p[i][1]);
+    }
+    strv_free(env);
+    free(prog);
+    return pid;
+}
+
 void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_cancel)(void *ctx),
                  void *ctx, struct svc_tool_result *out)
 {
@@ -429,7 +509,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     svc_buf_init(&c.obuf);
     svc_buf_init(&c.ebuf);
     const char *path = NULL;
-    char **env = child_env(x, &path);
+    char **env = child_env(x->env, &path);
     char *input = NULL;
     json_object *empty = args ? NULL : json_object_new_object();
     char *json = svc_json_dump_compact(args ? args : empty);

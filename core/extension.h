@@ -14,6 +14,7 @@
 #define SVC_EXTENSION_H
 
 #include <json-c/json.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "tools.h"
@@ -25,5 +26,16 @@
  * timeout (the result says it was cancelled). */
 void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_cancel)(void *ctx),
                  void *ctx, struct svc_tool_result *out);
+
+/* write(2) that cannot raise SIGPIPE in a program that did not ignore it (the svc tool): a
+ * child that exits without reading its stdin is EPIPE here, nothing more. */
+ssize_t svc_ext_write(int fd, const void *buf, size_t len);
+/* Start argv (a bare name looked up on the PATH of env_items, as above) without a shell,
+ * for a server that lives on: stdin, stdout and stderr on pipes (fds[0] writes its stdin,
+ * fds[1] and fds[2] read its stdout and stderr; non-blocking, close-on-exec), in a process
+ * group of its own, every signal at its default, every other descriptor closed, an
+ * environment of env_items only, and SIGKILLed when this process ends (PR_SET_PDEATHSIG).
+ * Its pid, or -1 with err (an exec that failed is reported here, its child reaped). */
+pid_t svc_ext_spawn(char *const argv[], char *const env_items[], int fds[3], struct svc_err *err);
 
 #endif

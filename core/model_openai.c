@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "httpc.h"
 #include "jsonx.h"
 #include "openai.h"
 #include "util.h"
@@ -15,10 +16,8 @@
 #define OA_MAX_TOOL_CALLS 128
 #define OA_MAX_ERR_BODY (64 * 1024)     /* error bodies: enough for a message */
 #define OA_MAX_BODY (64L * 1024 * 1024) /* plain JSON answers */
-#define OA_MAX_LINE (16L * 1024 * 1024) /* one SSE line / event */
 #define OA_BACKOFF_CAP_S 8.0
 #define OA_RETRY_AFTER_CAP_S 30.0
-#define OA_CONNECT_TIMEOUT_S 10L
 #define OA_POLL_S 0.05 /* how often should_cancel is polled during a transfer */
 
 enum oa_mode { OA_UNKNOWN, OA_SSE, OA_JSON, OA_ERRBODY };
@@ -49,9 +48,8 @@ struct oa {
     enum oa_mode mode;
     enum oa_abort abort;
     char stream_error[400];
-    struct svc_buf line;  /* partial SSE line */
-    struct svc_buf event; /* data: lines of the pending SSE event */
-    struct svc_buf body;  /* plain JSON answer, or error body */
+    struct svc_sse sse;  /* the SSE reader (httpc.h) */
+    struct svc_buf body; /* plain JSON answer, or error body */
     struct svc_buf text;
     struct oa_tool *tools;
     size_t ntools;
@@ -59,7 +57,6 @@ struct oa {
     bool have_usage;
     int64_t prompt_tokens, completion_tokens;
     bool got_event;     /* at least one chunk was handled */
-    bool done;          /* data: [DONE] */
     double retry_after; /* seconds, < 0 when the server sent none */
     double retry_after_ms;
 };
@@ -124,13 +121,15 @@ static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, co
     return -1;
 }
 
+static int oa_event(void *ctx, const char *data, size_t len);
+
 static void oa_reset_attempt(struct oa *st)
 {
     st->mode = OA_UNKNOWN;
     st->abort = OA_NONE;
     st->stream_error[0] = '\0';
-    svc_buf_free(&st->line);
-    svc_buf_free(&st->event);
+    svc_sse_free(&st->sse);
+    svc_sse_init(&st->sse, oa_event, st);
     svc_buf_free(&st->body);
     svc_buf_free(&st->text);
     for (size_t i = 0; i < st->ntools; i++) {
@@ -145,7 +144,6 @@ static void oa_reset_attempt(struct oa *st)
     st->have_usage = false;
     st->prompt_tokens = st->completion_tokens = 0;
     st->got_event = false;
-    st->done = false;
     st->retry_after = -1;
     st->retry_after_ms = -1;
 }
@@ -414,91 +412,20 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
     return 0;
 }
 
-static int oa_dispatch_event(struct oa *st)
+/* One SSE event of the stream (httpc.h): [DONE] ends it, a JSON object is a chunk, anything
+ * else is skipped. */
+static int oa_event(void *ctx, const char *data, size_t len)
 {
-    if (st->event.len == 0 || st->done)
-        return 0;
+    struct oa *st = ctx;
+    if (strcmp(data, "[DONE]") == 0)
+        return 1;
+    json_object *chunk = NULL;
     int rc = 0;
-    if (strcmp(st->event.data, "[DONE]") == 0) {
-        st->done = true;
-    } else {
-        json_object *chunk = NULL;
-        if (svc_json_parse(st->event.data, st->event.len, &chunk, NULL) == 0) {
-            if (json_object_is_type(chunk, json_type_object))
-                rc = oa_chunk(st, chunk, false);
-            json_object_put(chunk);
-        }
-        /* an unparsable event is skipped */
-    }
-    svc_buf_free(&st->event);
+    if (svc_json_parse(data, len, &chunk, NULL) == 0 &&
+        json_object_is_type(chunk, json_type_object))
+        rc = oa_chunk(st, chunk, false);
+    json_object_put(chunk);
     return rc;
-}
-
-static int oa_line(struct oa *st, const char *s, size_t n)
-{
-    if (n > 0 && s[n - 1] == '\r')
-        n--;
-    if (n == 0)
-        return oa_dispatch_event(st);
-    if (s[0] == ':' || st->done)
-        return 0;
-    if (n < 5 || strncmp(s, "data:", 5) != 0)
-        return 0; /* event:, id:, retry: */
-    s += 5;
-    n -= 5;
-    if (n > 0 && *s == ' ') {
-        s++;
-        n--;
-    }
-    if (st->event.len > 0)
-        svc_buf_add(&st->event, "\n", 1);
-    svc_buf_add(&st->event, s, n);
-    if ((long)st->event.len > OA_MAX_LINE) {
-        st->abort = OA_TOOBIG;
-        return -1;
-    }
-    /* Servers that do not put a blank line between events: a complete JSON value (or
-     * [DONE]) is an event on its own. */
-    if (st->event.data && strcmp(st->event.data, "[DONE]") == 0)
-        return oa_dispatch_event(st);
-    json_object *probe = NULL;
-    if (st->event.data && st->event.data[0] == '{' &&
-        svc_json_parse(st->event.data, st->event.len, &probe, NULL) == 0) {
-        json_object_put(probe);
-        return oa_dispatch_event(st);
-    }
-    return 0;
-}
-
-static int oa_sse(struct oa *st, const char *p, size_t n)
-{
-    while (n > 0) {
-        const char *nl = memchr(p, '\n', n);
-        size_t seg = nl ? (size_t)(nl - p) : n;
-        if (!nl) {
-            svc_buf_add(&st->line, p, seg);
-            if ((long)st->line.len > OA_MAX_LINE) {
-                st->abort = OA_TOOBIG;
-                return -1;
-            }
-            return 0;
-        }
-        int rc;
-        if (st->line.len > 0) {
-            svc_buf_add(&st->line, p, seg);
-            rc = oa_line(st, st->line.data, st->line.len);
-            st->line.len = 0;
-            if (st->line.data)
-                st->line.data[0] = '\0';
-        } else {
-            rc = oa_line(st, p, seg);
-        }
-        if (rc)
-            return -1;
-        p += seg + 1;
-        n -= seg + 1;
-    }
-    return 0;
 }
 
 static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
@@ -528,7 +455,11 @@ static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
     }
     switch (st->mode) {
     case OA_SSE:
-        return oa_sse(st, ptr, n) == 0 ? n : 0;
+        if (svc_sse_feed(&st->sse, ptr, n) == 0)
+            return n;
+        if (st->sse.too_big)
+            st->abort = OA_TOOBIG;
+        return 0;
     case OA_JSON:
         if ((long)(st->body.len + n) > OA_MAX_BODY) {
             st->abort = OA_TOOBIG;
@@ -767,12 +698,7 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
             return oa_chunk_failed(st, err);
     } else if (st->mode == OA_SSE) {
         /* a last line without its newline, a last event without its blank line */
-        int rc = 0;
-        if (st->line.len > 0)
-            rc = oa_line(st, st->line.data, st->line.len);
-        if (rc == 0)
-            rc = oa_dispatch_event(st);
-        if (rc)
+        if (svc_sse_end(&st->sse) != 0)
             return oa_chunk_failed(st, err);
     }
     if (!st->got_event) {
@@ -852,8 +778,6 @@ int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json
     struct oa st;
     memset(&st, 0, sizeof st);
     st.call = &call;
-    svc_buf_init(&st.line);
-    svc_buf_init(&st.event);
     svc_buf_init(&st.body);
     svc_buf_init(&st.text);
     oa_reset_attempt(&st);
@@ -864,12 +788,9 @@ int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json
     if (step == 0)
         step = n;
     for (size_t off = 0; off < n && rc == 0; off += step)
-        rc = oa_sse(&st, p + off, n - off < step ? n - off : step);
-    /* the end of the transfer: what is left of the last line, then the pending event */
-    if (rc == 0 && st.line.len > 0)
-        rc = oa_line(&st, st.line.data, st.line.len);
-    if (rc == 0)
-        rc = oa_dispatch_event(&st);
+        rc = svc_sse_feed(&st.sse, p + off, n - off < step ? n - off : step);
+    if (rc == 0) /* the end of the transfer */
+        rc = svc_sse_end(&st.sse);
     if (rc == 0) {
         size_t arg_chars = 0;
         *tool_uses = oa_tool_uses(&st, &arg_chars);
@@ -884,39 +805,12 @@ int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json
     return rc == 0 ? 0 : -1;
 }
 
-static int oa_global_init(struct svc_err *err)
-{
-    static int done;
-    if (done)
-        return 0;
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
-        return svc_err_set(err, SVC_E_INTERNAL, "libcurl could not be initialised");
-    done = 1;
-    return 0;
-}
-
 /* The easy handle's options for one call: URL, headers, body, timeouts and callbacks. */
 static void oa_setopts(struct oa *st, const char *url, struct curl_slist *hdrs, const char *body)
 {
     const struct svc_config *cfg = st->call->cfg;
     long timeout = cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120;
-    curl_easy_setopt(st->h, CURLOPT_URL, url);
-    curl_easy_setopt(st->h, CURLOPT_HTTPHEADER, hdrs);
-    curl_easy_setopt(st->h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(st->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
-    curl_easy_setopt(st->h, CURLOPT_USERAGENT, "svc/" SVC_VERSION);
-    curl_easy_setopt(st->h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(st->h, CURLOPT_TIMEOUT, timeout);
-    curl_easy_setopt(st->h, CURLOPT_CONNECTTIMEOUT,
-                     timeout < OA_CONNECT_TIMEOUT_S ? timeout : OA_CONNECT_TIMEOUT_S);
-    curl_easy_setopt(st->h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(st->h, CURLOPT_WRITEFUNCTION, oa_write);
-    curl_easy_setopt(st->h, CURLOPT_WRITEDATA, st);
-    curl_easy_setopt(st->h, CURLOPT_HEADERFUNCTION, oa_header);
-    curl_easy_setopt(st->h, CURLOPT_HEADERDATA, st);
-    curl_easy_setopt(st->h, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(st->h, CURLOPT_XFERINFOFUNCTION, oa_progress);
-    curl_easy_setopt(st->h, CURLOPT_XFERINFODATA, st);
+    svc_httpc_setopts(st->h, url, hdrs, body, timeout, oa_write, oa_header, oa_progress, st);
 }
 
 /* Attempts until one succeeds, fails for good, or model.max_retries is spent (never once
@@ -970,7 +864,7 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     const char *base = cfg->model.base_url;
     if (!base || !*base)
         return svc_err_set(err, SVC_E_CONFIG, "model.base_url is not set");
-    if (oa_global_init(err) != 0)
+    if (svc_httpc_init(err) != 0)
         return -1;
 
     struct oa st;
@@ -979,8 +873,6 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     st.key = svc_config_model_api_key(cfg);
     if (st.key && !*st.key)
         st.key = NULL;
-    svc_buf_init(&st.line);
-    svc_buf_init(&st.event);
     svc_buf_init(&st.body);
     svc_buf_init(&st.text);
 

@@ -284,7 +284,10 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
     json_object *pending = svc_ctools_pending(last), *res = NULL;
     *out = json_object_new_array();
     int rc = 0;
-    if (req->tool_results && json_object_array_length(req->tool_results) > 0)
+    if (svc_ctools_approvals(req->tool_results)) {
+        json_object_put(run->loop.resume);
+        rc = svc_ctools_resume(pending, req->tool_results, &run->loop.resume, err);
+    } else if (req->tool_results && json_object_array_length(req->tool_results) > 0)
         rc = svc_ctools_answer(pending, req->tool_results, &res, run->loop.client_names, err);
     else
         res = svc_ctools_interrupted(pending);
@@ -510,7 +513,8 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
     if ((!req->input || !*req->input) && !answers)
         return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages",
                             "no user input: the last user message is empty");
-    if (svc_ctools_check(cfg, req->client_tools, req->tool_choice, err) != 0)
+    if (svc_ctools_check(cfg, req->user ? req->user->id : NULL, req->client_tools, req->tool_choice,
+                         err) != 0)
         return -1;
     if (req->session_id && svc_id_check(req->session_id, err) != 0)
         return -1;

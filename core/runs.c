@@ -19,6 +19,7 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "mcp.h"
 #include "query.h"
 #include "store.h"
 #include "util.h"
@@ -286,6 +287,7 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     svc_runs_prune(cfg, SVC_RUNS_KEEP_S); /* the finished records of long ago */
     free(rn.events_path);
     free(rn.cancel_path);
+    svc_mcp_stop_all(); /* the MCP servers this runner started end with it */
     _exit(0);
 }
 

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "mcp.h"
 #include "session.h"
 #include "store.h"
 #include "util.h"
@@ -25,6 +26,7 @@ struct svc_loop {
     const char *run_id, *sid; /* the run's, borrowed */
     const char *model;        /* the model's name, borrowed */
     const char *owner;        /* the session's owner (user.h), borrowed, or NULL: the admins' */
+    const char *user;         /* who asks (user.h), borrowed, or NULL: the api_token admin */
     double started_mono;
     /* the request's settings (session.h) */
     char *request_system; /* the request's system prompt, heap, or NULL */
@@ -35,6 +37,17 @@ struct svc_loop {
     json_object *client_tools; /* the request's client tools (ctools.h), or NULL */
     json_object *client_names; /* names whose results come from the client: offered, answered */
     char *tool_choice;         /* heap, or NULL */
+    json_object *resume; /* pending toolUses to answer before the first model call (ctools.h) */
+    /* the request's remote MCP servers (SPEC 16): spec borrowed from the request, conn a
+     * request's own (closed with the loop) or a configured one's, tools a new reference */
+    struct svc_loop_mcp {
+        json_object *spec;
+        const char *label;
+        struct svc_mcp_conn *conn;
+        bool remote;
+        json_object *tools;
+    } * mcp;
+    size_t nmcp;
     /* the window: effective native messages from removed_message_count on */
     json_object *msgs;
     int64_t removed;

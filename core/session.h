@@ -47,7 +47,13 @@ struct svc_run_request {
      * calls ([{call_id, output, param}]); with them, input may be NULL (no new user text). */
     json_object *client_tools; /* borrowed [{name, description, parameters}], or NULL */
     const char *tool_choice;   /* NULL (auto), "auto", "none", "required" or a tool's name */
-    json_object *tool_results; /* borrowed, or NULL */
+    json_object *tool_results; /* borrowed, or NULL; an approval is {call_id, approve, param} */
+    /* The Responses API's remote MCP servers (SPEC 16), checked by the caller: borrowed
+     * [{label, url (null: the configured server of that name), headers (object), allowed
+     * (array of tool names, or null: all), approval ({"default": "always"|"never", "always":
+     * [names], "never": [names]}), listed (its tools were listed earlier in the
+     * conversation)}], or NULL. */
+    json_object *mcp_tools;
     /* SPEC 12.3: `store: false` runs stateless (history the context, nothing stored);
      * `truncation: "disabled"` fails with SVC_E_CONTEXT_LENGTH, before anything is stored
      * when it can, where the window would drop messages. */

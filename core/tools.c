@@ -6,6 +6,7 @@
 
 #include "extension.h"
 #include "jsonx.h"
+#include "mcp.h"
 #include "util.h"
 
 static json_object *empty_schema(void)
@@ -29,7 +30,7 @@ static json_object *tool_row(const char *name, const char *kind, const char *des
     return t;
 }
 
-json_object *svc_tools_list(const struct svc_config *cfg)
+static json_object *own_tools(const struct svc_config *cfg)
 {
     json_object *arr = json_object_new_array();
     json_object_array_add(arr, tool_row("clock", "tool", "Current UTC time", NULL, true, true));
@@ -41,50 +42,115 @@ json_object *svc_tools_list(const struct svc_config *cfg)
     return arr;
 }
 
-json_object *svc_tools_spec(const struct svc_config *cfg)
+json_object *svc_tools_list(const struct svc_config *cfg, const char *user, bool all)
 {
-    json_object *all = svc_tools_list(cfg);
-    json_object *arr = json_object_new_array();
-    for (size_t i = 0; i < json_object_array_length(all); i++) {
-        json_object *t = json_object_array_get_idx(all, i);
-        if (!svc_json_bool(t, "enabled", false))
-            continue;
-        json_object *s = json_object_new_object();
-        static const char *keys[] = {"name", "description", "parameters"};
-        for (int k = 0; k < 3; k++) {
-            json_object *v = NULL;
-            json_object_object_get_ex(t, keys[k], &v);
-            svc_json_set(s, keys[k], json_object_get(v));
-        }
-        json_object_array_add(arr, s);
+    json_object *out = json_object_new_object(), *servers = json_object_new_array();
+    svc_json_set(out, "extensions", own_tools(cfg));
+    for (size_t i = 0; i < cfg->nmcp_servers; i++) {
+        const struct svc_mcp_server *s = &cfg->mcp_servers[i];
+        if (all || svc_mcp_usable(s, user))
+            json_object_array_add(servers,
+                                  svc_mcp_status(svc_mcp_configured(cfg, s->name), s->enabled));
     }
-    json_object_put(all);
+    svc_json_set(out, "mcp_servers", servers);
+    return out;
+}
+
+/* The tool a model may call, named name. */
+static json_object *spec(const char *name, const char *description, json_object *parameters)
+{
+    json_object *s = json_object_new_object();
+    svc_json_set_str(s, "name", name);
+    svc_json_set_str(s, "description", description ? description : "");
+    svc_json_set(s, "parameters", parameters ? svc_json_copy(parameters) : empty_schema());
+    return s;
+}
+
+/* "<server>__<tool>": a name the model accepts (1..64 of A-Za-z0-9_-), in buf. */
+static bool mcp_name(const char *server, const char *tool, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%s__%s", server, tool);
+    return n > 0 && n <= 64 && (size_t)n < size &&
+           strspn(buf, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+               (size_t)n;
+}
+
+json_object *svc_tools_spec(const struct svc_config *cfg, const char *user)
+{
+    json_object *arr = json_object_new_array();
+    json_object_array_add(arr, spec("clock", "Current UTC time", NULL));
+    for (size_t i = 0; i < cfg->nextensions; i++) {
+        const struct svc_extension *x = &cfg->extensions[i];
+        if (x->enabled)
+            json_object_array_add(arr, spec(x->name, x->description, x->parameters));
+    }
+    for (size_t i = 0; i < cfg->nmcp_servers; i++) {
+        const struct svc_mcp_server *s = &cfg->mcp_servers[i];
+        json_object *tools = NULL;
+        struct svc_err err;
+        if (!svc_mcp_usable(s, user) ||
+            svc_mcp_list(svc_mcp_configured(cfg, s->name), &tools, &err) != 0)
+            continue; /* its state says why (GET /api/extensions) */
+        for (size_t k = 0; k < json_object_array_length(tools); k++) {
+            json_object *t = json_object_array_get_idx(tools, k);
+            char name[80];
+            if (mcp_name(s->name, svc_json_str(t, "name", ""), name, sizeof name))
+                json_object_array_add(arr, spec(name, svc_json_str(t, "description", NULL),
+                                                svc_json_obj(t, "inputSchema")));
+        }
+    }
     return arr;
 }
 
-void svc_tools_call(const struct svc_config *cfg, const char *name, json_object *input,
-                    struct svc_tool_result *out)
+/* The configured server user may use that name ("<server>__<tool>") belongs to, or NULL;
+ * *tool is the bare tool name. */
+static const struct svc_mcp_server *server_of(const struct svc_config *cfg, const char *user,
+                                              const char *name, const char **tool)
 {
-    svc_tools_call_cancel(cfg, name, input, NULL, NULL, out);
+    const char *sep = strstr(name, "__");
+    for (size_t i = 0; sep && i < cfg->nmcp_servers; i++) {
+        const struct svc_mcp_server *s = &cfg->mcp_servers[i];
+        if (strlen(s->name) == (size_t)(sep - name) &&
+            strncmp(s->name, name, (size_t)(sep - name)) == 0)
+            return *tool = sep + 2, svc_mcp_usable(s, user) ? s : NULL;
+    }
+    return NULL;
 }
 
-void svc_tools_call_cancel(const struct svc_config *cfg, const char *name, json_object *input,
-                           int (*should_cancel)(void *ctx), void *ctx, struct svc_tool_result *out)
+bool svc_tools_owns(const struct svc_config *cfg, const char *user, const char *name)
+{
+    const char *tool;
+    if (strcmp(name, "clock") == 0 || server_of(cfg, user, name, &tool))
+        return true;
+    for (size_t i = 0; i < cfg->nextensions; i++)
+        if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+void svc_tools_call(const struct svc_config *cfg, const char *user, const char *name,
+                    json_object *input, int (*should_cancel)(void *ctx), void *ctx,
+                    struct svc_tool_result *out)
 {
     double t0 = svc_time_monotonic();
+    const char *tool = NULL;
+    const struct svc_mcp_server *s = server_of(cfg, user, name, &tool);
     memset(out, 0, sizeof *out);
+    if (s) {
+        svc_mcp_call(svc_mcp_configured(cfg, s->name), tool, input, should_cancel, ctx, out);
+        return;
+    }
+    for (size_t i = 0; i < cfg->nextensions; i++)
+        if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0) {
+            svc_ext_run(&cfg->extensions[i], input, should_cancel, ctx, out);
+            return;
+        }
     if (strcmp(name, "clock") == 0) {
         char now[SVC_TIME_LEN];
         svc_time_now_iso(now);
         out->ok = true;
         out->content = svc_xstrdup(now);
     } else {
-        for (size_t i = 0; i < cfg->nextensions; i++)
-            if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0) {
-                svc_ext_run(&cfg->extensions[i], input, should_cancel, ctx,
-                            out); /* core/extension.h */
-                return;
-            }
         out->ok = false;
         svc_xasprintf(&out->content, "unknown tool: %s", name);
     }
@@ -95,4 +161,8 @@ void svc_tool_result_free(struct svc_tool_result *r)
 {
     free(r->content);
     r->content = NULL;
+    json_object_put(r->blocks);
+    r->blocks = NULL;
+    json_object_put(r->structured);
+    r->structured = NULL;
 }

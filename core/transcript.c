@@ -85,8 +85,11 @@ static void block(struct svc_buf *b, json_object *blk)
         const char *t = json_object_get_string(v);
         svc_buf_printf(b, "%s\n\n", t);
     } else if ((v = svc_json_obj(blk, "toolUse"))) {
-        svc_buf_printf(b, "**Tool call** `%s` (id `%s`)\n\n", svc_json_str(v, "name", "?"),
-                       svc_json_str(v, "toolUseId", "?"));
+        const char *name = svc_json_str(v, "name", "?"), *sep = strstr(name, "__");
+        svc_buf_printf(b, "**Tool call** `%s` (id `%s`", name, svc_json_str(v, "toolUseId", "?"));
+        if (sep && sep > name) /* "<server>__<tool>": an MCP server answers it (SPEC 16) */
+            svc_buf_printf(b, ", MCP server `%.*s`", (int)(sep - name), name);
+        svc_buf_adds(b, ")\n\n");
         json_object *in = NULL;
         json_object_object_get_ex(v, "input", &in);
         fenced_json(b, in);

@@ -533,9 +533,15 @@ function toolResultBody(parts) {
     return body;
 }
 
+// "<server>__<tool>" is a tool of an MCP server (SPEC 16): say which server answered.
+function mcpServer(name) {
+    const i = (name || '').indexOf('__');
+    return i > 0 ? h('span', { class: 'badge', title: 'tool ' + name.slice(i + 2) + ' of MCP server ' + name.slice(0, i), text: 'MCP ' + name.slice(0, i) }) : null;
+}
+
 function toolCallBlock(name, id, input) {
     return h('details', { class: 'tool tool-call' },
-        h('summary', {}, h('span', { class: 'tool-kind', text: 'Tool call' }), ' ', h('code', { text: name || '?' })),
+        h('summary', {}, h('span', { class: 'tool-kind', text: 'Tool call' }), ' ', h('code', { text: name || '?' }), ' ', mcpServer(name)),
         id ? h('p', { class: 'muted', text: 'call id ' + id }) : null, jsonPre(input ?? {}));
 }
 
@@ -543,7 +549,7 @@ function toolResultBlock(id, status, parts, name) {
     const ok = status !== 'error';
     return h('details', { class: 'tool tool-result' + (ok ? '' : ' failed') },
         h('summary', {}, h('span', { class: 'tool-kind', text: ok ? 'Tool result' : 'Tool error' }),
-            name ? ' ' : '', name ? h('code', { text: name }) : null),
+            name ? ' ' : '', name ? h('code', { text: name }) : null, ' ', mcpServer(name)),
         id ? h('p', { class: 'muted', text: 'call id ' + id }) : null, toolResultBody(parts));
 }
 
@@ -1192,7 +1198,7 @@ async function loadStatus() {
         const box = $(id);
         box.replaceChildren(h('p', { class: 'muted', text: 'Loading…' }));
         try {
-            const r = await api('GET', path).catch((e) => {
+            const r = await (typeof path === 'string' ? api('GET', path) : path).catch((e) => {
                 // health answers 503 with its body when degraded
                 if (e instanceof ApiError && e.status === 503) return { status: 'degraded', reason: e.message };
                 throw e;
@@ -1224,7 +1230,8 @@ async function loadStatus() {
         t.append(tb);
         return t;
     });
-    fill('st-ext', 'api/extensions', (r) => {
+    const ext = api('GET', 'api/extensions'); // one request (it may start MCP servers) for both cards
+    fill('st-ext', ext, (r) => {
         if (!r.extensions.length) return h('p', { class: 'muted', text: 'No tools.' });
         const ul = h('ul', { class: 'ext' });
         for (const x of r.extensions) {
@@ -1232,6 +1239,22 @@ async function loadStatus() {
                 x.enabled ? '' : h('span', { class: 'badge st-error', text: 'disabled' }), ' ', x.description || ''));
         }
         return ul;
+    });
+    fill('st-mcp', ext, (r) => {
+        const servers = r.mcp_servers || [];
+        if (!servers.length) return h('p', { class: 'muted', text: 'No MCP servers configured (mcp_servers in agents.yaml).' });
+        const t = h('table', {}, h('thead', {}, h('tr', {}, ...['Server', 'Transport', 'State', 'Tools'].map((x) => h('th', { scope: 'col', text: x })))));
+        const tb = h('tbody');
+        const cls = { ready: 'st-idle', failed: 'st-error' };
+        for (const m of servers) {
+            const tools = m.tools.map((x) => h('code', { title: x.description || '', text: m.name + '__' + x.name }));
+            tb.append(h('tr', {}, h('td', {}, h('code', { text: m.name })), h('td', { text: m.transport }),
+                h('td', {}, h('span', { class: 'badge ' + (cls[m.state] || ''), text: m.state }),
+                    m.last_error ? h('p', { class: 'error', text: m.last_error }) : null),
+                h('td', {}, ...(tools.length ? tools.flatMap((x, i) => (i ? [' ', x] : [x])) : [h('span', { class: 'muted', text: 'none' })]))));
+        }
+        t.append(tb);
+        return t;
     });
     const cfg = $('st-config');
     try {

@@ -18,6 +18,9 @@ package FakeOpenAI;
 #   "slow N ...": N seconds (fractions allowed) before the first byte, then a normal answer.
 #   "call tool NAME [JSON]": a streamed tool call (id, name, arguments in small pieces).
 #   "loop tool NAME [JSON]": that tool call again after every tool result (a looping model).
+#   a prompt matching a rule of start(rules => [{prompt => qr/.../, tool => NAME,
+#   arguments => JSON}]) when the request offers tool NAME: that tool call (a model that
+#   decides to use a tool from a plain prompt).
 #   "nousage ...": no usage chunk.   "nostream ...": a plain chat.completion JSON answer.
 #   "garbage ...": a mid-stream {"error": ...} event after one content word.
 #   anything else: "You said: <text> (<n> messages)" streamed word by word.
@@ -59,7 +62,7 @@ sub start {
             if (defined $k && $k == 0) {
                 close $srv;
                 srand();
-                eval { _serve($c, $log) };
+                eval { _serve($c, $log, $opts{rules}) };
                 POSIX::_exit(0);
             }
             close $c;
@@ -240,7 +243,7 @@ sub _event {
 }
 
 sub _serve {
-    my ($c, $log) = @_;
+    my ($c, $log, $rules) = @_;
     binmode $c;
     my $req = _read_request($c) or return;
     my $body = eval { $J->decode($req->{body}) };
@@ -281,7 +284,12 @@ sub _serve {
     }
 
     my ($answer, @tool_calls);
-    if ($text =~ /^loop tool (\S+)\s*(.*)$/s) {
+    my %offered = map { ($_->{function}{name} // '') => 1 } @{ $body->{tools} // [] };
+    my ($rule) = grep { $text =~ $_->{prompt} && $offered{ $_->{tool} } } @{ $rules // [] };
+    if ($rule && ($last->{role} // '') ne 'tool') {
+        @tool_calls = ({ id => 'call_' . int(rand(1e9)), name => $rule->{tool},
+                         arguments => $rule->{arguments} // '{}' });
+    } elsif ($text =~ /^loop tool (\S+)\s*(.*)$/s) {
         # a model that never stops calling tools, even after their results
         my ($name, $args) = ($1, $2);
         $args = '{}' unless length $args;

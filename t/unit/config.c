@@ -306,8 +306,9 @@ static void test_to_json_defaults(void)
            "\"recall\":0},\"retention\":{\"archive_after_days\":0,"
            "\"delete_archived_after_days\":0,\"delete_after_days\":0,\"keep_pinned\":true,"
            "\"export_before_delete\":\"\",\"schedule\":\"17 3 * * *\"},"
-           "\"search\":{\"index_dir\":\"/home/tester/.svc/search\"},\"jobs\":[],"
-           "\"extensions\":[],\"source\":\"t.yaml\"}",
+           "\"search\":{\"index_dir\":\"/home/tester/.svc/search\"},"
+           "\"mcp\":{\"remote_allow\":[]},\"jobs\":[],"
+           "\"extensions\":[],\"mcp_servers\":[],\"source\":\"t.yaml\"}",
            "to_json of the defaults, in table order");
     free(dump);
     json_object_put(j);
@@ -771,6 +772,55 @@ static void test_users(void)
             "unknown role");
 }
 
+/* mcp_servers and mcp.remote_allow (SPEC 16): rows like the rest, secrets redacted. */
+static void test_mcp(void)
+{
+    ok(load(
+           "mcp_servers:\n  - {name: files, command: [node, fs.js, /srv], env: {A: s3cret, N: 3}}\n"
+           "  - {name: web, url: \"http://127.0.0.1:3001/mcp\", headers_env: {X-Key: KEY_VAR},"
+           " users: [alice], allowed_tools: [echo]}\n"
+           "mcp:\n  remote_allow: [\"https://mcp.example.com/\"]\n") == 0,
+       "mcp_servers loads: %s", err.message);
+    ok(cfg.nmcp_servers == 2, "two servers");
+    is_str(cfg.mcp_servers[0].command[1], "fs.js", "command");
+    is_str(cfg.mcp_servers[0].url, "", "url defaults to \"\"");
+    ok(cfg.mcp_servers[0].timeout_s == 30 && cfg.mcp_servers[0].enabled, "defaults");
+    is_str(cfg.mcp_servers[1].users[0], "alice", "users");
+    is_str(cfg.mcp.remote_allow[0], "https://mcp.example.com/", "remote_allow");
+    json_object *j = svc_config_to_json(&cfg);
+    char *dump = svc_json_dump_compact(svc_json_arr(j, "mcp_servers"));
+    ok(dump && strstr(dump, "\"env\":{\"A\":\"***\",\"N\":\"***\"}") &&
+           strstr(dump, "\"headers_env\":{\"X-Key\":\"***\"}") && !strstr(dump, "s3cret") &&
+           !strstr(dump, "KEY_VAR"),
+       "env and header values are ***: %s", dump);
+    free(dump);
+    json_object_put(j);
+    svc_config_free(&cfg);
+    refuses("mcp_servers:\n  - {name: a, command: [x], url: \"http://h/\"}\n",
+            "t.yaml:2:5: mcp_servers[0]: give exactly one of command (stdio) and url (Streamable "
+            "HTTP)",
+            "both transports");
+    refuses("mcp_servers:\n  - {name: a}\n",
+            "t.yaml:2:5: mcp_servers[0]: give exactly one of command (stdio) and url (Streamable "
+            "HTTP)",
+            "no transport");
+    refuses("mcp_servers:\n  - {name: a__b, command: [x]}\n",
+            "t.yaml:2:12: mcp_servers[0].name: not a valid server name (1 to 32 characters of "
+            "a-z0-9_-, without \"__\")",
+            "a name with __");
+    refuses("mcp_servers:\n  - {name: a, command: [x]}\n  - {name: a, url: \"http://h/\"}\n",
+            "t.yaml:3:12: mcp_servers[1].name: 'a' is already used by mcp_servers[0]",
+            "two servers of one name");
+    refuses("mcp_servers:\n  - {name: a, command: [x], env: {A: [1]}}\n",
+            "t.yaml:2:5: mcp_servers[0]: env: each value is a string", "env value a list");
+    refuses("mcp_servers:\n  - {name: a, url: \"http://h/\", headers_env: {X: \"not a var\"}}\n",
+            "t.yaml:2:5: mcp_servers[0]: headers_env: each value names an environment variable",
+            "headers_env value not a variable name");
+    refuses("mcp:\n  remote_allow: [\"ftp://x/\"]\n",
+            "t.yaml:2:18: mcp.remote_allow[0]: must start with http:// or https://",
+            "remote_allow not http(s)");
+}
+
 static void test_reference_file(void)
 {
     int rc = svc_config_load_file(&cfg, "conf/agents.yaml", &err);
@@ -818,6 +868,7 @@ int main(void)
     test_extensions();
     test_ops_settings();
     test_users();
+    test_mcp();
     test_reference_file();
 
     rmdir(tmp);
