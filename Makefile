@@ -12,7 +12,12 @@ SAN     ?=
 # core/fsio.h and the others). `make test` and `make asan` set it and build into their own
 # directories, so build/ (what is installed) never carries them (`make no-test-hooks`).
 TEST_HOOKS ?=
-ALL_CFLAGS = $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
+# The version, from one place: the file VERSION (svc --version, svc-fcgi --version, health,
+# the openapi document, make deb's debian/changelog).
+VERSION := $(shell cat VERSION)
+VERSION_DEF := -DSVC_VERSION='"$(VERSION)"'
+ALL_CFLAGS = $(CPPFLAGS) $(CFLAGS) $(SAN) -std=c11 -D_GNU_SOURCE $(WARN) $(PKG_CFLAGS) -Icore \
+  $(VERSION_DEF) $(if $(TEST_HOOKS),-DSVC_TEST_HOOKS)
 LDLIBS  += $(PKG_LIBS)
 # libunistring (case folding and normalisation for search) has no pkg-config file on Debian
 LDLIBS  += -lunistring -lm
@@ -23,18 +28,34 @@ CGI_SRC  := $(wildcard cgi/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 UNIT_SRC := $(wildcard t/unit/*.c)
 CORE_OBJ := $(CORE_SRC:%.c=$(B)/%.o)
-CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o)
+CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o) $(B)/cgi/openapi_yaml.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install torture valgrind powercut powercut-tools
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-hosts bench-agent bench-window bench-scale clean format install deb torture valgrind powercut powercut-tools
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
 	@scripts/install-deps
 
-$(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile
+$(B)/%.o: %.c $(wildcard core/*.h cgi/*.h cli/*.h) Makefile VERSION
 	@mkdir -p $(dir $@)
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+# docs/openapi.yaml compiled into svc-fcgi as one string (GET /api/openapi.json converts it),
+# its object among cgi/'s
+%/cgi/openapi_yaml.c: docs/openapi.yaml Makefile
+	@mkdir -p $(dir $@)
+	@echo "  GEN     $@"
+	@{ echo '/* docs/openapi.yaml as a string: written by the Makefile, do not edit */'; \
+	  echo 'const char *h_openapi_yaml(void);'; echo 'const char *h_openapi_yaml(void)'; \
+	  echo '{'; echo '    return'; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/        "/' -e 's/$$/\\n"/' $<; \
+	  echo '        ;'; echo '}'; } >$@
+
+.SECONDARY: $(B)/cgi/openapi_yaml.c build-fuzz/cgi/openapi_yaml.c
+$(B)/cgi/openapi_yaml.o: $(B)/cgi/openapi_yaml.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
@@ -59,10 +80,15 @@ unit: $(UNIT_BIN)
 
 # The whole suite: C unit tests, then integration tests through nginx.
 # Built with the test hooks into build-test/ (SVC_BUILD=$PWD/build-test for one test file).
+# Every answer the tests get is recorded in BUILD/answers (SVC_ANSWERS) and validated against
+# docs/openapi.yaml afterwards (t/openapi/answers.t), even when a test failed.
+SUITE = rm -rf $(1)/answers; \
+  SVC_ANSWERS=$(abspath $(1))/answers SVC_BUILD=$(abspath $(1)) prove -j2 --timer --exec t/run-one $(1)/t/ t/; \
+  suite=$$?; SVC_ANSWERS=$(abspath $(1))/answers prove t/openapi/answers.t && exit $$suite
 test: deps
 	@$(MAKE) --no-print-directory no-test-hooks
 	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit powercut-tools
-	SVC_BUILD=$(abspath build-test) prove -j2 --timer --exec t/run-one build-test/t/ t/
+	$(call SUITE,build-test)
 
 # What gets installed (build/) must hold no test hook: none of their SVC_TEST_ names.
 no-test-hooks:
@@ -76,7 +102,7 @@ asan: deps
 	  SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
 	  LDFLAGS="-fsanitize=address,undefined" all unit powercut-tools
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-	  SVC_BUILD=$(abspath build-asan) prove -j2 --timer --exec t/run-one build-asan/t/ t/
+	  sh -c '$(call SUITE,build-asan)'
 
 # libFuzzer harnesses (run by `make check`): the config loader, the JSON parser, the session
 # readers, the index file, line/run files with fsck, the HTTP request layer, the OpenAI SSE
@@ -85,8 +111,10 @@ asan: deps
 # The library and handlers are compiled once (coverage without libFuzzer's main), in
 # parallel; each harness links them. t/fuzz/sandbox.h keeps a harness's files out of ~/.svc.
 FUZZ := config json session index files http sse import jobs chatgpt
-FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE $(WARN) -Icore -Icgi $(PKG_CFLAGS)
-FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)))
+FUZZ_CFLAGS := -O1 -g -fsanitize=address,undefined -std=c11 -D_GNU_SOURCE $(WARN) -Icore -Icgi $(PKG_CFLAGS) \
+  $(VERSION_DEF)
+FUZZ_OBJ := $(patsubst %.c,build-fuzz/obj/%.o,$(CORE_SRC) $(filter-out cgi/main.c,$(CGI_SRC)) \
+  build-fuzz/cgi/openapi_yaml.c)
 FUZZ_BIN := $(FUZZ:%=build-fuzz/%_fuzz)
 .SECONDARY: $(FUZZ_OBJ)
 fuzz:
@@ -95,6 +123,10 @@ fuzz:
 build-fuzz/obj/%.o: %.c $(wildcard core/*.h cgi/*.h) Makefile
 	@mkdir -p $(dir $@)
 	@echo "  CC      $@"
+	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build-fuzz/obj/build-fuzz/cgi/openapi_yaml.o: build-fuzz/cgi/openapi_yaml.c
+	@mkdir -p $(dir $@)
 	@clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 build-fuzz/%_fuzz: t/fuzz/%_fuzz.c t/fuzz/sandbox.h $(FUZZ_OBJ)
@@ -227,47 +259,74 @@ bench-hosts: deps all
 format:
 	clang-format -i $(C_FILES)
 
-# make install [PREFIX=/usr/local] [DESTDIR=...]: programs, units, sysusers.d, tmpfiles.d,
-# the nginx and Apache files, the README with the guides in docs/ (share/doc/svc, docs/ kept
-# as a directory so the README's links hold), and /etc/svc/agents.yaml (never over an
-# existing one; exports go to /var/lib/svc/exports, which the units and tmpfiles.d create,
-# instead of the seed's ~/Desktop/svc-chat-export for a person's machine). The nginx files
-# name the directory they are installed in (SYSCONFDIR/nginx/svc/).
-# svc-jobs.service/.timer are installed when nginx/ has them.
+# make install [PREFIX=/usr/local] [DESTDIR=...]: programs, man pages, units, sysusers.d,
+# tmpfiles.d, the nginx and Apache files, the README with the guides in docs/ (share/doc/svc,
+# docs/ kept as a directory so the README's links hold), and /etc/svc/agents.yaml (never
+# over an existing one; exports go to /var/lib/svc/exports, which the units and tmpfiles.d
+# create, instead of the seed's ~/Desktop/svc-chat-export for a person's machine). The nginx
+# files name the directory they are installed in (NGINXDIR) and each other through
+# NGINX_INCLUDE: `svc` (relative to nginx's configuration directory: /etc/nginx/svc) unless
+# given, as make deb gives /usr/share/svc/nginx. svc-jobs.service/.timer are installed when
+# nginx/ has them.
 PREFIX     ?= /usr/local
 SYSCONFDIR ?= /etc
+BINDIR     ?= $(PREFIX)/bin
+SBINDIR    ?= $(BINDIR)
+DATADIR    ?= $(PREFIX)/share/svc
+MANDIR     ?= $(PREFIX)/share/man
 UNITDIR    ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+NGINXDIR   ?= $(SYSCONFDIR)/nginx/svc
+NGINX_INCLUDE ?= svc
+DASHBOARDDIR ?= $(NGINXDIR)/dashboard
+MODELDIR   ?= $(NGINXDIR)/model.d
+MODEL_INCLUDE ?= $(NGINX_INCLUDE)/model.d
 UNITS      := nginx/svc.service nginx/svc.socket $(wildcard nginx/svc-jobs.service nginx/svc-jobs.timer)
 NGINX_FILES := svc.conf svc-api.conf svc-model.conf svc-stream.conf svc-errors.conf \
                fastcgi_params.conf svc-upstream.conf nginx-example.conf
+MAN_PAGES  := $(wildcard man/*.[1-8])
+NGINX_SED  := -e 's|include svc/model.d/|include $(MODEL_INCLUDE)/|' -e 's|include svc/|include $(NGINX_INCLUDE)/|' \
+  -e 's|/etc/nginx/svc/dashboard/|$(DASHBOARDDIR)/|g' -e 's|/etc/nginx/svc/model.d/|$(MODELDIR)/|g' \
+  -e 's|/etc/nginx/svc/|$(NGINXDIR)/|g'
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
-	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d \
-	  $(DESTDIR)$(PREFIX)/share/svc/apache $(DESTDIR)$(PREFIX)/share/doc/svc/docs
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+	  $(DESTDIR)$(TMPFILESDIR) $(DESTDIR)$(NGINXDIR) $(DESTDIR)$(MODELDIR) $(DESTDIR)$(DASHBOARDDIR)/vendor \
+	  $(DESTDIR)$(DATADIR)/apache $(DESTDIR)$(PREFIX)/share/doc/svc/docs
 	install -d -m 0750 $(DESTDIR)$(SYSCONFDIR)/svc
-	install -m 0755 $(B)/svc $(B)/svc-fcgi $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(B)/svc $(DESTDIR)$(BINDIR)/
+	install -m 0755 $(B)/svc-fcgi $(DESTDIR)$(SBINDIR)/
+	for m in $(MAN_PAGES); do install -d $(DESTDIR)$(MANDIR)/man$${m##*.} && \
+	  install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/ || exit 1; done
 	for u in $(UNITS); do \
-	  sed 's|/usr/local/bin/|$(PREFIX)/bin/|g' $$u > $(DESTDIR)$(UNITDIR)/$${u##*/} && \
-	  chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
+	  sed -e 's|/usr/local/bin/svc-fcgi|$(SBINDIR)/svc-fcgi|g' -e 's|/usr/local/bin/|$(BINDIR)/|g' $$u \
+	    > $(DESTDIR)$(UNITDIR)/$${u##*/} && chmod 0644 $(DESTDIR)$(UNITDIR)/$${u##*/} || exit 1; done
 	install -m 0644 nginx/svc.sysusers $(DESTDIR)$(SYSUSERSDIR)/svc.conf
 	install -m 0644 nginx/svc.tmpfiles $(DESTDIR)$(TMPFILESDIR)/svc.conf
 	for f in $(NGINX_FILES); do \
-	  sed 's|/etc/nginx/svc/|$(SYSCONFDIR)/nginx/svc/|g' nginx/$$f > $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f && \
-	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/nginx/svc/$$f || exit 1; done
-	install -m 0644 nginx/model.d/README $(DESTDIR)$(SYSCONFDIR)/nginx/svc/model.d/
-	install -d $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/vendor
-	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/
-	install -m 0644 nginx/dashboard/vendor/* $(DESTDIR)$(SYSCONFDIR)/nginx/svc/dashboard/vendor/
-	install -m 0644 nginx/apache-*.conf $(DESTDIR)$(PREFIX)/share/svc/apache/
+	  sed $(NGINX_SED) nginx/$$f > $(DESTDIR)$(NGINXDIR)/$$f && chmod 0644 $(DESTDIR)$(NGINXDIR)/$$f || exit 1; done
+	install -m 0644 nginx/model.d/README $(DESTDIR)$(MODELDIR)/
+	install -m 0644 nginx/dashboard/*.html nginx/dashboard/*.css nginx/dashboard/*.js $(DESTDIR)$(DASHBOARDDIR)/
+	install -m 0644 nginx/dashboard/vendor/* $(DESTDIR)$(DASHBOARDDIR)/vendor/
+	for f in nginx/apache-*.conf; do \
+	  sed 's|Define SVC_BIN_DIR /usr/local/bin|Define SVC_BIN_DIR $(SBINDIR)|' $$f \
+	    > $(DESTDIR)$(DATADIR)/apache/$${f##*/} && chmod 0644 $(DESTDIR)$(DATADIR)/apache/$${f##*/} || exit 1; done
 	install -m 0644 README $(DESTDIR)$(PREFIX)/share/doc/svc/
-	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(PREFIX)/share/doc/svc/docs/
+	install -m 0644 docs/*.md docs/*.png docs/openapi.yaml $(DESTDIR)$(PREFIX)/share/doc/svc/docs/
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml ]; then \
-	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(PREFIX)/share/svc/agents.yaml)"; \
+	  echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml (exists; the reference is in $(DATADIR)/agents.yaml)"; \
 	else sed 's|^\(  export_default_dir:\) ~/Desktop/svc-chat-export  |\1 /var/lib/svc/exports|' conf/agents.yaml \
 	  > $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml && chmod 0640 $(DESTDIR)$(SYSCONFDIR)/svc/agents.yaml; fi
-	install -m 0644 conf/agents.yaml $(DESTDIR)$(PREFIX)/share/svc/agents.yaml
+	install -m 0644 conf/agents.yaml $(DESTDIR)$(DATADIR)/agents.yaml
+
+# make deb [DEB_DIR=build/deb]: the Debian package, built by Debian's tools
+# (dpkg-buildpackage -b -us -uc, debian/) in a copy of the tree under DEB_DIR, so that the
+# .deb, .changes and .buildinfo land in DEB_DIR and never beside the tree; debian/changelog
+# is written there from VERSION; lintian must report no error (debian/README.source lists
+# the warnings kept and why).
+DEB_DIR ?= build/deb
+deb:
+	@scripts/deb '$(DEB_DIR)'
 
 clean:
 	rm -rf build build-asan build-test build-fuzz

@@ -4,9 +4,9 @@
  *                                  titles them, the newest first (as a pool's build)
  *   listdb_page time DB RUNS Q...  median and p90 of RUNS first pages (limit 50) for each Q
  *                                  ("-": no q), each in its own read transaction
- * Build after `make B=build-opt all`: cc -O2 -Icore -o /tmp/listdb_page
- * bench/listdb_page.c build-opt/libsvccore.a $(pkg-config --libs fcgi json-c yaml-0.1 zlib
- * libcurl libcrypto sqlite3) -lunistring -lpthread -lm */
+ * Build after `make B=build-opt all`: cc -O2 -Icore -DSVC_VERSION=\"$(cat VERSION)\" -o
+ * /tmp/listdb_page bench/listdb_page.c build-opt/libsvccore.a $(pkg-config --libs fcgi json-c
+ * yaml-0.1 zlib libcurl libcrypto sqlite3) -lunistring -lpthread -lm */
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>

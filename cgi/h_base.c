@@ -1,8 +1,10 @@
-/* h_base: the base endpoints of SPEC 4.4: health, config, jobs, extensions. */
+/* h_base: the base endpoints of SPEC 4.4: health, config, jobs, extensions, metrics, and the
+ * OpenAPI document (SPEC 18). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache.h"
+#include "config.h"
 #include "fsio.h"
 #include "handlers.h"
 #include "jobs.h"
@@ -131,4 +133,29 @@ int h_metrics(struct http_req *r, struct svc_err *err)
     svc_buf_free(&b);
     (void)err;
     return 0;
+}
+
+/* The OpenAPI document, converted once per worker from docs/openapi.yaml as compiled in. */
+static struct {
+    json_object *doc;
+} openapi;
+
+/* GET /api/openapi.json: docs/openapi.yaml as JSON, with this build's version and a server
+ * at the prefix this request came through (the base path), so its paths resolve. */
+int h_openapi(struct http_req *r, struct svc_err *err)
+{
+    if (!openapi.doc) {
+        const char *y = h_openapi_yaml();
+        if (svc_config_yaml_to_json("docs/openapi.yaml", y, strlen(y), &openapi.doc, err) < 0)
+            return -1;
+        svc_json_set_str(svc_json_obj(openapi.doc, "info"), "version", SVC_VERSION);
+    }
+    size_t base = r->route ? strlen(r->path) - strlen(r->route) : 0;
+    json_object *server = json_object_new_object();
+    svc_json_set(server, "url",
+                 json_object_new_string_len(base ? r->path : "/", base ? (int)base : 1));
+    json_object *servers = json_object_new_array();
+    json_object_array_add(servers, server);
+    svc_json_set(openapi.doc, "servers", servers);
+    return http_send_json(r, 200, openapi.doc) < 0 ? -1 : 0;
 }

@@ -22,6 +22,9 @@ int h_me(struct http_req *r, struct svc_err *err);
 int h_jobs(struct http_req *r, struct svc_err *err);
 int h_extensions(struct http_req *r, struct svc_err *err);
 int h_metrics(struct http_req *r, struct svc_err *err);
+int h_openapi(struct http_req *r, struct svc_err *err);
+/* docs/openapi.yaml's text (build/cgi/openapi_yaml.c, written by the Makefile). */
+const char *h_openapi_yaml(void);
 /* Process start (master) for uptime_s and pid; set once by main.c before forking. */
 extern double h_base_started_at;
 extern int h_base_master_pid;

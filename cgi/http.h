@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "err.h"
@@ -95,6 +96,9 @@ void http_req_free(struct http_req *r);
 void http_dispatch(struct http_req *r);
 /* Method and pattern of route i of the table, NULL past its end (the metrics' labels). */
 const char *http_route_name(int i, const char **method);
+/* The route table, one line a route: "METHOD PATTERN", then " public" (no token needed) or
+ * " admin" (admins only) (svc-fcgi --routes; t/83-openapi.t compares docs/openapi.yaml). */
+void http_routes_print(FILE *f);
 /* Send what is buffered and end the response (FastCGI: close stdout/stderr, so the data
  * and the end-request record leave in one write; CGI: flush stdout). A failed write marks
  * the client gone. Called once after http_dispatch, before http_log. */

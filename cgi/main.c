@@ -902,6 +902,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: svc-fcgi [--listen unix:PATH|tcp:[HOST:]PORT] [--workers N] "
                "[--config FILE] [--user USER] [--group GROUP] [--log FILE]\n"
+               "       svc-fcgi --routes | --version | --help\n"
                "Without --listen: the socket on fd 0 or LISTEN_FDS, plain CGI when "
                "REQUEST_METHOD is set, else server.listen.\n"
                "Exit codes: 0 stopped, 1 failure, 2 usage, 3 configuration refused, "
@@ -989,15 +990,12 @@ static int pool_run(struct pool *pl, struct svc_config *cfg, const struct opts *
 /* Parse the command line into o: -1 to go on, else the exit code. */
 static int parse_args(int argc, char **argv, struct opts *o)
 {
-    static const struct option lopts[] = {{"listen", required_argument, NULL, 'l'},
-                                          {"workers", required_argument, NULL, 'w'},
-                                          {"config", required_argument, NULL, 'c'},
-                                          {"user", required_argument, NULL, 'u'},
-                                          {"group", required_argument, NULL, 'g'},
-                                          {"log", required_argument, NULL, 'L'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {"version", no_argument, NULL, 'V'},
-                                          {NULL, 0, NULL, 0}};
+    static const struct option lopts[] = {
+        {"listen", required_argument, NULL, 'l'}, {"workers", required_argument, NULL, 'w'},
+        {"config", required_argument, NULL, 'c'}, {"user", required_argument, NULL, 'u'},
+        {"group", required_argument, NULL, 'g'},  {"log", required_argument, NULL, 'L'},
+        {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
+        {"routes", no_argument, NULL, 'R'},       {NULL, 0, NULL, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "l:w:c:u:g:L:hV", lopts, NULL)) != -1) {
         char *end;
@@ -1031,6 +1029,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
             return 0;
         case 'V':
             printf("svc-fcgi %s\n", SVC_VERSION);
+            return 0;
+        case 'R':
+            http_routes_print(stdout);
             return 0;
         default:
             usage(stderr);

@@ -32,6 +32,7 @@ static const struct route routes[] = {
     {"GET", "/api/jobs", ACCESS_ADMIN, h_jobs},
     {"GET", "/api/extensions", ACCESS_CALLER, h_extensions},
     {"GET", "/api/metrics", ACCESS_ADMIN, h_metrics},
+    {"GET", "/api/openapi.json", ACCESS_PUBLIC, h_openapi},
 
     {"POST", "/api/chat", ACCESS_CALLER, h_chat},
     {"POST", "/api/v1/chat/completions", ACCESS_CALLER, h_chat},
@@ -163,6 +164,15 @@ const char *http_route_name(int i, const char **method)
         return NULL;
     *method = routes[i].method;
     return routes[i].pattern;
+}
+
+void http_routes_print(FILE *f)
+{
+    for (size_t i = 0; i < NROUTES; i++)
+        fprintf(f, "%s %s%s\n", routes[i].method, routes[i].pattern,
+                routes[i].access == ACCESS_PUBLIC  ? " public"
+                : routes[i].access == ACCESS_ADMIN ? " admin"
+                                                   : "");
 }
 
 /* Route and run the request; *route gets the index of the route that served it, or

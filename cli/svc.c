@@ -72,7 +72,7 @@ static int parse_int(const char *s, long min, long max, long *out)
 static int cmd_config(struct svc_config *cfg, int argc, char **argv)
 {
     if (argc != 1)
-        return usage("config needs check or show");
+        return usage("config needs check, show or keys");
     if (strcmp(argv[0], "check") == 0) {
         for (size_t i = 0; i < cfg->nwarnings; i++)
             fprintf(stderr, "svc: warning: %s\n", cfg->warnings[i]);
@@ -85,7 +85,14 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
         json_object_put(o);
         return 0;
     }
-    return usage("config needs check or show");
+    if (strcmp(argv[0], "keys") == 0) { /* one a line: the man page's list (agents.yaml(5)) */
+        json_object *keys = svc_config_keys();
+        for (size_t i = 0; i < json_object_array_length(keys); i++)
+            printf("%s\n", json_object_get_string(json_object_array_get_idx(keys, i)));
+        json_object_put(keys);
+        return 0;
+    }
+    return usage("config needs check, show or keys");
 }
 
 /* `sessions delete ID...`: each one deleted or its error line; exit 1 when one failed, 2
@@ -424,7 +431,7 @@ static const struct command {
     const char *usage; /* one or more "  svc ...\n" lines */
     int (*run)(struct svc_config *cfg, int argc, char **argv);
 } commands[] = {
-    {"config", "  svc config check|show\n", cmd_config},
+    {"config", "  svc config check|show|keys\n", cmd_config},
     {"sessions",
      "  svc sessions list [--limit N] [--cursor C] [--all] [--archived] [--status S] [--q TEXT]\n"
      "                    [--user ID] [--pinned true|false] [--tag T]...\n"

@@ -392,6 +392,27 @@ static int cfgy_to_json(const struct cfgy_node *n, json_object **out, struct svc
     return cfgy_json_node(n, n->node, 0, &budget, out, err);
 }
 
+/* The walker's visit for svc_config_yaml_to_json: each top-level key's subtree into ctx. */
+static int cfgy_collect(void *ctx, const struct cfgy_node *n, struct svc_err *err)
+{
+    json_object *v = NULL;
+    if (cfgy_to_json(n, &v, err) < 0)
+        return -1;
+    json_object_object_add(ctx, n->key, v);
+    return CFGY_SKIP;
+}
+
+int svc_config_yaml_to_json(const char *name, const char *buf, size_t len, json_object **out,
+                            struct svc_err *err)
+{
+    *out = json_object_new_object();
+    if (cfgy_walk(name, buf, len, cfgy_collect, *out, err) == 0)
+        return 0;
+    json_object_put(*out);
+    *out = NULL;
+    return -1;
+}
+
 /* ------------------------------------------------------------------------------------ */
 /* The settings: one row each.                                                            */
 
@@ -1430,6 +1451,22 @@ out:
     free(buf);
     free(path);
     return rc;
+}
+
+json_object *svc_config_keys(void)
+{
+    json_object *a = json_object_new_array();
+    for (size_t i = 0; i < NROWS; i++)
+        json_object_array_add(a, json_object_new_string(cfg_rows[i].name));
+    for (size_t li = 0; li < NLISTS; li++) {
+        json_object_array_add(a, json_object_new_string(cfg_lists[li].name));
+        for (size_t i = 0; i < cfg_lists[li].nrows; i++) {
+            char key[128];
+            snprintf(key, sizeof key, "%s[].%s", cfg_lists[li].name, cfg_lists[li].rows[i].name);
+            json_object_array_add(a, json_object_new_string(key));
+        }
+    }
+    return a;
 }
 
 static json_object *strv_to_json(char *const *v)

@@ -168,12 +168,20 @@ void svc_config_free(struct svc_config *cfg);
 /* Effective configuration as SPEC 4.4 /api/config shows it: every key with defaults applied,
  * secrets as "***" when set and "" when unset, plus "source". New reference. */
 json_object *svc_config_to_json(const struct svc_config *cfg);
+/* Every key of the settings tables, in their order: "server.listen", ..., then each list
+ * ("jobs") and the keys of its items ("jobs[].id"). New reference (svc config keys). */
+json_object *svc_config_keys(void);
 /* The bearer token in force: server.api_token, else the env var named by api_token_env;
  * NULL when neither is set (auth off). Borrowed. */
 const char *svc_config_api_token(const struct svc_config *cfg);
 /* An octal setting (server.socket_mode, server.umask) as a number; the loader has checked
  * it, so this cannot fail for a loaded config. */
 unsigned svc_config_octal(const char *text);
+/* A YAML document whose top level is a mapping (docs/openapi.yaml) as JSON, scalars typed
+ * by YAML 1.2's core schema (quoted ones are strings). 0, or -1 with err (SVC_E_CONFIG,
+ * "<name>:<line>:<col>: ..."). */
+int svc_config_yaml_to_json(const char *name, const char *buf, size_t len, json_object **out,
+                            struct svc_err *err);
 /* The model API key in force (model.api_key, else env api_key_env); NULL when unset. */
 const char *svc_config_model_api_key(const struct svc_config *cfg);
 

@@ -12,7 +12,11 @@
 
 #include "err.h"
 
-#define SVC_VERSION "0.1.0"
+/* The version: the file VERSION at the top of the tree, passed by the Makefile (-DSVC_VERSION),
+ * which make deb's debian/changelog reads too. */
+#ifndef SVC_VERSION
+#error "SVC_VERSION comes from the file VERSION: build with make"
+#endif
 #define SVC_TIME_LEN 40
 
 /* Now as "2026-05-16T08:15:30.123456+00:00" into buf (SVC_TIME_LEN bytes); returns buf. */

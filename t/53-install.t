@@ -29,6 +29,7 @@ is $rc, 0, 'make install' or diag $out;
 for my $p ("$prefix/bin/svc", "$prefix/bin/svc-fcgi") {
     ok -x "$dest$p", "$p installed";
 }
+ok -f "$dest$prefix/share/man/$_", "man page $_ installed" for qw(man1/svc.1 man8/svc-fcgi.8 man5/agents.yaml.5);
 my $udir = "$dest$prefix/lib/systemd/system";
 my $svc = SvcTest::read_file("$udir/svc.service") // '';
 like $svc, qr/^ExecStart=\Q$prefix\E\/bin\/svc-fcgi$/m, 'ExecStart follows PREFIX';
@@ -96,7 +97,8 @@ SKIP: {
     my $u = "$prefix/lib/systemd/system";
     my @units = map { "$u/$_" } qw(svc.socket svc.service svc-jobs.service svc-jobs.timer);
     my $ns = "unshare --mount --propagation private sh -c 'mount --bind $dest$top $top && exec \"\$@\"' sh";
-    my $vo = `$ns systemd-analyze verify @units 2>&1`;
+    # their Documentation= pages are looked up with man(1): the installed ones, in the prefix
+    my $vo = `MANPATH='$prefix/share/man:' $ns systemd-analyze verify @units 2>&1`;
     is $?, 0, 'systemd-analyze verify of the installed units, unchanged';
     is $vo, '', 'without a complaint' or diag $vo;
     for my $unit (qw(svc.service svc-jobs.service)) {

@@ -170,7 +170,11 @@ SKIP: {
     }
     like SvcTest::read_file(SvcTest::repo() . '/nginx/svc-jobs.service'), qr{^ExecStart=\S+/svc jobs run-due$}m,
         'svc-jobs.service runs svc jobs run-due';
-    my $out = `systemd-analyze verify $dir/svc-jobs.timer $dir/svc-jobs.service 2>&1`;
+    # its Documentation= page, found by man(1) as once installed
+    mkdir "$dir/man";
+    mkdir "$dir/man/man1";
+    SvcTest::write_file("$dir/man/man1/svc.1", SvcTest::read_file(SvcTest::repo() . '/man/svc.1'));
+    my $out = `MANPATH='$dir/man:' systemd-analyze verify $dir/svc-jobs.timer $dir/svc-jobs.service 2>&1`;
     is $?, 0, 'systemd-analyze verify accepts svc-jobs.timer and svc-jobs.service' or diag $out;
 }
 done_testing;

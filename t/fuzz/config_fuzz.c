@@ -4,6 +4,7 @@
 //
 // Not built by default. From the top directory (one command line):
 //   clang -fsanitize=fuzzer,address -std=c11 -D_GNU_SOURCE -Icore $(pkg-config --cflags json-c)
+//     -DSVC_VERSION=\"$(cat VERSION)\"
 //     t/fuzz/config_fuzz.c core/*.c
 //     $(pkg-config --libs json-c yaml-0.1 zlib libcurl libcrypto fcgi) -o build/config_fuzz
 // then seed a corpus with the reference file and run it:

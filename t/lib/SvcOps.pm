@@ -174,6 +174,7 @@ sub http {
         ->request($method, $url, \%args);
     my $json;
     $json = eval { $JSON->decode($r->{content}) } if defined $r->{content} && length $r->{content};
+    SvcTest::record($method, $url, $r, $json);
     return { status => $r->{status}, headers => $r->{headers}, body => $r->{content},
              json => $json };
 }

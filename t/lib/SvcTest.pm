@@ -9,6 +9,10 @@ package SvcTest;
 #   my $sse = $s->sse('/api/chat', body => {...});     # {status, headers, events, comments}
 #   $s->home; $s->root; $s->log; $s->master_pid; $s->stop;
 #
+# With SVC_ANSWERS=DIR (make test sets it), every answer req, sse and SvcOps::http get is
+# recorded in DIR/<pid>.jsonl (method, path, status, content type, a JSON body), and
+# t/openapi/answers.t validates them against docs/openapi.yaml after the suite.
+#
 # agents.yaml gets `sessions: fsync: false` unless the config sets fsync itself, and
 # `sessions: cache: off` when SVC_TEST_CACHE=off (the suite with every cache off, CI).
 # The server runs in its own process group and is stopped in stop(), DESTROY and END.
@@ -256,8 +260,27 @@ sub req {
     my $r = $s->{http}->request($method, $s->url($path), \%args);
     my $json;
     $json = eval { $JSON->decode($r->{content}) } if defined $r->{content} && length $r->{content};
+    record($method, $s->url($path), $r, $json);
     return { status => $r->{status}, headers => $r->{headers}, body => $r->{content},
              json => $json };
+}
+
+# One answer into $SVC_ANSWERS/<pid>.jsonl when that is set (see the top): HTTP::Tiny's
+# own failures (599: no answer) are left out, and bodies that are not JSON.
+sub record {
+    my ($method, $url, $r, $json) = @_;
+    my $dir = $ENV{SVC_ANSWERS} or return;
+    return if ($r->{status} // 599) == 599;
+    my ($path) = $url =~ m{^https?://[^/]+(/[^?#]*)};
+    my $ct = $r->{headers}{'content-type'} // '';
+    $ct = $ct->[0] if ref $ct;
+    my %rec = (test => $0, method => $method, path => $path // $url, status => 0 + $r->{status},
+               content_type => $ct);
+    $rec{body} = $json if defined $json && $ct =~ m{^application/(?:[\w.+-]*\+)?json};
+    mkdir $dir;
+    open my $fh, '>>', "$dir/$$.jsonl" or return;
+    print $fh $JSON->encode(\%rec), "\n";
+    close $fh;
 }
 
 # Read an SSE response to the end. events: decoded JSON payloads, or the string "[DONE]"
@@ -295,6 +318,7 @@ sub sse {
     my $http = HTTP::Tiny->new(timeout => $o{timeout} || 60, keep_alive => 0);
     my $r = $http->request($o{method} || 'POST', $s->url($path),
                            { headers => \%h, content => $body, data_callback => $cb });
+    record($o{method} || 'POST', $s->url($path), $r, undef);
     return { status => $r->{status}, headers => $r->{headers}, events => \@events,
              comments => \@comments, body => $r->{content} };
 }
