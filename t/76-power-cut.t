@@ -1,6 +1,7 @@
 #!/usr/bin/perl
-# What `make powercut` found, each kept fixed (docs/TESTING.md "Power cuts"; the sync order
-# of a turn is t/22's):
+# pcfs, the power-cut filesystem of `make powercut`, keeps what it promises (first: the
+# power-cut test can only fail where pcfs loses what a disk would), and what `make powercut`
+# found, each kept fixed (docs/TESTING.md "Power cuts"; the sync order of a turn is t/22's):
 #   - a synchronous run's record is written without a sync, so a power cut can leave it
 #     empty: the API answers 404 run_not_found for it (not 500), and `svc fsck` reports
 #     it as empty_run_record and --repair removes it;
@@ -18,11 +19,64 @@ use FindBin;
 use lib "$FindBin::Bin/lib";
 use Test::More;
 use Digest::SHA qw(sha256_hex);
+use Fcntl qw(O_RDONLY O_DIRECTORY);
+use IO::Handle;
 use File::Temp qw(tempdir);
 use SvcTest;
 use PowerCut;
 
 my $J = JSON::PP->new->utf8->canonical;
+
+# ---- pcfs's model ----
+{
+    my $why = PowerCut::unavailable();
+    die "pcfs cannot run here: $why\n" if $why;
+    my $t = tempdir('svc-t76-XXXXXX', TMPDIR => 1, CLEANUP => 1);
+    mkdir $_ for "$t/b", "$t/m";
+    SvcTest::write_file("$t/b/old", "on disk\n");
+    my $fs = PowerCut->mount("$t/b", "$t/m", "$t/img");
+    my $m = "$t/m";
+    my $put = sub {    # write a file, fsync it when asked
+        my ($p, $data, $sync) = @_;
+        open my $fh, '>', $p or die "$p: $!";
+        print $fh $data;
+        $fh->flush;
+        $fh->sync if $sync;
+        close $fh;
+    };
+    my $dsync = sub { sysopen(my $dh, $_[0], O_RDONLY | O_DIRECTORY) or die "$_[0]: $!"; IO::Handle::sync($dh) or die "fsync $_[0]: $!" };
+    mkdir "$m/$_" for qw(d1 d2);
+    $dsync->($m);
+    $put->("$m/a.tmp", 'A', 1); rename "$m/a.tmp", "$m/a" or die; $dsync->($m);    # the whole sequence
+    $put->("$m/b.tmp", 'B', 0); rename "$m/b.tmp", "$m/b" or die; $dsync->($m);    # data never synced
+    $put->("$m/c", 'C', 1);                                                        # name never synced
+    $put->("$m/d", 'D', 0);                                                        # nothing synced
+    open my $fh, '>>', "$m/old" or die; print $fh "more\n"; close $fh;             # an append, unsynced
+    $put->("$m/d1/f", 'F', 1); $dsync->("$m/d1");
+    rename "$m/d1/f", "$m/d2/f" or die; $dsync->("$m/d2");                        # one side synced
+    my $st = $fs->ctl('cut');
+    is($st->{syncs}, 8, 'pcfs counted the syncs that reached it (3 files, 5 directories)');
+    ok(!-e "$m/a", 'after the cut the mount answers nothing');
+    $fs->unmount;
+    my %want = (
+        strict => { a => 'A', b => '', old => "on disk\n", 'd2/f' => 'F' },
+        journal => { a => 'A', b => '', c => 'C', d => '', old => "on disk\n", 'd2/f' => 'F' },
+    );
+    for my $view (sort keys %want) {
+        my $root = "$t/img/$view";
+        my %got = map { my $r = s{^\Q$root\E/}{}r; ($r => SvcTest::read_file($_)) } grep { -f } SvcTest::files_under($root);
+        is_deeply(\%got, $want{$view}, "$view: the tree a disk could hold");
+    }
+    # a cut at the N-th sync fails that sync
+    my $fs2 = PowerCut->mount("$t/img/strict", "$t/m", "$t/img2", '--cut-sync=2');
+    $put->("$m/x", 'X', 1);
+    open my $fx, '>', "$m/y" or die; print $fx 'Y'; $fx->flush;
+    ok(!$fx->sync, 'the second sync fails: the power is cut');
+    close $fx;
+    $fs2->unmount;
+    is(SvcTest::read_file("$t/img2/strict/x"), undef, 'x, synced but not its name, is not on the disk');
+    is($fs2->status->{at_sync}, 2, 'pcfs says it cut at sync 2');
+}
 
 # ---- an empty run record ----
 {

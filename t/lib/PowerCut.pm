@@ -12,7 +12,7 @@ use warnings;
 no warnings "exec";
 use IO::Socket::UNIX;
 use POSIX qw(WNOHANG _exit);
-use Time::HiRes qw(sleep);
+use Time::HiRes qw(sleep time);
 
 my %LIVE;
 
@@ -87,7 +87,13 @@ sub unmount {
         if ($try == 100) { system('umount', '-l', $self->{mnt}); last }
         sleep 0.05;
     }
-    waitpid($self->{pid}, 0);
+    # a file still open on a lazily unmounted mount keeps pcfs: stopped then
+    for my $sig (0, 'TERM', 'KILL') {
+        kill $sig, $self->{pid} if $sig;
+        my $end = time + 5;
+        while (time < $end && waitpid($self->{pid}, WNOHANG) == 0) { sleep 0.05 }
+        last if !kill 0, $self->{pid};
+    }
     delete $LIVE{ $self->{pid} };
     delete $self->{pid};
 }
