@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The Strands SDK reads every session of a root (t/powercut/run, after each power cut).
 
-    STRANDS_SRC=/path/to/sdk-python/src python3 t/powercut/strands_read.py ROOT
+    STRANDS_SRC=/path/to/sdk-python python3 t/powercut/strands_read.py ROOT
+    STRANDS_SRC=... python3 t/powercut/strands_read.py --import    # only whether it imports
 
-STRANDS_SRC names a local copy of the SDK's source (the directory holding strands/, or the
-checkout holding src/strands/); the
-tree's t/strands/stubs, when there, stands in for third-party modules Debian lacks. For each
+STRANDS_SRC names a local copy of the SDK's source (a checkout holding src/strands/, as
+issue 38's t/lib/StrandsSDK.pm takes it, or the directory holding strands/); the tree's
+t/strands/stubs (issue 38), when there, stand in for third-party modules Debian lacks. For each
 session_<id>/ under ROOT the SDK's FileSessionManager reads session.json, then each agent's
 agent.json and all its messages, as a restore does (its repository methods, called on the
 files as they are: nothing is written). A session or agent without its file and without
@@ -24,6 +25,8 @@ if os.path.isdir(os.path.join(src, "src", "strands")):
 sys.path[:0] = [p for p in (stubs, src) if os.path.isdir(p)]
 from strands.session.file_session_manager import FileSessionManager  # noqa: E402
 
+if sys.argv[1] == "--import":
+    sys.exit(0)
 root = sys.argv[1]
 repo = FileSessionManager.__new__(FileSessionManager)  # no __init__: it would create a session
 repo.storage_dir = root
