@@ -479,8 +479,9 @@ static void check_session(struct fsck *f, const char *sid)
         struct svc_err err;
         bool fixed = fix && svc_sess_ensure_natives(&s, SVC_SYNC_STORE, &err) == 0;
         problem(f, sid, scr, -1, "unborn_session", fixed,
-                "a first run stopped before it stored a message: session.json or agent.json "
-                "missing, no message%s",
+                "a first run stopped before it stored a message: %s or %s missing, no "
+                "message%s",
+                svc_store_name(SVC_F_SESSION), svc_store_name(SVC_F_AGENT),
                 fixed ? " (written fresh, as its next run would)" : "");
         if (!fixed)
             goto done;
