@@ -32,7 +32,7 @@ void svc_snap_free(struct svc_snap *s)
     json_object_put(s->summary);
 }
 
-void svc_snap_warn(json_object *warnings, const char *sid, const char *file, const char *msg)
+static void snap_warn(json_object *warnings, const char *sid, const char *file, const char *msg)
 {
     json_object *w = json_object_new_object();
     svc_json_set_str(w, "session_id", sid);
@@ -46,7 +46,7 @@ void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg)
     char *file = NULL;
     if (s->dirname)
         svc_xasprintf(&file, "native/%s%s%s", s->dirname, rel ? "/" : "", rel ? rel : "");
-    svc_snap_warn(s->warnings, s->sid, file ? file : rel ? rel : s->sid, msg);
+    snap_warn(s->warnings, s->sid, file ? file : rel ? rel : s->sid, msg);
     free(file);
 }
 
