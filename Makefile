@@ -32,7 +32,7 @@ CGI_OBJ  := $(CGI_SRC:%.c=$(B)/%.o) $(B)/cgi/openapi_yaml.o
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 UNIT_BIN := $(UNIT_SRC:t/unit/%.c=$(B)/t/%.t)
 
-.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-bodies bench-hosts bench-agent bench-window bench-scale clean format install deb torture valgrind
+.PHONY: all deps test no-test-hooks unit asan fuzz run bench bench-bodies bench-hosts bench-agent bench-window bench-scale clean format install deb torture valgrind powercut powercut-tools
 all: $(B)/svc $(B)/svc-fcgi
 
 deps:
@@ -87,7 +87,7 @@ SUITE = rm -rf $(1)/answers; \
   suite=$$?; SVC_ANSWERS=$(abspath $(1))/answers prove t/openapi/answers.t && exit $$suite
 test: deps
 	@$(MAKE) --no-print-directory no-test-hooks
-	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit
+	@$(MAKE) --no-print-directory B=build-test TEST_HOOKS=1 all unit powercut-tools
 	$(call SUITE,build-test)
 
 # What gets installed (build/) must hold no test hook: none of their SVC_TEST_ names.
@@ -102,7 +102,7 @@ no-test-hooks:
 ASAN_VARS = CC=clang CFLAGS="-O1 -g" LDFLAGS="-fsanitize=address,undefined" \
   SAN="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 asan: deps
-	@$(MAKE) --no-print-directory B=build-asan TEST_HOOKS=1 $(ASAN_VARS) all unit
+	@$(MAKE) --no-print-directory B=build-asan TEST_HOOKS=1 $(ASAN_VARS) all unit powercut-tools
 	$(ASAN_VARS) ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
 	  sh -c '$(call SUITE,build-asan)'
 
@@ -156,12 +156,34 @@ valgrind: deps
 torture: deps all
 	SVC_BUILD=$(abspath $(B)) scripts/torture --turns 10000
 
+# svc under simulated power cuts (docs/TESTING.md "Power cuts"): pcfs, a FUSE filesystem
+# that keeps what was not synced apart and loses it at a cut, and nosync.so, a preload that
+# turns fsync, fdatasync and syncfs into no-ops (LD_PRELOAD=$(B)/powercut/nosync.so make
+# powercut must fail). Test tools, built apart from what gets installed. A cut before each
+# sync of a few turns, then POWERCUT_POINTS random cuts of a mixed load (seed POWERCUT_SEED,
+# else drawn and printed); LD_PRELOAD reaches the svc processes it starts.
+POWERCUT_POINTS ?= 6
+POWERCUT_SEED ?=
+$(B)/powercut/pcfs: t/powercut/pcfs.c Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) $(CFLAGS) -std=c11 -D_GNU_SOURCE $(WARN) $$(pkg-config --cflags fuse3) -o $@ $< \
+	  $$(pkg-config --libs fuse3) -lpthread
+$(B)/powercut/nosync.so: t/powercut/nosync.c Makefile
+	@mkdir -p $(dir $@)
+	@echo "  CC      $@"
+	@$(CC) $(CFLAGS) -std=c11 -D_GNU_SOURCE $(WARN) -shared -fPIC -o $@ $<
+powercut-tools: $(B)/powercut/pcfs $(B)/powercut/nosync.so
+powercut: deps
+	@$(MAKE) --no-print-directory all powercut-tools
+	SVC_BUILD=$(abspath $(B)) t/powercut/run --points $(POWERCUT_POINTS) $(if $(POWERCUT_SEED),--seed $(POWERCUT_SEED))
+
 # `make check`: every C file formatted as .clang-format says (a dry run, nothing is
 # rewritten), the session layout named in core/layout.c only (check-layout), no C library
 # function defined by svc (check-libc), then each libFuzzer
 # harness for FUZZ_SECONDS on its corpus, t/fuzz/corpus/<name>/ (new inputs go to
 # build-fuzz/corpus-<name>/, the committed corpus is only read).
-C_FILES := $(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch] t/fuzz/*.[ch] bench/*.c)
+C_FILES := $(wildcard core/*.[ch] cgi/*.[ch] cli/*.[ch] t/unit/*.[ch] t/fuzz/*.[ch] t/powercut/*.c bench/*.c)
 FUZZ_SECONDS ?= 30
 .PHONY: check check-format check-layout check-libc check-fuzz
 check: check-format check-layout check-libc check-fuzz

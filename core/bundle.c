@@ -927,16 +927,12 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
             svc_err_set(err, SVC_E_IO, "write export file: %s", strerror(fo.werr));
         goto out;
     }
-    if (ex->st.durable) {
-        int dfd = o.tar ? -1 : open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int sr = o.tar ? fsync(fd) : (dfd >= 0 ? syncfs(dfd) : -1);
-        if (dfd >= 0)
-            close(dfd);
-        if (sr != 0) {
-            svc_err_errno(err, "sync export");
-            goto out;
-        }
+    if (ex->st.durable && o.tar && fsync(fd) != 0) {
+        svc_err_errno(err, "sync export");
+        goto out;
     }
+    if (ex->st.durable && !o.tar && svc_sync_tree(tmp, err) != 0)
+        goto out;
     uint64_t bytes = o.tar ? svc_tarw_bytes(o.tw) : o.bytes;
     if (fd >= 0 && close(fd) != 0) {
         fd = -1;

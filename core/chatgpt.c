@@ -520,14 +520,9 @@ static int write_sessions(struct job *j, size_t todo, struct svc_err *err)
         if (j->opt->progress.fn)
             j->opt->progress.fn(j->opt->progress.ctx, ++done, todo, 0);
     }
-    if (j->st.durable) { /* the staged files reach the disk before any rename */
-        int fd = open(j->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        int rc = fd >= 0 ? syncfs(fd) : -1;
-        if (fd >= 0)
-            close(fd);
-        if (rc != 0)
-            return svc_err_errno(err, "sync staged sessions");
-    }
+    /* the staged files reach the disk before any rename */
+    if (j->st.durable && svc_sync_tree(j->staging, err) != 0)
+        return -1;
     for (size_t i = 0; i < j->n; i++) {
         if (j->c[i].reason)
             continue;

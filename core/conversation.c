@@ -413,12 +413,12 @@ static int open_existing(const struct svc_config *cfg, const char *sid, struct s
 }
 
 /* Take the run lock and then the exclusive lock of an existing session, a stale run
- * repaired: what a write outside a run holds. */
+ * repaired first (holding the run lock, the repair would take the run for a live one). */
 static int lock_for_write(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
                           struct svc_lock *run_lock, struct svc_err *err)
 {
-    if (open_existing(cfg, sid, s, err) != 0 || svc_lock_run_try(s->dir, run_lock, err) != 0 ||
-        svc_run_repair(s, err) < 0 || svc_sess_lock(s, true, err) != 0)
+    if (open_existing(cfg, sid, s, err) != 0 || svc_run_repair(s, err) < 0 ||
+        svc_lock_run_try(s->dir, run_lock, err) != 0 || svc_sess_lock(s, true, err) != 0)
         return -1;
     json_object *sc = NULL;
     if (svc_sidecar_get(s, &sc, err) != 0)
@@ -460,7 +460,8 @@ int svc_conv_append(const struct svc_config *cfg, const char *sid, json_object *
     size_t n = 0;
     int rc = -1;
     if (lock_for_write(cfg, sid, &s, &run_lock, err) != 0 ||
-        svc_sess_message_ids(&s, &ids, &n, err) != 0)
+        svc_sess_message_ids(&s, &ids, &n, err) != 0 ||
+        (n == 0 && svc_sess_ensure_natives(&s, SVC_SYNC_STORE, err) != 0))
         goto out;
     int64_t next = n ? ids[n - 1] + 1 : 0;
     size_t k = json_object_array_length(natives);

@@ -430,6 +430,25 @@ static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char
     return count;
 }
 
+/* A first run stopped before it stored a message (its `running` sidecar comes first, SPEC
+ * 3): session.json or agent.json missing, no message file. A power cut leaves one (ext4
+ * commits the directories' names before the files' data); nothing anyone wrote is in it. */
+static bool unborn(struct svc_sess *s)
+{
+    int64_t *ids = NULL;
+    size_t n = 0;
+    if (svc_sess_message_ids(s, &ids, &n, NULL) != 0)
+        return false;
+    free(ids);
+    char *sj = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
+    char *aj = svc_sess_path(s, SVC_F_AGENT, SVC_FROM_ABS);
+    struct stat sb;
+    bool missing = n == 0 && (lstat(sj, &sb) != 0 || lstat(aj, &sb) != 0);
+    free(sj);
+    free(aj);
+    return missing;
+}
+
 static void check_session(struct fsck *f, const char *sid)
 {
     struct svc_sess s;
@@ -468,6 +487,17 @@ static void check_session(struct fsck *f, const char *sid)
     if (live)
         json_object_array_add(f->busy, json_object_new_string(sid));
     bool fix = f->repair && !live;
+    if (sc && !live && unborn(&s)) {
+        struct svc_err err;
+        bool fixed = fix && svc_sess_ensure_natives(&s, SVC_SYNC_STORE, &err) == 0;
+        problem(f, sid, scr, -1, "unborn_session", fixed,
+                "a first run stopped before it stored a message: %s or %s missing, no "
+                "message%s",
+                svc_layout_name(SVC_F_SESSION), svc_layout_name(SVC_F_AGENT),
+                fixed ? " (written fresh, as its next run would)" : "");
+        if (!fixed)
+            goto done;
+    }
 
     parse_sess_file(f, &s, SVC_F_SESSION, NULL, sc != NULL);
 
@@ -496,7 +526,7 @@ static void check_session(struct fsck *f, const char *sid)
     free(tr);
     parse_sess_file(f, &s, SVC_F_MEMORY, NULL, false);
     parse_sess_file(f, &s, SVC_F_FEEDBACK, NULL, false);
-
+done:
     svc_sess_unlock(&s);
     svc_lock_release(&runl);
     json_object_put(sc);
@@ -528,7 +558,14 @@ static void check_runs(struct fsck *f)
             if (fd >= 0)
                 close(fd);
             free(lp);
-        } else if ((id = svc_layout_run_id_of(nm, SVC_RUN_RECORD))) {
+        } else if ((id = svc_layout_run_id_of(nm, SVC_RUN_RECORD)) && svc_file_is_empty(fa)) {
+            /* a synchronous run's record is written without a sync (runs.c): a power cut
+             * can leave it empty; its session's turn line keeps the run */
+            bool fixed = f->repair && unlink(fa) == 0;
+            problem(f, NULL, fr, -1, "empty_run_record", fixed,
+                    "an empty run record (a power cut before it was written back)%s",
+                    fixed ? " (removed)" : "");
+        } else if (id) {
             json_object *rec = NULL;
             if (parse_file(f, NULL, fa, fr, &rec) == 0 && strncmp(nm, "idem-", 5) != 0 &&
                 strcmp(svc_json_str(rec, "status", ""), "running") == 0) {

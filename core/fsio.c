@@ -74,9 +74,9 @@ void svc_test_crash_point(const char *path)
  * file's blocks are then freed (a discard on a mount with -o discard); an exchange does
  * neither, and a file replaced again before writeback never reaches the disk. The cost is
  * the guarantee auto_da_alloc gives unsynced replacements: after a power cut such a file
- * can come back empty, which every reader of a file written unsynced takes as missing
- * (core/run.c's fsync budget). Falls back to rename when there is nothing to exchange
- * with or the filesystem cannot exchange. */
+ * can come back empty. Only a store that promises nothing across a power cut
+ * (sessions.fsync false) writes unsynced (fsio.h svc_sync_spare). Falls back to rename when
+ * there is nothing to exchange with or the filesystem cannot exchange. */
 static int replace_with(const char *tmp, const char *path, bool unsynced)
 {
     if (unsynced) {
@@ -102,6 +102,53 @@ int svc_fsync_dir(const char *dir, struct svc_err *err)
     int rc = fsync(fd);
     close(fd);
     return rc == 0 ? 0 : svc_err_errno(err, "fsync directory");
+}
+
+/* fdatasync every regular file and fsync every directory under the open directory dfd,
+ * then dfd itself: its entries are durable once their own are. */
+static int sync_walk(int dfd)
+{
+    int dd = dup(dfd);
+    DIR *d = dd >= 0 ? fdopendir(dd) : NULL;
+    if (!d) {
+        if (dd >= 0)
+            close(dd);
+        return -1;
+    }
+    int rc = 0;
+    for (struct dirent *de; rc == 0 && (de = readdir(d));) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        int fd = openat(dfd, de->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        struct stat sb;
+        if (fd < 0) {
+            rc = errno == ELOOP ? 0 : -1; /* a symbolic link: nothing to sync */
+            continue;
+        }
+        if (fstat(fd, &sb) != 0)
+            rc = -1;
+        else if (S_ISDIR(sb.st_mode))
+            rc = sync_walk(fd);
+        else if (S_ISREG(sb.st_mode))
+            rc = fdatasync(fd);
+        close(fd);
+    }
+    closedir(d);
+    return rc == 0 ? fsync(dfd) : rc;
+}
+
+int svc_sync_tree(const char *dir, struct svc_err *err)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return svc_err_errno(err, "open directory");
+    bool local = false;
+    svc_fs_kind(dir, &local);
+    int rc = local ? syncfs(fd) : sync_walk(fd);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc == 0 ? 0 : svc_err_errno(err, "sync");
 }
 
 int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,

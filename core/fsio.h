@@ -45,18 +45,27 @@ static inline int svc_sync_full(bool durable)
 {
     return durable ? SVC_SYNC_FULL : SVC_SYNC_NONE;
 }
-/* sync | SVC_WRITE_SPARE when a spare may be used: for a synced write (its data is on disk
- * before the exchange, as a temp file's would be), or when the store promises nothing
- * across a power cut (durable false). An unsynced write of a durable store keeps its temp
- * file: overwriting the spare in place, a power cut could leave the name on the version
- * before last, whole and believable, where a temp file leaves it empty or the last one. */
+/* sync | SVC_WRITE_SPARE, for a writer holding the lock of path: and in a durable store,
+ * SVC_SYNC_FILE too. A durable store never renames unsynced data over a name: the rename
+ * can reach the disk before the data (ext4 without auto_da_alloc, whose flush an exchange
+ * skips anyway; XFS), and the name then holds an empty file after a power cut, which
+ * Strands cannot read (agent.json) and which loses what only that file says (a sidecar's
+ * title and archived flag). SVC_SYNC_DIR stays the caller's: without it the name may come
+ * back older after a power cut, but whole (make powercut, docs/DECISIONS.md). */
 static inline int svc_sync_spare(int sync, bool durable)
 {
-    return (sync & SVC_SYNC_FILE) || !durable ? sync | SVC_WRITE_SPARE : sync;
+    return durable ? sync | SVC_SYNC_FILE | SVC_WRITE_SPARE : sync | SVC_WRITE_SPARE;
 }
 int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err);
 int svc_fsync_dir(const char *dir, struct svc_err *err);
+/* Everything written under dir reaches the disk, names and data: syncfs(2) where the
+ * filesystem is local (one call, the whole filesystem), else an fdatasync of each file and
+ * an fsync of each directory under it, children first: FUSE (GlusterFS) never passes a
+ * syncfs on to the filesystem, so there it syncs nothing (make powercut found imports and
+ * exports empty after a power cut). For trees written without syncs (staged imports,
+ * export bundles) before they are renamed into place. */
+int svc_sync_tree(const char *dir, struct svc_err *err);
 int svc_file_append(const char *path, const void *data, size_t len, bool durable,
                     struct svc_err *err);
 /* Write a file that does not exist yet straight under its name (no temp file, no rename):

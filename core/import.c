@@ -1160,13 +1160,7 @@ static int stage_all(struct job *j, struct svc_err *err)
         return svc_err_errno(err, "create staging directory");
     if (pass_stage(j, err) != 0)
         return -1;
-    if (!j->st.durable)
-        return 0;
-    int fd = open(j->staging, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = fd >= 0 && syncfs(fd) == 0 ? 0 : svc_err_errno(err, "sync staged sessions");
-    if (fd >= 0)
-        close(fd);
-    return rc;
+    return j->st.durable ? svc_sync_tree(j->staging, err) : 0;
 }
 
 /* One session after pass 2: failed if a file changed, came or went since pass 1, else

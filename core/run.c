@@ -11,24 +11,24 @@
  * being reported interrupted.
  *
  * The fsync budget of a durable turn (sessions.fsync: true) on an existing session, echo
- * model: 6 calls.
- *   1 fdatasync  svc_session.json `running` (temp file)    begin
+ * model: 9 calls.
+ *   1 fdatasync  svc_session.json `running` (its spare)    begin
  *   1 fsync      the session directory (its rename)         begin
  *   1 fdatasync  per message file (temp file): user, answer as produced
  *   1 fsync      the messages directory, once for all       end
+ *   1 fdatasync  agent.json (its spare)                     end
  *   1 fdatasync  the svc_turns.jsonl append                 end
+ *   1 fdatasync  svc_memory.json, 1 the final svc_session.json (spares), after the line
  * Why this set: a completed run must survive a power cut after its answer was sent (SPEC
  * 2.3), and no native file may be durable before the `running` sidecar is. The messages
- * and the turn line are the run; they are synced before the answer is sent. agent.json
- * (just before the turn line) and the final svc_session.json (after it) are written
- * without a sync: if a power cut loses them, the sidecar on disk is the synced `running`
- * one, and the repair completes the run from its turn line (status, counts recounted from
- * the files); agent.json's counts only steer the window (a stale removed_message_count
- * makes the next restore slide it again). A replaced file that was never synced can come
- * back empty after a power cut (core/fsio.c replaces unsynced files by exchanging names,
- * which skips ext4's auto_da_alloc flush): readers take an empty sidecar or agent.json as
- * missing (rebuilt from the native files), an empty svc_memory.json as unreadable
- * (started anew). A new session's first turn: 12 calls. Its directories are made without
+ * and the turn line are the run; they are synced before the answer is sent. agent.json,
+ * svc_memory.json and the final svc_session.json have their data synced but not their
+ * directories: a power cut may bring back the version before, never an empty file (a
+ * rename can reach the disk before unsynced data, fsio.h svc_sync_spare; `make powercut`
+ * found all three empty). The older versions are whole and the repair completes the run
+ * from its turn line (status, counts recounted from the files); agent.json's counts only
+ * steer the window (a stale removed_message_count makes the next restore slide it again).
+ * A new session's first turn: 15 calls. Its directories are made without
  * a sync and session.json and agent.json written with fdatasync only; the directories
  * naming them (agent_<id>/, agents/, the session directory, the root) are synced once
  * each at the run's end, before the commit record (store.c's turn_sync_dirs),
@@ -39,8 +39,8 @@
  * can lose the session, which has answered nothing: the `running` sidecar's own rename is
  * synced before any native file, so the session never comes back as natives without it.
  * t/22 checks the order on strace's log. Memory sync (memory.c, after the turn line, its
- * memory_state in the run's final sidecar write) writes without a sync: digests are
- * derived from the synced messages; a power cut can lose one, never a turn. */
+ * memory_state in the run's final sidecar write) appends its digest without a sync:
+ * digests are derived from the synced messages; a power cut can lose one, never a turn. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

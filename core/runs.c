@@ -65,9 +65,11 @@ static int read_record(const struct svc_config *cfg, const char *run_id, json_ob
     char *path = run_file(cfg, run_id, SVC_RUN_RECORD);
     struct svc_err rerr;
     int rc = svc_json_read_file(path, out, &rerr);
+    /* empty: a synchronous run's record, written without a sync, after a power cut */
+    bool gone = rc != 0 && (rerr.code == SVC_E_NOT_FOUND || svc_file_is_empty(path));
     free(path);
     if (rc != 0) {
-        if (rerr.code == SVC_E_NOT_FOUND)
+        if (gone)
             return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run %s not found", run_id);
         if (err)
             *err = rerr;

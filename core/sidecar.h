@@ -14,8 +14,8 @@
 
 /* A new sidecar object (new reference) with every field of SPEC 2.2 at its initial value. */
 json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *model);
-/* SVC_E_NOT_FOUND when missing or empty (what a power cut can leave of an unsynced
- * replacement, see core/run.c); SVC_E_IO when damaged. */
+/* SVC_E_NOT_FOUND when missing or empty (what a power cut can leave of a replacement in a
+ * store without fsync); SVC_E_IO when damaged. */
 int svc_sidecar_read(const struct svc_sess *s, json_object **out, struct svc_err *err);
 /* Read (once under the handle's lock) the sidecar; a missing one is *out NULL and 0.
  * SVC_E_IO when damaged. *out is borrowed from the handle (svc_sess_forget_sidecar). */

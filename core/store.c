@@ -359,6 +359,21 @@ out:
     return rc;
 }
 
+int svc_sess_ensure_natives(struct svc_sess *s, int sync, struct svc_err *err)
+{
+    if (svc_sess_ensure(s, false, sync, NULL, err) != 0)
+        return -1;
+    json_object *a = NULL;
+    if (svc_sess_read_agent(s, &a, NULL) == 0) {
+        json_object_put(a);
+        return 0;
+    }
+    a = svc_store_new_agent(&s->st);
+    int rc = svc_sess_write_agent(s, a, sync, err);
+    json_object_put(a);
+    return rc;
+}
+
 json_object *svc_store_new_agent(const struct svc_store *st)
 {
     char now[SVC_TIME_LEN];

@@ -121,6 +121,10 @@ int svc_sess_copy_multi_agents(const struct svc_sess *src, const struct svc_sess
  * so only session.json is looked for. *made (may be NULL): set true when a directory or
  * session.json was created. */
 int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, struct svc_err *err);
+/* svc_sess_ensure, and agent.json fresh when missing or empty: the native files a session
+ * whose first run stopped before it stored a message lacks (a power cut leaves its
+ * directories and its `running` sidecar), for a writer that adds messages outside a run. */
+int svc_sess_ensure_natives(struct svc_sess *s, int sync, struct svc_err *err);
 
 /* Forget the sidecar read under the lock (sidecar.h's svc_sidecar_get), after the caller
  * rewrote it, or to read it again. */

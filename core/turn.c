@@ -244,8 +244,8 @@ static int turn_flush(struct svc_turn *t, const struct svc_turn_end *e, struct s
         return 0;
     svc_agent_set_counts(t->agent, e->removed, svc_agent_model_calls(t->agent) + e->model_calls);
     svc_cm_set_summary(t->agent, e->summary);
-    /* with sidecars the turn line is the commit record and agent.json is not synced (see
-     * core/run.c's budget); native_file has no other record */
+    /* with sidecars the turn line is the commit record and agent.json's name is not synced
+     * (see core/run.c's budget); native_file has no other record */
     int sync = st->sidecars ? SVC_SYNC_NONE : svc_sync_full(st->durable);
     return svc_sess_write_agent(s, t->agent, svc_sync_spare(sync, st->durable), err);
 }
@@ -272,7 +272,7 @@ static int turn_commit(struct svc_turn *t, const struct svc_turn_end *e, struct 
         return 0;
     }
     json_object *sc = turn_sidecar(t, e->model);
-    /* the commit record, synced (fdatasync); then the sidecar, not synced */
+    /* the commit record, synced (fdatasync); then the sidecar, its name not synced */
     int rc = svc_turns_append(s, e->line, err);
     if (rc == 0) {
         e->leave(e->ctx, sc);
