@@ -88,39 +88,6 @@ int edge_check(struct http_req *r, struct svc_err *err)
     return 0;
 }
 
-/* The lists a body may carry, each with its limit (an object's: its keys). */
-static const struct {
-    const char *field;
-    json_type type;
-    size_t max;
-} limits[] = {
-    {"tools", json_type_array, EDGE_TOOLS_MAX},
-    {"messages", json_type_array, EDGE_ITEMS_MAX},
-    {"input", json_type_array, EDGE_ITEMS_MAX},
-    {"items", json_type_array, EDGE_ITEMS_MAX},
-    {"session_ids", json_type_array, EDGE_ITEMS_MAX},
-    {"tags", json_type_array, SVC_TAGS_MAX},
-    {"metadata", json_type_object, SVC_METADATA_KEYS_MAX},
-};
-
-int edge_lists(json_object *body, struct svc_err *err)
-{
-    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
-        json_object *v = NULL;
-        if (!json_object_object_get_ex(body, limits[i].field, &v) ||
-            !json_object_is_type(v, limits[i].type))
-            continue; /* absent, or the wrong type: the handler names that */
-        size_t n = limits[i].type == json_type_array ? json_object_array_length(v)
-                                                     : (size_t)json_object_object_length(v);
-        if (n > limits[i].max)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, limits[i].field,
-                                "'%s' has %zu %s; at most %zu are taken", limits[i].field, n,
-                                limits[i].type == json_type_array ? "items" : "keys",
-                                limits[i].max);
-    }
-    return 0;
-}
-
 bool edge_exposed(const struct http_req *r)
 {
     if (svc_config_api_token(r->cfg) || svc_users_enabled(r->cfg))

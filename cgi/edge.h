@@ -5,9 +5,6 @@
  *                403 cross_site_refused; a request with a body whose Content-Type is not
  *                application/json or a +json type is 415 unsupported_media_type. A browser
  *                page of another site can send neither without a preflight svc never grants.
- *   edge_lists   http_body_json calls it on every parsed body: each list a body may carry
- *                (tools, messages, input, items, session_ids, tags, metadata) within its
- *                limit, else 422 invalid_field naming it, before any handler reads it.
  *   edge_exposed whether this request came through an address beyond loopback (the web
  *                server's REMOTE_ADDR or SERVER_ADDR) to a server with no token and no
  *                users: the warning of GET /api/health. */
@@ -19,11 +16,7 @@
 
 #include "http.h"
 
-#define EDGE_TOOLS_MAX 128
-#define EDGE_ITEMS_MAX 10000 /* messages, input items, conversation items, session ids */
-
 int edge_check(struct http_req *r, struct svc_err *err);
-int edge_lists(json_object *body, struct svc_err *err);
 bool edge_exposed(const struct http_req *r);
 
 #endif

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "edge.h"
 #include "jsonx.h"
+#include "labels.h"
 #include "util.h"
 
 /* The most we read and throw away after a 413, so the web server sees an orderly close
@@ -602,6 +602,42 @@ int http_read_body(struct http_req *r, struct svc_err *err)
     return 0;
 }
 
+#define BODY_TOOLS_MAX 128
+#define BODY_ITEMS_MAX 10000 /* messages, input items, conversation items, session ids */
+
+/* The lists a body may carry, each with its limit (an object's: its keys). */
+static const struct {
+    const char *field;
+    json_type type;
+    size_t max;
+} limits[] = {
+    {"tools", json_type_array, BODY_TOOLS_MAX},
+    {"messages", json_type_array, BODY_ITEMS_MAX},
+    {"input", json_type_array, BODY_ITEMS_MAX},
+    {"items", json_type_array, BODY_ITEMS_MAX},
+    {"session_ids", json_type_array, BODY_ITEMS_MAX},
+    {"tags", json_type_array, SVC_TAGS_MAX},
+    {"metadata", json_type_object, SVC_METADATA_KEYS_MAX},
+};
+
+static int body_lists(json_object *body, struct svc_err *err)
+{
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        json_object *v = NULL;
+        if (!json_object_object_get_ex(body, limits[i].field, &v) ||
+            !json_object_is_type(v, limits[i].type))
+            continue; /* absent, or the wrong type: the handler names that */
+        size_t n = limits[i].type == json_type_array ? json_object_array_length(v)
+                                                     : (size_t)json_object_object_length(v);
+        if (n > limits[i].max)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, limits[i].field,
+                                "'%s' has %zu %s; at most %zu are taken", limits[i].field, n,
+                                limits[i].type == json_type_array ? "items" : "keys",
+                                limits[i].max);
+    }
+    return 0;
+}
+
 int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct svc_err *err)
 {
     *out = NULL;
@@ -627,7 +663,7 @@ int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct 
         json_object_put(o);
         return svc_err_set(err, SVC_E_INVALID_JSON, "request body must be a JSON object");
     }
-    if (edge_lists(o, err) < 0) {
+    if (body_lists(o, err) < 0) {
         json_object_put(o);
         return -1;
     }

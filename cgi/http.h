@@ -129,7 +129,9 @@ int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, s
  * drained without being kept). r->body is NUL-terminated; r->body_len excludes the NUL. */
 int http_read_body(struct http_req *r, struct svc_err *err);
 /* Read the body and parse it as a JSON object (400 invalid_json) whose lists are within
- * their limits (edge.h). *out is a new reference. An empty body is an empty object when
+ * their limits (tools 128; messages, input, items, session_ids 10,000; tags and metadata
+ * labels.h's), else 422 invalid_field naming the list, before any handler reads it. *out
+ * is a new reference. An empty body is an empty object when
  * empty_ok, else invalid_json. */
 int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct svc_err *err);
 

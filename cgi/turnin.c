@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "chain.h"
+#include "fork.h"
 #include "http.h"
 #include "jsonx.h"
 #include "log.h"
@@ -390,8 +390,8 @@ int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const str
     char *sid = NULL;
     size_t used = 0;
     struct svc_err e;
-    if (svc_chain_resolve(cfg, user ? user->id : NULL, in->history, &sid, &used, &in->expect_count,
-                          &e) < 0) {
+    if (svc_session_continued(cfg, user ? user->id : NULL, in->history, &sid, &used,
+                              &in->expect_count, &e) < 0) {
         svc_logf("continue_stateless: no lookup (%s): a new session", e.message);
         return 0;
     }

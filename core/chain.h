@@ -9,15 +9,7 @@
  * message's key, derived from the files like the rest of it.
  *   svc_chain_seed / svc_chain_step  the keys, one message at a time (step returns false,
  *                                    leaving the key, for a message that is left out)
- *   svc_chain_id                     the key's first 8 bytes, the index's column
- *   svc_chain_resolve                for a request naming no session whose history is hist
- *                                    (OpenAI messages): the session of the same owner whose
- *                                    transcript equals the longest prefix of hist (a fork
- *                                    of it when its transcript goes on past that prefix,
- *                                    svc_session_fork), *sid (heap) and *used, how many of
- *                                    hist's messages it holds, *count the messages the
- *                                    session holds (for svc_run_request.expect_count; 0 for
- *                                    a fork); *sid NULL when none. */
+ *   svc_chain_id                     the key's first 8 bytes, the index's column */
 #ifndef SVC_CHAIN_H
 #define SVC_CHAIN_H
 
@@ -32,7 +24,5 @@
 void svc_chain_seed(const char *owner, unsigned char key[32]);
 bool svc_chain_step(unsigned char key[32], json_object *native_msg);
 int64_t svc_chain_id(const unsigned char key[32]);
-int svc_chain_resolve(const struct svc_config *cfg, const char *owner, json_object *hist,
-                      char **sid, size_t *used, int64_t *count, struct svc_err *err);
 
 #endif

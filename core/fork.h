@@ -5,7 +5,8 @@
  * summary when the copy reaches them), the multi-agent states byte for byte (SPEC 17), and
  * a sidecar with the source's title, model and user and `forked_from: {"session_id",
  * "message_id"}`; it appears in one rename that never replaces a session. Strands reads it
- * as an ordinary session. The source is not changed. */
+ * as an ordinary session. The source is not changed. svc_session_continued finds (or
+ * forks) the session a request that names none continues. */
 #ifndef SVC_FORK_H
 #define SVC_FORK_H
 
@@ -27,5 +28,12 @@ struct svc_fork_req {
 /* The new session's summary in *out (new reference). */
 int svc_session_fork(const struct svc_config *cfg, const struct svc_fork_req *f, json_object **out,
                      struct svc_err *err);
+/* sessions.continue_stateless (SPEC 15, chain.h): for a request of owner naming no session
+ * whose history is hist (OpenAI messages), the session of the same owner whose transcript
+ * equals the longest prefix of hist, or a fork of it when its transcript goes on past that
+ * prefix: *sid (heap; NULL when none), *used how many of hist's messages it holds, *count
+ * the messages it holds (for svc_run_request.expect_count; 0 for a fork). */
+int svc_session_continued(const struct svc_config *cfg, const char *owner, json_object *hist,
+                          char **sid, size_t *used, int64_t *count, struct svc_err *err);
 
 #endif
