@@ -24,6 +24,11 @@ int access_response(struct http_req *r, const char *id, json_object **out, struc
     return svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
 }
 
+int access_session(struct http_req *r, const char *sid, struct svc_err *err)
+{
+    return svc_session_visible(r->cfg, svc_user_scope(&r->user), sid, false, err);
+}
+
 /* A run or response of id when r's caller sees its session: an admin sees every one, and
  * the handler answers for a missing one as it reads it. */
 static int stored_seen(struct http_req *r, enum access_rule a, const char *id, struct svc_err *err)

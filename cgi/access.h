@@ -4,7 +4,8 @@
  * checks visibility. A session, run or stored response the caller may not see is answered
  * exactly as a missing one. A session a body names is checked where the turn begins
  * (core/session.h's begin, and core/idem.h for a replay); a stored response a body names
- * (previous_response_id) is looked up through access_response. */
+ * (previous_response_id) is looked up through access_response, and a session a body names
+ * outside a turn (POST /responses/compact) through access_session. */
 #ifndef SVC_ACCESS_H
 #define SVC_ACCESS_H
 
@@ -26,5 +27,8 @@ int access_check(struct http_req *r, enum access_rule a, struct svc_err *err);
 /* Stored response id (*out, a new reference) when the caller sees its session, else -1 with
  * what an unknown id answers (SVC_E_RESPONSE_NOT_FOUND) and *out NULL. */
 int access_response(struct http_req *r, const char *id, json_object **out, struct svc_err *err);
+/* 0 when the caller sees session sid a body names (a request that runs no turn), else -1 with
+ * what a missing session answers. */
+int access_session(struct http_req *r, const char *sid, struct svc_err *err);
 
 #endif

@@ -140,8 +140,7 @@ static int named_session(struct http_req *r, json_object *b, json_object **prev,
     }
     if (!*sid)
         *sid = meta_sid;
-    if (*sid && !prev_id &&
-        svc_session_visible(r->cfg, svc_user_scope(&r->user), *sid, false, err) < 0)
+    if (*sid && !prev_id && access_session(r, *sid, err) < 0)
         return -1;
     return 0;
 }
