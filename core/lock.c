@@ -47,6 +47,15 @@ static int lock_read_only(const char *session_dir, const char *path, int how)
     return -1;
 }
 
+/* Whether the lock file locked on fd is still the one at path: a session deleted (moved
+ * aside, then removed) while we waited for its lock is gone, not empty. */
+static bool still_there(int fd, const char *path)
+{
+    struct stat a, b;
+    return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
 /* A session's lock file, taken with how. No stat of the directory first: O_CREAT never
  * creates it, and a missing directory (or a file or dangling link in its place) is ENOENT
  * or ENOTDIR here. NO_LOCK: a shared lock on a read-only filesystem without a lock file. */
@@ -56,6 +65,11 @@ static int open_lock_file(const char *session_dir, const char *name, int how, st
     int fd = svc_lock_file(path, how, true);
     if (fd < 0 && errno == EROFS && (how & LOCK_SH))
         fd = lock_read_only(session_dir, path, how);
+    if (fd >= 0 && !still_there(fd, path)) {
+        close(fd);
+        fd = -1;
+        errno = ENOENT;
+    }
     free(path);
     if (fd >= 0 || fd == NO_LOCK)
         return fd;

@@ -548,8 +548,8 @@ static int have_line(void *ctx, const char *sid, const char *line, size_t n)
 struct svc_hostdb *svc_memory_have(const struct svc_config *cfg, struct svc_err *err)
 {
     struct svc_hostdb *m = svc_xcalloc(1, sizeof *m);
-    if (svc_hostdb_temp(m, "CREATE TABLE have(sid TEXT PRIMARY KEY, m INTEGER) WITHOUT ROWID",
-                        256, err) != 0) {
+    if (svc_hostdb_temp(m, "CREATE TABLE have(sid TEXT PRIMARY KEY, m INTEGER) WITHOUT ROWID", 256,
+                        err) != 0) {
         free(m);
         return NULL;
     }
@@ -571,6 +571,46 @@ void svc_memory_have_free(struct svc_hostdb *have)
     free(have);
 }
 
+/* svc_memory.json of a session (path), or a fresh one when missing or unreadable. */
+static json_object *read_state(const char *path, const char *sid)
+{
+    json_object *mem = NULL;
+    struct svc_err re;
+    if (svc_json_read_object_file(path, &mem, &re) == 0)
+        return mem;
+    if (re.code != SVC_E_NOT_FOUND)
+        svc_logf("session %s: %s unreadable, starting it anew: %s", sid,
+                 svc_layout_name(SVC_F_MEMORY), re.message);
+    mem = json_object_new_object();
+    svc_json_set_int(mem, "schema_version", 1);
+    svc_json_set_str(mem, "session_id", sid);
+    svc_json_set(mem, "last_synced_message_id", NULL);
+    svc_json_set(mem, "memory_file", NULL);
+    svc_json_set_int(mem, "digests", 0);
+    svc_json_set(mem, "updated_at", NULL);
+    return mem;
+}
+
+/* The memory file's line for message mid's pair, with the session's owner (sc, else the
+ * sidecar on disk): recall keeps to the owner's digests (SPEC 14). */
+static json_object *digest_line(struct svc_sess *s, json_object *sc, int64_t mid, const char *now,
+                                const char *user, const char *assistant)
+{
+    json_object *line = json_object_new_object();
+    svc_json_set_str(line, "session_id", s->sid);
+    svc_json_set_int(line, "message_id", mid);
+    svc_json_set_str(line, "at", now);
+    svc_json_set_str(line, "user", user);
+    svc_json_set_str(line, "assistant", assistant);
+    json_object *own = sc ? json_object_get(sc) : NULL;
+    if (!own)
+        svc_sidecar_read(s, &own, NULL);
+    if (svc_user_owner(own))
+        svc_json_set_str(line, "owner", svc_user_owner(own));
+    json_object_put(own);
+    return line;
+}
+
 /* The sync itself; the caller holds the exclusive session lock. in_run: a run's own sync
  * at its end (recent holds what it stored). have: the newest message_id of the session's
  * digests in the memory file, as svc memory sync found it (INT64_MAX: not looked at); a
@@ -588,19 +628,7 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
     char *user = NULL, *assistant = NULL, *dir = NULL, *file = NULL;
     char *mpath = svc_sess_path(s, SVC_F_MEMORY, SVC_FROM_ABS);
     int rc = -1;
-    struct svc_err re;
-    if (svc_json_read_object_file(mpath, &mem, &re) != 0) {
-        if (re.code != SVC_E_NOT_FOUND)
-            svc_logf("session %s: %s unreadable, starting it anew: %s", sid,
-                     svc_layout_name(SVC_F_MEMORY), re.message);
-        mem = json_object_new_object();
-        svc_json_set_int(mem, "schema_version", 1);
-        svc_json_set_str(mem, "session_id", sid);
-        svc_json_set(mem, "last_synced_message_id", NULL);
-        svc_json_set(mem, "memory_file", NULL);
-        svc_json_set_int(mem, "digests", 0);
-        svc_json_set(mem, "updated_at", NULL);
-    }
+    mem = read_state(mpath, sid);
     int64_t mid = -1;
     int pr = recent ? svc_memory_pair(recent, recent_ids, &user, &assistant, &mid) : 0;
     /* A pair among the messages a run stored itself cannot have a line in the file yet when
@@ -625,18 +653,7 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
     file = svc_path_join(dir, "memory.jsonl");
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
-    line = json_object_new_object();
-    svc_json_set_str(line, "session_id", sid);
-    svc_json_set_int(line, "message_id", mid);
-    svc_json_set_str(line, "at", now);
-    svc_json_set_str(line, "user", user);
-    svc_json_set_str(line, "assistant", assistant);
-    json_object *own = sc ? json_object_get(sc) : NULL;
-    if (!own)
-        svc_sidecar_read(s, &own, NULL);
-    if (svc_user_owner(own)) /* recall keeps to the owner's digests (SPEC 14) */
-        svc_json_set_str(line, "owner", svc_user_owner(own));
-    json_object_put(own);
+    line = digest_line(s, sc, mid, now, user, assistant);
     bool appended;
     if (append_digest(cfg, dir, file, line, sid, mid, look_back, &appended, &e) != 0) {
         char what[sizeof e.message];
