@@ -403,29 +403,33 @@ static int post_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_of
     return wait_cancelled(p->w) != 0;
 }
 
+/* h with "name: value" added (the line wiped: a value may be a secret). */
+static struct curl_slist *add_header(struct curl_slist *h, const char *name, const char *value)
+{
+    char *line = NULL;
+    svc_xasprintf(&line, "%s: %s", name, value);
+    h = curl_slist_append(h, line);
+    memset(line, 0, strlen(line));
+    free(line);
+    return h;
+}
+
 /* The headers of a message: ours, then the server's own (configured ones from variables). */
 static struct curl_slist *post_headers(struct svc_mcp_conn *c)
 {
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     h = curl_slist_append(h, "Accept: application/json, text/event-stream");
     h = curl_slist_append(h, "Expect:");
-    char *line = NULL;
-    if (c->session && svc_xasprintf(&line, "Mcp-Session-Id: %s", c->session) >= 0)
-        h = curl_slist_append(h, line);
-    free(line);
-    if (c->version[0] && svc_xasprintf(&line, "MCP-Protocol-Version: %s", c->version) >= 0) {
-        h = curl_slist_append(h, line);
-        free(line);
-    }
+    if (c->session)
+        h = add_header(h, "Mcp-Session-Id", c->session);
+    if (c->version[0])
+        h = add_header(h, "MCP-Protocol-Version", c->version);
     json_object *m = c->srv ? c->srv->headers_env : c->headers;
     json_object_object_foreach(m, k, v)
     {
         const char *val = c->srv ? getenv(json_object_get_string(v)) : json_object_get_string(v);
-        if (!val || svc_xasprintf(&line, "%s: %s", k, val) < 0)
-            continue;
-        h = curl_slist_append(h, line);
-        memset(line, 0, strlen(line));
-        free(line);
+        if (val)
+            h = add_header(h, k, val);
     }
     return h;
 }
