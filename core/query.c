@@ -40,10 +40,8 @@ static int check_session(const struct svc_config *cfg, const char *sid, struct s
     return 0;
 }
 
-/* Common entry: sessions on, id valid, session present with a safe layout, and (with
- * repair) a stale `running` repaired. On success *s is an open handle the caller closes. */
-static int open_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
-                        bool repair, struct svc_err *err)
+int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s, bool repair,
+                     struct svc_err *err)
 {
     *s = (struct svc_sess)SVC_SESS_INIT;
     if (!cfg->sessions.enabled)
@@ -531,7 +529,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         return -1;
     bool desc = q->order && strcmp(q->order, "desc") == 0;
     struct svc_sess s;
-    if (open_session(cfg, sid, &s, true, err) != 0)
+    if (svc_session_open(cfg, sid, &s, true, err) != 0)
         return -1;
     int64_t *ids = NULL; /* NULL: ids are 0..n-1 */
     int rc = -1;
@@ -594,7 +592,7 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
                           json_object **summary, struct svc_err *err)
 {
     struct svc_sess s;
-    if (open_session(cfg, sid, &s, true, err) != 0)
+    if (svc_session_open(cfg, sid, &s, true, err) != 0)
         return -1;
     json_object *sc = NULL;
     bool has;
