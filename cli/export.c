@@ -26,12 +26,6 @@ static int usage(const char *why)
     return 2;
 }
 
-static int fail(const struct svc_err *err)
-{
-    fprintf(stderr, "svc: %s: %s\n", svc_err_name(err->code), err->message);
-    return 1;
-}
-
 int cmd_export(struct svc_config *cfg, int argc, char **argv)
 {
     struct svc_export_request req;
@@ -88,14 +82,14 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     free(ids);
     free(sts);
     if (rc != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     struct bar b;
     struct svc_export_progress pg = {bar_draw, &b};
     rc = svc_export_write(ex, bar_init(&b, stdout, "export", true) ? &pg : NULL, &res, &err);
     bar_end(&b);
     svc_export_free(ex);
     if (rc != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     json_object *warnings = svc_json_arr(res, "warnings");
     for (size_t i = 0; warnings && i < json_object_array_length(warnings); i++) {
         json_object *w = json_object_array_get_idx(warnings, i);
@@ -154,7 +148,7 @@ static int bundle_report(struct svc_import_report *rep, bool dry_run)
     if (svc_import_each(rep, SVC_IMPORT_SKIPPED, print_outcome, "skipped", &err) != 0 ||
         svc_import_each(rep, SVC_IMPORT_FAILED, print_outcome, "failed", &err) != 0) {
         svc_import_report_free(rep);
-        return fail(&err);
+        return svc_cli_fail(&err);
     }
     printf("%s %zu sessions, skipped %zu, failed %zu (bundle %s)\n",
            dry_run ? "would import" : "imported", rep->imported, rep->skipped, rep->failed,
@@ -200,6 +194,6 @@ int cmd_import(struct svc_config *cfg, int argc, char **argv)
                   : svc_import(cfg, bundle, &opt, &brep, &err);
     bar_end(&b);
     if (rc != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     return from ? chatgpt_report(rep, opt.dry_run) : bundle_report(&brep, opt.dry_run);
 }

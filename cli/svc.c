@@ -45,13 +45,13 @@ static int usage(const char *why)
     return 2;
 }
 
-static int fail(const struct svc_err *err)
+int svc_cli_fail(const struct svc_err *err)
 {
     fprintf(stderr, "svc: %s: %s\n", svc_err_name(err->code), err->message);
     return 1;
 }
 
-static void print_json(json_object *o)
+void svc_cli_print_json(json_object *o)
 {
     char *s = svc_json_dump_native(o);
     if (s)
@@ -81,7 +81,7 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
     }
     if (strcmp(argv[0], "show") == 0) {
         json_object *o = svc_config_to_json(cfg);
-        print_json(o);
+        svc_cli_print_json(o);
         json_object_put(o);
         return 0;
     }
@@ -105,11 +105,11 @@ static int sessions_delete(struct svc_config *cfg, int argc, char **argv)
     struct svc_err err;
     for (int i = 0; i < argc; i++) /* every id checked first: a bad one deletes nothing */
         if (svc_id_check(argv[i], &err) != 0)
-            return fail(&err), 2;
+            return svc_cli_fail(&err), 2;
     for (int i = 0; i < argc; i++) {
         json_object *out = NULL;
         if (svc_session_delete(cfg, argv[i], &out, &err) != 0)
-            rc = fail(&err);
+            rc = svc_cli_fail(&err);
         else
             printf("deleted %s\n", argv[i]);
         json_object_put(out);
@@ -205,8 +205,8 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
         return usage("unknown sessions subcommand");
     }
     if (rc != 0)
-        return fail(&err);
-    print_json(out);
+        return svc_cli_fail(&err);
+    svc_cli_print_json(out);
     json_object_put(out);
     return 0;
 }
@@ -219,14 +219,14 @@ static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
     struct svc_run_request req = {.session_id = argv[0], .input = argv[1], .channel = "cli"};
     struct svc_run *run = NULL;
     if (svc_run_begin(cfg, &req, &run, &err) != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     int rc = svc_run_execute(run, NULL, &err);
     struct svc_run_answer a;
     svc_run_answer(run, &a);
     if (rc == 0)
         printf("%s\n", a.content);
     svc_run_free(run);
-    return rc == 0 ? 0 : fail(&err);
+    return rc == 0 ? 0 : svc_cli_fail(&err);
 }
 
 /* fsck's progress through the bar (bar.h): sessions checked, no bytes. */
@@ -268,11 +268,11 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
     bar_end(&b);
     free(ids);
     if (rc != 0)
-        return err.code == SVC_E_INVALID_SESSION_ID ? (fail(&err), 2) : fail(&err);
+        return err.code == SVC_E_INVALID_SESSION_ID ? (svc_cli_fail(&err), 2) : svc_cli_fail(&err);
     json_object *counts = svc_json_obj(rep, "counts");
     int64_t left = svc_json_int(counts, "left", 0);
     if (json) {
-        print_json(rep);
+        svc_cli_print_json(rep);
     } else {
         json_object *probs = NULL, *busy = NULL;
         json_object_object_get_ex(rep, "problems", &probs);
@@ -309,13 +309,13 @@ static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
     struct svc_sess s;
     if (svc_sess_open(cfg, argv[1], &s, &err) != 0 || svc_memory_sync(cfg, &s, &err) != 0) {
         svc_sess_close(&s);
-        return fail(&err);
+        return svc_cli_fail(&err);
     }
     char *path = svc_sess_path(&s, SVC_F_MEMORY, SVC_FROM_ABS);
     svc_sess_close(&s);
     json_object *o = NULL;
     if (svc_json_read_file(path, &o, NULL) == 0)
-        print_json(o);
+        svc_cli_print_json(o);
     else
         printf("{}\n"); /* no pair to sync yet */
     json_object_put(o);
@@ -337,7 +337,7 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
         json_object_object_add(out, "jobs", svc_jobs_list(cfg, svc_jobs_now()));
     } else if (strcmp(argv[0], "run-due") == 0) {
         if (svc_jobs_run_due(cfg, svc_jobs_now(), &out, &err) != 0)
-            return fail(&err);
+            return svc_cli_fail(&err);
         json_object *arr = NULL;
         json_object_object_get_ex(out, "jobs", &arr);
         for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
@@ -346,7 +346,7 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
     } else {
         return usage("jobs needs list or run-due");
     }
-    print_json(out);
+    svc_cli_print_json(out);
     json_object_put(out);
     return rc;
 }
@@ -360,7 +360,7 @@ static int cmd_retention(struct svc_config *cfg, int argc, char **argv)
     struct svc_err err;
     json_object *rep = NULL;
     if (svc_retention_apply(cfg, svc_jobs_now(), dry, &rep, &err) != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     json_object *acts = svc_json_arr(rep, "actions"), *c = svc_json_obj(rep, "counts");
     for (size_t i = 0; acts && i < json_object_array_length(acts); i++) {
         json_object *a = json_object_array_get_idx(acts, i);
@@ -420,7 +420,7 @@ static int cmd_mcp(struct svc_config *cfg, int argc, char **argv)
         svc_tool_result_free(&res);
         json_object_put(args);
     }
-    print_json(out);
+    svc_cli_print_json(out);
     json_object_put(out);
     return rc;
 }
@@ -503,7 +503,7 @@ int main(int argc, char **argv)
     int rc =
         config_path ? svc_config_load_file(&cfg, config_path, &err) : svc_config_load(&cfg, &err);
     if (rc != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     umask((mode_t)svc_config_octal(cfg.server.umask)); /* files as svc-fcgi makes them */
     const char *cmd = argv[i++];
     const struct command *c = NULL;
