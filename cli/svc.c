@@ -71,21 +71,19 @@ static int parse_int(const char *s, long min, long max, long *out)
 
 static int cmd_config(struct svc_config *cfg, int argc, char **argv)
 {
-    if (argc != 1)
-        return usage("config needs check, show or keys");
-    if (strcmp(argv[0], "check") == 0) {
+    if (argc == 1 && strcmp(argv[0], "check") == 0) {
         for (size_t i = 0; i < cfg->nwarnings; i++)
             fprintf(stderr, "svc: warning: %s\n", cfg->warnings[i]);
         printf("%s: ok\n", cfg->source ? cfg->source : "(defaults: no agents.yaml)");
         return 0;
     }
-    if (strcmp(argv[0], "show") == 0) {
+    if (argc == 1 && strcmp(argv[0], "show") == 0) {
         json_object *o = svc_config_to_json(cfg);
         svc_cli_print_json(o);
         json_object_put(o);
         return 0;
     }
-    if (strcmp(argv[0], "keys") == 0) { /* one a line: the man page's list (agents.yaml(5)) */
+    if (argc == 1 && strcmp(argv[0], "keys") == 0) { /* one a line: agents.yaml(5)'s list */
         json_object *keys = svc_config_keys();
         for (size_t i = 0; i < json_object_array_length(keys); i++)
             printf("%s\n", json_object_get_string(json_object_array_get_idx(keys, i)));
@@ -274,9 +272,7 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
     if (json) {
         svc_cli_print_json(rep);
     } else {
-        json_object *probs = NULL, *busy = NULL;
-        json_object_object_get_ex(rep, "problems", &probs);
-        json_object_object_get_ex(rep, "busy", &busy);
+        json_object *probs = svc_json_arr(rep, "problems"), *busy = svc_json_arr(rep, "busy");
         for (size_t i = 0; probs && i < json_object_array_length(probs); i++) {
             json_object *p = json_object_array_get_idx(probs, i);
             json_object *off = NULL;
@@ -338,8 +334,7 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
     } else if (strcmp(argv[0], "run-due") == 0) {
         if (svc_jobs_run_due(cfg, svc_jobs_now(), &out, &err) != 0)
             return svc_cli_fail(&err);
-        json_object *arr = NULL;
-        json_object_object_get_ex(out, "jobs", &arr);
+        json_object *arr = svc_json_arr(out, "jobs");
         for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
             if (strcmp(svc_json_str(json_object_array_get_idx(arr, i), "result", ""), "error") == 0)
                 rc = 1;

@@ -2,45 +2,26 @@
  * and the repair of a run whose process died. The agent loop is agent_loop.c. What the
  * run's files say is decided here; the store writes them, in the order below, through a
  * turn (svc_turn_lock, svc_turn_start, svc_turn_store_output, svc_turn_end in store.c).
+ * Why this order and these syncs: docs/DECISIONS.md, "Storage and durability".
  *
- * Crash order. begin writes svc_session.json with status `running` before any native file
- * (session.json, agent.json, message files), so a process killed at any later write leaves
- * a sidecar that says `running` with nobody holding the run lock: the next access repairs
- * it to `error` (interrupted). The turn line is the run's commit record: once it is
- * appended, a dead process's run is completed from it (status idle for `done`) instead of
- * being reported interrupted.
+ * Crash order. begin writes svc_session.json `running` before any native file, so a process
+ * killed at any later write leaves a `running` sidecar with nobody holding the run lock: the
+ * next access repairs it to `error` (interrupted). The turn line is the run's commit record:
+ * once it is appended, a dead process's run is completed from it (status idle for `done`).
  *
  * The fsync budget of a durable turn (sessions.fsync: true) on an existing session, echo
- * model: 6 calls.
+ * model: 6 calls (t/22 checks the order on strace's log).
  *   1 fdatasync  svc_session.json `running` (temp file)    begin
  *   1 fsync      the session directory (its rename)         begin
  *   1 fdatasync  per message file (temp file): user, answer as produced
  *   1 fsync      the messages directory, once for all       end
  *   1 fdatasync  the svc_turns.jsonl append                 end
- * Why this set: a completed run must survive a power cut after its answer was sent (SPEC
- * 2.3), and no native file may be durable before the `running` sidecar is. The messages
- * and the turn line are the run; they are synced before the answer is sent. agent.json
- * (just before the turn line) and the final svc_session.json (after it) are written
- * without a sync: if a power cut loses them, the sidecar on disk is the synced `running`
- * one, and the repair completes the run from its turn line (status, counts recounted from
- * the files); agent.json's counts only steer the window (a stale removed_message_count
- * makes the next restore slide it again). A replaced file that was never synced can come
- * back empty after a power cut (core/fsio.c replaces unsynced files by exchanging names,
- * which skips ext4's auto_da_alloc flush): readers take an empty sidecar or agent.json as
- * missing (rebuilt from the native files), an empty svc_memory.json as unreadable
- * (started anew). A new session's first turn: 12 calls. Its directories are made without
- * a sync and session.json and agent.json written with fdatasync only; the directories
- * naming them (agent_<id>/, agents/, the session directory, the root) are synced once
- * each at the run's end, before the commit record (store.c's turn_sync_dirs),
- * svc_turns.jsonl made empty just before so that its name is in the session directory's
- * sync. A run that dies
- * first leaves them unsynced: every run syncs them again until one of the session's runs
- * completes (turn_count 0; without sidecars, model_call_count 0). Before that sync a power cut
- * can lose the session, which has answered nothing: the `running` sidecar's own rename is
- * synced before any native file, so the session never comes back as natives without it.
- * t/22 checks the order on strace's log. Memory sync (memory.c, after the turn line, its
- * memory_state in the run's final sidecar write) writes without a sync: digests are
- * derived from the synced messages; a power cut can lose one, never a turn. */
+ * agent.json (before the turn line), the final svc_session.json (after it) and memory sync
+ * write without a sync: a power cut that loses them leaves the synced `running` sidecar,
+ * which the repair completes from the turn line. A new session's first turn: 12 calls; its
+ * directories are made without a sync and synced once each at the run's end, before the
+ * commit record (store.c's turn_sync_dirs), by every run until one of the session's runs
+ * completes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
