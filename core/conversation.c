@@ -172,14 +172,13 @@ static json_object *message_native(json_object *item, const char *p, struct svc_
     char *text = content_text(content, cp, err);
     if (!text)
         return NULL;
-    json_object *m = NULL;
-    if (!*text || !svc_utf8_valid(text, strlen(text)))
+    json_object *m = NULL, *blk = NULL;
+    if (!*text || !svc_utf8_valid(text, strlen(text))) {
         svc_err_setp(err, SVC_E_INVALID_FIELD, cp, "'%s' must hold some text", cp);
-    else
-        m = native(role, json_object_new_object());
-    if (m) {
-        json_object *blk = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
+    } else {
+        blk = json_object_new_object();
         svc_json_set_str(blk, "text", text);
+        m = native(role, blk);
     }
     free(text);
     return m;

@@ -59,16 +59,6 @@ static json_object *read_state(const struct svc_config *cfg, json_object **state
     return jobs ? jobs : o;
 }
 
-/* The minute after which the job's next run is looked for. */
-static time_t job_base(json_object *st, time_t now_min)
-{
-    double t;
-    const char *last = svc_json_str(st, "last_due_at", NULL);
-    if (last && svc_time_parse_iso(last, &t) == 0)
-        return (time_t)t;
-    return now_min - 60;
-}
-
 json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
 {
     json_object *state = NULL;
@@ -86,7 +76,7 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
         struct svc_cron c;
         time_t next = -1;
         if (j->enabled && svc_cron_parse(j->schedule, &c, NULL) == 0)
-            next = svc_cron_next(&c, job_base(st, now_min));
+            next = svc_cron_next(&c, svc_cron_base(svc_json_str(st, "last_due_at", NULL), now_min));
         char buf[SVC_TIME_LEN];
         svc_json_set_str(o, "next_run_at",
                          next >= 0 ? svc_time_format_iso((double)next, buf) : NULL);
@@ -245,7 +235,7 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
         /* read the state only now: whoever held the lock before us has recorded its run */
         json_object *state = NULL;
         json_object *st = svc_json_obj(read_state(cfg, &state), j->id);
-        time_t base = job_base(st, now_min);
+        time_t base = svc_cron_base(svc_json_str(st, "last_due_at", NULL), now_min);
         time_t next = svc_cron_next(&c, base);
         json_object_put(state);
         if (next < 0 || next > now_min) {

@@ -621,13 +621,13 @@ static int conn_start(struct svc_mcp_conn *c, struct svc_err *err)
     return rc;
 }
 
-static bool tool_allowed(const struct svc_mcp_conn *c, const char *name)
+/* Whether list (NULL-terminated; NULL or empty: everything) admits s (NULL: nothing). */
+static bool admits(char *const *list, const char *s)
 {
-    char *const *a = c->srv ? c->srv->allowed_tools : NULL;
-    if (!a || !a[0])
+    if (!list || !list[0])
         return true;
-    for (; *a; a++)
-        if (strcmp(*a, name) == 0)
+    for (; s && *list; list++)
+        if (strcmp(*list, s) == 0)
             return true;
     return false;
 }
@@ -651,7 +651,7 @@ static int conn_list(struct svc_mcp_conn *c, struct svc_err *err)
         for (size_t i = 0; tools && i < json_object_array_length(tools); i++) {
             json_object *t = json_object_array_get_idx(tools, i);
             const char *name = svc_json_str(t, "name", NULL);
-            if (name && tool_allowed(c, name))
+            if (name && admits(c->srv ? c->srv->allowed_tools : NULL, name))
                 json_object_array_add(all, json_object_get(t));
         }
         const char *next = svc_json_str(res, "nextCursor", NULL);
@@ -782,14 +782,7 @@ static void call_result(json_object *res, struct svc_tool_result *out)
 
 bool svc_mcp_usable(const struct svc_mcp_server *s, const char *user)
 {
-    if (!s->enabled)
-        return false;
-    if (!s->users || !s->users[0])
-        return true;
-    for (char *const *u = s->users; user && *u; u++)
-        if (strcmp(*u, user) == 0)
-            return true;
-    return false;
+    return s->enabled && admits(s->users, user);
 }
 
 /* scheme, host, port and path of url, lower-cased where case does not matter; -1 when it is
