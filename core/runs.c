@@ -1,6 +1,5 @@
 #include "runs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -353,14 +352,13 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     struct svc_run *run = NULL;
     if (svc_run_begin(cfg, req, &run, err) != 0)
         return -1;
-    int rc = -1, rlock = -1;
-    bool recorded = false, idem_stored = false;
+    int rc = -1;
+    bool idem_stored = false;
     struct svc_run_answer a;
     svc_run_answer(run, &a);
     char *lock_path = run_file(cfg, a.run_id, SVC_RUN_LOCK);
     json_object *rec = record_new(&a);
-    recorded = true; /* from here on, files of this run may exist */
-    rlock = svc_lock_file(lock_path, LOCK_EX, true);
+    int rlock = svc_lock_file(lock_path, LOCK_EX, true); /* files of this run may exist now */
     if (rlock < 0) {
         svc_err_errno(err, "run lock");
         goto fail;
@@ -396,8 +394,7 @@ fail:
             unlink(ip);
         free(ip);
     }
-    if (recorded)
-        remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
+    remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
     svc_run_free(run); /* ends the begun run as failed: the session stays usable */
 out:
     if (rlock >= 0)
