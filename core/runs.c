@@ -395,7 +395,7 @@ fail:
         free(ip);
     }
     remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
-    svc_run_free(run); /* ends the begun run as failed: the session stays usable */
+    svc_run_free(run);               /* ends the begun run as failed: the session stays usable */
 out:
     if (rlock >= 0)
         close(rlock);
