@@ -15,8 +15,21 @@
 #include "user.h"
 #include "util.h"
 
-double h_base_started_at;
-int h_base_master_pid;
+static struct {
+    double at;
+    int master_pid;
+} started;
+
+void h_base_start(double at, int master_pid)
+{
+    started.at = at;
+    started.master_pid = master_pid;
+}
+
+double h_base_started(void)
+{
+    return started.at;
+}
 
 /* The last body answered: it changes once a second (uptime_s) or when the root's state
  * does, so a polled health check reuses its text instead of building it again. */
@@ -35,16 +48,12 @@ int h_health(struct http_req *r, struct svc_err *err)
     const char *reason = NULL;
     bool writable = svc_dir_writable(cfg->sessions.root, &reason);
     bool degraded = cfg->sessions.enabled && !writable;
-    int64_t uptime = (int64_t)(svc_time_now() - h_base_started_at);
+    int64_t uptime = (int64_t)(svc_time_now() - started.at);
     bool cache = svc_cache_on(cfg, -1);
-    if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == http_pid() &&
+    if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == svc_pid() &&
         last_health.uptime == uptime && last_health.writable == writable &&
         last_health.reason == reason) {
-        json_object *raw = svc_json_new_raw(last_health.text);
-        http_send_json(r, degraded ? 503 : 200, raw);
-        json_object_put(raw);
-        (void)err;
-        return 0;
+        return http_reply(r, degraded ? 503 : 200, svc_json_new_raw(last_health.text));
     }
 
     json_object *o = json_object_new_object();
@@ -52,8 +61,8 @@ int h_health(struct http_req *r, struct svc_err *err)
     if (degraded)
         svc_json_set_str(o, "reason", reason);
     svc_json_set_str(o, "version", SVC_VERSION);
-    svc_json_set_int(o, "pid", h_base_master_pid);
-    svc_json_set_int(o, "worker_pid", (int64_t)http_pid());
+    svc_json_set_int(o, "pid", started.master_pid);
+    svc_json_set_int(o, "worker_pid", (int64_t)svc_pid());
     svc_json_set_int(o, "uptime_s", uptime);
     json_object *s = json_object_new_object();
     svc_json_set_bool(s, "enabled", cfg->sessions.enabled);
@@ -72,23 +81,16 @@ int h_health(struct http_req *r, struct svc_err *err)
     free(last_health.text);
     last_health.text = cache ? svc_json_dump_compact(o) : NULL;
     last_health.cfg = cfg;
-    last_health.pid = http_pid();
+    last_health.pid = svc_pid();
     last_health.uptime = uptime;
     last_health.writable = writable;
     last_health.reason = reason;
-    int rc = http_send_json(r, degraded ? 503 : 200, o);
-    json_object_put(o);
-    (void)err;
-    (void)rc;
-    return 0;
+    return http_reply(r, degraded ? 503 : 200, o);
 }
 
 int h_config(struct http_req *r, struct svc_err *err)
 {
-    json_object *o = svc_config_to_json(r->cfg);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, svc_config_to_json(r->cfg));
 }
 
 /* Who the token acts for, so that a page can say who is signed in (SPEC 14). */
@@ -98,29 +100,19 @@ int h_me(struct http_req *r, struct svc_err *err)
     svc_json_set_str(o, "user_id", r->user.id);
     svc_json_set_bool(o, "admin", r->user.admin);
     svc_json_set_bool(o, "users", svc_users_enabled(r->cfg));
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    (void)err;
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 int h_jobs(struct http_req *r, struct svc_err *err)
 {
-    json_object *out = json_object_new_object();
-    svc_json_set(out, "jobs", svc_jobs_list(r->cfg, svc_jobs_now())); /* core/jobs.h */
-    http_send_json(r, 200, out);
-    json_object_put(out);
-    (void)err;
-    return 0;
+    json_object *o = json_object_new_object();
+    svc_json_set(o, "jobs", svc_jobs_list(r->cfg, svc_jobs_now())); /* core/jobs.h */
+    return http_reply(r, 200, o);
 }
 
 int h_extensions(struct http_req *r, struct svc_err *err)
 {
-    json_object *out = svc_tools_list(r->cfg, r->user.id, r->user.admin);
-    http_send_json(r, 200, out);
-    json_object_put(out);
-    (void)err;
-    return 0;
+    return http_reply(r, 200, svc_tools_list(r->cfg, r->user.id, r->user.admin));
 }
 
 /* GET /api/metrics: the pool's counters in the Prometheus text format (core/metrics.h). */
@@ -131,7 +123,6 @@ int h_metrics(struct http_req *r, struct svc_err *err)
     svc_metrics_render(&b, http_route_name, svc_sessions_count(r->cfg));
     http_send_text(r, 200, "text/plain; version=0.0.4; charset=utf-8", b.data ? b.data : "", b.len);
     svc_buf_free(&b);
-    (void)err;
     return 0;
 }
 

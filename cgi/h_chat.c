@@ -1,8 +1,9 @@
 /* h_chat: POST /api/chat and its alias /api/v1/chat/completions (SPEC 4.1), the tokens
- * compatibility route, and (not wired yet) the asynchronous runs of SPEC 4.2.
+ * compatibility route, and the asynchronous runs of SPEC 4.2 (core/runs.h).
  * The handler parses the OpenAI body, hands the run to core/session.h, and renders the
  * chat.completion object or the chat.completion.chunk stream; the request's function tools
  * (SPEC 12.1) go to core, and a run that ends on their calls answers tool_calls. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +21,6 @@
 #include "toolsin.h"
 #include "turnin.h"
 #include "util.h"
-
-/* Pings go out when the stream was silent this long (SPEC: at least every 15 s).
- * SVC_PING_INTERVAL_S (1..15) shortens it, for tests. */
-#define PING_AFTER_S 10.0
-
-static double ping_after(void)
-{
-    const char *e = getenv("SVC_PING_INTERVAL_S");
-    double v = e ? strtod(e, NULL) : 0;
-    return (v >= 1 && v <= 15) ? v : PING_AFTER_S;
-}
 
 struct chat_in {
     struct turn_in t; /* results: of the tool messages */
@@ -415,12 +405,12 @@ static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *ru
 /* ---- streaming ---- */
 
 struct stream_ctx {
-    struct http_req *r;
+    struct http_req *r; /* first: the sink's http_sink_gone and http_sink_idle read it */
     const struct chat_in *in;
     struct answer ids; /* run_id, sid, model: known from the start */
     int64_t created;
-    double ping_after;
 };
+_Static_assert(offsetof(struct stream_ctx, r) == 0, "the sink's helpers read r first");
 
 static json_object *chunk_new(struct stream_ctx *s, json_object *delta, const char *finish)
 {
@@ -511,22 +501,6 @@ static void stream_finish(struct stream_ctx *s, const struct answer *a)
     http_sse_data(s->r, "[DONE]");
 }
 
-static int should_cancel(void *ctx)
-{
-    struct stream_ctx *s = ctx;
-    return s->r->client_gone ? 1 : 0;
-}
-
-static int on_idle(void *ctx)
-{
-    struct stream_ctx *s = ctx;
-    if (s->r->client_gone)
-        return 1;
-    if (svc_time_monotonic() - s->r->last_write >= s->ping_after)
-        return http_sse_ping(s->r) < 0 ? 1 : 0;
-    return 0;
-}
-
 static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const struct chat_in *in,
                             const char *run_id, const char *sid, const char *model)
 {
@@ -537,7 +511,6 @@ static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const stru
     s->ids.sid = sid;
     s->ids.model = model;
     s->created = (int64_t)svc_time_now();
-    s->ping_after = ping_after();
 }
 
 static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *run,
@@ -549,7 +522,7 @@ static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *r
     stream_ctx_init(&s, r, in, ra.run_id, ra.session_id, ra.model);
     if (stream_begin(&s) < 0)
         return 0; /* client gone: svc_run_free ends the run */
-    struct svc_run_sink sink = {on_event, should_cancel, on_idle, &s};
+    struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, &s};
     if (svc_run_execute(run, &sink, err) < 0) {
         run_record(r, run, err);
         if (!r->client_gone)
@@ -644,14 +617,10 @@ out:
 
 int h_session_tokens(struct http_req *r, struct svc_err *err)
 {
-    const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
-    http_set_session(r, sid, false);
-    if (svc_session_tokens(r->cfg, sid, &o, err) < 0)
+    if (svc_session_tokens(r->cfg, http_param(r, "session_id"), &o, err) < 0)
         return -1;
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 /* ---- asynchronous runs (SPEC 4.2) ---- */
@@ -696,10 +665,8 @@ int h_run_get(struct http_req *r, struct svc_err *err)
         json_object_object_get_ex(rec, fields[i], &v);
         svc_json_set(o, fields[i], json_object_get(v));
     }
-    http_send_json(r, 200, o);
-    json_object_put(o);
     json_object_put(rec);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 /* The final event is appended a moment before the run's record says it ended: a stream
@@ -732,7 +699,7 @@ int h_run_events(struct http_req *r, struct svc_err *err)
     json_object_put(rec);
     if (http_sse_begin(r) < 0)
         return 0;
-    double ping_every = ping_after();
+    double ping_every = http_ping_after();
     for (;;) {
         json_object *events = NULL;
         bool finished = false;
@@ -774,7 +741,5 @@ int h_run_cancel(struct http_req *r, struct svc_err *err)
     json_object *o = NULL;
     if (svc_runs_cancel(r->cfg, http_param(r, "run_id"), &o, err) < 0)
         return -1;
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }

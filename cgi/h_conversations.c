@@ -14,60 +14,11 @@
 #include "jsonx.h"
 #include "query.h"
 
-#define LIST_LIMIT_MAX 100
-
 static int send_obj(struct http_req *r, const char *sid, json_object *o)
 {
     if (sid)
         http_set_session(r, sid, false);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
-}
-
-/* OpenAI's list shape around data (taken). */
-static json_object *list_of(json_object *data, bool has_more)
-{
-    size_t n = json_object_array_length(data);
-    json_object *o = json_object_new_object();
-    const char *first = n ? svc_json_str(json_object_array_get_idx(data, 0), "id", "") : NULL;
-    const char *last = n ? svc_json_str(json_object_array_get_idx(data, n - 1), "id", "") : NULL;
-    svc_json_set_str(o, "object", "list");
-    svc_json_set(o, "data", data);
-    svc_json_set(o, "first_id", first ? json_object_new_string(first) : NULL);
-    svc_json_set(o, "last_id", last ? json_object_new_string(last) : NULL);
-    svc_json_set_bool(o, "has_more", has_more);
-    return o;
-}
-
-/* A page of all (ids in "id", oldest first for items, as listed for conversations) after
- * the query's `after`, `limit` long, in the query's `order` (desc: all reversed). */
-static int send_page(struct http_req *r, json_object *all, bool all_desc, struct svc_err *err)
-{
-    int64_t limit = 0;
-    const char *after = NULL, *order = NULL;
-    if (http_query_int(r, "limit", 20, 1, LIST_LIMIT_MAX, &limit, err) < 0 ||
-        http_query_str(r, "after", &after, err) < 0 || http_query_str(r, "order", &order, err) < 0)
-        return -1;
-    if (order && *order && strcmp(order, "asc") && strcmp(order, "desc"))
-        return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "'order' must be asc or desc");
-    bool desc = !(order && strcmp(order, "asc") == 0);
-    size_t n = json_object_array_length(all), start = 0;
-    bool rev = desc != all_desc;
-#define AT(i) json_object_array_get_idx(all, rev ? n - 1 - (i) : (i))
-    if (after && *after) {
-        while (start < n && strcmp(svc_json_str(AT(start), "id", ""), after) != 0)
-            start++;
-        if (start == n)
-            return svc_err_setp(err, SVC_E_INVALID_QUERY, "after", "'after' names no item here");
-        start++;
-    }
-    json_object *data = json_object_new_array();
-    for (size_t i = start; i < n && i < start + (size_t)limit; i++)
-        json_object_array_add(data, json_object_get(AT(i)));
-#undef AT
-    size_t got = json_object_array_length(data);
-    return send_obj(r, NULL, list_of(data, start + got < n));
+    return http_reply(r, 200, o);
 }
 
 int h_conversations_create(struct http_req *r, struct svc_err *err)
@@ -142,65 +93,31 @@ int h_conversation_delete(struct http_req *r, struct svc_err *err)
     return send_obj(r, sid, o);
 }
 
-/* Every session the asker sees, as conversation objects, newest first. */
-static int all_conversations(struct http_req *r, json_object **out, struct svc_err *err)
+static int add_conversation(void *all, json_object *sum, struct svc_err *err)
 {
-    struct svc_list_query q;
-    memset(&q, 0, sizeof q);
-    q.limit = SVC_LIST_LIMIT_MAX;
-    q.owner = svc_user_scope(&r->user);
-    json_object *all = json_object_new_array();
-    char *cursor = NULL;
-    do {
-        json_object *page = NULL;
-        q.cursor = cursor;
-        if (svc_sessions_list(r->cfg, &q, &page, err) < 0) {
-            free(cursor);
-            json_object_put(all);
-            return -1;
-        }
-        json_object *ss = svc_json_arr(page, "sessions");
-        for (size_t i = 0; ss && i < json_object_array_length(ss); i++) {
-            json_object *el = json_object_array_get_idx(ss, i), *sum = NULL;
-            /* a page's rows are the index's text, unparsed (jsonx.h's raw nodes) */
-            if (json_object_is_type(el, json_type_string))
-                svc_json_parse(json_object_get_string(el), json_object_get_string_len(el), &sum,
-                               NULL);
-            else
-                sum = json_object_get(el);
-            if (sum)
-                json_object_array_add(all, svc_conv_object(sum));
-            json_object_put(sum);
-        }
-        const char *next = svc_json_str(page, "next_cursor", NULL);
-        free(cursor);
-        cursor = next ? svc_xstrdup(next) : NULL;
-        json_object_put(page);
-    } while (cursor);
-    *out = all;
+    json_object_array_add(all, svc_conv_object(sum));
     return 0;
 }
 
 int h_conversations_list(struct http_req *r, struct svc_err *err)
 {
-    json_object *all = NULL;
-    if (all_conversations(r, &all, err) < 0)
+    /* every session the asker sees, as conversation objects, newest first */
+    struct svc_list_query q = {.owner = svc_user_scope(&r->user)};
+    json_object *all = json_object_new_array();
+    if (svc_sessions_each(r->cfg, &q, add_conversation, all, err) < 0) {
+        json_object_put(all);
         return -1;
-    int rc = send_page(r, all, true, err);
-    json_object_put(all);
-    return rc;
+    }
+    return http_send_page(r, all, true, err);
 }
 
 int h_conversation_items(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
     json_object *all = NULL;
-    http_set_session(r, sid, false);
     if (svc_conv_items(r->cfg, sid, &all, err) < 0)
         return -1;
-    int rc = send_page(r, all, false, err);
-    json_object_put(all);
-    return rc;
+    return http_send_page(r, all, false, err);
 }
 
 int h_conversation_items_add(struct http_req *r, struct svc_err *err)
@@ -220,8 +137,7 @@ int h_conversation_items_add(struct http_req *r, struct svc_err *err)
     json_object_put(body);
     if (rc < 0)
         return -1;
-    json_object *o = list_of(added, false);
-    return send_obj(r, sid, o);
+    return send_obj(r, sid, http_list(added, false));
 }
 
 int h_conversation_item(struct http_req *r, struct svc_err *err)

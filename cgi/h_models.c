@@ -19,22 +19,19 @@ static json_object *model_object(const struct svc_config *cfg)
     json_object *m = json_object_new_object();
     svc_json_set_str(m, "id", configured_model(cfg));
     svc_json_set_str(m, "object", "model");
-    svc_json_set_int(m, "created", (int64_t)h_base_started_at);
+    svc_json_set_int(m, "created", (int64_t)h_base_started());
     svc_json_set_str(m, "owned_by", "svc");
     return m;
 }
 
 int h_models_list(struct http_req *r, struct svc_err *err)
 {
-    (void)err;
     json_object *o = json_object_new_object();
     json_object *data = json_object_new_array();
     json_object_array_add(data, model_object(r->cfg));
     svc_json_set_str(o, "object", "list");
     svc_json_set(o, "data", data);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 int h_model_get(struct http_req *r, struct svc_err *err)
@@ -46,8 +43,5 @@ int h_model_get(struct http_req *r, struct svc_err *err)
                             "this server serves one model, %s; requests naming another model "
                             "are answered by it",
                             name);
-    json_object *m = model_object(r->cfg);
-    http_send_json(r, 200, m);
-    json_object_put(m);
-    return 0;
+    return http_reply(r, 200, model_object(r->cfg));
 }

@@ -14,6 +14,7 @@
  * function_call items, and function_call_output items answer them. `background: true`
  * (SPEC 12.3) runs detached (runs.h); GET polls the run's record (or, with stream=true,
  * replays its events after starting_after), POST .../cancel stops it. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,8 +33,6 @@
 #include "toolsin.h"
 #include "turnin.h"
 #include "util.h"
-
-#define PING_AFTER_S 10.0
 
 struct resp_in {
     struct turn_in t;         /* results: of function_call_output items */
@@ -585,15 +584,16 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
 /* ---- rendering ---- */
 
 struct resp_ctx {
-    struct http_req *r;
+    struct http_req *r; /* first: the sink's http_sink_gone and http_sink_idle read it */
     const struct resp_in *in;
     struct svc_run *run;
     char id[SVC_RESPONSE_ID_LEN];
     char msg_id[48];
     int64_t created_at;
-    int64_t seq;
-    double ping_after;
+    int64_t seq;  /* the next event's sequence_number */
+    int64_t from; /* events numbered below it are not sent (a resumed stream) */
 };
+_Static_assert(offsetof(struct resp_ctx, r) == 0, "the sink's helpers read r first");
 
 static json_object *usage_of(int64_t p, int64_t c)
 {
@@ -619,12 +619,12 @@ static json_object *text_part(const char *text)
     return p;
 }
 
-/* The assistant message item; text NULL: in progress, no content yet. status: in_progress,
- * completed, or incomplete (a failed run's partial text). */
-static json_object *message_item(const struct resp_ctx *c, const char *text, const char *status)
+/* The assistant message item msg_id; text NULL: in progress, no content yet. status:
+ * in_progress, completed, or incomplete (a failed run's partial text). */
+static json_object *message_item(const char *msg_id, const char *text, const char *status)
 {
     json_object *m = json_object_new_object();
-    svc_json_set_str(m, "id", c->msg_id);
+    svc_json_set_str(m, "id", msg_id);
     svc_json_set_str(m, "type", "message");
     svc_json_set_str(m, "status", status);
     svc_json_set_str(m, "role", "assistant");
@@ -756,7 +756,8 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     if (!c->in->t.stream)
         mcp_items(c, a, output);
     if ((!failure || has_text) && (c->in->t.stream || nc == 0 || has_text))
-        json_object_array_add(output, message_item(c, text, failure ? "incomplete" : "completed"));
+        json_object_array_add(output,
+                              message_item(c->msg_id, text, failure ? "incomplete" : "completed"));
     if (c->in->t.stream)
         mcp_items(c, a, output);
     for (size_t i = 0; i < nc; i++)
@@ -883,9 +884,14 @@ static int resp_plain(struct resp_ctx *c, struct svc_err *err)
 /* One stream event: "type" and "sequence_number" first, then the fields of o (consumed). */
 static int emit(struct resp_ctx *c, const char *type, json_object *o)
 {
+    int64_t seq = c->seq++;
+    if (seq < c->from) {
+        json_object_put(o);
+        return 0;
+    }
     json_object *ev = json_object_new_object();
     svc_json_set_str(ev, "type", type);
-    svc_json_set_int(ev, "sequence_number", c->seq++);
+    svc_json_set_int(ev, "sequence_number", seq);
     if (o) {
         json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
         json_object_put(o);
@@ -926,18 +932,57 @@ static json_object *at_part(const struct resp_ctx *c)
     return o;
 }
 
+/* The opening events of a streamed answer: created and in_progress with pending (the
+ * response before its output, taken), the message item and its text part added. */
+static int emit_opening(struct resp_ctx *c, json_object *pending)
+{
+    json_object *item = json_object_new_object();
+    svc_json_set_int(item, "output_index", 0);
+    svc_json_set(item, "item", message_item(c->msg_id, NULL, "in_progress"));
+    json_object *part = at_part(c);
+    svc_json_set(part, "part", text_part(""));
+    static const char *const types[] = {"response.created", "response.in_progress",
+                                        "response.output_item.added",
+                                        "response.content_part.added"};
+    json_object *objs[] = {with_response(json_object_get(pending)), with_response(pending), item,
+                           part};
+    return emit_seq(c, 4, types, objs);
+}
+
+/* The events that close the message's text (its whole text). */
+static int emit_closing(struct resp_ctx *c, const char *text)
+{
+    json_object *done = at_part(c);
+    svc_json_set_str(done, "text", text);
+    svc_json_set(done, "logprobs", json_object_new_array());
+    json_object *part = at_part(c);
+    svc_json_set(part, "part", text_part(text));
+    json_object *item = json_object_new_object();
+    svc_json_set_int(item, "output_index", 0);
+    svc_json_set(item, "item", message_item(c->msg_id, text, "completed"));
+    static const char *const types[] = {"response.output_text.done", "response.content_part.done",
+                                        "response.output_item.done"};
+    json_object *objs[] = {done, part, item};
+    return emit_seq(c, 3, types, objs);
+}
+
+/* A delta of the message's text. */
+static int emit_delta(struct resp_ctx *c, const char *text)
+{
+    json_object *o = at_part(c);
+    svc_json_set_str(o, "delta", text);
+    svc_json_set(o, "logprobs", json_object_new_array());
+    return emit(c, "response.output_text.delta", o);
+}
+
 static int on_event(void *ctx, json_object *ev)
 {
     struct resp_ctx *c = ctx;
     if (c->r->client_gone)
         return 1;
     const char *type = svc_json_str(ev, "type", "");
-    if (strcmp(type, "delta") == 0) {
-        json_object *o = at_part(c);
-        svc_json_set_str(o, "delta", svc_json_str(ev, "text", ""));
-        svc_json_set(o, "logprobs", json_object_new_array());
-        return emit(c, "response.output_text.delta", o) < 0 ? 1 : 0;
-    }
+    if (strcmp(type, "delta") == 0)
+        return emit_delta(c, svc_json_str(ev, "text", "")) < 0 ? 1 : 0;
     bool tool = strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0;
     bool end = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
     if (!tool && (!c->in->t.svc_v2 || end))
@@ -946,22 +991,6 @@ static int on_event(void *ctx, json_object *ev)
     json_object *o = json_object_new_object();
     svc_json_set(o, "svc_event", json_object_get(ev));
     return emit(c, "svc.event", o) < 0 ? 1 : 0;
-}
-
-static int should_cancel(void *ctx)
-{
-    struct resp_ctx *c = ctx;
-    return c->r->client_gone ? 1 : 0;
-}
-
-static int on_idle(void *ctx)
-{
-    struct resp_ctx *c = ctx;
-    if (c->r->client_gone)
-        return 1;
-    if (svc_time_monotonic() - c->r->last_write >= c->ping_after)
-        return http_sse_ping(c->r) < 0 ? 1 : 0;
-    return 0;
 }
 
 /* The client tool calls the run ended on, each as an output item from index 1 with its
@@ -1024,21 +1053,9 @@ static int emit_calls(struct resp_ctx *c)
 static int resp_stream(struct resp_ctx *c, struct svc_err *err)
 {
     struct http_req *r = c->r;
-    if (http_sse_begin(r) < 0)
+    if (http_sse_begin(r) < 0 || emit_opening(c, response_object(c, "in_progress", NULL)) < 0)
         return 0; /* client gone: svc_run_free ends the run */
-    json_object *item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
-    svc_json_set(item, "item", message_item(c, NULL, "in_progress"));
-    json_object *part = at_part(c);
-    svc_json_set(part, "part", text_part(""));
-    static const char *const opening[] = {"response.created", "response.in_progress",
-                                          "response.output_item.added",
-                                          "response.content_part.added"};
-    json_object *objs[] = {with_response(response_object(c, "in_progress", NULL)),
-                           with_response(response_object(c, "in_progress", NULL)), item, part};
-    if (emit_seq(c, 4, opening, objs) < 0)
-        return 0;
-    struct svc_run_sink sink = {on_event, should_cancel, on_idle, c};
+    struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, c};
     struct svc_err ferr;
     svc_err_clear(&ferr);
     int rc = svc_run_execute(c->run, &sink, &ferr);
@@ -1066,19 +1083,7 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
     }
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    const char *text = a.content;
-    json_object *done = at_part(c);
-    svc_json_set_str(done, "text", text);
-    svc_json_set(done, "logprobs", json_object_new_array());
-    part = at_part(c);
-    svc_json_set(part, "part", text_part(text));
-    item = json_object_new_object();
-    svc_json_set_int(item, "output_index", 0);
-    svc_json_set(item, "item", message_item(c, text, "completed"));
-    static const char *const closing[] = {"response.output_text.done", "response.content_part.done",
-                                          "response.output_item.done"};
-    json_object *last[] = {done, part, item};
-    if (emit_seq(c, 3, closing, last) == 0 && emit_calls(c) == 0)
+    if (emit_closing(c, a.content) == 0 && emit_calls(c) == 0)
         emit(c, "response.completed", with_response(resp));
     else
         json_object_put(resp);
@@ -1099,52 +1104,24 @@ static const char *stored_text(json_object *resp, const char **msg_id)
 static int resp_replay(struct http_req *r, const struct resp_in *in, json_object *stored)
 {
     http_set_session(r, svc_json_str(stored, "session_id", NULL), false);
-    if (!in->t.stream) {
-        http_send_json(r, 200, stored);
-        json_object_put(stored);
-        return 0;
-    }
+    if (!in->t.stream)
+        return http_reply(r, 200, stored);
     struct resp_ctx c = {.r = r, .in = in};
     const char *msg_id = "";
     const char *text = stored_text(stored, &msg_id);
     snprintf(c.msg_id, sizeof c.msg_id, "%s", msg_id);
-    if (http_sse_begin(r) < 0)
+    if (http_sse_begin(r) < 0) {
+        json_object_put(stored);
         return 0;
+    }
     json_object *pending = svc_json_copy(stored);
     svc_json_set_str(pending, "status", "in_progress");
     svc_json_set(pending, "output", json_object_new_array());
     svc_json_set(pending, "usage", NULL);
-    json_object *added = json_object_new_object();
-    svc_json_set_int(added, "output_index", 0);
-    svc_json_set(added, "item", message_item(&c, NULL, "in_progress"));
-    json_object *part = at_part(&c);
-    svc_json_set(part, "part", text_part(""));
-    json_object *delta = at_part(&c);
-    svc_json_set_str(delta, "delta", text);
-    svc_json_set(delta, "logprobs", json_object_new_array());
-    json_object *done = at_part(&c);
-    svc_json_set_str(done, "text", text);
-    svc_json_set(done, "logprobs", json_object_new_array());
-    json_object *part_done = at_part(&c);
-    svc_json_set(part_done, "part", text_part(text));
-    json_object *item_done = json_object_new_object();
-    svc_json_set_int(item_done, "output_index", 0);
-    svc_json_set(item_done, "item", message_item(&c, text, "completed"));
-    static const char *const seq[] = {"response.created",           "response.in_progress",
-                                      "response.output_item.added", "response.content_part.added",
-                                      "response.output_text.delta", "response.output_text.done",
-                                      "response.content_part.done", "response.output_item.done",
-                                      "response.completed"};
-    json_object *objs[] = {with_response(json_object_get(pending)),
-                           with_response(pending),
-                           added,
-                           part,
-                           delta,
-                           done,
-                           part_done,
-                           item_done,
-                           with_response(stored)};
-    emit_seq(&c, sizeof seq / sizeof *seq, seq, objs);
+    if (emit_opening(&c, pending) == 0 && emit_delta(&c, text) == 0 && emit_closing(&c, text) == 0)
+        emit(&c, "response.completed", with_response(stored));
+    else
+        json_object_put(stored);
     return 0;
 }
 
@@ -1208,15 +1185,9 @@ static void background_refresh(struct http_req *r, json_object *o)
     if (strcmp(st, "done") == 0) {
         char msg[48];
         snprintf(msg, sizeof msg, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
-        json_object *item = json_object_new_object(), *parts = json_object_new_array();
-        svc_json_set_str(item, "id", msg);
-        svc_json_set_str(item, "type", "message");
-        svc_json_set_str(item, "status", "completed");
-        svc_json_set_str(item, "role", "assistant");
-        json_object_array_add(parts, text_part(svc_json_str(rec, "content", "")));
-        svc_json_set(item, "content", parts);
         json_object *out = json_object_new_array();
-        json_object_array_add(out, item);
+        json_object_array_add(out,
+                              message_item(msg, svc_json_str(rec, "content", ""), "completed"));
         svc_json_set(o, "output", out);
         json_object *u = svc_json_obj(rec, "usage");
         svc_json_set(
@@ -1238,86 +1209,24 @@ static void background_refresh(struct http_req *r, json_object *o)
  * message (created, in_progress, output_item.added, content_part.added), run event seq k
  * is 3 + k (delta: output_text.delta; others: svc.event), and its done closes with 3 + k..
  * 6 + k (output_text.done, content_part.done, output_item.done, response.completed); its
- * error is response.failed at 3 + k. */
+ * error is response.failed at 3 + k. The events are those of a foreground stream (emit_*),
+ * numbered here. */
 
 struct bg_stream {
-    struct http_req *r;
+    struct resp_ctx c; /* msg_id, the numbering (from the run's events) and from */
     json_object *resp; /* the stored object, refreshed at the end */
-    char msg_id[48];
-    int64_t after; /* starting_after: events up to it are skipped */
 };
-
-/* One event numbered seq, skipped when seq <= after; o consumed. 0, or -1 when gone. */
-static int bg_emit(struct bg_stream *b, int64_t seq, const char *type, json_object *o)
-{
-    if (seq <= b->after) {
-        json_object_put(o);
-        return 0;
-    }
-    json_object *ev = json_object_new_object();
-    svc_json_set_str(ev, "type", type);
-    svc_json_set_int(ev, "sequence_number", seq);
-    json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
-    json_object_put(o);
-    int rc = http_sse_event(b->r, type, ev);
-    json_object_put(ev);
-    return rc;
-}
-
-/* The text part's position fields, and the text under key when key is not NULL. */
-static json_object *bg_pos(const struct bg_stream *b, const char *key, const char *text)
-{
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "item_id", b->msg_id);
-    svc_json_set_int(o, "output_index", 0);
-    svc_json_set_int(o, "content_index", 0);
-    if (key)
-        svc_json_set_str(o, key, text);
-    return o;
-}
-
-static int bg_open(struct bg_stream *b)
-{
-    json_object *item = json_object_new_object();
-    svc_json_set_str(item, "id", b->msg_id);
-    svc_json_set_str(item, "type", "message");
-    svc_json_set_str(item, "status", "in_progress");
-    svc_json_set_str(item, "role", "assistant");
-    svc_json_set(item, "content", json_object_new_array());
-    json_object *added = json_object_new_object();
-    svc_json_set_int(added, "output_index", 0);
-    svc_json_set(added, "item", item);
-    json_object *part = bg_pos(b, NULL, NULL);
-    svc_json_set(part, "part", text_part(""));
-    return bg_emit(b, 0, "response.created", with_response(svc_json_copy(b->resp))) < 0 ||
-                   bg_emit(b, 1, "response.in_progress", with_response(svc_json_copy(b->resp))) <
-                       0 ||
-                   bg_emit(b, 2, "response.output_item.added", added) < 0 ||
-                   bg_emit(b, 3, "response.content_part.added", part) < 0
-               ? -1
-               : 0;
-}
 
 /* The closing events after the run's done (seq k) or error. */
 static int bg_close(struct bg_stream *b, int64_t k, bool done)
 {
-    background_refresh(b->r, b->resp);
+    background_refresh(b->c.r, b->resp);
+    b->c.seq = 3 + k;
     if (!done)
-        return bg_emit(b, 3 + k, "response.failed", with_response(svc_json_copy(b->resp)));
-    json_object *out = svc_json_arr(b->resp, "output");
-    json_object *item = out ? json_object_array_get_idx(out, 0) : NULL;
-    json_object *parts = item ? svc_json_arr(item, "content") : NULL;
-    json_object *part = parts ? json_object_array_get_idx(parts, 0) : NULL;
-    const char *text = svc_json_str(part, "text", "");
-    json_object *pd = bg_pos(b, NULL, NULL), *idone = json_object_new_object();
-    svc_json_set(pd, "part", text_part(text));
-    svc_json_set_int(idone, "output_index", 0);
-    svc_json_set(idone, "item", item ? json_object_get(item) : json_object_new_object());
-    return bg_emit(b, 3 + k, "response.output_text.done", bg_pos(b, "text", text)) < 0 ||
-                   bg_emit(b, 4 + k, "response.content_part.done", pd) < 0 ||
-                   bg_emit(b, 5 + k, "response.output_item.done", idone) < 0 ||
-                   bg_emit(b, 6 + k, "response.completed", with_response(svc_json_copy(b->resp))) <
-                       0
+        return emit(&b->c, "response.failed", with_response(svc_json_copy(b->resp)));
+    const char *msg_id = "";
+    return emit_closing(&b->c, stored_text(b->resp, &msg_id)) < 0 ||
+                   emit(&b->c, "response.completed", with_response(svc_json_copy(b->resp))) < 0
                ? -1
                : 0;
 }
@@ -1331,26 +1240,26 @@ static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
         *ended = true;
         return bg_close(b, k, strcmp(type, "done") == 0);
     }
+    b->c.seq = 3 + k;
     if (strcmp(type, "delta") == 0)
-        return bg_emit(b, 3 + k, "response.output_text.delta",
-                       bg_pos(b, "delta", svc_json_str(ev, "text", "")));
+        return emit_delta(&b->c, svc_json_str(ev, "text", ""));
     json_object *o = json_object_new_object();
     svc_json_set(o, "svc_event", json_object_get(ev));
-    return bg_emit(b, 3 + k, "svc.event", o);
+    return emit(&b->c, "svc.event", o);
 }
 
-/* Follow the run's events from the start, sending those after b->after, until its end. */
+/* Follow the run's events from the start, sending those from b->c.from, until its end. */
 static int bg_follow(struct bg_stream *b)
 {
     const char *run_id = svc_json_str(b->resp, "run_id", "");
-    if (http_sse_begin(b->r) < 0 || bg_open(b) < 0)
+    if (http_sse_begin(b->c.r) < 0 || emit_opening(&b->c, svc_json_copy(b->resp)) < 0)
         return 0;
     long cursor = 0;
     for (;;) {
         json_object *events = NULL;
         bool finished = false, ended = false;
         long next = cursor;
-        if (svc_runs_events(b->r->cfg, run_id, cursor, &events, &next, &finished, NULL) < 0)
+        if (svc_runs_events(b->c.r->cfg, run_id, cursor, &events, &next, &finished, NULL) < 0)
             return 0;
         int rc = 0;
         for (size_t i = 0; i < json_object_array_length(events) && !ended && rc == 0; i++)
@@ -1360,8 +1269,9 @@ static int bg_follow(struct bg_stream *b)
         cursor = next;
         if (rc < 0 || ended || (finished && n == 0))
             return 0;
-        if (!finished && svc_runs_wait(b->r->cfg, run_id, 1000) == 0 &&
-            svc_time_monotonic() - b->r->last_write >= PING_AFTER_S && http_sse_ping(b->r) < 0)
+        if (!finished && svc_runs_wait(b->c.r->cfg, run_id, 1000) == 0 &&
+            svc_time_monotonic() - b->c.r->last_write >= HTTP_PING_AFTER_S &&
+            http_sse_ping(b->c.r) < 0)
             return 0;
     }
 }
@@ -1385,7 +1295,7 @@ static int64_t bg_last_seq(const struct svc_config *cfg, const char *run_id)
 static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
 {
     int64_t after = -1;
-    struct bg_stream b = {.r = r, .resp = o};
+    struct bg_stream b = {.c = {.r = r}, .resp = o};
     int rc = http_query_int(r, "starting_after", -1, -1, INT32_MAX, &after, err);
     if (rc == 0 && !svc_json_bool(o, "background", false))
         rc = svc_err_setp(err, SVC_E_INVALID_QUERY, "stream",
@@ -1397,8 +1307,8 @@ static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
                           "starting_after %lld is past the stream's end (%lld)", (long long)after,
                           (long long)last);
     if (rc == 0) {
-        b.after = after;
-        snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
+        b.c.from = after + 1;
+        snprintf(b.c.msg_id, sizeof b.c.msg_id, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
         rc = bg_follow(&b);
     }
     json_object_put(o);
@@ -1426,8 +1336,8 @@ static int resp_background(struct http_req *r, struct resp_in *in, struct svc_er
         svc_runs_cancel(r->cfg, svc_json_str(run, "run_id", ""), &c, NULL);
         json_object_put(c);
     } else if (in->t.stream) { /* the stream that bg_resume replays */
-        struct bg_stream b = {.r = r, .resp = o, .after = -1};
-        snprintf(b.msg_id, sizeof b.msg_id, "msg_%s", id + 5);
+        struct bg_stream b = {.c = {.r = r}, .resp = o};
+        snprintf(b.c.msg_id, sizeof b.c.msg_id, "msg_%s", id + 5);
         bg_follow(&b);
     } else {
         http_send_json(r, 200, o);
@@ -1476,9 +1386,6 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     struct resp_ctx c = {.r = r, .in = &in, .run = run, .created_at = (int64_t)svc_time_now()};
     svc_responses_new_id("resp_", c.id, sizeof c.id);
     svc_responses_new_id("msg_", c.msg_id, sizeof c.msg_id);
-    const char *e = getenv("SVC_PING_INTERVAL_S");
-    double v = e ? strtod(e, NULL) : 0;
-    c.ping_after = (v >= 1 && v <= 15) ? v : PING_AFTER_S;
     rc = in.t.stream ? resp_stream(&c, err) : resp_plain(&c, err);
 out:
     svc_run_free(run);
@@ -1495,69 +1402,16 @@ int h_response_delete(struct http_req *r, struct svc_err *err)
     svc_json_set_str(o, "id", id);
     svc_json_set_str(o, "object", "response");
     svc_json_set_bool(o, "deleted", true);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
-}
-
-/* Where the page starts: after the item named `after` (400 invalid_query when no item has
- * that id), else at the first. */
-static int page_start(json_object *items, const char *after, bool desc, size_t *start,
-                      struct svc_err *err)
-{
-    size_t n = json_object_array_length(items);
-    *start = 0;
-    if (!after)
-        return 0;
-    for (size_t k = 0; k < n; k++) {
-        json_object *it = json_object_array_get_idx(items, desc ? n - 1 - k : k);
-        if (strcmp(svc_json_str(it, "id", ""), after) == 0) {
-            *start = k + 1;
-            return 0;
-        }
-    }
-    return svc_err_setp(err, SVC_E_INVALID_QUERY, "after", "no input item has the id '%.64s'",
-                        after);
+    return http_reply(r, 200, o);
 }
 
 /* GET /api/v1/responses/{id}/input_items?limit=20&order=desc&after= (SPEC 12.3). */
 int h_response_input_items(struct http_req *r, struct svc_err *err)
 {
-    const char *order = NULL, *after = NULL;
-    int64_t limit = 20;
     json_object *items = NULL;
-    if (http_query_int(r, "limit", 20, 1, 100, &limit, err) < 0 ||
-        http_query_str(r, "order", &order, err) < 0 || http_query_str(r, "after", &after, err) < 0)
-        return -1;
-    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0)
-        return svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "'order' must be asc or desc");
-    bool desc = !order || strcmp(order, "desc") == 0;
-    size_t start = 0;
     if (svc_responses_input_items(r->cfg, http_param(r, "response_id"), &items, err) < 0)
         return -1;
-    if (page_start(items, after, desc, &start, err) < 0) {
-        json_object_put(items);
-        return -1;
-    }
-    size_t n = json_object_array_length(items);
-    json_object *data = json_object_new_array();
-    for (size_t k = start; k < n && (int64_t)(k - start) < limit; k++)
-        json_object_array_add(
-            data, json_object_get(json_object_array_get_idx(items, desc ? n - 1 - k : k)));
-    size_t got = json_object_array_length(data);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "object", "list");
-    svc_json_set(o, "data", data);
-    svc_json_set_str(o, "first_id",
-                     got ? svc_json_str(json_object_array_get_idx(data, 0), "id", NULL) : NULL);
-    svc_json_set_str(o, "last_id",
-                     got ? svc_json_str(json_object_array_get_idx(data, got - 1), "id", NULL)
-                         : NULL);
-    svc_json_set_bool(o, "has_more", start + got < n);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    json_object_put(items);
-    return 0;
+    return http_send_page(r, items, false, err);
 }
 
 int h_response_get(struct http_req *r, struct svc_err *err)
@@ -1575,9 +1429,7 @@ int h_response_get(struct http_req *r, struct svc_err *err)
     if (stream)
         return bg_resume(r, o, err);
     background_refresh(r, o);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }
 
 /* POST /api/v1/responses/{id}/cancel: a background response's run is asked to stop and the
@@ -1604,7 +1456,5 @@ int h_response_cancel(struct http_req *r, struct svc_err *err)
         }
     json_object_put(c);
     background_refresh(r, o);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 200, o);
 }

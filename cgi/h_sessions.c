@@ -14,15 +14,6 @@
 #include "query.h"
 #include "search.h"
 
-/* Send *o (consumed) with status 200, recording the session id for the log. */
-static int send_result(struct http_req *r, const char *sid, json_object *o)
-{
-    http_set_session(r, sid, false);
-    http_send_json(r, 200, o);
-    json_object_put(o);
-    return 0;
-}
-
 int h_sessions_list(struct http_req *r, struct svc_err *err)
 {
     struct svc_list_query q;
@@ -49,7 +40,7 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
         return -1;
     if (svc_index_building()) /* answered from memory meanwhile (docs/API.md) */
         http_set_header(r, "X-Svc-Index", "building");
-    return send_result(r, NULL, o);
+    return http_reply(r, 200, o);
 }
 
 int h_sessions_search(struct http_req *r, struct svc_err *err)
@@ -68,7 +59,7 @@ int h_sessions_search(struct http_req *r, struct svc_err *err)
     json_object *o = NULL;
     if (svc_search(r->cfg, &q, &o, err) < 0)
         return -1;
-    return send_result(r, NULL, o);
+    return http_reply(r, 200, o);
 }
 
 /* The detail endpoint is polled, and svc_session_get answers from its memo while the
@@ -84,11 +75,10 @@ int h_session_get(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
-    http_set_session(r, sid, false);
     if (svc_session_get(r->cfg, sid, &o, err) < 0)
         return -1;
     if (!svc_cache_on(r->cfg, -1))
-        return send_result(r, sid, o);
+        return http_reply(r, 200, o);
     if (o != last_get.o) {
         json_object_put(last_get.o);
         free(last_get.text);
@@ -96,7 +86,7 @@ int h_session_get(struct http_req *r, struct svc_err *err)
         last_get.text = svc_json_dump_compact(o);
     }
     json_object_put(o);
-    return send_result(r, sid, svc_json_new_raw(last_get.text));
+    return http_reply(r, 200, svc_json_new_raw(last_get.text));
 }
 
 int h_session_messages(struct http_req *r, struct svc_err *err)
@@ -104,7 +94,6 @@ int h_session_messages(struct http_req *r, struct svc_err *err)
     const char *sid = http_param(r, "session_id");
     struct svc_messages_query q;
     memset(&q, 0, sizeof q);
-    http_set_session(r, sid, false);
     /* types only: core/query.c decides the ranges and values */
     if (http_query_int(r, "limit", SVC_MESSAGES_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit,
                        err) < 0 ||
@@ -115,17 +104,16 @@ int h_session_messages(struct http_req *r, struct svc_err *err)
     json_object *o = NULL;
     if (svc_session_messages(r->cfg, sid, &q, &o, err) < 0)
         return -1;
-    return send_result(r, sid, o);
+    return http_reply(r, 200, o);
 }
 
 static int set_archived(struct http_req *r, bool archived, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
-    http_set_session(r, sid, false);
     if (svc_session_set_archived(r->cfg, sid, archived, &o, err) < 0)
         return -1;
-    return send_result(r, sid, o);
+    return http_reply(r, 200, o);
 }
 
 int h_session_archive(struct http_req *r, struct svc_err *err)
@@ -143,7 +131,6 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
     const char *sid = http_param(r, "session_id");
     json_object *body = NULL, *o = NULL;
     struct svc_session_edit e = {0};
-    http_set_session(r, sid, false);
     if (http_body_json(r, false, &body, err) < 0)
         return -1;
     json_object *pinned = NULL;
@@ -161,24 +148,22 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
     json_object_put(body);
     if (rc < 0)
         return -1;
-    return send_result(r, sid, o);
+    return http_reply(r, 200, o);
 }
 
 int h_session_delete(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
-    http_set_session(r, sid, false);
     if (svc_session_delete(r->cfg, sid, &o, err) < 0)
         return -1;
-    return send_result(r, sid, o);
+    return http_reply(r, 200, o);
 }
 
 int h_session_fork(struct http_req *r, struct svc_err *err)
 {
     struct svc_fork_req f = {.session_id = http_param(r, "session_id")};
     json_object *body = NULL, *o = NULL;
-    http_set_session(r, f.session_id, false);
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
     /* types only: the range, the id and the title are core's to judge */
@@ -192,9 +177,7 @@ int h_session_fork(struct http_req *r, struct svc_err *err)
     json_object_put(body);
     if (rc < 0)
         return -1;
-    http_send_json(r, 201, o);
-    json_object_put(o);
-    return 0;
+    return http_reply(r, 201, o);
 }
 
 int h_message_feedback(struct http_req *r, struct svc_err *err)
@@ -202,7 +185,6 @@ int h_message_feedback(struct http_req *r, struct svc_err *err)
     const char *sid = http_param(r, "session_id");
     json_object *body = NULL, *o = NULL, *rating = NULL;
     const char *comment = NULL;
-    http_set_session(r, sid, false);
     if (http_body_json(r, false, &body, err) < 0)
         return -1;
     /* types only: the rating's values and the comment's length are core's to judge */
@@ -214,5 +196,5 @@ int h_message_feedback(struct http_req *r, struct svc_err *err)
     json_object_put(body);
     if (rc < 0)
         return -1;
-    return send_result(r, sid, o);
+    return http_reply(r, 200, o);
 }

@@ -25,9 +25,10 @@ int h_metrics(struct http_req *r, struct svc_err *err);
 int h_openapi(struct http_req *r, struct svc_err *err);
 /* docs/openapi.yaml's text (build/cgi/openapi_yaml.c, written by the Makefile). */
 const char *h_openapi_yaml(void);
-/* Process start (master) for uptime_s and pid; set once by main.c before forking. */
-extern double h_base_started_at;
-extern int h_base_master_pid;
+/* The pool's start: main.c says it once before forking (the master's time and pid, for
+ * uptime_s, pid and a model's created); h_base_started tells it. */
+void h_base_start(double at, int master_pid);
+double h_base_started(void);
 
 /* h_chat.c */
 int h_chat(struct http_req *r, struct svc_err *err);

@@ -63,14 +63,6 @@ static int io_flush(struct http_req *r)
     return 0;
 }
 
-/* ---- process id ---- */
-
-/* The log line and /api/health want it per request: cached in core (util.h). */
-int http_pid(void)
-{
-    return svc_pid();
-}
-
 /* ---- init / free ---- */
 
 static char *dup_or_null(const char *s)
@@ -78,7 +70,8 @@ static char *dup_or_null(const char *s)
     return (s && *s) ? svc_xstrdup(s) : NULL;
 }
 
-bool http_id_ok(const char *s)
+/* Whether s is a sane id to echo (X-Request-Id, X-Session-Id): 1..128 of [A-Za-z0-9._-]. */
+static bool id_ok(const char *s)
 {
     size_t n = 0;
     if (!s)
@@ -163,12 +156,6 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
     }
 }
 
-/* "req-<16 hex>" (svc_random_id: its random bytes come from the process's pool). */
-static void new_request_id(char *out, size_t outsz)
-{
-    svc_random_id("req", out, outsz);
-}
-
 /* The routed part of path under base ("" or NULL: none, path itself): path without the
  * prefix when path is base or starts with base + "/", else NULL. A base that is not a sane
  * absolute path (from the web server) routes nothing. Borrowed from path. */
@@ -186,7 +173,7 @@ static const char *route_of(const char *path, const char *base)
     return path[n] == '/' ? path + n : NULL;
 }
 
-static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg)
+void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg)
 {
     memset(r, 0, sizeof *r);
     r->cfg = cfg;
@@ -244,22 +231,12 @@ static void req_init(struct http_req *r, FCGX_Request *fr, const struct svc_conf
     /* The client's own X-Request-Id when sane, else the web server's ($request_id passed
      * as REQUEST_ID, so nginx's access line and ours share it), else a new one. */
     const char *rid = v[P_X_REQUEST_ID];
-    if (!http_id_ok(rid))
+    if (!id_ok(rid))
         rid = v[P_REQUEST_ID];
-    if (http_id_ok(rid))
+    if (id_ok(rid))
         snprintf(r->request_id, sizeof r->request_id, "%s", rid);
     else
-        new_request_id(r->request_id, sizeof r->request_id);
-}
-
-void http_req_init_fcgi(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg)
-{
-    req_init(r, fr, cfg);
-}
-
-void http_req_init_cgi(struct http_req *r, const struct svc_config *cfg)
-{
-    req_init(r, NULL, cfg);
+        svc_random_id("req", r->request_id, sizeof r->request_id); /* "req-<16 hex>" */
 }
 
 void http_req_free(struct http_req *r)
@@ -288,17 +265,7 @@ void http_req_free(struct http_req *r)
 
 /* ---- log ---- */
 
-static void log_clean(char *dst, size_t dstsz, const char *src)
-{
-    size_t j = 0;
-    for (size_t i = 0; src && src[i] && j + 1 < dstsz; i++) {
-        unsigned char c = (unsigned char)src[i];
-        dst[j++] = (c < 0x21 || c >= 0x7f) ? '?' : (char)c;
-    }
-    dst[j] = '\0';
-}
-
-/* Append text to a log line, like log_clean: bytes outside 0x21..0x7e become '?'. */
+/* Append text to a log line: bytes outside 0x21..0x7e become '?'. */
 static char *log_put_clean(char *p, char *end, const char *src)
 {
     for (; src && *src && p < end; src++) {
@@ -365,7 +332,7 @@ void http_log(const struct http_req *r)
     double ms = (svc_time_monotonic() - r->t0) * 1000.0;
     p = log_put_time(p, end);
     p = log_put(p, end, " svc-fcgi[", 10);
-    p = log_put_uint(p, end, (unsigned long long)http_pid(), 1);
+    p = log_put_uint(p, end, (unsigned long long)svc_pid(), 1);
     p = log_put(p, end, "]: ", 3);
     char *lim = end - p > 15 ? p + 15 : end; /* method: at most 15 bytes, as before */
     p = log_put_clean(p, lim, r->method);
@@ -699,25 +666,6 @@ int http_field_bool(json_object *o, const char *key, const char *param, bool def
     return 0;
 }
 
-int http_field_int(json_object *o, const char *key, const char *param, int64_t def, int64_t min,
-                   int64_t max, int64_t *out, struct svc_err *err)
-{
-    json_object *v;
-    const char *pname = param ? param : key;
-    *out = def;
-    if (field_get(o, key, param, false, json_type_int, "an integer", &v, err) < 0)
-        return -1;
-    if (v) {
-        int64_t x = json_object_get_int64(v);
-        if (x < min || x > max)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, pname,
-                                "'%s' must be between %lld and %lld", pname, (long long)min,
-                                (long long)max);
-        *out = x;
-    }
-    return 0;
-}
-
 int http_field_number_opt(json_object *o, const char *key, const char *param, bool *set,
                           double *out, struct svc_err *err)
 {
@@ -760,50 +708,32 @@ int http_field_arr(json_object *o, const char *key, const char *param, bool requ
 
 /* ---- output ---- */
 
+/* The reason phrase of a status svc sends. */
 static const char *status_text(int status)
 {
-    switch (status) {
-    case 200:
-        return "OK";
-    case 201:
-        return "Created";
-    case 202:
-        return "Accepted";
-    case 204:
-        return "No Content";
-    case 400:
-        return "Bad Request";
-    case 401:
-        return "Unauthorized";
-    case 403:
-        return "Forbidden";
-    case 404:
-        return "Not Found";
-    case 405:
-        return "Method Not Allowed";
-    case 409:
-        return "Conflict";
-    case 413:
-        return "Payload Too Large";
-    case 422:
-        return "Unprocessable Entity";
-    case 429:
-        return "Too Many Requests";
-    case 499:
-        return "Client Closed Request";
-    case 500:
-        return "Internal Server Error";
-    case 501:
-        return "Not Implemented";
-    case 502:
-        return "Bad Gateway";
-    case 503:
-        return "Service Unavailable";
-    case 504:
-        return "Gateway Timeout";
-    default:
-        return "Unknown";
-    }
+    static const char *const lines[] = {"200 OK",
+                                        "201 Created",
+                                        "202 Accepted",
+                                        "204 No Content",
+                                        "400 Bad Request",
+                                        "401 Unauthorized",
+                                        "403 Forbidden",
+                                        "404 Not Found",
+                                        "405 Method Not Allowed",
+                                        "409 Conflict",
+                                        "413 Payload Too Large",
+                                        "422 Unprocessable Entity",
+                                        "429 Too Many Requests",
+                                        "499 Client Closed Request",
+                                        "500 Internal Server Error",
+                                        "501 Not Implemented",
+                                        "502 Bad Gateway",
+                                        "503 Service Unavailable",
+                                        "504 Gateway Timeout"};
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++)
+        if (atoi(lines[i]) == status)
+            return lines[i] + 4;
+    return "Unknown";
 }
 
 void http_set_header(struct http_req *r, const char *name, const char *value)
@@ -817,31 +747,14 @@ void http_set_session(struct http_req *r, const char *sid, bool hdr)
 {
     if (!sid)
         return;
-    log_clean(r->session_id, sizeof r->session_id, sid);
-    if (hdr && http_id_ok(sid))
+    *log_put_clean(r->session_id, r->session_id + sizeof r->session_id - 1, sid) = '\0';
+    if (hdr && id_ok(sid))
         http_set_header(r, "X-Session-Id", sid);
 }
 
 void http_mark_run_began(struct http_req *r)
 {
     r->run_began = true;
-}
-
-/* Decimal text of v into buf (at least 21 bytes), not terminated; returns the length. */
-static size_t fmt_ll(char *buf, long long v)
-{
-    char tmp[24];
-    size_t n = 0, k = 0;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        buf[k++] = '-';
-    while (n > 0)
-        buf[k++] = tmp[--n];
-    return k;
 }
 
 static int io_puts(struct http_req *r, const char *s)
@@ -860,14 +773,17 @@ static int send_headers(struct http_req *r, int status, const char *ctype, long 
     char num[24];
     int rc = 0;
     rc |= io_write(r, "Status: ", 8);
-    rc |= io_write(r, num, fmt_ll(num, status));
+    rc |=
+        io_write(r, num, (size_t)(log_put_uint(num, num + sizeof num, (unsigned)status, 1) - num));
     rc |= io_write(r, " ", 1);
     rc |= io_puts(r, status_text(status));
     rc |= io_write(r, "\r\nContent-Type: ", 16);
     rc |= io_puts(r, ctype);
     if (clen >= 0) {
         rc |= io_write(r, "\r\nContent-Length: ", 18);
-        rc |= io_write(r, num, fmt_ll(num, clen));
+        rc |= io_write(
+            r, num,
+            (size_t)(log_put_uint(num, num + sizeof num, (unsigned long long)clen, 1) - num));
     }
     rc |= io_write(r, "\r\nX-Request-Id: ", 16);
     rc |= io_puts(r, r->request_id);
@@ -907,6 +823,58 @@ int http_send_json(struct http_req *r, int status, json_object *body)
     return rc;
 }
 
+int http_reply(struct http_req *r, int status, json_object *body)
+{
+    http_send_json(r, status, body);
+    json_object_put(body);
+    return 0;
+}
+
+json_object *http_list(json_object *data, bool has_more)
+{
+    size_t n = json_object_array_length(data);
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "object", "list");
+    svc_json_set(o, "data", data);
+    svc_json_set_str(o, "first_id",
+                     n ? svc_json_str(json_object_array_get_idx(data, 0), "id", NULL) : NULL);
+    svc_json_set_str(o, "last_id",
+                     n ? svc_json_str(json_object_array_get_idx(data, n - 1), "id", NULL) : NULL);
+    svc_json_set_bool(o, "has_more", has_more);
+    return o;
+}
+
+int http_send_page(struct http_req *r, json_object *all, bool all_desc, struct svc_err *err)
+{
+    int64_t limit = 0;
+    const char *after = NULL, *order = NULL;
+    int rc = -1;
+    if (http_query_int(r, "limit", 20, 1, 100, &limit, err) < 0 ||
+        http_query_str(r, "after", &after, err) < 0 || http_query_str(r, "order", &order, err) < 0)
+        goto out;
+    if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
+        svc_err_setp(err, SVC_E_INVALID_QUERY, "order", "'order' must be asc or desc");
+        goto out;
+    }
+    bool rev = !(order && strcmp(order, "asc") == 0) != all_desc;
+    size_t n = json_object_array_length(all), start = 0;
+#define AT(i) json_object_array_get_idx(all, rev ? n - 1 - (i) : (i))
+    while (after && start < n && strcmp(svc_json_str(AT(start), "id", ""), after) != 0)
+        start++;
+    if (after && start++ == n) {
+        svc_err_setp(err, SVC_E_INVALID_QUERY, "after", "no item here has the id '%.64s'", after);
+        goto out;
+    }
+    json_object *data = json_object_new_array();
+    for (size_t i = start; i < n && i < start + (size_t)limit; i++)
+        json_object_array_add(data, json_object_get(AT(i)));
+#undef AT
+    rc = http_reply(r, 200, http_list(data, start + json_object_array_length(data) < n));
+out:
+    json_object_put(all);
+    return rc;
+}
+
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n)
 {
     int rc = send_headers(r, status, ctype, (long long)n);
@@ -940,35 +908,18 @@ void http_finish(struct http_req *r)
         FCGX_Detach(r->fcgx);
 }
 
-static json_object *error_object(const char *message, const char *type, const char *param,
-                                 const char *code)
-{
-    json_object *e = json_object_new_object();
-    json_object *inner = json_object_new_object();
-    svc_json_set_str(inner, "message", message);
-    svc_json_set_str(inner, "type", type);
-    svc_json_set_str(inner, "param", (param && *param) ? param : NULL);
-    svc_json_set_str(inner, "code", code);
-    json_object_object_add(e, "error", inner);
-    return e;
-}
-
 json_object *http_error_object(const struct svc_err *err)
 {
     enum svc_errcode code = err ? err->code : SVC_E_INTERNAL;
     if (code == SVC_OK)
         code = SVC_E_INTERNAL;
-    const char *msg = (err && err->message[0]) ? err->message : svc_err_name(code);
-    return error_object(msg, svc_err_type(code), err ? err->param : NULL, svc_err_name(code));
-}
-
-int http_send_error_raw(struct http_req *r, int status, const char *code, const char *type,
-                        const char *param, const char *message)
-{
-    json_object *e = error_object(message, type, param, code);
-    int rc = http_send_json(r, status, e);
-    json_object_put(e);
-    return rc;
+    json_object *e = json_object_new_object(), *inner = json_object_new_object();
+    svc_json_set_str(inner, "message", err && err->message[0] ? err->message : svc_err_name(code));
+    svc_json_set_str(inner, "type", svc_err_type(code));
+    svc_json_set_str(inner, "param", err && err->param[0] ? err->param : NULL);
+    svc_json_set_str(inner, "code", svc_err_name(code));
+    json_object_object_add(e, "error", inner);
+    return e;
 }
 
 int http_send_error(struct http_req *r, const struct svc_err *err)
@@ -1068,4 +1019,29 @@ int http_stream_begin(struct http_req *r, const char *ctype)
 int http_stream_write(struct http_req *r, const void *p, size_t n)
 {
     return send_body(r, p, n);
+}
+
+/* ---- a run's sink on a stream ---- */
+
+double http_ping_after(void)
+{
+    const char *e = getenv("SVC_PING_INTERVAL_S");
+    double v = e ? strtod(e, NULL) : 0;
+    return (v >= 1 && v <= 15) ? v : HTTP_PING_AFTER_S;
+}
+
+int http_sink_gone(void *ctx)
+{
+    const struct http_req *r = *(struct http_req **)ctx;
+    return r->client_gone ? 1 : 0;
+}
+
+int http_sink_idle(void *ctx)
+{
+    struct http_req *r = *(struct http_req **)ctx;
+    if (r->client_gone)
+        return 1;
+    if (svc_time_monotonic() - r->last_write >= http_ping_after())
+        return http_sse_ping(r) < 0 ? 1 : 0;
+    return 0;
 }

@@ -1,5 +1,5 @@
 /* http: the per-request HTTP layer of svc-fcgi (SPEC 4.0).
- * - main.c fills one struct http_req per request (http_req_init_fcgi / _cgi), calls
+ * - main.c fills one struct http_req per request (http_req_init), calls
  *   http_dispatch() (routes.c), http_finish(), http_log(), then http_req_free(), which frees
  *   all the request allocated. Request values are copies (libfcgi frees its params at the
  *   next accept), valid until then.
@@ -87,9 +87,8 @@ struct http_req {
 
 typedef int (*http_handler)(struct http_req *r, struct svc_err *err);
 
-/* Set up a request from an accepted FastCGI request / from the CGI environment. */
-void http_req_init_fcgi(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg);
-void http_req_init_cgi(struct http_req *r, const struct svc_config *cfg);
+/* Set up a request from an accepted FastCGI request, or (fr NULL) from the CGI environment. */
+void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config *cfg);
 void http_req_free(struct http_req *r);
 
 /* Route, authenticate and run the handler (routes.c). Always sends a response. */
@@ -105,8 +104,6 @@ void http_routes_print(FILE *f);
 void http_finish(struct http_req *r);
 /* One line on stderr: method, path, status, bytes, duration, request id, session id. */
 void http_log(const struct http_req *r);
-/* getpid(), cached per process (reset in a forked child). */
-int http_pid(void);
 
 /* ---- input ---- */
 /* A FastCGI parameter (CGI: environment variable) by name, NULL when absent. Borrowed. */
@@ -137,8 +134,6 @@ int http_field_str(json_object *o, const char *key, const char *param, bool requ
                    const char **out, struct svc_err *err);
 int http_field_bool(json_object *o, const char *key, const char *param, bool def, bool *out,
                     struct svc_err *err);
-int http_field_int(json_object *o, const char *key, const char *param, int64_t def, int64_t min,
-                   int64_t max, int64_t *out, struct svc_err *err);
 /* Optional number / integer: *set tells whether it was given (null counts as absent);
  * its range is core's to judge. */
 int http_field_number_opt(json_object *o, const char *key, const char *param, bool *set,
@@ -160,13 +155,19 @@ void http_mark_run_began(struct http_req *r);
 /* Send a complete JSON response (body borrowed). Returns 0, -1 when the client is gone.
  * Buffered: it leaves with http_finish (SSE helpers flush at once). */
 int http_send_json(struct http_req *r, int status, json_object *body);
+/* The same with body consumed (released once sent); returns 0: a handler's last call. */
+int http_reply(struct http_req *r, int status, json_object *body);
+/* OpenAI's list {"object": "list", "data", "first_id", "last_id", "has_more"} around data
+ * (taken; its objects carry an "id"). */
+json_object *http_list(json_object *data, bool has_more);
+/* A page of all (taken; newest first when all_desc) as an OpenAI list, sent with 200: the
+ * query's limit (1..100, 20), order (asc or desc, the default) and after (the id that ends
+ * the previous page; none with it is 400 invalid_query). 0, or -1 with err and nothing sent. */
+int http_send_page(struct http_req *r, json_object *all, bool all_desc, struct svc_err *err);
 /* The same for a text body of content type ctype. */
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n);
 /* {"error":{"message","type","param","code"}} with the code's HTTP status. */
 int http_send_error(struct http_req *r, const struct svc_err *err);
-/* Same for a status/code pair core/err.h has no row for (501 not_implemented). */
-int http_send_error_raw(struct http_req *r, int status, const char *code, const char *type,
-                        const char *param, const char *message);
 /* New reference: the error object for err. */
 json_object *http_error_object(const struct svc_err *err);
 
@@ -183,6 +184,15 @@ int http_sse_event(struct http_req *r, const char *name, json_object *o);
 int http_sse_ping(struct http_req *r);
 /* `data: {"error":...}\n\n`: the stream should end after it. */
 int http_sse_error(struct http_req *r, const struct svc_err *err);
+/* A stream pings when it was silent this long (SPEC: at least every 15 s): HTTP_PING_AFTER_S,
+ * or SVC_PING_INTERVAL_S (1..15) for tests. */
+#define HTTP_PING_AFTER_S 10.0
+double http_ping_after(void);
+/* A run sink's should_cancel and on_idle (core/session.h) for a stream: ctx points to a
+ * struct whose first member is its struct http_req *. Both answer 1 (stop) once the client
+ * is gone; http_sink_idle pings after http_ping_after() seconds of silence. */
+int http_sink_gone(void *ctx);
+int http_sink_idle(void *ctx);
 
 /* ---- binary downloads ---- */
 /* Status 200 with ctype, no Content-Length, X-Accel-Buffering: no (nginx passes the body on
@@ -195,8 +205,5 @@ int http_stream_write(struct http_req *r, const void *p, size_t n);
 /* Percent-decode n bytes of s into a heap string (never NULL); plus_space turns '+'
  * into ' '. "%00" and malformed escapes stay literal, so no NUL ever enters a value. */
 char *http_pct_decode(const char *s, size_t n, bool plus_space);
-
-/* Whether s is a sane id for X-Request-Id echoing: 1..128 of [A-Za-z0-9._-]. */
-bool http_id_ok(const char *s);
 
 #endif

@@ -228,6 +228,9 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
     if (!dir_ok)
         return -1;
     *exit_code = EXIT_SOCKET;
+    memset(&sun, 0, sizeof sun);
+    sun.sun_family = AF_UNIX;
+    memcpy(sun.sun_path, path, strlen(path));
     struct stat st;
     if (lstat(path, &st) == 0) {
         if (!S_ISSOCK(st.st_mode)) {
@@ -236,9 +239,6 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
         }
         /* Refuse to steal the socket of a live instance. */
         int s = socket(AF_UNIX, SOCK_STREAM, 0);
-        memset(&sun, 0, sizeof sun);
-        sun.sun_family = AF_UNIX;
-        memcpy(sun.sun_path, path, strlen(path));
         if (s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof sun) == 0) {
             close(s);
             logmsg("%s: %s is in use by another process", what, path);
@@ -247,9 +247,6 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
         if (s >= 0)
             close(s);
     }
-    memset(&sun, 0, sizeof sun);
-    sun.sun_family = AF_UNIX;
-    memcpy(sun.sun_path, path, strlen(path));
     unlink(path); /* a socket nobody answers on: a dead instance's */
     int fd = listen_on(AF_UNIX, (struct sockaddr *)&sun, sizeof sun);
     if (fd < 0) {
@@ -505,11 +502,16 @@ static int next_connection(struct worker *w, FCGX_Request *fr)
     return 1;
 }
 
-static void serve_one(FCGX_Request *fr, const struct svc_config *cfg)
+/* One request: from fr, or from the CGI environment (fr NULL); a configuration that failed
+ * to load (cfg_err) is the answer to a plain CGI request. */
+static void serve_one(FCGX_Request *fr, const struct svc_config *cfg, const struct svc_err *cfg_err)
 {
     struct http_req r;
-    http_req_init_fcgi(&r, fr, cfg);
-    http_dispatch(&r);
+    http_req_init(&r, fr, cfg_err ? NULL : cfg);
+    if (cfg_err)
+        http_send_error(&r, cfg_err);
+    else
+        http_dispatch(&r);
     held_clear();
     http_finish(&r);
     http_log(&r);
@@ -579,7 +581,7 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
         /* below 0: the connection broke the protocol (libfcgi closed it) */
         if (got == 0 || FCGX_Accept_r(&fr) < 0)
             continue;
-        serve_one(&fr, cfg);
+        serve_one(&fr, cfg, NULL);
         FCGX_Finish_r(&fr);
         served++;
     }
@@ -880,22 +882,6 @@ static int master_main(struct pool *pl, struct svc_config *cfg, const struct opt
     return 0;
 }
 
-/* ---- plain CGI ---- */
-
-static int serve_cgi(const struct svc_config *cfg, const struct svc_err *cfg_err)
-{
-    struct http_req r;
-    http_req_init_cgi(&r, cfg_err ? NULL : cfg);
-    if (cfg_err)
-        http_send_error(&r, cfg_err);
-    else
-        http_dispatch(&r);
-    http_finish(&r);
-    http_log(&r);
-    http_req_free(&r);
-    return 0;
-}
-
 /* ---- main ---- */
 
 static void usage(FILE *f)
@@ -1136,8 +1122,7 @@ int main(int argc, char **argv)
         logmsg("FCGX_Init failed");
         return EXIT_FAIL;
     }
-    h_base_started_at = svc_time_now();
-    h_base_master_pid = (int)getpid();
+    h_base_start(svc_time_now(), (int)getpid());
     bool cgi = false;
     struct pool pl = {
         .listen_fd = inherited_socket(&o, &cgi), .inherited_flags = -1, .log_path = o.log};
@@ -1157,15 +1142,18 @@ int main(int argc, char **argv)
     memset(&cfg, 0, sizeof cfg);
     svc_err_clear(&err);
     if (load_config(&cfg, o.config, &err) < 0) {
-        if (cgi)
-            return serve_cgi(NULL, &err);
-        logmsg("config: %s", err.message);
-        return EXIT_CONFIG;
+        if (!cgi) {
+            logmsg("config: %s", err.message);
+            return EXIT_CONFIG;
+        }
+        serve_one(NULL, NULL, &err); /* plain CGI answers the refusal */
+        return 0;
     }
     log_warnings(&cfg);
     umask((mode_t)svc_config_octal(cfg.server.umask));
+    rc = 0;
     if (cgi)
-        rc = serve_cgi(&cfg, NULL);
+        serve_one(NULL, &cfg, NULL);
     else if ((rc = pool_open(&pl, &o, &cfg)) == 0)
         rc = pool_run(&pl, &cfg, &o, uid, gid);
     svc_mcp_stop_all();

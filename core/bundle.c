@@ -46,11 +46,6 @@ const char *svc_export_id(const struct svc_export *ex)
     return ex->id;
 }
 
-size_t svc_export_session_total(const struct svc_export *ex)
-{
-    return ex->nsids;
-}
-
 void svc_export_free(struct svc_export *ex)
 {
     if (!ex)
@@ -135,53 +130,35 @@ static bool row_selected(const struct svc_export_request *req, json_object *s, d
     return !(req->updated_before && !(t < before));
 }
 
+struct pick {
+    struct svc_export *ex;
+    const struct svc_export_request *req;
+    double after, before;
+    size_t seen;
+};
+
+static int pick_one(void *ctx, json_object *s, struct svc_err *err)
+{
+    struct pick *p = ctx;
+    const char *sid = svc_json_str(s, "session_id", "");
+    if (++p->seen % SVC_LIST_LIMIT_MAX == 0 && p->req->selecting)
+        p->req->selecting->fn(p->req->selecting->ctx, p->seen, 0, 0);
+    return svc_id_valid(sid) && row_selected(p->req, s, p->after, p->before)
+               ? svc_idlist_add(p->ex->ids, sid, err)
+               : 0;
+}
+
 /* Every session of the listing index that matches the filters. */
 static int select_filtered(struct svc_export *ex, const struct svc_export_request *req,
                            double after, double before, struct svc_err *err)
 {
-    size_t seen = 0;
-    char *cursor = NULL;
-    int rc = -1;
-    for (;;) {
-        /* the stored counts: the files are read anyway, a stat a row would only slow it */
-        struct svc_list_query q = {.limit = SVC_LIST_LIMIT_MAX,
-                                   .cursor = cursor,
-                                   .include_archived = true,
-                                   .owner = req->owner,
-                                   .stored_counts = true};
-        json_object *page = NULL;
-        if (svc_sessions_list(ex->cfg, &q, &page, err) != 0)
-            goto out;
-        json_object *list = svc_json_arr(page, "sessions");
-        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
-            /* the list's rows are raw JSON nodes: read them as JSON text */
-            const char *txt = json_object_get_string(json_object_array_get_idx(list, i));
-            json_object *s = NULL;
-            if (!txt || svc_json_parse(txt, strlen(txt), &s, NULL) != 0)
-                continue;
-            const char *sid = svc_json_str(s, "session_id", "");
-            int r = svc_id_valid(sid) && row_selected(req, s, after, before)
-                        ? svc_idlist_add(ex->ids, sid, err)
-                        : 0;
-            json_object_put(s);
-            if (r != 0) {
-                json_object_put(page);
-                goto out;
-            }
-        }
-        seen += list ? json_object_array_length(list) : 0;
-        if (req->selecting)
-            req->selecting->fn(req->selecting->ctx, seen, 0, 0);
-        const char *next = svc_json_str(page, "next_cursor", NULL);
-        free(cursor);
-        cursor = next ? svc_xstrdup(next) : NULL;
-        json_object_put(page);
-        if (!cursor)
-            break;
-    }
-    rc = 0;
-out:
-    free(cursor);
+    /* the stored counts: the files are read anyway, a stat a row would only slow it */
+    struct svc_list_query q = {
+        .include_archived = true, .owner = req->owner, .stored_counts = true};
+    struct pick p = {ex, req, after, before, 0};
+    int rc = svc_sessions_each(ex->cfg, &q, pick_one, &p, err);
+    if (rc == 0 && req->selecting)
+        req->selecting->fn(req->selecting->ctx, p.seen, 0, 0);
     return rc;
 }
 

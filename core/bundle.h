@@ -57,7 +57,6 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
                        struct svc_export **out, struct svc_err *err);
 /* "chat-export-20261122T210000Z-a1b2c3" (borrowed). */
 const char *svc_export_id(const struct svc_export *ex);
-size_t svc_export_session_total(const struct svc_export *ex);
 int svc_export_write(struct svc_export *ex, const struct svc_export_progress *progress,
                      json_object **result, struct svc_err *err);
 int svc_export_stream(struct svc_export *ex, svc_tar_out_fn out, void *ctx,

@@ -610,11 +610,6 @@ static int write_dump(const char *path, json_object *o, int sync, bool newline, 
     return rc;
 }
 
-int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err)
-{
-    return write_dump(path, o, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, false, err);
-}
-
 int svc_json_write_pretty(const char *path, json_object *o, bool durable, struct svc_err *err)
 {
     return write_dump(path, o, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, true, err);

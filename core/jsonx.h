@@ -41,7 +41,6 @@ int svc_json_read_object_file(const char *path, json_object **out, struct svc_er
 /* Append o as one compact line (JSONL) with a single write; after a torn last line (no
  * newline) the new line starts on a fresh line, so the torn one stays apart. */
 int svc_json_append_line(const char *path, json_object *o, bool durable, struct svc_err *err);
-/* Native file: dump_native, atomic write, no trailing newline. */
 /* JSON lines, the one reader of svc_turns.jsonl, run events and the listing index: calls
  * each(ctx, line, n, off) for every whole line of buf[0..len) (one that ends with '\n';
  * n excludes it; off is its offset in buf; empty lines are skipped) and returns the bytes
@@ -51,8 +50,8 @@ int svc_json_append_line(const char *path, json_object *o, bool durable, struct 
 size_t svc_jsonl_lines(const char *buf, size_t len,
                        void (*each)(void *ctx, const char *line, size_t n, size_t off), void *ctx);
 json_object *svc_jsonl_object(const char *line, size_t n);
-int svc_json_write_native(const char *path, json_object *o, bool durable, struct svc_err *err);
-/* The same with an explicit SVC_SYNC_* mask (fsio.h). */
+/* Native file: dump_native, written atomically with an SVC_SYNC_* mask (fsio.h), no
+ * trailing newline. */
 int svc_json_write_native_sync(const char *path, json_object *o, int sync, struct svc_err *err);
 int svc_json_write_pretty_sync(const char *path, json_object *o, int sync, struct svc_err *err);
 /* Sidecar: dump_native plus a trailing newline. */

@@ -101,6 +101,40 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
     return svc_index_list(&st, q, out, NULL, err);
 }
 
+int svc_sessions_each(const struct svc_config *cfg, const struct svc_list_query *q,
+                      int (*fn)(void *ctx, json_object *summary, struct svc_err *err), void *ctx,
+                      struct svc_err *err)
+{
+    struct svc_list_query pq = *q;
+    pq.limit = SVC_LIST_LIMIT_MAX;
+    pq.cursor = NULL;
+    char *cursor = NULL;
+    int rc;
+    do {
+        json_object *page = NULL;
+        rc = svc_sessions_list(cfg, &pq, &page, err);
+        json_object *rows = svc_json_arr(page, "sessions");
+        for (size_t i = 0; rc == 0 && rows && i < json_object_array_length(rows); i++) {
+            json_object *el = json_object_array_get_idx(rows, i), *sum = NULL;
+            /* a page's rows are the index's text, unparsed (jsonx.h's raw nodes) */
+            if (json_object_is_type(el, json_type_string))
+                svc_json_parse(json_object_get_string(el), json_object_get_string_len(el), &sum,
+                               NULL);
+            else
+                sum = json_object_get(el);
+            if (sum)
+                rc = fn(ctx, sum, err);
+            json_object_put(sum);
+        }
+        const char *next = rc == 0 ? svc_json_str(page, "next_cursor", NULL) : NULL;
+        free(cursor);
+        cursor = next ? svc_xstrdup(next) : NULL;
+        pq.cursor = cursor;
+        json_object_put(page);
+    } while (cursor);
+    return rc;
+}
+
 /* The detail's caches (cache.h). The memo: the last (sidecar bytes, message count) ->
  * summary, reused when the bytes read under the shared lock and the count are the same.
  * The sessions polled again (one of the last four read, `recent`): served from the memo

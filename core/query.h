@@ -35,6 +35,11 @@ int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_s
 /* {"sessions": [summary...], "next_cursor": "..."|null} */
 int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
                       json_object **out, struct svc_err *err);
+/* fn(ctx, summary, err) for every session q selects, page after page (q's limit and
+ * cursor are ignored), until fn answers nonzero. 0, or fn's answer, or -1 with err. */
+int svc_sessions_each(const struct svc_config *cfg, const struct svc_list_query *q,
+                      int (*fn)(void *ctx, json_object *summary, struct svc_err *err), void *ctx,
+                      struct svc_err *err);
 /* How many sessions the listing index holds, or -1 (sessions off, root unreadable). */
 int64_t svc_sessions_count(const struct svc_config *cfg);
 /* Load the listing index in this process (a pool master does, before forking workers, so

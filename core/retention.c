@@ -61,42 +61,32 @@ static void add_action(json_object *actions, const char *sid, const char *action
     json_object_array_add(actions, a);
 }
 
-/* The actions for every session the index lists, page by page. */
+struct plan {
+    const struct svc_config *cfg;
+    time_t now;
+    json_object *actions;
+};
+
+/* The action for one session the index lists. */
+static int plan_one(void *ctx, json_object *sum, struct svc_err *err)
+{
+    struct plan *p = ctx;
+    const char *sid = svc_json_str(sum, "session_id", "");
+    char why[96];
+    const char *action = decide(p->cfg, sum, p->now, why, sizeof why);
+    if (action && run_held(p->cfg, sid))
+        add_action(p->actions, sid, "skip", "a run holds it");
+    else if (action)
+        add_action(p->actions, sid, action, why);
+    return 0;
+}
+
+/* The actions for every session the index lists. */
 static int plan(const struct svc_config *cfg, time_t now, json_object *actions, struct svc_err *err)
 {
-    struct svc_list_query q = {.limit = SVC_LIST_LIMIT_MAX, .include_archived = true};
-    char *cursor = NULL;
-    do {
-        json_object *page = NULL;
-        q.cursor = cursor;
-        int rc = svc_sessions_list(cfg, &q, &page, err);
-        free(cursor);
-        cursor = NULL;
-        if (rc != 0)
-            return -1;
-        json_object *arr = svc_json_arr(page, "sessions");
-        for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
-            json_object *el = json_object_array_get_idx(arr, i), *sum = NULL;
-            /* a page's rows are the index's text, unparsed (jsonx.h's raw nodes) */
-            if (json_object_is_type(el, json_type_string))
-                svc_json_parse(json_object_get_string(el), json_object_get_string_len(el), &sum,
-                               NULL);
-            else
-                sum = json_object_get(el);
-            const char *sid = svc_json_str(sum, "session_id", "");
-            char why[96];
-            const char *action = decide(cfg, sum, now, why, sizeof why);
-            if (action && run_held(cfg, sid))
-                add_action(actions, sid, "skip", "a run holds it");
-            else if (action)
-                add_action(actions, sid, action, why);
-            json_object_put(sum);
-        }
-        const char *next = svc_json_str(page, "next_cursor", NULL);
-        cursor = next ? svc_xstrdup(next) : NULL;
-        json_object_put(page);
-    } while (cursor);
-    return 0;
+    struct svc_list_query q = {.include_archived = true};
+    struct plan p = {cfg, now, actions};
+    return svc_sessions_each(cfg, &q, plan_one, &p, err);
 }
 
 /* One bundle of the sessions to delete into export_before_delete; *out its answer. */

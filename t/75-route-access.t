@@ -89,12 +89,8 @@ ok !exists $body->{user} && !exists $body->{admin}, "its handler (h_me) did not 
 
 # ---- an Idempotency-Key of an asynchronous run is not replayed to another user ----
 my %TOK = (alice => 'tok-alice-Acc3ss-0001', bob => 'tok-bob-Acc3ss-0002');
-my $s = SvcTest->start(env => { TA => $TOK{alice}, TB => $TOK{bob} }, config => <<'YAML');
-server:
-  users:
-    - {id: alice, token_env: TA}
-    - {id: bob, token_env: TB}
-YAML
+my $s = SvcTest->start(env => { TA => $TOK{alice}, TB => $TOK{bob} },
+                       config => "server: {users: [{id: alice, token_env: TA}, {id: bob, token_env: TB}]}\n");
 sub run_as {
     my ($who, $sid, $key) = @_;
     return $s->req(POST => '/api/chat/runs',

@@ -73,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     FILE *saved = stdin;
     stdin = in;
     struct http_req r;
-    http_req_init_cgi(&r, &cfg);
+    http_req_init(&r, NULL, &cfg);
     http_dispatch(&r);
     http_finish(&r);
     http_req_free(&r);

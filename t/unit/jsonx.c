@@ -207,7 +207,7 @@ int main(void)
         char *p1 = svc_path_join(dir, "n.json"), *p2 = svc_path_join(dir, "p.json");
         json_object *o = parse("{\"a\": [1], \"b\": {}}");
         struct svc_err e;
-        ok(svc_json_write_native(p1, o, false, &e) == 0, "write_native");
+        ok(svc_json_write_native_sync(p1, o, SVC_SYNC_NONE, &e) == 0, "write_native");
         ok(svc_json_write_pretty(p2, o, true, &e) == 0, "write_pretty (durable)");
         char *b1 = NULL, *b2 = NULL;
         size_t l1 = 0, l2 = 0;
