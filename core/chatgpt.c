@@ -13,7 +13,6 @@
 #include <zlib.h>
 
 #include "fsio.h"
-#include "index.h"
 #include "journal.h"
 #include "jsonx.h"
 #include "lock.h"

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "fsio.h"
-#include "index.h"
 #include "jsonx.h"
 #include "labels.h"
 #include "lock.h"

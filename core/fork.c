@@ -5,7 +5,6 @@
 
 #include "cmgr.h"
 #include "fsio.h"
-#include "index.h"
 #include "jsonx.h"
 #include "query.h"
 #include "sidecar.h"
