@@ -18,5 +18,9 @@ int cmd_search(struct svc_config *cfg, int argc, char **argv);
  * line and returns 1 (a backup run with the wrong SVC_HOME must not report "0 sessions
  * exported" and succeed); else 0. */
 int svc_cli_root_missing(const struct svc_config *cfg);
+/* svc.c: err as the one line "svc: <code>: <message>" on stderr; returns 1. */
+int svc_cli_fail(const struct svc_err *err);
+/* svc.c: o as svc writes JSON (indented) on stdout, and a newline. */
+void svc_cli_print_json(json_object *o);
 
 #endif

@@ -26,56 +26,48 @@ static int usage(const char *why)
     return 2;
 }
 
-static int fail(const struct svc_err *err)
+/* The options of `svc export` into req (its id and status lists have room for argc): NULL,
+ * or what is wrong with them. */
+static const char *export_options(int argc, char **argv, struct svc_export_request *req)
 {
-    fprintf(stderr, "svc: %s: %s\n", svc_err_name(err->code), err->message);
-    return 1;
-}
-
-int cmd_export(struct svc_config *cfg, int argc, char **argv)
-{
-    struct svc_export_request req;
-    memset(&req, 0, sizeof req);
-    const char **ids = svc_xcalloc((size_t)argc + 1, sizeof *ids);
-    const char **sts = svc_xcalloc((size_t)argc + 1, sizeof *sts);
-    req.session_ids = ids;
-    req.statuses = sts;
-    req.output_dir_trusted = true;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         bool has = i + 1 < argc;
         if (strcmp(a, "--session") == 0 && has)
-            ids[req.n_session_ids++] = argv[++i];
+            req->session_ids[req->n_session_ids++] = argv[++i];
         else if (strcmp(a, "--status") == 0 && has)
-            sts[req.n_statuses++] = argv[++i];
+            req->statuses[req->n_statuses++] = argv[++i];
         else if (strcmp(a, "--since") == 0 && has)
-            req.updated_after = argv[++i];
+            req->updated_after = argv[++i];
         else if (strcmp(a, "--out") == 0 && has)
-            req.output_dir = argv[++i];
+            req->output_dir = argv[++i];
         else if (strcmp(a, "--user") == 0 && has)
-            req.owner = argv[++i];
+            req->owner = argv[++i];
         else if (strcmp(a, "--include-archived") == 0)
-            req.include_archived = true;
+            req->include_archived = true;
         else if (strcmp(a, "--tar") == 0)
-            req.tar = true;
+            req->tar = true;
         else if (strcmp(a, "--allow-partial") == 0)
-            req.allow_partial = true;
-        else {
-            free(ids);
-            free(sts);
-            return usage("unknown option for export");
-        }
+            req->allow_partial = true;
+        else
+            return "unknown option for export";
     }
     double since;
-    if (req.updated_after && svc_time_parse_iso(req.updated_after, &since) != 0) {
-        free(ids);
-        free(sts);
-        return usage("--since must be an ISO 8601 time, e.g. 2026-11-01T00:00:00Z");
-    }
-    if (svc_cli_root_missing(cfg)) {
-        free(ids);
-        free(sts);
-        return 1;
+    if (req->updated_after && svc_time_parse_iso(req->updated_after, &since) != 0)
+        return "--since must be an ISO 8601 time, e.g. 2026-11-01T00:00:00Z";
+    return NULL;
+}
+
+int cmd_export(struct svc_config *cfg, int argc, char **argv)
+{
+    struct svc_export_request req = {.output_dir_trusted = true};
+    req.session_ids = svc_xcalloc((size_t)argc + 1, sizeof *req.session_ids);
+    req.statuses = svc_xcalloc((size_t)argc + 1, sizeof *req.statuses);
+    const char *bad = export_options(argc, argv, &req);
+    if (bad || svc_cli_root_missing(cfg)) {
+        free(req.session_ids);
+        free(req.statuses);
+        return bad ? usage(bad) : 1;
     }
     struct svc_err err;
     struct svc_export *ex = NULL;
@@ -85,17 +77,17 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     req.selecting = bar_init(&sb, stdout, "export: selecting", false) ? &sp : NULL;
     int rc = svc_export_prepare(cfg, &req, &ex, &err);
     bar_end(&sb);
-    free(ids);
-    free(sts);
+    free(req.session_ids);
+    free(req.statuses);
     if (rc != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     struct bar b;
     struct svc_export_progress pg = {bar_draw, &b};
     rc = svc_export_write(ex, bar_init(&b, stdout, "export", true) ? &pg : NULL, &res, &err);
     bar_end(&b);
     svc_export_free(ex);
     if (rc != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     json_object *warnings = svc_json_arr(res, "warnings");
     for (size_t i = 0; warnings && i < json_object_array_length(warnings); i++) {
         json_object *w = json_object_array_get_idx(warnings, i);
@@ -154,7 +146,7 @@ static int bundle_report(struct svc_import_report *rep, bool dry_run)
     if (svc_import_each(rep, SVC_IMPORT_SKIPPED, print_outcome, "skipped", &err) != 0 ||
         svc_import_each(rep, SVC_IMPORT_FAILED, print_outcome, "failed", &err) != 0) {
         svc_import_report_free(rep);
-        return fail(&err);
+        return svc_cli_fail(&err);
     }
     printf("%s %zu sessions, skipped %zu, failed %zu (bundle %s)\n",
            dry_run ? "would import" : "imported", rep->imported, rep->skipped, rep->failed,
@@ -200,6 +192,6 @@ int cmd_import(struct svc_config *cfg, int argc, char **argv)
                   : svc_import(cfg, bundle, &opt, &brep, &err);
     bar_end(&b);
     if (rc != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     return from ? chatgpt_report(rep, opt.dry_run) : bundle_report(&brep, opt.dry_run);
 }

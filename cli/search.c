@@ -22,10 +22,8 @@ static int rebuild(struct svc_config *cfg)
     struct svc_err err;
     int64_t sessions = 0, messages = 0;
     double t0 = svc_time_monotonic();
-    if (svc_search_rebuild(cfg, &sessions, &messages, &err) != 0) {
-        fprintf(stderr, "svc: %s: %s\n", svc_err_name(err.code), err.message);
-        return 1;
-    }
+    if (svc_search_rebuild(cfg, &sessions, &messages, &err) != 0)
+        return svc_cli_fail(&err);
     printf("search index rebuilt: %lld sessions, %lld messages in %.2f s\n", (long long)sessions,
            (long long)messages, svc_time_monotonic() - t0);
     return 0;
@@ -61,13 +59,9 @@ int cmd_search(struct svc_config *cfg, int argc, char **argv)
         return search_usage("search needs a QUERY");
     struct svc_err err;
     json_object *out = NULL;
-    if (svc_search(cfg, &q, &out, &err) != 0) {
-        fprintf(stderr, "svc: %s: %s\n", svc_err_name(err.code), err.message);
-        return 1;
-    }
-    char *s = svc_json_dump_native(out);
-    printf("%s\n", s ? s : "null");
-    free(s);
+    if (svc_search(cfg, &q, &out, &err) != 0)
+        return svc_cli_fail(&err);
+    svc_cli_print_json(out);
     json_object_put(out);
     return 0;
 }

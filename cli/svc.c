@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "bar.h"
 #include "cmds.h"
@@ -47,13 +46,13 @@ static int usage(const char *why)
     return 2;
 }
 
-static int fail(const struct svc_err *err)
+int svc_cli_fail(const struct svc_err *err)
 {
     fprintf(stderr, "svc: %s: %s\n", svc_err_name(err->code), err->message);
     return 1;
 }
 
-static void print_json(json_object *o)
+void svc_cli_print_json(json_object *o)
 {
     char *s = svc_json_dump_native(o);
     if (s)
@@ -94,7 +93,7 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
     }
     if (strcmp(argv[0], "show") == 0 && argc == 1) {
         json_object *o = svc_config_to_json(cfg);
-        print_json(o);
+        svc_cli_print_json(o);
         json_object_put(o);
         return 0;
     }
@@ -119,11 +118,11 @@ static int sessions_delete(struct svc_config *cfg, int argc, char **argv)
     struct svc_err err;
     for (int i = 0; i < argc; i++) /* every id checked first: a bad one deletes nothing */
         if (svc_layout_id_check(argv[i], &err) != 0)
-            return fail(&err), 2;
+            return svc_cli_fail(&err), 2;
     for (int i = 0; i < argc; i++) {
         json_object *out = NULL;
         if (svc_session_delete(cfg, argv[i], &out, &err) != 0)
-            rc = fail(&err);
+            rc = svc_cli_fail(&err);
         else
             printf("deleted %s\n", argv[i]);
         json_object_put(out);
@@ -222,8 +221,8 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
         return usage("unknown sessions subcommand");
     }
     if (rc != 0)
-        return fail(&err);
-    print_json(out);
+        return svc_cli_fail(&err);
+    svc_cli_print_json(out);
     json_object_put(out);
     return 0;
 }
@@ -236,14 +235,14 @@ static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
     struct svc_run_request req = {.session_id = argv[0], .input = argv[1], .channel = "cli"};
     struct svc_run *run = NULL;
     if (svc_run_begin(cfg, &req, &run, &err) != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     int rc = svc_run_execute(run, NULL, &err);
     struct svc_run_answer a;
     svc_run_answer(run, &a);
     if (rc == 0)
         printf("%s\n", a.content);
     svc_run_free(run);
-    return rc == 0 ? 0 : fail(&err);
+    return rc == 0 ? 0 : svc_cli_fail(&err);
 }
 
 /* fsck's progress through the bar (bar.h): sessions checked, no bytes. */
@@ -285,15 +284,13 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
     bar_end(&b);
     free(ids);
     if (rc != 0)
-        return err.code == SVC_E_INVALID_SESSION_ID ? (fail(&err), 2) : fail(&err);
+        return err.code == SVC_E_INVALID_SESSION_ID ? (svc_cli_fail(&err), 2) : svc_cli_fail(&err);
     json_object *counts = svc_json_obj(rep, "counts");
     int64_t left = svc_json_int(counts, "left", 0);
     if (json) {
-        print_json(rep);
+        svc_cli_print_json(rep);
     } else {
-        json_object *probs = NULL, *busy = NULL;
-        json_object_object_get_ex(rep, "problems", &probs);
-        json_object_object_get_ex(rep, "busy", &busy);
+        json_object *probs = svc_json_arr(rep, "problems"), *busy = svc_json_arr(rep, "busy");
         for (size_t i = 0; probs && i < json_object_array_length(probs); i++) {
             json_object *p = json_object_array_get_idx(probs, i);
             json_object *off = NULL;
@@ -358,7 +355,7 @@ static void print_memory_state(struct svc_config *cfg, const char *sid)
     svc_sess_close(&s);
     json_object *o = NULL;
     if (path && svc_json_read_file(path, &o, NULL) == 0)
-        print_json(o);
+        svc_cli_print_json(o);
     else
         printf("{}\n"); /* no pair to sync yet */
     json_object_put(o);
@@ -376,10 +373,10 @@ static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
     struct svc_err err;
     struct svc_hostdb *have = svc_memory_have(cfg, &err);
     struct svc_hostdb ids = {0};
-    if (!have || svc_hostdb_temp(&ids, "CREATE TABLE ids(id TEXT PRIMARY KEY) WITHOUT ROWID",
-                                 256, &err) != 0) {
+    if (!have || svc_hostdb_temp(&ids, "CREATE TABLE ids(id TEXT PRIMARY KEY) WITHOUT ROWID", 256,
+                                 &err) != 0) {
         svc_memory_have_free(have);
-        return fail(&err);
+        return svc_cli_fail(&err);
     }
     struct svc_store st;
     svc_store_from_config(cfg, &st);
@@ -400,7 +397,7 @@ static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
     svc_memory_have_free(have);
     svc_hostdb_close(&ids);
     if (rc < 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     if (argc == 2 && failed == 0)
         print_memory_state(cfg, argv[1]);
     else if (argc != 2)
@@ -422,16 +419,15 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
         json_object_object_add(out, "jobs", svc_jobs_list(cfg, svc_jobs_now()));
     } else if (strcmp(argv[0], "run-due") == 0) {
         if (svc_jobs_run_due(cfg, svc_jobs_now(), &out, &err) != 0)
-            return fail(&err);
-        json_object *arr = NULL;
-        json_object_object_get_ex(out, "jobs", &arr);
+            return svc_cli_fail(&err);
+        json_object *arr = svc_json_arr(out, "jobs");
         for (size_t i = 0; arr && i < json_object_array_length(arr); i++)
             if (strcmp(svc_json_str(json_object_array_get_idx(arr, i), "result", ""), "error") == 0)
                 rc = 1;
     } else {
         return usage("jobs needs list or run-due");
     }
-    print_json(out);
+    svc_cli_print_json(out);
     json_object_put(out);
     return rc;
 }
@@ -445,7 +441,7 @@ static int cmd_retention(struct svc_config *cfg, int argc, char **argv)
     struct svc_err err;
     json_object *rep = NULL;
     if (svc_retention_apply(cfg, svc_jobs_now(), dry, &rep, &err) != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     json_object *acts = svc_json_arr(rep, "actions"), *c = svc_json_obj(rep, "counts");
     for (size_t i = 0; acts && i < json_object_array_length(acts); i++) {
         json_object *a = json_object_array_get_idx(acts, i);
@@ -505,7 +501,7 @@ static int cmd_mcp(struct svc_config *cfg, int argc, char **argv)
         svc_tool_result_free(&res);
         json_object_put(args);
     }
-    print_json(out);
+    svc_cli_print_json(out);
     json_object_put(out);
     return rc;
 }
@@ -588,7 +584,7 @@ int main(int argc, char **argv)
     int rc =
         config_path ? svc_config_load_file(&cfg, config_path, &err) : svc_config_load(&cfg, &err);
     if (rc != 0)
-        return fail(&err);
+        return svc_cli_fail(&err);
     umask((mode_t)svc_config_octal(cfg.server.umask)); /* files as svc-fcgi makes them */
     const char *cmd = argv[i++];
     const struct command *c = NULL;

@@ -1,8 +1,6 @@
 #include "cache.h"
 
-#include <fcntl.h>
 #include <sys/vfs.h>
-#include <unistd.h>
 
 #include "fsio.h"
 

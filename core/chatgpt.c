@@ -13,9 +13,9 @@
 #include <zlib.h>
 
 #include "fsio.h"
-#include "index.h"
 #include "journal.h"
 #include "jsonx.h"
+#include "lock.h"
 #include "sidecar.h"
 #include "store.h"
 #include "util.h"
@@ -486,13 +486,10 @@ static int prepare_root(struct job *j, struct svc_err *err)
     if (svc_mkdirs_durable(j->st.root, 0755, j->st.durable, err) != 0)
         return -1;
     char *lp = svc_layout_root_path(j->st.root, SVC_F_IMPORT_LOCK, NULL);
-    j->lockfd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    j->lockfd = svc_lock_file(lp, LOCK_EX, true);
     free(lp);
     if (j->lockfd < 0)
         return svc_err_errno(err, "import lock");
-    while (flock(j->lockfd, LOCK_EX) != 0)
-        if (errno != EINTR)
-            return svc_err_errno(err, "import lock");
     char hex[17];
     svc_random_hex(hex, 16);
     svc_xasprintf(&j->staging, "%s/%s%s", j->st.root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);

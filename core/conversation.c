@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "fsio.h"
-#include "index.h"
 #include "jsonx.h"
 #include "labels.h"
 #include "lock.h"
@@ -186,14 +185,13 @@ static json_object *message_native(json_object *item, const char *p, struct svc_
     char *text = content_text(content, cp, err);
     if (!text)
         return NULL;
-    json_object *m = NULL;
-    if (!*text || !svc_utf8_valid(text, strlen(text)))
+    json_object *m = NULL, *blk = NULL;
+    if (!*text || !svc_utf8_valid(text, strlen(text))) {
         svc_err_setp(err, SVC_E_INVALID_FIELD, cp, "'%s' must hold some text", cp);
-    else
-        m = native(role, json_object_new_object());
-    if (m) {
-        json_object *blk = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
+    } else {
+        blk = json_object_new_object();
         svc_json_set_str(blk, "text", text);
+        m = native(role, blk);
     }
     free(text);
     return m;
@@ -399,25 +397,12 @@ int svc_conv_create(const struct svc_config *cfg, const char *sid, json_object *
     return rc == 0 ? 0 : svc_err_unwritable(cfg->sessions.root, err);
 }
 
-/* Open an existing session: SVC_E_SESSION_NOT_FOUND when it is not there. */
-static int open_existing(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
-                         struct svc_err *err)
-{
-    if (!cfg->sessions.enabled)
-        return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    if (svc_sess_open(cfg, sid, s, err) != 0)
-        return -1;
-    if (!svc_sess_exists(s))
-        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
-    return svc_sess_check_layout(s, NULL, err);
-}
-
 /* Take the run lock and then the exclusive lock of an existing session, a stale run
  * repaired first (holding the run lock, the repair would take the run for a live one). */
 static int lock_for_write(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
                           struct svc_lock *run_lock, struct svc_err *err)
 {
-    if (open_existing(cfg, sid, s, err) != 0 || svc_run_repair(s, err) < 0 ||
+    if (svc_session_open(cfg, sid, s, true, err) != 0 ||
         svc_lock_run_try(s->dir, run_lock, err) != 0 || svc_sess_lock(s, true, err) != 0)
         return -1;
     json_object *sc = NULL;
@@ -487,7 +472,7 @@ int svc_conv_items(const struct svc_config *cfg, const char *sid, json_object **
     int64_t *ids = NULL;
     size_t n = 0;
     int rc = -1;
-    if (open_existing(cfg, sid, &s, err) != 0 || svc_sess_lock(&s, false, err) != 0 ||
+    if (svc_session_open(cfg, sid, &s, false, err) != 0 || svc_sess_lock(&s, false, err) != 0 ||
         svc_sess_message_ids(&s, &ids, &n, err) != 0)
         goto out;
     json_object *items = json_object_new_array();
@@ -567,7 +552,8 @@ int svc_conv_item(const struct svc_config *cfg, const char *sid, const char *ite
     int64_t id = item_message(sid, item_id);
     int rc = -1;
     if (redact_it ? lock_for_write(cfg, sid, &s, &run_lock, err) != 0
-                  : (open_existing(cfg, sid, &s, err) != 0 || svc_sess_lock(&s, false, err) != 0))
+                  : (svc_session_open(cfg, sid, &s, false, err) != 0 ||
+                     svc_sess_lock(&s, false, err) != 0))
         goto out;
     struct svc_err rerr;
     if (id >= 0 && svc_sess_read_message(&s, id, &rec, NULL, NULL, &rerr) != 0 &&

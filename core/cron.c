@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 static const char *const field_names[5] = {"minute", "hour", "day of month", "month",
                                            "day of week"};
 static const int field_min[5] = {0, 0, 1, 1, 0};
@@ -205,6 +207,12 @@ time_t svc_cron_next(const struct svc_cron *c, time_t t)
         }
     }
     return -1;
+}
+
+time_t svc_cron_base(const char *last_due_at, time_t now_min)
+{
+    double t;
+    return last_due_at && svc_time_parse_iso(last_due_at, &t) == 0 ? (time_t)t : now_min - 60;
 }
 
 const char *svc_cron_check(const char *expr)

@@ -29,6 +29,9 @@ int svc_cron_parse(const char *expr, struct svc_cron *out, struct svc_err *err);
 /* The first matching minute strictly after t (epoch seconds, UTC); -1 when none within
  * about 30 years (never for a schedule svc_cron_parse accepted). */
 time_t svc_cron_next(const struct svc_cron *c, time_t t);
+/* The minute after which a schedule's next run is looked for: last_due_at (ISO 8601, the
+ * last minute handled; NULL when none), else the minute before now_min. */
+time_t svc_cron_base(const char *last_due_at, time_t now_min);
 /* For the configuration table: NULL when expr is a valid schedule, else what is wrong
  * (a static string). */
 const char *svc_cron_check(const char *expr);

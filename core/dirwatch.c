@@ -45,7 +45,7 @@ static struct {
     int slot[SLOTS]; /* index into v + 1; 0 empty */
 } dw = {.fd = -1};
 
-static void forget_all(void)
+void svc_dirwatch_reset(void)
 {
     if (dw.on_change)
         dw.on_change(NULL, NULL, 0); /* every content life ends */
@@ -60,16 +60,6 @@ static void forget_all(void)
     memset(dw.slot, 0, sizeof dw.slot);
 }
 
-static void on_fork_child(void)
-{
-    forget_all(); /* the parent's instance and watches are the parent's */
-}
-
-void svc_dirwatch_reset(void)
-{
-    forget_all();
-}
-
 static bool ready(void)
 {
     if (dw.fd >= 0)
@@ -77,10 +67,9 @@ static bool ready(void)
     if (dw.tried)
         return false;
     dw.tried = true;
-    if (!dw.registered) {
-        pthread_atfork(NULL, NULL, on_fork_child);
-        dw.registered = true;
-    }
+    if (!dw.registered) /* the parent's instance and watches are the parent's */
+        pthread_atfork(NULL, NULL, svc_dirwatch_reset);
+    dw.registered = true;
     dw.fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     return dw.fd >= 0;
 }
@@ -108,12 +97,7 @@ static struct watch *find(const char *key, bool add)
         return NULL;
     dw.fixed += fixed;
     struct watch *w = &dw.v[dw.n++];
-    w->key = svc_xstrdup(key);
-    w->wd = -1;
-    w->unchanged = false;
-    w->gen = 0;
-    w->life = 0;
-    w->ignore = NULL;
+    *w = (struct watch){.key = svc_xstrdup(key), .wd = -1};
     dw.slot[h] = dw.n;
     return w;
 }
@@ -145,11 +129,16 @@ void svc_dirwatch_on_change(svc_dirwatch_change_fn fn)
     dw.on_change = fn;
 }
 
-/* Nothing is unchanged any more (events were lost, or the instance broke). */
-static void changed_all(void)
+/* Nothing is unchanged any more and every content life ends (events were lost, or the
+ * instance broke: then no watch is left either). */
+static void changed_all(bool broken)
 {
-    for (int i = 0; i < dw.n; i++)
+    for (int i = 0; i < dw.n; i++) {
         dw.v[i].unchanged = false;
+        end_life(&dw.v[i]);
+        if (broken)
+            dw.v[i].wd = -1;
+    }
 }
 
 /* Whether ie is an entry w ignores opened for writing and closed: no more (a write,
@@ -178,23 +167,16 @@ void svc_dirwatch_poll(void)
             continue;
         if (got <= 0) {
             if (got < 0 && errno != EAGAIN) { /* the instance is broken: stop trusting it */
-                changed_all();
                 close(dw.fd);
                 dw.fd = -1;
-                for (int i = 0; i < dw.n; i++) {
-                    end_life(&dw.v[i]);
-                    dw.v[i].wd = -1;
-                }
+                changed_all(true);
             }
             return;
         }
         for (char *p = buf; p < buf + got;) {
             const struct inotify_event *ie = (const struct inotify_event *)p;
-            if (ie->mask & IN_Q_OVERFLOW) {
-                changed_all(); /* events were lost */
-                for (int i = 0; i < dw.n; i++)
-                    end_life(&dw.v[i]);
-            }
+            if (ie->mask & IN_Q_OVERFLOW)
+                changed_all(false); /* events were lost */
             /* the watches of this event's wd: the last event's when it is the same wd (a
              * file written is several events in a row), else found by a scan */
             if (ie->wd != memo_wd || memo_n < 0) {
@@ -230,6 +212,15 @@ int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir)
     return w->gen;
 }
 
+/* The kernel's watch of the inode open as dirfd, whatever its path names now (a directory
+ * swapped in under the same name is another inode: the callers compare dev and ino). */
+static int add_watch(int dirfd)
+{
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", dirfd);
+    return inotify_add_watch(dw.fd, proc, WATCH_MASK);
+}
+
 /* Whether a watch other than w uses the kernel's watch wd. */
 static bool wd_shared(int wd, const struct watch *w)
 {
@@ -249,11 +240,7 @@ int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const stru
         return 0;
     w->unchanged = false;
     w->ignore = ignore;
-    /* the inode open as dirfd, whatever its path names now (a directory swapped in under
-     * the same name is another inode: unchanged() compares dev and ino) */
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", dirfd);
-    int wd = inotify_add_watch(dw.fd, proc, WATCH_MASK);
+    int wd = add_watch(dirfd);
     if (wd < 0)
         return 0;
     if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino)
@@ -283,9 +270,7 @@ int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat 
     if (w->wd >= 0 && w->life > 0 && w->dev == dir->st_dev && w->ino == dir->st_ino)
         return w->life;
     end_life(w);
-    char proc[64];
-    snprintf(proc, sizeof proc, "/proc/self/fd/%d", dirfd);
-    int wd = inotify_add_watch(dw.fd, proc, WATCH_MASK);
+    int wd = add_watch(dirfd);
     if (wd < 0)
         return 0;
     if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino)

@@ -1,7 +1,6 @@
 #include "erase.h"
 
 #include "fsio.h"
-#include "index.h"
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"

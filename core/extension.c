@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -220,68 +219,25 @@ ssize_t svc_ext_write(int fd, const void *buf, size_t len)
     return w;
 }
 
-/* One running tool: the child, its three pipes and what it has said so far. */
+/* One running tool: the child, its stdin, stdout and stderr (svc_ext_spawn's fds) and what
+ * it has said so far. */
 struct child {
     const struct svc_extension *x;
     pid_t pid;
-    int in[2], op[2], ep[2];
+    int fd[3];
     const char *input;
     size_t in_len, in_off;
     struct svc_buf obuf, ebuf;
     bool exited, truncated, timed_out, cancelled;
 };
 
-/* Spawn x->command with its stdio on fresh pipes, in a process group of its own, with every
- * signal at its default. 0, or -1 with out's error set. */
-static int child_spawn(struct child *c, char *prog, char **env, struct svc_tool_result *out)
+/* What stdout (i 1) or stderr (2) has, into its buffer. */
+static void child_drain(struct child *c, int i)
 {
-    const struct svc_extension *x = c->x;
-    if (make_pipe(c->in) != 0 || make_pipe(c->op) != 0 || make_pipe(c->ep) != 0) {
-        set_error(out, NULL, "%s: cannot make pipes: %s", x->name, strerror(errno));
-        return -1;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    if (posix_spawn_file_actions_init(&fa) != 0) {
-        set_error(out, NULL, "%s: out of memory", x->name);
-        return -1;
-    }
-    if (posix_spawnattr_init(&attr) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        set_error(out, NULL, "%s: out of memory", x->name);
-        return -1;
-    }
-    posix_spawn_file_actions_adddup2(&fa, c->in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, c->op[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, c->ep[1], 2);
-    posix_spawn_file_actions_addclosefrom_np(&fa, 3);
-    sigset_t none, deflt;
-    sigemptyset(&none);
-    sigemptyset(&deflt);
-    static const int sigs[] = {SIGPIPE, SIGCHLD, SIGHUP,  SIGINT,  SIGQUIT, SIGTERM,
-                               SIGUSR1, SIGUSR2, SIGALRM, SIGTSTP, SIGTTIN, SIGTTOU};
-    for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
-        sigaddset(&deflt, sigs[i]);
-    posix_spawnattr_setsigmask(&attr, &none);
-    posix_spawnattr_setsigdefault(&attr, &deflt);
-    posix_spawnattr_setpgroup(&attr, 0);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
-                                        POSIX_SPAWN_SETSIGDEF);
-    int src = posix_spawn(&c->pid, prog, &fa, &attr, x->command, env);
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (src != 0) {
-        c->pid = -1;
-        set_error(out, NULL, "%s: cannot run %s: %s", x->name, x->command[0], strerror(src));
-        return -1;
-    }
-    close_fd(&c->in[0]);
-    close_fd(&c->op[1]);
-    close_fd(&c->ep[1]);
-    fcntl(c->in[1], F_SETFL, O_NONBLOCK);
-    fcntl(c->op[0], F_SETFL, O_NONBLOCK);
-    fcntl(c->ep[0], F_SETFL, O_NONBLOCK);
-    return 0;
+    if (i == 1)
+        drain(&c->fd[1], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
+    else
+        drain(&c->fd[2], &c->ebuf, STDERR_KEEP, NULL);
 }
 
 /* Whether the child has exited, looked at without reaping: the pid (and so the group id)
@@ -304,38 +260,31 @@ static void child_check_exit(struct child *c, double *deadline)
 static int child_poll_once(struct child *c, double left)
 {
     struct pollfd pf[3];
-    int npf = 0, iin = -1, iout = -1, ierr = -1;
-    if (c->in[1] >= 0) {
-        iin = npf;
-        pf[npf++] = (struct pollfd){.fd = c->in[1], .events = POLLOUT};
-    }
-    if (c->op[0] >= 0) {
-        iout = npf;
-        pf[npf++] = (struct pollfd){.fd = c->op[0], .events = POLLIN};
-    }
-    if (c->ep[0] >= 0) {
-        ierr = npf;
-        pf[npf++] = (struct pollfd){.fd = c->ep[0], .events = POLLIN};
-    }
+    int npf = 0, which[3];
+    for (int i = 0; i < 3; i++)
+        if (c->fd[i] >= 0) {
+            which[npf] = i;
+            pf[npf++] = (struct pollfd){.fd = c->fd[i], .events = i == 0 ? POLLOUT : POLLIN};
+        }
     int ms = (int)(left * 1000) + 1;
     if (ms > (npf ? 50 : 1)) /* the child's exit is noticed by child_check_exit: soon, */
         ms = npf ? 50 : 1;   /* once it closed its output (it is about to exit) */
     int pr = poll(pf, (nfds_t)npf, ms);
     if (pr < 0 && errno != EINTR)
         return -1;
-    if (pr <= 0)
-        return 0;
-    if (iin >= 0 && pf[iin].revents) {
-        ssize_t w = svc_ext_write(c->in[1], c->input + c->in_off, c->in_len - c->in_off);
+    for (int k = 0; pr > 0 && k < npf; k++) {
+        if (!pf[k].revents)
+            continue;
+        if (which[k] > 0) {
+            child_drain(c, which[k]);
+            continue;
+        }
+        ssize_t w = svc_ext_write(c->fd[0], c->input + c->in_off, c->in_len - c->in_off);
         if (w > 0)
             c->in_off += (size_t)w;
         if ((w < 0 && errno != EAGAIN && errno != EINTR) || c->in_off == c->in_len)
-            close_fd(&c->in[1]); /* all sent, or the child does not read (EPIPE) */
+            close_fd(&c->fd[0]); /* all sent, or the child does not read (EPIPE) */
     }
-    if (iout >= 0 && pf[iout].revents)
-        drain(&c->op[0], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
-    if (ierr >= 0 && pf[ierr].revents)
-        drain(&c->ep[0], &c->ebuf, STDERR_KEEP, NULL);
     return 0;
 }
 
@@ -346,7 +295,7 @@ static int child_pump(struct child *c, double deadline, int (*should_cancel)(voi
     for (;;) {
         if (!c->exited)
             child_check_exit(c, &deadline);
-        if (c->exited && c->op[0] < 0 && c->ep[0] < 0)
+        if (c->exited && c->fd[1] < 0 && c->fd[2] < 0)
             break;
         if (!c->exited && should_cancel && should_cancel(ctx)) {
             c->cancelled = true;
@@ -365,10 +314,9 @@ static int child_pump(struct child *c, double deadline, int (*should_cancel)(voi
     while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
         ;
     c->pid = -1;
-    if (c->op[0] >= 0)
-        drain(&c->op[0], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
-    if (c->ep[0] >= 0)
-        drain(&c->ep[0], &c->ebuf, STDERR_KEEP, NULL);
+    for (int i = 1; i < 3; i++)
+        if (c->fd[i] >= 0)
+            child_drain(c, i);
     return status;
 }
 
@@ -411,11 +359,8 @@ static void child_free(struct child *c)
         while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
             ;
     }
-    for (int i = 0; i < 2; i++) {
-        close_fd(&c->in[i]);
-        close_fd(&c->op[i]);
-        close_fd(&c->ep[i]);
-    }
+    for (int i = 0; i < 3; i++)
+        close_fd(&c->fd[i]);
     svc_buf_free(&c->obuf);
     svc_buf_free(&c->ebuf);
 }
@@ -505,11 +450,9 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
 {
     double t0 = svc_time_monotonic();
     memset(out, 0, sizeof *out);
-    struct child c = {.x = x, .pid = -1, .in = {-1, -1}, .op = {-1, -1}, .ep = {-1, -1}};
+    struct child c = {.x = x, .pid = -1, .fd = {-1, -1, -1}};
     svc_buf_init(&c.obuf);
     svc_buf_init(&c.ebuf);
-    const char *path = NULL;
-    char **env = child_env(x->env, &path);
     char *input = NULL;
     json_object *empty = args ? NULL : json_object_new_object();
     char *json = svc_json_dump_compact(args ? args : empty);
@@ -517,14 +460,13 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     svc_xasprintf(&input, "%s\n", json);
     c.input = input;
     c.in_len = strlen(input);
-    char *prog = resolve(x->command[0], path);
-    if (!prog)
-        set_error(out, NULL, "%s: cannot run %s: %s", x->name, x->command[0], strerror(errno));
-    else if (child_spawn(&c, prog, env, out) == 0)
+    struct svc_err e;
+    c.pid = svc_ext_spawn(x->command, x->env, c.fd, &e);
+    if (c.pid < 0)
+        set_error(out, NULL, "%s: %s", x->name, e.message);
+    else
         child_result(&c, child_pump(&c, t0 + x->timeout_s, should_cancel, ctx), out);
     child_free(&c);
-    strv_free(env);
-    free(prog);
     free(input);
     free(json);
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);

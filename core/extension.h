@@ -1,9 +1,10 @@
-/* extension: runs one configured extension tool (SPEC 9) as a child process.
- * The command's argv runs without a shell (posix_spawn; a bare name is looked up in the
- * entry's PATH, else /usr/local/bin:/usr/bin:/bin), in its own process group, with every
- * descriptor but stdin/stdout/stderr closed, default signal dispositions, an empty signal
- * mask, and an environment holding only the entry's `env` items ("NAME=value", or "NAME"
- * copied from ours when set). The arguments go to stdin as one line of compact JSON.
+/* extension: the child processes of tools. svc_ext_spawn starts one: argv without a shell
+ * (a bare name looked up on the PATH of its environment, else /usr/local/bin:/usr/bin:/bin),
+ * in its own process group, with every descriptor but stdin/stdout/stderr closed, every
+ * signal at its default, an empty signal mask, an environment holding only its items
+ * ("NAME=value", or "NAME" copied from ours when set), and SIGKILLed when this process ends
+ * (PR_SET_PDEATHSIG). svc_ext_run runs one configured extension tool (SPEC 9) so, its `env`
+ * the items, to its end: the arguments go to stdin as one line of compact JSON.
  * The result is stdout (valid UTF-8, invalid bytes replaced, a trailing newline dropped), at
  * most SVC_EXT_OUTPUT_MAX bytes: past that the rest is read and dropped and the result is
  * marked truncated. A non-zero exit, a signal, a timeout (timeout_s, then SIGKILL to the
@@ -30,11 +31,8 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
 /* write(2) that cannot raise SIGPIPE in a program that did not ignore it (the svc tool): a
  * child that exits without reading its stdin is EPIPE here, nothing more. */
 ssize_t svc_ext_write(int fd, const void *buf, size_t len);
-/* Start argv (a bare name looked up on the PATH of env_items, as above) without a shell,
- * for a server that lives on: stdin, stdout and stderr on pipes (fds[0] writes its stdin,
- * fds[1] and fds[2] read its stdout and stderr; non-blocking, close-on-exec), in a process
- * group of its own, every signal at its default, every other descriptor closed, an
- * environment of env_items only, and SIGKILLed when this process ends (PR_SET_PDEATHSIG).
+/* Start argv with env_items as above, its stdin, stdout and stderr on pipes (fds[0] writes
+ * its stdin, fds[1] and fds[2] read its stdout and stderr; non-blocking, close-on-exec).
  * Its pid, or -1 with err (an exec that failed is reported here, its child reaped). */
 pid_t svc_ext_spawn(char *const argv[], char *const env_items[], int fds[3], struct svc_err *err);
 

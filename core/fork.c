@@ -6,9 +6,9 @@
 #include "chain.h"
 #include "cmgr.h"
 #include "fsio.h"
-#include "index.h"
 #include "jsonx.h"
 #include "openai.h"
+#include "query.h"
 #include "search.h"
 #include "sidecar.h"
 #include "store.h"
@@ -163,18 +163,13 @@ int svc_session_fork(const struct svc_config *cfg, const struct svc_fork_req *f,
     char new_id[SVC_ID_MAX + 1];
     struct svc_sess src, dst = SVC_SESS_INIT;
     if (check_request(cfg, f, new_id, sizeof new_id, err) != 0 ||
-        svc_sess_open(cfg, f->session_id, &src, err) != 0)
-        return -1;
+        svc_session_open(cfg, f->session_id, &src, false, err) != 0)
+        return svc_err_unwritable(cfg->sessions.root, err);
     json_object *sc = NULL;
-    char *stage = NULL;
-    int rc = -1;
-    if (!svc_sess_exists(&src)) {
-        svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", f->session_id);
-        goto out;
-    }
     struct svc_store stg;
-    if (svc_sess_check_layout(&src, NULL, err) != 0 ||
-        !(stage = svc_store_stage(&src.st, &stg, err)))
+    int rc = -1;
+    char *stage = svc_store_stage(&src.st, &stg, err);
+    if (!stage)
         goto out;
     if (svc_sess_open_store(&stg, new_id, &dst, err) != 0)
         goto out;

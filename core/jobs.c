@@ -1,7 +1,6 @@
 #include "jobs.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "cron.h"
 #include "fsio.h"
 #include "jsonx.h"
+#include "lock.h"
 #include "log.h"
 #include "retention.h"
 #include "session.h"
@@ -59,27 +59,6 @@ static json_object *read_state(const struct svc_config *cfg, json_object **state
     return jobs ? jobs : o;
 }
 
-static void fmt_time(time_t t, char *buf)
-{
-    svc_time_format_iso((double)t, buf);
-}
-
-/* The minute after which the job's next run is looked for. */
-static time_t job_base(json_object *st, time_t now_min)
-{
-    double t;
-    const char *last = svc_json_str(st, "last_due_at", NULL);
-    if (last && svc_time_parse_iso(last, &t) == 0)
-        return (time_t)t;
-    return now_min - 60;
-}
-
-static json_object *str_or_null(json_object *st, const char *key)
-{
-    const char *v = svc_json_str(st, key, NULL);
-    return v ? json_object_new_string(v) : NULL;
-}
-
 json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
 {
     json_object *state = NULL;
@@ -97,17 +76,13 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
         struct svc_cron c;
         time_t next = -1;
         if (j->enabled && svc_cron_parse(j->schedule, &c, NULL) == 0)
-            next = svc_cron_next(&c, job_base(st, now_min));
+            next = svc_cron_next(&c, svc_cron_base(svc_json_str(st, "last_due_at", NULL), now_min));
         char buf[SVC_TIME_LEN];
-        if (next >= 0) {
-            fmt_time(next, buf);
-            svc_json_set_str(o, "next_run_at", buf);
-        } else {
-            svc_json_set(o, "next_run_at", NULL);
-        }
-        svc_json_set(o, "last_run_at", str_or_null(st, "last_run_at"));
-        svc_json_set(o, "last_status", str_or_null(st, "last_status"));
-        svc_json_set(o, "last_run_id", str_or_null(st, "last_run_id"));
+        svc_json_set_str(o, "next_run_at",
+                         next >= 0 ? svc_time_format_iso((double)next, buf) : NULL);
+        static const char *const keys[] = {"last_run_at", "last_status", "last_run_id"};
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+            svc_json_set_str(o, keys[k], svc_json_str(st, keys[k], NULL));
         json_object_array_add(arr, o);
     }
     json_object_put(state);
@@ -115,26 +90,6 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
     if (retention)
         json_object_array_add(arr, retention);
     return arr;
-}
-
-/* flock on path; nonblocking when try. Returns the descriptor, -2 when held elsewhere (try),
- * -1 with err on failure. */
-static int lock_file(const char *path, bool try, struct svc_err *err)
-{
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0)
-        return svc_err_errno(err, "job lock");
-    while (flock(fd, LOCK_EX | (try ? LOCK_NB : 0)) != 0) {
-        if (errno == EINTR)
-            continue;
-        int e = errno;
-        close(fd);
-        if (e == EWOULDBLOCK)
-            return -2;
-        errno = e;
-        return svc_err_errno(err, "job lock");
-    }
-    return fd;
 }
 
 /* Merge upd into the state entry of id under the state lock (fresh read, atomic write). */
@@ -149,8 +104,10 @@ static int save_entry(const struct svc_config *cfg, const char *id, json_object 
         svc_err_set(err, SVC_E_CONFIG, "no SVC_HOME for the jobs state");
         goto out;
     }
-    if ((fd = lock_file(lpath, false, err)) < 0)
+    if ((fd = svc_lock_file(lpath, LOCK_EX, true)) < 0) {
+        svc_err_errno(err, "job lock");
         goto out;
+    }
     read_state(cfg, &state);
     json_object *jobs = svc_json_obj(state, "jobs");
     if (!jobs) {
@@ -231,13 +188,11 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
     }
     if (advance)
         base = now_min; /* every minute up to now is handled: missed ones are not run again */
-    fmt_time(base, buf);
-    svc_json_set_str(upd, "last_due_at", buf); /* skipped: unchanged, so still due */
+    /* skipped: unchanged, so still due */
+    svc_json_set_str(upd, "last_due_at", svc_time_format_iso((double)base, buf));
     time_t next = svc_cron_next(c, base);
-    if (next >= 0) {
-        fmt_time(next, buf);
-        svc_json_set_str(upd, "next_run_at", buf);
-    }
+    if (next >= 0)
+        svc_json_set_str(upd, "next_run_at", svc_time_format_iso((double)next, buf));
 }
 
 int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **report,
@@ -267,20 +222,20 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
         char name[160];
         snprintf(name, sizeof name, "%s.lock", j->id);
         char *lpath = jobs_path(cfg, name); /* not NULL: cfg->home is checked above */
-        int fd = lock_file(lpath, true, err);
+        int fd = svc_lock_file(lpath, LOCK_EX | LOCK_NB, true);
         free(lpath);
-        if (fd == -2) {
+        if (fd < 0 && errno == EWOULDBLOCK) {
             svc_json_set_str(res, "result", "locked"); /* another invocation has it */
             continue;
         }
         if (fd < 0) {
-            rc = -1;
+            rc = svc_err_errno(err, "job lock");
             break;
         }
         /* read the state only now: whoever held the lock before us has recorded its run */
         json_object *state = NULL;
         json_object *st = svc_json_obj(read_state(cfg, &state), j->id);
-        time_t base = job_base(st, now_min);
+        time_t base = svc_cron_base(svc_json_str(st, "last_due_at", NULL), now_min);
         time_t next = svc_cron_next(&c, base);
         json_object_put(state);
         if (next < 0 || next > now_min) {

@@ -403,29 +403,33 @@ static int post_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_of
     return wait_cancelled(p->w) != 0;
 }
 
+/* h with "name: value" added (the line wiped: a value may be a secret). */
+static struct curl_slist *add_header(struct curl_slist *h, const char *name, const char *value)
+{
+    char *line = NULL;
+    svc_xasprintf(&line, "%s: %s", name, value);
+    h = curl_slist_append(h, line);
+    memset(line, 0, strlen(line));
+    free(line);
+    return h;
+}
+
 /* The headers of a message: ours, then the server's own (configured ones from variables). */
 static struct curl_slist *post_headers(struct svc_mcp_conn *c)
 {
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
     h = curl_slist_append(h, "Accept: application/json, text/event-stream");
     h = curl_slist_append(h, "Expect:");
-    char *line = NULL;
-    if (c->session && svc_xasprintf(&line, "Mcp-Session-Id: %s", c->session) >= 0)
-        h = curl_slist_append(h, line);
-    free(line);
-    if (c->version[0] && svc_xasprintf(&line, "MCP-Protocol-Version: %s", c->version) >= 0) {
-        h = curl_slist_append(h, line);
-        free(line);
-    }
+    if (c->session)
+        h = add_header(h, "Mcp-Session-Id", c->session);
+    if (c->version[0])
+        h = add_header(h, "MCP-Protocol-Version", c->version);
     json_object *m = c->srv ? c->srv->headers_env : c->headers;
     json_object_object_foreach(m, k, v)
     {
         const char *val = c->srv ? getenv(json_object_get_string(v)) : json_object_get_string(v);
-        if (!val || svc_xasprintf(&line, "%s: %s", k, val) < 0)
-            continue;
-        h = curl_slist_append(h, line);
-        memset(line, 0, strlen(line));
-        free(line);
+        if (val)
+            h = add_header(h, k, val);
     }
     return h;
 }
@@ -617,13 +621,13 @@ static int conn_start(struct svc_mcp_conn *c, struct svc_err *err)
     return rc;
 }
 
-static bool tool_allowed(const struct svc_mcp_conn *c, const char *name)
+/* Whether list (NULL-terminated; NULL or empty: everything) admits s (NULL: nothing). */
+static bool admits(char *const *list, const char *s)
 {
-    char *const *a = c->srv ? c->srv->allowed_tools : NULL;
-    if (!a || !a[0])
+    if (!list || !list[0])
         return true;
-    for (; *a; a++)
-        if (strcmp(*a, name) == 0)
+    for (; s && *list; list++)
+        if (strcmp(*list, s) == 0)
             return true;
     return false;
 }
@@ -647,7 +651,7 @@ static int conn_list(struct svc_mcp_conn *c, struct svc_err *err)
         for (size_t i = 0; tools && i < json_object_array_length(tools); i++) {
             json_object *t = json_object_array_get_idx(tools, i);
             const char *name = svc_json_str(t, "name", NULL);
-            if (name && tool_allowed(c, name))
+            if (name && admits(c->srv ? c->srv->allowed_tools : NULL, name))
                 json_object_array_add(all, json_object_get(t));
         }
         const char *next = svc_json_str(res, "nextCursor", NULL);
@@ -778,14 +782,7 @@ static void call_result(json_object *res, struct svc_tool_result *out)
 
 bool svc_mcp_usable(const struct svc_mcp_server *s, const char *user)
 {
-    if (!s->enabled)
-        return false;
-    if (!s->users || !s->users[0])
-        return true;
-    for (char *const *u = s->users; user && *u; u++)
-        if (strcmp(*u, user) == 0)
-            return true;
-    return false;
+    return s->enabled && admits(s->users, user);
 }
 
 /* scheme, host, port and path of url, lower-cased where case does not matter; -1 when it is

@@ -42,10 +42,8 @@ static int check_session(const struct svc_config *cfg, const char *sid, struct s
     return 0;
 }
 
-/* Common entry: sessions on, id valid, session present with a safe layout, and (with
- * repair) a stale `running` repaired. On success *s is an open handle the caller closes. */
-static int open_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
-                        bool repair, struct svc_err *err)
+int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s, bool repair,
+                     struct svc_err *err)
 {
     *s = (struct svc_sess)SVC_SESS_INIT;
     if (!cfg->sessions.enabled)
@@ -53,29 +51,6 @@ static int open_session(const struct svc_config *cfg, const char *sid, struct sv
     if (svc_sess_open(cfg, sid, s, err) != 0)
         return -1;
     return check_session(cfg, sid, s, repair, err);
-}
-
-/* Sidecar, or one derived from native files; message_count recounted from the files.
- * Caller holds the session lock (shared is enough). */
-static int load_summary_locked(struct svc_sess *s, json_object **sc_out, bool *has_sidecar,
-                               struct svc_err *err)
-{
-    struct svc_err rerr;
-    json_object *sc = NULL;
-    *has_sidecar = true;
-    if (svc_sidecar_read(s, &sc, &rerr) != 0) {
-        *has_sidecar = false;
-        if (svc_sidecar_derive(s, &sc, err) != 0)
-            return -1;
-    } else {
-        int64_t *ids = NULL;
-        size_t n = 0;
-        if (svc_sess_message_ids(s, &ids, &n, NULL) == 0)
-            svc_json_set_int(sc, "message_count", (int64_t)n);
-        free(ids);
-    }
-    *sc_out = sc;
-    return 0;
 }
 
 int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
@@ -162,22 +137,15 @@ int svc_sessions_each(const struct svc_config *cfg, const struct svc_list_query 
     return rc;
 }
 
-/* The summary is a pure function of the sidecar's bytes and the number of message files:
- * each process keeps the last (bytes, count) -> summary it computed (cache.h) and reuses
- * it when the bytes read under the shared lock and the count are the same.
- * A session polled again skips the lock and the reads too, while nothing in it changed
- * (issue 7): a worker that reads the detail of a session again (one of the last four)
- * arms content watches (dirwatch.h, fixed keys "fixed:detail<slot>:...") on the session
- * directory, agents/, agent_<aid>/ and messages/, each opened from the one above without
- * following a link, and stats svc_session.json, all BEFORE the read under the lock. The
- * memo's summary is then served while no event came (a lock file opened for writing and
- * closed is none), the session directory's lstat names the watched inode and the
- * sidecar's (inode, size, mtime, ctime) are those stated: a write inotify does not report
- * (through a hard link) still shows in the stat. A `running` summary is never served so:
- * its run lock is checked each time. At most four sessions are watched at a time.
- * dt holds it all: the memo; the sessions watched, a summary and the watches it holds
- * under (slot k's keys are "fixed:detail<k>:...": dirwatch.h keeps SVC_DIRWATCH_FIXED such
- * keys, four slots of four); the messages paths of the last details read. */
+/* The detail's caches (cache.h). The memo: the last (sidecar bytes, message count) ->
+ * summary, reused when the bytes read under the shared lock and the count are the same.
+ * The sessions polled again (one of the last four read, `recent`): served from the memo
+ * without the lock or a read while the content watches armed BEFORE that read (dirwatch.h;
+ * slot k's keys "fixed:detail<k>:<i>" on the session directory, agents/, agent_<aid>/ and
+ * messages/, each opened from the one above without following a link) saw nothing, the
+ * session directory's lstat names the watched inode and svc_session.json's (inode, size,
+ * mtime, ctime) are those stated before: a write inotify does not report (through a hard
+ * link) still shows in the stat. A `running` summary is never served so. */
 #define WATCHED 4
 static struct {
     struct {
@@ -331,9 +299,11 @@ static int watched_slot(const char *msg_dir)
     return k;
 }
 
-/* load_summary_locked for svc_session_get, through the memo when cache; the result has no
- * schema_version and may be shared with the memo: the caller only reads it. */
-static int get_summary_locked(struct svc_sess *s, bool cache, json_object **sc_out,
+/* The sidecar, or one derived from the native files (*has_sidecar false), message_count
+ * counted from the files; the caller holds the session lock (shared is enough). As a
+ * summary (svc_session_get) without schema_version, and through the memo when cache: then
+ * it may be shared with the memo and the caller only reads it. */
+static int get_summary_locked(struct svc_sess *s, bool summary, bool cache, json_object **sc_out,
                               bool *has_sidecar, struct svc_err *err)
 {
     *sc_out = NULL;
@@ -373,13 +343,15 @@ static int get_summary_locked(struct svc_sess *s, bool cache, json_object **sc_o
         *has_sidecar = false;
         if (svc_sidecar_derive(s, &sc, err) != 0)
             return -1;
-        json_object_object_del(sc, "schema_version");
+        if (summary)
+            json_object_object_del(sc, "schema_version");
         *sc_out = sc;
         return 0;
     }
     if (counted)
         svc_json_set_int(sc, "message_count", (int64_t)n);
-    json_object_object_del(sc, "schema_version");
+    if (summary)
+        json_object_object_del(sc, "schema_version");
     if (counted && cache)
         memo_set(raw, len, n, json_object_get(sc));
     else
@@ -493,7 +465,7 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     for (int attempt = 0; attempt < 2; attempt++) {
         if (svc_sess_lock(&s, false, err) != 0)
             goto out;
-        if (get_summary_locked(&s, cache, &sc, &has, err) != 0)
+        if (get_summary_locked(&s, true, cache, &sc, &has, err) != 0)
             goto out;
         svc_sess_unlock(&s);
         if (attempt > 0 || !has || strcmp(svc_json_str(sc, "status", ""), "running") != 0 ||
@@ -626,7 +598,7 @@ int svc_session_messages(const struct svc_config *cfg, const char *sid,
         return -1;
     bool desc = q->order && strcmp(q->order, "desc") == 0;
     struct svc_sess s;
-    if (open_session(cfg, sid, &s, true, err) != 0)
+    if (svc_session_open(cfg, sid, &s, true, err) != 0)
         return -1;
     int64_t *ids = NULL; /* NULL: ids are 0..n-1 */
     int rc = -1;
@@ -690,14 +662,14 @@ static int update_sidecar(const struct svc_config *cfg, const char *sid,
                           json_object **summary, struct svc_err *err)
 {
     struct svc_sess s;
-    if (open_session(cfg, sid, &s, true, err) != 0)
+    if (svc_session_open(cfg, sid, &s, true, err) != 0)
         return -1;
     json_object *sc = NULL;
     bool has;
     int rc = -1;
     if (svc_sess_lock(&s, true, err) != 0)
         goto out;
-    if (load_summary_locked(&s, &sc, &has, err) != 0)
+    if (get_summary_locked(&s, false, false, &sc, &has, err) != 0)
         goto out;
     if (!has)
         svc_json_set_int(sc, "schema_version", 1);

@@ -28,6 +28,11 @@ struct svc_messages_query {
     bool include_bytes; /* parts carry images' and documents' data URLs (never cached) */
 };
 
+/* The entry of the functions below and of the other dashboard writes: sessions on, the id
+ * valid, the session present with a safe layout, and (with repair) a stale `running`
+ * repaired. 0 with *s an open handle the caller closes, or -1 with err and *s closed. */
+int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s, bool repair,
+                     struct svc_err *err);
 /* {"sessions": [summary...], "next_cursor": "..."|null} */
 int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
                       json_object **out, struct svc_err *err);

@@ -153,11 +153,9 @@ int svc_retention_apply(const struct svc_config *cfg, time_t now, bool dry_run,
                         json_object **report, struct svc_err *err)
 {
     *report = NULL;
-    json_object *actions = json_object_new_array(), *exported = NULL;
-    if (!cfg->sessions.enabled) {
-        json_object_put(actions);
+    if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    }
+    json_object *actions = json_object_new_array(), *exported = NULL;
     if ((svc_retention_enabled(cfg) && plan(cfg, now, actions, err) != 0) ||
         (!dry_run && *cfg->retention.export_before_delete &&
          export_first(cfg, actions, &exported, err) != 0)) {
@@ -194,14 +192,6 @@ static json_object *state_read(const struct svc_store *st)
     }
     free(path);
     return o;
-}
-
-/* The minute after which the next run is looked for. */
-static time_t state_base(json_object *state, time_t now_min)
-{
-    double t;
-    const char *last = svc_json_str(state, "last_due_at", NULL);
-    return last && svc_time_parse_iso(last, &t) == 0 ? (time_t)t : now_min - 60;
 }
 
 /* A pass, recorded in the state (the lock is held). */
@@ -258,7 +248,8 @@ json_object *svc_retention_run_due(const struct svc_config *cfg, time_t now)
     }
     /* read only now: whoever held the lock before has recorded its pass */
     json_object *state = state_read(&st);
-    time_t next = svc_cron_next(&c, state_base(state, now_min));
+    time_t next =
+        svc_cron_next(&c, svc_cron_base(svc_json_str(state, "last_due_at", NULL), now_min));
     if (next < 0 || next > now_min)
         svc_json_set_str(res, "result", "not_due");
     else
@@ -277,9 +268,10 @@ json_object *svc_retention_job(const struct svc_config *cfg, time_t now)
     json_object *state = state_read(&st), *o = json_object_new_object();
     time_t now_min = now - ((now % 60) + 60) % 60;
     struct svc_cron c;
-    time_t next = svc_cron_parse(cfg->retention.schedule, &c, NULL) == 0
-                      ? svc_cron_next(&c, state_base(state, now_min))
-                      : -1;
+    time_t next =
+        svc_cron_parse(cfg->retention.schedule, &c, NULL) == 0
+            ? svc_cron_next(&c, svc_cron_base(svc_json_str(state, "last_due_at", NULL), now_min))
+            : -1;
     char buf[SVC_TIME_LEN];
     svc_json_set_str(o, "id", "retention");
     svc_json_set_str(o, "schedule", cfg->retention.schedule);

@@ -3,12 +3,10 @@
  * run's files say is decided here; the store writes them, in the order below, through a
  * turn (svc_turn_lock, svc_turn_start, svc_turn_store_output, svc_turn_end in turn.c).
  *
- * Crash order. begin writes svc_session.json with status `running` before any native file
- * (session.json, agent.json, message files), so a process killed at any later write leaves
- * a sidecar that says `running` with nobody holding the run lock: the next access repairs
- * it to `error` (interrupted). The turn line is the run's commit record: once it is
- * appended, a dead process's run is completed from it (status idle for `done`) instead of
- * being reported interrupted.
+ * Crash order. begin writes svc_session.json `running` before any native file, so a process
+ * killed at any later write leaves a `running` sidecar with nobody holding the run lock: the
+ * next access repairs it to `error` (interrupted). The turn line is the run's commit record:
+ * once it is appended, a dead process's run is completed from it (status idle for `done`).
  *
  * The fsync budget of a durable turn (sessions.fsync: true) on an existing session, echo
  * model: 9 calls.
@@ -488,22 +486,25 @@ static int begin_lock(struct svc_run *run, const struct svc_run_request *req, st
     return rc;
 }
 
-/* The request's OpenAI history as native messages, stored on a session's first run when
- * sessions.persist_openai_history (new reference, maybe empty). */
+/* The request's OpenAI history (may be NULL) as native messages, appended to into. */
+static void add_history(json_object *into, json_object *history)
+{
+    for (size_t i = 0; history && i < json_object_array_length(history); i++) {
+        json_object *nm = svc_openai_to_native(json_object_array_get_idx(history, i));
+        if (nm)
+            json_object_array_add(into, nm);
+    }
+}
+
+/* The history stored on a session's first run when sessions.persist_openai_history (new
+ * reference, maybe empty). */
 static json_object *begin_history(struct svc_run *run, const struct svc_run_request *req,
                                   json_object *sc)
 {
     json_object *import = json_object_new_array();
     bool first_run = run->turn.stored == 0 && (!sc || svc_json_int(sc, "run_count", 0) == 0);
-    if (!(first_run || req->append_history) || !req->history ||
-        !run->cfg->sessions.persist_openai_history)
-        return import;
-    size_t n = json_object_array_length(req->history);
-    for (size_t i = 0; i < n; i++) {
-        json_object *nm = svc_openai_to_native(json_object_array_get_idx(req->history, i));
-        if (nm)
-            json_object_array_add(import, nm);
-    }
+    if ((first_run || req->append_history) && run->cfg->sessions.persist_openai_history)
+        add_history(import, req->history);
     return import;
 }
 
@@ -577,6 +578,23 @@ out:
     return rc;
 }
 
+/* A stateless run's messages: the request's history, then the opening messages. */
+static int begin_stateless(struct svc_run *run, const struct svc_run_request *req,
+                           struct svc_err *err)
+{
+    json_object *msgs = run->loop.msgs, *opening = NULL;
+    add_history(msgs, req->history);
+    svc_loop_manager(&run->loop, NULL);
+    size_t n = json_object_array_length(msgs);
+    if (begin_messages(run, req, n ? json_object_array_get_idx(msgs, n - 1) : NULL, NULL, &opening,
+                       err) != 0)
+        return -1;
+    for (size_t i = 0; i < json_object_array_length(opening); i++)
+        json_object_array_add(msgs, json_object_get(json_object_array_get_idx(opening, i)));
+    json_object_put(opening);
+    return window_full(run, (int64_t)json_object_array_length(msgs), err);
+}
+
 int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *req,
                   struct svc_run **out, struct svc_err *err)
 {
@@ -599,37 +617,11 @@ int svc_run_begin(const struct svc_config *cfg, const struct svc_run_request *re
         return svc_err_setp(err, SVC_E_INVALID_FIELD, mtp, "'%s' must be between 1 and %d", mtp,
                             INT32_MAX);
     struct svc_run *run = run_alloc(cfg, req);
-    if (run->stateful) {
-        if (begin_stateful(run, req, err) != 0) {
-            run->ended = true;
-            svc_run_free(run);
-            return svc_err_unwritable(cfg->sessions.root, err);
-        }
-    } else {
-        size_t n = req->history ? json_object_array_length(req->history) : 0;
-        for (size_t i = 0; i < n; i++) {
-            json_object *nm = svc_openai_to_native(json_object_array_get_idx(req->history, i));
-            if (nm)
-                json_object_array_add(run->loop.msgs, nm);
-        }
-        svc_loop_manager(&run->loop, NULL);
-        size_t nm = json_object_array_length(run->loop.msgs);
-        json_object *opening = NULL;
-        if (begin_messages(run, req, nm ? json_object_array_get_idx(run->loop.msgs, nm - 1) : NULL,
-                           NULL, &opening, err) != 0) {
-            run->ended = true;
-            svc_run_free(run);
-            return -1;
-        }
-        for (size_t i = 0; i < json_object_array_length(opening); i++)
-            json_object_array_add(run->loop.msgs,
-                                  json_object_get(json_object_array_get_idx(opening, i)));
-        json_object_put(opening);
-        if (window_full(run, (int64_t)json_object_array_length(run->loop.msgs), err) != 0) {
-            run->ended = true;
-            svc_run_free(run);
-            return -1;
-        }
+    bool stateful = run->stateful;
+    if ((stateful ? begin_stateful(run, req, err) : begin_stateless(run, req, err)) != 0) {
+        run->ended = true;
+        svc_run_free(run);
+        return stateful ? svc_err_unwritable(cfg->sessions.root, err) : -1;
     }
     run->begun = true;
     *out = run;

@@ -1,6 +1,5 @@
 #include "runs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
@@ -42,18 +41,12 @@ static char *run_file(const struct svc_config *cfg, const char *run_id, enum svc
 
 static void remove_run_files(const struct svc_config *cfg, const char *id);
 
-static int write_record_as(const struct svc_config *cfg, json_object *rec, bool durable,
-                           struct svc_err *err)
-{
-    char *path = run_file(cfg, svc_json_str(rec, "run_id", ""), SVC_RUN_RECORD);
-    int rc = svc_json_write_pretty(path, rec, durable, err);
-    free(path);
-    return rc;
-}
-
 static int write_record(const struct svc_config *cfg, json_object *rec, struct svc_err *err)
 {
-    return write_record_as(cfg, rec, cfg->sessions.fsync, err);
+    char *path = run_file(cfg, svc_json_str(rec, "run_id", ""), SVC_RUN_RECORD);
+    int rc = svc_json_write_pretty(path, rec, cfg->sessions.fsync, err);
+    free(path);
+    return rc;
 }
 
 static int read_record(const struct svc_config *cfg, const char *run_id, json_object **out,
@@ -95,20 +88,21 @@ static json_object *record_new(const struct svc_run_answer *a)
     return rec;
 }
 
-static void record_finish_code(json_object *rec, const struct svc_run_answer *a, const char *status,
-                               const char *code, const char *message);
-
-/* Fill the record's final fields from an ended run. */
-static void record_finish(json_object *rec, const struct svc_run_answer *a, const char *status,
-                          const struct svc_err *failure)
+/* The record's "error": {"code", "message"}, or null when code is NULL. */
+static void record_error(json_object *rec, const char *code, const char *message)
 {
-    record_finish_code(rec, a, status, failure ? svc_err_name(failure->code) : NULL,
-                       failure ? failure->message : NULL);
+    json_object *e = code ? json_object_new_object() : NULL;
+    if (e) {
+        svc_json_set_str(e, "code", code);
+        svc_json_set_str(e, "message", message ? message : "");
+    }
+    svc_json_set(rec, "error", e);
 }
 
-/* The same with the failure as its API code and message (code NULL: no failure). */
-static void record_finish_code(json_object *rec, const struct svc_run_answer *a, const char *status,
-                               const char *code, const char *message)
+/* Fill the record's final fields from an ended run, its failure as its API code and message
+ * (code NULL: no failure). */
+static void record_finish(json_object *rec, const struct svc_run_answer *a, const char *status,
+                          const char *code, const char *message)
 {
     char now[SVC_TIME_LEN];
     svc_json_set_str(rec, "status", status);
@@ -116,41 +110,23 @@ static void record_finish_code(json_object *rec, const struct svc_run_answer *a,
     svc_json_set_str(rec, "content", a->content);
     svc_json_set_str(rec, "finish_reason", a->finish_reason);
     svc_json_set(rec, "usage", svc_usage_of(a));
-    if (code) {
-        json_object *e = json_object_new_object();
-        svc_json_set_str(e, "code", code);
-        svc_json_set_str(e, "message", message ? message : "");
-        svc_json_set(rec, "error", e);
-    } else {
-        svc_json_set(rec, "error", NULL);
-    }
+    record_error(rec, code, message);
     svc_json_set(rec, "tool_calls", svc_json_copy(a->tool_calls));
     if (json_object_array_length(a->client_calls) > 0) /* SPEC 12.1 */
         svc_json_set(rec, "client_tool_calls", svc_json_copy(a->client_calls));
     svc_json_set_str(rec, "finished_at", svc_time_now_iso(now));
 }
 
-static void idem_hash(const char *sid, const char *key, char *hex /* 65 */)
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-    EVP_DigestUpdate(ctx, sid, strlen(sid));
-    EVP_DigestUpdate(ctx, "\n", 1);
-    EVP_DigestUpdate(ctx, key, strlen(key));
-    EVP_DigestFinal_ex(ctx, md, &mdlen);
-    EVP_MD_CTX_free(ctx);
-    for (unsigned int i = 0; i < mdlen && i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    hex[64] = '\0';
-}
-
+/* The file of (session, key): idem-<sha256 of "<sid>\n<key>">. */
 static char *idem_file(const struct svc_config *cfg, const char *sid, const char *key)
 {
-    char hex[65], name[80];
-    idem_hash(sid, key, hex);
-    snprintf(name, sizeof name, "idem-%s", hex);
+    unsigned char md[32];
+    char *text = NULL, name[80] = "idem-";
+    svc_xasprintf(&text, "%s\n%s", sid, key);
+    EVP_Digest(text, strlen(text), md, NULL, EVP_sha256(), NULL);
+    free(text);
+    for (int i = 0; i < 32; i++)
+        snprintf(name + 5 + 2 * i, 3, "%02x", md[i]);
     return run_file(cfg, name, SVC_RUN_RECORD);
 }
 
@@ -210,7 +186,7 @@ static int runner_on_event(void *ctx, json_object *ev)
         const char *status = svc_run_status_of(done ? SVC_OK : svc_err_code(code));
         struct svc_run_answer a;
         svc_run_answer(rn->run, &a);
-        record_finish_code(rn->rec, &a, status, code, svc_json_str(ev, "message", NULL));
+        record_finish(rn->rec, &a, status, code, svc_json_str(ev, "message", NULL));
         rn->recorded = write_record(rn->cfg, rn->rec, NULL) == 0;
     }
     svc_json_append_line(rn->events_path, ev, false, NULL);
@@ -279,7 +255,7 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     if (!rn.recorded) {
         svc_run_answer(run, &a); /* final now */
         record_finish(rec, &a, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
-                      rc == 0 ? NULL : &err);
+                      rc == 0 ? NULL : svc_err_name(err.code), err.message);
         write_record(cfg, rec, NULL);
     }
     svc_run_sync_memory(run);
@@ -378,14 +354,13 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     struct svc_run *run = NULL;
     if (svc_run_begin(cfg, req, &run, err) != 0)
         return -1;
-    int rc = -1, rlock = -1;
-    bool recorded = false, idem_stored = false;
+    int rc = -1;
+    bool idem_stored = false;
     struct svc_run_answer a;
     svc_run_answer(run, &a);
     char *lock_path = run_file(cfg, a.run_id, SVC_RUN_LOCK);
     json_object *rec = record_new(&a);
-    recorded = true; /* from here on, files of this run may exist */
-    rlock = svc_lock_file(lock_path, LOCK_EX, true);
+    int rlock = svc_lock_file(lock_path, LOCK_EX, true); /* files of this run may exist now */
     if (rlock < 0) {
         svc_err_errno(err, "run lock");
         goto fail;
@@ -421,9 +396,8 @@ fail:
             unlink(ip);
         free(ip);
     }
-    if (recorded)
-        remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
-    svc_run_free(run); /* ends the begun run as failed: the session stays usable */
+    remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
+    svc_run_free(run);               /* ends the begun run as failed: the session stays usable */
 out:
     if (rlock >= 0)
         close(rlock);
@@ -475,10 +449,7 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
         free(ev_path);
         svc_json_set_str(fresh, "status", "error");
         svc_json_set_int(fresh, "event_count", count + 1);
-        json_object *e = json_object_new_object();
-        svc_json_set_str(e, "code", "interrupted");
-        svc_json_set_str(e, "message", "the run's process ended before the run finished");
-        svc_json_set(fresh, "error", e);
+        record_error(fresh, "interrupted", "the run's process ended before the run finished");
         char now[SVC_TIME_LEN];
         svc_json_set_str(fresh, "finished_at", svc_time_now_iso(now));
         write_record(cfg, fresh, NULL);
@@ -656,7 +627,8 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
     struct svc_run_answer a;
     svc_run_answer(run, &a);
     json_object *rec = record_new(&a);
-    record_finish(rec, &a, status, failure);
+    record_finish(rec, &a, status, failure ? svc_err_name(failure->code) : NULL,
+                  failure ? failure->message : NULL);
     /* the events file, so /api/chat/runs/{id}/events can replay a synchronous run too */
     char *ev_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
     json_object *events = a.events;

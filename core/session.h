@@ -82,12 +82,6 @@ struct svc_run_request {
      * the summarizing one); 0: never. */
     int64_t compact_threshold;
 };
-/* The request's own system prompt: `instructions`, then the text of every system and
- * developer message of history, joined by blank lines. It is added after the configured
- * model.system_prompt (and memory recall) for this run only: the operator's prompt comes
- * first, and nothing of it is stored in the session (it is sent again with each request,
- * as OpenAI clients do). */
-
 /* Receives every event as it happens (borrowed; copy to keep). Return nonzero to cancel
  * the run (client gone). should_cancel is polled between model chunks and tool calls;
  * on_idle is called about once a second while the model is silent (for `: ping`).

@@ -2,9 +2,7 @@
 #include "snapshot.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,21 +30,16 @@ void svc_snap_free(struct svc_snap *s)
     json_object_put(s->summary);
 }
 
-static void snap_warn(json_object *warnings, const char *sid, const char *file, const char *msg)
-{
-    json_object *w = json_object_new_object();
-    svc_json_set_str(w, "session_id", sid);
-    svc_json_set_str(w, "file", file);
-    svc_json_set_str(w, "message", msg);
-    json_object_array_add(warnings, w);
-}
-
 void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg)
 {
     char *file = NULL;
     if (s->dirname)
         svc_xasprintf(&file, "native/%s%s%s", s->dirname, rel ? "/" : "", rel ? rel : "");
-    snap_warn(s->warnings, s->sid, file ? file : rel ? rel : s->sid, msg);
+    json_object *w = json_object_new_object();
+    svc_json_set_str(w, "session_id", s->sid);
+    svc_json_set_str(w, "file", file ? file : rel ? rel : s->sid);
+    svc_json_set_str(w, "message", msg);
+    json_object_array_add(s->warnings, w);
     free(file);
 }
 
@@ -54,8 +47,7 @@ static struct svc_snap_file *snap_add(struct svc_snap *s, const char *rel)
 {
     if (s->n == s->cap) {
         size_t nc = s->cap ? s->cap * 2 : 32;
-        struct svc_snap_file *nf = svc_xrealloc(s->f, nc * sizeof *nf);
-        s->f = nf;
+        s->f = svc_xrealloc(s->f, nc * sizeof *s->f);
         s->cap = nc;
     }
     struct svc_snap_file *f = &s->f[s->n];
@@ -79,45 +71,6 @@ static bool skipped_message(const struct svc_snap *s, const char *parent, const 
     if (key < 0)
         return false;
     return bsearch(&key, s->skip, s->nskip, sizeof key, cmp_i64) != NULL;
-}
-
-/* Read a file into memory without following a link. */
-static int read_whole(int dirfd, const char *name, char **data, size_t *len, time_t *mtime)
-{
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return -1;
-    }
-    size_t cap = (size_t)sb.st_size + 1, n = 0;
-    char *buf = svc_xmalloc(cap);
-    for (;;) {
-        if (n + 1 >= cap) {
-            char *nb = svc_xrealloc(buf, cap * 2);
-            buf = nb;
-            cap *= 2;
-        }
-        ssize_t got = read(fd, buf + n, cap - 1 - n);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got < 0) {
-            free(buf);
-            close(fd);
-            return -1;
-        }
-        if (got == 0)
-            break;
-        n += (size_t)got;
-    }
-    close(fd);
-    buf[n] = '\0';
-    *data = buf;
-    *len = n;
-    *mtime = sb.st_mtime;
-    return 0;
 }
 
 /* Copy the directory dirfd (relative path rel, "" at the top) into s, recursively. */
@@ -149,7 +102,9 @@ static void walk(struct svc_snap *s, int dirfd, const char *rel)
         } else if (S_ISREG(sb.st_mode)) {
             if (!skipped_message(s, rel, name)) {
                 struct svc_snap_file *f = snap_add(s, child);
-                if (read_whole(dirfd, name, &f->data, &f->len, &f->mtime) != 0) {
+                if (svc_file_read_at(dirfd, name, &f->data, &f->len, &sb, NULL) == 0) {
+                    f->mtime = sb.st_mtime;
+                } else {
                     svc_snap_warn_native(s, child, "could not be read; left out");
                     free(f->rel);
                     s->n--;

@@ -45,8 +45,8 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
 void svc_snap_free(struct svc_snap *s);
 /* A file of the snapshot by its path relative to the session directory, or NULL. */
 const struct svc_snap_file *svc_snap_find(const struct svc_snap *s, const char *rel);
-/* Append {"session_id", "file", "message"} to the snapshot's warnings for a file of the
- * session, named native/session_<id>/<rel> (rel NULL: the session directory itself). */
+/* Append {"session_id", "file", "message"} to s->warnings for a file of the session, named
+ * native/session_<id>/<rel> (rel NULL: the session directory itself). */
 void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg);
 
 #endif

@@ -143,6 +143,14 @@ static int put(struct svc_tarw *w, const void *data, size_t len, struct svc_err 
     return 0;
 }
 
+/* The zeros that end a member's data of n bytes on a block boundary. */
+static int put_pad(struct svc_tarw *w, uint64_t n, struct svc_err *err)
+{
+    static const unsigned char zeros[BLOCK];
+    size_t pad = (size_t)((BLOCK - n % BLOCK) % BLOCK);
+    return pad ? put(w, zeros, pad, err) : 0;
+}
+
 /* The compressor thread, with every signal blocked (they stay the caller's to handle);
  * false when it cannot be started (the caller then compresses). */
 static bool start_compressor(struct svc_tarw *w)
@@ -242,11 +250,8 @@ static int header(struct svc_tarw *w, const char *path, char type, uint64_t size
         }
         char xname[100];
         snprintf(xname, sizeof xname, "PaxHeaders/%.80s", path);
-        if (header(w, xname, 'x', rl, mtime, 0644, err) != 0 || put(w, rec, rl, err) != 0)
-            return -1;
-        size_t pad = (BLOCK - rl % BLOCK) % BLOCK;
-        static const unsigned char zeros[BLOCK];
-        if (pad && put(w, zeros, pad, err) != 0)
+        if (header(w, xname, 'x', rl, mtime, 0644, err) != 0 || put(w, rec, rl, err) != 0 ||
+            put_pad(w, rl, err) != 0)
             return -1;
         memset(h, 0, sizeof h);
         /* the ustar fields get a truncated name; readers use the pax path */
@@ -272,11 +277,8 @@ static int header(struct svc_tarw *w, const char *path, char type, uint64_t size
 
 int svc_tarw_dir(struct svc_tarw *w, const char *path, time_t mtime, struct svc_err *err)
 {
-    size_t n = strlen(path);
-    char *p = svc_xmalloc(n + 2);
-    memcpy(p, path, n);
-    p[n] = '/';
-    p[n + 1] = '\0';
+    char *p = NULL;
+    svc_xasprintf(&p, "%s/", path);
     int rc = header(w, p, '5', 0, mtime, 0755, err);
     free(p);
     return rc;
@@ -311,9 +313,7 @@ int svc_tarw_file_end(struct svc_tarw *w, struct svc_err *err)
     if (!w->in_file || w->remaining)
         return svc_err_set(err, SVC_E_INTERNAL, "archive member shorter than declared");
     w->in_file = false;
-    static const unsigned char zeros[BLOCK];
-    size_t pad = (size_t)((BLOCK - w->written % BLOCK) % BLOCK);
-    return pad ? put(w, zeros, pad, err) : 0;
+    return put_pad(w, w->written, err);
 }
 
 int svc_tarw_finish(struct svc_tarw *w, struct svc_err *err)
@@ -570,10 +570,7 @@ int svc_tarr_next(struct svc_tarr *r, struct svc_tar_member *m, struct svc_err *
             r->path = r->long_name;
             r->long_name = NULL;
         } else if (memcmp(h + 257, "ustar", 5) == 0 && prefix[0] && h[262] == '\0') {
-            size_t pl = strlen(prefix), nl = strlen(name);
-            r->path = svc_xmalloc(pl + nl + 2);
-            if (r->path)
-                snprintf(r->path, pl + nl + 2, "%s/%s", prefix, name);
+            svc_xasprintf(&r->path, "%s/%s", prefix, name);
         } else {
             r->path = svc_xstrdup(name);
         }
