@@ -106,9 +106,14 @@ SKIP: {
     my @st = stat "$dir/run/r.sock";
     is $st[5], $sgid, 'socket group is server.socket_group';
     is $st[2] & 07777, 0660, 'socket 0660';
-    my @uids = grep { defined } map { (SvcOps::slurp("/proc/$_/status") =~ /^Uid:\s+(\d+)\s+(\d+)/m)[1] }
-               ($p->{pid}, grep { ((SvcOps::slurp("/proc/$_/stat") =~ /^\d+ \(.*\) \S (\d+)/)[0] // -1) == $p->{pid} }
-                               map { m{/proc/(\d+)/} ? $1 : () } glob '/proc/[0-9]*/stat');
+    # the master and its workers (forked after the socket is made: wait for both under load)
+    my $family = sub {
+        grep { defined } map { (SvcOps::slurp("/proc/$_/status") =~ /^Uid:\s+(\d+)\s+(\d+)/m)[1] }
+            ($p->{pid}, grep { ((SvcOps::slurp("/proc/$_/stat") =~ /^\d+ \(.*\) \S (\d+)/)[0] // -1) == $p->{pid} }
+                            map { m{/proc/(\d+)/} ? $1 : () } glob '/proc/[0-9]*/stat');
+    };
+    my @uids;
+    SvcTest::wait_for(15, sub { @uids = $family->(); @uids >= 3 });
     ok @uids >= 3 && !grep({ $_ != $suid } @uids), "master and workers run as $svc (--user)"
         or diag "uids: @uids";
     my $n = SvcOps::nginx(dir => "$dir/ngx-r", upstream => "server unix:$dir/run/r.sock;");
