@@ -98,8 +98,8 @@ static const char *check_listen(const char *s)
 static const char *check_id(const char *s)
 {
     return svc_layout_id_valid(s) ? NULL
-                           : "not a valid id (1 to 128 characters of A-Za-z0-9._-, not "
-                             "starting with '.')";
+                                  : "not a valid id (1 to 128 characters of A-Za-z0-9._-, not "
+                                    "starting with '.')";
 }
 
 static const char *check_env_name(const char *s)

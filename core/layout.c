@@ -139,7 +139,7 @@ const char *svc_layout_multi_agent_of(const char *name)
 {
     size_t pl = sizeof MULTI_AGENT_PRE - 1;
     return strncmp(name, MULTI_AGENT_PRE, pl) == 0 && svc_layout_id_valid(name + pl) ? name + pl
-                                                                                    : NULL;
+                                                                                     : NULL;
 }
 
 char *svc_layout_multi_agent_path(const char *dir, const char *id, bool file)
