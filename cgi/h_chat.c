@@ -305,12 +305,6 @@ static json_object *completion_base(const struct answer *a, const char *object, 
     return o;
 }
 
-/* Record an ended run (core decides its status and whether its key is kept: idem.h). */
-static void run_record(struct http_req *r, struct svc_run *run, const struct svc_err *failure)
-{
-    svc_idem_record_sync(r->cfg, run, r->idempotency_key, failure);
-}
-
 /* The non-streaming chat.completion object. */
 static int send_completion(struct http_req *r, const struct chat_in *in, const struct answer *a)
 {
@@ -341,22 +335,6 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     int rc = http_send_json(r, 200, o);
     json_object_put(o);
     return rc;
-}
-
-static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *run,
-                      struct svc_err *err)
-{
-    if (svc_run_execute(run, NULL, err) < 0) {
-        run_record(r, run, err);
-        return -1;
-    }
-    run_record(r, run, NULL);
-    struct answer a;
-    json_object *usage;
-    answer_of_run(&a, run, &usage);
-    send_completion(r, in, &a);
-    json_object_put(usage);
-    return 0;
 }
 
 /* ---- streaming ---- */
@@ -473,27 +451,29 @@ static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const stru
     s->created = (int64_t)svc_time_now();
 }
 
-static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *run,
-                       struct svc_err *err)
+/* Run it and answer: the chat.completion object, or its chunks (a failure once the stream
+ * began is the router's final error event). The ended run is recorded (idem.h). */
+static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
+                    struct svc_err *err)
 {
     struct stream_ctx s;
     struct svc_run_answer ra;
     svc_run_answer(run, &ra);
     stream_ctx_init(&s, r, in, ra.run_id, ra.session_id, ra.model);
-    if (stream_begin(&s) < 0)
+    if (in->t.stream && stream_begin(&s) < 0)
         return 0; /* client gone: svc_run_free ends the run */
     struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, &s};
-    if (svc_run_execute(run, &sink, err) < 0) {
-        run_record(r, run, err);
-        if (!r->client_gone)
-            http_sse_error(r, err);
-        return 0;
-    }
-    run_record(r, run, NULL);
+    int rc = svc_run_execute(run, in->t.stream ? &sink : NULL, err);
+    svc_idem_record_sync(r->cfg, run, r->idempotency_key, rc < 0 ? err : NULL);
+    if (rc < 0)
+        return -1;
     struct answer a;
     json_object *usage;
     answer_of_run(&a, run, &usage);
-    stream_finish(&s, &a);
+    if (in->t.stream)
+        stream_finish(&s, &a);
+    else
+        send_completion(r, in, &a);
     json_object_put(usage);
     return 0;
 }
@@ -572,7 +552,7 @@ int h_chat(struct http_req *r, struct svc_err *err)
         goto out;
     http_mark_run_began(r);
     http_set_session(r, in.t.sid, true);
-    rc = in.t.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
+    rc = chat_run(r, &in, run, err);
 out:
     svc_run_free(run);
     held_clear();

@@ -46,28 +46,18 @@ static int str_list(json_object *body, const char *key, bool one_ok, const char 
 /* The fields of the body (SPEC 5); any other is refused: a misspelt filter ("sesion_ids")
  * must not widen the export to every session. */
 static const char *const export_fields[] = {
-    "session_ids",
-    "session_id",
-    "include_archived",
-    "status",
-    "updated_after",
-    "updated_before",
-    "output_dir",
-    "format",
-    "download",
-    "allow_partial",
-    NULL,
-};
+    "session_ids",    "session_id", "include_archived", "status",   "updated_after",
+    "updated_before", "output_dir", "format",           "download", "allow_partial"};
 
 static int check_fields(json_object *body, struct svc_err *err)
 {
     json_object_object_foreach(body, key, val)
     {
         (void)val;
-        size_t i = 0;
-        while (export_fields[i] && strcmp(export_fields[i], key) != 0)
+        size_t i = 0, n = sizeof export_fields / sizeof *export_fields;
+        while (i < n && strcmp(export_fields[i], key) != 0)
             i++;
-        if (export_fields[i])
+        if (i < n)
             continue;
         /* named only when it fits the error's param whole: a cut name would be another */
         bool nameable = strlen(key) < sizeof err->param;
@@ -127,8 +117,7 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
         goto out;
     }
     if (one) { /* session_id and session_ids name one selection together */
-        const char **all = svc_xrealloc(ids, (nids + 1) * sizeof *all);
-        ids = all;
+        ids = svc_xrealloc(ids, (nids + 1) * sizeof *ids);
         ids[nids++] = one;
     }
     req.session_ids = ids;

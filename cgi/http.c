@@ -25,10 +25,7 @@ static long io_read(struct http_req *r, char *buf, size_t n)
 {
     if (n > INT_MAX)
         n = INT_MAX;
-    if (r->fcgx)
-        return FCGX_GetStr(buf, (int)n, r->fcgx->in);
-    size_t got = fread(buf, 1, n, stdin);
-    return (long)got;
+    return r->fcgx ? FCGX_GetStr(buf, (int)n, r->fcgx->in) : (long)fread(buf, 1, n, stdin);
 }
 
 static int io_write(struct http_req *r, const char *p, size_t n)
@@ -112,23 +109,12 @@ enum {
     P_COUNT
 };
 
-static const struct {
-    const char *name;
-    size_t len;
-} param_names[P_COUNT] = {
-#define PN(s)                                                                                      \
-    {                                                                                              \
-        s, sizeof s - 1                                                                            \
-    }
-    PN("REQUEST_METHOD"),     PN("REQUEST_URI"),         PN("SCRIPT_NAME"),
-    PN("PATH_INFO"),          PN("QUERY_STRING"),        PN("HTTP_AUTHORIZATION"),
-    PN("CONTENT_TYPE"),       PN("HTTP_X_SESSION_ID"),   PN("HTTP_IDEMPOTENCY_KEY"),
-    PN("HTTP_LAST_EVENT_ID"), PN("CONTENT_LENGTH"),      PN("HTTP_X_REQUEST_ID"),
-    PN("REQUEST_ID"),         PN("SVC_BASE_PATH"),       PN("HTTP_HOST"),
-    PN("HTTP_ORIGIN"),        PN("HTTP_SEC_FETCH_SITE"), PN("REMOTE_ADDR"),
-    PN("SERVER_ADDR"),
-#undef PN
-};
+static const char *const param_names[P_COUNT] = {
+    "REQUEST_METHOD",       "REQUEST_URI",        "SCRIPT_NAME",    "PATH_INFO",
+    "QUERY_STRING",         "HTTP_AUTHORIZATION", "CONTENT_TYPE",   "HTTP_X_SESSION_ID",
+    "HTTP_IDEMPOTENCY_KEY", "HTTP_LAST_EVENT_ID", "CONTENT_LENGTH", "HTTP_X_REQUEST_ID",
+    "REQUEST_ID",           "SVC_BASE_PATH",      "HTTP_HOST",      "HTTP_ORIGIN",
+    "HTTP_SEC_FETCH_SITE",  "REMOTE_ADDR",        "SERVER_ADDR"};
 
 extern char **environ;
 
@@ -140,23 +126,12 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
     for (; envp && *envp; envp++) {
         const char *e = *envp;
         /* every name we want starts with C, H, P, Q, R or S (SVC_BASE_PATH too) */
-        switch (e[0]) {
-        case 'C':
-        case 'H':
-        case 'P':
-        case 'Q':
-        case 'R':
-        case 'S':
-            break;
-        default:
-            continue;
-        }
-        const char *eq = strchr(e, '=');
+        const char *eq = e[0] && strchr("CHPQRS", e[0]) ? strchr(e, '=') : NULL;
         if (!eq)
             continue;
         size_t n = (size_t)(eq - e);
         for (int i = 0; i < P_COUNT; i++) {
-            if (param_names[i].len == n && !vals[i] && memcmp(param_names[i].name, e, n) == 0) {
+            if (!vals[i] && strncmp(param_names[i], e, n) == 0 && !param_names[i][n]) {
                 vals[i] = eq + 1;
                 break;
             }
@@ -453,8 +428,7 @@ static void query_parse(struct http_req *r)
         if (len > 0) {
             const char *eq = memchr(p, '=', len);
             size_t nlen = eq ? (size_t)(eq - p) : len;
-            struct http_qpair *nq = svc_xrealloc(r->q, (r->nq + 1) * sizeof *r->q);
-            r->q = nq;
+            r->q = svc_xrealloc(r->q, (r->nq + 1) * sizeof *r->q);
             r->q[r->nq].name = http_pct_decode(p, nlen, true);
             r->q[r->nq].value =
                 eq ? http_pct_decode(eq + 1, len - nlen - 1, true) : svc_xstrdup("");
@@ -570,14 +544,9 @@ int http_read_body(struct http_req *r, struct svc_err *err)
             size_t ncap = cap * 2;
             if ((int64_t)ncap > max + 2)
                 ncap = (size_t)max + 2;
-            if (ncap <= cap) {
-                free(buf);
-                drain(r, HTTP_DRAIN_MAX);
-                return svc_err_set(err, SVC_E_BODY_TOO_LARGE,
-                                   "request body is larger than %lld bytes", (long long)max);
-            }
-            char *nb = svc_xrealloc(buf, ncap);
-            buf = nb;
+            if (ncap <= cap)
+                goto too_large;
+            buf = svc_xrealloc(buf, ncap);
             cap = ncap;
         }
         size_t room = cap - 1 - len;
@@ -589,17 +558,18 @@ int http_read_body(struct http_req *r, struct svc_err *err)
         if (n <= 0)
             break;
         len += (size_t)n;
-        if ((int64_t)len > max) {
-            free(buf);
-            drain(r, HTTP_DRAIN_MAX);
-            return svc_err_set(err, SVC_E_BODY_TOO_LARGE, "request body is larger than %lld bytes",
-                               (long long)max);
-        }
+        if ((int64_t)len > max)
+            goto too_large;
     }
     buf[len] = '\0';
     r->body = buf;
     r->body_len = len;
     return 0;
+too_large:
+    free(buf);
+    drain(r, HTTP_DRAIN_MAX);
+    return svc_err_set(err, SVC_E_BODY_TOO_LARGE, "request body is larger than %lld bytes",
+                       (long long)max);
 }
 
 #define BODY_TOOLS_MAX 128
@@ -818,6 +788,12 @@ static int io_puts(struct http_req *r, const char *s)
     return io_write(r, s, strlen(s));
 }
 
+static int io_uint(struct http_req *r, unsigned long long v)
+{
+    char num[24];
+    return io_write(r, num, (size_t)(log_put_uint(num, num + sizeof num, v, 1) - num));
+}
+
 /* Write the status line and headers; content_length < 0 means none. Straight into the
  * output stream (buffered by libfcgi / stdio): no formatting, no allocation. */
 static int send_headers(struct http_req *r, int status, const char *ctype, long long clen)
@@ -826,20 +802,16 @@ static int send_headers(struct http_req *r, int status, const char *ctype, long 
         return -1;
     r->status = status;
     r->headers_sent = true;
-    char num[24];
     int rc = 0;
     rc |= io_write(r, "Status: ", 8);
-    rc |=
-        io_write(r, num, (size_t)(log_put_uint(num, num + sizeof num, (unsigned)status, 1) - num));
+    rc |= io_uint(r, (unsigned)status);
     rc |= io_write(r, " ", 1);
     rc |= io_puts(r, status_text(status));
     rc |= io_write(r, "\r\nContent-Type: ", 16);
     rc |= io_puts(r, ctype);
     if (clen >= 0) {
         rc |= io_write(r, "\r\nContent-Length: ", 18);
-        rc |= io_write(
-            r, num,
-            (size_t)(log_put_uint(num, num + sizeof num, (unsigned long long)clen, 1) - num));
+        rc |= io_uint(r, (unsigned long long)clen);
     }
     rc |= io_write(r, "\r\nX-Request-Id: ", 16);
     rc |= io_puts(r, r->request_id);
@@ -1010,14 +982,8 @@ int http_send_error(struct http_req *r, const struct svc_err *err)
 int http_sse_begin(struct http_req *r)
 {
     http_set_header(r, "Cache-Control", "no-cache");
-    http_set_header(r, "X-Accel-Buffering", "no");
     r->sse = true;
-    if (send_headers(r, 200, "text/event-stream; charset=utf-8", -1) < 0)
-        return -1;
-    r->last_write = svc_time_monotonic();
-    if (r->head_only)
-        return -1; /* HEAD: the headers are the whole answer; http_finish sends them */
-    return io_flush(r);
+    return http_stream_begin(r, "text/event-stream; charset=utf-8");
 }
 
 int http_sse_data(struct http_req *r, const char *text)
@@ -1069,7 +1035,7 @@ int http_stream_begin(struct http_req *r, const char *ctype)
     if (send_headers(r, 200, ctype, -1) < 0)
         return -1;
     r->last_write = svc_time_monotonic();
-    return io_flush(r);
+    return r->head_only ? -1 : io_flush(r); /* HEAD: the headers are the whole answer */
 }
 
 int http_stream_write(struct http_req *r, const void *p, size_t n)
