@@ -27,8 +27,6 @@
 
 /* ---- the Responses input it adds: images and files, compaction items, context_management ---- */
 
-/* The chat parts of a user message's content list with images or files (input_image,
- * input_file: parts.h) in *out (new reference); NULL when it has none. */
 int resp_media_parts(struct http_req *r, json_object *content, const char *param, json_object **out,
                      struct svc_err *err)
 {

@@ -493,13 +493,12 @@ static void echo_settings(json_object *o, json_object *b)
                      svc_json_str(svc_json_obj(b, "reasoning"), "effort", NULL));
     svc_json_set(reasoning, "summary", NULL);
     svc_json_set(o, "reasoning", reasoning);
-    json_object *fmt = svc_json_obj(svc_json_obj(b, "text"), "format");
-    if (fmt) {
-        svc_json_set(text, "format", svc_json_copy(fmt));
-    } else {
-        svc_json_set(text, "format", json_object_new_object());
-        svc_json_set_str(svc_json_obj(text, "format"), "type", "text");
+    json_object *fmt = svc_json_copy(svc_json_obj(svc_json_obj(b, "text"), "format"));
+    if (!fmt) {
+        fmt = json_object_new_object();
+        svc_json_set_str(fmt, "type", "text");
     }
+    svc_json_set(text, "format", fmt);
     svc_json_set_str(text, "verbosity",
                      svc_json_str(svc_json_obj(b, "text"), "verbosity", "medium"));
     svc_json_set(o, "text", text);

@@ -146,10 +146,9 @@ static void apply_overrides(struct svc_config *cfg, const struct opts *o)
     if (o->workers > 0)
         cfg->server.workers = o->workers;
     const char *listen = o->listen ? o->listen : o->inherited;
-    char *copy = listen ? svc_xstrdup(listen) : NULL;
-    if (copy) {
+    if (listen) {
         free(cfg->server.listen);
-        cfg->server.listen = copy;
+        cfg->server.listen = svc_xstrdup(listen);
     }
 }
 
@@ -229,7 +228,7 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
     char *slash = strrchr(dir, '/');
     if (slash)
         *(slash == dir ? slash + 1 : slash) = '\0';
-    bool dir_ok = !dir || !slash || svc_is_dir(dir);
+    bool dir_ok = !slash || svc_is_dir(dir);
     if (!dir_ok)
         logmsg("%s: the directory %s of socket %s does not exist (create it, e.g. with "
                "systemd RuntimeDirectory=, or choose another path)",
@@ -748,11 +747,8 @@ static pid_t spawn_worker(const struct pool *pl, struct svc_config *cfg, unsigne
         svc_config_free(cfg);
         exit(rc); /* exit, not _exit: LeakSanitizer runs at exit in asan builds */
     }
-    children[nchildren].pid = pid;
-    children[nchildren].gen = gen;
-    children[nchildren].slot = slot;
-    children[nchildren].started = svc_time_monotonic();
-    nchildren++;
+    children[nchildren++] =
+        (struct child){.pid = pid, .gen = gen, .slot = slot, .started = svc_time_monotonic()};
     svc_metrics_workers(nchildren);
     return pid;
 }
@@ -1046,36 +1042,26 @@ static void usage(FILE *f)
 /* The ids --user/--group name; *uid -1 when no --user. Return 0, or -1 after logging. */
 static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid, char **home)
 {
-    *uid = (uid_t)-1;
-    *gid = (gid_t)-1;
+    struct passwd *pw = o->user ? getpwnam(o->user) : NULL;
+    struct group *gr = o->group ? getgrnam(o->group) : NULL;
+    *uid = pw ? pw->pw_uid : (uid_t)-1;
+    *gid = gr ? gr->gr_gid : pw ? pw->pw_gid : (gid_t)-1;
     *home = NULL;
-    if (o->user) {
-        struct passwd *pw = getpwnam(o->user);
-        if (!pw) {
-            logmsg("--user: no such user '%s'", o->user);
-            return -1;
-        }
-        *uid = pw->pw_uid;
-        *gid = pw->pw_gid;
-        *home = svc_xstrdup(pw->pw_dir ? pw->pw_dir : "/");
+    if (o->user && !pw) {
+        logmsg("--user: no such user '%s'", o->user);
+        return -1;
     }
-    if (o->group) {
-        struct group *gr = getgrnam(o->group);
-        if (!gr) {
-            logmsg("--group: no such group '%s'", o->group);
-            free(*home);
-            *home = NULL;
-            return -1;
-        }
-        *gid = gr->gr_gid;
+    if (o->group && !gr) {
+        logmsg("--group: no such group '%s'", o->group);
+        return -1;
     }
     if ((o->user || o->group) && geteuid() != 0 &&
         ((*uid != (uid_t)-1 && *uid != geteuid()) || (*gid != (gid_t)-1 && *gid != getegid()))) {
         logmsg("--user/--group: changing identity needs root (running as uid %d)", (int)geteuid());
-        free(*home);
-        *home = NULL;
         return -1;
     }
+    if (pw)
+        *home = svc_xstrdup(pw->pw_dir ? pw->pw_dir : "/");
     return 0;
 }
 
