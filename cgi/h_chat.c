@@ -32,12 +32,6 @@ struct chat_in {
     const char *max_tokens_param;
 };
 
-/* A string field without NUL bytes (a C string would cut it short): 0, or -1 with 422. */
-static int check_text(json_object *v, const char *param, bool nullable, struct svc_err *err)
-{
-    return !v && nullable ? 0 : turn_in_text(v, param, err);
-}
-
 /* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
  * images and files in a user message, parts.h). */
 static int check_content(json_object *content, const char *param, bool media, int64_t max_bytes,
@@ -46,7 +40,7 @@ static int check_content(json_object *content, const char *param, bool media, in
     if (!content)
         return 0;
     if (json_object_is_type(content, json_type_string))
-        return check_text(content, param, false, err);
+        return turn_in_text(content, param, err);
     if (!json_object_is_type(content, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                             "'%s' must be a string or an array of content parts", param);
@@ -65,7 +59,7 @@ static int check_content(json_object *content, const char *param, bool media, in
             return svc_err_setp(err, SVC_E_INVALID_FIELD, tp, "'%s' must be a string", tp);
         if (!type || strcmp(json_object_get_string(type), "text") == 0) {
             snprintf(tp, sizeof tp, "%s.text", pp);
-            if (check_text(text, tp, false, err) < 0)
+            if (turn_in_text(text, tp, err) < 0)
                 return -1;
         } else if (!media) {
             return svc_err_setp(err, SVC_E_INVALID_FIELD, tp,
@@ -107,7 +101,7 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
         snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
         if (!id)
             return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        return check_text(id, p, false, err);
+        return turn_in_text(id, p, err);
     }
     json_object *calls = NULL;
     json_object_object_get_ex(m, "tool_calls", &calls);
@@ -125,7 +119,7 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
         json_object_object_get_ex(c, "id", &v);
         if (!v)
             return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        if (check_text(v, p, false, err) < 0)
+        if (turn_in_text(v, p, err) < 0)
             return -1;
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function", i, k);
         json_object_object_get_ex(c, "function", &fn);
@@ -137,12 +131,12 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
         json_object_object_get_ex(fn, "name", &v);
         if (!v)
             return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        if (check_text(v, p, false, err) < 0)
+        if (turn_in_text(v, p, err) < 0)
             return -1;
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.arguments", i, k);
         v = NULL;
         json_object_object_get_ex(fn, "arguments", &v);
-        if (check_text(v, p, true, err) < 0)
+        if (v && turn_in_text(v, p, err) < 0)
             return -1;
     }
     return 0;
@@ -223,10 +217,6 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         in->t.sid = r->x_session_id;
     if (msgs)
         return parse_messages(in, msgs, r->cfg->limits.max_image_bytes, err);
-    json_object *legacy_v = NULL;
-    json_object_object_get_ex(b, "message", &legacy_v);
-    if (legacy && check_text(legacy_v, "message", false, err) < 0)
-        return -1;
     if (legacy && *legacy) {
         in->t.input = svc_xstrdup(legacy);
         return 0;

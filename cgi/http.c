@@ -71,17 +71,9 @@ static char *dup_or_null(const char *s)
 /* Whether s is a sane id to echo (X-Request-Id, X-Session-Id): 1..128 of [A-Za-z0-9._-]. */
 static bool id_ok(const char *s)
 {
-    size_t n = 0;
-    if (!s)
-        return false;
-    for (; s[n]; n++) {
-        unsigned char c = (unsigned char)s[n];
-        if (!(isalnum(c) || c == '.' || c == '_' || c == '-'))
-            return false;
-        if (n >= SVC_ID_MAX)
-            return false;
-    }
-    return n > 0;
+    size_t n =
+        s ? strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") : 0;
+    return n > 0 && n <= SVC_ID_MAX && !s[n];
 }
 
 /* The request parameters req_init reads, found in one pass over the environment (first
@@ -179,18 +171,9 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
         const char *qm = strchr(uri, '?');
         r->path = qm ? svc_xstrndup(uri, (size_t)(qm - uri)) : svc_xstrdup(uri);
     } else {
-        const char *sn = v[P_SCRIPT_NAME];
-        const char *pi = v[P_PATH_INFO];
-        struct svc_buf b;
-        svc_buf_init(&b);
+        const char *sn = v[P_SCRIPT_NAME], *pi = v[P_PATH_INFO];
         /* With mod_fcgid/CGI behind a ScriptAlias the API path is PATH_INFO alone. */
-        if (pi && *pi)
-            svc_buf_adds(&b, pi);
-        else if (sn)
-            svc_buf_adds(&b, sn);
-        if (b.len == 0)
-            svc_buf_adds(&b, "/");
-        r->path = svc_buf_steal(&b);
+        r->path = svc_xstrdup(pi && *pi ? pi : sn && *sn ? sn : "/");
     }
     r->route = route_of(r->path, cfg && cfg->server.base_path[0] ? cfg->server.base_path
                                                                  : v[P_SVC_BASE_PATH]);
@@ -350,10 +333,8 @@ void http_log(const struct http_req *r)
     p = log_put(p, end, "ms rid=", 7);
     p = log_put(p, end, r->request_id, strlen(r->request_id));
     p = log_put(p, end, " sid=", 5);
-    if (r->session_id[0])
-        p = log_put(p, end, r->session_id, strlen(r->session_id));
-    else
-        p = log_put(p, end, "-", 1);
+    p = r->session_id[0] ? log_put(p, end, r->session_id, strlen(r->session_id))
+                         : log_put(p, end, "-", 1);
     if (r->client_gone)
         p = log_put(p, end, " client_gone", 12);
     *p++ = '\n';

@@ -203,8 +203,8 @@ static int mcp_headers(json_object *t, const char *p, json_object *spec, struct 
         h = out; /* none: an empty object to walk */
     json_object_object_foreach(h, k, v)
     {
-        if (!json_object_is_type(v, json_type_string) || strchr(json_object_get_string(v), '\n') ||
-            strchr(json_object_get_string(v), '\r') ||
+        if (!json_object_is_type(v, json_type_string) ||
+            strpbrk(json_object_get_string(v), "\r\n") ||
             strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                       "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(k))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
@@ -214,7 +214,7 @@ static int mcp_headers(json_object *t, const char *p, json_object *spec, struct 
     snprintf(q, sizeof q, "%s.authorization", p);
     if (http_field_str(t, "authorization", q, false, &auth, err) < 0)
         return -1;
-    if (auth && (strchr(auth, '\n') || strchr(auth, '\r')))
+    if (auth && strpbrk(auth, "\r\n"))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be one line", q);
     if (auth) {
         char *b = NULL;
