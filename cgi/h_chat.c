@@ -16,7 +16,6 @@
 #include "idem.h"
 #include "jsonx.h"
 #include "log.h"
-#include "openai.h"
 #include "parts.h"
 #include "query.h"
 #include "runs.h"

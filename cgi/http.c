@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +87,6 @@ enum {
     P_CONTENT_TYPE,
     P_X_SESSION_ID,
     P_IDEMPOTENCY_KEY,
-    P_LAST_EVENT_ID,
     P_CONTENT_LENGTH,
     P_X_REQUEST_ID,
     P_REQUEST_ID,
@@ -102,11 +100,11 @@ enum {
 };
 
 static const char *const param_names[P_COUNT] = {
-    "REQUEST_METHOD",       "REQUEST_URI",        "SCRIPT_NAME",    "PATH_INFO",
-    "QUERY_STRING",         "HTTP_AUTHORIZATION", "CONTENT_TYPE",   "HTTP_X_SESSION_ID",
-    "HTTP_IDEMPOTENCY_KEY", "HTTP_LAST_EVENT_ID", "CONTENT_LENGTH", "HTTP_X_REQUEST_ID",
-    "REQUEST_ID",           "SVC_BASE_PATH",      "HTTP_HOST",      "HTTP_ORIGIN",
-    "HTTP_SEC_FETCH_SITE",  "REMOTE_ADDR",        "SERVER_ADDR"};
+    "REQUEST_METHOD",       "REQUEST_URI",        "SCRIPT_NAME",       "PATH_INFO",
+    "QUERY_STRING",         "HTTP_AUTHORIZATION", "CONTENT_TYPE",      "HTTP_X_SESSION_ID",
+    "HTTP_IDEMPOTENCY_KEY", "CONTENT_LENGTH",     "HTTP_X_REQUEST_ID", "REQUEST_ID",
+    "SVC_BASE_PATH",        "HTTP_HOST",          "HTTP_ORIGIN",       "HTTP_SEC_FETCH_SITE",
+    "REMOTE_ADDR",          "SERVER_ADDR"};
 
 extern char **environ;
 
@@ -183,7 +181,6 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
     r->content_type = dup_or_null(v[P_CONTENT_TYPE]);
     r->x_session_id = dup_or_null(v[P_X_SESSION_ID]);
     r->idempotency_key = dup_or_null(v[P_IDEMPOTENCY_KEY]);
-    r->last_event_id = dup_or_null(v[P_LAST_EVENT_ID]);
     r->host = dup_or_null(v[P_HOST]);
     r->origin = dup_or_null(v[P_ORIGIN]);
     r->fetch_site = dup_or_null(v[P_SEC_FETCH_SITE]);
@@ -219,7 +216,6 @@ void http_req_free(struct http_req *r)
     free(r->content_type);
     free(r->x_session_id);
     free(r->idempotency_key);
-    free(r->last_event_id);
     free(r->host);
     free(r->origin);
     free(r->fetch_site);
@@ -651,13 +647,10 @@ int http_field_str(json_object *o, const char *key, const char *param, bool requ
     *out = NULL;
     if (field_get(o, key, param, required, json_type_string, "a string", &v, err) < 0)
         return -1;
-    if (v) {
-        const char *s = json_object_get_string(v);
-        if ((size_t)json_object_get_string_len(v) != strlen(s))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, param ? param : key,
-                                "'%s' must not contain NUL characters", param ? param : key);
-        *out = s;
-    }
+    if (v && (size_t)json_object_get_string_len(v) != strlen(json_object_get_string(v)))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param ? param : key,
+                            "'%s' must not contain NUL characters", param ? param : key);
+    *out = v ? json_object_get_string(v) : NULL;
     return 0;
 }
 
@@ -665,40 +658,31 @@ int http_field_bool(json_object *o, const char *key, const char *param, bool def
                     struct svc_err *err)
 {
     json_object *v;
-    *out = def;
-    if (field_get(o, key, param, false, json_type_boolean, "a boolean", &v, err) < 0)
-        return -1;
-    if (v)
-        *out = json_object_get_boolean(v);
-    return 0;
+    int rc = field_get(o, key, param, false, json_type_boolean, "a boolean", &v, err);
+    *out = v ? json_object_get_boolean(v) : def;
+    return rc;
 }
 
 int http_field_number_opt(json_object *o, const char *key, const char *param, bool *set,
                           double *out, struct svc_err *err)
 {
     json_object *v;
-    *set = false;
-    if (field_get(o, key, param, false, json_type_double, "a number", &v, err) < 0)
-        return -1;
-    if (v) {
-        *set = true;
+    int rc = field_get(o, key, param, false, json_type_double, "a number", &v, err);
+    *set = v != NULL;
+    if (v)
         *out = json_object_get_double(v);
-    }
-    return 0;
+    return rc;
 }
 
 int http_field_int_opt(json_object *o, const char *key, const char *param, bool *set, int64_t *out,
                        struct svc_err *err)
 {
     json_object *v;
-    *set = false;
-    if (field_get(o, key, param, false, json_type_int, "an integer", &v, err) < 0)
-        return -1;
-    if (v) {
-        *set = true;
+    int rc = field_get(o, key, param, false, json_type_int, "an integer", &v, err);
+    *set = v != NULL;
+    if (v)
         *out = json_object_get_int64(v);
-    }
-    return 0;
+    return rc;
 }
 
 int http_field_obj(json_object *o, const char *key, const char *param, bool required,

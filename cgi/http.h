@@ -48,7 +48,6 @@ struct http_req {
     char *content_type;     /* or NULL */
     char *x_session_id;     /* HTTP_X_SESSION_ID or NULL */
     char *idempotency_key;  /* HTTP_IDEMPOTENCY_KEY or NULL */
-    char *last_event_id;    /* HTTP_LAST_EVENT_ID or NULL */
     int64_t content_length; /* -1 when absent or empty */
     char request_id[SVC_ID_MAX + 1];
     struct svc_user user; /* who asks, set by the router's authentication (core/user.h) */

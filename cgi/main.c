@@ -35,7 +35,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
-#include <limits.h>
 #include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
