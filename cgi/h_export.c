@@ -51,23 +51,17 @@ static const char *const export_fields[] = {
 
 static int check_fields(json_object *body, struct svc_err *err)
 {
-    json_object_object_foreach(body, key, val)
-    {
-        (void)val;
-        size_t i = 0, n = sizeof export_fields / sizeof *export_fields;
-        while (i < n && strcmp(export_fields[i], key) != 0)
-            i++;
-        if (i < n)
-            continue;
-        /* named only when it fits the error's param whole: a cut name would be another */
-        bool nameable = strlen(key) < sizeof err->param;
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
-                            "unknown field%s%s%s (fields: session_ids, session_id, "
-                            "include_archived, status, updated_after, updated_before, "
-                            "output_dir, format, download, allow_partial)",
-                            nameable ? " '" : "", nameable ? key : "", nameable ? "'" : "");
-    }
-    return 0;
+    const char *key =
+        http_unknown_key(body, export_fields, sizeof export_fields / sizeof *export_fields);
+    if (!key)
+        return 0;
+    /* named only when it fits the error's param whole: a cut name would be another */
+    bool nameable = strlen(key) < sizeof err->param;
+    return svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
+                        "unknown field%s%s%s (fields: session_ids, session_id, "
+                        "include_archived, status, updated_after, updated_before, "
+                        "output_dir, format, download, allow_partial)",
+                        nameable ? " '" : "", nameable ? key : "", nameable ? "'" : "");
 }
 
 static int stream_out(void *ctx, const void *data, size_t len)

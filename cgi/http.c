@@ -480,6 +480,20 @@ int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, s
     return 0;
 }
 
+const char *http_unknown_key(json_object *o, const char *const *known, size_t n)
+{
+    json_object_object_foreach(o, key, val)
+    {
+        size_t i = 0;
+        (void)val;
+        while (i < n && strcmp(key, known[i]) != 0)
+            i++;
+        if (i == n)
+            return key;
+    }
+    return NULL;
+}
+
 /* ---- body ---- */
 
 static void drain(struct http_req *r, int64_t limit)
