@@ -638,22 +638,19 @@ int h_run_events(struct http_req *r, struct svc_err *err)
         json_object *events = NULL;
         bool finished = false;
         long next = (long)cursor;
-        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &next, &finished, err) < 0) {
-            http_sse_error(r, err);
-            return 0;
-        }
+        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &next, &finished, err) < 0)
+            return -1; /* the router ends the stream with its error event */
         size_t n = json_object_array_length(events);
-        bool ended = false;
-        for (size_t i = 0; i < n && !ended; i++) {
+        bool ended = false, gone = false;
+        for (size_t i = 0; i < n && !ended && !gone; i++) {
             json_object *ev = json_object_array_get_idx(events, i);
             const char *type = svc_json_str(ev, "type", "");
-            if (http_sse_json(r, ev) < 0) {
-                json_object_put(events);
-                return 0; /* the client left; the run goes on */
-            }
+            gone = http_sse_json(r, ev) < 0;
             ended = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
         }
         json_object_put(events);
+        if (gone)
+            return 0; /* the client left; the run goes on */
         cursor = next;
         if (ended && !finished)
             wait_recorded(r->cfg, run_id);

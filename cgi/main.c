@@ -325,7 +325,6 @@ static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gi
     return -1;
 }
 
-/* Whether fd is a listening socket. */
 static bool is_listening_socket(int fd)
 {
     int v = 0;
@@ -624,7 +623,6 @@ static int worker_signal_fd(void)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGCHLD, SIG_DFL);
     sigset_t chld;
     sigemptyset(&chld);
