@@ -345,7 +345,6 @@ struct worker {
     bool local;    /* a unix socket: a new connection gets FIRST_BYTES_S even when not stopping */
     bool stop, nodrain, reopen;
     double stop_at; /* monotonic time the stop was seen */
-    const char *log_path;
     struct svc_acl acl; /* the peers allowed (allow_list) */
 };
 
@@ -639,7 +638,7 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    struct worker w = {.listen_fd = listen_fd, .drain = drain, .log_path = log_path};
+    struct worker w = {.listen_fd = listen_fd, .drain = drain};
     w.local = getsockname(listen_fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
     w.sfd = worker_signal_fd();
     if (allow_list(cfg, &w.acl) < 0) /* the master checked it: only if the environment moved */
