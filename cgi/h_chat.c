@@ -431,13 +431,10 @@ static void stream_finish(struct stream_ctx *s, const struct answer *a)
 static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const struct chat_in *in,
                             const char *run_id, const char *sid, const char *model)
 {
-    memset(s, 0, sizeof *s);
-    s->r = r;
-    s->in = in;
-    s->ids.run_id = run_id;
-    s->ids.sid = sid;
-    s->ids.model = model;
-    s->created = (int64_t)svc_time_now();
+    *s = (struct stream_ctx){.r = r,
+                             .in = in,
+                             .ids = {.run_id = run_id, .sid = sid, .model = model},
+                             .created = (int64_t)svc_time_now()};
 }
 
 /* Run it and answer: the chat.completion object, or its chunks (a failure once the stream

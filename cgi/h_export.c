@@ -74,12 +74,11 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
     if (!r->cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
     json_object *body = NULL, *res = NULL;
-    struct svc_export_request req;
+    struct svc_export_request req = {0};
     struct svc_export *ex = NULL;
     const char **ids = NULL, *one = NULL, *format = NULL;
     size_t nids = 0;
     int rc = -1;
-    memset(&req, 0, sizeof req);
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
     if (check_fields(body, err) < 0 || str_list(body, "session_ids", false, &ids, &nids, err) < 0 ||

@@ -620,10 +620,8 @@ static int emit(struct resp_ctx *c, const char *type, json_object *o)
     json_object *ev = json_object_new_object();
     svc_json_set_str(ev, "type", type);
     svc_json_set_int(ev, "sequence_number", seq);
-    if (o) {
-        json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
-        json_object_put(o);
-    }
+    json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
+    json_object_put(o);
     int rc = http_sse_event(c->r, type, ev);
     json_object_put(ev);
     return rc;

@@ -16,8 +16,7 @@
 
 int h_sessions_list(struct http_req *r, struct svc_err *err)
 {
-    struct svc_list_query q;
-    memset(&q, 0, sizeof q);
+    struct svc_list_query q = {0};
     /* types only: core/query.c decides the ranges and values */
     if (http_query_int(r, "limit", SVC_LIST_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit, err) <
             0 ||
@@ -45,8 +44,7 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
 
 int h_sessions_search(struct http_req *r, struct svc_err *err)
 {
-    struct svc_search_query q;
-    memset(&q, 0, sizeof q);
+    struct svc_search_query q = {0};
     /* types only: core/search.c decides the ranges and values */
     if (http_query_str(r, "q", &q.q, err) < 0 ||
         http_query_int(r, "limit", SVC_SEARCH_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit, err) <
@@ -96,9 +94,8 @@ int h_session_get(struct http_req *r, struct svc_err *err)
 int h_session_messages(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
-    struct svc_messages_query q;
+    struct svc_messages_query q = {0};
     const char *include = NULL;
-    memset(&q, 0, sizeof q);
     /* types only: core/query.c decides the ranges and values */
     if (http_query_int(r, "limit", SVC_MESSAGES_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit,
                        err) < 0 ||

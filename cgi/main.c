@@ -218,7 +218,7 @@ static int listen_tcp(const char *host, const char *port, const char **why)
 static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid, char **unix_path,
                      int *exit_code)
 {
-    struct sockaddr_un sun;
+    struct sockaddr_un sun = {0};
     if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':')) {
         logmsg("%s: bad unix socket path '%s' (empty, too long or with ':')", what, path);
         return -1;
@@ -236,7 +236,6 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
     if (!dir_ok)
         return -1;
     *exit_code = EXIT_SOCKET;
-    memset(&sun, 0, sizeof sun);
     sun.sun_family = AF_UNIX;
     memcpy(sun.sun_path, path, strlen(path));
     struct stat st;
@@ -344,7 +343,7 @@ struct worker {
     bool drain;    /* on stop, first serve the connections already queued */
     bool local;    /* a unix socket: a new connection gets FIRST_BYTES_S even when not stopping */
     bool stop, nodrain, reopen;
-    double stop_at; /* monotonic time the stop was seen */
+    double stop_at;     /* monotonic time the stop was seen */
     struct svc_acl acl; /* the peers allowed (allow_list) */
 };
 
@@ -853,9 +852,8 @@ static void master_stop(struct master *m, int sig)
 /* SIGHUP: a valid configuration replaces the workers gracefully; an invalid one is refused. */
 static void master_reload(struct master *m)
 {
-    struct svc_config ncfg;
+    struct svc_config ncfg = {0};
     struct svc_err err;
-    memset(&ncfg, 0, sizeof ncfg);
     svc_err_clear(&err);
     if (load_config(&ncfg, m->o->config, &err) < 0) {
         logmsg("reload refused, keeping the running configuration: %s", err.message);
@@ -1288,9 +1286,8 @@ int main(int argc, char **argv)
         setenv("HOME", user_home, 1);
         free(user_home);
     }
-    struct svc_config cfg;
+    struct svc_config cfg = {0};
     struct svc_err err;
-    memset(&cfg, 0, sizeof cfg);
     svc_err_clear(&err);
     if (load_config(&cfg, o.config, &err) < 0) {
         if (!cgi) {

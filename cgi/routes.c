@@ -221,11 +221,10 @@ static void dispatch(struct http_req *r, int *route)
         }
     }
     /* a path known only through a {response_id} that is none: no route's (404, not 405) */
-    bool known_strictly = false;
-    for (size_t i = 0; !hit && path_known && i < NROUTES && !known_strictly; i++)
-        known_strictly = match(routes[i].pattern, segs, nsegs, NULL, true);
-    if (!hit && path_known && !known_strictly)
-        path_known = false;
+    bool strictly = hit != NULL;
+    for (size_t i = 0; !strictly && path_known && i < NROUTES; i++)
+        strictly = match(routes[i].pattern, segs, nsegs, NULL, true);
+    path_known = path_known && strictly;
     if (strstr(allow, "GET")) {
         size_t l = strlen(allow);
         snprintf(allow + l, sizeof allow - l, ", HEAD");
