@@ -280,11 +280,7 @@ static char *log_put_time(char *p, char *end)
     if (ts.tv_sec != last_sec) {
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
-        char tmp[64];
-        snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-        memcpy(day, tmp, sizeof day - 1);
-        day[sizeof day - 1] = '\0';
+        strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
         last_sec = ts.tv_sec;
     }
     p = log_put(p, end, day, sizeof day - 1);
@@ -934,8 +930,7 @@ int http_send_error(struct http_req *r, const struct svc_err *err)
     enum svc_errcode code = err ? err->code : SVC_E_INTERNAL;
     if (code == SVC_OK)
         code = SVC_E_INTERNAL;
-    if (r->sse && r->headers_sent)
-        return http_sse_error(r, err);
+    /* the headers go nowhere once a stream's were sent: its error is a final event */
     if (code == SVC_E_SESSION_BUSY) {
         http_set_header(r, "Retry-After", "1");
         http_set_header(r, "x-should-retry", "true");
@@ -951,7 +946,8 @@ int http_send_error(struct http_req *r, const struct svc_err *err)
     if (code == SVC_E_MISSING_TOKEN || code == SVC_E_INVALID_TOKEN)
         http_set_header(r, "WWW-Authenticate", "Bearer");
     json_object *e = http_error_object(err);
-    int rc = http_send_json(r, svc_err_http_status(code), e);
+    int rc = r->sse && r->headers_sent ? http_sse_json(r, e)
+                                       : http_send_json(r, svc_err_http_status(code), e);
     json_object_put(e);
     return rc;
 }
@@ -996,14 +992,6 @@ int http_sse_ping(struct http_req *r)
     if (send_body(r, ": ping\n\n", 8) < 0)
         return -1;
     return io_flush(r);
-}
-
-int http_sse_error(struct http_req *r, const struct svc_err *err)
-{
-    json_object *e = http_error_object(err);
-    int rc = http_sse_json(r, e);
-    json_object_put(e);
-    return rc;
 }
 
 /* ---- binary downloads ---- */

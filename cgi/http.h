@@ -175,7 +175,8 @@ json_object *http_list(json_object *data, bool has_more);
 int http_send_page(struct http_req *r, json_object *all, bool all_desc, struct svc_err *err);
 /* The same for a text body of content type ctype. */
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n);
-/* {"error":{"message","type","param","code"}} with the code's HTTP status. */
+/* {"error":{"message","type","param","code"}} with the code's HTTP status; once an SSE
+ * stream began, that object as its final `data:` event (the stream should end after it). */
 int http_send_error(struct http_req *r, const struct svc_err *err);
 /* New reference: the error object for err. */
 json_object *http_error_object(const struct svc_err *err);
@@ -191,8 +192,6 @@ int http_sse_data(struct http_req *r, const char *text);
 int http_sse_event(struct http_req *r, const char *name, json_object *o);
 /* `: ping\n\n` + flush. */
 int http_sse_ping(struct http_req *r);
-/* `data: {"error":...}\n\n`: the stream should end after it. */
-int http_sse_error(struct http_req *r, const struct svc_err *err);
 /* A stream pings when it was silent this long (SPEC: at least every 15 s): HTTP_PING_AFTER_S,
  * or SVC_PING_INTERVAL_S (1..15) for tests. */
 #define HTTP_PING_AFTER_S 10.0
