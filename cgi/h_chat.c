@@ -70,6 +70,17 @@ static int check_content(json_object *content, const char *param, bool media, in
     return 0;
 }
 
+/* o's key, a string without NUL bytes (param p names it); absent: 0, or 422 when required. */
+static int text_at(json_object *o, const char *key, const char *p, bool required,
+                   struct svc_err *err)
+{
+    json_object *v = NULL;
+    json_object_object_get_ex(o, key, &v);
+    if (!v)
+        return required ? svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p) : 0;
+    return turn_in_text(v, p, err);
+}
+
 /* One message of the request, whatever its place: role and the fields of that role are
  * checked, so that history imported into the session is never stored half-understood. */
 static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc_err *err)
@@ -95,12 +106,8 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     if (check_content(content, p, strcmp(role, "user") == 0, max_bytes, err) < 0)
         return -1;
     if (strcmp(role, "tool") == 0) {
-        json_object *id = NULL;
-        json_object_object_get_ex(m, "tool_call_id", &id);
         snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
-        if (!id)
-            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        return turn_in_text(id, p, err);
+        return text_at(m, "tool_call_id", p, true, err);
     }
     json_object *calls = NULL;
     json_object_object_get_ex(m, "tool_calls", &calls);
@@ -110,15 +117,12 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     if (!json_object_is_type(calls, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an array", p);
     for (size_t k = 0; k < json_object_array_length(calls); k++) {
-        json_object *c = json_object_array_get_idx(calls, k), *fn = NULL, *v = NULL;
+        json_object *c = json_object_array_get_idx(calls, k), *fn = NULL;
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu]", i, k);
         if (!json_object_is_type(c, json_type_object))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].id", i, k);
-        json_object_object_get_ex(c, "id", &v);
-        if (!v)
-            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        if (turn_in_text(v, p, err) < 0)
+        if (text_at(c, "id", p, true, err) < 0)
             return -1;
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function", i, k);
         json_object_object_get_ex(c, "function", &fn);
@@ -126,16 +130,10 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
             return svc_err_setp(err, fn ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
                                 "'%s' must be an object with name and arguments", p);
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.name", i, k);
-        v = NULL;
-        json_object_object_get_ex(fn, "name", &v);
-        if (!v)
-            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        if (turn_in_text(v, p, err) < 0)
+        if (text_at(fn, "name", p, true, err) < 0)
             return -1;
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.arguments", i, k);
-        v = NULL;
-        json_object_object_get_ex(fn, "arguments", &v);
-        if (v && turn_in_text(v, p, err) < 0)
+        if (text_at(fn, "arguments", p, false, err) < 0)
             return -1;
     }
     return 0;
