@@ -59,7 +59,7 @@ int access_check(struct http_req *r, enum access_rule a, struct svc_err *err)
         if (!id)
             break;
         http_set_session(r, id, false);
-        return svc_session_visible(r->cfg, svc_user_scope(&r->user), id, false, err);
+        return access_session(r, id, err);
     case ACCESS_RUN:
     case ACCESS_RESPONSE:
         if (!id)

@@ -6,7 +6,6 @@
 #include <strings.h>
 
 #include "acl.h"
-#include "labels.h"
 #include "user.h"
 
 static bool safe_method(const char *m)

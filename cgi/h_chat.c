@@ -16,7 +16,6 @@
 #include "idem.h"
 #include "jsonx.h"
 #include "log.h"
-#include "openai.h"
 #include "parts.h"
 #include "query.h"
 #include "runs.h"
@@ -32,12 +31,6 @@ struct chat_in {
     const char *max_tokens_param;
 };
 
-/* A string field without NUL bytes (a C string would cut it short): 0, or -1 with 422. */
-static int check_text(json_object *v, const char *param, bool nullable, struct svc_err *err)
-{
-    return !v && nullable ? 0 : turn_in_text(v, param, err);
-}
-
 /* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
  * images and files in a user message, parts.h). */
 static int check_content(json_object *content, const char *param, bool media, int64_t max_bytes,
@@ -46,7 +39,7 @@ static int check_content(json_object *content, const char *param, bool media, in
     if (!content)
         return 0;
     if (json_object_is_type(content, json_type_string))
-        return check_text(content, param, false, err);
+        return turn_in_text(content, param, err);
     if (!json_object_is_type(content, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                             "'%s' must be a string or an array of content parts", param);
@@ -65,7 +58,7 @@ static int check_content(json_object *content, const char *param, bool media, in
             return svc_err_setp(err, SVC_E_INVALID_FIELD, tp, "'%s' must be a string", tp);
         if (!type || strcmp(json_object_get_string(type), "text") == 0) {
             snprintf(tp, sizeof tp, "%s.text", pp);
-            if (check_text(text, tp, false, err) < 0)
+            if (turn_in_text(text, tp, err) < 0)
                 return -1;
         } else if (!media) {
             return svc_err_setp(err, SVC_E_INVALID_FIELD, tp,
@@ -75,6 +68,17 @@ static int check_content(json_object *content, const char *param, bool media, in
         }
     }
     return 0;
+}
+
+/* o's key, a string without NUL bytes (param p names it); absent: 0, or 422 when required. */
+static int text_at(json_object *o, const char *key, const char *p, bool required,
+                   struct svc_err *err)
+{
+    json_object *v = NULL;
+    json_object_object_get_ex(o, key, &v);
+    if (!v)
+        return required ? svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p) : 0;
+    return turn_in_text(v, p, err);
 }
 
 /* One message of the request, whatever its place: role and the fields of that role are
@@ -102,12 +106,8 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     if (check_content(content, p, strcmp(role, "user") == 0, max_bytes, err) < 0)
         return -1;
     if (strcmp(role, "tool") == 0) {
-        json_object *id = NULL;
-        json_object_object_get_ex(m, "tool_call_id", &id);
         snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
-        if (!id)
-            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        return check_text(id, p, false, err);
+        return text_at(m, "tool_call_id", p, true, err);
     }
     json_object *calls = NULL;
     json_object_object_get_ex(m, "tool_calls", &calls);
@@ -117,15 +117,12 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     if (!json_object_is_type(calls, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an array", p);
     for (size_t k = 0; k < json_object_array_length(calls); k++) {
-        json_object *c = json_object_array_get_idx(calls, k), *fn = NULL, *v = NULL;
+        json_object *c = json_object_array_get_idx(calls, k), *fn = NULL;
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu]", i, k);
         if (!json_object_is_type(c, json_type_object))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].id", i, k);
-        json_object_object_get_ex(c, "id", &v);
-        if (!v)
-            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        if (check_text(v, p, false, err) < 0)
+        if (text_at(c, "id", p, true, err) < 0)
             return -1;
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function", i, k);
         json_object_object_get_ex(c, "function", &fn);
@@ -133,16 +130,10 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
             return svc_err_setp(err, fn ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
                                 "'%s' must be an object with name and arguments", p);
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.name", i, k);
-        v = NULL;
-        json_object_object_get_ex(fn, "name", &v);
-        if (!v)
-            return svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p);
-        if (check_text(v, p, false, err) < 0)
+        if (text_at(fn, "name", p, true, err) < 0)
             return -1;
         snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.arguments", i, k);
-        v = NULL;
-        json_object_object_get_ex(fn, "arguments", &v);
-        if (check_text(v, p, true, err) < 0)
+        if (text_at(fn, "arguments", p, false, err) < 0)
             return -1;
     }
     return 0;
@@ -223,10 +214,6 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         in->t.sid = r->x_session_id;
     if (msgs)
         return parse_messages(in, msgs, r->cfg->limits.max_image_bytes, err);
-    json_object *legacy_v = NULL;
-    json_object_object_get_ex(b, "message", &legacy_v);
-    if (legacy && check_text(legacy_v, "message", false, err) < 0)
-        return -1;
     if (legacy && *legacy) {
         in->t.input = svc_xstrdup(legacy);
         return 0;
@@ -305,12 +292,6 @@ static json_object *completion_base(const struct answer *a, const char *object, 
     return o;
 }
 
-/* Record an ended run (core decides its status and whether its key is kept: idem.h). */
-static void run_record(struct http_req *r, struct svc_run *run, const struct svc_err *failure)
-{
-    svc_idem_record_sync(r->cfg, run, r->idempotency_key, failure);
-}
-
 /* The non-streaming chat.completion object. */
 static int send_completion(struct http_req *r, const struct chat_in *in, const struct answer *a)
 {
@@ -341,22 +322,6 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     int rc = http_send_json(r, 200, o);
     json_object_put(o);
     return rc;
-}
-
-static int chat_plain(struct http_req *r, struct chat_in *in, struct svc_run *run,
-                      struct svc_err *err)
-{
-    if (svc_run_execute(run, NULL, err) < 0) {
-        run_record(r, run, err);
-        return -1;
-    }
-    run_record(r, run, NULL);
-    struct answer a;
-    json_object *usage;
-    answer_of_run(&a, run, &usage);
-    send_completion(r, in, &a);
-    json_object_put(usage);
-    return 0;
 }
 
 /* ---- streaming ---- */
@@ -464,36 +429,35 @@ static void stream_finish(struct stream_ctx *s, const struct answer *a)
 static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const struct chat_in *in,
                             const char *run_id, const char *sid, const char *model)
 {
-    memset(s, 0, sizeof *s);
-    s->r = r;
-    s->in = in;
-    s->ids.run_id = run_id;
-    s->ids.sid = sid;
-    s->ids.model = model;
-    s->created = (int64_t)svc_time_now();
+    *s = (struct stream_ctx){.r = r,
+                             .in = in,
+                             .ids = {.run_id = run_id, .sid = sid, .model = model},
+                             .created = (int64_t)svc_time_now()};
 }
 
-static int chat_stream(struct http_req *r, struct chat_in *in, struct svc_run *run,
-                       struct svc_err *err)
+/* Run it and answer: the chat.completion object, or its chunks (a failure once the stream
+ * began is the router's final error event). The ended run is recorded (idem.h). */
+static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
+                    struct svc_err *err)
 {
     struct stream_ctx s;
     struct svc_run_answer ra;
     svc_run_answer(run, &ra);
     stream_ctx_init(&s, r, in, ra.run_id, ra.session_id, ra.model);
-    if (stream_begin(&s) < 0)
+    if (in->t.stream && stream_begin(&s) < 0)
         return 0; /* client gone: svc_run_free ends the run */
     struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, &s};
-    if (svc_run_execute(run, &sink, err) < 0) {
-        run_record(r, run, err);
-        if (!r->client_gone)
-            http_sse_error(r, err);
-        return 0;
-    }
-    run_record(r, run, NULL);
+    int rc = svc_run_execute(run, in->t.stream ? &sink : NULL, err);
+    svc_idem_record_sync(r->cfg, run, r->idempotency_key, rc < 0 ? err : NULL);
+    if (rc < 0)
+        return -1;
     struct answer a;
     json_object *usage;
     answer_of_run(&a, run, &usage);
-    stream_finish(&s, &a);
+    if (in->t.stream)
+        stream_finish(&s, &a);
+    else
+        send_completion(r, in, &a);
     json_object_put(usage);
     return 0;
 }
@@ -572,7 +536,7 @@ int h_chat(struct http_req *r, struct svc_err *err)
         goto out;
     http_mark_run_began(r);
     http_set_session(r, in.t.sid, true);
-    rc = in.t.stream ? chat_stream(r, &in, run, err) : chat_plain(r, &in, run, err);
+    rc = chat_run(r, &in, run, err);
 out:
     svc_run_free(run);
     held_clear();
@@ -669,22 +633,19 @@ int h_run_events(struct http_req *r, struct svc_err *err)
         json_object *events = NULL;
         bool finished = false;
         long next = (long)cursor;
-        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &next, &finished, err) < 0) {
-            http_sse_error(r, err);
-            return 0;
-        }
+        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &next, &finished, err) < 0)
+            return -1; /* the router ends the stream with its error event */
         size_t n = json_object_array_length(events);
-        bool ended = false;
-        for (size_t i = 0; i < n && !ended; i++) {
+        bool ended = false, gone = false;
+        for (size_t i = 0; i < n && !ended && !gone; i++) {
             json_object *ev = json_object_array_get_idx(events, i);
             const char *type = svc_json_str(ev, "type", "");
-            if (http_sse_json(r, ev) < 0) {
-                json_object_put(events);
-                return 0; /* the client left; the run goes on */
-            }
+            gone = http_sse_json(r, ev) < 0;
             ended = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
         }
         json_object_put(events);
+        if (gone)
+            return 0; /* the client left; the run goes on */
         cursor = next;
         if (ended && !finished)
             wait_recorded(r->cfg, run_id);

@@ -27,8 +27,6 @@
 
 /* ---- the Responses input it adds: images and files, compaction items, context_management ---- */
 
-/* The chat parts of a user message's content list with images or files (input_image,
- * input_file: parts.h) in *out (new reference); NULL when it has none. */
 int resp_media_parts(struct http_req *r, json_object *content, const char *param, json_object **out,
                      struct svc_err *err)
 {
@@ -112,8 +110,8 @@ int resp_context_management(json_object *body, int64_t *threshold, struct svc_er
 
 /* ---- POST /api/v1/responses/compact ---- */
 
-static const char *const fields[] = {"model",        "input",    "previous_response_id",
-                                     "conversation", "metadata", NULL};
+static const char *const fields[] = {"model", "input", "previous_response_id", "conversation",
+                                     "metadata"};
 
 /* The session the body names (borrowed from it, or from *prev: the stored response), or
  * NULL; 0, or -1 with err (an unknown or another user's response: 404). */
@@ -255,19 +253,13 @@ int h_responses_compact(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (http_body_json(r, false, &b, err) < 0)
         goto out;
-    json_object_object_foreach(b, key, val)
-    {
-        bool known = false;
-        (void)val;
-        for (size_t i = 0; fields[i] && !known; i++)
-            known = strcmp(key, fields[i]) == 0;
-        if (!known) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, key,
-                         "'%.64s' is not used by compaction (model, input, "
-                         "previous_response_id, conversation, metadata)",
-                         key);
-            goto out;
-        }
+    const char *key = http_unknown_key(b, fields, sizeof fields / sizeof *fields);
+    if (key) {
+        svc_err_setp(err, SVC_E_INVALID_FIELD, key,
+                     "'%.64s' is not used by compaction (model, input, previous_response_id, "
+                     "conversation, metadata)",
+                     key);
+        goto out;
     }
     json_object_object_get_ex(b, "input", &input);
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||

@@ -27,20 +27,14 @@ int h_conversations_create(struct http_req *r, struct svc_err *err)
     const char *sid = NULL;
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
-    int rc = http_field_arr(body, "items", NULL, false, &items, err);
-    if (rc == 0)
-        rc = http_field_obj(body, "metadata", NULL, false, &metadata, err);
-    if (rc == 0)
-        rc = http_field_str(body, "session_id", NULL, false, &sid, err);
-    if (rc == 0 && items)
-        rc = svc_conv_parse_items(items, "items", &natives, err);
-    if (rc == 0)
-        rc = svc_conv_create(r->cfg, sid, natives, metadata, r->user.id, &o, err);
+    bool bad = http_field_arr(body, "items", NULL, false, &items, err) < 0 ||
+               http_field_obj(body, "metadata", NULL, false, &metadata, err) < 0 ||
+               http_field_str(body, "session_id", NULL, false, &sid, err) < 0 ||
+               (items && svc_conv_parse_items(items, "items", &natives, err) < 0) ||
+               svc_conv_create(r->cfg, sid, natives, metadata, r->user.id, &o, err) < 0;
     json_object_put(natives);
     json_object_put(body);
-    if (rc < 0)
-        return -1;
-    return send_obj(r, svc_json_str(o, "id", NULL), o);
+    return bad ? -1 : send_obj(r, svc_json_str(o, "id", NULL), o);
 }
 
 /* The conversation object of a session the asker sees. */
@@ -68,11 +62,10 @@ int h_conversation_update(struct http_req *r, struct svc_err *err)
     json_object *body = NULL, *sum = NULL;
     if (http_body_json(r, false, &body, err) < 0)
         return -1;
-    int rc = http_field_obj(body, "metadata", NULL, true, &e.metadata, err);
-    if (rc == 0)
-        rc = svc_session_edit(r->cfg, sid, &e, &sum, err);
+    bool bad = http_field_obj(body, "metadata", NULL, true, &e.metadata, err) < 0 ||
+               svc_session_edit(r->cfg, sid, &e, &sum, err) < 0;
     json_object_put(body);
-    if (rc < 0)
+    if (bad)
         return -1;
     json_object *o = svc_conv_object(sum);
     json_object_put(sum);
@@ -115,9 +108,7 @@ int h_conversation_items(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
     json_object *all = NULL;
-    if (svc_conv_items(r->cfg, sid, &all, err) < 0)
-        return -1;
-    return http_send_page(r, all, false, err);
+    return svc_conv_items(r->cfg, sid, &all, err) < 0 ? -1 : http_send_page(r, all, false, err);
 }
 
 int h_conversation_items_add(struct http_req *r, struct svc_err *err)
@@ -135,9 +126,7 @@ int h_conversation_items_add(struct http_req *r, struct svc_err *err)
         rc = svc_conv_append(r->cfg, sid, natives, &added, err);
     json_object_put(natives);
     json_object_put(body);
-    if (rc < 0)
-        return -1;
-    return send_obj(r, sid, http_list(added, false));
+    return rc < 0 ? -1 : send_obj(r, sid, http_list(added, false));
 }
 
 int h_conversation_item(struct http_req *r, struct svc_err *err)

@@ -46,38 +46,22 @@ static int str_list(json_object *body, const char *key, bool one_ok, const char 
 /* The fields of the body (SPEC 5); any other is refused: a misspelt filter ("sesion_ids")
  * must not widen the export to every session. */
 static const char *const export_fields[] = {
-    "session_ids",
-    "session_id",
-    "include_archived",
-    "status",
-    "updated_after",
-    "updated_before",
-    "output_dir",
-    "format",
-    "download",
-    "allow_partial",
-    NULL,
-};
+    "session_ids",    "session_id", "include_archived", "status",   "updated_after",
+    "updated_before", "output_dir", "format",           "download", "allow_partial"};
 
 static int check_fields(json_object *body, struct svc_err *err)
 {
-    json_object_object_foreach(body, key, val)
-    {
-        (void)val;
-        size_t i = 0;
-        while (export_fields[i] && strcmp(export_fields[i], key) != 0)
-            i++;
-        if (export_fields[i])
-            continue;
-        /* named only when it fits the error's param whole: a cut name would be another */
-        bool nameable = strlen(key) < sizeof err->param;
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
-                            "unknown field%s%s%s (fields: session_ids, session_id, "
-                            "include_archived, status, updated_after, updated_before, "
-                            "output_dir, format, download, allow_partial)",
-                            nameable ? " '" : "", nameable ? key : "", nameable ? "'" : "");
-    }
-    return 0;
+    const char *key =
+        http_unknown_key(body, export_fields, sizeof export_fields / sizeof *export_fields);
+    if (!key)
+        return 0;
+    /* named only when it fits the error's param whole: a cut name would be another */
+    bool nameable = strlen(key) < sizeof err->param;
+    return svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
+                        "unknown field%s%s%s (fields: session_ids, session_id, "
+                        "include_archived, status, updated_after, updated_before, "
+                        "output_dir, format, download, allow_partial)",
+                        nameable ? " '" : "", nameable ? key : "", nameable ? "'" : "");
 }
 
 static int stream_out(void *ctx, const void *data, size_t len)
@@ -90,12 +74,11 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
     if (!r->cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
     json_object *body = NULL, *res = NULL;
-    struct svc_export_request req;
+    struct svc_export_request req = {0};
     struct svc_export *ex = NULL;
     const char **ids = NULL, *one = NULL, *format = NULL;
     size_t nids = 0;
     int rc = -1;
-    memset(&req, 0, sizeof req);
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
     if (check_fields(body, err) < 0 || str_list(body, "session_ids", false, &ids, &nids, err) < 0 ||
@@ -127,8 +110,7 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
         goto out;
     }
     if (one) { /* session_id and session_ids name one selection together */
-        const char **all = svc_xrealloc(ids, (nids + 1) * sizeof *all);
-        ids = all;
+        ids = svc_xrealloc(ids, (nids + 1) * sizeof *ids);
         ids[nids++] = one;
     }
     req.session_ids = ids;

@@ -220,14 +220,9 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         in->t.sid = svc_json_str(in->prev, "session_id", NULL);
         mcp_listed_before(in);
     }
-    if (!in->t.sid)
-        in->t.sid = conv;
-    if (!in->t.sid)
-        in->t.sid = msid;
-    if (!in->t.sid)
-        in->t.sid = bsid;
-    if (!in->t.sid)
-        in->t.sid = r->x_session_id;
+    const char *const named[] = {conv, msid, bsid, r->x_session_id};
+    for (size_t k = 0; !in->t.sid && k < 4; k++)
+        in->t.sid = named[k];
     if (!r->cfg->sessions.enabled)
         in->store = false; /* nothing is kept: nothing to find again */
     return 0;
@@ -263,6 +258,28 @@ static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reaso
     svc_json_set(u, "output_tokens_details", odet);
     svc_json_set_int(u, "total_tokens", p + c);
     return u;
+}
+
+/* {"code", "message"}: a failed response's error. */
+static json_object *error_of(const char *code, const char *message)
+{
+    json_object *e = json_object_new_object();
+    svc_json_set_str(e, "code", code);
+    svc_json_set_str(e, "message", message);
+    return e;
+}
+
+/* The request's user, metadata and conversation as the object echoes them (conversation:
+ * null unless the request named one, SPEC 15). */
+static void echo_request(json_object *o, const struct resp_in *in, const char *sid)
+{
+    json_object *conv = in->conv ? json_object_new_object() : NULL;
+    svc_json_set_str(o, "user", in->t.user);
+    svc_json_set(o, "metadata",
+                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
+    if (conv)
+        svc_json_set_str(conv, "id", sid);
+    svc_json_set(o, "conversation", conv);
 }
 
 static json_object *text_part(const char *text)
@@ -476,13 +493,12 @@ static void echo_settings(json_object *o, json_object *b)
                      svc_json_str(svc_json_obj(b, "reasoning"), "effort", NULL));
     svc_json_set(reasoning, "summary", NULL);
     svc_json_set(o, "reasoning", reasoning);
-    json_object *fmt = svc_json_obj(svc_json_obj(b, "text"), "format");
-    if (fmt) {
-        svc_json_set(text, "format", svc_json_copy(fmt));
-    } else {
-        svc_json_set(text, "format", json_object_new_object());
-        svc_json_set_str(svc_json_obj(text, "format"), "type", "text");
+    json_object *fmt = svc_json_copy(svc_json_obj(svc_json_obj(b, "text"), "format"));
+    if (!fmt) {
+        fmt = json_object_new_object();
+        svc_json_set_str(fmt, "type", "text");
     }
+    svc_json_set(text, "format", fmt);
     svc_json_set_str(text, "verbosity",
                      svc_json_str(svc_json_obj(b, "text"), "verbosity", "medium"));
     svc_json_set(o, "text", text);
@@ -514,14 +530,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     svc_json_set_str(o, "object", "response");
     svc_json_set_int(o, "created_at", c->created_at);
     svc_json_set_str(o, "status", status);
-    if (failure) {
-        json_object *e = json_object_new_object();
-        svc_json_set_str(e, "code", svc_err_name(failure->code));
-        svc_json_set_str(e, "message", failure->message);
-        svc_json_set(o, "error", e);
-    } else {
-        svc_json_set(o, "error", NULL);
-    }
+    svc_json_set(o, "error",
+                 failure ? error_of(svc_err_name(failure->code), failure->message) : NULL);
     json_object *why = NULL;
     if (strcmp(status, "incomplete") == 0) {
         why = json_object_new_object();
@@ -549,16 +559,7 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
         o, "usage",
         ended ? usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.reasoning_tokens)
               : NULL);
-    svc_json_set_str(o, "user", in->t.user);
-    svc_json_set(o, "metadata",
-                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    if (in->conv) { /* SPEC 15: null unless the request named one */
-        json_object *conv = json_object_new_object();
-        svc_json_set_str(conv, "id", a.session_id);
-        svc_json_set(o, "conversation", conv);
-    } else {
-        svc_json_set(o, "conversation", NULL);
-    }
+    echo_request(o, in, a.session_id);
     svc_json_set_str(o, "session_id", a.session_id);
     svc_json_set_str(o, "run_id", a.run_id);
     if (ended && in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
@@ -619,10 +620,8 @@ static int emit(struct resp_ctx *c, const char *type, json_object *o)
     json_object *ev = json_object_new_object();
     svc_json_set_str(ev, "type", type);
     svc_json_set_int(ev, "sequence_number", seq);
-    if (o) {
-        json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
-        json_object_put(o);
-    }
+    json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
+    json_object_put(o);
     int rc = http_sse_event(c->r, type, ev);
     json_object_put(ev);
     return rc;
@@ -815,7 +814,7 @@ static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, const char
         json_object_put(resp);
 }
 
-static int resp_stream(struct resp_ctx *c, struct svc_err *err)
+static int resp_stream(struct resp_ctx *c)
 {
     struct http_req *r = c->r;
     if (http_sse_begin(r) < 0 || emit_opening(c, response_object(c, "in_progress", NULL)) < 0)
@@ -835,15 +834,11 @@ static int resp_stream(struct resp_ctx *c, struct svc_err *err)
         /* response.failed, then the error event (which ends the stream for every client) */
         emit(c, "response.failed", with_response(resp));
         json_object *e = http_error_object(&ferr);
-        json_object *o = json_object_new_object();
-        json_object *inner = svc_json_obj(e, "error");
-        svc_json_set_str(o, "code", svc_err_name(ferr.code));
-        svc_json_set_str(o, "message", ferr.message);
+        json_object *o = error_of(svc_err_name(ferr.code), ferr.message);
         svc_json_set(o, "param", NULL);
-        svc_json_set(o, "error", json_object_get(inner));
+        svc_json_set(o, "error", json_object_get(svc_json_obj(e, "error")));
         json_object_put(e);
         emit(c, "error", o);
-        (void)err;
         return 0;
     }
     struct svc_run_answer a;
@@ -915,13 +910,7 @@ static json_object *background_object(const struct resp_in *in, const char *id, 
     svc_json_set_bool(o, "store", true);
     svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
     svc_json_set(o, "usage", NULL);
-    svc_json_set_str(o, "user", in->t.user);
-    svc_json_set(o, "metadata",
-                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    json_object *conv = in->conv ? json_object_new_object() : NULL;
-    if (conv)
-        svc_json_set_str(conv, "id", svc_json_str(run, "session_id", NULL));
-    svc_json_set(o, "conversation", conv);
+    echo_request(o, in, svc_json_str(run, "session_id", NULL));
     echo_settings(o, in->t.body);
     svc_json_set_str(o, "session_id", svc_json_str(run, "session_id", NULL));
     svc_json_set_str(o, "run_id", svc_json_str(run, "run_id", NULL));
@@ -957,12 +946,10 @@ static void background_refresh(struct http_req *r, json_object *o)
                 svc_json_int(svc_json_obj(u, "completion_tokens_details"), "reasoning_tokens", 0)));
     }
     json_object *e = svc_json_obj(rec, "error");
-    if (strcmp(st, "error") == 0 && e) {
-        json_object *oe = json_object_new_object();
-        svc_json_set_str(oe, "code", svc_json_str(e, "code", "internal_error"));
-        svc_json_set_str(oe, "message", svc_json_str(e, "message", ""));
-        svc_json_set(o, "error", oe);
-    }
+    if (strcmp(st, "error") == 0 && e)
+        svc_json_set(
+            o, "error",
+            error_of(svc_json_str(e, "code", "internal_error"), svc_json_str(e, "message", "")));
     json_object_put(rec);
 }
 
@@ -1151,7 +1138,7 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
     struct resp_ctx c = {.r = r, .in = &in, .run = run, .created_at = (int64_t)svc_time_now()};
     svc_responses_new_id("resp_", c.id, sizeof c.id);
     snprintf(c.msg_id, sizeof c.msg_id, "msg_%.32s", c.id + 5); /* item_reference finds it */
-    rc = in.t.stream ? resp_stream(&c, err) : resp_plain(&c, err);
+    rc = in.t.stream ? resp_stream(&c) : resp_plain(&c, err);
 out:
     svc_run_free(run);
     resp_in_free(&in);
@@ -1171,23 +1158,18 @@ int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
     const char *sys = r->cfg->model.system_prompt;
     chars += (sys ? strlen(sys) : 0) + (in.instructions ? strlen(in.instructions) : 0) +
              (in.t.input ? strlen(in.t.input) : 0);
+    json_object *items = NULL;
+    if (in.t.sid &&
+        svc_conv_items_seen(r->cfg, svc_user_scope(&r->user), in.t.sid, &items, err) < 0)
+        goto out;
     json_object *own = svc_tools_spec(r->cfg, r->user.id);
-    json_object *parts[] = {in.t.history, in.t.results, in.t.tools, own};
-    for (int k = 0; k < 4; k++) {
+    json_object *parts[] = {in.t.history, in.t.results, in.t.tools, own, items};
+    for (int k = 0; k < 5; k++) {
         char *j = parts[k] ? svc_json_dump_compact(parts[k]) : NULL;
         chars += j ? strlen(j) : 0;
         free(j);
     }
     json_object_put(own);
-    json_object *items = NULL;
-    if (in.t.sid &&
-        svc_conv_items_seen(r->cfg, svc_user_scope(&r->user), in.t.sid, &items, err) < 0)
-        goto out;
-    if (items) {
-        char *j = svc_json_dump_compact(items);
-        chars += j ? strlen(j) : 0;
-        free(j);
-    }
     json_object_put(items);
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "object", "response.input_tokens");

@@ -16,8 +16,7 @@
 
 int h_sessions_list(struct http_req *r, struct svc_err *err)
 {
-    struct svc_list_query q;
-    memset(&q, 0, sizeof q);
+    struct svc_list_query q = {0};
     /* types only: core/query.c decides the ranges and values */
     if (http_query_int(r, "limit", SVC_LIST_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit, err) <
             0 ||
@@ -45,8 +44,7 @@ int h_sessions_list(struct http_req *r, struct svc_err *err)
 
 int h_sessions_search(struct http_req *r, struct svc_err *err)
 {
-    struct svc_search_query q;
-    memset(&q, 0, sizeof q);
+    struct svc_search_query q = {0};
     /* types only: core/search.c decides the ranges and values */
     if (http_query_str(r, "q", &q.q, err) < 0 ||
         http_query_int(r, "limit", SVC_SEARCH_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit, err) <
@@ -57,9 +55,7 @@ int h_sessions_search(struct http_req *r, struct svc_err *err)
         return -1;
     q.owner = svc_user_scope(&r->user);
     json_object *o = NULL;
-    if (svc_search(r->cfg, &q, &o, err) < 0)
-        return -1;
-    return http_reply(r, 200, o);
+    return svc_search(r->cfg, &q, &o, err) < 0 ? -1 : http_reply(r, 200, o);
 }
 
 /* The detail endpoint is polled, and svc_session_get answers from its memo while the
@@ -98,9 +94,8 @@ int h_session_get(struct http_req *r, struct svc_err *err)
 int h_session_messages(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
-    struct svc_messages_query q;
+    struct svc_messages_query q = {0};
     const char *include = NULL;
-    memset(&q, 0, sizeof q);
     /* types only: core/query.c decides the ranges and values */
     if (http_query_int(r, "limit", SVC_MESSAGES_LIMIT_DEFAULT, INT64_MIN, INT64_MAX, &q.limit,
                        err) < 0 ||
@@ -114,9 +109,7 @@ int h_session_messages(struct http_req *r, struct svc_err *err)
                             "query parameter 'include' may only be 'bytes'");
     q.include_bytes = include != NULL;
     json_object *o = NULL;
-    if (svc_session_messages(r->cfg, sid, &q, &o, err) < 0)
-        return -1;
-    return http_reply(r, 200, o);
+    return svc_session_messages(r->cfg, sid, &q, &o, err) < 0 ? -1 : http_reply(r, 200, o);
 }
 
 static int set_archived(struct http_req *r, bool archived, struct svc_err *err)
@@ -148,28 +141,20 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
     json_object *pinned = NULL;
     e.set_pinned = json_object_object_get_ex(body, "pinned", &pinned) && pinned;
     /* types only: lengths, characters and limits are core's to judge */
-    int rc = http_field_str(body, "title", NULL, false, &e.title, err);
-    if (rc == 0)
-        rc = http_field_bool(body, "pinned", NULL, false, &e.pinned, err);
-    if (rc == 0)
-        rc = http_field_arr(body, "tags", NULL, false, &e.tags, err);
-    if (rc == 0)
-        rc = http_field_obj(body, "metadata", NULL, false, &e.metadata, err);
-    if (rc == 0)
-        rc = svc_session_edit(r->cfg, sid, &e, &o, err);
+    bool bad = http_field_str(body, "title", NULL, false, &e.title, err) < 0 ||
+               http_field_bool(body, "pinned", NULL, false, &e.pinned, err) < 0 ||
+               http_field_arr(body, "tags", NULL, false, &e.tags, err) < 0 ||
+               http_field_obj(body, "metadata", NULL, false, &e.metadata, err) < 0 ||
+               svc_session_edit(r->cfg, sid, &e, &o, err) < 0;
     json_object_put(body);
-    if (rc < 0)
-        return -1;
-    return http_reply(r, 200, o);
+    return bad ? -1 : http_reply(r, 200, o);
 }
 
 int h_session_delete(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
-    if (svc_session_delete(r->cfg, sid, &o, err) < 0)
-        return -1;
-    return http_reply(r, 200, o);
+    return svc_session_delete(r->cfg, sid, &o, err) < 0 ? -1 : http_reply(r, 200, o);
 }
 
 int h_session_fork(struct http_req *r, struct svc_err *err)
@@ -179,17 +164,13 @@ int h_session_fork(struct http_req *r, struct svc_err *err)
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
     /* types only: the range, the id and the title are core's to judge */
-    int rc = http_field_int_opt(body, "message_id", NULL, &f.has_message_id, &f.message_id, err);
-    if (rc == 0)
-        rc = http_field_str(body, "session_id", NULL, false, &f.new_id, err);
-    if (rc == 0)
-        rc = http_field_str(body, "title", NULL, false, &f.title, err);
-    if (rc == 0)
-        rc = svc_session_fork(r->cfg, &f, &o, err);
+    bool bad =
+        http_field_int_opt(body, "message_id", NULL, &f.has_message_id, &f.message_id, err) < 0 ||
+        http_field_str(body, "session_id", NULL, false, &f.new_id, err) < 0 ||
+        http_field_str(body, "title", NULL, false, &f.title, err) < 0 ||
+        svc_session_fork(r->cfg, &f, &o, err) < 0;
     json_object_put(body);
-    if (rc < 0)
-        return -1;
-    return http_reply(r, 201, o);
+    return bad ? -1 : http_reply(r, 201, o);
 }
 
 int h_message_feedback(struct http_req *r, struct svc_err *err)
@@ -201,12 +182,9 @@ int h_message_feedback(struct http_req *r, struct svc_err *err)
         return -1;
     /* types only: the rating's values and the comment's length are core's to judge */
     bool given = json_object_object_get_ex(body, "rating", &rating);
-    int rc = http_field_str(body, "comment", NULL, false, &comment, err);
-    if (rc == 0)
-        rc = svc_feedback_set(r->cfg, sid, http_param(r, "message_id"), given, rating, comment, &o,
-                              err);
+    bool bad = http_field_str(body, "comment", NULL, false, &comment, err) < 0 ||
+               svc_feedback_set(r->cfg, sid, http_param(r, "message_id"), given, rating, comment,
+                                &o, err) < 0;
     json_object_put(body);
-    if (rc < 0)
-        return -1;
-    return http_reply(r, 200, o);
+    return bad ? -1 : http_reply(r, 200, o);
 }

@@ -4,7 +4,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +24,7 @@ static long io_read(struct http_req *r, char *buf, size_t n)
 {
     if (n > INT_MAX)
         n = INT_MAX;
-    if (r->fcgx)
-        return FCGX_GetStr(buf, (int)n, r->fcgx->in);
-    size_t got = fread(buf, 1, n, stdin);
-    return (long)got;
+    return r->fcgx ? FCGX_GetStr(buf, (int)n, r->fcgx->in) : (long)fread(buf, 1, n, stdin);
 }
 
 static int io_write(struct http_req *r, const char *p, size_t n)
@@ -74,17 +70,9 @@ static char *dup_or_null(const char *s)
 /* Whether s is a sane id to echo (X-Request-Id, X-Session-Id): 1..128 of [A-Za-z0-9._-]. */
 static bool id_ok(const char *s)
 {
-    size_t n = 0;
-    if (!s)
-        return false;
-    for (; s[n]; n++) {
-        unsigned char c = (unsigned char)s[n];
-        if (!(isalnum(c) || c == '.' || c == '_' || c == '-'))
-            return false;
-        if (n >= SVC_ID_MAX)
-            return false;
-    }
-    return n > 0;
+    size_t n =
+        s ? strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") : 0;
+    return n > 0 && n <= SVC_ID_MAX && !s[n];
 }
 
 /* The request parameters req_init reads, found in one pass over the environment (first
@@ -99,7 +87,6 @@ enum {
     P_CONTENT_TYPE,
     P_X_SESSION_ID,
     P_IDEMPOTENCY_KEY,
-    P_LAST_EVENT_ID,
     P_CONTENT_LENGTH,
     P_X_REQUEST_ID,
     P_REQUEST_ID,
@@ -112,23 +99,12 @@ enum {
     P_COUNT
 };
 
-static const struct {
-    const char *name;
-    size_t len;
-} param_names[P_COUNT] = {
-#define PN(s)                                                                                      \
-    {                                                                                              \
-        s, sizeof s - 1                                                                            \
-    }
-    PN("REQUEST_METHOD"),     PN("REQUEST_URI"),         PN("SCRIPT_NAME"),
-    PN("PATH_INFO"),          PN("QUERY_STRING"),        PN("HTTP_AUTHORIZATION"),
-    PN("CONTENT_TYPE"),       PN("HTTP_X_SESSION_ID"),   PN("HTTP_IDEMPOTENCY_KEY"),
-    PN("HTTP_LAST_EVENT_ID"), PN("CONTENT_LENGTH"),      PN("HTTP_X_REQUEST_ID"),
-    PN("REQUEST_ID"),         PN("SVC_BASE_PATH"),       PN("HTTP_HOST"),
-    PN("HTTP_ORIGIN"),        PN("HTTP_SEC_FETCH_SITE"), PN("REMOTE_ADDR"),
-    PN("SERVER_ADDR"),
-#undef PN
-};
+static const char *const param_names[P_COUNT] = {
+    "REQUEST_METHOD",       "REQUEST_URI",        "SCRIPT_NAME",       "PATH_INFO",
+    "QUERY_STRING",         "HTTP_AUTHORIZATION", "CONTENT_TYPE",      "HTTP_X_SESSION_ID",
+    "HTTP_IDEMPOTENCY_KEY", "CONTENT_LENGTH",     "HTTP_X_REQUEST_ID", "REQUEST_ID",
+    "SVC_BASE_PATH",        "HTTP_HOST",          "HTTP_ORIGIN",       "HTTP_SEC_FETCH_SITE",
+    "REMOTE_ADDR",          "SERVER_ADDR"};
 
 extern char **environ;
 
@@ -140,23 +116,12 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
     for (; envp && *envp; envp++) {
         const char *e = *envp;
         /* every name we want starts with C, H, P, Q, R or S (SVC_BASE_PATH too) */
-        switch (e[0]) {
-        case 'C':
-        case 'H':
-        case 'P':
-        case 'Q':
-        case 'R':
-        case 'S':
-            break;
-        default:
-            continue;
-        }
-        const char *eq = strchr(e, '=');
+        const char *eq = e[0] && strchr("CHPQRS", e[0]) ? strchr(e, '=') : NULL;
         if (!eq)
             continue;
         size_t n = (size_t)(eq - e);
         for (int i = 0; i < P_COUNT; i++) {
-            if (param_names[i].len == n && !vals[i] && memcmp(param_names[i].name, e, n) == 0) {
+            if (!vals[i] && strncmp(param_names[i], e, n) == 0 && !param_names[i][n]) {
                 vals[i] = eq + 1;
                 break;
             }
@@ -204,18 +169,9 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
         const char *qm = strchr(uri, '?');
         r->path = qm ? svc_xstrndup(uri, (size_t)(qm - uri)) : svc_xstrdup(uri);
     } else {
-        const char *sn = v[P_SCRIPT_NAME];
-        const char *pi = v[P_PATH_INFO];
-        struct svc_buf b;
-        svc_buf_init(&b);
+        const char *sn = v[P_SCRIPT_NAME], *pi = v[P_PATH_INFO];
         /* With mod_fcgid/CGI behind a ScriptAlias the API path is PATH_INFO alone. */
-        if (pi && *pi)
-            svc_buf_adds(&b, pi);
-        else if (sn)
-            svc_buf_adds(&b, sn);
-        if (b.len == 0)
-            svc_buf_adds(&b, "/");
-        r->path = svc_buf_steal(&b);
+        r->path = svc_xstrdup(pi && *pi ? pi : sn && *sn ? sn : "/");
     }
     r->route = route_of(r->path, cfg && cfg->server.base_path[0] ? cfg->server.base_path
                                                                  : v[P_SVC_BASE_PATH]);
@@ -225,7 +181,6 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
     r->content_type = dup_or_null(v[P_CONTENT_TYPE]);
     r->x_session_id = dup_or_null(v[P_X_SESSION_ID]);
     r->idempotency_key = dup_or_null(v[P_IDEMPOTENCY_KEY]);
-    r->last_event_id = dup_or_null(v[P_LAST_EVENT_ID]);
     r->host = dup_or_null(v[P_HOST]);
     r->origin = dup_or_null(v[P_ORIGIN]);
     r->fetch_site = dup_or_null(v[P_SEC_FETCH_SITE]);
@@ -261,7 +216,6 @@ void http_req_free(struct http_req *r)
     free(r->content_type);
     free(r->x_session_id);
     free(r->idempotency_key);
-    free(r->last_event_id);
     free(r->host);
     free(r->origin);
     free(r->fetch_site);
@@ -326,11 +280,7 @@ static char *log_put_time(char *p, char *end)
     if (ts.tv_sec != last_sec) {
         struct tm tm;
         gmtime_r(&ts.tv_sec, &tm);
-        char tmp[64];
-        snprintf(tmp, sizeof tmp, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-        memcpy(day, tmp, sizeof day - 1);
-        day[sizeof day - 1] = '\0';
+        strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
         last_sec = ts.tv_sec;
     }
     p = log_put(p, end, day, sizeof day - 1);
@@ -375,10 +325,8 @@ void http_log(const struct http_req *r)
     p = log_put(p, end, "ms rid=", 7);
     p = log_put(p, end, r->request_id, strlen(r->request_id));
     p = log_put(p, end, " sid=", 5);
-    if (r->session_id[0])
-        p = log_put(p, end, r->session_id, strlen(r->session_id));
-    else
-        p = log_put(p, end, "-", 1);
+    p = r->session_id[0] ? log_put(p, end, r->session_id, strlen(r->session_id))
+                         : log_put(p, end, "-", 1);
     if (r->client_gone)
         p = log_put(p, end, " client_gone", 12);
     *p++ = '\n';
@@ -453,8 +401,7 @@ static void query_parse(struct http_req *r)
         if (len > 0) {
             const char *eq = memchr(p, '=', len);
             size_t nlen = eq ? (size_t)(eq - p) : len;
-            struct http_qpair *nq = svc_xrealloc(r->q, (r->nq + 1) * sizeof *r->q);
-            r->q = nq;
+            r->q = svc_xrealloc(r->q, (r->nq + 1) * sizeof *r->q);
             r->q[r->nq].name = http_pct_decode(p, nlen, true);
             r->q[r->nq].value =
                 eq ? http_pct_decode(eq + 1, len - nlen - 1, true) : svc_xstrdup("");
@@ -529,6 +476,20 @@ int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, s
     return 0;
 }
 
+const char *http_unknown_key(json_object *o, const char *const *known, size_t n)
+{
+    json_object_object_foreach(o, key, val)
+    {
+        size_t i = 0;
+        (void)val;
+        while (i < n && strcmp(key, known[i]) != 0)
+            i++;
+        if (i == n)
+            return key;
+    }
+    return NULL;
+}
+
 /* ---- body ---- */
 
 static void drain(struct http_req *r, int64_t limit)
@@ -570,14 +531,9 @@ int http_read_body(struct http_req *r, struct svc_err *err)
             size_t ncap = cap * 2;
             if ((int64_t)ncap > max + 2)
                 ncap = (size_t)max + 2;
-            if (ncap <= cap) {
-                free(buf);
-                drain(r, HTTP_DRAIN_MAX);
-                return svc_err_set(err, SVC_E_BODY_TOO_LARGE,
-                                   "request body is larger than %lld bytes", (long long)max);
-            }
-            char *nb = svc_xrealloc(buf, ncap);
-            buf = nb;
+            if (ncap <= cap)
+                goto too_large;
+            buf = svc_xrealloc(buf, ncap);
             cap = ncap;
         }
         size_t room = cap - 1 - len;
@@ -589,17 +545,18 @@ int http_read_body(struct http_req *r, struct svc_err *err)
         if (n <= 0)
             break;
         len += (size_t)n;
-        if ((int64_t)len > max) {
-            free(buf);
-            drain(r, HTTP_DRAIN_MAX);
-            return svc_err_set(err, SVC_E_BODY_TOO_LARGE, "request body is larger than %lld bytes",
-                               (long long)max);
-        }
+        if ((int64_t)len > max)
+            goto too_large;
     }
     buf[len] = '\0';
     r->body = buf;
     r->body_len = len;
     return 0;
+too_large:
+    free(buf);
+    drain(r, HTTP_DRAIN_MAX);
+    return svc_err_set(err, SVC_E_BODY_TOO_LARGE, "request body is larger than %lld bytes",
+                       (long long)max);
 }
 
 #define BODY_TOOLS_MAX 128
@@ -700,13 +657,10 @@ int http_field_str(json_object *o, const char *key, const char *param, bool requ
     *out = NULL;
     if (field_get(o, key, param, required, json_type_string, "a string", &v, err) < 0)
         return -1;
-    if (v) {
-        const char *s = json_object_get_string(v);
-        if ((size_t)json_object_get_string_len(v) != strlen(s))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, param ? param : key,
-                                "'%s' must not contain NUL characters", param ? param : key);
-        *out = s;
-    }
+    if (v && (size_t)json_object_get_string_len(v) != strlen(json_object_get_string(v)))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param ? param : key,
+                            "'%s' must not contain NUL characters", param ? param : key);
+    *out = v ? json_object_get_string(v) : NULL;
     return 0;
 }
 
@@ -714,40 +668,31 @@ int http_field_bool(json_object *o, const char *key, const char *param, bool def
                     struct svc_err *err)
 {
     json_object *v;
-    *out = def;
-    if (field_get(o, key, param, false, json_type_boolean, "a boolean", &v, err) < 0)
-        return -1;
-    if (v)
-        *out = json_object_get_boolean(v);
-    return 0;
+    int rc = field_get(o, key, param, false, json_type_boolean, "a boolean", &v, err);
+    *out = v ? json_object_get_boolean(v) : def;
+    return rc;
 }
 
 int http_field_number_opt(json_object *o, const char *key, const char *param, bool *set,
                           double *out, struct svc_err *err)
 {
     json_object *v;
-    *set = false;
-    if (field_get(o, key, param, false, json_type_double, "a number", &v, err) < 0)
-        return -1;
-    if (v) {
-        *set = true;
+    int rc = field_get(o, key, param, false, json_type_double, "a number", &v, err);
+    *set = v != NULL;
+    if (v)
         *out = json_object_get_double(v);
-    }
-    return 0;
+    return rc;
 }
 
 int http_field_int_opt(json_object *o, const char *key, const char *param, bool *set, int64_t *out,
                        struct svc_err *err)
 {
     json_object *v;
-    *set = false;
-    if (field_get(o, key, param, false, json_type_int, "an integer", &v, err) < 0)
-        return -1;
-    if (v) {
-        *set = true;
+    int rc = field_get(o, key, param, false, json_type_int, "an integer", &v, err);
+    *set = v != NULL;
+    if (v)
         *out = json_object_get_int64(v);
-    }
-    return 0;
+    return rc;
 }
 
 int http_field_obj(json_object *o, const char *key, const char *param, bool required,
@@ -818,6 +763,12 @@ static int io_puts(struct http_req *r, const char *s)
     return io_write(r, s, strlen(s));
 }
 
+static int io_uint(struct http_req *r, unsigned long long v)
+{
+    char num[24];
+    return io_write(r, num, (size_t)(log_put_uint(num, num + sizeof num, v, 1) - num));
+}
+
 /* Write the status line and headers; content_length < 0 means none. Straight into the
  * output stream (buffered by libfcgi / stdio): no formatting, no allocation. */
 static int send_headers(struct http_req *r, int status, const char *ctype, long long clen)
@@ -826,20 +777,16 @@ static int send_headers(struct http_req *r, int status, const char *ctype, long 
         return -1;
     r->status = status;
     r->headers_sent = true;
-    char num[24];
     int rc = 0;
     rc |= io_write(r, "Status: ", 8);
-    rc |=
-        io_write(r, num, (size_t)(log_put_uint(num, num + sizeof num, (unsigned)status, 1) - num));
+    rc |= io_uint(r, (unsigned)status);
     rc |= io_write(r, " ", 1);
     rc |= io_puts(r, status_text(status));
     rc |= io_write(r, "\r\nContent-Type: ", 16);
     rc |= io_puts(r, ctype);
     if (clen >= 0) {
         rc |= io_write(r, "\r\nContent-Length: ", 18);
-        rc |= io_write(
-            r, num,
-            (size_t)(log_put_uint(num, num + sizeof num, (unsigned long long)clen, 1) - num));
+        rc |= io_uint(r, (unsigned long long)clen);
     }
     rc |= io_write(r, "\r\nX-Request-Id: ", 16);
     rc |= io_puts(r, r->request_id);
@@ -983,8 +930,7 @@ int http_send_error(struct http_req *r, const struct svc_err *err)
     enum svc_errcode code = err ? err->code : SVC_E_INTERNAL;
     if (code == SVC_OK)
         code = SVC_E_INTERNAL;
-    if (r->sse && r->headers_sent)
-        return http_sse_error(r, err);
+    /* the headers go nowhere once a stream's were sent: its error is a final event */
     if (code == SVC_E_SESSION_BUSY) {
         http_set_header(r, "Retry-After", "1");
         http_set_header(r, "x-should-retry", "true");
@@ -1000,7 +946,8 @@ int http_send_error(struct http_req *r, const struct svc_err *err)
     if (code == SVC_E_MISSING_TOKEN || code == SVC_E_INVALID_TOKEN)
         http_set_header(r, "WWW-Authenticate", "Bearer");
     json_object *e = http_error_object(err);
-    int rc = http_send_json(r, svc_err_http_status(code), e);
+    int rc = r->sse && r->headers_sent ? http_sse_json(r, e)
+                                       : http_send_json(r, svc_err_http_status(code), e);
     json_object_put(e);
     return rc;
 }
@@ -1010,14 +957,8 @@ int http_send_error(struct http_req *r, const struct svc_err *err)
 int http_sse_begin(struct http_req *r)
 {
     http_set_header(r, "Cache-Control", "no-cache");
-    http_set_header(r, "X-Accel-Buffering", "no");
     r->sse = true;
-    if (send_headers(r, 200, "text/event-stream; charset=utf-8", -1) < 0)
-        return -1;
-    r->last_write = svc_time_monotonic();
-    if (r->head_only)
-        return -1; /* HEAD: the headers are the whole answer; http_finish sends them */
-    return io_flush(r);
+    return http_stream_begin(r, "text/event-stream; charset=utf-8");
 }
 
 int http_sse_data(struct http_req *r, const char *text)
@@ -1053,14 +994,6 @@ int http_sse_ping(struct http_req *r)
     return io_flush(r);
 }
 
-int http_sse_error(struct http_req *r, const struct svc_err *err)
-{
-    json_object *e = http_error_object(err);
-    int rc = http_sse_json(r, e);
-    json_object_put(e);
-    return rc;
-}
-
 /* ---- binary downloads ---- */
 
 int http_stream_begin(struct http_req *r, const char *ctype)
@@ -1069,7 +1002,7 @@ int http_stream_begin(struct http_req *r, const char *ctype)
     if (send_headers(r, 200, ctype, -1) < 0)
         return -1;
     r->last_write = svc_time_monotonic();
-    return io_flush(r);
+    return r->head_only ? -1 : io_flush(r); /* HEAD: the headers are the whole answer */
 }
 
 int http_stream_write(struct http_req *r, const void *p, size_t n)

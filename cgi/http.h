@@ -48,7 +48,6 @@ struct http_req {
     char *content_type;     /* or NULL */
     char *x_session_id;     /* HTTP_X_SESSION_ID or NULL */
     char *idempotency_key;  /* HTTP_IDEMPOTENCY_KEY or NULL */
-    char *last_event_id;    /* HTTP_LAST_EVENT_ID or NULL */
     int64_t content_length; /* -1 when absent or empty */
     char request_id[SVC_ID_MAX + 1];
     struct svc_user user; /* who asks, set by the router's authentication (core/user.h) */
@@ -125,6 +124,8 @@ int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t mi
                    int64_t *out, struct svc_err *err);
 /* true/false/1/0; def when absent or empty; else 400 invalid_query. */
 int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, struct svc_err *err);
+/* The first key of object o that is none of the n names of known, NULL when none. */
+const char *http_unknown_key(json_object *o, const char *const *known, size_t n);
 /* Read the body once, at most server.max_body_bytes (else 413 body_too_large, the rest is
  * drained without being kept). r->body is NUL-terminated; r->body_len excludes the NUL. */
 int http_read_body(struct http_req *r, struct svc_err *err);
@@ -174,7 +175,8 @@ json_object *http_list(json_object *data, bool has_more);
 int http_send_page(struct http_req *r, json_object *all, bool all_desc, struct svc_err *err);
 /* The same for a text body of content type ctype. */
 int http_send_text(struct http_req *r, int status, const char *ctype, const char *body, size_t n);
-/* {"error":{"message","type","param","code"}} with the code's HTTP status. */
+/* {"error":{"message","type","param","code"}} with the code's HTTP status; once an SSE
+ * stream began, that object as its final `data:` event (the stream should end after it). */
 int http_send_error(struct http_req *r, const struct svc_err *err);
 /* New reference: the error object for err. */
 json_object *http_error_object(const struct svc_err *err);
@@ -190,8 +192,6 @@ int http_sse_data(struct http_req *r, const char *text);
 int http_sse_event(struct http_req *r, const char *name, json_object *o);
 /* `: ping\n\n` + flush. */
 int http_sse_ping(struct http_req *r);
-/* `data: {"error":...}\n\n`: the stream should end after it. */
-int http_sse_error(struct http_req *r, const struct svc_err *err);
 /* A stream pings when it was silent this long (SPEC: at least every 15 s): HTTP_PING_AFTER_S,
  * or SVC_PING_INTERVAL_S (1..15) for tests. */
 #define HTTP_PING_AFTER_S 10.0

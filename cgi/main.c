@@ -35,7 +35,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <grp.h>
-#include <limits.h>
 #include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -146,10 +145,9 @@ static void apply_overrides(struct svc_config *cfg, const struct opts *o)
     if (o->workers > 0)
         cfg->server.workers = o->workers;
     const char *listen = o->listen ? o->listen : o->inherited;
-    char *copy = listen ? svc_xstrdup(listen) : NULL;
-    if (copy) {
+    if (listen) {
         free(cfg->server.listen);
-        cfg->server.listen = copy;
+        cfg->server.listen = svc_xstrdup(listen);
     }
 }
 
@@ -220,7 +218,7 @@ static int listen_tcp(const char *host, const char *port, const char **why)
 static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid, char **unix_path,
                      int *exit_code)
 {
-    struct sockaddr_un sun;
+    struct sockaddr_un sun = {0};
     if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':')) {
         logmsg("%s: bad unix socket path '%s' (empty, too long or with ':')", what, path);
         return -1;
@@ -229,7 +227,7 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
     char *slash = strrchr(dir, '/');
     if (slash)
         *(slash == dir ? slash + 1 : slash) = '\0';
-    bool dir_ok = !dir || !slash || svc_is_dir(dir);
+    bool dir_ok = !slash || svc_is_dir(dir);
     if (!dir_ok)
         logmsg("%s: the directory %s of socket %s does not exist (create it, e.g. with "
                "systemd RuntimeDirectory=, or choose another path)",
@@ -238,7 +236,6 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
     if (!dir_ok)
         return -1;
     *exit_code = EXIT_SOCKET;
-    memset(&sun, 0, sizeof sun);
     sun.sun_family = AF_UNIX;
     memcpy(sun.sun_path, path, strlen(path));
     struct stat st;
@@ -327,7 +324,6 @@ static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gi
     return -1;
 }
 
-/* Whether fd is a listening socket. */
 static bool is_listening_socket(int fd)
 {
     int v = 0;
@@ -347,8 +343,7 @@ struct worker {
     bool drain;    /* on stop, first serve the connections already queued */
     bool local;    /* a unix socket: a new connection gets FIRST_BYTES_S even when not stopping */
     bool stop, nodrain, reopen;
-    double stop_at; /* monotonic time the stop was seen */
-    const char *log_path;
+    double stop_at;     /* monotonic time the stop was seen */
     struct svc_acl acl; /* the peers allowed (allow_list) */
 };
 
@@ -626,7 +621,6 @@ static int worker_signal_fd(void)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
     sigaddset(&set, SIGUSR1);
-    sigprocmask(SIG_BLOCK, &set, NULL);
     signal(SIGCHLD, SIG_DFL);
     sigset_t chld;
     sigemptyset(&chld);
@@ -643,7 +637,7 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
 {
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
-    struct worker w = {.listen_fd = listen_fd, .drain = drain, .log_path = log_path};
+    struct worker w = {.listen_fd = listen_fd, .drain = drain};
     w.local = getsockname(listen_fd, (struct sockaddr *)&ss, &len) == 0 && ss.ss_family == AF_UNIX;
     w.sfd = worker_signal_fd();
     if (allow_list(cfg, &w.acl) < 0) /* the master checked it: only if the environment moved */
@@ -748,11 +742,8 @@ static pid_t spawn_worker(const struct pool *pl, struct svc_config *cfg, unsigne
         svc_config_free(cfg);
         exit(rc); /* exit, not _exit: LeakSanitizer runs at exit in asan builds */
     }
-    children[nchildren].pid = pid;
-    children[nchildren].gen = gen;
-    children[nchildren].slot = slot;
-    children[nchildren].started = svc_time_monotonic();
-    nchildren++;
+    children[nchildren++] =
+        (struct child){.pid = pid, .gen = gen, .slot = slot, .started = svc_time_monotonic()};
     svc_metrics_workers(nchildren);
     return pid;
 }
@@ -861,9 +852,8 @@ static void master_stop(struct master *m, int sig)
 /* SIGHUP: a valid configuration replaces the workers gracefully; an invalid one is refused. */
 static void master_reload(struct master *m)
 {
-    struct svc_config ncfg;
+    struct svc_config ncfg = {0};
     struct svc_err err;
-    memset(&ncfg, 0, sizeof ncfg);
     svc_err_clear(&err);
     if (load_config(&ncfg, m->o->config, &err) < 0) {
         logmsg("reload refused, keeping the running configuration: %s", err.message);
@@ -1046,36 +1036,26 @@ static void usage(FILE *f)
 /* The ids --user/--group name; *uid -1 when no --user. Return 0, or -1 after logging. */
 static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid, char **home)
 {
-    *uid = (uid_t)-1;
-    *gid = (gid_t)-1;
+    struct passwd *pw = o->user ? getpwnam(o->user) : NULL;
+    struct group *gr = o->group ? getgrnam(o->group) : NULL;
+    *uid = pw ? pw->pw_uid : (uid_t)-1;
+    *gid = gr ? gr->gr_gid : pw ? pw->pw_gid : (gid_t)-1;
     *home = NULL;
-    if (o->user) {
-        struct passwd *pw = getpwnam(o->user);
-        if (!pw) {
-            logmsg("--user: no such user '%s'", o->user);
-            return -1;
-        }
-        *uid = pw->pw_uid;
-        *gid = pw->pw_gid;
-        *home = svc_xstrdup(pw->pw_dir ? pw->pw_dir : "/");
+    if (o->user && !pw) {
+        logmsg("--user: no such user '%s'", o->user);
+        return -1;
     }
-    if (o->group) {
-        struct group *gr = getgrnam(o->group);
-        if (!gr) {
-            logmsg("--group: no such group '%s'", o->group);
-            free(*home);
-            *home = NULL;
-            return -1;
-        }
-        *gid = gr->gr_gid;
+    if (o->group && !gr) {
+        logmsg("--group: no such group '%s'", o->group);
+        return -1;
     }
     if ((o->user || o->group) && geteuid() != 0 &&
         ((*uid != (uid_t)-1 && *uid != geteuid()) || (*gid != (gid_t)-1 && *gid != getegid()))) {
         logmsg("--user/--group: changing identity needs root (running as uid %d)", (int)geteuid());
-        free(*home);
-        *home = NULL;
         return -1;
     }
+    if (pw)
+        *home = svc_xstrdup(pw->pw_dir ? pw->pw_dir : "/");
     return 0;
 }
 
@@ -1306,9 +1286,8 @@ int main(int argc, char **argv)
         setenv("HOME", user_home, 1);
         free(user_home);
     }
-    struct svc_config cfg;
+    struct svc_config cfg = {0};
     struct svc_err err;
-    memset(&cfg, 0, sizeof cfg);
     svc_err_clear(&err);
     if (load_config(&cfg, o.config, &err) < 0) {
         if (!cgi) {

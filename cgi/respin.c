@@ -40,7 +40,6 @@ static json_object *input_item(json_object *item)
     return o;
 }
 
-/* The input as items: a string is one user message. */
 json_object *respin_items(json_object *input)
 {
     json_object *items = json_object_new_array();
@@ -333,8 +332,6 @@ static int item_in(struct http_req *r, json_object *item, size_t i, json_object 
                         p, type);
 }
 
-/* `input` (respin.h): every item becomes chat messages (an item_reference the item it names),
- * then turn_in_split reads the list; other item types are refused. */
 int respin_input(struct http_req *r, struct turn_in *t, json_object *input, struct svc_err *err)
 {
     if (!input)

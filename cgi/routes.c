@@ -150,11 +150,8 @@ static bool match(const char *pattern, const struct seg *segs, int nsegs, struct
     for (int i = 0; i < np && r->nparams < HTTP_MAX_PARAMS; i++) {
         if (!(pat[i].n > 2 && pat[i].p[0] == '{'))
             continue;
-        char *name = svc_xstrndup(pat[i].p + 1, pat[i].n - 2);
-        char *val = http_pct_decode(segs[i].p, segs[i].n, false);
-        r->param_names[r->nparams] = name;
-        r->param_values[r->nparams] = val;
-        r->nparams++;
+        r->param_names[r->nparams] = svc_xstrndup(pat[i].p + 1, pat[i].n - 2);
+        r->param_values[r->nparams++] = http_pct_decode(segs[i].p, segs[i].n, false);
     }
     return true;
 }
@@ -224,58 +221,46 @@ static void dispatch(struct http_req *r, int *route)
         }
     }
     /* a path known only through a {response_id} that is none: no route's (404, not 405) */
-    bool known_strictly = false;
-    for (size_t i = 0; !hit && path_known && i < NROUTES && !known_strictly; i++)
-        known_strictly = match(routes[i].pattern, segs, nsegs, NULL, true);
-    if (!hit && path_known && !known_strictly)
-        path_known = false;
+    bool strictly = hit != NULL;
+    for (size_t i = 0; !strictly && path_known && i < NROUTES; i++)
+        strictly = match(routes[i].pattern, segs, nsegs, NULL, true);
+    path_known = path_known && strictly;
     if (strstr(allow, "GET")) {
         size_t l = strlen(allow);
         snprintf(allow + l, sizeof allow - l, ", HEAD");
     }
 
-    if (!(hit && hit->access == ACCESS_PUBLIC) && check_auth(r, &err) < 0) {
-        http_send_error(r, &err);
-        return;
+    if (!(hit && hit->access == ACCESS_PUBLIC) && check_auth(r, &err) < 0)
+        goto fail;
+    if (!hit && path_known) {
+        http_set_header(r, "Allow", allow);
+        svc_err_set(&err, SVC_E_METHOD_NOT_ALLOWED, "method %s is not allowed here; allowed: %s",
+                    r->method, allow);
+    } else if (!hit) {
+        svc_err_set(&err, SVC_E_NOT_FOUND, "no such endpoint: %s %.200s", r->method,
+                    r->route ? r->route : "");
     }
-    if (!hit) {
-        if (path_known) {
-            http_set_header(r, "Allow", allow);
-            svc_err_set(&err, SVC_E_METHOD_NOT_ALLOWED,
-                        "method %s is not allowed here; allowed: %s", r->method, allow);
-        } else {
-            svc_err_set(&err, SVC_E_NOT_FOUND, "no such endpoint: %s %.200s", r->method,
-                        r->route ? r->route : "");
-        }
-        http_send_error(r, &err);
-        return;
-    }
-
-    if (edge_check(r, &err) < 0) { /* 415, 403 cross_site_refused (edge.h) */
-        http_send_error(r, &err);
-        return;
-    }
+    if (!hit || edge_check(r, &err) < 0) /* 415, 403 cross_site_refused (edge.h) */
+        goto fail;
     /* what the route names, checked once here (access.h); then every route, even one that
      * ignores its body, refuses a body over max_body_bytes before it acts (413) */
     match(hit->pattern, segs, nsegs, r, false);
     *route = (int)(hit - routes);
     if (access_check(r, hit->access, &err) < 0 ||
-        (r->content_length > 0 && http_read_body(r, &err) < 0)) {
-        http_send_error(r, &err);
-        return;
-    }
-    int rc = hit->fn(r, &err);
-    if (rc < 0) {
+        (r->content_length > 0 && http_read_body(r, &err) < 0))
+        goto fail;
+    if (hit->fn(r, &err) < 0) {
         if (err.code == SVC_OK)
             svc_err_set(&err, SVC_E_INTERNAL, "internal error");
-        if (!r->headers_sent)
+        if (!r->headers_sent || r->sse) /* once an SSE stream began: its final error event */
             http_send_error(r, &err);
-        else if (r->sse)
-            http_sse_error(r, &err);
-    } else if (!r->headers_sent) {
-        svc_err_set(&err, SVC_E_INTERNAL, "handler sent no response");
-        http_send_error(r, &err);
+        return;
     }
+    if (r->headers_sent)
+        return;
+    svc_err_set(&err, SVC_E_INTERNAL, "handler sent no response");
+fail:
+    http_send_error(r, &err);
 }
 
 void http_dispatch(struct http_req *r)

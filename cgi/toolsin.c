@@ -132,14 +132,13 @@ static int mcp_names(json_object *v, const char *param, json_object **out, struc
 {
     json_object *names = v;
     *out = NULL;
+    static const char *const filter[] = {"tool_names"};
+    const char *k =
+        json_object_is_type(v, json_type_object) ? http_unknown_key(v, filter, 1) : NULL;
+    if (k)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
+                            "'%s' takes tool_names only (not %.32s)", param, k);
     if (json_object_is_type(v, json_type_object)) {
-        json_object_object_foreach(v, k, val)
-        {
-            (void)val;
-            if (strcmp(k, "tool_names") != 0)
-                return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
-                                    "'%s' takes tool_names only (not %.32s)", param, k);
-        }
         names = NULL;
         json_object_object_get_ex(v, "tool_names", &names);
     }
@@ -203,8 +202,8 @@ static int mcp_headers(json_object *t, const char *p, json_object *spec, struct 
         h = out; /* none: an empty object to walk */
     json_object_object_foreach(h, k, v)
     {
-        if (!json_object_is_type(v, json_type_string) || strchr(json_object_get_string(v), '\n') ||
-            strchr(json_object_get_string(v), '\r') ||
+        if (!json_object_is_type(v, json_type_string) ||
+            strpbrk(json_object_get_string(v), "\r\n") ||
             strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
                       "abcdefghijklmnopqrstuvwxyz0123456789-_") != strlen(k))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
@@ -214,7 +213,7 @@ static int mcp_headers(json_object *t, const char *p, json_object *spec, struct 
     snprintf(q, sizeof q, "%s.authorization", p);
     if (http_field_str(t, "authorization", q, false, &auth, err) < 0)
         return -1;
-    if (auth && (strchr(auth, '\n') || strchr(auth, '\r')))
+    if (auth && strpbrk(auth, "\r\n"))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be one line", q);
     if (auth) {
         char *b = NULL;
@@ -271,22 +270,15 @@ static int mcp_one(const struct svc_config *cfg, const struct svc_user *u, json_
 {
     static const char *const keys[] = {
         "type",    "server_label",     "server_url",         "allowed_tools",
-        "headers", "require_approval", "server_description", "authorization",
-        NULL};
+        "headers", "require_approval", "server_description", "authorization"};
     char p[64], q[128];
     json_object *v = NULL, *allowed = NULL, *spec = json_object_new_object();
     json_object_array_add(specs, spec);
     snprintf(p, sizeof p, "tools[%zu]", i);
-    json_object_object_foreach(t, k, val)
-    {
-        (void)val;
-        bool known = false;
-        for (int j = 0; keys[j] && !known; j++)
-            known = strcmp(k, keys[j]) == 0;
-        snprintf(q, sizeof q, "%s.%.32s", p, k);
-        if (!known)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' is not supported", q);
-    }
+    const char *k = http_unknown_key(t, keys, sizeof keys / sizeof *keys);
+    snprintf(q, sizeof q, "%s.%.32s", p, k ? k : "");
+    if (k)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' is not supported", q);
     if (mcp_where(cfg, u, t, p, spec, err) < 0 || mcp_approval(t, p, spec, err) < 0 ||
         mcp_headers(t, p, spec, err) < 0)
         return -1;

@@ -30,28 +30,20 @@ void bar_draw(void *ctx, size_t done, size_t total, uint64_t bytes)
     if (!b->to || ((total == 0 || done < total) && now - b->last < 0.1))
         return;
     b->last = now;
-    if (total == 0) {
-        char hb[32];
-        bar_human(bytes, hb, sizeof hb);
-        if (b->bytes)
-            fprintf(b->to, "\r%s: %s   ", b->what, hb);
-        else
-            fprintf(b->to, "\r%s: %zu sessions   ", b->what, done);
-        fflush(b->to);
-        b->shown = true;
-        return;
+    char hb[32];
+    bar_human(bytes, hb, sizeof hb);
+    if (total == 0 && b->bytes) {
+        fprintf(b->to, "\r%s: %s   ", b->what, hb);
+    } else if (total == 0) {
+        fprintf(b->to, "\r%s: %zu sessions   ", b->what, done);
+    } else {
+        int width = 30, fill = (int)((double)done / (double)total * width);
+        fprintf(b->to, "\r%s [", b->what);
+        for (int i = 0; i < width; i++)
+            fputc(i < fill ? '#' : '.', b->to);
+        fprintf(b->to, "] %zu/%zu sessions%s%s   ", done, total, b->bytes ? ", " : "",
+                b->bytes ? hb : "");
     }
-    int width = 30, fill = (int)((double)done / (double)total * width);
-    fprintf(b->to, "\r%s [", b->what);
-    for (int i = 0; i < width; i++)
-        fputc(i < fill ? '#' : '.', b->to);
-    fprintf(b->to, "] %zu/%zu sessions", done, total);
-    if (b->bytes) {
-        char hb[32];
-        bar_human(bytes, hb, sizeof hb);
-        fprintf(b->to, ", %s", hb);
-    }
-    fputs("   ", b->to);
     fflush(b->to);
     b->shown = true;
 }

@@ -158,8 +158,7 @@ static int bundle_report(struct svc_import_report *rep, bool dry_run)
 
 int cmd_import(struct svc_config *cfg, int argc, char **argv)
 {
-    struct svc_import_options opt;
-    memset(&opt, 0, sizeof opt);
+    struct svc_import_options opt = {0};
     const char *bundle = NULL, *from = NULL;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--overwrite") == 0)

@@ -578,9 +578,8 @@ int main(int argc, char **argv)
         print_usage(stdout);
         return 0;
     }
-    struct svc_config cfg;
+    struct svc_config cfg = {0};
     struct svc_err err;
-    memset(&cfg, 0, sizeof cfg);
     int rc =
         config_path ? svc_config_load_file(&cfg, config_path, &err) : svc_config_load(&cfg, &err);
     if (rc != 0)
