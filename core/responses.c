@@ -223,7 +223,7 @@ static int remove_old_response(const void *ctx, const char *id, const struct sta
     if (!svc_responses_id_valid(id) && !key_name_valid(id))
         return 0;
     char *path = response_file(ctx, id);
-    int removed = path && unlink(path) == 0;
+    int removed = unlink(path) == 0;
     free(path);
     return removed;
 }
