@@ -878,17 +878,14 @@ static void index_tell(struct job *j, const char *sid)
     struct svc_sess h;
     if (svc_sess_open_store(&st, sid, &h, NULL) != 0)
         return;
-    if (svc_sidecar_read(&h, &sc, NULL) != 0) {
-        if (svc_sidecar_derive(&h, &sc, NULL) != 0) {
-            svc_sess_close(&h);
-            return;
-        }
-    } else {
+    if (svc_sidecar_read(&h, &sc, NULL) == 0) {
         int64_t *ids = NULL;
         size_t n = 0;
         if (svc_sess_message_ids(&h, &ids, &n, NULL) == 0)
             svc_json_set_int(sc, "message_count", (int64_t)n);
         free(ids);
+    } else {
+        svc_sidecar_derive(&h, &sc, NULL); /* NULL when it cannot */
     }
     svc_sess_close(&h);
     json_object *sum = svc_sidecar_summary(sc);
@@ -896,16 +893,6 @@ static void index_tell(struct job *j, const char *sid)
         svc_journal_note(&j->st, sid, sum);
     json_object_put(sum);
     json_object_put(sc);
-}
-
-static int fsync_dir(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
 }
 
 /* The staging name an overwritten session is moved to when the filesystem cannot
@@ -954,15 +941,12 @@ static void place(struct job *j, struct rec *s)
     struct svc_lock orl = SVC_LOCK_INIT;
     struct svc_err e;
     if (svc_sess_open_store(&j->stg, s->id, &hs, &e) != 0 ||
-        svc_sess_open_store(&j->st, s->id, &ho, &e) != 0) {
+        svc_sess_open_store(&j->st, s->id, &ho, &e) != 0 || svc_mkdirs(hs.dir, 0755, &e) != 0 ||
+        svc_sess_lock(&hs, true, &e) != 0) {
         fail_sess(s, "staging: %s", e.message);
         goto out;
     }
     const char *staged = hs.dir, *final = ho.dir;
-    if (svc_mkdirs(staged, 0755, &e) != 0 || svc_sess_lock(&hs, true, &e) != 0) {
-        fail_sess(s, "staging: %s", e.message);
-        goto out;
-    }
     /* its memory state names this host's memory file, where its digests go (SPEC 19) */
     char *state = svc_sess_path(&hs, SVC_F_MEMORY, SVC_FROM_ABS);
     int moved = svc_memory_relocate(j->cfg, j->agent_id, state, &e);
@@ -1001,7 +985,7 @@ static void place(struct job *j, struct rec *s)
         }
     }
     if (j->st.durable)
-        fsync_dir(j->st.root);
+        svc_fsync_dir(j->st.root, NULL);
     svc_sess_unlock(&ho);
     svc_lock_release(&orl);
     svc_sess_unlock(&hs);
@@ -1029,7 +1013,7 @@ static void put_back_aside(const char *root, const char *staging)
         if (strncmp(de->d_name, pre, pl) != 0 || !svc_layout_session_of(de->d_name + pl))
             continue;
         char *from = svc_path_join(staging, de->d_name), *to = svc_path_join(root, de->d_name + pl);
-        if (from && to && svc_rename_noreplace(from, to) == 0)
+        if (svc_rename_noreplace(from, to) == 0)
             svc_logf("import: put back %s left aside by a killed import", de->d_name + pl);
         free(from);
         free(to);
@@ -1049,10 +1033,8 @@ static void clean_stale(const char *root)
         if (strncmp(de->d_name, pre, strlen(pre)) != 0)
             continue;
         char *p = svc_path_join(root, de->d_name);
-        if (p)
-            put_back_aside(root, p);
-        if (p)
-            svc_file_remove_tree(p);
+        put_back_aside(root, p);
+        svc_file_remove_tree(p);
         free(p);
     }
     closedir(d);
