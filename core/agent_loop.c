@@ -262,28 +262,9 @@ static json_object *loop_model_request(struct svc_loop *loop)
             continue;
         if (i + 1 == n)
             continue; /* the tool calls of this very run are about to be answered */
-        json_object *res = json_object_new_object();
-        svc_json_set_str(res, "role", "user");
-        json_object *content = json_object_new_array();
-        json_object *c = svc_json_arr(m, "content");
-        for (size_t k = 0; k < json_object_array_length(c); k++) {
-            json_object *tu = svc_json_obj(json_object_array_get_idx(c, k), "toolUse");
-            if (!tu)
-                continue;
-            json_object *tr = json_object_new_object();
-            svc_json_set_str(tr, "toolUseId", svc_json_str(tu, "toolUseId", ""));
-            svc_json_set_str(tr, "status", "error");
-            json_object *items = json_object_new_array();
-            json_object *t = json_object_new_object();
-            svc_json_set_str(t, "text", "Tool call was interrupted; no result is available.");
-            json_object_array_add(items, t);
-            svc_json_set(tr, "content", items);
-            json_object *blk = json_object_new_object();
-            svc_json_set(blk, "toolResult", tr);
-            json_object_array_add(content, blk);
-        }
-        svc_json_set(res, "content", content);
-        json_object_array_add(req, res);
+        json_object *calls = svc_ctools_pending(m);
+        json_object_array_add(req, svc_ctools_interrupted(calls));
+        json_object_put(calls);
     }
     return req;
 }

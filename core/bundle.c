@@ -65,20 +65,13 @@ void svc_export_free(struct svc_export *ex)
 
 /* ---- selection ---- */
 
-static int ids_add(struct svc_export *ex, const char *sid, struct svc_err *err)
+/* sid into table ids (the selection) or written (a session written to the bundle: its
+ * memory digests go with it). */
+static int ids_add(struct svc_export *ex, const char *table, const char *sid, struct svc_err *err)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(&ex->ids, "INSERT OR IGNORE INTO ids VALUES (?1)");
-    if (st)
-        sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    if (st && sqlite3_step(st) == SQLITE_DONE)
-        return 0;
-    return svc_err_set(err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(&ex->ids));
-}
-
-/* A session written to the bundle (its memory digests go with it). */
-static int ids_written(struct svc_export *ex, const char *sid, struct svc_err *err)
-{
-    sqlite3_stmt *st = svc_hostdb_stmt(&ex->ids, "INSERT OR IGNORE INTO written VALUES (?1)");
+    char sql[64];
+    snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO %s VALUES (?1)", table);
+    sqlite3_stmt *st = svc_hostdb_stmt(&ex->ids, sql);
     if (st)
         sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
     if (st && sqlite3_step(st) == SQLITE_DONE)
@@ -116,45 +109,28 @@ static int ids_end(struct svc_export *ex, struct svc_err *err)
 #define IDS_MARK "\0"
 #define IDS_MARK_TEXT "\"\\u0000\""
 
-static bool status_ok(const char *s)
-{
-    static const char *ok[] = {"running", "idle", "error", "cancelled"};
-    for (size_t i = 0; i < 4; i++)
-        if (strcmp(s, ok[i]) == 0)
-            return true;
-    return false;
-}
-
 static int select_named(struct svc_export *ex, const struct svc_export_request *req,
                         struct svc_err *err)
 {
     struct svc_buf missing;
     svc_buf_init(&missing);
     size_t nmissing = 0;
-    for (size_t i = 0; i < req->n_session_ids; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < req->n_session_ids && rc == 0; i++) {
         const char *sid = req->session_ids[i];
-        if (svc_layout_id_check(sid, err) != 0) {
-            svc_buf_free(&missing);
-            return -1;
-        }
-        if (!svc_store_session_exists(&ex->st, sid) ||
-            svc_session_visible(ex->cfg, req->owner, sid, false, NULL) != 0) {
+        if (svc_layout_id_check(sid, err) != 0)
+            rc = -1;
+        else if (!svc_store_session_exists(&ex->st, sid) ||
+                 svc_session_visible(ex->cfg, req->owner, sid, false, NULL) != 0)
             svc_buf_printf(&missing, "%s%s", nmissing++ ? ", " : "", sid);
-            continue;
-        }
-        if (ids_add(ex, sid, err) != 0) { /* a repeated one is kept once */
-            svc_buf_free(&missing);
-            return -1;
-        }
+        else
+            rc = ids_add(ex, "ids", sid, err); /* a repeated one is kept once */
     }
-    if (nmissing) {
-        svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session%s not found: %.400s",
-                    nmissing > 1 ? "s" : "", missing.data ? missing.data : "");
-        svc_buf_free(&missing);
-        return -1;
-    }
+    if (rc == 0 && nmissing)
+        rc = svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session%s not found: %.400s",
+                         nmissing > 1 ? "s" : "", missing.data ? missing.data : "");
     svc_buf_free(&missing);
-    return 0;
+    return rc;
 }
 
 /* Whether the listed summary s passes the request's filters. */
@@ -193,7 +169,7 @@ static int pick_one(void *ctx, json_object *s, struct svc_err *err)
     if (++p->seen % SVC_LIST_LIMIT_MAX == 0 && p->req->selecting)
         p->req->selecting->fn(p->req->selecting->ctx, p->seen, 0, 0);
     return svc_layout_id_valid(sid) && row_selected(p->req, s, p->after, p->before)
-               ? ids_add(p->ex, sid, err)
+               ? ids_add(p->ex, "ids", sid, err)
                : 0;
 }
 
@@ -294,17 +270,15 @@ static int check_dest(struct svc_export *ex, const struct svc_export_request *re
         ok = ra && inside(dest, ra);
         free(ra);
     }
-    if (!ok) {
-        free(dest);
-        svc_err_setp(err, SVC_E_EXPORT_DIR_FORBIDDEN, "output_dir",
-                     "output_dir must lie inside export_default_dir or one of "
-                     "export_allowed_dirs (after symbolic links)");
-        free(want);
-        return -1;
-    }
     free(want);
-    ex->dest = dest;
-    return 0;
+    if (ok) {
+        ex->dest = dest;
+        return 0;
+    }
+    free(dest);
+    return svc_err_setp(err, SVC_E_EXPORT_DIR_FORBIDDEN, "output_dir",
+                        "output_dir must lie inside export_default_dir or one of "
+                        "export_allowed_dirs (after symbolic links)");
 }
 
 int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_request *req,
@@ -321,7 +295,7 @@ int svc_export_prepare(const struct svc_config *cfg, const struct svc_export_req
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "updated_before",
                             "updated_before must be an ISO 8601 time");
     for (size_t i = 0; i < req->n_statuses; i++)
-        if (!status_ok(req->statuses[i]))
+        if (!svc_session_status_valid(req->statuses[i]))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "status",
                                 "status must hold running, idle, error or cancelled");
     struct svc_export *ex = svc_xcalloc(1, sizeof *ex);
@@ -456,6 +430,15 @@ static void warn_damaged(struct svc_snap *s)
     }
 }
 
+/* obj as one compact line of the gathering file i. */
+static int agg_line(struct svc_bout *o, int i, json_object *obj, struct svc_err *err)
+{
+    char *txt = svc_json_dump_compact(obj);
+    int rc = svc_bout_agg_write(o, i, txt, strlen(txt), err);
+    free(txt);
+    return rc == 0 ? svc_bout_agg_write(o, i, "\n", 1, err) : -1;
+}
+
 /* messages.jsonl's rows of the session's messages (mv, nm of them, in id order), with their
  * feedback; their OpenAI messages into dataset and the rows into rows (for the transcript). */
 static int emit_rows(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
@@ -480,11 +463,9 @@ static int emit_rows(struct svc_export *ex, struct svc_bout *o, struct svc_snap 
         json_object *rated = svc_feedback_of(fb, mv[i].id);
         if (rated)
             svc_json_set(line, "feedback", json_object_get(rated));
-        char *txt = svc_json_dump_compact(line);
+        int w = agg_line(o, SVC_BOUT_MESSAGES, line, err);
         json_object_put(line);
-        int w = svc_bout_agg_write(o, SVC_BOUT_MESSAGES, txt, strlen(txt), err);
-        free(txt);
-        if (w != 0 || svc_bout_agg_write(o, SVC_BOUT_MESSAGES, "\n", 1, err) != 0) {
+        if (w != 0) {
             json_object_put(row);
             return -1;
         }
@@ -551,12 +532,8 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     if (json_object_array_length(dataset)) {
         json_object *d = json_object_new_object();
         svc_json_set(d, "messages", dataset);
-        char *txt = svc_json_dump_compact(d);
+        w = agg_line(o, SVC_BOUT_DATASET, d, err);
         json_object_put(d);
-        w = svc_bout_agg_write(o, SVC_BOUT_DATASET, txt, strlen(txt), err);
-        free(txt);
-        if (w == 0)
-            w = svc_bout_agg_write(o, SVC_BOUT_DATASET, "\n", 1, err);
     } else {
         json_object_put(dataset);
     }
@@ -807,7 +784,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         }
         int rc = emit_session(ex, o, &s, &m, err);
         if (rc == 0 && ex->memory)
-            rc = ids_written(ex, s.sid, err);
+            rc = ids_add(ex, "written", s.sid, err);
         svc_snap_free(&s);
         if (rc != 0)
             return -1;
@@ -946,13 +923,8 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
         svc_err_errno(err, "rename export into place");
         goto out;
     }
-    if (ex->st.durable) { /* the new name reaches the disk too */
-        int dfd = open(ex->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (dfd >= 0) {
-            fsync(dfd);
-            close(dfd);
-        }
-    }
+    if (ex->st.durable) /* the new name reaches the disk too */
+        svc_fsync_dir(ex->dest, NULL);
     *result = write_result(ex, &o, final, msgs, bytes, warnings);
     rc = 0;
 out:

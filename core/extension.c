@@ -142,15 +142,15 @@ static char *utf8_clean(const char *s, size_t len)
     return svc_buf_steal(&b);
 }
 
-/* The cut at most max bytes long that ends on a UTF-8 boundary. */
-static size_t utf8_cut(const char *s, size_t len, size_t max)
+bool svc_ext_cap(struct svc_buf *b)
 {
-    if (len <= max)
-        return len;
-    size_t n = max;
-    while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-        n--;
-    return n;
+    if (b->len <= SVC_EXT_OUTPUT_MAX)
+        return false;
+    b->len = SVC_EXT_OUTPUT_MAX;
+    while (b->len > 0 && ((unsigned char)b->data[b->len] & 0xC0) == 0x80)
+        b->len--;
+    b->data[b->len] = '\0';
+    return true;
 }
 
 static void set_error(struct svc_tool_result *out, const char *stderr_text, const char *fmt, ...)
@@ -324,11 +324,8 @@ static int child_pump(struct child *c, double deadline, int (*should_cancel)(voi
 static void child_result(struct child *c, int status, struct svc_tool_result *out)
 {
     const struct svc_extension *x = c->x;
-    if (c->obuf.len > SVC_EXT_OUTPUT_MAX) {
-        c->obuf.len = utf8_cut(c->obuf.data, c->obuf.len, SVC_EXT_OUTPUT_MAX);
-        c->obuf.data[c->obuf.len] = '\0';
+    if (svc_ext_cap(&c->obuf))
         c->truncated = true;
-    }
     char *errtext = utf8_clean(c->ebuf.data ? c->ebuf.data : "", c->ebuf.len);
     if (errtext) {
         char *nl = strchr(errtext, '\n');

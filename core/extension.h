@@ -19,6 +19,7 @@
 
 #include "config.h"
 #include "tools.h"
+#include "util.h"
 
 #define SVC_EXT_OUTPUT_MAX (64 * 1024)
 
@@ -27,6 +28,9 @@
  * timeout (the result says it was cancelled). */
 void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_cancel)(void *ctx),
                  void *ctx, struct svc_tool_result *out);
+
+/* Cut b to at most SVC_EXT_OUTPUT_MAX bytes, on a UTF-8 boundary: whether it was cut. */
+bool svc_ext_cap(struct svc_buf *b);
 
 /* write(2) that cannot raise SIGPIPE in a program that did not ignore it (the svc tool): a
  * child that exits without reading its stdin is EPIPE here, nothing more. */

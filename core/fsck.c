@@ -154,7 +154,7 @@ static void check_leftover(struct fsck *f, const char *name)
         return;
     char *abs = svc_path_join(f->st.root, name);
     struct stat sb;
-    if (abs && lstat(abs, &sb) == 0 && time(NULL) - sb.st_mtime > 3600) {
+    if (lstat(abs, &sb) == 0 && time(NULL) - sb.st_mtime > 3600) {
         bool fixed = f->repair && svc_file_remove_tree(abs) == 0;
         problem(f, NULL, name, -1, "leftover", fixed,
                 "left by a deletion or a fork that died; nobody reads it%s",
@@ -265,8 +265,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
         } else {
             if (n == cap) {
                 cap = cap ? cap * 2 : 64;
-                int64_t *nv = svc_xrealloc(ids, cap * sizeof *nv);
-                ids = nv;
+                ids = svc_xrealloc(ids, cap * sizeof *ids);
             }
             ids[n++] = id;
             json_object *m = NULL;
@@ -324,9 +323,7 @@ static bool recount(struct fsck *f, const struct svc_sess *s, int64_t files)
     bool ok = false;
     if (svc_sidecar_read(s, &sc, &err) == 0) {
         svc_json_set_int(sc, "message_count", files);
-        if (svc_sidecar_write(s, sc, SVC_SYNC_STORE, &err) == 0) {
-            ok = true;
-        }
+        ok = svc_sidecar_write(s, sc, SVC_SYNC_STORE, &err) == 0;
     }
     json_object_put(sc);
     return ok;
@@ -417,7 +414,7 @@ static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char
                 count = n;
         } else if (is_temp(nm)) {
             check_temp(f, s->sid, fa, fr);
-        } else if (fa && fr) {
+        } else {
             problem(f, s->sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
         }
         free(fa);
@@ -786,15 +783,13 @@ static void check_root(struct fsck *f)
         if (!is_temp(de->d_name))
             continue;
         char *fa = svc_path_join(f->st.root, de->d_name);
-        if (fa)
-            check_temp(f, NULL, fa, de->d_name);
+        check_temp(f, NULL, fa, de->d_name);
         free(fa);
     }
     if (d)
         closedir(d);
     char *lp = svc_layout_root_path(f->st.root, SVC_F_INDEX_LOCK, NULL);
-    if (lp)
-        check_lock_file(f, NULL, lp, svc_layout_name(SVC_F_INDEX_LOCK));
+    check_lock_file(f, NULL, lp, svc_layout_name(SVC_F_INDEX_LOCK));
     free(lp);
     char why[300] = "";
     svc_dirscan_progress_fn *pf = f->o->progress ? index_progress : NULL;

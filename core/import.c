@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bundle_out.h"
 #include "fsio.h"
 #include "hostdb.h"
 #include "index.h"
@@ -161,16 +162,6 @@ static long src_read(struct src *s, void *buf, size_t n, struct svc_err *err)
 }
 
 /* ---- digests ---- */
-
-static void hex32(const unsigned char *md, char *out)
-{
-    static const char h[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = h[md[i] >> 4];
-        out[2 * i + 1] = h[md[i] & 15];
-    }
-    out[64] = '\0';
-}
 
 /* One file of a session as a number (FNV-1a of its path, size and digest): a session's
  * staged files add up to what its manifest lists only if they are those files. */
@@ -453,24 +444,29 @@ static int manifest_found(struct job *j, const char *rel, struct svc_err *err)
 }
 
 /* Digest the current member, copying it to copy (the tar's manifest, the memory digests)
- * when not NULL. */
-static int read_member(struct job *j, FILE *copy, uint64_t *bytes, char *sha, struct svc_err *err)
+ * or to fd (a staged file) when given. */
+static int read_member(struct job *j, FILE *copy, int fd, uint64_t *bytes, char *sha,
+                       struct svc_err *err)
 {
     EVP_MD_CTX *md = EVP_MD_CTX_new(); /* OpenSSL allocates with malloc: never NULL */
     static char buf[65536];
-    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-    long got;
+    long got = 0;
     *bytes = 0;
-    while ((got = src_read(&j->src, buf, sizeof buf, err)) > 0) {
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+        got = svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
+    while (got >= 0 && (got = src_read(&j->src, buf, sizeof buf, err)) > 0) {
         EVP_DigestUpdate(md, buf, (size_t)got);
         if (copy && fwrite(buf, 1, (size_t)got, copy) != (size_t)got)
             got = svc_err_errno(err, "copy a member");
-        *bytes += (uint64_t)got;
+        else if (fd >= 0 && svc_bout_write_all(fd, buf, (size_t)got) != 0)
+            got = svc_err_errno(err, "write staged file");
+        else
+            *bytes += (uint64_t)got;
     }
     unsigned char d[32];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
-    hex32(d, sha);
+    svc_bout_hex(d, sha);
     return got < 0 ? -1 : 0;
 }
 
@@ -518,7 +514,7 @@ static int pass_read(struct job *j, struct svc_err *err)
         }
         uint64_t bytes;
         char sha[65];
-        if (read_member(j, copy, &bytes, sha, err) != 0 ||
+        if (read_member(j, copy, -1, &bytes, sha, err) != 0 ||
             file_add(j->db, 0, rel, bytes, sha, err) != 0) {
             r = -1;
             break;
@@ -532,12 +528,7 @@ static int pass_read(struct job *j, struct svc_err *err)
 
 static bool hex64(const char *s)
 {
-    if (!s || strlen(s) != 64)
-        return false;
-    for (const char *p = s; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-            return false;
-    return true;
+    return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
 }
 
 /* A member of the manifest but its files: kept in j->head. */
@@ -766,20 +757,6 @@ static int verify(struct job *j, struct svc_err *err)
 
 /* ---- pass 2: staging ---- */
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* mkdir, and mkdir -p only when the parent is missing (staging is ours: an existing entry
  * there is a directory we made). */
 static int mkdir_fast(const char *path, struct svc_err *err)
@@ -847,28 +824,9 @@ static int stage_member(struct job *j, const char *rel, bool is_dir, uint64_t *b
         return -1;
     if (fd < 0)
         return svc_err_errno(err, "write staged file");
-    EVP_MD_CTX *md = EVP_MD_CTX_new();
-    char *buf = svc_xmalloc(65536);
     uint64_t n = 0;
-    long got = 0;
-    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-        rc = svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
-    while (rc == 0 && (got = src_read(&j->src, buf, 65536, err)) > 0) {
-        EVP_DigestUpdate(md, buf, (size_t)got);
-        if (write_all(fd, buf, (size_t)got) != 0)
-            rc = svc_err_errno(err, "write staged file");
-        n += (uint64_t)got;
-    }
-    if (got < 0)
-        rc = -1;
-    unsigned char d[32];
-    char sha[65] = "";
-    if (md && rc == 0) {
-        EVP_DigestFinal_ex(md, d, NULL);
-        hex32(d, sha);
-    }
-    EVP_MD_CTX_free(md);
-    free(buf);
+    char sha[65];
+    rc = read_member(j, NULL, fd, &n, sha, err);
     if (close(fd) != 0 && rc == 0)
         rc = svc_err_errno(err, "write staged file");
     if (rc != 0)
@@ -920,17 +878,14 @@ static void index_tell(struct job *j, const char *sid)
     struct svc_sess h;
     if (svc_sess_open_store(&st, sid, &h, NULL) != 0)
         return;
-    if (svc_sidecar_read(&h, &sc, NULL) != 0) {
-        if (svc_sidecar_derive(&h, &sc, NULL) != 0) {
-            svc_sess_close(&h);
-            return;
-        }
-    } else {
+    if (svc_sidecar_read(&h, &sc, NULL) == 0) {
         int64_t *ids = NULL;
         size_t n = 0;
         if (svc_sess_message_ids(&h, &ids, &n, NULL) == 0)
             svc_json_set_int(sc, "message_count", (int64_t)n);
         free(ids);
+    } else {
+        svc_sidecar_derive(&h, &sc, NULL); /* NULL when it cannot */
     }
     svc_sess_close(&h);
     json_object *sum = svc_sidecar_summary(sc);
@@ -938,16 +893,6 @@ static void index_tell(struct job *j, const char *sid)
         svc_journal_note(&j->st, sid, sum);
     json_object_put(sum);
     json_object_put(sc);
-}
-
-static int fsync_dir(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
 }
 
 /* The staging name an overwritten session is moved to when the filesystem cannot
@@ -996,15 +941,12 @@ static void place(struct job *j, struct rec *s)
     struct svc_lock orl = SVC_LOCK_INIT;
     struct svc_err e;
     if (svc_sess_open_store(&j->stg, s->id, &hs, &e) != 0 ||
-        svc_sess_open_store(&j->st, s->id, &ho, &e) != 0) {
+        svc_sess_open_store(&j->st, s->id, &ho, &e) != 0 || svc_mkdirs(hs.dir, 0755, &e) != 0 ||
+        svc_sess_lock(&hs, true, &e) != 0) {
         fail_sess(s, "staging: %s", e.message);
         goto out;
     }
     const char *staged = hs.dir, *final = ho.dir;
-    if (svc_mkdirs(staged, 0755, &e) != 0 || svc_sess_lock(&hs, true, &e) != 0) {
-        fail_sess(s, "staging: %s", e.message);
-        goto out;
-    }
     /* its memory state names this host's memory file, where its digests go (SPEC 19) */
     char *state = svc_sess_path(&hs, SVC_F_MEMORY, SVC_FROM_ABS);
     int moved = svc_memory_relocate(j->cfg, j->agent_id, state, &e);
@@ -1043,7 +985,7 @@ static void place(struct job *j, struct rec *s)
         }
     }
     if (j->st.durable)
-        fsync_dir(j->st.root);
+        svc_fsync_dir(j->st.root, NULL);
     svc_sess_unlock(&ho);
     svc_lock_release(&orl);
     svc_sess_unlock(&hs);
@@ -1071,7 +1013,7 @@ static void put_back_aside(const char *root, const char *staging)
         if (strncmp(de->d_name, pre, pl) != 0 || !svc_layout_session_of(de->d_name + pl))
             continue;
         char *from = svc_path_join(staging, de->d_name), *to = svc_path_join(root, de->d_name + pl);
-        if (from && to && svc_rename_noreplace(from, to) == 0)
+        if (svc_rename_noreplace(from, to) == 0)
             svc_logf("import: put back %s left aside by a killed import", de->d_name + pl);
         free(from);
         free(to);
@@ -1091,10 +1033,8 @@ static void clean_stale(const char *root)
         if (strncmp(de->d_name, pre, strlen(pre)) != 0)
             continue;
         char *p = svc_path_join(root, de->d_name);
-        if (p)
-            put_back_aside(root, p);
-        if (p)
-            svc_file_remove_tree(p);
+        put_back_aside(root, p);
+        svc_file_remove_tree(p);
         free(p);
     }
     closedir(d);

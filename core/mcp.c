@@ -767,13 +767,7 @@ static void call_result(json_object *res, struct svc_tool_result *out)
             free(s);
         }
     }
-    if (t.len > SVC_EXT_OUTPUT_MAX) {
-        t.len = SVC_EXT_OUTPUT_MAX;
-        while (t.len > 0 && ((unsigned char)t.data[t.len] & 0xC0) == 0x80)
-            t.len--;
-        t.data[t.len] = '\0';
-        out->truncated = true;
-    }
+    out->truncated = svc_ext_cap(&t);
     out->content = t.data ? svc_buf_steal(&t) : svc_xstrdup("");
     out->ok = !svc_json_bool(res, "isError", false);
 }

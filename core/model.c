@@ -19,6 +19,19 @@ static int64_t tokens_of(size_t chars)
     return (int64_t)((chars + 3) / 4);
 }
 
+/* The prompt's size in tokens by the 4-characters rule (system prompt and window). */
+static int64_t prompt_estimate(const struct svc_model_call *call)
+{
+    size_t chars = call->system_prompt ? strlen(call->system_prompt) : 0;
+    size_t n = call->messages ? json_object_array_length(call->messages) : 0;
+    for (size_t i = 0; i < n; i++) {
+        char *t = svc_native_text(json_object_array_get_idx(call->messages, i));
+        chars += strlen(t);
+        free(t);
+    }
+    return tokens_of(chars);
+}
+
 /* The text of the newest toolResult in msg, and its toolUseId; NULL when none. */
 static json_object *last_tool_result(json_object *msg)
 {
@@ -203,12 +216,6 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
 {
     json_object *msgs = call->messages;
     size_t n = json_object_array_length(msgs);
-    size_t chars = call->system_prompt ? strlen(call->system_prompt) : 0;
-    for (size_t i = 0; i < n; i++) {
-        char *t = svc_native_text(json_object_array_get_idx(msgs, i));
-        chars += strlen(t);
-        free(t);
-    }
     json_object *last = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
     json_object *tr = last ? last_tool_result(last) : NULL;
     char *input = last ? svc_native_text(last) : svc_xstrdup("");
@@ -241,12 +248,10 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         char *res = svc_buf_steal(&b);
         const char *status = svc_json_str(tr, "status", "success");
         const char *used = tool_name_for(msgs, svc_json_str(tr, "toolUseId", ""));
-        if (svc_ctools_named(call->client_tools, used))
-            svc_xasprintf(&answer, "Echo: tool %s %s %s", used,
-                          strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
-        else
-            svc_xasprintf(&answer, "Tool %s %s: %s", used,
-                          strcmp(status, "success") == 0 ? "returned" : "failed", res ? res : "");
+        bool client = svc_ctools_named(call->client_tools, used);
+        svc_xasprintf(&answer, "%s %s %s%s %s", client ? "Echo: tool" : "Tool", used,
+                      strcmp(status, "success") == 0 ? "returned" : "failed", client ? "" : ":",
+                      res ? res : "");
         free(res);
     } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {
         char id[32], hex[13];
@@ -260,7 +265,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
         free(tname);
         out->text = svc_xstrdup("");
         snprintf(out->finish_reason, sizeof out->finish_reason, "tool_calls");
-        out->prompt_tokens = tokens_of(chars);
+        out->prompt_tokens = prompt_estimate(call);
         out->completion_tokens = 1;
         rc = 0;
         goto done;
@@ -278,7 +283,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     out->logprobs = echo_logprobs(call, answer);
     out->text = answer;
     answer = NULL;
-    out->prompt_tokens = tokens_of(chars);
+    out->prompt_tokens = prompt_estimate(call);
     out->completion_tokens = tokens_of(strlen(out->text));
     rc = 0;
 done:
@@ -317,19 +322,6 @@ static void count_on_retry(void *ctx, int attempt, int max_attempts, const char 
     struct counting *c = ctx;
     if (c->call->on_retry)
         c->call->on_retry(c->call->ctx, attempt, max_attempts, text);
-}
-
-/* The prompt's size in tokens by the 4-characters rule (system prompt and window). */
-static int64_t prompt_estimate(const struct svc_model_call *call)
-{
-    size_t chars = call->system_prompt ? strlen(call->system_prompt) : 0;
-    size_t n = call->messages ? json_object_array_length(call->messages) : 0;
-    for (size_t i = 0; i < n; i++) {
-        char *t = svc_native_text(json_object_array_get_idx(call->messages, i));
-        chars += strlen(t);
-        free(t);
-    }
-    return tokens_of(chars);
 }
 
 /* The window without the messages redacted to nothing (deleted conversation items, which

@@ -84,23 +84,14 @@ char *svc_openai_redact(const char *src, const char *secret)
         svc_buf_adds(&b, "***");
         p = hit + kl;
     }
-    if (!b.data)
-        return svc_xstrdup("");
-    char *out = svc_buf_steal(&b);
     /* backstop: a text cut short may end in the start of the key; mask such a tail */
-    size_t ol = strlen(out);
-    for (size_t n = kl - 1 < ol ? kl - 1 : ol; n >= 4; n--) {
-        if (memcmp(out + ol - n, secret, n) == 0) {
-            out[ol - n] = '\0';
-            char *masked = NULL;
-            if (svc_xasprintf(&masked, "%s***", out) >= 0) {
-                free(out);
-                out = masked;
-            }
+    for (size_t n = kl - 1 < b.len ? kl - 1 : b.len; n >= 4; n--)
+        if (memcmp(b.data + b.len - n, secret, n) == 0) {
+            b.len -= n;
+            svc_buf_adds(&b, "***");
             break;
         }
-    }
-    return out;
+    return b.data ? svc_buf_steal(&b) : svc_xstrdup("");
 }
 
 /* Set err with a message that never carries the key. */
@@ -598,28 +589,16 @@ static char *oa_error_message(const char *body, size_t len)
         return NULL;
     /* Not an error object: a short, one-line excerpt of the body. */
     size_t cut = len < 200 ? len : 200;
-    msg = svc_xstrndup(body, cut);
-    for (char *c = msg; *c; c++)
+    char *excerpt = svc_xstrndup(body, cut);
+    for (char *c = excerpt; *c; c++)
         if ((unsigned char)*c < 0x20)
             *c = ' ';
-    char *s = msg;
-    while (*s == ' ')
-        s++;
-    size_t l = strlen(s);
-    while (l > 0 && s[l - 1] == ' ')
-        s[--l] = '\0';
-    if (!*s) {
-        free(msg);
-        return NULL;
-    }
-    memmove(msg, s, l + 1);
-    if (cut < len && l + 4 < 204) {
-        char *m2 = svc_xrealloc(msg, l + 4);
-        if (m2) {
-            memcpy(m2 + l, "...", 4);
-            msg = m2;
-        }
-    }
+    size_t from = strspn(excerpt, " "), l = strlen(excerpt);
+    while (l > from && excerpt[l - 1] == ' ')
+        l--;
+    if (l > from)
+        svc_xasprintf(&msg, "%.*s%s", (int)(l - from), excerpt + from, cut < len ? "..." : "");
+    free(excerpt);
     return msg;
 }
 
@@ -685,15 +664,12 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     case OA_CANCEL:
         svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
         return OA_FAIL;
-    case OA_GONE:
-        svc_err_set(err, SVC_E_CANCELLED, "client went away");
-        return OA_FAIL;
     case OA_TOOBIG:
         oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is too large");
         return OA_FAIL;
+    case OA_GONE:
     case OA_STREAMERR:
-        oa_fail(st, err, SVC_E_UPSTREAM, "model server error: %s", st->stream_error);
-        return st->delivered ? OA_FAIL : OA_RETRY;
+        return oa_chunk_failed(st, err);
     case OA_NONE:
         break;
     }
@@ -850,14 +826,6 @@ int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json
     return rc == 0 ? 0 : -1;
 }
 
-/* The easy handle's options for one call: URL, headers, body, timeouts and callbacks. */
-static void oa_setopts(struct oa *st, const char *url, struct curl_slist *hdrs, const char *body)
-{
-    const struct svc_config *cfg = st->call->cfg;
-    long timeout = cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120;
-    svc_httpc_setopts(st->h, url, hdrs, body, timeout, oa_write, oa_header, oa_progress, st);
-}
-
 /* Attempts until one succeeds, fails for good, or model.max_retries is spent (never once
  * text reached the client). 0 or -1 with err set. */
 static int oa_attempts(struct oa *st, struct svc_err *err)
@@ -948,7 +916,8 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
         svc_xasprintf(&auth, "Authorization: Bearer %s", st.key);
         hdrs = curl_slist_append(hdrs, auth);
     }
-    oa_setopts(&st, url, hdrs, body);
+    svc_httpc_setopts(st.h, url, hdrs, body, cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120,
+                      oa_write, oa_header, oa_progress, &st);
     if (oa_attempts(&st, err) == 0) {
         oa_reply(&st, prompt_chars, out);
         rc = 0;

@@ -53,6 +53,15 @@ int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_s
     return check_session(cfg, sid, s, repair, err);
 }
 
+bool svc_session_status_valid(const char *s)
+{
+    static const char *const ok[] = {"running", "idle", "error", "cancelled"};
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++)
+        if (strcmp(s, ok[i]) == 0)
+            return true;
+    return false;
+}
+
 int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
                       json_object **out, struct svc_err *err)
 {
@@ -62,15 +71,9 @@ int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query 
     if (q->limit < 1 || q->limit > SVC_LIST_LIMIT_MAX)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "limit",
                             "query parameter 'limit' must be between 1 and %d", SVC_LIST_LIMIT_MAX);
-    static const char *statuses[] = {"running", "idle", "error", "cancelled", NULL};
-    if (q->status && *q->status) {
-        bool ok = false;
-        for (int i = 0; statuses[i]; i++)
-            ok = ok || strcmp(q->status, statuses[i]) == 0;
-        if (!ok)
-            return svc_err_setp(err, SVC_E_INVALID_QUERY, "status",
-                                "status must be running, idle, error or cancelled");
-    }
+    if (q->status && *q->status && !svc_session_status_valid(q->status))
+        return svc_err_setp(err, SVC_E_INVALID_QUERY, "status",
+                            "status must be running, idle, error or cancelled");
     if (q->pinned && *q->pinned && strcmp(q->pinned, "true") != 0 &&
         strcmp(q->pinned, "false") != 0)
         return svc_err_setp(err, SVC_E_INVALID_QUERY, "pinned", "pinned must be true or false");

@@ -33,6 +33,8 @@ struct svc_messages_query {
  * repaired. 0 with *s an open handle the caller closes, or -1 with err and *s closed. */
 int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s, bool repair,
                      struct svc_err *err);
+/* Whether s is a session status: running, idle, error or cancelled. */
+bool svc_session_status_valid(const char *s);
 /* {"sessions": [summary...], "next_cursor": "..."|null} */
 int svc_sessions_list(const struct svc_config *cfg, const struct svc_list_query *q,
                       json_object **out, struct svc_err *err);

@@ -15,6 +15,12 @@
 #include "store.h"
 #include "util.h"
 
+/* Whether s is n lowercase hex digits. */
+static bool lower_hex(const char *s, size_t n)
+{
+    return strlen(s) == n && strspn(s, "0123456789abcdef") == n;
+}
+
 void svc_responses_new_id(const char *prefix, char *out, size_t outsz)
 {
     char hex[33];
@@ -24,12 +30,7 @@ void svc_responses_new_id(const char *prefix, char *out, size_t outsz)
 
 bool svc_responses_id_valid(const char *id)
 {
-    if (!id || strncmp(id, "resp_", 5) != 0 || strlen(id) != SVC_RESPONSE_ID_LEN - 1)
-        return false;
-    for (const char *p = id + 5; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-            return false;
-    return true;
+    return id && strncmp(id, "resp_", 5) == 0 && lower_hex(id + 5, SVC_RESPONSE_ID_LEN - 6);
 }
 
 /* <root>/.svc_responses, refused (io_error) when something other than a directory is there.
@@ -61,22 +62,30 @@ static char *response_file(const char *dir, const char *id)
     return path;
 }
 
+/* The file "<name>.json" of responses_dir into *path (heap): 0, or -1 with err. */
+static int response_path(const struct svc_config *cfg, bool create, const char *name, char **path,
+                         struct svc_err *err)
+{
+    char *dir = NULL;
+    if (responses_dir(cfg, create, &dir, err) != 0)
+        return -1;
+    *path = response_file(dir, name);
+    free(dir);
+    return 0;
+}
+
 int svc_responses_put(const struct svc_config *cfg, json_object *resp, struct svc_err *err)
 {
     const char *id = svc_json_str(resp, "id", "");
     if (!svc_responses_id_valid(id))
         return svc_err_set(err, SVC_E_INTERNAL, "response object without a valid id");
-    char *dir = NULL, *path = NULL;
-    int rc = -1;
-    if (responses_dir(cfg, true, &dir, err) != 0)
-        goto out;
-    path = response_file(dir, id);
-    rc = svc_json_write_pretty(path, resp, cfg->sessions.fsync, err);
+    char *path = NULL;
+    if (response_path(cfg, true, id, &path, err) != 0)
+        return -1;
+    int rc = svc_json_write_pretty(path, resp, cfg->sessions.fsync, err);
     if (rc == 0)
         svc_responses_prune(cfg, SVC_RESPONSES_KEEP_S); /* the old ones, hourly at most */
-out:
     free(path);
-    free(dir);
     return rc;
 }
 
@@ -86,12 +95,11 @@ static int responses_read(const struct svc_config *cfg, const char *id, json_obj
     *out = NULL;
     if (!svc_responses_id_valid(id))
         return svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response not found");
-    char *dir = NULL, *path = NULL;
+    char *path = NULL;
     int rc = -1;
     struct svc_err rerr;
-    if (responses_dir(cfg, false, &dir, err) != 0)
-        goto out;
-    path = response_file(dir, id);
+    if (response_path(cfg, false, id, &path, err) != 0)
+        return -1;
     struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
         svc_err_set(err, SVC_E_IO, "stored response %s is not a plain file", id);
@@ -113,7 +121,6 @@ static int responses_read(const struct svc_config *cfg, const char *id, json_obj
     rc = 0;
 out:
     free(path);
-    free(dir);
     return rc;
 }
 
@@ -144,21 +151,15 @@ int svc_responses_delete(const struct svc_config *cfg, const char *id, struct sv
     if (responses_read(cfg, id, &resp, err) != 0) /* the id checked, the file a plain one */
         return -1;
     json_object_put(resp);
-    char *dir = NULL, *path = NULL;
-    int rc = -1;
-    if (responses_dir(cfg, false, &dir, err) != 0)
-        goto out;
-    path = response_file(dir, id);
-    if (unlink(path) != 0) {
+    char *path = NULL;
+    if (response_path(cfg, false, id, &path, err) != 0)
+        return -1;
+    int rc = 0;
+    if (unlink(path) != 0)
         rc = errno == ENOENT
                  ? svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id)
                  : svc_err_errno(err, "remove the stored response");
-        goto out;
-    }
-    rc = 0;
-out:
     free(path);
-    free(dir);
     return rc;
 }
 
@@ -181,30 +182,21 @@ static void key_name(const char *key, char *name, size_t namesz)
 
 static bool key_name_valid(const char *name)
 {
-    if (strncmp(name, "key_", 4) != 0 || strlen(name) != 68)
-        return false;
-    for (const char *p = name + 4; *p; p++)
-        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
-            return false;
-    return true;
+    return strncmp(name, "key_", 4) == 0 && lower_hex(name + 4, 64);
 }
 
 int svc_responses_put_key(const struct svc_config *cfg, const char *key, const char *id,
                           struct svc_err *err)
 {
-    char name[80], *dir = NULL, *path = NULL;
-    int rc = -1;
-    if (responses_dir(cfg, true, &dir, err) != 0)
-        goto out;
+    char name[80], *path = NULL;
     key_name(key, name, sizeof name);
-    path = response_file(dir, name);
+    if (response_path(cfg, true, name, &path, err) != 0)
+        return -1;
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "response_id", id);
-    rc = svc_json_write_pretty(path, o, cfg->sessions.fsync, err);
+    int rc = svc_json_write_pretty(path, o, cfg->sessions.fsync, err);
     json_object_put(o);
-out:
     free(path);
-    free(dir);
     return rc;
 }
 
@@ -212,22 +204,17 @@ int svc_responses_by_key(const struct svc_config *cfg, const char *key, json_obj
                          struct svc_err *err)
 {
     *out = NULL;
-    char name[80], *dir = NULL, *path = NULL;
+    char name[80], *path = NULL;
     json_object *o = NULL;
-    int rc = -1;
-    if (responses_dir(cfg, false, &dir, err) != 0)
-        goto out;
     key_name(key, name, sizeof name);
-    path = response_file(dir, name);
-    if (svc_json_read_object_file(path, &o, NULL) != 0) {
-        svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "no response for this idempotency key");
-        goto out;
-    }
-    rc = svc_responses_get(cfg, svc_json_str(o, "response_id", ""), out, err);
-out:
+    if (response_path(cfg, false, name, &path, err) != 0)
+        return -1;
+    int rc =
+        svc_json_read_object_file(path, &o, NULL) != 0
+            ? svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "no response for this idempotency key")
+            : svc_responses_get(cfg, svc_json_str(o, "response_id", ""), out, err);
     json_object_put(o);
     free(path);
-    free(dir);
     return rc;
 }
 
@@ -236,7 +223,7 @@ static int remove_old_response(const void *ctx, const char *id, const struct sta
     if (!svc_responses_id_valid(id) && !key_name_valid(id))
         return 0;
     char *path = response_file(ctx, id);
-    int removed = path && unlink(path) == 0;
+    int removed = unlink(path) == 0;
     free(path);
     return removed;
 }

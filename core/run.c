@@ -651,13 +651,17 @@ static void run_recent(struct svc_run *run, json_object **recent, int64_t **ids)
     }
 }
 
-/* Memory sync inside the run's end (the session lock held): memory_state goes into sc. */
-static void sync_memory_into(struct svc_run *run, json_object *sc)
+/* Memory sync of the run's pair: inside the run's end with sc (the session lock held:
+ * memory_state goes into sc), else after it (core/memory.h). */
+static void sync_memory(struct svc_run *run, json_object *sc)
 {
     json_object *recent = NULL;
     int64_t *ids = NULL;
     run_recent(run, &recent, &ids);
-    svc_memory_sync_run(run->cfg, &run->sess, recent, ids, sc, NULL);
+    if (sc)
+        svc_memory_sync_run(run->cfg, &run->sess, recent, ids, sc, NULL);
+    else
+        svc_memory_sync_recent(run->cfg, &run->sess, recent, ids, NULL);
     json_object_put(recent);
     free(ids);
 }
@@ -704,7 +708,7 @@ static void end_leave(void *ctx, json_object *sc)
     svc_json_set(sc, "token_state",
                  svc_loop_token_state(&run->loop, svc_json_obj(sc, "token_state")));
     if (!c->failure && run->cfg->sessions.sync_memory && !run->memory_defer) {
-        sync_memory_into(run, sc);
+        sync_memory(run, sc);
         run->memory_synced = true;
     }
 }
@@ -786,12 +790,7 @@ void svc_run_sync_memory(struct svc_run *run)
     if (!run->memory_due)
         return;
     run->memory_due = false;
-    json_object *recent = NULL;
-    int64_t *ids = NULL;
-    run_recent(run, &recent, &ids);
-    svc_memory_sync_recent(run->cfg, &run->sess, recent, ids, NULL); /* core/memory.h */
-    json_object_put(recent);
-    free(ids);
+    sync_memory(run, NULL);
 }
 
 void svc_run_free(struct svc_run *run)

@@ -30,8 +30,7 @@ bool svc_run_id_valid(const char *id)
 
 static char *runs_dir(const struct svc_config *cfg)
 {
-    const struct svc_store st = {.root = cfg->sessions.root}; /* the root's path alone */
-    return svc_layout_root_path(st.root, SVC_F_RUNS, NULL);
+    return svc_layout_root_path(cfg->sessions.root, SVC_F_RUNS, NULL);
 }
 
 static char *run_file(const struct svc_config *cfg, const char *run_id, enum svc_run_file f)
@@ -136,7 +135,7 @@ static int idem_lookup(const struct svc_config *cfg, const char *sid, const char
     char *path = idem_file(cfg, sid, key);
     json_object *o = NULL;
     int rc = -1;
-    if (path && svc_json_read_file(path, &o, NULL) == 0) {
+    if (svc_json_read_file(path, &o, NULL) == 0) {
         const char *id = svc_json_str(o, "run_id", NULL);
         if (id && svc_run_id_valid(id)) {
             snprintf(run_id, run_id_sz, "%s", id);
@@ -392,8 +391,7 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
 fail:
     if (idem_stored) {
         char *ip = idem_file(cfg, a.session_id, idem_key);
-        if (ip)
-            unlink(ip);
+        unlink(ip);
         free(ip);
     }
     remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
@@ -412,7 +410,7 @@ static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
     char *buf = NULL;
     size_t len = 0;
     int64_t n = 0;
-    if (path && svc_file_read(path, &buf, &len, NULL) == 0) {
+    if (svc_file_read(path, &buf, &len, NULL) == 0) {
         for (size_t i = 0; i < len; i++)
             n += buf[i] == '\n';
         if (len > 0 && buf[len - 1] != '\n')
@@ -430,7 +428,7 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
     const char *run_id = svc_json_str(rec, "run_id", "");
     char *lock_path = run_file(cfg, run_id, SVC_RUN_LOCK);
     /* held: the runner is alive; missing: nothing to reap */
-    int fd = lock_path ? svc_lock_file(lock_path, LOCK_EX | LOCK_NB, false) : -1;
+    int fd = svc_lock_file(lock_path, LOCK_EX | LOCK_NB, false);
     free(lock_path);
     if (fd < 0)
         return;
@@ -443,8 +441,7 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
             svc_event_new(run_id, svc_json_str(fresh, "session_id", ""), count + 1, "error");
         svc_json_set_str(ev, "message", "the run's process ended before the run finished");
         svc_json_set_str(ev, "code", "interrupted");
-        if (ev_path)
-            svc_json_append_line(ev_path, ev, false, NULL);
+        svc_json_append_line(ev_path, ev, false, NULL);
         json_object_put(ev);
         free(ev_path);
         svc_json_set_str(fresh, "status", "error");
@@ -515,7 +512,7 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     size_t len = 0;
     struct svc_err rerr;
     json_object *arr = json_object_new_array();
-    if (path && svc_file_read(path, &buf, &len, &rerr) == 0) {
+    if (svc_file_read(path, &buf, &len, &rerr) == 0) {
         /* a partial last line is not yet an event */
         struct events_ctx c = {arr, cursor, 0, NULL, 0};
         svc_jsonl_lines(buf, len, event_line_add, &c);
@@ -665,8 +662,7 @@ static void remove_run_files(const struct svc_config *cfg, const char *id)
 {
     for (int i = 0; i < SVC_RUN__MAX; i++) {
         char *p = run_file(cfg, id, (enum svc_run_file)i);
-        if (p)
-            unlink(p);
+        unlink(p);
         free(p);
     }
 }
@@ -679,7 +675,7 @@ static int remove_old_run(const void *ctx, const char *id, const struct stat *sb
          * not one stored again since the caller's lstat */
         char *p = run_file(cfg, id, SVC_RUN_RECORD);
         struct stat again;
-        int removed = p && lstat(p, &again) == 0 && again.st_ino == sb->st_ino &&
+        int removed = lstat(p, &again) == 0 && again.st_ino == sb->st_ino &&
                       again.st_mtime == sb->st_mtime && unlink(p) == 0;
         free(p);
         return removed;
@@ -696,11 +692,8 @@ static int remove_old_run(const void *ctx, const char *id, const struct stat *sb
 
 int svc_runs_prune(const struct svc_config *cfg, double max_age_s)
 {
-    char *dir = runs_dir(cfg);
-    char *stamp = dir ? svc_path_join(dir, ".pruned") : NULL;
-    int removed = 0;
-    if (dir && stamp)
-        removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_run, cfg);
+    char *dir = runs_dir(cfg), *stamp = svc_path_join(dir, ".pruned");
+    int removed = svc_file_prune_old_json(dir, stamp, max_age_s, remove_old_run, cfg);
     free(dir);
     free(stamp);
     return removed;
@@ -728,8 +721,7 @@ int svc_runs_forget(const struct svc_config *cfg, const char *sid)
 {
     struct forget f = {.cfg = cfg, .sid = sid};
     char *dir = runs_dir(cfg);
-    if (dir)
-        svc_file_each_json(dir, forget_run, &f);
+    svc_file_each_json(dir, forget_run, &f);
     free(dir);
     return f.removed;
 }
