@@ -530,18 +530,13 @@ struct trigram_set {
     double expect; /* titles expected to hold every kept one, as if independent */
 };
 
-static bool same_trigram(const struct trigram *a, const struct trigram *b)
-{
-    return a->n == b->n && memcmp(a->p, b->p, b->n) == 0;
-}
-
 /* Judge q's trigram at p (unless judged already) and keep it unless common. Whether the
  * set is done: the kept ones are expected together in under one title, or one is in none. */
 static bool judge(struct trigram_set *s, const char *p, struct fts_lim l)
 {
     struct trigram t = {p, (size_t)(trigram_end(p) - p), 0};
     for (int k = 0; k < s->n; k++)
-        if (same_trigram(&s->t[k], &t))
+        if (s->t[k].n == t.n && memcmp(s->t[k].p, t.p, t.n) == 0)
             return false;
     trigram_est(&t, l.rows, l.probe);
     int k = s->n++;

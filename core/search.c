@@ -865,10 +865,15 @@ static int rollback(const char *what, struct svc_err *err)
 
 /* ---- catching up from the listing index ---- */
 
+/* A session the listing changed (msgs -1: gone). */
+struct change {
+    char *sid;
+    double updated;
+    int64_t msgs;
+};
+
 struct changed {
-    char **sid;
-    double *updated;
-    int64_t *msgs;
+    struct change *v;
     size_t n, cap;
 };
 
@@ -884,13 +889,9 @@ static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs
     }
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 64;
-        c->sid = svc_xrealloc(c->sid, c->cap * sizeof *c->sid);
-        c->updated = svc_xrealloc(c->updated, c->cap * sizeof *c->updated);
-        c->msgs = svc_xrealloc(c->msgs, c->cap * sizeof *c->msgs);
+        c->v = svc_xrealloc(c->v, c->cap * sizeof *c->v);
     }
-    c->sid[c->n] = svc_xstrdup(sid);
-    c->updated[c->n] = updated;
-    c->msgs[c->n++] = msgs;
+    c->v[c->n++] = (struct change){svc_xstrdup(sid), updated, msgs};
 }
 
 /* The sessions the memo has and the listing no longer does: into c with msgs -1. */
@@ -904,21 +905,14 @@ static void note_gone(struct changed *c)
 static void changed_free(struct changed *c)
 {
     for (size_t i = 0; i < c->n; i++)
-        free(c->sid[i]);
-    free(c->sid);
-    free(c->updated);
-    free(c->msgs);
+        free(c->v[i].sid);
+    free(c->v);
 }
 
-/* The changes newest first (by updated), as indexes into c. */
-struct order {
-    double updated;
-    size_t i;
-};
-
-static int order_cmp(const void *a, const void *b)
+/* Newest first (by updated). */
+static int newest_first(const void *a, const void *b)
 {
-    double x = ((const struct order *)a)->updated, y = ((const struct order *)b)->updated;
+    double x = ((const struct change *)a)->updated, y = ((const struct change *)b)->updated;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -928,10 +922,7 @@ static int order_cmp(const void *a, const void *b)
 static int apply_changes(const struct svc_config *cfg, struct changed *c, double until,
                          struct svc_err *err)
 {
-    struct order *o = svc_xcalloc(c->n, sizeof *o);
-    for (size_t k = 0; k < c->n; k++)
-        o[k] = (struct order){c->updated[k], k};
-    qsort(o, c->n, sizeof *o, order_cmp);
+    qsort(c->v, c->n, sizeof *c->v, newest_first);
     int rc = 0;
     for (size_t i = 0; i < c->n && rc == 0; i += BATCH) {
         if (until > 0 && i > 0 && svc_time_monotonic() > until) {
@@ -943,22 +934,21 @@ static int apply_changes(const struct svc_config *cfg, struct changed *c, double
             break;
         }
         for (size_t k = i; k < c->n && k < i + BATCH && rc == 0; k++) {
-            size_t j = o[k].i;
-            if ((c->msgs[j] < 0 ? drop_session(c->sid[j])
-                                : index_session(cfg, c->sid[j], c->updated[j], c->msgs[j])) < 0)
+            const struct change *x = &c->v[k];
+            if ((x->msgs < 0 ? drop_session(x->sid)
+                             : index_session(cfg, x->sid, x->updated, x->msgs)) < 0)
                 rc = rollback("index a session", err);
         }
         if (rc == 0 && svc_hostdb_exec(&S.h, "COMMIT") != 0)
             rc = rollback("commit", err);
         for (size_t k = i; rc == 0 && k < c->n && k < i + BATCH; k++) {
-            size_t j = o[k].i;
-            if (c->msgs[j] >= 0)
-                memo_put(c->sid[j], c->updated[j], c->msgs[j]);
+            const struct change *x = &c->v[k];
+            if (x->msgs >= 0)
+                memo_put(x->sid, x->updated, x->msgs);
             else
-                memo_del(c->sid[j]);
+                memo_del(x->sid);
         }
     }
-    free(o);
     return rc;
 }
 
