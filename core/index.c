@@ -16,7 +16,6 @@
 #include "journal.h"
 #include "jsonx.h"
 #include "listdb.h"
-#include "log.h"
 #include "sidecar.h"
 #include "util.h"
 

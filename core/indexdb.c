@@ -12,10 +12,8 @@
 #include <unistd.h>
 
 #include "dirscan.h"
-#include "fsio.h"
 #include "hostdb.h"
 #include "journal.h"
-#include "jsonx.h"
 #include "listdb.h"
 #include "log.h"
 #include "sidecar.h"

@@ -1,13 +1,10 @@
 #include "jsonx.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fsio.h"
 #include "util.h"

@@ -13,7 +13,6 @@
 #include <unistr.h>
 
 #include "chain.h"
-#include "dirwatch.h"
 #include "fold.h"
 #include "fsio.h"
 #include "hostdb.h"
