@@ -17,7 +17,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-
 void svc_chain_seed(const char *owner, unsigned char key[32]);
 bool svc_chain_step(unsigned char key[32], json_object *native_msg);
 int64_t svc_chain_id(const unsigned char key[32]);
