@@ -3,7 +3,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,18 +56,13 @@ const char *svc_acl_check(const char *text)
     return parse(text, &n);
 }
 
-static void push(struct svc_acl *a, const struct svc_acl_net *n)
-{
-    a->nets = svc_xrealloc(a->nets, (a->n + 1) * sizeof *a->nets);
-    a->nets[a->n++] = *n;
-}
-
 int svc_acl_add(struct svc_acl *a, const char *text)
 {
     struct svc_acl_net n;
     if (parse(text, &n))
         return -1;
-    push(a, &n);
+    a->nets = svc_xrealloc(a->nets, (a->n + 1) * sizeof *a->nets);
+    a->nets[a->n++] = n;
     return 0;
 }
 
@@ -88,11 +82,6 @@ static bool prefix_eq(const unsigned char *x, const unsigned char *y, int bits)
         return true;
     unsigned char mask = (unsigned char)(0xff << (8 - rest));
     return (x[whole] & mask) == (y[whole] & mask);
-}
-
-static bool net_has(const struct svc_acl_net *net, const struct svc_acl_net *host)
-{
-    return net->family == host->family && prefix_eq(net->addr, host->addr, net->bits);
 }
 
 /* The peer sa as a host entry; false for a family without addresses. */
@@ -122,7 +111,7 @@ bool svc_acl_match(const struct svc_acl *a, const struct sockaddr *sa)
     if (!host_of(sa, &h))
         return false;
     for (size_t i = 0; i < a->n; i++)
-        if (net_has(&a->nets[i], &h))
+        if (a->nets[i].family == h.family && prefix_eq(a->nets[i].addr, h.addr, a->nets[i].bits))
             return true;
     return false;
 }

@@ -273,6 +273,14 @@ static json_object *cfgy_json_scalar(const yaml_node_t *node)
     return json_object_new_string_len(s, (int)len);
 }
 
+/* A failed conversion: what was built of *out dropped; returns rc. */
+static int json_fail(json_object **out, int rc)
+{
+    json_object_put(*out);
+    *out = NULL;
+    return rc;
+}
+
 static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int depth, size_t *budget,
                           json_object **out, struct svc_err *err)
 {
@@ -287,51 +295,40 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
                              at->path, "value too long");
         *out = cfgy_json_scalar(node); /* NULL is JSON null */
         return 0;
-    case YAML_SEQUENCE_NODE: {
-        json_object *arr = json_object_new_array();
+    case YAML_SEQUENCE_NODE:
+        *out = json_object_new_array();
         for (yaml_node_item_t *it = node->data.sequence.items.start;
              it < node->data.sequence.items.top; it++) {
             yaml_node_t *v = yaml_document_get_node(at->doc, *it);
             json_object *jv;
-            if (!v) {
-                json_object_put(arr);
-                return svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
-            }
-            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0) {
-                json_object_put(arr);
-                return -1;
-            }
-            json_object_array_add(arr, jv);
+            if (!v)
+                return json_fail(out,
+                                 svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document"));
+            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0)
+                return json_fail(out, -1);
+            json_object_array_add(*out, jv);
         }
-        *out = arr;
         return 0;
-    }
-    case YAML_MAPPING_NODE: {
-        json_object *obj = json_object_new_object();
+    case YAML_MAPPING_NODE:
+        *out = json_object_new_object();
         for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
              p++) {
             yaml_node_t *k = yaml_document_get_node(at->doc, p->key);
             yaml_node_t *v = yaml_document_get_node(at->doc, p->value);
             json_object *jv;
-            if (!k || !v) {
-                json_object_put(obj);
-                return svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
-            }
+            if (!k || !v)
+                return json_fail(out,
+                                 svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document"));
             if (k->type != YAML_SCALAR_NODE ||
-                strlen((const char *)k->data.scalar.value) != k->data.scalar.length) {
-                json_object_put(obj);
-                return cfgy_fail(err, at->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                 at->path, "keys must be scalars");
-            }
-            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0) {
-                json_object_put(obj);
-                return -1;
-            }
-            json_object_object_add(obj, (const char *)k->data.scalar.value, jv);
+                strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
+                return json_fail(out, cfgy_fail(err, at->file, cfgy_line(k->start_mark),
+                                                cfgy_col(k->start_mark), at->path,
+                                                "keys must be scalars"));
+            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0)
+                return json_fail(out, -1);
+            json_object_object_add(*out, (const char *)k->data.scalar.value, jv);
         }
-        *out = obj;
         return 0;
-    }
     default:
         return 0;
     }

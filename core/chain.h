@@ -15,11 +15,7 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
-
-#include "config.h"
-#include "err.h"
 
 void svc_chain_seed(const char *owner, unsigned char key[32]);
 bool svc_chain_step(unsigned char key[32], json_object *native_msg);

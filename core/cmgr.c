@@ -125,9 +125,7 @@ static void echo_line(struct svc_buf *b, json_object *msg)
 {
     char *text = svc_native_text(msg);
     char *cut = svc_utf8_prefix(text, 80);
-    svc_buf_adds(b, "\n* ");
-    svc_buf_adds(b, svc_openai_role(msg));
-    svc_buf_adds(b, ": ");
+    svc_buf_printf(b, "\n* %s: ", svc_openai_role(msg));
     for (char *c = cut; *c; c++)
         if (*c == '\n')
             *c = ' ';
@@ -140,15 +138,10 @@ static void echo_line(struct svc_buf *b, json_object *msg)
     for (size_t i = 0; c && i < json_object_array_length(c); i++) {
         json_object *blk = json_object_array_get_idx(c, i);
         json_object *tu = svc_json_obj(blk, "toolUse"), *tr = svc_json_obj(blk, "toolResult");
-        if (tu) {
-            svc_buf_adds(b, " [called ");
-            svc_buf_adds(b, svc_json_str(tu, "name", "?"));
-            svc_buf_adds(b, "]");
-        } else if (tr) {
-            svc_buf_adds(b, " [result ");
-            svc_buf_adds(b, svc_json_str(tr, "status", "success"));
-            svc_buf_adds(b, "]");
-        }
+        if (tu)
+            svc_buf_printf(b, " [called %s]", svc_json_str(tu, "name", "?"));
+        else if (tr)
+            svc_buf_printf(b, " [result %s]", svc_json_str(tr, "status", "success"));
     }
 }
 

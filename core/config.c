@@ -570,14 +570,6 @@ static void range_text(const struct cfg_row *r, char *buf, size_t sz)
         snprintf(buf, sz, "%lld..%lld", (long long)r->min, (long long)r->max);
 }
 
-static char *dup_checked(const struct cfgy_node *n)
-{
-    char *s = svc_xmalloc(n->len + 1);
-    memcpy(s, n->text, n->len);
-    s[n->len] = '\0';
-    return s;
-}
-
 /* Store a scalar (or null) node into row r of base; messages name n->path.
  * Return 0, or -1 with err. */
 #define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
@@ -1053,7 +1045,7 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         const char *why = r->check ? r->check(n->text) : NULL;
         if (why)
             return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
-        char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : dup_checked(n);
+        char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : svc_xstrdup(n->text);
         (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
         return CFGY_SKIP;
     }
@@ -1109,18 +1101,13 @@ fail:
 static int config_load(struct svc_config *cfg, const char *buf, size_t len, const char *file,
                        const char *source, struct svc_err *err)
 {
-    struct cfg_load c;
+    struct cfg_load c = {.cfg = cfg}; /* fr[0]: FR_ROOT */
     if (svc_config_defaults(cfg, err) < 0)
         return -1;
     if (source)
         cfg->source = svc_xstrdup(source);
-    memset(&c, 0, sizeof c);
-    c.cfg = cfg;
-    c.fr[0].kind = FR_ROOT;
-    if (cfgy_walk(file, buf ? buf : "", buf ? len : 0, cfg_visit, &c, err) < 0)
-        goto fail;
-    return 0;
-fail:
+    if (cfgy_walk(file, buf ? buf : "", buf ? len : 0, cfg_visit, &c, err) == 0)
+        return 0;
     svc_config_free(cfg);
     return -1;
 }
@@ -1131,7 +1118,8 @@ int svc_config_load_buffer(struct svc_config *cfg, const char *buf, size_t len, 
     return config_load(cfg, buf, len, name ? name : "<buffer>", name, err);
 }
 
-int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_err *err)
+/* The file at path; a missing one is the defaults when missing_ok. */
+static int load_path(struct svc_config *cfg, const char *path, bool missing_ok, struct svc_err *err)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -1139,7 +1127,8 @@ int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_er
     memset(cfg, 0, sizeof *cfg);
     if (svc_file_read_follow(path, &buf, &len, &e) < 0) {
         if (e.code == SVC_E_NOT_FOUND)
-            return svc_err_set(err, SVC_E_CONFIG, "%s: no such file", path);
+            return missing_ok ? svc_config_defaults(cfg, err)
+                              : svc_err_set(err, SVC_E_CONFIG, "%s: no such file", path);
         return svc_err_set(err, SVC_E_CONFIG, "%s: cannot read: %s", path, e.message);
     }
     int rc = config_load(cfg, buf, len, path, path, err);
@@ -1147,33 +1136,18 @@ int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_er
     return rc;
 }
 
+int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_err *err)
+{
+    return load_path(cfg, path, false, err);
+}
+
 int svc_config_load(struct svc_config *cfg, struct svc_err *err)
 {
     const char *env = getenv("SVC_CONFIG");
-    if (env && *env) {
-        char *path = svc_path_expand(env);
-        int rc = svc_config_load_file(cfg, path, err);
-        free(path);
-        return rc;
-    }
-    memset(cfg, 0, sizeof *cfg);
     char *home = config_home();
-    char *path = svc_path_join(home, "agents.yaml");
+    char *path = env && *env ? svc_path_expand(env) : svc_path_join(home, "agents.yaml");
     free(home);
-    char *buf = NULL;
-    size_t len = 0;
-    struct svc_err e = {0};
-    int rc;
-    if (svc_file_read_follow(path, &buf, &len, &e) < 0) {
-        if (e.code == SVC_E_NOT_FOUND)
-            rc = svc_config_defaults(cfg, err);
-        else
-            rc = svc_err_set(err, SVC_E_CONFIG, "%s: cannot read: %s", path, e.message);
-        goto out;
-    }
-    rc = config_load(cfg, buf, len, path, path, err);
-out:
-    free(buf);
+    int rc = load_path(cfg, path, !(env && *env), err);
     free(path);
     return rc;
 }

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "hostdb.h"
-#include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
 #include "sidecar.h"

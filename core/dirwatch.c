@@ -8,7 +8,6 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
-#include "fsio.h"
 #include "util.h"
 
 /* what changes a directory: an entry created, written, its attributes (utime, chmod)

@@ -67,10 +67,8 @@ static void trim_partial_utf8(char *s)
         s[i - 1] = '\0';
 }
 
-static int err_vset(struct svc_err *err, enum svc_errcode code, const char *param, const char *fmt,
-                    va_list ap) __attribute__((format(printf, 4, 0)));
-static int err_vset(struct svc_err *err, enum svc_errcode code, const char *param, const char *fmt,
-                    va_list ap)
+__attribute__((format(printf, 4, 0))) static int
+err_vset(struct svc_err *err, enum svc_errcode code, const char *param, const char *fmt, va_list ap)
 {
     if (!err)
         return -1;

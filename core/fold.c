@@ -1,7 +1,6 @@
 #include "fold.h"
 
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unicase.h>
 #include <uninorm.h>

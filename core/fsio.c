@@ -43,10 +43,13 @@ static int fsync_dir_of(const char *path)
     return rc;
 }
 
+/* Test hook, compiled only into test builds (make TEST_HOOKS=1, which `make test` and
+ * `make asan` use): when SVC_TEST_CRASH_BEFORE_RENAME is "<substring>" or
+ * "<substring>#<n>", the n-th write (default the first) of the process to a path containing
+ * substring _exit(77)s after the temp write, before the rename (before the write of an
+ * append). Used by t/ to prove that a crash at any write leaves a session that says so. */
+static void crash_point(const char *path)
 #ifdef SVC_TEST_HOOKS
-/* SVC_TEST_CRASH_BEFORE_RENAME="<substring>[#<n>]": the n-th (default first) write of this
- * process to a path containing substring _exit(77)s just before it becomes visible. */
-void svc_test_crash_point(const char *path)
 {
     static int seen;
     const char *spec = getenv("SVC_TEST_CRASH_BEFORE_RENAME");
@@ -64,6 +67,10 @@ void svc_test_crash_point(const char *path)
         nth = atoi(hash + 1);
     if (strstr(path, sub) && ++seen == nth)
         _exit(77);
+}
+#else
+{
+    (void)path;
 }
 #endif
 
@@ -241,7 +248,7 @@ static int fill_and_replace(int fd, off_t old_size, const char *tmp, const char 
         svc_err_errno(err, "close");
         goto out_unlink;
     }
-    svc_test_crash_point(path);
+    crash_point(path);
     if ((spare ? replace_keeping(tmp, path)
                : replace_with(tmp, path, !(sync & (SVC_SYNC_FILE | SVC_WRITE_NEW)))) != 0) {
         svc_err_errno(err, "rename");
@@ -310,7 +317,7 @@ int svc_file_write_synced(const char *path, const void *data, size_t len, int sy
 int svc_fd_append(int fd, const char *path, const void *data, size_t len, bool durable,
                   struct svc_err *err)
 {
-    svc_test_crash_point(path);
+    crash_point(path);
     ssize_t n = write(fd, data, len); /* one write: a line is whole or absent */
     if (n < 0 || (size_t)n != len)
         return svc_err_errno(err, "append");
@@ -346,7 +353,7 @@ int svc_file_write_new(const char *path, const void *data, size_t len, bool sync
             return svc_file_write_synced(path, data, len, sync_file ? SVC_SYNC_FILE : 0, err);
         return svc_err_errno(err, "create");
     }
-    svc_test_crash_point(path);
+    crash_point(path);
     int rc = 0;
     if (write_all(fd, data, len) != 0)
         rc = svc_err_errno(err, "write");

@@ -138,18 +138,5 @@ void svc_fs_fallback_note(const char *what, int err);
 /* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno
  * of the last failure. A missing path is 0. */
 int svc_file_remove_tree(const char *path);
-/* Test hook, compiled only into test builds (make TEST_HOOKS=1, which `make test` and
- * `make asan` use): when SVC_TEST_CRASH_BEFORE_RENAME is "<substring>" or
- * "<substring>#<n>", the n-th write (default the first) of the process to a path containing
- * substring _exit(77)s after the temp write, before the rename (before the write of an
- * append). Used by t/ to prove that a crash at any write leaves a session that says so. */
-#ifdef SVC_TEST_HOOKS
-void svc_test_crash_point(const char *path);
-#else
-static inline void svc_test_crash_point(const char *path)
-{
-    (void)path;
-}
-#endif
 
 #endif

@@ -1,6 +1,7 @@
 #include "hostdb.h"
 
 #include <openssl/evp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,45 @@ int svc_hostdb_exec(struct svc_hostdb *h, const char *sql)
     return h->db && sqlite3_exec(h->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 }
 
+int svc_hostdb_run(struct svc_hostdb *h, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *st = svc_hostdb_stmt(h, sql);
+    if (!st)
+        return -1;
+    va_list ap;
+    va_start(ap, types);
+    for (int i = 1; types[i - 1]; i++) {
+        const void *p = NULL;
+        switch (types[i - 1]) {
+        case 'i':
+            sqlite3_bind_int(st, i, va_arg(ap, int));
+            break;
+        case 'l':
+            sqlite3_bind_int64(st, i, va_arg(ap, int64_t));
+            break;
+        case 'd':
+            sqlite3_bind_double(st, i, va_arg(ap, double));
+            break;
+        case 's':
+            sqlite3_bind_text(st, i, va_arg(ap, const char *), -1, SQLITE_STATIC);
+            break;
+        case 't':
+        case 'b':
+            p = va_arg(ap, const void *);
+            int n = va_arg(ap, int);
+            if (types[i - 1] == 't')
+                sqlite3_bind_text(st, i, p, n, SQLITE_STATIC);
+            else
+                sqlite3_bind_blob(st, i, p, n, SQLITE_STATIC);
+            break;
+        }
+    }
+    va_end(ap);
+    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    sqlite3_reset(st);
+    return rc;
+}
+
 int64_t svc_hostdb_int(struct svc_hostdb *h, const char *sql, int64_t def)
 {
     sqlite3_stmt *st = svc_hostdb_stmt(h, sql);
@@ -133,14 +173,7 @@ char *svc_hostdb_meta(struct svc_hostdb *h, const char *k)
 
 int svc_hostdb_meta_set(struct svc_hostdb *h, const char *k, const char *v)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(h, "INSERT OR REPLACE INTO meta(k, v) VALUES (?1, ?2)");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, v, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(st);
-    return rc;
+    return svc_hostdb_run(h, "INSERT OR REPLACE INTO meta(k, v) VALUES (?1, ?2)", "ss", k, v);
 }
 
 bool svc_hostdb_stamped(struct svc_hostdb *h, const char *const *kv, size_t n)

@@ -57,6 +57,11 @@ bool svc_hostdb_current(const struct svc_hostdb *h, const char *path);
  * caller resets it when done (a statement left stepping holds a read transaction). */
 sqlite3_stmt *svc_hostdb_stmt(struct svc_hostdb *h, const char *sql);
 int svc_hostdb_exec(struct svc_hostdb *h, const char *sql);
+/* Run svc_hostdb_stmt(sql) with ?1, ?2... bound from the arguments, one a letter of types:
+ * i int, l int64_t, d double, s text (const char *; NULL binds null), t text and b blob
+ * (const void *, int bytes; -1: to the NUL), - none (left unbound): 0 when it ran to its
+ * end, else -1. */
+int svc_hostdb_run(struct svc_hostdb *h, const char *sql, const char *types, ...);
 /* The first column of sql's first row as an integer (def when none or on error). */
 int64_t svc_hostdb_int(struct svc_hostdb *h, const char *sql, int64_t def);
 /* The first column of sql's first row (?1 bound to key) parsed as a JSON object (new

@@ -16,7 +16,6 @@
 #include "journal.h"
 #include "jsonx.h"
 #include "listdb.h"
-#include "log.h"
 #include "sidecar.h"
 #include "util.h"
 
@@ -120,12 +119,10 @@ static json_object *recounted(const struct svc_store *st, const struct svc_list_
         return NULL; /* the count holds */
     json_object *sum = svc_sidecar_summary_of(st, r->sid);
     int64_t *ids = NULL, cnt = 0, next = 0;
-    struct svc_sess h;
-    if (!sum || svc_sess_open_store(st, r->sid, &h, NULL) != 0) {
-        json_object_put(sum);
-        return NULL;
-    }
-    int rc = svc_sess_message_count(&h, -1, &cnt, &next, &ids, NULL);
+    struct svc_sess h = SVC_SESS_INIT;
+    int rc = sum && svc_sess_open_store(st, r->sid, &h, NULL) == 0
+                 ? svc_sess_message_count(&h, -1, &cnt, &next, &ids, NULL)
+                 : -1;
     svc_sess_close(&h);
     free(ids);
     if (rc != 0) {
@@ -175,14 +172,13 @@ static void rows_free(struct svc_list_row *rows, int n)
 static int building_err(const struct svc_store *st, struct svc_err *err)
 {
     size_t done, total;
-    if (svc_journal_progress_of(st, &done, &total) != 0)
-        return svc_err_set(err, SVC_E_INDEX_BUILDING,
-                           "another process is rebuilding the session index from the "
-                           "directories; retry in a few seconds");
+    char far[64] = "";
+    if (svc_journal_progress_of(st, &done, &total) == 0)
+        snprintf(far, sizeof far, " (%zu of %zu sessions read)", done, total);
     return svc_err_set(err, SVC_E_INDEX_BUILDING,
-                       "another process is rebuilding the session index from the directories "
-                       "(%zu of %zu sessions read); retry in a few seconds",
-                       done, total);
+                       "another process is rebuilding the session index from the directories%s; "
+                       "retry in a few seconds",
+                       far);
 }
 
 /* Which copy answers: this host's database when it is caught up (*ready 0; I.live), else

@@ -12,10 +12,8 @@
 #include <unistd.h>
 
 #include "dirscan.h"
-#include "fsio.h"
 #include "hostdb.h"
 #include "journal.h"
-#include "jsonx.h"
 #include "listdb.h"
 #include "log.h"
 #include "sidecar.h"
@@ -376,14 +374,6 @@ static int rows(void *ctx, svc_journal_emit_fn *emit, void *ectx)
     return svc_listdb_rows(emit, ectx);
 }
 
-/* Whether a reader of the journal into memory would compact it (listmem.c: over twice what
- * its live sessions take, plus 64 KB), a live session's line taken as the average line. */
-static bool db_compact_due(off_t size, size_t lines, int64_t n)
-{
-    double live = lines ? (double)size / (double)lines * (double)n : 0;
-    return (double)size > 2 * live + 65536;
-}
-
 /* Compact the journal from the new database's rows when it is due, under the root lock,
  * when it is still p's generation and whole (the lines past p's offset applied first), p
  * then positioned at the end of the new generation: 0 (also when the root cannot be
@@ -393,7 +383,10 @@ static int db_compact(const struct svc_store *st, struct svc_listdb_pos *p, stru
     int64_t n = svc_listdb_count();
     if (n < 0)
         return -1;
-    if (!db_compact_due((off_t)p->offset, feed->lines, n))
+    /* due when a reader of the journal into memory would compact it (over twice what its
+     * live sessions take, plus 64 KB), a live session's line taken as the average line */
+    double live = feed->lines ? (double)p->offset / (double)feed->lines * (double)n : 0;
+    if ((double)p->offset <= 2 * live + 65536)
         return 0;
     struct svc_journal j;
     off_t at = (off_t)p->offset;

@@ -1,13 +1,10 @@
 #include "jsonx.h"
 
-#include <fcntl.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "fsio.h"
 #include "util.h"
@@ -32,52 +29,22 @@ static inline void puts_(struct svc_buf *b, const char *s)
 
 static void dump_string(struct svc_buf *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
+    /* as Python: control characters below 0x20 escaped, by name where JSON has one */
+    static const char named[] = "btn\0fr"; /* \b (8) to \r (13); 11 has none */
     put(b, "\"", 1);
     size_t start = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        const char *esc = NULL;
-        char u[7];
-        switch (c) {
-        case '"':
-            esc = "\\\"";
-            break;
-        case '\\':
-            esc = "\\\\";
-            break;
-        case '\n':
-            esc = "\\n";
-            break;
-        case '\r':
-            esc = "\\r";
-            break;
-        case '\t':
-            esc = "\\t";
-            break;
-        case '\b':
-            esc = "\\b";
-            break;
-        case '\f':
-            esc = "\\f";
-            break;
-        default:
-            if (c < 0x20) { /* as Python: only control characters below 0x20 */
-                u[0] = '\\';
-                u[1] = 'u';
-                u[2] = '0';
-                u[3] = '0';
-                u[4] = hex[c >> 4];
-                u[5] = hex[c & 0xf];
-                u[6] = '\0';
-                esc = u;
-            }
-        }
-        if (esc) {
-            put(b, s + start, i - start);
-            puts_(b, esc);
-            start = i + 1;
-        }
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        char esc[8] = {'\\', (char)c};
+        if (c >= 8 && c <= 13 && named[c - 8])
+            esc[1] = named[c - 8];
+        else if (c < 0x20)
+            snprintf(esc + 1, sizeof esc - 1, "u%04x", c);
+        put(b, s + start, i - start);
+        puts_(b, esc);
+        start = i + 1;
     }
     put(b, s + start, n - start);
     put(b, "\"", 1);
@@ -88,62 +55,15 @@ void svc_json_format_double(double d, char *out, size_t outsz)
     /* Python's repr: the shortest digits that read back as the same double, written in
      * fixed notation when the decimal exponent is in [-4, 16), else as d.ddde+XX */
     char e[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(e, sizeof e, "%.*e", prec - 1, d);
-        if (strtod(e, NULL) == d)
-            break;
-    }
-    const char *p = e;
-    bool neg = *p == '-';
-    if (neg)
-        p++;
-    char digits[24];
-    size_t nd = 0;
-    for (; *p && *p != 'e' && nd < sizeof digits - 1; p++)
-        if (*p >= '0' && *p <= '9')
-            digits[nd++] = *p;
-    digits[nd] = '\0';
-    int exp = *p == 'e' ? atoi(p + 1) : 0;
-    while (nd > 1 && digits[nd - 1] == '0') /* %.*e may pad: keep the significant digits */
-        digits[--nd] = '\0';
-    char tmp[64];
-    size_t o = 0;
-#define OUT(c) (o < sizeof tmp - 1 ? (void)(tmp[o++] = (c)) : (void)0)
-    if (neg)
-        OUT('-');
-    if (exp >= -4 && exp < 16) {
-        if (exp < 0) {
-            OUT('0');
-            OUT('.');
-            for (int z = -1; z > exp; z--)
-                OUT('0');
-            for (size_t i = 0; i < nd; i++)
-                OUT(digits[i]);
-        } else {
-            for (int i = 0; i <= exp; i++)
-                OUT((size_t)i < nd ? digits[i] : '0');
-            OUT('.');
-            if ((size_t)exp + 1 < nd)
-                for (size_t i = (size_t)exp + 1; i < nd; i++)
-                    OUT(digits[i]);
-            else
-                OUT('0');
-        }
-    } else {
-        OUT(digits[0]);
-        if (nd > 1) {
-            OUT('.');
-            for (size_t i = 1; i < nd; i++)
-                OUT(digits[i]);
-        }
-        char ex[16];
-        snprintf(ex, sizeof ex, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-        for (char *c = ex; *c; c++)
-            OUT(*c);
-    }
-#undef OUT
-    tmp[o] = '\0';
-    snprintf(out, outsz, "%s", tmp);
+    int prec = 0;
+    do
+        snprintf(e, sizeof e, "%.*e", prec++, d);
+    while (prec < 17 && strtod(e, NULL) != d);
+    int exp = atoi(strchr(e, 'e') + 1), decimals = prec - 1 - exp;
+    if (exp < -4 || exp >= 16)
+        snprintf(out, outsz, "%s", e);
+    else /* the same digits, rounded at the same place; at least one after the point */
+        snprintf(out, outsz, "%.*f", decimals > 0 ? decimals : 1, d);
 }
 
 static void dump_indent(struct svc_buf *b, int level)
@@ -750,44 +670,39 @@ int svc_json_write_pretty_sync(const char *path, json_object *o, int sync, struc
     return write_dump(path, o, sync, true, err);
 }
 
-const char *svc_json_str(json_object *o, const char *key, const char *def)
+/* o's value of key when it is of type t, else NULL. */
+static json_object *typed(json_object *o, const char *key, json_type t)
 {
     json_object *v;
-    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-        return json_object_get_string(v);
-    return def;
+    return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, t) ? v : NULL;
+}
+
+const char *svc_json_str(json_object *o, const char *key, const char *def)
+{
+    json_object *v = typed(o, key, json_type_string);
+    return v ? json_object_get_string(v) : def;
 }
 
 int64_t svc_json_int(json_object *o, const char *key, int64_t def)
 {
-    json_object *v;
-    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_int))
-        return json_object_get_int64(v);
-    return def;
+    json_object *v = typed(o, key, json_type_int);
+    return v ? json_object_get_int64(v) : def;
 }
 
 bool svc_json_bool(json_object *o, const char *key, bool def)
 {
-    json_object *v;
-    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_boolean))
-        return json_object_get_boolean(v);
-    return def;
+    json_object *v = typed(o, key, json_type_boolean);
+    return v ? json_object_get_boolean(v) : def;
 }
 
 json_object *svc_json_obj(json_object *o, const char *key)
 {
-    json_object *v;
-    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_object))
-        return v;
-    return NULL;
+    return typed(o, key, json_type_object);
 }
 
 json_object *svc_json_arr(json_object *o, const char *key)
 {
-    json_object *v;
-    if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_array))
-        return v;
-    return NULL;
+    return typed(o, key, json_type_array);
 }
 
 /* json-c returns NULL or -1 when an allocation fails: that is out of memory (err.h). */

@@ -1,9 +1,7 @@
 #include "labels.h"
 
 #include <stdio.h>
-#include <string.h>
 
-#include "jsonx.h"
 #include "util.h"
 
 /* Whether s is 1..max characters without a control character. */

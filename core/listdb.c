@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -130,15 +129,7 @@ static int64_t meta_int(const char *k)
 
 static int meta_set_int(const char *k, int64_t v)
 {
-    static const char q[] = "INSERT OR REPLACE INTO meta VALUES (?1, ?2)";
-    sqlite3_stmt *st = stmt(q);
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, v);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(st);
-    return rc;
+    return svc_hostdb_run(&L->h, "INSERT OR REPLACE INTO meta VALUES (?1, ?2)", "sl", k, v);
 }
 
 /* This boot of the machine (the kernel's boot_id; in test builds SVC_TEST_BOOT_ID, so that
@@ -169,22 +160,7 @@ static const char *boot_id(void)
 
 static int boot_set(const char *v)
 {
-    sqlite3_stmt *st = stmt("INSERT OR REPLACE INTO meta VALUES ('boot', ?1)");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, v, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(st);
-    return rc;
-}
-
-static bool boot_sealed(void)
-{
-    sqlite3_stmt *st = stmt("SELECT v = '" SEALED "' FROM meta WHERE k = 'boot'");
-    bool sealed = st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int(st, 0) == 1;
-    if (st)
-        sqlite3_reset(st);
-    return sealed;
+    return svc_hostdb_run(&L->h, "INSERT OR REPLACE INTO meta VALUES ('boot', ?1)", "s", v);
 }
 
 /* The stamp: whether the file was written in this boot or sealed, with this schema: it is
@@ -258,7 +234,7 @@ static int unseal(void)
 {
     static const char synced[] =
         "PRAGMA synchronous=FULL; COMMIT; PRAGMA synchronous=OFF; BEGIN IMMEDIATE";
-    if (!boot_sealed())
+    if (svc_hostdb_int(&L->h, "SELECT v = '" SEALED "' FROM meta WHERE k = 'boot'", 0) != 1)
         return 0;
     return boot_set(boot_id()) == 0 && svc_hostdb_exec(&L->h, synced) == 0 ? 0 : -1;
 }
@@ -333,14 +309,9 @@ int svc_listdb_pos_get(struct svc_listdb_pos *p)
 
 int svc_listdb_pos_set(const struct svc_listdb_pos *p)
 {
-    sqlite3_stmt *st = stmt("INSERT OR REPLACE INTO meta VALUES ('gen', ?1)");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, p->gen, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(st);
-    if (rc == 0 && meta_set_int("ino", (int64_t)p->ino) == 0 &&
-        meta_set_int("offset", p->offset) == 0 && meta_set_int("root_mtime", p->root_mtime) == 0)
+    if (svc_hostdb_run(&L->h, "INSERT OR REPLACE INTO meta VALUES ('gen', ?1)", "s", p->gen) == 0 &&
+        meta_set_int("ino", (int64_t)p->ino) == 0 && meta_set_int("offset", p->offset) == 0 &&
+        meta_set_int("root_mtime", p->root_mtime) == 0)
         return 0;
     return -1;
 }
@@ -370,27 +341,16 @@ static int put_row(const char *sid, json_object *sum, const char *raw, size_t ra
         " UPDATE SET updated = ?2, status = ?3, archived = ?4, pinned = ?5, owner = ?6,"
         " tags = ?7, title = ?8, msgs = ?9, seq = ?10, summary = ?11";
     int64_t seq = next_seq();
-    sqlite3_stmt *st = stmt(q);
-    if (!st)
-        return -1;
     double t = 0;
     svc_time_parse_iso(svc_json_str(sum, "updated_at", ""), &t);
     char *title = svc_fold(svc_title_search_text(sum));
     char *tags = svc_labels_tags_joined(svc_json_arr(sum, "tags"));
     char *text = raw ? NULL : svc_json_dump_compact(sum);
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    sqlite3_bind_double(st, 2, t);
-    sqlite3_bind_text(st, 3, svc_json_str(sum, "status", "idle"), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(st, 4, svc_json_bool(sum, "archived", false));
-    sqlite3_bind_int(st, 5, svc_json_bool(sum, "pinned", false));
-    sqlite3_bind_text(st, 6, svc_user_owner(sum), -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 7, tags, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 8, title ? title : "", -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 9, svc_json_int(sum, "message_count", -1));
-    sqlite3_bind_int64(st, 10, seq);
-    sqlite3_bind_text(st, 11, raw ? raw : text, raw ? (int)rawlen : -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(st);
+    int rc = svc_hostdb_run(&L->h, q, "sdsiisssllt", sid, t, svc_json_str(sum, "status", "idle"),
+                            (int)svc_json_bool(sum, "archived", false),
+                            (int)svc_json_bool(sum, "pinned", false), svc_user_owner(sum), tags,
+                            title ? title : "", svc_json_int(sum, "message_count", -1), seq,
+                            raw ? raw : text, raw ? (int)rawlen : -1);
     free(title);
     free(tags);
     free(text);
@@ -401,14 +361,8 @@ int svc_listdb_put(const char *sid, json_object *summary, const char *text, size
 {
     if (summary)
         return put_row(sid, summary, text, len);
-    sqlite3_stmt *st = stmt("DELETE FROM s WHERE sid = ?1");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-    bool gone = sqlite3_changes(L->h.db) > 0;
-    sqlite3_reset(st);
-    if (rc == 0 && gone)
+    int rc = svc_hostdb_run(&L->h, "DELETE FROM s WHERE sid = ?1", "s", sid);
+    if (rc == 0 && sqlite3_changes(L->h.db) > 0)
         rc = meta_set_int("removed", next_seq());
     return rc;
 }
@@ -464,16 +418,6 @@ static void fts_quote(struct svc_buf *b, const char *w, size_t n)
     svc_buf_adds(b, "\"");
 }
 
-/* The largest rowid of the titles (0 when there are none). */
-static int64_t max_rowid(void)
-{
-    sqlite3_stmt *st = stmt("SELECT max(rowid) FROM s");
-    int64_t r = st && sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-    if (st)
-        sqlite3_reset(st);
-    return r;
-}
-
 /* A title search's bounds: FTS_FEW, FTS_PROBE and FTS_COMMON (in test builds
  * SVC_TEST_FTS_FEW=<n>, half of it and n titles, so that a test's few titles take every
  * path: docs/TESTING.md), the titles (the largest rowid) and the page's rows. */
@@ -484,7 +428,9 @@ struct fts_lim {
 
 static struct fts_lim fts_lim(int limit)
 {
-    struct fts_lim l = {FTS_FEW, FTS_PROBE, max_rowid(), limit, 0};
+    /* rows: the largest rowid of the titles (0 when there are none) */
+    struct fts_lim l = {FTS_FEW, FTS_PROBE, svc_hostdb_int(&L->h, "SELECT max(rowid) FROM s", 0),
+                        limit, 0};
     l.common = (double)l.rows / FTS_COMMON;
 #ifdef SVC_TEST_HOOKS
     const char *v = getenv("SVC_TEST_FTS_FEW");
@@ -583,18 +529,13 @@ struct trigram_set {
     double expect; /* titles expected to hold every kept one, as if independent */
 };
 
-static bool same_trigram(const struct trigram *a, const struct trigram *b)
-{
-    return a->n == b->n && memcmp(a->p, b->p, b->n) == 0;
-}
-
 /* Judge q's trigram at p (unless judged already) and keep it unless common. Whether the
  * set is done: the kept ones are expected together in under one title, or one is in none. */
 static bool judge(struct trigram_set *s, const char *p, struct fts_lim l)
 {
     struct trigram t = {p, (size_t)(trigram_end(p) - p), 0};
     for (int k = 0; k < s->n; k++)
-        if (same_trigram(&s->t[k], &t))
+        if (s->t[k].n == t.n && memcmp(s->t[k].p, t.p, t.n) == 0)
             return false;
     trigram_est(&t, l.rows, l.probe);
     int k = s->n++;
@@ -761,13 +702,7 @@ json_object *svc_listdb_summary(const char *sid)
 
 int64_t svc_listdb_count(void)
 {
-    sqlite3_stmt *st = L->h.db ? stmt("SELECT count(*) FROM s") : NULL;
-    int64_t n = -1;
-    if (st && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    if (st)
-        sqlite3_reset(st);
-    return n;
+    return svc_hostdb_int(&L->h, "SELECT count(*) FROM s", -1);
 }
 
 int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)

@@ -224,10 +224,11 @@ bool svc_openai_has_media(json_object *content)
     return false;
 }
 
-static json_object *text_block(const char *t)
+/* {key: v}: a content block (a string v: text). */
+static json_object *block(const char *key, json_object *v)
 {
     json_object *blk = json_object_new_object();
-    svc_json_set_str(blk, "text", t);
+    svc_json_set(blk, key, v);
     return blk;
 }
 
@@ -239,22 +240,17 @@ json_object *svc_openai_to_native(json_object *om)
     json_object *content_v = NULL;
     json_object_object_get_ex(om, "content", &content_v);
     char *text = content_v ? svc_openai_content_text(content_v) : NULL;
-    json_object *msg = NULL;
+    const char *native = NULL; /* the native message's role */
     json_object *blocks = json_object_new_array();
     if (strcmp(role, "user") == 0 && svc_openai_has_media(content_v)) {
         for (size_t i = 0; i < json_object_array_length(content_v); i++)
             json_object_array_add(blocks, svc_parts_block(json_object_array_get_idx(content_v, i)));
-        msg = json_object_new_object();
-        svc_json_set_str(msg, "role", "user");
-    } else if (strcmp(role, "user") == 0) {
+        native = "user";
+    } else if (strcmp(role, "user") == 0 || strcmp(role, "assistant") == 0) {
         if (text && *text)
-            json_object_array_add(blocks, text_block(text));
-        msg = json_object_new_object();
-        svc_json_set_str(msg, "role", "user");
-    } else if (strcmp(role, "assistant") == 0) {
-        if (text && *text)
-            json_object_array_add(blocks, text_block(text));
-        json_object *tcs = svc_json_arr(om, "tool_calls");
+            json_object_array_add(blocks, block("text", json_object_new_string(text)));
+        native = role;
+        json_object *tcs = strcmp(role, "assistant") == 0 ? svc_json_arr(om, "tool_calls") : NULL;
         size_t n = tcs ? json_object_array_length(tcs) : 0;
         for (size_t i = 0; i < n; i++) {
             json_object *tc = json_object_array_get_idx(tcs, i);
@@ -270,31 +266,25 @@ json_object *svc_openai_to_native(json_object *om)
                 input = json_object_new_object();
             }
             svc_json_set(tu, "input", input);
-            json_object *blk = json_object_new_object();
-            svc_json_set(blk, "toolUse", tu);
-            json_object_array_add(blocks, blk);
+            json_object_array_add(blocks, block("toolUse", tu));
         }
-        msg = json_object_new_object();
-        svc_json_set_str(msg, "role", "assistant");
     } else if (strcmp(role, "tool") == 0) {
         json_object *tr = json_object_new_object();
         svc_json_set_str(tr, "toolUseId", svc_json_str(om, "tool_call_id", ""));
         svc_json_set_str(tr, "status", "success");
         json_object *items = json_object_new_array();
-        json_object_array_add(items, text_block(text ? text : ""));
+        json_object_array_add(items, block("text", json_object_new_string(text ? text : "")));
         svc_json_set(tr, "content", items);
-        json_object *blk = json_object_new_object();
-        svc_json_set(blk, "toolResult", tr);
-        json_object_array_add(blocks, blk);
-        msg = json_object_new_object();
-        svc_json_set_str(msg, "role", "user");
+        json_object_array_add(blocks, block("toolResult", tr));
+        native = "user";
     }
     free(text);
-    if (!msg || json_object_array_length(blocks) == 0) {
-        json_object_put(msg);
+    if (!native || json_object_array_length(blocks) == 0) {
         json_object_put(blocks);
         return NULL;
     }
+    json_object *msg = json_object_new_object();
+    svc_json_set_str(msg, "role", native);
     svc_json_set(msg, "content", blocks);
     return msg;
 }

@@ -12,8 +12,6 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 
-#include "err.h"
-
 json_object *svc_openai_project(json_object *native_msg);
 /* The API role of a native message: "user", "assistant", or "tool" when it carries results. */
 const char *svc_openai_role(json_object *native_msg);

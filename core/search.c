@@ -13,7 +13,6 @@
 #include <unistr.h>
 
 #include "chain.h"
-#include "dirwatch.h"
 #include "fold.h"
 #include "fsio.h"
 #include "hostdb.h"
@@ -420,12 +419,7 @@ static int prep(const char *sql, sqlite3_stmt **st)
 /* The largest session number indexed (0 when none). */
 static int64_t doc_max(void)
 {
-    sqlite3_stmt *st = NULL;
-    int64_t n = 0;
-    if (prep("SELECT max(doc) FROM docs", &st) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return n;
+    return svc_hostdb_int(&S.h, "SELECT max(doc) FROM docs", 0);
 }
 
 #define TABLES                                                                                     \
@@ -522,33 +516,21 @@ static void db_close(void)
     S.mark = (struct svc_list_mark){0};
 }
 
-static int64_t data_version(void)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t v = -1;
-    if (prep("PRAGMA data_version", &st) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return v;
-}
-
-static char *meta_get(const char *k);
-
 /* Read every docs row into the memo at first, and when the file has a new generation. A
  * session another process indexed meanwhile costs a look at its row, not a reading.
  * Returns 1 when another process stamped the file for another schema. */
 static int memo_load(void)
 {
-    int64_t v = data_version();
+    int64_t v = svc_hostdb_int(&S.h, "PRAGMA data_version", -1);
     if (S.loaded && v == S.version)
         return 0;
     S.version = v;
-    char *schema = meta_get("schema");
+    char *schema = svc_hostdb_meta(&S.h, "schema");
     bool ours = schema && strcmp(schema, SCHEMA) == 0;
     free(schema);
     if (!ours)
         return 1;
-    char *gen = meta_get("generation");
+    char *gen = svc_hostdb_meta(&S.h, "generation");
     bool same = S.loaded && strcmp(gen ? gen : "", S.gen) == 0;
     snprintf(S.gen, sizeof S.gen, "%s", gen ? gen : "");
     free(gen);
@@ -566,11 +548,6 @@ static int memo_load(void)
     sqlite3_reset(st);
     S.loaded = rc == SQLITE_DONE;
     return S.loaded ? 0 : -1;
-}
-
-static char *meta_get(const char *k)
-{
-    return svc_hostdb_meta(&S.h, k);
 }
 
 /* Open the file (or a temporary index) and check its stamp (this schema, root and agent;
@@ -681,16 +658,8 @@ static char *message_text(json_object *rec, const char **role)
 /* Run sql with ?1..?2 the rowids of doc's messages and ?3 doc (a statement uses some). */
 static int run_doc(const char *sql, int64_t doc)
 {
-    sqlite3_stmt *st = NULL;
-    int rc = prep(sql, &st);
-    if (rc == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, doc << MID_BITS);
-        sqlite3_bind_int64(st, 2, (doc << MID_BITS) | ((INT64_C(1) << MID_BITS) - 1));
-        sqlite3_bind_int64(st, 3, doc);
-        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-    }
-    sqlite3_reset(st);
-    return rc == SQLITE_OK ? 0 : -1;
+    return svc_hostdb_run(&S.h, sql, "lll", doc << MID_BITS,
+                          (doc << MID_BITS) | ((INT64_C(1) << MID_BITS) - 1), doc);
 }
 
 /* A session's docs row: 1 with its fields, 0 when none, -1 on error. */
@@ -728,20 +697,11 @@ static int add_message(int64_t doc, int64_t id, json_object *rec)
 {
     const char *role = "user";
     char *text = message_text(rec, &role);
-    int rc = SQLITE_OK;
-    if (*text) {
-        sqlite3_stmt *st = NULL;
-        rc = prep("INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)", &st);
-        if (rc == SQLITE_OK) {
-            sqlite3_bind_int64(st, 1, doc << MID_BITS | id);
-            sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 3, role, -1, SQLITE_STATIC);
-            rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-        }
-        sqlite3_reset(st);
-    }
+    int rc = *text ? svc_hostdb_run(&S.h, "INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)",
+                                    "lss", doc << MID_BITS | id, text, role)
+                   : 0;
     free(text);
-    return rc == SQLITE_OK ? 0 : -1;
+    return rc;
 }
 
 static double mtime_of(const struct stat *st)
@@ -799,13 +759,7 @@ static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, doubl
         bool there = svc_sess_stat_message(h, id, &sb);
         if (there && mtime_of(&sb) <= was)
             continue;
-        sqlite3_stmt *st = NULL;
-        rc = prep("DELETE FROM msgs WHERE rowid = ?1", &st) == SQLITE_OK ? 0 : -1;
-        if (rc == 0) {
-            sqlite3_bind_int64(st, 1, doc << MID_BITS | id);
-            rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-            sqlite3_reset(st);
-        }
+        rc = svc_hostdb_run(&S.h, "DELETE FROM msgs WHERE rowid = ?1", "l", doc << MID_BITS | id);
         if (rc == 0 && there)
             rc = add_file(h, doc, id, seen);
     }
@@ -815,32 +769,17 @@ static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, doubl
 static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs, int64_t next,
                      double seen, json_object *sum)
 {
-    sqlite3_stmt *st = NULL;
     /* a row there is updated in place: sid's index is left alone */
-    int rc = doc > 0 ? prep("UPDATE docs SET sid = ?2, updated = ?3, nmsgs = ?4, next_id = ?5,"
-                            " title = ?6, updated_at = ?7, archived = ?8, created_at = ?9,"
-                            " seen = ?10 WHERE doc = ?1",
-                            &st)
-                     : prep("INSERT INTO docs(sid, updated, nmsgs, next_id, title, updated_at,"
-                            " archived, created_at, seen) VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
-                            " ?10)",
-                            &st);
-    if (rc == SQLITE_OK) {
-        if (doc > 0)
-            sqlite3_bind_int64(st, 1, doc);
-        sqlite3_bind_text(st, 2, sid, -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 3, updated);
-        sqlite3_bind_int64(st, 4, msgs);
-        sqlite3_bind_int64(st, 5, next);
-        sqlite3_bind_text(st, 6, svc_json_str(sum, "title", ""), -1, SQLITE_STATIC);
-        sqlite3_bind_text(st, 7, svc_json_str(sum, "updated_at", ""), -1, SQLITE_STATIC);
-        sqlite3_bind_int(st, 8, svc_json_bool(sum, "archived", false));
-        sqlite3_bind_text(st, 9, svc_json_str(sum, "created_at", ""), -1, SQLITE_STATIC);
-        sqlite3_bind_double(st, 10, seen);
-        rc = sqlite3_step(st) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
-    }
-    sqlite3_reset(st);
-    return rc == SQLITE_OK ? 0 : -1;
+    const char *sql = doc > 0 ? "UPDATE docs SET sid = ?2, updated = ?3, nmsgs = ?4, next_id = ?5,"
+                                " title = ?6, updated_at = ?7, archived = ?8, created_at = ?9,"
+                                " seen = ?10 WHERE doc = ?1"
+                              : "INSERT INTO docs(sid, updated, nmsgs, next_id, title, updated_at,"
+                                " archived, created_at, seen) VALUES (?2, ?3, ?4, ?5, ?6, ?7, ?8,"
+                                " ?9, ?10)";
+    return svc_hostdb_run(&S.h, sql, "lsdllssisd", doc, sid, updated, msgs, next,
+                          svc_json_str(sum, "title", ""), svc_json_str(sum, "updated_at", ""),
+                          (int)svc_json_bool(sum, "archived", false),
+                          svc_json_str(sum, "created_at", ""), seen);
 }
 
 /* Whether row doc is of this session: one deleted and made again under its id between two
@@ -925,10 +864,15 @@ static int rollback(const char *what, struct svc_err *err)
 
 /* ---- catching up from the listing index ---- */
 
+/* A session the listing changed (msgs -1: gone). */
+struct change {
+    char *sid;
+    double updated;
+    int64_t msgs;
+};
+
 struct changed {
-    char **sid;
-    double *updated;
-    int64_t *msgs;
+    struct change *v;
     size_t n, cap;
 };
 
@@ -944,13 +888,9 @@ static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs
     }
     if (c->n == c->cap) {
         c->cap = c->cap ? 2 * c->cap : 64;
-        c->sid = svc_xrealloc(c->sid, c->cap * sizeof *c->sid);
-        c->updated = svc_xrealloc(c->updated, c->cap * sizeof *c->updated);
-        c->msgs = svc_xrealloc(c->msgs, c->cap * sizeof *c->msgs);
+        c->v = svc_xrealloc(c->v, c->cap * sizeof *c->v);
     }
-    c->sid[c->n] = svc_xstrdup(sid);
-    c->updated[c->n] = updated;
-    c->msgs[c->n++] = msgs;
+    c->v[c->n++] = (struct change){svc_xstrdup(sid), updated, msgs};
 }
 
 /* The sessions the memo has and the listing no longer does: into c with msgs -1. */
@@ -964,21 +904,14 @@ static void note_gone(struct changed *c)
 static void changed_free(struct changed *c)
 {
     for (size_t i = 0; i < c->n; i++)
-        free(c->sid[i]);
-    free(c->sid);
-    free(c->updated);
-    free(c->msgs);
+        free(c->v[i].sid);
+    free(c->v);
 }
 
-/* The changes newest first (by updated), as indexes into c. */
-struct order {
-    double updated;
-    size_t i;
-};
-
-static int order_cmp(const void *a, const void *b)
+/* Newest first (by updated). */
+static int newest_first(const void *a, const void *b)
 {
-    double x = ((const struct order *)a)->updated, y = ((const struct order *)b)->updated;
+    double x = ((const struct change *)a)->updated, y = ((const struct change *)b)->updated;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -988,10 +921,7 @@ static int order_cmp(const void *a, const void *b)
 static int apply_changes(const struct svc_config *cfg, struct changed *c, double until,
                          struct svc_err *err)
 {
-    struct order *o = svc_xcalloc(c->n, sizeof *o);
-    for (size_t k = 0; k < c->n; k++)
-        o[k] = (struct order){c->updated[k], k};
-    qsort(o, c->n, sizeof *o, order_cmp);
+    qsort(c->v, c->n, sizeof *c->v, newest_first);
     int rc = 0;
     for (size_t i = 0; i < c->n && rc == 0; i += BATCH) {
         if (until > 0 && i > 0 && svc_time_monotonic() > until) {
@@ -1003,22 +933,21 @@ static int apply_changes(const struct svc_config *cfg, struct changed *c, double
             break;
         }
         for (size_t k = i; k < c->n && k < i + BATCH && rc == 0; k++) {
-            size_t j = o[k].i;
-            if ((c->msgs[j] < 0 ? drop_session(c->sid[j])
-                                : index_session(cfg, c->sid[j], c->updated[j], c->msgs[j])) < 0)
+            const struct change *x = &c->v[k];
+            if ((x->msgs < 0 ? drop_session(x->sid)
+                             : index_session(cfg, x->sid, x->updated, x->msgs)) < 0)
                 rc = rollback("index a session", err);
         }
         if (rc == 0 && svc_hostdb_exec(&S.h, "COMMIT") != 0)
             rc = rollback("commit", err);
         for (size_t k = i; rc == 0 && k < c->n && k < i + BATCH; k++) {
-            size_t j = o[k].i;
-            if (c->msgs[j] >= 0)
-                memo_put(c->sid[j], c->updated[j], c->msgs[j]);
+            const struct change *x = &c->v[k];
+            if (x->msgs >= 0)
+                memo_put(x->sid, x->updated, x->msgs);
             else
-                memo_del(c->sid[j]);
+                memo_del(x->sid);
         }
     }
-    free(o);
     return rc;
 }
 
@@ -1305,16 +1234,6 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
     return rc;
 }
 
-static int64_t count_of(const char *sql)
-{
-    sqlite3_stmt *st = NULL;
-    int64_t n = -1;
-    if (prep(sql, &st) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
-        n = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return n;
-}
-
 int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t *messages,
                        struct svc_err *err)
 {
@@ -1334,9 +1253,9 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
     if (svc_hostdb_exec(&S.h, "INSERT INTO msgs(msgs) VALUES ('optimize')") != 0)
         return db_fail("optimize", err);
     if (sessions)
-        *sessions = count_of("SELECT count(*) FROM docs");
+        *sessions = svc_hostdb_int(&S.h, "SELECT count(*) FROM docs", -1);
     if (messages)
-        *messages = count_of("SELECT count(*) FROM msgs");
+        *messages = svc_hostdb_int(&S.h, "SELECT count(*) FROM msgs", -1);
     if (!S.path)
         db_close();
     return 0;
@@ -1344,12 +1263,6 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
 
 /* ---- the transcript keys of chain.h: one row a message (key, doc, pos, mid), the
  * session's last key, count and whether it ran turns on its docs row; the lookup ---- */
-
-static void search_release(void)
-{
-    if (!S.path)
-        db_close(); /* a temporary index serves one request */
-}
 
 /* The index open and caught up (until: a monotonic time past which the catch-up stops
  * between transactions, 0: none): 0 or -1. */
@@ -1402,28 +1315,17 @@ static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_
         json_object *rec = NULL;
         if (id < from || svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0)
             continue;
-        if (svc_chain_step(key, svc_store_effective_message(rec)) &&
-            prep("INSERT INTO chain(key, doc, pos, mid) VALUES (?1, ?2, ?3, ?4)", &st) ==
-                SQLITE_OK) {
-            sqlite3_bind_int64(st, 1, svc_chain_id(key));
-            sqlite3_bind_int64(st, 2, doc);
-            sqlite3_bind_int64(st, 3, ++pos);
-            sqlite3_bind_int64(st, 4, id);
-            rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-            sqlite3_reset(st);
-        }
+        if (svc_chain_step(key, svc_store_effective_message(rec)))
+            rc = svc_hostdb_run(&S.h,
+                                "INSERT INTO chain(key, doc, pos, mid) VALUES (?1, ?2, ?3, ?4)",
+                                "llll", svc_chain_id(key), doc, ++pos, id);
         json_object_put(rec);
     }
     free(ids);
-    if (rc == 0 && prep("UPDATE docs SET chain_n = ?2, ran = ?3, chain_key = ?4 WHERE doc = ?1",
-                        &st) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, doc);
-        sqlite3_bind_int64(st, 2, pos);
-        sqlite3_bind_int(st, 3, svc_json_int(sum, "run_count", 0) > 0);
-        sqlite3_bind_blob(st, 4, key, 32, SQLITE_STATIC);
-        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
-        sqlite3_reset(st);
-    }
+    if (rc == 0)
+        rc = svc_hostdb_run(&S.h,
+                            "UPDATE docs SET chain_n = ?2, ran = ?3, chain_key = ?4 WHERE doc = ?1",
+                            "llib", doc, pos, svc_json_int(sum, "run_count", 0) > 0, key, 32);
     return rc;
 }
 
@@ -1471,6 +1373,7 @@ int svc_search_chain_find(const struct svc_config *cfg, const int64_t *ids, size
             hi = mid - 1;
         }
     }
-    search_release();
+    if (!S.path)
+        db_close(); /* a temporary index serves one request */
     return rc < 0 ? -1 : lo > 0;
 }

@@ -15,11 +15,6 @@
 #include "title.h"
 #include "util.h"
 
-static json_object *empty_token_state(void)
-{
-    return json_object_new_object();
-}
-
 json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *model)
 {
     char now[SVC_TIME_LEN];
@@ -44,7 +39,7 @@ json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *
     svc_json_set(sc, "archived_at", NULL);
     svc_json_set(sc, "current_run", NULL);
     svc_json_set(sc, "last_error", NULL);
-    svc_json_set(sc, "token_state", empty_token_state());
+    svc_json_set(sc, "token_state", json_object_new_object());
     svc_json_set(sc, "memory_state", json_object_new_object());
     return sc;
 }

@@ -3,8 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -460,11 +458,6 @@ void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_cal
 
 /* ---- multi-agent states (a Strands Swarm's or Graph's) ---- */
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* The ids of dir's multi_agent_<id> entries, sorted (heap array of heap ids). */
 static size_t multi_ids(const char *dir, char ***out)
 {
@@ -486,7 +479,7 @@ static size_t multi_ids(const char *dir, char ***out)
     if (d)
         closedir(d);
     if (n)
-        qsort(ids, n, sizeof *ids, cmp_str);
+        qsort(ids, n, sizeof *ids, svc_cmp_strp);
     *out = ids;
     return n;
 }

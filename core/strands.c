@@ -13,13 +13,12 @@ static json_object *active(json_object *agent)
     return svc_json_bool(is, "activated", false) ? is : NULL;
 }
 
-/* Strands' result for call id among context.tool_results (borrowed), or NULL. */
-static json_object *strands_result(json_object *is, const char *id)
+/* The item of the array arr (may be NULL) whose key is id (borrowed), or NULL. */
+static json_object *by_id(json_object *arr, const char *key, const char *id)
 {
-    json_object *res = svc_json_arr(svc_json_obj(is, "context"), "tool_results");
-    for (size_t i = 0; res && i < json_object_array_length(res); i++) {
-        json_object *r = json_object_array_get_idx(res, i);
-        if (strcmp(svc_json_str(r, "toolUseId", ""), id) == 0)
+    for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+        json_object *r = json_object_array_get_idx(arr, i);
+        if (strcmp(svc_json_str(r, key, ""), id) == 0)
             return r;
     }
     return NULL;
@@ -34,7 +33,8 @@ json_object *svc_strands_pending(json_object *agent)
     json_object *c = svc_json_arr(msg, "content"), *out = json_object_new_array();
     for (size_t i = 0; c && i < json_object_array_length(c); i++) {
         json_object *tu = svc_json_obj(json_object_array_get_idx(c, i), "toolUse");
-        if (tu && !strands_result(is, svc_json_str(tu, "toolUseId", "")))
+        if (tu && !by_id(svc_json_arr(svc_json_obj(is, "context"), "tool_results"), "toolUseId",
+                         svc_json_str(tu, "toolUseId", "")))
             json_object_array_add(out, json_object_get(tu));
     }
     return out;
@@ -57,17 +57,6 @@ static json_object *text_result(const char *id, const char *status, const char *
     json_object_array_add(items, t);
     svc_json_set(tr, "content", items);
     return result_block(tr);
-}
-
-/* The client's result for call id (borrowed), or NULL. */
-static json_object *client_result(json_object *results, const char *id)
-{
-    for (size_t i = 0; results && i < json_object_array_length(results); i++) {
-        json_object *r = json_object_array_get_idx(results, i);
-        if (strcmp(svc_json_str(r, "call_id", ""), id) == 0)
-            return r;
-    }
-    return NULL;
 }
 
 /* The interrupt raised for call id (borrowed), or NULL: its id names the call
@@ -108,11 +97,7 @@ int svc_strands_close(json_object *agent, json_object *results, json_object **ou
     for (size_t i = 0; results && i < json_object_array_length(results); i++) {
         json_object *r = json_object_array_get_idx(results, i);
         const char *id = svc_json_str(r, "call_id", ""), *param = svc_json_str(r, "param", "");
-        bool known = false;
-        for (size_t k = 0; k < n && !known; k++)
-            known = strcmp(svc_json_str(json_object_array_get_idx(pending, k), "toolUseId", ""),
-                           id) == 0;
-        if (!known) {
+        if (!by_id(pending, "toolUseId", id)) {
             json_object_put(pending);
             return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                                 "'%s': no interrupted call has the id '%.64s'", param, id);
@@ -125,7 +110,7 @@ int svc_strands_close(json_object *agent, json_object *results, json_object **ou
                               result_block(svc_json_copy(json_object_array_get_idx(own, i))));
     for (size_t k = 0; k < n; k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
-        json_object *r = client_result(results, svc_json_str(tu, "toolUseId", ""));
+        json_object *r = by_id(results, "call_id", svc_json_str(tu, "toolUseId", ""));
         if (r)
             json_object_array_add(names, json_object_new_string(svc_json_str(tu, "name", "")));
         json_object_array_add(content, r ? text_result(svc_json_str(tu, "toolUseId", ""), "success",

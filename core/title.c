@@ -212,8 +212,8 @@ const char *svc_title_search_text(json_object *summary)
 {
     const char *title = svc_json_str(summary, "title", "");
     const char *src = svc_json_str(summary, "title_source", NULL);
-    if (!title || !src)
-        return title ? title : "";
+    if (!src)
+        return title;
     size_t n = strlen(title);
     if (n >= 3 && strcmp(title + n - 3, "\xE2\x80\xA6") == 0)
         n -= 3;

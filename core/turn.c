@@ -1,8 +1,6 @@
 #include "turn.h"
 
-#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 

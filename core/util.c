@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <unistr.h>
 
 static void (*oom_handler)(size_t n);
 
@@ -168,13 +169,12 @@ int svc_time_parse_iso(const char *s, double *epoch)
     }
     if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
         return -1;
-    struct tm tm = {0};
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = se;
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = se};
     *epoch = (double)timegm(&tm) - (double)off + frac;
     return 0;
 }
@@ -451,44 +451,7 @@ char *svc_utf8_prefix(const char *s, size_t max_cp)
 
 bool svc_utf8_valid(const char *s, size_t len)
 {
-    /* RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF */
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < len) {
-        unsigned char c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t n;
-        unsigned char lo = 0x80, hi = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) {
-            n = 1;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            n = 2;
-            if (c == 0xE0)
-                lo = 0xA0;
-            else if (c == 0xED)
-                hi = 0x9F;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            n = 3;
-            if (c == 0xF0)
-                lo = 0x90;
-            else if (c == 0xF4)
-                hi = 0x8F;
-        } else {
-            return false;
-        }
-        if (i + n >= len)
-            return false;
-        if (p[i + 1] < lo || p[i + 1] > hi)
-            return false;
-        for (size_t k = 2; k <= n; k++)
-            if ((p[i + k] & 0xC0) != 0x80)
-                return false;
-        i += n + 1;
-    }
-    return true;
+    return u8_check((const uint8_t *)s, len) == NULL; /* RFC 3629 */
 }
 
 bool svc_secret_equal(const char *a, const char *b)
