@@ -115,10 +115,11 @@ static char *b64_encode(const unsigned char *p, size_t n)
     return out;
 }
 
-/* The decoded size of Strands' {"__bytes_encoded__": true, "data"} value, or -1. */
-static long long bytes_size(json_object *bytes)
+long long svc_parts_bytes_size(json_object *bytes)
 {
-    const char *data = svc_json_str(bytes, "data", NULL);
+    const char *data = json_object_is_type(bytes, json_type_string)
+                           ? json_object_get_string(bytes)
+                           : svc_json_str(bytes, "data", NULL);
     if (!data)
         return -1;
     size_t n = strlen(data), pad = 0;
@@ -416,7 +417,7 @@ static json_object *media_view(const char *type, json_object *m, const struct me
         svc_json_set_str(v, "name", svc_json_str(m, "name", NULL));
     json_object *b = svc_json_obj(src, "bytes");
     if (b)
-        svc_json_set_int(v, "size", bytes_size(b));
+        svc_json_set_int(v, "size", svc_parts_bytes_size(b));
     char *url =
         (!b || bytes) && t ? source_url(src, mime_of(t, nt, svc_json_str(m, "format", ""))) : NULL;
     if (url)

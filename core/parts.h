@@ -21,7 +21,9 @@
  *                        "citations" | "cache_point" | "guard" | "other", ...}); media give
  *                        format, name and size, and their data URL when bytes is true.
  *   svc_parts_describe   what a message carries besides text, for the echo model: heap, NULL
- *                        when it carries nothing else. */
+ *                        when it carries nothing else.
+ *   svc_parts_bytes_size the decoded size of Strands' {"__bytes_encoded__": true, "data"}
+ *                        value (or of a bare base64 string), -1 when it has no data. */
 #ifndef SVC_PARTS_H
 #define SVC_PARTS_H
 
@@ -39,5 +41,7 @@ json_object *svc_parts_view(json_object *block, bool bytes);
 char *svc_parts_describe(json_object *msg);
 int svc_parts_from_responses(json_object *part, const char *param, json_object **out,
                              struct svc_err *err);
+
+long long svc_parts_bytes_size(json_object *bytes);
 
 #endif

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "jsonx.h"
+#include "parts.h"
 #include "util.h"
 
 /* "2026-05-16T08:15:30.123456+00:00" -> "2026-05-16 08:15:30 UTC" (as given otherwise). */
@@ -52,17 +53,9 @@ static void fenced_json(struct svc_buf *b, json_object *o)
 /* Decoded size of a {"__bytes_encoded__": true, "data": "<base64>"} value, or -1. */
 static long long bytes_size(json_object *src)
 {
-    json_object *bytes = svc_json_obj(src, "bytes");
-    const char *data = svc_json_str(bytes, "data", NULL);
-    if (!data)
-        data = svc_json_str(src, "bytes", NULL);
-    if (!data)
-        return -1;
-    size_t n = strlen(data);
-    size_t pad = 0;
-    while (n > 0 && data[n - 1 - pad] == '=' && pad < 2)
-        pad++;
-    return (long long)(n / 4 * 3) - (long long)pad;
+    json_object *bytes = NULL;
+    json_object_object_get_ex(src, "bytes", &bytes);
+    return svc_parts_bytes_size(bytes);
 }
 
 static void human_bytes(long long n, char *out, size_t outsz)
