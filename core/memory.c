@@ -428,7 +428,9 @@ int svc_memory_relocate(const struct svc_config *cfg, const char *agent, const c
     const char *was = svc_json_str(mem, "memory_file", NULL);
     if (was && strcmp(was, file) != 0) {
         svc_json_set_str(mem, "memory_file", file);
-        rc = svc_json_write_pretty_sync(state, mem, SVC_SYNC_NONE, err);
+        /* its data reaches the disk before its rename (an empty file after a power cut) */
+        rc = svc_json_write_pretty_sync(state, mem,
+                                        svc_sync_spare(SVC_SYNC_NONE, cfg->sessions.fsync), err);
     }
     free(file);
     free(dir);
