@@ -2,8 +2,8 @@
 # `svc export --tar` in bounded memory (issue 25): the peak RSS of an export of 10,000
 # sessions is within 640 KB of one of 1,000. Before, every selected id was kept in memory
 # until the bundle was written (here 106-character ids: about 120 bytes a session, 960 KB
-# more); now they wait in a temporary file, sorted by runs and a merge (idlist.h), and
-# 32-280 KB more was seen. Sessions of 1 message from bench/gen_sessions.c, listed from the
+# more); now they wait in a temporary SQLite database with a bounded page cache (hostdb.h;
+# a sorted temporary file before issue 36), and 32-280 KB more was seen then. Sessions of 1 message from bench/gen_sessions.c, listed from the
 # listing database (built here, 10,000 sessions being the most it builds in the foreground).
 use strict;
 use warnings;

@@ -1,9 +1,10 @@
 #!/usr/bin/perl
 # `svc import` in bounded memory (issue 25): checking a bundle of 20,000 sessions (--dry-run)
 # peaks within 2.5 MB of checking one of 1,000 (956 and 1,652 KB more in two runs: malloc's
-# heap and the buckets' fill vary). Before core/idtab.c a record a session and the report's
-# ids stayed in memory, about 165 bytes a session: 3.5 to 4.8 MB more here (and before
-# core/fileset.c the manifest was parsed whole, about 13 KB a session). A real import of
+# heap and the buckets' fill vary). Before the records went to disk (now a temporary SQLite
+# database, hostdb.h) a record a session and the report's ids stayed in memory, about 165
+# bytes a session: 3.5 to 4.8 MB more here (and before that the manifest was parsed whole,
+# about 13 KB a session). A real import of
 # 1,000 sessions peaks near its check; SVC_TEST_IMPORT_BIG=1 also imports the 20,000 for
 # real and bounds it (placing 20,000 sessions of small files takes 10 to 45 s more on a
 # shared 2-core machine, too long for every run). The skipped and failed sessions read back
