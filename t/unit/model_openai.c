@@ -95,6 +95,22 @@ static void invoke(struct svc_config *cfg, json_object *msgs, json_object *tools
     r->secs = svc_time_monotonic() - t0;
 }
 
+/* One user text through the model with a fresh ctx (its fields from init); the reply stays in r. */
+static void say(struct svc_config *cfg, const char *text, struct ctx init, struct ctx *c,
+                struct run *r)
+{
+    *c = init;
+    json_object *w = window1(text);
+    invoke(cfg, w, NULL, c, r);
+    json_object_put(w);
+}
+
+static void release(struct ctx *c, struct run *r)
+{
+    svc_model_reply_free(&r->reply);
+    svc_buf_free(&c->deltas);
+}
+
 static FILE *fake_pipe; /* perl's stdout; pclose waits for it to exit */
 
 static int start_fake(void)
@@ -151,9 +167,7 @@ int main(void)
     struct run r;
 
     /* streamed text with usage */
-    memset(&c, 0, sizeof c);
-    json_object *w = window1("hello unit");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "hello unit", (struct ctx){0}, &c, &r);
     is_int(r.rc, 0, "stream: ok");
     is_str(r.reply.text, "You said: hello unit (2 messages)", "stream: text");
     is_str(c.deltas.data, r.reply.text, "stream: deltas add up to the text");
@@ -162,14 +176,10 @@ int main(void)
     is_int(r.reply.completion_tokens, 7, "stream: completion tokens from usage");
     is_str(r.reply.finish_reason, "stop", "stream: finish_reason");
     is_int(json_object_array_length(r.reply.tool_uses), 0, "stream: no tool uses");
-    svc_model_reply_free(&r.reply);
-    svc_buf_free(&c.deltas);
-    json_object_put(w);
+    release(&c, &r);
 
     /* a tool call */
-    memset(&c, 0, sizeof c);
-    w = window1("call tool clock {\"a\": 1, \"b\": \"xyz\"}");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "call tool clock {\"a\": 1, \"b\": \"xyz\"}", (struct ctx){0}, &c, &r);
     is_int(r.rc, 0, "tool: ok");
     is_str(r.reply.finish_reason, "tool_calls", "tool: finish_reason");
     is_int(json_object_array_length(r.reply.tool_uses), 1, "tool: one tool use");
@@ -182,7 +192,6 @@ int main(void)
     is_str(r.reply.text, "", "tool: no text");
     is_int(c.ndeltas, 0, "tool: no deltas");
     svc_model_reply_free(&r.reply);
-    json_object_put(w);
 
     /* a window with a tool round trip */
     memset(&c, 0, sizeof c);
@@ -191,104 +200,70 @@ int main(void)
                       "\"name\":\"clock\",\"input\":{}}}]},"
                       "{\"role\":\"user\",\"content\":[{\"toolResult\":{\"toolUseId\":\"call_7\","
                       "\"status\":\"success\",\"content\":[{\"text\":\"noon\"}]}}]}]";
+    json_object *w = NULL;
     svc_json_parse(win, strlen(win), &w, NULL);
     invoke(&cfg, w, NULL, &c, &r);
     is_int(r.rc, 0, "tool result window: ok");
     is_str(r.reply.text, "Tool clock said: noon", "tool result went back as a tool message");
-    svc_model_reply_free(&r.reply);
-    svc_buf_free(&c.deltas);
+    release(&c, &r);
     json_object_put(w);
 
     /* plain JSON answer, estimate without usage */
-    memset(&c, 0, sizeof c);
-    w = window1("nostream x");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "nostream x", (struct ctx){0}, &c, &r);
     is_int(r.rc, 0, "json: ok");
     is_str(r.reply.text, "You said: nostream x (2 messages)", "json: text");
     is_str(c.deltas.data, r.reply.text, "json: delivered as one delta");
-    svc_model_reply_free(&r.reply);
-    svc_buf_free(&c.deltas);
-    json_object_put(w);
+    release(&c, &r);
 
-    memset(&c, 0, sizeof c);
-    w = window1("nousage y");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "nousage y", (struct ctx){0}, &c, &r);
     is_int(r.rc, 0, "nousage: ok");
     is_int(r.reply.prompt_tokens, (long)(strlen("Unit system.nousage y") + 3) / 4,
            "nousage: prompt estimate");
     is_int(r.reply.completion_tokens, (long)(strlen(r.reply.text) + 3) / 4,
            "nousage: completion estimate");
-    svc_model_reply_free(&r.reply);
-    svc_buf_free(&c.deltas);
-    json_object_put(w);
+    release(&c, &r);
 
     /* on_delta asks to stop */
-    memset(&c, 0, sizeof c);
-    c.stop_after_deltas = 2;
-    w = window1("stop me please now");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "stop me please now", (struct ctx){.stop_after_deltas = 2}, &c, &r);
     is_int(r.rc, -1, "on_delta stop: fails");
     is_int(r.err.code, SVC_E_CANCELLED, "on_delta stop: cancelled");
     is_int(c.ndeltas, 2, "on_delta stop: no delta after the stop");
     ok(r.reply.text == NULL && r.reply.tool_uses == NULL, "on_delta stop: reply freed");
     svc_buf_free(&c.deltas);
-    json_object_put(w);
 
     /* should_cancel while the server is silent */
-    memset(&c, 0, sizeof c);
-    c.cancel_at = svc_time_monotonic() + 0.3;
-    w = window1("slow 4");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "slow 4", (struct ctx){.cancel_at = svc_time_monotonic() + 0.3}, &c, &r);
     is_int(r.err.code, SVC_E_CANCELLED, "should_cancel: cancelled");
     ok(r.secs < 1.5, "should_cancel: promptly (%.2f s)", r.secs);
-    json_object_put(w);
 
     /* on_idle while the server is silent */
-    memset(&c, 0, sizeof c);
-    w = window1("slow 2.5");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "slow 2.5", (struct ctx){0}, &c, &r);
     is_int(r.rc, 0, "idle: answer after a silence");
     ok(c.nidle >= 1 && c.nidle <= 4, "idle: on_idle about once a second (%d)", c.nidle);
-    svc_model_reply_free(&r.reply);
-    svc_buf_free(&c.deltas);
-    json_object_put(w);
+    release(&c, &r);
 
-    memset(&c, 0, sizeof c);
-    c.idle_stop = 1;
-    w = window1("slow 4");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "slow 4", (struct ctx){.idle_stop = 1}, &c, &r);
     is_int(r.err.code, SVC_E_CANCELLED, "idle stop: cancelled");
     ok(r.secs < 2.5, "idle stop: at the first idle call (%.2f s)", r.secs);
-    json_object_put(w);
 
     /* timeout */
     svc_config_free(&cfg);
     load_cfg(&cfg, 3, 1);
-    memset(&c, 0, sizeof c);
-    w = window1("slow 3");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "slow 3", (struct ctx){0}, &c, &r);
     is_int(r.err.code, SVC_E_UPSTREAM_TIMEOUT, "timeout: upstream_timeout");
     is_str(svc_err_name(r.err.code), "upstream_timeout", "timeout: name");
     ok(r.secs < 2.0, "timeout: after about timeout_s, not retried (%.2f s)", r.secs);
-    json_object_put(w);
 
     /* cancel during a retry backoff (Retry-After: 1, max_retries: 3) */
-    memset(&c, 0, sizeof c);
-    c.cancel_at = svc_time_monotonic() + 0.3;
-    w = window1("fail 429");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "fail 429", (struct ctx){.cancel_at = svc_time_monotonic() + 0.3}, &c, &r);
     is_int(r.err.code, SVC_E_CANCELLED, "backoff cancel: cancelled");
     ok(r.secs < 0.9, "backoff cancel: did not wait out Retry-After (%.2f s)", r.secs);
-    json_object_put(w);
 
     /* 401: key redacted from the echoed message */
-    memset(&c, 0, sizeof c);
-    w = window1("fail 401");
-    invoke(&cfg, w, NULL, &c, &r);
+    say(&cfg, "fail 401", (struct ctx){0}, &c, &r);
     is_int(r.err.code, SVC_E_UPSTREAM, "401: upstream_error");
     ok(strstr(r.err.message, "sk-unit-KEY") == NULL && strstr(r.err.message, "***"),
        "401: key redacted (%s)", r.err.message);
-    json_object_put(w);
 
     svc_config_free(&cfg);
     if (fake_pid > 0)
