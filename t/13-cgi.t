@@ -108,6 +108,31 @@ SvcTest::write_file("$bad/agents.yaml", "server:\n  workers: lots\n");
 is $st, 500, 'CGI: broken config answers 500';
 is eval { $J->decode($body)->{error}{code} }, 'config_error', 'CGI: config_error';
 
+# A program started in the background in its own process group, with $home as SVC_HOME and
+# no CGI variables; stop_bg sends SIGTERM and says whether it stopped in time.
+sub start_bg {
+    my ($log, @cmd) = @_;
+    my $pid = fork // die;
+    if ($pid == 0) {
+        setpgrp(0, 0);
+        $ENV{SVC_HOME} = $home;
+        delete $ENV{$_} for grep { /^(REQUEST_|GATEWAY_)/ } keys %ENV;
+        open STDERR, '>', $log;
+        open STDIN, '<', '/dev/null';
+        exec @cmd or POSIX::_exit(127);
+    }
+    return $pid;
+}
+
+sub stop_bg {
+    my ($pid) = @_;
+    kill 'TERM', $pid;
+    my $gone = SvcTest::wait_for(10, sub { waitpid($pid, WNOHANG) == $pid });
+    kill 'KILL', -$pid;
+    waitpid($pid, 0) unless $gone;
+    return $gone;
+}
+
 # --- FastCGI on fd 0 (spawn-fcgi -n: exec with the socket as stdin) ---
 SKIP: {
     skip 'spawn-fcgi or cgi-fcgi missing', 8
@@ -115,15 +140,8 @@ SKIP: {
         and grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
     my $dir = tempdir(CLEANUP => 1);
     my $sock = "$dir/fcgi.sock";
-    my $pid = fork // die;
-    if ($pid == 0) {
-        setpgrp(0, 0);
-        $ENV{SVC_HOME} = $home;
-        delete $ENV{$_} for grep { /^(REQUEST_|GATEWAY_)/ } keys %ENV;
-        open STDERR, '>', "$dir/fcgi.log";
-        exec 'spawn-fcgi', '-n', '-s', $sock, '-M', '0600', '--', $bin, '--workers', '2'
-            or POSIX::_exit(127);
-    }
+    my $pid = start_bg("$dir/fcgi.log", 'spawn-fcgi', '-n', '-s', $sock, '-M', '0600', '--', $bin,
+                       '--workers', '2');
     my $up = SvcTest::wait_for(10, sub { -S $sock && (SvcTest::read_file("$dir/fcgi.log") // '') =~ /master started/ });
     ok $up, 'spawn-fcgi: svc-fcgi started on the fd-0 socket';
     like SvcTest::read_file("$dir/fcgi.log"), qr/serving the socket on fd 0/, 'took the socket from fd 0';
@@ -142,11 +160,7 @@ SKIP: {
     is $st, 200, 'fd 0: chat 200';
     like eval { $J->decode($body)->{content} }, qr/given 2 earlier messages/, 'fd 0: second turn restored';
 
-    kill 'TERM', $pid;
-    my $gone = SvcTest::wait_for(10, sub { waitpid($pid, WNOHANG) == $pid });
-    ok $gone, 'fd 0: SIGTERM stops it';
-    kill 'KILL', -$pid;
-    waitpid($pid, 0) unless $gone;
+    ok stop_bg($pid), 'fd 0: SIGTERM stops it';
 }
 
 # --- --listen tcp:PORT binds loopback; a live unix socket is never stolen ---
@@ -154,15 +168,7 @@ SKIP: {
     skip 'cgi-fcgi missing', 5 unless grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
     my $dir = tempdir(CLEANUP => 1);
     my $port = SvcTest::free_port();
-    my $pid = fork // die;
-    if ($pid == 0) {
-        setpgrp(0, 0);
-        $ENV{SVC_HOME} = $home;
-        delete $ENV{$_} for grep { /^(REQUEST_|GATEWAY_)/ } keys %ENV;
-        open STDERR, '>', "$dir/tcp.log";
-        open STDIN, '<', '/dev/null';
-        exec $bin, '--listen', "tcp:$port", '--workers', '1' or POSIX::_exit(127);
-    }
+    my $pid = start_bg("$dir/tcp.log", $bin, '--listen', "tcp:$port", '--workers', '1');
     SvcTest::wait_for(10, sub { (SvcTest::read_file("$dir/tcp.log") // '') =~ /master started/ });
     my $ss = `ss -ltnH 2>/dev/null`;
     like $ss, qr/127\.0\.0\.1:$port\b/, 'tcp:PORT listens on 127.0.0.1';
@@ -176,14 +182,7 @@ SKIP: {
 
     # a second instance on a live unix socket refuses to start
     my $sock = "$dir/live.sock";
-    $pid = fork // die;
-    if ($pid == 0) {
-        setpgrp(0, 0);
-        $ENV{SVC_HOME} = $home;
-        open STDERR, '>', "$dir/a.log";
-        open STDIN, '<', '/dev/null';
-        exec $bin, '--listen', "unix:$sock", '--workers', '1' or POSIX::_exit(127);
-    }
+    $pid = start_bg("$dir/a.log", $bin, '--listen', "unix:$sock", '--workers', '1');
     SvcTest::wait_for(10, sub { (SvcTest::read_file("$dir/a.log") // '') =~ /master started/ });
     is +(stat $sock)[2] & 07777, 0660, 'unix socket has server.socket_mode (default 0660)';
     my (undef, $e2, $rc2) = run_with({ SVC_HOME => $home }, '', $bin, '--listen', "unix:$sock");
@@ -205,16 +204,7 @@ SKIP: {
         and grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
     my $dir = tempdir(CLEANUP => 1);
     my $sock = "$dir/act.sock";
-    my $pid = fork // die;
-    if ($pid == 0) {
-        setpgrp(0, 0);
-        $ENV{SVC_HOME} = $home;
-        delete $ENV{$_} for grep { /^(REQUEST_|GATEWAY_)/ } keys %ENV;
-        open STDERR, '>', "$dir/fcgi.log";
-        open STDIN, '<', '/dev/null';
-        exec 'systemd-socket-activate', '-l', $sock, $bin, '--workers', '1'
-            or POSIX::_exit(127);
-    }
+    my $pid = start_bg("$dir/fcgi.log", 'systemd-socket-activate', '-l', $sock, $bin, '--workers', '1');
     SvcTest::wait_for(10, sub { -S $sock });
     # the first connection starts svc-fcgi, which then serves it from fd 3
     ($out) = run_with({ REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health' }, '',
@@ -222,11 +212,7 @@ SKIP: {
     ($st) = parse_cgi($out // '');
     is $st, 200, 'LISTEN_FDS: health 200';
     like SvcTest::read_file("$dir/fcgi.log") // '', qr/serving the socket on fd 3/, 'took fd 3';
-    kill 'TERM', $pid;
-    my $gone = SvcTest::wait_for(10, sub { waitpid($pid, WNOHANG) == $pid });
-    ok $gone, 'LISTEN_FDS: SIGTERM stops it';
-    kill 'KILL', -$pid;
-    waitpid($pid, 0) unless $gone;
+    ok stop_bg($pid), 'LISTEN_FDS: SIGTERM stops it';
 }
 
 done_testing;
