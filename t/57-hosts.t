@@ -16,6 +16,7 @@ use IO::Socket::INET;
 use SvcTest;
 use SvcCliTest qw(svc svc_bg svc_wait test_hooks_built);
 use Gluster;
+use SvcOps;
 
 my $g = eval { Gluster->start };
 unless ($g) {
@@ -260,49 +261,13 @@ sub serve_prefix {
 # A third nginx whose upstream lists both hosts' sockets, hashed by session, failing over.
 sub front_start {
     my (@hosts) = @_;
-    my $p = File::Temp::tempdir('svc-front-XXXXXX', TMPDIR => 1, CLEANUP => 1);
-    mkdir "$p/$_" for qw(conf logs tmp);
-    system('cp', '-R', SvcTest::repo() . '/nginx', "$p/conf/svc") == 0 or die 'cp nginx';
     my $servers = join '', map { "        server unix:" . serve_prefix($_) . "/svc.sock;\n" } @hosts;
-    my $port = SvcTest::free_port();
-    my $user = $> == 0 ? 'user root;' : '';
-    SvcTest::write_file("$p/conf/nginx.conf", <<"NGINX");
-$user
-worker_processes 1;
-daemon off;
-pid $p/nginx.pid;
-error_log $p/logs/error.log warn;
-events { worker_connections 256; }
-http {
-    access_log off;
-    client_body_temp_path $p/tmp/client_body;
-    proxy_temp_path $p/tmp/proxy;
-    fastcgi_temp_path $p/tmp/fastcgi;
-    uwsgi_temp_path $p/tmp/uwsgi;
-    scgi_temp_path $p/tmp/scgi;
-    upstream svc_fcgi {
-        hash \$http_x_session_id consistent;
-$servers    }
-    server {
-        listen 127.0.0.1:$port;
-        include svc/svc.conf;
-        include svc/svc-errors.conf;
-    }
-}
-NGINX
-    my $pid = fork // die "fork: $!";
-    if (!$pid) {
-        open STDIN, '<', '/dev/null';
-        exec('nginx', '-p', $p, '-c', "$p/conf/nginx.conf") or POSIX::_exit(127);
-    }
-    SvcTest::wait_for(10, sub { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") });
-    return { pid => $pid, port => $port };
+    return SvcOps::nginx(upstream => "        hash \$http_x_session_id consistent;\n$servers");
 }
 
 sub front_stop {
     my ($f) = @_;
     my $pid = delete $f->{pid} or return;
-    kill 'QUIT', $pid;
-    waitpid $pid, 0;
+    SvcOps::stop_pid($pid);
 }
 END { front_stop($front) if $front }

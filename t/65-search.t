@@ -122,9 +122,9 @@ chat('rank-weak', 'zebra ' . join(' ', map { "filler$_" } 1 .. 60));
 chat('rank-strong', 'zebra zebra zebra');
 is((split / /, hits('zebra', '&role=user'))[0], 'rank-strong/0', 'the denser match first');
 
-# a session another program wrote (Strands' layout, no sidecar) becomes searchable
-{
-    my $sid = 'strands-made';
+# A session as Strands' FileSessionManager writes it (no sidecar), with these messages.
+sub strands_session {
+    my ($sid, @m) = @_;
     my $adir = "$root/session_$sid/agents/agent_svc-agent";
     make_path("$adir/messages");
     my $ts = '2025-03-04T05:06:07.123456+00:00';
@@ -134,16 +134,22 @@ is((split / /, hits('zebra', '&role=user'))[0], 'rank-strong/0', 'the denser mat
         { agent_id => 'svc-agent', state => {}, created_at => $ts, updated_at => $ts,
           conversation_manager_state => { __name__ => 'SlidingWindowConversationManager',
                                            removed_message_count => 0, model_call_count => 1 } }));
-    my @m = ({ role => 'user', content => [{ text => 'Where is the Kilimanjaro?' }] },
-             { role => 'assistant', content => [{ toolUse => { toolUseId => 't1', name => 'atlas', input => {} } }] },
-             { role => 'user', content => [{ toolResult => { toolUseId => 't1', status => 'success',
-                                                             content => [{ text => 'Tanzania, near Moshi' }] } }] },
-             { role => 'assistant', content => [{ text => 'It is in Tanzania.' }] });
     for my $i (0 .. $#m) {
         SvcTest::write_file("$adir/messages/message_$i.json", $JSON->encode(
             { message => $m[$i], message_id => $i, redact_message => undef,
               created_at => $ts, updated_at => $ts }));
     }
+}
+
+# a session another program wrote (Strands' layout, no sidecar) becomes searchable
+{
+    my $sid = 'strands-made';
+    my @m = ({ role => 'user', content => [{ text => 'Where is the Kilimanjaro?' }] },
+             { role => 'assistant', content => [{ toolUse => { toolUseId => 't1', name => 'atlas', input => {} } }] },
+             { role => 'user', content => [{ toolResult => { toolUseId => 't1', status => 'success',
+                                                             content => [{ text => 'Tanzania, near Moshi' }] } }] },
+             { role => 'assistant', content => [{ text => 'It is in Tanzania.' }] });
+    strands_session($sid, @m);
     is hits('kilimanjaro'), "$sid/0", 'a session another program wrote is found';
     is hits('moshi'), "$sid/2", 'a tool result is searched';
     is search('moshi')->{json}{results}[0]{role}, 'tool', '... as role tool';
@@ -222,21 +228,8 @@ chat("page-$_", "pagination marker $_") for 1 .. 12;
 # the densest of them comes first
 {
     my $sid = 'wide';
-    my $adir = "$root/session_$sid/agents/agent_svc-agent";
-    make_path("$adir/messages");
-    my $ts = '2025-03-04T05:06:07.123456+00:00';
-    SvcTest::write_file("$root/session_$sid/session.json", $JSON->encode(
-        { session_id => $sid, session_type => 'AGENT', created_at => $ts, updated_at => $ts }));
-    SvcTest::write_file("$adir/agent.json", $JSON->encode(
-        { agent_id => 'svc-agent', state => {}, created_at => $ts, updated_at => $ts,
-          conversation_manager_state => { __name__ => 'SlidingWindowConversationManager',
-                                           removed_message_count => 0, model_call_count => 1 } }));
-    for my $i (0 .. 209) {
-        my $text = $i == 150 ? 'ubiquitous ubiquitous ubiquitous' : "ubiquitous word number $i here";
-        SvcTest::write_file("$adir/messages/message_$i.json", $JSON->encode(
-            { message => { role => 'user', content => [{ text => $text }] }, message_id => $i,
-              redact_message => undef, created_at => $ts, updated_at => $ts }));
-    }
+    strands_session($sid, map { { role => 'user', content => [{ text => $_ == 150
+        ? 'ubiquitous ubiquitous ubiquitous' : "ubiquitous word number $_ here" }] } } 0 .. 209);
     my (%seen, $cursor, $pages);
     for (1 .. 5) {
         my $r = search('ubiquitous', '&limit=50' . (defined $cursor ? "&cursor=$cursor" : ''));
