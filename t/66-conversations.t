@@ -14,25 +14,11 @@ use SvcCliTest ();
 use FakeOpenAI;
 
 my %TOK = (alice => 'tok-alice-C0nv-0001', bob => 'tok-bob-C0nv-0002', root => 'tok-root-C0nv-0003');
-my $s = SvcTest->start(
-    workers => 2,
-    env => { TOK_ALICE => $TOK{alice}, TOK_BOB => $TOK{bob}, TOK_ROOT => $TOK{root} },
-    config => <<'YAML');
-server:
-  users:
-    - {id: alice, token_env: TOK_ALICE}
-    - {id: bob, token_env: TOK_BOB}
-    - {id: root, token_env: TOK_ROOT, role: admin}
-sessions:
-  fsync: true
-YAML
+my $s = SvcTest->start(workers => 2, SvcTest::users(
+    { alice => $TOK{alice}, bob => $TOK{bob}, 'root!' => $TOK{root} }, "sessions:\n  fsync: true\n"));
 my $T = JSON::PP::true;
 
-sub as {
-    my ($who, $m, $p, %o) = @_;
-    $o{headers} = { %{ $o{headers} || {} }, authorization => "Bearer $TOK{$who}" };
-    return $s->req($m, $p, %o);
-}
+sub as { my $who = shift; $s->req_as($TOK{$who}, @_) }
 sub snapshot { $s->snapshot(qr/^\.svc_index/) }    # "nothing changed on disk" (SvcTest)
 sub msgfile { my ($sid, $n) = @_; $s->root . "/session_$sid/agents/agent_svc-agent/messages/message_$n.json" }
 sub rejected {    # a 4xx with a code, and nothing on disk changed

@@ -13,22 +13,10 @@ use SvcTest;
 use SvcCliTest ();
 
 my %TOK = (alice => 'tok-alice-Br4nch-0001', bob => 'tok-bob-Br4nch-0002');
-my $s = SvcTest->start(
-    workers => 2,
-    env => { TOK_ALICE => $TOK{alice}, TOK_BOB => $TOK{bob} },
-    config => <<'YAML');
-server:
-  users:
-    - {id: alice, token_env: TOK_ALICE}
-    - {id: bob, token_env: TOK_BOB}
-YAML
+my $s = SvcTest->start(workers => 2, SvcTest::users(\%TOK));
 my $ROOT = $s->root;
 
-sub as {
-    my ($who, $m, $p, %o) = @_;
-    $o{headers} = { %{ $o{headers} || {} }, authorization => "Bearer $TOK{$who}" };
-    return $s->req($m, $p, %o);
-}
+sub as { my $who = shift; $s->req_as($TOK{$who}, @_) }
 sub turn {
     my ($who, $input, $prev) = @_;
     my $r = as($who => POST => '/api/v1/responses',

@@ -12,21 +12,9 @@ use Time::HiRes qw(sleep);
 use SvcTest;
 
 my %TOK = (alice => 'tok-alice-Bg-0001', bob => 'tok-bob-Bg-0002');
-my $s = SvcTest->start(
-    workers => 2,
-    env => { TOK_ALICE => $TOK{alice}, TOK_BOB => $TOK{bob} },
-    config => <<'YAML');
-server:
-  users:
-    - {id: alice, token_env: TOK_ALICE}
-    - {id: bob, token_env: TOK_BOB}
-YAML
+my $s = SvcTest->start(workers => 2, SvcTest::users(\%TOK));
 
-sub as {
-    my ($who, $m, $p, %o) = @_;
-    $o{headers} = { %{ $o{headers} || {} }, authorization => "Bearer $TOK{$who}" };
-    return $s->req($m, $p, %o);
-}
+sub as { my $who = shift; $s->req_as($TOK{$who}, @_) }
 sub poll {
     my ($id) = @_;
     my $o;

@@ -272,6 +272,26 @@ sub req {
              json => $json };
 }
 
+# req with "Authorization: Bearer $token" added to the headers.
+sub req_as {
+    my ($s, $token, $method, $path, %o) = @_;
+    $o{headers} = { %{ $o{headers} || {} }, authorization => "Bearer $token" };
+    return $s->req($method, $path, %o);
+}
+
+# start's env and config for server.users: each id => token, the token in TOK_<ID>; an id
+# ending in '!' is an admin. Extra YAML after the users block.
+sub users {
+    my ($tok, $extra) = @_;
+    my (%env, $yaml);
+    for my $who (sort keys %$tok) {
+        (my $id = $who) =~ s/!$//;
+        $env{ 'TOK_' . uc $id } = $tok->{$who};
+        $yaml .= "    - {id: $id, token_env: TOK_" . uc($id) . ($id ne $who ? ', role: admin' : '') . "}\n";
+    }
+    return (env => \%env, config => "server:\n  users:\n$yaml" . ($extra // ''));
+}
+
 # One answer into $SVC_ANSWERS/<pid>.jsonl when that is set (see the top): HTTP::Tiny's
 # own failures (599: no answer) are left out, and bodies that are not JSON.
 sub record {
