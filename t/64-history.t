@@ -330,25 +330,17 @@ is_deeply [root_entries()], \@before_fork, 'refused forks left nothing in the ro
 
 # a Strands-layout reader sees an ordinary session (as Strands' FileSessionManager reads it)
 my $check = SvcCliTest::py(<<'PY', "$ROOT/session_fork-a", 'fork-a', 'svc-agent');
-import json, os, sys
+import os, sys
+from strands_read import load, messages
 d, sid, aid = sys.argv[1:4]
-def load(p):
-    raw = open(p, 'rb').read().decode('utf-8')
-    o = json.loads(raw)
-    assert raw == json.dumps(o, indent=2, ensure_ascii=False), p + ': not in Python\'s format'
-    return o
 s = load(os.path.join(d, 'session.json'))
 assert s['session_id'] == sid and s['session_type'] == 'AGENT', s
 assert os.path.isdir(os.path.join(d, 'multi_agents'))
 a = load(os.path.join(d, 'agents', 'agent_' + aid, 'agent.json'))
 assert a['agent_id'] == aid and 'conversation_manager_state' in a and 'state' in a, a
-md = os.path.join(d, 'agents', 'agent_' + aid, 'messages')
-names = sorted((f for f in os.listdir(md) if f.startswith('message_') and f.endswith('.json')),
-               key=lambda f: int(f[8:-5]))
 out = []
-for f in names:
-    m = load(os.path.join(md, f))
-    assert m['message_id'] == int(f[8:-5]) and set(m) >= {'message', 'redact_message', 'created_at', 'updated_at'}, m
+for n, m in messages(d, aid):
+    assert m['message_id'] == n and set(m) >= {'message', 'redact_message', 'created_at', 'updated_at'}, m
     out.append(m['message']['role'] + ':' + ''.join(b.get('text', '') for b in m['message']['content']))
 print('\n'.join(out))
 PY

@@ -107,19 +107,13 @@ is_deeply [map { $_->{id} } @{ $r->{json}{data} }], ["msg_${cid}_0", "fc_${cid}_
 is as(alice => GET => "/api/v1/conversations/$cid/items/msg_${cid}_1")->{status}, 404, 'and is not found';
 # a reader of Strands' layout (FileSessionManager: redact_message when set, else message)
 my $strands = SvcCliTest::py(<<'PY', $s->root . "/session_$cid", 'svc-agent');
-import json, os, sys
+import os, sys
+from strands_read import load, messages
 d, aid = sys.argv[1:3]
-def load(p):
-    raw = open(p, 'rb').read().decode('utf-8')
-    o = json.loads(raw)
-    assert raw == json.dumps(o, indent=2, ensure_ascii=False), p + ': not in Python\'s format'
-    return o
 assert load(os.path.join(d, 'session.json'))['session_type'] == 'AGENT'
 assert 'conversation_manager_state' in load(os.path.join(d, 'agents', 'agent_' + aid, 'agent.json'))
-md = os.path.join(d, 'agents', 'agent_' + aid, 'messages')
 out = []
-for n in range(len(os.listdir(md))):
-    m = load(os.path.join(md, 'message_%d.json' % n))
+for _, m in messages(d, aid):
     msg = m['redact_message'] or m['message']
     out.append(msg['role'] + ':' + ','.join(sorted(k for b in msg['content'] for k in b)) + ':' +
                ''.join(b.get('text', '') for b in msg['content']))

@@ -61,23 +61,16 @@ like $c->{output}[0]{content}[0]{text}, qr/4 earlier messages/, '... with its ow
 
 # a Strands-layout reader sees the branch as an ordinary session
 my $check = SvcCliTest::py(<<'PY', "$ROOT/session_$br", $br);
-import json, os, sys
+import os, sys
+from strands_read import load, messages
 d, sid = sys.argv[1:3]
-def load(p):
-    raw = open(p, 'rb').read().decode('utf-8')
-    o = json.loads(raw)
-    assert raw == json.dumps(o, indent=2, ensure_ascii=False), p + ': not in Python\'s format'
-    return o
 s = load(os.path.join(d, 'session.json'))
 assert s['session_id'] == sid and s['session_type'] == 'AGENT', s
 (aid,) = [n[6:] for n in os.listdir(os.path.join(d, 'agents'))]
 a = load(os.path.join(d, 'agents', 'agent_' + aid, 'agent.json'))
 assert a['agent_id'] == aid and 'conversation_manager_state' in a, a
-md = os.path.join(d, 'agents', 'agent_' + aid, 'messages')
-names = sorted((f for f in os.listdir(md) if f.startswith('message_')), key=lambda f: int(f[8:-5]))
-for f in names:
-    m = load(os.path.join(md, f))
-    assert m['message_id'] == int(f[8:-5]), m
+for n, m in messages(d, aid):
+    assert m['message_id'] == n, m
     print(m['message']['role'] + ':' + ''.join(b.get('text', '') for b in m['message']['content']))
 PY
 my @msgs = split /\n/, $check;

@@ -130,7 +130,11 @@ sub py {
     my ($code, @args) = @_;
     my $pid = open(my $fh, '-|');
     die "fork: $!" unless defined $pid;
-    if (!$pid) { exec 'python3', '-c', $code, @args; POSIX::_exit(127) }
+    if (!$pid) {
+        $ENV{PYTHONPATH} = SvcTest::repo() . '/t/lib'; # strands_read.py
+        exec 'python3', '-c', $code, @args;
+        POSIX::_exit(127);
+    }
     local $/;
     binmode $fh;
     my $out = <$fh> // '';
