@@ -58,13 +58,6 @@ sub chat {
     return $srv->req(POST => '/api/chat', body => {
         session_id => $sid, messages => [{ role => 'user', content => $text }] });
 }
-sub stored {
-    my ($srv, $sid) = @_;
-    my $dir = $srv->root . "/session_$sid/agents/agent_svc-agent/messages";
-    opendir my $d, $dir or return [];
-    my @ids = sort { $a <=> $b } map { /^message_(\d+)\.json$/ ? $1 : () } readdir $d;
-    return [ map { $J->decode(SvcTest::read_file("$dir/message_$_.json"))->{message} } @ids ];
-}
 sub tool_result_of {
     my ($msgs) = @_;
     for my $m (@$msgs) {
@@ -94,7 +87,7 @@ is $got->{stdin}, qq({"mode":"echo","city":"Oslo"}\n), 'as one line of JSON on s
 is_deeply $got->{argv}, ['first-arg'], 'argv from the command, no shell';
 is_deeply $got->{env}, { FOO => 'bar', SVC_TEST_VISIBLE => 'seen' },
     'clean environment: only what the entry names';
-my $msgs = stored($s, 'tx-echo');
+my $msgs = $s->stored('tx-echo');
 is scalar @$msgs, 4, 'user, assistant toolUse, user toolResult, assistant answer stored';
 my ($tu) = map { $_->{toolUse} // () } @{ $msgs->[1]{content} };
 is $tu->{name}, 'ext', 'native toolUse stored';
@@ -131,7 +124,7 @@ sub failing {
     my ($sid, $text, $re, $name) = @_;
     my $r = chat($s, $sid, $text);
     is $r->{status}, 200, "$name: the run still answers 200";
-    my $tr = tool_result_of(stored($s, $sid));
+    my $tr = tool_result_of($s->stored($sid));
     is $tr && $tr->{status}, 'error', "$name: toolResult status error";
     like $tr && $tr->{content}[0]{text}, $re, "$name: clear message";
     my $turn = last_turn($s, $sid);
@@ -175,14 +168,14 @@ is $s->req(POST => "/api/chat/runs/$run->{json}{run_id}/cancel")->{status}, 200,
     or diag explain $s->req(GET => "/api/chat/runs/$run->{json}{run_id}");
 is $s->wait_run($run->{json}{run_id}, 30)->{json}{status}, 'cancelled', 'cancel: the run ends cancelled';
 ok SvcTest::wait_for(10, sub { !alive($q1) && !alive($q2) }), 'cancel: the tool and its grandchild are gone';
-$tr = tool_result_of(stored($s, 'tx-cancel'));
+$tr = tool_result_of($s->stored('tx-cancel'));
 is $tr && $tr->{status}, 'error', 'cancel: toolResult status error';
 is $tr && $tr->{content}[0]{text}, 'longext was stopped: the run was cancelled', 'cancel: says why';
 
 # huge output: truncated, still a success
 $r = chat($s, 'tx-huge', '/tool ext {"mode":"huge","bytes":2000000}');
 is $r->{status}, 200, 'huge: 200';
-$tr = tool_result_of(stored($s, 'tx-huge'));
+$tr = tool_result_of($s->stored('tx-huge'));
 is $tr->{status}, 'success', 'huge: toolResult success';
 my $len = length $tr->{content}[0]{text};
 ok $len > 60_000 && $len <= 65_536, "huge: output cut to the cap ($len bytes)";
@@ -191,7 +184,7 @@ is $turn->{tool_trace}[0]{truncated}, $T, 'huge: tool_trace truncated true';
 
 # a tool that exits without reading its stdin
 $r = chat($s, 'tx-silent', '/tool silent {"a":1}');
-$tr = tool_result_of(stored($s, 'tx-silent'));
+$tr = tool_result_of($s->stored('tx-silent'));
 is $tr && $tr->{status}, 'success', 'a tool that ignores stdin succeeds';
 
 # the svc tool (SIGPIPE not ignored): a tool that closes its stdin unread while 100 KB of

@@ -17,12 +17,7 @@ my $s = SvcTest->start(workers => 2);
 my $root = $s->root;
 my $JSON = JSON::PP->new->utf8->canonical;
 
-sub chat {
-    my ($sid, $text) = @_;
-    my $r = $s->req(POST => '/api/chat',
-                    body => { session_id => $sid, messages => [{ role => 'user', content => $text }] });
-    is $r->{status}, 200, "turn on $sid";
-}
+sub chat { is $s->chat(@_)->{status}, 200, "turn on $_[0]" }
 
 sub enc { join '', map { /[A-Za-z0-9_.~-]/ ? $_ : sprintf '%%%02X', ord } split //, encode_utf8($_[0]) }
 

@@ -14,34 +14,15 @@ use Test::More;
 use SvcTest;
 use FakeOpenAI;
 use FakeMCP;
+use RealMCP;
 use IO::Socket::INET;
 use POSIX ();
 
 delete @ENV{qw(http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_proxy ALL_PROXY)};
 $ENV{no_proxy} = $ENV{NO_PROXY} = '127.0.0.1,localhost';
 
-my $dir = SvcTest->repo . '/t/mcp';
-my $node = `command -v node 2>/dev/null`;
-chomp $node;
-ok($node, 'node is installed') or BAIL_OUT('no node');
-my $mods = "$dir/node_modules/\@modelcontextprotocol";
-unless (-f "$mods/server-everything/dist/index.js" && -f "$mods/server-filesystem/dist/index.js") {
-    my $out = `cd '$dir' && npm ci --no-audit --no-fund --loglevel=error 2>&1`;
-    is($?, 0, 'npm ci installed the MCP servers') or diag($out);
-}
-my $port = SvcTest::free_port();
-my $http_pid = fork // die;
-if (!$http_pid) {
-    POSIX::setpgid(0, 0);
-    open STDOUT, '>', '/dev/null';
-    open STDERR, '>', '/dev/null';
-    $ENV{PORT} = $port;
-    exec $node, '--import', "$dir/loopback.mjs", "$mods/server-everything/dist/index.js",
-        'streamableHttp' or POSIX::_exit(127);
-}
-END { if ($http_pid) { local $?; kill 'TERM', -$http_pid; waitpid $http_pid, 0 } }
-ok(SvcTest::wait_for(20, sub { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") }),
-   'server-everything listens');
+my $node = RealMCP::node();
+my (undef, $port) = RealMCP::everything_http($node);
 
 # a port svc must never connect to: it is not under mcp.remote_allow
 my $trap = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => 0, Listen => 5) or die;
@@ -61,7 +42,7 @@ mcp:
   remote_allow: ["http://127.0.0.1:$port/", "${\ $fmcp->url}"]
 mcp_servers:
   - name: files
-    command: ["$node", "$mods/server-filesystem/dist/index.js", "$share"]
+    command: ["$node", "$RealMCP::FS", "$share"]
     users: [alice]
 YAML
 my $s = SvcTest->start(home => $home, workers => 2,

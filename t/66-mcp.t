@@ -18,6 +18,7 @@ use Test::More;
 use SvcTest;
 use FakeOpenAI;
 use FakeMCP;
+use RealMCP;
 use IO::Socket::INET;
 use POSIX ();
 use Time::HiRes qw(time sleep);
@@ -27,32 +28,14 @@ $ENV{no_proxy} = $ENV{NO_PROXY} = '127.0.0.1,localhost';
 
 my $J = $SvcTest::JSON;
 my $repo = SvcTest->repo;
-my $dir = "$repo/t/mcp";
-my $node = `command -v node 2>/dev/null`;
-chomp $node;
-ok($node, 'node is installed (scripts/install-deps: nodejs)') or BAIL_OUT('no node');
-my $mods = "$dir/node_modules/\@modelcontextprotocol";
-unless (-f "$mods/server-everything/dist/index.js" && -f "$mods/server-filesystem/dist/index.js") {
-    my $out = `cd '$dir' && npm ci --no-audit --no-fund --loglevel=error 2>&1`;
-    is($?, 0, 'npm ci installed the MCP servers') or diag($out);
-}
-my $EV = "$mods/server-everything/dist/index.js";
-my $FS = "$mods/server-filesystem/dist/index.js";
+my $dir = $RealMCP::DIR;
+my $node = RealMCP::node();
+my $EV = $RealMCP::EV;
+my $FS = $RealMCP::FS;
 my $BAD = "$dir/bad-server.mjs";
 
 # ---- the Streamable HTTP server: server-everything on a loopback port ----
-my $port = SvcTest::free_port();
-my $http_pid = fork // die;
-if (!$http_pid) {
-    POSIX::setpgid(0, 0);
-    open STDOUT, '>', '/dev/null';
-    open STDERR, '>', '/dev/null';
-    $ENV{PORT} = $port;
-    exec $node, '--import', "$dir/loopback.mjs", $EV, 'streamableHttp' or POSIX::_exit(127);
-}
-END { if ($http_pid) { local $?; kill 'TERM', -$http_pid; waitpid $http_pid, 0 } }
-ok(SvcTest::wait_for(20, sub { IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port") }),
-   'server-everything listens over Streamable HTTP');
+my ($http_pid, $port) = RealMCP::everything_http($node);
 my $wild = IO::Socket::INET->new(PeerAddr => "127.0.0.2:$port");
 ok(!$wild, 'and on loopback 127.0.0.1 only');
 
@@ -102,13 +85,6 @@ sub chat {
     my ($who, $sid, $text) = @_;
     return $s->req(POST => '/api/chat', headers => $as{$who}, body => {
         session_id => $sid, messages => [{ role => 'user', content => $text }] });
-}
-sub stored {
-    my ($srv, $sid) = @_;
-    my $d = $srv->root . "/session_$sid/agents/agent_svc-agent/messages";
-    opendir my $dh, $d or return [];
-    my @ids = sort { $a <=> $b } map { /^message_(\d+)\.json$/ ? $1 : () } readdir $dh;
-    return [ map { $J->decode(SvcTest::read_file("$d/message_$_.json"))->{message} } @ids ];
 }
 sub blocks_of {
     my ($msgs, $kind) = @_;
@@ -171,7 +147,7 @@ unlike $r->{body}, qr/s3cret|MCP_HEADER_TOKEN/, '/api/config: no secret';
 $r = chat('root', 'm-read', qq(/tool files__read_file {"path":"$share/a.txt"}));
 is $r->{status}, 200, 'echo: a turn with an MCP call answers 200' or diag $r->{body};
 is answer($r), "Tool files__read_file returned: hello from the share\n", 'echo: the file reached the model';
-my $msgs = stored($s, 'm-read');
+my $msgs = $s->stored('m-read');
 my ($tu) = blocks_of($msgs, 'toolUse');
 my ($tr) = blocks_of($msgs, 'toolResult');
 is $tu->{name}, 'files__read_file', 'stored: toolUse names <server>__<tool>';
@@ -194,24 +170,24 @@ is $te && $te->{content}, 'Echo: over http', 'streamed: tool_result, over Stream
 
 # images, structured content, an error result, the environment
 chat('root', 'm-img', '/tool everything__get-tiny-image {}');
-my ($img) = grep { $_->{image} } map { @{ $_->{content} } } blocks_of(stored($s, 'm-img'), 'toolResult');
+my ($img) = grep { $_->{image} } map { @{ $_->{content} } } blocks_of($s->stored('m-img'), 'toolResult');
 is $img && $img->{image}{format}, 'png', 'an image result is a Strands image block';
 ok $img && $img->{image}{source}{bytes}{__bytes_encoded__}
    && length($img->{image}{source}{bytes}{data}) > 100, 'with its bytes as Strands encodes them';
 
 chat('root', 'm-json', '/tool everything__get-structured-content {"location":"New York"}');
-($tr) = blocks_of(stored($s, 'm-json'), 'toolResult');
+($tr) = blocks_of($s->stored('m-json'), 'toolResult');
 ok exists $tr->{structuredContent}{temperature}, "structuredContent kept as JSON, as Strands' MCP client keeps it";
 like $tr->{content}[0]{text}, qr/temperature/, 'beside the content the model reads';
 
 $r = chat('root', 'm-denied', '/tool files__read_file {"path":"/etc/passwd"}');
 is $r->{status}, 200, 'isError: the run answers 200';
-($tr) = blocks_of(stored($s, 'm-denied'), 'toolResult');
+($tr) = blocks_of($s->stored('m-denied'), 'toolResult');
 is $tr->{status}, 'error', 'isError: toolResult status error';
 like answer($r), qr/^Tool files__read_file failed: .*denied/i, 'isError: the model saw it';
 
 $r = chat('root', 'm-env', '/tool everything__get-env {}');
-($tr) = blocks_of(stored($s, 'm-env'), 'toolResult');
+($tr) = blocks_of($s->stored('m-env'), 'toolResult');
 my $envs = eval { $J->decode($tr->{content}[0]{text}) } // {};
 is $envs->{MCP_SECRET_VALUE}, 's3cret-env-value', 'env: the entry reaches the server';
 is $envs->{MCP_PASSED}, 'passed-on', 'env_pass: passed on';
@@ -226,7 +202,7 @@ sub failing {
     my $t0 = time;
     my $r = chat('root', "m-$tool", "/tool bad__$tool {}");
     is $r->{status}, 200, "$tool: the run answers 200";
-    my ($tr) = blocks_of(stored($s, "m-$tool"), 'toolResult');
+    my ($tr) = blocks_of($s->stored("m-$tool"), 'toolResult');
     is $tr && $tr->{status}, 'error', "$tool: toolResult error";
     like $tr && $tr->{content}[0]{text}, $re, "$tool: says why";
     like answer($r), qr/^Tool bad__$tool failed: /, "$tool: the model saw the failure";
@@ -260,7 +236,7 @@ ok((grep { $_->{name} eq 'extra' } @{ (grep { $_->{name} eq 'bad' } @{
 
 # ---- users ----
 $r = chat('bob', 'm-bob', '/tool alices__ok {"x":1}');
-($tr) = blocks_of(stored($s, 'm-bob'), 'toolResult');
+($tr) = blocks_of($s->stored('m-bob'), 'toolResult');
 is $tr->{status}, 'error', "bob cannot call alice's server";
 is $tr->{content}[0]{text}, 'unknown tool: alices__ok', 'it is unknown to him';
 $r = chat('alice', 'm-alice', '/tool alices__ok {"x":1}');
@@ -308,7 +284,7 @@ ok $fn, 'openai: the MCP tool was offered as a function';
 is $fn && $fn->{function}{parameters}{properties}{path}{type}, 'string', 'with its inputSchema';
 my ($tm) = grep { ($_->{role} // '') eq 'tool' } @{ $reqs[1]{body}{messages} // [] };
 is $tm && $tm->{content}, "hello from the share\n", 'openai: sent the tool message';
-($tu) = blocks_of(stored($o, 'o-read'), 'toolUse');
+($tu) = blocks_of($o->stored('o-read'), 'toolUse');
 is $tu->{name}, 'files__read_file', 'openai: stored as a toolUse';
 unlike $o->log . $s->log, qr/s3cret-env-value|h3ader-token-value|sk-test-key|sk-never/,
     'no secret in the logs';

@@ -24,10 +24,8 @@ my $root = $s->root;
 my $J = JSON::PP->new->utf8->canonical;
 
 sub chat {
-    my ($sid, $text) = @_;
-    my $r = $s->req(POST => '/api/chat',
-                    body => { session_id => $sid, messages => [{ role => 'user', content => $text }] });
-    is $r->{status}, 200, "chat $sid: $text";
+    my $r = $s->chat(@_);
+    is $r->{status}, 200, "chat $_[0]: $_[1]";
     return $r;
 }
 sub export { my (%b) = @_; $s->req(POST => '/api/v1/chat/sessions/export', body => \%b) }

@@ -10,6 +10,7 @@ use File::Find ();
 use File::Spec;
 use JSON::PP ();
 use POSIX ();
+use SvcTest ();
 no warnings "exec";
 
 our @EXPORT = qw(new_home svc svc_bg svc_wait slurp spit jdecode jencode json_file py
@@ -39,12 +40,7 @@ sub peak_rss_unreadable {
 }
 
 # Whether build/svc carries the crash hook (make TEST_HOOKS=1; `make test` builds so).
-sub test_hooks_built {
-    open my $fh, '<:raw', svc_bin() or return 0;
-    local $/;
-    my $bin = <$fh>;
-    return index($bin, 'SVC_TEST_CRASH_BEFORE_RENAME') >= 0;
-}
+sub test_hooks_built { SvcTest::binary_has(svc_bin(), 'SVC_TEST_CRASH_BEFORE_RENAME') }
 
 # A fresh SVC_HOME with agents.yaml. extra: YAML text appended inside the sessions: map
 # (sessions_extra) or at the top level (yaml_extra). SVC_TEST_CACHE=off: caches off.

@@ -41,11 +41,12 @@ sub build { $ENV{SVC_BUILD} || "$REPO/build" }
 sub fcgi_bin { build() . '/svc-fcgi' }
 
 # Whether svc-fcgi carries the test hooks (make TEST_HOOKS=1; `make test` builds so).
-sub test_hooks_built {
-    open my $fh, '<:raw', fcgi_bin() or return 0;
+sub test_hooks_built { binary_has(fcgi_bin(), 'SVC_TEST_JOBS_NOW') }
+sub binary_has {
+    my ($path, $marker) = @_;
+    open my $fh, '<:raw', $path or return 0;
     local $/;
-    my $bin = <$fh>;
-    return index($bin, 'SVC_TEST_JOBS_NOW') >= 0;
+    return index(<$fh>, $marker) >= 0;
 }
 
 # A loopback port nobody listens on right now.
@@ -270,6 +271,22 @@ sub req {
     record($method, $s->url($path), $r, $json);
     return { status => $r->{status}, headers => $r->{headers}, body => $r->{content},
              json => $json };
+}
+
+# The stored messages of a session's default agent, in order (each file's "message").
+sub stored {
+    my ($s, $sid) = @_;
+    my $d = $s->root . "/session_$sid/agents/agent_svc-agent/messages";
+    opendir my $dh, $d or return [];
+    my @ids = sort { $a <=> $b } map { /^message_(\d+)\.json$/ ? $1 : () } readdir $dh;
+    return [ map { $JSON->decode(read_file("$d/message_$_.json"))->{message} } @ids ];
+}
+
+# One user message to POST /api/chat in session $sid (more of the body in %body).
+sub chat {
+    my ($s, $sid, $text, %body) = @_;
+    return $s->req(POST => '/api/chat',
+                   body => { session_id => $sid, messages => [{ role => 'user', content => $text }], %body });
 }
 
 # req with "Authorization: Bearer $token" added to the headers.
