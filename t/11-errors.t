@@ -100,26 +100,22 @@ err_ok($s->req(POST => '/api/chat', body => { messages => [{ content => 'x' }] }
 err_ok($s->req(PATCH => '/api/v1/chat/sessions/abc', body => {}), 422, 'missing_field',
        'PATCH without title', 'title');
 
-# invalid query parameters
-err_ok($s->req(GET => '/api/v1/chat/sessions?limit=abc'), 400, 'invalid_query', 'limit not int', 'limit');
-err_ok($s->req(GET => '/api/v1/chat/sessions?limit=0'), 400, 'invalid_query', 'limit 0', 'limit');
-err_ok($s->req(GET => '/api/v1/chat/sessions?limit=501'), 400, 'invalid_query', 'limit 501', 'limit');
-err_ok($s->req(GET => '/api/v1/chat/sessions?limit=-9223372036854775808'), 400, 'invalid_query',
-       'limit INT64_MIN', 'limit');
-err_ok($s->req(GET => '/api/v1/chat/sessions?limit=99999999999999999999'), 400, 'invalid_query',
-       'limit beyond int64', 'limit');
-err_ok($s->req(GET => '/api/v1/chat/sessions?status=sleeping'), 400, 'invalid_query',
-       'unknown status', 'status');
-# the ranges are core's (query.c), reached through the messages route too; the session
-# need not exist for a bad query to be refused first
-err_ok($s->req(GET => '/api/v1/chat/sessions/abc/messages?limit=1001'), 400, 'invalid_query',
-       'messages limit 1001', 'limit');
-err_ok($s->req(GET => '/api/v1/chat/sessions/abc/messages?limit=0'), 400, 'invalid_query',
-       'messages limit 0', 'limit');
-err_ok($s->req(GET => '/api/v1/chat/sessions/abc/messages?offset=-1'), 400, 'invalid_query',
-       'messages offset -1', 'offset');
-err_ok($s->req(GET => '/api/v1/chat/sessions/abc/messages?order=up'), 400, 'invalid_query',
-       'messages order up', 'order');
+# invalid query parameters; the ranges are core's (query.c), reached through the messages
+# route too; the session need not exist for a bad query to be refused first
+for my $c (
+    ['/api/v1/chat/sessions?limit=abc', 'limit not int', 'limit'],
+    ['/api/v1/chat/sessions?limit=0', 'limit 0', 'limit'],
+    ['/api/v1/chat/sessions?limit=501', 'limit 501', 'limit'],
+    ['/api/v1/chat/sessions?limit=-9223372036854775808', 'limit INT64_MIN', 'limit'],
+    ['/api/v1/chat/sessions?limit=99999999999999999999', 'limit beyond int64', 'limit'],
+    ['/api/v1/chat/sessions?status=sleeping', 'unknown status', 'status'],
+    ['/api/v1/chat/sessions/abc/messages?limit=1001', 'messages limit 1001', 'limit'],
+    ['/api/v1/chat/sessions/abc/messages?limit=0', 'messages limit 0', 'limit'],
+    ['/api/v1/chat/sessions/abc/messages?offset=-1', 'messages offset -1', 'offset'],
+    ['/api/v1/chat/sessions/abc/messages?order=up', 'messages order up', 'order'],
+) {
+    err_ok($s->req(GET => $c->[0]), 400, 'invalid_query', $c->[1], $c->[2]);
+}
 err_ok($s->req(PATCH => '/api/v1/chat/sessions/abc', body => { title => '' }), 422,
        'invalid_field', 'empty title', 'title');
 err_ok($s->req(PATCH => '/api/v1/chat/sessions/abc', body => { title => 'x' x 201 }), 422,

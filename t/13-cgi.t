@@ -108,6 +108,14 @@ SvcTest::write_file("$bad/agents.yaml", "server:\n  workers: lots\n");
 is $st, 500, 'CGI: broken config answers 500';
 is eval { $J->decode($body)->{error}{code} }, 'config_error', 'CGI: config_error';
 
+# "<tool> missing" for the first of these not on PATH, else ''.
+sub missing {
+    for my $t (@_) {
+        return "$t missing" unless grep { -x "$_/$t" } split /:/, $ENV{PATH};
+    }
+    return '';
+}
+
 # A program started in the background in its own process group, with $home as SVC_HOME and
 # no CGI variables; stop_bg sends SIGTERM and says whether it stopped in time.
 sub start_bg {
@@ -135,9 +143,7 @@ sub stop_bg {
 
 # --- FastCGI on fd 0 (spawn-fcgi -n: exec with the socket as stdin) ---
 SKIP: {
-    skip 'spawn-fcgi or cgi-fcgi missing', 8
-        unless grep { -x "$_/spawn-fcgi" } split /:/, $ENV{PATH}
-        and grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
+    skip missing('spawn-fcgi', 'cgi-fcgi'), 8 if missing('spawn-fcgi', 'cgi-fcgi');
     my $dir = tempdir(CLEANUP => 1);
     my $sock = "$dir/fcgi.sock";
     my $pid = start_bg("$dir/fcgi.log", 'spawn-fcgi', '-n', '-s', $sock, '-M', '0600', '--', $bin,
@@ -165,7 +171,7 @@ SKIP: {
 
 # --- --listen tcp:PORT binds loopback; a live unix socket is never stolen ---
 SKIP: {
-    skip 'cgi-fcgi missing', 5 unless grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
+    skip missing('cgi-fcgi'), 5 if missing('cgi-fcgi');
     my $dir = tempdir(CLEANUP => 1);
     my $port = SvcTest::free_port();
     my $pid = start_bg("$dir/tcp.log", $bin, '--listen', "tcp:$port", '--workers', '1');
@@ -199,9 +205,7 @@ SKIP: {
 
 # --- LISTEN_FDS (systemd socket activation: the socket on fd 3) ---
 SKIP: {
-    skip 'systemd-socket-activate or cgi-fcgi missing', 3
-        unless grep { -x "$_/systemd-socket-activate" } split /:/, $ENV{PATH}
-        and grep { -x "$_/cgi-fcgi" } split /:/, $ENV{PATH};
+    skip missing('systemd-socket-activate', 'cgi-fcgi'), 3 if missing('systemd-socket-activate', 'cgi-fcgi');
     my $dir = tempdir(CLEANUP => 1);
     my $sock = "$dir/act.sock";
     my $pid = start_bg("$dir/fcgi.log", 'systemd-socket-activate', '-l', $sock, $bin, '--workers', '1');

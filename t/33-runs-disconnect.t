@@ -18,13 +18,6 @@ my $T = JSON::PP::true;
 # ---- local helpers ----
 sub session { $s->req(GET => "/api/v1/chat/sessions/$_[0]")->{json} || {} }
 sub turn_lines { $s->turn_lines(@_) }
-sub messages_on_disk {
-    my ($sid) = @_;
-    my $dir = $s->root . "/session_$sid/agents/agent_svc-agent/messages";
-    opendir my $d, $dir or return ();
-    return map { eval { $J->decode(SvcTest::read_file("$dir/$_")) } // 'unparsable' }
-        sort grep { /^message_\d+\.json$/ } readdir $d;
-}
 # Send an HTTP request by hand; read until $until matches what came back (or $timeout
 # passes); return (socket, text read so far). The caller closes the socket.
 sub raw_request {
@@ -73,9 +66,9 @@ is $turns[0]{status}, 'cancelled', 'turn line status cancelled';
 is $turns[0]{run_id}, $rid, 'turn line run_id';
 is $turns[0]{events}[-1]{type}, 'error', 'turn events end with error';
 is $turns[0]{events}[-1]{code}, 'cancelled', 'turn error event code cancelled';
-my @m = messages_on_disk('d-stream');
+my @m = @{ $s->stored('d-stream') };
 ok !(grep { !ref } @m), 'every message file parses';
-is_deeply [map { $_->{message}{role} } @m], ['user'], 'no assistant message of the cancelled run';
+is_deeply [map { $_->{role} } @m], ['user'], 'no assistant message of the cancelled run';
 is $sc->{message_count}, 1, 'message_count 1';
 my $n = $s->req(POST => '/api/chat', body => { session_id => 'd-stream',
                                                messages => [{ role => 'user', content => 'next' }] });

@@ -32,13 +32,7 @@ sub events {
 }
 sub session { $s->req(GET => "/api/v1/chat/sessions/$_[0]")->{json} || {} }
 sub turn_lines { $s->turn_lines(@_) }
-sub roles_on_disk {
-    my ($sid) = @_;
-    my $dir = $s->root . "/session_$sid/agents/agent_svc-agent/messages";
-    opendir my $d, $dir or return ();
-    return map { (eval { $J->decode(SvcTest::read_file("$dir/$_")) } // {})->{message}{role} // 'unparsable' }
-        sort { ($a =~ /(\d+)/)[0] <=> ($b =~ /(\d+)/)[0] } grep { /^message_\d+\.json$/ } readdir $d;
-}
+sub roles_on_disk { map { ref ? $_->{role} : $_ } @{ $s->stored($_[0]) } }
 
 # ==== run_timeout_s: 1 ====
 $s = SvcTest->start(workers => 2, config => "server:\n  run_timeout_s: 1\n");

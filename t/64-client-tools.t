@@ -33,13 +33,7 @@ sub natives {
     return [ map { $_->{raw_native} } @{ $r->{json}{messages} || [] } ];
 }
 sub snapshot { $s->snapshot(qr/^\.svc_index/) }    # "nothing changed on disk" (SvcTest)
-sub refused {
-    my ($r, $status, $code, $param, $name, $before) = @_;
-    is $r->{status}, $status, "$name: $status" or diag $r->{body};
-    is $r->{json}{error}{code}, $code, "$name: $code";
-    is $r->{json}{error}{param}, $param, "$name: param $param" if defined $param;
-    is snapshot(), $before, "$name: nothing changed on disk" if defined $before;
-}
+sub refused { $s->refused(@_) }
 
 # ---- chat completions, not streamed ----
 my $sid = 'ct-chat';

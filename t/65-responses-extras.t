@@ -18,13 +18,7 @@ my $F = JSON::PP::false;
 sub resp { $s->req(POST => '/api/v1/responses', body => $_[0]) }
 sub session { $s->req(GET => "/api/v1/chat/sessions/$_[0]")->{json} || {} }
 sub snapshot { $s->snapshot(qr/^\.svc_index/) }    # "nothing changed on disk" (SvcTest)
-sub refused {
-    my ($r, $status, $code, $param, $name, $before) = @_;
-    is $r->{status}, $status, "$name: $status" or diag $r->{body};
-    is $r->{json}{error}{code}, $code, "$name: $code";
-    is $r->{json}{error}{param}, $param, "$name: param $param" if defined $param;
-    is snapshot(), $before, "$name: nothing changed on disk" if defined $before;
-}
+sub refused { $s->refused(@_) }
 
 # ---- input_items ----
 my $a = resp({ conversation => 'rx-1', input => [

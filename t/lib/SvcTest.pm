@@ -273,13 +273,15 @@ sub req {
              json => $json };
 }
 
-# The stored messages of a session's default agent, in order (each file's "message").
+# The stored messages of a session's default agent, in order (each file's "message"; the
+# string 'unparsable' for a file that is not JSON).
 sub stored {
     my ($s, $sid) = @_;
     my $d = $s->root . "/session_$sid/agents/agent_svc-agent/messages";
     opendir my $dh, $d or return [];
     my @ids = sort { $a <=> $b } map { /^message_(\d+)\.json$/ ? $1 : () } readdir $dh;
-    return [ map { $JSON->decode(read_file("$d/message_$_.json"))->{message} } @ids ];
+    return [ map { (eval { $JSON->decode(read_file("$d/message_$_.json")) } // { message => 'unparsable' })
+                   ->{message} } @ids ];
 }
 
 # One user message to POST /api/chat in session $sid (more of the body in %body).
@@ -287,6 +289,17 @@ sub chat {
     my ($s, $sid, $text, %body) = @_;
     return $s->req(POST => '/api/chat',
                    body => { session_id => $sid, messages => [{ role => 'user', content => $text }], %body });
+}
+
+# Checks that $r is the refusal ($status, error code, param when defined) and, given the
+# snapshot taken before (its .svc_index files left out), that nothing changed on disk.
+sub refused {
+    my ($s, $r, $status, $code, $param, $name, $before) = @_;
+    Test::More::is($r->{status}, $status, "$name: $status") or Test::More::diag($r->{body});
+    Test::More::is($r->{json}{error}{code}, $code, "$name: $code");
+    Test::More::is($r->{json}{error}{param}, $param, "$name: param $param") if defined $param;
+    Test::More::is($s->snapshot(qr/^\.svc_index/), $before, "$name: nothing changed on disk")
+        if defined $before;
 }
 
 # req with "Authorization: Bearer $token" added to the headers.
