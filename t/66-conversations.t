@@ -221,12 +221,9 @@ is as(bob => GET => '/api/v1/conversations/bobs-conv')->{status}, 404, 'delete: 
     $fake->stop;
 }
 
-# ---- the official openai client ----
-SKIP: {
-    skip 'node is not installed', 1 unless `command -v node 2>/dev/null`;
-    my $ended = SvcTest->node_checks('conversations.mjs', $s->url('/api/v1'), $TOK{alice});
-    ok $ended, 'the client script ran to its end';
-}
+# ---- the official openai client (node: scripts/install-deps) ----
+my $ended = SvcTest->node_checks('conversations.mjs', $s->url('/api/v1'), $TOK{alice});
+ok $ended, 'the client script ran to its end';
 
 $s->stop;
 done_testing;

@@ -79,14 +79,11 @@ is $msgs[0], 'user:one', 'the copied first turn';
 is $msgs[2], 'user:other', 'then the branch turn';
 is $msgs[4], 'user:more', 'then the turn that continued it';
 
-# ---- the official openai client ----
-SKIP: {
-    skip 'node is not installed', 1 unless `command -v node 2>/dev/null`;
-    my $end = SvcTest->node_checks('branch.mjs', $s->url('/api/v1'), $TOK{alice});
-    ok $end && $end->{branch}, 'the client script ran to its end';
-    is as(alice => GET => "/api/v1/chat/sessions/$end->{branch}")->{json}{forked_from}{session_id}, $end->{main},
-        "the client's branch says where it forked from" if $end && $end->{branch};
-}
+# ---- the official openai client (node: scripts/install-deps) ----
+my $end = SvcTest->node_checks('branch.mjs', $s->url('/api/v1'), $TOK{alice});
+ok $end && $end->{branch}, 'the client script ran to its end';
+is as(alice => GET => "/api/v1/chat/sessions/$end->{branch}")->{json}{forked_from}{session_id}, $end->{main},
+    "the client's branch says where it forked from" if $end && $end->{branch};
 
 $s->stop;
 done_testing;

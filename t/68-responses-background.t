@@ -95,12 +95,9 @@ my @fe = grep { ref } @{ $fol->{events} };
 is $fe[0]{sequence_number}, 2, 'live resume starts after N';
 is $fe[-1]{type}, 'response.completed', '... and follows the run to its end';
 
-# ---- the official openai client ----
-SKIP: {
-    skip 'node is not installed', 1 unless `command -v node 2>/dev/null`;
-    my $end = SvcTest->node_checks('background.mjs', $s->url('/api/v1'), $TOK{alice});
-    ok $end, 'the client script ran to its end';
-}
+# ---- the official openai client (node: scripts/install-deps) ----
+my $end = SvcTest->node_checks('background.mjs', $s->url('/api/v1'), $TOK{alice});
+ok $end, 'the client script ran to its end';
 
 $s->stop;
 done_testing;

@@ -49,6 +49,15 @@ static void touch(const char *dir, const char *name, bool write_it)
         close(fd);
 }
 
+/* Armed afresh, name in dir opened (created when missing): the watch must say changed. */
+static void touch_changes(const char *key, const char *dir, const char *const *ignore,
+                          const char *name, const char *what)
+{
+    arm(key, dir, ignore);
+    touch(dir, name, false);
+    is_int(unchanged(key, dir), 0, "%s", what);
+}
+
 /* The kernel watches held by this process's inotify instance. */
 static int kernel_watches(void)
 {
@@ -111,20 +120,11 @@ int main(void)
     is_int(unchanged("k1", d1), 0, "replaced: changed");
     unlink(lk);
     rename(lk2, lk);
-    g = arm("k1", d1, locks);
-    touch(d1, "data", false);
-    is_int(unchanged("k1", d1), 0, "another entry created: changed");
-    g = arm("k1", d1, locks);
-    touch(d1, "data", false);
-    is_int(unchanged("k1", d1), 0, "another entry opened for writing: changed");
-
+    touch_changes("k1", d1, locks, "data", "another entry created: changed");
+    touch_changes("k1", d1, locks, "data", "another entry opened for writing: changed");
     /* without an ignore list, the lock file counts like any entry */
-    g = arm("k2", d2, NULL);
-    touch(d2, ".lock", false);
-    is_int(unchanged("k2", d2), 0, "no ignore list: the lock file's creation counts");
-    g = arm("k2", d2, NULL);
-    touch(d2, ".lock", false);
-    is_int(unchanged("k2", d2), 0, "and its opening for writing");
+    touch_changes("k2", d2, NULL, ".lock", "no ignore list: the lock file's creation counts");
+    touch_changes("k2", d2, NULL, ".lock", "and its opening for writing");
 
     /* the directory itself moved: changed, even with an ignore list */
     g = arm("k1", d1, locks);

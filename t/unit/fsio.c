@@ -64,6 +64,19 @@ static int write_file(const char *name, const char *s, int sync)
     return rc;
 }
 
+/* s.json written with sync past a spare that is another file's link: text lands in
+ * s.json and other keeps other_text. */
+static void written_past(int sync, const char *what, const char *text, const char *other,
+                         const char *other_text)
+{
+    char *b;
+    is_int(write_file("s.json", text, sync), 0, "%s: written anyway", what);
+    is_str(b = slurp("s.json", NULL, NULL), text, "%s: its content", what);
+    free(b);
+    is_str(b = slurp(other, NULL, NULL), other_text, "%s: %s untouched", what, other);
+    free(b);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "%s/svc-fsio-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -147,22 +160,14 @@ int main(void)
     char *sp = path_of(".s.json" SVC_SPARE_SUFFIX), *hl = path_of("backup");
     if (link(sp, hl) != 0)
         printf("# link: %s\n", strerror(errno));
-    is_int(write_file("s.json", "fourth", SP), 0, "spare hard-linked: written anyway");
-    is_str(b = slurp("s.json", NULL, NULL), "fourth", "its content");
-    free(b);
-    is_str(b = slurp("backup", NULL, NULL), "second, longer version", "the linked file untouched");
-    free(b);
+    written_past(SP, "spare hard-linked", "fourth", "backup", "second, longer version");
     /* a symbolic link at the spare's name is not followed */
     unlink(sp);
     write_file("elsewhere", "kept", SVC_SYNC_NONE);
     char *ep = path_of("elsewhere");
     if (symlink(ep, sp) != 0)
         printf("# symlink: %s\n", strerror(errno));
-    is_int(write_file("s.json", "fifth", SP), 0, "spare is a symbolic link: written anyway");
-    is_str(b = slurp("s.json", NULL, NULL), "fifth", "its content");
-    free(b);
-    is_str(b = slurp("elsewhere", NULL, NULL), "kept", "the link's target untouched");
-    free(b);
+    written_past(SP, "spare is a symbolic link", "fifth", "elsewhere", "kept");
     struct stat ls;
     ok(lstat(sp, &ls) != 0 || !S_ISLNK(ls.st_mode), "the link is gone");
     /* a directory where the file should be: refused, left in place, no spare under it */
