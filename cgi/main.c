@@ -1,34 +1,28 @@
 /* svc-fcgi: the FastCGI worker pool (SPEC 6), or one plain CGI request.
  *
  * Socket, in this order: --listen unix:PATH|tcp:[HOST:]PORT; a listening socket on fd 0
- * (spawn-fcgi, systemd StandardInput=socket, mod_fcgid); LISTEN_FDS (fd 3, systemd socket
- * activation); plain CGI when none of those and REQUEST_METHOD is set (one request from the
- * environment and stdin, then exit); else server.listen from the configuration.
+ * (spawn-fcgi, systemd StandardInput=socket, mod_fcgid); LISTEN_FDS (fd 3); plain CGI when
+ * none of those and REQUEST_METHOD is set (one request, then exit); else server.listen.
  *
- * Master: forks `workers` workers sharing the socket (each polls it and accepts; the kernel
- * hands each connection to one), respawns dead ones at once (only a crash loop, workers
- * dying within a second of their start, is slowed down, with a growing delay, and logged),
- * reloads on SIGHUP (a config that fails validation is refused, old workers go on; a valid
- * one replaces the workers gracefully), reopens --log FILE on SIGUSR1 (and has the workers do
- * the same), and on SIGTERM/SIGINT drains: a socket it created is unlinked and its listener
- * closed at once (new connections are refused, so the web server tries its next upstream;
- * for TCP the listener is shut down), the workers finish in-flight requests and the
- * connections already queued, then exit. An inherited socket (fd 0, LISTEN_FDS) is left to
- * its owner: the workers only stop accepting. Signals are handled synchronously, with
- * sigtimedwait in the master and a signalfd in the workers (see struct worker).
+ * Master: forks `workers` workers that all poll the socket and accept; respawns dead ones at
+ * once (a crash loop, deaths within a second of start, is slowed by a growing delay and
+ * logged); SIGHUP reloads (an invalid config is refused and the old workers go on; a valid one
+ * replaces them gracefully); SIGUSR1 reopens --log FILE, in the workers too; SIGTERM/SIGINT
+ * drains: a socket it created is unlinked (TCP: shut down) at once, so the web server tries its
+ * next upstream, and the workers finish in-flight and queued requests, then exit. An inherited
+ * socket is left to its owner: the workers only stop accepting. Signals are taken
+ * synchronously: sigtimedwait in the master, a signalfd in the workers (struct worker).
  *
- * Permissions (SPEC 6): the process umask is server.umask; a unix socket it creates gets
- * server.socket_mode and server.socket_group; started as root with --user/--group it drops
- * privileges after binding (and before reading any session). Refusals at start are one line
- * naming the setting, with the exit codes below (docs/OPS.md, "svc-fcgi").
+ * Permissions (SPEC 6): umask server.umask; a unix socket it creates gets server.socket_mode
+ * and server.socket_group; as root with --user/--group it drops privileges after binding,
+ * before reading any session. Refusals at start are one line naming the setting, with the
+ * exit codes below (docs/OPS.md, "svc-fcgi"). Peers (SPEC 19): a TCP peer outside
+ * server.fcgi_allow and FCGI_WEB_SERVER_ADDRS (loopback when neither names one) is closed
+ * unread; server.user_param on a TCP listener without such a list is refused.
  *
- * Peers (SPEC 19): a TCP connection from outside server.fcgi_allow (and FCGI_WEB_SERVER_ADDRS;
- * loopback when neither names one) is closed before a byte is read; server.user_param on a
- * TCP listener without such a list is refused at start and on reload.
- *
- * Worker: accepts a connection, waits for its first bytes, hands it to libfcgi and serves
- * the request; signals are seen between requests. A worker exits after max_requests. Runs
- * it forks reset their signal mask (core/runs.c); programs it spawns get it reset. */
+ * Worker: accepts a connection, waits for its first bytes, hands it to libfcgi and serves the
+ * request; signals are seen between requests; exits after max_requests. Runs it forks and
+ * programs it spawns reset their signal mask (core/runs.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcgiapp.h>
@@ -74,13 +68,13 @@
 #define BACKLOG 256
 #define MAX_CHILDREN 1024
 
-/* Exit codes (docs/OPS.md, "svc-fcgi"). */
-#define EXIT_FAIL 1  /* a runtime failure */
-#define EXIT_USAGE 2 /* bad command line */
-#define EXIT_CONFIG                                                                                \
-    3                 /* a setting refused: agents.yaml invalid, unknown user or group,            \
-                       * socket directory missing, bad --listen */
-#define EXIT_SOCKET 4 /* the socket could not be created (in use, permission denied) */
+/* Exit codes (docs/OPS.md, "svc-fcgi"): 1 a runtime failure, 2 a bad command line, 3 a
+ * setting refused (agents.yaml invalid, unknown user or group, socket directory missing, bad
+ * --listen), 4 the socket could not be created (in use, permission denied). */
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+#define EXIT_CONFIG 3
+#define EXIT_SOCKET 4
 
 /* A worker that dies sooner than this after its start counts toward a crash loop. */
 #define QUICK_DEATH_S 1.0
@@ -101,18 +95,12 @@ struct opts {
 static int log_reopen(const char *path)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-    if (fd < 0)
-        return -1;
-    if (fd != STDERR_FILENO) {
-        if (dup2(fd, STDERR_FILENO) < 0) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        close(fd);
-    }
-    return 0;
+    if (fd < 0 || fd == STDERR_FILENO)
+        return fd < 0 ? -1 : 0;
+    int rc = dup2(fd, STDERR_FILENO), e = errno;
+    close(fd);
+    errno = e;
+    return rc < 0 ? -1 : 0;
 }
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -124,6 +112,15 @@ static void logmsg(const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     fprintf(stderr, "%s svc-fcgi[%d]: %s\n", svc_time_now_iso(ts), (int)getpid(), line);
+}
+
+/* SIGUSR1: reopen --log path (NULL: none), saying so when said. */
+static void log_rotate(const char *path, bool said)
+{
+    if (path && log_reopen(path) < 0)
+        logmsg("log: cannot reopen %s: %s", path, strerror(errno));
+    else if (path && said)
+        logmsg("log: reopened %s", path);
 }
 
 /* core/ speaks through svc_logf: give its lines the same prefix as ours. */
@@ -557,10 +554,8 @@ static bool backlog_pending(int fd)
 /* Whether a stopping worker leaves now (see DRAIN_MAX_S). */
 static bool drain_over(const struct worker *w)
 {
-    if (!w->stop)
-        return false;
-    return w->nodrain || !w->drain || !backlog_pending(w->listen_fd) ||
-           svc_time_monotonic() - w->stop_at > DRAIN_MAX_S;
+    return w->stop && (w->nodrain || !w->drain || !backlog_pending(w->listen_fd) ||
+                       svc_time_monotonic() - w->stop_at > DRAIN_MAX_S);
 }
 
 /* Put the next request's connection into fr, its first bytes arrived: the one libfcgi kept
@@ -611,18 +606,25 @@ static void serve_one(FCGX_Request *fr, const struct svc_config *cfg, const stru
     http_req_free(&r);
 }
 
+/* The signals the pool takes synchronously: stop, reload, reopen, and (master) SIGCHLD. */
+static void pool_signals(sigset_t *set, bool chld)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGUSR1);
+    if (chld)
+        sigaddset(set, SIGCHLD);
+}
+
 /* The worker's signalfd (the signals stay blocked, as the master's mask left them) and
  * SIGCHLD back to its default for the programs and runs it waits for. -1 on failure. */
 static int worker_signal_fd(void)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGUSR1);
+    sigset_t set, chld;
+    pool_signals(&set, false);
     signal(SIGCHLD, SIG_DFL);
-    sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_UNBLOCK, &chld, NULL);
@@ -660,11 +662,9 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     int64_t served = 0;
     int rc = 0;
     while (served < cfg->server.max_requests) {
-        if (w.reopen) {
-            w.reopen = false;
-            if (log_path && log_reopen(log_path) < 0)
-                logmsg("log: cannot reopen %s: %s", log_path, strerror(errno));
-        }
+        if (w.reopen)
+            log_rotate(log_path, false);
+        w.reopen = false;
         if (drain_over(&w))
             break;
         int got = next_connection(&w, &fr);
@@ -753,17 +753,15 @@ static pid_t spawn_worker(const struct pool *pl, struct svc_config *cfg, unsigne
 static void repair_held(const struct svc_config *cfg, int slot, pid_t pid)
 {
     char sid[132];
-    if (held_get(slot, sid, sizeof sid)) {
-        struct svc_err err;
-        svc_err_clear(&err);
-        int rc = svc_session_repair_stale(cfg, sid, &err);
-        if (rc == 1)
-            logmsg("worker %d died during a run on session %s: repaired it", (int)pid, sid);
-        else if (rc < 0)
-            logmsg("worker %d died during a run on session %s: repair failed: %s", (int)pid, sid,
-                   err.message);
-    }
+    struct svc_err err;
+    svc_err_clear(&err);
+    int rc = held_get(slot, sid, sizeof sid) ? svc_session_repair_stale(cfg, sid, &err) : 0;
     held_release(slot);
+    if (rc == 1)
+        logmsg("worker %d died during a run on session %s: repaired it", (int)pid, sid);
+    else if (rc < 0)
+        logmsg("worker %d died during a run on session %s: repair failed: %s", (int)pid, sid,
+               err.message);
 }
 
 /* Reap exited children; returns how many of generation gen died abnormally within
@@ -807,16 +805,12 @@ static void drain_socket(struct pool *pl)
 {
     if (!pl->own || pl->listen_fd < 0)
         return;
-    if (pl->unix_path) {
-        if (unlink(pl->unix_path) < 0 && errno != ENOENT) {
-            /* the path stays: refuse new connections on it instead */
-            logmsg("drain: cannot unlink %s: %s; shutting the listener down", pl->unix_path,
-                   strerror(errno));
-            shutdown(pl->listen_fd, SHUT_RD);
-        }
-    } else {
+    bool stays = pl->unix_path && unlink(pl->unix_path) < 0 && errno != ENOENT;
+    if (stays) /* the path stays: refuse new connections on it instead */
+        logmsg("drain: cannot unlink %s: %s; shutting the listener down", pl->unix_path,
+               strerror(errno));
+    if (stays || !pl->unix_path)
         shutdown(pl->listen_fd, SHUT_RD);
-    }
     close(pl->listen_fd);
     pl->listen_fd = -1;
 }
@@ -827,7 +821,6 @@ struct master {
     struct svc_config *cfg;
     const struct opts *o;
     unsigned gen; /* the generation of workers the configuration is for */
-    int nworkers;
     bool stopping;
     double stop_at, next_spawn;
     int quick_streak;  /* workers of this generation that died right after start, in a row */
@@ -877,9 +870,8 @@ static void master_reload(struct master *m)
     m->gen++;
     m->quick_streak = 0;
     m->backoff = 0;
-    m->nworkers = m->o->workers > 0 ? m->o->workers : m->cfg->server.workers;
     m->next_spawn = 0;
-    logmsg("reloaded configuration: %d workers", m->nworkers);
+    logmsg("reloaded configuration: %d workers", m->cfg->server.workers);
 }
 
 static void master_signal(struct master *m, int sig)
@@ -887,10 +879,7 @@ static void master_signal(struct master *m, int sig)
     if (sig == SIGTERM || sig == SIGINT) {
         master_stop(m, sig);
     } else if (sig == SIGUSR1 && m->pl->log_path) {
-        if (log_reopen(m->pl->log_path) < 0)
-            logmsg("log: cannot reopen %s: %s", m->pl->log_path, strerror(errno));
-        else
-            logmsg("log: reopened %s", m->pl->log_path);
+        log_rotate(m->pl->log_path, true);
         signal_gen(0, true, SIGUSR1);
     } else if (sig == SIGHUP && !m->stopping) {
         master_reload(m);
@@ -903,17 +892,14 @@ static void master_reap(struct master *m)
 {
     int slow = 0;
     int quick = reap(m->cfg, m->gen, m->stopping, &slow);
-    if (slow > 0 && quick == 0) {
-        m->quick_streak = 0; /* it ran for a while: not a crash loop, respawn at once */
+    double t = svc_time_monotonic();
+    /* one ran for a while (respawn at once), or calm for a while (a new streak) */
+    if ((slow > 0 && quick == 0) || (quick > 0 && t - m->last_quick > 10.0)) {
+        m->quick_streak = 0;
         m->backoff = 0;
     }
     if (quick == 0)
         return;
-    double t = svc_time_monotonic();
-    if (t - m->last_quick > 10.0) { /* calm for a while: a new streak */
-        m->quick_streak = 0;
-        m->backoff = 0;
-    }
     m->last_quick = t;
     m->quick_streak += quick;
     if (m->quick_streak >= CRASH_LOOP_DEATHS && !m->stopping) {
@@ -967,16 +953,17 @@ static int spawn_detached(void (*work)(void *ctx), void *ctx)
     return 0;
 }
 
-/* Bring the current generation up to nworkers (unless stopping or backing off); past the
- * grace period of a stop, kill the workers still busy. */
+/* Bring the current generation up to server.workers (--workers applied) (unless stopping or backing
+ * off); past the grace period of a stop, kill the workers still busy. */
 static void master_tend(struct master *m, double now)
 {
     if (!m->stopping && now >= m->next_spawn) {
-        if (count_gen(m->gen) < m->nworkers) {
+        if (count_gen(m->gen) < m->cfg->server.workers) {
             svc_sessions_warm(m->cfg); /* new workers inherit the listing index, loaded */
             heap_settle();
         }
-        while (count_gen(m->gen) < m->nworkers && spawn_worker(m->pl, m->cfg, m->gen) > 0)
+        while (count_gen(m->gen) < m->cfg->server.workers &&
+               spawn_worker(m->pl, m->cfg, m->gen) > 0)
             ;
     }
     double grace = (double)m->cfg->server.run_timeout_s + 30.0;
@@ -989,17 +976,11 @@ static void master_tend(struct master *m, double now)
 static int master_main(struct pool *pl, struct svc_config *cfg, const struct opts *o)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGUSR1);
+    pool_signals(&set, true);
     sigprocmask(SIG_BLOCK, &set, NULL); /* taken with sigtimedwait; workers inherit the mask */
 
     struct master m = {.pl = pl, .cfg = cfg, .o = o, .gen = 1};
-    m.nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
-    logmsg("master started: %d workers, max_requests %lld, config %s", m.nworkers,
+    logmsg("master started: %d workers, max_requests %lld, config %s", cfg->server.workers,
            (long long)cfg->server.max_requests, cfg->source ? cfg->source : "(defaults)");
     for (;;) {
         double now = svc_time_monotonic();
@@ -1130,26 +1111,20 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"group", required_argument, NULL, 'g'},  {"log", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {"routes", no_argument, NULL, 'R'},       {NULL, 0, NULL, 0}};
+    const char **strings[] = {['l'] = &o->listen,
+                              ['c'] = &o->config,
+                              ['u'] = &o->user,
+                              ['g'] = &o->group,
+                              ['L'] = &o->log};
     int c;
     while ((c = getopt_long(argc, argv, "l:w:c:u:g:L:hV", lopts, NULL)) != -1) {
         char *end;
         long n;
+        if (c > 0 && (size_t)c < sizeof strings / sizeof *strings && strings[c]) {
+            *strings[c] = optarg;
+            continue;
+        }
         switch (c) {
-        case 'l':
-            o->listen = optarg;
-            break;
-        case 'c':
-            o->config = optarg;
-            break;
-        case 'u':
-            o->user = optarg;
-            break;
-        case 'g':
-            o->group = optarg;
-            break;
-        case 'L':
-            o->log = optarg;
-            break;
         case 'w':
             n = strtol(optarg, &end, 10);
             if (*end || n < 1 || n > 256) {
@@ -1244,12 +1219,13 @@ static int pool_open(struct pool *pl, const struct opts *o, const struct svc_con
  * one gets its file flags back for its owner. */
 static void pool_close(struct pool *pl)
 {
-    if (pl->listen_fd >= 0 && pl->unix_path)
-        unlink(pl->unix_path);
-    if (pl->listen_fd >= 0 && pl->inherited_flags >= 0)
-        fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags);
-    if (pl->listen_fd >= 0)
+    if (pl->listen_fd >= 0) {
+        if (pl->unix_path)
+            unlink(pl->unix_path);
+        if (pl->inherited_flags >= 0)
+            fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags);
         close(pl->listen_fd);
+    }
     free(pl->unix_path);
 }
 
