@@ -103,15 +103,31 @@ static int log_reopen(const char *path)
     return rc < 0 ? -1 : 0;
 }
 
+static void vlogmsg(const char *fmt, va_list ap)
+{
+    char ts[SVC_TIME_LEN], line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "%s svc-fcgi[%d]: %s\n", svc_time_now_iso(ts), (int)getpid(), line);
+}
+
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
 {
-    char ts[SVC_TIME_LEN], line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vlogmsg(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s svc-fcgi[%d]: %s\n", svc_time_now_iso(ts), (int)getpid(), line);
+}
+
+/* A refusal: its one line, then rc. */
+static int refuse(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlogmsg(fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* SIGUSR1: reopen --log path (NULL: none), saying so when said. */
@@ -130,9 +146,13 @@ static void core_log_sink(const char *line, void *ctx)
     logmsg("%s", line);
 }
 
+/* Load the configuration (--config FILE, else the default search) and log its warnings. */
 static int load_config(struct svc_config *cfg, const char *path, struct svc_err *err)
 {
-    return path ? svc_config_load_file(cfg, path, err) : svc_config_load(cfg, err);
+    int rc = path ? svc_config_load_file(cfg, path, err) : svc_config_load(cfg, err);
+    for (size_t i = 0; rc >= 0 && i < cfg->nwarnings && cfg->warnings && cfg->warnings[i]; i++)
+        logmsg("config warning: %s", cfg->warnings[i]);
+    return rc;
 }
 
 /* The command line wins over agents.yaml: put the values the pool really runs with into
@@ -155,17 +175,10 @@ static void oom_abort(size_t n)
     abort();
 }
 
-static void log_warnings(const struct svc_config *cfg)
-{
-    for (size_t i = 0; i < cfg->nwarnings && cfg->warnings && cfg->warnings[i]; i++)
-        logmsg("config warning: %s", cfg->warnings[i]);
-}
-
 /* ---- listening socket ---- */
 
-/* socket, bind, listen on addr (libfcgi's FCGX_OpenSocket exits the process when bind or
- * listen fails, with errno as its status and a perror line: svc opens its sockets itself so
- * that a refusal is its own one line and exit code 4). Returns the fd, or -1 with errno. */
+/* socket, bind, listen on addr: not FCGX_OpenSocket, which exits the process when bind or
+ * listen fails (a refusal is svc's one line and exit code 4). The fd, or -1 with errno. */
 static int listen_on(int family, const struct sockaddr *addr, socklen_t len)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -182,10 +195,9 @@ static int listen_on(int family, const struct sockaddr *addr, socklen_t len)
     return fd;
 }
 
-/* The listening socket for host and port ("127.0.0.1", "::1", a name, "*" for every IPv4
- * address). IPv4, as libfcgi's was (a name such as localhost, which /etc/hosts also gives
- * ::1, must keep meaning 127.0.0.1 for a web server pointed at it), unless host is an IPv6
- * address; the first address that takes the bind. -1 with *why set (the first failure). */
+/* The listening socket for host ("127.0.0.1", "::1", a name, "*" for every IPv4 address) and
+ * port: IPv4 unless host is an IPv6 address, as libfcgi's was (localhost, which /etc/hosts also
+ * gives ::1, must stay 127.0.0.1), on the first address that binds; -1 with *why set. */
 static int listen_tcp(const char *host, const char *port, const char **why)
 {
     struct addrinfo hints = {.ai_family = strchr(host, ':') ? AF_INET6 : AF_INET,
@@ -211,15 +223,13 @@ static int listen_tcp(const char *host, const char *port, const char **why)
 }
 
 /* Create the unix socket path with mode `mode` and, when gid is not -1, group gid. Returns
- * the fd, or -1 after logging with *exit_code set. */
-static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid, char **unix_path,
-                     int *exit_code)
+ * the fd, or minus the exit code after logging. */
+static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid, char **unix_path)
 {
     struct sockaddr_un sun = {0};
-    if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':')) {
-        logmsg("%s: bad unix socket path '%s' (empty, too long or with ':')", what, path);
-        return -1;
-    }
+    if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':'))
+        return refuse(-EXIT_CONFIG, "%s: bad unix socket path '%s' (empty, too long or with ':')",
+                      what, path);
     char *dir = svc_xstrdup(path);
     char *slash = strrchr(dir, '/');
     if (slash)
@@ -231,94 +241,76 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
                what, dir, path);
     free(dir);
     if (!dir_ok)
-        return -1;
-    *exit_code = EXIT_SOCKET;
+        return -EXIT_CONFIG;
     sun.sun_family = AF_UNIX;
     memcpy(sun.sun_path, path, strlen(path));
     struct stat st;
     if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            logmsg("%s: %s exists and is not a socket", what, path);
-            return -1;
-        }
+        if (!S_ISSOCK(st.st_mode))
+            return refuse(-EXIT_SOCKET, "%s: %s exists and is not a socket", what, path);
         /* Refuse to steal the socket of a live instance. */
         int s = socket(AF_UNIX, SOCK_STREAM, 0);
-        if (s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof sun) == 0) {
-            close(s);
-            logmsg("%s: %s is in use by another process", what, path);
-            return -1;
-        }
+        bool live = s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof sun) == 0;
         if (s >= 0)
             close(s);
+        if (live)
+            return refuse(-EXIT_SOCKET, "%s: %s is in use by another process", what, path);
     }
     unlink(path); /* a socket nobody answers on: a dead instance's */
     int fd = listen_on(AF_UNIX, (struct sockaddr *)&sun, sizeof sun);
-    if (fd < 0) {
-        logmsg("%s: cannot listen on %s: %s", what, path, strerror(errno));
-        return -1;
-    }
-    /* The web server (www-data, nobody) connects through server.socket_group or the
-     * mode; nobody else should (they would bypass its deny and limit_req). */
+    if (fd < 0)
+        return refuse(-EXIT_SOCKET, "%s: cannot listen on %s: %s", what, path, strerror(errno));
+    /* only the web server, through the group or mode: others would bypass its deny rules */
     if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0) {
         logmsg("%s: cannot set the owner or mode of %s: %s", what, path, strerror(errno));
         close(fd);
         unlink(path);
-        return -1;
+        return -EXIT_SOCKET;
     }
     *unix_path = svc_xstrdup(path);
     return fd;
 }
 
-/* Listen on hp, "[HOST:]PORT" of a "tcp:" spec. Returns the fd, or -1 after logging with
- * *exit_code set. */
-static int open_tcp(const char *spec, const char *hp, const char *what, int *exit_code)
+/* Listen on hp, "[HOST:]PORT" of a "tcp:" spec. Returns the fd, or minus the exit code after
+ * logging. */
+static int open_tcp(const char *spec, const char *hp, const char *what)
 {
     const char *colon = strrchr(hp, ':');
     const char *port = colon ? colon + 1 : hp;
     char host[256] = "127.0.0.1";
     if (colon) {
-        if ((size_t)(colon - hp) >= sizeof host || colon == hp) {
-            logmsg("%s: bad host in '%s'", what, spec);
-            return -1;
-        }
+        if ((size_t)(colon - hp) >= sizeof host || colon == hp)
+            return refuse(-EXIT_CONFIG, "%s: bad host in '%s'", what, spec);
         snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
     }
     char *end;
     long p = strtol(port, &end, 10);
-    if (!*port || *end || p < 1 || p > 65535) {
-        logmsg("%s: bad port in '%s'", what, spec);
-        return -1;
-    }
+    if (!*port || *end || p < 1 || p > 65535)
+        return refuse(-EXIT_CONFIG, "%s: bad port in '%s'", what, spec);
     size_t hl = strlen(host);
     if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') { /* [::1]:9000 */
         memmove(host, host + 1, hl - 2);
         host[hl - 2] = '\0';
     }
-    *exit_code = EXIT_SOCKET;
     const char *why = NULL;
     int fd = listen_tcp(host, port, &why);
-    if (fd < 0) {
-        logmsg("%s: cannot listen on %s%s%s:%s: %s", what, strchr(host, ':') ? "[" : "", host,
-               strchr(host, ':') ? "]" : "", port, why);
-        return -1;
-    }
+    if (fd < 0)
+        return refuse(-EXIT_SOCKET, "%s: cannot listen on %s%s%s:%s: %s", what,
+                      strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port, why);
     return fd;
 }
 
-/* Open "unix:PATH" or "tcp:[HOST:]PORT" (what names the setting in messages: "server.listen"
- * or "--listen"). A unix socket gets mode `mode` and, when gid is not -1, group gid.
- * Returns the fd, or -1 after logging one line with *exit_code set (EXIT_CONFIG, EXIT_SOCKET). */
-static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gid, char **unix_path,
-                       int *exit_code)
+/* Open "unix:PATH" (mode `mode`, group gid unless -1) or "tcp:[HOST:]PORT"; what names the
+ * setting in messages ("server.listen", "--listen"). The fd, or minus the exit code after
+ * logging one line. */
+static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gid, char **unix_path)
 {
     *unix_path = NULL;
-    *exit_code = EXIT_CONFIG;
     if (strncmp(spec, "unix:", 5) == 0)
-        return open_unix(spec + 5, what, mode, gid, unix_path, exit_code);
+        return open_unix(spec + 5, what, mode, gid, unix_path);
     if (strncmp(spec, "tcp:", 4) == 0)
-        return open_tcp(spec, spec + 4, what, exit_code);
-    logmsg("%s: '%s' must be unix:PATH or tcp:[HOST:]PORT", what, spec);
-    return -1;
+        return open_tcp(spec, spec + 4, what);
+    return refuse(-EXIT_CONFIG, "%s: '%s' must be unix:PATH or tcp:[HOST:]PORT", what, spec);
 }
 
 static bool is_listening_socket(int fd)
@@ -330,10 +322,9 @@ static bool is_listening_socket(int fd)
 
 /* ---- worker ---- */
 
-/* A worker keeps the stop, reload and reopen signals blocked (from the master's mask) and
- * reads them from a signalfd while it waits for work, so no system call of a request or of
- * libfcgi is ever interrupted by one; it accepts connections itself and hands libfcgi only
- * a connection whose first bytes have arrived, so a stop never waits inside libfcgi. */
+/* A worker reads its blocked signals from a signalfd while it waits, so none interrupts a
+ * system call of a request or of libfcgi; it accepts connections itself and hands libfcgi
+ * only one whose first bytes arrived, so a stop never waits inside libfcgi. */
 struct worker {
     int listen_fd; /* non-blocking (the master's pool_open): several workers poll it */
     int sfd;       /* signalfd of SIGTERM, SIGINT, SIGHUP and SIGUSR1 */
@@ -348,15 +339,13 @@ struct worker {
  * once the worker is stopping, on any socket. */
 #define FIRST_BYTES_S 2.0
 
-/* A drain ends when the queue is empty or after this long: when the master was SIGKILLed
- * its socket's name was never removed, so a web server keeps queueing new connections and
- * the queue would never empty; once the workers are gone, connects are refused and the
- * web server passes them to another pool, and a new master can bind the name again. */
+/* A drain ends when the queue is empty or after this long: after a SIGKILLed master the
+ * socket's name stays and the web server keeps queueing on it; once the workers are gone,
+ * connects are refused (the web server tries another pool) and a new master can bind it. */
 #define DRAIN_MAX_S 3.0
 
-/* Read the pending signals into the flags. SIGTERM/SIGINT: stop (after the queued connections
- * when draining); SIGHUP: stop at once (a reload: the new workers take the queue); SIGUSR1:
- * reopen the log. */
+/* Read the pending signals into the flags: SIGTERM/SIGINT stop (after the queue when
+ * draining), SIGHUP stops at once (a reload: new workers take the queue), SIGUSR1 reopens. */
 static void worker_signals(struct worker *w)
 {
     struct signalfd_siginfo si;
@@ -399,10 +388,9 @@ static bool await_bytes(struct worker *w, int fd, bool limited)
     }
 }
 
-/* The FastCGI peers a pool accepts (SPEC 19): those of server.fcgi_allow and of libfcgi's
- * FCGI_WEB_SERVER_ADDRS (comma-separated, as libfcgi read it; IPv6 too now) together; when
- * neither names one, loopback only. A peer without an address (a unix socket) is the
- * socket mode's to guard. Returns whether a list was given, or -1 after logging an entry of
+/* The FastCGI peers a pool accepts (SPEC 19): server.fcgi_allow and libfcgi's comma-separated
+ * FCGI_WEB_SERVER_ADDRS (IPv6 too) together, else loopback only; a unix socket's peers are
+ * its mode's to guard. Whether a list was given, or -1 after logging an entry of
  * FCGI_WEB_SERVER_ADDRS that is not an address (the settings' are checked at load). */
 static int allow_list(const struct svc_config *cfg, struct svc_acl *a)
 {
@@ -414,10 +402,9 @@ static int allow_list(const struct svc_config *cfg, struct svc_acl *a)
         char one[64];
         size_t n = strcspn(p, ",");
         snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
-        if (n > 0 && svc_acl_add(a, one) < 0) {
-            logmsg("FCGI_WEB_SERVER_ADDRS: '%s' is not an IPv4 or IPv6 address or network", one);
-            return -1;
-        }
+        if (n > 0 && svc_acl_add(a, one) < 0)
+            return refuse(
+                -1, "FCGI_WEB_SERVER_ADDRS: '%s' is not an IPv4 or IPv6 address or network", one);
         given = given || n > 0;
         p += n + (p[n] ? 1 : 0);
     }
@@ -453,10 +440,9 @@ static bool peer_allowed(const struct svc_acl *a, const struct sockaddr_storage 
     return false;
 }
 
-/* What the listener and the settings expose (SPEC 19), at start and on reload:
- * server.user_param on a TCP listener without an allow list is refused (whoever reaches the
- * port could name any user); no token and no users while peers beyond loopback may connect
- * is said loudly. Returns 0, or EXIT_CONFIG after logging. */
+/* What the listener and settings expose (SPEC 19), at start and on reload: server.user_param
+ * on TCP without an allow list is refused (any peer could name any user); no token and no
+ * users with peers beyond loopback is said loudly. 0, or EXIT_CONFIG after logging. */
 static int exposure_check(int listen_fd, const struct svc_config *cfg)
 {
     struct sockaddr_storage ss;
@@ -475,13 +461,13 @@ static int exposure_check(int listen_fd, const struct svc_config *cfg)
                    "(server.socket_mode, server.socket_group)");
         return 0;
     }
-    if (cfg->server.user_param[0] && !given) {
-        logmsg("server.user_param: refusing to start: on a TCP listener any process that reaches "
-               "the port could send %s and act as any user; list the web servers' addresses in "
-               "server.fcgi_allow (e.g. [127.0.0.1]) or listen on a unix socket",
-               cfg->server.user_param);
-        return EXIT_CONFIG;
-    }
+    if (cfg->server.user_param[0] && !given)
+        return refuse(
+            EXIT_CONFIG,
+            "server.user_param: refusing to start: on a TCP listener any process that reaches "
+            "the port could send %s and act as any user; list the web servers' addresses in "
+            "server.fcgi_allow (e.g. [127.0.0.1]) or listen on a unix socket",
+            cfg->server.user_param);
     if (!given && !svc_acl_loopback_addr((struct sockaddr *)&ss))
         logmsg("server.fcgi_allow is empty: this TCP listener takes loopback peers only; list "
                "the web servers that connect from elsewhere (docs/OPS.md, \"Safe by default\")");
@@ -492,9 +478,8 @@ static int exposure_check(int listen_fd, const struct svc_config *cfg)
     return 0;
 }
 
-/* The roots svc writes, checked as the user it runs as: one line for each that cannot be
- * written, naming it and the error (at start and on reload; health and every 503 say the
- * same, core/fsio.h). */
+/* The roots svc writes, checked as the user it runs as (at start and on reload): one line for
+ * each that cannot be written, as health and every 503 say (core/fsio.h). */
 static void roots_check(const struct svc_config *cfg)
 {
     char why[512];
@@ -506,10 +491,9 @@ static void roots_check(const struct svc_config *cfg)
         logmsg("%s: runs go on without their memory digests", why);
 }
 
-/* The next connection from the listener: waits in poll(2) with the signals while the queue
- * is empty (another worker may have taken what woke us: the accept then fails with EAGAIN).
- * -1 when a signal came first, or a stopping worker finds the queue empty; *failed is errno
- * when the listener itself fails. */
+/* The next connection: polls the listener and the signals while the queue is empty (another
+ * worker may take what woke us: EAGAIN). -1 when a signal came first or a stopping worker
+ * finds the queue empty; *failed is errno when the listener itself fails. */
 static int accept_next(struct worker *w, int *failed)
 {
     for (;;) {
@@ -631,9 +615,8 @@ static int worker_signal_fd(void)
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-/* drain: on stop, first serve the connections already queued (the master unlinked our own
- * socket, so no new ones arrive), for DRAIN_MAX_S at most; false for an inherited socket,
- * left to its owner. */
+/* drain: on stop, first serve the queued connections (none arrive on the unlinked socket),
+ * for DRAIN_MAX_S at most; false for an inherited socket, left to its owner. */
 static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master, bool drain,
                        const char *log_path)
 {
@@ -644,10 +627,8 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     w.sfd = worker_signal_fd();
     if (allow_list(cfg, &w.acl) < 0) /* the master checked it: only if the environment moved */
         return 1;
-    if (w.sfd < 0) {
-        logmsg("worker: signalfd: %s", strerror(errno));
-        return 1;
-    }
+    if (w.sfd < 0)
+        return refuse(1, "worker: signalfd: %s", strerror(errno));
     /* Die with the master rather than linger as an orphan. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != master)
@@ -798,9 +779,8 @@ static int reap(const struct svc_config *cfg, unsigned gen, bool stopping, int *
     return quick;
 }
 
-/* Stop taking new connections at once: a socket we created is unlinked (a new connect fails,
- * so the web server moves to its next upstream) and our copy of the listener closed; a TCP
- * listener is shut down for every process that shares it. The workers serve what is queued. */
+/* Stop taking new connections at once: our unix socket is unlinked (the web server moves to
+ * its next upstream), a TCP one shut down; the workers serve what is queued. */
 static void drain_socket(struct pool *pl)
 {
     if (!pl->own || pl->listen_fd < 0)
@@ -852,7 +832,6 @@ static void master_reload(struct master *m)
         logmsg("reload refused, keeping the running configuration: %s", err.message);
         return;
     }
-    log_warnings(&ncfg);
     if (m->pl->listen_fd >= 0 && exposure_check(m->pl->listen_fd, &ncfg) != 0) {
         logmsg("reload refused, keeping the running configuration");
         svc_config_free(&ncfg);
@@ -912,13 +891,10 @@ static void master_reap(struct master *m)
     }
 }
 
-/* Before workers are forked from the master: loading the listing leaves the heap strewn
- * with freed chunks between live ones (parsed lines, summaries moved into the file) in
- * glibc's unsorted list. Each process sorts that list at its next allocations, up to
- * 10,000 chunks a malloc, writing into every chunk: after the fork every worker would copy
- * the master's heap page by page (measured: 82 MB private a worker at 100k sessions, after
- * one health request). Sorted here by allocations that no free chunk fits, the heap stays
- * shared; the free pages go back to the system. */
+/* Before forking workers: loading the listing leaves freed chunks in glibc's unsorted list,
+ * which each process sorts at its next mallocs, writing into every chunk, so every worker
+ * would copy the master's heap (measured: 82 MB private a worker at 100k sessions after one
+ * health request). Sorted here by allocations no free chunk fits, the heap stays shared. */
 static void heap_settle(void)
 {
 #ifdef __GLIBC__
@@ -953,8 +929,8 @@ static int spawn_detached(void (*work)(void *ctx), void *ctx)
     return 0;
 }
 
-/* Bring the current generation up to server.workers (--workers applied) (unless stopping or backing
- * off); past the grace period of a stop, kill the workers still busy. */
+/* Bring the current generation up to server.workers (unless stopping or backing off); past
+ * the grace period of a stop, kill the workers still busy. */
 static void master_tend(struct master *m, double now)
 {
     if (!m->stopping && now >= m->next_spawn) {
@@ -1022,19 +998,14 @@ static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid, char *
     *uid = pw ? pw->pw_uid : (uid_t)-1;
     *gid = gr ? gr->gr_gid : pw ? pw->pw_gid : (gid_t)-1;
     *home = NULL;
-    if (o->user && !pw) {
-        logmsg("--user: no such user '%s'", o->user);
-        return -1;
-    }
-    if (o->group && !gr) {
-        logmsg("--group: no such group '%s'", o->group);
-        return -1;
-    }
+    if (o->user && !pw)
+        return refuse(-1, "--user: no such user '%s'", o->user);
+    if (o->group && !gr)
+        return refuse(-1, "--group: no such group '%s'", o->group);
     if ((o->user || o->group) && geteuid() != 0 &&
-        ((*uid != (uid_t)-1 && *uid != geteuid()) || (*gid != (gid_t)-1 && *gid != getegid()))) {
-        logmsg("--user/--group: changing identity needs root (running as uid %d)", (int)geteuid());
-        return -1;
-    }
+        ((*uid != (uid_t)-1 && *uid != geteuid()) || (*gid != (gid_t)-1 && *gid != getegid())))
+        return refuse(-1, "--user/--group: changing identity needs root (running as uid %d)",
+                      (int)geteuid());
     if (pw)
         *home = svc_xstrdup(pw->pw_dir ? pw->pw_dir : "/");
     return 0;
@@ -1046,24 +1017,16 @@ static int drop_privileges(const struct opts *o, uid_t uid, gid_t gid)
     if (geteuid() != 0)
         return 0;
     if (gid != (gid_t)-1) {
-        if (o->user ? initgroups(o->user, gid) < 0 : setgroups(0, NULL) < 0) {
-            logmsg("--user: cannot set supplementary groups: %s", strerror(errno));
-            return -1;
-        }
-        if (setgid(gid) < 0) {
-            logmsg("--group: setgid(%d): %s", (int)gid, strerror(errno));
-            return -1;
-        }
+        if (o->user ? initgroups(o->user, gid) < 0 : setgroups(0, NULL) < 0)
+            return refuse(-1, "--user: cannot set supplementary groups: %s", strerror(errno));
+        if (setgid(gid) < 0)
+            return refuse(-1, "--group: setgid(%d): %s", (int)gid, strerror(errno));
     }
     if (uid != (uid_t)-1) {
-        if (setuid(uid) < 0) {
-            logmsg("--user: setuid(%d): %s", (int)uid, strerror(errno));
-            return -1;
-        }
-        if (uid != 0 && setuid(0) == 0) {
-            logmsg("--user: root could be regained after dropping it; refusing to run");
-            return -1;
-        }
+        if (setuid(uid) < 0)
+            return refuse(-1, "--user: setuid(%d): %s", (int)uid, strerror(errno));
+        if (uid != 0 && setuid(0) == 0)
+            return refuse(-1, "--user: root could be regained after dropping it; refusing to run");
     }
     return 0;
 }
@@ -1154,9 +1117,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return -1;
 }
 
-/* The socket handed to us, unless --listen names one: fd 0 (spawn-fcgi, systemd
- * StandardInput=socket, mod_fcgid) or fd 3 (LISTEN_FDS); else -1, with *cgi set when this
- * is one plain CGI request. Decided before the config, so plain CGI can answer its error. */
+/* The socket handed to us unless --listen names one, fd 0 or 3 (see the top); else -1, with
+ * *cgi set for one plain CGI request (decided before the config: CGI answers its error). */
 static int inherited_socket(struct opts *o, bool *cgi)
 {
     int fd = -1;
@@ -1179,37 +1141,34 @@ static int inherited_socket(struct opts *o, bool *cgi)
     return fd;
 }
 
-/* Open the pool's socket (or take the inherited one in pl->listen_fd) and make it
- * non-blocking: every worker polls it, and the one that loses the race for a connection
- * must not block in accept(2). Return 0, or an exit code after logging. */
+/* Open the pool's socket (or take the inherited pl->listen_fd), non-blocking: a worker that
+ * loses the race for a connection must not block in accept(2). 0, or an exit code. */
 static int pool_open(struct pool *pl, const struct opts *o, const struct svc_config *cfg)
 {
     if (pl->listen_fd >= 0) {
         logmsg("serving the socket on fd %d", pl->listen_fd);
         pl->inherited_flags = fcntl(pl->listen_fd, F_GETFL);
         if (pl->inherited_flags < 0 ||
-            fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags | O_NONBLOCK) < 0) {
-            logmsg("fd %d: cannot make it non-blocking: %s", pl->listen_fd, strerror(errno));
-            return EXIT_SOCKET;
-        }
+            fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags | O_NONBLOCK) < 0)
+            return refuse(EXIT_SOCKET, "fd %d: cannot make it non-blocking: %s", pl->listen_fd,
+                          strerror(errno));
         return 0;
     }
     gid_t sock_gid = (gid_t)-1;
     if (cfg->server.socket_group[0]) {
         struct group *gr = getgrnam(cfg->server.socket_group);
-        if (!gr) {
-            logmsg("config: server.socket_group: no such group '%s'", cfg->server.socket_group);
-            return EXIT_CONFIG;
-        }
+        if (!gr)
+            return refuse(EXIT_CONFIG, "config: server.socket_group: no such group '%s'",
+                          cfg->server.socket_group);
         sock_gid = gr->gr_gid;
     }
     const char *spec = o->listen ? o->listen : cfg->server.listen;
-    int code;
-    pl->listen_fd = open_listen(spec ? spec : "", o->listen ? "--listen" : "server.listen",
-                                (mode_t)svc_config_octal(cfg->server.socket_mode), sock_gid,
-                                &pl->unix_path, &code);
-    if (pl->listen_fd < 0)
-        return code;
+    int fd =
+        open_listen(spec ? spec : "", o->listen ? "--listen" : "server.listen",
+                    (mode_t)svc_config_octal(cfg->server.socket_mode), sock_gid, &pl->unix_path);
+    if (fd < 0)
+        return -fd;
+    pl->listen_fd = fd;
     pl->own = true;
     logmsg("listening on %s", spec);
     return 0;
@@ -1238,15 +1197,11 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    if (o.log && log_reopen(o.log) < 0) {
-        logmsg("--log: cannot open %s: %s", o.log, strerror(errno));
-        return EXIT_CONFIG;
-    }
+    if (o.log && log_reopen(o.log) < 0)
+        return refuse(EXIT_CONFIG, "--log: cannot open %s: %s", o.log, strerror(errno));
     signal(SIGPIPE, SIG_IGN);
-    if (FCGX_Init() != 0) {
-        logmsg("FCGX_Init failed");
-        return EXIT_FAIL;
-    }
+    if (FCGX_Init() != 0)
+        return refuse(EXIT_FAIL, "FCGX_Init failed");
     h_base_start(svc_time_now(), (int)getpid());
     bool cgi = false;
     struct pool pl = {
@@ -1266,14 +1221,11 @@ int main(int argc, char **argv)
     struct svc_err err;
     svc_err_clear(&err);
     if (load_config(&cfg, o.config, &err) < 0) {
-        if (!cgi) {
-            logmsg("config: %s", err.message);
-            return EXIT_CONFIG;
-        }
+        if (!cgi)
+            return refuse(EXIT_CONFIG, "config: %s", err.message);
         serve_one(NULL, NULL, &err); /* plain CGI answers the refusal */
         return 0;
     }
-    log_warnings(&cfg);
     umask((mode_t)svc_config_octal(cfg.server.umask));
     rc = 0;
     if (cgi)
