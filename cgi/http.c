@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bundle_out.h"
 #include "jsonx.h"
 #include "labels.h"
 #include "util.h"
@@ -77,34 +78,16 @@ static bool id_ok(const char *s)
 
 /* The request parameters req_init reads, found in one pass over the environment (first
  * occurrence wins, as FCGX_GetParam and getenv do). */
-enum {
-    P_REQUEST_METHOD,
-    P_REQUEST_URI,
-    P_SCRIPT_NAME,
-    P_PATH_INFO,
-    P_QUERY_STRING,
-    P_AUTHORIZATION,
-    P_CONTENT_TYPE,
-    P_X_SESSION_ID,
-    P_IDEMPOTENCY_KEY,
-    P_CONTENT_LENGTH,
-    P_X_REQUEST_ID,
-    P_REQUEST_ID,
-    P_SVC_BASE_PATH,
-    P_HOST,
-    P_ORIGIN,
-    P_SEC_FETCH_SITE,
-    P_REMOTE_ADDR,
-    P_SERVER_ADDR,
-    P_COUNT
-};
-
-static const char *const param_names[P_COUNT] = {
-    "REQUEST_METHOD",       "REQUEST_URI",        "SCRIPT_NAME",       "PATH_INFO",
-    "QUERY_STRING",         "HTTP_AUTHORIZATION", "CONTENT_TYPE",      "HTTP_X_SESSION_ID",
-    "HTTP_IDEMPOTENCY_KEY", "CONTENT_LENGTH",     "HTTP_X_REQUEST_ID", "REQUEST_ID",
-    "SVC_BASE_PATH",        "HTTP_HOST",          "HTTP_ORIGIN",       "HTTP_SEC_FETCH_SITE",
-    "REMOTE_ADDR",          "SERVER_ADDR"};
+#define PARAMS(X)                                                                                  \
+    X(REQUEST_METHOD), X(REQUEST_URI), X(SCRIPT_NAME), X(PATH_INFO), X(QUERY_STRING),              \
+        X(HTTP_AUTHORIZATION), X(CONTENT_TYPE), X(HTTP_X_SESSION_ID), X(HTTP_IDEMPOTENCY_KEY),     \
+        X(CONTENT_LENGTH), X(HTTP_X_REQUEST_ID), X(REQUEST_ID), X(SVC_BASE_PATH), X(HTTP_HOST),    \
+        X(HTTP_ORIGIN), X(HTTP_SEC_FETCH_SITE), X(REMOTE_ADDR), X(SERVER_ADDR)
+#define P_ENUM(name) P_##name
+#define P_NAME(name) #name
+enum { PARAMS(P_ENUM), P_COUNT };
+static const char *const param_names[P_COUNT] = {PARAMS(P_NAME)};
+#undef PARAMS
 
 extern char **environ;
 
@@ -177,13 +160,13 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
                                                                  : v[P_SVC_BASE_PATH]);
     const char *qs = v[P_QUERY_STRING];
     r->query = svc_xstrdup(qs ? qs : "");
-    r->authorization = dup_or_null(v[P_AUTHORIZATION]);
+    r->authorization = dup_or_null(v[P_HTTP_AUTHORIZATION]);
     r->content_type = dup_or_null(v[P_CONTENT_TYPE]);
-    r->x_session_id = dup_or_null(v[P_X_SESSION_ID]);
-    r->idempotency_key = dup_or_null(v[P_IDEMPOTENCY_KEY]);
-    r->host = dup_or_null(v[P_HOST]);
-    r->origin = dup_or_null(v[P_ORIGIN]);
-    r->fetch_site = dup_or_null(v[P_SEC_FETCH_SITE]);
+    r->x_session_id = dup_or_null(v[P_HTTP_X_SESSION_ID]);
+    r->idempotency_key = dup_or_null(v[P_HTTP_IDEMPOTENCY_KEY]);
+    r->host = dup_or_null(v[P_HTTP_HOST]);
+    r->origin = dup_or_null(v[P_HTTP_ORIGIN]);
+    r->fetch_site = dup_or_null(v[P_HTTP_SEC_FETCH_SITE]);
     snprintf(r->remote_addr, sizeof r->remote_addr, "%s", v[P_REMOTE_ADDR] ? v[P_REMOTE_ADDR] : "");
     snprintf(r->server_addr, sizeof r->server_addr, "%s", v[P_SERVER_ADDR] ? v[P_SERVER_ADDR] : "");
 
@@ -198,7 +181,7 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
 
     /* The client's own X-Request-Id when sane, else the web server's ($request_id passed
      * as REQUEST_ID, so nginx's access line and ours share it), else a new one. */
-    const char *rid = v[P_X_REQUEST_ID];
+    const char *rid = v[P_HTTP_X_REQUEST_ID];
     if (!id_ok(rid))
         rid = v[P_REQUEST_ID];
     if (id_ok(rid))
@@ -330,17 +313,7 @@ void http_log(const struct http_req *r)
     if (r->client_gone)
         p = log_put(p, end, " client_gone", 12);
     *p++ = '\n';
-    size_t n = (size_t)(p - line);
-    const char *w = line;
-    while (n > 0) {
-        ssize_t k = write(STDERR_FILENO, w, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        w += k;
-        n -= (size_t)k;
-    }
+    svc_bout_write_all(STDERR_FILENO, line, (size_t)(p - line));
 }
 
 /* ---- route params and query ---- */
@@ -360,13 +333,7 @@ const char *http_param(const struct http_req *r, const char *name)
 
 static int hexval(int c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    return isdigit(c) ? c - '0' : isxdigit(c) ? tolower(c) - 'a' + 10 : -1;
 }
 
 char *http_pct_decode(const char *s, size_t n, bool plus_space)
