@@ -317,13 +317,7 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
 /* The sessions to sync, in a temporary database (one id a row, kept in id order). */
 static int note_sid(struct svc_hostdb *ids, const char *sid)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(ids, "INSERT OR IGNORE INTO ids VALUES (?1)");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    return svc_hostdb_run(ids, "INSERT OR IGNORE INTO ids VALUES (?1)", "s", sid);
 }
 
 static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs, bool archived)
