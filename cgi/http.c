@@ -117,9 +117,7 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
  * absolute path (from the web server) routes nothing. Borrowed from path. */
 static const char *route_of(const char *path, const char *base)
 {
-    if (!path)
-        return NULL;
-    if (!base || !*base)
+    if (!path || !base || !*base)
         return path;
     size_t n = strlen(base);
     if (base[0] != '/' || base[n - 1] == '/' || strncmp(path, base, n) != 0)
@@ -865,14 +863,11 @@ void http_finish(struct http_req *r)
     FCGX_FClose(r->fcgx->err);
     if (FCGX_FClose(r->fcgx->out) != 0 && r->headers_sent)
         r->client_gone = true;
-    /* Once the web server's input has ended (the empty stdin record that closes every
-     * request, normally already in libfcgi's buffer: no system call), nothing more can
-     * arrive, so the connection is closed at once: detached, FCGX_Finish_r skips libfcgi's
-     * shutdown, poll and read, which only keep unread input from resetting the peer. A
-     * body left unread (a 413 above HTTP_DRAIN_MAX) keeps that orderly close. When the end
-     * of the input is not buffered yet this reads it: every web server sends it with the
-     * request (nginx, Apache and libfcgi's own cgi-fcgi do); one that never does holds
-     * the worker until it closes the connection. */
+    /* Once the input has ended (the empty stdin record every web server sends with the
+     * request, normally already buffered: no system call), nothing more can arrive: detached,
+     * the connection closes at once and FCGX_Finish_r skips libfcgi's shutdown, poll and read
+     * (they only keep unread input, a 413's above HTTP_DRAIN_MAX, from resetting the peer). A
+     * web server that never sends it holds the worker until it closes the connection. */
     FCGX_Stream *in = r->fcgx->in;
     if (FCGX_HasSeenEOF(in) || FCGX_GetChar(in) == EOF)
         FCGX_Detach(r->fcgx);

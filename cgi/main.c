@@ -990,14 +990,14 @@ static void usage(FILE *f)
                "4 socket could not be created.\n");
 }
 
-/* The ids --user/--group name; *uid -1 when no --user. Return 0, or -1 after logging. */
-static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid, char **home)
+/* The ids --user/--group name (*uid -1 when no --user), and HOME set to --user's. Return 0,
+ * or -1 after logging. */
+static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid)
 {
     struct passwd *pw = o->user ? getpwnam(o->user) : NULL;
     struct group *gr = o->group ? getgrnam(o->group) : NULL;
     *uid = pw ? pw->pw_uid : (uid_t)-1;
     *gid = gr ? gr->gr_gid : pw ? pw->pw_gid : (gid_t)-1;
-    *home = NULL;
     if (o->user && !pw)
         return refuse(-1, "--user: no such user '%s'", o->user);
     if (o->group && !gr)
@@ -1006,8 +1006,8 @@ static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid, char *
         ((*uid != (uid_t)-1 && *uid != geteuid()) || (*gid != (gid_t)-1 && *gid != getegid())))
         return refuse(-1, "--user/--group: changing identity needs root (running as uid %d)",
                       (int)geteuid());
-    if (pw)
-        *home = svc_xstrdup(pw->pw_dir ? pw->pw_dir : "/");
+    if (pw) /* paths that default to ~ are the user's we become, as if started by that user */
+        setenv("HOME", pw->pw_dir ? pw->pw_dir : "/", 1);
     return 0;
 }
 
@@ -1209,14 +1209,8 @@ int main(int argc, char **argv)
 
     uid_t uid = (uid_t)-1;
     gid_t gid = (gid_t)-1;
-    char *user_home = NULL;
-    if (!cgi && resolve_identity(&o, &uid, &gid, &user_home) < 0)
+    if (!cgi && resolve_identity(&o, &uid, &gid) < 0)
         return EXIT_CONFIG;
-    /* Paths that default to ~ are the user's we become, as if started by that user. */
-    if (user_home) {
-        setenv("HOME", user_home, 1);
-        free(user_home);
-    }
     struct svc_config cfg = {0};
     struct svc_err err;
     svc_err_clear(&err);
