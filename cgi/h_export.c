@@ -6,7 +6,6 @@
 
 #include "bundle.h"
 #include "handlers.h"
-#include "jsonx.h"
 #include "util.h"
 
 /* An array of strings (or one string) at key into a heap array of borrowed strings. */

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cmds.h"
-#include "jsonx.h"
 #include "search.h"
 #include "util.h"
 
