@@ -34,11 +34,8 @@ static int io_write(struct http_req *r, const char *p, size_t n)
         return -1;
     while (n > 0) {
         int chunk = n > (size_t)INT_MAX ? INT_MAX : (int)n;
-        int w;
-        if (r->fcgx)
-            w = FCGX_PutStr(p, chunk, r->fcgx->out);
-        else
-            w = (int)fwrite(p, 1, (size_t)chunk, stdout);
+        int w = r->fcgx ? FCGX_PutStr(p, chunk, r->fcgx->out)
+                        : (int)fwrite(p, 1, (size_t)chunk, stdout);
         if (w != chunk) {
             r->client_gone = true;
             return -1;

@@ -712,7 +712,7 @@ static pid_t spawn_worker(const struct pool *pl, struct svc_config *cfg, unsigne
     pid_t pid = fork();
     if (pid < 0) {
         logmsg("fork: %s", strerror(errno));
-        held_release(slot);
+        held_release(slot, NULL, 0);
         return -1;
     }
     if (pid == 0) {
@@ -736,8 +736,7 @@ static void repair_held(const struct svc_config *cfg, int slot, pid_t pid)
     char sid[132];
     struct svc_err err;
     svc_err_clear(&err);
-    int rc = held_get(slot, sid, sizeof sid) ? svc_session_repair_stale(cfg, sid, &err) : 0;
-    held_release(slot);
+    int rc = held_release(slot, sid, sizeof sid) ? svc_session_repair_stale(cfg, sid, &err) : 0;
     if (rc == 1)
         logmsg("worker %d died during a run on session %s: repaired it", (int)pid, sid);
     else if (rc < 0)
