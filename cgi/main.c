@@ -103,6 +103,7 @@ static int log_reopen(const char *path)
     return rc < 0 ? -1 : 0;
 }
 
+static void vlogmsg(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 static void vlogmsg(const char *fmt, va_list ap)
 {
     char ts[SVC_TIME_LEN], line[1024];
