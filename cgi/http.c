@@ -303,8 +303,8 @@ void http_log(const struct http_req *r)
     p = log_put(p, end, "ms rid=", 7);
     p = log_put(p, end, r->request_id, strlen(r->request_id));
     p = log_put(p, end, " sid=", 5);
-    p = r->session_id[0] ? log_put(p, end, r->session_id, strlen(r->session_id))
-                         : log_put(p, end, "-", 1);
+    const char *sid = r->session_id[0] ? r->session_id : "-";
+    p = log_put(p, end, sid, strlen(sid));
     if (r->client_gone)
         p = log_put(p, end, " client_gone", 12);
     *p++ = '\n';
@@ -578,16 +578,14 @@ int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct 
     json_object *o = NULL;
     if (svc_json_parse_python(r->body, r->body_len, &o, err) < 0)
         return -1;
-    if (!json_object_is_type(o, json_type_object)) {
+    int rc = json_object_is_type(o, json_type_object)
+                 ? body_lists(o, err)
+                 : svc_err_set(err, SVC_E_INVALID_JSON, "request body must be a JSON object");
+    if (rc < 0)
         json_object_put(o);
-        return svc_err_set(err, SVC_E_INVALID_JSON, "request body must be a JSON object");
-    }
-    if (body_lists(o, err) < 0) {
-        json_object_put(o);
-        return -1;
-    }
-    *out = o;
-    return 0;
+    else
+        *out = o;
+    return rc;
 }
 
 /* ---- typed fields ---- */
@@ -872,9 +870,7 @@ void http_finish(struct http_req *r)
 
 json_object *http_error_object(const struct svc_err *err)
 {
-    enum svc_errcode code = err ? err->code : SVC_E_INTERNAL;
-    if (code == SVC_OK)
-        code = SVC_E_INTERNAL;
+    enum svc_errcode code = err && err->code != SVC_OK ? err->code : SVC_E_INTERNAL;
     json_object *e = json_object_new_object(), *inner = json_object_new_object();
     svc_json_set_str(inner, "message", err && err->message[0] ? err->message : svc_err_name(code));
     svc_json_set_str(inner, "type", svc_err_type(code));
@@ -886,9 +882,7 @@ json_object *http_error_object(const struct svc_err *err)
 
 int http_send_error(struct http_req *r, const struct svc_err *err)
 {
-    enum svc_errcode code = err ? err->code : SVC_E_INTERNAL;
-    if (code == SVC_OK)
-        code = SVC_E_INTERNAL;
+    enum svc_errcode code = err && err->code != SVC_OK ? err->code : SVC_E_INTERNAL;
     /* the headers go nowhere once a stream's were sent: its error is a final event */
     if (code == SVC_E_SESSION_BUSY) {
         http_set_header(r, "Retry-After", "1");
