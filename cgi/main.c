@@ -529,17 +529,11 @@ static int accept_next(struct worker *w, int *failed)
     }
 }
 
-/* Whether a connection waits in the listen queue (a drain serves those before exiting). */
-static bool backlog_pending(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
-/* Whether a stopping worker leaves now (see DRAIN_MAX_S). */
+/* Whether a stopping worker leaves now: no drain, an empty listen queue, or DRAIN_MAX_S. */
 static bool drain_over(const struct worker *w)
 {
-    return w->stop && (w->nodrain || !w->drain || !backlog_pending(w->listen_fd) ||
+    struct pollfd p = {.fd = w->listen_fd, .events = POLLIN};
+    return w->stop && (w->nodrain || !w->drain || poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN) ||
                        svc_time_monotonic() - w->stop_at > DRAIN_MAX_S);
 }
 
@@ -679,20 +673,18 @@ struct child {
 static struct child children[MAX_CHILDREN];
 static int nchildren;
 
-static int count_gen(unsigned gen)
+/* The workers of generation gen (0: every one): how many, each sent sig unless it is 0. */
+static int workers_of(unsigned gen, int sig)
 {
     int n = 0;
-    for (int i = 0; i < nchildren; i++)
-        if (children[i].gen == gen)
-            n++;
-    return n;
-}
-
-static void signal_gen(unsigned gen, bool all, int sig)
-{
-    for (int i = 0; i < nchildren; i++)
-        if (all || children[i].gen == gen)
+    for (int i = 0; i < nchildren; i++) {
+        if (gen != 0 && children[i].gen != gen)
+            continue;
+        if (sig)
             kill(children[i].pid, sig);
+        n++;
+    }
+    return n;
 }
 
 struct pool {
@@ -819,7 +811,7 @@ static void master_stop(struct master *m, int sig)
            nchildren);
     m->stopping = true;
     m->stop_at = svc_time_monotonic();
-    signal_gen(0, true, SIGTERM);
+    workers_of(0, SIGTERM);
 }
 
 /* SIGHUP: a valid configuration replaces the workers gracefully; an invalid one is refused. */
@@ -845,7 +837,7 @@ static void master_reload(struct master *m)
     svc_config_free(m->cfg);
     *m->cfg = ncfg;
     umask((mode_t)svc_config_octal(m->cfg->server.umask));
-    signal_gen(m->gen, false, SIGHUP); /* old workers finish and exit */
+    workers_of(m->gen, SIGHUP); /* old workers finish and exit */
     m->gen++;
     m->quick_streak = 0;
     m->backoff = 0;
@@ -859,7 +851,7 @@ static void master_signal(struct master *m, int sig)
         master_stop(m, sig);
     } else if (sig == SIGUSR1 && m->pl->log_path) {
         log_rotate(m->pl->log_path, true);
-        signal_gen(0, true, SIGUSR1);
+        workers_of(0, SIGUSR1);
     } else if (sig == SIGHUP && !m->stopping) {
         master_reload(m);
     }
@@ -934,18 +926,18 @@ static int spawn_detached(void (*work)(void *ctx), void *ctx)
 static void master_tend(struct master *m, double now)
 {
     if (!m->stopping && now >= m->next_spawn) {
-        if (count_gen(m->gen) < m->cfg->server.workers) {
+        if (workers_of(m->gen, 0) < m->cfg->server.workers) {
             svc_sessions_warm(m->cfg); /* new workers inherit the listing index, loaded */
             heap_settle();
         }
-        while (count_gen(m->gen) < m->cfg->server.workers &&
+        while (workers_of(m->gen, 0) < m->cfg->server.workers &&
                spawn_worker(m->pl, m->cfg, m->gen) > 0)
             ;
     }
     double grace = (double)m->cfg->server.run_timeout_s + 30.0;
     if (m->stopping && now - m->stop_at > grace) {
         logmsg("stop: %d workers still busy after %.0fs, killing", nchildren, grace);
-        signal_gen(0, true, SIGKILL);
+        workers_of(0, SIGKILL);
     }
 }
 
