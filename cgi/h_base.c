@@ -33,51 +33,54 @@ double h_base_started(void)
     return started.at;
 }
 
-/* The last body answered: it changes once a second (uptime_s) or when the root's state
- * does, so a polled health check reuses its text instead of building it again. */
-static struct {
+/* What the health body is made of: it changes once a second (uptime_s) or when the root's
+ * state does, so a polled health check reuses the last text while its key is the same. */
+struct health_key {
     const struct svc_config *cfg;
     int pid; /* the worker's: a forked child builds its own */
     int64_t uptime;
-    bool writable;
+    bool writable, exposed;
     char reason[512]; /* when not writable */
-    bool exposed;
+};
+
+static struct {
+    struct health_key key;
     char *text; /* compact JSON (heap) */
 } last_health;
 
 int h_health(struct http_req *r, struct svc_err *err)
 {
     const struct svc_config *cfg = r->cfg;
-    char reason[512] = "";
-    bool writable = svc_dir_writable("session root", cfg->sessions.root, reason, sizeof reason);
-    bool degraded = cfg->sessions.enabled && !writable;
-    int64_t uptime = (int64_t)(svc_time_now() - started.at);
+    struct health_key k;
+    memset(&k, 0, sizeof k); /* the padding too: keys are compared with memcmp */
+    k.cfg = cfg;
+    k.pid = svc_pid();
+    k.uptime = (int64_t)(svc_time_now() - started.at);
+    k.writable = svc_dir_writable("session root", cfg->sessions.root, k.reason, sizeof k.reason);
+    k.exposed = edge_exposed(r);
+    bool degraded = cfg->sessions.enabled && !k.writable;
     bool cache = svc_cache_on(cfg, -1);
-    bool exposed = edge_exposed(r);
-    if (cache && last_health.text && last_health.cfg == cfg && last_health.pid == svc_pid() &&
-        last_health.uptime == uptime && last_health.writable == writable &&
-        strcmp(last_health.reason, reason) == 0 && last_health.exposed == exposed) {
+    if (cache && last_health.text && memcmp(&k, &last_health.key, sizeof k) == 0)
         return http_reply(r, degraded ? 503 : 200, svc_json_new_raw(last_health.text));
-    }
 
     json_object *o = json_object_new_object();
     svc_json_set_str(o, "status", degraded ? "degraded" : "ok");
     json_object *reasons = json_object_new_array(); /* what makes it degraded, each named */
     if (degraded) {
-        svc_json_set_str(o, "reason", reason);
-        json_object_array_add(reasons, json_object_new_string(reason));
+        svc_json_set_str(o, "reason", k.reason);
+        json_object_array_add(reasons, json_object_new_string(k.reason));
     }
     svc_json_set(o, "reasons", reasons);
     svc_json_set_str(o, "version", SVC_VERSION);
     svc_json_set_int(o, "pid", started.master_pid);
     svc_json_set_int(o, "worker_pid", (int64_t)svc_pid());
-    svc_json_set_int(o, "uptime_s", uptime);
+    svc_json_set_int(o, "uptime_s", k.uptime);
     json_object *s = json_object_new_object();
     svc_json_set_bool(s, "enabled", cfg->sessions.enabled);
     svc_json_set_str(s, "provider",
                      cfg->sessions.provider == SVC_PROVIDER_NATIVE_FILE ? "native_file"
                                                                         : "svc_repository");
-    svc_json_set_bool(s, "root_writable", writable);
+    svc_json_set_bool(s, "root_writable", k.writable);
     bool local;
     svc_json_set_str(s, "filesystem", svc_fs_kind(cfg->sessions.root, &local));
     svc_json_set_bool(s, "shared", svc_fs_shared(cfg->sessions.shared, cfg->sessions.root));
@@ -87,7 +90,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set_str(m, "name", cfg->model.name);
     svc_json_set(o, "model", m);
     json_object *warn = json_object_new_array();
-    if (exposed)
+    if (k.exposed)
         json_object_array_add(
             warn, json_object_new_string(
                       "no token and no users, and this server is reachable beyond loopback (this "
@@ -97,12 +100,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set(o, "warnings", warn);
     free(last_health.text);
     last_health.text = cache ? svc_json_dump_compact(o) : NULL;
-    last_health.cfg = cfg;
-    last_health.pid = svc_pid();
-    last_health.uptime = uptime;
-    last_health.writable = writable;
-    snprintf(last_health.reason, sizeof last_health.reason, "%s", reason);
-    last_health.exposed = exposed;
+    last_health.key = k;
     return http_reply(r, degraded ? 503 : 200, o);
 }
 

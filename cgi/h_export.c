@@ -6,7 +6,6 @@
 
 #include "bundle.h"
 #include "handlers.h"
-#include "jsonx.h"
 #include "util.h"
 
 /* An array of strings (or one string) at key into a heap array of borrowed strings. */
@@ -115,8 +114,8 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
     }
     req.session_ids = ids;
     req.n_session_ids = nids;
-    if (nids == 0 && json_object_object_get_ex(body, "session_ids", NULL) &&
-        json_object_array_length(json_object_object_get(body, "session_ids")) == 0 && !one) {
+    /* an empty array (str_list refused any other non-null value); null counts as absent */
+    if (nids == 0 && json_object_object_get(body, "session_ids")) {
         svc_err_setp(err, SVC_E_INVALID_FIELD, "session_ids",
                      "session_ids is empty; leave it out to export by filters");
         goto out;

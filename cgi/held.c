@@ -54,18 +54,15 @@ void held_clear(void)
         held.mine->sid[0] = '\0';
 }
 
-int held_get(int slot, char *buf, unsigned size)
+int held_release(int slot, char *buf, unsigned size)
 {
-    if (!held.slots || slot < 0 || slot >= held.n || !held.slots[slot].sid[0])
+    if (!held.slots || slot < 0 || slot >= held.n)
         return 0;
-    snprintf(buf, size, "%s", held.slots[slot].sid);
-    return 1;
-}
-
-void held_release(int slot)
-{
-    if (held.slots && slot >= 0 && slot < held.n) {
-        held.slots[slot].sid[0] = '\0';
-        held.slots[slot].used = 0;
-    }
+    struct slot *s = &held.slots[slot];
+    int had = s->sid[0] != '\0';
+    if (had)
+        snprintf(buf, size, "%s", s->sid);
+    s->sid[0] = '\0';
+    s->used = 0;
+    return had;
 }

@@ -19,9 +19,8 @@ void held_attach(int slot);
 /* Worker: a run on sid began / ended. */
 void held_set(const char *sid);
 void held_clear(void);
-/* Master: the session whose run the (dead) worker of slot held, copied into buf (at least
- * 132 bytes); returns 1 when there was one, 0 when not. */
-int held_get(int slot, char *buf, unsigned size);
-void held_release(int slot);
+/* Master: slot free again, and the session whose run its (dead) worker held copied into buf
+ * (at least 132 bytes); returns 1 when there was one, 0 when not. */
+int held_release(int slot, char *buf, unsigned size);
 
 #endif

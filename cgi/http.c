@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bundle_out.h"
 #include "jsonx.h"
 #include "labels.h"
 #include "util.h"
@@ -33,11 +34,8 @@ static int io_write(struct http_req *r, const char *p, size_t n)
         return -1;
     while (n > 0) {
         int chunk = n > (size_t)INT_MAX ? INT_MAX : (int)n;
-        int w;
-        if (r->fcgx)
-            w = FCGX_PutStr(p, chunk, r->fcgx->out);
-        else
-            w = (int)fwrite(p, 1, (size_t)chunk, stdout);
+        int w = r->fcgx ? FCGX_PutStr(p, chunk, r->fcgx->out)
+                        : (int)fwrite(p, 1, (size_t)chunk, stdout);
         if (w != chunk) {
             r->client_gone = true;
             return -1;
@@ -77,34 +75,16 @@ static bool id_ok(const char *s)
 
 /* The request parameters req_init reads, found in one pass over the environment (first
  * occurrence wins, as FCGX_GetParam and getenv do). */
-enum {
-    P_REQUEST_METHOD,
-    P_REQUEST_URI,
-    P_SCRIPT_NAME,
-    P_PATH_INFO,
-    P_QUERY_STRING,
-    P_AUTHORIZATION,
-    P_CONTENT_TYPE,
-    P_X_SESSION_ID,
-    P_IDEMPOTENCY_KEY,
-    P_CONTENT_LENGTH,
-    P_X_REQUEST_ID,
-    P_REQUEST_ID,
-    P_SVC_BASE_PATH,
-    P_HOST,
-    P_ORIGIN,
-    P_SEC_FETCH_SITE,
-    P_REMOTE_ADDR,
-    P_SERVER_ADDR,
-    P_COUNT
-};
-
-static const char *const param_names[P_COUNT] = {
-    "REQUEST_METHOD",       "REQUEST_URI",        "SCRIPT_NAME",       "PATH_INFO",
-    "QUERY_STRING",         "HTTP_AUTHORIZATION", "CONTENT_TYPE",      "HTTP_X_SESSION_ID",
-    "HTTP_IDEMPOTENCY_KEY", "CONTENT_LENGTH",     "HTTP_X_REQUEST_ID", "REQUEST_ID",
-    "SVC_BASE_PATH",        "HTTP_HOST",          "HTTP_ORIGIN",       "HTTP_SEC_FETCH_SITE",
-    "REMOTE_ADDR",          "SERVER_ADDR"};
+#define PARAMS(X)                                                                                  \
+    X(REQUEST_METHOD), X(REQUEST_URI), X(SCRIPT_NAME), X(PATH_INFO), X(QUERY_STRING),              \
+        X(HTTP_AUTHORIZATION), X(CONTENT_TYPE), X(HTTP_X_SESSION_ID), X(HTTP_IDEMPOTENCY_KEY),     \
+        X(CONTENT_LENGTH), X(HTTP_X_REQUEST_ID), X(REQUEST_ID), X(SVC_BASE_PATH), X(HTTP_HOST),    \
+        X(HTTP_ORIGIN), X(HTTP_SEC_FETCH_SITE), X(REMOTE_ADDR), X(SERVER_ADDR)
+#define P_ENUM(name) P_##name
+#define P_NAME(name) #name
+enum { PARAMS(P_ENUM), P_COUNT };
+static const char *const param_names[P_COUNT] = {PARAMS(P_NAME)};
+#undef PARAMS
 
 extern char **environ;
 
@@ -134,9 +114,7 @@ static void params_scan(const struct http_req *r, const char *vals[P_COUNT])
  * absolute path (from the web server) routes nothing. Borrowed from path. */
 static const char *route_of(const char *path, const char *base)
 {
-    if (!path)
-        return NULL;
-    if (!base || !*base)
+    if (!path || !base || !*base)
         return path;
     size_t n = strlen(base);
     if (base[0] != '/' || base[n - 1] == '/' || strncmp(path, base, n) != 0)
@@ -177,13 +155,13 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
                                                                  : v[P_SVC_BASE_PATH]);
     const char *qs = v[P_QUERY_STRING];
     r->query = svc_xstrdup(qs ? qs : "");
-    r->authorization = dup_or_null(v[P_AUTHORIZATION]);
+    r->authorization = dup_or_null(v[P_HTTP_AUTHORIZATION]);
     r->content_type = dup_or_null(v[P_CONTENT_TYPE]);
-    r->x_session_id = dup_or_null(v[P_X_SESSION_ID]);
-    r->idempotency_key = dup_or_null(v[P_IDEMPOTENCY_KEY]);
-    r->host = dup_or_null(v[P_HOST]);
-    r->origin = dup_or_null(v[P_ORIGIN]);
-    r->fetch_site = dup_or_null(v[P_SEC_FETCH_SITE]);
+    r->x_session_id = dup_or_null(v[P_HTTP_X_SESSION_ID]);
+    r->idempotency_key = dup_or_null(v[P_HTTP_IDEMPOTENCY_KEY]);
+    r->host = dup_or_null(v[P_HTTP_HOST]);
+    r->origin = dup_or_null(v[P_HTTP_ORIGIN]);
+    r->fetch_site = dup_or_null(v[P_HTTP_SEC_FETCH_SITE]);
     snprintf(r->remote_addr, sizeof r->remote_addr, "%s", v[P_REMOTE_ADDR] ? v[P_REMOTE_ADDR] : "");
     snprintf(r->server_addr, sizeof r->server_addr, "%s", v[P_SERVER_ADDR] ? v[P_SERVER_ADDR] : "");
 
@@ -198,7 +176,7 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
 
     /* The client's own X-Request-Id when sane, else the web server's ($request_id passed
      * as REQUEST_ID, so nginx's access line and ours share it), else a new one. */
-    const char *rid = v[P_X_REQUEST_ID];
+    const char *rid = v[P_HTTP_X_REQUEST_ID];
     if (!id_ok(rid))
         rid = v[P_REQUEST_ID];
     if (id_ok(rid))
@@ -325,22 +303,12 @@ void http_log(const struct http_req *r)
     p = log_put(p, end, "ms rid=", 7);
     p = log_put(p, end, r->request_id, strlen(r->request_id));
     p = log_put(p, end, " sid=", 5);
-    p = r->session_id[0] ? log_put(p, end, r->session_id, strlen(r->session_id))
-                         : log_put(p, end, "-", 1);
+    const char *sid = r->session_id[0] ? r->session_id : "-";
+    p = log_put(p, end, sid, strlen(sid));
     if (r->client_gone)
         p = log_put(p, end, " client_gone", 12);
     *p++ = '\n';
-    size_t n = (size_t)(p - line);
-    const char *w = line;
-    while (n > 0) {
-        ssize_t k = write(STDERR_FILENO, w, n);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            break;
-        w += k;
-        n -= (size_t)k;
-    }
+    svc_bout_write_all(STDERR_FILENO, line, (size_t)(p - line));
 }
 
 /* ---- route params and query ---- */
@@ -360,13 +328,7 @@ const char *http_param(const struct http_req *r, const char *name)
 
 static int hexval(int c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    return isdigit(c) ? c - '0' : isxdigit(c) ? tolower(c) - 'a' + 10 : -1;
 }
 
 char *http_pct_decode(const char *s, size_t n, bool plus_space)
@@ -616,16 +578,14 @@ int http_body_json(struct http_req *r, bool empty_ok, json_object **out, struct 
     json_object *o = NULL;
     if (svc_json_parse_python(r->body, r->body_len, &o, err) < 0)
         return -1;
-    if (!json_object_is_type(o, json_type_object)) {
+    int rc = json_object_is_type(o, json_type_object)
+                 ? body_lists(o, err)
+                 : svc_err_set(err, SVC_E_INVALID_JSON, "request body must be a JSON object");
+    if (rc < 0)
         json_object_put(o);
-        return svc_err_set(err, SVC_E_INVALID_JSON, "request body must be a JSON object");
-    }
-    if (body_lists(o, err) < 0) {
-        json_object_put(o);
-        return -1;
-    }
-    *out = o;
-    return 0;
+    else
+        *out = o;
+    return rc;
 }
 
 /* ---- typed fields ---- */
@@ -898,14 +858,11 @@ void http_finish(struct http_req *r)
     FCGX_FClose(r->fcgx->err);
     if (FCGX_FClose(r->fcgx->out) != 0 && r->headers_sent)
         r->client_gone = true;
-    /* Once the web server's input has ended (the empty stdin record that closes every
-     * request, normally already in libfcgi's buffer: no system call), nothing more can
-     * arrive, so the connection is closed at once: detached, FCGX_Finish_r skips libfcgi's
-     * shutdown, poll and read, which only keep unread input from resetting the peer. A
-     * body left unread (a 413 above HTTP_DRAIN_MAX) keeps that orderly close. When the end
-     * of the input is not buffered yet this reads it: every web server sends it with the
-     * request (nginx, Apache and libfcgi's own cgi-fcgi do); one that never does holds
-     * the worker until it closes the connection. */
+    /* Once the input has ended (the empty stdin record every web server sends with the
+     * request, normally already buffered: no system call), nothing more can arrive: detached,
+     * the connection closes at once and FCGX_Finish_r skips libfcgi's shutdown, poll and read
+     * (they only keep unread input, a 413's above HTTP_DRAIN_MAX, from resetting the peer). A
+     * web server that never sends it holds the worker until it closes the connection. */
     FCGX_Stream *in = r->fcgx->in;
     if (FCGX_HasSeenEOF(in) || FCGX_GetChar(in) == EOF)
         FCGX_Detach(r->fcgx);
@@ -913,9 +870,7 @@ void http_finish(struct http_req *r)
 
 json_object *http_error_object(const struct svc_err *err)
 {
-    enum svc_errcode code = err ? err->code : SVC_E_INTERNAL;
-    if (code == SVC_OK)
-        code = SVC_E_INTERNAL;
+    enum svc_errcode code = err && err->code != SVC_OK ? err->code : SVC_E_INTERNAL;
     json_object *e = json_object_new_object(), *inner = json_object_new_object();
     svc_json_set_str(inner, "message", err && err->message[0] ? err->message : svc_err_name(code));
     svc_json_set_str(inner, "type", svc_err_type(code));
@@ -927,9 +882,7 @@ json_object *http_error_object(const struct svc_err *err)
 
 int http_send_error(struct http_req *r, const struct svc_err *err)
 {
-    enum svc_errcode code = err ? err->code : SVC_E_INTERNAL;
-    if (code == SVC_OK)
-        code = SVC_E_INTERNAL;
+    enum svc_errcode code = err && err->code != SVC_OK ? err->code : SVC_E_INTERNAL;
     /* the headers go nowhere once a stream's were sent: its error is a final event */
     if (code == SVC_E_SESSION_BUSY) {
         http_set_header(r, "Retry-After", "1");

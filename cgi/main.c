@@ -1,34 +1,28 @@
 /* svc-fcgi: the FastCGI worker pool (SPEC 6), or one plain CGI request.
  *
  * Socket, in this order: --listen unix:PATH|tcp:[HOST:]PORT; a listening socket on fd 0
- * (spawn-fcgi, systemd StandardInput=socket, mod_fcgid); LISTEN_FDS (fd 3, systemd socket
- * activation); plain CGI when none of those and REQUEST_METHOD is set (one request from the
- * environment and stdin, then exit); else server.listen from the configuration.
+ * (spawn-fcgi, systemd StandardInput=socket, mod_fcgid); LISTEN_FDS (fd 3); plain CGI when
+ * none of those and REQUEST_METHOD is set (one request, then exit); else server.listen.
  *
- * Master: forks `workers` workers sharing the socket (each polls it and accepts; the kernel
- * hands each connection to one), respawns dead ones at once (only a crash loop, workers
- * dying within a second of their start, is slowed down, with a growing delay, and logged),
- * reloads on SIGHUP (a config that fails validation is refused, old workers go on; a valid
- * one replaces the workers gracefully), reopens --log FILE on SIGUSR1 (and has the workers do
- * the same), and on SIGTERM/SIGINT drains: a socket it created is unlinked and its listener
- * closed at once (new connections are refused, so the web server tries its next upstream;
- * for TCP the listener is shut down), the workers finish in-flight requests and the
- * connections already queued, then exit. An inherited socket (fd 0, LISTEN_FDS) is left to
- * its owner: the workers only stop accepting. Signals are handled synchronously, with
- * sigtimedwait in the master and a signalfd in the workers (see struct worker).
+ * Master: forks `workers` workers that all poll the socket and accept; respawns dead ones at
+ * once (a crash loop, deaths within a second of start, is slowed by a growing delay and
+ * logged); SIGHUP reloads (an invalid config is refused and the old workers go on; a valid one
+ * replaces them gracefully); SIGUSR1 reopens --log FILE, in the workers too; SIGTERM/SIGINT
+ * drains: a socket it created is unlinked (TCP: shut down) at once, so the web server tries its
+ * next upstream, and the workers finish in-flight and queued requests, then exit. An inherited
+ * socket is left to its owner: the workers only stop accepting. Signals are taken
+ * synchronously: sigtimedwait in the master, a signalfd in the workers (struct worker).
  *
- * Permissions (SPEC 6): the process umask is server.umask; a unix socket it creates gets
- * server.socket_mode and server.socket_group; started as root with --user/--group it drops
- * privileges after binding (and before reading any session). Refusals at start are one line
- * naming the setting, with the exit codes below (docs/OPS.md, "svc-fcgi").
+ * Permissions (SPEC 6): umask server.umask; a unix socket it creates gets server.socket_mode
+ * and server.socket_group; as root with --user/--group it drops privileges after binding,
+ * before reading any session. Refusals at start are one line naming the setting, with the
+ * exit codes below (docs/OPS.md, "svc-fcgi"). Peers (SPEC 19): a TCP peer outside
+ * server.fcgi_allow and FCGI_WEB_SERVER_ADDRS (loopback when neither names one) is closed
+ * unread; server.user_param on a TCP listener without such a list is refused.
  *
- * Peers (SPEC 19): a TCP connection from outside server.fcgi_allow (and FCGI_WEB_SERVER_ADDRS;
- * loopback when neither names one) is closed before a byte is read; server.user_param on a
- * TCP listener without such a list is refused at start and on reload.
- *
- * Worker: accepts a connection, waits for its first bytes, hands it to libfcgi and serves
- * the request; signals are seen between requests. A worker exits after max_requests. Runs
- * it forks reset their signal mask (core/runs.c); programs it spawns get it reset. */
+ * Worker: accepts a connection, waits for its first bytes, hands it to libfcgi and serves the
+ * request; signals are seen between requests; exits after max_requests. Runs it forks and
+ * programs it spawns reset their signal mask (core/runs.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcgiapp.h>
@@ -74,13 +68,13 @@
 #define BACKLOG 256
 #define MAX_CHILDREN 1024
 
-/* Exit codes (docs/OPS.md, "svc-fcgi"). */
-#define EXIT_FAIL 1  /* a runtime failure */
-#define EXIT_USAGE 2 /* bad command line */
-#define EXIT_CONFIG                                                                                \
-    3                 /* a setting refused: agents.yaml invalid, unknown user or group,            \
-                       * socket directory missing, bad --listen */
-#define EXIT_SOCKET 4 /* the socket could not be created (in use, permission denied) */
+/* Exit codes (docs/OPS.md, "svc-fcgi"): 1 a runtime failure, 2 a bad command line, 3 a
+ * setting refused (agents.yaml invalid, unknown user or group, socket directory missing, bad
+ * --listen), 4 the socket could not be created (in use, permission denied). */
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+#define EXIT_CONFIG 3
+#define EXIT_SOCKET 4
 
 /* A worker that dies sooner than this after its start counts toward a crash loop. */
 #define QUICK_DEATH_S 1.0
@@ -101,29 +95,49 @@ struct opts {
 static int log_reopen(const char *path)
 {
     int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
-    if (fd < 0)
-        return -1;
-    if (fd != STDERR_FILENO) {
-        if (dup2(fd, STDERR_FILENO) < 0) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        close(fd);
-    }
-    return 0;
+    if (fd < 0 || fd == STDERR_FILENO)
+        return fd < 0 ? -1 : 0;
+    int rc = dup2(fd, STDERR_FILENO), e = errno;
+    close(fd);
+    errno = e;
+    return rc < 0 ? -1 : 0;
+}
+
+static void vlogmsg(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
+static void vlogmsg(const char *fmt, va_list ap)
+{
+    char ts[SVC_TIME_LEN], line[1024];
+    vsnprintf(line, sizeof line, fmt, ap);
+    fprintf(stderr, "%s svc-fcgi[%d]: %s\n", svc_time_now_iso(ts), (int)getpid(), line);
 }
 
 static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void logmsg(const char *fmt, ...)
 {
-    char ts[SVC_TIME_LEN], line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    vlogmsg(fmt, ap);
     va_end(ap);
-    fprintf(stderr, "%s svc-fcgi[%d]: %s\n", svc_time_now_iso(ts), (int)getpid(), line);
+}
+
+/* A refusal: its one line, then rc. */
+static int refuse(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vlogmsg(fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* SIGUSR1: reopen --log path (NULL: none), saying so when said. */
+static void log_rotate(const char *path, bool said)
+{
+    if (path && log_reopen(path) < 0)
+        logmsg("log: cannot reopen %s: %s", path, strerror(errno));
+    else if (path && said)
+        logmsg("log: reopened %s", path);
 }
 
 /* core/ speaks through svc_logf: give its lines the same prefix as ours. */
@@ -133,9 +147,13 @@ static void core_log_sink(const char *line, void *ctx)
     logmsg("%s", line);
 }
 
+/* Load the configuration (--config FILE, else the default search) and log its warnings. */
 static int load_config(struct svc_config *cfg, const char *path, struct svc_err *err)
 {
-    return path ? svc_config_load_file(cfg, path, err) : svc_config_load(cfg, err);
+    int rc = path ? svc_config_load_file(cfg, path, err) : svc_config_load(cfg, err);
+    for (size_t i = 0; rc >= 0 && i < cfg->nwarnings && cfg->warnings && cfg->warnings[i]; i++)
+        logmsg("config warning: %s", cfg->warnings[i]);
+    return rc;
 }
 
 /* The command line wins over agents.yaml: put the values the pool really runs with into
@@ -158,17 +176,10 @@ static void oom_abort(size_t n)
     abort();
 }
 
-static void log_warnings(const struct svc_config *cfg)
-{
-    for (size_t i = 0; i < cfg->nwarnings && cfg->warnings && cfg->warnings[i]; i++)
-        logmsg("config warning: %s", cfg->warnings[i]);
-}
-
 /* ---- listening socket ---- */
 
-/* socket, bind, listen on addr (libfcgi's FCGX_OpenSocket exits the process when bind or
- * listen fails, with errno as its status and a perror line: svc opens its sockets itself so
- * that a refusal is its own one line and exit code 4). Returns the fd, or -1 with errno. */
+/* socket, bind, listen on addr: not FCGX_OpenSocket, which exits the process when bind or
+ * listen fails (a refusal is svc's one line and exit code 4). The fd, or -1 with errno. */
 static int listen_on(int family, const struct sockaddr *addr, socklen_t len)
 {
     int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -185,10 +196,9 @@ static int listen_on(int family, const struct sockaddr *addr, socklen_t len)
     return fd;
 }
 
-/* The listening socket for host and port ("127.0.0.1", "::1", a name, "*" for every IPv4
- * address). IPv4, as libfcgi's was (a name such as localhost, which /etc/hosts also gives
- * ::1, must keep meaning 127.0.0.1 for a web server pointed at it), unless host is an IPv6
- * address; the first address that takes the bind. -1 with *why set (the first failure). */
+/* The listening socket for host ("127.0.0.1", "::1", a name, "*" for every IPv4 address) and
+ * port: IPv4 unless host is an IPv6 address, as libfcgi's was (localhost, which /etc/hosts also
+ * gives ::1, must stay 127.0.0.1), on the first address that binds; -1 with *why set. */
 static int listen_tcp(const char *host, const char *port, const char **why)
 {
     struct addrinfo hints = {.ai_family = strchr(host, ':') ? AF_INET6 : AF_INET,
@@ -214,15 +224,13 @@ static int listen_tcp(const char *host, const char *port, const char **why)
 }
 
 /* Create the unix socket path with mode `mode` and, when gid is not -1, group gid. Returns
- * the fd, or -1 after logging with *exit_code set. */
-static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid, char **unix_path,
-                     int *exit_code)
+ * the fd, or minus the exit code after logging. */
+static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid, char **unix_path)
 {
     struct sockaddr_un sun = {0};
-    if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':')) {
-        logmsg("%s: bad unix socket path '%s' (empty, too long or with ':')", what, path);
-        return -1;
-    }
+    if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':'))
+        return refuse(-EXIT_CONFIG, "%s: bad unix socket path '%s' (empty, too long or with ':')",
+                      what, path);
     char *dir = svc_xstrdup(path);
     char *slash = strrchr(dir, '/');
     if (slash)
@@ -234,94 +242,76 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
                what, dir, path);
     free(dir);
     if (!dir_ok)
-        return -1;
-    *exit_code = EXIT_SOCKET;
+        return -EXIT_CONFIG;
     sun.sun_family = AF_UNIX;
     memcpy(sun.sun_path, path, strlen(path));
     struct stat st;
     if (lstat(path, &st) == 0) {
-        if (!S_ISSOCK(st.st_mode)) {
-            logmsg("%s: %s exists and is not a socket", what, path);
-            return -1;
-        }
+        if (!S_ISSOCK(st.st_mode))
+            return refuse(-EXIT_SOCKET, "%s: %s exists and is not a socket", what, path);
         /* Refuse to steal the socket of a live instance. */
         int s = socket(AF_UNIX, SOCK_STREAM, 0);
-        if (s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof sun) == 0) {
-            close(s);
-            logmsg("%s: %s is in use by another process", what, path);
-            return -1;
-        }
+        bool live = s >= 0 && connect(s, (struct sockaddr *)&sun, sizeof sun) == 0;
         if (s >= 0)
             close(s);
+        if (live)
+            return refuse(-EXIT_SOCKET, "%s: %s is in use by another process", what, path);
     }
     unlink(path); /* a socket nobody answers on: a dead instance's */
     int fd = listen_on(AF_UNIX, (struct sockaddr *)&sun, sizeof sun);
-    if (fd < 0) {
-        logmsg("%s: cannot listen on %s: %s", what, path, strerror(errno));
-        return -1;
-    }
-    /* The web server (www-data, nobody) connects through server.socket_group or the
-     * mode; nobody else should (they would bypass its deny and limit_req). */
+    if (fd < 0)
+        return refuse(-EXIT_SOCKET, "%s: cannot listen on %s: %s", what, path, strerror(errno));
+    /* only the web server, through the group or mode: others would bypass its deny rules */
     if ((gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) || chmod(path, mode) < 0) {
         logmsg("%s: cannot set the owner or mode of %s: %s", what, path, strerror(errno));
         close(fd);
         unlink(path);
-        return -1;
+        return -EXIT_SOCKET;
     }
     *unix_path = svc_xstrdup(path);
     return fd;
 }
 
-/* Listen on hp, "[HOST:]PORT" of a "tcp:" spec. Returns the fd, or -1 after logging with
- * *exit_code set. */
-static int open_tcp(const char *spec, const char *hp, const char *what, int *exit_code)
+/* Listen on hp, "[HOST:]PORT" of a "tcp:" spec. Returns the fd, or minus the exit code after
+ * logging. */
+static int open_tcp(const char *spec, const char *hp, const char *what)
 {
     const char *colon = strrchr(hp, ':');
     const char *port = colon ? colon + 1 : hp;
     char host[256] = "127.0.0.1";
     if (colon) {
-        if ((size_t)(colon - hp) >= sizeof host || colon == hp) {
-            logmsg("%s: bad host in '%s'", what, spec);
-            return -1;
-        }
+        if ((size_t)(colon - hp) >= sizeof host || colon == hp)
+            return refuse(-EXIT_CONFIG, "%s: bad host in '%s'", what, spec);
         snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
     }
     char *end;
     long p = strtol(port, &end, 10);
-    if (!*port || *end || p < 1 || p > 65535) {
-        logmsg("%s: bad port in '%s'", what, spec);
-        return -1;
-    }
+    if (!*port || *end || p < 1 || p > 65535)
+        return refuse(-EXIT_CONFIG, "%s: bad port in '%s'", what, spec);
     size_t hl = strlen(host);
     if (hl >= 2 && host[0] == '[' && host[hl - 1] == ']') { /* [::1]:9000 */
         memmove(host, host + 1, hl - 2);
         host[hl - 2] = '\0';
     }
-    *exit_code = EXIT_SOCKET;
     const char *why = NULL;
     int fd = listen_tcp(host, port, &why);
-    if (fd < 0) {
-        logmsg("%s: cannot listen on %s%s%s:%s: %s", what, strchr(host, ':') ? "[" : "", host,
-               strchr(host, ':') ? "]" : "", port, why);
-        return -1;
-    }
+    if (fd < 0)
+        return refuse(-EXIT_SOCKET, "%s: cannot listen on %s%s%s:%s: %s", what,
+                      strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port, why);
     return fd;
 }
 
-/* Open "unix:PATH" or "tcp:[HOST:]PORT" (what names the setting in messages: "server.listen"
- * or "--listen"). A unix socket gets mode `mode` and, when gid is not -1, group gid.
- * Returns the fd, or -1 after logging one line with *exit_code set (EXIT_CONFIG, EXIT_SOCKET). */
-static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gid, char **unix_path,
-                       int *exit_code)
+/* Open "unix:PATH" (mode `mode`, group gid unless -1) or "tcp:[HOST:]PORT"; what names the
+ * setting in messages ("server.listen", "--listen"). The fd, or minus the exit code after
+ * logging one line. */
+static int open_listen(const char *spec, const char *what, mode_t mode, gid_t gid, char **unix_path)
 {
     *unix_path = NULL;
-    *exit_code = EXIT_CONFIG;
     if (strncmp(spec, "unix:", 5) == 0)
-        return open_unix(spec + 5, what, mode, gid, unix_path, exit_code);
+        return open_unix(spec + 5, what, mode, gid, unix_path);
     if (strncmp(spec, "tcp:", 4) == 0)
-        return open_tcp(spec, spec + 4, what, exit_code);
-    logmsg("%s: '%s' must be unix:PATH or tcp:[HOST:]PORT", what, spec);
-    return -1;
+        return open_tcp(spec, spec + 4, what);
+    return refuse(-EXIT_CONFIG, "%s: '%s' must be unix:PATH or tcp:[HOST:]PORT", what, spec);
 }
 
 static bool is_listening_socket(int fd)
@@ -333,10 +323,9 @@ static bool is_listening_socket(int fd)
 
 /* ---- worker ---- */
 
-/* A worker keeps the stop, reload and reopen signals blocked (from the master's mask) and
- * reads them from a signalfd while it waits for work, so no system call of a request or of
- * libfcgi is ever interrupted by one; it accepts connections itself and hands libfcgi only
- * a connection whose first bytes have arrived, so a stop never waits inside libfcgi. */
+/* A worker reads its blocked signals from a signalfd while it waits, so none interrupts a
+ * system call of a request or of libfcgi; it accepts connections itself and hands libfcgi
+ * only one whose first bytes arrived, so a stop never waits inside libfcgi. */
 struct worker {
     int listen_fd; /* non-blocking (the master's pool_open): several workers poll it */
     int sfd;       /* signalfd of SIGTERM, SIGINT, SIGHUP and SIGUSR1 */
@@ -351,15 +340,13 @@ struct worker {
  * once the worker is stopping, on any socket. */
 #define FIRST_BYTES_S 2.0
 
-/* A drain ends when the queue is empty or after this long: when the master was SIGKILLed
- * its socket's name was never removed, so a web server keeps queueing new connections and
- * the queue would never empty; once the workers are gone, connects are refused and the
- * web server passes them to another pool, and a new master can bind the name again. */
+/* A drain ends when the queue is empty or after this long: after a SIGKILLed master the
+ * socket's name stays and the web server keeps queueing on it; once the workers are gone,
+ * connects are refused (the web server tries another pool) and a new master can bind it. */
 #define DRAIN_MAX_S 3.0
 
-/* Read the pending signals into the flags. SIGTERM/SIGINT: stop (after the queued connections
- * when draining); SIGHUP: stop at once (a reload: the new workers take the queue); SIGUSR1:
- * reopen the log. */
+/* Read the pending signals into the flags: SIGTERM/SIGINT stop (after the queue when
+ * draining), SIGHUP stops at once (a reload: new workers take the queue), SIGUSR1 reopens. */
 static void worker_signals(struct worker *w)
 {
     struct signalfd_siginfo si;
@@ -402,10 +389,9 @@ static bool await_bytes(struct worker *w, int fd, bool limited)
     }
 }
 
-/* The FastCGI peers a pool accepts (SPEC 19): those of server.fcgi_allow and of libfcgi's
- * FCGI_WEB_SERVER_ADDRS (comma-separated, as libfcgi read it; IPv6 too now) together; when
- * neither names one, loopback only. A peer without an address (a unix socket) is the
- * socket mode's to guard. Returns whether a list was given, or -1 after logging an entry of
+/* The FastCGI peers a pool accepts (SPEC 19): server.fcgi_allow and libfcgi's comma-separated
+ * FCGI_WEB_SERVER_ADDRS (IPv6 too) together, else loopback only; a unix socket's peers are
+ * its mode's to guard. Whether a list was given, or -1 after logging an entry of
  * FCGI_WEB_SERVER_ADDRS that is not an address (the settings' are checked at load). */
 static int allow_list(const struct svc_config *cfg, struct svc_acl *a)
 {
@@ -417,10 +403,9 @@ static int allow_list(const struct svc_config *cfg, struct svc_acl *a)
         char one[64];
         size_t n = strcspn(p, ",");
         snprintf(one, sizeof one, "%.*s", (int)(n < sizeof one ? n : sizeof one - 1), p);
-        if (n > 0 && svc_acl_add(a, one) < 0) {
-            logmsg("FCGI_WEB_SERVER_ADDRS: '%s' is not an IPv4 or IPv6 address or network", one);
-            return -1;
-        }
+        if (n > 0 && svc_acl_add(a, one) < 0)
+            return refuse(
+                -1, "FCGI_WEB_SERVER_ADDRS: '%s' is not an IPv4 or IPv6 address or network", one);
         given = given || n > 0;
         p += n + (p[n] ? 1 : 0);
     }
@@ -456,10 +441,9 @@ static bool peer_allowed(const struct svc_acl *a, const struct sockaddr_storage 
     return false;
 }
 
-/* What the listener and the settings expose (SPEC 19), at start and on reload:
- * server.user_param on a TCP listener without an allow list is refused (whoever reaches the
- * port could name any user); no token and no users while peers beyond loopback may connect
- * is said loudly. Returns 0, or EXIT_CONFIG after logging. */
+/* What the listener and settings expose (SPEC 19), at start and on reload: server.user_param
+ * on TCP without an allow list is refused (any peer could name any user); no token and no
+ * users with peers beyond loopback is said loudly. 0, or EXIT_CONFIG after logging. */
 static int exposure_check(int listen_fd, const struct svc_config *cfg)
 {
     struct sockaddr_storage ss;
@@ -478,13 +462,13 @@ static int exposure_check(int listen_fd, const struct svc_config *cfg)
                    "(server.socket_mode, server.socket_group)");
         return 0;
     }
-    if (cfg->server.user_param[0] && !given) {
-        logmsg("server.user_param: refusing to start: on a TCP listener any process that reaches "
-               "the port could send %s and act as any user; list the web servers' addresses in "
-               "server.fcgi_allow (e.g. [127.0.0.1]) or listen on a unix socket",
-               cfg->server.user_param);
-        return EXIT_CONFIG;
-    }
+    if (cfg->server.user_param[0] && !given)
+        return refuse(
+            EXIT_CONFIG,
+            "server.user_param: refusing to start: on a TCP listener any process that reaches "
+            "the port could send %s and act as any user; list the web servers' addresses in "
+            "server.fcgi_allow (e.g. [127.0.0.1]) or listen on a unix socket",
+            cfg->server.user_param);
     if (!given && !svc_acl_loopback_addr((struct sockaddr *)&ss))
         logmsg("server.fcgi_allow is empty: this TCP listener takes loopback peers only; list "
                "the web servers that connect from elsewhere (docs/OPS.md, \"Safe by default\")");
@@ -495,9 +479,8 @@ static int exposure_check(int listen_fd, const struct svc_config *cfg)
     return 0;
 }
 
-/* The roots svc writes, checked as the user it runs as: one line for each that cannot be
- * written, naming it and the error (at start and on reload; health and every 503 say the
- * same, core/fsio.h). */
+/* The roots svc writes, checked as the user it runs as (at start and on reload): one line for
+ * each that cannot be written, as health and every 503 say (core/fsio.h). */
 static void roots_check(const struct svc_config *cfg)
 {
     char why[512];
@@ -509,10 +492,9 @@ static void roots_check(const struct svc_config *cfg)
         logmsg("%s: runs go on without their memory digests", why);
 }
 
-/* The next connection from the listener: waits in poll(2) with the signals while the queue
- * is empty (another worker may have taken what woke us: the accept then fails with EAGAIN).
- * -1 when a signal came first, or a stopping worker finds the queue empty; *failed is errno
- * when the listener itself fails. */
+/* The next connection: polls the listener and the signals while the queue is empty (another
+ * worker may take what woke us: EAGAIN). -1 when a signal came first or a stopping worker
+ * finds the queue empty; *failed is errno when the listener itself fails. */
 static int accept_next(struct worker *w, int *failed)
 {
     for (;;) {
@@ -547,20 +529,12 @@ static int accept_next(struct worker *w, int *failed)
     }
 }
 
-/* Whether a connection waits in the listen queue (a drain serves those before exiting). */
-static bool backlog_pending(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
-}
-
-/* Whether a stopping worker leaves now (see DRAIN_MAX_S). */
+/* Whether a stopping worker leaves now: no drain, an empty listen queue, or DRAIN_MAX_S. */
 static bool drain_over(const struct worker *w)
 {
-    if (!w->stop)
-        return false;
-    return w->nodrain || !w->drain || !backlog_pending(w->listen_fd) ||
-           svc_time_monotonic() - w->stop_at > DRAIN_MAX_S;
+    struct pollfd p = {.fd = w->listen_fd, .events = POLLIN};
+    return w->stop && (w->nodrain || !w->drain || poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN) ||
+                       svc_time_monotonic() - w->stop_at > DRAIN_MAX_S);
 }
 
 /* Put the next request's connection into fr, its first bytes arrived: the one libfcgi kept
@@ -611,27 +585,33 @@ static void serve_one(FCGX_Request *fr, const struct svc_config *cfg, const stru
     http_req_free(&r);
 }
 
+/* The signals the pool takes synchronously: stop, reload, reopen, and (master) SIGCHLD. */
+static void pool_signals(sigset_t *set, bool chld)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGUSR1);
+    if (chld)
+        sigaddset(set, SIGCHLD);
+}
+
 /* The worker's signalfd (the signals stay blocked, as the master's mask left them) and
  * SIGCHLD back to its default for the programs and runs it waits for. -1 on failure. */
 static int worker_signal_fd(void)
 {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGUSR1);
+    sigset_t set, chld;
+    pool_signals(&set, false);
     signal(SIGCHLD, SIG_DFL);
-    sigset_t chld;
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     sigprocmask(SIG_UNBLOCK, &chld, NULL);
     return signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
 }
 
-/* drain: on stop, first serve the connections already queued (the master unlinked our own
- * socket, so no new ones arrive), for DRAIN_MAX_S at most; false for an inherited socket,
- * left to its owner. */
+/* drain: on stop, first serve the queued connections (none arrive on the unlinked socket),
+ * for DRAIN_MAX_S at most; false for an inherited socket, left to its owner. */
 static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master, bool drain,
                        const char *log_path)
 {
@@ -642,10 +622,8 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     w.sfd = worker_signal_fd();
     if (allow_list(cfg, &w.acl) < 0) /* the master checked it: only if the environment moved */
         return 1;
-    if (w.sfd < 0) {
-        logmsg("worker: signalfd: %s", strerror(errno));
-        return 1;
-    }
+    if (w.sfd < 0)
+        return refuse(1, "worker: signalfd: %s", strerror(errno));
     /* Die with the master rather than linger as an orphan. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != master)
@@ -660,11 +638,9 @@ static int worker_main(int listen_fd, const struct svc_config *cfg, pid_t master
     int64_t served = 0;
     int rc = 0;
     while (served < cfg->server.max_requests) {
-        if (w.reopen) {
-            w.reopen = false;
-            if (log_path && log_reopen(log_path) < 0)
-                logmsg("log: cannot reopen %s: %s", log_path, strerror(errno));
-        }
+        if (w.reopen)
+            log_rotate(log_path, false);
+        w.reopen = false;
         if (drain_over(&w))
             break;
         int got = next_connection(&w, &fr);
@@ -697,20 +673,18 @@ struct child {
 static struct child children[MAX_CHILDREN];
 static int nchildren;
 
-static int count_gen(unsigned gen)
+/* The workers of generation gen (0: every one): how many, each sent sig unless it is 0. */
+static int workers_of(unsigned gen, int sig)
 {
     int n = 0;
-    for (int i = 0; i < nchildren; i++)
-        if (children[i].gen == gen)
-            n++;
-    return n;
-}
-
-static void signal_gen(unsigned gen, bool all, int sig)
-{
-    for (int i = 0; i < nchildren; i++)
-        if (all || children[i].gen == gen)
+    for (int i = 0; i < nchildren; i++) {
+        if (gen != 0 && children[i].gen != gen)
+            continue;
+        if (sig)
             kill(children[i].pid, sig);
+        n++;
+    }
+    return n;
 }
 
 struct pool {
@@ -731,7 +705,7 @@ static pid_t spawn_worker(const struct pool *pl, struct svc_config *cfg, unsigne
     pid_t pid = fork();
     if (pid < 0) {
         logmsg("fork: %s", strerror(errno));
-        held_release(slot);
+        held_release(slot, NULL, 0);
         return -1;
     }
     if (pid == 0) {
@@ -753,17 +727,14 @@ static pid_t spawn_worker(const struct pool *pl, struct svc_config *cfg, unsigne
 static void repair_held(const struct svc_config *cfg, int slot, pid_t pid)
 {
     char sid[132];
-    if (held_get(slot, sid, sizeof sid)) {
-        struct svc_err err;
-        svc_err_clear(&err);
-        int rc = svc_session_repair_stale(cfg, sid, &err);
-        if (rc == 1)
-            logmsg("worker %d died during a run on session %s: repaired it", (int)pid, sid);
-        else if (rc < 0)
-            logmsg("worker %d died during a run on session %s: repair failed: %s", (int)pid, sid,
-                   err.message);
-    }
-    held_release(slot);
+    struct svc_err err;
+    svc_err_clear(&err);
+    int rc = held_release(slot, sid, sizeof sid) ? svc_session_repair_stale(cfg, sid, &err) : 0;
+    if (rc == 1)
+        logmsg("worker %d died during a run on session %s: repaired it", (int)pid, sid);
+    else if (rc < 0)
+        logmsg("worker %d died during a run on session %s: repair failed: %s", (int)pid, sid,
+               err.message);
 }
 
 /* Reap exited children; returns how many of generation gen died abnormally within
@@ -800,23 +771,18 @@ static int reap(const struct svc_config *cfg, unsigned gen, bool stopping, int *
     return quick;
 }
 
-/* Stop taking new connections at once: a socket we created is unlinked (a new connect fails,
- * so the web server moves to its next upstream) and our copy of the listener closed; a TCP
- * listener is shut down for every process that shares it. The workers serve what is queued. */
+/* Stop taking new connections at once: our unix socket is unlinked (the web server moves to
+ * its next upstream), a TCP one shut down; the workers serve what is queued. */
 static void drain_socket(struct pool *pl)
 {
     if (!pl->own || pl->listen_fd < 0)
         return;
-    if (pl->unix_path) {
-        if (unlink(pl->unix_path) < 0 && errno != ENOENT) {
-            /* the path stays: refuse new connections on it instead */
-            logmsg("drain: cannot unlink %s: %s; shutting the listener down", pl->unix_path,
-                   strerror(errno));
-            shutdown(pl->listen_fd, SHUT_RD);
-        }
-    } else {
+    bool stays = pl->unix_path && unlink(pl->unix_path) < 0 && errno != ENOENT;
+    if (stays) /* the path stays: refuse new connections on it instead */
+        logmsg("drain: cannot unlink %s: %s; shutting the listener down", pl->unix_path,
+               strerror(errno));
+    if (stays || !pl->unix_path)
         shutdown(pl->listen_fd, SHUT_RD);
-    }
     close(pl->listen_fd);
     pl->listen_fd = -1;
 }
@@ -827,7 +793,6 @@ struct master {
     struct svc_config *cfg;
     const struct opts *o;
     unsigned gen; /* the generation of workers the configuration is for */
-    int nworkers;
     bool stopping;
     double stop_at, next_spawn;
     int quick_streak;  /* workers of this generation that died right after start, in a row */
@@ -846,7 +811,7 @@ static void master_stop(struct master *m, int sig)
            nchildren);
     m->stopping = true;
     m->stop_at = svc_time_monotonic();
-    signal_gen(0, true, SIGTERM);
+    workers_of(0, SIGTERM);
 }
 
 /* SIGHUP: a valid configuration replaces the workers gracefully; an invalid one is refused. */
@@ -859,7 +824,6 @@ static void master_reload(struct master *m)
         logmsg("reload refused, keeping the running configuration: %s", err.message);
         return;
     }
-    log_warnings(&ncfg);
     if (m->pl->listen_fd >= 0 && exposure_check(m->pl->listen_fd, &ncfg) != 0) {
         logmsg("reload refused, keeping the running configuration");
         svc_config_free(&ncfg);
@@ -873,13 +837,12 @@ static void master_reload(struct master *m)
     svc_config_free(m->cfg);
     *m->cfg = ncfg;
     umask((mode_t)svc_config_octal(m->cfg->server.umask));
-    signal_gen(m->gen, false, SIGHUP); /* old workers finish and exit */
+    workers_of(m->gen, SIGHUP); /* old workers finish and exit */
     m->gen++;
     m->quick_streak = 0;
     m->backoff = 0;
-    m->nworkers = m->o->workers > 0 ? m->o->workers : m->cfg->server.workers;
     m->next_spawn = 0;
-    logmsg("reloaded configuration: %d workers", m->nworkers);
+    logmsg("reloaded configuration: %d workers", m->cfg->server.workers);
 }
 
 static void master_signal(struct master *m, int sig)
@@ -887,11 +850,8 @@ static void master_signal(struct master *m, int sig)
     if (sig == SIGTERM || sig == SIGINT) {
         master_stop(m, sig);
     } else if (sig == SIGUSR1 && m->pl->log_path) {
-        if (log_reopen(m->pl->log_path) < 0)
-            logmsg("log: cannot reopen %s: %s", m->pl->log_path, strerror(errno));
-        else
-            logmsg("log: reopened %s", m->pl->log_path);
-        signal_gen(0, true, SIGUSR1);
+        log_rotate(m->pl->log_path, true);
+        workers_of(0, SIGUSR1);
     } else if (sig == SIGHUP && !m->stopping) {
         master_reload(m);
     }
@@ -903,17 +863,14 @@ static void master_reap(struct master *m)
 {
     int slow = 0;
     int quick = reap(m->cfg, m->gen, m->stopping, &slow);
-    if (slow > 0 && quick == 0) {
-        m->quick_streak = 0; /* it ran for a while: not a crash loop, respawn at once */
+    double t = svc_time_monotonic();
+    /* one ran for a while (respawn at once), or calm for a while (a new streak) */
+    if ((slow > 0 && quick == 0) || (quick > 0 && t - m->last_quick > 10.0)) {
+        m->quick_streak = 0;
         m->backoff = 0;
     }
     if (quick == 0)
         return;
-    double t = svc_time_monotonic();
-    if (t - m->last_quick > 10.0) { /* calm for a while: a new streak */
-        m->quick_streak = 0;
-        m->backoff = 0;
-    }
     m->last_quick = t;
     m->quick_streak += quick;
     if (m->quick_streak >= CRASH_LOOP_DEATHS && !m->stopping) {
@@ -926,13 +883,10 @@ static void master_reap(struct master *m)
     }
 }
 
-/* Before workers are forked from the master: loading the listing leaves the heap strewn
- * with freed chunks between live ones (parsed lines, summaries moved into the file) in
- * glibc's unsorted list. Each process sorts that list at its next allocations, up to
- * 10,000 chunks a malloc, writing into every chunk: after the fork every worker would copy
- * the master's heap page by page (measured: 82 MB private a worker at 100k sessions, after
- * one health request). Sorted here by allocations that no free chunk fits, the heap stays
- * shared; the free pages go back to the system. */
+/* Before forking workers: loading the listing leaves freed chunks in glibc's unsorted list,
+ * which each process sorts at its next mallocs, writing into every chunk, so every worker
+ * would copy the master's heap (measured: 82 MB private a worker at 100k sessions after one
+ * health request). Sorted here by allocations no free chunk fits, the heap stays shared. */
 static void heap_settle(void)
 {
 #ifdef __GLIBC__
@@ -967,39 +921,34 @@ static int spawn_detached(void (*work)(void *ctx), void *ctx)
     return 0;
 }
 
-/* Bring the current generation up to nworkers (unless stopping or backing off); past the
- * grace period of a stop, kill the workers still busy. */
+/* Bring the current generation up to server.workers (unless stopping or backing off); past
+ * the grace period of a stop, kill the workers still busy. */
 static void master_tend(struct master *m, double now)
 {
     if (!m->stopping && now >= m->next_spawn) {
-        if (count_gen(m->gen) < m->nworkers) {
+        if (workers_of(m->gen, 0) < m->cfg->server.workers) {
             svc_sessions_warm(m->cfg); /* new workers inherit the listing index, loaded */
             heap_settle();
         }
-        while (count_gen(m->gen) < m->nworkers && spawn_worker(m->pl, m->cfg, m->gen) > 0)
+        while (workers_of(m->gen, 0) < m->cfg->server.workers &&
+               spawn_worker(m->pl, m->cfg, m->gen) > 0)
             ;
     }
     double grace = (double)m->cfg->server.run_timeout_s + 30.0;
     if (m->stopping && now - m->stop_at > grace) {
         logmsg("stop: %d workers still busy after %.0fs, killing", nchildren, grace);
-        signal_gen(0, true, SIGKILL);
+        workers_of(0, SIGKILL);
     }
 }
 
 static int master_main(struct pool *pl, struct svc_config *cfg, const struct opts *o)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGUSR1);
+    pool_signals(&set, true);
     sigprocmask(SIG_BLOCK, &set, NULL); /* taken with sigtimedwait; workers inherit the mask */
 
     struct master m = {.pl = pl, .cfg = cfg, .o = o, .gen = 1};
-    m.nworkers = o->workers > 0 ? o->workers : cfg->server.workers;
-    logmsg("master started: %d workers, max_requests %lld, config %s", m.nworkers,
+    logmsg("master started: %d workers, max_requests %lld, config %s", cfg->server.workers,
            (long long)cfg->server.max_requests, cfg->source ? cfg->source : "(defaults)");
     for (;;) {
         double now = svc_time_monotonic();
@@ -1033,29 +982,24 @@ static void usage(FILE *f)
                "4 socket could not be created.\n");
 }
 
-/* The ids --user/--group name; *uid -1 when no --user. Return 0, or -1 after logging. */
-static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid, char **home)
+/* The ids --user/--group name (*uid -1 when no --user), and HOME set to --user's. Return 0,
+ * or -1 after logging. */
+static int resolve_identity(const struct opts *o, uid_t *uid, gid_t *gid)
 {
     struct passwd *pw = o->user ? getpwnam(o->user) : NULL;
     struct group *gr = o->group ? getgrnam(o->group) : NULL;
     *uid = pw ? pw->pw_uid : (uid_t)-1;
     *gid = gr ? gr->gr_gid : pw ? pw->pw_gid : (gid_t)-1;
-    *home = NULL;
-    if (o->user && !pw) {
-        logmsg("--user: no such user '%s'", o->user);
-        return -1;
-    }
-    if (o->group && !gr) {
-        logmsg("--group: no such group '%s'", o->group);
-        return -1;
-    }
+    if (o->user && !pw)
+        return refuse(-1, "--user: no such user '%s'", o->user);
+    if (o->group && !gr)
+        return refuse(-1, "--group: no such group '%s'", o->group);
     if ((o->user || o->group) && geteuid() != 0 &&
-        ((*uid != (uid_t)-1 && *uid != geteuid()) || (*gid != (gid_t)-1 && *gid != getegid()))) {
-        logmsg("--user/--group: changing identity needs root (running as uid %d)", (int)geteuid());
-        return -1;
-    }
-    if (pw)
-        *home = svc_xstrdup(pw->pw_dir ? pw->pw_dir : "/");
+        ((*uid != (uid_t)-1 && *uid != geteuid()) || (*gid != (gid_t)-1 && *gid != getegid())))
+        return refuse(-1, "--user/--group: changing identity needs root (running as uid %d)",
+                      (int)geteuid());
+    if (pw) /* paths that default to ~ are the user's we become, as if started by that user */
+        setenv("HOME", pw->pw_dir ? pw->pw_dir : "/", 1);
     return 0;
 }
 
@@ -1065,24 +1009,16 @@ static int drop_privileges(const struct opts *o, uid_t uid, gid_t gid)
     if (geteuid() != 0)
         return 0;
     if (gid != (gid_t)-1) {
-        if (o->user ? initgroups(o->user, gid) < 0 : setgroups(0, NULL) < 0) {
-            logmsg("--user: cannot set supplementary groups: %s", strerror(errno));
-            return -1;
-        }
-        if (setgid(gid) < 0) {
-            logmsg("--group: setgid(%d): %s", (int)gid, strerror(errno));
-            return -1;
-        }
+        if (o->user ? initgroups(o->user, gid) < 0 : setgroups(0, NULL) < 0)
+            return refuse(-1, "--user: cannot set supplementary groups: %s", strerror(errno));
+        if (setgid(gid) < 0)
+            return refuse(-1, "--group: setgid(%d): %s", (int)gid, strerror(errno));
     }
     if (uid != (uid_t)-1) {
-        if (setuid(uid) < 0) {
-            logmsg("--user: setuid(%d): %s", (int)uid, strerror(errno));
-            return -1;
-        }
-        if (uid != 0 && setuid(0) == 0) {
-            logmsg("--user: root could be regained after dropping it; refusing to run");
-            return -1;
-        }
+        if (setuid(uid) < 0)
+            return refuse(-1, "--user: setuid(%d): %s", (int)uid, strerror(errno));
+        if (uid != 0 && setuid(0) == 0)
+            return refuse(-1, "--user: root could be regained after dropping it; refusing to run");
     }
     return 0;
 }
@@ -1130,26 +1066,20 @@ static int parse_args(int argc, char **argv, struct opts *o)
         {"group", required_argument, NULL, 'g'},  {"log", required_argument, NULL, 'L'},
         {"help", no_argument, NULL, 'h'},         {"version", no_argument, NULL, 'V'},
         {"routes", no_argument, NULL, 'R'},       {NULL, 0, NULL, 0}};
+    const char **strings[] = {['l'] = &o->listen,
+                              ['c'] = &o->config,
+                              ['u'] = &o->user,
+                              ['g'] = &o->group,
+                              ['L'] = &o->log};
     int c;
     while ((c = getopt_long(argc, argv, "l:w:c:u:g:L:hV", lopts, NULL)) != -1) {
         char *end;
         long n;
+        if (c > 0 && (size_t)c < sizeof strings / sizeof *strings && strings[c]) {
+            *strings[c] = optarg;
+            continue;
+        }
         switch (c) {
-        case 'l':
-            o->listen = optarg;
-            break;
-        case 'c':
-            o->config = optarg;
-            break;
-        case 'u':
-            o->user = optarg;
-            break;
-        case 'g':
-            o->group = optarg;
-            break;
-        case 'L':
-            o->log = optarg;
-            break;
         case 'w':
             n = strtol(optarg, &end, 10);
             if (*end || n < 1 || n > 256) {
@@ -1179,9 +1109,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
     return -1;
 }
 
-/* The socket handed to us, unless --listen names one: fd 0 (spawn-fcgi, systemd
- * StandardInput=socket, mod_fcgid) or fd 3 (LISTEN_FDS); else -1, with *cgi set when this
- * is one plain CGI request. Decided before the config, so plain CGI can answer its error. */
+/* The socket handed to us unless --listen names one, fd 0 or 3 (see the top); else -1, with
+ * *cgi set for one plain CGI request (decided before the config: CGI answers its error). */
 static int inherited_socket(struct opts *o, bool *cgi)
 {
     int fd = -1;
@@ -1204,37 +1133,34 @@ static int inherited_socket(struct opts *o, bool *cgi)
     return fd;
 }
 
-/* Open the pool's socket (or take the inherited one in pl->listen_fd) and make it
- * non-blocking: every worker polls it, and the one that loses the race for a connection
- * must not block in accept(2). Return 0, or an exit code after logging. */
+/* Open the pool's socket (or take the inherited pl->listen_fd), non-blocking: a worker that
+ * loses the race for a connection must not block in accept(2). 0, or an exit code. */
 static int pool_open(struct pool *pl, const struct opts *o, const struct svc_config *cfg)
 {
     if (pl->listen_fd >= 0) {
         logmsg("serving the socket on fd %d", pl->listen_fd);
         pl->inherited_flags = fcntl(pl->listen_fd, F_GETFL);
         if (pl->inherited_flags < 0 ||
-            fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags | O_NONBLOCK) < 0) {
-            logmsg("fd %d: cannot make it non-blocking: %s", pl->listen_fd, strerror(errno));
-            return EXIT_SOCKET;
-        }
+            fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags | O_NONBLOCK) < 0)
+            return refuse(EXIT_SOCKET, "fd %d: cannot make it non-blocking: %s", pl->listen_fd,
+                          strerror(errno));
         return 0;
     }
     gid_t sock_gid = (gid_t)-1;
     if (cfg->server.socket_group[0]) {
         struct group *gr = getgrnam(cfg->server.socket_group);
-        if (!gr) {
-            logmsg("config: server.socket_group: no such group '%s'", cfg->server.socket_group);
-            return EXIT_CONFIG;
-        }
+        if (!gr)
+            return refuse(EXIT_CONFIG, "config: server.socket_group: no such group '%s'",
+                          cfg->server.socket_group);
         sock_gid = gr->gr_gid;
     }
     const char *spec = o->listen ? o->listen : cfg->server.listen;
-    int code;
-    pl->listen_fd = open_listen(spec ? spec : "", o->listen ? "--listen" : "server.listen",
-                                (mode_t)svc_config_octal(cfg->server.socket_mode), sock_gid,
-                                &pl->unix_path, &code);
-    if (pl->listen_fd < 0)
-        return code;
+    int fd =
+        open_listen(spec ? spec : "", o->listen ? "--listen" : "server.listen",
+                    (mode_t)svc_config_octal(cfg->server.socket_mode), sock_gid, &pl->unix_path);
+    if (fd < 0)
+        return -fd;
+    pl->listen_fd = fd;
     pl->own = true;
     logmsg("listening on %s", spec);
     return 0;
@@ -1244,12 +1170,13 @@ static int pool_open(struct pool *pl, const struct opts *o, const struct svc_con
  * one gets its file flags back for its owner. */
 static void pool_close(struct pool *pl)
 {
-    if (pl->listen_fd >= 0 && pl->unix_path)
-        unlink(pl->unix_path);
-    if (pl->listen_fd >= 0 && pl->inherited_flags >= 0)
-        fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags);
-    if (pl->listen_fd >= 0)
+    if (pl->listen_fd >= 0) {
+        if (pl->unix_path)
+            unlink(pl->unix_path);
+        if (pl->inherited_flags >= 0)
+            fcntl(pl->listen_fd, F_SETFL, pl->inherited_flags);
         close(pl->listen_fd);
+    }
     free(pl->unix_path);
 }
 
@@ -1262,15 +1189,11 @@ int main(int argc, char **argv)
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;
-    if (o.log && log_reopen(o.log) < 0) {
-        logmsg("--log: cannot open %s: %s", o.log, strerror(errno));
-        return EXIT_CONFIG;
-    }
+    if (o.log && log_reopen(o.log) < 0)
+        return refuse(EXIT_CONFIG, "--log: cannot open %s: %s", o.log, strerror(errno));
     signal(SIGPIPE, SIG_IGN);
-    if (FCGX_Init() != 0) {
-        logmsg("FCGX_Init failed");
-        return EXIT_FAIL;
-    }
+    if (FCGX_Init() != 0)
+        return refuse(EXIT_FAIL, "FCGX_Init failed");
     h_base_start(svc_time_now(), (int)getpid());
     bool cgi = false;
     struct pool pl = {
@@ -1278,26 +1201,17 @@ int main(int argc, char **argv)
 
     uid_t uid = (uid_t)-1;
     gid_t gid = (gid_t)-1;
-    char *user_home = NULL;
-    if (!cgi && resolve_identity(&o, &uid, &gid, &user_home) < 0)
+    if (!cgi && resolve_identity(&o, &uid, &gid) < 0)
         return EXIT_CONFIG;
-    /* Paths that default to ~ are the user's we become, as if started by that user. */
-    if (user_home) {
-        setenv("HOME", user_home, 1);
-        free(user_home);
-    }
     struct svc_config cfg = {0};
     struct svc_err err;
     svc_err_clear(&err);
     if (load_config(&cfg, o.config, &err) < 0) {
-        if (!cgi) {
-            logmsg("config: %s", err.message);
-            return EXIT_CONFIG;
-        }
+        if (!cgi)
+            return refuse(EXIT_CONFIG, "config: %s", err.message);
         serve_one(NULL, NULL, &err); /* plain CGI answers the refusal */
         return 0;
     }
-    log_warnings(&cfg);
     umask((mode_t)svc_config_octal(cfg.server.umask));
     rc = 0;
     if (cgi)

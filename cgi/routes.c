@@ -101,21 +101,13 @@ static int split(const char *path, struct seg *segs, int max)
 {
     if (!path || path[0] != '/')
         return -1;
-    int n = 0;
-    const char *p = path + 1;
-    for (;;) {
-        const char *slash = strchr(p, '/');
-        size_t len = slash ? (size_t)(slash - p) : strlen(p);
-        if (n == max)
-            return -1;
-        segs[n].p = p;
-        segs[n].n = len;
-        n++;
-        if (!slash)
-            break;
-        p = slash + 1;
+    for (int n = 0; n < max; n++) {
+        segs[n] = (struct seg){path + 1, strcspn(path + 1, "/")};
+        path += segs[n].n + 1;
+        if (!*path)
+            return n + 1;
     }
-    return n;
+    return -1;
 }
 
 /* Whether segs match the pattern; fills r's params when r is not NULL. strict: a

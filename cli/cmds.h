@@ -20,7 +20,7 @@ int cmd_search(struct svc_config *cfg, int argc, char **argv);
 int svc_cli_root_missing(const struct svc_config *cfg);
 /* svc.c: err as the one line "svc: <code>: <message>" on stderr; returns 1. */
 int svc_cli_fail(const struct svc_err *err);
-/* svc.c: o as svc writes JSON (indented) on stdout, and a newline. */
-void svc_cli_print_json(json_object *o);
+/* svc.c: o as svc writes JSON (indented) on stdout, and a newline; o is released. Returns 0. */
+int svc_cli_print_json(json_object *o);
 
 #endif

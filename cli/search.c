@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "cmds.h"
-#include "jsonx.h"
 #include "search.h"
 #include "util.h"
 
@@ -59,9 +58,5 @@ int cmd_search(struct svc_config *cfg, int argc, char **argv)
         return search_usage("search needs a QUERY");
     struct svc_err err;
     json_object *out = NULL;
-    if (svc_search(cfg, &q, &out, &err) != 0)
-        return svc_cli_fail(&err);
-    svc_cli_print_json(out);
-    json_object_put(out);
-    return 0;
+    return svc_search(cfg, &q, &out, &err) != 0 ? svc_cli_fail(&err) : svc_cli_print_json(out);
 }

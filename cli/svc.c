@@ -52,12 +52,14 @@ int svc_cli_fail(const struct svc_err *err)
     return 1;
 }
 
-void svc_cli_print_json(json_object *o)
+int svc_cli_print_json(json_object *o)
 {
     char *s = svc_json_dump_native(o);
     if (s)
         printf("%s\n", s);
     free(s);
+    json_object_put(o);
+    return 0;
 }
 
 static int parse_int(const char *s, long min, long max, long *out)
@@ -91,12 +93,8 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
         printf("%s: ok\n", src);
         return 0;
     }
-    if (strcmp(argv[0], "show") == 0 && argc == 1) {
-        json_object *o = svc_config_to_json(cfg);
-        svc_cli_print_json(o);
-        json_object_put(o);
-        return 0;
-    }
+    if (strcmp(argv[0], "show") == 0 && argc == 1)
+        return svc_cli_print_json(svc_config_to_json(cfg));
     /* one a line: the man page's list (agents.yaml(5)) */
     if (strcmp(argv[0], "keys") == 0 && argc == 1) {
         json_object *keys = svc_config_keys();
@@ -222,9 +220,7 @@ static int cmd_sessions(struct svc_config *cfg, int argc, char **argv)
     }
     if (rc != 0)
         return svc_cli_fail(&err);
-    svc_cli_print_json(out);
-    json_object_put(out);
-    return 0;
+    return svc_cli_print_json(out);
 }
 
 static int cmd_chat(struct svc_config *cfg, int argc, char **argv)
@@ -288,7 +284,7 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
     json_object *counts = svc_json_obj(rep, "counts");
     int64_t left = svc_json_int(counts, "left", 0);
     if (json) {
-        svc_cli_print_json(rep);
+        svc_cli_print_json(json_object_get(rep));
     } else {
         json_object *probs = svc_json_arr(rep, "problems"), *busy = svc_json_arr(rep, "busy");
         for (size_t i = 0; probs && i < json_object_array_length(probs); i++) {
@@ -317,13 +313,7 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
 /* The sessions to sync, in a temporary database (one id a row, kept in id order). */
 static int note_sid(struct svc_hostdb *ids, const char *sid)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(ids, "INSERT OR IGNORE INTO ids VALUES (?1)");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : -1;
+    return svc_hostdb_run(ids, "INSERT OR IGNORE INTO ids VALUES (?1)", "s", sid);
 }
 
 static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs, bool archived)
@@ -358,7 +348,6 @@ static void print_memory_state(struct svc_config *cfg, const char *sid)
         svc_cli_print_json(o);
     else
         printf("{}\n"); /* no pair to sync yet */
-    json_object_put(o);
     free(path);
 }
 
@@ -428,7 +417,6 @@ static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
         return usage("jobs needs list or run-due");
     }
     svc_cli_print_json(out);
-    json_object_put(out);
     return rc;
 }
 
@@ -502,7 +490,6 @@ static int cmd_mcp(struct svc_config *cfg, int argc, char **argv)
         json_object_put(args);
     }
     svc_cli_print_json(out);
-    json_object_put(out);
     return rc;
 }
 
