@@ -18,6 +18,7 @@
 #include "log.h"
 #include "parts.h"
 #include "query.h"
+#include "responses.h"
 #include "runs.h"
 #include "session.h"
 #include "toolsin.h"
@@ -70,11 +71,13 @@ static int check_content(json_object *content, const char *param, bool media, in
     return 0;
 }
 
-/* o's key, a string without NUL bytes (param p names it); absent: 0, or 422 when required. */
-static int text_at(json_object *o, const char *key, const char *p, bool required,
+/* o's key, a string without NUL bytes named "<at>.<key>"; absent: 0, or 422 when required. */
+static int text_at(json_object *o, const char *key, const char *at, bool required,
                    struct svc_err *err)
 {
     json_object *v = NULL;
+    char p[160];
+    snprintf(p, sizeof p, "%s.%s", at, key);
     json_object_object_get_ex(o, key, &v);
     if (!v)
         return required ? svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p) : 0;
@@ -85,12 +88,12 @@ static int text_at(json_object *o, const char *key, const char *p, bool required
  * checked, so that history imported into the session is never stored half-understood. */
 static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc_err *err)
 {
-    char p[96];
-    snprintf(p, sizeof p, "messages[%zu]", i);
+    char at[96], p[128];
+    snprintf(at, sizeof at, "messages[%zu]", i);
     if (!json_object_is_type(m, json_type_object))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, at, "'%s' must be an object", at);
     const char *role = NULL;
-    snprintf(p, sizeof p, "messages[%zu].role", i);
+    snprintf(p, sizeof p, "%s.role", at);
     if (http_field_str(m, "role", p, true, &role, err) < 0)
         return -1;
     static const char *roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
@@ -102,38 +105,31 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
                             "'%s' must be system, developer, user, assistant or tool", p);
     json_object *content = NULL;
     json_object_object_get_ex(m, "content", &content);
-    snprintf(p, sizeof p, "messages[%zu].content", i);
+    snprintf(p, sizeof p, "%s.content", at);
     if (check_content(content, p, strcmp(role, "user") == 0, max_bytes, err) < 0)
         return -1;
-    if (strcmp(role, "tool") == 0) {
-        snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
-        return text_at(m, "tool_call_id", p, true, err);
-    }
+    if (strcmp(role, "tool") == 0)
+        return text_at(m, "tool_call_id", at, true, err);
     json_object *calls = NULL;
     json_object_object_get_ex(m, "tool_calls", &calls);
     if (!calls || strcmp(role, "assistant") != 0)
         return 0;
-    snprintf(p, sizeof p, "messages[%zu].tool_calls", i);
+    snprintf(p, sizeof p, "%s.tool_calls", at);
     if (!json_object_is_type(calls, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an array", p);
     for (size_t k = 0; k < json_object_array_length(calls); k++) {
         json_object *c = json_object_array_get_idx(calls, k), *fn = NULL;
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu]", i, k);
+        snprintf(at, sizeof at, "messages[%zu].tool_calls[%zu]", i, k);
         if (!json_object_is_type(c, json_type_object))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].id", i, k);
-        if (text_at(c, "id", p, true, err) < 0)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, at, "'%s' must be an object", at);
+        if (text_at(c, "id", at, true, err) < 0)
             return -1;
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function", i, k);
+        snprintf(p, sizeof p, "%s.function", at);
         json_object_object_get_ex(c, "function", &fn);
         if (!json_object_is_type(fn, json_type_object))
             return svc_err_setp(err, fn ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
                                 "'%s' must be an object with name and arguments", p);
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.name", i, k);
-        if (text_at(fn, "name", p, true, err) < 0)
-            return -1;
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.arguments", i, k);
-        if (text_at(fn, "arguments", p, false, err) < 0)
+        if (text_at(fn, "name", p, true, err) < 0 || text_at(fn, "arguments", p, false, err) < 0)
             return -1;
     }
     return 0;
@@ -282,9 +278,7 @@ static json_object *completion_base(const struct answer *a, const char *object, 
 {
     char id[160];
     snprintf(id, sizeof id, "chatcmpl-%s", a->run_id);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "object", object);
+    json_object *o = svc_responses_obj("id", id, "object", object, NULL);
     svc_json_set_int(o, "created", created);
     svc_json_set_str(o, "model", a->model);
     svc_json_set_str(o, "session_id", a->sid);
@@ -299,9 +293,8 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     json_object *choices = json_object_new_array();
     json_object *choice = json_object_new_object();
     svc_json_set_int(choice, "index", 0);
-    json_object *msg = json_object_new_object();
-    svc_json_set_str(msg, "role", "assistant");
-    svc_json_set_str(msg, "content", has_calls(a) && !*a->content ? NULL : a->content);
+    json_object *msg = svc_responses_obj("role", "assistant", "content",
+                                         has_calls(a) && !*a->content ? NULL : a->content, NULL);
     svc_json_set(msg, "refusal", NULL);
     if (has_calls(a))
         svc_json_set(msg, "tool_calls", svc_json_copy(a->tool_calls));
@@ -312,13 +305,8 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     svc_json_set(o, "choices", choices);
     svc_json_set(o, "usage", a->usage ? svc_json_copy(a->usage) : json_object_new_object());
     svc_json_set_str(o, "content", a->content);
-    if (in->t.svc_v2) {
-        json_object *svc = json_object_new_object();
-        svc_json_set_str(svc, "schema_version", "2.0");
-        svc_json_set_str(svc, "run_id", a->run_id);
-        svc_json_set(svc, "events", a->events ? svc_json_copy(a->events) : json_object_new_array());
-        svc_json_set(o, "svc", svc);
-    }
+    if (in->t.svc_v2)
+        svc_json_set(o, "svc", turn_svc_block(a->run_id, a->events));
     int rc = http_send_json(r, 200, o);
     json_object_put(o);
     return rc;
@@ -359,10 +347,8 @@ static int stream_begin(struct stream_ctx *s)
 {
     if (http_sse_begin(s->r) < 0)
         return -1;
-    json_object *delta = json_object_new_object();
-    svc_json_set_str(delta, "role", "assistant");
-    svc_json_set_str(delta, "content", "");
-    return send_chunk(s, chunk_new(s, delta, NULL));
+    return send_chunk(
+        s, chunk_new(s, svc_responses_obj("role", "assistant", "content", "", NULL), NULL));
 }
 
 /* One run event as a chunk: content and tool reports always, everything else in svc.v2. */
@@ -374,8 +360,7 @@ static int on_event(void *ctx, json_object *ev)
     const char *type = svc_json_str(ev, "type", "");
     json_object *delta = NULL;
     if (strcmp(type, "delta") == 0) {
-        delta = json_object_new_object();
-        svc_json_set_str(delta, "content", svc_json_str(ev, "text", ""));
+        delta = svc_responses_obj("content", svc_json_str(ev, "text", ""), NULL);
     } else if (strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0) {
         /* svc runs its tools itself: never delta.tool_calls (a client would take them as
          * calls it must answer); an empty delta carrying the svc_event reports them */

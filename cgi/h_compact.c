@@ -47,9 +47,7 @@ int resp_media_parts(struct http_req *r, json_object *content, const char *param
         char pp[160];
         snprintf(pp, sizeof pp, "%s[%zu]", param, k);
         if (t) {
-            chat = json_object_new_object();
-            svc_json_set_str(chat, "type", "text");
-            svc_json_set_str(chat, "text", t);
+            chat = svc_responses_obj("type", "text", "text", t, NULL);
         } else if (svc_parts_from_responses(part, pp, &chat, err) < 0 ||
                    svc_parts_check(chat, pp, r->cfg->limits.max_image_bytes, err) < 0) {
             json_object_put(chat);
@@ -72,11 +70,8 @@ int resp_compaction_in(struct http_req *r, json_object *item, size_t i, json_obj
     if (svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
                          svc_user_scope(&r->user), p, &summary, err) < 0)
         return -1;
-    json_object *m = json_object_new_object();
     char *text = svc_native_text(summary);
-    svc_json_set_str(m, "role", "user");
-    svc_json_set_str(m, "content", text);
-    json_object_array_add(msgs, m);
+    json_object_array_add(msgs, svc_responses_obj("role", "user", "content", text, NULL));
     free(text);
     json_object_put(summary);
     return 0;
@@ -148,8 +143,7 @@ static int input_messages(struct http_req *r, json_object *input, json_object *c
                           json_object *ids, struct svc_err *err)
 {
     if (json_object_is_type(input, json_type_string)) {
-        json_object *items = json_object_new_array(), *m = json_object_new_object();
-        svc_json_set_str(m, "role", "user");
+        json_object *items = json_object_new_array(), *m = svc_responses_obj("role", "user", NULL);
         svc_json_set(m, "content", json_object_get(input));
         json_object_array_add(items, m);
         input = items;
@@ -212,11 +206,9 @@ json_object *resp_compaction_item(struct http_req *r, json_object *summary, stru
     char *sealed = NULL, id[48];
     if (svc_compact_seal(r->cfg, summary, r->user.id, &sealed, err) != 0)
         return NULL;
-    json_object *item = json_object_new_object();
     svc_responses_new_id("cmpi_", id, sizeof id);
-    svc_json_set_str(item, "type", "compaction");
-    svc_json_set_str(item, "id", id);
-    svc_json_set_str(item, "encrypted_content", sealed);
+    json_object *item =
+        svc_responses_obj("type", "compaction", "id", id, "encrypted_content", sealed, NULL);
     free(sealed);
     return item;
 }
@@ -226,16 +218,14 @@ static json_object *compaction_object(const char *sid, json_object *ctx, json_ob
 {
     char id[48];
     svc_responses_new_id("cmp_", id, sizeof id);
-    json_object *o = json_object_new_object(), *out = json_object_new_array();
-    json_object *u = json_object_new_object();
+    json_object *o = svc_responses_obj("id", id, "object", "response.compaction", NULL);
+    json_object *out = json_object_new_array(), *u = json_object_new_object();
     json_object_array_add(out, item);
     for (size_t i = at; i < json_object_array_length(ctx); i++) {
         int64_t mid = json_object_get_int64(json_object_array_get_idx(ids, i));
         svc_conv_message_items(mid >= 0 ? sid : "input", mid >= 0 ? mid : (int64_t)i,
                                json_object_array_get_idx(ctx, i), out);
     }
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "object", "response.compaction");
     svc_json_set_int(o, "created_at", (int64_t)svc_time_now());
     svc_json_set(o, "output", out);
     svc_json_set_int(u, "input_tokens", p);

@@ -1,22 +1,16 @@
-/* h_responses: OpenAI's Responses API as clients and agent frameworks use it (SPEC 4.1, 12,
- * 15): POST /api/v1/responses (also /api/responses), GET/DELETE /api/v1/responses/{id},
- * .../input_items, .../cancel and POST .../input_tokens. The input is read by respin.c and
- * the generation settings by turnin.c; the object echoes them as OpenAI does.
- * The body becomes a core run request and goes through the run lifecycle /api/chat uses
- * (core/session.h: begin, execute with a sink, free), so locks, events, sidecars and the
- * turn line are the same; the answer is rendered as a response object or its event
- * stream, and stored through core/responses.h so that previous_response_id and GET find it
- * from any worker.
- * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`
- * (a fork of it up to that response when it is not the newest turn: a branch), else
- * metadata.session_id, session_id, the X-Session-Id header, else the session whose transcript
- * the input's earlier items equal (turn_in_continue), else a new one. The client sends only
- * the new input: the session holds the history. Tool calls svc executes itself are reported as
- * `svc.event` stream events and stored in the transcript, never returned as function_call items
- * awaiting output; the request's own function tools (SPEC 12.1) are: their calls end the run as
- * function_call items, and function_call_output items answer them. `background: true`
- * (SPEC 12.3) runs detached (runs.h); GET polls the run's record (or, with stream=true,
- * replays its events after starting_after), POST .../cancel stops it. */
+/* h_responses: OpenAI's Responses API (SPEC 4.1, 12, 15): POST /api/v1/responses (also
+ * /api/responses), GET/DELETE /api/v1/responses/{id}, .../input_items, .../cancel and POST
+ * .../input_tokens. respin.c reads the input, turnin.c the settings (echoed as OpenAI does);
+ * the run goes through the lifecycle /api/chat uses (core/session.h) and is answered as a
+ * response object or its event stream, stored through core/responses.h for any worker.
+ * Session: `conversation` (an id or {"id"}), else previous_response_id's (a fork up to that
+ * response when it is not the newest turn: a branch), else metadata.session_id, session_id,
+ * X-Session-Id, else the session whose transcript the input's earlier items equal
+ * (turn_in_continue), else a new one: the client sends only the new input. svc's own tool
+ * calls are `svc.event` stream events, never function_call items; the request's function
+ * tools (SPEC 12.1) end the run as function_call items, answered by function_call_output
+ * items. `background: true` (SPEC 12.3) runs detached (runs.h): GET polls its record (with
+ * stream=true, replays its events after starting_after), POST .../cancel stops it. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +38,6 @@ struct resp_in {
     struct turn_in t;         /* results: of function_call_output items */
     json_object *items;       /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
     bool no_truncation;       /* truncation: "disabled" */
-    const char *sid;          /* borrowed from the body or the request */
     json_object *prev;        /* owned: the stored response previous_response_id names */
     json_object *branch;      /* owned: the summary of the session forked from it, or NULL */
     const char *prev_id;      /* borrowed */
@@ -247,26 +240,16 @@ _Static_assert(offsetof(struct resp_ctx, r) == 0, "the sink's helpers read r fir
 
 static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reasoning)
 {
-    json_object *u = json_object_new_object();
-    svc_json_set_int(u, "input_tokens", p);
-    json_object *idet = json_object_new_object();
+    json_object *u = json_object_new_object(), *idet = json_object_new_object();
+    json_object *odet = json_object_new_object();
     svc_json_set_int(idet, "cached_tokens", cached);
+    svc_json_set_int(odet, "reasoning_tokens", reasoning);
+    svc_json_set_int(u, "input_tokens", p);
     svc_json_set(u, "input_tokens_details", idet);
     svc_json_set_int(u, "output_tokens", c);
-    json_object *odet = json_object_new_object();
-    svc_json_set_int(odet, "reasoning_tokens", reasoning);
     svc_json_set(u, "output_tokens_details", odet);
     svc_json_set_int(u, "total_tokens", p + c);
     return u;
-}
-
-/* {"code", "message"}: a failed response's error. */
-static json_object *error_of(const char *code, const char *message)
-{
-    json_object *e = json_object_new_object();
-    svc_json_set_str(e, "code", code);
-    svc_json_set_str(e, "message", message);
-    return e;
 }
 
 /* The request's user, metadata and conversation as the object echoes them (conversation:
@@ -284,9 +267,7 @@ static void echo_request(json_object *o, const struct resp_in *in, const char *s
 
 static json_object *text_part(const char *text)
 {
-    json_object *p = json_object_new_object();
-    svc_json_set_str(p, "type", "output_text");
-    svc_json_set_str(p, "text", text);
+    json_object *p = svc_responses_obj("type", "output_text", "text", text, NULL);
     svc_json_set(p, "annotations", json_object_new_array());
     return p;
 }
@@ -295,11 +276,8 @@ static json_object *text_part(const char *text)
  * in_progress, completed, or incomplete (a failed run's partial text). */
 static json_object *message_item(const char *msg_id, const char *text, const char *status)
 {
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "id", msg_id);
-    svc_json_set_str(m, "type", "message");
-    svc_json_set_str(m, "status", status);
-    svc_json_set_str(m, "role", "assistant");
+    json_object *m = svc_responses_obj("id", msg_id, "type", "message", "status", status, "role",
+                                       "assistant", NULL);
     json_object *content = json_object_new_array();
     if (text)
         json_object_array_add(content, text_part(text));
@@ -316,14 +294,10 @@ static json_object *function_call_out(const struct resp_ctx *c, json_object *tc,
     json_object *fn = svc_json_obj(tc, "function");
     char id[64];
     snprintf(id, sizeof id, "fc_%s_%zu", c->id + 5, k);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "type", "function_call");
-    svc_json_set_str(o, "status", done ? "completed" : "in_progress");
-    svc_json_set_str(o, "call_id", svc_json_str(tc, "id", ""));
-    svc_json_set_str(o, "name", svc_json_str(fn, "name", ""));
-    svc_json_set_str(o, "arguments", done ? svc_json_str(fn, "arguments", "{}") : "");
-    return o;
+    return svc_responses_obj("id", id, "type", "function_call", "status",
+                             done ? "completed" : "in_progress", "call_id",
+                             svc_json_str(tc, "id", ""), "name", svc_json_str(fn, "name", ""),
+                             "arguments", done ? svc_json_str(fn, "arguments", "{}") : "", NULL);
 }
 
 /* Whether the output has a message item: text came, or nothing else did (SPEC 15: a
@@ -351,15 +325,11 @@ static const char *mcp_label_of(const struct resp_ctx *c, const char *name, cons
 /* The mcp_approval_request item of a call awaiting approval (SPEC 16). */
 static json_object *approval_out(json_object *tc, const char *label, const char *tool)
 {
-    json_object *fn = svc_json_obj(tc, "function"), *o = json_object_new_object();
     char id[160];
     snprintf(id, sizeof id, "mcpr_%s", svc_json_str(tc, "id", ""));
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "type", "mcp_approval_request");
-    svc_json_set_str(o, "arguments", svc_json_str(fn, "arguments", "{}"));
-    svc_json_set_str(o, "name", tool);
-    svc_json_set_str(o, "server_label", label);
-    return o;
+    return svc_responses_obj("id", id, "type", "mcp_approval_request", "arguments",
+                             svc_json_str(svc_json_obj(tc, "function"), "arguments", "{}"), "name",
+                             tool, "server_label", label, NULL);
 }
 
 /* The mcp_call item of a call the run made (its tool_result event; the arguments from its
@@ -368,13 +338,11 @@ static json_object *mcp_call_out(json_object *events, json_object *ev, const cha
                                  const char *tool)
 {
     const char *id = svc_json_str(ev, "call_id", "");
-    json_object *o = json_object_new_object();
-    char buf[160];
-    snprintf(buf, sizeof buf, "mcp_%s", id);
-    svc_json_set_str(o, "id", buf);
-    svc_json_set_str(o, "type", "mcp_call");
-    snprintf(buf, sizeof buf, "mcpr_%s", id);
-    svc_json_set_str(o, "approval_request_id", svc_json_bool(ev, "approved", false) ? buf : NULL);
+    char mid[160], rid[160];
+    snprintf(mid, sizeof mid, "mcp_%s", id);
+    snprintf(rid, sizeof rid, "mcpr_%s", id);
+    json_object *o = svc_responses_obj("id", mid, "type", "mcp_call", "approval_request_id",
+                                       svc_json_bool(ev, "approved", false) ? rid : NULL, NULL);
     for (size_t i = 0; i < json_object_array_length(events); i++) {
         json_object *st = json_object_array_get_idx(events, i);
         if (strcmp(svc_json_str(st, "type", ""), "tool_start") == 0 &&
@@ -401,11 +369,10 @@ static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events
         return NULL;
     if (strcmp(type, "mcp_list_tools") == 0) {
         char id[160];
-        json_object *o = json_object_new_object();
-        snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, svc_json_str(ev, "server_label", ""));
-        svc_json_set_str(o, "id", id);
-        svc_json_set_str(o, "type", "mcp_list_tools");
-        svc_json_set_str(o, "server_label", svc_json_str(ev, "server_label", ""));
+        const char *server = svc_json_str(ev, "server_label", "");
+        snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, server);
+        json_object *o =
+            svc_responses_obj("id", id, "type", "mcp_list_tools", "server_label", server, NULL);
         svc_json_set(o, "tools", json_object_get(svc_json_arr(ev, "tools")));
         svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
         return o;
@@ -494,11 +461,7 @@ static void echo_settings(json_object *o, json_object *b)
     svc_json_set(reasoning, "summary", NULL);
     svc_json_set(o, "reasoning", reasoning);
     json_object *fmt = svc_json_copy(svc_json_obj(svc_json_obj(b, "text"), "format"));
-    if (!fmt) {
-        fmt = json_object_new_object();
-        svc_json_set_str(fmt, "type", "text");
-    }
-    svc_json_set(text, "format", fmt);
+    svc_json_set(text, "format", fmt ? fmt : svc_responses_obj("type", "text", NULL));
     svc_json_set_str(text, "verbosity",
                      svc_json_str(svc_json_obj(b, "text"), "verbosity", "medium"));
     svc_json_set(o, "text", text);
@@ -516,61 +479,73 @@ static json_object *tools_shown(json_object *tools)
     return out;
 }
 
+/* The members of every response object, output empty and error and usage null; bg: a
+ * background response's, without the members of a run svc makes itself. */
+static json_object *object_of(const struct resp_in *in, const char *id, int64_t created_at,
+                              const char *model, const char *sid, const char *run_id, bool bg)
+{
+    json_object *o = svc_responses_obj("id", id, "object", "response", NULL);
+    svc_json_set_int(o, "created_at", created_at);
+    svc_json_set_str(o, "status", "in_progress");
+    if (bg)
+        svc_json_set_bool(o, "background", true);
+    svc_json_set(o, "error", NULL);
+    svc_json_set(o, "incomplete_details", NULL);
+    svc_json_set_str(o, "instructions", in->instructions);
+    if (!bg)
+        svc_json_set(o, "max_output_tokens",
+                     in->t.has_max_tokens ? json_object_new_int64(in->t.max_tokens) : NULL);
+    svc_json_set_str(o, "model", model);
+    svc_json_set(o, "output", json_object_new_array());
+    svc_json_set_str(o, "previous_response_id", in->prev_id);
+    svc_json_set_bool(o, "store", in->store);
+    if (!bg) {
+        svc_json_set(o, "temperature",
+                     in->t.has_temperature ? json_object_new_double(in->t.temperature) : NULL);
+        echo_settings(o, in->t.body);
+        svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
+        json_object *tools = tools_shown(in->t.tools);
+        for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
+            json_object_array_add(tools,
+                                  json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
+        svc_json_set(o, "tools", tools);
+    }
+    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
+    svc_json_set(o, "usage", NULL);
+    echo_request(o, in, sid);
+    if (bg)
+        echo_settings(o, in->t.body);
+    svc_json_set_str(o, "session_id", sid);
+    svc_json_set_str(o, "run_id", run_id);
+    return o;
+}
+
 /* The response object. status: in_progress (no output, no usage yet), completed (the
  * answer), failed (failure set; output holds what was produced, if anything). */
 static json_object *response_object(const struct resp_ctx *c, const char *status,
                                     const struct svc_err *failure)
 {
-    const struct resp_in *in = c->in;
-    bool ended = strcmp(status, "in_progress") != 0;
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", c->id);
-    svc_json_set_str(o, "object", "response");
-    svc_json_set_int(o, "created_at", c->created_at);
+    json_object *o = object_of(c->in, c->id, c->created_at, a.model, a.session_id, a.run_id, false);
+    if (strcmp(status, "in_progress") == 0)
+        return o;
     svc_json_set_str(o, "status", status);
-    svc_json_set(o, "error",
-                 failure ? error_of(svc_err_name(failure->code), failure->message) : NULL);
-    json_object *why = NULL;
-    if (strcmp(status, "incomplete") == 0) {
-        why = json_object_new_object();
-        svc_json_set_str(why, "reason", "max_output_tokens");
-    }
-    svc_json_set(o, "incomplete_details", why);
-    svc_json_set_str(o, "instructions", in->instructions);
-    svc_json_set(o, "max_output_tokens",
-                 in->t.has_max_tokens ? json_object_new_int64(in->t.max_tokens) : NULL);
-    svc_json_set_str(o, "model", a.model);
-    svc_json_set(o, "output",
-                 ended ? output_items(c, &a, status, failure) : json_object_new_array());
-    svc_json_set_str(o, "previous_response_id", in->prev_id);
-    svc_json_set_bool(o, "store", in->store);
-    svc_json_set(o, "temperature",
-                 in->t.has_temperature ? json_object_new_double(in->t.temperature) : NULL);
-    echo_settings(o, in->t.body);
-    svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
-    json_object *tools = tools_shown(in->t.tools);
-    for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
-        json_object_array_add(tools, json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
-    svc_json_set(o, "tools", tools);
-    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
+    if (failure)
+        svc_json_set(o, "error",
+                     svc_responses_obj("code", svc_err_name(failure->code), "message",
+                                       failure->message, NULL));
+    if (strcmp(status, "incomplete") == 0)
+        svc_json_set(o, "incomplete_details",
+                     svc_responses_obj("reason", "max_output_tokens", NULL));
+    svc_json_set(o, "output", output_items(c, &a, status, failure));
     svc_json_set(
         o, "usage",
-        ended ? usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.reasoning_tokens)
-              : NULL);
-    echo_request(o, in, a.session_id);
-    svc_json_set_str(o, "session_id", a.session_id);
-    svc_json_set_str(o, "run_id", a.run_id);
-    if (ended && in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
+        usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.reasoning_tokens));
+    if (c->in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
         svc_json_set_int(o, "last_message_id", a.last_message_id);
-    if (in->t.svc_v2 && ended) {
-        json_object *svc = json_object_new_object();
-        svc_json_set_str(svc, "schema_version", "2.0");
-        svc_json_set_str(svc, "run_id", a.run_id);
-        svc_json_set(svc, "events", svc_json_copy(a.events));
-        svc_json_set(o, "svc", svc);
-    }
+    if (c->in->t.svc_v2)
+        svc_json_set(o, "svc", turn_svc_block(a.run_id, a.events));
     return o;
 }
 
@@ -651,8 +626,7 @@ static json_object *with_response(json_object *resp)
 /* The position fields of the text part: item_id, output_index, content_index. */
 static json_object *at_part(const struct resp_ctx *c)
 {
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "item_id", c->msg_id);
+    json_object *o = svc_responses_obj("item_id", c->msg_id, NULL);
     svc_json_set_int(o, "output_index", c->msg_index);
     svc_json_set_int(o, "content_index", 0);
     return o;
@@ -834,7 +808,8 @@ static int resp_stream(struct resp_ctx *c)
         /* response.failed, then the error event (which ends the stream for every client) */
         emit(c, "response.failed", with_response(resp));
         json_object *e = http_error_object(&ferr);
-        json_object *o = error_of(svc_err_name(ferr.code), ferr.message);
+        json_object *o =
+            svc_responses_obj("code", svc_err_name(ferr.code), "message", ferr.message, NULL);
         svc_json_set(o, "param", NULL);
         svc_json_set(o, "error", json_object_get(svc_json_obj(e, "error")));
         json_object_put(e);
@@ -892,31 +867,6 @@ static struct svc_run_request run_request_of(struct http_req *r, const struct re
 
 /* ---- background responses (SPEC 12.3): an asynchronous run (runs.h) polled by GET ---- */
 
-/* The object of a background response before its run ended, as stored at creation. */
-static json_object *background_object(const struct resp_in *in, const char *id, json_object *run)
-{
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "object", "response");
-    svc_json_set_int(o, "created_at", (int64_t)svc_time_now());
-    svc_json_set_str(o, "status", "in_progress");
-    svc_json_set_bool(o, "background", true);
-    svc_json_set(o, "error", NULL);
-    svc_json_set(o, "incomplete_details", NULL);
-    svc_json_set_str(o, "instructions", in->instructions);
-    svc_json_set_str(o, "model", svc_json_str(run, "model", NULL));
-    svc_json_set(o, "output", json_object_new_array());
-    svc_json_set_str(o, "previous_response_id", in->prev_id);
-    svc_json_set_bool(o, "store", true);
-    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
-    svc_json_set(o, "usage", NULL);
-    echo_request(o, in, svc_json_str(run, "session_id", NULL));
-    echo_settings(o, in->t.body);
-    svc_json_set_str(o, "session_id", svc_json_str(run, "session_id", NULL));
-    svc_json_set_str(o, "run_id", svc_json_str(run, "run_id", NULL));
-    return o;
-}
-
 /* A background response as its run's record says now: status, output, usage, error. */
 static void background_refresh(struct http_req *r, json_object *o)
 {
@@ -947,9 +897,9 @@ static void background_refresh(struct http_req *r, json_object *o)
     }
     json_object *e = svc_json_obj(rec, "error");
     if (strcmp(st, "error") == 0 && e)
-        svc_json_set(
-            o, "error",
-            error_of(svc_json_str(e, "code", "internal_error"), svc_json_str(e, "message", "")));
+        svc_json_set(o, "error",
+                     svc_responses_obj("code", svc_json_str(e, "code", "internal_error"), "message",
+                                       svc_json_str(e, "message", ""), NULL));
     json_object_put(rec);
 }
 
@@ -1001,6 +951,7 @@ static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
 static int bg_follow(struct bg_stream *b)
 {
     const char *run_id = svc_json_str(b->resp, "run_id", "");
+    snprintf(b->c.msg_id, sizeof b->c.msg_id, "msg_%s", svc_json_str(b->resp, "id", "resp_") + 5);
     if (http_sse_begin(b->c.r) < 0 || emit_opening(&b->c, svc_json_copy(b->resp)) < 0 ||
         open_message(&b->c) < 0)
         return 0;
@@ -1058,7 +1009,6 @@ static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
                           (long long)last);
     if (rc == 0) {
         b.c.from = after + 1;
-        snprintf(b.c.msg_id, sizeof b.c.msg_id, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
         rc = bg_follow(&b);
     }
     json_object_put(o);
@@ -1078,7 +1028,10 @@ static int resp_background(struct http_req *r, struct resp_in *in, struct svc_er
     http_set_session(r, svc_json_str(run, "session_id", NULL), true);
     char id[SVC_RESPONSE_ID_LEN];
     svc_responses_new_id("resp_", id, sizeof id);
-    json_object *o = background_object(in, id, run), *kept = svc_json_copy(o);
+    const char *sid = svc_json_str(run, "session_id", NULL);
+    json_object *o = object_of(in, id, (int64_t)svc_time_now(), svc_json_str(run, "model", NULL),
+                               sid, svc_json_str(run, "run_id", NULL), true);
+    json_object *kept = svc_json_copy(o);
     svc_json_set(kept, "input_items", json_object_get(in->items));
     int rc = svc_responses_put(r->cfg, kept, err);
     if (rc < 0) { /* nobody could poll it: stop it */
@@ -1087,7 +1040,6 @@ static int resp_background(struct http_req *r, struct resp_in *in, struct svc_er
         json_object_put(c);
     } else if (in->t.stream) { /* the stream that bg_resume replays */
         struct bg_stream b = {.c = {.r = r}, .resp = o};
-        snprintf(b.c.msg_id, sizeof b.c.msg_id, "msg_%s", id + 5);
         bg_follow(&b);
     } else {
         http_send_json(r, 200, o);
@@ -1171,8 +1123,7 @@ int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
     }
     json_object_put(own);
     json_object_put(items);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "object", "response.input_tokens");
+    json_object *o = svc_responses_obj("object", "response.input_tokens", NULL);
     svc_json_set_int(o, "input_tokens", (int64_t)((chars + 3) / 4));
     rc = http_reply(r, 200, o);
 out:
@@ -1185,9 +1136,7 @@ int h_response_delete(struct http_req *r, struct svc_err *err)
     const char *id = http_param(r, "response_id");
     if (svc_responses_delete(r->cfg, id, err) < 0)
         return -1;
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "object", "response");
+    json_object *o = svc_responses_obj("id", id, "object", "response", NULL);
     svc_json_set_bool(o, "deleted", true);
     return http_reply(r, 200, o);
 }

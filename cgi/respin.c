@@ -22,9 +22,8 @@ static json_object *input_item(json_object *item)
     json_object_object_get_ex(o, "content", &content);
     if (strcmp(type, "message") == 0 && json_object_is_type(content, json_type_string)) {
         bool out = strcmp(svc_json_str(o, "role", ""), "assistant") == 0;
-        json_object *part = json_object_new_object();
-        svc_json_set_str(part, "type", out ? "output_text" : "input_text");
-        svc_json_set_str(part, "text", json_object_get_string(content));
+        json_object *part = svc_responses_obj("type", out ? "output_text" : "input_text", "text",
+                                              json_object_get_string(content), NULL);
         json_object *parts = json_object_new_array();
         json_object_array_add(parts, part);
         svc_json_set(o, "content", parts);
@@ -44,8 +43,7 @@ json_object *respin_items(json_object *input)
 {
     json_object *items = json_object_new_array();
     if (json_object_is_type(input, json_type_string)) {
-        json_object *m = json_object_new_object();
-        svc_json_set_str(m, "role", "user");
+        json_object *m = svc_responses_obj("role", "user", NULL);
         svc_json_set(m, "content", json_object_get(input));
         json_object_array_add(items, input_item(m));
         json_object_put(m);
@@ -105,18 +103,23 @@ static int content_text(json_object *content, const char *param, char **out, str
     return 0;
 }
 
+/* item's string key, named input[i].key in errors. */
+static int item_str(json_object *item, size_t i, const char *key, bool required, const char **out,
+                    struct svc_err *err)
+{
+    char p[96];
+    snprintf(p, sizeof p, "input[%zu].%s", i, key);
+    return http_field_str(item, key, p, required, out, err);
+}
+
 /* A function_call item as the chat message it stands for: an assistant tool_calls entry,
  * added to msgs' last message when that is an assistant's (parallel calls). */
 static int function_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *id = NULL, *name = NULL, *args = NULL;
-    char p[3][96];
-    snprintf(p[0], sizeof p[0], "input[%zu].call_id", i);
-    snprintf(p[1], sizeof p[1], "input[%zu].name", i);
-    snprintf(p[2], sizeof p[2], "input[%zu].arguments", i);
-    if (http_field_str(item, "call_id", p[0], true, &id, err) < 0 ||
-        http_field_str(item, "name", p[1], true, &name, err) < 0 ||
-        http_field_str(item, "arguments", p[2], false, &args, err) < 0)
+    if (item_str(item, i, "call_id", true, &id, err) < 0 ||
+        item_str(item, i, "name", true, &name, err) < 0 ||
+        item_str(item, i, "arguments", false, &args, err) < 0)
         return -1;
     size_t n = json_object_array_length(msgs);
     json_object *m = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
@@ -131,13 +134,9 @@ static int function_call_item(json_object *item, size_t i, json_object *msgs, st
         calls = json_object_new_array();
         svc_json_set(m, "tool_calls", calls);
     }
-    json_object *fn = json_object_new_object();
-    svc_json_set_str(fn, "name", name);
-    svc_json_set_str(fn, "arguments", args ? args : "{}");
-    json_object *tc = json_object_new_object();
-    svc_json_set_str(tc, "id", id);
-    svc_json_set_str(tc, "type", "function");
-    svc_json_set(tc, "function", fn);
+    json_object *tc = svc_responses_obj("id", id, "type", "function", NULL);
+    svc_json_set(tc, "function",
+                 svc_responses_obj("name", name, "arguments", args ? args : "{}", NULL));
     json_object_array_add(calls, tc);
     return 0;
 }
@@ -156,12 +155,8 @@ static int function_output_item(json_object *item, size_t i, json_object *msgs, 
     char *text = NULL;
     if (content_text(output, q, &text, err) < 0)
         return -1;
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "tool");
-    svc_json_set_str(m, "tool_call_id", id);
-    svc_json_set_str(m, "content", text);
-    svc_json_set_str(m, "param", p);
-    json_object_array_add(msgs, m);
+    json_object_array_add(msgs, svc_responses_obj("role", "tool", "tool_call_id", id, "content",
+                                                  text, "param", p, NULL));
     free(text);
     return 0;
 }
@@ -219,9 +214,8 @@ static int approval_item(json_object *item, size_t i, json_object *msgs, struct 
         !json_object_is_type(v, json_type_boolean))
         return svc_err_setp(err, v ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, q,
                             "'%s' must be true or false", q);
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "tool");
-    svc_json_set_str(m, "tool_call_id", strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id);
+    json_object *m = svc_responses_obj("role", "tool", "tool_call_id",
+                                       strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id, NULL);
     svc_json_set_bool(m, "approve", json_object_get_boolean(v));
     svc_json_set_str(m, "param", p);
     json_object_array_add(msgs, m);
@@ -233,23 +227,18 @@ static int approval_item(json_object *item, size_t i, json_object *msgs, struct 
 static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *label = NULL, *name = NULL, *id = NULL;
-    char p[96], *full = NULL;
-    snprintf(p, sizeof p, "input[%zu].server_label", i);
-    if (http_field_str(item, "server_label", p, true, &label, err) < 0)
+    char *full = NULL;
+    if (item_str(item, i, "server_label", true, &label, err) < 0 ||
+        item_str(item, i, "name", true, &name, err) < 0 ||
+        item_str(item, i, "id", true, &id, err) < 0)
         return -1;
-    snprintf(p, sizeof p, "input[%zu].name", i);
-    if (http_field_str(item, "name", p, true, &name, err) < 0)
-        return -1;
-    snprintf(p, sizeof p, "input[%zu].id", i);
-    if (http_field_str(item, "id", p, true, &id, err) < 0)
-        return -1;
-    json_object *call = svc_json_copy(item), *out = json_object_new_object();
+    json_object *call = svc_json_copy(item);
     svc_xasprintf(&full, "%s__%s", label, name);
     svc_json_set_str(call, "name", full);
     svc_json_set_str(call, "call_id", id);
-    svc_json_set_str(out, "call_id", id);
     const char *error = svc_json_str(item, "error", NULL);
-    svc_json_set_str(out, "output", error ? error : svc_json_str(item, "output", ""));
+    json_object *out = svc_responses_obj("call_id", id, "output",
+                                         error ? error : svc_json_str(item, "output", ""), NULL);
     int rc =
         function_call_item(call, i, msgs, err) < 0 || function_output_item(out, i, msgs, err) < 0
             ? -1

@@ -9,6 +9,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
+#include "responses.h"
 
 void turn_in_free(struct turn_in *in)
 {
@@ -46,6 +47,13 @@ struct svc_run_request turn_in_request(const struct turn_in *in)
         .expect_count = in->expect_count,
     };
     return req;
+}
+
+json_object *turn_svc_block(const char *run_id, json_object *events)
+{
+    json_object *svc = svc_responses_obj("schema_version", "2.0", "run_id", run_id, NULL);
+    svc_json_set(svc, "events", events ? svc_json_copy(events) : json_object_new_array());
+    return svc;
 }
 
 /* ---- generation settings (SPEC 15): honoured, passed on to the model, or refused ---- */

@@ -71,5 +71,7 @@ int resp_context_management(json_object *body, int64_t *threshold, struct svc_er
 /* The compaction item sealing summary for r's caller (new reference), or NULL with err. */
 json_object *resp_compaction_item(struct http_req *r, json_object *summary, struct svc_err *err);
 struct svc_run_request turn_in_request(const struct turn_in *in);
+/* An answer's "svc" member in svc.v2: {"schema_version": "2.0", "run_id", "events"} (copied). */
+json_object *turn_svc_block(const char *run_id, json_object *events);
 
 #endif

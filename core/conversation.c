@@ -27,16 +27,13 @@ static json_object *message_item(const char *sid, int64_t id, json_object *m, co
 {
     const char *role = svc_json_str(m, "role", "user");
     bool assistant = strcmp(role, "assistant") == 0;
-    json_object *it = json_object_new_object(), *parts = json_object_new_array();
     char *iid = NULL;
     svc_xasprintf(&iid, "msg_%s_%lld", sid, (long long)id);
-    svc_json_set_str(it, "type", "message");
-    svc_json_set_str(it, "id", iid);
-    svc_json_set_str(it, "status", "completed");
-    svc_json_set_str(it, "role", assistant ? "assistant" : "user");
-    json_object *part = json_object_new_object();
-    svc_json_set_str(part, "type", assistant ? "output_text" : "input_text");
-    svc_json_set_str(part, "text", text);
+    json_object *it = svc_responses_obj("type", "message", "id", iid, "status", "completed", "role",
+                                        assistant ? "assistant" : "user", NULL);
+    json_object *parts = json_object_new_array();
+    json_object *part =
+        svc_responses_obj("type", assistant ? "output_text" : "input_text", "text", text, NULL);
     if (assistant)
         svc_json_set(part, "annotations", json_object_new_array());
     if (*text)
@@ -59,12 +56,11 @@ static json_object *tool_item(const char *sid, int64_t id, size_t k, json_object
                               const char *text)
 {
     json_object *tu = svc_json_obj(blk, "toolUse"), *tr = svc_json_obj(blk, "toolResult");
-    json_object *it = json_object_new_object();
     char *iid = NULL;
     svc_xasprintf(&iid, "%s_%s_%lld_%zu", tu ? "fc" : "fco", sid, (long long)id, k);
-    svc_json_set_str(it, "type", tu ? "function_call" : "function_call_output");
-    svc_json_set_str(it, "id", iid);
-    svc_json_set_str(it, "call_id", svc_json_str(tu ? tu : tr, "toolUseId", ""));
+    json_object *it =
+        svc_responses_obj("type", tu ? "function_call" : "function_call_output", "id", iid,
+                          "call_id", svc_json_str(tu ? tu : tr, "toolUseId", ""), NULL);
     if (tu) {
         json_object *input = NULL;
         json_object_object_get_ex(tu, "input", &input);
@@ -108,11 +104,10 @@ void svc_conv_message_items(const char *sid, int64_t id, json_object *m, json_ob
 
 json_object *svc_conv_object(json_object *summary)
 {
-    json_object *o = json_object_new_object();
     double created = 0;
     svc_time_parse_iso(svc_json_str(summary, "created_at", ""), &created);
-    svc_json_set_str(o, "id", svc_json_str(summary, "session_id", ""));
-    svc_json_set_str(o, "object", "conversation");
+    json_object *o = svc_responses_obj("id", svc_json_str(summary, "session_id", ""), "object",
+                                       "conversation", NULL);
     svc_json_set_int(o, "created_at", (int64_t)created);
     json_object *md = svc_json_obj(summary, "metadata");
     svc_json_set(o, "metadata", md ? svc_json_copy(md) : json_object_new_object());
@@ -185,14 +180,11 @@ static json_object *message_native(json_object *item, const char *p, struct svc_
     char *text = content_text(content, cp, err);
     if (!text)
         return NULL;
-    json_object *m = NULL, *blk = NULL;
-    if (!*text || !svc_utf8_valid(text, strlen(text))) {
+    json_object *m = NULL;
+    if (!*text || !svc_utf8_valid(text, strlen(text)))
         svc_err_setp(err, SVC_E_INVALID_FIELD, cp, "'%s' must hold some text", cp);
-    } else {
-        blk = json_object_new_object();
-        svc_json_set_str(blk, "text", text);
-        m = native(role, blk);
-    }
+    else
+        m = native(role, svc_responses_obj("text", text, NULL));
     free(text);
     return m;
 }
@@ -203,8 +195,7 @@ static json_object *tool_block(json_object *item, bool call, const char *p, stru
     const char *id = need_str(item, "call_id", p, err);
     if (!id)
         return NULL;
-    json_object *blk = json_object_new_object(), *b = json_object_new_object();
-    svc_json_set_str(b, "toolUseId", id);
+    json_object *blk = json_object_new_object(), *b = svc_responses_obj("toolUseId", id, NULL);
     if (call) {
         const char *name = need_str(item, "name", p, err);
         const char *args = svc_json_str(item, "arguments", "{}");
@@ -230,9 +221,8 @@ static json_object *tool_block(json_object *item, bool call, const char *p, stru
         json_object_put(b), json_object_put(blk);
         return NULL;
     }
-    json_object *items = json_object_new_array(), *t = json_object_new_object();
-    svc_json_set_str(t, "text", text);
-    json_object_array_add(items, t);
+    json_object *items = json_object_new_array();
+    json_object_array_add(items, svc_responses_obj("text", text, NULL));
     svc_json_set_str(b, "status", "success");
     svc_json_set(b, "content", items);
     svc_json_set(blk, "toolResult", b);
@@ -517,9 +507,9 @@ static int64_t item_message(const char *sid, const char *item_id)
 /* Redact message rec (id) of s to nothing, as Strands' redact_message does. */
 static int redact(struct svc_sess *s, json_object *rec, int64_t id, struct svc_err *err)
 {
-    json_object *m = svc_json_obj(rec, "message"), *blk = json_object_new_object();
-    svc_json_set_str(blk, "text", "");
-    svc_json_set(rec, "redact_message", native(svc_json_str(m, "role", "user"), blk));
+    json_object *m = svc_json_obj(rec, "message");
+    svc_json_set(rec, "redact_message",
+                 native(svc_json_str(m, "role", "user"), svc_responses_obj("text", "", NULL)));
     char now[SVC_TIME_LEN];
     svc_json_set_str(rec, "updated_at", svc_time_now_iso(now));
     char *path = svc_sess_message_path(s, id, SVC_FROM_ABS);
