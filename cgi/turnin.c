@@ -138,41 +138,36 @@ static const struct gfield *gfield_of(const char *name, unsigned api)
     return NULL;
 }
 
-/* One passed-on field checked against its kind. */
-static int gfield_check(const struct gfield *f, json_object *v, struct svc_err *err)
+/* One passed-on field (v, of body b) checked against its kind. */
+static int gfield_check(const struct gfield *f, json_object *b, json_object *v, struct svc_err *err)
 {
     const char *n = f->name;
-    bool num = json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
-    double x = num ? json_object_get_double(v) : 0;
+    double x = json_object_get_double(v);
+    bool set = false, flag = false;
+    int64_t whole = 0;
+    json_object *o = NULL;
     switch (f->kind) {
     case G_NUM:
     case G_INT:
-        if (!num || (f->kind == G_INT && !json_object_is_type(v, json_type_int)))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be %s", n,
-                                f->kind == G_INT ? "an integer" : "a number");
+        if ((f->kind == G_INT ? http_field_int_opt(b, n, NULL, &set, &whole, err)
+                              : http_field_number_opt(b, n, NULL, &set, &x, err)) < 0)
+            return -1;
         if (x < f->min || x > f->max)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be between %g and %g", n,
                                 f->min, f->max);
         return 0;
     case G_BOOL:
-        return json_object_is_type(v, json_type_boolean)
-                   ? 0
-                   : svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be a boolean", n);
+        return http_field_bool(b, n, NULL, false, &flag, err);
     case G_STR:
         return json_object_is_type(v, json_type_string)
                    ? 0
                    : svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be a string", n);
     case G_OBJ:
-        return json_object_is_type(v, json_type_object)
-                   ? 0
-                   : svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be an object", n);
+        return http_field_obj(b, n, NULL, false, &o, err);
     case G_STOP: {
-        bool ok = json_object_is_type(v, json_type_string);
-        size_t k = ok                                        ? 0
-                   : json_object_is_type(v, json_type_array) ? json_object_array_length(v)
-                                                             : 9;
-        ok = ok || k <= 4;
-        for (size_t i = 0; ok && !json_object_is_type(v, json_type_string) && i < k; i++)
+        size_t len = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 9;
+        bool str = json_object_is_type(v, json_type_string), ok = str || len <= 4;
+        for (size_t i = 0; ok && !str && i < len; i++)
             ok = json_object_is_type(json_object_array_get_idx(v, i), json_type_string);
         return ok ? 0
                   : svc_err_setp(err, SVC_E_INVALID_FIELD, n,
@@ -311,7 +306,7 @@ int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err)
                                 "'%.64s' is not a field of this request", key);
         if (f->kind == G_SVC || !v)
             continue;
-        if (gfield_check(f, v, err) < 0)
+        if (gfield_check(f, in->body, v, err) < 0)
             return -1;
         svc_json_set(s, key, json_object_get(v));
     }
