@@ -1,15 +1,11 @@
 /* h_chat: POST /api/chat and its alias /api/v1/chat/completions (SPEC 4.1), the tokens
- * compatibility route, and the asynchronous runs of SPEC 4.2 (core/runs.h).
- * The handler parses the OpenAI body (its whole list and its settings: turnin.h), finds the
- * session a body naming none continues (SPEC 15), hands the run to core/session.h, and
- * renders the chat.completion object or the chat.completion.chunk stream; the request's
- * function tools (SPEC 12.1) go to core, and a run that ends on their calls answers
- * tool_calls. */
+ * compatibility route, and the asynchronous runs of SPEC 4.2 (core/runs.h). The OpenAI body
+ * (turnin.h) becomes a run (core/session.h) answered as a chat.completion object or chunk
+ * stream; a run that ends on the request's function tools (SPEC 12.1) answers tool_calls. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "handlers.h"
 #include "held.h"
@@ -228,8 +224,7 @@ static struct svc_run_request run_request_of(const struct chat_in *in)
     return req;
 }
 
-/* What a completed run answers with: from a live run, or from a stored run record when an
- * Idempotency-Key replays it. Strings and objects are borrowed. */
+/* What a completed run answers with, from a live run or a replayed record (all borrowed). */
 struct answer {
     const char *run_id, *sid, *model, *content, *finish;
     json_object *usage;      /* {prompt_tokens, completion_tokens, total_tokens} */
@@ -420,8 +415,8 @@ static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const stru
                              .created = (int64_t)svc_time_now()};
 }
 
-/* Run it and answer: the chat.completion object, or its chunks (a failure once the stream
- * began is the router's final error event). The ended run is recorded (idem.h). */
+/* Run it, record it (idem.h) and answer (a failure once the stream began is the router's
+ * final error event). */
 static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
                     struct svc_err *err)
 {
@@ -447,8 +442,7 @@ static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
     return 0;
 }
 
-/* Answer again from a stored, completed run (Idempotency-Key seen before): the same
- * completion, or the same stream replayed from the stored events. */
+/* Answer again from a stored, completed run (Idempotency-Key seen before), or its stream. */
 static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
 {
     struct answer a = {
@@ -583,21 +577,9 @@ int h_run_get(struct http_req *r, struct svc_err *err)
     return http_reply(r, 200, o);
 }
 
-/* The final event is appended a moment before the run's record says it ended: a stream
- * ends when both are true, so a client that reads the run right after sees it ended. */
-static void wait_recorded(const struct svc_config *cfg, const char *run_id)
+static int send_event(void *r, json_object *ev)
 {
-    double until = svc_time_monotonic() + 5.0;
-    while (svc_time_monotonic() < until) {
-        json_object *rec = NULL;
-        bool running = svc_runs_get(cfg, run_id, &rec, NULL) == 0 &&
-                       strcmp(svc_json_str(rec, "status", ""), "running") == 0;
-        json_object_put(rec);
-        if (!running)
-            return;
-        if (svc_runs_wait(cfg, run_id, 100) < 0)
-            usleep(20 * 1000);
-    }
+    return http_sse_json(r, ev);
 }
 
 int h_run_events(struct http_req *r, struct svc_err *err)
@@ -613,38 +595,8 @@ int h_run_events(struct http_req *r, struct svc_err *err)
     json_object_put(rec);
     if (http_sse_begin(r) < 0)
         return 0;
-    double ping_every = http_ping_after();
-    for (;;) {
-        json_object *events = NULL;
-        bool finished = false;
-        long next = (long)cursor;
-        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &next, &finished, err) < 0)
-            return -1; /* the router ends the stream with its error event */
-        size_t n = json_object_array_length(events);
-        bool ended = false, gone = false;
-        for (size_t i = 0; i < n && !ended && !gone; i++) {
-            json_object *ev = json_object_array_get_idx(events, i);
-            const char *type = svc_json_str(ev, "type", "");
-            gone = http_sse_json(r, ev) < 0;
-            ended = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
-        }
-        json_object_put(events);
-        if (gone)
-            return 0; /* the client left; the run goes on */
-        cursor = next;
-        if (ended && !finished)
-            wait_recorded(r->cfg, run_id);
-        if (ended || (finished && n == 0))
-            return 0;
-        if (finished)
-            continue; /* read what was appended before the end was recorded */
-        /* wait for the runner to append (inotify), pinging while it is quiet */
-        int w = svc_runs_wait(r->cfg, run_id, 1000);
-        if (w < 0)
-            usleep(200 * 1000);
-        if (svc_time_monotonic() - r->last_write >= ping_every && http_sse_ping(r) < 0)
-            return 0;
-    }
+    /* an error reading the events: the router ends the stream with its error event */
+    return turn_follow(r, run_id, (long)cursor, send_event, r, err);
 }
 
 int h_run_cancel(struct http_req *r, struct svc_err *err)

@@ -108,8 +108,7 @@ int resp_context_management(json_object *body, int64_t *threshold, struct svc_er
 static const char *const fields[] = {"model", "input", "previous_response_id", "conversation",
                                      "metadata"};
 
-/* The session the body names (borrowed from it, or from *prev: the stored response), or
- * NULL; 0, or -1 with err (an unknown or another user's response: 404). */
+/* The session the body names (borrowed from it or from *prev, the stored response) or NULL. */
 static int named_session(struct http_req *r, json_object *b, json_object **prev, const char **sid,
                          struct svc_err *err)
 {

@@ -59,8 +59,7 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->mcp_shown);
 }
 
-/* metadata: an object of strings (OpenAI's rule); event_format, locale, channel and
- * session_id are read from it. */
+/* metadata: an object of strings (OpenAI's rule), some of which svc reads. */
 static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err *err)
 {
     json_object *meta = NULL;
@@ -252,8 +251,7 @@ static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reaso
     return u;
 }
 
-/* The request's user, metadata and conversation as the object echoes them (conversation:
- * null unless the request named one, SPEC 15). */
+/* The request's user, metadata and conversation (null unless named, SPEC 15), echoed. */
 static void echo_request(json_object *o, const struct resp_in *in, const char *sid)
 {
     json_object *conv = in->conv ? json_object_new_object() : NULL;
@@ -272,8 +270,7 @@ static json_object *text_part(const char *text)
     return p;
 }
 
-/* The assistant message item msg_id; text NULL: in progress, no content yet. status:
- * in_progress, completed, or incomplete (a failed run's partial text). */
+/* The assistant message item msg_id (text NULL: no content yet; incomplete: a failed run's). */
 static json_object *message_item(const char *msg_id, const char *text, const char *status)
 {
     json_object *m = svc_responses_obj("id", msg_id, "type", "message", "status", status, "role",
@@ -285,9 +282,8 @@ static json_object *message_item(const char *msg_id, const char *text, const cha
     return m;
 }
 
-/* The function_call item of a client tool call (an OpenAI tool_calls entry, the k-th of the
- * response): its id, fc_<the response's hex>_<k>, is the same streamed and stored, and an
- * item_reference to it finds the response. */
+/* The function_call item of the response's k-th client tool call: its id fc_<the response's
+ * hex>_<k> is the same streamed and stored, and an item_reference to it finds the response. */
 static json_object *function_call_out(const struct resp_ctx *c, json_object *tc, size_t k,
                                       bool done)
 {
@@ -309,8 +305,7 @@ static bool has_message(const struct svc_run_answer *a, const struct svc_err *fa
     return failure ? text : text || nc == 0;
 }
 
-/* The request's remote MCP server a tool name ("<label>__<tool>") belongs to: its label
- * (borrowed), *tool the bare name; NULL when none. */
+/* The label of the request's MCP server a tool name "<label>__<tool>" belongs to, or NULL. */
 static const char *mcp_label_of(const struct resp_ctx *c, const char *name, const char **tool)
 {
     const char *sep = strstr(name, "__");
@@ -332,8 +327,7 @@ static json_object *approval_out(json_object *tc, const char *label, const char 
                              tool, "server_label", label, NULL);
 }
 
-/* The mcp_call item of a call the run made (its tool_result event; the arguments from its
- * tool_start). */
+/* The mcp_call item of a call's tool_result event (the arguments from its tool_start). */
 static json_object *mcp_call_out(json_object *events, json_object *ev, const char *label,
                                  const char *tool)
 {
@@ -360,8 +354,7 @@ static json_object *mcp_call_out(json_object *events, json_object *ev, const cha
     return o;
 }
 
-/* The output item a run event stands for (SPEC 16): a server's mcp_list_tools, a remote
- * call's mcp_call; NULL for any other event. events: the run's, up to ev at least. */
+/* The mcp_list_tools or mcp_call item a run event stands for (SPEC 16), or NULL. */
 static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events, json_object *ev)
 {
     const char *type = svc_json_str(ev, "type", ""), *tool = NULL, *label;
@@ -392,10 +385,8 @@ static json_object *call_out(const struct resp_ctx *c, json_object *tc, size_t k
     return label ? approval_out(tc, label, tool) : function_call_out(c, tc, k, true);
 }
 
-/* The output of an ended run, in the order things happened (a stream announces them so, and
- * SPEC 15 wants the same items either way): the MCP items and the message where its first
- * text came (at the end when it had none), then an item per call awaiting its result or
- * approval. */
+/* The output of an ended run in the order things happened, as a stream announces them (SPEC
+ * 15): the MCP items, the message where its first text came, then the calls awaiting answers. */
 static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
                                  const char *status, const struct svc_err *failure)
 {
@@ -430,8 +421,7 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     return output;
 }
 
-/* The status of an ended run's response: incomplete when the model stopped at the token
- * limit (SPEC 15), else completed or failed. */
+/* An ended run's status: failed, incomplete at the token limit (SPEC 15), else completed. */
 static const char *ended_status(const struct resp_ctx *c, const struct svc_err *failure)
 {
     struct svc_run_answer a;
@@ -439,8 +429,7 @@ static const char *ended_status(const struct resp_ctx *c, const struct svc_err *
     return failure ? "failed" : strcmp(a.finish_reason, "length") == 0 ? "incomplete" : "completed";
 }
 
-/* The settings the object echoes as OpenAI does (SPEC 15): what the request gave, else
- * OpenAI's defaults. */
+/* The settings echoed as OpenAI does (SPEC 15): the request's, else OpenAI's defaults. */
 static void echo_settings(json_object *o, json_object *b)
 {
     static const char *const keys[] = {
@@ -549,9 +538,8 @@ static json_object *response_object(const struct resp_ctx *c, const char *status
     return o;
 }
 
-/* After the run ended: the response object stored (store true) and the run recorded for
- * GET /api/chat/runs/{id}. A store that fails turns `store` false in the answer (it could
- * not be continued); both failures are logged, never fatal: the turn is in the session. */
+/* The ended run's response stored (store true) and the run recorded; a store that fails
+ * turns `store` false in the answer; failures are logged, never fatal (the turn is kept). */
 static void keep_response(struct resp_ctx *c, json_object *resp, const struct svc_err *failure)
 {
     struct svc_err e;
@@ -602,8 +590,7 @@ static int emit(struct resp_ctx *c, const char *type, json_object *o)
     return rc;
 }
 
-/* Emit n events in order; on the first failure the objects not yet sent are released.
- * Returns 0, or -1 when the client is gone. */
+/* Emit n events in order: 0, or -1 when the client is gone (the rest released). */
 static int emit_seq(struct resp_ctx *c, size_t n, const char *const *types, json_object **objs)
 {
     size_t i = 0;
@@ -632,8 +619,7 @@ static json_object *at_part(const struct resp_ctx *c)
     return o;
 }
 
-/* The opening events of a stream: created and in_progress with pending (the response
- * before its output, taken). */
+/* A stream's created and in_progress events with pending (the response, taken). */
 static int emit_opening(struct resp_ctx *c, json_object *pending)
 {
     static const char *const types[] = {"response.created", "response.in_progress"};
@@ -671,8 +657,7 @@ static int emit_delta(struct resp_ctx *c, const char *text)
     return emit(c, "response.output_text.delta", o);
 }
 
-/* The message item's closing events, with item's text and logprobs (the item as stored;
- * NULL: an empty text). */
+/* The message item's closing events with item's text and logprobs (NULL: an empty text). */
 static int emit_closing(struct resp_ctx *c, json_object *item)
 {
     json_object *m = item ? json_object_get(item) : message_item(c->msg_id, "", "completed");
@@ -690,8 +675,7 @@ static int emit_closing(struct resp_ctx *c, json_object *item)
     return emit_seq(c, 3, types, objs);
 }
 
-/* An item that is whole when it appears (an MCP one) at index i: added, then done; item
- * consumed. 0, or -1 when the client is gone. */
+/* An item whole when it appears (an MCP one, consumed) at index i: added, then done. */
 static int emit_item(struct resp_ctx *c, int64_t i, json_object *item)
 {
     json_object *objs[2] = {json_object_new_object(), json_object_new_object()};
@@ -727,10 +711,8 @@ static int on_event(void *ctx, json_object *ev)
     return emit(c, "svc.event", o) < 0 ? 1 : 0;
 }
 
-/* The response's output items a stream has not announced yet, at their output index: the
- * calls the run ended on (function_call: its four events, the arguments in one delta;
- * mcp_approval_request: added and done) and, replaying (all), the MCP items too. 0, or -1
- * when the client is gone. */
+/* The output items a stream has not announced, at their index: the calls the run ended on
+ * (function_call: four events, the arguments in one delta) and, replaying (all), the MCP items. */
 static int emit_calls(struct resp_ctx *c, json_object *resp, bool all)
 {
     json_object *out = svc_json_arr(resp, "output");
@@ -768,10 +750,8 @@ static int emit_calls(struct resp_ctx *c, json_object *resp, bool all)
     return 0;
 }
 
-/* The rest of a stream once the run ended: the message item (announced now if no text
- * came; text, when not NULL, its text in one delta), the calls (all: every other item, a
- * replay), then response.completed (response.incomplete at the token limit) with resp,
- * which is consumed. */
+/* The rest of a stream once the run ended: the message item (text, if not NULL, in one delta),
+ * the calls, then response.completed (or .incomplete) with resp, which is consumed. */
 static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, const char *text, bool all)
 {
     json_object *out = svc_json_arr(resp, "output");
@@ -904,12 +884,9 @@ static void background_refresh(struct http_req *r, json_object *o)
 }
 
 /* ---- a background response's event stream, resumable (SPEC 12.3) ----
- * Numbered from the run's events so that every replay numbers alike: 0..3 open the
- * message (created, in_progress, output_item.added, content_part.added), run event seq k
- * is 3 + k (delta: output_text.delta; others: svc.event), and its done closes with 3 + k..
- * 6 + k (output_text.done, content_part.done, output_item.done, response.completed); its
- * error is response.failed at 3 + k. The events are those of a foreground stream (emit_*),
- * numbered here. */
+ * Numbered from the run's events so that every replay numbers alike: 0..3 open the message,
+ * run event seq k is 3 + k (output_text.delta or svc.event), its done closes with 3 + k..6 + k
+ * (ending with response.completed) and its error is response.failed at 3 + k. */
 
 struct bg_stream {
     struct resp_ctx c; /* msg_id, the numbering (from the run's events) and from */
@@ -930,15 +907,14 @@ static int bg_close(struct bg_stream *b, int64_t k, bool done)
                : 0;
 }
 
-/* One run event; *ended set on its done or error. 0, or -1 when the client is gone. */
-static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
+/* One run event (turn_follow's each): 0, or -1 when the client is gone. */
+static int bg_event(void *ctx, json_object *ev)
 {
+    struct bg_stream *b = ctx;
     const char *type = svc_json_str(ev, "type", "");
     int64_t k = svc_json_int(ev, "seq", 0);
-    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
-        *ended = true;
+    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0)
         return bg_close(b, k, strcmp(type, "done") == 0);
-    }
     b->c.seq = 3 + k;
     if (strcmp(type, "delta") == 0)
         return emit_delta(&b->c, svc_json_str(ev, "text", ""));
@@ -950,31 +926,11 @@ static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
 /* Follow the run's events from the start, sending those from b->c.from, until its end. */
 static int bg_follow(struct bg_stream *b)
 {
-    const char *run_id = svc_json_str(b->resp, "run_id", "");
     snprintf(b->c.msg_id, sizeof b->c.msg_id, "msg_%s", svc_json_str(b->resp, "id", "resp_") + 5);
-    if (http_sse_begin(b->c.r) < 0 || emit_opening(&b->c, svc_json_copy(b->resp)) < 0 ||
-        open_message(&b->c) < 0)
-        return 0;
-    long cursor = 0;
-    for (;;) {
-        json_object *events = NULL;
-        bool finished = false, ended = false;
-        long next = cursor;
-        if (svc_runs_events(b->c.r->cfg, run_id, cursor, &events, &next, &finished, NULL) < 0)
-            return 0;
-        int rc = 0;
-        for (size_t i = 0; i < json_object_array_length(events) && !ended && rc == 0; i++)
-            rc = bg_event(b, json_object_array_get_idx(events, i), &ended);
-        size_t n = json_object_array_length(events);
-        json_object_put(events);
-        cursor = next;
-        if (rc < 0 || ended || (finished && n == 0))
-            return 0;
-        if (!finished && svc_runs_wait(b->c.r->cfg, run_id, 1000) == 0 &&
-            svc_time_monotonic() - b->c.r->last_write >= HTTP_PING_AFTER_S &&
-            http_sse_ping(b->c.r) < 0)
-            return 0;
-    }
+    if (http_sse_begin(b->c.r) == 0 && emit_opening(&b->c, svc_json_copy(b->resp)) == 0 &&
+        open_message(&b->c) == 0)
+        turn_follow(b->c.r, svc_json_str(b->resp, "run_id", ""), 0, bg_event, b, NULL);
+    return 0;
 }
 
 /* The last sequence number of a finished run's stream, or -1 while it runs. */
@@ -1015,8 +971,7 @@ static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
     return rc;
 }
 
-/* background: true: the run is spawned detached (it outlives this worker), the response is
- * stored in_progress and answered at once; GET reads the run's record for the rest. */
+/* background: true: the run spawned detached, the response stored in_progress and answered. */
 static int resp_background(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
     struct svc_run_request req = run_request_of(r, in);
@@ -1098,8 +1053,7 @@ out:
 }
 
 /* POST /api/v1/responses/input_tokens (SPEC 15): what a create request with this body would
- * send, counted as svc counts (4 characters a token): the system prompts, the tools, the
- * named session's messages and the request's own. Nothing runs, nothing is stored. */
+ * send (prompts, tools, the session's and the request's messages), 4 characters a token. */
 int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
 {
     struct resp_in in;

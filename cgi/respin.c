@@ -54,9 +54,8 @@ json_object *respin_items(json_object *input)
     return items;
 }
 
-/* The text of an input item's content: a string, or the text parts (input_text,
- * output_text, text) of a list, joined by newlines; other parts (images, files) carry no
- * text and are left out. *out is heap. */
+/* The text of an input item's content (heap): a string, or the text parts of a list joined
+ * by newlines (images and files carry none). */
 static int content_text(json_object *content, const char *param, char **out, struct svc_err *err)
 {
     *out = NULL;
@@ -161,8 +160,7 @@ static int function_output_item(json_object *item, size_t i, json_object *msgs, 
     return 0;
 }
 
-/* A message item as the chat message it stands for ({role, content} with its text; a user
- * message's images and files as chat parts, SPEC 17). */
+/* A message item as its chat message (a user message's images and files as parts, SPEC 17). */
 static int message_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
                       struct svc_err *err)
 {
@@ -199,8 +197,7 @@ static int message_in(struct http_req *r, json_object *item, size_t i, json_obje
     return 0;
 }
 
-/* An mcp_approval_response item (SPEC 16) as the answer to the call it approves or declines:
- * a role "tool" message with "approve", like a function_call_output. */
+/* An mcp_approval_response item (SPEC 16) as a role "tool" message with "approve". */
 static int approval_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *id = NULL;
@@ -222,8 +219,7 @@ static int approval_item(json_object *item, size_t i, json_object *msgs, struct 
     return 0;
 }
 
-/* An mcp_call item a client sends back (a stateless history): the call and its result, as
- * a function_call and its output. */
+/* An mcp_call item sent back (a stateless history) as a function_call and its output. */
 static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *label = NULL, *name = NULL, *id = NULL;

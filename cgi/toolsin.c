@@ -9,8 +9,7 @@
 #include "mcp.h"
 #include "util.h"
 
-/* One tool: {name, description, parameters, strict} appended to out; seen holds the names so
- * far (a hash: the check stays linear in the number of tools). */
+/* One tool appended to out as {name, description, parameters, strict}; seen: the names so far. */
 static int tool_one(json_object *t, size_t i, bool nested, json_object *out, json_object *seen,
                     struct svc_err *err)
 {
@@ -152,8 +151,7 @@ static int mcp_names(json_object *v, const char *param, json_object **out, struc
     return 0;
 }
 
-/* require_approval: "always", "never" or {"always": names, "never": names} (the rest
- * always) as {"default", "always", "never"}. */
+/* require_approval: "always", "never" or {"always": names, "never": names} as spec's approval. */
 static int mcp_approval(json_object *t, const char *p, json_object *spec, struct svc_err *err)
 {
     char q[128];
@@ -163,11 +161,8 @@ static int mcp_approval(json_object *t, const char *p, json_object *spec, struct
     svc_json_set_str(ap, "default", "always");
     if (!json_object_object_get_ex(t, "require_approval", &v) || !v)
         return 0;
-    if (json_object_is_type(v, json_type_string)) {
-        const char *s = json_object_get_string(v);
-        if (strcmp(s, "always") != 0 && strcmp(s, "never") != 0)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
-                                "'%s' must be always, never or a filter", q);
+    const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+    if (strcmp(s, "always") == 0 || strcmp(s, "never") == 0) {
         svc_json_set_str(ap, "default", s);
         return 0;
     }

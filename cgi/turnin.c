@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fork.h"
 #include "http.h"
@@ -10,6 +11,7 @@
 #include "log.h"
 #include "openai.h"
 #include "responses.h"
+#include "runs.h"
 
 void turn_in_free(struct turn_in *in)
 {
@@ -54,6 +56,55 @@ json_object *turn_svc_block(const char *run_id, json_object *events)
     json_object *svc = svc_responses_obj("schema_version", "2.0", "run_id", run_id, NULL);
     svc_json_set(svc, "events", events ? svc_json_copy(events) : json_object_new_array());
     return svc;
+}
+
+/* Wait (at most 5 s) for run_id's record to say it ended: its end event comes a moment
+ * before. */
+static void wait_recorded(const struct svc_config *cfg, const char *run_id)
+{
+    double until = svc_time_monotonic() + 5.0;
+    while (svc_time_monotonic() < until) {
+        json_object *rec = NULL;
+        bool running = svc_runs_get(cfg, run_id, &rec, NULL) == 0 &&
+                       strcmp(svc_json_str(rec, "status", ""), "running") == 0;
+        json_object_put(rec);
+        if (!running)
+            return;
+        if (svc_runs_wait(cfg, run_id, 100) < 0)
+            usleep(20 * 1000);
+    }
+}
+
+int turn_follow(struct http_req *r, const char *run_id, long cursor,
+                int (*each)(void *ctx, json_object *ev), void *ctx, struct svc_err *err)
+{
+    for (;;) {
+        json_object *events = NULL;
+        bool finished = false, ended = false;
+        long next = cursor;
+        if (svc_runs_events(r->cfg, run_id, cursor, &events, &next, &finished, err) < 0)
+            return -1;
+        size_t n = json_object_array_length(events);
+        int rc = 0;
+        for (size_t i = 0; i < n && !ended && rc == 0; i++) {
+            json_object *ev = json_object_array_get_idx(events, i);
+            const char *type = svc_json_str(ev, "type", "");
+            ended = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
+            if (ended && !finished)
+                wait_recorded(r->cfg, run_id);
+            rc = each(ctx, ev);
+        }
+        json_object_put(events);
+        cursor = next;
+        if (rc < 0 || ended || (finished && n == 0))
+            return 0;
+        if (finished)
+            continue; /* read what was appended before the end was recorded */
+        if (svc_runs_wait(r->cfg, run_id, 1000) < 0) /* inotify, else a short sleep */
+            usleep(200 * 1000);
+        if (svc_time_monotonic() - r->last_write >= http_ping_after() && http_sse_ping(r) < 0)
+            return 0;
+    }
 }
 
 /* ---- generation settings (SPEC 15): honoured, passed on to the model, or refused ---- */

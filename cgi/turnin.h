@@ -71,6 +71,12 @@ int resp_context_management(json_object *body, int64_t *threshold, struct svc_er
 /* The compaction item sealing summary for r's caller (new reference), or NULL with err. */
 json_object *resp_compaction_item(struct http_req *r, json_object *summary, struct svc_err *err);
 struct svc_run_request turn_in_request(const struct turn_in *in);
+/* Follow run_id's events (runs.h) from cursor to the run's end, each(ctx, ev) sending each
+ * (-1: the client is gone, the run goes on), pinging while the run is quiet. An end event
+ * is sent once the run's record says it ended too, so a client that reads the run right
+ * after sees it ended. 0, or -1 with err when the events cannot be read. */
+int turn_follow(struct http_req *r, const char *run_id, long cursor,
+                int (*each)(void *ctx, json_object *ev), void *ctx, struct svc_err *err);
 /* An answer's "svc" member in svc.v2: {"schema_version": "2.0", "run_id", "events"} (copied). */
 json_object *turn_svc_block(const char *run_id, json_object *events);
 

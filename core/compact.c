@@ -12,6 +12,7 @@
 #include "fsio.h"
 #include "jsonx.h"
 #include "model.h"
+#include "runstate.h"
 #include "store.h"
 #include "util.h"
 
@@ -68,14 +69,8 @@ int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, json_ob
     *completion = reply.completion_tokens;
     if (rc != 0)
         return -1;
-    json_object *m = json_object_new_object(), *c = json_object_new_array();
-    json_object *t = json_object_new_object();
-    svc_json_set_str(t, "text", reply.text ? reply.text : "");
-    json_object_array_add(c, t);
-    svc_json_set_str(m, "role", "user");
-    svc_json_set(m, "content", c);
+    *out = svc_loop_user_message(reply.text ? reply.text : "");
     svc_model_reply_free(&reply);
-    *out = m;
     return 0;
 }
 

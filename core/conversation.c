@@ -403,8 +403,8 @@ static int lock_for_write(const struct svc_config *cfg, const char *sid, struct 
     return 0;
 }
 
-/* After a write: the sidecar's message_count (+ the added natives, NULL: none), its title
- * when it had none, updated_at, and the index row. */
+/* After a write (added: the natives, or NULL): the sidecar's count, title and updated_at,
+ * and the index row. */
 static int touch(struct svc_sess *s, json_object *added, struct svc_err *err)
 {
     json_object *sc = NULL;
@@ -483,8 +483,7 @@ out:
     return rc;
 }
 
-/* The message id an item id of this session names (msg_<sid>_<n>, fc_/fco_<sid>_<n>_<k>),
- * or -1. */
+/* The message id of an item id of this session (msg_<sid>_<n>, fc_/fco_<sid>_<n>_<k>), or -1. */
 static int64_t item_message(const char *sid, const char *item_id)
 {
     static const char *const pre[] = {"msg_", "fc_", "fco_"};
