@@ -24,8 +24,6 @@
 struct chat_in {
     struct turn_in t; /* results: of the tool messages */
     bool include_usage;
-    bool stateless; /* store: false */
-    const char *max_tokens_param;
 };
 
 /* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
@@ -162,48 +160,47 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     json_object *b = in->t.body, *meta = NULL, *sopts = NULL, *msgs = NULL;
     const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL, *turn_id = NULL;
     bool store = true;
-    if (sid_field(b, "session_id", NULL, &in->t.sid, err) < 0 ||
+    if (sid_field(b, "session_id", NULL, &in->t.req.session_id, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
-        http_field_str(meta, "locale", "metadata.locale", false, &in->t.locale, err) < 0 ||
-        http_field_str(meta, "channel", "metadata.channel", false, &in->t.channel, err) < 0 ||
+        http_field_str(meta, "locale", "metadata.locale", false, &in->t.req.locale, err) < 0 ||
+        http_field_str(meta, "channel", "metadata.channel", false, &in->t.req.channel, err) < 0 ||
         http_field_str(meta, "turn_id", "metadata.turn_id", false, &turn_id, err) < 0 ||
         http_field_str(b, "model", NULL, false, &model, err) < 0 ||
-        http_field_str(b, "user", NULL, false, &in->t.user, err) < 0 ||
+        http_field_str(b, "user", NULL, false, &in->t.req.user_id, err) < 0 ||
         http_field_bool(b, "stream", NULL, false, &in->t.stream, err) < 0 ||
         http_field_obj(b, "stream_options", NULL, false, &sopts, err) < 0 ||
         http_field_bool(sopts, "include_usage", "stream_options.include_usage", false,
                         &in->include_usage, err) < 0 ||
         http_field_arr(b, "messages", NULL, false, &msgs, err) < 0 ||
         http_field_str(b, "message", NULL, false, &legacy, err) < 0 ||
-        http_field_number_opt(b, "temperature", NULL, &in->t.has_temperature, &in->t.temperature,
-                              err) < 0 ||
-        http_field_int_opt(b, "max_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens, err) <
-            0 ||
-        toolsin_parse(b, true, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        http_field_number_opt(b, "temperature", NULL, &in->t.req.has_temperature,
+                              &in->t.req.temperature, err) < 0 ||
+        http_field_int_opt(b, "max_tokens", NULL, &in->t.req.has_max_tokens, &in->t.req.max_tokens,
+                           err) < 0 ||
+        toolsin_parse(b, true, &in->t.req.client_tools, &in->t.req.tool_choice, err) < 0 ||
         http_field_bool(b, "store", NULL, true, &store, err) < 0 ||
         turn_in_settings(&in->t, TURN_CHAT, err) < 0)
         return -1;
-    in->stateless = !store; /* as the Responses API's store: false (SPEC 12.3) */
-    in->max_tokens_param = "max_tokens";
-    bool has_mct = false; /* OpenAI's newer name, which wins */
-    int64_t mct = 0;
-    if (http_field_int_opt(b, "max_completion_tokens", NULL, &has_mct, &mct, err) < 0)
+    in->t.req.stateless = !store; /* as the Responses API's store: false (SPEC 12.3) */
+    in->t.req.max_tokens_param = "max_tokens";
+    in->t.req.user = &r->user;
+    bool mct = false; /* OpenAI's newer name, which wins */
+    if (http_field_int_opt(b, "max_completion_tokens", NULL, &mct, &in->t.req.max_tokens, err) < 0)
         return -1;
-    if (has_mct) {
-        in->t.has_max_tokens = true;
-        in->t.max_tokens = mct;
-        in->max_tokens_param = "max_completion_tokens";
+    if (mct) {
+        in->t.req.has_max_tokens = true;
+        in->t.req.max_tokens_param = "max_completion_tokens";
     }
     if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
                             "'metadata.event_format' must be openai.v1 or svc.v2");
     in->t.svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
-    if (!in->t.sid)
-        in->t.sid = msid;
-    if (!in->t.sid)
-        in->t.sid = r->x_session_id;
+    if (!in->t.req.session_id)
+        in->t.req.session_id = msid;
+    if (!in->t.req.session_id)
+        in->t.req.session_id = r->x_session_id;
     if (msgs)
         return parse_messages(in, msgs, r->cfg->limits.max_image_bytes, err);
     if (legacy && *legacy) {
@@ -213,15 +210,6 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     if (legacy)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "message", "'message' must not be empty");
     return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages", "'messages' is required");
-}
-
-/* What core needs to begin a run, borrowed from the parsed body. */
-static struct svc_run_request run_request_of(const struct chat_in *in)
-{
-    struct svc_run_request req = turn_in_request(&in->t);
-    req.max_tokens_param = in->max_tokens_param;
-    req.stateless = in->stateless;
-    return req;
 }
 
 /* What a completed run answers with, from a live run or a replayed record (all borrowed). */
@@ -490,11 +478,11 @@ int h_chat(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (parse_chat(r, &in, err) < 0)
         goto out;
-    http_set_session(r, in.t.sid, false);
-    if (!in.stateless && turn_in_continue(&in.t, r->cfg, &r->user) == 1)
-        http_set_session(r, in.t.sid, false);
+    http_set_session(r, in.t.req.session_id, false);
+    if (!in.t.req.stateless && turn_in_continue(&in.t, r->cfg, &r->user) == 1)
+        http_set_session(r, in.t.req.session_id, false);
     json_object *rec = NULL;
-    if (svc_idem_sync_decide(r->cfg, &r->user, in.t.sid, r->idempotency_key, &rec) ==
+    if (svc_idem_sync_decide(r->cfg, &r->user, in.t.req.session_id, r->idempotency_key, &rec) ==
         SVC_IDEM_REPLAY) {
         rc = idem_replay(r, &in, rec);
         json_object_put(rec);
@@ -504,17 +492,16 @@ int h_chat(struct http_req *r, struct svc_err *err)
      * begins, since the sidecar says `running` from inside svc_run_begin (a repair finds
      * nothing to do while the sidecar is not `running` or another process holds the run
      * lock); so a new session's id is chosen here, not by the run. */
-    if (!in.t.sid) {
+    if (!in.t.req.session_id) {
         svc_random_id("sess", new_sid, sizeof new_sid);
-        in.t.sid = new_sid;
+        in.t.req.session_id = new_sid;
     }
-    held_set(in.t.sid);
-    struct svc_run_request req = run_request_of(&in);
-    req.user = &r->user;
+    held_set(in.t.req.session_id);
+    struct svc_run_request req = turn_in_request(&in.t);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
-    http_set_session(r, in.t.sid, true);
+    http_set_session(r, in.t.req.session_id, true);
     rc = chat_run(r, &in, run, err);
 out:
     svc_run_free(run);
@@ -540,9 +527,8 @@ int h_runs_create(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (parse_chat(r, &in, err) < 0)
         goto done;
-    http_set_session(r, in.t.sid, false);
-    struct svc_run_request req = run_request_of(&in);
-    req.user = &r->user;
+    http_set_session(r, in.t.req.session_id, false);
+    struct svc_run_request req = turn_in_request(&in.t);
     bool replayed = false;
     if (svc_runs_spawn(r->cfg, &req, r->idempotency_key, &out, &replayed, err) < 0)
         goto done;

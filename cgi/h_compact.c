@@ -142,10 +142,10 @@ static int input_messages(struct http_req *r, json_object *input, json_object *c
                           json_object *ids, struct svc_err *err)
 {
     if (json_object_is_type(input, json_type_string)) {
-        json_object *items = json_object_new_array(), *m = svc_responses_obj("role", "user", NULL);
+        json_object *m = svc_responses_obj("role", "user", NULL);
         svc_json_set(m, "content", json_object_get(input));
-        json_object_array_add(items, m);
-        input = items;
+        input = json_object_new_array();
+        json_object_array_add(input, m);
     } else {
         json_object_get(input);
     }
@@ -154,25 +154,17 @@ static int input_messages(struct http_req *r, json_object *input, json_object *c
                  : svc_err_setp(err, SVC_E_INVALID_FIELD, "input",
                                 "'input' must be a string or a list of items");
     for (size_t i = 0; rc == 0 && i < json_object_array_length(input); i++) {
-        json_object *item = json_object_array_get_idx(input, i), *one = NULL, *natives = NULL;
+        json_object *item = json_object_array_get_idx(input, i), *one = NULL;
+        json_object *natives = json_object_new_array();
+        bool sealed = strcmp(svc_json_str(item, "type", ""), "compaction") == 0;
         char p[64];
-        if (strcmp(svc_json_str(item, "type", ""), "compaction") == 0) {
-            snprintf(p, sizeof p, "input[%zu].encrypted_content", i);
-            rc = svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
-                                  svc_user_scope(&r->user), p, &one, err);
-            natives = json_object_new_array();
-            if (one)
-                json_object_array_add(natives, one);
-        } else {
-            json_object *batch = json_object_new_array();
-            json_object_array_add(batch, json_object_get(item));
-            snprintf(p, sizeof p, "input[%zu]", i);
-            rc = svc_conv_parse_items(batch, "input", &natives, err);
-            if (rc != 0 && err->param[0]) /* "input[0]..." of the batch: the item's own index */
-                snprintf(err->param, sizeof err->param, "%s%s", p, strchr(err->param, ']') + 1);
-            json_object_put(batch);
-        }
-        for (size_t k = 0; natives && k < json_object_array_length(natives); k++) {
+        snprintf(p, sizeof p, sealed ? "input[%zu].encrypted_content" : "input[%zu]", i);
+        if (!sealed)
+            rc = svc_conv_parse_item(item, p, natives, err);
+        else if ((rc = svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
+                                        svc_user_scope(&r->user), p, &one, err)) == 0)
+            json_object_array_add(natives, one);
+        for (size_t k = 0; k < json_object_array_length(natives); k++) {
             json_object_array_add(ctx, json_object_get(json_object_array_get_idx(natives, k)));
             json_object_array_add(ids, json_object_new_int64(-1));
         }

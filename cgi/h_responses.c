@@ -35,17 +35,15 @@
 #include "util.h"
 
 struct resp_in {
-    struct turn_in t;         /* results: of function_call_output items */
-    json_object *items;       /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
-    bool no_truncation;       /* truncation: "disabled" */
-    json_object *prev;        /* owned: the stored response previous_response_id names */
-    json_object *branch;      /* owned: the summary of the session forked from it, or NULL */
-    const char *prev_id;      /* borrowed */
-    const char *conv;         /* borrowed: the conversation the request named, or NULL */
-    const char *instructions; /* borrowed */
-    json_object *metadata;    /* borrowed */
-    json_object *mcp;         /* owned: the "type": "mcp" tools as run specs (toolsin.h) */
-    json_object *mcp_shown;   /* owned: the same as the response echoes them */
+    struct turn_in t;       /* results: of function_call_output items */
+    json_object *items;     /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
+    json_object *prev;      /* owned: the stored response previous_response_id names */
+    json_object *branch;    /* owned: the summary of the session forked from it, or NULL */
+    const char *prev_id;    /* borrowed */
+    const char *conv;       /* borrowed: the conversation the request named, or NULL */
+    json_object *metadata;  /* borrowed */
+    json_object *mcp;       /* owned: the "type": "mcp" tools as run specs (toolsin.h) */
+    json_object *mcp_shown; /* owned: the same as the response echoes them */
     bool store, background;
 };
 
@@ -78,8 +76,8 @@ static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err 
     }
     if (http_field_str(meta, "session_id", "metadata.session_id", false, msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
-        http_field_str(meta, "locale", "metadata.locale", false, &in->t.locale, err) < 0 ||
-        http_field_str(meta, "channel", "metadata.channel", false, &in->t.channel, err) < 0)
+        http_field_str(meta, "locale", "metadata.locale", false, &in->t.req.locale, err) < 0 ||
+        http_field_str(meta, "channel", "metadata.channel", false, &in->t.req.channel, err) < 0)
         return -1;
     if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
@@ -128,7 +126,7 @@ static int parse_truncation(struct resp_in *in, struct svc_err *err)
     if (t && strcmp(t, "auto") != 0 && strcmp(t, "disabled") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
                             "'truncation' must be auto or disabled");
-    in->no_truncation = t && strcmp(t, "disabled") == 0;
+    in->t.req.no_truncation = t && strcmp(t, "disabled") == 0;
     return 0;
 }
 
@@ -139,18 +137,20 @@ static int branch_from_prev(struct http_req *r, struct resp_in *in, struct svc_e
 {
     int64_t last = svc_json_int(in->prev, "last_message_id", -1), count = 0, next = 0;
     struct svc_sess s = SVC_SESS_INIT;
-    if (last < 0 || !in->t.sid || svc_sess_open(r->cfg, in->t.sid, &s, err) != 0)
-        return last < 0 || !in->t.sid ? 0 : -1;
+    if (last < 0 || !in->t.req.session_id ||
+        svc_sess_open(r->cfg, in->t.req.session_id, &s, err) != 0)
+        return last < 0 || !in->t.req.session_id ? 0 : -1;
     int64_t *ids = NULL;
     int rc = svc_sess_message_count(&s, -1, &count, &next, &ids, err);
     svc_sess_close(&s);
     free(ids);
     if (rc != 0 || next - 1 <= last)
         return rc != 0 ? -1 : 0;
-    struct svc_fork_req f = {.session_id = in->t.sid, .has_message_id = true, .message_id = last};
+    struct svc_fork_req f = {
+        .session_id = in->t.req.session_id, .has_message_id = true, .message_id = last};
     if (svc_session_fork(r->cfg, &f, &in->branch, err) != 0)
         return -1;
-    in->t.sid = svc_json_str(in->branch, "session_id", NULL);
+    in->t.req.session_id = svc_json_str(in->branch, "session_id", NULL);
     return 0;
 }
 
@@ -162,26 +162,26 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
     json_object *b = in->t.body, *input = NULL;
     const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL;
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||
-        http_field_str(b, "instructions", NULL, false, &in->instructions, err) < 0 ||
-        http_field_str(b, "user", NULL, false, &in->t.user, err) < 0 ||
+        http_field_str(b, "instructions", NULL, false, &in->t.req.instructions, err) < 0 ||
+        http_field_str(b, "user", NULL, false, &in->t.req.user_id, err) < 0 ||
         http_field_bool(b, "stream", NULL, false, &in->t.stream, err) < 0 ||
         http_field_bool(b, "store", NULL, true, &in->store, err) < 0 ||
         http_field_bool(b, "background", NULL, false, &in->background, err) < 0 ||
         http_field_str(b, "previous_response_id", NULL, false, &in->prev_id, err) < 0 ||
         http_field_str(b, "session_id", NULL, false, &bsid, err) < 0 ||
-        http_field_number_opt(b, "temperature", NULL, &in->t.has_temperature, &in->t.temperature,
-                              err) < 0 ||
-        http_field_int_opt(b, "max_output_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens,
-                           err) < 0 ||
+        http_field_number_opt(b, "temperature", NULL, &in->t.req.has_temperature,
+                              &in->t.req.temperature, err) < 0 ||
+        http_field_int_opt(b, "max_output_tokens", NULL, &in->t.req.has_max_tokens,
+                           &in->t.req.max_tokens, err) < 0 ||
         parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
-        toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        toolsin_parse(b, false, &in->t.req.client_tools, &in->t.req.tool_choice, err) < 0 ||
         toolsin_mcp(r->cfg, &r->user, b, &in->mcp, &in->mcp_shown, err) < 0 ||
         turn_in_settings(&in->t, TURN_RESP, err) < 0)
         return -1;
     in->conv = conv;
     json_object_object_get_ex(b, "input", &input);
     if (respin_input(r, &in->t, input, err) < 0 || parse_truncation(in, err) < 0 ||
-        resp_context_management(in->t.body, &in->t.compact_threshold, err) < 0)
+        resp_context_management(in->t.body, &in->t.req.compact_threshold, err) < 0)
         return -1;
     in->items = respin_items(input);
     if (!in->store && (conv || in->prev_id))
@@ -189,7 +189,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                             "'store': false runs without a session: send the whole input instead "
                             "of '%s'",
                             conv ? "conversation" : "previous_response_id");
-    if (in->background && (!in->store || in->t.tools || in->mcp))
+    if (in->background && (!in->store || in->t.req.client_tools || in->mcp))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "background",
                             "'background': true is stored and polled: it takes neither "
                             "'store': false nor client or mcp 'tools'");
@@ -209,14 +209,18 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                              "previous response %.64s not found", in->prev_id);
             return -1;
         }
-        in->t.sid = svc_json_str(in->prev, "session_id", NULL);
+        in->t.req.session_id = svc_json_str(in->prev, "session_id", NULL);
         mcp_listed_before(in);
     }
     const char *const named[] = {conv, msid, bsid, r->x_session_id};
-    for (size_t k = 0; !in->t.sid && k < 4; k++)
-        in->t.sid = named[k];
+    for (size_t k = 0; !in->t.req.session_id && k < 4; k++)
+        in->t.req.session_id = named[k];
     if (!r->cfg->sessions.enabled)
         in->store = false; /* nothing is kept: nothing to find again */
+    in->t.req.stateless = !in->store;
+    in->t.req.max_tokens_param = "max_output_tokens";
+    in->t.req.user = &r->user;
+    in->t.req.mcp_tools = in->mcp;
     return 0;
 }
 
@@ -255,7 +259,7 @@ static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reaso
 static void echo_request(json_object *o, const struct resp_in *in, const char *sid)
 {
     json_object *conv = in->conv ? json_object_new_object() : NULL;
-    svc_json_set_str(o, "user", in->t.user);
+    svc_json_set_str(o, "user", in->t.req.user_id);
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
     if (conv)
@@ -394,7 +398,7 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
     /* the window this run compacted (context_management, SPEC 15) */
-    json_object *compacted = a->summary && c->in->t.compact_threshold > 0
+    json_object *compacted = a->summary && c->in->t.req.compact_threshold > 0
                                  ? resp_compaction_item(c->r, a->summary, NULL)
                                  : NULL;
     if (compacted)
@@ -480,26 +484,27 @@ static json_object *object_of(const struct resp_in *in, const char *id, int64_t 
         svc_json_set_bool(o, "background", true);
     svc_json_set(o, "error", NULL);
     svc_json_set(o, "incomplete_details", NULL);
-    svc_json_set_str(o, "instructions", in->instructions);
+    svc_json_set_str(o, "instructions", in->t.req.instructions);
     if (!bg)
         svc_json_set(o, "max_output_tokens",
-                     in->t.has_max_tokens ? json_object_new_int64(in->t.max_tokens) : NULL);
+                     in->t.req.has_max_tokens ? json_object_new_int64(in->t.req.max_tokens) : NULL);
     svc_json_set_str(o, "model", model);
     svc_json_set(o, "output", json_object_new_array());
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
     if (!bg) {
         svc_json_set(o, "temperature",
-                     in->t.has_temperature ? json_object_new_double(in->t.temperature) : NULL);
+                     in->t.req.has_temperature ? json_object_new_double(in->t.req.temperature)
+                                               : NULL);
         echo_settings(o, in->t.body);
-        svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
-        json_object *tools = tools_shown(in->t.tools);
+        svc_json_set_str(o, "tool_choice", in->t.req.tool_choice ? in->t.req.tool_choice : "auto");
+        json_object *tools = tools_shown(in->t.req.client_tools);
         for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
             json_object_array_add(tools,
                                   json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
         svc_json_set(o, "tools", tools);
     }
-    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
+    svc_json_set_str(o, "truncation", in->t.req.no_truncation ? "disabled" : "auto");
     svc_json_set(o, "usage", NULL);
     echo_request(o, in, sid);
     if (bg)
@@ -590,23 +595,23 @@ static int emit(struct resp_ctx *c, const char *type, json_object *o)
     return rc;
 }
 
-/* Emit n events in order: 0, or -1 when the client is gone (the rest released). */
-static int emit_seq(struct resp_ctx *c, size_t n, const char *const *types, json_object **objs)
+/* o with key set to v (both taken): the body of an event. */
+static json_object *with(json_object *o, const char *key, json_object *v)
 {
-    size_t i = 0;
-    while (i < n && emit(c, types[i], objs[i]) == 0)
-        i++;
-    if (i == n)
-        return 0;
-    for (i++; i < n; i++)
-        json_object_put(objs[i]);
-    return -1;
+    svc_json_set(o, key, v);
+    return o;
 }
 
 static json_object *with_response(json_object *resp)
 {
+    return with(json_object_new_object(), "response", resp);
+}
+
+/* {"output_index": i}, an output item's position. */
+static json_object *at_index(int64_t i)
+{
     json_object *o = json_object_new_object();
-    svc_json_set(o, "response", resp);
+    svc_json_set_int(o, "output_index", i);
     return o;
 }
 
@@ -622,9 +627,11 @@ static json_object *at_part(const struct resp_ctx *c)
 /* A stream's created and in_progress events with pending (the response, taken). */
 static int emit_opening(struct resp_ctx *c, json_object *pending)
 {
-    static const char *const types[] = {"response.created", "response.in_progress"};
-    json_object *objs[] = {with_response(json_object_get(pending)), with_response(pending)};
-    return emit_seq(c, 2, types, objs);
+    if (emit(c, "response.created", with_response(json_object_get(pending))) < 0) {
+        json_object_put(pending);
+        return -1;
+    }
+    return emit(c, "response.in_progress", with_response(pending));
 }
 
 /* The message item announced (output_item.added, content_part.added) before its first
@@ -635,15 +642,11 @@ static int open_message(struct resp_ctx *c)
         return 0;
     c->msg_open = true;
     c->msg_index = c->next++;
-    json_object *item = json_object_new_object();
-    svc_json_set_int(item, "output_index", c->msg_index);
-    svc_json_set(item, "item", message_item(c->msg_id, NULL, "in_progress"));
-    json_object *part = at_part(c);
-    svc_json_set(part, "part", text_part(""));
-    static const char *const types[] = {"response.output_item.added",
-                                        "response.content_part.added"};
-    json_object *objs[] = {item, part};
-    return emit_seq(c, 2, types, objs);
+    if (emit(c, "response.output_item.added",
+             with(at_index(c->msg_index), "item", message_item(c->msg_id, NULL, "in_progress"))) <
+        0)
+        return -1;
+    return emit(c, "response.content_part.added", with(at_part(c), "part", text_part("")));
 }
 
 /* A delta of the message's text, the message announced first if it was not. */
@@ -662,30 +665,27 @@ static int emit_closing(struct resp_ctx *c, json_object *item)
 {
     json_object *m = item ? json_object_get(item) : message_item(c->msg_id, "", "completed");
     json_object *part = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
-    json_object *lp = svc_json_arr(part, "logprobs");
-    json_object *done = at_part(c), *pdone = at_part(c), *idone = json_object_new_object();
+    json_object *lp = svc_json_arr(part, "logprobs"), *done = at_part(c);
     svc_json_set_str(done, "text", svc_json_str(part, "text", ""));
     svc_json_set(done, "logprobs", lp ? json_object_get(lp) : json_object_new_array());
-    svc_json_set(pdone, "part", json_object_get(part));
-    svc_json_set_int(idone, "output_index", c->msg_index);
-    svc_json_set(idone, "item", m);
-    static const char *const types[] = {"response.output_text.done", "response.content_part.done",
-                                        "response.output_item.done"};
-    json_object *objs[] = {done, pdone, idone};
-    return emit_seq(c, 3, types, objs);
+    if (emit(c, "response.output_text.done", done) < 0 ||
+        emit(c, "response.content_part.done", with(at_part(c), "part", json_object_get(part))) <
+            0) {
+        json_object_put(m);
+        return -1;
+    }
+    return emit(c, "response.output_item.done", with(at_index(c->msg_index), "item", m));
 }
 
 /* An item whole when it appears (an MCP one, consumed) at index i: added, then done. */
 static int emit_item(struct resp_ctx *c, int64_t i, json_object *item)
 {
-    json_object *objs[2] = {json_object_new_object(), json_object_new_object()};
-    for (int k = 0; k < 2; k++) {
-        svc_json_set_int(objs[k], "output_index", i);
-        svc_json_set(objs[k], "item", json_object_get(item));
+    json_object *added = with(at_index(i), "item", json_object_get(item));
+    if (emit(c, "response.output_item.added", added) < 0) {
+        json_object_put(item);
+        return -1;
     }
-    json_object_put(item);
-    static const char *const types[] = {"response.output_item.added", "response.output_item.done"};
-    return emit_seq(c, 2, types, objs);
+    return emit(c, "response.output_item.done", with(at_index(i), "item", item));
 }
 
 static int on_event(void *ctx, json_object *ev)
@@ -711,6 +711,15 @@ static int on_event(void *ctx, json_object *ev)
     return emit(c, "svc.event", o) < 0 ? 1 : 0;
 }
 
+/* A function call's arguments event: item's output index, its id, and key its arguments. */
+static json_object *args_event(size_t i, json_object *item, const char *key)
+{
+    json_object *o = at_index((int64_t)i);
+    svc_json_set_str(o, "item_id", svc_json_str(item, "id", ""));
+    svc_json_set_str(o, key, svc_json_str(item, "arguments", "{}"));
+    return o;
+}
+
 /* The output items a stream has not announced, at their index: the calls the run ended on
  * (function_call: four events, the arguments in one delta) and, replaying (all), the MCP items. */
 static int emit_calls(struct resp_ctx *c, json_object *resp, bool all)
@@ -727,24 +736,15 @@ static int emit_calls(struct resp_ctx *c, json_object *resp, bool all)
         }
         if (strcmp(type, "function_call") != 0)
             continue;
-        const char *args = svc_json_str(item, "arguments", "{}");
-        json_object *objs[4], *added = svc_json_copy(item);
+        json_object *added = svc_json_copy(item);
         svc_json_set_str(added, "status", "in_progress");
         svc_json_set_str(added, "arguments", "");
-        for (int k = 0; k < 4; k++) {
-            objs[k] = json_object_new_object();
-            svc_json_set_int(objs[k], "output_index", (int64_t)i);
-        }
-        svc_json_set(objs[0], "item", added);
-        svc_json_set_str(objs[1], "item_id", svc_json_str(item, "id", ""));
-        svc_json_set_str(objs[1], "delta", args);
-        svc_json_set_str(objs[2], "item_id", svc_json_str(item, "id", ""));
-        svc_json_set_str(objs[2], "arguments", args);
-        svc_json_set(objs[3], "item", json_object_get(item));
-        static const char *const types[] = {
-            "response.output_item.added", "response.function_call_arguments.delta",
-            "response.function_call_arguments.done", "response.output_item.done"};
-        if (emit_seq(c, 4, types, objs) < 0)
+        if (emit(c, "response.output_item.added", with(at_index((int64_t)i), "item", added)) < 0 ||
+            emit(c, "response.function_call_arguments.delta", args_event(i, item, "delta")) < 0 ||
+            emit(c, "response.function_call_arguments.done", args_event(i, item, "arguments")) <
+                0 ||
+            emit(c, "response.output_item.done",
+                 with(at_index((int64_t)i), "item", json_object_get(item))) < 0)
             return -1;
     }
     return 0;
@@ -830,19 +830,6 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
     else
         json_object_put(stored);
     return 0;
-}
-
-/* The core run request of a Responses request (borrows from in and r). */
-static struct svc_run_request run_request_of(struct http_req *r, const struct resp_in *in)
-{
-    struct svc_run_request req = turn_in_request(&in->t);
-    req.instructions = in->instructions;
-    req.max_tokens_param = "max_output_tokens";
-    req.user = &r->user;
-    req.stateless = !in->store;
-    req.no_truncation = in->no_truncation;
-    req.mcp_tools = in->mcp;
-    return req;
 }
 
 /* ---- background responses (SPEC 12.3): an asynchronous run (runs.h) polled by GET ---- */
@@ -974,7 +961,7 @@ static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
 /* background: true: the run spawned detached, the response stored in_progress and answered. */
 static int resp_background(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
-    struct svc_run_request req = run_request_of(r, in);
+    struct svc_run_request req = turn_in_request(&in->t);
     json_object *run = NULL;
     bool replayed = false;
     if (svc_runs_spawn(r->cfg, &req, NULL, &run, &replayed, err) < 0)
@@ -1030,12 +1017,12 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         goto out;
     if (in.store)
         turn_in_continue(&in.t, r->cfg, &r->user);
-    http_set_session(r, in.t.sid, false);
+    http_set_session(r, in.t.req.session_id, false);
     if (in.background) {
         rc = resp_background(r, &in, err);
         goto out;
     }
-    struct svc_run_request req = run_request_of(r, &in);
+    struct svc_run_request req = turn_in_request(&in.t);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
@@ -1062,14 +1049,15 @@ int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
         goto out;
     size_t chars = 0;
     const char *sys = r->cfg->model.system_prompt;
-    chars += (sys ? strlen(sys) : 0) + (in.instructions ? strlen(in.instructions) : 0) +
+    chars += (sys ? strlen(sys) : 0) + (in.t.req.instructions ? strlen(in.t.req.instructions) : 0) +
              (in.t.input ? strlen(in.t.input) : 0);
     json_object *items = NULL;
-    if (in.t.sid &&
-        svc_conv_items_seen(r->cfg, svc_user_scope(&r->user), in.t.sid, &items, err) < 0)
+    if (in.t.req.session_id &&
+        svc_conv_items_seen(r->cfg, svc_user_scope(&r->user), in.t.req.session_id, &items, err) < 0)
         goto out;
     json_object *own = svc_tools_spec(r->cfg, r->user.id);
-    json_object *parts[] = {in.t.history, in.t.results, in.t.tools, own, items};
+    json_object *parts[] = {in.t.req.history, in.t.req.tool_results, in.t.req.client_tools, own,
+                            items};
     for (int k = 0; k < 5; k++) {
         char *j = parts[k] ? svc_json_dump_compact(parts[k]) : NULL;
         chars += j ? strlen(j) : 0;

@@ -16,38 +16,19 @@
 void turn_in_free(struct turn_in *in)
 {
     json_object_put(in->body);
-    json_object_put(in->history);
-    json_object_put(in->tools);
-    json_object_put(in->results);
-    json_object_put(in->input_content);
-    json_object_put(in->settings);
+    json_object_put(in->req.history);
+    json_object_put(in->req.client_tools);
+    json_object_put(in->req.tool_results);
+    json_object_put(in->req.input_content);
+    json_object_put(in->req.settings);
     free(in->input);
     free(in->continued);
 }
 
 struct svc_run_request turn_in_request(const struct turn_in *in)
 {
-    struct svc_run_request req = {
-        .session_id = in->sid,
-        .input = in->input,
-        .input_content = in->input_content,
-        .compact_threshold = in->compact_threshold,
-        .history = in->history,
-        .user_id = in->user,
-        .channel = in->channel,
-        .locale = in->locale,
-        .has_temperature = in->has_temperature,
-        .temperature = in->temperature,
-        .has_max_tokens = in->has_max_tokens,
-        .max_tokens = in->max_tokens,
-        .client_tools = in->tools,
-        .tool_choice = in->tool_choice,
-        .tool_results = in->results,
-        .settings = in->settings,
-        .no_input = in->no_input,
-        .append_history = in->append_history,
-        .expect_count = in->expect_count,
-    };
+    struct svc_run_request req = in->req;
+    req.input = in->input;
     return req;
 }
 
@@ -348,7 +329,7 @@ static int chat_only(json_object *b, json_object *s, struct svc_err *err)
 int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err)
 {
     json_object *s = json_object_new_object();
-    in->settings = s;
+    in->req.settings = s;
     json_object_object_foreach(in->body, key, v)
     {
         const struct gfield *f = gfield_of(key, api);
@@ -399,7 +380,7 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
                             param);
     size_t hist = end; /* messages before the new input */
     if (end < n) {     /* trailing tool results answer the pending calls */
-        in->results = json_object_new_array();
+        in->req.tool_results = json_object_new_array();
         for (size_t i = end; i < n; i++) {
             json_object *m = json_object_array_get_idx(msgs, i), *content = NULL;
             json_object_object_get_ex(m, "content", &content);
@@ -413,7 +394,7 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
             json_object *approve = NULL; /* an MCP call's approval (SPEC 16) */
             if (json_object_object_get_ex(m, "approve", &approve))
                 svc_json_set(res, "approve", json_object_get(approve));
-            json_object_array_add(in->results, res);
+            json_object_array_add(in->req.tool_results, res);
             free(text);
         }
     } else if (strcmp(role_at(msgs, last - 1), "user") == 0) {
@@ -421,44 +402,45 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
         json_object_object_get_ex(json_object_array_get_idx(msgs, last - 1), "content", &content);
         in->input = content ? svc_openai_content_text(content) : NULL;
         if (svc_openai_has_media(content)) /* images and files (SPEC 17) */
-            in->input_content = json_object_get(content);
+            in->req.input_content = json_object_get(content);
         else if (!in->input || !*in->input)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                                 "the last user message of '%s' has no text", param);
         hist = last - 1;
     } else {
-        in->no_input = true; /* ends with the assistant: the model goes on from there */
+        in->req.no_input = true; /* ends with the assistant: the model goes on from there */
     }
-    in->history = json_object_new_array();
+    in->req.history = json_object_new_array();
     for (size_t i = 0; i < n; i++)
         if (i < hist || (i >= last && i < end && strcmp(role_at(msgs, i), "user") != 0))
-            json_object_array_add(in->history, json_object_get(json_object_array_get_idx(msgs, i)));
+            json_object_array_add(in->req.history,
+                                  json_object_get(json_object_array_get_idx(msgs, i)));
     return 0;
 }
 
 int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user)
 {
-    if (in->sid || !cfg->sessions.enabled || !cfg->sessions.continue_stateless || !in->history ||
-        json_object_array_length(in->history) == 0)
+    if (in->req.session_id || !cfg->sessions.enabled || !cfg->sessions.continue_stateless ||
+        !in->req.history || json_object_array_length(in->req.history) == 0)
         return 0;
     char *sid = NULL;
     size_t used = 0;
     struct svc_err e;
-    if (svc_session_continued(cfg, user ? user->id : NULL, in->history, &sid, &used,
-                              &in->expect_count, &e) < 0) {
+    if (svc_session_continued(cfg, user ? user->id : NULL, in->req.history, &sid, &used,
+                              &in->req.expect_count, &e) < 0) {
         svc_logf("continue_stateless: no lookup (%s): a new session", e.message);
         return 0;
     }
     if (!sid)
         return 0;
     json_object *rest = json_object_new_array();
-    for (size_t i = used; i < json_object_array_length(in->history); i++)
-        json_object_array_add(rest, json_object_get(json_object_array_get_idx(in->history, i)));
-    json_object_put(in->history);
-    in->history = rest;
-    in->append_history = true;
+    for (size_t i = used; i < json_object_array_length(in->req.history); i++)
+        json_object_array_add(rest, json_object_get(json_object_array_get_idx(in->req.history, i)));
+    json_object_put(in->req.history);
+    in->req.history = rest;
+    in->req.append_history = true;
     in->continued = sid;
-    in->sid = sid;
+    in->req.session_id = sid;
     return 1;
 }
 

@@ -245,6 +245,28 @@ static void add_tool(json_object *out, json_object *blk, bool call)
     json_object_array_add(out, native(call ? "assistant" : "user", blk));
 }
 
+int svc_conv_parse_item(json_object *item, const char *p, json_object *msgs, struct svc_err *err)
+{
+    const char *type = svc_json_str(item, "type", "message");
+    bool call = strcmp(type, "function_call") == 0;
+    json_object *m = NULL;
+    if (!json_object_is_type(item, json_type_object))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    if (strcmp(type, "message") == 0) {
+        if (!(m = message_native(item, p, err)))
+            return -1;
+        json_object_array_add(msgs, m);
+        return 0;
+    }
+    if (!call && strcmp(type, "function_call_output") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s.type' must be message, function_call or function_call_output", p);
+    if (!(m = tool_block(item, call, p, err)))
+        return -1;
+    add_tool(msgs, m, call);
+    return 0;
+}
+
 int svc_conv_parse_items(json_object *items, const char *param, json_object **out,
                          struct svc_err *err)
 {
@@ -253,26 +275,9 @@ int svc_conv_parse_items(json_object *items, const char *param, json_object **ou
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a list of items", param);
     json_object *msgs = json_object_new_array();
     for (size_t i = 0; i < json_object_array_length(items); i++) {
-        json_object *item = json_object_array_get_idx(items, i), *m = NULL;
         char p[64];
         snprintf(p, sizeof p, "%.32s[%zu]", param, i);
-        const char *type = svc_json_str(item, "type", "message");
-        if (!json_object_is_type(item, json_type_object)) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
-        } else if (strcmp(type, "message") == 0) {
-            m = message_native(item, p, err);
-            if (m)
-                json_object_array_add(msgs, m);
-        } else if (!strcmp(type, "function_call") || !strcmp(type, "function_call_output")) {
-            bool call = strcmp(type, "function_call") == 0;
-            m = tool_block(item, call, p, err);
-            if (m)
-                add_tool(msgs, m, call);
-        } else {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                         "'%s.type' must be message, function_call or function_call_output", p);
-        }
-        if (!m) {
+        if (svc_conv_parse_item(json_object_array_get_idx(items, i), p, msgs, err) != 0) {
             json_object_put(msgs);
             return -1;
         }
