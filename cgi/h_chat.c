@@ -290,9 +290,7 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     svc_json_set_str(o, "content", a->content);
     if (in->t.svc_v2)
         svc_json_set(o, "svc", turn_svc_block(a->run_id, a->events));
-    int rc = http_send_json(r, 200, o);
-    json_object_put(o);
-    return rc;
+    return http_reply(r, 200, o);
 }
 
 /* ---- streaming ---- */

@@ -254,20 +254,12 @@ int h_responses_compact(struct http_req *r, struct svc_err *err)
                      "nothing to compact: the context holds no message before its last input");
         goto out;
     }
-    json_object *older = json_object_new_array();
-    for (size_t i = 0; i < at; i++)
-        json_object_array_add(older, json_object_get(json_object_array_get_idx(ctx, i)));
     int64_t p = 0, c = 0;
-    json_object *item = svc_compact_summary(r->cfg, older, &summary, &p, &c, err) == 0
+    json_object *item = svc_compact_summary(r->cfg, ctx, at, &summary, &p, &c, err) == 0
                             ? resp_compaction_item(r, summary, err)
                             : NULL;
-    json_object_put(older);
-    if (item) {
-        json_object *o = compaction_object(sid, ctx, ids, at, item, p, c);
-        http_send_json(r, 200, o);
-        json_object_put(o);
-        rc = 0;
-    }
+    if (item)
+        rc = http_reply(r, 200, compaction_object(sid, ctx, ids, at, item, p, c));
 out:
     json_object_put(summary);
     json_object_put(prev);

@@ -255,18 +255,6 @@ static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reaso
     return u;
 }
 
-/* The request's user, metadata and conversation (null unless named, SPEC 15), echoed. */
-static void echo_request(json_object *o, const struct resp_in *in, const char *sid)
-{
-    json_object *conv = in->conv ? json_object_new_object() : NULL;
-    svc_json_set_str(o, "user", in->t.req.user_id);
-    svc_json_set(o, "metadata",
-                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    if (conv)
-        svc_json_set_str(conv, "id", sid);
-    svc_json_set(o, "conversation", conv);
-}
-
 static json_object *text_part(const char *text)
 {
     json_object *p = svc_responses_obj("type", "output_text", "text", text, NULL);
@@ -460,18 +448,6 @@ static void echo_settings(json_object *o, json_object *b)
     svc_json_set(o, "text", text);
 }
 
-/* The request's tools as the Responses API shows them. */
-static json_object *tools_shown(json_object *tools)
-{
-    json_object *out = json_object_new_array();
-    for (size_t i = 0; tools && i < json_object_array_length(tools); i++) {
-        json_object *t = svc_json_copy(json_object_array_get_idx(tools, i));
-        svc_json_set_str(t, "type", "function");
-        json_object_array_add(out, t);
-    }
-    return out;
-}
-
 /* The members of every response object, output empty and error and usage null; bg: a
  * background response's, without the members of a run svc makes itself. */
 static json_object *object_of(const struct resp_in *in, const char *id, int64_t created_at,
@@ -492,13 +468,19 @@ static json_object *object_of(const struct resp_in *in, const char *id, int64_t 
     svc_json_set(o, "output", json_object_new_array());
     svc_json_set_str(o, "previous_response_id", in->prev_id);
     svc_json_set_bool(o, "store", in->store);
-    if (!bg) {
+    if (!bg)
         svc_json_set(o, "temperature",
                      in->t.req.has_temperature ? json_object_new_double(in->t.req.temperature)
                                                : NULL);
-        echo_settings(o, in->t.body);
+    echo_settings(o, in->t.body);
+    if (!bg) {
         svc_json_set_str(o, "tool_choice", in->t.req.tool_choice ? in->t.req.tool_choice : "auto");
-        json_object *tools = tools_shown(in->t.req.client_tools);
+        json_object *tools = json_object_new_array(), *fns = in->t.req.client_tools;
+        for (size_t i = 0; fns && i < json_object_array_length(fns); i++) {
+            json_object *t = svc_json_copy(json_object_array_get_idx(fns, i));
+            svc_json_set_str(t, "type", "function"); /* as the Responses API shows them */
+            json_object_array_add(tools, t);
+        }
         for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
             json_object_array_add(tools,
                                   json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
@@ -506,9 +488,10 @@ static json_object *object_of(const struct resp_in *in, const char *id, int64_t 
     }
     svc_json_set_str(o, "truncation", in->t.req.no_truncation ? "disabled" : "auto");
     svc_json_set(o, "usage", NULL);
-    echo_request(o, in, sid);
-    if (bg)
-        echo_settings(o, in->t.body);
+    svc_json_set_str(o, "user", in->t.req.user_id); /* and conversation: null unless named */
+    svc_json_set(o, "metadata",
+                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
+    svc_json_set(o, "conversation", in->conv ? svc_responses_obj("id", sid, NULL) : NULL);
     svc_json_set_str(o, "session_id", sid);
     svc_json_set_str(o, "run_id", run_id);
     return o;

@@ -70,33 +70,30 @@ static int content_text(json_object *content, const char *param, char **out, str
                             "'%s' must be a string or a list of content parts", param);
     struct svc_buf b;
     svc_buf_init(&b);
-    for (size_t k = 0; k < json_object_array_length(content); k++) {
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < json_object_array_length(content); k++) {
         json_object *part = json_object_array_get_idx(content, k), *text = NULL;
-        char pp[160];
-        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
         const char *type = NULL;
-        if (!json_object_is_type(part, json_type_object)) {
-            svc_buf_free(&b);
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
-        }
-        char tp[176];
+        char pp[160], tp[176];
+        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
         snprintf(tp, sizeof tp, "%s.type", pp);
-        if (http_field_str(part, "type", tp, true, &type, err) < 0) {
-            svc_buf_free(&b);
-            return -1;
+        if (!json_object_is_type(part, json_type_object))
+            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
+        else if (http_field_str(part, "type", tp, true, &type, err) < 0)
+            rc = -1;
+        else if (!strcmp(type, "input_text") || !strcmp(type, "output_text") ||
+                 !strcmp(type, "text")) {
+            snprintf(tp, sizeof tp, "%s.text", pp);
+            json_object_object_get_ex(part, "text", &text);
+            if ((rc = turn_in_text(text, tp, err)) == 0) {
+                svc_buf_adds(&b, b.len ? "\n" : "");
+                svc_buf_adds(&b, json_object_get_string(text));
+            }
         }
-        if (strcmp(type, "input_text") != 0 && strcmp(type, "output_text") != 0 &&
-            strcmp(type, "text") != 0)
-            continue;
-        snprintf(tp, sizeof tp, "%s.text", pp);
-        json_object_object_get_ex(part, "text", &text);
-        if (turn_in_text(text, tp, err) < 0) {
-            svc_buf_free(&b);
-            return -1;
-        }
-        if (b.len)
-            svc_buf_adds(&b, "\n");
-        svc_buf_adds(&b, json_object_get_string(text));
+    }
+    if (rc < 0) {
+        svc_buf_free(&b);
+        return -1;
     }
     *out = b.data ? svc_buf_steal(&b) : svc_xstrdup("");
     return 0;

@@ -214,14 +214,16 @@ static int gfield_check(const struct gfield *f, json_object *b, json_object *v, 
     return 0;
 }
 
-/* A response format in chat's shape ({"type", "json_schema": {name, schema, strict}}) from
- * chat's response_format (flat false) or the Responses API's text.format (flat true). */
-static int format_of(json_object *f, bool flat, const char *param, json_object **out,
+/* s's response_format in chat's shape ({"type", "json_schema": {name, schema, strict}}) from
+ * f, chat's response_format (flat false) or the Responses API's text.format (flat true). */
+static int format_of(json_object *f, bool flat, const char *param, json_object *s,
                      struct svc_err *err)
 {
     const char *type = NULL;
     char p[48];
     snprintf(p, sizeof p, "%s.type", param);
+    if (!f)
+        return 0;
     if (!json_object_is_type(f, json_type_object))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be an object", param);
     if (http_field_str(f, "type", p, true, &type, err) < 0)
@@ -238,8 +240,8 @@ static int format_of(json_object *f, bool flat, const char *param, json_object *
     snprintf(p, sizeof p, flat ? "%s.schema" : "%s.json_schema.schema", param);
     if (strcmp(type, "json_schema") == 0 && http_field_obj(js, "schema", p, true, &schema, err) < 0)
         return -1;
-    *out = json_object_new_object();
-    svc_json_set_str(*out, "type", type);
+    json_object *out = svc_responses_obj("type", type, NULL);
+    svc_json_set(s, "response_format", out);
     if (strcmp(type, "json_schema") != 0)
         return 0;
     json_object *inner = json_object_new_object();
@@ -251,14 +253,14 @@ static int format_of(json_object *f, bool flat, const char *param, json_object *
     }
     if (!svc_json_str(inner, "name", NULL))
         svc_json_set_str(inner, "name", "response");
-    svc_json_set(*out, "json_schema", inner);
+    svc_json_set(out, "json_schema", inner);
     return 0;
 }
 
 /* The Responses API's text, reasoning and include, in chat's spelling into s. */
 static int resp_only(json_object *b, json_object *s, struct svc_err *err)
 {
-    json_object *text = NULL, *reasoning = NULL, *include = NULL, *f = NULL, *fmt = NULL;
+    json_object *text = NULL, *reasoning = NULL, *include = NULL, *f = NULL;
     const char *verb = NULL, *effort = NULL, *summary = NULL;
     if (http_field_obj(b, "text", NULL, false, &text, err) < 0 ||
         http_field_str(text, "verbosity", "text.verbosity", false, &verb, err) < 0 ||
@@ -271,11 +273,9 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "reasoning.summary",
                             "'reasoning.summary' is not supported: the model server is asked "
                             "through chat completions, which has no reasoning summaries");
-    if (json_object_object_get_ex(text, "format", &f) && f &&
-        format_of(f, true, "text.format", &fmt, err) < 0)
+    json_object_object_get_ex(text, "format", &f);
+    if (format_of(f, true, "text.format", s, err) < 0)
         return -1;
-    if (fmt)
-        svc_json_set(s, "response_format", fmt);
     if (verb)
         svc_json_set_str(s, "verbosity", verb);
     if (effort)
@@ -308,7 +308,7 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
 /* Chat's n, modalities and response_format into s. */
 static int chat_only(json_object *b, json_object *s, struct svc_err *err)
 {
-    json_object *nv = NULL, *mods = NULL, *f = NULL, *fmt = NULL;
+    json_object *nv = NULL, *mods = NULL, *f = NULL;
     if (json_object_object_get_ex(b, "n", &nv) && nv &&
         !(json_object_is_type(nv, json_type_int) && json_object_get_int64(nv) == 1))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "n", "'n' must be 1: svc answers one choice");
@@ -318,12 +318,8 @@ static int chat_only(json_object *b, json_object *s, struct svc_err *err)
         if (strcmp(json_object_get_string(json_object_array_get_idx(mods, i)), "text") != 0)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "modalities",
                                 "'modalities' may only hold \"text\"");
-    if (json_object_object_get_ex(b, "response_format", &f) && f &&
-        format_of(f, false, "response_format", &fmt, err) < 0)
-        return -1;
-    if (fmt)
-        svc_json_set(s, "response_format", fmt);
-    return 0;
+    json_object_object_get_ex(b, "response_format", &f);
+    return format_of(f, false, "response_format", s, err);
 }
 
 int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err)

@@ -45,7 +45,7 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
 int turn_in_text(json_object *v, const char *param, struct svc_err *err);
 /* SPEC 15, sessions.continue_stateless: a request naming no session whose history begins
  * with the whole transcript of a session of the asker's continues it (a fork of it where
- * the history leaves it: chain.h): in->sid names it and history keeps what comes after.
+ * the history leaves it: chain.h): in->req.session_id names it, history keeps the rest.
  * 1 when it did, 0 when not (a failed lookup is logged and makes a new session). */
 int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user);
 /* The Responses input's pieces of SPEC 15 and 17 (h_compact.c): a user message's content

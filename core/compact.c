@@ -56,11 +56,12 @@ int svc_compact_window(const struct svc_config *cfg, const char *sid, json_objec
     return rc;
 }
 
-int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, json_object **out,
-                        int64_t *prompt, int64_t *completion, struct svc_err *err)
+int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, size_t n,
+                        json_object **out, int64_t *prompt, int64_t *completion,
+                        struct svc_err *err)
 {
     *out = NULL;
-    json_object *req = svc_cm_request(msgs, json_object_array_length(msgs));
+    json_object *req = svc_cm_request(msgs, n);
     struct svc_model_call call = {.cfg = cfg, .system_prompt = svc_cm_prompt(), .messages = req};
     struct svc_model_reply reply;
     int rc = svc_model_invoke(&call, &reply, err);
