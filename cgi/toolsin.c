@@ -129,18 +129,14 @@ int toolsin_parse(json_object *body, bool nested, json_object **tools, const cha
 /* A list of tool names, or {"tool_names": [...]}: a new array of the names. */
 static int mcp_names(json_object *v, const char *param, json_object **out, struct svc_err *err)
 {
-    json_object *names = v;
-    *out = NULL;
     static const char *const filter[] = {"tool_names"};
-    const char *k =
-        json_object_is_type(v, json_type_object) ? http_unknown_key(v, filter, 1) : NULL;
+    bool filtered = json_object_is_type(v, json_type_object);
+    const char *k = filtered ? http_unknown_key(v, filter, 1) : NULL;
+    json_object *names = filtered ? svc_json_arr(v, "tool_names") : v;
+    *out = NULL;
     if (k)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                             "'%s' takes tool_names only (not %.32s)", param, k);
-    if (json_object_is_type(v, json_type_object)) {
-        names = NULL;
-        json_object_object_get_ex(v, "tool_names", &names);
-    }
     if (!json_object_is_type(names, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                             "'%s' must be a list of tool names or {\"tool_names\": [...]}", param);

@@ -381,12 +381,11 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
             json_object *m = json_object_array_get_idx(msgs, i), *content = NULL;
             json_object_object_get_ex(m, "content", &content);
             char *text = content ? svc_openai_content_text(content) : NULL;
-            json_object *res = json_object_new_object();
-            svc_json_set_str(res, "call_id", svc_json_str(m, "tool_call_id", ""));
-            svc_json_set_str(res, "output", text ? text : "");
             char p[96];
             snprintf(p, sizeof p, "%s[%zu].tool_call_id", param, i);
-            svc_json_set_str(res, "param", svc_json_str(m, "param", p));
+            json_object *res =
+                svc_responses_obj("call_id", svc_json_str(m, "tool_call_id", ""), "output",
+                                  text ? text : "", "param", svc_json_str(m, "param", p), NULL);
             json_object *approve = NULL; /* an MCP call's approval (SPEC 16) */
             if (json_object_object_get_ex(m, "approve", &approve))
                 svc_json_set(res, "approve", json_object_get(approve));

@@ -193,40 +193,35 @@ static json_object *message_native(json_object *item, const char *p, struct svc_
 static json_object *tool_block(json_object *item, bool call, const char *p, struct svc_err *err)
 {
     const char *id = need_str(item, "call_id", p, err);
-    if (!id)
-        return NULL;
-    json_object *blk = json_object_new_object(), *b = svc_responses_obj("toolUseId", id, NULL);
-    if (call) {
-        const char *name = need_str(item, "name", p, err);
-        const char *args = svc_json_str(item, "arguments", "{}");
-        json_object *input = NULL;
-        if (name && (svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
-                     !json_object_is_type(input, json_type_object)))
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s.arguments' must be a JSON object", p);
-        if (!name || !json_object_is_type(input, json_type_object)) {
-            json_object_put(input), json_object_put(b), json_object_put(blk);
-            return NULL;
-        }
-        svc_json_set_str(b, "name", name);
-        svc_json_set(b, "input", input);
-        svc_json_set(blk, "toolUse", b);
-        return blk;
-    }
-    json_object *out = NULL;
-    json_object_object_get_ex(item, "output", &out);
-    char op[96];
+    const char *name = id && call ? need_str(item, "name", p, err) : NULL;
+    const char *args = svc_json_str(item, "arguments", "{}");
+    json_object *v = NULL;
+    char op[96], *text = NULL;
     snprintf(op, sizeof op, "%s.output", p);
-    char *text = content_text(out, op, err);
-    if (!text) {
-        json_object_put(b), json_object_put(blk);
+    if (!id || (call && !name))
+        return NULL;
+    if (call && (svc_json_parse_python(args, strlen(args), &v, NULL) != 0 ||
+                 !json_object_is_type(v, json_type_object))) {
+        json_object_put(v);
+        svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s.arguments' must be a JSON object", p);
         return NULL;
     }
-    json_object *items = json_object_new_array();
-    json_object_array_add(items, svc_responses_obj("text", text, NULL));
-    svc_json_set_str(b, "status", "success");
-    svc_json_set(b, "content", items);
-    svc_json_set(blk, "toolResult", b);
-    free(text);
+    if (!call)
+        json_object_object_get_ex(item, "output", &v);
+    if (!call && !(text = content_text(v, op, err)))
+        return NULL;
+    json_object *b = svc_responses_obj("toolUseId", id, NULL), *blk = json_object_new_object();
+    if (call) {
+        svc_json_set_str(b, "name", name);
+        svc_json_set(b, "input", v);
+    } else {
+        json_object *items = json_object_new_array();
+        json_object_array_add(items, svc_responses_obj("text", text, NULL));
+        svc_json_set_str(b, "status", "success");
+        svc_json_set(b, "content", items);
+        free(text);
+    }
+    svc_json_set(blk, call ? "toolUse" : "toolResult", b);
     return blk;
 }
 
