@@ -1,15 +1,11 @@
 /* h_chat: POST /api/chat and its alias /api/v1/chat/completions (SPEC 4.1), the tokens
- * compatibility route, and the asynchronous runs of SPEC 4.2 (core/runs.h).
- * The handler parses the OpenAI body (its whole list and its settings: turnin.h), finds the
- * session a body naming none continues (SPEC 15), hands the run to core/session.h, and
- * renders the chat.completion object or the chat.completion.chunk stream; the request's
- * function tools (SPEC 12.1) go to core, and a run that ends on their calls answers
- * tool_calls. */
+ * compatibility route, and the asynchronous runs of SPEC 4.2 (core/runs.h). The OpenAI body
+ * (turnin.h) becomes a run (core/session.h) answered as a chat.completion object or chunk
+ * stream; a run that ends on the request's function tools (SPEC 12.1) answers tool_calls. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "handlers.h"
 #include "held.h"
@@ -18,6 +14,7 @@
 #include "log.h"
 #include "parts.h"
 #include "query.h"
+#include "responses.h"
 #include "runs.h"
 #include "session.h"
 #include "toolsin.h"
@@ -27,8 +24,6 @@
 struct chat_in {
     struct turn_in t; /* results: of the tool messages */
     bool include_usage;
-    bool stateless; /* store: false */
-    const char *max_tokens_param;
 };
 
 /* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
@@ -70,11 +65,13 @@ static int check_content(json_object *content, const char *param, bool media, in
     return 0;
 }
 
-/* o's key, a string without NUL bytes (param p names it); absent: 0, or 422 when required. */
-static int text_at(json_object *o, const char *key, const char *p, bool required,
+/* o's key, a string without NUL bytes named "<at>.<key>"; absent: 0, or 422 when required. */
+static int text_at(json_object *o, const char *key, const char *at, bool required,
                    struct svc_err *err)
 {
     json_object *v = NULL;
+    char p[160];
+    snprintf(p, sizeof p, "%s.%s", at, key);
     json_object_object_get_ex(o, key, &v);
     if (!v)
         return required ? svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p) : 0;
@@ -85,12 +82,12 @@ static int text_at(json_object *o, const char *key, const char *p, bool required
  * checked, so that history imported into the session is never stored half-understood. */
 static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc_err *err)
 {
-    char p[96];
-    snprintf(p, sizeof p, "messages[%zu]", i);
+    char at[96], p[128];
+    snprintf(at, sizeof at, "messages[%zu]", i);
     if (!json_object_is_type(m, json_type_object))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, at, "'%s' must be an object", at);
     const char *role = NULL;
-    snprintf(p, sizeof p, "messages[%zu].role", i);
+    snprintf(p, sizeof p, "%s.role", at);
     if (http_field_str(m, "role", p, true, &role, err) < 0)
         return -1;
     static const char *roles[] = {"system", "developer", "user", "assistant", "tool", NULL};
@@ -102,38 +99,31 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
                             "'%s' must be system, developer, user, assistant or tool", p);
     json_object *content = NULL;
     json_object_object_get_ex(m, "content", &content);
-    snprintf(p, sizeof p, "messages[%zu].content", i);
+    snprintf(p, sizeof p, "%s.content", at);
     if (check_content(content, p, strcmp(role, "user") == 0, max_bytes, err) < 0)
         return -1;
-    if (strcmp(role, "tool") == 0) {
-        snprintf(p, sizeof p, "messages[%zu].tool_call_id", i);
-        return text_at(m, "tool_call_id", p, true, err);
-    }
+    if (strcmp(role, "tool") == 0)
+        return text_at(m, "tool_call_id", at, true, err);
     json_object *calls = NULL;
     json_object_object_get_ex(m, "tool_calls", &calls);
     if (!calls || strcmp(role, "assistant") != 0)
         return 0;
-    snprintf(p, sizeof p, "messages[%zu].tool_calls", i);
+    snprintf(p, sizeof p, "%s.tool_calls", at);
     if (!json_object_is_type(calls, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an array", p);
     for (size_t k = 0; k < json_object_array_length(calls); k++) {
         json_object *c = json_object_array_get_idx(calls, k), *fn = NULL;
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu]", i, k);
+        snprintf(at, sizeof at, "messages[%zu].tool_calls[%zu]", i, k);
         if (!json_object_is_type(c, json_type_object))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].id", i, k);
-        if (text_at(c, "id", p, true, err) < 0)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, at, "'%s' must be an object", at);
+        if (text_at(c, "id", at, true, err) < 0)
             return -1;
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function", i, k);
+        snprintf(p, sizeof p, "%s.function", at);
         json_object_object_get_ex(c, "function", &fn);
         if (!json_object_is_type(fn, json_type_object))
             return svc_err_setp(err, fn ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
                                 "'%s' must be an object with name and arguments", p);
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.name", i, k);
-        if (text_at(fn, "name", p, true, err) < 0)
-            return -1;
-        snprintf(p, sizeof p, "messages[%zu].tool_calls[%zu].function.arguments", i, k);
-        if (text_at(fn, "arguments", p, false, err) < 0)
+        if (text_at(fn, "name", p, true, err) < 0 || text_at(fn, "arguments", p, false, err) < 0)
             return -1;
     }
     return 0;
@@ -170,48 +160,47 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     json_object *b = in->t.body, *meta = NULL, *sopts = NULL, *msgs = NULL;
     const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL, *turn_id = NULL;
     bool store = true;
-    if (sid_field(b, "session_id", NULL, &in->t.sid, err) < 0 ||
+    if (sid_field(b, "session_id", NULL, &in->t.req.session_id, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
-        http_field_str(meta, "locale", "metadata.locale", false, &in->t.locale, err) < 0 ||
-        http_field_str(meta, "channel", "metadata.channel", false, &in->t.channel, err) < 0 ||
+        http_field_str(meta, "locale", "metadata.locale", false, &in->t.req.locale, err) < 0 ||
+        http_field_str(meta, "channel", "metadata.channel", false, &in->t.req.channel, err) < 0 ||
         http_field_str(meta, "turn_id", "metadata.turn_id", false, &turn_id, err) < 0 ||
         http_field_str(b, "model", NULL, false, &model, err) < 0 ||
-        http_field_str(b, "user", NULL, false, &in->t.user, err) < 0 ||
+        http_field_str(b, "user", NULL, false, &in->t.req.user_id, err) < 0 ||
         http_field_bool(b, "stream", NULL, false, &in->t.stream, err) < 0 ||
         http_field_obj(b, "stream_options", NULL, false, &sopts, err) < 0 ||
         http_field_bool(sopts, "include_usage", "stream_options.include_usage", false,
                         &in->include_usage, err) < 0 ||
         http_field_arr(b, "messages", NULL, false, &msgs, err) < 0 ||
         http_field_str(b, "message", NULL, false, &legacy, err) < 0 ||
-        http_field_number_opt(b, "temperature", NULL, &in->t.has_temperature, &in->t.temperature,
-                              err) < 0 ||
-        http_field_int_opt(b, "max_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens, err) <
-            0 ||
-        toolsin_parse(b, true, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        http_field_number_opt(b, "temperature", NULL, &in->t.req.has_temperature,
+                              &in->t.req.temperature, err) < 0 ||
+        http_field_int_opt(b, "max_tokens", NULL, &in->t.req.has_max_tokens, &in->t.req.max_tokens,
+                           err) < 0 ||
+        toolsin_parse(b, true, &in->t.req.client_tools, &in->t.req.tool_choice, err) < 0 ||
         http_field_bool(b, "store", NULL, true, &store, err) < 0 ||
         turn_in_settings(&in->t, TURN_CHAT, err) < 0)
         return -1;
-    in->stateless = !store; /* as the Responses API's store: false (SPEC 12.3) */
-    in->max_tokens_param = "max_tokens";
-    bool has_mct = false; /* OpenAI's newer name, which wins */
-    int64_t mct = 0;
-    if (http_field_int_opt(b, "max_completion_tokens", NULL, &has_mct, &mct, err) < 0)
+    in->t.req.stateless = !store; /* as the Responses API's store: false (SPEC 12.3) */
+    in->t.req.max_tokens_param = "max_tokens";
+    in->t.req.user = &r->user;
+    bool mct = false; /* OpenAI's newer name, which wins */
+    if (http_field_int_opt(b, "max_completion_tokens", NULL, &mct, &in->t.req.max_tokens, err) < 0)
         return -1;
-    if (has_mct) {
-        in->t.has_max_tokens = true;
-        in->t.max_tokens = mct;
-        in->max_tokens_param = "max_completion_tokens";
+    if (mct) {
+        in->t.req.has_max_tokens = true;
+        in->t.req.max_tokens_param = "max_completion_tokens";
     }
     if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
                             "'metadata.event_format' must be openai.v1 or svc.v2");
     in->t.svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
-    if (!in->t.sid)
-        in->t.sid = msid;
-    if (!in->t.sid)
-        in->t.sid = r->x_session_id;
+    if (!in->t.req.session_id)
+        in->t.req.session_id = msid;
+    if (!in->t.req.session_id)
+        in->t.req.session_id = r->x_session_id;
     if (msgs)
         return parse_messages(in, msgs, r->cfg->limits.max_image_bytes, err);
     if (legacy && *legacy) {
@@ -223,17 +212,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages", "'messages' is required");
 }
 
-/* What core needs to begin a run, borrowed from the parsed body. */
-static struct svc_run_request run_request_of(const struct chat_in *in)
-{
-    struct svc_run_request req = turn_in_request(&in->t);
-    req.max_tokens_param = in->max_tokens_param;
-    req.stateless = in->stateless;
-    return req;
-}
-
-/* What a completed run answers with: from a live run, or from a stored run record when an
- * Idempotency-Key replays it. Strings and objects are borrowed. */
+/* What a completed run answers with, from a live run or a replayed record (all borrowed). */
 struct answer {
     const char *run_id, *sid, *model, *content, *finish;
     json_object *usage;      /* {prompt_tokens, completion_tokens, total_tokens} */
@@ -282,9 +261,7 @@ static json_object *completion_base(const struct answer *a, const char *object, 
 {
     char id[160];
     snprintf(id, sizeof id, "chatcmpl-%s", a->run_id);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "object", object);
+    json_object *o = svc_responses_obj("id", id, "object", object, NULL);
     svc_json_set_int(o, "created", created);
     svc_json_set_str(o, "model", a->model);
     svc_json_set_str(o, "session_id", a->sid);
@@ -299,9 +276,8 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     json_object *choices = json_object_new_array();
     json_object *choice = json_object_new_object();
     svc_json_set_int(choice, "index", 0);
-    json_object *msg = json_object_new_object();
-    svc_json_set_str(msg, "role", "assistant");
-    svc_json_set_str(msg, "content", has_calls(a) && !*a->content ? NULL : a->content);
+    json_object *msg = svc_responses_obj("role", "assistant", "content",
+                                         has_calls(a) && !*a->content ? NULL : a->content, NULL);
     svc_json_set(msg, "refusal", NULL);
     if (has_calls(a))
         svc_json_set(msg, "tool_calls", svc_json_copy(a->tool_calls));
@@ -312,16 +288,9 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     svc_json_set(o, "choices", choices);
     svc_json_set(o, "usage", a->usage ? svc_json_copy(a->usage) : json_object_new_object());
     svc_json_set_str(o, "content", a->content);
-    if (in->t.svc_v2) {
-        json_object *svc = json_object_new_object();
-        svc_json_set_str(svc, "schema_version", "2.0");
-        svc_json_set_str(svc, "run_id", a->run_id);
-        svc_json_set(svc, "events", a->events ? svc_json_copy(a->events) : json_object_new_array());
-        svc_json_set(o, "svc", svc);
-    }
-    int rc = http_send_json(r, 200, o);
-    json_object_put(o);
-    return rc;
+    if (in->t.svc_v2)
+        svc_json_set(o, "svc", turn_svc_block(a->run_id, a->events));
+    return http_reply(r, 200, o);
 }
 
 /* ---- streaming ---- */
@@ -359,10 +328,8 @@ static int stream_begin(struct stream_ctx *s)
 {
     if (http_sse_begin(s->r) < 0)
         return -1;
-    json_object *delta = json_object_new_object();
-    svc_json_set_str(delta, "role", "assistant");
-    svc_json_set_str(delta, "content", "");
-    return send_chunk(s, chunk_new(s, delta, NULL));
+    return send_chunk(
+        s, chunk_new(s, svc_responses_obj("role", "assistant", "content", "", NULL), NULL));
 }
 
 /* One run event as a chunk: content and tool reports always, everything else in svc.v2. */
@@ -374,8 +341,7 @@ static int on_event(void *ctx, json_object *ev)
     const char *type = svc_json_str(ev, "type", "");
     json_object *delta = NULL;
     if (strcmp(type, "delta") == 0) {
-        delta = json_object_new_object();
-        svc_json_set_str(delta, "content", svc_json_str(ev, "text", ""));
+        delta = svc_responses_obj("content", svc_json_str(ev, "text", ""), NULL);
     } else if (strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0) {
         /* svc runs its tools itself: never delta.tool_calls (a client would take them as
          * calls it must answer); an empty delta carrying the svc_event reports them */
@@ -435,8 +401,8 @@ static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const stru
                              .created = (int64_t)svc_time_now()};
 }
 
-/* Run it and answer: the chat.completion object, or its chunks (a failure once the stream
- * began is the router's final error event). The ended run is recorded (idem.h). */
+/* Run it, record it (idem.h) and answer (a failure once the stream began is the router's
+ * final error event). */
 static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
                     struct svc_err *err)
 {
@@ -462,8 +428,7 @@ static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
     return 0;
 }
 
-/* Answer again from a stored, completed run (Idempotency-Key seen before): the same
- * completion, or the same stream replayed from the stored events. */
+/* Answer again from a stored, completed run (Idempotency-Key seen before), or its stream. */
 static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
 {
     struct answer a = {
@@ -511,11 +476,11 @@ int h_chat(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (parse_chat(r, &in, err) < 0)
         goto out;
-    http_set_session(r, in.t.sid, false);
-    if (!in.stateless && turn_in_continue(&in.t, r->cfg, &r->user) == 1)
-        http_set_session(r, in.t.sid, false);
+    http_set_session(r, in.t.req.session_id, false);
+    if (!in.t.req.stateless && turn_in_continue(&in.t, r->cfg, &r->user) == 1)
+        http_set_session(r, in.t.req.session_id, false);
     json_object *rec = NULL;
-    if (svc_idem_sync_decide(r->cfg, &r->user, in.t.sid, r->idempotency_key, &rec) ==
+    if (svc_idem_sync_decide(r->cfg, &r->user, in.t.req.session_id, r->idempotency_key, &rec) ==
         SVC_IDEM_REPLAY) {
         rc = idem_replay(r, &in, rec);
         json_object_put(rec);
@@ -525,17 +490,16 @@ int h_chat(struct http_req *r, struct svc_err *err)
      * begins, since the sidecar says `running` from inside svc_run_begin (a repair finds
      * nothing to do while the sidecar is not `running` or another process holds the run
      * lock); so a new session's id is chosen here, not by the run. */
-    if (!in.t.sid) {
+    if (!in.t.req.session_id) {
         svc_random_id("sess", new_sid, sizeof new_sid);
-        in.t.sid = new_sid;
+        in.t.req.session_id = new_sid;
     }
-    held_set(in.t.sid);
-    struct svc_run_request req = run_request_of(&in);
-    req.user = &r->user;
+    held_set(in.t.req.session_id);
+    struct svc_run_request req = turn_in_request(&in.t);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
-    http_set_session(r, in.t.sid, true);
+    http_set_session(r, in.t.req.session_id, true);
     rc = chat_run(r, &in, run, err);
 out:
     svc_run_free(run);
@@ -561,9 +525,8 @@ int h_runs_create(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (parse_chat(r, &in, err) < 0)
         goto done;
-    http_set_session(r, in.t.sid, false);
-    struct svc_run_request req = run_request_of(&in);
-    req.user = &r->user;
+    http_set_session(r, in.t.req.session_id, false);
+    struct svc_run_request req = turn_in_request(&in.t);
     bool replayed = false;
     if (svc_runs_spawn(r->cfg, &req, r->idempotency_key, &out, &replayed, err) < 0)
         goto done;
@@ -598,21 +561,9 @@ int h_run_get(struct http_req *r, struct svc_err *err)
     return http_reply(r, 200, o);
 }
 
-/* The final event is appended a moment before the run's record says it ended: a stream
- * ends when both are true, so a client that reads the run right after sees it ended. */
-static void wait_recorded(const struct svc_config *cfg, const char *run_id)
+static int send_event(void *r, json_object *ev)
 {
-    double until = svc_time_monotonic() + 5.0;
-    while (svc_time_monotonic() < until) {
-        json_object *rec = NULL;
-        bool running = svc_runs_get(cfg, run_id, &rec, NULL) == 0 &&
-                       strcmp(svc_json_str(rec, "status", ""), "running") == 0;
-        json_object_put(rec);
-        if (!running)
-            return;
-        if (svc_runs_wait(cfg, run_id, 100) < 0)
-            usleep(20 * 1000);
-    }
+    return http_sse_json(r, ev);
 }
 
 int h_run_events(struct http_req *r, struct svc_err *err)
@@ -628,38 +579,8 @@ int h_run_events(struct http_req *r, struct svc_err *err)
     json_object_put(rec);
     if (http_sse_begin(r) < 0)
         return 0;
-    double ping_every = http_ping_after();
-    for (;;) {
-        json_object *events = NULL;
-        bool finished = false;
-        long next = (long)cursor;
-        if (svc_runs_events(r->cfg, run_id, (long)cursor, &events, &next, &finished, err) < 0)
-            return -1; /* the router ends the stream with its error event */
-        size_t n = json_object_array_length(events);
-        bool ended = false, gone = false;
-        for (size_t i = 0; i < n && !ended && !gone; i++) {
-            json_object *ev = json_object_array_get_idx(events, i);
-            const char *type = svc_json_str(ev, "type", "");
-            gone = http_sse_json(r, ev) < 0;
-            ended = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
-        }
-        json_object_put(events);
-        if (gone)
-            return 0; /* the client left; the run goes on */
-        cursor = next;
-        if (ended && !finished)
-            wait_recorded(r->cfg, run_id);
-        if (ended || (finished && n == 0))
-            return 0;
-        if (finished)
-            continue; /* read what was appended before the end was recorded */
-        /* wait for the runner to append (inotify), pinging while it is quiet */
-        int w = svc_runs_wait(r->cfg, run_id, 1000);
-        if (w < 0)
-            usleep(200 * 1000);
-        if (svc_time_monotonic() - r->last_write >= ping_every && http_sse_ping(r) < 0)
-            return 0;
-    }
+    /* an error reading the events: the router ends the stream with its error event */
+    return turn_follow(r, run_id, (long)cursor, send_event, r, err);
 }
 
 int h_run_cancel(struct http_req *r, struct svc_err *err)

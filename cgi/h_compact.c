@@ -47,9 +47,7 @@ int resp_media_parts(struct http_req *r, json_object *content, const char *param
         char pp[160];
         snprintf(pp, sizeof pp, "%s[%zu]", param, k);
         if (t) {
-            chat = json_object_new_object();
-            svc_json_set_str(chat, "type", "text");
-            svc_json_set_str(chat, "text", t);
+            chat = svc_responses_obj("type", "text", "text", t, NULL);
         } else if (svc_parts_from_responses(part, pp, &chat, err) < 0 ||
                    svc_parts_check(chat, pp, r->cfg->limits.max_image_bytes, err) < 0) {
             json_object_put(chat);
@@ -72,11 +70,8 @@ int resp_compaction_in(struct http_req *r, json_object *item, size_t i, json_obj
     if (svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
                          svc_user_scope(&r->user), p, &summary, err) < 0)
         return -1;
-    json_object *m = json_object_new_object();
     char *text = svc_native_text(summary);
-    svc_json_set_str(m, "role", "user");
-    svc_json_set_str(m, "content", text);
-    json_object_array_add(msgs, m);
+    json_object_array_add(msgs, svc_responses_obj("role", "user", "content", text, NULL));
     free(text);
     json_object_put(summary);
     return 0;
@@ -113,8 +108,7 @@ int resp_context_management(json_object *body, int64_t *threshold, struct svc_er
 static const char *const fields[] = {"model", "input", "previous_response_id", "conversation",
                                      "metadata"};
 
-/* The session the body names (borrowed from it, or from *prev: the stored response), or
- * NULL; 0, or -1 with err (an unknown or another user's response: 404). */
+/* The session the body names (borrowed from it or from *prev, the stored response) or NULL. */
 static int named_session(struct http_req *r, json_object *b, json_object **prev, const char **sid,
                          struct svc_err *err)
 {
@@ -148,11 +142,10 @@ static int input_messages(struct http_req *r, json_object *input, json_object *c
                           json_object *ids, struct svc_err *err)
 {
     if (json_object_is_type(input, json_type_string)) {
-        json_object *items = json_object_new_array(), *m = json_object_new_object();
-        svc_json_set_str(m, "role", "user");
+        json_object *m = svc_responses_obj("role", "user", NULL);
         svc_json_set(m, "content", json_object_get(input));
-        json_object_array_add(items, m);
-        input = items;
+        input = json_object_new_array();
+        json_object_array_add(input, m);
     } else {
         json_object_get(input);
     }
@@ -161,25 +154,17 @@ static int input_messages(struct http_req *r, json_object *input, json_object *c
                  : svc_err_setp(err, SVC_E_INVALID_FIELD, "input",
                                 "'input' must be a string or a list of items");
     for (size_t i = 0; rc == 0 && i < json_object_array_length(input); i++) {
-        json_object *item = json_object_array_get_idx(input, i), *one = NULL, *natives = NULL;
+        json_object *item = json_object_array_get_idx(input, i), *one = NULL;
+        json_object *natives = json_object_new_array();
+        bool sealed = strcmp(svc_json_str(item, "type", ""), "compaction") == 0;
         char p[64];
-        if (strcmp(svc_json_str(item, "type", ""), "compaction") == 0) {
-            snprintf(p, sizeof p, "input[%zu].encrypted_content", i);
-            rc = svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
-                                  svc_user_scope(&r->user), p, &one, err);
-            natives = json_object_new_array();
-            if (one)
-                json_object_array_add(natives, one);
-        } else {
-            json_object *batch = json_object_new_array();
-            json_object_array_add(batch, json_object_get(item));
-            snprintf(p, sizeof p, "input[%zu]", i);
-            rc = svc_conv_parse_items(batch, "input", &natives, err);
-            if (rc != 0 && err->param[0]) /* "input[0]..." of the batch: the item's own index */
-                snprintf(err->param, sizeof err->param, "%s%s", p, strchr(err->param, ']') + 1);
-            json_object_put(batch);
-        }
-        for (size_t k = 0; natives && k < json_object_array_length(natives); k++) {
+        snprintf(p, sizeof p, sealed ? "input[%zu].encrypted_content" : "input[%zu]", i);
+        if (!sealed)
+            rc = svc_conv_parse_item(item, p, natives, err);
+        else if ((rc = svc_compact_open(r->cfg, svc_json_str(item, "encrypted_content", ""),
+                                        svc_user_scope(&r->user), p, &one, err)) == 0)
+            json_object_array_add(natives, one);
+        for (size_t k = 0; k < json_object_array_length(natives); k++) {
             json_object_array_add(ctx, json_object_get(json_object_array_get_idx(natives, k)));
             json_object_array_add(ids, json_object_new_int64(-1));
         }
@@ -212,11 +197,9 @@ json_object *resp_compaction_item(struct http_req *r, json_object *summary, stru
     char *sealed = NULL, id[48];
     if (svc_compact_seal(r->cfg, summary, r->user.id, &sealed, err) != 0)
         return NULL;
-    json_object *item = json_object_new_object();
     svc_responses_new_id("cmpi_", id, sizeof id);
-    svc_json_set_str(item, "type", "compaction");
-    svc_json_set_str(item, "id", id);
-    svc_json_set_str(item, "encrypted_content", sealed);
+    json_object *item =
+        svc_responses_obj("type", "compaction", "id", id, "encrypted_content", sealed, NULL);
     free(sealed);
     return item;
 }
@@ -226,16 +209,14 @@ static json_object *compaction_object(const char *sid, json_object *ctx, json_ob
 {
     char id[48];
     svc_responses_new_id("cmp_", id, sizeof id);
-    json_object *o = json_object_new_object(), *out = json_object_new_array();
-    json_object *u = json_object_new_object();
+    json_object *o = svc_responses_obj("id", id, "object", "response.compaction", NULL);
+    json_object *out = json_object_new_array(), *u = json_object_new_object();
     json_object_array_add(out, item);
     for (size_t i = at; i < json_object_array_length(ctx); i++) {
         int64_t mid = json_object_get_int64(json_object_array_get_idx(ids, i));
         svc_conv_message_items(mid >= 0 ? sid : "input", mid >= 0 ? mid : (int64_t)i,
                                json_object_array_get_idx(ctx, i), out);
     }
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "object", "response.compaction");
     svc_json_set_int(o, "created_at", (int64_t)svc_time_now());
     svc_json_set(o, "output", out);
     svc_json_set_int(u, "input_tokens", p);
@@ -273,20 +254,12 @@ int h_responses_compact(struct http_req *r, struct svc_err *err)
                      "nothing to compact: the context holds no message before its last input");
         goto out;
     }
-    json_object *older = json_object_new_array();
-    for (size_t i = 0; i < at; i++)
-        json_object_array_add(older, json_object_get(json_object_array_get_idx(ctx, i)));
     int64_t p = 0, c = 0;
-    json_object *item = svc_compact_summary(r->cfg, older, &summary, &p, &c, err) == 0
+    json_object *item = svc_compact_summary(r->cfg, ctx, at, &summary, &p, &c, err) == 0
                             ? resp_compaction_item(r, summary, err)
                             : NULL;
-    json_object_put(older);
-    if (item) {
-        json_object *o = compaction_object(sid, ctx, ids, at, item, p, c);
-        http_send_json(r, 200, o);
-        json_object_put(o);
-        rc = 0;
-    }
+    if (item)
+        rc = http_reply(r, 200, compaction_object(sid, ctx, ids, at, item, p, c));
 out:
     json_object_put(summary);
     json_object_put(prev);

@@ -1,22 +1,16 @@
-/* h_responses: OpenAI's Responses API as clients and agent frameworks use it (SPEC 4.1, 12,
- * 15): POST /api/v1/responses (also /api/responses), GET/DELETE /api/v1/responses/{id},
- * .../input_items, .../cancel and POST .../input_tokens. The input is read by respin.c and
- * the generation settings by turnin.c; the object echoes them as OpenAI does.
- * The body becomes a core run request and goes through the run lifecycle /api/chat uses
- * (core/session.h: begin, execute with a sink, free), so locks, events, sidecars and the
- * turn line are the same; the answer is rendered as a response object or its event
- * stream, and stored through core/responses.h so that previous_response_id and GET find it
- * from any worker.
- * Session: `conversation` (an id or {"id"}), else the session of `previous_response_id`
- * (a fork of it up to that response when it is not the newest turn: a branch), else
- * metadata.session_id, session_id, the X-Session-Id header, else the session whose transcript
- * the input's earlier items equal (turn_in_continue), else a new one. The client sends only
- * the new input: the session holds the history. Tool calls svc executes itself are reported as
- * `svc.event` stream events and stored in the transcript, never returned as function_call items
- * awaiting output; the request's own function tools (SPEC 12.1) are: their calls end the run as
- * function_call items, and function_call_output items answer them. `background: true`
- * (SPEC 12.3) runs detached (runs.h); GET polls the run's record (or, with stream=true,
- * replays its events after starting_after), POST .../cancel stops it. */
+/* h_responses: OpenAI's Responses API (SPEC 4.1, 12, 15): POST /api/v1/responses (also
+ * /api/responses), GET/DELETE /api/v1/responses/{id}, .../input_items, .../cancel and POST
+ * .../input_tokens. respin.c reads the input, turnin.c the settings (echoed as OpenAI does);
+ * the run goes through the lifecycle /api/chat uses (core/session.h) and is answered as a
+ * response object or its event stream, stored through core/responses.h for any worker.
+ * Session: `conversation` (an id or {"id"}), else previous_response_id's (a fork up to that
+ * response when it is not the newest turn: a branch), else metadata.session_id, session_id,
+ * X-Session-Id, else the session whose transcript the input's earlier items equal
+ * (turn_in_continue), else a new one: the client sends only the new input. svc's own tool
+ * calls are `svc.event` stream events, never function_call items; the request's function
+ * tools (SPEC 12.1) end the run as function_call items, answered by function_call_output
+ * items. `background: true` (SPEC 12.3) runs detached (runs.h): GET polls its record (with
+ * stream=true, replays its events after starting_after), POST .../cancel stops it. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,18 +35,15 @@
 #include "util.h"
 
 struct resp_in {
-    struct turn_in t;         /* results: of function_call_output items */
-    json_object *items;       /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
-    bool no_truncation;       /* truncation: "disabled" */
-    const char *sid;          /* borrowed from the body or the request */
-    json_object *prev;        /* owned: the stored response previous_response_id names */
-    json_object *branch;      /* owned: the summary of the session forked from it, or NULL */
-    const char *prev_id;      /* borrowed */
-    const char *conv;         /* borrowed: the conversation the request named, or NULL */
-    const char *instructions; /* borrowed */
-    json_object *metadata;    /* borrowed */
-    json_object *mcp;         /* owned: the "type": "mcp" tools as run specs (toolsin.h) */
-    json_object *mcp_shown;   /* owned: the same as the response echoes them */
+    struct turn_in t;       /* results: of function_call_output items */
+    json_object *items;     /* owned: the input as OpenAI items, for input_items (SPEC 12.3) */
+    json_object *prev;      /* owned: the stored response previous_response_id names */
+    json_object *branch;    /* owned: the summary of the session forked from it, or NULL */
+    const char *prev_id;    /* borrowed */
+    const char *conv;       /* borrowed: the conversation the request named, or NULL */
+    json_object *metadata;  /* borrowed */
+    json_object *mcp;       /* owned: the "type": "mcp" tools as run specs (toolsin.h) */
+    json_object *mcp_shown; /* owned: the same as the response echoes them */
     bool store, background;
 };
 
@@ -66,8 +57,7 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->mcp_shown);
 }
 
-/* metadata: an object of strings (OpenAI's rule); event_format, locale, channel and
- * session_id are read from it. */
+/* metadata: an object of strings (OpenAI's rule), some of which svc reads. */
 static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err *err)
 {
     json_object *meta = NULL;
@@ -86,8 +76,8 @@ static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err 
     }
     if (http_field_str(meta, "session_id", "metadata.session_id", false, msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
-        http_field_str(meta, "locale", "metadata.locale", false, &in->t.locale, err) < 0 ||
-        http_field_str(meta, "channel", "metadata.channel", false, &in->t.channel, err) < 0)
+        http_field_str(meta, "locale", "metadata.locale", false, &in->t.req.locale, err) < 0 ||
+        http_field_str(meta, "channel", "metadata.channel", false, &in->t.req.channel, err) < 0)
         return -1;
     if (fmt && strcmp(fmt, "openai.v1") != 0 && strcmp(fmt, "svc.v2") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
@@ -136,7 +126,7 @@ static int parse_truncation(struct resp_in *in, struct svc_err *err)
     if (t && strcmp(t, "auto") != 0 && strcmp(t, "disabled") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
                             "'truncation' must be auto or disabled");
-    in->no_truncation = t && strcmp(t, "disabled") == 0;
+    in->t.req.no_truncation = t && strcmp(t, "disabled") == 0;
     return 0;
 }
 
@@ -147,18 +137,20 @@ static int branch_from_prev(struct http_req *r, struct resp_in *in, struct svc_e
 {
     int64_t last = svc_json_int(in->prev, "last_message_id", -1), count = 0, next = 0;
     struct svc_sess s = SVC_SESS_INIT;
-    if (last < 0 || !in->t.sid || svc_sess_open(r->cfg, in->t.sid, &s, err) != 0)
-        return last < 0 || !in->t.sid ? 0 : -1;
+    if (last < 0 || !in->t.req.session_id ||
+        svc_sess_open(r->cfg, in->t.req.session_id, &s, err) != 0)
+        return last < 0 || !in->t.req.session_id ? 0 : -1;
     int64_t *ids = NULL;
     int rc = svc_sess_message_count(&s, -1, &count, &next, &ids, err);
     svc_sess_close(&s);
     free(ids);
     if (rc != 0 || next - 1 <= last)
         return rc != 0 ? -1 : 0;
-    struct svc_fork_req f = {.session_id = in->t.sid, .has_message_id = true, .message_id = last};
+    struct svc_fork_req f = {
+        .session_id = in->t.req.session_id, .has_message_id = true, .message_id = last};
     if (svc_session_fork(r->cfg, &f, &in->branch, err) != 0)
         return -1;
-    in->t.sid = svc_json_str(in->branch, "session_id", NULL);
+    in->t.req.session_id = svc_json_str(in->branch, "session_id", NULL);
     return 0;
 }
 
@@ -170,26 +162,26 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
     json_object *b = in->t.body, *input = NULL;
     const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL;
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||
-        http_field_str(b, "instructions", NULL, false, &in->instructions, err) < 0 ||
-        http_field_str(b, "user", NULL, false, &in->t.user, err) < 0 ||
+        http_field_str(b, "instructions", NULL, false, &in->t.req.instructions, err) < 0 ||
+        http_field_str(b, "user", NULL, false, &in->t.req.user_id, err) < 0 ||
         http_field_bool(b, "stream", NULL, false, &in->t.stream, err) < 0 ||
         http_field_bool(b, "store", NULL, true, &in->store, err) < 0 ||
         http_field_bool(b, "background", NULL, false, &in->background, err) < 0 ||
         http_field_str(b, "previous_response_id", NULL, false, &in->prev_id, err) < 0 ||
         http_field_str(b, "session_id", NULL, false, &bsid, err) < 0 ||
-        http_field_number_opt(b, "temperature", NULL, &in->t.has_temperature, &in->t.temperature,
-                              err) < 0 ||
-        http_field_int_opt(b, "max_output_tokens", NULL, &in->t.has_max_tokens, &in->t.max_tokens,
-                           err) < 0 ||
+        http_field_number_opt(b, "temperature", NULL, &in->t.req.has_temperature,
+                              &in->t.req.temperature, err) < 0 ||
+        http_field_int_opt(b, "max_output_tokens", NULL, &in->t.req.has_max_tokens,
+                           &in->t.req.max_tokens, err) < 0 ||
         parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
-        toolsin_parse(b, false, &in->t.tools, &in->t.tool_choice, err) < 0 ||
+        toolsin_parse(b, false, &in->t.req.client_tools, &in->t.req.tool_choice, err) < 0 ||
         toolsin_mcp(r->cfg, &r->user, b, &in->mcp, &in->mcp_shown, err) < 0 ||
         turn_in_settings(&in->t, TURN_RESP, err) < 0)
         return -1;
     in->conv = conv;
     json_object_object_get_ex(b, "input", &input);
     if (respin_input(r, &in->t, input, err) < 0 || parse_truncation(in, err) < 0 ||
-        resp_context_management(in->t.body, &in->t.compact_threshold, err) < 0)
+        resp_context_management(in->t.body, &in->t.req.compact_threshold, err) < 0)
         return -1;
     in->items = respin_items(input);
     if (!in->store && (conv || in->prev_id))
@@ -197,7 +189,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                             "'store': false runs without a session: send the whole input instead "
                             "of '%s'",
                             conv ? "conversation" : "previous_response_id");
-    if (in->background && (!in->store || in->t.tools || in->mcp))
+    if (in->background && (!in->store || in->t.req.client_tools || in->mcp))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "background",
                             "'background': true is stored and polled: it takes neither "
                             "'store': false nor client or mcp 'tools'");
@@ -217,14 +209,18 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                              "previous response %.64s not found", in->prev_id);
             return -1;
         }
-        in->t.sid = svc_json_str(in->prev, "session_id", NULL);
+        in->t.req.session_id = svc_json_str(in->prev, "session_id", NULL);
         mcp_listed_before(in);
     }
     const char *const named[] = {conv, msid, bsid, r->x_session_id};
-    for (size_t k = 0; !in->t.sid && k < 4; k++)
-        in->t.sid = named[k];
+    for (size_t k = 0; !in->t.req.session_id && k < 4; k++)
+        in->t.req.session_id = named[k];
     if (!r->cfg->sessions.enabled)
         in->store = false; /* nothing is kept: nothing to find again */
+    in->t.req.stateless = !in->store;
+    in->t.req.max_tokens_param = "max_output_tokens";
+    in->t.req.user = &r->user;
+    in->t.req.mcp_tools = in->mcp;
     return 0;
 }
 
@@ -247,59 +243,30 @@ _Static_assert(offsetof(struct resp_ctx, r) == 0, "the sink's helpers read r fir
 
 static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reasoning)
 {
-    json_object *u = json_object_new_object();
-    svc_json_set_int(u, "input_tokens", p);
-    json_object *idet = json_object_new_object();
+    json_object *u = json_object_new_object(), *idet = json_object_new_object();
+    json_object *odet = json_object_new_object();
     svc_json_set_int(idet, "cached_tokens", cached);
+    svc_json_set_int(odet, "reasoning_tokens", reasoning);
+    svc_json_set_int(u, "input_tokens", p);
     svc_json_set(u, "input_tokens_details", idet);
     svc_json_set_int(u, "output_tokens", c);
-    json_object *odet = json_object_new_object();
-    svc_json_set_int(odet, "reasoning_tokens", reasoning);
     svc_json_set(u, "output_tokens_details", odet);
     svc_json_set_int(u, "total_tokens", p + c);
     return u;
 }
 
-/* {"code", "message"}: a failed response's error. */
-static json_object *error_of(const char *code, const char *message)
-{
-    json_object *e = json_object_new_object();
-    svc_json_set_str(e, "code", code);
-    svc_json_set_str(e, "message", message);
-    return e;
-}
-
-/* The request's user, metadata and conversation as the object echoes them (conversation:
- * null unless the request named one, SPEC 15). */
-static void echo_request(json_object *o, const struct resp_in *in, const char *sid)
-{
-    json_object *conv = in->conv ? json_object_new_object() : NULL;
-    svc_json_set_str(o, "user", in->t.user);
-    svc_json_set(o, "metadata",
-                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    if (conv)
-        svc_json_set_str(conv, "id", sid);
-    svc_json_set(o, "conversation", conv);
-}
-
 static json_object *text_part(const char *text)
 {
-    json_object *p = json_object_new_object();
-    svc_json_set_str(p, "type", "output_text");
-    svc_json_set_str(p, "text", text);
+    json_object *p = svc_responses_obj("type", "output_text", "text", text, NULL);
     svc_json_set(p, "annotations", json_object_new_array());
     return p;
 }
 
-/* The assistant message item msg_id; text NULL: in progress, no content yet. status:
- * in_progress, completed, or incomplete (a failed run's partial text). */
+/* The assistant message item msg_id (text NULL: no content yet; incomplete: a failed run's). */
 static json_object *message_item(const char *msg_id, const char *text, const char *status)
 {
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "id", msg_id);
-    svc_json_set_str(m, "type", "message");
-    svc_json_set_str(m, "status", status);
-    svc_json_set_str(m, "role", "assistant");
+    json_object *m = svc_responses_obj("id", msg_id, "type", "message", "status", status, "role",
+                                       "assistant", NULL);
     json_object *content = json_object_new_array();
     if (text)
         json_object_array_add(content, text_part(text));
@@ -307,23 +274,18 @@ static json_object *message_item(const char *msg_id, const char *text, const cha
     return m;
 }
 
-/* The function_call item of a client tool call (an OpenAI tool_calls entry, the k-th of the
- * response): its id, fc_<the response's hex>_<k>, is the same streamed and stored, and an
- * item_reference to it finds the response. */
+/* The function_call item of the response's k-th client tool call: its id fc_<the response's
+ * hex>_<k> is the same streamed and stored, and an item_reference to it finds the response. */
 static json_object *function_call_out(const struct resp_ctx *c, json_object *tc, size_t k,
                                       bool done)
 {
     json_object *fn = svc_json_obj(tc, "function");
     char id[64];
     snprintf(id, sizeof id, "fc_%s_%zu", c->id + 5, k);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "type", "function_call");
-    svc_json_set_str(o, "status", done ? "completed" : "in_progress");
-    svc_json_set_str(o, "call_id", svc_json_str(tc, "id", ""));
-    svc_json_set_str(o, "name", svc_json_str(fn, "name", ""));
-    svc_json_set_str(o, "arguments", done ? svc_json_str(fn, "arguments", "{}") : "");
-    return o;
+    return svc_responses_obj("id", id, "type", "function_call", "status",
+                             done ? "completed" : "in_progress", "call_id",
+                             svc_json_str(tc, "id", ""), "name", svc_json_str(fn, "name", ""),
+                             "arguments", done ? svc_json_str(fn, "arguments", "{}") : "", NULL);
 }
 
 /* Whether the output has a message item: text came, or nothing else did (SPEC 15: a
@@ -335,8 +297,7 @@ static bool has_message(const struct svc_run_answer *a, const struct svc_err *fa
     return failure ? text : text || nc == 0;
 }
 
-/* The request's remote MCP server a tool name ("<label>__<tool>") belongs to: its label
- * (borrowed), *tool the bare name; NULL when none. */
+/* The label of the request's MCP server a tool name "<label>__<tool>" belongs to, or NULL. */
 static const char *mcp_label_of(const struct resp_ctx *c, const char *name, const char **tool)
 {
     const char *sep = strstr(name, "__");
@@ -351,30 +312,23 @@ static const char *mcp_label_of(const struct resp_ctx *c, const char *name, cons
 /* The mcp_approval_request item of a call awaiting approval (SPEC 16). */
 static json_object *approval_out(json_object *tc, const char *label, const char *tool)
 {
-    json_object *fn = svc_json_obj(tc, "function"), *o = json_object_new_object();
     char id[160];
     snprintf(id, sizeof id, "mcpr_%s", svc_json_str(tc, "id", ""));
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "type", "mcp_approval_request");
-    svc_json_set_str(o, "arguments", svc_json_str(fn, "arguments", "{}"));
-    svc_json_set_str(o, "name", tool);
-    svc_json_set_str(o, "server_label", label);
-    return o;
+    return svc_responses_obj("id", id, "type", "mcp_approval_request", "arguments",
+                             svc_json_str(svc_json_obj(tc, "function"), "arguments", "{}"), "name",
+                             tool, "server_label", label, NULL);
 }
 
-/* The mcp_call item of a call the run made (its tool_result event; the arguments from its
- * tool_start). */
+/* The mcp_call item of a call's tool_result event (the arguments from its tool_start). */
 static json_object *mcp_call_out(json_object *events, json_object *ev, const char *label,
                                  const char *tool)
 {
     const char *id = svc_json_str(ev, "call_id", "");
-    json_object *o = json_object_new_object();
-    char buf[160];
-    snprintf(buf, sizeof buf, "mcp_%s", id);
-    svc_json_set_str(o, "id", buf);
-    svc_json_set_str(o, "type", "mcp_call");
-    snprintf(buf, sizeof buf, "mcpr_%s", id);
-    svc_json_set_str(o, "approval_request_id", svc_json_bool(ev, "approved", false) ? buf : NULL);
+    char mid[160], rid[160];
+    snprintf(mid, sizeof mid, "mcp_%s", id);
+    snprintf(rid, sizeof rid, "mcpr_%s", id);
+    json_object *o = svc_responses_obj("id", mid, "type", "mcp_call", "approval_request_id",
+                                       svc_json_bool(ev, "approved", false) ? rid : NULL, NULL);
     for (size_t i = 0; i < json_object_array_length(events); i++) {
         json_object *st = json_object_array_get_idx(events, i);
         if (strcmp(svc_json_str(st, "type", ""), "tool_start") == 0 &&
@@ -392,8 +346,7 @@ static json_object *mcp_call_out(json_object *events, json_object *ev, const cha
     return o;
 }
 
-/* The output item a run event stands for (SPEC 16): a server's mcp_list_tools, a remote
- * call's mcp_call; NULL for any other event. events: the run's, up to ev at least. */
+/* The mcp_list_tools or mcp_call item a run event stands for (SPEC 16), or NULL. */
 static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events, json_object *ev)
 {
     const char *type = svc_json_str(ev, "type", ""), *tool = NULL, *label;
@@ -401,11 +354,10 @@ static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events
         return NULL;
     if (strcmp(type, "mcp_list_tools") == 0) {
         char id[160];
-        json_object *o = json_object_new_object();
-        snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, svc_json_str(ev, "server_label", ""));
-        svc_json_set_str(o, "id", id);
-        svc_json_set_str(o, "type", "mcp_list_tools");
-        svc_json_set_str(o, "server_label", svc_json_str(ev, "server_label", ""));
+        const char *server = svc_json_str(ev, "server_label", "");
+        snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, server);
+        json_object *o =
+            svc_responses_obj("id", id, "type", "mcp_list_tools", "server_label", server, NULL);
         svc_json_set(o, "tools", json_object_get(svc_json_arr(ev, "tools")));
         svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
         return o;
@@ -425,10 +377,8 @@ static json_object *call_out(const struct resp_ctx *c, json_object *tc, size_t k
     return label ? approval_out(tc, label, tool) : function_call_out(c, tc, k, true);
 }
 
-/* The output of an ended run, in the order things happened (a stream announces them so, and
- * SPEC 15 wants the same items either way): the MCP items and the message where its first
- * text came (at the end when it had none), then an item per call awaiting its result or
- * approval. */
+/* The output of an ended run in the order things happened, as a stream announces them (SPEC
+ * 15): the MCP items, the message where its first text came, then the calls awaiting answers. */
 static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
                                  const char *status, const struct svc_err *failure)
 {
@@ -436,7 +386,7 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     json_object *calls = failure ? NULL : a->client_calls;
     size_t nc = calls ? json_object_array_length(calls) : 0;
     /* the window this run compacted (context_management, SPEC 15) */
-    json_object *compacted = a->summary && c->in->t.compact_threshold > 0
+    json_object *compacted = a->summary && c->in->t.req.compact_threshold > 0
                                  ? resp_compaction_item(c->r, a->summary, NULL)
                                  : NULL;
     if (compacted)
@@ -463,8 +413,7 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     return output;
 }
 
-/* The status of an ended run's response: incomplete when the model stopped at the token
- * limit (SPEC 15), else completed or failed. */
+/* An ended run's status: failed, incomplete at the token limit (SPEC 15), else completed. */
 static const char *ended_status(const struct resp_ctx *c, const struct svc_err *failure)
 {
     struct svc_run_answer a;
@@ -472,8 +421,7 @@ static const char *ended_status(const struct resp_ctx *c, const struct svc_err *
     return failure ? "failed" : strcmp(a.finish_reason, "length") == 0 ? "incomplete" : "completed";
 }
 
-/* The settings the object echoes as OpenAI does (SPEC 15): what the request gave, else
- * OpenAI's defaults. */
+/* The settings echoed as OpenAI does (SPEC 15): the request's, else OpenAI's defaults. */
 static void echo_settings(json_object *o, json_object *b)
 {
     static const char *const keys[] = {
@@ -494,26 +442,59 @@ static void echo_settings(json_object *o, json_object *b)
     svc_json_set(reasoning, "summary", NULL);
     svc_json_set(o, "reasoning", reasoning);
     json_object *fmt = svc_json_copy(svc_json_obj(svc_json_obj(b, "text"), "format"));
-    if (!fmt) {
-        fmt = json_object_new_object();
-        svc_json_set_str(fmt, "type", "text");
-    }
-    svc_json_set(text, "format", fmt);
+    svc_json_set(text, "format", fmt ? fmt : svc_responses_obj("type", "text", NULL));
     svc_json_set_str(text, "verbosity",
                      svc_json_str(svc_json_obj(b, "text"), "verbosity", "medium"));
     svc_json_set(o, "text", text);
 }
 
-/* The request's tools as the Responses API shows them. */
-static json_object *tools_shown(json_object *tools)
+/* The members of every response object, output empty and error and usage null; bg: a
+ * background response's, without the members of a run svc makes itself. */
+static json_object *object_of(const struct resp_in *in, const char *id, int64_t created_at,
+                              const char *model, const char *sid, const char *run_id, bool bg)
 {
-    json_object *out = json_object_new_array();
-    for (size_t i = 0; tools && i < json_object_array_length(tools); i++) {
-        json_object *t = svc_json_copy(json_object_array_get_idx(tools, i));
-        svc_json_set_str(t, "type", "function");
-        json_object_array_add(out, t);
+    json_object *o = svc_responses_obj("id", id, "object", "response", NULL);
+    svc_json_set_int(o, "created_at", created_at);
+    svc_json_set_str(o, "status", "in_progress");
+    if (bg)
+        svc_json_set_bool(o, "background", true);
+    svc_json_set(o, "error", NULL);
+    svc_json_set(o, "incomplete_details", NULL);
+    svc_json_set_str(o, "instructions", in->t.req.instructions);
+    if (!bg)
+        svc_json_set(o, "max_output_tokens",
+                     in->t.req.has_max_tokens ? json_object_new_int64(in->t.req.max_tokens) : NULL);
+    svc_json_set_str(o, "model", model);
+    svc_json_set(o, "output", json_object_new_array());
+    svc_json_set_str(o, "previous_response_id", in->prev_id);
+    svc_json_set_bool(o, "store", in->store);
+    if (!bg)
+        svc_json_set(o, "temperature",
+                     in->t.req.has_temperature ? json_object_new_double(in->t.req.temperature)
+                                               : NULL);
+    echo_settings(o, in->t.body);
+    if (!bg) {
+        svc_json_set_str(o, "tool_choice", in->t.req.tool_choice ? in->t.req.tool_choice : "auto");
+        json_object *tools = json_object_new_array(), *fns = in->t.req.client_tools;
+        for (size_t i = 0; fns && i < json_object_array_length(fns); i++) {
+            json_object *t = svc_json_copy(json_object_array_get_idx(fns, i));
+            svc_json_set_str(t, "type", "function"); /* as the Responses API shows them */
+            json_object_array_add(tools, t);
+        }
+        for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
+            json_object_array_add(tools,
+                                  json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
+        svc_json_set(o, "tools", tools);
     }
-    return out;
+    svc_json_set_str(o, "truncation", in->t.req.no_truncation ? "disabled" : "auto");
+    svc_json_set(o, "usage", NULL);
+    svc_json_set_str(o, "user", in->t.req.user_id); /* and conversation: null unless named */
+    svc_json_set(o, "metadata",
+                 in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
+    svc_json_set(o, "conversation", in->conv ? svc_responses_obj("id", sid, NULL) : NULL);
+    svc_json_set_str(o, "session_id", sid);
+    svc_json_set_str(o, "run_id", run_id);
+    return o;
 }
 
 /* The response object. status: in_progress (no output, no usage yet), completed (the
@@ -521,62 +502,32 @@ static json_object *tools_shown(json_object *tools)
 static json_object *response_object(const struct resp_ctx *c, const char *status,
                                     const struct svc_err *failure)
 {
-    const struct resp_in *in = c->in;
-    bool ended = strcmp(status, "in_progress") != 0;
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", c->id);
-    svc_json_set_str(o, "object", "response");
-    svc_json_set_int(o, "created_at", c->created_at);
+    json_object *o = object_of(c->in, c->id, c->created_at, a.model, a.session_id, a.run_id, false);
+    if (strcmp(status, "in_progress") == 0)
+        return o;
     svc_json_set_str(o, "status", status);
-    svc_json_set(o, "error",
-                 failure ? error_of(svc_err_name(failure->code), failure->message) : NULL);
-    json_object *why = NULL;
-    if (strcmp(status, "incomplete") == 0) {
-        why = json_object_new_object();
-        svc_json_set_str(why, "reason", "max_output_tokens");
-    }
-    svc_json_set(o, "incomplete_details", why);
-    svc_json_set_str(o, "instructions", in->instructions);
-    svc_json_set(o, "max_output_tokens",
-                 in->t.has_max_tokens ? json_object_new_int64(in->t.max_tokens) : NULL);
-    svc_json_set_str(o, "model", a.model);
-    svc_json_set(o, "output",
-                 ended ? output_items(c, &a, status, failure) : json_object_new_array());
-    svc_json_set_str(o, "previous_response_id", in->prev_id);
-    svc_json_set_bool(o, "store", in->store);
-    svc_json_set(o, "temperature",
-                 in->t.has_temperature ? json_object_new_double(in->t.temperature) : NULL);
-    echo_settings(o, in->t.body);
-    svc_json_set_str(o, "tool_choice", in->t.tool_choice ? in->t.tool_choice : "auto");
-    json_object *tools = tools_shown(in->t.tools);
-    for (size_t i = 0; in->mcp_shown && i < json_object_array_length(in->mcp_shown); i++)
-        json_object_array_add(tools, json_object_get(json_object_array_get_idx(in->mcp_shown, i)));
-    svc_json_set(o, "tools", tools);
-    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
+    if (failure)
+        svc_json_set(o, "error",
+                     svc_responses_obj("code", svc_err_name(failure->code), "message",
+                                       failure->message, NULL));
+    if (strcmp(status, "incomplete") == 0)
+        svc_json_set(o, "incomplete_details",
+                     svc_responses_obj("reason", "max_output_tokens", NULL));
+    svc_json_set(o, "output", output_items(c, &a, status, failure));
     svc_json_set(
         o, "usage",
-        ended ? usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.reasoning_tokens)
-              : NULL);
-    echo_request(o, in, a.session_id);
-    svc_json_set_str(o, "session_id", a.session_id);
-    svc_json_set_str(o, "run_id", a.run_id);
-    if (ended && in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
+        usage_of(a.prompt_tokens, a.completion_tokens, a.cached_tokens, a.reasoning_tokens));
+    if (c->in->store && c->r->cfg->sessions.enabled) /* where a branch from it forks */
         svc_json_set_int(o, "last_message_id", a.last_message_id);
-    if (in->t.svc_v2 && ended) {
-        json_object *svc = json_object_new_object();
-        svc_json_set_str(svc, "schema_version", "2.0");
-        svc_json_set_str(svc, "run_id", a.run_id);
-        svc_json_set(svc, "events", svc_json_copy(a.events));
-        svc_json_set(o, "svc", svc);
-    }
+    if (c->in->t.svc_v2)
+        svc_json_set(o, "svc", turn_svc_block(a.run_id, a.events));
     return o;
 }
 
-/* After the run ended: the response object stored (store true) and the run recorded for
- * GET /api/chat/runs/{id}. A store that fails turns `store` false in the answer (it could
- * not be continued); both failures are logged, never fatal: the turn is in the session. */
+/* The ended run's response stored (store true) and the run recorded; a store that fails
+ * turns `store` false in the answer; failures are logged, never fatal (the turn is kept). */
 static void keep_response(struct resp_ctx *c, json_object *resp, const struct svc_err *failure)
 {
     struct svc_err e;
@@ -627,44 +578,43 @@ static int emit(struct resp_ctx *c, const char *type, json_object *o)
     return rc;
 }
 
-/* Emit n events in order; on the first failure the objects not yet sent are released.
- * Returns 0, or -1 when the client is gone. */
-static int emit_seq(struct resp_ctx *c, size_t n, const char *const *types, json_object **objs)
+/* o with key set to v (both taken): the body of an event. */
+static json_object *with(json_object *o, const char *key, json_object *v)
 {
-    size_t i = 0;
-    while (i < n && emit(c, types[i], objs[i]) == 0)
-        i++;
-    if (i == n)
-        return 0;
-    for (i++; i < n; i++)
-        json_object_put(objs[i]);
-    return -1;
+    svc_json_set(o, key, v);
+    return o;
 }
 
 static json_object *with_response(json_object *resp)
 {
+    return with(json_object_new_object(), "response", resp);
+}
+
+/* {"output_index": i}, an output item's position. */
+static json_object *at_index(int64_t i)
+{
     json_object *o = json_object_new_object();
-    svc_json_set(o, "response", resp);
+    svc_json_set_int(o, "output_index", i);
     return o;
 }
 
 /* The position fields of the text part: item_id, output_index, content_index. */
 static json_object *at_part(const struct resp_ctx *c)
 {
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "item_id", c->msg_id);
+    json_object *o = svc_responses_obj("item_id", c->msg_id, NULL);
     svc_json_set_int(o, "output_index", c->msg_index);
     svc_json_set_int(o, "content_index", 0);
     return o;
 }
 
-/* The opening events of a stream: created and in_progress with pending (the response
- * before its output, taken). */
+/* A stream's created and in_progress events with pending (the response, taken). */
 static int emit_opening(struct resp_ctx *c, json_object *pending)
 {
-    static const char *const types[] = {"response.created", "response.in_progress"};
-    json_object *objs[] = {with_response(json_object_get(pending)), with_response(pending)};
-    return emit_seq(c, 2, types, objs);
+    if (emit(c, "response.created", with_response(json_object_get(pending))) < 0) {
+        json_object_put(pending);
+        return -1;
+    }
+    return emit(c, "response.in_progress", with_response(pending));
 }
 
 /* The message item announced (output_item.added, content_part.added) before its first
@@ -675,15 +625,11 @@ static int open_message(struct resp_ctx *c)
         return 0;
     c->msg_open = true;
     c->msg_index = c->next++;
-    json_object *item = json_object_new_object();
-    svc_json_set_int(item, "output_index", c->msg_index);
-    svc_json_set(item, "item", message_item(c->msg_id, NULL, "in_progress"));
-    json_object *part = at_part(c);
-    svc_json_set(part, "part", text_part(""));
-    static const char *const types[] = {"response.output_item.added",
-                                        "response.content_part.added"};
-    json_object *objs[] = {item, part};
-    return emit_seq(c, 2, types, objs);
+    if (emit(c, "response.output_item.added",
+             with(at_index(c->msg_index), "item", message_item(c->msg_id, NULL, "in_progress"))) <
+        0)
+        return -1;
+    return emit(c, "response.content_part.added", with(at_part(c), "part", text_part("")));
 }
 
 /* A delta of the message's text, the message announced first if it was not. */
@@ -697,37 +643,32 @@ static int emit_delta(struct resp_ctx *c, const char *text)
     return emit(c, "response.output_text.delta", o);
 }
 
-/* The message item's closing events, with item's text and logprobs (the item as stored;
- * NULL: an empty text). */
+/* The message item's closing events with item's text and logprobs (NULL: an empty text). */
 static int emit_closing(struct resp_ctx *c, json_object *item)
 {
     json_object *m = item ? json_object_get(item) : message_item(c->msg_id, "", "completed");
     json_object *part = json_object_array_get_idx(svc_json_arr(m, "content"), 0);
-    json_object *lp = svc_json_arr(part, "logprobs");
-    json_object *done = at_part(c), *pdone = at_part(c), *idone = json_object_new_object();
+    json_object *lp = svc_json_arr(part, "logprobs"), *done = at_part(c);
     svc_json_set_str(done, "text", svc_json_str(part, "text", ""));
     svc_json_set(done, "logprobs", lp ? json_object_get(lp) : json_object_new_array());
-    svc_json_set(pdone, "part", json_object_get(part));
-    svc_json_set_int(idone, "output_index", c->msg_index);
-    svc_json_set(idone, "item", m);
-    static const char *const types[] = {"response.output_text.done", "response.content_part.done",
-                                        "response.output_item.done"};
-    json_object *objs[] = {done, pdone, idone};
-    return emit_seq(c, 3, types, objs);
+    if (emit(c, "response.output_text.done", done) < 0 ||
+        emit(c, "response.content_part.done", with(at_part(c), "part", json_object_get(part))) <
+            0) {
+        json_object_put(m);
+        return -1;
+    }
+    return emit(c, "response.output_item.done", with(at_index(c->msg_index), "item", m));
 }
 
-/* An item that is whole when it appears (an MCP one) at index i: added, then done; item
- * consumed. 0, or -1 when the client is gone. */
+/* An item whole when it appears (an MCP one, consumed) at index i: added, then done. */
 static int emit_item(struct resp_ctx *c, int64_t i, json_object *item)
 {
-    json_object *objs[2] = {json_object_new_object(), json_object_new_object()};
-    for (int k = 0; k < 2; k++) {
-        svc_json_set_int(objs[k], "output_index", i);
-        svc_json_set(objs[k], "item", json_object_get(item));
+    json_object *added = with(at_index(i), "item", json_object_get(item));
+    if (emit(c, "response.output_item.added", added) < 0) {
+        json_object_put(item);
+        return -1;
     }
-    json_object_put(item);
-    static const char *const types[] = {"response.output_item.added", "response.output_item.done"};
-    return emit_seq(c, 2, types, objs);
+    return emit(c, "response.output_item.done", with(at_index(i), "item", item));
 }
 
 static int on_event(void *ctx, json_object *ev)
@@ -753,10 +694,17 @@ static int on_event(void *ctx, json_object *ev)
     return emit(c, "svc.event", o) < 0 ? 1 : 0;
 }
 
-/* The response's output items a stream has not announced yet, at their output index: the
- * calls the run ended on (function_call: its four events, the arguments in one delta;
- * mcp_approval_request: added and done) and, replaying (all), the MCP items too. 0, or -1
- * when the client is gone. */
+/* A function call's arguments event: item's output index, its id, and key its arguments. */
+static json_object *args_event(size_t i, json_object *item, const char *key)
+{
+    json_object *o = at_index((int64_t)i);
+    svc_json_set_str(o, "item_id", svc_json_str(item, "id", ""));
+    svc_json_set_str(o, key, svc_json_str(item, "arguments", "{}"));
+    return o;
+}
+
+/* The output items a stream has not announced, at their index: the calls the run ended on
+ * (function_call: four events, the arguments in one delta) and, replaying (all), the MCP items. */
 static int emit_calls(struct resp_ctx *c, json_object *resp, bool all)
 {
     json_object *out = svc_json_arr(resp, "output");
@@ -771,33 +719,22 @@ static int emit_calls(struct resp_ctx *c, json_object *resp, bool all)
         }
         if (strcmp(type, "function_call") != 0)
             continue;
-        const char *args = svc_json_str(item, "arguments", "{}");
-        json_object *objs[4], *added = svc_json_copy(item);
+        json_object *added = svc_json_copy(item);
         svc_json_set_str(added, "status", "in_progress");
         svc_json_set_str(added, "arguments", "");
-        for (int k = 0; k < 4; k++) {
-            objs[k] = json_object_new_object();
-            svc_json_set_int(objs[k], "output_index", (int64_t)i);
-        }
-        svc_json_set(objs[0], "item", added);
-        svc_json_set_str(objs[1], "item_id", svc_json_str(item, "id", ""));
-        svc_json_set_str(objs[1], "delta", args);
-        svc_json_set_str(objs[2], "item_id", svc_json_str(item, "id", ""));
-        svc_json_set_str(objs[2], "arguments", args);
-        svc_json_set(objs[3], "item", json_object_get(item));
-        static const char *const types[] = {
-            "response.output_item.added", "response.function_call_arguments.delta",
-            "response.function_call_arguments.done", "response.output_item.done"};
-        if (emit_seq(c, 4, types, objs) < 0)
+        if (emit(c, "response.output_item.added", with(at_index((int64_t)i), "item", added)) < 0 ||
+            emit(c, "response.function_call_arguments.delta", args_event(i, item, "delta")) < 0 ||
+            emit(c, "response.function_call_arguments.done", args_event(i, item, "arguments")) <
+                0 ||
+            emit(c, "response.output_item.done",
+                 with(at_index((int64_t)i), "item", json_object_get(item))) < 0)
             return -1;
     }
     return 0;
 }
 
-/* The rest of a stream once the run ended: the message item (announced now if no text
- * came; text, when not NULL, its text in one delta), the calls (all: every other item, a
- * replay), then response.completed (response.incomplete at the token limit) with resp,
- * which is consumed. */
+/* The rest of a stream once the run ended: the message item (text, if not NULL, in one delta),
+ * the calls, then response.completed (or .incomplete) with resp, which is consumed. */
 static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, const char *text, bool all)
 {
     json_object *out = svc_json_arr(resp, "output");
@@ -834,7 +771,8 @@ static int resp_stream(struct resp_ctx *c)
         /* response.failed, then the error event (which ends the stream for every client) */
         emit(c, "response.failed", with_response(resp));
         json_object *e = http_error_object(&ferr);
-        json_object *o = error_of(svc_err_name(ferr.code), ferr.message);
+        json_object *o =
+            svc_responses_obj("code", svc_err_name(ferr.code), "message", ferr.message, NULL);
         svc_json_set(o, "param", NULL);
         svc_json_set(o, "error", json_object_get(svc_json_obj(e, "error")));
         json_object_put(e);
@@ -877,45 +815,7 @@ static int resp_replay(struct http_req *r, const struct resp_in *in, json_object
     return 0;
 }
 
-/* The core run request of a Responses request (borrows from in and r). */
-static struct svc_run_request run_request_of(struct http_req *r, const struct resp_in *in)
-{
-    struct svc_run_request req = turn_in_request(&in->t);
-    req.instructions = in->instructions;
-    req.max_tokens_param = "max_output_tokens";
-    req.user = &r->user;
-    req.stateless = !in->store;
-    req.no_truncation = in->no_truncation;
-    req.mcp_tools = in->mcp;
-    return req;
-}
-
 /* ---- background responses (SPEC 12.3): an asynchronous run (runs.h) polled by GET ---- */
-
-/* The object of a background response before its run ended, as stored at creation. */
-static json_object *background_object(const struct resp_in *in, const char *id, json_object *run)
-{
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "object", "response");
-    svc_json_set_int(o, "created_at", (int64_t)svc_time_now());
-    svc_json_set_str(o, "status", "in_progress");
-    svc_json_set_bool(o, "background", true);
-    svc_json_set(o, "error", NULL);
-    svc_json_set(o, "incomplete_details", NULL);
-    svc_json_set_str(o, "instructions", in->instructions);
-    svc_json_set_str(o, "model", svc_json_str(run, "model", NULL));
-    svc_json_set(o, "output", json_object_new_array());
-    svc_json_set_str(o, "previous_response_id", in->prev_id);
-    svc_json_set_bool(o, "store", true);
-    svc_json_set_str(o, "truncation", in->no_truncation ? "disabled" : "auto");
-    svc_json_set(o, "usage", NULL);
-    echo_request(o, in, svc_json_str(run, "session_id", NULL));
-    echo_settings(o, in->t.body);
-    svc_json_set_str(o, "session_id", svc_json_str(run, "session_id", NULL));
-    svc_json_set_str(o, "run_id", svc_json_str(run, "run_id", NULL));
-    return o;
-}
 
 /* A background response as its run's record says now: status, output, usage, error. */
 static void background_refresh(struct http_req *r, json_object *o)
@@ -947,19 +847,16 @@ static void background_refresh(struct http_req *r, json_object *o)
     }
     json_object *e = svc_json_obj(rec, "error");
     if (strcmp(st, "error") == 0 && e)
-        svc_json_set(
-            o, "error",
-            error_of(svc_json_str(e, "code", "internal_error"), svc_json_str(e, "message", "")));
+        svc_json_set(o, "error",
+                     svc_responses_obj("code", svc_json_str(e, "code", "internal_error"), "message",
+                                       svc_json_str(e, "message", ""), NULL));
     json_object_put(rec);
 }
 
 /* ---- a background response's event stream, resumable (SPEC 12.3) ----
- * Numbered from the run's events so that every replay numbers alike: 0..3 open the
- * message (created, in_progress, output_item.added, content_part.added), run event seq k
- * is 3 + k (delta: output_text.delta; others: svc.event), and its done closes with 3 + k..
- * 6 + k (output_text.done, content_part.done, output_item.done, response.completed); its
- * error is response.failed at 3 + k. The events are those of a foreground stream (emit_*),
- * numbered here. */
+ * Numbered from the run's events so that every replay numbers alike: 0..3 open the message,
+ * run event seq k is 3 + k (output_text.delta or svc.event), its done closes with 3 + k..6 + k
+ * (ending with response.completed) and its error is response.failed at 3 + k. */
 
 struct bg_stream {
     struct resp_ctx c; /* msg_id, the numbering (from the run's events) and from */
@@ -980,15 +877,14 @@ static int bg_close(struct bg_stream *b, int64_t k, bool done)
                : 0;
 }
 
-/* One run event; *ended set on its done or error. 0, or -1 when the client is gone. */
-static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
+/* One run event (turn_follow's each): 0, or -1 when the client is gone. */
+static int bg_event(void *ctx, json_object *ev)
 {
+    struct bg_stream *b = ctx;
     const char *type = svc_json_str(ev, "type", "");
     int64_t k = svc_json_int(ev, "seq", 0);
-    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0) {
-        *ended = true;
+    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0)
         return bg_close(b, k, strcmp(type, "done") == 0);
-    }
     b->c.seq = 3 + k;
     if (strcmp(type, "delta") == 0)
         return emit_delta(&b->c, svc_json_str(ev, "text", ""));
@@ -1000,30 +896,11 @@ static int bg_event(struct bg_stream *b, json_object *ev, bool *ended)
 /* Follow the run's events from the start, sending those from b->c.from, until its end. */
 static int bg_follow(struct bg_stream *b)
 {
-    const char *run_id = svc_json_str(b->resp, "run_id", "");
-    if (http_sse_begin(b->c.r) < 0 || emit_opening(&b->c, svc_json_copy(b->resp)) < 0 ||
-        open_message(&b->c) < 0)
-        return 0;
-    long cursor = 0;
-    for (;;) {
-        json_object *events = NULL;
-        bool finished = false, ended = false;
-        long next = cursor;
-        if (svc_runs_events(b->c.r->cfg, run_id, cursor, &events, &next, &finished, NULL) < 0)
-            return 0;
-        int rc = 0;
-        for (size_t i = 0; i < json_object_array_length(events) && !ended && rc == 0; i++)
-            rc = bg_event(b, json_object_array_get_idx(events, i), &ended);
-        size_t n = json_object_array_length(events);
-        json_object_put(events);
-        cursor = next;
-        if (rc < 0 || ended || (finished && n == 0))
-            return 0;
-        if (!finished && svc_runs_wait(b->c.r->cfg, run_id, 1000) == 0 &&
-            svc_time_monotonic() - b->c.r->last_write >= HTTP_PING_AFTER_S &&
-            http_sse_ping(b->c.r) < 0)
-            return 0;
-    }
+    snprintf(b->c.msg_id, sizeof b->c.msg_id, "msg_%s", svc_json_str(b->resp, "id", "resp_") + 5);
+    if (http_sse_begin(b->c.r) == 0 && emit_opening(&b->c, svc_json_copy(b->resp)) == 0 &&
+        open_message(&b->c) == 0)
+        turn_follow(b->c.r, svc_json_str(b->resp, "run_id", ""), 0, bg_event, b, NULL);
+    return 0;
 }
 
 /* The last sequence number of a finished run's stream, or -1 while it runs. */
@@ -1058,18 +935,16 @@ static int bg_resume(struct http_req *r, json_object *o, struct svc_err *err)
                           (long long)last);
     if (rc == 0) {
         b.c.from = after + 1;
-        snprintf(b.c.msg_id, sizeof b.c.msg_id, "msg_%s", svc_json_str(o, "id", "resp_") + 5);
         rc = bg_follow(&b);
     }
     json_object_put(o);
     return rc;
 }
 
-/* background: true: the run is spawned detached (it outlives this worker), the response is
- * stored in_progress and answered at once; GET reads the run's record for the rest. */
+/* background: true: the run spawned detached, the response stored in_progress and answered. */
 static int resp_background(struct http_req *r, struct resp_in *in, struct svc_err *err)
 {
-    struct svc_run_request req = run_request_of(r, in);
+    struct svc_run_request req = turn_in_request(&in->t);
     json_object *run = NULL;
     bool replayed = false;
     if (svc_runs_spawn(r->cfg, &req, NULL, &run, &replayed, err) < 0)
@@ -1078,7 +953,10 @@ static int resp_background(struct http_req *r, struct resp_in *in, struct svc_er
     http_set_session(r, svc_json_str(run, "session_id", NULL), true);
     char id[SVC_RESPONSE_ID_LEN];
     svc_responses_new_id("resp_", id, sizeof id);
-    json_object *o = background_object(in, id, run), *kept = svc_json_copy(o);
+    const char *sid = svc_json_str(run, "session_id", NULL);
+    json_object *o = object_of(in, id, (int64_t)svc_time_now(), svc_json_str(run, "model", NULL),
+                               sid, svc_json_str(run, "run_id", NULL), true);
+    json_object *kept = svc_json_copy(o);
     svc_json_set(kept, "input_items", json_object_get(in->items));
     int rc = svc_responses_put(r->cfg, kept, err);
     if (rc < 0) { /* nobody could poll it: stop it */
@@ -1087,7 +965,6 @@ static int resp_background(struct http_req *r, struct resp_in *in, struct svc_er
         json_object_put(c);
     } else if (in->t.stream) { /* the stream that bg_resume replays */
         struct bg_stream b = {.c = {.r = r}, .resp = o};
-        snprintf(b.c.msg_id, sizeof b.c.msg_id, "msg_%s", id + 5);
         bg_follow(&b);
     } else {
         http_send_json(r, 200, o);
@@ -1123,12 +1000,12 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         goto out;
     if (in.store)
         turn_in_continue(&in.t, r->cfg, &r->user);
-    http_set_session(r, in.t.sid, false);
+    http_set_session(r, in.t.req.session_id, false);
     if (in.background) {
         rc = resp_background(r, &in, err);
         goto out;
     }
-    struct svc_run_request req = run_request_of(r, &in);
+    struct svc_run_request req = turn_in_request(&in.t);
     if (svc_run_begin(r->cfg, &req, &run, err) < 0)
         goto out;
     http_mark_run_began(r);
@@ -1146,8 +1023,7 @@ out:
 }
 
 /* POST /api/v1/responses/input_tokens (SPEC 15): what a create request with this body would
- * send, counted as svc counts (4 characters a token): the system prompts, the tools, the
- * named session's messages and the request's own. Nothing runs, nothing is stored. */
+ * send (prompts, tools, the session's and the request's messages), 4 characters a token. */
 int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
 {
     struct resp_in in;
@@ -1156,14 +1032,15 @@ int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
         goto out;
     size_t chars = 0;
     const char *sys = r->cfg->model.system_prompt;
-    chars += (sys ? strlen(sys) : 0) + (in.instructions ? strlen(in.instructions) : 0) +
+    chars += (sys ? strlen(sys) : 0) + (in.t.req.instructions ? strlen(in.t.req.instructions) : 0) +
              (in.t.input ? strlen(in.t.input) : 0);
     json_object *items = NULL;
-    if (in.t.sid &&
-        svc_conv_items_seen(r->cfg, svc_user_scope(&r->user), in.t.sid, &items, err) < 0)
+    if (in.t.req.session_id &&
+        svc_conv_items_seen(r->cfg, svc_user_scope(&r->user), in.t.req.session_id, &items, err) < 0)
         goto out;
     json_object *own = svc_tools_spec(r->cfg, r->user.id);
-    json_object *parts[] = {in.t.history, in.t.results, in.t.tools, own, items};
+    json_object *parts[] = {in.t.req.history, in.t.req.tool_results, in.t.req.client_tools, own,
+                            items};
     for (int k = 0; k < 5; k++) {
         char *j = parts[k] ? svc_json_dump_compact(parts[k]) : NULL;
         chars += j ? strlen(j) : 0;
@@ -1171,8 +1048,7 @@ int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
     }
     json_object_put(own);
     json_object_put(items);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "object", "response.input_tokens");
+    json_object *o = svc_responses_obj("object", "response.input_tokens", NULL);
     svc_json_set_int(o, "input_tokens", (int64_t)((chars + 3) / 4));
     rc = http_reply(r, 200, o);
 out:
@@ -1185,9 +1061,7 @@ int h_response_delete(struct http_req *r, struct svc_err *err)
     const char *id = http_param(r, "response_id");
     if (svc_responses_delete(r->cfg, id, err) < 0)
         return -1;
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "id", id);
-    svc_json_set_str(o, "object", "response");
+    json_object *o = svc_responses_obj("id", id, "object", "response", NULL);
     svc_json_set_bool(o, "deleted", true);
     return http_reply(r, 200, o);
 }

@@ -22,9 +22,8 @@ static json_object *input_item(json_object *item)
     json_object_object_get_ex(o, "content", &content);
     if (strcmp(type, "message") == 0 && json_object_is_type(content, json_type_string)) {
         bool out = strcmp(svc_json_str(o, "role", ""), "assistant") == 0;
-        json_object *part = json_object_new_object();
-        svc_json_set_str(part, "type", out ? "output_text" : "input_text");
-        svc_json_set_str(part, "text", json_object_get_string(content));
+        json_object *part = svc_responses_obj("type", out ? "output_text" : "input_text", "text",
+                                              json_object_get_string(content), NULL);
         json_object *parts = json_object_new_array();
         json_object_array_add(parts, part);
         svc_json_set(o, "content", parts);
@@ -44,8 +43,7 @@ json_object *respin_items(json_object *input)
 {
     json_object *items = json_object_new_array();
     if (json_object_is_type(input, json_type_string)) {
-        json_object *m = json_object_new_object();
-        svc_json_set_str(m, "role", "user");
+        json_object *m = svc_responses_obj("role", "user", NULL);
         svc_json_set(m, "content", json_object_get(input));
         json_object_array_add(items, input_item(m));
         json_object_put(m);
@@ -56,9 +54,8 @@ json_object *respin_items(json_object *input)
     return items;
 }
 
-/* The text of an input item's content: a string, or the text parts (input_text,
- * output_text, text) of a list, joined by newlines; other parts (images, files) carry no
- * text and are left out. *out is heap. */
+/* The text of an input item's content (heap): a string, or the text parts of a list joined
+ * by newlines (images and files carry none). */
 static int content_text(json_object *content, const char *param, char **out, struct svc_err *err)
 {
     *out = NULL;
@@ -73,36 +70,42 @@ static int content_text(json_object *content, const char *param, char **out, str
                             "'%s' must be a string or a list of content parts", param);
     struct svc_buf b;
     svc_buf_init(&b);
-    for (size_t k = 0; k < json_object_array_length(content); k++) {
+    int rc = 0;
+    for (size_t k = 0; rc == 0 && k < json_object_array_length(content); k++) {
         json_object *part = json_object_array_get_idx(content, k), *text = NULL;
-        char pp[160];
-        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
         const char *type = NULL;
-        if (!json_object_is_type(part, json_type_object)) {
-            svc_buf_free(&b);
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
-        }
-        char tp[176];
+        char pp[160], tp[176];
+        snprintf(pp, sizeof pp, "%s[%zu]", param, k);
         snprintf(tp, sizeof tp, "%s.type", pp);
-        if (http_field_str(part, "type", tp, true, &type, err) < 0) {
-            svc_buf_free(&b);
-            return -1;
+        if (!json_object_is_type(part, json_type_object))
+            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
+        else if (http_field_str(part, "type", tp, true, &type, err) < 0)
+            rc = -1;
+        else if (!strcmp(type, "input_text") || !strcmp(type, "output_text") ||
+                 !strcmp(type, "text")) {
+            snprintf(tp, sizeof tp, "%s.text", pp);
+            json_object_object_get_ex(part, "text", &text);
+            if ((rc = turn_in_text(text, tp, err)) == 0) {
+                svc_buf_adds(&b, b.len ? "\n" : "");
+                svc_buf_adds(&b, json_object_get_string(text));
+            }
         }
-        if (strcmp(type, "input_text") != 0 && strcmp(type, "output_text") != 0 &&
-            strcmp(type, "text") != 0)
-            continue;
-        snprintf(tp, sizeof tp, "%s.text", pp);
-        json_object_object_get_ex(part, "text", &text);
-        if (turn_in_text(text, tp, err) < 0) {
-            svc_buf_free(&b);
-            return -1;
-        }
-        if (b.len)
-            svc_buf_adds(&b, "\n");
-        svc_buf_adds(&b, json_object_get_string(text));
+    }
+    if (rc < 0) {
+        svc_buf_free(&b);
+        return -1;
     }
     *out = b.data ? svc_buf_steal(&b) : svc_xstrdup("");
     return 0;
+}
+
+/* item's string key, named input[i].key in errors. */
+static int item_str(json_object *item, size_t i, const char *key, bool required, const char **out,
+                    struct svc_err *err)
+{
+    char p[96];
+    snprintf(p, sizeof p, "input[%zu].%s", i, key);
+    return http_field_str(item, key, p, required, out, err);
 }
 
 /* A function_call item as the chat message it stands for: an assistant tool_calls entry,
@@ -110,13 +113,9 @@ static int content_text(json_object *content, const char *param, char **out, str
 static int function_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *id = NULL, *name = NULL, *args = NULL;
-    char p[3][96];
-    snprintf(p[0], sizeof p[0], "input[%zu].call_id", i);
-    snprintf(p[1], sizeof p[1], "input[%zu].name", i);
-    snprintf(p[2], sizeof p[2], "input[%zu].arguments", i);
-    if (http_field_str(item, "call_id", p[0], true, &id, err) < 0 ||
-        http_field_str(item, "name", p[1], true, &name, err) < 0 ||
-        http_field_str(item, "arguments", p[2], false, &args, err) < 0)
+    if (item_str(item, i, "call_id", true, &id, err) < 0 ||
+        item_str(item, i, "name", true, &name, err) < 0 ||
+        item_str(item, i, "arguments", false, &args, err) < 0)
         return -1;
     size_t n = json_object_array_length(msgs);
     json_object *m = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
@@ -131,13 +130,9 @@ static int function_call_item(json_object *item, size_t i, json_object *msgs, st
         calls = json_object_new_array();
         svc_json_set(m, "tool_calls", calls);
     }
-    json_object *fn = json_object_new_object();
-    svc_json_set_str(fn, "name", name);
-    svc_json_set_str(fn, "arguments", args ? args : "{}");
-    json_object *tc = json_object_new_object();
-    svc_json_set_str(tc, "id", id);
-    svc_json_set_str(tc, "type", "function");
-    svc_json_set(tc, "function", fn);
+    json_object *tc = svc_responses_obj("id", id, "type", "function", NULL);
+    svc_json_set(tc, "function",
+                 svc_responses_obj("name", name, "arguments", args ? args : "{}", NULL));
     json_object_array_add(calls, tc);
     return 0;
 }
@@ -156,18 +151,13 @@ static int function_output_item(json_object *item, size_t i, json_object *msgs, 
     char *text = NULL;
     if (content_text(output, q, &text, err) < 0)
         return -1;
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "tool");
-    svc_json_set_str(m, "tool_call_id", id);
-    svc_json_set_str(m, "content", text);
-    svc_json_set_str(m, "param", p);
-    json_object_array_add(msgs, m);
+    json_object_array_add(msgs, svc_responses_obj("role", "tool", "tool_call_id", id, "content",
+                                                  text, "param", p, NULL));
     free(text);
     return 0;
 }
 
-/* A message item as the chat message it stands for ({role, content} with its text; a user
- * message's images and files as chat parts, SPEC 17). */
+/* A message item as its chat message (a user message's images and files as parts, SPEC 17). */
 static int message_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
                       struct svc_err *err)
 {
@@ -204,8 +194,7 @@ static int message_in(struct http_req *r, json_object *item, size_t i, json_obje
     return 0;
 }
 
-/* An mcp_approval_response item (SPEC 16) as the answer to the call it approves or declines:
- * a role "tool" message with "approve", like a function_call_output. */
+/* An mcp_approval_response item (SPEC 16) as a role "tool" message with "approve". */
 static int approval_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *id = NULL;
@@ -219,37 +208,30 @@ static int approval_item(json_object *item, size_t i, json_object *msgs, struct 
         !json_object_is_type(v, json_type_boolean))
         return svc_err_setp(err, v ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, q,
                             "'%s' must be true or false", q);
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "tool");
-    svc_json_set_str(m, "tool_call_id", strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id);
+    json_object *m = svc_responses_obj("role", "tool", "tool_call_id",
+                                       strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id, NULL);
     svc_json_set_bool(m, "approve", json_object_get_boolean(v));
     svc_json_set_str(m, "param", p);
     json_object_array_add(msgs, m);
     return 0;
 }
 
-/* An mcp_call item a client sends back (a stateless history): the call and its result, as
- * a function_call and its output. */
+/* An mcp_call item sent back (a stateless history) as a function_call and its output. */
 static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *label = NULL, *name = NULL, *id = NULL;
-    char p[96], *full = NULL;
-    snprintf(p, sizeof p, "input[%zu].server_label", i);
-    if (http_field_str(item, "server_label", p, true, &label, err) < 0)
+    char *full = NULL;
+    if (item_str(item, i, "server_label", true, &label, err) < 0 ||
+        item_str(item, i, "name", true, &name, err) < 0 ||
+        item_str(item, i, "id", true, &id, err) < 0)
         return -1;
-    snprintf(p, sizeof p, "input[%zu].name", i);
-    if (http_field_str(item, "name", p, true, &name, err) < 0)
-        return -1;
-    snprintf(p, sizeof p, "input[%zu].id", i);
-    if (http_field_str(item, "id", p, true, &id, err) < 0)
-        return -1;
-    json_object *call = svc_json_copy(item), *out = json_object_new_object();
+    json_object *call = svc_json_copy(item);
     svc_xasprintf(&full, "%s__%s", label, name);
     svc_json_set_str(call, "name", full);
     svc_json_set_str(call, "call_id", id);
-    svc_json_set_str(out, "call_id", id);
     const char *error = svc_json_str(item, "error", NULL);
-    svc_json_set_str(out, "output", error ? error : svc_json_str(item, "output", ""));
+    json_object *out = svc_responses_obj("call_id", id, "output",
+                                         error ? error : svc_json_str(item, "output", ""), NULL);
     int rc =
         function_call_item(call, i, msgs, err) < 0 || function_output_item(out, i, msgs, err) < 0
             ? -1

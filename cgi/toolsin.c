@@ -9,8 +9,7 @@
 #include "mcp.h"
 #include "util.h"
 
-/* One tool: {name, description, parameters, strict} appended to out; seen holds the names so
- * far (a hash: the check stays linear in the number of tools). */
+/* One tool appended to out as {name, description, parameters, strict}; seen: the names so far. */
 static int tool_one(json_object *t, size_t i, bool nested, json_object *out, json_object *seen,
                     struct svc_err *err)
 {
@@ -130,18 +129,14 @@ int toolsin_parse(json_object *body, bool nested, json_object **tools, const cha
 /* A list of tool names, or {"tool_names": [...]}: a new array of the names. */
 static int mcp_names(json_object *v, const char *param, json_object **out, struct svc_err *err)
 {
-    json_object *names = v;
-    *out = NULL;
     static const char *const filter[] = {"tool_names"};
-    const char *k =
-        json_object_is_type(v, json_type_object) ? http_unknown_key(v, filter, 1) : NULL;
+    bool filtered = json_object_is_type(v, json_type_object);
+    const char *k = filtered ? http_unknown_key(v, filter, 1) : NULL;
+    json_object *names = filtered ? svc_json_arr(v, "tool_names") : v;
+    *out = NULL;
     if (k)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                             "'%s' takes tool_names only (not %.32s)", param, k);
-    if (json_object_is_type(v, json_type_object)) {
-        names = NULL;
-        json_object_object_get_ex(v, "tool_names", &names);
-    }
     if (!json_object_is_type(names, json_type_array))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                             "'%s' must be a list of tool names or {\"tool_names\": [...]}", param);
@@ -152,8 +147,7 @@ static int mcp_names(json_object *v, const char *param, json_object **out, struc
     return 0;
 }
 
-/* require_approval: "always", "never" or {"always": names, "never": names} (the rest
- * always) as {"default", "always", "never"}. */
+/* require_approval: "always", "never" or {"always": names, "never": names} as spec's approval. */
 static int mcp_approval(json_object *t, const char *p, json_object *spec, struct svc_err *err)
 {
     char q[128];
@@ -163,11 +157,8 @@ static int mcp_approval(json_object *t, const char *p, json_object *spec, struct
     svc_json_set_str(ap, "default", "always");
     if (!json_object_object_get_ex(t, "require_approval", &v) || !v)
         return 0;
-    if (json_object_is_type(v, json_type_string)) {
-        const char *s = json_object_get_string(v);
-        if (strcmp(s, "always") != 0 && strcmp(s, "never") != 0)
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
-                                "'%s' must be always, never or a filter", q);
+    const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+    if (strcmp(s, "always") == 0 || strcmp(s, "never") == 0) {
         svc_json_set_str(ap, "default", s);
         return 0;
     }

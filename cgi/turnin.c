@@ -3,49 +3,89 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fork.h"
 #include "http.h"
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
+#include "responses.h"
+#include "runs.h"
 
 void turn_in_free(struct turn_in *in)
 {
     json_object_put(in->body);
-    json_object_put(in->history);
-    json_object_put(in->tools);
-    json_object_put(in->results);
-    json_object_put(in->input_content);
-    json_object_put(in->settings);
+    json_object_put(in->req.history);
+    json_object_put(in->req.client_tools);
+    json_object_put(in->req.tool_results);
+    json_object_put(in->req.input_content);
+    json_object_put(in->req.settings);
     free(in->input);
     free(in->continued);
 }
 
 struct svc_run_request turn_in_request(const struct turn_in *in)
 {
-    struct svc_run_request req = {
-        .session_id = in->sid,
-        .input = in->input,
-        .input_content = in->input_content,
-        .compact_threshold = in->compact_threshold,
-        .history = in->history,
-        .user_id = in->user,
-        .channel = in->channel,
-        .locale = in->locale,
-        .has_temperature = in->has_temperature,
-        .temperature = in->temperature,
-        .has_max_tokens = in->has_max_tokens,
-        .max_tokens = in->max_tokens,
-        .client_tools = in->tools,
-        .tool_choice = in->tool_choice,
-        .tool_results = in->results,
-        .settings = in->settings,
-        .no_input = in->no_input,
-        .append_history = in->append_history,
-        .expect_count = in->expect_count,
-    };
+    struct svc_run_request req = in->req;
+    req.input = in->input;
     return req;
+}
+
+json_object *turn_svc_block(const char *run_id, json_object *events)
+{
+    json_object *svc = svc_responses_obj("schema_version", "2.0", "run_id", run_id, NULL);
+    svc_json_set(svc, "events", events ? svc_json_copy(events) : json_object_new_array());
+    return svc;
+}
+
+/* Wait (at most 5 s) for run_id's record to say it ended: its end event comes a moment
+ * before. */
+static void wait_recorded(const struct svc_config *cfg, const char *run_id)
+{
+    double until = svc_time_monotonic() + 5.0;
+    while (svc_time_monotonic() < until) {
+        json_object *rec = NULL;
+        bool running = svc_runs_get(cfg, run_id, &rec, NULL) == 0 &&
+                       strcmp(svc_json_str(rec, "status", ""), "running") == 0;
+        json_object_put(rec);
+        if (!running)
+            return;
+        if (svc_runs_wait(cfg, run_id, 100) < 0)
+            usleep(20 * 1000);
+    }
+}
+
+int turn_follow(struct http_req *r, const char *run_id, long cursor,
+                int (*each)(void *ctx, json_object *ev), void *ctx, struct svc_err *err)
+{
+    for (;;) {
+        json_object *events = NULL;
+        bool finished = false, ended = false;
+        long next = cursor;
+        if (svc_runs_events(r->cfg, run_id, cursor, &events, &next, &finished, err) < 0)
+            return -1;
+        size_t n = json_object_array_length(events);
+        int rc = 0;
+        for (size_t i = 0; i < n && !ended && rc == 0; i++) {
+            json_object *ev = json_object_array_get_idx(events, i);
+            const char *type = svc_json_str(ev, "type", "");
+            ended = strcmp(type, "done") == 0 || strcmp(type, "error") == 0;
+            if (ended && !finished)
+                wait_recorded(r->cfg, run_id);
+            rc = each(ctx, ev);
+        }
+        json_object_put(events);
+        cursor = next;
+        if (rc < 0 || ended || (finished && n == 0))
+            return 0;
+        if (finished)
+            continue; /* read what was appended before the end was recorded */
+        if (svc_runs_wait(r->cfg, run_id, 1000) < 0) /* inotify, else a short sleep */
+            usleep(200 * 1000);
+        if (svc_time_monotonic() - r->last_write >= http_ping_after() && http_sse_ping(r) < 0)
+            return 0;
+    }
 }
 
 /* ---- generation settings (SPEC 15): honoured, passed on to the model, or refused ---- */
@@ -130,41 +170,36 @@ static const struct gfield *gfield_of(const char *name, unsigned api)
     return NULL;
 }
 
-/* One passed-on field checked against its kind. */
-static int gfield_check(const struct gfield *f, json_object *v, struct svc_err *err)
+/* One passed-on field (v, of body b) checked against its kind. */
+static int gfield_check(const struct gfield *f, json_object *b, json_object *v, struct svc_err *err)
 {
     const char *n = f->name;
-    bool num = json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int);
-    double x = num ? json_object_get_double(v) : 0;
+    double x = json_object_get_double(v);
+    bool set = false, flag = false;
+    int64_t whole = 0;
+    json_object *o = NULL;
     switch (f->kind) {
     case G_NUM:
     case G_INT:
-        if (!num || (f->kind == G_INT && !json_object_is_type(v, json_type_int)))
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be %s", n,
-                                f->kind == G_INT ? "an integer" : "a number");
+        if ((f->kind == G_INT ? http_field_int_opt(b, n, NULL, &set, &whole, err)
+                              : http_field_number_opt(b, n, NULL, &set, &x, err)) < 0)
+            return -1;
         if (x < f->min || x > f->max)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be between %g and %g", n,
                                 f->min, f->max);
         return 0;
     case G_BOOL:
-        return json_object_is_type(v, json_type_boolean)
-                   ? 0
-                   : svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be a boolean", n);
+        return http_field_bool(b, n, NULL, false, &flag, err);
     case G_STR:
         return json_object_is_type(v, json_type_string)
                    ? 0
                    : svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be a string", n);
     case G_OBJ:
-        return json_object_is_type(v, json_type_object)
-                   ? 0
-                   : svc_err_setp(err, SVC_E_INVALID_FIELD, n, "'%s' must be an object", n);
+        return http_field_obj(b, n, NULL, false, &o, err);
     case G_STOP: {
-        bool ok = json_object_is_type(v, json_type_string);
-        size_t k = ok                                        ? 0
-                   : json_object_is_type(v, json_type_array) ? json_object_array_length(v)
-                                                             : 9;
-        ok = ok || k <= 4;
-        for (size_t i = 0; ok && !json_object_is_type(v, json_type_string) && i < k; i++)
+        size_t len = json_object_is_type(v, json_type_array) ? json_object_array_length(v) : 9;
+        bool str = json_object_is_type(v, json_type_string), ok = str || len <= 4;
+        for (size_t i = 0; ok && !str && i < len; i++)
             ok = json_object_is_type(json_object_array_get_idx(v, i), json_type_string);
         return ok ? 0
                   : svc_err_setp(err, SVC_E_INVALID_FIELD, n,
@@ -179,14 +214,16 @@ static int gfield_check(const struct gfield *f, json_object *v, struct svc_err *
     return 0;
 }
 
-/* A response format in chat's shape ({"type", "json_schema": {name, schema, strict}}) from
- * chat's response_format (flat false) or the Responses API's text.format (flat true). */
-static int format_of(json_object *f, bool flat, const char *param, json_object **out,
+/* s's response_format in chat's shape ({"type", "json_schema": {name, schema, strict}}) from
+ * f, chat's response_format (flat false) or the Responses API's text.format (flat true). */
+static int format_of(json_object *f, bool flat, const char *param, json_object *s,
                      struct svc_err *err)
 {
     const char *type = NULL;
     char p[48];
     snprintf(p, sizeof p, "%s.type", param);
+    if (!f)
+        return 0;
     if (!json_object_is_type(f, json_type_object))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be an object", param);
     if (http_field_str(f, "type", p, true, &type, err) < 0)
@@ -203,8 +240,8 @@ static int format_of(json_object *f, bool flat, const char *param, json_object *
     snprintf(p, sizeof p, flat ? "%s.schema" : "%s.json_schema.schema", param);
     if (strcmp(type, "json_schema") == 0 && http_field_obj(js, "schema", p, true, &schema, err) < 0)
         return -1;
-    *out = json_object_new_object();
-    svc_json_set_str(*out, "type", type);
+    json_object *out = svc_responses_obj("type", type, NULL);
+    svc_json_set(s, "response_format", out);
     if (strcmp(type, "json_schema") != 0)
         return 0;
     json_object *inner = json_object_new_object();
@@ -216,14 +253,14 @@ static int format_of(json_object *f, bool flat, const char *param, json_object *
     }
     if (!svc_json_str(inner, "name", NULL))
         svc_json_set_str(inner, "name", "response");
-    svc_json_set(*out, "json_schema", inner);
+    svc_json_set(out, "json_schema", inner);
     return 0;
 }
 
 /* The Responses API's text, reasoning and include, in chat's spelling into s. */
 static int resp_only(json_object *b, json_object *s, struct svc_err *err)
 {
-    json_object *text = NULL, *reasoning = NULL, *include = NULL, *f = NULL, *fmt = NULL;
+    json_object *text = NULL, *reasoning = NULL, *include = NULL, *f = NULL;
     const char *verb = NULL, *effort = NULL, *summary = NULL;
     if (http_field_obj(b, "text", NULL, false, &text, err) < 0 ||
         http_field_str(text, "verbosity", "text.verbosity", false, &verb, err) < 0 ||
@@ -236,11 +273,9 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "reasoning.summary",
                             "'reasoning.summary' is not supported: the model server is asked "
                             "through chat completions, which has no reasoning summaries");
-    if (json_object_object_get_ex(text, "format", &f) && f &&
-        format_of(f, true, "text.format", &fmt, err) < 0)
+    json_object_object_get_ex(text, "format", &f);
+    if (format_of(f, true, "text.format", s, err) < 0)
         return -1;
-    if (fmt)
-        svc_json_set(s, "response_format", fmt);
     if (verb)
         svc_json_set_str(s, "verbosity", verb);
     if (effort)
@@ -273,7 +308,7 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
 /* Chat's n, modalities and response_format into s. */
 static int chat_only(json_object *b, json_object *s, struct svc_err *err)
 {
-    json_object *nv = NULL, *mods = NULL, *f = NULL, *fmt = NULL;
+    json_object *nv = NULL, *mods = NULL, *f = NULL;
     if (json_object_object_get_ex(b, "n", &nv) && nv &&
         !(json_object_is_type(nv, json_type_int) && json_object_get_int64(nv) == 1))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "n", "'n' must be 1: svc answers one choice");
@@ -283,18 +318,14 @@ static int chat_only(json_object *b, json_object *s, struct svc_err *err)
         if (strcmp(json_object_get_string(json_object_array_get_idx(mods, i)), "text") != 0)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "modalities",
                                 "'modalities' may only hold \"text\"");
-    if (json_object_object_get_ex(b, "response_format", &f) && f &&
-        format_of(f, false, "response_format", &fmt, err) < 0)
-        return -1;
-    if (fmt)
-        svc_json_set(s, "response_format", fmt);
-    return 0;
+    json_object_object_get_ex(b, "response_format", &f);
+    return format_of(f, false, "response_format", s, err);
 }
 
 int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err)
 {
     json_object *s = json_object_new_object();
-    in->settings = s;
+    in->req.settings = s;
     json_object_object_foreach(in->body, key, v)
     {
         const struct gfield *f = gfield_of(key, api);
@@ -303,7 +334,7 @@ int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err)
                                 "'%.64s' is not a field of this request", key);
         if (f->kind == G_SVC || !v)
             continue;
-        if (gfield_check(f, v, err) < 0)
+        if (gfield_check(f, in->body, v, err) < 0)
             return -1;
         svc_json_set(s, key, json_object_get(v));
     }
@@ -345,21 +376,20 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
                             param);
     size_t hist = end; /* messages before the new input */
     if (end < n) {     /* trailing tool results answer the pending calls */
-        in->results = json_object_new_array();
+        in->req.tool_results = json_object_new_array();
         for (size_t i = end; i < n; i++) {
             json_object *m = json_object_array_get_idx(msgs, i), *content = NULL;
             json_object_object_get_ex(m, "content", &content);
             char *text = content ? svc_openai_content_text(content) : NULL;
-            json_object *res = json_object_new_object();
-            svc_json_set_str(res, "call_id", svc_json_str(m, "tool_call_id", ""));
-            svc_json_set_str(res, "output", text ? text : "");
             char p[96];
             snprintf(p, sizeof p, "%s[%zu].tool_call_id", param, i);
-            svc_json_set_str(res, "param", svc_json_str(m, "param", p));
+            json_object *res =
+                svc_responses_obj("call_id", svc_json_str(m, "tool_call_id", ""), "output",
+                                  text ? text : "", "param", svc_json_str(m, "param", p), NULL);
             json_object *approve = NULL; /* an MCP call's approval (SPEC 16) */
             if (json_object_object_get_ex(m, "approve", &approve))
                 svc_json_set(res, "approve", json_object_get(approve));
-            json_object_array_add(in->results, res);
+            json_object_array_add(in->req.tool_results, res);
             free(text);
         }
     } else if (strcmp(role_at(msgs, last - 1), "user") == 0) {
@@ -367,44 +397,45 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
         json_object_object_get_ex(json_object_array_get_idx(msgs, last - 1), "content", &content);
         in->input = content ? svc_openai_content_text(content) : NULL;
         if (svc_openai_has_media(content)) /* images and files (SPEC 17) */
-            in->input_content = json_object_get(content);
+            in->req.input_content = json_object_get(content);
         else if (!in->input || !*in->input)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
                                 "the last user message of '%s' has no text", param);
         hist = last - 1;
     } else {
-        in->no_input = true; /* ends with the assistant: the model goes on from there */
+        in->req.no_input = true; /* ends with the assistant: the model goes on from there */
     }
-    in->history = json_object_new_array();
+    in->req.history = json_object_new_array();
     for (size_t i = 0; i < n; i++)
         if (i < hist || (i >= last && i < end && strcmp(role_at(msgs, i), "user") != 0))
-            json_object_array_add(in->history, json_object_get(json_object_array_get_idx(msgs, i)));
+            json_object_array_add(in->req.history,
+                                  json_object_get(json_object_array_get_idx(msgs, i)));
     return 0;
 }
 
 int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user)
 {
-    if (in->sid || !cfg->sessions.enabled || !cfg->sessions.continue_stateless || !in->history ||
-        json_object_array_length(in->history) == 0)
+    if (in->req.session_id || !cfg->sessions.enabled || !cfg->sessions.continue_stateless ||
+        !in->req.history || json_object_array_length(in->req.history) == 0)
         return 0;
     char *sid = NULL;
     size_t used = 0;
     struct svc_err e;
-    if (svc_session_continued(cfg, user ? user->id : NULL, in->history, &sid, &used,
-                              &in->expect_count, &e) < 0) {
+    if (svc_session_continued(cfg, user ? user->id : NULL, in->req.history, &sid, &used,
+                              &in->req.expect_count, &e) < 0) {
         svc_logf("continue_stateless: no lookup (%s): a new session", e.message);
         return 0;
     }
     if (!sid)
         return 0;
     json_object *rest = json_object_new_array();
-    for (size_t i = used; i < json_object_array_length(in->history); i++)
-        json_object_array_add(rest, json_object_get(json_object_array_get_idx(in->history, i)));
-    json_object_put(in->history);
-    in->history = rest;
-    in->append_history = true;
+    for (size_t i = used; i < json_object_array_length(in->req.history); i++)
+        json_object_array_add(rest, json_object_get(json_object_array_get_idx(in->req.history, i)));
+    json_object_put(in->req.history);
+    in->req.history = rest;
+    in->req.append_history = true;
     in->continued = sid;
-    in->sid = sid;
+    in->req.session_id = sid;
     return 1;
 }
 

@@ -1,10 +1,10 @@
 /* turnin: what chat completions (h_chat.c) and the Responses API (h_responses.c) both read
  * from a request body for one turn, and the core run request it makes (session.h).
  *   turn_in_free     releases what the struct owns.
- *   turn_in_request  the run request, borrowing from in; the caller adds what only its API
- *                    has (instructions, store, truncation, the asker).
+ *   turn_in_request  the run request (in->req, where each API also puts what only it has:
+ *                    instructions, store, truncation, the asker), borrowing from in.
  *   turn_in_settings the generation settings of the body (SPEC 15): every field of the body is
- *                    one svc reads, one passed on to the model (into in->settings, in chat
+ *                    one svc reads, one passed on to the model (into in->req.settings, in chat
  *                    completions' spelling: text.format is response_format, reasoning.effort
  *                    reasoning_effort, ...) or refused; an unknown field is refused too (422
  *                    invalid_field naming it), as is n other than 1. */
@@ -20,25 +20,14 @@
 #include "user.h"
 
 struct turn_in {
-    json_object *body;          /* owned */
-    json_object *history;       /* owned array of chat messages before the input, or NULL */
-    char *input;                /* heap, or NULL when the request only answers tool calls */
-    json_object *input_content; /* owned: the input's OpenAI content (chat parts), or NULL */
-    json_object *tools;         /* owned: client tools (toolsin.h), or NULL */
-    const char *tool_choice;    /* borrowed */
-    json_object *results;  /* owned: [{call_id, output, param}] answering tool calls, or NULL */
-    json_object *settings; /* owned: generation settings passed on (turn_in_settings) */
-    const char *sid;       /* borrowed (body or request) */
-    const char *user, *locale, *channel; /* borrowed */
+    json_object *body; /* owned */
+    /* What the run request gets (turn_in_request); owned here: history, input_content,
+     * client_tools (toolsin.h), tool_results ([{call_id, output, param}] answering tool
+     * calls) and settings (turn_in_settings); the strings are borrowed from the body. */
+    struct svc_run_request req;
+    char *input;     /* heap, or NULL when the request only answers tool calls */
+    char *continued; /* heap: the session turn_in_continue chose, or NULL */
     bool stream, svc_v2;
-    bool no_input;       /* the list ends with an assistant message: no new input (turn_in_split) */
-    bool append_history; /* history continues a stored transcript (turn_in_continue) */
-    char *continued;     /* heap: the session turn_in_continue chose, or NULL */
-    int64_t expect_count; /* its messages when it was chosen (0: a fork, no check) */
-    bool has_temperature, has_max_tokens; /* generation settings, core checks the range */
-    double temperature;
-    int64_t max_tokens;
-    int64_t compact_threshold; /* context_management (Responses), or 0 */
 };
 
 #define TURN_CHAT 1u
@@ -56,7 +45,7 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
 int turn_in_text(json_object *v, const char *param, struct svc_err *err);
 /* SPEC 15, sessions.continue_stateless: a request naming no session whose history begins
  * with the whole transcript of a session of the asker's continues it (a fork of it where
- * the history leaves it: chain.h): in->sid names it and history keeps what comes after.
+ * the history leaves it: chain.h): in->req.session_id names it, history keeps the rest.
  * 1 when it did, 0 when not (a failed lookup is logged and makes a new session). */
 int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user);
 /* The Responses input's pieces of SPEC 15 and 17 (h_compact.c): a user message's content
@@ -71,5 +60,13 @@ int resp_context_management(json_object *body, int64_t *threshold, struct svc_er
 /* The compaction item sealing summary for r's caller (new reference), or NULL with err. */
 json_object *resp_compaction_item(struct http_req *r, json_object *summary, struct svc_err *err);
 struct svc_run_request turn_in_request(const struct turn_in *in);
+/* Follow run_id's events (runs.h) from cursor to the run's end, each(ctx, ev) sending each
+ * (-1: the client is gone, the run goes on), pinging while the run is quiet. An end event
+ * is sent once the run's record says it ended too, so a client that reads the run right
+ * after sees it ended. 0, or -1 with err when the events cannot be read. */
+int turn_follow(struct http_req *r, const char *run_id, long cursor,
+                int (*each)(void *ctx, json_object *ev), void *ctx, struct svc_err *err);
+/* An answer's "svc" member in svc.v2: {"schema_version": "2.0", "run_id", "events"} (copied). */
+json_object *turn_svc_block(const char *run_id, json_object *events);
 
 #endif

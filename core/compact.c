@@ -12,6 +12,7 @@
 #include "fsio.h"
 #include "jsonx.h"
 #include "model.h"
+#include "runstate.h"
 #include "store.h"
 #include "util.h"
 
@@ -55,11 +56,12 @@ int svc_compact_window(const struct svc_config *cfg, const char *sid, json_objec
     return rc;
 }
 
-int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, json_object **out,
-                        int64_t *prompt, int64_t *completion, struct svc_err *err)
+int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, size_t n,
+                        json_object **out, int64_t *prompt, int64_t *completion,
+                        struct svc_err *err)
 {
     *out = NULL;
-    json_object *req = svc_cm_request(msgs, json_object_array_length(msgs));
+    json_object *req = svc_cm_request(msgs, n);
     struct svc_model_call call = {.cfg = cfg, .system_prompt = svc_cm_prompt(), .messages = req};
     struct svc_model_reply reply;
     int rc = svc_model_invoke(&call, &reply, err);
@@ -68,14 +70,8 @@ int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, json_ob
     *completion = reply.completion_tokens;
     if (rc != 0)
         return -1;
-    json_object *m = json_object_new_object(), *c = json_object_new_array();
-    json_object *t = json_object_new_object();
-    svc_json_set_str(t, "text", reply.text ? reply.text : "");
-    json_object_array_add(c, t);
-    svc_json_set_str(m, "role", "user");
-    svc_json_set(m, "content", c);
+    *out = svc_loop_user_message(reply.text ? reply.text : "");
     svc_model_reply_free(&reply);
-    *out = m;
     return 0;
 }
 

@@ -8,7 +8,7 @@
  *   svc_compact_window   the context a turn on session sid restores (its summary first,
  *                        then the messages from removed_message_count on, as cmgr.h says),
  *                        appended to msgs, their message ids (-1: the summary) to ids.
- *   svc_compact_summary  the summary of msgs (new reference in *out), the call's tokens in
+ *   svc_compact_summary  the summary of msgs' first n (new reference in *out), tokens in
  *                        *prompt and *completion; the model's errors as svc_model_invoke's.
  *   svc_compact_seal     the encrypted_content of summary for user (NULL: the admins'),
  *                        heap in *out.
@@ -27,8 +27,9 @@
 
 int svc_compact_window(const struct svc_config *cfg, const char *sid, json_object *msgs,
                        json_object *ids, struct svc_err *err);
-int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, json_object **out,
-                        int64_t *prompt, int64_t *completion, struct svc_err *err);
+int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, size_t n,
+                        json_object **out, int64_t *prompt, int64_t *completion,
+                        struct svc_err *err);
 int svc_compact_seal(const struct svc_config *cfg, json_object *summary, const char *user,
                      char **out, struct svc_err *err);
 int svc_compact_open(const struct svc_config *cfg, const char *text, const char *user,

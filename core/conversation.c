@@ -27,16 +27,13 @@ static json_object *message_item(const char *sid, int64_t id, json_object *m, co
 {
     const char *role = svc_json_str(m, "role", "user");
     bool assistant = strcmp(role, "assistant") == 0;
-    json_object *it = json_object_new_object(), *parts = json_object_new_array();
     char *iid = NULL;
     svc_xasprintf(&iid, "msg_%s_%lld", sid, (long long)id);
-    svc_json_set_str(it, "type", "message");
-    svc_json_set_str(it, "id", iid);
-    svc_json_set_str(it, "status", "completed");
-    svc_json_set_str(it, "role", assistant ? "assistant" : "user");
-    json_object *part = json_object_new_object();
-    svc_json_set_str(part, "type", assistant ? "output_text" : "input_text");
-    svc_json_set_str(part, "text", text);
+    json_object *it = svc_responses_obj("type", "message", "id", iid, "status", "completed", "role",
+                                        assistant ? "assistant" : "user", NULL);
+    json_object *parts = json_object_new_array();
+    json_object *part =
+        svc_responses_obj("type", assistant ? "output_text" : "input_text", "text", text, NULL);
     if (assistant)
         svc_json_set(part, "annotations", json_object_new_array());
     if (*text)
@@ -59,12 +56,11 @@ static json_object *tool_item(const char *sid, int64_t id, size_t k, json_object
                               const char *text)
 {
     json_object *tu = svc_json_obj(blk, "toolUse"), *tr = svc_json_obj(blk, "toolResult");
-    json_object *it = json_object_new_object();
     char *iid = NULL;
     svc_xasprintf(&iid, "%s_%s_%lld_%zu", tu ? "fc" : "fco", sid, (long long)id, k);
-    svc_json_set_str(it, "type", tu ? "function_call" : "function_call_output");
-    svc_json_set_str(it, "id", iid);
-    svc_json_set_str(it, "call_id", svc_json_str(tu ? tu : tr, "toolUseId", ""));
+    json_object *it =
+        svc_responses_obj("type", tu ? "function_call" : "function_call_output", "id", iid,
+                          "call_id", svc_json_str(tu ? tu : tr, "toolUseId", ""), NULL);
     if (tu) {
         json_object *input = NULL;
         json_object_object_get_ex(tu, "input", &input);
@@ -108,11 +104,10 @@ void svc_conv_message_items(const char *sid, int64_t id, json_object *m, json_ob
 
 json_object *svc_conv_object(json_object *summary)
 {
-    json_object *o = json_object_new_object();
     double created = 0;
     svc_time_parse_iso(svc_json_str(summary, "created_at", ""), &created);
-    svc_json_set_str(o, "id", svc_json_str(summary, "session_id", ""));
-    svc_json_set_str(o, "object", "conversation");
+    json_object *o = svc_responses_obj("id", svc_json_str(summary, "session_id", ""), "object",
+                                       "conversation", NULL);
     svc_json_set_int(o, "created_at", (int64_t)created);
     json_object *md = svc_json_obj(summary, "metadata");
     svc_json_set(o, "metadata", md ? svc_json_copy(md) : json_object_new_object());
@@ -185,14 +180,11 @@ static json_object *message_native(json_object *item, const char *p, struct svc_
     char *text = content_text(content, cp, err);
     if (!text)
         return NULL;
-    json_object *m = NULL, *blk = NULL;
-    if (!*text || !svc_utf8_valid(text, strlen(text))) {
+    json_object *m = NULL;
+    if (!*text || !svc_utf8_valid(text, strlen(text)))
         svc_err_setp(err, SVC_E_INVALID_FIELD, cp, "'%s' must hold some text", cp);
-    } else {
-        blk = json_object_new_object();
-        svc_json_set_str(blk, "text", text);
-        m = native(role, blk);
-    }
+    else
+        m = native(role, svc_responses_obj("text", text, NULL));
     free(text);
     return m;
 }
@@ -201,42 +193,35 @@ static json_object *message_native(json_object *item, const char *p, struct svc_
 static json_object *tool_block(json_object *item, bool call, const char *p, struct svc_err *err)
 {
     const char *id = need_str(item, "call_id", p, err);
-    if (!id)
-        return NULL;
-    json_object *blk = json_object_new_object(), *b = json_object_new_object();
-    svc_json_set_str(b, "toolUseId", id);
-    if (call) {
-        const char *name = need_str(item, "name", p, err);
-        const char *args = svc_json_str(item, "arguments", "{}");
-        json_object *input = NULL;
-        if (name && (svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
-                     !json_object_is_type(input, json_type_object)))
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s.arguments' must be a JSON object", p);
-        if (!name || !json_object_is_type(input, json_type_object)) {
-            json_object_put(input), json_object_put(b), json_object_put(blk);
-            return NULL;
-        }
-        svc_json_set_str(b, "name", name);
-        svc_json_set(b, "input", input);
-        svc_json_set(blk, "toolUse", b);
-        return blk;
-    }
-    json_object *out = NULL;
-    json_object_object_get_ex(item, "output", &out);
-    char op[96];
+    const char *name = id && call ? need_str(item, "name", p, err) : NULL;
+    const char *args = svc_json_str(item, "arguments", "{}");
+    json_object *v = NULL;
+    char op[96], *text = NULL;
     snprintf(op, sizeof op, "%s.output", p);
-    char *text = content_text(out, op, err);
-    if (!text) {
-        json_object_put(b), json_object_put(blk);
+    if (!id || (call && !name))
+        return NULL;
+    if (call && (svc_json_parse_python(args, strlen(args), &v, NULL) != 0 ||
+                 !json_object_is_type(v, json_type_object))) {
+        json_object_put(v);
+        svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s.arguments' must be a JSON object", p);
         return NULL;
     }
-    json_object *items = json_object_new_array(), *t = json_object_new_object();
-    svc_json_set_str(t, "text", text);
-    json_object_array_add(items, t);
-    svc_json_set_str(b, "status", "success");
-    svc_json_set(b, "content", items);
-    svc_json_set(blk, "toolResult", b);
-    free(text);
+    if (!call)
+        json_object_object_get_ex(item, "output", &v);
+    if (!call && !(text = content_text(v, op, err)))
+        return NULL;
+    json_object *b = svc_responses_obj("toolUseId", id, NULL), *blk = json_object_new_object();
+    if (call) {
+        svc_json_set_str(b, "name", name);
+        svc_json_set(b, "input", v);
+    } else {
+        json_object *items = json_object_new_array();
+        json_object_array_add(items, svc_responses_obj("text", text, NULL));
+        svc_json_set_str(b, "status", "success");
+        svc_json_set(b, "content", items);
+        free(text);
+    }
+    svc_json_set(blk, call ? "toolUse" : "toolResult", b);
     return blk;
 }
 
@@ -255,6 +240,28 @@ static void add_tool(json_object *out, json_object *blk, bool call)
     json_object_array_add(out, native(call ? "assistant" : "user", blk));
 }
 
+int svc_conv_parse_item(json_object *item, const char *p, json_object *msgs, struct svc_err *err)
+{
+    const char *type = svc_json_str(item, "type", "message");
+    bool call = strcmp(type, "function_call") == 0;
+    json_object *m = NULL;
+    if (!json_object_is_type(item, json_type_object))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    if (strcmp(type, "message") == 0) {
+        if (!(m = message_native(item, p, err)))
+            return -1;
+        json_object_array_add(msgs, m);
+        return 0;
+    }
+    if (!call && strcmp(type, "function_call_output") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s.type' must be message, function_call or function_call_output", p);
+    if (!(m = tool_block(item, call, p, err)))
+        return -1;
+    add_tool(msgs, m, call);
+    return 0;
+}
+
 int svc_conv_parse_items(json_object *items, const char *param, json_object **out,
                          struct svc_err *err)
 {
@@ -263,26 +270,9 @@ int svc_conv_parse_items(json_object *items, const char *param, json_object **ou
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be a list of items", param);
     json_object *msgs = json_object_new_array();
     for (size_t i = 0; i < json_object_array_length(items); i++) {
-        json_object *item = json_object_array_get_idx(items, i), *m = NULL;
         char p[64];
         snprintf(p, sizeof p, "%.32s[%zu]", param, i);
-        const char *type = svc_json_str(item, "type", "message");
-        if (!json_object_is_type(item, json_type_object)) {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
-        } else if (strcmp(type, "message") == 0) {
-            m = message_native(item, p, err);
-            if (m)
-                json_object_array_add(msgs, m);
-        } else if (!strcmp(type, "function_call") || !strcmp(type, "function_call_output")) {
-            bool call = strcmp(type, "function_call") == 0;
-            m = tool_block(item, call, p, err);
-            if (m)
-                add_tool(msgs, m, call);
-        } else {
-            svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                         "'%s.type' must be message, function_call or function_call_output", p);
-        }
-        if (!m) {
+        if (svc_conv_parse_item(json_object_array_get_idx(items, i), p, msgs, err) != 0) {
             json_object_put(msgs);
             return -1;
         }
@@ -413,8 +403,8 @@ static int lock_for_write(const struct svc_config *cfg, const char *sid, struct 
     return 0;
 }
 
-/* After a write: the sidecar's message_count (+ the added natives, NULL: none), its title
- * when it had none, updated_at, and the index row. */
+/* After a write (added: the natives, or NULL): the sidecar's count, title and updated_at,
+ * and the index row. */
 static int touch(struct svc_sess *s, json_object *added, struct svc_err *err)
 {
     json_object *sc = NULL;
@@ -493,8 +483,7 @@ out:
     return rc;
 }
 
-/* The message id an item id of this session names (msg_<sid>_<n>, fc_/fco_<sid>_<n>_<k>),
- * or -1. */
+/* The message id of an item id of this session (msg_<sid>_<n>, fc_/fco_<sid>_<n>_<k>), or -1. */
 static int64_t item_message(const char *sid, const char *item_id)
 {
     static const char *const pre[] = {"msg_", "fc_", "fco_"};
@@ -517,9 +506,9 @@ static int64_t item_message(const char *sid, const char *item_id)
 /* Redact message rec (id) of s to nothing, as Strands' redact_message does. */
 static int redact(struct svc_sess *s, json_object *rec, int64_t id, struct svc_err *err)
 {
-    json_object *m = svc_json_obj(rec, "message"), *blk = json_object_new_object();
-    svc_json_set_str(blk, "text", "");
-    svc_json_set(rec, "redact_message", native(svc_json_str(m, "role", "user"), blk));
+    json_object *m = svc_json_obj(rec, "message");
+    svc_json_set(rec, "redact_message",
+                 native(svc_json_str(m, "role", "user"), svc_responses_obj("text", "", NULL)));
     char now[SVC_TIME_LEN];
     svc_json_set_str(rec, "updated_at", svc_time_now_iso(now));
     char *path = svc_sess_message_path(s, id, SVC_FROM_ABS);

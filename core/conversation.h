@@ -16,7 +16,9 @@
 #include "config.h"
 #include "err.h"
 
-/* OpenAI items -> native messages (new array in *out); 422 naming "<param>[i]..." otherwise. */
+/* OpenAI items -> native messages (new array in *out); 422 naming "<param>[i]..." otherwise.
+ * svc_conv_parse_item: one item (named p in errors) appended to msgs. */
+int svc_conv_parse_item(json_object *item, const char *p, json_object *msgs, struct svc_err *err);
 int svc_conv_parse_items(json_object *items, const char *param, json_object **out,
                          struct svc_err *err);
 /* The items of message id of session sid (m: its effective message), appended to out. */

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,17 @@ void svc_responses_new_id(const char *prefix, char *out, size_t outsz)
     char hex[33];
     svc_random_hex(hex, 32);
     snprintf(out, outsz, "%s%s", prefix, hex);
+}
+
+json_object *svc_responses_obj(const char *key, ...)
+{
+    json_object *o = json_object_new_object();
+    va_list ap;
+    va_start(ap, key);
+    for (const char *k = key; k; k = va_arg(ap, const char *))
+        svc_json_set_str(o, k, va_arg(ap, const char *));
+    va_end(ap);
+    return o;
 }
 
 bool svc_responses_id_valid(const char *id)
@@ -167,15 +179,11 @@ int svc_responses_delete(const struct svc_config *cfg, const char *id, struct sv
 static void key_name(const char *key, char *name, size_t namesz)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-    EVP_DigestUpdate(ctx, "responses\n", 10);
-    EVP_DigestUpdate(ctx, key, strlen(key));
-    EVP_DigestFinal_ex(ctx, md, &mdlen);
-    EVP_MD_CTX_free(ctx);
-    char hex[65] = "";
-    for (unsigned int i = 0; i < mdlen && i < 32; i++)
+    char *text = NULL, hex[65];
+    svc_xasprintf(&text, "responses\n%s", key);
+    EVP_Digest(text, strlen(text), md, NULL, EVP_sha256(), NULL);
+    free(text);
+    for (int i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
     snprintf(name, namesz, "key_%s", hex);
 }
