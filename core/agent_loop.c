@@ -12,6 +12,7 @@
 #include "memory.h"
 #include "model.h"
 #include "openai.h"
+#include "parts.h"
 #include "runstate.h"
 #include "tools.h"
 #include "util.h"
@@ -103,18 +104,6 @@ static bool msg_has_block(json_object *msg, const char *key)
     return false;
 }
 
-json_object *svc_loop_user_message(const char *text)
-{
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "user");
-    json_object *c = json_object_new_array();
-    json_object *b = json_object_new_object();
-    svc_json_set_str(b, "text", text);
-    json_object_array_add(c, b);
-    svc_json_set(m, "content", c);
-    return m;
-}
-
 static bool window_start_ok(json_object *msgs, size_t i)
 {
     json_object *m = json_object_array_get_idx(msgs, i);
@@ -163,7 +152,7 @@ static int loop_summarize(struct svc_loop *loop, bool all, struct svc_err *err)
     loop->completion_tokens += reply.completion_tokens;
     if (rc != 0)
         return -1;
-    json_object *summary = svc_loop_user_message(reply.text ? reply.text : "");
+    json_object *summary = svc_parts_message("user", svc_parts_text(reply.text ? reply.text : ""));
     svc_model_reply_free(&reply);
     loop->removed += (int64_t)n - (loop->summary ? 1 : 0);
     json_object_array_del_idx(loop->msgs, 1, n - 1);
@@ -459,17 +448,12 @@ static json_object *loop_result_block(const char *id, const struct svc_tool_resu
     svc_json_set_str(trb, "toolUseId", id);
     svc_json_set_str(trb, "status", res->ok ? "success" : "error");
     json_object *items = res->blocks ? json_object_get(res->blocks) : json_object_new_array();
-    if (json_object_array_length(items) == 0) {
-        json_object *t = json_object_new_object();
-        svc_json_set_str(t, "text", res->content ? res->content : "");
-        json_object_array_add(items, t);
-    }
+    if (json_object_array_length(items) == 0)
+        json_object_array_add(items, svc_parts_text(res->content ? res->content : ""));
     svc_json_set(trb, "content", items);
     if (res->structured)
         svc_json_set(trb, "structuredContent", json_object_get(res->structured));
-    json_object *blk = json_object_new_object();
-    svc_json_set(blk, "toolResult", trb);
-    return blk;
+    return svc_parts_wrap("toolResult", trb);
 }
 
 static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_err *err)
@@ -489,9 +473,7 @@ static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_
         json_object_array_add(content, loop_result_block(svc_json_str(tu, "toolUseId", ""), &res));
         svc_tool_result_free(&res);
     }
-    json_object *msg = json_object_new_object();
-    svc_json_set_str(msg, "role", "user");
-    svc_json_set(msg, "content", content);
+    json_object *msg = svc_parts_message("user", content);
     int rc = loop_store(loop, msg, err);
     json_object_put(msg);
     return rc;
@@ -518,30 +500,21 @@ static char *loop_system_prompt(struct svc_loop *loop)
  * and latency in metadata). New reference. */
 static json_object *loop_reply_message(const struct svc_model_reply *reply)
 {
-    json_object *msg = json_object_new_object();
-    svc_json_set_str(msg, "role", "assistant");
     json_object *content = json_object_new_array();
-    if (reply->text && *reply->text) {
-        json_object *b = json_object_new_object();
-        svc_json_set_str(b, "text", reply->text);
-        json_object_array_add(content, b);
-    }
-    size_t ntu = json_object_array_length(reply->tool_uses);
-    for (size_t i = 0; i < ntu; i++) {
-        json_object *b = json_object_new_object();
-        svc_json_set(b, "toolUse", svc_json_copy(json_object_array_get_idx(reply->tool_uses, i)));
-        json_object_array_add(content, b);
-    }
-    svc_json_set(msg, "content", content);
-    json_object *meta = json_object_new_object();
+    if (reply->text && *reply->text)
+        json_object_array_add(content, svc_parts_text(reply->text));
+    for (size_t i = 0; i < json_object_array_length(reply->tool_uses); i++)
+        json_object_array_add(
+            content, svc_parts_wrap("toolUse",
+                                    svc_json_copy(json_object_array_get_idx(reply->tool_uses, i))));
+    json_object *msg = svc_parts_message("assistant", content);
     json_object *usage = json_object_new_object();
     svc_json_set_int(usage, "inputTokens", reply->prompt_tokens);
     svc_json_set_int(usage, "outputTokens", reply->completion_tokens);
     svc_json_set_int(usage, "totalTokens", reply->prompt_tokens + reply->completion_tokens);
-    svc_json_set(meta, "usage", usage);
-    json_object *metrics = json_object_new_object();
-    svc_json_set_int(metrics, "latencyMs", reply->latency_ms);
-    svc_json_set(meta, "metrics", metrics);
+    json_object *meta = svc_parts_wrap("usage", usage);
+    svc_json_set(meta, "metrics",
+                 svc_parts_wrap("latencyMs", json_object_new_int64(reply->latency_ms)));
     svc_json_set(msg, "metadata", meta);
     return msg;
 }

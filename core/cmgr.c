@@ -5,6 +5,7 @@
 
 #include "jsonx.h"
 #include "openai.h"
+#include "parts.h"
 #include "util.h"
 
 static const char sliding[] = "SlidingWindowConversationManager";
@@ -109,13 +110,8 @@ json_object *svc_cm_request(json_object *window, size_t count)
     json_object *req = json_object_new_array();
     for (size_t i = 0; i < count; i++)
         json_object_array_add(req, json_object_get(json_object_array_get_idx(window, i)));
-    json_object *ask = json_object_new_object(), *content = json_object_new_array();
-    json_object *text = json_object_new_object();
-    svc_json_set_str(text, "text", "Please summarize this conversation.");
-    json_object_array_add(content, text);
-    svc_json_set_str(ask, "role", "user");
-    svc_json_set(ask, "content", content);
-    json_object_array_add(req, ask);
+    json_object_array_add(
+        req, svc_parts_message("user", svc_parts_text("Please summarize this conversation.")));
     return req;
 }
 

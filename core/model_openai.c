@@ -115,6 +115,14 @@ static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, co
 
 static int oa_event(void *ctx, const char *data, size_t len);
 
+static void oa_init(struct oa *st, const struct svc_model_call *call)
+{
+    memset(st, 0, sizeof *st);
+    st->call = call;
+    svc_buf_init(&st->body);
+    svc_buf_init(&st->text);
+}
+
 static void oa_reset_attempt(struct oa *st)
 {
     st->mode = OA_UNKNOWN;
@@ -162,14 +170,9 @@ static json_object *oa_tools_json(json_object *tools)
         if (desc)
             svc_json_set_str(fn, "description", desc);
         json_object *params = svc_json_obj(t, "parameters");
-        if (params) {
-            svc_json_set(fn, "parameters", svc_json_copy(params));
-        } else {
-            json_object *p = json_object_new_object();
-            svc_json_set_str(p, "type", "object");
-            svc_json_set(p, "properties", json_object_new_object());
-            svc_json_set(fn, "parameters", p);
-        }
+        svc_json_set(fn, "parameters",
+                     params ? svc_json_copy(params)
+                            : svc_json_new_raw("{\"type\": \"object\", \"properties\": {}}"));
         json_object *strict = NULL;
         if (json_object_object_get_ex(t, "strict", &strict) && strict)
             svc_json_set(fn, "strict", json_object_get(strict));
@@ -366,6 +369,13 @@ static void oa_tool_calls(struct oa *st, json_object *tcs, bool whole_message)
     }
 }
 
+/* The message of an error value: the string itself, or its "message". */
+static const char *oa_message_of(json_object *e)
+{
+    return json_object_is_type(e, json_type_string) ? json_object_get_string(e)
+                                                    : svc_json_str(e, "message", NULL);
+}
+
 /* One chunk (or a whole chat.completion when whole_message). 0, or -1 to abort. */
 static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
 {
@@ -373,8 +383,7 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
     json_object *e = NULL;
     if (json_object_object_get_ex(chunk, "error", &e) && e &&
         !json_object_is_type(e, json_type_null)) {
-        const char *m = json_object_is_type(e, json_type_string) ? json_object_get_string(e)
-                                                                 : svc_json_str(e, "message", NULL);
+        const char *m = oa_message_of(e);
         /* redact before the copy can cut the key in two */
         char *red = svc_openai_redact(m && *m ? m : "the model server reported an error", st->key);
         snprintf(st->stream_error, sizeof st->stream_error, "%s", red);
@@ -402,20 +411,13 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
         if (!d && !whole_message)
             d = svc_json_obj(ch, "message");
         if (d) {
-            const char *c = svc_json_str(d, "content", NULL);
-            if (!c) {
-                json_object *co = NULL;
-                if (json_object_object_get_ex(d, "content", &co) &&
-                    json_object_is_type(co, json_type_array)) {
-                    char *t = svc_openai_content_text(co);
-                    int rc = t ? oa_deliver(st, t) : 0;
-                    free(t);
-                    if (rc)
-                        return -1;
-                }
-            } else if (oa_deliver(st, c)) {
+            json_object *co = NULL;
+            json_object_object_get_ex(d, "content", &co);
+            char *t = svc_openai_content_text(co); /* a string, or text parts */
+            int rc = t ? oa_deliver(st, t) : 0;
+            free(t);
+            if (rc)
                 return -1;
-            }
             json_object *tcs = svc_json_arr(d, "tool_calls");
             if (tcs)
                 oa_tool_calls(st, tcs, whole_message);
@@ -568,13 +570,7 @@ static char *oa_error_message(const char *body, size_t len)
     char *msg = NULL;
     if (len > 0 && svc_json_parse(body, len, &o, NULL) == 0) {
         json_object *e = NULL;
-        const char *m = NULL;
-        if (json_object_object_get_ex(o, "error", &e)) {
-            if (json_object_is_type(e, json_type_string))
-                m = json_object_get_string(e);
-            else
-                m = svc_json_str(e, "message", NULL);
-        }
+        const char *m = json_object_object_get_ex(o, "error", &e) ? oa_message_of(e) : NULL;
         if (!m)
             m = svc_json_str(o, "message", NULL);
         if (!m)
@@ -697,11 +693,10 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         return status == 429 || status >= 500 ? OA_RETRY : OA_FAIL;
     }
     if (cc != CURLE_OK) {
-        const char *what = errbuf[0] ? errbuf : curl_easy_strerror(cc);
-        if (status == 0)
-            oa_fail(st, err, SVC_E_UPSTREAM, "cannot reach the model server: %s", what);
-        else
-            oa_fail(st, err, SVC_E_UPSTREAM, "the connection to the model server failed: %s", what);
+        oa_fail(st, err, SVC_E_UPSTREAM, "%s: %s",
+                status == 0 ? "cannot reach the model server"
+                            : "the connection to the model server failed",
+                errbuf[0] ? errbuf : curl_easy_strerror(cc));
         return oa_connect_error(cc) && !st->delivered ? OA_RETRY : OA_FAIL;
     }
     if (st->mode == OA_JSON) {
@@ -797,10 +792,7 @@ int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json
 {
     struct svc_model_call call = {0};
     struct oa st;
-    memset(&st, 0, sizeof st);
-    st.call = &call;
-    svc_buf_init(&st.body);
-    svc_buf_init(&st.text);
+    oa_init(&st, &call);
     oa_reset_attempt(&st);
     st.mode = OA_SSE;
     *text = NULL;
@@ -885,13 +877,10 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
         return -1;
 
     struct oa st;
-    memset(&st, 0, sizeof st);
-    st.call = call;
+    oa_init(&st, call);
     st.key = svc_config_model_api_key(cfg);
     if (st.key && !*st.key)
         st.key = NULL;
-    svc_buf_init(&st.body);
-    svc_buf_init(&st.text);
 
     int rc = -1;
     char *url = NULL, *auth = NULL;

@@ -224,14 +224,6 @@ bool svc_openai_has_media(json_object *content)
     return false;
 }
 
-/* {key: v}: a content block (a string v: text). */
-static json_object *block(const char *key, json_object *v)
-{
-    json_object *blk = json_object_new_object();
-    svc_json_set(blk, key, v);
-    return blk;
-}
-
 json_object *svc_openai_to_native(json_object *om)
 {
     const char *role = svc_json_str(om, "role", NULL);
@@ -248,7 +240,7 @@ json_object *svc_openai_to_native(json_object *om)
         native = "user";
     } else if (strcmp(role, "user") == 0 || strcmp(role, "assistant") == 0) {
         if (text && *text)
-            json_object_array_add(blocks, block("text", json_object_new_string(text)));
+            json_object_array_add(blocks, svc_parts_text(text));
         native = role;
         json_object *tcs = strcmp(role, "assistant") == 0 ? svc_json_arr(om, "tool_calls") : NULL;
         size_t n = tcs ? json_object_array_length(tcs) : 0;
@@ -266,16 +258,16 @@ json_object *svc_openai_to_native(json_object *om)
                 input = json_object_new_object();
             }
             svc_json_set(tu, "input", input);
-            json_object_array_add(blocks, block("toolUse", tu));
+            json_object_array_add(blocks, svc_parts_wrap("toolUse", tu));
         }
     } else if (strcmp(role, "tool") == 0) {
         json_object *tr = json_object_new_object();
         svc_json_set_str(tr, "toolUseId", svc_json_str(om, "tool_call_id", ""));
         svc_json_set_str(tr, "status", "success");
         json_object *items = json_object_new_array();
-        json_object_array_add(items, block("text", json_object_new_string(text ? text : "")));
+        json_object_array_add(items, svc_parts_text(text ? text : ""));
         svc_json_set(tr, "content", items);
-        json_object_array_add(blocks, block("toolResult", tr));
+        json_object_array_add(blocks, svc_parts_wrap("toolResult", tr));
         native = "user";
     }
     free(text);
@@ -283,8 +275,5 @@ json_object *svc_openai_to_native(json_object *om)
         json_object_put(blocks);
         return NULL;
     }
-    json_object *msg = json_object_new_object();
-    svc_json_set_str(msg, "role", native);
-    svc_json_set(msg, "content", blocks);
-    return msg;
+    return svc_parts_message(native, blocks);
 }

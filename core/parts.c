@@ -249,11 +249,31 @@ static json_object *bytes_of(const struct data_url *d)
     return o;
 }
 
-static json_object *wrap(const char *key, json_object *v)
+json_object *svc_parts_wrap(const char *key, json_object *v)
 {
     json_object *o = json_object_new_object();
     svc_json_set(o, key, v);
     return o;
+}
+
+json_object *svc_parts_text(const char *t)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "text", t);
+    return o;
+}
+
+json_object *svc_parts_message(const char *role, json_object *content)
+{
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", role);
+    if (!json_object_is_type(content, json_type_array)) {
+        json_object *one = json_object_new_array();
+        json_object_array_add(one, content);
+        content = one;
+    }
+    svc_json_set(m, "content", content);
+    return m;
 }
 
 json_object *svc_parts_block(json_object *part)
@@ -280,7 +300,7 @@ json_object *svc_parts_block(json_object *part)
             svc_json_set(src, "location", loc);
         }
         svc_json_set(img, "source", src);
-        return wrap("image", img);
+        return svc_parts_wrap("image", img);
     }
     if (strcmp(type, "file") == 0) {
         json_object *f = svc_json_obj(part, "file");
@@ -292,11 +312,9 @@ json_object *svc_parts_block(json_object *part)
         svc_json_set_str(doc, "name", name ? name : "document");
         svc_json_set(src, "bytes", bytes_of(&d));
         svc_json_set(doc, "source", src);
-        return wrap("document", doc);
+        return svc_parts_wrap("document", doc);
     }
-    json_object *t = json_object_new_object();
-    svc_json_set_str(t, "text", svc_json_str(part, "text", ""));
-    return t;
+    return svc_parts_text(svc_json_str(part, "text", ""));
 }
 
 /* The data URL (heap) of a block's source bytes, or its location's URL, or NULL. */

@@ -51,6 +51,7 @@
 #include "memory.h"
 #include "metrics.h"
 #include "openai.h"
+#include "parts.h"
 #include "runstate.h"
 #include "sidecar.h"
 #include "store.h"
@@ -329,13 +330,11 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
     if (res)
         json_object_array_add(*out, res);
     if (svc_openai_has_media(req->input_content)) {
-        json_object *om = json_object_new_object();
-        svc_json_set_str(om, "role", "user");
-        svc_json_set(om, "content", json_object_get(req->input_content));
+        json_object *om = svc_parts_message("user", json_object_get(req->input_content));
         json_object_array_add(*out, svc_openai_to_native(om));
         json_object_put(om);
     } else if (req->input && *req->input) {
-        json_object_array_add(*out, svc_loop_user_message(req->input));
+        json_object_array_add(*out, svc_parts_message("user", svc_parts_text(req->input)));
     }
     return 0;
 }
@@ -879,11 +878,11 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
 
 json_object *svc_usage_of(const struct svc_run_answer *a)
 {
-    json_object *u = svc_usage_new(a->prompt_tokens, a->completion_tokens), *d;
-    svc_json_set(u, "prompt_tokens_details", d = json_object_new_object());
-    svc_json_set_int(d, "cached_tokens", a->cached_tokens);
-    svc_json_set(u, "completion_tokens_details", d = json_object_new_object());
-    svc_json_set_int(d, "reasoning_tokens", a->reasoning_tokens);
+    json_object *u = svc_usage_new(a->prompt_tokens, a->completion_tokens);
+    svc_json_set(u, "prompt_tokens_details",
+                 svc_parts_wrap("cached_tokens", json_object_new_int64(a->cached_tokens)));
+    svc_json_set(u, "completion_tokens_details",
+                 svc_parts_wrap("reasoning_tokens", json_object_new_int64(a->reasoning_tokens)));
     return u;
 }
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "parts.h"
 #include "util.h"
 
 /* The interrupt state when activated (borrowed), or NULL. */
@@ -40,23 +41,14 @@ json_object *svc_strands_pending(json_object *agent)
     return out;
 }
 
-static json_object *result_block(json_object *tr)
-{
-    json_object *blk = json_object_new_object();
-    svc_json_set(blk, "toolResult", tr);
-    return blk;
-}
-
 static json_object *text_result(const char *id, const char *status, const char *text)
 {
     json_object *tr = json_object_new_object(), *items = json_object_new_array();
-    json_object *t = json_object_new_object();
     svc_json_set_str(tr, "toolUseId", id);
     svc_json_set_str(tr, "status", status);
-    svc_json_set_str(t, "text", text);
-    json_object_array_add(items, t);
+    json_object_array_add(items, svc_parts_text(text));
     svc_json_set(tr, "content", items);
-    return result_block(tr);
+    return svc_parts_wrap("toolResult", tr);
 }
 
 /* The interrupt raised for call id (borrowed), or NULL: its id names the call
@@ -106,8 +98,9 @@ int svc_strands_close(json_object *agent, json_object *results, json_object **ou
     json_object *content = json_object_new_array();
     json_object *own = svc_json_arr(svc_json_obj(is, "context"), "tool_results");
     for (size_t i = 0; own && i < json_object_array_length(own); i++)
-        json_object_array_add(content,
-                              result_block(svc_json_copy(json_object_array_get_idx(own, i))));
+        json_object_array_add(
+            content,
+            svc_parts_wrap("toolResult", svc_json_copy(json_object_array_get_idx(own, i))));
     for (size_t k = 0; k < n; k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
         json_object *r = by_id(results, "call_id", svc_json_str(tu, "toolUseId", ""));
@@ -118,9 +111,7 @@ int svc_strands_close(json_object *agent, json_object *results, json_object **ou
                                          : declined(is, tu));
     }
     json_object_put(pending);
-    *out = json_object_new_object();
-    svc_json_set_str(*out, "role", "user");
-    svc_json_set(*out, "content", content);
+    *out = svc_parts_message("user", content);
     return 0;
 }
 
