@@ -184,13 +184,7 @@ static char *echo_tool_asked(const struct svc_model_call *call, const char *text
         char *tname = svc_xstrndup(name, (size_t)(ne - name));
         while (*ne == ' ')
             ne++;
-        if (*ne && (svc_json_parse_python(ne, strlen(ne), input, NULL) != 0 ||
-                    !json_object_is_type(*input, json_type_object))) {
-            json_object_put(*input);
-            *input = NULL;
-        }
-        if (!*input)
-            *input = json_object_new_object();
+        *input = svc_openai_args(ne);
         return tname;
     }
     if (!choice || strcmp(choice, "auto") == 0)

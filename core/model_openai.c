@@ -763,14 +763,8 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
         struct oa_tool *t = &st->tools[i];
         if (!t->name || !*t->name)
             continue;
-        json_object *input = NULL;
-        const char *args = t->args.data ? t->args.data : "";
         *arg_chars += strlen(t->name) + t->args.len;
-        if (!*args || svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
-            !json_object_is_type(input, json_type_object)) {
-            json_object_put(input);
-            input = json_object_new_object();
-        }
+        json_object *input = svc_openai_args(t->args.data ? t->args.data : "");
         char idbuf[40];
         const char *id = t->id;
         if (!id || !*id) {

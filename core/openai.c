@@ -110,20 +110,16 @@ static json_object *user_parts(json_object *content)
 
 json_object *svc_openai_project(json_object *msg)
 {
-    json_object *out = json_object_new_array();
-    json_object *content = svc_json_arr(msg, "content");
+    json_object *out = json_object_new_array(), *media = json_object_new_array();
+    json_object *content = svc_json_arr(msg, "content"), *tool_calls = NULL;
     size_t n = content ? json_object_array_length(content) : 0;
-    const char *role = svc_json_str(msg, "role", "user");
-    bool assistant = strcmp(role, "assistant") == 0;
+    bool assistant = strcmp(svc_json_str(msg, "role", "user"), "assistant") == 0;
     struct svc_buf text;
     svc_buf_init(&text);
-    json_object *tool_calls = NULL;
-    json_object *results = json_object_new_array(), *media = json_object_new_array();
     for (size_t i = 0; i < n; i++) {
         json_object *blk = json_object_array_get_idx(content, i);
         const char *t = svc_json_str(blk, "text", NULL);
-        json_object *tu = svc_json_obj(blk, "toolUse");
-        json_object *tr = svc_json_obj(blk, "toolResult");
+        json_object *tu = svc_json_obj(blk, "toolUse"), *tr = svc_json_obj(blk, "toolResult");
         if (t) {
             svc_buf_adds(&text, t);
         } else if (tu) {
@@ -136,37 +132,32 @@ json_object *svc_openai_project(json_object *msg)
             svc_json_set_str(fn, "name", svc_json_str(tu, "name", ""));
             json_object *input = NULL;
             json_object_object_get_ex(tu, "input", &input);
-            char *args = input ? svc_json_dump_compact(input) : svc_xstrdup("{}");
+            char *args = input ? svc_json_dump_compact(input) : NULL;
             svc_json_set_str(fn, "arguments", args ? args : "{}");
             free(args);
             svc_json_set(tc, "function", fn);
             json_object_array_add(tool_calls, tc);
-        } else if (tr) {
+        } else if (tr) { /* the tool messages lead */
             json_object *m = json_object_new_object();
             svc_json_set_str(m, "role", "tool");
             svc_json_set_str(m, "tool_call_id", svc_json_str(tr, "toolUseId", ""));
             char *rt = tool_result_text(tr);
-            svc_json_set_str(m, "content", rt ? rt : "");
+            svc_json_set_str(m, "content", rt);
             free(rt);
-            json_object_array_add(results, m);
+            json_object_array_add(out, m);
             result_media(tr, media);
         }
     }
     char *txt = svc_buf_steal(&text);
-    if (json_object_array_length(results) > 0) {
-        for (size_t i = 0; i < json_object_array_length(results); i++)
-            json_object_array_add(out, json_object_get(json_object_array_get_idx(results, i)));
-        if (*txt || json_object_array_length(media)) { /* user text or media alongside */
+    if (json_object_array_length(out) > 0) { /* user text or media alongside results */
+        if (*txt && json_object_array_length(media))
+            json_object_array_add(media, text_part(txt));
+        if (json_object_array_length(media)) {
+            json_object_array_add(out, svc_parts_message("user", json_object_get(media)));
+        } else if (*txt) {
             json_object *m = json_object_new_object();
             svc_json_set_str(m, "role", "user");
-            if (json_object_array_length(media)) {
-                if (*txt)
-                    json_object_array_put_idx(media, json_object_array_length(media),
-                                              text_part(txt));
-                svc_json_set(m, "content", json_object_get(media));
-            } else {
-                svc_json_set_str(m, "content", txt);
-            }
+            svc_json_set_str(m, "content", txt);
             json_object_array_add(out, m);
         }
     } else {
@@ -174,20 +165,28 @@ json_object *svc_openai_project(json_object *msg)
         svc_json_set_str(m, "role", assistant ? "assistant" : "user");
         if (parts)
             svc_json_set(m, "content", parts);
-        else if (assistant && tool_calls && !(txt && *txt))
+        else if (assistant && tool_calls && !*txt)
             svc_json_set(m, "content", NULL);
         else
-            svc_json_set_str(m, "content", txt ? txt : "");
+            svc_json_set_str(m, "content", txt);
         if (tool_calls)
-            svc_json_set(m, "tool_calls", tool_calls);
-        tool_calls = NULL;
+            svc_json_set(m, "tool_calls", json_object_get(tool_calls));
         json_object_array_add(out, m);
     }
     json_object_put(tool_calls);
-    json_object_put(results);
     json_object_put(media);
     free(txt);
     return out;
+}
+
+json_object *svc_openai_args(const char *args)
+{
+    json_object *input = NULL;
+    if (svc_json_parse_python(args, strlen(args), &input, NULL) == 0 &&
+        json_object_is_type(input, json_type_object))
+        return input;
+    json_object_put(input);
+    return json_object_new_object();
 }
 
 char *svc_openai_content_text(json_object *content)
@@ -250,24 +249,12 @@ json_object *svc_openai_to_native(json_object *om)
             json_object *tu = json_object_new_object();
             svc_json_set_str(tu, "toolUseId", svc_json_str(tc, "id", ""));
             svc_json_set_str(tu, "name", svc_json_str(fn, "name", ""));
-            const char *args = svc_json_str(fn, "arguments", "{}");
-            json_object *input = NULL;
-            if (svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
-                !json_object_is_type(input, json_type_object)) {
-                json_object_put(input);
-                input = json_object_new_object();
-            }
-            svc_json_set(tu, "input", input);
+            svc_json_set(tu, "input", svc_openai_args(svc_json_str(fn, "arguments", "{}")));
             json_object_array_add(blocks, svc_parts_wrap("toolUse", tu));
         }
     } else if (strcmp(role, "tool") == 0) {
-        json_object *tr = json_object_new_object();
-        svc_json_set_str(tr, "toolUseId", svc_json_str(om, "tool_call_id", ""));
-        svc_json_set_str(tr, "status", "success");
-        json_object *items = json_object_new_array();
-        json_object_array_add(items, svc_parts_text(text ? text : ""));
-        svc_json_set(tr, "content", items);
-        json_object_array_add(blocks, svc_parts_wrap("toolResult", tr));
+        json_object_array_add(blocks, svc_parts_result(svc_json_str(om, "tool_call_id", ""),
+                                                       "success", text ? text : ""));
         native = "user";
     }
     free(text);

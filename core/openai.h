@@ -29,5 +29,7 @@ bool svc_openai_has_media(json_object *content);
  * message's image and file parts become Strands image and document blocks (parts.h), each
  * part a block in order; without them its text parts are one text block, as before. */
 json_object *svc_openai_to_native(json_object *openai_msg);
+/* The object a function call's arguments (JSON text, Python's floats) hold, or {} (new). */
+json_object *svc_openai_args(const char *args);
 
 #endif

@@ -263,6 +263,16 @@ json_object *svc_parts_text(const char *t)
     return o;
 }
 
+json_object *svc_parts_result(const char *id, const char *status, const char *text)
+{
+    json_object *tr = json_object_new_object(), *items = json_object_new_array();
+    svc_json_set_str(tr, "toolUseId", id);
+    svc_json_set_str(tr, "status", status);
+    json_object_array_add(items, svc_parts_text(text));
+    svc_json_set(tr, "content", items);
+    return svc_parts_wrap("toolResult", tr);
+}
+
 json_object *svc_parts_message(const char *role, json_object *content)
 {
     json_object *m = json_object_new_object();

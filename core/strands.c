@@ -41,16 +41,6 @@ json_object *svc_strands_pending(json_object *agent)
     return out;
 }
 
-static json_object *text_result(const char *id, const char *status, const char *text)
-{
-    json_object *tr = json_object_new_object(), *items = json_object_new_array();
-    svc_json_set_str(tr, "toolUseId", id);
-    svc_json_set_str(tr, "status", status);
-    json_object_array_add(items, svc_parts_text(text));
-    svc_json_set(tr, "content", items);
-    return svc_parts_wrap("toolResult", tr);
-}
-
 /* The interrupt raised for call id (borrowed), or NULL: its id names the call
  * ("v1:before_tool_call:<toolUseId>:<uuid>", "v1:tool_call:<toolUseId>:<uuid>"). */
 static json_object *interrupt_of(json_object *is, const char *id)
@@ -75,7 +65,7 @@ static json_object *declined(json_object *is, json_object *tu)
     char *text = NULL;
     svc_xasprintf(&text, "The user declined this call (interrupt '%s'); it was not run.",
                   svc_json_str(intr, "name", "?"));
-    json_object *blk = text_result(id, "error", text);
+    json_object *blk = svc_parts_result(id, "error", text);
     free(text);
     return blk;
 }
@@ -106,9 +96,10 @@ int svc_strands_close(json_object *agent, json_object *results, json_object **ou
         json_object *r = by_id(results, "call_id", svc_json_str(tu, "toolUseId", ""));
         if (r)
             json_object_array_add(names, json_object_new_string(svc_json_str(tu, "name", "")));
-        json_object_array_add(content, r ? text_result(svc_json_str(tu, "toolUseId", ""), "success",
-                                                       svc_json_str(r, "output", ""))
-                                         : declined(is, tu));
+        json_object_array_add(content,
+                              r ? svc_parts_result(svc_json_str(tu, "toolUseId", ""), "success",
+                                                   svc_json_str(r, "output", ""))
+                                : declined(is, tu));
     }
     json_object_put(pending);
     *out = svc_parts_message("user", content);
