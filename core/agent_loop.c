@@ -94,20 +94,11 @@ static void loop_on_retry(void *ctx, int attempt, int max_attempts, const char *
 
 /* ---- helpers ---- */
 
-static bool msg_has_block(json_object *msg, const char *key)
-{
-    json_object *c = svc_json_arr(msg, "content");
-    size_t n = c ? json_object_array_length(c) : 0;
-    for (size_t i = 0; i < n; i++)
-        if (svc_json_obj(json_object_array_get_idx(c, i), key))
-            return true;
-    return false;
-}
-
 static bool window_start_ok(json_object *msgs, size_t i)
 {
     json_object *m = json_object_array_get_idx(msgs, i);
-    return strcmp(svc_json_str(m, "role", ""), "assistant") != 0 && !msg_has_block(m, "toolResult");
+    return strcmp(svc_json_str(m, "role", ""), "assistant") != 0 &&
+           !svc_native_has(m, "toolResult");
 }
 
 void svc_loop_manager(struct svc_loop *loop, json_object *agent)
@@ -167,23 +158,12 @@ static int loop_summarize(struct svc_loop *loop, bool all, struct svc_err *err)
     return 0;
 }
 
-/* The window's size in tokens as svc counts them (4 characters a token). */
-static int64_t window_tokens(const struct svc_loop *loop)
-{
-    size_t chars = 0;
-    for (size_t i = 0; i < json_object_array_length(loop->msgs); i++) {
-        char *t = svc_native_text(json_object_array_get_idx(loop->msgs, i));
-        chars += strlen(t);
-        free(t);
-    }
-    return (int64_t)((chars + 3) / 4);
-}
-
 /* SPEC 15 context_management: past the request's threshold, every message but the newest
  * preserve_recent_messages is summarised, as /responses/compact does. */
 static int loop_compact(struct svc_loop *loop, struct svc_err *err)
 {
-    if (loop->compact_threshold <= 0 || window_tokens(loop) <= loop->compact_threshold)
+    if (loop->compact_threshold <= 0 || /* the window's tokens, 4 characters a token */
+        (int64_t)((svc_native_chars(loop->msgs) + 3) / 4) <= loop->compact_threshold)
         return 0;
     return loop_summarize(loop, true, err);
 }
@@ -239,15 +219,15 @@ static json_object *loop_model_request(struct svc_loop *loop)
 {
     json_object *req = json_object_new_array();
     size_t n = json_object_array_length(loop->msgs), start = 0;
-    while (start < n && msg_has_block(json_object_array_get_idx(loop->msgs, start), "toolResult"))
+    while (start < n && svc_native_has(json_object_array_get_idx(loop->msgs, start), "toolResult"))
         start++;
     for (size_t i = start; i < n; i++) {
         json_object *m = json_object_array_get_idx(loop->msgs, i);
         json_object_array_add(req, json_object_get(m));
-        if (strcmp(svc_json_str(m, "role", ""), "assistant") != 0 || !msg_has_block(m, "toolUse"))
+        if (strcmp(svc_json_str(m, "role", ""), "assistant") != 0 || !svc_native_has(m, "toolUse"))
             continue;
         json_object *next = i + 1 < n ? json_object_array_get_idx(loop->msgs, i + 1) : NULL;
-        if (next && msg_has_block(next, "toolResult"))
+        if (next && svc_native_has(next, "toolResult"))
             continue;
         if (i + 1 == n)
             continue; /* the tool calls of this very run are about to be answered */

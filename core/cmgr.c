@@ -71,15 +71,6 @@ void svc_cm_set_summary(json_object *agent, json_object *summary)
         svc_json_set(cm, "summary_message", json_object_get(summary)); /* in place */
 }
 
-static bool has_block(json_object *msg, const char *key)
-{
-    json_object *c = svc_json_arr(msg, "content");
-    for (size_t i = 0; c && i < json_object_array_length(c); i++)
-        if (json_object_object_get_ex(json_object_array_get_idx(c, i), key, NULL))
-            return true;
-    return false;
-}
-
 size_t svc_cm_split(const struct svc_config *cfg, json_object *window, bool all)
 {
     size_t n = json_object_array_length(window);
@@ -96,8 +87,8 @@ size_t svc_cm_split(const struct svc_config *cfg, json_object *window, bool all)
     while (count < n) {
         json_object *m = json_object_array_get_idx(window, count);
         json_object *next = count + 1 < n ? json_object_array_get_idx(window, count + 1) : NULL;
-        if (has_block(m, "toolResult") ||
-            (has_block(m, "toolUse") && next && !has_block(next, "toolResult")))
+        if (svc_native_has(m, "toolResult") ||
+            (svc_native_has(m, "toolUse") && next && !svc_native_has(next, "toolResult")))
             count++;
         else
             break;

@@ -22,14 +22,8 @@ static int64_t tokens_of(size_t chars)
 /* The prompt's size in tokens by the 4-characters rule (system prompt and window). */
 static int64_t prompt_estimate(const struct svc_model_call *call)
 {
-    size_t chars = call->system_prompt ? strlen(call->system_prompt) : 0;
-    size_t n = call->messages ? json_object_array_length(call->messages) : 0;
-    for (size_t i = 0; i < n; i++) {
-        char *t = svc_native_text(json_object_array_get_idx(call->messages, i));
-        chars += strlen(t);
-        free(t);
-    }
-    return tokens_of(chars);
+    size_t sys = call->system_prompt ? strlen(call->system_prompt) : 0;
+    return tokens_of(sys + svc_native_chars(call->messages));
 }
 
 /* The text of the newest toolResult in msg, and its toolUseId; NULL when none. */
@@ -60,25 +54,24 @@ static const char *tool_name_for(json_object *messages, const char *tool_use_id)
     return "tool";
 }
 
-/* Stream text word by word (each word with its following spaces). */
+/* The end of the word at p with its following spaces: echo streams a word at a time. */
+static const char *word_end(const char *p)
+{
+    p += strcspn(p, " ");
+    return p + strspn(p, " ");
+}
+
 static int echo_stream(const struct svc_model_call *call, const char *text, long delay_ms,
                        struct svc_err *err)
 {
-    const char *p = text;
-    while (*p) {
-        const char *e = p;
-        while (*e && *e != ' ')
-            e++;
-        while (*e == ' ')
-            e++;
-        if (delay_ms > 0) {
-            for (long waited = 0; waited < delay_ms; waited += 50) {
-                if (call->should_cancel && call->should_cancel(call->ctx))
-                    return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
-                if (call->on_idle && waited % 1000 == 0 && waited > 0 && call->on_idle(call->ctx))
-                    return svc_err_set(err, SVC_E_CANCELLED, "client went away");
-                svc_sleep_s((delay_ms - waited < 50 ? delay_ms - waited : 50) / 1000.0);
-            }
+    for (const char *p = text, *e; *p; p = e) {
+        e = word_end(p);
+        for (long waited = 0; waited < delay_ms; waited += 50) {
+            if (call->should_cancel && call->should_cancel(call->ctx))
+                return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
+            if (call->on_idle && waited % 1000 == 0 && waited > 0 && call->on_idle(call->ctx))
+                return svc_err_set(err, SVC_E_CANCELLED, "client went away");
+            svc_sleep_s((delay_ms - waited < 50 ? delay_ms - waited : 50) / 1000.0);
         }
         if (call->should_cancel && call->should_cancel(call->ctx))
             return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
@@ -87,7 +80,6 @@ static int echo_stream(const struct svc_model_call *call, const char *text, long
         free(word);
         if (stop)
             return svc_err_set(err, SVC_E_CANCELLED, "client went away");
-        p = e;
     }
     return 0;
 }
@@ -141,12 +133,8 @@ static json_object *echo_logprobs(const struct svc_model_call *call, const char 
         return NULL;
     bool top = svc_json_int(call->settings, "top_logprobs", 0) > 0;
     json_object *out = json_object_new_array();
-    for (const char *p = text; *p;) {
-        const char *e = p;
-        while (*e && *e != ' ')
-            e++;
-        while (*e == ' ')
-            e++;
+    for (const char *p = text, *e; *p; p = e) {
+        e = word_end(p);
         json_object *lp = json_object_new_object(), *bytes = json_object_new_array();
         for (const char *b = p; b < e; b++)
             json_object_array_add(bytes, json_object_new_int((unsigned char)*b));
@@ -158,7 +146,6 @@ static json_object *echo_logprobs(const struct svc_model_call *call, const char 
             json_object_array_add(tops, svc_json_copy(lp));
         svc_json_set(lp, "top_logprobs", tops);
         json_object_array_add(out, lp);
-        p = e;
     }
     return out;
 }
@@ -231,21 +218,13 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     if (svc_cm_is_request(call->system_prompt)) {
         answer = svc_cm_echo_summary(msgs); /* SPEC 17: deterministic, offline */
     } else if (tr) {
-        struct svc_buf b;
-        svc_buf_init(&b);
-        json_object *items = svc_json_arr(tr, "content");
-        for (size_t i = 0; items && i < json_object_array_length(items); i++) {
-            const char *t = svc_json_str(json_object_array_get_idx(items, i), "text", NULL);
-            if (t)
-                svc_buf_adds(&b, t);
-        }
-        char *res = svc_buf_steal(&b);
+        char *res = svc_native_text(tr); /* its text items */
         const char *status = svc_json_str(tr, "status", "success");
         const char *used = tool_name_for(msgs, svc_json_str(tr, "toolUseId", ""));
         bool client = svc_ctools_named(call->client_tools, used);
         svc_xasprintf(&answer, "%s %s %s%s %s", client ? "Echo: tool" : "Tool", used,
                       strcmp(status, "success") == 0 ? "returned" : "failed", client ? "" : ":",
-                      res ? res : "");
+                      res);
         free(res);
     } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {
         char id[32], hex[13];

@@ -21,6 +21,26 @@ char *svc_native_text(json_object *msg)
     return svc_buf_steal(&b);
 }
 
+size_t svc_native_chars(json_object *msgs)
+{
+    size_t chars = 0;
+    for (size_t i = 0; msgs && i < json_object_array_length(msgs); i++) {
+        char *t = svc_native_text(json_object_array_get_idx(msgs, i));
+        chars += strlen(t);
+        free(t);
+    }
+    return chars;
+}
+
+bool svc_native_has(json_object *msg, const char *key)
+{
+    json_object *c = svc_json_arr(msg, "content");
+    for (size_t i = 0; c && i < json_object_array_length(c); i++)
+        if (svc_json_obj(json_object_array_get_idx(c, i), key))
+            return true;
+    return false;
+}
+
 bool svc_native_erased(json_object *msg)
 {
     json_object *content = svc_json_arr(msg, "content");
@@ -36,11 +56,8 @@ bool svc_native_erased(json_object *msg)
 
 const char *svc_openai_role(json_object *msg)
 {
-    json_object *content = svc_json_arr(msg, "content");
-    size_t n = content ? json_object_array_length(content) : 0;
-    for (size_t i = 0; i < n; i++)
-        if (svc_json_obj(json_object_array_get_idx(content, i), "toolResult"))
-            return "tool";
+    if (svc_native_has(msg, "toolResult"))
+        return "tool";
     const char *role = svc_json_str(msg, "role", "user");
     return strcmp(role, "assistant") == 0 ? "assistant" : "user";
 }
@@ -91,15 +108,12 @@ static void result_media(json_object *tr, json_object *media)
 
 /* A user message's content with its images and documents: the parts in order (new
  * reference), or NULL when it has none (its content is then its text). */
-static json_object *user_parts(json_object *content)
+static json_object *user_parts(json_object *msg)
 {
-    size_t n = content ? json_object_array_length(content) : 0;
-    json_object *parts = NULL;
-    for (size_t i = 0; i < n && !parts; i++)
-        if (svc_json_obj(json_object_array_get_idx(content, i), "image") ||
-            svc_json_obj(json_object_array_get_idx(content, i), "document"))
-            parts = json_object_new_array();
-    for (size_t i = 0; parts && i < n; i++) {
+    if (!svc_native_has(msg, "image") && !svc_native_has(msg, "document"))
+        return NULL;
+    json_object *content = svc_json_arr(msg, "content"), *parts = json_object_new_array();
+    for (size_t i = 0; i < json_object_array_length(content); i++) {
         json_object *blk = json_object_array_get_idx(content, i), *p = svc_parts_openai(blk);
         const char *t = svc_json_str(blk, "text", NULL);
         if (p || t)
@@ -161,7 +175,7 @@ json_object *svc_openai_project(json_object *msg)
             json_object_array_add(out, m);
         }
     } else {
-        json_object *m = json_object_new_object(), *parts = assistant ? NULL : user_parts(content);
+        json_object *m = json_object_new_object(), *parts = assistant ? NULL : user_parts(msg);
         svc_json_set_str(m, "role", assistant ? "assistant" : "user");
         if (parts)
             svc_json_set(m, "content", parts);

@@ -342,31 +342,22 @@ static char *source_url(json_object *src, const char *mime)
 
 json_object *svc_parts_openai(json_object *block)
 {
-    json_object *img = svc_json_obj(block, "image"), *doc = svc_json_obj(block, "document");
-    if (img) {
-        char *url = source_url(svc_json_obj(img, "source"),
-                               mime_of(images, COUNT(images), svc_json_str(img, "format", "")));
-        if (!url)
-            return NULL;
-        json_object *iu = json_object_new_object(), *p = json_object_new_object();
-        svc_json_set_str(iu, "url", url);
-        free(url);
-        svc_json_set_str(p, "type", "image_url");
-        svc_json_set(p, "image_url", iu);
-        return p;
-    }
-    if (!doc)
-        return NULL;
-    char *url = source_url(svc_json_obj(doc, "source"),
-                           mime_of(documents, COUNT(documents), svc_json_str(doc, "format", "")));
+    json_object *img = svc_json_obj(block, "image"),
+                *m = img ? img : svc_json_obj(block, "document");
+    const char *fmt = svc_json_str(m, "format", "");
+    char *url =
+        m ? source_url(svc_json_obj(m, "source"), img ? mime_of(images, COUNT(images), fmt)
+                                                      : mime_of(documents, COUNT(documents), fmt))
+          : NULL;
     if (!url)
         return NULL;
-    json_object *f = json_object_new_object(), *p = json_object_new_object();
-    svc_json_set_str(f, "file_data", url);
+    json_object *v = json_object_new_object(), *p = json_object_new_object();
+    svc_json_set_str(v, img ? "url" : "file_data", url);
     free(url);
-    svc_json_set_str(f, "filename", svc_json_str(doc, "name", "document"));
-    svc_json_set_str(p, "type", "file");
-    svc_json_set(p, "file", f);
+    if (!img)
+        svc_json_set_str(v, "filename", svc_json_str(m, "name", "document"));
+    svc_json_set_str(p, "type", img ? "image_url" : "file");
+    svc_json_set(p, img ? "image_url" : "file", v);
     return p;
 }
 
@@ -393,45 +384,39 @@ json_object *svc_parts_responses(json_object *block)
 int svc_parts_from_responses(json_object *part, const char *param, json_object **out,
                              struct svc_err *err)
 {
-    const char *type = svc_json_str(part, "type", "");
+    const char *type = svc_json_str(part, "type", ""), *refused = "file_url";
+    bool image = strcmp(type, "input_image") == 0;
     char p[256];
-    *out = json_object_new_object();
-    if (strcmp(type, "input_image") == 0) {
-        json_object *iu = json_object_new_object(), *v = NULL;
+    json_object *inner = json_object_new_object(), *v = NULL;
+    *out = NULL;
+    if (image) {
         if (json_object_object_get_ex(part, "image_url", &v))
-            svc_json_set(iu, "url", json_object_get(v));
+            svc_json_set(inner, "url", json_object_get(v));
         if (json_object_object_get_ex(part, "detail", &v))
-            svc_json_set(iu, "detail", json_object_get(v));
-        svc_json_set_str(*out, "type", "image_url");
-        svc_json_set(*out, "image_url", iu);
-        snprintf(p, sizeof p, "%s.file_id", param);
-        if (json_object_object_get_ex(part, "file_id", NULL))
-            goto no_files;
-        return 0;
-    }
-    if (strcmp(type, "input_file") == 0) {
-        json_object *f = json_object_new_object(), *v = NULL;
+            svc_json_set(inner, "detail", json_object_get(v));
+        refused = "file_id";
+    } else if (strcmp(type, "input_file") == 0) {
         static const char *const keys[] = {"file_data", "filename", "file_id"};
         for (size_t i = 0; i < COUNT(keys); i++)
             if (json_object_object_get_ex(part, keys[i], &v))
-                svc_json_set(f, keys[i], json_object_get(v));
-        svc_json_set_str(*out, "type", "file");
-        svc_json_set(*out, "file", f);
-        snprintf(p, sizeof p, "%s.file_url", param);
-        if (json_object_object_get_ex(part, "file_url", NULL))
-            goto no_files;
-        return 0;
+                svc_json_set(inner, keys[i], json_object_get(v));
+    } else {
+        json_object_put(inner);
+        snprintf(p, sizeof p, "%s.type", param);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s' must be input_text, input_image or input_file, not '%.32s'", p,
+                            type);
     }
-    json_object_put(*out);
-    *out = NULL;
-    snprintf(p, sizeof p, "%s.type", param);
-    return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                        "'%s' must be input_text, input_image or input_file, not '%.32s'", p, type);
-no_files:
-    json_object_put(*out);
-    *out = NULL;
-    return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                        "'%s': svc keeps no uploaded or remote files; send the data inline", p);
+    if (json_object_object_get_ex(part, refused, NULL)) {
+        json_object_put(inner);
+        snprintf(p, sizeof p, "%s.%s", param, refused);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s': svc keeps no uploaded or remote files; send the data inline", p);
+    }
+    *out = json_object_new_object();
+    svc_json_set_str(*out, "type", image ? "image_url" : "file");
+    svc_json_set(*out, image ? "image_url" : "file", inner);
+    return 0;
 }
 
 /* The view of an image, document or video block: format, name, size or URL. */
