@@ -62,7 +62,7 @@ static const char *word_end(const char *p)
 }
 
 static int echo_stream(const struct svc_model_call *call, const char *text, long delay_ms,
-                       struct svc_err *err)
+                       struct svc_model_reply *out, struct svc_err *err)
 {
     for (const char *p = text, *e; *p; p = e) {
         e = word_end(p);
@@ -77,6 +77,7 @@ static int echo_stream(const struct svc_model_call *call, const char *text, long
             return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
         char *word = svc_xstrndup(p, (size_t)(e - p));
         int stop = call->on_delta ? call->on_delta(call->ctx, word) : 0;
+        out->streamed += strlen(word);
         free(word);
         if (stop)
             return svc_err_set(err, SVC_E_CANCELLED, "client went away");
@@ -251,7 +252,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     }
     snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
     echo_shape(call, tr ? answer : text, &answer, out);
-    if (echo_stream(call, answer, delay, err) != 0)
+    if (echo_stream(call, answer, delay, out, err) != 0)
         goto done;
     out->logprobs = echo_logprobs(call, answer);
     out->text = answer;
@@ -263,38 +264,6 @@ done:
     free(answer);
     free(input);
     return rc;
-}
-
-/* Counts what the model streamed, so a cancelled call can still report what it used. */
-struct counting {
-    const struct svc_model_call *call;
-    size_t chars;
-};
-
-static int count_delta(void *ctx, const char *text)
-{
-    struct counting *c = ctx;
-    c->chars += strlen(text);
-    return c->call->on_delta ? c->call->on_delta(c->call->ctx, text) : 0;
-}
-
-static int count_should_cancel(void *ctx)
-{
-    struct counting *c = ctx;
-    return c->call->should_cancel ? c->call->should_cancel(c->call->ctx) : 0;
-}
-
-static int count_on_idle(void *ctx)
-{
-    struct counting *c = ctx;
-    return c->call->on_idle ? c->call->on_idle(c->call->ctx) : 0;
-}
-
-static void count_on_retry(void *ctx, int attempt, int max_attempts, const char *text)
-{
-    struct counting *c = ctx;
-    if (c->call->on_retry)
-        c->call->on_retry(c->call->ctx, attempt, max_attempts, text);
 }
 
 /* The window without the messages redacted to nothing (deleted conversation items, which
@@ -318,13 +287,7 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
 {
     memset(out, 0, sizeof *out);
     double t0 = svc_time_monotonic();
-    struct counting cnt = {call, 0};
     struct svc_model_call c = *call;
-    c.on_delta = count_delta;
-    c.should_cancel = count_should_cancel;
-    c.on_idle = count_on_idle;
-    c.on_retry = count_on_retry;
-    c.ctx = &cnt;
     json_object *kept = without_erased(call->messages);
     if (kept)
         c.messages = kept;
@@ -347,10 +310,10 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
         svc_model_reply_free(out);
         out->prompt_tokens = out->completion_tokens = 0;
         if (err && (err->code == SVC_E_CANCELLED || err->code == SVC_E_RUN_TIMEOUT) &&
-            cnt.chars > 0) {
+            out->streamed > 0) {
             /* cut short after producing text: what it used, by the 4-characters rule */
             out->prompt_tokens = prompt_estimate(call);
-            out->completion_tokens = tokens_of(cnt.chars);
+            out->completion_tokens = tokens_of(out->streamed);
         }
     }
     return rc;

@@ -285,13 +285,10 @@ static int oa_deliver(struct oa *st, const char *text)
     if (!*text)
         return 0;
     svc_buf_adds(&st->text, text);
-    const struct svc_model_call *call = st->call;
-    if (call->on_delta) {
-        st->delivered = true;
-        if (call->on_delta(call->ctx, text)) {
-            st->abort = OA_GONE;
-            return -1;
-        }
+    st->delivered = true;
+    if (st->call->on_delta && st->call->on_delta(st->call->ctx, text)) {
+        st->abort = OA_GONE;
+        return -1;
     }
     return 0;
 }
@@ -904,6 +901,8 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     if (oa_attempts(&st, err) == 0) {
         oa_reply(&st, prompt_chars, out);
         rc = 0;
+    } else {
+        out->streamed = st.text.len;
     }
 done:
     oa_reset_attempt(&st);
