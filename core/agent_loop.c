@@ -321,17 +321,14 @@ static void loop_mcp_list(struct svc_loop *loop)
         else if (!m->conn)
             svc_err_set(&err, SVC_E_INVALID_FIELD, "no MCP server %s", m->label);
         for (size_t k = 0; m->tools && k < json_object_array_length(m->tools); k++) {
-            json_object *t = json_object_array_get_idx(m->tools, k),
-                        *row = json_object_new_object();
-            if (!loop_mcp_allows(m, svc_json_str(t, "name", ""))) {
-                json_object_put(row);
+            json_object *t = json_object_array_get_idx(m->tools, k), *row;
+            if (!loop_mcp_allows(m, svc_json_str(t, "name", "")))
                 continue;
-            }
+            json_object_array_add(shown, row = json_object_new_object());
             svc_json_set_str(row, "name", svc_json_str(t, "name", ""));
             svc_json_set_str(row, "description", svc_json_str(t, "description", NULL));
             svc_json_set(row, "input_schema", json_object_get(svc_json_obj(t, "inputSchema")));
             svc_json_set(row, "annotations", json_object_get(svc_json_obj(t, "annotations")));
-            json_object_array_add(shown, row);
         }
         if (svc_json_bool(m->spec, "listed", false)) {
             json_object_put(shown);
@@ -634,17 +631,15 @@ static json_object *loop_tools_offered(struct svc_loop *loop)
     for (size_t i = 0; i < loop->nmcp; i++) {
         struct svc_loop_mcp *m = &loop->mcp[i];
         for (size_t k = 0; m->remote && m->tools && k < json_object_array_length(m->tools); k++) {
-            json_object *t = json_object_array_get_idx(m->tools, k), *o = json_object_new_object();
+            json_object *t = json_object_array_get_idx(m->tools, k), *o;
             char name[128];
             snprintf(name, sizeof name, "%s__%s", m->label, svc_json_str(t, "name", ""));
-            if (!loop_mcp_allows(m, svc_json_str(t, "name", "")) || strlen(name) > 64) {
-                json_object_put(o);
+            if (!loop_mcp_allows(m, svc_json_str(t, "name", "")) || strlen(name) > 64)
                 continue;
-            }
+            json_object_array_add(tools, o = json_object_new_object());
             svc_json_set_str(o, "name", name);
             svc_json_set_str(o, "description", svc_json_str(t, "description", ""));
             svc_json_set(o, "parameters", json_object_get(svc_json_obj(t, "inputSchema")));
-            json_object_array_add(tools, o);
         }
     }
     size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;

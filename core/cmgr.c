@@ -8,8 +8,7 @@
 #include "parts.h"
 #include "util.h"
 
-static const char sliding[] = "SlidingWindowConversationManager";
-static const char summarizing[] = "SummarizingConversationManager";
+#define SUMMARIZING "SummarizingConversationManager"
 
 /* Strands' DEFAULT_SUMMARIZATION_PROMPT (SummarizingConversationManager), word for word. */
 static const char prompt[] =
@@ -37,24 +36,18 @@ bool svc_cm_is_request(const char *system_prompt)
 
 json_object *svc_cm_new_state(enum svc_conv_manager kind)
 {
-    json_object *cm = json_object_new_object();
-    if (kind == SVC_CM_SUMMARIZING) {
-        svc_json_set(cm, "summary_message", NULL);
-        svc_json_set_str(cm, "__name__", summarizing);
-        svc_json_set_int(cm, "removed_message_count", 0);
-    } else {
-        svc_json_set_str(cm, "__name__", sliding);
-        svc_json_set_int(cm, "removed_message_count", 0);
-        svc_json_set_int(cm, "model_call_count", 0);
-    }
-    return cm;
+    return json_tokener_parse(kind == SVC_CM_SUMMARIZING
+                                  ? "{\"summary_message\": null, \"__name__\": \"" SUMMARIZING
+                                    "\", \"removed_message_count\": 0}"
+                                  : "{\"__name__\": \"SlidingWindowConversationManager\", "
+                                    "\"removed_message_count\": 0, \"model_call_count\": 0}");
 }
 
 bool svc_cm_summarizing(json_object *agent)
 {
     const char *name =
         svc_json_str(svc_json_obj(agent, "conversation_manager_state"), "__name__", "");
-    return strcmp(name, summarizing) == 0;
+    return strcmp(name, SUMMARIZING) == 0;
 }
 
 json_object *svc_cm_summary(json_object *agent)

@@ -94,14 +94,12 @@ static int sse_line(struct svc_sse *s, const char *p, size_t n)
         s->too_big = true;
         return -1;
     }
-    json_object *probe = NULL;
-    if (strcmp(s->event.data, "[DONE]") == 0)
-        return sse_dispatch(s);
-    if (s->event.data[0] == '{' && svc_json_parse(s->event.data, s->event.len, &probe, NULL) == 0) {
-        json_object_put(probe);
-        return sse_dispatch(s);
-    }
-    return 0;
+    json_object *probe = NULL; /* a whole JSON object is an event at once */
+    bool whole =
+        strcmp(s->event.data, "[DONE]") == 0 ||
+        (s->event.data[0] == '{' && svc_json_parse(s->event.data, s->event.len, &probe, NULL) == 0);
+    json_object_put(probe);
+    return whole ? sse_dispatch(s) : 0;
 }
 
 int svc_sse_feed(struct svc_sse *s, const char *p, size_t n)

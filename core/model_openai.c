@@ -115,14 +115,6 @@ static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, co
 
 static int oa_event(void *ctx, const char *data, size_t len);
 
-static void oa_init(struct oa *st, const struct svc_model_call *call)
-{
-    memset(st, 0, sizeof *st);
-    st->call = call;
-    svc_buf_init(&st->body);
-    svc_buf_init(&st->text);
-}
-
 static void oa_reset_attempt(struct oa *st)
 {
     st->mode = OA_UNKNOWN;
@@ -172,7 +164,7 @@ static json_object *oa_tools_json(json_object *tools)
         json_object *params = svc_json_obj(t, "parameters");
         svc_json_set(fn, "parameters",
                      params ? svc_json_copy(params)
-                            : svc_json_new_raw("{\"type\": \"object\", \"properties\": {}}"));
+                            : json_tokener_parse("{\"type\": \"object\", \"properties\": {}}"));
         json_object *strict = NULL;
         if (json_object_object_get_ex(t, "strict", &strict) && strict)
             svc_json_set(fn, "strict", json_object_get(strict));
@@ -299,9 +291,7 @@ static struct oa_tool *oa_tool_slot(struct oa *st, int64_t index)
         return NULL;
     if ((size_t)index >= st->ntools) {
         struct oa_tool *t = svc_xrealloc(st->tools, ((size_t)index + 1) * sizeof *t);
-        memset(t + st->ntools, 0, ((size_t)index + 1 - st->ntools) * sizeof *t);
-        for (size_t i = st->ntools; i <= (size_t)index; i++)
-            svc_buf_init(&t[i].args);
+        memset(t + st->ntools, 0, ((size_t)index + 1 - st->ntools) * sizeof *t); /* bufs empty */
         st->tools = t;
         st->ntools = (size_t)index + 1;
     }
@@ -782,8 +772,7 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
 int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json_object **tool_uses)
 {
     struct svc_model_call call = {0};
-    struct oa st;
-    oa_init(&st, &call);
+    struct oa st = {.call = &call}; /* its svc_bufs empty */
     oa_reset_attempt(&st);
     st.mode = OA_SSE;
     *text = NULL;
@@ -867,8 +856,7 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     if (svc_httpc_init(err) != 0)
         return -1;
 
-    struct oa st;
-    oa_init(&st, call);
+    struct oa st = {.call = call}; /* its svc_bufs empty */
     st.key = svc_config_model_api_key(cfg);
     if (st.key && !*st.key)
         st.key = NULL;

@@ -110,10 +110,7 @@ static json_object *turn_line(const char *run_id, const char *status, int64_t in
     svc_json_set_str(t, "turn_id", tid);
     svc_json_set_str(t, "run_id", run_id);
     svc_json_set_str(t, "status", status);
-    if (input_id >= 0)
-        svc_json_set_int(t, "input_message_id", input_id);
-    else
-        svc_json_set(t, "input_message_id", NULL);
+    svc_json_set(t, "input_message_id", input_id >= 0 ? json_object_new_int64(input_id) : NULL);
     svc_json_set(t, "output_message_ids", output_ids ? output_ids : json_object_new_array());
     svc_json_set(t, "events", events ? events : json_object_new_array());
     svc_json_set(t, "tool_trace", trace ? trace : json_object_new_array());
