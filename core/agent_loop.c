@@ -642,8 +642,7 @@ static json_object *loop_tools_offered(struct svc_loop *loop)
             svc_json_set(o, "parameters", json_object_get(svc_json_obj(t, "inputSchema")));
         }
     }
-    size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; loop->client_tools && i < json_object_array_length(loop->client_tools); i++)
         json_object_array_add(tools,
                               json_object_get(json_object_array_get_idx(loop->client_tools, i)));
     return tools;
@@ -746,8 +745,7 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->settings = req->settings ? svc_json_copy(req->settings) : NULL;
     loop->client_tools = req->client_tools ? svc_json_copy(req->client_tools) : NULL;
     loop->client_names = json_object_new_array();
-    size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; loop->client_tools && i < json_object_array_length(loop->client_tools); i++)
         json_object_array_add(loop->client_names,
                               json_object_new_string(svc_json_str(
                                   json_object_array_get_idx(loop->client_tools, i), "name", "")));

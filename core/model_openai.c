@@ -226,8 +226,7 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
         svc_json_set_str(m, "content", sys);
         json_object_array_add(msgs, m);
     }
-    size_t n = call->messages ? json_object_array_length(call->messages) : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; call->messages && i < json_object_array_length(call->messages); i++) {
         json_object *proj = svc_openai_project(json_object_array_get_idx(call->messages, i));
         size_t k = proj ? json_object_array_length(proj) : 0;
         for (size_t j = 0; j < k; j++)
@@ -389,8 +388,7 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
             svc_json_int(svc_json_obj(usage, "completion_tokens_details"), "reasoning_tokens", 0);
     }
     json_object *choices = svc_json_arr(chunk, "choices");
-    size_t n = choices ? json_object_array_length(choices) : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; choices && i < json_object_array_length(choices); i++) {
         json_object *ch = json_object_array_get_idx(choices, i);
         if (svc_json_int(ch, "index", 0) != 0)
             continue; /* we ask for one choice */

@@ -12,8 +12,7 @@ char *svc_native_text(json_object *msg)
     struct svc_buf b;
     svc_buf_init(&b);
     json_object *content = svc_json_arr(msg, "content");
-    size_t n = content ? json_object_array_length(content) : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; content && i < json_object_array_length(content); i++) {
         const char *t = svc_json_str(json_object_array_get_idx(content, i), "text", NULL);
         if (t)
             svc_buf_adds(&b, t);
@@ -68,8 +67,7 @@ static char *tool_result_text(json_object *tr)
     struct svc_buf b;
     svc_buf_init(&b);
     json_object *items = svc_json_arr(tr, "content");
-    size_t n = items ? json_object_array_length(items) : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; items && i < json_object_array_length(items); i++) {
         json_object *it = json_object_array_get_idx(items, i);
         const char *t = svc_json_str(it, "text", NULL);
         json_object *j;
@@ -256,8 +254,7 @@ json_object *svc_openai_to_native(json_object *om)
             json_object_array_add(blocks, svc_parts_text(text));
         native = role;
         json_object *tcs = strcmp(role, "assistant") == 0 ? svc_json_arr(om, "tool_calls") : NULL;
-        size_t n = tcs ? json_object_array_length(tcs) : 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++) {
             json_object *tc = json_object_array_get_idx(tcs, i);
             json_object *fn = svc_json_obj(tc, "function");
             json_object *tu = json_object_new_object();
