@@ -26,12 +26,11 @@ static int64_t prompt_estimate(const struct svc_model_call *call)
     return tokens_of(sys + svc_native_chars(call->messages));
 }
 
-/* The text of the newest toolResult in msg, and its toolUseId; NULL when none. */
+/* The newest toolResult of msg (borrowed), or NULL. */
 static json_object *last_tool_result(json_object *msg)
 {
     json_object *content = svc_json_arr(msg, "content");
-    size_t n = content ? json_object_array_length(content) : 0;
-    for (size_t i = n; i > 0; i--) {
+    for (size_t i = content ? json_object_array_length(content) : 0; i > 0; i--) {
         json_object *tr = svc_json_obj(json_object_array_get_idx(content, i - 1), "toolResult");
         if (tr)
             return tr;
@@ -44,8 +43,7 @@ static const char *tool_name_for(json_object *messages, const char *tool_use_id)
     size_t n = json_object_array_length(messages);
     for (size_t i = n; i > 0; i--) {
         json_object *content = svc_json_arr(json_object_array_get_idx(messages, i - 1), "content");
-        size_t m = content ? json_object_array_length(content) : 0;
-        for (size_t k = 0; k < m; k++) {
+        for (size_t k = 0; content && k < json_object_array_length(content); k++) {
             json_object *tu = svc_json_obj(json_object_array_get_idx(content, k), "toolUse");
             if (tu && strcmp(svc_json_str(tu, "toolUseId", ""), tool_use_id) == 0)
                 return svc_json_str(tu, "name", "tool");
@@ -210,10 +208,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     if (strncmp(text, "/slow ", 6) == 0) {
         char *end;
         delay = strtol(text + 6, &end, 10);
-        if (delay < 0)
-            delay = 0;
-        if (delay > 10000)
-            delay = 10000;
+        delay = delay < 0 ? 0 : delay > 10000 ? 10000 : delay;
         text = *end == ' ' ? end + 1 : end;
     }
     if (svc_cm_is_request(call->system_prompt)) {
@@ -291,18 +286,10 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
     json_object *kept = without_erased(call->messages);
     if (kept)
         c.messages = kept;
-    int rc;
-    switch (call->cfg->model.provider) {
-    case SVC_MODEL_ECHO:
-        rc = echo_invoke(&c, out, err);
-        break;
-    case SVC_MODEL_OPENAI:
-        rc = svc_model_openai_invoke(&c, out, err);
-        break;
-    default:
-        rc = svc_err_set(err, SVC_E_CONFIG, "unknown model provider");
-        break;
-    }
+    enum svc_model_provider p = call->cfg->model.provider;
+    int rc = p == SVC_MODEL_ECHO     ? echo_invoke(&c, out, err)
+             : p == SVC_MODEL_OPENAI ? svc_model_openai_invoke(&c, out, err)
+                                     : svc_err_set(err, SVC_E_CONFIG, "unknown model provider");
     json_object_put(kept);
     out->latency_ms = (int64_t)((svc_time_monotonic() - t0) * 1000);
     svc_metrics_model(svc_time_monotonic() - t0, rc == 0 || !err ? SVC_OK : err->code);
