@@ -53,12 +53,11 @@ struct oa {
     struct svc_buf text;
     struct oa_tool *tools;
     size_t ntools;
-    char finish[16];
+    /* the server's usage, finish_reason and logprobs.content entries of choice 0 */
+    struct svc_model_reply r;
     bool have_usage;
-    int64_t prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens;
-    json_object *logprobs; /* logprobs.content entries of choice 0, or NULL */
-    bool got_event;        /* at least one chunk was handled */
-    double retry_after;    /* seconds, < 0 when the server sent none */
+    bool got_event;     /* at least one chunk was handled */
+    double retry_after; /* seconds, < 0 when the server sent none */
     double retry_after_ms;
 };
 
@@ -132,11 +131,9 @@ static void oa_reset_attempt(struct oa *st)
     free(st->tools);
     st->tools = NULL;
     st->ntools = 0;
-    st->finish[0] = '\0';
+    json_object_put(st->r.logprobs);
+    memset(&st->r, 0, sizeof st->r);
     st->have_usage = false;
-    st->prompt_tokens = st->completion_tokens = st->cached_tokens = st->reasoning_tokens = 0;
-    json_object_put(st->logprobs);
-    st->logprobs = NULL;
     st->got_event = false;
     st->retry_after = -1;
     st->retry_after_ms = -1;
@@ -380,11 +377,11 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
     json_object *usage = svc_json_obj(chunk, "usage");
     if (usage) {
         st->have_usage = true;
-        st->prompt_tokens = svc_json_int(usage, "prompt_tokens", 0);
-        st->completion_tokens = svc_json_int(usage, "completion_tokens", 0);
-        st->cached_tokens =
+        st->r.prompt_tokens = svc_json_int(usage, "prompt_tokens", 0);
+        st->r.completion_tokens = svc_json_int(usage, "completion_tokens", 0);
+        st->r.cached_tokens =
             svc_json_int(svc_json_obj(usage, "prompt_tokens_details"), "cached_tokens", 0);
-        st->reasoning_tokens =
+        st->r.reasoning_tokens =
             svc_json_int(svc_json_obj(usage, "completion_tokens_details"), "reasoning_tokens", 0);
     }
     json_object *choices = svc_json_arr(chunk, "choices");
@@ -409,13 +406,14 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
         }
         json_object *lp = svc_json_arr(svc_json_obj(ch, "logprobs"), "content");
         for (size_t k = 0; lp && k < json_object_array_length(lp); k++) {
-            if (!st->logprobs)
-                st->logprobs = json_object_new_array();
-            json_object_array_add(st->logprobs, json_object_get(json_object_array_get_idx(lp, k)));
+            if (!st->r.logprobs)
+                st->r.logprobs = json_object_new_array();
+            json_object_array_add(st->r.logprobs,
+                                  json_object_get(json_object_array_get_idx(lp, k)));
         }
         const char *fr = svc_json_str(ch, "finish_reason", NULL);
         if (fr && *fr)
-            snprintf(st->finish, sizeof st->finish, "%s", fr);
+            snprintf(st->r.finish_reason, sizeof st->r.finish_reason, "%s", fr);
     }
     return 0;
 }
@@ -821,24 +819,18 @@ static int oa_attempts(struct oa *st, struct svc_err *err)
 static void oa_reply(struct oa *st, size_t prompt_chars, struct svc_model_reply *out)
 {
     size_t arg_chars = 0;
+    *out = st->r; /* usage, finish_reason, logprobs */
+    st->r.logprobs = NULL;
     out->tool_uses = oa_tool_uses(st, &arg_chars);
     out->text = svc_buf_steal(&st->text);
     size_t ntu = json_object_array_length(out->tool_uses);
-    const char *fr = st->finish;
+    const char *fr = out->finish_reason;
     if (ntu > 0 && (!*fr || strcmp(fr, "stop") == 0 || strcmp(fr, "function_call") == 0))
-        fr = "tool_calls";
+        snprintf(out->finish_reason, sizeof out->finish_reason, "tool_calls");
     else if (ntu == 0 &&
              (!*fr || strcmp(fr, "tool_calls") == 0 || strcmp(fr, "function_call") == 0))
-        fr = "stop";
-    snprintf(out->finish_reason, sizeof out->finish_reason, "%s", fr);
-    out->logprobs = st->logprobs;
-    st->logprobs = NULL;
-    if (st->have_usage) {
-        out->prompt_tokens = st->prompt_tokens;
-        out->completion_tokens = st->completion_tokens;
-        out->cached_tokens = st->cached_tokens;
-        out->reasoning_tokens = st->reasoning_tokens;
-    } else {
+        snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
+    if (!st->have_usage) {
         out->prompt_tokens = (int64_t)((prompt_chars + 3) / 4);
         out->completion_tokens = (int64_t)((strlen(out->text) + arg_chars + 3) / 4);
     }
