@@ -344,6 +344,13 @@ static void loop_mcp_list(struct svc_loop *loop)
 
 /* ---- tool calls ---- */
 
+/* Whether a call of name ends the run: a client tool's (SPEC 12.1), or an MCP call that
+ * awaits the client's approval (SPEC 16). */
+static bool loop_ends_with(struct svc_loop *loop, const char *name)
+{
+    return svc_ctools_named(loop->client_tools, name) || loop_needs_approval(loop, name);
+}
+
 /* How a call is answered: run here, the client's output, declined, or no result (a client
  * tool or a call awaiting approval that the request did not answer). */
 enum tool_kind { TK_RUN, TK_OUTPUT, TK_DECLINED, TK_NONE };
@@ -356,9 +363,7 @@ static enum tool_kind loop_tool_kind(struct svc_loop *loop, json_object *tu)
         return TK_OUTPUT;
     if (ans)
         return json_object_get_boolean(ap) ? TK_RUN : TK_DECLINED;
-    if (svc_ctools_named(loop->client_tools, name) || loop_needs_approval(loop, name))
-        return TK_NONE;
-    return TK_RUN;
+    return loop_ends_with(loop, name) ? TK_NONE : TK_RUN;
 }
 
 static void loop_tool_result(struct svc_loop *loop, json_object *tu, enum tool_kind kind,
@@ -586,13 +591,6 @@ static int loop_may_continue(struct svc_loop *loop, int iter, struct svc_err *er
                            loop->cancel == 2 ? "the run took longer than run_timeout_s"
                                              : "run cancelled");
     return 0;
-}
-
-/* Whether a call of name ends the run: a client tool's (SPEC 12.1), or an MCP call that
- * awaits the client's approval (SPEC 16). */
-static bool loop_ends_with(struct svc_loop *loop, const char *name)
-{
-    return svc_ctools_named(loop->client_tools, name) || loop_needs_approval(loop, name);
 }
 
 /* A reply with a call that ends the run: its OpenAI tool_calls (the newest of
