@@ -93,10 +93,11 @@ char *svc_openai_redact(const char *src, const char *secret)
     return b.data ? svc_buf_steal(&b) : svc_xstrdup("");
 }
 
-/* Set err with a message that never carries the key. */
-static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, const char *fmt, ...)
+/* Set err with a message that never carries the key. OA_FAIL. */
+static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code,
+                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code,
+                              const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -109,7 +110,7 @@ static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, co
     char *red = svc_openai_redact(msg, st->key);
     svc_err_set(err, code, "%s", red);
     free(red);
-    return -1;
+    return OA_FAIL;
 }
 
 static int oa_event(void *ctx, const char *data, size_t len);
@@ -313,41 +314,31 @@ static void oa_piece(char **dst, const char *piece)
 
 static void oa_tool_calls(struct oa *st, json_object *tcs, bool whole_message)
 {
-    size_t n = json_object_array_length(tcs);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < json_object_array_length(tcs); i++) {
         json_object *tc = json_object_array_get_idx(tcs, i);
         const char *id = svc_json_str(tc, "id", NULL);
-        int64_t index;
-        if (whole_message) {
-            index = (int64_t)i;
-        } else {
-            index = svc_json_int(tc, "index", -1);
-            if (index < 0) { /* servers that leave out index: a new id opens a new call */
-                bool fresh = id && *id &&
-                             (st->ntools == 0 || !st->tools[st->ntools - 1].id ||
-                              strcmp(st->tools[st->ntools - 1].id, id) != 0);
-                index = fresh || st->ntools == 0 ? (int64_t)st->ntools : (int64_t)st->ntools - 1;
-            }
+        int64_t index = whole_message ? (int64_t)i : svc_json_int(tc, "index", -1);
+        if (index < 0) { /* servers that leave out index: a new id opens a new call */
+            bool fresh = id && *id &&
+                         (st->ntools == 0 || !st->tools[st->ntools - 1].id ||
+                          strcmp(st->tools[st->ntools - 1].id, id) != 0);
+            index = fresh || st->ntools == 0 ? (int64_t)st->ntools : (int64_t)st->ntools - 1;
         }
         struct oa_tool *t = oa_tool_slot(st, index);
         if (!t)
             continue;
         if (id && *id && !t->id)
             t->id = svc_xstrdup(id);
-        json_object *fn = svc_json_obj(tc, "function");
-        if (!fn)
-            continue;
+        json_object *fn = svc_json_obj(tc, "function"), *args = NULL;
         oa_piece(&t->name, svc_json_str(fn, "name", NULL));
-        json_object *args = NULL;
-        if (json_object_object_get_ex(fn, "arguments", &args)) {
-            if (json_object_is_type(args, json_type_string)) {
-                svc_buf_adds(&t->args, json_object_get_string(args));
-            } else if (json_object_is_type(args, json_type_object)) { /* lenient servers */
-                char *s = svc_json_dump_compact(args);
-                if (s)
-                    svc_buf_adds(&t->args, s);
-                free(s);
-            }
+        json_object_object_get_ex(fn, "arguments", &args);
+        if (json_object_is_type(args, json_type_string)) {
+            svc_buf_adds(&t->args, json_object_get_string(args));
+        } else if (json_object_is_type(args, json_type_object)) { /* lenient servers */
+            char *s = svc_json_dump_compact(args);
+            if (s)
+                svc_buf_adds(&t->args, s);
+            free(s);
         }
     }
 }
@@ -637,15 +628,13 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     long status = 0;
     curl_easy_getinfo(st->h, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_setopt(st->h, CURLOPT_ERRORBUFFER, NULL);
-    int timeout = call->cfg->model.timeout_s;
 
     switch (st->abort) {
     case OA_CANCEL:
         svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
         return OA_FAIL;
     case OA_TOOBIG:
-        oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is too large");
-        return OA_FAIL;
+        return oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is too large");
     case OA_GONE:
     case OA_STREAMERR:
         return oa_chunk_failed(st, err);
@@ -655,12 +644,10 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     if (cc == CURLE_OPERATION_TIMEDOUT) {
         if (status == 0 && st->mode == OA_UNKNOWN && errbuf[0] &&
             strstr(errbuf, "onnect")) /* "Connection timed out", "connect timeout" */
-            oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
-                    "could not connect to the model server in time: %s", errbuf);
-        else
-            oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT, "the model server did not answer within %d s",
-                    timeout);
-        return OA_FAIL;
+            return oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
+                           "could not connect to the model server in time: %s", errbuf);
+        return oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
+                       "the model server did not answer within %d s", call->cfg->model.timeout_s);
     }
     if (status >= 300) {
         /* redact the whole body before any excerpt is cut from it */
@@ -688,8 +675,7 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         if (svc_json_parse(st->body.data ? st->body.data : "", st->body.len, &o, &perr) != 0 ||
             !json_object_is_type(o, json_type_object)) {
             json_object_put(o);
-            oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is not valid JSON");
-            return OA_FAIL;
+            return oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is not valid JSON");
         }
         int rc = oa_chunk(st, o, true);
         json_object_put(o);
@@ -700,11 +686,9 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         if (svc_sse_end(&st->sse) != 0)
             return oa_chunk_failed(st, err);
     }
-    if (!st->got_event) {
-        oa_fail(st, err, SVC_E_UPSTREAM, "the model server sent an empty answer (HTTP %ld)",
-                status);
-        return OA_FAIL;
-    }
+    if (!st->got_event)
+        return oa_fail(st, err, SVC_E_UPSTREAM, "the model server sent an empty answer (HTTP %ld)",
+                       status);
     return OA_OK;
 }
 
