@@ -475,19 +475,13 @@ static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
 
 static double oa_header_seconds(const char *v, size_t n)
 {
-    char tmp[64];
-    while (n > 0 && (*v == ' ' || *v == '\t')) {
-        v++;
-        n--;
-    }
-    if (n == 0 || n >= sizeof tmp)
+    char tmp[64], *end;
+    if (n >= sizeof tmp)
         return -1;
     memcpy(tmp, v, n);
     tmp[n] = '\0';
-    char *end;
-    double s = strtod(tmp, &end);
-    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
-        end++;
+    double s = strtod(tmp, &end); /* past leading white space */
+    end += strspn(end, " \t\r\n");
     if (end == tmp || *end || !(s >= 0))
         return -1; /* HTTP dates are not honoured */
     return s;
@@ -537,26 +531,26 @@ static int oa_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     return oa_poll(ud);
 }
 
-/* The server's message from an error body (heap), or NULL. */
-static char *oa_error_message(const char *body, size_t len)
+/* The server's message from an error body (heap), or NULL; its error.param (a field of the
+ * request) into param. */
+static char *oa_error_message(const char *body, char *param, size_t psz)
 {
-    json_object *o = NULL;
+    size_t len = strlen(body);
+    json_object *o = NULL, *e = NULL;
     char *msg = NULL;
-    if (len > 0 && svc_json_parse(body, len, &o, NULL) == 0) {
-        json_object *e = NULL;
-        const char *m = json_object_object_get_ex(o, "error", &e) ? oa_message_of(e) : NULL;
+    if (len == 0)
+        return NULL;
+    if (svc_json_parse(body, len, &o, NULL) == 0) {
+        json_object_object_get_ex(o, "error", &e);
+        const char *m = oa_message_of(e);
         if (!m)
-            m = svc_json_str(o, "message", NULL);
-        if (!m)
-            m = svc_json_str(o, "detail", NULL);
-        if (m && *m)
-            msg = svc_xstrdup(m);
+            m = svc_json_str(o, "message", svc_json_str(o, "detail", NULL));
+        snprintf(param, psz, "%s", svc_json_str(svc_json_obj(o, "error"), "param", ""));
+        msg = m && *m ? svc_xstrdup(m) : NULL;
         json_object_put(o);
         if (msg)
             return msg;
     }
-    if (len == 0)
-        return NULL;
     /* Not an error object: a short, one-line excerpt of the body. */
     size_t cut = len < 200 ? len : 200;
     char *excerpt = svc_xstrndup(body, cut);
@@ -570,18 +564,6 @@ static char *oa_error_message(const char *body, size_t len)
         svc_xasprintf(&msg, "%.*s%s", (int)(l - from), excerpt + from, cut < len ? "..." : "");
     free(excerpt);
     return msg;
-}
-
-/* The error body's error.param (a field of the request) into err->param. */
-static void oa_error_param(const char *body, struct svc_err *err)
-{
-    json_object *o = NULL;
-    if (!err || svc_json_parse(body, strlen(body), &o, NULL) != 0)
-        return;
-    const char *p = svc_json_str(svc_json_obj(o, "error"), "param", NULL);
-    if (p)
-        snprintf(err->param, sizeof err->param, "%s", p);
-    json_object_put(o);
 }
 
 static bool oa_connect_error(CURLcode cc)
@@ -652,12 +634,13 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     if (status >= 300) {
         /* redact the whole body before any excerpt is cut from it */
         char *body = svc_openai_redact(st->body.data ? st->body.data : "", st->key);
-        char *m = oa_error_message(body, strlen(body));
+        char param[sizeof err->param] = "";
+        char *m = oa_error_message(body, param, sizeof param);
         bool refused = status == 400 || status == 422;
         oa_fail(st, err, refused ? SVC_E_UPSTREAM_REFUSED : SVC_E_UPSTREAM,
                 "model server answered HTTP %ld%s%s", status, m ? ": " : "", m ? m : "");
-        if (refused) /* the field the server names, so the client knows which it refused */
-            oa_error_param(body, err);
+        if (refused && err) /* the field the server names, so the client knows which it refused */
+            snprintf(err->param, sizeof err->param, "%s", param);
         free(body);
         free(m);
         return status == 429 || status >= 500 ? OA_RETRY : OA_FAIL;
