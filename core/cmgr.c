@@ -130,8 +130,7 @@ char *svc_cm_echo_summary(json_object *messages)
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_adds(&b, "## Conversation Summary");
-    size_t n = json_object_array_length(messages);
-    for (size_t i = 0; i + 1 < n; i++) /* the last one is the request */
+    for (size_t i = 0; i + 1 < json_object_array_length(messages); i++) /* the last: the request */
         echo_line(&b, json_object_array_get_idx(messages, i));
     return svc_buf_steal(&b);
 }

@@ -40,8 +40,7 @@ static json_object *last_tool_result(json_object *msg)
 
 static const char *tool_name_for(json_object *messages, const char *tool_use_id)
 {
-    size_t n = json_object_array_length(messages);
-    for (size_t i = n; i > 0; i--) {
+    for (size_t i = json_object_array_length(messages); i > 0; i--) {
         json_object *content = svc_json_arr(json_object_array_get_idx(messages, i - 1), "content");
         for (size_t k = 0; content && k < json_object_array_length(content); k++) {
             json_object *tu = svc_json_obj(json_object_array_get_idx(content, k), "toolUse");

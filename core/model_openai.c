@@ -196,8 +196,7 @@ static json_object *oa_tool_choice(const char *choice)
 static size_t oa_prompt_chars(json_object *messages)
 {
     size_t chars = 0;
-    size_t n = json_object_array_length(messages);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < json_object_array_length(messages); i++) {
         json_object *m = json_object_array_get_idx(messages, i);
         const char *c = svc_json_str(m, "content", NULL);
         chars += c ? strlen(c) : 0;

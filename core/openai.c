@@ -209,8 +209,7 @@ char *svc_openai_content_text(json_object *content)
         return NULL;
     struct svc_buf b;
     svc_buf_init(&b);
-    size_t n = json_object_array_length(content);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < json_object_array_length(content); i++) {
         json_object *part = json_object_array_get_idx(content, i);
         const char *type = svc_json_str(part, "type", "text");
         const char *t = svc_json_str(part, "text", NULL);
@@ -225,9 +224,8 @@ char *svc_openai_content_text(json_object *content)
 
 bool svc_openai_has_media(json_object *content)
 {
-    size_t n =
-        json_object_is_type(content, json_type_array) ? json_object_array_length(content) : 0;
-    for (size_t i = 0; i < n; i++) {
+    bool array = json_object_is_type(content, json_type_array);
+    for (size_t i = 0; array && i < json_object_array_length(content); i++) {
         const char *type = svc_json_str(json_object_array_get_idx(content, i), "type", "text");
         if (strcmp(type, "image_url") == 0 || strcmp(type, "file") == 0)
             return true;
