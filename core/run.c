@@ -121,6 +121,21 @@ static json_object *turn_line(const char *run_id, const char *status, int64_t in
     return t;
 }
 
+/* The sidecar as a run leaves it: its status (idle for done), no current run, count
+ * messages; done: one more turn and no last_error, else error (taken, may be NULL). */
+static void leave_sidecar(json_object *sc, const char *status, int64_t count, json_object *error)
+{
+    char now[SVC_TIME_LEN];
+    bool done = strcmp(status, "done") == 0;
+    svc_json_set_str(sc, "status", done ? "idle" : status);
+    svc_json_set(sc, "current_run", NULL);
+    svc_json_set_int(sc, "message_count", count);
+    svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
+    if (done)
+        svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
+    svc_json_set(sc, "last_error", error);
+}
+
 /* ---- stale repair ---- */
 
 /* Repair sc (status running, no live run) in place. Caller holds the exclusive session
@@ -152,27 +167,13 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
     free(ids);
     json_object *last = NULL;
     svc_turns_last(s, &last, NULL);
-    char now[SVC_TIME_LEN];
-    svc_json_set(sc, "current_run", NULL);
-    svc_json_set_int(sc, "message_count", (int64_t)n);
-    svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
     int rc;
     /* only a sidecar a run wrote (with current_run) can be completed from its line */
-    if (last && !had_run) {
-        json_object_put(last);
-        last = NULL;
-    }
-    if (last && *run_id && strcmp(svc_json_str(last, "run_id", ""), run_id) == 0) {
+    if (last && had_run && *run_id && strcmp(svc_json_str(last, "run_id", ""), run_id) == 0) {
         const char *status = svc_json_str(last, "status", "error");
+        json_object *e = svc_json_obj(last, "error");
         bool done = strcmp(status, "done") == 0;
-        svc_json_set_str(sc, "status", done ? "idle" : status);
-        if (done) {
-            svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
-            svc_json_set(sc, "last_error", NULL);
-        } else {
-            json_object *e = svc_json_obj(last, "error");
-            svc_json_set(sc, "last_error", e ? svc_json_copy(e) : NULL);
-        }
+        leave_sidecar(sc, status, (int64_t)n, done || !e ? NULL : svc_json_copy(e));
         rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
         if (rc == 0)
             svc_logf("completed run %s of session %s from its turn line: status %s", run_id, sid,
@@ -180,8 +181,7 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
     } else {
         struct svc_err ie;
         svc_err_set(&ie, SVC_E_INTERRUPTED, "the run's process ended before the run finished");
-        svc_json_set_str(sc, "status", "error");
-        svc_json_set(sc, "last_error", error_object(&ie, run_id));
+        leave_sidecar(sc, "error", (int64_t)n, error_object(&ie, run_id));
         /* the events the run recorded (asynchronous runs), ended by the one error event */
         json_object *events = run_events(s->st.root, run_id);
         size_t nev = json_object_array_length(events);
@@ -684,18 +684,8 @@ static void end_leave(void *ctx, json_object *sc)
 {
     const struct end_ctx *c = ctx;
     struct svc_run *run = c->run;
-    char now[SVC_TIME_LEN];
-    svc_time_now_iso(now);
-    svc_json_set_str(sc, "status", strcmp(c->status, "done") == 0 ? "idle" : c->status);
-    svc_json_set(sc, "current_run", NULL);
-    svc_json_set_int(sc, "message_count", run->turn.stored);
-    svc_json_set_str(sc, "updated_at", now);
-    if (!c->failure) {
-        svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
-        svc_json_set(sc, "last_error", NULL);
-    } else {
-        svc_json_set(sc, "last_error", error_object(c->failure, run->run_id));
-    }
+    leave_sidecar(sc, c->status, run->turn.stored,
+                  c->failure ? error_object(c->failure, run->run_id) : NULL);
     /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
     if (json_object_array_length(run->loop.client_calls) > 0)
         svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->loop.client_calls));
