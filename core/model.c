@@ -160,17 +160,9 @@ static char *echo_tool_asked(const struct svc_model_call *call, const char *text
     if (choice && strcmp(choice, "none") == 0)
         return NULL;
     if (strncmp(text, "/tool ", 6) == 0) {
-        const char *name = text + 6;
-        while (*name == ' ')
-            name++;
-        const char *ne = name;
-        while (*ne && *ne != ' ')
-            ne++;
-        char *tname = svc_xstrndup(name, (size_t)(ne - name));
-        while (*ne == ' ')
-            ne++;
-        *input = svc_openai_args(ne);
-        return tname;
+        const char *name = text + 6 + strspn(text + 6, " ");
+        *input = svc_openai_args(word_end(name));
+        return svc_xstrndup(name, strcspn(name, " "));
     }
     if (!choice || strcmp(choice, "auto") == 0)
         return NULL;
