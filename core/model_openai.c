@@ -72,17 +72,12 @@ char *svc_openai_redact(const char *src, const char *secret)
     struct svc_buf b;
     svc_buf_init(&b);
     size_t kl = strlen(secret);
-    const char *p = src;
-    for (;;) {
-        const char *hit = strstr(p, secret);
-        if (!hit) {
-            svc_buf_adds(&b, p);
-            break;
-        }
+    const char *p = src, *hit;
+    for (; (hit = strstr(p, secret)) != NULL; p = hit + kl) {
         svc_buf_add(&b, p, (size_t)(hit - p));
         svc_buf_adds(&b, "***");
-        p = hit + kl;
     }
+    svc_buf_adds(&b, p);
     /* backstop: a text cut short may end in the start of the key; mask such a tail */
     for (size_t n = kl - 1 < b.len ? kl - 1 : b.len; n >= 4; n--)
         if (memcmp(b.data + b.len - n, secret, n) == 0) {
@@ -90,7 +85,7 @@ char *svc_openai_redact(const char *src, const char *secret)
             svc_buf_adds(&b, "***");
             break;
         }
-    return b.data ? svc_buf_steal(&b) : svc_xstrdup("");
+    return svc_buf_steal(&b);
 }
 
 /* Set err with a message that never carries the key. OA_FAIL. */
@@ -812,12 +807,12 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     if (svc_httpc_init(err) != 0)
         return -1;
 
-    struct oa st = {.call = call}; /* its svc_bufs empty */
-    st.key = svc_config_model_api_key(cfg);
+    /* its svc_bufs empty */
+    struct oa st = {.call = call, .key = svc_config_model_api_key(cfg), .h = curl_easy_init()};
+    if (!st.h)
+        return svc_err_set(err, SVC_E_INTERNAL, "libcurl could not create a handle");
     if (st.key && !*st.key)
         st.key = NULL;
-
-    int rc = -1;
     char *url = NULL, *auth = NULL;
     struct curl_slist *hdrs = NULL;
     size_t prompt_chars = 0;
@@ -828,11 +823,6 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     while (bl > 0 && base[bl - 1] == '/')
         bl--;
     svc_xasprintf(&url, "%.*s/chat/completions", (int)bl, base);
-    st.h = curl_easy_init();
-    if (!st.h) {
-        svc_err_set(err, SVC_E_INTERNAL, "libcurl could not create a handle");
-        goto done;
-    }
     hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream, application/json");
     hdrs = curl_slist_append(hdrs, "Expect:");
@@ -842,16 +832,13 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     }
     svc_httpc_setopts(st.h, url, hdrs, body, cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120,
                       oa_write, oa_header, oa_progress, &st);
-    if (oa_attempts(&st, err) == 0) {
+    int rc = oa_attempts(&st, err);
+    if (rc == 0)
         oa_reply(&st, prompt_chars, out);
-        rc = 0;
-    } else {
+    else
         out->streamed = st.text.len;
-    }
-done:
     oa_reset_attempt(&st);
-    if (st.h)
-        curl_easy_cleanup(st.h);
+    curl_easy_cleanup(st.h);
     curl_slist_free_all(hdrs);
     if (auth) {
         memset(auth, 0, strlen(auth));
