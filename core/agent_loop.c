@@ -226,11 +226,10 @@ static json_object *loop_model_request(struct svc_loop *loop)
         json_object_array_add(req, json_object_get(m));
         if (strcmp(svc_json_str(m, "role", ""), "assistant") != 0 || !svc_native_has(m, "toolUse"))
             continue;
-        json_object *next = i + 1 < n ? json_object_array_get_idx(loop->msgs, i + 1) : NULL;
-        if (next && svc_native_has(next, "toolResult"))
+        /* the last: the tool calls of this very run, about to be answered */
+        if (i + 1 == n ||
+            svc_native_has(json_object_array_get_idx(loop->msgs, i + 1), "toolResult"))
             continue;
-        if (i + 1 == n)
-            continue; /* the tool calls of this very run are about to be answered */
         json_object *calls = svc_ctools_pending(m);
         json_object_array_add(req, svc_ctools_interrupted(calls));
         json_object_put(calls);

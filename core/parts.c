@@ -64,15 +64,12 @@ struct data_url {
 
 static bool data_url_parse(const char *url, struct data_url *d)
 {
-    if (strncasecmp(url, "data:", 5) != 0)
-        return false;
-    const char *comma = strchr(url, ',');
+    const char *comma = strncasecmp(url, "data:", 5) == 0 ? strchr(url, ',') : NULL;
     if (!comma)
         return false;
     d->mime = url + 5;
     d->mime_len = strcspn(d->mime, ";,");
-    size_t head = (size_t)(comma - url);
-    if (head < 12 || strncasecmp(comma - 7, ";base64", 7) != 0)
+    if (comma - url < 12 || strncasecmp(comma - 7, ";base64", 7) != 0)
         return false;
     d->b64 = comma + 1;
     d->b64_len = strlen(d->b64);
@@ -87,10 +84,7 @@ static unsigned char *b64_decode(const char *s, size_t len, size_t *n)
     size_t body = len;
     while (body > 0 && s[body - 1] == '=' && len - body < 2)
         body--;
-    for (size_t i = 0; i < body; i++)
-        if (!s[i] || !strchr(alpha, s[i]))
-            return NULL;
-    if (body % 4 == 1 || (len != body && len % 4 != 0))
+    if (strspn(s, alpha) < body || body % 4 == 1 || (len != body && len % 4 != 0))
         return NULL;
     size_t padded = (body + 3) / 4 * 4;
     char *in = svc_xmalloc(padded + 1);
