@@ -312,13 +312,16 @@ static void loop_mcp_list(struct svc_loop *loop)
 {
     for (size_t i = 0; i < loop->nmcp; i++) {
         struct svc_loop_mcp *m = &loop->mcp[i];
-        json_object *tools = NULL, *shown = json_object_new_array();
+        json_object *tools = NULL;
         struct svc_err err;
         svc_err_clear(&err);
         if (m->conn && svc_mcp_list(m->conn, &tools, &err) == 0)
             m->tools = json_object_get(tools);
         else if (!m->conn)
             svc_err_set(&err, SVC_E_INVALID_FIELD, "no MCP server %s", m->label);
+        if (svc_json_bool(m->spec, "listed", false))
+            continue;
+        json_object *shown = json_object_new_array();
         for (size_t k = 0; m->tools && k < json_object_array_length(m->tools); k++) {
             json_object *t = json_object_array_get_idx(m->tools, k), *row;
             if (!loop_mcp_allows(m, svc_json_str(t, "name", "")))
@@ -328,10 +331,6 @@ static void loop_mcp_list(struct svc_loop *loop)
             svc_json_set_str(row, "description", svc_json_str(t, "description", NULL));
             svc_json_set(row, "input_schema", json_object_get(svc_json_obj(t, "inputSchema")));
             svc_json_set(row, "annotations", json_object_get(svc_json_obj(t, "annotations")));
-        }
-        if (svc_json_bool(m->spec, "listed", false)) {
-            json_object_put(shown);
-            continue;
         }
         json_object *ev = loop_event_new(loop, "mcp_list_tools");
         svc_json_set_str(ev, "server_label", m->label);
@@ -647,13 +646,11 @@ static json_object *loop_tools_offered(struct svc_loop *loop)
 
 json_object *svc_loop_final_event(struct svc_loop *loop, const struct svc_err *failure)
 {
-    json_object *ev;
+    json_object *ev = loop_event_new(loop, failure ? "error" : "done");
     if (!failure) {
-        ev = loop_event_new(loop, "done");
         svc_json_set_str(ev, "model_id", loop->model);
         svc_json_set_int(ev, "tool_steps", loop->tool_steps);
     } else {
-        ev = loop_event_new(loop, "error");
         svc_json_set_str(ev, "message", failure->message);
         svc_json_set_str(ev, "code", svc_err_name(failure->code));
     }
