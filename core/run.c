@@ -528,11 +528,10 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (begin_lock(run, req, err) != 0)
         return -1;
     if (req->expect_count > 0 && t->stored != req->expect_count) {
-        svc_turn_release(t); /* it grew since the request was matched to it: a retry matches
-                              * again (a fork now) */
+        /* it grew since the request was matched to it: a retry matches again (a fork now) */
+        svc_turn_release(t);
         return svc_err_set(err, SVC_E_SESSION_BUSY,
-                           "session %s changed while this request was "
-                           "matched to it; retry",
+                           "session %s changed while this request was matched to it; retry",
                            run->sess.sid);
     }
     json_object *sc = t->sc, *opening = NULL, *running = NULL;
