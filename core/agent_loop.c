@@ -12,6 +12,7 @@
 #include "memory.h"
 #include "model.h"
 #include "openai.h"
+#include "parts.h"
 #include "runstate.h"
 #include "tools.h"
 #include "util.h"
@@ -93,32 +94,11 @@ static void loop_on_retry(void *ctx, int attempt, int max_attempts, const char *
 
 /* ---- helpers ---- */
 
-static bool msg_has_block(json_object *msg, const char *key)
-{
-    json_object *c = svc_json_arr(msg, "content");
-    size_t n = c ? json_object_array_length(c) : 0;
-    for (size_t i = 0; i < n; i++)
-        if (svc_json_obj(json_object_array_get_idx(c, i), key))
-            return true;
-    return false;
-}
-
-json_object *svc_loop_user_message(const char *text)
-{
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "user");
-    json_object *c = json_object_new_array();
-    json_object *b = json_object_new_object();
-    svc_json_set_str(b, "text", text);
-    json_object_array_add(c, b);
-    svc_json_set(m, "content", c);
-    return m;
-}
-
 static bool window_start_ok(json_object *msgs, size_t i)
 {
     json_object *m = json_object_array_get_idx(msgs, i);
-    return strcmp(svc_json_str(m, "role", ""), "assistant") != 0 && !msg_has_block(m, "toolResult");
+    return strcmp(svc_json_str(m, "role", ""), "assistant") != 0 &&
+           !svc_native_has(m, "toolResult");
 }
 
 void svc_loop_manager(struct svc_loop *loop, json_object *agent)
@@ -163,7 +143,7 @@ static int loop_summarize(struct svc_loop *loop, bool all, struct svc_err *err)
     loop->completion_tokens += reply.completion_tokens;
     if (rc != 0)
         return -1;
-    json_object *summary = svc_loop_user_message(reply.text ? reply.text : "");
+    json_object *summary = svc_parts_message("user", svc_parts_text(reply.text ? reply.text : ""));
     svc_model_reply_free(&reply);
     loop->removed += (int64_t)n - (loop->summary ? 1 : 0);
     json_object_array_del_idx(loop->msgs, 1, n - 1);
@@ -178,23 +158,12 @@ static int loop_summarize(struct svc_loop *loop, bool all, struct svc_err *err)
     return 0;
 }
 
-/* The window's size in tokens as svc counts them (4 characters a token). */
-static int64_t window_tokens(const struct svc_loop *loop)
-{
-    size_t chars = 0;
-    for (size_t i = 0; i < json_object_array_length(loop->msgs); i++) {
-        char *t = svc_native_text(json_object_array_get_idx(loop->msgs, i));
-        chars += strlen(t);
-        free(t);
-    }
-    return (int64_t)((chars + 3) / 4);
-}
-
 /* SPEC 15 context_management: past the request's threshold, every message but the newest
  * preserve_recent_messages is summarised, as /responses/compact does. */
 static int loop_compact(struct svc_loop *loop, struct svc_err *err)
 {
-    if (loop->compact_threshold <= 0 || window_tokens(loop) <= loop->compact_threshold)
+    if (loop->compact_threshold <= 0 || /* the window's tokens, 4 characters a token */
+        (int64_t)((svc_native_chars(loop->msgs) + 3) / 4) <= loop->compact_threshold)
         return 0;
     return loop_summarize(loop, true, err);
 }
@@ -250,18 +219,17 @@ static json_object *loop_model_request(struct svc_loop *loop)
 {
     json_object *req = json_object_new_array();
     size_t n = json_object_array_length(loop->msgs), start = 0;
-    while (start < n && msg_has_block(json_object_array_get_idx(loop->msgs, start), "toolResult"))
+    while (start < n && svc_native_has(json_object_array_get_idx(loop->msgs, start), "toolResult"))
         start++;
     for (size_t i = start; i < n; i++) {
         json_object *m = json_object_array_get_idx(loop->msgs, i);
         json_object_array_add(req, json_object_get(m));
-        if (strcmp(svc_json_str(m, "role", ""), "assistant") != 0 || !msg_has_block(m, "toolUse"))
+        if (strcmp(svc_json_str(m, "role", ""), "assistant") != 0 || !svc_native_has(m, "toolUse"))
             continue;
-        json_object *next = i + 1 < n ? json_object_array_get_idx(loop->msgs, i + 1) : NULL;
-        if (next && msg_has_block(next, "toolResult"))
+        /* the last: the tool calls of this very run, about to be answered */
+        if (i + 1 == n ||
+            svc_native_has(json_object_array_get_idx(loop->msgs, i + 1), "toolResult"))
             continue;
-        if (i + 1 == n)
-            continue; /* the tool calls of this very run are about to be answered */
         json_object *calls = svc_ctools_pending(m);
         json_object_array_add(req, svc_ctools_interrupted(calls));
         json_object_put(calls);
@@ -344,29 +312,25 @@ static void loop_mcp_list(struct svc_loop *loop)
 {
     for (size_t i = 0; i < loop->nmcp; i++) {
         struct svc_loop_mcp *m = &loop->mcp[i];
-        json_object *tools = NULL, *shown = json_object_new_array();
+        json_object *tools = NULL;
         struct svc_err err;
         svc_err_clear(&err);
         if (m->conn && svc_mcp_list(m->conn, &tools, &err) == 0)
             m->tools = json_object_get(tools);
         else if (!m->conn)
             svc_err_set(&err, SVC_E_INVALID_FIELD, "no MCP server %s", m->label);
+        if (svc_json_bool(m->spec, "listed", false))
+            continue;
+        json_object *shown = json_object_new_array();
         for (size_t k = 0; m->tools && k < json_object_array_length(m->tools); k++) {
-            json_object *t = json_object_array_get_idx(m->tools, k),
-                        *row = json_object_new_object();
-            if (!loop_mcp_allows(m, svc_json_str(t, "name", ""))) {
-                json_object_put(row);
+            json_object *t = json_object_array_get_idx(m->tools, k), *row;
+            if (!loop_mcp_allows(m, svc_json_str(t, "name", "")))
                 continue;
-            }
+            json_object_array_add(shown, row = json_object_new_object());
             svc_json_set_str(row, "name", svc_json_str(t, "name", ""));
             svc_json_set_str(row, "description", svc_json_str(t, "description", NULL));
             svc_json_set(row, "input_schema", json_object_get(svc_json_obj(t, "inputSchema")));
             svc_json_set(row, "annotations", json_object_get(svc_json_obj(t, "annotations")));
-            json_object_array_add(shown, row);
-        }
-        if (svc_json_bool(m->spec, "listed", false)) {
-            json_object_put(shown);
-            continue;
         }
         json_object *ev = loop_event_new(loop, "mcp_list_tools");
         svc_json_set_str(ev, "server_label", m->label);
@@ -377,6 +341,13 @@ static void loop_mcp_list(struct svc_loop *loop)
 }
 
 /* ---- tool calls ---- */
+
+/* Whether a call of name ends the run: a client tool's (SPEC 12.1), or an MCP call that
+ * awaits the client's approval (SPEC 16). */
+static bool loop_ends_with(struct svc_loop *loop, const char *name)
+{
+    return svc_ctools_named(loop->client_tools, name) || loop_needs_approval(loop, name);
+}
 
 /* How a call is answered: run here, the client's output, declined, or no result (a client
  * tool or a call awaiting approval that the request did not answer). */
@@ -390,9 +361,7 @@ static enum tool_kind loop_tool_kind(struct svc_loop *loop, json_object *tu)
         return TK_OUTPUT;
     if (ans)
         return json_object_get_boolean(ap) ? TK_RUN : TK_DECLINED;
-    if (svc_ctools_named(loop->client_tools, name) || loop_needs_approval(loop, name))
-        return TK_NONE;
-    return TK_RUN;
+    return loop_ends_with(loop, name) ? TK_NONE : TK_RUN;
 }
 
 static void loop_tool_result(struct svc_loop *loop, json_object *tu, enum tool_kind kind,
@@ -459,17 +428,12 @@ static json_object *loop_result_block(const char *id, const struct svc_tool_resu
     svc_json_set_str(trb, "toolUseId", id);
     svc_json_set_str(trb, "status", res->ok ? "success" : "error");
     json_object *items = res->blocks ? json_object_get(res->blocks) : json_object_new_array();
-    if (json_object_array_length(items) == 0) {
-        json_object *t = json_object_new_object();
-        svc_json_set_str(t, "text", res->content ? res->content : "");
-        json_object_array_add(items, t);
-    }
+    if (json_object_array_length(items) == 0)
+        json_object_array_add(items, svc_parts_text(res->content ? res->content : ""));
     svc_json_set(trb, "content", items);
     if (res->structured)
         svc_json_set(trb, "structuredContent", json_object_get(res->structured));
-    json_object *blk = json_object_new_object();
-    svc_json_set(blk, "toolResult", trb);
-    return blk;
+    return svc_parts_wrap("toolResult", trb);
 }
 
 static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_err *err)
@@ -489,9 +453,7 @@ static int loop_tools(struct svc_loop *loop, json_object *tool_uses, struct svc_
         json_object_array_add(content, loop_result_block(svc_json_str(tu, "toolUseId", ""), &res));
         svc_tool_result_free(&res);
     }
-    json_object *msg = json_object_new_object();
-    svc_json_set_str(msg, "role", "user");
-    svc_json_set(msg, "content", content);
+    json_object *msg = svc_parts_message("user", content);
     int rc = loop_store(loop, msg, err);
     json_object_put(msg);
     return rc;
@@ -518,30 +480,21 @@ static char *loop_system_prompt(struct svc_loop *loop)
  * and latency in metadata). New reference. */
 static json_object *loop_reply_message(const struct svc_model_reply *reply)
 {
-    json_object *msg = json_object_new_object();
-    svc_json_set_str(msg, "role", "assistant");
     json_object *content = json_object_new_array();
-    if (reply->text && *reply->text) {
-        json_object *b = json_object_new_object();
-        svc_json_set_str(b, "text", reply->text);
-        json_object_array_add(content, b);
-    }
-    size_t ntu = json_object_array_length(reply->tool_uses);
-    for (size_t i = 0; i < ntu; i++) {
-        json_object *b = json_object_new_object();
-        svc_json_set(b, "toolUse", svc_json_copy(json_object_array_get_idx(reply->tool_uses, i)));
-        json_object_array_add(content, b);
-    }
-    svc_json_set(msg, "content", content);
-    json_object *meta = json_object_new_object();
+    if (reply->text && *reply->text)
+        json_object_array_add(content, svc_parts_text(reply->text));
+    for (size_t i = 0; i < json_object_array_length(reply->tool_uses); i++)
+        json_object_array_add(
+            content, svc_parts_wrap("toolUse",
+                                    svc_json_copy(json_object_array_get_idx(reply->tool_uses, i))));
+    json_object *msg = svc_parts_message("assistant", content);
     json_object *usage = json_object_new_object();
     svc_json_set_int(usage, "inputTokens", reply->prompt_tokens);
     svc_json_set_int(usage, "outputTokens", reply->completion_tokens);
     svc_json_set_int(usage, "totalTokens", reply->prompt_tokens + reply->completion_tokens);
-    svc_json_set(meta, "usage", usage);
-    json_object *metrics = json_object_new_object();
-    svc_json_set_int(metrics, "latencyMs", reply->latency_ms);
-    svc_json_set(meta, "metrics", metrics);
+    json_object *meta = svc_parts_wrap("usage", usage);
+    svc_json_set(meta, "metrics",
+                 svc_parts_wrap("latencyMs", json_object_new_int64(reply->latency_ms)));
     svc_json_set(msg, "metadata", meta);
     return msg;
 }
@@ -638,13 +591,6 @@ static int loop_may_continue(struct svc_loop *loop, int iter, struct svc_err *er
     return 0;
 }
 
-/* Whether a call of name ends the run: a client tool's (SPEC 12.1), or an MCP call that
- * awaits the client's approval (SPEC 16). */
-static bool loop_ends_with(struct svc_loop *loop, const char *name)
-{
-    return svc_ctools_named(loop->client_tools, name) || loop_needs_approval(loop, name);
-}
-
 /* A reply with a call that ends the run: its OpenAI tool_calls (the newest of
  * loop->tool_calls) go to the client. Returns whether it does. */
 static bool loop_client_calls(struct svc_loop *loop, json_object *tool_uses)
@@ -681,21 +627,18 @@ static json_object *loop_tools_offered(struct svc_loop *loop)
     for (size_t i = 0; i < loop->nmcp; i++) {
         struct svc_loop_mcp *m = &loop->mcp[i];
         for (size_t k = 0; m->remote && m->tools && k < json_object_array_length(m->tools); k++) {
-            json_object *t = json_object_array_get_idx(m->tools, k), *o = json_object_new_object();
+            json_object *t = json_object_array_get_idx(m->tools, k), *o;
             char name[128];
             snprintf(name, sizeof name, "%s__%s", m->label, svc_json_str(t, "name", ""));
-            if (!loop_mcp_allows(m, svc_json_str(t, "name", "")) || strlen(name) > 64) {
-                json_object_put(o);
+            if (!loop_mcp_allows(m, svc_json_str(t, "name", "")) || strlen(name) > 64)
                 continue;
-            }
+            json_object_array_add(tools, o = json_object_new_object());
             svc_json_set_str(o, "name", name);
             svc_json_set_str(o, "description", svc_json_str(t, "description", ""));
             svc_json_set(o, "parameters", json_object_get(svc_json_obj(t, "inputSchema")));
-            json_object_array_add(tools, o);
         }
     }
-    size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; loop->client_tools && i < json_object_array_length(loop->client_tools); i++)
         json_object_array_add(tools,
                               json_object_get(json_object_array_get_idx(loop->client_tools, i)));
     return tools;
@@ -703,13 +646,11 @@ static json_object *loop_tools_offered(struct svc_loop *loop)
 
 json_object *svc_loop_final_event(struct svc_loop *loop, const struct svc_err *failure)
 {
-    json_object *ev;
+    json_object *ev = loop_event_new(loop, failure ? "error" : "done");
     if (!failure) {
-        ev = loop_event_new(loop, "done");
         svc_json_set_str(ev, "model_id", loop->model);
         svc_json_set_int(ev, "tool_steps", loop->tool_steps);
     } else {
-        ev = loop_event_new(loop, "error");
         svc_json_set_str(ev, "message", failure->message);
         svc_json_set_str(ev, "code", svc_err_name(failure->code));
     }
@@ -798,8 +739,7 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->settings = req->settings ? svc_json_copy(req->settings) : NULL;
     loop->client_tools = req->client_tools ? svc_json_copy(req->client_tools) : NULL;
     loop->client_names = json_object_new_array();
-    size_t n = loop->client_tools ? json_object_array_length(loop->client_tools) : 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; loop->client_tools && i < json_object_array_length(loop->client_tools); i++)
         json_object_array_add(loop->client_names,
                               json_object_new_string(svc_json_str(
                                   json_object_array_get_idx(loop->client_tools, i), "name", "")));

@@ -5,10 +5,10 @@
 
 #include "jsonx.h"
 #include "openai.h"
+#include "parts.h"
 #include "util.h"
 
-static const char sliding[] = "SlidingWindowConversationManager";
-static const char summarizing[] = "SummarizingConversationManager";
+#define SUMMARIZING "SummarizingConversationManager"
 
 /* Strands' DEFAULT_SUMMARIZATION_PROMPT (SummarizingConversationManager), word for word. */
 static const char prompt[] =
@@ -36,24 +36,18 @@ bool svc_cm_is_request(const char *system_prompt)
 
 json_object *svc_cm_new_state(enum svc_conv_manager kind)
 {
-    json_object *cm = json_object_new_object();
-    if (kind == SVC_CM_SUMMARIZING) {
-        svc_json_set(cm, "summary_message", NULL);
-        svc_json_set_str(cm, "__name__", summarizing);
-        svc_json_set_int(cm, "removed_message_count", 0);
-    } else {
-        svc_json_set_str(cm, "__name__", sliding);
-        svc_json_set_int(cm, "removed_message_count", 0);
-        svc_json_set_int(cm, "model_call_count", 0);
-    }
-    return cm;
+    return json_tokener_parse(kind == SVC_CM_SUMMARIZING
+                                  ? "{\"summary_message\": null, \"__name__\": \"" SUMMARIZING
+                                    "\", \"removed_message_count\": 0}"
+                                  : "{\"__name__\": \"SlidingWindowConversationManager\", "
+                                    "\"removed_message_count\": 0, \"model_call_count\": 0}");
 }
 
 bool svc_cm_summarizing(json_object *agent)
 {
     const char *name =
         svc_json_str(svc_json_obj(agent, "conversation_manager_state"), "__name__", "");
-    return strcmp(name, summarizing) == 0;
+    return strcmp(name, SUMMARIZING) == 0;
 }
 
 json_object *svc_cm_summary(json_object *agent)
@@ -68,15 +62,6 @@ void svc_cm_set_summary(json_object *agent, json_object *summary)
     json_object *cm = svc_json_obj(agent, "conversation_manager_state");
     if (cm && summary && svc_cm_summarizing(agent)) /* never into another manager's state */
         svc_json_set(cm, "summary_message", json_object_get(summary)); /* in place */
-}
-
-static bool has_block(json_object *msg, const char *key)
-{
-    json_object *c = svc_json_arr(msg, "content");
-    for (size_t i = 0; c && i < json_object_array_length(c); i++)
-        if (json_object_object_get_ex(json_object_array_get_idx(c, i), key, NULL))
-            return true;
-    return false;
 }
 
 size_t svc_cm_split(const struct svc_config *cfg, json_object *window, bool all)
@@ -95,8 +80,8 @@ size_t svc_cm_split(const struct svc_config *cfg, json_object *window, bool all)
     while (count < n) {
         json_object *m = json_object_array_get_idx(window, count);
         json_object *next = count + 1 < n ? json_object_array_get_idx(window, count + 1) : NULL;
-        if (has_block(m, "toolResult") ||
-            (has_block(m, "toolUse") && next && !has_block(next, "toolResult")))
+        if (svc_native_has(m, "toolResult") ||
+            (svc_native_has(m, "toolUse") && next && !svc_native_has(next, "toolResult")))
             count++;
         else
             break;
@@ -109,13 +94,8 @@ json_object *svc_cm_request(json_object *window, size_t count)
     json_object *req = json_object_new_array();
     for (size_t i = 0; i < count; i++)
         json_object_array_add(req, json_object_get(json_object_array_get_idx(window, i)));
-    json_object *ask = json_object_new_object(), *content = json_object_new_array();
-    json_object *text = json_object_new_object();
-    svc_json_set_str(text, "text", "Please summarize this conversation.");
-    json_object_array_add(content, text);
-    svc_json_set_str(ask, "role", "user");
-    svc_json_set(ask, "content", content);
-    json_object_array_add(req, ask);
+    json_object_array_add(
+        req, svc_parts_message("user", svc_parts_text("Please summarize this conversation.")));
     return req;
 }
 
@@ -150,8 +130,7 @@ char *svc_cm_echo_summary(json_object *messages)
     struct svc_buf b;
     svc_buf_init(&b);
     svc_buf_adds(&b, "## Conversation Summary");
-    size_t n = json_object_array_length(messages);
-    for (size_t i = 0; i + 1 < n; i++) /* the last one is the request */
+    for (size_t i = 0; i + 1 < json_object_array_length(messages); i++) /* the last: the request */
         echo_line(&b, json_object_array_get_idx(messages, i));
     return svc_buf_steal(&b);
 }

@@ -90,18 +90,15 @@ static int sse_line(struct svc_sse *s, const char *p, size_t n)
     if (s->event.len > 0)
         svc_buf_add(&s->event, "\n", 1);
     svc_buf_add(&s->event, p, n);
-    if ((long)s->event.len > SVC_SSE_MAX) {
-        s->too_big = true;
+    s->too_big = (long)s->event.len > SVC_SSE_MAX;
+    if (s->too_big)
         return -1;
-    }
-    json_object *probe = NULL;
-    if (strcmp(s->event.data, "[DONE]") == 0)
-        return sse_dispatch(s);
-    if (s->event.data[0] == '{' && svc_json_parse(s->event.data, s->event.len, &probe, NULL) == 0) {
-        json_object_put(probe);
-        return sse_dispatch(s);
-    }
-    return 0;
+    json_object *probe = NULL; /* a whole JSON object is an event at once */
+    bool whole =
+        strcmp(s->event.data, "[DONE]") == 0 ||
+        (s->event.data[0] == '{' && svc_json_parse(s->event.data, s->event.len, &probe, NULL) == 0);
+    json_object_put(probe);
+    return whole ? sse_dispatch(s) : 0;
 }
 
 int svc_sse_feed(struct svc_sse *s, const char *p, size_t n)
@@ -112,11 +109,8 @@ int svc_sse_feed(struct svc_sse *s, const char *p, size_t n)
         if (!nl || s->line.len > 0)
             svc_buf_add(&s->line, p, seg);
         if (!nl) {
-            if ((long)s->line.len > SVC_SSE_MAX) {
-                s->too_big = true;
-                return -1;
-            }
-            return 0;
+            s->too_big = (long)s->line.len > SVC_SSE_MAX;
+            return s->too_big ? -1 : 0;
         }
         int rc = s->line.len > 0 ? sse_line(s, s->line.data, s->line.len) : sse_line(s, p, seg);
         s->line.len = 0;

@@ -22,22 +22,15 @@ static int64_t tokens_of(size_t chars)
 /* The prompt's size in tokens by the 4-characters rule (system prompt and window). */
 static int64_t prompt_estimate(const struct svc_model_call *call)
 {
-    size_t chars = call->system_prompt ? strlen(call->system_prompt) : 0;
-    size_t n = call->messages ? json_object_array_length(call->messages) : 0;
-    for (size_t i = 0; i < n; i++) {
-        char *t = svc_native_text(json_object_array_get_idx(call->messages, i));
-        chars += strlen(t);
-        free(t);
-    }
-    return tokens_of(chars);
+    size_t sys = call->system_prompt ? strlen(call->system_prompt) : 0;
+    return tokens_of(sys + svc_native_chars(call->messages));
 }
 
-/* The text of the newest toolResult in msg, and its toolUseId; NULL when none. */
+/* The newest toolResult of msg (borrowed), or NULL. */
 static json_object *last_tool_result(json_object *msg)
 {
     json_object *content = svc_json_arr(msg, "content");
-    size_t n = content ? json_object_array_length(content) : 0;
-    for (size_t i = n; i > 0; i--) {
+    for (size_t i = content ? json_object_array_length(content) : 0; i > 0; i--) {
         json_object *tr = svc_json_obj(json_object_array_get_idx(content, i - 1), "toolResult");
         if (tr)
             return tr;
@@ -47,11 +40,9 @@ static json_object *last_tool_result(json_object *msg)
 
 static const char *tool_name_for(json_object *messages, const char *tool_use_id)
 {
-    size_t n = json_object_array_length(messages);
-    for (size_t i = n; i > 0; i--) {
+    for (size_t i = json_object_array_length(messages); i > 0; i--) {
         json_object *content = svc_json_arr(json_object_array_get_idx(messages, i - 1), "content");
-        size_t m = content ? json_object_array_length(content) : 0;
-        for (size_t k = 0; k < m; k++) {
+        for (size_t k = 0; content && k < json_object_array_length(content); k++) {
             json_object *tu = svc_json_obj(json_object_array_get_idx(content, k), "toolUse");
             if (tu && strcmp(svc_json_str(tu, "toolUseId", ""), tool_use_id) == 0)
                 return svc_json_str(tu, "name", "tool");
@@ -60,34 +51,33 @@ static const char *tool_name_for(json_object *messages, const char *tool_use_id)
     return "tool";
 }
 
-/* Stream text word by word (each word with its following spaces). */
-static int echo_stream(const struct svc_model_call *call, const char *text, long delay_ms,
-                       struct svc_err *err)
+/* The end of the word at p with its following spaces: echo streams a word at a time. */
+static const char *word_end(const char *p)
 {
-    const char *p = text;
-    while (*p) {
-        const char *e = p;
-        while (*e && *e != ' ')
-            e++;
-        while (*e == ' ')
-            e++;
-        if (delay_ms > 0) {
-            for (long waited = 0; waited < delay_ms; waited += 50) {
-                if (call->should_cancel && call->should_cancel(call->ctx))
-                    return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
-                if (call->on_idle && waited % 1000 == 0 && waited > 0 && call->on_idle(call->ctx))
-                    return svc_err_set(err, SVC_E_CANCELLED, "client went away");
-                svc_sleep_s((delay_ms - waited < 50 ? delay_ms - waited : 50) / 1000.0);
-            }
+    p += strcspn(p, " ");
+    return p + strspn(p, " ");
+}
+
+static int echo_stream(const struct svc_model_call *call, const char *text, long delay_ms,
+                       struct svc_model_reply *out, struct svc_err *err)
+{
+    for (const char *p = text, *e; *p; p = e) {
+        e = word_end(p);
+        for (long waited = 0; waited < delay_ms; waited += 50) {
+            if (call->should_cancel && call->should_cancel(call->ctx))
+                return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
+            if (call->on_idle && waited % 1000 == 0 && waited > 0 && call->on_idle(call->ctx))
+                return svc_err_set(err, SVC_E_CANCELLED, "client went away");
+            svc_sleep_s((delay_ms - waited < 50 ? delay_ms - waited : 50) / 1000.0);
         }
         if (call->should_cancel && call->should_cancel(call->ctx))
             return svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
         char *word = svc_xstrndup(p, (size_t)(e - p));
         int stop = call->on_delta ? call->on_delta(call->ctx, word) : 0;
+        out->streamed += strlen(word);
         free(word);
         if (stop)
             return svc_err_set(err, SVC_E_CANCELLED, "client went away");
-        p = e;
     }
     return 0;
 }
@@ -141,12 +131,8 @@ static json_object *echo_logprobs(const struct svc_model_call *call, const char 
         return NULL;
     bool top = svc_json_int(call->settings, "top_logprobs", 0) > 0;
     json_object *out = json_object_new_array();
-    for (const char *p = text; *p;) {
-        const char *e = p;
-        while (*e && *e != ' ')
-            e++;
-        while (*e == ' ')
-            e++;
+    for (const char *p = text, *e; *p; p = e) {
+        e = word_end(p);
         json_object *lp = json_object_new_object(), *bytes = json_object_new_array();
         for (const char *b = p; b < e; b++)
             json_object_array_add(bytes, json_object_new_int((unsigned char)*b));
@@ -158,7 +144,6 @@ static json_object *echo_logprobs(const struct svc_model_call *call, const char 
             json_object_array_add(tops, svc_json_copy(lp));
         svc_json_set(lp, "top_logprobs", tops);
         json_object_array_add(out, lp);
-        p = e;
     }
     return out;
 }
@@ -175,23 +160,9 @@ static char *echo_tool_asked(const struct svc_model_call *call, const char *text
     if (choice && strcmp(choice, "none") == 0)
         return NULL;
     if (strncmp(text, "/tool ", 6) == 0) {
-        const char *name = text + 6;
-        while (*name == ' ')
-            name++;
-        const char *ne = name;
-        while (*ne && *ne != ' ')
-            ne++;
-        char *tname = svc_xstrndup(name, (size_t)(ne - name));
-        while (*ne == ' ')
-            ne++;
-        if (*ne && (svc_json_parse_python(ne, strlen(ne), input, NULL) != 0 ||
-                    !json_object_is_type(*input, json_type_object))) {
-            json_object_put(*input);
-            *input = NULL;
-        }
-        if (!*input)
-            *input = json_object_new_object();
-        return tname;
+        const char *name = text + 6 + strspn(text + 6, " ");
+        *input = svc_openai_args(word_end(name));
+        return svc_xstrndup(name, strcspn(name, " "));
     }
     if (!choice || strcmp(choice, "auto") == 0)
         return NULL;
@@ -228,30 +199,19 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     if (strncmp(text, "/slow ", 6) == 0) {
         char *end;
         delay = strtol(text + 6, &end, 10);
-        if (delay < 0)
-            delay = 0;
-        if (delay > 10000)
-            delay = 10000;
+        delay = delay < 0 ? 0 : delay > 10000 ? 10000 : delay;
         text = *end == ' ' ? end + 1 : end;
     }
     if (svc_cm_is_request(call->system_prompt)) {
         answer = svc_cm_echo_summary(msgs); /* SPEC 17: deterministic, offline */
     } else if (tr) {
-        struct svc_buf b;
-        svc_buf_init(&b);
-        json_object *items = svc_json_arr(tr, "content");
-        for (size_t i = 0; items && i < json_object_array_length(items); i++) {
-            const char *t = svc_json_str(json_object_array_get_idx(items, i), "text", NULL);
-            if (t)
-                svc_buf_adds(&b, t);
-        }
-        char *res = svc_buf_steal(&b);
+        char *res = svc_native_text(tr); /* its text items */
         const char *status = svc_json_str(tr, "status", "success");
         const char *used = tool_name_for(msgs, svc_json_str(tr, "toolUseId", ""));
         bool client = svc_ctools_named(call->client_tools, used);
         svc_xasprintf(&answer, "%s %s %s%s %s", client ? "Echo: tool" : "Tool", used,
                       strcmp(status, "success") == 0 ? "returned" : "failed", client ? "" : ":",
-                      res ? res : "");
+                      res);
         free(res);
     } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {
         char id[32], hex[13];
@@ -278,7 +238,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     }
     snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
     echo_shape(call, tr ? answer : text, &answer, out);
-    if (echo_stream(call, answer, delay, err) != 0)
+    if (echo_stream(call, answer, delay, out, err) != 0)
         goto done;
     out->logprobs = echo_logprobs(call, answer);
     out->text = answer;
@@ -290,38 +250,6 @@ done:
     free(answer);
     free(input);
     return rc;
-}
-
-/* Counts what the model streamed, so a cancelled call can still report what it used. */
-struct counting {
-    const struct svc_model_call *call;
-    size_t chars;
-};
-
-static int count_delta(void *ctx, const char *text)
-{
-    struct counting *c = ctx;
-    c->chars += strlen(text);
-    return c->call->on_delta ? c->call->on_delta(c->call->ctx, text) : 0;
-}
-
-static int count_should_cancel(void *ctx)
-{
-    struct counting *c = ctx;
-    return c->call->should_cancel ? c->call->should_cancel(c->call->ctx) : 0;
-}
-
-static int count_on_idle(void *ctx)
-{
-    struct counting *c = ctx;
-    return c->call->on_idle ? c->call->on_idle(c->call->ctx) : 0;
-}
-
-static void count_on_retry(void *ctx, int attempt, int max_attempts, const char *text)
-{
-    struct counting *c = ctx;
-    if (c->call->on_retry)
-        c->call->on_retry(c->call->ctx, attempt, max_attempts, text);
 }
 
 /* The window without the messages redacted to nothing (deleted conversation items, which
@@ -345,28 +273,14 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
 {
     memset(out, 0, sizeof *out);
     double t0 = svc_time_monotonic();
-    struct counting cnt = {call, 0};
     struct svc_model_call c = *call;
-    c.on_delta = count_delta;
-    c.should_cancel = count_should_cancel;
-    c.on_idle = count_on_idle;
-    c.on_retry = count_on_retry;
-    c.ctx = &cnt;
     json_object *kept = without_erased(call->messages);
     if (kept)
         c.messages = kept;
-    int rc;
-    switch (call->cfg->model.provider) {
-    case SVC_MODEL_ECHO:
-        rc = echo_invoke(&c, out, err);
-        break;
-    case SVC_MODEL_OPENAI:
-        rc = svc_model_openai_invoke(&c, out, err);
-        break;
-    default:
-        rc = svc_err_set(err, SVC_E_CONFIG, "unknown model provider");
-        break;
-    }
+    enum svc_model_provider p = call->cfg->model.provider;
+    int rc = p == SVC_MODEL_ECHO     ? echo_invoke(&c, out, err)
+             : p == SVC_MODEL_OPENAI ? svc_model_openai_invoke(&c, out, err)
+                                     : svc_err_set(err, SVC_E_CONFIG, "unknown model provider");
     json_object_put(kept);
     out->latency_ms = (int64_t)((svc_time_monotonic() - t0) * 1000);
     svc_metrics_model(svc_time_monotonic() - t0, rc == 0 || !err ? SVC_OK : err->code);
@@ -374,10 +288,10 @@ int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *
         svc_model_reply_free(out);
         out->prompt_tokens = out->completion_tokens = 0;
         if (err && (err->code == SVC_E_CANCELLED || err->code == SVC_E_RUN_TIMEOUT) &&
-            cnt.chars > 0) {
+            out->streamed > 0) {
             /* cut short after producing text: what it used, by the 4-characters rule */
             out->prompt_tokens = prompt_estimate(call);
-            out->completion_tokens = tokens_of(cnt.chars);
+            out->completion_tokens = tokens_of(out->streamed);
         }
     }
     return rc;

@@ -53,12 +53,11 @@ struct oa {
     struct svc_buf text;
     struct oa_tool *tools;
     size_t ntools;
-    char finish[16];
+    /* the server's usage, finish_reason and logprobs.content entries of choice 0 */
+    struct svc_model_reply r;
     bool have_usage;
-    int64_t prompt_tokens, completion_tokens, cached_tokens, reasoning_tokens;
-    json_object *logprobs; /* logprobs.content entries of choice 0, or NULL */
-    bool got_event;        /* at least one chunk was handled */
-    double retry_after;    /* seconds, < 0 when the server sent none */
+    bool got_event;     /* at least one chunk was handled */
+    double retry_after; /* seconds, < 0 when the server sent none */
     double retry_after_ms;
 };
 
@@ -73,17 +72,12 @@ char *svc_openai_redact(const char *src, const char *secret)
     struct svc_buf b;
     svc_buf_init(&b);
     size_t kl = strlen(secret);
-    const char *p = src;
-    for (;;) {
-        const char *hit = strstr(p, secret);
-        if (!hit) {
-            svc_buf_adds(&b, p);
-            break;
-        }
+    const char *p = src, *hit;
+    for (; (hit = strstr(p, secret)) != NULL; p = hit + kl) {
         svc_buf_add(&b, p, (size_t)(hit - p));
         svc_buf_adds(&b, "***");
-        p = hit + kl;
     }
+    svc_buf_adds(&b, p);
     /* backstop: a text cut short may end in the start of the key; mask such a tail */
     for (size_t n = kl - 1 < b.len ? kl - 1 : b.len; n >= 4; n--)
         if (memcmp(b.data + b.len - n, secret, n) == 0) {
@@ -91,13 +85,14 @@ char *svc_openai_redact(const char *src, const char *secret)
             svc_buf_adds(&b, "***");
             break;
         }
-    return b.data ? svc_buf_steal(&b) : svc_xstrdup("");
+    return svc_buf_steal(&b);
 }
 
-/* Set err with a message that never carries the key. */
-static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, const char *fmt, ...)
+/* Set err with a message that never carries the key. OA_FAIL. */
+static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code,
+                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code,
+                              const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
@@ -110,7 +105,7 @@ static int oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, co
     char *red = svc_openai_redact(msg, st->key);
     svc_err_set(err, code, "%s", red);
     free(red);
-    return -1;
+    return OA_FAIL;
 }
 
 static int oa_event(void *ctx, const char *data, size_t len);
@@ -132,11 +127,9 @@ static void oa_reset_attempt(struct oa *st)
     free(st->tools);
     st->tools = NULL;
     st->ntools = 0;
-    st->finish[0] = '\0';
+    json_object_put(st->r.logprobs);
+    memset(&st->r, 0, sizeof st->r);
     st->have_usage = false;
-    st->prompt_tokens = st->completion_tokens = st->cached_tokens = st->reasoning_tokens = 0;
-    json_object_put(st->logprobs);
-    st->logprobs = NULL;
     st->got_event = false;
     st->retry_after = -1;
     st->retry_after_ms = -1;
@@ -162,14 +155,9 @@ static json_object *oa_tools_json(json_object *tools)
         if (desc)
             svc_json_set_str(fn, "description", desc);
         json_object *params = svc_json_obj(t, "parameters");
-        if (params) {
-            svc_json_set(fn, "parameters", svc_json_copy(params));
-        } else {
-            json_object *p = json_object_new_object();
-            svc_json_set_str(p, "type", "object");
-            svc_json_set(p, "properties", json_object_new_object());
-            svc_json_set(fn, "parameters", p);
-        }
+        svc_json_set(fn, "parameters",
+                     params ? svc_json_copy(params)
+                            : json_tokener_parse("{\"type\": \"object\", \"properties\": {}}"));
         json_object *strict = NULL;
         if (json_object_object_get_ex(t, "strict", &strict) && strict)
             svc_json_set(fn, "strict", json_object_get(strict));
@@ -203,8 +191,7 @@ static json_object *oa_tool_choice(const char *choice)
 static size_t oa_prompt_chars(json_object *messages)
 {
     size_t chars = 0;
-    size_t n = json_object_array_length(messages);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < json_object_array_length(messages); i++) {
         json_object *m = json_object_array_get_idx(messages, i);
         const char *c = svc_json_str(m, "content", NULL);
         chars += c ? strlen(c) : 0;
@@ -231,8 +218,7 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
         svc_json_set_str(m, "content", sys);
         json_object_array_add(msgs, m);
     }
-    size_t n = call->messages ? json_object_array_length(call->messages) : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; call->messages && i < json_object_array_length(call->messages); i++) {
         json_object *proj = svc_openai_project(json_object_array_get_idx(call->messages, i));
         size_t k = proj ? json_object_array_length(proj) : 0;
         for (size_t j = 0; j < k; j++)
@@ -282,13 +268,10 @@ static int oa_deliver(struct oa *st, const char *text)
     if (!*text)
         return 0;
     svc_buf_adds(&st->text, text);
-    const struct svc_model_call *call = st->call;
-    if (call->on_delta) {
-        st->delivered = true;
-        if (call->on_delta(call->ctx, text)) {
-            st->abort = OA_GONE;
-            return -1;
-        }
+    st->delivered = true;
+    if (st->call->on_delta && st->call->on_delta(st->call->ctx, text)) {
+        st->abort = OA_GONE;
+        return -1;
     }
     return 0;
 }
@@ -299,9 +282,7 @@ static struct oa_tool *oa_tool_slot(struct oa *st, int64_t index)
         return NULL;
     if ((size_t)index >= st->ntools) {
         struct oa_tool *t = svc_xrealloc(st->tools, ((size_t)index + 1) * sizeof *t);
-        memset(t + st->ntools, 0, ((size_t)index + 1 - st->ntools) * sizeof *t);
-        for (size_t i = st->ntools; i <= (size_t)index; i++)
-            svc_buf_init(&t[i].args);
+        memset(t + st->ntools, 0, ((size_t)index + 1 - st->ntools) * sizeof *t); /* bufs empty */
         st->tools = t;
         st->ntools = (size_t)index + 1;
     }
@@ -327,43 +308,40 @@ static void oa_piece(char **dst, const char *piece)
 
 static void oa_tool_calls(struct oa *st, json_object *tcs, bool whole_message)
 {
-    size_t n = json_object_array_length(tcs);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < json_object_array_length(tcs); i++) {
         json_object *tc = json_object_array_get_idx(tcs, i);
         const char *id = svc_json_str(tc, "id", NULL);
-        int64_t index;
-        if (whole_message) {
-            index = (int64_t)i;
-        } else {
-            index = svc_json_int(tc, "index", -1);
-            if (index < 0) { /* servers that leave out index: a new id opens a new call */
-                bool fresh = id && *id &&
-                             (st->ntools == 0 || !st->tools[st->ntools - 1].id ||
-                              strcmp(st->tools[st->ntools - 1].id, id) != 0);
-                index = fresh || st->ntools == 0 ? (int64_t)st->ntools : (int64_t)st->ntools - 1;
-            }
+        int64_t index = whole_message ? (int64_t)i : svc_json_int(tc, "index", -1);
+        if (index < 0) { /* servers that leave out index: a new id opens a new call */
+            bool fresh = id && *id &&
+                         (st->ntools == 0 || !st->tools[st->ntools - 1].id ||
+                          strcmp(st->tools[st->ntools - 1].id, id) != 0);
+            index = fresh || st->ntools == 0 ? (int64_t)st->ntools : (int64_t)st->ntools - 1;
         }
         struct oa_tool *t = oa_tool_slot(st, index);
         if (!t)
             continue;
         if (id && *id && !t->id)
             t->id = svc_xstrdup(id);
-        json_object *fn = svc_json_obj(tc, "function");
-        if (!fn)
-            continue;
+        json_object *fn = svc_json_obj(tc, "function"), *args = NULL;
         oa_piece(&t->name, svc_json_str(fn, "name", NULL));
-        json_object *args = NULL;
-        if (json_object_object_get_ex(fn, "arguments", &args)) {
-            if (json_object_is_type(args, json_type_string)) {
-                svc_buf_adds(&t->args, json_object_get_string(args));
-            } else if (json_object_is_type(args, json_type_object)) { /* lenient servers */
-                char *s = svc_json_dump_compact(args);
-                if (s)
-                    svc_buf_adds(&t->args, s);
-                free(s);
-            }
+        json_object_object_get_ex(fn, "arguments", &args);
+        if (json_object_is_type(args, json_type_string)) {
+            svc_buf_adds(&t->args, json_object_get_string(args));
+        } else if (json_object_is_type(args, json_type_object)) { /* lenient servers */
+            char *s = svc_json_dump_compact(args);
+            if (s)
+                svc_buf_adds(&t->args, s);
+            free(s);
         }
     }
+}
+
+/* The message of an error value: the string itself, or its "message". */
+static const char *oa_message_of(json_object *e)
+{
+    return json_object_is_type(e, json_type_string) ? json_object_get_string(e)
+                                                    : svc_json_str(e, "message", NULL);
 }
 
 /* One chunk (or a whole chat.completion when whole_message). 0, or -1 to abort. */
@@ -373,8 +351,7 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
     json_object *e = NULL;
     if (json_object_object_get_ex(chunk, "error", &e) && e &&
         !json_object_is_type(e, json_type_null)) {
-        const char *m = json_object_is_type(e, json_type_string) ? json_object_get_string(e)
-                                                                 : svc_json_str(e, "message", NULL);
+        const char *m = oa_message_of(e);
         /* redact before the copy can cut the key in two */
         char *red = svc_openai_redact(m && *m ? m : "the model server reported an error", st->key);
         snprintf(st->stream_error, sizeof st->stream_error, "%s", red);
@@ -385,16 +362,15 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
     json_object *usage = svc_json_obj(chunk, "usage");
     if (usage) {
         st->have_usage = true;
-        st->prompt_tokens = svc_json_int(usage, "prompt_tokens", 0);
-        st->completion_tokens = svc_json_int(usage, "completion_tokens", 0);
-        st->cached_tokens =
+        st->r.prompt_tokens = svc_json_int(usage, "prompt_tokens", 0);
+        st->r.completion_tokens = svc_json_int(usage, "completion_tokens", 0);
+        st->r.cached_tokens =
             svc_json_int(svc_json_obj(usage, "prompt_tokens_details"), "cached_tokens", 0);
-        st->reasoning_tokens =
+        st->r.reasoning_tokens =
             svc_json_int(svc_json_obj(usage, "completion_tokens_details"), "reasoning_tokens", 0);
     }
     json_object *choices = svc_json_arr(chunk, "choices");
-    size_t n = choices ? json_object_array_length(choices) : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; choices && i < json_object_array_length(choices); i++) {
         json_object *ch = json_object_array_get_idx(choices, i);
         if (svc_json_int(ch, "index", 0) != 0)
             continue; /* we ask for one choice */
@@ -402,33 +378,27 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
         if (!d && !whole_message)
             d = svc_json_obj(ch, "message");
         if (d) {
-            const char *c = svc_json_str(d, "content", NULL);
-            if (!c) {
-                json_object *co = NULL;
-                if (json_object_object_get_ex(d, "content", &co) &&
-                    json_object_is_type(co, json_type_array)) {
-                    char *t = svc_openai_content_text(co);
-                    int rc = t ? oa_deliver(st, t) : 0;
-                    free(t);
-                    if (rc)
-                        return -1;
-                }
-            } else if (oa_deliver(st, c)) {
+            json_object *co = NULL;
+            json_object_object_get_ex(d, "content", &co);
+            char *t = svc_openai_content_text(co); /* a string, or text parts */
+            int rc = t ? oa_deliver(st, t) : 0;
+            free(t);
+            if (rc)
                 return -1;
-            }
             json_object *tcs = svc_json_arr(d, "tool_calls");
             if (tcs)
                 oa_tool_calls(st, tcs, whole_message);
         }
         json_object *lp = svc_json_arr(svc_json_obj(ch, "logprobs"), "content");
         for (size_t k = 0; lp && k < json_object_array_length(lp); k++) {
-            if (!st->logprobs)
-                st->logprobs = json_object_new_array();
-            json_object_array_add(st->logprobs, json_object_get(json_object_array_get_idx(lp, k)));
+            if (!st->r.logprobs)
+                st->r.logprobs = json_object_new_array();
+            json_object_array_add(st->r.logprobs,
+                                  json_object_get(json_object_array_get_idx(lp, k)));
         }
         const char *fr = svc_json_str(ch, "finish_reason", NULL);
         if (fr && *fr)
-            snprintf(st->finish, sizeof st->finish, "%s", fr);
+            snprintf(st->r.finish_reason, sizeof st->r.finish_reason, "%s", fr);
     }
     return 0;
 }
@@ -499,19 +469,13 @@ static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
 
 static double oa_header_seconds(const char *v, size_t n)
 {
-    char tmp[64];
-    while (n > 0 && (*v == ' ' || *v == '\t')) {
-        v++;
-        n--;
-    }
-    if (n == 0 || n >= sizeof tmp)
+    char tmp[64], *end;
+    if (n >= sizeof tmp)
         return -1;
     memcpy(tmp, v, n);
     tmp[n] = '\0';
-    char *end;
-    double s = strtod(tmp, &end);
-    while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
-        end++;
+    double s = strtod(tmp, &end); /* past leading white space */
+    end += strspn(end, " \t\r\n");
     if (end == tmp || *end || !(s >= 0))
         return -1; /* HTTP dates are not honoured */
     return s;
@@ -561,32 +525,26 @@ static int oa_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
     return oa_poll(ud);
 }
 
-/* The server's message from an error body (heap), or NULL. */
-static char *oa_error_message(const char *body, size_t len)
+/* The server's message from an error body (heap), or NULL; its error.param (a field of the
+ * request) into param. */
+static char *oa_error_message(const char *body, char *param, size_t psz)
 {
-    json_object *o = NULL;
+    size_t len = strlen(body);
+    json_object *o = NULL, *e = NULL;
     char *msg = NULL;
-    if (len > 0 && svc_json_parse(body, len, &o, NULL) == 0) {
-        json_object *e = NULL;
-        const char *m = NULL;
-        if (json_object_object_get_ex(o, "error", &e)) {
-            if (json_object_is_type(e, json_type_string))
-                m = json_object_get_string(e);
-            else
-                m = svc_json_str(e, "message", NULL);
-        }
+    if (len == 0)
+        return NULL;
+    if (svc_json_parse(body, len, &o, NULL) == 0) {
+        json_object_object_get_ex(o, "error", &e);
+        const char *m = oa_message_of(e);
         if (!m)
-            m = svc_json_str(o, "message", NULL);
-        if (!m)
-            m = svc_json_str(o, "detail", NULL);
-        if (m && *m)
-            msg = svc_xstrdup(m);
+            m = svc_json_str(o, "message", svc_json_str(o, "detail", NULL));
+        snprintf(param, psz, "%s", svc_json_str(svc_json_obj(o, "error"), "param", ""));
+        msg = m && *m ? svc_xstrdup(m) : NULL;
         json_object_put(o);
         if (msg)
             return msg;
     }
-    if (len == 0)
-        return NULL;
     /* Not an error object: a short, one-line excerpt of the body. */
     size_t cut = len < 200 ? len : 200;
     char *excerpt = svc_xstrndup(body, cut);
@@ -600,18 +558,6 @@ static char *oa_error_message(const char *body, size_t len)
         svc_xasprintf(&msg, "%.*s%s", (int)(l - from), excerpt + from, cut < len ? "..." : "");
     free(excerpt);
     return msg;
-}
-
-/* The error body's error.param (a field of the request) into err->param. */
-static void oa_error_param(const char *body, struct svc_err *err)
-{
-    json_object *o = NULL;
-    if (!err || svc_json_parse(body, strlen(body), &o, NULL) != 0)
-        return;
-    const char *p = svc_json_str(svc_json_obj(o, "error"), "param", NULL);
-    if (p)
-        snprintf(err->param, sizeof err->param, "%s", p);
-    json_object_put(o);
 }
 
 static bool oa_connect_error(CURLcode cc)
@@ -658,15 +604,13 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     long status = 0;
     curl_easy_getinfo(st->h, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_setopt(st->h, CURLOPT_ERRORBUFFER, NULL);
-    int timeout = call->cfg->model.timeout_s;
 
     switch (st->abort) {
     case OA_CANCEL:
         svc_err_set(err, SVC_E_CANCELLED, "run cancelled");
         return OA_FAIL;
     case OA_TOOBIG:
-        oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is too large");
-        return OA_FAIL;
+        return oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is too large");
     case OA_GONE:
     case OA_STREAMERR:
         return oa_chunk_failed(st, err);
@@ -676,32 +620,30 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     if (cc == CURLE_OPERATION_TIMEDOUT) {
         if (status == 0 && st->mode == OA_UNKNOWN && errbuf[0] &&
             strstr(errbuf, "onnect")) /* "Connection timed out", "connect timeout" */
-            oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
-                    "could not connect to the model server in time: %s", errbuf);
-        else
-            oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT, "the model server did not answer within %d s",
-                    timeout);
-        return OA_FAIL;
+            return oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
+                           "could not connect to the model server in time: %s", errbuf);
+        return oa_fail(st, err, SVC_E_UPSTREAM_TIMEOUT,
+                       "the model server did not answer within %d s", call->cfg->model.timeout_s);
     }
     if (status >= 300) {
         /* redact the whole body before any excerpt is cut from it */
         char *body = svc_openai_redact(st->body.data ? st->body.data : "", st->key);
-        char *m = oa_error_message(body, strlen(body));
+        char param[sizeof err->param] = "";
+        char *m = oa_error_message(body, param, sizeof param);
         bool refused = status == 400 || status == 422;
         oa_fail(st, err, refused ? SVC_E_UPSTREAM_REFUSED : SVC_E_UPSTREAM,
                 "model server answered HTTP %ld%s%s", status, m ? ": " : "", m ? m : "");
-        if (refused) /* the field the server names, so the client knows which it refused */
-            oa_error_param(body, err);
+        if (refused && err) /* the field the server names, so the client knows which it refused */
+            snprintf(err->param, sizeof err->param, "%s", param);
         free(body);
         free(m);
         return status == 429 || status >= 500 ? OA_RETRY : OA_FAIL;
     }
     if (cc != CURLE_OK) {
-        const char *what = errbuf[0] ? errbuf : curl_easy_strerror(cc);
-        if (status == 0)
-            oa_fail(st, err, SVC_E_UPSTREAM, "cannot reach the model server: %s", what);
-        else
-            oa_fail(st, err, SVC_E_UPSTREAM, "the connection to the model server failed: %s", what);
+        oa_fail(st, err, SVC_E_UPSTREAM, "%s: %s",
+                status == 0 ? "cannot reach the model server"
+                            : "the connection to the model server failed",
+                errbuf[0] ? errbuf : curl_easy_strerror(cc));
         return oa_connect_error(cc) && !st->delivered ? OA_RETRY : OA_FAIL;
     }
     if (st->mode == OA_JSON) {
@@ -710,8 +652,7 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         if (svc_json_parse(st->body.data ? st->body.data : "", st->body.len, &o, &perr) != 0 ||
             !json_object_is_type(o, json_type_object)) {
             json_object_put(o);
-            oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is not valid JSON");
-            return OA_FAIL;
+            return oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is not valid JSON");
         }
         int rc = oa_chunk(st, o, true);
         json_object_put(o);
@@ -722,11 +663,9 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
         if (svc_sse_end(&st->sse) != 0)
             return oa_chunk_failed(st, err);
     }
-    if (!st->got_event) {
-        oa_fail(st, err, SVC_E_UPSTREAM, "the model server sent an empty answer (HTTP %ld)",
-                status);
-        return OA_FAIL;
-    }
+    if (!st->got_event)
+        return oa_fail(st, err, SVC_E_UPSTREAM, "the model server sent an empty answer (HTTP %ld)",
+                       status);
     return OA_OK;
 }
 
@@ -768,14 +707,8 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
         struct oa_tool *t = &st->tools[i];
         if (!t->name || !*t->name)
             continue;
-        json_object *input = NULL;
-        const char *args = t->args.data ? t->args.data : "";
         *arg_chars += strlen(t->name) + t->args.len;
-        if (!*args || svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
-            !json_object_is_type(input, json_type_object)) {
-            json_object_put(input);
-            input = json_object_new_object();
-        }
+        json_object *input = svc_openai_args(t->args.data ? t->args.data : "");
         char idbuf[40];
         const char *id = t->id;
         if (!id || !*id) {
@@ -796,11 +729,7 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
 int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json_object **tool_uses)
 {
     struct svc_model_call call = {0};
-    struct oa st;
-    memset(&st, 0, sizeof st);
-    st.call = &call;
-    svc_buf_init(&st.body);
-    svc_buf_init(&st.text);
+    struct oa st = {.call = &call}; /* its svc_bufs empty */
     oa_reset_attempt(&st);
     st.mode = OA_SSE;
     *text = NULL;
@@ -851,24 +780,18 @@ static int oa_attempts(struct oa *st, struct svc_err *err)
 static void oa_reply(struct oa *st, size_t prompt_chars, struct svc_model_reply *out)
 {
     size_t arg_chars = 0;
+    *out = st->r; /* usage, finish_reason, logprobs */
+    st->r.logprobs = NULL;
     out->tool_uses = oa_tool_uses(st, &arg_chars);
     out->text = svc_buf_steal(&st->text);
     size_t ntu = json_object_array_length(out->tool_uses);
-    const char *fr = st->finish;
+    const char *fr = out->finish_reason;
     if (ntu > 0 && (!*fr || strcmp(fr, "stop") == 0 || strcmp(fr, "function_call") == 0))
-        fr = "tool_calls";
+        snprintf(out->finish_reason, sizeof out->finish_reason, "tool_calls");
     else if (ntu == 0 &&
              (!*fr || strcmp(fr, "tool_calls") == 0 || strcmp(fr, "function_call") == 0))
-        fr = "stop";
-    snprintf(out->finish_reason, sizeof out->finish_reason, "%s", fr);
-    out->logprobs = st->logprobs;
-    st->logprobs = NULL;
-    if (st->have_usage) {
-        out->prompt_tokens = st->prompt_tokens;
-        out->completion_tokens = st->completion_tokens;
-        out->cached_tokens = st->cached_tokens;
-        out->reasoning_tokens = st->reasoning_tokens;
-    } else {
+        snprintf(out->finish_reason, sizeof out->finish_reason, "stop");
+    if (!st->have_usage) {
         out->prompt_tokens = (int64_t)((prompt_chars + 3) / 4);
         out->completion_tokens = (int64_t)((strlen(out->text) + arg_chars + 3) / 4);
     }
@@ -884,16 +807,12 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     if (svc_httpc_init(err) != 0)
         return -1;
 
-    struct oa st;
-    memset(&st, 0, sizeof st);
-    st.call = call;
-    st.key = svc_config_model_api_key(cfg);
+    /* its svc_bufs empty */
+    struct oa st = {.call = call, .key = svc_config_model_api_key(cfg), .h = curl_easy_init()};
+    if (!st.h)
+        return svc_err_set(err, SVC_E_INTERNAL, "libcurl could not create a handle");
     if (st.key && !*st.key)
         st.key = NULL;
-    svc_buf_init(&st.body);
-    svc_buf_init(&st.text);
-
-    int rc = -1;
     char *url = NULL, *auth = NULL;
     struct curl_slist *hdrs = NULL;
     size_t prompt_chars = 0;
@@ -904,11 +823,6 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     while (bl > 0 && base[bl - 1] == '/')
         bl--;
     svc_xasprintf(&url, "%.*s/chat/completions", (int)bl, base);
-    st.h = curl_easy_init();
-    if (!st.h) {
-        svc_err_set(err, SVC_E_INTERNAL, "libcurl could not create a handle");
-        goto done;
-    }
     hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream, application/json");
     hdrs = curl_slist_append(hdrs, "Expect:");
@@ -918,14 +832,13 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     }
     svc_httpc_setopts(st.h, url, hdrs, body, cfg->model.timeout_s > 0 ? cfg->model.timeout_s : 120,
                       oa_write, oa_header, oa_progress, &st);
-    if (oa_attempts(&st, err) == 0) {
+    int rc = oa_attempts(&st, err);
+    if (rc == 0)
         oa_reply(&st, prompt_chars, out);
-        rc = 0;
-    }
-done:
+    else
+        out->streamed = st.text.len;
     oa_reset_attempt(&st);
-    if (st.h)
-        curl_easy_cleanup(st.h);
+    curl_easy_cleanup(st.h);
     curl_slist_free_all(hdrs);
     if (auth) {
         memset(auth, 0, strlen(auth));

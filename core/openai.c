@@ -12,13 +12,32 @@ char *svc_native_text(json_object *msg)
     struct svc_buf b;
     svc_buf_init(&b);
     json_object *content = svc_json_arr(msg, "content");
-    size_t n = content ? json_object_array_length(content) : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; content && i < json_object_array_length(content); i++) {
         const char *t = svc_json_str(json_object_array_get_idx(content, i), "text", NULL);
         if (t)
             svc_buf_adds(&b, t);
     }
     return svc_buf_steal(&b);
+}
+
+size_t svc_native_chars(json_object *msgs)
+{
+    size_t chars = 0;
+    for (size_t i = 0; msgs && i < json_object_array_length(msgs); i++) {
+        char *t = svc_native_text(json_object_array_get_idx(msgs, i));
+        chars += strlen(t);
+        free(t);
+    }
+    return chars;
+}
+
+bool svc_native_has(json_object *msg, const char *key)
+{
+    json_object *c = svc_json_arr(msg, "content");
+    for (size_t i = 0; c && i < json_object_array_length(c); i++)
+        if (svc_json_obj(json_object_array_get_idx(c, i), key))
+            return true;
+    return false;
 }
 
 bool svc_native_erased(json_object *msg)
@@ -36,11 +55,8 @@ bool svc_native_erased(json_object *msg)
 
 const char *svc_openai_role(json_object *msg)
 {
-    json_object *content = svc_json_arr(msg, "content");
-    size_t n = content ? json_object_array_length(content) : 0;
-    for (size_t i = 0; i < n; i++)
-        if (svc_json_obj(json_object_array_get_idx(content, i), "toolResult"))
-            return "tool";
+    if (svc_native_has(msg, "toolResult"))
+        return "tool";
     const char *role = svc_json_str(msg, "role", "user");
     return strcmp(role, "assistant") == 0 ? "assistant" : "user";
 }
@@ -51,8 +67,7 @@ static char *tool_result_text(json_object *tr)
     struct svc_buf b;
     svc_buf_init(&b);
     json_object *items = svc_json_arr(tr, "content");
-    size_t n = items ? json_object_array_length(items) : 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; items && i < json_object_array_length(items); i++) {
         json_object *it = json_object_array_get_idx(items, i);
         const char *t = svc_json_str(it, "text", NULL);
         json_object *j;
@@ -91,15 +106,12 @@ static void result_media(json_object *tr, json_object *media)
 
 /* A user message's content with its images and documents: the parts in order (new
  * reference), or NULL when it has none (its content is then its text). */
-static json_object *user_parts(json_object *content)
+static json_object *user_parts(json_object *msg)
 {
-    size_t n = content ? json_object_array_length(content) : 0;
-    json_object *parts = NULL;
-    for (size_t i = 0; i < n && !parts; i++)
-        if (svc_json_obj(json_object_array_get_idx(content, i), "image") ||
-            svc_json_obj(json_object_array_get_idx(content, i), "document"))
-            parts = json_object_new_array();
-    for (size_t i = 0; parts && i < n; i++) {
+    if (!svc_native_has(msg, "image") && !svc_native_has(msg, "document"))
+        return NULL;
+    json_object *content = svc_json_arr(msg, "content"), *parts = json_object_new_array();
+    for (size_t i = 0; i < json_object_array_length(content); i++) {
         json_object *blk = json_object_array_get_idx(content, i), *p = svc_parts_openai(blk);
         const char *t = svc_json_str(blk, "text", NULL);
         if (p || t)
@@ -110,20 +122,16 @@ static json_object *user_parts(json_object *content)
 
 json_object *svc_openai_project(json_object *msg)
 {
-    json_object *out = json_object_new_array();
-    json_object *content = svc_json_arr(msg, "content");
+    json_object *out = json_object_new_array(), *media = json_object_new_array();
+    json_object *content = svc_json_arr(msg, "content"), *tool_calls = NULL;
     size_t n = content ? json_object_array_length(content) : 0;
-    const char *role = svc_json_str(msg, "role", "user");
-    bool assistant = strcmp(role, "assistant") == 0;
+    bool assistant = strcmp(svc_json_str(msg, "role", "user"), "assistant") == 0;
     struct svc_buf text;
     svc_buf_init(&text);
-    json_object *tool_calls = NULL;
-    json_object *results = json_object_new_array(), *media = json_object_new_array();
     for (size_t i = 0; i < n; i++) {
         json_object *blk = json_object_array_get_idx(content, i);
         const char *t = svc_json_str(blk, "text", NULL);
-        json_object *tu = svc_json_obj(blk, "toolUse");
-        json_object *tr = svc_json_obj(blk, "toolResult");
+        json_object *tu = svc_json_obj(blk, "toolUse"), *tr = svc_json_obj(blk, "toolResult");
         if (t) {
             svc_buf_adds(&text, t);
         } else if (tu) {
@@ -136,58 +144,61 @@ json_object *svc_openai_project(json_object *msg)
             svc_json_set_str(fn, "name", svc_json_str(tu, "name", ""));
             json_object *input = NULL;
             json_object_object_get_ex(tu, "input", &input);
-            char *args = input ? svc_json_dump_compact(input) : svc_xstrdup("{}");
+            char *args = input ? svc_json_dump_compact(input) : NULL;
             svc_json_set_str(fn, "arguments", args ? args : "{}");
             free(args);
             svc_json_set(tc, "function", fn);
             json_object_array_add(tool_calls, tc);
-        } else if (tr) {
+        } else if (tr) { /* the tool messages lead */
             json_object *m = json_object_new_object();
             svc_json_set_str(m, "role", "tool");
             svc_json_set_str(m, "tool_call_id", svc_json_str(tr, "toolUseId", ""));
             char *rt = tool_result_text(tr);
-            svc_json_set_str(m, "content", rt ? rt : "");
+            svc_json_set_str(m, "content", rt);
             free(rt);
-            json_object_array_add(results, m);
+            json_object_array_add(out, m);
             result_media(tr, media);
         }
     }
     char *txt = svc_buf_steal(&text);
-    if (json_object_array_length(results) > 0) {
-        for (size_t i = 0; i < json_object_array_length(results); i++)
-            json_object_array_add(out, json_object_get(json_object_array_get_idx(results, i)));
-        if (*txt || json_object_array_length(media)) { /* user text or media alongside */
+    if (json_object_array_length(out) > 0) { /* user text or media alongside results */
+        if (*txt && json_object_array_length(media))
+            json_object_array_add(media, text_part(txt));
+        if (json_object_array_length(media)) {
+            json_object_array_add(out, svc_parts_message("user", json_object_get(media)));
+        } else if (*txt) {
             json_object *m = json_object_new_object();
             svc_json_set_str(m, "role", "user");
-            if (json_object_array_length(media)) {
-                if (*txt)
-                    json_object_array_put_idx(media, json_object_array_length(media),
-                                              text_part(txt));
-                svc_json_set(m, "content", json_object_get(media));
-            } else {
-                svc_json_set_str(m, "content", txt);
-            }
+            svc_json_set_str(m, "content", txt);
             json_object_array_add(out, m);
         }
     } else {
-        json_object *m = json_object_new_object(), *parts = assistant ? NULL : user_parts(content);
+        json_object *m = json_object_new_object(), *parts = assistant ? NULL : user_parts(msg);
         svc_json_set_str(m, "role", assistant ? "assistant" : "user");
         if (parts)
             svc_json_set(m, "content", parts);
-        else if (assistant && tool_calls && !(txt && *txt))
+        else if (assistant && tool_calls && !*txt)
             svc_json_set(m, "content", NULL);
         else
-            svc_json_set_str(m, "content", txt ? txt : "");
+            svc_json_set_str(m, "content", txt);
         if (tool_calls)
-            svc_json_set(m, "tool_calls", tool_calls);
-        tool_calls = NULL;
+            svc_json_set(m, "tool_calls", json_object_get(tool_calls));
         json_object_array_add(out, m);
     }
     json_object_put(tool_calls);
-    json_object_put(results);
     json_object_put(media);
     free(txt);
     return out;
+}
+
+json_object *svc_openai_args(const char *args)
+{
+    json_object *input = NULL;
+    if (svc_json_parse_python(args, strlen(args), &input, NULL) == 0 &&
+        json_object_is_type(input, json_type_object))
+        return input;
+    json_object_put(input);
+    return json_object_new_object();
 }
 
 char *svc_openai_content_text(json_object *content)
@@ -198,8 +209,7 @@ char *svc_openai_content_text(json_object *content)
         return NULL;
     struct svc_buf b;
     svc_buf_init(&b);
-    size_t n = json_object_array_length(content);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < json_object_array_length(content); i++) {
         json_object *part = json_object_array_get_idx(content, i);
         const char *type = svc_json_str(part, "type", "text");
         const char *t = svc_json_str(part, "text", NULL);
@@ -214,22 +224,13 @@ char *svc_openai_content_text(json_object *content)
 
 bool svc_openai_has_media(json_object *content)
 {
-    size_t n =
-        json_object_is_type(content, json_type_array) ? json_object_array_length(content) : 0;
-    for (size_t i = 0; i < n; i++) {
+    bool array = json_object_is_type(content, json_type_array);
+    for (size_t i = 0; array && i < json_object_array_length(content); i++) {
         const char *type = svc_json_str(json_object_array_get_idx(content, i), "type", "text");
         if (strcmp(type, "image_url") == 0 || strcmp(type, "file") == 0)
             return true;
     }
     return false;
-}
-
-/* {key: v}: a content block (a string v: text). */
-static json_object *block(const char *key, json_object *v)
-{
-    json_object *blk = json_object_new_object();
-    svc_json_set(blk, key, v);
-    return blk;
 }
 
 json_object *svc_openai_to_native(json_object *om)
@@ -248,34 +249,21 @@ json_object *svc_openai_to_native(json_object *om)
         native = "user";
     } else if (strcmp(role, "user") == 0 || strcmp(role, "assistant") == 0) {
         if (text && *text)
-            json_object_array_add(blocks, block("text", json_object_new_string(text)));
+            json_object_array_add(blocks, svc_parts_text(text));
         native = role;
         json_object *tcs = strcmp(role, "assistant") == 0 ? svc_json_arr(om, "tool_calls") : NULL;
-        size_t n = tcs ? json_object_array_length(tcs) : 0;
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++) {
             json_object *tc = json_object_array_get_idx(tcs, i);
             json_object *fn = svc_json_obj(tc, "function");
             json_object *tu = json_object_new_object();
             svc_json_set_str(tu, "toolUseId", svc_json_str(tc, "id", ""));
             svc_json_set_str(tu, "name", svc_json_str(fn, "name", ""));
-            const char *args = svc_json_str(fn, "arguments", "{}");
-            json_object *input = NULL;
-            if (svc_json_parse_python(args, strlen(args), &input, NULL) != 0 ||
-                !json_object_is_type(input, json_type_object)) {
-                json_object_put(input);
-                input = json_object_new_object();
-            }
-            svc_json_set(tu, "input", input);
-            json_object_array_add(blocks, block("toolUse", tu));
+            svc_json_set(tu, "input", svc_openai_args(svc_json_str(fn, "arguments", "{}")));
+            json_object_array_add(blocks, svc_parts_wrap("toolUse", tu));
         }
     } else if (strcmp(role, "tool") == 0) {
-        json_object *tr = json_object_new_object();
-        svc_json_set_str(tr, "toolUseId", svc_json_str(om, "tool_call_id", ""));
-        svc_json_set_str(tr, "status", "success");
-        json_object *items = json_object_new_array();
-        json_object_array_add(items, block("text", json_object_new_string(text ? text : "")));
-        svc_json_set(tr, "content", items);
-        json_object_array_add(blocks, block("toolResult", tr));
+        json_object_array_add(blocks, svc_parts_result(svc_json_str(om, "tool_call_id", ""),
+                                                       "success", text ? text : ""));
         native = "user";
     }
     free(text);
@@ -283,8 +271,5 @@ json_object *svc_openai_to_native(json_object *om)
         json_object_put(blocks);
         return NULL;
     }
-    json_object *msg = json_object_new_object();
-    svc_json_set_str(msg, "role", native);
-    svc_json_set(msg, "content", blocks);
-    return msg;
+    return svc_parts_message(native, blocks);
 }

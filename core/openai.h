@@ -17,6 +17,10 @@ json_object *svc_openai_project(json_object *native_msg);
 const char *svc_openai_role(json_object *native_msg);
 /* Concatenated text blocks of a native message (heap string, "" when none). */
 char *svc_native_text(json_object *native_msg);
+/* The characters of the text blocks of an array of native messages (may be NULL). */
+size_t svc_native_chars(json_object *msgs);
+/* Whether a block of a native message has the member key (an object: "toolUse"...). */
+bool svc_native_has(json_object *native_msg, const char *key);
 /* Text of an OpenAI content value: a string, or the text parts of an array (heap, NULL when
  * it is neither). */
 char *svc_openai_content_text(json_object *content);
@@ -29,5 +33,7 @@ bool svc_openai_has_media(json_object *content);
  * message's image and file parts become Strands image and document blocks (parts.h), each
  * part a block in order; without them its text parts are one text block, as before. */
 json_object *svc_openai_to_native(json_object *openai_msg);
+/* The object a function call's arguments (JSON text, Python's floats) hold, or {} (new). */
+json_object *svc_openai_args(const char *args);
 
 #endif

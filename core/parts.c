@@ -64,15 +64,12 @@ struct data_url {
 
 static bool data_url_parse(const char *url, struct data_url *d)
 {
-    if (strncasecmp(url, "data:", 5) != 0)
-        return false;
-    const char *comma = strchr(url, ',');
+    const char *comma = strncasecmp(url, "data:", 5) == 0 ? strchr(url, ',') : NULL;
     if (!comma)
         return false;
     d->mime = url + 5;
     d->mime_len = strcspn(d->mime, ";,");
-    size_t head = (size_t)(comma - url);
-    if (head < 12 || strncasecmp(comma - 7, ";base64", 7) != 0)
+    if (comma - url < 12 || strncasecmp(comma - 7, ";base64", 7) != 0)
         return false;
     d->b64 = comma + 1;
     d->b64_len = strlen(d->b64);
@@ -87,10 +84,7 @@ static unsigned char *b64_decode(const char *s, size_t len, size_t *n)
     size_t body = len;
     while (body > 0 && s[body - 1] == '=' && len - body < 2)
         body--;
-    for (size_t i = 0; i < body; i++)
-        if (!s[i] || !strchr(alpha, s[i]))
-            return NULL;
-    if (body % 4 == 1 || (len != body && len % 4 != 0))
+    if (strspn(s, alpha) < body || body % 4 == 1 || (len != body && len % 4 != 0))
         return NULL;
     size_t padded = (body + 3) / 4 * 4;
     char *in = svc_xmalloc(padded + 1);
@@ -249,11 +243,41 @@ static json_object *bytes_of(const struct data_url *d)
     return o;
 }
 
-static json_object *wrap(const char *key, json_object *v)
+json_object *svc_parts_wrap(const char *key, json_object *v)
 {
     json_object *o = json_object_new_object();
     svc_json_set(o, key, v);
     return o;
+}
+
+json_object *svc_parts_text(const char *t)
+{
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "text", t);
+    return o;
+}
+
+json_object *svc_parts_result(const char *id, const char *status, const char *text)
+{
+    json_object *tr = json_object_new_object(), *items = json_object_new_array();
+    svc_json_set_str(tr, "toolUseId", id);
+    svc_json_set_str(tr, "status", status);
+    json_object_array_add(items, svc_parts_text(text));
+    svc_json_set(tr, "content", items);
+    return svc_parts_wrap("toolResult", tr);
+}
+
+json_object *svc_parts_message(const char *role, json_object *content)
+{
+    json_object *m = json_object_new_object();
+    svc_json_set_str(m, "role", role);
+    if (!json_object_is_type(content, json_type_array)) {
+        json_object *one = json_object_new_array();
+        json_object_array_add(one, content);
+        content = one;
+    }
+    svc_json_set(m, "content", content);
+    return m;
 }
 
 json_object *svc_parts_block(json_object *part)
@@ -280,7 +304,7 @@ json_object *svc_parts_block(json_object *part)
             svc_json_set(src, "location", loc);
         }
         svc_json_set(img, "source", src);
-        return wrap("image", img);
+        return svc_parts_wrap("image", img);
     }
     if (strcmp(type, "file") == 0) {
         json_object *f = svc_json_obj(part, "file");
@@ -292,11 +316,9 @@ json_object *svc_parts_block(json_object *part)
         svc_json_set_str(doc, "name", name ? name : "document");
         svc_json_set(src, "bytes", bytes_of(&d));
         svc_json_set(doc, "source", src);
-        return wrap("document", doc);
+        return svc_parts_wrap("document", doc);
     }
-    json_object *t = json_object_new_object();
-    svc_json_set_str(t, "text", svc_json_str(part, "text", ""));
-    return t;
+    return svc_parts_text(svc_json_str(part, "text", ""));
 }
 
 /* The data URL (heap) of a block's source bytes, or its location's URL, or NULL. */
@@ -314,31 +336,22 @@ static char *source_url(json_object *src, const char *mime)
 
 json_object *svc_parts_openai(json_object *block)
 {
-    json_object *img = svc_json_obj(block, "image"), *doc = svc_json_obj(block, "document");
-    if (img) {
-        char *url = source_url(svc_json_obj(img, "source"),
-                               mime_of(images, COUNT(images), svc_json_str(img, "format", "")));
-        if (!url)
-            return NULL;
-        json_object *iu = json_object_new_object(), *p = json_object_new_object();
-        svc_json_set_str(iu, "url", url);
-        free(url);
-        svc_json_set_str(p, "type", "image_url");
-        svc_json_set(p, "image_url", iu);
-        return p;
-    }
-    if (!doc)
-        return NULL;
-    char *url = source_url(svc_json_obj(doc, "source"),
-                           mime_of(documents, COUNT(documents), svc_json_str(doc, "format", "")));
+    json_object *img = svc_json_obj(block, "image"),
+                *m = img ? img : svc_json_obj(block, "document");
+    const char *fmt = svc_json_str(m, "format", "");
+    char *url =
+        m ? source_url(svc_json_obj(m, "source"), img ? mime_of(images, COUNT(images), fmt)
+                                                      : mime_of(documents, COUNT(documents), fmt))
+          : NULL;
     if (!url)
         return NULL;
-    json_object *f = json_object_new_object(), *p = json_object_new_object();
-    svc_json_set_str(f, "file_data", url);
+    json_object *v = json_object_new_object(), *p = json_object_new_object();
+    svc_json_set_str(v, img ? "url" : "file_data", url);
     free(url);
-    svc_json_set_str(f, "filename", svc_json_str(doc, "name", "document"));
-    svc_json_set_str(p, "type", "file");
-    svc_json_set(p, "file", f);
+    if (!img)
+        svc_json_set_str(v, "filename", svc_json_str(m, "name", "document"));
+    svc_json_set_str(p, "type", img ? "image_url" : "file");
+    svc_json_set(p, img ? "image_url" : "file", v);
     return p;
 }
 
@@ -365,45 +378,39 @@ json_object *svc_parts_responses(json_object *block)
 int svc_parts_from_responses(json_object *part, const char *param, json_object **out,
                              struct svc_err *err)
 {
-    const char *type = svc_json_str(part, "type", "");
+    const char *type = svc_json_str(part, "type", ""), *refused = "file_url";
+    bool image = strcmp(type, "input_image") == 0;
     char p[256];
-    *out = json_object_new_object();
-    if (strcmp(type, "input_image") == 0) {
-        json_object *iu = json_object_new_object(), *v = NULL;
+    json_object *inner = json_object_new_object(), *v = NULL;
+    *out = NULL;
+    if (image) {
         if (json_object_object_get_ex(part, "image_url", &v))
-            svc_json_set(iu, "url", json_object_get(v));
+            svc_json_set(inner, "url", json_object_get(v));
         if (json_object_object_get_ex(part, "detail", &v))
-            svc_json_set(iu, "detail", json_object_get(v));
-        svc_json_set_str(*out, "type", "image_url");
-        svc_json_set(*out, "image_url", iu);
-        snprintf(p, sizeof p, "%s.file_id", param);
-        if (json_object_object_get_ex(part, "file_id", NULL))
-            goto no_files;
-        return 0;
-    }
-    if (strcmp(type, "input_file") == 0) {
-        json_object *f = json_object_new_object(), *v = NULL;
+            svc_json_set(inner, "detail", json_object_get(v));
+        refused = "file_id";
+    } else if (strcmp(type, "input_file") == 0) {
         static const char *const keys[] = {"file_data", "filename", "file_id"};
         for (size_t i = 0; i < COUNT(keys); i++)
             if (json_object_object_get_ex(part, keys[i], &v))
-                svc_json_set(f, keys[i], json_object_get(v));
-        svc_json_set_str(*out, "type", "file");
-        svc_json_set(*out, "file", f);
-        snprintf(p, sizeof p, "%s.file_url", param);
-        if (json_object_object_get_ex(part, "file_url", NULL))
-            goto no_files;
-        return 0;
+                svc_json_set(inner, keys[i], json_object_get(v));
+    } else {
+        json_object_put(inner);
+        snprintf(p, sizeof p, "%s.type", param);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s' must be input_text, input_image or input_file, not '%.32s'", p,
+                            type);
     }
-    json_object_put(*out);
-    *out = NULL;
-    snprintf(p, sizeof p, "%s.type", param);
-    return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                        "'%s' must be input_text, input_image or input_file, not '%.32s'", p, type);
-no_files:
-    json_object_put(*out);
-    *out = NULL;
-    return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
-                        "'%s': svc keeps no uploaded or remote files; send the data inline", p);
+    if (json_object_object_get_ex(part, refused, NULL)) {
+        json_object_put(inner);
+        snprintf(p, sizeof p, "%s.%s", param, refused);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
+                            "'%s': svc keeps no uploaded or remote files; send the data inline", p);
+    }
+    *out = json_object_new_object();
+    svc_json_set_str(*out, "type", image ? "image_url" : "file");
+    svc_json_set(*out, image ? "image_url" : "file", inner);
+    return 0;
 }
 
 /* The view of an image, document or video block: format, name, size or URL. */

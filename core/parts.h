@@ -23,7 +23,11 @@
  *   svc_parts_describe   what a message carries besides text, for the echo model: heap, NULL
  *                        when it carries nothing else.
  *   svc_parts_bytes_size the decoded size of Strands' {"__bytes_encoded__": true, "data"}
- *                        value (or of a bare base64 string), -1 when it has no data. */
+ *                        value (or of a bare base64 string), -1 when it has no data.
+ *   svc_parts_wrap       {key: v}, a content block (v taken); svc_parts_text {"text": t};
+ *                        svc_parts_result a toolResult block of one text.
+ *   svc_parts_message    a native message {"role", "content"}: content an array of blocks,
+ *                        or one block (a new array holds it); taken. */
 #ifndef SVC_PARTS_H
 #define SVC_PARTS_H
 
@@ -43,5 +47,9 @@ int svc_parts_from_responses(json_object *part, const char *param, json_object *
                              struct svc_err *err);
 
 long long svc_parts_bytes_size(json_object *bytes);
+json_object *svc_parts_wrap(const char *key, json_object *v);
+json_object *svc_parts_text(const char *t);
+json_object *svc_parts_result(const char *id, const char *status, const char *text);
+json_object *svc_parts_message(const char *role, json_object *content);
 
 #endif

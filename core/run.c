@@ -51,6 +51,7 @@
 #include "memory.h"
 #include "metrics.h"
 #include "openai.h"
+#include "parts.h"
 #include "runstate.h"
 #include "sidecar.h"
 #include "store.h"
@@ -109,10 +110,7 @@ static json_object *turn_line(const char *run_id, const char *status, int64_t in
     svc_json_set_str(t, "turn_id", tid);
     svc_json_set_str(t, "run_id", run_id);
     svc_json_set_str(t, "status", status);
-    if (input_id >= 0)
-        svc_json_set_int(t, "input_message_id", input_id);
-    else
-        svc_json_set(t, "input_message_id", NULL);
+    svc_json_set(t, "input_message_id", input_id >= 0 ? json_object_new_int64(input_id) : NULL);
     svc_json_set(t, "output_message_ids", output_ids ? output_ids : json_object_new_array());
     svc_json_set(t, "events", events ? events : json_object_new_array());
     svc_json_set(t, "tool_trace", trace ? trace : json_object_new_array());
@@ -121,6 +119,21 @@ static json_object *turn_line(const char *run_id, const char *status, int64_t in
     svc_json_set_str(t, "created_at", created ? created : svc_time_now_iso(now));
     svc_json_set_str(t, "updated_at", svc_time_now_iso(now));
     return t;
+}
+
+/* The sidecar as a run leaves it: its status (idle for done), no current run, count
+ * messages; done: one more turn and no last_error, else error (taken, may be NULL). */
+static void leave_sidecar(json_object *sc, const char *status, int64_t count, json_object *error)
+{
+    char now[SVC_TIME_LEN];
+    bool done = strcmp(status, "done") == 0;
+    svc_json_set_str(sc, "status", done ? "idle" : status);
+    svc_json_set(sc, "current_run", NULL);
+    svc_json_set_int(sc, "message_count", count);
+    svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
+    if (done)
+        svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
+    svc_json_set(sc, "last_error", error);
 }
 
 /* ---- stale repair ---- */
@@ -154,27 +167,13 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
     free(ids);
     json_object *last = NULL;
     svc_turns_last(s, &last, NULL);
-    char now[SVC_TIME_LEN];
-    svc_json_set(sc, "current_run", NULL);
-    svc_json_set_int(sc, "message_count", (int64_t)n);
-    svc_json_set_str(sc, "updated_at", svc_time_now_iso(now));
     int rc;
     /* only a sidecar a run wrote (with current_run) can be completed from its line */
-    if (last && !had_run) {
-        json_object_put(last);
-        last = NULL;
-    }
-    if (last && *run_id && strcmp(svc_json_str(last, "run_id", ""), run_id) == 0) {
+    if (last && had_run && *run_id && strcmp(svc_json_str(last, "run_id", ""), run_id) == 0) {
         const char *status = svc_json_str(last, "status", "error");
+        json_object *e = svc_json_obj(last, "error");
         bool done = strcmp(status, "done") == 0;
-        svc_json_set_str(sc, "status", done ? "idle" : status);
-        if (done) {
-            svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
-            svc_json_set(sc, "last_error", NULL);
-        } else {
-            json_object *e = svc_json_obj(last, "error");
-            svc_json_set(sc, "last_error", e ? svc_json_copy(e) : NULL);
-        }
+        leave_sidecar(sc, status, (int64_t)n, done || !e ? NULL : svc_json_copy(e));
         rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
         if (rc == 0)
             svc_logf("completed run %s of session %s from its turn line: status %s", run_id, sid,
@@ -182,8 +181,7 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
     } else {
         struct svc_err ie;
         svc_err_set(&ie, SVC_E_INTERRUPTED, "the run's process ended before the run finished");
-        svc_json_set_str(sc, "status", "error");
-        svc_json_set(sc, "last_error", error_object(&ie, run_id));
+        leave_sidecar(sc, "error", (int64_t)n, error_object(&ie, run_id));
         /* the events the run recorded (asynchronous runs), ended by the one error event */
         json_object *events = run_events(s->st.root, run_id);
         size_t nev = json_object_array_length(events);
@@ -329,13 +327,11 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
     if (res)
         json_object_array_add(*out, res);
     if (svc_openai_has_media(req->input_content)) {
-        json_object *om = json_object_new_object();
-        svc_json_set_str(om, "role", "user");
-        svc_json_set(om, "content", json_object_get(req->input_content));
+        json_object *om = svc_parts_message("user", json_object_get(req->input_content));
         json_object_array_add(*out, svc_openai_to_native(om));
         json_object_put(om);
     } else if (req->input && *req->input) {
-        json_object_array_add(*out, svc_loop_user_message(req->input));
+        json_object_array_add(*out, svc_parts_message("user", svc_parts_text(req->input)));
     }
     return 0;
 }
@@ -532,11 +528,10 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     if (begin_lock(run, req, err) != 0)
         return -1;
     if (req->expect_count > 0 && t->stored != req->expect_count) {
-        svc_turn_release(t); /* it grew since the request was matched to it: a retry matches
-                              * again (a fork now) */
+        /* it grew since the request was matched to it: a retry matches again (a fork now) */
+        svc_turn_release(t);
         return svc_err_set(err, SVC_E_SESSION_BUSY,
-                           "session %s changed while this request was "
-                           "matched to it; retry",
+                           "session %s changed while this request was matched to it; retry",
                            run->sess.sid);
     }
     json_object *sc = t->sc, *opening = NULL, *running = NULL;
@@ -688,18 +683,8 @@ static void end_leave(void *ctx, json_object *sc)
 {
     const struct end_ctx *c = ctx;
     struct svc_run *run = c->run;
-    char now[SVC_TIME_LEN];
-    svc_time_now_iso(now);
-    svc_json_set_str(sc, "status", strcmp(c->status, "done") == 0 ? "idle" : c->status);
-    svc_json_set(sc, "current_run", NULL);
-    svc_json_set_int(sc, "message_count", run->turn.stored);
-    svc_json_set_str(sc, "updated_at", now);
-    if (!c->failure) {
-        svc_json_set_int(sc, "turn_count", svc_json_int(sc, "turn_count", 0) + 1);
-        svc_json_set(sc, "last_error", NULL);
-    } else {
-        svc_json_set(sc, "last_error", error_object(c->failure, run->run_id));
-    }
+    leave_sidecar(sc, c->status, run->turn.stored,
+                  c->failure ? error_object(c->failure, run->run_id) : NULL);
     /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
     if (json_object_array_length(run->loop.client_calls) > 0)
         svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->loop.client_calls));
@@ -879,11 +864,11 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
 
 json_object *svc_usage_of(const struct svc_run_answer *a)
 {
-    json_object *u = svc_usage_new(a->prompt_tokens, a->completion_tokens), *d;
-    svc_json_set(u, "prompt_tokens_details", d = json_object_new_object());
-    svc_json_set_int(d, "cached_tokens", a->cached_tokens);
-    svc_json_set(u, "completion_tokens_details", d = json_object_new_object());
-    svc_json_set_int(d, "reasoning_tokens", a->reasoning_tokens);
+    json_object *u = svc_usage_new(a->prompt_tokens, a->completion_tokens);
+    svc_json_set(u, "prompt_tokens_details",
+                 svc_parts_wrap("cached_tokens", json_object_new_int64(a->cached_tokens)));
+    svc_json_set(u, "completion_tokens_details",
+                 svc_parts_wrap("reasoning_tokens", json_object_new_int64(a->reasoning_tokens)));
     return u;
 }
 

@@ -109,7 +109,6 @@ void svc_loop_free(struct svc_loop *loop);
 int svc_loop_run(struct svc_loop *loop, struct svc_err *err);
 json_object *svc_loop_final_event(struct svc_loop *loop, const struct svc_err *failure);
 json_object *svc_loop_token_state(const struct svc_loop *loop, json_object *prev);
-json_object *svc_loop_user_message(const char *text);
 void svc_loop_manager(struct svc_loop *loop, json_object *agent);
 
 #endif

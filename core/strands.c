@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "parts.h"
 #include "util.h"
 
 /* The interrupt state when activated (borrowed), or NULL. */
@@ -40,25 +41,6 @@ json_object *svc_strands_pending(json_object *agent)
     return out;
 }
 
-static json_object *result_block(json_object *tr)
-{
-    json_object *blk = json_object_new_object();
-    svc_json_set(blk, "toolResult", tr);
-    return blk;
-}
-
-static json_object *text_result(const char *id, const char *status, const char *text)
-{
-    json_object *tr = json_object_new_object(), *items = json_object_new_array();
-    json_object *t = json_object_new_object();
-    svc_json_set_str(tr, "toolUseId", id);
-    svc_json_set_str(tr, "status", status);
-    svc_json_set_str(t, "text", text);
-    json_object_array_add(items, t);
-    svc_json_set(tr, "content", items);
-    return result_block(tr);
-}
-
 /* The interrupt raised for call id (borrowed), or NULL: its id names the call
  * ("v1:before_tool_call:<toolUseId>:<uuid>", "v1:tool_call:<toolUseId>:<uuid>"). */
 static json_object *interrupt_of(json_object *is, const char *id)
@@ -83,7 +65,7 @@ static json_object *declined(json_object *is, json_object *tu)
     char *text = NULL;
     svc_xasprintf(&text, "The user declined this call (interrupt '%s'); it was not run.",
                   svc_json_str(intr, "name", "?"));
-    json_object *blk = text_result(id, "error", text);
+    json_object *blk = svc_parts_result(id, "error", text);
     free(text);
     return blk;
 }
@@ -106,21 +88,21 @@ int svc_strands_close(json_object *agent, json_object *results, json_object **ou
     json_object *content = json_object_new_array();
     json_object *own = svc_json_arr(svc_json_obj(is, "context"), "tool_results");
     for (size_t i = 0; own && i < json_object_array_length(own); i++)
-        json_object_array_add(content,
-                              result_block(svc_json_copy(json_object_array_get_idx(own, i))));
+        json_object_array_add(
+            content,
+            svc_parts_wrap("toolResult", svc_json_copy(json_object_array_get_idx(own, i))));
     for (size_t k = 0; k < n; k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
         json_object *r = by_id(results, "call_id", svc_json_str(tu, "toolUseId", ""));
         if (r)
             json_object_array_add(names, json_object_new_string(svc_json_str(tu, "name", "")));
-        json_object_array_add(content, r ? text_result(svc_json_str(tu, "toolUseId", ""), "success",
-                                                       svc_json_str(r, "output", ""))
-                                         : declined(is, tu));
+        json_object_array_add(content,
+                              r ? svc_parts_result(svc_json_str(tu, "toolUseId", ""), "success",
+                                                   svc_json_str(r, "output", ""))
+                                : declined(is, tu));
     }
     json_object_put(pending);
-    *out = json_object_new_object();
-    svc_json_set_str(*out, "role", "user");
-    svc_json_set(*out, "content", content);
+    *out = svc_parts_message("user", content);
     return 0;
 }
 

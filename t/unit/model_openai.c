@@ -13,6 +13,7 @@
 #include "jsonx.h"
 #include "model.h"
 #include "model_openai.h"
+#include "parts.h"
 #include "runstate.h"
 #include "tap.h"
 #include "util.h"
@@ -65,7 +66,7 @@ static int load_cfg(struct svc_config *cfg, int max_retries, int timeout_s)
 static json_object *window1(const char *text)
 {
     json_object *a = json_object_new_array();
-    json_object_array_add(a, svc_loop_user_message(text));
+    json_object_array_add(a, svc_parts_message("user", svc_parts_text(text)));
     return a;
 }
 
