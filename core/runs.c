@@ -11,7 +11,6 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fsio.h"
@@ -22,6 +21,15 @@
 #include "query.h"
 #include "store.h"
 #include "util.h"
+
+static struct {
+    svc_spawn_fn *spawn; /* the program's (spawn.h) */
+} R;
+
+void svc_runs_set_spawn(svc_spawn_fn *fn)
+{
+    R.spawn = fn;
+}
 
 bool svc_run_id_valid(const char *id)
 {
@@ -216,9 +224,21 @@ static void close_other_fds(int *lock1, int *lock2)
     *lock2 = 4;
 }
 
-static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_object *rec,
-                        int rlock_fd)
+/* What the runner's process is given (copied into it). */
+struct runner_args {
+    const struct svc_config *cfg;
+    struct svc_run *run;
+    json_object *rec;
+    int rlock;
+};
+
+static void runner_main(void *ctx)
 {
+    const struct runner_args *ra = ctx;
+    const struct svc_config *cfg = ra->cfg;
+    struct svc_run *run = ra->run;
+    json_object *rec = ra->rec;
+    int rlock_fd = ra->rlock;
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
         dup2(devnull, 0);
@@ -263,7 +283,6 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     free(rn.events_path);
     free(rn.cancel_path);
     svc_mcp_stop_all(); /* the MCP servers this runner started end with it */
-    _exit(0);
 }
 
 static json_object *spawn_answer(json_object *rec)
@@ -292,46 +311,6 @@ static bool idem_replay(const struct svc_config *cfg, const struct svc_run_reque
     return true;
 }
 
-/* Fork the runner, detached (setsid and a second fork), and wait until it says it runs: a
- * byte through a pipe, whatever became of the intermediate process (it may be killed after
- * the second fork). 0, or -1 with err set. */
-static int start_runner(const struct svc_config *cfg, struct svc_run *run, json_object *rec,
-                        int rlock, struct svc_err *err)
-{
-    int started[2];
-    if (pipe2(started, O_CLOEXEC) != 0)
-        return svc_err_errno(err, "pipe");
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(started[0]);
-        close(started[1]);
-        return svc_err_errno(err, "fork");
-    }
-    if (pid == 0) {
-        close(started[0]);
-        setsid();
-        pid_t gc = fork();
-        if (gc != 0)
-            _exit(gc < 0 ? 1 : 0);
-        if (write(started[1], "r", 1) != 1)
-            _exit(1);
-        close(started[1]);
-        runner_main(cfg, run, rec, rlock); /* never returns */
-    }
-    close(started[1]);
-    char byte = 0;
-    ssize_t got;
-    while ((got = read(started[0], &byte, 1)) < 0 && errno == EINTR)
-        ;
-    close(started[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (got != 1)
-        return svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
-    return 0;
-}
-
 int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *req,
                    const char *idem_key, json_object **out, bool *replayed, struct svc_err *err)
 {
@@ -344,6 +323,8 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         *replayed = true;
         return 0;
     }
+    if (!R.spawn)
+        return svc_err_set(err, SVC_E_INTERNAL, "this program cannot start background runs");
     /* the runs directory first: if it cannot be made, nothing else happens */
     char *dir = runs_dir(cfg);
     int mrc = svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err);
@@ -375,8 +356,12 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
                  ierr.message); /* the run goes on; the key is simply not remembered */
     else if (idem_key)
         idem_stored = true;
-    if (start_runner(cfg, run, rec, rlock, err) != 0)
+    /* in a session of its own, with the locks it inherits; returns once the runner runs */
+    struct runner_args ra = {cfg, run, rec, rlock};
+    if (R.spawn(runner_main, &ra, SVC_SPAWN_KEEP_FDS | SVC_SPAWN_SETSID) != 0) {
+        svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
         goto fail;
+    }
 #ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
     /* the worker dies here, after the run started and before it answers */
     const char *die = getenv("SVC_TEST_KILL_AFTER_SPAWN");
