@@ -92,14 +92,12 @@ static void answer_request(struct svc_mcp_conn *c, json_object *msg, const char 
     json_object_object_get_ex(msg, "id", &id);
     svc_json_set_str(reply, "jsonrpc", "2.0");
     svc_json_set(reply, "id", json_object_get(id));
-    if (strcmp(method, "ping") == 0) {
+    if (strcmp(method, "ping") == 0)
         svc_json_set(reply, "result", json_object_new_object());
-    } else {
-        json_object *e = json_object_new_object();
-        svc_json_set_int(e, "code", -32601);
-        svc_json_set_str(e, "message", "svc does not offer this method");
-        svc_json_set(reply, "error", e);
-    }
+    else
+        svc_json_set(reply, "error",
+                     json_tokener_parse("{\"code\": -32601, \"message\": "
+                                        "\"svc does not offer this method\"}"));
     conn_send(c, reply, NULL);
     json_object_put(reply);
 }
@@ -597,12 +595,10 @@ static int conn_start(struct svc_mcp_conn *c, struct svc_err *err)
 {
     if (c->stdio && stdio_start(c, err) != 0)
         return -1;
-    json_object *p = json_object_new_object(), *info = json_object_new_object(), *res = NULL;
-    svc_json_set_str(p, "protocolVersion", MCP_REVISION);
-    svc_json_set(p, "capabilities", json_object_new_object());
-    svc_json_set_str(info, "name", "svc");
-    svc_json_set_str(info, "version", SVC_VERSION);
-    svc_json_set(p, "clientInfo", info);
+    json_object *res = NULL,
+                *p = json_tokener_parse(
+                    "{\"protocolVersion\": \"" MCP_REVISION "\", \"capabilities\": {}, "
+                    "\"clientInfo\": {\"name\": \"svc\", \"version\": \"" SVC_VERSION "\"}}");
     if (conn_rpc(c, "initialize", p, NULL, NULL, &res, err) != 0)
         return -1;
     const char *v = svc_json_str(res, "protocolVersion", "");

@@ -231,7 +231,7 @@ json_object *svc_retention_run_due(const struct svc_config *cfg, time_t now)
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     struct svc_cron c;
-    time_t now_min = now - ((now % 60) + 60) % 60;
+    time_t now_min = svc_cron_minute(now);
     char *lpath = svc_layout_root_path(st.root, SVC_F_RETENTION_LOCK, NULL);
     struct svc_err err;
     int fd = svc_cron_parse(cfg->retention.schedule, &c, &err) == 0 &&
@@ -266,11 +266,10 @@ json_object *svc_retention_job(const struct svc_config *cfg, time_t now)
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     json_object *state = state_read(&st), *o = json_object_new_object();
-    time_t now_min = now - ((now % 60) + 60) % 60;
     struct svc_cron c;
     time_t next =
         svc_cron_parse(cfg->retention.schedule, &c, NULL) == 0
-            ? svc_cron_next(&c, svc_cron_base(svc_json_str(state, "last_due_at", NULL), now_min))
+            ? svc_cron_next(&c, svc_cron_base(svc_json_str(state, "last_due_at", NULL), now))
             : -1;
     char buf[SVC_TIME_LEN];
     svc_json_set_str(o, "id", "retention");

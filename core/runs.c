@@ -46,7 +46,14 @@ static char *run_file(const struct svc_config *cfg, const char *run_id, enum svc
     return svc_layout_run_path(cfg->sessions.root, run_id, f);
 }
 
-static void remove_run_files(const struct svc_config *cfg, const char *id);
+static void remove_run_files(const struct svc_config *cfg, const char *id)
+{
+    for (int i = 0; i < SVC_RUN__MAX; i++) {
+        char *p = run_file(cfg, id, (enum svc_run_file)i);
+        unlink(p);
+        free(p);
+    }
+}
 
 static int write_record(const struct svc_config *cfg, json_object *rec, struct svc_err *err)
 {
@@ -170,10 +177,12 @@ static int idem_store(const struct svc_config *cfg, const char *sid, const char 
 
 /* ---- the detached runner ---- */
 
+/* The runner's state, made in the worker and copied into the runner's process. */
 struct runner {
     const struct svc_config *cfg;
     struct svc_run *run;
     json_object *rec; /* the run record, borrowed */
+    int rlock;        /* the run's lock file, held */
     bool recorded;    /* its final fields are written */
     char *events_path;
     char *cancel_path;
@@ -224,21 +233,11 @@ static void close_other_fds(int *lock1, int *lock2)
     *lock2 = 4;
 }
 
-/* What the runner's process is given (copied into it). */
-struct runner_args {
-    const struct svc_config *cfg;
-    struct svc_run *run;
-    json_object *rec;
-    int rlock;
-};
-
 static void runner_main(void *ctx)
 {
-    const struct runner_args *ra = ctx;
-    const struct svc_config *cfg = ra->cfg;
-    struct svc_run *run = ra->run;
-    json_object *rec = ra->rec;
-    int rlock_fd = ra->rlock;
+    struct runner *rn = ctx;
+    const struct svc_config *cfg = rn->cfg;
+    struct svc_run *run = rn->run;
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
         dup2(devnull, 0);
@@ -247,7 +246,7 @@ static void runner_main(void *ctx)
             close(devnull);
     }
     int run_lock = svc_run_lock_fd(run);
-    close_other_fds(&run_lock, &rlock_fd);
+    close_other_fds(&run_lock, &rn->rlock);
     svc_run_set_lock_fd(run, run_lock);
     /* the worker's handlers first, then the mask the worker held during the request */
     signal(SIGPIPE, SIG_IGN);
@@ -260,28 +259,27 @@ static void runner_main(void *ctx)
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     svc_run_note_runner(run, NULL);
-    struct runner rn = {.cfg = cfg, .run = run, .rec = rec};
     struct svc_run_answer a;
     svc_run_answer(run, &a);
-    rn.events_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
-    rn.cancel_path = run_file(cfg, a.run_id, SVC_RUN_CANCEL);
+    rn->events_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
+    rn->cancel_path = run_file(cfg, a.run_id, SVC_RUN_CANCEL);
     struct svc_run_sink sink = {
-        .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = &rn};
+        .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = rn};
     struct svc_err err;
     svc_err_clear(&err);
     svc_run_defer_memory(run); /* the record says done first; memory sync follows */
     int rc = svc_run_execute(run, &sink, &err);
-    if (!rn.recorded) {
+    if (!rn->recorded) {
         svc_run_answer(run, &a); /* final now */
-        record_finish(rec, &a, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
+        record_finish(rn->rec, &a, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
                       rc == 0 ? NULL : svc_err_name(err.code), err.message);
-        write_record(cfg, rec, NULL);
+        write_record(cfg, rn->rec, NULL);
     }
     svc_run_sync_memory(run);
     svc_run_free(run);
     svc_runs_prune(cfg, SVC_RUNS_KEEP_S); /* the finished records of long ago */
-    free(rn.events_path);
-    free(rn.cancel_path);
+    free(rn->events_path);
+    free(rn->cancel_path);
     svc_mcp_stop_all(); /* the MCP servers this runner started end with it */
 }
 
@@ -357,8 +355,8 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     else if (idem_key)
         idem_stored = true;
     /* in a session of its own, with the locks it inherits; returns once the runner runs */
-    struct runner_args ra = {cfg, run, rec, rlock};
-    if (R.spawn(runner_main, &ra, SVC_SPAWN_KEEP_FDS | SVC_SPAWN_SETSID) != 0) {
+    struct runner rn = {.cfg = cfg, .run = run, .rec = rec, .rlock = rlock};
+    if (R.spawn(runner_main, &rn, SVC_SPAWN_KEEP_FDS | SVC_SPAWN_SETSID) != 0) {
         svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
         goto fail;
     }
@@ -523,45 +521,32 @@ int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_
     if (timeout_ms > 250 && svc_fs_shared(cfg->sessions.shared, cfg->sessions.root))
         timeout_ms = 250;
     char *dir = runs_dir(cfg);
-    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    int rc = -1;
-    if (fd < 0 || inotify_add_watch(fd, dir, IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
-        goto out;
+    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), left;
+    int rc = fd >= 0 && inotify_add_watch(fd, dir, IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE) >= 0
+                 ? 0
+                 : -1;
+    free(dir);
     size_t idlen = strlen(run_id);
     double deadline = svc_time_monotonic() + timeout_ms / 1000.0;
-    for (;;) {
-        int left = (int)((deadline - svc_time_monotonic()) * 1000);
-        if (left <= 0) {
-            rc = 0;
-            break;
-        }
+    while (rc == 0 && (left = (int)((deadline - svc_time_monotonic()) * 1000)) > 0) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         int n = poll(&pfd, 1, left);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno != EINTR)
+            rc = -1;
+        if (n <= 0)
             continue;
-        if (n <= 0) {
-            rc = n == 0 ? 0 : -1;
-            break;
-        }
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         ssize_t got = read(fd, buf, sizeof buf);
-        bool mine = false;
-        for (char *p = buf; got > 0 && p < buf + got;) {
-            struct inotify_event *ie = (struct inotify_event *)p;
+        const struct inotify_event *ie;
+        for (char *p = buf; got > 0 && p < buf + got; p += sizeof *ie + ie->len) {
+            ie = (const struct inotify_event *)p;
             if (ie->len && strncmp(ie->name, run_id, idlen) == 0 &&
                 (ie->name[idlen] == '.' || ie->name[idlen] == '\0'))
-                mine = true;
-            p += sizeof *ie + ie->len;
-        }
-        if (mine) {
-            rc = 1;
-            break;
+                rc = 1;
         }
     }
-out:
     if (fd >= 0)
         close(fd);
-    free(dir);
     return rc;
 }
 
@@ -640,16 +625,6 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
         rc = idem_store(cfg, a.session_id, key, a.run_id, err);
     json_object_put(rec);
     return rc;
-}
-
-/* Remove the files of one run. */
-static void remove_run_files(const struct svc_config *cfg, const char *id)
-{
-    for (int i = 0; i < SVC_RUN__MAX; i++) {
-        char *p = run_file(cfg, id, (enum svc_run_file)i);
-        unlink(p);
-        free(p);
-    }
 }
 
 static int remove_old_run(const void *ctx, const char *id, const struct stat *sb)
