@@ -107,12 +107,9 @@ static bool can_match(const struct svc_cron *c)
     if (c->dom_star || !c->dow_star)
         return true;
     for (int m = 1; m <= 12; m++) {
-        if (!(c->month & (1u << m)))
-            continue;
-        int dmax = m == 2 ? 29 : days_in_month(2001, m);
-        for (int d = 1; d <= dmax; d++)
-            if (c->dom & (1u << d))
-                return true;
+        uint64_t days = (2ull << (m == 2 ? 29 : days_in_month(2001, m))) - 1; /* bits 0..last */
+        if ((c->month & (1u << m)) && (c->dom & days))
+            return true;
     }
     return false;
 }

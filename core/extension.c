@@ -62,14 +62,12 @@ static char **child_env(char *const *items, const char **path)
     for (size_t i = 0; i < n; i++) {
         const char *e = items[i];
         char *item = NULL;
-        if (strchr(e, '=')) {
+        if (strchr(e, '='))
             item = svc_xstrdup(e);
-        } else {
-            const char *v = getenv(e);
-            if (!v)
-                continue;
-            svc_xasprintf(&item, "%s=%s", e, v);
-        }
+        else if (getenv(e))
+            svc_xasprintf(&item, "%s=%s", e, getenv(e));
+        else
+            continue; /* not set here */
         if (strncmp(item, "PATH=", 5) == 0)
             *path = item + 5; /* lives as long as env */
         env[k++] = item;
@@ -162,9 +160,7 @@ set_error(struct svc_tool_result *out, const char *stderr_text, const char *fmt,
     }
 }
 
-/* Read what is there from *fd into buf (keeping at most keep bytes in total); on EOF or
- * error close *fd. Sets *over when bytes were dropped. */
-static void drain(int *fd, struct svc_buf *buf, size_t keep, bool *over)
+void svc_ext_drain(int *fd, struct svc_buf *buf, size_t keep, bool *over)
 {
     char chunk[16384];
     for (;;) {
@@ -221,9 +217,9 @@ struct child {
 static void child_drain(struct child *c, int i)
 {
     if (i == 1)
-        drain(&c->fd[1], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
+        svc_ext_drain(&c->fd[1], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
     else
-        drain(&c->fd[2], &c->ebuf, STDERR_KEEP, NULL);
+        svc_ext_drain(&c->fd[2], &c->ebuf, STDERR_KEEP, NULL);
 }
 
 /* Whether the child has exited, looked at without reaping: the pid (and so the group id)
@@ -320,11 +316,7 @@ static void child_result(struct child *c, int status, struct svc_tool_result *ou
     if (svc_ext_cap(&c->obuf))
         c->truncated = true;
     char *errtext = utf8_clean(c->ebuf.data ? c->ebuf.data : "", c->ebuf.len);
-    if (errtext) {
-        char *nl = strchr(errtext, '\n');
-        if (nl)
-            *nl = '\0'; /* one line */
-    }
+    errtext[strcspn(errtext, "\n")] = '\0'; /* one line */
     if (c->cancelled) {
         set_error(out, NULL, "%s was stopped: the run was cancelled", x->name);
     } else if (c->timed_out) {

@@ -277,11 +277,8 @@ json_object *svc_retention_job(const struct svc_config *cfg, time_t now)
     svc_json_set_bool(o, "enabled", true);
     svc_json_set_str(o, "next_run_at", next >= 0 ? svc_time_format_iso((double)next, buf) : NULL);
     static const char *const keys[] = {"last_run_at", "last_status", "last_counts", "last_error"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        json_object *v = NULL;
-        json_object_object_get_ex(state, keys[i], &v);
-        svc_json_set(o, keys[i], json_object_get(v));
-    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        svc_json_set(o, keys[i], json_object_get(json_object_object_get(state, keys[i])));
     json_object_put(state);
     return o;
 }

@@ -15,11 +15,11 @@
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "layout.h"
 #include "lock.h"
 #include "log.h"
 #include "mcp.h"
 #include "query.h"
-#include "store.h"
 #include "util.h"
 
 static struct {
@@ -75,14 +75,11 @@ static int read_record(const struct svc_config *cfg, const char *run_id, json_ob
     /* empty: a synchronous run's record, written without a sync, after a power cut */
     bool gone = rc != 0 && (rerr.code == SVC_E_NOT_FOUND || svc_file_is_empty(path));
     free(path);
-    if (rc != 0) {
-        if (gone)
-            return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run %s not found", run_id);
-        if (err)
-            *err = rerr;
-        return -1;
-    }
-    return 0;
+    if (gone)
+        return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run %s not found", run_id);
+    if (rc != 0 && err)
+        *err = rerr;
+    return rc;
 }
 
 static json_object *record_new(const struct svc_run_answer *a)
@@ -149,14 +146,11 @@ static int idem_lookup(const struct svc_config *cfg, const char *sid, const char
 {
     char *path = idem_file(cfg, sid, key);
     json_object *o = NULL;
-    int rc = -1;
-    if (svc_json_read_file(path, &o, NULL) == 0) {
-        const char *id = svc_json_str(o, "run_id", NULL);
-        if (id && svc_run_id_valid(id)) {
-            snprintf(run_id, run_id_sz, "%s", id);
-            rc = 0;
-        }
-    }
+    const char *id =
+        svc_json_read_file(path, &o, NULL) == 0 ? svc_json_str(o, "run_id", NULL) : NULL;
+    int rc = svc_run_id_valid(id) ? 0 : -1;
+    if (rc == 0)
+        snprintf(run_id, run_id_sz, "%s", id);
     json_object_put(o);
     free(path);
     return rc;
@@ -493,11 +487,10 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     char *path = run_file(cfg, run_id, SVC_RUN_EVENTS);
     char *buf = NULL;
     size_t len = 0;
-    struct svc_err rerr;
-    json_object *arr = json_object_new_array();
-    if (svc_file_read(path, &buf, &len, &rerr) == 0) {
+    *out = json_object_new_array();
+    if (svc_file_read(path, &buf, &len, NULL) == 0) {
         /* a partial last line is not yet an event */
-        struct events_ctx c = {arr, cursor, 0, NULL, 0};
+        struct events_ctx c = {*out, cursor, 0, NULL, 0};
         svc_jsonl_lines(buf, len, event_line_add, &c);
         json_object *lev = ended && c.last ? svc_jsonl_object(c.last, c.last_n) : NULL;
         if (lev) {
@@ -511,7 +504,6 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     free(buf);
     free(path);
     *finished = settled;
-    *out = arr;
     return 0;
 }
 
@@ -566,10 +558,9 @@ int svc_runs_cancel(const struct svc_config *cfg, const char *run_id, json_objec
     free(path);
     if (rc != 0)
         return -1;
-    json_object *o = json_object_new_object();
-    svc_json_set_bool(o, "cancelled", true);
-    svc_json_set_str(o, "run_id", run_id);
-    *out = o;
+    *out = json_object_new_object();
+    svc_json_set_bool(*out, "cancelled", true);
+    svc_json_set_str(*out, "run_id", run_id);
     return 0;
 }
 
@@ -598,13 +589,11 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
                   failure ? failure->message : NULL);
     /* the events file, so /api/chat/runs/{id}/events can replay a synchronous run too */
     char *ev_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
-    json_object *events = a.events;
     struct svc_buf b;
     svc_buf_init(&b);
-    for (size_t i = 0; i < json_object_array_length(events); i++) {
-        char *s = svc_json_dump_compact(json_object_array_get_idx(events, i));
-        svc_buf_adds(&b, s);
-        svc_buf_adds(&b, "\n");
+    for (size_t i = 0; i < json_object_array_length(a.events); i++) {
+        char *s = svc_json_dump_compact(json_object_array_get_idx(a.events, i));
+        svc_buf_printf(&b, "%s\n", s);
         free(s);
     }
     /* durable only when an Idempotency-Key relies on it: otherwise the record is a way to

@@ -20,8 +20,7 @@ static json_object *spec(const char *name, const char *kind, const char *descrip
     svc_json_set_str(s, "description", description ? description : "");
     svc_json_set(s, "parameters",
                  parameters ? svc_json_copy(parameters)
-                            : json_tokener_parse("{\"type\": \"object\", "
-                                                 "\"properties\": {}}"));
+                            : json_tokener_parse("{\"type\": \"object\", \"properties\": {}}"));
     return s;
 }
 
@@ -43,22 +42,17 @@ static const struct svc_extension *extension(const struct svc_config *cfg, const
     return NULL;
 }
 
-static json_object *own_tools(const struct svc_config *cfg)
+json_object *svc_tools_list(const struct svc_config *cfg, const char *user, bool all)
 {
-    json_object *arr = json_object_new_array();
-    json_object_array_add(arr, tool_row("clock", "tool", "Current UTC time", NULL, true, true));
+    json_object *out = json_object_new_object(), *own = json_object_new_array(),
+                *servers = json_object_new_array();
+    json_object_array_add(own, tool_row("clock", "tool", "Current UTC time", NULL, true, true));
     for (size_t i = 0; i < cfg->nextensions; i++) {
         const struct svc_extension *x = &cfg->extensions[i];
         json_object_array_add(
-            arr, tool_row(x->name, x->kind, x->description, x->parameters, x->enabled, false));
+            own, tool_row(x->name, x->kind, x->description, x->parameters, x->enabled, false));
     }
-    return arr;
-}
-
-json_object *svc_tools_list(const struct svc_config *cfg, const char *user, bool all)
-{
-    json_object *out = json_object_new_object(), *servers = json_object_new_array();
-    svc_json_set(out, "extensions", own_tools(cfg));
+    svc_json_set(out, "extensions", own);
     for (size_t i = 0; i < cfg->nmcp_servers; i++) {
         const struct svc_mcp_server *s = &cfg->mcp_servers[i];
         if (all || svc_mcp_usable(s, user))
