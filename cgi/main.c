@@ -42,7 +42,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -61,6 +60,7 @@
 #include "mcp.h"
 #include "metrics.h"
 #include "query.h"
+#include "runs.h"
 #include "session.h"
 #include "user.h"
 #include "util.h"
@@ -898,27 +898,36 @@ static void heap_settle(void)
 #endif
 }
 
-/* The listing's background work (index.h): in a grandchild (nothing to reap) that keeps
- * none of the pool's descriptors but the standard ones. */
-static int spawn_detached(void (*work)(void *ctx), void *ctx)
+/* Core's background work (spawn.h): the listing's build and rescan, detached runs. In a
+ * grandchild (nothing to reap) that tells through a pipe that it runs, whatever becomes of
+ * the intermediate process (a test kills the worker right after). */
+static int spawn_detached(void (*work)(void *ctx), void *ctx, int flags)
 {
+    int started[2];
+    if (pipe2(started, O_CLOEXEC) != 0)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
-        if (fork() == 0) {
-            struct rlimit rl;
-            int maxfd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < 65536 ? (int)rl.rlim_cur
-                                                                                  : 65536;
-            for (int fd = 3; fd < maxfd; fd++)
-                close(fd);
+        close(started[0]);
+        if (flags & SVC_SPAWN_SETSID)
+            setsid();
+        if (fork() == 0 && write(started[1], "r", 1) == 1) {
+            close(started[1]);
+            if (!(flags & SVC_SPAWN_KEEP_FDS))
+                close_range(3, ~0U, 0);
             work(ctx);
         }
         _exit(0);
     }
-    if (pid < 0)
-        return -1;
-    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+    close(started[1]);
+    char byte;
+    ssize_t got = -1;
+    while (pid > 0 && (got = read(started[0], &byte, 1)) < 0 && errno == EINTR)
         ;
-    return 0;
+    close(started[0]);
+    while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    return got == 1 ? 0 : -1;
 }
 
 /* Bring the current generation up to server.workers (unless stopping or backing off); past
@@ -1186,6 +1195,7 @@ int main(int argc, char **argv)
     svc_log_set_sink(core_log_sink, NULL);
     svc_oom_set_handler(oom_abort);
     svc_index_set_spawn(spawn_detached);
+    svc_runs_set_spawn(spawn_detached);
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0)
         return rc;

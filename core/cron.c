@@ -28,15 +28,11 @@ static int parse_value(int f, const char **p)
         *p = s;
         return (int)v;
     }
-    const char *const *names = f == 3 ? month_names : f == 4 ? dow_names : NULL;
-    int n = f == 3 ? 12 : 7, base = f == 3 ? 1 : 0;
-    if (!names || !isalpha((unsigned char)s[0]) || !isalpha((unsigned char)s[1]) ||
-        !isalpha((unsigned char)s[2]) || isalpha((unsigned char)s[3]))
-        return -1;
-    for (int i = 0; i < n; i++)
-        if (strncasecmp(s, names[i], 3) == 0) {
+    const char *const *names = f == 3 ? month_names : dow_names;
+    for (int i = 0; (f == 3 || f == 4) && i < (f == 3 ? 12 : 7); i++)
+        if (strncasecmp(s, names[i], 3) == 0 && !isalpha((unsigned char)s[3])) {
             *p = s + 3;
-            return i + base;
+            return i + (f == 3); /* months from 1 */
         }
     return -1;
 }
@@ -56,23 +52,17 @@ static const char *parse_field(int f, const char *s, size_t len, uint64_t *bits)
     for (char *save = NULL, *item = strtok_r(buf, ",", &save); item;
          item = strtok_r(NULL, ",", &save)) {
         const char *p = item;
-        int a, b, step = 1;
-        bool range = false;
-        if (*p == '*') {
-            a = lo;
-            b = hi;
+        int a = lo, b = hi, step = 1;
+        bool range = *p == '*';
+        if (range) {
+            p++;
+        } else if ((a = b = parse_value(f, &p)) < 0) {
+            return "not a number or name";
+        } else if (*p == '-') {
             p++;
             range = true;
-        } else {
-            if ((a = parse_value(f, &p)) < 0)
-                return "not a number or name";
-            b = a;
-            if (*p == '-') {
-                p++;
-                if ((b = parse_value(f, &p)) < 0)
-                    return "bad range end";
-                range = true;
-            }
+            if ((b = parse_value(f, &p)) < 0)
+                return "bad range end";
         }
         if (*p == '/') {
             p++;
@@ -117,12 +107,9 @@ static bool can_match(const struct svc_cron *c)
     if (c->dom_star || !c->dow_star)
         return true;
     for (int m = 1; m <= 12; m++) {
-        if (!(c->month & (1u << m)))
-            continue;
-        int dmax = m == 2 ? 29 : days_in_month(2001, m);
-        for (int d = 1; d <= dmax; d++)
-            if (c->dom & (1u << d))
-                return true;
+        uint64_t days = (2ull << (m == 2 ? 29 : days_in_month(2001, m))) - 1; /* bits 0..last */
+        if ((c->month & (1u << m)) && (c->dom & days))
+            return true;
     }
     return false;
 }
@@ -132,15 +119,12 @@ int svc_cron_parse(const char *expr, struct svc_cron *out, struct svc_err *err)
     memset(out, 0, sizeof *out);
     const char *p = expr ? expr : "";
     uint64_t bits[5];
-    int f = 0;
-    while (*p) {
+    int f;
+    for (f = 0; f < 5; f++) {
         p += strspn(p, " \t");
-        if (!*p)
-            break;
         size_t n = strcspn(p, " \t");
-        if (f == 5)
-            return svc_err_set(err, SVC_E_INVALID_FIELD,
-                               "not a 5-field cron schedule (minute hour day month weekday)");
+        if (n == 0)
+            break;
         const char *why = parse_field(f, p, n, &bits[f]);
         if (why)
             return svc_err_set(err, SVC_E_INVALID_FIELD, "cron %s field '%.*s': %s", field_names[f],
@@ -149,10 +133,9 @@ int svc_cron_parse(const char *expr, struct svc_cron *out, struct svc_err *err)
             out->dom_star = *p == '*';
         if (f == 4)
             out->dow_star = *p == '*';
-        f++;
         p += n;
     }
-    if (f != 5)
+    if (f != 5 || p[strspn(p, " \t")])
         return svc_err_set(err, SVC_E_INVALID_FIELD,
                            "not a 5-field cron schedule (minute hour day month weekday)");
     out->minute = bits[0];
@@ -174,10 +157,14 @@ static bool day_matches(const struct svc_cron *c, int mday, int wday)
     return d || w;
 }
 
+time_t svc_cron_minute(time_t t)
+{
+    return t - ((t % 60) + 60) % 60;
+}
+
 time_t svc_cron_next(const struct svc_cron *c, time_t t)
 {
-    /* the next whole minute after t */
-    time_t start = t - ((t % 60) + 60) % 60 + 60;
+    time_t start = svc_cron_minute(t) + 60;
     struct tm tm;
     if (!gmtime_r(&start, &tm))
         return -1;
@@ -209,10 +196,11 @@ time_t svc_cron_next(const struct svc_cron *c, time_t t)
     return -1;
 }
 
-time_t svc_cron_base(const char *last_due_at, time_t now_min)
+time_t svc_cron_base(const char *last_due_at, time_t now)
 {
     double t;
-    return last_due_at && svc_time_parse_iso(last_due_at, &t) == 0 ? (time_t)t : now_min - 60;
+    return last_due_at && svc_time_parse_iso(last_due_at, &t) == 0 ? (time_t)t
+                                                                   : svc_cron_minute(now) - 60;
 }
 
 const char *svc_cron_check(const char *expr)

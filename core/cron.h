@@ -29,9 +29,11 @@ int svc_cron_parse(const char *expr, struct svc_cron *out, struct svc_err *err);
 /* The first matching minute strictly after t (epoch seconds, UTC); -1 when none within
  * about 30 years (never for a schedule svc_cron_parse accepted). */
 time_t svc_cron_next(const struct svc_cron *c, time_t t);
+/* The start of t's minute. */
+time_t svc_cron_minute(time_t t);
 /* The minute after which a schedule's next run is looked for: last_due_at (ISO 8601, the
- * last minute handled; NULL when none), else the minute before now_min. */
-time_t svc_cron_base(const char *last_due_at, time_t now_min);
+ * last minute handled; NULL when none), else the minute before now's. */
+time_t svc_cron_base(const char *last_due_at, time_t now);
 /* For the configuration table: NULL when expr is a valid schedule, else what is wrong
  * (a static string). */
 const char *svc_cron_check(const char *expr);

@@ -108,14 +108,6 @@ static json_object *check_results(json_object *pending, json_object *results, st
     return answered;
 }
 
-/* The result answering call id in answered (check_results), or NULL. */
-static json_object *result_for(json_object *answered, const char *id)
-{
-    json_object *r = NULL;
-    json_object_object_get_ex(answered, id, &r);
-    return r;
-}
-
 int svc_ctools_answer(json_object *pending, json_object *results, json_object **out,
                       json_object *names, struct svc_err *err)
 {
@@ -127,7 +119,7 @@ int svc_ctools_answer(json_object *pending, json_object *results, json_object **
     for (size_t k = 0; k < json_object_array_length(pending); k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
         const char *id = svc_json_str(tu, "toolUseId", "");
-        json_object *r = result_for(answered, id);
+        json_object *r = svc_json_obj(answered, id);
         if (r)
             json_object_array_add(names, json_object_new_string(svc_json_str(tu, "name", "")));
         json_object_array_add(content,
@@ -158,7 +150,7 @@ int svc_ctools_resume(json_object *pending, json_object *results, json_object **
     *out = json_object_new_array();
     for (size_t k = 0; k < json_object_array_length(pending); k++) {
         json_object *tu = svc_json_copy(json_object_array_get_idx(pending, k));
-        json_object *r = result_for(answered, svc_json_str(tu, "toolUseId", ""));
+        json_object *r = svc_json_obj(answered, svc_json_str(tu, "toolUseId", ""));
         if (r)
             svc_json_set(tu, "answer", json_object_get(r));
         json_object_array_add(*out, tu);

@@ -22,39 +22,31 @@ extern char **environ;
 #define DEFAULT_PATH "/usr/local/bin:/usr/bin:/bin"
 #define STDERR_KEEP 512
 
-/* A descriptor of at least 3 with FD_CLOEXEC (so dup2 onto 0..2 in the child is never a
- * no-op that keeps the close-on-exec flag). Closes fd. Returns -1 on failure. */
-static int high_fd(int fd)
-{
-    if (fd >= 3)
-        return fd;
-    int nfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-    close(fd);
-    return nfd;
-}
-
-static int make_pipe(int p[2])
-{
-    if (pipe2(p, O_CLOEXEC) != 0)
-        return -1;
-    p[0] = high_fd(p[0]);
-    p[1] = high_fd(p[1]);
-    if (p[0] < 0 || p[1] < 0) {
-        if (p[0] >= 0)
-            close(p[0]);
-        if (p[1] >= 0)
-            close(p[1]);
-        return -1;
-    }
-    return 0;
-}
-
 static void close_fd(int *fd)
 {
     if (*fd >= 0) {
         close(*fd);
         *fd = -1;
     }
+}
+
+/* A close-on-exec pipe whose ends are at least 3 (so dup2 onto 0..2 in the child is never
+ * a no-op that keeps the close-on-exec flag). */
+static int make_pipe(int p[2])
+{
+    if (pipe2(p, O_CLOEXEC) != 0)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (p[i] < 3) {
+            int high = fcntl(p[i], F_DUPFD_CLOEXEC, 3);
+            close(p[i]);
+            p[i] = high;
+        }
+    if (p[0] >= 0 && p[1] >= 0)
+        return 0;
+    close_fd(&p[0]);
+    close_fd(&p[1]);
+    return -1;
 }
 
 /* The environment of the child: only these items ("NAME=value", or "NAME" copied from ours
@@ -70,14 +62,12 @@ static char **child_env(char *const *items, const char **path)
     for (size_t i = 0; i < n; i++) {
         const char *e = items[i];
         char *item = NULL;
-        if (strchr(e, '=')) {
+        if (strchr(e, '='))
             item = svc_xstrdup(e);
-        } else {
-            const char *v = getenv(e);
-            if (!v)
-                continue;
-            svc_xasprintf(&item, "%s=%s", e, v);
-        }
+        else if (getenv(e))
+            svc_xasprintf(&item, "%s=%s", e, getenv(e));
+        else
+            continue; /* not set here */
         if (strncmp(item, "PATH=", 5) == 0)
             *path = item + 5; /* lives as long as env */
         env[k++] = item;
@@ -153,10 +143,8 @@ bool svc_ext_cap(struct svc_buf *b)
     return true;
 }
 
-static void set_error(struct svc_tool_result *out, const char *stderr_text, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_error(struct svc_tool_result *out, const char *stderr_text, const char *fmt, ...)
+static void __attribute__((format(printf, 3, 4)))
+set_error(struct svc_tool_result *out, const char *stderr_text, const char *fmt, ...)
 {
     char *msg = NULL;
     va_list ap;
@@ -165,20 +153,14 @@ static void set_error(struct svc_tool_result *out, const char *stderr_text, cons
     va_end(ap);
     out->ok = false;
     free(out->content);
-    out->content = NULL;
-    if (msg && stderr_text && *stderr_text) {
-        char *full = NULL;
-        if (svc_xasprintf(&full, "%s: %s", msg, stderr_text) >= 0) {
-            free(msg);
-            msg = full;
-        }
+    out->content = msg;
+    if (stderr_text && *stderr_text) {
+        svc_xasprintf(&out->content, "%s: %s", msg, stderr_text);
+        free(msg);
     }
-    out->content = msg ? msg : svc_xstrdup("extension failed");
 }
 
-/* Read what is there from *fd into buf (keeping at most keep bytes in total); on EOF or
- * error close *fd. Sets *over when bytes were dropped. */
-static void drain(int *fd, struct svc_buf *buf, size_t keep, bool *over)
+void svc_ext_drain(int *fd, struct svc_buf *buf, size_t keep, bool *over)
 {
     char chunk[16384];
     for (;;) {
@@ -235,9 +217,9 @@ struct child {
 static void child_drain(struct child *c, int i)
 {
     if (i == 1)
-        drain(&c->fd[1], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
+        svc_ext_drain(&c->fd[1], &c->obuf, SVC_EXT_OUTPUT_MAX + 4, &c->truncated);
     else
-        drain(&c->fd[2], &c->ebuf, STDERR_KEEP, NULL);
+        svc_ext_drain(&c->fd[2], &c->ebuf, STDERR_KEEP, NULL);
 }
 
 /* Whether the child has exited, looked at without reaping: the pid (and so the group id)
@@ -288,6 +270,17 @@ static int child_poll_once(struct child *c, double left)
     return 0;
 }
 
+/* Kill the child's group and reap the child: its wait status. */
+static int child_reap(struct child *c)
+{
+    int status = 0;
+    kill(-c->pid, SIGKILL); /* a blocking reap: SIGKILL cannot be refused */
+    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    c->pid = -1;
+    return status;
+}
+
 /* Run the child until it exits with its pipes closed, the deadline passes or the run is
  * cancelled; then kill its group and reap it. Returns its wait status. */
 static int child_pump(struct child *c, double deadline, int (*should_cancel)(void *ctx), void *ctx)
@@ -309,11 +302,7 @@ static int child_pump(struct child *c, double deadline, int (*should_cancel)(voi
         if (child_poll_once(c, left) < 0)
             break;
     }
-    int status = 0;
-    kill(-c->pid, SIGKILL); /* blocking reap below: SIGKILL cannot be refused */
-    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    c->pid = -1;
+    int status = child_reap(c);
     for (int i = 1; i < 3; i++)
         if (c->fd[i] >= 0)
             child_drain(c, i);
@@ -327,11 +316,7 @@ static void child_result(struct child *c, int status, struct svc_tool_result *ou
     if (svc_ext_cap(&c->obuf))
         c->truncated = true;
     char *errtext = utf8_clean(c->ebuf.data ? c->ebuf.data : "", c->ebuf.len);
-    if (errtext) {
-        char *nl = strchr(errtext, '\n');
-        if (nl)
-            *nl = '\0'; /* one line */
-    }
+    errtext[strcspn(errtext, "\n")] = '\0'; /* one line */
     if (c->cancelled) {
         set_error(out, NULL, "%s was stopped: the run was cancelled", x->name);
     } else if (c->timed_out) {
@@ -350,12 +335,8 @@ static void child_result(struct child *c, int status, struct svc_tool_result *ou
 
 static void child_free(struct child *c)
 {
-    if (c->pid > 0) {
-        int status;
-        kill(-c->pid, SIGKILL);
-        while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR)
-            ;
-    }
+    if (c->pid > 0)
+        child_reap(c);
     for (int i = 0; i < 3; i++)
         close_fd(&c->fd[i]);
     svc_buf_free(&c->obuf);
@@ -450,10 +431,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
     struct child c = {.x = x, .pid = -1, .fd = {-1, -1, -1}};
     svc_buf_init(&c.obuf);
     svc_buf_init(&c.ebuf);
-    char *input = NULL;
-    json_object *empty = args ? NULL : json_object_new_object();
-    char *json = svc_json_dump_compact(args ? args : empty);
-    json_object_put(empty);
+    char *json = args ? svc_json_dump_compact(args) : svc_xstrdup("{}"), *input = NULL;
     svc_xasprintf(&input, "%s\n", json);
     c.input = input;
     c.in_len = strlen(input);

@@ -32,6 +32,9 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
 /* Cut b to at most SVC_EXT_OUTPUT_MAX bytes, on a UTF-8 boundary: whether it was cut. */
 bool svc_ext_cap(struct svc_buf *b);
 
+/* Read what non-blocking *fd has into buf (keeping at most keep bytes in all; *over, may be
+ * NULL, set when bytes were dropped); at EOF or an error *fd is closed and set to -1. */
+void svc_ext_drain(int *fd, struct svc_buf *buf, size_t keep, bool *over);
 /* write(2) that cannot raise SIGPIPE in a program that did not ignore it (the svc tool): a
  * child that exits without reading its stdin is EPIPE here, nothing more. */
 ssize_t svc_ext_write(int fd, const void *buf, size_t len);

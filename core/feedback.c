@@ -45,15 +45,11 @@ static int check_body(bool rating_given, json_object *rating, const char *commen
 static int check_message(struct svc_sess *s, int64_t id, struct svc_err *err)
 {
     json_object *rec = NULL;
-    struct svc_err rerr;
-    if (svc_sess_read_message(s, id, &rec, NULL, NULL, &rerr) != 0) {
-        if (rerr.code != SVC_E_NOT_FOUND) {
-            *err = rerr;
-            return -1;
-        }
-        return svc_err_set(err, SVC_E_NOT_FOUND, "session %s has no message %lld", s->sid,
-                           (long long)id);
-    }
+    if (svc_sess_read_message(s, id, &rec, NULL, NULL, err) != 0)
+        return err->code != SVC_E_NOT_FOUND
+                   ? -1
+                   : svc_err_set(err, SVC_E_NOT_FOUND, "session %s has no message %lld", s->sid,
+                                 (long long)id);
     const char *role = svc_json_str(svc_store_effective_message(rec), "role", "");
     int rc = strcmp(role, "assistant") == 0
                  ? 0
@@ -70,13 +66,10 @@ static int write_entry(struct svc_sess *s, int64_t id, json_object *rating, cons
                        json_object **doc, json_object **entry, struct svc_err *err)
 {
     char *path = svc_sess_path(s, SVC_F_FEEDBACK, SVC_FROM_ABS), key[24], now[SVC_TIME_LEN];
-    struct svc_err rerr;
     int rc = -1;
-    if (svc_json_read_object_file(path, doc, &rerr) != 0) {
-        if (rerr.code != SVC_E_NOT_FOUND) {
-            *err = rerr;
+    if (svc_json_read_object_file(path, doc, err) != 0) {
+        if (err->code != SVC_E_NOT_FOUND)
             goto out;
-        }
         *doc = json_object_new_object();
         svc_json_set_int(*doc, "schema_version", 1);
     }

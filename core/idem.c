@@ -16,8 +16,7 @@ enum svc_idem_sync svc_idem_sync_decide(const struct svc_config *cfg, const stru
         svc_session_visible(cfg, svc_user_scope(user), sid, true, NULL) != 0)
         return SVC_IDEM_NEW_TURN;
     json_object *rec = NULL;
-    struct svc_err e;
-    if (svc_runs_find_idem(cfg, sid, key, &rec, &e) == 0 &&
+    if (svc_runs_find_idem(cfg, sid, key, &rec, NULL) == 0 &&
         strcmp(svc_json_str(rec, "status", ""), "done") == 0) {
         *record = rec;
         return SVC_IDEM_REPLAY;

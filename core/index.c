@@ -29,7 +29,7 @@ static struct {
     ino_t root_ino;
 } I;
 
-void svc_index_set_spawn(svc_index_spawn_fn *fn)
+void svc_index_set_spawn(svc_spawn_fn *fn)
 {
     svc_indexdb_set_spawn(fn);
 }

@@ -15,6 +15,7 @@
 
 #include "err.h"
 #include "listing.h"
+#include "spawn.h"
 #include "store.h"
 
 /* A page of summaries per q: {"sessions": [...], "next_cursor"}. When stale is not NULL,
@@ -27,8 +28,8 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
  * without one, this process's memory copy loaded and sorted, so that each new worker
  * starts with it. */
 void svc_index_warm(const struct svc_store *st);
-/* The program's spawner (listing.h). */
-void svc_index_set_spawn(svc_index_spawn_fn *fn);
+/* The program's spawner (spawn.h). */
+void svc_index_set_spawn(svc_spawn_fn *fn);
 /* At a pool's orderly stop: flush this host's listing database to the disk and mark it so,
  * so that it is used after a reboot instead of built anew (listdb.h svc_listdb_seal). */
 void svc_index_seal(const struct svc_store *st);

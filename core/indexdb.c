@@ -33,7 +33,7 @@ static struct {
     pid_t pid;       /* the process that opened the connection and lock */
     int lockfd;      /* <path>.lock, open (hold), or -1 */
     time_t retry_at; /* no build tried before then (one failed: disk full, read-only) */
-    svc_index_spawn_fn *spawn;
+    svc_spawn_fn *spawn;
     char *own; /* the root of this process's own copy, when it is open */
     struct {   /* the background work's arguments (copied into its process) */
         struct svc_store st;
@@ -42,7 +42,7 @@ static struct {
     } job;
 } D = {.lockfd = -1};
 
-void svc_indexdb_set_spawn(svc_index_spawn_fn *fn)
+void svc_indexdb_set_spawn(svc_spawn_fn *fn)
 {
     D.spawn = fn;
 }
@@ -293,7 +293,7 @@ static int db_spawn(const struct svc_store *st, const char *path, const char *su
     D.job.st = *st;
     D.job.path = path;
     if (D.spawn && !db_small(st))
-        return D.spawn(work, NULL) == 0 ? 1 : -1;
+        return D.spawn(work, NULL, 0) == 0 ? 1 : -1;
     work(NULL);
     return D.job.rc;
 }

@@ -18,6 +18,7 @@
 
 #include "layout.h"
 #include "listing.h"
+#include "spawn.h"
 
 /* Whether index.h's answers can come from this host's database: 0 when it is open and
  * caught up (listdb.h's calls address it; its reads then are one read transaction, with
@@ -39,6 +40,6 @@ int svc_indexdb_build(const struct svc_store *st, bool rebuild);
 void svc_indexdb_close(void);
 /* At a pool's orderly stop: flush the database to the disk and mark it sealed. */
 void svc_indexdb_seal(const struct svc_store *st);
-void svc_indexdb_set_spawn(svc_index_spawn_fn *fn);
+void svc_indexdb_set_spawn(svc_spawn_fn *fn);
 
 #endif

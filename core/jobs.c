@@ -63,7 +63,6 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
 {
     json_object *state = NULL;
     json_object *by_id = read_state(cfg, &state);
-    time_t now_min = now - ((now % 60) + 60) % 60;
     json_object *arr = json_object_new_array();
     for (size_t i = 0; i < cfg->njobs; i++) {
         const struct svc_job *j = &cfg->jobs[i];
@@ -76,7 +75,7 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
         struct svc_cron c;
         time_t next = -1;
         if (j->enabled && svc_cron_parse(j->schedule, &c, NULL) == 0)
-            next = svc_cron_next(&c, svc_cron_base(svc_json_str(st, "last_due_at", NULL), now_min));
+            next = svc_cron_next(&c, svc_cron_base(svc_json_str(st, "last_due_at", NULL), now));
         char buf[SVC_TIME_LEN];
         svc_json_set_str(o, "next_run_at",
                          next >= 0 ? svc_time_format_iso((double)next, buf) : NULL);
@@ -92,22 +91,17 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
     return arr;
 }
 
-/* Merge upd into the state entry of id under the state lock (fresh read, atomic write). */
+/* Merge upd into the state entry of id under the state lock (fresh read, atomic write);
+ * the jobs directory is known to exist. */
 static int save_entry(const struct svc_config *cfg, const char *id, json_object *upd,
                       struct svc_err *err)
 {
     char *lpath = jobs_path(cfg, ".state.lock");
-    char *spath = jobs_path(cfg, "state.json");
-    int rc = -1, fd = -1;
+    int fd = svc_lock_file(lpath, LOCK_EX, true);
+    free(lpath);
+    if (fd < 0)
+        return svc_err_errno(err, "job lock");
     json_object *state = NULL;
-    if (!lpath || !spath) {
-        svc_err_set(err, SVC_E_CONFIG, "no SVC_HOME for the jobs state");
-        goto out;
-    }
-    if ((fd = svc_lock_file(lpath, LOCK_EX, true)) < 0) {
-        svc_err_errno(err, "job lock");
-        goto out;
-    }
     read_state(cfg, &state);
     json_object *jobs = svc_json_obj(state, "jobs");
     if (!jobs) {
@@ -130,12 +124,10 @@ static int save_entry(const struct svc_config *cfg, const char *id, json_object 
         svc_json_set(jobs, id, entry);
     }
     svc_json_merge(entry, upd);
-    rc = svc_json_write_pretty(spath, state, cfg->sessions.fsync, err);
-out:
-    if (fd >= 0)
-        close(fd);
+    char *spath = jobs_path(cfg, "state.json");
+    int rc = svc_json_write_pretty(spath, state, cfg->sessions.fsync, err);
+    close(fd);
     json_object_put(state);
-    free(lpath);
     free(spath);
     return rc;
 }
@@ -158,12 +150,8 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
     const char *status;
     bool advance = true;
     if (svc_run_begin(cfg, &req, &run, &err) != 0) {
-        if (err.code == SVC_E_SESSION_BUSY) {
-            status = "skipped";
-            advance = false; /* tried again next minute */
-        } else {
-            status = "error";
-        }
+        advance = err.code != SVC_E_SESSION_BUSY; /* busy: skipped, tried again next minute */
+        status = advance ? "error" : "skipped";
     } else {
         struct svc_run_answer a;
         svc_run_answer(run, &a);
@@ -202,13 +190,12 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
     char *dir = jobs_path(cfg, NULL);
     if (!dir)
         return svc_err_set(err, SVC_E_CONFIG, "no SVC_HOME for the jobs state");
-    int drc = svc_mkdirs(dir, 0755, err);
+    int rc = svc_mkdirs(dir, 0755, err);
     free(dir);
-    if (drc != 0)
+    if (rc != 0)
         return -1;
-    time_t now_min = now - ((now % 60) + 60) % 60;
+    time_t now_min = svc_cron_minute(now);
     json_object *out = json_object_new_array();
-    int rc = 0;
     for (size_t i = 0; i < cfg->njobs; i++) {
         const struct svc_job *j = &cfg->jobs[i];
         json_object *res = json_object_new_object();
@@ -245,13 +232,11 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
         }
         json_object *upd = json_object_new_object();
         run_job(cfg, j, now_min, base, &c, res, upd);
-        int src = save_entry(cfg, j->id, upd, err);
+        rc = save_entry(cfg, j->id, upd, err);
         json_object_put(upd);
         close(fd);
-        if (src != 0) {
-            rc = -1;
+        if (rc != 0)
             break;
-        }
     }
     if (rc != 0) {
         json_object_put(out);

@@ -1,5 +1,5 @@
 /* listing: what the session listing's parts share (index.h's dispatcher, indexdb.h and
- * listdb.h): the query, a page's rows, the marks of a walk, the spawner. Types only. */
+ * listdb.h): the query, a page's rows, the marks of a walk. Types only. */
 #ifndef SVC_LISTING_H
 #define SVC_LISTING_H
 
@@ -56,11 +56,5 @@ struct svc_list_mark {
 };
 typedef void svc_index_each_fn(void *ctx, const char *sid, double updated, int64_t msgs,
                                bool archived);
-
-/* How the listing runs work in the background (a build of a large database, a rescan of a
- * large root): fn runs work(ctx) in a process of its own that nobody waits for, returning
- * 0, or -1 when it could not be started. The programs decide (cgi/, cli/: index.h's
- * svc_index_set_spawn); without one the work is done in the call that needs it. */
-typedef int svc_index_spawn_fn(void (*work)(void *ctx), void *ctx);
 
 #endif

@@ -88,18 +88,15 @@ static json_object *rpc_new(const char *method, json_object *params, int64_t id)
 /* A server's request: ping answered, anything else refused. */
 static void answer_request(struct svc_mcp_conn *c, json_object *msg, const char *method)
 {
-    json_object *reply = json_object_new_object(), *id = NULL;
-    json_object_object_get_ex(msg, "id", &id);
+    json_object *reply = json_object_new_object();
     svc_json_set_str(reply, "jsonrpc", "2.0");
-    svc_json_set(reply, "id", json_object_get(id));
-    if (strcmp(method, "ping") == 0) {
+    svc_json_set(reply, "id", json_object_get(json_object_object_get(msg, "id")));
+    if (strcmp(method, "ping") == 0)
         svc_json_set(reply, "result", json_object_new_object());
-    } else {
-        json_object *e = json_object_new_object();
-        svc_json_set_int(e, "code", -32601);
-        svc_json_set_str(e, "message", "svc does not offer this method");
-        svc_json_set(reply, "error", e);
-    }
+    else
+        svc_json_set(reply, "error",
+                     json_tokener_parse("{\"code\": -32601, \"message\": "
+                                        "\"svc does not offer this method\"}"));
     conn_send(c, reply, NULL);
     json_object_put(reply);
 }
@@ -240,10 +237,7 @@ static int stdio_start(struct svc_mcp_conn *c, struct svc_err *err)
             items[k++] = svc_xstrdup(s->env_pass[i]);
     }
     json_object_object_foreach(s->env, key, val)
-    {
-        svc_xasprintf(&items[k], "%s=%s", key, json_object_get_string(val));
-        k++;
-    }
+        svc_xasprintf(&items[k++], "%s=%s", key, json_object_get_string(val));
     struct svc_err e;
     c->pid = svc_ext_spawn(s->command, items, c->fd, &e);
     for (size_t i = 0; i < k; i++)
@@ -277,23 +271,6 @@ static void stdio_lines(struct svc_buf *buf, void (*each)(void *, const char *, 
     buf->len -= used;
 }
 
-/* Read what fd i has into its buffer. 0, or -1 at EOF or a read error. */
-static int stdio_read(struct svc_mcp_conn *c, int i)
-{
-    struct svc_buf *b = i == 1 ? &c->out : &c->err;
-    char chunk[16384];
-    for (;;) {
-        ssize_t r = read(c->fd[i], chunk, sizeof chunk);
-        if (r > 0) {
-            svc_buf_add(b, chunk, (size_t)r);
-            continue;
-        }
-        if (r < 0 && errno == EINTR)
-            continue;
-        return r < 0 && errno == EAGAIN ? 0 : -1;
-    }
-}
-
 /* Until the answer to w->id: stdout lines handled, stderr lines logged. */
 static int stdio_wait(struct svc_mcp_conn *c, struct wait *w)
 {
@@ -311,12 +288,11 @@ static int stdio_wait(struct svc_mcp_conn *c, struct wait *w)
         int pr = poll(pf, c->fd[2] >= 0 ? 2 : 1, 50);
         if (pr < 0 && errno != EINTR)
             return svc_err_set(w->err, SVC_E_UPSTREAM, "%s: poll: %s", c->name, strerror(errno));
-        if (pr > 0 && pf[1].revents && stdio_read(c, 2) != 0) {
-            close(c->fd[2]);
-            c->fd[2] = -1;
-        }
-        if (pr > 0 && pf[0].revents && stdio_read(c, 1) != 0 &&
-            !(c->out.len && memchr(c->out.data, '\n', c->out.len)))
+        if (pr > 0 && pf[1].revents)
+            svc_ext_drain(&c->fd[2], &c->err, SIZE_MAX, NULL);
+        if (pr > 0 && pf[0].revents)
+            svc_ext_drain(&c->fd[1], &c->out, SIZE_MAX, NULL);
+        if (c->fd[1] < 0 && !(c->out.len && memchr(c->out.data, '\n', c->out.len)))
             return svc_err_set(w->err, SVC_E_UPSTREAM,
                                "%s: the server closed its output (it died?)", c->name);
         if ((long)c->out.len > MCP_MAX_LINE)
@@ -597,12 +573,10 @@ static int conn_start(struct svc_mcp_conn *c, struct svc_err *err)
 {
     if (c->stdio && stdio_start(c, err) != 0)
         return -1;
-    json_object *p = json_object_new_object(), *info = json_object_new_object(), *res = NULL;
-    svc_json_set_str(p, "protocolVersion", MCP_REVISION);
-    svc_json_set(p, "capabilities", json_object_new_object());
-    svc_json_set_str(info, "name", "svc");
-    svc_json_set_str(info, "version", SVC_VERSION);
-    svc_json_set(p, "clientInfo", info);
+    json_object *res = NULL,
+                *p = json_tokener_parse(
+                    "{\"protocolVersion\": \"" MCP_REVISION "\", \"capabilities\": {}, "
+                    "\"clientInfo\": {\"name\": \"svc\", \"version\": \"" SVC_VERSION "\"}}");
     if (conn_rpc(c, "initialize", p, NULL, NULL, &res, err) != 0)
         return -1;
     const char *v = svc_json_str(res, "protocolVersion", "");
@@ -673,10 +647,7 @@ static void table_for(const struct svc_config *cfg)
     if (S.conns && S.owner == svc_pid() && S.cfg == cfg && S.servers == cfg->mcp_servers &&
         S.n == cfg->nmcp_servers)
         return;
-    svc_mcp_stop_all();
-    for (size_t i = 0; S.conns && i < S.n; i++)
-        conn_forget(&S.conns[i]);
-    free(S.conns);
+    svc_mcp_stop_all(); /* and forgets the table */
     S.conns = svc_xcalloc(cfg->nmcp_servers + 1, sizeof *S.conns);
     S.cfg = cfg;
     S.servers = cfg->mcp_servers;
@@ -755,8 +726,9 @@ static void call_result(json_object *res, struct svc_tool_result *out)
             svc_buf_adds(&t, "\n");
         json_object_array_add(out->blocks, result_block(json_object_array_get_idx(content, i), &t));
     }
-    json_object *sc = NULL; /* kept beside the content, as Strands' MCP client keeps it */
-    if (json_object_object_get_ex(res, "structuredContent", &sc) && sc) {
+    /* structuredContent is kept beside the content, as Strands' MCP client keeps it */
+    json_object *sc = json_object_object_get(res, "structuredContent");
+    if (sc) {
         out->structured = svc_json_copy(sc);
         if (json_object_array_length(out->blocks) == 0) { /* then it is all the model gets */
             json_object *b = json_object_new_object();

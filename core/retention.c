@@ -231,7 +231,7 @@ json_object *svc_retention_run_due(const struct svc_config *cfg, time_t now)
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     struct svc_cron c;
-    time_t now_min = now - ((now % 60) + 60) % 60;
+    time_t now_min = svc_cron_minute(now);
     char *lpath = svc_layout_root_path(st.root, SVC_F_RETENTION_LOCK, NULL);
     struct svc_err err;
     int fd = svc_cron_parse(cfg->retention.schedule, &c, &err) == 0 &&
@@ -266,11 +266,10 @@ json_object *svc_retention_job(const struct svc_config *cfg, time_t now)
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     json_object *state = state_read(&st), *o = json_object_new_object();
-    time_t now_min = now - ((now % 60) + 60) % 60;
     struct svc_cron c;
     time_t next =
         svc_cron_parse(cfg->retention.schedule, &c, NULL) == 0
-            ? svc_cron_next(&c, svc_cron_base(svc_json_str(state, "last_due_at", NULL), now_min))
+            ? svc_cron_next(&c, svc_cron_base(svc_json_str(state, "last_due_at", NULL), now))
             : -1;
     char buf[SVC_TIME_LEN];
     svc_json_set_str(o, "id", "retention");
@@ -278,11 +277,8 @@ json_object *svc_retention_job(const struct svc_config *cfg, time_t now)
     svc_json_set_bool(o, "enabled", true);
     svc_json_set_str(o, "next_run_at", next >= 0 ? svc_time_format_iso((double)next, buf) : NULL);
     static const char *const keys[] = {"last_run_at", "last_status", "last_counts", "last_error"};
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        json_object *v = NULL;
-        json_object_object_get_ex(state, keys[i], &v);
-        svc_json_set(o, keys[i], json_object_get(v));
-    }
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        svc_json_set(o, keys[i], json_object_get(json_object_object_get(state, keys[i])));
     json_object_put(state);
     return o;
 }

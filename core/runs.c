@@ -11,17 +11,25 @@
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fsio.h"
 #include "jsonx.h"
+#include "layout.h"
 #include "lock.h"
 #include "log.h"
 #include "mcp.h"
 #include "query.h"
-#include "store.h"
 #include "util.h"
+
+static struct {
+    svc_spawn_fn *spawn; /* the program's (spawn.h) */
+} R;
+
+void svc_runs_set_spawn(svc_spawn_fn *fn)
+{
+    R.spawn = fn;
+}
 
 bool svc_run_id_valid(const char *id)
 {
@@ -38,7 +46,14 @@ static char *run_file(const struct svc_config *cfg, const char *run_id, enum svc
     return svc_layout_run_path(cfg->sessions.root, run_id, f);
 }
 
-static void remove_run_files(const struct svc_config *cfg, const char *id);
+static void remove_run_files(const struct svc_config *cfg, const char *id)
+{
+    for (int i = 0; i < SVC_RUN__MAX; i++) {
+        char *p = run_file(cfg, id, (enum svc_run_file)i);
+        unlink(p);
+        free(p);
+    }
+}
 
 static int write_record(const struct svc_config *cfg, json_object *rec, struct svc_err *err)
 {
@@ -60,14 +75,11 @@ static int read_record(const struct svc_config *cfg, const char *run_id, json_ob
     /* empty: a synchronous run's record, written without a sync, after a power cut */
     bool gone = rc != 0 && (rerr.code == SVC_E_NOT_FOUND || svc_file_is_empty(path));
     free(path);
-    if (rc != 0) {
-        if (gone)
-            return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run %s not found", run_id);
-        if (err)
-            *err = rerr;
-        return -1;
-    }
-    return 0;
+    if (gone)
+        return svc_err_set(err, SVC_E_RUN_NOT_FOUND, "run %s not found", run_id);
+    if (rc != 0 && err)
+        *err = rerr;
+    return rc;
 }
 
 static json_object *record_new(const struct svc_run_answer *a)
@@ -134,14 +146,11 @@ static int idem_lookup(const struct svc_config *cfg, const char *sid, const char
 {
     char *path = idem_file(cfg, sid, key);
     json_object *o = NULL;
-    int rc = -1;
-    if (svc_json_read_file(path, &o, NULL) == 0) {
-        const char *id = svc_json_str(o, "run_id", NULL);
-        if (id && svc_run_id_valid(id)) {
-            snprintf(run_id, run_id_sz, "%s", id);
-            rc = 0;
-        }
-    }
+    const char *id =
+        svc_json_read_file(path, &o, NULL) == 0 ? svc_json_str(o, "run_id", NULL) : NULL;
+    int rc = svc_run_id_valid(id) ? 0 : -1;
+    if (rc == 0)
+        snprintf(run_id, run_id_sz, "%s", id);
     json_object_put(o);
     free(path);
     return rc;
@@ -162,10 +171,12 @@ static int idem_store(const struct svc_config *cfg, const char *sid, const char 
 
 /* ---- the detached runner ---- */
 
+/* The runner's state, made in the worker and copied into the runner's process. */
 struct runner {
     const struct svc_config *cfg;
     struct svc_run *run;
     json_object *rec; /* the run record, borrowed */
+    int rlock;        /* the run's lock file, held */
     bool recorded;    /* its final fields are written */
     char *events_path;
     char *cancel_path;
@@ -216,9 +227,11 @@ static void close_other_fds(int *lock1, int *lock2)
     *lock2 = 4;
 }
 
-static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_object *rec,
-                        int rlock_fd)
+static void runner_main(void *ctx)
 {
+    struct runner *rn = ctx;
+    const struct svc_config *cfg = rn->cfg;
+    struct svc_run *run = rn->run;
     int devnull = open("/dev/null", O_RDWR);
     if (devnull >= 0) {
         dup2(devnull, 0);
@@ -227,7 +240,7 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
             close(devnull);
     }
     int run_lock = svc_run_lock_fd(run);
-    close_other_fds(&run_lock, &rlock_fd);
+    close_other_fds(&run_lock, &rn->rlock);
     svc_run_set_lock_fd(run, run_lock);
     /* the worker's handlers first, then the mask the worker held during the request */
     signal(SIGPIPE, SIG_IGN);
@@ -240,30 +253,28 @@ static void runner_main(const struct svc_config *cfg, struct svc_run *run, json_
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
     svc_run_note_runner(run, NULL);
-    struct runner rn = {.cfg = cfg, .run = run, .rec = rec};
     struct svc_run_answer a;
     svc_run_answer(run, &a);
-    rn.events_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
-    rn.cancel_path = run_file(cfg, a.run_id, SVC_RUN_CANCEL);
+    rn->events_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
+    rn->cancel_path = run_file(cfg, a.run_id, SVC_RUN_CANCEL);
     struct svc_run_sink sink = {
-        .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = &rn};
+        .on_event = runner_on_event, .should_cancel = runner_should_cancel, .ctx = rn};
     struct svc_err err;
     svc_err_clear(&err);
     svc_run_defer_memory(run); /* the record says done first; memory sync follows */
     int rc = svc_run_execute(run, &sink, &err);
-    if (!rn.recorded) {
+    if (!rn->recorded) {
         svc_run_answer(run, &a); /* final now */
-        record_finish(rec, &a, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
+        record_finish(rn->rec, &a, svc_run_status_of(rc == 0 ? SVC_OK : err.code),
                       rc == 0 ? NULL : svc_err_name(err.code), err.message);
-        write_record(cfg, rec, NULL);
+        write_record(cfg, rn->rec, NULL);
     }
     svc_run_sync_memory(run);
     svc_run_free(run);
     svc_runs_prune(cfg, SVC_RUNS_KEEP_S); /* the finished records of long ago */
-    free(rn.events_path);
-    free(rn.cancel_path);
+    free(rn->events_path);
+    free(rn->cancel_path);
     svc_mcp_stop_all(); /* the MCP servers this runner started end with it */
-    _exit(0);
 }
 
 static json_object *spawn_answer(json_object *rec)
@@ -292,46 +303,6 @@ static bool idem_replay(const struct svc_config *cfg, const struct svc_run_reque
     return true;
 }
 
-/* Fork the runner, detached (setsid and a second fork), and wait until it says it runs: a
- * byte through a pipe, whatever became of the intermediate process (it may be killed after
- * the second fork). 0, or -1 with err set. */
-static int start_runner(const struct svc_config *cfg, struct svc_run *run, json_object *rec,
-                        int rlock, struct svc_err *err)
-{
-    int started[2];
-    if (pipe2(started, O_CLOEXEC) != 0)
-        return svc_err_errno(err, "pipe");
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(started[0]);
-        close(started[1]);
-        return svc_err_errno(err, "fork");
-    }
-    if (pid == 0) {
-        close(started[0]);
-        setsid();
-        pid_t gc = fork();
-        if (gc != 0)
-            _exit(gc < 0 ? 1 : 0);
-        if (write(started[1], "r", 1) != 1)
-            _exit(1);
-        close(started[1]);
-        runner_main(cfg, run, rec, rlock); /* never returns */
-    }
-    close(started[1]);
-    char byte = 0;
-    ssize_t got;
-    while ((got = read(started[0], &byte, 1)) < 0 && errno == EINTR)
-        ;
-    close(started[0]);
-    int status;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (got != 1)
-        return svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
-    return 0;
-}
-
 int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *req,
                    const char *idem_key, json_object **out, bool *replayed, struct svc_err *err)
 {
@@ -344,6 +315,8 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
         *replayed = true;
         return 0;
     }
+    if (!R.spawn)
+        return svc_err_set(err, SVC_E_INTERNAL, "this program cannot start background runs");
     /* the runs directory first: if it cannot be made, nothing else happens */
     char *dir = runs_dir(cfg);
     int mrc = svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err);
@@ -375,8 +348,12 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
                  ierr.message); /* the run goes on; the key is simply not remembered */
     else if (idem_key)
         idem_stored = true;
-    if (start_runner(cfg, run, rec, rlock, err) != 0)
+    /* in a session of its own, with the locks it inherits; returns once the runner runs */
+    struct runner rn = {.cfg = cfg, .run = run, .rec = rec, .rlock = rlock};
+    if (R.spawn(runner_main, &rn, SVC_SPAWN_KEEP_FDS | SVC_SPAWN_SETSID) != 0) {
+        svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
         goto fail;
+    }
 #ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
     /* the worker dies here, after the run started and before it answers */
     const char *die = getenv("SVC_TEST_KILL_AFTER_SPAWN");
@@ -510,11 +487,10 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     char *path = run_file(cfg, run_id, SVC_RUN_EVENTS);
     char *buf = NULL;
     size_t len = 0;
-    struct svc_err rerr;
-    json_object *arr = json_object_new_array();
-    if (svc_file_read(path, &buf, &len, &rerr) == 0) {
+    *out = json_object_new_array();
+    if (svc_file_read(path, &buf, &len, NULL) == 0) {
         /* a partial last line is not yet an event */
-        struct events_ctx c = {arr, cursor, 0, NULL, 0};
+        struct events_ctx c = {*out, cursor, 0, NULL, 0};
         svc_jsonl_lines(buf, len, event_line_add, &c);
         json_object *lev = ended && c.last ? svc_jsonl_object(c.last, c.last_n) : NULL;
         if (lev) {
@@ -528,7 +504,6 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     free(buf);
     free(path);
     *finished = settled;
-    *out = arr;
     return 0;
 }
 
@@ -538,45 +513,32 @@ int svc_runs_wait(const struct svc_config *cfg, const char *run_id, int timeout_
     if (timeout_ms > 250 && svc_fs_shared(cfg->sessions.shared, cfg->sessions.root))
         timeout_ms = 250;
     char *dir = runs_dir(cfg);
-    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    int rc = -1;
-    if (fd < 0 || inotify_add_watch(fd, dir, IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE) < 0)
-        goto out;
+    int fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK), left;
+    int rc = fd >= 0 && inotify_add_watch(fd, dir, IN_MODIFY | IN_MOVED_TO | IN_CLOSE_WRITE) >= 0
+                 ? 0
+                 : -1;
+    free(dir);
     size_t idlen = strlen(run_id);
     double deadline = svc_time_monotonic() + timeout_ms / 1000.0;
-    for (;;) {
-        int left = (int)((deadline - svc_time_monotonic()) * 1000);
-        if (left <= 0) {
-            rc = 0;
-            break;
-        }
+    while (rc == 0 && (left = (int)((deadline - svc_time_monotonic()) * 1000)) > 0) {
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         int n = poll(&pfd, 1, left);
-        if (n < 0 && errno == EINTR)
+        if (n < 0 && errno != EINTR)
+            rc = -1;
+        if (n <= 0)
             continue;
-        if (n <= 0) {
-            rc = n == 0 ? 0 : -1;
-            break;
-        }
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         ssize_t got = read(fd, buf, sizeof buf);
-        bool mine = false;
-        for (char *p = buf; got > 0 && p < buf + got;) {
-            struct inotify_event *ie = (struct inotify_event *)p;
+        const struct inotify_event *ie;
+        for (char *p = buf; got > 0 && p < buf + got; p += sizeof *ie + ie->len) {
+            ie = (const struct inotify_event *)p;
             if (ie->len && strncmp(ie->name, run_id, idlen) == 0 &&
                 (ie->name[idlen] == '.' || ie->name[idlen] == '\0'))
-                mine = true;
-            p += sizeof *ie + ie->len;
-        }
-        if (mine) {
-            rc = 1;
-            break;
+                rc = 1;
         }
     }
-out:
     if (fd >= 0)
         close(fd);
-    free(dir);
     return rc;
 }
 
@@ -596,10 +558,9 @@ int svc_runs_cancel(const struct svc_config *cfg, const char *run_id, json_objec
     free(path);
     if (rc != 0)
         return -1;
-    json_object *o = json_object_new_object();
-    svc_json_set_bool(o, "cancelled", true);
-    svc_json_set_str(o, "run_id", run_id);
-    *out = o;
+    *out = json_object_new_object();
+    svc_json_set_bool(*out, "cancelled", true);
+    svc_json_set_str(*out, "run_id", run_id);
     return 0;
 }
 
@@ -628,13 +589,11 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
                   failure ? failure->message : NULL);
     /* the events file, so /api/chat/runs/{id}/events can replay a synchronous run too */
     char *ev_path = run_file(cfg, a.run_id, SVC_RUN_EVENTS);
-    json_object *events = a.events;
     struct svc_buf b;
     svc_buf_init(&b);
-    for (size_t i = 0; i < json_object_array_length(events); i++) {
-        char *s = svc_json_dump_compact(json_object_array_get_idx(events, i));
-        svc_buf_adds(&b, s);
-        svc_buf_adds(&b, "\n");
+    for (size_t i = 0; i < json_object_array_length(a.events); i++) {
+        char *s = svc_json_dump_compact(json_object_array_get_idx(a.events, i));
+        svc_buf_printf(&b, "%s\n", s);
         free(s);
     }
     /* durable only when an Idempotency-Key relies on it: otherwise the record is a way to
@@ -655,16 +614,6 @@ int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, cons
         rc = idem_store(cfg, a.session_id, key, a.run_id, err);
     json_object_put(rec);
     return rc;
-}
-
-/* Remove the files of one run. */
-static void remove_run_files(const struct svc_config *cfg, const char *id)
-{
-    for (int i = 0; i < SVC_RUN__MAX; i++) {
-        char *p = run_file(cfg, id, (enum svc_run_file)i);
-        unlink(p);
-        free(p);
-    }
 }
 
 static int remove_old_run(const void *ctx, const char *id, const struct stat *sb)

@@ -7,9 +7,9 @@
  * A run is found by its id alone (no scan of sessions). Records are kept at least 24 hours;
  * svc_runs_prune removes older finished ones.
  * svc_runs_spawn begins the run in the caller (so busy / archived / bad input are answered
- * at once), then forks a detached runner (setsid, double fork, every descriptor but the run
- * lock closed) that executes it, writes its events and final record, and exits: the run
- * outlives the worker and the client. */
+ * at once), then has the program's spawner (spawn.h) start a detached runner (a session of
+ * its own, every descriptor but the run's locks closed) that executes it, writes its events
+ * and final record, and exits: the run outlives the worker and the client. */
 #ifndef SVC_RUNS_H
 #define SVC_RUNS_H
 
@@ -19,6 +19,7 @@
 #include "config.h"
 #include "err.h"
 #include "session.h"
+#include "spawn.h"
 
 /* Valid run id: 1..64 of [A-Za-z0-9._-], not starting with '.'. */
 bool svc_run_id_valid(const char *id);
@@ -26,6 +27,8 @@ bool svc_run_id_valid(const char *id);
 /* Finished records are kept this long (SPEC: at least 24 hours); runners prune older ones. */
 #define SVC_RUNS_KEEP_S (7 * 24 * 3600.0)
 
+/* The program's spawner: without one, svc_runs_spawn refuses (SVC_E_INTERNAL). */
+void svc_runs_set_spawn(svc_spawn_fn *fn);
 /* Start a detached run. *out: {"run_id","session_id","status":"running","model"} (new ref).
  * With idem_key set and a run already recorded for (session, key), *out describes that run,
  * *replayed is true and no new run starts. */

@@ -9,43 +9,50 @@
 #include "mcp.h"
 #include "util.h"
 
-static json_object *empty_schema(void)
+/* The tool a model may call, named name; with kind, also a row of GET /api/extensions. */
+static json_object *spec(const char *name, const char *kind, const char *description,
+                         json_object *parameters)
 {
-    json_object *params = json_object_new_object();
-    svc_json_set_str(params, "type", "object");
-    svc_json_set(params, "properties", json_object_new_object());
-    return params;
+    json_object *s = json_object_new_object();
+    svc_json_set_str(s, "name", name);
+    if (kind)
+        svc_json_set_str(s, "kind", kind);
+    svc_json_set_str(s, "description", description ? description : "");
+    svc_json_set(s, "parameters",
+                 parameters ? svc_json_copy(parameters)
+                            : json_tokener_parse("{\"type\": \"object\", \"properties\": {}}"));
+    return s;
 }
 
 static json_object *tool_row(const char *name, const char *kind, const char *description,
                              json_object *parameters, bool enabled, bool builtin)
 {
-    json_object *t = json_object_new_object();
-    svc_json_set_str(t, "name", name);
-    svc_json_set_str(t, "kind", kind ? kind : "tool");
-    svc_json_set_str(t, "description", description ? description : "");
-    svc_json_set(t, "parameters", parameters ? svc_json_copy(parameters) : empty_schema());
+    json_object *t = spec(name, kind ? kind : "tool", description, parameters);
     svc_json_set_bool(t, "enabled", enabled);
     svc_json_set_bool(t, "builtin", builtin);
     return t;
 }
 
-static json_object *own_tools(const struct svc_config *cfg)
+/* The enabled extension named name, or NULL. */
+static const struct svc_extension *extension(const struct svc_config *cfg, const char *name)
 {
-    json_object *arr = json_object_new_array();
-    json_object_array_add(arr, tool_row("clock", "tool", "Current UTC time", NULL, true, true));
-    for (size_t i = 0; i < cfg->nextensions; i++) {
-        const struct svc_extension *x = &cfg->extensions[i];
-        json_object_array_add(
-            arr, tool_row(x->name, x->kind, x->description, x->parameters, x->enabled, false));
-    }
-    return arr;
+    for (size_t i = 0; i < cfg->nextensions; i++)
+        if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0)
+            return &cfg->extensions[i];
+    return NULL;
 }
 
 json_object *svc_tools_list(const struct svc_config *cfg, const char *user, bool all)
 {
-    json_object *out = json_object_new_object(), *servers = json_object_new_array();
-    svc_json_set(out, "extensions", own_tools(cfg));
+    json_object *out = json_object_new_object(), *own = json_object_new_array(),
+                *servers = json_object_new_array();
+    json_object_array_add(own, tool_row("clock", "tool", "Current UTC time", NULL, true, true));
+    for (size_t i = 0; i < cfg->nextensions; i++) {
+        const struct svc_extension *x = &cfg->extensions[i];
+        json_object_array_add(
+            own, tool_row(x->name, x->kind, x->description, x->parameters, x->enabled, false));
+    }
+    svc_json_set(out, "extensions", own);
     for (size_t i = 0; i < cfg->nmcp_servers; i++) {
         const struct svc_mcp_server *s = &cfg->mcp_servers[i];
         if (all || svc_mcp_usable(s, user))
@@ -54,16 +61,6 @@ json_object *svc_tools_list(const struct svc_config *cfg, const char *user, bool
     }
     svc_json_set(out, "mcp_servers", servers);
     return out;
-}
-
-/* The tool a model may call, named name. */
-static json_object *spec(const char *name, const char *description, json_object *parameters)
-{
-    json_object *s = json_object_new_object();
-    svc_json_set_str(s, "name", name);
-    svc_json_set_str(s, "description", description ? description : "");
-    svc_json_set(s, "parameters", parameters ? svc_json_copy(parameters) : empty_schema());
-    return s;
 }
 
 /* "<server>__<tool>": a name the model accepts (1..64 of A-Za-z0-9_-), in buf. */
@@ -78,11 +75,11 @@ static bool mcp_name(const char *server, const char *tool, char *buf, size_t siz
 json_object *svc_tools_spec(const struct svc_config *cfg, const char *user)
 {
     json_object *arr = json_object_new_array();
-    json_object_array_add(arr, spec("clock", "Current UTC time", NULL));
+    json_object_array_add(arr, spec("clock", NULL, "Current UTC time", NULL));
     for (size_t i = 0; i < cfg->nextensions; i++) {
         const struct svc_extension *x = &cfg->extensions[i];
         if (x->enabled)
-            json_object_array_add(arr, spec(x->name, x->description, x->parameters));
+            json_object_array_add(arr, spec(x->name, NULL, x->description, x->parameters));
     }
     for (size_t i = 0; i < cfg->nmcp_servers; i++) {
         const struct svc_mcp_server *s = &cfg->mcp_servers[i];
@@ -95,7 +92,7 @@ json_object *svc_tools_spec(const struct svc_config *cfg, const char *user)
             json_object *t = json_object_array_get_idx(tools, k);
             char name[80];
             if (mcp_name(s->name, svc_json_str(t, "name", ""), name, sizeof name))
-                json_object_array_add(arr, spec(name, svc_json_str(t, "description", NULL),
+                json_object_array_add(arr, spec(name, NULL, svc_json_str(t, "description", NULL),
                                                 svc_json_obj(t, "inputSchema")));
         }
     }
@@ -120,41 +117,28 @@ static const struct svc_mcp_server *server_of(const struct svc_config *cfg, cons
 bool svc_tools_owns(const struct svc_config *cfg, const char *user, const char *name)
 {
     const char *tool;
-    if (strcmp(name, "clock") == 0 || server_of(cfg, user, name, &tool))
-        return true;
-    for (size_t i = 0; i < cfg->nextensions; i++)
-        if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0)
-            return true;
-    return false;
+    return strcmp(name, "clock") == 0 || server_of(cfg, user, name, &tool) || extension(cfg, name);
 }
 
 void svc_tools_call(const struct svc_config *cfg, const char *user, const char *name,
                     json_object *input, int (*should_cancel)(void *ctx), void *ctx,
                     struct svc_tool_result *out)
 {
-    double t0 = svc_time_monotonic();
     const char *tool = NULL;
     const struct svc_mcp_server *s = server_of(cfg, user, name, &tool);
-    memset(out, 0, sizeof *out);
+    const struct svc_extension *x = extension(cfg, name);
+    char now[SVC_TIME_LEN];
+    memset(out, 0, sizeof *out); /* the clock and an unknown name take no time: latency 0 */
     if (s) {
         svc_mcp_call(svc_mcp_configured(cfg, s->name), tool, input, should_cancel, ctx, out);
-        return;
-    }
-    for (size_t i = 0; i < cfg->nextensions; i++)
-        if (cfg->extensions[i].enabled && strcmp(cfg->extensions[i].name, name) == 0) {
-            svc_ext_run(&cfg->extensions[i], input, should_cancel, ctx, out);
-            return;
-        }
-    if (strcmp(name, "clock") == 0) {
-        char now[SVC_TIME_LEN];
-        svc_time_now_iso(now);
+    } else if (x) {
+        svc_ext_run(x, input, should_cancel, ctx, out);
+    } else if (strcmp(name, "clock") == 0) {
         out->ok = true;
-        out->content = svc_xstrdup(now);
+        out->content = svc_xstrdup(svc_time_now_iso(now));
     } else {
-        out->ok = false;
         svc_xasprintf(&out->content, "unknown tool: %s", name);
     }
-    out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);
 }
 
 void svc_tool_result_free(struct svc_tool_result *r)

@@ -58,8 +58,16 @@ int main(void)
     is_int(svc_runs_get(&cfg, "../../etc/passwd", &o, &e), -1, "a path is not a run id");
     is_int(e.code, SVC_E_RUN_NOT_FOUND, "a path: run_not_found");
 
+    /* no spawner set (spawn.h): a background run is refused before anything is written */
+    struct svc_run_request req = {.session_id = "s1", .input = "hi"};
+    bool replayed = true;
+    is_int(svc_runs_spawn(&cfg, &req, NULL, &o, &replayed, &e), -1, "no spawner: refused");
+    ok(e.code == SVC_E_INTERNAL && strstr(e.message, "cannot start background runs") && !o &&
+           !replayed,
+       "no spawner: internal_error naming it");
     char dir[128];
     snprintf(dir, sizeof dir, "%s/.svc_runs", root);
+    ok(access(dir, F_OK) != 0, "no spawner: nothing written");
     svc_mkdirs(dir, 0755, NULL);
     const double day = 24 * 3600;
     put("run-old.json", "{\"run_id\":\"run-old\",\"status\":\"done\"}", 10 * day);
