@@ -62,17 +62,6 @@ static void problem(struct fsck *f, const char *sid, const char *rel, long long 
         f->nrepaired++;
 }
 
-static char *joinf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *joinf(const char *fmt, ...)
-{
-    char *out = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    svc_xvasprintf(&out, fmt, ap);
-    va_end(ap);
-    return out;
-}
-
 /* Where json-c stops parsing buf: the byte offset of the first error. */
 static long long parse_stop(const char *buf, size_t len)
 {
@@ -84,11 +73,13 @@ static long long parse_stop(const char *buf, size_t len)
     return end;
 }
 
-/* Parse a JSON file. 0 with *out, 1 when absent, -1 when unreadable (reported). */
+/* Parse a JSON file. 0 with *out (out may be NULL), 1 when absent, -1 when unreadable
+ * (reported). */
 static int parse_file(struct fsck *f, const char *sid, const char *abs, const char *rel,
                       json_object **out)
 {
-    *out = NULL;
+    if (out)
+        *out = NULL;
     char *buf = NULL;
     size_t len = 0;
     struct svc_err err;
@@ -98,16 +89,16 @@ static int parse_file(struct fsck *f, const char *sid, const char *abs, const ch
         problem(f, sid, rel, -1, "unreadable", false, "%s", err.message);
         return -1;
     }
-    int rc = 0;
-    if (svc_json_parse(buf, len, out, NULL) != 0 || !json_object_is_type(*out, json_type_object)) {
-        json_object_put(*out);
-        *out = NULL;
+    json_object *o = svc_jsonl_object(buf, len);
+    if (!o)
         problem(f, sid, rel, parse_stop(buf, len), "unreadable", false,
                 "not a JSON object (parsing stops at this byte)");
-        rc = -1;
-    }
     free(buf);
-    return rc;
+    if (out)
+        *out = o;
+    else
+        json_object_put(o);
+    return o ? 0 : -1;
 }
 
 static bool is_temp(const char *name)
@@ -195,9 +186,8 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
         size_t n = nl ? (size_t)(nl - (buf + at)) : len - at;
         if (!nl && torn_ok)
             break; /* a live writer's line in progress */
-        json_object *o = NULL;
-        bool ok = n == 0 || (nl && svc_json_parse(buf + at, n, &o, NULL) == 0 &&
-                             json_object_is_type(o, json_type_object));
+        json_object *o = nl && n ? svc_jsonl_object(buf + at, n) : NULL;
+        bool ok = n == 0 || o;
         json_object_put(o);
         if (ok) {
             svc_buf_add(&good, buf + at, n + (nl ? 1 : 0));
@@ -213,7 +203,8 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
         at += n + (nl ? 1 : 0);
     }
     if (nbad > 0 && fix) {
-        char *side = joinf("%s.corrupt", abs);
+        char *side = NULL;
+        svc_xasprintf(&side, "%s.corrupt", abs);
         if (svc_file_append(side, bad.data, bad.len, f->st.durable, &err) == 0 &&
             svc_file_write_atomic(abs, good.data ? good.data : "", good.len, f->st.durable, &err) ==
                 0) {
@@ -242,13 +233,13 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
                            const char *arel)
 {
     const char *sid = s->sid, *an = svc_layout_name(SVC_F_AGENT);
-    char *abs = joinf("%s/%s", adir, an), *rel = joinf("%s/%s", arel, an);
+    char *abs = svc_path_join(adir, an), *rel = svc_path_join(arel, an);
     json_object *agent = NULL;
     if (parse_file(f, sid, abs, rel, &agent) == 1)
         problem(f, sid, rel, -1, "missing_file", false, "%s is missing", an);
     free(abs);
     const char *mn = svc_layout_name(SVC_F_MESSAGES);
-    char *mdir = joinf("%s/%s", adir, mn), *mrel = joinf("%s/%s", arel, mn);
+    char *mdir = svc_path_join(adir, mn), *mrel = svc_path_join(arel, mn);
     int64_t *ids = NULL;
     size_t n = 0, cap = 0;
     DIR *d = opendir(mdir);
@@ -256,7 +247,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
     while (d && (de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        char *fa = joinf("%s/%s", mdir, de->d_name), *fr = joinf("%s/%s", mrel, de->d_name);
+        char *fa = svc_path_join(mdir, de->d_name), *fr = svc_path_join(mrel, de->d_name);
         int64_t id = svc_layout_message_id_of(de->d_name);
         if (is_temp(de->d_name)) {
             check_temp(f, sid, fa, fr);
@@ -336,9 +327,7 @@ static int parse_sess_file(struct fsck *f, const struct svc_sess *s, enum svc_fi
 {
     char *abs = svc_sess_path(s, which, SVC_FROM_ABS);
     char *rel = svc_sess_path(s, which, SVC_FROM_ROOT);
-    json_object *none = NULL;
-    int rc = parse_file(f, s->sid, abs, rel, o ? o : &none);
-    json_object_put(none);
+    int rc = parse_file(f, s->sid, abs, rel, o);
     if (rc == 1 && required)
         problem(f, s->sid, rel, -1, "missing_file", false, "%s is missing", svc_layout_name(which));
     free(abs);
@@ -355,10 +344,8 @@ struct multi_ctx {
 static void check_multi_agent(void *ctx, const char *id, const char *abs, const char *rel)
 {
     struct multi_ctx *m = ctx;
-    json_object *o = NULL;
     (void)id;
-    parse_file(m->f, m->sid, abs, rel, &o);
-    json_object_put(o);
+    parse_file(m->f, m->sid, abs, rel, NULL);
 }
 
 /* The entries of s's directory: lock files, temp files, and nothing unknown. */
@@ -371,7 +358,7 @@ static void check_entries(struct fsck *f, const struct svc_sess *s)
         const char *nm = de->d_name;
         if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
-        char *fa = joinf("%s/%s", s->dir, nm), *fr = joinf("%s/%s", rel, nm);
+        char *fa = svc_path_join(s->dir, nm), *fr = svc_path_join(rel, nm);
         bool known = false;
         for (size_t i = 0; i < sizeof session_files / sizeof *session_files; i++)
             known = known || strcmp(nm, svc_layout_name(session_files[i])) == 0;
@@ -405,7 +392,7 @@ static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char
         const char *nm = de->d_name;
         if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
-        char *fa = joinf("%s/%s", agents, nm), *fr = joinf("%s/%s", arel, nm);
+        char *fa = svc_path_join(agents, nm), *fr = svc_path_join(arel, nm);
         struct stat sb;
         if (strncmp(nm, apre, apl) == 0 && svc_layout_id_valid(nm + apl) && lstat(fa, &sb) == 0 &&
             S_ISDIR(sb.st_mode)) {
@@ -540,7 +527,7 @@ static void check_runs(struct fsck *f)
     struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
-        char *fa = joinf("%s/%s", dir, nm), *fr = joinf("%s/%s", svc_layout_name(SVC_F_RUNS), nm);
+        char *fa = svc_path_join(dir, nm), *fr = svc_path_join(svc_layout_name(SVC_F_RUNS), nm);
         free(id);
         id = NULL;
         if (nm[0] == '.') {
@@ -607,9 +594,9 @@ static void check_memory(struct fsck *f)
     while (d && (de = readdir(d))) {
         if (de->d_name[0] == '.' || !svc_layout_id_valid(de->d_name))
             continue;
-        char *fa = joinf("%s/%s/memory.jsonl", mroot, de->d_name);
-        char *fr = joinf("memory/%s/memory.jsonl", de->d_name);
-        char *lp = joinf("%s/%s/.memory.lock", mroot, de->d_name);
+        char *ad = svc_path_join(mroot, de->d_name), *fr = NULL;
+        char *fa = svc_path_join(ad, "memory.jsonl"), *lp = svc_path_join(ad, ".memory.lock");
+        svc_xasprintf(&fr, "memory/%s/memory.jsonl", de->d_name);
         int fd = -1;
         if (f->repair) {
             fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -621,6 +608,7 @@ static void check_memory(struct fsck *f)
         check_lines(f, NULL, fa, fr, false, fd >= 0);
         if (fd >= 0)
             close(fd);
+        free(ad);
         free(fa);
         free(fr);
         free(lp);

@@ -12,7 +12,6 @@
 
 #include "fsio.h"
 #include "hostdb.h"
-#include "index.h"
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
@@ -112,9 +111,11 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
 
 /* ---- the memory file ---- */
 
-static char *agent_dir(const struct svc_config *cfg)
+/* <memory.root>/<agent>/memory.jsonl (heap), its directory into *dir (heap). */
+static char *memory_file(const struct svc_config *cfg, const char *agent, char **dir)
 {
-    return svc_path_join(cfg->memory.root, cfg->sessions.agent_id);
+    *dir = svc_path_join(cfg->memory.root, agent);
+    return svc_path_join(*dir, "memory.jsonl");
 }
 
 /* flock on <dir>/.memory.lock; returns the descriptor or -1 with err. */
@@ -135,30 +136,10 @@ static int memory_lock(const char *dir, int how, struct svc_err *err)
     return fd;
 }
 
-/* Call fn on the decodable lines of the last SVC_MEMORY_TAIL bytes of path, newest first,
- * until it returns nonzero; with needle, lines that do not contain it are skipped unparsed.
- * A missing file has no lines. */
-static void scan_back_fd(int fd, off_t size, const char *needle,
-                         int (*fn)(json_object *line, void *ctx), void *ctx, char *last);
-
-static int scan_back(const char *path, const char *needle, int (*fn)(json_object *line, void *ctx),
-                     void *ctx, struct svc_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return svc_err_errno(err, "memory file");
-    }
-    scan_back_fd(fd, st.st_size, needle, fn, ctx, NULL);
-    close(fd);
-    return 0;
-}
-
-/* scan_back on the open file fd of size bytes; *last (when not NULL) gets the file's last
- * byte, '\n' for an empty file (or one that could not be read). */
+/* Call fn on the decodable lines of the last SVC_MEMORY_TAIL bytes of fd (size bytes),
+ * newest first, until it returns nonzero; with needle, lines that do not contain it are
+ * skipped unparsed. *last (when not NULL) gets the file's last byte, '\n' for an empty file
+ * (or one that could not be read). */
 static void scan_back_fd(int fd, off_t size, const char *needle,
                          int (*fn)(json_object *line, void *ctx), void *ctx, char *last)
 {
@@ -202,9 +183,8 @@ static void scan_back_fd(int fd, off_t size, const char *needle,
                 start--;
             if (end > start &&
                 (!needle || memmem(buf + start, end - start, needle, strlen(needle)))) {
-                json_object *o = NULL;
-                if (svc_json_parse(buf + start, end - start, &o, NULL) == 0 &&
-                    json_object_is_type(o, json_type_object))
+                json_object *o = svc_jsonl_object(buf + start, end - start);
+                if (o)
                     stop = fn(o, ctx);
                 json_object_put(o);
             }
@@ -218,6 +198,23 @@ static void scan_back_fd(int fd, off_t size, const char *needle,
         buf = svc_xrealloc(buf, want + 1);
     }
     free(buf);
+}
+
+/* scan_back_fd on the file at path; a missing file has no lines. */
+static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), void *ctx,
+                     struct svc_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return svc_err_errno(err, "memory file");
+    }
+    scan_back_fd(fd, st.st_size, NULL, fn, ctx, NULL);
+    close(fd);
+    return 0;
 }
 
 struct dup_ctx {
@@ -237,12 +234,11 @@ static int dup_line(json_object *line, void *vctx)
 }
 
 /* Append the digest line under the memory lock unless it is there already (looked for
- * only when look_back: see sync_locked). *appended tells which. */
+ * only when look_back: see sync_locked). */
 static int append_digest(const struct svc_config *cfg, const char *dir, const char *file,
                          json_object *line, const char *sid, int64_t id, bool look_back,
-                         bool *appended, struct svc_err *err)
+                         struct svc_err *err)
 {
-    *appended = false;
     struct svc_err lerr;
     int fd = memory_lock(dir, LOCK_EX, &lerr); /* the directory is there, but the first time */
     if (fd < 0 && (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0 ||
@@ -280,14 +276,8 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
         rc = svc_fd_append(mfd, file, data, strlen(data), false, err);
         free(data);
         free(text);
-        *appended = rc == 0;
-        if (rc == 0 && fresh) {
-            int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (dfd < 0 || fsync(dfd) != 0)
-                rc = svc_err_errno(err, "fsync memory directory");
-            if (dfd >= 0)
-                close(dfd);
-        }
+        if (rc == 0 && fresh)
+            rc = svc_fsync_dir(dir, err);
     }
     close(mfd);
     close(fd);
@@ -309,7 +299,7 @@ static void line_sid(const char *line, size_t n, char sid[SVC_ID_MAX + 1])
 int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_line_fn *fn,
                     void *ctx, struct svc_err *err)
 {
-    char *dir = svc_path_join(cfg->memory.root, agent), *file = svc_path_join(dir, "memory.jsonl");
+    char *dir, *file = memory_file(cfg, agent, &dir);
     struct svc_err lerr;
     /* a root that cannot be written (an export of a read-only root) is read unlocked: an
      * append is one write, and a torn last line is skipped as not written yet */
@@ -360,7 +350,7 @@ static int copy_lines(FILE *from, FILE *out, bool (*keep)(void *ctx, const char 
 int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *add,
                        bool (*ours)(void *ctx, const char *sid), void *ctx, struct svc_err *err)
 {
-    char *dir = svc_path_join(cfg->memory.root, agent), *file = svc_path_join(dir, "memory.jsonl");
+    char *dir, *file = memory_file(cfg, agent, &dir);
     char tmp[4096], tail[64], hex[17];
     svc_random_hex(hex, 16);
     snprintf(tail, sizeof tail, ".tmp-%d-%s", (int)getpid(), hex);
@@ -423,8 +413,7 @@ int svc_memory_relocate(const struct svc_config *cfg, const char *agent, const c
     if (svc_json_read_object_file(state, &mem, &re) != 0)
         return re.code == SVC_E_NOT_FOUND ? 0 : (*err = re, -1);
     int rc = 0;
-    char *dir = svc_path_join(cfg->memory.root, agent);
-    char *file = svc_path_join(dir, "memory.jsonl");
+    char *dir, *file = memory_file(cfg, agent, &dir);
     const char *was = svc_json_str(mem, "memory_file", NULL);
     if (was && strcmp(was, file) != 0) {
         svc_json_set_str(mem, "memory_file", file);
@@ -508,10 +497,6 @@ static void record_state(const struct svc_sess *s, json_object *mem, const struc
     json_object_put(sc);
 }
 
-static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
-                        const int64_t *recent_ids, bool refuse_during_run, int64_t have,
-                        struct svc_err *err);
-
 /* The newest message_id among sid's digests in have (-1 for none). */
 static int64_t have_of(struct svc_hostdb *have, const char *sid)
 {
@@ -524,12 +509,6 @@ static int64_t have_of(struct svc_hostdb *have, const char *sid)
     return id;
 }
 
-int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_hostdb *have,
-                    struct svc_err *err)
-{
-    return sync_session(cfg, s, NULL, NULL, true, have ? have_of(have, s->sid) : INT64_MAX, err);
-}
-
 static int have_line(void *ctx, const char *sid, const char *line, size_t n)
 {
     json_object *o = NULL;
@@ -537,14 +516,9 @@ static int have_line(void *ctx, const char *sid, const char *line, size_t n)
     json_object_put(o);
     if (id <= have_of(ctx, sid))
         return 0;
-    sqlite3_stmt *st = svc_hostdb_stmt(ctx, "INSERT OR REPLACE INTO have VALUES (?1, ?2)");
-    if (!st)
-        return 1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, id);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : 1;
+    return svc_hostdb_run(ctx, "INSERT OR REPLACE INTO have VALUES (?1, ?2)", "sl", sid, id) == 0
+               ? 0
+               : 1;
 }
 
 struct svc_hostdb *svc_memory_have(const struct svc_config *cfg, struct svc_err *err)
@@ -651,13 +625,11 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
         goto out;
     }
     look_back = look_back && !lost;
-    dir = agent_dir(cfg);
-    file = svc_path_join(dir, "memory.jsonl");
+    file = memory_file(cfg, cfg->sessions.agent_id, &dir);
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     line = digest_line(s, sc, mid, now, user, assistant);
-    bool appended;
-    if (append_digest(cfg, dir, file, line, sid, mid, look_back, &appended, &e) != 0) {
+    if (append_digest(cfg, dir, file, line, sid, mid, look_back, &e) != 0) {
         char what[sizeof e.message];
         snprintf(what, sizeof what, "%s", e.message);
         svc_err_set(&e, e.code, "memory file %s: %s", file, what);
@@ -697,12 +669,6 @@ out:
     return rc;
 }
 
-int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
-                           const int64_t *recent_ids, struct svc_err *err)
-{
-    return sync_session(cfg, s, recent, recent_ids, false, INT64_MAX, err);
-}
-
 /* Lock the session and sync it. refuse_during_run (svc memory sync): a run holding the run
  * lock is refused as session_busy, checked under the session lock; the run syncs its own
  * pair when it ends, and sync_locked relies on nobody else writing it meanwhile. */
@@ -734,6 +700,18 @@ static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_o
     }
     svc_sess_unlock(s);
     return rc;
+}
+
+int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_hostdb *have,
+                    struct svc_err *err)
+{
+    return sync_session(cfg, s, NULL, NULL, true, have ? have_of(have, s->sid) : INT64_MAX, err);
+}
+
+int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
+                           const int64_t *recent_ids, struct svc_err *err)
+{
+    return sync_session(cfg, s, recent, recent_ids, false, INT64_MAX, err);
 }
 
 int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
@@ -769,8 +747,7 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
 {
     if (cfg->memory.recall <= 0)
         return NULL;
-    char *dir = agent_dir(cfg);
-    char *file = svc_path_join(dir, "memory.jsonl");
+    char *dir, *file = memory_file(cfg, cfg->sessions.agent_id, &dir);
     struct recall_ctx c = {.sid = sid ? sid : "",
                            .owner = owner,
                            .want = cfg->memory.recall,
@@ -780,7 +757,7 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
     int fd = -1;
     if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_SH, &e)) < 0)
         svc_logf("memory recall: %s", e.message);
-    if (scan_back(file, NULL, recall_line, &c, &e) != 0)
+    if (scan_back(file, recall_line, &c, &e) != 0)
         svc_logf("memory recall: %s", e.message);
     if (fd >= 0)
         close(fd);

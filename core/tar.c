@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,6 @@ struct svc_tarw {
     svc_tar_out_fn out;
     void *ctx;
     z_stream z;
-    bool z_ok;
     unsigned char obuf[OUTBUF];
     unsigned char *in[2];
     size_t inlen; /* bytes in in[cur], the caller's */
@@ -184,7 +182,6 @@ int svc_tarw_new(svc_tar_out_fn out, void *ctx, struct svc_tarw **out_w, struct 
         free(w);
         return svc_err_set(err, SVC_E_NOMEM, "deflateInit failed");
     }
-    w->z_ok = true;
     w->in[0] = svc_xmalloc(INBUF);
     w->in[1] = svc_xmalloc(INBUF);
     w->th_ok = start_compressor(w);
@@ -344,8 +341,7 @@ void svc_tarw_free(struct svc_tarw *w)
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
     }
-    if (w->z_ok)
-        deflateEnd(&w->z);
+    deflateEnd(&w->z);
     free(w->in[0]);
     free(w->in[1]);
     free(w);
@@ -356,7 +352,6 @@ void svc_tarw_free(struct svc_tarw *w)
 struct svc_tarr {
     int fd;
     z_stream z;
-    bool z_ok;
     unsigned char ibuf[OUTBUF];
     uint64_t remaining; /* data of the current member not yet read */
     uint64_t pad;       /* padding after it */
@@ -383,7 +378,6 @@ int svc_tarr_open(const char *path, struct svc_tarr **out, struct svc_err *err)
         free(r);
         return svc_err_set(err, SVC_E_NOMEM, "inflateInit failed");
     }
-    r->z_ok = true;
     *out = r;
     return 0;
 }
@@ -632,10 +626,8 @@ void svc_tarr_close(struct svc_tarr *r)
 {
     if (!r)
         return;
-    if (r->z_ok)
-        inflateEnd(&r->z);
-    if (r->fd >= 0)
-        close(r->fd);
+    inflateEnd(&r->z);
+    close(r->fd);
     free(r->path);
     free(r->long_name);
     free(r);
