@@ -64,8 +64,7 @@ void svc_export_free(struct svc_export *ex)
 
 /* ---- selection ---- */
 
-/* sid into table ids (the selection) or written (a session written to the bundle: its
- * memory digests go with it). */
+/* sid into table ids (the selection) or written (its memory digests go into the bundle). */
 static int ids_add(struct svc_export *ex, bool written, const char *sid, struct svc_err *err)
 {
     if (svc_hostdb_run(&ex->ids,
@@ -857,7 +856,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     o.tar = ex->tar;
     json_object *warnings = json_object_new_array();
     char *tmp = NULL, *final = NULL;
-    int fd = -1, rc = -1;
+    int rc = -1;
     int64_t msgs = 0;
     struct fd_out fo = {.fd = -1};
     if (dest_ready(ex, err) != 0)
@@ -865,41 +864,34 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     o.spooldir = svc_xstrdup(ex->dest);
     svc_xasprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "", (int)getpid());
     svc_xasprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "");
-    if (o.tar) {
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            svc_err_errno(err, "create export file");
-            goto out;
-        }
-        fo.fd = fd;
-        snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
-        if (svc_tarw_new(fd_write, &fo, &o.tw, err) != 0)
-            goto out;
-    } else {
-        if (mkdir(tmp, 0755) != 0) {
-            svc_err_errno(err, "create export directory");
-            goto out;
-        }
-        o.tmpdir = svc_xstrdup(tmp);
+    if (o.tar ? (fo.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0
+              : mkdir(tmp, 0755) != 0) {
+        svc_err_errno(err, o.tar ? "create export file" : "create export directory");
+        goto out;
     }
+    snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
+    if (!o.tar)
+        o.tmpdir = svc_xstrdup(tmp);
+    else if (svc_tarw_new(fd_write, &fo, &o.tw, err) != 0)
+        goto out;
     if (produce(ex, &o, progress, &msgs, warnings, err) != 0) {
         if (fo.werr) /* a full disk: say so, not just "archive output failed" */
             svc_err_set(err, SVC_E_IO, "write export file: %s", strerror(fo.werr));
         goto out;
     }
-    if (ex->st.durable && o.tar && fsync(fd) != 0) {
+    if (ex->st.durable && o.tar && fsync(fo.fd) != 0) {
         svc_err_errno(err, "sync export");
         goto out;
     }
     if (ex->st.durable && !o.tar && svc_sync_tree(tmp, err) != 0)
         goto out;
     uint64_t bytes = o.tar ? svc_tarw_bytes(o.tw) : o.bytes;
-    if (fd >= 0 && close(fd) != 0) {
-        fd = -1;
+    int closed = fo.fd >= 0 ? close(fo.fd) : 0;
+    fo.fd = -1;
+    if (closed != 0) {
         svc_err_errno(err, "close export file");
         goto out;
     }
-    fd = -1;
     /* into place, never over an existing bundle (two exports in one second differ by
      * their random suffix; this makes a clash an error instead of a loss) */
     if (svc_rename_noreplace(tmp, final) != 0) {
@@ -911,8 +903,8 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     *result = write_result(ex, &o, final, msgs, bytes, warnings);
     rc = 0;
 out:
-    if (fd >= 0)
-        close(fd);
+    if (fo.fd >= 0)
+        close(fo.fd);
     if (rc != 0 && tmp)
         svc_file_remove_tree(tmp);
     svc_bout_free(&o);

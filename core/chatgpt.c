@@ -103,16 +103,14 @@ static int zip_member(const unsigned char *z, size_t n, char **out, size_t *len,
     if (m.method == 0) {
         memcpy(buf, z + m.data, m.usize);
     } else {
-        z_stream zs;
-        memset(&zs, 0, sizeof zs);
+        z_stream zs = {.next_in = z + m.data,
+                       .avail_in = m.csize,
+                       .next_out = (unsigned char *)buf,
+                       .avail_out = m.usize};
         if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
             free(buf);
             return svc_err_set(err, SVC_E_NOMEM, "zlib: inflateInit2 failed");
         }
-        zs.next_in = (const unsigned char *)(z + m.data);
-        zs.avail_in = m.csize;
-        zs.next_out = (unsigned char *)buf;
-        zs.avail_out = m.usize;
         int zr = inflate(&zs, Z_FINISH);
         if (zr != Z_STREAM_END || zs.total_out != m.usize)
             rc = svc_err_set(err, SVC_E_INVALID_FIELD, "the zip's %s does not inflate (%s)", MEMBER,
@@ -396,7 +394,6 @@ static int place(const struct svc_store *st, const struct svc_store *stg, const 
 /* ---- the import ---- */
 
 struct job {
-    const struct svc_config *cfg;
     const struct svc_import_options *opt;
     struct svc_store st, stg;
     json_object *convs;
@@ -432,11 +429,10 @@ static int plan(struct job *j, const char *file, struct svc_err *err)
         return -1;
     j->n = json_object_array_length(j->convs);
     j->c = svc_xcalloc(j->n ? j->n : 1, sizeof *j->c);
-    for (size_t i = 0; i < j->n; i++)
-        if (plan_conv(json_object_array_get_idx(j->convs, i), i, &j->c[i], err) != 0)
-            return -1;
     for (size_t i = 0; i < j->n; i++) {
         struct conv *c = &j->c[i];
+        if (plan_conv(json_object_array_get_idx(j->convs, i), i, c, err) != 0)
+            return -1;
         for (size_t k = 0; !c->reason && k < i; k++)
             if (strcmp(j->c[k].sid, c->sid) == 0)
                 c->reason = "a conversation of the same id comes before it in the file";
@@ -527,7 +523,7 @@ int svc_chatgpt_import(const struct svc_config *cfg, const char *file,
     if (opt->overwrite)
         return svc_err_set(err, SVC_E_INVALID_FIELD,
                            "a ChatGPT import does not overwrite: sessions it made are skipped");
-    struct job j = {.cfg = cfg, .opt = opt, .lockfd = -1};
+    struct job j = {.opt = opt, .lockfd = -1};
     svc_store_from_config(cfg, &j.st);
     int rc = plan(&j, file, err);
     size_t todo = 0;

@@ -73,8 +73,7 @@ static long long parse_stop(const char *buf, size_t len)
     return end;
 }
 
-/* Parse a JSON file. 0 with *out (out may be NULL), 1 when absent, -1 when unreadable
- * (reported). */
+/* Parse a JSON file: 0 with *out (out may be NULL), 1 when absent, -1 unreadable (reported). */
 static int parse_file(struct fsck *f, const char *sid, const char *abs, const char *rel,
                       json_object **out)
 {
@@ -348,69 +347,50 @@ static void check_multi_agent(void *ctx, const char *id, const char *abs, const 
     parse_file(m->f, m->sid, abs, rel, NULL);
 }
 
-/* The entries of s's directory: lock files, temp files, and nothing unknown. */
-static void check_entries(struct fsck *f, const struct svc_sess *s)
-{
-    char *rel = svc_sess_path(s, SVC_F_DIR, SVC_FROM_ROOT);
-    DIR *d = opendir(s->dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
-            continue;
-        char *fa = svc_path_join(s->dir, nm), *fr = svc_path_join(rel, nm);
-        bool known = false;
-        for (size_t i = 0; i < sizeof session_files / sizeof *session_files; i++)
-            known = known || strcmp(nm, svc_layout_name(session_files[i])) == 0;
-        if (svc_layout_is_lock(nm)) {
-            check_lock_file(f, s->sid, fa, fr);
-        } else if (is_temp(nm)) {
-            check_temp(f, s->sid, fa, fr);
-        } else if (!known) {
-            problem(f, s->sid, fr, -1, "stray_file", false, "not a session file (left alone)");
-        }
-        free(fa);
-        free(fr);
-    }
-    if (d)
-        closedir(d);
-    free(rel);
-}
-
-/* Every agent directory of s with its messages; returns agent aid's message files, or -1
- * when it has no directory. */
-static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char *aid)
+/* The entries of s's directory (which SVC_F_DIR: lock files, temp files, nothing unknown) or
+ * of its agents directory (SVC_F_AGENTS: agent directories with their messages, temp files);
+ * returns agent aid's message files (-1: it has no directory). */
+static int64_t check_dir(struct fsck *f, const struct svc_sess *s, enum svc_file which,
+                         const char *aid)
 {
     int64_t count = -1;
-    char *agents = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS);
-    char *arel = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ROOT);
+    char *dir = svc_sess_path(s, which, SVC_FROM_ABS),
+         *rel = svc_sess_path(s, which, SVC_FROM_ROOT);
     const char *apre = svc_layout_name(SVC_F_AGENT_DIR);
     size_t apl = strlen(apre);
-    DIR *d = opendir(agents);
+    bool top = which == SVC_F_DIR;
+    DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
         if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
-        char *fa = svc_path_join(agents, nm), *fr = svc_path_join(arel, nm);
+        char *fa = svc_path_join(dir, nm), *fr = svc_path_join(rel, nm);
+        bool known = false;
+        for (size_t i = 0; top && i < sizeof session_files / sizeof *session_files; i++)
+            known = known || strcmp(nm, svc_layout_name(session_files[i])) == 0;
         struct stat sb;
-        if (strncmp(nm, apre, apl) == 0 && svc_layout_id_valid(nm + apl) && lstat(fa, &sb) == 0 &&
-            S_ISDIR(sb.st_mode)) {
+        if (top && svc_layout_is_lock(nm)) {
+            check_lock_file(f, s->sid, fa, fr);
+        } else if (!top && strncmp(nm, apre, apl) == 0 && svc_layout_id_valid(nm + apl) &&
+                   lstat(fa, &sb) == 0 && S_ISDIR(sb.st_mode)) {
             int64_t n = check_agent(f, s, fa, fr);
             if (aid && strcmp(nm + apl, aid) == 0)
                 count = n;
         } else if (is_temp(nm)) {
             check_temp(f, s->sid, fa, fr);
-        } else {
-            problem(f, s->sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
+        } else if (!known) {
+            problem(f, s->sid, fr, -1, "stray_file", false,
+                    top ? "not a session file (left alone)"
+                        : "not an agent directory (left alone)");
         }
         free(fa);
         free(fr);
     }
     if (d)
         closedir(d);
-    free(agents);
-    free(arel);
+    free(dir);
+    free(rel);
     return count;
 }
 
@@ -441,10 +421,10 @@ static void check_session(struct fsck *f, const char *sid)
     const char *dir = s.dir;
     char *scr = svc_sess_path(&s, SVC_F_SIDECAR, SVC_FROM_ROOT);
     json_object *sc = NULL;
+    struct svc_err err;
     parse_sess_file(f, &s, SVC_F_SIDECAR, &sc, false);
     /* a stale run: repaired as the next reader would (it takes the lock on s) */
     if (sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 && !svc_lock_run_held(dir)) {
-        struct svc_err err;
         bool fixed = f->repair && svc_run_repair(&s, &err) == 1;
         if (fixed)
             f->nstale++;
@@ -453,26 +433,18 @@ static void check_session(struct fsck *f, const char *sid)
                 fixed ? " (repaired: error/interrupted)" : "");
         if (fixed) {
             json_object_put(sc);
-            sc = NULL;
             parse_sess_file(f, &s, SVC_F_SIDECAR, &sc, false);
         }
     }
     /* hold the run lock, then the session lock, as a run does */
     struct svc_lock runl = SVC_LOCK_INIT;
-    bool live;
-    if (f->repair) {
-        struct svc_err err;
-        live = svc_lock_run_try(dir, &runl, &err) != 0;
-        if (!live && svc_sess_lock(&s, true, &err) != 0)
-            live = true;
-    } else {
-        live = svc_lock_run_held(dir);
-    }
+    bool live = f->repair
+                    ? svc_lock_run_try(dir, &runl, &err) != 0 || svc_sess_lock(&s, true, &err) != 0
+                    : svc_lock_run_held(dir);
     if (live)
         json_object_array_add(f->busy, json_object_new_string(sid));
     bool fix = f->repair && !live;
     if (sc && !live && unborn(&s)) {
-        struct svc_err err;
         bool fixed = fix && svc_sess_ensure_natives(&s, SVC_SYNC_STORE, &err) == 0;
         problem(f, sid, scr, -1, "unborn_session", fixed,
                 "a first run stopped before it stored a message: %s or %s missing, no "
@@ -485,9 +457,9 @@ static void check_session(struct fsck *f, const char *sid)
 
     parse_sess_file(f, &s, SVC_F_SESSION, NULL, sc != NULL);
 
-    check_entries(f, &s);
+    check_dir(f, &s, SVC_F_DIR, NULL);
     const char *aid = sc ? svc_json_str(sc, "agent_id", f->st.agent_id) : f->st.agent_id;
-    int64_t count = check_agents(f, &s, aid);
+    int64_t count = check_dir(f, &s, SVC_F_AGENTS, aid);
     svc_sess_multi_agents(&s, check_multi_agent, &(struct multi_ctx){f, sid});
 
     /* the sidecar's count against the files (a live run changes both); fewer than the files

@@ -114,18 +114,14 @@ static int walk_next(struct src *s, struct stat *sb, struct svc_err *err)
     return 0;
 }
 
-/* 1 with *rel, *is_dir, *size; 0 at the end; -1. */
-static int src_next(struct src *s, const char **rel, bool *is_dir, uint64_t *size,
-                    struct svc_err *err)
+/* 1 with *rel and *is_dir; 0 at the end; -1. */
+static int src_next(struct src *s, const char **rel, bool *is_dir, struct svc_err *err)
 {
     if (s->tar) {
         struct svc_tar_member m;
         int r = svc_tarr_next(s->tr, &m, err);
-        if (r == 1) {
-            *rel = m.path;
-            *is_dir = m.type == SVC_TAR_DIR;
-            *size = m.size;
-        }
+        *rel = m.path;
+        *is_dir = m.type == SVC_TAR_DIR;
         return r;
     }
     if (s->fd >= 0) {
@@ -138,7 +134,6 @@ static int src_next(struct src *s, const char **rel, bool *is_dir, uint64_t *siz
         return r;
     *rel = s->rel;
     *is_dir = S_ISDIR(sb.st_mode);
-    *size = *is_dir ? 0 : (uint64_t)sb.st_size;
     return 1;
 }
 
@@ -241,8 +236,7 @@ static int rec_put(struct svc_hostdb *db, const struct rec *r, struct svc_err *e
                : db_err(db, err);
 }
 
-/* An event of session (sid, n): num added to its record's; a state other than S_IMPORT with
- * its reason, unless one came first. */
+/* An event of session (sid, n): num added to its record's; the first state but S_IMPORT wins. */
 static int note(struct svc_hostdb *db, const char *sid, size_t n, uint64_t num, unsigned char state,
                 const char *why, struct svc_err *err)
 {
@@ -465,9 +459,9 @@ static int pass_read(struct job *j, struct svc_err *err)
         return -1;
     const char *rel;
     bool is_dir;
-    uint64_t size, seen = 0;
+    uint64_t seen = 0;
     int r;
-    while ((r = src_next(&j->src, &rel, &is_dir, &size, err)) == 1) {
+    while ((r = src_next(&j->src, &rel, &is_dir, err)) == 1) {
         if (is_dir)
             continue;
         const char *slash = strchr(rel, '/');
@@ -667,8 +661,7 @@ static int fold_one(void *ctx, struct rec *r)
     return 0;
 }
 
-/* Each path of what was read (side 0) and of the manifest (side 1): how many records of
- * each, and the size and digest of one of each. */
+/* Per path: the records read (side 0) and listed (side 1), one size and digest of each. */
 static int join(struct job *j, struct svc_err *err)
 {
     sqlite3_stmt *st = svc_hostdb_stmt(
@@ -705,8 +698,7 @@ static int verify(struct job *j, struct svc_err *err)
 
 /* ---- pass 2: staging ---- */
 
-/* mkdir, and mkdir -p only when the parent is missing (staging is ours: an existing entry
- * there is a directory we made). */
+/* mkdir, or mkdir -p when the parent is missing (an existing entry in staging is ours). */
 static int mkdir_fast(const char *path, struct svc_err *err)
 {
     if (mkdir(path, 0755) == 0 || errno == EEXIST)
@@ -791,10 +783,10 @@ static int pass_stage(struct job *j, struct svc_err *err)
         return -1;
     const char *rel;
     bool is_dir;
-    uint64_t size, bytes = 0;
+    uint64_t bytes = 0;
     int r;
     size_t pl = strlen(j->prefix);
-    while ((r = src_next(&j->src, &rel, &is_dir, &size, err)) == 1) {
+    while ((r = src_next(&j->src, &rel, &is_dir, err)) == 1) {
         if (strncmp(rel, j->prefix, pl) != 0)
             continue;
         rel += pl;

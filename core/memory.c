@@ -233,8 +233,7 @@ static int dup_line(json_object *line, void *vctx)
     return 1;
 }
 
-/* Append the digest line under the memory lock unless it is there already (looked for
- * only when look_back: see sync_locked). */
+/* Append the digest line under the memory lock unless there already (looked for if look_back). */
 static int append_digest(const struct svc_config *cfg, const char *dir, const char *file,
                          json_object *line, const char *sid, int64_t id, bool look_back,
                          struct svc_err *err)
@@ -359,11 +358,8 @@ int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *ad
     FILE *old = NULL, *out = NULL;
     if (!svc_is_dir(dir) && !add)
         goto out; /* nothing to forget */
-    if (!svc_is_dir(dir) && svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0) {
-        rc = -1;
-        goto out;
-    }
-    if ((lk = memory_lock(dir, LOCK_EX, err)) < 0) {
+    if ((!svc_is_dir(dir) && svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0) ||
+        (lk = memory_lock(dir, LOCK_EX, err)) < 0) {
         rc = -1;
         goto out;
     }
@@ -641,17 +637,14 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
     svc_json_set_int(mem, "digests", svc_json_int(mem, "digests", 0) + (again ? 0 : 1));
     svc_json_set_str(mem, "updated_at", now);
     /* rebuilt when unreadable; the session lock is held, so its spare may be used */
-    if (svc_json_write_pretty_sync(mpath, mem, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) !=
-        0)
-        goto out;
-    rc = 0;
+    rc = svc_json_write_pretty_sync(mpath, mem, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e);
 out:
     if (rc != 0) {
         svc_logf("session %s: memory sync failed: %s", sid, e.message);
         if (err)
             *err = e;
     }
-    if (mem && (rc != 0 || line)) {
+    if (rc != 0 || line) {
         if (sc)
             svc_json_set(sc, "memory_state", memory_state_of(mem, rc != 0 ? &e : NULL));
         else
@@ -767,10 +760,8 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
     struct svc_buf b;
     svc_buf_init(&b);
     const char *base = cfg->model.system_prompt ? cfg->model.system_prompt : "";
-    svc_buf_adds(&b, base);
-    if (*base)
-        svc_buf_adds(&b, "\n\n");
-    svc_buf_adds(&b, "Notes from earlier conversations (newest first):");
+    svc_buf_printf(&b, "%s%sNotes from earlier conversations (newest first):", base,
+                   *base ? "\n\n" : "");
     for (size_t i = 0; i < n; i++) {
         json_object *d = json_object_array_get_idx(c.found, i);
         svc_buf_printf(&b, "\n- [%s] User: %s | Assistant: %s", svc_json_str(d, "at", ""),

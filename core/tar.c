@@ -364,15 +364,12 @@ struct svc_tarr {
 int svc_tarr_open(const char *path, struct svc_tarr **out, struct svc_err *err)
 {
     *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? svc_err_set(err, SVC_E_NOT_FOUND, "%s: no such file", path)
+                               : svc_err_errno(err, path);
     struct svc_tarr *r = svc_xcalloc(1, sizeof *r);
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r->fd < 0) {
-        int e = errno;
-        free(r);
-        errno = e;
-        return e == ENOENT ? svc_err_set(err, SVC_E_NOT_FOUND, "%s: no such file", path)
-                           : svc_err_errno(err, path);
-    }
+    r->fd = fd;
     if (inflateInit2(&r->z, 15 + 32) != Z_OK) {
         close(r->fd);
         free(r);
@@ -523,14 +520,13 @@ int svc_tarr_next(struct svc_tarr *r, struct svc_tar_member *m, struct svc_err *
         unsigned char h[BLOCK];
         if (raw_read(r, h, BLOCK, err) != 0)
             return -1;
-        bool zero = true;
-        for (int i = 0; i < BLOCK && zero; i++)
-            zero = h[i] == 0;
-        if (zero)
-            return 0; /* end of archive (the second zero block is not needed) */
-        unsigned sum = 0;
-        for (int i = 0; i < BLOCK; i++)
+        unsigned sum = 0, any = 0;
+        for (int i = 0; i < BLOCK; i++) {
+            any |= h[i];
             sum += (i >= 148 && i < 156) ? ' ' : h[i];
+        }
+        if (!any)
+            return 0; /* end of archive (the second zero block is not needed) */
         uint64_t stored = 0, size = 0;
         parse_octal(h + 148, 8, &stored);
         if (stored != sum)
@@ -554,19 +550,14 @@ int svc_tarr_next(struct svc_tarr *r, struct svc_tar_member *m, struct svc_err *
                 return -1;
             continue;
         }
-        char name[101], prefix[156];
-        memcpy(name, h, 100);
-        name[100] = '\0';
-        memcpy(prefix, h + 345, 155);
-        prefix[155] = '\0';
         free(r->path);
         if (r->long_name) {
             r->path = r->long_name;
             r->long_name = NULL;
-        } else if (memcmp(h + 257, "ustar", 5) == 0 && prefix[0] && h[262] == '\0') {
-            svc_xasprintf(&r->path, "%s/%s", prefix, name);
+        } else if (memcmp(h + 257, "ustar", 5) == 0 && h[345] && h[262] == '\0') {
+            svc_xasprintf(&r->path, "%.155s/%.100s", (const char *)h + 345, (const char *)h);
         } else {
-            r->path = svc_xstrdup(name);
+            r->path = svc_xstrndup((const char *)h, 100);
         }
         if (r->has_size) {
             size = r->pax_size;
