@@ -485,11 +485,6 @@ static int pass_read(struct job *j, struct svc_err *err)
     return r < 0 ? -1 : 0;
 }
 
-static bool hex64(const char *s)
-{
-    return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
-}
-
 /* A member of the manifest but its files: kept in j->head. */
 static int manifest_member(void *ctx, const char *key, json_object *v)
 {
@@ -540,8 +535,9 @@ static int manifest_file(void *ctx, size_t i, json_object *f)
     int64_t bytes = svc_json_int(f, "bytes", -1);
     char norm[4096];
     snprintf(norm, sizeof norm, "%s", path ? path : "");
-    if (!path || !svc_tar_path_normalize(norm) || strcmp(norm, path) != 0 || !hex64(sha) ||
-        bytes < 0 || strcmp(path, "manifest.json") == 0)
+    if (!path || !svc_tar_path_normalize(norm) || strcmp(norm, path) != 0 || !sha ||
+        strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || bytes < 0 ||
+        strcmp(path, "manifest.json") == 0)
         return entry_bad(j, i, "is not a valid entry");
     size_t n;
     const char *sid = path_sid(path, &n);

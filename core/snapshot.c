@@ -56,12 +56,6 @@ static struct svc_snap_file *snap_add(struct svc_snap *s, const char *rel)
     return f;
 }
 
-static bool skipped_message(const struct svc_snap *s, const char *parent, const char *name)
-{
-    return s->skip_from >= 0 && strcmp(parent, s->msgdir) == 0 &&
-           svc_layout_message_id_of(name) >= s->skip_from;
-}
-
 /* Copy the directory dirfd (relative path rel, "" at the top) into s, recursively. */
 static void walk(struct svc_snap *s, int dirfd, const char *rel)
 {
@@ -89,7 +83,9 @@ static void walk(struct svc_snap *s, int dirfd, const char *rel)
             if (sub >= 0)
                 walk(s, sub, child);
         } else if (S_ISREG(sb.st_mode)) {
-            if (!skipped_message(s, rel, name)) {
+            /* a message after the in-flight boundary is left out */
+            if (s->skip_from < 0 || strcmp(rel, s->msgdir) != 0 ||
+                svc_layout_message_id_of(name) < s->skip_from) {
                 struct svc_snap_file *f = snap_add(s, child);
                 if (svc_file_read_at(dirfd, name, &f->data, &f->len, &sb, NULL) == 0) {
                     f->mtime = sb.st_mtime;
