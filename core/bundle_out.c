@@ -120,7 +120,6 @@ int svc_bout_file(struct svc_bout *o, const char *rel, const void *data, size_t 
     return record(o, rel, len, sha, err);
 }
 
-/* Copy a spooled file (fd, from its start) into the archive as rel. */
 int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err *err)
 {
     struct stat sb;

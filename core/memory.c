@@ -603,12 +603,10 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
     mem = read_state(mpath, sid);
     int64_t mid = -1;
     int pr = recent ? svc_memory_pair(recent, recent_ids, &user, &assistant, &mid) : 0;
-    /* A pair among the messages a run stored itself cannot have a line in the file yet when
-     * the run syncs it at its end: only this run and `svc memory sync` write lines for the
-     * session, and that command refuses while a run holds the run lock (sync_session). So
-     * the look back through the file, which costs the bytes other sessions appended since
-     * this one's last line (up to SVC_MEMORY_TAIL), is only for the other cases: a pair
-     * read from the files, which a sync that died before recording itself may have written. */
+    /* A run's own pair has no line in the file yet when the run syncs it at its end: only
+     * the run and `svc memory sync` (refused while a run holds the run lock) write the
+     * session's lines. So the look back, which costs the bytes appended since this session's
+     * last line, is only for a pair read from the files (a sync that died may have written). */
     bool look_back = !(in_run && pr == 1);
     if (pr == 0) { /* the caller's messages hold no pair (or none given): read the files */
         if (read_tail(s, &msgs, &ids, &e) != 0)
