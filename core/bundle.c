@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,16 +64,13 @@ void svc_export_free(struct svc_export *ex)
 
 /* ---- selection ---- */
 
-/* sid into table ids (the selection) or written (a session written to the bundle: its
- * memory digests go with it). */
-static int ids_add(struct svc_export *ex, const char *table, const char *sid, struct svc_err *err)
+/* sid into table ids (the selection) or written (its memory digests go into the bundle). */
+static int ids_add(struct svc_export *ex, bool written, const char *sid, struct svc_err *err)
 {
-    char sql[64];
-    snprintf(sql, sizeof sql, "INSERT OR IGNORE INTO %s VALUES (?1)", table);
-    sqlite3_stmt *st = svc_hostdb_stmt(&ex->ids, sql);
-    if (st)
-        sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    if (st && sqlite3_step(st) == SQLITE_DONE)
+    if (svc_hostdb_run(&ex->ids,
+                       written ? "INSERT OR IGNORE INTO written VALUES (?1)"
+                               : "INSERT OR IGNORE INTO ids VALUES (?1)",
+                       "s", sid) == 0)
         return 0;
     return svc_err_set(err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(&ex->ids));
 }
@@ -124,7 +120,7 @@ static int select_named(struct svc_export *ex, const struct svc_export_request *
                  svc_session_visible(ex->cfg, req->owner, sid, false, NULL) != 0)
             svc_buf_printf(&missing, "%s%s", nmissing++ ? ", " : "", sid);
         else
-            rc = ids_add(ex, "ids", sid, err); /* a repeated one is kept once */
+            rc = ids_add(ex, false, sid, err); /* a repeated one is kept once */
     }
     if (rc == 0 && nmissing)
         rc = svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session%s not found: %.400s",
@@ -169,7 +165,7 @@ static int pick_one(void *ctx, json_object *s, struct svc_err *err)
     if (++p->seen % SVC_LIST_LIMIT_MAX == 0 && p->req->selecting)
         p->req->selecting->fn(p->req->selecting->ctx, p->seen, 0, 0);
     return svc_layout_id_valid(sid) && row_selected(p->req, s, p->after, p->before)
-               ? ids_add(p->ex, "ids", sid, err)
+               ? ids_add(p->ex, false, sid, err)
                : 0;
 }
 
@@ -225,16 +221,12 @@ static char *resolve_dest(const char *path)
         return real;
     }
     /* work now holds the existing part, NUL, then the rest with its slashes */
-    for (char *c = rest; *c;) {
-        char *e = strchr(c, '/');
-        size_t len = e ? (size_t)(e - c) : strlen(c);
-        if ((len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
-            goto fail;
-        c += len;
-        if (*c == '/')
-            c++;
-    }
     char *full = NULL;
+    svc_xasprintf(&full, "/%s/", rest);
+    bool dots = strstr(full, "/./") || strstr(full, "/../");
+    free(full);
+    if (dots)
+        goto fail;
     svc_xasprintf(&full, "%s%s%s", real, strcmp(real, "/") == 0 ? "" : "/", rest);
     free(real);
     free(work);
@@ -528,15 +520,10 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     *msgs = (int64_t)json_object_array_length(rows);
     svc_json_set_int(s->summary, "message_count", *msgs);
     gather_feedback(ex, s->sid, rows, fb);
-    int w = 0;
-    if (json_object_array_length(dataset)) {
-        json_object *d = json_object_new_object();
-        svc_json_set(d, "messages", dataset);
-        w = agg_line(o, SVC_BOUT_DATASET, d, err);
-        json_object_put(d);
-    } else {
-        json_object_put(dataset);
-    }
+    json_object *d = json_object_new_object();
+    svc_json_set(d, "messages", dataset);
+    int w = json_object_array_length(dataset) ? agg_line(o, SVC_BOUT_DATASET, d, err) : 0;
+    json_object_put(d);
     char *sum = w == 0 ? svc_json_dump_compact(s->summary) : NULL;
     if (w == 0) {
         w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, o->agg[SVC_BOUT_SESSIONS].n > 1 ? ",\n" : "\n",
@@ -547,15 +534,10 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     free(sum);
     char *md = w == 0 ? svc_transcript_markdown(s->sid, ex->st.agent_id, s->summary, rows) : NULL;
     json_object_put(rows);
-    if (w != 0)
-        goto out;
     char trel[160];
     snprintf(trel, sizeof trel, "transcripts/%s.md", s->sid);
-    w = svc_bout_file(o, trel, md, strlen(md), o->now, err);
+    rc = w == 0 ? svc_bout_file(o, trel, md, strlen(md), o->now, err) : -1;
     free(md);
-    if (w != 0)
-        goto out;
-    rc = 0;
 out:
     json_object_put(fb);
     free(mv);
@@ -784,7 +766,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         }
         int rc = emit_session(ex, o, &s, &m, err);
         if (rc == 0 && ex->memory)
-            rc = ids_add(ex, "written", s.sid, err);
+            rc = ids_add(ex, true, s.sid, err);
         svc_snap_free(&s);
         if (rc != 0)
             return -1;
@@ -874,7 +856,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     o.tar = ex->tar;
     json_object *warnings = json_object_new_array();
     char *tmp = NULL, *final = NULL;
-    int fd = -1, rc = -1;
+    int rc = -1;
     int64_t msgs = 0;
     struct fd_out fo = {.fd = -1};
     if (dest_ready(ex, err) != 0)
@@ -882,41 +864,34 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     o.spooldir = svc_xstrdup(ex->dest);
     svc_xasprintf(&tmp, "%s/.%s%s.tmp-%d", ex->dest, ex->id, o.tar ? ".tar.gz" : "", (int)getpid());
     svc_xasprintf(&final, "%s/%s%s", ex->dest, ex->id, o.tar ? ".tar.gz" : "");
-    if (o.tar) {
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd < 0) {
-            svc_err_errno(err, "create export file");
-            goto out;
-        }
-        fo.fd = fd;
-        snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
-        if (svc_tarw_new(fd_write, &fo, &o.tw, err) != 0)
-            goto out;
-    } else {
-        if (mkdir(tmp, 0755) != 0) {
-            svc_err_errno(err, "create export directory");
-            goto out;
-        }
-        o.tmpdir = svc_xstrdup(tmp);
+    if (o.tar ? (fo.fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0
+              : mkdir(tmp, 0755) != 0) {
+        svc_err_errno(err, o.tar ? "create export file" : "create export directory");
+        goto out;
     }
+    snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
+    if (!o.tar)
+        o.tmpdir = svc_xstrdup(tmp);
+    else if (svc_tarw_new(fd_write, &fo, &o.tw, err) != 0)
+        goto out;
     if (produce(ex, &o, progress, &msgs, warnings, err) != 0) {
         if (fo.werr) /* a full disk: say so, not just "archive output failed" */
             svc_err_set(err, SVC_E_IO, "write export file: %s", strerror(fo.werr));
         goto out;
     }
-    if (ex->st.durable && o.tar && fsync(fd) != 0) {
+    if (ex->st.durable && o.tar && fsync(fo.fd) != 0) {
         svc_err_errno(err, "sync export");
         goto out;
     }
     if (ex->st.durable && !o.tar && svc_sync_tree(tmp, err) != 0)
         goto out;
     uint64_t bytes = o.tar ? svc_tarw_bytes(o.tw) : o.bytes;
-    if (fd >= 0 && close(fd) != 0) {
-        fd = -1;
+    int closed = fo.fd >= 0 ? close(fo.fd) : 0;
+    fo.fd = -1;
+    if (closed != 0) {
         svc_err_errno(err, "close export file");
         goto out;
     }
-    fd = -1;
     /* into place, never over an existing bundle (two exports in one second differ by
      * their random suffix; this makes a clash an error instead of a loss) */
     if (svc_rename_noreplace(tmp, final) != 0) {
@@ -928,8 +903,8 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
     *result = write_result(ex, &o, final, msgs, bytes, warnings);
     rc = 0;
 out:
-    if (fd >= 0)
-        close(fd);
+    if (fo.fd >= 0)
+        close(fo.fd);
     if (rc != 0 && tmp)
         svc_file_remove_tree(tmp);
     svc_bout_free(&o);

@@ -36,7 +36,6 @@ static int record(struct svc_bout *o, const char *rel, uint64_t bytes, const cha
         json_object_array_add(o->top, json_object_get(e));
     json_object_put(e);
     o->bytes += bytes;
-    o->nfiles++;
     return rc;
 }
 
@@ -121,7 +120,6 @@ int svc_bout_file(struct svc_bout *o, const char *rel, const void *data, size_t 
     return record(o, rel, len, sha, err);
 }
 
-/* Copy a spooled file (fd, from its start) into the archive as rel. */
 int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err *err)
 {
     struct stat sb;
@@ -172,7 +170,6 @@ int svc_bout_file_fd(struct svc_bout *o, const char *rel, int fd, struct svc_err
     return record(o, rel, (uint64_t)sb.st_size, sha, err);
 }
 
-/* An unnamed temporary file in dir (gone when closed, even after a crash). */
 int svc_bout_spool(const char *dir, struct svc_err *err)
 {
     int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
@@ -245,17 +242,15 @@ int svc_bout_agg_close(struct svc_bout *o, struct svc_err *err)
         struct svc_bout_agg *a = &o->agg[i];
         if (agg_flush(a, err) != 0)
             return -1;
-        if (o->tar) {
-            if (svc_bout_file_fd(o, a->name, a->fd, err) != 0)
-                return -1;
-        } else {
-            unsigned char d[32];
-            char sha[65];
+        unsigned char d[32];
+        char sha[65];
+        if (!o->tar) {
             EVP_DigestFinal_ex(a->md, d, NULL);
             svc_bout_hex(d, sha);
-            if (record(o, a->name, a->n, sha, err) != 0)
-                return -1;
         }
+        if (o->tar ? svc_bout_file_fd(o, a->name, a->fd, err) != 0
+                   : record(o, a->name, a->n, sha, err) != 0)
+            return -1;
     }
     return 0;
 }

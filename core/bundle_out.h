@@ -43,7 +43,6 @@ struct svc_bout {
     FILE *list;      /* manifest "files" entries, one compact JSON line each */
     uint64_t bytes;  /* sum of file sizes */
     size_t sessions; /* sessions written */
-    size_t nfiles;
     time_t now;
     struct svc_bout_agg agg[3];
     json_object *top; /* the top-level files' entries, for the answer */

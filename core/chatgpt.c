@@ -1,13 +1,10 @@
 #include "chatgpt.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #define ZLIB_CONST /* next_in points to const bytes */
 #include <zlib.h>
@@ -15,7 +12,6 @@
 #include "fsio.h"
 #include "journal.h"
 #include "jsonx.h"
-#include "lock.h"
 #include "sidecar.h"
 #include "store.h"
 #include "util.h"
@@ -107,16 +103,14 @@ static int zip_member(const unsigned char *z, size_t n, char **out, size_t *len,
     if (m.method == 0) {
         memcpy(buf, z + m.data, m.usize);
     } else {
-        z_stream zs;
-        memset(&zs, 0, sizeof zs);
+        z_stream zs = {.next_in = z + m.data,
+                       .avail_in = m.csize,
+                       .next_out = (unsigned char *)buf,
+                       .avail_out = m.usize};
         if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
             free(buf);
             return svc_err_set(err, SVC_E_NOMEM, "zlib: inflateInit2 failed");
         }
-        zs.next_in = (const unsigned char *)(z + m.data);
-        zs.avail_in = m.csize;
-        zs.next_out = (unsigned char *)buf;
-        zs.avail_out = m.usize;
         int zr = inflate(&zs, Z_FINISH);
         if (zr != Z_STREAM_END || zs.total_out != m.usize)
             rc = svc_err_set(err, SVC_E_INVALID_FIELD, "the zip's %s does not inflate (%s)", MEMBER,
@@ -336,20 +330,18 @@ static int write_heads(struct svc_sess *h, const struct conv *c, struct svc_err 
     json_object *sess = json_object_new_object();
     svc_json_set_str(sess, "session_id", h->sid);
     svc_json_set_str(sess, "session_type", "AGENT");
-    svc_json_set_str(sess, "created_at", created);
-    svc_json_set_str(sess, "updated_at", updated);
-    char *p = svc_sess_path(h, SVC_F_SESSION, SVC_FROM_ABS);
-    int rc = svc_json_write_native_sync(p, sess, SVC_SYNC_STORE, err);
-    free(p);
-    json_object_put(sess);
-    json_object *agent = svc_store_new_agent(&h->st);
-    svc_json_set_str(agent, "created_at", created);
-    svc_json_set_str(agent, "updated_at", updated);
-    p = svc_sess_path(h, SVC_F_AGENT, SVC_FROM_ABS);
-    if (rc == 0)
-        rc = svc_json_write_native_sync(p, agent, SVC_SYNC_STORE, err);
-    free(p);
-    json_object_put(agent);
+    json_object *o[2] = {sess, svc_store_new_agent(&h->st)};
+    const enum svc_file which[2] = {SVC_F_SESSION, SVC_F_AGENT};
+    int rc = 0;
+    for (int i = 0; i < 2; i++) {
+        svc_json_set_str(o[i], "created_at", created);
+        svc_json_set_str(o[i], "updated_at", updated);
+        char *p = svc_sess_path(h, which[i], SVC_FROM_ABS);
+        if (rc == 0)
+            rc = svc_json_write_native_sync(p, o[i], SVC_SYNC_STORE, err);
+        free(p);
+        json_object_put(o[i]);
+    }
     return rc;
 }
 
@@ -392,7 +384,7 @@ static int place(const struct svc_store *st, const struct svc_store *stg, const 
     int rc = svc_sess_open_store(stg, sid, &hs, err);
     if (rc == 0)
         rc = svc_sess_open_store(st, sid, &ho, err);
-    if (rc == 0 && renameat2(AT_FDCWD, hs.dir, AT_FDCWD, ho.dir, RENAME_NOREPLACE) != 0)
+    if (rc == 0 && svc_rename_noreplace(hs.dir, ho.dir) != 0)
         rc = errno == EEXIST ? 1 : svc_err_errno(err, "rename into place");
     svc_sess_close(&hs);
     svc_sess_close(&ho);
@@ -402,7 +394,6 @@ static int place(const struct svc_store *st, const struct svc_store *stg, const 
 /* ---- the import ---- */
 
 struct job {
-    const struct svc_config *cfg;
     const struct svc_import_options *opt;
     struct svc_store st, stg;
     json_object *convs;
@@ -438,11 +429,10 @@ static int plan(struct job *j, const char *file, struct svc_err *err)
         return -1;
     j->n = json_object_array_length(j->convs);
     j->c = svc_xcalloc(j->n ? j->n : 1, sizeof *j->c);
-    for (size_t i = 0; i < j->n; i++)
-        if (plan_conv(json_object_array_get_idx(j->convs, i), i, &j->c[i], err) != 0)
-            return -1;
     for (size_t i = 0; i < j->n; i++) {
         struct conv *c = &j->c[i];
+        if (plan_conv(json_object_array_get_idx(j->convs, i), i, c, err) != 0)
+            return -1;
         for (size_t k = 0; !c->reason && k < i; k++)
             if (strcmp(j->c[k].sid, c->sid) == 0)
                 c->reason = "a conversation of the same id comes before it in the file";
@@ -480,24 +470,11 @@ static json_object *report_of(const struct job *j)
     return r;
 }
 
-/* The import lock and a staging directory in the root. */
+/* The import lock and a staging directory in the root (import.h). */
 static int prepare_root(struct job *j, struct svc_err *err)
 {
-    if (svc_mkdirs_durable(j->st.root, 0755, j->st.durable, err) != 0)
+    if (svc_import_staging(&j->st, &j->lockfd, &j->staging, err) != 0)
         return -1;
-    char *lp = svc_layout_root_path(j->st.root, SVC_F_IMPORT_LOCK, NULL);
-    j->lockfd = svc_lock_file(lp, LOCK_EX, true);
-    free(lp);
-    if (j->lockfd < 0)
-        return svc_err_errno(err, "import lock");
-    char hex[17];
-    svc_random_hex(hex, 16);
-    svc_xasprintf(&j->staging, "%s/%s%s", j->st.root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);
-    if (mkdir(j->staging, 0755) != 0) {
-        free(j->staging);
-        j->staging = NULL;
-        return svc_err_errno(err, "create staging directory");
-    }
     j->stg = j->st;
     j->stg.root = j->staging;
     j->stg.staged = true;
@@ -546,7 +523,7 @@ int svc_chatgpt_import(const struct svc_config *cfg, const char *file,
     if (opt->overwrite)
         return svc_err_set(err, SVC_E_INVALID_FIELD,
                            "a ChatGPT import does not overwrite: sessions it made are skipped");
-    struct job j = {.cfg = cfg, .opt = opt, .lockfd = -1};
+    struct job j = {.opt = opt, .lockfd = -1};
     svc_store_from_config(cfg, &j.st);
     int rc = plan(&j, file, err);
     size_t todo = 0;

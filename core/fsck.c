@@ -62,17 +62,6 @@ static void problem(struct fsck *f, const char *sid, const char *rel, long long 
         f->nrepaired++;
 }
 
-static char *joinf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *joinf(const char *fmt, ...)
-{
-    char *out = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    svc_xvasprintf(&out, fmt, ap);
-    va_end(ap);
-    return out;
-}
-
 /* Where json-c stops parsing buf: the byte offset of the first error. */
 static long long parse_stop(const char *buf, size_t len)
 {
@@ -84,11 +73,12 @@ static long long parse_stop(const char *buf, size_t len)
     return end;
 }
 
-/* Parse a JSON file. 0 with *out, 1 when absent, -1 when unreadable (reported). */
+/* Parse a JSON file: 0 with *out (out may be NULL), 1 when absent, -1 unreadable (reported). */
 static int parse_file(struct fsck *f, const char *sid, const char *abs, const char *rel,
                       json_object **out)
 {
-    *out = NULL;
+    if (out)
+        *out = NULL;
     char *buf = NULL;
     size_t len = 0;
     struct svc_err err;
@@ -98,16 +88,16 @@ static int parse_file(struct fsck *f, const char *sid, const char *abs, const ch
         problem(f, sid, rel, -1, "unreadable", false, "%s", err.message);
         return -1;
     }
-    int rc = 0;
-    if (svc_json_parse(buf, len, out, NULL) != 0 || !json_object_is_type(*out, json_type_object)) {
-        json_object_put(*out);
-        *out = NULL;
+    json_object *o = svc_jsonl_object(buf, len);
+    if (!o)
         problem(f, sid, rel, parse_stop(buf, len), "unreadable", false,
                 "not a JSON object (parsing stops at this byte)");
-        rc = -1;
-    }
     free(buf);
-    return rc;
+    if (out)
+        *out = o;
+    else
+        json_object_put(o);
+    return o ? 0 : -1;
 }
 
 static bool is_temp(const char *name)
@@ -195,9 +185,8 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
         size_t n = nl ? (size_t)(nl - (buf + at)) : len - at;
         if (!nl && torn_ok)
             break; /* a live writer's line in progress */
-        json_object *o = NULL;
-        bool ok = n == 0 || (nl && svc_json_parse(buf + at, n, &o, NULL) == 0 &&
-                             json_object_is_type(o, json_type_object));
+        json_object *o = nl && n ? svc_jsonl_object(buf + at, n) : NULL;
+        bool ok = n == 0 || o;
         json_object_put(o);
         if (ok) {
             svc_buf_add(&good, buf + at, n + (nl ? 1 : 0));
@@ -213,7 +202,8 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
         at += n + (nl ? 1 : 0);
     }
     if (nbad > 0 && fix) {
-        char *side = joinf("%s.corrupt", abs);
+        char *side = NULL;
+        svc_xasprintf(&side, "%s.corrupt", abs);
         if (svc_file_append(side, bad.data, bad.len, f->st.durable, &err) == 0 &&
             svc_file_write_atomic(abs, good.data ? good.data : "", good.len, f->st.durable, &err) ==
                 0) {
@@ -242,13 +232,13 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
                            const char *arel)
 {
     const char *sid = s->sid, *an = svc_layout_name(SVC_F_AGENT);
-    char *abs = joinf("%s/%s", adir, an), *rel = joinf("%s/%s", arel, an);
+    char *abs = svc_path_join(adir, an), *rel = svc_path_join(arel, an);
     json_object *agent = NULL;
     if (parse_file(f, sid, abs, rel, &agent) == 1)
         problem(f, sid, rel, -1, "missing_file", false, "%s is missing", an);
     free(abs);
     const char *mn = svc_layout_name(SVC_F_MESSAGES);
-    char *mdir = joinf("%s/%s", adir, mn), *mrel = joinf("%s/%s", arel, mn);
+    char *mdir = svc_path_join(adir, mn), *mrel = svc_path_join(arel, mn);
     int64_t *ids = NULL;
     size_t n = 0, cap = 0;
     DIR *d = opendir(mdir);
@@ -256,7 +246,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
     while (d && (de = readdir(d))) {
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-        char *fa = joinf("%s/%s", mdir, de->d_name), *fr = joinf("%s/%s", mrel, de->d_name);
+        char *fa = svc_path_join(mdir, de->d_name), *fr = svc_path_join(mrel, de->d_name);
         int64_t id = svc_layout_message_id_of(de->d_name);
         if (is_temp(de->d_name)) {
             check_temp(f, sid, fa, fr);
@@ -336,9 +326,7 @@ static int parse_sess_file(struct fsck *f, const struct svc_sess *s, enum svc_fi
 {
     char *abs = svc_sess_path(s, which, SVC_FROM_ABS);
     char *rel = svc_sess_path(s, which, SVC_FROM_ROOT);
-    json_object *none = NULL;
-    int rc = parse_file(f, s->sid, abs, rel, o ? o : &none);
-    json_object_put(none);
+    int rc = parse_file(f, s->sid, abs, rel, o);
     if (rc == 1 && required)
         problem(f, s->sid, rel, -1, "missing_file", false, "%s is missing", svc_layout_name(which));
     free(abs);
@@ -355,75 +343,54 @@ struct multi_ctx {
 static void check_multi_agent(void *ctx, const char *id, const char *abs, const char *rel)
 {
     struct multi_ctx *m = ctx;
-    json_object *o = NULL;
     (void)id;
-    parse_file(m->f, m->sid, abs, rel, &o);
-    json_object_put(o);
+    parse_file(m->f, m->sid, abs, rel, NULL);
 }
 
-/* The entries of s's directory: lock files, temp files, and nothing unknown. */
-static void check_entries(struct fsck *f, const struct svc_sess *s)
-{
-    char *rel = svc_sess_path(s, SVC_F_DIR, SVC_FROM_ROOT);
-    DIR *d = opendir(s->dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        const char *nm = de->d_name;
-        if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
-            continue;
-        char *fa = joinf("%s/%s", s->dir, nm), *fr = joinf("%s/%s", rel, nm);
-        bool known = false;
-        for (size_t i = 0; i < sizeof session_files / sizeof *session_files; i++)
-            known = known || strcmp(nm, svc_layout_name(session_files[i])) == 0;
-        if (svc_layout_is_lock(nm)) {
-            check_lock_file(f, s->sid, fa, fr);
-        } else if (is_temp(nm)) {
-            check_temp(f, s->sid, fa, fr);
-        } else if (!known) {
-            problem(f, s->sid, fr, -1, "stray_file", false, "not a session file (left alone)");
-        }
-        free(fa);
-        free(fr);
-    }
-    if (d)
-        closedir(d);
-    free(rel);
-}
-
-/* Every agent directory of s with its messages; returns agent aid's message files, or -1
- * when it has no directory. */
-static int64_t check_agents(struct fsck *f, const struct svc_sess *s, const char *aid)
+/* The entries of s's directory (which SVC_F_DIR: lock files, temp files, nothing unknown) or
+ * of its agents directory (SVC_F_AGENTS: agent directories with their messages, temp files);
+ * returns agent aid's message files (-1: it has no directory). */
+static int64_t check_dir(struct fsck *f, const struct svc_sess *s, enum svc_file which,
+                         const char *aid)
 {
     int64_t count = -1;
-    char *agents = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS);
-    char *arel = svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ROOT);
+    char *dir = svc_sess_path(s, which, SVC_FROM_ABS),
+         *rel = svc_sess_path(s, which, SVC_FROM_ROOT);
     const char *apre = svc_layout_name(SVC_F_AGENT_DIR);
     size_t apl = strlen(apre);
-    DIR *d = opendir(agents);
+    bool top = which == SVC_F_DIR;
+    DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
         if (strcmp(nm, ".") == 0 || strcmp(nm, "..") == 0)
             continue;
-        char *fa = joinf("%s/%s", agents, nm), *fr = joinf("%s/%s", arel, nm);
+        char *fa = svc_path_join(dir, nm), *fr = svc_path_join(rel, nm);
+        bool known = false;
+        for (size_t i = 0; top && i < sizeof session_files / sizeof *session_files; i++)
+            known = known || strcmp(nm, svc_layout_name(session_files[i])) == 0;
         struct stat sb;
-        if (strncmp(nm, apre, apl) == 0 && svc_layout_id_valid(nm + apl) && lstat(fa, &sb) == 0 &&
-            S_ISDIR(sb.st_mode)) {
+        if (top && svc_layout_is_lock(nm)) {
+            check_lock_file(f, s->sid, fa, fr);
+        } else if (!top && strncmp(nm, apre, apl) == 0 && svc_layout_id_valid(nm + apl) &&
+                   lstat(fa, &sb) == 0 && S_ISDIR(sb.st_mode)) {
             int64_t n = check_agent(f, s, fa, fr);
             if (aid && strcmp(nm + apl, aid) == 0)
                 count = n;
         } else if (is_temp(nm)) {
             check_temp(f, s->sid, fa, fr);
-        } else {
-            problem(f, s->sid, fr, -1, "stray_file", false, "not an agent directory (left alone)");
+        } else if (!known) {
+            problem(f, s->sid, fr, -1, "stray_file", false,
+                    top ? "not a session file (left alone)"
+                        : "not an agent directory (left alone)");
         }
         free(fa);
         free(fr);
     }
     if (d)
         closedir(d);
-    free(agents);
-    free(arel);
+    free(dir);
+    free(rel);
     return count;
 }
 
@@ -454,10 +421,10 @@ static void check_session(struct fsck *f, const char *sid)
     const char *dir = s.dir;
     char *scr = svc_sess_path(&s, SVC_F_SIDECAR, SVC_FROM_ROOT);
     json_object *sc = NULL;
+    struct svc_err err;
     parse_sess_file(f, &s, SVC_F_SIDECAR, &sc, false);
     /* a stale run: repaired as the next reader would (it takes the lock on s) */
     if (sc && strcmp(svc_json_str(sc, "status", ""), "running") == 0 && !svc_lock_run_held(dir)) {
-        struct svc_err err;
         bool fixed = f->repair && svc_run_repair(&s, &err) == 1;
         if (fixed)
             f->nstale++;
@@ -466,26 +433,18 @@ static void check_session(struct fsck *f, const char *sid)
                 fixed ? " (repaired: error/interrupted)" : "");
         if (fixed) {
             json_object_put(sc);
-            sc = NULL;
             parse_sess_file(f, &s, SVC_F_SIDECAR, &sc, false);
         }
     }
     /* hold the run lock, then the session lock, as a run does */
     struct svc_lock runl = SVC_LOCK_INIT;
-    bool live;
-    if (f->repair) {
-        struct svc_err err;
-        live = svc_lock_run_try(dir, &runl, &err) != 0;
-        if (!live && svc_sess_lock(&s, true, &err) != 0)
-            live = true;
-    } else {
-        live = svc_lock_run_held(dir);
-    }
+    bool live = f->repair
+                    ? svc_lock_run_try(dir, &runl, &err) != 0 || svc_sess_lock(&s, true, &err) != 0
+                    : svc_lock_run_held(dir);
     if (live)
         json_object_array_add(f->busy, json_object_new_string(sid));
     bool fix = f->repair && !live;
     if (sc && !live && unborn(&s)) {
-        struct svc_err err;
         bool fixed = fix && svc_sess_ensure_natives(&s, SVC_SYNC_STORE, &err) == 0;
         problem(f, sid, scr, -1, "unborn_session", fixed,
                 "a first run stopped before it stored a message: %s or %s missing, no "
@@ -498,9 +457,9 @@ static void check_session(struct fsck *f, const char *sid)
 
     parse_sess_file(f, &s, SVC_F_SESSION, NULL, sc != NULL);
 
-    check_entries(f, &s);
+    check_dir(f, &s, SVC_F_DIR, NULL);
     const char *aid = sc ? svc_json_str(sc, "agent_id", f->st.agent_id) : f->st.agent_id;
-    int64_t count = check_agents(f, &s, aid);
+    int64_t count = check_dir(f, &s, SVC_F_AGENTS, aid);
     svc_sess_multi_agents(&s, check_multi_agent, &(struct multi_ctx){f, sid});
 
     /* the sidecar's count against the files (a live run changes both); fewer than the files
@@ -540,7 +499,7 @@ static void check_runs(struct fsck *f)
     struct dirent *de;
     while (d && (de = readdir(d))) {
         const char *nm = de->d_name;
-        char *fa = joinf("%s/%s", dir, nm), *fr = joinf("%s/%s", svc_layout_name(SVC_F_RUNS), nm);
+        char *fa = svc_path_join(dir, nm), *fr = svc_path_join(svc_layout_name(SVC_F_RUNS), nm);
         free(id);
         id = NULL;
         if (nm[0] == '.') {
@@ -607,9 +566,9 @@ static void check_memory(struct fsck *f)
     while (d && (de = readdir(d))) {
         if (de->d_name[0] == '.' || !svc_layout_id_valid(de->d_name))
             continue;
-        char *fa = joinf("%s/%s/memory.jsonl", mroot, de->d_name);
-        char *fr = joinf("memory/%s/memory.jsonl", de->d_name);
-        char *lp = joinf("%s/%s/.memory.lock", mroot, de->d_name);
+        char *ad = svc_path_join(mroot, de->d_name), *fr = NULL;
+        char *fa = svc_path_join(ad, "memory.jsonl"), *lp = svc_path_join(ad, ".memory.lock");
+        svc_xasprintf(&fr, "memory/%s/memory.jsonl", de->d_name);
         int fd = -1;
         if (f->repair) {
             fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -621,6 +580,7 @@ static void check_memory(struct fsck *f)
         check_lines(f, NULL, fa, fr, false, fd >= 0);
         if (fd >= 0)
             close(fd);
+        free(ad);
         free(fa);
         free(fr);
         free(lp);

@@ -16,7 +16,6 @@
 #include "bundle_out.h"
 #include "fsio.h"
 #include "hostdb.h"
-#include "index.h"
 #include "journal.h"
 #include "jsonx.h"
 #include "jstream.h"
@@ -53,12 +52,6 @@ static void src_close(struct src *s)
     if (s->fd >= 0)
         close(s->fd);
     s->fd = -1;
-}
-
-static void src_free(struct src *s)
-{
-    src_close(s);
-    free(s->path);
 }
 
 /* (Re)start reading the members from the first. */
@@ -121,18 +114,14 @@ static int walk_next(struct src *s, struct stat *sb, struct svc_err *err)
     return 0;
 }
 
-/* 1 with *rel, *is_dir, *size; 0 at the end; -1. */
-static int src_next(struct src *s, const char **rel, bool *is_dir, uint64_t *size,
-                    struct svc_err *err)
+/* 1 with *rel and *is_dir; 0 at the end; -1. */
+static int src_next(struct src *s, const char **rel, bool *is_dir, struct svc_err *err)
 {
     if (s->tar) {
         struct svc_tar_member m;
         int r = svc_tarr_next(s->tr, &m, err);
-        if (r == 1) {
-            *rel = m.path;
-            *is_dir = m.type == SVC_TAR_DIR;
-            *size = m.size;
-        }
+        *rel = m.path;
+        *is_dir = m.type == SVC_TAR_DIR;
         return r;
     }
     if (s->fd >= 0) {
@@ -145,7 +134,6 @@ static int src_next(struct src *s, const char **rel, bool *is_dir, uint64_t *siz
         return r;
     *rel = s->rel;
     *is_dir = S_ISDIR(sb.st_mode);
-    *size = *is_dir ? 0 : (uint64_t)sb.st_size;
     return 1;
 }
 
@@ -214,39 +202,41 @@ static int db_err(struct svc_hostdb *db, struct svc_err *err)
     return svc_err_set(err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(db));
 }
 
-/* Session (sid, n) into *r: 1, 0 when it has no record, -1. */
-static int rec_find(struct svc_hostdb *db, const char *sid, size_t n, struct rec *r,
-                    struct svc_err *err)
+/* The row of st (id, num, state, why) into *r: 1, 0 when there is none, -1. */
+static int rec_get(struct svc_hostdb *db, sqlite3_stmt *st, struct rec *r, struct svc_err *err)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(db, "SELECT num, state, why FROM sess WHERE id = ?1");
-    if (!st)
-        return db_err(db, err);
-    sqlite3_bind_text(st, 1, sid, (int)n, SQLITE_STATIC);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        snprintf(r->id, sizeof r->id, "%.*s", (int)n, sid);
-        r->num = (uint64_t)sqlite3_column_int64(st, 0);
-        r->state = (unsigned char)sqlite3_column_int(st, 1);
-        snprintf(r->why, sizeof r->why, "%s", (const char *)sqlite3_column_text(st, 2));
+        snprintf(r->id, sizeof r->id, "%s", (const char *)sqlite3_column_text(st, 0));
+        r->num = (uint64_t)sqlite3_column_int64(st, 1);
+        r->state = (unsigned char)sqlite3_column_int(st, 2);
+        snprintf(r->why, sizeof r->why, "%s", (const char *)sqlite3_column_text(st, 3));
     }
     sqlite3_reset(st);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : db_err(db, err);
 }
 
-static int rec_put(struct svc_hostdb *db, const struct rec *r, struct svc_err *err)
+/* Session (sid, n) into *r: 1, 0 when it has no record, -1. */
+static int rec_find(struct svc_hostdb *db, const char *sid, size_t n, struct rec *r,
+                    struct svc_err *err)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(db, "INSERT OR REPLACE INTO sess VALUES (?1, ?2, ?3, ?4)");
-    if (st) {
-        sqlite3_bind_text(st, 1, r->id, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 2, (int64_t)r->num); /* the fingerprints' sum wraps as uint64 */
-        sqlite3_bind_int(st, 3, r->state);
-        sqlite3_bind_text(st, 4, r->why, -1, SQLITE_STATIC);
-    }
-    return st && sqlite3_step(st) == SQLITE_DONE ? 0 : db_err(db, err);
+    sqlite3_stmt *st = svc_hostdb_stmt(db, "SELECT id, num, state, why FROM sess WHERE id = ?1");
+    if (!st)
+        return db_err(db, err);
+    sqlite3_bind_text(st, 1, sid, (int)n, SQLITE_STATIC);
+    return rec_get(db, st, r, err);
 }
 
-/* An event of session (sid, n): num added to its record's; a state other than S_IMPORT with
- * its reason, unless one came first. */
+static int rec_put(struct svc_hostdb *db, const struct rec *r, struct svc_err *err)
+{
+    /* num as int64: the fingerprints' sum wraps as uint64 */
+    return svc_hostdb_run(db, "INSERT OR REPLACE INTO sess VALUES (?1, ?2, ?3, ?4)", "slis", r->id,
+                          (int64_t)r->num, (int)r->state, r->why) == 0
+               ? 0
+               : db_err(db, err);
+}
+
+/* An event of session (sid, n): num added to its record's; the first state but S_IMPORT wins. */
 static int note(struct svc_hostdb *db, const char *sid, size_t n, uint64_t num, unsigned char state,
                 const char *why, struct svc_err *err)
 {
@@ -275,16 +265,9 @@ static int recs_each(struct svc_hostdb *db, int (*fn)(void *ctx, struct rec *r),
         if (!st)
             return db_err(db, err);
         sqlite3_bind_text(st, 1, r.id, -1, SQLITE_TRANSIENT);
-        int rc = sqlite3_step(st);
-        if (rc == SQLITE_ROW) {
-            snprintf(r.id, sizeof r.id, "%s", (const char *)sqlite3_column_text(st, 0));
-            r.num = (uint64_t)sqlite3_column_int64(st, 1);
-            r.state = (unsigned char)sqlite3_column_int(st, 2);
-            snprintf(r.why, sizeof r.why, "%s", (const char *)sqlite3_column_text(st, 3));
-        }
-        sqlite3_reset(st);
-        if (rc != SQLITE_ROW)
-            return rc == SQLITE_DONE ? 0 : db_err(db, err);
+        int rc = rec_get(db, st, &r, err);
+        if (rc <= 0)
+            return rc;
         was = r;
         if ((rc = fn(ctx, &r)) != 0)
             return rc;
@@ -298,41 +281,24 @@ static int recs_each(struct svc_hostdb *db, int (*fn)(void *ctx, struct rec *r),
 static int file_add(struct svc_hostdb *db, int side, const char *path, uint64_t bytes,
                     const char *sha, struct svc_err *err)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(db, "INSERT INTO files VALUES (?1, ?2, ?3, ?4)");
-    if (st) {
-        sqlite3_bind_int(st, 1, side);
-        sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(st, 3, (int64_t)bytes);
-        sqlite3_bind_text(st, 4, sha, -1, SQLITE_STATIC);
-    }
-    return st && sqlite3_step(st) == SQLITE_DONE ? 0 : db_err(db, err);
+    return svc_hostdb_run(db, "INSERT INTO files VALUES (?1, ?2, ?3, ?4)", "isls", side, path,
+                          (int64_t)bytes, sha) == 0
+               ? 0
+               : db_err(db, err);
 }
 
 /* A temporary file of $TMPDIR (or /tmp), already unlinked (nothing left even if killed). */
 static FILE *tmp_file(struct svc_err *err)
 {
     const char *dir = getenv("TMPDIR");
-    char *p = NULL;
-    svc_xasprintf(&p, "%s/svc-import.XXXXXX", dir && *dir ? dir : "/tmp");
-    int fd = mkostemp(p, O_CLOEXEC);
-    if (fd >= 0)
-        unlink(p);
-    free(p);
+    int fd = svc_bout_spool(dir && *dir ? dir : "/tmp", err);
     FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
-    if (!f) {
+    if (fd >= 0 && !f) {
         svc_err_errno(err, "temporary file");
-        if (fd >= 0)
-            close(fd);
+        close(fd);
     }
     return f;
 }
-
-/* A path's first record of one side, and how many it has. */
-struct frec {
-    uint64_t bytes;
-    char sha[65];
-    size_t n;
-};
 
 struct job {
     const struct svc_config *cfg;
@@ -343,9 +309,7 @@ struct job {
     FILE *mf;              /* manifest.json: a copy (tar), or the file itself */
     json_object *head;     /* the manifest's members but its files */
     struct svc_err ferr;   /* the first bad entry of its files, reported after the head */
-    bool ferr_set;
-    struct svc_err herr; /* the first member refused on the side of what was read */
-    bool herr_set;
+    struct svc_err herr;   /* the first member refused on the side of what was read */
     struct svc_err *err;
     char run_sid[SVC_ID_MAX + 2]; /* the manifest's session being read, and its file_fp */
     size_t run_len;
@@ -495,26 +459,21 @@ static int pass_read(struct job *j, struct svc_err *err)
         return -1;
     const char *rel;
     bool is_dir;
-    uint64_t size, seen = 0;
+    uint64_t seen = 0;
     int r;
-    while ((r = src_next(&j->src, &rel, &is_dir, &size, err)) == 1) {
+    while ((r = src_next(&j->src, &rel, &is_dir, err)) == 1) {
         if (is_dir)
             continue;
         const char *slash = strchr(rel, '/');
         bool is_manifest =
             strcmp(rel, "manifest.json") == 0 || (slash && strcmp(slash + 1, "manifest.json") == 0);
-        if (is_manifest && manifest_found(j, rel, err) != 0) {
-            r = -1;
-            break;
-        }
-        FILE *copy = is_manifest && j->src.tar ? j->mf : NULL;
-        if (!is_manifest && !copy && memory_member(j, rel, &copy, err) != 0) {
-            r = -1;
-            break;
-        }
+        FILE *copy = NULL;
+        int bad = is_manifest ? manifest_found(j, rel, err) : memory_member(j, rel, &copy, err);
+        if (is_manifest && j->src.tar)
+            copy = j->mf;
         uint64_t bytes;
         char sha[65];
-        if (read_member(j, copy, -1, &bytes, sha, err) != 0 ||
+        if (bad != 0 || read_member(j, copy, -1, &bytes, sha, err) != 0 ||
             file_add(j->db, 0, rel, bytes, sha, err) != 0) {
             r = -1;
             break;
@@ -524,11 +483,6 @@ static int pass_read(struct job *j, struct svc_err *err)
     }
     src_close(&j->src);
     return r < 0 ? -1 : 0;
-}
-
-static bool hex64(const char *s)
-{
-    return s && strlen(s) == 64 && strspn(s, "0123456789abcdef") == 64;
 }
 
 /* A member of the manifest but its files: kept in j->head. */
@@ -542,9 +496,8 @@ static int manifest_member(void *ctx, const char *key, json_object *v)
 /* The first bad entry of the manifest's files, told once the rest is known to be JSON. */
 static int entry_bad(struct job *j, size_t i, const char *why)
 {
-    if (!j->ferr_set)
+    if (!j->ferr.code)
         svc_err_set(&j->ferr, SVC_E_IO, "bundle damaged: manifest.json files[%zu] %s", i, why);
-    j->ferr_set = true;
     return 0;
 }
 
@@ -575,15 +528,16 @@ static int run_add(struct job *j, const char *sid, size_t n, uint64_t fp, struct
 static int manifest_file(void *ctx, size_t i, json_object *f)
 {
     struct job *j = ctx;
-    if (j->ferr_set)
+    if (j->ferr.code)
         return 0;
     const char *path = svc_json_str(f, "path", NULL);
     const char *sha = svc_json_str(f, "sha256", NULL);
     int64_t bytes = svc_json_int(f, "bytes", -1);
     char norm[4096];
     snprintf(norm, sizeof norm, "%s", path ? path : "");
-    if (!path || !svc_tar_path_normalize(norm) || strcmp(norm, path) != 0 || !hex64(sha) ||
-        bytes < 0 || strcmp(path, "manifest.json") == 0)
+    if (!path || !svc_tar_path_normalize(norm) || strcmp(norm, path) != 0 || !sha ||
+        strlen(sha) != 64 || strspn(sha, "0123456789abcdef") != 64 || bytes < 0 ||
+        strcmp(path, "manifest.json") == 0)
         return entry_bad(j, i, "is not a valid entry");
     size_t n;
     const char *sid = path_sid(path, &n);
@@ -634,7 +588,7 @@ static int verify_head(struct job *j, struct svc_err *err)
     snprintf(j->agent_id, sizeof j->agent_id, "%s", aid);
     if (!svc_json_arr(m, "files"))
         return svc_err_set(err, SVC_E_IO, "bundle damaged: manifest.json has no files list");
-    if (j->ferr_set) {
+    if (j->ferr.code) {
         *err = j->ferr;
         return -1;
     }
@@ -652,17 +606,16 @@ static void have_only(struct job *j, const char *full)
                          full);
     else if (strcmp(full + pl, "manifest.json") != 0)
         rc = problem(j, full + pl, "not listed in manifest.json", &e);
-    if (rc != 0 && !j->herr_set) {
+    if (rc != 0 && !j->herr.code)
         j->herr = e;
-        j->herr_set = true;
-    }
 }
 
-/* One path of what was read (h) and of the manifest (w) together. */
-static int join_one(struct job *j, const char *full, const struct frec *h, const struct frec *w)
+/* One path of what was read and of the manifest together: a row of join's query. */
+static int join_one(struct job *j, sqlite3_stmt *st)
 {
+    const char *full = (const char *)sqlite3_column_text(st, 0);
     const char *rel = full + strlen(j->prefix);
-    size_t nh = h->n, nw = w->n;
+    int64_t nh = sqlite3_column_int64(st, 1), nw = sqlite3_column_int64(st, 2);
     if (nw > 1)
         return svc_err_set(j->err, SVC_E_IO, "bundle damaged: manifest.json lists %.300s twice",
                            rel);
@@ -670,12 +623,13 @@ static int join_one(struct job *j, const char *full, const struct frec *h, const
     if (nw == 1) {
         if (nh == 0)
             rc = problem(j, rel, "missing", j->err);
-        else if (h->bytes != w->bytes)
+        else if (sqlite3_column_int64(st, 3) != sqlite3_column_int64(st, 5))
             rc = problem(j, rel, "size differs from the manifest", j->err);
-        else if (strcmp(h->sha, w->sha) != 0)
+        else if (strcmp((const char *)sqlite3_column_text(st, 4),
+                        (const char *)sqlite3_column_text(st, 6)) != 0)
             rc = problem(j, rel, "SHA-256 differs from the manifest", j->err);
     }
-    for (size_t k = nw; rc == 0 && k < nh; k++)
+    for (int64_t k = nw; rc == 0 && k < nh; k++)
         have_only(j, full);
     return rc;
 }
@@ -703,36 +657,19 @@ static int fold_one(void *ctx, struct rec *r)
     return 0;
 }
 
-/* Each path of what was read and of the manifest, with its records of each side. */
+/* Per path: the records read (side 0) and listed (side 1), one size and digest of each. */
 static int join(struct job *j, struct svc_err *err)
 {
-    sqlite3_stmt *st =
-        svc_hostdb_stmt(j->db, "SELECT path, side, bytes, sha FROM files ORDER BY path, side");
-    struct frec f[2] = {{0}};
-    char *path = NULL;
-    int rc = st ? 0 : db_err(j->db, err), step = SQLITE_ROW;
-    while (rc == 0 && step == SQLITE_ROW) {
-        step = sqlite3_step(st);
-        const char *p = step == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
-        if (path && (!p || strcmp(p, path) != 0)) {
-            rc = join_one(j, path, &f[0], &f[1]);
-            memset(f, 0, sizeof f);
-            free(path);
-            path = NULL;
-        }
-        if (!p || rc != 0)
-            continue;
-        if (!path)
-            path = svc_xstrdup(p);
-        struct frec *r = &f[sqlite3_column_int(st, 1) != 0];
-        if (r->n++ == 0) {
-            r->bytes = (uint64_t)sqlite3_column_int64(st, 2);
-            snprintf(r->sha, sizeof r->sha, "%s", (const char *)sqlite3_column_text(st, 3));
-        }
-    }
-    free(path);
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_stmt *st = svc_hostdb_stmt(
+        j->db, "SELECT path, sum(side = 0), sum(side = 1), max(CASE side WHEN 0 THEN bytes END),"
+               " max(CASE side WHEN 0 THEN sha END), max(CASE side WHEN 1 THEN bytes END),"
+               " max(CASE side WHEN 1 THEN sha END) FROM files GROUP BY path ORDER BY path");
+    if (!st)
+        return db_err(j->db, err);
+    int rc = 0, step = SQLITE_ROW;
+    while (rc == 0 && (step = sqlite3_step(st)) == SQLITE_ROW)
+        rc = join_one(j, st);
+    sqlite3_reset(st);
     return rc == 0 && step != SQLITE_DONE ? db_err(j->db, err) : rc;
 }
 
@@ -748,7 +685,7 @@ static int verify(struct job *j, struct svc_err *err)
         return -1;
     if (join(j, err) != 0)
         return -1;
-    if (j->herr_set) {
+    if (j->herr.code) {
         *err = j->herr;
         return -1;
     }
@@ -757,8 +694,7 @@ static int verify(struct job *j, struct svc_err *err)
 
 /* ---- pass 2: staging ---- */
 
-/* mkdir, and mkdir -p only when the parent is missing (staging is ours: an existing entry
- * there is a directory we made). */
+/* mkdir, or mkdir -p when the parent is missing (an existing entry in staging is ours). */
 static int mkdir_fast(const char *path, struct svc_err *err)
 {
     if (mkdir(path, 0755) == 0 || errno == EEXIST)
@@ -843,10 +779,10 @@ static int pass_stage(struct job *j, struct svc_err *err)
         return -1;
     const char *rel;
     bool is_dir;
-    uint64_t size, bytes = 0;
+    uint64_t bytes = 0;
     int r;
     size_t pl = strlen(j->prefix);
-    while ((r = src_next(&j->src, &rel, &is_dir, &size, err)) == 1) {
+    while ((r = src_next(&j->src, &rel, &is_dir, err)) == 1) {
         if (strncmp(rel, j->prefix, pl) != 0)
             continue;
         rel += pl;
@@ -957,32 +893,28 @@ static void place(struct job *j, struct rec *s)
     }
     struct stat lst;
     bool exists = lstat(final, &lst) == 0;
-    if (!exists) {
-        if (svc_rename_noreplace(staged, final) != 0) {
-            if (errno == EEXIST) {
-                rec_set(s, S_SKIP, "exists (created meanwhile)");
-            } else {
-                fail_sess(s, "rename into place: %s", strerror(errno));
-            }
-            goto out;
-        }
-    } else {
-        if (!S_ISDIR(lst.st_mode)) {
-            fail_sess(s, "the existing %s<id> is not a directory; left alone",
-                      svc_layout_name(SVC_F_DIR));
-            goto out;
-        }
-        if (svc_lock_run_try(final, &orl, &e) != 0 || svc_sess_lock(&ho, true, &e) != 0) {
-            fail_sess(s, "%s",
-                      e.code == SVC_E_SESSION_BUSY ? "a run is in progress on the existing session"
-                                                   : e.message);
-            goto out;
-        }
-        /* one atomic swap: readers see the old session or the new one, never a mix */
-        if (swap_into_place(j, s->id, staged, final) != 0) {
-            fail_sess(s, "swap into place: %s", strerror(errno));
-            goto out;
-        }
+    if (!exists && svc_rename_noreplace(staged, final) != 0) {
+        if (errno == EEXIST)
+            rec_set(s, S_SKIP, "exists (created meanwhile)");
+        else
+            fail_sess(s, "rename into place: %s", strerror(errno));
+        goto out;
+    }
+    if (exists && !S_ISDIR(lst.st_mode)) {
+        fail_sess(s, "the existing %s<id> is not a directory; left alone",
+                  svc_layout_name(SVC_F_DIR));
+        goto out;
+    }
+    if (exists && (svc_lock_run_try(final, &orl, &e) != 0 || svc_sess_lock(&ho, true, &e) != 0)) {
+        fail_sess(s, "%s",
+                  e.code == SVC_E_SESSION_BUSY ? "a run is in progress on the existing session"
+                                               : e.message);
+        goto out;
+    }
+    /* one atomic swap: readers see the old session or the new one, never a mix */
+    if (exists && swap_into_place(j, s->id, staged, final) != 0) {
+        fail_sess(s, "swap into place: %s", strerror(errno));
+        goto out;
     }
     if (j->st.durable)
         svc_fsync_dir(j->st.root, NULL);
@@ -1040,6 +972,27 @@ static void clean_stale(const char *root)
     closedir(d);
 }
 
+int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging, struct svc_err *err)
+{
+    if (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0)
+        return -1;
+    char *lp = svc_layout_root_path(st->root, SVC_F_IMPORT_LOCK, NULL);
+    *lockfd = svc_lock_file(lp, LOCK_EX, true);
+    free(lp);
+    if (*lockfd < 0)
+        return svc_err_errno(err, "import lock");
+    clean_stale(st->root);
+    char hex[17];
+    svc_random_hex(hex, 16);
+    svc_xasprintf(staging, "%s/%s%s", st->root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);
+    if (mkdir(*staging, 0755) == 0)
+        return 0;
+    int rc = svc_err_errno(err, "create staging directory");
+    free(*staging);
+    *staging = NULL;
+    return rc;
+}
+
 /* The outcome: counts and the sessions' table, which *r now owns. */
 static void report(struct job *j, struct svc_import_report *r)
 {
@@ -1062,11 +1015,10 @@ static void report(struct job *j, struct svc_import_report *r)
 int svc_import_each(struct svc_import_report *r, enum svc_import_outcome which,
                     svc_import_each_fn fn, void *ctx, struct svc_err *err)
 {
-    sqlite3_stmt *st =
-        r->tab ? svc_hostdb_stmt(r->tab, "SELECT id, why FROM sess WHERE state = ?1 ORDER BY id")
-               : NULL;
     if (!r->tab)
         return 0;
+    sqlite3_stmt *st =
+        svc_hostdb_stmt(r->tab, "SELECT id, why FROM sess WHERE state = ?1 ORDER BY id");
     if (!st)
         return db_err(r->tab, err);
     sqlite3_bind_int(st, 1, which);
@@ -1087,17 +1039,12 @@ void svc_import_report_free(struct svc_import_report *r)
     memset(r, 0, sizeof *r);
 }
 
-/* Write every session to import into a staging directory under the root (its own store),
- * synced before any rename when sessions.fsync. 0, or -1 with err set. */
+/* Write every session to import into the staging directory (its own store), synced before
+ * any rename when sessions.fsync. 0, or -1 with err set. */
 static int stage_all(struct job *j, struct svc_err *err)
 {
-    char hex[17];
-    svc_random_hex(hex, 16);
-    svc_xasprintf(&j->staging, "%s/%s%s", j->st.root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);
     j->stg = j->st;
     j->stg.root = j->staging;
-    if (mkdir(j->staging, 0755) != 0)
-        return svc_err_errno(err, "create staging directory");
     if (pass_stage(j, err) != 0)
         return -1;
     return j->st.durable ? svc_sync_tree(j->staging, err) : 0;
@@ -1172,28 +1119,12 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     if (pass_read(&j, err) != 0 || verify(&j, err) != 0)
         goto out;
     j.todo = j.count[S_IMPORT];
-    if (opt->dry_run) {
-        report(&j, out);
-        rc = 0;
-        goto out;
+    if (!opt->dry_run) {
+        if (svc_import_staging(&j.st, &lockfd, &j.staging, err) != 0)
+            goto out;
+        if (j.todo > 0 && (stage_all(&j, err) != 0 || place_all(&j, err) != 0))
+            goto out;
     }
-    if (svc_mkdirs_durable(j.st.root, 0755, j.st.durable, err) != 0)
-        goto out;
-    char *lp = svc_layout_root_path(j.st.root, SVC_F_IMPORT_LOCK, NULL);
-    lockfd = svc_lock_file(lp, LOCK_EX, true);
-    free(lp);
-    if (lockfd < 0) {
-        svc_err_errno(err, "import lock");
-        goto out;
-    }
-    clean_stale(j.st.root);
-    if (j.todo == 0) {
-        report(&j, out);
-        rc = 0;
-        goto out;
-    }
-    if (stage_all(&j, err) != 0 || place_all(&j, err) != 0)
-        goto out;
     report(&j, out);
     rc = 0;
 out:
@@ -1203,7 +1134,8 @@ out:
     }
     if (lockfd >= 0)
         close(lockfd);
-    src_free(&j.src);
+    src_close(&j.src);
+    free(j.src.path);
     if (j.memf)
         fclose(j.memf);
     if (j.mf)

@@ -50,5 +50,10 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
 int svc_import_each(struct svc_import_report *r, enum svc_import_outcome which,
                     svc_import_each_fn fn, void *ctx, struct svc_err *err);
 void svc_import_report_free(struct svc_import_report *r);
+/* For an import into st's root (this one's and chatgpt.h's): the root made, its import lock
+ * taken (*lockfd), what killed imports left cleaned up, and a new staging directory made in
+ * it (*staging, heap). 0, or -1 with err. */
+int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging,
+                       struct svc_err *err);
 
 #endif

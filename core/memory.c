@@ -12,7 +12,6 @@
 
 #include "fsio.h"
 #include "hostdb.h"
-#include "index.h"
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
@@ -112,9 +111,11 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
 
 /* ---- the memory file ---- */
 
-static char *agent_dir(const struct svc_config *cfg)
+/* <memory.root>/<agent>/memory.jsonl (heap), its directory into *dir (heap). */
+static char *memory_file(const struct svc_config *cfg, const char *agent, char **dir)
 {
-    return svc_path_join(cfg->memory.root, cfg->sessions.agent_id);
+    *dir = svc_path_join(cfg->memory.root, agent);
+    return svc_path_join(*dir, "memory.jsonl");
 }
 
 /* flock on <dir>/.memory.lock; returns the descriptor or -1 with err. */
@@ -135,30 +136,10 @@ static int memory_lock(const char *dir, int how, struct svc_err *err)
     return fd;
 }
 
-/* Call fn on the decodable lines of the last SVC_MEMORY_TAIL bytes of path, newest first,
- * until it returns nonzero; with needle, lines that do not contain it are skipped unparsed.
- * A missing file has no lines. */
-static void scan_back_fd(int fd, off_t size, const char *needle,
-                         int (*fn)(json_object *line, void *ctx), void *ctx, char *last);
-
-static int scan_back(const char *path, const char *needle, int (*fn)(json_object *line, void *ctx),
-                     void *ctx, struct svc_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return svc_err_errno(err, "memory file");
-    }
-    scan_back_fd(fd, st.st_size, needle, fn, ctx, NULL);
-    close(fd);
-    return 0;
-}
-
-/* scan_back on the open file fd of size bytes; *last (when not NULL) gets the file's last
- * byte, '\n' for an empty file (or one that could not be read). */
+/* Call fn on the decodable lines of the last SVC_MEMORY_TAIL bytes of fd (size bytes),
+ * newest first, until it returns nonzero; with needle, lines that do not contain it are
+ * skipped unparsed. *last (when not NULL) gets the file's last byte, '\n' for an empty file
+ * (or one that could not be read). */
 static void scan_back_fd(int fd, off_t size, const char *needle,
                          int (*fn)(json_object *line, void *ctx), void *ctx, char *last)
 {
@@ -202,9 +183,8 @@ static void scan_back_fd(int fd, off_t size, const char *needle,
                 start--;
             if (end > start &&
                 (!needle || memmem(buf + start, end - start, needle, strlen(needle)))) {
-                json_object *o = NULL;
-                if (svc_json_parse(buf + start, end - start, &o, NULL) == 0 &&
-                    json_object_is_type(o, json_type_object))
+                json_object *o = svc_jsonl_object(buf + start, end - start);
+                if (o)
                     stop = fn(o, ctx);
                 json_object_put(o);
             }
@@ -218,6 +198,23 @@ static void scan_back_fd(int fd, off_t size, const char *needle,
         buf = svc_xrealloc(buf, want + 1);
     }
     free(buf);
+}
+
+/* scan_back_fd on the file at path; a missing file has no lines. */
+static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), void *ctx,
+                     struct svc_err *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return svc_err_errno(err, "memory file");
+    }
+    scan_back_fd(fd, st.st_size, NULL, fn, ctx, NULL);
+    close(fd);
+    return 0;
 }
 
 struct dup_ctx {
@@ -236,13 +233,11 @@ static int dup_line(json_object *line, void *vctx)
     return 1;
 }
 
-/* Append the digest line under the memory lock unless it is there already (looked for
- * only when look_back: see sync_locked). *appended tells which. */
+/* Append the digest line under the memory lock unless there already (looked for if look_back). */
 static int append_digest(const struct svc_config *cfg, const char *dir, const char *file,
                          json_object *line, const char *sid, int64_t id, bool look_back,
-                         bool *appended, struct svc_err *err)
+                         struct svc_err *err)
 {
-    *appended = false;
     struct svc_err lerr;
     int fd = memory_lock(dir, LOCK_EX, &lerr); /* the directory is there, but the first time */
     if (fd < 0 && (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0 ||
@@ -280,14 +275,8 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
         rc = svc_fd_append(mfd, file, data, strlen(data), false, err);
         free(data);
         free(text);
-        *appended = rc == 0;
-        if (rc == 0 && fresh) {
-            int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (dfd < 0 || fsync(dfd) != 0)
-                rc = svc_err_errno(err, "fsync memory directory");
-            if (dfd >= 0)
-                close(dfd);
-        }
+        if (rc == 0 && fresh)
+            rc = svc_fsync_dir(dir, err);
     }
     close(mfd);
     close(fd);
@@ -309,7 +298,7 @@ static void line_sid(const char *line, size_t n, char sid[SVC_ID_MAX + 1])
 int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_line_fn *fn,
                     void *ctx, struct svc_err *err)
 {
-    char *dir = svc_path_join(cfg->memory.root, agent), *file = svc_path_join(dir, "memory.jsonl");
+    char *dir, *file = memory_file(cfg, agent, &dir);
     struct svc_err lerr;
     /* a root that cannot be written (an export of a read-only root) is read unlocked: an
      * append is one write, and a torn last line is skipped as not written yet */
@@ -360,7 +349,7 @@ static int copy_lines(FILE *from, FILE *out, bool (*keep)(void *ctx, const char 
 int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *add,
                        bool (*ours)(void *ctx, const char *sid), void *ctx, struct svc_err *err)
 {
-    char *dir = svc_path_join(cfg->memory.root, agent), *file = svc_path_join(dir, "memory.jsonl");
+    char *dir, *file = memory_file(cfg, agent, &dir);
     char tmp[4096], tail[64], hex[17];
     svc_random_hex(hex, 16);
     snprintf(tail, sizeof tail, ".tmp-%d-%s", (int)getpid(), hex);
@@ -369,11 +358,8 @@ int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *ad
     FILE *old = NULL, *out = NULL;
     if (!svc_is_dir(dir) && !add)
         goto out; /* nothing to forget */
-    if (!svc_is_dir(dir) && svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0) {
-        rc = -1;
-        goto out;
-    }
-    if ((lk = memory_lock(dir, LOCK_EX, err)) < 0) {
+    if ((!svc_is_dir(dir) && svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0) ||
+        (lk = memory_lock(dir, LOCK_EX, err)) < 0) {
         rc = -1;
         goto out;
     }
@@ -423,8 +409,7 @@ int svc_memory_relocate(const struct svc_config *cfg, const char *agent, const c
     if (svc_json_read_object_file(state, &mem, &re) != 0)
         return re.code == SVC_E_NOT_FOUND ? 0 : (*err = re, -1);
     int rc = 0;
-    char *dir = svc_path_join(cfg->memory.root, agent);
-    char *file = svc_path_join(dir, "memory.jsonl");
+    char *dir, *file = memory_file(cfg, agent, &dir);
     const char *was = svc_json_str(mem, "memory_file", NULL);
     if (was && strcmp(was, file) != 0) {
         svc_json_set_str(mem, "memory_file", file);
@@ -508,10 +493,6 @@ static void record_state(const struct svc_sess *s, json_object *mem, const struc
     json_object_put(sc);
 }
 
-static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
-                        const int64_t *recent_ids, bool refuse_during_run, int64_t have,
-                        struct svc_err *err);
-
 /* The newest message_id among sid's digests in have (-1 for none). */
 static int64_t have_of(struct svc_hostdb *have, const char *sid)
 {
@@ -524,12 +505,6 @@ static int64_t have_of(struct svc_hostdb *have, const char *sid)
     return id;
 }
 
-int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_hostdb *have,
-                    struct svc_err *err)
-{
-    return sync_session(cfg, s, NULL, NULL, true, have ? have_of(have, s->sid) : INT64_MAX, err);
-}
-
 static int have_line(void *ctx, const char *sid, const char *line, size_t n)
 {
     json_object *o = NULL;
@@ -537,14 +512,9 @@ static int have_line(void *ctx, const char *sid, const char *line, size_t n)
     json_object_put(o);
     if (id <= have_of(ctx, sid))
         return 0;
-    sqlite3_stmt *st = svc_hostdb_stmt(ctx, "INSERT OR REPLACE INTO have VALUES (?1, ?2)");
-    if (!st)
-        return 1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, id);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
-    return rc == SQLITE_DONE ? 0 : 1;
+    return svc_hostdb_run(ctx, "INSERT OR REPLACE INTO have VALUES (?1, ?2)", "sl", sid, id) == 0
+               ? 0
+               : 1;
 }
 
 struct svc_hostdb *svc_memory_have(const struct svc_config *cfg, struct svc_err *err)
@@ -633,12 +603,10 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
     mem = read_state(mpath, sid);
     int64_t mid = -1;
     int pr = recent ? svc_memory_pair(recent, recent_ids, &user, &assistant, &mid) : 0;
-    /* A pair among the messages a run stored itself cannot have a line in the file yet when
-     * the run syncs it at its end: only this run and `svc memory sync` write lines for the
-     * session, and that command refuses while a run holds the run lock (sync_session). So
-     * the look back through the file, which costs the bytes other sessions appended since
-     * this one's last line (up to SVC_MEMORY_TAIL), is only for the other cases: a pair
-     * read from the files, which a sync that died before recording itself may have written. */
+    /* A run's own pair has no line in the file yet when the run syncs it at its end: only
+     * the run and `svc memory sync` (refused while a run holds the run lock) write the
+     * session's lines. So the look back, which costs the bytes appended since this session's
+     * last line, is only for a pair read from the files (a sync that died may have written). */
     bool look_back = !(in_run && pr == 1);
     if (pr == 0) { /* the caller's messages hold no pair (or none given): read the files */
         if (read_tail(s, &msgs, &ids, &e) != 0)
@@ -651,13 +619,11 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
         goto out;
     }
     look_back = look_back && !lost;
-    dir = agent_dir(cfg);
-    file = svc_path_join(dir, "memory.jsonl");
+    file = memory_file(cfg, cfg->sessions.agent_id, &dir);
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     line = digest_line(s, sc, mid, now, user, assistant);
-    bool appended;
-    if (append_digest(cfg, dir, file, line, sid, mid, look_back, &appended, &e) != 0) {
+    if (append_digest(cfg, dir, file, line, sid, mid, look_back, &e) != 0) {
         char what[sizeof e.message];
         snprintf(what, sizeof what, "%s", e.message);
         svc_err_set(&e, e.code, "memory file %s: %s", file, what);
@@ -669,17 +635,14 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
     svc_json_set_int(mem, "digests", svc_json_int(mem, "digests", 0) + (again ? 0 : 1));
     svc_json_set_str(mem, "updated_at", now);
     /* rebuilt when unreadable; the session lock is held, so its spare may be used */
-    if (svc_json_write_pretty_sync(mpath, mem, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) !=
-        0)
-        goto out;
-    rc = 0;
+    rc = svc_json_write_pretty_sync(mpath, mem, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e);
 out:
     if (rc != 0) {
         svc_logf("session %s: memory sync failed: %s", sid, e.message);
         if (err)
             *err = e;
     }
-    if (mem && (rc != 0 || line)) {
+    if (rc != 0 || line) {
         if (sc)
             svc_json_set(sc, "memory_state", memory_state_of(mem, rc != 0 ? &e : NULL));
         else
@@ -695,12 +658,6 @@ out:
     free(file);
     free(mpath);
     return rc;
-}
-
-int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
-                           const int64_t *recent_ids, struct svc_err *err)
-{
-    return sync_session(cfg, s, recent, recent_ids, false, INT64_MAX, err);
 }
 
 /* Lock the session and sync it. refuse_during_run (svc memory sync): a run holding the run
@@ -736,6 +693,18 @@ static int sync_session(const struct svc_config *cfg, struct svc_sess *s, json_o
     return rc;
 }
 
+int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_hostdb *have,
+                    struct svc_err *err)
+{
+    return sync_session(cfg, s, NULL, NULL, true, have ? have_of(have, s->sid) : INT64_MAX, err);
+}
+
+int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
+                           const int64_t *recent_ids, struct svc_err *err)
+{
+    return sync_session(cfg, s, recent, recent_ids, false, INT64_MAX, err);
+}
+
 int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, json_object *sc, struct svc_err *err)
 {
@@ -769,8 +738,7 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
 {
     if (cfg->memory.recall <= 0)
         return NULL;
-    char *dir = agent_dir(cfg);
-    char *file = svc_path_join(dir, "memory.jsonl");
+    char *dir, *file = memory_file(cfg, cfg->sessions.agent_id, &dir);
     struct recall_ctx c = {.sid = sid ? sid : "",
                            .owner = owner,
                            .want = cfg->memory.recall,
@@ -780,7 +748,7 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
     int fd = -1;
     if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_SH, &e)) < 0)
         svc_logf("memory recall: %s", e.message);
-    if (scan_back(file, NULL, recall_line, &c, &e) != 0)
+    if (scan_back(file, recall_line, &c, &e) != 0)
         svc_logf("memory recall: %s", e.message);
     if (fd >= 0)
         close(fd);
@@ -790,10 +758,8 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
     struct svc_buf b;
     svc_buf_init(&b);
     const char *base = cfg->model.system_prompt ? cfg->model.system_prompt : "";
-    svc_buf_adds(&b, base);
-    if (*base)
-        svc_buf_adds(&b, "\n\n");
-    svc_buf_adds(&b, "Notes from earlier conversations (newest first):");
+    svc_buf_printf(&b, "%s%sNotes from earlier conversations (newest first):", base,
+                   *base ? "\n\n" : "");
     for (size_t i = 0; i < n; i++) {
         json_object *d = json_object_array_get_idx(c.found, i);
         svc_buf_printf(&b, "\n- [%s] User: %s | Assistant: %s", svc_json_str(d, "at", ""),

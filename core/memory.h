@@ -36,9 +36,9 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
                     int64_t *message_id);
 /* Sync the session of handle s (unlocked; locked and unlocked here; see above). Returns 0
  * when synced or nothing to do, -1 with err when it failed (already logged and recorded).
- * An unknown session, a configuration
- * without memory sync (sessions disabled, native_file, sync_memory off), or a run in
- * progress on the session (session_busy) is -1 with err and touches nothing. */
+ * An unknown session, a configuration without memory sync (sessions disabled, native_file,
+ * sync_memory off), or a run in progress on the session (session_busy) is -1 with err and
+ * touches nothing. */
 int svc_memory_sync(const struct svc_config *cfg, struct svc_sess *s, struct svc_hostdb *have,
                     struct svc_err *err);
 /* For svc memory sync: what the memory file holds, the newest message_id of each session's

@@ -23,7 +23,6 @@ void svc_snap_free(struct svc_snap *s)
         free(s->f[i].data);
     }
     free(s->f);
-    free(s->skip);
     free(s->msgdir);
     free(s->dirname);
     free(s->agent_file);
@@ -57,22 +56,6 @@ static struct svc_snap_file *snap_add(struct svc_snap *s, const char *rel)
     return f;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static bool skipped_message(const struct svc_snap *s, const char *parent, const char *name)
-{
-    if (!s->nskip || strcmp(parent, s->msgdir) != 0)
-        return false;
-    int64_t key = svc_layout_message_id_of(name);
-    if (key < 0)
-        return false;
-    return bsearch(&key, s->skip, s->nskip, sizeof key, cmp_i64) != NULL;
-}
-
 /* Copy the directory dirfd (relative path rel, "" at the top) into s, recursively. */
 static void walk(struct svc_snap *s, int dirfd, const char *rel)
 {
@@ -100,7 +83,9 @@ static void walk(struct svc_snap *s, int dirfd, const char *rel)
             if (sub >= 0)
                 walk(s, sub, child);
         } else if (S_ISREG(sb.st_mode)) {
-            if (!skipped_message(s, rel, name)) {
+            /* a message after the in-flight boundary is left out */
+            if (s->skip_from < 0 || strcmp(rel, s->msgdir) != 0 ||
+                svc_layout_message_id_of(name) < s->skip_from) {
                 struct svc_snap_file *f = snap_add(s, child);
                 if (svc_file_read_at(dirfd, name, &f->data, &f->len, &sb, NULL) == 0) {
                     f->mtime = sb.st_mtime;
@@ -142,6 +127,7 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
     s->dirname = svc_sess_path(&h, SVC_F_DIR, SVC_FROM_NAME);
     s->msgdir = svc_sess_path(&h, SVC_F_MESSAGES, SVC_FROM_SESSION);
     s->agent_file = svc_sess_path(&h, SVC_F_AGENT, SVC_FROM_SESSION);
+    s->skip_from = -1;
     int64_t *ids = NULL;
     size_t nids = 0;
     int rc = -1;
@@ -169,11 +155,8 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
             limit--;
         if (limit < 0)
             limit = 0;
-        if ((size_t)limit < nids) {
-            s->nskip = nids - (size_t)limit;
-            s->skip = svc_xmalloc(s->nskip * sizeof *s->skip);
-            memcpy(s->skip, ids + limit, s->nskip * sizeof *s->skip);
-        }
+        if ((size_t)limit < nids)
+            s->skip_from = ids[limit];
     }
     if (!sc && svc_sidecar_derive(&h, &sc, &rerr) != 0) {
         svc_snap_warn_native(s, svc_layout_name(SVC_F_SESSION), rerr.message);

@@ -31,8 +31,7 @@ struct svc_snap {
     const char *sid;
     struct svc_snap_file *f;
     size_t n, cap;
-    int64_t *skip; /* message ids left out (a run in flight), sorted */
-    size_t nskip;
+    int64_t skip_from;     /* messages from this id on are left out (a run in flight); -1: none */
     char *dirname;         /* "session_<sid>" */
     char *msgdir;          /* "agents/agent_<aid>/messages" */
     char *agent_file;      /* "agents/agent_<aid>/agent.json" */

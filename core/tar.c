@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +27,6 @@ struct svc_tarw {
     svc_tar_out_fn out;
     void *ctx;
     z_stream z;
-    bool z_ok;
     unsigned char obuf[OUTBUF];
     unsigned char *in[2];
     size_t inlen; /* bytes in in[cur], the caller's */
@@ -184,7 +182,6 @@ int svc_tarw_new(svc_tar_out_fn out, void *ctx, struct svc_tarw **out_w, struct 
         free(w);
         return svc_err_set(err, SVC_E_NOMEM, "deflateInit failed");
     }
-    w->z_ok = true;
     w->in[0] = svc_xmalloc(INBUF);
     w->in[1] = svc_xmalloc(INBUF);
     w->th_ok = start_compressor(w);
@@ -344,8 +341,7 @@ void svc_tarw_free(struct svc_tarw *w)
         pthread_cond_destroy(&w->cv);
         pthread_mutex_destroy(&w->mu);
     }
-    if (w->z_ok)
-        deflateEnd(&w->z);
+    deflateEnd(&w->z);
     free(w->in[0]);
     free(w->in[1]);
     free(w);
@@ -356,7 +352,6 @@ void svc_tarw_free(struct svc_tarw *w)
 struct svc_tarr {
     int fd;
     z_stream z;
-    bool z_ok;
     unsigned char ibuf[OUTBUF];
     uint64_t remaining; /* data of the current member not yet read */
     uint64_t pad;       /* padding after it */
@@ -369,21 +364,17 @@ struct svc_tarr {
 int svc_tarr_open(const char *path, struct svc_tarr **out, struct svc_err *err)
 {
     *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? svc_err_set(err, SVC_E_NOT_FOUND, "%s: no such file", path)
+                               : svc_err_errno(err, path);
     struct svc_tarr *r = svc_xcalloc(1, sizeof *r);
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (r->fd < 0) {
-        int e = errno;
-        free(r);
-        errno = e;
-        return e == ENOENT ? svc_err_set(err, SVC_E_NOT_FOUND, "%s: no such file", path)
-                           : svc_err_errno(err, path);
-    }
+    r->fd = fd;
     if (inflateInit2(&r->z, 15 + 32) != Z_OK) {
         close(r->fd);
         free(r);
         return svc_err_set(err, SVC_E_NOMEM, "inflateInit failed");
     }
-    r->z_ok = true;
     *out = r;
     return 0;
 }
@@ -529,14 +520,13 @@ int svc_tarr_next(struct svc_tarr *r, struct svc_tar_member *m, struct svc_err *
         unsigned char h[BLOCK];
         if (raw_read(r, h, BLOCK, err) != 0)
             return -1;
-        bool zero = true;
-        for (int i = 0; i < BLOCK && zero; i++)
-            zero = h[i] == 0;
-        if (zero)
-            return 0; /* end of archive (the second zero block is not needed) */
-        unsigned sum = 0;
-        for (int i = 0; i < BLOCK; i++)
+        unsigned sum = 0, any = 0;
+        for (int i = 0; i < BLOCK; i++) {
+            any |= h[i];
             sum += (i >= 148 && i < 156) ? ' ' : h[i];
+        }
+        if (!any)
+            return 0; /* end of archive (the second zero block is not needed) */
         uint64_t stored = 0, size = 0;
         parse_octal(h + 148, 8, &stored);
         if (stored != sum)
@@ -560,19 +550,14 @@ int svc_tarr_next(struct svc_tarr *r, struct svc_tar_member *m, struct svc_err *
                 return -1;
             continue;
         }
-        char name[101], prefix[156];
-        memcpy(name, h, 100);
-        name[100] = '\0';
-        memcpy(prefix, h + 345, 155);
-        prefix[155] = '\0';
         free(r->path);
         if (r->long_name) {
             r->path = r->long_name;
             r->long_name = NULL;
-        } else if (memcmp(h + 257, "ustar", 5) == 0 && prefix[0] && h[262] == '\0') {
-            svc_xasprintf(&r->path, "%s/%s", prefix, name);
+        } else if (memcmp(h + 257, "ustar", 5) == 0 && h[345] && h[262] == '\0') {
+            svc_xasprintf(&r->path, "%.155s/%.100s", (const char *)h + 345, (const char *)h);
         } else {
-            r->path = svc_xstrdup(name);
+            r->path = svc_xstrndup((const char *)h, 100);
         }
         if (r->has_size) {
             size = r->pax_size;
@@ -632,10 +617,8 @@ void svc_tarr_close(struct svc_tarr *r)
 {
     if (!r)
         return;
-    if (r->z_ok)
-        inflateEnd(&r->z);
-    if (r->fd >= 0)
-        close(r->fd);
+    inflateEnd(&r->z);
+    close(r->fd);
     free(r->path);
     free(r->long_name);
     free(r);
