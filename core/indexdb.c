@@ -15,6 +15,7 @@
 #include "hostdb.h"
 #include "journal.h"
 #include "listdb.h"
+#include "lock.h"
 #include "log.h"
 #include "sidecar.h"
 #include "util.h"
@@ -105,24 +106,16 @@ static int db_lock(const char *path, const char *suffix, int op)
 {
     char *p = NULL;
     svc_xasprintf(&p, "%s%s", path, suffix);
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = svc_lock_file(p, op, true);
     if (fd < 0 && errno == ENOENT) { /* its directory is made on first use */
         char *dir = svc_xstrdup(path), *slash = strrchr(dir, '/');
         if (slash)
             *slash = '\0';
         if (slash && svc_mkdirs(dir, 0700, NULL) == 0)
-            fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+            fd = svc_lock_file(p, op, true);
         free(dir);
     }
     free(p);
-    while (fd >= 0 && flock(fd, op) != 0) {
-        if (errno != EINTR) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-    }
     return fd;
 }
 
@@ -152,8 +145,10 @@ static int db_apply_line(void *ctx, const char *line, size_t n, off_t at)
 
 /* The names a rescan found different from the rows: added (gone false) or gone. */
 struct rescan {
-    char **sid;
-    bool *gone;
+    struct {
+        char *sid;
+        bool gone;
+    } * v;
     size_t n, cap;
 };
 
@@ -162,19 +157,17 @@ static void rescan_note(void *ctx, const char *sid, bool gone)
     struct rescan *r = ctx;
     if (r->n == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 16;
-        r->sid = svc_xrealloc(r->sid, r->cap * sizeof *r->sid);
-        r->gone = svc_xrealloc(r->gone, r->cap * sizeof *r->gone);
+        r->v = svc_xrealloc(r->v, r->cap * sizeof *r->v);
     }
-    r->sid[r->n] = svc_xstrdup(sid);
-    r->gone[r->n++] = gone;
+    r->v[r->n].sid = svc_xstrdup(sid);
+    r->v[r->n++].gone = gone;
 }
 
 static void rescan_free(struct rescan *r)
 {
     for (size_t i = 0; i < r->n; i++)
-        free(r->sid[i]);
-    free(r->sid);
-    free(r->gone);
+        free(r->v[i].sid);
+    free(r->v);
     memset(r, 0, sizeof *r);
 }
 
@@ -196,13 +189,14 @@ static int db_rescan_collect(const struct svc_store *st, struct rescan *r)
 static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
 {
     for (size_t i = 0; i < r->n; i++) {
-        bool exists = svc_store_session_exists(st, r->sid[i]);
-        json_object *sum = exists && !r->gone[i] && svc_listdb_has(r->sid[i]) == 0
-                               ? svc_sidecar_summary_of(st, r->sid[i])
+        const char *sid = r->v[i].sid;
+        bool exists = svc_store_session_exists(st, sid);
+        json_object *sum = exists && !r->v[i].gone && svc_listdb_has(sid) == 0
+                               ? svc_sidecar_summary_of(st, sid)
                                : NULL;
-        if (sum || (r->gone[i] && !exists)) {
-            svc_journal_note(st, r->sid[i], sum);
-            svc_listdb_put(r->sid[i], sum, NULL, 0);
+        if (sum || (r->v[i].gone && !exists)) {
+            svc_journal_note(st, sid, sum);
+            svc_listdb_put(sid, sum, NULL, 0);
         }
         json_object_put(sum);
     }

@@ -80,12 +80,6 @@ void svc_listdb_select(bool own)
     L = &conns[own];
 }
 
-/* A statement, prepared once per connection and reset for reuse. */
-static sqlite3_stmt *stmt(const char *sql)
-{
-    return svc_hostdb_stmt(&L->h, sql);
-}
-
 char *svc_listdb_path(const char *dir, const char *root)
 {
     return svc_hostdb_path(dir, "listing", root, strlen(root));
@@ -115,16 +109,10 @@ void svc_listdb_forget(void)
 
 static int64_t meta_int(const char *k)
 {
-    static const char q[] = "SELECT v FROM meta WHERE k = ?1";
-    sqlite3_stmt *st = stmt(q);
-    int64_t v = -1;
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return v;
+    char *v = svc_hostdb_meta(&L->h, k);
+    int64_t n = v ? strtoll(v, NULL, 10) : -1;
+    free(v);
+    return n;
 }
 
 static int meta_set_int(const char *k, int64_t v)
@@ -212,7 +200,7 @@ bool svc_listdb_current(const char *path)
 
 int svc_listdb_read_begin(void)
 {
-    sqlite3_stmt *st = L->h.db && !L->reading ? stmt("BEGIN") : NULL;
+    sqlite3_stmt *st = L->h.db && !L->reading ? svc_hostdb_stmt(&L->h, "BEGIN") : NULL;
     L->reading = st && sqlite3_step(st) == SQLITE_DONE;
     return L->reading ? 0 : -1;
 }
@@ -222,8 +210,7 @@ void svc_listdb_read_end(void)
     if (!L->reading)
         return;
     L->reading = false;
-    sqlite3_stmt *st = stmt("COMMIT");
-    if (!st || sqlite3_step(st) != SQLITE_DONE)
+    if (svc_hostdb_run(&L->h, "COMMIT", "") != 0)
         svc_listdb_rollback();
 }
 
@@ -285,25 +272,12 @@ void svc_listdb_rollback(void)
 
 int svc_listdb_pos_get(struct svc_listdb_pos *p)
 {
-    memset(p, 0, sizeof p[0]);
-    p->offset = -1;
-    sqlite3_stmt *st = stmt("SELECT k, v FROM meta WHERE k IN ('gen', 'ino', 'offset',"
-                            " 'root_mtime')");
-    if (!st)
-        return -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        int64_t v = sqlite3_column_int64(st, 1);
-        if (strcmp(k, "gen") == 0 && sqlite3_column_text(st, 1))
-            snprintf(p->gen, sizeof p->gen, "%s", (const char *)sqlite3_column_text(st, 1));
-        else if (strcmp(k, "ino") == 0)
-            p->ino = (uint64_t)v;
-        else if (strcmp(k, "offset") == 0)
-            p->offset = v;
-        else if (strcmp(k, "root_mtime") == 0)
-            p->root_mtime = v;
-    }
-    sqlite3_reset(st);
+    char *gen = svc_hostdb_meta(&L->h, "gen");
+    snprintf(p->gen, sizeof p->gen, "%s", gen ? gen : "");
+    free(gen);
+    p->ino = (uint64_t)meta_int("ino");
+    p->offset = meta_int("offset");
+    p->root_mtime = meta_int("root_mtime");
     return p->offset < 0 ? -1 : 0;
 }
 
@@ -369,12 +343,10 @@ int svc_listdb_put(const char *sid, json_object *summary, const char *text, size
 
 int svc_listdb_has(const char *sid)
 {
-    sqlite3_stmt *st = stmt("SELECT 1 FROM s WHERE sid = ?1");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
-    sqlite3_reset(st);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&L->h, &st, "SELECT 1 FROM s WHERE sid = ?1", "s", sid);
+    if (st)
+        sqlite3_reset(st);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -454,16 +426,14 @@ static bool fts_few(double m, struct fts_lim l)
  * their number (read up to few); else NULL-> The page then reads those rows alone. */
 static char *fts_rowids(const char *m, struct fts_lim l)
 {
-    sqlite3_stmt *st = stmt("SELECT rowid FROM t WHERE t MATCH ?1 LIMIT ?2");
-    if (!st)
-        return NULL;
-    sqlite3_bind_text(st, 1, m, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, l.few);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&L->h, &st, "SELECT rowid FROM t WHERE t MATCH ?1 LIMIT ?2", "sl", m,
+                             l.few);
     int64_t *v = svc_xcalloc((size_t)l.few + 1, sizeof *v), n = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < l.few)
+    for (; rc == SQLITE_ROW && n < l.few; rc = sqlite3_step(st))
         v[n++] = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
+    if (st)
+        sqlite3_reset(st);
     char *json = NULL;
     if (rc == SQLITE_DONE && fts_few((double)n, l)) {
         struct svc_buf b;
@@ -490,22 +460,21 @@ struct trigram {
  * exact count up to few reads that many for each common trigram of q. */
 static void trigram_est(struct trigram *t, int64_t rows, int64_t probe)
 {
-    sqlite3_stmt *st = stmt("SELECT count(*), min(r), max(r) FROM"
-                            " (SELECT rowid AS r FROM t WHERE t MATCH ?1 LIMIT ?2)");
-    t->est = (double)rows;
-    if (!st)
-        return;
+    sqlite3_stmt *st;
     struct svc_buf b;
     svc_buf_init(&b);
     fts_quote(&b, t->p, t->n);
-    sqlite3_bind_text(st, 1, b.data, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, probe);
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    t->est = (double)rows;
+    if (svc_hostdb_step(&L->h, &st,
+                        "SELECT count(*), min(r), max(r) FROM"
+                        " (SELECT rowid AS r FROM t WHERE t MATCH ?1 LIMIT ?2)",
+                        "sl", b.data, probe) == SQLITE_ROW) {
         int64_t c = sqlite3_column_int64(st, 0);
         int64_t span = sqlite3_column_int64(st, 2) - sqlite3_column_int64(st, 1) + 1;
         t->est = c < probe ? (double)c : (double)probe * (double)rows / (double)span;
     }
-    sqlite3_reset(st);
+    if (st)
+        sqlite3_reset(st);
     svc_buf_free(&b);
 }
 
@@ -734,15 +703,15 @@ int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx
         return 0;
     bool whole =
         mark->copy != (uint64_t)born || (uint64_t)removed > mark->seq || mark->seq > (uint64_t)seq;
-    sqlite3_stmt *st = stmt("SELECT sid, updated, msgs, archived FROM s WHERE seq > ?1");
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, whole ? 0 : (int64_t)mark->seq);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    sqlite3_stmt *st;
+    int rc =
+        svc_hostdb_step(&L->h, &st, "SELECT sid, updated, msgs, archived FROM s WHERE seq > ?1",
+                        "l", whole ? 0 : (int64_t)mark->seq);
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st))
         fn(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1),
            sqlite3_column_int64(st, 2), sqlite3_column_int(st, 3) != 0);
-    sqlite3_reset(st);
+    if (st)
+        sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return -1;
     *mark = (struct svc_list_mark){(uint64_t)born, (uint64_t)(seq > 0 ? seq : 1)};

@@ -409,13 +409,6 @@ static struct {
 static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
                        int64_t from);
 
-/* A literal's statement, prepared once per connection (hostdb.h): SQLITE_OK or an error. */
-static int prep(const char *sql, sqlite3_stmt **st)
-{
-    *st = svc_hostdb_stmt(&S.h, sql);
-    return *st ? SQLITE_OK : SQLITE_ERROR;
-}
-
 /* The largest session number indexed (0 when none). */
 static int64_t doc_max(void)
 {
@@ -538,8 +531,8 @@ static int memo_load(void)
         return 0;
     memo_clear();
     S.mark = (struct svc_list_mark){0};
-    sqlite3_stmt *st = NULL;
-    if (prep("SELECT sid, updated, nmsgs FROM docs", &st) != SQLITE_OK)
+    sqlite3_stmt *st = svc_hostdb_stmt(&S.h, "SELECT sid, updated, nmsgs FROM docs");
+    if (!st)
         return -1;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -665,19 +658,18 @@ static int run_doc(const char *sql, int64_t doc)
 /* A session's docs row: 1 with its fields, 0 when none, -1 on error. */
 static int doc_row(const char *sid, int64_t *doc, double *updated, int64_t *msgs, int64_t *next)
 {
-    sqlite3_stmt *st = NULL;
-    if (prep("SELECT doc, updated, nmsgs, next_id FROM docs WHERE sid = ?1", &st) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-    if (found == 1) {
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(
+        &S.h, &st, "SELECT doc, updated, nmsgs, next_id FROM docs WHERE sid = ?1", "s", sid);
+    if (rc == SQLITE_ROW) {
         *doc = sqlite3_column_int64(st, 0);
         *updated = sqlite3_column_double(st, 1);
         *msgs = sqlite3_column_int64(st, 2);
         *next = sqlite3_column_int64(st, 3);
     }
-    sqlite3_reset(st);
-    return found;
+    if (st)
+        sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
 static int drop_session(const char *sid)
@@ -787,18 +779,16 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
  * its files had when read. */
 static bool same_session(int64_t doc, json_object *sum, double *seen)
 {
-    sqlite3_stmt *st = NULL;
+    sqlite3_stmt *st;
     bool same = false;
-    if (prep("SELECT created_at, seen FROM docs WHERE doc = ?1", &st) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, doc);
-        const char *c = NULL;
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            c = (const char *)sqlite3_column_text(st, 0);
-            *seen = sqlite3_column_double(st, 1);
-        }
+    if (svc_hostdb_step(&S.h, &st, "SELECT created_at, seen FROM docs WHERE doc = ?1", "l", doc) ==
+        SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 0);
+        *seen = sqlite3_column_double(st, 1);
         same = c && strcmp(c, svc_json_str(sum, "created_at", "")) == 0;
     }
-    sqlite3_reset(st);
+    if (st)
+        sqlite3_reset(st);
     return same;
 }
 
@@ -1124,20 +1114,16 @@ static int64_t nth_newest(const char *match, const char *role, int64_t n)
         "SELECT rowid FROM msgs WHERE msgs MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
         "SELECT rowid FROM msgs WHERE msgs MATCH ?1 AND role = ?3 ORDER BY rowid DESC"
         " LIMIT 1 OFFSET ?2"};
-    sqlite3_stmt *st = NULL;
-    if (prep(sql[role != NULL], &st) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, n - 1);
-    if (role)
-        sqlite3_bind_text(st, 3, role, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&S.h, &st, sql[role != NULL], "sls", match, n - 1, role);
     int64_t r = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : rc == SQLITE_DONE ? 0 : -1;
-    sqlite3_reset(st);
+    if (st)
+        sqlite3_reset(st);
     return r;
 }
 
-/* The page's statement, bound: the matches from the WINDOW-th newest on, best first. */
+/* The page's statement stepped once (sqlite3_step's code): the matches from the WINDOW-th
+ * newest on, best first. */
 static int page_stmt(const char *match, const struct svc_search_query *q, int64_t offset,
                      sqlite3_stmt **st)
 {
@@ -1152,37 +1138,27 @@ static int page_stmt(const char *match, const struct svc_search_query *q, int64_
 #undef SQL
     const char *role = q->role && *q->role ? q->role : NULL;
     int64_t from = nth_newest(match, role, WINDOW);
-    if (from < 0 || prep(sql[role != NULL], st) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(*st, 1, match, -1, SQLITE_STATIC);
-    sqlite3_bind_int(*st, 2, q->include_archived);
-    if (role)
-        sqlite3_bind_text(*st, 3, role, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(*st, 4, q->limit + 1);
-    sqlite3_bind_int64(*st, 5, offset);
-    sqlite3_bind_int64(*st, 6, (INT64_C(1) << MID_BITS) - 1);
-    sqlite3_bind_int(*st, 7, MID_BITS);
-    sqlite3_bind_int64(*st, 8, from);
-    if (q->owner)
-        sqlite3_bind_text(*st, 9, q->owner, -1, SQLITE_STATIC);
-    return 0;
+    *st = NULL;
+    if (from < 0)
+        return SQLITE_ERROR;
+    return svc_hostdb_step(&S.h, st, sql[role != NULL], "sislllils", match, q->include_archived,
+                           role, q->limit + 1, offset, (INT64_C(1) << MID_BITS) - 1, MID_BITS, from,
+                           q->owner);
 }
 
 static int run_query(const struct svc_store *store, const char *match,
                      const struct svc_search_query *q, int64_t offset, json_object **out,
                      struct svc_err *err)
 {
-    sqlite3_stmt *st = NULL;
+    sqlite3_stmt *st;
     free(sees_memo.sid); /* one owner a query */
     sees_memo.sid = NULL;
-    if (page_stmt(match, q, offset, &st) != 0)
-        return db_fail("search", err);
+    int rc = page_stmt(match, q, offset, &st);
     json_object *results = json_object_new_array();
-    int rc;
     int64_t got = 0; /* rows consumed */
     bool more = false, was = false;
     char *last = NULL;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
         if (got == q->limit) {
             more = true;
             break;
@@ -1192,7 +1168,8 @@ static int run_query(const struct svc_store *store, const char *match,
             json_object_array_add(results, result_row(st));
     }
     free(last);
-    sqlite3_reset(st);
+    if (st)
+        sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         json_object_put(results);
         return db_fail("search", err);
@@ -1291,17 +1268,17 @@ static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_
     sqlite3_stmt *st = NULL;
     unsigned char key[32];
     /* from a session's keys so far (those of the messages before from), else all anew */
-    if (from > 0 && prep("SELECT chain_key, chain_n FROM docs WHERE doc = ?1", &st) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, doc);
-        bool have = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 32;
-        if (have) {
-            memcpy(key, sqlite3_column_blob(st, 0), 32);
-            pos = sqlite3_column_int64(st, 1);
-        }
-        sqlite3_reset(st);
-        from = have ? from : 0;
+    bool have = from > 0 &&
+                svc_hostdb_step(&S.h, &st, "SELECT chain_key, chain_n FROM docs WHERE doc = ?1",
+                                "l", doc) == SQLITE_ROW &&
+                sqlite3_column_bytes(st, 0) == 32;
+    if (have) {
+        memcpy(key, sqlite3_column_blob(st, 0), 32);
+        pos = sqlite3_column_int64(st, 1);
     }
-    if (from <= 0) {
+    if (st)
+        sqlite3_reset(st);
+    if (!have) {
         from = pos = 0;
         svc_chain_seed(svc_user_owner(sum), key);
         if (run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
@@ -1334,24 +1311,22 @@ static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_
  * kept by the Conversations API), then the newest. 1 with *hit, 0 none, -1 error. */
 static int chain_at(int64_t key, struct svc_chain_hit *hit)
 {
-    sqlite3_stmt *st = NULL;
-    if (prep("SELECT d.sid, c.pos, c.mid, d.chain_n, d.nmsgs FROM chain c JOIN docs d"
-             " ON d.doc = c.doc"
-             " WHERE c.key = ?1 AND NOT d.archived ORDER BY c.pos = d.chain_n DESC, d.ran DESC,"
-             " d.updated DESC LIMIT 1",
-             &st) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, key);
-    int rc = sqlite3_step(st), found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-    if (found == 1) {
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&S.h, &st,
+                             "SELECT d.sid, c.pos, c.mid, d.chain_n, d.nmsgs FROM chain c JOIN docs"
+                             " d ON d.doc = c.doc WHERE c.key = ?1 AND NOT d.archived ORDER BY"
+                             " c.pos = d.chain_n DESC, d.ran DESC, d.updated DESC LIMIT 1",
+                             "l", key);
+    if (rc == SQLITE_ROW) {
         snprintf(hit->sid, sizeof hit->sid, "%s", (const char *)sqlite3_column_text(st, 0));
         hit->pos = sqlite3_column_int64(st, 1);
         hit->mid = sqlite3_column_int64(st, 2);
         hit->total = sqlite3_column_int64(st, 3);
         hit->msgs = sqlite3_column_int64(st, 4);
     }
-    sqlite3_reset(st);
-    return found;
+    if (st)
+        sqlite3_reset(st);
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
 int svc_search_chain_find(const struct svc_config *cfg, const int64_t *ids, size_t n,
