@@ -211,7 +211,7 @@ int svc_dirscan_rebuild(const struct svc_store *st, struct svc_journal *j,
     size_t nsc = 0, count = 0;
     svc_journal_unlock(j);
     int rc = read_names(st, &sc, &nsc) == 0 ? walk(st, gate, sink, sc, &nsc) : -1;
-    svc_journal_relock(st, j);
+    svc_journal_relock(j);
     if (rc == 0)
         rc = catch_up(st, sink, sc, nsc, &count);
     for (size_t i = 0; i < nsc; i++)
@@ -276,14 +276,10 @@ static int verify_line(void *ctx, const char *line, size_t n, off_t at)
         size_t len = 0;
         const char *text =
             sum ? json_object_to_json_string_length(sum, JSON_C_TO_STRING_PLAIN, &len) : NULL;
-        sqlite3_stmt *st =
-            svc_hostdb_stmt(&v->map, text ? "INSERT OR REPLACE INTO m VALUES (?1, ?2)"
-                                          : "DELETE FROM m WHERE sid = ?1");
-        if (st) {
-            sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, text, (int)len, SQLITE_STATIC);
-        }
-        rc = st && sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+        rc = svc_hostdb_run(&v->map,
+                            text ? "INSERT OR REPLACE INTO m VALUES (?1, ?2)"
+                                 : "DELETE FROM m WHERE sid = ?1",
+                            "st", sid, text, (int)len);
         if (v->note)
             suspect(v, sid);
     }
@@ -333,9 +329,9 @@ static int suspect_extras(const struct svc_store *st, struct verify *v)
         return -1;
     if ((size_t)listed == v->found + v->found_rows)
         return 0;
-    sqlite3_stmt *sel = svc_hostdb_stmt(&v->map, "SELECT sid FROM m");
-    int rc = sel ? SQLITE_ROW : SQLITE_ERROR;
-    while (sel && (rc = sqlite3_step(sel)) == SQLITE_ROW)
+    sqlite3_stmt *sel;
+    int rc = svc_hostdb_step(&v->map, &sel, "SELECT sid FROM m", "");
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(sel))
         if (!svc_store_session_exists(st, (const char *)sqlite3_column_text(sel, 0)))
             suspect(v, (const char *)sqlite3_column_text(sel, 0));
     if (sel)
@@ -419,7 +415,7 @@ static int verify_catch_up(const struct svc_store *st, struct svc_journal *j, st
             svc_journal_unlock(j);
             usleep(20000);
         }
-        svc_journal_relock(st, j);
+        svc_journal_relock(j);
         struct stat sb;
         if (!j->stamp.ok || strcmp(j->stamp.gen, j->gen) != 0 || fstat(j->fd, &sb) != 0 ||
             j->stamp.size < *at) {

@@ -11,6 +11,7 @@
 #include "fsio.h"
 #include "jsonx.h"
 #include "layout.h"
+#include "lock.h"
 #include "log.h"
 #include "util.h"
 
@@ -55,31 +56,20 @@ static void stamp_parse(struct svc_journal *j, int fd)
                   strlen(j->stamp.gen) == 16;
 }
 
-static void relock(int fd)
-{
-    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
-        ;
-}
-
 int svc_journal_lock(const struct svc_store *st, struct svc_journal *j)
 {
     *j = (struct svc_journal)SVC_JOURNAL_INIT;
     j->shared = st->shared;
     char *p = svc_layout_root_path(st->root, SVC_F_INDEX_LOCK, NULL);
     j->writable = true;
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = svc_lock_file(p, LOCK_EX, true);
     if (fd < 0 && (errno == EROFS || errno == EACCES || errno == ENOSPC)) {
         j->writable = false; /* a read-only root still gets a lock when the file exists */
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        fd = svc_lock_file(p, LOCK_EX, false);
     }
     free(p);
     if (fd < 0)
         return -1;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            close(fd);
-            return -1;
-        }
     j->lock = fd;
     stamp_parse(j, fd);
     return 0;
@@ -91,12 +81,12 @@ void svc_journal_unlock(struct svc_journal *j)
         flock(j->lock, LOCK_UN);
 }
 
-void svc_journal_relock(const struct svc_store *st, struct svc_journal *j)
+void svc_journal_relock(struct svc_journal *j)
 {
-    (void)st;
     if (j->lock < 0)
         return;
-    relock(j->lock);
+    while (flock(j->lock, LOCK_EX) != 0 && errno == EINTR)
+        ;
     stamp_parse(j, j->lock);
 }
 
@@ -153,7 +143,7 @@ static int open_as(const struct svc_store *st, struct svc_journal *j, int flags)
     return 0;
 }
 
-bool svc_journal_whole(const struct svc_journal *j)
+static bool whole(const struct svc_journal *j)
 {
     /* on a shared root another client may see another inode number or mtime for the same
      * file: only the generation in the file and its size are compared there */
@@ -171,7 +161,7 @@ int svc_journal_open(const struct svc_store *st, struct svc_journal *j)
 {
     if (open_as(st, j, O_RDONLY) != 0)
         return -1;
-    return svc_journal_whole(j);
+    return whole(j);
 }
 
 void svc_journal_stamp(struct svc_journal *j, const char *gen, const struct stat *sb)
@@ -214,7 +204,7 @@ static int append(const struct svc_store *st, const char *text)
         rc = 0; /* no journal yet (or deleted): the first listing builds it */
         goto out;
     }
-    if (!svc_journal_whole(&j)) {
+    if (!whole(&j)) {
         if (j.stamp.ok)
             svc_journal_stamp(&j, NULL, NULL);
         goto out;
@@ -448,6 +438,6 @@ int svc_journal_gate(const struct svc_store *st, struct svc_journal *j, bool may
     svc_journal_unlock(j);
     int rc = gate_wait(fd, brief) == 0 ? -2 : -3;
     close(fd);
-    svc_journal_relock(st, j);
+    svc_journal_relock(j);
     return rc;
 }

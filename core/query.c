@@ -339,23 +339,19 @@ static int get_summary_locked(struct svc_sess *s, bool summary, bool cache, json
     json_object *sc = parsed;
     if (!sc && rc == 0)
         svc_json_parse(raw, len, &sc, NULL);
-    if (rc != 0 || !sc || !json_object_is_type(sc, json_type_object)) {
-        /* no sidecar, or a damaged one: derive it from the native files */
+    *has_sidecar = rc == 0 && sc && json_object_is_type(sc, json_type_object);
+    if (!*has_sidecar) { /* no sidecar, or a damaged one: derive it from the native files */
         json_object_put(sc);
-        free(raw);
-        *has_sidecar = false;
-        if (svc_sidecar_derive(s, &sc, err) != 0)
+        if (svc_sidecar_derive(s, &sc, err) != 0) {
+            free(raw);
             return -1;
-        if (summary)
-            json_object_object_del(sc, "schema_version");
-        *sc_out = sc;
-        return 0;
-    }
-    if (counted)
+        }
+    } else if (counted) {
         svc_json_set_int(sc, "message_count", (int64_t)n);
+    }
     if (summary)
         json_object_object_del(sc, "schema_version");
-    if (counted && cache)
+    if (*has_sidecar && counted && cache)
         memo_set(raw, len, n, json_object_get(sc));
     else
         free(raw);
@@ -412,29 +408,25 @@ json_object *svc_session_with_strands(const struct svc_config *cfg, const char *
 
 int64_t svc_sessions_count(const struct svc_config *cfg)
 {
-    if (!cfg->sessions.enabled)
-        return -1;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    return svc_index_count(&st);
+    return cfg->sessions.enabled ? svc_index_count(&st) : -1;
 }
 
 void svc_sessions_warm(const struct svc_config *cfg)
 {
-    if (!cfg->sessions.enabled)
-        return;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    svc_index_warm(&st);
+    if (cfg->sessions.enabled)
+        svc_index_warm(&st);
 }
 
 void svc_sessions_seal(const struct svc_config *cfg)
 {
-    if (!cfg->sessions.enabled)
-        return;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    svc_index_seal(&st);
+    if (cfg->sessions.enabled)
+        svc_index_seal(&st);
 }
 
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
