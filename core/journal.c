@@ -195,32 +195,22 @@ void svc_journal_done(struct svc_journal *j)
 static int append(const struct svc_store *st, const char *text)
 {
     struct svc_journal j;
-    int rc = -1;
-    if (svc_journal_lock(st, &j) != 0 || !j.writable)
-        goto out;
-    if (open_as(st, &j, O_RDWR | O_APPEND) != 0) {
+    int rc = svc_journal_lock(st, &j) == 0 && j.writable ? 0 : -1;
+    if (rc == 0 && (open_as(st, &j, O_RDWR | O_APPEND) != 0 || !whole(&j))) {
         if (j.stamp.ok)
             svc_journal_stamp(&j, NULL, NULL);
-        rc = 0; /* no journal yet (or deleted): the first listing builds it */
-        goto out;
-    }
-    if (!whole(&j)) {
-        if (j.stamp.ok)
+        rc = j.fd < 0 ? 0 : -1; /* no journal yet (or deleted): the first listing builds it */
+    } else if (rc == 0) {
+        size_t n = strlen(text);
+        ssize_t w = write(j.fd, text, n); /* one write: a line is whole or absent */
+        struct stat sb;
+        rc = w == (ssize_t)n && fstat(j.fd, &sb) == 0 ? 0 : -1;
+        if (rc == 0 || (w > 0 && ftruncate(j.fd, (off_t)j.stamp.size) == 0 &&
+                        fstat(j.fd, &sb) == 0)) /* a short write (disk full) taken back */
+            svc_journal_stamp(&j, j.stamp.gen, &sb);
+        else
             svc_journal_stamp(&j, NULL, NULL);
-        goto out;
     }
-    size_t n = strlen(text);
-    ssize_t w = write(j.fd, text, n); /* one write: a line is whole or absent */
-    struct stat sb;
-    if (w == (ssize_t)n && fstat(j.fd, &sb) == 0) {
-        svc_journal_stamp(&j, j.stamp.gen, &sb);
-        rc = 0;
-    } else if (w > 0 && ftruncate(j.fd, (off_t)j.stamp.size) == 0 && fstat(j.fd, &sb) == 0) {
-        svc_journal_stamp(&j, j.stamp.gen, &sb); /* a short write (disk full) taken back */
-    } else {
-        svc_journal_stamp(&j, NULL, NULL);
-    }
-out:
     svc_journal_done(&j);
     return rc;
 }

@@ -29,9 +29,7 @@
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
 #define TERMS_MAX 32
-/* The matches ranked (docs/DECISIONS.md "Full-text search"): the newest WINDOW, so a word
- * in every message costs a fixed amount. A word's weight counts its messages up to DF_MAX
- * and estimates the rest. */
+/* The newest WINDOW matches are ranked, a word's messages counted to DF_MAX (DECISIONS.md). */
 #define WINDOW 100
 #define DF_MAX 200
 #define OFFSET_MAX WINDOW
@@ -131,8 +129,7 @@ static int count_hit(const Fts5ExtensionApi *api, Fts5Context *fts, void *p)
 
 static int64_t doc_max(void);
 
-/* A phrase's messages: counted to DF_MAX, then estimated from the share of sessions (in
- * the order indexed) the first DF_MAX took, at most rows. */
+/* A phrase's messages: counted to DF_MAX, then estimated from the sessions those took. */
 static double phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, int64_t rows,
                           int *rc)
 {
@@ -153,8 +150,7 @@ static void rank_data_free(void *p)
     free(d);
 }
 
-/* Per query: the mean message length and each phrase's weight, ln((N - n + .5) / (n + .5))
- * as bm25, with n estimated past DF_MAX: a word in every message costs DF_MAX steps. */
+/* Per query: the mean message length and each phrase's bm25 weight (n estimated past DF_MAX). */
 static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts, int *rc)
 {
     struct rank_data *d = api->xGetAuxdata(fts, 0);
@@ -171,8 +167,7 @@ static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts
     for (int i = 0; *rc == SQLITE_OK && i < d->nphrase; i++) {
         double hits = phrase_hits(api, fts, i, rows, rc);
         double idf = log(((double)rows - hits + 0.5) / (hits + 0.5));
-        d->idf[i] = idf > 0.01 ? idf : 0.01; /* a word in most messages weighs little (fts5's
-                                              * bm25: 1e-6, below the rank's resolution) */
+        d->idf[i] = idf > 0.01 ? idf : 0.01; /* fts5's 1e-6 is below the rank's resolution */
     }
     if (*rc == SQLITE_OK)
         *rc = api->xSetAuxdata(fts, d, rank_data_free);
@@ -181,8 +176,7 @@ static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts
     return *rc == SQLITE_OK ? d : NULL;
 }
 
-/* svcrank(msgs): -bm25 (k1 1.2, b 0.75) of the row, lower is better as fts5's rank; equal
- * scores put the session indexed last first. */
+/* svcrank(msgs): -bm25 (k1 1.2, b 0.75); of equal scores the session indexed last first. */
 static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
                     sqlite3_value **val)
 {
@@ -213,15 +207,13 @@ static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     sqlite3_result_double(ctx, -(floor(score * 0x1p20 + 0.5) + doc / 0x1p22) / 0x1p20);
 }
 
-/* The last answer of svc_sees in this query: a page holds many rows of one session, and a
- * summary is parsed for each look. */
+/* svc_sees's last answer in this query (a page holds many rows of one session). */
 static struct {
     char *sid;
     bool sees;
 } sees_memo;
 
-/* svc_sees(owner, sid): whether scope owner sees session sid, by its summary in the listing
- * (another user's session is not there for this one, SPEC 14). */
+/* svc_sees(owner, sid): whether owner sees session sid, by its listed summary (SPEC 14). */
 static void sql_sees(sqlite3_context *ctx, int n, sqlite3_value **v)
 {
     (void)n;
@@ -253,8 +245,8 @@ struct snip {
     unsigned char hit[2 * SNIP_WORDS];              /* which of them matched */
 };
 
-/* The window holding the most matches, starting two words before the first of them; the
- * words from SNIP_WORDS before it on are kept, to show them when the text ends early. */
+/* The window holding the most matches, from two words before the first; SNIP_WORDS words
+ * before it are kept too, for a text that ends early. */
 static int snip_window(const Fts5ExtensionApi *api, Fts5Context *fts, struct snip *sn)
 {
     int ninst = 0, best = -1, rc = api->xInstCount(fts, &ninst);
@@ -327,8 +319,8 @@ static char *snip_render(const struct snip *sn, const char *text, int n, int *le
     return svc_buf_steal(&b);
 }
 
-/* svcsnip(msgs): up to SNIP_WORDS words of the body around its matches, the matched words
- * in **, … where it was cut (fts5's snippet() tokenizes the text twice and reads its size). */
+/* svcsnip(msgs): SNIP_WORDS words around the matches, matched ones in **, … where cut (fts5's
+ * snippet() tokenizes the text twice). */
 static void svcsnip(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
                     sqlite3_value **val)
 {
@@ -509,9 +501,8 @@ static void db_close(void)
     S.mark = (struct svc_list_mark){0};
 }
 
-/* Read every docs row into the memo at first, and when the file has a new generation. A
- * session another process indexed meanwhile costs a look at its row, not a reading.
- * Returns 1 when another process stamped the file for another schema. */
+/* Read every docs row into the memo at first and at a new generation: 0, -1, or 1 when the
+ * file is stamped for another schema. */
 static int memo_load(void)
 {
     int64_t v = svc_hostdb_int(&S.h, "PRAGMA data_version", -1);
@@ -543,8 +534,8 @@ static int memo_load(void)
     return S.loaded ? 0 : -1;
 }
 
-/* Open the file (or a temporary index) and check its stamp (this schema, root and agent;
- * a fresh file gets it): 0, or 1 when it must be thrown away, -1 when unusable. */
+/* Open the file (or a temporary index) and check its stamp (schema, root, agent): 0, 1 when
+ * it must be thrown away, -1 when unusable. */
 static int db_try_open(void)
 {
     static const char setup[] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
@@ -562,8 +553,7 @@ static int db_try_open(void)
     return code == SQLITE_BUSY || code == SQLITE_LOCKED ? -1 : 1;
 }
 
-/* The index of cfg's root open in S.h (rebuilt when damaged or another's); with caches off
- * a temporary one, built for this request. */
+/* The index of cfg's root open in S.h (rebuilt when damaged); caches off: a temporary one. */
 static int db_open(const struct svc_config *cfg, struct svc_err *err)
 {
     bool temp = cfg->sessions.cache == SVC_CACHE_OFF;
@@ -607,17 +597,23 @@ static int db_open(const struct svc_config *cfg, struct svc_err *err)
     return 0;
 }
 
+/* The file thrown away (a derived file), worth one more try. */
+static void db_discard(void)
+{
+    db_close();
+    svc_hostdb_remove(S.path);
+    S.removed = true;
+}
+
 static int db_fail(const char *what, struct svc_err *err)
 {
     int code = S.h.db ? sqlite3_errcode(S.h.db) : SQLITE_CANTOPEN;
     svc_err_set(err, SVC_E_IO, "search index: %s: %s", what, svc_hostdb_errmsg(&S.h));
-    /* a derived file: anything that says its bytes are wrong is cause to build it anew */
+    /* anything that says its bytes are wrong is cause to build it anew */
     if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_IOERR ||
         code == SQLITE_PROTOCOL) {
         svc_logf("search: the index %s is damaged: removed, the next query rebuilds it", S.path);
-        db_close();
-        svc_hostdb_remove(S.path);
-        S.removed = true;
+        db_discard();
     }
     return -1;
 }
@@ -701,8 +697,7 @@ static double mtime_of(const struct stat *st)
     return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec / 1e9;
 }
 
-/* Index message id of h anew (its row gone; none when the file is). *seen gets its mtime
- * when later. */
+/* Index message id of h anew (its row gone); *seen gets its mtime when later. */
 static int add_file(struct svc_sess *h, int64_t doc, int64_t id, double *seen)
 {
     json_object *rec = NULL;
@@ -721,8 +716,8 @@ static int add_file(struct svc_sess *h, int64_t doc, int64_t id, double *seen)
     return rc;
 }
 
-/* Index the messages of h from id `from` on (msgs: the listing's count, trusted when the
- * files agree); *next gets the largest id + 1, *seen the newest mtime read. */
+/* Index h's messages from id `from` on (msgs: the listing's count); *next gets the largest id
+ * + 1, *seen the newest mtime read. */
 static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t msgs, int64_t *next,
                         double *seen)
 {
@@ -740,8 +735,8 @@ static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t m
     return rc;
 }
 
-/* A session that grew may also have had a message redacted or edited since it was read: the
- * earlier files (below `from`) written after *seen are indexed anew, the others not read. */
+/* A session that grew may have had a message edited too: those below `from` written after
+ * *seen are indexed anew, the others not read. */
 static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, double *seen)
 {
     double was = *seen;
@@ -761,7 +756,6 @@ static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, doubl
 static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs, int64_t next,
                      double seen, json_object *sum)
 {
-    /* a row there is updated in place: sid's index is left alone */
     const char *sql = doc > 0 ? "UPDATE docs SET sid = ?2, updated = ?3, nmsgs = ?4, next_id = ?5,"
                                 " title = ?6, updated_at = ?7, archived = ?8, created_at = ?9,"
                                 " seen = ?10 WHERE doc = ?1"
@@ -774,9 +768,8 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
                           svc_json_str(sum, "created_at", ""), seen);
 }
 
-/* Whether row doc is of this session: one deleted and made again under its id between two
- * queries has another created_at (its rows are then all replaced). *seen: the newest mtime
- * its files had when read. */
+/* Whether row doc is of this session (one made again has another created_at); *seen: the
+ * newest mtime its files had when read. */
 static bool same_session(int64_t doc, json_object *sum, double *seen)
 {
     sqlite3_stmt *st;
@@ -792,9 +785,8 @@ static bool same_session(int64_t doc, json_object *sum, double *seen)
     return same;
 }
 
-/* Bring one session's rows to what the listing says (updated, msgs), inside a transaction:
- * new messages only when the count grew, all of them anew when it did not or the session
- * was made again. */
+/* Bring one session's rows to what the listing says, in a transaction: new messages when the
+ * count grew, else all of them anew. */
 static int index_session(const struct svc_config *cfg, const char *sid, double updated,
                          int64_t msgs)
 {
@@ -826,8 +818,7 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         rc = -1;
     next = from;
     if (rc == 0) {
-        svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole (a read-only
-                                       * root may have no lock to take) */
+        svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole */
         double before = seen;
         rc = recheck_messages(&h, doc, from, &seen);
         if (seen != before)
@@ -905,9 +896,8 @@ static int newest_first(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Apply the changes, BATCH sessions per transaction, the newest first; with until (a
- * monotonic time, 0: none) past, stop between two transactions: 1 (the rest waits for the
- * next catch-up), else 0, or -1. */
+/* Apply the changes, BATCH a transaction, newest first: 0, -1, or 1 when until (monotonic,
+ * 0: none) passed between two transactions (the rest waits). */
 static int apply_changes(const struct svc_config *cfg, struct changed *c, double until,
                          struct svc_err *err)
 {
@@ -947,9 +937,7 @@ static int catch_up(const struct svc_config *cfg, double until, struct svc_err *
     int stale = memo_load();
     if (stale == 1) {
         svc_logf("search: the index %s is damaged or another's: rebuilt", S.path);
-        db_close();
-        svc_hostdb_remove(S.path);
-        S.removed = true;
+        db_discard();
         return svc_err_set(err, SVC_E_IO, "search index %s: another schema", S.path);
     }
     if (stale != 0)
@@ -1005,8 +993,7 @@ static void add_term(struct svc_buf *b, const char *s, size_t n, bool prefix, in
     (*terms)++;
 }
 
-/* q as an FTS5 expression: words in any order (AND), "phrases", word* prefixes; every other
- * character is text. Heap string, or NULL with err. */
+/* q as an FTS5 expression: words (AND), "phrases", word* prefixes; heap, or NULL with err. */
 static char *match_of(const char *q, struct svc_err *err)
 {
     size_t n = q ? strlen(q) : 0;
@@ -1094,9 +1081,8 @@ static json_object *result_row(sqlite3_stmt *st)
     return r;
 }
 
-/* Whether sid's directory is there: a session removed in the listing's blind spot (a root
- * mtime that did not move within the filesystem's clock tick) is not answered. A page holds
- * many rows of one session: the last answer is kept for the page. */
+/* Whether sid's directory is there (one removed in the listing's blind spot, a root mtime
+ * within a clock tick, is not answered); the last answer is kept for the page. */
 static bool session_there(const struct svc_store *store, const char *sid, char **last, bool *was)
 {
     if (*last && strcmp(*last, sid) == 0)
@@ -1122,8 +1108,7 @@ static int64_t nth_newest(const char *match, const char *role, int64_t n)
     return r;
 }
 
-/* The page's statement stepped once (sqlite3_step's code): the matches from the WINDOW-th
- * newest on, best first. */
+/* The page's statement stepped once: the matches from the WINDOW-th newest on, best first. */
 static int page_stmt(const char *match, const struct svc_search_query *q, int64_t offset,
                      sqlite3_stmt **st)
 {
@@ -1182,6 +1167,22 @@ static int run_query(const struct svc_store *store, const char *match,
     return 0;
 }
 
+/* The index open and caught up (until: as apply_changes'), then with match its page of
+ * matches; tried once more when a damaged file was thrown away: 0 or -1. */
+static int search_ready(const struct svc_config *cfg, double until, const struct svc_store *st,
+                        const char *match, const struct svc_search_query *q, int64_t offset,
+                        json_object **out, struct svc_err *err)
+{
+    S.removed = false;
+    for (int tries = 0; tries < 2 && (tries == 0 || S.removed); tries++) {
+        S.removed = false;
+        if (db_open(cfg, err) == 0 && catch_up(cfg, until, err) == 0 &&
+            (!match || run_query(st, match, q, offset, out, err) == 0))
+            return 0;
+    }
+    return -1;
+}
+
 int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, json_object **out,
                struct svc_err *err)
 {
@@ -1193,18 +1194,12 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
     if (!match)
         return -1;
     int rc = -1;
-    S.removed = false;
-    if (!cfg->sessions.enabled)
-        svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    for (int tries = 0; cfg->sessions.enabled && tries < 2 && (tries == 0 || S.removed); tries++) {
-        S.removed = false;
-        if (db_open(cfg, err) == 0 && catch_up(cfg, 0, err) == 0)
-            rc = run_query(&st, match, q, offset, out, err);
-        if (rc == 0)
-            break;
-    }
+    if (!cfg->sessions.enabled)
+        svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    else
+        rc = search_ready(cfg, 0, &st, match, q, offset, out, err);
     if (!S.path)
         db_close(); /* a temporary index serves one request */
     free(match);
@@ -1238,28 +1233,12 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
     return 0;
 }
 
-/* ---- the transcript keys of chain.h: one row a message (key, doc, pos, mid), the
- * session's last key, count and whether it ran turns on its docs row; the lookup ---- */
+/* ---- the transcript keys of chain.h: a row a message, the last key on the docs row ---- */
 
-/* The index open and caught up (until: a monotonic time past which the catch-up stops
- * between transactions, 0: none): 0 or -1. */
-static int search_ready(const struct svc_config *cfg, double until, struct svc_err *err)
-{
-    S.removed = false;
-    for (int tries = 0; tries < 2 && (tries == 0 || S.removed); tries++) {
-        S.removed = false;
-        if (db_open(cfg, err) == 0 && catch_up(cfg, until, err) == 0)
-            return 0;
-    }
-    return -1;
-}
-
-/* A transcript lookup catches up for at most this long, newest sessions first; what is left
- * waits for the next lookup or search. */
+/* How long a transcript lookup catches up (newest first); the rest waits. */
 #define CHAIN_BUDGET_S 0.25
 
-/* The session's transcript keys (chain.h), one row a message: those of its messages from
- * id from on after the keys it has (from 0, or none kept: all of them anew). */
+/* The session's transcript keys from message `from` on (0, or none kept: all anew). */
 static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
                        int64_t from)
 {
@@ -1306,9 +1285,8 @@ static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_
     return rc;
 }
 
-/* The session not archived with a row keyed key: a session's tip (pos its chain_n) before a
- * fork point, one that ran turns before one that only holds items (a client's own store,
- * kept by the Conversations API), then the newest. 1 with *hit, 0 none, -1 error. */
+/* The unarchived session with a row keyed key: a tip before a fork point, one that ran turns
+ * before one of items only (Conversations API), then the newest. 1 with *hit, 0, -1. */
 static int chain_at(int64_t key, struct svc_chain_hit *hit)
 {
     sqlite3_stmt *st;
@@ -1332,7 +1310,8 @@ static int chain_at(int64_t key, struct svc_chain_hit *hit)
 int svc_search_chain_find(const struct svc_config *cfg, const int64_t *ids, size_t n,
                           struct svc_chain_hit *hit, struct svc_err *err)
 {
-    int rc = search_ready(cfg, svc_time_monotonic() + CHAIN_BUDGET_S, err);
+    int rc =
+        search_ready(cfg, svc_time_monotonic() + CHAIN_BUDGET_S, NULL, NULL, NULL, 0, NULL, err);
     /* a key found at k means the same session holds k - 1 too: the longest, by bisection */
     size_t lo = 0, hi = n; /* found for lo (0: nothing), not known above */
     struct svc_chain_hit h;
