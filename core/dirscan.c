@@ -334,8 +334,7 @@ static int suspect_extras(const struct svc_store *st, struct verify *v)
     for (; rc == SQLITE_ROW; rc = sqlite3_step(sel))
         if (!svc_store_session_exists(st, (const char *)sqlite3_column_text(sel, 0)))
             suspect(v, (const char *)sqlite3_column_text(sel, 0));
-    if (sel)
-        sqlite3_reset(sel);
+    sqlite3_reset(sel);
     return rc == SQLITE_DONE ? 0 : -1;
 }
 

@@ -143,8 +143,7 @@ int svc_hostdb_run(struct svc_hostdb *h, const char *sql, const char *types, ...
     va_start(ap, types);
     int rc = vstep(h, &st, sql, types, ap) == SQLITE_DONE ? 0 : -1;
     va_end(ap);
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return rc;
 }
 
@@ -154,8 +153,7 @@ int64_t svc_hostdb_int(struct svc_hostdb *h, const char *sql, int64_t def)
     int64_t v = st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL
                     ? sqlite3_column_int64(st, 0)
                     : def;
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return v;
 }
 
@@ -165,8 +163,7 @@ json_object *svc_hostdb_object(struct svc_hostdb *h, const char *sql, const char
     json_object *o = svc_hostdb_step(h, &st, sql, "s", key) == SQLITE_ROW
                          ? json_tokener_parse((const char *)sqlite3_column_text(st, 0))
                          : NULL;
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     if (o && !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
         o = NULL;
@@ -181,8 +178,7 @@ char *svc_hostdb_meta(struct svc_hostdb *h, const char *k)
     if (svc_hostdb_step(h, &st, "SELECT v FROM meta WHERE k = ?1", "s", k) == SQLITE_ROW &&
         sqlite3_column_text(st, 0))
         v = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return v;
 }
 

@@ -1,7 +1,6 @@
 #include "indexdb.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -482,8 +481,7 @@ static int db_make(const struct svc_store *st, const char *path, bool rebuild, b
  * merged (a failed merge fails the build: without a rollback journal it may be torn). */
 static int db_build(const struct svc_store *st, const char *path, bool rebuild)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = svc_time_monotonic();
     char *tmp = NULL;
     svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
     size_t n = 0;
@@ -499,11 +497,9 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
         close(lk);
     svc_hostdb_remove(tmp);
     free(tmp);
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (rc == 0 && !svc_dirscan_unkept()) /* else rebuilt at each listing: said once */
         svc_logf("index: built the listing database %s (%zu sessions, %.1f s)", path, n,
-                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+                 svc_time_monotonic() - t0);
     else
         svc_logf("index: could not build the listing database %s: %s", path, strerror(errno));
     return rc == 0 ? 0 : -1;

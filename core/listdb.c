@@ -331,8 +331,7 @@ int svc_listdb_has(const char *sid)
 {
     sqlite3_stmt *st;
     int rc = svc_hostdb_step(&L->h, &st, "SELECT 1 FROM s WHERE sid = ?1", "s", sid);
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -413,8 +412,7 @@ static char *fts_rowids(const char *m, struct fts_lim l)
     int64_t *v = svc_xcalloc((size_t)l.few + 1, sizeof *v), n = 0;
     for (; rc == SQLITE_ROW && n < l.few; rc = sqlite3_step(st))
         v[n++] = sqlite3_column_int64(st, 0);
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     char *json = NULL;
     if (rc == SQLITE_DONE && fts_few((double)n, l)) {
         struct svc_buf b;
@@ -453,8 +451,7 @@ static void trigram_est(struct trigram *t, int64_t rows, int64_t probe)
         int64_t span = sqlite3_column_int64(st, 2) - sqlite3_column_int64(st, 1) + 1;
         t->est = c < probe ? (double)c : (double)probe * (double)rows / (double)span;
     }
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     svc_buf_free(&b);
 }
 
@@ -643,16 +640,13 @@ int64_t svc_listdb_count(void)
 
 int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 {
-    sqlite3_stmt *st = NULL;
-    if (!L->h.db ||
-        sqlite3_prepare_v2(L->h.db, "SELECT sid, summary FROM s ORDER BY updated DESC, sid", -1,
-                           &st, NULL) != SQLITE_OK)
-        return -1;
-    int rc, frc = 0;
-    while (frc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+    sqlite3_stmt *st;
+    int frc = 0, rc = svc_hostdb_step(&L->h, &st,
+                                      "SELECT sid, summary FROM s ORDER BY updated DESC, sid", "");
+    for (; rc == SQLITE_ROW && frc == 0; rc = sqlite3_step(st))
         frc = fn(ctx, (const char *)sqlite3_column_text(st, 0),
                  (const char *)sqlite3_column_text(st, 1));
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return frc != 0 ? frc : rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -677,8 +671,7 @@ int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx
     for (; rc == SQLITE_ROW; rc = sqlite3_step(st))
         fn(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1),
            sqlite3_column_int64(st, 2), sqlite3_column_int(st, 3) != 0);
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     if (rc != SQLITE_DONE)
         return -1;
     *mark = (struct svc_list_mark){(uint64_t)born, (uint64_t)(seq > 0 ? seq : 1)};
@@ -703,15 +696,14 @@ static void idlist_add(struct idlist *l, char *sid)
 int svc_listdb_diff_names(char *const *names, size_t n,
                           void (*fn)(void *ctx, const char *sid, bool gone), void *ctx)
 {
-    sqlite3_stmt *st = NULL;
-    if (!L->h.db ||
-        sqlite3_prepare_v2(L->h.db, "SELECT sid FROM s ORDER BY sid", -1, &st, NULL) != SQLITE_OK)
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&L->h, &st, "SELECT sid FROM s ORDER BY sid", "");
+    if (!st)
         return -1;
     /* the differences first, then the calls: fn changes the table being read */
     struct idlist added = {0}, gone = {0};
     size_t i = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
         const char *row = (const char *)sqlite3_column_text(st, 0);
         int c = -1;
         while (i < n && (c = strcmp(names[i], row)) < 0)
@@ -721,7 +713,7 @@ int svc_listdb_diff_names(char *const *names, size_t n,
         else
             idlist_add(&gone, svc_xstrdup(row));
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     while (i < n)
         idlist_add(&added, names[i++]);
     for (size_t k = 0; rc == SQLITE_DONE && k < added.n; k++)

@@ -663,8 +663,7 @@ static int doc_row(const char *sid, int64_t *doc, double *updated, int64_t *msgs
         *msgs = sqlite3_column_int64(st, 2);
         *next = sqlite3_column_int64(st, 3);
     }
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -780,8 +779,7 @@ static bool same_session(int64_t doc, json_object *sum, double *seen)
         *seen = sqlite3_column_double(st, 1);
         same = c && strcmp(c, svc_json_str(sum, "created_at", "")) == 0;
     }
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return same;
 }
 
@@ -1103,8 +1101,7 @@ static int64_t nth_newest(const char *match, const char *role, int64_t n)
     sqlite3_stmt *st;
     int rc = svc_hostdb_step(&S.h, &st, sql[role != NULL], "sls", match, n - 1, role);
     int64_t r = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : rc == SQLITE_DONE ? 0 : -1;
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return r;
 }
 
@@ -1153,8 +1150,7 @@ static int run_query(const struct svc_store *store, const char *match,
             json_object_array_add(results, result_row(st));
     }
     free(last);
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         json_object_put(results);
         return db_fail("search", err);
@@ -1255,8 +1251,7 @@ static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_
         memcpy(key, sqlite3_column_blob(st, 0), 32);
         pos = sqlite3_column_int64(st, 1);
     }
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     if (!have) {
         from = pos = 0;
         svc_chain_seed(svc_user_owner(sum), key);
@@ -1302,8 +1297,7 @@ static int chain_at(int64_t key, struct svc_chain_hit *hit)
         hit->total = sqlite3_column_int64(st, 3);
         hit->msgs = sqlite3_column_int64(st, 4);
     }
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
