@@ -211,7 +211,6 @@ static int db_rescan(const struct svc_store *st)
 /* The background rescan of a large root, holding the rescan lock until the mtime is kept. */
 static void db_rescanner(void *ctx)
 {
-    (void)ctx;
     db_forked();
     svc_listdb_select(false);
     int b = db_lock(D.job.path, ".rescan", LOCK_EX | LOCK_NB);
@@ -353,7 +352,6 @@ static int db_catch_up(const struct svc_store *st, const char *path)
 
 static int rows(void *ctx, svc_journal_emit_fn *emit, void *ectx)
 {
-    (void)ctx;
     return svc_listdb_rows(emit, ectx);
 }
 
@@ -422,7 +420,6 @@ static int db_stream(const struct svc_store *st, struct svc_listdb_pos *p)
 
 static int sink_put(void *ctx, const char *sid, json_object *summary)
 {
-    (void)ctx;
     return svc_listdb_put(sid, summary, NULL, 0);
 }
 
@@ -508,7 +505,6 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
 /* The background build, holding the build lock until it is done. */
 static void db_builder(void *ctx)
 {
-    (void)ctx;
     db_forked();
     int b = db_lock(D.job.path, ".build", LOCK_EX | LOCK_NB);
     D.job.rc = 1;

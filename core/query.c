@@ -28,8 +28,7 @@
 
 /* The checks after svc_sess_open: session present with a safe layout, and (with repair)
  * a stale `running` repaired. Closes *s when they fail. */
-static int check_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
-                         bool repair, struct svc_err *err)
+static int check_session(const char *sid, struct svc_sess *s, bool repair, struct svc_err *err)
 {
     if (!svc_sess_exists(s)) {
         svc_sess_close(s);
@@ -50,7 +49,7 @@ int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_s
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
     if (svc_sess_open(cfg, sid, s, err) != 0)
         return -1;
-    return check_session(cfg, sid, s, repair, err);
+    return check_session(sid, s, repair, err);
 }
 
 bool svc_session_status_valid(const char *s)
@@ -362,8 +361,6 @@ static int get_summary_locked(struct svc_sess *s, bool summary, bool cache, json
 static void multi_agent_view(void *ctx, const char *id, const char *abs, const char *rel)
 {
     json_object *state = NULL;
-    (void)id;
-    (void)rel;
     if (svc_json_read_object_file(abs, &state, NULL) == 0)
         json_object_array_add(ctx, svc_strands_multi_agent(state));
     json_object_put(state);
@@ -451,7 +448,7 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     struct stat dst[4], sst;
     int k = cache && read_again(s.msg_dir) ? watched_slot(s.msg_dir) : -1;
     bool armed = k >= 0 && watch_arm(&s, k, gen, dst) && sidecar_stat(&s, &sst);
-    if (check_session(cfg, sid, &s, false, err) != 0) /* repaired below, only when needed */
+    if (check_session(sid, &s, false, err) != 0) /* repaired below, only when needed */
         return -1;
     json_object *sc = NULL;
     bool has;

@@ -63,8 +63,6 @@ static int fold_token(void *p, int flags, const char *tok, int ntok, int start, 
             small[i] = (char)(w[i] >= 'A' && w[i] <= 'Z' ? w[i] - 'A' + 'a' : w[i]);
         return c->token(c->ctx, flags, small, (int)n, start, end);
     }
-    (void)tok;
-    (void)ntok;
     char *raw = svc_xstrndup(w, n);
     char *f = svc_fold(raw);
     int rc = c->token(c->ctx, flags, f, (int)strlen(f), start, end);
@@ -180,8 +178,6 @@ static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts
 static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
                     sqlite3_value **val)
 {
-    (void)nval;
-    (void)val;
     int rc = SQLITE_OK, ninst = 0, len = 0;
     struct rank_data *d = rank_data(api, fts, &rc);
     double freq[TERMS_MAX + 1] = {0}, score = 0;
@@ -216,7 +212,6 @@ static struct {
 /* svc_sees(owner, sid): whether owner sees session sid, by its listed summary (SPEC 14). */
 static void sql_sees(sqlite3_context *ctx, int n, sqlite3_value **v)
 {
-    (void)n;
     const char *owner = (const char *)sqlite3_value_text(v[0]);
     const char *sid = (const char *)sqlite3_value_text(v[1]);
     if (!owner || !sid) {
@@ -276,8 +271,6 @@ static int snip_window(const Fts5ExtensionApi *api, Fts5Context *fts, struct sni
 static int snip_word(void *p, int flags, const char *tok, int ntok, int start, int end)
 {
     struct snip *sn = p;
-    (void)tok;
-    (void)ntok;
     if (flags & FTS5_TOKEN_COLOCATED)
         return SQLITE_OK;
     int w = sn->words++;
@@ -324,8 +317,6 @@ static char *snip_render(const struct snip *sn, const char *text, int n, int *le
 static void svcsnip(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
                     sqlite3_value **val)
 {
-    (void)nval;
-    (void)val;
     struct snip sn = {0};
     const char *text = NULL;
     int n = 0, rc = api->xColumnText(fts, 0, &text, &n);
