@@ -463,7 +463,8 @@ static void memo_put(const char *sid, double updated, int64_t msgs)
     m->msgs = msgs;
 }
 
-/* Linear probing's deletion: the entries after it that it displaced move back. */
+/* Linear probing's deletion: the entries after it in its run are put again (one may have
+ * been displaced by it). */
 static void memo_del(const char *sid)
 {
     struct memo *m = memo_find(sid);
@@ -472,15 +473,10 @@ static void memo_del(const char *sid)
     free(m->sid);
     m->sid = NULL;
     S.n--;
-    size_t i = (size_t)(m - S.v);
-    for (size_t j = (i + 1) & (S.cap - 1); S.v[j].sid; j = (j + 1) & (S.cap - 1)) {
-        size_t h = memo_hash(S.v[j].sid);
-        bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-        if (!stays) {
-            S.v[i] = S.v[j];
-            S.v[j].sid = NULL;
-            i = j;
-        }
+    for (size_t j = ((size_t)(m - S.v) + 1) & (S.cap - 1); S.v[j].sid; j = (j + 1) & (S.cap - 1)) {
+        struct memo e = S.v[j];
+        S.v[j].sid = NULL;
+        *memo_slot(e.sid) = e;
     }
 }
 
@@ -671,17 +667,6 @@ static int drop_session(const char *sid)
     return run_doc("DELETE FROM docs WHERE doc = ?3", doc);
 }
 
-static int add_message(int64_t doc, int64_t id, json_object *rec)
-{
-    const char *role = "user";
-    char *text = message_text(rec, &role);
-    int rc = *text ? svc_hostdb_run(&S.h, "INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)",
-                                    "lss", doc << MID_BITS | id, text, role)
-                   : 0;
-    free(text);
-    return rc;
-}
-
 static double mtime_of(const struct stat *st)
 {
     return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec / 1e9;
@@ -701,7 +686,12 @@ static int add_file(struct svc_sess *h, int64_t doc, int64_t id, double *seen)
     }
     if (mtime_of(&sb) > *seen)
         *seen = mtime_of(&sb);
-    int rc = add_message(doc, id, rec);
+    const char *role = "user";
+    char *text = message_text(rec, &role);
+    int rc = *text ? svc_hostdb_run(&S.h, "INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)",
+                                    "lss", doc << MID_BITS | id, text, role)
+                   : 0;
+    free(text);
     json_object_put(rec);
     return rc;
 }
@@ -994,23 +984,16 @@ static char *match_of(const char *q, struct svc_err *err)
     struct svc_buf b;
     svc_buf_init(&b);
     int terms = 0;
-    for (const char *p = q; *p;) {
-        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-            p++;
-            continue;
-        }
+    static const char ws[] = " \t\n\r";
+    for (const char *p = q + strspn(q, ws); *p; p += strspn(p, ws)) {
         const char *start = p, *end;
         if (*p == '"') {
             start = ++p;
-            while (*p && *p != '"')
-                p++;
-            end = p;
+            end = p += strcspn(p, "\"");
             if (*p)
                 p++;
         } else {
-            while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '"')
-                p++;
-            end = p;
+            end = p += strcspn(p, " \t\n\r\"");
         }
         bool prefix = false;
         if (*start != '"' && end > start && (end[-1] == '*' || *p == '*')) {
