@@ -236,8 +236,6 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
         }
         svc_indexdb_release();
         rows_free(rows, n);
-        rows = NULL;
-        n = 0;
         if (rc != 0 && I.live) /* read anew (or rebuilt) at the next look */
             svc_indexdb_close();
         else if (rc != 0) /* the own copy is made anew */
