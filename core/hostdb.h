@@ -63,7 +63,7 @@ int svc_hostdb_exec(struct svc_hostdb *h, const char *sql);
  * end, else -1. */
 int svc_hostdb_run(struct svc_hostdb *h, const char *sql, const char *types, ...);
 /* The same, stepped once: SQLITE_ROW (*st on the row), SQLITE_DONE or an error; the caller
- * resets *st (NULL on error). */
+ * resets *st (NULL when sql cannot be prepared). */
 int svc_hostdb_step(struct svc_hostdb *h, sqlite3_stmt **st, const char *sql, const char *types,
                     ...);
 /* The first column of sql's first row as an integer (def when none or on error). */

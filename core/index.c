@@ -42,8 +42,7 @@ void svc_index_reset(void)
 static char *cursor_encode(double updated, const char *sid)
 {
     char *raw = NULL;
-    svc_xasprintf(&raw, "%.6f|%s", updated, sid);
-    size_t n = strlen(raw);
+    size_t n = (size_t)svc_xasprintf(&raw, "%.6f|%s", updated, sid);
     unsigned char *out = svc_xmalloc(4 * ((n + 2) / 3) + 1);
     int len = EVP_EncodeBlock(out, (unsigned char *)raw, (int)n);
     for (int i = 0; i < len; i++) /* url-safe, no padding */

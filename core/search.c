@@ -553,11 +553,9 @@ static int db_open(const struct svc_config *cfg, struct svc_err *err)
     free(S.agent);
     S.root = svc_xstrdup(cfg->sessions.root);
     S.agent = svc_xstrdup(cfg->sessions.agent_id);
-    size_t klen = strlen(S.root) + 1 + strlen(S.agent);
-    char *key = svc_xmalloc(klen + 1);
-    memcpy(key, S.root, strlen(S.root) + 1);
-    memcpy(key + strlen(S.root) + 1, S.agent, strlen(S.agent) + 1);
-    S.path = temp ? NULL : svc_hostdb_path(cfg->search.index_dir, NULL, key, klen);
+    char *key = NULL; /* root NUL agent */
+    int klen = svc_xasprintf(&key, "%s%c%s", S.root, '\0', S.agent);
+    S.path = temp ? NULL : svc_hostdb_path(cfg->search.index_dir, NULL, key, (size_t)klen);
     free(key);
     if (!temp && svc_mkdirs(cfg->search.index_dir, 0700, err) != 0)
         return -1;
