@@ -196,7 +196,6 @@ static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
         }
         json_object_put(sum);
     }
-    rescan_free(r);
 }
 
 /* Both, inside the caller's transaction. */
@@ -204,7 +203,9 @@ static int db_rescan(const struct svc_store *st)
 {
     struct rescan r = {0};
     int rc = db_rescan_collect(st, &r);
-    db_rescan_apply(st, &r);
+    if (rc == 0)
+        db_rescan_apply(st, &r);
+    rescan_free(&r);
     return rc;
 }
 

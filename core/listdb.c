@@ -678,52 +678,24 @@ int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx
     return whole ? 1 : 0;
 }
 
-/* A growing list of ids (owned when own). */
-struct idlist {
-    char **v;
-    size_t n, cap;
-};
-
-static void idlist_add(struct idlist *l, char *sid)
-{
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->v = svc_xrealloc(l->v, l->cap * sizeof *l->v);
-    }
-    l->v[l->n++] = sid;
-}
-
 int svc_listdb_diff_names(char *const *names, size_t n,
                           void (*fn)(void *ctx, const char *sid, bool gone), void *ctx)
 {
     sqlite3_stmt *st;
     int rc = svc_hostdb_step(&L->h, &st, "SELECT sid FROM s ORDER BY sid", "");
-    if (!st)
-        return -1;
-    /* the differences first, then the calls: fn changes the table being read */
-    struct idlist added = {0}, gone = {0};
     size_t i = 0;
     for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
         const char *row = (const char *)sqlite3_column_text(st, 0);
         int c = -1;
         while (i < n && (c = strcmp(names[i], row)) < 0)
-            idlist_add(&added, names[i++]);
+            fn(ctx, names[i++], false);
         if (c == 0)
             i++;
         else
-            idlist_add(&gone, svc_xstrdup(row));
+            fn(ctx, row, true);
     }
     sqlite3_reset(st);
-    while (i < n)
-        idlist_add(&added, names[i++]);
-    for (size_t k = 0; rc == SQLITE_DONE && k < added.n; k++)
-        fn(ctx, added.v[k], false);
-    for (size_t k = 0; k < gone.n; k++) {
-        if (rc == SQLITE_DONE)
-            fn(ctx, gone.v[k], true);
-        free(gone.v[k]);
-    }
-    free(added.v);
-    free(gone.v);
+    while (rc == SQLITE_DONE && i < n)
+        fn(ctx, names[i++], false);
     return rc == SQLITE_DONE ? 0 : -1;
 }

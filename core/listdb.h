@@ -62,8 +62,8 @@ int svc_listdb_optimize(void);
 /* svc_index_each over the rows changed after *mark (all when it is another copy's or older
  * than the last removal): 1 when whole, 0, -1; *mark gets the new mark. */
 int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx);
-/* fn for each of the n sorted names without a row (gone false), then each row not among
- * them (gone true): one walk of the rows. */
+/* fn for each of the n sorted names without a row (gone false) and each row not among them
+ * (gone true), in id order, during one walk of the rows: fn must not write. */
 int svc_listdb_diff_names(char *const *names, size_t n,
                           void (*fn)(void *ctx, const char *sid, bool gone), void *ctx);
 
