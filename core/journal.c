@@ -21,8 +21,8 @@
  * below nginx's 120 s, so that two lists cannot hold both workers for a whole rebuild. */
 #define BUILD_WAIT_S 10
 
-/* The lock file kept open between unlocked looks (svc_journal_peek), by the process that
- * opened it (a forked child's is its parent's, its descriptor maybe closed and reused). */
+/* The lock file kept open between unlocked looks (svc_journal_peek) by the process that
+ * opened it (a forked child's descriptor may be closed and reused). */
 static struct {
     int fd;
     bool open;
@@ -292,8 +292,7 @@ int svc_journal_line(const char *line, size_t n, off_t at, json_object **o, cons
     return svc_json_str(*o, "svc_index_generation", NULL) && at == 0 ? 0 : -1;
 }
 
-/* A new generation being written from rows: lines gathered in b, written a megabyte at a
- * time. */
+/* A new generation written from rows, a megabyte at a time. */
 struct rows_out {
     int fd;
     struct svc_buf b;
@@ -370,8 +369,7 @@ int svc_journal_write(const struct svc_store *st, struct svc_journal *j, svc_jou
     return rc;
 }
 
-/* A rebuild's progress, kept in its build lock file so that a list it holds up can say how
- * far it is: "<read> <total>" at offset 0. */
+/* A rebuild's progress, "<read> <total>" at offset 0 of its build lock file (for a list). */
 void svc_journal_progress(int gate, size_t done, size_t total)
 {
     char line[48];
