@@ -18,8 +18,8 @@
 /* A rebuild's progress is written to its gate every PROGRESS_EVERY sessions. */
 #define PROGRESS_EVERY 1000
 
-/* SVC_TEST_INDEX_SCAN_GATE=<path>, in test builds only (docs/TESTING.md): a read of the
- * directories creates <path>.waiting and waits for <path> once it has read every session. */
+/* SVC_TEST_INDEX_SCAN_GATE=<path> (test builds, TESTING.md): a read of the directories
+ * makes <path>.waiting when done and waits for <path>. */
 static void test_scan_gate(void)
 {
 #ifdef SVC_TEST_HOOKS
@@ -173,8 +173,7 @@ static int catch_up(const struct svc_store *st, const struct svc_dirscan_sink *s
     return rc;
 }
 
-/* Rebuilds that could not be kept (a root that cannot be written): said once per process
- * in the log, not at each listing; and whether the last one was such. */
+/* Rebuilds that could not be kept (said once per process), and whether the last was one. */
 static struct {
     unsigned long unkept;
     bool unkept_last;
@@ -211,7 +210,7 @@ int svc_dirscan_rebuild(const struct svc_store *st, struct svc_journal *j,
     size_t nsc = 0, count = 0;
     svc_journal_unlock(j);
     int rc = read_names(st, &sc, &nsc) == 0 ? walk(st, gate, sink, sc, &nsc) : -1;
-    svc_journal_relock(st, j);
+    svc_journal_relock(j);
     if (rc == 0)
         rc = catch_up(st, sink, sc, nsc, &count);
     for (size_t i = 0; i < nsc; i++)
@@ -234,10 +233,8 @@ int svc_dirscan_rebuild(const struct svc_store *st, struct svc_journal *j,
 
 /* ---- svc fsck's check ---- */
 
-/* What the check learns of the journal: the last summary of each session in a map on disk,
- * so that its memory does not grow with the number of sessions; and the sessions to look
- * at again under the root lock (suspects: a mismatch seen without it, or a line appended
- * since the map was read). */
+/* The journal's last summary of each session, in a map on disk; the suspects to look at again
+ * under the root lock (a mismatch seen without it, or a line appended since). */
 struct verify {
     struct svc_hostdb map; /* m(sid, summary): a rowid table, summaries land in insertion
                             * order on full pages (keyed by sid, 2.5 times the journal) */
@@ -258,8 +255,7 @@ static void suspect(struct verify *v, const char *sid)
     v->sus[v->nsus++] = svc_xstrdup(sid);
 }
 
-/* One journal line into the map, as a listing would apply it: 0, 1 (why says what is wrong
- * with it), -1. */
+/* One journal line into the map, as a listing applies it: 0, 1 (why says what is wrong), -1. */
 static int verify_line(void *ctx, const char *line, size_t n, off_t at)
 {
     struct verify *v = ctx;
@@ -276,14 +272,10 @@ static int verify_line(void *ctx, const char *line, size_t n, off_t at)
         size_t len = 0;
         const char *text =
             sum ? json_object_to_json_string_length(sum, JSON_C_TO_STRING_PLAIN, &len) : NULL;
-        sqlite3_stmt *st =
-            svc_hostdb_stmt(&v->map, text ? "INSERT OR REPLACE INTO m VALUES (?1, ?2)"
-                                          : "DELETE FROM m WHERE sid = ?1");
-        if (st) {
-            sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-            sqlite3_bind_text(st, 2, text, (int)len, SQLITE_STATIC);
-        }
-        rc = st && sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+        rc = svc_hostdb_run(&v->map,
+                            text ? "INSERT OR REPLACE INTO m VALUES (?1, ?2)"
+                                 : "DELETE FROM m WHERE sid = ?1",
+                            "st", sid, text, (int)len);
         if (v->note)
             suspect(v, sid);
     }
@@ -324,8 +316,7 @@ static int verify_dirs(const struct svc_store *st, struct verify *v, svc_dirscan
     return 0;
 }
 
-/* Rows of the map whose session is gone (an extra row), as suspects: only looked for when
- * the counts say there is one (a session added or removed meanwhile says so too). */
+/* Rows of the map whose session is gone, as suspects, looked for when the counts differ. */
 static int suspect_extras(const struct svc_store *st, struct verify *v)
 {
     int64_t listed = svc_hostdb_int(&v->map, "SELECT count(*) FROM m", -1);
@@ -333,18 +324,16 @@ static int suspect_extras(const struct svc_store *st, struct verify *v)
         return -1;
     if ((size_t)listed == v->found + v->found_rows)
         return 0;
-    sqlite3_stmt *sel = svc_hostdb_stmt(&v->map, "SELECT sid FROM m");
-    int rc = sel ? SQLITE_ROW : SQLITE_ERROR;
-    while (sel && (rc = sqlite3_step(sel)) == SQLITE_ROW)
+    sqlite3_stmt *sel;
+    int rc = svc_hostdb_step(&v->map, &sel, "SELECT sid FROM m", "");
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(sel))
         if (!svc_store_session_exists(st, (const char *)sqlite3_column_text(sel, 0)))
             suspect(v, (const char *)sqlite3_column_text(sel, 0));
-    if (sel)
-        sqlite3_reset(sel);
+    sqlite3_reset(sel);
     return rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* Look again, under the root lock after the catch-up, at each suspect: 0 when every one
- * agrees now, 3 (why says which differs), -1. */
+/* Each suspect again, under the root lock: 0 when all agree now, 3 (why says which), -1. */
 static int verify_suspects(const struct svc_store *st, struct verify *v)
 {
     size_t extras = 0;
@@ -419,7 +408,7 @@ static int verify_catch_up(const struct svc_store *st, struct svc_journal *j, st
             svc_journal_unlock(j);
             usleep(20000);
         }
-        svc_journal_relock(st, j);
+        svc_journal_relock(j);
         struct stat sb;
         if (!j->stamp.ok || strcmp(j->stamp.gen, j->gen) != 0 || fstat(j->fd, &sb) != 0 ||
             j->stamp.size < *at) {
@@ -434,8 +423,7 @@ static int verify_catch_up(const struct svc_store *st, struct svc_journal *j, st
     return rc;
 }
 
-/* The journal read under the root lock, the directories compared without it, what differs
- * looked at again under it: writers wait for the read of the journal, not for the walk. */
+/* The journal read under the root lock, the directories without it, the suspects under it. */
 static int verify_once(const struct svc_store *st, char *why, size_t whysz,
                        svc_dirscan_progress_fn *pf, void *pctx)
 {

@@ -91,13 +91,12 @@ int svc_hostdb_exec(struct svc_hostdb *h, const char *sql)
     return h->db && sqlite3_exec(h->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
 }
 
-int svc_hostdb_run(struct svc_hostdb *h, const char *sql, const char *types, ...)
+static int vstep(struct svc_hostdb *h, sqlite3_stmt **stp, const char *sql, const char *types,
+                 va_list ap)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(h, sql);
+    sqlite3_stmt *st = *stp = svc_hostdb_stmt(h, sql);
     if (!st)
-        return -1;
-    va_list ap;
-    va_start(ap, types);
+        return SQLITE_ERROR;
     for (int i = 1; types[i - 1]; i++) {
         const void *p = NULL;
         switch (types[i - 1]) {
@@ -124,8 +123,26 @@ int svc_hostdb_run(struct svc_hostdb *h, const char *sql, const char *types, ...
             break;
         }
     }
+    return sqlite3_step(st);
+}
+
+int svc_hostdb_step(struct svc_hostdb *h, sqlite3_stmt **st, const char *sql, const char *types,
+                    ...)
+{
+    va_list ap;
+    va_start(ap, types);
+    int rc = vstep(h, st, sql, types, ap);
     va_end(ap);
-    int rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -1;
+    return rc;
+}
+
+int svc_hostdb_run(struct svc_hostdb *h, const char *sql, const char *types, ...)
+{
+    sqlite3_stmt *st;
+    va_list ap;
+    va_start(ap, types);
+    int rc = vstep(h, &st, sql, types, ap) == SQLITE_DONE ? 0 : -1;
+    va_end(ap);
     sqlite3_reset(st);
     return rc;
 }
@@ -136,20 +153,16 @@ int64_t svc_hostdb_int(struct svc_hostdb *h, const char *sql, int64_t def)
     int64_t v = st && sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL
                     ? sqlite3_column_int64(st, 0)
                     : def;
-    if (st)
-        sqlite3_reset(st);
+    sqlite3_reset(st);
     return v;
 }
 
 json_object *svc_hostdb_object(struct svc_hostdb *h, const char *sql, const char *key)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(h, sql);
-    json_object *o = NULL;
-    if (!st)
-        return NULL;
-    sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        o = json_tokener_parse((const char *)sqlite3_column_text(st, 0));
+    sqlite3_stmt *st;
+    json_object *o = svc_hostdb_step(h, &st, sql, "s", key) == SQLITE_ROW
+                         ? json_tokener_parse((const char *)sqlite3_column_text(st, 0))
+                         : NULL;
     sqlite3_reset(st);
     if (o && !json_object_is_type(o, json_type_object)) {
         json_object_put(o);
@@ -160,12 +173,10 @@ json_object *svc_hostdb_object(struct svc_hostdb *h, const char *sql, const char
 
 char *svc_hostdb_meta(struct svc_hostdb *h, const char *k)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(h, "SELECT v FROM meta WHERE k = ?1");
+    sqlite3_stmt *st;
     char *v = NULL;
-    if (!st)
-        return NULL;
-    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0))
+    if (svc_hostdb_step(h, &st, "SELECT v FROM meta WHERE k = ?1", "s", k) == SQLITE_ROW &&
+        sqlite3_column_text(st, 0))
         v = svc_xstrdup((const char *)sqlite3_column_text(st, 0));
     sqlite3_reset(st);
     return v;

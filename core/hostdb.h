@@ -62,6 +62,10 @@ int svc_hostdb_exec(struct svc_hostdb *h, const char *sql);
  * (const void *, int bytes; -1: to the NUL), - none (left unbound): 0 when it ran to its
  * end, else -1. */
 int svc_hostdb_run(struct svc_hostdb *h, const char *sql, const char *types, ...);
+/* The same, stepped once: SQLITE_ROW (*st on the row), SQLITE_DONE or an error; the caller
+ * resets *st (NULL when sql cannot be prepared). */
+int svc_hostdb_step(struct svc_hostdb *h, sqlite3_stmt **st, const char *sql, const char *types,
+                    ...);
 /* The first column of sql's first row as an integer (def when none or on error). */
 int64_t svc_hostdb_int(struct svc_hostdb *h, const char *sql, int64_t def);
 /* The first column of sql's first row (?1 bound to key) parsed as a JSON object (new

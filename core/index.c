@@ -42,8 +42,7 @@ void svc_index_reset(void)
 static char *cursor_encode(double updated, const char *sid)
 {
     char *raw = NULL;
-    svc_xasprintf(&raw, "%.6f|%s", updated, sid);
-    size_t n = strlen(raw);
+    size_t n = (size_t)svc_xasprintf(&raw, "%.6f|%s", updated, sid);
     unsigned char *out = svc_xmalloc(4 * ((n + 2) / 3) + 1);
     int len = EVP_EncodeBlock(out, (unsigned char *)raw, (int)n);
     for (int i = 0; i < len; i++) /* url-safe, no padding */
@@ -181,18 +180,19 @@ static int building_err(const struct svc_store *st, struct svc_err *err)
                        far);
 }
 
-/* Which copy answers: this host's database when it is caught up (*ready 0; I.live), else
- * this process's own (*ready 1 while the file is built, -1 when there is none or it cannot
- * be had; a copy of its own kept meanwhile is given back once the file answers). 0 with
- * the copy selected (listdb.h) in a read transaction until svc_indexdb_release, 1 when
- * there is no root (no sessions), or -1 with err. */
+/* Which copy answers: this host's database when caught up (*ready 0; I.live), else this
+ * process's own (*ready 1 while the file is built, else -1; ready and err may be NULL). 0
+ * with the copy selected in a read transaction until svc_indexdb_release, 1 when there is
+ * no root (no sessions), or -1 with err. */
 static int db_ready(const struct svc_store *st, bool brief, int *ready, struct svc_err *err)
 {
     struct stat rs;
     if (stat(st->root, &rs) != 0 && errno == ENOENT)
         return 1; /* no root yet: no sessions */
-    *ready = st->index_dir ? svc_indexdb_ready(st) : -1;
-    I.live = *ready == 0;
+    int r = st->index_dir ? svc_indexdb_ready(st) : -1;
+    if (ready)
+        *ready = r;
+    I.live = r == 0;
     if (I.live) {
         svc_indexdb_own_close();
         svc_listdb_select(false);
@@ -235,8 +235,6 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
         }
         svc_indexdb_release();
         rows_free(rows, n);
-        rows = NULL;
-        n = 0;
         if (rc != 0 && I.live) /* read anew (or rebuilt) at the next look */
             svc_indexdb_close();
         else if (rc != 0) /* the own copy is made anew */
@@ -255,9 +253,8 @@ int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, j
 int svc_index_each(const struct svc_store *st, struct svc_list_mark *mark, svc_index_each_fn *fn,
                    void *ctx)
 {
-    int ready, got;
-    struct svc_err err;
-    if ((got = db_ready(st, false, &ready, &err)) != 0)
+    int got = db_ready(st, false, NULL, NULL);
+    if (got != 0)
         return got == 1 ? 1 : -1;
     int rc = svc_listdb_each(mark, fn, ctx);
     svc_indexdb_release();
@@ -272,9 +269,8 @@ json_object *svc_index_summary(const char *sid)
 
 int64_t svc_index_count(const struct svc_store *st)
 {
-    int ready, got;
-    struct svc_err err;
-    if ((got = db_ready(st, false, &ready, &err)) != 0)
+    int got = db_ready(st, false, NULL, NULL);
+    if (got != 0)
         return got == 1 ? 0 : -1;
     int64_t n = svc_listdb_count();
     svc_indexdb_release();
@@ -283,9 +279,7 @@ int64_t svc_index_count(const struct svc_store *st)
 
 void svc_index_warm(const struct svc_store *st)
 {
-    int ready;
-    struct svc_err err;
-    if (db_ready(st, false, &ready, &err) == 0)
+    if (db_ready(st, false, NULL, NULL) == 0)
         svc_indexdb_release();
     I.live = false;
     svc_indexdb_close(); /* a connection is no process's but one's */

@@ -24,32 +24,25 @@
 int svc_index_list(const struct svc_store *st, const struct svc_list_query *q, json_object **out,
                    json_object **stale, struct svc_err *err);
 /* Bring the index up to date before a pool forks its workers: this host's database built
- * (here when small, else by spawn) and closed, a connection being no process's but one's;
- * without one, this process's memory copy loaded and sorted, so that each new worker
- * starts with it. */
+ * and closed (a connection is no process's but one's). */
 void svc_index_warm(const struct svc_store *st);
 /* The program's spawner (spawn.h). */
 void svc_index_set_spawn(svc_spawn_fn *fn);
-/* At a pool's orderly stop: flush this host's listing database to the disk and mark it so,
- * so that it is used after a reboot instead of built anew (listdb.h svc_listdb_seal). */
+/* At a pool's orderly stop: seal this host's listing database (listdb.h svc_listdb_seal). */
 void svc_index_seal(const struct svc_store *st);
 /* The number of sessions the index lists (this process's copy, brought up to date), or -1. */
 int64_t svc_index_count(const struct svc_store *st);
-/* Bring the index up to date and call fn, in no order, for each session it lists that
- * changed since *mark (every one when *mark is of no copy yet or of another, or sessions
- * left since), with its updated_at (epoch), message_count and archived; *mark gets the new
- * mark. Returns 1 when fn saw every session, 0 when only the changed ones, -1 on error. How
- * the search index catches up. */
+/* Bring the index up to date and call fn for each session changed since *mark (svc_listdb_each),
+ * with its updated_at (epoch), message_count and archived: 1 when fn saw every session, 0
+ * when only the changed ones, -1; *mark gets the new mark. How search catches up. */
 int svc_index_each(const struct svc_store *st, struct svc_list_mark *mark, svc_index_each_fn *fn,
                    void *ctx);
 /* The summary of sid in this process's copy as the last svc_index_each or listing left it
  * (new reference), or NULL when it has none or cannot read it. */
 json_object *svc_index_summary(const char *sid);
-/* Whether the last svc_index_list of this process was answered from memory because this
- * host's listing database was being built (the answer is as correct, only slower). */
+/* Whether the last svc_index_list was answered from this process's copy during a build. */
 bool svc_index_building(void);
-/* Rebuild the index from the directories now, under the root lock (and this host's
- * listing database from it). */
+/* Rebuild the index (and this host's database) from the directories now. */
 int svc_index_rebuild(const struct svc_store *st, struct svc_err *err);
 /* Drop the in-process cache (tests, SIGHUP). */
 void svc_index_reset(void);

@@ -1,7 +1,6 @@
 #include "indexdb.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +14,13 @@
 #include "hostdb.h"
 #include "journal.h"
 #include "listdb.h"
+#include "lock.h"
 #include "log.h"
 #include "sidecar.h"
 #include "util.h"
 
-/* Journals up to this size (or roots without one of up to this many directories) are built
- * into a database in the call that finds none (a second or so); larger ones in a background
- * process while lists are answered from memory and say so (svc_index_building). */
+/* Journals up to this size (without one: roots of this many directories) are built in the
+ * call (a second or so); larger ones in the background (svc_index_building). */
 #define DB_SYNC_MAX ((off_t)16 << 20)
 #define DB_SYNC_DIRS 10000
 #define DB_RETRY_S 10
@@ -99,30 +98,21 @@ static long long ts_ns(struct timespec t)
     return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-/* The database's locks (<path><suffix>); op is flock's: the descriptor, or -1 (EWOULDBLOCK
- * with LOCK_NB when held). */
+/* The database's lock <path><suffix> (svc_lock_file's op and answer). */
 static int db_lock(const char *path, const char *suffix, int op)
 {
     char *p = NULL;
     svc_xasprintf(&p, "%s%s", path, suffix);
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = svc_lock_file(p, op, true);
     if (fd < 0 && errno == ENOENT) { /* its directory is made on first use */
         char *dir = svc_xstrdup(path), *slash = strrchr(dir, '/');
         if (slash)
             *slash = '\0';
         if (slash && svc_mkdirs(dir, 0700, NULL) == 0)
-            fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+            fd = svc_lock_file(p, op, true);
         free(dir);
     }
     free(p);
-    while (fd >= 0 && flock(fd, op) != 0) {
-        if (errno != EINTR) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-    }
     return fd;
 }
 
@@ -152,8 +142,10 @@ static int db_apply_line(void *ctx, const char *line, size_t n, off_t at)
 
 /* The names a rescan found different from the rows: added (gone false) or gone. */
 struct rescan {
-    char **sid;
-    bool *gone;
+    struct {
+        char *sid;
+        bool gone;
+    } * v;
     size_t n, cap;
 };
 
@@ -162,19 +154,17 @@ static void rescan_note(void *ctx, const char *sid, bool gone)
     struct rescan *r = ctx;
     if (r->n == r->cap) {
         r->cap = r->cap ? r->cap * 2 : 16;
-        r->sid = svc_xrealloc(r->sid, r->cap * sizeof *r->sid);
-        r->gone = svc_xrealloc(r->gone, r->cap * sizeof *r->gone);
+        r->v = svc_xrealloc(r->v, r->cap * sizeof *r->v);
     }
-    r->sid[r->n] = svc_xstrdup(sid);
-    r->gone[r->n++] = gone;
+    r->v[r->n].sid = svc_xstrdup(sid);
+    r->v[r->n++].gone = gone;
 }
 
 static void rescan_free(struct rescan *r)
 {
     for (size_t i = 0; i < r->n; i++)
-        free(r->sid[i]);
-    free(r->sid);
-    free(r->gone);
+        free(r->v[i].sid);
+    free(r->v);
     memset(r, 0, sizeof *r);
 }
 
@@ -190,23 +180,22 @@ static int db_rescan_collect(const struct svc_store *st, struct rescan *r)
     return rc;
 }
 
-/* Record what the rescan found, inside the caller's transaction, each checked again (the
- * journal may have told since): another program's session is summarised, told to the
- * journal (for every other host and process) and added; a vanished one removed. */
+/* Record what the rescan found, each checked again, in the caller's transaction: another
+ * program's session summarised, told to the journal and added; a vanished one removed. */
 static void db_rescan_apply(const struct svc_store *st, struct rescan *r)
 {
     for (size_t i = 0; i < r->n; i++) {
-        bool exists = svc_store_session_exists(st, r->sid[i]);
-        json_object *sum = exists && !r->gone[i] && svc_listdb_has(r->sid[i]) == 0
-                               ? svc_sidecar_summary_of(st, r->sid[i])
+        const char *sid = r->v[i].sid;
+        bool exists = svc_store_session_exists(st, sid);
+        json_object *sum = exists && !r->v[i].gone && svc_listdb_has(sid) == 0
+                               ? svc_sidecar_summary_of(st, sid)
                                : NULL;
-        if (sum || (r->gone[i] && !exists)) {
-            svc_journal_note(st, r->sid[i], sum);
-            svc_listdb_put(r->sid[i], sum, NULL, 0);
+        if (sum || (r->v[i].gone && !exists)) {
+            svc_journal_note(st, sid, sum);
+            svc_listdb_put(sid, sum, NULL, 0);
         }
         json_object_put(sum);
     }
-    rescan_free(r);
 }
 
 /* Both, inside the caller's transaction. */
@@ -214,15 +203,15 @@ static int db_rescan(const struct svc_store *st)
 {
     struct rescan r = {0};
     int rc = db_rescan_collect(st, &r);
-    db_rescan_apply(st, &r);
+    if (rc == 0)
+        db_rescan_apply(st, &r);
+    rescan_free(&r);
     return rc;
 }
 
-/* The background rescan of a large root: in the spawned process, holding the rescan lock
- * until it has recorded the root's mtime. */
+/* The background rescan of a large root, holding the rescan lock until the mtime is kept. */
 static void db_rescanner(void *ctx)
 {
-    (void)ctx;
     db_forked();
     svc_listdb_select(false);
     int b = db_lock(D.job.path, ".rescan", LOCK_EX | LOCK_NB);
@@ -247,8 +236,7 @@ static void db_rescanner(void *ctx)
         close(b);
 }
 
-/* How long a background build waits before it starts, and whether every build is one:
- * SVC_TEST_INDEX_BUILD_DELAY (seconds), in test builds only (docs/TESTING.md). */
+/* SVC_TEST_INDEX_BUILD_DELAY (test builds, TESTING.md): every build in the background, late. */
 static unsigned test_build_delay(void)
 {
 #ifdef SVC_TEST_HOOKS
@@ -259,9 +247,8 @@ static unsigned test_build_delay(void)
 #endif
 }
 
-/* Whether work is quick enough for the call that needs it: the journal is small, or there
- * is none and the root's link count says it has few directories (a count that has
- * overflowed, 1, or another filesystem's 1 say nothing: done in the background). */
+/* Whether work is quick enough for the call: a small journal, or none and a link count of
+ * few directories (an overflowed count, 1, says nothing). */
 static bool db_small(const struct svc_store *st)
 {
     if (test_build_delay())
@@ -277,9 +264,8 @@ static bool db_small(const struct svc_store *st)
     return sb.st_nlink >= 2 && sb.st_nlink <= DB_SYNC_DIRS + 2;
 }
 
-/* Run work in a background process holding <path><suffix> (taken there), unless another
- * holds it already: 1 when one runs, -1 when it could not be started. Without a spawner,
- * or for small work, here: 0, or -1. */
+/* Run work in a background process holding <path><suffix> unless another holds it: 1 when
+ * one runs, -1 when it cannot start; without a spawner or for small work here: 0 or -1. */
 static int db_spawn(const struct svc_store *st, const char *path, const char *suffix,
                     void (*work)(void *))
 {
@@ -287,8 +273,7 @@ static int db_spawn(const struct svc_store *st, const char *path, const char *su
     if (b < 0)
         return errno == EWOULDBLOCK ? 1 : -1;
     close(b); /* the work takes it again: two that race, one does it */
-    /* no lock of this connection across the fork: SQLite counts it per process, and the
-     * child's own connection would wait for it (the child forgets this one) */
+    /* no lock of this connection across the fork: the child's own would wait for it */
     svc_listdb_read_end();
     D.job.st = *st;
     D.job.path = path;
@@ -322,8 +307,7 @@ static bool db_unchanged(const struct svc_store *st, const struct svc_journal *j
     return same;
 }
 
-/* Bring the open database up to the journal: 0, 1 when it cannot follow it (another
- * generation, a file that does not match its stamp, a line not ours: built anew), -1. */
+/* Bring the open database up to the journal: 0, 1 when it cannot follow it (built anew), -1. */
 static int db_catch_up(const struct svc_store *st, const char *path)
 {
     struct stat rs;
@@ -338,8 +322,7 @@ static int db_catch_up(const struct svc_store *st, const char *path)
         svc_journal_done(&j);
         return 1;
     }
-    /* the root's names moved: compared here when the root is small, else in the
-     * background (the page below comes from the rows as they are) */
+    /* the root's names moved: compared here when the root is small, else in the background */
     bool moved = ts_ns(rs.st_mtim) != p.root_mtime;
     if (moved && path && !db_small(st) && D.spawn) {
         db_spawn(st, path, ".rescan", db_rescanner);
@@ -370,21 +353,18 @@ static int db_catch_up(const struct svc_store *st, const char *path)
 
 static int rows(void *ctx, svc_journal_emit_fn *emit, void *ectx)
 {
-    (void)ctx;
     return svc_listdb_rows(emit, ectx);
 }
 
-/* Compact the journal from the new database's rows when it is due, under the root lock,
- * when it is still p's generation and whole (the lines past p's offset applied first), p
- * then positioned at the end of the new generation: 0 (also when the root cannot be
- * written: left as it was), 2 when the journal moved on meanwhile, -1. */
+/* Compact the journal from the new rows when due, under the root lock, when it is still p's
+ * generation and whole (the lines past p applied first); p then at the new one's end: 0
+ * (also on a root that cannot be written), 2 when the journal moved on meanwhile, -1. */
 static int db_compact(const struct svc_store *st, struct svc_listdb_pos *p, struct db_feed *feed)
 {
     int64_t n = svc_listdb_count();
     if (n < 0)
         return -1;
-    /* due when a reader of the journal into memory would compact it (over twice what its
-     * live sessions take, plus 64 KB), a live session's line taken as the average line */
+    /* due past twice what its live sessions take plus 64 KB (the average line taken) */
     double live = feed->lines ? (double)p->offset / (double)feed->lines * (double)n : 0;
     if ((double)p->offset <= 2 * live + 65536)
         return 0;
@@ -410,11 +390,9 @@ static int db_compact(const struct svc_store *st, struct svc_listdb_pos *p, stru
     return rc;
 }
 
-/* Fill the new, open database (in its write transaction) from a whole journal, a line at
- * a time (memory: a line and SQLite's page cache, whatever the root's size), read without
- * the root lock as a catch-up reads it; compact the journal from it when due, then compare
- * the root's names with the rows as a load rescans them. 0 with *p where it stands, 1 when
- * the journal is not whole, 2 when it moved on to another generation meanwhile, -1. */
+/* Fill the new database (in its transaction) from a whole journal a line at a time, without
+ * the root lock; compact the journal when due, then rescan the names. 0 with *p, 1 when the
+ * journal is not whole, 2 when it moved on to another generation meanwhile, -1. */
 static int db_stream(const struct svc_store *st, struct svc_listdb_pos *p)
 {
     struct stat rs;
@@ -443,13 +421,11 @@ static int db_stream(const struct svc_store *st, struct svc_listdb_pos *p)
 
 static int sink_put(void *ctx, const char *sid, json_object *summary)
 {
-    (void)ctx;
     return svc_listdb_put(sid, summary, NULL, 0);
 }
 
-/* Fill the new, open database with the journal rebuilt from the directories into it: 0
- * with *p, 2 when another process's rebuild was waited for instead (its journal is there to
- * stream), 3 when a brief wait for it ran out, -1. */
+/* Fill the new database with the journal rebuilt from the directories: 0 with *p, 2 when
+ * another's rebuild was waited for (stream its journal), 3 when a brief wait ran out, -1. */
 static int db_rebuild(const struct svc_store *st, struct svc_listdb_pos *p, bool brief)
 {
     struct svc_journal j;
@@ -471,10 +447,9 @@ static int db_rebuild(const struct svc_store *st, struct svc_listdb_pos *p, bool
     return rc == 1 ? 2 : rc == 2 ? 3 : rc;
 }
 
-/* A database made anew at path (NULL: this process's own, temporary) and left open,
- * committed: streamed from a whole journal, else (rebuild: in any case) with the journal
- * rebuilt from the directories into it. 0 (*n: its sessions), -1 (errno EAGAIN when a brief
- * wait for another process's rebuild ran out). */
+/* A database made anew at path (NULL: this process's own) and left open: streamed from a
+ * whole journal, else (or rebuild) with the journal rebuilt from the directories. 0 (*n its
+ * sessions), -1 (errno EAGAIN: a brief wait for another's rebuild ran out). */
 static int db_make(const struct svc_store *st, const char *path, bool rebuild, bool brief,
                    size_t *n)
 {
@@ -500,13 +475,11 @@ static int db_make(const struct svc_store *st, const char *path, bool rebuild, b
     return rc == 0 ? 0 : -1;
 }
 
-/* Build this host's database at path through a temporary file renamed into place, its title
- * index merged (a failed merge fails the build: a new file is written without a rollback
- * journal, so a statement that fails may leave it torn). */
+/* Build this host's database through a temporary file renamed into place, its title index
+ * merged (a failed merge fails the build: without a rollback journal it may be torn). */
 static int db_build(const struct svc_store *st, const char *path, bool rebuild)
 {
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double t0 = svc_time_monotonic();
     char *tmp = NULL;
     svc_xasprintf(&tmp, "%s.tmp%d", path, (int)getpid());
     size_t n = 0;
@@ -522,20 +495,17 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
         close(lk);
     svc_hostdb_remove(tmp);
     free(tmp);
-    struct timespec t1;
-    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (rc == 0 && !svc_dirscan_unkept()) /* else rebuilt at each listing: said once */
         svc_logf("index: built the listing database %s (%zu sessions, %.1f s)", path, n,
-                 (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+                 svc_time_monotonic() - t0);
     else
         svc_logf("index: could not build the listing database %s: %s", path, strerror(errno));
     return rc == 0 ? 0 : -1;
 }
 
-/* The background build: in the spawned process, holding the build lock until it is done. */
+/* The background build, holding the build lock until it is done. */
 static void db_builder(void *ctx)
 {
-    (void)ctx;
     db_forked();
     int b = db_lock(D.job.path, ".build", LOCK_EX | LOCK_NB);
     D.job.rc = 1;
@@ -593,8 +563,7 @@ int svc_indexdb_own(const struct svc_store *st, bool brief, bool rebuild)
             return -1;
         if (made)
             D.own = svc_xstrdup(st->root);
-        /* one just made answers as it is: on a root where the journal cannot be written
-         * (disk full, read-only) it follows none, and is made again at the next look */
+        /* one just made answers as it is (on a root that cannot be written it follows none) */
         int rc = svc_listdb_read_begin() == 0 ? made ? 0 : db_catch_up(st, NULL) : -1;
         if (rc == 0)
             return 0;

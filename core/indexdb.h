@@ -20,23 +20,18 @@
 #include "listing.h"
 #include "spawn.h"
 
-/* Whether index.h's answers can come from this host's database: 0 when it is open and
- * caught up (listdb.h's calls address it; its reads then are one read transaction, with
- * the shared lock held, until svc_indexdb_release), 1 while it is being built, -1 when it
- * cannot be had. */
+/* Whether this host's database answers: 0 when open and caught up (listdb.h addresses it, in
+ * one read transaction under the shared lock until svc_indexdb_release), 1 while it is
+ * built, -1 when it cannot be had. */
 int svc_indexdb_ready(const struct svc_store *st);
-/* The same of this process's own copy, a temporary database made from the journal when it
- * has none (rebuild: the journal rebuilt from the directories first): without a file
- * (sessions.index_db off, caches off) or while it is built. 0, or -1 (errno EAGAIN: a
- * brief wait, a list's, for another process's rebuild of the journal ran out). */
+/* The same of this process's own copy, made from the journal when it has none (rebuild: the
+ * journal rebuilt first): 0, or -1 (errno EAGAIN: a brief wait for another's rebuild). */
 int svc_indexdb_own(const struct svc_store *st, bool brief, bool rebuild);
 void svc_indexdb_own_close(void);
 void svc_indexdb_release(void);
-/* Build it now, in this process (rebuild: the journal rebuilt from the directories first):
- * 0, or -1 with errno. */
+/* Build it now, here (rebuild: the journal rebuilt first): 0, or -1 with errno. */
 int svc_indexdb_build(const struct svc_store *st, bool rebuild);
-/* Close the connection (a pool master before it forks; a database to read anew); a build
- * that failed lately is tried again at the next look. */
+/* Close the connection; a build that failed lately is tried again at the next look. */
 void svc_indexdb_close(void);
 /* At a pool's orderly stop: flush the database to the disk and mark it sealed. */
 void svc_indexdb_seal(const struct svc_store *st);

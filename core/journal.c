@@ -11,6 +11,7 @@
 #include "fsio.h"
 #include "jsonx.h"
 #include "layout.h"
+#include "lock.h"
 #include "log.h"
 #include "util.h"
 
@@ -20,8 +21,8 @@
  * below nginx's 120 s, so that two lists cannot hold both workers for a whole rebuild. */
 #define BUILD_WAIT_S 10
 
-/* The lock file kept open between unlocked looks (svc_journal_peek), by the process that
- * opened it (a forked child's is its parent's, its descriptor maybe closed and reused). */
+/* The lock file kept open between unlocked looks (svc_journal_peek) by the process that
+ * opened it (a forked child's descriptor may be closed and reused). */
 static struct {
     int fd;
     bool open;
@@ -55,31 +56,20 @@ static void stamp_parse(struct svc_journal *j, int fd)
                   strlen(j->stamp.gen) == 16;
 }
 
-static void relock(int fd)
-{
-    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
-        ;
-}
-
 int svc_journal_lock(const struct svc_store *st, struct svc_journal *j)
 {
     *j = (struct svc_journal)SVC_JOURNAL_INIT;
     j->shared = st->shared;
     char *p = svc_layout_root_path(st->root, SVC_F_INDEX_LOCK, NULL);
     j->writable = true;
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    int fd = svc_lock_file(p, LOCK_EX, true);
     if (fd < 0 && (errno == EROFS || errno == EACCES || errno == ENOSPC)) {
         j->writable = false; /* a read-only root still gets a lock when the file exists */
-        fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        fd = svc_lock_file(p, LOCK_EX, false);
     }
     free(p);
     if (fd < 0)
         return -1;
-    while (flock(fd, LOCK_EX) != 0)
-        if (errno != EINTR) {
-            close(fd);
-            return -1;
-        }
     j->lock = fd;
     stamp_parse(j, fd);
     return 0;
@@ -91,12 +81,12 @@ void svc_journal_unlock(struct svc_journal *j)
         flock(j->lock, LOCK_UN);
 }
 
-void svc_journal_relock(const struct svc_store *st, struct svc_journal *j)
+void svc_journal_relock(struct svc_journal *j)
 {
-    (void)st;
     if (j->lock < 0)
         return;
-    relock(j->lock);
+    while (flock(j->lock, LOCK_EX) != 0 && errno == EINTR)
+        ;
     stamp_parse(j, j->lock);
 }
 
@@ -153,7 +143,7 @@ static int open_as(const struct svc_store *st, struct svc_journal *j, int flags)
     return 0;
 }
 
-bool svc_journal_whole(const struct svc_journal *j)
+static bool whole(const struct svc_journal *j)
 {
     /* on a shared root another client may see another inode number or mtime for the same
      * file: only the generation in the file and its size are compared there */
@@ -171,7 +161,7 @@ int svc_journal_open(const struct svc_store *st, struct svc_journal *j)
 {
     if (open_as(st, j, O_RDONLY) != 0)
         return -1;
-    return svc_journal_whole(j);
+    return whole(j);
 }
 
 void svc_journal_stamp(struct svc_journal *j, const char *gen, const struct stat *sb)
@@ -205,32 +195,22 @@ void svc_journal_done(struct svc_journal *j)
 static int append(const struct svc_store *st, const char *text)
 {
     struct svc_journal j;
-    int rc = -1;
-    if (svc_journal_lock(st, &j) != 0 || !j.writable)
-        goto out;
-    if (open_as(st, &j, O_RDWR | O_APPEND) != 0) {
+    int rc = svc_journal_lock(st, &j) == 0 && j.writable ? 0 : -1;
+    if (rc == 0 && (open_as(st, &j, O_RDWR | O_APPEND) != 0 || !whole(&j))) {
         if (j.stamp.ok)
             svc_journal_stamp(&j, NULL, NULL);
-        rc = 0; /* no journal yet (or deleted): the first listing builds it */
-        goto out;
-    }
-    if (!svc_journal_whole(&j)) {
-        if (j.stamp.ok)
+        rc = j.fd < 0 ? 0 : -1; /* no journal yet (or deleted): the first listing builds it */
+    } else if (rc == 0) {
+        size_t n = strlen(text);
+        ssize_t w = write(j.fd, text, n); /* one write: a line is whole or absent */
+        struct stat sb;
+        rc = w == (ssize_t)n && fstat(j.fd, &sb) == 0 ? 0 : -1;
+        if (rc == 0 || (w > 0 && ftruncate(j.fd, (off_t)j.stamp.size) == 0 &&
+                        fstat(j.fd, &sb) == 0)) /* a short write (disk full) taken back */
+            svc_journal_stamp(&j, j.stamp.gen, &sb);
+        else
             svc_journal_stamp(&j, NULL, NULL);
-        goto out;
     }
-    size_t n = strlen(text);
-    ssize_t w = write(j.fd, text, n); /* one write: a line is whole or absent */
-    struct stat sb;
-    if (w == (ssize_t)n && fstat(j.fd, &sb) == 0) {
-        svc_journal_stamp(&j, j.stamp.gen, &sb);
-        rc = 0;
-    } else if (w > 0 && ftruncate(j.fd, (off_t)j.stamp.size) == 0 && fstat(j.fd, &sb) == 0) {
-        svc_journal_stamp(&j, j.stamp.gen, &sb); /* a short write (disk full) taken back */
-    } else {
-        svc_journal_stamp(&j, NULL, NULL);
-    }
-out:
     svc_journal_done(&j);
     return rc;
 }
@@ -312,8 +292,7 @@ int svc_journal_line(const char *line, size_t n, off_t at, json_object **o, cons
     return svc_json_str(*o, "svc_index_generation", NULL) && at == 0 ? 0 : -1;
 }
 
-/* A new generation being written from rows: lines gathered in b, written a megabyte at a
- * time. */
+/* A new generation written from rows, a megabyte at a time. */
 struct rows_out {
     int fd;
     struct svc_buf b;
@@ -390,8 +369,7 @@ int svc_journal_write(const struct svc_store *st, struct svc_journal *j, svc_jou
     return rc;
 }
 
-/* A rebuild's progress, kept in its build lock file so that a list it holds up can say how
- * far it is: "<read> <total>" at offset 0. */
+/* A rebuild's progress, "<read> <total>" at offset 0 of its build lock file (for a list). */
 void svc_journal_progress(int gate, size_t done, size_t total)
 {
     char line[48];
@@ -448,6 +426,6 @@ int svc_journal_gate(const struct svc_store *st, struct svc_journal *j, bool may
     svc_journal_unlock(j);
     int rc = gate_wait(fd, brief) == 0 ? -2 : -3;
     close(fd);
-    svc_journal_relock(st, j);
+    svc_journal_relock(j);
     return rc;
 }

@@ -55,12 +55,10 @@ void svc_journal_note(const struct svc_store *st, const char *sid, json_object *
 int svc_journal_lock(const struct svc_store *st, struct svc_journal *j);
 /* Let the root lock go for a while (svc_journal_relock takes it again, the stamp read anew). */
 void svc_journal_unlock(struct svc_journal *j);
-void svc_journal_relock(const struct svc_store *st, struct svc_journal *j);
+void svc_journal_relock(struct svc_journal *j);
 void svc_journal_peek(const struct svc_store *st, struct svc_journal *j);
 /* 1 when the file is the stamped one, 0 when not, -1 when there is none. */
 int svc_journal_open(const struct svc_store *st, struct svc_journal *j);
-/* Whether j's file is the stamped one (see svc_journal_open). */
-bool svc_journal_whole(const struct svc_journal *j);
 /* Record (gen, sb) as the whole journal, or (gen NULL) that there is none to trust. */
 void svc_journal_stamp(struct svc_journal *j, const char *gen, const struct stat *sb);
 /* Close the file and let the lock go. */

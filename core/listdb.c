@@ -17,22 +17,18 @@
 #include "util.h"
 
 #define SCHEMA "2"
-/* A title search whose rarest trigrams are together in this many titles or more walks the
- * rows in order instead of sorting the trigram table's candidates (fts_candidates). */
+/* A title search whose rarest trigrams are in this many titles walks the rows in order. */
 #define FTS_FEW 2000
-/* A trigram's titles read to judge how many hold it (trigram_est), and how many of a
- * query's trigrams are judged at most (rare_set). */
+/* Titles read to judge a trigram (trigram_est); trigrams judged at most (rare_set). */
 #define FTS_PROBE 64
 #define FTS_PROBES 12
 /* A trigram in more than 1 / FTS_COMMON of the titles is left out of a search (rare_set). */
 #define FTS_COMMON 16
 
-/* The filters' columns beside the summary; each index serves the pages of one filter in
- * listing order (updated_at newest first, then session id), so a page reads O(page) rows;
- * titles folded for q= have a trigram table that finds matches without reading every row,
- * rewritten only when a title changes (each rewrite is a new FTS5 segment to search). A
- * process's own copy, made for a while (or with caches off, for one listing), has the
- * listing order's index alone: its filters are checked row by row in that order. */
+/* The filters' columns beside the summary; each index serves one filter's pages in listing
+ * order (updated_at newest first, then id): O(page) rows a page. Folded titles have a
+ * trigram table, rewritten only when a title changes. A process's own copy has the listing
+ * order's index alone. */
 #define TABLES                                                                                     \
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"                        \
     "CREATE TABLE IF NOT EXISTS s(sid TEXT NOT NULL UNIQUE, updated REAL NOT NULL,"                \
@@ -58,8 +54,7 @@ static const char file_tables[] = TABLES
     " INSERT INTO t(t, rowid, title) VALUES ('delete', old.rowid, old.title);"
     " INSERT INTO t(rowid, title) VALUES (new.rowid, new.title); END;";
 
-/* The connection, with the pages' statements by their SQL (one per combination of filters
- * asked lately). */
+/* The connection, with the pages' statements by their SQL (a combination of filters each). */
 struct conn {
     struct svc_hostdb h;
     int64_t seq;  /* the change number inside a transaction, 0 when not read yet */
@@ -71,19 +66,12 @@ struct conn {
     } pages[8];
     unsigned pages_next;
 };
-/* This host's file and this process's own copy (svc_listdb_select), and the one the calls
- * address. */
+/* This host's file, this process's own copy, and the one the calls address. */
 static struct conn conns[2], *L = &conns[0];
 
 void svc_listdb_select(bool own)
 {
     L = &conns[own];
-}
-
-/* A statement, prepared once per connection and reset for reuse. */
-static sqlite3_stmt *stmt(const char *sql)
-{
-    return svc_hostdb_stmt(&L->h, sql);
 }
 
 char *svc_listdb_path(const char *dir, const char *root)
@@ -115,16 +103,10 @@ void svc_listdb_forget(void)
 
 static int64_t meta_int(const char *k)
 {
-    static const char q[] = "SELECT v FROM meta WHERE k = ?1";
-    sqlite3_stmt *st = stmt(q);
-    int64_t v = -1;
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, k, -1, SQLITE_STATIC);
-    if (sqlite3_step(st) == SQLITE_ROW)
-        v = sqlite3_column_int64(st, 0);
-    sqlite3_reset(st);
-    return v;
+    char *v = svc_hostdb_meta(&L->h, k);
+    int64_t n = v ? strtoll(v, NULL, 10) : -1;
+    free(v);
+    return n;
 }
 
 static int meta_set_int(const char *k, int64_t v)
@@ -132,8 +114,7 @@ static int meta_set_int(const char *k, int64_t v)
     return svc_hostdb_run(&L->h, "INSERT OR REPLACE INTO meta VALUES (?1, ?2)", "sl", k, v);
 }
 
-/* This boot of the machine (the kernel's boot_id; in test builds SVC_TEST_BOOT_ID, so that
- * a test can reboot: docs/TESTING.md), "" when it cannot be read. */
+/* The kernel's boot_id ("" when unreadable; in test builds SVC_TEST_BOOT_ID: TESTING.md). */
 static const char *boot_id(void)
 {
     static char id[40];
@@ -154,8 +135,7 @@ static const char *boot_id(void)
     return id;
 }
 
-/* The boot mark of a file whose every write reached the disk (svc_listdb_seal): it lives
- * through a reboot. */
+/* The boot mark of a file whose every write reached the disk: it lives through a reboot. */
 #define SEALED "sealed"
 
 static int boot_set(const char *v)
@@ -163,10 +143,8 @@ static int boot_set(const char *v)
     return svc_hostdb_run(&L->h, "INSERT OR REPLACE INTO meta VALUES ('boot', ?1)", "s", v);
 }
 
-/* The stamp: whether the file was written in this boot or sealed, with this schema: it is
- * written without fsync (a derived file; a process that dies mid-write leaves the rollback
- * journal, which the next connection plays back), so one that lived through a crash of the
- * machine may be torn and is built anew instead. */
+/* Whether the file has this schema and was written in this boot or sealed: it is written
+ * without fsync, so one that lived through a crash of the machine may be torn. */
 static bool file_ok(void)
 {
     char *schema = svc_hostdb_meta(&L->h, "schema"), *boot = svc_hostdb_meta(&L->h, "boot");
@@ -177,11 +155,9 @@ static bool file_ok(void)
     return ok;
 }
 
-/* The connection's settings: a bounded page cache and no mmap, so that what a worker keeps
- * of the database is O(page) whatever the number of sessions (SPEC 11). A rollback
- * journal, not WAL: a database built anew is renamed over the old one (indexdb.c, under its
- * lock), and a WAL file left by the old one's last connection would be taken for the new
- * one's (or deleted under it); a new file is written by one process without any. */
+/* A bounded page cache and no mmap: a worker keeps O(page) of it (SPEC 11). A rollback
+ * journal, not WAL: a new database is renamed over the old one, and the old one's WAL file
+ * would be taken for the new one's. */
 #define PRAGMAS                                                                                    \
     "PRAGMA synchronous=OFF; PRAGMA mmap_size=0; PRAGMA cache_size=-1024;"                         \
     " PRAGMA temp_store=FILE; PRAGMA journal_mode="
@@ -212,7 +188,7 @@ bool svc_listdb_current(const char *path)
 
 int svc_listdb_read_begin(void)
 {
-    sqlite3_stmt *st = L->h.db && !L->reading ? stmt("BEGIN") : NULL;
+    sqlite3_stmt *st = L->h.db && !L->reading ? svc_hostdb_stmt(&L->h, "BEGIN") : NULL;
     L->reading = st && sqlite3_step(st) == SQLITE_DONE;
     return L->reading ? 0 : -1;
 }
@@ -222,14 +198,12 @@ void svc_listdb_read_end(void)
     if (!L->reading)
         return;
     L->reading = false;
-    sqlite3_stmt *st = stmt("COMMIT");
-    if (!st || sqlite3_step(st) != SQLITE_DONE)
+    if (svc_hostdb_run(&L->h, "COMMIT", "") != 0)
         svc_listdb_rollback();
 }
 
-/* In a write transaction on a sealed file: the mark goes back to this boot, on the disk
- * before any page of the write (synchronous=OFF orders nothing), so that a crash cannot
- * leave a torn file marked sealed. */
+/* A write on a sealed file first puts the boot mark back, synced (synchronous=OFF orders
+ * nothing), so that a crash cannot leave a torn file marked sealed. */
 static int unseal(void)
 {
     static const char synced[] =
@@ -285,25 +259,12 @@ void svc_listdb_rollback(void)
 
 int svc_listdb_pos_get(struct svc_listdb_pos *p)
 {
-    memset(p, 0, sizeof p[0]);
-    p->offset = -1;
-    sqlite3_stmt *st = stmt("SELECT k, v FROM meta WHERE k IN ('gen', 'ino', 'offset',"
-                            " 'root_mtime')");
-    if (!st)
-        return -1;
-    while (sqlite3_step(st) == SQLITE_ROW) {
-        const char *k = (const char *)sqlite3_column_text(st, 0);
-        int64_t v = sqlite3_column_int64(st, 1);
-        if (strcmp(k, "gen") == 0 && sqlite3_column_text(st, 1))
-            snprintf(p->gen, sizeof p->gen, "%s", (const char *)sqlite3_column_text(st, 1));
-        else if (strcmp(k, "ino") == 0)
-            p->ino = (uint64_t)v;
-        else if (strcmp(k, "offset") == 0)
-            p->offset = v;
-        else if (strcmp(k, "root_mtime") == 0)
-            p->root_mtime = v;
-    }
-    sqlite3_reset(st);
+    char *gen = svc_hostdb_meta(&L->h, "gen");
+    snprintf(p->gen, sizeof p->gen, "%s", gen ? gen : "");
+    free(gen);
+    p->ino = (uint64_t)meta_int("ino");
+    p->offset = meta_int("offset");
+    p->root_mtime = meta_int("root_mtime");
     return p->offset < 0 ? -1 : 0;
 }
 
@@ -316,8 +277,7 @@ int svc_listdb_pos_set(const struct svc_listdb_pos *p)
     return -1;
 }
 
-/* The next change number: a new database starts from the clock in microseconds, above
- * every mark an older one gave, so that svc_index_each walks it whole. */
+/* The next change number; a new database starts from the clock (µs), above older marks. */
 static int64_t next_seq(void)
 {
     int64_t seq = L->seq > 0 ? L->seq : meta_int("seq");
@@ -369,19 +329,15 @@ int svc_listdb_put(const char *sid, json_object *summary, const char *text, size
 
 int svc_listdb_has(const char *sid)
 {
-    sqlite3_stmt *st = stmt("SELECT 1 FROM s WHERE sid = ?1");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&L->h, &st, "SELECT 1 FROM s WHERE sid = ?1", "s", sid);
     sqlite3_reset(st);
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
-/* The page's SQL for q's filters, with its parameters numbered as page_bind binds them. By
- * default the rows are walked in listing order along an index, each filter checked, until
- * the page is full; a selective title search (fts) is driven by the trigram table instead,
- * its candidates sorted (the '+' keeps the planner off the other indexes). */
+/* The page's SQL for q's filters (parameters as svc_listdb_page binds them): the rows walked in
+ * listing order until the page is full, or a selective title search's candidates (fts)
+ * sorted ('+' keeps the planner off the other indexes). */
 static void page_sql(struct svc_buf *b, const struct svc_list_query *q, const char *qlc, bool after,
                      bool fts)
 {
@@ -418,9 +374,8 @@ static void fts_quote(struct svc_buf *b, const char *w, size_t n)
     svc_buf_adds(b, "\"");
 }
 
-/* A title search's bounds: FTS_FEW, FTS_PROBE and FTS_COMMON (in test builds
- * SVC_TEST_FTS_FEW=<n>, half of it and n titles, so that a test's few titles take every
- * path: docs/TESTING.md), the titles (the largest rowid) and the page's rows. */
+/* A title search's bounds (in test builds SVC_TEST_FTS_FEW=<n>: TESTING.md), the titles and
+ * the page's rows. */
 struct fts_lim {
     int64_t few, probe, rows, limit;
     double common; /* a trigram in this many titles or more is common */
@@ -428,7 +383,6 @@ struct fts_lim {
 
 static struct fts_lim fts_lim(int limit)
 {
-    /* rows: the largest rowid of the titles (0 when there are none) */
     struct fts_lim l = {FTS_FEW, FTS_PROBE, svc_hostdb_int(&L->h, "SELECT max(rowid) FROM s", 0),
                         limit, 0};
     l.common = (double)l.rows / FTS_COMMON;
@@ -443,25 +397,20 @@ static struct fts_lim fts_lim(int limit)
     return l;
 }
 
-/* Whether m titles are better sorted than found by a walk in listing order: fewer than
- * few, and fewer than the walk would read if they were spread evenly (limit * rows / m). */
+/* Whether m titles are better sorted than walked: fewer than few and than a walk would read. */
 static bool fts_few(double m, struct fts_lim l)
 {
     return m < (double)l.few && m * m < (double)l.limit * (double)l.rows;
 }
 
-/* The rowids of the titles that match FTS5 query m as a JSON array, when fts_few holds for
- * their number (read up to few); else NULL-> The page then reads those rows alone. */
+/* The rowids of the titles matching FTS5 query m as a JSON array when fts_few, else NULL. */
 static char *fts_rowids(const char *m, struct fts_lim l)
 {
-    sqlite3_stmt *st = stmt("SELECT rowid FROM t WHERE t MATCH ?1 LIMIT ?2");
-    if (!st)
-        return NULL;
-    sqlite3_bind_text(st, 1, m, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, l.few);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&L->h, &st, "SELECT rowid FROM t WHERE t MATCH ?1 LIMIT ?2", "sl", m,
+                             l.few);
     int64_t *v = svc_xcalloc((size_t)l.few + 1, sizeof *v), n = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW && n < l.few)
+    for (; rc == SQLITE_ROW && n < l.few; rc = sqlite3_step(st))
         v[n++] = sqlite3_column_int64(st, 0);
     sqlite3_reset(st);
     char *json = NULL;
@@ -478,29 +427,26 @@ static char *fts_rowids(const char *m, struct fts_lim l)
     return json;
 }
 
-/* One of q's trigrams (p, n bytes) and about how many titles hold it (est): exact below
- * the probe, else judged from how close together its first probe titles' rowids lie. */
+/* One of q's trigrams (p, n bytes) and about how many titles hold it. */
 struct trigram {
     const char *p;
     size_t n;
     double est;
 };
 
-/* t's estimate out of rows titles (the largest rowid): one read of probe rowids, where an
- * exact count up to few reads that many for each common trigram of q. */
+/* t's estimate out of rows titles: exact below probe, else from how close its first probe
+ * titles' rowids lie (one read, not a count to few). */
 static void trigram_est(struct trigram *t, int64_t rows, int64_t probe)
 {
-    sqlite3_stmt *st = stmt("SELECT count(*), min(r), max(r) FROM"
-                            " (SELECT rowid AS r FROM t WHERE t MATCH ?1 LIMIT ?2)");
-    t->est = (double)rows;
-    if (!st)
-        return;
+    sqlite3_stmt *st;
     struct svc_buf b;
     svc_buf_init(&b);
     fts_quote(&b, t->p, t->n);
-    sqlite3_bind_text(st, 1, b.data, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, probe);
-    if (sqlite3_step(st) == SQLITE_ROW) {
+    t->est = (double)rows;
+    if (svc_hostdb_step(&L->h, &st,
+                        "SELECT count(*), min(r), max(r) FROM"
+                        " (SELECT rowid AS r FROM t WHERE t MATCH ?1 LIMIT ?2)",
+                        "sl", b.data, probe) == SQLITE_ROW) {
         int64_t c = sqlite3_column_int64(st, 0);
         int64_t span = sqlite3_column_int64(st, 2) - sqlite3_column_int64(st, 1) + 1;
         t->est = c < probe ? (double)c : (double)probe * (double)rows / (double)span;
@@ -529,8 +475,8 @@ struct trigram_set {
     double expect; /* titles expected to hold every kept one, as if independent */
 };
 
-/* Judge q's trigram at p (unless judged already) and keep it unless common. Whether the
- * set is done: the kept ones are expected together in under one title, or one is in none. */
+/* Judge q's trigram at p once, kept unless common; whether the set is done (the kept ones
+ * expected together in under one title, or one in none). */
 static bool judge(struct trigram_set *s, const char *p, struct fts_lim l)
 {
     struct trigram t = {p, (size_t)(trigram_end(p) - p), 0};
@@ -561,11 +507,9 @@ static void keep_two_rarest(struct trigram_set *s)
     }
 }
 
-/* The trigrams of q a search asks the trigram table for: every third from the last back
- * to the first, which together cover q, the later first (a query's end is often its
- * telling part: "session 47" of titles that all say "session"); then, when some are
- * uncommon but not yet telling, the ones between them. Common ones are left out (their
- * long lists cost more than they cut) unless none is uncommon (keep_two_rarest). */
+/* The trigrams of q a search asks for: every third from the last back (they cover q; a
+ * query's end is often its telling part: "session 47"), then when not yet telling the ones
+ * between. Common ones are left out unless none is uncommon (keep_two_rarest). */
 static void rare_set(const char *qlc, struct fts_lim l, struct trigram_set *s)
 {
     const char **at = svc_xcalloc(strlen(qlc) + 1, sizeof *at); /* where each trigram starts */
@@ -587,11 +531,8 @@ static void rare_set(const char *qlc, struct fts_lim l, struct trigram_set *s)
     free(at);
 }
 
-/* The titles that may hold q, as fts_rowids' JSON array, when they are few: those holding
- * every trigram rare_set keeps; else NULL (the page then walks the rows in order, checking
- * each title, and fills soon). Every title holding q holds those trigrams; the page's
- * instr() keeps only the titles that hold q, so which are asked for changes the speed,
- * never the answer. */
+/* The titles holding every trigram rare_set keeps, as fts_rowids' array when few, else NULL.
+ * The page's instr() keeps only the titles holding q: the choice changes the speed only. */
 static char *fts_candidates(const char *qlc, int limit)
 {
     struct fts_lim l = fts_lim(limit);
@@ -610,24 +551,6 @@ static char *fts_candidates(const char *qlc, int limit)
     char *rowids = fts_rowids(b.data, l);
     svc_buf_free(&b);
     return rowids;
-}
-
-static int page_bind(sqlite3_stmt *st, const struct svc_list_query *q, const char *qlc, double cu,
-                     const char *csid, int limit, const char *rowids,
-                     char (*needles)[SVC_TAG_LEN_MAX * 4 + 3])
-{
-    sqlite3_bind_text(st, 1, q->status, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 2, q->owner, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 3, qlc, -1, SQLITE_STATIC);
-    sqlite3_bind_text(st, 4, rowids, -1, SQLITE_STATIC);
-    for (size_t i = 0; i < q->ntags && i < SVC_TAGS_MAX; i++) {
-        snprintf(needles[i], sizeof needles[i], "\x1f%s\x1f", q->tags[i]);
-        sqlite3_bind_text(st, (int)(10 + i), needles[i], -1, SQLITE_STATIC);
-    }
-    sqlite3_bind_double(st, 5, cu);
-    sqlite3_bind_text(st, 6, csid, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 7, limit);
-    return 0;
 }
 
 /* The statement of a page's SQL (consumed), prepared once while it is asked for. */
@@ -672,7 +595,17 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
     }
     int rc;
     char needles[SVC_TAGS_MAX][SVC_TAG_LEN_MAX * 4 + 3];
-    page_bind(st, q, qlc, p->cu, csid, limit, rowids, needles);
+    sqlite3_bind_text(st, 1, q->status, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, q->owner, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, qlc, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, rowids, -1, SQLITE_STATIC);
+    sqlite3_bind_double(st, 5, p->cu);
+    sqlite3_bind_text(st, 6, csid, -1, SQLITE_STATIC);
+    sqlite3_bind_int(st, 7, limit);
+    for (size_t i = 0; i < q->ntags; i++) {
+        snprintf(needles[i], sizeof needles[i], "\x1f%s\x1f", q->tags[i]);
+        sqlite3_bind_text(st, (int)(10 + i), needles[i], -1, SQLITE_STATIC);
+    }
     struct svc_list_row *v = svc_xcalloc((size_t)limit + 1, sizeof *v);
     int k = 0;
     while (k < limit && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -707,16 +640,13 @@ int64_t svc_listdb_count(void)
 
 int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 {
-    sqlite3_stmt *st = NULL;
-    if (!L->h.db ||
-        sqlite3_prepare_v2(L->h.db, "SELECT sid, summary FROM s ORDER BY updated DESC, sid", -1,
-                           &st, NULL) != SQLITE_OK)
-        return -1;
-    int rc, frc = 0;
-    while (frc == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+    sqlite3_stmt *st;
+    int frc = 0, rc = svc_hostdb_step(&L->h, &st,
+                                      "SELECT sid, summary FROM s ORDER BY updated DESC, sid", "");
+    for (; rc == SQLITE_ROW && frc == 0; rc = sqlite3_step(st))
         frc = fn(ctx, (const char *)sqlite3_column_text(st, 0),
                  (const char *)sqlite3_column_text(st, 1));
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return frc != 0 ? frc : rc == SQLITE_DONE ? 0 : -1;
 }
 
@@ -734,12 +664,11 @@ int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx
         return 0;
     bool whole =
         mark->copy != (uint64_t)born || (uint64_t)removed > mark->seq || mark->seq > (uint64_t)seq;
-    sqlite3_stmt *st = stmt("SELECT sid, updated, msgs, archived FROM s WHERE seq > ?1");
-    if (!st)
-        return -1;
-    sqlite3_bind_int64(st, 1, whole ? 0 : (int64_t)mark->seq);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    sqlite3_stmt *st;
+    int rc =
+        svc_hostdb_step(&L->h, &st, "SELECT sid, updated, msgs, archived FROM s WHERE seq > ?1",
+                        "l", whole ? 0 : (int64_t)mark->seq);
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st))
         fn(ctx, (const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1),
            sqlite3_column_int64(st, 2), sqlite3_column_int(st, 3) != 0);
     sqlite3_reset(st);
@@ -749,53 +678,24 @@ int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx
     return whole ? 1 : 0;
 }
 
-/* A growing list of ids (owned when own). */
-struct idlist {
-    char **v;
-    size_t n, cap;
-};
-
-static void idlist_add(struct idlist *l, char *sid)
-{
-    if (l->n == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 16;
-        l->v = svc_xrealloc(l->v, l->cap * sizeof *l->v);
-    }
-    l->v[l->n++] = sid;
-}
-
 int svc_listdb_diff_names(char *const *names, size_t n,
                           void (*fn)(void *ctx, const char *sid, bool gone), void *ctx)
 {
-    sqlite3_stmt *st = NULL;
-    if (!L->h.db ||
-        sqlite3_prepare_v2(L->h.db, "SELECT sid FROM s ORDER BY sid", -1, &st, NULL) != SQLITE_OK)
-        return -1;
-    /* the differences first, then the calls: fn changes the table being read */
-    struct idlist added = {0}, gone = {0};
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&L->h, &st, "SELECT sid FROM s ORDER BY sid", "");
     size_t i = 0;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
         const char *row = (const char *)sqlite3_column_text(st, 0);
         int c = -1;
         while (i < n && (c = strcmp(names[i], row)) < 0)
-            idlist_add(&added, names[i++]);
+            fn(ctx, names[i++], false);
         if (c == 0)
             i++;
         else
-            idlist_add(&gone, svc_xstrdup(row));
+            fn(ctx, row, true);
     }
-    sqlite3_finalize(st);
-    while (i < n)
-        idlist_add(&added, names[i++]);
-    for (size_t k = 0; rc == SQLITE_DONE && k < added.n; k++)
-        fn(ctx, added.v[k], false);
-    for (size_t k = 0; k < gone.n; k++) {
-        if (rc == SQLITE_DONE)
-            fn(ctx, gone.v[k], true);
-        free(gone.v[k]);
-    }
-    free(added.v);
-    free(gone.v);
+    sqlite3_reset(st);
+    while (rc == SQLITE_DONE && i < n)
+        fn(ctx, names[i++], false);
     return rc == SQLITE_DONE ? 0 : -1;
 }

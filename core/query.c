@@ -28,8 +28,7 @@
 
 /* The checks after svc_sess_open: session present with a safe layout, and (with repair)
  * a stale `running` repaired. Closes *s when they fail. */
-static int check_session(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
-                         bool repair, struct svc_err *err)
+static int check_session(const char *sid, struct svc_sess *s, bool repair, struct svc_err *err)
 {
     if (!svc_sess_exists(s)) {
         svc_sess_close(s);
@@ -50,7 +49,7 @@ int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_s
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
     if (svc_sess_open(cfg, sid, s, err) != 0)
         return -1;
-    return check_session(cfg, sid, s, repair, err);
+    return check_session(sid, s, repair, err);
 }
 
 bool svc_session_status_valid(const char *s)
@@ -339,23 +338,19 @@ static int get_summary_locked(struct svc_sess *s, bool summary, bool cache, json
     json_object *sc = parsed;
     if (!sc && rc == 0)
         svc_json_parse(raw, len, &sc, NULL);
-    if (rc != 0 || !sc || !json_object_is_type(sc, json_type_object)) {
-        /* no sidecar, or a damaged one: derive it from the native files */
+    *has_sidecar = rc == 0 && sc && json_object_is_type(sc, json_type_object);
+    if (!*has_sidecar) { /* no sidecar, or a damaged one: derive it from the native files */
         json_object_put(sc);
-        free(raw);
-        *has_sidecar = false;
-        if (svc_sidecar_derive(s, &sc, err) != 0)
+        if (svc_sidecar_derive(s, &sc, err) != 0) {
+            free(raw);
             return -1;
-        if (summary)
-            json_object_object_del(sc, "schema_version");
-        *sc_out = sc;
-        return 0;
-    }
-    if (counted)
+        }
+    } else if (counted) {
         svc_json_set_int(sc, "message_count", (int64_t)n);
+    }
     if (summary)
         json_object_object_del(sc, "schema_version");
-    if (counted && cache)
+    if (*has_sidecar && counted && cache)
         memo_set(raw, len, n, json_object_get(sc));
     else
         free(raw);
@@ -366,8 +361,6 @@ static int get_summary_locked(struct svc_sess *s, bool summary, bool cache, json
 static void multi_agent_view(void *ctx, const char *id, const char *abs, const char *rel)
 {
     json_object *state = NULL;
-    (void)id;
-    (void)rel;
     if (svc_json_read_object_file(abs, &state, NULL) == 0)
         json_object_array_add(ctx, svc_strands_multi_agent(state));
     json_object_put(state);
@@ -412,29 +405,25 @@ json_object *svc_session_with_strands(const struct svc_config *cfg, const char *
 
 int64_t svc_sessions_count(const struct svc_config *cfg)
 {
-    if (!cfg->sessions.enabled)
-        return -1;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    return svc_index_count(&st);
+    return cfg->sessions.enabled ? svc_index_count(&st) : -1;
 }
 
 void svc_sessions_warm(const struct svc_config *cfg)
 {
-    if (!cfg->sessions.enabled)
-        return;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    svc_index_warm(&st);
+    if (cfg->sessions.enabled)
+        svc_index_warm(&st);
 }
 
 void svc_sessions_seal(const struct svc_config *cfg)
 {
-    if (!cfg->sessions.enabled)
-        return;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    svc_index_seal(&st);
+    if (cfg->sessions.enabled)
+        svc_index_seal(&st);
 }
 
 int svc_session_get(const struct svc_config *cfg, const char *sid, json_object **out,
@@ -459,7 +448,7 @@ int svc_session_get(const struct svc_config *cfg, const char *sid, json_object *
     struct stat dst[4], sst;
     int k = cache && read_again(s.msg_dir) ? watched_slot(s.msg_dir) : -1;
     bool armed = k >= 0 && watch_arm(&s, k, gen, dst) && sidecar_stat(&s, &sst);
-    if (check_session(cfg, sid, &s, false, err) != 0) /* repaired below, only when needed */
+    if (check_session(sid, &s, false, err) != 0) /* repaired below, only when needed */
         return -1;
     json_object *sc = NULL;
     bool has;

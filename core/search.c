@@ -29,9 +29,7 @@
 /* A message row's rowid is doc << MID_BITS | message id (a session's rows are one range). */
 #define MID_BITS 24
 #define TERMS_MAX 32
-/* The matches ranked (docs/DECISIONS.md "Full-text search"): the newest WINDOW, so a word
- * in every message costs a fixed amount. A word's weight counts its messages up to DF_MAX
- * and estimates the rest. */
+/* The newest WINDOW matches are ranked, a word's messages counted to DF_MAX (DECISIONS.md). */
 #define WINDOW 100
 #define DF_MAX 200
 #define OFFSET_MAX WINDOW
@@ -65,8 +63,6 @@ static int fold_token(void *p, int flags, const char *tok, int ntok, int start, 
             small[i] = (char)(w[i] >= 'A' && w[i] <= 'Z' ? w[i] - 'A' + 'a' : w[i]);
         return c->token(c->ctx, flags, small, (int)n, start, end);
     }
-    (void)tok;
-    (void)ntok;
     char *raw = svc_xstrndup(w, n);
     char *f = svc_fold(raw);
     int rc = c->token(c->ctx, flags, f, (int)strlen(f), start, end);
@@ -131,8 +127,7 @@ static int count_hit(const Fts5ExtensionApi *api, Fts5Context *fts, void *p)
 
 static int64_t doc_max(void);
 
-/* A phrase's messages: counted to DF_MAX, then estimated from the share of sessions (in
- * the order indexed) the first DF_MAX took, at most rows. */
+/* A phrase's messages: counted to DF_MAX, then estimated from the sessions those took. */
 static double phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, int64_t rows,
                           int *rc)
 {
@@ -153,8 +148,7 @@ static void rank_data_free(void *p)
     free(d);
 }
 
-/* Per query: the mean message length and each phrase's weight, ln((N - n + .5) / (n + .5))
- * as bm25, with n estimated past DF_MAX: a word in every message costs DF_MAX steps. */
+/* Per query: the mean message length and each phrase's bm25 weight (n estimated past DF_MAX). */
 static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts, int *rc)
 {
     struct rank_data *d = api->xGetAuxdata(fts, 0);
@@ -171,8 +165,7 @@ static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts
     for (int i = 0; *rc == SQLITE_OK && i < d->nphrase; i++) {
         double hits = phrase_hits(api, fts, i, rows, rc);
         double idf = log(((double)rows - hits + 0.5) / (hits + 0.5));
-        d->idf[i] = idf > 0.01 ? idf : 0.01; /* a word in most messages weighs little (fts5's
-                                              * bm25: 1e-6, below the rank's resolution) */
+        d->idf[i] = idf > 0.01 ? idf : 0.01; /* fts5's 1e-6 is below the rank's resolution */
     }
     if (*rc == SQLITE_OK)
         *rc = api->xSetAuxdata(fts, d, rank_data_free);
@@ -181,13 +174,10 @@ static struct rank_data *rank_data(const Fts5ExtensionApi *api, Fts5Context *fts
     return *rc == SQLITE_OK ? d : NULL;
 }
 
-/* svcrank(msgs): -bm25 (k1 1.2, b 0.75) of the row, lower is better as fts5's rank; equal
- * scores put the session indexed last first. */
+/* svcrank(msgs): -bm25 (k1 1.2, b 0.75); of equal scores the session indexed last first. */
 static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
                     sqlite3_value **val)
 {
-    (void)nval;
-    (void)val;
     int rc = SQLITE_OK, ninst = 0, len = 0;
     struct rank_data *d = rank_data(api, fts, &rc);
     double freq[TERMS_MAX + 1] = {0}, score = 0;
@@ -213,18 +203,15 @@ static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     sqlite3_result_double(ctx, -(floor(score * 0x1p20 + 0.5) + doc / 0x1p22) / 0x1p20);
 }
 
-/* The last answer of svc_sees in this query: a page holds many rows of one session, and a
- * summary is parsed for each look. */
+/* svc_sees's last answer in this query (a page holds many rows of one session). */
 static struct {
     char *sid;
     bool sees;
 } sees_memo;
 
-/* svc_sees(owner, sid): whether scope owner sees session sid, by its summary in the listing
- * (another user's session is not there for this one, SPEC 14). */
+/* svc_sees(owner, sid): whether owner sees session sid, by its listed summary (SPEC 14). */
 static void sql_sees(sqlite3_context *ctx, int n, sqlite3_value **v)
 {
-    (void)n;
     const char *owner = (const char *)sqlite3_value_text(v[0]);
     const char *sid = (const char *)sqlite3_value_text(v[1]);
     if (!owner || !sid) {
@@ -253,8 +240,8 @@ struct snip {
     unsigned char hit[2 * SNIP_WORDS];              /* which of them matched */
 };
 
-/* The window holding the most matches, starting two words before the first of them; the
- * words from SNIP_WORDS before it on are kept, to show them when the text ends early. */
+/* The window holding the most matches, from two words before the first; SNIP_WORDS words
+ * before it are kept too, for a text that ends early. */
 static int snip_window(const Fts5ExtensionApi *api, Fts5Context *fts, struct snip *sn)
 {
     int ninst = 0, best = -1, rc = api->xInstCount(fts, &ninst);
@@ -284,8 +271,6 @@ static int snip_window(const Fts5ExtensionApi *api, Fts5Context *fts, struct sni
 static int snip_word(void *p, int flags, const char *tok, int ntok, int start, int end)
 {
     struct snip *sn = p;
-    (void)tok;
-    (void)ntok;
     if (flags & FTS5_TOKEN_COLOCATED)
         return SQLITE_OK;
     int w = sn->words++;
@@ -327,13 +312,11 @@ static char *snip_render(const struct snip *sn, const char *text, int n, int *le
     return svc_buf_steal(&b);
 }
 
-/* svcsnip(msgs): up to SNIP_WORDS words of the body around its matches, the matched words
- * in **, … where it was cut (fts5's snippet() tokenizes the text twice and reads its size). */
+/* svcsnip(msgs): SNIP_WORDS words around the matches, matched ones in **, … where cut (fts5's
+ * snippet() tokenizes the text twice). */
 static void svcsnip(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_context *ctx, int nval,
                     sqlite3_value **val)
 {
-    (void)nval;
-    (void)val;
     struct snip sn = {0};
     const char *text = NULL;
     int n = 0, rc = api->xColumnText(fts, 0, &text, &n);
@@ -409,13 +392,6 @@ static struct {
 static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
                        int64_t from);
 
-/* A literal's statement, prepared once per connection (hostdb.h): SQLITE_OK or an error. */
-static int prep(const char *sql, sqlite3_stmt **st)
-{
-    *st = svc_hostdb_stmt(&S.h, sql);
-    return *st ? SQLITE_OK : SQLITE_ERROR;
-}
-
 /* The largest session number indexed (0 when none). */
 static int64_t doc_max(void)
 {
@@ -487,7 +463,8 @@ static void memo_put(const char *sid, double updated, int64_t msgs)
     m->msgs = msgs;
 }
 
-/* Linear probing's deletion: the entries after it that it displaced move back. */
+/* Linear probing's deletion: the entries after it in its run are put again (one may have
+ * been displaced by it). */
 static void memo_del(const char *sid)
 {
     struct memo *m = memo_find(sid);
@@ -496,15 +473,10 @@ static void memo_del(const char *sid)
     free(m->sid);
     m->sid = NULL;
     S.n--;
-    size_t i = (size_t)(m - S.v);
-    for (size_t j = (i + 1) & (S.cap - 1); S.v[j].sid; j = (j + 1) & (S.cap - 1)) {
-        size_t h = memo_hash(S.v[j].sid);
-        bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
-        if (!stays) {
-            S.v[i] = S.v[j];
-            S.v[j].sid = NULL;
-            i = j;
-        }
+    for (size_t j = ((size_t)(m - S.v) + 1) & (S.cap - 1); S.v[j].sid; j = (j + 1) & (S.cap - 1)) {
+        struct memo e = S.v[j];
+        S.v[j].sid = NULL;
+        *memo_slot(e.sid) = e;
     }
 }
 
@@ -516,9 +488,8 @@ static void db_close(void)
     S.mark = (struct svc_list_mark){0};
 }
 
-/* Read every docs row into the memo at first, and when the file has a new generation. A
- * session another process indexed meanwhile costs a look at its row, not a reading.
- * Returns 1 when another process stamped the file for another schema. */
+/* Read every docs row into the memo at first and at a new generation: 0, -1, or 1 when the
+ * file is stamped for another schema. */
 static int memo_load(void)
 {
     int64_t v = svc_hostdb_int(&S.h, "PRAGMA data_version", -1);
@@ -538,8 +509,8 @@ static int memo_load(void)
         return 0;
     memo_clear();
     S.mark = (struct svc_list_mark){0};
-    sqlite3_stmt *st = NULL;
-    if (prep("SELECT sid, updated, nmsgs FROM docs", &st) != SQLITE_OK)
+    sqlite3_stmt *st = svc_hostdb_stmt(&S.h, "SELECT sid, updated, nmsgs FROM docs");
+    if (!st)
         return -1;
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -550,8 +521,8 @@ static int memo_load(void)
     return S.loaded ? 0 : -1;
 }
 
-/* Open the file (or a temporary index) and check its stamp (this schema, root and agent;
- * a fresh file gets it): 0, or 1 when it must be thrown away, -1 when unusable. */
+/* Open the file (or a temporary index) and check its stamp (schema, root, agent): 0, 1 when
+ * it must be thrown away, -1 when unusable. */
 static int db_try_open(void)
 {
     static const char setup[] = "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
@@ -569,8 +540,7 @@ static int db_try_open(void)
     return code == SQLITE_BUSY || code == SQLITE_LOCKED ? -1 : 1;
 }
 
-/* The index of cfg's root open in S.h (rebuilt when damaged or another's); with caches off
- * a temporary one, built for this request. */
+/* The index of cfg's root open in S.h (rebuilt when damaged); caches off: a temporary one. */
 static int db_open(const struct svc_config *cfg, struct svc_err *err)
 {
     bool temp = cfg->sessions.cache == SVC_CACHE_OFF;
@@ -583,11 +553,9 @@ static int db_open(const struct svc_config *cfg, struct svc_err *err)
     free(S.agent);
     S.root = svc_xstrdup(cfg->sessions.root);
     S.agent = svc_xstrdup(cfg->sessions.agent_id);
-    size_t klen = strlen(S.root) + 1 + strlen(S.agent);
-    char *key = svc_xmalloc(klen + 1);
-    memcpy(key, S.root, strlen(S.root) + 1);
-    memcpy(key + strlen(S.root) + 1, S.agent, strlen(S.agent) + 1);
-    S.path = temp ? NULL : svc_hostdb_path(cfg->search.index_dir, NULL, key, klen);
+    char *key = NULL; /* root NUL agent */
+    int klen = svc_xasprintf(&key, "%s%c%s", S.root, '\0', S.agent);
+    S.path = temp ? NULL : svc_hostdb_path(cfg->search.index_dir, NULL, key, (size_t)klen);
     free(key);
     if (!temp && svc_mkdirs(cfg->search.index_dir, 0700, err) != 0)
         return -1;
@@ -614,17 +582,23 @@ static int db_open(const struct svc_config *cfg, struct svc_err *err)
     return 0;
 }
 
+/* The file thrown away (a derived file), worth one more try. */
+static void db_discard(void)
+{
+    db_close();
+    svc_hostdb_remove(S.path);
+    S.removed = true;
+}
+
 static int db_fail(const char *what, struct svc_err *err)
 {
     int code = S.h.db ? sqlite3_errcode(S.h.db) : SQLITE_CANTOPEN;
     svc_err_set(err, SVC_E_IO, "search index: %s: %s", what, svc_hostdb_errmsg(&S.h));
-    /* a derived file: anything that says its bytes are wrong is cause to build it anew */
+    /* anything that says its bytes are wrong is cause to build it anew */
     if (code == SQLITE_CORRUPT || code == SQLITE_NOTADB || code == SQLITE_IOERR ||
         code == SQLITE_PROTOCOL) {
         svc_logf("search: the index %s is damaged: removed, the next query rebuilds it", S.path);
-        db_close();
-        svc_hostdb_remove(S.path);
-        S.removed = true;
+        db_discard();
     }
     return -1;
 }
@@ -665,19 +639,17 @@ static int run_doc(const char *sql, int64_t doc)
 /* A session's docs row: 1 with its fields, 0 when none, -1 on error. */
 static int doc_row(const char *sid, int64_t *doc, double *updated, int64_t *msgs, int64_t *next)
 {
-    sqlite3_stmt *st = NULL;
-    if (prep("SELECT doc, updated, nmsgs, next_id FROM docs WHERE sid = ?1", &st) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st), found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-    if (found == 1) {
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(
+        &S.h, &st, "SELECT doc, updated, nmsgs, next_id FROM docs WHERE sid = ?1", "s", sid);
+    if (rc == SQLITE_ROW) {
         *doc = sqlite3_column_int64(st, 0);
         *updated = sqlite3_column_double(st, 1);
         *msgs = sqlite3_column_int64(st, 2);
         *next = sqlite3_column_int64(st, 3);
     }
     sqlite3_reset(st);
-    return found;
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
 static int drop_session(const char *sid)
@@ -693,24 +665,12 @@ static int drop_session(const char *sid)
     return run_doc("DELETE FROM docs WHERE doc = ?3", doc);
 }
 
-static int add_message(int64_t doc, int64_t id, json_object *rec)
-{
-    const char *role = "user";
-    char *text = message_text(rec, &role);
-    int rc = *text ? svc_hostdb_run(&S.h, "INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)",
-                                    "lss", doc << MID_BITS | id, text, role)
-                   : 0;
-    free(text);
-    return rc;
-}
-
 static double mtime_of(const struct stat *st)
 {
     return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec / 1e9;
 }
 
-/* Index message id of h anew (its row gone; none when the file is). *seen gets its mtime
- * when later. */
+/* Index message id of h anew (its row gone); *seen gets its mtime when later. */
 static int add_file(struct svc_sess *h, int64_t doc, int64_t id, double *seen)
 {
     json_object *rec = NULL;
@@ -724,13 +684,18 @@ static int add_file(struct svc_sess *h, int64_t doc, int64_t id, double *seen)
     }
     if (mtime_of(&sb) > *seen)
         *seen = mtime_of(&sb);
-    int rc = add_message(doc, id, rec);
+    const char *role = "user";
+    char *text = message_text(rec, &role);
+    int rc = *text ? svc_hostdb_run(&S.h, "INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)",
+                                    "lss", doc << MID_BITS | id, text, role)
+                   : 0;
+    free(text);
     json_object_put(rec);
     return rc;
 }
 
-/* Index the messages of h from id `from` on (msgs: the listing's count, trusted when the
- * files agree); *next gets the largest id + 1, *seen the newest mtime read. */
+/* Index h's messages from id `from` on (msgs: the listing's count); *next gets the largest id
+ * + 1, *seen the newest mtime read. */
 static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t msgs, int64_t *next,
                         double *seen)
 {
@@ -748,8 +713,8 @@ static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t m
     return rc;
 }
 
-/* A session that grew may also have had a message redacted or edited since it was read: the
- * earlier files (below `from`) written after *seen are indexed anew, the others not read. */
+/* A session that grew may have had a message edited too: those below `from` written after
+ * *seen are indexed anew, the others not read. */
 static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, double *seen)
 {
     double was = *seen;
@@ -769,7 +734,6 @@ static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, doubl
 static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs, int64_t next,
                      double seen, json_object *sum)
 {
-    /* a row there is updated in place: sid's index is left alone */
     const char *sql = doc > 0 ? "UPDATE docs SET sid = ?2, updated = ?3, nmsgs = ?4, next_id = ?5,"
                                 " title = ?6, updated_at = ?7, archived = ?8, created_at = ?9,"
                                 " seen = ?10 WHERE doc = ?1"
@@ -782,29 +746,24 @@ static int doc_write(const char *sid, int64_t doc, double updated, int64_t msgs,
                           svc_json_str(sum, "created_at", ""), seen);
 }
 
-/* Whether row doc is of this session: one deleted and made again under its id between two
- * queries has another created_at (its rows are then all replaced). *seen: the newest mtime
- * its files had when read. */
+/* Whether row doc is of this session (one made again has another created_at); *seen: the
+ * newest mtime its files had when read. */
 static bool same_session(int64_t doc, json_object *sum, double *seen)
 {
-    sqlite3_stmt *st = NULL;
+    sqlite3_stmt *st;
     bool same = false;
-    if (prep("SELECT created_at, seen FROM docs WHERE doc = ?1", &st) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, doc);
-        const char *c = NULL;
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            c = (const char *)sqlite3_column_text(st, 0);
-            *seen = sqlite3_column_double(st, 1);
-        }
+    if (svc_hostdb_step(&S.h, &st, "SELECT created_at, seen FROM docs WHERE doc = ?1", "l", doc) ==
+        SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(st, 0);
+        *seen = sqlite3_column_double(st, 1);
         same = c && strcmp(c, svc_json_str(sum, "created_at", "")) == 0;
     }
     sqlite3_reset(st);
     return same;
 }
 
-/* Bring one session's rows to what the listing says (updated, msgs), inside a transaction:
- * new messages only when the count grew, all of them anew when it did not or the session
- * was made again. */
+/* Bring one session's rows to what the listing says, in a transaction: new messages when the
+ * count grew, else all of them anew. */
 static int index_session(const struct svc_config *cfg, const char *sid, double updated,
                          int64_t msgs)
 {
@@ -836,8 +795,7 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         rc = -1;
     next = from;
     if (rc == 0) {
-        svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole (a read-only
-                                       * root may have no lock to take) */
+        svc_sess_lock(&h, false, &e); /* best effort: files are replaced whole */
         double before = seen;
         rc = recheck_messages(&h, doc, from, &seen);
         if (seen != before)
@@ -915,9 +873,8 @@ static int newest_first(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-/* Apply the changes, BATCH sessions per transaction, the newest first; with until (a
- * monotonic time, 0: none) past, stop between two transactions: 1 (the rest waits for the
- * next catch-up), else 0, or -1. */
+/* Apply the changes, BATCH a transaction, newest first: 0, -1, or 1 when until (monotonic,
+ * 0: none) passed between two transactions (the rest waits). */
 static int apply_changes(const struct svc_config *cfg, struct changed *c, double until,
                          struct svc_err *err)
 {
@@ -957,9 +914,7 @@ static int catch_up(const struct svc_config *cfg, double until, struct svc_err *
     int stale = memo_load();
     if (stale == 1) {
         svc_logf("search: the index %s is damaged or another's: rebuilt", S.path);
-        db_close();
-        svc_hostdb_remove(S.path);
-        S.removed = true;
+        db_discard();
         return svc_err_set(err, SVC_E_IO, "search index %s: another schema", S.path);
     }
     if (stale != 0)
@@ -1015,8 +970,7 @@ static void add_term(struct svc_buf *b, const char *s, size_t n, bool prefix, in
     (*terms)++;
 }
 
-/* q as an FTS5 expression: words in any order (AND), "phrases", word* prefixes; every other
- * character is text. Heap string, or NULL with err. */
+/* q as an FTS5 expression: words (AND), "phrases", word* prefixes; heap, or NULL with err. */
 static char *match_of(const char *q, struct svc_err *err)
 {
     size_t n = q ? strlen(q) : 0;
@@ -1028,23 +982,16 @@ static char *match_of(const char *q, struct svc_err *err)
     struct svc_buf b;
     svc_buf_init(&b);
     int terms = 0;
-    for (const char *p = q; *p;) {
-        if (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') {
-            p++;
-            continue;
-        }
+    static const char ws[] = " \t\n\r";
+    for (const char *p = q + strspn(q, ws); *p; p += strspn(p, ws)) {
         const char *start = p, *end;
         if (*p == '"') {
             start = ++p;
-            while (*p && *p != '"')
-                p++;
-            end = p;
+            end = p += strcspn(p, "\"");
             if (*p)
                 p++;
         } else {
-            while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '"')
-                p++;
-            end = p;
+            end = p += strcspn(p, " \t\n\r\"");
         }
         bool prefix = false;
         if (*start != '"' && end > start && (end[-1] == '*' || *p == '*')) {
@@ -1104,9 +1051,8 @@ static json_object *result_row(sqlite3_stmt *st)
     return r;
 }
 
-/* Whether sid's directory is there: a session removed in the listing's blind spot (a root
- * mtime that did not move within the filesystem's clock tick) is not answered. A page holds
- * many rows of one session: the last answer is kept for the page. */
+/* Whether sid's directory is there (one removed in the listing's blind spot, a root mtime
+ * within a clock tick, is not answered); the last answer is kept for the page. */
 static bool session_there(const struct svc_store *store, const char *sid, char **last, bool *was)
 {
     if (*last && strcmp(*last, sid) == 0)
@@ -1124,20 +1070,14 @@ static int64_t nth_newest(const char *match, const char *role, int64_t n)
         "SELECT rowid FROM msgs WHERE msgs MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
         "SELECT rowid FROM msgs WHERE msgs MATCH ?1 AND role = ?3 ORDER BY rowid DESC"
         " LIMIT 1 OFFSET ?2"};
-    sqlite3_stmt *st = NULL;
-    if (prep(sql[role != NULL], &st) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(st, 1, match, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 2, n - 1);
-    if (role)
-        sqlite3_bind_text(st, 3, role, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&S.h, &st, sql[role != NULL], "sls", match, n - 1, role);
     int64_t r = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : rc == SQLITE_DONE ? 0 : -1;
     sqlite3_reset(st);
     return r;
 }
 
-/* The page's statement, bound: the matches from the WINDOW-th newest on, best first. */
+/* The page's statement stepped once: the matches from the WINDOW-th newest on, best first. */
 static int page_stmt(const char *match, const struct svc_search_query *q, int64_t offset,
                      sqlite3_stmt **st)
 {
@@ -1152,37 +1092,27 @@ static int page_stmt(const char *match, const struct svc_search_query *q, int64_
 #undef SQL
     const char *role = q->role && *q->role ? q->role : NULL;
     int64_t from = nth_newest(match, role, WINDOW);
-    if (from < 0 || prep(sql[role != NULL], st) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_text(*st, 1, match, -1, SQLITE_STATIC);
-    sqlite3_bind_int(*st, 2, q->include_archived);
-    if (role)
-        sqlite3_bind_text(*st, 3, role, -1, SQLITE_STATIC);
-    sqlite3_bind_int64(*st, 4, q->limit + 1);
-    sqlite3_bind_int64(*st, 5, offset);
-    sqlite3_bind_int64(*st, 6, (INT64_C(1) << MID_BITS) - 1);
-    sqlite3_bind_int(*st, 7, MID_BITS);
-    sqlite3_bind_int64(*st, 8, from);
-    if (q->owner)
-        sqlite3_bind_text(*st, 9, q->owner, -1, SQLITE_STATIC);
-    return 0;
+    *st = NULL;
+    if (from < 0)
+        return SQLITE_ERROR;
+    return svc_hostdb_step(&S.h, st, sql[role != NULL], "sislllils", match, q->include_archived,
+                           role, q->limit + 1, offset, (INT64_C(1) << MID_BITS) - 1, MID_BITS, from,
+                           q->owner);
 }
 
 static int run_query(const struct svc_store *store, const char *match,
                      const struct svc_search_query *q, int64_t offset, json_object **out,
                      struct svc_err *err)
 {
-    sqlite3_stmt *st = NULL;
+    sqlite3_stmt *st;
     free(sees_memo.sid); /* one owner a query */
     sees_memo.sid = NULL;
-    if (page_stmt(match, q, offset, &st) != 0)
-        return db_fail("search", err);
+    int rc = page_stmt(match, q, offset, &st);
     json_object *results = json_object_new_array();
-    int rc;
     int64_t got = 0; /* rows consumed */
     bool more = false, was = false;
     char *last = NULL;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st)) {
         if (got == q->limit) {
             more = true;
             break;
@@ -1205,6 +1135,22 @@ static int run_query(const struct svc_store *store, const char *match,
     return 0;
 }
 
+/* The index open and caught up (until: as apply_changes'), then with match its page of
+ * matches; tried once more when a damaged file was thrown away: 0 or -1. */
+static int search_ready(const struct svc_config *cfg, double until, const struct svc_store *st,
+                        const char *match, const struct svc_search_query *q, int64_t offset,
+                        json_object **out, struct svc_err *err)
+{
+    S.removed = false;
+    for (int tries = 0; tries < 2 && (tries == 0 || S.removed); tries++) {
+        S.removed = false;
+        if (db_open(cfg, err) == 0 && catch_up(cfg, until, err) == 0 &&
+            (!match || run_query(st, match, q, offset, out, err) == 0))
+            return 0;
+    }
+    return -1;
+}
+
 int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, json_object **out,
                struct svc_err *err)
 {
@@ -1216,18 +1162,12 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
     if (!match)
         return -1;
     int rc = -1;
-    S.removed = false;
-    if (!cfg->sessions.enabled)
-        svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    for (int tries = 0; cfg->sessions.enabled && tries < 2 && (tries == 0 || S.removed); tries++) {
-        S.removed = false;
-        if (db_open(cfg, err) == 0 && catch_up(cfg, 0, err) == 0)
-            rc = run_query(&st, match, q, offset, out, err);
-        if (rc == 0)
-            break;
-    }
+    if (!cfg->sessions.enabled)
+        svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
+    else
+        rc = search_ready(cfg, 0, &st, match, q, offset, out, err);
     if (!S.path)
         db_close(); /* a temporary index serves one request */
     free(match);
@@ -1261,28 +1201,12 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
     return 0;
 }
 
-/* ---- the transcript keys of chain.h: one row a message (key, doc, pos, mid), the
- * session's last key, count and whether it ran turns on its docs row; the lookup ---- */
+/* ---- the transcript keys of chain.h: a row a message, the last key on the docs row ---- */
 
-/* The index open and caught up (until: a monotonic time past which the catch-up stops
- * between transactions, 0: none): 0 or -1. */
-static int search_ready(const struct svc_config *cfg, double until, struct svc_err *err)
-{
-    S.removed = false;
-    for (int tries = 0; tries < 2 && (tries == 0 || S.removed); tries++) {
-        S.removed = false;
-        if (db_open(cfg, err) == 0 && catch_up(cfg, until, err) == 0)
-            return 0;
-    }
-    return -1;
-}
-
-/* A transcript lookup catches up for at most this long, newest sessions first; what is left
- * waits for the next lookup or search. */
+/* How long a transcript lookup catches up (newest first); the rest waits. */
 #define CHAIN_BUDGET_S 0.25
 
-/* The session's transcript keys (chain.h), one row a message: those of its messages from
- * id from on after the keys it has (from 0, or none kept: all of them anew). */
+/* The session's transcript keys from message `from` on (0, or none kept: all anew). */
 static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
                        int64_t from)
 {
@@ -1291,17 +1215,16 @@ static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_
     sqlite3_stmt *st = NULL;
     unsigned char key[32];
     /* from a session's keys so far (those of the messages before from), else all anew */
-    if (from > 0 && prep("SELECT chain_key, chain_n FROM docs WHERE doc = ?1", &st) == SQLITE_OK) {
-        sqlite3_bind_int64(st, 1, doc);
-        bool have = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 32;
-        if (have) {
-            memcpy(key, sqlite3_column_blob(st, 0), 32);
-            pos = sqlite3_column_int64(st, 1);
-        }
-        sqlite3_reset(st);
-        from = have ? from : 0;
+    bool have = from > 0 &&
+                svc_hostdb_step(&S.h, &st, "SELECT chain_key, chain_n FROM docs WHERE doc = ?1",
+                                "l", doc) == SQLITE_ROW &&
+                sqlite3_column_bytes(st, 0) == 32;
+    if (have) {
+        memcpy(key, sqlite3_column_blob(st, 0), 32);
+        pos = sqlite3_column_int64(st, 1);
     }
-    if (from <= 0) {
+    sqlite3_reset(st);
+    if (!have) {
         from = pos = 0;
         svc_chain_seed(svc_user_owner(sum), key);
         if (run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
@@ -1329,21 +1252,17 @@ static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_
     return rc;
 }
 
-/* The session not archived with a row keyed key: a session's tip (pos its chain_n) before a
- * fork point, one that ran turns before one that only holds items (a client's own store,
- * kept by the Conversations API), then the newest. 1 with *hit, 0 none, -1 error. */
+/* The unarchived session with a row keyed key: a tip before a fork point, one that ran turns
+ * before one of items only (Conversations API), then the newest. 1 with *hit, 0, -1. */
 static int chain_at(int64_t key, struct svc_chain_hit *hit)
 {
-    sqlite3_stmt *st = NULL;
-    if (prep("SELECT d.sid, c.pos, c.mid, d.chain_n, d.nmsgs FROM chain c JOIN docs d"
-             " ON d.doc = c.doc"
-             " WHERE c.key = ?1 AND NOT d.archived ORDER BY c.pos = d.chain_n DESC, d.ran DESC,"
-             " d.updated DESC LIMIT 1",
-             &st) != SQLITE_OK)
-        return -1;
-    sqlite3_bind_int64(st, 1, key);
-    int rc = sqlite3_step(st), found = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
-    if (found == 1) {
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&S.h, &st,
+                             "SELECT d.sid, c.pos, c.mid, d.chain_n, d.nmsgs FROM chain c JOIN docs"
+                             " d ON d.doc = c.doc WHERE c.key = ?1 AND NOT d.archived ORDER BY"
+                             " c.pos = d.chain_n DESC, d.ran DESC, d.updated DESC LIMIT 1",
+                             "l", key);
+    if (rc == SQLITE_ROW) {
         snprintf(hit->sid, sizeof hit->sid, "%s", (const char *)sqlite3_column_text(st, 0));
         hit->pos = sqlite3_column_int64(st, 1);
         hit->mid = sqlite3_column_int64(st, 2);
@@ -1351,13 +1270,14 @@ static int chain_at(int64_t key, struct svc_chain_hit *hit)
         hit->msgs = sqlite3_column_int64(st, 4);
     }
     sqlite3_reset(st);
-    return found;
+    return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : -1;
 }
 
 int svc_search_chain_find(const struct svc_config *cfg, const int64_t *ids, size_t n,
                           struct svc_chain_hit *hit, struct svc_err *err)
 {
-    int rc = search_ready(cfg, svc_time_monotonic() + CHAIN_BUDGET_S, err);
+    int rc =
+        search_ready(cfg, svc_time_monotonic() + CHAIN_BUDGET_S, NULL, NULL, NULL, 0, NULL, err);
     /* a key found at k means the same session holds k - 1 too: the longest, by bisection */
     size_t lo = 0, hi = n; /* found for lo (0: nothing), not known above */
     struct svc_chain_hit h;

@@ -27,7 +27,7 @@ struct svc_search_query {
     int64_t limit;      /* 1..SVC_SEARCH_LIMIT_MAX */
     const char *cursor; /* next_cursor of the page before, or NULL */
     bool include_archived;
-    const char *role;  /* NULL or user|assistant|tool|system */
+    const char *role;  /* NULL or user|assistant|tool */
     const char *owner; /* NULL: every session; else only those this scope sees (user.h) */
 };
 
@@ -40,11 +40,9 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
 int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t *messages,
                        struct svc_err *err);
 
-/* The transcript keys (chain.h) of this host's index, caught up first for at most a quarter
- * of a second, the newest sessions first (the rest at the next lookup or search): the session (not
- * archived) holding the longest prefix of ids[0..n), the tip of a session before a longer
- * one, the newest first. 1 with *hit (pos: how many of ids it holds, mid: the id of its
- * message there, total: its keyed messages, msgs: its messages), 0 when none, -1 with err. */
+/* The unarchived session holding the longest prefix of transcript keys ids[0..n) (chain.h),
+ * the index caught up first for at most 0.25 s: 1 with *hit (pos: how many of ids it holds,
+ * mid: its message there, total: its keyed messages), 0 when none, -1 with err. */
 struct svc_chain_hit {
     char sid[SVC_ID_MAX + 1];
     int64_t pos, mid, total;

@@ -1,7 +1,8 @@
 /* hostdb: a temporary database holds a keyed set larger than its page cache and gives it
  * back in key order (what an export's ids and an import's files and sessions rely on); a
- * statement is prepared once per connection; a file's stamp is written when fresh, kept
- * when it matches and refused when it names another schema; the path is a hash of its key. */
+ * statement is prepared once per connection, bound and stepped by svc_hostdb_step/run; a file's
+ * stamp is written when fresh, kept when it matches and refused when it names another schema; the
+ * path is a hash of its key. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,21 @@ static void temp_set(void)
     }
     is_int(n, 30000, "all read back");
     ok(sorted, "in key order");
+    is_int(svc_hostdb_step(&h, &st, "SELECT id FROM ids WHERE id > ?1 ORDER BY id", "s",
+                           "session-00029998-padding-padding"),
+           SQLITE_ROW, "step: a row, the text bound");
+    is_str((const char *)sqlite3_column_text(st, 0), "session-00029999-padding-padding",
+           "step: the row is readable");
+    sqlite3_reset(st);
+    is_int(svc_hostdb_step(&h, &st, "SELECT id FROM ids WHERE id > ?1 ORDER BY id", "s", "z"),
+           SQLITE_DONE, "step: no row");
+    sqlite3_reset(st);
+    is_int(svc_hostdb_step(&h, &st, "SELECT nothing FROM nowhere", ""), SQLITE_ERROR,
+           "step: a statement that cannot be prepared");
+    ok(!st, "and no statement");
+    is_int(svc_hostdb_run(&h, "INSERT INTO ids VALUES (?1)", "s", "x"), 0, "run: done");
+    is_int(svc_hostdb_run(&h, "INSERT INTO ids VALUES (?1)", "s", "x"), -1,
+           "run: a constraint failed");
     svc_hostdb_close(&h);
     ok(!h.db, "closed");
 }
