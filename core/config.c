@@ -680,7 +680,6 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
     }
     return svc_err_set(err, SVC_E_INTERNAL, "config: bad table row %s", r->name);
 }
-#undef FAIL
 
 /* Put row r's default into base. */
 static int row_default(const struct cfg_row *r, void *base, const char *home, struct svc_err *err)
@@ -864,7 +863,7 @@ static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l, const st
     if (n->kind == CFGY_NULL)
         return CFGY_SKIP;
     if (n->kind != CFGY_SEQ)
-        return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a sequence of mappings");
+        return FAIL("expected a sequence of mappings");
     if (n->count > 0) {
         void *arr = svc_xcalloc(n->count, l->size);
         memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
@@ -892,7 +891,7 @@ static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct 
         if (n->kind == CFGY_NULL)
             return CFGY_SKIP;
         if (n->kind != CFGY_MAP)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
+            return FAIL("expected a mapping");
         memset(fr, 0, sizeof *fr);
         fr->kind = FR_SECTION;
         fr->rows = cfg_rows;
@@ -911,7 +910,7 @@ static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct
     const struct cfg_list *l = fr->list;
     const char *why = l->check ? l->check(fr->base) : NULL;
     if (why)
-        return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
+        return FAIL("%s", why);
     for (size_t i = 0; i < l->nrows; i++) {
         const struct cfg_row *r = &l->rows[i];
         char key[256];
@@ -944,7 +943,7 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         if (self->kind == FR_ITEM)
             return cfg_leave_item(c, self, n, err);
         if (self->kind == FR_LIST && (int64_t)self->n < self->row->min)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+            return FAIL("must not be empty");
         return CFGY_SKIP;
     }
 
@@ -972,7 +971,7 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
     case FR_ITEMS: {
         const struct cfg_list *l = parent->list;
         if (n->kind != CFGY_MAP)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
+            return FAIL("expected a mapping");
         memset(self, 0, sizeof *self);
         self->kind = FR_ITEM;
         self->list = l;
@@ -1000,15 +999,14 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         char got[96];
         describe(r, n, got, sizeof got);
         if (n->kind != CFGY_SCALAR)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected %s, got %s",
-                            r->type == CT_PATHS ? "a path" : "a string", got);
+            return FAIL("expected %s, got %s", r->type == CT_PATHS ? "a path" : "a string", got);
         if (strlen(n->text) != n->len)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "contains a NUL character");
+            return FAIL("contains a NUL character");
         if (n->len == 0)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+            return FAIL("must not be empty");
         const char *why = r->check ? r->check(n->text) : NULL;
         if (why)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
+            return FAIL("%s", why);
         char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : svc_xstrdup(n->text);
         (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
         return CFGY_SKIP;

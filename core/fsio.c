@@ -43,11 +43,9 @@ static int fsync_dir_of(const char *path)
     return rc;
 }
 
-/* Test hook, compiled only into test builds (make TEST_HOOKS=1, which `make test` and
- * `make asan` use): when SVC_TEST_CRASH_BEFORE_RENAME is "<substring>" or
- * "<substring>#<n>", the n-th write (default the first) of the process to a path containing
- * substring _exit(77)s after the temp write, before the rename (before the write of an
- * append). Used by t/ to prove that a crash at any write leaves a session that says so. */
+/* Test hook (TEST_HOOKS=1 builds): with SVC_TEST_CRASH_BEFORE_RENAME "<substring>[#<n>]",
+ * the n-th write (default 1st) to a path containing substring _exit(77)s before the rename
+ * (an append: before its write), so t/ can show a crash at any write leaves a session whole. */
 static void crash_point(const char *path)
 #ifdef SVC_TEST_HOOKS
 {
@@ -74,16 +72,18 @@ static void crash_point(const char *path)
 }
 #endif
 
-/* rename(tmp, path), atomic for readers either way. A file that was not synced replaces
- * an existing one by exchanging the two names (renameat2 RENAME_EXCHANGE), then the old
- * file, now under the temp name, is removed: ext4 (auto_da_alloc) starts writeback of the
- * new file at every rename over an existing one, an I/O per replaced file, and the old
- * file's blocks are then freed (a discard on a mount with -o discard); an exchange does
- * neither, and a file replaced again before writeback never reaches the disk. The cost is
- * the guarantee auto_da_alloc gives unsynced replacements: after a power cut such a file
- * can come back empty. Only a store that promises nothing across a power cut
- * (sessions.fsync false) writes unsynced (fsio.h svc_sync_spare). Falls back to rename when
- * there is nothing to exchange with or the filesystem cannot exchange. */
+/* A flag the filesystem does not take (renameat2 on NFS, CephFS, GlusterFS). */
+static bool flag_refused(int e)
+{
+    return e == EINVAL || e == ENOSYS || e == EOPNOTSUPP;
+}
+
+/* rename(tmp, path), atomic for readers either way. An unsynced file replaces an existing
+ * one by RENAME_EXCHANGE, then the old one (now tmp) is removed: ext4's auto_da_alloc starts
+ * writeback at every rename over a file and frees the old blocks (a discard with -o
+ * discard); an exchange does neither, so a file replaced again before writeback never
+ * reaches the disk. Only a store without sessions.fsync writes unsynced (it loses that
+ * guarantee: the file can come back empty after a power cut). */
 static int replace_with(const char *tmp, const char *path, bool unsynced)
 {
     if (unsynced) {
@@ -94,7 +94,7 @@ static int replace_with(const char *tmp, const char *path, bool unsynced)
             /* a directory stood there: put it back; rename refuses it as before */
             if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) != 0)
                 return -1;
-        } else if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
+        } else if (errno != ENOENT && !flag_refused(errno)) {
             return -1;
         }
     }
@@ -164,10 +164,8 @@ int svc_file_write_atomic(const char *path, const void *data, size_t len, bool d
     return svc_file_write_synced(path, data, len, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, err);
 }
 
-/* Temp names ".<name>.tmp-<pid>-<hex>": the pid (fsck tells a dead writer's temp files by
- * it), then a random salt drawn once per process and a counter. Both are kept across
- * writes (getpid and the random source cost a system call each, several times per turn)
- * and reset in a forked child. */
+/* Temp names ".<name>.tmp-<pid>-<salt><counter>": fsck tells a dead writer's temp files by
+ * the pid; pid and salt are drawn once per process (a system call each), anew after fork. */
 static struct {
     pid_t pid; /* 0: draw pid and salt again */
     unsigned long seq;
@@ -195,8 +193,8 @@ static void temp_name(char *out, size_t outsz, const char *path)
     svc_temp_path(out, outsz, path, tail);
 }
 
-/* "<dir>/.<name><tail>": a distributed filesystem (GlusterFS's DHT) places such a name on
- * the brick of "<name>", so renaming it over the target stays atomic for other clients. */
+/* GlusterFS's DHT places "<dir>/.<name><tail>" on the brick of "<name>": a rename over the
+ * target stays atomic for other clients. */
 void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail)
 {
     const char *slash = strrchr(path, '/');
@@ -208,11 +206,8 @@ void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail)
  * directory at path is put back and refused (EISDIR), as rename refuses it. */
 static int replace_keeping(const char *spare, const char *path)
 {
-    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) != 0) {
-        if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-            return -1;
-        return rename(spare, path); /* nothing to exchange with, or no exchange here */
-    }
+    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) != 0)
+        return errno != ENOENT && !flag_refused(errno) ? -1 : rename(spare, path);
     struct stat sb;
     if (lstat(spare, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE);
@@ -222,11 +217,9 @@ static int replace_keeping(const char *spare, const char *path)
     return 0;
 }
 
-/* The rest of a write once fd is open at offset 0 on tmp: a new temp file, or the spare
- * (spare true) of old_size bytes, written over in place (blocks that stay allocated are
- * neither freed nor allocated again). Then the sync asked for, the name replaced, the
- * directory synced. Closes fd; on failure removes tmp (a half-written spare too: the next
- * write starts a new one). */
+/* The rest of a write once fd is open at offset 0 on tmp: a new temp file, or the spare of
+ * old_size bytes written over in place. Then the sync asked for, the rename, the directory
+ * sync. Closes fd; on failure removes tmp (a half-written spare too). */
 static int fill_and_replace(int fd, off_t old_size, const char *tmp, const char *path,
                             const void *data, size_t len, int sync, bool spare, struct svc_err *err)
 {
@@ -264,9 +257,8 @@ out_unlink:
     return -1;
 }
 
-/* SVC_WRITE_SPARE (see fsio.h). Returns 0, -1 with err, or 1 when the spare cannot be used
- * (it is not a lone regular file: removed when it can be) and the caller writes through a
- * temp file instead. */
+/* SVC_WRITE_SPARE: 0, -1 with err, or 1 when the spare cannot be used (removed when it can
+ * be) and the caller writes through a temp file instead. */
 static int write_via_spare(const char *path, const void *data, size_t len, int sync,
                            struct svc_err *err)
 {
@@ -369,9 +361,7 @@ int svc_file_write_new(const char *path, const void *data, size_t len, bool sync
 int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
                          struct svc_err *err)
 {
-    /* one descriptor for the look at the last byte and the append; a durable append that
-     * creates the file also syncs its directory, or the synced line could be lost with the
-     * file's name */
+    /* one descriptor for the look at the last byte and the append */
     const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
     bool created = false;
     int fd = open(path, flags);
@@ -413,12 +403,10 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             return svc_err_set(err, SVC_E_IO, "refused: %s is a symbolic link", path);
         return svc_err_errno(err, "open");
     }
-    /* No fstat first: a read that stops short of filling the buffer is the end of a regular
-     * file, so a small file (a message, a sidecar) costs open, read, close. A file that
-     * fills the first buffer is sized with fstat once, and refused unless regular (a device
-     * would never end). A directory fails the read (EISDIR) and is refused as before.
-     * A caller that asks for the file's stat (a cache keyed by it, core/msgcache.h) gets
-     * the fstat taken before the read: a change after it shows as a different stat. */
+    /* No fstat first: a short read is the end of a regular file, so a small file costs open,
+     * read, close; one that fills the buffer is sized by fstat, and refused unless regular (a
+     * device never ends; a directory fails the read). A caller's *st_out is the fstat taken
+     * before the read: a change after it shows as a different stat (core/msgcache.h). */
     size_t cap = 16384, used = 0;
     bool sized = false;
     if (st_out) {
@@ -430,9 +418,8 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             cap = (size_t)st_out->st_size + 2;
         sized = true;
     }
-    /* an unsized file is read into the stack first, then copied to a heap buffer of its
-     * size: no 16 KiB allocation per small file (each one a large-bin request that makes
-     * malloc consolidate its fast bins) */
+    /* an unsized file goes to the stack first: no 16 KiB malloc per small file (a large-bin
+     * request that makes malloc consolidate its fast bins) */
     char first[16384];
     char *buf = sized ? svc_xmalloc(cap) : first;
     for (;;) {
@@ -599,9 +586,8 @@ bool svc_dir_writable(const char *what, const char *root, char *why, size_t whys
         snprintf(why, whysz, "%s: not configured", what);
         return false;
     }
-    /* Common case in one system call: "<root>/." resolves only when root is a directory
-     * (or a link to one), and access() then checks root itself. Anything else takes the
-     * slow path below, which finds the reason. */
+    /* the common case in one call: "<root>/." resolves only for a directory (or a link to
+     * one); anything else takes the slow path, which finds the reason */
     size_t rl = strlen(root);
     char dot[4096];
     if (rl + 3 <= sizeof dot) {
@@ -678,12 +664,18 @@ static const struct {
     {0x01021997, "9p", false},   {0x858458F6, "ramfs", true},
 };
 
-bool svc_fs_local_magic(unsigned long magic)
+static int fs_index(unsigned long magic)
 {
     for (size_t i = 0; i < sizeof fs_kinds / sizeof fs_kinds[0]; i++)
         if (magic == fs_kinds[i].magic)
-            return fs_kinds[i].local;
-    return false;
+            return (int)i;
+    return -1;
+}
+
+bool svc_fs_local_magic(unsigned long magic)
+{
+    int i = fs_index(magic);
+    return i >= 0 && fs_kinds[i].local;
 }
 
 const char *svc_fs_kind(const char *path, bool *local)
@@ -698,15 +690,9 @@ const char *svc_fs_kind(const char *path, bool *local)
         *slash = '\0';
     }
     free(p);
-    *local = true;
-    if (rc != 0)
-        return "unknown";
-    for (size_t i = 0; i < sizeof fs_kinds / sizeof fs_kinds[0]; i++)
-        if ((unsigned long)sf.f_type == fs_kinds[i].magic) {
-            *local = fs_kinds[i].local;
-            return fs_kinds[i].name;
-        }
-    return "other";
+    int i = rc == 0 ? fs_index((unsigned long)sf.f_type) : -1;
+    *local = i < 0 || fs_kinds[i].local;
+    return rc != 0 ? "unknown" : i < 0 ? "other" : fs_kinds[i].name;
 }
 
 bool svc_fs_shared(int mode, const char *root)
@@ -736,11 +722,6 @@ void svc_fs_fallback_note(const char *what, int err)
     said[i] = what;
     svc_logf("the filesystem refuses %s (%s): using the fallback with the same guarantees", what,
              strerror(err));
-}
-
-static bool flag_refused(int e)
-{
-    return e == EINVAL || e == ENOSYS || e == EOPNOTSUPP;
 }
 
 int svc_rename_noreplace(const char *from, const char *to)
