@@ -94,8 +94,6 @@ json_object *svc_json_new_raw(const char *json)
     return svc_json_new_raw_len(json, strlen(json));
 }
 
-int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
-
 static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty);
 
 /* json-c prints an int64 with "%" PRId64, but through a printbuf it allocates and keeps on
@@ -235,20 +233,22 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
     }
 }
 
-char *svc_json_dump_native(json_object *o)
+static char *dump(json_object *o, bool pretty)
 {
     struct svc_buf b;
     svc_buf_init(&b);
-    dump_value(&b, o, 0, true);
+    dump_value(&b, o, 0, pretty);
     return svc_buf_steal(&b);
+}
+
+char *svc_json_dump_native(json_object *o)
+{
+    return dump(o, true);
 }
 
 char *svc_json_dump_compact(json_object *o)
 {
-    struct svc_buf b;
-    svc_buf_init(&b);
-    dump_value(&b, o, 0, false);
-    return svc_buf_steal(&b);
+    return dump(o, false);
 }
 
 /* json-c's strict mode still takes single quotes, NaN, Infinity and lax UTF-8: refuse them
@@ -265,42 +265,33 @@ static const bool json_outside[256] = {
 /* The end of a JSON number starting at buf[i], or 0 when it breaks the grammar
  * -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; *plain is false when it has a fraction
  * or an exponent. */
+static size_t digits_end(const char *buf, size_t len, size_t j)
+{
+    while (j < len && buf[j] >= '0' && buf[j] <= '9')
+        j++;
+    return j;
+}
+
 static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
 {
-    size_t j = i;
+    size_t d = i + (i < len && buf[i] == '-'), j = digits_end(buf, len, d);
     *plain = true;
-#define DIGIT(k) ((k) < len && buf[k] >= '0' && buf[k] <= '9')
-    if (j < len && buf[j] == '-')
-        j++;
-    if (!DIGIT(j))
-        return 0;
-    if (buf[j] == '0') {
-        j++;
-        if (DIGIT(j))
-            return 0; /* no leading zeros */
-    } else {
-        while (DIGIT(j))
-            j++;
-    }
+    if (j == d || (buf[d] == '0' && j > d + 1))
+        return 0; /* no digits, or a leading zero */
     if (j < len && buf[j] == '.') {
         *plain = false;
-        j++;
-        if (!DIGIT(j))
+        d = j + 1;
+        if ((j = digits_end(buf, len, d)) == d)
             return 0;
-        while (DIGIT(j))
-            j++;
     }
     if (j < len && (buf[j] == 'e' || buf[j] == 'E')) {
         *plain = false;
-        j++;
-        if (j < len && (buf[j] == '+' || buf[j] == '-'))
-            j++;
-        if (!DIGIT(j))
+        d = j + 1;
+        if (d < len && (buf[d] == '+' || buf[d] == '-'))
+            d++;
+        if ((j = digits_end(buf, len, d)) == d)
             return 0;
-        while (DIGIT(j))
-            j++;
     }
-#undef DIGIT
     return j;
 }
 
@@ -386,12 +377,31 @@ static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_
     return 0;
 }
 
-/* Calls each(ctx, at, end) for every integer beyond 64 bits of buf, outside strings;
- * returns how many. */
-static size_t big_ints(const char *buf, size_t len, void (*each)(void *, size_t, size_t), void *ctx)
+/* json-c saturates integers beyond 64 bits: the text is parsed with each one quoted behind
+ * this marker, and the strings it makes become numbers that keep their digits. */
+static const char big_mark[] = "\\u0000svc-int:";
+#define BIG_MARK_DECODED "\0svc-int:"
+
+struct quote_ctx {
+    const char *buf;
+    struct svc_buf *out;
+    size_t done;
+};
+
+static void quote_big(struct quote_ctx *q, size_t at, size_t end)
+{
+    svc_buf_add(q->out, q->buf + q->done, at - q->done);
+    svc_buf_adds(q->out, "\"");
+    svc_buf_adds(q->out, big_mark);
+    svc_buf_add(q->out, q->buf + at, end - at);
+    svc_buf_adds(q->out, "\"");
+    q->done = end;
+}
+
+/* Quotes every integer beyond 64 bits of buf outside strings (quote_big). */
+static void big_ints(const char *buf, size_t len, struct quote_ctx *q)
 {
     bool in_str = false;
-    size_t count = 0;
     for (size_t i = 0; i < len; i++) {
         char c = buf[i];
         if (in_str) {
@@ -408,38 +418,12 @@ static size_t big_ints(const char *buf, size_t len, void (*each)(void *, size_t,
         if (c != '-' && (c < '0' || c > '9'))
             continue;
         size_t end = big_int_end(buf, len, i);
-        if (end) {
-            count++;
-            if (each)
-                each(ctx, i, end);
-        }
+        if (end)
+            quote_big(q, i, end);
         while (i + 1 < len &&
                ((buf[i + 1] >= '0' && buf[i + 1] <= '9') || strchr(".eE+-", buf[i + 1])))
             i++;
     }
-    return count;
-}
-
-/* json-c saturates integers beyond 64 bits: the text is parsed with each one quoted behind
- * this marker, and the strings it makes become numbers that keep their digits. */
-static const char big_mark[] = "\\u0000svc-int:";
-#define BIG_MARK_DECODED "\0svc-int:"
-
-struct quote_ctx {
-    const char *buf;
-    struct svc_buf *out;
-    size_t done;
-};
-
-static void quote_big(void *ctx, size_t at, size_t end)
-{
-    struct quote_ctx *q = ctx;
-    svc_buf_add(q->out, q->buf + q->done, at - q->done);
-    svc_buf_adds(q->out, "\"");
-    svc_buf_adds(q->out, big_mark);
-    svc_buf_add(q->out, q->buf + at, end - at);
-    svc_buf_adds(q->out, "\"");
-    q->done = end;
 }
 
 /* The marked string o as the number it stands for (new reference), or NULL. */
@@ -478,32 +462,11 @@ static void big_restore(json_object *o)
     }
 }
 
-static int parse_plain(const char *buf, size_t len, json_object **out, struct svc_err *err);
-
-int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
+static size_t ws_end(const char *buf, size_t len, size_t i)
 {
-    *out = NULL;
-    size_t bigs = 0;
-    if (strict_prescan(buf, len, &bigs, err) != 0)
-        return -1;
-    if (bigs == 0) /* the common case: one pass over the text before json-c's */
-        return parse_plain(buf, len, out, err);
-    struct svc_buf q;
-    svc_buf_init(&q);
-    struct quote_ctx ctx = {buf, &q, 0};
-    big_ints(buf, len, quote_big, &ctx);
-    svc_buf_add(&q, buf + ctx.done, len - ctx.done);
-    int rc = parse_plain(q.data, q.len, out, err);
-    svc_buf_free(&q);
-    if (rc == 0) {
-        json_object *n = big_unmark(*out);
-        if (n) {
-            json_object_put(*out);
-            *out = n;
-        }
-        big_restore(*out);
-    }
-    return rc;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'))
+        i++;
+    return i;
 }
 
 /* The parse proper, of text strict_prescan passed. */
@@ -527,10 +490,7 @@ static int parse_plain(const char *buf, size_t len, json_object **out, struct sv
         jerr = json_tokener_get_error(tok);
         used = len;
     }
-    bool blank = true; /* only whitespace: no document at all */
-    for (size_t i = 0; i < len && blank; i++)
-        blank = buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t';
-    if (jerr == json_tokener_continue || blank) {
+    if (jerr == json_tokener_continue || ws_end(buf, len, 0) == len) { /* only whitespace */
         json_object_put(o);
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: unexpected end of input");
     }
@@ -539,16 +499,40 @@ static int parse_plain(const char *buf, size_t len, json_object **out, struct sv
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON at byte %zu: %s", used,
                            json_tokener_error_desc(jerr));
     }
-    for (size_t i = used; i < len; i++) {
-        char c = buf[i];
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-            json_object_put(o);
-            return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: trailing data at byte %zu",
-                               i);
-        }
+    size_t tail = ws_end(buf, len, used);
+    if (tail < len) {
+        json_object_put(o);
+        return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: trailing data at byte %zu",
+                           tail);
     }
     *out = o;
     return 0;
+}
+
+int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    size_t bigs = 0;
+    if (strict_prescan(buf, len, &bigs, err) != 0)
+        return -1;
+    if (bigs == 0) /* the common case: one pass over the text before json-c's */
+        return parse_plain(buf, len, out, err);
+    struct svc_buf q;
+    svc_buf_init(&q);
+    struct quote_ctx ctx = {buf, &q, 0};
+    big_ints(buf, len, &ctx);
+    svc_buf_add(&q, buf + ctx.done, len - ctx.done);
+    int rc = parse_plain(q.data, q.len, out, err);
+    svc_buf_free(&q);
+    if (rc == 0) {
+        json_object *n = big_unmark(*out);
+        if (n) {
+            json_object_put(*out);
+            *out = n;
+        }
+        big_restore(*out);
+    }
+    return rc;
 }
 
 static void python_floats(json_object *o)
@@ -712,28 +696,30 @@ void svc_json_set(json_object *o, const char *key, json_object *val)
         svc_oom(strlen(key));
 }
 
+/* Set key to v, a value just made of n bytes (NULL: json-c's allocation failed). */
+static void set_made(json_object *o, const char *key, json_object *v, size_t n)
+{
+    if (!v)
+        svc_oom(n);
+    svc_json_set(o, key, v);
+}
+
 void svc_json_set_str(json_object *o, const char *key, const char *val)
 {
-    json_object *v = val ? json_object_new_string(val) : NULL;
-    if (val && !v)
-        svc_oom(strlen(val));
-    svc_json_set(o, key, v);
+    if (!val)
+        svc_json_set(o, key, NULL);
+    else
+        set_made(o, key, json_object_new_string(val), strlen(val));
 }
 
 void svc_json_set_int(json_object *o, const char *key, int64_t val)
 {
-    json_object *v = json_object_new_int64(val);
-    if (!v)
-        svc_oom(sizeof val);
-    svc_json_set(o, key, v);
+    set_made(o, key, json_object_new_int64(val), sizeof val);
 }
 
 void svc_json_set_bool(json_object *o, const char *key, bool val)
 {
-    json_object *v = json_object_new_boolean(val);
-    if (!v)
-        svc_oom(sizeof val);
-    svc_json_set(o, key, v);
+    set_made(o, key, json_object_new_boolean(val), sizeof val);
 }
 
 void svc_json_merge(json_object *dst, json_object *src)
@@ -747,9 +733,5 @@ void svc_json_merge(json_object *dst, json_object *src)
 json_object *svc_json_copy(json_object *o)
 {
     json_object *c = NULL;
-    if (!o)
-        return NULL;
-    if (json_object_deep_copy(o, &c, NULL) != 0)
-        return NULL;
-    return c;
+    return o && json_object_deep_copy(o, &c, NULL) == 0 ? c : NULL;
 }
