@@ -26,7 +26,6 @@ struct cfgy {
     struct svc_err *err;
 };
 
-/* The one error format of this module. Returns -1. */
 int cfgy_fail(struct svc_err *err, const char *file, int line, int col, const char *key,
               const char *fmt, ...)
 {
@@ -40,15 +39,12 @@ int cfgy_fail(struct svc_err *err, const char *file, int line, int col, const ch
     return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: %s", file, line, col, what);
 }
 
-static int cfgy_line(yaml_mark_t m)
+/* libyaml's 0-based line or column, 1-based; MARK(m) is both. */
+static int mark_num(size_t v)
 {
-    return m.line >= (size_t)INT32_MAX ? INT32_MAX : (int)m.line + 1;
+    return v >= (size_t)INT32_MAX ? INT32_MAX : (int)v + 1;
 }
-
-static int cfgy_col(yaml_mark_t m)
-{
-    return m.column >= (size_t)INT32_MAX ? INT32_MAX : (int)m.column + 1;
-}
+#define MARK(m) mark_num((m).line), mark_num((m).column)
 
 bool cfgy_is_null(const char *s, size_t len)
 {
@@ -75,13 +71,13 @@ static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t
         .key = key ? (const char *)key->data.scalar.value : NULL,
         .index = index,
         .depth = depth,
-        .line = cfgy_line(val->start_mark),
-        .col = cfgy_col(val->start_mark),
+        .line = mark_num(val->start_mark.line),
+        .col = mark_num(val->start_mark.column),
         .doc = y->doc,
         .node = val,
     };
-    n.key_line = key ? cfgy_line(key->start_mark) : n.line;
-    n.key_col = key ? cfgy_col(key->start_mark) : n.col;
+    n.key_line = key ? mark_num(key->start_mark.line) : n.line;
+    n.key_col = key ? mark_num(key->start_mark.column) : n.col;
     switch (val->type) {
     case YAML_SCALAR_NODE:
         n.text = (const char *)val->data.scalar.value;
@@ -127,11 +123,11 @@ static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth)
             if (!k || !v)
                 return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
             if (k->type != YAML_SCALAR_NODE)
-                return cfgy_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                 y->path.data, "keys must be scalars");
+                return cfgy_fail(y->err, y->file, MARK(k->start_mark), y->path.data,
+                                 "keys must be scalars");
             if (strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
-                return cfgy_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                 y->path.data, "a key contains a NUL character");
+                return cfgy_fail(y->err, y->file, MARK(k->start_mark), y->path.data,
+                                 "a key contains a NUL character");
             if (cfgy_visit(y, v, k, 0, depth + 1) < 0)
                 return -1;
         }
@@ -175,8 +171,8 @@ static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf
     if (p->error == YAML_READER_ERROR) {
         cfgy_offset_mark(buf, len, p->problem_offset, &line, &col);
     } else {
-        line = cfgy_line(p->problem_mark);
-        col = cfgy_col(p->problem_mark);
+        line = mark_num(p->problem_mark.line);
+        col = mark_num(p->problem_mark.column);
     }
     const char *problem = p->problem ? p->problem : "unknown error";
     if (p->context)
@@ -185,8 +181,6 @@ static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf
     return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s", file, line, col, problem);
 }
 
-/* Parse buf and walk its top-level mapping with fn. An empty stream, or one whose only
- * document is null, walks nothing. Returns 0 or -1 with err. */
 int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *ctx,
               struct svc_err *err)
 {
@@ -215,7 +209,7 @@ int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *c
         have_extra = true;
         yaml_node_t *root2 = yaml_document_get_root_node(&extra);
         if (root2) {
-            cfgy_fail(err, file, cfgy_line(extra.start_mark), cfgy_col(extra.start_mark), NULL,
+            cfgy_fail(err, file, MARK(extra.start_mark), NULL,
                       "a second YAML document is not supported");
             goto out;
         }
@@ -227,8 +221,7 @@ int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *c
         goto out;
     }
     if (root->type != YAML_MAPPING_NODE) {
-        cfgy_fail(err, file, cfgy_line(root->start_mark), cfgy_col(root->start_mark), NULL,
-                  "the top level must be a mapping");
+        cfgy_fail(err, file, MARK(root->start_mark), NULL, "the top level must be a mapping");
         goto out;
     }
     svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
@@ -286,13 +279,12 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
 {
     *out = NULL;
     if (depth > CFGY_JSON_DEPTH || ++*budget > CFGY_JSON_NODES)
-        return cfgy_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
-                         at->path, "nested too deeply or too large");
+        return cfgy_fail(err, at->file, MARK(node->start_mark), at->path,
+                         "nested too deeply or too large");
     switch (node->type) {
     case YAML_SCALAR_NODE:
         if (node->data.scalar.length > (size_t)INT32_MAX)
-            return cfgy_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
-                             at->path, "value too long");
+            return cfgy_fail(err, at->file, MARK(node->start_mark), at->path, "value too long");
         *out = cfgy_json_scalar(node); /* NULL is JSON null */
         return 0;
     case YAML_SEQUENCE_NODE:
@@ -321,8 +313,7 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
                                  svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document"));
             if (k->type != YAML_SCALAR_NODE ||
                 strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
-                return json_fail(out, cfgy_fail(err, at->file, cfgy_line(k->start_mark),
-                                                cfgy_col(k->start_mark), at->path,
+                return json_fail(out, cfgy_fail(err, at->file, MARK(k->start_mark), at->path,
                                                 "keys must be scalars"));
             if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0)
                 return json_fail(out, -1);
@@ -334,7 +325,6 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
     }
 }
 
-/* The subtree under n as JSON (new reference; NULL for a null node). */
 int cfgy_to_json(const struct cfgy_node *n, json_object **out, struct svc_err *err)
 {
     size_t budget = 0;
