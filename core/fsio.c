@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,18 +28,6 @@ static int write_all(int fd, const char *p, size_t len)
         len -= (size_t)n;
     }
     return 0;
-}
-
-static int fsync_dir_of(const char *path)
-{
-    char *copy = svc_xstrdup(path);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(copy);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
 }
 
 /* Test hook (TEST_HOOKS=1 builds): with SVC_TEST_CRASH_BEFORE_RENAME "<substring>[#<n>]",
@@ -247,7 +234,7 @@ static int fill_and_replace(int fd, off_t old_size, const char *tmp, const char 
         svc_err_errno(err, "rename");
         goto out_unlink;
     }
-    if ((sync & SVC_SYNC_DIR) && fsync_dir_of(path) != 0)
+    if ((sync & SVC_SYNC_DIR) && svc_fsync_parent(path) != 0)
         return svc_err_errno(err, "fsync directory");
     return 0;
 out_unlink:
@@ -382,7 +369,7 @@ int svc_file_append_line(const char *path, const char *line, size_t len, bool du
     size_t n = c != '\n' ? len + 1 : len;
     if (append_and_close(fd, path, data, n, durable, err) != 0)
         return -1;
-    if (created && durable && fsync_dir_of(path) != 0)
+    if (created && durable && svc_fsync_parent(path) != 0)
         return svc_err_errno(err, "fsync directory");
     return 0;
 }

@@ -68,6 +68,8 @@ int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err);
 /* The same; with durable, the parent of every directory it creates is fsynced, so the new
  * entries survive a crash (a session created by a completed run must not vanish). */
 int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err);
+/* fsync the directory holding path, so a new entry in it survives a crash; 0 or -1, errno. */
+int svc_fsync_parent(const char *path);
 /* Whether the path is an existing directory. */
 bool svc_is_dir(const char *path);
 
