@@ -1185,26 +1185,26 @@ static json_object *row_to_json(const struct cfg_row *r, const void *base)
     return NULL;
 }
 
+/* Add v under name in root: "jobs" at the top, "server.listen" in its section's object
+ * (made when first named). */
+static void put_at(json_object *root, const char *name, json_object *v)
+{
+    const char *dot = strchr(name, '.');
+    json_object *sec = root;
+    if (dot) {
+        char sname[32];
+        snprintf(sname, sizeof sname, "%.*s", (int)(dot - name), name);
+        if (!json_object_object_get_ex(root, sname, &sec))
+            json_object_object_add(root, sname, sec = json_object_new_object());
+    }
+    json_object_object_add(sec, dot ? dot + 1 : name, v);
+}
+
 json_object *svc_config_to_json(const struct svc_config *cfg)
 {
     json_object *root = json_object_new_object();
-    json_object *sec = NULL;
-    const char *secname = NULL;
-    size_t seclen = 0;
-    for (size_t i = 0; i < NROWS; i++) {
-        const struct cfg_row *r = &cfg_rows[i];
-        const char *dot = strchr(r->name, '.');
-        size_t len = (size_t)(dot - r->name);
-        if (!secname || len != seclen || strncmp(secname, r->name, len) != 0) {
-            char name[32];
-            snprintf(name, sizeof name, "%.*s", (int)len, r->name);
-            sec = json_object_new_object();
-            json_object_object_add(root, name, sec);
-            secname = r->name;
-            seclen = len;
-        }
-        json_object_object_add(sec, dot + 1, row_to_json(r, cfg));
-    }
+    for (size_t i = 0; i < NROWS; i++)
+        put_at(root, cfg_rows[i].name, row_to_json(&cfg_rows[i], cfg));
     for (size_t li = 0; li < NLISTS; li++) {
         const struct cfg_list *l = &cfg_lists[li];
         json_object *arr = json_object_new_array();
@@ -1217,21 +1217,13 @@ json_object *svc_config_to_json(const struct svc_config *cfg)
                                            row_to_json(&l->rows[i], items + k * l->size));
             json_object_array_add(arr, o);
         }
-        const char *dot = strchr(l->name, '.');
-        json_object *parent = root;
-        if (dot) { /* a list in a section: its rows made the section's object above */
-            char lname[32];
-            snprintf(lname, sizeof lname, "%.*s", (int)(dot - l->name), l->name);
-            json_object_object_get_ex(root, lname, &parent);
-        }
-        json_object_object_add(parent, dot ? dot + 1 : l->name, arr);
+        put_at(root, l->name, arr);
     }
     /* a secret in force through its environment variable is set too: say so */
-    json_object *server = NULL, *model = NULL;
-    if (json_object_object_get_ex(root, "server", &server) && svc_config_api_token(cfg))
-        json_object_object_add(server, "api_token", json_object_new_string("***"));
-    if (json_object_object_get_ex(root, "model", &model) && svc_config_model_api_key(cfg))
-        json_object_object_add(model, "api_key", json_object_new_string("***"));
+    if (svc_config_api_token(cfg))
+        put_at(root, "server.api_token", json_object_new_string("***"));
+    if (svc_config_model_api_key(cfg))
+        put_at(root, "model.api_key", json_object_new_string("***"));
     json_object_object_add(root, "source",
                            cfg->source ? json_object_new_string(cfg->source) : NULL);
     return root;
