@@ -425,36 +425,25 @@ static void strv_free(char **v)
     free(v);
 }
 
-/* Release the value of one row (the struct itself is the caller's). */
-static void row_free(const struct cfg_row *r, void *base);
+/* Release the value of one row, leaving NULL (the struct itself is the caller's). */
+static void row_free(const struct cfg_row *r, void *base)
+{
+    if (r->type == CT_STR || r->type == CT_PATH)
+        free(*FIELD(base, r->off, char *));
+    else if (r->type == CT_PATHS || r->type == CT_STRS)
+        strv_free(*FIELD(base, r->off, char **));
+    else if (r->type == CT_JSON)
+        json_object_put(*FIELD(base, r->off, json_object *));
+    else
+        return;
+    memset((char *)base + r->off, 0, sizeof(void *));
+}
 
 /* Replace the pointer (a string, list or JSON value) row r holds in base with v. */
 static void row_set(const struct cfg_row *r, void *base, void *v)
 {
     row_free(r, base);
     memcpy((char *)base + r->off, &v, sizeof v);
-}
-
-static void row_free(const struct cfg_row *r, void *base)
-{
-    switch (r->type) {
-    case CT_STR:
-    case CT_PATH:
-        free(*FIELD(base, r->off, char *));
-        *FIELD(base, r->off, char *) = NULL;
-        break;
-    case CT_PATHS:
-    case CT_STRS:
-        strv_free(*FIELD(base, r->off, char **));
-        *FIELD(base, r->off, char **) = NULL;
-        break;
-    case CT_JSON:
-        json_object_put(*FIELD(base, r->off, json_object *));
-        *FIELD(base, r->off, json_object *) = NULL;
-        break;
-    default:
-        break;
-    }
 }
 
 /* ---- Storing values ---- */
