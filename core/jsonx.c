@@ -295,9 +295,31 @@ static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
     return j;
 }
 
-/* The end of the integer beyond 64 bits at buf[i] (a number's first byte), or 0 when the
- * number there fits or is not an integer. */
-static size_t big_int_end(const char *buf, size_t len, size_t i)
+/* json-c saturates integers beyond 64 bits: the text is parsed with each one quoted behind
+ * this marker, and the strings it makes become numbers that keep their digits. */
+static const char big_mark[] = "\\u0000svc-int:";
+#define BIG_MARK_DECODED "\0svc-int:"
+
+struct quote_ctx {
+    const char *buf;
+    struct svc_buf *out;
+    size_t done; /* bytes of buf copied to out */
+    size_t skip; /* the end of the last run of number characters looked at */
+};
+
+static void quote_big(struct quote_ctx *q, size_t at, size_t end)
+{
+    svc_buf_add(q->out, q->buf + q->done, at - q->done);
+    svc_buf_adds(q->out, "\"");
+    svc_buf_adds(q->out, big_mark);
+    svc_buf_add(q->out, q->buf + at, end - at);
+    svc_buf_adds(q->out, "\"");
+    q->done = end;
+}
+
+/* The end of the run of number characters at buf[i] (a number's first byte); *big when
+ * it is an integer beyond 64 bits. */
+static size_t number_run(const char *buf, size_t len, size_t i, bool *big)
 {
     size_t j = i;
     bool neg = buf[j] == '-', integral = true;
@@ -311,11 +333,14 @@ static size_t big_int_end(const char *buf, size_t len, size_t i)
     }
     size_t nd = j - d0;
     const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
-    return integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0)) ? j : 0;
+    *big = integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0));
+    return j;
 }
 
-/* *bigs gets how many integers beyond 64 bits the text holds (big_int_end). */
-static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_err *err)
+/* *bigs gets how many integers beyond 64 bits the text holds; each run of number
+ * characters that is one is quoted into q (used only when *bigs). */
+static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct quote_ctx *q,
+                          struct svc_err *err)
 {
     *bigs = 0;
     if (!svc_utf8_valid(buf, len))
@@ -350,13 +375,19 @@ static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_
             continue;
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
-            bool plain;
+            bool plain, big = false;
             size_t end = number_end(buf, len, i, &plain);
             if (end == 0)
                 return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: bad number at byte %zu",
                                    i);
-            if (plain && end - i > 18 && big_int_end(buf, len, i))
-                ++*bigs;
+            if (i >= q->skip) { /* a run's first number */
+                q->skip = number_run(buf, len, i, &big);
+                if (big)
+                    quote_big(q, i, q->skip);
+            } else if (plain && end - i > 18) {
+                number_run(buf, len, i, &big);
+            }
+            *bigs += plain && end - i > 18 && big;
             if (!plain) { /* 1e400 would read as infinity, which JSON cannot carry */
                 char num[512];
                 size_t n = end - i < sizeof num - 1 ? end - i : sizeof num - 1;
@@ -375,55 +406,6 @@ static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_
                            c >= 0x20 && c < 0x7f ? c : '?', i);
     }
     return 0;
-}
-
-/* json-c saturates integers beyond 64 bits: the text is parsed with each one quoted behind
- * this marker, and the strings it makes become numbers that keep their digits. */
-static const char big_mark[] = "\\u0000svc-int:";
-#define BIG_MARK_DECODED "\0svc-int:"
-
-struct quote_ctx {
-    const char *buf;
-    struct svc_buf *out;
-    size_t done;
-};
-
-static void quote_big(struct quote_ctx *q, size_t at, size_t end)
-{
-    svc_buf_add(q->out, q->buf + q->done, at - q->done);
-    svc_buf_adds(q->out, "\"");
-    svc_buf_adds(q->out, big_mark);
-    svc_buf_add(q->out, q->buf + at, end - at);
-    svc_buf_adds(q->out, "\"");
-    q->done = end;
-}
-
-/* Quotes every integer beyond 64 bits of buf outside strings (quote_big). */
-static void big_ints(const char *buf, size_t len, struct quote_ctx *q)
-{
-    bool in_str = false;
-    for (size_t i = 0; i < len; i++) {
-        char c = buf[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-            continue;
-        }
-        if (c == '"') {
-            in_str = true;
-            continue;
-        }
-        if (c != '-' && (c < '0' || c > '9'))
-            continue;
-        size_t end = big_int_end(buf, len, i);
-        if (end)
-            quote_big(q, i, end);
-        while (i + 1 < len &&
-               ((buf[i + 1] >= '0' && buf[i + 1] <= '9') || strchr(".eE+-", buf[i + 1])))
-            i++;
-    }
 }
 
 /* The marked string o as the number it stands for (new reference), or NULL. */
@@ -513,18 +495,18 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
 {
     *out = NULL;
     size_t bigs = 0;
-    if (strict_prescan(buf, len, &bigs, err) != 0)
-        return -1;
-    if (bigs == 0) /* the common case: one pass over the text before json-c's */
-        return parse_plain(buf, len, out, err);
     struct svc_buf q;
     svc_buf_init(&q);
-    struct quote_ctx ctx = {buf, &q, 0};
-    big_ints(buf, len, &ctx);
-    svc_buf_add(&q, buf + ctx.done, len - ctx.done);
-    int rc = parse_plain(q.data, q.len, out, err);
+    struct quote_ctx ctx = {buf, &q, 0, 0};
+    int rc = strict_prescan(buf, len, &bigs, &ctx, err);
+    if (rc == 0 && bigs == 0) /* the common case: one pass over the text before json-c's */
+        rc = parse_plain(buf, len, out, err);
+    else if (rc == 0) {
+        svc_buf_add(&q, buf + ctx.done, len - ctx.done);
+        rc = parse_plain(q.data, q.len, out, err);
+    }
     svc_buf_free(&q);
-    if (rc == 0) {
+    if (rc == 0 && bigs) {
         json_object *n = big_unmark(*out);
         if (n) {
             json_object_put(*out);
