@@ -197,44 +197,45 @@ static int replace_keeping(const char *spare, const char *path)
     return 0;
 }
 
+/* Write data at fd's offset 0, cut a longer old_size to it, fdatasync when sync, and close
+ * fd. 0, or -1 with err naming the step that failed. */
+static int fill_close(int fd, off_t old_size, const void *data, size_t len, bool sync,
+                      struct svc_err *err)
+{
+    const char *what = NULL;
+    if (write_all(fd, data, len) != 0)
+        what = "write";
+    else if (old_size > (off_t)len && ftruncate(fd, (off_t)len) != 0)
+        what = "truncate";
+    else if (sync && fdatasync(fd) != 0)
+        what = "fdatasync";
+    if (what)
+        svc_err_errno(err, what);
+    if (close(fd) != 0 && !what)
+        svc_err_errno(err, what = "close");
+    return what ? -1 : 0;
+}
+
 /* The rest of a write once fd is open at offset 0 on tmp: a new temp file, or the spare of
  * old_size bytes written over in place. Then the sync asked for, the rename, the directory
  * sync. Closes fd; on failure removes tmp (a half-written spare too). */
 static int fill_and_replace(int fd, off_t old_size, const char *tmp, const char *path,
                             const void *data, size_t len, int sync, bool spare, struct svc_err *err)
 {
-    if (write_all(fd, data, len) != 0) {
-        svc_err_errno(err, "write");
-        goto out_unlink;
-    }
-    if (old_size > (off_t)len && ftruncate(fd, (off_t)len) != 0) {
-        svc_err_errno(err, "truncate");
-        goto out_unlink;
-    }
-    if ((sync & SVC_SYNC_FILE) && fdatasync(fd) != 0) {
-        svc_err_errno(err, "fdatasync");
-        goto out_unlink;
-    }
-    int crc = close(fd);
-    fd = -1;
-    if (crc != 0) {
-        svc_err_errno(err, "close");
-        goto out_unlink;
+    if (fill_close(fd, old_size, data, len, sync & SVC_SYNC_FILE, err) != 0) {
+        unlink(tmp);
+        return -1;
     }
     crash_point(path);
     if ((spare ? replace_keeping(tmp, path)
                : replace_with(tmp, path, !(sync & (SVC_SYNC_FILE | SVC_WRITE_NEW)))) != 0) {
         svc_err_errno(err, "rename");
-        goto out_unlink;
+        unlink(tmp);
+        return -1;
     }
     if ((sync & SVC_SYNC_DIR) && svc_fsync_parent(path) != 0)
         return svc_err_errno(err, "fsync directory");
     return 0;
-out_unlink:
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    return -1;
 }
 
 /* SVC_WRITE_SPARE: 0, -1 with err, or 1 when the spare cannot be used (removed when it can
@@ -326,16 +327,10 @@ int svc_file_write_new(const char *path, const void *data, size_t len, bool sync
         return svc_err_errno(err, "create");
     }
     crash_point(path);
-    int rc = 0;
-    if (write_all(fd, data, len) != 0)
-        rc = svc_err_errno(err, "write");
-    else if (sync_file && fdatasync(fd) != 0)
-        rc = svc_err_errno(err, "fdatasync");
-    if (close(fd) != 0 && rc == 0)
-        rc = svc_err_errno(err, "close");
-    if (rc != 0)
-        unlink(path);
-    return rc;
+    if (fill_close(fd, 0, data, len, sync_file, err) == 0)
+        return 0;
+    unlink(path);
+    return -1;
 }
 
 int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
