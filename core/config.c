@@ -522,14 +522,6 @@ static void describe(const struct cfg_row *r, const struct cfgy_node *n, char *b
         snprintf(buf, sz, "'%s'", n->text);
 }
 
-static void range_text(const struct cfg_row *r, char *buf, size_t sz)
-{
-    if (r->max == INT64_MAX || (r->type == CT_INT && r->max == INT32_MAX))
-        snprintf(buf, sz, "at least %lld", (long long)r->min);
-    else
-        snprintf(buf, sz, "%lld..%lld", (long long)r->min, (long long)r->max);
-}
-
 /* Store a scalar (or null) node into row r of base; messages name n->path.
  * Return 0, or -1 with err. */
 #define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
@@ -551,8 +543,7 @@ static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node
     const char *why = r->check ? r->check(text) : NULL;
     if (why)
         return FAIL("%s", why);
-    char *v = r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text);
-    row_set(r, base, v);
+    row_set(r, base, r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text));
     return 0;
 }
 
@@ -560,8 +551,6 @@ static int store_int(const struct cfg_row *r, void *base, const struct cfgy_node
                      const char *got, struct svc_err *err)
 {
     int64_t v;
-    char range[64];
-    range_text(r, range, sizeof range);
     if (r->type == CT_INT64_NULL && n->kind == CFGY_NULL) {
         *FIELD(base, r->has_off, bool) = false;
         *FIELD(base, r->off, int64_t) = 0;
@@ -570,8 +559,12 @@ static int store_int(const struct cfg_row *r, void *base, const struct cfgy_node
     if (n->kind != CFGY_SCALAR || !n->plain || !parse_int64(n->text, &v))
         return FAIL("expected an integer%s, got %s", r->type == CT_INT64_NULL ? " or null" : "",
                     got);
-    if (v < r->min || v > r->max)
-        return FAIL("%lld is out of range (%s)", (long long)v, range);
+    if (v < r->min || v > r->max) {
+        if (r->max == INT64_MAX || (r->type == CT_INT && r->max == INT32_MAX))
+            return FAIL("%lld is out of range (at least %lld)", (long long)v, (long long)r->min);
+        return FAIL("%lld is out of range (%lld..%lld)", (long long)v, (long long)r->min,
+                    (long long)r->max);
+    }
     if (r->type == CT_INT) {
         *FIELD(base, r->off, int) = (int)v;
     } else {
@@ -628,8 +621,7 @@ static int store_list(const struct cfg_row *r, void *base, const struct cfgy_nod
     if (r->type == CT_JSON)
         return FAIL("expected a mapping, got %s", got);
     if (n->kind == CFGY_NULL && r->min == 0) {
-        char **v = svc_xcalloc(1, sizeof *v);
-        row_set(r, base, v);
+        row_set(r, base, svc_xcalloc(1, sizeof(char *)));
         return 0;
     }
     return FAIL("expected a sequence of %s, got %s", r->type == CT_PATHS ? "paths" : "strings",
@@ -676,8 +668,7 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
     if (!r->def)
         return 0;
     if (r->type == CT_PATH && (r->flags & F_HOMEREL)) {
-        char *v = svc_path_join(home, r->def);
-        row_set(r, base, v);
+        row_set(r, base, svc_path_join(home, r->def));
         return 0;
     }
     if (r->type == CT_JSON) {
@@ -694,10 +685,8 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
                           .plain = true,
                           .line = 1,
                           .col = 1};
-    if (strcmp(r->def, "[]") == 0)
-        n.kind = CFGY_NULL; /* an empty list */
-    else
-        n.kind = cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
+    /* "[]": an empty list */
+    n.kind = strcmp(r->def, "[]") == 0 || cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
     if (row_store(r, base, &n, err) < 0) {
         if (err && err->code == SVC_E_CONFIG)
             err->code = SVC_E_INTERNAL; /* a bad default is a bug in the table */
