@@ -455,8 +455,6 @@ struct cfg_load {
     uint64_t lists_seen;    /* by index in cfg_lists */
     struct cfg_frame {
         enum { FR_ROOT, FR_SECTION, FR_ITEMS, FR_ITEM, FR_LIST } kind;
-        const struct cfg_row *rows; /* FR_SECTION: cfg_rows; FR_ITEM: the item table */
-        size_t nrows;
         const char *section; /* FR_SECTION: "server" */
         size_t seclen;
         const struct cfg_list *list; /* FR_ITEMS, FR_ITEM */
@@ -752,8 +750,9 @@ static void cfg_closest(const struct cfg_frame *parent, const struct cfgy_node *
     size_t dist = SIZE_MAX;
     best[0] = '\0';
     if (parent->kind == FR_ITEM) {
-        for (size_t i = 0; i < parent->nrows; i++)
-            key_nearer(n->key, parent->rows[i].name, strlen(parent->rows[i].name), best, &dist);
+        for (size_t i = 0; i < parent->list->nrows; i++)
+            key_nearer(n->key, parent->list->rows[i].name, strlen(parent->list->rows[i].name), best,
+                       &dist);
     } else if (parent->kind == FR_ROOT) {
         for (size_t i = 0; i < NROWS; i++)
             key_nearer(n->key, cfg_rows[i].name, strcspn(cfg_rows[i].name, "."), best, &dist);
@@ -800,10 +799,7 @@ static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
     if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
         char **v = svc_xcalloc(n->count + 1, sizeof *v);
         row_set(r, base, v);
-        memset(fr, 0, sizeof *fr);
-        fr->kind = FR_LIST;
-        fr->row = r;
-        fr->base = base;
+        *fr = (struct cfg_frame){.kind = FR_LIST, .row = r, .base = base};
         return CFGY_DESCEND;
     }
     if (r->type == CT_JSON && n->kind == CFGY_MAP) {
@@ -847,9 +843,7 @@ static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l, const st
         memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
         *FIELD(c->cfg, l->n_off, size_t) = n->count;
     }
-    memset(fr, 0, sizeof *fr);
-    fr->kind = FR_ITEMS;
-    fr->list = l;
+    *fr = (struct cfg_frame){.kind = FR_ITEMS, .list = l};
     return CFGY_DESCEND;
 }
 
@@ -870,12 +864,7 @@ static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct 
             return CFGY_SKIP;
         if (n->kind != CFGY_MAP)
             return FAIL("expected a mapping");
-        memset(fr, 0, sizeof *fr);
-        fr->kind = FR_SECTION;
-        fr->rows = cfg_rows;
-        fr->nrows = NROWS;
-        fr->section = cfg_rows[i].name;
-        fr->seclen = klen;
+        *fr = (struct cfg_frame){.kind = FR_SECTION, .section = cfg_rows[i].name, .seclen = klen};
         return CFGY_DESCEND;
     }
     return cfg_warn_unknown(c, n, err);
@@ -950,26 +939,22 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         const struct cfg_list *l = parent->list;
         if (n->kind != CFGY_MAP)
             return FAIL("expected a mapping");
-        memset(self, 0, sizeof *self);
-        self->kind = FR_ITEM;
-        self->list = l;
-        self->rows = l->rows;
-        self->nrows = l->nrows;
-        self->base = (char *)list_array(c->cfg, l) + n->index * l->size;
+        *self = (struct cfg_frame){
+            .kind = FR_ITEM, .list = l, .base = (char *)list_array(c->cfg, l) + n->index * l->size};
         if (rows_default(l->rows, l->nrows, self->base, c->cfg->home, err) < 0)
             return -1;
         return CFGY_DESCEND;
     }
     case FR_ITEM:
-        for (size_t i = 0; i < parent->nrows; i++) {
-            if (strcmp(parent->rows[i].name, n->key) != 0)
+        for (size_t i = 0; i < parent->list->nrows; i++) {
+            if (strcmp(parent->list->rows[i].name, n->key) != 0)
                 continue;
             if (parent->seen & (1ull << i))
                 return cfg_dup(n, err);
             parent->seen |= 1ull << i;
             parent->line[i] = n->line;
             parent->col[i] = n->col;
-            return cfg_apply(c, &parent->rows[i], parent->base, n, self, err);
+            return cfg_apply(c, &parent->list->rows[i], parent->base, n, self, err);
         }
         return cfg_warn_unknown(c, n, err);
     case FR_LIST: {
