@@ -181,58 +181,55 @@ static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf
     return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s", file, line, col, problem);
 }
 
+/* Load buf's only document into doc: 0, or -1 with err (a syntax error, or a second
+ * document, refused rather than silently ignored). */
+static int cfgy_load(const char *file, const char *buf, size_t len, yaml_document_t *doc,
+                     struct svc_err *err)
+{
+    yaml_parser_t parser;
+    yaml_document_t extra;
+    int rc = 0;
+    (void)yaml_parser_initialize(&parser); /* fails only when malloc does: never (err.h) */
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    if (!yaml_parser_load(&parser, doc)) {
+        rc = cfgy_syntax_error(&parser, file, buf, len, err);
+    } else if (yaml_document_get_root_node(doc)) {
+        if (!yaml_parser_load(&parser, &extra)) {
+            rc = cfgy_syntax_error(&parser, file, buf, len, err);
+        } else {
+            if (yaml_document_get_root_node(&extra))
+                rc = cfgy_fail(err, file, MARK(extra.start_mark), NULL,
+                               "a second YAML document is not supported");
+            yaml_document_delete(&extra);
+        }
+        if (rc != 0)
+            yaml_document_delete(doc);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *ctx,
               struct svc_err *err)
 {
-    yaml_parser_t parser;
-    yaml_document_t doc, extra;
-    bool have_doc = false, have_extra = false;
+    yaml_document_t doc;
+    if (cfgy_load(file, buf, len, &doc, err) != 0)
+        return -1;
     struct cfgy y = {.file = file, .doc = &doc, .fn = fn, .ctx = ctx, .err = err};
-    int rc = -1;
-
-    svc_buf_init(&y.path);
-    (void)yaml_parser_initialize(&parser); /* fails only when malloc does: never (err.h) */
-    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-
-    if (!yaml_parser_load(&parser, &doc)) {
-        cfgy_syntax_error(&parser, file, buf, len, err);
-        goto out;
-    }
-    have_doc = true;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root) {
-        /* A second document is refused rather than silently ignored. */
-        if (!yaml_parser_load(&parser, &extra)) {
-            cfgy_syntax_error(&parser, file, buf, len, err);
-            goto out;
-        }
-        have_extra = true;
-        yaml_node_t *root2 = yaml_document_get_root_node(&extra);
-        if (root2) {
-            cfgy_fail(err, file, MARK(extra.start_mark), NULL,
-                      "a second YAML document is not supported");
-            goto out;
-        }
-    }
+    int rc = 0;
+    svc_buf_init(&y.path);
     if (!root ||
         (root->type == YAML_SCALAR_NODE && root->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
          cfgy_is_null((const char *)root->data.scalar.value, root->data.scalar.length))) {
-        rc = 0;
-        goto out;
+        rc = 0; /* nothing to walk */
+    } else if (root->type != YAML_MAPPING_NODE) {
+        rc = cfgy_fail(err, file, MARK(root->start_mark), NULL, "the top level must be a mapping");
+    } else {
+        svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
+        rc = cfgy_children(&y, root, 0);
     }
-    if (root->type != YAML_MAPPING_NODE) {
-        cfgy_fail(err, file, MARK(root->start_mark), NULL, "the top level must be a mapping");
-        goto out;
-    }
-    svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
-    y.path.data[0] = '\0';
-    rc = cfgy_children(&y, root, 0);
-out:
-    if (have_extra)
-        yaml_document_delete(&extra);
-    if (have_doc)
-        yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    yaml_document_delete(&doc);
     svc_buf_free(&y.path);
     return rc;
 }
