@@ -117,11 +117,6 @@ static const char *check_url(const char *s)
     return "must start with http:// or https://";
 }
 
-static const char *check_cron(const char *s)
-{
-    return svc_cron_check(s); /* names, steps, ranges: core/cron.h */
-}
-
 static const char *check_ext_name(const char *s)
 {
     if (!of_chars(s, 1, 64, ALNUM "_-"))
@@ -247,7 +242,7 @@ static const struct cfg_row cfg_rows[] = {
     {C(retention.delete_after_days), CT_INT, .min = 0, .max = 36500, .def = "0"},
     {C(retention.keep_pinned), CT_BOOL, .def = "true"},
     {C(retention.export_before_delete), CT_STR, .def = ""},
-    {C(retention.schedule), CT_STR, .def = "17 3 * * *", .check = check_cron},
+    {C(retention.schedule), CT_STR, .def = "17 3 * * *", .check = svc_cron_check},
     {C(search.index_dir), CT_PATH, .def = "search", .flags = F_HOMEREL},
     {C(mcp.remote_allow), CT_STRS, .def = "[]", .check = check_url},
 };
@@ -259,7 +254,7 @@ _Static_assert(sizeof cfg_rows / sizeof cfg_rows[0] <= 62, "seen bits fit a uint
 #define J(f) #f, offsetof(struct svc_job, f)
 static const struct cfg_row job_rows[] = {
     {J(id), CT_STR, .min = 1, .max = SVC_ID_MAX, .check = check_id, .flags = F_REQUIRED},
-    {J(schedule), CT_STR, .check = check_cron, .flags = F_REQUIRED},
+    {J(schedule), CT_STR, .check = svc_cron_check, .flags = F_REQUIRED},
     {J(session_id), CT_STR, .check = check_id, .flags = F_REQUIRED},
     {J(input), CT_STR, .min = 1, .flags = F_REQUIRED},
     {J(enabled), CT_BOOL, .def = "true"},

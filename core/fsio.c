@@ -563,14 +563,9 @@ bool svc_dir_writable(const char *what, const char *root, char *why, size_t whys
     }
     /* the common case in one call: "<root>/." resolves only for a directory (or a link to
      * one); anything else takes the slow path, which finds the reason */
-    size_t rl = strlen(root);
     char dot[4096];
-    if (rl + 3 <= sizeof dot) {
-        memcpy(dot, root, rl);
-        memcpy(dot + rl, "/.", 3);
-        if (access(dot, W_OK | X_OK) == 0)
-            return true;
-    }
+    if (snprintf(dot, sizeof dot, "%s/.", root) < (int)sizeof dot && access(dot, W_OK | X_OK) == 0)
+        return true;
     if (stat(root, &st) == 0) {
         if (!S_ISDIR(st.st_mode)) {
             snprintf(why, whysz, "%s %s: not a directory", what, root);
