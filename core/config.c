@@ -91,9 +91,8 @@ static bool of_chars(const char *s, size_t min, size_t max, const char *set)
 
 static const char *check_listen(const char *s)
 {
-    if ((strncmp(s, "unix:", 5) == 0 && s[5]) || (strncmp(s, "tcp:", 4) == 0 && s[4]))
-        return NULL;
-    return "must start with unix: or tcp: followed by an address";
+    bool ok = (strncmp(s, "unix:", 5) == 0 && s[5]) || (strncmp(s, "tcp:", 4) == 0 && s[4]);
+    return ok ? NULL : "must start with unix: or tcp: followed by an address";
 }
 
 static const char *check_id(const char *s)
@@ -112,16 +111,15 @@ static const char *check_env_name(const char *s)
 
 static const char *check_url(const char *s)
 {
-    if ((strncmp(s, "http://", 7) == 0 && s[7]) || (strncmp(s, "https://", 8) == 0 && s[8]))
-        return NULL;
-    return "must start with http:// or https://";
+    bool ok = (strncmp(s, "http://", 7) == 0 && s[7]) || (strncmp(s, "https://", 8) == 0 && s[8]);
+    return ok ? NULL : "must start with http:// or https://";
 }
 
 static const char *check_ext_name(const char *s)
 {
-    if (!of_chars(s, 1, 64, ALNUM "_-"))
-        return "not a valid tool name (1 to 64 characters of A-Za-z0-9_-)";
-    return NULL;
+    return of_chars(s, 1, 64, ALNUM "_-")
+               ? NULL
+               : "not a valid tool name (1 to 64 characters of A-Za-z0-9_-)";
 }
 
 static const char *check_kind(const char *s)
@@ -131,17 +129,14 @@ static const char *check_kind(const char *s)
 
 static const char *check_octal(const char *s)
 {
-    size_t n = strlen(s);
-    if (n < 1 || n > 4 || strspn(s, "01234567") != n || (n == 4 && s[0] != '0'))
-        return "not an octal mode (up to 4 octal digits, e.g. \"0660\")";
-    return NULL;
+    bool ok = of_chars(s, 1, 4, "01234567") && (strlen(s) < 4 || s[0] == '0');
+    return ok ? NULL : "not an octal mode (up to 4 octal digits, e.g. \"0660\")";
 }
 
 static const char *check_group(const char *s)
 {
-    if (s[0] == '-' || !of_chars(s, 0, 32, ALNUM "._-"))
-        return "not a group name (up to 32 characters of A-Za-z0-9._-)";
-    return NULL;
+    bool ok = s[0] != '-' && of_chars(s, 0, 32, ALNUM "._-");
+    return ok ? NULL : "not a group name (up to 32 characters of A-Za-z0-9._-)";
 }
 
 static const char *check_base_path(const char *s)
@@ -1085,15 +1080,6 @@ json_object *svc_config_keys(void)
     return a;
 }
 
-static json_object *strv_to_json(char *const *v)
-{
-    json_object *a = json_object_new_array();
-    if (v)
-        for (char *const *p = v; *p; p++)
-            json_object_array_add(a, json_object_new_string(*p));
-    return a;
-}
-
 static json_object *row_to_json(const struct cfg_row *r, const void *base)
 {
     switch (r->type) {
@@ -1119,15 +1105,18 @@ static json_object *row_to_json(const struct cfg_row *r, const void *base)
                    ? json_object_new_int64(*CFIELD(base, r->off, int64_t))
                    : NULL;
     case CT_ENUM: {
-        int v = *CFIELD(base, r->off, int);
-        int n = 0;
+        int v = *CFIELD(base, r->off, int), n = 0;
         while (r->names[n])
             n++;
         return v >= 0 && v < n ? json_object_new_string(r->names[v]) : NULL;
     }
     case CT_PATHS:
-    case CT_STRS:
-        return strv_to_json(*CFIELD(base, r->off, char **));
+    case CT_STRS: {
+        json_object *a = json_object_new_array();
+        for (char *const *p = *CFIELD(base, r->off, char **); p && *p; p++)
+            json_object_array_add(a, json_object_new_string(*p));
+        return a;
+    }
     case CT_JSON: {
         json_object *j = *CFIELD(base, r->off, json_object *), *o = j ? svc_json_copy(j) : NULL;
         if (o && (r->flags & F_SECRET)) { /* every value is a secret, the keys are not */
