@@ -232,9 +232,7 @@ static bool wd_shared(int wd, const struct watch *w)
 int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const struct stat *dir,
                                           const char *const *ignore)
 {
-    if (!ready())
-        return 0;
-    struct watch *w = find(key, true);
+    struct watch *w = ready() ? find(key, true) : NULL;
     if (!w)
         return 0;
     w->unchanged = false;
@@ -261,9 +259,7 @@ int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const stru
 
 int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat *dir)
 {
-    if (!ready())
-        return 0;
-    struct watch *w = find(key, true);
+    struct watch *w = ready() ? find(key, true) : NULL;
     if (!w)
         return 0;
     if (w->wd >= 0 && w->life > 0 && w->dev == dir->st_dev && w->ino == dir->st_ino)
