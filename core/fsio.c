@@ -381,67 +381,51 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
     /* No fstat first: a short read is the end of a regular file, so a small file costs open,
      * read, close; one that fills the buffer is sized by fstat, and refused unless regular (a
      * device never ends; a directory fails the read). A caller's *st_out is the fstat taken
-     * before the read: a change after it shows as a different stat (core/msgcache.h). */
-    size_t cap = 16384, used = 0;
-    bool sized = false;
-    if (st_out) {
-        if (fstat(fd, st_out) != 0 || !S_ISREG(st_out->st_mode)) {
-            close(fd);
-            return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
-        }
-        if ((size_t)st_out->st_size + 2 > cap)
-            cap = (size_t)st_out->st_size + 2;
-        sized = true;
-    }
-    /* an unsized file goes to the stack first: no 16 KiB malloc per small file (a large-bin
-     * request that makes malloc consolidate its fast bins) */
-    char first[16384];
-    char *buf = sized ? svc_xmalloc(cap) : first;
+     * before the read: a change after it shows as a different stat (core/msgcache.h).
+     * The first 16 KiB go to the stack: no malloc of that size per small file (a large-bin
+     * request that makes malloc consolidate its fast bins). */
+    char first[16384], *buf = first;
+    size_t cap = sizeof first, used = 0;
+    struct stat st, *sp = st_out ? st_out : &st;
+    bool sized = false; /* *sp holds the file's fstat */
+    int rc = 0;
     for (;;) {
-        if (used + 1 >= cap) {
-            struct stat st;
-            if (!sized && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-                if (buf != first)
-                    free(buf);
-                close(fd);
-                return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+        size_t want = cap;
+        if (!sized && (st_out || used + 1 >= cap)) {
+            if (fstat(fd, sp) != 0 || !S_ISREG(sp->st_mode)) {
+                rc = svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+                break;
             }
-            if (!sized && (size_t)st.st_size + 2 > cap)
-                cap = (size_t)st.st_size + 2;
-            else
-                cap *= 2;
             sized = true;
-            if (buf == first) {
-                buf = svc_xmalloc(cap);
-                memcpy(buf, first, used);
-            } else {
-                buf = svc_xrealloc(buf, cap);
-            }
+            if ((size_t)sp->st_size + 2 > cap)
+                want = (size_t)sp->st_size + 2;
+        }
+        if (want == cap && used + 1 >= cap)
+            want = cap * 2;
+        if (want != cap) {
+            buf = buf == first ? memcpy(svc_xmalloc(want), first, used) : svc_xrealloc(buf, want);
+            cap = want;
         }
         ssize_t n = read(fd, buf + used, cap - used - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            if (buf != first)
-                free(buf);
-            close(fd);
-            if (e == EISDIR)
-                return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
-            errno = e;
-            return svc_err_errno(err, "read");
-        }
-        if (n == 0)
+            rc = errno == EISDIR ? svc_err_set(err, SVC_E_IO, "not a regular file: %s", path)
+                                 : svc_err_errno(err, "read");
             break;
+        }
         used += (size_t)n;
-        if (used + 1 < cap)
+        if (n == 0 || used + 1 < cap)
             break; /* short of the buffer: end of file */
     }
     close(fd);
-    if (buf == first) {
-        buf = svc_xmalloc(used + 1);
-        memcpy(buf, first, used);
+    if (rc != 0) {
+        if (buf != first)
+            free(buf);
+        return -1;
     }
+    if (buf == first)
+        buf = memcpy(svc_xmalloc(used + 1), first, used);
     buf[used] = '\0';
     *out = buf;
     if (len)
