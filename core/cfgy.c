@@ -12,8 +12,7 @@
 
 #include "util.h"
 
-/* Caps for converting a free-form YAML subtree (extension parameters) into JSON: aliases
- * can make a small document describe a huge or cyclic tree. */
+/* Caps of cfgy_to_json: aliases can make a small document describe a huge or cyclic tree. */
 #define CFGY_JSON_DEPTH 64
 #define CFGY_JSON_NODES 100000
 
@@ -234,8 +233,7 @@ int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *c
     return rc;
 }
 
-/* YAML 1.2 core-schema scalar into JSON: null, true/false, integers, floats; else a string.
- * Quoted scalars are always strings. */
+/* A scalar by YAML 1.2's core schema: null, bool, integer, float, else (or quoted) a string. */
 static json_object *cfgy_json_scalar(const yaml_node_t *node)
 {
     const char *s = (const char *)node->data.scalar.value;

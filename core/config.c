@@ -365,8 +365,7 @@ static const struct cfg_row user_rows[] = {
 };
 #undef U
 
-/* A sequence of items, each described by a table: top-level ("jobs") or in a section
- * ("server.users"). */
+/* A sequence of items, each read by a table of its own ("jobs", "server.users"). */
 struct cfg_list {
     const char *name; /* "jobs" */
     const struct cfg_row *rows;
@@ -510,8 +509,7 @@ static void describe(const struct cfg_row *r, const struct cfgy_node *n, char *b
         snprintf(buf, sz, "'%s'", n->text);
 }
 
-/* Store a scalar (or null) node into row r of base; messages name n->path.
- * Return 0, or -1 with err. */
+/* Store a scalar (or null) node into row r of base: 0, or -1 with err naming n->path. */
 #define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
 
 static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node *n,
@@ -1132,8 +1130,7 @@ static json_object *row_to_json(const struct cfg_row *r, const void *base)
     return NULL;
 }
 
-/* Add v under name in root: "jobs" at the top, "server.listen" in its section's object
- * (made when first named). */
+/* Add v under name in root: "jobs" at the top, "server.listen" in its section's object. */
 static void put_at(json_object *root, const char *name, json_object *v)
 {
     const char *dot = strchr(name, '.');

@@ -50,8 +50,7 @@ static const struct {
     [SVC_E_CROSS_SITE] = {"cross_site_refused", "permission_error", 403},
 };
 
-/* Cut a UTF-8 sequence that a truncation to the buffer's size left incomplete at the end
- * of s (the error is sent as JSON, which must be valid UTF-8). */
+/* Cut a UTF-8 sequence a truncation left incomplete at the end of s (JSON must be UTF-8). */
 static void trim_partial_utf8(char *s)
 {
     size_t i = strlen(s), cont = 0;

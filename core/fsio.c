@@ -91,8 +91,7 @@ int svc_fsync_dir(const char *dir, struct svc_err *err)
     return rc == 0 ? 0 : svc_err_errno(err, "fsync directory");
 }
 
-/* fdatasync every regular file and fsync every directory under the open directory dfd,
- * then dfd itself: its entries are durable once their own are. */
+/* fdatasync each file and fsync each directory under dfd, children first, then dfd. */
 static int sync_walk(int dfd)
 {
     int dd = dup(dfd);
@@ -173,8 +172,7 @@ static void temp_name(char *out, size_t outsz, const char *path)
     svc_temp_path(out, outsz, path, tail);
 }
 
-/* GlusterFS's DHT places "<dir>/.<name><tail>" on the brick of "<name>": a rename over the
- * target stays atomic for other clients. */
+/* GlusterFS places "<dir>/.<name><tail>" on <name>'s brick: the rename stays atomic. */
 void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail)
 {
     const char *slash = strrchr(path, '/');
@@ -182,8 +180,7 @@ void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail)
     snprintf(out, outsz, "%.*s.%s%s", (int)dl, path, path + dl, tail);
 }
 
-/* rename(spare, path), the file path held kept under spare's name (SVC_WRITE_SPARE). A
- * directory at path is put back and refused (EISDIR), as rename refuses it. */
+/* rename(spare, path) keeping the old file as the spare; a directory at path is refused. */
 static int replace_keeping(const char *spare, const char *path)
 {
     if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) != 0)
@@ -238,8 +235,7 @@ static int fill_and_replace(int fd, off_t old_size, const char *tmp, const char 
     return 0;
 }
 
-/* SVC_WRITE_SPARE: 0, -1 with err, or 1 when the spare cannot be used (removed when it can
- * be) and the caller writes through a temp file instead. */
+/* SVC_WRITE_SPARE: 0, -1 with err, or 1 when the spare cannot be used (use a temp file). */
 static int write_via_spare(const char *path, const void *data, size_t len, int sync,
                            struct svc_err *err)
 {
@@ -368,8 +364,7 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
     *out = NULL;
     if (len)
         *len = 0;
-    /* O_NONBLOCK: a FIFO put where a data file belongs neither blocks the open nor the read
-     * (it reads as empty or fails); it changes nothing for a regular file */
+    /* O_NONBLOCK: a FIFO where a data file belongs blocks neither the open nor the read */
     int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
@@ -545,21 +540,18 @@ bool svc_dir_writable(const char *what, const char *root, char *why, size_t whys
         snprintf(why, whysz, "%s: not configured", what);
         return false;
     }
-    /* the common case in one call: "<root>/." resolves only for a directory (or a link to
-     * one); anything else takes the slow path, which finds the reason */
+    /* the common case in one call: "<root>/." resolves only for a directory (or its link) */
     char dot[4096];
     if (snprintf(dot, sizeof dot, "%s/.", root) < (int)sizeof dot && access(dot, W_OK | X_OK) == 0)
         return true;
     if (stat(root, &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) {
+        if (!S_ISDIR(st.st_mode))
             snprintf(why, whysz, "%s %s: not a directory", what, root);
-            return false;
-        }
-        if (access(root, W_OK | X_OK) != 0) {
+        else if (access(root, W_OK | X_OK) != 0)
             snprintf(why, whysz, "%s %s: not writable: %s", what, root, strerror(errno));
-            return false;
-        }
-        return true;
+        else
+            return true;
+        return false;
     }
     if (errno != ENOENT) {
         snprintf(why, whysz, "%s %s: %s", what, root, strerror(errno));

@@ -9,8 +9,7 @@
 #include "fsio.h"
 #include "util.h"
 
-/* svc_buf_add with the common case (room left) inline: the dumper appends many small
- * pieces. */
+/* svc_buf_add with the common case (room left) inline: the dumper appends many pieces. */
 static inline void put(struct svc_buf *b, const char *s, size_t n)
 {
     if (b->len + n < b->cap) {
@@ -96,8 +95,8 @@ json_object *svc_json_new_raw(const char *json)
 
 static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty);
 
-/* json-c prints an int64 with "%" PRId64, but through a printbuf it allocates and keeps on
- * the object; format it here. INT64_MAX may stand for a larger uint64: json-c's own text then. */
+/* json-c formats an int64 into a printbuf kept on the object: format it here (INT64_MAX may
+ * stand for a larger uint64: json-c's own text then). */
 static void dump_int(struct svc_buf *b, json_object *o)
 {
     int64_t v = json_object_get_int64(o);
@@ -119,8 +118,7 @@ static void dump_int(struct svc_buf *b, json_object *o)
 
 static void dump_double(struct svc_buf *b, json_object *o)
 {
-    /* a number parsed from text keeps that text (json-c's double_s): a float as written,
-     * or an integer beyond 64 bits (svc_json_parse) */
+    /* a parsed number keeps its text (json-c's double_s): a float, or a big integer */
     const char *text = json_object_get_userdata(o);
     if (text) {
         puts_(b, text);
@@ -317,8 +315,7 @@ static void quote_big(struct quote_ctx *q, size_t at, size_t end)
     q->done = end;
 }
 
-/* The end of the run of number characters at buf[i] (a number's first byte); *big when
- * it is an integer beyond 64 bits. */
+/* The end of the run of number characters at buf[i]; *big: an integer beyond 64 bits. */
 static size_t number_run(const char *buf, size_t len, size_t i, bool *big)
 {
     size_t j = i;
@@ -337,8 +334,7 @@ static size_t number_run(const char *buf, size_t len, size_t i, bool *big)
     return j;
 }
 
-/* *bigs gets how many integers beyond 64 bits the text holds; each run of number
- * characters that is one is quoted into q (used only when *bigs). */
+/* *bigs: the integers beyond 64 bits of buf, their runs quoted into q (used only then). */
 static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct quote_ctx *q,
                           struct svc_err *err)
 {
