@@ -112,36 +112,43 @@ static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t
     return rc < 0 ? -1 : 0;
 }
 
+/* Child i of a sequence or mapping: 1 with *k (NULL in a sequence) and *v, 0 past the last
+ * (or for a scalar), -1 with err when the document is broken. */
+static int cfgy_child(yaml_document_t *doc, yaml_node_t *node, size_t i, yaml_node_t **k,
+                      yaml_node_t **v, struct svc_err *err)
+{
+    *k = NULL;
+    if (node->type == YAML_SEQUENCE_NODE) {
+        if (node->data.sequence.items.start + i >= node->data.sequence.items.top)
+            return 0;
+        *v = yaml_document_get_node(doc, node->data.sequence.items.start[i]);
+    } else if (node->type == YAML_MAPPING_NODE) {
+        yaml_node_pair_t *p = node->data.mapping.pairs.start + i;
+        if (p >= node->data.mapping.pairs.top)
+            return 0;
+        *k = yaml_document_get_node(doc, p->key);
+        *v = *k ? yaml_document_get_node(doc, p->value) : NULL;
+    } else {
+        return 0;
+    }
+    return *v ? 1 : svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
+}
+
 static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth)
 {
-    if (node->type == YAML_MAPPING_NODE) {
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(y->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(y->doc, p->value);
-            if (!k || !v)
-                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
-            if (k->type != YAML_SCALAR_NODE)
-                return cfgy_fail(y->err, y->file, MARK(k->start_mark), y->path.data,
-                                 "keys must be scalars");
-            if (strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
-                return cfgy_fail(y->err, y->file, MARK(k->start_mark), y->path.data,
-                                 "a key contains a NUL character");
-            if (cfgy_visit(y, v, k, 0, depth + 1) < 0)
-                return -1;
-        }
-    } else if (node->type == YAML_SEQUENCE_NODE) {
-        size_t i = 0;
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++, i++) {
-            yaml_node_t *v = yaml_document_get_node(y->doc, *it);
-            if (!v)
-                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
-            if (cfgy_visit(y, v, NULL, i, depth + 1) < 0)
-                return -1;
-        }
+    yaml_node_t *k, *v;
+    int rc;
+    for (size_t i = 0; (rc = cfgy_child(y->doc, node, i, &k, &v, y->err)) > 0; i++) {
+        if (k && k->type != YAML_SCALAR_NODE)
+            return cfgy_fail(y->err, y->file, MARK(k->start_mark), y->path.data,
+                             "keys must be scalars");
+        if (k && strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
+            return cfgy_fail(y->err, y->file, MARK(k->start_mark), y->path.data,
+                             "a key contains a NUL character");
+        if (cfgy_visit(y, v, k, k ? 0 : i, depth + 1) < 0)
+            return -1;
     }
-    return 0;
+    return rc;
 }
 
 /* 1-based line and column of a byte offset (libyaml's reader errors carry only that). */
@@ -283,38 +290,26 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
         *out = cfgy_json_scalar(node); /* NULL is JSON null */
         return 0;
     case YAML_SEQUENCE_NODE:
-        *out = json_object_new_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++) {
-            yaml_node_t *v = yaml_document_get_node(at->doc, *it);
+    case YAML_MAPPING_NODE: {
+        bool map = node->type == YAML_MAPPING_NODE;
+        yaml_node_t *k, *v;
+        int rc;
+        *out = map ? json_object_new_object() : json_object_new_array();
+        for (size_t i = 0; (rc = cfgy_child(at->doc, node, i, &k, &v, err)) > 0; i++) {
             json_object *jv;
-            if (!v)
-                return json_fail(out,
-                                 svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document"));
-            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0)
-                return json_fail(out, -1);
-            json_object_array_add(*out, jv);
-        }
-        return 0;
-    case YAML_MAPPING_NODE:
-        *out = json_object_new_object();
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(at->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(at->doc, p->value);
-            json_object *jv;
-            if (!k || !v)
-                return json_fail(out,
-                                 svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document"));
-            if (k->type != YAML_SCALAR_NODE ||
-                strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
+            if (k && (k->type != YAML_SCALAR_NODE ||
+                      strlen((const char *)k->data.scalar.value) != k->data.scalar.length))
                 return json_fail(out, cfgy_fail(err, at->file, MARK(k->start_mark), at->path,
                                                 "keys must be scalars"));
             if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0)
                 return json_fail(out, -1);
-            json_object_object_add(*out, (const char *)k->data.scalar.value, jv);
+            if (map)
+                json_object_object_add(*out, (const char *)k->data.scalar.value, jv);
+            else
+                json_object_array_add(*out, jv);
         }
-        return 0;
+        return rc < 0 ? json_fail(out, -1) : 0;
+    }
     default:
         return 0;
     }

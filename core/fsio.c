@@ -348,10 +348,8 @@ int svc_file_append_line(const char *path, const char *line, size_t len, bool du
     char c = '\n';
     if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &c, 1, sb.st_size - 1) != 1)
         c = '\n';
-    /* line[-1] is the caller's '\n': a torn last line is followed by a fresh one */
-    const char *data = c != '\n' ? line - 1 : line;
-    size_t n = c != '\n' ? len + 1 : len;
-    if (append_and_close(fd, path, data, n, durable, err) != 0)
+    bool torn = c != '\n'; /* then line[-1], the caller's '\n', starts a fresh line */
+    if (append_and_close(fd, path, line - torn, len + torn, durable, err) != 0)
         return -1;
     if (created && durable && svc_fsync_parent(path) != 0)
         return svc_err_errno(err, "fsync directory");

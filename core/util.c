@@ -184,10 +184,8 @@ int svc_time_parse_iso(const char *s, double *epoch)
 
 /* ---- process id and random bytes, per process ---- */
 
-/* getpid() is a system call on every use (glibc no longer caches it), and OpenSSL's
- * RAND_bytes makes one too (its fork check): the pid is cached, and random bytes are drawn
- * 256 at a time into a pool that hands each byte out once. Both are forgotten in the child
- * of any fork, so a child never repeats its parent's bytes. */
+/* getpid() and RAND_bytes (its fork check) are a system call each: the pid is cached, and
+ * random bytes drawn 256 at a time into a pool; both forgotten in a forked child. */
 static struct {
     pid_t pid;
     unsigned char pool[256];
