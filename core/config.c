@@ -976,11 +976,10 @@ void svc_config_free(struct svc_config *cfg)
         row_free(&cfg_rows[i], cfg);
     for (size_t li = 0; li < NLISTS; li++) {
         const struct cfg_list *l = &cfg_lists[li];
-        char *arr = list_array(cfg, l);
-        if (arr)
-            for (size_t k = 0; k < list_count(cfg, l); k++)
-                for (size_t i = 0; i < l->nrows; i++)
-                    row_free(&l->rows[i], arr + k * l->size);
+        char *arr = list_array(cfg, l); /* NULL when its count is 0 */
+        for (size_t k = 0; k < list_count(cfg, l); k++)
+            for (size_t i = 0; i < l->nrows; i++)
+                row_free(&l->rows[i], arr + k * l->size);
         free(arr);
     }
     strv_free(cfg->warnings);

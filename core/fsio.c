@@ -137,12 +137,6 @@ int svc_sync_tree(const char *dir, struct svc_err *err)
     return rc == 0 ? 0 : svc_err_errno(err, "sync");
 }
 
-int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
-                          struct svc_err *err)
-{
-    return svc_file_write_synced(path, data, len, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, err);
-}
-
 /* Temp names ".<name>.tmp-<pid>-<salt><counter>": fsck tells a dead writer's temp files by
  * the pid; pid and salt are drawn once per process (a system call each), anew after fork. */
 static struct {

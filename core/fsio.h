@@ -18,8 +18,6 @@
 
 /* out = "<dir>/.<name><tail>" for path "<dir>/<name>" (temp and spare names). */
 void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail);
-int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
-                          struct svc_err *err);
 /* What a write syncs: SVC_SYNC_FILE fdatasyncs the temp file before the rename (the new
  * file is whole if its name survives a power cut), SVC_SYNC_DIR fsyncs the directory after
  * it (the name survives); a writer of several files in one directory syncs it once. */
@@ -48,6 +46,11 @@ static inline int svc_sync_spare(int sync, bool durable)
 }
 int svc_file_write_synced(const char *path, const void *data, size_t len, int sync,
                           struct svc_err *err);
+static inline int svc_file_write_atomic(const char *path, const void *data, size_t len,
+                                        bool durable, struct svc_err *err)
+{
+    return svc_file_write_synced(path, data, len, svc_sync_full(durable), err);
+}
 int svc_fsync_dir(const char *dir, struct svc_err *err);
 /* Everything written under dir (a staged import, an export bundle) reaches the disk:
  * syncfs(2) on a local filesystem, else an fdatasync of each file and fsync of each

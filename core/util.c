@@ -320,11 +320,6 @@ int svc_fsync_parent(const char *path)
     return rc;
 }
 
-int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
-{
-    return svc_mkdirs_durable(path, mode, false, err);
-}
-
 int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err)
 {
     if (svc_is_dir(path))

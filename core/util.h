@@ -60,11 +60,13 @@ _Noreturn void svc_oom(size_t n);
 char *svc_path_expand(const char *path);
 /* "a" + "/" + "b"; heap result, never NULL. */
 char *svc_path_join(const char *a, const char *b);
-/* mkdir -p with mode; 0 or -1 with err. */
-int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err);
-/* The same; with durable, the parent of each directory it creates is fsynced (a session
- * created by a completed run must not vanish in a crash). */
+/* mkdir -p with mode; 0 or -1 with err. With durable, the parent of each directory it
+ * creates is fsynced (a session created by a completed run must not vanish in a crash). */
 int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err);
+static inline int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
+{
+    return svc_mkdirs_durable(path, mode, false, err);
+}
 /* fsync the directory holding path, so a new entry in it survives a crash; 0 or -1, errno. */
 int svc_fsync_parent(const char *path);
 /* Whether the path is an existing directory. */
