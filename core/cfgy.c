@@ -12,8 +12,7 @@
 
 #include "util.h"
 
-/* Caps for converting a free-form YAML subtree (extension parameters) into JSON: aliases
- * can make a small document describe a huge or cyclic tree. */
+/* Caps of cfgy_to_json: aliases can make a small document describe a huge or cyclic tree. */
 #define CFGY_JSON_DEPTH 64
 #define CFGY_JSON_NODES 100000
 
@@ -26,7 +25,6 @@ struct cfgy {
     struct svc_err *err;
 };
 
-/* The one error format of this module. Returns -1. */
 int cfgy_fail(struct svc_err *err, const char *file, int line, int col, const char *key,
               const char *fmt, ...)
 {
@@ -40,15 +38,12 @@ int cfgy_fail(struct svc_err *err, const char *file, int line, int col, const ch
     return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: %s", file, line, col, what);
 }
 
-static int cfgy_line(yaml_mark_t m)
+/* libyaml's 0-based line or column, 1-based; MARK(m) is both. */
+static int mark_num(size_t v)
 {
-    return m.line >= (size_t)INT32_MAX ? INT32_MAX : (int)m.line + 1;
+    return v >= (size_t)INT32_MAX ? INT32_MAX : (int)v + 1;
 }
-
-static int cfgy_col(yaml_mark_t m)
-{
-    return m.column >= (size_t)INT32_MAX ? INT32_MAX : (int)m.column + 1;
-}
+#define MARK(m) mark_num((m).line), mark_num((m).column)
 
 bool cfgy_is_null(const char *s, size_t len)
 {
@@ -75,13 +70,13 @@ static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t
         .key = key ? (const char *)key->data.scalar.value : NULL,
         .index = index,
         .depth = depth,
-        .line = cfgy_line(val->start_mark),
-        .col = cfgy_col(val->start_mark),
+        .line = mark_num(val->start_mark.line),
+        .col = mark_num(val->start_mark.column),
         .doc = y->doc,
         .node = val,
     };
-    n.key_line = key ? cfgy_line(key->start_mark) : n.line;
-    n.key_col = key ? cfgy_col(key->start_mark) : n.col;
+    n.key_line = key ? mark_num(key->start_mark.line) : n.line;
+    n.key_col = key ? mark_num(key->start_mark.column) : n.col;
     switch (val->type) {
     case YAML_SCALAR_NODE:
         n.text = (const char *)val->data.scalar.value;
@@ -117,36 +112,43 @@ static int cfgy_visit(struct cfgy *y, yaml_node_t *val, yaml_node_t *key, size_t
     return rc < 0 ? -1 : 0;
 }
 
+/* Child i of a sequence or mapping: 1 with *k (NULL in a sequence) and *v, 0 past the last
+ * (or for a scalar), -1 with err when the document is broken. */
+static int cfgy_child(yaml_document_t *doc, yaml_node_t *node, size_t i, yaml_node_t **k,
+                      yaml_node_t **v, struct svc_err *err)
+{
+    *k = NULL;
+    if (node->type == YAML_SEQUENCE_NODE) {
+        if (node->data.sequence.items.start + i >= node->data.sequence.items.top)
+            return 0;
+        *v = yaml_document_get_node(doc, node->data.sequence.items.start[i]);
+    } else if (node->type == YAML_MAPPING_NODE) {
+        yaml_node_pair_t *p = node->data.mapping.pairs.start + i;
+        if (p >= node->data.mapping.pairs.top)
+            return 0;
+        *k = yaml_document_get_node(doc, p->key);
+        *v = *k ? yaml_document_get_node(doc, p->value) : NULL;
+    } else {
+        return 0;
+    }
+    return *v ? 1 : svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document");
+}
+
 static int cfgy_children(struct cfgy *y, yaml_node_t *node, int depth)
 {
-    if (node->type == YAML_MAPPING_NODE) {
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(y->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(y->doc, p->value);
-            if (!k || !v)
-                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
-            if (k->type != YAML_SCALAR_NODE)
-                return cfgy_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                 y->path.data, "keys must be scalars");
-            if (strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
-                return cfgy_fail(y->err, y->file, cfgy_line(k->start_mark), cfgy_col(k->start_mark),
-                                 y->path.data, "a key contains a NUL character");
-            if (cfgy_visit(y, v, k, 0, depth + 1) < 0)
-                return -1;
-        }
-    } else if (node->type == YAML_SEQUENCE_NODE) {
-        size_t i = 0;
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++, i++) {
-            yaml_node_t *v = yaml_document_get_node(y->doc, *it);
-            if (!v)
-                return svc_err_set(y->err, SVC_E_INTERNAL, "config: broken YAML document");
-            if (cfgy_visit(y, v, NULL, i, depth + 1) < 0)
-                return -1;
-        }
+    yaml_node_t *k, *v;
+    int rc;
+    for (size_t i = 0; (rc = cfgy_child(y->doc, node, i, &k, &v, y->err)) > 0; i++) {
+        if (k && k->type != YAML_SCALAR_NODE)
+            return cfgy_fail(y->err, y->file, MARK(k->start_mark), y->path.data,
+                             "keys must be scalars");
+        if (k && strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
+            return cfgy_fail(y->err, y->file, MARK(k->start_mark), y->path.data,
+                             "a key contains a NUL character");
+        if (cfgy_visit(y, v, k, k ? 0 : i, depth + 1) < 0)
+            return -1;
     }
-    return 0;
+    return rc;
 }
 
 /* 1-based line and column of a byte offset (libyaml's reader errors carry only that). */
@@ -175,8 +177,8 @@ static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf
     if (p->error == YAML_READER_ERROR) {
         cfgy_offset_mark(buf, len, p->problem_offset, &line, &col);
     } else {
-        line = cfgy_line(p->problem_mark);
-        col = cfgy_col(p->problem_mark);
+        line = mark_num(p->problem_mark.line);
+        col = mark_num(p->problem_mark.column);
     }
     const char *problem = p->problem ? p->problem : "unknown error";
     if (p->context)
@@ -185,67 +187,60 @@ static int cfgy_syntax_error(yaml_parser_t *p, const char *file, const char *buf
     return svc_err_set(err, SVC_E_CONFIG, "%s:%d:%d: syntax error: %s", file, line, col, problem);
 }
 
-/* Parse buf and walk its top-level mapping with fn. An empty stream, or one whose only
- * document is null, walks nothing. Returns 0 or -1 with err. */
+/* Load buf's only document into doc: 0, or -1 with err (a syntax error, or a second
+ * document, refused rather than silently ignored). */
+static int cfgy_load(const char *file, const char *buf, size_t len, yaml_document_t *doc,
+                     struct svc_err *err)
+{
+    yaml_parser_t parser;
+    yaml_document_t extra;
+    int rc = 0;
+    (void)yaml_parser_initialize(&parser); /* fails only when malloc does: never (err.h) */
+    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
+    if (!yaml_parser_load(&parser, doc)) {
+        rc = cfgy_syntax_error(&parser, file, buf, len, err);
+    } else if (yaml_document_get_root_node(doc)) {
+        if (!yaml_parser_load(&parser, &extra)) {
+            rc = cfgy_syntax_error(&parser, file, buf, len, err);
+        } else {
+            if (yaml_document_get_root_node(&extra))
+                rc = cfgy_fail(err, file, MARK(extra.start_mark), NULL,
+                               "a second YAML document is not supported");
+            yaml_document_delete(&extra);
+        }
+        if (rc != 0)
+            yaml_document_delete(doc);
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
 int cfgy_walk(const char *file, const char *buf, size_t len, cfgy_fn fn, void *ctx,
               struct svc_err *err)
 {
-    yaml_parser_t parser;
-    yaml_document_t doc, extra;
-    bool have_doc = false, have_extra = false;
+    yaml_document_t doc;
+    if (cfgy_load(file, buf, len, &doc, err) != 0)
+        return -1;
     struct cfgy y = {.file = file, .doc = &doc, .fn = fn, .ctx = ctx, .err = err};
-    int rc = -1;
-
-    svc_buf_init(&y.path);
-    (void)yaml_parser_initialize(&parser); /* fails only when malloc does: never (err.h) */
-    yaml_parser_set_input_string(&parser, (const unsigned char *)buf, len);
-
-    if (!yaml_parser_load(&parser, &doc)) {
-        cfgy_syntax_error(&parser, file, buf, len, err);
-        goto out;
-    }
-    have_doc = true;
     yaml_node_t *root = yaml_document_get_root_node(&doc);
-    if (root) {
-        /* A second document is refused rather than silently ignored. */
-        if (!yaml_parser_load(&parser, &extra)) {
-            cfgy_syntax_error(&parser, file, buf, len, err);
-            goto out;
-        }
-        have_extra = true;
-        yaml_node_t *root2 = yaml_document_get_root_node(&extra);
-        if (root2) {
-            cfgy_fail(err, file, cfgy_line(extra.start_mark), cfgy_col(extra.start_mark), NULL,
-                      "a second YAML document is not supported");
-            goto out;
-        }
-    }
+    int rc = 0;
+    svc_buf_init(&y.path);
     if (!root ||
         (root->type == YAML_SCALAR_NODE && root->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
          cfgy_is_null((const char *)root->data.scalar.value, root->data.scalar.length))) {
-        rc = 0;
-        goto out;
+        rc = 0; /* nothing to walk */
+    } else if (root->type != YAML_MAPPING_NODE) {
+        rc = cfgy_fail(err, file, MARK(root->start_mark), NULL, "the top level must be a mapping");
+    } else {
+        svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
+        rc = cfgy_children(&y, root, 0);
     }
-    if (root->type != YAML_MAPPING_NODE) {
-        cfgy_fail(err, file, cfgy_line(root->start_mark), cfgy_col(root->start_mark), NULL,
-                  "the top level must be a mapping");
-        goto out;
-    }
-    svc_buf_add(&y.path, "", 0); /* path.data is never NULL from here on */
-    y.path.data[0] = '\0';
-    rc = cfgy_children(&y, root, 0);
-out:
-    if (have_extra)
-        yaml_document_delete(&extra);
-    if (have_doc)
-        yaml_document_delete(&doc);
-    yaml_parser_delete(&parser);
+    yaml_document_delete(&doc);
     svc_buf_free(&y.path);
     return rc;
 }
 
-/* YAML 1.2 core-schema scalar into JSON: null, true/false, integers, floats; else a string.
- * Quoted scalars are always strings. */
+/* A scalar by YAML 1.2's core schema: null, bool, integer, float, else (or quoted) a string. */
 static json_object *cfgy_json_scalar(const yaml_node_t *node)
 {
     const char *s = (const char *)node->data.scalar.value;
@@ -286,55 +281,40 @@ static int cfgy_json_node(const struct cfgy_node *at, yaml_node_t *node, int dep
 {
     *out = NULL;
     if (depth > CFGY_JSON_DEPTH || ++*budget > CFGY_JSON_NODES)
-        return cfgy_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
-                         at->path, "nested too deeply or too large");
+        return cfgy_fail(err, at->file, MARK(node->start_mark), at->path,
+                         "nested too deeply or too large");
     switch (node->type) {
     case YAML_SCALAR_NODE:
         if (node->data.scalar.length > (size_t)INT32_MAX)
-            return cfgy_fail(err, at->file, cfgy_line(node->start_mark), cfgy_col(node->start_mark),
-                             at->path, "value too long");
+            return cfgy_fail(err, at->file, MARK(node->start_mark), at->path, "value too long");
         *out = cfgy_json_scalar(node); /* NULL is JSON null */
         return 0;
     case YAML_SEQUENCE_NODE:
-        *out = json_object_new_array();
-        for (yaml_node_item_t *it = node->data.sequence.items.start;
-             it < node->data.sequence.items.top; it++) {
-            yaml_node_t *v = yaml_document_get_node(at->doc, *it);
+    case YAML_MAPPING_NODE: {
+        bool map = node->type == YAML_MAPPING_NODE;
+        yaml_node_t *k, *v;
+        int rc;
+        *out = map ? json_object_new_object() : json_object_new_array();
+        for (size_t i = 0; (rc = cfgy_child(at->doc, node, i, &k, &v, err)) > 0; i++) {
             json_object *jv;
-            if (!v)
-                return json_fail(out,
-                                 svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document"));
-            if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0)
-                return json_fail(out, -1);
-            json_object_array_add(*out, jv);
-        }
-        return 0;
-    case YAML_MAPPING_NODE:
-        *out = json_object_new_object();
-        for (yaml_node_pair_t *p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top;
-             p++) {
-            yaml_node_t *k = yaml_document_get_node(at->doc, p->key);
-            yaml_node_t *v = yaml_document_get_node(at->doc, p->value);
-            json_object *jv;
-            if (!k || !v)
-                return json_fail(out,
-                                 svc_err_set(err, SVC_E_INTERNAL, "config: broken YAML document"));
-            if (k->type != YAML_SCALAR_NODE ||
-                strlen((const char *)k->data.scalar.value) != k->data.scalar.length)
-                return json_fail(out, cfgy_fail(err, at->file, cfgy_line(k->start_mark),
-                                                cfgy_col(k->start_mark), at->path,
+            if (k && (k->type != YAML_SCALAR_NODE ||
+                      strlen((const char *)k->data.scalar.value) != k->data.scalar.length))
+                return json_fail(out, cfgy_fail(err, at->file, MARK(k->start_mark), at->path,
                                                 "keys must be scalars"));
             if (cfgy_json_node(at, v, depth + 1, budget, &jv, err) < 0)
                 return json_fail(out, -1);
-            json_object_object_add(*out, (const char *)k->data.scalar.value, jv);
+            if (map)
+                json_object_object_add(*out, (const char *)k->data.scalar.value, jv);
+            else
+                json_object_array_add(*out, jv);
         }
-        return 0;
+        return rc < 0 ? json_fail(out, -1) : 0;
+    }
     default:
         return 0;
     }
 }
 
-/* The subtree under n as JSON (new reference; NULL for a null node). */
 int cfgy_to_json(const struct cfgy_node *n, json_object **out, struct svc_err *err)
 {
     size_t budget = 0;

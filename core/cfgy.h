@@ -39,7 +39,6 @@ struct cfgy_node {
 };
 
 /* Return CFGY_SKIP, CFGY_DESCEND (entering only), or -1 after filling err. */
-/* Return CFGY_SKIP, CFGY_DESCEND (entering only), or -1 after filling err. */
 typedef int (*cfgy_fn)(void *ctx, const struct cfgy_node *n, struct svc_err *err);
 
 /* The one error format of the loader. Returns -1. */

@@ -1,15 +1,8 @@
-/* config: agents.yaml into struct svc_config.
- *
- * Two layers, in cgit's manner:
- *  - the walker (cfgy.h) knows YAML syntax only, and calls back with each key path.
- *  - the settings layer (cfg_*, here) knows meaning only: one table row per setting (name, type,
- *    bounds, default as YAML text, secret flag, offset into the struct). Loading, defaults,
- *    validation messages, svc_config_to_json, redaction and svc_config_free all read the
- *    tables. jobs[] and extensions[] items have tables of their own, read by the same code.
- *
- * Errors: "<file>:<line>:<col>: <key>: <what is wrong>" (SVC_E_CONFIG, param = key).
- * Warnings (cfg->warnings): "<file>:<line>:<col>: unknown key '<key>'", with " (did you mean
- * `<known key>`?)" when a known key in its place is a few letters off. */
+/* config: agents.yaml into struct svc_config, in two layers (cgit's manner): the walker
+ * (cfgy.h) knows YAML syntax only and calls back with each key path; the settings layer here
+ * knows meaning only: one table row per setting, read by loading, defaults, validation,
+ * svc_config_to_json, redaction and svc_config_free (list items have tables of their own).
+ * An unknown key's warning ends " (did you mean `<known key>`?)" when one is a few letters off. */
 #include "config.h"
 
 #include <ctype.h>
@@ -52,8 +45,7 @@ int svc_config_yaml_to_json(const char *name, const char *buf, size_t len, json_
     return -1;
 }
 
-/* ------------------------------------------------------------------------------------ */
-/* The settings: one row each.                                                            */
+/* ---- The settings: one row each ---- */
 
 enum cfg_type {
     CT_STR,         /* char *, any scalar; null is "" */
@@ -77,8 +69,8 @@ enum cfg_type {
 
 struct cfg_row {
     const char *name; /* "server.workers"; item rows: "schedule" */
+    size_t off;       /* of the value in the struct the table describes */
     enum cfg_type type;
-    size_t off;                          /* of the value in the struct the table describes */
     size_t has_off;                      /* CT_*_NULL: of the bool has_ flag */
     int64_t min, max;                    /* integers: bounds; CT_STR: length bounds (max 0: none) */
     double dmin, dmax;                   /* CT_DOUBLE_NULL */
@@ -88,11 +80,19 @@ struct cfg_row {
     unsigned flags;
 };
 
+#define ALNUM "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+/* Whether s is min to max characters of set. */
+static bool of_chars(const char *s, size_t min, size_t max, const char *set)
+{
+    size_t n = strlen(s);
+    return n >= min && n <= max && strspn(s, set) == n;
+}
+
 static const char *check_listen(const char *s)
 {
-    if ((strncmp(s, "unix:", 5) == 0 && s[5]) || (strncmp(s, "tcp:", 4) == 0 && s[4]))
-        return NULL;
-    return "must start with unix: or tcp: followed by an address";
+    bool ok = (strncmp(s, "unix:", 5) == 0 && s[5]) || (strncmp(s, "tcp:", 4) == 0 && s[4]);
+    return ok ? NULL : "must start with unix: or tcp: followed by an address";
 }
 
 static const char *check_id(const char *s)
@@ -104,34 +104,22 @@ static const char *check_id(const char *s)
 
 static const char *check_env_name(const char *s)
 {
-    size_t n = strlen(s);
-    if (n == 0)
-        return NULL; /* no variable */
-    if (isdigit((unsigned char)s[0]) ||
-        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != n)
+    if (*s && (isdigit((unsigned char)s[0]) || !of_chars(s, 1, SIZE_MAX, ALNUM "_")))
         return "not a valid environment variable name";
-    return NULL;
+    return NULL; /* "": no variable */
 }
 
 static const char *check_url(const char *s)
 {
-    if ((strncmp(s, "http://", 7) == 0 && s[7]) || (strncmp(s, "https://", 8) == 0 && s[8]))
-        return NULL;
-    return "must start with http:// or https://";
-}
-
-static const char *check_cron(const char *s)
-{
-    return svc_cron_check(s); /* names, steps, ranges: core/cron.h */
+    bool ok = (strncmp(s, "http://", 7) == 0 && s[7]) || (strncmp(s, "https://", 8) == 0 && s[8]);
+    return ok ? NULL : "must start with http:// or https://";
 }
 
 static const char *check_ext_name(const char *s)
 {
-    size_t n = strlen(s);
-    if (n < 1 || n > 64 ||
-        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-") != n)
-        return "not a valid tool name (1 to 64 characters of A-Za-z0-9_-)";
-    return NULL;
+    return of_chars(s, 1, 64, ALNUM "_-")
+               ? NULL
+               : "not a valid tool name (1 to 64 characters of A-Za-z0-9_-)";
 }
 
 static const char *check_kind(const char *s)
@@ -141,19 +129,14 @@ static const char *check_kind(const char *s)
 
 static const char *check_octal(const char *s)
 {
-    size_t n = strlen(s);
-    if (n < 1 || n > 4 || strspn(s, "01234567") != n || (n == 4 && s[0] != '0'))
-        return "not an octal mode (up to 4 octal digits, e.g. \"0660\")";
-    return NULL;
+    bool ok = of_chars(s, 1, 4, "01234567") && (strlen(s) < 4 || s[0] == '0');
+    return ok ? NULL : "not an octal mode (up to 4 octal digits, e.g. \"0660\")";
 }
 
 static const char *check_group(const char *s)
 {
-    size_t n = strlen(s);
-    if (n > 32 || (n > 0 && s[0] == '-') ||
-        strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != n)
-        return "not a group name (up to 32 characters of A-Za-z0-9._-)";
-    return NULL;
+    bool ok = s[0] != '-' && of_chars(s, 0, 32, ALNUM "._-");
+    return ok ? NULL : "not a group name (up to 32 characters of A-Za-z0-9._-)";
 }
 
 static const char *check_base_path(const char *s)
@@ -168,7 +151,7 @@ static const char *check_base_path(const char *s)
     if (strstr(s, "//") || strstr(s, "/./") || strstr(s, "/../") ||
         (n >= 2 && strcmp(s + n - 2, "/.") == 0) || (n >= 3 && strcmp(s + n - 3, "/..") == 0))
         return "must not contain empty, '.' or '..' segments";
-    if (strspn(s, "/ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._~-") != n)
+    if (!of_chars(s, 0, n, "/" ALNUM "._~-"))
         return "may only contain / and A-Za-z0-9._~-";
     return NULL;
 }
@@ -190,124 +173,106 @@ _Static_assert(sizeof(enum svc_cache_mode) == sizeof(int), "enum is int-sized");
 _Static_assert(sizeof(enum svc_conv_manager) == sizeof(int), "enum is int-sized");
 _Static_assert(sizeof(enum svc_shared_mode) == sizeof(int), "enum is int-sized");
 
-#define C(f) offsetof(struct svc_config, f)
+#define OFF(f) offsetof(struct svc_config, f)
+#define C(f) #f, OFF(f) /* a row's name is its field */
 
 /* agents.yaml, in the order svc_config_to_json shows it. conf/agents.yaml documents it. */
 static const struct cfg_row cfg_rows[] = {
-    {"server.listen", CT_STR, C(server.listen), .min = 1, .def = "unix:/run/svc/svc.sock",
-     .check = check_listen},
-    {"server.workers", CT_INT, C(server.workers), .min = 1, .max = 256, .def = "4"},
-    {"server.max_requests", CT_INT64, C(server.max_requests), .min = 1, .max = INT64_MAX,
-     .def = "10000"},
-    {"server.max_body_bytes", CT_INT64, C(server.max_body_bytes), .min = 1024, .max = 1073741824,
-     .def = "1048576"},
-    {"server.api_token_env", CT_STR, C(server.api_token_env), .def = "SVC_API_TOKEN",
-     .check = check_env_name},
-    {"server.api_token", CT_STR, C(server.api_token), .def = "", .flags = F_SECRET},
-    {"server.run_timeout_s", CT_INT, C(server.run_timeout_s), .min = 1, .max = 86400, .def = "300"},
-    {"server.socket_mode", CT_STR, C(server.socket_mode), .def = "0660", .check = check_octal},
-    {"server.socket_group", CT_STR, C(server.socket_group), .def = "", .check = check_group},
-    {"server.umask", CT_STR, C(server.umask), .def = "027", .check = check_octal},
-    {"server.base_path", CT_STR, C(server.base_path), .def = "", .check = check_base_path},
-    {"server.user_param", CT_STR, C(server.user_param), .def = "", .check = check_env_name},
-    {"server.admins", CT_STRS, C(server.admins), .def = "[]"},
-    {"server.fcgi_allow", CT_STRS, C(server.fcgi_allow), .def = "[]", .check = svc_acl_check},
+    {C(server.listen), CT_STR, .min = 1, .def = "unix:/run/svc/svc.sock", .check = check_listen},
+    {C(server.workers), CT_INT, .min = 1, .max = 256, .def = "4"},
+    {C(server.max_requests), CT_INT64, .min = 1, .max = INT64_MAX, .def = "10000"},
+    {C(server.max_body_bytes), CT_INT64, .min = 1024, .max = 1073741824, .def = "1048576"},
+    {C(server.api_token_env), CT_STR, .def = "SVC_API_TOKEN", .check = check_env_name},
+    {C(server.api_token), CT_STR, .def = "", .flags = F_SECRET},
+    {C(server.run_timeout_s), CT_INT, .min = 1, .max = 86400, .def = "300"},
+    {C(server.socket_mode), CT_STR, .def = "0660", .check = check_octal},
+    {C(server.socket_group), CT_STR, .def = "", .check = check_group},
+    {C(server.umask), CT_STR, .def = "027", .check = check_octal},
+    {C(server.base_path), CT_STR, .def = "", .check = check_base_path},
+    {C(server.user_param), CT_STR, .def = "", .check = check_env_name},
+    {C(server.admins), CT_STRS, .def = "[]"},
+    {C(server.fcgi_allow), CT_STRS, .def = "[]", .check = svc_acl_check},
 
-    {"sessions.enabled", CT_BOOL, C(sessions.enabled), .def = "true"},
-    {"sessions.provider", CT_ENUM, C(sessions.provider), .def = "svc_repository",
-     .names = session_providers},
-    {"sessions.root", CT_PATH, C(sessions.root), .def = "agents/native_sessions",
-     .flags = F_HOMEREL},
-    {"sessions.agent_id", CT_STR, C(sessions.agent_id), .def = "svc-agent", .check = check_id},
-    {"sessions.persist_openai_history", CT_BOOL, C(sessions.persist_openai_history), .def = "true"},
-    {"sessions.continue_stateless", CT_BOOL, C(sessions.continue_stateless), .def = "true"},
-    {"sessions.sync_memory", CT_BOOL, C(sessions.sync_memory), .def = "true"},
-    {"sessions.export_default_dir", CT_PATH, C(sessions.export_default_dir),
-     .def = "~/Desktop/svc-chat-export"},
-    {"sessions.export_allowed_dirs", CT_PATHS, C(sessions.export_allowed_dirs), .def = "[]"},
-    {"sessions.fsync", CT_BOOL, C(sessions.fsync), .def = "true"},
-    {"sessions.cache", CT_ENUM, C(sessions.cache), .def = "auto", .names = cache_modes},
-    {"sessions.index_db", CT_BOOL, C(sessions.index_db), .def = "true"},
-    {"sessions.shared", CT_ENUM, C(sessions.shared), .def = "auto", .names = shared_modes},
+    {C(sessions.enabled), CT_BOOL, .def = "true"},
+    {C(sessions.provider), CT_ENUM, .def = "svc_repository", .names = session_providers},
+    {C(sessions.root), CT_PATH, .def = "agents/native_sessions", .flags = F_HOMEREL},
+    {C(sessions.agent_id), CT_STR, .def = "svc-agent", .check = check_id},
+    {C(sessions.persist_openai_history), CT_BOOL, .def = "true"},
+    {C(sessions.continue_stateless), CT_BOOL, .def = "true"},
+    {C(sessions.sync_memory), CT_BOOL, .def = "true"},
+    {C(sessions.export_default_dir), CT_PATH, .def = "~/Desktop/svc-chat-export"},
+    {C(sessions.export_allowed_dirs), CT_PATHS, .def = "[]"},
+    {C(sessions.fsync), CT_BOOL, .def = "true"},
+    {C(sessions.cache), CT_ENUM, .def = "auto", .names = cache_modes},
+    {C(sessions.index_db), CT_BOOL, .def = "true"},
+    {C(sessions.shared), CT_ENUM, .def = "auto", .names = shared_modes},
 
-    {"model.provider", CT_ENUM, C(model.provider), .def = "echo", .names = model_providers},
-    {"model.name", CT_STR, C(model.name), .min = 1, .def = "echo-1"},
-    {"model.base_url", CT_STR, C(model.base_url), .def = "https://api.openai.com/v1",
-     .check = check_url},
-    {"model.api_key_env", CT_STR, C(model.api_key_env), .def = "OPENAI_API_KEY",
-     .check = check_env_name},
-    {"model.api_key", CT_STR, C(model.api_key), .def = "", .flags = F_SECRET},
-    {"model.timeout_s", CT_INT, C(model.timeout_s), .min = 1, .max = 3600, .def = "120"},
-    {"model.max_retries", CT_INT, C(model.max_retries), .min = 0, .max = 10, .def = "2"},
-    {"model.temperature", CT_DOUBLE_NULL, C(model.temperature), .has_off = C(model.has_temperature),
-     .dmin = 0, .dmax = 2, .def = "null"},
-    {"model.max_tokens", CT_INT64_NULL, C(model.max_tokens), .has_off = C(model.has_max_tokens),
-     .min = 1, .max = INT64_MAX, .def = "null"},
-    {"model.context_window", CT_INT64, C(model.context_window), .min = 1, .max = INT64_MAX,
-     .def = "128000"},
-    {"model.system_prompt", CT_STR, C(model.system_prompt), .def = "You are a helpful assistant."},
+    {C(model.provider), CT_ENUM, .def = "echo", .names = model_providers},
+    {C(model.name), CT_STR, .min = 1, .def = "echo-1"},
+    {C(model.base_url), CT_STR, .def = "https://api.openai.com/v1", .check = check_url},
+    {C(model.api_key_env), CT_STR, .def = "OPENAI_API_KEY", .check = check_env_name},
+    {C(model.api_key), CT_STR, .def = "", .flags = F_SECRET},
+    {C(model.timeout_s), CT_INT, .min = 1, .max = 3600, .def = "120"},
+    {C(model.max_retries), CT_INT, .min = 0, .max = 10, .def = "2"},
+    {C(model.temperature), CT_DOUBLE_NULL, .has_off = OFF(model.has_temperature), .dmin = 0,
+     .dmax = 2, .def = "null"},
+    {C(model.max_tokens), CT_INT64_NULL, .has_off = OFF(model.has_max_tokens), .min = 1,
+     .max = INT64_MAX, .def = "null"},
+    {C(model.context_window), CT_INT64, .min = 1, .max = INT64_MAX, .def = "128000"},
+    {C(model.system_prompt), CT_STR, .def = "You are a helpful assistant."},
 
-    {"agent.window_size", CT_INT, C(agent.window_size), .min = 2, .max = 10000, .def = "40"},
-    {"agent.max_tool_iterations", CT_INT, C(agent.max_tool_iterations), .min = 1, .max = 100,
-     .def = "8"},
-    {"agent.conversation_manager", CT_ENUM, C(agent.conversation_manager), .def = "sliding_window",
-     .names = conv_managers},
-    {"agent.summary_ratio", CT_DOUBLE_NULL, C(agent.summary_ratio),
-     .has_off = C(agent.has_summary_ratio), .dmin = 0.1, .dmax = 0.8, .def = "0.3"},
-    {"agent.preserve_recent_messages", CT_INT, C(agent.preserve_recent_messages), .min = 0,
-     .max = 10000, .def = "10"},
-    {"limits.max_image_bytes", CT_INT64, C(limits.max_image_bytes), .min = 1, .max = 1073741824,
-     .def = "5242880"},
+    {C(agent.window_size), CT_INT, .min = 2, .max = 10000, .def = "40"},
+    {C(agent.max_tool_iterations), CT_INT, .min = 1, .max = 100, .def = "8"},
+    {C(agent.conversation_manager), CT_ENUM, .def = "sliding_window", .names = conv_managers},
+    {C(agent.summary_ratio), CT_DOUBLE_NULL, .has_off = OFF(agent.has_summary_ratio), .dmin = 0.1,
+     .dmax = 0.8, .def = "0.3"},
+    {C(agent.preserve_recent_messages), CT_INT, .min = 0, .max = 10000, .def = "10"},
+    {C(limits.max_image_bytes), CT_INT64, .min = 1, .max = 1073741824, .def = "5242880"},
 
-    {"memory.root", CT_PATH, C(memory.root), .def = "memory", .flags = F_HOMEREL},
-    {"memory.recall", CT_INT, C(memory.recall), .min = 0, .max = 100, .def = "0"},
+    {C(memory.root), CT_PATH, .def = "memory", .flags = F_HOMEREL},
+    {C(memory.recall), CT_INT, .min = 0, .max = 100, .def = "0"},
 
-    {"retention.archive_after_days", CT_INT, C(retention.archive_after_days), .min = 0,
-     .max = 36500, .def = "0"},
-    {"retention.delete_archived_after_days", CT_INT, C(retention.delete_archived_after_days),
-     .min = 0, .max = 36500, .def = "0"},
-    {"retention.delete_after_days", CT_INT, C(retention.delete_after_days), .min = 0, .max = 36500,
-     .def = "0"},
-    {"retention.keep_pinned", CT_BOOL, C(retention.keep_pinned), .def = "true"},
-    {"retention.export_before_delete", CT_STR, C(retention.export_before_delete), .def = ""},
-    {"retention.schedule", CT_STR, C(retention.schedule), .def = "17 3 * * *", .check = check_cron},
-    {"search.index_dir", CT_PATH, C(search.index_dir), .def = "search", .flags = F_HOMEREL},
-    {"mcp.remote_allow", CT_STRS, C(mcp.remote_allow), .def = "[]", .check = check_url},
+    {C(retention.archive_after_days), CT_INT, .min = 0, .max = 36500, .def = "0"},
+    {C(retention.delete_archived_after_days), CT_INT, .min = 0, .max = 36500, .def = "0"},
+    {C(retention.delete_after_days), CT_INT, .min = 0, .max = 36500, .def = "0"},
+    {C(retention.keep_pinned), CT_BOOL, .def = "true"},
+    {C(retention.export_before_delete), CT_STR, .def = ""},
+    {C(retention.schedule), CT_STR, .def = "17 3 * * *", .check = svc_cron_check},
+    {C(search.index_dir), CT_PATH, .def = "search", .flags = F_HOMEREL},
+    {C(mcp.remote_allow), CT_STRS, .def = "[]", .check = check_url},
 };
 #undef C
 
 #define NROWS (sizeof cfg_rows / sizeof cfg_rows[0])
 _Static_assert(sizeof cfg_rows / sizeof cfg_rows[0] <= 62, "seen bits fit a uint64_t");
 
-#define J(f) offsetof(struct svc_job, f)
+#define J(f) #f, offsetof(struct svc_job, f)
 static const struct cfg_row job_rows[] = {
-    {"id", CT_STR, J(id), .min = 1, .max = SVC_ID_MAX, .check = check_id, .flags = F_REQUIRED},
-    {"schedule", CT_STR, J(schedule), .check = check_cron, .flags = F_REQUIRED},
-    {"session_id", CT_STR, J(session_id), .check = check_id, .flags = F_REQUIRED},
-    {"input", CT_STR, J(input), .min = 1, .flags = F_REQUIRED},
-    {"enabled", CT_BOOL, J(enabled), .def = "true"},
-    {"user", CT_STR, J(user), .max = 128, .def = ""},
+    {J(id), CT_STR, .min = 1, .max = SVC_ID_MAX, .check = check_id, .flags = F_REQUIRED},
+    {J(schedule), CT_STR, .check = svc_cron_check, .flags = F_REQUIRED},
+    {J(session_id), CT_STR, .check = check_id, .flags = F_REQUIRED},
+    {J(input), CT_STR, .min = 1, .flags = F_REQUIRED},
+    {J(enabled), CT_BOOL, .def = "true"},
+    {J(user), CT_STR, .max = 128, .def = ""},
 };
 #undef J
 
-#define X(f) offsetof(struct svc_extension, f)
+#define X(f) #f, offsetof(struct svc_extension, f)
 static const struct cfg_row ext_rows[] = {
-    {"name", CT_STR, X(name), .check = check_ext_name, .flags = F_REQUIRED},
-    {"kind", CT_STR, X(kind), .def = "tool", .check = check_kind},
-    {"description", CT_STR, X(description), .def = ""},
-    {"parameters", CT_JSON, X(parameters), .def = "{\"type\":\"object\",\"properties\":{}}"},
-    {"command", CT_STRS, X(command), .min = 1, .flags = F_REQUIRED | F_HIDDEN},
-    {"timeout_s", CT_INT, X(timeout_s), .min = 1, .max = 600, .def = "10"},
-    {"env", CT_STRS, X(env), .def = "[]", .flags = F_HIDDEN},
-    {"enabled", CT_BOOL, X(enabled), .def = "true"},
+    {X(name), CT_STR, .check = check_ext_name, .flags = F_REQUIRED},
+    {X(kind), CT_STR, .def = "tool", .check = check_kind},
+    {X(description), CT_STR, .def = ""},
+    {X(parameters), CT_JSON, .def = "{\"type\":\"object\",\"properties\":{}}"},
+    {X(command), CT_STRS, .min = 1, .flags = F_REQUIRED | F_HIDDEN},
+    {X(timeout_s), CT_INT, .min = 1, .max = 600, .def = "10"},
+    {X(env), CT_STRS, .def = "[]", .flags = F_HIDDEN},
+    {X(enabled), CT_BOOL, .def = "true"},
 };
 #undef X
 
 static const char *check_mcp_name(const char *s)
 {
-    size_t n = strlen(s);
-    if (n < 1 || n > 32 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_-") != n ||
-        strstr(s, "__"))
+    if (!of_chars(s, 1, 32, "abcdefghijklmnopqrstuvwxyz0123456789_-") || strstr(s, "__"))
         return "not a valid server name (1 to 32 characters of a-z0-9_-, without \"__\")";
     return NULL;
 }
@@ -317,9 +282,7 @@ static const char *check_mcp_map(json_object *m, bool names)
 {
     json_object_object_foreach(m, k, v)
     {
-        if (!*k || (names ? strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                      "0123456789-_") != strlen(k)
-                          : check_env_name(k) != NULL))
+        if (!*k || (names ? !of_chars(k, 1, SIZE_MAX, ALNUM "-_") : check_env_name(k) != NULL))
             return names ? "headers_env: a header name is letters, digits, - and _"
                          : "env: not a valid environment variable name";
         if (names && (!json_object_is_type(v, json_type_string) || !*json_object_get_string(v) ||
@@ -349,18 +312,18 @@ static const char *check_opt_url(const char *s)
     return *s ? check_url(s) : NULL;
 }
 
-#define M(f) offsetof(struct svc_mcp_server, f)
+#define M(f) #f, offsetof(struct svc_mcp_server, f)
 static const struct cfg_row mcp_rows[] = {
-    {"name", CT_STR, M(name), .check = check_mcp_name, .flags = F_REQUIRED},
-    {"command", CT_STRS, M(command), .min = 1},
-    {"url", CT_STR, M(url), .def = "", .check = check_opt_url},
-    {"env", CT_JSON, M(env), .def = "{}", .flags = F_SECRET},
-    {"env_pass", CT_STRS, M(env_pass), .def = "[]", .check = check_env_name},
-    {"headers_env", CT_JSON, M(headers_env), .def = "{}", .flags = F_SECRET},
-    {"timeout_s", CT_INT, M(timeout_s), .min = 1, .max = 600, .def = "30"},
-    {"allowed_tools", CT_STRS, M(allowed_tools), .def = "[]"},
-    {"users", CT_STRS, M(users), .def = "[]", .check = check_id},
-    {"enabled", CT_BOOL, M(enabled), .def = "true"},
+    {M(name), CT_STR, .check = check_mcp_name, .flags = F_REQUIRED},
+    {M(command), CT_STRS, .min = 1},
+    {M(url), CT_STR, .def = "", .check = check_opt_url},
+    {M(env), CT_JSON, .def = "{}", .flags = F_SECRET},
+    {M(env_pass), CT_STRS, .def = "[]", .check = check_env_name},
+    {M(headers_env), CT_JSON, .def = "{}", .flags = F_SECRET},
+    {M(timeout_s), CT_INT, .min = 1, .max = 600, .def = "30"},
+    {M(allowed_tools), CT_STRS, .def = "[]"},
+    {M(users), CT_STRS, .def = "[]", .check = check_id},
+    {M(enabled), CT_BOOL, .def = "true"},
 };
 #undef M
 
@@ -369,7 +332,7 @@ _Static_assert(sizeof(enum svc_role) == sizeof(int), "enum is int-sized");
 
 static const char *check_sha256(const char *s)
 {
-    if (!*s || (strlen(s) == 64 && strspn(s, "0123456789abcdefABCDEF") == 64))
+    if (!*s || of_chars(s, 64, 64, "0123456789abcdefABCDEF"))
         return NULL; /* "": none */
     return "not a SHA-256 digest (64 hex digits, e.g. from `printf %s TOKEN | sha256sum`)";
 }
@@ -391,18 +354,18 @@ static const char *check_user(const void *item)
     return NULL;
 }
 
-#define U(f) offsetof(struct svc_user_conf, f)
+#define U(f) #f, offsetof(struct svc_user_conf, f)
 static const struct cfg_row user_rows[] = {
-    {"id", CT_STR, U(id), .min = 1, .max = 128, .check = check_id, .flags = F_REQUIRED},
-    {"token_env", CT_STR, U(token_env), .def = "", .check = check_env_name},
-    {"token_sha256", CT_STR, U(token_sha256), .def = "", .check = check_sha256, .flags = F_SECRET},
-    {"token", CT_STR, U(token_refused), .check = refuse_clear_token, .flags = F_SECRET | F_HIDDEN},
-    {"role", CT_ENUM, U(role), .def = "user", .names = user_roles},
+    {U(id), CT_STR, .min = 1, .max = 128, .check = check_id, .flags = F_REQUIRED},
+    {U(token_env), CT_STR, .def = "", .check = check_env_name},
+    {U(token_sha256), CT_STR, .def = "", .check = check_sha256, .flags = F_SECRET},
+    {"token", offsetof(struct svc_user_conf, token_refused), CT_STR, .check = refuse_clear_token,
+     .flags = F_SECRET | F_HIDDEN},
+    {U(role), CT_ENUM, .def = "user", .names = user_roles},
 };
 #undef U
 
-/* A sequence of items, each described by a table: top-level ("jobs") or in a section
- * ("server.users"). */
+/* A sequence of items, each read by a table of its own ("jobs", "server.users"). */
 struct cfg_list {
     const char *name; /* "jobs" */
     const struct cfg_row *rows;
@@ -413,19 +376,19 @@ struct cfg_list {
     const char *(*check)(const void *item); /* NULL when the item is fine, else what is wrong */
 };
 
+/* name, rows, the item's type, the array and its count in svc_config */
+#define L(name, rows, type, arr, n)                                                                \
+    name, rows, sizeof rows / sizeof rows[0], sizeof(type), OFF(arr), OFF(n)
 static const struct cfg_list cfg_lists[] = {
-    {"jobs", job_rows, sizeof job_rows / sizeof job_rows[0], sizeof(struct svc_job),
-     offsetof(struct svc_config, jobs), offsetof(struct svc_config, njobs), "id", NULL},
-    {"extensions", ext_rows, sizeof ext_rows / sizeof ext_rows[0], sizeof(struct svc_extension),
-     offsetof(struct svc_config, extensions), offsetof(struct svc_config, nextensions), "name",
-     NULL},
-    {"mcp_servers", mcp_rows, sizeof mcp_rows / sizeof mcp_rows[0], sizeof(struct svc_mcp_server),
-     offsetof(struct svc_config, mcp_servers), offsetof(struct svc_config, nmcp_servers), "name",
+    {L("jobs", job_rows, struct svc_job, jobs, njobs), "id", NULL},
+    {L("extensions", ext_rows, struct svc_extension, extensions, nextensions), "name", NULL},
+    {L("mcp_servers", mcp_rows, struct svc_mcp_server, mcp_servers, nmcp_servers), "name",
      check_mcp},
-    {"server.users", user_rows, sizeof user_rows / sizeof user_rows[0],
-     sizeof(struct svc_user_conf), offsetof(struct svc_config, server.users),
-     offsetof(struct svc_config, server.nusers), "id", check_user},
+    {L("server.users", user_rows, struct svc_user_conf, server.users, server.nusers), "id",
+     check_user},
 };
+#undef L
+#undef OFF
 #define NLISTS (sizeof cfg_lists / sizeof cfg_lists[0])
 
 #define FIELD(base, off, type) ((type *)(void *)((char *)(base) + (off)))
@@ -451,31 +414,28 @@ static void strv_free(char **v)
     free(v);
 }
 
-/* Release the value of one row (the struct itself is the caller's). */
+/* Release the value of one row, leaving NULL (the struct itself is the caller's). */
 static void row_free(const struct cfg_row *r, void *base)
 {
-    switch (r->type) {
-    case CT_STR:
-    case CT_PATH:
+    if (r->type == CT_STR || r->type == CT_PATH)
         free(*FIELD(base, r->off, char *));
-        *FIELD(base, r->off, char *) = NULL;
-        break;
-    case CT_PATHS:
-    case CT_STRS:
+    else if (r->type == CT_PATHS || r->type == CT_STRS)
         strv_free(*FIELD(base, r->off, char **));
-        *FIELD(base, r->off, char **) = NULL;
-        break;
-    case CT_JSON:
+    else if (r->type == CT_JSON)
         json_object_put(*FIELD(base, r->off, json_object *));
-        *FIELD(base, r->off, json_object *) = NULL;
-        break;
-    default:
-        break;
-    }
+    else
+        return;
+    memset((char *)base + r->off, 0, sizeof(void *));
 }
 
-/* ------------------------------------------------------------------------------------ */
-/* Storing values.                                                                        */
+/* Replace the pointer (a string, list or JSON value) row r holds in base with v. */
+static void row_set(const struct cfg_row *r, void *base, void *v)
+{
+    row_free(r, base);
+    memcpy((char *)base + r->off, &v, sizeof v);
+}
+
+/* ---- Storing values ---- */
 
 struct cfg_load {
     struct svc_config *cfg;
@@ -484,8 +444,6 @@ struct cfg_load {
     uint64_t lists_seen;    /* by index in cfg_lists */
     struct cfg_frame {
         enum { FR_ROOT, FR_SECTION, FR_ITEMS, FR_ITEM, FR_LIST } kind;
-        const struct cfg_row *rows; /* FR_SECTION: cfg_rows; FR_ITEM: the item table */
-        size_t nrows;
         const char *section; /* FR_SECTION: "server" */
         size_t seclen;
         const struct cfg_list *list; /* FR_ITEMS, FR_ITEM */
@@ -541,37 +499,17 @@ static int parse_bool(const char *s)
 /* What a value is, for "expected X, got Y": the text itself unless secret. */
 static void describe(const struct cfg_row *r, const struct cfgy_node *n, char *buf, size_t sz)
 {
-    switch (n->kind) {
-    case CFGY_NULL:
-        snprintf(buf, sz, "null");
-        break;
-    case CFGY_SEQ:
-        snprintf(buf, sz, "a sequence");
-        break;
-    case CFGY_MAP:
-        snprintf(buf, sz, "a mapping");
-        break;
-    default:
-        if (r->flags & F_SECRET)
-            snprintf(buf, sz, "a string");
-        else if (n->len > 60)
-            snprintf(buf, sz, "'%.57s...'", n->text);
-        else
-            snprintf(buf, sz, "'%s'", n->text);
-        break;
-    }
-}
-
-static void range_text(const struct cfg_row *r, char *buf, size_t sz)
-{
-    if (r->max == INT64_MAX || (r->type == CT_INT && r->max == INT32_MAX))
-        snprintf(buf, sz, "at least %lld", (long long)r->min);
+    static const char *const kinds[] = {
+        [CFGY_NULL] = "null", [CFGY_SEQ] = "a sequence", [CFGY_MAP] = "a mapping"};
+    if (n->kind != CFGY_SCALAR || (r->flags & F_SECRET))
+        snprintf(buf, sz, "%s", n->kind != CFGY_SCALAR ? kinds[n->kind] : "a string");
+    else if (n->len > 60)
+        snprintf(buf, sz, "'%.57s...'", n->text);
     else
-        snprintf(buf, sz, "%lld..%lld", (long long)r->min, (long long)r->max);
+        snprintf(buf, sz, "'%s'", n->text);
 }
 
-/* Store a scalar (or null) node into row r of base; messages name n->path.
- * Return 0, or -1 with err. */
+/* Store a scalar (or null) node into row r of base: 0, or -1 with err naming n->path. */
 #define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
 
 static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node *n,
@@ -591,9 +529,7 @@ static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node
     const char *why = r->check ? r->check(text) : NULL;
     if (why)
         return FAIL("%s", why);
-    char *v = r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text);
-    row_free(r, base);
-    *FIELD(base, r->off, char *) = v;
+    row_set(r, base, r->type == CT_PATH ? svc_path_expand(text) : svc_xstrdup(text));
     return 0;
 }
 
@@ -601,8 +537,6 @@ static int store_int(const struct cfg_row *r, void *base, const struct cfgy_node
                      const char *got, struct svc_err *err)
 {
     int64_t v;
-    char range[64];
-    range_text(r, range, sizeof range);
     if (r->type == CT_INT64_NULL && n->kind == CFGY_NULL) {
         *FIELD(base, r->has_off, bool) = false;
         *FIELD(base, r->off, int64_t) = 0;
@@ -611,8 +545,12 @@ static int store_int(const struct cfg_row *r, void *base, const struct cfgy_node
     if (n->kind != CFGY_SCALAR || !n->plain || !parse_int64(n->text, &v))
         return FAIL("expected an integer%s, got %s", r->type == CT_INT64_NULL ? " or null" : "",
                     got);
-    if (v < r->min || v > r->max)
-        return FAIL("%lld is out of range (%s)", (long long)v, range);
+    if (v < r->min || v > r->max) {
+        if (r->max == INT64_MAX || (r->type == CT_INT && r->max == INT32_MAX))
+            return FAIL("%lld is out of range (at least %lld)", (long long)v, (long long)r->min);
+        return FAIL("%lld is out of range (%lld..%lld)", (long long)v, (long long)r->min,
+                    (long long)r->max);
+    }
     if (r->type == CT_INT) {
         *FIELD(base, r->off, int) = (int)v;
     } else {
@@ -669,9 +607,7 @@ static int store_list(const struct cfg_row *r, void *base, const struct cfgy_nod
     if (r->type == CT_JSON)
         return FAIL("expected a mapping, got %s", got);
     if (n->kind == CFGY_NULL && r->min == 0) {
-        char **v = svc_xcalloc(1, sizeof *v);
-        row_free(r, base);
-        *FIELD(base, r->off, char **) = v;
+        row_set(r, base, svc_xcalloc(1, sizeof(char *)));
         return 0;
     }
     return FAIL("expected a sequence of %s, got %s", r->type == CT_PATHS ? "paths" : "strings",
@@ -711,7 +647,6 @@ static int row_store(const struct cfg_row *r, void *base, const struct cfgy_node
     }
     return svc_err_set(err, SVC_E_INTERNAL, "config: bad table row %s", r->name);
 }
-#undef FAIL
 
 /* Put row r's default into base. */
 static int row_default(const struct cfg_row *r, void *base, const char *home, struct svc_err *err)
@@ -719,17 +654,14 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
     if (!r->def)
         return 0;
     if (r->type == CT_PATH && (r->flags & F_HOMEREL)) {
-        char *v = svc_path_join(home, r->def);
-        row_free(r, base);
-        *FIELD(base, r->off, char *) = v;
+        row_set(r, base, svc_path_join(home, r->def));
         return 0;
     }
     if (r->type == CT_JSON) {
         json_object *j = json_tokener_parse(r->def);
         if (!j) /* a default that is not JSON: a bug in the table */
             return svc_err_set(err, SVC_E_INTERNAL, "config: bad default for %s", r->name);
-        row_free(r, base);
-        *FIELD(base, r->off, json_object *) = j;
+        row_set(r, base, j);
         return 0;
     }
     struct cfgy_node n = {.file = "<defaults>",
@@ -739,10 +671,8 @@ static int row_default(const struct cfg_row *r, void *base, const char *home, st
                           .plain = true,
                           .line = 1,
                           .col = 1};
-    if (strcmp(r->def, "[]") == 0)
-        n.kind = CFGY_NULL; /* an empty list */
-    else
-        n.kind = cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
+    /* "[]": an empty list */
+    n.kind = strcmp(r->def, "[]") == 0 || cfgy_is_null(n.text, n.len) ? CFGY_NULL : CFGY_SCALAR;
     if (row_store(r, base, &n, err) < 0) {
         if (err && err->code == SVC_E_CONFIG)
             err->code = SVC_E_INTERNAL; /* a bad default is a bug in the table */
@@ -760,8 +690,7 @@ static int rows_default(const struct cfg_row *rows, size_t nrows, void *base, co
     return 0;
 }
 
-/* ------------------------------------------------------------------------------------ */
-/* The walker's callback: meaning.                                                        */
+/* ---- The walker's callback: meaning ---- */
 
 /* Edit distance of a and b (case folded), at most 64 characters each; larger beyond. */
 static size_t key_distance(const char *a, const char *b)
@@ -809,8 +738,9 @@ static void cfg_closest(const struct cfg_frame *parent, const struct cfgy_node *
     size_t dist = SIZE_MAX;
     best[0] = '\0';
     if (parent->kind == FR_ITEM) {
-        for (size_t i = 0; i < parent->nrows; i++)
-            key_nearer(n->key, parent->rows[i].name, strlen(parent->rows[i].name), best, &dist);
+        for (size_t i = 0; i < parent->list->nrows; i++)
+            key_nearer(n->key, parent->list->rows[i].name, strlen(parent->list->rows[i].name), best,
+                       &dist);
     } else if (parent->kind == FR_ROOT) {
         for (size_t i = 0; i < NROWS; i++)
             key_nearer(n->key, cfg_rows[i].name, strcspn(cfg_rows[i].name, "."), best, &dist);
@@ -856,20 +786,15 @@ static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
 {
     if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
         char **v = svc_xcalloc(n->count + 1, sizeof *v);
-        row_free(r, base);
-        *FIELD(base, r->off, char **) = v;
-        memset(fr, 0, sizeof *fr);
-        fr->kind = FR_LIST;
-        fr->row = r;
-        fr->base = base;
+        row_set(r, base, v);
+        *fr = (struct cfg_frame){.kind = FR_LIST, .row = r, .base = base};
         return CFGY_DESCEND;
     }
     if (r->type == CT_JSON && n->kind == CFGY_MAP) {
         json_object *j;
         if (cfgy_to_json(n, &j, err) < 0)
             return -1;
-        row_free(r, base);
-        *FIELD(base, r->off, json_object *) = j;
+        row_set(r, base, j);
         return CFGY_SKIP;
     }
     return row_store(r, base, n, err) < 0 ? -1 : CFGY_SKIP;
@@ -900,15 +825,13 @@ static int cfg_enter_list(struct cfg_load *c, const struct cfg_list *l, const st
     if (n->kind == CFGY_NULL)
         return CFGY_SKIP;
     if (n->kind != CFGY_SEQ)
-        return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a sequence of mappings");
+        return FAIL("expected a sequence of mappings");
     if (n->count > 0) {
         void *arr = svc_xcalloc(n->count, l->size);
         memcpy((char *)c->cfg + l->arr_off, &arr, sizeof arr);
         *FIELD(c->cfg, l->n_off, size_t) = n->count;
     }
-    memset(fr, 0, sizeof *fr);
-    fr->kind = FR_ITEMS;
-    fr->list = l;
+    *fr = (struct cfg_frame){.kind = FR_ITEMS, .list = l};
     return CFGY_DESCEND;
 }
 
@@ -928,13 +851,8 @@ static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct 
         if (n->kind == CFGY_NULL)
             return CFGY_SKIP;
         if (n->kind != CFGY_MAP)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
-        memset(fr, 0, sizeof *fr);
-        fr->kind = FR_SECTION;
-        fr->rows = cfg_rows;
-        fr->nrows = NROWS;
-        fr->section = cfg_rows[i].name;
-        fr->seclen = klen;
+            return FAIL("expected a mapping");
+        *fr = (struct cfg_frame){.kind = FR_SECTION, .section = cfg_rows[i].name, .seclen = klen};
         return CFGY_DESCEND;
     }
     return cfg_warn_unknown(c, n, err);
@@ -947,7 +865,7 @@ static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct
     const struct cfg_list *l = fr->list;
     const char *why = l->check ? l->check(fr->base) : NULL;
     if (why)
-        return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
+        return FAIL("%s", why);
     for (size_t i = 0; i < l->nrows; i++) {
         const struct cfg_row *r = &l->rows[i];
         char key[256];
@@ -980,7 +898,7 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         if (self->kind == FR_ITEM)
             return cfg_leave_item(c, self, n, err);
         if (self->kind == FR_LIST && (int64_t)self->n < self->row->min)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+            return FAIL("must not be empty");
         return CFGY_SKIP;
     }
 
@@ -1008,27 +926,23 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
     case FR_ITEMS: {
         const struct cfg_list *l = parent->list;
         if (n->kind != CFGY_MAP)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected a mapping");
-        memset(self, 0, sizeof *self);
-        self->kind = FR_ITEM;
-        self->list = l;
-        self->rows = l->rows;
-        self->nrows = l->nrows;
-        self->base = (char *)list_array(c->cfg, l) + n->index * l->size;
+            return FAIL("expected a mapping");
+        *self = (struct cfg_frame){
+            .kind = FR_ITEM, .list = l, .base = (char *)list_array(c->cfg, l) + n->index * l->size};
         if (rows_default(l->rows, l->nrows, self->base, c->cfg->home, err) < 0)
             return -1;
         return CFGY_DESCEND;
     }
     case FR_ITEM:
-        for (size_t i = 0; i < parent->nrows; i++) {
-            if (strcmp(parent->rows[i].name, n->key) != 0)
+        for (size_t i = 0; i < parent->list->nrows; i++) {
+            if (strcmp(parent->list->rows[i].name, n->key) != 0)
                 continue;
             if (parent->seen & (1ull << i))
                 return cfg_dup(n, err);
             parent->seen |= 1ull << i;
             parent->line[i] = n->line;
             parent->col[i] = n->col;
-            return cfg_apply(c, &parent->rows[i], parent->base, n, self, err);
+            return cfg_apply(c, &parent->list->rows[i], parent->base, n, self, err);
         }
         return cfg_warn_unknown(c, n, err);
     case FR_LIST: {
@@ -1036,15 +950,14 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
         char got[96];
         describe(r, n, got, sizeof got);
         if (n->kind != CFGY_SCALAR)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "expected %s, got %s",
-                            r->type == CT_PATHS ? "a path" : "a string", got);
+            return FAIL("expected %s, got %s", r->type == CT_PATHS ? "a path" : "a string", got);
         if (strlen(n->text) != n->len)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "contains a NUL character");
+            return FAIL("contains a NUL character");
         if (n->len == 0)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "must not be empty");
+            return FAIL("must not be empty");
         const char *why = r->check ? r->check(n->text) : NULL;
         if (why)
-            return cfg_fail(err, n->file, n->line, n->col, n->path, "%s", why);
+            return FAIL("%s", why);
         char *v = r->type == CT_PATHS ? svc_path_expand(n->text) : svc_xstrdup(n->text);
         (*FIELD(parent->base, r->off, char **))[parent->n++] = v;
         return CFGY_SKIP;
@@ -1053,8 +966,7 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
     return svc_err_set(err, SVC_E_INTERNAL, "config: bad walker state");
 }
 
-/* ------------------------------------------------------------------------------------ */
-/* Public API.                                                                            */
+/* ---- Public API ---- */
 
 void svc_config_free(struct svc_config *cfg)
 {
@@ -1064,11 +976,10 @@ void svc_config_free(struct svc_config *cfg)
         row_free(&cfg_rows[i], cfg);
     for (size_t li = 0; li < NLISTS; li++) {
         const struct cfg_list *l = &cfg_lists[li];
-        char *arr = list_array(cfg, l);
-        if (arr)
-            for (size_t k = 0; k < list_count(cfg, l); k++)
-                for (size_t i = 0; i < l->nrows; i++)
-                    row_free(&l->rows[i], arr + k * l->size);
+        char *arr = list_array(cfg, l); /* NULL when its count is 0 */
+        for (size_t k = 0; k < list_count(cfg, l); k++)
+            for (size_t i = 0; i < l->nrows; i++)
+                row_free(&l->rows[i], arr + k * l->size);
         free(arr);
     }
     strv_free(cfg->warnings);
@@ -1089,10 +1000,8 @@ int svc_config_defaults(struct svc_config *cfg, struct svc_err *err)
     memset(cfg, 0, sizeof *cfg);
     cfg->home = config_home();
     cfg->warnings = svc_xcalloc(1, sizeof *cfg->warnings);
-    if (rows_default(cfg_rows, NROWS, cfg, cfg->home, err) < 0)
-        goto fail;
-    return 0;
-fail:
+    if (rows_default(cfg_rows, NROWS, cfg, cfg->home, err) == 0)
+        return 0;
     svc_config_free(cfg);
     return -1;
 }
@@ -1168,15 +1077,6 @@ json_object *svc_config_keys(void)
     return a;
 }
 
-static json_object *strv_to_json(char *const *v)
-{
-    json_object *a = json_object_new_array();
-    if (v)
-        for (char *const *p = v; *p; p++)
-            json_object_array_add(a, json_object_new_string(*p));
-    return a;
-}
-
 static json_object *row_to_json(const struct cfg_row *r, const void *base)
 {
     switch (r->type) {
@@ -1202,15 +1102,18 @@ static json_object *row_to_json(const struct cfg_row *r, const void *base)
                    ? json_object_new_int64(*CFIELD(base, r->off, int64_t))
                    : NULL;
     case CT_ENUM: {
-        int v = *CFIELD(base, r->off, int);
-        int n = 0;
+        int v = *CFIELD(base, r->off, int), n = 0;
         while (r->names[n])
             n++;
         return v >= 0 && v < n ? json_object_new_string(r->names[v]) : NULL;
     }
     case CT_PATHS:
-    case CT_STRS:
-        return strv_to_json(*CFIELD(base, r->off, char **));
+    case CT_STRS: {
+        json_object *a = json_object_new_array();
+        for (char *const *p = *CFIELD(base, r->off, char **); p && *p; p++)
+            json_object_array_add(a, json_object_new_string(*p));
+        return a;
+    }
     case CT_JSON: {
         json_object *j = *CFIELD(base, r->off, json_object *), *o = j ? svc_json_copy(j) : NULL;
         if (o && (r->flags & F_SECRET)) { /* every value is a secret, the keys are not */
@@ -1226,26 +1129,25 @@ static json_object *row_to_json(const struct cfg_row *r, const void *base)
     return NULL;
 }
 
+/* Add v under name in root: "jobs" at the top, "server.listen" in its section's object. */
+static void put_at(json_object *root, const char *name, json_object *v)
+{
+    const char *dot = strchr(name, '.');
+    json_object *sec = root;
+    if (dot) {
+        char sname[32];
+        snprintf(sname, sizeof sname, "%.*s", (int)(dot - name), name);
+        if (!json_object_object_get_ex(root, sname, &sec))
+            json_object_object_add(root, sname, sec = json_object_new_object());
+    }
+    json_object_object_add(sec, dot ? dot + 1 : name, v);
+}
+
 json_object *svc_config_to_json(const struct svc_config *cfg)
 {
     json_object *root = json_object_new_object();
-    json_object *sec = NULL;
-    const char *secname = NULL;
-    size_t seclen = 0;
-    for (size_t i = 0; i < NROWS; i++) {
-        const struct cfg_row *r = &cfg_rows[i];
-        const char *dot = strchr(r->name, '.');
-        size_t len = (size_t)(dot - r->name);
-        if (!secname || len != seclen || strncmp(secname, r->name, len) != 0) {
-            char name[32];
-            snprintf(name, sizeof name, "%.*s", (int)len, r->name);
-            sec = json_object_new_object();
-            json_object_object_add(root, name, sec);
-            secname = r->name;
-            seclen = len;
-        }
-        json_object_object_add(sec, dot + 1, row_to_json(r, cfg));
-    }
+    for (size_t i = 0; i < NROWS; i++)
+        put_at(root, cfg_rows[i].name, row_to_json(&cfg_rows[i], cfg));
     for (size_t li = 0; li < NLISTS; li++) {
         const struct cfg_list *l = &cfg_lists[li];
         json_object *arr = json_object_new_array();
@@ -1258,21 +1160,13 @@ json_object *svc_config_to_json(const struct svc_config *cfg)
                                            row_to_json(&l->rows[i], items + k * l->size));
             json_object_array_add(arr, o);
         }
-        const char *dot = strchr(l->name, '.');
-        json_object *parent = root;
-        if (dot) { /* a list in a section: its rows made the section's object above */
-            char lname[32];
-            snprintf(lname, sizeof lname, "%.*s", (int)(dot - l->name), l->name);
-            json_object_object_get_ex(root, lname, &parent);
-        }
-        json_object_object_add(parent, dot ? dot + 1 : l->name, arr);
+        put_at(root, l->name, arr);
     }
     /* a secret in force through its environment variable is set too: say so */
-    json_object *server = NULL, *model = NULL;
-    if (json_object_object_get_ex(root, "server", &server) && svc_config_api_token(cfg))
-        json_object_object_add(server, "api_token", json_object_new_string("***"));
-    if (json_object_object_get_ex(root, "model", &model) && svc_config_model_api_key(cfg))
-        json_object_object_add(model, "api_key", json_object_new_string("***"));
+    if (svc_config_api_token(cfg))
+        put_at(root, "server.api_token", json_object_new_string("***"));
+    if (svc_config_model_api_key(cfg))
+        put_at(root, "model.api_key", json_object_new_string("***"));
     json_object_object_add(root, "source",
                            cfg->source ? json_object_new_string(cfg->source) : NULL);
     return root;

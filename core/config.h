@@ -81,8 +81,7 @@ struct svc_config {
         char *base_path;        /* "" or "/prefix" (no trailing '/'): routes mounted under it */
         char *user_param;       /* "" or a FastCGI parameter naming the user (REMOTE_USER) */
         char **admins;          /* which users of user_param are admins, NULL-terminated */
-        char **fcgi_allow;      /* FastCGI peers allowed (core/acl.h texts), NULL-terminated;
-                                 * none: loopback only on a TCP listener (SPEC 19) */
+        char **fcgi_allow; /* FastCGI peers (acl.h), NULL-terminated; none: loopback (SPEC 19) */
         struct svc_user_conf *users;
         size_t nusers;
     } server;
@@ -158,17 +157,15 @@ struct svc_config {
     size_t nwarnings;
 };
 
-/* Every loader below overwrites *cfg without freeing it (it need not be initialised) and,
- * on failure, leaves it zeroed with nothing allocated. Errors are SVC_E_CONFIG with the
- * message "<file>:<line>:<col>: <key>: <what is wrong>" (line and column 1-based, key as
- * "server.workers" or "jobs[1].schedule", also in err->param); a YAML syntax error is
- * "<file>:<line>:<col>: syntax error: <libyaml's problem>". cfg->warnings is never NULL
- * after a successful load. */
+/* Every loader overwrites *cfg unfreed (uninitialised is fine); a failure leaves it zeroed.
+ * Errors are SVC_E_CONFIG "<file>:<line>:<col>: <key>: <what is wrong>" (1-based; key as
+ * "jobs[1].schedule", also in err->param) or "<file>:<line>:<col>: syntax error: <libyaml's
+ * problem>". cfg->warnings is never NULL after a successful load. */
 
 /* Defaults only (no file). */
 int svc_config_defaults(struct svc_config *cfg, struct svc_err *err);
-/* $SVC_CONFIG, else $SVC_HOME/agents.yaml (SVC_HOME defaults to ~/.svc). A missing file
- * gives the defaults with source NULL; an unreadable or invalid one is SVC_E_CONFIG. */
+/* $SVC_CONFIG, else $SVC_HOME/agents.yaml (SVC_HOME: ~/.svc); missing: the defaults, with
+ * source NULL. */
 int svc_config_load(struct svc_config *cfg, struct svc_err *err);
 /* A named file (missing is SVC_E_CONFIG here: it was asked for). */
 int svc_config_load_file(struct svc_config *cfg, const char *path, struct svc_err *err);
@@ -180,18 +177,14 @@ void svc_config_free(struct svc_config *cfg);
 /* Effective configuration as SPEC 4.4 /api/config shows it: every key with defaults applied,
  * secrets as "***" when set and "" when unset, plus "source". New reference. */
 json_object *svc_config_to_json(const struct svc_config *cfg);
-/* Every key of the settings tables, in their order: "server.listen", ..., then each list
- * ("jobs") and the keys of its items ("jobs[].id"). New reference (svc config keys). */
+/* Every key of the tables in order ("server.listen", ..., "jobs", "jobs[].id"). New ref. */
 json_object *svc_config_keys(void);
-/* The bearer token in force: server.api_token, else the env var named by api_token_env;
- * NULL when neither is set (auth off). Borrowed. */
+/* The bearer token in force: server.api_token, else $api_token_env; NULL: auth off. */
 const char *svc_config_api_token(const struct svc_config *cfg);
-/* An octal setting (server.socket_mode, server.umask) as a number; the loader has checked
- * it, so this cannot fail for a loaded config. */
+/* An octal setting (server.socket_mode, server.umask), checked by the loader, as a number. */
 unsigned svc_config_octal(const char *text);
-/* A YAML document whose top level is a mapping (docs/openapi.yaml) as JSON, scalars typed
- * by YAML 1.2's core schema (quoted ones are strings). 0, or -1 with err (SVC_E_CONFIG,
- * "<name>:<line>:<col>: ..."). */
+/* A YAML mapping document (docs/openapi.yaml) as JSON, typed by YAML 1.2's core schema
+ * (quoted scalars are strings). 0, or -1 with err (SVC_E_CONFIG "<name>:<line>:<col>: ..."). */
 int svc_config_yaml_to_json(const char *name, const char *buf, size_t len, json_object **out,
                             struct svc_err *err);
 /* The model API key in force (model.api_key, else env api_key_env); NULL when unset. */

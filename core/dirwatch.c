@@ -10,8 +10,7 @@
 
 #include "util.h"
 
-/* what changes a directory: an entry created, written, its attributes (utime, chmod)
- * changed, removed or moved in or out; the directory itself gone */
+/* an entry created, written, its attributes changed, removed, moved; the directory gone */
 #define WATCH_MASK                                                                                 \
     (IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_MODIFY | IN_CLOSE_WRITE |        \
      IN_ATTRIB | IN_DELETE | IN_MOVED_FROM | IN_ONLYDIR)
@@ -111,8 +110,7 @@ static void end_life(struct watch *w)
         dw.on_change(w->key, NULL, 0);
 }
 
-/* An event on a watch with a content life: the entry it names changed, or (no name, the
- * directory itself) everything did. */
+/* An event on a content life: the entry it names changed, or (no name) everything did. */
 static void note_life_event(struct watch *w, const struct inotify_event *ie)
 {
     if (w->life <= 0)
@@ -128,8 +126,7 @@ void svc_dirwatch_on_change(svc_dirwatch_change_fn fn)
     dw.on_change = fn;
 }
 
-/* Nothing is unchanged any more and every content life ends (events were lost, or the
- * instance broke: then no watch is left either). */
+/* Events were lost (or the instance broke: no watch left): every check and life ends. */
 static void changed_all(bool broken)
 {
     for (int i = 0; i < dw.n; i++) {
@@ -140,9 +137,7 @@ static void changed_all(bool broken)
     }
 }
 
-/* Whether ie is an entry w ignores opened for writing and closed: no more (a write,
- * attributes changed, created, removed, renamed, and any event on the directory itself
- * count). */
+/* Whether ie is only an entry w ignores opened for writing and closed (anything else counts). */
 static bool ignored(const struct watch *w, const struct inotify_event *ie)
 {
     if (!w->ignore || ie->len == 0 || (ie->mask & ~(uint32_t)(IN_CLOSE_WRITE | IN_ISDIR)))
@@ -232,9 +227,7 @@ static bool wd_shared(int wd, const struct watch *w)
 int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const struct stat *dir,
                                           const char *const *ignore)
 {
-    if (!ready())
-        return 0;
-    struct watch *w = find(key, true);
+    struct watch *w = ready() ? find(key, true) : NULL;
     if (!w)
         return 0;
     w->unchanged = false;
@@ -261,9 +254,7 @@ int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const stru
 
 int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat *dir)
 {
-    if (!ready())
-        return 0;
-    struct watch *w = find(key, true);
+    struct watch *w = ready() ? find(key, true) : NULL;
     if (!w)
         return 0;
     if (w->wd >= 0 && w->life > 0 && w->dev == dir->st_dev && w->ino == dir->st_ino)

@@ -50,8 +50,7 @@ static const struct {
     [SVC_E_CROSS_SITE] = {"cross_site_refused", "permission_error", 403},
 };
 
-/* Cut a UTF-8 sequence that a truncation to the buffer's size left incomplete at the end
- * of s (the error is sent as JSON, which must be valid UTF-8). */
+/* Cut a UTF-8 sequence a truncation left incomplete at the end of s (JSON must be UTF-8). */
 static void trim_partial_utf8(char *s)
 {
     size_t i = strlen(s), cont = 0;
@@ -119,28 +118,28 @@ void svc_err_clear(struct svc_err *err)
     }
 }
 
+/* The row of code; an unknown code reads as SVC_E_INTERNAL (every row is filled). */
+#define ROW(code) err_table[(code) >= 0 && (code) < SVC_E__MAX ? (code) : SVC_E_INTERNAL]
+
 const char *svc_err_name(enum svc_errcode code)
 {
-    return (code >= 0 && code < SVC_E__MAX && err_table[code].name) ? err_table[code].name
-                                                                    : "internal_error";
+    return ROW(code).name;
 }
 
 const char *svc_err_type(enum svc_errcode code)
 {
-    return (code >= 0 && code < SVC_E__MAX && err_table[code].type) ? err_table[code].type
-                                                                    : "server_error";
+    return ROW(code).type;
 }
 
 int svc_err_http_status(enum svc_errcode code)
 {
-    return (code >= 0 && code < SVC_E__MAX && err_table[code].status) ? err_table[code].status
-                                                                      : 500;
+    return ROW(code).status;
 }
 
 enum svc_errcode svc_err_code(const char *name)
 {
     for (int c = SVC_E_INTERNAL; c < SVC_E__MAX; c++)
-        if (err_table[c].name && strcmp(err_table[c].name, name) == 0)
+        if (strcmp(err_table[c].name, name) == 0)
             return (enum svc_errcode)c;
     return SVC_E_INTERNAL;
 }

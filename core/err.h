@@ -47,10 +47,8 @@ enum svc_errcode {
     SVC_E_PERMISSION_DENIED,    /* permission_denied, 403: an admin endpoint asked by a user */
     SVC_E_SESSION_EXISTS,       /* session_exists, 409: a new session's id is taken */
     SVC_E_CONTEXT_LENGTH,       /* context_length_exceeded, 400: truncation disabled */
-    SVC_E_INDEX_BUILDING,       /* index_building, 503: a list while another process reads
-                                   every session directory to rebuild the index */
-    SVC_E_UPSTREAM_REFUSED,     /* upstream_refused, 400: the model server refused the request
-                                   (its 400 or 422: a setting it does not take) */
+    SVC_E_INDEX_BUILDING,       /* index_building, 503: a list while the index is rebuilt */
+    SVC_E_UPSTREAM_REFUSED,     /* upstream_refused, 400: the model's 400 or 422 */
     SVC_E_MEDIA_TYPE,           /* unsupported_media_type, 415: a body that is not JSON */
     SVC_E_CROSS_SITE,           /* cross_site_refused, 403: a write from another site */
     SVC_E__MAX

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,23 +30,9 @@ static int write_all(int fd, const char *p, size_t len)
     return 0;
 }
 
-static int fsync_dir_of(const char *path)
-{
-    char *copy = svc_xstrdup(path);
-    int fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    free(copy);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    close(fd);
-    return rc;
-}
-
-/* Test hook, compiled only into test builds (make TEST_HOOKS=1, which `make test` and
- * `make asan` use): when SVC_TEST_CRASH_BEFORE_RENAME is "<substring>" or
- * "<substring>#<n>", the n-th write (default the first) of the process to a path containing
- * substring _exit(77)s after the temp write, before the rename (before the write of an
- * append). Used by t/ to prove that a crash at any write leaves a session that says so. */
+/* Test hook (TEST_HOOKS=1 builds): with SVC_TEST_CRASH_BEFORE_RENAME "<substring>[#<n>]",
+ * the n-th write (default 1st) to a path containing substring _exit(77)s before the rename
+ * (an append: before its write), so t/ can show a crash at any write leaves a session whole. */
 static void crash_point(const char *path)
 #ifdef SVC_TEST_HOOKS
 {
@@ -55,17 +40,10 @@ static void crash_point(const char *path)
     const char *spec = getenv("SVC_TEST_CRASH_BEFORE_RENAME");
     if (!spec || !*spec)
         return;
-    char sub[256];
-    int nth = 1;
     const char *hash = strrchr(spec, '#');
     size_t sl = hash ? (size_t)(hash - spec) : strlen(spec);
-    if (sl == 0 || sl >= sizeof sub)
-        return;
-    memcpy(sub, spec, sl);
-    sub[sl] = '\0';
-    if (hash)
-        nth = atoi(hash + 1);
-    if (strstr(path, sub) && ++seen == nth)
+    if (sl > 0 && sl < 256 && memmem(path, strlen(path), spec, sl) &&
+        ++seen == (hash ? atoi(hash + 1) : 1))
         _exit(77);
 }
 #else
@@ -74,16 +52,18 @@ static void crash_point(const char *path)
 }
 #endif
 
-/* rename(tmp, path), atomic for readers either way. A file that was not synced replaces
- * an existing one by exchanging the two names (renameat2 RENAME_EXCHANGE), then the old
- * file, now under the temp name, is removed: ext4 (auto_da_alloc) starts writeback of the
- * new file at every rename over an existing one, an I/O per replaced file, and the old
- * file's blocks are then freed (a discard on a mount with -o discard); an exchange does
- * neither, and a file replaced again before writeback never reaches the disk. The cost is
- * the guarantee auto_da_alloc gives unsynced replacements: after a power cut such a file
- * can come back empty. Only a store that promises nothing across a power cut
- * (sessions.fsync false) writes unsynced (fsio.h svc_sync_spare). Falls back to rename when
- * there is nothing to exchange with or the filesystem cannot exchange. */
+/* A flag the filesystem does not take (renameat2 on NFS, CephFS, GlusterFS). */
+static bool flag_refused(int e)
+{
+    return e == EINVAL || e == ENOSYS || e == EOPNOTSUPP;
+}
+
+/* rename(tmp, path), atomic for readers either way. An unsynced file replaces an existing
+ * one by RENAME_EXCHANGE, then the old one (now tmp) is removed: ext4's auto_da_alloc starts
+ * writeback at every rename over a file and frees the old blocks (a discard with -o
+ * discard); an exchange does neither, so a file replaced again before writeback never
+ * reaches the disk. Only a store without sessions.fsync writes unsynced (it loses that
+ * guarantee: the file can come back empty after a power cut). */
 static int replace_with(const char *tmp, const char *path, bool unsynced)
 {
     if (unsynced) {
@@ -94,7 +74,7 @@ static int replace_with(const char *tmp, const char *path, bool unsynced)
             /* a directory stood there: put it back; rename refuses it as before */
             if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) != 0)
                 return -1;
-        } else if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) {
+        } else if (errno != ENOENT && !flag_refused(errno)) {
             return -1;
         }
     }
@@ -111,8 +91,7 @@ int svc_fsync_dir(const char *dir, struct svc_err *err)
     return rc == 0 ? 0 : svc_err_errno(err, "fsync directory");
 }
 
-/* fdatasync every regular file and fsync every directory under the open directory dfd,
- * then dfd itself: its entries are durable once their own are. */
+/* fdatasync each file and fsync each directory under dfd, children first, then dfd. */
 static int sync_walk(int dfd)
 {
     int dd = dup(dfd);
@@ -158,16 +137,8 @@ int svc_sync_tree(const char *dir, struct svc_err *err)
     return rc == 0 ? 0 : svc_err_errno(err, "sync");
 }
 
-int svc_file_write_atomic(const char *path, const void *data, size_t len, bool durable,
-                          struct svc_err *err)
-{
-    return svc_file_write_synced(path, data, len, durable ? SVC_SYNC_FULL : SVC_SYNC_NONE, err);
-}
-
-/* Temp names ".<name>.tmp-<pid>-<hex>": the pid (fsck tells a dead writer's temp files by
- * it), then a random salt drawn once per process and a counter. Both are kept across
- * writes (getpid and the random source cost a system call each, several times per turn)
- * and reset in a forked child. */
+/* Temp names ".<name>.tmp-<pid>-<salt><counter>": fsck tells a dead writer's temp files by
+ * the pid; pid and salt are drawn once per process (a system call each), anew after fork. */
 static struct {
     pid_t pid; /* 0: draw pid and salt again */
     unsigned long seq;
@@ -195,8 +166,7 @@ static void temp_name(char *out, size_t outsz, const char *path)
     svc_temp_path(out, outsz, path, tail);
 }
 
-/* "<dir>/.<name><tail>": a distributed filesystem (GlusterFS's DHT) places such a name on
- * the brick of "<name>", so renaming it over the target stays atomic for other clients. */
+/* GlusterFS places "<dir>/.<name><tail>" on <name>'s brick: the rename stays atomic. */
 void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail)
 {
     const char *slash = strrchr(path, '/');
@@ -204,15 +174,11 @@ void svc_temp_path(char *out, size_t outsz, const char *path, const char *tail)
     snprintf(out, outsz, "%.*s.%s%s", (int)dl, path, path + dl, tail);
 }
 
-/* rename(spare, path), the file path held kept under spare's name (SVC_WRITE_SPARE). A
- * directory at path is put back and refused (EISDIR), as rename refuses it. */
+/* rename(spare, path) keeping the old file as the spare; a directory at path is refused. */
 static int replace_keeping(const char *spare, const char *path)
 {
-    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) != 0) {
-        if (errno != ENOENT && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
-            return -1;
-        return rename(spare, path); /* nothing to exchange with, or no exchange here */
-    }
+    if (renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE) != 0)
+        return errno != ENOENT && !flag_refused(errno) ? -1 : rename(spare, path);
     struct stat sb;
     if (lstat(spare, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_EXCHANGE);
@@ -222,51 +188,48 @@ static int replace_keeping(const char *spare, const char *path)
     return 0;
 }
 
-/* The rest of a write once fd is open at offset 0 on tmp: a new temp file, or the spare
- * (spare true) of old_size bytes, written over in place (blocks that stay allocated are
- * neither freed nor allocated again). Then the sync asked for, the name replaced, the
- * directory synced. Closes fd; on failure removes tmp (a half-written spare too: the next
- * write starts a new one). */
+/* Write data at fd's offset 0, cut a longer old_size to it, fdatasync when sync, and close
+ * fd. 0, or -1 with err naming the step that failed. */
+static int fill_close(int fd, off_t old_size, const void *data, size_t len, bool sync,
+                      struct svc_err *err)
+{
+    const char *what = NULL;
+    if (write_all(fd, data, len) != 0)
+        what = "write";
+    else if (old_size > (off_t)len && ftruncate(fd, (off_t)len) != 0)
+        what = "truncate";
+    else if (sync && fdatasync(fd) != 0)
+        what = "fdatasync";
+    if (what)
+        svc_err_errno(err, what);
+    if (close(fd) != 0 && !what)
+        svc_err_errno(err, what = "close");
+    return what ? -1 : 0;
+}
+
+/* The rest of a write once fd is open at offset 0 on tmp: a new temp file, or the spare of
+ * old_size bytes written over in place. Then the sync asked for, the rename, the directory
+ * sync. Closes fd; on failure removes tmp (a half-written spare too). */
 static int fill_and_replace(int fd, off_t old_size, const char *tmp, const char *path,
                             const void *data, size_t len, int sync, bool spare, struct svc_err *err)
 {
-    if (write_all(fd, data, len) != 0) {
-        svc_err_errno(err, "write");
-        goto out_unlink;
-    }
-    if (old_size > (off_t)len && ftruncate(fd, (off_t)len) != 0) {
-        svc_err_errno(err, "truncate");
-        goto out_unlink;
-    }
-    if ((sync & SVC_SYNC_FILE) && fdatasync(fd) != 0) {
-        svc_err_errno(err, "fdatasync");
-        goto out_unlink;
-    }
-    int crc = close(fd);
-    fd = -1;
-    if (crc != 0) {
-        svc_err_errno(err, "close");
-        goto out_unlink;
+    if (fill_close(fd, old_size, data, len, sync & SVC_SYNC_FILE, err) != 0) {
+        unlink(tmp);
+        return -1;
     }
     crash_point(path);
     if ((spare ? replace_keeping(tmp, path)
                : replace_with(tmp, path, !(sync & (SVC_SYNC_FILE | SVC_WRITE_NEW)))) != 0) {
         svc_err_errno(err, "rename");
-        goto out_unlink;
+        unlink(tmp);
+        return -1;
     }
-    if ((sync & SVC_SYNC_DIR) && fsync_dir_of(path) != 0)
+    if ((sync & SVC_SYNC_DIR) && svc_fsync_parent(path) != 0)
         return svc_err_errno(err, "fsync directory");
     return 0;
-out_unlink:
-    if (fd >= 0)
-        close(fd);
-    unlink(tmp);
-    return -1;
 }
 
-/* SVC_WRITE_SPARE (see fsio.h). Returns 0, -1 with err, or 1 when the spare cannot be used
- * (it is not a lone regular file: removed when it can be) and the caller writes through a
- * temp file instead. */
+/* SVC_WRITE_SPARE: 0, -1 with err, or 1 when the spare cannot be used (use a temp file). */
 static int write_via_spare(const char *path, const void *data, size_t len, int sync,
                            struct svc_err *err)
 {
@@ -354,24 +317,16 @@ int svc_file_write_new(const char *path, const void *data, size_t len, bool sync
         return svc_err_errno(err, "create");
     }
     crash_point(path);
-    int rc = 0;
-    if (write_all(fd, data, len) != 0)
-        rc = svc_err_errno(err, "write");
-    else if (sync_file && fdatasync(fd) != 0)
-        rc = svc_err_errno(err, "fdatasync");
-    if (close(fd) != 0 && rc == 0)
-        rc = svc_err_errno(err, "close");
-    if (rc != 0)
-        unlink(path);
-    return rc;
+    if (fill_close(fd, 0, data, len, sync_file, err) == 0)
+        return 0;
+    unlink(path);
+    return -1;
 }
 
 int svc_file_append_line(const char *path, const char *line, size_t len, bool durable,
                          struct svc_err *err)
 {
-    /* one descriptor for the look at the last byte and the append; a durable append that
-     * creates the file also syncs its directory, or the synced line could be lost with the
-     * file's name */
+    /* one descriptor for the look at the last byte and the append */
     const int flags = O_RDWR | O_APPEND | O_CLOEXEC | O_NOFOLLOW;
     bool created = false;
     int fd = open(path, flags);
@@ -387,12 +342,10 @@ int svc_file_append_line(const char *path, const char *line, size_t len, bool du
     char c = '\n';
     if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &c, 1, sb.st_size - 1) != 1)
         c = '\n';
-    /* line[-1] is the caller's '\n': a torn last line is followed by a fresh one */
-    const char *data = c != '\n' ? line - 1 : line;
-    size_t n = c != '\n' ? len + 1 : len;
-    if (append_and_close(fd, path, data, n, durable, err) != 0)
+    bool torn = c != '\n'; /* then line[-1], the caller's '\n', starts a fresh line */
+    if (append_and_close(fd, path, line - torn, len + torn, durable, err) != 0)
         return -1;
-    if (created && durable && fsync_dir_of(path) != 0)
+    if (created && durable && svc_fsync_parent(path) != 0)
         return svc_err_errno(err, "fsync directory");
     return 0;
 }
@@ -403,8 +356,7 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
     *out = NULL;
     if (len)
         *len = 0;
-    /* O_NONBLOCK: a FIFO put where a data file belongs neither blocks the open nor the read
-     * (it reads as empty or fails); it changes nothing for a regular file */
+    /* O_NONBLOCK: a FIFO where a data file belongs blocks neither the open nor the read */
     int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);
     if (fd < 0) {
         if (errno == ENOENT || errno == ENOTDIR)
@@ -413,73 +365,54 @@ static int file_read(int dirfd, const char *path, int flags, char **out, size_t 
             return svc_err_set(err, SVC_E_IO, "refused: %s is a symbolic link", path);
         return svc_err_errno(err, "open");
     }
-    /* No fstat first: a read that stops short of filling the buffer is the end of a regular
-     * file, so a small file (a message, a sidecar) costs open, read, close. A file that
-     * fills the first buffer is sized with fstat once, and refused unless regular (a device
-     * would never end). A directory fails the read (EISDIR) and is refused as before.
-     * A caller that asks for the file's stat (a cache keyed by it, core/msgcache.h) gets
-     * the fstat taken before the read: a change after it shows as a different stat. */
-    size_t cap = 16384, used = 0;
-    bool sized = false;
-    if (st_out) {
-        if (fstat(fd, st_out) != 0 || !S_ISREG(st_out->st_mode)) {
-            close(fd);
-            return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
-        }
-        if ((size_t)st_out->st_size + 2 > cap)
-            cap = (size_t)st_out->st_size + 2;
-        sized = true;
-    }
-    /* an unsized file is read into the stack first, then copied to a heap buffer of its
-     * size: no 16 KiB allocation per small file (each one a large-bin request that makes
-     * malloc consolidate its fast bins) */
-    char first[16384];
-    char *buf = sized ? svc_xmalloc(cap) : first;
+    /* No fstat first: a short read is the end of a regular file, so a small file costs open,
+     * read, close; one that fills the buffer is sized by fstat, and refused unless regular (a
+     * device never ends; a directory fails the read). A caller's *st_out is the fstat taken
+     * before the read: a change after it shows as a different stat (core/msgcache.h).
+     * The first 16 KiB go to the stack: no malloc of that size per small file (a large-bin
+     * request that makes malloc consolidate its fast bins). */
+    char first[16384], *buf = first;
+    size_t cap = sizeof first, used = 0;
+    struct stat st, *sp = st_out ? st_out : &st;
+    bool sized = false; /* *sp holds the file's fstat */
+    int rc = 0;
     for (;;) {
-        if (used + 1 >= cap) {
-            struct stat st;
-            if (!sized && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
-                if (buf != first)
-                    free(buf);
-                close(fd);
-                return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+        size_t want = cap;
+        if (!sized && (st_out || used + 1 >= cap)) {
+            if (fstat(fd, sp) != 0 || !S_ISREG(sp->st_mode)) {
+                rc = svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
+                break;
             }
-            if (!sized && (size_t)st.st_size + 2 > cap)
-                cap = (size_t)st.st_size + 2;
-            else
-                cap *= 2;
             sized = true;
-            if (buf == first) {
-                buf = svc_xmalloc(cap);
-                memcpy(buf, first, used);
-            } else {
-                buf = svc_xrealloc(buf, cap);
-            }
+            if ((size_t)sp->st_size + 2 > cap)
+                want = (size_t)sp->st_size + 2;
+        }
+        if (want == cap && used + 1 >= cap)
+            want = cap * 2;
+        if (want != cap) {
+            buf = buf == first ? memcpy(svc_xmalloc(want), first, used) : svc_xrealloc(buf, want);
+            cap = want;
         }
         ssize_t n = read(fd, buf + used, cap - used - 1);
+        if (n < 0 && errno == EINTR)
+            continue;
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            if (buf != first)
-                free(buf);
-            close(fd);
-            if (e == EISDIR)
-                return svc_err_set(err, SVC_E_IO, "not a regular file: %s", path);
-            errno = e;
-            return svc_err_errno(err, "read");
-        }
-        if (n == 0)
+            rc = errno == EISDIR ? svc_err_set(err, SVC_E_IO, "not a regular file: %s", path)
+                                 : svc_err_errno(err, "read");
             break;
+        }
         used += (size_t)n;
-        if (used + 1 < cap)
+        if (n == 0 || used + 1 < cap)
             break; /* short of the buffer: end of file */
     }
     close(fd);
-    if (buf == first) {
-        buf = svc_xmalloc(used + 1);
-        memcpy(buf, first, used);
+    if (rc != 0) {
+        if (buf != first)
+            free(buf);
+        return -1;
     }
+    if (buf == first)
+        buf = memcpy(svc_xmalloc(used + 1), first, used);
     buf[used] = '\0';
     *out = buf;
     if (len)
@@ -599,27 +532,18 @@ bool svc_dir_writable(const char *what, const char *root, char *why, size_t whys
         snprintf(why, whysz, "%s: not configured", what);
         return false;
     }
-    /* Common case in one system call: "<root>/." resolves only when root is a directory
-     * (or a link to one), and access() then checks root itself. Anything else takes the
-     * slow path below, which finds the reason. */
-    size_t rl = strlen(root);
+    /* the common case in one call: "<root>/." resolves only for a directory (or its link) */
     char dot[4096];
-    if (rl + 3 <= sizeof dot) {
-        memcpy(dot, root, rl);
-        memcpy(dot + rl, "/.", 3);
-        if (access(dot, W_OK | X_OK) == 0)
-            return true;
-    }
-    if (stat(root, &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) {
-            snprintf(why, whysz, "%s %s: not a directory", what, root);
-            return false;
-        }
-        if (access(root, W_OK | X_OK) != 0) {
-            snprintf(why, whysz, "%s %s: not writable: %s", what, root, strerror(errno));
-            return false;
-        }
+    if (snprintf(dot, sizeof dot, "%s/.", root) < (int)sizeof dot && access(dot, W_OK | X_OK) == 0)
         return true;
+    if (stat(root, &st) == 0) {
+        if (!S_ISDIR(st.st_mode))
+            snprintf(why, whysz, "%s %s: not a directory", what, root);
+        else if (access(root, W_OK | X_OK) != 0)
+            snprintf(why, whysz, "%s %s: not writable: %s", what, root, strerror(errno));
+        else
+            return true;
+        return false;
     }
     if (errno != ENOENT) {
         snprintf(why, whysz, "%s %s: %s", what, root, strerror(errno));
@@ -678,12 +602,18 @@ static const struct {
     {0x01021997, "9p", false},   {0x858458F6, "ramfs", true},
 };
 
-bool svc_fs_local_magic(unsigned long magic)
+static int fs_index(unsigned long magic)
 {
     for (size_t i = 0; i < sizeof fs_kinds / sizeof fs_kinds[0]; i++)
         if (magic == fs_kinds[i].magic)
-            return fs_kinds[i].local;
-    return false;
+            return (int)i;
+    return -1;
+}
+
+bool svc_fs_local_magic(unsigned long magic)
+{
+    int i = fs_index(magic);
+    return i >= 0 && fs_kinds[i].local;
 }
 
 const char *svc_fs_kind(const char *path, bool *local)
@@ -698,15 +628,9 @@ const char *svc_fs_kind(const char *path, bool *local)
         *slash = '\0';
     }
     free(p);
-    *local = true;
-    if (rc != 0)
-        return "unknown";
-    for (size_t i = 0; i < sizeof fs_kinds / sizeof fs_kinds[0]; i++)
-        if ((unsigned long)sf.f_type == fs_kinds[i].magic) {
-            *local = fs_kinds[i].local;
-            return fs_kinds[i].name;
-        }
-    return "other";
+    int i = rc == 0 ? fs_index((unsigned long)sf.f_type) : -1;
+    *local = i < 0 || fs_kinds[i].local;
+    return rc != 0 ? "unknown" : i < 0 ? "other" : fs_kinds[i].name;
 }
 
 bool svc_fs_shared(int mode, const char *root)
@@ -736,11 +660,6 @@ void svc_fs_fallback_note(const char *what, int err)
     said[i] = what;
     svc_logf("the filesystem refuses %s (%s): using the fallback with the same guarantees", what,
              strerror(err));
-}
-
-static bool flag_refused(int e)
-{
-    return e == EINVAL || e == ENOSYS || e == EOPNOTSUPP;
 }
 
 int svc_rename_noreplace(const char *from, const char *to)

@@ -9,8 +9,7 @@
 #include "fsio.h"
 #include "util.h"
 
-/* svc_buf_add with the common case (room left) inline: the dumper appends many small
- * pieces. */
+/* svc_buf_add with the common case (room left) inline: the dumper appends many pieces. */
 static inline void put(struct svc_buf *b, const char *s, size_t n)
 {
     if (b->len + n < b->cap) {
@@ -94,12 +93,10 @@ json_object *svc_json_new_raw(const char *json)
     return svc_json_new_raw_len(json, strlen(json));
 }
 
-int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
-
 static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty);
 
-/* json-c prints an int64 with "%" PRId64, but through a printbuf it allocates and keeps on
- * the object; format it here. INT64_MAX may stand for a larger uint64: json-c's own text then. */
+/* json-c formats an int64 into a printbuf kept on the object: format it here (INT64_MAX may
+ * stand for a larger uint64: json-c's own text then). */
 static void dump_int(struct svc_buf *b, json_object *o)
 {
     int64_t v = json_object_get_int64(o);
@@ -121,8 +118,7 @@ static void dump_int(struct svc_buf *b, json_object *o)
 
 static void dump_double(struct svc_buf *b, json_object *o)
 {
-    /* a number parsed from text keeps that text (json-c's double_s): a float as written,
-     * or an integer beyond 64 bits (svc_json_parse) */
+    /* a parsed number keeps its text (json-c's double_s): a float, or a big integer */
     const char *text = json_object_get_userdata(o);
     if (text) {
         puts_(b, text);
@@ -235,20 +231,22 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
     }
 }
 
-char *svc_json_dump_native(json_object *o)
+static char *dump(json_object *o, bool pretty)
 {
     struct svc_buf b;
     svc_buf_init(&b);
-    dump_value(&b, o, 0, true);
+    dump_value(&b, o, 0, pretty);
     return svc_buf_steal(&b);
+}
+
+char *svc_json_dump_native(json_object *o)
+{
+    return dump(o, true);
 }
 
 char *svc_json_dump_compact(json_object *o)
 {
-    struct svc_buf b;
-    svc_buf_init(&b);
-    dump_value(&b, o, 0, false);
-    return svc_buf_steal(&b);
+    return dump(o, false);
 }
 
 /* json-c's strict mode still takes single quotes, NaN, Infinity and lax UTF-8: refuse them
@@ -265,48 +263,60 @@ static const bool json_outside[256] = {
 /* The end of a JSON number starting at buf[i], or 0 when it breaks the grammar
  * -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; *plain is false when it has a fraction
  * or an exponent. */
-static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
+static size_t digits_end(const char *buf, size_t len, size_t j)
 {
-    size_t j = i;
-    *plain = true;
-#define DIGIT(k) ((k) < len && buf[k] >= '0' && buf[k] <= '9')
-    if (j < len && buf[j] == '-')
+    while (j < len && buf[j] >= '0' && buf[j] <= '9')
         j++;
-    if (!DIGIT(j))
-        return 0;
-    if (buf[j] == '0') {
-        j++;
-        if (DIGIT(j))
-            return 0; /* no leading zeros */
-    } else {
-        while (DIGIT(j))
-            j++;
-    }
-    if (j < len && buf[j] == '.') {
-        *plain = false;
-        j++;
-        if (!DIGIT(j))
-            return 0;
-        while (DIGIT(j))
-            j++;
-    }
-    if (j < len && (buf[j] == 'e' || buf[j] == 'E')) {
-        *plain = false;
-        j++;
-        if (j < len && (buf[j] == '+' || buf[j] == '-'))
-            j++;
-        if (!DIGIT(j))
-            return 0;
-        while (DIGIT(j))
-            j++;
-    }
-#undef DIGIT
     return j;
 }
 
-/* The end of the integer beyond 64 bits at buf[i] (a number's first byte), or 0 when the
- * number there fits or is not an integer. */
-static size_t big_int_end(const char *buf, size_t len, size_t i)
+static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
+{
+    size_t d = i + (i < len && buf[i] == '-'), j = digits_end(buf, len, d);
+    *plain = true;
+    if (j == d || (buf[d] == '0' && j > d + 1))
+        return 0; /* no digits, or a leading zero */
+    if (j < len && buf[j] == '.') {
+        *plain = false;
+        d = j + 1;
+        if ((j = digits_end(buf, len, d)) == d)
+            return 0;
+    }
+    if (j < len && (buf[j] == 'e' || buf[j] == 'E')) {
+        *plain = false;
+        d = j + 1;
+        if (d < len && (buf[d] == '+' || buf[d] == '-'))
+            d++;
+        if ((j = digits_end(buf, len, d)) == d)
+            return 0;
+    }
+    return j;
+}
+
+/* json-c saturates integers beyond 64 bits: the text is parsed with each one quoted behind
+ * this marker, and the strings it makes become numbers that keep their digits. */
+static const char big_mark[] = "\\u0000svc-int:";
+#define BIG_MARK_DECODED "\0svc-int:"
+
+struct quote_ctx {
+    const char *buf;
+    struct svc_buf *out;
+    size_t done; /* bytes of buf copied to out */
+    size_t skip; /* the end of the last run of number characters looked at */
+};
+
+static void quote_big(struct quote_ctx *q, size_t at, size_t end)
+{
+    svc_buf_add(q->out, q->buf + q->done, at - q->done);
+    svc_buf_adds(q->out, "\"");
+    svc_buf_adds(q->out, big_mark);
+    svc_buf_add(q->out, q->buf + at, end - at);
+    svc_buf_adds(q->out, "\"");
+    q->done = end;
+}
+
+/* The end of the run of number characters at buf[i]; *big: an integer beyond 64 bits. */
+static size_t number_run(const char *buf, size_t len, size_t i, bool *big)
 {
     size_t j = i;
     bool neg = buf[j] == '-', integral = true;
@@ -320,11 +330,13 @@ static size_t big_int_end(const char *buf, size_t len, size_t i)
     }
     size_t nd = j - d0;
     const char *lim = neg ? "9223372036854775808" : "9223372036854775807";
-    return integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0)) ? j : 0;
+    *big = integral && (nd > 19 || (nd == 19 && strncmp(buf + d0, lim, 19) > 0));
+    return j;
 }
 
-/* *bigs gets how many integers beyond 64 bits the text holds (big_int_end). */
-static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_err *err)
+/* *bigs: the integers beyond 64 bits of buf, their runs quoted into q (used only then). */
+static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct quote_ctx *q,
+                          struct svc_err *err)
 {
     *bigs = 0;
     if (!svc_utf8_valid(buf, len))
@@ -359,13 +371,19 @@ static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_
             continue;
         }
         if (c == '-' || (c >= '0' && c <= '9')) {
-            bool plain;
+            bool plain, big = false;
             size_t end = number_end(buf, len, i, &plain);
             if (end == 0)
                 return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: bad number at byte %zu",
                                    i);
-            if (plain && end - i > 18 && big_int_end(buf, len, i))
-                ++*bigs;
+            if (i >= q->skip) { /* a run's first number */
+                q->skip = number_run(buf, len, i, &big);
+                if (big)
+                    quote_big(q, i, q->skip);
+            } else if (plain && end - i > 18) {
+                number_run(buf, len, i, &big);
+            }
+            *bigs += plain && end - i > 18 && big;
             if (!plain) { /* 1e400 would read as infinity, which JSON cannot carry */
                 char num[512];
                 size_t n = end - i < sizeof num - 1 ? end - i : sizeof num - 1;
@@ -384,62 +402,6 @@ static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct svc_
                            c >= 0x20 && c < 0x7f ? c : '?', i);
     }
     return 0;
-}
-
-/* Calls each(ctx, at, end) for every integer beyond 64 bits of buf, outside strings;
- * returns how many. */
-static size_t big_ints(const char *buf, size_t len, void (*each)(void *, size_t, size_t), void *ctx)
-{
-    bool in_str = false;
-    size_t count = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = buf[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
-            else if (c == '"')
-                in_str = false;
-            continue;
-        }
-        if (c == '"') {
-            in_str = true;
-            continue;
-        }
-        if (c != '-' && (c < '0' || c > '9'))
-            continue;
-        size_t end = big_int_end(buf, len, i);
-        if (end) {
-            count++;
-            if (each)
-                each(ctx, i, end);
-        }
-        while (i + 1 < len &&
-               ((buf[i + 1] >= '0' && buf[i + 1] <= '9') || strchr(".eE+-", buf[i + 1])))
-            i++;
-    }
-    return count;
-}
-
-/* json-c saturates integers beyond 64 bits: the text is parsed with each one quoted behind
- * this marker, and the strings it makes become numbers that keep their digits. */
-static const char big_mark[] = "\\u0000svc-int:";
-#define BIG_MARK_DECODED "\0svc-int:"
-
-struct quote_ctx {
-    const char *buf;
-    struct svc_buf *out;
-    size_t done;
-};
-
-static void quote_big(void *ctx, size_t at, size_t end)
-{
-    struct quote_ctx *q = ctx;
-    svc_buf_add(q->out, q->buf + q->done, at - q->done);
-    svc_buf_adds(q->out, "\"");
-    svc_buf_adds(q->out, big_mark);
-    svc_buf_add(q->out, q->buf + at, end - at);
-    svc_buf_adds(q->out, "\"");
-    q->done = end;
 }
 
 /* The marked string o as the number it stands for (new reference), or NULL. */
@@ -478,32 +440,11 @@ static void big_restore(json_object *o)
     }
 }
 
-static int parse_plain(const char *buf, size_t len, json_object **out, struct svc_err *err);
-
-int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
+static size_t ws_end(const char *buf, size_t len, size_t i)
 {
-    *out = NULL;
-    size_t bigs = 0;
-    if (strict_prescan(buf, len, &bigs, err) != 0)
-        return -1;
-    if (bigs == 0) /* the common case: one pass over the text before json-c's */
-        return parse_plain(buf, len, out, err);
-    struct svc_buf q;
-    svc_buf_init(&q);
-    struct quote_ctx ctx = {buf, &q, 0};
-    big_ints(buf, len, quote_big, &ctx);
-    svc_buf_add(&q, buf + ctx.done, len - ctx.done);
-    int rc = parse_plain(q.data, q.len, out, err);
-    svc_buf_free(&q);
-    if (rc == 0) {
-        json_object *n = big_unmark(*out);
-        if (n) {
-            json_object_put(*out);
-            *out = n;
-        }
-        big_restore(*out);
-    }
-    return rc;
+    while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'))
+        i++;
+    return i;
 }
 
 /* The parse proper, of text strict_prescan passed. */
@@ -527,10 +468,7 @@ static int parse_plain(const char *buf, size_t len, json_object **out, struct sv
         jerr = json_tokener_get_error(tok);
         used = len;
     }
-    bool blank = true; /* only whitespace: no document at all */
-    for (size_t i = 0; i < len && blank; i++)
-        blank = buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t';
-    if (jerr == json_tokener_continue || blank) {
+    if (jerr == json_tokener_continue || ws_end(buf, len, 0) == len) { /* only whitespace */
         json_object_put(o);
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: unexpected end of input");
     }
@@ -539,16 +477,40 @@ static int parse_plain(const char *buf, size_t len, json_object **out, struct sv
         return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON at byte %zu: %s", used,
                            json_tokener_error_desc(jerr));
     }
-    for (size_t i = used; i < len; i++) {
-        char c = buf[i];
-        if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
-            json_object_put(o);
-            return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: trailing data at byte %zu",
-                               i);
-        }
+    size_t tail = ws_end(buf, len, used);
+    if (tail < len) {
+        json_object_put(o);
+        return svc_err_set(err, SVC_E_INVALID_JSON, "invalid JSON: trailing data at byte %zu",
+                           tail);
     }
     *out = o;
     return 0;
+}
+
+int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
+{
+    *out = NULL;
+    size_t bigs = 0;
+    struct svc_buf q;
+    svc_buf_init(&q);
+    struct quote_ctx ctx = {buf, &q, 0, 0};
+    int rc = strict_prescan(buf, len, &bigs, &ctx, err);
+    if (rc == 0 && bigs == 0) /* the common case: one pass over the text before json-c's */
+        rc = parse_plain(buf, len, out, err);
+    else if (rc == 0) {
+        svc_buf_add(&q, buf + ctx.done, len - ctx.done);
+        rc = parse_plain(q.data, q.len, out, err);
+    }
+    svc_buf_free(&q);
+    if (rc == 0 && bigs) {
+        json_object *n = big_unmark(*out);
+        if (n) {
+            json_object_put(*out);
+            *out = n;
+        }
+        big_restore(*out);
+    }
+    return rc;
 }
 
 static void python_floats(json_object *o)
@@ -712,28 +674,30 @@ void svc_json_set(json_object *o, const char *key, json_object *val)
         svc_oom(strlen(key));
 }
 
+/* Set key to v, a value just made of n bytes (NULL: json-c's allocation failed). */
+static void set_made(json_object *o, const char *key, json_object *v, size_t n)
+{
+    if (!v)
+        svc_oom(n);
+    svc_json_set(o, key, v);
+}
+
 void svc_json_set_str(json_object *o, const char *key, const char *val)
 {
-    json_object *v = val ? json_object_new_string(val) : NULL;
-    if (val && !v)
-        svc_oom(strlen(val));
-    svc_json_set(o, key, v);
+    if (!val)
+        svc_json_set(o, key, NULL);
+    else
+        set_made(o, key, json_object_new_string(val), strlen(val));
 }
 
 void svc_json_set_int(json_object *o, const char *key, int64_t val)
 {
-    json_object *v = json_object_new_int64(val);
-    if (!v)
-        svc_oom(sizeof val);
-    svc_json_set(o, key, v);
+    set_made(o, key, json_object_new_int64(val), sizeof val);
 }
 
 void svc_json_set_bool(json_object *o, const char *key, bool val)
 {
-    json_object *v = json_object_new_boolean(val);
-    if (!v)
-        svc_oom(sizeof val);
-    svc_json_set(o, key, v);
+    set_made(o, key, json_object_new_boolean(val), sizeof val);
 }
 
 void svc_json_merge(json_object *dst, json_object *src)
@@ -747,9 +711,5 @@ void svc_json_merge(json_object *dst, json_object *src)
 json_object *svc_json_copy(json_object *o)
 {
     json_object *c = NULL;
-    if (!o)
-        return NULL;
-    if (json_object_deep_copy(o, &c, NULL) != 0)
-        return NULL;
-    return c;
+    return o && json_object_deep_copy(o, &c, NULL) == 0 ? c : NULL;
 }

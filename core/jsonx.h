@@ -18,22 +18,19 @@
 char *svc_json_dump_native(json_object *o);
 char *svc_json_dump_compact(json_object *o);
 
-/* A node that the dumpers write verbatim (json must be one valid compact JSON value, as
- * svc_json_dump_compact made it): lets a list page reuse stored JSON without parsing it.
- * It reads as a string to json-c itself, so use it only in objects headed for output. */
+/* A node the dumpers write verbatim (json: one compact JSON value, as svc_json_dump_compact
+ * made it), so a list page reuses stored JSON unparsed; json-c reads it as a string, so it
+ * belongs only in objects headed for output. _len: from len bytes, no NUL needed. */
 json_object *svc_json_new_raw(const char *json);
-/* The same from len bytes (no NUL needed). */
 json_object *svc_json_new_raw_len(const char *json, size_t len);
 
-/* Parse a buffer; SVC_E_INVALID_JSON with the tokener's message on failure.
- * Rejects NaN/Infinity and trailing garbage. *out is a new reference. Numbers keep their
- * text: a float is written back as it was read, an integer beyond 64 bits (which json-c
- * would saturate) becomes a double node that keeps its digits (getters see its rounded
- * value; svc_json_int its default). */
+/* Parse a buffer into *out (new reference); SVC_E_INVALID_JSON with the tokener's message,
+ * NaN/Infinity and trailing garbage refused. Numbers keep their text: a float is written
+ * back as read, an integer beyond 64 bits a double node keeping its digits (getters see its
+ * rounded value; svc_json_int its default). */
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err);
-/* The same parse, then floats are written as Python writes what its json.loads read (the
- * shortest text that reads back, 1E+2 as 100.0): for request bodies and tool call
- * arguments, which svc stores as Strands would. Integers keep their digits, as in Python. */
+/* The same, then floats are written as Python writes what json.loads read (shortest text
+ * that reads back, 1E+2 as 100.0; integers keep their digits): bodies and tool arguments. */
 int svc_json_parse_python(const char *buf, size_t len, json_object **out, struct svc_err *err);
 /* Read and parse a file (SVC_E_NOT_FOUND when missing, SVC_E_IO when not JSON). */
 int svc_json_read_file(const char *path, json_object **out, struct svc_err *err);
@@ -42,17 +39,14 @@ int svc_json_read_object_file(const char *path, json_object **out, struct svc_er
 /* Append o as one compact line (JSONL) with a single write; after a torn last line (no
  * newline) the new line starts on a fresh line, so the torn one stays apart. */
 int svc_json_append_line(const char *path, json_object *o, bool durable, struct svc_err *err);
-/* JSON lines, the one reader of svc_turns.jsonl, run events and the listing index: calls
- * each(ctx, line, n, off) for every whole line of buf[0..len) (one that ends with '\n';
- * n excludes it; off is its offset in buf; empty lines are skipped) and returns the bytes
- * consumed, up to just after the last newline: a tail without one is torn, or still being
- * written, and is never a line. svc_jsonl_object decodes a line into an object (new
- * reference), NULL when it is not one. */
+/* JSON lines, the one reader of svc_turns.jsonl, run events and the listing index:
+ * each(ctx, line, n, off) for every non-empty line of buf ending in '\n' (n without it, off
+ * its offset); returns the bytes up to just after the last newline (a tail without one is
+ * torn or still being written). svc_jsonl_object: a line as an object (new ref) or NULL. */
 size_t svc_jsonl_lines(const char *buf, size_t len,
                        void (*each)(void *ctx, const char *line, size_t n, size_t off), void *ctx);
 json_object *svc_jsonl_object(const char *line, size_t n);
-/* Native file: dump_native, written atomically with an SVC_SYNC_* mask (fsio.h), no
- * trailing newline. */
+/* dump_native written atomically with an SVC_SYNC_* mask (fsio.h), without a newline. */
 int svc_json_write_native_sync(const char *path, json_object *o, int sync, struct svc_err *err);
 int svc_json_write_pretty_sync(const char *path, json_object *o, int sync, struct svc_err *err);
 /* Sidecar: dump_native plus a trailing newline. */

@@ -132,23 +132,26 @@ static void head(struct svc_buf *b, const char *name, const char *type, const ch
     svc_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* The series of one histogram; labels is "" or `key="value",` pairs ending in a comma. */
-static void hist_render(struct svc_buf *b, const char *name, const char *labels,
+/* The series of one histogram (after its head when help is given); labels is "" or
+ * `key="value",` pairs ending in a comma. */
+static void hist_render(struct svc_buf *b, const char *name, const char *help, const char *labels,
                         const struct hist *h)
 {
     uint64_t cum = 0;
+    if (help)
+        head(b, name, "histogram", help);
     for (size_t i = 0; i < NBUCKETS; i++) {
         cum += atomic_load_explicit(&h->le[i], memory_order_relaxed);
         svc_buf_printf(b, "%s_bucket{%sle=\"%g\"} %llu\n", name, labels, buckets[i],
                        (unsigned long long)cum);
     }
     uint64_t count = atomic_load_explicit(&h->count, memory_order_relaxed);
-    size_t ll = strlen(labels);
+    char braced[272] = ""; /* the labels without the last comma, in braces */
+    if (*labels)
+        snprintf(braced, sizeof braced, "{%.*s}", (int)strlen(labels) - 1, labels);
     svc_buf_printf(b, "%s_bucket{%sle=\"+Inf\"} %llu\n", name, labels, (unsigned long long)count);
-    svc_buf_printf(b, "%s_sum%s%.*s%s %.6f\n", name, ll ? "{" : "", ll ? (int)ll - 1 : 0, labels,
-                   ll ? "}" : "", (double)atomic_load(&h->sum_us) / 1e6);
-    svc_buf_printf(b, "%s_count%s%.*s%s %llu\n", name, ll ? "{" : "", ll ? (int)ll - 1 : 0, labels,
-                   ll ? "}" : "", (unsigned long long)count);
+    svc_buf_printf(b, "%s_sum%s %.6f\n", name, braced, (double)atomic_load(&h->sum_us) / 1e6);
+    svc_buf_printf(b, "%s_count%s %llu\n", name, braced, (unsigned long long)count);
 }
 
 static void http_render(struct svc_buf *b, svc_metrics_route_fn route)
@@ -176,7 +179,7 @@ static void http_render(struct svc_buf *b, svc_metrics_route_fn route)
         char labels[256];
         snprintf(labels, sizeof labels, "method=\"%s\",route=\"%s\",", pattern ? method : "",
                  pattern ? pattern : "none");
-        hist_render(b, "svc_http_request_duration_seconds", labels, &m->http_dur[i]);
+        hist_render(b, "svc_http_request_duration_seconds", NULL, labels, &m->http_dur[i]);
     }
 }
 
@@ -186,10 +189,9 @@ static void runs_render(struct svc_buf *b)
     for (int i = 0; i < NRUN; i++)
         svc_buf_printf(b, "svc_runs_total{status=\"%s\"} %llu\n", run_statuses[i],
                        (unsigned long long)atomic_load(&m->runs[i]));
-    head(b, "svc_run_duration_seconds", "histogram", "Run durations.");
-    hist_render(b, "svc_run_duration_seconds", "", &m->run_dur);
-    head(b, "svc_model_request_duration_seconds", "histogram", "Model call durations.");
-    hist_render(b, "svc_model_request_duration_seconds", "", &m->model_dur);
+    hist_render(b, "svc_run_duration_seconds", "Run durations.", "", &m->run_dur);
+    hist_render(b, "svc_model_request_duration_seconds", "Model call durations.", "",
+                &m->model_dur);
     head(b, "svc_model_errors_total", "counter", "Model calls that failed, by error code.");
     for (int c = SVC_E_INTERNAL; c < SVC_E__MAX; c++) {
         uint64_t n = atomic_load(&m->model_err[c]);
@@ -224,8 +226,8 @@ void svc_metrics_render(struct svc_buf *b, svc_metrics_route_fn route, int64_t s
 {
     http_render(b, route);
     runs_render(b);
-    head(b, "svc_lock_wait_seconds", "histogram", "Time spent waiting for a session lock.");
-    hist_render(b, "svc_lock_wait_seconds", "", &m->lock_wait);
+    hist_render(b, "svc_lock_wait_seconds", "Time spent waiting for a session lock.", "",
+                &m->lock_wait);
     head(b, "svc_index_rebuilds_total", "counter", "Listing index rebuilds from the directories.");
     svc_buf_printf(b, "svc_index_rebuilds_total %llu\n",
                    (unsigned long long)atomic_load(&m->index_rebuilds));

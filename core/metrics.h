@@ -1,10 +1,9 @@
 /* metrics: the pool's counters and histograms for GET /api/metrics (Prometheus text format).
  * A pool master maps svc_metrics_size bytes of memory shared with its workers before it
  * forks them and hands them over (svc_metrics_share), so every worker adds to the same
- * counters and any worker answers for the whole pool. Without it (the svc tool, plain
- * CGI) the counters are this process's own. Counters are
- * C11 atomics: recording never takes a lock and never fails a request. Durations are in
- * seconds; each histogram has the buckets of SVC_METRICS_BUCKETS. */
+ * counters and any worker answers for the whole pool; elsewhere (the svc tool, plain CGI)
+ * they are this process's own. Counters are C11 atomics: recording never takes a lock nor
+ * fails a request. Durations are in seconds, each histogram with the same buckets. */
 #ifndef SVC_METRICS_H
 #define SVC_METRICS_H
 

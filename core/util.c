@@ -86,18 +86,21 @@ int svc_xasprintf(char **out, const char *fmt, ...)
     return n;
 }
 
-double svc_time_now(void)
+static double clock_s(clockid_t clock)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    clock_gettime(clock, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double svc_time_now(void)
+{
+    return clock_s(CLOCK_REALTIME);
 }
 
 double svc_time_monotonic(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    return clock_s(CLOCK_MONOTONIC);
 }
 
 void svc_sleep_s(double s)
@@ -181,10 +184,8 @@ int svc_time_parse_iso(const char *s, double *epoch)
 
 /* ---- process id and random bytes, per process ---- */
 
-/* getpid() is a system call on every use (glibc no longer caches it), and OpenSSL's
- * RAND_bytes makes one too (its fork check): the pid is cached, and random bytes are drawn
- * 256 at a time into a pool that hands each byte out once. Both are forgotten in the child
- * of any fork, so a child never repeats its parent's bytes. */
+/* getpid() and RAND_bytes (its fork check) are a system call each: the pid is cached, and
+ * random bytes drawn 256 at a time into a pool; both forgotten in a forked child. */
 static struct {
     pid_t pid;
     unsigned char pool[256];
@@ -305,31 +306,18 @@ char *svc_path_join(const char *a, const char *b)
     return out;
 }
 
-/* fsync the directory that holds path (its parent), so a new entry in it survives a crash */
-static int fsync_parent(char *path)
+int svc_fsync_parent(const char *path)
 {
-    char *slash = strrchr(path, '/');
-    if (!slash)
-        return 0;
-    char keep = slash == path ? slash[1] : *slash;
-    if (slash == path)
-        slash[1] = '\0';
-    else
-        *slash = '\0';
-    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    int rc = fd >= 0 ? fsync(fd) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (slash == path)
-        slash[1] = keep;
-    else
-        *slash = keep;
+    const char *slash = strrchr(path, '/');
+    char *dir =
+        slash ? svc_xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : svc_xstrdup(".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    close(fd);
     return rc;
-}
-
-int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
-{
-    return svc_mkdirs_durable(path, mode, false, err);
 }
 
 int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err)
@@ -343,7 +331,7 @@ int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_e
             char c = *p;
             *p = '\0';
             if (mkdir(tmp, mode) == 0) {
-                if (durable && fsync_parent(tmp) != 0) {
+                if (durable && svc_fsync_parent(tmp) != 0) {
                     rc = svc_err_errno(err, "fsync directory");
                     break;
                 }

@@ -11,8 +11,7 @@
 
 #include "err.h"
 
-/* The version: the file VERSION at the top of the tree, passed by the Makefile (-DSVC_VERSION),
- * which make deb's debian/changelog reads too. */
+/* The version: the file VERSION, passed by the Makefile (-DSVC_VERSION). */
 #ifndef SVC_VERSION
 #error "SVC_VERSION comes from the file VERSION: build with make"
 #endif
@@ -27,25 +26,23 @@ char *svc_time_format_iso(double epoch, char *buf);
 int svc_time_parse_iso(const char *s, double *epoch);
 double svc_time_now(void);       /* wall clock, seconds since the epoch */
 double svc_time_monotonic(void); /* monotonic seconds */
-/* Sleep s seconds (s >= 0) in full: a signal's handler runs, the sleep goes on (workers take
- * signals during requests, cgi/main.c). */
+/* Sleep s seconds (s >= 0) in full: after a signal's handler the sleep goes on. */
 void svc_sleep_s(double s);
 
 /* qsort's comparison of two char * (strcmp order: SQLite's BINARY, a listing's id order). */
 int svc_cmp_strp(const void *a, const void *b);
 /* This process's id, cached (forgotten in the child of a fork). */
 int svc_pid(void);
-/* n bytes from a per-process pool filled by OpenSSL's CSPRNG 256 bytes at a time; each byte
- * is handed out once, and the child of a fork draws anew. */
+/* n bytes from a per-process pool of OpenSSL's CSPRNG (each byte handed out once; a forked
+ * child draws anew). */
 void svc_random_bytes(unsigned char *out, size_t n);
 /* Fill out with nhex random lowercase hex digits and a NUL (out holds nhex + 1). */
 void svc_random_hex(char *out, size_t nhex);
 /* "<prefix>-<16 hex>" into out (at least strlen(prefix) + 18 bytes). */
 void svc_random_id(const char *prefix, char *out, size_t outsz);
 
-/* Allocation that never fails (the out-of-memory policy in err.h): on failure each calls
- * svc_oom. Same contracts as malloc, calloc, realloc, strdup, strndup and asprintf
- * otherwise; svc_xasprintf/svc_xvasprintf always return >= 0. */
+/* malloc, calloc, realloc, strdup, strndup and asprintf that never fail: each calls svc_oom
+ * instead (err.h's policy); svc_xasprintf/svc_xvasprintf always return >= 0. */
 void *svc_xmalloc(size_t n);
 void *svc_xcalloc(size_t nmemb, size_t size);
 void *svc_xrealloc(void *p, size_t n);
@@ -63,11 +60,15 @@ _Noreturn void svc_oom(size_t n);
 char *svc_path_expand(const char *path);
 /* "a" + "/" + "b"; heap result, never NULL. */
 char *svc_path_join(const char *a, const char *b);
-/* mkdir -p with mode; 0 or -1 with err. */
-int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err);
-/* The same; with durable, the parent of every directory it creates is fsynced, so the new
- * entries survive a crash (a session created by a completed run must not vanish). */
+/* mkdir -p with mode; 0 or -1 with err. With durable, the parent of each directory it
+ * creates is fsynced (a session created by a completed run must not vanish in a crash). */
 int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_err *err);
+static inline int svc_mkdirs(const char *path, mode_t mode, struct svc_err *err)
+{
+    return svc_mkdirs_durable(path, mode, false, err);
+}
+/* fsync the directory holding path, so a new entry in it survives a crash; 0 or -1, errno. */
+int svc_fsync_parent(const char *path);
 /* Whether the path is an existing directory. */
 bool svc_is_dir(const char *path);
 
