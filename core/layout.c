@@ -50,18 +50,9 @@ static const char *const run_suffix[SVC_RUN__MAX] = {
 
 bool svc_layout_id_valid(const char *id)
 {
-    if (!id || !*id || id[0] == '.')
-        return false;
-    size_t n = 0;
-    for (const char *p = id; *p; p++, n++) {
-        char c = *p;
-        if (n >= SVC_ID_MAX)
-            return false;
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return false;
-    }
-    return true;
+    static const char ok[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+    size_t n = id ? strnlen(id, SVC_ID_MAX + 1) : 0;
+    return n > 0 && n <= SVC_ID_MAX && id[0] != '.' && strspn(id, ok) == n;
 }
 
 int svc_layout_id_check(const char *id, struct svc_err *err)

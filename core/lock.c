@@ -84,15 +84,10 @@ static int open_lock_file(const char *session_dir, const char *name, int how, st
 int svc_lock_session(const char *session_dir, bool exclusive, struct svc_lock *lock,
                      struct svc_err *err)
 {
-    lock->fd = -1;
     int fd = open_lock_file(session_dir, svc_layout_name(SVC_F_LOCK), exclusive ? LOCK_EX : LOCK_SH,
                             err);
-    if (fd == NO_LOCK)
-        return 0;
-    if (fd < 0)
-        return -1;
-    lock->fd = fd;
-    return 0;
+    lock->fd = fd < 0 ? -1 : fd; /* NO_LOCK holds nothing */
+    return fd == -1 ? -1 : 0;
 }
 
 int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_err *err)

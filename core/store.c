@@ -39,16 +39,6 @@ int svc_store_sync(const struct svc_store *st, int sync)
 {
     return sync == SVC_SYNC_STORE ? svc_sync_full(st->durable) : sync;
 }
-bool svc_store_session_exists(const struct svc_store *st, const char *sid)
-{
-    if (!svc_layout_id_valid(sid))
-        return false;
-    char *dir = svc_layout_path(st->root, st->agent_id, sid, SVC_F_DIR, SVC_FROM_ABS);
-    struct stat lst;
-    bool ok = lstat(dir, &lst) == 0 && S_ISDIR(lst.st_mode); /* a symlink is refused */
-    free(dir);
-    return ok;
-}
 
 int svc_store_session_mark(const struct svc_store *st, const char *sid, struct svc_sess_mark *m)
 {
@@ -60,9 +50,7 @@ int svc_store_session_mark(const struct svc_store *st, const char *sid, struct s
     struct stat d, f;
     int rc = lstat(dir, &d) == 0 && S_ISDIR(d.st_mode) ? 0 : -1;
     if (rc == 0) {
-        m->dir_ino = d.st_ino;
-        m->dir_m = d.st_mtim;
-        m->dir_c = d.st_ctim;
+        *m = (struct svc_sess_mark){.dir_ino = d.st_ino, .dir_m = d.st_mtim, .dir_c = d.st_ctim};
         if (lstat(side, &f) == 0) {
             m->side_ino = f.st_ino;
             m->side_size = f.st_size;
@@ -73,6 +61,12 @@ int svc_store_session_mark(const struct svc_store *st, const char *sid, struct s
     free(dir);
     free(side);
     return rc;
+}
+
+bool svc_store_session_exists(const struct svc_store *st, const char *sid)
+{
+    struct svc_sess_mark m;
+    return svc_store_session_mark(st, sid, &m) == 0; /* a symlink is refused */
 }
 
 static bool ts_same(struct timespec a, struct timespec b)
@@ -151,7 +145,6 @@ void svc_sess_close(struct svc_sess *s)
         close(s->msg_fd);
     s->msg_fd = -1;
     svc_sess_unlock(s);
-    svc_sess_forget_sidecar(s);
     free(s->dir);
     free(s->msg_dir);
     s->dir = s->msg_dir = NULL;
@@ -202,9 +195,8 @@ int svc_sess_remove(struct svc_sess *s, struct svc_err *err)
     if (!svc_sess_exists(s))
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", s->sid);
     char tail[SVC_ID_MAX + 20];
-    memcpy(tail, s->sid, strlen(s->sid));
-    tail[strlen(s->sid)] = '-';
-    svc_random_hex(tail + strlen(s->sid) + 1, 16);
+    int n = snprintf(tail, sizeof tail, "%s-", s->sid);
+    svc_random_hex(tail + n, 16);
     char *trash = svc_layout_root_path(s->st.root, SVC_F_TRASH, tail);
     if (rename(s->dir, trash) != 0) {
         free(trash);
@@ -376,19 +368,13 @@ json_object *svc_store_new_agent(const struct svc_store *st)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
-    json_object *a = json_object_new_object();
+    json_object *a = json_tokener_parse(
+        "{\"agent_id\": null, \"state\": {}, \"conversation_manager_state\": null, "
+        "\"_internal_state\": {\"interrupt_state\": {\"interrupts\": {}, \"context\": {}, "
+        "\"activated\": false}, \"model_state\": {}}}");
     svc_json_set_str(a, "agent_id", st->agent_id);
-    svc_json_set(a, "state", json_object_new_object());
     svc_json_set(a, "conversation_manager_state",
                  svc_cm_new_state((enum svc_conv_manager)st->manager));
-    json_object *is = json_object_new_object();
-    json_object *intr = json_object_new_object();
-    svc_json_set(intr, "interrupts", json_object_new_object());
-    svc_json_set(intr, "context", json_object_new_object());
-    svc_json_set_bool(intr, "activated", false);
-    svc_json_set(is, "interrupt_state", intr);
-    svc_json_set(is, "model_state", json_object_new_object());
-    svc_json_set(a, "_internal_state", is);
     svc_json_set_str(a, "created_at", now);
     svc_json_set_str(a, "updated_at", now);
     return a;
@@ -458,9 +444,13 @@ void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_cal
 
 /* ---- multi-agent states (a Strands Swarm's or Graph's) ---- */
 
-/* The ids of dir's multi_agent_<id> entries, sorted (heap array of heap ids). */
-static size_t multi_ids(const char *dir, char ***out)
+size_t svc_sess_multi_agents(const struct svc_sess *s,
+                             void (*each)(void *ctx, const char *id, const char *abs,
+                                          const char *rel),
+                             void *ctx)
 {
+    char *dir = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
+    char *rel = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ROOT);
     struct stat sb;
     /* a directory's link count is 2 plus its subdirectories where the filesystem keeps it
      * (ext4, xfs, tmpfs; btrfs says 1): an empty multi_agents/ is not listed */
@@ -480,19 +470,6 @@ static size_t multi_ids(const char *dir, char ***out)
         closedir(d);
     if (n)
         qsort(ids, n, sizeof *ids, svc_cmp_strp);
-    *out = ids;
-    return n;
-}
-
-size_t svc_sess_multi_agents(const struct svc_sess *s,
-                             void (*each)(void *ctx, const char *id, const char *abs,
-                                          const char *rel),
-                             void *ctx)
-{
-    char *dir = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
-    char *rel = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ROOT);
-    char **ids = NULL;
-    size_t n = multi_ids(dir, &ids);
     for (size_t i = 0; i < n; i++) {
         char *fa = svc_layout_multi_agent_path(dir, ids[i], true);
         char *fr = svc_layout_multi_agent_path(rel, ids[i], true);
@@ -697,7 +674,7 @@ int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message,
     /* the next turn takes it from the window cache, unless another program touches it */
     struct stat fst;
     if (rc == 0 && s->win_life > 0 && svc_sess_stat_message(s, id, &fst))
-        svc_wincache_claim(s->sid, s->win_life, id, message, &fst);
+        svc_wincache_put(s->sid, s->win_life, id, message, &fst, true);
     return rc;
 }
 
@@ -716,17 +693,13 @@ static int window_message(struct svc_sess *s, int64_t id, json_object **out, str
         return -1;
     m = svc_store_effective_message(rec);
     if (life > 0)
-        svc_wincache_put(s->sid, life, id, m, &fst);
+        svc_wincache_put(s->sid, life, id, m, &fst, false);
     *out = json_object_get(m);
     json_object_put(rec);
     return 0;
 }
 
-/* The effective messages (svc_store_effective_message) at positions from..to-1 appended to
- * out, shared with this process's window cache (wincache.h) and so modified by nobody: a
- * file unchanged since this process read or wrote it is not parsed again. ids NULL:
- * position is id. slide: from is where the window starts, the cache forgets ids below it.
- * From then on svc_sess_write_message keeps what it writes in the cache too. */
+/* The messages are shared with the window cache: modified by nobody. */
 int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
                          bool slide, json_object *out, struct svc_err *err)
 {
