@@ -1,4 +1,3 @@
-/* jstream: a JSON object read a member at a time. See jstream.h. */
 #include "jstream.h"
 
 #include <errno.h>

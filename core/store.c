@@ -37,6 +37,8 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
 
 int svc_store_sync(const struct svc_store *st, int sync)
 {
+    if (sync == SVC_SYNC_STORE_FILE)
+        return st->durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
     return sync == SVC_SYNC_STORE ? svc_sync_full(st->durable) : sync;
 }
 
@@ -293,11 +295,9 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
         rc = svc_err_set(err, SVC_E_IO, "session %s: %s is a symbolic link or not a file; refused",
                          s->sid, svc_layout_name(SVC_F_TURNS));
     free(turns);
-    if (rc != 0 && kept >= 0) {
+    if (kept >= 0 && rc != 0)
         close(kept);
-        kept = -1;
-    }
-    if (kept >= 0)
+    else if (kept >= 0)
         s->msg_fd = kept;
     return rc;
 }

@@ -38,8 +38,10 @@ int svc_store_session_mark(const struct svc_store *st, const char *sid, struct s
 bool svc_store_mark_same(const struct svc_sess_mark *a, const struct svc_sess_mark *b);
 /* The store a configuration describes (root, agent id, sessions.fsync, provider). */
 void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st);
-/* The SVC_SYNC_* mask (fsio.h) of a write asked with sync (SVC_SYNC_STORE: sessions.fsync). */
+/* The SVC_SYNC_* mask (fsio.h) of a write asked with sync: SVC_SYNC_STORE as sessions.fsync
+ * says, SVC_SYNC_STORE_FILE the file's data alone when durable (its directory synced later). */
 #define SVC_SYNC_STORE (-1)
+#define SVC_SYNC_STORE_FILE (-2)
 int svc_store_sync(const struct svc_store *st, int sync);
 
 /* A fresh agent record (new reference), with a fresh state of st's manager (cmgr.h). */
