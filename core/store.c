@@ -83,8 +83,6 @@ bool svc_store_mark_same(const struct svc_sess_mark *a, const struct svc_sess_ma
            ts_same(a->side_m, b->side_m) && ts_same(a->side_c, b->side_c);
 }
 
-/* ---- the handle ---- */
-
 int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
                   struct svc_err *err)
 {
@@ -222,8 +220,6 @@ void svc_sess_forget_sidecar(struct svc_sess *s)
     s->sidecar_read = false;
 }
 
-/* ---- the layout check ---- */
-
 /* Set once openat2 cannot help on this root (a link in the root's own path, no openat2). */
 static bool plain_useless;
 
@@ -301,8 +297,6 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
         s->msg_fd = kept;
     return rc;
 }
-
-/* ---- session.json, agent.json ---- */
 
 static int write_session_json(const char *path, const char *sid, int sync, struct svc_err *err)
 {
@@ -442,8 +436,6 @@ void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_cal
         svc_json_set_int(cm, "model_call_count", model_calls);
 }
 
-/* ---- multi-agent states (a Strands Swarm's or Graph's) ---- */
-
 size_t svc_sess_multi_agents(const struct svc_sess *s,
                              void (*each)(void *ctx, const char *id, const char *abs,
                                           const char *rel),
@@ -516,8 +508,6 @@ int svc_sess_copy_multi_agents(const struct svc_sess *src, const struct svc_sess
     svc_sess_multi_agents(src, copy_multi_one, &c);
     return c.rc;
 }
-
-/* ---- message files ---- */
 
 static int cmp_i64(const void *a, const void *b)
 {

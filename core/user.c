@@ -2,6 +2,7 @@
 
 #include <openssl/crypto.h>
 #include <openssl/sha.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -24,13 +25,9 @@ static bool unhex(const char *hex, unsigned char out[SHA256_DIGEST_LENGTH])
 {
     if (!hex || strlen(hex) != 2 * SHA256_DIGEST_LENGTH)
         return false;
-    for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++) {
-        char b[3] = {hex[2 * i], hex[2 * i + 1], 0};
-        char *end;
-        out[i] = (unsigned char)strtoul(b, &end, 16);
-        if (*end)
+    for (size_t i = 0; i < SHA256_DIGEST_LENGTH; i++)
+        if (sscanf(hex + 2 * i, "%2hhx", &out[i]) != 1)
             return false;
-    }
     return true;
 }
 

@@ -127,9 +127,7 @@ int64_t svc_wincache_begin(const char *sid, int dirfd)
 
 json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
 {
-    if (life <= 0)
-        return NULL;
-    struct entry **p = find(sid, id);
+    struct entry **p = life > 0 ? find(sid, id) : NULL;
     if (!p)
         return NULL;
     if ((*p)->pending || (*p)->life != life) {
