@@ -148,23 +148,19 @@ int svc_sidecar_derive(struct svc_sess *s, json_object **out, struct svc_err *er
         json_object_put(rec);
     }
     /* newest message time is a better updated_at than session.json's */
-    if (n > 0) {
-        json_object *rec = NULL;
-        if (svc_sess_read_message(s, ids[n - 1], &rec, NULL, NULL, NULL) == 0) {
-            const char *u = svc_json_str(rec, "updated_at", NULL);
-            double a, b;
-            const char *cur = svc_json_str(sc, "updated_at", "");
-            if (u && svc_time_parse_iso(u, &a) == 0 && (svc_time_parse_iso(cur, &b) != 0 || a > b))
-                svc_json_set_str(sc, "updated_at", u);
-        }
-        json_object_put(rec);
-    }
+    json_object *rec = NULL, *agent = NULL;
+    const char *u = n > 0 && svc_sess_read_message(s, ids[n - 1], &rec, NULL, NULL, NULL) == 0
+                        ? svc_json_str(rec, "updated_at", NULL)
+                        : NULL;
+    double a, b;
+    if (u && svc_time_parse_iso(u, &a) == 0 &&
+        (svc_time_parse_iso(svc_json_str(sc, "updated_at", ""), &b) != 0 || a > b))
+        svc_json_set_str(sc, "updated_at", u);
+    json_object_put(rec);
     svc_json_set_int(sc, "message_count", (int64_t)n);
-    json_object *agent = NULL;
-    if (svc_sess_read_agent(s, &agent, NULL) == 0) {
-        json_object *ts = svc_json_obj(sc, "token_state");
-        svc_json_set_int(ts, "removed_message_count", svc_agent_removed_count(agent));
-    }
+    if (svc_sess_read_agent(s, &agent, NULL) == 0)
+        svc_json_set_int(svc_json_obj(sc, "token_state"), "removed_message_count",
+                         svc_agent_removed_count(agent));
     json_object_put(agent);
     free(ids);
     *out = sc;
@@ -261,10 +257,9 @@ int svc_turns_last(const struct svc_sess *s, json_object **out, struct svc_err *
     struct stat sb;
     char *buf = NULL;
     int rc = 0;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
-        goto out;
+    bool some = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
     /* read a growing tail until it holds a whole last line (lines end with '\n') */
-    for (size_t want = 16384;; want *= 4) {
+    for (size_t want = 16384; some; want *= 4) {
         size_t size = (size_t)sb.st_size;
         size_t take = want < size ? want : size;
         free(buf);
@@ -272,24 +267,19 @@ int svc_turns_last(const struct svc_sess *s, json_object **out, struct svc_err *
         ssize_t got = pread(fd, buf, take, (off_t)(size - take));
         if (got != (ssize_t)take) {
             rc = turns_errno(err, "read");
-            goto out;
+            break;
         }
-        size_t end = take;
+        size_t end = take, start;
         while (end > 0 && buf[end - 1] != '\n')
             end--; /* a torn last line (no newline) is not a line */
-        if (end == 0 && take < size)
-            continue;
-        if (end == 0)
-            goto out;
-        size_t start = end - 1;
-        while (start > 0 && buf[start - 1] != '\n')
-            start--;
+        for (start = end ? end - 1 : 0; start > 0 && buf[start - 1] != '\n'; start--)
+            ;
         if (start == 0 && take < size)
             continue; /* the line may begin before this tail */
-        *out = svc_jsonl_object(buf + start, end - 1 - start);
-        goto out;
+        if (end > 0)
+            *out = svc_jsonl_object(buf + start, end - 1 - start);
+        break;
     }
-out:
     free(buf);
     close(fd);
     return rc;

@@ -314,31 +314,25 @@ static int write_session_json(const char *path, const char *sid, int sync, struc
 
 int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, struct svc_err *err)
 {
-    int rc = -1;
-    char *sfile = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
     struct stat lst;
-    if (!dirs_seen && lstat(s->dir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
-        svc_err_set(err, SVC_E_IO, "session path is not a directory");
-        goto out;
-    }
+    if (!dirs_seen && lstat(s->dir, &lst) == 0 && !S_ISDIR(lst.st_mode))
+        return svc_err_set(err, SVC_E_IO, "session path is not a directory");
     if (!dirs_seen && lstat(s->msg_dir, &lst) != 0) {
         if (svc_mkdirs(s->msg_dir, 0755, err) != 0)
-            goto out;
+            return -1;
         if (made)
             *made = true;
     }
-    if (access(sfile, F_OK) != 0) {
-        /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
-        char *ma = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
-        int mrc = svc_mkdirs(ma, 0755, err);
-        free(ma);
-        if (made)
-            *made = true;
-        if (mrc != 0 || write_session_json(sfile, s->sid, svc_store_sync(&s->st, sync), err) != 0)
-            goto out;
-    }
-    rc = 0;
-out:
+    char *sfile = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
+    /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
+    char *ma = access(sfile, F_OK) != 0 ? svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS) : NULL;
+    int rc = ma && (svc_mkdirs(ma, 0755, err) != 0 ||
+                    write_session_json(sfile, s->sid, svc_store_sync(&s->st, sync), err) != 0)
+                 ? -1
+                 : 0;
+    if (ma && made)
+        *made = true;
+    free(ma);
     free(sfile);
     return rc;
 }
@@ -668,40 +662,29 @@ int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message,
     return rc;
 }
 
-/* Message id of the window (new reference), from the cache while no event named its file. */
-static int window_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err)
-{
-    int64_t life = s->win_life;
-    struct stat fst;
-    json_object *m = svc_wincache_get(s->sid, life, id);
-    json_object *rec = NULL;
-    if (m) {
-        *out = json_object_get(m);
-        return 0;
-    }
-    if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, err) != 0)
-        return -1;
-    m = svc_store_effective_message(rec);
-    if (life > 0)
-        svc_wincache_put(s->sid, life, id, m, &fst, false);
-    *out = json_object_get(m);
-    json_object_put(rec);
-    return 0;
-}
-
 /* The messages are shared with the window cache: modified by nobody. */
 int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
                          bool slide, json_object *out, struct svc_err *err)
 {
     int mfd = open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
-    s->win_life = s->st.cache && svc_cache_local(mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
-    if (slide && s->win_life > 0 && !ids)
+    int64_t life = s->st.cache && svc_cache_local(mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
+    s->win_life = life;
+    if (slide && life > 0 && !ids)
         svc_wincache_trim(s->sid, from); /* what the window slid past */
     for (int64_t pos = from; pos < to; pos++) {
-        json_object *m = NULL;
-        if (window_message(s, ids ? ids[pos] : pos, &m, err) != 0)
-            return -1;
-        json_object_array_add(out, m);
+        int64_t id = ids ? ids[pos] : pos;
+        /* from the cache while no event named its file */
+        json_object *m = svc_wincache_get(s->sid, life, id), *rec = NULL;
+        struct stat fst;
+        if (!m) {
+            if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, err) != 0)
+                return -1;
+            m = svc_store_effective_message(rec);
+            if (life > 0)
+                svc_wincache_put(s->sid, life, id, m, &fst, false);
+        }
+        json_object_array_add(out, json_object_get(m));
+        json_object_put(rec);
     }
     return 0;
 }
