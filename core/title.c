@@ -176,15 +176,10 @@ static char *plain_text(const char *input)
     char *raw = svc_utf8_prefix(input ? input : "", INPUT_MAX_CP);
     char *t = strip_markdown(raw);
     fold_spaces(t);
-    if (!*t) {
-        free(t);
-        t = raw;
-        fold_spaces(t);
-    } else {
-        free(raw);
-    }
-    char *out = cut_words(t, SVC_TITLE_SOURCE_MAX_CP, false);
+    fold_spaces(raw);
+    char *out = cut_words(*t ? t : raw, SVC_TITLE_SOURCE_MAX_CP, false);
     free(t);
+    free(raw);
     return out;
 }
 
