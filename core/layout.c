@@ -71,23 +71,17 @@ int svc_layout_id_check(const char *id, struct svc_err *err)
     return 0;
 }
 
-/* Concatenate up to 16 strings into a new heap string (NULL prints as "(null)", as %s did).
+/* Concatenate n strings into a new heap string (NULL prints as "(null)", as %s did).
  * Paths are built on every request: plain copies, no printf. */
 static char *path_cat(int n, const char *const *parts)
 {
-    const char *part[16];
-    size_t lens[16], total = 1;
-    for (int i = 0; i < n && i < 16; i++) {
-        part[i] = parts[i] ? parts[i] : "(null)";
-        lens[i] = strlen(part[i]);
-        total += lens[i];
-    }
+    size_t total = 1;
+    for (int i = 0; i < n; i++)
+        total += strlen(parts[i] ? parts[i] : "(null)");
     char *out = svc_xmalloc(total), *p = out;
-    for (int i = 0; i < n && i < 16; i++) {
-        memcpy(p, part[i], lens[i]);
-        p += lens[i];
-    }
     *p = '\0';
+    for (int i = 0; i < n; i++)
+        p = stpcpy(p, parts[i] ? parts[i] : "(null)");
     return out;
 }
 

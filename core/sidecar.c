@@ -39,23 +39,16 @@ int svc_sidecar_read(const struct svc_sess *s, json_object **out, struct svc_err
     return svc_sess_read_object(s, SVC_F_SIDECAR, out, err);
 }
 
-/* The journal learns of the session (in a staging root: when it is published). */
-static void note(const struct svc_sess *s, json_object *sc)
-{
-    if (s->st.staged)
-        return;
-    json_object *sum = sc ? svc_sidecar_summary(sc) : NULL;
-    svc_journal_note(&s->st, s->sid, sum);
-    json_object_put(sum);
-}
-
 int svc_sidecar_write(const struct svc_sess *s, json_object *sc, int sync, struct svc_err *err)
 {
     char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
     int rc = svc_json_write_pretty_sync(path, sc, svc_store_sync(&s->st, sync), err);
     free(path);
-    if (rc == 0)
-        note(s, sc);
+    if (rc == 0 && !s->st.staged) { /* a staging root's are told when it is published */
+        json_object *sum = svc_sidecar_summary(sc);
+        svc_journal_note(&s->st, s->sid, sum);
+        json_object_put(sum);
+    }
     return rc;
 }
 
@@ -74,11 +67,9 @@ json_object *svc_sidecar_summary_of(const struct svc_store *st, const char *sid)
         svc_json_set_int(sc, "message_count", cnt);
     free(ids);
     svc_sess_close(&h);
-    if (!got)
-        return NULL;
-    json_object *sum = svc_sidecar_summary(sc);
-    json_object_put(sc);
-    return sum;
+    if (got)
+        json_object_object_del(sc, "schema_version"); /* as svc_sidecar_summary */
+    return sc; /* NULL when !got */
 }
 
 void svc_sidecar_resync(const struct svc_store *st, const char *sid)
@@ -90,18 +81,16 @@ void svc_sidecar_resync(const struct svc_store *st, const char *sid)
 
 int svc_sidecar_get(struct svc_sess *s, json_object **out, struct svc_err *err)
 {
-    if (!s->sidecar_read) {
-        struct svc_err rerr;
-        if (svc_sidecar_read(s, &s->sidecar, &rerr) != 0) {
-            s->sidecar = NULL;
-            if (rerr.code != SVC_E_NOT_FOUND) {
-                if (err)
-                    *err = rerr;
-                return -1;
-            }
+    struct svc_err rerr;
+    if (!s->sidecar_read && svc_sidecar_read(s, &s->sidecar, &rerr) != 0) {
+        s->sidecar = NULL;
+        if (rerr.code != SVC_E_NOT_FOUND) {
+            if (err)
+                *err = rerr;
+            return -1;
         }
-        s->sidecar_read = true;
     }
+    s->sidecar_read = true;
     *out = s->sidecar;
     return 0;
 }

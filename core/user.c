@@ -66,12 +66,10 @@ static bool listed(char *const *v, const char *s)
 static bool name_ok(const char *s)
 {
     size_t n = strlen(s);
-    if (n < 1 || n > 128)
-        return false;
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
             return false;
-    return true;
+    return n >= 1 && n <= 128;
 }
 
 int svc_user_authenticate(const struct svc_config *cfg, const char *authorization,
