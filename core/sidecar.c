@@ -69,7 +69,7 @@ json_object *svc_sidecar_summary_of(const struct svc_store *st, const char *sid)
     svc_sess_close(&h);
     if (got)
         json_object_object_del(sc, "schema_version"); /* as svc_sidecar_summary */
-    return sc; /* NULL when !got */
+    return sc;                                        /* NULL when !got */
 }
 
 void svc_sidecar_resync(const struct svc_store *st, const char *sid)
