@@ -256,17 +256,13 @@ static bool dirs_plain(const char *dir, int *why, int *keep)
 
 int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err *err)
 {
-    if (has_messages)
-        *has_messages = false;
     int kept = -1;
     char *paths[3] = {svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS),
                       svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_ABS),
                       svc_sess_path(s, SVC_F_MESSAGES, SVC_FROM_ABS)};
     int rc = 0, why = 0, dirs = 0;
     /* the common case in one call: all three plain directories; else one lstat each */
-    bool plain = dirs_plain(paths[2], &why, s->msg_fd < 0 ? &kept : NULL);
-    if (plain && has_messages)
-        *has_messages = true; /* all three plain directories, messages among them */
+    bool plain = dirs_plain(paths[2], &why, s->msg_fd < 0 ? &kept : NULL), msgs = plain;
     for (int i = plain ? 3 : 0; i < 3 && rc == 0; i++) {
         struct stat lst;
         bool there = lstat(paths[i], &lst) == 0;
@@ -276,10 +272,11 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
                              s->sid, paths[i] + strlen(s->dir) + 1);
         } else if (there) {
             dirs++;
-            if (i == 2 && has_messages)
-                *has_messages = true;
+            msgs = msgs || i == 2;
         }
     }
+    if (has_messages)
+        *has_messages = msgs;
     if (why == ELOOP && rc == 0 && dirs == 3)
         plain_useless = true; /* the link is above the session: in the root's own path */
     for (int i = 0; i < 3; i++)
@@ -625,7 +622,6 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
             svc_err_set(err, SVC_E_IO, "damaged file %s: %s", name, perr.message);
     }
     free(buf);
-    /* a record without a message object is damaged */
     if (rc == 0 && !svc_json_obj(*out, "message")) {
         json_object_put(*out);
         *out = NULL;
