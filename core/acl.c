@@ -1,4 +1,3 @@
-/* acl: address lists. See acl.h. */
 #include "acl.h"
 
 #include <arpa/inet.h>

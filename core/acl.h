@@ -29,9 +29,8 @@ void svc_acl_add_loopback(struct svc_acl *a);
 bool svc_acl_match(const struct svc_acl *a, const struct sockaddr *sa);
 /* Whether a admits some address outside loopback. */
 bool svc_acl_beyond_loopback(const struct svc_acl *a);
-/* Whether sa is a loopback address (a listener bound there is reachable from this host only). */
+/* Whether sa, or text (never a name), is a loopback address. */
 bool svc_acl_loopback_addr(const struct sockaddr *sa);
-/* Whether text is a loopback address; false for anything else, a name or "". */
 bool svc_acl_text_loopback(const char *text);
 void svc_acl_free(struct svc_acl *a);
 

@@ -26,19 +26,11 @@ static void canon_blocks(struct svc_buf *b, json_object *content)
             json_object *input = NULL;
             json_object_object_get_ex(v, "input", &input);
             char *j = input ? svc_json_dump_compact(input) : NULL;
-            svc_buf_adds(b, "\x1e"
-                            "call\x1f");
-            svc_buf_adds(b, svc_json_str(v, "toolUseId", ""));
-            svc_buf_adds(b, "\x1f");
-            svc_buf_adds(b, svc_json_str(v, "name", ""));
-            svc_buf_adds(b, "\x1f");
-            svc_buf_adds(b, j ? j : "{}");
+            svc_buf_printf(b, "\036call\037%s\037%s\037%s", svc_json_str(v, "toolUseId", ""),
+                           svc_json_str(v, "name", ""), j ? j : "{}");
             free(j);
         } else if ((v = svc_json_obj(blk, "toolResult"))) {
-            svc_buf_adds(b, "\x1e"
-                            "result\x1f");
-            svc_buf_adds(b, svc_json_str(v, "toolUseId", ""));
-            svc_buf_adds(b, "\x1f");
+            svc_buf_printf(b, "\036result\037%s\037", svc_json_str(v, "toolUseId", ""));
             json_object *items = svc_json_arr(v, "content");
             for (size_t k = 0; items && k < json_object_array_length(items); k++)
                 svc_buf_adds(b, svc_json_str(json_object_array_get_idx(items, k), "text", ""));

@@ -9,13 +9,6 @@
 #include "runs.h"
 #include "store.h"
 
-/* Its stored responses and run records: lookups by id, removed once the session is gone. */
-static void forget_records(const struct svc_config *cfg, const char *sid)
-{
-    svc_responses_forget(cfg, sid);
-    svc_runs_forget(cfg, sid);
-}
-
 int svc_session_delete(const struct svc_config *cfg, const char *sid, json_object **out,
                        struct svc_err *err)
 {
@@ -36,7 +29,9 @@ int svc_session_delete(const struct svc_config *cfg, const char *sid, json_objec
     if (svc_lock_run_try(s.dir, &run, err) != 0 || svc_sess_lock(&s, true, err) != 0 ||
         svc_memory_forget(cfg, sid, err) != 0 || svc_sess_remove(&s, err) != 0)
         goto out;
-    forget_records(cfg, sid);
+    /* its stored responses and run records: lookups by id, removed once the session is gone */
+    svc_responses_forget(cfg, sid);
+    svc_runs_forget(cfg, sid);
     svc_logf("session %s deleted", sid);
     *out = json_object_new_object();
     svc_json_set_bool(*out, "deleted", true);

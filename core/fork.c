@@ -15,12 +15,6 @@
 #include "title.h"
 #include "util.h"
 
-/* How a staged file is written: its data synced when durable, its directories by publish. */
-static int file_sync(const struct svc_sess *s)
-{
-    return s->st.durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
-}
-
 /* What the request names, checked before anything is read: the new id free and valid. */
 static int check_request(const struct svc_config *cfg, const struct svc_fork_req *f, char *new_id,
                          size_t sz, struct svc_err *err)
@@ -68,7 +62,7 @@ static int copy_messages(struct svc_sess *src, struct svc_sess *dst, const int64
         int rc = svc_sess_read_message(src, ids[i], &rec, NULL, NULL, err);
         if (rc == 0)
             rc = svc_sess_write_message(dst, ids[i], svc_store_effective_message(rec),
-                                        file_sync(dst), NULL, err);
+                                        SVC_SYNC_STORE_FILE, NULL, err);
         json_object_put(rec);
         if (rc != 0)
             return -1;
@@ -95,7 +89,7 @@ static int write_agent(struct svc_sess *src, struct svc_sess *dst, size_t count,
             svc_json_set(svc_json_obj(a, "conversation_manager_state"), "summary_message", NULL);
         svc_agent_set_counts(a, removed < (int64_t)count ? removed : 0, 0);
     }
-    int rc = svc_sess_write_agent(dst, a, file_sync(dst), err);
+    int rc = svc_sess_write_agent(dst, a, SVC_SYNC_STORE_FILE, err);
     json_object_put(old);
     json_object_put(a);
     return rc;
@@ -137,17 +131,16 @@ static int build(struct svc_sess *src, struct svc_sess *dst, const struct svc_fo
     if (svc_sess_lock(src, false, err) != 0 || svc_sess_message_ids(src, &ids, &n, err) != 0 ||
         pick(f, ids, n, &last, &count, err) != 0)
         goto out;
-    if (svc_sidecar_get(src, &from, NULL) != 0 || !from) {
-        if (svc_sidecar_derive(src, &from, err) != 0)
-            goto out;
-    } else {
+    if (svc_sidecar_get(src, &from, NULL) == 0 && from)
         from = json_object_get(from);
-    }
+    else if (svc_sidecar_derive(src, &from, err) != 0)
+        goto out;
     *sc = new_sidecar(f, from, dst->sid, dst->st.agent_id, last, count);
-    if (svc_sess_ensure(dst, false, file_sync(dst), NULL, err) == 0 &&
+    /* each file's data synced when durable, the directories by svc_sess_publish */
+    if (svc_sess_ensure(dst, false, SVC_SYNC_STORE_FILE, NULL, err) == 0 &&
         copy_messages(src, dst, ids, count, err) == 0 && write_agent(src, dst, count, err) == 0 &&
-        svc_sess_copy_multi_agents(src, dst, file_sync(dst), err) == 0 &&
-        svc_sidecar_write(dst, *sc, file_sync(dst), err) == 0)
+        svc_sess_copy_multi_agents(src, dst, SVC_SYNC_STORE_FILE, err) == 0 &&
+        svc_sidecar_write(dst, *sc, SVC_SYNC_STORE_FILE, err) == 0)
         rc = 0;
 out:
     svc_sess_unlock(src);
@@ -165,24 +158,19 @@ int svc_session_fork(const struct svc_config *cfg, const struct svc_fork_req *f,
     if (check_request(cfg, f, new_id, sizeof new_id, err) != 0 ||
         svc_session_open(cfg, f->session_id, &src, false, err) != 0)
         return svc_err_unwritable(cfg->sessions.root, err);
-    json_object *sc = NULL;
+    json_object *sc = NULL, *sum = NULL;
     struct svc_store stg;
     int rc = -1;
     char *stage = svc_store_stage(&src.st, &stg, err);
-    if (!stage)
-        goto out;
-    if (svc_sess_open_store(&stg, new_id, &dst, err) != 0)
-        goto out;
-    if (build(&src, &dst, f, &sc, err) != 0)
-        goto out;
-    json_object *sum = svc_sidecar_summary(sc);
-    if (svc_sess_publish(&dst, &src.st, sum, err) != 0) {
-        json_object_put(sum);
-        goto out;
+    if (stage && svc_sess_open_store(&stg, new_id, &dst, err) == 0 &&
+        build(&src, &dst, f, &sc, err) == 0) {
+        sum = svc_sidecar_summary(sc);
+        rc = svc_sess_publish(&dst, &src.st, sum, err);
     }
-    *out = sum;
-    rc = 0;
-out:
+    if (rc == 0)
+        *out = sum;
+    else
+        json_object_put(sum);
     if (rc != 0 && stage)
         svc_file_remove_tree(stage);
     svc_sess_close(&dst);

@@ -28,11 +28,10 @@ struct svc_fork_req {
 /* The new session's summary in *out (new reference). */
 int svc_session_fork(const struct svc_config *cfg, const struct svc_fork_req *f, json_object **out,
                      struct svc_err *err);
-/* sessions.continue_stateless (SPEC 15, chain.h): for a request of owner naming no session
- * whose history is hist (OpenAI messages), the session of the same owner whose transcript
- * equals the longest prefix of hist, or a fork of it when its transcript goes on past that
- * prefix: *sid (heap; NULL when none), *used how many of hist's messages it holds, *count
- * the messages it holds (for svc_run_request.expect_count; 0 for a fork). */
+/* sessions.continue_stateless (SPEC 15, chain.h): the owner's session whose transcript is
+ * the longest prefix of hist (OpenAI messages), or a fork of it when it goes on past it:
+ * *sid (heap; NULL: none), *used of hist's messages it holds, *count its messages (for
+ * svc_run_request.expect_count; 0 for a fork). */
 int svc_session_continued(const struct svc_config *cfg, const char *owner, json_object *hist,
                           char **sid, size_t *used, int64_t *count, struct svc_err *err);
 

@@ -1,4 +1,3 @@
-/* jstream: a JSON object read a member at a time. See jstream.h. */
 #include "jstream.h"
 
 #include <errno.h>
@@ -12,14 +11,6 @@ struct rd {
     struct svc_buf cap; /* the text of the value being read */
     size_t max;
 };
-
-static int peek(struct rd *r)
-{
-    int c = getc(r->f);
-    if (c != EOF)
-        ungetc(c, r->f);
-    return c;
-}
 
 static int skip_ws(struct rd *r)
 {
@@ -46,9 +37,11 @@ static int capture(struct rd *r)
     int c = skip_ws(r), depth = 0;
     bool str = false, esc = false;
     if (c != '"' && c != '{' && c != '[') {
-        while ((c = peek(r)) != EOF && !strchr(",}] \t\r\n", c))
-            if (take(r, getc(r->f)) != 0)
+        while ((c = getc(r->f)) != EOF && !strchr(",}] \t\r\n", c))
+            if (take(r, c) != 0)
                 return -1;
+        if (c != EOF)
+            ungetc(c, r->f);
         return r->cap.len ? 0 : -1;
     }
     do {

@@ -23,8 +23,7 @@ int svc_labels_check_tags(json_object *tags, struct svc_err *err);
 int svc_labels_check_metadata(json_object *metadata, struct svc_err *err);
 /* tags as stored: in order, each once (new reference). */
 json_object *svc_labels_tags_set(json_object *tags);
-/* tags as the listing index and database keep them, "\x1f<tag>\x1f<tag>\x1f" (a tag has no
- * control character), or NULL for none (heap). */
+/* tags as the listing keeps them, "\x1f<tag>\x1f<tag>\x1f" (heap), or NULL for none. */
 char *svc_labels_tags_joined(json_object *tags);
 
 #endif

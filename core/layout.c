@@ -50,18 +50,9 @@ static const char *const run_suffix[SVC_RUN__MAX] = {
 
 bool svc_layout_id_valid(const char *id)
 {
-    if (!id || !*id || id[0] == '.')
-        return false;
-    size_t n = 0;
-    for (const char *p = id; *p; p++, n++) {
-        char c = *p;
-        if (n >= SVC_ID_MAX)
-            return false;
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-'))
-            return false;
-    }
-    return true;
+    static const char ok[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-";
+    size_t n = id ? strnlen(id, SVC_ID_MAX + 1) : 0;
+    return n > 0 && n <= SVC_ID_MAX && id[0] != '.' && strspn(id, ok) == n;
 }
 
 int svc_layout_id_check(const char *id, struct svc_err *err)
@@ -80,23 +71,17 @@ int svc_layout_id_check(const char *id, struct svc_err *err)
     return 0;
 }
 
-/* Concatenate up to 16 strings into a new heap string (NULL prints as "(null)", as %s did).
+/* Concatenate n strings into a new heap string (NULL prints as "(null)", as %s did).
  * Paths are built on every request: plain copies, no printf. */
 static char *path_cat(int n, const char *const *parts)
 {
-    const char *part[16];
-    size_t lens[16], total = 1;
-    for (int i = 0; i < n && i < 16; i++) {
-        part[i] = parts[i] ? parts[i] : "(null)";
-        lens[i] = strlen(part[i]);
-        total += lens[i];
-    }
+    size_t total = 1;
+    for (int i = 0; i < n; i++)
+        total += strlen(parts[i] ? parts[i] : "(null)");
     char *out = svc_xmalloc(total), *p = out;
-    for (int i = 0; i < n && i < 16; i++) {
-        memcpy(p, part[i], lens[i]);
-        p += lens[i];
-    }
     *p = '\0';
+    for (int i = 0; i < n; i++)
+        p = stpcpy(p, parts[i] ? parts[i] : "(null)");
     return out;
 }
 

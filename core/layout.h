@@ -47,14 +47,12 @@ enum svc_file {
     SVC_F_COMPACTION_KEY, /* <root>/.svc_compaction.key: the seal of compaction items */
     SVC_F__MAX
 };
-/* Where a path starts: absolute, from the root, from the session directory, or the last
- * component alone. */
+/* Where a path starts: absolute, the root, the session directory, or its last component. */
 enum svc_from { SVC_FROM_ABS, SVC_FROM_ROOT, SVC_FROM_SESSION, SVC_FROM_NAME };
 /* A run record's files in <root>/.svc_runs: <id>.json, .events.jsonl, .cancel, .lock. */
 enum svc_run_file { SVC_RUN_RECORD, SVC_RUN_EVENTS, SVC_RUN_CANCEL, SVC_RUN_LOCK, SVC_RUN__MAX };
 
-/* Where a store's files are and how they are written (store.h's svc_store_from_config
- * fills it from the configuration). */
+/* Where a store's files are and how they are written (svc_store_from_config fills it). */
 struct svc_store {
     const char *root;      /* borrowed, expanded */
     const char *agent_id;  /* borrowed, valid id */
@@ -62,12 +60,9 @@ struct svc_store {
     bool sidecars;         /* provider svc_repository: svc_session.json and svc_turns.jsonl */
     bool shared;           /* sessions.shared resolved: other hosts write here too */
     bool cache;            /* sessions.cache not off, root not shared: caches may serve (cache.h) */
-    const char *index_dir; /* borrowed: where this host keeps the listing database, or NULL
-                            * to list from memory (sessions.index_db off, or cache off) */
-    bool staged;           /* a staging root (svc_store_stage): the journal learns of its
-                            * sessions when they are published */
-    int manager;           /* agent.conversation_manager (enum svc_conv_manager, config.h):
-                            * a new agent.json's state (cmgr.h) */
+    const char *index_dir; /* borrowed: this host's listing database, NULL: list from memory */
+    bool staged;           /* a staging root (svc_store_stage): the journal learns on publish */
+    int manager;           /* agent.conversation_manager (enum svc_conv_manager) */
 };
 
 /* 1..SVC_ID_MAX chars of [A-Za-z0-9._-], not starting with '.'. */
@@ -75,20 +70,17 @@ bool svc_layout_id_valid(const char *id);
 /* SVC_E_INVALID_SESSION_ID with a message saying what is wrong; param "session_id". */
 int svc_layout_id_check(const char *id, struct svc_err *err);
 
-/* The name of f (its last component); for the id-named ones (session_<sid>, agent_<aid>,
- * .svc_import-<hex>) the part before the id. */
+/* The name of f (its last component; of an id-named one, the part before the id). */
 const char *svc_layout_name(enum svc_file f);
-/* <root>/<name of f><tail> for the root's own files (SVC_F_INDEX and after); tail may be
- * NULL. */
+/* <root>/<name of f><tail> for the root's own files (SVC_F_INDEX on); tail may be NULL. */
 char *svc_layout_root_path(const char *root, enum svc_file f, const char *tail);
-/* The path of f of session sid under agent aid, starting where from says, and of message
- * id's file. */
+/* The path of f of session sid under agent aid, or of message id's file, from where said. */
 char *svc_layout_path(const char *root, const char *aid, const char *sid, enum svc_file f,
                       enum svc_from from);
 char *svc_layout_message_path(const char *root, const char *aid, const char *sid, int64_t id,
                               enum svc_from from);
-/* The same for a message file into buf of sz bytes, without the heap (a listed row's
- * check), from SVC_FROM_ROOT or SVC_FROM_ABS: its length, or 0 when it does not fit. */
+/* The same into buf (sz bytes), without the heap, from SVC_FROM_ROOT or SVC_FROM_ABS: its
+ * length, or 0 when it does not fit. */
 size_t svc_layout_message_path_in(const char *root, const char *aid, const char *sid, int64_t id,
                                   enum svc_from from, char *buf, size_t sz);
 /* message_<id>.json into name (at least 48 bytes). */
@@ -97,19 +89,17 @@ void svc_layout_message_name(char *name, int64_t id);
 char *svc_layout_run_path(const char *root, const char *run_id, enum svc_run_file f);
 /* The run id of a name in .svc_runs holding f's suffix (heap), else NULL. */
 char *svc_layout_run_id_of(const char *name, enum svc_run_file f);
-/* The session id in a root entry's name session_<sid> (borrowed from name), else NULL. */
-const char *svc_layout_session_of(const char *name);
-/* The id in a multi_agents/ entry's name multi_agent_<id> (borrowed from name), else NULL;
+/* The id in session_<sid>, multi_agent_<id> (borrowed from name), else NULL;
  * <dir>/multi_agent_<id>, with /multi_agent.json when file (heap). */
+const char *svc_layout_session_of(const char *name);
 const char *svc_layout_multi_agent_of(const char *name);
 char *svc_layout_multi_agent_path(const char *dir, const char *id, bool file);
 /* The id of a message file's name (message_<n>.json, n decimal without padding), else -1. */
 int64_t svc_layout_message_id_of(const char *name);
-/* The names of a session's lock files, NULL-terminated (static). */
+/* The names of a session's lock files, NULL-terminated (static); whether name is one; or a
+ * lock or temporary file (never copied or reported). */
 const char *const *svc_layout_lock_names(void);
-/* Whether name is one of them. */
 bool svc_layout_is_lock(const char *name);
-/* Whether name is a lock or temporary file of the layout (never copied or reported). */
 bool svc_layout_is_internal(const char *name);
 
 #endif

@@ -30,21 +30,7 @@ int svc_lock_file(const char *path, int how, bool create)
     return fd;
 }
 
-/* A shared lock where the filesystem is read-only (EROFS): flock needs no write access, so
- * an existing lock file is opened read-only; without one, nobody can write there to race a
- * reader, and the read goes ahead unlocked (NO_LOCK). */
 #define NO_LOCK (-2)
-static int lock_read_only(const char *session_dir, const char *path, int how)
-{
-    int fd = svc_lock_file(path, how, false);
-    if (fd >= 0 || errno != ENOENT)
-        return fd;
-    struct stat st;
-    if (stat(session_dir, &st) == 0 && S_ISDIR(st.st_mode))
-        return NO_LOCK;
-    errno = ENOENT; /* the directory itself went away meanwhile */
-    return -1;
-}
 
 /* Whether the lock file locked on fd is still the one at path: a session deleted (moved
  * aside, then removed) while we waited for its lock is gone, not empty. */
@@ -57,13 +43,17 @@ static bool still_there(int fd, const char *path)
 
 /* A session's lock file, taken with how. No stat of the directory first: O_CREAT never
  * creates it, and a missing directory (or a file or dangling link in its place) is ENOENT
- * or ENOTDIR here. NO_LOCK: a shared lock on a read-only filesystem without a lock file. */
+ * or ENOTDIR here. */
 static int open_lock_file(const char *session_dir, const char *name, int how, struct svc_err *err)
 {
     char *path = svc_path_join(session_dir, name);
     int fd = svc_lock_file(path, how, true);
-    if (fd < 0 && errno == EROFS && (how & LOCK_SH))
-        fd = lock_read_only(session_dir, path, how);
+    /* A shared lock on a read-only filesystem (EROFS): flock needs no write access, so an
+     * existing lock file is opened read-only; without one, nobody can write there to race a
+     * reader, and the read goes ahead unlocked (NO_LOCK) while the directory is there. */
+    if (fd < 0 && errno == EROFS && (how & LOCK_SH) && (fd = svc_lock_file(path, how, false)) < 0 &&
+        errno == ENOENT && svc_is_dir(session_dir))
+        fd = NO_LOCK;
     if (fd >= 0 && !still_there(fd, path)) {
         close(fd);
         fd = -1;
@@ -84,15 +74,10 @@ static int open_lock_file(const char *session_dir, const char *name, int how, st
 int svc_lock_session(const char *session_dir, bool exclusive, struct svc_lock *lock,
                      struct svc_err *err)
 {
-    lock->fd = -1;
     int fd = open_lock_file(session_dir, svc_layout_name(SVC_F_LOCK), exclusive ? LOCK_EX : LOCK_SH,
                             err);
-    if (fd == NO_LOCK)
-        return 0;
-    if (fd < 0)
-        return -1;
-    lock->fd = fd;
-    return 0;
+    lock->fd = fd < 0 ? -1 : fd; /* NO_LOCK holds nothing */
+    return fd == -1 ? -1 : 0;
 }
 
 int svc_lock_run_try(const char *session_dir, struct svc_lock *lock, struct svc_err *err)

@@ -19,14 +19,12 @@ struct svc_lock {
         -1                                                                                         \
     }
 
-/* The one helper that opens and flocks a lock file (sessions, the listing index, runs):
- * open path (created when create, never through a symbolic link), flock(how) with how
- * LOCK_SH or LOCK_EX, | LOCK_NB to not wait; EINTR retried. Returns the descriptor (close
- * it to unlock), or -1 with errno (EWOULDBLOCK: held; ENOENT: missing and !create). */
+/* The one opener of lock files: path (created when create, never through a symbolic link)
+ * flocked with how (LOCK_SH or LOCK_EX, | LOCK_NB). The descriptor (close it to unlock), or
+ * -1 with errno (EWOULDBLOCK: held; ENOENT: missing and !create). */
 int svc_lock_file(const char *path, int how, bool create);
-/* Blocking short lock. SVC_E_SESSION_NOT_FOUND when the directory does not exist. On a
- * read-only filesystem a shared lock opens the lock file read-only, or holds nothing (fd -1)
- * when there is none: nobody can write there. */
+/* Blocking short lock; SVC_E_SESSION_NOT_FOUND without the directory. A shared lock on a
+ * read-only filesystem without a lock file holds nothing (fd -1): nobody can write there. */
 int svc_lock_session(const char *session_dir, bool exclusive, struct svc_lock *lock,
                      struct svc_err *err);
 /* Non-blocking exclusive run lock: SVC_E_SESSION_BUSY when another run holds it. */

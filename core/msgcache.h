@@ -28,16 +28,15 @@ struct svc_msgcache_dir {
     int64_t gen;
 };
 
-/* Fill *d for the messages directory open as dirfd of session sid, BEFORE any row is
- * checked; watch: whether inotify may serve (a local filesystem). False: no cache. */
+/* Fill *d for sid's messages directory dirfd BEFORE any row is checked; watch: inotify may
+ * serve (a local filesystem). False: no cache. */
 bool svc_msgcache_begin(const char *sid, int dirfd, bool watch, struct svc_msgcache_dir *d);
-/* The row of id if cached and still valid: st (the file's lstat now) matches, or st is
- * NULL and the entry was checked under d's generation. *text is borrowed until the next
- * svc_msgcache_put or svc_msgcache_clear. */
+/* The row of id if cached and valid: st (the file's lstat now) matches, or st is NULL and it
+ * was checked under d's generation. *text is borrowed until the next put or clear. */
 bool svc_msgcache_get(const struct svc_msgcache_dir *d, int64_t id, const struct stat *st,
                       const char **text, size_t *len);
-/* Remember text (copied) as the row of id read from the file as st, unless the file is
- * too recent or the row alone is larger than the bound. Returns whether it was stored. */
+/* Keep a copy of text as id's row read from the file as st, unless the file is too recent
+ * or the row larger than the bound. Whether it was stored. */
 bool svc_msgcache_put(const struct svc_msgcache_dir *d, int64_t id, const struct stat *st,
                       const char *text, size_t len);
 void svc_msgcache_clear(void);

@@ -19,28 +19,18 @@ json_object *svc_sidecar_new(const char *sid, const char *agent_id, const char *
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
-    json_object *sc = json_object_new_object();
-    svc_json_set_int(sc, "schema_version", 1);
+    json_object *sc = json_tokener_parse(
+        "{\"schema_version\": 1, \"session_id\": null, \"agent_id\": null, \"title\": \"\", "
+        "\"user_id\": \"anonymous\", \"channel\": \"api\", \"model\": null, \"locale\": \"en\", "
+        "\"created_at\": null, \"updated_at\": null, \"message_count\": 0, \"turn_count\": 0, "
+        "\"run_count\": 0, \"last_run_id\": null, \"status\": \"idle\", \"archived\": false, "
+        "\"archived_at\": null, \"current_run\": null, \"last_error\": null, "
+        "\"token_state\": {}, \"memory_state\": {}}");
     svc_json_set_str(sc, "session_id", sid);
     svc_json_set_str(sc, "agent_id", agent_id);
-    svc_json_set_str(sc, "title", "");
-    svc_json_set_str(sc, "user_id", "anonymous");
-    svc_json_set_str(sc, "channel", "api");
     svc_json_set_str(sc, "model", model ? model : "");
-    svc_json_set_str(sc, "locale", "en");
     svc_json_set_str(sc, "created_at", now);
     svc_json_set_str(sc, "updated_at", now);
-    svc_json_set_int(sc, "message_count", 0);
-    svc_json_set_int(sc, "turn_count", 0);
-    svc_json_set_int(sc, "run_count", 0);
-    svc_json_set(sc, "last_run_id", NULL);
-    svc_json_set_str(sc, "status", "idle");
-    svc_json_set_bool(sc, "archived", false);
-    svc_json_set(sc, "archived_at", NULL);
-    svc_json_set(sc, "current_run", NULL);
-    svc_json_set(sc, "last_error", NULL);
-    svc_json_set(sc, "token_state", json_object_new_object());
-    svc_json_set(sc, "memory_state", json_object_new_object());
     return sc;
 }
 
@@ -49,23 +39,16 @@ int svc_sidecar_read(const struct svc_sess *s, json_object **out, struct svc_err
     return svc_sess_read_object(s, SVC_F_SIDECAR, out, err);
 }
 
-/* The journal learns of the session (in a staging root: when it is published). */
-static void note(const struct svc_sess *s, json_object *sc)
-{
-    if (s->st.staged)
-        return;
-    json_object *sum = sc ? svc_sidecar_summary(sc) : NULL;
-    svc_journal_note(&s->st, s->sid, sum);
-    json_object_put(sum);
-}
-
 int svc_sidecar_write(const struct svc_sess *s, json_object *sc, int sync, struct svc_err *err)
 {
     char *path = svc_sess_path(s, SVC_F_SIDECAR, SVC_FROM_ABS);
     int rc = svc_json_write_pretty_sync(path, sc, svc_store_sync(&s->st, sync), err);
     free(path);
-    if (rc == 0)
-        note(s, sc);
+    if (rc == 0 && !s->st.staged) { /* a staging root's are told when it is published */
+        json_object *sum = svc_sidecar_summary(sc);
+        svc_journal_note(&s->st, s->sid, sum);
+        json_object_put(sum);
+    }
     return rc;
 }
 
@@ -84,11 +67,9 @@ json_object *svc_sidecar_summary_of(const struct svc_store *st, const char *sid)
         svc_json_set_int(sc, "message_count", cnt);
     free(ids);
     svc_sess_close(&h);
-    if (!got)
-        return NULL;
-    json_object *sum = svc_sidecar_summary(sc);
-    json_object_put(sc);
-    return sum;
+    if (got)
+        json_object_object_del(sc, "schema_version"); /* as svc_sidecar_summary */
+    return sc;                                        /* NULL when !got */
 }
 
 void svc_sidecar_resync(const struct svc_store *st, const char *sid)
@@ -100,18 +81,16 @@ void svc_sidecar_resync(const struct svc_store *st, const char *sid)
 
 int svc_sidecar_get(struct svc_sess *s, json_object **out, struct svc_err *err)
 {
-    if (!s->sidecar_read) {
-        struct svc_err rerr;
-        if (svc_sidecar_read(s, &s->sidecar, &rerr) != 0) {
-            s->sidecar = NULL;
-            if (rerr.code != SVC_E_NOT_FOUND) {
-                if (err)
-                    *err = rerr;
-                return -1;
-            }
+    struct svc_err rerr;
+    if (!s->sidecar_read && svc_sidecar_read(s, &s->sidecar, &rerr) != 0) {
+        s->sidecar = NULL;
+        if (rerr.code != SVC_E_NOT_FOUND) {
+            if (err)
+                *err = rerr;
+            return -1;
         }
-        s->sidecar_read = true;
     }
+    s->sidecar_read = true;
     *out = s->sidecar;
     return 0;
 }
@@ -121,67 +100,56 @@ int svc_sidecar_derive(struct svc_sess *s, json_object **out, struct svc_err *er
     *out = NULL;
     int64_t *ids = NULL;
     size_t n = 0;
-    const char *sid = s->sid;
     if (svc_sess_message_ids(s, &ids, &n, err) != 0)
         return -1;
     char *sfile = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
+    json_object *sess = NULL;
     struct stat sb;
-    if (n == 0 && lstat(sfile, &sb) != 0) {
-        /* no session.json, no message: not a session (yet). A run creating it has not
-         * written its first file, or died before it did. */
-        free(sfile);
+    /* no session.json, no message: not a session (yet); a run creating it has not written
+     * its first file, or died before it did */
+    bool none = n == 0 && lstat(sfile, &sb) != 0;
+    if (!none)
+        svc_json_read_file(sfile, &sess, NULL);
+    free(sfile);
+    if (none) {
         free(ids);
-        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", sid);
+        return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", s->sid);
     }
-    json_object *sc = svc_sidecar_new(sid, s->st.agent_id, "");
+    json_object *sc = svc_sidecar_new(s->sid, s->st.agent_id, "");
     svc_json_set(sc, "model", NULL);
     svc_json_set_str(sc, "channel", "native");
-    /* times from session.json when it is readable */
-    json_object *sess = NULL;
-    if (svc_json_read_file(sfile, &sess, NULL) == 0) {
-        const char *c = svc_json_str(sess, "created_at", NULL);
-        const char *u = svc_json_str(sess, "updated_at", NULL);
-        if (c)
-            svc_json_set_str(sc, "created_at", c);
-        if (u)
-            svc_json_set_str(sc, "updated_at", u);
-    }
+    static const char *const times[] = {"created_at", "updated_at"}; /* session.json's */
+    for (int i = 0; i < 2; i++)
+        if (svc_json_str(sess, times[i], NULL))
+            svc_json_set_str(sc, times[i], svc_json_str(sess, times[i], NULL));
     json_object_put(sess);
-    free(sfile);
     /* title: the first user message with text */
-    for (size_t i = 0; i < n && i < 8; i++) {
-        json_object *rec = NULL;
-        if (svc_sess_read_message(s, ids[i], &rec, NULL, NULL, NULL) != 0)
-            continue;
-        json_object *m = svc_store_effective_message(rec);
+    bool titled = false;
+    for (size_t i = 0; i < n && i < 8 && !titled; i++) {
+        json_object *rec = NULL, *m;
         char *txt = NULL;
-        if (strcmp(svc_openai_role(m), "user") == 0 && (txt = svc_native_text(m)) && *txt) {
+        titled = svc_sess_read_message(s, ids[i], &rec, NULL, NULL, NULL) == 0 &&
+                 strcmp(svc_openai_role(m = svc_store_effective_message(rec)), "user") == 0 &&
+                 (txt = svc_native_text(m)) && *txt;
+        if (titled)
             svc_title_derive(sc, txt);
-            free(txt);
-            json_object_put(rec);
-            break;
-        }
         free(txt);
         json_object_put(rec);
     }
     /* newest message time is a better updated_at than session.json's */
-    if (n > 0) {
-        json_object *rec = NULL;
-        if (svc_sess_read_message(s, ids[n - 1], &rec, NULL, NULL, NULL) == 0) {
-            const char *u = svc_json_str(rec, "updated_at", NULL);
-            double a, b;
-            const char *cur = svc_json_str(sc, "updated_at", "");
-            if (u && svc_time_parse_iso(u, &a) == 0 && (svc_time_parse_iso(cur, &b) != 0 || a > b))
-                svc_json_set_str(sc, "updated_at", u);
-        }
-        json_object_put(rec);
-    }
+    json_object *rec = NULL, *agent = NULL;
+    const char *u = n > 0 && svc_sess_read_message(s, ids[n - 1], &rec, NULL, NULL, NULL) == 0
+                        ? svc_json_str(rec, "updated_at", NULL)
+                        : NULL;
+    double a, b;
+    if (u && svc_time_parse_iso(u, &a) == 0 &&
+        (svc_time_parse_iso(svc_json_str(sc, "updated_at", ""), &b) != 0 || a > b))
+        svc_json_set_str(sc, "updated_at", u);
+    json_object_put(rec);
     svc_json_set_int(sc, "message_count", (int64_t)n);
-    json_object *agent = NULL;
-    if (svc_sess_read_agent(s, &agent, NULL) == 0) {
-        json_object *ts = svc_json_obj(sc, "token_state");
-        svc_json_set_int(ts, "removed_message_count", svc_agent_removed_count(agent));
-    }
+    if (svc_sess_read_agent(s, &agent, NULL) == 0)
+        svc_json_set_int(svc_json_obj(sc, "token_state"), "removed_message_count",
+                         svc_agent_removed_count(agent));
     json_object_put(agent);
     free(ids);
     *out = sc;
@@ -252,25 +220,18 @@ int svc_turns_read(const struct svc_sess *s, json_object **out, int *skipped, st
     struct svc_err rerr;
     int rc = svc_file_read(path, &buf, &len, &rerr);
     free(path);
-    json_object *arr = json_object_new_array();
-    if (rc != 0) {
-        if (rerr.code != SVC_E_NOT_FOUND) {
-            json_object_put(arr);
-            if (err)
-                *err = rerr;
-            return -1;
-        }
-        *out = arr;
-        return 0;
+    if (rc != 0 && rerr.code != SVC_E_NOT_FOUND) {
+        if (err)
+            *err = rerr;
+        return -1;
     }
-    struct turns_ctx c = {arr, 0};
-    size_t used = svc_jsonl_lines(buf, len, turn_line_add, &c);
-    if (used < len)
+    *out = json_object_new_array();
+    struct turns_ctx c = {*out, 0};
+    if (rc == 0 && svc_jsonl_lines(buf, len, turn_line_add, &c) < len)
         c.skipped++; /* a line without its newline is torn (lines are appended whole) */
     if (skipped)
         *skipped = c.skipped;
     free(buf);
-    *out = arr;
     return 0;
 }
 
@@ -285,10 +246,9 @@ int svc_turns_last(const struct svc_sess *s, json_object **out, struct svc_err *
     struct stat sb;
     char *buf = NULL;
     int rc = 0;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size == 0)
-        goto out;
+    bool some = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0;
     /* read a growing tail until it holds a whole last line (lines end with '\n') */
-    for (size_t want = 16384;; want *= 4) {
+    for (size_t want = 16384; some; want *= 4) {
         size_t size = (size_t)sb.st_size;
         size_t take = want < size ? want : size;
         free(buf);
@@ -296,24 +256,19 @@ int svc_turns_last(const struct svc_sess *s, json_object **out, struct svc_err *
         ssize_t got = pread(fd, buf, take, (off_t)(size - take));
         if (got != (ssize_t)take) {
             rc = turns_errno(err, "read");
-            goto out;
+            break;
         }
-        size_t end = take;
+        size_t end = take, start;
         while (end > 0 && buf[end - 1] != '\n')
             end--; /* a torn last line (no newline) is not a line */
-        if (end == 0 && take < size)
-            continue;
-        if (end == 0)
-            goto out;
-        size_t start = end - 1;
-        while (start > 0 && buf[start - 1] != '\n')
-            start--;
+        for (start = end ? end - 1 : 0; start > 0 && buf[start - 1] != '\n'; start--)
+            ;
         if (start == 0 && take < size)
             continue; /* the line may begin before this tail */
-        *out = svc_jsonl_object(buf + start, end - 1 - start);
-        goto out;
+        if (end > 0)
+            *out = svc_jsonl_object(buf + start, end - 1 - start);
+        break;
     }
-out:
     free(buf);
     close(fd);
     return rc;

@@ -37,17 +37,9 @@ void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st)
 
 int svc_store_sync(const struct svc_store *st, int sync)
 {
+    if (sync == SVC_SYNC_STORE_FILE)
+        return st->durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
     return sync == SVC_SYNC_STORE ? svc_sync_full(st->durable) : sync;
-}
-bool svc_store_session_exists(const struct svc_store *st, const char *sid)
-{
-    if (!svc_layout_id_valid(sid))
-        return false;
-    char *dir = svc_layout_path(st->root, st->agent_id, sid, SVC_F_DIR, SVC_FROM_ABS);
-    struct stat lst;
-    bool ok = lstat(dir, &lst) == 0 && S_ISDIR(lst.st_mode); /* a symlink is refused */
-    free(dir);
-    return ok;
 }
 
 int svc_store_session_mark(const struct svc_store *st, const char *sid, struct svc_sess_mark *m)
@@ -60,9 +52,7 @@ int svc_store_session_mark(const struct svc_store *st, const char *sid, struct s
     struct stat d, f;
     int rc = lstat(dir, &d) == 0 && S_ISDIR(d.st_mode) ? 0 : -1;
     if (rc == 0) {
-        m->dir_ino = d.st_ino;
-        m->dir_m = d.st_mtim;
-        m->dir_c = d.st_ctim;
+        *m = (struct svc_sess_mark){.dir_ino = d.st_ino, .dir_m = d.st_mtim, .dir_c = d.st_ctim};
         if (lstat(side, &f) == 0) {
             m->side_ino = f.st_ino;
             m->side_size = f.st_size;
@@ -73,6 +63,12 @@ int svc_store_session_mark(const struct svc_store *st, const char *sid, struct s
     free(dir);
     free(side);
     return rc;
+}
+
+bool svc_store_session_exists(const struct svc_store *st, const char *sid)
+{
+    struct svc_sess_mark m;
+    return svc_store_session_mark(st, sid, &m) == 0; /* a symlink is refused */
 }
 
 static bool ts_same(struct timespec a, struct timespec b)
@@ -86,8 +82,6 @@ bool svc_store_mark_same(const struct svc_sess_mark *a, const struct svc_sess_ma
            ts_same(a->dir_m, b->dir_m) && ts_same(a->dir_c, b->dir_c) &&
            ts_same(a->side_m, b->side_m) && ts_same(a->side_c, b->side_c);
 }
-
-/* ---- the handle ---- */
 
 int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
                   struct svc_err *err)
@@ -151,7 +145,6 @@ void svc_sess_close(struct svc_sess *s)
         close(s->msg_fd);
     s->msg_fd = -1;
     svc_sess_unlock(s);
-    svc_sess_forget_sidecar(s);
     free(s->dir);
     free(s->msg_dir);
     s->dir = s->msg_dir = NULL;
@@ -202,9 +195,8 @@ int svc_sess_remove(struct svc_sess *s, struct svc_err *err)
     if (!svc_sess_exists(s))
         return svc_err_set(err, SVC_E_SESSION_NOT_FOUND, "session %s not found", s->sid);
     char tail[SVC_ID_MAX + 20];
-    memcpy(tail, s->sid, strlen(s->sid));
-    tail[strlen(s->sid)] = '-';
-    svc_random_hex(tail + strlen(s->sid) + 1, 16);
+    int n = snprintf(tail, sizeof tail, "%s-", s->sid);
+    svc_random_hex(tail + n, 16);
     char *trash = svc_layout_root_path(s->st.root, SVC_F_TRASH, tail);
     if (rename(s->dir, trash) != 0) {
         free(trash);
@@ -227,8 +219,6 @@ void svc_sess_forget_sidecar(struct svc_sess *s)
     s->sidecar = NULL;
     s->sidecar_read = false;
 }
-
-/* ---- the layout check ---- */
 
 /* Set once openat2 cannot help on this root (a link in the root's own path, no openat2). */
 static bool plain_useless;
@@ -266,17 +256,13 @@ static bool dirs_plain(const char *dir, int *why, int *keep)
 
 int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err *err)
 {
-    if (has_messages)
-        *has_messages = false;
     int kept = -1;
     char *paths[3] = {svc_sess_path(s, SVC_F_AGENTS, SVC_FROM_ABS),
                       svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_ABS),
                       svc_sess_path(s, SVC_F_MESSAGES, SVC_FROM_ABS)};
     int rc = 0, why = 0, dirs = 0;
     /* the common case in one call: all three plain directories; else one lstat each */
-    bool plain = dirs_plain(paths[2], &why, s->msg_fd < 0 ? &kept : NULL);
-    if (plain && has_messages)
-        *has_messages = true; /* all three plain directories, messages among them */
+    bool plain = dirs_plain(paths[2], &why, s->msg_fd < 0 ? &kept : NULL), msgs = plain;
     for (int i = plain ? 3 : 0; i < 3 && rc == 0; i++) {
         struct stat lst;
         bool there = lstat(paths[i], &lst) == 0;
@@ -286,10 +272,11 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
                              s->sid, paths[i] + strlen(s->dir) + 1);
         } else if (there) {
             dirs++;
-            if (i == 2 && has_messages)
-                *has_messages = true;
+            msgs = msgs || i == 2;
         }
     }
+    if (has_messages)
+        *has_messages = msgs;
     if (why == ELOOP && rc == 0 && dirs == 3)
         plain_useless = true; /* the link is above the session: in the root's own path */
     for (int i = 0; i < 3; i++)
@@ -301,16 +288,12 @@ int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err
         rc = svc_err_set(err, SVC_E_IO, "session %s: %s is a symbolic link or not a file; refused",
                          s->sid, svc_layout_name(SVC_F_TURNS));
     free(turns);
-    if (rc != 0 && kept >= 0) {
+    if (kept >= 0 && rc != 0)
         close(kept);
-        kept = -1;
-    }
-    if (kept >= 0)
+    else if (kept >= 0)
         s->msg_fd = kept;
     return rc;
 }
-
-/* ---- session.json, agent.json ---- */
 
 static int write_session_json(const char *path, const char *sid, int sync, struct svc_err *err)
 {
@@ -328,31 +311,25 @@ static int write_session_json(const char *path, const char *sid, int sync, struc
 
 int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, struct svc_err *err)
 {
-    int rc = -1;
-    char *sfile = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
     struct stat lst;
-    if (!dirs_seen && lstat(s->dir, &lst) == 0 && !S_ISDIR(lst.st_mode)) {
-        svc_err_set(err, SVC_E_IO, "session path is not a directory");
-        goto out;
-    }
+    if (!dirs_seen && lstat(s->dir, &lst) == 0 && !S_ISDIR(lst.st_mode))
+        return svc_err_set(err, SVC_E_IO, "session path is not a directory");
     if (!dirs_seen && lstat(s->msg_dir, &lst) != 0) {
         if (svc_mkdirs(s->msg_dir, 0755, err) != 0)
-            goto out;
+            return -1;
         if (made)
             *made = true;
     }
-    if (access(sfile, F_OK) != 0) {
-        /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
-        char *ma = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
-        int mrc = svc_mkdirs(ma, 0755, err);
-        free(ma);
-        if (made)
-            *made = true;
-        if (mrc != 0 || write_session_json(sfile, s->sid, svc_store_sync(&s->st, sync), err) != 0)
-            goto out;
-    }
-    rc = 0;
-out:
+    char *sfile = svc_sess_path(s, SVC_F_SESSION, SVC_FROM_ABS);
+    /* a new session: also the empty multi_agents/ Strands creates (SPEC 2.1 layout) */
+    char *ma = access(sfile, F_OK) != 0 ? svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS) : NULL;
+    int rc = ma && (svc_mkdirs(ma, 0755, err) != 0 ||
+                    write_session_json(sfile, s->sid, svc_store_sync(&s->st, sync), err) != 0)
+                 ? -1
+                 : 0;
+    if (ma && made)
+        *made = true;
+    free(ma);
     free(sfile);
     return rc;
 }
@@ -376,19 +353,13 @@ json_object *svc_store_new_agent(const struct svc_store *st)
 {
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
-    json_object *a = json_object_new_object();
+    json_object *a = json_tokener_parse(
+        "{\"agent_id\": null, \"state\": {}, \"conversation_manager_state\": null, "
+        "\"_internal_state\": {\"interrupt_state\": {\"interrupts\": {}, \"context\": {}, "
+        "\"activated\": false}, \"model_state\": {}}}");
     svc_json_set_str(a, "agent_id", st->agent_id);
-    svc_json_set(a, "state", json_object_new_object());
     svc_json_set(a, "conversation_manager_state",
                  svc_cm_new_state((enum svc_conv_manager)st->manager));
-    json_object *is = json_object_new_object();
-    json_object *intr = json_object_new_object();
-    svc_json_set(intr, "interrupts", json_object_new_object());
-    svc_json_set(intr, "context", json_object_new_object());
-    svc_json_set_bool(intr, "activated", false);
-    svc_json_set(is, "interrupt_state", intr);
-    svc_json_set(is, "model_state", json_object_new_object());
-    svc_json_set(a, "_internal_state", is);
     svc_json_set_str(a, "created_at", now);
     svc_json_set_str(a, "updated_at", now);
     return a;
@@ -456,11 +427,13 @@ void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_cal
         svc_json_set_int(cm, "model_call_count", model_calls);
 }
 
-/* ---- multi-agent states (a Strands Swarm's or Graph's) ---- */
-
-/* The ids of dir's multi_agent_<id> entries, sorted (heap array of heap ids). */
-static size_t multi_ids(const char *dir, char ***out)
+size_t svc_sess_multi_agents(const struct svc_sess *s,
+                             void (*each)(void *ctx, const char *id, const char *abs,
+                                          const char *rel),
+                             void *ctx)
 {
+    char *dir = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
+    char *rel = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ROOT);
     struct stat sb;
     /* a directory's link count is 2 plus its subdirectories where the filesystem keeps it
      * (ext4, xfs, tmpfs; btrfs says 1): an empty multi_agents/ is not listed */
@@ -480,19 +453,6 @@ static size_t multi_ids(const char *dir, char ***out)
         closedir(d);
     if (n)
         qsort(ids, n, sizeof *ids, svc_cmp_strp);
-    *out = ids;
-    return n;
-}
-
-size_t svc_sess_multi_agents(const struct svc_sess *s,
-                             void (*each)(void *ctx, const char *id, const char *abs,
-                                          const char *rel),
-                             void *ctx)
-{
-    char *dir = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ABS);
-    char *rel = svc_sess_path(s, SVC_F_MULTI_AGENTS, SVC_FROM_ROOT);
-    char **ids = NULL;
-    size_t n = multi_ids(dir, &ids);
     for (size_t i = 0; i < n; i++) {
         char *fa = svc_layout_multi_agent_path(dir, ids[i], true);
         char *fr = svc_layout_multi_agent_path(rel, ids[i], true);
@@ -539,8 +499,6 @@ int svc_sess_copy_multi_agents(const struct svc_sess *src, const struct svc_sess
     svc_sess_multi_agents(src, copy_multi_one, &c);
     return c.rc;
 }
-
-/* ---- message files ---- */
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -664,7 +622,6 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
             svc_err_set(err, SVC_E_IO, "damaged file %s: %s", name, perr.message);
     }
     free(buf);
-    /* a record without a message object is damaged */
     if (rc == 0 && !svc_json_obj(*out, "message")) {
         json_object_put(*out);
         *out = NULL;
@@ -697,48 +654,33 @@ int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message,
     /* the next turn takes it from the window cache, unless another program touches it */
     struct stat fst;
     if (rc == 0 && s->win_life > 0 && svc_sess_stat_message(s, id, &fst))
-        svc_wincache_claim(s->sid, s->win_life, id, message, &fst);
+        svc_wincache_put(s->sid, s->win_life, id, message, &fst, true);
     return rc;
 }
 
-/* Message id of the window (new reference), from the cache while no event named its file. */
-static int window_message(struct svc_sess *s, int64_t id, json_object **out, struct svc_err *err)
-{
-    int64_t life = s->win_life;
-    struct stat fst;
-    json_object *m = svc_wincache_get(s->sid, life, id);
-    json_object *rec = NULL;
-    if (m) {
-        *out = json_object_get(m);
-        return 0;
-    }
-    if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, err) != 0)
-        return -1;
-    m = svc_store_effective_message(rec);
-    if (life > 0)
-        svc_wincache_put(s->sid, life, id, m, &fst);
-    *out = json_object_get(m);
-    json_object_put(rec);
-    return 0;
-}
-
-/* The effective messages (svc_store_effective_message) at positions from..to-1 appended to
- * out, shared with this process's window cache (wincache.h) and so modified by nobody: a
- * file unchanged since this process read or wrote it is not parsed again. ids NULL:
- * position is id. slide: from is where the window starts, the cache forgets ids below it.
- * From then on svc_sess_write_message keeps what it writes in the cache too. */
+/* The messages are shared with the window cache: modified by nobody. */
 int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
                          bool slide, json_object *out, struct svc_err *err)
 {
     int mfd = open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
-    s->win_life = s->st.cache && svc_cache_local(mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
-    if (slide && s->win_life > 0 && !ids)
+    int64_t life = s->st.cache && svc_cache_local(mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
+    s->win_life = life;
+    if (slide && life > 0 && !ids)
         svc_wincache_trim(s->sid, from); /* what the window slid past */
     for (int64_t pos = from; pos < to; pos++) {
-        json_object *m = NULL;
-        if (window_message(s, ids ? ids[pos] : pos, &m, err) != 0)
-            return -1;
-        json_object_array_add(out, m);
+        int64_t id = ids ? ids[pos] : pos;
+        /* from the cache while no event named its file */
+        json_object *m = svc_wincache_get(s->sid, life, id), *rec = NULL;
+        struct stat fst;
+        if (!m) {
+            if (svc_sess_read_message(s, id, &rec, life > 0 ? &fst : NULL, NULL, err) != 0)
+                return -1;
+            m = svc_store_effective_message(rec);
+            if (life > 0)
+                svc_wincache_put(s->sid, life, id, m, &fst, false);
+        }
+        json_object_array_add(out, json_object_get(m));
+        json_object_put(rec);
     }
     return 0;
 }

@@ -26,8 +26,8 @@
 bool svc_store_run_held(const struct svc_store *st, const char *sid);
 /* Whether session_<sid> exists as a real directory inside the root (no symlink escape). */
 bool svc_store_session_exists(const struct svc_store *st, const char *sid);
-/* What shows that a session changed between two looks: its directory's and its sidecar's
- * (inode, size, mtime, ctime); a sidecar that is missing counts as zeros. */
+/* What shows a session changed between two looks: (inode, size, mtime, ctime) of its
+ * directory and sidecar (a missing sidecar counts as zeros). */
 struct svc_sess_mark {
     ino_t dir_ino, side_ino;
     off_t side_size;
@@ -35,19 +35,19 @@ struct svc_sess_mark {
 };
 /* Session sid's mark now: 0, or -1 when it is not a session directory. */
 int svc_store_session_mark(const struct svc_store *st, const char *sid, struct svc_sess_mark *m);
-/* Whether two marks are the same. */
 bool svc_store_mark_same(const struct svc_sess_mark *a, const struct svc_sess_mark *b);
 /* The store a configuration describes (root, agent id, sessions.fsync, provider). */
 void svc_store_from_config(const struct svc_config *cfg, struct svc_store *st);
-/* The SVC_SYNC_* mask (fsio.h) of a write asked with sync (SVC_SYNC_STORE: sessions.fsync). */
+/* The SVC_SYNC_* mask (fsio.h) of a write asked with sync: SVC_SYNC_STORE as sessions.fsync
+ * says, SVC_SYNC_STORE_FILE the file's data alone when durable (its directory synced later). */
 #define SVC_SYNC_STORE (-1)
+#define SVC_SYNC_STORE_FILE (-2)
 int svc_store_sync(const struct svc_store *st, int sync);
 
-/* A fresh agent record (new reference) of st's agent id, with a fresh state of st's
- * conversation manager (cmgr.h). */
+/* A fresh agent record (new reference), with a fresh state of st's manager (cmgr.h). */
 json_object *svc_store_new_agent(const struct svc_store *st);
-/* conversation_manager_state.removed_message_count / model_call_count (0 when absent); the
- * count of model calls is set only where the state has one (the sliding window's). */
+/* conversation_manager_state.removed_message_count / model_call_count (0 when absent);
+ * model_call_count is set only where the state has one (the sliding window's). */
 int64_t svc_agent_removed_count(json_object *agent);
 void svc_agent_set_counts(json_object *agent, int64_t removed, int64_t model_calls);
 int64_t svc_agent_model_calls(json_object *agent);
@@ -59,8 +59,8 @@ struct svc_sess {
     char sid[SVC_ID_MAX + 1];
     char *dir;     /* <root>/session_<sid> (heap) */
     char *msg_dir; /* the messages directory (heap) */
-    int msg_fd;    /* msg_dir opened (O_DIRECTORY, or O_PATH by the layout check) on first
-                    * use, or -1: for openat, fstat(at) and watches, never for reading */
+    int msg_fd;    /* msg_dir opened on first use (O_PATH by the layout check), or -1:
+                    * for openat, fstat(at) and watches, never for reading */
     struct svc_lock lock;
     bool exclusive; /* mode of lock when held */
     bool sidecar_read;
@@ -74,40 +74,34 @@ struct svc_sess {
 
 int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
                   struct svc_err *err);
-/* The same for a store (st is copied; its strings stay borrowed). */
+/* The same for a store (copied; its strings stay borrowed). */
 int svc_sess_open_store(const struct svc_store *st, const char *sid, struct svc_sess *s,
                         struct svc_err *err);
-/* The path of f of this session, starting where from says. */
+/* The path of f, or of message id's file, starting where from says. */
 char *svc_sess_path(const struct svc_sess *s, enum svc_file f, enum svc_from from);
-/* The path of message id's file, starting where from says. */
 char *svc_sess_message_path(const struct svc_sess *s, int64_t id, enum svc_from from);
 bool svc_sess_exists(const struct svc_sess *s);
 int svc_sess_lock(struct svc_sess *s, bool exclusive, struct svc_err *err);
 void svc_sess_unlock(struct svc_sess *s); /* and forgets the sidecar read under the lock */
 void svc_sess_close(struct svc_sess *s);
-/* A new, empty staging root beside the sessions, <root>/.svc_new-<hex> (heap path), and *stg
- * the store of it: a session built whole under it appears at once with svc_sess_publish.
- * Listings, exports and Strands ignore it. */
+/* A new, empty staging root <root>/.svc_new-<hex> (heap path; listings, exports and Strands
+ * ignore it), *stg its store: a session built whole there appears with svc_sess_publish. */
 char *svc_store_stage(const struct svc_store *st, struct svc_store *stg, struct svc_err *err);
-/* Move s, built under a staging root, into st's root as session_<sid>: one rename that never
- * replaces (SVC_E_SESSION_EXISTS), its directories synced first when st is durable; then the
- * journal learns summary (the published session's). The staging root is removed either way. */
+/* Move s from its staging root into st's: one rename that never replaces
+ * (SVC_E_SESSION_EXISTS), its directories synced first when durable; then the journal learns
+ * summary. The staging root is removed either way. */
 int svc_sess_publish(struct svc_sess *s, const struct svc_store *st, json_object *summary,
                      struct svc_err *err);
-/* Delete the session's directory: renamed out of the root's namespace (to SVC_F_TRASH, which
- * listings, exports and Strands ignore; the root synced when durable), then removed, and
- * the journal told. The caller holds the exclusive lock and the run lock.
- * SVC_E_SESSION_NOT_FOUND when missing. */
+/* Delete the session (caller holds both locks): renamed to SVC_F_TRASH (the root synced when
+ * durable), then removed, and the journal told. SVC_E_SESSION_NOT_FOUND when missing. */
 int svc_sess_remove(struct svc_sess *s, struct svc_err *err);
 
-/* The directories we write into (agents/, agents/agent_<aid>/, messages/) must be real
- * directories when present, and svc_turns.jsonl a regular file: a symbolic link there
- * could lead out of the root. SVC_E_IO when one is not. *has_messages (may be NULL): the
- * messages directory is there; the check's O_PATH descriptor of it becomes the handle's. */
+/* SVC_E_IO unless agents/, agent_<aid>/ and messages/ are real directories when present and
+ * svc_turns.jsonl a regular file (a symbolic link could lead out of the root).
+ * *has_messages (may be NULL): messages/ is there (its O_PATH descriptor becomes msg_fd). */
 int svc_sess_check_layout(struct svc_sess *s, bool *has_messages, struct svc_err *err);
-/* The multi-agent states a Strands Swarm or Graph wrote (SPEC 17), in id order: each(ctx,
- * id, absolute path, path from the root) for every multi_agent_<id> directory of
- * multi_agents/ (its state file may be missing). Returns how many. */
+/* The multi-agent states a Strands Swarm or Graph wrote (SPEC 17), in id order: each(ctx, id,
+ * absolute path, path from the root) of every multi_agent_<id> (its file may be missing). */
 size_t svc_sess_multi_agents(const struct svc_sess *s,
                              void (*each)(void *ctx, const char *id, const char *abs,
                                           const char *rel),
@@ -115,24 +109,19 @@ size_t svc_sess_multi_agents(const struct svc_sess *s,
 /* Copy src's multi-agent state files into dst, byte for byte (a missing one is skipped). */
 int svc_sess_copy_multi_agents(const struct svc_sess *src, const struct svc_sess *dst, int sync,
                                struct svc_err *err);
-/* Create the root, the session directory, the messages directory and session.json (when
- * missing, even if the directory exists; not agent.json). dirs_seen: the caller has just
- * seen the session and messages directories (svc_sess_check_layout, under the run lock),
- * so only session.json is looked for. *made (may be NULL): set true when a directory or
- * session.json was created. */
+/* Create what is missing of the session and messages directories and session.json (not
+ * agent.json). dirs_seen: svc_sess_check_layout just saw the directories (under the run
+ * lock), look for session.json only. *made (may be NULL): set true when it created any. */
 int svc_sess_ensure(struct svc_sess *s, bool dirs_seen, int sync, bool *made, struct svc_err *err);
-/* svc_sess_ensure, and agent.json fresh when missing or empty: the native files a session
- * whose first run stopped before it stored a message lacks (a power cut leaves its
- * directories and its `running` sidecar), for a writer that adds messages outside a run. */
+/* svc_sess_ensure, and agent.json fresh when missing or empty (a first run cut before it
+ * stored a message), for a writer that adds messages outside a run. */
 int svc_sess_ensure_natives(struct svc_sess *s, int sync, struct svc_err *err);
 
-/* Forget the sidecar read under the lock (sidecar.h's svc_sidecar_get), after the caller
- * rewrote it, or to read it again. */
+/* Forget the sidecar read under the lock (svc_sidecar_get), to read it again. */
 void svc_sess_forget_sidecar(struct svc_sess *s);
 
-/* Read the session's file f as a JSON object (SVC_E_NOT_FOUND when missing, or empty: what
- * a power cut can leave of a replacement that was not synced, see core/run.c). *out is a
- * new reference. */
+/* Read file f as a JSON object (new reference); SVC_E_NOT_FOUND when missing or empty (a
+ * power cut can leave that of a replacement not synced, core/run.c). */
 int svc_sess_read_object(const struct svc_sess *s, enum svc_file f, json_object **out,
                          struct svc_err *err);
 /* The same of agent.json. */
@@ -140,36 +129,30 @@ int svc_sess_read_agent(struct svc_sess *s, json_object **out, struct svc_err *e
 /* Write agent.json, setting updated_at and keeping created_at and unknown keys of *agent. */
 int svc_sess_write_agent(struct svc_sess *s, json_object *agent, int sync, struct svc_err *err);
 
-/* Ids of message_<n>.json files, ascending (heap array; *n may be 0; a missing messages
- * directory is 0 ids, not an error). */
+/* Ids of message_<n>.json files, ascending (heap; a missing directory is 0 ids). */
 int svc_sess_message_ids(struct svc_sess *s, int64_t **ids, size_t *n, struct svc_err *err);
-/* The message files in O(1): trusts `trusted` (a count read under the session lock, -1
- * when unknown) when message_<trusted-1>.json exists and message_<trusted>.json does not,
- * and scans the directory otherwise (a file written by another program). *count files,
- * *next the largest id + 1; *ids NULL when the ids are 0..count-1, else the sorted ids
- * (heap, caller frees). */
+/* The message files in O(1): trusted (a count read under the lock, -1: unknown) when
+ * message_<trusted-1>.json exists and message_<trusted>.json does not, else a scan.
+ * *count files, *next the largest id + 1, *ids NULL for 0..count-1, else sorted (heap). */
 int svc_sess_message_count(struct svc_sess *s, int64_t trusted, int64_t *count, int64_t *next,
                            int64_t **ids, struct svc_err *err);
-/* Read message id (new reference) through the messages directory's descriptor, opened
- * once for the handle. A missing file is SVC_E_NOT_FOUND, a damaged one SVC_E_IO. *st
- * (may be NULL) gets the fstat of the file read, *bytes (may be NULL) its length. */
+/* Read message id (new reference) through msg_fd: SVC_E_NOT_FOUND when missing, SVC_E_IO
+ * when damaged. *st, *bytes (may be NULL): the file's fstat and length. */
 int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, struct stat *st,
                           size_t *bytes, struct svc_err *err);
-/* Write message_<id>.json (a new id): {"message": <copy of message>, "message_id",
- * "redact_message": null, "created_at", "updated_at"}. *bytes (may be NULL) gets the
- * length of the file written. */
+/* Write message_<id>.json (a new id): {"message": <copy>, "message_id", "redact_message":
+ * null, "created_at", "updated_at"}; *bytes (may be NULL): its length. */
 int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message, int sync,
                            size_t *bytes, struct svc_err *err);
-/* The effective messages (svc_store_effective_message) at positions from..to-1 appended to
- * out (ids NULL: position is id), through this process's window cache (wincache.h): a
- * file unchanged since this process read or wrote it is not parsed again. slide: from is
- * where the window starts, the cache forgets ids below it; from then on
- * svc_sess_write_message keeps what it writes in the cache too. */
+/* The effective messages at positions from..to-1 (ids NULL: position is id) appended to out,
+ * through the window cache (wincache.h): a file unchanged since this process read or wrote
+ * it is not parsed again. slide: the window starts at from, the cache forgets ids below;
+ * from then on svc_sess_write_message caches what it writes too. */
 int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
                          bool slide, json_object *out, struct svc_err *err);
-/* lstat of message id's file through the same descriptor: true when it is a regular file. */
+/* lstat of message id's file through msg_fd: whether it is a regular file. */
 bool svc_sess_stat_message(struct svc_sess *s, int64_t id, struct stat *st);
-/* That descriptor (opened now if it was not), -1 when the directory cannot be opened. */
+/* msg_fd (opened now if it was not), -1 when the directory cannot be opened. */
 int svc_sess_messages_fd(struct svc_sess *s);
 
 #endif

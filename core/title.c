@@ -127,7 +127,6 @@ static char *strip_markdown(const char *in)
 static void fold_spaces(char *t)
 {
     char *w = t;
-    bool space = false;
     for (char *r = t; *r; r++) {
         char c = *r;
         unsigned char u = (unsigned char)c;
@@ -137,14 +136,8 @@ static void fold_spaces(char *t)
         } else if (u < 0x20 || u == 0x7F) {
             c = ' ';
         }
-        if (c == ' ') {
-            if (w == t || space)
-                continue;
-            space = true;
-        } else {
-            space = false;
-        }
-        *w++ = c;
+        if (c != ' ' || (w > t && w[-1] != ' '))
+            *w++ = c;
     }
     while (w > t && w[-1] == ' ')
         w--;
@@ -183,15 +176,10 @@ static char *plain_text(const char *input)
     char *raw = svc_utf8_prefix(input ? input : "", INPUT_MAX_CP);
     char *t = strip_markdown(raw);
     fold_spaces(t);
-    if (!*t) {
-        free(t);
-        t = raw;
-        fold_spaces(t);
-    } else {
-        free(raw);
-    }
-    char *out = cut_words(t, SVC_TITLE_SOURCE_MAX_CP, false);
+    fold_spaces(raw);
+    char *out = cut_words(*t ? t : raw, SVC_TITLE_SOURCE_MAX_CP, false);
     free(t);
+    free(raw);
     return out;
 }
 

@@ -14,15 +14,13 @@
 #define SVC_TITLE_MAX_CP 48
 #define SVC_TITLE_SOURCE_MAX_CP 200
 
-/* Set sc's "title" ("" when input has no text) and "title_source" (removed when the title
- * is all of it) from input. */
+/* Set sc's "title" ("" without text) and "title_source" (removed when the title is all). */
 void svc_title_derive(json_object *sc, const char *input);
-/* The text q matches in a summary (borrowed): its title_source while the title is the one
- * derived from it, else its title (a rename). */
+/* The text q matches in a summary (borrowed): title_source while the title is derived from
+ * it, else the title (a rename). */
 const char *svc_title_search_text(json_object *summary);
 
-/* A title a person gives (rename, fork): 1..200 characters, no control character; else
- * SVC_E_INVALID_FIELD naming "title". */
+/* A title a person gives: 1..200 characters, no control character, else invalid_field. */
 int svc_title_check(const char *title, struct svc_err *err);
 
 #endif

@@ -1,4 +1,3 @@
-/* transcript: Markdown rendering of a session. See transcript.h. */
 #include "transcript.h"
 
 #include <stdio.h>
@@ -27,20 +26,16 @@ static void nice_time(const char *iso, char *out, size_t outsz)
 /* A fence of backticks longer than any run inside text (at least 3). */
 static void fenced(struct svc_buf *b, const char *lang, const char *text)
 {
-    size_t run = 0, best = 0;
+    static const char ticks[] = "```````````````````````````````````````````````````````````````";
+    size_t run = 0, best = 2;
     for (const char *p = text; *p; p++) {
         run = *p == '`' ? run + 1 : 0;
         best = run > best ? run : best;
     }
-    size_t n = best >= 3 ? best + 1 : 3;
-    char fence[64];
-    if (n >= sizeof fence)
-        n = sizeof fence - 1;
-    memset(fence, '`', n);
-    fence[n] = '\0';
+    int n = best + 1 < sizeof ticks ? (int)best + 1 : (int)sizeof ticks - 1;
     size_t tl = strlen(text);
-    svc_buf_printf(b, "%s%s\n%s%s%s\n\n", fence, lang, text, tl && text[tl - 1] == '\n' ? "" : "\n",
-                   fence);
+    svc_buf_printf(b, "%.*s%s\n%s%s%.*s\n\n", n, ticks, lang, text,
+                   tl && text[tl - 1] == '\n' ? "" : "\n", n, ticks);
 }
 
 static void fenced_json(struct svc_buf *b, json_object *o)
@@ -75,8 +70,7 @@ static void block(struct svc_buf *b, json_object *blk)
     json_object *v;
     char size[64];
     if (json_object_object_get_ex(blk, "text", &v) && json_object_is_type(v, json_type_string)) {
-        const char *t = json_object_get_string(v);
-        svc_buf_printf(b, "%s\n\n", t);
+        svc_buf_printf(b, "%s\n\n", json_object_get_string(v));
     } else if ((v = svc_json_obj(blk, "toolUse"))) {
         const char *name = svc_json_str(v, "name", "?"), *sep = strstr(name, "__");
         svc_buf_printf(b, "**Tool call** `%s` (id `%s`", name, svc_json_str(v, "toolUseId", "?"));

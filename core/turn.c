@@ -10,11 +10,6 @@
 #include "sidecar.h"
 #include "util.h"
 
-static int turn_sync(const struct svc_turn *t)
-{
-    return t->s->st.durable ? SVC_SYNC_FILE : SVC_SYNC_NONE;
-}
-
 /* The session directory before any lock: refused when it is not a plain directory, 1 when
  * missing and not create, made when create (synced at the run's end, turn_sync_dirs), its
  * layout checked when present. */
@@ -84,17 +79,14 @@ static int turn_agent(struct svc_turn *t, struct svc_err *err)
 {
     struct svc_sess *s = t->s;
     bool made = false;
-    if (svc_sess_ensure(s, t->dirs_seen, turn_sync(t), &made, err) != 0)
+    if (svc_sess_ensure(s, t->dirs_seen, SVC_SYNC_STORE_FILE, &made, err) != 0)
         return -1;
-    struct svc_err rerr;
-    if (svc_sess_read_agent(s, &t->agent, &rerr) != 0) {
-        if (rerr.code != SVC_E_NOT_FOUND) {
-            *err = rerr;
+    if (svc_sess_read_agent(s, &t->agent, err) != 0) {
+        if (err->code != SVC_E_NOT_FOUND)
             return -1;
-        }
         t->agent = svc_store_new_agent(&s->st);
         made = true;
-        if (svc_sess_write_agent(s, t->agent, turn_sync(t), err) != 0)
+        if (svc_sess_write_agent(s, t->agent, SVC_SYNC_STORE_FILE, err) != 0)
             return -1;
     }
     /* and again by every run until one of the session's runs completes (a new session has
@@ -127,7 +119,7 @@ static int turn_window(struct svc_turn *t, json_object *win, struct svc_err *err
  * directory once at the end of the run. */
 static int turn_write(struct svc_turn *t, json_object *msg, bool is_output, struct svc_err *err)
 {
-    if (svc_sess_write_message(t->s, t->next_id, msg, turn_sync(t), NULL, err) != 0)
+    if (svc_sess_write_message(t->s, t->next_id, msg, SVC_SYNC_STORE_FILE, NULL, err) != 0)
         return -1;
     t->msgs_unsynced = t->s->st.durable;
     if (is_output)

@@ -21,13 +21,11 @@ struct svc_user {
 
 /* Whether users are configured (server.users or server.user_param). */
 bool svc_users_enabled(const struct svc_config *cfg);
-/* The caller of a request from its Authorization header and the value of the user_param
- * parameter (either may be NULL): 0 with *out filled, or -1 with 401 missing_token /
- * invalid_token. With no token and no users configured everyone is the admin. */
+/* The caller from the Authorization header and the user_param value (either may be NULL):
+ * 0, or 401 missing_token / invalid_token. Without token and users, everyone is the admin. */
 int svc_user_authenticate(const struct svc_config *cfg, const char *authorization,
                           const char *param_user, struct svc_user *out, struct svc_err *err);
-/* The identity a job runs as: its `user:` (an admin when server.users says so, or when it
- * is ""). */
+/* The identity a job runs as: its `user:` (an admin as server.users says, or when ""). */
 void svc_user_of_job(const struct svc_config *cfg, const char *user, struct svc_user *out);
 /* The owner filter of u's reads: NULL for an admin (every session), else u's id. */
 const char *svc_user_scope(const struct svc_user *u);
@@ -35,8 +33,8 @@ const char *svc_user_scope(const struct svc_user *u);
 const char *svc_user_owner(json_object *summary);
 /* Whether scope (svc_user_scope) sees the session of this summary; NULL summary: none. */
 bool svc_user_sees(const char *scope, json_object *summary);
-/* An Idempotency-Key as stored for u (heap): each user's keys are their own, so one
- * user's key never replays another's answer. The key itself for the server.api_token admin. */
+/* An Idempotency-Key as stored for u (heap), so one user's key never replays another's
+ * answer; the key itself for the server.api_token admin. */
 char *svc_user_key(const struct svc_user *u, const char *key);
 /* Record id as the owner of a new session's sidecar. */
 void svc_user_own(json_object *sc, const char *id);

@@ -107,16 +107,12 @@ static void on_change(const char *key, const char *name, uint32_t mask)
         unlink_entry(p);
 }
 
-static void on_fork_child(void)
-{
-    svc_wincache_clear(); /* the parent's lives are the parent's (dirwatch forgets them too) */
-}
-
 int64_t svc_wincache_begin(const char *sid, int dirfd)
 {
     if (!wc.registered) {
         svc_dirwatch_on_change(on_change);
-        pthread_atfork(NULL, NULL, on_fork_child);
+        /* the parent's lives are the parent's (dirwatch forgets them too) */
+        pthread_atfork(NULL, NULL, svc_wincache_clear);
         wc.registered = true;
     }
     struct stat st;
@@ -131,9 +127,7 @@ int64_t svc_wincache_begin(const char *sid, int dirfd)
 
 json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
 {
-    if (life <= 0)
-        return NULL;
-    struct entry **p = find(sid, id);
+    struct entry **p = life > 0 ? find(sid, id) : NULL;
     if (!p)
         return NULL;
     if ((*p)->pending || (*p)->life != life) {
@@ -143,8 +137,8 @@ json_object *svc_wincache_get(const char *sid, int64_t life, int64_t id)
     return (*p)->msg;
 }
 
-static void store(const char *sid, int64_t life, int64_t id, json_object *msg,
-                  const struct stat *st, bool pending)
+void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg,
+                      const struct stat *st, bool claim)
 {
     drop(sid, id); /* an entry of an earlier life */
     /* a file another directory's name reaches can be written with no event here */
@@ -164,25 +158,13 @@ static void store(const char *sid, int64_t life, int64_t id, json_object *msg,
     e->id = id;
     e->msg = json_object_get(msg);
     e->bytes = bytes;
-    e->pending = pending;
+    e->pending = claim;
     memcpy(e->sid, sid, n);
     unsigned b = bucket_of(sid, id);
     e->next = wc.buckets[b];
     wc.buckets[b] = e;
     wc.bytes += bytes;
     wc.entries++;
-}
-
-void svc_wincache_put(const char *sid, int64_t life, int64_t id, json_object *msg,
-                      const struct stat *st)
-{
-    store(sid, life, id, msg, st, false);
-}
-
-void svc_wincache_claim(const char *sid, int64_t life, int64_t id, json_object *msg,
-                        const struct stat *st)
-{
-    store(sid, life, id, msg, st, true);
 }
 
 void svc_wincache_trim(const char *sid, int64_t below)

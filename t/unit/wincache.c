@@ -65,7 +65,7 @@ static void put(int64_t life, int64_t id, const char *text)
 {
     json_object *m = msg(text);
     struct stat st = file_st(id);
-    svc_wincache_put("s1", life, id, m, &st);
+    svc_wincache_put("s1", life, id, m, &st, false);
     json_object_put(m);
 }
 
@@ -80,7 +80,7 @@ static void write_and_claim(int64_t life, int64_t id, const char *text)
     rename_in(tmp, name);
     json_object *m = msg(text);
     struct stat st = file_st(id);
-    svc_wincache_claim("s1", life, id, m, &st);
+    svc_wincache_put("s1", life, id, m, &st, true);
     json_object_put(m);
 }
 
@@ -117,7 +117,7 @@ int main(void)
     struct stat linked = file_st(3);
     linked.st_nlink = 2;
     json_object *l = msg("linked");
-    svc_wincache_put("s1", life, 3, l, &linked);
+    svc_wincache_put("s1", life, 3, l, &linked, false);
     json_object_put(l);
     ok(get_text(life, 3) == NULL,
        "a file of two links is not kept (a write through the other name is no event here)");
@@ -153,7 +153,7 @@ int main(void)
 
     json_object *m9 = msg("nine");
     struct stat st9 = file_st(9);
-    svc_wincache_claim("s1", life, 9, m9, &st9); /* no rename of message_9.json ever came */
+    svc_wincache_put("s1", life, 9, m9, &st9, true); /* no rename of message_9.json ever came */
     json_object_put(m9);
     svc_wincache_begin("s1", fd);
     ok(get_text(life, 9) == NULL, "a claim whose rename never came is not served");
@@ -199,14 +199,14 @@ int main(void)
     for (int i = 0; i < 40; i++) {
         json_object *m = msg("big");
         struct stat st = fake_st((ino_t)(2000 + i), (off_t)big);
-        svc_wincache_put("s1", life2, 100 + i, m, &st);
+        svc_wincache_put("s1", life2, 100 + i, m, &st, false);
         json_object_put(m);
     }
     ok(svc_wincache_entries() < 40, "the bound holds (%zu entries of 40 stored)",
        svc_wincache_entries());
     json_object *huge = msg("huge");
     struct stat hst = fake_st(3000, (off_t)SVC_WINCACHE_MAX_BYTES);
-    svc_wincache_put("s1", life2, 500, huge, &hst);
+    svc_wincache_put("s1", life2, 500, huge, &hst, false);
     json_object_put(huge);
     ok(svc_wincache_get("s1", life2, 500) == NULL, "a message too large for the cache is not kept");
     ok(svc_wincache_begin("s1", -1) == 0, "no directory: no life");
