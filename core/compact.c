@@ -12,6 +12,7 @@
 #include "fsio.h"
 #include "jsonx.h"
 #include "model.h"
+#include "parts.h"
 #include "runstate.h"
 #include "store.h"
 #include "util.h"
@@ -70,7 +71,7 @@ int svc_compact_summary(const struct svc_config *cfg, json_object *msgs, size_t 
     *completion = reply.completion_tokens;
     if (rc != 0)
         return -1;
-    *out = svc_loop_user_message(reply.text ? reply.text : "");
+    *out = svc_parts_message("user", svc_parts_text(reply.text ? reply.text : ""));
     svc_model_reply_free(&reply);
     return 0;
 }
