@@ -23,21 +23,18 @@ static int str_list(json_object *body, const char *key, bool one_ok, const char 
         *n = 1;
         return 0;
     }
-    if (!json_object_is_type(v, json_type_array))
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, key, "'%s' must be an array of strings", key);
-    size_t len = json_object_array_length(v);
-    *out = svc_xcalloc(len ? len : 1, sizeof **out);
-    for (size_t i = 0; i < len; i++) {
+    bool ok = json_object_is_type(v, json_type_array);
+    size_t len = ok ? json_object_array_length(v) : 0;
+    for (size_t i = 0; ok && i < len; i++) {
         json_object *e = json_object_array_get_idx(v, i);
-        if (!json_object_is_type(e, json_type_string) ||
-            (size_t)json_object_get_string_len(e) != strlen(json_object_get_string(e))) {
-            free(*out);
-            *out = NULL;
-            return svc_err_setp(err, SVC_E_INVALID_FIELD, key, "'%s' must be an array of strings",
-                                key);
-        }
-        (*out)[i] = json_object_get_string(e);
+        ok = json_object_is_type(e, json_type_string) &&
+             (size_t)json_object_get_string_len(e) == strlen(json_object_get_string(e));
     }
+    if (!ok)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, key, "'%s' must be an array of strings", key);
+    *out = svc_xcalloc(len ? len : 1, sizeof **out);
+    for (size_t i = 0; i < len; i++)
+        (*out)[i] = json_object_get_string(json_object_array_get_idx(v, i));
     *n = len;
     return 0;
 }

@@ -483,42 +483,29 @@ int http_read_body(struct http_req *r, struct svc_err *err)
         r->body = svc_xstrdup("");
         return 0;
     }
-    /* Read until EOF (FastCGI stdin ends with the record; CGI stdin with CONTENT_LENGTH). */
-    int64_t want = r->content_length >= 0 ? r->content_length : max + 1;
-    size_t cap = (size_t)(want < 65536 ? want : 65536) + 1;
-    char *buf = svc_xmalloc(cap);
-    size_t len = 0;
+    /* Read until EOF (FastCGI stdin ends with the record; CGI stdin with CONTENT_LENGTH), at
+     * most max + 1 bytes: one more than max is too large. */
+    int64_t left = r->content_length >= 0 ? r->content_length : max + 1;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    char chunk[16384];
     for (;;) {
-        if (len + 1 >= cap) {
-            size_t ncap = cap * 2;
-            if ((int64_t)ncap > max + 2)
-                ncap = (size_t)max + 2;
-            if (ncap <= cap)
-                goto too_large;
-            buf = svc_xrealloc(buf, ncap);
-            cap = ncap;
-        }
-        size_t room = cap - 1 - len;
-        if (r->content_length >= 0 && (int64_t)(len + room) > r->content_length)
-            room = (size_t)(r->content_length - (int64_t)len);
-        if (room == 0)
-            break;
-        long n = io_read(r, buf + len, room);
+        size_t want = left < (int64_t)sizeof chunk ? (size_t)left : sizeof chunk;
+        long n = want ? io_read(r, chunk, want) : 0;
         if (n <= 0)
             break;
-        len += (size_t)n;
-        if ((int64_t)len > max)
-            goto too_large;
+        svc_buf_add(&b, chunk, (size_t)n);
+        left -= n;
     }
-    buf[len] = '\0';
-    r->body = buf;
-    r->body_len = len;
+    if ((int64_t)b.len > max) {
+        svc_buf_free(&b);
+        drain(r, HTTP_DRAIN_MAX);
+        return svc_err_set(err, SVC_E_BODY_TOO_LARGE, "request body is larger than %lld bytes",
+                           (long long)max);
+    }
+    r->body_len = b.len;
+    r->body = svc_buf_steal(&b);
     return 0;
-too_large:
-    free(buf);
-    drain(r, HTTP_DRAIN_MAX);
-    return svc_err_set(err, SVC_E_BODY_TOO_LARGE, "request body is larger than %lld bytes",
-                       (long long)max);
 }
 
 #define BODY_TOOLS_MAX 128
@@ -675,7 +662,6 @@ static const char *status_text(int status)
     static const char *const lines[] = {"200 OK",
                                         "201 Created",
                                         "202 Accepted",
-                                        "204 No Content",
                                         "400 Bad Request",
                                         "401 Unauthorized",
                                         "403 Forbidden",
@@ -683,11 +669,11 @@ static const char *status_text(int status)
                                         "405 Method Not Allowed",
                                         "409 Conflict",
                                         "413 Payload Too Large",
+                                        "415 Unsupported Media Type",
                                         "422 Unprocessable Entity",
                                         "429 Too Many Requests",
                                         "499 Client Closed Request",
                                         "500 Internal Server Error",
-                                        "501 Not Implemented",
                                         "502 Bad Gateway",
                                         "503 Service Unavailable",
                                         "504 Gateway Timeout"};

@@ -231,18 +231,16 @@ static int open_unix(const char *path, const char *what, mode_t mode, gid_t gid,
     if (!*path || strlen(path) >= sizeof sun.sun_path || strchr(path, ':'))
         return refuse(-EXIT_CONFIG, "%s: bad unix socket path '%s' (empty, too long or with ':')",
                       what, path);
-    char *dir = svc_xstrdup(path);
+    char dir[sizeof sun.sun_path];
+    snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash)
         *(slash == dir ? slash + 1 : slash) = '\0';
-    bool dir_ok = !slash || svc_is_dir(dir);
-    if (!dir_ok)
-        logmsg("%s: the directory %s of socket %s does not exist (create it, e.g. with "
-               "systemd RuntimeDirectory=, or choose another path)",
-               what, dir, path);
-    free(dir);
-    if (!dir_ok)
-        return -EXIT_CONFIG;
+    if (slash && !svc_is_dir(dir))
+        return refuse(-EXIT_CONFIG,
+                      "%s: the directory %s of socket %s does not exist (create it, e.g. with "
+                      "systemd RuntimeDirectory=, or choose another path)",
+                      what, dir, path);
     sun.sun_family = AF_UNIX;
     memcpy(sun.sun_path, path, strlen(path));
     struct stat st;

@@ -98,9 +98,7 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     for (size_t i = 0; left && i < json_object_array_length(left); i++)
         fprintf(stderr, "svc: left out (--allow-partial): session %s\n",
                 json_object_get_string(json_object_array_get_idx(left, i)));
-    const char *where = svc_json_str(res, "export_dir", NULL);
-    if (!where)
-        where = svc_json_str(res, "export_file", "?");
+    const char *where = svc_json_str(res, "export_dir", svc_json_str(res, "export_file", "?"));
     char hb[32];
     bar_human((uint64_t)svc_json_int(res, "bytes", 0), hb, sizeof hb);
     printf("exported %lld sessions, %lld messages, %s, %zu warnings: %s\n",

@@ -252,21 +252,20 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
     struct svc_fsck_opts o = {0};
     bool json = false;
     const char **ids = svc_xcalloc((size_t)argc + 1, sizeof *ids);
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--repair") == 0) {
+    bool bad = false;
+    for (int i = 0; i < argc && !bad; i++) {
+        if (strcmp(argv[i], "--repair") == 0)
             o.repair = true;
-        } else if (strcmp(argv[i], "--json") == 0) {
+        else if (strcmp(argv[i], "--json") == 0)
             json = true;
-        } else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc) {
+        else if (strcmp(argv[i], "--session") == 0 && i + 1 < argc)
             ids[o.nsessions++] = argv[++i];
-        } else {
-            free(ids);
-            return usage("unknown option for fsck");
-        }
+        else
+            bad = true;
     }
-    if (svc_cli_root_missing(cfg)) {
+    if (bad || svc_cli_root_missing(cfg)) {
         free(ids);
-        return 1;
+        return bad ? usage("unknown option for fsck") : 1;
     }
     o.sessions = ids;
     struct bar b; /* on stderr: stdout carries the findings */
