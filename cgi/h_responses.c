@@ -413,14 +413,6 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     return output;
 }
 
-/* An ended run's status: failed, incomplete at the token limit (SPEC 15), else completed. */
-static const char *ended_status(const struct resp_ctx *c, const struct svc_err *failure)
-{
-    struct svc_run_answer a;
-    svc_run_answer(c->run, &a);
-    return failure ? "failed" : strcmp(a.finish_reason, "length") == 0 ? "incomplete" : "completed";
-}
-
 /* The settings echoed as OpenAI does (SPEC 15): the request's, else OpenAI's defaults. */
 static void echo_settings(json_object *o, json_object *b)
 {
@@ -497,16 +489,20 @@ static json_object *object_of(const struct resp_in *in, const char *id, int64_t 
     return o;
 }
 
-/* The response object. status: in_progress (no output, no usage yet), completed (the
- * answer), failed (failure set; output holds what was produced, if anything). */
-static json_object *response_object(const struct resp_ctx *c, const char *status,
+/* The response object: in_progress before the run ended (no output, no usage yet), then
+ * completed, incomplete at the token limit (SPEC 15) or failed (failure set; output holds
+ * what was produced, if anything). */
+static json_object *response_object(const struct resp_ctx *c, bool ended,
                                     const struct svc_err *failure)
 {
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
     json_object *o = object_of(c->in, c->id, c->created_at, a.model, a.session_id, a.run_id, false);
-    if (strcmp(status, "in_progress") == 0)
+    if (!ended)
         return o;
+    const char *status = failure                                  ? "failed"
+                         : strcmp(a.finish_reason, "length") == 0 ? "incomplete"
+                                                                  : "completed";
     svc_json_set_str(o, "status", status);
     if (failure)
         svc_json_set(o, "error",
@@ -551,8 +547,7 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
 {
     int rc = svc_run_execute(c->run, NULL, err);
-    json_object *resp =
-        response_object(c, ended_status(c, rc == 0 ? NULL : err), rc == 0 ? NULL : err);
+    json_object *resp = response_object(c, true, rc == 0 ? NULL : err);
     keep_response(c, resp, rc == 0 ? NULL : err);
     if (rc == 0)
         http_send_json(c->r, 200, resp);
@@ -754,14 +749,14 @@ static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, const char
 static int resp_stream(struct resp_ctx *c)
 {
     struct http_req *r = c->r;
-    if (http_sse_begin(r) < 0 || emit_opening(c, response_object(c, "in_progress", NULL)) < 0)
+    if (http_sse_begin(r) < 0 || emit_opening(c, response_object(c, false, NULL)) < 0)
         return 0; /* client gone: svc_run_free ends the run */
     struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, c};
     struct svc_err ferr;
     svc_err_clear(&ferr);
     int rc = svc_run_execute(c->run, &sink, &ferr);
     const struct svc_err *failure = rc == 0 ? NULL : &ferr;
-    json_object *resp = response_object(c, ended_status(c, failure), failure);
+    json_object *resp = response_object(c, true, failure);
     keep_response(c, resp, failure); /* what response.completed carries */
     if (r->client_gone) {
         json_object_put(resp);
