@@ -43,8 +43,8 @@ json_object *respin_items(json_object *input)
 {
     json_object *items = json_object_new_array();
     if (json_object_is_type(input, json_type_string)) {
-        json_object *m = svc_responses_obj("role", "user", NULL);
-        svc_json_set(m, "content", json_object_get(input));
+        json_object *m =
+            svc_responses_obj("role", "user", "content", json_object_get_string(input), NULL);
         json_object_array_add(items, input_item(m));
         json_object_put(m);
         return items;
