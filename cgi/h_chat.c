@@ -26,8 +26,7 @@ struct chat_in {
     bool include_usage;
 };
 
-/* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
- * images and files in a user message, parts.h). */
+/* OpenAI message content: a string, null, or parts (text; a user's images and files, parts.h). */
 static int check_content(json_object *content, const char *param, bool media, int64_t max_bytes,
                          struct svc_err *err)
 {

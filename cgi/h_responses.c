@@ -101,8 +101,7 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
-/* A server whose tools the previous response had was listed then or before (SPEC 16: once
- * per server and conversation): no mcp_list_tools item again. */
+/* The servers the previous response had are listed already (SPEC 16: once a conversation). */
 static void mcp_listed_before(struct resp_in *in)
 {
     json_object *tools = svc_json_arr(in->prev, "tools");
