@@ -116,19 +116,6 @@ static void mcp_listed_before(struct resp_in *in)
     }
 }
 
-/* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
-static int parse_truncation(struct resp_in *in, struct svc_err *err)
-{
-    const char *t = NULL;
-    if (http_field_str(in->t.body, "truncation", NULL, false, &t, err) < 0)
-        return -1;
-    if (t && strcmp(t, "auto") != 0 && strcmp(t, "disabled") != 0)
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
-                            "'truncation' must be auto or disabled");
-    in->t.req.no_truncation = t && strcmp(t, "disabled") == 0;
-    return 0;
-}
-
 /* previous_response_id naming an older turn of its session: the turn runs in a fork holding
  * the messages up to that response's last one (SPEC 12.3); the newest continues in place,
  * and so does a response stored without last_message_id (from before branches). */
@@ -159,7 +146,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
     if (http_body_json(r, false, &in->t.body, err) < 0)
         return -1;
     json_object *b = in->t.body, *input = NULL;
-    const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL;
+    const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL, *trunc = NULL;
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||
         http_field_str(b, "instructions", NULL, false, &in->t.req.instructions, err) < 0 ||
         http_field_str(b, "user", NULL, false, &in->t.req.user_id, err) < 0 ||
@@ -179,8 +166,14 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return -1;
     in->conv = conv;
     json_object_object_get_ex(b, "input", &input);
-    if (respin_input(r, &in->t, input, err) < 0 || parse_truncation(in, err) < 0 ||
-        resp_context_management(in->t.body, &in->t.req.compact_threshold, err) < 0)
+    if (respin_input(r, &in->t, input, err) < 0 ||
+        http_field_str(b, "truncation", NULL, false, &trunc, err) < 0)
+        return -1;
+    if (trunc && strcmp(trunc, "auto") != 0 && strcmp(trunc, "disabled") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
+                            "'truncation' must be auto or disabled"); /* SPEC 12.3 */
+    in->t.req.no_truncation = trunc && strcmp(trunc, "disabled") == 0;
+    if (resp_context_management(in->t.body, &in->t.req.compact_threshold, err) < 0)
         return -1;
     in->items = respin_items(input);
     if (!in->store && (conv || in->prev_id))
