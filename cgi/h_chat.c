@@ -128,16 +128,6 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     return 0;
 }
 
-/* Every message is checked, then the list is split (turnin.h). Returns 0, or -1 with 422. */
-static int parse_messages(struct chat_in *in, json_object *msgs, int64_t max_bytes,
-                          struct svc_err *err)
-{
-    for (size_t i = 0; i < json_object_array_length(msgs); i++)
-        if (check_message(json_object_array_get_idx(msgs, i), i, max_bytes, err) < 0)
-            return -1;
-    return turn_in_split(&in->t, msgs, "messages", err);
-}
-
 /* A session id field: a string, and one with a NUL inside is an invalid session id. */
 static int sid_field(json_object *o, const char *key, const char *param, const char **out,
                      struct svc_err *err)
@@ -200,8 +190,13 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         in->t.req.session_id = msid;
     if (!in->t.req.session_id)
         in->t.req.session_id = r->x_session_id;
-    if (msgs)
-        return parse_messages(in, msgs, r->cfg->limits.max_image_bytes, err);
+    if (msgs) { /* every message checked, then the list split (turnin.h) */
+        for (size_t i = 0; i < json_object_array_length(msgs); i++)
+            if (check_message(json_object_array_get_idx(msgs, i), i, r->cfg->limits.max_image_bytes,
+                              err) < 0)
+                return -1;
+        return turn_in_split(&in->t, msgs, "messages", err);
+    }
     if (legacy && *legacy) {
         in->t.input = svc_xstrdup(legacy);
         return 0;

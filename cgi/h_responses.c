@@ -268,16 +268,14 @@ static json_object *message_item(const char *msg_id, const char *text, const cha
 
 /* The function_call item of the response's k-th client tool call: its id fc_<the response's
  * hex>_<k> is the same streamed and stored, and an item_reference to it finds the response. */
-static json_object *function_call_out(const struct resp_ctx *c, json_object *tc, size_t k,
-                                      bool done)
+static json_object *function_call_out(const struct resp_ctx *c, json_object *tc, size_t k)
 {
     json_object *fn = svc_json_obj(tc, "function");
     char id[64];
     snprintf(id, sizeof id, "fc_%s_%zu", c->id + 5, k);
-    return svc_responses_obj("id", id, "type", "function_call", "status",
-                             done ? "completed" : "in_progress", "call_id",
+    return svc_responses_obj("id", id, "type", "function_call", "status", "completed", "call_id",
                              svc_json_str(tc, "id", ""), "name", svc_json_str(fn, "name", ""),
-                             "arguments", done ? svc_json_str(fn, "arguments", "{}") : "", NULL);
+                             "arguments", svc_json_str(fn, "arguments", "{}"), NULL);
 }
 
 /* Whether the output has a message item: text came, or nothing else did (SPEC 15: a
@@ -360,15 +358,6 @@ static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events
     return NULL;
 }
 
-/* A call the run ended on (the k-th): a function_call item, or an mcp_approval_request. */
-static json_object *call_out(const struct resp_ctx *c, json_object *tc, size_t k)
-{
-    const char *tool = NULL;
-    const char *label =
-        mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool);
-    return label ? approval_out(tc, label, tool) : function_call_out(c, tc, k, true);
-}
-
 /* The output of an ended run in the order things happened, as a stream announces them (SPEC
  * 15): the MCP items, the message where its first text came, then the calls awaiting answers. */
 static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
@@ -400,8 +389,13 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     }
     if (m)
         json_object_array_add(output, m);
-    for (size_t i = 0; i < nc; i++)
-        json_object_array_add(output, call_out(c, json_object_array_get_idx(calls, i), i));
+    for (size_t i = 0; i < nc; i++) { /* a function_call item, or an mcp_approval_request */
+        json_object *tc = json_object_array_get_idx(calls, i);
+        const char *tool = NULL, *name = svc_json_str(svc_json_obj(tc, "function"), "name", "");
+        const char *label = mcp_label_of(c, name, &tool);
+        json_object_array_add(output,
+                              label ? approval_out(tc, label, tool) : function_call_out(c, tc, i));
+    }
     return output;
 }
 
