@@ -844,29 +844,23 @@ struct bg_stream {
     json_object *resp; /* the stored object, refreshed at the end */
 };
 
-/* The closing events after the run's done (seq k) or error. */
-static int bg_close(struct bg_stream *b, int64_t k, bool done)
-{
-    background_refresh(b->c.r, b->resp);
-    b->c.seq = 3 + k;
-    if (!done)
-        return emit(&b->c, "response.failed", with_response(svc_json_copy(b->resp)));
-    json_object *out = svc_json_arr(b->resp, "output");
-    return emit_closing(&b->c, out ? json_object_array_get_idx(out, 0) : NULL) < 0 ||
-                   emit(&b->c, "response.completed", with_response(svc_json_copy(b->resp))) < 0
-               ? -1
-               : 0;
-}
-
-/* One run event (turn_follow's each): 0, or -1 when the client is gone. */
+/* One run event (turn_follow's each); its done closes the message and the response, its
+ * error fails the response. 0, or -1 when the client is gone. */
 static int bg_event(void *ctx, json_object *ev)
 {
     struct bg_stream *b = ctx;
     const char *type = svc_json_str(ev, "type", "");
-    int64_t k = svc_json_int(ev, "seq", 0);
-    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0)
-        return bg_close(b, k, strcmp(type, "done") == 0);
-    b->c.seq = 3 + k;
+    bool done = strcmp(type, "done") == 0, error = strcmp(type, "error") == 0;
+    b->c.seq = 3 + svc_json_int(ev, "seq", 0);
+    if (done || error)
+        background_refresh(b->c.r, b->resp);
+    if (error)
+        return emit(&b->c, "response.failed", with_response(svc_json_copy(b->resp)));
+    json_object *out = svc_json_arr(b->resp, "output");
+    if (done && emit_closing(&b->c, out ? json_object_array_get_idx(out, 0) : NULL) < 0)
+        return -1;
+    if (done)
+        return emit(&b->c, "response.completed", with_response(svc_json_copy(b->resp)));
     if (strcmp(type, "delta") == 0)
         return emit_delta(&b->c, svc_json_str(ev, "text", ""));
     json_object *o = json_object_new_object();
