@@ -26,8 +26,7 @@ struct chat_in {
     bool include_usage;
 };
 
-/* OpenAI message content: a string, null, or an array of parts ({type, text} for text;
- * images and files in a user message, parts.h). */
+/* OpenAI message content: a string, null, or parts (text; a user's images and files, parts.h). */
 static int check_content(json_object *content, const char *param, bool media, int64_t max_bytes,
                          struct svc_err *err)
 {
@@ -129,16 +128,6 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     return 0;
 }
 
-/* Every message is checked, then the list is split (turnin.h). Returns 0, or -1 with 422. */
-static int parse_messages(struct chat_in *in, json_object *msgs, int64_t max_bytes,
-                          struct svc_err *err)
-{
-    for (size_t i = 0; i < json_object_array_length(msgs); i++)
-        if (check_message(json_object_array_get_idx(msgs, i), i, max_bytes, err) < 0)
-            return -1;
-    return turn_in_split(&in->t, msgs, "messages", err);
-}
-
 /* A session id field: a string, and one with a NUL inside is an invalid session id. */
 static int sid_field(json_object *o, const char *key, const char *param, const char **out,
                      struct svc_err *err)
@@ -201,8 +190,13 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         in->t.req.session_id = msid;
     if (!in->t.req.session_id)
         in->t.req.session_id = r->x_session_id;
-    if (msgs)
-        return parse_messages(in, msgs, r->cfg->limits.max_image_bytes, err);
+    if (msgs) { /* every message checked, then the list split (turnin.h) */
+        for (size_t i = 0; i < json_object_array_length(msgs); i++)
+            if (check_message(json_object_array_get_idx(msgs, i), i, r->cfg->limits.max_image_bytes,
+                              err) < 0)
+                return -1;
+        return turn_in_split(&in->t, msgs, "messages", err);
+    }
     if (legacy && *legacy) {
         in->t.input = svc_xstrdup(legacy);
         return 0;
@@ -212,60 +206,39 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     return svc_err_setp(err, SVC_E_MISSING_FIELD, "messages", "'messages' is required");
 }
 
-/* What a completed run answers with, from a live run or a replayed record (all borrowed). */
+/* What a completed run answers with (from a live run or a replayed record: borrowed) and
+ * its usage in chat's shape ({prompt_tokens, completion_tokens, total_tokens}, owned). */
 struct answer {
-    const char *run_id, *sid, *model, *content, *finish;
-    json_object *usage;      /* {prompt_tokens, completion_tokens, total_tokens} */
-    json_object *events;     /* the run's svc.v2 events */
-    json_object *tool_calls; /* client tool calls awaiting results (SPEC 12.1), or NULL */
-    json_object *logprobs;   /* the answer's logprobs.content when asked for, or NULL */
+    struct svc_run_answer r;
+    json_object *usage;
 };
-
-/* Fill a from a run that has ended; *usage_owned receives the usage object to release. */
-static void answer_of_run(struct answer *a, struct svc_run *run, json_object **usage_owned)
-{
-    struct svc_run_answer ra;
-    svc_run_answer(run, &ra);
-    *usage_owned = svc_usage_of(&ra);
-    *a = (struct answer){
-        .run_id = ra.run_id,
-        .sid = ra.session_id,
-        .model = ra.model,
-        .content = ra.content,
-        .finish = ra.finish_reason,
-        .usage = *usage_owned,
-        .events = ra.events,
-        .tool_calls = ra.client_calls,
-        .logprobs = ra.logprobs,
-    };
-}
 
 /* choices[0].logprobs: {"content", "refusal"} when they were asked for, else null. */
 static json_object *logprobs_of(const struct answer *a)
 {
-    if (!a->logprobs)
+    if (!a->r.logprobs)
         return NULL;
     json_object *o = json_object_new_object();
-    svc_json_set(o, "content", svc_json_copy(a->logprobs));
+    svc_json_set(o, "content", svc_json_copy(a->r.logprobs));
     svc_json_set(o, "refusal", NULL);
     return o;
 }
 
 static bool has_calls(const struct answer *a)
 {
-    return a->tool_calls && json_object_array_length(a->tool_calls) > 0;
+    return a->r.client_calls && json_object_array_length(a->r.client_calls) > 0;
 }
 
 /* The fields every completion object and chunk carries. */
 static json_object *completion_base(const struct answer *a, const char *object, int64_t created)
 {
     char id[160];
-    snprintf(id, sizeof id, "chatcmpl-%s", a->run_id);
+    snprintf(id, sizeof id, "chatcmpl-%s", a->r.run_id);
     json_object *o = svc_responses_obj("id", id, "object", object, NULL);
     svc_json_set_int(o, "created", created);
-    svc_json_set_str(o, "model", a->model);
-    svc_json_set_str(o, "session_id", a->sid);
-    svc_json_set_str(o, "run_id", a->run_id);
+    svc_json_set_str(o, "model", a->r.model);
+    svc_json_set_str(o, "session_id", a->r.session_id);
+    svc_json_set_str(o, "run_id", a->r.run_id);
     return o;
 }
 
@@ -276,20 +249,20 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     json_object *choices = json_object_new_array();
     json_object *choice = json_object_new_object();
     svc_json_set_int(choice, "index", 0);
-    json_object *msg = svc_responses_obj("role", "assistant", "content",
-                                         has_calls(a) && !*a->content ? NULL : a->content, NULL);
+    json_object *msg = svc_responses_obj(
+        "role", "assistant", "content", has_calls(a) && !*a->r.content ? NULL : a->r.content, NULL);
     svc_json_set(msg, "refusal", NULL);
     if (has_calls(a))
-        svc_json_set(msg, "tool_calls", svc_json_copy(a->tool_calls));
+        svc_json_set(msg, "tool_calls", svc_json_copy(a->r.client_calls));
     svc_json_set(choice, "message", msg);
     svc_json_set(choice, "logprobs", logprobs_of(a));
-    svc_json_set_str(choice, "finish_reason", a->finish);
+    svc_json_set_str(choice, "finish_reason", a->r.finish_reason);
     json_object_array_add(choices, choice);
     svc_json_set(o, "choices", choices);
     svc_json_set(o, "usage", a->usage ? svc_json_copy(a->usage) : json_object_new_object());
-    svc_json_set_str(o, "content", a->content);
+    svc_json_set_str(o, "content", a->r.content);
     if (in->t.svc_v2)
-        svc_json_set(o, "svc", turn_svc_block(a->run_id, a->events));
+        svc_json_set(o, "svc", turn_svc_block(a->r.run_id, a->r.events));
     return http_reply(r, 200, o);
 }
 
@@ -298,7 +271,7 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
 struct stream_ctx {
     struct http_req *r; /* first: the sink's http_sink_gone and http_sink_idle read it */
     const struct chat_in *in;
-    struct answer ids; /* run_id, sid, model: known from the start */
+    struct answer ids; /* run_id, session_id, model: known from the start (borrowed) */
     int64_t created;
 };
 _Static_assert(offsetof(struct stream_ctx, r) == 0, "the sink's helpers read r first");
@@ -375,9 +348,9 @@ static int send_tool_calls(struct stream_ctx *s, json_object *calls)
 /* The client tool calls, the finish chunk, the usage chunk when asked for, then [DONE]. */
 static void stream_finish(struct stream_ctx *s, const struct answer *a)
 {
-    if (has_calls(a) && send_tool_calls(s, a->tool_calls) < 0)
+    if (has_calls(a) && send_tool_calls(s, a->r.client_calls) < 0)
         return;
-    json_object *last = chunk_new(s, NULL, a->finish), *lp = logprobs_of(a);
+    json_object *last = chunk_new(s, NULL, a->r.finish_reason), *lp = logprobs_of(a);
     if (lp) /* the whole answer's, with its last chunk */
         svc_json_set(json_object_array_get_idx(svc_json_arr(last, "choices"), 0), "logprobs", lp);
     if (send_chunk(s, last) < 0)
@@ -393,12 +366,10 @@ static void stream_finish(struct stream_ctx *s, const struct answer *a)
 }
 
 static void stream_ctx_init(struct stream_ctx *s, struct http_req *r, const struct chat_in *in,
-                            const char *run_id, const char *sid, const char *model)
+                            const struct svc_run_answer *ids)
 {
-    *s = (struct stream_ctx){.r = r,
-                             .in = in,
-                             .ids = {.run_id = run_id, .sid = sid, .model = model},
-                             .created = (int64_t)svc_time_now()};
+    *s = (struct stream_ctx){
+        .r = r, .in = in, .ids = {.r = *ids}, .created = (int64_t)svc_time_now()};
 }
 
 /* Run it, record it (idem.h) and answer (a failure once the stream began is the router's
@@ -407,9 +378,9 @@ static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
                     struct svc_err *err)
 {
     struct stream_ctx s;
-    struct svc_run_answer ra;
-    svc_run_answer(run, &ra);
-    stream_ctx_init(&s, r, in, ra.run_id, ra.session_id, ra.model);
+    struct answer a;
+    svc_run_answer(run, &a.r);
+    stream_ctx_init(&s, r, in, &a.r);
     if (in->t.stream && stream_begin(&s) < 0)
         return 0; /* client gone: svc_run_free ends the run */
     struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, &s};
@@ -417,14 +388,13 @@ static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
     svc_idem_record_sync(r->cfg, run, r->idempotency_key, rc < 0 ? err : NULL);
     if (rc < 0)
         return -1;
-    struct answer a;
-    json_object *usage;
-    answer_of_run(&a, run, &usage);
+    svc_run_answer(run, &a.r);
+    a.usage = svc_usage_of(&a.r);
     if (in->t.stream)
         stream_finish(&s, &a);
     else
         send_completion(r, in, &a);
-    json_object_put(usage);
+    json_object_put(a.usage);
     return 0;
 }
 
@@ -432,28 +402,28 @@ static int chat_run(struct http_req *r, struct chat_in *in, struct svc_run *run,
 static int idem_replay(struct http_req *r, struct chat_in *in, json_object *rec)
 {
     struct answer a = {
-        .run_id = svc_json_str(rec, "run_id", ""),
-        .sid = svc_json_str(rec, "session_id", ""),
-        .model = svc_json_str(rec, "model", ""),
-        .content = svc_json_str(rec, "content", ""),
-        .finish = svc_json_str(rec, "finish_reason", "stop"),
+        .r = {.run_id = svc_json_str(rec, "run_id", ""),
+              .session_id = svc_json_str(rec, "session_id", ""),
+              .model = svc_json_str(rec, "model", ""),
+              .content = svc_json_str(rec, "content", ""),
+              .finish_reason = svc_json_str(rec, "finish_reason", "stop"),
+              .client_calls = svc_json_arr(rec, "client_tool_calls")},
         .usage = svc_json_copy(svc_json_obj(rec, "usage")),
-        .tool_calls = svc_json_arr(rec, "client_tool_calls"),
     };
     if (!a.usage)
         a.usage = svc_usage_new(0, 0);
     bool finished;
     json_object *events = NULL;
-    if (svc_runs_events(r->cfg, a.run_id, 0, &events, NULL, &finished, NULL) < 0)
+    if (svc_runs_events(r->cfg, a.r.run_id, 0, &events, NULL, &finished, NULL) < 0)
         events = json_object_new_array();
-    a.events = events;
-    http_set_session(r, a.sid, true);
+    a.r.events = events;
+    http_set_session(r, a.r.session_id, true);
     http_set_header(r, "Idempotent-Replayed", "true");
     if (!in->t.stream) {
         send_completion(r, in, &a);
     } else {
         struct stream_ctx s;
-        stream_ctx_init(&s, r, in, a.run_id, a.sid, a.model);
+        stream_ctx_init(&s, r, in, &a.r);
         if (stream_begin(&s) == 0) {
             size_t n = json_object_array_length(events);
             bool gone = false;

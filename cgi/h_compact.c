@@ -1,14 +1,12 @@
 /* h_compact: POST /api/v1/responses/compact (SPEC 15, OpenAI's responses.compact). The
- * context is the named session's (previous_response_id, conversation or
- * metadata.session_id: what a turn there restores, its Strands summary first) then the
- * request's input (a string, or items; a compaction item stands for the context it
- * sealed). All but the newest agent.preserve_recent_messages messages (all but the last
- * user input when the context is shorter) are summarised by the model as section 17's
- * summarizing manager summarises, and sealed (core/compact.h); the answer is
- * {"id", "object": "response.compaction", "created_at", "output": [the compaction item,
- * then the kept messages' items], "usage"}. Nothing is stored: the session is unchanged.
- * Also the Responses input's pieces of SPEC 15 and 17 (turnin.h): images and files, the
- * compaction item, context_management. */
+ * context is the named session's (previous_response_id, conversation or metadata.session_id:
+ * what a turn there restores, its Strands summary first), then the request's input (a string
+ * or items; a compaction item stands for the context it sealed). All but the newest
+ * agent.preserve_recent_messages messages (all but the last user input when fewer) are
+ * summarised as section 17's summarizing manager does and sealed (core/compact.h); the answer
+ * is {"id", "object": "response.compaction", "created_at", "output": [the compaction item,
+ * then the kept messages' items], "usage"}. Nothing is stored. Also the Responses input's
+ * pieces of SPEC 15 and 17 (turnin.h): images and files, compaction items, context_management. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -38,22 +38,20 @@ int h_conversations_create(struct http_req *r, struct svc_err *err)
     return bad ? -1 : send_obj(r, svc_json_str(o, "id", NULL), o);
 }
 
-/* The conversation object of a session the asker sees. */
-static int conv_get(struct http_req *r, const char *sid, json_object **out, struct svc_err *err)
+/* Answer with the conversation object of a session the asker sees. */
+static int send_conv(struct http_req *r, const char *sid, struct svc_err *err)
 {
     json_object *sum = NULL;
     if (svc_session_get(r->cfg, sid, &sum, err) < 0)
         return -1;
-    *out = svc_conv_object(sum);
+    json_object *o = svc_conv_object(sum);
     json_object_put(sum);
-    return 0;
+    return send_obj(r, sid, o);
 }
 
 int h_conversation_get(struct http_req *r, struct svc_err *err)
 {
-    const char *sid = http_param(r, "conversation_id");
-    json_object *o = NULL;
-    return conv_get(r, sid, &o, err) < 0 ? -1 : send_obj(r, sid, o);
+    return send_conv(r, http_param(r, "conversation_id"), err);
 }
 
 int h_conversation_update(struct http_req *r, struct svc_err *err)
@@ -141,9 +139,9 @@ int h_conversation_item(struct http_req *r, struct svc_err *err)
 int h_conversation_item_delete(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
-    json_object *item = NULL, *o = NULL;
+    json_object *item = NULL;
     if (svc_conv_item(r->cfg, sid, http_param(r, "item_id"), true, &item, err) < 0)
         return -1;
     json_object_put(item);
-    return conv_get(r, sid, &o, err) < 0 ? -1 : send_obj(r, sid, o);
+    return send_conv(r, sid, err);
 }

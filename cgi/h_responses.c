@@ -101,8 +101,7 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     return 0;
 }
 
-/* A server whose tools the previous response had was listed then or before (SPEC 16: once
- * per server and conversation): no mcp_list_tools item again. */
+/* The servers the previous response had are listed already (SPEC 16: once a conversation). */
 static void mcp_listed_before(struct resp_in *in)
 {
     json_object *tools = svc_json_arr(in->prev, "tools");
@@ -115,19 +114,6 @@ static void mcp_listed_before(struct resp_in *in)
                 svc_json_set_bool(spec, "listed", true);
         }
     }
-}
-
-/* `truncation`: "auto" (the sliding window) or "disabled" (SPEC 12.3). */
-static int parse_truncation(struct resp_in *in, struct svc_err *err)
-{
-    const char *t = NULL;
-    if (http_field_str(in->t.body, "truncation", NULL, false, &t, err) < 0)
-        return -1;
-    if (t && strcmp(t, "auto") != 0 && strcmp(t, "disabled") != 0)
-        return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
-                            "'truncation' must be auto or disabled");
-    in->t.req.no_truncation = t && strcmp(t, "disabled") == 0;
-    return 0;
 }
 
 /* previous_response_id naming an older turn of its session: the turn runs in a fork holding
@@ -160,7 +146,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
     if (http_body_json(r, false, &in->t.body, err) < 0)
         return -1;
     json_object *b = in->t.body, *input = NULL;
-    const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL;
+    const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL, *trunc = NULL;
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||
         http_field_str(b, "instructions", NULL, false, &in->t.req.instructions, err) < 0 ||
         http_field_str(b, "user", NULL, false, &in->t.req.user_id, err) < 0 ||
@@ -180,8 +166,14 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         return -1;
     in->conv = conv;
     json_object_object_get_ex(b, "input", &input);
-    if (respin_input(r, &in->t, input, err) < 0 || parse_truncation(in, err) < 0 ||
-        resp_context_management(in->t.body, &in->t.req.compact_threshold, err) < 0)
+    if (respin_input(r, &in->t, input, err) < 0 ||
+        http_field_str(b, "truncation", NULL, false, &trunc, err) < 0)
+        return -1;
+    if (trunc && strcmp(trunc, "auto") != 0 && strcmp(trunc, "disabled") != 0)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "truncation",
+                            "'truncation' must be auto or disabled"); /* SPEC 12.3 */
+    in->t.req.no_truncation = trunc && strcmp(trunc, "disabled") == 0;
+    if (resp_context_management(in->t.body, &in->t.req.compact_threshold, err) < 0)
         return -1;
     in->items = respin_items(input);
     if (!in->store && (conv || in->prev_id))
@@ -276,16 +268,14 @@ static json_object *message_item(const char *msg_id, const char *text, const cha
 
 /* The function_call item of the response's k-th client tool call: its id fc_<the response's
  * hex>_<k> is the same streamed and stored, and an item_reference to it finds the response. */
-static json_object *function_call_out(const struct resp_ctx *c, json_object *tc, size_t k,
-                                      bool done)
+static json_object *function_call_out(const struct resp_ctx *c, json_object *tc, size_t k)
 {
     json_object *fn = svc_json_obj(tc, "function");
     char id[64];
     snprintf(id, sizeof id, "fc_%s_%zu", c->id + 5, k);
-    return svc_responses_obj("id", id, "type", "function_call", "status",
-                             done ? "completed" : "in_progress", "call_id",
+    return svc_responses_obj("id", id, "type", "function_call", "status", "completed", "call_id",
                              svc_json_str(tc, "id", ""), "name", svc_json_str(fn, "name", ""),
-                             "arguments", done ? svc_json_str(fn, "arguments", "{}") : "", NULL);
+                             "arguments", svc_json_str(fn, "arguments", "{}"), NULL);
 }
 
 /* Whether the output has a message item: text came, or nothing else did (SPEC 15: a
@@ -368,15 +358,6 @@ static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events
     return NULL;
 }
 
-/* A call the run ended on (the k-th): a function_call item, or an mcp_approval_request. */
-static json_object *call_out(const struct resp_ctx *c, json_object *tc, size_t k)
-{
-    const char *tool = NULL;
-    const char *label =
-        mcp_label_of(c, svc_json_str(svc_json_obj(tc, "function"), "name", ""), &tool);
-    return label ? approval_out(tc, label, tool) : function_call_out(c, tc, k, true);
-}
-
 /* The output of an ended run in the order things happened, as a stream announces them (SPEC
  * 15): the MCP items, the message where its first text came, then the calls awaiting answers. */
 static json_object *output_items(const struct resp_ctx *c, const struct svc_run_answer *a,
@@ -408,17 +389,14 @@ static json_object *output_items(const struct resp_ctx *c, const struct svc_run_
     }
     if (m)
         json_object_array_add(output, m);
-    for (size_t i = 0; i < nc; i++)
-        json_object_array_add(output, call_out(c, json_object_array_get_idx(calls, i), i));
+    for (size_t i = 0; i < nc; i++) { /* a function_call item, or an mcp_approval_request */
+        json_object *tc = json_object_array_get_idx(calls, i);
+        const char *tool = NULL, *name = svc_json_str(svc_json_obj(tc, "function"), "name", "");
+        const char *label = mcp_label_of(c, name, &tool);
+        json_object_array_add(output,
+                              label ? approval_out(tc, label, tool) : function_call_out(c, tc, i));
+    }
     return output;
-}
-
-/* An ended run's status: failed, incomplete at the token limit (SPEC 15), else completed. */
-static const char *ended_status(const struct resp_ctx *c, const struct svc_err *failure)
-{
-    struct svc_run_answer a;
-    svc_run_answer(c->run, &a);
-    return failure ? "failed" : strcmp(a.finish_reason, "length") == 0 ? "incomplete" : "completed";
 }
 
 /* The settings echoed as OpenAI does (SPEC 15): the request's, else OpenAI's defaults. */
@@ -497,16 +475,20 @@ static json_object *object_of(const struct resp_in *in, const char *id, int64_t 
     return o;
 }
 
-/* The response object. status: in_progress (no output, no usage yet), completed (the
- * answer), failed (failure set; output holds what was produced, if anything). */
-static json_object *response_object(const struct resp_ctx *c, const char *status,
+/* The response object: in_progress before the run ended (no output, no usage yet), then
+ * completed, incomplete at the token limit (SPEC 15) or failed (failure set; output holds
+ * what was produced, if anything). */
+static json_object *response_object(const struct resp_ctx *c, bool ended,
                                     const struct svc_err *failure)
 {
     struct svc_run_answer a;
     svc_run_answer(c->run, &a);
     json_object *o = object_of(c->in, c->id, c->created_at, a.model, a.session_id, a.run_id, false);
-    if (strcmp(status, "in_progress") == 0)
+    if (!ended)
         return o;
+    const char *status = failure                                  ? "failed"
+                         : strcmp(a.finish_reason, "length") == 0 ? "incomplete"
+                                                                  : "completed";
     svc_json_set_str(o, "status", status);
     if (failure)
         svc_json_set(o, "error",
@@ -551,8 +533,7 @@ static void keep_response(struct resp_ctx *c, json_object *resp, const struct sv
 static int resp_plain(struct resp_ctx *c, struct svc_err *err)
 {
     int rc = svc_run_execute(c->run, NULL, err);
-    json_object *resp =
-        response_object(c, ended_status(c, rc == 0 ? NULL : err), rc == 0 ? NULL : err);
+    json_object *resp = response_object(c, true, rc == 0 ? NULL : err);
     keep_response(c, resp, rc == 0 ? NULL : err);
     if (rc == 0)
         http_send_json(c->r, 200, resp);
@@ -754,14 +735,14 @@ static void emit_end(struct resp_ctx *c, json_object *resp, bool msg, const char
 static int resp_stream(struct resp_ctx *c)
 {
     struct http_req *r = c->r;
-    if (http_sse_begin(r) < 0 || emit_opening(c, response_object(c, "in_progress", NULL)) < 0)
+    if (http_sse_begin(r) < 0 || emit_opening(c, response_object(c, false, NULL)) < 0)
         return 0; /* client gone: svc_run_free ends the run */
     struct svc_run_sink sink = {on_event, http_sink_gone, http_sink_idle, c};
     struct svc_err ferr;
     svc_err_clear(&ferr);
     int rc = svc_run_execute(c->run, &sink, &ferr);
     const struct svc_err *failure = rc == 0 ? NULL : &ferr;
-    json_object *resp = response_object(c, ended_status(c, failure), failure);
+    json_object *resp = response_object(c, true, failure);
     keep_response(c, resp, failure); /* what response.completed carries */
     if (r->client_gone) {
         json_object_put(resp);
@@ -863,29 +844,23 @@ struct bg_stream {
     json_object *resp; /* the stored object, refreshed at the end */
 };
 
-/* The closing events after the run's done (seq k) or error. */
-static int bg_close(struct bg_stream *b, int64_t k, bool done)
-{
-    background_refresh(b->c.r, b->resp);
-    b->c.seq = 3 + k;
-    if (!done)
-        return emit(&b->c, "response.failed", with_response(svc_json_copy(b->resp)));
-    json_object *out = svc_json_arr(b->resp, "output");
-    return emit_closing(&b->c, out ? json_object_array_get_idx(out, 0) : NULL) < 0 ||
-                   emit(&b->c, "response.completed", with_response(svc_json_copy(b->resp))) < 0
-               ? -1
-               : 0;
-}
-
-/* One run event (turn_follow's each): 0, or -1 when the client is gone. */
+/* One run event (turn_follow's each); its done closes the message and the response, its
+ * error fails the response. 0, or -1 when the client is gone. */
 static int bg_event(void *ctx, json_object *ev)
 {
     struct bg_stream *b = ctx;
     const char *type = svc_json_str(ev, "type", "");
-    int64_t k = svc_json_int(ev, "seq", 0);
-    if (strcmp(type, "done") == 0 || strcmp(type, "error") == 0)
-        return bg_close(b, k, strcmp(type, "done") == 0);
-    b->c.seq = 3 + k;
+    bool done = strcmp(type, "done") == 0, error = strcmp(type, "error") == 0;
+    b->c.seq = 3 + svc_json_int(ev, "seq", 0);
+    if (done || error)
+        background_refresh(b->c.r, b->resp);
+    if (error)
+        return emit(&b->c, "response.failed", with_response(svc_json_copy(b->resp)));
+    json_object *out = svc_json_arr(b->resp, "output");
+    if (done && emit_closing(&b->c, out ? json_object_array_get_idx(out, 0) : NULL) < 0)
+        return -1;
+    if (done)
+        return emit(&b->c, "response.completed", with_response(svc_json_copy(b->resp)));
     if (strcmp(type, "delta") == 0)
         return emit_delta(&b->c, svc_json_str(ev, "text", ""));
     json_object *o = json_object_new_object();

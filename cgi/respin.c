@@ -43,8 +43,8 @@ json_object *respin_items(json_object *input)
 {
     json_object *items = json_object_new_array();
     if (json_object_is_type(input, json_type_string)) {
-        json_object *m = svc_responses_obj("role", "user", NULL);
-        svc_json_set(m, "content", json_object_get(input));
+        json_object *m =
+            svc_responses_obj("role", "user", "content", json_object_get_string(input), NULL);
         json_object_array_add(items, input_item(m));
         json_object_put(m);
         return items;
@@ -108,8 +108,7 @@ static int item_str(json_object *item, size_t i, const char *key, bool required,
     return http_field_str(item, key, p, required, out, err);
 }
 
-/* A function_call item as the chat message it stands for: an assistant tool_calls entry,
- * added to msgs' last message when that is an assistant's (parallel calls). */
+/* A function_call item as a tool_calls entry of msgs' last assistant message (or a new one). */
 static int function_call_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *id = NULL, *name = NULL, *args = NULL;
@@ -242,9 +241,8 @@ static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct 
     return rc;
 }
 
-/* An item_reference (SPEC 15): the item it names, of a stored response (msg_<hex>,
- * fc_<hex>_<k>: the response resp_<hex>) or a conversation (conversation.h) of the asker,
- * in any session; *out a new reference. An unknown id is 422 naming input[i].id. */
+/* An item_reference (SPEC 15): the item (new reference) of the asker's stored response
+ * (msg_<hex>, fc_<hex>_<k>: resp_<hex>) or conversation it names; else 422 naming input[i].id. */
 static int item_ref(struct http_req *r, json_object *item, size_t i, json_object **out,
                     struct svc_err *err)
 {

@@ -67,8 +67,7 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, jso
     return 0;
 }
 
-/* tool_choice: a mode, or {"type": "function", "function": {"name"}} (chat) /
- * {"type": "function", "name"} (Responses). */
+/* tool_choice: a mode, or a function ({"function": {"name"}} in chat, {"name"} flat). */
 static int choice_of(json_object *body, bool nested, const char **choice, struct svc_err *err)
 {
     json_object *v = NULL, *fn = NULL;

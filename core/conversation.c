@@ -439,12 +439,11 @@ int svc_conv_append(const struct svc_config *cfg, const char *sid, json_object *
         (n == 0 && svc_sess_ensure_natives(&s, SVC_SYNC_STORE, err) != 0))
         goto out;
     int64_t next = n ? ids[n - 1] + 1 : 0;
-    size_t k = json_object_array_length(natives);
     if (write_messages(&s, natives, next, err) != 0 ||
         (s.st.durable && svc_fsync_dir(s.msg_dir, err) != 0) || touch(&s, natives, err) != 0)
         goto out;
     *out = json_object_new_array();
-    for (size_t i = 0; i < k; i++)
+    for (size_t i = 0; i < json_object_array_length(natives); i++)
         svc_conv_message_items(sid, next + (int64_t)i, json_object_array_get_idx(natives, i), *out);
     rc = 0;
 out:

@@ -108,30 +108,22 @@ static int responses_read(const struct svc_config *cfg, const char *id, json_obj
     if (!svc_responses_id_valid(id))
         return svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response not found");
     char *path = NULL;
-    int rc = -1;
+    int rc = 0;
     struct svc_err rerr;
+    struct stat st;
     if (response_path(cfg, false, id, &path, err) != 0)
         return -1;
-    struct stat st;
     if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-        svc_err_set(err, SVC_E_IO, "stored response %s is not a plain file", id);
-        goto out;
-    }
-    if (svc_json_read_file(path, out, &rerr) != 0) {
-        if (rerr.code == SVC_E_NOT_FOUND)
-            svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
-        else if (err)
+        rc = svc_err_set(err, SVC_E_IO, "stored response %s is not a plain file", id);
+    } else if (svc_json_read_file(path, out, &rerr) != 0) {
+        rc = svc_err_set(err, SVC_E_RESPONSE_NOT_FOUND, "response %s not found", id);
+        if (rerr.code != SVC_E_NOT_FOUND && err)
             *err = rerr;
-        goto out;
-    }
-    if (!json_object_is_type(*out, json_type_object)) {
+    } else if (!json_object_is_type(*out, json_type_object)) {
         json_object_put(*out);
         *out = NULL;
-        svc_err_set(err, SVC_E_IO, "stored response %s is damaged", id);
-        goto out;
+        rc = svc_err_set(err, SVC_E_IO, "stored response %s is damaged", id);
     }
-    rc = 0;
-out:
     free(path);
     return rc;
 }
