@@ -211,9 +211,8 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
                       res);
         free(res);
     } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {
-        char id[32], hex[13];
-        svc_random_hex(hex, 12);
-        snprintf(id, sizeof id, "call_%s", hex);
+        char id[32] = "call_";
+        svc_random_hex(id + 5, 12);
         json_object *tu = json_object_new_object();
         svc_json_set_str(tu, "toolUseId", id);
         svc_json_set_str(tu, "name", tname);

@@ -139,12 +139,9 @@ static void oa_reset_attempt(struct oa *st)
 
 static json_object *oa_tools_json(json_object *tools)
 {
-    size_t n =
-        tools && json_object_is_type(tools, json_type_array) ? json_object_array_length(tools) : 0;
-    if (n == 0)
-        return NULL;
     json_object *out = json_object_new_array();
-    for (size_t i = 0; i < n; i++) {
+    bool array = json_object_is_type(tools, json_type_array);
+    for (size_t i = 0; array && i < json_object_array_length(tools); i++) {
         json_object *t = json_object_array_get_idx(tools, i);
         const char *name = svc_json_str(t, "name", NULL);
         if (!name || !*name)
@@ -709,14 +706,10 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
             continue;
         *arg_chars += strlen(t->name) + t->args.len;
         json_object *input = svc_openai_args(t->args.data ? t->args.data : "");
-        char idbuf[40];
-        const char *id = t->id;
-        if (!id || !*id) {
-            char hex[25];
-            svc_random_hex(hex, 24);
-            snprintf(idbuf, sizeof idbuf, "call_%s", hex);
-            id = idbuf;
-        }
+        char idbuf[40] = "call_"; /* a server that gave no id: one of ours */
+        if (!t->id || !*t->id)
+            svc_random_hex(idbuf + 5, 24);
+        const char *id = t->id && *t->id ? t->id : idbuf;
         json_object *tu = json_object_new_object();
         svc_json_set_str(tu, "toolUseId", id);
         svc_json_set_str(tu, "name", t->name);
