@@ -374,18 +374,15 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
         json_object *d = svc_json_obj(ch, whole_message ? "message" : "delta");
         if (!d && !whole_message)
             d = svc_json_obj(ch, "message");
-        if (d) {
-            json_object *co = NULL;
-            json_object_object_get_ex(d, "content", &co);
-            char *t = svc_openai_content_text(co); /* a string, or text parts */
-            int rc = t ? oa_deliver(st, t) : 0;
-            free(t);
-            if (rc)
-                return -1;
-            json_object *tcs = svc_json_arr(d, "tool_calls");
-            if (tcs)
-                oa_tool_calls(st, tcs, whole_message);
-        }
+        json_object *co = NULL, *tcs = svc_json_arr(d, "tool_calls");
+        json_object_object_get_ex(d, "content", &co);
+        char *t = svc_openai_content_text(co); /* a string, or text parts */
+        int rc = t ? oa_deliver(st, t) : 0;
+        free(t);
+        if (rc)
+            return -1;
+        if (tcs)
+            oa_tool_calls(st, tcs, whole_message);
         json_object *lp = svc_json_arr(svc_json_obj(ch, "logprobs"), "content");
         for (size_t k = 0; lp && k < json_object_array_length(lp); k++) {
             if (!st->r.logprobs)
@@ -456,10 +453,8 @@ static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
         svc_buf_add(&st->body, ptr, n);
         return n;
     default:
-        if (st->body.len < OA_MAX_ERR_BODY) {
-            size_t room = OA_MAX_ERR_BODY - st->body.len;
-            svc_buf_add(&st->body, ptr, n < room ? n : room);
-        }
+        svc_buf_add(&st->body, ptr,
+                    st->body.len + n <= OA_MAX_ERR_BODY ? n : OA_MAX_ERR_BODY - st->body.len);
         return n;
     }
 }
