@@ -26,18 +26,16 @@
  * found all three empty). The older versions are whole and the repair completes the run
  * from its turn line (status, counts recounted from the files); agent.json's counts only
  * steer the window (a stale removed_message_count makes the next restore slide it again).
- * A new session's first turn: 15 calls. Its directories are made without
- * a sync and session.json and agent.json written with fdatasync only; the directories
- * naming them (agent_<id>/, agents/, the session directory, the root) are synced once
- * each at the run's end, before the commit record (store.c's turn_sync_dirs),
- * svc_turns.jsonl made empty just before so that its name is in the session directory's
- * sync. A run that dies
- * first leaves them unsynced: every run syncs them again until one of the session's runs
- * completes (turn_count 0; without sidecars, model_call_count 0). Before that sync a power cut
- * can lose the session, which has answered nothing: the `running` sidecar's own rename is
- * synced before any native file, so the session never comes back as natives without it.
- * t/22 checks the order on strace's log. Memory sync (memory.c, after the turn line, its
- * memory_state in the run's final sidecar write) appends its digest without a sync:
+ * A new session's first turn: 15 calls. Its directories are made without a sync and session.json
+ * and agent.json written with fdatasync only; the directories naming them (agent_<id>/, agents/,
+ * the session directory, the root) are synced once each at the run's end, before the commit record
+ * (store.c's turn_sync_dirs), svc_turns.jsonl made empty just before so that its name is in the
+ * session directory's sync. A run that dies first leaves them unsynced: every run syncs them again
+ * until one of the session's runs completes (turn_count 0; without sidecars, model_call_count 0).
+ * Before that sync a power cut can lose the session, which has answered nothing: the `running`
+ * sidecar's own rename is synced before any native file, so the session never comes back as
+ * natives without it. t/22 checks the order on strace's log. Memory sync (memory.c, after the turn
+ * line, its memory_state in the run's final sidecar write) appends its digest without a sync:
  * digests are derived from the synced messages; a power cut can lose one, never a turn. */
 #include <stdio.h>
 #include <stdlib.h>
