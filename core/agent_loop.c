@@ -77,9 +77,7 @@ static int loop_on_delta(void *ctx, const char *text)
     svc_buf_adds(&loop->content, text);
     json_object *ev = loop_event_new(loop, "delta");
     svc_json_set_str(ev, "text", text);
-    if (loop_event_emit(loop, ev))
-        return 1;
-    return loop_should_cancel(loop);
+    return loop_event_emit(loop, ev) || loop_should_cancel(loop);
 }
 
 static void loop_on_retry(void *ctx, int attempt, int max_attempts, const char *text)

@@ -92,13 +92,10 @@ static void echo_shape(const struct svc_model_call *call, const char *input, cha
     json_object *fmt = svc_json_obj(call->settings, "response_format"), *v = NULL;
     const char *type = svc_json_str(fmt, "type", "text");
     if (strcmp(type, "text") != 0) {
-        json_object *o = NULL;
-        if (strcmp(type, "json_schema") == 0) {
-            o = svc_schema_example(svc_json_obj(svc_json_obj(fmt, "json_schema"), "schema"), input);
-        } else {
-            o = json_object_new_object();
-            svc_json_set_str(o, "echo", *answer);
-        }
+        json_object *o = strcmp(type, "json_schema") == 0
+                             ? svc_schema_example(
+                                   svc_json_obj(svc_json_obj(fmt, "json_schema"), "schema"), input)
+                             : svc_parts_wrap("echo", json_object_new_string(*answer));
         free(*answer);
         *answer = o ? svc_json_dump_compact(o) : svc_xstrdup("null");
         json_object_put(o);
@@ -214,9 +211,8 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
                       res);
         free(res);
     } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {
-        char id[32], hex[13];
-        svc_random_hex(hex, 12);
-        snprintf(id, sizeof id, "call_%s", hex);
+        char id[32] = "call_";
+        svc_random_hex(id + 5, 12);
         json_object *tu = json_object_new_object();
         svc_json_set_str(tu, "toolUseId", id);
         svc_json_set_str(tu, "name", tname);

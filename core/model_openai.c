@@ -139,12 +139,9 @@ static void oa_reset_attempt(struct oa *st)
 
 static json_object *oa_tools_json(json_object *tools)
 {
-    size_t n =
-        tools && json_object_is_type(tools, json_type_array) ? json_object_array_length(tools) : 0;
-    if (n == 0)
-        return NULL;
     json_object *out = json_object_new_array();
-    for (size_t i = 0; i < n; i++) {
+    bool array = json_object_is_type(tools, json_type_array);
+    for (size_t i = 0; array && i < json_object_array_length(tools); i++) {
         json_object *t = json_object_array_get_idx(tools, i);
         const char *name = svc_json_str(t, "name", NULL);
         if (!name || !*name)
@@ -377,18 +374,15 @@ static int oa_chunk(struct oa *st, json_object *chunk, bool whole_message)
         json_object *d = svc_json_obj(ch, whole_message ? "message" : "delta");
         if (!d && !whole_message)
             d = svc_json_obj(ch, "message");
-        if (d) {
-            json_object *co = NULL;
-            json_object_object_get_ex(d, "content", &co);
-            char *t = svc_openai_content_text(co); /* a string, or text parts */
-            int rc = t ? oa_deliver(st, t) : 0;
-            free(t);
-            if (rc)
-                return -1;
-            json_object *tcs = svc_json_arr(d, "tool_calls");
-            if (tcs)
-                oa_tool_calls(st, tcs, whole_message);
-        }
+        json_object *co = NULL, *tcs = svc_json_arr(d, "tool_calls");
+        json_object_object_get_ex(d, "content", &co);
+        char *t = svc_openai_content_text(co); /* a string, or text parts */
+        int rc = t ? oa_deliver(st, t) : 0;
+        free(t);
+        if (rc)
+            return -1;
+        if (tcs)
+            oa_tool_calls(st, tcs, whole_message);
         json_object *lp = svc_json_arr(svc_json_obj(ch, "logprobs"), "content");
         for (size_t k = 0; lp && k < json_object_array_length(lp); k++) {
             if (!st->r.logprobs)
@@ -459,10 +453,8 @@ static size_t oa_write(char *ptr, size_t size, size_t nmemb, void *ud)
         svc_buf_add(&st->body, ptr, n);
         return n;
     default:
-        if (st->body.len < OA_MAX_ERR_BODY) {
-            size_t room = OA_MAX_ERR_BODY - st->body.len;
-            svc_buf_add(&st->body, ptr, n < room ? n : room);
-        }
+        svc_buf_add(&st->body, ptr,
+                    st->body.len + n <= OA_MAX_ERR_BODY ? n : OA_MAX_ERR_BODY - st->body.len);
         return n;
     }
 }
@@ -709,14 +701,10 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
             continue;
         *arg_chars += strlen(t->name) + t->args.len;
         json_object *input = svc_openai_args(t->args.data ? t->args.data : "");
-        char idbuf[40];
-        const char *id = t->id;
-        if (!id || !*id) {
-            char hex[25];
-            svc_random_hex(hex, 24);
-            snprintf(idbuf, sizeof idbuf, "call_%s", hex);
-            id = idbuf;
-        }
+        char idbuf[40] = "call_"; /* a server that gave no id: one of ours */
+        if (!t->id || !*t->id)
+            svc_random_hex(idbuf + 5, 24);
+        const char *id = t->id && *t->id ? t->id : idbuf;
         json_object *tu = json_object_new_object();
         svc_json_set_str(tu, "toolUseId", id);
         svc_json_set_str(tu, "name", t->name);

@@ -102,13 +102,6 @@ static unsigned char *b64_decode(const char *s, size_t len, size_t *n)
     return out;
 }
 
-static char *b64_encode(const unsigned char *p, size_t n)
-{
-    char *out = svc_xmalloc((n + 2) / 3 * 4 + 1);
-    EVP_EncodeBlock((unsigned char *)out, p, (int)n);
-    return out;
-}
-
 long long svc_parts_bytes_size(json_object *bytes)
 {
     const char *data = json_object_is_type(bytes, json_type_string)
@@ -234,7 +227,8 @@ static json_object *bytes_of(const struct data_url *d)
 {
     size_t n = 0;
     unsigned char *raw = b64_decode(d->b64, d->b64_len, &n);
-    char *b64 = b64_encode(raw ? raw : (const unsigned char *)"", raw ? n : 0);
+    char *b64 = svc_xmalloc((n + 2) / 3 * 4 + 1); /* encoded again, as Python's b64encode */
+    EVP_EncodeBlock((unsigned char *)b64, raw ? raw : (const unsigned char *)"", (int)n);
     free(raw);
     json_object *o = json_object_new_object();
     svc_json_set_bool(o, "__bytes_encoded__", true);

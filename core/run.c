@@ -26,18 +26,16 @@
  * found all three empty). The older versions are whole and the repair completes the run
  * from its turn line (status, counts recounted from the files); agent.json's counts only
  * steer the window (a stale removed_message_count makes the next restore slide it again).
- * A new session's first turn: 15 calls. Its directories are made without
- * a sync and session.json and agent.json written with fdatasync only; the directories
- * naming them (agent_<id>/, agents/, the session directory, the root) are synced once
- * each at the run's end, before the commit record (store.c's turn_sync_dirs),
- * svc_turns.jsonl made empty just before so that its name is in the session directory's
- * sync. A run that dies
- * first leaves them unsynced: every run syncs them again until one of the session's runs
- * completes (turn_count 0; without sidecars, model_call_count 0). Before that sync a power cut
- * can lose the session, which has answered nothing: the `running` sidecar's own rename is
- * synced before any native file, so the session never comes back as natives without it.
- * t/22 checks the order on strace's log. Memory sync (memory.c, after the turn line, its
- * memory_state in the run's final sidecar write) appends its digest without a sync:
+ * A new session's first turn: 15 calls. Its directories are made without a sync and session.json
+ * and agent.json written with fdatasync only; the directories naming them (agent_<id>/, agents/,
+ * the session directory, the root) are synced once each at the run's end, before the commit record
+ * (store.c's turn_sync_dirs), svc_turns.jsonl made empty just before so that its name is in the
+ * session directory's sync. A run that dies first leaves them unsynced: every run syncs them again
+ * until one of the session's runs completes (turn_count 0; without sidecars, model_call_count 0).
+ * Before that sync a power cut can lose the session, which has answered nothing: the `running`
+ * sidecar's own rename is synced before any native file, so the session never comes back as
+ * natives without it. t/22 checks the order on strace's log. Memory sync (memory.c, after the turn
+ * line, its memory_state in the run's final sidecar write) appends its digest without a sync:
  * digests are derived from the synced messages; a power cut can lose one, never a turn. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -538,9 +536,8 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
     run->loop.prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     json_object *import = begin_history(run, req, sc);
     int64_t nimport = (int64_t)json_object_array_length(import);
-    json_object *last = nimport > 0
-                            ? json_object_get(json_object_array_get_idx(import, nimport - 1))
-                            : json_object_get(t->last);
+    json_object *last =
+        json_object_get(nimport > 0 ? json_object_array_get_idx(import, nimport - 1) : t->last);
     json_object *agent = NULL;
     svc_sess_read_agent(&run->sess, &agent, NULL);
     int rc = begin_messages(run, req, last, agent, &opening, err);
@@ -813,17 +810,12 @@ int svc_run_note_runner(struct svc_run *run, struct svc_err *err)
         return 0;
     struct svc_sess *s = &run->sess;
     json_object *sc = NULL;
-    int rc = -1;
-    if (svc_sess_lock(s, true, err) != 0 || svc_sidecar_get(s, &sc, err) != 0)
-        goto out;
-    json_object *cur = svc_json_obj(sc, "current_run");
-    if (!cur || strcmp(svc_json_str(cur, "run_id", ""), run->run_id) != 0) {
-        rc = 0; /* not ours any more: leave it */
-        goto out;
+    int rc = svc_sess_lock(s, true, err) != 0 || svc_sidecar_get(s, &sc, err) != 0 ? -1 : 0;
+    json_object *cur = rc == 0 ? svc_json_obj(sc, "current_run") : NULL;
+    if (cur && strcmp(svc_json_str(cur, "run_id", ""), run->run_id) == 0) { /* else not ours */
+        svc_json_set_int(cur, "pid", (int64_t)svc_pid());
+        rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
     }
-    svc_json_set_int(cur, "pid", (int64_t)svc_pid());
-    rc = svc_sidecar_write(s, sc, SVC_SYNC_STORE, err);
-out:
     svc_sess_unlock(s);
     return rc;
 }
