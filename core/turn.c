@@ -81,9 +81,12 @@ static int turn_agent(struct svc_turn *t, struct svc_err *err)
     bool made = false;
     if (svc_sess_ensure(s, t->dirs_seen, SVC_SYNC_STORE_FILE, &made, err) != 0)
         return -1;
-    if (svc_sess_read_agent(s, &t->agent, err) != 0) {
-        if (err->code != SVC_E_NOT_FOUND)
+    struct svc_err rerr;
+    if (svc_sess_read_agent(s, &t->agent, &rerr) != 0) {
+        if (rerr.code != SVC_E_NOT_FOUND) {
+            *err = rerr;
             return -1;
+        }
         t->agent = svc_store_new_agent(&s->st);
         made = true;
         if (svc_sess_write_agent(s, t->agent, SVC_SYNC_STORE_FILE, err) != 0)
