@@ -10,7 +10,9 @@
 #include "config.h"
 #include "err.h"
 
-/* {"deleted": true, "session_id"} in *out (new reference); a failure changes nothing. */
+/* {"deleted": true, "session_id"} in *out (new reference). SVC_E_INVALID_SESSION_ID,
+ * SVC_E_SESSIONS_DISABLED, SVC_E_SESSION_NOT_FOUND, SVC_E_SESSION_BUSY; nothing changes
+ * when it fails. */
 int svc_session_delete(const struct svc_config *cfg, const char *sid, json_object **out,
                        struct svc_err *err);
 

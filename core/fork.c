@@ -70,8 +70,7 @@ static int copy_messages(struct svc_sess *src, struct svc_sess *dst, const int64
     return 0;
 }
 
-/* A fresh agent.json with the source's state, and its window start (a position among the
- * messages) when the copy of count messages reaches past it. */
+/* A fresh agent.json with the source's state, and its window start when the copy reaches it. */
 static int write_agent(struct svc_sess *src, struct svc_sess *dst, size_t count,
                        struct svc_err *err)
 {
@@ -95,8 +94,7 @@ static int write_agent(struct svc_sess *src, struct svc_sess *dst, size_t count,
     return rc;
 }
 
-/* The new sidecar (new reference): the source's title, model, owner (SPEC 14), channel and
- * locale. */
+/* The new sidecar (new reference): the source's title, model, owner (SPEC 14), channel, locale. */
 static json_object *new_sidecar(const struct svc_fork_req *f, json_object *from, const char *sid,
                                 const char *agent_id, int64_t last, size_t count)
 {

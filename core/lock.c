@@ -41,16 +41,14 @@ static bool still_there(int fd, const char *path)
            a.st_ino == b.st_ino;
 }
 
-/* A session's lock file, taken with how. No stat of the directory first: O_CREAT never
- * creates it, and a missing directory (or a file or dangling link in its place) is ENOENT
- * or ENOTDIR here. */
+/* A session's lock file, taken with how. No stat of the directory first: O_CREAT never creates
+ * it, and a missing one (or a file or dangling link in its place) is ENOENT or ENOTDIR. */
 static int open_lock_file(const char *session_dir, const char *name, int how, struct svc_err *err)
 {
     char *path = svc_path_join(session_dir, name);
     int fd = svc_lock_file(path, how, true);
-    /* A shared lock on a read-only filesystem (EROFS): flock needs no write access, so an
-     * existing lock file is opened read-only; without one, nobody can write there to race a
-     * reader, and the read goes ahead unlocked (NO_LOCK) while the directory is there. */
+    /* shared on a read-only filesystem: flock needs no write access, so an existing lock file
+     * is opened read-only; without one nobody can write there, and the read goes unlocked */
     if (fd < 0 && errno == EROFS && (how & LOCK_SH) && (fd = svc_lock_file(path, how, false)) < 0 &&
         errno == ENOENT && svc_is_dir(session_dir))
         fd = NO_LOCK;

@@ -60,8 +60,7 @@ bool svc_msgcache_begin(const char *sid, int dirfd, bool watch, struct svc_msgca
     if (!watch || (size_t)snprintf(key, sizeof key, "m:%s", sid) >= sizeof key)
         return true;
     svc_dirwatch_poll(); /* every change so far has ended the generation */
-    d->gen = svc_dirwatch_unchanged(key, &st);
-    if (d->gen == 0)
+    if ((d->gen = svc_dirwatch_unchanged(key, &st)) == 0)
         d->gen = svc_dirwatch_arm_content_ignoring(key, dirfd, &st, NULL);
     return true;
 }

@@ -43,7 +43,8 @@ struct svc_run_request {
     int64_t max_tokens;
     const char *max_tokens_param;
     /* Client-side function tools (SPEC 12.1, ctools.h): a call of one ends the run with its
-     * toolUse pending; tool_results ([{call_id, output, param}]) answer it, input then NULL. */
+     * toolUse pending; tool_results ([{call_id, output, param}]) answer it (input may then be
+     * NULL). */
     json_object *client_tools; /* borrowed [{name, description, parameters}], or NULL */
     const char *tool_choice;   /* NULL (auto), "auto", "none", "required" or a tool's name */
     json_object *tool_results; /* borrowed, or NULL; an approval is {call_id, approve, param} */

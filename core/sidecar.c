@@ -58,8 +58,7 @@ json_object *svc_sidecar_summary_of(const struct svc_store *st, const char *sid)
     struct svc_sess h;
     bool got = svc_sess_open_store(st, sid, &h, NULL) == 0 &&
                (svc_sidecar_read(&h, &sc, NULL) == 0 || svc_sidecar_derive(&h, &sc, NULL) == 0);
-    /* the count past the sidecar's when another program (Strands) appended messages: what
-     * the listing's recount (index.c) and the detail show */
+    /* past the sidecar's count when Strands appended messages: as listing and detail show */
     int64_t trusted = got ? svc_json_int(sc, "message_count", -1) : -1, cnt = 0, next = 0;
     int64_t *ids = NULL;
     if (trusted >= 0 && strcmp(svc_json_str(sc, "status", ""), "running") != 0 &&

@@ -520,8 +520,8 @@ int svc_sess_message_ids(struct svc_sess *s, int64_t **ids, size_t *n, struct sv
     size_t cap = 0, cnt = 0;
     int64_t *arr = NULL;
     char buf[16384] __attribute__((aligned(8)));
-    for (;;) {
-        ssize_t got = getdents64(fd, buf, sizeof buf);
+    ssize_t got;
+    while ((got = getdents64(fd, buf, sizeof buf)) != 0) {
         if (got < 0 && errno == EINTR)
             continue;
         if (got < 0) {
@@ -531,18 +531,14 @@ int svc_sess_message_ids(struct svc_sess *s, int64_t **ids, size_t *n, struct sv
             errno = e;
             return svc_err_errno(err, "readdir messages");
         }
-        if (got == 0)
-            break;
         for (ssize_t off = 0; off < got;) {
             const struct dirent64 *de = (const struct dirent64 *)(buf + off);
             off += de->d_reclen;
             int64_t v = svc_layout_message_id_of(de->d_name);
             if (v < 0)
                 continue;
-            if (cnt == cap) {
-                cap = cap ? cap * 2 : 64;
-                arr = svc_xrealloc(arr, cap * sizeof *arr);
-            }
+            if (cnt == cap)
+                arr = svc_xrealloc(arr, (cap = cap ? cap * 2 : 64) * sizeof *arr);
             arr[cnt++] = v;
         }
     }
@@ -615,12 +611,9 @@ int svc_sess_read_message(struct svc_sess *s, int64_t id, json_object **out, str
     int rc = svc_file_read_at(s->msg_fd, name, &buf, &len, st, err);
     if (bytes)
         *bytes = len;
-    if (rc == 0) {
-        struct svc_err perr;
-        rc = svc_json_parse(buf, len, out, &perr);
-        if (rc != 0)
-            svc_err_set(err, SVC_E_IO, "damaged file %s: %s", name, perr.message);
-    }
+    struct svc_err perr;
+    if (rc == 0 && svc_json_parse(buf, len, out, &perr) != 0)
+        rc = svc_err_set(err, SVC_E_IO, "damaged file %s: %s", name, perr.message);
     free(buf);
     if (rc == 0 && !svc_json_obj(*out, "message")) {
         json_object_put(*out);

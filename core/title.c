@@ -144,9 +144,8 @@ static void fold_spaces(char *t)
     *w = '\0';
 }
 
-/* s cut to at most max_cp code points (heap), at the last space when the cut would split a
- * word that does not start in the first half (one long word is cut where it must), with an
- * ellipsis when asked. */
+/* s cut to at most max_cp code points (heap), at the last space if it is in the second half
+ * (one long word is cut where it must), with an ellipsis when asked. */
 static char *cut_words(const char *s, size_t max_cp, bool ellipsis)
 {
     if (svc_utf8_len(s) <= max_cp)

@@ -45,14 +45,6 @@ static void fenced_json(struct svc_buf *b, json_object *o)
     free(s);
 }
 
-/* Decoded size of a {"__bytes_encoded__": true, "data": "<base64>"} value, or -1. */
-static long long bytes_size(json_object *src)
-{
-    json_object *bytes = NULL;
-    json_object_object_get_ex(src, "bytes", &bytes);
-    return svc_parts_bytes_size(bytes);
-}
-
 static void human_bytes(long long n, char *out, size_t outsz)
 {
     if (n < 0)
@@ -86,15 +78,15 @@ static void block(struct svc_buf *b, json_object *blk)
         json_object *c = NULL;
         json_object_object_get_ex(v, "content", &c);
         fenced_json(b, c);
-    } else if ((v = svc_json_obj(blk, "image"))) {
-        human_bytes(bytes_size(svc_json_obj(v, "source")), size, sizeof size);
-        svc_buf_printf(b, "*[image: %s, %s]*\n\n", svc_json_str(v, "format", "unknown format"),
-                       size);
-    } else if ((v = svc_json_obj(blk, "document"))) {
-        human_bytes(bytes_size(svc_json_obj(v, "source")), size, sizeof size);
-        const char *name = svc_json_str(v, "name", NULL);
-        svc_buf_printf(b, "*[document%s%s%s: %s, %s]*\n\n", name ? " \"" : "", name ? name : "",
-                       name ? "\"" : "", svc_json_str(v, "format", "unknown format"), size);
+    } else if ((v = svc_json_obj(blk, "image")) || (v = svc_json_obj(blk, "document"))) {
+        bool doc = v != svc_json_obj(blk, "image");
+        const char *name = doc ? svc_json_str(v, "name", NULL) : NULL;
+        json_object *bytes = NULL; /* {"__bytes_encoded__": true, "data": "<base64>"} */
+        json_object_object_get_ex(svc_json_obj(v, "source"), "bytes", &bytes);
+        human_bytes(svc_parts_bytes_size(bytes), size, sizeof size);
+        svc_buf_printf(b, "*[%s%s%s%s: %s, %s]*\n\n", doc ? "document" : "image", name ? " \"" : "",
+                       name ? name : "", name ? "\"" : "",
+                       svc_json_str(v, "format", "unknown format"), size);
     } else if ((v = svc_json_obj(blk, "reasoningContent"))) {
         const char *t = svc_json_str(svc_json_obj(v, "reasoningText"), "text", NULL);
         if (!t) {

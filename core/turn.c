@@ -81,9 +81,12 @@ static int turn_agent(struct svc_turn *t, struct svc_err *err)
     bool made = false;
     if (svc_sess_ensure(s, t->dirs_seen, SVC_SYNC_STORE_FILE, &made, err) != 0)
         return -1;
-    if (svc_sess_read_agent(s, &t->agent, err) != 0) {
-        if (err->code != SVC_E_NOT_FOUND)
+    struct svc_err rerr;
+    if (svc_sess_read_agent(s, &t->agent, &rerr) != 0) {
+        if (rerr.code != SVC_E_NOT_FOUND) {
+            *err = rerr;
             return -1;
+        }
         t->agent = svc_store_new_agent(&s->st);
         made = true;
         if (svc_sess_write_agent(s, t->agent, SVC_SYNC_STORE_FILE, err) != 0)
@@ -147,10 +150,9 @@ static int turn_inputs(struct svc_turn *t, json_object *import, json_object *ope
     return 0;
 }
 
-/* Begin failed (a disk error) after the sidecar said `running`: the session goes back to
- * what it was (t->sc, or no sidecar); if that cannot be written either, the `running` left
- * is repaired as interrupted. Through the spare, which holds that very file: on a full
- * disk, bytes rewritten over their own blocks need no new space. */
+/* Begin failed after the sidecar said `running`: back to what it was (t->sc, or none); if
+ * that cannot be written either, the `running` left is repaired as interrupted. Through the
+ * spare, which holds that very file: on a full disk, bytes rewritten in place need no space. */
 static void turn_undo(struct svc_turn *t)
 {
     const struct svc_store *st = &t->s->st;
@@ -198,10 +200,9 @@ int svc_turn_store_output(void *turn, json_object *msg, struct svc_err *err)
     return rc;
 }
 
-/* The directories above the messages directory, each synced once: a new session's
- * agent_<id>/ (messages/, agent.json), agents/, the session directory (agents/,
- * multi_agents/, session.json) and the root (the session directory). Before the commit
- * record, so a completed run's session cannot vanish in a power cut. */
+/* The directories above messages/, each synced once: agent_<id>/, agents/, the session
+ * directory and the root, naming a new session's files. Before the commit record, so a
+ * completed run's session cannot vanish in a power cut. */
 static int turn_sync_dirs(const struct svc_sess *s, struct svc_err *err)
 {
     char *agent = svc_sess_path(s, SVC_F_AGENT_DIR, SVC_FROM_ABS);

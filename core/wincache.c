@@ -116,10 +116,9 @@ int64_t svc_wincache_begin(const char *sid, int dirfd)
         wc.registered = true;
     }
     struct stat st;
-    if (dirfd < 0 || fstat(dirfd, &st) != 0)
-        return 0;
     char key[160];
-    if ((size_t)snprintf(key, sizeof key, KEY_PREFIX "%s", sid) >= sizeof key)
+    if (dirfd < 0 || fstat(dirfd, &st) != 0 ||
+        (size_t)snprintf(key, sizeof key, KEY_PREFIX "%s", sid) >= sizeof key)
         return 0;
     svc_dirwatch_poll(); /* every change so far has dropped its entries */
     return svc_dirwatch_content_life(key, dirfd, &st);
