@@ -226,8 +226,7 @@ static void child_drain(struct child *c, int i)
  * stays ours. On exit, whatever it left in its group goes and *deadline shrinks to 1 s. */
 static void child_check_exit(struct child *c, double *deadline)
 {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
+    siginfo_t si = {0};
     if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != c->pid)
         return;
     c->exited = true;
@@ -357,9 +356,7 @@ spawned_child(pid_t parent, const char *prog, char *const argv[], char **env, co
     if (status_fd > 3)
         close_range(3, status_fd - 1, 0);
     close_range(status_fd + 1, ~0U, 0);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
             sigaction(sig, &dfl, NULL);
