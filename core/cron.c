@@ -86,9 +86,7 @@ static const char *parse_field(int f, const char *s, size_t len, uint64_t *bits)
         for (int v = a; v <= b; v += step)
             *bits |= 1ull << (f == 4 && v == 7 ? 0 : v);
     }
-    if (!*bits)
-        return "empty field";
-    return NULL;
+    return *bits ? NULL : "empty field";
 }
 
 static int days_in_month(int year, int month)

@@ -362,18 +362,17 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
 #endif
     *out = spawn_answer(rec);
     svc_run_abandon(run); /* the runner owns the run and its lock now */
-    run = NULL;
     rc = 0;
-    goto out;
 fail:
-    if (idem_stored) {
+    if (rc != 0 && idem_stored) {
         char *ip = idem_file(cfg, a.session_id, idem_key);
         unlink(ip);
         free(ip);
     }
-    remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
-    svc_run_free(run);               /* ends the begun run as failed: the session stays usable */
-out:
+    if (rc != 0) {
+        remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
+        svc_run_free(run); /* ends the begun run as failed: the session stays usable */
+    }
     if (rlock >= 0)
         close(rlock);
     json_object_put(rec);
