@@ -75,13 +75,6 @@ static char **child_env(char *const *items, const char **path)
     return env;
 }
 
-static void strv_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 /* The program to execute: argv0 itself when it holds a '/', else the first executable
  * <dir>/<argv0> on path. Heap string; NULL with errno set when none. */
 static char *resolve(const char *argv0, const char *path)
@@ -332,16 +325,6 @@ static void child_result(struct child *c, int status, struct svc_tool_result *ou
     free(errtext);
 }
 
-static void child_free(struct child *c)
-{
-    if (c->pid > 0)
-        child_reap(c);
-    for (int i = 0; i < 3; i++)
-        close_fd(&c->fd[i]);
-    svc_buf_free(&c->obuf);
-    svc_buf_free(&c->ebuf);
-}
-
 /* In the child of svc_ext_spawn's fork: only async-signal-safe calls, then exec. */
 static void __attribute__((noreturn))
 spawned_child(pid_t parent, const char *prog, char *const argv[], char **env, const int p[4][2])
@@ -415,7 +398,9 @@ out:
         close_fd(&p[i][0]);
         close_fd(&p[i][1]);
     }
-    strv_free(env);
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
     free(prog);
     return pid;
 }
@@ -425,9 +410,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
 {
     double t0 = svc_time_monotonic();
     memset(out, 0, sizeof *out);
-    struct child c = {.x = x, .pid = -1, .fd = {-1, -1, -1}};
-    svc_buf_init(&c.obuf);
-    svc_buf_init(&c.ebuf);
+    struct child c = {.x = x, .pid = -1, .fd = {-1, -1, -1}}; /* and empty buffers */
     char *json = args ? svc_json_dump_compact(args) : svc_xstrdup("{}"), *input = NULL;
     svc_xasprintf(&input, "%s\n", json);
     c.input = input;
@@ -438,7 +421,10 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
         set_error(out, NULL, "%s: %s", x->name, e.message);
     else
         child_result(&c, child_pump(&c, t0 + x->timeout_s, should_cancel, ctx), out);
-    child_free(&c);
+    for (int i = 0; i < 3; i++)
+        close_fd(&c.fd[i]);
+    svc_buf_free(&c.obuf);
+    svc_buf_free(&c.ebuf);
     free(input);
     free(json);
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);

@@ -159,29 +159,7 @@ static int wait_cancelled(struct wait *w)
     return svc_err_set(w->err, SVC_E_CANCELLED, "%s: the run was cancelled", w->c->name);
 }
 
-/* Cancelled or past the deadline: sets w->err and returns -1. */
-static int wait_expired(struct wait *w)
-{
-    if (wait_cancelled(w) != 0)
-        return -1;
-    if (svc_time_monotonic() >= w->deadline)
-        return svc_err_set(w->err, SVC_E_UPSTREAM_TIMEOUT, "%s did not answer within %d s",
-                           w->c->name, w->c->timeout_s);
-    return 0;
-}
-
 /* ---- stdio ---- */
-
-static void close_fds(struct svc_mcp_conn *c)
-{
-    for (int i = 0; i < 3; i++)
-        if (c->fd[i] >= 0) {
-            close(c->fd[i]);
-            c->fd[i] = -1;
-        }
-    svc_buf_free(&c->out);
-    svc_buf_free(&c->err);
-}
 
 /* Reap the server (blocking: after SIGKILL to its group, whatever it started goes too, or
  * only when it exited); an end of its own is logged. Whether it was reaped. */
@@ -203,7 +181,13 @@ static bool stdio_reap(struct svc_mcp_conn *c, bool kill_it)
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     kill(-c->pid, SIGKILL);
     c->pid = -1;
-    close_fds(c);
+    for (int i = 0; i < 3; i++)
+        if (c->fd[i] >= 0) {
+            close(c->fd[i]);
+            c->fd[i] = -1;
+        }
+    svc_buf_free(&c->out);
+    svc_buf_free(&c->err);
     return true;
 }
 
@@ -281,8 +265,11 @@ static int stdio_wait(struct svc_mcp_conn *c, struct wait *w)
             return w->res ? 0 : -1;
         if (c->err.len > 0)
             stdio_lines(&c->err, stderr_line, c);
-        if (wait_expired(w) != 0)
+        if (wait_cancelled(w) != 0)
             return -1;
+        if (svc_time_monotonic() >= w->deadline)
+            return svc_err_set(w->err, SVC_E_UPSTREAM_TIMEOUT, "%s did not answer within %d s",
+                               c->name, c->timeout_s);
         struct pollfd pf[2] = {{.fd = c->fd[1], .events = POLLIN},
                                {.fd = c->fd[2], .events = POLLIN}};
         int pr = poll(pf, c->fd[2] >= 0 ? 2 : 1, 50);
@@ -416,7 +403,6 @@ static int http_post(struct svc_mcp_conn *c, const char *body, struct wait *w)
 {
     struct post p = {.w = w};
     svc_sse_init(&p.sse, post_event, w);
-    svc_buf_init(&p.body);
     CURL *h = svc_httpc_init(w->err) == 0 ? curl_easy_init() : NULL, *saved = c->h;
     if (!h)
         return svc_err_set(w->err, SVC_E_INTERNAL, "libcurl could not create a handle");
