@@ -545,15 +545,6 @@ static int conn_fail(struct svc_mcp_conn *c, const struct svc_err *err)
     return -1;
 }
 
-static bool revision_known(const char *v)
-{
-    static const char *const known[] = {"2025-11-25", MCP_REVISION, "2025-03-26", "2024-11-05"};
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        if (strcmp(v, known[i]) == 0)
-            return true;
-    return false;
-}
-
 /* Start (stdio) and initialize. */
 static int conn_start(struct svc_mcp_conn *c, struct svc_err *err)
 {
@@ -565,11 +556,14 @@ static int conn_start(struct svc_mcp_conn *c, struct svc_err *err)
                     "\"clientInfo\": {\"name\": \"svc\", \"version\": \"" SVC_VERSION "\"}}");
     if (conn_rpc(c, "initialize", p, NULL, NULL, &res, err) != 0)
         return -1;
+    static const char *const known[] = {"2025-11-25", MCP_REVISION, "2025-03-26", "2024-11-05"};
     const char *v = svc_json_str(res, "protocolVersion", "");
-    int rc = 0;
-    if (!revision_known(v))
-        rc = svc_err_set(err, SVC_E_UPSTREAM, "%s speaks MCP revision '%.32s', which svc does not",
-                         c->name, v);
+    bool spoken = false;
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        spoken = spoken || strcmp(v, known[i]) == 0;
+    int rc = spoken ? 0
+                    : svc_err_set(err, SVC_E_UPSTREAM,
+                                  "%s speaks MCP revision '%.32s', which svc does not", c->name, v);
     snprintf(c->version, sizeof c->version, "%s", v);
     json_object_put(res);
     json_object *note = rpc_new("notifications/initialized", NULL, 0);

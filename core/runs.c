@@ -214,19 +214,6 @@ static int runner_should_cancel(void *ctx)
     return rn->cancelled;
 }
 
-/* Keep only stdin/stdout/stderr and the two lock descriptors (moved to 3 and 4). */
-static void close_other_fds(int *lock1, int *lock2)
-{
-    int a = fcntl(*lock1, F_DUPFD_CLOEXEC, 10), b = fcntl(*lock2, F_DUPFD_CLOEXEC, 10);
-    if (a < 0 || b < 0)
-        return; /* keep everything rather than lose a lock */
-    dup2(a, 3); /* dup2 clears FD_CLOEXEC: the locks are ours alone anyway */
-    dup2(b, 4);
-    close_range(5, ~0U, 0);
-    *lock1 = 3;
-    *lock2 = 4;
-}
-
 static void runner_main(void *ctx)
 {
     struct runner *rn = ctx;
@@ -239,9 +226,16 @@ static void runner_main(void *ctx)
         if (devnull > 2)
             close(devnull);
     }
-    int run_lock = svc_run_lock_fd(run);
-    close_other_fds(&run_lock, &rn->rlock);
-    svc_run_set_lock_fd(run, run_lock);
+    /* keep only stdin/stdout/stderr and the two locks (moved to 3 and 4), or everything
+     * rather than lose a lock */
+    int l1 = fcntl(svc_run_lock_fd(run), F_DUPFD_CLOEXEC, 10),
+        l2 = fcntl(rn->rlock, F_DUPFD_CLOEXEC, 10);
+    if (l1 >= 0 && l2 >= 0) {
+        dup2(l1, 3); /* dup2 clears FD_CLOEXEC: the locks are ours alone anyway */
+        dup2(l2, 4);
+        close_range(5, ~0U, 0);
+        svc_run_set_lock_fd(run, 3);
+    }
     /* the worker's handlers first, then the mask the worker held during the request */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
