@@ -93,9 +93,7 @@ static char *resolve(const char *argv0, const char *path)
                 last = EACCES;
             free(cand);
         }
-        p += n;
-        if (*p == ':')
-            p++;
+        p += n + (p[n] == ':');
     }
     errno = last;
     return NULL;
@@ -120,8 +118,6 @@ static char *utf8_clean(const char *s, size_t len)
     }
     if (b.len > 0 && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
-    if (!b.data)
-        svc_buf_adds(&b, "");
     return svc_buf_steal(&b);
 }
 

@@ -163,17 +163,16 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
     }
     svc_json_set_str(res, "result", status);
     svc_json_set_str(upd, "last_status", status);
+    json_object *eo = NULL;
     if (strcmp(status, "done") != 0) {
-        json_object *eo = json_object_new_object();
+        eo = json_object_new_object();
         svc_json_set_str(eo, "code", svc_err_name(err.code));
         svc_json_set_str(eo, "message", err.message);
         svc_json_set_str(eo, "at", svc_time_now_iso(buf));
         svc_json_set(res, "error", json_object_get(eo));
-        svc_json_set(upd, "last_error", eo);
         svc_logf("job %s on session %s: %s: %s", j->id, j->session_id, status, err.message);
-    } else {
-        svc_json_set(upd, "last_error", NULL);
     }
+    svc_json_set(upd, "last_error", eo);
     if (advance)
         base = now_min; /* every minute up to now is handled: missed ones are not run again */
     /* skipped: unchanged, so still due */

@@ -720,7 +720,7 @@ static void call_result(json_object *res, struct svc_tool_result *out)
         }
     }
     out->truncated = svc_ext_cap(&t);
-    out->content = t.data ? svc_buf_steal(&t) : svc_xstrdup("");
+    out->content = svc_buf_steal(&t);
     out->ok = !svc_json_bool(res, "isError", false);
 }
 
