@@ -840,12 +840,10 @@ void svc_mcp_call(struct svc_mcp_conn *c, const char *tool, json_object *args,
             conn_stop(c);
         }
     }
-    if (rc == 0) {
+    if (rc == 0)
         call_result(res, out);
-    } else {
-        out->ok = false;
-        out->content = svc_xstrdup(err.message);
-    }
+    else
+        out->content = svc_xstrdup(err.message); /* ok stays false */
     json_object_put(res);
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);
 }
