@@ -190,8 +190,7 @@ ssize_t svc_ext_write(int fd, const void *buf, size_t len)
     return w;
 }
 
-/* One running tool: the child, its stdin, stdout and stderr (svc_ext_spawn's fds) and what
- * it has said so far. */
+/* One running tool: the child, its pipes (svc_ext_spawn's fds) and what it has said. */
 struct child {
     const struct svc_extension *x;
     pid_t pid;
@@ -225,8 +224,7 @@ static void child_check_exit(struct child *c, double *deadline)
         *deadline = soon;
 }
 
-/* One poll over the pipes still open: feed stdin, collect stdout and stderr. -1 when poll
- * failed for good. */
+/* One poll over the open pipes: feed stdin, collect stdout and stderr; -1 when poll failed. */
 static int child_poll_once(struct child *c, double left)
 {
     struct pollfd pf[3];

@@ -91,8 +91,7 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
     return arr;
 }
 
-/* Merge upd into the state entry of id under the state lock (fresh read, atomic write);
- * the jobs directory is known to exist. */
+/* Merge upd into the state entry of id under the state lock (fresh read, atomic write). */
 static int save_entry(const struct svc_config *cfg, const char *id, json_object *upd,
                       struct svc_err *err)
 {

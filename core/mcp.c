@@ -130,8 +130,7 @@ static int on_message(struct wait *w, json_object *msg)
     return 1;
 }
 
-/* A line of JSON from the server (data: of an SSE event, or a stdio line). -1 when it is
- * not a JSON-RPC message (w->err set). */
+/* A JSON line from the server (SSE data, a stdio line): -1 with w->err if not JSON-RPC. */
 static int on_text(struct wait *w, const char *s, size_t n)
 {
     json_object *msg = NULL;

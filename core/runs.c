@@ -110,8 +110,7 @@ static void record_error(json_object *rec, const char *code, const char *message
     svc_json_set(rec, "error", e);
 }
 
-/* Fill the record's final fields from an ended run, its failure as its API code and message
- * (code NULL: no failure). */
+/* The record's final fields from an ended run, and its failure's API code (NULL: none). */
 static void record_finish(json_object *rec, const struct svc_run_answer *a, const char *status,
                           const char *code, const char *message)
 {
