@@ -140,21 +140,6 @@ static char *idem_file(const struct svc_config *cfg, const char *sid, const char
     return run_file(cfg, name, SVC_RUN_RECORD);
 }
 
-static int idem_lookup(const struct svc_config *cfg, const char *sid, const char *key, char *run_id,
-                       size_t run_id_sz)
-{
-    char *path = idem_file(cfg, sid, key);
-    json_object *o = NULL;
-    const char *id =
-        svc_json_read_file(path, &o, NULL) == 0 ? svc_json_str(o, "run_id", NULL) : NULL;
-    int rc = svc_run_id_valid(id) ? 0 : -1;
-    if (rc == 0)
-        snprintf(run_id, run_id_sz, "%s", id);
-    json_object_put(o);
-    free(path);
-    return rc;
-}
-
 static int idem_store(const struct svc_config *cfg, const char *sid, const char *key,
                       const char *run_id, struct svc_err *err)
 {
@@ -285,11 +270,9 @@ static json_object *spawn_answer(json_object *rec)
 static bool idem_replay(const struct svc_config *cfg, const struct svc_run_request *req,
                         const char *key, json_object **out)
 {
-    char existing[80];
     json_object *rec = NULL;
     if (svc_session_visible(cfg, svc_user_scope(req->user), req->session_id, true, NULL) != 0 ||
-        idem_lookup(cfg, req->session_id, key, existing, sizeof existing) != 0 ||
-        svc_runs_get(cfg, existing, &rec, NULL) != 0)
+        svc_runs_find_idem(cfg, req->session_id, key, &rec, NULL) != 0)
         return false;
     *out = spawn_answer(rec);
     json_object_put(rec);
@@ -560,10 +543,16 @@ int svc_runs_find_idem(const struct svc_config *cfg, const char *sid, const char
                        json_object **record, struct svc_err *err)
 {
     *record = NULL;
-    char id[80];
-    if (idem_lookup(cfg, sid, key, id, sizeof id) != 0)
-        return svc_err_set(err, SVC_E_NOT_FOUND, "no run for this idempotency key");
-    return svc_runs_get(cfg, id, record, err);
+    char *path = idem_file(cfg, sid, key);
+    json_object *o = NULL;
+    const char *id =
+        svc_json_read_file(path, &o, NULL) == 0 ? svc_json_str(o, "run_id", NULL) : NULL;
+    int rc = svc_run_id_valid(id)
+                 ? svc_runs_get(cfg, id, record, err)
+                 : svc_err_set(err, SVC_E_NOT_FOUND, "no run for this idempotency key");
+    json_object_put(o);
+    free(path);
+    return rc;
 }
 
 int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, const char *key,
