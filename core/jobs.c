@@ -48,11 +48,8 @@ static json_object *read_state(const struct svc_config *cfg, json_object **state
 {
     char *path = jobs_path(cfg, "state.json");
     json_object *o = NULL;
-    if (!path || svc_json_read_file(path, &o, NULL) != 0 ||
-        !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
+    if (!path || svc_json_read_object_file(path, &o, NULL) != 0)
         o = json_object_new_object();
-    }
     free(path);
     *state = o;
     json_object *jobs = svc_json_obj(o, "jobs");

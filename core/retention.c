@@ -178,10 +178,8 @@ static json_object *state_read(const struct svc_store *st)
 {
     char *path = svc_layout_root_path(st->root, SVC_F_RETENTION, NULL);
     json_object *o = NULL;
-    if (svc_json_read_file(path, &o, NULL) != 0 || !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
+    if (svc_json_read_object_file(path, &o, NULL) != 0)
         o = json_object_new_object();
-    }
     free(path);
     return o;
 }
