@@ -1,7 +1,6 @@
 #include "cron.h"
 
 #include <ctype.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -86,9 +85,7 @@ static const char *parse_field(int f, const char *s, size_t len, uint64_t *bits)
         for (int v = a; v <= b; v += step)
             *bits |= 1ull << (f == 4 && v == 7 ? 0 : v);
     }
-    if (!*bits)
-        return "empty field";
-    return NULL;
+    return *bits ? NULL : "empty field";
 }
 
 static int days_in_month(int year, int month)
@@ -205,11 +202,7 @@ time_t svc_cron_base(const char *last_due_at, time_t now)
 
 const char *svc_cron_check(const char *expr)
 {
-    static __thread char why[sizeof((struct svc_err *)0)->message];
+    static __thread struct svc_err err;
     struct svc_cron c;
-    struct svc_err err;
-    if (svc_cron_parse(expr, &c, &err) == 0)
-        return NULL;
-    snprintf(why, sizeof why, "%s", err.message);
-    return why;
+    return svc_cron_parse(expr, &c, &err) == 0 ? NULL : err.message;
 }

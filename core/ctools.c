@@ -21,20 +21,19 @@ bool svc_ctools_named(json_object *tools, const char *name)
 int svc_ctools_check(const struct svc_config *cfg, const char *user, json_object *tools,
                      const char *tool_choice, struct svc_err *err)
 {
-    int rc = 0;
     size_t n = tools ? json_object_array_length(tools) : 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
+    for (size_t i = 0; i < n; i++) {
         const char *name = svc_json_str(json_object_array_get_idx(tools, i), "name", "");
         if (svc_tools_owns(cfg, user, name))
-            rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "tools",
-                              "tool '%.64s' clashes with a tool svc runs itself; rename it", name);
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, "tools",
+                                "tool '%.64s' clashes with a tool svc runs itself; rename it",
+                                name);
     }
-    if (rc == 0 && tool_choice && strcmp(tool_choice, "auto") != 0 &&
-        strcmp(tool_choice, "none") != 0 && strcmp(tool_choice, "required") != 0 &&
-        !svc_ctools_named(tools, tool_choice))
-        rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "tool_choice",
-                          "'tool_choice' names '%.64s', which is not among 'tools'", tool_choice);
-    return rc;
+    if (tool_choice && strcmp(tool_choice, "auto") != 0 && strcmp(tool_choice, "none") != 0 &&
+        strcmp(tool_choice, "required") != 0 && !svc_ctools_named(tools, tool_choice))
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "tool_choice",
+                            "'tool_choice' names '%.64s', which is not among 'tools'", tool_choice);
+    return 0;
 }
 
 json_object *svc_ctools_pending(json_object *msg)

@@ -75,13 +75,6 @@ static char **child_env(char *const *items, const char **path)
     return env;
 }
 
-static void strv_free(char **v)
-{
-    for (size_t i = 0; v && v[i]; i++)
-        free(v[i]);
-    free(v);
-}
-
 /* The program to execute: argv0 itself when it holds a '/', else the first executable
  * <dir>/<argv0> on path. Heap string; NULL with errno set when none. */
 static char *resolve(const char *argv0, const char *path)
@@ -100,9 +93,7 @@ static char *resolve(const char *argv0, const char *path)
                 last = EACCES;
             free(cand);
         }
-        p += n;
-        if (*p == ':')
-            p++;
+        p += n + (p[n] == ':');
     }
     errno = last;
     return NULL;
@@ -127,8 +118,6 @@ static char *utf8_clean(const char *s, size_t len)
     }
     if (b.len > 0 && b.data[b.len - 1] == '\n')
         b.data[--b.len] = '\0';
-    if (!b.data)
-        svc_buf_adds(&b, "");
     return svc_buf_steal(&b);
 }
 
@@ -201,8 +190,7 @@ ssize_t svc_ext_write(int fd, const void *buf, size_t len)
     return w;
 }
 
-/* One running tool: the child, its stdin, stdout and stderr (svc_ext_spawn's fds) and what
- * it has said so far. */
+/* One running tool: the child, its pipes (svc_ext_spawn's fds) and what it has said. */
 struct child {
     const struct svc_extension *x;
     pid_t pid;
@@ -226,8 +214,7 @@ static void child_drain(struct child *c, int i)
  * stays ours. On exit, whatever it left in its group goes and *deadline shrinks to 1 s. */
 static void child_check_exit(struct child *c, double *deadline)
 {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
+    siginfo_t si = {0};
     if (waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != c->pid)
         return;
     c->exited = true;
@@ -237,8 +224,7 @@ static void child_check_exit(struct child *c, double *deadline)
         *deadline = soon;
 }
 
-/* One poll over the pipes still open: feed stdin, collect stdout and stderr. -1 when poll
- * failed for good. */
+/* One poll over the open pipes: feed stdin, collect stdout and stderr; -1 when poll failed. */
 static int child_poll_once(struct child *c, double left)
 {
     struct pollfd pf[3];
@@ -333,16 +319,6 @@ static void child_result(struct child *c, int status, struct svc_tool_result *ou
     free(errtext);
 }
 
-static void child_free(struct child *c)
-{
-    if (c->pid > 0)
-        child_reap(c);
-    for (int i = 0; i < 3; i++)
-        close_fd(&c->fd[i]);
-    svc_buf_free(&c->obuf);
-    svc_buf_free(&c->ebuf);
-}
-
 /* In the child of svc_ext_spawn's fork: only async-signal-safe calls, then exec. */
 static void __attribute__((noreturn))
 spawned_child(pid_t parent, const char *prog, char *const argv[], char **env, const int p[4][2])
@@ -357,9 +333,7 @@ spawned_child(pid_t parent, const char *prog, char *const argv[], char **env, co
     if (status_fd > 3)
         close_range(3, status_fd - 1, 0);
     close_range(status_fd + 1, ~0U, 0);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
+    struct sigaction dfl = {.sa_handler = SIG_DFL};
     for (int sig = 1; sig < NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP)
             sigaction(sig, &dfl, NULL);
@@ -418,7 +392,9 @@ out:
         close_fd(&p[i][0]);
         close_fd(&p[i][1]);
     }
-    strv_free(env);
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
     free(prog);
     return pid;
 }
@@ -428,9 +404,7 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
 {
     double t0 = svc_time_monotonic();
     memset(out, 0, sizeof *out);
-    struct child c = {.x = x, .pid = -1, .fd = {-1, -1, -1}};
-    svc_buf_init(&c.obuf);
-    svc_buf_init(&c.ebuf);
+    struct child c = {.x = x, .pid = -1, .fd = {-1, -1, -1}}; /* and empty buffers */
     char *json = args ? svc_json_dump_compact(args) : svc_xstrdup("{}"), *input = NULL;
     svc_xasprintf(&input, "%s\n", json);
     c.input = input;
@@ -441,7 +415,10 @@ void svc_ext_run(const struct svc_extension *x, json_object *args, int (*should_
         set_error(out, NULL, "%s: %s", x->name, e.message);
     else
         child_result(&c, child_pump(&c, t0 + x->timeout_s, should_cancel, ctx), out);
-    child_free(&c);
+    for (int i = 0; i < 3; i++)
+        close_fd(&c.fd[i]);
+    svc_buf_free(&c.obuf);
+    svc_buf_free(&c.ebuf);
     free(input);
     free(json);
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);

@@ -48,11 +48,8 @@ static json_object *read_state(const struct svc_config *cfg, json_object **state
 {
     char *path = jobs_path(cfg, "state.json");
     json_object *o = NULL;
-    if (!path || svc_json_read_file(path, &o, NULL) != 0 ||
-        !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
+    if (!path || svc_json_read_object_file(path, &o, NULL) != 0)
         o = json_object_new_object();
-    }
     free(path);
     *state = o;
     json_object *jobs = svc_json_obj(o, "jobs");
@@ -91,8 +88,7 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
     return arr;
 }
 
-/* Merge upd into the state entry of id under the state lock (fresh read, atomic write);
- * the jobs directory is known to exist. */
+/* Merge upd into the state entry of id under the state lock (fresh read, atomic write). */
 static int save_entry(const struct svc_config *cfg, const char *id, json_object *upd,
                       struct svc_err *err)
 {
@@ -163,17 +159,16 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
     }
     svc_json_set_str(res, "result", status);
     svc_json_set_str(upd, "last_status", status);
+    json_object *eo = NULL;
     if (strcmp(status, "done") != 0) {
-        json_object *eo = json_object_new_object();
+        eo = json_object_new_object();
         svc_json_set_str(eo, "code", svc_err_name(err.code));
         svc_json_set_str(eo, "message", err.message);
         svc_json_set_str(eo, "at", svc_time_now_iso(buf));
         svc_json_set(res, "error", json_object_get(eo));
-        svc_json_set(upd, "last_error", eo);
         svc_logf("job %s on session %s: %s: %s", j->id, j->session_id, status, err.message);
-    } else {
-        svc_json_set(upd, "last_error", NULL);
     }
+    svc_json_set(upd, "last_error", eo);
     if (advance)
         base = now_min; /* every minute up to now is handled: missed ones are not run again */
     /* skipped: unchanged, so still due */

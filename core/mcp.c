@@ -130,8 +130,7 @@ static int on_message(struct wait *w, json_object *msg)
     return 1;
 }
 
-/* A line of JSON from the server (data: of an SSE event, or a stdio line). -1 when it is
- * not a JSON-RPC message (w->err set). */
+/* A JSON line from the server (SSE data, a stdio line): -1 with w->err if not JSON-RPC. */
 static int on_text(struct wait *w, const char *s, size_t n)
 {
     json_object *msg = NULL;
@@ -159,29 +158,7 @@ static int wait_cancelled(struct wait *w)
     return svc_err_set(w->err, SVC_E_CANCELLED, "%s: the run was cancelled", w->c->name);
 }
 
-/* Cancelled or past the deadline: sets w->err and returns -1. */
-static int wait_expired(struct wait *w)
-{
-    if (wait_cancelled(w) != 0)
-        return -1;
-    if (svc_time_monotonic() >= w->deadline)
-        return svc_err_set(w->err, SVC_E_UPSTREAM_TIMEOUT, "%s did not answer within %d s",
-                           w->c->name, w->c->timeout_s);
-    return 0;
-}
-
 /* ---- stdio ---- */
-
-static void close_fds(struct svc_mcp_conn *c)
-{
-    for (int i = 0; i < 3; i++)
-        if (c->fd[i] >= 0) {
-            close(c->fd[i]);
-            c->fd[i] = -1;
-        }
-    svc_buf_free(&c->out);
-    svc_buf_free(&c->err);
-}
 
 /* Reap the server (blocking: after SIGKILL to its group, whatever it started goes too, or
  * only when it exited); an end of its own is logged. Whether it was reaped. */
@@ -203,7 +180,13 @@ static bool stdio_reap(struct svc_mcp_conn *c, bool kill_it)
                  WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     kill(-c->pid, SIGKILL);
     c->pid = -1;
-    close_fds(c);
+    for (int i = 0; i < 3; i++)
+        if (c->fd[i] >= 0) {
+            close(c->fd[i]);
+            c->fd[i] = -1;
+        }
+    svc_buf_free(&c->out);
+    svc_buf_free(&c->err);
     return true;
 }
 
@@ -281,8 +264,11 @@ static int stdio_wait(struct svc_mcp_conn *c, struct wait *w)
             return w->res ? 0 : -1;
         if (c->err.len > 0)
             stdio_lines(&c->err, stderr_line, c);
-        if (wait_expired(w) != 0)
+        if (wait_cancelled(w) != 0)
             return -1;
+        if (svc_time_monotonic() >= w->deadline)
+            return svc_err_set(w->err, SVC_E_UPSTREAM_TIMEOUT, "%s did not answer within %d s",
+                               c->name, c->timeout_s);
         struct pollfd pf[2] = {{.fd = c->fd[1], .events = POLLIN},
                                {.fd = c->fd[2], .events = POLLIN}};
         int pr = poll(pf, c->fd[2] >= 0 ? 2 : 1, 50);
@@ -416,7 +402,6 @@ static int http_post(struct svc_mcp_conn *c, const char *body, struct wait *w)
 {
     struct post p = {.w = w};
     svc_sse_init(&p.sse, post_event, w);
-    svc_buf_init(&p.body);
     CURL *h = svc_httpc_init(w->err) == 0 ? curl_easy_init() : NULL, *saved = c->h;
     if (!h)
         return svc_err_set(w->err, SVC_E_INTERNAL, "libcurl could not create a handle");
@@ -559,15 +544,6 @@ static int conn_fail(struct svc_mcp_conn *c, const struct svc_err *err)
     return -1;
 }
 
-static bool revision_known(const char *v)
-{
-    static const char *const known[] = {"2025-11-25", MCP_REVISION, "2025-03-26", "2024-11-05"};
-    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
-        if (strcmp(v, known[i]) == 0)
-            return true;
-    return false;
-}
-
 /* Start (stdio) and initialize. */
 static int conn_start(struct svc_mcp_conn *c, struct svc_err *err)
 {
@@ -579,11 +555,14 @@ static int conn_start(struct svc_mcp_conn *c, struct svc_err *err)
                     "\"clientInfo\": {\"name\": \"svc\", \"version\": \"" SVC_VERSION "\"}}");
     if (conn_rpc(c, "initialize", p, NULL, NULL, &res, err) != 0)
         return -1;
+    static const char *const known[] = {"2025-11-25", MCP_REVISION, "2025-03-26", "2024-11-05"};
     const char *v = svc_json_str(res, "protocolVersion", "");
-    int rc = 0;
-    if (!revision_known(v))
-        rc = svc_err_set(err, SVC_E_UPSTREAM, "%s speaks MCP revision '%.32s', which svc does not",
-                         c->name, v);
+    bool spoken = false;
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        spoken = spoken || strcmp(v, known[i]) == 0;
+    int rc = spoken ? 0
+                    : svc_err_set(err, SVC_E_UPSTREAM,
+                                  "%s speaks MCP revision '%.32s', which svc does not", c->name, v);
     snprintf(c->version, sizeof c->version, "%s", v);
     json_object_put(res);
     json_object *note = rpc_new("notifications/initialized", NULL, 0);
@@ -740,7 +719,7 @@ static void call_result(json_object *res, struct svc_tool_result *out)
         }
     }
     out->truncated = svc_ext_cap(&t);
-    out->content = t.data ? svc_buf_steal(&t) : svc_xstrdup("");
+    out->content = svc_buf_steal(&t);
     out->ok = !svc_json_bool(res, "isError", false);
 }
 
@@ -860,12 +839,10 @@ void svc_mcp_call(struct svc_mcp_conn *c, const char *tool, json_object *args,
             conn_stop(c);
         }
     }
-    if (rc == 0) {
+    if (rc == 0)
         call_result(res, out);
-    } else {
-        out->ok = false;
-        out->content = svc_xstrdup(err.message);
-    }
+    else
+        out->content = svc_xstrdup(err.message); /* ok stays false */
     json_object_put(res);
     out->latency_ms = (long)((svc_time_monotonic() - t0) * 1000);
 }

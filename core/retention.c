@@ -73,15 +73,6 @@ static int plan_one(void *ctx, json_object *sum, struct svc_err *err)
     return 0;
 }
 
-/* The actions for every session the index lists. */
-static int plan(const struct svc_config *cfg, time_t now, json_object *actions, struct svc_err *err)
-{
-    struct svc_list_query q = {.include_archived = true};
-    struct plan p = {.cfg = cfg, .now = now, .actions = actions};
-    svc_store_from_config(cfg, &p.st);
-    return svc_sessions_each(cfg, &q, plan_one, &p, err);
-}
-
 /* One bundle of the sessions to delete into export_before_delete; *out its answer. */
 static int export_first(const struct svc_config *cfg, json_object *actions, json_object **out,
                         struct svc_err *err)
@@ -110,19 +101,17 @@ static int export_first(const struct svc_config *cfg, json_object *actions, json
 }
 
 /* Carry out the actions; a session that cannot be changed becomes a skip. */
-static void carry_out(const struct svc_config *cfg, json_object *actions)
+static void carry_out(const struct svc_config *cfg, const struct svc_store *st,
+                      json_object *actions)
 {
-    struct svc_store st;
-    svc_store_from_config(cfg, &st);
     for (size_t i = 0; i < json_object_array_length(actions); i++) {
         json_object *a = json_object_array_get_idx(actions, i), *o = NULL;
         const char *sid = svc_json_str(a, "session_id", ""), *act = svc_json_str(a, "action", "");
         struct svc_err e;
         int rc = 0;
         if (strcmp(act, "archive") == 0)
-            rc = svc_store_run_held(&st, sid)
-                     ? svc_err_set(&e, SVC_E_SESSION_BUSY, "a run holds it")
-                     : svc_session_set_archived(cfg, sid, true, &o, &e);
+            rc = svc_store_run_held(st, sid) ? svc_err_set(&e, SVC_E_SESSION_BUSY, "a run holds it")
+                                             : svc_session_set_archived(cfg, sid, true, &o, &e);
         else if (strcmp(act, "delete") == 0)
             rc = svc_session_delete(cfg, sid, &o, &e);
         json_object_put(o);
@@ -155,15 +144,18 @@ int svc_retention_apply(const struct svc_config *cfg, time_t now, bool dry_run,
     *report = NULL;
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    json_object *actions = json_object_new_array(), *exported = NULL;
-    if ((svc_retention_enabled(cfg) && plan(cfg, now, actions, err) != 0) ||
+    struct svc_list_query q = {.include_archived = true}; /* every session the index lists */
+    struct plan p = {.cfg = cfg, .now = now, .actions = json_object_new_array()};
+    svc_store_from_config(cfg, &p.st);
+    json_object *actions = p.actions, *exported = NULL;
+    if ((svc_retention_enabled(cfg) && svc_sessions_each(cfg, &q, plan_one, &p, err) != 0) ||
         (!dry_run && *cfg->retention.export_before_delete &&
          export_first(cfg, actions, &exported, err) != 0)) {
         json_object_put(actions);
         return -1;
     }
     if (!dry_run)
-        carry_out(cfg, actions);
+        carry_out(cfg, &p.st, actions);
     json_object *counts = counts_of(actions);
     if (!dry_run)
         svc_logf("retention: %lld archived, %lld deleted, %lld skipped",
@@ -186,10 +178,8 @@ static json_object *state_read(const struct svc_store *st)
 {
     char *path = svc_layout_root_path(st->root, SVC_F_RETENTION, NULL);
     json_object *o = NULL;
-    if (svc_json_read_file(path, &o, NULL) != 0 || !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
+    if (svc_json_read_object_file(path, &o, NULL) != 0)
         o = json_object_new_object();
-    }
     free(path);
     return o;
 }

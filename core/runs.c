@@ -110,8 +110,7 @@ static void record_error(json_object *rec, const char *code, const char *message
     svc_json_set(rec, "error", e);
 }
 
-/* Fill the record's final fields from an ended run, its failure as its API code and message
- * (code NULL: no failure). */
+/* The record's final fields from an ended run, and its failure's API code (NULL: none). */
 static void record_finish(json_object *rec, const struct svc_run_answer *a, const char *status,
                           const char *code, const char *message)
 {
@@ -139,21 +138,6 @@ static char *idem_file(const struct svc_config *cfg, const char *sid, const char
     for (int i = 0; i < 32; i++)
         snprintf(name + 5 + 2 * i, 3, "%02x", md[i]);
     return run_file(cfg, name, SVC_RUN_RECORD);
-}
-
-static int idem_lookup(const struct svc_config *cfg, const char *sid, const char *key, char *run_id,
-                       size_t run_id_sz)
-{
-    char *path = idem_file(cfg, sid, key);
-    json_object *o = NULL;
-    const char *id =
-        svc_json_read_file(path, &o, NULL) == 0 ? svc_json_str(o, "run_id", NULL) : NULL;
-    int rc = svc_run_id_valid(id) ? 0 : -1;
-    if (rc == 0)
-        snprintf(run_id, run_id_sz, "%s", id);
-    json_object_put(o);
-    free(path);
-    return rc;
 }
 
 static int idem_store(const struct svc_config *cfg, const char *sid, const char *key,
@@ -214,19 +198,6 @@ static int runner_should_cancel(void *ctx)
     return rn->cancelled;
 }
 
-/* Keep only stdin/stdout/stderr and the two lock descriptors (moved to 3 and 4). */
-static void close_other_fds(int *lock1, int *lock2)
-{
-    int a = fcntl(*lock1, F_DUPFD_CLOEXEC, 10), b = fcntl(*lock2, F_DUPFD_CLOEXEC, 10);
-    if (a < 0 || b < 0)
-        return; /* keep everything rather than lose a lock */
-    dup2(a, 3); /* dup2 clears FD_CLOEXEC: the locks are ours alone anyway */
-    dup2(b, 4);
-    close_range(5, ~0U, 0);
-    *lock1 = 3;
-    *lock2 = 4;
-}
-
 static void runner_main(void *ctx)
 {
     struct runner *rn = ctx;
@@ -239,9 +210,16 @@ static void runner_main(void *ctx)
         if (devnull > 2)
             close(devnull);
     }
-    int run_lock = svc_run_lock_fd(run);
-    close_other_fds(&run_lock, &rn->rlock);
-    svc_run_set_lock_fd(run, run_lock);
+    /* keep only stdin/stdout/stderr and the two locks (moved to 3 and 4), or everything
+     * rather than lose a lock */
+    int l1 = fcntl(svc_run_lock_fd(run), F_DUPFD_CLOEXEC, 10),
+        l2 = fcntl(rn->rlock, F_DUPFD_CLOEXEC, 10);
+    if (l1 >= 0 && l2 >= 0) {
+        dup2(l1, 3); /* dup2 clears FD_CLOEXEC: the locks are ours alone anyway */
+        dup2(l2, 4);
+        close_range(5, ~0U, 0);
+        svc_run_set_lock_fd(run, 3);
+    }
     /* the worker's handlers first, then the mask the worker held during the request */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
@@ -292,11 +270,9 @@ static json_object *spawn_answer(json_object *rec)
 static bool idem_replay(const struct svc_config *cfg, const struct svc_run_request *req,
                         const char *key, json_object **out)
 {
-    char existing[80];
     json_object *rec = NULL;
     if (svc_session_visible(cfg, svc_user_scope(req->user), req->session_id, true, NULL) != 0 ||
-        idem_lookup(cfg, req->session_id, key, existing, sizeof existing) != 0 ||
-        svc_runs_get(cfg, existing, &rec, NULL) != 0)
+        svc_runs_find_idem(cfg, req->session_id, key, &rec, NULL) != 0)
         return false;
     *out = spawn_answer(rec);
     json_object_put(rec);
@@ -362,18 +338,17 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
 #endif
     *out = spawn_answer(rec);
     svc_run_abandon(run); /* the runner owns the run and its lock now */
-    run = NULL;
     rc = 0;
-    goto out;
 fail:
-    if (idem_stored) {
+    if (rc != 0 && idem_stored) {
         char *ip = idem_file(cfg, a.session_id, idem_key);
         unlink(ip);
         free(ip);
     }
-    remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
-    svc_run_free(run);               /* ends the begun run as failed: the session stays usable */
-out:
+    if (rc != 0) {
+        remove_run_files(cfg, a.run_id); /* no run was started: no record of one */
+        svc_run_free(run); /* ends the begun run as failed: the session stays usable */
+    }
     if (rlock >= 0)
         close(rlock);
     json_object_put(rec);
@@ -568,10 +543,16 @@ int svc_runs_find_idem(const struct svc_config *cfg, const char *sid, const char
                        json_object **record, struct svc_err *err)
 {
     *record = NULL;
-    char id[80];
-    if (idem_lookup(cfg, sid, key, id, sizeof id) != 0)
-        return svc_err_set(err, SVC_E_NOT_FOUND, "no run for this idempotency key");
-    return svc_runs_get(cfg, id, record, err);
+    char *path = idem_file(cfg, sid, key);
+    json_object *o = NULL;
+    const char *id =
+        svc_json_read_file(path, &o, NULL) == 0 ? svc_json_str(o, "run_id", NULL) : NULL;
+    int rc = svc_run_id_valid(id)
+                 ? svc_runs_get(cfg, id, record, err)
+                 : svc_err_set(err, SVC_E_NOT_FOUND, "no run for this idempotency key");
+    json_object_put(o);
+    free(path);
+    return rc;
 }
 
 int svc_runs_record_sync(const struct svc_config *cfg, struct svc_run *run, const char *key,

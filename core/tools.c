@@ -99,8 +99,7 @@ json_object *svc_tools_spec(const struct svc_config *cfg, const char *user)
     return arr;
 }
 
-/* The configured server user may use that name ("<server>__<tool>") belongs to, or NULL;
- * *tool is the bare tool name. */
+/* The server of name ("<server>__<tool>") if user may use it, else NULL; *tool: the tool. */
 static const struct svc_mcp_server *server_of(const struct svc_config *cfg, const char *user,
                                               const char *name, const char **tool)
 {
