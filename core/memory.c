@@ -275,8 +275,8 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
         rc = svc_fd_append(mfd, file, data, strlen(data), false, err);
         free(data);
         free(text);
-        if (rc == 0 && fresh)
-            rc = svc_fsync_dir(dir, err);
+        if (rc == 0 && fresh && svc_fsync_dir(dir, NULL) != 0)
+            rc = svc_err_errno(err, "fsync memory directory");
     }
     close(mfd);
     close(fd);
