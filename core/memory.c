@@ -285,14 +285,19 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
 
 /* ---- the whole file: export, import, forget (SPEC 19) ---- */
 
-/* The session a digest line is of, into sid ("" when it is not a digest). */
-static void line_sid(const char *line, size_t n, char sid[SVC_ID_MAX + 1])
+/* The next whole line of f (its length, with its '\n'; -1 at the end or at a torn last line,
+ * not written yet) and the session it is a digest of into sid ("" when it is not one). */
+static ssize_t next_line(FILE *f, char **line, size_t *cap, char sid[SVC_ID_MAX + 1])
 {
+    ssize_t n = getline(line, cap, f);
+    if (n <= 0 || (*line)[n - 1] != '\n')
+        return -1;
     json_object *o = NULL;
     sid[0] = '\0';
-    if (svc_json_parse(line, n, &o, NULL) == 0)
+    if (svc_json_parse(*line, (size_t)n - 1, &o, NULL) == 0)
         snprintf(sid, SVC_ID_MAX + 1, "%s", svc_json_str(o, "session_id", ""));
     json_object_put(o);
+    return n;
 }
 
 int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_line_fn *fn,
@@ -308,13 +313,9 @@ int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_
     char *line = NULL, sid[SVC_ID_MAX + 1];
     size_t cap = 0;
     ssize_t n;
-    while (rc == 0 && f && (n = getline(&line, &cap, f)) > 0) {
-        if (line[n - 1] != '\n')
-            break;
-        line_sid(line, (size_t)n - 1, sid);
+    while (rc == 0 && f && (n = next_line(f, &line, &cap, sid)) > 0)
         if (sid[0])
             rc = fn(ctx, sid, line, (size_t)n);
-    }
     if (f && ferror(f) && rc == 0)
         rc = svc_err_errno(err, "read memory file");
     if (f)
@@ -335,13 +336,9 @@ static int copy_lines(FILE *from, FILE *out, bool (*keep)(void *ctx, const char 
     size_t cap = 0;
     ssize_t n;
     int rc = 0;
-    while (rc == 0 && (n = getline(&line, &cap, from)) > 0) {
-        if (line[n - 1] != '\n')
-            break; /* a torn last line: not written yet */
-        line_sid(line, (size_t)n - 1, sid);
+    while (rc == 0 && (n = next_line(from, &line, &cap, sid)) > 0)
         if ((sid[0] && keep(ctx, sid)) == want && fwrite(line, 1, (size_t)n, out) != (size_t)n)
             rc = -1;
-    }
     free(line);
     return rc == 0 && !ferror(from) ? 0 : -1;
 }
