@@ -461,32 +461,27 @@ static json_object *memory_state_of(json_object *mem, const struct svc_err *erro
     svc_json_set_str(ms, "last_synced_at", svc_json_str(mem, "updated_at", NULL));
     svc_json_set_int(ms, "digests", svc_json_int(mem, "digests", 0));
     svc_json_set_str(ms, "memory_file", svc_json_str(mem, "memory_file", NULL));
+    json_object *eo = error ? json_object_new_object() : NULL;
     if (error) {
-        json_object *eo = json_object_new_object();
         svc_json_set_str(eo, "code", svc_err_name(error->code));
         svc_json_set_str(eo, "message", error->message);
         svc_json_set_str(eo, "at", svc_time_now_iso(now));
-        svc_json_set(ms, "error", eo);
-    } else {
-        svc_json_set(ms, "error", NULL);
     }
+    svc_json_set(ms, "error", eo);
     return ms;
 }
 
 /* memory_state in the sidecar; error may be NULL. Caller holds the session lock. */
 static void record_state(const struct svc_sess *s, json_object *mem, const struct svc_err *error)
 {
-    const char *sid = s->sid;
     json_object *sc = NULL;
     struct svc_err e;
-    if (svc_sidecar_read(s, &sc, &e) != 0) {
-        svc_logf("session %s: memory state not recorded: %s", sid, e.message);
-        return;
-    }
-    svc_json_set(sc, "memory_state", memory_state_of(mem, error));
-    if (svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) !=
-        0) /* as run.c's end */
-        svc_logf("session %s: memory state not recorded: %s", sid, e.message);
+    bool ok = svc_sidecar_read(s, &sc, &e) == 0;
+    if (ok)
+        svc_json_set(sc, "memory_state", memory_state_of(mem, error));
+    /* unsynced, as run.c's end */
+    if (!ok || svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) != 0)
+        svc_logf("session %s: memory state not recorded: %s", s->sid, e.message);
     json_object_put(sc);
 }
 
