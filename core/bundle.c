@@ -775,11 +775,8 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         if (pg && pg->fn)
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
-    if (ids_end(ex, err) != 0)
-        return -1;
-    if (left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0 || emit_memory(ex, o, err) != 0)
-        return -1;
-    if (svc_bout_agg_close(o, err) != 0)
+    if (ids_end(ex, err) != 0 || left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0 ||
+        emit_memory(ex, o, err) != 0 || svc_bout_agg_close(o, err) != 0)
         return -1;
     int mfd = manifest_build(ex, o, msgs, warnings, err);
     if (mfd < 0)
@@ -787,9 +784,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
     /* listed in the answer, not in itself: its entry goes to the spent list */
     int rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
     close(mfd);
-    if (rc != 0)
-        return -1;
-    if (o->tar && svc_tarw_finish(o->tw, err) != 0)
+    if (rc != 0 || (o->tar && svc_tarw_finish(o->tw, err) != 0))
         return -1;
     if (pg && pg->fn)
         pg->fn(pg->ctx, ex->nsids, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);

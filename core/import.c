@@ -681,9 +681,7 @@ static int verify(struct job *j, struct svc_err *err)
     int rc = manifest_read(j, err);
     fclose(j->mf); /* a copy of the tar's: its disk back */
     j->mf = NULL;
-    if (rc != 0 || verify_head(j, err) != 0)
-        return -1;
-    if (join(j, err) != 0)
+    if (rc != 0 || verify_head(j, err) != 0 || join(j, err) != 0)
         return -1;
     if (j->herr.code) {
         *err = j->herr;
