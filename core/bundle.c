@@ -749,10 +749,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
     ids_walk(ex);
     const char *sid;
     for (size_t i = 0; (sid = ids_next(ex)); i++) {
-        struct svc_snap s;
-        memset(&s, 0, sizeof s);
-        s.sid = sid;
-        s.warnings = warnings;
+        struct svc_snap s = {.sid = sid, .warnings = warnings};
         struct svc_err serr;
         int64_t m = 0;
         if (svc_snap_take(ex->cfg, &s, &serr) != 0) {
@@ -775,11 +772,8 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         if (pg && pg->fn)
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
-    if (ids_end(ex, err) != 0)
-        return -1;
-    if (left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0 || emit_memory(ex, o, err) != 0)
-        return -1;
-    if (svc_bout_agg_close(o, err) != 0)
+    if (ids_end(ex, err) != 0 || left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0 ||
+        emit_memory(ex, o, err) != 0 || svc_bout_agg_close(o, err) != 0)
         return -1;
     int mfd = manifest_build(ex, o, msgs, warnings, err);
     if (mfd < 0)
@@ -787,9 +781,7 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
     /* listed in the answer, not in itself: its entry goes to the spent list */
     int rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
     close(mfd);
-    if (rc != 0)
-        return -1;
-    if (o->tar && svc_tarw_finish(o->tw, err) != 0)
+    if (rc != 0 || (o->tar && svc_tarw_finish(o->tw, err) != 0))
         return -1;
     if (pg && pg->fn)
         pg->fn(pg->ctx, ex->nsids, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
@@ -851,9 +843,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
                      json_object **result, struct svc_err *err)
 {
     *result = NULL;
-    struct svc_bout o;
-    memset(&o, 0, sizeof o);
-    o.tar = ex->tar;
+    struct svc_bout o = {.tar = ex->tar};
     json_object *warnings = json_object_new_array();
     char *tmp = NULL, *final = NULL;
     int rc = -1;
@@ -917,9 +907,7 @@ out:
 int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
                       const struct svc_export_progress *progress, struct svc_err *err)
 {
-    struct svc_bout o;
-    memset(&o, 0, sizeof o);
-    o.tar = true;
+    struct svc_bout o = {.tar = true};
     const char *t = getenv("TMPDIR");
     o.spooldir = svc_xstrdup(t && *t ? t : "/tmp");
     json_object *warnings = json_object_new_array();

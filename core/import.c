@@ -681,9 +681,7 @@ static int verify(struct job *j, struct svc_err *err)
     int rc = manifest_read(j, err);
     fclose(j->mf); /* a copy of the tar's: its disk back */
     j->mf = NULL;
-    if (rc != 0 || verify_head(j, err) != 0)
-        return -1;
-    if (join(j, err) != 0)
+    if (rc != 0 || verify_head(j, err) != 0 || join(j, err) != 0)
         return -1;
     if (j->herr.code) {
         *err = j->herr;
@@ -1100,12 +1098,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     memset(out, 0, sizeof *out);
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled");
-    struct job j;
-    memset(&j, 0, sizeof j);
-    j.cfg = cfg;
-    j.opt = opt;
-    j.src.fd = -1;
-    j.cur_found = -1;
+    struct job j = {.cfg = cfg, .opt = opt, .src.fd = -1, .cur_found = -1};
     svc_store_from_config(cfg, &j.st);
     int lockfd = -1, rc = -1;
     struct stat sb;

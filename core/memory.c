@@ -275,8 +275,8 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
         rc = svc_fd_append(mfd, file, data, strlen(data), false, err);
         free(data);
         free(text);
-        if (rc == 0 && fresh)
-            rc = svc_fsync_dir(dir, err);
+        if (rc == 0 && fresh && svc_fsync_dir(dir, NULL) != 0)
+            rc = svc_err_errno(err, "fsync memory directory");
     }
     close(mfd);
     close(fd);
@@ -285,14 +285,19 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
 
 /* ---- the whole file: export, import, forget (SPEC 19) ---- */
 
-/* The session a digest line is of, into sid ("" when it is not a digest). */
-static void line_sid(const char *line, size_t n, char sid[SVC_ID_MAX + 1])
+/* The next whole line of f (its length, with its '\n'; -1 at the end or at a torn last line,
+ * not written yet) and the session it is a digest of into sid ("" when it is not one). */
+static ssize_t next_line(FILE *f, char **line, size_t *cap, char sid[SVC_ID_MAX + 1])
 {
+    ssize_t n = getline(line, cap, f);
+    if (n <= 0 || (*line)[n - 1] != '\n')
+        return -1;
     json_object *o = NULL;
     sid[0] = '\0';
-    if (svc_json_parse(line, n, &o, NULL) == 0)
+    if (svc_json_parse(*line, (size_t)n - 1, &o, NULL) == 0)
         snprintf(sid, SVC_ID_MAX + 1, "%s", svc_json_str(o, "session_id", ""));
     json_object_put(o);
+    return n;
 }
 
 int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_line_fn *fn,
@@ -308,13 +313,9 @@ int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_
     char *line = NULL, sid[SVC_ID_MAX + 1];
     size_t cap = 0;
     ssize_t n;
-    while (rc == 0 && f && (n = getline(&line, &cap, f)) > 0) {
-        if (line[n - 1] != '\n')
-            break;
-        line_sid(line, (size_t)n - 1, sid);
+    while (rc == 0 && f && (n = next_line(f, &line, &cap, sid)) > 0)
         if (sid[0])
             rc = fn(ctx, sid, line, (size_t)n);
-    }
     if (f && ferror(f) && rc == 0)
         rc = svc_err_errno(err, "read memory file");
     if (f)
@@ -335,13 +336,9 @@ static int copy_lines(FILE *from, FILE *out, bool (*keep)(void *ctx, const char 
     size_t cap = 0;
     ssize_t n;
     int rc = 0;
-    while (rc == 0 && (n = getline(&line, &cap, from)) > 0) {
-        if (line[n - 1] != '\n')
-            break; /* a torn last line: not written yet */
-        line_sid(line, (size_t)n - 1, sid);
+    while (rc == 0 && (n = next_line(from, &line, &cap, sid)) > 0)
         if ((sid[0] && keep(ctx, sid)) == want && fwrite(line, 1, (size_t)n, out) != (size_t)n)
             rc = -1;
-    }
     free(line);
     return rc == 0 && !ferror(from) ? 0 : -1;
 }
@@ -464,32 +461,27 @@ static json_object *memory_state_of(json_object *mem, const struct svc_err *erro
     svc_json_set_str(ms, "last_synced_at", svc_json_str(mem, "updated_at", NULL));
     svc_json_set_int(ms, "digests", svc_json_int(mem, "digests", 0));
     svc_json_set_str(ms, "memory_file", svc_json_str(mem, "memory_file", NULL));
+    json_object *eo = error ? json_object_new_object() : NULL;
     if (error) {
-        json_object *eo = json_object_new_object();
         svc_json_set_str(eo, "code", svc_err_name(error->code));
         svc_json_set_str(eo, "message", error->message);
         svc_json_set_str(eo, "at", svc_time_now_iso(now));
-        svc_json_set(ms, "error", eo);
-    } else {
-        svc_json_set(ms, "error", NULL);
     }
+    svc_json_set(ms, "error", eo);
     return ms;
 }
 
 /* memory_state in the sidecar; error may be NULL. Caller holds the session lock. */
 static void record_state(const struct svc_sess *s, json_object *mem, const struct svc_err *error)
 {
-    const char *sid = s->sid;
     json_object *sc = NULL;
     struct svc_err e;
-    if (svc_sidecar_read(s, &sc, &e) != 0) {
-        svc_logf("session %s: memory state not recorded: %s", sid, e.message);
-        return;
-    }
-    svc_json_set(sc, "memory_state", memory_state_of(mem, error));
-    if (svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) !=
-        0) /* as run.c's end */
-        svc_logf("session %s: memory state not recorded: %s", sid, e.message);
+    bool ok = svc_sidecar_read(s, &sc, &e) == 0;
+    if (ok)
+        svc_json_set(sc, "memory_state", memory_state_of(mem, error));
+    /* unsynced, as run.c's end */
+    if (!ok || svc_sidecar_write(s, sc, svc_sync_spare(SVC_SYNC_NONE, s->st.durable), &e) != 0)
+        svc_logf("session %s: memory state not recorded: %s", s->sid, e.message);
     json_object_put(sc);
 }
 
