@@ -63,8 +63,7 @@ static int read_names(const struct svc_store *st, struct scanned **v, size_t *n)
             cap = cap ? cap * 2 : 256;
             *v = svc_xrealloc(*v, cap * sizeof **v);
         }
-        (*v)[*n] = (struct scanned){.sid = svc_xstrdup(sid), .ino = de->d_ino};
-        (*n)++;
+        (*v)[(*n)++] = (struct scanned){.sid = svc_xstrdup(sid), .ino = de->d_ino};
     }
     closedir(d);
     return 0;

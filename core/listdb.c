@@ -613,8 +613,7 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
         v[k].summary = svc_json_new_raw_len((const char *)sqlite3_column_text(st, 1),
                                             (size_t)sqlite3_column_bytes(st, 1));
         const char *status = (const char *)sqlite3_column_text(st, 2);
-        size_t sl = status ? strnlen(status, sizeof v[k].status - 1) : 0;
-        memcpy(v[k].status, status ? status : "", sl); /* calloc'd: NUL-terminated */
+        strncpy(v[k].status, status ? status : "", sizeof v[k].status - 1); /* calloc'd */
         v[k].msgs = sqlite3_column_int64(st, 3);
         v[k].updated = sqlite3_column_double(st, 4);
         k++;
