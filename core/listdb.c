@@ -259,12 +259,21 @@ void svc_listdb_rollback(void)
 
 int svc_listdb_pos_get(struct svc_listdb_pos *p)
 {
-    char *gen = svc_hostdb_meta(&L->h, "gen");
-    snprintf(p->gen, sizeof p->gen, "%s", gen ? gen : "");
-    free(gen);
-    p->ino = (uint64_t)meta_int("ino");
-    p->offset = meta_int("offset");
-    p->root_mtime = meta_int("root_mtime");
+    sqlite3_stmt *st;
+    memset(p, 0, sizeof p[0]);
+    p->offset = -1;
+    if (svc_hostdb_step(&L->h, &st,
+                        "SELECT (SELECT v FROM meta WHERE k = 'gen'), (SELECT v FROM meta WHERE k ="
+                        " 'ino'), coalesce((SELECT v FROM meta WHERE k = 'offset'), -1), (SELECT v"
+                        " FROM meta WHERE k = 'root_mtime')",
+                        "") == SQLITE_ROW) {
+        const char *gen = (const char *)sqlite3_column_text(st, 0);
+        snprintf(p->gen, sizeof p->gen, "%s", gen ? gen : "");
+        p->ino = (uint64_t)sqlite3_column_int64(st, 1);
+        p->offset = sqlite3_column_int64(st, 2);
+        p->root_mtime = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
     return p->offset < 0 ? -1 : 0;
 }
 
