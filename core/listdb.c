@@ -188,8 +188,7 @@ bool svc_listdb_current(const char *path)
 
 int svc_listdb_read_begin(void)
 {
-    sqlite3_stmt *st = L->h.db && !L->reading ? svc_hostdb_stmt(&L->h, "BEGIN") : NULL;
-    L->reading = st && sqlite3_step(st) == SQLITE_DONE;
+    L->reading = !L->reading && svc_hostdb_run(&L->h, "BEGIN", "") == 0;
     return L->reading ? 0 : -1;
 }
 

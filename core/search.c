@@ -509,11 +509,9 @@ static int memo_load(void)
         return 0;
     memo_clear();
     S.mark = (struct svc_list_mark){0};
-    sqlite3_stmt *st = svc_hostdb_stmt(&S.h, "SELECT sid, updated, nmsgs FROM docs");
-    if (!st)
-        return -1;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&S.h, &st, "SELECT sid, updated, nmsgs FROM docs", "");
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st))
         memo_put((const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1),
                  sqlite3_column_int64(st, 2));
     sqlite3_reset(st);
