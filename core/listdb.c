@@ -216,13 +216,12 @@ int svc_listdb_begin(void)
 {
     svc_listdb_read_end();
     L->seq = 0;
-    if (!L->h.db || svc_hostdb_exec(&L->h, "BEGIN IMMEDIATE") != 0)
+    if (svc_hostdb_exec(&L->h, "BEGIN IMMEDIATE") != 0)
         return -1;
-    if (unseal() != 0) {
-        svc_listdb_rollback();
-        return -1;
-    }
-    return 0;
+    if (unseal() == 0)
+        return 0;
+    svc_listdb_rollback();
+    return -1;
 }
 
 int svc_listdb_seal(const char *path)
@@ -245,7 +244,7 @@ int svc_listdb_seal(const char *path)
 int svc_listdb_commit(void)
 {
     L->seq = 0;
-    return L->h.db && svc_hostdb_exec(&L->h, "COMMIT") == 0 ? 0 : -1;
+    return svc_hostdb_exec(&L->h, "COMMIT");
 }
 
 void svc_listdb_rollback(void)
@@ -659,7 +658,7 @@ int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 
 int svc_listdb_optimize(void)
 {
-    return L->h.db && svc_hostdb_exec(&L->h, "INSERT INTO t(t) VALUES ('optimize')") == 0 ? 0 : -1;
+    return svc_hostdb_exec(&L->h, "INSERT INTO t(t) VALUES ('optimize')");
 }
 
 int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx)
