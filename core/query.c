@@ -47,9 +47,7 @@ int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_s
     *s = (struct svc_sess)SVC_SESS_INIT;
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    if (svc_sess_open(cfg, sid, s, err) != 0)
-        return -1;
-    return check_session(sid, s, repair, err);
+    return svc_sess_open(cfg, sid, s, err) != 0 ? -1 : check_session(sid, s, repair, err);
 }
 
 bool svc_session_status_valid(const char *s)
