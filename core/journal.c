@@ -159,9 +159,7 @@ static bool whole(const struct svc_journal *j)
 
 int svc_journal_open(const struct svc_store *st, struct svc_journal *j)
 {
-    if (open_as(st, j, O_RDONLY) != 0)
-        return -1;
-    return whole(j);
+    return open_as(st, j, O_RDONLY) != 0 ? -1 : whole(j);
 }
 
 void svc_journal_stamp(struct svc_journal *j, const char *gen, const struct stat *sb)
