@@ -39,7 +39,7 @@ static void test_scan_gate(void)
 
 /* A session read without the root lock, with its mark from before the read. */
 struct scanned {
-    char *sid;
+    char *sid; /* first: svc_cmp_strp orders them */
     ino_t ino; /* its directory's, from readdir */
     struct svc_sess_mark m;
     bool seen; /* named again by the catch-up's readdir */
@@ -63,8 +63,7 @@ static int read_names(const struct svc_store *st, struct scanned **v, size_t *n)
             cap = cap ? cap * 2 : 256;
             *v = svc_xrealloc(*v, cap * sizeof **v);
         }
-        (*v)[*n] = (struct scanned){.sid = svc_xstrdup(sid), .ino = de->d_ino};
-        (*n)++;
+        (*v)[(*n)++] = (struct scanned){.sid = svc_xstrdup(sid), .ino = de->d_ino};
     }
     closedir(d);
     return 0;
@@ -76,18 +75,13 @@ static int cmp_ino(const void *a, const void *b)
     return x->ino < y->ino ? -1 : x->ino > y->ino;
 }
 
-static int cmp_sid(const void *a, const void *b)
-{
-    return strcmp(((const struct scanned *)a)->sid, ((const struct scanned *)b)->sid);
-}
-
 int svc_dirscan_names(const struct svc_store *st, char ***v, size_t *n)
 {
     struct scanned *sc = NULL;
     if (read_names(st, &sc, n) != 0)
         return -1;
     if (*n > 1)
-        qsort(sc, *n, sizeof *sc, cmp_sid);
+        qsort(sc, *n, sizeof *sc, svc_cmp_strp);
     *v = svc_xcalloc(*n ? *n : 1, sizeof **v);
     for (size_t i = 0; i < *n; i++)
         (*v)[i] = sc[i].sid;
@@ -138,7 +132,7 @@ static int catch_up(const struct svc_store *st, const struct svc_dirscan_sink *s
                     struct scanned *sc, size_t nsc, size_t *count)
 {
     if (nsc > 1)
-        qsort(sc, nsc, sizeof *sc, cmp_sid);
+        qsort(sc, nsc, sizeof *sc, svc_cmp_strp);
     DIR *d = opendir(st->root);
     if (!d)
         return -1;
@@ -150,7 +144,7 @@ static int catch_up(const struct svc_store *st, const struct svc_dirscan_sink *s
         struct scanned key = {.sid = (char *)(uintptr_t)sid}, *s;
         if (!sid)
             continue;
-        if ((s = bsearch(&key, sc, nsc, sizeof *sc, cmp_sid))) {
+        if ((s = bsearch(&key, sc, nsc, sizeof *sc, svc_cmp_strp))) {
             s->seen = true;
         } else if (svc_store_session_exists(st, sid)) {
             json_object *sum = svc_sidecar_summary_of(st, sid);

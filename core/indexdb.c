@@ -209,9 +209,11 @@ static int db_rescan(const struct svc_store *st)
     return rc;
 }
 
-/* The background rescan of a large root, holding the rescan lock until the mtime is kept. */
+/* The background rescan of a large root: in the spawned process, holding the rescan lock
+ * until it has recorded the root's mtime. */
 static void db_rescanner(void *ctx)
 {
+    (void)ctx;
     db_forked();
     svc_listdb_select(false);
     int b = db_lock(D.job.path, ".rescan", LOCK_EX | LOCK_NB);
@@ -264,8 +266,9 @@ static bool db_small(const struct svc_store *st)
     return sb.st_nlink >= 2 && sb.st_nlink <= DB_SYNC_DIRS + 2;
 }
 
-/* Run work in a background process holding <path><suffix> unless another holds it: 1 when
- * one runs, -1 when it cannot start; without a spawner or for small work here: 0 or -1. */
+/* Run work in a background process holding <path><suffix> (taken there), unless another
+ * holds it already: 1 when one runs, -1 when it could not be started. Without a spawner,
+ * or for small work, here: 0, or -1. */
 static int db_spawn(const struct svc_store *st, const char *path, const char *suffix,
                     void (*work)(void *))
 {
@@ -273,7 +276,8 @@ static int db_spawn(const struct svc_store *st, const char *path, const char *su
     if (b < 0)
         return errno == EWOULDBLOCK ? 1 : -1;
     close(b); /* the work takes it again: two that race, one does it */
-    /* no lock of this connection across the fork: the child's own would wait for it */
+    /* no lock of this connection across the fork: SQLite counts it per process, and the
+     * child's own connection would wait for it (the child forgets this one) */
     svc_listdb_read_end();
     D.job.st = *st;
     D.job.path = path;
@@ -503,9 +507,10 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
     return rc == 0 ? 0 : -1;
 }
 
-/* The background build, holding the build lock until it is done. */
+/* The background build: in the spawned process, holding the build lock until it is done. */
 static void db_builder(void *ctx)
 {
+    (void)ctx;
     db_forked();
     int b = db_lock(D.job.path, ".build", LOCK_EX | LOCK_NB);
     D.job.rc = 1;

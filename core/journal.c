@@ -159,9 +159,7 @@ static bool whole(const struct svc_journal *j)
 
 int svc_journal_open(const struct svc_store *st, struct svc_journal *j)
 {
-    if (open_as(st, j, O_RDONLY) != 0)
-        return -1;
-    return whole(j);
+    return open_as(st, j, O_RDONLY) != 0 ? -1 : whole(j);
 }
 
 void svc_journal_stamp(struct svc_journal *j, const char *gen, const struct stat *sb)
@@ -380,17 +378,12 @@ void svc_journal_progress(int gate, size_t done, size_t total)
 
 int svc_journal_progress_of(const struct svc_store *st, size_t *done, size_t *total)
 {
-    char *p = svc_layout_root_path(st->root, SVC_F_INDEX_BUILD, NULL);
-    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    char *p = svc_layout_root_path(st->root, SVC_F_INDEX_BUILD, NULL), *line = NULL;
+    size_t n;
+    bool ok = svc_file_read(p, &line, &n, NULL) == 0 && sscanf(line, "%zu %zu", done, total) == 2;
     free(p);
-    char line[48] = "";
-    ssize_t n = fd >= 0 ? pread(fd, line, sizeof line - 1, 0) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return -1;
-    line[n] = '\0';
-    return sscanf(line, "%zu %zu", done, total) == 2 && *total > 0 ? 0 : -1;
+    free(line);
+    return ok && *total > 0 ? 0 : -1;
 }
 
 /* Wait for the build lock fd to be let go (shared): 0, or -1 after BUILD_WAIT_S when brief. */

@@ -188,8 +188,7 @@ bool svc_listdb_current(const char *path)
 
 int svc_listdb_read_begin(void)
 {
-    sqlite3_stmt *st = L->h.db && !L->reading ? svc_hostdb_stmt(&L->h, "BEGIN") : NULL;
-    L->reading = st && sqlite3_step(st) == SQLITE_DONE;
+    L->reading = !L->reading && svc_hostdb_run(&L->h, "BEGIN", "") == 0;
     return L->reading ? 0 : -1;
 }
 
@@ -217,13 +216,12 @@ int svc_listdb_begin(void)
 {
     svc_listdb_read_end();
     L->seq = 0;
-    if (!L->h.db || svc_hostdb_exec(&L->h, "BEGIN IMMEDIATE") != 0)
+    if (svc_hostdb_exec(&L->h, "BEGIN IMMEDIATE") != 0)
         return -1;
-    if (unseal() != 0) {
-        svc_listdb_rollback();
-        return -1;
-    }
-    return 0;
+    if (unseal() == 0)
+        return 0;
+    svc_listdb_rollback();
+    return -1;
 }
 
 int svc_listdb_seal(const char *path)
@@ -246,7 +244,7 @@ int svc_listdb_seal(const char *path)
 int svc_listdb_commit(void)
 {
     L->seq = 0;
-    return L->h.db && svc_hostdb_exec(&L->h, "COMMIT") == 0 ? 0 : -1;
+    return svc_hostdb_exec(&L->h, "COMMIT");
 }
 
 void svc_listdb_rollback(void)
@@ -259,12 +257,21 @@ void svc_listdb_rollback(void)
 
 int svc_listdb_pos_get(struct svc_listdb_pos *p)
 {
-    char *gen = svc_hostdb_meta(&L->h, "gen");
-    snprintf(p->gen, sizeof p->gen, "%s", gen ? gen : "");
-    free(gen);
-    p->ino = (uint64_t)meta_int("ino");
-    p->offset = meta_int("offset");
-    p->root_mtime = meta_int("root_mtime");
+    sqlite3_stmt *st;
+    memset(p, 0, sizeof p[0]);
+    p->offset = -1;
+    if (svc_hostdb_step(&L->h, &st,
+                        "SELECT (SELECT v FROM meta WHERE k = 'gen'), (SELECT v FROM meta WHERE k ="
+                        " 'ino'), coalesce((SELECT v FROM meta WHERE k = 'offset'), -1), (SELECT v"
+                        " FROM meta WHERE k = 'root_mtime')",
+                        "") == SQLITE_ROW) {
+        const char *gen = (const char *)sqlite3_column_text(st, 0);
+        snprintf(p->gen, sizeof p->gen, "%s", gen ? gen : "");
+        p->ino = (uint64_t)sqlite3_column_int64(st, 1);
+        p->offset = sqlite3_column_int64(st, 2);
+        p->root_mtime = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
     return p->offset < 0 ? -1 : 0;
 }
 
@@ -613,8 +620,7 @@ int svc_listdb_page(const struct svc_list_page *p, struct svc_list_row **rows, i
         v[k].summary = svc_json_new_raw_len((const char *)sqlite3_column_text(st, 1),
                                             (size_t)sqlite3_column_bytes(st, 1));
         const char *status = (const char *)sqlite3_column_text(st, 2);
-        size_t sl = status ? strnlen(status, sizeof v[k].status - 1) : 0;
-        memcpy(v[k].status, status ? status : "", sl); /* calloc'd: NUL-terminated */
+        strncpy(v[k].status, status ? status : "", sizeof v[k].status - 1); /* calloc'd */
         v[k].msgs = sqlite3_column_int64(st, 3);
         v[k].updated = sqlite3_column_double(st, 4);
         k++;
@@ -652,7 +658,7 @@ int svc_listdb_rows(svc_journal_emit_fn *fn, void *ctx)
 
 int svc_listdb_optimize(void)
 {
-    return L->h.db && svc_hostdb_exec(&L->h, "INSERT INTO t(t) VALUES ('optimize')") == 0 ? 0 : -1;
+    return svc_hostdb_exec(&L->h, "INSERT INTO t(t) VALUES ('optimize')");
 }
 
 int svc_listdb_each(struct svc_list_mark *mark, svc_index_each_fn *fn, void *ctx)

@@ -47,9 +47,7 @@ int svc_session_open(const struct svc_config *cfg, const char *sid, struct svc_s
     *s = (struct svc_sess)SVC_SESS_INIT;
     if (!cfg->sessions.enabled)
         return svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    if (svc_sess_open(cfg, sid, s, err) != 0)
-        return -1;
-    return check_session(sid, s, repair, err);
+    return svc_sess_open(cfg, sid, s, err) != 0 ? -1 : check_session(sid, s, repair, err);
 }
 
 bool svc_session_status_valid(const char *s)
@@ -695,10 +693,9 @@ int svc_session_set_archived(const struct svc_config *cfg, const char *sid, bool
     *out = NULL;
     if (update_sidecar(cfg, sid, mutate_archived, &archived, NULL, err) != 0)
         return -1;
-    json_object *res = json_object_new_object();
-    svc_json_set_bool(res, "archived", archived);
-    svc_json_set_str(res, "session_id", sid);
-    *out = res;
+    *out = json_object_new_object();
+    svc_json_set_bool(*out, "archived", archived);
+    svc_json_set_str(*out, "session_id", sid);
     return 0;
 }
 
@@ -740,11 +737,10 @@ int svc_session_tokens(const struct svc_config *cfg, const char *sid, json_objec
     json_object *sum = NULL;
     if (svc_session_get(cfg, sid, &sum, err) != 0)
         return -1;
-    json_object *res = json_object_new_object();
-    svc_json_set_str(res, "session_id", sid);
-    svc_json_merge(res, svc_json_obj(sum, "token_state"));
+    *out = json_object_new_object();
+    svc_json_set_str(*out, "session_id", sid);
+    svc_json_merge(*out, svc_json_obj(sum, "token_state"));
     json_object_put(sum);
-    *out = res;
     return 0;
 }
 

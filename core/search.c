@@ -509,11 +509,9 @@ static int memo_load(void)
         return 0;
     memo_clear();
     S.mark = (struct svc_list_mark){0};
-    sqlite3_stmt *st = svc_hostdb_stmt(&S.h, "SELECT sid, updated, nmsgs FROM docs");
-    if (!st)
-        return -1;
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(&S.h, &st, "SELECT sid, updated, nmsgs FROM docs", "");
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st))
         memo_put((const char *)sqlite3_column_text(st, 0), sqlite3_column_double(st, 1),
                  sqlite3_column_int64(st, 2));
     sqlite3_reset(st);
@@ -1059,8 +1057,7 @@ static bool session_there(const struct svc_store *store, const char *sid, char *
         return *was;
     free(*last);
     *last = svc_xstrdup(sid);
-    *was = svc_store_session_exists(store, sid);
-    return *was;
+    return *was = svc_store_session_exists(store, sid);
 }
 
 /* The rowid of the n-th newest match of match (and role), 0 when fewer match; -1 on error. */
@@ -1156,18 +1153,14 @@ int svc_search(const struct svc_config *cfg, const struct svc_search_query *q, j
 {
     *out = NULL;
     int64_t offset = 0;
-    if (check_query(q, &offset, err) != 0)
-        return -1;
-    char *match = match_of(q->q, err);
+    char *match = check_query(q, &offset, err) == 0 ? match_of(q->q, err) : NULL;
     if (!match)
         return -1;
-    int rc = -1;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    if (!cfg->sessions.enabled)
-        svc_err_set(err, SVC_E_SESSIONS_DISABLED, "sessions are disabled on this server");
-    else
-        rc = search_ready(cfg, 0, &st, match, q, offset, out, err);
+    int rc = cfg->sessions.enabled ? search_ready(cfg, 0, &st, match, q, offset, out, err)
+                                   : svc_err_set(err, SVC_E_SESSIONS_DISABLED,
+                                                 "sessions are disabled on this server");
     if (!S.path)
         db_close(); /* a temporary index serves one request */
     free(match);
