@@ -167,11 +167,11 @@ static const char *const cache_modes[] = {"auto", "off", NULL};
 static const char *const conv_managers[] = {"sliding_window", "summarizing", NULL};
 static const char *const shared_modes[] = {"auto", "on", "off", NULL};
 
-_Static_assert(sizeof(enum svc_session_provider) == sizeof(int), "enum is int-sized");
-_Static_assert(sizeof(enum svc_model_provider) == sizeof(int), "enum is int-sized");
-_Static_assert(sizeof(enum svc_cache_mode) == sizeof(int), "enum is int-sized");
-_Static_assert(sizeof(enum svc_conv_manager) == sizeof(int), "enum is int-sized");
-_Static_assert(sizeof(enum svc_shared_mode) == sizeof(int), "enum is int-sized");
+#define INT_SIZED(e) (sizeof(enum e) == sizeof(int))
+_Static_assert(INT_SIZED(svc_session_provider) && INT_SIZED(svc_model_provider) &&
+                   INT_SIZED(svc_cache_mode) && INT_SIZED(svc_conv_manager) &&
+                   INT_SIZED(svc_shared_mode) && INT_SIZED(svc_role),
+               "CT_ENUM stores an int");
 
 #define OFF(f) offsetof(struct svc_config, f)
 #define C(f) #f, OFF(f) /* a row's name is its field */
@@ -328,7 +328,6 @@ static const struct cfg_row mcp_rows[] = {
 #undef M
 
 static const char *const user_roles[] = {"user", "admin", NULL};
-_Static_assert(sizeof(enum svc_role) == sizeof(int), "enum is int-sized");
 
 static const char *check_sha256(const char *s)
 {
