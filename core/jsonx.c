@@ -418,28 +418,6 @@ static json_object *big_unmark(json_object *o)
     return n;
 }
 
-static void big_restore(json_object *o)
-{
-    if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++) {
-            json_object *v = json_object_array_get_idx(o, i), *n = big_unmark(v);
-            if (n)
-                json_object_array_put_idx(o, i, n);
-            else
-                big_restore(v);
-        }
-    } else if (json_object_is_type(o, json_type_object)) {
-        json_object_object_foreach(o, key, v)
-        {
-            json_object *n = big_unmark(v);
-            if (n)
-                json_object_object_add(o, key, n); /* replaces in place */
-            else
-                big_restore(v);
-        }
-    }
-}
-
 static size_t ws_end(const char *buf, size_t len, size_t i)
 {
     while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'))
@@ -487,6 +465,31 @@ static int parse_plain(const char *buf, size_t len, json_object **out, struct sv
     return 0;
 }
 
+/* What replaces o in a parsed tree (new reference), or NULL: with bigs a string marked as a
+ * big integer becomes its number; with py a float is written as Python would, in place. */
+static json_object *fix_up(json_object *o, bool bigs, bool py)
+{
+    json_object *n = bigs ? big_unmark(o) : NULL;
+    const char *text =
+        json_object_is_type(o, json_type_double) ? json_object_get_userdata(o) : NULL;
+    if (n)
+        return n;
+    if (py && text && strpbrk(text, ".eE")) { /* a float; a big integer stays as it is */
+        json_object_set_double(o, json_object_get_double(o));
+    } else if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            if ((n = fix_up(json_object_array_get_idx(o, i), bigs, py)))
+                json_object_array_put_idx(o, i, n);
+    } else if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, key, v)
+        {
+            if ((n = fix_up(v, bigs, py)))
+                json_object_object_add(o, key, n); /* replaces in place */
+        }
+    }
+    return NULL;
+}
+
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
 {
     *out = NULL;
@@ -502,40 +505,19 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
         rc = parse_plain(q.data, q.len, out, err);
     }
     svc_buf_free(&q);
-    if (rc == 0 && bigs) {
-        json_object *n = big_unmark(*out);
-        if (n) {
-            json_object_put(*out);
-            *out = n;
-        }
-        big_restore(*out);
+    json_object *n = rc == 0 && bigs ? fix_up(*out, true, false) : NULL;
+    if (n) {
+        json_object_put(*out);
+        *out = n;
     }
     return rc;
-}
-
-static void python_floats(json_object *o)
-{
-    const char *text =
-        json_object_is_type(o, json_type_double) ? json_object_get_userdata(o) : NULL;
-    if (text && strpbrk(text, ".eE")) /* a float; an integer beyond 64 bits stays as it is */
-        json_object_set_double(o, json_object_get_double(o));
-    else if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++)
-            python_floats(json_object_array_get_idx(o, i));
-    } else if (json_object_is_type(o, json_type_object)) {
-        json_object_object_foreach(o, key, v)
-        {
-            (void)key;
-            python_floats(v);
-        }
-    }
 }
 
 int svc_json_parse_python(const char *buf, size_t len, json_object **out, struct svc_err *err)
 {
     if (svc_json_parse(buf, len, out, err) != 0)
         return -1;
-    python_floats(*out);
+    fix_up(*out, false, true); /* replaces nothing: no bigs */
     return 0;
 }
 
