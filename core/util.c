@@ -132,12 +132,8 @@ char *svc_time_now_iso(char *buf)
 char *svc_time_format_iso(double epoch, char *buf)
 {
     time_t sec = (time_t)epoch;
-    long usec = (long)((epoch - (double)sec) * 1e6 + 0.5);
-    if (usec >= 1000000) {
-        sec++;
-        usec -= 1000000;
-    }
-    return time_format(sec, usec, buf);
+    long usec = (long)((epoch - (double)sec) * 1e6 + 0.5); /* 1000000: the next second */
+    return time_format(sec + (usec >= 1000000), usec, buf);
 }
 
 int svc_time_parse_iso(const char *s, double *epoch)
