@@ -160,48 +160,44 @@ static void dump_str(struct svc_buf *b, json_object *o, int level, bool pretty)
     dump_string(b, s, len);
 }
 
-static void dump_array(struct svc_buf *b, json_object *o, int level, bool pretty)
+/* Member i of a container: a comma after the first, an indent when pretty, "key": for an
+ * object's. */
+static void dump_member(struct svc_buf *b, const char *key, json_object *v, size_t i, int level,
+                        bool pretty)
 {
-    size_t n = json_object_array_length(o);
-    if (n == 0) {
-        puts_(b, "[]");
-        return;
-    }
-    put(b, "[", 1);
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            put(b, ",", 1);
-        if (pretty)
-            dump_indent(b, level + 1);
-        dump_value(b, json_object_array_get_idx(o, i), level + 1, pretty);
-    }
+    if (i)
+        put(b, ",", 1);
     if (pretty)
-        dump_indent(b, level);
-    put(b, "]", 1);
-}
-
-static void dump_object(struct svc_buf *b, json_object *o, int level, bool pretty)
-{
-    if (json_object_object_length(o) == 0) {
-        puts_(b, "{}");
-        return;
-    }
-    put(b, "{", 1);
-    bool first = true;
-    json_object_object_foreach(o, key, val)
-    {
-        if (!first)
-            put(b, ",", 1);
-        first = false;
-        if (pretty)
-            dump_indent(b, level + 1);
+        dump_indent(b, level + 1);
+    if (key) {
         dump_string(b, key, strlen(key));
         puts_(b, pretty ? ": " : ":");
-        dump_value(b, val, level + 1, pretty);
+    }
+    dump_value(b, v, level + 1, pretty);
+}
+
+/* An array or an object: "[]" or "{}" when empty, else its members (one a line when pretty). */
+static void dump_container(struct svc_buf *b, json_object *o, int level, bool pretty)
+{
+    bool arr = json_object_is_type(o, json_type_array);
+    size_t n = arr ? json_object_array_length(o) : (size_t)json_object_object_length(o), i = 0;
+    if (n == 0) {
+        puts_(b, arr ? "[]" : "{}");
+        return;
+    }
+    put(b, arr ? "[" : "{", 1);
+    if (arr) {
+        for (; i < n; i++)
+            dump_member(b, NULL, json_object_array_get_idx(o, i), i, level, pretty);
+    } else {
+        json_object_object_foreach(o, key, val)
+        {
+            dump_member(b, key, val, i++, level, pretty);
+        }
     }
     if (pretty)
         dump_indent(b, level);
-    put(b, "}", 1);
+    put(b, arr ? "]" : "}", 1);
 }
 
 static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty)
@@ -223,10 +219,8 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
         dump_str(b, o, level, pretty);
         break;
     case json_type_array:
-        dump_array(b, o, level, pretty);
-        break;
     case json_type_object:
-        dump_object(b, o, level, pretty);
+        dump_container(b, o, level, pretty);
         break;
     }
 }
