@@ -281,10 +281,8 @@ char *svc_path_expand(const char *path)
             hl--; /* "/" is "": "~/x" is "/x", not "//x" */
         if (hl == 0 && path[1] == '\0')
             return svc_xstrdup("/");
-        size_t n = hl + strlen(path + 1) + 1;
-        char *out = svc_xmalloc(n);
-        memcpy(out, home, hl);
-        strcpy(out + hl, path + 1);
+        char *out;
+        svc_xasprintf(&out, "%.*s%s", (int)hl, home, path + 1);
         return out;
     }
     return svc_xstrdup(path);
