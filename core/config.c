@@ -167,11 +167,11 @@ static const char *const cache_modes[] = {"auto", "off", NULL};
 static const char *const conv_managers[] = {"sliding_window", "summarizing", NULL};
 static const char *const shared_modes[] = {"auto", "on", "off", NULL};
 
-_Static_assert(sizeof(enum svc_session_provider) == sizeof(int), "enum is int-sized");
-_Static_assert(sizeof(enum svc_model_provider) == sizeof(int), "enum is int-sized");
-_Static_assert(sizeof(enum svc_cache_mode) == sizeof(int), "enum is int-sized");
-_Static_assert(sizeof(enum svc_conv_manager) == sizeof(int), "enum is int-sized");
-_Static_assert(sizeof(enum svc_shared_mode) == sizeof(int), "enum is int-sized");
+#define INT_SIZED(e) (sizeof(enum e) == sizeof(int))
+_Static_assert(INT_SIZED(svc_session_provider) && INT_SIZED(svc_model_provider) &&
+                   INT_SIZED(svc_cache_mode) && INT_SIZED(svc_conv_manager) &&
+                   INT_SIZED(svc_shared_mode) && INT_SIZED(svc_role),
+               "CT_ENUM stores an int");
 
 #define OFF(f) offsetof(struct svc_config, f)
 #define C(f) #f, OFF(f) /* a row's name is its field */
@@ -328,7 +328,6 @@ static const struct cfg_row mcp_rows[] = {
 #undef M
 
 static const char *const user_roles[] = {"user", "admin", NULL};
-_Static_assert(sizeof(enum svc_role) == sizeof(int), "enum is int-sized");
 
 static const char *check_sha256(const char *s)
 {
@@ -349,9 +348,7 @@ static const char *check_user(const void *item)
 {
     const struct svc_user_conf *u = item;
     bool env = u->token_env && *u->token_env, sha = u->token_sha256 && *u->token_sha256;
-    if (env == sha)
-        return "give exactly one of token_env and token_sha256";
-    return NULL;
+    return env == sha ? "give exactly one of token_env and token_sha256" : NULL;
 }
 
 #define U(f) #f, offsetof(struct svc_user_conf, f)
@@ -457,17 +454,12 @@ struct cfg_load {
 
 static bool parse_int64(const char *s, int64_t *out)
 {
-    const char *p = s;
-    if (*p == '+' || *p == '-')
-        p++;
+    const char *p = s + (*s == '+' || *s == '-');
     if (!isdigit((unsigned char)*p) || strspn(p, "0123456789") != strlen(p))
         return false;
     errno = 0;
-    long long v = strtoll(s, NULL, 10);
-    if (errno == ERANGE)
-        return false;
-    *out = v;
-    return true;
+    *out = strtoll(s, NULL, 10);
+    return errno != ERANGE; /* *out is the caller's only when true */
 }
 
 static bool parse_double(const char *s, double *out)
@@ -477,11 +469,8 @@ static bool parse_double(const char *s, double *out)
         return false;
     char *end;
     errno = 0;
-    double d = strtod(s, &end);
-    if (*end || errno == ERANGE || !isfinite(d))
-        return false;
-    *out = d;
-    return true;
+    *out = strtod(s, &end);
+    return !*end && errno != ERANGE && isfinite(*out);
 }
 
 static int parse_bool(const char *s)

@@ -198,12 +198,9 @@ void svc_dirwatch_poll(void)
 
 int64_t svc_dirwatch_unchanged(const char *key, const struct stat *dir)
 {
-    if (dw.fd < 0)
-        return 0;
-    const struct watch *w = find(key, false);
-    if (!w || w->wd < 0 || !w->unchanged || w->dev != dir->st_dev || w->ino != dir->st_ino)
-        return 0;
-    return w->gen;
+    const struct watch *w = dw.fd >= 0 ? find(key, false) : NULL;
+    bool same = w && w->wd >= 0 && w->unchanged && w->dev == dir->st_dev && w->ino == dir->st_ino;
+    return same ? w->gen : 0;
 }
 
 /* The kernel's watch of the inode open as dirfd, whatever its path names now (a directory

@@ -111,11 +111,8 @@ int svc_err_errno(struct svc_err *err, const char *what)
 
 void svc_err_clear(struct svc_err *err)
 {
-    if (err) {
-        err->code = SVC_OK;
-        err->param[0] = '\0';
-        err->message[0] = '\0';
-    }
+    if (err)
+        *err = (struct svc_err){SVC_OK, "", ""};
 }
 
 /* The row of code; an unknown code reads as SVC_E_INTERNAL (every row is filled). */

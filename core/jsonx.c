@@ -160,48 +160,44 @@ static void dump_str(struct svc_buf *b, json_object *o, int level, bool pretty)
     dump_string(b, s, len);
 }
 
-static void dump_array(struct svc_buf *b, json_object *o, int level, bool pretty)
+/* Member i of a container: a comma after the first, an indent when pretty, "key": for an
+ * object's. */
+static void dump_member(struct svc_buf *b, const char *key, json_object *v, size_t i, int level,
+                        bool pretty)
 {
-    size_t n = json_object_array_length(o);
-    if (n == 0) {
-        puts_(b, "[]");
-        return;
-    }
-    put(b, "[", 1);
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            put(b, ",", 1);
-        if (pretty)
-            dump_indent(b, level + 1);
-        dump_value(b, json_object_array_get_idx(o, i), level + 1, pretty);
-    }
+    if (i)
+        put(b, ",", 1);
     if (pretty)
-        dump_indent(b, level);
-    put(b, "]", 1);
-}
-
-static void dump_object(struct svc_buf *b, json_object *o, int level, bool pretty)
-{
-    if (json_object_object_length(o) == 0) {
-        puts_(b, "{}");
-        return;
-    }
-    put(b, "{", 1);
-    bool first = true;
-    json_object_object_foreach(o, key, val)
-    {
-        if (!first)
-            put(b, ",", 1);
-        first = false;
-        if (pretty)
-            dump_indent(b, level + 1);
+        dump_indent(b, level + 1);
+    if (key) {
         dump_string(b, key, strlen(key));
         puts_(b, pretty ? ": " : ":");
-        dump_value(b, val, level + 1, pretty);
+    }
+    dump_value(b, v, level + 1, pretty);
+}
+
+/* An array or an object: "[]" or "{}" when empty, else its members (one a line when pretty). */
+static void dump_container(struct svc_buf *b, json_object *o, int level, bool pretty)
+{
+    bool arr = json_object_is_type(o, json_type_array);
+    size_t n = arr ? json_object_array_length(o) : (size_t)json_object_object_length(o), i = 0;
+    if (n == 0) {
+        puts_(b, arr ? "[]" : "{}");
+        return;
+    }
+    put(b, arr ? "[" : "{", 1);
+    if (arr) {
+        for (; i < n; i++)
+            dump_member(b, NULL, json_object_array_get_idx(o, i), i, level, pretty);
+    } else {
+        json_object_object_foreach(o, key, val)
+        {
+            dump_member(b, key, val, i++, level, pretty);
+        }
     }
     if (pretty)
         dump_indent(b, level);
-    put(b, "}", 1);
+    put(b, arr ? "]" : "}", 1);
 }
 
 static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty)
@@ -223,10 +219,8 @@ static void dump_value(struct svc_buf *b, json_object *o, int level, bool pretty
         dump_str(b, o, level, pretty);
         break;
     case json_type_array:
-        dump_array(b, o, level, pretty);
-        break;
     case json_type_object:
-        dump_object(b, o, level, pretty);
+        dump_container(b, o, level, pretty);
         break;
     }
 }
@@ -418,28 +412,6 @@ static json_object *big_unmark(json_object *o)
     return n;
 }
 
-static void big_restore(json_object *o)
-{
-    if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++) {
-            json_object *v = json_object_array_get_idx(o, i), *n = big_unmark(v);
-            if (n)
-                json_object_array_put_idx(o, i, n);
-            else
-                big_restore(v);
-        }
-    } else if (json_object_is_type(o, json_type_object)) {
-        json_object_object_foreach(o, key, v)
-        {
-            json_object *n = big_unmark(v);
-            if (n)
-                json_object_object_add(o, key, n); /* replaces in place */
-            else
-                big_restore(v);
-        }
-    }
-}
-
 static size_t ws_end(const char *buf, size_t len, size_t i)
 {
     while (i < len && (buf[i] == ' ' || buf[i] == '\n' || buf[i] == '\r' || buf[i] == '\t'))
@@ -487,6 +459,31 @@ static int parse_plain(const char *buf, size_t len, json_object **out, struct sv
     return 0;
 }
 
+/* What replaces o in a parsed tree (new reference), or NULL: with bigs a string marked as a
+ * big integer becomes its number; with py a float is written as Python would, in place. */
+static json_object *fix_up(json_object *o, bool bigs, bool py)
+{
+    json_object *n = bigs ? big_unmark(o) : NULL;
+    const char *text =
+        json_object_is_type(o, json_type_double) ? json_object_get_userdata(o) : NULL;
+    if (n)
+        return n;
+    if (py && text && strpbrk(text, ".eE")) { /* a float; a big integer stays as it is */
+        json_object_set_double(o, json_object_get_double(o));
+    } else if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            if ((n = fix_up(json_object_array_get_idx(o, i), bigs, py)))
+                json_object_array_put_idx(o, i, n);
+    } else if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, key, v)
+        {
+            if ((n = fix_up(v, bigs, py)))
+                json_object_object_add(o, key, n); /* replaces in place */
+        }
+    }
+    return NULL;
+}
+
 int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_err *err)
 {
     *out = NULL;
@@ -502,40 +499,19 @@ int svc_json_parse(const char *buf, size_t len, json_object **out, struct svc_er
         rc = parse_plain(q.data, q.len, out, err);
     }
     svc_buf_free(&q);
-    if (rc == 0 && bigs) {
-        json_object *n = big_unmark(*out);
-        if (n) {
-            json_object_put(*out);
-            *out = n;
-        }
-        big_restore(*out);
+    json_object *n = rc == 0 && bigs ? fix_up(*out, true, false) : NULL;
+    if (n) {
+        json_object_put(*out);
+        *out = n;
     }
     return rc;
-}
-
-static void python_floats(json_object *o)
-{
-    const char *text =
-        json_object_is_type(o, json_type_double) ? json_object_get_userdata(o) : NULL;
-    if (text && strpbrk(text, ".eE")) /* a float; an integer beyond 64 bits stays as it is */
-        json_object_set_double(o, json_object_get_double(o));
-    else if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++)
-            python_floats(json_object_array_get_idx(o, i));
-    } else if (json_object_is_type(o, json_type_object)) {
-        json_object_object_foreach(o, key, v)
-        {
-            (void)key;
-            python_floats(v);
-        }
-    }
 }
 
 int svc_json_parse_python(const char *buf, size_t len, json_object **out, struct svc_err *err)
 {
     if (svc_json_parse(buf, len, out, err) != 0)
         return -1;
-    python_floats(*out);
+    fix_up(*out, false, true); /* replaces nothing: no bigs */
     return 0;
 }
 

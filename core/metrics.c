@@ -156,9 +156,12 @@ static void hist_render(struct svc_buf *b, const char *name, const char *help, c
 
 static void http_render(struct svc_buf *b, svc_metrics_route_fn route)
 {
+    char labels[SVC_METRICS_ROUTES][256]; /* each route's `method="GET",route="/x",` */
     head(b, "svc_http_requests_total", "counter", "HTTP requests answered, by route and status.");
     for (int i = 0; i < SVC_METRICS_ROUTES; i++) {
         const char *method = "", *pattern = route(i, &method);
+        snprintf(labels[i], sizeof labels[i], "method=\"%s\",route=\"%s\",", pattern ? method : "",
+                 pattern ? pattern : "none");
         for (size_t s = 0; s < NSTATUS; s++) {
             uint64_t n = atomic_load_explicit(&m->http[i][s], memory_order_relaxed);
             if (n == 0)
@@ -166,21 +169,14 @@ static void http_render(struct svc_buf *b, svc_metrics_route_fn route)
             char st[8] = "other";
             if (s + 1 < NSTATUS)
                 snprintf(st, sizeof st, "%d", statuses[s]);
-            svc_buf_printf(
-                b, "svc_http_requests_total{method=\"%s\",route=\"%s\",status=\"%s\"} %llu\n",
-                pattern ? method : "", pattern ? pattern : "none", st, (unsigned long long)n);
+            svc_buf_printf(b, "svc_http_requests_total{%sstatus=\"%s\"} %llu\n", labels[i], st,
+                           (unsigned long long)n);
         }
     }
     head(b, "svc_http_request_duration_seconds", "histogram", "HTTP request durations by route.");
-    for (int i = 0; i < SVC_METRICS_ROUTES; i++) {
-        if (atomic_load(&m->http_dur[i].count) == 0)
-            continue;
-        const char *method = "", *pattern = route(i, &method);
-        char labels[256];
-        snprintf(labels, sizeof labels, "method=\"%s\",route=\"%s\",", pattern ? method : "",
-                 pattern ? pattern : "none");
-        hist_render(b, "svc_http_request_duration_seconds", NULL, labels, &m->http_dur[i]);
-    }
+    for (int i = 0; i < SVC_METRICS_ROUTES; i++)
+        if (atomic_load(&m->http_dur[i].count) != 0)
+            hist_render(b, "svc_http_request_duration_seconds", NULL, labels[i], &m->http_dur[i]);
 }
 
 static void runs_render(struct svc_buf *b)

@@ -132,12 +132,8 @@ char *svc_time_now_iso(char *buf)
 char *svc_time_format_iso(double epoch, char *buf)
 {
     time_t sec = (time_t)epoch;
-    long usec = (long)((epoch - (double)sec) * 1e6 + 0.5);
-    if (usec >= 1000000) {
-        sec++;
-        usec -= 1000000;
-    }
-    return time_format(sec, usec, buf);
+    long usec = (long)((epoch - (double)sec) * 1e6 + 0.5); /* 1000000: the next second */
+    return time_format(sec + (usec >= 1000000), usec, buf);
 }
 
 int svc_time_parse_iso(const char *s, double *epoch)
@@ -285,10 +281,8 @@ char *svc_path_expand(const char *path)
             hl--; /* "/" is "": "~/x" is "/x", not "//x" */
         if (hl == 0 && path[1] == '\0')
             return svc_xstrdup("/");
-        size_t n = hl + strlen(path + 1) + 1;
-        char *out = svc_xmalloc(n);
-        memcpy(out, home, hl);
-        strcpy(out + hl, path + 1);
+        char *out;
+        svc_xasprintf(&out, "%.*s%s", (int)hl, home, path + 1);
         return out;
     }
     return svc_xstrdup(path);
