@@ -186,6 +186,8 @@ $r = export(status => ['idle'], updated_after => '2999-01-01T00:00:00Z');
 is $r->{json}{session_count}, 0, 'updated_after in the future: none';
 $r = export(updated_before => '2999-01-01T00:00:00Z');
 is $r->{json}{session_count}, 3, 'updated_before in the future: all unarchived';
+$r = export(session_ids => undef);
+is $r->{json}{session_count}, 3, 'session_ids null: as absent (the worker once aborted on it)';
 my $before = listing("$home/exp");
 $r = export(session_ids => ['alpha', 'nope-1', 'nope-2']);
 is $r->{status}, 404, 'unknown named session: 404';
