@@ -533,7 +533,7 @@ static void conn_stop(struct svc_mcp_conn *c)
     conn_forget(c);
 }
 
-/* Record why the server cannot be used; 0 */
+/* Record why the server cannot be used: -1. */
 static int conn_fail(struct svc_mcp_conn *c, const struct svc_err *err)
 {
     snprintf(c->last_error, sizeof c->last_error, "%s", err->message);
@@ -806,11 +806,8 @@ void svc_mcp_remote_close(struct svc_mcp_conn *c)
 
 int svc_mcp_list(struct svc_mcp_conn *c, json_object **tools, struct svc_err *err)
 {
-    *tools = NULL;
-    if (conn_ready(c, err) != 0)
-        return -1;
-    *tools = c->tools;
-    return 0;
+    *tools = conn_ready(c, err) == 0 ? c->tools : NULL; /* ready: listed */
+    return *tools ? 0 : -1;
 }
 
 void svc_mcp_call(struct svc_mcp_conn *c, const char *tool, json_object *args,
