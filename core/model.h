@@ -55,7 +55,7 @@ struct svc_model_reply {
     json_object *logprobs;  /* chat's logprobs.content entries when asked for, or NULL */
     char finish_reason[16]; /* "stop", "tool_calls", "length" */
     int64_t latency_ms;
-    size_t streamed; /* characters given to on_delta (a failed call's usage estimate) */
+    size_t streamed; /* characters streamed (a failed call's usage estimate) */
 };
 
 int svc_model_invoke(const struct svc_model_call *call, struct svc_model_reply *out,

@@ -42,7 +42,7 @@ struct oa {
     const struct svc_model_call *call;
     CURL *h;
     const char *key;
-    bool delivered; /* a delta reached on_delta: no more retries */
+    bool delivered; /* a delta was delivered: no more retries */
     double last_data, last_idle, last_poll;
     /* per attempt */
     enum oa_mode mode;
