@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "parts.h"
 #include "tools.h"
 
 bool svc_ctools_named(json_object *tools, const char *name)
@@ -48,30 +49,6 @@ json_object *svc_ctools_pending(json_object *msg)
             json_object_array_add(out, json_object_get(tu));
     }
     return out;
-}
-
-/* One toolResult block. */
-static json_object *result_block(const char *id, const char *status, const char *text)
-{
-    json_object *tr = json_object_new_object();
-    svc_json_set_str(tr, "toolUseId", id);
-    svc_json_set_str(tr, "status", status);
-    json_object *items = json_object_new_array();
-    json_object *t = json_object_new_object();
-    svc_json_set_str(t, "text", text);
-    json_object_array_add(items, t);
-    svc_json_set(tr, "content", items);
-    json_object *blk = json_object_new_object();
-    svc_json_set(blk, "toolResult", tr);
-    return blk;
-}
-
-static json_object *user_message(json_object *content)
-{
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", "user");
-    svc_json_set(m, "content", content);
-    return m;
 }
 
 /* Each result answers a pending call, once: the results by call id (a hash: linear in the
@@ -122,11 +99,11 @@ int svc_ctools_answer(json_object *pending, json_object *results, json_object **
         if (r)
             json_object_array_add(names, json_object_new_string(svc_json_str(tu, "name", "")));
         json_object_array_add(content,
-                              r ? result_block(id, "success", svc_json_str(r, "output", ""))
-                                : result_block(id, "error", "No result was given."));
+                              r ? svc_parts_result(id, "success", svc_json_str(r, "output", ""))
+                                : svc_parts_result(id, "error", "No result was given."));
     }
     json_object_put(answered);
-    *out = user_message(content);
+    *out = svc_parts_message("user", content);
     return 0;
 }
 
@@ -167,7 +144,7 @@ json_object *svc_ctools_interrupted(json_object *pending)
     for (size_t k = 0; k < n; k++)
         json_object_array_add(
             content,
-            result_block(svc_json_str(json_object_array_get_idx(pending, k), "toolUseId", ""),
-                         "error", "Tool call was interrupted; no result is available."));
-    return user_message(content);
+            svc_parts_result(svc_json_str(json_object_array_get_idx(pending, k), "toolUseId", ""),
+                             "error", "Tool call was interrupted; no result is available."));
+    return svc_parts_message("user", content);
 }
