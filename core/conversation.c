@@ -144,15 +144,6 @@ static char *content_text(json_object *content, const char *p, struct svc_err *e
     return b.data ? svc_buf_steal(&b) : svc_xstrdup("");
 }
 
-static json_object *native(const char *role, json_object *blk)
-{
-    json_object *m = json_object_new_object(), *c = json_object_new_array();
-    svc_json_set_str(m, "role", role);
-    json_object_array_add(c, blk);
-    svc_json_set(m, "content", c);
-    return m;
-}
-
 /* A string field of item that must be there and not be empty. */
 static const char *need_str(json_object *item, const char *key, const char *p, struct svc_err *err)
 {
@@ -184,7 +175,7 @@ static json_object *message_native(json_object *item, const char *p, struct svc_
     if (!*text || !svc_utf8_valid(text, strlen(text)))
         svc_err_setp(err, SVC_E_INVALID_FIELD, cp, "'%s' must hold some text", cp);
     else
-        m = native(role, svc_responses_obj("text", text, NULL));
+        m = svc_parts_message(role, svc_parts_text(text));
     free(text);
     return m;
 }
@@ -210,19 +201,14 @@ static json_object *tool_block(json_object *item, bool call, const char *p, stru
         json_object_object_get_ex(item, "output", &v);
     if (!call && !(text = content_text(v, op, err)))
         return NULL;
-    json_object *b = svc_responses_obj("toolUseId", id, NULL), *blk = json_object_new_object();
-    if (call) {
-        svc_json_set_str(b, "name", name);
-        svc_json_set(b, "input", v);
-    } else {
-        json_object *items = json_object_new_array();
-        json_object_array_add(items, svc_responses_obj("text", text, NULL));
-        svc_json_set_str(b, "status", "success");
-        svc_json_set(b, "content", items);
+    if (!call) {
+        json_object *blk = svc_parts_result(id, "success", text);
         free(text);
+        return blk;
     }
-    svc_json_set(blk, call ? "toolUse" : "toolResult", b);
-    return blk;
+    json_object *b = svc_responses_obj("toolUseId", id, "name", name, NULL);
+    svc_json_set(b, "input", v);
+    return svc_parts_wrap("toolUse", b);
 }
 
 /* Add a tool block: to the previous message when it holds blocks of the same kind (calls
@@ -237,7 +223,7 @@ static void add_tool(json_object *out, json_object *blk, bool call)
         json_object_array_add(c, blk);
         return;
     }
-    json_object_array_add(out, native(call ? "assistant" : "user", blk));
+    json_object_array_add(out, svc_parts_message(call ? "assistant" : "user", blk));
 }
 
 int svc_conv_parse_item(json_object *item, const char *p, json_object *msgs, struct svc_err *err)
@@ -507,7 +493,7 @@ static int redact(struct svc_sess *s, json_object *rec, int64_t id, struct svc_e
 {
     json_object *m = svc_json_obj(rec, "message");
     svc_json_set(rec, "redact_message",
-                 native(svc_json_str(m, "role", "user"), svc_responses_obj("text", "", NULL)));
+                 svc_parts_message(svc_json_str(m, "role", "user"), svc_parts_text("")));
     char now[SVC_TIME_LEN];
     svc_json_set_str(rec, "updated_at", svc_time_now_iso(now));
     char *path = svc_sess_message_path(s, id, SVC_FROM_ABS);
