@@ -38,12 +38,9 @@ int h_conversations_create(struct http_req *r, struct svc_err *err)
     return bad ? -1 : send_obj(r, svc_json_str(o, "id", NULL), o);
 }
 
-/* Answer with the conversation object of a session the asker sees. */
-static int send_conv(struct http_req *r, const char *sid, struct svc_err *err)
+/* Answer with the conversation object of session summary sum (taken). */
+static int send_conv(struct http_req *r, const char *sid, json_object *sum)
 {
-    json_object *sum = NULL;
-    if (svc_session_get(r->cfg, sid, &sum, err) < 0)
-        return -1;
     json_object *o = svc_conv_object(sum);
     json_object_put(sum);
     return send_obj(r, sid, o);
@@ -51,7 +48,9 @@ static int send_conv(struct http_req *r, const char *sid, struct svc_err *err)
 
 int h_conversation_get(struct http_req *r, struct svc_err *err)
 {
-    return send_conv(r, http_param(r, "conversation_id"), err);
+    const char *sid = http_param(r, "conversation_id");
+    json_object *sum = NULL;
+    return svc_session_get(r->cfg, sid, &sum, err) < 0 ? -1 : send_conv(r, sid, sum);
 }
 
 int h_conversation_update(struct http_req *r, struct svc_err *err)
@@ -64,11 +63,7 @@ int h_conversation_update(struct http_req *r, struct svc_err *err)
     bool bad = http_field_obj(body, "metadata", NULL, true, &e.metadata, err) < 0 ||
                svc_session_edit(r->cfg, sid, &e, &sum, err) < 0;
     json_object_put(body);
-    if (bad)
-        return -1;
-    json_object *o = svc_conv_object(sum);
-    json_object_put(sum);
-    return send_obj(r, sid, o);
+    return bad ? -1 : send_conv(r, sid, sum);
 }
 
 int h_conversation_delete(struct http_req *r, struct svc_err *err)
@@ -139,9 +134,9 @@ int h_conversation_item(struct http_req *r, struct svc_err *err)
 int h_conversation_item_delete(struct http_req *r, struct svc_err *err)
 {
     const char *sid = http_param(r, "conversation_id");
-    json_object *item = NULL;
+    json_object *item = NULL, *sum = NULL;
     if (svc_conv_item(r->cfg, sid, http_param(r, "item_id"), true, &item, err) < 0)
         return -1;
     json_object_put(item);
-    return send_conv(r, sid, err);
+    return svc_session_get(r->cfg, sid, &sum, err) < 0 ? -1 : send_conv(r, sid, sum);
 }
