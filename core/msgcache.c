@@ -38,7 +38,7 @@ static unsigned bucket_of(dev_t dev, ino_t ino, int64_t id)
     return (unsigned)(h & (NBUCKETS - 1));
 }
 
-static bool same_time(struct timespec a, struct timespec b)
+bool svc_msgcache_ts_eq(struct timespec a, struct timespec b)
 {
     return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
@@ -69,8 +69,8 @@ bool svc_msgcache_begin(const char *sid, int dirfd, bool watch, struct svc_msgca
  * it, so every write to it is an event of this directory). */
 static bool same_file(const struct entry *e, const struct stat *st)
 {
-    return e->file == st->st_ino && e->size == st->st_size && same_time(e->mtime, st->st_mtim) &&
-           same_time(e->ctime, st->st_ctim);
+    return e->file == st->st_ino && e->size == st->st_size &&
+           svc_msgcache_ts_eq(e->mtime, st->st_mtim) && svc_msgcache_ts_eq(e->ctime, st->st_ctim);
 }
 
 bool svc_msgcache_get(const struct svc_msgcache_dir *d, int64_t id, const struct stat *st,

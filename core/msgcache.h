@@ -43,5 +43,6 @@ void svc_msgcache_clear(void);
 /* Bytes of row text held and entries (for tests and the bench). */
 size_t svc_msgcache_bytes(void);
 size_t svc_msgcache_entries(void);
+bool svc_msgcache_ts_eq(struct timespec a, struct timespec b); /* the store's marks use it too */
 
 #endif

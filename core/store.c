@@ -19,6 +19,7 @@
 #include "journal.h"
 #include "jsonx.h"
 #include "log.h"
+#include "msgcache.h"
 #include "util.h"
 #include "wincache.h"
 
@@ -71,16 +72,11 @@ bool svc_store_session_exists(const struct svc_store *st, const char *sid)
     return svc_store_session_mark(st, sid, &m) == 0; /* a symlink is refused */
 }
 
-static bool ts_same(struct timespec a, struct timespec b)
-{
-    return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
-}
-
 bool svc_store_mark_same(const struct svc_sess_mark *a, const struct svc_sess_mark *b)
 {
     return a->dir_ino == b->dir_ino && a->side_ino == b->side_ino && a->side_size == b->side_size &&
-           ts_same(a->dir_m, b->dir_m) && ts_same(a->dir_c, b->dir_c) &&
-           ts_same(a->side_m, b->side_m) && ts_same(a->side_c, b->side_c);
+           svc_msgcache_ts_eq(a->dir_m, b->dir_m) && svc_msgcache_ts_eq(a->dir_c, b->dir_c) &&
+           svc_msgcache_ts_eq(a->side_m, b->side_m) && svc_msgcache_ts_eq(a->side_c, b->side_c);
 }
 
 int svc_sess_open(const struct svc_config *cfg, const char *sid, struct svc_sess *s,
