@@ -36,6 +36,30 @@
 /* Sessions indexed per transaction while catching up (others may write in between). */
 #define BATCH 200
 
+/* What this process knows the index holds per session, to catch up without reading it. */
+struct memo {
+    char *sid;
+    double updated;
+    int64_t msgs;
+    uint64_t walk; /* the last walk of the listing that named it */
+};
+
+static struct {
+    struct svc_hostdb h;
+    char *path; /* NULL: a temporary index for one request (sessions.cache off) */
+    char *root, *agent;
+    struct memo *v; /* open addressing, cap a power of two */
+    size_t n, cap;
+    bool loaded;     /* the memo was read from the file */
+    char gen[17];    /* the file's generation then (svc search --rebuild makes a new one) */
+    int64_t version; /* PRAGMA data_version when the generation was last looked at */
+    struct svc_list_mark mark; /* the listing's (index.h) when the index last caught up with it */
+    uint64_t walk;             /* walks of the listing */
+    bool removed;              /* db_fail threw a damaged file away: worth one more try */
+    char *sees_sid; /* svc_sees's last answer in this query (a page: many rows of a session) */
+    bool sees;
+} S;
+
 /* ---- the tokenizer: unicode61's words, each folded like a title (fold.h) ---- */
 
 struct fold_tok {
@@ -125,8 +149,6 @@ static int count_hit(const Fts5ExtensionApi *api, Fts5Context *fts, void *p)
     return c->n >= DF_MAX ? SQLITE_DONE : SQLITE_OK; /* DONE: stop, no error */
 }
 
-static int64_t doc_max(void);
-
 /* A phrase's messages: counted to DF_MAX, then estimated from the sessions those took. */
 static double phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, int64_t rows,
                           int *rc)
@@ -136,7 +158,7 @@ static double phrase_hits(const Fts5ExtensionApi *api, Fts5Context *fts, int i, 
     if (c.n < DF_MAX)
         return (double)c.n;
     int64_t first = c.first >> MID_BITS, took = (c.last >> MID_BITS) - first + 1;
-    int64_t all = doc_max() - first + 1;
+    int64_t all = svc_hostdb_int(&S.h, "SELECT max(doc) FROM docs", 0) - first + 1;
     double est = all > took ? (double)c.n * (double)all / (double)took : (double)c.n;
     return est < (double)rows ? est : (double)rows;
 }
@@ -203,12 +225,6 @@ static void svcrank(const Fts5ExtensionApi *api, Fts5Context *fts, sqlite3_conte
     sqlite3_result_double(ctx, -(floor(score * 0x1p20 + 0.5) + doc / 0x1p22) / 0x1p20);
 }
 
-/* svc_sees's last answer in this query (a page holds many rows of one session). */
-static struct {
-    char *sid;
-    bool sees;
-} sees_memo;
-
 /* svc_sees(owner, sid): whether owner sees session sid, by its listed summary (SPEC 14). */
 static void sql_sees(sqlite3_context *ctx, int n, sqlite3_value **v)
 {
@@ -218,14 +234,14 @@ static void sql_sees(sqlite3_context *ctx, int n, sqlite3_value **v)
         sqlite3_result_int(ctx, 0);
         return;
     }
-    if (!sees_memo.sid || strcmp(sees_memo.sid, sid) != 0) {
+    if (!S.sees_sid || strcmp(S.sees_sid, sid) != 0) {
         json_object *sum = svc_index_summary(sid);
-        free(sees_memo.sid);
-        sees_memo.sid = svc_xstrdup(sid);
-        sees_memo.sees = sum && svc_user_sees(owner, sum);
+        free(S.sees_sid);
+        S.sees_sid = svc_xstrdup(sid);
+        S.sees = sum && svc_user_sees(owner, sum);
         json_object_put(sum);
     }
-    sqlite3_result_int(ctx, sees_memo.sees);
+    sqlite3_result_int(ctx, S.sees);
 }
 
 /* ---- the snippet: SNIP_WORDS words around the best cluster of matches, one tokenizing ---- */
@@ -367,36 +383,8 @@ static int register_fts5(sqlite3 *db)
 
 /* ---- the file: where it lives, its stamp, opening or rebuilding it ---- */
 
-/* What this process knows the index holds per session, to catch up without reading it. */
-struct memo {
-    char *sid;
-    double updated;
-    int64_t msgs;
-    uint64_t walk; /* the last walk of the listing that named it */
-};
-
-static struct {
-    struct svc_hostdb h;
-    char *path; /* NULL: a temporary index for one request (sessions.cache off) */
-    char *root, *agent;
-    struct memo *v; /* open addressing, cap a power of two */
-    size_t n, cap;
-    bool loaded;     /* the memo was read from the file */
-    char gen[17];    /* the file's generation then (svc search --rebuild makes a new one) */
-    int64_t version; /* PRAGMA data_version when the generation was last looked at */
-    struct svc_list_mark mark; /* the listing's (index.h) when the index last caught up with it */
-    uint64_t walk;             /* walks of the listing */
-    bool removed;              /* db_fail threw a damaged file away: worth one more try */
-} S;
-
 static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
                        int64_t from);
-
-/* The largest session number indexed (0 when none). */
-static int64_t doc_max(void)
-{
-    return svc_hostdb_int(&S.h, "SELECT max(doc) FROM docs", 0);
-}
 
 #define TABLES                                                                                     \
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"                                 \
@@ -1102,8 +1090,8 @@ static int run_query(const struct svc_store *store, const char *match,
                      struct svc_err *err)
 {
     sqlite3_stmt *st;
-    free(sees_memo.sid); /* one owner a query */
-    sees_memo.sid = NULL;
+    free(S.sees_sid); /* one owner a query */
+    S.sees_sid = NULL;
     int rc = page_stmt(match, q, offset, &st);
     json_object *results = json_object_new_array();
     int64_t got = 0; /* rows consumed */

@@ -325,7 +325,7 @@ int svc_mkdirs_durable(const char *path, mode_t mode, bool durable, struct svc_e
             char c = *p;
             *p = '\0';
             if (mkdir(tmp, mode) == 0) {
-                if (durable && svc_fsync_parent(tmp) != 0) {
+                if (durable && strchr(tmp, '/') && svc_fsync_parent(tmp) != 0) {
                     rc = svc_err_errno(err, "fsync directory");
                     break;
                 }

@@ -90,6 +90,12 @@ my $j = $J->decode($body);
 like $j->{content}, qr/hello cgi/, 'CGI: echo answer';
 ok -d "$home/agents/native_sessions/session_cgi-sess", 'CGI: session stored';
 
+# a body that is not JSON: 415 with its reason phrase (it was "415 Unknown")
+($out) = run_with({ %base, REQUEST_METHOD => 'POST', REQUEST_URI => '/api/chat',
+                    CONTENT_TYPE => 'text/plain', CONTENT_LENGTH => 2 }, 'hi', $bin);
+($st, $h) = parse_cgi($out);
+is $h->{status}, '415 Unsupported Media Type', 'CGI: 415 names its reason';
+
 # errors in CGI mode: 404 and a wrong method
 ($out) = run_with({ %base, REQUEST_METHOD => 'GET', REQUEST_URI => '/api/nope' }, '', $bin);
 ($st) = parse_cgi($out);
