@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
 
 #include "fsio.h"
 #include "util.h"
@@ -288,9 +290,25 @@ static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
 }
 
 /* json-c saturates integers beyond 64 bits: the text is parsed with each one quoted behind
- * this marker, and the strings it makes become numbers that keep their digits. */
-static const char big_mark[] = "\\u0000svc-int:";
-#define BIG_MARK_DECODED "\0svc-int:"
+ * a marker, and the strings it makes become numbers that keep their digits. The marker
+ * holds a random number of this process's, so that no client's string can pass for one. */
+static struct {
+    char text[40];    /* as written in JSON: \u0000svc-int-<16 hex>: */
+    char decoded[32]; /* as json-c reads it: NUL, svc-int-<16 hex>: */
+    size_t len;       /* of decoded */
+} mark;
+
+static void mark_init(void)
+{
+    if (mark.len)
+        return;
+    uint64_t r;
+    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+        r = (uint64_t)(svc_time_monotonic() * 1e9) ^ ((uint64_t)getpid() << 32);
+    snprintf(mark.text, sizeof mark.text, "\\u0000svc-int-%016llx:", (unsigned long long)r);
+    mark.len = 1 + (size_t)snprintf(mark.decoded + 1, sizeof mark.decoded - 1,
+                                    "svc-int-%016llx:", (unsigned long long)r);
+}
 
 struct quote_ctx {
     const char *buf;
@@ -303,7 +321,8 @@ static void quote_big(struct quote_ctx *q, size_t at, size_t end)
 {
     svc_buf_add(q->out, q->buf + q->done, at - q->done);
     svc_buf_adds(q->out, "\"");
-    svc_buf_adds(q->out, big_mark);
+    mark_init();
+    svc_buf_adds(q->out, mark.text);
     svc_buf_add(q->out, q->buf + at, end - at);
     svc_buf_adds(q->out, "\"");
     q->done = end;
@@ -372,6 +391,7 @@ static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct quot
                                    i);
             if (i >= q->skip) { /* a run's first number */
                 q->skip = number_run(buf, len, i, &big);
+                big = big && q->skip == end; /* a run of more ("1-2"): json-c refuses it */
                 if (big)
                     quote_big(q, i, q->skip);
             } else if (plain && end - i > 18) {
@@ -401,11 +421,11 @@ static int strict_prescan(const char *buf, size_t len, size_t *bigs, struct quot
 /* The marked string o as the number it stands for (new reference), or NULL. */
 static json_object *big_unmark(json_object *o)
 {
-    size_t mk = sizeof BIG_MARK_DECODED - 1;
-    if (!json_object_is_type(o, json_type_string) || (size_t)json_object_get_string_len(o) <= mk ||
-        memcmp(json_object_get_string(o), BIG_MARK_DECODED, mk) != 0)
+    if (!mark.len || !json_object_is_type(o, json_type_string) ||
+        (size_t)json_object_get_string_len(o) <= mark.len ||
+        memcmp(json_object_get_string(o), mark.decoded, mark.len) != 0)
         return NULL;
-    const char *digits = json_object_get_string(o) + mk;
+    const char *digits = json_object_get_string(o) + mark.len;
     json_object *n = json_object_new_double_s(strtod(digits, NULL), digits);
     if (!n)
         svc_oom(strlen(digits));

@@ -123,6 +123,9 @@ int main(void)
               "18446744073709551615,\"in\":[9223372036854775808,-9223372036854775809]}");
     roundtrip("a big integer alone", "123456789012345678901234567890",
               "123456789012345678901234567890");
+    roundtrip("a client's string shaped like the big-integer marker stays a string",
+              "{\n  \"b\": 123456789012345678901234567890,\n  \"s\": \"\\u0000svc-int:5\"\n}",
+              "{\"b\":123456789012345678901234567890,\"s\":\"\\u0000svc-int:5\"}");
     roundtrip("floats as written", "[\n  1.10,\n  1E+2,\n  0.30000000000000004,\n  5e-324\n]",
               "[1.10,1E+2,0.30000000000000004,5e-324]");
     {
@@ -297,6 +300,8 @@ int main(void)
     rejects("a leading zero", "-01", 3);
     rejects("two zeros", "[00]", 4);
     rejects("a lone minus", "[-]", 3);
+    rejects("a big integer run on from a number", "[1-12345678901234567890]", 24);
+    rejects("a number run on into a big integer", "[12345678901234567890+1]", 24);
     rejects("a raw control byte in a string", "\"\x01\"", 3);
     rejects("a number beyond double range (1E400)", "1E400", 5);
     rejects("a key holding \\u0000 (json-c would cut it)", "{\"model\\u0000x\":1}", 17);
