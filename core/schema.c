@@ -109,6 +109,8 @@ static json_object *ex_object(struct ex *x, json_object *s, int depth)
 {
     json_object *o = json_object_new_object(), *props = svc_json_obj(s, "properties");
     json_object *req = svc_json_arr(s, "required");
+    if (!props) /* {"type": "object"} alone: any object, the empty one */
+        return o;
     json_object_object_foreach(props, key, sub)
     {
         bool want = !req;

@@ -114,6 +114,10 @@ $r = $s->req(POST => '/api/v1/chat/completions', body => { messages => [{ role =
     response_format => { type => 'json_schema', json_schema => { name => 'w', schema => $schema } } });
 is_deeply decode_json($r->{json}{choices}[0]{message}{content}), { city => 'Oslo', temp => 3, sky => 'clear' },
     'echo json_schema: a value the schema accepts, the input in its first string';
+$r = $s->req(POST => '/api/v1/responses', body => { input => 'Oslo',
+    text => { format => { type => 'json_schema', name => 'x', schema => { type => 'object' } } } });
+is "$r->{status} $r->{json}{output}[0]{content}[0]{text}", '200 {}',
+    'echo json_schema of an object without properties: {} (the worker died on it)';
 $r = $s->req(POST => '/api/v1/responses', body => { input => 'Oslo', text => { format => { type => 'json_object' } } });
 is ref decode_json($r->{json}{output}[0]{content}[0]{text}), 'HASH', 'echo json_object: an object';
 $r = $s->req(POST => '/api/v1/chat/completions', body => { messages => [{ role => 'user', content => 'one two STOP three' }],
