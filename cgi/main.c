@@ -917,6 +917,7 @@ static int spawn_detached(void (*work)(void *ctx), void *ctx, int flags)
         }
         _exit(0);
     }
+    int fork_errno = errno;
     close(started[1]);
     char byte;
     ssize_t got = -1;
@@ -925,6 +926,7 @@ static int spawn_detached(void (*work)(void *ctx), void *ctx, int flags)
     close(started[0]);
     while (pid > 0 && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
+    errno = pid < 0 ? fork_errno : ECHILD;
     return got == 1 ? 0 : -1;
 }
 

@@ -327,7 +327,10 @@ int svc_runs_spawn(const struct svc_config *cfg, const struct svc_run_request *r
     /* in a session of its own, with the locks it inherits; returns once the runner runs */
     struct runner rn = {.cfg = cfg, .run = run, .rec = rec, .rlock = rlock};
     if (R.spawn(runner_main, &rn, SVC_SPAWN_KEEP_FDS | SVC_SPAWN_SETSID) != 0) {
-        svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
+        if (errno == ECHILD)
+            svc_err_set(err, SVC_E_INTERNAL, "could not start the runner process");
+        else
+            svc_err_errno(err, "fork"); /* io_error naming errno: EAGAIN says the limit */
         goto fail;
     }
 #ifdef SVC_TEST_HOOKS /* only in test builds (make TEST_HOOKS=1) */
