@@ -175,7 +175,8 @@ int svc_bout_spool(const char *dir, struct svc_err *err)
     int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0)
         return fd;
-    svc_fs_fallback_note("O_TMPFILE", errno);
+    if (errno == EOPNOTSUPP || errno == EINVAL || errno == EISDIR) /* the flag refused */
+        svc_fs_fallback_note("O_TMPFILE", errno);
     char *tmpl = NULL;
     svc_xasprintf(&tmpl, "%s/.svc-spool-XXXXXX", dir);
     fd = mkostemp(tmpl, O_CLOEXEC);

@@ -980,6 +980,8 @@ int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging, 
     if (*lockfd < 0)
         return svc_err_errno(err, "import lock");
     clean_stale(st->root);
+    if (!staging)
+        return 0;
     char hex[17];
     svc_random_hex(hex, 16);
     svc_xasprintf(staging, "%s/%s%s", st->root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);
@@ -1113,7 +1115,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
         goto out;
     j.todo = j.count[S_IMPORT];
     if (!opt->dry_run) {
-        if (svc_import_staging(&j.st, &lockfd, &j.staging, err) != 0)
+        if (svc_import_staging(&j.st, &lockfd, j.todo ? &j.staging : NULL, err) != 0)
             goto out;
         if (j.todo > 0 && (stage_all(&j, err) != 0 || place_all(&j, err) != 0))
             goto out;
