@@ -314,10 +314,12 @@ static int chat_only(json_object *b, json_object *s, struct svc_err *err)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "n", "'n' must be 1: svc answers one choice");
     if (http_field_arr(b, "modalities", NULL, false, &mods, err) < 0)
         return -1;
-    for (size_t i = 0; mods && i < json_object_array_length(mods); i++)
-        if (strcmp(json_object_get_string(json_object_array_get_idx(mods, i)), "text") != 0)
+    for (size_t i = 0; mods && i < json_object_array_length(mods); i++) {
+        json_object *m = json_object_array_get_idx(mods, i); /* [null] killed the worker */
+        if (!json_object_is_type(m, json_type_string) || strcmp(json_object_get_string(m), "text"))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "modalities",
                                 "'modalities' may only hold \"text\"");
+    }
     json_object_object_get_ex(b, "response_format", &f);
     return format_of(f, false, "response_format", s, err);
 }

@@ -92,7 +92,8 @@ like $r->{json}{error}{message}, qr/Unsupported value/, "with the server's messa
 # ---- refused by svc, naming the field, nothing sent ----
 $fake->clear;
 for my $case ([{ n => 2 }, 'n'], [{ frobnicate => 1 }, 'frobnicate'], [{ audio => {} }, 'audio'],
-              [{ modalities => ['text', 'audio'] }, 'modalities'], [{ top_p => 3 }, 'top_p'],
+              [{ modalities => ['text', 'audio'] }, 'modalities'], [{ modalities => [undef] }, 'modalities'],
+              [{ top_p => 3 }, 'top_p'],
               [{ stop => [1] }, 'stop'], [{ response_format => { type => 'yaml' } }, 'response_format.type']) {
     my ($extra, $param) = @$case;
     $r = $oa->req(POST => '/api/v1/chat/completions', body => { messages => [{ role => 'user', content => 'hi' }], %$extra });
