@@ -114,8 +114,10 @@ static json_object *ex_object(struct ex *x, json_object *s, int depth)
     json_object_object_foreach(props, key, sub)
     {
         bool want = !req;
-        for (size_t i = 0; req && i < json_object_array_length(req) && !want; i++)
-            want = strcmp(json_object_get_string(json_object_array_get_idx(req, i)), key) == 0;
+        for (size_t i = 0; req && i < json_object_array_length(req) && !want; i++) {
+            const char *r = json_object_get_string(json_object_array_get_idx(req, i));
+            want = r && strcmp(r, key) == 0; /* required: [null] killed the worker */
+        }
         if (want)
             svc_json_set(o, key, ex_value(x, sub, depth + 1));
     }

@@ -119,6 +119,11 @@ $r = $s->req(POST => '/api/v1/responses', body => { input => 'Oslo',
     text => { format => { type => 'json_schema', name => 'x', schema => { type => 'object' } } } });
 is "$r->{status} $r->{json}{output}[0]{content}[0]{text}", '200 {}',
     'echo json_schema of an object without properties: {} (the worker died on it)';
+$r = $s->req(POST => '/api/v1/chat/completions', body => { messages => [{ role => 'user', content => 'Oslo' }],
+    response_format => { type => 'json_schema', json_schema => { name => 'x',
+        schema => { type => 'object', properties => { a => { type => 'string' } }, required => [undef, 'a'] } } } });
+is "$r->{status} " . ($r->{json}{choices}[0]{message}{content} // ''), '200 {"a":"Oslo"}',
+    'echo json_schema with required [null, "a"]: the worker lives, "a" filled (it died on the null)';
 $r = $s->req(POST => '/api/v1/responses', body => { input => 'Oslo', text => { format => { type => 'json_object' } } });
 is ref decode_json($r->{json}{output}[0]{content}[0]{text}), 'HASH', 'echo json_object: an object';
 $r = $s->req(POST => '/api/v1/chat/completions', body => { messages => [{ role => 'user', content => 'one two STOP three' }],
