@@ -102,7 +102,9 @@ static json_object *ex_number(json_object *s, bool integer)
         d = json_object_get_double(v) + 1;
     else if (json_object_object_get_ex(s, "maximum", &v) && json_object_get_double(v) < 0)
         d = json_object_get_double(v);
-    return integer ? json_object_new_int64((int64_t)d) : json_object_new_double(d);
+    /* an integer beyond int64 stays a double (1e308 is an integer too): the cast is UB */
+    bool whole = integer && d > -9e18 && d < 9e18;
+    return whole ? json_object_new_int64((int64_t)d) : json_object_new_double(d);
 }
 
 static json_object *ex_object(struct ex *x, json_object *s, int depth)
