@@ -466,8 +466,10 @@ int h_chat(struct http_req *r, struct svc_err *err)
     }
     held_set(in.t.req.session_id);
     struct svc_run_request req = turn_in_request(&in.t);
-    if (svc_run_begin(r->cfg, &req, &run, err) < 0)
+    if (svc_run_begin(r->cfg, &req, &run, err) < 0) {
+        turn_in_unfork(&in.t, r->cfg);
         goto out;
+    }
     http_mark_run_began(r);
     http_set_session(r, in.t.req.session_id, true);
     rc = chat_run(r, &in, run, err);

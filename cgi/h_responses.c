@@ -922,8 +922,10 @@ static int resp_background(struct http_req *r, struct resp_in *in, struct svc_er
     struct svc_run_request req = turn_in_request(&in->t);
     json_object *run = NULL;
     bool replayed = false;
-    if (svc_runs_spawn(r->cfg, &req, NULL, &run, &replayed, err) < 0)
+    if (svc_runs_spawn(r->cfg, &req, NULL, &run, &replayed, err) < 0) {
+        turn_in_unfork(&in->t, r->cfg);
         return -1;
+    }
     http_mark_run_began(r);
     http_set_session(r, svc_json_str(run, "session_id", NULL), true);
     char id[SVC_RESPONSE_ID_LEN];
@@ -981,8 +983,10 @@ int h_responses_create(struct http_req *r, struct svc_err *err)
         goto out;
     }
     struct svc_run_request req = turn_in_request(&in.t);
-    if (svc_run_begin(r->cfg, &req, &run, err) < 0)
+    if (svc_run_begin(r->cfg, &req, &run, err) < 0) {
+        turn_in_unfork(&in.t, r->cfg);
         goto out;
+    }
     http_mark_run_began(r);
     struct svc_run_answer a;
     svc_run_answer(run, &a);

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "erase.h"
 #include "fork.h"
 #include "http.h"
 #include "jsonx.h"
@@ -439,6 +440,16 @@ int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const str
     in->continued = sid;
     in->req.session_id = sid;
     return 1;
+}
+
+void turn_in_unfork(struct turn_in *in, const struct svc_config *cfg)
+{
+    json_object *o = NULL;
+    struct svc_err e;
+    if (in->continued && in->req.expect_count == 0 && /* 0: a fork (fork.h) */
+        svc_session_delete(cfg, in->continued, &o, &e) < 0)
+        svc_logf("continue_stateless: the fork %s stays (%s)", in->continued, e.message);
+    json_object_put(o);
 }
 
 int turn_in_text(json_object *v, const char *param, struct svc_err *err)

@@ -46,8 +46,10 @@ int turn_in_text(json_object *v, const char *param, struct svc_err *err);
 /* SPEC 15, sessions.continue_stateless: a request naming no session whose history begins
  * with the whole transcript of a session of the asker's continues it (a fork of it where
  * the history leaves it: chain.h): in->req.session_id names it, history keeps the rest.
- * 1 when it did, 0 when not (a failed lookup is logged and makes a new session). */
+ * 1 when it did, 0 when not (a failed lookup is logged and makes a new session).
+ * turn_in_unfork deletes the fork it made when the turn is refused before it began. */
 int turn_in_continue(struct turn_in *in, const struct svc_config *cfg, const struct svc_user *user);
+void turn_in_unfork(struct turn_in *in, const struct svc_config *cfg);
 /* The Responses input's pieces of SPEC 15 and 17 (h_compact.c): a user message's content
  * list with input_image / input_file parts as chat parts (*out, new reference; NULL when it
  * has none); a compaction item as the user message holding its summary, appended to msgs;

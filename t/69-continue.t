@@ -96,6 +96,22 @@ my $other = $s->req(POST => '/api/v1/responses', headers => { authorization => "
     input => [u('x'), { type => 'item_reference', id => $r1->{output}[0]{id} }, u('y')] });
 is $other->{status}, 422, "another user's item is unknown to bob";
 
+# a refused turn leaves no fork behind (the fork for a diverging history was made before
+# the turn was checked, and stayed when its tool result answered no call)
+my $before = $s->snapshot(qr/^\.svc_index/);
+my $n = count('alice');
+my $ref = $s->req(POST => '/api/v1/chat/completions', headers => { authorization => "Bearer $tok{alice}" },
+    body => { model => 'echo-1', messages => [u('hello'), a($one->{content}), { role => 'tool', tool_call_id => 'c1', content => 'r' }] });
+is $ref->{status}, 422, 'a tool result no call asked for: 422';
+is $ref->{json}{error}{param}, 'messages[2].tool_call_id', 'naming messages[2].tool_call_id';
+is count('alice'), $n, 'no new session';
+is $s->snapshot(qr/^\.svc_index/), $before, 'nothing changed on disk';
+$ref = $s->req(POST => '/api/v1/responses', headers => { authorization => "Bearer $tok{alice}" }, body => { model => 'echo-1',
+    input => [u('hello'), a($one->{content}), { type => 'function_call_output', call_id => 'c1', output => 'r' }] });
+is $ref->{status}, 422, 'Responses: a function_call_output no call asked for: 422';
+is count('alice'), $n, 'Responses: no new session';
+is $s->snapshot(qr/^\.svc_index/), $before, 'Responses: nothing changed on disk';
+
 $s->stop;
 
 # continue_stateless: false keeps one new session per request
