@@ -137,6 +137,7 @@ static int branch_from_prev(struct http_req *r, struct resp_in *in, struct svc_e
     if (svc_session_fork(r->cfg, &f, &in->branch, err) != 0)
         return -1;
     in->t.req.session_id = svc_json_str(in->branch, "session_id", NULL);
+    in->t.continued = svc_xstrdup(in->t.req.session_id); /* turn_in_unfork's if refused */
     return 0;
 }
 

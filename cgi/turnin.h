@@ -26,7 +26,7 @@ struct turn_in {
      * calls) and settings (turn_in_settings); the strings are borrowed from the body. */
     struct svc_run_request req;
     char *input;     /* heap, or NULL when the request only answers tool calls */
-    char *continued; /* heap: the session turn_in_continue chose, or NULL */
+    char *continued; /* heap: the session turn_in_continue (or a branch) chose, or NULL */
     bool stream, svc_v2;
 };
 

@@ -41,6 +41,15 @@ my $u = as(bob => POST => '/api/v1/responses', body => { model => 'echo-1', inpu
 is $r->{json}{error}{code}, $u->{json}{error}{code}, '... with the code an unknown one gets';
 is_deeply [roots()], \@before, 'no session was forked or made for bob';
 
+# a branch turn refused before it ran leaves no branch behind
+my $snap = $s->snapshot(qr/^\.svc_index/);
+$r = as(alice => POST => '/api/v1/responses', body => { model => 'echo-1', previous_response_id => $a->{id},
+    input => [{ type => 'function_call_output', call_id => 'c1', output => 'r' }] });
+is $r->{status}, 422, 'a branch turn answering no call: 422';
+is $r->{json}{error}{param}, 'input[0].call_id', 'naming input[0].call_id';
+is_deeply [roots()], \@before, 'no branch was left behind';
+is $s->snapshot(qr/^\.svc_index/), $snap, 'nothing changed on disk';
+
 # branch from the older response
 my $x = turn(alice => 'other', $a->{id});
 my $br = $x->{session_id};
