@@ -232,14 +232,8 @@ int h_responses_compact(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (http_body_json(r, false, &b, err) < 0)
         goto out;
-    const char *key = http_unknown_key(b, fields, sizeof fields / sizeof *fields);
-    if (key) {
-        svc_err_setp(err, SVC_E_INVALID_FIELD, key,
-                     "'%.64s' is not used by compaction (model, input, previous_response_id, "
-                     "conversation, metadata)",
-                     key);
+    if (http_known_fields(b, fields, sizeof fields / sizeof *fields, err) < 0)
         goto out;
-    }
     json_object_object_get_ex(b, "input", &input);
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||
         named_session(r, b, &prev, &sid, err) < 0 ||

@@ -45,21 +45,6 @@ static const char *const export_fields[] = {
     "session_ids",    "session_id", "include_archived", "status",   "updated_after",
     "updated_before", "output_dir", "format",           "download", "allow_partial"};
 
-static int check_fields(json_object *body, struct svc_err *err)
-{
-    const char *key =
-        http_unknown_key(body, export_fields, sizeof export_fields / sizeof *export_fields);
-    if (!key)
-        return 0;
-    /* named only when it fits the error's param whole: a cut name would be another */
-    bool nameable = strlen(key) < sizeof err->param;
-    return svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
-                        "unknown field%s%s%s (fields: session_ids, session_id, "
-                        "include_archived, status, updated_after, updated_before, "
-                        "output_dir, format, download, allow_partial)",
-                        nameable ? " '" : "", nameable ? key : "", nameable ? "'" : "");
-}
-
 static int stream_out(void *ctx, const void *data, size_t len)
 {
     return http_stream_write(ctx, data, len);
@@ -77,7 +62,9 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
-    if (check_fields(body, err) < 0 || str_list(body, "session_ids", false, &ids, &nids, err) < 0 ||
+    if (http_known_fields(body, export_fields, sizeof export_fields / sizeof *export_fields, err) <
+            0 ||
+        str_list(body, "session_ids", false, &ids, &nids, err) < 0 ||
         http_field_str(body, "session_id", NULL, false, &one, err) < 0 ||
         http_field_bool(body, "include_archived", NULL, false, &req.include_archived, err) < 0 ||
         str_list(body, "status", true, &req.statuses, &req.n_statuses, err) < 0 ||

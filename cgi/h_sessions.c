@@ -140,8 +140,10 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
         return -1;
     json_object *pinned = NULL;
     e.set_pinned = json_object_object_get_ex(body, "pinned", &pinned) && pinned;
+    static const char *const fields[] = {"title", "pinned", "tags", "metadata"};
     /* types only: lengths, characters and limits are core's to judge */
-    bool bad = http_field_str(body, "title", NULL, false, &e.title, err) < 0 ||
+    bool bad = http_known_fields(body, fields, 4, err) < 0 ||
+               http_field_str(body, "title", NULL, false, &e.title, err) < 0 ||
                http_field_bool(body, "pinned", NULL, false, &e.pinned, err) < 0 ||
                http_field_arr(body, "tags", NULL, false, &e.tags, err) < 0 ||
                http_field_obj(body, "metadata", NULL, false, &e.metadata, err) < 0 ||
@@ -163,8 +165,10 @@ int h_session_fork(struct http_req *r, struct svc_err *err)
     json_object *body = NULL, *o = NULL;
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
+    static const char *const fields[] = {"message_id", "session_id", "title"};
     /* types only: the range, the id and the title are core's to judge */
     bool bad =
+        http_known_fields(body, fields, 3, err) < 0 ||
         http_field_int_opt(body, "message_id", NULL, &f.has_message_id, &f.message_id, err) < 0 ||
         http_field_str(body, "session_id", NULL, false, &f.new_id, err) < 0 ||
         http_field_str(body, "title", NULL, false, &f.title, err) < 0 ||
@@ -182,7 +186,9 @@ int h_message_feedback(struct http_req *r, struct svc_err *err)
         return -1;
     /* types only: the rating's values and the comment's length are core's to judge */
     bool given = json_object_object_get_ex(body, "rating", &rating);
-    bool bad = http_field_str(body, "comment", NULL, false, &comment, err) < 0 ||
+    static const char *const fields[] = {"rating", "comment"};
+    bool bad = http_known_fields(body, fields, 2, err) < 0 ||
+               http_field_str(body, "comment", NULL, false, &comment, err) < 0 ||
                svc_feedback_set(r->cfg, sid, http_param(r, "message_id"), given, rating, comment,
                                 &o, err) < 0;
     json_object_put(body);

@@ -452,6 +452,25 @@ const char *http_unknown_key(json_object *o, const char *const *known, size_t n)
     return NULL;
 }
 
+int http_known_fields(json_object *o, const char *const *known, size_t n, struct svc_err *err)
+{
+    const char *key = http_unknown_key(o, known, n);
+    if (!key)
+        return 0;
+    struct svc_buf b;
+    svc_buf_init(&b);
+    for (size_t i = 0; i < n; i++) {
+        svc_buf_adds(&b, i ? ", " : "");
+        svc_buf_adds(&b, known[i]);
+    }
+    /* named only when it fits the error's param whole: a cut name would be another */
+    bool nameable = strlen(key) < sizeof err->param;
+    svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
+                 "unknown field '%.64s' (fields: %s)", key, b.data);
+    svc_buf_free(&b);
+    return -1;
+}
+
 /* ---- body ---- */
 
 static void drain(struct http_req *r, int64_t limit)

@@ -266,6 +266,7 @@ for my $case (
     [{ metadata => ['x'] }, 'metadata', 'metadata not an object'],
     [{ pinned => 'yes' }, 'pinned', 'pinned not a boolean'],
     [{ pinned => JSON::PP::false, tags => ['x' x 65] }, 'tags', 'a good field with a bad one'],
+    [{ title => 'T', titel => 'x' }, 'titel', 'a misspelt field beside a good one (it was ignored: 200)'],
 ) {
     my ($body, $param, $what) = @$case;
     $r = patch('lab-1', $body);
@@ -319,6 +320,7 @@ for my $case (
     [{ session_id => 'src-1' }, 409, 'session_exists', 'session_id', 'the source itself'],
     [{ session_id => 'bad id' }, 400, 'invalid_session_id', 'session_id', 'an invalid id'],
     [{ title => '' }, 422, 'invalid_field', 'title', 'an empty title'],
+    [{ message_id => 1, sesion_id => 'fork-x' }, 422, 'invalid_field', 'sesion_id', 'a misspelt field (it was ignored: 201)'],
 ) {
     my ($body, $st, $code, $param, $what) = @$case;
     $r = fork_of('src-1', $body);
@@ -392,6 +394,7 @@ for my $case (
     ['fb-1', 1, { comment => 'no rating' }, 422, 'missing_field', 'rating', 'no rating'],
     ['fb-1', 1, { rating => 'up', comment => 'x' x 2001 }, 422, 'invalid_field', 'comment', 'a comment of 2001'],
     ['fb-1', 1, { rating => 'up', comment => 7 }, 422, 'invalid_field', 'comment', 'a comment that is a number'],
+    ['fb-1', 1, { rating => 'up', coment => 'x' }, 422, 'invalid_field', 'coment', 'a misspelt field (it was ignored: 200)'],
     ['nope', 1, { rating => 'up' }, 404, 'session_not_found', undef, 'no such session'],
     ['bad%20id', 1, { rating => 'up' }, 400, 'invalid_session_id', 'session_id', 'a bad session id'],
 ) {

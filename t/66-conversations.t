@@ -155,6 +155,14 @@ rejected('a bad order', 400, 'invalid_query', GET => "/api/v1/conversations/$cid
 rejected('a create named export', 400, 'invalid_session_id', POST => '/api/v1/conversations', body => { session_id => 'export' });
 rejected('a create with a bad id', 400, 'invalid_session_id', POST => '/api/v1/conversations', body => { session_id => '../x' });
 rejected('a create over an existing id', 409, 'session_exists', POST => '/api/v1/conversations', body => { session_id => $cid });
+# a misspelt field is refused, not ignored (each answered 200/201 before)
+for my $case (['create', '/api/v1/conversations', { metadata => { k => 'v' }, item => [] }, 'item'],
+              ['update', "/api/v1/conversations/$cid", { metadata => { k => 'v' }, metdata => {} }, 'metdata'],
+              ['items add', "/api/v1/conversations/$cid/items", { items => [{ role => 'user', content => 'x' }], include => [] }, 'include']) {
+    my ($what, $path, $body, $param) = @$case;
+    my $x = rejected("$what with an unknown field", 422, 'invalid_field', POST => $path, body => $body);
+    is $x->{json}{error}{param}, $param, "$what: naming $param";
+}
 is_deeply as(alice => GET => "/api/v1/conversations/$cid/items")->{json}, $items_before, 'still the same items';
 
 # ---- busy ----
