@@ -1,6 +1,7 @@
 #include "labels.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -24,7 +25,8 @@ int svc_labels_check_tags(json_object *tags, struct svc_err *err)
     for (size_t i = 0; i < n; i++) {
         json_object *t = json_object_array_get_idx(tags, i);
         if (!json_object_is_type(t, json_type_string) ||
-            !text_ok(json_object_get_string(t), 1, SVC_TAG_LEN_MAX))
+            strlen(json_object_get_string(t)) != (size_t)json_object_get_string_len(t) ||
+            !text_ok(json_object_get_string(t), 1, SVC_TAG_LEN_MAX)) /* NUL: stored cut */
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "tags",
                                 "each tag must be a string of 1..%d characters without control "
                                 "characters",

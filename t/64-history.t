@@ -257,6 +257,7 @@ for my $case (
     [{ tags => ['x' x 65] }, 'tags', 'a tag of 65 characters'],
     [{ tags => [''] }, 'tags', 'an empty tag'],
     [{ tags => ["a\nb"] }, 'tags', 'a tag with a newline'],
+    [{ tags => ["a\x{0}b"] }, 'tags', 'a tag with a NUL (it was stored cut to "a")'],
     [{ tags => [7] }, 'tags', 'a tag that is a number'],
     [{ tags => 'work' }, 'tags', 'tags not an array'],
     [{ metadata => \%many }, 'metadata', '17 metadata keys'],
