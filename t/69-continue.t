@@ -111,6 +111,10 @@ $ref = $s->req(POST => '/api/v1/responses', headers => { authorization => "Beare
 is $ref->{status}, 422, 'Responses: a function_call_output no call asked for: 422';
 is count('alice'), $n, 'Responses: no new session';
 is $s->snapshot(qr/^\.svc_index/), $before, 'Responses: nothing changed on disk';
+$ref = $s->req(POST => '/api/v1/responses', headers => { authorization => "Bearer $tok{alice}" }, body => { model => 'echo-1',
+    temperature => 3, input => [u('hello'), a($one->{content}), u('too hot')] });
+is_deeply [$ref->{status}, $ref->{json}{error}{param}], [422, 'temperature'], 'Responses: temperature 3 in a diverging history: 422';
+is $s->snapshot(qr/^\.svc_index/), $before, '... and no fork left on disk';
 
 $s->stop;
 
