@@ -116,9 +116,21 @@ json_object *svc_conv_object(json_object *summary)
 
 /* ---- items -> native messages ---- */
 
+/* Whether s is a string holding a NUL, which its C string would cut (stored as "a" for
+ * "a\u0000b"). */
+static bool nul_in(json_object *s)
+{
+    return json_object_is_type(s, json_type_string) &&
+           strlen(json_object_get_string(s)) != (size_t)json_object_get_string_len(s);
+}
+
 /* The text of content (a string or input_text / output_text / text parts), heap; 422 else. */
 static char *content_text(json_object *content, const char *p, struct svc_err *err)
 {
+    if (nul_in(content)) {
+        svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must not contain NUL", p);
+        return NULL;
+    }
     if (json_object_is_type(content, json_type_string))
         return svc_xstrdup(json_object_get_string(content));
     if (!json_object_is_type(content, json_type_array)) {
@@ -131,7 +143,7 @@ static char *content_text(json_object *content, const char *p, struct svc_err *e
     for (size_t k = 0; k < json_object_array_length(content); k++) {
         json_object *part = json_object_array_get_idx(content, k);
         const char *type = svc_json_str(part, "type", ""), *t = svc_json_str(part, "text", NULL);
-        if (!t ||
+        if (!t || nul_in(json_object_object_get(part, "text")) ||
             (strcmp(type, "input_text") && strcmp(type, "output_text") && strcmp(type, "text"))) {
             svc_buf_free(&b);
             svc_err_setp(err, SVC_E_INVALID_FIELD, p,
@@ -230,9 +242,13 @@ int svc_conv_parse_item(json_object *item, const char *p, json_object *msgs, str
 {
     const char *type = svc_json_str(item, "type", "message");
     bool call = strcmp(type, "function_call") == 0;
-    json_object *m = NULL;
+    json_object *m = NULL, *tv = json_object_object_get(item, "type");
     if (!json_object_is_type(item, json_type_object))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be an object", p);
+    char tp[80];
+    snprintf(tp, sizeof tp, "%s.type", p);
+    if (tv && !json_object_is_type(tv, json_type_string)) /* not taken for a message */
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, tp, "'%s' must be a string", tp);
     if (strcmp(type, "message") == 0) {
         if (!(m = message_native(item, p, err)))
             return -1;

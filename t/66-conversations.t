@@ -155,6 +155,16 @@ rejected('a bad order', 400, 'invalid_query', GET => "/api/v1/conversations/$cid
 rejected('a create named export', 400, 'invalid_session_id', POST => '/api/v1/conversations', body => { session_id => 'export' });
 rejected('a create with a bad id', 400, 'invalid_session_id', POST => '/api/v1/conversations', body => { session_id => '../x' });
 rejected('a create over an existing id', 409, 'session_exists', POST => '/api/v1/conversations', body => { session_id => $cid });
+# a NUL in a text (it was stored cut at the NUL) and a type that is not a string (it was
+# taken for a message)
+for my $case ([[{ role => 'user', content => "a\x{0}b" }], 'items[0].content'],
+              [[{ role => 'user', content => [{ type => 'input_text', text => "a\x{0}b" }] }], 'items[0].content'],
+              [[{ type => 'function_call_output', call_id => 'c', output => "a\x{0}b" }], 'items[0].output'],
+              [[{ type => 5, role => 'user', content => 'x' }], 'items[0].type']) {
+    my ($items, $param) = @$case;
+    my $x = rejected("items naming $param", 422, 'invalid_field', POST => "/api/v1/conversations/$cid/items", body => { items => $items });
+    is $x->{json}{error}{param}, $param, "naming $param";
+}
 # a misspelt field is refused, not ignored (each answered 200/201 before)
 for my $case (['create', '/api/v1/conversations', { metadata => { k => 'v' }, item => [] }, 'item'],
               ['update', "/api/v1/conversations/$cid", { metadata => { k => 'v' }, metdata => {} }, 'metdata'],
