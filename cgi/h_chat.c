@@ -122,7 +122,9 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
         if (!json_object_is_type(fn, json_type_object))
             return svc_err_setp(err, fn ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,
                                 "'%s' must be an object with name and arguments", p);
-        if (text_at(fn, "name", p, true, err) < 0 || text_at(fn, "arguments", p, false, err) < 0)
+        if (text_at(fn, "name", p, true, err) < 0 || text_at(fn, "arguments", p, false, err) < 0 ||
+            turn_in_call(svc_json_str(fn, "name", NULL), svc_json_str(fn, "arguments", NULL), p,
+                         err) < 0)
             return -1;
     }
     return 0;

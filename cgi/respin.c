@@ -116,6 +116,10 @@ static int function_call_item(json_object *item, size_t i, json_object *msgs, st
         item_str(item, i, "name", true, &name, err) < 0 ||
         item_str(item, i, "arguments", false, &args, err) < 0)
         return -1;
+    char p[48];
+    snprintf(p, sizeof p, "input[%zu]", i);
+    if (turn_in_call(name, args, p, err) < 0)
+        return -1;
     size_t n = json_object_array_length(msgs);
     json_object *m = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
     if (!m || strcmp(svc_json_str(m, "role", ""), "assistant") != 0) {

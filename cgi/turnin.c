@@ -452,6 +452,23 @@ void turn_in_unfork(struct turn_in *in, const struct svc_config *cfg)
     json_object_put(o);
 }
 
+int turn_in_call(const char *name, const char *args, const char *param, struct svc_err *err)
+{
+    json_object *v = NULL;
+    char p[192];
+    snprintf(p, sizeof p, "%s.name", param);
+    if (name && !*name)
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must not be empty", p);
+    if (!args || !*args)
+        return 0;
+    bool ok = svc_json_parse_python(args, strlen(args), &v, NULL) == 0 &&
+              json_object_is_type(v, json_type_object);
+    json_object_put(v);
+    snprintf(p, sizeof p, "%s.arguments", param);
+    return ok ? 0
+              : svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be a JSON object's text", p);
+}
+
 int turn_in_text(json_object *v, const char *param, struct svc_err *err)
 {
     if (!json_object_is_type(v, json_type_string))

@@ -43,6 +43,11 @@ int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err);
 int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, struct svc_err *err);
 /* A string without NUL bytes: 0, or -1 with 422 invalid_field naming param. */
 int turn_in_text(json_object *v, const char *param, struct svc_err *err);
+/* A history tool call's name and arguments (strings already checked, NULL when absent),
+ * param naming the call: a non-empty name; arguments absent, "" (none) or a JSON object's
+ * text, as stored (a Strands toolUse input is an object: other text was stored as {}).
+ * 0, or -1 with 422 invalid_field naming param.name or param.arguments. */
+int turn_in_call(const char *name, const char *args, const char *param, struct svc_err *err);
 /* SPEC 15, sessions.continue_stateless: a request naming no session whose history begins
  * with the whole transcript of a session of the asker's continues it (a fork of it where
  * the history leaves it: chain.h): in->req.session_id names it, history keeps the rest.

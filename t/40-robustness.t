@@ -225,6 +225,13 @@ for my $id ('../x', '', 'a' x 129, '.hidden') {
          'messages[0].tool_calls[0]', 'tool_calls[0] id and function numbers'],
         [[{ role => 'tool', content => 't' }], 'messages[0].tool_call_id', 'tool without tool_call_id'],
         [[{ role => 'wizard', content => 'w' }], 'messages[0].role', 'unknown role'],
+        # these two were stored: the arguments as {} and a toolUse with no name
+        [[{ role => 'assistant', content => undef, tool_calls => [{ id => 'c1', type => 'function',
+            function => { name => 'clock', arguments => 'not json' } }] }, { role => 'tool', tool_call_id => 'c1', content => 'r' }],
+         'messages[0].tool_calls[0].function.arguments', 'arguments that are no JSON object'],
+        [[{ role => 'assistant', content => undef, tool_calls => [{ id => 'c1', type => 'function',
+            function => { name => '', arguments => '{}' } }] }, { role => 'tool', tool_call_id => 'c1', content => 'r' }],
+         'messages[0].tool_calls[0].function.name', 'an empty tool name'],
     );
     my $i = 0;
     for my $h (@hist) {

@@ -231,6 +231,12 @@ err_ok(resp({ input => [{ role => 'assistant', content => 'only me' }] }), 422, 
 err_ok(resp({ input => ['x'] }), 422, 'invalid_field', 'item a string', 'input[0]');
 err_ok(resp({ input => [{ type => 'function_call_output', call_id => 'c', output => 'x' }] }), 422, 'invalid_field',
        'function_call_output answering no pending call', 'input[0].call_id');
+err_ok(resp({ input => [{ role => 'user', content => 'x' }, { type => 'function_call', call_id => 'c', name => 'f', arguments => 'not json' },
+                       { type => 'function_call_output', call_id => 'c', output => 'x' }] }), 422, 'invalid_field',
+       'function_call arguments that are no JSON object (stored as {})', 'input[1].arguments');
+err_ok(resp({ input => [{ role => 'user', content => 'x' }, { type => 'function_call', call_id => 'c', name => '', arguments => '{}' },
+                       { type => 'function_call_output', call_id => 'c', output => 'x' }] }), 422, 'invalid_field',
+       'function_call with an empty name', 'input[1].name');
 err_ok(resp({ input => [{ type => 'computer_call_output', call_id => 'c' }] }), 422, 'invalid_field',
        'an item type svc does not take', 'input[0].type');
 err_ok(resp({ input => [{ role => 'tool', content => 'x' }] }), 422, 'invalid_field', 'bad role', 'input[0].role');
