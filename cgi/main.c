@@ -898,7 +898,9 @@ static void heap_settle(void)
 
 /* Core's background work (spawn.h): the listing's build and rescan, detached runs. In a
  * grandchild (nothing to reap) that tells through a pipe that it runs, whatever becomes of
- * the intermediate process (a test kills the worker right after). */
+ * the intermediate process (a test kills the worker right after). Its stdin and stdout are
+ * /dev/null: it must not hold a socket inherited on fd 0, nor a CGI answer's pipe open
+ * (the web server would wait for the work to end); stderr stays the log. */
 static int spawn_detached(void (*work)(void *ctx), void *ctx, int flags)
 {
     int started[2];
@@ -911,6 +913,13 @@ static int spawn_detached(void (*work)(void *ctx), void *ctx, int flags)
             setsid();
         if (fork() == 0 && write(started[1], "r", 1) == 1) {
             close(started[1]);
+            int null = open("/dev/null", O_RDWR);
+            if (null >= 0) {
+                dup2(null, 0);
+                dup2(null, 1);
+                if (null > 1)
+                    close(null);
+            }
             if (!(flags & SVC_SPAWN_KEEP_FDS))
                 close_range(3, ~0U, 0);
             work(ctx);
