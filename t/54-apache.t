@@ -288,6 +288,12 @@ SKIP: {
     is_deeply [$r->{status}, $r->{headers}{'x-svc-index'}], [200, 'building'],
         'cgi-prefork: a list while the listing is built in the background';
     ok $took < 2.5, 'cgi-prefork: answered at once, not when the build ended' or diag "took ${took}s";
+    $t0 = time;
+    $r = $cli->req(POST => '/api/chat/runs', headers => { authorization => "Bearer $token" },
+                   body => { session_id => 'ap-run', messages => [{ role => 'user', content => '/slow 1000 a b c d' }] });
+    $took = time - $t0;
+    is $r->{status}, 202, 'cgi-prefork: a detached run started';
+    ok $took < 2.5, 'cgi-prefork: answered at once, not when the run ended' or diag "took ${took}s";
     SvcOps::stop_pid($ap->{pid});
 }
 
