@@ -373,13 +373,22 @@ static void query_parse(struct http_req *r)
     }
 }
 
-static const char *query_get(struct http_req *r, const char *name)
+/* name's value in *v (NULL when absent or empty); given twice is 400 (one would be dropped). */
+static int query_get(struct http_req *r, const char *name, const char **v, struct svc_err *err)
 {
     query_parse(r);
-    for (size_t i = 0; i < r->nq; i++)
-        if (strcmp(r->q[i].name, name) == 0)
-            return r->q[i].value[0] ? r->q[i].value : NULL;
-    return NULL;
+    *v = NULL;
+    bool seen = false;
+    for (size_t i = 0; i < r->nq; i++) {
+        if (strcmp(r->q[i].name, name) != 0)
+            continue;
+        if (seen)
+            return svc_err_setp(err, SVC_E_INVALID_QUERY, name,
+                                "query parameter '%s' is given more than once", name);
+        seen = true;
+        *v = r->q[i].value[0] ? r->q[i].value : NULL;
+    }
+    return 0;
 }
 
 void http_query_all(struct http_req *r, const char *name, const char ***out, size_t *n)
@@ -396,16 +405,16 @@ void http_query_all(struct http_req *r, const char *name, const char ***out, siz
 
 int http_query_str(struct http_req *r, const char *name, const char **out, struct svc_err *err)
 {
-    (void)err;
-    *out = query_get(r, name);
-    return 0;
+    return query_get(r, name, out, err);
 }
 
 int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t min, int64_t max,
                    int64_t *out, struct svc_err *err)
 {
-    const char *v = query_get(r, name);
+    const char *v = NULL;
     *out = def;
+    if (query_get(r, name, &v, err) < 0)
+        return -1;
     if (!v)
         return 0;
     char *end;
@@ -424,8 +433,10 @@ int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t mi
 
 int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, struct svc_err *err)
 {
-    const char *v = query_get(r, name);
+    const char *v = NULL;
     *out = def;
+    if (query_get(r, name, &v, err) < 0)
+        return -1;
     if (!v)
         return 0;
     if (strcmp(v, "true") == 0 || strcmp(v, "1") == 0)

@@ -342,14 +342,16 @@ for my $q (['limit=99999999999999999999', 'limit'], ['limit=-1', 'limit'], ['lim
            ['limit=0x10', 'limit'], ['limit=5%00', 'limit'], ['limit=501', 'limit'],
            ['cursor=abc', 'cursor'], ['cursor=-5', 'cursor'], ['cursor=99999999999', 'cursor'],
            ['cursor=%FF%FE', 'cursor'], ['cursor=%00', 'cursor'],
-           ['status=%00', 'status'], ['include_archived=maybe', 'include_archived']) {
+           ['status=%00', 'status'], ['include_archived=maybe', 'include_archived'],
+           ['limit=5&limit=6', 'limit'], ['status=idle&status=error', 'status']) {  # one was dropped: 200
     err_ok($s->req(GET => "/api/v1/chat/sessions?$q->[0]"), 400, 'invalid_query', "list $q->[0]",
            param => $q->[1]);
 }
 is $s->req(GET => '/api/v1/chat/sessions?q=%FF%FE')->{status}, 200, 'q with invalid UTF-8: 200';
 is $s->req(GET => '/api/v1/chat/sessions?q=%00')->{status}, 200, 'q with NUL: 200';
 for my $q (['offset=-1', 'offset'], ['offset=99999999999999999999', 'offset'], ['offset=1e3', 'offset'],
-           ['limit=1e3', 'limit'], ['limit=99999999999999999999', 'limit'], ['order=DESC', 'order']) {
+           ['limit=1e3', 'limit'], ['limit=99999999999999999999', 'limit'], ['order=DESC', 'order'],
+           ['order=asc&order=desc', 'order']) {
     err_ok($s->req(GET => "/api/v1/chat/sessions/seed/messages?$q->[0]"), 400, 'invalid_query',
            "messages $q->[0]", param => $q->[1]);
 }
