@@ -8,8 +8,11 @@
 struct ex {
     json_object *root;
     const char *text;
-    bool used; /* the text went into a string already */
+    bool used;    /* the text went into a string already */
+    size_t nodes; /* values made: a schema whose $refs or minItems multiply stops at EX_NODES */
 };
+
+#define EX_NODES 4096
 
 static json_object *ex_value(struct ex *x, json_object *s, int depth);
 
@@ -140,8 +143,10 @@ static json_object *ex_array(struct ex *x, json_object *s, int depth)
 static json_object *ex_value(struct ex *x, json_object *s, int depth)
 {
     json_object *v = NULL;
-    if (depth > 32 || !json_object_is_type(s, json_type_object))
-        return depth > 32 ? NULL : ex_string(x, s);
+    if (depth > 32 || ++x->nodes > EX_NODES) /* 5 properties that $ref "#" were 5^16 */
+        return NULL;
+    if (!json_object_is_type(s, json_type_object))
+        return ex_string(x, s);
     const char *ref = svc_json_str(s, "$ref", NULL);
     if (ref)
         return ex_value(x, ex_ref(x, ref), depth + 1);
@@ -169,6 +174,6 @@ static json_object *ex_value(struct ex *x, json_object *s, int depth)
 
 json_object *svc_schema_example(json_object *schema, const char *text)
 {
-    struct ex x = {schema, text ? text : "", false};
+    struct ex x = {schema, text ? text : "", false, 0};
     return ex_value(&x, schema, 0);
 }

@@ -5,7 +5,7 @@
  * followed; the first string met holds text, later ones are "" (or what their format or
  * minLength asks: a date-time, an email, a uri, a uuid), numbers their minimum or 0,
  * booleans false, arrays minItems items (at least one when maxItems allows). Recursion
- * deeper than 32 levels gives null. New reference. */
+ * deeper than 32 levels, and any value past the 4,096th, gives null. New reference. */
 #ifndef SVC_SCHEMA_H
 #define SVC_SCHEMA_H
 

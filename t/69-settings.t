@@ -129,6 +129,11 @@ $r = $s->req(POST => '/api/v1/chat/completions', body => { messages => [{ role =
         schema => { type => 'object', properties => { n => { type => 'integer', minimum => 1e308 } } } } } });
 is "$r->{status} " . ($r->{json}{choices}[0]{message}{content} // ''), '200 {"n":1e+308}',
     'echo json_schema: an integer of minimum 1e308 is 1e308 (the cast to int64 was UB: the ASan build died)';
+$r = $s->req(POST => '/api/v1/chat/completions', body => { messages => [{ role => 'user', content => 'Oslo' }],
+    response_format => { type => 'json_schema', json_schema => { name => 'x',
+        schema => { type => 'object', properties => { map { ($_ => { '$ref' => '#' }) } 'a' .. 'e' } } } } });
+is $r->{status}, 200, 'echo json_schema of 5 properties that $ref the root: answered (5^16 values: the worker spun until killed)';
+is ref(eval { decode_json($r->{json}{choices}[0]{message}{content}) }), 'HASH', '... with an object';
 $r = $s->req(POST => '/api/v1/responses', body => { input => 'Oslo', text => { format => { type => 'json_object' } } });
 is ref decode_json($r->{json}{output}[0]{content}[0]{text}), 'HASH', 'echo json_object: an object';
 $r = $s->req(POST => '/api/v1/chat/completions', body => { messages => [{ role => 'user', content => 'one two STOP three' }],
