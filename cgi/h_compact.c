@@ -232,7 +232,7 @@ int h_responses_compact(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (http_body_json(r, false, &b, err) < 0)
         goto out;
-    if (http_known_fields(b, fields, sizeof fields / sizeof *fields, err) < 0)
+    if (http_known_fields(b, NULL, fields, sizeof fields / sizeof *fields, err) < 0)
         goto out;
     json_object_object_get_ex(b, "input", &input);
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||

@@ -29,7 +29,7 @@ int h_conversations_create(struct http_req *r, struct svc_err *err)
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
     static const char *const fields[] = {"items", "metadata", "session_id"};
-    bool bad = http_known_fields(body, fields, 3, err) < 0 ||
+    bool bad = http_known_fields(body, NULL, fields, 3, err) < 0 ||
                http_field_arr(body, "items", NULL, false, &items, err) < 0 ||
                http_field_obj(body, "metadata", NULL, false, &metadata, err) < 0 ||
                http_field_str(body, "session_id", NULL, false, &sid, err) < 0 ||
@@ -63,7 +63,7 @@ int h_conversation_update(struct http_req *r, struct svc_err *err)
     if (http_body_json(r, false, &body, err) < 0)
         return -1;
     static const char *const fields[] = {"metadata"};
-    bool bad = http_known_fields(body, fields, 1, err) < 0 ||
+    bool bad = http_known_fields(body, NULL, fields, 1, err) < 0 ||
                http_field_obj(body, "metadata", NULL, true, &e.metadata, err) < 0 ||
                svc_session_edit(r->cfg, sid, &e, &sum, err) < 0;
     json_object_put(body);
@@ -114,7 +114,7 @@ int h_conversation_items_add(struct http_req *r, struct svc_err *err)
     if (http_body_json(r, false, &body, err) < 0)
         return -1;
     static const char *const fields[] = {"items"};
-    int rc = http_known_fields(body, fields, 1, err);
+    int rc = http_known_fields(body, NULL, fields, 1, err);
     if (rc == 0)
         rc = http_field_arr(body, "items", NULL, true, &items, err);
     if (rc == 0)

@@ -62,8 +62,8 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (http_body_json(r, true, &body, err) < 0)
         return -1;
-    if (http_known_fields(body, export_fields, sizeof export_fields / sizeof *export_fields, err) <
-            0 ||
+    if (http_known_fields(body, NULL, export_fields, sizeof export_fields / sizeof *export_fields,
+                          err) < 0 ||
         str_list(body, "session_ids", false, &ids, &nids, err) < 0 ||
         http_field_str(body, "session_id", NULL, false, &one, err) < 0 ||
         http_field_bool(body, "include_archived", NULL, false, &req.include_archived, err) < 0 ||

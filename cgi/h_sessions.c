@@ -142,7 +142,7 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
     e.set_pinned = json_object_object_get_ex(body, "pinned", &pinned) && pinned;
     static const char *const fields[] = {"title", "pinned", "tags", "metadata"};
     /* types only: lengths, characters and limits are core's to judge */
-    bool bad = http_known_fields(body, fields, 4, err) < 0 ||
+    bool bad = http_known_fields(body, NULL, fields, 4, err) < 0 ||
                http_field_str(body, "title", NULL, false, &e.title, err) < 0 ||
                http_field_bool(body, "pinned", NULL, false, &e.pinned, err) < 0 ||
                http_field_arr(body, "tags", NULL, false, &e.tags, err) < 0 ||
@@ -168,7 +168,7 @@ int h_session_fork(struct http_req *r, struct svc_err *err)
     static const char *const fields[] = {"message_id", "session_id", "title"};
     /* types only: the range, the id and the title are core's to judge */
     bool bad =
-        http_known_fields(body, fields, 3, err) < 0 ||
+        http_known_fields(body, NULL, fields, 3, err) < 0 ||
         http_field_int_opt(body, "message_id", NULL, &f.has_message_id, &f.message_id, err) < 0 ||
         http_field_str(body, "session_id", NULL, false, &f.new_id, err) < 0 ||
         http_field_str(body, "title", NULL, false, &f.title, err) < 0 ||
@@ -187,7 +187,7 @@ int h_message_feedback(struct http_req *r, struct svc_err *err)
     /* types only: the rating's values and the comment's length are core's to judge */
     bool given = json_object_object_get_ex(body, "rating", &rating);
     static const char *const fields[] = {"rating", "comment"};
-    bool bad = http_known_fields(body, fields, 2, err) < 0 ||
+    bool bad = http_known_fields(body, NULL, fields, 2, err) < 0 ||
                http_field_str(body, "comment", NULL, false, &comment, err) < 0 ||
                svc_feedback_set(r->cfg, sid, http_param(r, "message_id"), given, rating, comment,
                                 &o, err) < 0;

@@ -463,9 +463,11 @@ const char *http_unknown_key(json_object *o, const char *const *known, size_t n)
     return NULL;
 }
 
-int http_known_fields(json_object *o, const char *const *known, size_t n, struct svc_err *err)
+int http_known_fields(json_object *o, const char *at, const char *const *known, size_t n,
+                      struct svc_err *err)
 {
-    const char *key = http_unknown_key(o, known, n);
+    const char *key =
+        json_object_is_type(o, json_type_object) ? http_unknown_key(o, known, n) : NULL;
     if (!key)
         return 0;
     struct svc_buf b;
@@ -474,10 +476,12 @@ int http_known_fields(json_object *o, const char *const *known, size_t n, struct
         svc_buf_adds(&b, i ? ", " : "");
         svc_buf_adds(&b, known[i]);
     }
+    char p[sizeof err->param + 1];
+    int len = snprintf(p, sizeof p, "%s%s%s", at ? at : "", at ? "." : "", key);
     /* named only when it fits the error's param whole: a cut name would be another */
-    bool nameable = strlen(key) < sizeof err->param;
-    svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? key : NULL,
-                 "unknown field '%.64s' (fields: %s)", key, b.data);
+    bool nameable = len >= 0 && (size_t)len < sizeof err->param;
+    svc_err_setp(err, SVC_E_INVALID_FIELD, nameable ? p : NULL,
+                 "unknown field '%.64s' (fields: %s)", nameable ? p : key, b.data);
     svc_buf_free(&b);
     return -1;
 }

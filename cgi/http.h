@@ -126,9 +126,11 @@ int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t mi
 int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, struct svc_err *err);
 /* The first key of object o that is none of the n names of known, NULL when none. */
 const char *http_unknown_key(json_object *o, const char *const *known, size_t n);
-/* 0 when body o has only the n fields of known, else 422 invalid_field naming the first
- * other one (a misspelt field is refused, never ignored) and listing the fields. */
-int http_known_fields(json_object *o, const char *const *known, size_t n, struct svc_err *err);
+/* 0 when object o (the body, or its member at: "tools[0]") has only the n fields of known
+ * (or is no object), else 422 invalid_field naming the first other one ("tools[0].x"): a
+ * misspelt field is refused, never ignored. */
+int http_known_fields(json_object *o, const char *at, const char *const *known, size_t n,
+                      struct svc_err *err);
 /* Read the body once, at most server.max_body_bytes (else 413 body_too_large, the rest is
  * drained without being kept). r->body is NUL-terminated; r->body_len excludes the NUL. */
 int http_read_body(struct http_req *r, struct svc_err *err);

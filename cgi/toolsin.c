@@ -27,12 +27,17 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, jso
     if (strcmp(type, "function") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be function%s", q,
                             nested ? "" : " or mcp");
+    static const char *const keys[] = {"type", "name", "description", "parameters", "strict"};
+    static const char *const outer[] = {"type", "function"};
     if (nested) {
         snprintf(q, sizeof q, "%s.function", p);
-        if (http_field_obj(t, "function", q, true, &fn, err) < 0)
+        if (http_known_fields(t, p, outer, 2, err) < 0 ||
+            http_field_obj(t, "function", q, true, &fn, err) < 0)
             return -1;
         snprintf(p, sizeof p, "tools[%zu].function", i);
     }
+    if (http_known_fields(fn, p, keys + nested, 5 - nested, err) < 0)
+        return -1;
     snprintf(qname, sizeof qname, "%s.name", p);
     if (http_field_str(fn, "name", qname, true, &name, err) < 0)
         return -1;

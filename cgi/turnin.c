@@ -220,34 +220,43 @@ static int gfield_check(const struct gfield *f, json_object *b, json_object *v, 
 static int format_of(json_object *f, bool flat, const char *param, json_object *s,
                      struct svc_err *err)
 {
-    const char *type = NULL;
-    char p[48];
+    /* chat's response_format: the first two; text.format: the last five; json_schema: 4 */
+    static const char *const keys[] = {"json_schema", "type",   "name",
+                                       "description", "schema", "strict"};
+    const char *type = NULL, *str = NULL;
+    char p[48], q[64];
+    bool strict = false;
     snprintf(p, sizeof p, "%s.type", param);
     if (!f)
         return 0;
     if (!json_object_is_type(f, json_type_object))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' must be an object", param);
-    if (http_field_str(f, "type", p, true, &type, err) < 0)
+    if (http_field_str(f, "type", p, true, &type, err) < 0 ||
+        http_known_fields(f, param, keys + flat, flat ? 5 : 2, err) < 0)
         return -1;
     if (strcmp(type, "text") != 0 && strcmp(type, "json_object") != 0 &&
         strcmp(type, "json_schema") != 0)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s' must be text, json_object or json_schema", p);
     json_object *js = f, *schema = NULL;
-    snprintf(p, sizeof p, "%s.json_schema", param);
+    snprintf(p, sizeof p, flat ? "%s" : "%s.json_schema", param);
     if (strcmp(type, "json_schema") == 0 && !flat &&
-        http_field_obj(f, "json_schema", p, true, &js, err) < 0)
+        (http_field_obj(f, "json_schema", p, true, &js, err) < 0 ||
+         http_known_fields(js, p, keys + 2, 4, err) < 0))
         return -1;
-    snprintf(p, sizeof p, flat ? "%s.schema" : "%s.json_schema.schema", param);
-    if (strcmp(type, "json_schema") == 0 && http_field_obj(js, "schema", p, true, &schema, err) < 0)
-        return -1;
+    for (int k = 2; k < 6 && strcmp(type, "json_schema") == 0; k++) { /* name {} was lost */
+        snprintf(q, sizeof q, "%s.%s", p, keys[k]);
+        if ((k == 4   ? http_field_obj(js, keys[k], q, true, &schema, err)
+             : k == 5 ? http_field_bool(js, keys[k], q, false, &strict, err)
+                      : http_field_str(js, keys[k], q, false, &str, err)) < 0)
+            return -1;
+    }
     json_object *out = svc_responses_obj("type", type, NULL);
     svc_json_set(s, "response_format", out);
     if (strcmp(type, "json_schema") != 0)
         return 0;
     json_object *inner = json_object_new_object();
-    static const char *const keys[] = {"name", "description", "schema", "strict"};
-    for (size_t i = 0; i < 4; i++) {
+    for (size_t i = 2; i < 6; i++) {
         json_object *v = NULL;
         if (json_object_object_get_ex(js, keys[i], &v))
             svc_json_set(inner, keys[i], json_object_get(v));
@@ -263,9 +272,13 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
 {
     json_object *text = NULL, *reasoning = NULL, *include = NULL, *f = NULL;
     const char *verb = NULL, *effort = NULL, *summary = NULL;
+    static const char *const tkeys[] = {"format", "verbosity"}, *const rkeys[] = {"effort",
+                                                                                  "summary"};
     if (http_field_obj(b, "text", NULL, false, &text, err) < 0 ||
+        http_known_fields(text, "text", tkeys, 2, err) < 0 ||
         http_field_str(text, "verbosity", "text.verbosity", false, &verb, err) < 0 ||
         http_field_obj(b, "reasoning", NULL, false, &reasoning, err) < 0 ||
+        http_known_fields(reasoning, "reasoning", rkeys, 2, err) < 0 ||
         http_field_str(reasoning, "effort", "reasoning.effort", false, &effort, err) < 0 ||
         http_field_str(reasoning, "summary", "reasoning.summary", false, &summary, err) < 0 ||
         http_field_arr(b, "include", NULL, false, &include, err) < 0)

@@ -94,7 +94,15 @@ $fake->clear;
 for my $case ([{ n => 2 }, 'n'], [{ frobnicate => 1 }, 'frobnicate'], [{ audio => {} }, 'audio'],
               [{ modalities => ['text', 'audio'] }, 'modalities'], [{ modalities => [undef] }, 'modalities'],
               [{ top_p => 3 }, 'top_p'],
-              [{ stop => [1] }, 'stop'], [{ response_format => { type => 'yaml' } }, 'response_format.type']) {
+              [{ stop => [1] }, 'stop'], [{ response_format => { type => 'yaml' } }, 'response_format.type'],
+              # nested fields svc did not know were dropped, a name that is no string became "response"
+              [{ response_format => { type => 'json_schema', json_schema => { name => 'w', schema => {}, shema => {} } } },
+               'response_format.json_schema.shema'],
+              [{ response_format => { type => 'json_schema', json_schema => { name => {}, schema => {} } } },
+               'response_format.json_schema.name'],
+              [{ response_format => { type => 'json_object', json_shema => {} } }, 'response_format.json_shema'],
+              [{ tools => [{ type => 'function', function => { name => 'f', paramters => {} } }] }, 'tools[0].function.paramters'],
+              [{ tools => [{ type => 'function', function => { name => 'f' }, strict => JSON::PP::true }] }, 'tools[0].strict']) {
     my ($extra, $param) = @$case;
     $r = $oa->req(POST => '/api/v1/chat/completions', body => { messages => [{ role => 'user', content => 'hi' }], %$extra });
     is $r->{status}, 422, "chat $param: 422";
@@ -102,7 +110,11 @@ for my $case ([{ n => 2 }, 'n'], [{ frobnicate => 1 }, 'frobnicate'], [{ audio =
 }
 for my $case ([{ reasoning => { summary => 'auto' } }, 'reasoning.summary'], [{ max_tool_calls => 3 }, 'max_tool_calls'],
               [{ include => ['nonsense'] }, 'include[0]'], [{ seedling => 1 }, 'seedling'],
-              [{ text => { format => { type => 'json_schema' } } }, 'text.format.schema']) {
+              [{ text => { format => { type => 'json_schema' } } }, 'text.format.schema'],
+              [{ text => { format => { type => 'json_schema', name => 'x', schema => {}, strict => 'yes' } } }, 'text.format.strict'],
+              [{ text => { format => { type => 'json_schema', name => 'x', schema => {}, json_schema => {} } } }, 'text.format.json_schema'],
+              [{ text => { verbosty => 'low' } }, 'text.verbosty'], [{ reasoning => { efort => 'low' } }, 'reasoning.efort'],
+              [{ tools => [{ type => 'function', name => 'f', paramters => {} }] }, 'tools[0].paramters']) {
     my ($extra, $param) = @$case;
     $r = $oa->req(POST => '/api/v1/responses', body => { input => 'hi', %$extra });
     is $r->{status}, 422, "responses $param: 422";
