@@ -115,8 +115,13 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
         snprintf(at, sizeof at, "messages[%zu].tool_calls[%zu]", i, k);
         if (!json_object_is_type(c, json_type_object))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, at, "'%s' must be an object", at);
-        if (text_at(c, "id", at, true, err) < 0)
+        const char *type = NULL; /* any other was taken for a function */
+        snprintf(p, sizeof p, "%s.type", at);
+        if (text_at(c, "id", at, true, err) < 0 ||
+            http_field_str(c, "type", p, false, &type, err) < 0)
             return -1;
+        if (type && strcmp(type, "function") != 0)
+            return svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s' must be function", p);
         snprintf(p, sizeof p, "%s.function", at);
         json_object_object_get_ex(c, "function", &fn);
         if (!json_object_is_type(fn, json_type_object))

@@ -232,6 +232,9 @@ for my $id ('../x', '', 'a' x 129, '.hidden') {
         [[{ role => 'assistant', content => undef, tool_calls => [{ id => 'c1', type => 'function',
             function => { name => '', arguments => '{}' } }] }, { role => 'tool', tool_call_id => 'c1', content => 'r' }],
          'messages[0].tool_calls[0].function.name', 'an empty tool name'],
+        [[{ role => 'assistant', content => undef, tool_calls => [{ id => 'c1', type => 'custom',
+            function => { name => 'clock', arguments => '{}' } }] }, { role => 'tool', tool_call_id => 'c1', content => 'r' }],
+         'messages[0].tool_calls[0].type', 'a tool call type that is not function (it was taken for one)'],
     );
     my $i = 0;
     for my $h (@hist) {
