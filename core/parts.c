@@ -123,6 +123,8 @@ static int check_data(const struct data_url *d, const char *param, int64_t max_b
     if (!raw)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s': the data is not base64", param);
     free(raw);
+    if (n == 0) /* was stored: an image or document of no bytes */
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s' holds no data", param);
     if ((int64_t)n > max_bytes)
         return svc_err_setp(err, SVC_E_BODY_TOO_LARGE, param,
                             "'%s' holds %zu bytes, more than limits.max_image_bytes (%lld)", param,
@@ -148,7 +150,10 @@ static int check_image(json_object *part, const char *param, int64_t max_bytes, 
     char p[256];
     json_object *uv;
     const char *url = image_url_of(part, &uv);
-    const char *detail = svc_json_str(svc_json_obj(part, "image_url"), "detail", "auto");
+    json_object *dv = json_object_object_get(svc_json_obj(part, "image_url"), "detail");
+    const char *detail = !dv                                         ? "auto"
+                         : json_object_is_type(dv, json_type_string) ? json_object_get_string(dv)
+                                                                     : ""; /* 5 was auto */
     snprintf(p, sizeof p, "%s.image_url.url", param);
     if (!url || strlen(url) != (size_t)json_object_get_string_len(uv))
         return svc_err_setp(err, uv ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, p,

@@ -68,10 +68,15 @@ like answer($r), qr/image jpeg at https:\/\/example\.invalid\/cat\.jpg/, 'echo n
 my @bad = (
     [413, 'body_too_large', 'messages[0].content[0].image_url.url', [img("data:image/png;base64,$BIG64")]],
     [422, 'invalid_field', 'messages[0].content[0].image_url.url', [img('data:image/png;base64,@@@@')]],
+    [422, 'invalid_field', 'messages[0].content[0].image_url.url', [img('data:image/png;base64,')]], # was stored empty
+    [422, 'invalid_field', 'messages[0].content[0].file.file_data',
+        [{ type => 'file', file => { filename => 'empty.txt', file_data => 'data:text/plain;base64,' } }]],
     [422, 'invalid_field', 'messages[0].content[0].image_url.url', [img("data:image/bmp;base64,$PNG64")]],
     [422, 'invalid_field', 'messages[0].content[0].image_url.url', [img('ftp://x/y.png')]],
     [422, 'invalid_field', 'messages[0].content[0].image_url.detail',
         [{ type => 'image_url', image_url => { url => "data:image/png;base64,$PNG64", detail => 'low' } }]],
+    [422, 'invalid_field', 'messages[0].content[0].image_url.detail', # a number was taken for auto
+        [{ type => 'image_url', image_url => { url => "data:image/png;base64,$PNG64", detail => 5 } }]],
     [422, 'invalid_field', 'messages[0].content[0].file.file_id', [{ type => 'file', file => { file_id => 'file-1' } }]],
     [422, 'invalid_field', 'messages[0].content[0].file.file_data',
         [{ type => 'file', file => { filename => 'x.bin', file_data => "data:application/octet-stream;base64,$TXT64" } }]],
