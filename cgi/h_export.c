@@ -104,6 +104,11 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
                      "session_ids is empty; leave it out to export by filters");
         goto out;
     }
+    if (req.n_statuses == 0 && json_object_object_get(body, "status")) { /* was: every one */
+        svc_err_setp(err, SVC_E_INVALID_FIELD, "status",
+                     "status is empty; leave it out to export sessions of every status");
+        goto out;
+    }
     if (svc_export_prepare(r->cfg, &req, &ex, err) < 0)
         goto out;
     if (req.download) {

@@ -204,6 +204,7 @@ my @bad = (
     [{ download => 1 }, 422, 'invalid_field', 'download'],
     [{ updated_after => 'yesterday' }, 422, 'invalid_field', 'updated_after'],
     [{ status => ['sleeping'] }, 422, 'invalid_field', 'status'],
+    [{ status => [] }, 422, 'invalid_field', 'status'], # matched no status, and exported every session
     [{ output_dir => 5 }, 422, 'invalid_field', 'output_dir'],
     [{ session_ids => ['../etc'] }, 400, 'invalid_session_id', undef],
     # a misspelt filter would otherwise export every session
