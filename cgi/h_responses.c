@@ -22,6 +22,7 @@
 #include "handlers.h"
 #include "idem.h"
 #include "jsonx.h"
+#include "layout.h"
 #include "log.h"
 #include "query.h"
 #include "respin.h"
@@ -93,11 +94,16 @@ static int parse_conversation(json_object *b, const char **out, struct svc_err *
     *out = NULL;
     if (!json_object_object_get_ex(b, "conversation", &v) || !v)
         return 0;
-    if (json_object_is_type(v, json_type_object))
-        return http_field_str(v, "id", "conversation.id", true, out, err);
-    if (turn_in_text(v, "conversation", err) < 0)
+    bool obj = json_object_is_type(v, json_type_object);
+    if (obj ? http_field_str(v, "id", "conversation.id", true, out, err) < 0
+            : turn_in_text(v, "conversation", err) < 0)
         return -1;
-    *out = json_object_get_string(v);
+    if (!obj)
+        *out = json_object_get_string(v);
+    if (svc_layout_id_check(*out, err) < 0) { /* it names session_id, which was not sent */
+        snprintf(err->param, sizeof err->param, "%s", obj ? "conversation.id" : "conversation");
+        return -1;
+    }
     return 0;
 }
 

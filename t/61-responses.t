@@ -249,6 +249,9 @@ err_ok(resp({ input => 'x', metadata => { a => 1 } }), 422, 'invalid_field', 'me
 err_ok(resp({ input => 'x', metadata => [] }), 422, 'invalid_field', 'metadata a list', 'metadata');
 err_ok(resp({ input => 'x', conversation => 5 }), 422, 'invalid_field', 'conversation a number', 'conversation');
 err_ok(resp({ input => 'x', conversation => {} }), 422, 'missing_field', 'conversation without id', 'conversation.id');
+# a bad id is named as sent (it was named session_id, a field the request did not have)
+err_ok(resp({ input => 'x', conversation => '../x' }), 400, 'invalid_session_id', 'conversation ../x', 'conversation');
+err_ok(resp({ input => 'x', conversation => { id => '.x' } }), 400, 'invalid_session_id', 'conversation.id .x', 'conversation.id');
 err_ok(resp({ input => 'x', conversation => 'rs-1', previous_response_id => $second }), 422, 'invalid_field',
        'conversation and previous_response_id', 'conversation');
 err_ok(resp({ input => 'x', conversation => '../etc' }), 400, 'invalid_session_id', 'traversal in conversation');
