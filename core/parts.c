@@ -246,16 +246,13 @@ json_object *svc_parts_wrap(const char *key, json_object *v)
 
 json_object *svc_parts_text(const char *t)
 {
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "text", t);
-    return o;
+    return svc_json_new_obj("text", t, NULL);
 }
 
 json_object *svc_parts_result(const char *id, const char *status, const char *text)
 {
-    json_object *tr = json_object_new_object(), *items = json_object_new_array();
-    svc_json_set_str(tr, "toolUseId", id);
-    svc_json_set_str(tr, "status", status);
+    json_object *tr = svc_json_new_obj("toolUseId", id, "status", status, NULL);
+    json_object *items = json_object_new_array();
     json_object_array_add(items, svc_parts_text(text));
     svc_json_set(tr, "content", items);
     return svc_parts_wrap("toolResult", tr);
@@ -263,8 +260,7 @@ json_object *svc_parts_result(const char *id, const char *status, const char *te
 
 json_object *svc_parts_message(const char *role, json_object *content)
 {
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", role);
+    json_object *m = svc_json_new_obj("role", role, NULL);
     if (!json_object_is_type(content, json_type_array)) {
         json_object *one = json_object_new_array();
         json_object_array_add(one, content);
@@ -292,10 +288,7 @@ json_object *svc_parts_block(json_object *part)
                 if (strncasecmp(ext + 1, images[i].mime + 6, strlen(images[i].mime + 6)) == 0)
                     fmt = images[i].format;
             svc_json_set_str(img, "format", fmt);
-            json_object *loc = json_object_new_object();
-            svc_json_set_str(loc, "type", "url");
-            svc_json_set_str(loc, "url", url);
-            svc_json_set(src, "location", loc);
+            svc_json_set(src, "location", svc_json_new_obj("type", "url", "url", url, NULL));
         }
         svc_json_set(img, "source", src);
         return svc_parts_wrap("image", img);
@@ -401,8 +394,7 @@ int svc_parts_from_responses(json_object *part, const char *param, json_object *
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s': svc keeps no uploaded or remote files; send the data inline", p);
     }
-    *out = json_object_new_object();
-    svc_json_set_str(*out, "type", image ? "image_url" : "file");
+    *out = svc_json_new_obj("type", image ? "image_url" : "file", NULL);
     svc_json_set(*out, image ? "image_url" : "file", inner);
     return 0;
 }
@@ -437,8 +429,7 @@ static json_object *result_view(json_object *tr, bool bytes)
     for (size_t i = 0; c && i < json_object_array_length(c); i++) {
         json_object *it = json_object_array_get_idx(c, i), *j = NULL;
         if (json_object_object_get_ex(it, "json", &j)) {
-            json_object *jv = json_object_new_object();
-            svc_json_set_str(jv, "type", "json");
+            json_object *jv = svc_json_new_obj("type", "json", NULL);
             svc_json_set(jv, "json", json_object_get(j));
             json_object_array_add(items, jv);
         } else {
@@ -452,9 +443,9 @@ static json_object *result_view(json_object *tr, bool bytes)
 /* reasoningContent: its text, whether it is signed or redacted. */
 static json_object *reasoning_view(json_object *r)
 {
-    json_object *v = json_object_new_object(), *rt = svc_json_obj(r, "reasoningText");
-    svc_json_set_str(v, "type", "reasoning");
-    svc_json_set_str(v, "text", svc_json_str(rt, "text", ""));
+    json_object *rt = svc_json_obj(r, "reasoningText");
+    json_object *v =
+        svc_json_new_obj("type", "reasoning", "text", svc_json_str(rt, "text", ""), NULL);
     svc_json_set_bool(v, "signed", svc_json_str(rt, "signature", NULL) != NULL);
     svc_json_set_bool(v, "redacted", json_object_object_get_ex(r, "redactedContent", NULL));
     return v;
@@ -465,9 +456,7 @@ json_object *svc_parts_view(json_object *block, bool bytes)
     json_object *v = NULL, *x;
     const char *text = svc_json_str(block, "text", NULL);
     if (text) {
-        v = json_object_new_object();
-        svc_json_set_str(v, "type", "text");
-        svc_json_set_str(v, "text", text);
+        v = svc_json_new_obj("type", "text", "text", text, NULL);
     } else if ((x = svc_json_obj(block, "image"))) {
         v = media_view("image", x, images, COUNT(images), bytes);
     } else if ((x = svc_json_obj(block, "document"))) {
@@ -475,10 +464,8 @@ json_object *svc_parts_view(json_object *block, bool bytes)
     } else if ((x = svc_json_obj(block, "video"))) {
         v = media_view("video", x, NULL, 0, false);
     } else if ((x = svc_json_obj(block, "toolUse"))) {
-        v = json_object_new_object();
-        svc_json_set_str(v, "type", "tool_use");
-        svc_json_set_str(v, "id", svc_json_str(x, "toolUseId", NULL));
-        svc_json_set_str(v, "name", svc_json_str(x, "name", NULL));
+        v = svc_json_new_obj("type", "tool_use", "id", svc_json_str(x, "toolUseId", NULL), "name",
+                             svc_json_str(x, "name", NULL), NULL);
         json_object *in = NULL;
         json_object_object_get_ex(x, "input", &in);
         svc_json_set(v, "input", json_object_get(in));
