@@ -50,9 +50,7 @@ static void problem(struct fsck *f, const char *sid, const char *rel, long long 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_object *p = json_object_new_object();
-    svc_json_set_str(p, "session_id", sid);
-    svc_json_set_str(p, "file", rel);
+    json_object *p = svc_json_new_obj("session_id", sid, "file", rel, NULL);
     svc_json_set(p, "offset", off >= 0 ? json_object_new_int64(off) : NULL);
     svc_json_set_str(p, "kind", kind);
     svc_json_set_str(p, "message", msg);
@@ -254,10 +252,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
         } else if (id < 0) {
             problem(f, sid, fr, -1, "stray_file", false, "not a message file (left alone)");
         } else {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                ids = svc_xrealloc(ids, cap * sizeof *ids);
-            }
+            ids = svc_grow(ids, n, &cap, sizeof *ids);
             ids[n++] = id;
             json_object *m = NULL;
             if (parse_file(f, sid, fa, fr, &m) == 0) {
@@ -696,8 +691,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
     }
     if (o->nsessions == 0)
         check_root(&f);
-    json_object *r = json_object_new_object();
-    svc_json_set_str(r, "root", f.st.root);
+    json_object *r = svc_json_new_obj("root", f.st.root, NULL);
     svc_json_set(r, "repair", json_object_new_boolean(f.repair));
     svc_json_set_int(r, "sessions_checked", f.nchecked);
     svc_json_set(r, "busy", f.busy);

@@ -152,10 +152,7 @@ struct rescan {
 static void rescan_note(void *ctx, const char *sid, bool gone)
 {
     struct rescan *r = ctx;
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 16;
-        r->v = svc_xrealloc(r->v, r->cap * sizeof *r->v);
-    }
+    r->v = svc_grow(r->v, r->n, &r->cap, sizeof *r->v);
     r->v[r->n].sid = svc_xstrdup(sid);
     r->v[r->n++].gone = gone;
 }

@@ -215,8 +215,7 @@ static int append(const struct svc_store *st, const char *text)
 
 void svc_journal_note(const struct svc_store *st, const char *sid, json_object *summary)
 {
-    json_object *line = json_object_new_object();
-    svc_json_set_str(line, "session_id", sid);
+    json_object *line = svc_json_new_obj("session_id", sid, NULL);
     svc_json_set(line, "summary", summary ? json_object_get(summary) : NULL);
     char *text = svc_json_dump_compact(line);
     size_t n = strlen(text);
@@ -235,10 +234,7 @@ int svc_journal_lines(int fd, off_t size, off_t *at, svc_journal_line_fn *fn, vo
     off_t pos = *at;
     int rc = 0;
     while (rc == 0 && pos + (off_t)have < size) {
-        if (have == cap) { /* one line longer than the buffer */
-            buf = svc_xrealloc(buf, cap * 2);
-            cap *= 2;
-        }
+        buf = svc_grow(buf, have, &cap, 1); /* doubled for one line longer than the buffer */
         size_t want = cap - have;
         if ((off_t)want > size - pos - (off_t)have)
             want = (size_t)(size - pos - (off_t)have);

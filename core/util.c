@@ -53,6 +53,14 @@ void *svc_xrealloc(void *p, size_t n)
     return q;
 }
 
+void *svc_grow(void *v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return v;
+    *cap = *cap ? *cap * 2 : 16;
+    return svc_xrealloc(v, *cap * size);
+}
+
 char *svc_xstrdup(const char *s)
 {
     char *p = strdup(s);

@@ -46,6 +46,9 @@ void svc_random_id(const char *prefix, char *out, size_t outsz);
 void *svc_xmalloc(size_t n);
 void *svc_xcalloc(size_t nmemb, size_t size);
 void *svc_xrealloc(void *p, size_t n);
+/* Room for element n of the growable array v (*cap elements of size bytes, doubled when
+ * full): returns v, moved perhaps. v = svc_grow(v, n, &cap, sizeof *v); v[n++] = x; */
+void *svc_grow(void *v, size_t n, size_t *cap, size_t size);
 char *svc_xstrdup(const char *s);
 char *svc_xstrndup(const char *s, size_t n);
 int svc_xasprintf(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
