@@ -1,6 +1,5 @@
 #include "parts.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,32 +75,6 @@ static bool data_url_parse(const char *url, struct data_url *d)
     return true;
 }
 
-/* The base64 text decoded (heap, *n its size), or NULL when it is not base64. Padding may
- * be left out; nothing else may stand between the characters. */
-static unsigned char *b64_decode(const char *s, size_t len, size_t *n)
-{
-    static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t body = len;
-    while (body > 0 && s[body - 1] == '=' && len - body < 2)
-        body--;
-    if (strspn(s, alpha) < body || body % 4 == 1 || (len != body && len % 4 != 0))
-        return NULL;
-    size_t padded = (body + 3) / 4 * 4;
-    char *in = svc_xmalloc(padded + 1);
-    memcpy(in, s, body);
-    memset(in + body, '=', padded - body);
-    in[padded] = '\0';
-    unsigned char *out = svc_xmalloc(padded / 4 * 3 + 1);
-    int got = padded ? EVP_DecodeBlock(out, (const unsigned char *)in, (int)padded) : 0;
-    free(in);
-    if (got < 0) {
-        free(out);
-        return NULL;
-    }
-    *n = (size_t)got - (padded - body);
-    return out;
-}
-
 long long svc_parts_bytes_size(json_object *bytes)
 {
     const char *data = json_object_is_type(bytes, json_type_string)
@@ -119,7 +92,7 @@ static int check_data(const struct data_url *d, const char *param, int64_t max_b
                       struct svc_err *err)
 {
     size_t n = 0;
-    unsigned char *raw = b64_decode(d->b64, d->b64_len, &n);
+    unsigned char *raw = svc_b64_decode(d->b64, d->b64_len, false, &n);
     if (!raw)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s': the data is not base64", param);
     free(raw);
@@ -226,9 +199,8 @@ int svc_parts_check(json_object *part, const char *param, int64_t max_bytes, str
 static json_object *bytes_of(const struct data_url *d)
 {
     size_t n = 0;
-    unsigned char *raw = b64_decode(d->b64, d->b64_len, &n);
-    char *b64 = svc_xmalloc((n + 2) / 3 * 4 + 1); /* encoded again, as Python's b64encode */
-    EVP_EncodeBlock((unsigned char *)b64, raw ? raw : (const unsigned char *)"", (int)n);
+    unsigned char *raw = svc_b64_decode(d->b64, d->b64_len, false, &n);
+    char *b64 = svc_b64_encode(raw, n, false); /* encoded again, as Python's b64encode */
     free(raw);
     json_object *o = json_object_new_object();
     svc_json_set_bool(o, "__bytes_encoded__", true);

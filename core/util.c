@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <pwd.h>
@@ -442,6 +443,45 @@ char *svc_utf8_prefix(const char *s, size_t max_cp)
 bool svc_utf8_valid(const char *s, size_t len)
 {
     return u8_check((const uint8_t *)s, len) == NULL; /* RFC 3629 */
+}
+
+char *svc_b64_encode(const void *p, size_t n, bool url)
+{
+    unsigned char *out = svc_xmalloc((n + 2) / 3 * 4 + 1);
+    int len = EVP_EncodeBlock(out, n ? p : (const void *)"", (int)n);
+    for (int i = 0; url && i < len; i++)
+        out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+    while (url && len > 0 && out[len - 1] == '=')
+        out[--len] = '\0';
+    return (char *)out;
+}
+
+unsigned char *svc_b64_decode(const char *s, size_t len, bool url, size_t *n)
+{
+    static const char alpha[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_";
+    size_t body = len;
+    while (body > 0 && s[body - 1] == '=' && len - body < 2)
+        body--;
+    if (strspn(s, alpha) < body || (!url && strcspn(s, "-_") < body) || body % 4 == 1 ||
+        (len != body && len % 4 != 0))
+        return NULL;
+    size_t padded = (body + 3) / 4 * 4;
+    char *in = svc_xmalloc(padded + 1);
+    for (size_t i = 0; i < body; i++)
+        in[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
+    memset(in + body, '=', padded - body);
+    in[padded] = '\0';
+    unsigned char *out = svc_xmalloc(padded / 4 * 3 + 1);
+    int got = padded ? EVP_DecodeBlock(out, (const unsigned char *)in, (int)padded) : 0;
+    free(in);
+    if (got < 0) {
+        free(out);
+        return NULL;
+    }
+    *n = (size_t)got - (padded - body);
+    out[*n] = '\0';
+    return out;
 }
 
 bool svc_secret_equal(const char *a, const char *b)

@@ -95,6 +95,13 @@ char *svc_utf8_prefix(const char *s, size_t max_cp);
 /* Whether s is valid UTF-8 (len bytes). */
 bool svc_utf8_valid(const char *s, size_t len);
 
+/* base64 of n bytes (heap); url: the URL-safe alphabet, without padding. */
+char *svc_b64_encode(const void *p, size_t n, bool url);
+/* The bytes of base64 text s (len chars; padding may be left out, nothing else may stand
+ * between the characters; url: '-' and '_' as well as '+' and '/') on the heap, *n of them
+ * and a NUL, or NULL when it is not base64. */
+unsigned char *svc_b64_decode(const char *s, size_t len, bool url, size_t *n);
+
 /* Constant-time comparison of two NUL-terminated secrets. */
 bool svc_secret_equal(const char *a, const char *b);
 
