@@ -99,9 +99,7 @@ static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errco
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *c = msg; *c; c++)
-        if ((unsigned char)*c < 0x20)
-            *c = ' ';
+    svc_err_oneline(msg, true);
     char *red = svc_openai_redact(msg, st->key);
     svc_err_set(err, code, "%s", red);
     free(red);
@@ -531,9 +529,7 @@ static char *oa_error_message(const char *body, char *param, size_t psz)
     /* Not an error object: a short, one-line excerpt of the body. */
     size_t cut = len < 200 ? len : 200;
     char *excerpt = svc_xstrndup(body, cut);
-    for (char *c = excerpt; *c; c++)
-        if ((unsigned char)*c < 0x20)
-            *c = ' ';
+    svc_err_oneline(excerpt, true);
     size_t from = strspn(excerpt, " "), l = strlen(excerpt);
     while (l > from && excerpt[l - 1] == ' ')
         l--;
