@@ -220,12 +220,6 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
     return nbad;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* One agent directory: agent.json, message files. Returns the number of message files. */
 static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char *adir,
                            const char *arel)
@@ -272,7 +266,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
     if (d)
         closedir(d);
     if (n > 1)
-        qsort(ids, n, sizeof *ids, cmp_i64);
+        qsort(ids, n, sizeof *ids, svc_cmp_i64);
     for (size_t i = 0; i < n; i++)
         if (ids[i] != (int64_t)i) {
             char *gap = svc_sess_message_path(s, (int64_t)i, SVC_FROM_NAME);

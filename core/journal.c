@@ -29,11 +29,6 @@ static struct {
     pid_t pid;
 } J;
 
-static long long mtime_ns(const struct stat *sb)
-{
-    return (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
-}
-
 /* On a shared root another client changes these files behind this host's page cache (a
  * FUSE client may keep it across opens): what is cached of fd is dropped before a read. */
 static void drop_cached(bool shared, int fd)
@@ -150,7 +145,8 @@ static bool whole(const struct svc_journal *j)
     if (!j->stamp.ok || strlen(j->gen) != 16 || strcmp(j->stamp.gen, j->gen) != 0 ||
         (!j->shared && j->stamp.ino != (unsigned long long)j->sb.st_ino))
         return false;
-    if (j->sb.st_size == j->stamp.size && (j->shared || mtime_ns(&j->sb) == j->stamp.mtime))
+    if (j->sb.st_size == j->stamp.size &&
+        (j->shared || svc_time_ns(j->sb.st_mtim) == j->stamp.mtime))
         return true;
     /* without the lock a file that grew since is accepted: an appender writes its line
      * before the stamp */
@@ -167,7 +163,8 @@ void svc_journal_stamp(struct svc_journal *j, const char *gen, const struct stat
     char buf[STAMP_LEN];
     memset(buf, ' ', sizeof buf);
     int n = gen ? snprintf(buf, sizeof buf, "svc-index-stamp 1 %s %llu %lld %lld", gen,
-                           (unsigned long long)sb->st_ino, (long long)sb->st_size, mtime_ns(sb))
+                           (unsigned long long)sb->st_ino, (long long)sb->st_size,
+                           svc_time_ns(sb->st_mtim))
                 : snprintf(buf, sizeof buf, "svc-index-stamp 1 none");
     if (n > 0 && n < STAMP_LEN)
         buf[n] = ' ';
@@ -354,7 +351,7 @@ int svc_journal_write(const struct svc_store *st, struct svc_journal *j, svc_jou
         snprintf(j->stamp.gen, sizeof j->stamp.gen, "%s", gen);
         j->stamp.ino = (unsigned long long)sb.st_ino;
         j->stamp.size = (long long)sb.st_size;
-        j->stamp.mtime = mtime_ns(&sb);
+        j->stamp.mtime = svc_time_ns(sb.st_mtim);
         j->stamp.ok = true;
     }
     svc_buf_free(&o.b);

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,11 @@ double svc_time_now(void)
 double svc_time_monotonic(void)
 {
     return clock_s(CLOCK_MONOTONIC);
+}
+
+long long svc_time_ns(struct timespec t)
+{
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 void svc_sleep_s(double s)
@@ -251,6 +257,12 @@ void svc_random_bytes(unsigned char *out, size_t n)
 int svc_cmp_strp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int svc_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 void svc_random_hex(char *out, size_t nhex)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "err.h"
 
@@ -24,13 +25,15 @@ char *svc_time_format_iso(double epoch, char *buf);
 /* Parse ISO 8601 UTC with or without fraction, "+00:00" or "Z" (other offsets applied).
  * Returns 0 and sets *epoch, or -1 when unparseable. */
 int svc_time_parse_iso(const char *s, double *epoch);
-double svc_time_now(void);       /* wall clock, seconds since the epoch */
-double svc_time_monotonic(void); /* monotonic seconds */
+double svc_time_now(void);                /* wall clock, seconds since the epoch */
+long long svc_time_ns(struct timespec t); /* t in nanoseconds (a file's mtime as a stamp) */
+double svc_time_monotonic(void);          /* monotonic seconds */
 /* Sleep s seconds (s >= 0) in full: after a signal's handler the sleep goes on. */
 void svc_sleep_s(double s);
 
 /* qsort's comparison of two char * (strcmp order: SQLite's BINARY, a listing's id order). */
 int svc_cmp_strp(const void *a, const void *b);
+int svc_cmp_i64(const void *a, const void *b); /* of two int64_t */
 /* This process's id, cached (forgotten in the child of a fork). */
 int svc_pid(void);
 /* n bytes from a per-process pool of OpenSSL's CSPRNG (each byte handed out once; a forked
