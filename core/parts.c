@@ -304,12 +304,11 @@ json_object *svc_parts_openai(json_object *block)
           : NULL;
     if (!url)
         return NULL;
-    json_object *v = json_object_new_object(), *p = json_object_new_object();
-    svc_json_set_str(v, img ? "url" : "file_data", url);
+    json_object *v = svc_json_new_obj(img ? "url" : "file_data", url, NULL);
     free(url);
     if (!img)
         svc_json_set_str(v, "filename", svc_json_str(m, "name", "document"));
-    svc_json_set_str(p, "type", img ? "image_url" : "file");
+    json_object *p = svc_json_new_obj("type", img ? "image_url" : "file", NULL);
     svc_json_set(p, img ? "image_url" : "file", v);
     return p;
 }
@@ -319,17 +318,12 @@ json_object *svc_parts_responses(json_object *block)
     json_object *chat = svc_parts_openai(block);
     if (!chat)
         return NULL;
-    json_object *p = json_object_new_object();
     json_object *iu = svc_json_obj(chat, "image_url"), *f = svc_json_obj(chat, "file");
-    if (iu) {
-        svc_json_set_str(p, "type", "input_image");
-        svc_json_set_str(p, "image_url", svc_json_str(iu, "url", ""));
-        svc_json_set_str(p, "detail", "auto");
-    } else {
-        svc_json_set_str(p, "type", "input_file");
-        svc_json_set_str(p, "filename", svc_json_str(f, "filename", ""));
-        svc_json_set_str(p, "file_data", svc_json_str(f, "file_data", ""));
-    }
+    json_object *p =
+        iu ? svc_json_new_obj("type", "input_image", "image_url", svc_json_str(iu, "url", ""),
+                              "detail", "auto", NULL)
+           : svc_json_new_obj("type", "input_file", "filename", svc_json_str(f, "filename", ""),
+                              "file_data", svc_json_str(f, "file_data", ""), NULL);
     json_object_put(chat);
     return p;
 }
