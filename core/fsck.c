@@ -38,12 +38,10 @@ struct fsck {
     const struct svc_fsck_opts *o;
 };
 
-static void problem(struct fsck *f, const char *sid, const char *rel, long long off,
-                    const char *kind, bool repaired, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-
-static void problem(struct fsck *f, const char *sid, const char *rel, long long off,
-                    const char *kind, bool repaired, const char *fmt, ...)
+__attribute__((format(printf, 7, 8))) static void problem(struct fsck *f, const char *sid,
+                                                          const char *rel, long long off,
+                                                          const char *kind, bool repaired,
+                                                          const char *fmt, ...)
 {
     char msg[600];
     va_list ap;

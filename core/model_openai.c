@@ -89,10 +89,8 @@ char *svc_openai_redact(const char *src, const char *secret)
 }
 
 /* Set err with a message that never carries the key. OA_FAIL. */
-static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code,
-                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code,
-                              const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static enum oa_result
+oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
