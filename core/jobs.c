@@ -12,6 +12,7 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "memory.h"
 #include "retention.h"
 #include "session.h"
 #include "util.h"
@@ -161,10 +162,7 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
     svc_json_set_str(upd, "last_status", status);
     json_object *eo = NULL;
     if (strcmp(status, "done") != 0) {
-        eo = json_object_new_object();
-        svc_json_set_str(eo, "code", svc_err_name(err.code));
-        svc_json_set_str(eo, "message", err.message);
-        svc_json_set_str(eo, "at", svc_time_now_iso(buf));
+        eo = svc_memory_failure(&err, NULL);
         svc_json_set(res, "error", json_object_get(eo));
         svc_logf("job %s on session %s: %s: %s", j->id, j->session_id, status, err.message);
     }

@@ -86,17 +86,6 @@ static json_object *run_events(const char *root, const char *run_id)
     return arr;
 }
 
-static json_object *error_object(const struct svc_err *e, const char *run_id)
-{
-    char now[SVC_TIME_LEN];
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "code", svc_err_name(e->code));
-    svc_json_set_str(o, "message", e->message);
-    svc_json_set_str(o, "run_id", run_id);
-    svc_json_set_str(o, "at", svc_time_now_iso(now));
-    return o;
-}
-
 static json_object *turn_line(const char *run_id, const char *status, int64_t input_id,
                               json_object *output_ids, json_object *events, json_object *trace,
                               int64_t p, int64_t c, json_object *error, const char *created)
@@ -179,7 +168,7 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
     } else {
         struct svc_err ie;
         svc_err_set(&ie, SVC_E_INTERRUPTED, "the run's process ended before the run finished");
-        leave_sidecar(sc, "error", (int64_t)n, error_object(&ie, run_id));
+        leave_sidecar(sc, "error", (int64_t)n, svc_memory_failure(&ie, run_id));
         /* the events the run recorded (asynchronous runs), ended by the one error event */
         json_object *events = run_events(s->st.root, run_id);
         size_t nev = json_object_array_length(events);
@@ -193,7 +182,7 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
         }
         json_object *turn =
             turn_line(run_id, "error", input_id, json_object_get(outputs), events, NULL, 0, 0,
-                      error_object(&ie, run_id), *started ? started : NULL);
+                      svc_memory_failure(&ie, run_id), *started ? started : NULL);
         rc = svc_turns_append(s, turn, err);
         json_object_put(turn);
         if (rc == 0)
@@ -680,8 +669,7 @@ static void end_leave(void *ctx, json_object *sc)
 {
     const struct end_ctx *c = ctx;
     struct svc_run *run = c->run;
-    leave_sidecar(sc, c->status, run->turn.stored,
-                  c->failure ? error_object(c->failure, run->run_id) : NULL);
+    leave_sidecar(sc, c->status, run->turn.stored, svc_memory_failure(c->failure, run->run_id));
     /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
     if (json_object_array_length(run->loop.client_calls) > 0)
         svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->loop.client_calls));
@@ -717,7 +705,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
             ? turn_line(run->run_id, status, t->input_id, json_object_get(t->output_ids),
                         json_object_get(run->loop.events), json_object_get(run->loop.tool_trace),
                         run->loop.prompt_tokens, run->loop.completion_tokens,
-                        failure ? error_object(failure, run->run_id) : NULL, run->started_at)
+                        svc_memory_failure(failure, run->run_id), run->started_at)
             : NULL;
     struct svc_turn_end e = {.removed = run->loop.removed,
                              .model_calls = run->loop.loop_count,
