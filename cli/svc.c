@@ -23,7 +23,7 @@
 #include "store.h"
 #include "util.h"
 
-static void print_usage(FILE *f);
+static void print_usage(FILE *f, const char *cmd);
 
 int svc_cli_root_missing(const struct svc_config *cfg)
 {
@@ -38,12 +38,17 @@ int svc_cli_root_missing(const struct svc_config *cfg)
     return 1;
 }
 
-static int usage(const char *why)
+int svc_cli_usage(const char *cmd, const char *why)
 {
     if (why)
         fprintf(stderr, "svc: %s\n", why);
-    print_usage(stderr);
+    print_usage(stderr, cmd);
     return 2;
+}
+
+static int usage(const char *why)
+{
+    return svc_cli_usage(NULL, why);
 }
 
 int svc_cli_fail(const struct svc_err *err)
@@ -527,11 +532,13 @@ static const struct command {
     {"help", "  svc help\n", NULL}, /* handled in main, before the configuration is read */
 };
 
-static void print_usage(FILE *f)
+/* The usage of every command, or of cmd only. */
+static void print_usage(FILE *f, const char *cmd)
 {
     fputs("usage: svc [--config FILE] COMMAND ...\n", f);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fputs(commands[i].usage, f);
+        if (!cmd || strcmp(cmd, commands[i].name) == 0)
+            fputs(commands[i].usage, f);
 }
 
 /* The out-of-memory policy (err.h): one line, then abort. */
@@ -550,7 +557,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             config_path = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            print_usage(stdout);
+            print_usage(stdout, NULL);
             return 0;
         } else if (strcmp(argv[i], "--version") == 0) {
             printf("svc %s\n", SVC_VERSION);
@@ -561,7 +568,7 @@ int main(int argc, char **argv)
     if (i >= argc)
         return usage(NULL);
     if (strcmp(argv[i], "help") == 0) { /* before the configuration: help works with a bad one */
-        print_usage(stdout);
+        print_usage(stdout, NULL);
         return 0;
     }
     struct svc_config cfg = {0};
