@@ -898,7 +898,25 @@ static void heap_settle(void)
 
 /* Core's background work (spawn.h): the listing's build and rescan, detached runs. In a
  * grandchild (nothing to reap) that tells through a pipe that it runs, whatever becomes of
- * the intermediate process (a test kills the worker right after). */
+ * the intermediate process (a test kills the worker right after). Its stdin and stdout are
+ * /dev/null: it must not hold a socket inherited on fd 0, nor a CGI answer's pipe open
+ * (the web server would wait for the work to end); stderr stays the log, but for plain CGI,
+ * where it is the web server's pipe too (Apache's mod_cgi waits for it). */
+static bool spawn_cgi;
+
+static void spawned_stdio(void)
+{
+    int null = open("/dev/null", O_RDWR);
+    if (null < 0)
+        return;
+    dup2(null, 0);
+    dup2(null, 1);
+    if (spawn_cgi)
+        dup2(null, 2);
+    if (null > 2)
+        close(null);
+}
+
 static int spawn_detached(void (*work)(void *ctx), void *ctx, int flags)
 {
     int started[2];
@@ -911,6 +929,7 @@ static int spawn_detached(void (*work)(void *ctx), void *ctx, int flags)
             setsid();
         if (fork() == 0 && write(started[1], "r", 1) == 1) {
             close(started[1]);
+            spawned_stdio();
             if (!(flags & SVC_SPAWN_KEEP_FDS))
                 close_range(3, ~0U, 0);
             work(ctx);
@@ -1224,6 +1243,7 @@ int main(int argc, char **argv)
     }
     umask((mode_t)svc_config_octal(cfg.server.umask));
     rc = 0;
+    spawn_cgi = cgi;
     if (cgi)
         serve_one(NULL, &cfg, NULL);
     else if ((rc = pool_open(&pl, &o, &cfg)) == 0)

@@ -203,13 +203,6 @@ static void runner_main(void *ctx)
     struct runner *rn = ctx;
     const struct svc_config *cfg = rn->cfg;
     struct svc_run *run = rn->run;
-    int devnull = open("/dev/null", O_RDWR);
-    if (devnull >= 0) {
-        dup2(devnull, 0);
-        dup2(devnull, 1);
-        if (devnull > 2)
-            close(devnull);
-    }
     /* keep only stdin/stdout/stderr and the two locks (moved to 3 and 4), or everything
      * rather than lose a lock */
     int l1 = fcntl(svc_run_lock_fd(run), F_DUPFD_CLOEXEC, 10),

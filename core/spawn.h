@@ -2,7 +2,8 @@
  * and rescan, index.h; a detached run, runs.h). The programs decide (cgi/main.c forks): a
  * spawner runs work(ctx) in a process that nobody waits for and that exits when work
  * returns; it returns 0 once that process runs, or -1 with errno when it could not be
- * started (ECHILD: it was forked but never said it runs).
+ * started (ECHILD: it was forked but never said it runs). Its stdin and stdout are
+ * /dev/null, its stderr the caller's.
  * Without one, the listing does its work in the call and background runs are refused.
  * Types only. */
 #ifndef SVC_SPAWN_H

@@ -173,10 +173,9 @@ int svc_sess_publish(struct svc_sess *s, const struct svc_store *st, json_object
         free(d);
     }
     char *final = svc_layout_path(st->root, st->agent_id, s->sid, SVC_F_DIR, SVC_FROM_ABS);
-    if (rc == 0 && renameat2(AT_FDCWD, s->dir, AT_FDCWD, final, RENAME_NOREPLACE) != 0)
-        rc = errno == EEXIST || errno == ENOTEMPTY
-                 ? svc_err_set(err, SVC_E_SESSION_EXISTS, "session %s exists", s->sid)
-                 : svc_err_errno(err, "publish session");
+    if (rc == 0 && svc_rename_noreplace(s->dir, final) != 0)
+        rc = errno == EEXIST ? svc_err_set(err, SVC_E_SESSION_EXISTS, "session %s exists", s->sid)
+                             : svc_err_errno(err, "publish session");
     if (rc == 0 && st->durable)
         rc = svc_fsync_dir(st->root, err);
     free(final);

@@ -147,6 +147,40 @@ sub stop_bg {
     return $gone;
 }
 
+# a listing built in the background never holds the CGI answer's pipes (nor a socket on fd 0)
+SKIP: {
+    skip 'test hooks not built (SVC_TEST_INDEX_BUILD_DELAY)', 4 unless SvcTest::test_hooks_built();
+    my $dir = tempdir(CLEANUP => 1);
+    my $h2 = SvcTest->make_home('');
+    my ($o1) = run_with({ %base, SVC_HOME => $h2, REQUEST_METHOD => 'POST', REQUEST_URI => '/api/chat',
+                          CONTENT_LENGTH => length $req, CONTENT_TYPE => 'application/json' }, $req, $bin);
+    like $o1, qr/^Status: 200/, 'CGI: a turn, so that there is a listing to build';
+    pipe(my $rd, my $wr) or die;
+    pipe(my $erd, my $ewr) or die;
+    my $t0 = time;
+    my $pid = fork // die;
+    if ($pid == 0) {
+        delete @ENV{grep { /^(REQUEST_|CONTENT_|QUERY_|SVC_)/ } keys %ENV};
+        %ENV = (%ENV, %base, SVC_HOME => $h2, SVC_TEST_INDEX_BUILD_DELAY => 3,
+                REQUEST_METHOD => 'GET', REQUEST_URI => '/api/v1/chat/sessions');
+        open STDIN, '<', '/dev/null';
+        open STDOUT, '>&', $wr;
+        open STDERR, '>&', $ewr;
+        exec $bin or POSIX::_exit(127);
+    }
+    close $wr;
+    close $ewr;
+    my $o = do { local $/; <$rd> };
+    my $e = do { local $/; <$erd> };
+    my $took = time - $t0;
+    waitpid $pid, 0;
+    my ($s3, $h3) = parse_cgi($o // '');
+    is $s3, 200, 'CGI: a list while the listing is built in the background: 200';
+    is $h3->{'x-svc-index'}, 'building', '  ... and says so';
+    ok $took < 2.5, '  stdout and stderr end with the request, not with the build (mod_cgi waits for both)'
+        or diag "took ${took}s";
+}
+
 # --- FastCGI on fd 0 (spawn-fcgi -n: exec with the socket as stdin) ---
 SKIP: {
     skip missing('spawn-fcgi', 'cgi-fcgi'), 8 if missing('spawn-fcgi', 'cgi-fcgi');

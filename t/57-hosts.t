@@ -83,6 +83,16 @@ is detail($A, 'h-one')->{message_count}, 4, 'A: detail sees the turn of B';
 is scalar(msgs($A, 'h-one')), 4, 'A: messages see the turn of B';
 is +(listed($A, 'h-one') || {})->{message_count}, 4, 'A: list sees the turn of B';
 
+# ---- a fork on A (a directory published without RENAME_NOREPLACE, which GlusterFS refuses) ----
+{
+    my $r = $A->req(POST => '/api/v1/chat/sessions/h-one/fork', body => { session_id => 'h-fork' });
+    is $r->{status}, 201, 'fork on A: 201' or diag $r->{body};
+    is detail($B, 'h-fork')->{message_count}, 4, 'B: the fork at once';
+    $r = $B->req(POST => '/api/v1/chat/sessions/h-one/fork', body => { session_id => 'h-fork' });
+    is_deeply [$r->{status}, ($r->{json}{error} || {})->{code}], [409, 'session_exists'], 'the same fork on B: 409, never replaced';
+    is detail($A, 'h-fork')->{message_count}, 4, 'A: the fork kept';
+}
+
 # ---- turns racing on one session through both hosts ----
 {
     my @kids;
