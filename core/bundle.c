@@ -64,12 +64,8 @@ struct bout {
 
 void svc_export_hex(const unsigned char *md, char *out)
 {
-    static const char h[] = "0123456789abcdef";
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = h[md[i] >> 4];
-        out[2 * i + 1] = h[md[i] & 15];
-    }
-    out[64] = '\0';
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
 }
 
 static int record(struct bout *o, const char *rel, uint64_t bytes, const char *sha,
