@@ -57,11 +57,6 @@
 #include "title.h"
 #include "util.h"
 
-static const char *model_name(const struct svc_config *cfg)
-{
-    return cfg->model.name ? cfg->model.name : "echo-1";
-}
-
 static void run_event_add(void *ctx, const char *line, size_t n, size_t off)
 {
     (void)off;
@@ -259,7 +254,7 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     svc_sess_open(cfg, sid, &run->sess, NULL); /* svc_run_begin checked the id */
     svc_time_now_iso(run->started_at);
     svc_loop_init(&run->loop, cfg, run->run_id, run->sess.sid, req);
-    run->loop.model = model_name(cfg);
+    run->loop.model = cfg->model.name;
     run->turn = (struct svc_turn){.s = &run->sess, .run_lock = SVC_LOCK_INIT, .input_id = -1};
     run->turn.output_ids = json_object_new_array();
     if (run->stateful) { /* a stateless run stores nothing */
@@ -335,7 +330,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     else if (run->turn.stored > 0 && svc_sidecar_derive(&run->sess, &out, NULL) == 0)
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
-        out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
+        out = svc_sidecar_new(run->sess.sid, st->agent_id, run->cfg->model.name);
     if (!*svc_json_str(out, "title", "") && req->input && *req->input)
         svc_title_derive(out, req->input);
     json_object_object_del(out, "pending_tool_calls"); /* this run answers them */
@@ -347,7 +342,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         svc_json_set_str(out, "channel", req->channel);
     if (req->locale)
         svc_json_set_str(out, "locale", req->locale);
-    svc_json_set_str(out, "model", model_name(run->cfg));
+    svc_json_set_str(out, "model", run->cfg->model.name);
     svc_json_set_str(out, "updated_at", run->started_at);
     svc_json_set_int(out, "message_count", message_count);
     svc_json_set_int(out, "run_count", svc_json_int(out, "run_count", 0) + 1);
@@ -711,7 +706,7 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
                              .model_calls = run->loop.loop_count,
                              .summary = run->loop.summary_new ? run->loop.summary : NULL,
                              .line = line,
-                             .model = model_name(run->cfg),
+                             .model = run->cfg->model.name,
                              .leave = end_leave,
                              .ctx = &c};
     int rc = svc_turn_end(t, &e, &err);
@@ -824,7 +819,7 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
     *out = (struct svc_run_answer){
         .run_id = run->run_id,
         .session_id = run->sess.sid,
-        .model = model_name(run->cfg),
+        .model = run->cfg->model.name,
         .content = run->content_str     ? run->content_str
                    : loop->content.data ? loop->content.data
                                         : "",
