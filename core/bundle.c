@@ -46,7 +46,7 @@ struct bout_agg {
     size_t blen;
 };
 
-/* The caller fills tar/tw/prefix/tmpdir/spooldir and zeroes the rest; bout_free frees all. */
+/* The caller fills tar/tw/tmpdir/spooldir and zeroes the rest; bout_free frees all. */
 struct bout {
     bool tar;
     struct svc_tarw *tw;
@@ -1030,12 +1030,9 @@ static int produce(struct svc_export *ex, struct bout *o, const struct svc_expor
         close(lfd);
         return svc_err_errno(err, "spool");
     }
-    if (o->tar) {
-        char top[sizeof o->prefix];
-        snprintf(top, sizeof top, "%.*s", (int)strlen(o->prefix) - 1, o->prefix);
-        if (svc_tarw_dir(o->tw, top, o->now, err) != 0)
-            return -1;
-    }
+    snprintf(o->prefix, sizeof o->prefix, "%s/", ex->id);
+    if (o->tar && svc_tarw_dir(o->tw, ex->id, o->now, err) != 0)
+        return -1;
     if (agg_open(o, err) != 0 || bout_dir(o, "transcripts", o->now, err) != 0 ||
         bout_dir(o, "native", o->now, err) != 0)
         return -1;
@@ -1152,7 +1149,6 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
         svc_err_errno(err, o.tar ? "create export file" : "create export directory");
         goto out;
     }
-    snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
     if (!o.tar)
         o.tmpdir = svc_xstrdup(tmp);
     else if (svc_tarw_new(fd_write, &fo, &o.tw, err) != 0)
@@ -1206,7 +1202,6 @@ int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
     json_object *warnings = json_object_new_array();
     int64_t msgs = 0;
     int rc = -1;
-    snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
     if (svc_tarw_new(outfn, ctx, &o.tw, err) == 0)
         rc = produce(ex, &o, progress, &msgs, warnings, err);
     bout_free(&o);
