@@ -793,7 +793,7 @@ static int emit_session(struct svc_export *ex, struct bout *o, struct svc_snap *
             nm++;
         }
     }
-    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in directory order */
+    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in name order (10 before 9) */
         for (size_t k = i; k > 0 && mv[k - 1].id > mv[k].id; k--) {
             struct bmsg t = mv[k];
             mv[k] = mv[k - 1];
