@@ -85,21 +85,6 @@ static int record(struct bout *o, const char *rel, uint64_t bytes, const char *s
     return rc;
 }
 
-int svc_export_write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 static int mkparent(struct bout *o, const char *rel, struct svc_err *err)
 {
     const char *slash = strrchr(rel, '/');
@@ -159,7 +144,7 @@ static int bout_file(struct bout *o, const char *rel, const void *data, size_t l
         free(path);
         if (fd < 0)
             return svc_err_errno(err, "write bundle file");
-        int wr = svc_export_write_all(fd, data, len);
+        int wr = svc_write_all(fd, data, len);
         if (close(fd) != 0 || wr != 0)
             return svc_err_errno(err, "write bundle file");
     }
@@ -200,7 +185,7 @@ static int bout_file_fd(struct bout *o, const char *rel, int fd, struct svc_err 
         EVP_DigestUpdate(md, buf, (size_t)got);
         if (o->tar)
             rc = svc_tarw_data(o->tw, buf, (size_t)got, err);
-        else if (svc_export_write_all(dst, buf, (size_t)got) != 0)
+        else if (svc_write_all(dst, buf, (size_t)got) != 0)
             rc = svc_err_errno(err, "write bundle file");
         left -= (uint64_t)got;
     }
@@ -234,7 +219,7 @@ int svc_export_spool(const char *dir, struct svc_err *err)
 
 static int agg_flush(struct bout_agg *a, struct svc_err *err)
 {
-    if (a->blen && svc_export_write_all(a->fd, a->buf, a->blen) != 0)
+    if (a->blen && svc_write_all(a->fd, a->buf, a->blen) != 0)
         return svc_err_errno(err, a->name);
     a->blen = 0;
     return 0;
@@ -249,7 +234,7 @@ static int agg_write(struct bout *o, int i, const char *data, size_t len, struct
     if (a->blen + len > sizeof a->buf && agg_flush(a, err) != 0)
         return -1;
     if (len > sizeof a->buf)
-        return svc_export_write_all(a->fd, data, len) == 0 ? 0 : svc_err_errno(err, a->name);
+        return svc_write_all(a->fd, data, len) == 0 ? 0 : svc_err_errno(err, a->name);
     memcpy(a->buf + a->blen, data, len);
     a->blen += len;
     return 0;
@@ -1089,7 +1074,7 @@ struct fd_out {
 static int fd_write(void *ctx, const void *data, size_t len)
 {
     struct fd_out *fo = ctx;
-    if (svc_export_write_all(fo->fd, data, len) == 0)
+    if (svc_write_all(fo->fd, data, len) == 0)
         return 0;
     fo->werr = errno;
     return -1;

@@ -65,8 +65,6 @@ void svc_export_free(struct svc_export *ex);
 
 /* Hex of a SHA-256 digest into out (65 bytes). */
 void svc_export_hex(const unsigned char *md, char *out);
-/* write(2) all of p to fd, again after EINTR: 0, or -1 with errno. */
-int svc_export_write_all(int fd, const void *p, size_t n);
 /* An unnamed temporary file in dir (gone when closed, even after a crash): fd, or -1 with err. */
 int svc_export_spool(const char *dir, struct svc_err *err);
 

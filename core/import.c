@@ -422,7 +422,7 @@ static int read_member(struct job *j, FILE *copy, int fd, uint64_t *bytes, char 
         EVP_DigestUpdate(md, buf, (size_t)got);
         if (copy && fwrite(buf, 1, (size_t)got, copy) != (size_t)got)
             got = svc_err_errno(err, "copy a member");
-        else if (fd >= 0 && svc_export_write_all(fd, buf, (size_t)got) != 0)
+        else if (fd >= 0 && svc_write_all(fd, buf, (size_t)got) != 0)
             got = svc_err_errno(err, "write staged file");
         else
             *bytes += (uint64_t)got;
