@@ -14,7 +14,6 @@
 #include "log.h"
 #include "parts.h"
 #include "query.h"
-#include "responses.h"
 #include "runs.h"
 #include "session.h"
 #include "toolsin.h"
@@ -241,7 +240,7 @@ static json_object *completion_base(const struct answer *a, const char *object, 
 {
     char id[160];
     snprintf(id, sizeof id, "chatcmpl-%s", a->r.run_id);
-    json_object *o = svc_responses_obj("id", id, "object", object, NULL);
+    json_object *o = svc_json_new_obj("id", id, "object", object, NULL);
     svc_json_set_int(o, "created", created);
     svc_json_set_str(o, "model", a->r.model);
     svc_json_set_str(o, "session_id", a->r.session_id);
@@ -256,8 +255,8 @@ static int send_completion(struct http_req *r, const struct chat_in *in, const s
     json_object *choices = json_object_new_array();
     json_object *choice = json_object_new_object();
     svc_json_set_int(choice, "index", 0);
-    json_object *msg = svc_responses_obj(
-        "role", "assistant", "content", has_calls(a) && !*a->r.content ? NULL : a->r.content, NULL);
+    json_object *msg = svc_json_new_obj("role", "assistant", "content",
+                                        has_calls(a) && !*a->r.content ? NULL : a->r.content, NULL);
     svc_json_set(msg, "refusal", NULL);
     if (has_calls(a))
         svc_json_set(msg, "tool_calls", svc_json_copy(a->r.client_calls));
@@ -309,7 +308,7 @@ static int stream_begin(struct stream_ctx *s)
     if (http_sse_begin(s->r) < 0)
         return -1;
     return send_chunk(
-        s, chunk_new(s, svc_responses_obj("role", "assistant", "content", "", NULL), NULL));
+        s, chunk_new(s, svc_json_new_obj("role", "assistant", "content", "", NULL), NULL));
 }
 
 /* One run event as a chunk: content and tool reports always, everything else in svc.v2. */
@@ -321,7 +320,7 @@ static int on_event(void *ctx, json_object *ev)
     const char *type = svc_json_str(ev, "type", "");
     json_object *delta = NULL;
     if (strcmp(type, "delta") == 0) {
-        delta = svc_responses_obj("content", svc_json_str(ev, "text", ""), NULL);
+        delta = svc_json_new_obj("content", svc_json_str(ev, "text", ""), NULL);
     } else if (strcmp(type, "tool_start") == 0 || strcmp(type, "tool_result") == 0) {
         /* svc runs its tools itself: never delta.tool_calls (a client would take them as
          * calls it must answer); an empty delta carrying the svc_event reports them */

@@ -45,7 +45,7 @@ int resp_media_parts(struct http_req *r, json_object *content, const char *param
         char pp[160];
         snprintf(pp, sizeof pp, "%s[%zu]", param, k);
         if (t) {
-            chat = svc_responses_obj("type", "text", "text", t, NULL);
+            chat = svc_json_new_obj("type", "text", "text", t, NULL);
         } else if (svc_parts_from_responses(part, pp, &chat, err) < 0 ||
                    svc_parts_check(chat, pp, r->cfg->limits.max_image_bytes, err) < 0) {
             json_object_put(chat);
@@ -69,7 +69,7 @@ int resp_compaction_in(struct http_req *r, json_object *item, size_t i, json_obj
                          svc_user_scope(&r->user), p, &summary, err) < 0)
         return -1;
     char *text = svc_native_text(summary);
-    json_object_array_add(msgs, svc_responses_obj("role", "user", "content", text, NULL));
+    json_object_array_add(msgs, svc_json_new_obj("role", "user", "content", text, NULL));
     free(text);
     json_object_put(summary);
     return 0;
@@ -140,7 +140,7 @@ static int input_messages(struct http_req *r, json_object *input, json_object *c
                           json_object *ids, struct svc_err *err)
 {
     if (json_object_is_type(input, json_type_string)) {
-        json_object *m = svc_responses_obj("role", "user", NULL);
+        json_object *m = svc_json_new_obj("role", "user", NULL);
         svc_json_set(m, "content", json_object_get(input));
         input = json_object_new_array();
         json_object_array_add(input, m);
@@ -197,7 +197,7 @@ json_object *resp_compaction_item(struct http_req *r, json_object *summary, stru
         return NULL;
     svc_responses_new_id("cmpi_", id, sizeof id);
     json_object *item =
-        svc_responses_obj("type", "compaction", "id", id, "encrypted_content", sealed, NULL);
+        svc_json_new_obj("type", "compaction", "id", id, "encrypted_content", sealed, NULL);
     free(sealed);
     return item;
 }
@@ -207,7 +207,7 @@ static json_object *compaction_object(const char *sid, json_object *ctx, json_ob
 {
     char id[48];
     svc_responses_new_id("cmp_", id, sizeof id);
-    json_object *o = svc_responses_obj("id", id, "object", "response.compaction", NULL);
+    json_object *o = svc_json_new_obj("id", id, "object", "response.compaction", NULL);
     json_object *out = json_object_new_array(), *u = json_object_new_object();
     json_object_array_add(out, item);
     for (size_t i = at; i < json_object_array_length(ctx); i++) {

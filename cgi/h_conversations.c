@@ -13,7 +13,6 @@
 #include "handlers.h"
 #include "jsonx.h"
 #include "query.h"
-#include "responses.h"
 
 static int send_obj(struct http_req *r, const char *sid, json_object *o)
 {
@@ -77,7 +76,7 @@ int h_conversation_delete(struct http_req *r, struct svc_err *err)
     if (svc_session_delete(r->cfg, sid, &o, err) < 0)
         return -1;
     json_object_put(o);
-    o = svc_responses_obj("id", sid, "object", "conversation.deleted", NULL);
+    o = svc_json_new_obj("id", sid, "object", "conversation.deleted", NULL);
     svc_json_set_bool(o, "deleted", true);
     return send_obj(r, sid, o);
 }

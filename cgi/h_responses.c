@@ -256,7 +256,7 @@ static json_object *usage_of(int64_t p, int64_t c, int64_t cached, int64_t reaso
 
 static json_object *text_part(const char *text)
 {
-    json_object *p = svc_responses_obj("type", "output_text", "text", text, NULL);
+    json_object *p = svc_json_new_obj("type", "output_text", "text", text, NULL);
     svc_json_set(p, "annotations", json_object_new_array());
     return p;
 }
@@ -264,8 +264,8 @@ static json_object *text_part(const char *text)
 /* The assistant message item msg_id (text NULL: no content yet; incomplete: a failed run's). */
 static json_object *message_item(const char *msg_id, const char *text, const char *status)
 {
-    json_object *m = svc_responses_obj("id", msg_id, "type", "message", "status", status, "role",
-                                       "assistant", NULL);
+    json_object *m = svc_json_new_obj("id", msg_id, "type", "message", "status", status, "role",
+                                      "assistant", NULL);
     json_object *content = json_object_new_array();
     if (text)
         json_object_array_add(content, text_part(text));
@@ -280,9 +280,9 @@ static json_object *function_call_out(const struct resp_ctx *c, json_object *tc,
     json_object *fn = svc_json_obj(tc, "function");
     char id[64];
     snprintf(id, sizeof id, "fc_%s_%zu", c->id + 5, k);
-    return svc_responses_obj("id", id, "type", "function_call", "status", "completed", "call_id",
-                             svc_json_str(tc, "id", ""), "name", svc_json_str(fn, "name", ""),
-                             "arguments", svc_json_str(fn, "arguments", "{}"), NULL);
+    return svc_json_new_obj("id", id, "type", "function_call", "status", "completed", "call_id",
+                            svc_json_str(tc, "id", ""), "name", svc_json_str(fn, "name", ""),
+                            "arguments", svc_json_str(fn, "arguments", "{}"), NULL);
 }
 
 /* Whether the output has a message item: text came, or nothing else did (SPEC 15: a
@@ -311,9 +311,9 @@ static json_object *approval_out(json_object *tc, const char *label, const char 
 {
     char id[160];
     snprintf(id, sizeof id, "mcpr_%s", svc_json_str(tc, "id", ""));
-    return svc_responses_obj("id", id, "type", "mcp_approval_request", "arguments",
-                             svc_json_str(svc_json_obj(tc, "function"), "arguments", "{}"), "name",
-                             tool, "server_label", label, NULL);
+    return svc_json_new_obj("id", id, "type", "mcp_approval_request", "arguments",
+                            svc_json_str(svc_json_obj(tc, "function"), "arguments", "{}"), "name",
+                            tool, "server_label", label, NULL);
 }
 
 /* The mcp_call item of a call's tool_result event (the arguments from its tool_start). */
@@ -324,8 +324,8 @@ static json_object *mcp_call_out(json_object *events, json_object *ev, const cha
     char mid[160], rid[160];
     snprintf(mid, sizeof mid, "mcp_%s", id);
     snprintf(rid, sizeof rid, "mcpr_%s", id);
-    json_object *o = svc_responses_obj("id", mid, "type", "mcp_call", "approval_request_id",
-                                       svc_json_bool(ev, "approved", false) ? rid : NULL, NULL);
+    json_object *o = svc_json_new_obj("id", mid, "type", "mcp_call", "approval_request_id",
+                                      svc_json_bool(ev, "approved", false) ? rid : NULL, NULL);
     for (size_t i = 0; i < json_object_array_length(events); i++) {
         json_object *st = json_object_array_get_idx(events, i);
         if (strcmp(svc_json_str(st, "type", ""), "tool_start") == 0 &&
@@ -354,7 +354,7 @@ static json_object *mcp_event_item(const struct resp_ctx *c, json_object *events
         const char *server = svc_json_str(ev, "server_label", "");
         snprintf(id, sizeof id, "mcpl_%s_%s", c->id + 5, server);
         json_object *o =
-            svc_responses_obj("id", id, "type", "mcp_list_tools", "server_label", server, NULL);
+            svc_json_new_obj("id", id, "type", "mcp_list_tools", "server_label", server, NULL);
         svc_json_set(o, "tools", json_object_get(svc_json_arr(ev, "tools")));
         svc_json_set_str(o, "error", svc_json_str(ev, "error", NULL));
         return o;
@@ -427,7 +427,7 @@ static void echo_settings(json_object *o, json_object *b)
     svc_json_set(reasoning, "summary", NULL);
     svc_json_set(o, "reasoning", reasoning);
     json_object *fmt = svc_json_copy(svc_json_obj(svc_json_obj(b, "text"), "format"));
-    svc_json_set(text, "format", fmt ? fmt : svc_responses_obj("type", "text", NULL));
+    svc_json_set(text, "format", fmt ? fmt : svc_json_new_obj("type", "text", NULL));
     svc_json_set_str(text, "verbosity",
                      svc_json_str(svc_json_obj(b, "text"), "verbosity", "medium"));
     svc_json_set(o, "text", text);
@@ -438,7 +438,7 @@ static void echo_settings(json_object *o, json_object *b)
 static json_object *object_of(const struct resp_in *in, const char *id, int64_t created_at,
                               const char *model, const char *sid, const char *run_id, bool bg)
 {
-    json_object *o = svc_responses_obj("id", id, "object", "response", NULL);
+    json_object *o = svc_json_new_obj("id", id, "object", "response", NULL);
     svc_json_set_int(o, "created_at", created_at);
     svc_json_set_str(o, "status", "in_progress");
     if (bg)
@@ -476,7 +476,7 @@ static json_object *object_of(const struct resp_in *in, const char *id, int64_t 
     svc_json_set_str(o, "user", in->t.req.user_id); /* and conversation: null unless named */
     svc_json_set(o, "metadata",
                  in->metadata ? svc_json_copy(in->metadata) : json_object_new_object());
-    svc_json_set(o, "conversation", in->conv ? svc_responses_obj("id", sid, NULL) : NULL);
+    svc_json_set(o, "conversation", in->conv ? svc_json_new_obj("id", sid, NULL) : NULL);
     svc_json_set_str(o, "session_id", sid);
     svc_json_set_str(o, "run_id", run_id);
     return o;
@@ -499,11 +499,11 @@ static json_object *response_object(const struct resp_ctx *c, bool ended,
     svc_json_set_str(o, "status", status);
     if (failure)
         svc_json_set(o, "error",
-                     svc_responses_obj("code", svc_err_name(failure->code), "message",
-                                       failure->message, NULL));
+                     svc_json_new_obj("code", svc_err_name(failure->code), "message",
+                                      failure->message, NULL));
     if (strcmp(status, "incomplete") == 0)
         svc_json_set(o, "incomplete_details",
-                     svc_responses_obj("reason", "max_output_tokens", NULL));
+                     svc_json_new_obj("reason", "max_output_tokens", NULL));
     svc_json_set(o, "output", output_items(c, &a, status, failure));
     svc_json_set(
         o, "usage",
@@ -589,7 +589,7 @@ static json_object *at_index(int64_t i)
 /* The position fields of the text part: item_id, output_index, content_index. */
 static json_object *at_part(const struct resp_ctx *c)
 {
-    json_object *o = svc_responses_obj("item_id", c->msg_id, NULL);
+    json_object *o = svc_json_new_obj("item_id", c->msg_id, NULL);
     svc_json_set_int(o, "output_index", c->msg_index);
     svc_json_set_int(o, "content_index", 0);
     return o;
@@ -760,7 +760,7 @@ static int resp_stream(struct resp_ctx *c)
         emit(c, "response.failed", with_response(resp));
         json_object *e = http_error_object(&ferr);
         json_object *o =
-            svc_responses_obj("code", svc_err_name(ferr.code), "message", ferr.message, NULL);
+            svc_json_new_obj("code", svc_err_name(ferr.code), "message", ferr.message, NULL);
         svc_json_set(o, "param", NULL);
         svc_json_set(o, "error", json_object_get(svc_json_obj(e, "error")));
         json_object_put(e);
@@ -836,8 +836,8 @@ static void background_refresh(struct http_req *r, json_object *o)
     json_object *e = svc_json_obj(rec, "error");
     if (strcmp(st, "error") == 0 && e)
         svc_json_set(o, "error",
-                     svc_responses_obj("code", svc_json_str(e, "code", "internal_error"), "message",
-                                       svc_json_str(e, "message", ""), NULL));
+                     svc_json_new_obj("code", svc_json_str(e, "code", "internal_error"), "message",
+                                      svc_json_str(e, "message", ""), NULL));
     json_object_put(rec);
 }
 
@@ -1034,7 +1034,7 @@ int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
     }
     json_object_put(own);
     json_object_put(items);
-    json_object *o = svc_responses_obj("object", "response.input_tokens", NULL);
+    json_object *o = svc_json_new_obj("object", "response.input_tokens", NULL);
     svc_json_set_int(o, "input_tokens", (int64_t)((chars + 3) / 4));
     rc = http_reply(r, 200, o);
 out:
@@ -1047,7 +1047,7 @@ int h_response_delete(struct http_req *r, struct svc_err *err)
     const char *id = http_param(r, "response_id");
     if (svc_responses_delete(r->cfg, id, err) < 0)
         return -1;
-    json_object *o = svc_responses_obj("id", id, "object", "response", NULL);
+    json_object *o = svc_json_new_obj("id", id, "object", "response", NULL);
     svc_json_set_bool(o, "deleted", true);
     return http_reply(r, 200, o);
 }

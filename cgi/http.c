@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bundle_out.h"
+#include "fsio.h"
 #include "jsonx.h"
 #include "labels.h"
 #include "util.h"
@@ -308,7 +308,7 @@ void http_log(const struct http_req *r)
     if (r->client_gone)
         p = log_put(p, end, " client_gone", 12);
     *p++ = '\n';
-    svc_bout_write_all(STDERR_FILENO, line, (size_t)(p - line));
+    svc_write_all(STDERR_FILENO, line, (size_t)(p - line));
 }
 
 /* ---- route params and query ---- */

@@ -22,8 +22,8 @@ static json_object *input_item(json_object *item)
     json_object_object_get_ex(o, "content", &content);
     if (strcmp(type, "message") == 0 && json_object_is_type(content, json_type_string)) {
         bool out = strcmp(svc_json_str(o, "role", ""), "assistant") == 0;
-        json_object *part = svc_responses_obj("type", out ? "output_text" : "input_text", "text",
-                                              json_object_get_string(content), NULL);
+        json_object *part = svc_json_new_obj("type", out ? "output_text" : "input_text", "text",
+                                             json_object_get_string(content), NULL);
         json_object *parts = json_object_new_array();
         json_object_array_add(parts, part);
         svc_json_set(o, "content", parts);
@@ -44,7 +44,7 @@ json_object *respin_items(json_object *input)
     json_object *items = json_object_new_array();
     if (json_object_is_type(input, json_type_string)) {
         json_object *m =
-            svc_responses_obj("role", "user", "content", json_object_get_string(input), NULL);
+            svc_json_new_obj("role", "user", "content", json_object_get_string(input), NULL);
         json_object_array_add(items, input_item(m));
         json_object_put(m);
         return items;
@@ -133,9 +133,9 @@ static int function_call_item(json_object *item, size_t i, json_object *msgs, st
         calls = json_object_new_array();
         svc_json_set(m, "tool_calls", calls);
     }
-    json_object *tc = svc_responses_obj("id", id, "type", "function", NULL);
+    json_object *tc = svc_json_new_obj("id", id, "type", "function", NULL);
     svc_json_set(tc, "function",
-                 svc_responses_obj("name", name, "arguments", args ? args : "{}", NULL));
+                 svc_json_new_obj("name", name, "arguments", args ? args : "{}", NULL));
     json_object_array_add(calls, tc);
     return 0;
 }
@@ -154,8 +154,8 @@ static int function_output_item(json_object *item, size_t i, json_object *msgs, 
     char *text = NULL;
     if (content_text(output, q, &text, err) < 0)
         return -1;
-    json_object_array_add(msgs, svc_responses_obj("role", "tool", "tool_call_id", id, "content",
-                                                  text, "param", p, NULL));
+    json_object_array_add(msgs, svc_json_new_obj("role", "tool", "tool_call_id", id, "content",
+                                                 text, "param", p, NULL));
     free(text);
     return 0;
 }
@@ -211,8 +211,8 @@ static int approval_item(json_object *item, size_t i, json_object *msgs, struct 
         !json_object_is_type(v, json_type_boolean))
         return svc_err_setp(err, v ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, q,
                             "'%s' must be true or false", q);
-    json_object *m = svc_responses_obj("role", "tool", "tool_call_id",
-                                       strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id, NULL);
+    json_object *m = svc_json_new_obj("role", "tool", "tool_call_id",
+                                      strncmp(id, "mcpr_", 5) == 0 ? id + 5 : id, NULL);
     svc_json_set_bool(m, "approve", json_object_get_boolean(v));
     svc_json_set_str(m, "param", p);
     json_object_array_add(msgs, m);
@@ -233,8 +233,8 @@ static int mcp_call_item(json_object *item, size_t i, json_object *msgs, struct 
     svc_json_set_str(call, "name", full);
     svc_json_set_str(call, "call_id", id);
     const char *error = svc_json_str(item, "error", NULL);
-    json_object *out = svc_responses_obj("call_id", id, "output",
-                                         error ? error : svc_json_str(item, "output", ""), NULL);
+    json_object *out = svc_json_new_obj("call_id", id, "output",
+                                        error ? error : svc_json_str(item, "output", ""), NULL);
     int rc =
         function_call_item(call, i, msgs, err) < 0 || function_output_item(out, i, msgs, err) < 0
             ? -1

@@ -11,7 +11,6 @@
 #include "jsonx.h"
 #include "log.h"
 #include "openai.h"
-#include "responses.h"
 #include "runs.h"
 
 void turn_in_free(struct turn_in *in)
@@ -35,7 +34,7 @@ struct svc_run_request turn_in_request(const struct turn_in *in)
 
 json_object *turn_svc_block(const char *run_id, json_object *events)
 {
-    json_object *svc = svc_responses_obj("schema_version", "2.0", "run_id", run_id, NULL);
+    json_object *svc = svc_json_new_obj("schema_version", "2.0", "run_id", run_id, NULL);
     svc_json_set(svc, "events", events ? svc_json_copy(events) : json_object_new_array());
     return svc;
 }
@@ -251,7 +250,7 @@ static int format_of(json_object *f, bool flat, const char *param, json_object *
                       : http_field_str(js, keys[k], q, false, &str, err)) < 0)
             return -1;
     }
-    json_object *out = svc_responses_obj("type", type, NULL);
+    json_object *out = svc_json_new_obj("type", type, NULL);
     svc_json_set(s, "response_format", out);
     if (strcmp(type, "json_schema") != 0)
         return 0;
@@ -400,8 +399,8 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
             char p[96];
             snprintf(p, sizeof p, "%s[%zu].tool_call_id", param, i);
             json_object *res =
-                svc_responses_obj("call_id", svc_json_str(m, "tool_call_id", ""), "output",
-                                  text ? text : "", "param", svc_json_str(m, "param", p), NULL);
+                svc_json_new_obj("call_id", svc_json_str(m, "tool_call_id", ""), "output",
+                                 text ? text : "", "param", svc_json_str(m, "param", p), NULL);
             json_object *approve = NULL; /* an MCP call's approval (SPEC 16) */
             if (json_object_object_get_ex(m, "approve", &approve))
                 svc_json_set(res, "approve", json_object_get(approve));

@@ -18,6 +18,9 @@ int cmd_search(struct svc_config *cfg, int argc, char **argv);
  * line and returns 1 (a backup run with the wrong SVC_HOME must not report "0 sessions
  * exported" and succeed); else 0. */
 int svc_cli_root_missing(const struct svc_config *cfg);
+/* svc.c: why (NULL: none) on stderr, then the usage of command cmd (NULL: of every command)
+ * from svc.c's table of commands; returns 2. */
+int svc_cli_usage(const char *cmd, const char *why);
 /* svc.c: err as the one line "svc: <code>: <message>" on stderr; returns 1. */
 int svc_cli_fail(const struct svc_err *err);
 /* svc.c: o as svc writes JSON (indented) on stdout, and a newline; o is released. Returns 0. */

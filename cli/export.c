@@ -15,17 +15,6 @@
 #include "jsonx.h"
 #include "util.h"
 
-static int usage(const char *why)
-{
-    fprintf(stderr, "svc: %s\n", why);
-    fputs("usage: svc export [--session ID]... [--include-archived] [--status S]... "
-          "[--since TIME] [--out DIR] [--tar] [--allow-partial]\n"
-          "       svc import BUNDLE [--overwrite] [--dry-run]\n"
-          "       svc import --from chatgpt FILE [--dry-run]\n",
-          stderr);
-    return 2;
-}
-
 /* The options of `svc export` into req (its id and status lists have room for argc): NULL,
  * or what is wrong with them. */
 static const char *export_options(int argc, char **argv, struct svc_export_request *req)
@@ -67,7 +56,7 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     if (bad || svc_cli_root_missing(cfg)) {
         free(req.session_ids);
         free(req.statuses);
-        return bad ? usage(bad) : 1;
+        return bad ? svc_cli_usage("export", bad) : 1;
     }
     struct svc_err err;
     struct svc_export *ex = NULL;
@@ -166,17 +155,20 @@ int cmd_import(struct svc_config *cfg, int argc, char **argv)
         else if (strcmp(argv[i], "--from") == 0 && i + 1 < argc)
             from = argv[++i];
         else if (argv[i][0] == '-' || bundle)
-            return usage("import takes one BUNDLE and --overwrite, --dry-run, --from chatgpt");
+            return svc_cli_usage(
+                "import", "import takes one BUNDLE and --overwrite, --dry-run, --from chatgpt");
         else
             bundle = argv[i];
     }
     if (from && strcmp(from, "chatgpt") != 0)
-        return usage("import --from takes chatgpt");
+        return svc_cli_usage("import", "import --from takes chatgpt");
     if (from && opt.overwrite)
-        return usage("import --from chatgpt skips the sessions it made before: no --overwrite");
+        return svc_cli_usage(
+            "import", "import --from chatgpt skips the sessions it made before: no --overwrite");
     if (!bundle)
-        return usage(from ? "import --from chatgpt needs a FILE (conversations.json or the .zip)"
-                          : "import needs a BUNDLE (a directory or a .tar.gz)");
+        return svc_cli_usage(
+            "import", from ? "import --from chatgpt needs a FILE (conversations.json or the .zip)"
+                           : "import needs a BUNDLE (a directory or a .tar.gz)");
     struct bar b;
     if (bar_init(&b, stdout, "import", true)) {
         opt.progress.fn = bar_draw;

@@ -7,15 +7,6 @@
 #include "search.h"
 #include "util.h"
 
-static int search_usage(const char *why)
-{
-    fprintf(stderr,
-            "svc: %s\nusage: svc search QUERY [--limit N] [--cursor C] [--all] "
-            "[--role user|assistant|tool]\n       svc search --rebuild\n",
-            why);
-    return 2;
-}
-
 static int rebuild(struct svc_config *cfg)
 {
     struct svc_err err;
@@ -39,7 +30,7 @@ int cmd_search(struct svc_config *cfg, int argc, char **argv)
             char *end;
             q.limit = strtoll(argv[++i], &end, 10);
             if (*end || !*argv[i])
-                return search_usage("--limit needs a number");
+                return svc_cli_usage("search", "--limit needs a number");
         } else if (strcmp(a, "--cursor") == 0 && i + 1 < argc) {
             q.cursor = argv[++i];
         } else if (strcmp(a, "--role") == 0 && i + 1 < argc) {
@@ -47,15 +38,15 @@ int cmd_search(struct svc_config *cfg, int argc, char **argv)
         } else if (strcmp(a, "--all") == 0) {
             q.include_archived = true;
         } else if (a[0] == '-' && a[1] == '-') {
-            return search_usage("unknown option for search");
+            return svc_cli_usage("search", "unknown option for search");
         } else if (q.q) {
-            return search_usage("search takes one QUERY (quote it)");
+            return svc_cli_usage("search", "search takes one QUERY (quote it)");
         } else {
             q.q = a;
         }
     }
     if (!q.q)
-        return search_usage("search needs a QUERY");
+        return svc_cli_usage("search", "search needs a QUERY");
     struct svc_err err;
     json_object *out = NULL;
     return svc_search(cfg, &q, &out, &err) != 0 ? svc_cli_fail(&err) : svc_cli_print_json(out);

@@ -23,7 +23,7 @@
 #include "store.h"
 #include "util.h"
 
-static void print_usage(FILE *f);
+static void print_usage(FILE *f, const char *cmd);
 
 int svc_cli_root_missing(const struct svc_config *cfg)
 {
@@ -38,12 +38,17 @@ int svc_cli_root_missing(const struct svc_config *cfg)
     return 1;
 }
 
-static int usage(const char *why)
+int svc_cli_usage(const char *cmd, const char *why)
 {
     if (why)
         fprintf(stderr, "svc: %s\n", why);
-    print_usage(stderr);
+    print_usage(stderr, cmd);
     return 2;
+}
+
+static int usage(const char *why)
+{
+    return svc_cli_usage(NULL, why);
 }
 
 int svc_cli_fail(const struct svc_err *err)
@@ -77,9 +82,8 @@ static int parse_int(const char *s, long min, long max, long *out)
 static int cmd_config(struct svc_config *cfg, int argc, char **argv)
 {
     bool allow = argc == 2 && strcmp(argv[1], "--allow-unknown") == 0;
-    if (argc < 1 || (argc == 2 && !allow) || argc > 2)
-        return usage("config needs check [--allow-unknown], show or keys");
-    if (strcmp(argv[0], "check") == 0) {
+    const char *sub = argc == 1 || allow ? argv[0] : "";
+    if (strcmp(sub, "check") == 0) {
         for (size_t i = 0; i < cfg->nwarnings; i++)
             fprintf(stderr, "svc: warning: %s\n", cfg->warnings[i]);
         const char *src = cfg->source ? cfg->source : "(defaults: no agents.yaml)";
@@ -93,10 +97,10 @@ static int cmd_config(struct svc_config *cfg, int argc, char **argv)
         printf("%s: ok\n", src);
         return 0;
     }
-    if (strcmp(argv[0], "show") == 0 && argc == 1)
+    if (strcmp(sub, "show") == 0 && argc == 1)
         return svc_cli_print_json(svc_config_to_json(cfg));
     /* one a line: the man page's list (agents.yaml(5)) */
-    if (strcmp(argv[0], "keys") == 0 && argc == 1) {
+    if (strcmp(sub, "keys") == 0 && argc == 1) {
         json_object *keys = svc_config_keys();
         for (size_t i = 0; i < json_object_array_length(keys); i++)
             printf("%s\n", json_object_get_string(json_object_array_get_idx(keys, i)));
@@ -397,15 +401,14 @@ static int cmd_memory(struct svc_config *cfg, int argc, char **argv)
  * runs the due ones and prints what it did. Exit 1 when a job's run failed. */
 static int cmd_jobs(struct svc_config *cfg, int argc, char **argv)
 {
-    if (argc != 1)
-        return usage("jobs needs list or run-due");
+    const char *sub = argc == 1 ? argv[0] : "";
     struct svc_err err;
     json_object *out = NULL;
     int rc = 0;
-    if (strcmp(argv[0], "list") == 0) {
+    if (strcmp(sub, "list") == 0) {
         out = json_object_new_object();
         json_object_object_add(out, "jobs", svc_jobs_list(cfg, svc_jobs_now()));
-    } else if (strcmp(argv[0], "run-due") == 0) {
+    } else if (strcmp(sub, "run-due") == 0) {
         if (svc_jobs_run_due(cfg, svc_jobs_now(), &out, &err) != 0)
             return svc_cli_fail(&err);
         json_object *arr = svc_json_arr(out, "jobs");
@@ -527,11 +530,13 @@ static const struct command {
     {"help", "  svc help\n", NULL}, /* handled in main, before the configuration is read */
 };
 
-static void print_usage(FILE *f)
+/* The usage of every command, or of cmd only. */
+static void print_usage(FILE *f, const char *cmd)
 {
     fputs("usage: svc [--config FILE] COMMAND ...\n", f);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fputs(commands[i].usage, f);
+        if (!cmd || strcmp(cmd, commands[i].name) == 0)
+            fputs(commands[i].usage, f);
 }
 
 /* The out-of-memory policy (err.h): one line, then abort. */
@@ -550,7 +555,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             config_path = argv[++i];
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            print_usage(stdout);
+            print_usage(stdout, NULL);
             return 0;
         } else if (strcmp(argv[i], "--version") == 0) {
             printf("svc %s\n", SVC_VERSION);
@@ -561,7 +566,7 @@ int main(int argc, char **argv)
     if (i >= argc)
         return usage(NULL);
     if (strcmp(argv[i], "help") == 0) { /* before the configuration: help works with a bad one */
-        print_usage(stdout);
+        print_usage(stdout, NULL);
         return 0;
     }
     struct svc_config cfg = {0};

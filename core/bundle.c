@@ -1,10 +1,12 @@
 /* bundle: export (SPEC 5). See bundle.h. Here: the selection, the destination, and the parts
  * made of each session; a session is read by snapshot.c, rendered as Markdown by
- * transcript.c, and the files go out through bundle_out.c. */
+ * transcript.c, and the files go out through the output section (bout_*, agg_*). */
 #include "bundle.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +14,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bundle_out.h"
 #include "feedback.h"
 #include "fsio.h"
 #include "hostdb.h"
@@ -23,6 +24,283 @@
 #include "store.h"
 #include "transcript.h"
 #include "util.h"
+
+/* ---- output: where the parts go (SPEC 5) ----
+ * Files of a directory written under its temporary name, or members of a tar.gz stream.
+ * Every file is recorded, with its size and SHA-256, as one compact JSON line in the spool
+ * `list`, from which the manifest's "files" is written; top-level files are also kept in
+ * `top` for the API answer. The three files that gather every session (sessions.json,
+ * messages.jsonl, openai_dataset.jsonl) are written as the sessions go: straight into the
+ * directory, or, for a tar stream, into unnamed temporary files in `spooldir` that join
+ * the archive at the end, since a tar member's size comes before its data. Functions
+ * return 0 or -1 with err. */
+
+enum { AGG_SESSIONS, AGG_MESSAGES, AGG_DATASET };
+
+struct bout_agg {
+    const char *name;
+    int fd;
+    EVP_MD_CTX *md; /* directory output: the digest as it is written */
+    uint64_t n;
+    char buf[65536]; /* rows gather here: one write(2) per 64 KiB, not per row */
+    size_t blen;
+};
+
+/* The caller fills tar/tw/tmpdir/spooldir and zeroes the rest; bout_free frees all. */
+struct bout {
+    bool tar;
+    struct svc_tarw *tw;
+    char prefix[80]; /* "chat-export-.../" inside the archive */
+    char *tmpdir;    /* directory output: the bundle under its temporary name */
+    char *spooldir;  /* where unnamed temporary files go */
+    FILE *list;      /* manifest "files" entries, one compact JSON line each */
+    uint64_t bytes;  /* sum of file sizes */
+    size_t sessions; /* sessions written */
+    time_t now;
+    struct bout_agg agg[3];
+    json_object *top; /* the top-level files' entries, for the answer */
+    char last_parent[PATH_MAX];
+};
+
+void svc_export_hex(const unsigned char *md, char *out)
+{
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static int record(struct bout *o, const char *rel, uint64_t bytes, const char *sha,
+                  struct svc_err *err)
+{
+    json_object *e = json_object_new_object();
+    svc_json_set_str(e, "path", rel);
+    svc_json_set_int(e, "bytes", (int64_t)bytes);
+    svc_json_set_str(e, "sha256", sha);
+    const char *txt =
+        json_object_to_json_string_ext(e, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+    int rc = fprintf(o->list, "%s\n", txt) < 0 ? svc_err_errno(err, "spool manifest") : 0;
+    if (rc == 0 && !strchr(rel, '/'))
+        json_object_array_add(o->top, json_object_get(e));
+    json_object_put(e);
+    o->bytes += bytes;
+    return rc;
+}
+
+static int mkparent(struct bout *o, const char *rel, struct svc_err *err)
+{
+    const char *slash = strrchr(rel, '/');
+    if (!slash)
+        return 0;
+    size_t n = (size_t)(slash - rel);
+    if (n < sizeof o->last_parent && strncmp(o->last_parent, rel, n) == 0 &&
+        o->last_parent[n] == '\0')
+        return 0;
+    char *path = NULL;
+    svc_xasprintf(&path, "%s/%.*s", o->tmpdir, (int)n, rel);
+    int rc = svc_mkdirs(path, 0755, err);
+    free(path);
+    if (rc == 0 && n < sizeof o->last_parent)
+        snprintf(o->last_parent, sizeof o->last_parent, "%.*s", (int)n, rel);
+    return rc;
+}
+
+static int bout_dir(struct bout *o, const char *rel, time_t mtime, struct svc_err *err)
+{
+    if (o->tar) {
+        char *p = NULL;
+        svc_xasprintf(&p, "%s%s", o->prefix, rel);
+        int rc = svc_tarw_dir(o->tw, p, mtime, err);
+        free(p);
+        return rc;
+    }
+    char *path = NULL;
+    svc_xasprintf(&path, "%s/%s", o->tmpdir, rel);
+    int rc = svc_mkdirs(path, 0755, err);
+    free(path);
+    return rc;
+}
+
+static int bout_file(struct bout *o, const char *rel, const void *data, size_t len, time_t mtime,
+                     struct svc_err *err)
+{
+    unsigned char md[32];
+    char sha[65];
+    if (EVP_Digest(data, len, md, NULL, EVP_sha256(), NULL) != 1)
+        return svc_err_set(err, SVC_E_INTERNAL, "sha256 failed");
+    svc_export_hex(md, sha);
+    if (o->tar) {
+        char *p = NULL;
+        svc_xasprintf(&p, "%s%s", o->prefix, rel);
+        int rc = svc_tarw_file_begin(o->tw, p, len, mtime, err);
+        free(p);
+        if (rc != 0 || svc_tarw_data(o->tw, data, len, err) != 0 ||
+            svc_tarw_file_end(o->tw, err) != 0)
+            return -1;
+    } else {
+        if (mkparent(o, rel, err) != 0)
+            return -1;
+        char *path = NULL;
+        svc_xasprintf(&path, "%s/%s", o->tmpdir, rel);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        free(path);
+        if (fd < 0)
+            return svc_err_errno(err, "write bundle file");
+        int wr = svc_write_all(fd, data, len);
+        if (close(fd) != 0 || wr != 0)
+            return svc_err_errno(err, "write bundle file");
+    }
+    return record(o, rel, len, sha, err);
+}
+
+static int bout_file_fd(struct bout *o, const char *rel, int fd, struct svc_err *err)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || lseek(fd, 0, SEEK_SET) != 0)
+        return svc_err_errno(err, "spool");
+    char *p = NULL;
+    int rc = 0, dst = -1;
+    if (o->tar) {
+        svc_xasprintf(&p, "%s%s", o->prefix, rel);
+        rc = svc_tarw_file_begin(o->tw, p, (uint64_t)sb.st_size, o->now, err);
+    } else if ((rc = mkparent(o, rel, err)) == 0) {
+        svc_xasprintf(&p, "%s/%s", o->tmpdir, rel);
+        dst = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        rc = dst < 0 ? svc_err_errno(err, "write bundle file") : 0;
+    }
+    free(p);
+    if (rc != 0)
+        return -1;
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+        rc = svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
+    char buf[65536];
+    uint64_t left = (uint64_t)sb.st_size;
+    while (rc == 0 && left > 0) {
+        ssize_t got = read(fd, buf, left < sizeof buf ? (size_t)left : sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            rc = svc_err_errno(err, "read spool");
+            break;
+        }
+        EVP_DigestUpdate(md, buf, (size_t)got);
+        if (o->tar)
+            rc = svc_tarw_data(o->tw, buf, (size_t)got, err);
+        else if (svc_write_all(dst, buf, (size_t)got) != 0)
+            rc = svc_err_errno(err, "write bundle file");
+        left -= (uint64_t)got;
+    }
+    unsigned char d[32];
+    char sha[65];
+    EVP_DigestFinal_ex(md, d, NULL);
+    EVP_MD_CTX_free(md);
+    svc_export_hex(d, sha);
+    if (dst >= 0 && close(dst) != 0 && rc == 0)
+        rc = svc_err_errno(err, "write bundle file");
+    if (rc != 0 || (o->tar && svc_tarw_file_end(o->tw, err) != 0))
+        return -1;
+    return record(o, rel, (uint64_t)sb.st_size, sha, err);
+}
+
+int svc_export_spool(const char *dir, struct svc_err *err)
+{
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        return fd;
+    if (errno == EOPNOTSUPP || errno == EINVAL || errno == EISDIR) /* the flag refused */
+        svc_fs_fallback_note("O_TMPFILE", errno);
+    char *tmpl = NULL;
+    svc_xasprintf(&tmpl, "%s/.svc-spool-XXXXXX", dir);
+    fd = mkostemp(tmpl, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(tmpl);
+    free(tmpl);
+    return fd >= 0 ? fd : svc_err_errno(err, "temporary file");
+}
+
+static int agg_flush(struct bout_agg *a, struct svc_err *err)
+{
+    if (a->blen && svc_write_all(a->fd, a->buf, a->blen) != 0)
+        return svc_err_errno(err, a->name);
+    a->blen = 0;
+    return 0;
+}
+
+static int agg_write(struct bout *o, int i, const char *data, size_t len, struct svc_err *err)
+{
+    struct bout_agg *a = &o->agg[i];
+    if (a->md)
+        EVP_DigestUpdate(a->md, data, len);
+    a->n += len;
+    if (a->blen + len > sizeof a->buf && agg_flush(a, err) != 0)
+        return -1;
+    if (len > sizeof a->buf)
+        return svc_write_all(a->fd, data, len) == 0 ? 0 : svc_err_errno(err, a->name);
+    memcpy(a->buf + a->blen, data, len);
+    a->blen += len;
+    return 0;
+}
+
+static int agg_open(struct bout *o, struct svc_err *err)
+{
+    static const char *names[3] = {"sessions.json", "messages.jsonl", "openai_dataset.jsonl"};
+    for (int i = 0; i < 3; i++) {
+        struct bout_agg *a = &o->agg[i];
+        a->name = names[i];
+        if (o->tar) {
+            a->fd = svc_export_spool(o->spooldir, err);
+        } else {
+            char *path = NULL;
+            svc_xasprintf(&path, "%s/%s", o->tmpdir, names[i]);
+            a->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            free(path);
+            if (a->fd < 0)
+                return svc_err_errno(err, "write bundle file");
+            a->md = EVP_MD_CTX_new();
+            if (EVP_DigestInit_ex(a->md, EVP_sha256(), NULL) != 1)
+                return svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
+        }
+        if (a->fd < 0)
+            return -1;
+    }
+    return agg_write(o, AGG_SESSIONS, "[", 1, err);
+}
+
+static int agg_close(struct bout *o, struct svc_err *err)
+{
+    if (agg_write(o, AGG_SESSIONS, o->agg[AGG_SESSIONS].n > 1 ? "\n]\n" : "]\n",
+                  o->agg[AGG_SESSIONS].n > 1 ? 3 : 2, err) != 0)
+        return -1;
+    for (int i = 0; i < 3; i++) {
+        struct bout_agg *a = &o->agg[i];
+        if (agg_flush(a, err) != 0)
+            return -1;
+        unsigned char d[32];
+        char sha[65];
+        if (!o->tar) {
+            EVP_DigestFinal_ex(a->md, d, NULL);
+            svc_export_hex(d, sha);
+        }
+        if (o->tar ? bout_file_fd(o, a->name, a->fd, err) != 0
+                   : record(o, a->name, a->n, sha, err) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void bout_free(struct bout *o)
+{
+    for (int i = 0; i < 3; i++) {
+        if (o->agg[i].fd > 0)
+            close(o->agg[i].fd);
+        EVP_MD_CTX_free(o->agg[i].md);
+    }
+    if (o->list)
+        fclose(o->list);
+    svc_tarw_free(o->tw);
+    free(o->tmpdir);
+    free(o->spooldir);
+    json_object_put(o->top);
+}
 
 struct svc_export {
     const struct svc_config *cfg;
@@ -371,13 +649,13 @@ static void gather_feedback(struct svc_export *ex, const char *sid, json_object 
 }
 
 /* feedback.jsonl and feedback_pairs.jsonl, after every session. */
-static int emit_feedback(struct svc_export *ex, struct svc_bout *o, struct svc_err *err)
+static int emit_feedback(struct svc_export *ex, struct bout *o, struct svc_err *err)
 {
     char *pairs = ex->pairs ? svc_feedback_pairs_jsonl(ex->pairs) : svc_xstrdup("");
     const char *ratings = ex->ratings.data ? ex->ratings.data : "";
-    int rc = svc_bout_file(o, "feedback.jsonl", ratings, strlen(ratings), o->now, err);
+    int rc = bout_file(o, "feedback.jsonl", ratings, strlen(ratings), o->now, err);
     if (rc == 0)
-        rc = svc_bout_file(o, "feedback_pairs.jsonl", pairs, strlen(pairs), o->now, err);
+        rc = bout_file(o, "feedback_pairs.jsonl", pairs, strlen(pairs), o->now, err);
     free(pairs);
     return rc;
 }
@@ -423,17 +701,17 @@ static void warn_damaged(struct svc_snap *s)
 }
 
 /* obj as one compact line of the gathering file i. */
-static int agg_line(struct svc_bout *o, int i, json_object *obj, struct svc_err *err)
+static int agg_line(struct bout *o, int i, json_object *obj, struct svc_err *err)
 {
     char *txt = svc_json_dump_compact(obj);
-    int rc = svc_bout_agg_write(o, i, txt, strlen(txt), err);
+    int rc = agg_write(o, i, txt, strlen(txt), err);
     free(txt);
-    return rc == 0 ? svc_bout_agg_write(o, i, "\n", 1, err) : -1;
+    return rc == 0 ? agg_write(o, i, "\n", 1, err) : -1;
 }
 
 /* messages.jsonl's rows of the session's messages (mv, nm of them, in id order), with their
  * feedback; their OpenAI messages into dataset and the rows into rows (for the transcript). */
-static int emit_rows(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
+static int emit_rows(struct svc_export *ex, struct bout *o, struct svc_snap *s,
                      const struct bmsg *mv, size_t nm, json_object *fb, json_object *dataset,
                      json_object *rows, struct svc_err *err)
 {
@@ -455,7 +733,7 @@ static int emit_rows(struct svc_export *ex, struct svc_bout *o, struct svc_snap 
         json_object *rated = svc_feedback_of(fb, mv[i].id);
         if (rated)
             svc_json_set(line, "feedback", json_object_get(rated));
-        int w = agg_line(o, SVC_BOUT_MESSAGES, line, err);
+        int w = agg_line(o, AGG_MESSAGES, line, err);
         json_object_put(line);
         if (w != 0) {
             json_object_put(row);
@@ -469,12 +747,12 @@ static int emit_rows(struct svc_export *ex, struct svc_bout *o, struct svc_snap 
     return 0;
 }
 
-static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_snap *s,
-                        int64_t *msgs, struct svc_err *err)
+static int emit_session(struct svc_export *ex, struct bout *o, struct svc_snap *s, int64_t *msgs,
+                        struct svc_err *err)
 {
     char base[160];
     snprintf(base, sizeof base, "native/%s", s->dirname);
-    if (svc_bout_dir(o, base, o->now, err) != 0)
+    if (bout_dir(o, base, o->now, err) != 0)
         return -1;
     /* native copy; messages of our agent in id order for the other files */
     size_t nm = 0;
@@ -486,8 +764,8 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
         const struct svc_snap_file *f = &s->f[i];
         char *rel = NULL;
         svc_xasprintf(&rel, "%s/%s", base, f->rel);
-        int r = f->data ? svc_bout_file(o, rel, f->data, f->len, f->mtime, err)
-                        : svc_bout_dir(o, rel, f->mtime, err);
+        int r = f->data ? bout_file(o, rel, f->data, f->len, f->mtime, err)
+                        : bout_dir(o, rel, f->mtime, err);
         free(rel);
         if (r != 0)
             goto out;
@@ -500,7 +778,7 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
             nm++;
         }
     }
-    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in directory order */
+    for (size_t i = 1; i < nm; i++) /* insertion sort: files come in name order (10 before 9) */
         for (size_t k = i; k > 0 && mv[k - 1].id > mv[k].id; k--) {
             struct bmsg t = mv[k];
             mv[k] = mv[k - 1];
@@ -522,21 +800,21 @@ static int emit_session(struct svc_export *ex, struct svc_bout *o, struct svc_sn
     gather_feedback(ex, s->sid, rows, fb);
     json_object *d = json_object_new_object();
     svc_json_set(d, "messages", dataset);
-    int w = json_object_array_length(dataset) ? agg_line(o, SVC_BOUT_DATASET, d, err) : 0;
+    int w = json_object_array_length(dataset) ? agg_line(o, AGG_DATASET, d, err) : 0;
     json_object_put(d);
     char *sum = w == 0 ? svc_json_dump_compact(s->summary) : NULL;
     if (w == 0) {
-        w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, o->agg[SVC_BOUT_SESSIONS].n > 1 ? ",\n" : "\n",
-                               o->agg[SVC_BOUT_SESSIONS].n > 1 ? 2 : 1, err);
+        w = agg_write(o, AGG_SESSIONS, o->agg[AGG_SESSIONS].n > 1 ? ",\n" : "\n",
+                      o->agg[AGG_SESSIONS].n > 1 ? 2 : 1, err);
         if (w == 0)
-            w = svc_bout_agg_write(o, SVC_BOUT_SESSIONS, sum, strlen(sum), err);
+            w = agg_write(o, AGG_SESSIONS, sum, strlen(sum), err);
     }
     free(sum);
     char *md = w == 0 ? svc_transcript_markdown(s->sid, ex->st.agent_id, s->summary, rows) : NULL;
     json_object_put(rows);
     char trel[160];
     snprintf(trel, sizeof trel, "transcripts/%s.md", s->sid);
-    rc = w == 0 ? svc_bout_file(o, trel, md, strlen(md), o->now, err) : -1;
+    rc = w == 0 ? bout_file(o, trel, md, strlen(md), o->now, err) : -1;
     free(md);
 out:
     json_object_put(fb);
@@ -577,10 +855,10 @@ static int manifest_head(struct svc_export *ex, FILE *f, const char *txt, size_t
 }
 
 /* manifest.json into a spool, returns its fd (the caller closes). */
-static int manifest_build(struct svc_export *ex, struct svc_bout *o, int64_t msgs,
+static int manifest_build(struct svc_export *ex, struct bout *o, int64_t msgs,
                           json_object *warnings, struct svc_err *err)
 {
-    int fd = svc_bout_spool(o->spooldir, err);
+    int fd = svc_export_spool(o->spooldir, err);
     if (fd < 0)
         return -1;
     FILE *f = fdopen(fd, "w+");
@@ -699,11 +977,11 @@ static int mem_line(void *ctx, const char *sid, const char *line, size_t n)
 
 /* memory/<agent_id>.jsonl: the digests of the sessions exported, as the memory file has
  * them (each with its owner), in its order; spooled, so memory stays flat (SPEC 19). */
-static int emit_memory(struct svc_export *ex, struct svc_bout *o, struct svc_err *err)
+static int emit_memory(struct svc_export *ex, struct bout *o, struct svc_err *err)
 {
     if (!ex->memory)
         return 0;
-    int fd = svc_bout_spool(o->spooldir, err);
+    int fd = svc_export_spool(o->spooldir, err);
     struct mem_out m = {.ids = &ex->ids, .f = fd >= 0 ? fdopen(dup(fd), "w") : NULL};
     int rc = m.f ? svc_memory_each(ex->cfg, ex->cfg->sessions.agent_id, mem_line, &m, err)
                  : svc_err_errno(err, "spool");
@@ -714,7 +992,7 @@ static int emit_memory(struct svc_export *ex, struct svc_bout *o, struct svc_err
     char rel[SVC_ID_MAX + 16];
     snprintf(rel, sizeof rel, "memory/%s.jsonl", ex->cfg->sessions.agent_id);
     if (rc == 0 && m.n > 0 &&
-        (svc_bout_dir(o, "memory", o->now, err) != 0 || svc_bout_file_fd(o, rel, fd, err) != 0))
+        (bout_dir(o, "memory", o->now, err) != 0 || bout_file_fd(o, rel, fd, err) != 0))
         rc = -1;
     if (fd >= 0)
         close(fd);
@@ -722,14 +1000,14 @@ static int emit_memory(struct svc_export *ex, struct svc_bout *o, struct svc_err
 }
 
 /* Write every part of the bundle into o; *msgs, *warnings for the answer. */
-static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_export_progress *pg,
+static int produce(struct svc_export *ex, struct bout *o, const struct svc_export_progress *pg,
                    int64_t *msgs_out, json_object *warnings, struct svc_err *err)
 {
     int64_t msgs = 0;
     o->now = time(NULL);
     o->top = json_object_new_array();
     ex->memory = memory_file_of(ex);
-    int lfd = svc_bout_spool(o->spooldir, err);
+    int lfd = svc_export_spool(o->spooldir, err);
     if (lfd < 0)
         return -1;
     o->list = fdopen(lfd, "w+");
@@ -737,14 +1015,11 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
         close(lfd);
         return svc_err_errno(err, "spool");
     }
-    if (o->tar) {
-        char top[sizeof o->prefix];
-        snprintf(top, sizeof top, "%.*s", (int)strlen(o->prefix) - 1, o->prefix);
-        if (svc_tarw_dir(o->tw, top, o->now, err) != 0)
-            return -1;
-    }
-    if (svc_bout_agg_open(o, err) != 0 || svc_bout_dir(o, "transcripts", o->now, err) != 0 ||
-        svc_bout_dir(o, "native", o->now, err) != 0)
+    snprintf(o->prefix, sizeof o->prefix, "%s/", ex->id);
+    if (o->tar && svc_tarw_dir(o->tw, ex->id, o->now, err) != 0)
+        return -1;
+    if (agg_open(o, err) != 0 || bout_dir(o, "transcripts", o->now, err) != 0 ||
+        bout_dir(o, "native", o->now, err) != 0)
         return -1;
     ids_walk(ex);
     const char *sid;
@@ -773,13 +1048,13 @@ static int produce(struct svc_export *ex, struct svc_bout *o, const struct svc_e
             pg->fn(pg->ctx, i + 1, ex->nsids, o->tar ? svc_tarw_bytes(o->tw) : o->bytes);
     }
     if (ids_end(ex, err) != 0 || left_out_fails(ex, err) || emit_feedback(ex, o, err) != 0 ||
-        emit_memory(ex, o, err) != 0 || svc_bout_agg_close(o, err) != 0)
+        emit_memory(ex, o, err) != 0 || agg_close(o, err) != 0)
         return -1;
     int mfd = manifest_build(ex, o, msgs, warnings, err);
     if (mfd < 0)
         return -1;
     /* listed in the answer, not in itself: its entry goes to the spent list */
-    int rc = svc_bout_file_fd(o, "manifest.json", mfd, err);
+    int rc = bout_file_fd(o, "manifest.json", mfd, err);
     close(mfd);
     if (rc != 0 || (o->tar && svc_tarw_finish(o->tw, err) != 0))
         return -1;
@@ -799,7 +1074,7 @@ struct fd_out {
 static int fd_write(void *ctx, const void *data, size_t len)
 {
     struct fd_out *fo = ctx;
-    if (svc_bout_write_all(fo->fd, data, len) == 0)
+    if (svc_write_all(fo->fd, data, len) == 0)
         return 0;
     fo->werr = errno;
     return -1;
@@ -821,7 +1096,7 @@ static int dest_ready(struct svc_export *ex, struct svc_err *err)
 }
 
 /* The API answer of a written bundle (new reference). */
-static json_object *write_result(const struct svc_export *ex, const struct svc_bout *o,
+static json_object *write_result(const struct svc_export *ex, const struct bout *o,
                                  const char *final, int64_t msgs, uint64_t bytes,
                                  json_object *warnings)
 {
@@ -843,7 +1118,7 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
                      json_object **result, struct svc_err *err)
 {
     *result = NULL;
-    struct svc_bout o = {.tar = ex->tar};
+    struct bout o = {.tar = ex->tar};
     json_object *warnings = json_object_new_array();
     char *tmp = NULL, *final = NULL;
     int rc = -1;
@@ -859,7 +1134,6 @@ int svc_export_write(struct svc_export *ex, const struct svc_export_progress *pr
         svc_err_errno(err, o.tar ? "create export file" : "create export directory");
         goto out;
     }
-    snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
     if (!o.tar)
         o.tmpdir = svc_xstrdup(tmp);
     else if (svc_tarw_new(fd_write, &fo, &o.tw, err) != 0)
@@ -897,7 +1171,7 @@ out:
         close(fo.fd);
     if (rc != 0 && tmp)
         svc_file_remove_tree(tmp);
-    svc_bout_free(&o);
+    bout_free(&o);
     json_object_put(warnings);
     free(tmp);
     free(final);
@@ -907,16 +1181,15 @@ out:
 int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
                       const struct svc_export_progress *progress, struct svc_err *err)
 {
-    struct svc_bout o = {.tar = true};
+    struct bout o = {.tar = true};
     const char *t = getenv("TMPDIR");
     o.spooldir = svc_xstrdup(t && *t ? t : "/tmp");
     json_object *warnings = json_object_new_array();
     int64_t msgs = 0;
     int rc = -1;
-    snprintf(o.prefix, sizeof o.prefix, "%s/", ex->id);
     if (svc_tarw_new(outfn, ctx, &o.tw, err) == 0)
         rc = produce(ex, &o, progress, &msgs, warnings, err);
-    svc_bout_free(&o);
+    bout_free(&o);
     json_object_put(warnings);
     return rc;
 }

@@ -146,9 +146,9 @@ int svc_compact_seal(const struct svc_config *cfg, json_object *summary, const c
     free(plain);
     if (ok) {
         size_t total = NONCE_LEN + n + TAG_LEN;
-        *out = svc_xmalloc(sizeof prefix + (total + 2) / 3 * 4);
-        memcpy(*out, prefix, sizeof prefix - 1);
-        EVP_EncodeBlock((unsigned char *)*out + sizeof prefix - 1, box, (int)total);
+        char *b64 = svc_b64_encode(box, total, false);
+        svc_xasprintf(out, "%s%s", prefix, b64);
+        free(b64);
     }
     free(box);
     return ok ? 0 : svc_err_set(err, SVC_E_INTERNAL, "compaction: the seal failed");
@@ -164,13 +164,10 @@ static char *unseal(const unsigned char *key, const char *text)
     size_t bl = strlen(b64);
     if (bl == 0 || bl % 4 != 0)
         return NULL;
-    unsigned char *box = svc_xmalloc(bl / 4 * 3 + 1);
-    int got = EVP_DecodeBlock(box, (const unsigned char *)b64, (int)bl);
-    size_t n = got < 0 ? 0 : (size_t)got;
-    while (n > 0 && bl > 0 && b64[bl - 1] == '=' && bl--) /* EVP_DecodeBlock keeps padding */
-        n--;
+    size_t n = 0;
+    unsigned char *box = svc_b64_decode(b64, bl, false, &n);
     char *plain = NULL;
-    if (got >= 0 && n > NONCE_LEN + TAG_LEN) {
+    if (box && n > NONCE_LEN + TAG_LEN) {
         size_t cn = n - NONCE_LEN - TAG_LEN;
         plain = svc_xmalloc(cn + 1);
         EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();

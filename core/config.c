@@ -749,7 +749,7 @@ static void cfg_closest(const struct cfg_frame *parent, const struct cfgy_node *
         best[0] = '\0';
 }
 
-static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struct svc_err *err)
+static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n)
 {
     struct svc_config *cfg = c->cfg;
     char **w = svc_xrealloc(cfg->warnings, (cfg->nwarnings + 2) * sizeof *w);
@@ -770,8 +770,8 @@ static int cfg_warn_unknown(struct cfg_load *c, const struct cfgy_node *n, struc
 }
 
 /* Apply node n to row r of base; lists descend into a FR_LIST frame at fr. */
-static int cfg_apply(struct cfg_load *c, const struct cfg_row *r, void *base,
-                     const struct cfgy_node *n, struct cfg_frame *fr, struct svc_err *err)
+static int cfg_apply(const struct cfg_row *r, void *base, const struct cfgy_node *n,
+                     struct cfg_frame *fr, struct svc_err *err)
 {
     if ((r->type == CT_PATHS || r->type == CT_STRS) && n->kind == CFGY_SEQ) {
         char **v = svc_xcalloc(n->count + 1, sizeof *v);
@@ -844,7 +844,7 @@ static int cfg_enter_root(struct cfg_load *c, const struct cfgy_node *n, struct 
         *fr = (struct cfg_frame){.kind = FR_SECTION, .section = cfg_rows[i].name, .seclen = klen};
         return CFGY_DESCEND;
     }
-    return cfg_warn_unknown(c, n, err);
+    return cfg_warn_unknown(c, n);
 }
 
 /* Leaving a jobs[i] / extensions[i] mapping: required keys, unique key. */
@@ -908,9 +908,9 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
             if (c->seen & (1ull << i))
                 return cfg_dup(n, err);
             c->seen |= 1ull << i;
-            return cfg_apply(c, &cfg_rows[i], c->cfg, n, self, err);
+            return cfg_apply(&cfg_rows[i], c->cfg, n, self, err);
         }
-        return cfg_warn_unknown(c, n, err);
+        return cfg_warn_unknown(c, n);
     }
     case FR_ITEMS: {
         const struct cfg_list *l = parent->list;
@@ -931,9 +931,9 @@ static int cfg_visit(void *vctx, const struct cfgy_node *n, struct svc_err *err)
             parent->seen |= 1ull << i;
             parent->line[i] = n->line;
             parent->col[i] = n->col;
-            return cfg_apply(c, &parent->list->rows[i], parent->base, n, self, err);
+            return cfg_apply(&parent->list->rows[i], parent->base, n, self, err);
         }
-        return cfg_warn_unknown(c, n, err);
+        return cfg_warn_unknown(c, n);
     case FR_LIST: {
         const struct cfg_row *r = parent->row;
         char got[96];

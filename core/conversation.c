@@ -29,11 +29,11 @@ static json_object *message_item(const char *sid, int64_t id, json_object *m, co
     bool assistant = strcmp(role, "assistant") == 0;
     char *iid = NULL;
     svc_xasprintf(&iid, "msg_%s_%lld", sid, (long long)id);
-    json_object *it = svc_responses_obj("type", "message", "id", iid, "status", "completed", "role",
-                                        assistant ? "assistant" : "user", NULL);
+    json_object *it = svc_json_new_obj("type", "message", "id", iid, "status", "completed", "role",
+                                       assistant ? "assistant" : "user", NULL);
     json_object *parts = json_object_new_array();
     json_object *part =
-        svc_responses_obj("type", assistant ? "output_text" : "input_text", "text", text, NULL);
+        svc_json_new_obj("type", assistant ? "output_text" : "input_text", "text", text, NULL);
     if (assistant)
         svc_json_set(part, "annotations", json_object_new_array());
     if (*text)
@@ -59,8 +59,8 @@ static json_object *tool_item(const char *sid, int64_t id, size_t k, json_object
     char *iid = NULL;
     svc_xasprintf(&iid, "%s_%s_%lld_%zu", tu ? "fc" : "fco", sid, (long long)id, k);
     json_object *it =
-        svc_responses_obj("type", tu ? "function_call" : "function_call_output", "id", iid,
-                          "call_id", svc_json_str(tu ? tu : tr, "toolUseId", ""), NULL);
+        svc_json_new_obj("type", tu ? "function_call" : "function_call_output", "id", iid,
+                         "call_id", svc_json_str(tu ? tu : tr, "toolUseId", ""), NULL);
     if (tu) {
         json_object *input = NULL;
         json_object_object_get_ex(tu, "input", &input);
@@ -106,8 +106,8 @@ json_object *svc_conv_object(json_object *summary)
 {
     double created = 0;
     svc_time_parse_iso(svc_json_str(summary, "created_at", ""), &created);
-    json_object *o = svc_responses_obj("id", svc_json_str(summary, "session_id", ""), "object",
-                                       "conversation", NULL);
+    json_object *o = svc_json_new_obj("id", svc_json_str(summary, "session_id", ""), "object",
+                                      "conversation", NULL);
     svc_json_set_int(o, "created_at", (int64_t)created);
     json_object *md = svc_json_obj(summary, "metadata");
     svc_json_set(o, "metadata", md ? svc_json_copy(md) : json_object_new_object());
@@ -218,7 +218,7 @@ static json_object *tool_block(json_object *item, bool call, const char *p, stru
         free(text);
         return blk;
     }
-    json_object *b = svc_responses_obj("toolUseId", id, "name", name, NULL);
+    json_object *b = svc_json_new_obj("toolUseId", id, "name", name, NULL);
     svc_json_set(b, "input", v);
     return svc_parts_wrap("toolUse", b);
 }

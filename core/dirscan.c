@@ -59,10 +59,7 @@ static int read_names(const struct svc_store *st, struct scanned **v, size_t *n)
         const char *sid = svc_layout_session_of(de->d_name);
         if (!sid)
             continue;
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 256;
-            *v = svc_xrealloc(*v, cap * sizeof **v);
-        }
+        *v = svc_grow(*v, *n, &cap, sizeof **v);
         (*v)[(*n)++] = (struct scanned){.sid = svc_xstrdup(sid), .ino = de->d_ino};
     }
     closedir(d);
@@ -242,10 +239,7 @@ struct verify {
 
 static void suspect(struct verify *v, const char *sid)
 {
-    if (v->nsus == v->capsus) {
-        v->capsus = v->capsus ? v->capsus * 2 : 64;
-        v->sus = svc_xrealloc(v->sus, v->capsus * sizeof *v->sus);
-    }
+    v->sus = svc_grow(v->sus, v->nsus, &v->capsus, sizeof *v->sus);
     v->sus[v->nsus++] = svc_xstrdup(sid);
 }
 

@@ -76,10 +76,15 @@ err_vset(struct svc_err *err, enum svc_errcode code, const char *param, const ch
     vsnprintf(err->message, sizeof err->message, fmt, ap);
     trim_partial_utf8(err->param);
     trim_partial_utf8(err->message);
-    for (char *p = err->message; *p; p++) /* one line, always */
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    svc_err_oneline(err->message, false);
     return -1;
+}
+
+void svc_err_oneline(char *s, bool ctrl)
+{
+    for (; *s; s++)
+        if (*s == '\n' || *s == '\r' || (ctrl && (unsigned char)*s < 0x20))
+            *s = ' ';
 }
 
 int svc_err_set(struct svc_err *err, enum svc_errcode code, const char *fmt, ...)

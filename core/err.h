@@ -12,6 +12,8 @@
 #ifndef SVC_ERR_H
 #define SVC_ERR_H
 
+#include <stdbool.h>
+
 enum svc_errcode {
     SVC_OK = 0,
     SVC_E_INTERNAL,             /* internal_error, 500 */
@@ -71,6 +73,8 @@ int svc_err_setp(struct svc_err *err, enum svc_errcode code, const char *param, 
 int svc_err_errno(struct svc_err *err, const char *what);
 void svc_err_clear(struct svc_err *err);
 
+/* s on one line: each '\n' and '\r' (ctrl: each control character) becomes a space. */
+void svc_err_oneline(char *s, bool ctrl);
 const char *svc_err_name(enum svc_errcode code); /* "session_busy" */
 const char *svc_err_type(enum svc_errcode code); /* "conflict_error" */
 int svc_err_http_status(enum svc_errcode code);  /* 409 */

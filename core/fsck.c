@@ -16,6 +16,7 @@
 
 #include "dirscan.h"
 #include "fsio.h"
+#include "hostdb.h"
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
@@ -37,21 +38,17 @@ struct fsck {
     const struct svc_fsck_opts *o;
 };
 
-static void problem(struct fsck *f, const char *sid, const char *rel, long long off,
-                    const char *kind, bool repaired, const char *fmt, ...)
-    __attribute__((format(printf, 7, 8)));
-
-static void problem(struct fsck *f, const char *sid, const char *rel, long long off,
-                    const char *kind, bool repaired, const char *fmt, ...)
+__attribute__((format(printf, 7, 8))) static void problem(struct fsck *f, const char *sid,
+                                                          const char *rel, long long off,
+                                                          const char *kind, bool repaired,
+                                                          const char *fmt, ...)
 {
     char msg[600];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    json_object *p = json_object_new_object();
-    svc_json_set_str(p, "session_id", sid);
-    svc_json_set_str(p, "file", rel);
+    json_object *p = svc_json_new_obj("session_id", sid, "file", rel, NULL);
     svc_json_set(p, "offset", off >= 0 ? json_object_new_int64(off) : NULL);
     svc_json_set_str(p, "kind", kind);
     svc_json_set_str(p, "message", msg);
@@ -221,12 +218,6 @@ static int check_lines(struct fsck *f, const char *sid, const char *abs, const c
     return nbad;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* One agent directory: agent.json, message files. Returns the number of message files. */
 static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char *adir,
                            const char *arel)
@@ -253,10 +244,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
         } else if (id < 0) {
             problem(f, sid, fr, -1, "stray_file", false, "not a message file (left alone)");
         } else {
-            if (n == cap) {
-                cap = cap ? cap * 2 : 64;
-                ids = svc_xrealloc(ids, cap * sizeof *ids);
-            }
+            ids = svc_grow(ids, n, &cap, sizeof *ids);
             ids[n++] = id;
             json_object *m = NULL;
             if (parse_file(f, sid, fa, fr, &m) == 0) {
@@ -276,7 +264,7 @@ static int64_t check_agent(struct fsck *f, const struct svc_sess *s, const char 
     if (d)
         closedir(d);
     if (n > 1)
-        qsort(ids, n, sizeof *ids, cmp_i64);
+        qsort(ids, n, sizeof *ids, svc_cmp_i64);
     for (size_t i = 0; i < n; i++)
         if (ids[i] != (int64_t)i) {
             char *gap = svc_sess_message_path(s, (int64_t)i, SVC_FROM_NAME);
@@ -589,94 +577,6 @@ static void check_memory(struct fsck *f)
         closedir(d);
 }
 
-/* The root's sessions in id order, FSCK_BATCH at a time, in memory bounded whatever the
- * root's size: each pass over the root directory keeps, in a max-heap, the smallest ids
- * after the previous batch's last (a pass reads the directory only, about 0.5 us a name). */
-#define FSCK_BATCH 32768
-
-struct idscan {
-    DIR *d;
-    char **ids; /* a max-heap while a pass runs, then sorted */
-    size_t n, batch;
-    char *last;   /* the previous batch's greatest id, or NULL */
-    size_t total; /* session names the first pass saw */
-    bool done;
-};
-
-static void heap_down(char **h, size_t n, size_t i)
-{
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n && strcmp(h[l], h[m]) > 0)
-            m = l;
-        if (r < n && strcmp(h[r], h[m]) > 0)
-            m = r;
-        if (m == i)
-            return;
-        char *t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-}
-
-static void heap_push(char **h, size_t *n, const char *sid)
-{
-    size_t i = (*n)++;
-    h[i] = svc_xstrdup(sid);
-    while (i > 0 && strcmp(h[(i - 1) / 2], h[i]) < 0) {
-        char *t = h[i];
-        h[i] = h[(i - 1) / 2];
-        h[(i - 1) / 2] = t;
-        i = (i - 1) / 2;
-    }
-}
-
-/* The next batch into sc->ids (sorted, sc->n of them); false when there is none. */
-static bool idscan_next(struct idscan *sc)
-{
-    for (size_t i = 0; i < sc->n; i++)
-        free(sc->ids[i]);
-    sc->n = 0;
-    if (sc->done)
-        return false;
-    bool first = sc->last == NULL;
-    rewinddir(sc->d);
-    struct dirent *de;
-    while ((de = readdir(sc->d))) {
-        const char *sid = svc_layout_session_of(de->d_name);
-        if (!sid)
-            continue;
-        sc->total += first;
-        if (sc->last && strcmp(sid, sc->last) <= 0)
-            continue;
-        if (sc->n < sc->batch) {
-            heap_push(sc->ids, &sc->n, sid);
-        } else if (strcmp(sid, sc->ids[0]) < 0) {
-            free(sc->ids[0]);
-            sc->ids[0] = svc_xstrdup(sid);
-            heap_down(sc->ids, sc->n, 0);
-        }
-    }
-    sc->done = sc->n < sc->batch;
-    if (sc->n == 0)
-        return false;
-    qsort(sc->ids, sc->n, sizeof *sc->ids, svc_cmp_strp);
-    free(sc->last);
-    sc->last = svc_xstrdup(sc->ids[sc->n - 1]);
-    return true;
-}
-
-static void idscan_free(struct idscan *sc)
-{
-    for (size_t i = 0; i < sc->n; i++)
-        free(sc->ids[i]);
-    free(sc->ids);
-    free(sc->last);
-    if (sc->d)
-        closedir(sc->d);
-}
-
 /* The sessions named (each must exist): 0, or -1 with err set. */
 static int check_named(struct fsck *f, const struct svc_fsck_opts *o, struct svc_err *err)
 {
@@ -696,31 +596,37 @@ static int check_named(struct fsck *f, const struct svc_fsck_opts *o, struct svc
     return 0;
 }
 
-/* Every session directory of the root, in id order. 0, or -1 with err set. */
+/* Every session directory of the root, in id order: the names go through a temporary
+ * database, so memory stays flat whatever the root's size. 0, or -1 with err set. */
 static int check_all(struct fsck *f, const struct svc_fsck_opts *o, struct svc_err *err)
 {
-    struct idscan sc = {.d = opendir(f->st.root), .batch = FSCK_BATCH};
-    if (!sc.d)
+    DIR *d = opendir(f->st.root);
+    if (!d)
         return errno == ENOENT ? 0 : svc_err_errno(err, "open the session root");
-#ifdef SVC_TEST_HOOKS /* only in test builds: batches of a few sessions on a small root */
-    const char *knob = getenv("SVC_TEST_FSCK_BATCH");
-    if (knob && atoi(knob) > 0)
-        sc.batch = (size_t)atoi(knob);
-#endif
-    sc.ids = svc_xcalloc(sc.batch, sizeof *sc.ids);
-    size_t done = 0;
-    while (idscan_next(&sc)) {
-        for (size_t i = 0; i < sc.n; i++) {
-            if (svc_store_session_exists(&f->st, sc.ids[i])) {
-                check_session(f, sc.ids[i]);
-                f->nchecked++;
-            }
-            if (o->progress)
-                o->progress(o->ctx, ++done, sc.total);
-        }
+    struct svc_hostdb ids = {0};
+    int rc = svc_hostdb_temp(&ids, "CREATE TABLE ids(id TEXT PRIMARY KEY) WITHOUT ROWID", 256, err);
+    size_t total = 0, done = 0;
+    struct dirent *de;
+    while (rc == 0 && (de = readdir(d))) {
+        const char *sid = svc_layout_session_of(de->d_name);
+        if (sid && (rc = svc_hostdb_run(&ids, "INSERT INTO ids VALUES (?1)", "s", sid)) == 0)
+            total++;
     }
-    idscan_free(&sc);
-    return 0;
+    closedir(d);
+    if (rc != 0 && ids.db)
+        svc_err_set(err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(&ids));
+    sqlite3_stmt *walk = rc == 0 ? svc_hostdb_stmt(&ids, "SELECT id FROM ids ORDER BY id") : NULL;
+    while (walk && sqlite3_step(walk) == SQLITE_ROW) {
+        const char *sid = (const char *)sqlite3_column_text(walk, 0);
+        if (svc_store_session_exists(&f->st, sid)) {
+            check_session(f, sid);
+            f->nchecked++;
+        }
+        if (o->progress)
+            o->progress(o->ctx, ++done, total);
+    }
+    svc_hostdb_close(&ids);
+    return rc;
 }
 
 /* The index check's walk of the directories, on the same bar as the sessions' check. */
@@ -777,8 +683,7 @@ int svc_fsck(const struct svc_config *cfg, const struct svc_fsck_opts *o, json_o
     }
     if (o->nsessions == 0)
         check_root(&f);
-    json_object *r = json_object_new_object();
-    svc_json_set_str(r, "root", f.st.root);
+    json_object *r = svc_json_new_obj("root", f.st.root, NULL);
     svc_json_set(r, "repair", json_object_new_boolean(f.repair));
     svc_json_set_int(r, "sessions_checked", f.nchecked);
     svc_json_set(r, "busy", f.busy);

@@ -15,8 +15,9 @@
 #include "log.h"
 #include "util.h"
 
-static int write_all(int fd, const char *p, size_t len)
+int svc_write_all(int fd, const void *data, size_t len)
 {
+    const char *p = data;
     while (len > 0) {
         ssize_t n = write(fd, p, len);
         if (n < 0) {
@@ -194,7 +195,7 @@ static int fill_close(int fd, off_t old_size, const void *data, size_t len, bool
                       struct svc_err *err)
 {
     const char *what = NULL;
-    if (write_all(fd, data, len) != 0)
+    if (svc_write_all(fd, data, len) != 0)
         what = "write";
     else if (old_size > (off_t)len && ftruncate(fd, (off_t)len) != 0)
         what = "truncate";

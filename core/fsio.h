@@ -115,6 +115,8 @@ bool svc_fs_shared(int mode, const char *root);
 /* rename(from, to) that never replaces to (EEXIST): RENAME_NOREPLACE, or where refused
  * (NFS, CephFS, GlusterFS) link+unlink a file, lstat+rename a directory. 0, or -1, errno. */
 int svc_rename_noreplace(const char *from, const char *to);
+/* write(2) all of data to fd, again after EINTR: 0, or -1 with errno. */
+int svc_write_all(int fd, const void *data, size_t len);
 /* Says once per process in the log that a fallback replaced a refused call (what, why). */
 void svc_fs_fallback_note(const char *what, int err);
 /* Remove a file or a directory tree (never following a symbolic link); 0, or -1 with errno

@@ -8,8 +8,8 @@
  * database instead, built for the one request (cache.h). A temporary database (path
  * NULL) is a private file SQLite deletes when it is closed, with a bounded page cache and
  * one transaction never committed: how a pass that must hold a keyed set of every session
- * (an export's ids, an import's files and sessions, fsck's map of the journal) stays in a
- * few MB of memory at any size.
+ * (an export's ids, an import's files and sessions, fsck's ids and map of the journal) stays
+ * in a few MB of memory at any size.
  * To add a table to a per-host file (another derived index, say transcript hash ->
  * session): add its CREATE to the owner's setup SQL and bump the owner's schema stamp (a
  * file of the old schema is then built anew); its statements are literals passed to

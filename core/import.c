@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bundle_out.h"
+#include "bundle.h"
 #include "fsio.h"
 #include "hostdb.h"
 #include "journal.h"
@@ -291,7 +291,7 @@ static int file_add(struct svc_hostdb *db, int side, const char *path, uint64_t 
 static FILE *tmp_file(struct svc_err *err)
 {
     const char *dir = getenv("TMPDIR");
-    int fd = svc_bout_spool(dir && *dir ? dir : "/tmp", err);
+    int fd = svc_export_spool(dir && *dir ? dir : "/tmp", err);
     FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
     if (fd >= 0 && !f) {
         svc_err_errno(err, "temporary file");
@@ -422,7 +422,7 @@ static int read_member(struct job *j, FILE *copy, int fd, uint64_t *bytes, char 
         EVP_DigestUpdate(md, buf, (size_t)got);
         if (copy && fwrite(buf, 1, (size_t)got, copy) != (size_t)got)
             got = svc_err_errno(err, "copy a member");
-        else if (fd >= 0 && svc_bout_write_all(fd, buf, (size_t)got) != 0)
+        else if (fd >= 0 && svc_write_all(fd, buf, (size_t)got) != 0)
             got = svc_err_errno(err, "write staged file");
         else
             *bytes += (uint64_t)got;
@@ -430,7 +430,7 @@ static int read_member(struct job *j, FILE *copy, int fd, uint64_t *bytes, char 
     unsigned char d[32];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
-    svc_bout_hex(d, sha);
+    svc_export_hex(d, sha);
     return got < 0 ? -1 : 0;
 }
 

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,43 +42,24 @@ static char *cursor_encode(double updated, const char *sid)
 {
     char *raw = NULL;
     size_t n = (size_t)svc_xasprintf(&raw, "%.6f|%s", updated, sid);
-    unsigned char *out = svc_xmalloc(4 * ((n + 2) / 3) + 1);
-    int len = EVP_EncodeBlock(out, (unsigned char *)raw, (int)n);
-    for (int i = 0; i < len; i++) /* url-safe, no padding */
-        out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
-    while (len > 0 && out[len - 1] == '=')
-        out[--len] = '\0';
+    char *out = svc_b64_encode(raw, n, true);
     free(raw);
-    return (char *)out;
+    return out;
 }
 
 static int cursor_decode(const char *c, double *updated, char *sid, size_t sidsz)
 {
     size_t n = strlen(c);
-    if (n == 0 || n > 400)
-        return -1;
-    char *tmp = svc_xmalloc(n + 4);
-    for (size_t i = 0; i < n; i++)
-        tmp[i] = c[i] == '-' ? '+' : c[i] == '_' ? '/' : c[i];
-    while (n % 4)
-        tmp[n++] = '=';
-    tmp[n] = '\0';
-    unsigned char raw[400];
-    int len = EVP_DecodeBlock(raw, (unsigned char *)tmp, (int)n);
-    free(tmp);
-    if (len <= 0)
-        return -1;
-    raw[len < (int)sizeof raw ? len : (int)sizeof raw - 1] = '\0';
-    char *bar = strchr((char *)raw, '|');
-    if (!bar)
-        return -1;
-    *bar = '\0';
-    char *end;
-    *updated = strtod((char *)raw, &end);
-    if (*end || !isfinite(*updated))
-        return -1;
-    snprintf(sid, sidsz, "%s", bar + 1); /* the decode's padding zeros stripped */
-    return svc_layout_id_valid(sid) ? 0 : -1;
+    char *raw = n && n <= 400 ? (char *)svc_b64_decode(c, n, true, &n) : NULL;
+    char *bar = raw ? strchr(raw, '|') : NULL, *end = NULL;
+    if (bar) {
+        *bar = '\0';
+        *updated = strtod(raw, &end);
+        snprintf(sid, sidsz, "%s", bar + 1);
+    }
+    int rc = bar && !*end && isfinite(*updated) && svc_layout_id_valid(sid) ? 0 : -1;
+    free(raw);
+    return rc;
 }
 
 /* (Re)open the root when it is another directory: a page's per-row stat walks from it. */

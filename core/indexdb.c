@@ -93,11 +93,6 @@ static const char *db_path(const struct svc_store *st)
     return D.path;
 }
 
-static long long ts_ns(struct timespec t)
-{
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
-
 /* The database's lock <path><suffix> (svc_lock_file's op and answer). */
 static int db_lock(const char *path, const char *suffix, int op)
 {
@@ -152,10 +147,7 @@ struct rescan {
 static void rescan_note(void *ctx, const char *sid, bool gone)
 {
     struct rescan *r = ctx;
-    if (r->n == r->cap) {
-        r->cap = r->cap ? r->cap * 2 : 16;
-        r->v = svc_xrealloc(r->v, r->cap * sizeof *r->v);
-    }
+    r->v = svc_grow(r->v, r->n, &r->cap, sizeof *r->v);
     r->v[r->n].sid = svc_xstrdup(sid);
     r->v[r->n++].gone = gone;
 }
@@ -225,7 +217,7 @@ static void db_rescanner(void *ctx)
     if (lk >= 0 && stat(st->root, &rs) == 0 && svc_listdb_open(D.job.path, false) == 0 &&
         db_rescan_collect(st, &r) == 0 && svc_listdb_begin() == 0 && svc_listdb_pos_get(&p) == 0) {
         db_rescan_apply(st, &r);
-        p.root_mtime = ts_ns(rs.st_mtim);
+        p.root_mtime = svc_time_ns(rs.st_mtim);
         if (svc_listdb_pos_set(&p) == 0)
             svc_listdb_commit();
     }
@@ -306,7 +298,7 @@ static bool db_unchanged(const struct svc_store *st, const struct svc_journal *j
     bool same = lstat(jp, &jb) == 0 && S_ISREG(jb.st_mode) && svc_listdb_pos_get(p) == 0 &&
                 j->stamp.ok && strcmp(j->stamp.gen, p->gen) == 0 && j->stamp.size <= jb.st_size &&
                 jb.st_size == (off_t)p->offset && (st->shared || jb.st_ino == p->ino) &&
-                ts_ns(rs->st_mtim) == p->root_mtime;
+                svc_time_ns(rs->st_mtim) == p->root_mtime;
     free(jp);
     return same;
 }
@@ -327,7 +319,7 @@ static int db_catch_up(const struct svc_store *st, const char *path)
         return 1;
     }
     /* the root's names moved: compared here when the root is small, else in the background */
-    bool moved = ts_ns(rs.st_mtim) != p.root_mtime;
+    bool moved = svc_time_ns(rs.st_mtim) != p.root_mtime;
     if (moved && path && !db_small(st) && D.spawn) {
         db_spawn(st, path, ".rescan", db_rescanner);
         moved = false;
@@ -343,9 +335,9 @@ static int db_catch_up(const struct svc_store *st, const char *path)
     if (rc == 0 && j.sb.st_size > at)
         rc = svc_journal_lines(j.fd, j.sb.st_size, &at, db_apply_line, NULL);
     svc_journal_done(&j);
-    if (rc == 0 && moved && ts_ns(rs.st_mtim) != p.root_mtime) {
+    if (rc == 0 && moved && svc_time_ns(rs.st_mtim) != p.root_mtime) {
         rc = db_rescan(st);
-        p.root_mtime = ts_ns(rs.st_mtim);
+        p.root_mtime = svc_time_ns(rs.st_mtim);
     }
     p.offset = at;
     if (rc == 0 && (svc_listdb_pos_set(&p) != 0 || svc_listdb_commit() != 0))
@@ -402,7 +394,7 @@ static int db_stream(const struct svc_store *st, struct svc_listdb_pos *p)
     struct stat rs;
     if (stat(st->root, &rs) != 0)
         return 1;
-    p->root_mtime = ts_ns(rs.st_mtim);
+    p->root_mtime = svc_time_ns(rs.st_mtim);
     struct db_feed feed = {0};
     struct svc_journal j;
     svc_journal_peek(st, &j);
@@ -440,7 +432,7 @@ static int db_rebuild(const struct svc_store *st, struct svc_listdb_pos *p, bool
                  ? svc_dirscan_rebuild(st, &j, &sink, true, brief, &mtime, &written)
                  : -1;
     if (rc == 0) {
-        *p = (struct svc_listdb_pos){.root_mtime = ts_ns(mtime)};
+        *p = (struct svc_listdb_pos){.root_mtime = svc_time_ns(mtime)};
         if (written) {
             snprintf(p->gen, sizeof p->gen, "%s", j.gen);
             p->ino = st->shared ? 0 : (uint64_t)j.sb.st_ino;

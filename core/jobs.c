@@ -12,6 +12,7 @@
 #include "jsonx.h"
 #include "lock.h"
 #include "log.h"
+#include "memory.h"
 #include "retention.h"
 #include "session.h"
 #include "util.h"
@@ -32,8 +33,6 @@ time_t svc_jobs_now(void)
 static char *jobs_path(const struct svc_config *cfg, const char *name)
 {
     bool shared = svc_fs_shared(cfg->sessions.shared, cfg->sessions.root);
-    if (!cfg->home && !shared)
-        return NULL;
     char *dir =
         shared ? svc_path_join(cfg->sessions.root, ".svc_jobs") : svc_path_join(cfg->home, "jobs");
     char *p = name ? svc_path_join(dir, name) : dir;
@@ -48,7 +47,7 @@ static json_object *read_state(const struct svc_config *cfg, json_object **state
 {
     char *path = jobs_path(cfg, "state.json");
     json_object *o = NULL;
-    if (!path || svc_json_read_object_file(path, &o, NULL) != 0)
+    if (svc_json_read_object_file(path, &o, NULL) != 0)
         o = json_object_new_object();
     free(path);
     *state = o;
@@ -161,10 +160,7 @@ static void run_job(const struct svc_config *cfg, const struct svc_job *j, time_
     svc_json_set_str(upd, "last_status", status);
     json_object *eo = NULL;
     if (strcmp(status, "done") != 0) {
-        eo = json_object_new_object();
-        svc_json_set_str(eo, "code", svc_err_name(err.code));
-        svc_json_set_str(eo, "message", err.message);
-        svc_json_set_str(eo, "at", svc_time_now_iso(buf));
+        eo = svc_memory_failure(&err, NULL);
         svc_json_set(res, "error", json_object_get(eo));
         svc_logf("job %s on session %s: %s: %s", j->id, j->session_id, status, err.message);
     }
@@ -183,8 +179,6 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
 {
     *report = NULL;
     char *dir = jobs_path(cfg, NULL);
-    if (!dir)
-        return svc_err_set(err, SVC_E_CONFIG, "no SVC_HOME for the jobs state");
     int rc = svc_mkdirs(dir, 0755, err);
     free(dir);
     if (rc != 0)
@@ -203,7 +197,7 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
         }
         char name[160];
         snprintf(name, sizeof name, "%s.lock", j->id);
-        char *lpath = jobs_path(cfg, name); /* not NULL: cfg->home is checked above */
+        char *lpath = jobs_path(cfg, name);
         int fd = svc_lock_file(lpath, LOCK_EX | LOCK_NB, true);
         free(lpath);
         if (fd < 0 && errno == EWOULDBLOCK) {

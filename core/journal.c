@@ -29,11 +29,6 @@ static struct {
     pid_t pid;
 } J;
 
-static long long mtime_ns(const struct stat *sb)
-{
-    return (long long)sb->st_mtim.tv_sec * 1000000000LL + sb->st_mtim.tv_nsec;
-}
-
 /* On a shared root another client changes these files behind this host's page cache (a
  * FUSE client may keep it across opens): what is cached of fd is dropped before a read. */
 static void drop_cached(bool shared, int fd)
@@ -150,7 +145,8 @@ static bool whole(const struct svc_journal *j)
     if (!j->stamp.ok || strlen(j->gen) != 16 || strcmp(j->stamp.gen, j->gen) != 0 ||
         (!j->shared && j->stamp.ino != (unsigned long long)j->sb.st_ino))
         return false;
-    if (j->sb.st_size == j->stamp.size && (j->shared || mtime_ns(&j->sb) == j->stamp.mtime))
+    if (j->sb.st_size == j->stamp.size &&
+        (j->shared || svc_time_ns(j->sb.st_mtim) == j->stamp.mtime))
         return true;
     /* without the lock a file that grew since is accepted: an appender writes its line
      * before the stamp */
@@ -167,7 +163,8 @@ void svc_journal_stamp(struct svc_journal *j, const char *gen, const struct stat
     char buf[STAMP_LEN];
     memset(buf, ' ', sizeof buf);
     int n = gen ? snprintf(buf, sizeof buf, "svc-index-stamp 1 %s %llu %lld %lld", gen,
-                           (unsigned long long)sb->st_ino, (long long)sb->st_size, mtime_ns(sb))
+                           (unsigned long long)sb->st_ino, (long long)sb->st_size,
+                           svc_time_ns(sb->st_mtim))
                 : snprintf(buf, sizeof buf, "svc-index-stamp 1 none");
     if (n > 0 && n < STAMP_LEN)
         buf[n] = ' ';
@@ -215,8 +212,7 @@ static int append(const struct svc_store *st, const char *text)
 
 void svc_journal_note(const struct svc_store *st, const char *sid, json_object *summary)
 {
-    json_object *line = json_object_new_object();
-    svc_json_set_str(line, "session_id", sid);
+    json_object *line = svc_json_new_obj("session_id", sid, NULL);
     svc_json_set(line, "summary", summary ? json_object_get(summary) : NULL);
     char *text = svc_json_dump_compact(line);
     size_t n = strlen(text);
@@ -235,10 +231,7 @@ int svc_journal_lines(int fd, off_t size, off_t *at, svc_journal_line_fn *fn, vo
     off_t pos = *at;
     int rc = 0;
     while (rc == 0 && pos + (off_t)have < size) {
-        if (have == cap) { /* one line longer than the buffer */
-            buf = svc_xrealloc(buf, cap * 2);
-            cap *= 2;
-        }
+        buf = svc_grow(buf, have, &cap, 1); /* doubled for one line longer than the buffer */
         size_t want = cap - have;
         if ((off_t)want > size - pos - (off_t)have)
             want = (size_t)(size - pos - (off_t)have);
@@ -358,7 +351,7 @@ int svc_journal_write(const struct svc_store *st, struct svc_journal *j, svc_jou
         snprintf(j->stamp.gen, sizeof j->stamp.gen, "%s", gen);
         j->stamp.ino = (unsigned long long)sb.st_ino;
         j->stamp.size = (long long)sb.st_size;
-        j->stamp.mtime = mtime_ns(&sb);
+        j->stamp.mtime = svc_time_ns(sb.st_mtim);
         j->stamp.ok = true;
     }
     svc_buf_free(&o.b);

@@ -1,6 +1,7 @@
 #include "jsonx.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -668,6 +669,17 @@ void svc_json_set(json_object *o, const char *key, json_object *val)
 {
     if (json_object_object_add(o, key, val) != 0)
         svc_oom(strlen(key));
+}
+
+json_object *svc_json_new_obj(const char *key, ...)
+{
+    json_object *o = json_object_new_object();
+    va_list ap;
+    va_start(ap, key);
+    for (const char *k = key; k; k = va_arg(ap, const char *))
+        svc_json_set_str(o, k, va_arg(ap, const char *));
+    va_end(ap);
+    return o;
 }
 
 /* Set key to v, a value just made of n bytes (NULL: json-c's allocation failed). */

@@ -63,6 +63,8 @@ void svc_json_set_str(json_object *o, const char *key, const char *val); /* NULL
 void svc_json_set_int(json_object *o, const char *key, int64_t val);
 void svc_json_set_bool(json_object *o, const char *key, bool val);
 void svc_json_set(json_object *o, const char *key, json_object *val);
+/* A new object of string members: key, value pairs up to a NULL key (a NULL value is null). */
+json_object *svc_json_new_obj(const char *key, ...) __attribute__((sentinel));
 /* A double in the shortest form that round-trips (Python's repr): 0.1, 1.0, 1e+20. */
 void svc_json_format_double(double d, char *out, size_t outsz);
 /* Add every key of src to dst (values shared, references taken). */

@@ -3,6 +3,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "err.h"
+
 static void default_sink(const char *line, void *ctx)
 {
     (void)ctx;
@@ -27,8 +29,6 @@ void svc_logf(const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
-    for (char *p = line; *p; p++)
-        if (*p == '\n' || *p == '\r')
-            *p = ' ';
+    svc_err_oneline(line, false);
     sink.fn(line, sink.ctx);
 }

@@ -452,7 +452,6 @@ static int read_tail(struct svc_sess *s, json_object **msgs, int64_t **ids_out, 
 /* The memory_state object of mem; error may be NULL. New reference. */
 static json_object *memory_state_of(json_object *mem, const struct svc_err *error)
 {
-    char now[SVC_TIME_LEN];
     json_object *ms = json_object_new_object();
     svc_json_set_bool(ms, "enabled", true);
     json_object *last = NULL;
@@ -461,14 +460,22 @@ static json_object *memory_state_of(json_object *mem, const struct svc_err *erro
     svc_json_set_str(ms, "last_synced_at", svc_json_str(mem, "updated_at", NULL));
     svc_json_set_int(ms, "digests", svc_json_int(mem, "digests", 0));
     svc_json_set_str(ms, "memory_file", svc_json_str(mem, "memory_file", NULL));
-    json_object *eo = error ? json_object_new_object() : NULL;
-    if (error) {
-        svc_json_set_str(eo, "code", svc_err_name(error->code));
-        svc_json_set_str(eo, "message", error->message);
-        svc_json_set_str(eo, "at", svc_time_now_iso(now));
-    }
-    svc_json_set(ms, "error", eo);
+    svc_json_set(ms, "error", svc_memory_failure(error, NULL));
     return ms;
+}
+
+json_object *svc_memory_failure(const struct svc_err *e, const char *run_id)
+{
+    if (!e)
+        return NULL;
+    char now[SVC_TIME_LEN];
+    json_object *o = json_object_new_object();
+    svc_json_set_str(o, "code", svc_err_name(e->code));
+    svc_json_set_str(o, "message", e->message);
+    if (run_id)
+        svc_json_set_str(o, "run_id", run_id);
+    svc_json_set_str(o, "at", svc_time_now_iso(now));
+    return o;
 }
 
 /* memory_state in the sidecar; error may be NULL. Caller holds the session lock. */

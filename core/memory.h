@@ -60,6 +60,9 @@ int svc_memory_sync_recent(const struct svc_config *cfg, struct svc_sess *s, jso
  * the caller's. */
 int svc_memory_sync_run(const struct svc_config *cfg, struct svc_sess *s, json_object *recent,
                         const int64_t *recent_ids, json_object *sc, struct svc_err *err);
+/* A failure as recorded: {"code", "message", "run_id" (unless run_id is NULL), "at": now}
+ * (memory_state.error, last_error, a turn line's error). NULL when e is NULL. New reference. */
+json_object *svc_memory_failure(const struct svc_err *e, const char *run_id);
 /* A deleted session's digests out of the memory file (svc_memory_replace, nothing added). */
 int svc_memory_forget(const struct svc_config *cfg, const char *sid, struct svc_err *err);
 

@@ -89,19 +89,15 @@ char *svc_openai_redact(const char *src, const char *secret)
 }
 
 /* Set err with a message that never carries the key. OA_FAIL. */
-static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code,
-                              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static enum oa_result oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code,
-                              const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static enum oa_result
+oa_fail(struct oa *st, struct svc_err *err, enum svc_errcode code, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    for (char *c = msg; *c; c++)
-        if ((unsigned char)*c < 0x20)
-            *c = ' ';
+    svc_err_oneline(msg, true);
     char *red = svc_openai_redact(msg, st->key);
     svc_err_set(err, code, "%s", red);
     free(red);
@@ -146,8 +142,7 @@ static json_object *oa_tools_json(json_object *tools)
         const char *name = svc_json_str(t, "name", NULL);
         if (!name || !*name)
             continue;
-        json_object *fn = json_object_new_object();
-        svc_json_set_str(fn, "name", name);
+        json_object *fn = svc_json_new_obj("name", name, NULL);
         const char *desc = svc_json_str(t, "description", NULL);
         if (desc)
             svc_json_set_str(fn, "description", desc);
@@ -158,8 +153,7 @@ static json_object *oa_tools_json(json_object *tools)
         json_object *strict = NULL;
         if (json_object_object_get_ex(t, "strict", &strict) && strict)
             svc_json_set(fn, "strict", json_object_get(strict));
-        json_object *tool = json_object_new_object();
-        svc_json_set_str(tool, "type", "function");
+        json_object *tool = svc_json_new_obj("type", "function", NULL);
         svc_json_set(tool, "function", fn);
         json_object_array_add(out, tool);
     }
@@ -176,11 +170,8 @@ static json_object *oa_tool_choice(const char *choice)
     if (strcmp(choice, "auto") == 0 || strcmp(choice, "none") == 0 ||
         strcmp(choice, "required") == 0)
         return json_object_new_string(choice);
-    json_object *fn = json_object_new_object();
-    svc_json_set_str(fn, "name", choice);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "type", "function");
-    svc_json_set(o, "function", fn);
+    json_object *o = svc_json_new_obj("type", "function", NULL);
+    svc_json_set(o, "function", svc_json_new_obj("name", choice, NULL));
     return o;
 }
 
@@ -205,15 +196,11 @@ static size_t oa_prompt_chars(json_object *messages)
 static json_object *oa_request_json(const struct svc_model_call *call, size_t *prompt_chars)
 {
     const struct svc_config *cfg = call->cfg;
-    json_object *req = json_object_new_object();
-    svc_json_set_str(req, "model", cfg->model.name ? cfg->model.name : "");
+    json_object *req = svc_json_new_obj("model", cfg->model.name ? cfg->model.name : "", NULL);
     json_object *msgs = json_object_new_array();
     const char *sys = call->system_prompt ? call->system_prompt : cfg->model.system_prompt;
     if (sys && *sys) {
-        json_object *m = json_object_new_object();
-        svc_json_set_str(m, "role", "system");
-        svc_json_set_str(m, "content", sys);
-        json_object_array_add(msgs, m);
+        json_object_array_add(msgs, svc_json_new_obj("role", "system", "content", sys, NULL));
     }
     for (size_t i = 0; call->messages && i < json_object_array_length(call->messages); i++) {
         json_object *proj = svc_openai_project(json_object_array_get_idx(call->messages, i));
@@ -540,9 +527,7 @@ static char *oa_error_message(const char *body, char *param, size_t psz)
     /* Not an error object: a short, one-line excerpt of the body. */
     size_t cut = len < 200 ? len : 200;
     char *excerpt = svc_xstrndup(body, cut);
-    for (char *c = excerpt; *c; c++)
-        if ((unsigned char)*c < 0x20)
-            *c = ' ';
+    svc_err_oneline(excerpt, true);
     size_t from = strspn(excerpt, " "), l = strlen(excerpt);
     while (l > from && excerpt[l - 1] == ' ')
         l--;
@@ -705,9 +690,7 @@ static json_object *oa_tool_uses(struct oa *st, size_t *arg_chars)
         if (!t->id || !*t->id)
             svc_random_hex(idbuf + 5, 24);
         const char *id = t->id && *t->id ? t->id : idbuf;
-        json_object *tu = json_object_new_object();
-        svc_json_set_str(tu, "toolUseId", id);
-        svc_json_set_str(tu, "name", t->name);
+        json_object *tu = svc_json_new_obj("toolUseId", id, "name", t->name, NULL);
         svc_json_set(tu, "input", input);
         json_object_array_add(out, tu);
     }

@@ -95,9 +95,7 @@ static bool settled(const struct stat *st)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
-    int64_t age = ((int64_t)now.tv_sec - (int64_t)st->st_ctim.tv_sec) * 1000000000LL +
-                  ((int64_t)now.tv_nsec - (int64_t)st->st_ctim.tv_nsec);
-    return age >= SVC_MSGCACHE_SETTLE_NS;
+    return svc_time_ns(now) - svc_time_ns(st->st_ctim) >= SVC_MSGCACHE_SETTLE_NS;
 }
 
 static void unlink_entry(struct entry **slot)

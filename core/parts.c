@@ -1,6 +1,5 @@
 #include "parts.h"
 
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,32 +75,6 @@ static bool data_url_parse(const char *url, struct data_url *d)
     return true;
 }
 
-/* The base64 text decoded (heap, *n its size), or NULL when it is not base64. Padding may
- * be left out; nothing else may stand between the characters. */
-static unsigned char *b64_decode(const char *s, size_t len, size_t *n)
-{
-    static const char alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t body = len;
-    while (body > 0 && s[body - 1] == '=' && len - body < 2)
-        body--;
-    if (strspn(s, alpha) < body || body % 4 == 1 || (len != body && len % 4 != 0))
-        return NULL;
-    size_t padded = (body + 3) / 4 * 4;
-    char *in = svc_xmalloc(padded + 1);
-    memcpy(in, s, body);
-    memset(in + body, '=', padded - body);
-    in[padded] = '\0';
-    unsigned char *out = svc_xmalloc(padded / 4 * 3 + 1);
-    int got = padded ? EVP_DecodeBlock(out, (const unsigned char *)in, (int)padded) : 0;
-    free(in);
-    if (got < 0) {
-        free(out);
-        return NULL;
-    }
-    *n = (size_t)got - (padded - body);
-    return out;
-}
-
 long long svc_parts_bytes_size(json_object *bytes)
 {
     const char *data = json_object_is_type(bytes, json_type_string)
@@ -119,7 +92,7 @@ static int check_data(const struct data_url *d, const char *param, int64_t max_b
                       struct svc_err *err)
 {
     size_t n = 0;
-    unsigned char *raw = b64_decode(d->b64, d->b64_len, &n);
+    unsigned char *raw = svc_b64_decode(d->b64, d->b64_len, false, &n);
     if (!raw)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, param, "'%s': the data is not base64", param);
     free(raw);
@@ -231,9 +204,8 @@ int svc_parts_check(json_object *part, const char *param, int64_t max_bytes, str
 static json_object *bytes_of(const struct data_url *d)
 {
     size_t n = 0;
-    unsigned char *raw = b64_decode(d->b64, d->b64_len, &n);
-    char *b64 = svc_xmalloc((n + 2) / 3 * 4 + 1); /* encoded again, as Python's b64encode */
-    EVP_EncodeBlock((unsigned char *)b64, raw ? raw : (const unsigned char *)"", (int)n);
+    unsigned char *raw = svc_b64_decode(d->b64, d->b64_len, false, &n);
+    char *b64 = svc_b64_encode(raw, n, false); /* encoded again, as Python's b64encode */
     free(raw);
     json_object *o = json_object_new_object();
     svc_json_set_bool(o, "__bytes_encoded__", true);
@@ -251,16 +223,13 @@ json_object *svc_parts_wrap(const char *key, json_object *v)
 
 json_object *svc_parts_text(const char *t)
 {
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "text", t);
-    return o;
+    return svc_json_new_obj("text", t, NULL);
 }
 
 json_object *svc_parts_result(const char *id, const char *status, const char *text)
 {
-    json_object *tr = json_object_new_object(), *items = json_object_new_array();
-    svc_json_set_str(tr, "toolUseId", id);
-    svc_json_set_str(tr, "status", status);
+    json_object *tr = svc_json_new_obj("toolUseId", id, "status", status, NULL);
+    json_object *items = json_object_new_array();
     json_object_array_add(items, svc_parts_text(text));
     svc_json_set(tr, "content", items);
     return svc_parts_wrap("toolResult", tr);
@@ -268,8 +237,7 @@ json_object *svc_parts_result(const char *id, const char *status, const char *te
 
 json_object *svc_parts_message(const char *role, json_object *content)
 {
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", role);
+    json_object *m = svc_json_new_obj("role", role, NULL);
     if (!json_object_is_type(content, json_type_array)) {
         json_object *one = json_object_new_array();
         json_object_array_add(one, content);
@@ -297,10 +265,7 @@ json_object *svc_parts_block(json_object *part)
                 if (strncasecmp(ext + 1, images[i].mime + 6, strlen(images[i].mime + 6)) == 0)
                     fmt = images[i].format;
             svc_json_set_str(img, "format", fmt);
-            json_object *loc = json_object_new_object();
-            svc_json_set_str(loc, "type", "url");
-            svc_json_set_str(loc, "url", url);
-            svc_json_set(src, "location", loc);
+            svc_json_set(src, "location", svc_json_new_obj("type", "url", "url", url, NULL));
         }
         svc_json_set(img, "source", src);
         return svc_parts_wrap("image", img);
@@ -344,12 +309,11 @@ json_object *svc_parts_openai(json_object *block)
           : NULL;
     if (!url)
         return NULL;
-    json_object *v = json_object_new_object(), *p = json_object_new_object();
-    svc_json_set_str(v, img ? "url" : "file_data", url);
+    json_object *v = svc_json_new_obj(img ? "url" : "file_data", url, NULL);
     free(url);
     if (!img)
         svc_json_set_str(v, "filename", svc_json_str(m, "name", "document"));
-    svc_json_set_str(p, "type", img ? "image_url" : "file");
+    json_object *p = svc_json_new_obj("type", img ? "image_url" : "file", NULL);
     svc_json_set(p, img ? "image_url" : "file", v);
     return p;
 }
@@ -359,17 +323,12 @@ json_object *svc_parts_responses(json_object *block)
     json_object *chat = svc_parts_openai(block);
     if (!chat)
         return NULL;
-    json_object *p = json_object_new_object();
     json_object *iu = svc_json_obj(chat, "image_url"), *f = svc_json_obj(chat, "file");
-    if (iu) {
-        svc_json_set_str(p, "type", "input_image");
-        svc_json_set_str(p, "image_url", svc_json_str(iu, "url", ""));
-        svc_json_set_str(p, "detail", "auto");
-    } else {
-        svc_json_set_str(p, "type", "input_file");
-        svc_json_set_str(p, "filename", svc_json_str(f, "filename", ""));
-        svc_json_set_str(p, "file_data", svc_json_str(f, "file_data", ""));
-    }
+    json_object *p =
+        iu ? svc_json_new_obj("type", "input_image", "image_url", svc_json_str(iu, "url", ""),
+                              "detail", "auto", NULL)
+           : svc_json_new_obj("type", "input_file", "filename", svc_json_str(f, "filename", ""),
+                              "file_data", svc_json_str(f, "file_data", ""), NULL);
     json_object_put(chat);
     return p;
 }
@@ -406,8 +365,7 @@ int svc_parts_from_responses(json_object *part, const char *param, json_object *
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s': svc keeps no uploaded or remote files; send the data inline", p);
     }
-    *out = json_object_new_object();
-    svc_json_set_str(*out, "type", image ? "image_url" : "file");
+    *out = svc_json_new_obj("type", image ? "image_url" : "file", NULL);
     svc_json_set(*out, image ? "image_url" : "file", inner);
     return 0;
 }
@@ -442,8 +400,7 @@ static json_object *result_view(json_object *tr, bool bytes)
     for (size_t i = 0; c && i < json_object_array_length(c); i++) {
         json_object *it = json_object_array_get_idx(c, i), *j = NULL;
         if (json_object_object_get_ex(it, "json", &j)) {
-            json_object *jv = json_object_new_object();
-            svc_json_set_str(jv, "type", "json");
+            json_object *jv = svc_json_new_obj("type", "json", NULL);
             svc_json_set(jv, "json", json_object_get(j));
             json_object_array_add(items, jv);
         } else {
@@ -457,9 +414,9 @@ static json_object *result_view(json_object *tr, bool bytes)
 /* reasoningContent: its text, whether it is signed or redacted. */
 static json_object *reasoning_view(json_object *r)
 {
-    json_object *v = json_object_new_object(), *rt = svc_json_obj(r, "reasoningText");
-    svc_json_set_str(v, "type", "reasoning");
-    svc_json_set_str(v, "text", svc_json_str(rt, "text", ""));
+    json_object *rt = svc_json_obj(r, "reasoningText");
+    json_object *v =
+        svc_json_new_obj("type", "reasoning", "text", svc_json_str(rt, "text", ""), NULL);
     svc_json_set_bool(v, "signed", svc_json_str(rt, "signature", NULL) != NULL);
     svc_json_set_bool(v, "redacted", json_object_object_get_ex(r, "redactedContent", NULL));
     return v;
@@ -470,9 +427,7 @@ json_object *svc_parts_view(json_object *block, bool bytes)
     json_object *v = NULL, *x;
     const char *text = svc_json_str(block, "text", NULL);
     if (text) {
-        v = json_object_new_object();
-        svc_json_set_str(v, "type", "text");
-        svc_json_set_str(v, "text", text);
+        v = svc_json_new_obj("type", "text", "text", text, NULL);
     } else if ((x = svc_json_obj(block, "image"))) {
         v = media_view("image", x, images, COUNT(images), bytes);
     } else if ((x = svc_json_obj(block, "document"))) {
@@ -480,10 +435,8 @@ json_object *svc_parts_view(json_object *block, bool bytes)
     } else if ((x = svc_json_obj(block, "video"))) {
         v = media_view("video", x, NULL, 0, false);
     } else if ((x = svc_json_obj(block, "toolUse"))) {
-        v = json_object_new_object();
-        svc_json_set_str(v, "type", "tool_use");
-        svc_json_set_str(v, "id", svc_json_str(x, "toolUseId", NULL));
-        svc_json_set_str(v, "name", svc_json_str(x, "name", NULL));
+        v = svc_json_new_obj("type", "tool_use", "id", svc_json_str(x, "toolUseId", NULL), "name",
+                             svc_json_str(x, "name", NULL), NULL);
         json_object *in = NULL;
         json_object_object_get_ex(x, "input", &in);
         svc_json_set(v, "input", json_object_get(in));

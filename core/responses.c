@@ -2,7 +2,6 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,17 +26,6 @@ void svc_responses_new_id(const char *prefix, char *out, size_t outsz)
     char hex[33];
     svc_random_hex(hex, 32);
     snprintf(out, outsz, "%s%s", prefix, hex);
-}
-
-json_object *svc_responses_obj(const char *key, ...)
-{
-    json_object *o = json_object_new_object();
-    va_list ap;
-    va_start(ap, key);
-    for (const char *k = key; k; k = va_arg(ap, const char *))
-        svc_json_set_str(o, k, va_arg(ap, const char *));
-    va_end(ap);
-    return o;
 }
 
 bool svc_responses_id_valid(const char *id)
@@ -192,8 +180,7 @@ int svc_responses_put_key(const struct svc_config *cfg, const char *key, const c
     key_name(key, name, sizeof name);
     if (response_path(cfg, true, name, &path, err) != 0)
         return -1;
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "response_id", id);
+    json_object *o = svc_json_new_obj("response_id", id, NULL);
     int rc = svc_json_write_pretty(path, o, cfg->sessions.fsync, err);
     json_object_put(o);
     free(path);

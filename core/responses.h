@@ -23,9 +23,6 @@
 
 /* A new id: prefix ("resp_", "msg_") + 32 random hex into out (outsz >= strlen(prefix)+33). */
 void svc_responses_new_id(const char *prefix, char *out, size_t outsz);
-/* A new object of string members, as most of the API's objects and items begin: key, value
- * pairs up to a NULL key (a NULL value is null). */
-json_object *svc_responses_obj(const char *key, ...) __attribute__((sentinel));
 /* Whether id has the shape of a response id. */
 bool svc_responses_id_valid(const char *id);
 /* Store resp (its "id" names the file). 0, or -1 with err (io_error). */

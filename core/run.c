@@ -57,11 +57,6 @@
 #include "title.h"
 #include "util.h"
 
-static const char *model_name(const struct svc_config *cfg)
-{
-    return cfg->model.name ? cfg->model.name : "echo-1";
-}
-
 static void run_event_add(void *ctx, const char *line, size_t n, size_t off)
 {
     (void)off;
@@ -84,17 +79,6 @@ static json_object *run_events(const char *root, const char *run_id)
     free(buf);
     free(path);
     return arr;
-}
-
-static json_object *error_object(const struct svc_err *e, const char *run_id)
-{
-    char now[SVC_TIME_LEN];
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "code", svc_err_name(e->code));
-    svc_json_set_str(o, "message", e->message);
-    svc_json_set_str(o, "run_id", run_id);
-    svc_json_set_str(o, "at", svc_time_now_iso(now));
-    return o;
 }
 
 static json_object *turn_line(const char *run_id, const char *status, int64_t input_id,
@@ -179,7 +163,7 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
     } else {
         struct svc_err ie;
         svc_err_set(&ie, SVC_E_INTERRUPTED, "the run's process ended before the run finished");
-        leave_sidecar(sc, "error", (int64_t)n, error_object(&ie, run_id));
+        leave_sidecar(sc, "error", (int64_t)n, svc_memory_failure(&ie, run_id));
         /* the events the run recorded (asynchronous runs), ended by the one error event */
         json_object *events = run_events(s->st.root, run_id);
         size_t nev = json_object_array_length(events);
@@ -193,7 +177,7 @@ static int repair_locked(struct svc_sess *s, json_object *sc, struct svc_err *er
         }
         json_object *turn =
             turn_line(run_id, "error", input_id, json_object_get(outputs), events, NULL, 0, 0,
-                      error_object(&ie, run_id), *started ? started : NULL);
+                      svc_memory_failure(&ie, run_id), *started ? started : NULL);
         rc = svc_turns_append(s, turn, err);
         json_object_put(turn);
         if (rc == 0)
@@ -270,7 +254,7 @@ static struct svc_run *run_alloc(const struct svc_config *cfg, const struct svc_
     svc_sess_open(cfg, sid, &run->sess, NULL); /* svc_run_begin checked the id */
     svc_time_now_iso(run->started_at);
     svc_loop_init(&run->loop, cfg, run->run_id, run->sess.sid, req);
-    run->loop.model = model_name(cfg);
+    run->loop.model = cfg->model.name;
     run->turn = (struct svc_turn){.s = &run->sess, .run_lock = SVC_LOCK_INIT, .input_id = -1};
     run->turn.output_ids = json_object_new_array();
     if (run->stateful) { /* a stateless run stores nothing */
@@ -346,7 +330,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     else if (run->turn.stored > 0 && svc_sidecar_derive(&run->sess, &out, NULL) == 0)
         svc_json_set_int(out, "schema_version", 1); /* a session Strands wrote */
     else
-        out = svc_sidecar_new(run->sess.sid, st->agent_id, model_name(run->cfg));
+        out = svc_sidecar_new(run->sess.sid, st->agent_id, run->cfg->model.name);
     if (!*svc_json_str(out, "title", "") && req->input && *req->input)
         svc_title_derive(out, req->input);
     json_object_object_del(out, "pending_tool_calls"); /* this run answers them */
@@ -358,7 +342,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         svc_json_set_str(out, "channel", req->channel);
     if (req->locale)
         svc_json_set_str(out, "locale", req->locale);
-    svc_json_set_str(out, "model", model_name(run->cfg));
+    svc_json_set_str(out, "model", run->cfg->model.name);
     svc_json_set_str(out, "updated_at", run->started_at);
     svc_json_set_int(out, "message_count", message_count);
     svc_json_set_int(out, "run_count", svc_json_int(out, "run_count", 0) + 1);
@@ -680,8 +664,7 @@ static void end_leave(void *ctx, json_object *sc)
 {
     const struct end_ctx *c = ctx;
     struct svc_run *run = c->run;
-    leave_sidecar(sc, c->status, run->turn.stored,
-                  c->failure ? error_object(c->failure, run->run_id) : NULL);
+    leave_sidecar(sc, c->status, run->turn.stored, svc_memory_failure(c->failure, run->run_id));
     /* SPEC 12.1: the client tool calls the run ended on, until a request answers them */
     if (json_object_array_length(run->loop.client_calls) > 0)
         svc_json_set(sc, "pending_tool_calls", svc_json_copy(run->loop.client_calls));
@@ -717,13 +700,13 @@ static int run_end(struct svc_run *run, const struct svc_err *failure)
             ? turn_line(run->run_id, status, t->input_id, json_object_get(t->output_ids),
                         json_object_get(run->loop.events), json_object_get(run->loop.tool_trace),
                         run->loop.prompt_tokens, run->loop.completion_tokens,
-                        failure ? error_object(failure, run->run_id) : NULL, run->started_at)
+                        svc_memory_failure(failure, run->run_id), run->started_at)
             : NULL;
     struct svc_turn_end e = {.removed = run->loop.removed,
                              .model_calls = run->loop.loop_count,
                              .summary = run->loop.summary_new ? run->loop.summary : NULL,
                              .line = line,
-                             .model = model_name(run->cfg),
+                             .model = run->cfg->model.name,
                              .leave = end_leave,
                              .ctx = &c};
     int rc = svc_turn_end(t, &e, &err);
@@ -836,7 +819,7 @@ void svc_run_answer(const struct svc_run *run, struct svc_run_answer *out)
     *out = (struct svc_run_answer){
         .run_id = run->run_id,
         .session_id = run->sess.sid,
-        .model = model_name(run->cfg),
+        .model = run->cfg->model.name,
         .content = run->content_str     ? run->content_str
                    : loop->content.data ? loop->content.data
                                         : "",

@@ -830,10 +830,7 @@ static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs
         if (m->updated == updated && m->msgs == msgs)
             return;
     }
-    if (c->n == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 64;
-        c->v = svc_xrealloc(c->v, c->cap * sizeof *c->v);
-    }
+    c->v = svc_grow(c->v, c->n, &c->cap, sizeof *c->v);
     c->v[c->n++] = (struct change){svc_xstrdup(sid), updated, msgs};
 }
 

@@ -44,11 +44,7 @@ void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg)
 
 static struct svc_snap_file *snap_add(struct svc_snap *s, const char *rel)
 {
-    if (s->n == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 32;
-        s->f = svc_xrealloc(s->f, nc * sizeof *s->f);
-        s->cap = nc;
-    }
+    s->f = svc_grow(s->f, s->n, &s->cap, sizeof *s->f);
     struct svc_snap_file *f = &s->f[s->n];
     memset(f, 0, sizeof *f);
     f->rel = svc_xstrdup(rel);

@@ -440,8 +440,7 @@ size_t svc_sess_multi_agents(const struct svc_sess *s,
     const char *id;
     while (d && (de = readdir(d)))
         if ((id = svc_layout_multi_agent_of(de->d_name))) {
-            if (n == cap)
-                ids = svc_xrealloc(ids, (cap = cap ? cap * 2 : 8) * sizeof *ids);
+            ids = svc_grow(ids, n, &cap, sizeof *ids);
             ids[n++] = svc_xstrdup(id);
         }
     if (d)
@@ -495,12 +494,6 @@ int svc_sess_copy_multi_agents(const struct svc_sess *src, const struct svc_sess
     return c.rc;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 int svc_sess_message_ids(struct svc_sess *s, int64_t **ids, size_t *n, struct svc_err *err)
 {
     *ids = NULL;
@@ -532,14 +525,13 @@ int svc_sess_message_ids(struct svc_sess *s, int64_t **ids, size_t *n, struct sv
             int64_t v = svc_layout_message_id_of(de->d_name);
             if (v < 0)
                 continue;
-            if (cnt == cap)
-                arr = svc_xrealloc(arr, (cap = cap ? cap * 2 : 64) * sizeof *arr);
+            arr = svc_grow(arr, cnt, &cap, sizeof *arr);
             arr[cnt++] = v;
         }
     }
     close(fd);
     if (cnt > 1)
-        qsort(arr, cnt, sizeof *arr, cmp_i64);
+        qsort(arr, cnt, sizeof *arr, svc_cmp_i64);
     *ids = arr;
     *n = cnt;
     return 0;

@@ -38,8 +38,11 @@ static void fenced(struct svc_buf *b, const char *lang, const char *text)
                    tl && text[tl - 1] == '\n' ? "" : "\n", n, ticks);
 }
 
-static void fenced_json(struct svc_buf *b, json_object *o)
+/* o as fenced json, or its member key when key is not NULL (absent: null). */
+static void fenced_json(struct svc_buf *b, json_object *o, const char *key)
 {
+    if (key && !json_object_object_get_ex(o, key, &o))
+        o = NULL;
     char *s = svc_json_dump_native(o);
     fenced(b, "json", s);
     free(s);
@@ -69,15 +72,11 @@ static void block(struct svc_buf *b, json_object *blk)
         if (sep && sep > name) /* "<server>__<tool>": an MCP server answers it (SPEC 16) */
             svc_buf_printf(b, ", MCP server `%.*s`", (int)(sep - name), name);
         svc_buf_adds(b, ")\n\n");
-        json_object *in = NULL;
-        json_object_object_get_ex(v, "input", &in);
-        fenced_json(b, in);
+        fenced_json(b, v, "input");
     } else if ((v = svc_json_obj(blk, "toolResult"))) {
         svc_buf_printf(b, "**Tool result** (id `%s`, %s)\n\n", svc_json_str(v, "toolUseId", "?"),
                        svc_json_str(v, "status", "success"));
-        json_object *c = NULL;
-        json_object_object_get_ex(v, "content", &c);
-        fenced_json(b, c);
+        fenced_json(b, v, "content");
     } else if ((v = svc_json_obj(blk, "image")) || (v = svc_json_obj(blk, "document"))) {
         bool doc = v != svc_json_obj(blk, "image");
         const char *name = doc ? svc_json_str(v, "name", NULL) : NULL;
@@ -101,7 +100,7 @@ static void block(struct svc_buf *b, json_object *blk)
         }
         svc_buf_adds(b, "\n\n");
     } else {
-        fenced_json(b, blk);
+        fenced_json(b, blk, NULL);
     }
 }
 

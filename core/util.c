@@ -3,10 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,14 @@ void *svc_xrealloc(void *p, size_t n)
     if (!q)
         svc_oom(n);
     return q;
+}
+
+void *svc_grow(void *v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap)
+        return v;
+    *cap = *cap ? *cap * 2 : 16;
+    return svc_xrealloc(v, *cap * size);
 }
 
 char *svc_xstrdup(const char *s)
@@ -101,6 +111,11 @@ double svc_time_now(void)
 double svc_time_monotonic(void)
 {
     return clock_s(CLOCK_MONOTONIC);
+}
+
+long long svc_time_ns(struct timespec t)
+{
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 void svc_sleep_s(double s)
@@ -242,6 +257,12 @@ void svc_random_bytes(unsigned char *out, size_t n)
 int svc_cmp_strp(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int svc_cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
 void svc_random_hex(char *out, size_t nhex)
@@ -434,6 +455,45 @@ char *svc_utf8_prefix(const char *s, size_t max_cp)
 bool svc_utf8_valid(const char *s, size_t len)
 {
     return u8_check((const uint8_t *)s, len) == NULL; /* RFC 3629 */
+}
+
+char *svc_b64_encode(const void *p, size_t n, bool url)
+{
+    unsigned char *out = svc_xmalloc((n + 2) / 3 * 4 + 1);
+    int len = EVP_EncodeBlock(out, n ? p : (const void *)"", (int)n);
+    for (int i = 0; url && i < len; i++)
+        out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+    while (url && len > 0 && out[len - 1] == '=')
+        out[--len] = '\0';
+    return (char *)out;
+}
+
+unsigned char *svc_b64_decode(const char *s, size_t len, bool url, size_t *n)
+{
+    static const char alpha[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_";
+    size_t body = len;
+    while (body > 0 && s[body - 1] == '=' && len - body < 2)
+        body--;
+    if (strspn(s, alpha) < body || (!url && strcspn(s, "-_") < body) || body % 4 == 1 ||
+        (len != body && len % 4 != 0))
+        return NULL;
+    size_t padded = (body + 3) / 4 * 4;
+    char *in = svc_xmalloc(padded + 1);
+    for (size_t i = 0; i < body; i++)
+        in[i] = s[i] == '-' ? '+' : s[i] == '_' ? '/' : s[i];
+    memset(in + body, '=', padded - body);
+    in[padded] = '\0';
+    unsigned char *out = svc_xmalloc(padded / 4 * 3 + 1);
+    int got = padded ? EVP_DecodeBlock(out, (const unsigned char *)in, (int)padded) : 0;
+    free(in);
+    if (got < 0) {
+        free(out);
+        return NULL;
+    }
+    *n = (size_t)got - (padded - body);
+    out[*n] = '\0';
+    return out;
 }
 
 bool svc_secret_equal(const char *a, const char *b)

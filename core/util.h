@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "err.h"
 
@@ -24,13 +25,15 @@ char *svc_time_format_iso(double epoch, char *buf);
 /* Parse ISO 8601 UTC with or without fraction, "+00:00" or "Z" (other offsets applied).
  * Returns 0 and sets *epoch, or -1 when unparseable. */
 int svc_time_parse_iso(const char *s, double *epoch);
-double svc_time_now(void);       /* wall clock, seconds since the epoch */
-double svc_time_monotonic(void); /* monotonic seconds */
+double svc_time_now(void);                /* wall clock, seconds since the epoch */
+long long svc_time_ns(struct timespec t); /* t in nanoseconds (a file's mtime as a stamp) */
+double svc_time_monotonic(void);          /* monotonic seconds */
 /* Sleep s seconds (s >= 0) in full: after a signal's handler the sleep goes on. */
 void svc_sleep_s(double s);
 
 /* qsort's comparison of two char * (strcmp order: SQLite's BINARY, a listing's id order). */
 int svc_cmp_strp(const void *a, const void *b);
+int svc_cmp_i64(const void *a, const void *b); /* of two int64_t */
 /* This process's id, cached (forgotten in the child of a fork). */
 int svc_pid(void);
 /* n bytes from a per-process pool of OpenSSL's CSPRNG (each byte handed out once; a forked
@@ -46,6 +49,9 @@ void svc_random_id(const char *prefix, char *out, size_t outsz);
 void *svc_xmalloc(size_t n);
 void *svc_xcalloc(size_t nmemb, size_t size);
 void *svc_xrealloc(void *p, size_t n);
+/* Room for element n of the growable array v (*cap elements of size bytes, doubled when
+ * full): returns v, moved perhaps. v = svc_grow(v, n, &cap, sizeof *v); v[n++] = x; */
+void *svc_grow(void *v, size_t n, size_t *cap, size_t size);
 char *svc_xstrdup(const char *s);
 char *svc_xstrndup(const char *s, size_t n);
 int svc_xasprintf(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -91,6 +97,13 @@ size_t svc_utf8_len(const char *s);
 char *svc_utf8_prefix(const char *s, size_t max_cp);
 /* Whether s is valid UTF-8 (len bytes). */
 bool svc_utf8_valid(const char *s, size_t len);
+
+/* base64 of n bytes (heap); url: the URL-safe alphabet, without padding. */
+char *svc_b64_encode(const void *p, size_t n, bool url);
+/* The bytes of base64 text s (len chars; padding may be left out, nothing else may stand
+ * between the characters; url: '-' and '_' as well as '+' and '/') on the heap, *n of them
+ * and a NUL, or NULL when it is not base64. */
+unsigned char *svc_b64_decode(const char *s, size_t len, bool url, size_t *n);
 
 /* Constant-time comparison of two NUL-terminated secrets. */
 bool svc_secret_equal(const char *a, const char *b);

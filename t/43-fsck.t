@@ -210,16 +210,6 @@ is_deeply(kinds($r->{json}), [sort
     'stray_file session_dmg/notes.txt',
     'unreadable session_bad/agents/agent_svc-agent/messages/message_2.json',
 ], 'a second check finds only what repair must not touch');
-# the root walked a few sessions a pass (bounded memory, SVC_TEST_FSCK_BATCH): the same
-# report, problem for problem and in the same order, as in one pass
-SKIP: {
-    skip 'needs the test hooks (make TEST_HOOKS=1)', 2 unless test_hooks_built();
-    for my $n (1, 4) {
-        my $b = svc($h, { SVC_TEST_FSCK_BATCH => $n }, 'fsck', '--json');
-        is_deeply(jdecode($b->{out}), $r->{json}, "batches of $n sessions: the same report");
-    }
-}
-
 # progress on a terminal (script(1) gives svc one), on stderr; none on a pipe
 like($r->{err} // '', qr/^\z/, 'no progress on a pipe');
 SKIP: {

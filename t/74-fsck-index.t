@@ -18,7 +18,7 @@ my $gen = gen_sessions_bin($tmp);
 sub gen { my ($h, $first, $n) = @_; system($gen, $h->{root}, 's-', $first, $n, 2) == 0 or die "gen_sessions" }
 sub index_finding {
     my ($h) = @_;
-    my $r = svc($h, { SVC_TEST_FSCK_BATCH => 3 }, 'fsck', '--json');
+    my $r = svc($h, 'fsck', '--json');
     my $rep = eval { jdecode($r->{out}) } // {};
     my @ix = grep { $_->{kind} eq 'index' } @{ $rep->{problems} // [] };
     return { rc => $r->{rc}, n => scalar @ix, message => @ix ? $ix[0]{message} : '',
@@ -73,7 +73,6 @@ SKIP: {
     my $peak = sub {
         my $out = "$tmp/time.out";
         local $ENV{SVC_HOME} = $h->{home};
-        local $ENV{SVC_TEST_FSCK_BATCH} = 256;
         my $rc = system("/usr/bin/time -f %M -o $out " . svc_bin() . ' fsck >/dev/null 2>&1');
         my ($kb) = (slurp($out) // '') =~ /(\d+)\s*\z/;
         return ($rc >> 8, $kb // 0);

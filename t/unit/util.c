@@ -97,5 +97,25 @@ int main(void)
        "message cut at a character boundary (%zu bytes)", ml);
     svc_err_setp(&e, SVC_E_INVALID_FIELD, "ok", "a \xe2\x82\xac sign");
     is_str(e.message, "a \xe2\x82\xac sign", "a whole message is left as it is");
+
+    /* base64: both alphabets, padding optional on the way in, left out by url on the way out */
+    char *enc = svc_b64_encode("\xfb\xff", 2, false);
+    is_str(enc, "+/8=", "standard alphabet, padded");
+    free(enc);
+    enc = svc_b64_encode("\xfb\xff", 2, true);
+    is_str(enc, "-_8", "url alphabet, no padding");
+    free(enc);
+    size_t dn = 0;
+    unsigned char *d = svc_b64_decode("-_8", 3, true, &dn);
+    ok(d && dn == 2 && memcmp(d, "\xfb\xff", 3) == 0, "url text decoded, NUL after");
+    free(d);
+    d = svc_b64_decode("+/8=", 4, true, &dn);
+    ok(d && dn == 2, "url decoding takes the standard alphabet too");
+    free(d);
+    ok(!svc_b64_decode("-_8", 3, false, &dn), "the url alphabet refused where it is not asked");
+    ok(!svc_b64_decode("A=B=", 4, false, &dn), "padding inside refused");
+    ok(!svc_b64_decode("AAAAA", 5, true, &dn), "a length of 4k+1 refused");
+    ok(!svc_b64_decode("AA E", 4, false, &dn) && !svc_b64_decode("AA=", 3, false, &dn),
+       "a stray character, and padding that leaves the length short, refused");
     return done_testing();
 }
