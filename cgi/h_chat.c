@@ -11,6 +11,7 @@
 #include "held.h"
 #include "idem.h"
 #include "jsonx.h"
+#include "layout.h"
 #include "log.h"
 #include "parts.h"
 #include "query.h"
@@ -139,8 +140,12 @@ static int sid_field(json_object *o, const char *key, const char *param, const c
                      struct svc_err *err)
 {
     json_object *v = NULL;
-    if (http_field_str(o, key, param, false, out, err) == 0)
-        return 0;
+    if (http_field_str(o, key, param, false, out, err) == 0) {
+        if (!*out || svc_layout_id_check(*out, err) == 0)
+            return 0;
+        snprintf(err->param, sizeof err->param, "%s", param ? param : key); /* as sent */
+        return -1;
+    }
     if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
         return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, param ? param : key,
                             "invalid session id");

@@ -6,6 +6,7 @@
 
 #include "bundle.h"
 #include "handlers.h"
+#include "layout.h"
 #include "util.h"
 
 /* An array of strings (or one string) at key into a heap array of borrowed strings. */
@@ -96,6 +97,11 @@ int h_sessions_export(struct http_req *r, struct svc_err *err)
         ids = svc_xrealloc(ids, (nids + 1) * sizeof *ids);
         ids[nids++] = one;
     }
+    for (size_t i = 0; i + (one != NULL) < nids; i++) /* core would name session_id */
+        if (svc_layout_id_check(ids[i], err) < 0) {
+            snprintf(err->param, sizeof err->param, "session_ids[%zu]", i);
+            goto out;
+        }
     req.session_ids = ids;
     req.n_session_ids = nids;
     /* an empty array (str_list refused any other non-null value); null counts as absent */

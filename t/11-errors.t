@@ -85,6 +85,8 @@ err_ok($s->req(POST => '/api/chat', body => { messages => [{ role => 'user', con
        422, 'invalid_field', 'session_id not a string', 'session_id');
 err_ok($s->req(POST => '/api/chat', body => { messages => [{ role => 'user', content => 'hi' }], metadata => { session_id => [] } }),
        422, 'invalid_field', 'metadata.session_id not a string', 'metadata.session_id');
+err_ok($s->req(POST => '/api/chat', body => { messages => [{ role => 'user', content => 'hi' }], metadata => { session_id => '../x' } }),
+       400, 'invalid_session_id', 'metadata.session_id ../x: named as sent (was session_id)', 'metadata.session_id');
 err_ok($s->req(POST => '/api/chat', body => { messages => [{ role => 'user', content => 5 }] }),
        422, 'invalid_field', 'content not text', 'messages[0].content');
 err_ok($s->req(PATCH => '/api/v1/chat/sessions/abc', body => { title => 7 }),

@@ -206,7 +206,7 @@ my @bad = (
     [{ status => ['sleeping'] }, 422, 'invalid_field', 'status'],
     [{ status => [] }, 422, 'invalid_field', 'status'], # matched no status, and exported every session
     [{ output_dir => 5 }, 422, 'invalid_field', 'output_dir'],
-    [{ session_ids => ['../etc'] }, 400, 'invalid_session_id', undef],
+    [{ session_ids => ['alpha', '../etc'] }, 400, 'invalid_session_id', 'session_ids[1]'], # was named session_id
     # a misspelt filter would otherwise export every session
     [{ sesion_ids => ['alpha'] }, 422, 'invalid_field', 'sesion_ids'],
     [{ session_ids => ['alpha'], Download => JSON::PP::true }, 422, 'invalid_field', 'Download'],
