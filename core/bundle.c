@@ -62,12 +62,6 @@ struct bout {
     char last_parent[PATH_MAX];
 };
 
-void svc_export_hex(const unsigned char *md, char *out)
-{
-    for (int i = 0; i < 32; i++)
-        snprintf(out + 2 * i, 3, "%02x", md[i]);
-}
-
 static int record(struct bout *o, const char *rel, uint64_t bytes, const char *sha,
                   struct svc_err *err)
 {
@@ -126,7 +120,7 @@ static int bout_file(struct bout *o, const char *rel, const void *data, size_t l
     char sha[65];
     if (EVP_Digest(data, len, md, NULL, EVP_sha256(), NULL) != 1)
         return svc_err_set(err, SVC_E_INTERNAL, "sha256 failed");
-    svc_export_hex(md, sha);
+    svc_hex(md, 32, sha);
     if (o->tar) {
         char *p = NULL;
         svc_xasprintf(&p, "%s%s", o->prefix, rel);
@@ -193,7 +187,7 @@ static int bout_file_fd(struct bout *o, const char *rel, int fd, struct svc_err 
     char sha[65];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
-    svc_export_hex(d, sha);
+    svc_hex(d, 32, sha);
     if (dst >= 0 && close(dst) != 0 && rc == 0)
         rc = svc_err_errno(err, "write bundle file");
     if (rc != 0 || (o->tar && svc_tarw_file_end(o->tw, err) != 0))
@@ -278,7 +272,7 @@ static int agg_close(struct bout *o, struct svc_err *err)
         char sha[65];
         if (!o->tar) {
             EVP_DigestFinal_ex(a->md, d, NULL);
-            svc_export_hex(d, sha);
+            svc_hex(d, 32, sha);
         }
         if (o->tar ? bout_file_fd(o, a->name, a->fd, err) != 0
                    : record(o, a->name, a->n, sha, err) != 0)

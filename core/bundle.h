@@ -63,8 +63,6 @@ int svc_export_stream(struct svc_export *ex, svc_tar_out_fn out, void *ctx,
                       const struct svc_export_progress *progress, struct svc_err *err);
 void svc_export_free(struct svc_export *ex);
 
-/* Hex of a SHA-256 digest into out (65 bytes). */
-void svc_export_hex(const unsigned char *md, char *out);
 /* An unnamed temporary file in dir (gone when closed, even after a crash): fd, or -1 with err. */
 int svc_export_spool(const char *dir, struct svc_err *err);
 

@@ -16,8 +16,7 @@ char *svc_hostdb_path(const char *dir, const char *sub, const char *key, size_t 
     unsigned int mdlen = 0;
     EVP_Digest(key, klen, md, &mdlen, EVP_sha256(), NULL);
     char hex[17];
-    for (int i = 0; i < 8; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    svc_hex(md, 8, hex);
     char *p = NULL;
     svc_xasprintf(&p, "%s%s%s/%s.sqlite", dir, sub ? "/" : "", sub ? sub : "", hex);
     return p;

@@ -430,7 +430,7 @@ static int read_member(struct job *j, FILE *copy, int fd, uint64_t *bytes, char 
     unsigned char d[32];
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
-    svc_export_hex(d, sha);
+    svc_hex(d, 32, sha);
     return got < 0 ? -1 : 0;
 }
 

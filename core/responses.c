@@ -163,8 +163,7 @@ static void key_name(const char *key, char *name, size_t namesz)
     svc_xasprintf(&text, "responses\n%s", key);
     EVP_Digest(text, strlen(text), md, NULL, EVP_sha256(), NULL);
     free(text);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    svc_hex(md, 32, hex);
     snprintf(name, namesz, "key_%s", hex);
 }
 

@@ -135,8 +135,7 @@ static char *idem_file(const struct svc_config *cfg, const char *sid, const char
     svc_xasprintf(&text, "%s\n%s", sid, key);
     EVP_Digest(text, strlen(text), md, NULL, EVP_sha256(), NULL);
     free(text);
-    for (int i = 0; i < 32; i++)
-        snprintf(name + 5 + 2 * i, 3, "%02x", md[i]);
+    svc_hex(md, 32, name + 5);
     return run_file(cfg, name, SVC_RUN_RECORD);
 }
 

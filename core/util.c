@@ -265,6 +265,13 @@ int svc_cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+void svc_hex(const unsigned char *b, size_t n, char *out)
+{
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+    out[2 * n] = '\0';
+}
+
 void svc_random_hex(char *out, size_t nhex)
 {
     static const char hex[] = "0123456789abcdef";

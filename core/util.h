@@ -41,6 +41,8 @@ int svc_pid(void);
 void svc_random_bytes(unsigned char *out, size_t n);
 /* Fill out with nhex random lowercase hex digits and a NUL (out holds nhex + 1). */
 void svc_random_hex(char *out, size_t nhex);
+/* n bytes as 2n lower-case hex digits and a NUL into out. */
+void svc_hex(const unsigned char *b, size_t n, char *out);
 /* "<prefix>-<16 hex>" into out (at least strlen(prefix) + 18 bytes). */
 void svc_random_id(const char *prefix, char *out, size_t outsz);
 
