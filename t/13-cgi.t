@@ -150,6 +150,7 @@ sub stop_bg {
 # a listing built in the background never holds the CGI answer's pipes (nor a socket on fd 0)
 SKIP: {
     skip 'test hooks not built (SVC_TEST_INDEX_BUILD_DELAY)', 4 unless SvcTest::test_hooks_built();
+    skip 'caches off (SVC_TEST_CACHE=off): no listing database to build', 4 if SvcTest::cache_off();
     my $dir = tempdir(CLEANUP => 1);
     my $h2 = SvcTest->make_home('');
     my ($o1) = run_with({ %base, SVC_HOME => $h2, REQUEST_METHOD => 'POST', REQUEST_URI => '/api/chat',

@@ -281,13 +281,16 @@ SKIP: {
         . "Include $repo/nginx/apache-cgi.conf\n", 'prefork');
     checks('cgi-prefork', $ap, $home);
     my $cli = bless { port => $ap->{port}, http => HTTP::Tiny->new(timeout => 60) }, 'SvcTest';
-    unlink glob "$home/search/listing/*";
-    my $t0 = time;
-    my $r = $cli->req(GET => '/api/v1/chat/sessions', headers => { authorization => "Bearer $token" });
-    my $took = time - $t0;
-    is_deeply [$r->{status}, $r->{headers}{'x-svc-index'}], [200, 'building'],
-        'cgi-prefork: a list while the listing is built in the background';
-    ok $took < 2.5, 'cgi-prefork: answered at once, not when the build ended' or diag "took ${took}s";
+    my ($t0, $r, $took);
+    unless (SvcTest::cache_off()) {    # caches off: no listing database to build
+        unlink glob "$home/search/listing/*";
+        $t0 = time;
+        $r = $cli->req(GET => '/api/v1/chat/sessions', headers => { authorization => "Bearer $token" });
+        $took = time - $t0;
+        is_deeply [$r->{status}, $r->{headers}{'x-svc-index'}], [200, 'building'],
+            'cgi-prefork: a list while the listing is built in the background';
+        ok $took < 2.5, 'cgi-prefork: answered at once, not when the build ended' or diag "took ${took}s";
+    }
     $t0 = time;
     $r = $cli->req(POST => '/api/chat/runs', headers => { authorization => "Bearer $token" },
                    body => { session_id => 'ap-run', messages => [{ role => 'user', content => '/slow 1000 a b c d' }] });
