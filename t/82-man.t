@@ -19,6 +19,9 @@ ok length $page{$_}, "man/$_ exists" for sort keys %page;
 SKIP: {
     skip 'mandoc missing (scripts/install-deps installs it)', 1 unless `command -v mandoc 2>/dev/null`;
     my $lint = `cd '$repo/man' && mandoc -T lint svc.1 svc-fcgi.8 agents.yaml.5 2>&1`;
+    # about the system, not these pages: while t/81-deb.t has the package installed, its
+    # pages are under /usr/share/man and a mandoc.db made before lacks them
+    $lint =~ s/^mandoc: outdated mandoc\.db lacks .*\n//mg;
     is $lint, '', 'mandoc -T lint: clean' or diag $lint;
 }
 
