@@ -11,6 +11,7 @@
 #include "held.h"
 #include "idem.h"
 #include "jsonx.h"
+#include "labels.h"
 #include "layout.h"
 #include "log.h"
 #include "parts.h"
@@ -162,6 +163,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     bool store = true;
     if (sid_field(b, "session_id", NULL, &in->t.req.session_id, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
+        (meta && svc_labels_check_metadata(meta, err) < 0) ||
         sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
         http_field_str(meta, "locale", "metadata.locale", false, &in->t.req.locale, err) < 0 ||

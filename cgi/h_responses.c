@@ -22,6 +22,7 @@
 #include "handlers.h"
 #include "idem.h"
 #include "jsonx.h"
+#include "labels.h"
 #include "layout.h"
 #include "log.h"
 #include "query.h"
@@ -58,7 +59,7 @@ static void resp_in_free(struct resp_in *in)
     json_object_put(in->mcp_shown);
 }
 
-/* metadata: an object of strings (OpenAI's rule), some of which svc reads. */
+/* metadata: labels.h's rule (OpenAI's limits), some of whose keys svc reads. */
 static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err *err)
 {
     json_object *meta = NULL;
@@ -68,14 +69,8 @@ static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err 
     in->metadata = meta;
     if (!meta)
         return 0;
-    json_object_object_foreach(meta, key, val)
-    {
-        char p[96];
-        snprintf(p, sizeof p, "metadata.%.64s", key);
-        if (turn_in_text(val, p, err) < 0)
-            return -1;
-    }
-    if (http_field_str(meta, "session_id", "metadata.session_id", false, msid, err) < 0 ||
+    if (svc_labels_check_metadata(meta, err) < 0 ||
+        http_field_str(meta, "session_id", "metadata.session_id", false, msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
         http_field_str(meta, "locale", "metadata.locale", false, &in->t.req.locale, err) < 0 ||
         http_field_str(meta, "channel", "metadata.channel", false, &in->t.req.channel, err) < 0)

@@ -50,11 +50,13 @@ int svc_labels_check_metadata(json_object *metadata, struct svc_err *err)
                                 "characters",
                                 SVC_METADATA_KEY_MAX);
         if (!json_object_is_type(val, json_type_string) ||
+            strlen(json_object_get_string(val)) != (size_t)json_object_get_string_len(val) ||
             svc_utf8_len(json_object_get_string(val)) > SVC_METADATA_VALUE_MAX) {
             char param[SVC_METADATA_KEY_MAX * 4 + 16];
             snprintf(param, sizeof param, "metadata.%s", key);
             return svc_err_setp(err, SVC_E_INVALID_FIELD, param,
-                                "metadata values must be strings of at most %d characters",
+                                "metadata values must be strings of at most %d characters "
+                                "without NUL",
                                 SVC_METADATA_VALUE_MAX);
         }
     }

@@ -87,6 +87,18 @@ err_ok($s->req(POST => '/api/chat', body => { messages => [{ role => 'user', con
        422, 'invalid_field', 'metadata.session_id not a string', 'metadata.session_id');
 err_ok($s->req(POST => '/api/chat', body => { messages => [{ role => 'user', content => 'hi' }], metadata => { session_id => '../x' } }),
        400, 'invalid_session_id', 'metadata.session_id ../x: named as sent (was session_id)', 'metadata.session_id');
+# metadata is held to OpenAI's limits (labels.h), on chat and runs as on Responses: a value of
+# 513 characters was stored whole in svc_session.json, one that is no string was dropped
+for my $c (['/api/chat', { channel => 'c' x 513 }, 'metadata.channel', 'a channel of 513 characters'],
+           ['/api/chat', { tier => 5 }, 'metadata.tier', 'a value that is no string'],
+           ['/api/chat', { "a\tb" => 'x' }, 'metadata', 'a key with a control character'],
+           ['/api/chat/runs', { locale => 'l' x 513 }, 'metadata.locale', 'runs: a locale of 513 characters']) {
+    my ($path, $meta, $param, $what) = @$c;
+    err_ok($s->req(POST => $path, body => { session_id => 'meta-cut', metadata => $meta,
+                                             messages => [{ role => 'user', content => 'hi' }] }),
+           422, 'invalid_field', "$path metadata: $what", $param);
+}
+ok !-e $s->root . '/session_meta-cut', 'metadata refused: no session made';
 err_ok($s->req(POST => '/api/chat', body => { messages => [{ role => 'user', content => 5 }] }),
        422, 'invalid_field', 'content not text', 'messages[0].content');
 err_ok($s->req(PATCH => '/api/v1/chat/sessions/abc', body => { title => 7 }),
@@ -187,5 +199,11 @@ ok SvcTest::wait_for(10, sub { $s->log =~ qr{GET /api/nope 404 \d+ [\d.]+ms rid=
     'request log line';
 unlike $s->log, qr/x{5000}/, 'bodies never logged';
 
+# (after the checks that refused requests made no session)
+is $s->req(POST => '/api/chat', body => { session_id => 'meta-512', metadata => { channel => 'c' x 512 },
+                                          messages => [{ role => 'user', content => 'hi' }] })->{status},
+   200, 'a channel of 512 characters is taken';
+
 $s->stop;
+
 done_testing;

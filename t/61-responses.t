@@ -247,6 +247,7 @@ err_ok(resp({ input => 'x', stream => 'yes' }), 422, 'invalid_field', 'stream a 
 err_ok(resp({ input => 'x', store => 1 }), 422, 'invalid_field', 'store a number', 'store');
 err_ok(resp({ input => 'x', metadata => { a => 1 } }), 422, 'invalid_field', 'metadata value a number', 'metadata.a');
 err_ok(resp({ input => 'x', metadata => [] }), 422, 'invalid_field', 'metadata a list', 'metadata');
+err_ok(resp({ input => 'x', metadata => { k => 'v' x 513 } }), 422, 'invalid_field', 'metadata value of 513 characters', 'metadata.k');
 err_ok(resp({ input => 'x', conversation => 5 }), 422, 'invalid_field', 'conversation a number', 'conversation');
 err_ok(resp({ input => 'x', conversation => {} }), 422, 'missing_field', 'conversation without id', 'conversation.id');
 # a bad id is named as sent (it was named session_id, a field the request did not have)
