@@ -1,6 +1,5 @@
 /* h_base: the base endpoints of SPEC 4.4: health, config, jobs, extensions, metrics, and the
  * OpenAPI document (SPEC 18). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

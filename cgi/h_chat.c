@@ -4,7 +4,6 @@
  * stream; a run that ends on the request's function tools (SPEC 12.1) answers tool_calls. */
 #include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "handlers.h"
@@ -13,7 +12,6 @@
 #include "jsonx.h"
 #include "labels.h"
 #include "layout.h"
-#include "log.h"
 #include "parts.h"
 #include "query.h"
 #include "runs.h"

@@ -5,8 +5,6 @@
  * redaction). Another user's conversation is missing to the asker (SPEC 14). Lists are
  * OpenAI's {"object": "list", "data", "first_id", "last_id", "has_more"} paged with limit,
  * after (an id of the previous page) and order. */
-#include <stdlib.h>
-#include <string.h>
 
 #include "conversation.h"
 #include "erase.h"

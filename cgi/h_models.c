@@ -2,7 +2,6 @@
  * shapes, for clients that list models to check a key or pick one. svc serves one model,
  * the configured one; any request naming another model is answered by it, and the answer's
  * `model` says so. */
-#include <stdio.h>
 #include <string.h>
 
 #include "handlers.h"

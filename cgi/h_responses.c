@@ -672,8 +672,7 @@ static int on_event(void *ctx, json_object *ev)
     if (!tool && (!c->in->t.svc_v2 || end))
         return 0; /* the end is rendered after the run */
     /* svc's own event (tools always, the rest in svc.v2): a type clients skip */
-    json_object *o = json_object_new_object();
-    svc_json_set(o, "svc_event", json_object_get(ev));
+    json_object *o = with(json_object_new_object(), "svc_event", json_object_get(ev));
     return emit(c, "svc.event", o) < 0 ? 1 : 0;
 }
 
@@ -754,9 +753,8 @@ static int resp_stream(struct resp_ctx *c)
         /* response.failed, then the error event (which ends the stream for every client) */
         emit(c, "response.failed", with_response(resp));
         json_object *e = http_error_object(&ferr);
-        json_object *o =
-            svc_json_new_obj("code", svc_err_name(ferr.code), "message", ferr.message, NULL);
-        svc_json_set(o, "param", NULL);
+        json_object *o = svc_json_new_obj("code", svc_err_name(ferr.code), "message", ferr.message,
+                                          "param", NULL, NULL);
         svc_json_set(o, "error", json_object_get(svc_json_obj(e, "error")));
         json_object_put(e);
         emit(c, "error", o);
@@ -865,9 +863,8 @@ static int bg_event(void *ctx, json_object *ev)
         return emit(&b->c, "response.completed", with_response(svc_json_copy(b->resp)));
     if (strcmp(type, "delta") == 0)
         return emit_delta(&b->c, svc_json_str(ev, "text", ""));
-    json_object *o = json_object_new_object();
-    svc_json_set(o, "svc_event", json_object_get(ev));
-    return emit(&b->c, "svc.event", o);
+    return emit(&b->c, "svc.event",
+                with(json_object_new_object(), "svc_event", json_object_get(ev)));
 }
 
 /* Follow the run's events from the start, sending those from b->c.from, until its end. */

@@ -373,8 +373,8 @@ static void query_parse(struct http_req *r)
     }
 }
 
-/* name's value in *v (NULL when absent or empty); given twice is 400 (one would be dropped). */
-static int query_get(struct http_req *r, const char *name, const char **v, struct svc_err *err)
+/* Given twice is 400 (one would be dropped). */
+int http_query_str(struct http_req *r, const char *name, const char **v, struct svc_err *err)
 {
     query_parse(r);
     *v = NULL;
@@ -403,17 +403,12 @@ void http_query_all(struct http_req *r, const char *name, const char ***out, siz
         }
 }
 
-int http_query_str(struct http_req *r, const char *name, const char **out, struct svc_err *err)
-{
-    return query_get(r, name, out, err);
-}
-
 int http_query_int(struct http_req *r, const char *name, int64_t def, int64_t min, int64_t max,
                    int64_t *out, struct svc_err *err)
 {
     const char *v = NULL;
     *out = def;
-    if (query_get(r, name, &v, err) < 0)
+    if (http_query_str(r, name, &v, err) < 0)
         return -1;
     if (!v)
         return 0;
@@ -435,7 +430,7 @@ int http_query_bool(struct http_req *r, const char *name, bool def, bool *out, s
 {
     const char *v = NULL;
     *out = def;
-    if (query_get(r, name, &v, err) < 0)
+    if (http_query_str(r, name, &v, err) < 0)
         return -1;
     if (!v)
         return 0;
@@ -816,8 +811,7 @@ int http_reply(struct http_req *r, int status, json_object *body)
 json_object *http_list(json_object *data, bool has_more)
 {
     size_t n = json_object_array_length(data);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "object", "list");
+    json_object *o = svc_json_new_obj("object", "list", NULL);
     svc_json_set(o, "data", data);
     svc_json_set_str(o, "first_id",
                      n ? svc_json_str(json_object_array_get_idx(data, 0), "id", NULL) : NULL);
@@ -891,12 +885,12 @@ void http_finish(struct http_req *r)
 json_object *http_error_object(const struct svc_err *err)
 {
     enum svc_errcode code = err && err->code != SVC_OK ? err->code : SVC_E_INTERNAL;
-    json_object *e = json_object_new_object(), *inner = json_object_new_object();
-    svc_json_set_str(inner, "message", err && err->message[0] ? err->message : svc_err_name(code));
-    svc_json_set_str(inner, "type", svc_err_type(code));
-    svc_json_set_str(inner, "param", err && err->param[0] ? err->param : NULL);
-    svc_json_set_str(inner, "code", svc_err_name(code));
-    json_object_object_add(e, "error", inner);
+    json_object *e = json_object_new_object();
+    svc_json_set(e, "error",
+                 svc_json_new_obj(
+                     "message", err && err->message[0] ? err->message : svc_err_name(code), "type",
+                     svc_err_type(code), "param", err && err->param[0] ? err->param : NULL, "code",
+                     svc_err_name(code), NULL));
     return e;
 }
 

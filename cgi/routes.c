@@ -7,7 +7,6 @@
  * POST), not the detail of a session named "export". Each row's access rule (access.h) is
  * checked here, before the handler runs. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "access.h"

@@ -5,7 +5,6 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cmgr.h"
