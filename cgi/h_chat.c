@@ -569,7 +569,6 @@ int h_run_events(struct http_req *r, struct svc_err *err)
 int h_run_cancel(struct http_req *r, struct svc_err *err)
 {
     json_object *o = NULL;
-    if (svc_runs_cancel(r->cfg, http_param(r, "run_id"), &o, err) < 0)
-        return -1;
-    return http_reply(r, 200, o);
+    return svc_runs_cancel(r->cfg, http_param(r, "run_id"), &o, err) < 0 ? -1
+                                                                         : http_reply(r, 200, o);
 }

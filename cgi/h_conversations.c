@@ -111,18 +111,15 @@ int h_conversation_items_add(struct http_req *r, struct svc_err *err)
     if (http_body_json(r, false, &body, err) < 0)
         return -1;
     static const char *const fields[] = {"items"};
-    int rc = http_known_fields(body, NULL, fields, 1, err);
-    if (rc == 0)
-        rc = http_field_arr(body, "items", NULL, true, &items, err);
-    if (rc == 0)
-        rc = svc_conv_parse_items(items, "items", &natives, err);
-    if (rc == 0 && json_object_array_length(natives) == 0)
-        rc = svc_err_setp(err, SVC_E_INVALID_FIELD, "items", "'items' must not be empty");
-    if (rc == 0)
-        rc = svc_conv_append(r->cfg, sid, natives, &added, err);
+    bool bad = http_known_fields(body, NULL, fields, 1, err) < 0 ||
+               http_field_arr(body, "items", NULL, true, &items, err) < 0 ||
+               svc_conv_parse_items(items, "items", &natives, err) < 0 ||
+               (json_object_array_length(natives) == 0 &&
+                svc_err_setp(err, SVC_E_INVALID_FIELD, "items", "'items' must not be empty") < 0) ||
+               svc_conv_append(r->cfg, sid, natives, &added, err) < 0;
     json_object_put(natives);
     json_object_put(body);
-    return rc < 0 ? -1 : send_obj(r, sid, http_list(added, false));
+    return bad ? -1 : send_obj(r, sid, http_list(added, false));
 }
 
 int h_conversation_item(struct http_req *r, struct svc_err *err)

@@ -116,9 +116,8 @@ static int set_archived(struct http_req *r, bool archived, struct svc_err *err)
 {
     const char *sid = http_param(r, "session_id");
     json_object *o = NULL;
-    if (svc_session_set_archived(r->cfg, sid, archived, &o, err) < 0)
-        return -1;
-    return http_reply(r, 200, o);
+    return svc_session_set_archived(r->cfg, sid, archived, &o, err) < 0 ? -1
+                                                                        : http_reply(r, 200, o);
 }
 
 int h_session_archive(struct http_req *r, struct svc_err *err)

@@ -123,9 +123,7 @@ static int function_call_item(json_object *item, size_t i, json_object *msgs, st
     size_t n = json_object_array_length(msgs);
     json_object *m = n ? json_object_array_get_idx(msgs, n - 1) : NULL;
     if (!m || strcmp(svc_json_str(m, "role", ""), "assistant") != 0) {
-        m = json_object_new_object();
-        svc_json_set_str(m, "role", "assistant");
-        svc_json_set(m, "content", NULL);
+        m = svc_json_new_obj("role", "assistant", "content", NULL, NULL);
         json_object_array_add(msgs, m);
     }
     json_object *calls = svc_json_arr(m, "tool_calls");
@@ -186,8 +184,7 @@ static int message_in(struct http_req *r, json_object *item, size_t i, json_obje
         free(text);
         return -1;
     }
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "role", role);
+    json_object *m = svc_json_new_obj("role", role, NULL);
     if (parts)
         svc_json_set(m, "content", parts);
     else

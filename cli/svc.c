@@ -463,13 +463,11 @@ static int cmd_mcp(struct svc_config *cfg, int argc, char **argv)
     json_object *out = json_object_new_object(), *args = NULL;
     int rc = 0;
     if (list) {
-        json_object *all = c ? NULL : svc_tools_list(cfg, NULL, true), *rows = NULL;
-        if (c) {
-            rows = json_object_new_array();
+        json_object *all = c ? NULL : svc_tools_list(cfg, NULL, true);
+        json_object *rows =
+            c ? json_object_new_array() : json_object_get(svc_json_arr(all, "mcp_servers"));
+        if (c)
             json_object_array_add(rows, svc_mcp_status(c, true));
-        } else {
-            rows = json_object_get(svc_json_arr(all, "mcp_servers"));
-        }
         for (size_t i = 0; i < json_object_array_length(rows); i++)
             rc |= strcmp(svc_json_str(json_object_array_get_idx(rows, i), "state", ""), "failed") ==
                   0;
