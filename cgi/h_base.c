@@ -62,8 +62,7 @@ int h_health(struct http_req *r, struct svc_err *err)
     if (cache && last_health.text && memcmp(&k, &last_health.key, sizeof k) == 0)
         return http_reply(r, degraded ? 503 : 200, svc_json_new_raw(last_health.text));
 
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "status", degraded ? "degraded" : "ok");
+    json_object *o = svc_json_new_obj("status", degraded ? "degraded" : "ok", NULL);
     json_object *reasons = json_object_new_array(); /* what makes it degraded, each named */
     if (degraded) {
         svc_json_set_str(o, "reason", k.reason);
@@ -84,10 +83,10 @@ int h_health(struct http_req *r, struct svc_err *err)
     svc_json_set_str(s, "filesystem", svc_fs_kind(cfg->sessions.root, &local));
     svc_json_set_bool(s, "shared", svc_fs_shared(cfg->sessions.shared, cfg->sessions.root));
     svc_json_set(o, "sessions", s);
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "provider", cfg->model.provider == SVC_MODEL_OPENAI ? "openai" : "echo");
-    svc_json_set_str(m, "name", cfg->model.name);
-    svc_json_set(o, "model", m);
+    svc_json_set(o, "model",
+                 svc_json_new_obj("provider",
+                                  cfg->model.provider == SVC_MODEL_OPENAI ? "openai" : "echo",
+                                  "name", cfg->model.name, NULL));
     json_object *warn = json_object_new_array();
     if (k.exposed)
         json_object_array_add(
@@ -111,8 +110,7 @@ int h_config(struct http_req *r, struct svc_err *err)
 /* Who the token acts for, so that a page can say who is signed in (SPEC 14). */
 int h_me(struct http_req *r, struct svc_err *err)
 {
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "user_id", r->user.id);
+    json_object *o = svc_json_new_obj("user_id", r->user.id, NULL);
     svc_json_set_bool(o, "admin", r->user.admin);
     svc_json_set_bool(o, "users", svc_users_enabled(r->cfg));
     return http_reply(r, 200, o);

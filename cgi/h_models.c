@@ -15,9 +15,7 @@ static const char *configured_model(const struct svc_config *cfg)
 /* {"id", "object": "model", "created": <pool start>, "owned_by": "svc"} */
 static json_object *model_object(const struct svc_config *cfg)
 {
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "id", configured_model(cfg));
-    svc_json_set_str(m, "object", "model");
+    json_object *m = svc_json_new_obj("id", configured_model(cfg), "object", "model", NULL);
     svc_json_set_int(m, "created", (int64_t)h_base_started());
     svc_json_set_str(m, "owned_by", "svc");
     return m;
@@ -25,10 +23,9 @@ static json_object *model_object(const struct svc_config *cfg)
 
 int h_models_list(struct http_req *r, struct svc_err *err)
 {
-    json_object *o = json_object_new_object();
+    json_object *o = svc_json_new_obj("object", "list", NULL);
     json_object *data = json_object_new_array();
     json_object_array_add(data, model_object(r->cfg));
-    svc_json_set_str(o, "object", "list");
     svc_json_set(o, "data", data);
     return http_reply(r, 200, o);
 }

@@ -551,8 +551,7 @@ static int emit(struct resp_ctx *c, const char *type, json_object *o)
         json_object_put(o);
         return 0;
     }
-    json_object *ev = json_object_new_object();
-    svc_json_set_str(ev, "type", type);
+    json_object *ev = svc_json_new_obj("type", type, NULL);
     svc_json_set_int(ev, "sequence_number", seq);
     json_object_object_foreach(o, k, v) svc_json_set(ev, k, json_object_get(v));
     json_object_put(o);

@@ -60,8 +60,7 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, jso
     if (json_object_object_get_ex(seen, name, NULL))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, qname, "tool '%.64s' is given twice", name);
     json_object_object_add(seen, name, NULL);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "name", name);
+    json_object *o = svc_json_new_obj("name", name, NULL);
     if (desc)
         svc_json_set_str(o, "description", desc);
     if (params)

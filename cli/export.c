@@ -70,10 +70,8 @@ int cmd_export(struct svc_config *cfg, int argc, char **argv)
     free(req.statuses);
     if (rc != 0)
         return svc_cli_fail(&err);
-    struct bar b;
-    struct svc_export_progress pg = {bar_draw, &b};
-    rc = svc_export_write(ex, bar_init(&b, stdout, "export", true) ? &pg : NULL, &res, &err);
-    bar_end(&b);
+    rc = svc_export_write(ex, bar_init(&sb, stdout, "export", true) ? &sp : NULL, &res, &err);
+    bar_end(&sb);
     svc_export_free(ex);
     if (rc != 0)
         return svc_cli_fail(&err);
