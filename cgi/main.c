@@ -103,33 +103,19 @@ static int log_reopen(const char *path)
     return rc < 0 ? -1 : 0;
 }
 
-static void vlogmsg(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
-static void vlogmsg(const char *fmt, va_list ap)
-{
-    char ts[SVC_TIME_LEN], line[1024];
-    vsnprintf(line, sizeof line, fmt, ap);
-    fprintf(stderr, "%s svc-fcgi[%d]: %s\n", svc_time_now_iso(ts), (int)getpid(), line);
-}
-
-static void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void logmsg(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vlogmsg(fmt, ap);
-    va_end(ap);
-}
-
-/* A refusal: its one line, then rc. */
+/* One line on stderr, "<time> svc-fcgi[<pid>]: <message>"; a refusal then returns rc. */
 static int refuse(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int refuse(int rc, const char *fmt, ...)
 {
+    char ts[SVC_TIME_LEN], line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vlogmsg(fmt, ap);
+    vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "%s svc-fcgi[%d]: %s\n", svc_time_now_iso(ts), (int)getpid(), line);
     return rc;
 }
+#define logmsg(...) ((void)refuse(0, __VA_ARGS__))
 
 /* SIGUSR1: reopen --log path (NULL: none), saying so when said. */
 static void log_rotate(const char *path, bool said)
