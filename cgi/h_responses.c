@@ -412,15 +412,13 @@ static void echo_settings(json_object *o, json_object *b)
         json_object_object_get_ex(b, keys[i], &v);
         svc_json_set(o, keys[i], json_object_get(v));
     }
-    json_object *v = NULL;
-    svc_json_set_bool(o, "parallel_tool_calls", true);
-    if (json_object_object_get_ex(b, "parallel_tool_calls", &v) && v)
-        svc_json_set(o, "parallel_tool_calls", json_object_get(v));
-    json_object *reasoning = json_object_new_object(), *text = json_object_new_object();
-    svc_json_set_str(reasoning, "effort",
-                     svc_json_str(svc_json_obj(b, "reasoning"), "effort", NULL));
-    svc_json_set(reasoning, "summary", NULL);
-    svc_json_set(o, "reasoning", reasoning);
+    /* a boolean when given (toolsin_parse checked it) */
+    svc_json_set_bool(o, "parallel_tool_calls", svc_json_bool(b, "parallel_tool_calls", true));
+    svc_json_set(o, "reasoning",
+                 svc_json_new_obj("effort",
+                                  svc_json_str(svc_json_obj(b, "reasoning"), "effort", NULL),
+                                  "summary", NULL, NULL));
+    json_object *text = json_object_new_object();
     json_object *fmt = svc_json_copy(svc_json_obj(svc_json_obj(b, "text"), "format"));
     svc_json_set(text, "format", fmt ? fmt : svc_json_new_obj("type", "text", NULL));
     svc_json_set_str(text, "verbosity",
@@ -1007,10 +1005,10 @@ int h_responses_input_tokens(struct http_req *r, struct svc_err *err)
     int rc = -1;
     if (parse_responses(r, &in, err) < 0)
         goto out;
-    size_t chars = 0;
     const char *sys = r->cfg->model.system_prompt;
-    chars += (sys ? strlen(sys) : 0) + (in.t.req.instructions ? strlen(in.t.req.instructions) : 0) +
-             (in.t.input ? strlen(in.t.input) : 0);
+    size_t chars = (sys ? strlen(sys) : 0) +
+                   (in.t.req.instructions ? strlen(in.t.req.instructions) : 0) +
+                   (in.t.input ? strlen(in.t.input) : 0);
     json_object *items = NULL;
     if (in.t.req.session_id &&
         svc_conv_items_seen(r->cfg, svc_user_scope(&r->user), in.t.req.session_id, &items, err) < 0)
