@@ -42,9 +42,8 @@ static int check_content(json_object *content, const char *param, bool media, in
         snprintf(pp, sizeof pp, "%s[%zu]", param, k);
         if (!json_object_is_type(part, json_type_object))
             return svc_err_setp(err, SVC_E_INVALID_FIELD, pp, "'%s' must be an object", pp);
-        json_object *type = NULL, *text = NULL;
-        json_object_object_get_ex(part, "type", &type);
-        json_object_object_get_ex(part, "text", &text);
+        json_object *type = json_object_object_get(part, "type");
+        json_object *text = json_object_object_get(part, "text");
         char tp[176];
         snprintf(tp, sizeof tp, "%s.type", pp);
         if (type && !json_object_is_type(type, json_type_string))
@@ -67,10 +66,9 @@ static int check_content(json_object *content, const char *param, bool media, in
 static int text_at(json_object *o, const char *key, const char *at, bool required,
                    struct svc_err *err)
 {
-    json_object *v = NULL;
+    json_object *v = json_object_object_get(o, key);
     char p[160];
     snprintf(p, sizeof p, "%s.%s", at, key);
-    json_object_object_get_ex(o, key, &v);
     if (!v)
         return required ? svc_err_setp(err, SVC_E_MISSING_FIELD, p, "'%s' is required", p) : 0;
     return turn_in_text(v, p, err);
@@ -95,15 +93,13 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     if (!known)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s' must be system, developer, user, assistant or tool", p);
-    json_object *content = NULL;
-    json_object_object_get_ex(m, "content", &content);
+    json_object *content = json_object_object_get(m, "content");
     snprintf(p, sizeof p, "%s.content", at);
     if (check_content(content, p, strcmp(role, "user") == 0, max_bytes, err) < 0)
         return -1;
     if (strcmp(role, "tool") == 0)
         return text_at(m, "tool_call_id", at, true, err);
-    json_object *calls = NULL;
-    json_object_object_get_ex(m, "tool_calls", &calls);
+    json_object *calls = json_object_object_get(m, "tool_calls");
     if (!calls || strcmp(role, "assistant") != 0)
         return 0;
     snprintf(p, sizeof p, "%s.tool_calls", at);
@@ -533,11 +529,8 @@ int h_run_get(struct http_req *r, struct svc_err *err)
         return -1;
     http_set_session(r, svc_json_str(rec, "session_id", ""), false);
     json_object *o = json_object_new_object();
-    for (int i = 0; fields[i]; i++) {
-        json_object *v = NULL;
-        json_object_object_get_ex(rec, fields[i], &v);
-        svc_json_set(o, fields[i], json_object_get(v));
-    }
+    for (int i = 0; fields[i]; i++)
+        svc_json_set(o, fields[i], json_object_get(json_object_object_get(rec, fields[i])));
     json_object_put(rec);
     return http_reply(r, 200, o);
 }

@@ -407,11 +407,8 @@ static void echo_settings(json_object *o, json_object *b)
     static const char *const keys[] = {
         "top_p",         "top_logprobs", "service_tier", "prompt_cache_key", "safety_identifier",
         "max_tool_calls"};
-    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-        json_object *v = NULL;
-        json_object_object_get_ex(b, keys[i], &v);
-        svc_json_set(o, keys[i], json_object_get(v));
-    }
+    for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+        svc_json_set(o, keys[i], json_object_get(json_object_object_get(b, keys[i])));
     /* a boolean when given (toolsin_parse checked it) */
     svc_json_set_bool(o, "parallel_tool_calls", svc_json_bool(b, "parallel_tool_calls", true));
     svc_json_set(o, "reasoning",

@@ -18,8 +18,7 @@ static json_object *input_item(json_object *item)
     if (!svc_json_str(o, "type", NULL))
         svc_json_set_str(o, "type", "message");
     const char *type = svc_json_str(o, "type", "message");
-    json_object *content = NULL;
-    json_object_object_get_ex(o, "content", &content);
+    json_object *content = json_object_object_get(o, "content");
     if (strcmp(type, "message") == 0 && json_object_is_type(content, json_type_string)) {
         bool out = strcmp(svc_json_str(o, "role", ""), "assistant") == 0;
         json_object *part = svc_json_new_obj("type", out ? "output_text" : "input_text", "text",
@@ -142,15 +141,13 @@ static int function_call_item(json_object *item, size_t i, json_object *msgs, st
 static int function_output_item(json_object *item, size_t i, json_object *msgs, struct svc_err *err)
 {
     const char *id = NULL;
-    json_object *output = NULL;
     char p[96], q[96];
     snprintf(p, sizeof p, "input[%zu].call_id", i);
     snprintf(q, sizeof q, "input[%zu].output", i);
     if (http_field_str(item, "call_id", p, true, &id, err) < 0)
         return -1;
-    json_object_object_get_ex(item, "output", &output);
     char *text = NULL;
-    if (content_text(output, q, &text, err) < 0)
+    if (content_text(json_object_object_get(item, "output"), q, &text, err) < 0)
         return -1;
     json_object_array_add(msgs, svc_json_new_obj("role", "tool", "tool_call_id", id, "content",
                                                  text, "param", p, NULL));
@@ -164,7 +161,6 @@ static int message_in(struct http_req *r, json_object *item, size_t i, json_obje
 {
     static const char *roles[] = {"user", "assistant", "system", "developer", NULL};
     const char *role = NULL;
-    json_object *content = NULL;
     char p[96];
     snprintf(p, sizeof p, "input[%zu].role", i);
     if (http_field_str(item, "role", p, true, &role, err) < 0)
@@ -176,7 +172,7 @@ static int message_in(struct http_req *r, json_object *item, size_t i, json_obje
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s' must be user, assistant, system or developer", p);
     snprintf(p, sizeof p, "input[%zu].content", i);
-    json_object_object_get_ex(item, "content", &content);
+    json_object *content = json_object_object_get(item, "content");
     char *text = NULL;
     json_object *parts = NULL;
     if (content_text(content, p, &text, err) < 0 ||

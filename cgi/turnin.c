@@ -269,7 +269,7 @@ static int format_of(json_object *f, bool flat, const char *param, json_object *
 /* The Responses API's text, reasoning and include, in chat's spelling into s. */
 static int resp_only(json_object *b, json_object *s, struct svc_err *err)
 {
-    json_object *text = NULL, *reasoning = NULL, *include = NULL, *f = NULL;
+    json_object *text = NULL, *reasoning = NULL, *include = NULL;
     const char *verb = NULL, *effort = NULL, *summary = NULL;
     static const char *const tkeys[] = {"format", "verbosity"}, *const rkeys[] = {"effort",
                                                                                   "summary"};
@@ -286,8 +286,7 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "reasoning.summary",
                             "'reasoning.summary' is not supported: the model server is asked "
                             "through chat completions, which has no reasoning summaries");
-    json_object_object_get_ex(text, "format", &f);
-    if (format_of(f, true, "text.format", s, err) < 0)
+    if (format_of(json_object_object_get(text, "format"), true, "text.format", s, err) < 0)
         return -1;
     if (verb)
         svc_json_set_str(s, "verbosity", verb);
@@ -321,7 +320,7 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
 /* Chat's n, modalities and response_format into s. */
 static int chat_only(json_object *b, json_object *s, struct svc_err *err)
 {
-    json_object *nv = NULL, *mods = NULL, *f = NULL;
+    json_object *nv = NULL, *mods = NULL;
     if (json_object_object_get_ex(b, "n", &nv) && nv &&
         !(json_object_is_type(nv, json_type_int) && json_object_get_int64(nv) == 1))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "n", "'n' must be 1: svc answers one choice");
@@ -333,8 +332,8 @@ static int chat_only(json_object *b, json_object *s, struct svc_err *err)
             return svc_err_setp(err, SVC_E_INVALID_FIELD, "modalities",
                                 "'modalities' may only hold \"text\"");
     }
-    json_object_object_get_ex(b, "response_format", &f);
-    return format_of(f, false, "response_format", s, err);
+    return format_of(json_object_object_get(b, "response_format"), false, "response_format", s,
+                     err);
 }
 
 int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err)
@@ -365,8 +364,7 @@ static const char *role_at(json_object *msgs, size_t i)
 
 static bool has_text(json_object *msgs, size_t i)
 {
-    json_object *content = NULL;
-    json_object_object_get_ex(json_object_array_get_idx(msgs, i), "content", &content);
+    json_object *content = json_object_object_get(json_object_array_get_idx(msgs, i), "content");
     char *text = content ? svc_openai_content_text(content) : NULL;
     bool some = (text && *text) || svc_openai_has_media(content); /* images say something */
     free(text);
@@ -408,8 +406,8 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
             free(text);
         }
     } else if (strcmp(role_at(msgs, last - 1), "user") == 0) {
-        json_object *content = NULL;
-        json_object_object_get_ex(json_object_array_get_idx(msgs, last - 1), "content", &content);
+        json_object *content =
+            json_object_object_get(json_object_array_get_idx(msgs, last - 1), "content");
         in->input = content ? svc_openai_content_text(content) : NULL;
         if (svc_openai_has_media(content)) /* images and files (SPEC 17) */
             in->req.input_content = json_object_get(content);

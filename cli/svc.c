@@ -292,8 +292,7 @@ static int cmd_fsck(struct svc_config *cfg, int argc, char **argv)
         json_object *probs = svc_json_arr(rep, "problems"), *busy = svc_json_arr(rep, "busy");
         for (size_t i = 0; probs && i < json_object_array_length(probs); i++) {
             json_object *p = json_object_array_get_idx(probs, i);
-            json_object *off = NULL;
-            json_object_object_get_ex(p, "offset", &off);
+            json_object *off = json_object_object_get(p, "offset");
             printf("%s", svc_json_str(p, "file", ""));
             if (json_object_is_type(off, json_type_int))
                 printf(" @%lld", (long long)json_object_get_int64(off));

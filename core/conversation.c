@@ -62,8 +62,7 @@ static json_object *tool_item(const char *sid, int64_t id, size_t k, json_object
         svc_json_new_obj("type", tu ? "function_call" : "function_call_output", "id", iid,
                          "call_id", svc_json_str(tu ? tu : tr, "toolUseId", ""), NULL);
     if (tu) {
-        json_object *input = NULL;
-        json_object_object_get_ex(tu, "input", &input);
+        json_object *input = json_object_object_get(tu, "input");
         char *args = input ? svc_json_dump_compact(input) : NULL;
         svc_json_set_str(it, "name", svc_json_str(tu, "name", ""));
         svc_json_set_str(it, "arguments", args ? args : "{}");
@@ -176,8 +175,7 @@ static json_object *message_native(json_object *item, const char *p, struct svc_
                      p);
         return NULL;
     }
-    json_object *content = NULL;
-    json_object_object_get_ex(item, "content", &content);
+    json_object *content = json_object_object_get(item, "content");
     char cp[96];
     snprintf(cp, sizeof cp, "%s.content", p);
     char *text = content_text(content, cp, err);
@@ -209,9 +207,7 @@ static json_object *tool_block(json_object *item, bool call, const char *p, stru
         svc_err_setp(err, SVC_E_INVALID_FIELD, p, "'%s.arguments' must be a JSON object", p);
         return NULL;
     }
-    if (!call)
-        json_object_object_get_ex(item, "output", &v);
-    if (!call && !(text = content_text(v, op, err)))
+    if (!call && !(text = content_text(json_object_object_get(item, "output"), op, err)))
         return NULL;
     if (!call) {
         json_object *blk = svc_parts_result(id, "success", text);
