@@ -129,7 +129,6 @@ static void log_rotate(const char *path, bool said)
 /* core/ speaks through svc_logf: give its lines the same prefix as ours. */
 static void core_log_sink(const char *line, void *ctx)
 {
-    (void)ctx;
     logmsg("%s", line);
 }
 
