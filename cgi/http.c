@@ -187,16 +187,11 @@ void http_req_init(struct http_req *r, FCGX_Request *fr, const struct svc_config
 
 void http_req_free(struct http_req *r)
 {
-    free(r->method);
-    free(r->path);
-    free(r->query);
-    free(r->authorization);
-    free(r->content_type);
-    free(r->x_session_id);
-    free(r->idempotency_key);
-    free(r->host);
-    free(r->origin);
-    free(r->fetch_site);
+    char *owned[] = {
+        r->method,          r->path, r->query,  r->authorization, r->content_type, r->x_session_id,
+        r->idempotency_key, r->host, r->origin, r->fetch_site,    r->body};
+    for (size_t i = 0; i < sizeof owned / sizeof *owned; i++)
+        free(owned[i]);
     for (int i = 0; i < r->nparams; i++) {
         free(r->param_names[i]);
         free(r->param_values[i]);
@@ -206,7 +201,6 @@ void http_req_free(struct http_req *r)
         free(r->q[i].value);
     }
     free(r->q);
-    free(r->body);
     svc_buf_free(&r->headers);
     memset(r, 0, sizeof *r);
 }

@@ -32,14 +32,13 @@ static json_object *message_item(const char *sid, int64_t id, json_object *m, co
     json_object *it = svc_json_new_obj("type", "message", "id", iid, "status", "completed", "role",
                                        assistant ? "assistant" : "user", NULL);
     json_object *parts = json_object_new_array();
-    json_object *part =
-        svc_json_new_obj("type", assistant ? "output_text" : "input_text", "text", text, NULL);
-    if (assistant)
-        svc_json_set(part, "annotations", json_object_new_array());
-    if (*text)
+    if (*text) {
+        json_object *part =
+            svc_json_new_obj("type", assistant ? "output_text" : "input_text", "text", text, NULL);
+        if (assistant)
+            svc_json_set(part, "annotations", json_object_new_array());
         json_object_array_add(parts, part);
-    else
-        json_object_put(part);
+    }
     json_object *c = svc_json_arr(m, "content");
     for (size_t i = 0; c && i < json_object_array_length(c); i++) {
         json_object *p = svc_parts_responses(json_object_array_get_idx(c, i));
