@@ -111,13 +111,12 @@ static int named_session(struct http_req *r, json_object *b, json_object **prev,
                          struct svc_err *err)
 {
     const char *prev_id = NULL, *meta_sid = NULL;
-    json_object *conv = NULL, *meta = NULL;
+    json_object *conv = json_object_object_get(b, "conversation"), *meta = NULL;
     *sid = NULL;
     if (http_field_str(b, "previous_response_id", NULL, false, &prev_id, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         http_field_str(meta, "session_id", "metadata.session_id", false, &meta_sid, err) < 0)
         return -1;
-    json_object_object_get_ex(b, "conversation", &conv);
     if (json_object_is_type(conv, json_type_object) &&
         http_field_str(conv, "id", "conversation.id", true, sid, err) < 0)
         return -1;

@@ -147,7 +147,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
     memset(in, 0, sizeof *in);
     if (http_body_json(r, false, &in->t.body, err) < 0)
         return -1;
-    json_object *b = in->t.body, *input = NULL;
+    json_object *b = in->t.body, *input = json_object_object_get(b, "input");
     const char *model = NULL, *conv = NULL, *msid = NULL, *bsid = NULL, *trunc = NULL;
     if (http_field_str(b, "model", NULL, false, &model, err) < 0 ||
         http_field_str(b, "instructions", NULL, false, &in->t.req.instructions, err) < 0 ||
@@ -167,7 +167,6 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         turn_in_settings(&in->t, TURN_RESP, err) < 0)
         return -1;
     in->conv = conv;
-    json_object_object_get_ex(b, "input", &input);
     if (respin_input(r, &in->t, input, err) < 0 ||
         http_field_str(b, "truncation", NULL, false, &trunc, err) < 0)
         return -1;
