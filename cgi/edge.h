@@ -11,7 +11,6 @@
 #ifndef SVC_EDGE_H
 #define SVC_EDGE_H
 
-#include <json-c/json.h>
 #include <stdbool.h>
 
 #include "http.h"

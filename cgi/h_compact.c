@@ -58,7 +58,6 @@ int resp_media_parts(struct http_req *r, json_object *content, const char *param
     return 0;
 }
 
-/* A compaction item (SPEC 15, core/compact.h) as the summary it sealed: a user message. */
 int resp_compaction_in(struct http_req *r, json_object *item, size_t i, json_object *msgs,
                        struct svc_err *err)
 {

@@ -74,7 +74,6 @@ static json_object *tool_item(const char *sid, int64_t id, size_t k, json_object
     return it;
 }
 
-/* The items of message id (m: its effective message), appended to out. */
 void svc_conv_message_items(const char *sid, int64_t id, json_object *m, json_object *out)
 {
     if (svc_native_erased(m))
