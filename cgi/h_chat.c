@@ -134,14 +134,13 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
 static int sid_field(json_object *o, const char *key, const char *param, const char **out,
                      struct svc_err *err)
 {
-    json_object *v = NULL;
     if (http_field_str(o, key, param, false, out, err) == 0) {
         if (!*out || svc_layout_id_check(*out, err) == 0)
             return 0;
         snprintf(err->param, sizeof err->param, "%s", param ? param : key); /* as sent */
         return -1;
     }
-    if (json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+    if (json_object_is_type(json_object_object_get(o, key), json_type_string))
         return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, param ? param : key,
                             "invalid session id");
     return -1;

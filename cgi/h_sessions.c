@@ -137,8 +137,7 @@ int h_session_patch(struct http_req *r, struct svc_err *err)
     struct svc_session_edit e = {0};
     if (http_body_json(r, false, &body, err) < 0)
         return -1;
-    json_object *pinned = NULL;
-    e.set_pinned = json_object_object_get_ex(body, "pinned", &pinned) && pinned;
+    e.set_pinned = json_object_object_get(body, "pinned") != NULL;
     static const char *const fields[] = {"title", "pinned", "tags", "metadata"};
     /* types only: lengths, characters and limits are core's to judge */
     bool bad = http_known_fields(body, NULL, fields, 4, err) < 0 ||

@@ -197,11 +197,10 @@ static int approval_item(json_object *item, size_t i, json_object *msgs, struct 
     char p[96], q[96];
     snprintf(p, sizeof p, "input[%zu].approval_request_id", i);
     snprintf(q, sizeof q, "input[%zu].approve", i);
-    json_object *v = NULL;
+    json_object *v = json_object_object_get(item, "approve");
     if (http_field_str(item, "approval_request_id", p, true, &id, err) < 0)
         return -1;
-    if (!json_object_object_get_ex(item, "approve", &v) ||
-        !json_object_is_type(v, json_type_boolean))
+    if (!json_object_is_type(v, json_type_boolean))
         return svc_err_setp(err, v ? SVC_E_INVALID_FIELD : SVC_E_MISSING_FIELD, q,
                             "'%s' must be true or false", q);
     json_object *m = svc_json_new_obj("role", "tool", "tool_call_id",

@@ -52,10 +52,10 @@ static int tool_one(json_object *t, size_t i, bool nested, json_object *out, jso
     snprintf(q, sizeof q, "%s.parameters", p);
     if (http_field_obj(fn, "parameters", q, false, &params, err) < 0)
         return -1;
-    json_object *strict = NULL; /* passed on to the model (SPEC 15) */
+    json_object *strict =
+        json_object_object_get(fn, "strict"); /* passed on to the model (SPEC 15) */
     snprintf(q, sizeof q, "%s.strict", p);
-    if (json_object_object_get_ex(fn, "strict", &strict) && strict &&
-        !json_object_is_type(strict, json_type_boolean))
+    if (strict && !json_object_is_type(strict, json_type_boolean))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, q, "'%s' must be a boolean", q);
     if (json_object_object_get_ex(seen, name, NULL))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, qname, "tool '%.64s' is given twice", name);
@@ -282,8 +282,7 @@ static int mcp_one(const struct svc_config *cfg, const struct svc_user *u, json_
         return svc_err_setp(err, SVC_E_INVALID_FIELD, q,
                             "'%s' is for a server_url: a configured server has its own", q);
     snprintf(q, sizeof q, "%s.allowed_tools", p);
-    if (json_object_object_get_ex(t, "allowed_tools", &v) && v &&
-        mcp_names(v, q, &allowed, err) < 0)
+    if ((v = json_object_object_get(t, "allowed_tools")) && mcp_names(v, q, &allowed, err) < 0)
         return -1;
     svc_json_set(spec, "allowed", allowed);
     for (size_t j = 0; j + 1 < json_object_array_length(specs); j++)

@@ -320,9 +320,8 @@ static int resp_only(json_object *b, json_object *s, struct svc_err *err)
 /* Chat's n, modalities and response_format into s. */
 static int chat_only(json_object *b, json_object *s, struct svc_err *err)
 {
-    json_object *nv = NULL, *mods = NULL;
-    if (json_object_object_get_ex(b, "n", &nv) && nv &&
-        !(json_object_is_type(nv, json_type_int) && json_object_get_int64(nv) == 1))
+    json_object *nv = json_object_object_get(b, "n"), *mods = NULL;
+    if (nv && !(json_object_is_type(nv, json_type_int) && json_object_get_int64(nv) == 1))
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "n", "'n' must be 1: svc answers one choice");
     if (http_field_arr(b, "modalities", NULL, false, &mods, err) < 0)
         return -1;
