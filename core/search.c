@@ -1,7 +1,6 @@
 #include "search.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -383,9 +382,6 @@ static int register_fts5(sqlite3 *db)
 
 /* ---- the file: where it lives, its stamp, opening or rebuilding it ---- */
 
-static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
-                       int64_t from);
-
 #define TABLES                                                                                     \
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"                                 \
     "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"           \
@@ -746,6 +742,52 @@ static bool same_session(int64_t doc, json_object *sum, double *seen)
     }
     sqlite3_reset(st);
     return same;
+}
+
+/* The session's transcript keys from message `from` on (0, or none kept: all anew). */
+static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
+                       int64_t from)
+{
+    int64_t count = 0, next = 0, *ids = NULL, pos = 0;
+    struct svc_err e = {0};
+    sqlite3_stmt *st = NULL;
+    unsigned char key[32];
+    /* from a session's keys so far (those of the messages before from), else all anew */
+    bool have = from > 0 &&
+                svc_hostdb_step(&S.h, &st, "SELECT chain_key, chain_n FROM docs WHERE doc = ?1",
+                                "l", doc) == SQLITE_ROW &&
+                sqlite3_column_bytes(st, 0) == 32;
+    if (have) {
+        memcpy(key, sqlite3_column_blob(st, 0), 32);
+        pos = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_reset(st);
+    if (!have) {
+        from = pos = 0;
+        svc_chain_seed(svc_user_owner(sum), key);
+        if (run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
+            return -1;
+    }
+    int rc = 0;
+    if (svc_sess_message_count(h, msgs, &count, &next, &ids, &e) != 0)
+        count = 0; /* no messages directory: no keys */
+    for (int64_t k = 0; k < count && rc == 0; k++) {
+        int64_t id = ids ? ids[k] : k;
+        json_object *rec = NULL;
+        if (id < from || svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0)
+            continue;
+        if (svc_chain_step(key, svc_store_effective_message(rec)))
+            rc = svc_hostdb_run(&S.h,
+                                "INSERT INTO chain(key, doc, pos, mid) VALUES (?1, ?2, ?3, ?4)",
+                                "llll", svc_chain_id(key), doc, ++pos, id);
+        json_object_put(rec);
+    }
+    free(ids);
+    if (rc == 0)
+        rc = svc_hostdb_run(&S.h,
+                            "UPDATE docs SET chain_n = ?2, ran = ?3, chain_key = ?4 WHERE doc = ?1",
+                            "llib", doc, pos, svc_json_int(sum, "run_count", 0) > 0, key, 32);
+    return rc;
 }
 
 /* Bring one session's rows to what the listing says, in a transaction: new messages when the
@@ -1183,52 +1225,6 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
 
 /* How long a transcript lookup catches up (newest first); the rest waits. */
 #define CHAIN_BUDGET_S 0.25
-
-/* The session's transcript keys from message `from` on (0, or none kept: all anew). */
-static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
-                       int64_t from)
-{
-    int64_t count = 0, next = 0, *ids = NULL, pos = 0;
-    struct svc_err e = {0};
-    sqlite3_stmt *st = NULL;
-    unsigned char key[32];
-    /* from a session's keys so far (those of the messages before from), else all anew */
-    bool have = from > 0 &&
-                svc_hostdb_step(&S.h, &st, "SELECT chain_key, chain_n FROM docs WHERE doc = ?1",
-                                "l", doc) == SQLITE_ROW &&
-                sqlite3_column_bytes(st, 0) == 32;
-    if (have) {
-        memcpy(key, sqlite3_column_blob(st, 0), 32);
-        pos = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_reset(st);
-    if (!have) {
-        from = pos = 0;
-        svc_chain_seed(svc_user_owner(sum), key);
-        if (run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
-            return -1;
-    }
-    int rc = 0;
-    if (svc_sess_message_count(h, msgs, &count, &next, &ids, &e) != 0)
-        count = 0; /* no messages directory: no keys */
-    for (int64_t k = 0; k < count && rc == 0; k++) {
-        int64_t id = ids ? ids[k] : k;
-        json_object *rec = NULL;
-        if (id < from || svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0)
-            continue;
-        if (svc_chain_step(key, svc_store_effective_message(rec)))
-            rc = svc_hostdb_run(&S.h,
-                                "INSERT INTO chain(key, doc, pos, mid) VALUES (?1, ?2, ?3, ?4)",
-                                "llll", svc_chain_id(key), doc, ++pos, id);
-        json_object_put(rec);
-    }
-    free(ids);
-    if (rc == 0)
-        rc = svc_hostdb_run(&S.h,
-                            "UPDATE docs SET chain_n = ?2, ran = ?3, chain_key = ?4 WHERE doc = ?1",
-                            "llib", doc, pos, svc_json_int(sum, "run_count", 0) > 0, key, 32);
-    return rc;
-}
 
 /* The unarchived session with a row keyed key: a tip before a fork point, one that ran turns
  * before one of items only (Conversations API), then the newest. 1 with *hit, 0, -1. */
