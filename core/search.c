@@ -37,20 +37,21 @@
 
 /* What this process knows the index holds per session, to catch up without reading it. */
 struct memo {
+    char *sid;
     double updated;
     int64_t msgs;
     uint64_t walk; /* the last walk of the listing that named it */
-    char sid[];    /* its key in S.memo */
 };
 
 static struct {
     struct svc_hostdb h;
     char *path; /* NULL: a temporary index for one request (sessions.cache off) */
     char *root, *agent;
-    struct lh_table *memo; /* json-c's hash table of sid -> struct memo, or NULL */
-    bool loaded;           /* the memo was read from the file */
-    char gen[17];          /* the file's generation then (svc search --rebuild makes a new one) */
-    int64_t version;       /* PRAGMA data_version when the generation was last looked at */
+    struct memo *v; /* open addressing, cap a power of two */
+    size_t n, cap;
+    bool loaded;     /* the memo was read from the file */
+    char gen[17];    /* the file's generation then (svc search --rebuild makes a new one) */
+    int64_t version; /* PRAGMA data_version when the generation was last looked at */
     struct svc_list_mark mark; /* the listing's (index.h) when the index last caught up with it */
     uint64_t walk;             /* walks of the listing */
     bool removed;              /* db_fail threw a damaged file away: worth one more try */
@@ -393,43 +394,74 @@ static int register_fts5(sqlite3 *db)
     "CREATE VIRTUAL TABLE IF NOT EXISTS msgs USING fts5(body, role UNINDEXED,"                     \
     " tokenize='svcfold');"
 
-static void memo_free(struct lh_entry *e)
-{
-    free(lh_entry_v(e));
-}
-
 static void memo_clear(void)
 {
-    if (S.memo)
-        lh_table_free(S.memo);
-    S.memo = NULL;
+    for (size_t i = 0; i < S.cap; i++)
+        free(S.v[i].sid);
+    free(S.v);
+    S.v = NULL;
+    S.n = S.cap = 0;
+}
+
+static size_t memo_hash(const char *sid)
+{
+    size_t h = 5381;
+    for (const char *p = sid; *p; p++)
+        h = h * 33 + (unsigned char)*p;
+    return h & (S.cap - 1);
+}
+
+static struct memo *memo_slot(const char *sid)
+{
+    for (size_t i = memo_hash(sid);; i = (i + 1) & (S.cap - 1))
+        if (!S.v[i].sid || strcmp(S.v[i].sid, sid) == 0)
+            return &S.v[i];
 }
 
 static struct memo *memo_find(const char *sid)
 {
-    struct lh_entry *e = S.memo ? lh_table_lookup_entry(S.memo, sid) : NULL;
-    return e ? lh_entry_v(e) : NULL;
+    if (!S.cap)
+        return NULL;
+    struct memo *m = memo_slot(sid);
+    return m->sid ? m : NULL;
 }
 
 static void memo_put(const char *sid, double updated, int64_t msgs)
 {
-    struct memo *m = memo_find(sid);
-    if (!m) {
-        size_t n = strlen(sid) + 1;
-        m = svc_xcalloc(1, sizeof *m + n);
-        memcpy(m->sid, sid, n);
-        if ((!S.memo && !(S.memo = lh_kchar_table_new(1024, memo_free))) ||
-            lh_table_insert(S.memo, m->sid, m) != 0)
-            svc_oom(sizeof *m + n);
+    if (2 * (S.n + 1) > S.cap) {
+        struct memo *old = S.v;
+        size_t oldcap = S.cap;
+        S.cap = S.cap ? S.cap * 2 : 1024;
+        S.v = svc_xcalloc(S.cap, sizeof *S.v);
+        for (size_t i = 0; i < oldcap; i++)
+            if (old[i].sid)
+                *memo_slot(old[i].sid) = old[i];
+        free(old);
+    }
+    struct memo *m = memo_slot(sid);
+    if (!m->sid) {
+        m->sid = svc_xstrdup(sid);
+        S.n++;
     }
     m->updated = updated;
     m->msgs = msgs;
 }
 
+/* Linear probing's deletion: the entries after it in its run are put again (one may have
+ * been displaced by it). */
 static void memo_del(const char *sid)
 {
-    if (S.memo)
-        lh_table_delete(S.memo, sid);
+    struct memo *m = memo_find(sid);
+    if (!m)
+        return;
+    free(m->sid);
+    m->sid = NULL;
+    S.n--;
+    for (size_t j = ((size_t)(m - S.v) + 1) & (S.cap - 1); S.v[j].sid; j = (j + 1) & (S.cap - 1)) {
+        struct memo e = S.v[j];
+        S.v[j].sid = NULL;
+        *memo_slot(e.sid) = e;
+    }
 }
 
 static void db_close(void)
@@ -847,11 +879,9 @@ static void note_listed(void *ctx, const char *sid, double updated, int64_t msgs
 /* The sessions the memo has and the listing no longer does: into c with msgs -1. */
 static void note_gone(struct changed *c)
 {
-    for (struct lh_entry *e = S.memo ? lh_table_head(S.memo) : NULL; e; e = lh_entry_next(e)) {
-        const struct memo *m = lh_entry_v(e);
-        if (m->walk != S.walk)
-            note_listed(c, m->sid, 0, -1, false);
-    }
+    for (size_t i = 0; i < S.cap; i++)
+        if (S.v[i].sid && S.v[i].walk != S.walk)
+            note_listed(c, S.v[i].sid, 0, -1, false);
 }
 
 static void changed_free(struct changed *c)
