@@ -173,6 +173,7 @@ for my $id ('..', '.x', 'x' x 129, '../x', 'a/b', "a\x{0}b", '') {
 $r = $s->req(POST => '/api/chat', headers => { 'x-session-id' => '../evil' },
              body => { messages => [{ role => 'user', content => 'hi' }] });
 is $r->{json}{error}{code}, 'invalid_session_id', 'X-Session-Id is validated too';
+is $r->{json}{error}{param}, 'X-Session-Id', '  the error names the header (it said session_id)';
 my @escaped = grep { !m{^\Q${\ $s->root}\E} && !m{/serve\.log$} && !m{/agents\.yaml$} && !m{/session_x$} }
               files_under($s->home);
 is_deeply \@escaped, [], 'nothing written outside the root' or diag explain \@escaped;
@@ -203,6 +204,27 @@ unlike $s->log, qr/x{5000}/, 'bodies never logged';
 is $s->req(POST => '/api/chat', body => { session_id => 'meta-512', metadata => { channel => 'c' x 512 },
                                           messages => [{ role => 'user', content => 'hi' }] })->{status},
    200, 'a channel of 512 characters is taken';
+
+# metadata keys svc does not read itself are kept in the session's metadata: a turn's key
+# replaces the session's, the others stay; past 16 keys is 422 and nothing is written
+sub chat_meta { $s->req(POST => '/api/chat', body => { session_id => 'meta-keep', metadata => $_[0],
+                                                          messages => [{ role => 'user', content => 'hi' }] }) }
+sub meta_of { $s->req(GET => '/api/v1/chat/sessions/meta-keep')->{json} }
+is chat_meta({ team => 'a', channel => 'web', turn_id => 't1' })->{status}, 200, 'a turn with metadata';
+is_deeply meta_of()->{metadata}, { team => 'a' }, "the turn's own keys are kept, svc's are not";
+is chat_meta({ team => 'b', env => 'prod' })->{status}, 200, 'a second turn';
+is_deeply meta_of()->{metadata}, { team => 'b', env => 'prod' }, 'a key given again replaces, new ones join';
+my $run = $s->req(POST => '/api/chat/runs', body => { session_id => 'meta-keep', metadata => { via => 'run' },
+                                                      messages => [{ role => 'user', content => 'hi' }] });
+is $run->{status}, 202, 'a run with metadata';
+$s->wait_run($run->{json}{run_id});
+is meta_of()->{metadata}{via}, 'run', 'runs keep theirs too';
+my $before = meta_of();
+err_ok(chat_meta({ map { ("k$_" => 'v') } 1 .. 14 }), 422, 'invalid_field',
+       'a turn that would give the session 17 metadata keys', 'metadata');
+my $after = meta_of();
+is_deeply [$after->{metadata}, $after->{message_count}], [$before->{metadata}, $before->{message_count}],
+          'refused: the session unchanged';
 
 $s->stop;
 
