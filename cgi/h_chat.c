@@ -151,19 +151,13 @@ static json_object *meta_kept(json_object *meta)
 {
     static const char *const ours[] = {"session_id", "event_format", "locale", "channel",
                                        "turn_id"};
-    json_object *out = NULL;
-    json_object_object_foreach(meta, key, val)
-    {
-        size_t i = 0;
-        while (i < sizeof ours / sizeof *ours && strcmp(key, ours[i]) != 0)
-            i++;
-        if (i < sizeof ours / sizeof *ours)
-            continue;
-        if (!out)
-            out = json_object_new_object();
-        svc_json_set(out, key, json_object_get(val));
-    }
-    return out;
+    json_object *out = svc_json_copy(meta);
+    for (size_t i = 0; i < sizeof ours / sizeof *ours; i++)
+        json_object_object_del(out, ours[i]);
+    if (json_object_object_length(out) > 0)
+        return out;
+    json_object_put(out);
+    return NULL;
 }
 
 static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *err)
