@@ -154,10 +154,9 @@ static int mcp_names(json_object *v, const char *param, json_object **out, struc
 static int mcp_approval(json_object *t, const char *p, json_object *spec, struct svc_err *err)
 {
     char q[128];
-    json_object *v = NULL, *ap = json_object_new_object();
+    json_object *v = NULL, *ap = svc_json_new_obj("default", "always", NULL);
     snprintf(q, sizeof q, "%s.require_approval", p);
     svc_json_set(spec, "approval", ap);
-    svc_json_set_str(ap, "default", "always");
     if (!json_object_object_get_ex(t, "require_approval", &v) || !v)
         return 0;
     const char *s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
