@@ -111,15 +111,13 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
 
 /* ---- the memory file ---- */
 
-/* <memory.root>/<agent>/memory.jsonl (heap), its directory into *dir (heap). */
-static char *memory_file(const struct svc_config *cfg, const char *agent, char **dir)
+char *svc_memory_file(const struct svc_config *cfg, const char *agent, char **dir)
 {
     *dir = svc_path_join(cfg->memory.root, agent);
     return svc_path_join(*dir, "memory.jsonl");
 }
 
-/* flock on <dir>/.memory.lock; returns the descriptor or -1 with err. */
-static int memory_lock(const char *dir, int how, struct svc_err *err)
+int svc_memory_lock(const char *dir, int how, struct svc_err *err)
 {
     char *path = svc_path_join(dir, ".memory.lock");
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -239,9 +237,9 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
                          struct svc_err *err)
 {
     struct svc_err lerr;
-    int fd = memory_lock(dir, LOCK_EX, &lerr); /* the directory is there, but the first time */
+    int fd = svc_memory_lock(dir, LOCK_EX, &lerr); /* the directory is there, but the first time */
     if (fd < 0 && (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0 ||
-                   (fd = memory_lock(dir, LOCK_EX, err)) < 0))
+                   (fd = svc_memory_lock(dir, LOCK_EX, err)) < 0))
         return -1;
     /* one descriptor for the look back and the append */
     int mfd = open(file, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -303,11 +301,11 @@ static ssize_t next_line(FILE *f, char **line, size_t *cap, char sid[SVC_ID_MAX 
 int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_line_fn *fn,
                     void *ctx, struct svc_err *err)
 {
-    char *dir, *file = memory_file(cfg, agent, &dir);
+    char *dir, *file = svc_memory_file(cfg, agent, &dir);
     struct svc_err lerr;
     /* a root that cannot be written (an export of a read-only root) is read unlocked: an
      * append is one write, and a torn last line is skipped as not written yet */
-    int lk = svc_is_dir(dir) ? memory_lock(dir, LOCK_SH, &lerr) : -1;
+    int lk = svc_is_dir(dir) ? svc_memory_lock(dir, LOCK_SH, &lerr) : -1;
     FILE *f = fopen(file, "re");
     int rc = f || errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
     char *line = NULL, sid[SVC_ID_MAX + 1];
@@ -346,7 +344,7 @@ static int copy_lines(FILE *from, FILE *out, bool (*keep)(void *ctx, const char 
 int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *add,
                        bool (*ours)(void *ctx, const char *sid), void *ctx, struct svc_err *err)
 {
-    char *dir, *file = memory_file(cfg, agent, &dir);
+    char *dir, *file = svc_memory_file(cfg, agent, &dir);
     char tmp[4096], tail[64], hex[17];
     svc_random_hex(hex, 16);
     snprintf(tail, sizeof tail, ".tmp-%d-%s", (int)getpid(), hex);
@@ -356,7 +354,7 @@ int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *ad
     if (!svc_is_dir(dir) && !add)
         goto out; /* nothing to forget */
     if ((!svc_is_dir(dir) && svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0) ||
-        (lk = memory_lock(dir, LOCK_EX, err)) < 0) {
+        (lk = svc_memory_lock(dir, LOCK_EX, err)) < 0) {
         rc = -1;
         goto out;
     }
@@ -406,7 +404,7 @@ int svc_memory_relocate(const struct svc_config *cfg, const char *agent, const c
     if (svc_json_read_object_file(state, &mem, &re) != 0)
         return re.code == SVC_E_NOT_FOUND ? 0 : (*err = re, -1);
     int rc = 0;
-    char *dir, *file = memory_file(cfg, agent, &dir);
+    char *dir, *file = svc_memory_file(cfg, agent, &dir);
     const char *was = svc_json_str(mem, "memory_file", NULL);
     if (was && strcmp(was, file) != 0) {
         svc_json_set_str(mem, "memory_file", file);
@@ -469,9 +467,7 @@ json_object *svc_memory_failure(const struct svc_err *e, const char *run_id)
     if (!e)
         return NULL;
     char now[SVC_TIME_LEN];
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "code", svc_err_name(e->code));
-    svc_json_set_str(o, "message", e->message);
+    json_object *o = svc_json_new_obj("code", svc_err_name(e->code), "message", e->message, NULL);
     if (run_id)
         svc_json_set_str(o, "run_id", run_id);
     svc_json_set_str(o, "at", svc_time_now_iso(now));
@@ -567,8 +563,7 @@ static json_object *read_state(const char *path, const char *sid)
 static json_object *digest_line(struct svc_sess *s, json_object *sc, int64_t mid, const char *now,
                                 const char *user, const char *assistant)
 {
-    json_object *line = json_object_new_object();
-    svc_json_set_str(line, "session_id", s->sid);
+    json_object *line = svc_json_new_obj("session_id", s->sid, NULL);
     svc_json_set_int(line, "message_id", mid);
     svc_json_set_str(line, "at", now);
     svc_json_set_str(line, "user", user);
@@ -618,7 +613,7 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
         goto out;
     }
     look_back = look_back && !lost;
-    file = memory_file(cfg, cfg->sessions.agent_id, &dir);
+    file = svc_memory_file(cfg, cfg->sessions.agent_id, &dir);
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     line = digest_line(s, sc, mid, now, user, assistant);
@@ -737,7 +732,7 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
 {
     if (cfg->memory.recall <= 0)
         return NULL;
-    char *dir, *file = memory_file(cfg, cfg->sessions.agent_id, &dir);
+    char *dir, *file = svc_memory_file(cfg, cfg->sessions.agent_id, &dir);
     struct recall_ctx c = {.sid = sid ? sid : "",
                            .owner = owner,
                            .want = cfg->memory.recall,
@@ -745,7 +740,7 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
     char *out = NULL;
     struct svc_err e;
     int fd = -1;
-    if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_SH, &e)) < 0)
+    if (svc_is_dir(dir) && (fd = svc_memory_lock(dir, LOCK_SH, &e)) < 0)
         svc_logf("memory recall: %s", e.message);
     if (scan_back(file, recall_line, &c, &e) != 0)
         svc_logf("memory recall: %s", e.message);

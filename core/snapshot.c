@@ -34,11 +34,9 @@ void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg)
     char *file = NULL;
     if (s->dirname)
         svc_xasprintf(&file, "native/%s%s%s", s->dirname, rel ? "/" : "", rel ? rel : "");
-    json_object *w = json_object_new_object();
-    svc_json_set_str(w, "session_id", s->sid);
-    svc_json_set_str(w, "file", file ? file : rel ? rel : s->sid);
-    svc_json_set_str(w, "message", msg);
-    json_object_array_add(s->warnings, w);
+    const char *where = file ? file : rel ? rel : s->sid;
+    json_object_array_add(
+        s->warnings, svc_json_new_obj("session_id", s->sid, "file", where, "message", msg, NULL));
     free(file);
 }
 
