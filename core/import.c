@@ -287,19 +287,6 @@ static int file_add(struct svc_hostdb *db, int side, const char *path, uint64_t 
                : db_err(db, err);
 }
 
-/* A temporary file of $TMPDIR (or /tmp), already unlinked (nothing left even if killed). */
-static FILE *tmp_file(struct svc_err *err)
-{
-    const char *dir = getenv("TMPDIR");
-    int fd = svc_export_spool(dir && *dir ? dir : "/tmp", err);
-    FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
-    if (fd >= 0 && !f) {
-        svc_err_errno(err, "temporary file");
-        close(fd);
-    }
-    return f;
-}
-
 struct job {
     const struct svc_config *cfg;
     const struct svc_import_options *opt;
@@ -392,7 +379,7 @@ static int manifest_found(struct job *j, const char *rel, struct svc_err *err)
     const char *slash = strchr(rel, '/');
     snprintf(j->prefix, sizeof j->prefix, "%.*s", slash ? (int)(slash - rel + 1) : 0, rel);
     if (j->src.tar) {
-        j->mf = tmp_file(err);
+        j->mf = svc_export_spool_file(NULL, "temporary file", err);
     } else {
         char *abs = svc_path_join(j->src.path, rel);
         int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -446,7 +433,7 @@ static int memory_member(struct job *j, const char *rel, FILE **copy, struct svc
         strchr(m + 7, '/') || j->memf)
         return 0;
     snprintf(j->mem_agent, sizeof j->mem_agent, "%.*s", (int)(n - 13), m + 7);
-    j->memf = tmp_file(err);
+    j->memf = svc_export_spool_file(NULL, "temporary file", err);
     *copy = j->memf;
     return j->memf ? 0 : -1;
 }
@@ -970,7 +957,8 @@ static void clean_stale(const char *root)
     closedir(d);
 }
 
-int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging, struct svc_err *err)
+int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging,
+                       struct svc_store *stg, struct svc_err *err)
 {
     if (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0)
         return -1;
@@ -985,8 +973,12 @@ int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging, 
     char hex[17];
     svc_random_hex(hex, 16);
     svc_xasprintf(staging, "%s/%s%s", st->root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);
-    if (mkdir(*staging, 0755) == 0)
+    if (mkdir(*staging, 0755) == 0) {
+        *stg = *st;
+        stg->root = *staging;
+        stg->staged = true;
         return 0;
+    }
     int rc = svc_err_errno(err, "create staging directory");
     free(*staging);
     *staging = NULL;
@@ -1043,8 +1035,6 @@ void svc_import_report_free(struct svc_import_report *r)
  * any rename when sessions.fsync. 0, or -1 with err set. */
 static int stage_all(struct job *j, struct svc_err *err)
 {
-    j->stg = j->st;
-    j->stg.root = j->staging;
     if (pass_stage(j, err) != 0)
         return -1;
     return j->st.durable ? svc_sync_tree(j->staging, err) : 0;
@@ -1115,7 +1105,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
         goto out;
     j.todo = j.count[S_IMPORT];
     if (!opt->dry_run) {
-        if (svc_import_staging(&j.st, &lockfd, j.todo ? &j.staging : NULL, err) != 0)
+        if (svc_import_staging(&j.st, &lockfd, j.todo ? &j.staging : NULL, &j.stg, err) != 0)
             goto out;
         if (j.todo > 0 && (stage_all(&j, err) != 0 || place_all(&j, err) != 0))
             goto out;
