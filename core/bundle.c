@@ -957,11 +957,8 @@ struct mem_out {
 static int mem_line(void *ctx, const char *sid, const char *line, size_t n)
 {
     struct mem_out *m = ctx;
-    sqlite3_stmt *st = svc_hostdb_stmt(m->ids, "SELECT 1 FROM written WHERE id = ?1");
-    if (!st)
-        return 1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(m->ids, &st, "SELECT 1 FROM written WHERE id = ?1", "s", sid);
     sqlite3_reset(st);
     if (rc != SQLITE_ROW)
         return rc == SQLITE_DONE ? 0 : 1;

@@ -202,10 +202,11 @@ static int db_err(struct svc_hostdb *db, struct svc_err *err)
     return svc_err_set(err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(db));
 }
 
-/* The row of st (id, num, state, why) into *r: 1, 0 when there is none, -1. */
-static int rec_get(struct svc_hostdb *db, sqlite3_stmt *st, struct rec *r, struct svc_err *err)
+/* The row st stepped to (rc: the step's result; id, num, state, why) into *r: 1, 0 when
+ * there is none, -1. */
+static int rec_get(struct svc_hostdb *db, sqlite3_stmt *st, int rc, struct rec *r,
+                   struct svc_err *err)
 {
-    int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         snprintf(r->id, sizeof r->id, "%s", (const char *)sqlite3_column_text(st, 0));
         r->num = (uint64_t)sqlite3_column_int64(st, 1);
@@ -220,11 +221,10 @@ static int rec_get(struct svc_hostdb *db, sqlite3_stmt *st, struct rec *r, struc
 static int rec_find(struct svc_hostdb *db, const char *sid, size_t n, struct rec *r,
                     struct svc_err *err)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(db, "SELECT id, num, state, why FROM sess WHERE id = ?1");
-    if (!st)
-        return db_err(db, err);
-    sqlite3_bind_text(st, 1, sid, (int)n, SQLITE_STATIC);
-    return rec_get(db, st, r, err);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(db, &st, "SELECT id, num, state, why FROM sess WHERE id = ?1", "t",
+                             sid, (int)n);
+    return rec_get(db, st, rc, r, err);
 }
 
 static int rec_put(struct svc_hostdb *db, const struct rec *r, struct svc_err *err)
@@ -265,7 +265,7 @@ static int recs_each(struct svc_hostdb *db, int (*fn)(void *ctx, struct rec *r),
         if (!st)
             return db_err(db, err);
         sqlite3_bind_text(st, 1, r.id, -1, SQLITE_TRANSIENT);
-        int rc = rec_get(db, st, &r, err);
+        int rc = rec_get(db, st, sqlite3_step(st), &r, err);
         if (rc <= 0)
             return rc;
         was = r;
@@ -758,6 +758,8 @@ static int stage_member(struct job *j, const char *rel, bool is_dir, uint64_t *b
     return 0;
 }
 
+/* Pass 2: every session to import written into the staging directory (its own store),
+ * synced before any rename when sessions.fsync. 0, or -1 with err set. */
 static int pass_stage(struct job *j, struct svc_err *err)
 {
     if (src_open(&j->src, err) != 0)
@@ -786,7 +788,9 @@ static int pass_stage(struct job *j, struct svc_err *err)
     }
     src_close(&j->src);
     j->staged_bytes = bytes;
-    return r < 0 || cur_flush(j, err) != 0 ? -1 : 0;
+    if (r < 0 || cur_flush(j, err) != 0)
+        return -1;
+    return j->st.durable ? svc_sync_tree(j->staging, err) : 0;
 }
 
 /* ---- into place ---- */
@@ -1009,13 +1013,10 @@ int svc_import_each(struct svc_import_report *r, enum svc_import_outcome which,
 {
     if (!r->tab)
         return 0;
-    sqlite3_stmt *st =
-        svc_hostdb_stmt(r->tab, "SELECT id, why FROM sess WHERE state = ?1 ORDER BY id");
-    if (!st)
-        return db_err(r->tab, err);
-    sqlite3_bind_int(st, 1, which);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(r->tab, &st, "SELECT id, why FROM sess WHERE state = ?1 ORDER BY id",
+                             "i", (int)which);
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st))
         fn(ctx, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1));
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_err(r->tab, err);
@@ -1029,15 +1030,6 @@ void svc_import_report_free(struct svc_import_report *r)
         svc_hostdb_close(r->tab);
     free(r->tab);
     memset(r, 0, sizeof *r);
-}
-
-/* Write every session to import into the staging directory (its own store), synced before
- * any rename when sessions.fsync. 0, or -1 with err set. */
-static int stage_all(struct job *j, struct svc_err *err)
-{
-    if (pass_stage(j, err) != 0)
-        return -1;
-    return j->st.durable ? svc_sync_tree(j->staging, err) : 0;
 }
 
 /* One session after pass 2: failed if a file changed, came or went since pass 1, else
@@ -1107,7 +1099,7 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     if (!opt->dry_run) {
         if (svc_import_staging(&j.st, &lockfd, j.todo ? &j.staging : NULL, &j.stg, err) != 0)
             goto out;
-        if (j.todo > 0 && (stage_all(&j, err) != 0 || place_all(&j, err) != 0))
+        if (j.todo > 0 && (pass_stage(&j, err) != 0 || place_all(&j, err) != 0))
             goto out;
     }
     report(&j, out);

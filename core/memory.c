@@ -60,19 +60,10 @@ char *svc_memory_fold(const char *text, size_t max_cp)
     return svc_buf_steal(&b);
 }
 
-static bool has_block(json_object *msg, const char *key)
-{
-    json_object *c = svc_json_arr(msg, "content");
-    for (size_t i = 0; c && i < json_object_array_length(c); i++)
-        if (svc_json_obj(json_object_array_get_idx(c, i), key))
-            return true;
-    return false;
-}
-
 /* The message's text when it is a text message of role (no toolResult); NULL otherwise. */
 static char *text_of(json_object *msg, const char *role)
 {
-    if (strcmp(svc_json_str(msg, "role", ""), role) != 0 || has_block(msg, "toolResult"))
+    if (strcmp(svc_json_str(msg, "role", ""), role) != 0 || svc_native_has(msg, "toolResult"))
         return NULL;
     char *t = svc_native_text(msg);
     if (!*t) {
@@ -491,11 +482,9 @@ static void record_state(const struct svc_sess *s, json_object *mem, const struc
 /* The newest message_id among sid's digests in have (-1 for none). */
 static int64_t have_of(struct svc_hostdb *have, const char *sid)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(have, "SELECT m FROM have WHERE sid = ?1");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int64_t id = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(have, &st, "SELECT m FROM have WHERE sid = ?1", "s", sid);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
     sqlite3_reset(st);
     return id;
 }
