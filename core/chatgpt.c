@@ -400,10 +400,9 @@ struct job {
 
 static void job_free(struct job *j)
 {
-    if (j->staging) {
+    if (j->staging)
         svc_file_remove_tree(j->staging);
-        free(j->staging);
-    }
+    free(j->staging);
     if (j->lockfd >= 0)
         close(j->lockfd);
     for (size_t i = 0; i < j->n; i++) {

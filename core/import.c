@@ -1105,10 +1105,9 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
     report(&j, out);
     rc = 0;
 out:
-    if (j.staging) {
+    if (j.staging)
         svc_file_remove_tree(j.staging);
-        free(j.staging);
-    }
+    free(j.staging);
     if (lockfd >= 0)
         close(lockfd);
     src_close(&j.src);
