@@ -484,18 +484,15 @@ static char *resolve_dest(const char *path)
             break;
         if (errno != ENOENT && errno != ENOTDIR)
             goto fail;
-        char *slash = strrchr(work, '/');
-        if (!slash)
-            goto fail;
+        char *slash = strrchr(work, '/'); /* work starts with '/' throughout */
         if (rest)
             rest[-1] = '/';
         rest = slash + 1;
+        *slash = '\0';
         if (slash == work) {
             real = svc_xstrdup("/");
-            *slash = '\0';
             break;
         }
-        *slash = '\0';
     }
     if (!rest) {
         free(work);

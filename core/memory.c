@@ -55,9 +55,7 @@ char *svc_memory_fold(const char *text, size_t max_cp)
         b.data[b.len] = '\0';
         svc_buf_adds(&b, "\xE2\x80\xA6"); /* the last code point: … */
     }
-    if (!b.data)
-        svc_buf_adds(&b, "");
-    return svc_buf_steal(&b);
+    return svc_buf_steal(&b); /* "" when empty */
 }
 
 /* The message's text when it is a text message of role (no toolResult); NULL otherwise. */
