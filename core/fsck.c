@@ -549,8 +549,7 @@ static void check_runs(struct fsck *f)
  * memory lock (<memory.root>/<agent>/.memory.lock) that memory sync appends under. */
 static void check_memory(struct fsck *f)
 {
-    const char *mroot = f->cfg->memory.root;
-    DIR *d = mroot ? opendir(mroot) : NULL;
+    DIR *d = f->cfg->memory.root ? opendir(f->cfg->memory.root) : NULL;
     struct dirent *de;
     while (d && (de = readdir(d))) {
         if (de->d_name[0] == '.' || !svc_layout_id_valid(de->d_name))

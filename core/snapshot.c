@@ -116,8 +116,6 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
     struct svc_sess h;
     if (svc_sess_open(cfg, s->sid, &h, err) != 0)
         return -1;
-    const struct svc_store *st = &h.st;
-    const char *dir = h.dir;
     s->dirname = svc_sess_path(&h, SVC_F_DIR, SVC_FROM_NAME);
     s->msgdir = svc_sess_path(&h, SVC_F_MESSAGES, SVC_FROM_SESSION);
     s->agent_file = svc_sess_path(&h, SVC_F_AGENT, SVC_FROM_SESSION);
@@ -133,7 +131,7 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
     }
     if (svc_sess_lock(&h, false, err) != 0)
         goto out;
-    bool in_flight = svc_lock_run_held(dir);
+    bool in_flight = svc_lock_run_held(h.dir);
     json_object *sc = NULL;
     struct svc_err rerr;
     int src = svc_sidecar_read(&h, &sc, &rerr);
@@ -154,11 +152,11 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
     }
     if (!sc && svc_sidecar_derive(&h, &sc, &rerr) != 0) {
         svc_snap_warn_native(s, svc_layout_name(SVC_F_SESSION), rerr.message);
-        sc = svc_sidecar_new(s->sid, st->agent_id, NULL);
+        sc = svc_sidecar_new(s->sid, h.st.agent_id, NULL);
     }
     s->summary = svc_sidecar_summary(sc);
     json_object_put(sc);
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dfd = open(h.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0) {
         svc_err_errno(err, "open session directory");
         goto out;
