@@ -820,21 +820,6 @@ static void index_tell(struct job *j, const char *sid)
     json_object_put(sc);
 }
 
-/* The staging name an overwritten session is moved to when the filesystem cannot
- * exchange: "old_session_<sid>", put back by clean_stale if the import dies meanwhile. */
-static char *aside_path(const char *staging, const char *sid)
-{
-    struct svc_store st = {.root = staging};
-    struct svc_sess h;
-    if (svc_sess_open_store(&st, sid, &h, NULL) != 0)
-        return NULL;
-    char *name = svc_sess_path(&h, SVC_F_DIR, SVC_FROM_NAME), *p = NULL;
-    svc_xasprintf(&p, "%s/%s%s", staging, svc_layout_name(SVC_F_IMPORT_ASIDE), name);
-    free(name);
-    svc_sess_close(&h);
-    return p;
-}
-
 /* Exchange staged and final (both locked by the caller); where the filesystem refuses
  * RENAME_EXCHANGE, two renames: the old session aside, the new one in, so that a reader
  * sees the old session, then for a moment none, then the new one, never a mix; the old
@@ -846,7 +831,10 @@ static int swap_into_place(struct job *j, const char *sid, const char *staged, c
     if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
         return -1;
     svc_fs_fallback_note("renameat2 RENAME_EXCHANGE", errno);
-    char *aside = aside_path(j->staging, sid);
+    /* "<staging>/old_session_<sid>", put back by clean_stale if the import dies meanwhile */
+    char *aside = NULL;
+    svc_xasprintf(&aside, "%s/%s%s", j->staging, svc_layout_name(SVC_F_IMPORT_ASIDE),
+                  strrchr(final, '/') + 1);
     int rc = rename(final, aside);
     if (rc == 0 && (rc = rename(staged, final)) != 0) {
         int e = errno;
