@@ -391,6 +391,21 @@ static int query_get(struct http_req *r, const char *name, const char **v, struc
     return 0;
 }
 
+int http_query_known(struct http_req *r, const char *known, struct svc_err *err)
+{
+    query_parse(r);
+    for (size_t i = 0; i < r->nq; i++) {
+        const char *name = r->q[i].name, *at = known ? strstr(known, name) : NULL;
+        size_t n = strlen(name);
+        while (at && !((at == known || at[-1] == ' ') && (at[n] == ' ' || !at[n])))
+            at = strstr(at + 1, name);
+        if (!at || !n)
+            return svc_err_setp(err, SVC_E_INVALID_QUERY, name, "unknown query parameter '%.64s'",
+                                name);
+    }
+    return 0;
+}
+
 void http_query_all(struct http_req *r, const char *name, const char ***out, size_t *n)
 {
     query_parse(r);
