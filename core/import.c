@@ -217,14 +217,16 @@ static int rec_get(struct svc_hostdb *db, sqlite3_stmt *st, int rc, struct rec *
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : db_err(db, err);
 }
 
-/* Session (sid, n) into *r: 1, 0 when it has no record, -1. */
+/* Session (sid, n) into *r: 1, 0 when it has no record (only r->id set then), -1. */
 static int rec_find(struct svc_hostdb *db, const char *sid, size_t n, struct rec *r,
                     struct svc_err *err)
 {
     sqlite3_stmt *st;
     int rc = svc_hostdb_step(db, &st, "SELECT id, num, state, why FROM sess WHERE id = ?1", "t",
                              sid, (int)n);
-    return rec_get(db, st, rc, r, err);
+    if ((rc = rec_get(db, st, rc, r, err)) == 0)
+        snprintf(r->id, sizeof r->id, "%.*s", (int)n, sid);
+    return rc;
 }
 
 static int rec_put(struct svc_hostdb *db, const struct rec *r, struct svc_err *err)
@@ -241,11 +243,8 @@ static int note(struct svc_hostdb *db, const char *sid, size_t n, uint64_t num, 
                 const char *why, struct svc_err *err)
 {
     struct rec r = {.state = S_IMPORT};
-    int found = rec_find(db, sid, n, &r, err);
-    if (found < 0)
+    if (rec_find(db, sid, n, &r, err) < 0)
         return -1;
-    if (!found)
-        snprintf(r.id, sizeof r.id, "%.*s", (int)n, sid);
     r.num += num;
     if (r.state == S_IMPORT && state != S_IMPORT)
         rec_set(&r, state, why);
@@ -706,8 +705,6 @@ static int cur_session(struct job *j, const char *sid, size_t n, struct svc_err 
     free(j->cur_staged);
     j->cur_staged = NULL;
     j->cur_found = rec_find(j->db, sid, n, &j->cur, err);
-    if (j->cur_found == 0)
-        snprintf(j->cur.id, sizeof j->cur.id, "%.*s", (int)n, sid);
     return j->cur_found;
 }
 
