@@ -187,23 +187,6 @@ static void scan_back_fd(int fd, off_t size, const char *needle,
     free(buf);
 }
 
-/* scan_back_fd on the file at path; a missing file has no lines. */
-static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), void *ctx,
-                     struct svc_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return svc_err_errno(err, "memory file");
-    }
-    scan_back_fd(fd, st.st_size, NULL, fn, ctx, NULL);
-    close(fd);
-    return 0;
-}
-
 struct dup_ctx {
     const char *sid;
     int64_t id;
@@ -729,8 +712,16 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
     int fd = -1;
     if (svc_is_dir(dir) && (fd = svc_memory_lock(dir, LOCK_SH, &e)) < 0)
         svc_logf("memory recall: %s", e.message);
-    if (scan_back(file, recall_line, &c, &e) != 0)
+    int mf = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (mf >= 0 && fstat(mf, &st) == 0) {
+        scan_back_fd(mf, st.st_size, NULL, recall_line, &c, NULL);
+    } else if (mf >= 0 || errno != ENOENT) { /* a missing file has no lines */
+        svc_err_errno(&e, "memory file");
         svc_logf("memory recall: %s", e.message);
+    }
+    if (mf >= 0)
+        close(mf);
     if (fd >= 0)
         close(fd);
     size_t n = json_object_array_length(c.found);
