@@ -935,16 +935,6 @@ static bool left_out_fails(const struct svc_export *ex, struct svc_err *err)
     return true;
 }
 
-/* Whether the agent has a memory file (no file: no memory/ in the bundle). */
-static bool memory_file_of(const struct svc_export *ex)
-{
-    char *dir, *file = svc_memory_file(ex->cfg, ex->cfg->sessions.agent_id, &dir);
-    bool there = access(file, R_OK) == 0;
-    free(file);
-    free(dir);
-    return there;
-}
-
 struct mem_out {
     struct svc_hostdb *ids;
     FILE *f;
@@ -994,7 +984,10 @@ static int produce(struct svc_export *ex, struct bout *o, const struct svc_expor
     int64_t msgs = 0;
     o->now = time(NULL);
     o->top = json_object_new_array();
-    ex->memory = memory_file_of(ex);
+    char *mdir, *mfile = svc_memory_file(ex->cfg, ex->cfg->sessions.agent_id, &mdir);
+    ex->memory = access(mfile, R_OK) == 0; /* no memory file: no memory/ in the bundle */
+    free(mfile);
+    free(mdir);
     if (!(o->list = svc_export_spool_file(o->spooldir, "spool", err)))
         return -1;
     snprintf(o->prefix, sizeof o->prefix, "%s/", ex->id);
