@@ -22,9 +22,7 @@
 json_object *svc_event_new(const char *run_id, const char *sid, int64_t seq, const char *type)
 {
     char now[SVC_TIME_LEN];
-    json_object *ev = json_object_new_object();
-    svc_json_set_str(ev, "type", type);
-    svc_json_set_str(ev, "run_id", run_id);
+    json_object *ev = svc_json_new_obj("type", type, "run_id", run_id, NULL);
     svc_json_set_int(ev, "seq", seq);
     svc_json_set_str(ev, "session_id", sid);
     svc_json_set_str(ev, "schema_version", "2.0");
@@ -408,9 +406,7 @@ static void loop_tool_report(struct svc_loop *loop, json_object *tu,
     svc_json_set_int(ev, "latency_ms", res->latency_ms);
     svc_json_set_bool(ev, "truncated", res->truncated);
     loop_event_emit(loop, ev);
-    json_object *tr = json_object_new_object();
-    svc_json_set_str(tr, "call_id", id);
-    svc_json_set_str(tr, "tool", name);
+    json_object *tr = svc_json_new_obj("call_id", id, "tool", name, NULL);
     svc_json_set(tr, "arguments", input ? svc_json_copy(input) : json_object_new_object());
     svc_json_set_bool(tr, "ok", res->ok);
     svc_json_set_int(tr, "latency_ms", res->latency_ms);
@@ -422,9 +418,8 @@ static void loop_tool_report(struct svc_loop *loop, json_object *tu,
 /* The toolResult block of a result: its blocks (text when it has none), structuredContent. */
 static json_object *loop_result_block(const char *id, const struct svc_tool_result *res)
 {
-    json_object *trb = json_object_new_object();
-    svc_json_set_str(trb, "toolUseId", id);
-    svc_json_set_str(trb, "status", res->ok ? "success" : "error");
+    json_object *trb =
+        svc_json_new_obj("toolUseId", id, "status", res->ok ? "success" : "error", NULL);
     json_object *items = res->blocks ? json_object_get(res->blocks) : json_object_new_array();
     if (json_object_array_length(items) == 0)
         json_object_array_add(items, svc_parts_text(res->content ? res->content : ""));

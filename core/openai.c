@@ -86,10 +86,7 @@ static char *tool_result_text(json_object *tr)
 /* A text content part. */
 static json_object *text_part(const char *t)
 {
-    json_object *p = json_object_new_object();
-    svc_json_set_str(p, "type", "text");
-    svc_json_set_str(p, "text", t);
-    return p;
+    return svc_json_new_obj("type", "text", "text", t, NULL);
 }
 
 /* The images and documents of a toolResult as chat parts, appended to media (an OpenAI tool
@@ -137,11 +134,9 @@ json_object *svc_openai_project(json_object *msg)
         } else if (tu) {
             if (!tool_calls)
                 tool_calls = json_object_new_array();
-            json_object *tc = json_object_new_object();
-            svc_json_set_str(tc, "id", svc_json_str(tu, "toolUseId", ""));
-            svc_json_set_str(tc, "type", "function");
-            json_object *fn = json_object_new_object();
-            svc_json_set_str(fn, "name", svc_json_str(tu, "name", ""));
+            json_object *tc =
+                svc_json_new_obj("id", svc_json_str(tu, "toolUseId", ""), "type", "function", NULL);
+            json_object *fn = svc_json_new_obj("name", svc_json_str(tu, "name", ""), NULL);
             json_object *input = NULL;
             json_object_object_get_ex(tu, "input", &input);
             char *args = input ? svc_json_dump_compact(input) : NULL;
@@ -150,9 +145,8 @@ json_object *svc_openai_project(json_object *msg)
             svc_json_set(tc, "function", fn);
             json_object_array_add(tool_calls, tc);
         } else if (tr) { /* the tool messages lead */
-            json_object *m = json_object_new_object();
-            svc_json_set_str(m, "role", "tool");
-            svc_json_set_str(m, "tool_call_id", svc_json_str(tr, "toolUseId", ""));
+            json_object *m = svc_json_new_obj("role", "tool", "tool_call_id",
+                                              svc_json_str(tr, "toolUseId", ""), NULL);
             char *rt = tool_result_text(tr);
             svc_json_set_str(m, "content", rt);
             free(rt);
@@ -167,14 +161,11 @@ json_object *svc_openai_project(json_object *msg)
         if (json_object_array_length(media)) {
             json_object_array_add(out, svc_parts_message("user", json_object_get(media)));
         } else if (*txt) {
-            json_object *m = json_object_new_object();
-            svc_json_set_str(m, "role", "user");
-            svc_json_set_str(m, "content", txt);
-            json_object_array_add(out, m);
+            json_object_array_add(out, svc_json_new_obj("role", "user", "content", txt, NULL));
         }
     } else {
-        json_object *m = json_object_new_object(), *parts = assistant ? NULL : user_parts(msg);
-        svc_json_set_str(m, "role", assistant ? "assistant" : "user");
+        json_object *m = svc_json_new_obj("role", assistant ? "assistant" : "user", NULL),
+                    *parts = assistant ? NULL : user_parts(msg);
         if (parts)
             svc_json_set(m, "content", parts);
         else if (assistant && tool_calls && !*txt)
@@ -255,9 +246,8 @@ json_object *svc_openai_to_native(json_object *om)
         for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++) {
             json_object *tc = json_object_array_get_idx(tcs, i);
             json_object *fn = svc_json_obj(tc, "function");
-            json_object *tu = json_object_new_object();
-            svc_json_set_str(tu, "toolUseId", svc_json_str(tc, "id", ""));
-            svc_json_set_str(tu, "name", svc_json_str(fn, "name", ""));
+            json_object *tu = svc_json_new_obj("toolUseId", svc_json_str(tc, "id", ""), "name",
+                                               svc_json_str(fn, "name", ""), NULL);
             svc_json_set(tu, "input", svc_openai_args(svc_json_str(fn, "arguments", "{}")));
             json_object_array_add(blocks, svc_parts_wrap("toolUse", tu));
         }

@@ -45,11 +45,8 @@ static const char *decide(const struct svc_config *cfg, json_object *sum, time_t
 
 static void add_action(json_object *actions, const char *sid, const char *action, const char *why)
 {
-    json_object *a = json_object_new_object();
-    svc_json_set_str(a, "session_id", sid);
-    svc_json_set_str(a, "action", action);
-    svc_json_set_str(a, "reason", why);
-    json_object_array_add(actions, a);
+    json_object_array_add(
+        actions, svc_json_new_obj("session_id", sid, "action", action, "reason", why, NULL));
 }
 
 struct plan {
