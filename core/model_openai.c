@@ -212,9 +212,7 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
     *prompt_chars = oa_prompt_chars(msgs);
     svc_json_set(req, "messages", msgs);
     svc_json_set_bool(req, "stream", true);
-    json_object *so = json_object_new_object();
-    svc_json_set_bool(so, "include_usage", true);
-    svc_json_set(req, "stream_options", so);
+    svc_json_set(req, "stream_options", json_tokener_parse("{\"include_usage\": true}"));
     json_object *tools = oa_tools_json(call->tools);
     if (tools)
         svc_json_set(req, "tools", tools);
@@ -232,16 +230,14 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
     else if (cfg->model.has_max_tokens)
         svc_json_set_int(req, "max_tokens", cfg->model.max_tokens);
     /* the request's own settings, unchanged (SPEC 15); svc's keys above stay svc's */
-    json_object *settings = call->settings ? call->settings : json_object_new_object();
-    json_object_object_foreach(settings, key, val)
-    {
-        bool ours = json_object_object_get_ex(req, key, NULL);
-        bool toolish = strcmp(key, "parallel_tool_calls") == 0;
-        if (!ours && (!toolish || tools))
-            svc_json_set(req, key, json_object_get(val));
+    if (call->settings) {
+        json_object_object_foreach(call->settings, key, val)
+        {
+            if (!json_object_object_get_ex(req, key, NULL) &&
+                (tools || strcmp(key, "parallel_tool_calls") != 0))
+                svc_json_set(req, key, json_object_get(val));
+        }
     }
-    if (!call->settings)
-        json_object_put(settings);
     return req;
 }
 
