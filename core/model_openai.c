@@ -535,21 +535,20 @@ static char *oa_error_message(const char *body, char *param, size_t psz)
 
 static bool oa_connect_error(CURLcode cc)
 {
-    switch (cc) {
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-        return true;
-    default:
-        return false;
-    }
+    static const CURLcode retried[] = {CURLE_COULDNT_RESOLVE_PROXY,
+                                       CURLE_COULDNT_RESOLVE_HOST,
+                                       CURLE_COULDNT_CONNECT,
+                                       CURLE_SEND_ERROR,
+                                       CURLE_RECV_ERROR,
+                                       CURLE_GOT_NOTHING,
+                                       CURLE_PARTIAL_FILE,
+                                       CURLE_SSL_CONNECT_ERROR,
+                                       CURLE_HTTP2,
+                                       CURLE_HTTP2_STREAM};
+    for (size_t i = 0; i < sizeof retried / sizeof *retried; i++)
+        if (cc == retried[i])
+            return true;
+    return false;
 }
 
 /* The verdict of an attempt whose answer could not be taken (st->abort says why): the
