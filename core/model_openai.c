@@ -310,8 +310,7 @@ static void oa_tool_calls(struct oa *st, json_object *tcs, bool whole_message)
             svc_buf_adds(&t->args, json_object_get_string(args));
         } else if (json_object_is_type(args, json_type_object)) { /* lenient servers */
             char *s = svc_json_dump_compact(args);
-            if (s)
-                svc_buf_adds(&t->args, s);
+            svc_buf_adds(&t->args, s);
             free(s);
         }
     }
@@ -711,14 +710,9 @@ int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json
         size_t arg_chars = 0;
         *tool_uses = oa_tool_uses(&st, &arg_chars);
         *text = svc_buf_steal(&st.text);
-        if (!*text) {
-            json_object_put(*tool_uses);
-            *tool_uses = NULL;
-            rc = -1;
-        }
     }
     oa_reset_attempt(&st);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 /* Attempts until one succeeds, fails for good, or model.max_retries is spent (never once

@@ -75,8 +75,7 @@ static char *tool_result_text(json_object *tr)
             svc_buf_adds(&b, t);
         } else if (json_object_object_get_ex(it, "json", &j)) {
             char *s = svc_json_dump_compact(j);
-            if (s)
-                svc_buf_adds(&b, s);
+            svc_buf_adds(&b, s);
             free(s);
         }
     }
