@@ -185,8 +185,7 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
     json_object *out = json_object_new_array();
     for (size_t i = 0; i < cfg->njobs; i++) {
         const struct svc_job *j = &cfg->jobs[i];
-        json_object *res = json_object_new_object();
-        svc_json_set_str(res, "id", j->id);
+        json_object *res = svc_json_new_obj("id", j->id, NULL);
         json_object_array_add(out, res);
         struct svc_cron c;
         if (!j->enabled || svc_cron_parse(j->schedule, &c, NULL) != 0) {
