@@ -336,34 +336,33 @@ json_object *svc_parts_responses(json_object *block)
 int svc_parts_from_responses(json_object *part, const char *param, json_object **out,
                              struct svc_err *err)
 {
-    const char *type = svc_json_str(part, "type", ""), *refused = "file_url";
+    const char *type = svc_json_str(part, "type", "");
     bool image = strcmp(type, "input_image") == 0;
+    const char *refused = image ? "file_id" : "file_url";
     char p[256];
-    json_object *inner = json_object_new_object(), *v = NULL;
     *out = NULL;
-    if (image) {
-        if (json_object_object_get_ex(part, "image_url", &v))
-            svc_json_set(inner, "url", json_object_get(v));
-        if (json_object_object_get_ex(part, "detail", &v))
-            svc_json_set(inner, "detail", json_object_get(v));
-        refused = "file_id";
-    } else if (strcmp(type, "input_file") == 0) {
-        static const char *const keys[] = {"file_data", "filename", "file_id"};
-        for (size_t i = 0; i < COUNT(keys); i++)
-            if (json_object_object_get_ex(part, keys[i], &v))
-                svc_json_set(inner, keys[i], json_object_get(v));
-    } else {
-        json_object_put(inner);
+    if (!image && strcmp(type, "input_file") != 0) {
         snprintf(p, sizeof p, "%s.type", param);
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s' must be input_text, input_image or input_file, not '%.32s'", p,
                             type);
     }
     if (json_object_object_get_ex(part, refused, NULL)) {
-        json_object_put(inner);
         snprintf(p, sizeof p, "%s.%s", param, refused);
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s': svc keeps no uploaded or remote files; send the data inline", p);
+    }
+    json_object *inner = json_object_new_object(), *v = NULL;
+    if (image) {
+        if (json_object_object_get_ex(part, "image_url", &v))
+            svc_json_set(inner, "url", json_object_get(v));
+        if (json_object_object_get_ex(part, "detail", &v))
+            svc_json_set(inner, "detail", json_object_get(v));
+    } else {
+        static const char *const keys[] = {"file_data", "filename", "file_id"};
+        for (size_t i = 0; i < COUNT(keys); i++)
+            if (json_object_object_get_ex(part, keys[i], &v))
+                svc_json_set(inner, keys[i], json_object_get(v));
     }
     *out = svc_json_new_obj("type", image ? "image_url" : "file", NULL);
     svc_json_set(*out, image ? "image_url" : "file", inner);
