@@ -1,6 +1,7 @@
 #include "model_openai.h"
 
 #include <curl/curl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -643,15 +644,9 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
 /* Wait before a retry, still polling for cancellation. 0, or -1 with err when cancelled. */
 static int oa_backoff(struct oa *st, int attempt, struct svc_err *err)
 {
-    double delay = 0.5;
-    for (int i = 0; i < attempt && delay < OA_BACKOFF_CAP_S; i++)
-        delay *= 2;
-    if (delay > OA_BACKOFF_CAP_S)
-        delay = OA_BACKOFF_CAP_S;
-    if (st->retry_after_ms >= 0)
-        delay = st->retry_after_ms / 1000.0;
-    else if (st->retry_after >= 0)
-        delay = st->retry_after;
+    double delay = st->retry_after_ms >= 0 ? st->retry_after_ms / 1000.0
+                   : st->retry_after >= 0  ? st->retry_after
+                                           : fmin(ldexp(0.5, attempt), OA_BACKOFF_CAP_S);
     if (delay > OA_RETRY_AFTER_CAP_S)
         delay = OA_RETRY_AFTER_CAP_S;
     double until = svc_time_monotonic() + delay;
