@@ -447,8 +447,7 @@ static double oa_header_seconds(const char *v, size_t n)
     char tmp[64], *end;
     if (n >= sizeof tmp)
         return -1;
-    memcpy(tmp, v, n);
-    tmp[n] = '\0';
+    snprintf(tmp, sizeof tmp, "%.*s", (int)n, v);
     double s = strtod(tmp, &end); /* past leading white space */
     end += strspn(end, " \t\r\n");
     if (end == tmp || *end || !(s >= 0))
