@@ -676,9 +676,7 @@ static json_object *result_block(json_object *item, struct svc_buf *t)
         return b;
     }
     json_object *res = svc_json_obj(item, "resource");
-    const char *text = svc_json_str(item, "text", NULL);
-    if (!text && res)
-        text = svc_json_str(res, "text", NULL);
+    const char *text = svc_json_str(item, "text", svc_json_str(res, "text", NULL));
     char *made = NULL;
     if (!text)
         svc_xasprintf(&made, "[%s%s%s]", type, res || svc_json_str(item, "uri", NULL) ? ": " : "",
