@@ -82,7 +82,6 @@ static char *tool_result_text(json_object *tr)
     return svc_buf_steal(&b);
 }
 
-/* A text content part. */
 static json_object *text_part(const char *t)
 {
     return svc_json_new_obj("type", "text", "text", t, NULL);

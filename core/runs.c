@@ -388,8 +388,7 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
         char now[SVC_TIME_LEN];
         svc_json_set_str(fresh, "finished_at", svc_time_now_iso(now));
         write_record(cfg, fresh, NULL);
-        /* copy the final fields into the caller's record */
-        svc_json_merge(rec, fresh);
+        svc_json_merge(rec, fresh); /* the caller's record */
     }
     json_object_put(fresh);
     close(fd);
@@ -450,7 +449,6 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     size_t len = 0;
     *out = json_object_new_array();
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
-        /* a partial last line is not yet an event */
         struct events_ctx c = {*out, cursor, 0, NULL, 0};
         svc_jsonl_lines(buf, len, event_line_add, &c);
         json_object *lev = ended && c.last ? svc_jsonl_object(c.last, c.last_n) : NULL;
