@@ -567,8 +567,7 @@ static enum oa_result oa_chunk_failed(struct oa *st, struct svc_err *err)
 static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
 {
     const struct svc_model_call *call = st->call;
-    char errbuf[CURL_ERROR_SIZE];
-    errbuf[0] = '\0';
+    char errbuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(st->h, CURLOPT_ERRORBUFFER, errbuf);
     st->last_data = st->last_idle = st->last_poll = svc_time_monotonic();
     CURLcode cc = curl_easy_perform(st->h);
@@ -619,8 +618,7 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     }
     if (st->mode == OA_JSON) {
         json_object *o = NULL;
-        struct svc_err perr;
-        if (svc_json_parse(st->body.data ? st->body.data : "", st->body.len, &o, &perr) != 0 ||
+        if (svc_json_parse(st->body.data ? st->body.data : "", st->body.len, &o, NULL) != 0 ||
             !json_object_is_type(o, json_type_object)) {
             json_object_put(o);
             return oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is not valid JSON");
@@ -768,7 +766,6 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     if (st.key && !*st.key)
         st.key = NULL;
     char *url = NULL, *auth = NULL;
-    struct curl_slist *hdrs = NULL;
     size_t prompt_chars = 0;
     json_object *req = oa_request_json(call, &prompt_chars);
     char *body = svc_json_dump_compact(req);
@@ -777,7 +774,7 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     while (bl > 0 && base[bl - 1] == '/')
         bl--;
     svc_xasprintf(&url, "%.*s/chat/completions", (int)bl, base);
-    hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream, application/json");
     hdrs = curl_slist_append(hdrs, "Expect:");
     if (st.key) {
