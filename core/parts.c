@@ -373,12 +373,11 @@ int svc_parts_from_responses(json_object *part, const char *param, json_object *
 static json_object *media_view(const char *type, json_object *m, const struct media *t, size_t nt,
                                bool bytes)
 {
-    json_object *v = json_object_new_object(), *src = svc_json_obj(m, "source");
-    svc_json_set_str(v, "type", type);
-    svc_json_set_str(v, "format", svc_json_str(m, "format", NULL));
+    json_object *src = svc_json_obj(m, "source"), *b = svc_json_obj(src, "bytes");
+    json_object *v =
+        svc_json_new_obj("type", type, "format", svc_json_str(m, "format", NULL), NULL);
     if (svc_json_str(m, "name", NULL))
         svc_json_set_str(v, "name", svc_json_str(m, "name", NULL));
-    json_object *b = svc_json_obj(src, "bytes");
     if (b)
         svc_json_set_int(v, "size", svc_parts_bytes_size(b));
     char *url =
@@ -391,11 +390,10 @@ static json_object *media_view(const char *type, json_object *m, const struct me
 
 static json_object *result_view(json_object *tr, bool bytes)
 {
-    json_object *v = json_object_new_object(), *items = json_object_new_array();
-    svc_json_set_str(v, "type", "tool_result");
-    svc_json_set_str(v, "id", svc_json_str(tr, "toolUseId", NULL));
-    svc_json_set_str(v, "status", svc_json_str(tr, "status", "success"));
-    json_object *c = svc_json_arr(tr, "content");
+    json_object *v =
+        svc_json_new_obj("type", "tool_result", "id", svc_json_str(tr, "toolUseId", NULL), "status",
+                         svc_json_str(tr, "status", "success"), NULL);
+    json_object *c = svc_json_arr(tr, "content"), *items = json_object_new_array();
     for (size_t i = 0; c && i < json_object_array_length(c); i++) {
         json_object *it = json_object_array_get_idx(c, i), *j = NULL;
         if (json_object_object_get_ex(it, "json", &j)) {
