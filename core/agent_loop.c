@@ -715,7 +715,7 @@ static char *request_system_of(const struct svc_run_request *req)
 void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const char *run_id,
                    const char *sid, const struct svc_run_request *req)
 {
-    memset(loop, 0, sizeof *loop);
+    memset(loop, 0, sizeof *loop); /* loop->content empty */
     loop->cfg = cfg;
     loop->run_id = run_id;
     loop->sid = sid;
@@ -754,7 +754,6 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->tool_trace = json_object_new_array();
     loop->tool_calls = json_object_new_array();
     loop->client_calls = json_object_new_array();
-    svc_buf_init(&loop->content);
 }
 
 void svc_loop_free(struct svc_loop *loop)
