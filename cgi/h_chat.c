@@ -153,6 +153,26 @@ static int sid_field(json_object *o, const char *key, const char *param, const c
     return -1;
 }
 
+/* The metadata keys svc does not read itself, kept in the session's metadata (NULL: none). */
+static json_object *meta_kept(json_object *meta)
+{
+    static const char *const ours[] = {"session_id", "event_format", "locale", "channel",
+                                       "turn_id"};
+    json_object *out = NULL;
+    json_object_object_foreach(meta, key, val)
+    {
+        size_t i = 0;
+        while (i < sizeof ours / sizeof *ours && strcmp(key, ours[i]) != 0)
+            i++;
+        if (i < sizeof ours / sizeof *ours)
+            continue;
+        if (!out)
+            out = json_object_new_object();
+        svc_json_set(out, key, json_object_get(val));
+    }
+    return out;
+}
+
 static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *err)
 {
     memset(in, 0, sizeof *in);
@@ -186,6 +206,7 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
         turn_in_settings(&in->t, TURN_CHAT, err) < 0)
         return -1;
     in->t.req.stateless = !store; /* as the Responses API's store: false (SPEC 12.3) */
+    in->t.req.metadata = meta ? meta_kept(meta) : NULL;
     in->t.req.max_tokens_param = "max_tokens";
     in->t.req.user = &r->user;
     bool mct = false; /* OpenAI's newer name, which wins */

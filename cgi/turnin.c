@@ -21,6 +21,7 @@ void turn_in_free(struct turn_in *in)
     json_object_put(in->req.tool_results);
     json_object_put(in->req.input_content);
     json_object_put(in->req.settings);
+    json_object_put(in->req.metadata);
     free(in->input);
     free(in->continued);
 }

@@ -23,7 +23,8 @@ struct turn_in {
     json_object *body; /* owned */
     /* What the run request gets (turn_in_request); owned here: history, input_content,
      * client_tools (toolsin.h), tool_results ([{call_id, output, param}] answering tool
-     * calls) and settings (turn_in_settings); the strings are borrowed from the body. */
+     * calls), settings (turn_in_settings) and metadata; the strings are borrowed from the
+     * body. */
     struct svc_run_request req;
     char *input;     /* heap, or NULL when the request only answers tool calls */
     char *continued; /* heap: the session turn_in_continue (or a branch) chose, or NULL */

@@ -421,16 +421,21 @@ static int sink_put(void *ctx, const char *sid, json_object *summary)
 }
 
 /* Fill the new database with the journal rebuilt from the directories: 0 with *p, 2 when
- * another's rebuild was waited for (stream its journal), 3 when a brief wait ran out, -1. */
-static int db_rebuild(const struct svc_store *st, struct svc_listdb_pos *p, bool brief)
+ * another's rebuild was waited for, or (recheck) when the journal is whole under the lock
+ * after all (stream it: a look without the lock can read a stamp being written, or one a
+ * compaction replaced meanwhile), 3 when a brief wait ran out, -1. */
+static int db_rebuild(const struct svc_store *st, struct svc_listdb_pos *p, bool brief,
+                      bool recheck)
 {
     struct svc_journal j;
     struct svc_dirscan_sink sink = {sink_put, rows, NULL};
     struct timespec mtime;
     bool written = false;
-    int rc = svc_journal_lock(st, &j) == 0
-                 ? svc_dirscan_rebuild(st, &j, &sink, true, brief, &mtime, &written)
-                 : -1;
+    int rc = svc_journal_lock(st, &j) == 0 ? 0 : -1;
+    if (rc == 0 && recheck && svc_journal_open(st, &j) == 1)
+        rc = 1;
+    else if (rc == 0)
+        rc = svc_dirscan_rebuild(st, &j, &sink, true, brief, &mtime, &written);
     if (rc == 0) {
         *p = (struct svc_listdb_pos){.root_mtime = svc_time_ns(mtime)};
         if (written) {
@@ -457,7 +462,7 @@ static int db_make(const struct svc_store *st, const char *path, bool rebuild, b
         bool again = rc == 1;
         rc = svc_listdb_open(path, true) == 0 && svc_listdb_begin() == 0 ? 0 : -1;
         if (rc == 0)
-            rc = again ? db_rebuild(st, &p, brief) : db_stream(st, &p);
+            rc = again ? db_rebuild(st, &p, brief, !rebuild && i < 3) : db_stream(st, &p);
         if (rc == 0 && (svc_listdb_pos_set(&p) != 0 || svc_listdb_commit() != 0))
             rc = -1;
         if (rc != 0) {

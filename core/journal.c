@@ -148,9 +148,12 @@ static bool whole(const struct svc_journal *j)
     if (j->sb.st_size == j->stamp.size &&
         (j->shared || svc_time_ns(j->sb.st_mtim) == j->stamp.mtime))
         return true;
-    /* without the lock a file that grew since is accepted: an appender writes its line
-     * before the stamp */
-    return j->lock < 0 && j->sb.st_size > j->stamp.size;
+    /* without the lock a file that grew since is accepted (an appender writes its line
+     * before the stamp), and one of the stamped size with a later time: an append sets
+     * the time before the size */
+    return j->lock < 0 &&
+           (j->sb.st_size > j->stamp.size ||
+            (j->sb.st_size == j->stamp.size && svc_time_ns(j->sb.st_mtim) > j->stamp.mtime));
 }
 
 int svc_journal_open(const struct svc_store *st, struct svc_journal *j)

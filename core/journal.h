@@ -13,7 +13,7 @@
  *   svc_journal_peek      the stamp read without the lock (a torn read sends the reader to
  *                         the locked path)
  *   svc_journal_open      the file into j: whether it is the stamped one (under the lock
- *                         exactly; without it, grown since is accepted too)
+ *                         exactly; without it, appended to since is accepted too)
  *   svc_journal_lines     call fn for each whole line in a byte range (memory: one line)
  *   svc_journal_line      one line parsed
  *   svc_journal_write     a new generation from rows, stamped (under the lock)

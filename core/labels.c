@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jsonx.h"
 #include "util.h"
 
 /* Whether s is 1..max characters without a control character. */
@@ -60,6 +61,26 @@ int svc_labels_check_metadata(json_object *metadata, struct svc_err *err)
                                 SVC_METADATA_VALUE_MAX);
         }
     }
+    return 0;
+}
+
+int svc_labels_metadata_merge(json_object *sc, json_object *add, json_object **out,
+                              struct svc_err *err)
+{
+    *out = NULL;
+    if (!add)
+        return 0;
+    json_object *m = svc_json_copy(svc_json_obj(sc, "metadata"));
+    if (!m)
+        m = json_object_new_object();
+    json_object_object_foreach(add, key, val) svc_json_set(m, key, json_object_get(val));
+    if (json_object_object_length(m) > SVC_METADATA_KEYS_MAX) {
+        json_object_put(m);
+        return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata",
+                            "the session's metadata would hold more than %d keys",
+                            SVC_METADATA_KEYS_MAX);
+    }
+    *out = m;
     return 0;
 }
 

@@ -21,6 +21,10 @@
 int svc_labels_check_tags(json_object *tags, struct svc_err *err);
 /* metadata: an object of string values within the limits. */
 int svc_labels_check_metadata(json_object *metadata, struct svc_err *err);
+/* The sidecar sc's metadata (sc may be NULL) with add's keys over it (new reference; NULL when
+ * add is): 422 invalid_field "metadata" when it would hold more than the keys allowed. */
+int svc_labels_metadata_merge(json_object *sc, json_object *add, json_object **out,
+                              struct svc_err *err);
 /* tags as stored: in order, each once (new reference). */
 json_object *svc_labels_tags_set(json_object *tags);
 /* tags as the listing keeps them, "\x1f<tag>\x1f<tag>\x1f" (heap), or NULL for none. */

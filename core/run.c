@@ -44,6 +44,7 @@
 #include "ctools.h"
 #include "fsio.h"
 #include "jsonx.h"
+#include "labels.h"
 #include "lock.h"
 #include "log.h"
 #include "memory.h"
@@ -321,7 +322,7 @@ static int begin_messages(struct svc_run *run, const struct svc_run_request *req
 /* The sidecar of a run that begins: status running, current_run, counts. sc is the
  * sidecar read (borrowed, may be NULL); returns a new reference. */
 static json_object *running_sidecar(struct svc_run *run, const struct svc_run_request *req,
-                                    json_object *sc, int64_t message_count)
+                                    json_object *sc, json_object *meta, int64_t message_count)
 {
     const struct svc_store *st = &run->sess.st;
     json_object *out = NULL;
@@ -342,6 +343,8 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
         svc_json_set_str(out, "channel", req->channel);
     if (req->locale)
         svc_json_set_str(out, "locale", req->locale);
+    if (meta)
+        svc_json_set(out, "metadata", json_object_get(meta));
     svc_json_set_str(out, "model", run->cfg->model.name);
     svc_json_set_str(out, "updated_at", run->started_at);
     svc_json_set_int(out, "message_count", message_count);
@@ -515,7 +518,11 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
                            "session %s changed while this request was matched to it; retry",
                            run->sess.sid);
     }
-    json_object *sc = t->sc, *opening = NULL, *running = NULL;
+    json_object *sc = t->sc, *opening = NULL, *running = NULL, *meta = NULL;
+    if (svc_labels_metadata_merge(sc, req->metadata, &meta, err) != 0) {
+        svc_turn_release(t);
+        return -1;
+    }
     run->loop.prev_tokens = sc ? svc_json_copy(svc_json_obj(sc, "token_state")) : NULL;
     json_object *import = begin_history(run, req, sc);
     int64_t nimport = (int64_t)json_object_array_length(import);
@@ -535,7 +542,7 @@ static int begin_stateful(struct svc_run *run, const struct svc_run_request *req
         goto out;
     }
     if (run->sidecars) {
-        running = running_sidecar(run, req, sc, t->stored + nimport + nopen);
+        running = running_sidecar(run, req, sc, meta, t->stored + nimport + nopen);
         const char *owner = svc_user_owner(running);
         run->owner = owner ? svc_xstrdup(owner) : NULL;
         run->loop.owner = run->owner; /* memory recall's scope */
@@ -550,6 +557,7 @@ out:
     json_object_put(import);
     json_object_put(opening);
     json_object_put(running);
+    json_object_put(meta);
     return rc;
 }
 

@@ -31,8 +31,11 @@ struct svc_run_request {
     /* Who asks (user.h), NULL: the server.api_token admin. A session it may not see is
      * SVC_E_SESSION_NOT_FOUND (never busy or archived); a new one records it as owner. */
     const struct svc_user *user;
-    const char *channel;      /* NULL: "api" */
-    const char *locale;       /* NULL: "en" */
+    const char *channel; /* NULL: "api" */
+    const char *locale;  /* NULL: "en" */
+    /* Borrowed: the request's other metadata keys, set in the session's `metadata` (the
+     * summary's, as PATCH sets it) when the run begins, or NULL. */
+    json_object *metadata;
     const char *run_id;       /* NULL: generated "run-<16 hex>" */
     const char *instructions; /* NULL, or the Responses API's `instructions` */
     /* Over model.temperature and model.max_tokens for this run (echo ignores them), checked

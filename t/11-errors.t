@@ -204,6 +204,27 @@ is $s->req(POST => '/api/chat', body => { session_id => 'meta-512', metadata => 
                                           messages => [{ role => 'user', content => 'hi' }] })->{status},
    200, 'a channel of 512 characters is taken';
 
+# metadata keys svc does not read itself are kept in the session's metadata: a turn's key
+# replaces the session's, the others stay; past 16 keys is 422 and nothing is written
+sub chat_meta { $s->req(POST => '/api/chat', body => { session_id => 'meta-keep', metadata => $_[0],
+                                                          messages => [{ role => 'user', content => 'hi' }] }) }
+sub meta_of { $s->req(GET => '/api/v1/chat/sessions/meta-keep')->{json} }
+is chat_meta({ team => 'a', channel => 'web', turn_id => 't1' })->{status}, 200, 'a turn with metadata';
+is_deeply meta_of()->{metadata}, { team => 'a' }, "the turn's own keys are kept, svc's are not";
+is chat_meta({ team => 'b', env => 'prod' })->{status}, 200, 'a second turn';
+is_deeply meta_of()->{metadata}, { team => 'b', env => 'prod' }, 'a key given again replaces, new ones join';
+my $run = $s->req(POST => '/api/chat/runs', body => { session_id => 'meta-keep', metadata => { via => 'run' },
+                                                      messages => [{ role => 'user', content => 'hi' }] });
+is $run->{status}, 202, 'a run with metadata';
+$s->wait_run($run->{json}{run_id});
+is meta_of()->{metadata}{via}, 'run', 'runs keep theirs too';
+my $before = meta_of();
+err_ok(chat_meta({ map { ("k$_" => 'v') } 1 .. 14 }), 422, 'invalid_field',
+       'a turn that would give the session 17 metadata keys', 'metadata');
+my $after = meta_of();
+is_deeply [$after->{metadata}, $after->{message_count}], [$before->{metadata}, $before->{message_count}],
+          'refused: the session unchanged';
+
 $s->stop;
 
 done_testing;

@@ -1,9 +1,11 @@
 /* index: the root-level summary index stays true across processes: a reader idle across
- * compactions (inode numbers reused) and a lister compacting while a writer appends never
- * lose an update; the cursor refuses non-finite values. */
+ * compactions (inode numbers reused), a lister compacting while a writer appends and a look
+ * meeting an append half done never lose an update; the cursor refuses non-finite values. */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,6 +165,34 @@ static void compaction_races_appends(void)
     tap_rm_rf(root);
 }
 
+/* An append sets the file's time before its size: a look without the lock that comes in
+ * between sees the stamped size with a later time, and takes the journal (it reads up to the
+ * stamped size); under the lock the same file is not the stamped one. */
+static void append_in_progress_is_whole(void)
+{
+    char root[64], path[128];
+    make_root(root, sizeof root, 1);
+    free(title_of("s0"));
+    update("s0", "a");
+    snprintf(path, sizeof path, "%s/.svc_index.jsonl", root);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        abort();
+    struct timespec ts[2] = {sb.st_atim, sb.st_mtim};
+    ts[1].tv_sec += 1;
+    if (utimensat(AT_FDCWD, path, ts, 0) != 0)
+        abort();
+    struct svc_journal j;
+    svc_journal_peek(&st, &j);
+    is_int(svc_journal_open(&st, &j), 1, "without the lock: the stamped size, later, is whole");
+    svc_journal_done(&j);
+    if (svc_journal_lock(&st, &j) != 0)
+        abort();
+    is_int(svc_journal_open(&st, &j), 0, "under the lock: it is not the stamped file");
+    svc_journal_done(&j);
+    tap_rm_rf(root);
+}
+
 static void cursor_refuses_non_finite(void)
 {
     char root[64];
@@ -187,6 +217,7 @@ int main(void)
 {
     idle_reader_across_compactions();
     compaction_races_appends();
+    append_in_progress_is_whole();
     cursor_refuses_non_finite();
     svc_index_reset();
     return done_testing();
