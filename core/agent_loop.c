@@ -364,8 +364,7 @@ static void loop_tool_result(struct svc_loop *loop, json_object *tu, enum tool_k
                              struct svc_tool_result *res)
 {
     const char *name = svc_json_str(tu, "name", ""), *tool = NULL;
-    json_object *input = NULL;
-    json_object_object_get_ex(tu, "input", &input);
+    json_object *input = json_object_object_get(tu, "input");
     memset(res, 0, sizeof *res);
     struct svc_loop_mcp *m = kind == TK_RUN ? loop_mcp_of(loop, name, &tool) : NULL;
     if (kind == TK_OUTPUT) {
@@ -696,12 +695,11 @@ static char *request_system_of(const struct svc_run_request *req)
         svc_buf_adds(&b, req->instructions);
     size_t n = req->history ? json_object_array_length(req->history) : 0;
     for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(req->history, i), *content = NULL;
+        json_object *m = json_object_array_get_idx(req->history, i);
         const char *role = svc_json_str(m, "role", "");
         if (strcmp(role, "system") != 0 && strcmp(role, "developer") != 0)
             continue;
-        json_object_object_get_ex(m, "content", &content);
-        char *text = content ? svc_openai_content_text(content) : NULL;
+        char *text = svc_openai_content_text(json_object_object_get(m, "content"));
         if (text && *text) {
             if (b.len)
                 svc_buf_adds(&b, "\n\n");

@@ -504,13 +504,12 @@ static int oa_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 static char *oa_error_message(const char *body, char *param, size_t psz)
 {
     size_t len = strlen(body);
-    json_object *o = NULL, *e = NULL;
+    json_object *o = NULL;
     char *msg = NULL;
     if (len == 0)
         return NULL;
     if (svc_json_parse(body, len, &o, NULL) == 0) {
-        json_object_object_get_ex(o, "error", &e);
-        const char *m = oa_message_of(e);
+        const char *m = oa_message_of(json_object_object_get(o, "error"));
         if (!m)
             m = svc_json_str(o, "message", svc_json_str(o, "detail", NULL));
         snprintf(param, psz, "%s", svc_json_str(svc_json_obj(o, "error"), "param", ""));

@@ -135,8 +135,7 @@ json_object *svc_openai_project(json_object *msg)
             json_object *tc =
                 svc_json_new_obj("id", svc_json_str(tu, "toolUseId", ""), "type", "function", NULL);
             json_object *fn = svc_json_new_obj("name", svc_json_str(tu, "name", ""), NULL);
-            json_object *input = NULL;
-            json_object_object_get_ex(tu, "input", &input);
+            json_object *input = json_object_object_get(tu, "input");
             char *args = input ? svc_json_dump_compact(input) : NULL;
             svc_json_set_str(fn, "arguments", args ? args : "{}");
             free(args);
@@ -227,8 +226,7 @@ json_object *svc_openai_to_native(json_object *om)
     const char *role = svc_json_str(om, "role", NULL);
     if (!role)
         return NULL;
-    json_object *content_v = NULL;
-    json_object_object_get_ex(om, "content", &content_v);
+    json_object *content_v = json_object_object_get(om, "content");
     char *text = content_v ? svc_openai_content_text(content_v) : NULL;
     const char *native = NULL; /* the native message's role */
     json_object *blocks = json_object_new_array();

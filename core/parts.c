@@ -108,13 +108,8 @@ static int check_data(const struct data_url *d, const char *param, int64_t max_b
 /* The URL of an image_url part ({"url"}, or the URL alone), or NULL; *v its node. */
 static const char *image_url_of(json_object *part, json_object **v)
 {
-    json_object *iu = NULL;
-    *v = NULL;
-    json_object_object_get_ex(part, "image_url", &iu);
-    if (json_object_is_type(iu, json_type_object))
-        json_object_object_get_ex(iu, "url", v);
-    else
-        *v = iu;
+    json_object *iu = json_object_object_get(part, "image_url");
+    *v = json_object_is_type(iu, json_type_object) ? json_object_object_get(iu, "url") : iu;
     return json_object_is_type(*v, json_type_string) ? json_object_get_string(*v) : NULL;
 }
 
@@ -434,9 +429,7 @@ json_object *svc_parts_view(json_object *block, bool bytes)
     } else if ((x = svc_json_obj(block, "toolUse"))) {
         v = svc_json_new_obj("type", "tool_use", "id", svc_json_str(x, "toolUseId", NULL), "name",
                              svc_json_str(x, "name", NULL), NULL);
-        json_object *in = NULL;
-        json_object_object_get_ex(x, "input", &in);
-        svc_json_set(v, "input", json_object_get(in));
+        svc_json_set(v, "input", json_object_get(json_object_object_get(x, "input")));
     } else if ((x = svc_json_obj(block, "toolResult"))) {
         v = result_view(x, bytes);
     } else if ((x = svc_json_obj(block, "reasoningContent"))) {
