@@ -240,8 +240,7 @@ json_object *svc_openai_to_native(json_object *om)
         native = role;
         json_object *tcs = strcmp(role, "assistant") == 0 ? svc_json_arr(om, "tool_calls") : NULL;
         for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++) {
-            json_object *tc = json_object_array_get_idx(tcs, i);
-            json_object *fn = svc_json_obj(tc, "function");
+            json_object *tc = json_object_array_get_idx(tcs, i), *fn = svc_json_obj(tc, "function");
             json_object *tu = svc_json_new_obj("toolUseId", svc_json_str(tc, "id", ""), "name",
                                                svc_json_str(fn, "name", ""), NULL);
             svc_json_set(tu, "input", svc_openai_args(svc_json_str(fn, "arguments", "{}")));

@@ -344,8 +344,7 @@ fail:
 
 static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
 {
-    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS);
-    char *buf = NULL;
+    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS), *buf = NULL;
     size_t len = 0;
     int64_t n = 0;
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
@@ -444,8 +443,7 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     bool settled = ended && (svc_time_parse_iso(svc_json_str(rec, "finished_at", ""), &fin) != 0 ||
                              svc_time_now() - fin > 5.0);
     json_object_put(rec);
-    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS);
-    char *buf = NULL;
+    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS), *buf = NULL;
     size_t len = 0;
     *out = json_object_new_array();
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
