@@ -222,8 +222,8 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     in->t.svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
     if (!in->t.req.session_id)
         in->t.req.session_id = msid;
-    if (!in->t.req.session_id)
-        in->t.req.session_id = r->x_session_id;
+    if (!in->t.req.session_id && http_session_header(r, &in->t.req.session_id, err) < 0)
+        return -1;
     if (msgs) { /* every message checked, then the list split (turnin.h) */
         for (size_t i = 0; i < json_object_array_length(msgs); i++)
             if (check_message(json_object_array_get_idx(msgs, i), i, r->cfg->limits.max_image_bytes,

@@ -206,9 +206,11 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
         in->t.req.session_id = svc_json_str(in->prev, "session_id", NULL);
         mcp_listed_before(in);
     }
-    const char *const named[] = {conv, msid, bsid, r->x_session_id};
-    for (size_t k = 0; !in->t.req.session_id && k < 4; k++)
+    const char *const named[] = {conv, msid, bsid};
+    for (size_t k = 0; !in->t.req.session_id && k < 3; k++)
         in->t.req.session_id = named[k];
+    if (!in->t.req.session_id && http_session_header(r, &in->t.req.session_id, err) < 0)
+        return -1;
     if (!r->cfg->sessions.enabled)
         in->store = false; /* nothing is kept: nothing to find again */
     in->t.req.stateless = !in->store;

@@ -13,6 +13,7 @@
 #include "fsio.h"
 #include "jsonx.h"
 #include "labels.h"
+#include "layout.h"
 #include "util.h"
 
 /* The most we read and throw away after a 413, so the web server sees an orderly close
@@ -387,6 +388,30 @@ static int query_get(struct http_req *r, const char *name, const char **v, struc
                                 "query parameter '%s' is given more than once", name);
         seen = true;
         *v = r->q[i].value[0] ? r->q[i].value : NULL;
+    }
+    return 0;
+}
+
+int http_session_header(const struct http_req *r, const char **out, struct svc_err *err)
+{
+    *out = r->x_session_id;
+    if (!*out || svc_layout_id_check(*out, err) == 0)
+        return 0;
+    snprintf(err->param, sizeof err->param, "X-Session-Id");
+    return -1;
+}
+
+int http_query_known(struct http_req *r, const char *known, struct svc_err *err)
+{
+    query_parse(r);
+    for (size_t i = 0; i < r->nq; i++) {
+        const char *name = r->q[i].name, *at = known ? strstr(known, name) : NULL;
+        size_t n = strlen(name);
+        while (at && !((at == known || at[-1] == ' ') && (at[n] == ' ' || !at[n])))
+            at = strstr(at + 1, name);
+        if (!at || !n)
+            return svc_err_setp(err, SVC_E_INVALID_QUERY, name, "unknown query parameter '%.64s'",
+                                name);
     }
     return 0;
 }

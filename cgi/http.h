@@ -114,6 +114,12 @@ void http_log(const struct http_req *r);
 const char *http_env(const struct http_req *r, const char *name);
 /* A route parameter by name ("session_id"), NULL when the route has none. */
 const char *http_param(const struct http_req *r, const char *name);
+/* 0 when every query parameter is one of known (space-separated; NULL: none), else 400
+ * invalid_query naming the first other one. */
+int http_query_known(struct http_req *r, const char *known, struct svc_err *err);
+/* The X-Session-Id header (NULL when absent): 400 invalid_session_id naming it when it is no
+ * session id. */
+int http_session_header(const struct http_req *r, const char **out, struct svc_err *err);
 /* Decoded query value; *out NULL when absent or empty. */
 int http_query_str(struct http_req *r, const char *name, const char **out, struct svc_err *err);
 /* Every value of a repeatable parameter, in order (empty ones too): *out a heap array the

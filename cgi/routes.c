@@ -4,8 +4,8 @@
  * segment and is refused by the id check of core/). Literal routes come before parameter
  * routes that could match the same path, and a path a literal route (no {name}) matches
  * belongs to the literal routes only: GET /api/v1/chat/sessions/export is 405 (Allow:
- * POST), not the detail of a session named "export". Each row's access rule (access.h) is
- * checked here, before the handler runs. */
+ * POST), not the detail of a session named "export". Each row's access rule (access.h) and
+ * its handler's query parameters are checked here, before the handler runs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +88,31 @@ static const struct route routes[] = {
      h_message_feedback},
 };
 #define NROUTES (sizeof routes / sizeof routes[0])
+
+/* The query parameters each handler reads, space-separated; any other is 400 invalid_query,
+ * and a handler not listed reads none. */
+#define PAGE_Q "limit after order" /* http_send_page's */
+static const struct {
+    http_handler fn;
+    const char *names;
+} queries[] = {
+    {h_run_events, "cursor"},
+    {h_response_get, "stream starting_after"},
+    {h_response_input_items, PAGE_Q},
+    {h_conversations_list, PAGE_Q},
+    {h_conversation_items, PAGE_Q},
+    {h_sessions_list, "limit cursor include_archived archived_only status q user pinned tag"},
+    {h_sessions_search, "q limit cursor include_archived role"},
+    {h_session_messages, "limit offset order include_turns include"},
+};
+
+static const char *query_of(http_handler fn)
+{
+    for (size_t i = 0; i < sizeof queries / sizeof *queries; i++)
+        if (queries[i].fn == fn)
+            return queries[i].names;
+    return NULL;
+}
 
 #define MAX_SEGS 16
 
@@ -239,6 +264,7 @@ static void dispatch(struct http_req *r, int *route)
     match(hit->pattern, segs, nsegs, r, false);
     *route = (int)(hit - routes);
     if (access_check(r, hit->access, &err) < 0 ||
+        http_query_known(r, query_of(hit->fn), &err) < 0 ||
         (r->content_length > 0 && http_read_body(r, &err) < 0))
         goto fail;
     if (hit->fn(r, &err) < 0) {

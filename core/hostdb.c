@@ -2,7 +2,6 @@
 
 #include <openssl/evp.h>
 #include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>

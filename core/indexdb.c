@@ -205,7 +205,6 @@ static int db_rescan(const struct svc_store *st)
  * until it has recorded the root's mtime. */
 static void db_rescanner(void *ctx)
 {
-    (void)ctx;
     db_forked();
     svc_listdb_select(false);
     int b = db_lock(D.job.path, ".rescan", LOCK_EX | LOCK_NB);
@@ -507,7 +506,6 @@ static int db_build(const struct svc_store *st, const char *path, bool rebuild)
 /* The background build: in the spawned process, holding the build lock until it is done. */
 static void db_builder(void *ctx)
 {
-    (void)ctx;
     db_forked();
     int b = db_lock(D.job.path, ".build", LOCK_EX | LOCK_NB);
     D.job.rc = 1;

@@ -97,8 +97,7 @@ static int member(struct rd *r, const struct svc_jstream_fns *fns)
     json_object *k;
     if (skip_ws(r) != '"' || next_value(r, &k) != 0)
         return -1;
-    char *key = svc_xstrdup(json_object_get_string(k));
-    json_object_put(k);
+    const char *key = json_object_get_string(k);
     int rc = -1;
     if (skip_ws(r) == ':' && getc(r->f) == ':') {
         if (fns->each && strcmp(key, fns->each) == 0 && skip_ws(r) == '[') {
@@ -115,7 +114,7 @@ static int member(struct rd *r, const struct svc_jstream_fns *fns)
             json_object_put(v);
         }
     }
-    free(key);
+    json_object_put(k);
     return rc;
 }
 

@@ -497,29 +497,20 @@ static json_object *message_parts(json_object *m, bool bytes)
 json_object *svc_message_row(json_object *rec, int64_t id)
 {
     json_object *m = svc_store_effective_message(rec);
-    json_object *row = json_object_new_object();
+    json_object *row = json_object_new_object(), *proj = svc_openai_project(m);
+    const char *role = svc_openai_role(m);
     svc_json_set_int(row, "message_id", id);
-    svc_json_set_str(row, "role", svc_openai_role(m));
+    svc_json_set_str(row, "role", role);
     char *text = svc_native_text(m);
-    if (!*text) {
-        /* a tool-result message: its text is the results' text */
-        json_object *proj = svc_openai_project(m);
-        json_object *first =
-            json_object_array_length(proj) ? json_object_array_get_idx(proj, 0) : NULL;
-        const char *c = svc_json_str(first, "content", NULL);
-        if (c && strcmp(svc_openai_role(m), "tool") == 0) {
-            free(text);
-            text = svc_xstrdup(c);
-        }
-        json_object_put(proj);
-    }
-    svc_json_set_str(row, "content", text);
+    /* a tool-result message: its text is the first result's text */
+    const char *first = svc_json_str(json_object_array_get_idx(proj, 0), "content", NULL);
+    svc_json_set_str(row, "content", !*text && first && strcmp(role, "tool") == 0 ? first : text);
     free(text);
     svc_json_set_str(row, "created_at", svc_json_str(rec, "created_at", NULL));
     svc_json_set_str(row, "updated_at", svc_json_str(rec, "updated_at", NULL));
     svc_json_set(row, "parts", message_parts(m, false));
     svc_json_set(row, "raw_native", svc_json_copy(m));
-    svc_json_set(row, "openai_messages", svc_openai_project(m));
+    svc_json_set(row, "openai_messages", proj);
     return row;
 }
 

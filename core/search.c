@@ -1,7 +1,6 @@
 #include "search.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -383,9 +382,6 @@ static int register_fts5(sqlite3 *db)
 
 /* ---- the file: where it lives, its stamp, opening or rebuilding it ---- */
 
-static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
-                       int64_t from);
-
 #define TABLES                                                                                     \
     "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v TEXT);"                                 \
     "CREATE TABLE IF NOT EXISTS docs(doc INTEGER PRIMARY KEY, sid TEXT UNIQUE NOT NULL,"           \
@@ -656,46 +652,35 @@ static double mtime_of(const struct stat *st)
     return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec / 1e9;
 }
 
-/* Index message id of h anew (its row gone); *seen gets its mtime when later. */
-static int add_file(struct svc_sess *h, int64_t doc, int64_t id, double *seen)
+/* Read message id of h: with text, its text indexed anew (its row gone; *seen gets its mtime
+ * when later); with key, its transcript key stored as row ++*pos (chain.h). */
+static int add_file(struct svc_sess *h, int64_t doc, int64_t id, bool text, unsigned char *key,
+                    int64_t *pos, double *seen)
 {
     json_object *rec = NULL;
     struct stat sb;
     struct svc_err e = {0};
     if (svc_sess_read_message(h, id, &rec, &sb, NULL, &e) != 0) {
-        if (e.code != SVC_E_NOT_FOUND)
+        if (text && e.code != SVC_E_NOT_FOUND)
             svc_logf("search: session %s message %lld left out: %s", h->sid, (long long)id,
                      e.message);
         return 0;
     }
-    if (mtime_of(&sb) > *seen)
-        *seen = mtime_of(&sb);
-    const char *role = "user";
-    char *text = message_text(rec, &role);
-    int rc = *text ? svc_hostdb_run(&S.h, "INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)",
-                                    "lss", doc << MID_BITS | id, text, role)
-                   : 0;
-    free(text);
-    json_object_put(rec);
-    return rc;
-}
-
-/* Index h's messages from id `from` on (msgs: the listing's count); *next gets the largest id
- * + 1, *seen the newest mtime read. */
-static int add_messages(struct svc_sess *h, int64_t doc, int64_t from, int64_t msgs, int64_t *next,
-                        double *seen)
-{
-    int64_t count = 0, *ids = NULL;
-    struct svc_err e = {0};
-    if (svc_sess_message_count(h, msgs, &count, next, &ids, &e) != 0)
-        return 0; /* no messages directory: nothing to index */
     int rc = 0;
-    for (int64_t k = ids ? 0 : from; k < count && rc == 0; k++) {
-        int64_t id = ids ? ids[k] : k;
-        if (id >= from && id < (INT64_C(1) << MID_BITS))
-            rc = add_file(h, doc, id, seen);
+    if (text) {
+        if (mtime_of(&sb) > *seen)
+            *seen = mtime_of(&sb);
+        const char *role = "user";
+        char *body = message_text(rec, &role);
+        if (*body)
+            rc = svc_hostdb_run(&S.h, "INSERT INTO msgs(rowid, body, role) VALUES (?1, ?2, ?3)",
+                                "lss", doc << MID_BITS | id, body, role);
+        free(body);
     }
-    free(ids);
+    if (rc == 0 && key && svc_chain_step(key, svc_store_effective_message(rec)))
+        rc = svc_hostdb_run(&S.h, "INSERT INTO chain(key, doc, pos, mid) VALUES (?1, ?2, ?3, ?4)",
+                            "llll", svc_chain_id(key), doc, ++*pos, id);
+    json_object_put(rec);
     return rc;
 }
 
@@ -712,7 +697,7 @@ static int recheck_messages(struct svc_sess *h, int64_t doc, int64_t from, doubl
             continue;
         rc = svc_hostdb_run(&S.h, "DELETE FROM msgs WHERE rowid = ?1", "l", doc << MID_BITS | id);
         if (rc == 0 && there)
-            rc = add_file(h, doc, id, seen);
+            rc = add_file(h, doc, id, true, NULL, NULL, seen);
     }
     return rc;
 }
@@ -746,6 +731,54 @@ static bool same_session(int64_t doc, json_object *sum, double *seen)
     }
     sqlite3_reset(st);
     return same;
+}
+
+/* doc's transcript keys so far (of the messages before *from) into key and *pos, else (from
+ * 0, or none kept) all anew: *from and *pos 0, key seeded, its rows gone. */
+static int chain_start(int64_t doc, json_object *sum, int64_t *from, int64_t *pos,
+                       unsigned char key[32])
+{
+    sqlite3_stmt *st = NULL;
+    bool have = *from > 0 &&
+                svc_hostdb_step(&S.h, &st, "SELECT chain_key, chain_n FROM docs WHERE doc = ?1",
+                                "l", doc) == SQLITE_ROW &&
+                sqlite3_column_bytes(st, 0) == 32;
+    *pos = have ? sqlite3_column_int64(st, 1) : 0;
+    if (have)
+        memcpy(key, sqlite3_column_blob(st, 0), 32);
+    sqlite3_reset(st);
+    if (have)
+        return 0;
+    *from = 0;
+    svc_chain_seed(svc_user_owner(sum), key);
+    return run_doc("DELETE FROM chain WHERE doc = ?3", doc);
+}
+
+/* Index h's messages from id `from` on and its transcript keys from chain_from (<= from) on,
+ * each file read once (msgs: the listing's count); *next gets the largest id + 1, *seen the
+ * newest mtime read. */
+static int add_messages(struct svc_sess *h, int64_t doc, json_object *sum, int64_t from,
+                        int64_t chain_from, int64_t msgs, int64_t *next, double *seen)
+{
+    unsigned char key[32];
+    int64_t count = 0, pos = 0, *ids = NULL;
+    struct svc_err e = {0};
+    if (chain_start(doc, sum, &chain_from, &pos, key) != 0)
+        return -1;
+    if (svc_sess_message_count(h, msgs, &count, next, &ids, &e) != 0)
+        count = 0; /* no messages directory: nothing to index, no keys */
+    int rc = 0;
+    for (int64_t k = ids ? 0 : chain_from; k < count && rc == 0; k++) {
+        int64_t id = ids ? ids[k] : k;
+        if (id >= chain_from)
+            rc = add_file(h, doc, id, id >= from && id < (INT64_C(1) << MID_BITS), key, &pos, seen);
+    }
+    free(ids);
+    if (rc == 0)
+        rc = svc_hostdb_run(&S.h,
+                            "UPDATE docs SET chain_n = ?2, ran = ?3, chain_key = ?4 WHERE doc = ?1",
+                            "llib", doc, pos, svc_json_int(sum, "run_count", 0) > 0, key, 32);
+    return rc;
 }
 
 /* Bring one session's rows to what the listing says, in a transaction: new messages when the
@@ -787,12 +820,10 @@ static int index_session(const struct svc_config *cfg, const char *sid, double u
         if (seen != before)
             chain_from = 0; /* an earlier message changed: every key after it did */
         if (rc == 0)
-            rc = add_messages(&h, doc, from, msgs, &next, &seen);
+            rc = add_messages(&h, doc, sum, from, chain_from, msgs, &next, &seen);
     }
     if (rc == 0)
         rc = doc_write(sid, doc, updated, msgs, next, seen, sum);
-    if (rc == 0)
-        rc = chain_index(&h, doc, sum, msgs, chain_from);
     svc_sess_close(&h);
     json_object_put(sum);
     return rc;
@@ -1183,52 +1214,6 @@ int svc_search_rebuild(const struct svc_config *cfg, int64_t *sessions, int64_t 
 
 /* How long a transcript lookup catches up (newest first); the rest waits. */
 #define CHAIN_BUDGET_S 0.25
-
-/* The session's transcript keys from message `from` on (0, or none kept: all anew). */
-static int chain_index(struct svc_sess *h, int64_t doc, json_object *sum, int64_t msgs,
-                       int64_t from)
-{
-    int64_t count = 0, next = 0, *ids = NULL, pos = 0;
-    struct svc_err e = {0};
-    sqlite3_stmt *st = NULL;
-    unsigned char key[32];
-    /* from a session's keys so far (those of the messages before from), else all anew */
-    bool have = from > 0 &&
-                svc_hostdb_step(&S.h, &st, "SELECT chain_key, chain_n FROM docs WHERE doc = ?1",
-                                "l", doc) == SQLITE_ROW &&
-                sqlite3_column_bytes(st, 0) == 32;
-    if (have) {
-        memcpy(key, sqlite3_column_blob(st, 0), 32);
-        pos = sqlite3_column_int64(st, 1);
-    }
-    sqlite3_reset(st);
-    if (!have) {
-        from = pos = 0;
-        svc_chain_seed(svc_user_owner(sum), key);
-        if (run_doc("DELETE FROM chain WHERE doc = ?3", doc) != 0)
-            return -1;
-    }
-    int rc = 0;
-    if (svc_sess_message_count(h, msgs, &count, &next, &ids, &e) != 0)
-        count = 0; /* no messages directory: no keys */
-    for (int64_t k = 0; k < count && rc == 0; k++) {
-        int64_t id = ids ? ids[k] : k;
-        json_object *rec = NULL;
-        if (id < from || svc_sess_read_message(h, id, &rec, NULL, NULL, &e) != 0)
-            continue;
-        if (svc_chain_step(key, svc_store_effective_message(rec)))
-            rc = svc_hostdb_run(&S.h,
-                                "INSERT INTO chain(key, doc, pos, mid) VALUES (?1, ?2, ?3, ?4)",
-                                "llll", svc_chain_id(key), doc, ++pos, id);
-        json_object_put(rec);
-    }
-    free(ids);
-    if (rc == 0)
-        rc = svc_hostdb_run(&S.h,
-                            "UPDATE docs SET chain_n = ?2, ran = ?3, chain_key = ?4 WHERE doc = ?1",
-                            "llib", doc, pos, svc_json_int(sum, "run_count", 0) > 0, key, 32);
-    return rc;
-}
 
 /* The unarchived session with a row keyed key: a tip before a fork point, one that ran turns
  * before one of items only (Conversations API), then the newest. 1 with *hit, 0, -1. */

@@ -200,7 +200,6 @@ struct turns_ctx {
 static void turn_line_add(void *ctx, const char *line, size_t n, size_t off)
 {
     struct turns_ctx *c = ctx;
-    (void)off;
     json_object *o = svc_jsonl_object(line, n);
     if (o)
         json_object_array_add(c->arr, o);

@@ -243,7 +243,6 @@ static bool dirs_plain(const char *dir, int *why, int *keep)
     if (errno == ENOSYS || errno == EPERM)
         plain_useless = true;
 #else
-    (void)dir;
     plain_useless = true;
 #endif
     return false;
@@ -475,7 +474,6 @@ static void copy_multi_one(void *ctx, const char *id, const char *abs, const cha
     char *sub = svc_layout_multi_agent_path(dir, id, false);
     char *file = svc_layout_multi_agent_path(dir, id, true);
     size_t len = 0;
-    (void)rel;
     if (c->rc == 0 && svc_file_read(abs, &buf, &len, NULL) == 0 &&
         (svc_mkdirs(sub, 0777, c->err) != 0 ||
          svc_file_write_synced(file, buf, len, c->sync, c->err) != 0))
@@ -642,7 +640,7 @@ int svc_sess_write_message(struct svc_sess *s, int64_t id, json_object *message,
 int svc_sess_read_window(struct svc_sess *s, int64_t from, int64_t to, const int64_t *ids,
                          bool slide, json_object *out, struct svc_err *err)
 {
-    int mfd = open_messages_dir(s, 0, NULL) == 0 ? s->msg_fd : -1;
+    int mfd = svc_sess_messages_fd(s);
     int64_t life = s->st.cache && svc_cache_local(mfd) ? svc_wincache_begin(s->sid, mfd) : 0;
     s->win_life = life;
     if (slide && life > 0 && !ids)

@@ -173,6 +173,7 @@ for my $id ('..', '.x', 'x' x 129, '../x', 'a/b', "a\x{0}b", '') {
 $r = $s->req(POST => '/api/chat', headers => { 'x-session-id' => '../evil' },
              body => { messages => [{ role => 'user', content => 'hi' }] });
 is $r->{json}{error}{code}, 'invalid_session_id', 'X-Session-Id is validated too';
+is $r->{json}{error}{param}, 'X-Session-Id', '  the error names the header (it said session_id)';
 my @escaped = grep { !m{^\Q${\ $s->root}\E} && !m{/serve\.log$} && !m{/agents\.yaml$} && !m{/session_x$} }
               files_under($s->home);
 is_deeply \@escaped, [], 'nothing written outside the root' or diag explain \@escaped;

@@ -48,15 +48,25 @@ my $home = SvcTest->make_home('');
 my %base = (SVC_HOME => $home, GATEWAY_INTERFACE => 'CGI/1.1');
 
 # --- plain CGI ---
-my ($out, $err, $rc) = run_with({ %base, REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health?x=1',
-                                  QUERY_STRING => 'x=1', HTTP_X_REQUEST_ID => 'cgi-1' }, '', $bin);
+my ($out, $err, $rc) = run_with({ %base, REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health',
+                                  HTTP_X_REQUEST_ID => 'cgi-1' }, '', $bin);
 is $rc, 0, 'CGI: exits 0 after one request';
 my ($st, $h, $body) = parse_cgi($out);
 is $st, 200, 'CGI: Status: 200';
 like $h->{'content-type'}, qr{^application/json}, 'CGI: content type';
 is $h->{'x-request-id'}, 'cgi-1', 'CGI: X-Request-Id echoed';
 is $J->decode($body)->{status}, 'ok', 'CGI: health body';
-like $err, qr{GET /api/health 200 .*rid=cgi-1}, 'CGI: log line on stderr, path without query';
+like $err, qr{GET /api/health 200 .*rid=cgi-1}, 'CGI: log line on stderr';
+# a query parameter the route does not read is refused, named (it was ignored)
+($out, $err) = run_with({ %base, REQUEST_METHOD => 'GET', REQUEST_URI => '/api/health?verbose=1',
+                          QUERY_STRING => 'verbose=1' }, '', $bin);
+($st, $h, $body) = parse_cgi($out);
+is $st, 400, 'CGI: an unknown query parameter: 400';
+my $qe = eval { $J->decode($body)->{error} } // {};
+is_deeply [$qe->{code}, $qe->{param}], ['invalid_query', 'verbose'], '  invalid_query naming it'
+    or diag $body;
+like $err, qr{GET /api/health 400 }, '  its log line, the path without the query';
+unlike $err, qr{verbose}, '  (the query is not logged)';
 
 # a relative SVC_HOME not made yet: its first write would make it, so health is ok
 {

@@ -360,6 +360,15 @@ for my $q (['offset=-1', 'offset'], ['offset=99999999999999999999', 'offset'], [
 }
 is $s->req(GET => '/api/v1/chat/sessions/seed/messages?offset=9223372036854775807&order=desc')->{status},
    200, 'messages offset INT64_MAX: 200';
+# a parameter the route does not read is refused, named (they were ignored: ?lmit=5 gave 20)
+for my $q (['/api/v1/chat/sessions?lmit=5', 'lmit'], ['/api/v1/chat/sessions/seed?limit=5', 'limit'],
+           ['/api/v1/chat/sessions/seed/messages?cursor=x', 'cursor'],
+           ['/api/v1/chat/sessions/search?q=a&order=asc', 'order'], ['/api/v1/models?limit=2', 'limit'],
+           ['/api/v1/conversations?include=x', 'include'],
+           ['/api/v1/chat/sessions?limit=5&api-version=2024-10-21', 'api-version']) {
+    err_ok($s->req(GET => $q->[0]), 400, 'invalid_query', "$q->[0]: unknown parameter", param => $q->[1]);
+}
+is $s->req(GET => '/api/v1/conversations?limit=2&order=asc')->{status}, 200, 'a page\'s parameters: 200';
 
 # --- paths and headers -----------------------------------------------------------------------
 for my $p ('/api/v1/chat/sessions/%FF%FE', "/api/v1/chat/sessions/\xff", '/api/v1/chat/sessions/%C3%A9',

@@ -130,6 +130,9 @@ $r = resp({ input => 'meta', metadata => { session_id => 'rs-meta' } });
 is $r->{json}{session_id}, 'rs-meta', 'metadata.session_id names the session';
 $r = resp({ input => 'hdr' }, { 'x-session-id' => 'rs-hdr' });
 is $r->{json}{session_id}, 'rs-hdr', 'X-Session-Id names the session';
+$r = resp({ input => 'hdr' }, { 'x-session-id' => '.bad' });
+is_deeply [$r->{status}, $r->{json}{error}{code}, $r->{json}{error}{param}], [400, 'invalid_session_id', 'X-Session-Id'],
+          'an X-Session-Id that is no session id: 400 naming the header';
 
 # a tool turn is text, not a function_call awaiting output
 $r = resp({ input => '/tool clock {}', conversation => 'rs-tool' });
