@@ -22,9 +22,7 @@
 json_object *svc_event_new(const char *run_id, const char *sid, int64_t seq, const char *type)
 {
     char now[SVC_TIME_LEN];
-    json_object *ev = json_object_new_object();
-    svc_json_set_str(ev, "type", type);
-    svc_json_set_str(ev, "run_id", run_id);
+    json_object *ev = svc_json_new_obj("type", type, "run_id", run_id, NULL);
     svc_json_set_int(ev, "seq", seq);
     svc_json_set_str(ev, "session_id", sid);
     svc_json_set_str(ev, "schema_version", "2.0");
@@ -366,8 +364,7 @@ static void loop_tool_result(struct svc_loop *loop, json_object *tu, enum tool_k
                              struct svc_tool_result *res)
 {
     const char *name = svc_json_str(tu, "name", ""), *tool = NULL;
-    json_object *input = NULL;
-    json_object_object_get_ex(tu, "input", &input);
+    json_object *input = json_object_object_get(tu, "input");
     memset(res, 0, sizeof *res);
     struct svc_loop_mcp *m = kind == TK_RUN ? loop_mcp_of(loop, name, &tool) : NULL;
     if (kind == TK_OUTPUT) {
@@ -408,9 +405,7 @@ static void loop_tool_report(struct svc_loop *loop, json_object *tu,
     svc_json_set_int(ev, "latency_ms", res->latency_ms);
     svc_json_set_bool(ev, "truncated", res->truncated);
     loop_event_emit(loop, ev);
-    json_object *tr = json_object_new_object();
-    svc_json_set_str(tr, "call_id", id);
-    svc_json_set_str(tr, "tool", name);
+    json_object *tr = svc_json_new_obj("call_id", id, "tool", name, NULL);
     svc_json_set(tr, "arguments", input ? svc_json_copy(input) : json_object_new_object());
     svc_json_set_bool(tr, "ok", res->ok);
     svc_json_set_int(tr, "latency_ms", res->latency_ms);
@@ -422,9 +417,8 @@ static void loop_tool_report(struct svc_loop *loop, json_object *tu,
 /* The toolResult block of a result: its blocks (text when it has none), structuredContent. */
 static json_object *loop_result_block(const char *id, const struct svc_tool_result *res)
 {
-    json_object *trb = json_object_new_object();
-    svc_json_set_str(trb, "toolUseId", id);
-    svc_json_set_str(trb, "status", res->ok ? "success" : "error");
+    json_object *trb =
+        svc_json_new_obj("toolUseId", id, "status", res->ok ? "success" : "error", NULL);
     json_object *items = res->blocks ? json_object_get(res->blocks) : json_object_new_array();
     if (json_object_array_length(items) == 0)
         json_object_array_add(items, svc_parts_text(res->content ? res->content : ""));
@@ -701,12 +695,11 @@ static char *request_system_of(const struct svc_run_request *req)
         svc_buf_adds(&b, req->instructions);
     size_t n = req->history ? json_object_array_length(req->history) : 0;
     for (size_t i = 0; i < n; i++) {
-        json_object *m = json_object_array_get_idx(req->history, i), *content = NULL;
+        json_object *m = json_object_array_get_idx(req->history, i);
         const char *role = svc_json_str(m, "role", "");
         if (strcmp(role, "system") != 0 && strcmp(role, "developer") != 0)
             continue;
-        json_object_object_get_ex(m, "content", &content);
-        char *text = content ? svc_openai_content_text(content) : NULL;
+        char *text = svc_openai_content_text(json_object_object_get(m, "content"));
         if (text && *text) {
             if (b.len)
                 svc_buf_adds(&b, "\n\n");
@@ -720,7 +713,7 @@ static char *request_system_of(const struct svc_run_request *req)
 void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const char *run_id,
                    const char *sid, const struct svc_run_request *req)
 {
-    memset(loop, 0, sizeof *loop);
+    memset(loop, 0, sizeof *loop); /* loop->content empty */
     loop->cfg = cfg;
     loop->run_id = run_id;
     loop->sid = sid;
@@ -759,7 +752,6 @@ void svc_loop_init(struct svc_loop *loop, const struct svc_config *cfg, const ch
     loop->tool_trace = json_object_new_array();
     loop->tool_calls = json_object_new_array();
     loop->client_calls = json_object_new_array();
-    svc_buf_init(&loop->content);
 }
 
 void svc_loop_free(struct svc_loop *loop)

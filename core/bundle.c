@@ -52,7 +52,7 @@ struct bout {
     struct svc_tarw *tw;
     char prefix[80]; /* "chat-export-.../" inside the archive */
     char *tmpdir;    /* directory output: the bundle under its temporary name */
-    char *spooldir;  /* where unnamed temporary files go */
+    char *spooldir;  /* where unnamed temporary files go (NULL: $TMPDIR) */
     FILE *list;      /* manifest "files" entries, one compact JSON line each */
     uint64_t bytes;  /* sum of file sizes */
     size_t sessions; /* sessions written */
@@ -65,8 +65,7 @@ struct bout {
 static int record(struct bout *o, const char *rel, uint64_t bytes, const char *sha,
                   struct svc_err *err)
 {
-    json_object *e = json_object_new_object();
-    svc_json_set_str(e, "path", rel);
+    json_object *e = svc_json_new_obj("path", rel, NULL);
     svc_json_set_int(e, "bytes", (int64_t)bytes);
     svc_json_set_str(e, "sha256", sha);
     const char *txt =
@@ -97,20 +96,50 @@ static int mkparent(struct bout *o, const char *rel, struct svc_err *err)
     return rc;
 }
 
+/* rel's name in the output: a member of the archive, or a path in the directory (heap). */
+static char *out_path(const struct bout *o, const char *rel)
+{
+    char *p = NULL;
+    svc_xasprintf(&p, "%s%s%s", o->tar ? o->prefix : o->tmpdir, o->tar ? "" : "/", rel);
+    return p;
+}
+
 static int bout_dir(struct bout *o, const char *rel, time_t mtime, struct svc_err *err)
 {
-    if (o->tar) {
-        char *p = NULL;
-        svc_xasprintf(&p, "%s%s", o->prefix, rel);
-        int rc = svc_tarw_dir(o->tw, p, mtime, err);
-        free(p);
-        return rc;
-    }
-    char *path = NULL;
-    svc_xasprintf(&path, "%s/%s", o->tmpdir, rel);
-    int rc = svc_mkdirs(path, 0755, err);
-    free(path);
+    char *p = out_path(o, rel);
+    int rc = o->tar ? svc_tarw_dir(o->tw, p, mtime, err) : svc_mkdirs(p, 0755, err);
+    free(p);
     return rc;
+}
+
+/* Start file rel of len bytes: the archive's member, or a new file of the directory (*fd). */
+static int out_begin(struct bout *o, const char *rel, uint64_t len, time_t mtime, int *fd,
+                     struct svc_err *err)
+{
+    *fd = -1;
+    if (!o->tar && mkparent(o, rel, err) != 0)
+        return -1;
+    char *p = out_path(o, rel);
+    int rc = o->tar ? svc_tarw_file_begin(o->tw, p, len, mtime, err) : 0;
+    if (!o->tar && (*fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0)
+        rc = svc_err_errno(err, "write bundle file");
+    free(p);
+    return rc;
+}
+
+static int out_data(struct bout *o, int fd, const void *data, size_t len, struct svc_err *err)
+{
+    if (o->tar)
+        return svc_tarw_data(o->tw, data, len, err);
+    return svc_write_all(fd, data, len) == 0 ? 0 : svc_err_errno(err, "write bundle file");
+}
+
+/* End the file out_begin started (rc: how its writing went). */
+static int out_end(struct bout *o, int fd, int rc, struct svc_err *err)
+{
+    if (fd >= 0 && close(fd) != 0 && rc == 0)
+        rc = svc_err_errno(err, "write bundle file");
+    return rc != 0 || (o->tar && svc_tarw_file_end(o->tw, err) != 0) ? -1 : 0;
 }
 
 static int bout_file(struct bout *o, const char *rel, const void *data, size_t len, time_t mtime,
@@ -121,27 +150,11 @@ static int bout_file(struct bout *o, const char *rel, const void *data, size_t l
     if (EVP_Digest(data, len, md, NULL, EVP_sha256(), NULL) != 1)
         return svc_err_set(err, SVC_E_INTERNAL, "sha256 failed");
     svc_hex(md, 32, sha);
-    if (o->tar) {
-        char *p = NULL;
-        svc_xasprintf(&p, "%s%s", o->prefix, rel);
-        int rc = svc_tarw_file_begin(o->tw, p, len, mtime, err);
-        free(p);
-        if (rc != 0 || svc_tarw_data(o->tw, data, len, err) != 0 ||
-            svc_tarw_file_end(o->tw, err) != 0)
-            return -1;
-    } else {
-        if (mkparent(o, rel, err) != 0)
-            return -1;
-        char *path = NULL;
-        svc_xasprintf(&path, "%s/%s", o->tmpdir, rel);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        free(path);
-        if (fd < 0)
-            return svc_err_errno(err, "write bundle file");
-        int wr = svc_write_all(fd, data, len);
-        if (close(fd) != 0 || wr != 0)
-            return svc_err_errno(err, "write bundle file");
-    }
+    int fd, rc = out_begin(o, rel, len, mtime, &fd, err);
+    if (rc == 0)
+        rc = out_data(o, fd, data, len, err);
+    if (out_end(o, fd, rc, err) != 0)
+        return -1;
     return record(o, rel, len, sha, err);
 }
 
@@ -150,17 +163,7 @@ static int bout_file_fd(struct bout *o, const char *rel, int fd, struct svc_err 
     struct stat sb;
     if (fstat(fd, &sb) != 0 || lseek(fd, 0, SEEK_SET) != 0)
         return svc_err_errno(err, "spool");
-    char *p = NULL;
-    int rc = 0, dst = -1;
-    if (o->tar) {
-        svc_xasprintf(&p, "%s%s", o->prefix, rel);
-        rc = svc_tarw_file_begin(o->tw, p, (uint64_t)sb.st_size, o->now, err);
-    } else if ((rc = mkparent(o, rel, err)) == 0) {
-        svc_xasprintf(&p, "%s/%s", o->tmpdir, rel);
-        dst = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        rc = dst < 0 ? svc_err_errno(err, "write bundle file") : 0;
-    }
-    free(p);
+    int dst, rc = out_begin(o, rel, (uint64_t)sb.st_size, o->now, &dst, err);
     if (rc != 0)
         return -1;
     EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -177,10 +180,7 @@ static int bout_file_fd(struct bout *o, const char *rel, int fd, struct svc_err 
             break;
         }
         EVP_DigestUpdate(md, buf, (size_t)got);
-        if (o->tar)
-            rc = svc_tarw_data(o->tw, buf, (size_t)got, err);
-        else if (svc_write_all(dst, buf, (size_t)got) != 0)
-            rc = svc_err_errno(err, "write bundle file");
+        rc = out_data(o, dst, buf, (size_t)got, err);
         left -= (uint64_t)got;
     }
     unsigned char d[32];
@@ -188,15 +188,17 @@ static int bout_file_fd(struct bout *o, const char *rel, int fd, struct svc_err 
     EVP_DigestFinal_ex(md, d, NULL);
     EVP_MD_CTX_free(md);
     svc_hex(d, 32, sha);
-    if (dst >= 0 && close(dst) != 0 && rc == 0)
-        rc = svc_err_errno(err, "write bundle file");
-    if (rc != 0 || (o->tar && svc_tarw_file_end(o->tw, err) != 0))
+    if (out_end(o, dst, rc, err) != 0)
         return -1;
     return record(o, rel, (uint64_t)sb.st_size, sha, err);
 }
 
-int svc_export_spool(const char *dir, struct svc_err *err)
+/* An unnamed temporary file in dir ($TMPDIR or /tmp when NULL): fd, or -1 with err. */
+static int spool(const char *dir, struct svc_err *err)
 {
+    const char *t = getenv("TMPDIR");
+    if (!dir)
+        dir = t && *t ? t : "/tmp";
     int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd >= 0)
         return fd;
@@ -209,6 +211,17 @@ int svc_export_spool(const char *dir, struct svc_err *err)
         unlink(tmpl);
     free(tmpl);
     return fd >= 0 ? fd : svc_err_errno(err, "temporary file");
+}
+
+FILE *svc_export_spool_file(const char *dir, const char *what, struct svc_err *err)
+{
+    int fd = spool(dir, err);
+    FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
+    if (fd >= 0 && !f) {
+        svc_err_errno(err, what);
+        close(fd);
+    }
+    return f;
 }
 
 static int agg_flush(struct bout_agg *a, struct svc_err *err)
@@ -241,14 +254,10 @@ static int agg_open(struct bout *o, struct svc_err *err)
         struct bout_agg *a = &o->agg[i];
         a->name = names[i];
         if (o->tar) {
-            a->fd = svc_export_spool(o->spooldir, err);
+            a->fd = spool(o->spooldir, err);
         } else {
-            char *path = NULL;
-            svc_xasprintf(&path, "%s/%s", o->tmpdir, names[i]);
-            a->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-            free(path);
-            if (a->fd < 0)
-                return svc_err_errno(err, "write bundle file");
+            if (out_begin(o, names[i], 0, 0, &a->fd, err) != 0)
+                return -1;
             a->md = EVP_MD_CTX_new();
             if (EVP_DigestInit_ex(a->md, EVP_sha256(), NULL) != 1)
                 return svc_err_set(err, SVC_E_NOMEM, "sha256 init failed");
@@ -475,18 +484,15 @@ static char *resolve_dest(const char *path)
             break;
         if (errno != ENOENT && errno != ENOTDIR)
             goto fail;
-        char *slash = strrchr(work, '/');
-        if (!slash)
-            goto fail;
+        char *slash = strrchr(work, '/'); /* work starts with '/' throughout */
         if (rest)
             rest[-1] = '/';
         rest = slash + 1;
+        *slash = '\0';
         if (slash == work) {
             real = svc_xstrdup("/");
-            *slash = '\0';
             break;
         }
-        *slash = '\0';
     }
     if (!rest) {
         free(work);
@@ -621,8 +627,7 @@ static void gather_feedback(struct svc_export *ex, const char *sid, json_object 
         int64_t id = svc_json_int(row, "message_id", -1);
         json_object *f = svc_feedback_of(fb, id), *out = svc_json_arr(row, "openai_messages");
         if (f) {
-            json_object *line = json_object_new_object();
-            svc_json_set_str(line, "session_id", sid);
+            json_object *line = svc_json_new_obj("session_id", sid, NULL);
             svc_json_set_int(line, "message_id", id);
             svc_json_merge(line, f);
             char *t = svc_json_dump_compact(line);
@@ -720,9 +725,8 @@ static int emit_rows(struct svc_export *ex, struct bout *o, struct svc_snap *s,
         }
         json_object *row = svc_message_row(rec, mv[i].id);
         json_object_put(rec);
-        json_object *line = json_object_new_object();
-        svc_json_set_str(line, "session_id", s->sid);
-        svc_json_set_str(line, "agent_id", ex->st.agent_id);
+        json_object *line =
+            svc_json_new_obj("session_id", s->sid, "agent_id", ex->st.agent_id, NULL);
         svc_json_merge(line, row);
         json_object *rated = svc_feedback_of(fb, mv[i].id);
         if (rated)
@@ -852,18 +856,12 @@ static int manifest_head(struct svc_export *ex, FILE *f, const char *txt, size_t
 static int manifest_build(struct svc_export *ex, struct bout *o, int64_t msgs,
                           json_object *warnings, struct svc_err *err)
 {
-    int fd = svc_export_spool(o->spooldir, err);
-    if (fd < 0)
+    FILE *f = svc_export_spool_file(o->spooldir, "manifest", err);
+    if (!f)
         return -1;
-    FILE *f = fdopen(fd, "w+");
-    if (!f) {
-        close(fd);
-        return svc_err_errno(err, "manifest");
-    }
     char done[SVC_TIME_LEN];
     svc_time_now_iso(done);
-    json_object *head = json_object_new_object();
-    svc_json_set_str(head, "format", SVC_EXPORT_FORMAT);
+    json_object *head = svc_json_new_obj("format", SVC_EXPORT_FORMAT, NULL);
     svc_json_set_int(head, "format_version", SVC_EXPORT_FORMAT_VERSION);
     svc_json_set_str(head, "export_id", ex->id);
     svc_json_set_str(head, "created_at", ex->created_at);
@@ -937,17 +935,6 @@ static bool left_out_fails(const struct svc_export *ex, struct svc_err *err)
     return true;
 }
 
-/* Whether the agent has a memory file (no file: no memory/ in the bundle). */
-static bool memory_file_of(const struct svc_export *ex)
-{
-    char *dir = svc_path_join(ex->cfg->memory.root, ex->cfg->sessions.agent_id);
-    char *file = svc_path_join(dir, "memory.jsonl");
-    bool there = access(file, R_OK) == 0;
-    free(file);
-    free(dir);
-    return there;
-}
-
 struct mem_out {
     struct svc_hostdb *ids;
     FILE *f;
@@ -957,11 +944,8 @@ struct mem_out {
 static int mem_line(void *ctx, const char *sid, const char *line, size_t n)
 {
     struct mem_out *m = ctx;
-    sqlite3_stmt *st = svc_hostdb_stmt(m->ids, "SELECT 1 FROM written WHERE id = ?1");
-    if (!st)
-        return 1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int rc = sqlite3_step(st);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(m->ids, &st, "SELECT 1 FROM written WHERE id = ?1", "s", sid);
     sqlite3_reset(st);
     if (rc != SQLITE_ROW)
         return rc == SQLITE_DONE ? 0 : 1;
@@ -975,7 +959,7 @@ static int emit_memory(struct svc_export *ex, struct bout *o, struct svc_err *er
 {
     if (!ex->memory)
         return 0;
-    int fd = svc_export_spool(o->spooldir, err);
+    int fd = spool(o->spooldir, err);
     struct mem_out m = {.ids = &ex->ids, .f = fd >= 0 ? fdopen(dup(fd), "w") : NULL};
     int rc = m.f ? svc_memory_each(ex->cfg, ex->cfg->sessions.agent_id, mem_line, &m, err)
                  : svc_err_errno(err, "spool");
@@ -1000,15 +984,12 @@ static int produce(struct svc_export *ex, struct bout *o, const struct svc_expor
     int64_t msgs = 0;
     o->now = time(NULL);
     o->top = json_object_new_array();
-    ex->memory = memory_file_of(ex);
-    int lfd = svc_export_spool(o->spooldir, err);
-    if (lfd < 0)
+    char *mdir, *mfile = svc_memory_file(ex->cfg, ex->cfg->sessions.agent_id, &mdir);
+    ex->memory = access(mfile, R_OK) == 0; /* no memory file: no memory/ in the bundle */
+    free(mfile);
+    free(mdir);
+    if (!(o->list = svc_export_spool_file(o->spooldir, "spool", err)))
         return -1;
-    o->list = fdopen(lfd, "w+");
-    if (!o->list) {
-        close(lfd);
-        return svc_err_errno(err, "spool");
-    }
     snprintf(o->prefix, sizeof o->prefix, "%s/", ex->id);
     if (o->tar && svc_tarw_dir(o->tw, ex->id, o->now, err) != 0)
         return -1;
@@ -1175,9 +1156,7 @@ out:
 int svc_export_stream(struct svc_export *ex, svc_tar_out_fn outfn, void *ctx,
                       const struct svc_export_progress *progress, struct svc_err *err)
 {
-    struct bout o = {.tar = true};
-    const char *t = getenv("TMPDIR");
-    o.spooldir = svc_xstrdup(t && *t ? t : "/tmp");
+    struct bout o = {.tar = true}; /* spooled in $TMPDIR */
     json_object *warnings = json_object_new_array();
     int64_t msgs = 0;
     int rc = -1;

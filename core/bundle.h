@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "err.h"
@@ -63,7 +64,8 @@ int svc_export_stream(struct svc_export *ex, svc_tar_out_fn out, void *ctx,
                       const struct svc_export_progress *progress, struct svc_err *err);
 void svc_export_free(struct svc_export *ex);
 
-/* An unnamed temporary file in dir (gone when closed, even after a crash): fd, or -1 with err. */
-int svc_export_spool(const char *dir, struct svc_err *err);
+/* An unnamed temporary file in dir ($TMPDIR or /tmp when NULL), gone when closed, even after
+ * a crash, open "w+": NULL with err (what names it when the stream cannot be made). */
+FILE *svc_export_spool_file(const char *dir, const char *what, struct svc_err *err);
 
 #endif

@@ -162,7 +162,7 @@ static int read_conversations(const char *file, json_object **out, struct svc_er
 struct conv {
     char sid[SVC_ID_MAX + 1];
     const char *title; /* borrowed from the conversations */
-    double created, updated;
+    char created[SVC_TIME_LEN], updated[SVC_TIME_LEN];
     json_object *msgs;  /* array of {"message", "at"} (new reference) */
     int64_t left_out;   /* messages of the branch that are not user or assistant text */
     int64_t branches;   /* leaves of the mapping other than the current node */
@@ -214,8 +214,7 @@ static void add_message(struct conv *c, json_object *msg, double conv_time)
     size_t n = json_object_array_length(c->msgs);
     json_object *last = n ? json_object_array_get_idx(c->msgs, n - 1) : NULL;
     json_object *lm = svc_json_obj(last, "message");
-    json_object *block = json_object_new_object();
-    svc_json_set_str(block, "text", text);
+    json_object *block = svc_json_new_obj("text", text, NULL);
     free(text);
     if (lm && strcmp(svc_json_str(lm, "role", ""), role) == 0) {
         json_object_array_add(svc_json_arr(lm, "content"), block);
@@ -284,8 +283,9 @@ static int plan_conv(json_object *o, size_t idx, struct conv *c, struct svc_err 
     if (!svc_layout_id_valid(c->sid) || strlen(SID_PREFIX) + strlen(id) > SVC_ID_MAX)
         return damaged(err, idx, "its id is not one a session can take: ", id);
     c->title = svc_json_str(o, "title", "");
-    c->created = epoch_of(o, "create_time", svc_time_now());
-    c->updated = epoch_of(o, "update_time", c->created);
+    double created = epoch_of(o, "create_time", svc_time_now());
+    svc_time_format_iso(created, c->created);
+    svc_time_format_iso(epoch_of(o, "update_time", created), c->updated);
     json_object *path = NULL;
     if (branch_of(mapping, cur, idx, &path, err) != 0)
         return -1;
@@ -293,7 +293,7 @@ static int plan_conv(json_object *o, size_t idx, struct conv *c, struct svc_err 
     for (size_t i = json_object_array_length(path); i-- > 0;) {
         json_object *msg = svc_json_obj(json_object_array_get_idx(path, i), "message");
         if (msg)
-            add_message(c, msg, c->created);
+            add_message(c, msg, created);
     }
     json_object_put(path);
     c->branches = other_leaves(mapping, cur);
@@ -324,18 +324,13 @@ static int write_record(struct svc_sess *h, int64_t id, json_object *rec, struct
 /* session.json and agent.json with the conversation's times. */
 static int write_heads(struct svc_sess *h, const struct conv *c, struct svc_err *err)
 {
-    char created[SVC_TIME_LEN], updated[SVC_TIME_LEN];
-    svc_time_format_iso(c->created, created);
-    svc_time_format_iso(c->updated, updated);
-    json_object *sess = json_object_new_object();
-    svc_json_set_str(sess, "session_id", h->sid);
-    svc_json_set_str(sess, "session_type", "AGENT");
+    json_object *sess = svc_json_new_obj("session_id", h->sid, "session_type", "AGENT", NULL);
     json_object *o[2] = {sess, svc_store_new_agent(&h->st)};
     const enum svc_file which[2] = {SVC_F_SESSION, SVC_F_AGENT};
     int rc = 0;
     for (int i = 0; i < 2; i++) {
-        svc_json_set_str(o[i], "created_at", created);
-        svc_json_set_str(o[i], "updated_at", updated);
+        svc_json_set_str(o[i], "created_at", c->created);
+        svc_json_set_str(o[i], "updated_at", c->updated);
         char *p = svc_sess_path(h, which[i], SVC_FROM_ABS);
         if (rc == 0)
             rc = svc_json_write_native_sync(p, o[i], SVC_SYNC_STORE, err);
@@ -361,12 +356,11 @@ static int stage_conv(const struct svc_store *stg, const struct conv *c, json_ob
     if (rc == 0)
         rc = svc_sidecar_derive(&h, &sc, err);
     if (rc == 0) {
-        char created[SVC_TIME_LEN], updated[SVC_TIME_LEN];
         if (*c->title)
             svc_json_set_str(sc, "title", c->title);
         svc_json_set_str(sc, "channel", "import");
-        svc_json_set_str(sc, "created_at", svc_time_format_iso(c->created, created));
-        svc_json_set_str(sc, "updated_at", svc_time_format_iso(c->updated, updated));
+        svc_json_set_str(sc, "created_at", c->created);
+        svc_json_set_str(sc, "updated_at", c->updated);
         rc = svc_sidecar_write(&h, sc, SVC_SYNC_STORE, err);
     }
     if (rc == 0)
@@ -406,10 +400,9 @@ struct job {
 
 static void job_free(struct job *j)
 {
-    if (j->staging) {
+    if (j->staging)
         svc_file_remove_tree(j->staging);
-        free(j->staging);
-    }
+    free(j->staging);
     if (j->lockfd >= 0)
         close(j->lockfd);
     for (size_t i = 0; i < j->n; i++) {
@@ -451,10 +444,8 @@ static json_object *report_of(const struct job *j)
         const struct conv *c = &j->c[i];
         branches += c->branches;
         if (c->reason) {
-            json_object *e = json_object_new_object();
-            svc_json_set_str(e, "session_id", c->sid);
-            svc_json_set_str(e, "reason", c->reason);
-            json_object_array_add(sk, e);
+            json_object_array_add(
+                sk, svc_json_new_obj("session_id", c->sid, "reason", c->reason, NULL));
             continue;
         }
         json_object_array_add(imp, json_object_new_string(c->sid));
@@ -468,17 +459,6 @@ static json_object *report_of(const struct job *j)
     svc_json_set_int(r, "left_out", left);
     svc_json_set_int(r, "other_branches", branches);
     return r;
-}
-
-/* The import lock and a staging directory in the root (import.h). */
-static int prepare_root(struct job *j, struct svc_err *err)
-{
-    if (svc_import_staging(&j->st, &j->lockfd, &j->staging, err) != 0)
-        return -1;
-    j->stg = j->st;
-    j->stg.root = j->staging;
-    j->stg.staged = true;
-    return 0;
 }
 
 /* Stage every session (the progress counts them), sync, then rename each into place. */
@@ -530,7 +510,9 @@ int svc_chatgpt_import(const struct svc_config *cfg, const char *file,
     for (size_t i = 0; rc == 0 && i < j.n; i++)
         todo += !j.c[i].reason;
     if (rc == 0 && todo && !opt->dry_run)
-        rc = prepare_root(&j, err) == 0 ? write_sessions(&j, todo, err) : -1;
+        rc = svc_import_staging(&j.st, &j.lockfd, &j.staging, &j.stg, err) == 0
+                 ? write_sessions(&j, todo, err)
+                 : -1;
     if (rc == 0)
         *report = report_of(&j);
     job_free(&j);

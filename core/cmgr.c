@@ -103,8 +103,7 @@ json_object *svc_cm_request(json_object *window, size_t count)
  * its tool calls and results by name and status. */
 static void echo_line(struct svc_buf *b, json_object *msg)
 {
-    char *text = svc_native_text(msg);
-    char *cut = svc_utf8_prefix(text, 80);
+    char *text = svc_native_text(msg), *cut = svc_utf8_prefix(text, 80);
     svc_buf_printf(b, "\n* %s: ", svc_openai_role(msg));
     for (char *c = cut; *c; c++)
         if (*c == '\n')

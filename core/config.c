@@ -22,8 +22,6 @@
 #include "layout.h"
 #include "util.h"
 
-#define cfg_fail cfgy_fail /* the one error format (cfgy.h) */
-
 /* The walker's visit for svc_config_yaml_to_json: each top-level key's subtree into ctx. */
 static int cfgy_collect(void *ctx, const struct cfgy_node *n, struct svc_err *err)
 {
@@ -499,7 +497,7 @@ static void describe(const struct cfg_row *r, const struct cfgy_node *n, char *b
 }
 
 /* Store a scalar (or null) node into row r of base: 0, or -1 with err naming n->path. */
-#define FAIL(...) cfg_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
+#define FAIL(...) cfgy_fail(err, n->file, n->line, n->col, n->path, __VA_ARGS__)
 
 static int store_str(const struct cfg_row *r, void *base, const struct cfgy_node *n,
                      const char *got, struct svc_err *err)
@@ -791,7 +789,7 @@ static int cfg_apply(const struct cfg_row *r, void *base, const struct cfgy_node
 
 static int cfg_dup(const struct cfgy_node *n, struct svc_err *err)
 {
-    return cfg_fail(err, n->file, n->key_line, n->key_col, n->path, "duplicate key");
+    return cfgy_fail(err, n->file, n->key_line, n->key_col, n->path, "duplicate key");
 }
 
 /* The list named name ("jobs", "server.users"), or NULL. */
@@ -860,7 +858,7 @@ static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct
         char key[256];
         snprintf(key, sizeof key, "%s.%s", n->path, r->name);
         if ((r->flags & F_REQUIRED) && !(fr->seen & (1ull << i)))
-            return cfg_fail(err, n->file, n->line, n->col, key, "missing required key");
+            return cfgy_fail(err, n->file, n->line, n->col, key, "missing required key");
         if (strcmp(r->name, l->unique) != 0)
             continue;
         const char *mine = *FIELD(fr->base, r->off, char *);
@@ -868,8 +866,8 @@ static int cfg_leave_item(struct cfg_load *c, struct cfg_frame *fr, const struct
         for (size_t k = 0; k < n->index; k++) {
             const char *other = *FIELD(arr + k * l->size, r->off, char *);
             if (other && mine && strcmp(other, mine) == 0)
-                return cfg_fail(err, n->file, fr->line[i], fr->col[i], key,
-                                "'%s' is already used by %s[%zu]", mine, l->name, k);
+                return cfgy_fail(err, n->file, fr->line[i], fr->col[i], key,
+                                 "'%s' is already used by %s[%zu]", mine, l->name, k);
         }
     }
     return CFGY_SKIP;

@@ -221,6 +221,16 @@ static bool wd_shared(int wd, const struct watch *w)
     return false;
 }
 
+/* w watches through wd from now on: the kernel's watch of the directory it named until now
+ * goes unless another key still uses it (a key re-armed on directory after directory holds
+ * one kernel watch, not one per directory it ever named) */
+static void rewatch(struct watch *w, int wd)
+{
+    if (wd != w->wd && w->wd >= 0 && !wd_shared(w->wd, w))
+        inotify_rm_watch(dw.fd, w->wd);
+    w->wd = wd;
+}
+
 int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const struct stat *dir,
                                           const char *const *ignore)
 {
@@ -234,14 +244,7 @@ int64_t svc_dirwatch_arm_content_ignoring(const char *key, int dirfd, const stru
         return 0;
     if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino)
         end_life(w);
-    if (wd != w->wd) {
-        /* the watch named another directory until now: the kernel's watch of it goes
-         * unless another key still uses it (a key re-armed on directory after directory
-         * holds one kernel watch, not one per directory it ever named) */
-        if (w->wd >= 0 && !wd_shared(w->wd, w))
-            inotify_rm_watch(dw.fd, w->wd);
-        w->wd = wd;
-    }
+    rewatch(w, wd);
     w->dev = dir->st_dev;
     w->ino = dir->st_ino;
     w->gen = ++dw.gens;
@@ -262,7 +265,7 @@ int64_t svc_dirwatch_content_life(const char *key, int dirfd, const struct stat 
         return 0;
     if (wd != w->wd || w->dev != dir->st_dev || w->ino != dir->st_ino)
         w->unchanged = false;
-    w->wd = wd;
+    rewatch(w, wd);
     w->dev = dir->st_dev;
     w->ino = dir->st_ino;
     w->life = ++dw.gens;

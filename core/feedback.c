@@ -119,8 +119,7 @@ int svc_feedback_set(const struct svc_config *cfg, const char *sid, const char *
              write_entry(&s, id, rating, comment, &doc, &entry, err) == 0)
         rc = 0;
     if (rc == 0) {
-        *out = json_object_new_object();
-        svc_json_set_str(*out, "session_id", sid);
+        *out = svc_json_new_obj("session_id", sid, NULL);
         svc_json_set_int(*out, "message_id", id);
         svc_json_set(*out, "feedback", entry ? json_object_get(entry) : NULL);
     }

@@ -20,6 +20,7 @@
 #include "index.h"
 #include "jsonx.h"
 #include "lock.h"
+#include "memory.h"
 #include "runs.h"
 #include "session.h"
 #include "sidecar.h"
@@ -548,30 +549,20 @@ static void check_runs(struct fsck *f)
  * memory lock (<memory.root>/<agent>/.memory.lock) that memory sync appends under. */
 static void check_memory(struct fsck *f)
 {
-    const char *mroot = f->cfg->memory.root;
-    DIR *d = mroot ? opendir(mroot) : NULL;
+    DIR *d = f->cfg->memory.root ? opendir(f->cfg->memory.root) : NULL;
     struct dirent *de;
     while (d && (de = readdir(d))) {
         if (de->d_name[0] == '.' || !svc_layout_id_valid(de->d_name))
             continue;
-        char *ad = svc_path_join(mroot, de->d_name), *fr = NULL;
-        char *fa = svc_path_join(ad, "memory.jsonl"), *lp = svc_path_join(ad, ".memory.lock");
+        char *ad, *fa = svc_memory_file(f->cfg, de->d_name, &ad), *fr = NULL;
         svc_xasprintf(&fr, "memory/%s/memory.jsonl", de->d_name);
-        int fd = -1;
-        if (f->repair) {
-            fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-            if (fd >= 0 && flock(fd, LOCK_EX) != 0) {
-                close(fd);
-                fd = -1;
-            }
-        }
+        int fd = f->repair ? svc_memory_lock(ad, LOCK_EX, NULL) : -1;
         check_lines(f, NULL, fa, fr, false, fd >= 0);
         if (fd >= 0)
             close(fd);
         free(ad);
         free(fa);
         free(fr);
-        free(lp);
     }
     if (d)
         closedir(d);

@@ -3,7 +3,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,26 +138,16 @@ int svc_sync_tree(const char *dir, struct svc_err *err)
 }
 
 /* Temp names ".<name>.tmp-<pid>-<salt><counter>": fsck tells a dead writer's temp files by
- * the pid; pid and salt are drawn once per process (a system call each), anew after fork. */
+ * the pid; the salt is drawn once per process (svc_pid is cached), anew after fork. */
 static struct {
-    pid_t pid; /* 0: draw pid and salt again */
+    int pid; /* whose salt it is */
     unsigned long seq;
     char salt[9];
-    bool registered; /* the fork handler */
 } temp;
-
-static void temp_forked(void)
-{
-    temp.pid = 0;
-}
 
 static void temp_name(char *out, size_t outsz, const char *path)
 {
-    if (!temp.registered) {
-        pthread_atfork(NULL, NULL, temp_forked);
-        temp.registered = true;
-    }
-    if (temp.pid == 0) {
+    if (temp.pid != svc_pid()) {
         temp.pid = svc_pid();
         svc_random_hex(temp.salt, 8);
     }

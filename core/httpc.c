@@ -49,11 +49,7 @@ void svc_httpc_setopts(CURL *h, const char *url, struct curl_slist *hdrs, const 
 void svc_sse_init(struct svc_sse *s, int (*on_event)(void *ctx, const char *data, size_t len),
                   void *ctx)
 {
-    memset(s, 0, sizeof *s);
-    s->on_event = on_event;
-    s->ctx = ctx;
-    svc_buf_init(&s->line);
-    svc_buf_init(&s->event);
+    *s = (struct svc_sse){.on_event = on_event, .ctx = ctx}; /* its svc_bufs empty */
 }
 
 void svc_sse_free(struct svc_sse *s)

@@ -202,10 +202,11 @@ static int db_err(struct svc_hostdb *db, struct svc_err *err)
     return svc_err_set(err, SVC_E_IO, "temporary database: %s", svc_hostdb_errmsg(db));
 }
 
-/* The row of st (id, num, state, why) into *r: 1, 0 when there is none, -1. */
-static int rec_get(struct svc_hostdb *db, sqlite3_stmt *st, struct rec *r, struct svc_err *err)
+/* The row st stepped to (rc: the step's result; id, num, state, why) into *r: 1, 0 when
+ * there is none, -1. */
+static int rec_get(struct svc_hostdb *db, sqlite3_stmt *st, int rc, struct rec *r,
+                   struct svc_err *err)
 {
-    int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
         snprintf(r->id, sizeof r->id, "%s", (const char *)sqlite3_column_text(st, 0));
         r->num = (uint64_t)sqlite3_column_int64(st, 1);
@@ -216,15 +217,16 @@ static int rec_get(struct svc_hostdb *db, sqlite3_stmt *st, struct rec *r, struc
     return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : db_err(db, err);
 }
 
-/* Session (sid, n) into *r: 1, 0 when it has no record, -1. */
+/* Session (sid, n) into *r: 1, 0 when it has no record (only r->id set then), -1. */
 static int rec_find(struct svc_hostdb *db, const char *sid, size_t n, struct rec *r,
                     struct svc_err *err)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(db, "SELECT id, num, state, why FROM sess WHERE id = ?1");
-    if (!st)
-        return db_err(db, err);
-    sqlite3_bind_text(st, 1, sid, (int)n, SQLITE_STATIC);
-    return rec_get(db, st, r, err);
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(db, &st, "SELECT id, num, state, why FROM sess WHERE id = ?1", "t",
+                             sid, (int)n);
+    if ((rc = rec_get(db, st, rc, r, err)) == 0)
+        snprintf(r->id, sizeof r->id, "%.*s", (int)n, sid);
+    return rc;
 }
 
 static int rec_put(struct svc_hostdb *db, const struct rec *r, struct svc_err *err)
@@ -241,11 +243,8 @@ static int note(struct svc_hostdb *db, const char *sid, size_t n, uint64_t num, 
                 const char *why, struct svc_err *err)
 {
     struct rec r = {.state = S_IMPORT};
-    int found = rec_find(db, sid, n, &r, err);
-    if (found < 0)
+    if (rec_find(db, sid, n, &r, err) < 0)
         return -1;
-    if (!found)
-        snprintf(r.id, sizeof r.id, "%.*s", (int)n, sid);
     r.num += num;
     if (r.state == S_IMPORT && state != S_IMPORT)
         rec_set(&r, state, why);
@@ -265,7 +264,7 @@ static int recs_each(struct svc_hostdb *db, int (*fn)(void *ctx, struct rec *r),
         if (!st)
             return db_err(db, err);
         sqlite3_bind_text(st, 1, r.id, -1, SQLITE_TRANSIENT);
-        int rc = rec_get(db, st, &r, err);
+        int rc = rec_get(db, st, sqlite3_step(st), &r, err);
         if (rc <= 0)
             return rc;
         was = r;
@@ -285,19 +284,6 @@ static int file_add(struct svc_hostdb *db, int side, const char *path, uint64_t 
                           (int64_t)bytes, sha) == 0
                ? 0
                : db_err(db, err);
-}
-
-/* A temporary file of $TMPDIR (or /tmp), already unlinked (nothing left even if killed). */
-static FILE *tmp_file(struct svc_err *err)
-{
-    const char *dir = getenv("TMPDIR");
-    int fd = svc_export_spool(dir && *dir ? dir : "/tmp", err);
-    FILE *f = fd >= 0 ? fdopen(fd, "w+") : NULL;
-    if (fd >= 0 && !f) {
-        svc_err_errno(err, "temporary file");
-        close(fd);
-    }
-    return f;
 }
 
 struct job {
@@ -392,7 +378,7 @@ static int manifest_found(struct job *j, const char *rel, struct svc_err *err)
     const char *slash = strchr(rel, '/');
     snprintf(j->prefix, sizeof j->prefix, "%.*s", slash ? (int)(slash - rel + 1) : 0, rel);
     if (j->src.tar) {
-        j->mf = tmp_file(err);
+        j->mf = svc_export_spool_file(NULL, "temporary file", err);
     } else {
         char *abs = svc_path_join(j->src.path, rel);
         int fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -446,7 +432,7 @@ static int memory_member(struct job *j, const char *rel, FILE **copy, struct svc
         strchr(m + 7, '/') || j->memf)
         return 0;
     snprintf(j->mem_agent, sizeof j->mem_agent, "%.*s", (int)(n - 13), m + 7);
-    j->memf = tmp_file(err);
+    j->memf = svc_export_spool_file(NULL, "temporary file", err);
     *copy = j->memf;
     return j->memf ? 0 : -1;
 }
@@ -719,8 +705,6 @@ static int cur_session(struct job *j, const char *sid, size_t n, struct svc_err 
     free(j->cur_staged);
     j->cur_staged = NULL;
     j->cur_found = rec_find(j->db, sid, n, &j->cur, err);
-    if (j->cur_found == 0)
-        snprintf(j->cur.id, sizeof j->cur.id, "%.*s", (int)n, sid);
     return j->cur_found;
 }
 
@@ -771,6 +755,8 @@ static int stage_member(struct job *j, const char *rel, bool is_dir, uint64_t *b
     return 0;
 }
 
+/* Pass 2: every session to import written into the staging directory (its own store),
+ * synced before any rename when sessions.fsync. 0, or -1 with err set. */
 static int pass_stage(struct job *j, struct svc_err *err)
 {
     if (src_open(&j->src, err) != 0)
@@ -799,7 +785,9 @@ static int pass_stage(struct job *j, struct svc_err *err)
     }
     src_close(&j->src);
     j->staged_bytes = bytes;
-    return r < 0 || cur_flush(j, err) != 0 ? -1 : 0;
+    if (r < 0 || cur_flush(j, err) != 0)
+        return -1;
+    return j->st.durable ? svc_sync_tree(j->staging, err) : 0;
 }
 
 /* ---- into place ---- */
@@ -829,21 +817,6 @@ static void index_tell(struct job *j, const char *sid)
     json_object_put(sc);
 }
 
-/* The staging name an overwritten session is moved to when the filesystem cannot
- * exchange: "old_session_<sid>", put back by clean_stale if the import dies meanwhile. */
-static char *aside_path(const char *staging, const char *sid)
-{
-    struct svc_store st = {.root = staging};
-    struct svc_sess h;
-    if (svc_sess_open_store(&st, sid, &h, NULL) != 0)
-        return NULL;
-    char *name = svc_sess_path(&h, SVC_F_DIR, SVC_FROM_NAME), *p = NULL;
-    svc_xasprintf(&p, "%s/%s%s", staging, svc_layout_name(SVC_F_IMPORT_ASIDE), name);
-    free(name);
-    svc_sess_close(&h);
-    return p;
-}
-
 /* Exchange staged and final (both locked by the caller); where the filesystem refuses
  * RENAME_EXCHANGE, two renames: the old session aside, the new one in, so that a reader
  * sees the old session, then for a moment none, then the new one, never a mix; the old
@@ -855,7 +828,10 @@ static int swap_into_place(struct job *j, const char *sid, const char *staged, c
     if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
         return -1;
     svc_fs_fallback_note("renameat2 RENAME_EXCHANGE", errno);
-    char *aside = aside_path(j->staging, sid);
+    /* "<staging>/old_session_<sid>", put back by clean_stale if the import dies meanwhile */
+    char *aside = NULL;
+    svc_xasprintf(&aside, "%s/%s%s", j->staging, svc_layout_name(SVC_F_IMPORT_ASIDE),
+                  strrchr(final, '/') + 1);
     int rc = rename(final, aside);
     if (rc == 0 && (rc = rename(staged, final)) != 0) {
         int e = errno;
@@ -970,7 +946,8 @@ static void clean_stale(const char *root)
     closedir(d);
 }
 
-int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging, struct svc_err *err)
+int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging,
+                       struct svc_store *stg, struct svc_err *err)
 {
     if (svc_mkdirs_durable(st->root, 0755, st->durable, err) != 0)
         return -1;
@@ -985,8 +962,12 @@ int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging, 
     char hex[17];
     svc_random_hex(hex, 16);
     svc_xasprintf(staging, "%s/%s%s", st->root, svc_layout_name(SVC_F_IMPORT_STAGING), hex);
-    if (mkdir(*staging, 0755) == 0)
+    if (mkdir(*staging, 0755) == 0) {
+        *stg = *st;
+        stg->root = *staging;
+        stg->staged = true;
         return 0;
+    }
     int rc = svc_err_errno(err, "create staging directory");
     free(*staging);
     *staging = NULL;
@@ -1017,13 +998,10 @@ int svc_import_each(struct svc_import_report *r, enum svc_import_outcome which,
 {
     if (!r->tab)
         return 0;
-    sqlite3_stmt *st =
-        svc_hostdb_stmt(r->tab, "SELECT id, why FROM sess WHERE state = ?1 ORDER BY id");
-    if (!st)
-        return db_err(r->tab, err);
-    sqlite3_bind_int(st, 1, which);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(r->tab, &st, "SELECT id, why FROM sess WHERE state = ?1 ORDER BY id",
+                             "i", (int)which);
+    for (; rc == SQLITE_ROW; rc = sqlite3_step(st))
         fn(ctx, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1));
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : db_err(r->tab, err);
@@ -1037,17 +1015,6 @@ void svc_import_report_free(struct svc_import_report *r)
         svc_hostdb_close(r->tab);
     free(r->tab);
     memset(r, 0, sizeof *r);
-}
-
-/* Write every session to import into the staging directory (its own store), synced before
- * any rename when sessions.fsync. 0, or -1 with err set. */
-static int stage_all(struct job *j, struct svc_err *err)
-{
-    j->stg = j->st;
-    j->stg.root = j->staging;
-    if (pass_stage(j, err) != 0)
-        return -1;
-    return j->st.durable ? svc_sync_tree(j->staging, err) : 0;
 }
 
 /* One session after pass 2: failed if a file changed, came or went since pass 1, else
@@ -1115,18 +1082,17 @@ int svc_import(const struct svc_config *cfg, const char *bundle,
         goto out;
     j.todo = j.count[S_IMPORT];
     if (!opt->dry_run) {
-        if (svc_import_staging(&j.st, &lockfd, j.todo ? &j.staging : NULL, err) != 0)
+        if (svc_import_staging(&j.st, &lockfd, j.todo ? &j.staging : NULL, &j.stg, err) != 0)
             goto out;
-        if (j.todo > 0 && (stage_all(&j, err) != 0 || place_all(&j, err) != 0))
+        if (j.todo > 0 && (pass_stage(&j, err) != 0 || place_all(&j, err) != 0))
             goto out;
     }
     report(&j, out);
     rc = 0;
 out:
-    if (j.staging) {
+    if (j.staging)
         svc_file_remove_tree(j.staging);
-        free(j.staging);
-    }
+    free(j.staging);
     if (lockfd >= 0)
         close(lockfd);
     src_close(&j.src);

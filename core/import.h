@@ -52,8 +52,9 @@ int svc_import_each(struct svc_import_report *r, enum svc_import_outcome which,
 void svc_import_report_free(struct svc_import_report *r);
 /* For an import into st's root (this one's and chatgpt.h's): the root made, its import lock
  * taken (*lockfd), what killed imports left cleaned up, and a new staging directory made in
- * it (*staging, heap; none when staging is NULL). 0, or -1 with err. */
+ * it (*staging, heap; none when staging is NULL) with *stg, st with it as its root. 0, or -1
+ * with err. */
 int svc_import_staging(const struct svc_store *st, int *lockfd, char **staging,
-                       struct svc_err *err);
+                       struct svc_store *stg, struct svc_err *err);
 
 #endif

@@ -63,10 +63,8 @@ json_object *svc_jobs_list(const struct svc_config *cfg, time_t now)
     for (size_t i = 0; i < cfg->njobs; i++) {
         const struct svc_job *j = &cfg->jobs[i];
         json_object *st = svc_json_obj(by_id, j->id);
-        json_object *o = json_object_new_object();
-        svc_json_set_str(o, "id", j->id);
-        svc_json_set_str(o, "schedule", j->schedule);
-        svc_json_set_str(o, "session_id", j->session_id);
+        json_object *o = svc_json_new_obj("id", j->id, "schedule", j->schedule, "session_id",
+                                          j->session_id, NULL);
         svc_json_set_bool(o, "enabled", j->enabled);
         struct svc_cron c;
         time_t next = -1;
@@ -187,8 +185,7 @@ int svc_jobs_run_due(const struct svc_config *cfg, time_t now, json_object **rep
     json_object *out = json_object_new_array();
     for (size_t i = 0; i < cfg->njobs; i++) {
         const struct svc_job *j = &cfg->jobs[i];
-        json_object *res = json_object_new_object();
-        svc_json_set_str(res, "id", j->id);
+        json_object *res = svc_json_new_obj("id", j->id, NULL);
         json_object_array_add(out, res);
         struct svc_cron c;
         if (!j->enabled || svc_cron_parse(j->schedule, &c, NULL) != 0) {

@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <unistd.h>
 
 #include "fsio.h"
 #include "util.h"
@@ -257,9 +255,6 @@ static const bool json_outside[256] = {
     ['l'] = true, ['s'] = true,  ['n'] = true,
 };
 
-/* The end of a JSON number starting at buf[i], or 0 when it breaks the grammar
- * -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; *plain is false when it has a fraction
- * or an exponent. */
 static size_t digits_end(const char *buf, size_t len, size_t j)
 {
     while (j < len && buf[j] >= '0' && buf[j] <= '9')
@@ -267,6 +262,9 @@ static size_t digits_end(const char *buf, size_t len, size_t j)
     return j;
 }
 
+/* The end of a JSON number starting at buf[i], or 0 when it breaks the grammar
+ * -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? ; *plain is false when it has a fraction
+ * or an exponent. */
 static size_t number_end(const char *buf, size_t len, size_t i, bool *plain)
 {
     size_t d = i + (i < len && buf[i] == '-'), j = digits_end(buf, len, d);
@@ -304,8 +302,7 @@ static void mark_init(void)
     if (mark.len)
         return;
     uint64_t r;
-    if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
-        r = (uint64_t)(svc_time_monotonic() * 1e9) ^ ((uint64_t)getpid() << 32);
+    svc_random_bytes((unsigned char *)&r, sizeof r);
     snprintf(mark.text, sizeof mark.text, "\\u0000svc-int-%016llx:", (unsigned long long)r);
     mark.len = 1 + (size_t)snprintf(mark.decoded + 1, sizeof mark.decoded - 1,
                                     "svc-int-%016llx:", (unsigned long long)r);

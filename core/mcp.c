@@ -75,8 +75,7 @@ static int conn_send(struct svc_mcp_conn *c, json_object *msg, struct svc_err *e
 
 static json_object *rpc_new(const char *method, json_object *params, int64_t id)
 {
-    json_object *m = json_object_new_object();
-    svc_json_set_str(m, "jsonrpc", "2.0");
+    json_object *m = svc_json_new_obj("jsonrpc", "2.0", NULL);
     if (id > 0)
         svc_json_set_int(m, "id", id);
     svc_json_set_str(m, "method", method);
@@ -88,8 +87,7 @@ static json_object *rpc_new(const char *method, json_object *params, int64_t id)
 /* A server's request: ping answered, anything else refused. */
 static void answer_request(struct svc_mcp_conn *c, json_object *msg, const char *method)
 {
-    json_object *reply = json_object_new_object();
-    svc_json_set_str(reply, "jsonrpc", "2.0");
+    json_object *reply = svc_json_new_obj("jsonrpc", "2.0", NULL);
     svc_json_set(reply, "id", json_object_get(json_object_object_get(msg, "id")));
     if (strcmp(method, "ping") == 0)
         svc_json_set(reply, "result", json_object_new_object());
@@ -124,7 +122,7 @@ static int on_message(struct wait *w, json_object *msg)
         return 1;
     }
     json_object *r = svc_json_obj(msg, "result");
-    w->res = json_object_get(r ? r : NULL);
+    w->res = json_object_get(r);
     if (!r)
         svc_err_set(w->err, SVC_E_UPSTREAM, "%s answered without a result", w->c->name);
     return 1;
@@ -468,11 +466,10 @@ static int conn_write(struct svc_mcp_conn *c, json_object *msg, struct wait *w)
     return rc;
 }
 
-/* Send a message that awaits nothing (a notification, a reply). */
+/* Send a message that awaits nothing (a notification, a reply); err may be NULL. */
 static int conn_send(struct svc_mcp_conn *c, json_object *msg, struct svc_err *err)
 {
-    struct svc_err e;
-    struct wait w = {.c = c, .err = err ? err : &e, .deadline = svc_time_monotonic() + 1e9};
+    struct wait w = {.c = c, .err = err, .deadline = svc_time_monotonic() + 1e9};
     return conn_write(c, msg, &w);
 }
 
@@ -523,10 +520,9 @@ static void conn_stop(struct svc_mcp_conn *c)
     if (c->stdio) {
         stdio_reap(c, true);
     } else if (c->session) { /* end the session politely, a second at most */
-        struct svc_err e;
         int t = c->timeout_s;
         c->timeout_s = 1;
-        struct wait w = {.c = c, .err = &e, .deadline = svc_time_monotonic() + 1};
+        struct wait w = {.c = c, .deadline = svc_time_monotonic() + 1}; /* no err: ignored */
         http_post(c, NULL, &w);
         c->timeout_s = t;
     }
@@ -680,9 +676,7 @@ static json_object *result_block(json_object *item, struct svc_buf *t)
         return b;
     }
     json_object *res = svc_json_obj(item, "resource");
-    const char *text = svc_json_str(item, "text", NULL);
-    if (!text && res)
-        text = svc_json_str(res, "text", NULL);
+    const char *text = svc_json_str(item, "text", svc_json_str(res, "text", NULL));
     char *made = NULL;
     if (!text)
         svc_xasprintf(&made, "[%s%s%s]", type, res || svc_json_str(item, "uri", NULL) ? ": " : "",
@@ -820,8 +814,7 @@ void svc_mcp_call(struct svc_mcp_conn *c, const char *tool, json_object *args,
     svc_err_clear(&err);
     int rc = conn_ready(c, &err);
     if (rc == 0) {
-        json_object *p = json_object_new_object();
-        svc_json_set_str(p, "name", tool);
+        json_object *p = svc_json_new_obj("name", tool, NULL);
         svc_json_set(p, "arguments", args ? svc_json_copy(args) : json_object_new_object());
         json_object *again = json_object_get(p);
         rc = conn_rpc(c, "tools/call", p, should_cancel, ctx, &res, &err);

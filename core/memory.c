@@ -55,24 +55,13 @@ char *svc_memory_fold(const char *text, size_t max_cp)
         b.data[b.len] = '\0';
         svc_buf_adds(&b, "\xE2\x80\xA6"); /* the last code point: … */
     }
-    if (!b.data)
-        svc_buf_adds(&b, "");
-    return svc_buf_steal(&b);
-}
-
-static bool has_block(json_object *msg, const char *key)
-{
-    json_object *c = svc_json_arr(msg, "content");
-    for (size_t i = 0; c && i < json_object_array_length(c); i++)
-        if (svc_json_obj(json_object_array_get_idx(c, i), key))
-            return true;
-    return false;
+    return svc_buf_steal(&b); /* "" when empty */
 }
 
 /* The message's text when it is a text message of role (no toolResult); NULL otherwise. */
 static char *text_of(json_object *msg, const char *role)
 {
-    if (strcmp(svc_json_str(msg, "role", ""), role) != 0 || has_block(msg, "toolResult"))
+    if (strcmp(svc_json_str(msg, "role", ""), role) != 0 || svc_native_has(msg, "toolResult"))
         return NULL;
     char *t = svc_native_text(msg);
     if (!*t) {
@@ -111,15 +100,13 @@ int svc_memory_pair(json_object *msgs, const int64_t *ids, char **user, char **a
 
 /* ---- the memory file ---- */
 
-/* <memory.root>/<agent>/memory.jsonl (heap), its directory into *dir (heap). */
-static char *memory_file(const struct svc_config *cfg, const char *agent, char **dir)
+char *svc_memory_file(const struct svc_config *cfg, const char *agent, char **dir)
 {
     *dir = svc_path_join(cfg->memory.root, agent);
     return svc_path_join(*dir, "memory.jsonl");
 }
 
-/* flock on <dir>/.memory.lock; returns the descriptor or -1 with err. */
-static int memory_lock(const char *dir, int how, struct svc_err *err)
+int svc_memory_lock(const char *dir, int how, struct svc_err *err)
 {
     char *path = svc_path_join(dir, ".memory.lock");
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -200,23 +187,6 @@ static void scan_back_fd(int fd, off_t size, const char *needle,
     free(buf);
 }
 
-/* scan_back_fd on the file at path; a missing file has no lines. */
-static int scan_back(const char *path, int (*fn)(json_object *line, void *ctx), void *ctx,
-                     struct svc_err *err)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        close(fd);
-        return svc_err_errno(err, "memory file");
-    }
-    scan_back_fd(fd, st.st_size, NULL, fn, ctx, NULL);
-    close(fd);
-    return 0;
-}
-
 struct dup_ctx {
     const char *sid;
     int64_t id;
@@ -239,9 +209,9 @@ static int append_digest(const struct svc_config *cfg, const char *dir, const ch
                          struct svc_err *err)
 {
     struct svc_err lerr;
-    int fd = memory_lock(dir, LOCK_EX, &lerr); /* the directory is there, but the first time */
+    int fd = svc_memory_lock(dir, LOCK_EX, &lerr); /* the directory is there, but the first time */
     if (fd < 0 && (svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0 ||
-                   (fd = memory_lock(dir, LOCK_EX, err)) < 0))
+                   (fd = svc_memory_lock(dir, LOCK_EX, err)) < 0))
         return -1;
     /* one descriptor for the look back and the append */
     int mfd = open(file, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
@@ -303,11 +273,11 @@ static ssize_t next_line(FILE *f, char **line, size_t *cap, char sid[SVC_ID_MAX 
 int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_line_fn *fn,
                     void *ctx, struct svc_err *err)
 {
-    char *dir, *file = memory_file(cfg, agent, &dir);
+    char *dir, *file = svc_memory_file(cfg, agent, &dir);
     struct svc_err lerr;
     /* a root that cannot be written (an export of a read-only root) is read unlocked: an
      * append is one write, and a torn last line is skipped as not written yet */
-    int lk = svc_is_dir(dir) ? memory_lock(dir, LOCK_SH, &lerr) : -1;
+    int lk = svc_is_dir(dir) ? svc_memory_lock(dir, LOCK_SH, &lerr) : -1;
     FILE *f = fopen(file, "re");
     int rc = f || errno == ENOENT ? 0 : svc_err_errno(err, "memory file");
     char *line = NULL, sid[SVC_ID_MAX + 1];
@@ -346,7 +316,7 @@ static int copy_lines(FILE *from, FILE *out, bool (*keep)(void *ctx, const char 
 int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *add,
                        bool (*ours)(void *ctx, const char *sid), void *ctx, struct svc_err *err)
 {
-    char *dir, *file = memory_file(cfg, agent, &dir);
+    char *dir, *file = svc_memory_file(cfg, agent, &dir);
     char tmp[4096], tail[64], hex[17];
     svc_random_hex(hex, 16);
     snprintf(tail, sizeof tail, ".tmp-%d-%s", (int)getpid(), hex);
@@ -356,7 +326,7 @@ int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *ad
     if (!svc_is_dir(dir) && !add)
         goto out; /* nothing to forget */
     if ((!svc_is_dir(dir) && svc_mkdirs_durable(dir, 0755, cfg->sessions.fsync, err) != 0) ||
-        (lk = memory_lock(dir, LOCK_EX, err)) < 0) {
+        (lk = svc_memory_lock(dir, LOCK_EX, err)) < 0) {
         rc = -1;
         goto out;
     }
@@ -406,7 +376,7 @@ int svc_memory_relocate(const struct svc_config *cfg, const char *agent, const c
     if (svc_json_read_object_file(state, &mem, &re) != 0)
         return re.code == SVC_E_NOT_FOUND ? 0 : (*err = re, -1);
     int rc = 0;
-    char *dir, *file = memory_file(cfg, agent, &dir);
+    char *dir, *file = svc_memory_file(cfg, agent, &dir);
     const char *was = svc_json_str(mem, "memory_file", NULL);
     if (was && strcmp(was, file) != 0) {
         svc_json_set_str(mem, "memory_file", file);
@@ -469,9 +439,7 @@ json_object *svc_memory_failure(const struct svc_err *e, const char *run_id)
     if (!e)
         return NULL;
     char now[SVC_TIME_LEN];
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "code", svc_err_name(e->code));
-    svc_json_set_str(o, "message", e->message);
+    json_object *o = svc_json_new_obj("code", svc_err_name(e->code), "message", e->message, NULL);
     if (run_id)
         svc_json_set_str(o, "run_id", run_id);
     svc_json_set_str(o, "at", svc_time_now_iso(now));
@@ -495,11 +463,9 @@ static void record_state(const struct svc_sess *s, json_object *mem, const struc
 /* The newest message_id among sid's digests in have (-1 for none). */
 static int64_t have_of(struct svc_hostdb *have, const char *sid)
 {
-    sqlite3_stmt *st = svc_hostdb_stmt(have, "SELECT m FROM have WHERE sid = ?1");
-    if (!st)
-        return -1;
-    sqlite3_bind_text(st, 1, sid, -1, SQLITE_STATIC);
-    int64_t id = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
+    sqlite3_stmt *st;
+    int rc = svc_hostdb_step(have, &st, "SELECT m FROM have WHERE sid = ?1", "s", sid);
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
     sqlite3_reset(st);
     return id;
 }
@@ -567,8 +533,7 @@ static json_object *read_state(const char *path, const char *sid)
 static json_object *digest_line(struct svc_sess *s, json_object *sc, int64_t mid, const char *now,
                                 const char *user, const char *assistant)
 {
-    json_object *line = json_object_new_object();
-    svc_json_set_str(line, "session_id", s->sid);
+    json_object *line = svc_json_new_obj("session_id", s->sid, NULL);
     svc_json_set_int(line, "message_id", mid);
     svc_json_set_str(line, "at", now);
     svc_json_set_str(line, "user", user);
@@ -618,7 +583,7 @@ static int sync_locked(const struct svc_config *cfg, struct svc_sess *s, json_ob
         goto out;
     }
     look_back = look_back && !lost;
-    file = memory_file(cfg, cfg->sessions.agent_id, &dir);
+    file = svc_memory_file(cfg, cfg->sessions.agent_id, &dir);
     char now[SVC_TIME_LEN];
     svc_time_now_iso(now);
     line = digest_line(s, sc, mid, now, user, assistant);
@@ -737,7 +702,7 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
 {
     if (cfg->memory.recall <= 0)
         return NULL;
-    char *dir, *file = memory_file(cfg, cfg->sessions.agent_id, &dir);
+    char *dir, *file = svc_memory_file(cfg, cfg->sessions.agent_id, &dir);
     struct recall_ctx c = {.sid = sid ? sid : "",
                            .owner = owner,
                            .want = cfg->memory.recall,
@@ -745,10 +710,18 @@ char *svc_memory_system_prompt(const struct svc_config *cfg, const char *sid, co
     char *out = NULL;
     struct svc_err e;
     int fd = -1;
-    if (svc_is_dir(dir) && (fd = memory_lock(dir, LOCK_SH, &e)) < 0)
+    if (svc_is_dir(dir) && (fd = svc_memory_lock(dir, LOCK_SH, &e)) < 0)
         svc_logf("memory recall: %s", e.message);
-    if (scan_back(file, recall_line, &c, &e) != 0)
+    int mf = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (mf >= 0 && fstat(mf, &st) == 0) {
+        scan_back_fd(mf, st.st_size, NULL, recall_line, &c, NULL);
+    } else if (mf >= 0 || errno != ENOENT) { /* a missing file has no lines */
+        svc_err_errno(&e, "memory file");
         svc_logf("memory recall: %s", e.message);
+    }
+    if (mf >= 0)
+        close(mf);
     if (fd >= 0)
         close(fd);
     size_t n = json_object_array_length(c.found);

@@ -78,6 +78,10 @@ int svc_memory_each(const struct svc_config *cfg, const char *agent, svc_memory_
                     void *ctx, struct svc_err *err);
 int svc_memory_replace(const struct svc_config *cfg, const char *agent, FILE *add,
                        bool (*ours)(void *ctx, const char *sid), void *ctx, struct svc_err *err);
+/* <memory.root>/<agent>/memory.jsonl (heap), its directory into *dir (heap); that directory's
+ * memory lock (flock how on its .memory.lock): the descriptor, or -1 with err. */
+char *svc_memory_file(const struct svc_config *cfg, const char *agent, char **dir);
+int svc_memory_lock(const char *dir, int how, struct svc_err *err);
 /* A restored session's memory state (state: the path of its svc_memory.json) points at the
  * memory file of agent under this configuration's memory.root; no state file: nothing. */
 int svc_memory_relocate(const struct svc_config *cfg, const char *agent, const char *state,

@@ -213,9 +213,7 @@ static int echo_invoke(const struct svc_model_call *call, struct svc_model_reply
     } else if ((tname = echo_tool_asked(call, text, &input_obj)) != NULL) {
         char id[32] = "call_";
         svc_random_hex(id + 5, 12);
-        json_object *tu = json_object_new_object();
-        svc_json_set_str(tu, "toolUseId", id);
-        svc_json_set_str(tu, "name", tname);
+        json_object *tu = svc_json_new_obj("toolUseId", id, "name", tname, NULL);
         svc_json_set(tu, "input", input_obj);
         json_object_array_add(out->tool_uses, tu);
         free(tname);

@@ -1,6 +1,7 @@
 #include "model_openai.h"
 
 #include <curl/curl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -212,9 +213,7 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
     *prompt_chars = oa_prompt_chars(msgs);
     svc_json_set(req, "messages", msgs);
     svc_json_set_bool(req, "stream", true);
-    json_object *so = json_object_new_object();
-    svc_json_set_bool(so, "include_usage", true);
-    svc_json_set(req, "stream_options", so);
+    svc_json_set(req, "stream_options", json_tokener_parse("{\"include_usage\": true}"));
     json_object *tools = oa_tools_json(call->tools);
     if (tools)
         svc_json_set(req, "tools", tools);
@@ -232,16 +231,14 @@ static json_object *oa_request_json(const struct svc_model_call *call, size_t *p
     else if (cfg->model.has_max_tokens)
         svc_json_set_int(req, "max_tokens", cfg->model.max_tokens);
     /* the request's own settings, unchanged (SPEC 15); svc's keys above stay svc's */
-    json_object *settings = call->settings ? call->settings : json_object_new_object();
-    json_object_object_foreach(settings, key, val)
-    {
-        bool ours = json_object_object_get_ex(req, key, NULL);
-        bool toolish = strcmp(key, "parallel_tool_calls") == 0;
-        if (!ours && (!toolish || tools))
-            svc_json_set(req, key, json_object_get(val));
+    if (call->settings) {
+        json_object_object_foreach(call->settings, key, val)
+        {
+            if (!json_object_object_get_ex(req, key, NULL) &&
+                (tools || strcmp(key, "parallel_tool_calls") != 0))
+                svc_json_set(req, key, json_object_get(val));
+        }
     }
-    if (!call->settings)
-        json_object_put(settings);
     return req;
 }
 
@@ -314,8 +311,7 @@ static void oa_tool_calls(struct oa *st, json_object *tcs, bool whole_message)
             svc_buf_adds(&t->args, json_object_get_string(args));
         } else if (json_object_is_type(args, json_type_object)) { /* lenient servers */
             char *s = svc_json_dump_compact(args);
-            if (s)
-                svc_buf_adds(&t->args, s);
+            svc_buf_adds(&t->args, s);
             free(s);
         }
     }
@@ -451,8 +447,7 @@ static double oa_header_seconds(const char *v, size_t n)
     char tmp[64], *end;
     if (n >= sizeof tmp)
         return -1;
-    memcpy(tmp, v, n);
-    tmp[n] = '\0';
+    snprintf(tmp, sizeof tmp, "%.*s", (int)n, v);
     double s = strtod(tmp, &end); /* past leading white space */
     end += strspn(end, " \t\r\n");
     if (end == tmp || *end || !(s >= 0))
@@ -509,13 +504,12 @@ static int oa_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 static char *oa_error_message(const char *body, char *param, size_t psz)
 {
     size_t len = strlen(body);
-    json_object *o = NULL, *e = NULL;
+    json_object *o = NULL;
     char *msg = NULL;
     if (len == 0)
         return NULL;
     if (svc_json_parse(body, len, &o, NULL) == 0) {
-        json_object_object_get_ex(o, "error", &e);
-        const char *m = oa_message_of(e);
+        const char *m = oa_message_of(json_object_object_get(o, "error"));
         if (!m)
             m = svc_json_str(o, "message", svc_json_str(o, "detail", NULL));
         snprintf(param, psz, "%s", svc_json_str(svc_json_obj(o, "error"), "param", ""));
@@ -539,21 +533,20 @@ static char *oa_error_message(const char *body, char *param, size_t psz)
 
 static bool oa_connect_error(CURLcode cc)
 {
-    switch (cc) {
-    case CURLE_COULDNT_RESOLVE_PROXY:
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-    case CURLE_SSL_CONNECT_ERROR:
-    case CURLE_HTTP2:
-    case CURLE_HTTP2_STREAM:
-        return true;
-    default:
-        return false;
-    }
+    static const CURLcode retried[] = {CURLE_COULDNT_RESOLVE_PROXY,
+                                       CURLE_COULDNT_RESOLVE_HOST,
+                                       CURLE_COULDNT_CONNECT,
+                                       CURLE_SEND_ERROR,
+                                       CURLE_RECV_ERROR,
+                                       CURLE_GOT_NOTHING,
+                                       CURLE_PARTIAL_FILE,
+                                       CURLE_SSL_CONNECT_ERROR,
+                                       CURLE_HTTP2,
+                                       CURLE_HTTP2_STREAM};
+    for (size_t i = 0; i < sizeof retried / sizeof *retried; i++)
+        if (cc == retried[i])
+            return true;
+    return false;
 }
 
 /* The verdict of an attempt whose answer could not be taken (st->abort says why): the
@@ -573,8 +566,7 @@ static enum oa_result oa_chunk_failed(struct oa *st, struct svc_err *err)
 static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
 {
     const struct svc_model_call *call = st->call;
-    char errbuf[CURL_ERROR_SIZE];
-    errbuf[0] = '\0';
+    char errbuf[CURL_ERROR_SIZE] = "";
     curl_easy_setopt(st->h, CURLOPT_ERRORBUFFER, errbuf);
     st->last_data = st->last_idle = st->last_poll = svc_time_monotonic();
     CURLcode cc = curl_easy_perform(st->h);
@@ -625,8 +617,7 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
     }
     if (st->mode == OA_JSON) {
         json_object *o = NULL;
-        struct svc_err perr;
-        if (svc_json_parse(st->body.data ? st->body.data : "", st->body.len, &o, &perr) != 0 ||
+        if (svc_json_parse(st->body.data ? st->body.data : "", st->body.len, &o, NULL) != 0 ||
             !json_object_is_type(o, json_type_object)) {
             json_object_put(o);
             return oa_fail(st, err, SVC_E_UPSTREAM, "the model server's answer is not valid JSON");
@@ -649,15 +640,9 @@ static enum oa_result oa_attempt(struct oa *st, struct svc_err *err)
 /* Wait before a retry, still polling for cancellation. 0, or -1 with err when cancelled. */
 static int oa_backoff(struct oa *st, int attempt, struct svc_err *err)
 {
-    double delay = 0.5;
-    for (int i = 0; i < attempt && delay < OA_BACKOFF_CAP_S; i++)
-        delay *= 2;
-    if (delay > OA_BACKOFF_CAP_S)
-        delay = OA_BACKOFF_CAP_S;
-    if (st->retry_after_ms >= 0)
-        delay = st->retry_after_ms / 1000.0;
-    else if (st->retry_after >= 0)
-        delay = st->retry_after;
+    double delay = st->retry_after_ms >= 0 ? st->retry_after_ms / 1000.0
+                   : st->retry_after >= 0  ? st->retry_after
+                                           : fmin(ldexp(0.5, attempt), OA_BACKOFF_CAP_S);
     if (delay > OA_RETRY_AFTER_CAP_S)
         delay = OA_RETRY_AFTER_CAP_S;
     double until = svc_time_monotonic() + delay;
@@ -716,14 +701,9 @@ int svc_openai_sse_parse(const char *p, size_t n, size_t step, char **text, json
         size_t arg_chars = 0;
         *tool_uses = oa_tool_uses(&st, &arg_chars);
         *text = svc_buf_steal(&st.text);
-        if (!*text) {
-            json_object_put(*tool_uses);
-            *tool_uses = NULL;
-            rc = -1;
-        }
     }
     oa_reset_attempt(&st);
-    return rc == 0 ? 0 : -1;
+    return rc;
 }
 
 /* Attempts until one succeeds, fails for good, or model.max_retries is spent (never once
@@ -785,7 +765,6 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     if (st.key && !*st.key)
         st.key = NULL;
     char *url = NULL, *auth = NULL;
-    struct curl_slist *hdrs = NULL;
     size_t prompt_chars = 0;
     json_object *req = oa_request_json(call, &prompt_chars);
     char *body = svc_json_dump_compact(req);
@@ -794,7 +773,7 @@ int svc_model_openai_invoke(const struct svc_model_call *call, struct svc_model_
     while (bl > 0 && base[bl - 1] == '/')
         bl--;
     svc_xasprintf(&url, "%.*s/chat/completions", (int)bl, base);
-    hdrs = curl_slist_append(hdrs, "Content-Type: application/json");
+    struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
     hdrs = curl_slist_append(hdrs, "Accept: text/event-stream, application/json");
     hdrs = curl_slist_append(hdrs, "Expect:");
     if (st.key) {

@@ -75,21 +75,16 @@ static char *tool_result_text(json_object *tr)
             svc_buf_adds(&b, t);
         } else if (json_object_object_get_ex(it, "json", &j)) {
             char *s = svc_json_dump_compact(j);
-            if (s)
-                svc_buf_adds(&b, s);
+            svc_buf_adds(&b, s);
             free(s);
         }
     }
     return svc_buf_steal(&b);
 }
 
-/* A text content part. */
 static json_object *text_part(const char *t)
 {
-    json_object *p = json_object_new_object();
-    svc_json_set_str(p, "type", "text");
-    svc_json_set_str(p, "text", t);
-    return p;
+    return svc_json_new_obj("type", "text", "text", t, NULL);
 }
 
 /* The images and documents of a toolResult as chat parts, appended to media (an OpenAI tool
@@ -137,22 +132,18 @@ json_object *svc_openai_project(json_object *msg)
         } else if (tu) {
             if (!tool_calls)
                 tool_calls = json_object_new_array();
-            json_object *tc = json_object_new_object();
-            svc_json_set_str(tc, "id", svc_json_str(tu, "toolUseId", ""));
-            svc_json_set_str(tc, "type", "function");
-            json_object *fn = json_object_new_object();
-            svc_json_set_str(fn, "name", svc_json_str(tu, "name", ""));
-            json_object *input = NULL;
-            json_object_object_get_ex(tu, "input", &input);
+            json_object *tc =
+                svc_json_new_obj("id", svc_json_str(tu, "toolUseId", ""), "type", "function", NULL);
+            json_object *fn = svc_json_new_obj("name", svc_json_str(tu, "name", ""), NULL);
+            json_object *input = json_object_object_get(tu, "input");
             char *args = input ? svc_json_dump_compact(input) : NULL;
             svc_json_set_str(fn, "arguments", args ? args : "{}");
             free(args);
             svc_json_set(tc, "function", fn);
             json_object_array_add(tool_calls, tc);
         } else if (tr) { /* the tool messages lead */
-            json_object *m = json_object_new_object();
-            svc_json_set_str(m, "role", "tool");
-            svc_json_set_str(m, "tool_call_id", svc_json_str(tr, "toolUseId", ""));
+            json_object *m = svc_json_new_obj("role", "tool", "tool_call_id",
+                                              svc_json_str(tr, "toolUseId", ""), NULL);
             char *rt = tool_result_text(tr);
             svc_json_set_str(m, "content", rt);
             free(rt);
@@ -167,14 +158,11 @@ json_object *svc_openai_project(json_object *msg)
         if (json_object_array_length(media)) {
             json_object_array_add(out, svc_parts_message("user", json_object_get(media)));
         } else if (*txt) {
-            json_object *m = json_object_new_object();
-            svc_json_set_str(m, "role", "user");
-            svc_json_set_str(m, "content", txt);
-            json_object_array_add(out, m);
+            json_object_array_add(out, svc_json_new_obj("role", "user", "content", txt, NULL));
         }
     } else {
-        json_object *m = json_object_new_object(), *parts = assistant ? NULL : user_parts(msg);
-        svc_json_set_str(m, "role", assistant ? "assistant" : "user");
+        json_object *m = svc_json_new_obj("role", assistant ? "assistant" : "user", NULL),
+                    *parts = assistant ? NULL : user_parts(msg);
         if (parts)
             svc_json_set(m, "content", parts);
         else if (assistant && tool_calls && !*txt)
@@ -238,8 +226,7 @@ json_object *svc_openai_to_native(json_object *om)
     const char *role = svc_json_str(om, "role", NULL);
     if (!role)
         return NULL;
-    json_object *content_v = NULL;
-    json_object_object_get_ex(om, "content", &content_v);
+    json_object *content_v = json_object_object_get(om, "content");
     char *text = content_v ? svc_openai_content_text(content_v) : NULL;
     const char *native = NULL; /* the native message's role */
     json_object *blocks = json_object_new_array();
@@ -253,11 +240,9 @@ json_object *svc_openai_to_native(json_object *om)
         native = role;
         json_object *tcs = strcmp(role, "assistant") == 0 ? svc_json_arr(om, "tool_calls") : NULL;
         for (size_t i = 0; tcs && i < json_object_array_length(tcs); i++) {
-            json_object *tc = json_object_array_get_idx(tcs, i);
-            json_object *fn = svc_json_obj(tc, "function");
-            json_object *tu = json_object_new_object();
-            svc_json_set_str(tu, "toolUseId", svc_json_str(tc, "id", ""));
-            svc_json_set_str(tu, "name", svc_json_str(fn, "name", ""));
+            json_object *tc = json_object_array_get_idx(tcs, i), *fn = svc_json_obj(tc, "function");
+            json_object *tu = svc_json_new_obj("toolUseId", svc_json_str(tc, "id", ""), "name",
+                                               svc_json_str(fn, "name", ""), NULL);
             svc_json_set(tu, "input", svc_openai_args(svc_json_str(fn, "arguments", "{}")));
             json_object_array_add(blocks, svc_parts_wrap("toolUse", tu));
         }

@@ -108,13 +108,8 @@ static int check_data(const struct data_url *d, const char *param, int64_t max_b
 /* The URL of an image_url part ({"url"}, or the URL alone), or NULL; *v its node. */
 static const char *image_url_of(json_object *part, json_object **v)
 {
-    json_object *iu = NULL;
-    *v = NULL;
-    json_object_object_get_ex(part, "image_url", &iu);
-    if (json_object_is_type(iu, json_type_object))
-        json_object_object_get_ex(iu, "url", v);
-    else
-        *v = iu;
+    json_object *iu = json_object_object_get(part, "image_url");
+    *v = json_object_is_type(iu, json_type_object) ? json_object_object_get(iu, "url") : iu;
     return json_object_is_type(*v, json_type_string) ? json_object_get_string(*v) : NULL;
 }
 
@@ -336,34 +331,33 @@ json_object *svc_parts_responses(json_object *block)
 int svc_parts_from_responses(json_object *part, const char *param, json_object **out,
                              struct svc_err *err)
 {
-    const char *type = svc_json_str(part, "type", ""), *refused = "file_url";
+    const char *type = svc_json_str(part, "type", "");
     bool image = strcmp(type, "input_image") == 0;
+    const char *refused = image ? "file_id" : "file_url";
     char p[256];
-    json_object *inner = json_object_new_object(), *v = NULL;
     *out = NULL;
-    if (image) {
-        if (json_object_object_get_ex(part, "image_url", &v))
-            svc_json_set(inner, "url", json_object_get(v));
-        if (json_object_object_get_ex(part, "detail", &v))
-            svc_json_set(inner, "detail", json_object_get(v));
-        refused = "file_id";
-    } else if (strcmp(type, "input_file") == 0) {
-        static const char *const keys[] = {"file_data", "filename", "file_id"};
-        for (size_t i = 0; i < COUNT(keys); i++)
-            if (json_object_object_get_ex(part, keys[i], &v))
-                svc_json_set(inner, keys[i], json_object_get(v));
-    } else {
-        json_object_put(inner);
+    if (!image && strcmp(type, "input_file") != 0) {
         snprintf(p, sizeof p, "%s.type", param);
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s' must be input_text, input_image or input_file, not '%.32s'", p,
                             type);
     }
     if (json_object_object_get_ex(part, refused, NULL)) {
-        json_object_put(inner);
         snprintf(p, sizeof p, "%s.%s", param, refused);
         return svc_err_setp(err, SVC_E_INVALID_FIELD, p,
                             "'%s': svc keeps no uploaded or remote files; send the data inline", p);
+    }
+    json_object *inner = json_object_new_object(), *v = NULL;
+    if (image) {
+        if (json_object_object_get_ex(part, "image_url", &v))
+            svc_json_set(inner, "url", json_object_get(v));
+        if (json_object_object_get_ex(part, "detail", &v))
+            svc_json_set(inner, "detail", json_object_get(v));
+    } else {
+        static const char *const keys[] = {"file_data", "filename", "file_id"};
+        for (size_t i = 0; i < COUNT(keys); i++)
+            if (json_object_object_get_ex(part, keys[i], &v))
+                svc_json_set(inner, keys[i], json_object_get(v));
     }
     *out = svc_json_new_obj("type", image ? "image_url" : "file", NULL);
     svc_json_set(*out, image ? "image_url" : "file", inner);
@@ -374,12 +368,11 @@ int svc_parts_from_responses(json_object *part, const char *param, json_object *
 static json_object *media_view(const char *type, json_object *m, const struct media *t, size_t nt,
                                bool bytes)
 {
-    json_object *v = json_object_new_object(), *src = svc_json_obj(m, "source");
-    svc_json_set_str(v, "type", type);
-    svc_json_set_str(v, "format", svc_json_str(m, "format", NULL));
+    json_object *src = svc_json_obj(m, "source"), *b = svc_json_obj(src, "bytes");
+    json_object *v =
+        svc_json_new_obj("type", type, "format", svc_json_str(m, "format", NULL), NULL);
     if (svc_json_str(m, "name", NULL))
         svc_json_set_str(v, "name", svc_json_str(m, "name", NULL));
-    json_object *b = svc_json_obj(src, "bytes");
     if (b)
         svc_json_set_int(v, "size", svc_parts_bytes_size(b));
     char *url =
@@ -392,11 +385,10 @@ static json_object *media_view(const char *type, json_object *m, const struct me
 
 static json_object *result_view(json_object *tr, bool bytes)
 {
-    json_object *v = json_object_new_object(), *items = json_object_new_array();
-    svc_json_set_str(v, "type", "tool_result");
-    svc_json_set_str(v, "id", svc_json_str(tr, "toolUseId", NULL));
-    svc_json_set_str(v, "status", svc_json_str(tr, "status", "success"));
-    json_object *c = svc_json_arr(tr, "content");
+    json_object *v =
+        svc_json_new_obj("type", "tool_result", "id", svc_json_str(tr, "toolUseId", NULL), "status",
+                         svc_json_str(tr, "status", "success"), NULL);
+    json_object *c = svc_json_arr(tr, "content"), *items = json_object_new_array();
     for (size_t i = 0; c && i < json_object_array_length(c); i++) {
         json_object *it = json_object_array_get_idx(c, i), *j = NULL;
         if (json_object_object_get_ex(it, "json", &j)) {
@@ -437,9 +429,7 @@ json_object *svc_parts_view(json_object *block, bool bytes)
     } else if ((x = svc_json_obj(block, "toolUse"))) {
         v = svc_json_new_obj("type", "tool_use", "id", svc_json_str(x, "toolUseId", NULL), "name",
                              svc_json_str(x, "name", NULL), NULL);
-        json_object *in = NULL;
-        json_object_object_get_ex(x, "input", &in);
-        svc_json_set(v, "input", json_object_get(in));
+        svc_json_set(v, "input", json_object_get(json_object_object_get(x, "input")));
     } else if ((x = svc_json_obj(block, "toolResult"))) {
         v = result_view(x, bytes);
     } else if ((x = svc_json_obj(block, "reasoningContent"))) {

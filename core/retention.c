@@ -45,11 +45,8 @@ static const char *decide(const struct svc_config *cfg, json_object *sum, time_t
 
 static void add_action(json_object *actions, const char *sid, const char *action, const char *why)
 {
-    json_object *a = json_object_new_object();
-    svc_json_set_str(a, "session_id", sid);
-    svc_json_set_str(a, "action", action);
-    svc_json_set_str(a, "reason", why);
-    json_object_array_add(actions, a);
+    json_object_array_add(
+        actions, svc_json_new_obj("session_id", sid, "action", action, "reason", why, NULL));
 }
 
 struct plan {
@@ -216,8 +213,7 @@ json_object *svc_retention_run_due(const struct svc_config *cfg, time_t now)
 {
     if (!svc_retention_enabled(cfg))
         return NULL;
-    json_object *res = json_object_new_object();
-    svc_json_set_str(res, "id", "retention");
+    json_object *res = svc_json_new_obj("id", "retention", NULL);
     struct svc_store st;
     svc_store_from_config(cfg, &st);
     struct svc_cron c;
@@ -255,15 +251,14 @@ json_object *svc_retention_job(const struct svc_config *cfg, time_t now)
         return NULL;
     struct svc_store st;
     svc_store_from_config(cfg, &st);
-    json_object *state = state_read(&st), *o = json_object_new_object();
+    json_object *state = state_read(&st),
+                *o = svc_json_new_obj("id", "retention", "schedule", cfg->retention.schedule, NULL);
     struct svc_cron c;
     time_t next =
         svc_cron_parse(cfg->retention.schedule, &c, NULL) == 0
             ? svc_cron_next(&c, svc_cron_base(svc_json_str(state, "last_due_at", NULL), now))
             : -1;
     char buf[SVC_TIME_LEN];
-    svc_json_set_str(o, "id", "retention");
-    svc_json_set_str(o, "schedule", cfg->retention.schedule);
     svc_json_set_bool(o, "enabled", true);
     svc_json_set_str(o, "next_run_at", next >= 0 ? svc_time_format_iso((double)next, buf) : NULL);
     static const char *const keys[] = {"last_run_at", "last_status", "last_counts", "last_error"};

@@ -351,8 +351,7 @@ static json_object *running_sidecar(struct svc_run *run, const struct svc_run_re
     svc_json_set_int(out, "run_count", svc_json_int(out, "run_count", 0) + 1);
     svc_json_set_str(out, "last_run_id", run->run_id);
     svc_json_set_str(out, "status", "running");
-    json_object *cur = json_object_new_object();
-    svc_json_set_str(cur, "run_id", run->run_id);
+    json_object *cur = svc_json_new_obj("run_id", run->run_id, NULL);
     svc_json_set_int(cur, "pid", (int64_t)svc_pid());
     svc_json_set_str(cur, "started_at", run->started_at);
     svc_json_set(out, "current_run", cur);

@@ -85,10 +85,8 @@ static int read_record(const struct svc_config *cfg, const char *run_id, json_ob
 static json_object *record_new(const struct svc_run_answer *a)
 {
     char now[SVC_TIME_LEN];
-    json_object *rec = json_object_new_object();
-    svc_json_set_str(rec, "run_id", a->run_id);
-    svc_json_set_str(rec, "session_id", a->session_id);
-    svc_json_set_str(rec, "status", "running");
+    json_object *rec = svc_json_new_obj("run_id", a->run_id, "session_id", a->session_id, "status",
+                                        "running", NULL);
     svc_json_set_int(rec, "event_count", 0);
     svc_json_set_str(rec, "model", a->model);
     svc_json_set_str(rec, "content", "");
@@ -102,12 +100,9 @@ static json_object *record_new(const struct svc_run_answer *a)
 /* The record's "error": {"code", "message"}, or null when code is NULL. */
 static void record_error(json_object *rec, const char *code, const char *message)
 {
-    json_object *e = code ? json_object_new_object() : NULL;
-    if (e) {
-        svc_json_set_str(e, "code", code);
-        svc_json_set_str(e, "message", message ? message : "");
-    }
-    svc_json_set(rec, "error", e);
+    svc_json_set(rec, "error",
+                 code ? svc_json_new_obj("code", code, "message", message ? message : "", NULL)
+                      : NULL);
 }
 
 /* The record's final fields from an ended run, and its failure's API code (NULL: none). */
@@ -143,9 +138,7 @@ static int idem_store(const struct svc_config *cfg, const char *sid, const char 
                       const char *run_id, struct svc_err *err)
 {
     char *path = idem_file(cfg, sid, key);
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "session_id", sid);
-    svc_json_set_str(o, "run_id", run_id);
+    json_object *o = svc_json_new_obj("session_id", sid, "run_id", run_id, NULL);
     int rc = svc_json_write_pretty(path, o, cfg->sessions.fsync, err);
     json_object_put(o);
     free(path);
@@ -249,12 +242,10 @@ static void runner_main(void *ctx)
 
 static json_object *spawn_answer(json_object *rec)
 {
-    json_object *o = json_object_new_object();
-    svc_json_set_str(o, "run_id", svc_json_str(rec, "run_id", ""));
-    svc_json_set_str(o, "session_id", svc_json_str(rec, "session_id", ""));
-    svc_json_set_str(o, "status", svc_json_str(rec, "status", "running"));
-    svc_json_set_str(o, "model", svc_json_str(rec, "model", ""));
-    return o;
+    return svc_json_new_obj("run_id", svc_json_str(rec, "run_id", ""), "session_id",
+                            svc_json_str(rec, "session_id", ""), "status",
+                            svc_json_str(rec, "status", "running"), "model",
+                            svc_json_str(rec, "model", ""), NULL);
 }
 
 /* The run an Idempotency-Key already names, answered as its spawn was: true with *out set.
@@ -353,8 +344,7 @@ fail:
 
 static int64_t count_lines(const struct svc_config *cfg, const char *run_id)
 {
-    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS);
-    char *buf = NULL;
+    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS), *buf = NULL;
     size_t len = 0;
     int64_t n = 0;
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
@@ -397,8 +387,7 @@ static void reap_dead_runner(const struct svc_config *cfg, json_object *rec)
         char now[SVC_TIME_LEN];
         svc_json_set_str(fresh, "finished_at", svc_time_now_iso(now));
         write_record(cfg, fresh, NULL);
-        /* copy the final fields into the caller's record */
-        svc_json_merge(rec, fresh);
+        svc_json_merge(rec, fresh); /* the caller's record */
     }
     json_object_put(fresh);
     close(fd);
@@ -454,12 +443,10 @@ int svc_runs_events(const struct svc_config *cfg, const char *run_id, long curso
     bool settled = ended && (svc_time_parse_iso(svc_json_str(rec, "finished_at", ""), &fin) != 0 ||
                              svc_time_now() - fin > 5.0);
     json_object_put(rec);
-    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS);
-    char *buf = NULL;
+    char *path = run_file(cfg, run_id, SVC_RUN_EVENTS), *buf = NULL;
     size_t len = 0;
     *out = json_object_new_array();
     if (svc_file_read(path, &buf, &len, NULL) == 0) {
-        /* a partial last line is not yet an event */
         struct events_ctx c = {*out, cursor, 0, NULL, 0};
         svc_jsonl_lines(buf, len, event_line_add, &c);
         json_object *lev = ended && c.last ? svc_jsonl_object(c.last, c.last_n) : NULL;

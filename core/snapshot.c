@@ -34,11 +34,9 @@ void svc_snap_warn_native(struct svc_snap *s, const char *rel, const char *msg)
     char *file = NULL;
     if (s->dirname)
         svc_xasprintf(&file, "native/%s%s%s", s->dirname, rel ? "/" : "", rel ? rel : "");
-    json_object *w = json_object_new_object();
-    svc_json_set_str(w, "session_id", s->sid);
-    svc_json_set_str(w, "file", file ? file : rel ? rel : s->sid);
-    svc_json_set_str(w, "message", msg);
-    json_object_array_add(s->warnings, w);
+    const char *where = file ? file : rel ? rel : s->sid;
+    json_object_array_add(
+        s->warnings, svc_json_new_obj("session_id", s->sid, "file", where, "message", msg, NULL));
     free(file);
 }
 
@@ -118,8 +116,6 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
     struct svc_sess h;
     if (svc_sess_open(cfg, s->sid, &h, err) != 0)
         return -1;
-    const struct svc_store *st = &h.st;
-    const char *dir = h.dir;
     s->dirname = svc_sess_path(&h, SVC_F_DIR, SVC_FROM_NAME);
     s->msgdir = svc_sess_path(&h, SVC_F_MESSAGES, SVC_FROM_SESSION);
     s->agent_file = svc_sess_path(&h, SVC_F_AGENT, SVC_FROM_SESSION);
@@ -135,7 +131,7 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
     }
     if (svc_sess_lock(&h, false, err) != 0)
         goto out;
-    bool in_flight = svc_lock_run_held(dir);
+    bool in_flight = svc_lock_run_held(h.dir);
     json_object *sc = NULL;
     struct svc_err rerr;
     int src = svc_sidecar_read(&h, &sc, &rerr);
@@ -156,11 +152,11 @@ int svc_snap_take(const struct svc_config *cfg, struct svc_snap *s, struct svc_e
     }
     if (!sc && svc_sidecar_derive(&h, &sc, &rerr) != 0) {
         svc_snap_warn_native(s, svc_layout_name(SVC_F_SESSION), rerr.message);
-        sc = svc_sidecar_new(s->sid, st->agent_id, NULL);
+        sc = svc_sidecar_new(s->sid, h.st.agent_id, NULL);
     }
     s->summary = svc_sidecar_summary(sc);
     json_object_put(sc);
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int dfd = open(h.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0) {
         svc_err_errno(err, "open session directory");
         goto out;

@@ -125,11 +125,10 @@ json_object *svc_strands_interrupts(json_object *agent)
     for (size_t k = 0; k < json_object_array_length(pending); k++) {
         json_object *tu = json_object_array_get_idx(pending, k);
         const char *id = svc_json_str(tu, "toolUseId", "");
-        json_object *intr = interrupt_of(is, id), *v = json_object_new_object(), *reason = NULL;
-        svc_json_set_str(v, "id", svc_json_str(intr, "id", NULL));
-        svc_json_set_str(v, "name", svc_json_str(intr, "name", NULL));
-        json_object_object_get_ex(intr, "reason", &reason);
-        svc_json_set(v, "reason", json_object_get(reason));
+        json_object *intr = interrupt_of(is, id);
+        json_object *v = svc_json_new_obj("id", svc_json_str(intr, "id", NULL), "name",
+                                          svc_json_str(intr, "name", NULL), NULL);
+        svc_json_set(v, "reason", json_object_get(json_object_object_get(intr, "reason")));
         svc_json_set_str(v, "tool_use_id", id);
         svc_json_set_str(v, "tool", svc_json_str(tu, "name", NULL));
         json_object_array_add(out, v);

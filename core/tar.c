@@ -33,7 +33,7 @@ struct svc_tarw {
     int cur;
     _Atomic uint64_t bytes_out;
     uint64_t remaining; /* data still owed by the current file */
-    uint64_t written;   /* data of the current file so far (for the padding) */
+    uint64_t size;      /* the current file's declared size (for the padding) */
     bool in_file;
     /* the hand-off, under mu: one job at a time (a buffer, and whether it ends the stream) */
     pthread_mutex_t mu;
@@ -290,7 +290,7 @@ int svc_tarw_file_begin(struct svc_tarw *w, const char *path, uint64_t size, tim
         return -1;
     w->in_file = true;
     w->remaining = size;
-    w->written = 0;
+    w->size = size;
     return 0;
 }
 
@@ -301,7 +301,6 @@ int svc_tarw_data(struct svc_tarw *w, const void *data, size_t len, struct svc_e
     if (put(w, data, len, err) != 0)
         return -1;
     w->remaining -= len;
-    w->written += len;
     return 0;
 }
 
@@ -310,7 +309,7 @@ int svc_tarw_file_end(struct svc_tarw *w, struct svc_err *err)
     if (!w->in_file || w->remaining)
         return svc_err_set(err, SVC_E_INTERNAL, "archive member shorter than declared");
     w->in_file = false;
-    return put_pad(w, w->written, err);
+    return put_pad(w, w->size, err);
 }
 
 int svc_tarw_finish(struct svc_tarw *w, struct svc_err *err)

@@ -13,8 +13,7 @@
 static json_object *spec(const char *name, const char *kind, const char *description,
                          json_object *parameters)
 {
-    json_object *s = json_object_new_object();
-    svc_json_set_str(s, "name", name);
+    json_object *s = svc_json_new_obj("name", name, NULL);
     if (kind)
         svc_json_set_str(s, "kind", kind);
     svc_json_set_str(s, "description", description ? description : "");

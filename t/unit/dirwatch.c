@@ -1,8 +1,8 @@
 /* dirwatch content watches: a change to an entry ends "unchanged", except an entry the
  * watch ignores opened for writing and closed, no more; a move of the directory itself always does;
- * a key armed again on another directory drops the kernel's watch of the former one unless another
- * key still uses it (counted in the inotify descriptor's /proc fdinfo); fixed keys have room of
- * their own when session keys filled the table. */
+ * a key armed again on another directory (a content life's too) drops the kernel's watch of the
+ * former one unless another key still uses it (counted in the inotify descriptor's /proc fdinfo);
+ * fixed keys have room of their own when session keys filled the table. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -151,6 +151,17 @@ int main(void)
     touch(d2, "more", false);
     is_int(unchanged("k2", d2), 0, "and it still sees changes");
     is_int(unchanged("k1", d1), g, "k1 unchanged on its directory");
+
+    /* the same for a content life (the window cache's) */
+    svc_dirwatch_reset();
+    int fd1 = open(d1, O_RDONLY | O_DIRECTORY), fd2 = open(d2, O_RDONLY | O_DIRECTORY);
+    struct stat s1, s2;
+    ok(fd1 >= 0 && fd2 >= 0 && fstat(fd1, &s1) == 0 && fstat(fd2, &s2) == 0, "two directories");
+    ok(svc_dirwatch_content_life("life", fd1, &s1) > 0, "a content life");
+    ok(svc_dirwatch_content_life("life", fd2, &s2) > 0, "the key's life on another directory");
+    is_int(kernel_watches(), 1, "a content life moved on: one kernel watch");
+    close(fd1);
+    close(fd2);
 
     /* a full table of session keys leaves room for the fixed keys */
     svc_dirwatch_reset();
