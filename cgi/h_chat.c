@@ -130,22 +130,6 @@ static int check_message(json_object *m, size_t i, int64_t max_bytes, struct svc
     return 0;
 }
 
-/* A session id field: a string, and one with a NUL inside is an invalid session id. */
-static int sid_field(json_object *o, const char *key, const char *param, const char **out,
-                     struct svc_err *err)
-{
-    if (http_field_str(o, key, param, false, out, err) == 0) {
-        if (!*out || svc_layout_id_check(*out, err) == 0)
-            return 0;
-        snprintf(err->param, sizeof err->param, "%s", param ? param : key); /* as sent */
-        return -1;
-    }
-    if (json_object_is_type(json_object_object_get(o, key), json_type_string))
-        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, param ? param : key,
-                            "invalid session id");
-    return -1;
-}
-
 /* The metadata keys svc does not read itself, kept in the session's metadata (NULL: none). */
 static json_object *meta_kept(json_object *meta)
 {
@@ -168,10 +152,10 @@ static int parse_chat(struct http_req *r, struct chat_in *in, struct svc_err *er
     json_object *b = in->t.body, *meta = NULL, *sopts = NULL, *msgs = NULL;
     const char *model = NULL, *fmt = NULL, *legacy = NULL, *msid = NULL, *turn_id = NULL;
     bool store = true;
-    if (sid_field(b, "session_id", NULL, &in->t.req.session_id, err) < 0 ||
+    if (turn_in_sid(b, "session_id", NULL, &in->t.req.session_id, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         (meta && svc_labels_check_metadata(meta, err) < 0) ||
-        sid_field(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
+        turn_in_sid(meta, "session_id", "metadata.session_id", &msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
         http_field_str(meta, "locale", "metadata.locale", false, &in->t.req.locale, err) < 0 ||
         http_field_str(meta, "channel", "metadata.channel", false, &in->t.req.channel, err) < 0 ||

@@ -19,6 +19,7 @@
 #include "openai.h"
 #include "parts.h"
 #include "query.h"
+#include "respin.h"
 #include "responses.h"
 #include "turnin.h"
 #include "util.h"
@@ -110,16 +111,11 @@ static int named_session(struct http_req *r, json_object *b, json_object **prev,
                          struct svc_err *err)
 {
     const char *prev_id = NULL, *meta_sid = NULL;
-    json_object *conv = json_object_object_get(b, "conversation"), *meta = NULL;
-    *sid = NULL;
+    json_object *meta = NULL;
     if (http_field_str(b, "previous_response_id", NULL, false, &prev_id, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
-        http_field_str(meta, "session_id", "metadata.session_id", false, &meta_sid, err) < 0)
-        return -1;
-    if (json_object_is_type(conv, json_type_object) &&
-        http_field_str(conv, "id", "conversation.id", true, sid, err) < 0)
-        return -1;
-    if (conv && !*sid && http_field_str(b, "conversation", NULL, false, sid, err) < 0)
+        turn_in_sid(meta, "session_id", "metadata.session_id", &meta_sid, err) < 0 ||
+        respin_conversation(b, sid, err) < 0)
         return -1;
     if (prev_id) {
         if (access_response(r, prev_id, prev, err) < 0)

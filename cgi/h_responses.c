@@ -70,7 +70,7 @@ static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err 
     if (!meta)
         return 0;
     if (svc_labels_check_metadata(meta, err) < 0 ||
-        http_field_str(meta, "session_id", "metadata.session_id", false, msid, err) < 0 ||
+        turn_in_sid(meta, "session_id", "metadata.session_id", msid, err) < 0 ||
         http_field_str(meta, "event_format", "metadata.event_format", false, &fmt, err) < 0 ||
         http_field_str(meta, "locale", "metadata.locale", false, &in->t.req.locale, err) < 0 ||
         http_field_str(meta, "channel", "metadata.channel", false, &in->t.req.channel, err) < 0)
@@ -79,26 +79,6 @@ static int parse_metadata(struct resp_in *in, const char **msid, struct svc_err 
         return svc_err_setp(err, SVC_E_INVALID_FIELD, "metadata.event_format",
                             "'metadata.event_format' must be openai.v1 or svc.v2");
     in->t.svc_v2 = fmt && strcmp(fmt, "svc.v2") == 0;
-    return 0;
-}
-
-/* `conversation`: a session id, or an object with one ("id"). */
-static int parse_conversation(json_object *b, const char **out, struct svc_err *err)
-{
-    json_object *v = NULL;
-    *out = NULL;
-    if (!json_object_object_get_ex(b, "conversation", &v) || !v)
-        return 0;
-    bool obj = json_object_is_type(v, json_type_object);
-    if (obj ? http_field_str(v, "id", "conversation.id", true, out, err) < 0
-            : turn_in_text(v, "conversation", err) < 0)
-        return -1;
-    if (!obj)
-        *out = json_object_get_string(v);
-    if (svc_layout_id_check(*out, err) < 0) { /* it names session_id, which was not sent */
-        snprintf(err->param, sizeof err->param, "%s", obj ? "conversation.id" : "conversation");
-        return -1;
-    }
     return 0;
 }
 
@@ -161,7 +141,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                               &in->t.req.temperature, err) < 0 ||
         http_field_int_opt(b, "max_output_tokens", NULL, &in->t.req.has_max_tokens,
                            &in->t.req.max_tokens, err) < 0 ||
-        parse_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
+        respin_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
         toolsin_parse(b, false, &in->t.req.client_tools, &in->t.req.tool_choice, err) < 0 ||
         toolsin_mcp(r->cfg, &r->user, b, &in->mcp, &in->mcp_shown, err) < 0 ||
         turn_in_settings(&in->t, TURN_RESP, err) < 0)

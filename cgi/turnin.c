@@ -9,6 +9,7 @@
 #include "fork.h"
 #include "http.h"
 #include "jsonx.h"
+#include "layout.h"
 #include "log.h"
 #include "openai.h"
 #include "runs.h"
@@ -24,6 +25,21 @@ void turn_in_free(struct turn_in *in)
     json_object_put(in->req.metadata);
     free(in->input);
     free(in->continued);
+}
+
+int turn_in_sid(json_object *o, const char *key, const char *param, const char **out,
+                struct svc_err *err)
+{
+    if (http_field_str(o, key, param, false, out, err) == 0) {
+        if (!*out || svc_layout_id_check(*out, err) == 0)
+            return 0;
+        snprintf(err->param, sizeof err->param, "%s", param ? param : key); /* as sent */
+        return -1;
+    }
+    if (json_object_is_type(json_object_object_get(o, key), json_type_string))
+        return svc_err_setp(err, SVC_E_INVALID_SESSION_ID, param ? param : key,
+                            "invalid session id");
+    return -1;
 }
 
 struct svc_run_request turn_in_request(const struct turn_in *in)

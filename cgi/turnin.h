@@ -42,6 +42,10 @@ int turn_in_settings(struct turn_in *in, unsigned api, struct svc_err *err);
  * input and the model continues from the whole list; everything else is history, in order.
  * param names the list in errors. */
 int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, struct svc_err *err);
+/* A session id field (absent: *out NULL), named in errors as sent (param, else key): a string
+ * (one with a NUL inside is an invalid session id) that is a session id. */
+int turn_in_sid(json_object *o, const char *key, const char *param, const char **out,
+                struct svc_err *err);
 /* A string without NUL bytes: 0, or -1 with 422 invalid_field naming param. */
 int turn_in_text(json_object *v, const char *param, struct svc_err *err);
 /* A history tool call's name and arguments (strings already checked, NULL when absent),

@@ -133,6 +133,9 @@ is $r->{json}{session_id}, 'rs-hdr', 'X-Session-Id names the session';
 $r = resp({ input => 'hdr' }, { 'x-session-id' => '.bad' });
 is_deeply [$r->{status}, $r->{json}{error}{code}, $r->{json}{error}{param}], [400, 'invalid_session_id', 'X-Session-Id'],
           'an X-Session-Id that is no session id: 400 naming the header';
+$r = resp({ input => 'x', metadata => { session_id => '../x' } });
+is_deeply [$r->{status}, $r->{json}{error}{param}], [400, 'metadata.session_id'],
+          'a metadata.session_id that is no session id: 400 naming it (it said session_id)';
 
 # a tool turn is text, not a function_call awaiting output
 $r = resp({ input => '/tool clock {}', conversation => 'rs-tool' });

@@ -80,6 +80,13 @@ is $r->{status}, 404, "another user's conversation: 404";
 $r = compact('alice', { previous_response_id => 'resp_0123456789abcdef0123456789abcdef' });
 is $r->{status}, 404, 'an unknown response: 404';
 is as('alice', GET => '/api/v1/responses/compact')->{status}, 405, 'GET: 405';
+# a session id that is none is named as sent (they all said session_id)
+for my $c ([{ conversation => '../x' }, 'conversation'], [{ conversation => { id => '.x' } }, 'conversation.id'],
+           [{ metadata => { session_id => '../x' } }, 'metadata.session_id']) {
+    $r = compact('alice', { %{ $c->[0] }, input => 'hi' });
+    is_deeply [$r->{status}, $r->{json}{error}{code}, $r->{json}{error}{param}], [400, 'invalid_session_id', $c->[1]],
+              "a bad $c->[1]: 400 naming it";
+}
 
 # ---- a compaction item stands for its context ----
 my $item = $c->{output}[0];
