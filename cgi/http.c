@@ -395,18 +395,25 @@ int http_session_header(const struct http_req *r, const char **out, struct svc_e
     return -1;
 }
 
+/* Whether name is one of the space-separated words of list (NULL: none); "" is none. */
+static bool word_of(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; n && p; p = strchr(p, ' ')) {
+        p += *p == ' ';
+        if (strncmp(p, name, n) == 0 && (p[n] == ' ' || !p[n]))
+            return true;
+    }
+    return false;
+}
+
 int http_query_known(struct http_req *r, const char *known, struct svc_err *err)
 {
     query_parse(r);
-    for (size_t i = 0; i < r->nq; i++) {
-        const char *name = r->q[i].name, *at = known ? strstr(known, name) : NULL;
-        size_t n = strlen(name);
-        while (at && !((at == known || at[-1] == ' ') && (at[n] == ' ' || !at[n])))
-            at = strstr(at + 1, name);
-        if (!at || !n)
-            return svc_err_setp(err, SVC_E_INVALID_QUERY, name, "unknown query parameter '%.64s'",
-                                name);
-    }
+    for (size_t i = 0; i < r->nq; i++)
+        if (!word_of(known, r->q[i].name))
+            return svc_err_setp(err, SVC_E_INVALID_QUERY, r->q[i].name,
+                                "unknown query parameter '%.64s'", r->q[i].name);
     return 0;
 }
 

@@ -369,6 +369,11 @@ for my $q (['/api/v1/chat/sessions?lmit=5', 'lmit'], ['/api/v1/chat/sessions/see
     err_ok($s->req(GET => $q->[0]), 400, 'invalid_query', "$q->[0]: unknown parameter", param => $q->[1]);
 }
 is $s->req(GET => '/api/v1/conversations?limit=2&order=asc')->{status}, 200, 'a page\'s parameters: 200';
+# a parameter without a name (the HTTP fuzzer found the check reading past its list on it)
+for my $q ('/api/v1/conversations?=5', '/api/v1/chat/sessions/seed/messages?=0&order=desc', '/api/v1/chat/sessions?&=') {
+    my $r = $s->req(GET => $q);
+    is_deeply [$r->{status}, $r->{json} && $r->{json}{error}{code}], [400, 'invalid_query'], "$q: 400 invalid_query";
+}
 
 # --- paths and headers -----------------------------------------------------------------------
 for my $p ('/api/v1/chat/sessions/%FF%FE', "/api/v1/chat/sessions/\xff", '/api/v1/chat/sessions/%C3%A9',
