@@ -19,7 +19,6 @@
 #include "openai.h"
 #include "parts.h"
 #include "query.h"
-#include "respin.h"
 #include "responses.h"
 #include "turnin.h"
 #include "util.h"
@@ -115,7 +114,7 @@ static int named_session(struct http_req *r, json_object *b, json_object **prev,
     if (http_field_str(b, "previous_response_id", NULL, false, &prev_id, err) < 0 ||
         http_field_obj(b, "metadata", NULL, false, &meta, err) < 0 ||
         turn_in_sid(meta, "session_id", "metadata.session_id", &meta_sid, err) < 0 ||
-        respin_conversation(b, sid, err) < 0)
+        turn_in_conversation(b, sid, err) < 0)
         return -1;
     if (prev_id) {
         if (access_response(r, prev_id, prev, err) < 0)

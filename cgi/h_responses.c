@@ -141,7 +141,7 @@ static int parse_responses(struct http_req *r, struct resp_in *in, struct svc_er
                               &in->t.req.temperature, err) < 0 ||
         http_field_int_opt(b, "max_output_tokens", NULL, &in->t.req.has_max_tokens,
                            &in->t.req.max_tokens, err) < 0 ||
-        respin_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
+        turn_in_conversation(b, &conv, err) < 0 || parse_metadata(in, &msid, err) < 0 ||
         toolsin_parse(b, false, &in->t.req.client_tools, &in->t.req.tool_choice, err) < 0 ||
         toolsin_mcp(r->cfg, &r->user, b, &in->mcp, &in->mcp_shown, err) < 0 ||
         turn_in_settings(&in->t, TURN_RESP, err) < 0)

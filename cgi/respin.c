@@ -7,7 +7,6 @@
 #include "access.h"
 #include "conversation.h"
 #include "jsonx.h"
-#include "layout.h"
 #include "responses.h"
 #include "user.h"
 #include "util.h"
@@ -37,25 +36,6 @@ static json_object *input_item(json_object *item)
     if (!ref && !svc_json_str(o, "status", NULL))
         svc_json_set_str(o, "status", "completed");
     return o;
-}
-
-int respin_conversation(json_object *b, const char **out, struct svc_err *err)
-{
-    json_object *v = NULL;
-    *out = NULL;
-    if (!json_object_object_get_ex(b, "conversation", &v) || !v)
-        return 0;
-    bool obj = json_object_is_type(v, json_type_object);
-    if (obj ? http_field_str(v, "id", "conversation.id", true, out, err) < 0
-            : turn_in_text(v, "conversation", err) < 0)
-        return -1;
-    if (!obj)
-        *out = json_object_get_string(v);
-    if (svc_layout_id_check(*out, err) < 0) { /* it names session_id, which was not sent */
-        snprintf(err->param, sizeof err->param, "%s", obj ? "conversation.id" : "conversation");
-        return -1;
-    }
-    return 0;
 }
 
 json_object *respin_items(json_object *input)

@@ -5,9 +5,7 @@
  * or an item of a conversation of theirs; an unknown id is 422 naming input[i].id). The
  * items become chat messages, split as turnin.h says.
  *   respin_input  the input into t (input, history, results, no_input); 0 or -1 with 422
- *   respin_items  the input as input_items lists it (typed, ids, text as parts; new array)
- *   respin_conversation  `conversation`: a session id, or an object with one ("id"), named
- *                 as sent in errors (*out NULL when absent) */
+ *   respin_items  the input as input_items lists it (typed, ids, text as parts; new array) */
 #ifndef SVC_RESPIN_H
 #define SVC_RESPIN_H
 
@@ -18,6 +16,5 @@
 
 int respin_input(struct http_req *r, struct turn_in *t, json_object *input, struct svc_err *err);
 json_object *respin_items(json_object *input);
-int respin_conversation(json_object *b, const char **out, struct svc_err *err);
 
 #endif

@@ -42,6 +42,25 @@ int turn_in_sid(json_object *o, const char *key, const char *param, const char *
     return -1;
 }
 
+int turn_in_conversation(json_object *b, const char **out, struct svc_err *err)
+{
+    json_object *v = NULL;
+    *out = NULL;
+    if (!json_object_object_get_ex(b, "conversation", &v) || !v)
+        return 0;
+    bool obj = json_object_is_type(v, json_type_object);
+    if (obj ? http_field_str(v, "id", "conversation.id", true, out, err) < 0
+            : turn_in_text(v, "conversation", err) < 0)
+        return -1;
+    if (!obj)
+        *out = json_object_get_string(v);
+    if (svc_layout_id_check(*out, err) < 0) { /* it names session_id, which was not sent */
+        snprintf(err->param, sizeof err->param, "%s", obj ? "conversation.id" : "conversation");
+        return -1;
+    }
+    return 0;
+}
+
 struct svc_run_request turn_in_request(const struct turn_in *in)
 {
     struct svc_run_request req = in->req;

@@ -46,6 +46,9 @@ int turn_in_split(struct turn_in *in, json_object *msgs, const char *param, stru
  * (one with a NUL inside is an invalid session id) that is a session id. */
 int turn_in_sid(json_object *o, const char *key, const char *param, const char **out,
                 struct svc_err *err);
+/* A Responses body's `conversation` (absent: *out NULL): a session id, or an object with one
+ * ("id"), named as sent in errors. */
+int turn_in_conversation(json_object *b, const char **out, struct svc_err *err);
 /* A string without NUL bytes: 0, or -1 with 422 invalid_field naming param. */
 int turn_in_text(json_object *v, const char *param, struct svc_err *err);
 /* A history tool call's name and arguments (strings already checked, NULL when absent),
